@@ -1,0 +1,35 @@
+"""The stable cause ids of INTERFACE.md: each names one reason a launch shows no log or no process.
+
+Scripts match on these strings, so they never change; a new cause is a new constant here and a row in
+INTERFACE.md. Checks import the constants, which keeps the catalogue greppable.
+"""
+
+COMMAND_NOT_FOUND = "command-not-found"
+MISSING_MODULE = "missing-module"
+SYNTAX_ERROR = "syntax-error"
+IMPORT_ERROR = "import-error"
+IMPORT_HANG = "import-hang"
+EXITED_EARLY = "exited-early"
+CRASHED = "crashed"
+KILLED_BY_SIGNAL = "killed-by-signal"
+OOM_KILLED = "oom-killed"
+KILLED_ON_SESSION_EXIT = "killed-on-session-exit"
+LOG_DIR_MISSING = "log-dir-missing"
+LOG_NOT_WRITABLE = "log-not-writable"
+DISK_FULL = "disk-full"
+LOG_ELSEWHERE = "log-elsewhere"
+OUTPUT_BUFFERED = "output-buffered"
+DEPENDENCY_MISSING = "dependency-missing"
+DEPENDENCY_MISMATCH = "dependency-mismatch"
+CUDA_UNAVAILABLE = "cuda-unavailable"
+CUDA_INIT_FAILED = "cuda-init-failed"
+CUDA_INIT_HANG = "cuda-init-hang"
+FX_TRACE_RACE = "fx-trace-race"
+COMPILE_DEADLOCK = "compile-deadlock"
+PTY_EXHAUSTED = "pty-exhausted"
+
+ALL = frozenset(v for k, v in dict(globals()).items() if k.isupper() and isinstance(v, str))
+
+# Findings after which a launch cannot produce a log: `launch` stops on them unless --force.
+LAUNCH_BLOCKERS = frozenset({COMMAND_NOT_FOUND, SYNTAX_ERROR, MISSING_MODULE,
+                             LOG_DIR_MISSING, LOG_NOT_WRITABLE, DISK_FULL})

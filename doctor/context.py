@@ -1,0 +1,43 @@
+"""What a check knows about the launch it is judging."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+
+@dataclass
+class Context:
+    """The launch under examination, as the user described it on the command line and in config.
+
+    `command` is the job's argv (may be empty for a bare `dfdoctor check`). `python` is the training
+    interpreter: every check that imports torch or user code runs there, in a subprocess, never in
+    dfdoctor's own process. `run` is filled in the post phase: the run folder, pid and record.
+    """
+
+    command: list[str] = field(default_factory=list)
+    cwd: Path = field(default_factory=Path.cwd)
+    python: str = "python3"
+    log: Optional[Path] = None
+    no_redirect: bool = False
+    requirements: list[Path] = field(default_factory=list)
+    shell_command: Optional[str] = None
+    launcher: Optional[Path] = None
+    require_gpu: bool = False
+    target: str = "local"
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    phase: str = "pre"
+    timeout: Optional[float] = None
+    run: Optional[dict[str, Any]] = None
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def option(self, check_id: str, name: str, default: Any = None) -> Any:
+        """A per-check setting from `[tool.dfdoctor.checks."<id>"]` in the config."""
+        return (self.config.get("checks", {}).get(check_id, {}) or {}).get(name, default)
+
+    def abspath(self, p: os.PathLike | str) -> Path:
+        """A path as the job would resolve it: relative to the job's working directory."""
+        p = Path(p)
+        return p if p.is_absolute() else self.cwd / p

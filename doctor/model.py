@@ -1,0 +1,194 @@
+"""The one result model every renderer reads: results, check records, the verdict and the report."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+SCHEMA = "dfdoctor/1"
+
+
+class Status(str, enum.Enum):
+    """What one check concluded; ordered from best to worst by `rank`."""
+
+    OK = "ok"
+    SKIP = "skip"
+    WARN = "warn"
+    FAIL = "fail"
+    TIMEOUT = "timeout"
+    ERROR = "error"
+
+    @property
+    def rank(self) -> int:
+        return _RANK[self]
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_RANK = {Status.OK: 0, Status.SKIP: 1, Status.WARN: 2, Status.FAIL: 3, Status.TIMEOUT: 4, Status.ERROR: 5}
+
+# The statuses `--fail-on error` (the default) turns into exit code 1.
+PROBLEMS = frozenset({Status.FAIL, Status.ERROR, Status.TIMEOUT})
+
+
+@dataclass(frozen=True)
+class Result:
+    """One finding a check yields.
+
+    `data` carries structured facts (a device list, a persistence matrix) for renderers that show tables;
+    `evidence` is the short list of lines that support the finding.
+    """
+
+    status: Status
+    summary: str
+    cause: Optional[str] = None
+    details: str = ""
+    fix: str = ""
+    evidence: tuple[str, ...] = ()
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status.value, "cause": self.cause, "summary": self.summary,
+                "details": self.details, "fix": self.fix, "evidence": list(self.evidence), "data": self.data}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Result":
+        return cls(status=Status(d["status"]), summary=d.get("summary", ""), cause=d.get("cause"),
+                   details=d.get("details", ""), fix=d.get("fix", ""),
+                   evidence=tuple(d.get("evidence", ())), data=dict(d.get("data") or {}))
+
+
+def ok(summary: str, **kw: Any) -> Result:
+    """Nothing wrong was found."""
+    return Result(Status.OK, summary, **kw)
+
+
+def warn(summary: str, cause: Optional[str] = None, **kw: Any) -> Result:
+    """Something will probably hurt the launch, but need not stop it."""
+    return Result(Status.WARN, summary, cause, **kw)
+
+
+def fail(summary: str, cause: Optional[str] = None, **kw: Any) -> Result:
+    """The launch will not work as things stand."""
+    return Result(Status.FAIL, summary, cause, **kw)
+
+
+def skip(summary: str, **kw: Any) -> Result:
+    """The check does not apply here, or could not determine anything (said apart from failing)."""
+    return Result(Status.SKIP, summary, **kw)
+
+
+def error(summary: str, **kw: Any) -> Result:
+    """The check itself broke; not a finding about the launch."""
+    return Result(Status.ERROR, summary, **kw)
+
+
+@dataclass
+class CheckRecord:
+    """The outcome of one check in one phase: its worst result plus every finding, timing and output."""
+
+    id: str
+    phase: str
+    status: Status
+    summary: str
+    cause: Optional[str] = None
+    details: str = ""
+    fix: str = ""
+    evidence: list[str] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+    duration_s: float = 0.0
+    title: str = ""
+    findings: list[Result] = field(default_factory=list)
+    output: str = ""
+    silenced: Optional[str] = None
+
+    @classmethod
+    def from_results(cls, check_id: str, phase: str, title: str, results: list[Result],
+                     duration_s: float, output: str = "") -> "CheckRecord":
+        worst = max(results, key=lambda r: r.status.rank)
+        return cls(id=check_id, phase=phase, status=worst.status, summary=worst.summary, cause=worst.cause,
+                   details=worst.details, fix=worst.fix, evidence=list(worst.evidence),
+                   data=_merged_data(results), duration_s=round(duration_s, 3), title=title,
+                   findings=results if len(results) > 1 else [], output=output)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"id": self.id, "phase": self.phase, "status": self.status.value, "cause": self.cause,
+             "summary": self.summary, "details": self.details, "fix": self.fix,
+             "duration_s": self.duration_s, "title": self.title, "evidence": self.evidence,
+             "data": self.data, "findings": [r.to_dict() for r in self.findings],
+             "output": self.output, "silenced": self.silenced}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "CheckRecord":
+        return cls(id=d["id"], phase=d.get("phase", "pre"), status=Status(d["status"]),
+                   summary=d.get("summary", ""), cause=d.get("cause"), details=d.get("details", ""),
+                   fix=d.get("fix", ""), evidence=list(d.get("evidence") or []), data=dict(d.get("data") or {}),
+                   duration_s=float(d.get("duration_s") or 0.0), title=d.get("title", ""),
+                   findings=[Result.from_dict(r) for r in d.get("findings") or []],
+                   output=d.get("output", ""), silenced=d.get("silenced"))
+
+
+def _merged_data(results: list[Result]) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    for r in results:
+        merged.update(r.data)
+    return merged
+
+
+@dataclass
+class Verdict:
+    """The answer: what state the launch is in, why, and what to do."""
+
+    state: str  # ok | running | failed | unknown
+    cause: Optional[str] = None
+    summary: str = ""
+    fix: str = ""
+    evidence: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Verdict":
+        return cls(state=d.get("state", "unknown"), cause=d.get("cause"), summary=d.get("summary", ""),
+                   fix=d.get("fix", ""), evidence=list(d.get("evidence") or []))
+
+
+@dataclass
+class Report:
+    """Everything one dfdoctor run found; `to_dict` is the `dfdoctor/1` JSON document."""
+
+    tool_version: str
+    target: str
+    command: list[str]
+    started_at: str
+    finished_at: str
+    verdict: Verdict
+    checks: list[CheckRecord] = field(default_factory=list)
+    timeline: list[dict[str, Any]] = field(default_factory=list)
+    run: dict[str, Any] = field(default_factory=lambda: {"dir": None, "pid": None, "exit_code": None,
+                                                         "signal": None})
+    environment: dict[str, Any] = field(default_factory=dict)
+    mode: str = "check"  # check | launch | status
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": SCHEMA, "tool": {"name": "dfdoctor", "version": self.tool_version},
+                "mode": self.mode, "target": self.target, "command": list(self.command),
+                "started_at": self.started_at, "finished_at": self.finished_at,
+                "verdict": self.verdict.to_dict(), "checks": [c.to_dict() for c in self.checks],
+                "timeline": list(self.timeline), "run": dict(self.run), "environment": dict(self.environment)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Report":
+        if d.get("schema") != SCHEMA:
+            raise ValueError(f"not a {SCHEMA} document (schema: {d.get('schema')!r})")
+        return cls(tool_version=d.get("tool", {}).get("version", "?"), target=d.get("target", "local"),
+                   command=list(d.get("command") or []), started_at=d.get("started_at", ""),
+                   finished_at=d.get("finished_at", ""), verdict=Verdict.from_dict(d.get("verdict") or {}),
+                   checks=[CheckRecord.from_dict(c) for c in d.get("checks") or []],
+                   timeline=list(d.get("timeline") or []), run=dict(d.get("run") or {}),
+                   environment=dict(d.get("environment") or {}), mode=d.get("mode", "check"))

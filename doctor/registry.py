@@ -1,0 +1,115 @@
+"""How checks are declared and found: a decorator to declare one, entry points to find them all.
+
+Every check, built-in or third-party, is found the same way: an entry point in the group `dfdoctor.checks`
+whose object is a `Check` (what `@check` returns). A third-party check is therefore a pip-installable
+distribution with one line of metadata.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Callable, Iterable, Iterator, Optional, Union
+
+from .model import Result
+
+ENTRY_POINT_GROUP = "dfdoctor.checks"
+PHASES = ("pre", "post")
+
+CheckFunc = Callable[..., Union[Iterable[Result], Result, None]]
+
+
+@dataclass(frozen=True)
+class Check:
+    """A declared check: a dotted id, a title, the phases it runs in, its default timeout and its function."""
+
+    id: str
+    title: str
+    phases: tuple[str, ...]
+    timeout: float
+    func: CheckFunc
+    source: str = "built-in"
+
+    def run(self, ctx) -> list[Result]:
+        """Call the check and collect what it yields (a generator, a single Result, or None)."""
+        out = self.func(ctx)
+        if out is None:
+            return []
+        if isinstance(out, Result):
+            return [out]
+        return list(out)
+
+
+def check(id: str, *, title: str, phases: Iterable[str] = ("pre",), timeout: float = 30.0) -> Callable[[CheckFunc], Check]:
+    """Declare a check. The function takes a `Context` and yields `Result`s (see `doctor.model`)."""
+    phases = tuple(phases)
+    bad = [p for p in phases if p not in PHASES]
+    if bad or not phases:
+        raise ValueError(f"check {id}: phases must be a non-empty subset of {PHASES}, got {phases}")
+    if "." not in id:
+        raise ValueError(f"check id {id!r} must be dotted, e.g. 'log.writable'")
+
+    def wrap(func: CheckFunc) -> Check:
+        return Check(id=id, title=title, phases=phases, timeout=float(timeout), func=func)
+
+    return wrap
+
+
+@dataclass(frozen=True)
+class BrokenPlugin:
+    """An entry point that could not be loaded; reported as an `error` result, never a crash."""
+
+    name: str
+    source: str
+    error: str
+
+
+def _distribution_name(ep: metadata.EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    return dist.name if dist is not None else "unknown"
+
+
+def discover() -> tuple[list[Check], list[BrokenPlugin]]:
+    """Load every check registered under the `dfdoctor.checks` entry-point group, sorted by id."""
+    checks: dict[str, Check] = {}
+    broken: list[BrokenPlugin] = []
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        dist = _distribution_name(ep)
+        source = "built-in" if dist == "dfdoctor" else dist
+        try:
+            obj = ep.load()
+        except Exception as exc:  # a plugin that fails to import must not take dfdoctor down
+            broken.append(BrokenPlugin(ep.name, source, f"{type(exc).__name__}: {exc}"))
+            continue
+        if not isinstance(obj, Check):
+            broken.append(BrokenPlugin(ep.name, source, f"entry point {ep.value} is not a dfdoctor Check"))
+            continue
+        if obj.id in checks and checks[obj.id].source != source:
+            broken.append(BrokenPlugin(ep.name, source, f"check id {obj.id} is already provided by {checks[obj.id].source}"))
+            continue
+        checks[obj.id] = Check(obj.id, obj.title, obj.phases, obj.timeout, obj.func, source)
+    return sorted(checks.values(), key=lambda c: c.id), broken
+
+
+def select(checks: list[Check], only: Iterable[str] = (), skip: Iterable[str] = (),
+           phase: Optional[str] = None) -> list[Check]:
+    """Filter checks by glob patterns on their ids and by phase."""
+    only, skip = list(only), list(skip)
+    chosen = []
+    for c in checks:
+        if phase and phase not in c.phases:
+            continue
+        if only and not any(fnmatch.fnmatchcase(c.id, pat) for pat in only):
+            continue
+        if any(fnmatch.fnmatchcase(c.id, pat) for pat in skip):
+            continue
+        chosen.append(c)
+    return chosen
+
+
+def unmatched(patterns: Iterable[str], checks: list[Check]) -> Iterator[str]:
+    """The patterns that match no check id (bad usage, reported with the list of ids)."""
+    for pat in patterns:
+        if not any(fnmatch.fnmatchcase(c.id, pat) for c in checks):
+            yield pat
