@@ -1,0 +1,121 @@
+"""log.writable: can the job's log file be created and appended to, with room to grow?
+
+It never truncates, moves or deletes an existing log: an existing log is opened for append and closed
+untouched; a missing one is probed with a temporary file beside it, and only that file is removed.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+from pathlib import Path
+
+from doctor import causes, check, fail, ok, skip, warn
+
+# Below these the log (and checkpoints beside it) will soon stop growing: fail under the first, warn under the
+# second. Per-project values: [tool.dfdoctor.checks."log.writable"] min_free_mb / warn_free_mb / min_free_inodes.
+MIN_FREE_MB = 100
+WARN_FREE_MB = 1024
+MIN_FREE_INODES = 1000
+
+_NO_SPACE = {errno.ENOSPC, errno.EDQUOT}
+
+
+@check("log.writable", title="The log file can be written", phases=("pre", "post"), timeout=10)
+def log_writable(ctx):
+    """Probe the log's folder, the log itself, free space and buffering."""
+    if ctx.log is None:
+        yield skip("no --log given, so there is no log file to check")
+        return
+    log = ctx.abspath(ctx.log)
+    folder = log.parent
+    if not folder.exists():
+        existing = next((p for p in folder.parents if p.exists()), Path("/"))
+        yield fail(f"the log's folder {folder} does not exist, so the shell's redirect fails before Python starts",
+                   causes.LOG_DIR_MISSING, evidence=(f"nearest existing folder: {existing}",),
+                   fix=f"mkdir -p {_q(folder)}")
+        return
+    if not folder.is_dir():
+        yield fail(f"{folder} is not a folder, so {log.name} cannot be created in it", causes.LOG_NOT_WRITABLE,
+                   fix=f"choose a --log path inside a folder; {folder} is a file")
+        return
+    problem = _probe_writable(log)
+    if problem is not None:
+        yield problem
+        return
+    yield from _free_space(ctx, folder)
+    yield from _buffering(ctx, log)
+
+
+def _probe_writable(log: Path):
+    if log.is_dir():
+        return fail(f"{log} is a folder, so the log file cannot be created there", causes.LOG_NOT_WRITABLE,
+                    fix=f"point --log at a file inside it, e.g. {log / 'train.log'}")
+    try:
+        if log.exists():
+            fd = os.open(log, os.O_WRONLY | os.O_APPEND)  # append mode: the content is never touched
+            os.close(fd)
+        else:
+            fd, tmp = tempfile.mkstemp(prefix=f".{log.name}.dfdoctor-probe-", dir=log.parent)
+            try:
+                os.write(fd, b"x")
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+                os.unlink(tmp)
+    except OSError as exc:
+        if exc.errno in _NO_SPACE:
+            return fail(f"no space left where the log goes ({log.parent}): {exc.strerror}", causes.DISK_FULL,
+                        fix=f"free space on the file system of {log.parent}, or log elsewhere")
+        why = {errno.EROFS: "the file system is read-only", errno.EACCES: "permission denied",
+               errno.EPERM: "operation not permitted"}.get(exc.errno, exc.strerror)
+        return fail(f"cannot write the log {log}: {why}", causes.LOG_NOT_WRITABLE, evidence=(f"{exc}",),
+                    fix=f"log to a writable place, or fix the folder's permissions (ls -ld {_q(log.parent)})")
+    return None
+
+
+def _free_space(ctx, folder: Path):
+    st = os.statvfs(folder)
+    free_mb = st.f_bavail * st.f_frsize / 2**20
+    min_mb = float(ctx.option("log.writable", "min_free_mb", MIN_FREE_MB))
+    warn_mb = float(ctx.option("log.writable", "warn_free_mb", WARN_FREE_MB))
+    min_inodes = int(ctx.option("log.writable", "min_free_inodes", MIN_FREE_INODES))
+    facts = {"free_mb": round(free_mb, 1), "free_inodes": st.f_favail, "folder": str(folder)}
+    if st.f_files and st.f_favail < min_inodes:
+        yield fail(f"only {st.f_favail} inodes are free where the log goes ({folder})", causes.DISK_FULL,
+                   fix="delete small files (old checkpoints, caches) on that file system, or log elsewhere",
+                   data={"disk": facts})
+    elif free_mb < min_mb:
+        yield fail(f"only {free_mb:.0f} MiB free where the log goes ({folder}); dfdoctor wants at least "
+                   f"{min_mb:.0f} MiB", causes.DISK_FULL, data={"disk": facts},
+                   fix="free space on that file system, or log elsewhere")
+    elif free_mb < warn_mb:
+        yield warn(f"{free_mb:.0f} MiB free where the log goes ({folder}); a long run may fill it",
+                   causes.DISK_FULL, data={"disk": facts}, fix="free space before a long run")
+    else:
+        yield ok(f"{ctx.log} can be written ({free_mb / 1024:.1f} GiB free)", data={"disk": facts})
+
+
+def _buffering(ctx, log: Path):
+    """Python block-buffers a redirected stdout: the log stays empty for minutes while the job works."""
+    if ctx.no_redirect or not ctx.command:
+        return
+    try:
+        from doctor.commandline import parse
+        spec = parse(ctx.command, ctx.cwd)
+    except Exception:
+        return
+    if spec.runner not in ("python", "torchrun", "accelerate", "launcher"):
+        return
+    if spec.unbuffered or ctx.env.get("PYTHONUNBUFFERED"):
+        return
+    yield warn("Python will block-buffer its output into the log: it can stay empty for minutes while the job "
+               "works", causes.OUTPUT_BUFFERED,
+               evidence=("the command has no -u and PYTHONUNBUFFERED is not set",),
+               fix="add -u after python (python -u train.py) or export PYTHONUNBUFFERED=1")
+
+
+def _q(p: Path) -> str:
+    import shlex
+    return shlex.quote(str(p))

@@ -1,0 +1,157 @@
+"""The `dfdoctor` command line: a thin layer over the registry, the runner and the renderers."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Optional
+
+import click
+
+from . import __version__
+from .cli_common import (build_context, choose_checks, emit, environment_facts, exit_code, fail_on,
+                         launch_options, now_iso, output_options, pass_opts, run_phase, validate_outputs,
+                         verdict_from_checks)
+from .model import Report
+from .registry import discover
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
+
+
+@click.group(context_settings=CONTEXT)
+@click.version_option(__version__, prog_name="dfdoctor")
+def main() -> None:
+    """Why did my training launch produce no log and no process? Checks before and after a launch."""
+
+
+@main.command("check", context_settings={**CONTEXT, "allow_interspersed_args": False})
+@launch_options
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@pass_opts
+def check_cmd(opts: dict[str, Any]) -> int:
+    """Pre-launch checks for the launch of COMMAND; no job is started."""
+    started = now_iso()
+    pairs = validate_outputs(opts)
+    command = list(opts["command"])
+    ctx, cfg = build_context(opts, command)
+    checks, broken = choose_checks(opts, cfg, "pre")
+    records = broken + run_phase(ctx, checks, "pre", cfg)
+    level = fail_on(opts, cfg)
+    report = Report(tool_version=__version__, target=ctx.target, command=command, started_at=started,
+                    finished_at=now_iso(), verdict=verdict_from_checks(records, level), checks=records,
+                    timeline=[], environment=environment_facts(ctx, records), mode="check")
+    emit(report, pairs, verbose=opts["verbose"], fail_on_level=level, env=ctx.env)
+    return exit_code(report, level)
+
+
+@main.command("list-checks")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def list_checks(fmt: str) -> int:
+    """Every check: id, title, phase(s), source (built-in or the plugin's distribution)."""
+    checks, broken = discover()
+    rows = [{"id": c.id, "title": c.title, "phases": list(c.phases), "timeout_s": c.timeout, "source": c.source}
+            for c in checks]
+    if fmt == "json":
+        click.echo(json.dumps({"checks": rows, "broken": [b.__dict__ for b in broken]}, indent=2))
+        return 0
+    idw = max((len(r["id"]) for r in rows), default=2)
+    for r in rows:
+        click.echo(f"{r['id']:<{idw}}  {','.join(r['phases']):<8}  {r['source']:<24}  {r['title']}")
+    for b in broken:
+        click.echo(f"{b.name:<{idw}}  BROKEN    {b.source:<24}  {b.error}")
+    return 0
+
+
+def _load_saved(spec: Optional[str]) -> Report:
+    """A saved report: a RESULT.json, a run folder, a run id, or (none given) the latest run."""
+    path = Path(spec) if spec else None
+    if path is None or not path.exists():
+        try:
+            from .rundir import find_run
+        except ImportError:
+            raise click.UsageError(f"{spec or 'latest run'}: no such file or run") from None
+        try:
+            path = find_run(spec, Path.cwd())
+        except (LookupError, ValueError) as exc:
+            raise click.UsageError(str(exc)) from None
+    if path.is_dir():
+        path = path / "report.json"
+    try:
+        doc = json.loads(path.read_text())
+        return Report.from_dict(doc)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise click.UsageError(f"{path}: not a readable dfdoctor result ({exc})") from None
+
+
+@main.command("report")
+@click.argument("source", required=False)
+@output_options
+@pass_opts
+def report_cmd(opts: dict[str, Any]) -> int:
+    """Render saved results again (RUN folder, run id or RESULT.json) without re-running anything."""
+    pairs = validate_outputs(opts)
+    report = _load_saved(opts["source"])
+    level = opts.get("fail_on") or "error"
+    emit(report, pairs, verbose=opts["verbose"], fail_on_level=level)
+    return exit_code(report, level)
+
+
+def _add_launch_commands() -> None:
+    try:
+        from .cli_launch import launch, status
+    except ImportError:
+        return
+    main.add_command(launch, "launch")
+    main.add_command(status, "status")
+
+
+_add_launch_commands()
+
+
+def _crash_file() -> Path:
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dfdoctor"
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        base = Path(tempfile.gettempdir())
+    return base / f"crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
+
+
+def run(argv: Optional[list[str]] = None) -> int:
+    """Run the CLI and map every outcome to INTERFACE.md's exit codes: 0, 1, 2 (usage) or 3 (our bug)."""
+    try:
+        rv = main.main(args=argv, prog_name="dfdoctor", standalone_mode=False)
+        return rv if isinstance(rv, int) else 0
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("dfdoctor: interrupted", err=True)
+        return 130
+    except click.UsageError as exc:
+        click.echo(f"dfdoctor: error: {exc.format_message()}", err=True)
+        return 2
+    except click.ClickException as exc:
+        click.echo(f"dfdoctor: error: {exc.format_message()}", err=True)
+        return 2
+    except KeyboardInterrupt:
+        click.echo("dfdoctor: interrupted", err=True)
+        return 130
+    except Exception as exc:  # our bug: say so, keep the traceback, never a bare stack dump
+        where = _crash_file()
+        try:
+            where.write_text(traceback.format_exc())
+        except OSError:
+            where = Path("(could not be saved)")
+        click.echo(f"dfdoctor: internal error (a bug in dfdoctor): {type(exc).__name__}: {exc}; "
+                   f"traceback saved to {where}", err=True)
+        return 3
+
+
+def entry() -> None:
+    """Console-script entry point."""
+    sys.exit(run())

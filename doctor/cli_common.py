@@ -1,0 +1,272 @@
+"""What the commands share: options, building the Context, choosing checks, the verdict of a check run,
+writing every requested output, and the exit code."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import os
+import platform
+import shutil
+import socket
+import sys
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import click
+
+from . import __version__, causes
+from .config import Config, ConfigError, apply_silences, load
+from .context import Context
+from .model import PROBLEMS, CheckRecord, Report, Status, Verdict
+from .progress import Progress
+from .registry import Check, discover, select, unmatched
+from .render import EXTENSIONS, FORMATS, render
+from .runner import run_checks
+
+
+def now_iso() -> str:
+    """The current time as ISO-8601 with the UTC offset."""
+    return _dt.datetime.now(_dt.timezone.utc).astimezone().isoformat(timespec="seconds")
+
+
+def output_options(f: Callable) -> Callable:
+    """--format/--output/--fail-on/-v: how results are written and judged."""
+    for deco in reversed([
+        click.option("--format", "formats", multiple=True, type=click.Choice(FORMATS),
+                     help="Output format; repeatable, each paired with the --output at the same position."),
+        click.option("--output", "outputs", multiple=True, type=click.Path(dir_okay=False),
+                     help="File for the --format at the same position (format guessed from the extension if "
+                          "there are more outputs than formats)."),
+        click.option("--fail-on", type=click.Choice(["error", "warn"]), default=None,
+                     help="Which status makes the exit code 1 (default: error = fail, error or timeout)."),
+        click.option("-v", "--verbose", is_flag=True, help="Show details, evidence and durations."),
+    ]):
+        f = deco(f)
+    return f
+
+
+def launch_options(f: Callable) -> Callable:
+    """The options that describe a launch, shared by `check` and `launch`."""
+    for deco in reversed([
+        click.option("--log", type=click.Path(), help="The log file the user will look at."),
+        click.option("--requirements", "requirements", multiple=True, type=click.Path(),
+                     help="Requirements file to verify in the training interpreter; repeatable."),
+        click.option("--shell-command", help="The exact line the user types to launch (analysed hop by hop)."),
+        click.option("--launcher", type=click.Path(), help="A launcher shell script, followed to its Python command."),
+        click.option("--require-gpu", is_flag=True, help="A missing or unusable GPU is a failure, not a skip."),
+        click.option("--cwd", type=click.Path(), default=None, help="The job's working directory (default: here)."),
+        click.option("--python", "python", help="The training interpreter (default: the one COMMAND names)."),
+        click.option("--target", default="local", show_default=True,
+                     help="Where the job runs: local, ssh://[user@]host[:port], pct://[user@]host[:port]/VMID, "
+                          "lxc://NAME, docker://CONTAINER."),
+        click.option("--only", multiple=True, help="Run only checks whose id matches this glob; repeatable."),
+        click.option("--skip", multiple=True, help="Do not run checks whose id matches this glob; repeatable."),
+        click.option("--timeout", type=click.FloatRange(min=0.1), default=None,
+                     help="Time limit of one check in seconds (default: each check's own)."),
+        output_options,
+    ]):
+        f = deco(f)
+    return f
+
+
+def _resolve_python(spec: str, cwd: Path) -> Optional[str]:
+    if os.sep in spec:
+        p = Path(spec) if Path(spec).is_absolute() else cwd / spec
+        return str(p) if p.is_file() and os.access(p, os.X_OK) else None
+    return shutil.which(spec)
+
+
+def default_python(command: list[str], cwd: Path) -> str:
+    """The interpreter COMMAND names (through torchrun, launchers, ...), else python3 on PATH."""
+    try:
+        from .commandline import parse
+        named = parse(command, cwd).python if command else None
+    except Exception:  # a command we cannot parse still gets checked with the default interpreter
+        named = None
+    return named or shutil.which("python3") or sys.executable
+
+
+def build_context(opts: dict[str, Any], command: list[str]) -> tuple[Context, Config]:
+    """Turn CLI options and config into a Context; bad input raises click.UsageError (exit 2)."""
+    cwd = Path(opts.get("cwd") or os.getcwd()).resolve()
+    if not cwd.is_dir():
+        raise click.UsageError(f"--cwd {opts.get('cwd')}: no such directory")
+    try:
+        cfg = load(cwd)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    target = opts.get("target") or "local"
+    if target != "local":
+        try:
+            from .targets import parse_target
+        except ImportError:
+            raise click.UsageError(f"--target {target}: remote targets are not available in this build") from None
+        try:
+            parse_target(target)
+        except ValueError as exc:
+            raise click.UsageError(f"--target {target}: {exc}") from None
+    if opts.get("python"):
+        python = _resolve_python(opts["python"], cwd) if target == "local" else opts["python"]
+        if python is None:
+            raise click.UsageError(f"--python {opts['python']}: no such executable interpreter")
+    else:
+        python = default_python(command, cwd)
+    reqs = []
+    for r in opts.get("requirements") or ():
+        p = Path(r) if Path(r).is_absolute() else cwd / r
+        if target == "local" and not p.is_file():
+            raise click.UsageError(f"--requirements {r}: no such file")
+        reqs.append(p)
+    launcher = opts.get("launcher")
+    if launcher and target == "local" and not (cwd / launcher).is_file():
+        raise click.UsageError(f"--launcher {launcher}: no such file")
+    timeout = opts.get("timeout")
+    if timeout is None and cfg.get("timeout") is not None:
+        timeout = float(cfg.get("timeout"))
+    ctx = Context(command=list(command), cwd=cwd, python=python,
+                  log=(cwd / opts["log"]) if opts.get("log") else None,
+                  no_redirect=bool(opts.get("no_redirect")), requirements=reqs,
+                  shell_command=opts.get("shell_command"),
+                  launcher=(cwd / launcher) if launcher else None, require_gpu=bool(opts.get("require_gpu")),
+                  target=target, timeout=timeout, config=cfg.values)
+    return ctx, cfg
+
+
+def fail_on(opts: dict[str, Any], cfg: Config) -> str:
+    """`--fail-on`, else the config's `fail-on`, else error."""
+    return opts.get("fail_on") or cfg.get("fail-on") or "error"
+
+
+def choose_checks(opts: dict[str, Any], cfg: Config, phase: Optional[str]) -> tuple[list[Check], list[CheckRecord]]:
+    """The checks to run, plus error records for plugins that failed to load."""
+    checks, broken = discover()
+    only = list(opts.get("only") or ()) or list(cfg.get("only") or ())
+    skip_ = list(opts.get("skip") or ()) + list(cfg.get("skip") or ())
+    missing = list(unmatched(only, checks))
+    if missing:
+        ids = ", ".join(c.id for c in checks)
+        raise click.UsageError(f"--only {', '.join(missing)} matches no check (checks: {ids})")
+    chosen = select(checks, only, skip_, phase)
+    broken_records = [CheckRecord(id=f"plugin.{b.name}", phase=phase or "pre", status=Status.ERROR,
+                                  summary=f"check plugin {b.name} from {b.source} could not be loaded: {b.error}",
+                                  fix=f"Reinstall or remove the distribution {b.source}.", title="plugin load")
+                      for b in broken]
+    return chosen, broken_records
+
+
+def run_phase(ctx: Context, checks: list[Check], phase: str, cfg: Config) -> list[CheckRecord]:
+    """Run one phase's checks with a live progress line on a terminal, then apply silences."""
+    progress = Progress(len(checks))
+    try:
+        records = run_checks(checks, ctx, phase, progress=progress)
+    finally:
+        progress.close()
+    apply_silences(records, cfg.silences)
+    return records
+
+
+def counts_as_problem(rec: CheckRecord, fail_on_level: str) -> bool:
+    """Whether this record makes the exit code 1 under `--fail-on`."""
+    if rec.silenced:
+        return False
+    return rec.status in PROBLEMS or (fail_on_level == "warn" and rec.status == Status.WARN)
+
+
+def verdict_from_checks(records: list[CheckRecord], fail_on_level: str) -> Verdict:
+    """`check`'s verdict: ok, or failed with the worst finding's cause, summary and fix."""
+    problems = [r for r in records if counts_as_problem(r, fail_on_level)]
+    if not problems:
+        warns = [r for r in records if r.status == Status.WARN and not r.silenced]
+        note = f"; {len(warns)} warning(s)" if warns else ""
+        return Verdict("ok", None, f"{len(records)} check(s) found no problem that blocks the launch{note}.",
+                       evidence=[f"{r.id}: {r.summary}" for r in warns])
+    blockers = [r for r in problems if r.cause in causes.LAUNCH_BLOCKERS]
+    first = max(blockers or problems, key=lambda r: (r.status in (Status.FAIL,), r.status.rank))
+    return Verdict("failed", first.cause,
+                   f"{len(problems)} of {len(records)} check(s) found a problem; first: {first.id}: {first.summary}",
+                   first.fix, [f"{r.id} ({r.status.value}): {r.summary}" for r in problems])
+
+
+def environment_facts(ctx: Optional[Context], records: list[CheckRecord]) -> dict[str, Any]:
+    """Host and interpreter facts for the report, plus what checks learned (their data["environment"])."""
+    env: dict[str, Any] = {"host": socket.gethostname(), "os": platform.platform(),
+                           "dfdoctor_python": sys.version.split()[0]}
+    if ctx is not None:
+        env.update({"training_python": ctx.python, "cwd": str(ctx.cwd), "target": ctx.target})
+    for r in records:
+        extra = r.data.get("environment")
+        if isinstance(extra, dict):
+            env.update(extra)
+    return env
+
+
+def pair_outputs(formats: tuple[str, ...], outputs: tuple[str, ...]) -> list[tuple[str, Optional[str]]]:
+    """Pair each --format with its --output (None = the terminal); a lone --output's format is its extension."""
+    pairs: list[tuple[str, Optional[str]]] = []
+    for i in range(max(len(formats), len(outputs))):
+        fmt = formats[i] if i < len(formats) else None
+        out = outputs[i] if i < len(outputs) else None
+        if fmt is None:
+            fmt = EXTENSIONS.get(Path(out).suffix.lower())
+            if fmt is None:
+                raise click.UsageError(f"--output {out}: say its --format (cannot tell from the extension)")
+        pairs.append((fmt, out))
+    if not pairs:
+        pairs.append(("text", None))
+    if sum(1 for _, o in pairs if o is None) > 1:
+        raise click.UsageError("only one --format can go to the terminal; give the others an --output")
+    return pairs
+
+
+def validate_outputs(opts: dict[str, Any]) -> list[tuple[str, Optional[str]]]:
+    """Check --format/--output pairing and that each output's folder exists, before any work is done."""
+    pairs = pair_outputs(tuple(opts.get("formats") or ()), tuple(opts.get("outputs") or ()))
+    for _, out in pairs:
+        if out is not None and not Path(out).resolve().parent.is_dir():
+            raise click.UsageError(f"--output {out}: its folder does not exist")
+    return pairs
+
+
+def redacted(report: Report, env: Optional[dict[str, str]] = None) -> Report:
+    """The report with secrets masked (every format goes through this)."""
+    try:
+        from .redact import Redactor
+    except ImportError:
+        return report
+    return Redactor.from_env(dict(os.environ if env is None else env)).report(report)
+
+
+def emit(report: Report, pairs: list[tuple[str, Optional[str]]], *, verbose: bool = False,
+         fail_on_level: str = "error", env: Optional[dict[str, str]] = None) -> None:
+    """Write the report in every requested format; each file atomically, text on a tty in colour."""
+    safe = redacted(report, env)
+    for fmt, out in pairs:
+        if out is None:
+            color = sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+            sys.stdout.write(render(safe, fmt, verbose=verbose, color=color, fail_on=fail_on_level))
+            sys.stdout.flush()
+            continue
+        write_atomically(Path(out), render(safe, fmt, verbose=verbose, color=False, fail_on=fail_on_level))
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace `path` only once the new content is complete, so a crash never leaves half a file."""
+    tmp = path.with_name(f".{path.name}.dfdoctor-tmp-{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def exit_code(report: Report, fail_on_level: str) -> int:
+    """0 no problem, 1 a problem (INTERFACE.md)."""
+    if report.mode == "check":
+        return 1 if any(counts_as_problem(r, fail_on_level) for r in report.checks) else 0
+    return 0 if report.verdict.state in ("running", "ok") else 1
+
+
+def pass_opts(f: Callable) -> Callable:
+    """Collect click's keyword arguments into one dict as the first argument."""
+    @functools.wraps(f)
+    def wrapper(**kwargs: Any) -> Any:
+        return f(kwargs)
+    return wrapper

@@ -1,0 +1,611 @@
+"""What a launch command would actually run: the interpreter, the script or module, and its arguments.
+
+`parse(argv, cwd)` reads a job's command the way the shell and the launchers would, without running
+anything: `python -u train.py`, `/venv/bin/python -m pkg.mod`, `torchrun --nproc_per_node 4 train.py`,
+`python -m torch.distributed.run ...`, `accelerate launch train.py`, env prefixes (`env A=1 python ...`),
+wrappers (`nohup`, `exec`, `setsid`, `stdbuf`, `nice`, `timeout`), and shell launchers (`bash launch.sh`,
+`./launch.sh`), which it follows to the Python line they run (tracking `cd`, `export`, `source
+venv/bin/activate` and `"$@"` on the way).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Mapping, Optional, Sequence
+
+MAX_LAUNCHER_DEPTH = 4  # a launcher that calls a launcher that calls ... python
+MAX_LAUNCHER_BYTES = 256 * 1024  # a "launcher" bigger than this is not a launcher we can read sensibly
+
+_PYTHON_RE = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?[mw]?$")
+_SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"}
+_ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_TORCHRUN_MODULES = {"torch.distributed.run", "torch.distributed.launch"}
+_ACCELERATE_MODULES = {"accelerate.commands.launch", "accelerate.commands.accelerate_cli", "accelerate"}
+
+# Python's own options that take a value (as the next word, or glued on: `-Wignore`).
+_PY_VALUE_OPTS = set("WX")
+# Launcher options that are flags (take no value); any other `--opt` takes the next word unless it has `=`.
+_TORCHRUN_FLAGS = {"--standalone", "--no-python", "--no_python", "--run-path", "--run_path",
+                   "--use-env", "--use_env", "-m", "--module"}
+_ACCELERATE_FLAGS = {"--cpu", "--multi_gpu", "--multi-gpu", "--tpu", "--ipex", "--use_xpu", "--use-xpu",
+                     "--use_deepspeed", "--use-deepspeed", "--use_fsdp", "--use-fsdp", "--use_megatron_lm",
+                     "--use-megatron-lm", "-m", "--module", "--no_python", "--no-python", "--debug", "-q",
+                     "--quiet", "--same_network", "--same-network", "--tpu_use_cluster", "--tpu_use_sudo",
+                     "--downcast_bf16", "--dynamo_use_fullgraph", "--dynamo_use_dynamic",
+                     "--enable_cpu_affinity", "--enable-cpu-affinity", "-h", "--help"}
+# Words that run the rest of the line as a command: {name: options that take a value}.
+_WRAPPERS: dict[str, set[str]] = {
+    "nohup": set(), "exec": {"-a"}, "setsid": set(), "time": {"-f", "-o"}, "command": set(),
+    "nice": {"-n"}, "ionice": {"-c", "-n", "-p"}, "stdbuf": {"-i", "-o", "-e"}, "chrt": set(),
+    "taskset": set(), "numactl": set(), "sudo": {"-u", "-g", "-C", "-h", "-p"}, "builtin": set(),
+}
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """What the command launches, as far as it can be known without running it.
+
+    `runner` is 'python' | 'torchrun' | 'accelerate' | 'launcher' | 'other'. `python` is the interpreter
+    that will run the user's code (the one the command names, or the shebang of torchrun/accelerate),
+    resolved on PATH, else None. `exists`/`problem` say whether the command or script is there and
+    executable (a problem here is cause `command-not-found`). `env` holds the assignments the command or
+    its launcher makes (`A=1 python ...`, `export A=1`), `cwd` the folder the script runs in after any
+    `cd` in a launcher, and `redirect` the file the launcher line sends stdout to, if any.
+    """
+
+    argv: tuple[str, ...]
+    runner: str = "other"
+    python: Optional[str] = None
+    script: Optional[Path] = None
+    module: Optional[str] = None
+    code: Optional[str] = None
+    script_args: list[str] = field(default_factory=list)
+    unbuffered: bool = False
+    launcher: Optional[Path] = None
+    exists: bool = True
+    problem: Optional[str] = None
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: Optional[Path] = None
+    redirect: Optional[str] = None
+    line: Optional[str] = None
+
+    @property
+    def is_python(self) -> bool:
+        """True when the job's code runs in a Python interpreter dfdoctor can name or find."""
+        return self.runner in ("python", "torchrun", "accelerate") or self.python is not None
+
+    def describe(self) -> str:
+        """A short human phrase for what runs: 'python -m pkg.mod', 'torchrun train.py', ..."""
+        what = f"-m {self.module}" if self.module else (str(self.script) if self.script else
+                                                          ("-c ..." if self.code is not None else ""))
+        via = f" (via {self.launcher})" if self.launcher else ""
+        return f"{self.runner} {what}".strip() + via
+
+
+def parse(argv: Sequence[str], cwd: Path, env: Optional[Mapping[str, str]] = None) -> LaunchSpec:
+    """Parse a job's argv as run in `cwd` with environment `env` (default: this process's)."""
+    env = dict(os.environ if env is None else env)
+    return _parse(list(argv), Path(cwd), env, depth=0, extra_env={})
+
+
+def parse_launcher(path: os.PathLike | str, cwd: Path, args: Sequence[str] = (),
+                   env: Optional[Mapping[str, str]] = None) -> LaunchSpec:
+    """Follow a launcher shell script (`--launcher FILE`) to the Python command it runs."""
+    env = dict(os.environ if env is None else env)
+    p = Path(path)
+    p = p if p.is_absolute() else Path(cwd) / p
+    return _follow_launcher(p, list(args), (str(path), *args), Path(cwd), env, depth=0, extra_env={})
+
+
+def parse_line(line: str, cwd: Path, env: Optional[Mapping[str, str]] = None) -> LaunchSpec:
+    """Parse one shell line (`A=1 nohup python train.py > log 2>&1 &`) as the shell would run it."""
+    env = dict(os.environ if env is None else env)
+    words, redirect = _simple_command(_first_command(line))
+    spec = _parse(words, Path(cwd), env, depth=0, extra_env={})
+    return replace(spec, redirect=redirect or spec.redirect, line=line.strip())
+
+
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _parse(argv: list[str], cwd: Path, env: dict[str, str], depth: int, extra_env: dict[str, str],
+           orig: Optional[tuple[str, ...]] = None) -> LaunchSpec:
+    orig = tuple(argv) if orig is None else orig
+    words, assigned = _strip_prefixes(argv)
+    extra_env = {**extra_env, **assigned}
+    if not words:
+        return LaunchSpec(orig, exists=False, problem="no command given", env=extra_env)
+    run_env = {**env, **extra_env}
+    head = words[0]
+    name = os.path.basename(head)
+    base = LaunchSpec(orig, env=extra_env, cwd=cwd)
+
+    if name in _SHELLS:
+        return _shell(words, cwd, env, depth, extra_env, orig, base)
+
+    exe, problem = _resolve_exe(head, cwd, run_env)
+    if _PYTHON_RE.match(name):
+        return _python(words[1:], exe, problem, cwd, run_env, base)
+    if name == "torchrun":
+        return _torchrun(words[1:], _interpreter_of(exe, cwd, run_env) if exe else None, problem, cwd, base)
+    if name == "accelerate":
+        rest = words[1:]
+        if rest and rest[0] == "launch":
+            rest = rest[1:]
+        return _accelerate(rest, _interpreter_of(exe, cwd, run_env) if exe else None, problem, cwd, base)
+    if exe is None:
+        return replace(base, exists=False, problem=problem)
+    shebang = _shebang(Path(exe))
+    if shebang:
+        interp = os.path.basename(shebang[-1] if shebang[0].endswith("/env") else shebang[0])
+        if _PYTHON_RE.match(interp):  # an executable Python script: `./train.py`
+            py = _interpreter_of(exe, cwd, run_env)
+            return replace(base, runner="python", python=py, script=Path(exe), script_args=words[1:],
+                           unbuffered="-u" in shebang[1:] or _env_unbuffered(run_env))
+        if interp in _SHELLS or shebang[0].endswith("/env") and shebang[-1] in _SHELLS:
+            return _follow_launcher(Path(exe), words[1:], orig, cwd, env, depth, extra_env)
+    elif _looks_like_shell_script(Path(exe)):
+        return _follow_launcher(Path(exe), words[1:], orig, cwd, env, depth, extra_env)
+    return replace(base, runner="other")
+
+
+def _strip_prefixes(argv: list[str]) -> tuple[list[str], dict[str, str]]:
+    """Drop `env`, `A=1` assignments and wrappers like `nohup`/`exec`; return the real command and the env."""
+    words = list(argv)
+    assigned: dict[str, str] = {}
+    changed = True
+    while words and changed:
+        changed = False
+        while words and _ASSIGN_RE.match(words[0]):
+            k, v = words.pop(0).split("=", 1)
+            assigned[k] = v
+            changed = True
+        if words and os.path.basename(words[0]) == "env":
+            words.pop(0)
+            while words and (words[0].startswith("-") or _ASSIGN_RE.match(words[0])):
+                w = words.pop(0)
+                if w in ("-u", "--unset", "-C", "--chdir", "-S") and words:
+                    words.pop(0)
+                elif _ASSIGN_RE.match(w):
+                    k, v = w.split("=", 1)
+                    assigned[k] = v
+            changed = True
+        if words and os.path.basename(words[0]) in _WRAPPERS:
+            name = os.path.basename(words.pop(0))
+            takes_value = _WRAPPERS[name]
+            if name == "timeout":
+                pass
+            while words and words[0].startswith("-") and words[0] != "--":
+                w = words.pop(0)
+                if w in takes_value and words:
+                    words.pop(0)
+            if words and words[0] == "--":
+                words.pop(0)
+            if name in ("taskset", "chrt") and words:  # taskset MASK cmd, chrt PRIO cmd
+                words.pop(0)
+            changed = True
+        if words and os.path.basename(words[0]) == "timeout":
+            words.pop(0)
+            while words and words[0].startswith("-"):
+                w = words.pop(0)
+                if w in ("-s", "--signal", "-k", "--kill-after") and words:
+                    words.pop(0)
+            if words:
+                words.pop(0)  # the duration
+            changed = True
+    return words, assigned
+
+
+def _python(args: list[str], exe: Optional[str], problem: Optional[str], cwd: Path, env: dict[str, str],
+            base: LaunchSpec) -> LaunchSpec:
+    """`python [opts] (script | -m mod | -c code | -) [args]`."""
+    unbuffered = _env_unbuffered(env)
+    i = 0
+    module = code = None
+    script: Optional[str] = None
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            i += 1
+            break
+        if not a.startswith("-") or a == "-":
+            break
+        if a.startswith("--"):  # --version, --help, --check-hash-based-pycs VALUE
+            if a == "--check-hash-based-pycs":
+                i += 1
+            i += 1
+            continue
+        # a cluster of one-letter options: `-uB`, `-mpkg`, `-Wignore`, `-X dev`
+        j = 1
+        stop = False
+        while j < len(a):
+            c = a[j]
+            if c == "u":
+                unbuffered = True
+            elif c in ("m", "c"):
+                val = a[j + 1:] or (args[i + 1] if i + 1 < len(args) else "")
+                i += 1 if a[j + 1:] else 2
+                if c == "m":
+                    module = val
+                else:
+                    code = val
+                stop = True
+                break
+            elif c in _PY_VALUE_OPTS:
+                if not a[j + 1:]:
+                    i += 1
+                break
+            j += 1
+        if stop:
+            rest = args[i:]
+            break
+        i += 1
+    else:
+        rest = []
+    if module is None and code is None:
+        if i < len(args):
+            script = args[i]
+            rest = args[i + 1:]
+        else:
+            rest = []
+    spec = replace(base, runner="python", python=exe, unbuffered=unbuffered, script_args=list(rest),
+                   module=module, code=code)
+    if problem:
+        return replace(spec, exists=False, problem=problem)
+    if module in _TORCHRUN_MODULES:
+        return _torchrun(list(rest), exe, None, cwd, replace(spec, module=None))
+    if module in _ACCELERATE_MODULES:
+        if rest and rest[0] == "launch":
+            rest = rest[1:]
+        return _accelerate(list(rest), exe, None, cwd, replace(spec, module=None))
+    if script is not None and script != "-":
+        return _with_script(spec, script, cwd)
+    return spec
+
+
+def _torchrun(args: list[str], python: Optional[str], problem: Optional[str], cwd: Path,
+              base: LaunchSpec) -> LaunchSpec:
+    """`torchrun [--opt value | --flag]... (script | -m mod) [args]`."""
+    return _launcher_cli(args, "torchrun", _TORCHRUN_FLAGS, python, problem, cwd, base)
+
+
+def _accelerate(args: list[str], python: Optional[str], problem: Optional[str], cwd: Path,
+                base: LaunchSpec) -> LaunchSpec:
+    """`accelerate launch [--opt value | --flag]... (script | -m mod) [args]`."""
+    return _launcher_cli(args, "accelerate", _ACCELERATE_FLAGS, python, problem, cwd, base)
+
+
+def _launcher_cli(args: list[str], runner: str, flags: set[str], python: Optional[str],
+                  problem: Optional[str], cwd: Path, base: LaunchSpec) -> LaunchSpec:
+    is_module = no_python = False
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            i += 1
+            break
+        if not a.startswith("-"):
+            break
+        opt = a.split("=", 1)[0]
+        if opt in ("-m", "--module"):
+            is_module = True
+        elif opt in ("--no-python", "--no_python"):
+            no_python = True
+        if "=" in a or opt in flags:
+            i += 1
+        elif i + 1 < len(args) and args[i + 1].endswith(".py") and not args[i + 1].startswith("-"):
+            i += 1  # an unknown flag right before the script: a flag, not an option with a value
+        else:
+            i += 2
+    target = args[i] if i < len(args) else None
+    rest = list(args[i + 1:])
+    spec = replace(base, runner=runner, python=python, script_args=rest,
+                   unbuffered=base.unbuffered or _env_unbuffered(base.env))
+    if problem:
+        return replace(spec, exists=False, problem=problem)
+    if target is None:
+        return replace(spec, exists=False, problem=f"{runner} is given no script to run")
+    if is_module:
+        return replace(spec, module=target)
+    if no_python:
+        return replace(spec, runner="other", python=None)
+    return _with_script(spec, target, cwd)
+
+
+def _with_script(spec: LaunchSpec, script: str, cwd: Path) -> LaunchSpec:
+    p = Path(script)
+    p = p if p.is_absolute() else (cwd / p)
+    p = Path(os.path.normpath(p))
+    spec = replace(spec, script=p)
+    if not p.exists():
+        return replace(spec, exists=False, problem=f"script not found: {p}")
+    if p.is_dir() and not (p / "__main__.py").exists():
+        return replace(spec, exists=False, problem=f"{p} is a folder without __main__.py")
+    if not os.access(p, os.R_OK):
+        return replace(spec, exists=False, problem=f"script not readable: {p}")
+    return spec
+
+
+def _shell(words: list[str], cwd: Path, env: dict[str, str], depth: int, extra_env: dict[str, str],
+           orig: tuple[str, ...], base: LaunchSpec) -> LaunchSpec:
+    """`bash [opts] launch.sh [args]` or `bash -c 'LINE'`."""
+    i = 1
+    while i < len(words) and words[i].startswith("-") and words[i] not in ("-c", "--"):
+        i += 2 if words[i] in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file") else 1
+    if i < len(words) and words[i] == "-c":
+        if i + 1 >= len(words):
+            return replace(base, exists=False, problem=f"{words[0]} -c is given no command")
+        inner, redirect = _simple_command(_first_command(words[i + 1]))
+        spec = _parse(inner, cwd, env, depth + 1, extra_env, orig)
+        return replace(spec, redirect=redirect or spec.redirect, line=words[i + 1])
+    if i < len(words) and words[i] == "--":
+        i += 1
+    if i >= len(words):
+        return replace(base, runner="other")  # an interactive shell: nothing to follow
+    path = Path(words[i])
+    path = path if path.is_absolute() else cwd / path
+    return _follow_launcher(path, words[i + 1:], orig, cwd, env, depth, extra_env, need_exec=False)
+
+
+def _follow_launcher(path: Path, args: list[str], orig: tuple[str, ...], cwd: Path, env: dict[str, str],
+                     depth: int, extra_env: dict[str, str], need_exec: bool = False) -> LaunchSpec:
+    """Read a shell launcher and parse the first line that starts Python (or another launcher)."""
+    base = LaunchSpec(orig, runner="launcher", launcher=path, env=extra_env, cwd=cwd)
+    if not path.exists():
+        return replace(base, exists=False, problem=f"launcher not found: {path}")
+    if path.is_dir():
+        return replace(base, exists=False, problem=f"launcher is a folder: {path}")
+    if need_exec and not os.access(path, os.X_OK):
+        return replace(base, exists=False, problem=f"launcher is not executable: {path}")
+    if depth >= MAX_LAUNCHER_DEPTH:
+        return base
+    try:
+        with open(path, "rb") as f:
+            text = f.read(MAX_LAUNCHER_BYTES).decode("utf-8", "replace")
+    except OSError as exc:
+        return replace(base, exists=False, problem=f"launcher not readable: {path} ({exc.strerror})")
+    vars_: dict[str, str] = {**env, **extra_env}
+    assigned = dict(extra_env)
+    here = cwd
+    for line in _logical_lines(text):
+        words, redirect = _simple_command(_first_command(line))
+        words = _expand_words(words, vars_, args, path)
+        if not words:
+            continue
+        head = words[0]
+        if all(_ASSIGN_RE.match(w) for w in words):  # A=1 B=2 (a plain assignment)
+            for w in words:
+                k, v = w.split("=", 1)
+                vars_[k] = v
+                assigned[k] = v
+            continue
+        if head in ("export", "declare", "typeset", "local", "readonly"):
+            for w in words[1:]:
+                if _ASSIGN_RE.match(w):
+                    k, v = w.split("=", 1)
+                    vars_[k] = v
+                    assigned[k] = v
+            continue
+        if head == "unset":
+            for w in words[1:]:
+                vars_.pop(w, None)
+                assigned.pop(w, None)
+            continue
+        if head == "cd":
+            target = words[1] if len(words) > 1 else vars_.get("HOME", "/")
+            nxt = Path(target) if os.path.isabs(target) else here / target
+            here = Path(os.path.normpath(nxt))
+            continue
+        if head in ("source", ".") and len(words) > 1:
+            venv = _venv_of_activate(words[1], here)
+            if venv is not None:
+                vars_["PATH"] = f"{venv / 'bin'}{os.pathsep}{vars_.get('PATH', '')}"
+                vars_["VIRTUAL_ENV"] = str(venv)
+                assigned["PATH"] = vars_["PATH"]
+                assigned["VIRTUAL_ENV"] = str(venv)
+            continue
+        stripped, _ = _strip_prefixes(words)
+        if not stripped:
+            continue
+        name = os.path.basename(stripped[0])
+        if not _runs_something(name, stripped, here, vars_):
+            continue
+        spec = _parse(words, here, {**vars_}, depth + 1, {})
+        if spec.runner == "other" and spec.exists:
+            continue  # e.g. `mkdir -p logs`, `nvidia-smi`: not the job itself
+        merged_env = {**assigned, **spec.env}
+        return replace(spec, argv=orig, launcher=spec.launcher if spec.runner == "launcher" else path,
+                       env=merged_env, redirect=redirect or spec.redirect, line=line.strip(),
+                       unbuffered=spec.unbuffered or _env_unbuffered(merged_env))
+    return base
+
+
+def _runs_something(name: str, words: list[str], cwd: Path, vars_: dict[str, str]) -> bool:
+    """Could this line be the job: Python, a Python launcher, or another shell launcher?"""
+    if _PYTHON_RE.match(name) or name in ("torchrun", "accelerate") or name in _SHELLS:
+        return True
+    exe, _ = _resolve_exe(words[0], cwd, vars_)
+    if exe is None:
+        return "/" in words[0] and words[0].endswith((".sh", ".py"))
+    return _shebang(Path(exe)) is not None or _looks_like_shell_script(Path(exe))
+
+
+def _venv_of_activate(arg: str, cwd: Path) -> Optional[Path]:
+    p = Path(arg) if os.path.isabs(arg) else cwd / arg
+    if p.name == "activate" and p.parent.name == "bin":
+        return Path(os.path.normpath(p.parent.parent))
+    return None
+
+
+def _logical_lines(text: str) -> list[str]:
+    """Join backslash continuations and drop comments and the shebang."""
+    out: list[str] = []
+    buf = ""
+    for raw in text.splitlines():
+        if raw.rstrip().endswith("\\"):
+            buf += raw.rstrip()[:-1] + " "
+            continue
+        line = (buf + raw).strip()
+        buf = ""
+        if not line or line.startswith("#"):
+            continue
+        out.append(line)
+    if buf.strip():
+        out.append(buf.strip())
+    return out
+
+
+_SEPARATORS = (";", "&&", "||", "&", ";;", "|", "|&")
+_SKIPPABLE = {"set", "echo", "printf", "true", ":", "trap", "ulimit", "umask", "mkdir", "if", "then", "fi",
+              "do", "done", "else", "wait", "sleep", "shopt", "date", "nvidia-smi", "hostname", "pwd", "exit",
+              "rm", "cp", "mv", "touch", "ls", "cat", "test", "[", "[["}
+
+
+def _tokens(line: str) -> list[str]:
+    """Shell words and operators (`;`, `&&`, `>`, `2>&1` as `2`,`>&`,`1`), quotes removed."""
+    try:
+        lex = shlex.shlex(line, posix=True, punctuation_chars=";&|<>")
+        lex.whitespace_split = True
+        lex.commenters = "#"
+        return list(lex)
+    except ValueError:  # an unbalanced quote: fall back to plain words
+        return line.split()
+
+
+def _first_command(line: str) -> list[str]:
+    """The tokens of the command the job is in: `set -e; python x.py > log && echo done` → the python part.
+
+    Splits on `;`, `&&`, `||`, `&` and keeps the first piece that is not a builtin we can skip; a pipe
+    stays inside its piece (the job is its first stage).
+    """
+    pieces: list[list[str]] = [[]]
+    for t in _tokens(line):
+        if t in (";", "&&", "||", "&", ";;"):
+            pieces.append([])
+        else:
+            pieces[-1].append(t)
+    for p in pieces:
+        if p and p[0] not in _SKIPPABLE:
+            return p
+    return []
+
+
+def _simple_command(tokens: list[str] | str) -> tuple[list[str], Optional[str]]:
+    """Words of one command, with redirections dropped and anything after a pipe or separator cut.
+
+    Returns the words and the file stdout is redirected to, if any.
+    """
+    if isinstance(tokens, str):
+        tokens = _tokens(tokens)
+    words: list[str] = []
+    redirect: Optional[str] = None
+    i = 0
+    while i < len(tokens):
+        t = tokens[i]
+        if t in _SEPARATORS:
+            break
+        if set(t) <= set("<>&") and ("<" in t or ">" in t):
+            target = tokens[i + 1] if i + 1 < len(tokens) else None
+            fd = words.pop() if words and words[-1].isdigit() else None
+            to_file = t in (">", ">>", ">|", "&>", "&>>") or (t == ">&" and target and not target.isdigit())
+            if to_file and fd in (None, "1") and target:
+                redirect = target
+            i += 2
+            continue
+        words.append(t)
+        i += 1
+    return words, redirect
+
+
+_VAR_RE = re.compile(r"\$\{(?P<b>[A-Za-z_][A-Za-z0-9_]*|\d+)(?::?-(?P<d>[^}]*))?\}|\$(?P<p>[A-Za-z_][A-Za-z0-9_]*|\d)")
+
+
+def _expand_words(words: list[str], vars_: Mapping[str, str], args: Sequence[str], script: Path) -> list[str]:
+    """Expand `$VAR`, `${VAR}`, `${VAR:-default}`, `$0`..`$9`, and splice `"$@"` into the launcher's args."""
+    out: list[str] = []
+    for w in words:
+        if w in ("$@", "${@}", "$*", "${*}"):
+            out.extend(args)
+            continue
+        out.append(_VAR_RE.sub(lambda m: _value(m, vars_, args, script), w))
+    return out
+
+
+def _value(m: re.Match, vars_: Mapping[str, str], args: Sequence[str], script: Path) -> str:
+    """One variable's value as the launcher would see it; unknown variables stay as written."""
+    name = m.group("b") or m.group("p")
+    default = m.group("d")
+    if name.isdigit():
+        n = int(name)
+        if n == 0:
+            return str(script)
+        return args[n - 1] if n <= len(args) else (default or "")
+    val = vars_.get(name)
+    if val is None or (val == "" and default is not None):
+        return default if default is not None else m.group(0)
+    return val
+
+
+def _resolve_exe(word: str, cwd: Path, env: Mapping[str, str]) -> tuple[Optional[str], Optional[str]]:
+    """Resolve a command word as the shell would: a path (relative to cwd) or a PATH lookup."""
+    if "/" in word:
+        p = Path(word) if os.path.isabs(word) else cwd / word
+        if not p.exists():
+            return None, f"{word}: no such file"
+        if p.is_dir():
+            return None, f"{word}: is a folder"
+        if not os.access(p, os.X_OK):
+            return None, f"{word}: not executable (chmod +x, or run it with its interpreter)"
+        return str(p), None
+    found = shutil.which(word, path=env.get("PATH", os.defpath))
+    if found is None:
+        return None, f"{word}: command not found on PATH"
+    return found, None
+
+
+def _shebang(path: Path) -> Optional[list[str]]:
+    """The interpreter line of a script as words, or None for a binary or a file without one."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1024)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    first = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").strip()
+    words = first.split()
+    if not words:
+        return None
+    if words[0].endswith("/env"):
+        words = [words[0]] + [w for w in words[1:] if not w.startswith("-")]
+    # pip's trampoline for long interpreter paths: #!/bin/sh then '''exec' "/long/python" "$0" "$@"
+    m = re.search(rb"'''exec' \"?([^\"\s]+)\"? ", head)
+    if os.path.basename(words[0]) == "sh" and m:
+        return [m.group(1).decode()]
+    return words
+
+
+def _interpreter_of(exe: str, cwd: Path, env: Mapping[str, str]) -> Optional[str]:
+    """The Python that runs an executable script such as `torchrun` or `./train.py`, from its shebang."""
+    sb = _shebang(Path(exe))
+    if not sb:
+        return None
+    if sb[0].endswith("/env"):
+        if len(sb) < 2:
+            return None
+        found, _ = _resolve_exe(sb[1], cwd, env)
+        return found
+    return sb[0] if os.path.exists(sb[0]) else None
+
+
+def _looks_like_shell_script(path: Path) -> bool:
+    return path.suffix in (".sh", ".bash")
+
+
+def _env_unbuffered(env: Mapping[str, str]) -> bool:
+    return bool(env.get("PYTHONUNBUFFERED"))

@@ -1,0 +1,60 @@
+"""JUnit XML: one testcase per check, so any CI system can gate on dfdoctor."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from ..model import Report, Status
+
+# XML 1.0 cannot carry most control characters; captured output often has them (ANSI colours, \x00).
+_XML_BAD = {i: "\ufffd" for i in range(32) if i not in (9, 10, 13)}
+
+
+def _clean(s: str) -> str:
+    return (s or "").translate(_XML_BAD)
+
+
+def render(report: Report, verbose: bool = False, fail_on: str = "error") -> str:
+    """A `<testsuites>` with one `<testsuite>` per phase; warn is a failure only under `--fail-on warn`."""
+    root = ET.Element("testsuites", name="dfdoctor")
+    phases = sorted({c.phase for c in report.checks}, key=lambda p: (p != "pre", p)) or ["pre"]
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for phase in phases:
+        records = [c for c in report.checks if c.phase == phase]
+        suite = ET.SubElement(root, "testsuite", name=f"dfdoctor.{phase}", timestamp=report.started_at,
+                              hostname=str(report.environment.get("host", "")))
+        counts = {"tests": len(records), "failures": 0, "errors": 0, "skipped": 0}
+        time_total = 0.0
+        for rec in records:
+            time_total += rec.duration_s
+            case = ET.SubElement(suite, "testcase", classname=f"dfdoctor.{phase}", name=rec.id,
+                                 time=f"{rec.duration_s:.3f}")
+            body = "\n".join(x for x in (rec.summary, rec.details, "Evidence:\n" + "\n".join(rec.evidence)
+                                         if rec.evidence else "", "Fix: " + rec.fix if rec.fix else "") if x)
+            message = _clean(f"[{rec.cause}] {rec.summary}" if rec.cause else rec.summary)
+            if rec.silenced:
+                ET.SubElement(case, "skipped", message=_clean(f"silenced ({rec.status.value}): {rec.silenced}"))
+                counts["skipped"] += 1
+            elif rec.status == Status.FAIL or (rec.status == Status.WARN and fail_on == "warn"):
+                el = ET.SubElement(case, "failure", message=message, type=rec.cause or rec.status.value)
+                el.text = _clean(body)
+                counts["failures"] += 1
+            elif rec.status in (Status.ERROR, Status.TIMEOUT):
+                el = ET.SubElement(case, "error", message=message, type=rec.status.value)
+                el.text = _clean(body)
+                counts["errors"] += 1
+            elif rec.status == Status.SKIP:
+                ET.SubElement(case, "skipped", message=message)
+                counts["skipped"] += 1
+            elif rec.status == Status.WARN:
+                ET.SubElement(case, "system-out").text = _clean("WARN " + body)
+            if rec.output:
+                ET.SubElement(case, "system-err").text = _clean(rec.output)
+        for k, v in counts.items():
+            suite.set(k, str(v))
+            totals[k] += v
+        suite.set("time", f"{time_total:.3f}")
+    for k, v in totals.items():
+        root.set(k, str(v))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -1,0 +1,64 @@
+"""The terminal view: the verdict first, then a table of checks; colour only where it helps."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+
+from ..model import CheckRecord, Report, Status
+
+_COLOURS = {"ok": "32", "skip": "2", "warn": "33", "fail": "31", "timeout": "35", "error": "35",
+            "running": "32", "failed": "31", "unknown": "33"}
+_MARKS = {"ok": "ok", "skip": "skip", "warn": "WARN", "fail": "FAIL", "timeout": "TIMEOUT", "error": "ERROR"}
+
+
+def _paint(text: str, key: str, color: bool, bold: bool = False) -> str:
+    if not color:
+        return text
+    code = _COLOURS.get(key, "0")
+    return f"\x1b[{'1;' if bold else ''}{code}m{text}\x1b[0m"
+
+
+def render(report: Report, verbose: bool = False, color: bool = False) -> str:
+    """Verdict, then one line per check (details and durations with `verbose`)."""
+    width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 120))
+    out: list[str] = []
+    v = report.verdict
+    head = {"ok": "OK", "running": "RUNNING", "failed": "FAILED", "unknown": "UNKNOWN"}.get(v.state, v.state.upper())
+    cause = f" [{v.cause}]" if v.cause else ""
+    out.append(_paint(f"dfdoctor {report.mode}: {head}{cause}", v.state, color, bold=True))
+    if v.summary:
+        out.extend(textwrap.wrap(v.summary, width, initial_indent="  ", subsequent_indent="  "))
+    for line in v.evidence[:8]:
+        out.append("  | " + line)
+    if v.fix:
+        out.append(_paint("  fix: ", "warn", color) + v.fix)
+    if report.run.get("dir"):
+        out.append(f"  run: {report.run.get('dir')}")
+    if report.checks:
+        out.append("")
+        idw = max(len(c.id) for c in report.checks)
+        for rec in report.checks:
+            out.extend(_check_lines(rec, idw, width, verbose, color))
+    return "\n".join(out) + "\n"
+
+
+def _check_lines(rec: CheckRecord, idw: int, width: int, verbose: bool, color: bool) -> list[str]:
+    mark = _MARKS[rec.status.value]
+    status = _paint(f"{mark:<7}", rec.status.value, color)
+    phase = f"{rec.phase:<4}"
+    dur = f" ({rec.duration_s:.2f} s)" if verbose else ""
+    cause = f" [{rec.cause}]" if rec.cause and rec.status != Status.OK else ""
+    silenced = f" (silenced: {rec.silenced})" if rec.silenced else ""
+    lines = [f"{status} {phase} {rec.id:<{idw}}  {rec.summary}{cause}{silenced}{dur}"]
+    pad = " " * (13 + idw + 2)
+    if rec.fix and rec.status.rank >= Status.WARN.rank:
+        lines.append(f"{pad}fix: {rec.fix}")
+    if verbose:
+        for block in (rec.details, "\n".join(rec.evidence)):
+            for line in (block or "").splitlines()[:40]:
+                lines.append(f"{pad}{line}")
+        for f in rec.findings:
+            if f.summary != rec.summary:
+                lines.append(f"{pad}- {f.status.value}: {f.summary}" + (f" [{f.cause}]" if f.cause else ""))
+    return lines

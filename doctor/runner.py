@@ -1,0 +1,292 @@
+"""Run checks concurrently, each in a forked worker that can be killed whole at its timeout.
+
+Threads cannot be killed, so a check that hangs in Python would hang dfdoctor. Each check therefore runs in
+its own forked process (its own process group, and a child subreaper so that even daemonised grandchildren
+stay findable). Results stream back one JSON line per finding, so a check killed at its deadline still keeps
+what it had found; what it printed is captured with a cap. The parent is a single-threaded select loop.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import selectors
+import signal
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import psutil
+
+from .capture import DEFAULT_LIMIT, CappedBuffer
+from .model import CheckRecord, Result, Status
+from .registry import Check
+
+# A worker may overrun its check's timeout by this much to report a probe that timed out inside it.
+WRAP_UP_S = 1.5
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+@dataclass
+class _Worker:
+    check: Check
+    pid: int
+    result_fd: int
+    output_fd: int
+    started: float
+    deadline: float
+    limit_s: float
+    phase: str
+    lines: bytearray = field(default_factory=bytearray)
+    output: CappedBuffer = field(default_factory=CappedBuffer)
+    result_open: bool = True
+    output_open: bool = True
+    exit_status: Optional[int] = None
+    timed_out: bool = False
+
+
+def effective_timeout(check: Check, ctx) -> float:
+    """Per-check config wins, then `--timeout`, then the check's own default."""
+    configured = ctx.option(check.id, "timeout")
+    if configured is not None:
+        return float(configured)
+    if ctx.timeout is not None:
+        return float(ctx.timeout)
+    return check.timeout
+
+
+def run_checks(checks: list[Check], ctx, phase: str, *, jobs: Optional[int] = None,
+               progress: Optional[Callable[[str, Optional[Check], Optional[CheckRecord]], None]] = None,
+               output_limit: int = DEFAULT_LIMIT) -> list[CheckRecord]:
+    """Run `checks` for `phase`; return one record per check, in the order given."""
+    pending = list(checks)
+    running: dict[int, _Worker] = {}
+    done: dict[str, CheckRecord] = {}
+    sel = selectors.DefaultSelector()
+    jobs = jobs or max(1, len(pending))
+    try:
+        while pending or running:
+            while pending and len(running) < jobs:
+                chk = pending.pop(0)
+                w = _start(chk, ctx, phase, output_limit)
+                running[w.pid] = w
+                sel.register(w.result_fd, selectors.EVENT_READ, (w, "result"))
+                sel.register(w.output_fd, selectors.EVENT_READ, (w, "output"))
+                if progress:
+                    progress("start", chk, None)
+            now = time.monotonic()
+            wait = min([w.deadline - now for w in running.values()] + [0.1])
+            for key, _ in sel.select(timeout=max(0.0, wait)):
+                w, kind = key.data
+                _drain(sel, w, kind)
+            if progress:
+                progress("tick", None, None)
+            for w in list(running.values()):
+                finished = _poll(sel, w)
+                if finished is None:
+                    continue
+                del running[w.pid]
+                done[w.check.id] = finished
+                if progress:
+                    progress("done", w.check, finished)
+    finally:
+        for w in running.values():  # interrupted (Ctrl-C): nothing we started may outlive us
+            _kill_tree(w.pid)
+            try:
+                os.waitpid(w.pid, 0)
+            except ChildProcessError:
+                pass
+        sel.close()
+    return [done[c.id] for c in checks if c.id in done]
+
+
+def _start(chk: Check, ctx, phase: str, output_limit: int) -> _Worker:
+    limit = effective_timeout(chk, ctx)
+    res_r, res_w = os.pipe()
+    out_r, out_w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the worker: never returns into the caller's code
+        status = 70
+        try:
+            os.close(res_r)
+            os.close(out_r)
+            os.setpgid(0, 0)
+            _become_subreaper()
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGCHLD):
+                signal.signal(sig, signal.SIG_DFL)
+            devnull = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(devnull, 0)
+            os.dup2(out_w, 1)
+            os.dup2(out_w, 2)
+            os.close(out_w)
+            ctx.phase = phase
+            ctx.timeout = limit
+            _work(chk, ctx, res_w)
+            status = 0
+        finally:
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            except Exception:
+                pass
+            _kill_descendants(os.getpid())
+            os._exit(status)
+    os.close(res_w)
+    os.close(out_w)
+    os.set_blocking(res_r, False)
+    os.set_blocking(out_r, False)
+    now = time.monotonic()
+    return _Worker(chk, pid, res_r, out_r, now, now + limit + WRAP_UP_S, limit, phase, output=CappedBuffer(output_limit))
+
+
+def _work(chk: Check, ctx, res_w: int) -> None:
+    """Run the check in the worker, streaming each result as one JSON line."""
+    def emit(d: dict) -> None:
+        data = (json.dumps(d, default=str) + "\n").encode()
+        while data:
+            data = data[os.write(res_w, data):]
+
+    try:
+        out = chk.func(ctx)
+        if isinstance(out, Result):
+            out = [out]
+        for r in out or ():
+            if not isinstance(r, Result):
+                raise TypeError(f"check {chk.id} yielded {type(r).__name__}, not a doctor.model.Result")
+            emit({"result": r.to_dict()})
+    except BaseException:
+        emit({"exception": traceback.format_exc()})
+
+
+def _become_subreaper() -> None:
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except Exception:
+        pass  # not Linux: process groups still cover the common case
+
+
+def _drain(sel: selectors.BaseSelector, w: _Worker, kind: str) -> None:
+    fd = w.result_fd if kind == "result" else w.output_fd
+    try:
+        chunk = os.read(fd, 1 << 16)
+    except BlockingIOError:
+        return
+    if chunk:
+        (w.lines.extend if kind == "result" else w.output.write)(chunk)
+        return
+    sel.unregister(fd)
+    os.close(fd)
+    if kind == "result":
+        w.result_open = False
+    else:
+        w.output_open = False
+
+
+def _poll(sel: selectors.BaseSelector, w: _Worker) -> Optional[CheckRecord]:
+    """Return the worker's record once it has finished or been killed at its deadline, else None."""
+    if w.exit_status is None:
+        pid, status = os.waitpid(w.pid, os.WNOHANG)
+        if pid:
+            w.exit_status = status
+    now = time.monotonic()
+    if w.exit_status is None and now >= w.deadline:
+        w.timed_out = True
+        _kill_tree(w.pid)
+        _, w.exit_status = os.waitpid(w.pid, 0)
+    if w.exit_status is None:
+        return None
+    # The worker is gone: take what is left in the pipes, then stop listening (a grandchild that escaped
+    # the kill may hold the output pipe open forever; we do not wait for it).
+    for kind in ("result", "output"):
+        _drain_rest(sel, w, kind)
+    _kill_tree(w.pid, include_leader=False)
+    return _record(w, time.monotonic() - w.started)
+
+
+def _drain_rest(sel: selectors.BaseSelector, w: _Worker, kind: str) -> None:
+    fd = w.result_fd if kind == "result" else w.output_fd
+    if not (w.result_open if kind == "result" else w.output_open):
+        return
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            chunk = b""
+        if not chunk:
+            break
+        (w.lines.extend if kind == "result" else w.output.write)(chunk)
+    sel.unregister(fd)
+    os.close(fd)
+    if kind == "result":
+        w.result_open = False
+    else:
+        w.output_open = False
+
+
+def _record(w: _Worker, duration: float) -> CheckRecord:
+    results: list[Result] = []
+    for line in bytes(w.lines).splitlines():
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if "result" in msg:
+            results.append(Result.from_dict(msg["result"]))
+        elif "exception" in msg:
+            tb = msg["exception"]
+            last = tb.strip().splitlines()[-1] if tb.strip() else "exception"
+            results.append(Result(Status.ERROR, f"check {w.check.id} raised {last}", details=tb,
+                                  fix="This is a bug in the check, not in your launch; report it to the check's author."))
+    if w.timed_out:
+        results.append(Result(Status.TIMEOUT,
+                              f"check {w.check.id} did not finish within its {w.limit_s:g} s timeout "
+                              f"(ran {duration:.1f} s); its process group was killed",
+                              fix=f"Raise its limit with --timeout or [tool.dfdoctor.checks.\"{w.check.id}\"] timeout, "
+                                  "or skip it with --skip."))
+    elif os.WIFSIGNALED(w.exit_status):
+        name = _signal_name(os.WTERMSIG(w.exit_status))
+        results.append(Result(Status.ERROR, f"check {w.check.id} died from {name}",
+                              fix="This is a bug in the check (or a library it calls); report it to the check's author."))
+    elif os.WEXITSTATUS(w.exit_status) != 0 and not results:
+        results.append(Result(Status.ERROR, f"check {w.check.id} exited with status {os.WEXITSTATUS(w.exit_status)}"))
+    if not results:
+        results.append(Result(Status.OK, "no problem found"))
+    return CheckRecord.from_results(w.check.id, w.phase, w.check.title, results, duration, output=w.output.text())
+
+
+def _signal_name(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+def _kill_descendants(pid: int) -> None:
+    try:
+        kids = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return
+    for k in kids:
+        try:
+            k.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(kids, timeout=2)
+
+
+def _kill_tree(pid: int, include_leader: bool = True) -> None:
+    """Kill a worker, everything under it (it is a subreaper, so daemons too) and its process group."""
+    try:
+        os.kill(pid, signal.SIGSTOP) if include_leader else None  # freeze it so it cannot fork more
+    except ProcessLookupError:
+        pass
+    _kill_descendants(pid)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
