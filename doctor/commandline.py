@@ -103,11 +103,12 @@ def parse_launcher(path: os.PathLike | str, cwd: Path, args: Sequence[str] = (),
 
 
 def parse_line(line: str, cwd: Path, env: Optional[Mapping[str, str]] = None) -> LaunchSpec:
-    """Parse one shell line (`A=1 nohup python train.py > log 2>&1 &`) as the shell would run it."""
+    """Parse one shell line (`cd x && A=1 nohup python train.py > log 2>&1 &`) as the shell would run it."""
     env = dict(os.environ if env is None else env)
-    words, redirect = _simple_command(_first_command(line))
-    spec = _parse(words, Path(cwd), env, depth=0, extra_env={})
-    return replace(spec, redirect=redirect or spec.redirect, line=line.strip())
+    words = _tokens(line)
+    base = LaunchSpec(tuple(words), exists=bool(words), problem=None if words else "no command given",
+                      cwd=Path(cwd), line=line.strip())
+    return _walk(line, Path(cwd) / "-", [], tuple(words), Path(cwd), env, 0, {}, base, is_file=False)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -340,9 +341,8 @@ def _shell(words: list[str], cwd: Path, env: dict[str, str], depth: int, extra_e
     if i < len(words) and words[i] == "-c":
         if i + 1 >= len(words):
             return replace(base, exists=False, problem=f"{words[0]} -c is given no command")
-        inner, redirect = _simple_command(_first_command(words[i + 1]))
-        spec = _parse(inner, cwd, env, depth + 1, extra_env, orig)
-        return replace(spec, redirect=redirect or spec.redirect, line=words[i + 1])
+        return _walk(words[i + 1], Path(words[0]), words[i + 3:], orig, cwd, env, depth + 1, extra_env,
+                     replace(base, runner="other"), is_file=False)
     if i < len(words) and words[i] == "--":
         i += 1
     if i >= len(words):
@@ -369,11 +369,17 @@ def _follow_launcher(path: Path, args: list[str], orig: tuple[str, ...], cwd: Pa
             text = f.read(MAX_LAUNCHER_BYTES).decode("utf-8", "replace")
     except OSError as exc:
         return replace(base, exists=False, problem=f"launcher not readable: {path} ({exc.strerror})")
+    return _walk(text, path, args, orig, cwd, env, depth, extra_env, base)
+
+
+def _walk(text: str, path: Path, args: list[str], orig: tuple[str, ...], cwd: Path, env: dict[str, str],
+          depth: int, extra_env: dict[str, str], base: LaunchSpec, is_file: bool = True) -> LaunchSpec:
+    """Walk a shell script's lines, tracking cd/export/activate, to the first line that starts the job."""
     vars_: dict[str, str] = {**env, **extra_env}
     assigned = dict(extra_env)
     here = cwd
-    for line in _logical_lines(text):
-        words, redirect = _simple_command(_first_command(line))
+    for line, piece in ((ln, p) for ln in _logical_lines(text) for p in _pieces(_script_dir_idioms(ln, path))):
+        words, redirect = _simple_command(piece)
         words = _expand_words(words, vars_, args, path)
         if not words:
             continue
@@ -419,10 +425,23 @@ def _follow_launcher(path: Path, args: list[str], orig: tuple[str, ...], cwd: Pa
         if spec.runner == "other" and spec.exists:
             continue  # e.g. `mkdir -p logs`, `nvidia-smi`: not the job itself
         merged_env = {**assigned, **spec.env}
-        return replace(spec, argv=orig, launcher=spec.launcher if spec.runner == "launcher" else path,
+        if redirect and not os.path.isabs(redirect):
+            redirect = os.path.normpath(here / redirect)
+        launcher = spec.launcher if spec.runner == "launcher" or not is_file else path
+        return replace(spec, argv=orig, launcher=launcher,
                        env=merged_env, redirect=redirect or spec.redirect, line=line.strip(),
                        unbuffered=spec.unbuffered or _env_unbuffered(merged_env))
     return base
+
+
+_DIRNAME_RE = re.compile(r'\$\(\s*dirname\s+"?(?:\$0|\$\{0\}|\$\{BASH_SOURCE(?:\[0\])?\}|\$BASH_SOURCE)"?\s*\)')
+_CD_PWD_RE = re.compile(r'\$\(\s*cd\s+"?([^"()$]+)"?\s*(?:&&|;)\s*pwd(?:\s+-P)?\s*\)')
+
+
+def _script_dir_idioms(line: str, script: Path) -> str:
+    """Resolve `$(dirname "$0")` and `$(cd "$(dirname "$0")" && pwd)`, the usual way to find the script's folder."""
+    line = _DIRNAME_RE.sub(lambda m: str(script.parent), line)
+    return _CD_PWD_RE.sub(lambda m: os.path.normpath(m.group(1)), line)
 
 
 def _runs_something(name: str, words: list[str], cwd: Path, vars_: dict[str, str]) -> bool:
@@ -477,22 +496,15 @@ def _tokens(line: str) -> list[str]:
         return line.split()
 
 
-def _first_command(line: str) -> list[str]:
-    """The tokens of the command the job is in: `set -e; python x.py > log && echo done` → the python part.
-
-    Splits on `;`, `&&`, `||`, `&` and keeps the first piece that is not a builtin we can skip; a pipe
-    stays inside its piece (the job is its first stage).
-    """
+def _pieces(line: str) -> list[list[str]]:
+    """The commands of one line, split on `;`, `&&`, `||`, `&`; a pipe stays inside its piece."""
     pieces: list[list[str]] = [[]]
     for t in _tokens(line):
         if t in (";", "&&", "||", "&", ";;"):
             pieces.append([])
         else:
             pieces[-1].append(t)
-    for p in pieces:
-        if p and p[0] not in _SKIPPABLE:
-            return p
-    return []
+    return [p for p in pieces if p and p[0] not in _SKIPPABLE]
 
 
 def _simple_command(tokens: list[str] | str) -> tuple[list[str], Optional[str]]:
