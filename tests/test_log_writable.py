@@ -1,0 +1,100 @@
+"""log.writable against real file systems: read-only and tiny tmpfs mounts, folders in the way, existing logs."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import run_dfdoctor
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+
+
+@contextlib.contextmanager
+def tmpfs(path, options):
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def log_check(cwd, log, *extra):
+    res = run_dfdoctor("check", "--only", "log.writable", "--log", str(log), "--format", "json", *extra, cwd=cwd)
+    assert res.returncode in (0, 1), res.stderr
+    return res.returncode, json.loads(res.stdout)["checks"][0]
+
+
+@needs_root
+def test_read_only_file_system(tmp_path):
+    with tmpfs(tmp_path / "ro", "ro,size=1m") as ro:
+        rc, rec = log_check(tmp_path, ro / "train.log")
+    assert rc == 1 and rec["cause"] == "log-not-writable" and "read-only" in rec["summary"]
+
+
+@needs_root
+def test_disk_full(tmp_path):
+    with tmpfs(tmp_path / "small", "size=256k") as small:
+        subprocess.run(["dd", "if=/dev/zero", f"of={small / 'fill'}", "bs=4k"], capture_output=True)
+        rc, rec = log_check(tmp_path, small / "train.log")
+    assert rc == 1 and rec["cause"] == "disk-full"
+
+
+@needs_root
+def test_low_space_fails_under_threshold(tmp_path):
+    with tmpfs(tmp_path / "tiny", "size=8m") as tiny:
+        rc, rec = log_check(tmp_path, tiny / "train.log")
+    assert rc == 1 and rec["cause"] == "disk-full" and "MiB free" in rec["summary"]
+    assert rec["data"]["disk"]["free_mb"] < 100
+
+
+@needs_root
+def test_no_inodes_left(tmp_path):
+    with tmpfs(tmp_path / "inodes", "size=64m,nr_inodes=40") as fs:
+        for i in range(60):
+            try:
+                (fs / f"f{i}").touch()
+            except OSError:
+                break
+        rc, rec = log_check(tmp_path, fs / "train.log")
+    assert rc == 1 and rec["cause"] == "disk-full"
+
+
+def test_folder_in_place_of_the_log(tmp_path):
+    (tmp_path / "train.log").mkdir()
+    rc, rec = log_check(tmp_path, "train.log")
+    assert rc == 1 and rec["cause"] == "log-not-writable" and "is a folder" in rec["summary"]
+
+
+def test_a_file_in_place_of_the_folder(tmp_path):
+    (tmp_path / "logs").write_text("not a folder")
+    rc, rec = log_check(tmp_path, "logs/train.log")
+    assert rc == 1 and rec["cause"] == "log-not-writable"
+
+
+def test_existing_log_is_never_touched_and_probe_is_removed(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text("precious\n")
+    before = log.stat()
+    rc, rec = log_check(tmp_path, log)
+    assert rc == 0 and rec["status"] == "ok"
+    assert log.read_text() == "precious\n" and log.stat().st_mtime_ns == before.st_mtime_ns
+    rc, rec = log_check(tmp_path, tmp_path / "new.log")
+    assert rc == 0 and not (tmp_path / "new.log").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.log"]
+
+
+def test_missing_folder_names_the_fix(tmp_path):
+    rc, rec = log_check(tmp_path, "runs/today/train.log")
+    assert rc == 1 and rec["cause"] == "log-dir-missing"
+    assert rec["fix"] == f"mkdir -p {tmp_path / 'runs' / 'today'}"
+
+
+def test_no_log_given_is_a_skip(tmp_path):
+    res = run_dfdoctor("check", "--only", "log.writable", "--format", "json", cwd=tmp_path)
+    assert res.returncode == 0 and json.loads(res.stdout)["checks"][0]["status"] == "skip"
