@@ -98,3 +98,21 @@ def test_missing_folder_names_the_fix(tmp_path):
 def test_no_log_given_is_a_skip(tmp_path):
     res = run_dfdoctor("check", "--only", "log.writable", "--format", "json", cwd=tmp_path)
     assert res.returncode == 0 and json.loads(res.stdout)["checks"][0]["status"] == "skip"
+
+
+@pytest.mark.parametrize("command, env, warned", [
+    (["python3", "train.py"], {}, True),
+    (["python3", "-u", "train.py"], {}, False),
+    (["python3", "train.py"], {"PYTHONUNBUFFERED": "1"}, False),
+    (["bash", "-c", "echo hi"], {}, False),
+])
+def test_buffered_python_output_is_a_warning(tmp_path, command, env, warned):
+    (tmp_path / "train.py").write_text("print(1)\n")
+    full_env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    full_env.update(env)
+    res = subprocess.run([os.path.join(os.path.dirname(__import__("sys").executable), "dfdoctor"), "check",
+                          "--only", "log.writable", "--log", "x.log", "--format", "json", "--", *command],
+                         cwd=tmp_path, env=full_env, capture_output=True, text=True, timeout=60)
+    rec = json.loads(res.stdout)["checks"][0]
+    assert (rec["cause"] == "output-buffered") == warned, rec
+    assert res.returncode == 0
