@@ -76,7 +76,7 @@ def _load_saved(spec: Optional[str]) -> Report:
         except ImportError:
             raise click.UsageError(f"{spec or 'latest run'}: no such file or run") from None
         try:
-            path = find_run(spec, Path.cwd())
+            path = find_run(Path.cwd(), spec)
         except (LookupError, ValueError) as exc:
             raise click.UsageError(str(exc)) from None
     if path.is_dir():
