@@ -1,0 +1,204 @@
+"""cuda.nccl: can one process per GPU form an NCCL group, all-reduce a known sum and pass a barrier?
+
+It starts one probe per rank (`probes/cuda_nccl_probe.py`, torchrun-style environment) in the training
+interpreter, each in its own killable process group. A rank that fails or hangs is named, with the stage it
+reached and its stack; the ranks that merely waited for it are told apart from it. Runs when two or more GPUs
+are visible, or when the launch (torchrun --nproc_per_node N) or the config asks for a number of ranks.
+
+Options ([tool.dfdoctor.checks."cuda.nccl"] or the environment of `dfdoctor check`):
+  world_size / DFDOCTOR_NCCL_WORLD_SIZE   ranks to start, whatever is visible
+  hang_rank  / DFDOCTOR_NCCL_HANG_RANK    make that rank hang before init_process_group (fault injection)
+  backend    / DFDOCTOR_NCCL_BACKEND      'nccl' (default); 'gloo' runs the same test on CPUs
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from typing import Iterator, Optional
+
+from doctor import causes, check, fail, ok, skip
+from doctor.model import Result
+from doctor.probe import ProbeOutcome, run_probe
+
+from .cuda_common import expectation, innermost_frame, parse_visible, physical_gpus_cheap, probe_env, stack_excerpt
+
+DEFAULT_TIMEOUT = 120.0
+STAGES = ("start", "import torch", "cuda device", "injected hang before init_process_group", "rendezvous",
+          "init_process_group", "all_reduce", "barrier", "destroy_process_group", "done")
+_WAITING = ("timed out", "timeout", "waiting for", "diststoreerror", "connection refused", "clients joined")
+
+
+@check("cuda.nccl", title="NCCL: one process per GPU all-reduces a known sum and passes a barrier",
+       phases=("pre",), timeout=DEFAULT_TIMEOUT)
+def cuda_nccl(ctx) -> Iterator[Result]:
+    """Decide how many ranks, run them side by side, and name any rank that failed or hung."""
+    backend = str(_opt(ctx, "backend", "DFDOCTOR_NCCL_BACKEND") or "nccl")
+    vis = parse_visible(ctx.env.get("CUDA_VISIBLE_DEVICES"), physical_gpus_cheap())
+    world, why = _world_size(ctx, vis, backend)
+    if world < 2:
+        yield skip(f"{why}: an NCCL group needs two or more ranks (cuda.init reports on single GPUs)",
+                   data={"nccl": {"visible": list(vis.visible), "world_size": world}})
+        return
+    hang_rank = _opt(ctx, "hang_rank", "DFDOCTOR_NCCL_HANG_RANK")
+    hang_rank = int(hang_rank) if hang_rank not in (None, "") else None
+    limit = float(ctx.timeout or DEFAULT_TIMEOUT)
+    outcomes = _run_ranks(ctx, world, backend, hang_rank, max(2.0, limit - 1.5))
+    ranks = [_rank_view(r, out, vis) for r, out in enumerate(outcomes)]
+    data = {"nccl": {"backend": backend, "world_size": world, "why": why, "injected_hang_rank": hang_rank,
+                     "visible": list(vis.visible), "ranks": ranks}}
+    yield _verdict(ranks, world, backend, limit, hang_rank, data)
+
+
+def _opt(ctx, name: str, env_name: str):
+    """A check option from the config, else from the environment dfdoctor was given."""
+    value = ctx.option("cuda.nccl", name)
+    return value if value is not None else ctx.env.get(env_name)
+
+
+def _world_size(ctx, vis, backend: str) -> tuple[int, str]:
+    """How many ranks to start, and why that many."""
+    asked = _opt(ctx, "world_size", "DFDOCTOR_NCCL_WORLD_SIZE")
+    if asked not in (None, ""):
+        return int(asked), f"world_size {asked} was asked for"
+    nproc = expectation(ctx, "cuda.nccl").nproc
+    if nproc:
+        return nproc, f"the launch asks for --nproc_per_node {nproc}"
+    if backend != "nccl":
+        return 2, "two CPU ranks for the gloo backend"
+    n = len(vis.visible)
+    shown = "" if vis.variable is None else f" with CUDA_VISIBLE_DEVICES={vis.variable}"
+    return n, f"{n} GPU{'s' if n != 1 else ''} visible{shown}"
+
+
+def _free_port() -> int:
+    """A TCP port on localhost nobody listens on now (the rendezvous binds it a moment later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _run_ranks(ctx, world: int, backend: str, hang_rank: Optional[int], timeout: float) -> list[ProbeOutcome]:
+    """Start every rank at once (each its own killable process group) and wait for all of them."""
+    port = _free_port()
+    deadline = time.time() + timeout
+    outcomes: list[Optional[ProbeOutcome]] = [None] * world
+
+    def one(rank: int) -> None:
+        env = probe_env(ctx, {"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
+                              "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+                              "DFDOCTOR_NCCL_BACKEND": backend, "DFDOCTOR_NCCL_DEADLINE": f"{deadline:.3f}",
+                              "DFDOCTOR_NCCL_HANG": "1" if rank == hang_rank else "0"})
+        outcomes[rank] = run_probe(ctx, "cuda_nccl_probe.py", timeout=timeout, env=env)
+
+    threads = [threading.Thread(target=one, args=(r,), name=f"rank{r}", daemon=True) for r in range(world)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return [o for o in outcomes if o is not None]
+
+
+def _rank_view(rank: int, out: ProbeOutcome, vis) -> dict:
+    """One rank's story: ok, error (it reported), waited (a timeout waiting for others), hung or died."""
+    p = out.payload or {}
+    gpu = vis.visible[rank] if rank < len(vis.visible) else None
+    view = {"rank": rank, "gpu": gpu, "stage": p.get("stage", "start"), "stages": p.get("stages"),
+            "duration_s": round(out.duration_s, 3), "all_reduce": p.get("all_reduce"), "device": p.get("gpu"),
+            "nccl": p.get("nccl"), "env": p.get("env")}
+    if p.get("error"):
+        err = p["error"]
+        waited = any(w in err.lower() for w in _WAITING) and p.get("failed_stage") in ("rendezvous", "init_process_group")
+        view.update(state="waited" if waited else "error", error=err, stage=p.get("failed_stage"),
+                    traceback=(p.get("traceback") or "").strip().splitlines()[-6:])
+    elif out.timed_out:
+        view.update(state="hung", stack=stack_excerpt(out.stderr, 30))
+    elif p.get("stage") == "done":
+        view.update(state="ok" if p.get("correct") else "wrong")
+    else:
+        how = f"signal {out.signal}" if out.signal else f"exit status {out.returncode}"
+        view.update(state="died", error=f"died with {how}", stderr=out.stderr.strip().splitlines()[-8:])
+    return view
+
+
+def _label(r: dict) -> str:
+    """'rank 1 (GPU 1)'."""
+    return f"rank {r['rank']}" + (f" (GPU {r['gpu']})" if r.get("gpu") is not None else "")
+
+
+def _verdict(ranks: list[dict], world: int, backend: str, limit: float, hang_rank: Optional[int],
+             data: dict) -> Result:
+    """Name the culprit ranks: those that failed on their own, else the hung ones at the earliest stage."""
+    lines = tuple(_rank_line(r) for r in ranks)
+    bad = [r for r in ranks if r["state"] in ("error", "died", "wrong")]
+    hung = [r for r in ranks if r["state"] == "hung"]
+    waited = [r for r in ranks if r["state"] == "waited"]
+    injected = " (injected by DFDOCTOR_NCCL_HANG_RANK)" if hang_rank is not None else ""
+    if bad:
+        first = bad[0]
+        what = first.get("error") or _wrong(first)
+        names = ", ".join(_label(r) for r in bad)
+        return fail(f"{names} failed in {first['stage']}: {what}", causes.CUDA_INIT_FAILED,
+                    evidence=lines + tuple(first.get("traceback") or first.get("stderr") or ()), data=data,
+                    fix=_fix(first))
+    if hung:
+        earliest = min(_order(r["stage"]) for r in hung)
+        culprits = [r for r in hung if _order(r["stage"]) == earliest]
+        others = [r for r in ranks if r not in culprits and r["state"] != "ok"]
+        names = ", ".join(_label(r) for r in culprits)
+        stage = culprits[0]["stage"]
+        tail = f"; {', '.join(_label(r) for r in others)} waited for {'it' if len(culprits) == 1 else 'them'}" if others else ""
+        if len(culprits) == len(ranks):
+            summary = f"all {world} ranks hung in {stage} after {limit:.0f} s"
+        else:
+            summary = f"{names} hung in stage '{stage}'{injected} and never joined the group{tail}"
+        stack = culprits[0].get("stack") or []
+        frame = innermost_frame(stack)
+        return fail(summary, causes.CUDA_INIT_HANG, data=data,
+                    evidence=lines + ((f"{_label(culprits[0])} stuck at {frame}",) if frame else ()) + tuple(stack),
+                    details="every rank was killed at the deadline with its process group; nothing is left running",
+                    fix="look at the named rank's stack; for an NCCL hang rerun with NCCL_DEBUG=INFO and check "
+                        "the GPUs' links (nvidia-smi topo -m), NCCL_P2P_DISABLE/NCCL_IB_DISABLE and the firewall")
+    if waited:
+        names = ", ".join(_label(r) for r in waited)
+        return fail(f"{names} timed out waiting for the other ranks", causes.CUDA_INIT_HANG, evidence=lines,
+                    data=data, fix="a rank never arrived: see each rank's stage above")
+    secs = max((r.get("all_reduce") or {}).get("seconds", 0) for r in ranks)
+    init_s = max(_stage_time(r, "all_reduce") - _stage_time(r, "rendezvous") for r in ranks)
+    nccl = next((r["nccl"] for r in ranks if r.get("nccl")), None)
+    return ok(f"{backend}{' ' + nccl if nccl else ''}: {world} ranks formed a group in {init_s:.2f} s, all-reduced the "
+              f"right sum ({ranks[0]['all_reduce']['expected']:g}) in {secs * 1000:.1f} ms and passed a barrier",
+              evidence=lines, data=data)
+
+
+def _order(stage: str) -> int:
+    """Position of a stage in a rank's life, for finding the rank that got least far."""
+    return STAGES.index(stage) if stage in STAGES else len(STAGES)
+
+
+def _stage_time(r: dict, name: str) -> float:
+    """When a rank entered a stage (seconds after it started), 0 if it never did."""
+    return next((t for s, t in r.get("stages") or [] if s == name), 0.0)
+
+
+def _wrong(r: dict) -> str:
+    """The wrong all-reduce result, as a sentence."""
+    a = r.get("all_reduce") or {}
+    return f"all_reduce gave values {a.get('min')}..{a.get('max')}, expected {a.get('expected')}"
+
+
+def _rank_line(r: dict) -> str:
+    """Evidence: one line per rank."""
+    extra = r.get("error") or (_wrong(r) if r["state"] == "wrong" else "")
+    return f"{_label(r)}: {r['state']} at stage '{r['stage']}' after {r['duration_s']:.1f} s" + (f": {extra}" if extra else "")
+
+
+def _fix(r: dict) -> str:
+    """What to do about a rank that failed on its own."""
+    err = (r.get("error") or "").lower()
+    if "invalid device ordinal" in err or "invalid device" in err or "no cuda gpus" in err:
+        return "start no more ranks than visible GPUs (torchrun --nproc_per_node), and check CUDA_VISIBLE_DEVICES"
+    if r["state"] == "wrong":
+        return "a wrong all-reduce means corrupted transfers: rerun with NCCL_P2P_DISABLE=1 to test the GPU links"
+    return "rerun with NCCL_DEBUG=INFO (and NCCL_DEBUG_SUBSYS=INIT) to see why this rank could not join"
