@@ -111,6 +111,15 @@ def parse_line(line: str, cwd: Path, env: Optional[Mapping[str, str]] = None) ->
     return _walk(line, Path(cwd) / "-", [], tuple(words), Path(cwd), env, 0, {}, base, is_file=False)
 
 
+def spec_for(ctx) -> LaunchSpec:
+    """The LaunchSpec of a check's Context: its command, else its `--launcher`, else an empty command."""
+    if ctx.command:
+        return parse(ctx.command, ctx.cwd, ctx.env)
+    if getattr(ctx, "launcher", None):
+        return parse_launcher(ctx.launcher, ctx.cwd, (), ctx.env)
+    return parse([], ctx.cwd, ctx.env)
+
+
 # ---------------------------------------------------------------------------------------------------------
 
 

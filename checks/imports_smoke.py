@@ -1,0 +1,270 @@
+"""imports.smoke: would the job get past its imports?
+
+It finds what the launch runs (script, `-m` module, `-c` code, through torchrun, accelerate or a shell
+launcher), compiles it and every local module it imports, then imports what its module level imports in a
+fresh subprocess of the training interpreter with the job's cwd, environment and sys.path, never running
+the main body. What it can conclude: the command is not there (`command-not-found`), a file does not compile
+(`syntax-error`), a module is not installed (`missing-module`), an import raises (`import-error`), or an
+import never returns (`import-hang`, with every thread's stack).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+from doctor import Result, causes, check, error, fail, ok, skip, warn
+from doctor.commandline import LaunchSpec, spec_for
+from doctor.probe import ProbeOutcome, run_probe
+
+DEFAULT_TIMEOUT = 90.0  # importing torch on a cold, busy machine can take tens of seconds
+HANG_MARGIN_S = 3.0  # the child dumps its stacks this long before the check's own deadline
+MAX_FAILURES_SHOWN = 5
+MARK = "[dfdoctor-import]"
+_RUNNER_MODULES = {"torchrun": "torch.distributed.run", "accelerate": "accelerate.commands.launch"}
+# Import names whose distribution is called something else (the usual surprises).
+PIP_NAMES = {"cv2": "opencv-python", "PIL": "Pillow", "yaml": "PyYAML", "sklearn": "scikit-learn",
+             "skimage": "scikit-image", "bs4": "beautifulsoup4", "attr": "attrs", "dateutil": "python-dateutil",
+             "google.protobuf": "protobuf", "jwt": "PyJWT", "Crypto": "pycryptodome", "dotenv": "python-dotenv",
+             "serial": "pyserial", "git": "GitPython", "fitz": "PyMuPDF", "magic": "python-magic",
+             "flash_attn": "flash-attn", "apex": "apex (built from source)", "wandb": "wandb"}
+
+
+@check("imports.smoke", title="The script compiles and its imports load", phases=("pre",), timeout=DEFAULT_TIMEOUT)
+def imports_smoke(ctx) -> Iterator[Result]:
+    """Compile the job's script and import its imports in the training interpreter."""
+    if not ctx.command and not ctx.launcher:
+        yield skip("no command given (dfdoctor check -- python train.py), so there is no script to try")
+        return
+    spec = spec_for(ctx)
+    if not spec.exists:
+        yield fail(f"the launch command cannot start: {spec.problem}", causes.COMMAND_NOT_FOUND,
+                   evidence=(f"command: {shlex.join(spec.argv)}",) + ((f"launcher line: {spec.line}",) if spec.line else ()),
+                   fix=_not_found_fix(spec), data={"launch": _spec_data(spec)})
+        return
+    if not spec.is_python:
+        yield skip(f"{spec.argv[0] if spec.argv else 'the command'} is not a Python command dfdoctor can follow",
+                   data={"launch": _spec_data(spec)})
+        return
+    if spec.script is None and spec.module is None and spec.code is None:
+        yield skip("the command starts Python without a script, module or code (an interactive interpreter)")
+        return
+    budget = float(ctx.timeout or DEFAULT_TIMEOUT)
+    hang_s = max(1.0, budget - HANG_MARGIN_S)
+    cwd = spec.cwd or ctx.cwd
+    request = _probe_request(spec, cwd, hang_s)
+    env = {**ctx.env, **spec.env}
+    outcome = run_probe(ctx, "import_probe.py", [json.dumps(request)], timeout=hang_s + 1.5, env=env, cwd=cwd)
+    yield from _conclude(ctx, spec, outcome, hang_s, request)
+
+
+def _probe_request(spec: LaunchSpec, cwd: Path, hang_s: float) -> dict[str, Any]:
+    """What the probe needs to set up the import state the real launch would have."""
+    if spec.script is not None:
+        # Python puts the script's folder (symlinks resolved) first on sys.path.
+        path0 = os.path.dirname(os.path.realpath(spec.script))
+        argv = [str(spec.script), *spec.script_args]
+    else:
+        path0 = str(cwd)
+        argv = ["-m" if spec.module else "-c", *spec.script_args]
+    pre = [_RUNNER_MODULES[spec.runner]] if spec.runner in _RUNNER_MODULES else []
+    return {"script": str(spec.script) if spec.script else None, "module": spec.module, "code": spec.code,
+            "path0": path0, "argv": argv, "hang_s": hang_s, "pre_imports": pre}
+
+
+def _conclude(ctx, spec: LaunchSpec, out: ProbeOutcome, hang_s: float, request: dict) -> Iterator[Result]:
+    """Turn the probe's answer (or its silence) into findings."""
+    launch = {"launch": _spec_data(spec), "python": ctx.python}
+    if out.spawn_error:
+        yield fail(f"the training interpreter {ctx.python} cannot be started: {out.spawn_error}",
+                   causes.COMMAND_NOT_FOUND, data=launch,
+                   fix="Install that Python or point --python at the interpreter the job uses.")
+        return
+    p = out.payload
+    if p is None:
+        yield _no_answer(ctx, spec, out, hang_s, launch)
+        return
+    where = spec.describe()
+    if p["syntax_errors"]:
+        yield _syntax_error(p["syntax_errors"], launch)
+        return
+    failures = [i for i in p["imports"] if i["status"] != "ok"]
+    required = [i for i in failures if i["kind"] == "required"]
+    for item in required[:MAX_FAILURES_SHOWN]:
+        yield _failed_import(ctx, item, request, launch)
+    for item in [i for i in failures if i["kind"] == "conditional"][:MAX_FAILURES_SHOWN]:
+        yield warn(f"conditional import of {item['name']} fails ({item['exception']}: {item['message']})"
+                   f" at {_loc(item)}; the job breaks if that branch runs",
+                   causes.MISSING_MODULE if item["status"] == "missing" else causes.IMPORT_ERROR,
+                   evidence=(f"{_loc(item)}: {item['text']}",), details=item.get("traceback", ""),
+                   fix=_missing_fix(ctx, item) if item["status"] == "missing" else "", data=launch)
+    if required:
+        return
+    loaded = [i for i in p["imports"] if i["status"] == "ok"]
+    slow = sorted(loaded, key=lambda i: -i["seconds"])[:3]
+    total = sum(i["seconds"] for i in p["imports"])
+    optional = [i for i in failures if i["kind"] == "optional"]
+    details = "\n".join([f"python {p['python']} ({p['executable']})",
+                         f"compiled {len(p['compiled'])} file(s): " + ", ".join(_short(f, ctx.cwd) for f in p["compiled"][:20])]
+                        + [f"slow import: {i['name']} {i['seconds']:.2f} s" for i in slow]
+                        + [f"optional import not available (the script handles it): {i['name']} at {_loc(i)}"
+                           for i in optional] + p.get("notes", []))
+    yield ok(f"{where} compiles and its {len(loaded)} module-level import(s) load in {total:.1f} s",
+             details=details, data={**launch, "imports": [{k: i[k] for k in ("name", "kind", "status", "seconds")}
+                                                        for i in p["imports"]]})
+
+
+def _no_answer(ctx, spec: LaunchSpec, out: ProbeOutcome, hang_s: float, launch: dict) -> Result:
+    """The probe wrote nothing: it hung (stacks in stderr), died from a signal, or could not run at all."""
+    current = _current_import(out.stderr)
+    stacks = _stacks(out.stderr)
+    if out.timed_out or "Timeout (" in out.stderr:
+        what = f"import of {current[0]}" + (f" ({current[1]})" if current[1] else "") if current else "the imports"
+        return fail(f"{what} did not finish within {hang_s:.0f} s: the job would sit there with no log",
+                    causes.IMPORT_HANG, details=stacks, evidence=tuple(_innermost_frames(stacks)),
+                    fix="Read the main thread's stack above: a lock, a network call (a hub download, a "
+                        "license server), a distributed rendezvous or a CUDA init at import time. Move that work "
+                        "out of module level, or raise the limit with --timeout if the import is only slow.",
+                    data={**launch, "hang_s": hang_s, "import": current[0] if current else None})
+    if out.signal:
+        name = current[0] if current else "the script's imports"
+        return fail(f"importing {name} killed the interpreter with {out.signal}", causes.IMPORT_ERROR,
+                    details=_tail(out.stderr, 40), evidence=tuple(_innermost_frames(stacks)),
+                    fix="A compiled extension crashed on import: reinstall it for this Python/torch/CUDA "
+                        "combination (its wheel must match the installed torch).", data=launch)
+    return error(f"the import probe could not run in {ctx.python} (exit status {out.returncode})",
+                 details=_tail(out.stderr, 40),
+                 fix="dfdoctor's probes need Python 3.8 or newer in the training interpreter.", data=launch)
+
+
+def _syntax_error(errs: list[dict], launch: dict) -> Result:
+    """A fail naming file:line with the offending line and a caret under the error."""
+    first = errs[0]
+    text = first.get("text") or ""
+    ev = [f"{first['file']}:{first['line']}: {first['msg']}"]
+    if text:
+        ev.append("    " + text.rstrip())
+        if first.get("offset"):
+            start = max(0, int(first["offset"]) - 1)
+            width = max(1, int(first.get("end_offset") or 0) - int(first["offset"])) if first.get("end_offset") else 1
+            if first.get("end_offset") and int(first["end_offset"]) <= start + 1:
+                width = 1
+            ev.append("    " + " " * start + "^" * width)
+    ev += [f"also: {e['file']}:{e['line']}: {e['msg']}" for e in errs[1:MAX_FAILURES_SHOWN]]
+    return fail(f"{first['file']}:{first['line']} does not compile: {first['msg']}", causes.SYNTAX_ERROR,
+                evidence=tuple(ev),
+                fix=f"Fix the syntax at {first['file']} line {first['line']} (the caret marks where Python stopped)"
+                    + (f"; check it with: python -m py_compile {shlex.quote(first['file'])}"
+                       if not first["file"].startswith("<") else ""),
+                data={**launch, "syntax_errors": errs})
+
+
+def _failed_import(ctx, item: dict, request: dict, launch: dict) -> Result:
+    """One required import that fails: missing-module, syntax-error in an imported module, or import-error."""
+    ev = [f"{_loc(item)}: {item['text']}"] if item.get("file") else [item["text"]]
+    w = item.get("where")
+    if w and (w["file"], w["line"]) != (item.get("file"), item.get("line")):
+        ev.append(f"raised at {w['file']}:{w['line']}: {w['text']}")
+    data = {**launch, "import": item["name"], "missing": item.get("missing")}
+    if item["status"] == "missing":
+        mod = item.get("missing") or item["name"]
+        via = "" if (mod == item["name"] or mod.startswith(item["name"] + ".")) else f" (needed by {item['name']})"
+        return fail(f"No module named '{mod}'{via}, imported at {_loc(item)}", causes.MISSING_MODULE,
+                    evidence=tuple(ev), details=item["traceback"], fix=_missing_fix(ctx, item, request), data=data)
+    if item["status"] == "syntax" and item.get("syntax"):
+        s = item["syntax"]
+        ev += [f"{s['file']}:{s['line']}: {s['msg']}", "    " + (s.get("text") or "").strip()]
+        return fail(f"{s['file']}:{s['line']} does not compile: {s['msg']} (imported by {_loc(item)})",
+                    causes.SYNTAX_ERROR, evidence=tuple(ev), details=item["traceback"],
+                    fix=f"Fix the syntax at {s['file']} line {s['line']}; if it is an installed package, it needs a "
+                        "newer Python than the training interpreter's.", data=data)
+    return fail(f"import of {item['name']} raises {item['exception']}: {_first_line(item['message'])}",
+                causes.IMPORT_ERROR, evidence=tuple(ev), details=item["traceback"],
+                fix="Read the traceback's last lines: the exception is raised while the module loads, before the "
+                    "job can write its log. Fix it there, or move that work out of module level.", data=data)
+
+
+def _missing_fix(ctx, item: dict, request: Optional[dict] = None) -> str:
+    """How to make a missing module importable: install its distribution, or fix sys.path for a local one."""
+    mod = item.get("missing") or item["name"]
+    top = mod.split(".")[0]
+    if request is not None:
+        for root in {str(ctx.cwd), request["path0"]}:
+            if (Path(root) / top).is_dir() or (Path(root) / f"{top}.py").is_file():
+                if root != request["path0"]:
+                    return (f"{top} exists in {root}, but the job's sys.path[0] is {request['path0']}: run from the "
+                            f"project root with `python -m`, or set PYTHONPATH={root}")
+                return f"{top} is a local module in {root}, but '{mod}' is not in it: check the module's name and files"
+    dist = PIP_NAMES.get(mod) or PIP_NAMES.get(top) or top.replace("_", "-")
+    return f"{shlex.quote(ctx.python)} -m pip install {dist}   (install it into the interpreter the job runs)"
+
+
+def _not_found_fix(spec: LaunchSpec) -> str:
+    """What to do about a command, interpreter, script or launcher that is not there."""
+    problem = spec.problem or ""
+    if "not executable" in problem:
+        return f"chmod +x {shlex.quote(problem.split(':')[0])}, or run it with its interpreter (bash x.sh / python x.py)"
+    if spec.script is not None and "script" in problem:
+        return f"check the path and the job's working directory (--cwd); {spec.script} is not there"
+    if "command not found" in problem:
+        return ("the command is not on the job's PATH: use the interpreter's absolute path "
+                "(e.g. /path/to/venv/bin/python) or activate the environment in the launcher")
+    return "check the path in the command (and in the launcher script, if one is used)"
+
+
+def _current_import(stderr: str) -> Optional[tuple[str, str]]:
+    """The import the probe had started but not finished, from its marker lines."""
+    started: list[tuple[str, str]] = []
+    for line in stderr.splitlines():
+        if line.startswith(MARK):
+            parts = line.split()
+            if len(parts) >= 3 and parts[1] == "start":
+                started.append((parts[2], parts[3] if len(parts) > 3 else ""))
+            elif len(parts) >= 3 and parts[1] == "done" and started and started[-1][0] == parts[2]:
+                started.pop()
+    return started[-1] if started else None
+
+
+def _stacks(stderr: str) -> str:
+    """The faulthandler dump (every thread's stack) from the probe's stderr."""
+    m = re.search(r"^(Timeout \(|Thread 0x|Current thread 0x|Fatal Python error)", stderr, re.M)
+    return stderr[m.start():] if m else _tail(stderr, 60)
+
+
+def _innermost_frames(stacks: str, n: int = 5) -> list[str]:
+    """Where the main thread is stuck: the top frames of the dump's thread that runs the probe's imports."""
+    blocks = re.split(r"\n(?=(?:Current thread|Thread) 0x)", stacks)
+    main = next((b for b in blocks if "import_probe.py" in b), blocks[0] if blocks else "")
+    frames = [ln.strip() for ln in main.splitlines()
+              if ln.lstrip().startswith("File") and "<frozen importlib" not in ln and "import_probe.py" not in ln]
+    return frames[:n]
+
+
+def _spec_data(spec: LaunchSpec) -> dict[str, Any]:
+    """The parsed launch, for the JSON report."""
+    return {"runner": spec.runner, "python": spec.python, "script": str(spec.script) if spec.script else None,
+            "module": spec.module, "args": spec.script_args, "launcher": str(spec.launcher) if spec.launcher else None,
+            "unbuffered": spec.unbuffered, "cwd": str(spec.cwd) if spec.cwd else None}
+
+
+def _loc(item: dict) -> str:
+    return f"{item['file']}:{item['line']}" if item.get("file") else item.get("text", "")
+
+
+def _short(path: str, cwd: Path) -> str:
+    try:
+        return str(Path(path).relative_to(cwd))
+    except ValueError:
+        return path
+
+
+def _first_line(text: str) -> str:
+    return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+
+
+def _tail(text: str, n: int) -> str:
+    return "\n".join(text.splitlines()[-n:])

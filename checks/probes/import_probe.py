@@ -1,0 +1,369 @@
+"""Probe: does the job's script compile, and do its imports load? Runs in the TRAINING interpreter.
+
+Standard library only, and plain enough for any Python 3 the job might use. It is given (as JSON in argv[1])
+what the launch would run: a script, a module (`-m`) or code (`-c`), plus the sys.path[0] and sys.argv the
+launch would have. It
+
+1. compiles the main file and every local module reachable through imports (a syntax error anywhere there is
+   reported with file, line and caret);
+2. executes, in order, only the main file's module-level import statements and the statements that prepare
+   them (`sys.path.insert(...)`, `os.environ[...] = ...`, `ROOT = Path(__file__).parent`): never its main body;
+3. reports each import's outcome and time. Before each import it prints a marker line to stderr, so when
+   dfdoctor's faulthandler deadline fires (all threads' stacks go to stderr) the hanging import is known.
+"""
+
+import ast
+import faulthandler
+import importlib
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE in sys.path:  # the probe's own folder must not shadow the job's modules
+    sys.path.remove(HERE)
+sys.path.insert(0, HERE)
+from _probe_support import answer, install_stack_dump  # noqa: E402
+
+sys.path.remove(HERE)
+
+MARK = "[dfdoctor-import]"
+MAX_LOCAL_FILES = 400
+TB_TAIL_LINES = 25
+# Names a module-level assignment may use and still count as "preparing imports" (so it is safe to run).
+SAFE_NAMES = {"os", "sys", "Path", "pathlib", "__file__", "str", "abspath", "dirname", "join", "realpath",
+              "osp", "path", "PurePath", "expanduser", "resolve", "parent", "parents"}
+
+
+def main():
+    """Read the launch description, compile, import, answer."""
+    spec = json.loads(sys.argv[1])
+    install_stack_dump()
+    faulthandler.enable(file=sys.stderr, all_threads=True)  # a segfaulting extension leaves its stack
+    hang_s = float(spec.get("hang_s") or 0)
+    if hang_s > 0:
+        # At the deadline: print every thread's stack to stderr and exit, so the hang becomes evidence.
+        faulthandler.dump_traceback_later(hang_s, exit=True)
+    out = {"python": sys.version.split()[0], "executable": sys.executable, "syntax_errors": [],
+           "imports": [], "compiled": [], "notes": []}
+    path0 = spec["path0"]
+    sys.path.insert(0, path0)
+    sys.argv = list(spec.get("argv") or [""])
+    main_file, source, package = locate_main(spec, out)
+    if main_file is None:
+        faulthandler.cancel_dump_traceback_later()
+        answer(out)
+        return
+    tree = compile_file(main_file, source, out)
+    if tree is not None:
+        follow_local(tree, main_file, package, path0, out)
+    if out["syntax_errors"]:
+        faulthandler.cancel_dump_traceback_later()
+        answer(out)  # the launch dies compiling; importing would only repeat it
+        return
+    for name in spec.get("pre_imports") or []:
+        run_import(out, name, None, None, "import " + name, "required", lambda n=name: importlib.import_module(n))
+    if tree is not None:
+        run_module_imports(tree, main_file, package, out)
+    faulthandler.cancel_dump_traceback_later()
+    answer(out)
+
+
+def locate_main(spec, out):
+    """The file (and its source) the launch would run as __main__, or None when it cannot be found."""
+    if spec.get("code") is not None:
+        return "<string>", spec["code"], ""
+    if spec.get("module"):
+        mod = spec["module"]
+        t0 = time.time()
+        print(MARK, "start", mod, flush=True, file=sys.stderr)
+        try:
+            found = importlib.util.find_spec(mod)  # imports the parent packages, as `python -m` does
+        except BaseException as exc:  # noqa: B902 - a parent package failing is exactly what we report
+            out["imports"].append(failure(mod, None, None, "-m " + mod, "required", exc, time.time() - t0))
+            return None, None, None
+        if found is None:
+            exc = ModuleNotFoundError("No module named %r" % mod, name=mod)
+            out["imports"].append(failure(mod, None, None, "-m " + mod, "required", exc, time.time() - t0))
+            return None, None, None
+        if found.submodule_search_locations is not None:  # a package: `python -m pkg` runs pkg.__main__
+            mod = mod + ".__main__"
+            found = importlib.util.find_spec(mod)
+            if found is None:
+                exc = ModuleNotFoundError("No module named %r (the package has no __main__)" % mod, name=mod)
+                out["imports"].append(failure(mod, None, None, "-m " + spec["module"], "required", exc, 0.0))
+                return None, None, None
+        origin = found.origin
+        if not origin or not origin.endswith(".py") or not os.path.isfile(origin):
+            out["notes"].append("%s is not a Python source file (%s); only its import was checked" % (mod, origin))
+            return None, None, None
+        return origin, read(origin), mod.rpartition(".")[0]
+    script = spec["script"]
+    if os.path.isdir(script):
+        script = os.path.join(script, "__main__.py")
+    return script, read(script), ""
+
+
+def read(path):
+    """A source file's text, decoded as Python would (PEP 263 coding cookies included)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        import tokenize
+        import io
+        enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(enc)
+    except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
+        return exc
+
+
+def compile_file(path, source, out):
+    """Compile one file; record a syntax error (file, line, caret); return its AST or None."""
+    out["compiled"].append(path)
+    if isinstance(source, Exception):
+        out["syntax_errors"].append({"file": path, "line": 1, "offset": None, "text": "", "msg": str(source)})
+        return None
+    try:
+        tree = ast.parse(source, path)
+        compile(tree, path, "exec")  # some errors ('return' outside function) only show when compiling
+        return tree
+    except SyntaxError as exc:
+        out["syntax_errors"].append({"file": exc.filename or path, "line": exc.lineno, "offset": exc.offset,
+                                     "end_offset": getattr(exc, "end_offset", None),
+                                     "text": (exc.text or "").rstrip("\n"), "msg": exc.msg})
+    except (ValueError, RecursionError) as exc:  # null bytes, absurd nesting
+        out["syntax_errors"].append({"file": path, "line": 1, "offset": None, "text": "", "msg": str(exc)})
+    return None
+
+
+def imported_names(tree, package):
+    """Every module a file imports (absolute names, relative ones resolved), with line numbers."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                found.append((alias.name, node.lineno))
+        elif isinstance(node, ast.ImportFrom):
+            base = resolve_relative(node.module, node.level, package)
+            if base is None:
+                continue
+            found.append((base, node.lineno))
+            for alias in node.names:  # `from pkg import submodule` may name a module
+                if alias.name != "*":
+                    found.append((base + "." + alias.name if base else alias.name, node.lineno))
+    return found
+
+
+def resolve_relative(module, level, package):
+    """`from ..x import y` inside `package` → the absolute module name, or None if it climbs too high."""
+    if not level:
+        return module or ""
+    parts = package.split(".") if package else []
+    if level - 1 > len(parts) or not parts:
+        return None
+    base = parts[: len(parts) - (level - 1)]
+    return ".".join(base + ([module] if module else []))
+
+
+def local_file(name, root):
+    """The file under `root` that module `name` would load from, or None if it is not a local module."""
+    rel = os.path.join(root, *name.split("."))
+    for cand in (rel + ".py", os.path.join(rel, "__init__.py")):
+        if os.path.isfile(cand):
+            return cand
+    return None
+
+
+def follow_local(tree, main_file, package, root, out):
+    """Compile every local module reachable from the main file through imports (any depth, any scope)."""
+    seen = {os.path.abspath(main_file)}
+    todo = [(tree, package)]
+    while todo and len(seen) < MAX_LOCAL_FILES:
+        t, pkg = todo.pop()
+        for name, _ in imported_names(t, pkg):
+            parts = name.split(".")
+            for i in range(1, len(parts) + 1):  # pkg/__init__.py, pkg/sub/__init__.py, pkg/sub/mod.py
+                sub = ".".join(parts[:i])
+                f = local_file(sub, root)
+                if f is None or os.path.abspath(f) in seen:
+                    continue
+                seen.add(os.path.abspath(f))
+                subtree = compile_file(f, read(f), out)
+                if subtree is not None:
+                    is_pkg = f.endswith("__init__.py")
+                    todo.append((subtree, sub if is_pkg else sub.rpartition(".")[0]))
+
+
+def run_module_imports(tree, main_file, package, out):
+    """Execute the main file's module-level imports (and what prepares them) in order, never its body."""
+    ns = {"__name__": "__dfdoctor_smoke__", "__file__": main_file, "__package__": package or None,
+          "__builtins__": __builtins__, "__spec__": None}
+    if main_file != "<string>":
+        ns["__file__"] = os.path.abspath(main_file)
+    for node, kind in import_plan(tree.body, "required"):
+        code = compile(ast.Module(body=[node], type_ignores=[]), main_file, "exec")
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            text = source_line(main_file, node.lineno)
+            name = import_label(node, package)
+            run_import(out, name, main_file, node.lineno, text, kind, lambda c=code: exec(c, ns))
+        else:
+            try:
+                exec(code, ns)
+            except BaseException as exc:  # a preparing statement failed: the imports after it may too
+                out["notes"].append("%s:%d: %s: %s (a statement run before the imports)"
+                                    % (main_file, node.lineno, type(exc).__name__, exc))
+
+
+def import_plan(body, kind):
+    """Module-level import statements with how much a failure matters, plus the statements preparing them.
+
+    'required': runs unconditionally (or under `if __name__ == "__main__"`); 'optional': inside a `try`
+    that handles ImportError (the script copes); 'conditional': under some other `if`.
+    """
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node, kind
+        elif isinstance(node, ast.If):
+            if is_main_guard(node.test):
+                for item in import_plan(node.body, kind):
+                    yield item
+            elif is_type_checking(node.test):
+                continue
+            else:
+                for item in import_plan(node.body + node.orelse, "conditional" if kind == "required" else kind):
+                    yield item
+        elif isinstance(node, ast.Try):
+            inner = "optional" if handles_import_error(node) else kind
+            for item in import_plan(node.body, inner):
+                yield item
+        elif is_preparation(node):
+            yield node, kind
+
+
+def is_main_guard(test):
+    """`if __name__ == "__main__":`"""
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+            and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators))
+
+
+def is_type_checking(test):
+    """`if TYPE_CHECKING:` / `if typing.TYPE_CHECKING:`: never true at run time."""
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def handles_import_error(node):
+    """Does this `try` catch ImportError (or something broader)?"""
+    for h in node.handlers:
+        if h.type is None:
+            return True
+        names = [h.type] if not isinstance(h.type, ast.Tuple) else list(h.type.elts)
+        for n in names:
+            ident = n.id if isinstance(n, ast.Name) else (n.attr if isinstance(n, ast.Attribute) else "")
+            if ident in ("ImportError", "ModuleNotFoundError", "Exception", "BaseException"):
+                return True
+    return False
+
+
+def is_preparation(node):
+    """Statements that set up imports and are safe to run: sys.path edits, env settings, path constants."""
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        f = node.value.func
+        target = ast.dump(f)
+        if isinstance(f, ast.Attribute) and f.attr in ("insert", "append", "extend") and "'path'" in target \
+                and "'sys'" in target:
+            return True
+        if isinstance(f, ast.Attribute) and f.attr in ("setdefault", "update") and "'environ'" in target:
+            return True
+        return False
+    if isinstance(node, (ast.Assign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if any(isinstance(t, ast.Subscript) and "'environ'" in ast.dump(t.value) for t in targets):
+            return only_constants(node.value)
+        if all(isinstance(t, ast.Name) for t in targets) and isinstance(node, ast.Assign):
+            return uses_only_safe_names(node.value)
+        if isinstance(node, ast.AugAssign) and "'path'" in ast.dump(node.target):
+            return uses_only_safe_names(node.value)
+    return False
+
+
+def only_constants(node):
+    """True for literals (and str/int/f-strings of literals)."""
+    return all(not isinstance(n, (ast.Call, ast.Name, ast.Attribute)) or
+               (isinstance(n, ast.Name) and n.id in ("str", "int")) for n in ast.walk(node))
+
+
+def uses_only_safe_names(node):
+    """True when an expression only touches os/sys/pathlib/__file__ (so evaluating it has no side effects)."""
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and n.id not in SAFE_NAMES and not n.id.isupper():
+            return False
+        if isinstance(n, (ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom)):
+            return False
+    return True
+
+
+def import_label(node, package):
+    """The module an import statement loads, for the report."""
+    if isinstance(node, ast.Import):
+        return ", ".join(a.name for a in node.names)
+    base = resolve_relative(node.module, node.level, package)
+    return base if base else "." * node.level + (node.module or "")
+
+
+def source_line(path, lineno):
+    """The text of one line of a file ('' if unreadable)."""
+    try:
+        import linecache
+        return linecache.getline(path, lineno).strip()
+    except Exception:  # noqa: BLE001 - best effort
+        return ""
+
+
+def run_import(out, name, file, line, text, kind, fn):
+    """Run one import, timing it; record ok or the failure."""
+    print(MARK, "start", name, "%s:%s" % (file, line) if file else "", flush=True, file=sys.stderr)
+    t0 = time.time()
+    try:
+        fn()
+    except BaseException as exc:  # noqa: B902 - SystemExit and KeyboardInterrupt at import time count too
+        out["imports"].append(failure(name, file, line, text, kind, exc, time.time() - t0))
+    else:
+        out["imports"].append({"name": name, "file": file, "line": line, "text": text, "kind": kind,
+                               "status": "ok", "seconds": round(time.time() - t0, 3)})
+    print(MARK, "done", name, flush=True, file=sys.stderr)
+
+
+def failure(name, file, line, text, kind, exc, seconds):
+    """Describe a failed import: which module is missing or what raised, and where."""
+    all_frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != __file__]
+    tb = ["Traceback (most recent call last):\n"] + traceback.format_list(all_frames) + \
+        traceback.format_exception_only(type(exc), exc)
+    tail = "".join(tb).splitlines()
+    frames = [f for f in all_frames if "importlib._bootstrap" not in f.filename]
+    where = None
+    if frames:
+        f = frames[-1]
+        where = {"file": f.filename, "line": f.lineno, "text": (f.line or "").strip()}
+    status = "error"
+    if isinstance(exc, ModuleNotFoundError):
+        status = "missing"
+    elif isinstance(exc, SyntaxError):
+        status = "syntax"
+    d = {"name": name, "file": file, "line": line, "text": text, "kind": kind, "status": status,
+         "exception": type(exc).__name__, "message": str(exc), "missing": getattr(exc, "name", None),
+         "where": where, "traceback": "\n".join(tail[-TB_TAIL_LINES:]), "seconds": round(seconds, 3)}
+    if isinstance(exc, SyntaxError):
+        d["syntax"] = {"file": exc.filename, "line": exc.lineno, "offset": exc.offset,
+                       "text": (exc.text or "").rstrip("\n"), "msg": exc.msg}
+    return d
+
+
+if __name__ == "__main__":
+    main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # a thread an imported module started must not keep the probe alive
