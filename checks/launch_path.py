@@ -1,0 +1,52 @@
+"""launch.path: read the launch line the way every shell on its way reads it, and say where it goes wrong."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from doctor.model import Result, fail, ok, skip, warn
+from doctor.registry import check
+from doctor.targets.launchpath import Analysis, analyse, read_launcher
+from doctor.targets.shell import join
+
+
+@check("launch.path", title="Launch line, hop by hop", phases=("pre",), timeout=10)
+def launch_path(ctx) -> Iterator[Result]:
+    """Explain `--shell-command` / `--launcher` hop by hop: which shell parses each redirect and `&`, ttys, SIGHUP."""
+    if not ctx.shell_command and not ctx.launcher:
+        yield skip("no --shell-command or --launcher given: nothing to analyse")
+        return
+    launcher_text = None
+    if ctx.launcher:
+        try:
+            launcher_text = read_launcher(str(ctx.abspath(ctx.launcher)))
+        except OSError as exc:
+            yield warn(f"cannot read the launcher {ctx.launcher}: {exc.strerror or exc}", None,
+                       fix="Pass the launcher script's path as it exists on this machine.")
+    a = analyse(ctx.shell_command, str(ctx.launcher) if ctx.launcher else None, launcher_text,
+                str(ctx.log) if ctx.log else None)
+    data = _data(a)
+    evidence = tuple(f"hop {h.index} ({h.where}, parsed by {h.parsed_by}, tty {'yes' if h.tty else 'no'}): "
+                     f"{h.command}" for h in a.hops)
+    if not a.findings:
+        yield ok(f"the job ({_job(a)}) is detached and logs where you expect"
+                 if a.job else "no problem found on the launch path", evidence=evidence, data=data)
+        return
+    for f in a.findings:
+        make = fail if f.status == "fail" else warn
+        yield make(f"hop {f.hop} ({a.hops[f.hop].where}): {f.summary}", f.cause, details=f.details,
+                   fix=f.fix, evidence=evidence, data=data)
+
+
+def _job(a: Analysis) -> str:
+    return f"{join(a.job.argv)} in {a.job.frame.where}" if a.job else "?"
+
+
+def _data(a: Analysis) -> dict:
+    """Tables for the renderers: the hops, the findings, the job and the line to copy."""
+    return {"hops": [h.row() for h in a.hops],
+            "findings": [{"hop": f.hop, "status": f.status, "cause": f.cause, "finding": f.summary}
+                         for f in a.findings],
+            "job": {"command": join(a.job.argv), "where": a.job.frame.where,
+                    "stdout": a.job.frame.fds[1].describe() if 1 in a.job.frame.fds else "?"} if a.job else None,
+            "corrected": a.corrected}

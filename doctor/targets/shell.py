@@ -1,0 +1,327 @@
+"""Just enough POSIX shell syntax to see a launch line the way each shell on its path sees it.
+
+`shlex` cannot tell `2>&1` from `2 >&1`, nor a quoted `'&'` from the operator, so this is a small tokenizer of
+its own: words keep both their value (quotes removed) and their raw text, and redirects and control operators
+are tokens of their own. Enough for launch lines and launcher scripts; not a full shell (no arithmetic, no
+parameter expansion; `$(...)` and backquotes are kept as opaque text).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+CONTROL_OPS = ("&&", "||", ";;", "|&", ";", "&", "|", "(", ")")
+REDIRECT_OPS = ("&>>", "&>", "<<<", "<<-", "<<", ">>", ">|", ">&", "<&", "<>", ">", "<")
+RESERVED = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for", "case", "esac",
+            "{", "}", "!", "time"}
+_SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./~-]+$")
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+class ShellSyntaxError(ValueError):
+    """The text is not a line a shell would accept (e.g. an unterminated quote)."""
+
+
+@dataclass(frozen=True)
+class Word:
+    """One shell word: `value` as the command receives it, `raw` as typed."""
+
+    value: str
+    raw: str
+    quoted: bool = False
+    dynamic: bool = False  # contains $var, $(...) or `...`: the value is only a guess
+
+
+@dataclass(frozen=True)
+class Redirect:
+    """`[fd]op target`, e.g. `2>&1` is Redirect(2, '>&', '1')."""
+
+    fd: Optional[int]
+    op: str
+    target: str
+    raw: str
+
+    @property
+    def fds(self) -> tuple[int, ...]:
+        """The descriptors this redirect replaces."""
+        if self.op in ("&>", "&>>"):
+            return (1, 2)
+        if self.fd is not None:
+            return (self.fd,)
+        return (0,) if self.op.startswith("<") else (1,)
+
+    @property
+    def to_file(self) -> Optional[str]:
+        """The file this redirect writes to, if it writes to one (not a dup like `2>&1`, not /dev/null)."""
+        if self.op in (">", ">>", ">|", "&>", "&>>") or (self.op == ">&" and not self.target.isdigit()
+                                                          and self.target != "-"):
+            return None if self.target == "/dev/null" else self.target
+        return None
+
+
+@dataclass(frozen=True)
+class Op:
+    """A control operator (`&&`, `;`, `&`, `|`, ...) or a newline (`\\n`)."""
+
+    op: str
+
+
+Token = Union[Word, Redirect, Op]
+
+
+@dataclass
+class Command:
+    """A simple command: assignments, words and redirects, and the operator that ends it."""
+
+    words: list[Word] = field(default_factory=list)
+    redirects: list[Redirect] = field(default_factory=list)
+    assignments: list[str] = field(default_factory=list)
+    sep: str = ""  # the operator after it: && || | ; & \n or "" at the end
+    line: int = 1
+
+    @property
+    def argv(self) -> list[str]:
+        """The argument vector as the program receives it."""
+        return [w.value for w in self.words]
+
+    def text(self) -> str:
+        """The command as typed (assignments, words, redirects)."""
+        return " ".join([*self.assignments, *(w.raw for w in self.words), *(r.raw for r in self.redirects)])
+
+
+@dataclass
+class Pipeline:
+    """An and-or list: commands joined by `&&`, `||` or `|`, ended by `;`, `&` or a newline."""
+
+    commands: list[Command]
+    background: bool = False
+
+    def text(self) -> str:
+        """The list as typed, operators included."""
+        parts = []
+        for c in self.commands:
+            parts.append(c.text())
+            if c.sep in ("&&", "||", "|", "|&"):
+                parts.append(c.sep)
+        return " ".join(parts) + (" &" if self.background else "")
+
+
+def _read_quoted_subst(s: str, i: int) -> int:
+    """Index just past a `$(...)` starting at s[i] == '$', nesting and quotes respected."""
+    depth, j = 0, i + 1
+    while j < len(s):
+        ch = s[j]
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        elif ch == "'":
+            k = s.find("'", j + 1)
+            if k < 0:
+                break
+            j = k
+        elif ch == '"':
+            k = j + 1
+            while k < len(s) and s[k] != '"':
+                k += 2 if s[k] == "\\" else 1
+            j = k
+        elif ch == "\\":
+            j += 1
+        j += 1
+    raise ShellSyntaxError("unterminated $( ... )")
+
+
+def tokenize(s: str) -> list[Token]:
+    """Split shell text into words, redirects and operators (newlines kept as `Op('\\n')`)."""
+    toks: list[Token] = []
+    i, n = 0, len(s)
+    pending_heredocs: list[tuple[str, bool]] = []
+    while i < n:
+        ch = s[i]
+        if ch == "\\" and i + 1 < n and s[i + 1] == "\n":
+            i += 2
+            continue
+        if ch in " \t\r":
+            i += 1
+            continue
+        if ch == "\n":
+            toks.append(Op("\n"))
+            i += 1
+            for delim, strip in pending_heredocs:  # a here-document's body is data, not commands
+                while i < n:
+                    end = s.find("\n", i)
+                    line = s[i:] if end < 0 else s[i:end]
+                    i = n if end < 0 else end + 1
+                    if (line.lstrip("\t") if strip else line) == delim:
+                        break
+            pending_heredocs = []
+            continue
+        if ch == "#":
+            end = s.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        m = re.match(r"(\d*)(&>>|&>|<<<|<<-|<<|>>|>\||>&|<&|<>|>|<)", s[i:])
+        if m:
+            fd = int(m.group(1)) if m.group(1) else None
+            op = m.group(2)
+            j = i + m.end()
+            while j < n and s[j] in " \t":
+                j += 1
+            target, j2 = _read_word(s, j)
+            if target is None:
+                raise ShellSyntaxError(f"redirect {op!r} has no target")
+            if op in ("<<", "<<-"):
+                pending_heredocs.append((target.value, op == "<<-"))
+            toks.append(Redirect(fd, op, target.value, s[i:j2]))
+            i = j2
+            continue
+        op = next((o for o in CONTROL_OPS if s.startswith(o, i)), None)
+        if op:
+            toks.append(Op(op))
+            i += len(op)
+            continue
+        word, i = _read_word(s, i)
+        if word is not None:
+            toks.append(word)
+    return toks
+
+
+def _read_word(s: str, i: int) -> tuple[Optional[Word], int]:
+    """Read one word starting at s[i]; return it (None if at a metacharacter) and the index after it."""
+    n, start = len(s), i
+    out: list[str] = []
+    quoted = dynamic = False
+    while i < n:
+        ch = s[i]
+        if ch in " \t\r\n;&|<>()":
+            break
+        if ch == "'":
+            j = s.find("'", i + 1)
+            if j < 0:
+                raise ShellSyntaxError("unterminated ' quote")
+            out.append(s[i + 1:j])
+            quoted, i = True, j + 1
+        elif ch == "$" and s.startswith("$'", i):
+            j = i + 2
+            buf = []
+            while j < n and s[j] != "'":
+                if s[j] == "\\" and j + 1 < n:
+                    buf.append({"n": "\n", "t": "\t", "'": "'", "\\": "\\"}.get(s[j + 1], "\\" + s[j + 1]))
+                    j += 2
+                    continue
+                buf.append(s[j])
+                j += 1
+            if j >= n:
+                raise ShellSyntaxError("unterminated $' quote")
+            out.append("".join(buf))
+            quoted, i = True, j + 1
+        elif ch == '"':
+            j = i + 1
+            buf = []
+            while j < n and s[j] != '"':
+                if s[j] == "\\" and j + 1 < n and s[j + 1] in '$`"\\\n':
+                    if s[j + 1] != "\n":
+                        buf.append(s[j + 1])
+                    j += 2
+                    continue
+                if s[j] == "$" and s.startswith("$(", j):
+                    k = _read_quoted_subst(s, j)
+                    buf.append(s[j:k])
+                    dynamic, j = True, k
+                    continue
+                if s[j] in "$`":
+                    dynamic = True
+                buf.append(s[j])
+                j += 1
+            if j >= n:
+                raise ShellSyntaxError('unterminated " quote')
+            out.append("".join(buf))
+            quoted, i = True, j + 1
+        elif ch == "\\":
+            if i + 1 < n and s[i + 1] == "\n":
+                i += 2
+                continue
+            out.append(s[i + 1:i + 2])
+            quoted, i = True, i + 2
+        elif ch == "$" and s.startswith("$(", i):
+            k = _read_quoted_subst(s, i)
+            out.append(s[i:k])
+            dynamic, i = True, k
+        elif ch == "`":
+            j = s.find("`", i + 1)
+            if j < 0:
+                raise ShellSyntaxError("unterminated ` quote")
+            out.append(s[i:j + 1])
+            dynamic, i = True, j + 1
+        else:
+            if ch == "$" or (ch == "~" and i == start):
+                dynamic = True
+            out.append(ch)
+            i += 1
+    if i == start:
+        return None, i
+    return Word("".join(out), s[start:i], quoted, dynamic), i
+
+
+def parse(s: str) -> list[Pipeline]:
+    """Parse shell text into and-or lists of simple commands (grouping parentheses are flattened)."""
+    pipelines: list[Pipeline] = []
+    current: list[Command] = []
+    cmd = Command()
+    line = 1
+
+    def end_command(sep: str) -> None:
+        nonlocal cmd
+        cmd.sep = sep
+        if cmd.words or cmd.redirects or cmd.assignments:
+            current.append(cmd)
+        cmd = Command(line=line)
+
+    def end_list(background: bool) -> None:
+        nonlocal current
+        if current:
+            pipelines.append(Pipeline(current, background))
+        current = []
+
+    for tok in tokenize(s):
+        if isinstance(tok, Word):
+            if not cmd.words and tok.value in RESERVED and not tok.quoted:
+                continue  # `if`, `do`, `{`: what follows is still a simple command
+            if not cmd.words and not tok.quoted and _ASSIGNMENT.match(tok.raw):
+                cmd.assignments.append(tok.raw)
+                continue
+            cmd.words.append(tok)
+        elif isinstance(tok, Redirect):
+            cmd.redirects.append(tok)
+        else:
+            if tok.op in ("(", ")"):
+                continue
+            end_command(tok.op)
+            if tok.op == "\n":
+                line += 1
+                cmd.line = line
+            if tok.op in (";", "&", "\n", ";;"):
+                end_list(tok.op == "&")
+    end_command("")
+    end_list(False)
+    return pipelines
+
+
+def quote(s: str) -> str:
+    """Quote one word for a POSIX shell, preferring the form a person would type."""
+    if s and _SAFE.match(s):
+        return s
+    if "'" not in s:
+        return f"'{s}'"
+    if not any(c in s for c in '"$`\\!'):
+        return f'"{s}"'
+    return "'" + s.replace("'", "'\"'\"'") + "'"
+
+
+def join(argv: list[str]) -> str:
+    """Quote and join an argument vector into one shell line."""
+    return " ".join(quote(a) for a in argv)
