@@ -1,0 +1,230 @@
+"""Secret masking for every output format: what a report says must be safe to paste into a team chat.
+
+Masked, wherever they appear (summaries, evidence, captured stdout/stderr, tracebacks, environment dumps, argv):
+- the values of environment variables whose names look secret (HF_TOKEN, WANDB_API_KEY, AWS_SECRET_ACCESS_KEY,
+  PGPASSWORD, ...), taken from the environment given to `from_env` and from any secret-named key in the report;
+- `NAME=value` / `"name": "value"` / `--name value` where NAME looks secret;
+- passwords in URLs (`scheme://user:PASSWORD@host`) and `Authorization:` header values;
+- PEM private key blocks;
+- well-known token shapes (GitHub, Hugging Face, OpenAI/Anthropic, AWS access key ids, Slack, Google, GitLab,
+  npm, PyPI, Stripe, JWTs).
+
+Standard library only, so the recorder (which must run under any interpreter) can import it too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
+from urllib.parse import quote
+
+if TYPE_CHECKING:
+    from .model import Report
+
+MASK = "***"
+
+# A name looks secret when one of its words (split on _ - . and case changes) is one of these...
+_SECRET_WORDS = frozenset({
+    "token", "tokens", "secret", "secrets", "password", "passwords", "passwd", "pass", "passphrase", "pwd",
+    "credential", "credentials", "creds", "key", "apikey", "privatekey", "auth", "authorization", "cookie",
+    "signature", "sig", "dsn", "bearer", "otp", "pat",
+})
+# ...or it contains one of these anywhere (PGPASSWORD, HUGGINGFACEHUBTOKEN, MYAPIKEY).
+_SECRET_INFIXES = ("token", "secret", "password", "passwd", "credential", "apikey", "api_key", "privatekey",
+                   "private_key", "accesskey", "access_key")
+# Names that match the words above but hold nothing secret; masking them would only hide useful facts.
+_NOT_SECRET = frozenset({"pwd", "oldpwd", "ssh_auth_sock", "xauthority", "gpg_agent_info", "keytimeout",
+                         "key_bindings", "tokenizers_parallelism", "pythonhashseed", "dbus_session_bus_address",
+                         "passenger_app_env", "max_tokens", "num_tokens", "tokens_per_second"})
+# Values too common to mask everywhere they appear (an env var HF_HUB_DISABLE_TOKEN=1 must not mask every "1").
+_TRIVIAL = frozenset({"", "0", "1", "true", "false", "yes", "no", "on", "off", "none", "null", "nil", "n/a",
+                      "unset", "default", "auto", "local", "localhost", "root", "admin", "user", "test"})
+_MIN_VALUE_LEN = 4
+
+_WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
+
+
+def name_looks_secret(name: str) -> bool:
+    """Whether an environment variable, option or key name suggests its value is a secret."""
+    low = name.lower().strip("-_ ")
+    if not low or low in _NOT_SECRET:
+        return False
+    if low.endswith(("_file", "_path", "_dir", "_sock", "_socket", "_url_path")) or low.startswith("no_"):
+        return False  # a path to a secret is not the secret
+    if any(i in low for i in _SECRET_INFIXES):
+        return True
+    return any(w.lower() in _SECRET_WORDS for w in _WORD_SPLIT.split(name) if w)
+
+
+def value_is_maskable(value: str) -> bool:
+    """Whether a secret value is distinctive enough to mask everywhere it appears."""
+    v = value.strip()
+    return len(v) >= _MIN_VALUE_LEN and v.lower() not in _TRIVIAL
+
+
+# --- patterns that are secret whatever the environment says -------------------------------------------------------
+
+_PRIVATE_KEY = re.compile(
+    r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----.*?(?:-----END \1-----|\Z)", re.S)
+_URL_PASSWORD = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/?#@'\"<>]*:)([^\s@/?#'\"<>]+)(@)")
+_AUTH_HEADER = re.compile(r"(?i)\b((?:proxy-)?authorization\s*[:=]\s*(?:(?:bearer|basic|token|digest)\s+)?)"
+                          r"([^\s'\",;]+)")
+_BEARER = re.compile(r"\b(Bearer\s+)([A-Za-z0-9._~+/-]{16,}=*)")
+_TOKEN_SHAPES = re.compile("|".join([
+    r"\bgh[pousr]_[A-Za-z0-9]{30,}\b",                     # GitHub
+    r"\bgithub_pat_[A-Za-z0-9_]{22,}\b",
+    r"\bhf_[A-Za-z0-9]{30,}\b",                             # Hugging Face
+    r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}\b",            # OpenAI, Anthropic
+    r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b",   # AWS access key ids
+    r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b",                   # Slack
+    r"\bAIza[0-9A-Za-z_-]{35}\b",                           # Google API keys
+    r"\bglpat-[A-Za-z0-9_-]{20,}\b",                        # GitLab
+    r"\bnpm_[A-Za-z0-9]{36}\b",                             # npm
+    r"\bpypi-AgE[A-Za-z0-9_-]{50,}\b",                      # PyPI
+    r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}\b",            # Stripe
+    r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b",  # JWT
+]))
+# NAME=value, NAME: value, "name": "value", --name=value, --name value, where NAME looks secret. The name must
+# contain a secret-ish word so the regex skips ordinary words cheaply; `_assignment_ok` then decides.
+_ASSIGNMENT = re.compile(
+    r"""(?P<lead>(?P<q>["']?)(?P<name>-{0,2}[A-Za-z0-9_.-]*"""
+    r"""(?i:token|secret|pass|pwd|credential|creds|key|auth|cookie|sig|dsn|bearer|otp|pat)[A-Za-z0-9_.-]*)"""
+    r"""(?P=q)(?P<sep>\s*[=:]\s*|[ \t]+))"""
+    r"""(?:"(?P<v1>[^"\n]*)"|'(?P<v2>[^'\n]*)'|(?P<v3>[^\s"',;&]+))""")
+
+
+def _mask_key_block(m: "re.Match[str]") -> str:
+    """A PEM private key block reduced to its armour lines (a block cut off by trimming says so)."""
+    end = f"-----END {m.group(1)}-----" if m.group(0).endswith("-----") else "(cut off)"
+    return f"-----BEGIN {m.group(1)}----- {MASK} {end}"
+
+
+def _assignment_ok(m: "re.Match[str]") -> bool:
+    """Whether an assignment-shaped match really assigns a secret (and is not prose or a traceback)."""
+    name, sep = m.group("name"), m.group("sep").strip()
+    if not name_looks_secret(name):
+        return False
+    if sep == "=":
+        return True
+    if sep == ":":
+        # "Authentication: failed" is prose; only quoted keys, SHOUTING_NAMES and options are config-like.
+        return bool(m.group("q")) or (name.isupper() and "_" in name) or name.startswith("-")
+    return name.startswith("-")  # whitespace: only `--token VALUE`
+
+
+def _mask_assignment(m: "re.Match[str]") -> str:
+    """The assignment with its value masked, quotes kept."""
+    if not _assignment_ok(m):
+        return m.group(0)
+    if m.group("v1") is not None:
+        return m.group("lead") + '"' + MASK + '"'
+    if m.group("v2") is not None:
+        return m.group("lead") + "'" + MASK + "'"
+    return m.group("lead") + MASK
+
+
+class Redactor:
+    """Masks secrets in strings and in whole reports; one instance knows the secret values of one environment."""
+
+    def __init__(self, secrets: Mapping[str, str] | None = None) -> None:
+        """`secrets` maps a label (usually the variable name) to a secret value that must never be shown."""
+        self._secrets: dict[str, str] = {}
+        for label, value in (secrets or {}).items():
+            self.add(label, value)
+        self._pattern: Optional[re.Pattern[str]] = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> "Redactor":
+        """A redactor for the values of every secret-looking variable in `env`."""
+        return cls({k: v for k, v in env.items() if isinstance(v, str) and name_looks_secret(k)})
+
+    def add(self, label: str, value: str) -> None:
+        """Also mask `value` (and its URL-encoded and JSON-escaped forms) from now on."""
+        if not isinstance(value, str) or not value_is_maskable(value):
+            return
+        for form in {value, value.strip(), quote(value, safe=""), json.dumps(value)[1:-1]}:
+            if value_is_maskable(form) and form not in self._secrets.values():
+                self._secrets[f"{label}#{len(self._secrets)}" if form != value else label] = form
+        self._pattern = None
+
+    @property
+    def labels(self) -> list[str]:
+        """The names whose values are masked (for saying what was masked, never the values)."""
+        return sorted({k.split("#")[0] for k in self._secrets})
+
+    def _value_pattern(self) -> Optional[re.Pattern[str]]:
+        if self._pattern is None and self._secrets:
+            # Longest first, so a secret that contains another is masked whole.
+            values = sorted(set(self._secrets.values()), key=len, reverse=True)
+            self._pattern = re.compile("|".join(re.escape(v) for v in values))
+        return self._pattern
+
+    def text(self, s: str) -> str:
+        """`s` with every secret masked."""
+        if not s or not isinstance(s, str):
+            return s
+        s = _PRIVATE_KEY.sub(_mask_key_block, s)
+        pattern = self._value_pattern()
+        if pattern is not None:
+            s = pattern.sub(MASK, s)
+        s = _URL_PASSWORD.sub(lambda m: m.group(1) + MASK + m.group(3), s)
+        s = _AUTH_HEADER.sub(lambda m: m.group(1) + MASK, s)
+        s = _BEARER.sub(lambda m: m.group(1) + MASK, s)
+        s = _TOKEN_SHAPES.sub(MASK, s)
+        return _ASSIGNMENT.sub(_mask_assignment, s)
+
+    def env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """An environment dump with secret-named values replaced and other values masked as text."""
+        return {k: (MASK if name_looks_secret(k) and isinstance(v, str) and v else self.text(v))
+                for k, v in env.items()}
+
+    def argv(self, argv: Iterable[str]) -> list[str]:
+        """A command line with the value after `--token`/`--password`/... masked, and every word as text."""
+        out: list[str] = []
+        hide_next = False
+        for word in argv:
+            if hide_next and isinstance(word, str):
+                out.append(MASK)
+            else:
+                out.append(self.text(word) if isinstance(word, str) else word)
+            hide_next = isinstance(word, str) and word.startswith("-") and "=" not in word \
+                and name_looks_secret(word)
+        return out
+
+    def value(self, obj: Any) -> Any:
+        """Any JSON-like value with every string masked: dict keys that look secret hide their whole value."""
+        if isinstance(obj, str):
+            return self.text(obj)
+        if isinstance(obj, Mapping):
+            return {k: (MASK if isinstance(k, str) and isinstance(v, str) and v and name_looks_secret(k)
+                        else self.value(v)) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            if obj and all(isinstance(x, str) for x in obj):
+                return self.argv(obj)
+            return [self.value(x) for x in obj]
+        return obj
+
+    def learn(self, obj: Any) -> None:
+        """Add the values of secret-named keys found anywhere in `obj` (e.g. a job's environment in a run record)."""
+        if isinstance(obj, Mapping):
+            for k, v in obj.items():
+                if isinstance(k, str) and isinstance(v, str) and name_looks_secret(k):
+                    self.add(k, v)
+                else:
+                    self.learn(v)
+        elif isinstance(obj, (list, tuple)):
+            for x in obj:
+                self.learn(x)
+
+    def report(self, report: "Report") -> "Report":
+        """A masked copy of `report`; the original is left untouched."""
+        from .model import Report  # late: keeps this module importable by the stdlib-only recorder
+
+        doc = report.to_dict()
+        # Secrets the report itself reveals by name (the job's environment, a target's env dump) are masked
+        # wherever else they appear, e.g. echoed in a traceback.
+        learned = Redactor(self._secrets)
+        learned.learn(doc)
+        return Report.from_dict(learned.value(doc))
+

@@ -1,0 +1,264 @@
+"""The HTML report: one self-contained page, verdict first, rendered only from the saved result model.
+
+Everything shown comes from `Report` (so `dfdoctor report RESULT.json --format html` gives the same page), every
+string goes through Jinja2's autoescaping, and a Content-Security-Policy forbids scripts and network requests as
+a second wall. Long captured output is trimmed (head and tail kept, the cut said) so the page stays small.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import hashlib
+import json
+import re
+import shlex
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Optional
+
+import jinja2
+from markupsafe import Markup, escape
+
+from .. import __version__
+from ..model import PROBLEMS, CheckRecord, Report, Status
+
+TEMPLATES = Path(__file__).resolve().parent.parent.parent / "templates"
+
+# Size budget (characters of escaped HTML) so 100 checks with 1 MiB of output stay well under 2 MB.
+OUTPUT_BUDGET = 600_000      # all captured output on the page together
+OUTPUT_MAX = 64_000          # one check's output
+OUTPUT_MIN = 4_000           # one check's output, however many checks there are
+DETAILS_MAX = 16_000
+EVIDENCE_LINES = 60
+LINE_MAX = 2_000
+TABLE_ROWS = 200
+CELL_MAX = 500
+DATA_JSON_MAX = 12_000
+
+STATE_WORDS = {"ok": "OK", "running": "RUNNING", "failed": "FAILED", "unknown": "UNKNOWN"}
+STATUS_WORDS = {"ok": "OK", "skip": "SKIP", "warn": "WARN", "fail": "FAIL", "timeout": "TIMEOUT", "error": "ERROR"}
+ENV_FIRST = ("host", "target", "os", "training_python", "python", "torch", "cuda", "cuda_driver", "gpus",
+             "dfdoctor_python", "cwd")
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+# HTML cannot show most C0 controls (and NUL breaks parsers): make them visible instead.
+_CONTROLS = {i: 0x2400 + i for i in range(32) if i not in (9, 10, 13)}
+_CONTROLS[0x7F] = 0x2421
+
+
+def clean(s: Any) -> Any:
+    """A string without terminal colour codes, with control characters made visible; other values unchanged."""
+    if not isinstance(s, str) or isinstance(s, Markup):
+        return s
+    if "\x1b" in s:
+        s = _ANSI.sub("", s)
+    return s.translate(_CONTROLS).replace("\r\n", "\n")
+
+
+def clip(text: str, budget: int) -> dict[str, Any]:
+    """Head and tail of `text` within `budget` escaped characters: the tail matters most (tracebacks end there)."""
+    text = clean(text or "")
+    escaped = len(escape(text))
+    if escaped <= budget:
+        return {"head": text, "tail": "", "cut": 0, "lines": 0}
+    ratio = escaped / max(len(text), 1)  # '<' becomes '&lt;': trim by what the page will weigh
+    keep = max(int(budget / ratio), 200)
+    head_n = keep // 4
+    tail_n = keep - head_n
+    head, tail = text[:head_n], text[-tail_n:]
+    # Cut at line boundaries when one is near, so lines are not shown half.
+    nl = head.rfind("\n")
+    head = head[:nl + 1] if nl > head_n // 2 else head
+    nl = tail.find("\n")
+    tail = tail[nl + 1:] if 0 <= nl < tail_n // 2 else tail
+    cut = len(text) - len(head) - len(tail)
+    return {"head": head, "tail": tail, "cut": cut, "lines": text.count("\n", len(head), len(text) - len(tail))}
+
+
+def fix_markup(fix: str) -> Markup:
+    """The fix text, escaped, with `backticked` parts as code that selects whole on one click."""
+    parts = clean(fix or "").split("`")
+    if len(parts) % 2 == 0:  # an unmatched backtick: show it as written
+        return Markup(escape(clean(fix)))
+    out = []
+    for i, part in enumerate(parts):
+        out.append(Markup('<code class="copy">{}</code>').format(part) if i % 2 else escape(part))
+    return Markup("").join(out)
+
+
+def fmt_duration(seconds: Optional[float]) -> str:
+    """0.004 s, 1.2 s, 3 min 05 s."""
+    if seconds is None:
+        return ""
+    if seconds <= 0:
+        return "0 s"
+    if seconds < 10:
+        return f"{seconds:.3g} s" if seconds >= 0.001 else "<1 ms"
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
+
+
+def fmt_cell(v: Any) -> str:
+    """A table cell: yes/no for booleans, compact JSON for nested values, capped."""
+    if v is None:
+        s = ""
+    elif isinstance(v, bool):
+        s = "yes" if v else "no"
+    elif isinstance(v, float):
+        s = f"{v:.4g}"
+    elif isinstance(v, (dict, list, tuple)):
+        s = json.dumps(v, ensure_ascii=False, default=str)
+    else:
+        s = str(v)
+    s = clean(s)
+    return s if len(s) <= CELL_MAX else s[:CELL_MAX - 1] + "…"
+
+
+def is_table(v: Any) -> bool:
+    """A non-empty list of dicts: rendered as a table."""
+    return isinstance(v, list) and bool(v) and all(isinstance(x, dict) for x in v)
+
+
+def table(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Columns (union of keys, in order of first appearance) and formatted rows, capped."""
+    cols: list[str] = []
+    for r in rows:
+        cols.extend(k for k in r if k not in cols)
+    shown = rows[:TABLE_ROWS]
+    return {"cols": cols, "rows": [[fmt_cell(r.get(c)) for c in cols] for r in shown],
+            "more": len(rows) - len(shown)}
+
+
+def slug(*parts: str) -> str:
+    """An HTML id from parts."""
+    return "-".join(re.sub(r"[^A-Za-z0-9_.-]+", "_", p) for p in parts)
+
+
+def clock(t: Any) -> str:
+    """An epoch time as HH:MM:SS.mmm UTC."""
+    try:
+        return _dt.datetime.fromtimestamp(float(t), _dt.timezone.utc).strftime("%H:%M:%S.%f")[:-3]
+    except (TypeError, ValueError, OverflowError, OSError):
+        return ""
+
+
+def timeline_rows(timeline: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Events with their time since the first event and their wall clock."""
+    times = [e.get("t") for e in timeline if isinstance(e.get("t"), (int, float))]
+    t0 = min(times) if times else None
+    rows = []
+    for e in timeline:
+        t = e.get("t")
+        extra = {k: v for k, v in e.items() if k not in ("t", "event", "detail")}
+        rows.append({"offset": f"+{fmt_duration(t - t0)}" if t0 is not None and isinstance(t, (int, float))
+                     else "", "clock": clock(t), "event": clean(str(e.get("event", ""))),
+                     "detail": clean(str(e.get("detail") or "")),
+                     "extra": fmt_cell(extra) if extra else "",
+                     "bad": str(e.get("event", "")).lower() in ("exited", "died", "killed", "signalled", "crashed",
+                                                                "timeout", "failed", "oom")})
+    return rows
+
+
+def before_after(checks: list[CheckRecord]) -> Optional[dict[str, Any]]:
+    """What the post-launch checks found that the pre-launch checks did not; None when only one phase ran."""
+    pre = {c.id: c for c in checks if c.phase == "pre"}
+    post = [c for c in checks if c.phase == "post"]
+    if not pre or not post:
+        return None
+    rows = []
+    for c in post:
+        before = pre.get(c.id)
+        new = c.status.rank >= Status.WARN.rank and (before is None or before.status.rank < c.status.rank)
+        changed = before is not None and before.status != c.status
+        if new or changed or c.status.rank >= Status.WARN.rank:
+            rows.append({"id": c.id, "before": before, "after": c, "new": new})
+    new_count = sum(1 for r in rows if r["new"])
+    return {"rows": rows, "new": new_count, "pre_n": len(pre), "post_n": len(post)}
+
+
+def card(rec: CheckRecord, out_budget: int, verbose: bool) -> dict[str, Any]:
+    """One check's card: status, summary, and what goes in its collapsible details."""
+    data = dict(rec.data)
+    tables = [(k, slug("t", rec.phase, rec.id, k)) for k, v in data.items() if is_table(v)]
+    rest = {k: v for k, v in data.items() if not is_table(v)}
+    rest_json = json.dumps(rest, indent=1, ensure_ascii=False, default=str) if rest else ""
+    evidence = [clean(str(e))[:LINE_MAX] for e in rec.evidence[:EVIDENCE_LINES]]
+    problem = rec.status in PROBLEMS or rec.status == Status.WARN
+    findings = [f for f in rec.findings if (f.summary, f.status) != (rec.summary, rec.status)]
+    return {
+        "rec": rec, "anchor": slug("check", rec.phase, rec.id), "word": STATUS_WORDS[rec.status.value],
+        "problem": problem, "duration": fmt_duration(rec.duration_s),
+        "fix": fix_markup(rec.fix) if rec.fix and problem else None,
+        "details": clip(rec.details, DETAILS_MAX) if rec.details else None,
+        "evidence": evidence, "evidence_more": max(0, len(rec.evidence) - EVIDENCE_LINES),
+        "findings": findings, "tables": tables,
+        "data_json": clip(rest_json, DATA_JSON_MAX) if rest_json else None,
+        "output": clip(rec.output, out_budget) if rec.output else None,
+        "open": verbose or (rec.status in PROBLEMS and not rec.silenced),
+        "has_more": bool(rec.details or evidence or findings or tables or rest_json or rec.output),
+    }
+
+
+def output_budget(checks: list[CheckRecord]) -> int:
+    """Each check's share of the page's output budget."""
+    n = sum(1 for c in checks if c.output)
+    return max(OUTPUT_MIN, min(OUTPUT_MAX, OUTPUT_BUDGET // max(n, 1)))
+
+
+def env_rows(env: dict[str, Any]) -> list[tuple[str, str]]:
+    """The environment as key/value rows, the facts people ask for first."""
+    keys = [k for k in ENV_FIRST if k in env] + sorted(k for k in env if k not in ENV_FIRST)
+    return [(k, fmt_cell(env[k]) if not isinstance(env[k], str) else clean(env[k])) for k in keys]
+
+
+def counts(checks: list[CheckRecord]) -> list[tuple[str, str, int]]:
+    """(status, word, count) for every status present, worst first."""
+    seen: dict[str, int] = {}
+    for c in checks:
+        seen[c.status.value] = seen.get(c.status.value, 0) + 1
+    order = sorted(seen, key=lambda s: -Status(s).rank)
+    return [(s, STATUS_WORDS[s], seen[s]) for s in order]
+
+
+@lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             finalize=clean)
+    env.filters["duration"] = fmt_duration
+    env.filters["fix"] = fix_markup
+    env.globals["slug"] = slug
+    return env
+
+
+def csp(css: str) -> str:
+    """A policy that allows exactly our own stylesheet: no scripts, no fetches, no frames, no forms."""
+    digest = base64.b64encode(hashlib.sha256(css.encode()).digest()).decode()
+    return (f"default-src 'none'; style-src 'sha256-{digest}'; img-src data:; base-uri 'none'; "
+            "form-action 'none'")
+
+
+def render(report: Report, verbose: bool = False) -> str:
+    """The whole page as one string."""
+    env = _environment()
+    css = env.get_template("report.css").render()
+    budget = output_budget(report.checks)
+    phases = sorted({c.phase for c in report.checks}, key=lambda p: (p != "pre", p))
+    v = report.verdict
+    tables = [{"anchor": slug("t", c.phase, c.id, k), "check": c, "key": k, "table": table(val)}
+              for c in report.checks for k, val in c.data.items() if is_table(val)]
+    return env.get_template("report.html.j2").render(
+        r=report, v=v, verbose=verbose, css=Markup(css), csp=csp(css),
+        state_word=STATE_WORDS.get(v.state, v.state.upper()),
+        command=shlex.join(str(a) for a in report.command) if report.command else "",
+        fix=fix_markup(v.fix) if v.fix else None,
+        evidence=[clean(str(e))[:LINE_MAX] for e in v.evidence[:EVIDENCE_LINES]],
+        evidence_more=max(0, len(v.evidence) - EVIDENCE_LINES),
+        timeline=timeline_rows(report.timeline), before_after=before_after(report.checks),
+        phases=[(p, [card(c, budget, verbose) for c in report.checks if c.phase == p]) for p in phases],
+        counts=counts(report.checks), env_rows=env_rows(report.environment), tables=tables,
+        run={k: val for k, val in report.run.items() if val not in (None, "", [])},
+        status_words=STATUS_WORDS, generator=f"dfdoctor {report.tool_version or __version__}",
+    )
