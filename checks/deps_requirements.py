@@ -1,9 +1,281 @@
-"""deps.requirements: are the required packages installed, in versions that fit, in the training interpreter?"""
+"""deps.requirements: are the job's packages installed, in versions that fit, in the training interpreter?
 
-from doctor import check, skip
+It reads the requirements (`requirements.txt` and the `[project] dependencies` of `pyproject.toml` in the
+job's folder, plus every `--requirements FILE`), then asks the training interpreter itself, through
+`importlib.metadata`, what is installed: markers (`; python_version < "3.12"`, `; platform_machine ==
+"x86_64"`) are evaluated there, not in dfdoctor's Python. It also does what `pip check` does, offline: every
+installed distribution's own pins (torch's triton, nvidia-* and sympy pins included) against what is
+installed, failing for those the job depends on and warning for the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Optional
+
+import packaging
+
+from doctor import Result, causes, check, error, fail, ok, skip, warn
+from doctor.probe import run_probe
+
+MAX_INCLUDE_DEPTH = 8
+MAX_SHOWN = 10
+# Always followed, requirements file or not: the job is a training job, and torch's pins are where
+# environments break (a triton, nvidia-* or sympy that pip let drift).
+FOCUS = ("torch",)
+PACKAGING_DIR = os.path.dirname(packaging.__file__)
 
 
-@check("deps.requirements", title="Required packages are installed in the training interpreter", phases=("pre",), timeout=30)
-def deps_requirements(ctx):
-    """Placeholder while the real check is written."""
-    yield skip("not implemented yet")
+@dataclass(frozen=True)
+class Requirement:
+    """One requirement line and where it came from (`requirements.txt:3`)."""
+
+    text: str
+    source: str
+    constraint: bool = False
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A line that names no installable requirement we can check (an editable install, a local path, ...)."""
+
+    text: str
+    source: str
+    why: str
+
+
+@check("deps.requirements", title="Required packages are installed in the training interpreter",
+       phases=("pre",), timeout=30)
+def deps_requirements(ctx) -> Iterator[Result]:
+    """Check the requirements and the installed distributions' own pins inside the training interpreter."""
+    reqs, skipped, problems, sources = collect(ctx)
+    for p in problems:
+        yield p
+    request = {"requirements": [{"req": r.text, "source": r.source, "constraint": r.constraint} for r in reqs],
+               "packaging_dir": PACKAGING_DIR, "focus": list(FOCUS)}
+    out = run_probe(ctx, "deps_probe.py", [json.dumps(request)], timeout=max(2.0, float(ctx.timeout or 30) - 1.0))
+    if out.spawn_error:
+        yield skip(f"the training interpreter {ctx.python} cannot be started ({out.spawn_error}); "
+                   "imports.smoke reports that")
+        return
+    p = out.payload
+    if out.timed_out or p is None:
+        yield error(f"the dependency probe gave no answer in {ctx.python} "
+                    + ("(timed out)" if out.timed_out else f"(exit status {out.returncode})"),
+                    details="\n".join(out.stderr.splitlines()[-30:]),
+                    fix="dfdoctor's probes need Python 3 in the training interpreter (3.8+ for this check).")
+        return
+    if p.get("error"):
+        yield skip(f"cannot evaluate requirements in {ctx.python}: {p['error']}",
+                   fix=f"{shlex.quote(ctx.python)} -m pip install packaging")
+        return
+    yield from conclude(ctx, p, skipped, sources)
+
+
+def conclude(ctx, p: dict, skipped: list[Skipped], sources: list[str]) -> Iterator[Result]:
+    """Findings from the probe's answer: missing, mismatched, conflicting and duplicated distributions."""
+    py = shlex.quote(ctx.python)
+    data = {"python": p["executable"], "python_version": p["python"], "sources": sources,
+            "requirements": p["results"], "packaging": p.get("packaging")}
+    bad = False
+    shown = 0
+    for r in p["results"]:
+        if r["status"] in ("missing", "mismatch"):
+            shown += 1
+            if shown > MAX_SHOWN:
+                continue
+        if r["status"] == "missing":
+            bad = True
+            yield fail(f"{r['name']} is not installed in {p['executable']} ({r['source']}: {r['req']})",
+                       causes.DEPENDENCY_MISSING, evidence=(f"{r['source']}: {r['req']}",),
+                       fix=f"{py} -m pip install {shlex.quote(_pin(r))}", data=data)
+        elif r["status"] == "mismatch":
+            bad = True
+            yield fail(f"{r['name']} {r['installed']} is installed, but {r['source']} requires {r['req']}",
+                       causes.DEPENDENCY_MISMATCH,
+                       evidence=(f"{r['source']}: {r['req']}", f"installed: {r['name']} {r['installed']} in {r['location']}"),
+                       fix=f"{py} -m pip install {shlex.quote(_pin(r))}", data=data)
+        elif r["status"] == "unparsable":
+            yield warn(f"{r['source']}: cannot parse requirement {r['req']!r} ({(r.get('error') or '').splitlines()[0]})",
+                       fix="Write it as PEP 508 (e.g. name>=1.2; python_version >= \"3.10\").", data=data)
+    if shown > MAX_SHOWN:
+        yield fail(f"... and {shown - MAX_SHOWN} more requirement(s) missing or mismatched",
+                   causes.DEPENDENCY_MISSING, fix=f"{py} -m pip install -r <your requirements file>", data=data)
+    relevant = [c for c in p["conflicts"] if c["relevant"]]
+    for c in relevant[:MAX_SHOWN]:
+        bad = True
+        yield fail(_conflict_text(c), causes.DEPENDENCY_MISSING if c["problem"] == "missing" else causes.DEPENDENCY_MISMATCH,
+                   evidence=(f"{c['dist']} {c['version']} requires: {c['requirement']}",),
+                   fix=f"{py} -m pip install {shlex.quote(c['requirement'].split(';')[0].strip())}"
+                       f"   (or reinstall {c['dist']} {c['version']} so pip picks matching versions)",
+                   data=data)
+    others = [c for c in p["conflicts"] if not c["relevant"]]
+    if others:
+        yield warn(f"{len(others)} conflict(s) among installed distributions the job does not seem to use",
+                   causes.DEPENDENCY_MISMATCH, evidence=tuple(_conflict_text(c) for c in others[:MAX_SHOWN]),
+                   fix=f"{py} -m pip check   lists them; reinstall the named packages if the job needs them",
+                   data=data)
+    dups = p.get("duplicates") or {}
+    if dups:
+        ev = tuple(f"{name}: " + ", ".join(f"{d['version']} in {d['location']}" for d in entries)
+                   for name, entries in list(dups.items())[:MAX_SHOWN])
+        yield warn(f"{len(dups)} distribution(s) installed more than once on sys.path; the first one wins "
+                   f"({', '.join(list(dups)[:5])})", causes.DEPENDENCY_MISMATCH, evidence=ev,
+                   fix="Uninstall the copy you do not want (pip uninstall, or remove it from PYTHONPATH / user site).",
+                   data=data)
+    if bad:
+        return
+    n_req = sum(1 for r in p["results"] if r["status"] == "ok")
+    na = [r for r in p["results"] if r["status"] == "not-applicable"]
+    focus = ", ".join(f"{k} {v}" for k, v in (p.get("focus") or {}).items())
+    if sources:
+        summary = (f"{n_req} requirement(s) from {', '.join(sources)} satisfied in Python {p['python']}"
+                   + (f" ({len(na)} not applicable here)" if na else ""))
+    else:
+        summary = f"no requirements file found; installed distributions agree ({p['n_dists']} checked)"
+    details = [f"python {p['python']} ({p['executable']}); {p['n_dists']} distributions installed"]
+    details += [f"not applicable here: {r['source']}: {r['req']}" for r in na]
+    details += [f"not checked: {s.source}: {s.text} ({s.why})" for s in skipped]
+    if focus:
+        details.append(f"pins checked for: {focus} and its {max(0, len(p['closure']) - 1)} dependencies")
+    yield ok(summary, details="\n".join(details), data=data)
+
+
+def collect(ctx) -> tuple[list[Requirement], list[Skipped], list[Result], list[str]]:
+    """Requirements from the default files in ctx.cwd and from ctx.requirements, with problems found reading them."""
+    reqs: list[Requirement] = []
+    skipped: list[Skipped] = []
+    problems: list[Result] = []
+    sources: list[str] = []
+    files: list[tuple[Path, bool]] = []
+    default_txt = ctx.cwd / "requirements.txt"
+    if default_txt.is_file():
+        files.append((default_txt, False))
+    for f in ctx.requirements or []:
+        path = ctx.abspath(f)
+        if path not in [x for x, _ in files]:
+            files.append((path, True))
+    pyproject = ctx.cwd / "pyproject.toml"
+    if pyproject.is_file() and pyproject not in [x for x, _ in files]:
+        files.append((pyproject, False))
+    for path, explicit in files:
+        if not path.is_file():
+            problems.append(error(f"requirements file {path} does not exist", fix="check the --requirements path"))
+            continue
+        label = _label(path, ctx.cwd)
+        try:
+            if path.name == "pyproject.toml" or path.suffix == ".toml":
+                got = read_pyproject(path, label)
+            else:
+                got = read_requirements(path, ctx.cwd, ctx.env)
+        except (OSError, ValueError, tomllib.TOMLDecodeError) as exc:
+            problems.append(warn(f"cannot read {label}: {exc}", fix="fix the file's syntax"))
+            continue
+        if got is None:
+            continue
+        r, s = got
+        reqs += r
+        skipped += s
+        sources.append(label)
+    return reqs, skipped, problems, sources
+
+
+def read_pyproject(path: Path, label: str) -> Optional[tuple[list[Requirement], list[Skipped]]]:
+    """`[project] dependencies` of a pyproject.toml (None when it declares none)."""
+    doc = tomllib.loads(path.read_text())
+    project = doc.get("project") or {}
+    deps = project.get("dependencies")
+    if deps is None:
+        return None  # `dynamic`, poetry or no project table: nothing declared here in PEP 621 form
+    if not isinstance(deps, list):
+        raise ValueError("[project] dependencies must be a list of strings")
+    return [Requirement(str(d), f"{label} [project] dependencies") for d in deps], []
+
+
+_INCLUDE = re.compile(r"^(-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+|(?=[^\s-]))(.+)$")
+_ENV_VAR = re.compile(r"\$\{([A-Z0-9_]+)\}")
+
+
+def read_requirements(path: Path, cwd: Path, env: dict[str, str], constraint: bool = False,
+                      depth: int = 0, seen: Optional[set[Path]] = None) -> tuple[list[Requirement], list[Skipped]]:
+    """Parse a pip requirements file: comments, continuations, -r/-c includes, options, -e and local paths."""
+    seen = set() if seen is None else seen
+    real = path.resolve()
+    if real in seen or depth > MAX_INCLUDE_DEPTH:
+        return [], []
+    seen.add(real)
+    reqs: list[Requirement] = []
+    skipped: list[Skipped] = []
+    label = _label(path, cwd)
+    for lineno, line in _logical_lines(path.read_text(errors="replace")):
+        source = f"{label}:{lineno}"
+        line = _ENV_VAR.sub(lambda m: env.get(m.group(1), m.group(0)), line)
+        inc_m = _INCLUDE.match(line)
+        if inc_m:
+            is_c = inc_m.group(1) in ("-c", "--constraint")
+            target = inc_m.group(2).strip()
+            inc = Path(target) if os.path.isabs(target) else path.parent / target
+            if not inc.is_file():
+                skipped.append(Skipped(line, source, f"included file {inc} not found"))
+                continue
+            r, s = read_requirements(inc, cwd, env, constraint or is_c, depth + 1, seen)
+            reqs += r
+            skipped += s
+            continue
+        if line.startswith(("-e", "--editable")):
+            skipped.append(Skipped(line, source, "editable install"))
+            continue
+        if line.startswith("-"):
+            continue  # --index-url, --hash-only options, --pre: about where to download, not what to have
+        line = re.sub(r"\s--hash[=\s]\S+", "", line).strip()
+        if re.match(r"^(\.{0,2}/|[a-z+]+://|file:)", line) or line.endswith((".whl", ".tar.gz", ".zip")) and "@" not in line:
+            skipped.append(Skipped(line, source, "a local path or URL without a name"))
+            continue
+        line = re.sub(r"\s--\S+(\s|$)", " ", line).strip()  # per-requirement options like --global-option
+        reqs.append(Requirement(re.sub(r"\s+", " ", line), source, constraint))
+    return reqs, skipped
+
+
+def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(first line number, text) of each logical line, comments removed, continuations joined."""
+    buf, start = "", 0
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = re.sub(r"(^|\s)#.*$", "", raw).rstrip()
+        if not buf:
+            start = n
+        if line.endswith("\\"):
+            buf += line[:-1] + " "
+            continue
+        full = (buf + line).strip()
+        buf = ""
+        if full:
+            yield start, full
+    if buf.strip():
+        yield start, buf.strip()
+
+
+def _pin(r: dict) -> str:
+    """The requirement to install, without its marker (it applies here, that is why it is reported)."""
+    return r["req"].split(";")[0].strip()
+
+
+def _conflict_text(c: dict) -> str:
+    """pip check's wording, so it reads familiar."""
+    req = c["requirement"].split(";")[0].strip()
+    if c["problem"] == "missing":
+        return f"{c['dist']} {c['version']} requires {req}, which is not installed"
+    return f"{c['dist']} {c['version']} requires {req}, but {c['name']} {c['installed']} is installed"
+
+
+def _label(path: Path, cwd: Path) -> str:
+    try:
+        return str(path.relative_to(cwd))
+    except ValueError:
+        return str(path)
+

@@ -1,0 +1,234 @@
+"""Probe: are the job's requirements installed, and do installed distributions agree? Runs in the TRAINING
+interpreter, standard library only.
+
+Requirement and marker logic (PEP 440/508) comes from the `packaging` library, loaded without touching
+`sys.path` so nothing of dfdoctor's environment leaks into what `importlib.metadata` sees here. It tries, in
+order: dfdoctor's own copy (its folder is passed as `packaging_dir`, loaded under a private module name), the
+training interpreter's `packaging`, and the copy pip vendors (`pip._vendor.packaging`). Markers are
+therefore evaluated for THIS interpreter: its Python version, platform and machine.
+
+Input (JSON in argv[1]): {"requirements": [{"req": "torch>=2.4", "source": "requirements.txt:3",
+"constraint": false}], "packaging_dir": "...", "focus": ["torch"]}.
+"""
+
+import importlib
+import importlib.util
+import json
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE in sys.path:  # the probe's folder must not count as a place distributions live
+    sys.path.remove(HERE)
+sys.path.insert(0, HERE)
+from _probe_support import answer, install_stack_dump  # noqa: E402
+
+sys.path.remove(HERE)
+
+try:
+    from importlib import metadata
+except ImportError:  # Python < 3.8
+    metadata = None
+
+PRIVATE = "_dfdoctor_packaging"
+
+
+def load_packaging(packaging_dir):
+    """(requirements module, specifiers module, where it came from), or (None, None, reason)."""
+    errors = []
+    if packaging_dir and os.path.isfile(os.path.join(packaging_dir, "__init__.py")):
+        try:
+            spec = importlib.util.spec_from_file_location(
+                PRIVATE, os.path.join(packaging_dir, "__init__.py"), submodule_search_locations=[packaging_dir])
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[PRIVATE] = mod
+            spec.loader.exec_module(mod)
+            return (importlib.import_module(PRIVATE + ".requirements"), importlib.import_module(PRIVATE + ".version"),
+                    "dfdoctor's packaging " + getattr(mod, "__version__", "?"))
+        except Exception as exc:  # noqa: BLE001 - a newer packaging on an older Python: try the next
+            for name in [m for m in sys.modules if m == PRIVATE or m.startswith(PRIVATE + ".")]:
+                del sys.modules[name]
+            errors.append("dfdoctor's packaging: %s: %s" % (type(exc).__name__, exc))
+    for name in ("packaging", "pip._vendor.packaging"):
+        try:
+            return (importlib.import_module(name + ".requirements"), importlib.import_module(name + ".version"),
+                    name + " " + getattr(importlib.import_module(name), "__version__", "?"))
+        except Exception as exc:  # noqa: BLE001
+            errors.append("%s: %s: %s" % (name, type(exc).__name__, exc))
+    return None, None, "; ".join(errors)
+
+
+def canonical(name):
+    """PEP 503 normalised project name."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def installed():
+    """name → the distribution import finds first, plus every name installed more than once."""
+    first, dups = {}, {}
+    for dist in metadata.distributions():
+        try:
+            name = dist.metadata["Name"]
+        except Exception:  # noqa: BLE001 - a broken dist-info
+            name = None
+        if not name:
+            continue
+        key = canonical(name)
+        loc = str(getattr(dist, "_path", ""))
+        entry = {"name": name, "version": dist.version, "location": os.path.dirname(loc), "dist": dist}
+        if key in first:
+            if os.path.realpath(first[key]["location"]) != os.path.realpath(entry["location"]) or \
+                    first[key]["version"] != entry["version"]:
+                dups.setdefault(key, [public(first[key])]).append(public(entry))
+            continue
+        first[key] = entry
+    return first, dups
+
+
+def public(entry):
+    """An installed-distribution entry without the live object, for JSON."""
+    return {k: v for k, v in entry.items() if k != "dist"}
+
+
+def requires_of(entry):
+    """The Requires-Dist lines of an installed distribution."""
+    try:
+        return entry["dist"].requires or []
+    except Exception:  # noqa: BLE001
+        return []
+
+
+def marker_true(req, extra):
+    """Evaluate a requirement's marker in this interpreter (with `extra` bound, as pip does)."""
+    if req.marker is None:
+        return True
+    try:
+        return req.marker.evaluate({"extra": extra})
+    except Exception:  # noqa: BLE001 - an undefined marker variable counts as not applying
+        return False
+
+
+def satisfied(req, version, version_mod):
+    """Does an installed version satisfy the requirement's specifier (pre-releases allowed, as pip check)?"""
+    if getattr(req, "url", None) or not str(req.specifier):
+        return True
+    try:
+        return req.specifier.contains(version_mod.Version(version), prereleases=True)
+    except Exception:  # noqa: BLE001 - a non-PEP 440 installed version: compare as text
+        return req.specifier.contains(version, prereleases=True)
+
+
+def check_requirement(item, req_mod, version_mod, dists, out, closure_roots, extra=""):
+    """Evaluate one requested requirement; append its outcome to out["results"]."""
+    text = item["req"]
+    res = {"req": text, "source": item.get("source"), "constraint": bool(item.get("constraint"))}
+    try:
+        req = req_mod.Requirement(text)
+    except Exception as exc:  # noqa: BLE001
+        res.update(status="unparsable", error=str(exc))
+        out["results"].append(res)
+        return
+    res["name"] = req.name
+    res["specifier"] = str(req.specifier)
+    res["marker"] = str(req.marker) if req.marker else None
+    if not marker_true(req, extra):
+        res["status"] = "not-applicable"
+        out["results"].append(res)
+        return
+    entry = dists.get(canonical(req.name))
+    if entry is None:
+        res["status"] = "ok" if res["constraint"] else "missing"
+        out["results"].append(res)
+        return
+    res["installed"] = entry["version"]
+    res["location"] = entry["location"]
+    res["status"] = "ok" if satisfied(req, entry["version"], version_mod) else "mismatch"
+    out["results"].append(res)
+    if res["constraint"]:
+        return
+    closure_roots.add(canonical(req.name))
+    for ex in sorted(req.extras):  # `pkg[extra]` also requires what that extra pulls in
+        for dep in requires_of(entry):
+            try:
+                dreq = req_mod.Requirement(dep)
+            except Exception:  # noqa: BLE001
+                continue
+            if dreq.marker is not None and "extra" in str(dreq.marker) and marker_true(dreq, ex):
+                check_requirement({"req": dep.split(";")[0].strip(), "source": "%s[%s] (from %s)" % (req.name, ex,
+                                   item.get("source"))}, req_mod, version_mod, dists, out, closure_roots)
+
+
+def conflicts(dists, req_mod, version_mod):
+    """Like `pip check`, offline: every installed distribution's own requirements, checked against what is installed."""
+    found = []
+    graph = {}
+    for key, entry in dists.items():
+        deps = graph.setdefault(key, [])
+        for line in requires_of(entry):
+            try:
+                req = req_mod.Requirement(line)
+            except Exception:  # noqa: BLE001 - pip check skips what it cannot parse too
+                continue
+            if not marker_true(req, ""):
+                continue
+            dep = dists.get(canonical(req.name))
+            deps.append(canonical(req.name))
+            if dep is None:
+                found.append({"dist": entry["name"], "version": entry["version"], "requirement": line,
+                              "name": req.name, "installed": None, "problem": "missing"})
+            elif not satisfied(req, dep["version"], version_mod):
+                found.append({"dist": entry["name"], "version": entry["version"], "requirement": line,
+                              "name": req.name, "installed": dep["version"], "problem": "mismatch"})
+    return found, graph
+
+
+def closure(roots, graph):
+    """Every distribution reachable from `roots` through installed requirements."""
+    seen, todo = set(), list(roots)
+    while todo:
+        k = todo.pop()
+        if k in seen:
+            continue
+        seen.add(k)
+        todo.extend(graph.get(k, []))
+    return seen
+
+
+def main():
+    """Evaluate the requirements, scan for conflicts and duplicates, answer."""
+    install_stack_dump()
+    spec = json.loads(sys.argv[1])
+    out = {"python": sys.version.split()[0], "executable": sys.executable, "results": [], "conflicts": [],
+           "duplicates": {}, "closure": [], "n_dists": 0}
+    if metadata is None:
+        out["error"] = "importlib.metadata needs Python 3.8 or newer (this is %s)" % out["python"]
+        answer(out)
+        return
+    req_mod, version_mod, where = load_packaging(spec.get("packaging_dir"))
+    out["packaging"] = where
+    if req_mod is None:
+        out["error"] = "no PEP 508 parser could be loaded here: " + where
+        answer(out)
+        return
+    dists, dups = installed()
+    out["n_dists"] = len(dists)
+    out["duplicates"] = dups
+    roots = set()
+    for item in spec.get("requirements") or []:
+        check_requirement(item, req_mod, version_mod, dists, out, roots)
+    for name in spec.get("focus") or []:
+        if canonical(name) in dists:
+            roots.add(canonical(name))
+            out.setdefault("focus", {})[name] = dists[canonical(name)]["version"]
+    found, graph = conflicts(dists, req_mod, version_mod)
+    relevant = closure(roots, graph)
+    for c in found:
+        c["relevant"] = canonical(c["dist"]) in relevant
+    out["conflicts"] = found
+    out["closure"] = sorted(relevant)
+    answer(out)
+
+
+if __name__ == "__main__":
+    main()
