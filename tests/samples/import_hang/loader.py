@@ -1,0 +1,16 @@
+"""Deadlocks at import: waits for a lock that its own background thread never releases."""
+import threading
+import time
+
+_lock = threading.Lock()
+
+
+def _warm_cache():
+    with _lock:
+        time.sleep(3600)
+
+
+threading.Thread(target=_warm_cache, name="cache-warmer", daemon=True).start()
+time.sleep(0.1)
+with _lock:
+    pass

@@ -1,0 +1,3 @@
+import argparse
+
+import flash_attn_not_installed_here

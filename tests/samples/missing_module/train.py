@@ -1,0 +1,3 @@
+import os
+import sys
+import dflash_block_kernels_not_installed

@@ -1,0 +1,3 @@
+import json
+
+from data import load_batches

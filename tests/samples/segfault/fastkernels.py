@@ -1,0 +1,4 @@
+"""A 'compiled extension' that crashes the interpreter on import."""
+import ctypes
+
+ctypes.string_at(0)

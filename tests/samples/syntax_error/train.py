@@ -1,0 +1,5 @@
+import os
+
+
+def train(cfg:
+    return cfg

@@ -1,0 +1,201 @@
+"""imports.smoke against real broken projects (tests/samples/), run in real training-interpreter subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from checks.imports_smoke import imports_smoke
+from doctor import Status, causes
+from doctor.context import Context
+
+SAMPLES = Path(__file__).resolve().parent / "samples"
+PY = sys.executable
+
+
+def run_check(command: list[str], cwd: Path, timeout: float = 60, env: dict | None = None,
+              python: str = PY, launcher: Path | None = None):
+    """Run the check the way the runner would (minus the fork) and return its results."""
+    base = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    ctx = Context(command=command, cwd=cwd, python=python, env={**base, **(env or {})}, timeout=timeout,
+                  launcher=launcher)
+    return imports_smoke.run(ctx)
+
+
+def worst(results):
+    return max(results, key=lambda r: r.status.rank)
+
+
+@pytest.fixture
+def sample(tmp_path: Path):
+    """Copy a sample project to a fresh folder (so nothing a check does can touch the originals)."""
+    def copy(name: str) -> Path:
+        dst = tmp_path / name
+        shutil.copytree(SAMPLES / name, dst, symlinks=True)
+        return dst
+    return copy
+
+
+@pytest.mark.slow
+def test_healthy_script_imports_torch_and_never_runs_its_body(sample, tmp_path: Path) -> None:
+    proj = sample("imports_ok")
+    marker = tmp_path / "body-ran"
+    results = run_check([PY, "train.py"], proj, env={"DFDOCTOR_SAMPLE_MARKER": str(marker)})
+    r = worst(results)
+    assert r.status is Status.OK, r
+    assert not marker.exists(), "the script's main body ran"
+    names = {i["name"]: i for i in r.data["imports"]}
+    assert names["torch"]["status"] == "ok"
+    assert names["blocks"]["status"] == "ok"  # only importable after the script's own sys.path.insert
+    assert names["wandb_not_installed_here"]["kind"] == "optional"
+    assert "lazy_helper.py" in r.details  # a module imported inside a function is still compiled
+
+
+def test_syntax_error_in_the_script_has_file_line_and_caret(sample) -> None:
+    proj = sample("syntax_error")
+    r = worst(run_check([PY, "train.py"], proj))
+    assert (r.status, r.cause) == (Status.FAIL, causes.SYNTAX_ERROR)
+    assert f"{proj / 'train.py'}:4" in r.summary
+    assert "def train(cfg:" in r.evidence[1]
+    caret = r.evidence[2]
+    assert caret.strip() == "^" and caret.index("^") == r.evidence[1].index("(")
+
+
+def test_syntax_error_in_a_local_module(sample) -> None:
+    proj = sample("syntax_in_module")
+    r = worst(run_check([PY, "train.py"], proj))
+    assert (r.status, r.cause) == (Status.FAIL, causes.SYNTAX_ERROR)
+    assert f"{proj / 'drafter.py'}:6" in r.summary
+    assert "range(4]" in r.evidence[1] and "^" in r.evidence[2]
+
+
+def test_missing_module_names_module_and_line(sample) -> None:
+    proj = sample("missing_module")
+    r = worst(run_check([PY, "train.py"], proj))
+    assert (r.status, r.cause) == (Status.FAIL, causes.MISSING_MODULE)
+    assert "dflash_block_kernels_not_installed" in r.summary
+    assert f"{proj / 'train.py'}:3" in r.summary
+    assert r.evidence[0].endswith("import dflash_block_kernels_not_installed")
+    assert "pip install dflash-block-kernels-not-installed" in r.fix and PY in r.fix
+
+
+def test_missing_module_deep_in_a_local_module(sample) -> None:
+    proj = sample("missing_transitive")
+    r = worst(run_check([PY, "train.py"], proj))
+    assert r.cause == causes.MISSING_MODULE
+    assert "webdataset_not_installed_here" in r.summary and "needed by data" in r.summary
+    assert any(f"{proj / 'data.py'}:4" in e for e in r.evidence)
+
+
+def test_import_error_carries_the_traceback_tail(sample) -> None:
+    proj = sample("import_error")
+    r = worst(run_check([PY, "train.py"], proj))
+    assert (r.status, r.cause) == (Status.FAIL, causes.IMPORT_ERROR)
+    assert "KeyError" in r.summary and "DFLASH_NUM_DRAFTERS" in r.summary
+    assert "config.py\", line 4" in r.details and "import_probe.py" not in r.details
+    # with the variable set, as the real job would have it, the same project is fine
+    assert worst(run_check([PY, "train.py"], proj, env={"DFLASH_NUM_DRAFTERS": "4"})).status is Status.OK
+
+
+def test_import_hang_reports_every_threads_stack_in_time(sample) -> None:
+    proj = sample("import_hang")
+    t0 = time.monotonic()
+    r = worst(run_check([PY, "train.py"], proj, timeout=5))
+    elapsed = time.monotonic() - t0
+    assert (r.status, r.cause) == (Status.FAIL, causes.IMPORT_HANG)
+    assert elapsed < 5, f"took {elapsed:.1f} s for a 5 s budget"
+    assert "loader" in r.summary
+    assert "_warm_cache" in r.details  # the other thread's stack is there too
+    assert any("loader.py" in e and "<module>" in e for e in r.evidence)  # where the main thread waits
+
+
+def test_crash_on_import_is_an_import_error_naming_the_signal(sample) -> None:
+    proj = sample("segfault")
+    r = worst(run_check([PY, "train.py"], proj))
+    assert (r.status, r.cause) == (Status.FAIL, causes.IMPORT_ERROR)
+    assert "SIGSEGV" in r.summary and "fastkernels" in r.summary
+
+
+def test_launcher_is_followed_to_the_python_it_runs(sample) -> None:
+    proj = sample("launcher")
+    r = worst(run_check([str(proj / "launch.sh")], Path("/")))
+    assert r.cause == causes.MISSING_MODULE and "flash_attn_not_installed_here" in r.summary
+    assert r.data["launch"]["launcher"] == str(proj / "launch.sh")
+    assert r.data["launch"]["unbuffered"] is True
+    # the same launcher given as --launcher, with no command
+    r = worst(run_check([], proj, launcher=proj / "launch.sh"))
+    assert r.cause == causes.MISSING_MODULE
+
+
+def test_dash_m_package_module_with_relative_imports(sample) -> None:
+    proj = sample("pkg_module")
+    r = worst(run_check([PY, "-m", "drafter.train"], proj))
+    assert r.cause == causes.MISSING_MODULE
+    assert "drafter.attention" in r.summary
+    r = worst(run_check([PY, "-m", "drafter.nope"], proj))
+    assert r.cause == causes.MISSING_MODULE and "drafter.nope" in r.summary
+
+
+def test_optional_and_conditional_imports(sample) -> None:
+    proj = sample("optional_import")
+    results = run_check([PY, "train.py"], proj)
+    r = worst(results)
+    # the try/except ImportError one is handled by the script; the if-guarded one is only a warning
+    assert (r.status, r.cause) == (Status.WARN, causes.MISSING_MODULE)
+    assert "apex_not_installed_here" in r.summary
+    assert not any("deepspeed" in x.summary for x in results if x.status is not Status.OK)
+
+
+def test_command_not_found_variants(sample, tmp_path: Path) -> None:
+    proj = sample("missing_module")
+    for cmd, needle in (([PY, "trian.py"], "trian.py"), (["python3.99", "train.py"], "python3.99"),
+                        ([str(tmp_path / "venv/bin/python"), "train.py"], "venv/bin/python"),
+                        (["./launch.sh"], "launch.sh")):
+        r = worst(run_check(cmd, proj))
+        assert (r.status, r.cause) == (Status.FAIL, causes.COMMAND_NOT_FOUND), cmd
+        assert needle in r.summary
+    # an interpreter (--python) that cannot start at all
+    r = worst(run_check(["python3", "train.py"], proj, python=str(tmp_path / "no-such-python")))
+    assert r.cause == causes.COMMAND_NOT_FOUND
+
+
+def test_non_python_and_empty_commands_are_skipped(tmp_path: Path) -> None:
+    assert worst(run_check([], tmp_path)).status is Status.SKIP
+    assert worst(run_check(["ls", "-l"], tmp_path)).status is Status.SKIP
+
+
+@pytest.mark.skipif(not Path("/root/.pyenv/versions/2.7.18/bin/python").exists(), reason="needs a Python 2")
+def test_python2_interpreter_is_an_error_not_a_crash(sample) -> None:
+    proj = sample("missing_module")
+    py2 = "/root/.pyenv/versions/2.7.18/bin/python"
+    r = worst(run_check([py2, "train.py"], proj, python=py2))
+    assert r.status is Status.ERROR and "could not run" in r.summary
+
+
+def test_no_process_left_after_a_hang(sample) -> None:
+    proj = sample("import_hang")
+    before = {p.pid for p in psutil.process_iter()}
+    run_check([PY, "train.py"], proj, timeout=4)
+    time.sleep(0.2)
+    leftovers = [p for p in psutil.process_iter(["cmdline"])
+                 if p.pid not in before and "import_probe.py" in " ".join(p.info["cmdline"] or [])]
+    assert not leftovers
+
+
+def test_cli_end_to_end_json_and_junit(dfdoctor, sample, tmp_path: Path) -> None:
+    proj = sample("missing_module")
+    out_json, out_xml = tmp_path / "o.json", tmp_path / "o.xml"
+    res = dfdoctor("check", "--only", "imports.smoke", "--cwd", str(proj), "--format", "json", "--output",
+                   str(out_json), "--format", "junit", "--output", str(out_xml), "--", PY, "train.py")
+    assert res.returncode == 1, res.stderr
+    doc = json.loads(out_json.read_text())
+    chk = next(c for c in doc["checks"] if c["id"] == "imports.smoke")
+    assert chk["cause"] == "missing-module" and "train.py:3" in chk["summary"]
+    assert "missing-module" in out_xml.read_text()
