@@ -1,0 +1,257 @@
+"""`dfdoctor launch` and `dfdoctor status`: start a job under the flight recorder, and judge it, now or later."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+import click
+
+from . import __version__, causes, rundir
+from .cli_common import (build_context, emit, environment_facts, exit_code, fail_on, launch_options, now_iso,
+                         output_options, pass_opts, run_phase, validate_outputs)
+from .config import Config, load
+from .context import Context
+from .diagnose import diagnose
+from .launch import Spawner, spawn_detached, start, watch
+from .model import PROBLEMS, CheckRecord, Report, Verdict
+from .registry import discover, select, unmatched
+
+DEFAULT_WATCH_S = 60.0
+STATUS_WATCH_S = 3.0  # status on a live job: long enough to see its output grow
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
+
+
+@dataclass
+class LaunchOptions:
+    """What `launch` adds to the shared options."""
+
+    watch: float = DEFAULT_WATCH_S
+    run_dir: Optional[Path] = None
+    keep_runs: int = rundir.DEFAULT_KEEP
+    force: bool = False
+    no_check: bool = False
+    memory_limit: Optional[int] = None
+    only: tuple[str, ...] = ()
+    skip: tuple[str, ...] = ()
+
+
+def _checks(phase: str, only: tuple[str, ...], skip: tuple[str, ...]) -> list:
+    return select(discover()[0], only, skip, phase)
+
+
+def run_launch(ctx: Context, cfg: Optional[Config] = None, opts: LaunchOptions = LaunchOptions(),
+               spawner: Spawner = spawn_detached) -> Report:
+    """Pre-launch checks, the detached start, the watch, the post-launch checks: the launch's Report."""
+    cfg = cfg or Config()
+    started = now_iso()
+    records: list[CheckRecord] = []
+    timeline: list[dict[str, Any]] = []
+    if not opts.no_check:
+        records = run_phase(ctx, _checks("pre", opts.only, opts.skip), "pre", cfg)
+        timeline.append(_event("pre-checks", f"{len(records)} check(s)"))
+        blockers = [r for r in records if r.cause in causes.LAUNCH_BLOCKERS and r.status in PROBLEMS
+                    and not r.silenced]
+        if blockers and not opts.force:
+            b = blockers[0]
+            verdict = Verdict("failed", b.cause, f"Not launched: {b.id} found that the launch cannot work: "
+                              f"{b.summary}", b.fix, [f"{r.id}: {r.summary}" for r in blockers] + list(b.evidence)
+                              + ["--force launches anyway"])
+            return _report(ctx, "launch", started, verdict, records, timeline, None)
+    rundir.prune(ctx.cwd, opts.keep_runs) if opts.run_dir is None else None
+    run_id, run_dir = rundir.new_run(ctx.cwd, opts.run_dir)
+    log = ctx.abspath(ctx.log) if ctx.log else None
+    proc = start(ctx.command, cwd=ctx.cwd, env=ctx.env, python=ctx.python, run_id=run_id, run_dir=run_dir,
+                 log=log, redirect=not ctx.no_redirect, memory_limit=opts.memory_limit, spawner=spawner)
+    run, live = watch(run_dir, proc, opts.watch)
+    if opts.watch <= 0 and not run.finished and live is not None:
+        verdict = Verdict("running", None, f"The job was started (pid {run.job_pid}) and not watched (--watch 0).",
+                          f"`dfdoctor status {run.id}` diagnoses it later.", [f"run folder: {run.dir}"])
+    else:
+        verdict = diagnose(run, live)
+    records += _post(ctx, run, opts.only, opts.skip, cfg)
+    report = _report(ctx, "launch", started, verdict, records, timeline + run_timeline(run), run)
+    _save(run_dir, report)
+    rundir.append_event(run_dir, "detached", verdict=verdict.state, cause=verdict.cause)
+    proc.poll()  # reap a recorder that already finished
+    return report
+
+
+def run_status(cwd: Path, ref: Optional[str] = None, cfg: Optional[Config] = None, watch_s: float = STATUS_WATCH_S,
+               only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> Report:
+    """Diagnose a run again from its folder, whether its job still runs or ended long ago."""
+    cfg = cfg or Config()
+    started = now_iso()
+    run_dir = rundir.find_run(cwd, ref)
+    run = rundir.load(run_dir)
+    live = None
+    if not run.finished and run.recorder_alive():
+        run, live = watch(run_dir, None, watch_s)
+    verdict = diagnose(run, live)
+    spec = run.spec
+    ctx = Context(command=list(spec.get("argv") or []), cwd=Path(spec.get("cwd") or cwd),
+                  python=spec.get("python") or "python3", log=Path(spec["log"]) if spec.get("log") else None,
+                  no_redirect=not spec.get("redirect", True))
+    records = _post(ctx, run, only, skip, cfg)
+    report = _report(ctx, "status", started, verdict, records, run_timeline(run), run)
+    _save(run_dir, report)
+    return report
+
+
+def _post(ctx: Context, run: rundir.RunRecord, only: tuple[str, ...], skip: tuple[str, ...],
+          cfg: Config) -> list[CheckRecord]:
+    """The post-launch checks, told about the run through ctx.run."""
+    ctx.run = run_info(run)
+    checks = _checks("post", only, skip)
+    return run_phase(ctx, checks, "post", cfg) if checks else []
+
+
+def run_info(run: Optional[rundir.RunRecord]) -> dict[str, Any]:
+    """The `run` object of the report (and of ctx.run for post-launch checks)."""
+    if run is None:
+        return {"dir": None, "pid": None, "exit_code": None, "signal": None}
+    ex = run.exit or {}
+    return {"id": run.id, "dir": str(run.dir), "pid": run.job_pid, "exit_code": ex.get("exit_code"),
+            "signal": ex.get("signal"), "record": str(run.dir / rundir.RECORD), "log": run.spec.get("log"),
+            "recorder_pid": (run.recorder or {}).get("pid"), "finished": run.finished}
+
+
+def run_timeline(run: rundir.RunRecord) -> list[dict[str, Any]]:
+    """What happened to the job, in order, as the report's timeline."""
+    out = []
+    for e in sorted(run.events + run.launcher, key=lambda e: e["t"]):
+        detail = _DETAIL.get(e["event"], lambda e: "")(e)
+        if e["event"] in _DETAIL:
+            out.append({"t": e["t"], "event": e["event"], "detail": detail})
+    return out
+
+
+_DETAIL = {
+    "launched": lambda e: f"recorder pid {e.get('recorder_pid')}",
+    "recorder": lambda e: f"recorder pid {e['pid']} on {e.get('host')} ({e.get('python')})",
+    "log-open-failed": lambda e: f"{e['path']}: {e.get('strerror')}",
+    "spawn-failed": lambda e: f"{e.get('filename') or e.get('argv')}: {e.get('strerror')}",
+    "spawned": lambda e: f"pid {e['pid']}: {' '.join(e.get('argv') or [])}",
+    "output": lambda e: f"first bytes on {e['stream']}",
+    "log-appeared": lambda e: e["path"],
+    "log-grew": lambda e: f"{e['path']} ({e['size']} bytes)",
+    "signal": lambda e: e["signal"] + (" (passed on to the job)" if e.get("forwarded") else ""),
+    "launcher-gone": lambda e: f"{e.get('role')} pid {e.get('pid')} ended",
+    "exit": lambda e: f"signal {e['signal']}" if e.get("signal") else f"status {e.get('exit_code')}",
+    "detached": lambda e: f"dfdoctor returned ({e.get('verdict')})",
+}
+
+
+def _event(name: str, detail: str) -> dict[str, Any]:
+    return {"t": round(time.time(), 3), "event": name, "detail": detail}
+
+
+def _report(ctx: Context, mode: str, started: str, verdict: Verdict, records: list[CheckRecord],
+            timeline: list[dict[str, Any]], run: Optional[rundir.RunRecord]) -> Report:
+    return Report(tool_version=__version__, target=ctx.target, command=list(ctx.command), started_at=started,
+                  finished_at=now_iso(), verdict=verdict, checks=records,
+                  timeline=timeline + [_event("verdict", f"{verdict.state} {verdict.cause or ''}".strip())],
+                  run=run_info(run), environment=environment_facts(ctx, records), mode=mode)
+
+
+def _save(run_dir: Path, report: Report) -> None:
+    """Keep the report in the run folder, so `dfdoctor report RUN` renders it again."""
+    from .cli_common import redacted, write_atomically
+
+    write_atomically(run_dir / "report.json", json.dumps(redacted(report).to_dict(), indent=1, default=str))
+
+
+# ---- command line -------------------------------------------------------------------------------------
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.I)
+
+
+class MemSize(click.ParamType):
+    """A memory size: bytes, or with a K/M/G/T suffix (powers of 1024)."""
+
+    name = "size"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+        if isinstance(value, int):
+            return value
+        m = _SIZE.match(str(value))
+        if not m:
+            self.fail(f"{value!r} is not a size like 512M or 2G", param, ctx)
+        unit = m[2].lower()
+        return int(float(m[1]) * 1024 ** ("_kmgt".index(unit) if unit else 0))
+
+
+def _check_selection(opts: dict[str, Any], cfg: Config) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    only = tuple(opts.get("only") or ()) or tuple(cfg.get("only") or ())
+    skip = tuple(opts.get("skip") or ()) + tuple(cfg.get("skip") or ())
+    missing = list(unmatched(only, discover()[0]))
+    if missing:
+        raise click.UsageError(f"--only {', '.join(missing)} matches no check")
+    return only, skip
+
+
+@click.command("launch", context_settings={**CONTEXT, "allow_interspersed_args": False})
+@launch_options
+@click.option("--no-redirect", is_flag=True, help="The job writes --log itself; its output stays in the run folder.")
+@click.option("--watch", type=click.FloatRange(min=0), default=None,
+              help=f"Longest time to watch the new job before the verdict (default {DEFAULT_WATCH_S:g} s).")
+@click.option("--no-check", is_flag=True, help="Skip the pre-launch checks.")
+@click.option("--force", is_flag=True, help="Launch even when a pre-launch check says it cannot work.")
+@click.option("--run-dir", type=click.Path(file_okay=False), help="The run folder (default .dfdoctor/runs/<id>).")
+@click.option("--keep-runs", type=click.IntRange(min=1), default=None,
+              help=f"How many run folders to keep under .dfdoctor/runs (default {rundir.DEFAULT_KEEP}).")
+@click.option("--memory-limit", type=MemSize(), default=None,
+              help="Run the job in its own memory cgroup with this limit (e.g. 2G): a real OOM kill, not a dead host.")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@pass_opts
+def launch(opts: dict[str, Any]) -> int:
+    """Check, start COMMAND detached under the flight recorder, watch it, and say why it is or is not running."""
+    pairs = validate_outputs(opts)
+    command = list(opts["command"])
+    ctx, cfg = build_context(opts, command)
+    if ctx.target != "local":
+        raise click.UsageError(f"--target {ctx.target}: launch runs local jobs only in this version")
+    only, skip = _check_selection(opts, cfg)
+    watch_s = opts["watch"] if opts["watch"] is not None else float(cfg.get("watch", DEFAULT_WATCH_S))
+    lo = LaunchOptions(watch=watch_s, run_dir=Path(opts["run_dir"]).absolute() if opts["run_dir"] else None,
+                       keep_runs=opts["keep_runs"] or int(cfg.get("keep-runs", rundir.DEFAULT_KEEP)),
+                       force=opts["force"], no_check=opts["no_check"], memory_limit=opts["memory_limit"],
+                       only=only, skip=skip)
+    try:
+        report = run_launch(ctx, cfg, lo)
+    except FileExistsError as exc:
+        raise click.UsageError(str(exc)) from None
+    level = fail_on(opts, cfg)
+    emit(report, pairs, verbose=opts["verbose"], fail_on_level=level, env=ctx.env)
+    return exit_code(report, level)
+
+
+@click.command("status", context_settings=CONTEXT)
+@click.argument("run", required=False)
+@click.option("--cwd", type=click.Path(file_okay=False), default=None,
+              help="Where the runs are (.dfdoctor/runs under it; default: here).")
+@click.option("--watch", type=click.FloatRange(min=0), default=STATUS_WATCH_S, show_default=True,
+              help="For a live job: how long to watch its output grow.")
+@click.option("--only", multiple=True, help="Post-launch checks to run (glob); repeatable.")
+@click.option("--skip", multiple=True, help="Post-launch checks to skip (glob); repeatable.")
+@output_options
+@pass_opts
+def status(opts: dict[str, Any]) -> int:
+    """Diagnose a launched RUN again from its run folder (default: the latest run)."""
+    pairs = validate_outputs(opts)
+    cwd = Path(opts["cwd"] or ".").resolve()
+    try:
+        cfg = load(cwd)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    only, skip = _check_selection(opts, cfg)
+    try:
+        report = run_status(cwd, opts["run"], cfg, opts["watch"], only, skip)
+    except rundir.RunNotFound as exc:
+        raise click.UsageError(str(exc)) from None
+    level = fail_on(opts, cfg)
+    emit(report, pairs, verbose=opts["verbose"], fail_on_level=level)
+    return exit_code(report, level)

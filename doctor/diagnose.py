@@ -1,0 +1,500 @@
+"""From evidence to a verdict: rules that map what the recorder saw to a cause id, evidence and a fix.
+
+Each rule reads like a short story: it looks at one kind of evidence, and either says nothing (None) or
+gives the verdict. Rules are tried in order; the first that speaks wins, so the specific ones come first
+(an OOM kill before "killed by a signal", a FX race before any other traceback).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import signal as _signal
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from . import causes
+from .model import Verdict
+from .rundir import RunRecord
+from .stacks import Stacks
+
+FX_RACE_MARKERS = ("Detected that you are using FX to symbolically trace a dynamo-optimized function",
+                   "CURRENT_PATCHER is None")
+EXC_LINE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure)|"
+                      r"KeyboardInterrupt|SystemExit|StopIteration)(?::.*)?$")
+FILE_LINE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
+FATAL_SIGNALS = {"SIGSEGV", "SIGABRT", "SIGBUS", "SIGILL", "SIGFPE", "SIGSYS", "SIGTRAP"}
+SESSION_SIGNALS = {"SIGHUP", "SIGPIPE"}
+SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "busybox"}
+SESSION_GRACE_S = 3.0  # a recorder killed this soon after its session ended died with the session
+
+
+@dataclass(frozen=True)
+class PyError:
+    """The Python exception at the end of a stderr: its type, message, where it was raised, and its tail."""
+
+    exc_type: str
+    message: str
+    file: Optional[str]
+    line: Optional[int]
+    code: Optional[str]
+    tail: tuple[str, ...]
+    before: str  # what stderr held before this traceback began
+
+    @property
+    def headline(self) -> str:
+        return f"{self.exc_type}: {self.message}" if self.message else self.exc_type
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}, line {self.line}" if self.file else "an unknown place"
+
+
+@dataclass
+class LiveFacts:
+    """What we can see of a job that is still alive when the watch ends."""
+
+    pid: int
+    watched_s: float
+    growing: bool = False  # the log grew steadily: the job is running
+    stacks: list[Stacks] = field(default_factory=list)
+    stdout_targets: list[tuple[int, int, str]] = field(default_factory=list)  # (pid, fd, where it points)
+    other_logs: list[tuple[int, str, int]] = field(default_factory=list)  # (pid, path, size) open for writing
+    python: bool = False
+    buffered: bool = False  # Python, stdout not a tty, neither -u nor PYTHONUNBUFFERED
+    cpu_s: Optional[float] = None
+    classified: Optional[tuple[str, str]] = None  # (cause, explanation) from doctor.stackclass
+
+
+def parse_python_error(stderr: str) -> Optional[PyError]:
+    """The last Python exception in `stderr`, with the file and line that raised it."""
+    lines = stderr.rstrip().splitlines()
+    for i in range(len(lines) - 1, max(-1, len(lines) - 60), -1):
+        if not EXC_LINE.match(lines[i]):
+            continue
+        exc_type, _, message = lines[i].partition(":")
+        start = i
+        file = code = None
+        line_no = None
+        for j in range(i - 1, max(-1, i - 200), -1):
+            m = FILE_LINE.match(lines[j])
+            if m and file is None:
+                file, line_no, start = m["file"], int(m["line"]), j
+                nxt = lines[j + 1].strip() if j + 1 < i else ""
+                code = nxt if nxt and not nxt.startswith("^") else None
+            if lines[j].startswith("Traceback (most recent call last):"):
+                start = j
+                break
+        if file is None and not lines[i].startswith(("SyntaxError", "IndentationError", "TabError")):
+            if not any(l.startswith("Traceback") for l in lines[max(0, i - 200):i]):
+                continue
+        tail = tuple(lines[max(start, i - 5): i + 1]) if file else (lines[i],)
+        return PyError(exc_type.strip(), message.strip(), file, line_no, code, tail, "\n".join(lines[:start]))
+    return None
+
+
+def _meaningful(text: str) -> bool:
+    """Output that counts as the job having started logging (warnings printed at import do not)."""
+    for line in text.splitlines():
+        s = line.strip()
+        if s and not line[:1].isspace() and "Warning:" not in s:
+            return True
+    return False
+
+
+def _started_logging(run: RunRecord, err: Optional[PyError]) -> bool:
+    ex = run.exit or {}
+    if ex.get("stdout_bytes"):
+        return True
+    if not run.spawned.get("redirect", True) and run.first("log-grew"):
+        return True
+    stderr = run.stream("stderr")
+    before = err.before if err else stderr
+    return _meaningful(before)
+
+
+def _cmd(run: RunRecord) -> str:
+    return shlex.join(run.spec.get("argv") or [])
+
+
+def _python_of(run: RunRecord) -> str:
+    return run.spec.get("python") or "the training interpreter"
+
+
+def _via_shell(run: RunRecord) -> bool:
+    argv = run.spec.get("argv") or [""]
+    return argv[0].rsplit("/", 1)[-1] in SHELLS
+
+
+# ---- rules for a run that never started ---------------------------------------------------------------
+def log_could_not_open(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """The recorder could not open --log, so (like the shell's `> LOG`) the job was never started."""
+    ev = run.first("log-open-failed")
+    if not ev:
+        return None
+    path, name = ev["path"], ev.get("errname")
+    evidence = [f"open({path!r}, O_APPEND|O_CREAT) failed: {name} ({ev.get('strerror')})", "the job was not started"]
+    if name == "ENOENT":
+        return Verdict("failed", causes.LOG_DIR_MISSING, f"The log's folder {_parent(path)} does not exist, so no log "
+                       "could be created and the job never started.", f"mkdir -p {shlex.quote(_parent(path))}", evidence)
+    if name in ("ENOSPC", "EDQUOT"):
+        return Verdict("failed", causes.DISK_FULL, f"No space is left on the file system of {path}.",
+                       f"Free space or inodes there (df -h {_parent(path)}; df -i), or log elsewhere.", evidence)
+    return Verdict("failed", causes.LOG_NOT_WRITABLE, f"The log {path} cannot be written ({ev.get('strerror')}).",
+                   "Point --log at a writable file: not a folder, on a read-write file system, with write "
+                   "permission for the job's user.", evidence)
+
+
+def spawn_failed(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """exec() of the command itself failed: it does not exist or cannot be executed."""
+    ev = run.first("spawn-failed")
+    if not ev:
+        return None
+    what = ev.get("filename") or (ev.get("argv") or ["?"])[0]
+    evidence = [f"exec {what!r}: {ev.get('errname')} ({ev.get('strerror')})", f"command: {_cmd(run)}",
+                f"cwd: {ev.get('cwd') or run.spec.get('cwd')}"]
+    if ev.get("errname") in ("ENOENT", "EACCES", "ENOEXEC", "ENOTDIR", "EISDIR"):
+        return Verdict("failed", causes.COMMAND_NOT_FOUND, f"The command {what!r} could not be executed: "
+                       f"{ev.get('strerror')}.", "Check the command's spelling and PATH (use an absolute path), "
+                       "and that the file is executable (chmod +x) with a valid #! line.", evidence)
+    return Verdict("failed", None, f"The job could not be started: {ev.get('strerror')}.",
+                   "See the evidence; this is not one of the known causes.", evidence)
+
+
+# ---- rules for a job that exited --------------------------------------------------------------------
+def oom_killed(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """SIGKILL plus a rising OOM counter (or the kernel's own words) means the OOM killer did it."""
+    ex = run.exit
+    if not ex:
+        return None
+    killed = ex.get("signal") == "SIGKILL" or (_via_shell(run) and ex.get("exit_code") == 128 + 9)
+    before = (ex.get("oom_before") or {}).get("oom_kill")
+    after = (ex.get("oom_after") or {}).get("oom_kill")
+    rose = before is not None and after is not None and after > before
+    if not killed or not (rose or ex.get("kernel")):
+        return None
+    evidence = [f"the job (pid {ex['pid']}) died from SIGKILL after {ex.get('wall_s')} s"]
+    if rose:
+        evidence.append(f"oom_kill counter of {ex.get('memory_cgroup')}: {before} before, {after} after")
+    evidence += [f"kernel: {line}" for line in ex.get("kernel") or []]
+    evidence.append(f"peak resident memory (max RSS): {ex.get('max_rss_kb', 0) / 1024:.0f} MiB")
+    limit = run.first("memory-limit")
+    if limit:
+        evidence.append(f"memory limit set with --memory-limit: {limit['limit'] / 2**20:.0f} MiB")
+    return Verdict("failed", causes.OOM_KILLED, "The kernel's out-of-memory killer ended the job.",
+                   "Use less memory (smaller batch or model, fewer workers/drafter threads), or give the "
+                   "job's cgroup/container more memory.", evidence)
+
+
+def fx_trace_race(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """The concurrent torch.compile race leaves one of two telltale messages."""
+    if not run.exit:
+        return None
+    stderr = run.stream("stderr", 1 << 20)
+    marker = next((m for m in FX_RACE_MARKERS if m in stderr), None)
+    if not marker:
+        return None
+    err = parse_python_error(stderr)
+    evidence = list(err.tail) if err else []
+    evidence += [f"message: {marker}", _status_line(run.exit)]
+    return Verdict("failed", causes.FX_TRACE_RACE, "Several threads ran torch.compile at once and tripped over "
+                   "dynamo's process-global FX tracing state.",
+                   "Compile once from a single thread before starting the drafter threads (warm-up), or "
+                   "serialize torch.compile calls with one lock; see docs/launch.md.", evidence)
+
+
+def command_not_found_status(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """A shell's 127/126, or python's "can't open file", means the command or script is missing."""
+    ex = run.exit
+    if not ex:
+        return None
+    stderr = run.stream("stderr")
+    last = stderr.strip().splitlines()[-1] if stderr.strip() else ""
+    script_missing = "can't open file" in stderr and ex.get("exit_code") == 2
+    if not (script_missing or (ex.get("exit_code") in (126, 127) and _via_shell(run))):
+        return None
+    return Verdict("failed", causes.COMMAND_NOT_FOUND, f"The command or script could not be found or run: {last}",
+                   "Check the path (relative paths resolve against --cwd), its spelling and that it is executable.",
+                   [last, _status_line(ex), f"command: {_cmd(run)}", f"cwd: {run.spawned.get('cwd')}"])
+
+
+def python_exception(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """A Python traceback at the end of stderr names the cause and the line."""
+    ex = run.exit
+    if not ex or (ex.get("exit_code") in (0, None) and not ex.get("signal")):
+        return None
+    err = parse_python_error(run.stream("stderr"))
+    if not err:
+        return None
+    evidence = [*err.tail, _status_line(ex)]
+    if err.exc_type in ("SyntaxError", "IndentationError", "TabError"):
+        return Verdict("failed", causes.SYNTAX_ERROR, f"{err.where} does not compile: {err.headline}.",
+                       f"Fix the syntax at {err.where}; `python -m py_compile FILE` checks it without running.",
+                       evidence)
+    module = re.search(r"No module named '([^']+)'", err.message)
+    if err.exc_type.endswith(("ModuleNotFoundError", "ImportError")) and module:
+        name = module.group(1)
+        return Verdict("failed", causes.MISSING_MODULE, f"The job died at start: module {name!r} is not installed "
+                       f"in the training interpreter (imported at {err.where}).",
+                       f"Install the distribution that provides {name.split('.')[0]!r} into {_python_of(run)} "
+                       f"(e.g. {_python_of(run)} -m pip install {name.split('.')[0]}), or fix the import.", evidence)
+    if _started_logging(run, err):
+        return Verdict("failed", causes.CRASHED, f"The job crashed after it started logging: {err.headline} "
+                       f"at {err.where}.", f"Fix the error raised at {err.where}; the full traceback is in the log "
+                       "and in the run folder's stderr.log.", evidence)
+    return Verdict("failed", causes.IMPORT_ERROR, f"The job died while importing or starting, before it wrote "
+                   f"anything: {err.headline} at {err.where}.",
+                   f"Fix the error raised at {err.where}; `dfdoctor check` reproduces it without starting the job.",
+                   evidence)
+
+
+def died_from_signal(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """A death by signal: the session's signals, a fatal fault, or a kill nothing else explains."""
+    ex = run.exit
+    if not ex:
+        return None
+    name = ex.get("signal")
+    if not name and _via_shell(run) and 128 < (ex.get("exit_code") or 0) < 128 + 65:
+        name = _signame(ex["exit_code"] - 128)
+    if not name:
+        return None
+    evidence = [_status_line(ex)]
+    got = run.all("signal")
+    evidence += [f"the recorder received {s['signal']}" + (" and passed it on to the job" if s.get("forwarded")
+                 else "") for s in got]
+    tail = [l for l in run.stream("stderr").strip().splitlines()[-3:] if l.strip()]
+    evidence += [f"last stderr line: {l}" for l in tail[-1:]]
+    if name in SESSION_SIGNALS:
+        return Verdict("failed", causes.KILLED_ON_SESSION_EXIT, f"The job died from {name}: the terminal or "
+                       "session it was tied to went away.", "Launch with `dfdoctor launch` (it detaches "
+                       "properly), or ignore SIGHUP and detach: `setsid -f nohup CMD > LOG 2>&1 < /dev/null`.",
+                       evidence)
+    if name in FATAL_SIGNALS:
+        return Verdict("failed", causes.CRASHED, f"The job crashed with {name}"
+                       + (" (core dumped)." if ex.get("core_dumped") else "."),
+                       "A native extension or the interpreter faulted: run it with `python -X faulthandler` to "
+                       "see the Python stack at the fault, and check the versions of compiled packages.", evidence)
+    forwarded = [s["signal"] for s in got if s.get("forwarded")]
+    why = f" after someone sent {forwarded[-1]} to its recorder" if forwarded else ""
+    return Verdict("failed", causes.KILLED_BY_SIGNAL, f"The job was killed by {name}{why}; nothing here "
+                   "(no OOM kill, no session end) explains it.", "Find who sends it: a scheduler's time or "
+                   "memory limit, a watchdog, or a user's kill; the kernel log (dmesg) may say.", evidence)
+
+
+def exited_cleanly(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """Status 0: finished (it wrote something) or exited early (it wrote nothing at all)."""
+    ex = run.exit
+    if not ex or ex.get("exit_code") != 0:
+        return None
+    wrote = run.output_bytes() > 0 or (not run.spawned.get("redirect", True) and run.first("log-grew"))
+    elsewhere = _elsewhere_in_record(run)
+    if not wrote and elsewhere:
+        return Verdict("failed", causes.LOG_ELSEWHERE, f"The job exited with status 0 after {ex.get('wall_s')} s; "
+                       f"its output went to {elsewhere[0]}, not to {run.spec.get('log') or 'the expected log'}.",
+                       _ELSEWHERE_FIX, [_status_line(ex), *[f"seen while it ran: {w}" for w in elsewhere]])
+    if wrote:
+        return Verdict("ok", None, f"The job ran to completion (exit status 0 after {ex.get('wall_s')} s).",
+                       "", [_status_line(ex), f"output: {run.output_bytes()} bytes"])
+    return Verdict("failed", causes.EXITED_EARLY, f"The job exited with status 0 after {ex.get('wall_s')} s "
+                   "without writing anything.", "Make sure the script calls its entry point (an "
+                   "`if __name__ == \"__main__\": main()` block) and that the command runs the right file.",
+                   [_status_line(ex), "stdout and stderr were empty", f"command: {_cmd(run)}"])
+
+
+def exited_nonzero(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """A non-zero status with no traceback: the job reported failure its own way."""
+    ex = run.exit
+    if not ex or not ex.get("exit_code"):
+        return None
+    tail = [l for l in run.stream("stderr").strip().splitlines() + run.stream("stdout").strip().splitlines() if l.strip()]
+    return Verdict("failed", causes.CRASHED, f"The job exited with status {ex['exit_code']} after {ex.get('wall_s')} s"
+                   + ("." if tail else " without writing anything."),
+                   "Read the end of the log; run the command by hand in its cwd to see what it reports.",
+                   [_status_line(ex), *[f"last output: {l}" for l in tail[-2:]]])
+
+
+# ---- rules for a recorder that vanished ---------------------------------------------------------------
+def recorder_vanished(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """No exit record and no recorder: it was killed hard; find what the timing supports."""
+    if run.finished or live is not None or run.recorder_alive() or not run.recorder:
+        return None
+    from .recorder import read_text
+
+    hb = (run.heartbeat or {}).get("t") or run.recorder["t"]
+    evidence = [f"the recorder (pid {run.recorder['pid']}) is gone without writing the job's exit",
+                f"its last heartbeat: {_clock(hb)}"]
+    if run.job_alive():
+        return Verdict("running", None, "The job still runs, but its recorder was killed: its output is no longer "
+                       "copied to the log.", "Relaunch with `dfdoctor launch` if you need its output.", evidence)
+    boot = (read_text("/proc/sys/kernel/random/boot_id") or "").strip()
+    if run.recorder.get("boot_id") and boot and boot != run.recorder["boot_id"]:
+        return Verdict("failed", causes.KILLED_BY_SIGNAL, "The machine rebooted while the job ran; the job and its "
+                       "recorder died with it.", "Relaunch the job; look at the host's logs for why it rebooted.",
+                       evidence + ["the boot id changed since the launch"])
+    ends = [(e["t"], f"the launching {e.get('role')} (pid {e.get('pid')}) ended") for e in run.all("launcher-gone")
+            if e.get("role") == "session"]
+    ends += [(e["t"], "dfdoctor launch returned to the launching session") for e in run.launcher
+             if e["event"] == "detached"]
+    near = [(t, what) for t, what in ends if -1.0 <= hb - t <= SESSION_GRACE_S]
+    if near:
+        t, what = min(near)
+        evidence.append(f"{what} at {_clock(t)}, {hb - t:+.1f} s from the last heartbeat")
+        return Verdict("failed", causes.KILLED_ON_SESSION_EXIT, "The job and its recorder were killed when the "
+                       "session that launched them ended (a session- or cgroup-wide kill, which no detaching "
+                       "escapes).", "Keep the session open, or start the job outside it: a systemd unit "
+                       "(systemd-run --unit train ...), tmux on the host, or `pct exec` with a service inside "
+                       "the container; with logind, KillUserProcesses=no.", evidence)
+    return Verdict("failed", causes.KILLED_BY_SIGNAL, "The job and its recorder were killed hard (SIGKILL or a "
+                   "cgroup kill) at about the time of the last heartbeat; the launching session was not ending "
+                   "then.", "Find who kills whole process trees here: a scheduler, an OOM daemon (systemd-oomd, "
+                   "earlyoom), or a user's kill -9; check dmesg and the journal around that time.", evidence)
+
+
+# ---- rules for a job alive at the end of the watch -----------------------------------------------------
+def running(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """Alive and its log keeps growing: that is what a healthy launch looks like."""
+    if live is None or not live.growing:
+        return None
+    return Verdict("running", None, f"The job is running and its log is growing (pid {live.pid}).",
+                   f"Follow it with `tail -f {run.spec.get('log') or run.dir / 'stdout.log'}`; "
+                   f"`dfdoctor status {run.id}` diagnoses it again later.",
+                   [f"pid {live.pid} alive after {live.watched_s:.1f} s", f"output so far: {run.output_bytes()} bytes"])
+
+
+def deadlock_in_stacks(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """The concurrent-compile engineer's stack classifier recognised a known lock cycle."""
+    if live is None or not live.classified:
+        return None
+    cause, why = live.classified
+    return Verdict("failed", cause, f"The job is alive but stuck: {why}",
+                   "Compile once from a single thread before starting the drafter threads, or serialize "
+                   "torch.compile with one lock; see docs/launch.md.", _stack_evidence(live))
+
+
+def log_elsewhere(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """The job writes, but to another file than the expected log."""
+    if live is None or not (live.other_logs or live.stdout_targets):
+        return None
+    where = [f"pid {pid} fd {fd} -> {target}" for pid, fd, target in live.stdout_targets]
+    where += [f"pid {pid} has {path} open for writing ({size} bytes)" for pid, path, size in live.other_logs]
+    dest = live.stdout_targets[0][2] if live.stdout_targets else live.other_logs[0][1]
+    return Verdict("failed", causes.LOG_ELSEWHERE, f"The job runs, but its output goes to {dest}, not to "
+                   f"{run.spec.get('log') or 'the expected log'}.", _ELSEWHERE_FIX, where)
+
+
+def output_buffered(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """A busy Python job whose redirected stdout sits in its block buffer: the log stays empty."""
+    if live is None or not live.buffered or run.output_bytes() > 0 or _in_import(live):
+        return None
+    return Verdict("failed", causes.OUTPUT_BUFFERED, f"The job runs (pid {live.pid}) but its log is still empty "
+                   "after {:.0f} s: Python block-buffers stdout when it is not a terminal.".format(live.watched_s),
+                   "Run Python with -u or set PYTHONUNBUFFERED=1 (or print(..., flush=True)).",
+                   [f"pid {live.pid} alive, 0 bytes written after {live.watched_s:.1f} s",
+                    "stdout is a pipe/file, not a terminal; no -u, no PYTHONUNBUFFERED",
+                    *_stack_evidence(live)[:8]])
+
+
+def stalled_after_logging(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """Alive, wrote something, then went quiet: still running as far as we can tell."""
+    if live is None or run.output_bytes() == 0:
+        return None
+    return Verdict("running", None, f"The job is running (pid {live.pid}); it wrote {run.output_bytes()} bytes, "
+                   "though its log did not grow lately.",
+                   f"Follow it with `dfdoctor status {run.id}`; if it stays quiet, look at its stacks (py-spy dump "
+                   f"--pid {live.pid}).", [f"pid {live.pid} alive after {live.watched_s:.1f} s",
+                                           *_stack_evidence(live)[:12]])
+
+
+def import_hang(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """Alive, silent, not working for a log: stuck before it wrote anything. The stacks say where."""
+    if live is None:
+        return None
+    where = _innermost(live)
+    return Verdict("failed", causes.IMPORT_HANG, f"The job is alive (pid {live.pid}) but has written nothing in "
+                   f"{live.watched_s:.0f} s" + (f"; it waits in {where}." if where else "."),
+                   "Look at the stacks: a hanging import, CUDA/NCCL init or a lock. Fix what the innermost "
+                   "frame waits on; `dfdoctor check` runs the imports alone with a timeout.", _stack_evidence(live))
+
+
+RULES: list[Callable[[RunRecord, Optional[LiveFacts]], Optional[Verdict]]] = [
+    log_could_not_open, spawn_failed,
+    oom_killed, fx_trace_race, command_not_found_status, python_exception, died_from_signal,
+    exited_cleanly, exited_nonzero,
+    recorder_vanished,
+    running, deadlock_in_stacks, log_elsewhere, output_buffered, stalled_after_logging, import_hang,
+]
+
+
+def diagnose(run: RunRecord, live: Optional[LiveFacts] = None) -> Verdict:
+    """The verdict of the first rule that speaks; `unknown` when none does."""
+    for rule in RULES:
+        verdict = rule(run, live)
+        if verdict is not None:
+            return verdict
+    return Verdict("unknown", None, "dfdoctor could not tell what happened to this run.",
+                   f"Look in the run folder {run.dir} (record.jsonl, stderr.log).",
+                   [f"events: {', '.join(e['event'] for e in run.events[-8:])}"])
+
+
+_ELSEWHERE_FIX = ("Remove the redirect or `exec >` inside the command (or a logging FileHandler), or point --log "
+                  "at where it really writes; with ssh/pct, quote the whole command so the redirect runs inside "
+                  "the container.")
+
+
+def _elsewhere_in_record(run: RunRecord) -> list[str]:
+    """Where the recorder saw the job's output go, other than to us: 'TARGET (pid P fd N)' lines."""
+    seen: list[str] = []
+    for ev in run.all("outputs"):
+        for pid, fd, target in ev.get("streams") or []:
+            seen.append(f"{target} (pid {pid} fd {fd})")
+        for pid, target in ev.get("files") or []:
+            seen.append(f"{target} (pid {pid} writes it)")
+    return list(dict.fromkeys(seen))
+
+
+# ---- helpers ----------------------------------------------------------------------------------------
+def _status_line(ex: dict) -> str:
+    how = f"signal {ex['signal']}" if ex.get("signal") else f"status {ex.get('exit_code')}"
+    return (f"exit: {how} after {ex.get('wall_s')} s (pid {ex.get('pid')}, max RSS "
+            f"{(ex.get('max_rss_kb') or 0) / 1024:.0f} MiB, CPU {ex.get('utime_s', 0) + ex.get('stime_s', 0):.1f} s)")
+
+
+def _signame(num: int) -> str:
+    try:
+        return _signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+def _parent(path: str) -> str:
+    return path.rsplit("/", 1)[0] or "/" if "/" in path else "."
+
+
+def _clock(t: float) -> str:
+    import time
+
+    return time.strftime("%H:%M:%S", time.localtime(t)) + f".{int((t % 1) * 10)}"
+
+
+def _stack_evidence(live: LiveFacts) -> list[str]:
+    out = []
+    for st in live.stacks:
+        if st.error:
+            out.append(f"stacks of pid {st.pid} from the kernel ({st.error}):")
+        out += st.text.splitlines()[:40]
+    return out
+
+
+def _in_import(live: LiveFacts) -> bool:
+    """Some thread of the job is inside the import machinery."""
+    return any("importlib._bootstrap" in st.text for st in live.stacks)
+
+
+def _innermost(live: LiveFacts) -> Optional[str]:
+    """The innermost frame of the main thread, as py-spy prints it."""
+    for st in live.stacks:
+        lines = st.text.splitlines()
+        for i, line in enumerate(lines):
+            if line.startswith("Thread ") and "MainThread" in line and i + 1 < len(lines):
+                return lines[i + 1].strip()
+    return None

@@ -1,0 +1,250 @@
+"""Start a job detached under the flight recorder, then watch it until its verdict is certain.
+
+Detaching is what the seed's engineer got wrong: a job started from an ssh or `pct exec` session that
+returns at once loses the race against the session's SIGHUP. We ignore SIGHUP *before* forking (so the
+child can never receive it between fork and setsid), start a new session, read stdin from /dev/null and
+send output to files: the recovery measured on the issue (only this and tmux survived 5/5).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import psutil
+
+from . import rundir, stacks
+from .diagnose import LiveFacts
+from .recorder import proc_start_time
+from .rundir import RunRecord
+
+RECORDER = Path(__file__).resolve().with_name("recorder.py")
+POLL_S = 0.05  # how often the watcher reads the record: bounds the verdict's latency after a death
+STEADY_S = 2.0  # output must keep coming for this long before we call the job running
+START_TIMEOUT_S = 10.0  # the recorder must say hello within this, or it is broken
+LOG_SUFFIXES = (".log", ".txt", ".out", ".err", ".jsonl")
+BLOCKING_FRAMES = ("acquire", "wait", "join", "_wait_for_tstate_lock", "recv", "recv_into", "accept", "barrier",
+                   "init_process_group", "_lazy_init", "get", "lockf", "flock", "connect")
+
+Spawner = Callable[[list[str], dict[str, str], Path, Path], subprocess.Popen]
+
+
+def spawn_detached(argv: list[str], env: dict[str, str], cwd: Path, out_path: Path) -> subprocess.Popen:
+    """Start argv so that it outlives us, our terminal and our session: the one place a remote variant replaces."""
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # inherited across fork and exec, so no race
+    out = os.open(out_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        return subprocess.Popen(argv, env=env, cwd=str(cwd), stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                start_new_session=True, close_fds=True)
+    finally:
+        os.close(out)
+        signal.signal(signal.SIGHUP, previous)
+
+
+def _watch_pids() -> list[dict[str, Any]]:
+    """The launching processes the recorder keeps an eye on: their end dates the session's end."""
+    out = [{"role": "dfdoctor", "pid": os.getpid()}]
+    sid = os.getsid(0)
+    if sid not in (0, 1, os.getpid()):
+        out.append({"role": "session", "pid": sid})
+    for w in out:
+        w["start_ticks"] = proc_start_time(w["pid"])
+    return out
+
+
+def recorder_python(python: str, env: dict[str, str]) -> str:
+    """The training interpreter when it runs at all, else ours: the recorder needs only the standard library."""
+    found = python if os.sep in python else shutil.which(python, path=env.get("PATH"))
+    return found if found and os.access(found, os.X_OK) else sys.executable
+
+
+def start(command: list[str], *, cwd: Path, env: dict[str, str], python: str, run_id: str, run_dir: Path,
+          log: Optional[Path], redirect: bool = True, memory_limit: Optional[int] = None,
+          spawner: Spawner = spawn_detached) -> subprocess.Popen:
+    """Write the run's spec and start the recorder on it (it starts the job)."""
+    spec = {"run_id": run_id, "argv": list(command), "cwd": str(cwd), "log": str(log) if log else None,
+            "redirect": bool(redirect), "memory_limit": memory_limit, "python": python,
+            "watch_pids": _watch_pids(), "started_by": "dfdoctor launch"}
+    (run_dir / "spec.json").write_text(json.dumps(spec, indent=1))
+    interp = recorder_python(python, env)
+    proc = spawner([interp, str(RECORDER), str(run_dir)], env, cwd, run_dir / "recorder.out")
+    if interp != sys.executable and not _said_hello(proc, run_dir):
+        # the training interpreter could not run even the standard-library recorder: use ours
+        rundir.append_event(run_dir, "recorder-fallback", python=interp,
+                            output=(run_dir / "recorder.out").read_text(errors="replace")[-2000:])
+        proc = spawner([sys.executable, str(RECORDER), str(run_dir)], env, cwd, run_dir / "recorder.out")
+    rundir.append_event(run_dir, "launched", recorder_pid=proc.pid, argv=list(command))
+    return proc
+
+
+def _said_hello(proc: subprocess.Popen, run_dir: Path) -> bool:
+    """Wait until the recorder writes its first event, or dies without one."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if rundir.load(run_dir).recorder:
+            return True
+        if proc.poll() is not None:
+            return bool(rundir.load(run_dir).recorder)
+        time.sleep(POLL_S / 2)
+    return False
+
+
+def progress_bytes(run: RunRecord) -> int:
+    """How much the job has written so far: its output, or (with --no-redirect) its own log's growth."""
+    grown = 0
+    hb = run.heartbeat or {}
+    initial = run.first("log-initial")
+    if not run.spec.get("redirect", True) and hb.get("log_size") is not None and initial:
+        grown = max(0, hb["log_size"] - (initial.get("size") or 0))
+    return run.output_bytes() + grown
+
+
+def watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float,
+          steady_s: float = STEADY_S) -> tuple[RunRecord, Optional[LiveFacts]]:
+    """Follow the record until the verdict is certain: a death, steady output, or the end of the watch."""
+    t0 = time.monotonic()
+    first: Optional[tuple[float, int]] = None
+    while True:
+        run = rundir.load(run_dir)
+        now = time.monotonic()
+        if run.finished:
+            return run, None
+        recorder_gone = (proc.poll() is not None) if proc is not None else \
+            (run.recorder is not None and not run.recorder_alive())
+        if recorder_gone or (run.recorder is None and now - t0 > START_TIMEOUT_S):
+            return rundir.load(run_dir), None
+        if run.spawned is not None:
+            done = progress_bytes(run)
+            if done > 0 and first is None:
+                first = (now, done)
+            if first and done > first[1] and now - first[0] >= steady_s and run.job_alive():
+                return run, LiveFacts(pid=run.job_pid, watched_s=now - t0, growing=True)
+            if now - t0 >= watch_s:
+                return run, observe(run, now - t0)
+        time.sleep(POLL_S)
+
+
+def observe(run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
+    """Look into a live job: its threads' stacks, where its stdout goes, what files it writes."""
+    pid = run.job_pid
+    if pid is None or not run.job_alive():
+        return None
+    facts = LiveFacts(pid=pid, watched_s=watched_s)
+    facts.stacks = stacks.dump_tree(pid)
+    facts.classified = _classify("\n\n".join(s.text for s in facts.stacks))
+    expected = os.path.realpath(run.spec["log"]) if run.spec.get("log") else None
+    for p in _tree(pid):
+        _look_at_fds(p, run, expected, facts)
+        _look_at_python(p, facts)
+    try:
+        t = psutil.Process(pid).cpu_times()
+        facts.cpu_s = t.user + t.system
+    except psutil.Error:
+        pass
+    return facts
+
+
+def _classify(text: str) -> Optional[tuple[str, str]]:
+    """Ask the concurrent-compile engineer's classifier, when it is installed, whether the stacks deadlock."""
+    try:
+        from . import stackclass  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    try:
+        return stackclass.classify(text)
+    except Exception:  # their bug must not cost us the verdict
+        return None
+
+
+def _tree(pid: int) -> list[psutil.Process]:
+    try:
+        root = psutil.Process(pid)
+        return [root] + root.children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _look_at_fds(p: psutil.Process, run: RunRecord, expected: Optional[str], facts: LiveFacts) -> None:
+    """Record where fds 1 and 2 point, and which other log-like files this process writes."""
+    ours = str(run.dir.resolve())
+    base = f"/proc/{p.pid}/fd"
+    try:
+        fds = os.listdir(base)
+    except OSError:
+        return
+    for fd in fds:
+        try:
+            target = os.readlink(f"{base}/{fd}")
+        except OSError:
+            continue
+        if not target.startswith("/") or target.startswith(ours) or target == expected:
+            continue
+        if fd in ("1", "2"):
+            # a helper the job starts may silence itself on purpose; only the job's own /dev/null counts
+            if not target.startswith(("/dev/pts", "/dev/tty")) and \
+                    (p.pid == run.job_pid or not target.startswith("/dev/")):
+                facts.stdout_targets.append((p.pid, int(fd), target))
+            continue
+        if target.startswith(("/dev/", "/proc/", "/sys/")) or not target.endswith(LOG_SUFFIXES):
+            continue
+        if _writable(p.pid, fd):
+            try:
+                size = os.stat(target).st_size
+            except OSError:
+                size = -1
+            facts.other_logs.append((p.pid, target, size))
+
+
+def _writable(pid: int, fd: str) -> bool:
+    try:
+        for line in Path(f"/proc/{pid}/fdinfo/{fd}").read_text().splitlines():
+            if line.startswith("flags:"):
+                return int(line.split()[1], 8) & 0o3 in (1, 2)
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
+
+
+def _look_at_python(p: psutil.Process, facts: LiveFacts) -> None:
+    """A Python process whose stdout is no terminal and that asked for no unbuffering block-buffers it."""
+    try:
+        cmd = p.cmdline()
+        exe = os.path.basename(p.exe() or (cmd[0] if cmd else ""))
+        environ = p.environ()
+    except psutil.Error:
+        return
+    if "python" not in exe:
+        return
+    facts.python = True
+    flags = []
+    for a in cmd[1:]:  # interpreter options end at the script, -c or -m
+        if not a.startswith("-") or a in ("-c", "-m"):
+            break
+        flags.append(a)
+    unbuffered = any(a[1:2] != "-" and "u" in a[1:] for a in flags if not a.startswith(("-W", "-X"))) or \
+        bool(environ.get("PYTHONUNBUFFERED"))
+    try:
+        tty = os.readlink(f"/proc/{p.pid}/fd/1").startswith(("/dev/pts", "/dev/tty"))
+    except OSError:
+        tty = False
+    if not unbuffered and not tty and not _blocked(facts):
+        facts.buffered = True
+
+
+def _blocked(facts: LiveFacts) -> bool:
+    """The main thread waits on a lock, a join, a socket or a collective: stuck, not busy working."""
+    for st in facts.stacks:
+        lines = st.text.splitlines()
+        for i, line in enumerate(lines):
+            if line.startswith("Thread ") and "MainThread" in line and i + 1 < len(lines):
+                frame = lines[i + 1].strip().split(" ", 1)[0]
+                if frame.rsplit(".", 1)[-1] in BLOCKING_FRAMES:
+                    return True
+    return False

@@ -1,0 +1,595 @@
+"""dfdoctor's flight recorder: start one job, relay its output, and write down everything that happens to it.
+
+Run as a plain script, `python recorder.py RUN_DIR`, by whatever interpreter trains (even one whose torch
+is broken): it uses the standard library only and imports nothing from dfdoctor, so it can also be shipped
+to a remote python over stdin. RUN_DIR/spec.json says what to run (argv, cwd, log, redirect, memory limit);
+the job's environment is the recorder's own.
+
+The record, RUN_DIR/record.jsonl, is append-only: one JSON object per line, each written with a single
+O_APPEND write, so a crash mid-write can only lose the line being written, never one already there.
+RUN_DIR/heartbeat is replaced atomically every second; capped copies of the job's stdout and stderr go
+to RUN_DIR/{stdout,stderr}.log (head) and *.tail.{0,1} (the newest bytes).
+"""
+
+import errno
+import json
+import os
+import re
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+TICK_S = 1.0  # heartbeat period; also bounds how stale "alive" can be
+RECORD_HEARTBEAT_S = 15.0  # how often a heartbeat also goes into the append-only record
+DRAIN_S = 0.2  # after the job dies, how long to wait for a grandchild still holding its pipes
+HEAD_CAP = 4 << 20  # bytes of each stream kept from the start
+SEG_CAP = 1 << 20  # bytes per tail segment; two segments keep the newest 1-2 MiB
+SECRET_KEY = re.compile(r"(TOKEN|SECRET|PASSW|_PWD$|^PWD_|KEY|CREDENTIAL|AUTH|COOKIE)", re.I)
+URL_PASSWORD = re.compile(r"(://[^:/@\s]+:)[^@/\s]+@")
+WATCHED_SIGNALS = ("SIGHUP", "SIGINT", "SIGTERM", "SIGQUIT", "SIGPIPE", "SIGUSR1", "SIGUSR2", "SIGALRM",
+                   "SIGXCPU", "SIGTSTP", "SIGTTIN", "SIGTTOU")
+FORWARDED = ("SIGINT", "SIGTERM", "SIGQUIT")
+LOG_SUFFIXES = (".log", ".txt", ".out", ".err", ".jsonl")
+SNAPSHOT_AT = (1.0, 3.0, 10.0, 30.0)  # seconds after the start when we note where the job's output goes  # passed on to the job's process group, which then exits
+
+
+def mask_env(env):
+    """The environment with secret-looking values masked, safe to keep in a run folder."""
+    out = {}
+    for k, v in env.items():
+        out[k] = "***" if SECRET_KEY.search(k) and v else URL_PASSWORD.sub(r"\1***@", v)
+    return out
+
+
+class Record:
+    """The append-only record: each event one JSON line, written by one O_APPEND write."""
+
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+
+    def event(self, name, sync=False, **data):
+        """Append one event with its wall-clock time; fsync the ones a reboot must not lose."""
+        data["t"] = round(time.time(), 6)
+        data["event"] = name
+        line = (json.dumps(data, default=str, sort_keys=True) + "\n").encode()
+        try:
+            os.write(self.fd, line)
+            if sync:
+                os.fsync(self.fd)
+        except OSError:
+            pass  # a full disk must not stop us relaying the job's output
+
+
+class CappedCopy:
+    """A capped on-disk copy of one stream: the first HEAD_CAP bytes, then two alternating tail segments."""
+
+    def __init__(self, run_dir, name):
+        self.base = os.path.join(run_dir, name)
+        self.head = os.open(self.base + ".log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self.head_len = 0
+        self.seg = None
+        self.seg_index = 1
+        self.seg_len = 0
+        self.total = 0
+
+    def write(self, data):
+        """Keep `data`: in the head while it has room, else in the current tail segment."""
+        self.total += len(data)
+        try:
+            room = HEAD_CAP - self.head_len
+            if room > 0:
+                os.write(self.head, data[:room])
+                self.head_len += min(room, len(data))
+                data = data[room:]
+            while data:
+                if self.seg is None or self.seg_len >= SEG_CAP:
+                    self._rotate()
+                part = data[: SEG_CAP - self.seg_len]
+                os.write(self.seg, part)
+                self.seg_len += len(part)
+                data = data[len(part):]
+        except OSError:
+            pass
+
+    def _rotate(self):
+        if self.seg is not None:
+            os.close(self.seg)
+        self.seg_index = 1 - self.seg_index
+        self.seg = os.open("%s.tail.%d" % (self.base, self.seg_index),
+                           os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        self.seg_len = 0
+
+
+def proc_start_time(pid):
+    """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat), or None."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def proc_usage(pid):
+    """The process's resident memory (bytes) and CPU time (seconds), or None when it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        ticks = os.sysconf("SC_CLK_TCK")
+        return {"rss": int(fields[21]) * os.sysconf("SC_PAGE_SIZE"),
+                "cpu_s": round((int(fields[11]) + int(fields[12])) / ticks, 2)}
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def read_text(path):
+    """A small file's text, or None."""
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def memory_cgroup():
+    """(version, directory) of this process's memory cgroup, or (None, None)."""
+    text = read_text("/proc/self/cgroup") or ""
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) == 3 and "memory" in parts[1].split(","):
+            d = "/sys/fs/cgroup/memory" + parts[2]
+            if os.path.isdir(d):
+                return 1, d.rstrip("/")
+    for line in text.splitlines():
+        if line.startswith("0::"):
+            for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+                d = root + line[3:]
+                if os.path.exists(os.path.join(d, "memory.events")):
+                    return 2, d.rstrip("/")
+    return None, None
+
+
+def oom_counters(version, d):
+    """The cgroup's OOM counters: v1 memory.oom_control or v2 memory.events."""
+    if not d:
+        return None
+    text = read_text(os.path.join(d, "memory.oom_control" if version == 1 else "memory.events"))
+    if text is None:
+        return None
+    out = {}
+    for line in text.splitlines():
+        k, _, v = line.partition(" ")
+        if v.strip().isdigit():
+            out[k] = int(v)
+    return out
+
+
+def make_limited_cgroup(version, parent, name, limit):
+    """A child memory cgroup with `limit` bytes, for a real OOM kill instead of a slow machine; its path."""
+    d = os.path.join(parent, name)
+    os.mkdir(d)
+    with open(os.path.join(d, "memory.limit_in_bytes" if version == 1 else "memory.max"), "w") as f:
+        f.write(str(int(limit)))
+    return d
+
+
+def kernel_oom_lines(pid):
+    """Kernel log lines about the OOM killer and this pid, read from /dev/kmsg without blocking."""
+    lines = []
+    try:
+        fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return lines
+    try:
+        for _ in range(100000):  # bounded: the ring buffer is finite, but never trust that
+            try:
+                rec = os.read(fd, 8192).decode("utf-8", "replace")
+            except BlockingIOError:
+                break
+            except OSError as exc:
+                if exc.errno == errno.EPIPE:  # overwritten record: keep reading
+                    continue
+                break
+            if not rec:
+                break
+            msg = rec.split(";", 1)[-1].strip()
+            if ("Killed process %d " % pid) in msg or ("pid=%d," % pid) in msg:
+                lines.append(msg[:400])
+    finally:
+        os.close(fd)
+    return lines[-5:]
+
+
+class Recorder:
+    """Starts the job described by spec.json and records its life until it ends."""
+
+    def __init__(self, run_dir, spec):
+        self.run_dir = run_dir
+        self.spec = spec
+        self.record = Record(os.path.join(run_dir, "record.jsonl"))
+        self.pending_signals = []
+        self.job = None
+        self.pgid = None
+        self.log_fd = None
+        self.log_path = spec.get("log")
+        self.log_state = None  # (exists, size) as last seen
+        self.first_output = {}
+        self.last_output_t = None
+        self.copies = {}
+        self.watched = [dict(w, gone=False) for w in (spec.get("watch_pids") or [])]
+        self.last_record_beat = 0.0
+        self.last_outputs = None
+        self.snapshots_done = 0
+
+    # -- signals ------------------------------------------------------------------------------------------
+    def install_signals(self):
+        """Note every signal we get instead of dying of it; forward the ones that mean 'stop'."""
+        r, w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self.wake_r = r
+        signal.set_wakeup_fd(w)
+        for name in WATCHED_SIGNALS:
+            sig = getattr(signal, name, None)
+            if sig is not None:
+                signal.signal(sig, self._on_signal)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # only to wake select through the wakeup fd
+
+    def _on_signal(self, num, frame):
+        self.pending_signals.append((num, time.time()))
+
+    def flush_signals(self):
+        """Record the signals received since last time, forwarding SIGINT/TERM/QUIT to the job."""
+        while self.pending_signals:
+            num, t = self.pending_signals.pop(0)
+            name = signal.Signals(num).name
+            forwarded = False
+            if name in FORWARDED and self.pgid and self.job and self.job.returncode is None:
+                try:
+                    os.killpg(self.pgid, num)
+                    forwarded = True
+                except OSError:
+                    pass
+            self.record.event("signal", sync=True, signal=name, received_t=t, forwarded=forwarded)
+
+    # -- start --------------------------------------------------------------------------------------------
+    def describe_self(self):
+        """Who and where the recorder is: enough to tell later whether it still lives and what killed it."""
+        try:
+            tty = os.ttyname(0)
+        except OSError:
+            tty = None
+        self.record.event(
+            "recorder", sync=True, pid=os.getpid(), ppid=os.getppid(), pgid=os.getpgid(0), sid=os.getsid(0),
+            start_ticks=proc_start_time(os.getpid()), host=socket.gethostname(),
+            boot_id=(read_text("/proc/sys/kernel/random/boot_id") or "").strip() or None,
+            pid_ns=_readlink("/proc/self/ns/pid"), cgroup=(read_text("/proc/self/cgroup") or "").strip(),
+            python=sys.executable, python_version=sys.version.split()[0], uid=os.getuid(), tty=tty,
+            launcher=self.spec.get("launcher"), run_id=self.spec.get("run_id"))
+
+    def open_log(self):
+        """Open --log for appending, as `>> LOG` would; on failure record why and do not start the job."""
+        if not self.log_path or not self.spec.get("redirect", True):
+            return True
+        try:
+            self.log_fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            self.record.event("log-open-failed", sync=True, path=self.log_path, errno=exc.errno,
+                              errname=errno.errorcode.get(exc.errno, "?"), strerror=exc.strerror)
+            return False
+        return True
+
+    def spawn(self):
+        """Start the job in its own process group, stdin from /dev/null, its output through us."""
+        argv = self.spec["argv"]
+        cwd = self.spec.get("cwd") or None
+        mem_version, mem_dir = memory_cgroup()
+        job_cgroup = mem_dir
+        limit = self.spec.get("memory_limit")
+        if limit:
+            try:
+                job_cgroup = make_limited_cgroup(mem_version, mem_dir, "dfdoctor-" + str(self.spec.get("run_id")), limit)
+                self.record.event("memory-limit", cgroup=job_cgroup, limit=int(limit))
+            except (OSError, TypeError) as exc:
+                job_cgroup = mem_dir
+                self.record.event("memory-limit-failed", sync=True, error=str(exc), cgroup=mem_dir)
+        self.mem = (mem_version, job_cgroup, job_cgroup != mem_dir)
+        oom_before = oom_counters(mem_version, job_cgroup)
+        join = os.path.join(job_cgroup, "cgroup.procs") if self.mem[2] else None
+
+        def child_setup():
+            os.setpgid(0, 0)
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)  # nohup semantics for the job itself
+            if join:
+                with open(join, "w") as f:
+                    f.write(str(os.getpid()))
+
+        try:
+            self.job = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, preexec_fn=child_setup, close_fds=True)
+        except OSError as exc:
+            self.record.event("spawn-failed", sync=True, argv=argv, cwd=cwd, errno=exc.errno,
+                              errname=errno.errorcode.get(exc.errno, "?"), strerror=exc.strerror,
+                              filename=getattr(exc, "filename", None))
+            self.remove_cgroup()
+            return False
+        except subprocess.SubprocessError as exc:  # preexec_fn failed (e.g. cgroup join refused)
+            self.record.event("spawn-failed", sync=True, argv=argv, cwd=cwd, errno=None, errname="preexec",
+                              strerror=str(exc), filename=None)
+            self.remove_cgroup()
+            return False
+        self.pgid = self.job.pid
+        self.t_spawn = time.time()
+        self.oom_before = oom_before
+        env = dict(os.environ)
+        self.record.event("spawned", sync=True, pid=self.job.pid, pgid=self.pgid, sid=os.getsid(0), argv=argv,
+                          cwd=os.path.abspath(cwd or os.getcwd()), env=mask_env(env), log=self.log_path,
+                          redirect=bool(self.spec.get("redirect", True)), oom_before=oom_before,
+                          memory_cgroup=job_cgroup, cgroup_version=mem_version,
+                          start_ticks=proc_start_time(self.job.pid))
+        for name, pipe in (("stdout", self.job.stdout), ("stderr", self.job.stderr)):
+            os.set_blocking(pipe.fileno(), False)
+            self.copies[pipe.fileno()] = (name, CappedCopy(self.run_dir, name))
+        return True
+
+    # -- running ------------------------------------------------------------------------------------------
+    def relay(self, fd):
+        """Move what the job wrote on one pipe into its copy and the log; False at end of file."""
+        name, copy = self.copies[fd]
+        try:
+            data = os.read(fd, 65536)
+        except BlockingIOError:
+            return True
+        except OSError:
+            data = b""
+        if not data:
+            return False
+        copy.write(data)
+        if self.log_fd is not None:
+            try:
+                os.write(self.log_fd, data)
+            except OSError as exc:
+                if "log-write-failed" not in self.first_output:
+                    self.first_output["log-write-failed"] = time.time()
+                    self.record.event("log-write-failed", sync=True, errno=exc.errno,
+                                      errname=errno.errorcode.get(exc.errno, "?"), strerror=exc.strerror)
+        now = time.time()
+        self.last_output_t = now
+        if name not in self.first_output:
+            self.first_output[name] = now
+            self.record.event("output", stream=name, bytes=len(data))
+            self.beat()
+        return True
+
+    def watch_log(self):
+        """Note when the log file first appears and first grows (it may be written by the job itself)."""
+        if not self.log_path:
+            return
+        try:
+            st = os.stat(self.log_path)
+            state = (True, st.st_size)
+        except OSError:
+            state = (False, 0)
+        if self.log_state is None:
+            self.log_state = state
+            self.log_initial = state[1]
+            self.record.event("log-initial", path=self.log_path, exists=state[0], size=state[1])
+            return
+        if state[0] and not self.log_state[0]:
+            self.record.event("log-appeared", path=self.log_path, size=state[1])
+        if state[1] > self.log_initial and not getattr(self, "log_grew", False):
+            self.log_grew = True
+            self.record.event("log-grew", path=self.log_path, size=state[1])
+        self.log_state = state
+
+    def watch_launcher(self):
+        """Note when the process that launched us, or its session, goes away (dfdoctor exits, ssh ends)."""
+        for w in self.watched:
+            if not w["gone"] and proc_start_time(w["pid"]) != w.get("start_ticks"):
+                w["gone"] = True
+                self.record.event("launcher-gone", sync=True, role=w.get("role"), pid=w["pid"])
+
+    def beat(self):
+        """Replace the heartbeat file; now and then also append a heartbeat to the record."""
+        now = time.time()
+        usage = proc_usage(self.job.pid) if self.job and self.job.returncode is None else None
+        beat = {"t": round(now, 3), "recorder_pid": os.getpid(), "job_pid": self.job.pid if self.job else None,
+                "job_alive": bool(self.job and self.job.returncode is None), "usage": usage,
+                "log_size": self.log_state[1] if self.log_state else None,
+                "stdout_bytes": self._total("stdout"), "stderr_bytes": self._total("stderr"),
+                "first_output_t": min(self.first_output.values()) if self.first_output else None,
+                "last_output_t": self.last_output_t,
+                "recorder_usage": proc_usage(os.getpid())}
+        tmp = os.path.join(self.run_dir, ".heartbeat.tmp")
+        try:
+            with open(tmp, "w") as f:
+                json.dump(beat, f)
+            os.replace(tmp, os.path.join(self.run_dir, "heartbeat"))
+        except OSError:
+            pass
+        if self.job and self.job.returncode is None:
+            self.note_outputs(now)
+        if now - self.last_record_beat >= RECORD_HEARTBEAT_S:
+            self.last_record_beat = now
+            self.record.event("heartbeat", **{k: v for k, v in beat.items() if k != "t"})
+
+    def note_outputs(self, now):
+        """Now and then, note where the job's processes send fds 1 and 2 and which log-like files they write."""
+        due = SNAPSHOT_AT[self.snapshots_done] if self.snapshots_done < len(SNAPSHOT_AT) else \
+            SNAPSHOT_AT[-1] + RECORD_HEARTBEAT_S * (self.snapshots_done - len(SNAPSHOT_AT) + 1)
+        if now - self.t_spawn < due:
+            return
+        self.snapshots_done += 1
+        outputs = job_outputs(_group_members(self.pgid) or [self.job.pid], self.run_dir, self.log_path,
+                              self.job.pid)
+        if outputs != self.last_outputs:
+            self.last_outputs = outputs
+            self.record.event("outputs", **outputs)
+
+    def _total(self, name):
+        for n, copy in self.copies.values():
+            if n == name:
+                return copy.total
+        return 0
+
+    def run(self):
+        """Relay output and tick until the job has exited; then record how it ended."""
+        open_fds = set(self.copies)
+        next_tick = time.monotonic()
+        status = rusage = None
+        while True:
+            now = time.monotonic()
+            if now >= next_tick:
+                self.watch_log()
+                self.watch_launcher()
+                self.beat()
+                next_tick = now + TICK_S
+            try:
+                ready, _, _ = select.select(list(open_fds) + [self.wake_r], [], [], max(0.0, next_tick - now))
+            except InterruptedError:
+                ready = []
+            for fd in ready:
+                if fd == self.wake_r:
+                    _drain_fd(fd)
+                elif not self.relay(fd):
+                    open_fds.discard(fd)
+            self.flush_signals()
+            pid, status, rusage = os.wait4(self.job.pid, os.WNOHANG)
+            if pid:
+                break
+        self.job.returncode = _returncode(status)
+        end = time.monotonic() + DRAIN_S
+        while open_fds and time.monotonic() < end:  # take what is still in the pipes
+            ready, _, _ = select.select(list(open_fds), [], [], max(0.0, end - time.monotonic()))
+            for fd in ready:
+                if not self.relay(fd):
+                    open_fds.discard(fd)
+        self.watch_log()
+        self.record_exit(status, rusage, held_open=bool(open_fds))
+
+    def record_exit(self, status, rusage, held_open):
+        """Write the exit event: status or signal, resources, OOM counters, kernel lines, leftovers."""
+        sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+        oom_after = oom_counters(self.mem[0], self.mem[1])
+        kernel = kernel_oom_lines(self.job.pid) if sig == signal.SIGKILL else []
+        leftovers = _group_members(self.pgid)
+        self.record.event(
+            "exit", sync=True, pid=self.job.pid, exit_code=os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+            signal=signal.Signals(sig).name if sig else None, signum=sig,
+            core_dumped=bool(os.WIFSIGNALED(status) and os.WCOREDUMP(status)),
+            wall_s=round(time.time() - self.t_spawn, 3), max_rss_kb=rusage.ru_maxrss,
+            utime_s=round(rusage.ru_utime, 3), stime_s=round(rusage.ru_stime, 3),
+            oom_before=self.oom_before, oom_after=oom_after, memory_cgroup=self.mem[1], kernel=kernel,
+            stdout_bytes=self._total("stdout"), stderr_bytes=self._total("stderr"),
+            log_size=self.log_state[1] if self.log_state else None, leftovers=leftovers,
+            pipes_held_open=held_open)
+        self.beat()
+        self.remove_cgroup()
+
+    def remove_cgroup(self):
+        """Remove the child cgroup we made (only possible once nothing is left in it)."""
+        mem = getattr(self, "mem", None)
+        if mem and mem[2]:
+            try:
+                os.rmdir(mem[1])
+            except OSError as exc:
+                self.record.event("cgroup-left", cgroup=mem[1], error=exc.strerror)
+
+
+def job_outputs(pids, run_dir, log_path, main_pid=None):
+    """Where the processes' stdout/stderr point (when not at us or a terminal) and the log files they write.
+
+    Only the job's own process counts when its output goes to a device (/dev/null): helpers it starts
+    often silence their output on purpose.
+    """
+    ours = os.path.realpath(run_dir)
+    expected = os.path.realpath(log_path) if log_path else None
+    streams, files = [], []
+    for pid in pids[:16]:
+        base = "/proc/%d/fd" % pid
+        try:
+            fds = os.listdir(base)
+        except OSError:
+            continue
+        for fd in fds:
+            target = _readlink(base + "/" + fd)
+            if not target or not target.startswith("/") or target.startswith(ours) or target == expected:
+                continue
+            if fd in ("1", "2"):
+                if not target.startswith(("/dev/pts", "/dev/tty")) and \
+                        (pid == main_pid or not target.startswith("/dev/")):
+                    streams.append([pid, int(fd), target])
+            elif target.endswith(LOG_SUFFIXES) and not target.startswith(("/dev/", "/proc/", "/sys/")) \
+                    and _fd_writable(pid, fd):
+                files.append([pid, target])
+    return {"streams": streams, "files": files}
+
+
+def _fd_writable(pid, fd):
+    text = read_text("/proc/%d/fdinfo/%s" % (pid, fd)) or ""
+    for line in text.splitlines():
+        if line.startswith("flags:"):
+            try:
+                return int(line.split()[1], 8) & 0o3 in (1, 2)
+            except (ValueError, IndexError):
+                return False
+    return False
+
+
+def _readlink(path):
+    try:
+        return os.readlink(path)
+    except OSError:
+        return None
+
+
+def _drain_fd(fd):
+    try:
+        while os.read(fd, 4096):
+            pass
+    except OSError:
+        pass
+
+
+def _returncode(status):
+    return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+
+def _group_members(pgid):
+    """Pids still in the job's process group after its leader died (daemons, stray workers)."""
+    out = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return out
+    for n in names:
+        if n.isdigit():
+            try:
+                if os.getpgid(int(n)) == pgid:
+                    out.append(int(n))
+            except OSError:
+                pass
+    return out[:50]
+
+
+def main(argv):
+    """`recorder.py RUN_DIR`: run the job RUN_DIR/spec.json describes and record it."""
+    if len(argv) != 2:
+        sys.stderr.write("usage: recorder.py RUN_DIR\n")
+        return 2
+    run_dir = argv[1]
+    with open(os.path.join(run_dir, "spec.json")) as f:
+        spec = json.load(f)
+    rec = Recorder(run_dir, spec)
+    rec.install_signals()
+    rec.describe_self()
+    rec.watch_log()  # before we create it: did the log exist already?
+    if rec.open_log() and rec.spawn():
+        rec.run()
+    rec.flush_signals()
+    rec.record.event("recorder-exit", sync=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

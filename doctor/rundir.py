@@ -1,0 +1,221 @@
+"""Run folders: where each launch keeps its spec, its append-only record and its output copies.
+
+A run lives in `<cwd>/.dfdoctor/runs/<id>/` (or the folder `--run-dir` names). Ids sort by time, so the
+latest run is the last name. Old runs are pruned by count; a run whose recorder still lives never is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from .recorder import proc_start_time, read_text
+
+RUNS_SUBDIR = Path(".dfdoctor") / "runs"
+DEFAULT_KEEP = 20
+RECORD = "record.jsonl"
+LAUNCHER = "launcher.jsonl"
+
+
+class RunNotFound(LookupError):
+    """No run folder matches what the user named."""
+
+
+def runs_root(cwd: Path) -> Path:
+    """The folder holding the run folders of launches made from `cwd`."""
+    return Path(cwd) / RUNS_SUBDIR
+
+
+def new_run(cwd: Path, run_dir: Optional[Path] = None) -> tuple[str, Path]:
+    """Create a fresh run folder and return (id, path); an explicit `run_dir` must not hold a run already."""
+    run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+    if run_dir is not None:
+        path = Path(run_dir).absolute()
+        if (path / RECORD).exists():
+            raise FileExistsError(f"{path} already holds a run (record.jsonl); choose an empty --run-dir")
+        path.mkdir(parents=True, exist_ok=True)
+        return run_id, path
+    root = runs_root(cwd)
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / run_id
+    path.mkdir()
+    return run_id, path
+
+
+def list_runs(cwd: Path) -> list[Path]:
+    """The run folders under `cwd`, oldest first."""
+    root = runs_root(cwd)
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir() and (p / "spec.json").exists())
+
+
+def prune(cwd: Path, keep: int = DEFAULT_KEEP) -> list[Path]:
+    """Delete the oldest run folders beyond `keep`, never one whose recorder still runs; return those deleted."""
+    runs = list_runs(cwd)
+    removed = []
+    for path in runs[: max(0, len(runs) - max(1, keep))]:
+        if load(path).recorder_alive():
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
+def find_run(cwd: Path, ref: Optional[str] = None) -> Path:
+    """The run folder `ref` names (a path, an id or an id prefix); the latest run when `ref` is None."""
+    if ref:
+        p = Path(ref)
+        if p.is_dir() and ((p / RECORD).exists() or (p / "spec.json").exists()):
+            return p.absolute()
+        matches = [r for r in list_runs(cwd) if r.name.startswith(ref)]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise RunNotFound(f"run {ref!r} is ambiguous: {', '.join(m.name for m in matches)}")
+        raise RunNotFound(f"no run {ref!r} (looked for a run folder at that path and under {runs_root(cwd)})")
+    runs = list_runs(cwd)
+    if not runs:
+        raise RunNotFound(f"no runs under {runs_root(cwd)}; start one with `dfdoctor launch -- COMMAND`")
+    return runs[-1]
+
+
+def append_event(run_dir: Path, name: str, **data: Any) -> None:
+    """dfdoctor's own notes about the run (launched, detached), kept apart from the recorder's record."""
+    data.update(t=round(time.time(), 6), event=name)
+    line = (json.dumps(data, default=str, sort_keys=True) + "\n").encode()
+    fd = os.open(run_dir / LAUNCHER, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Events from a JSON-lines file; a torn last line (a crash mid-write) is skipped, not fatal."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return []
+    events = []
+    for line in data.splitlines():
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(ev, dict) and "event" in ev:
+            events.append(ev)
+    return events
+
+
+@dataclass
+class RunRecord:
+    """Everything a run folder says about one launch."""
+
+    dir: Path
+    spec: dict[str, Any] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    launcher: list[dict[str, Any]] = field(default_factory=list)
+    heartbeat: Optional[dict[str, Any]] = None
+
+    @property
+    def id(self) -> str:
+        return self.spec.get("run_id") or self.dir.name
+
+    def first(self, name: str) -> Optional[dict[str, Any]]:
+        """The first event called `name`, or None."""
+        return next((e for e in self.events if e["event"] == name), None)
+
+    def all(self, name: str) -> list[dict[str, Any]]:
+        """Every event called `name`, in order."""
+        return [e for e in self.events if e["event"] == name]
+
+    @property
+    def recorder(self) -> Optional[dict[str, Any]]:
+        return self.first("recorder")
+
+    @property
+    def spawned(self) -> Optional[dict[str, Any]]:
+        return self.first("spawned")
+
+    @property
+    def exit(self) -> Optional[dict[str, Any]]:
+        return self.first("exit")
+
+    @property
+    def finished(self) -> bool:
+        """The recorder wrote its last word: the job ended, or it was never started."""
+        return self.first("recorder-exit") is not None or self.exit is not None
+
+    @property
+    def job_pid(self) -> Optional[int]:
+        return self.spawned["pid"] if self.spawned else None
+
+    def recorder_alive(self) -> bool:
+        """The recorder process of this run still runs (same pid, start time and boot)."""
+        rec = self.recorder
+        if not rec or self.first("recorder-exit"):
+            return False
+        if rec.get("boot_id") and rec["boot_id"] != (read_text("/proc/sys/kernel/random/boot_id") or "").strip():
+            return False
+        return proc_start_time(rec["pid"]) == rec.get("start_ticks")
+
+    def job_alive(self) -> bool:
+        """The job's main process still runs (same pid and start time)."""
+        sp = self.spawned
+        if not sp or self.exit:
+            return False
+        if self.recorder and self.recorder.get("boot_id") and \
+                self.recorder["boot_id"] != (read_text("/proc/sys/kernel/random/boot_id") or "").strip():
+            return False
+        return proc_start_time(sp["pid"]) == sp.get("start_ticks")
+
+    def output_bytes(self) -> int:
+        """How many bytes the job wrote to stdout and stderr so far."""
+        hb = self.heartbeat or {}
+        ex = self.exit or {}
+        return int(ex.get("stdout_bytes", hb.get("stdout_bytes") or 0) or 0) + \
+            int(ex.get("stderr_bytes", hb.get("stderr_bytes") or 0) or 0)
+
+    def stream(self, name: str, limit: int = 64 << 10) -> str:
+        """The last `limit` bytes the job wrote on `name` (stdout or stderr), from the capped copies."""
+        return read_stream(self.dir, name, limit)
+
+
+def load(run_dir: Path) -> RunRecord:
+    """Read a run folder as it is now (safe while the recorder is still writing)."""
+    run_dir = Path(run_dir)
+    try:
+        spec = json.loads((run_dir / "spec.json").read_text())
+    except (OSError, ValueError):
+        spec = {}
+    hb = None
+    try:
+        hb = json.loads((run_dir / "heartbeat").read_text())
+    except (OSError, ValueError):
+        pass
+    return RunRecord(run_dir, spec, _read_jsonl(run_dir / RECORD), _read_jsonl(run_dir / LAUNCHER), hb)
+
+
+def read_stream(run_dir: Path, name: str, limit: int = 64 << 10) -> str:
+    """Reassemble a capped stream copy (head, then the older and newer tail segments); keep the last `limit`."""
+    parts = []
+    head = Path(run_dir) / f"{name}.log"
+    segs = [Path(run_dir) / f"{name}.tail.{i}" for i in (0, 1)]
+    segs = sorted((s for s in segs if s.exists()), key=lambda s: s.stat().st_mtime_ns)
+    for p in [head, *segs]:
+        try:
+            with open(p, "rb") as f:
+                size = f.seek(0, os.SEEK_END)
+                f.seek(max(0, size - limit))
+                parts.append(f.read())
+        except OSError:
+            continue
+    data = b"".join(parts)[-limit:]
+    return data.decode("utf-8", "replace")

@@ -1,0 +1,99 @@
+"""Thread stacks of a live job, taken from outside with py-spy.
+
+Why py-spy: a job stuck in an import, a lock or CUDA init cannot be asked to dump its own stacks (it never
+registered faulthandler, and it may hold the GIL forever). `py-spy dump --pid` reads the interpreter's
+memory from outside via process_vm_readv (root here, or ptrace permission), needs no cooperation and no
+restart, works on any CPython 3.x, and prints every thread with its state (active/idle/gil). Where py-spy is
+missing or not allowed, we fall back to what the kernel shows: each thread's state and wait channel.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import psutil
+
+from .probe import run_command
+
+DUMP_TIMEOUT_S = 10.0
+MAX_PROCESSES = 4  # the job and a few Python children are enough to see who waits on whom
+
+
+@dataclass(frozen=True)
+class Stacks:
+    """The stacks of one process, or why we could not get them."""
+
+    pid: int
+    text: str
+    tool: str  # py-spy | kernel
+    error: Optional[str] = None
+
+
+def py_spy() -> Optional[str]:
+    """The py-spy executable: on PATH, or installed beside dfdoctor's interpreter."""
+    found = shutil.which("py-spy")
+    if found:
+        return found
+    beside = Path(sys.executable).parent / "py-spy"
+    return str(beside) if beside.exists() else None
+
+
+def kernel_view(pid: int) -> str:
+    """Each thread's name, scheduler state and kernel wait channel: what is left without py-spy."""
+    lines = []
+    try:
+        tids = sorted(os.listdir(f"/proc/{pid}/task"), key=int)
+    except OSError:
+        return ""
+    for tid in tids[:64]:
+        base = f"/proc/{pid}/task/{tid}"
+        try:
+            comm = Path(base, "comm").read_text().strip()
+            state = Path(base, "stat").read_text().rsplit(")", 1)[1].split()[0]
+            wchan = Path(base, "wchan").read_text().strip() or "-"
+        except OSError:
+            continue
+        lines.append(f"thread {tid} ({comm}): state {state}, waiting in {wchan}")
+    return "\n".join(lines)
+
+
+def dump(pid: int, timeout: float = DUMP_TIMEOUT_S) -> Stacks:
+    """Every thread's Python stack of process `pid`."""
+    tool = py_spy()
+    if tool:
+        out = run_command([tool, "dump", "--pid", str(pid)], timeout=timeout, stack_signal=None)
+        if out.returncode == 0 and out.stdout.strip():
+            return Stacks(pid, out.stdout.strip(), "py-spy")
+        why = out.spawn_error or (out.stderr.strip().splitlines() or [f"exit status {out.returncode}"])[-1]
+        if out.timed_out:
+            why = f"py-spy did not answer within {timeout:g} s"
+    else:
+        why = "py-spy is not installed (pip install py-spy)"
+    return Stacks(pid, kernel_view(pid), "kernel", why)
+
+
+def python_processes(pid: int) -> list[int]:
+    """The job's process and its descendants that run Python, the job first."""
+    try:
+        root = psutil.Process(pid)
+        procs = [root] + root.children(recursive=True)
+    except psutil.Error:
+        return []
+    out = []
+    for p in procs:
+        try:
+            if p.pid == pid or "python" in os.path.basename(p.exe() or p.name()):
+                out.append(p.pid)
+        except psutil.Error:
+            continue
+    return out[:MAX_PROCESSES]
+
+
+def dump_tree(pid: int, timeout: float = DUMP_TIMEOUT_S) -> list[Stacks]:
+    """Stacks of the job and of its Python descendants (a shell wrapper's child is the interesting one)."""
+    return [dump(p, timeout) for p in python_processes(pid)]

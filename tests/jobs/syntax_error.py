@@ -1,0 +1,3 @@
+"""Does not compile: `syntax-error`."""
+def main(:
+    print("never reached")
