@@ -8,25 +8,32 @@ are visible, or when the launch (torchrun --nproc_per_node N) or the config asks
 Options ([tool.dfdoctor.checks."cuda.nccl"] or the environment of `dfdoctor check`):
   world_size / DFDOCTOR_NCCL_WORLD_SIZE   ranks to start, whatever is visible
   hang_rank  / DFDOCTOR_NCCL_HANG_RANK    make that rank hang before init_process_group (fault injection)
+  fail_rank  / DFDOCTOR_NCCL_FAIL_RANK    make that rank raise before init_process_group (fault injection)
   backend    / DFDOCTOR_NCCL_BACKEND      'nccl' (default); 'gloo' runs the same test on CPUs
 """
 
 from __future__ import annotations
 
+import signal
 import socket
 import threading
 import time
 from typing import Iterator, Optional
 
+import psutil
+
 from doctor import causes, check, fail, ok, skip
 from doctor.model import Result
-from doctor.probe import ProbeOutcome, run_probe
+from doctor.probe import STACK_GRACE_S, ProbeOutcome, kill_group, run_probe
 
 from .cuda_common import expectation, innermost_frame, parse_visible, physical_gpus_cheap, probe_env, stack_excerpt
 
 DEFAULT_TIMEOUT = 120.0
-STAGES = ("start", "import torch", "cuda device", "injected hang before init_process_group", "rendezvous",
+STAGES = ("start", "import torch", "cuda device", "injected failure before init_process_group",
+          "injected hang before init_process_group", "rendezvous",
           "init_process_group", "all_reduce", "barrier", "destroy_process_group", "done")
+# After one rank has failed on its own, the others get this long to finish (or fail) before they are stopped.
+FAIL_FAST_GRACE_S = 3.0
 _WAITING = ("timed out", "timeout", "waiting for", "diststoreerror", "connection refused", "clients joined")
 
 
@@ -41,20 +48,27 @@ def cuda_nccl(ctx) -> Iterator[Result]:
         yield skip(f"{why}: an NCCL group needs two or more ranks (cuda.init reports on single GPUs)",
                    data={"nccl": {"visible": list(vis.visible), "world_size": world}})
         return
-    hang_rank = _opt(ctx, "hang_rank", "DFDOCTOR_NCCL_HANG_RANK")
-    hang_rank = int(hang_rank) if hang_rank not in (None, "") else None
+    hang_rank = _rank_opt(ctx, "hang_rank", "DFDOCTOR_NCCL_HANG_RANK")
+    fail_rank = _rank_opt(ctx, "fail_rank", "DFDOCTOR_NCCL_FAIL_RANK")
     limit = float(ctx.timeout or DEFAULT_TIMEOUT)
-    outcomes = _run_ranks(ctx, world, backend, hang_rank, max(2.0, limit - 1.5))
-    ranks = [_rank_view(r, out, vis) for r, out in enumerate(outcomes)]
+    outcomes, stopped = _run_ranks(ctx, world, backend, (hang_rank, fail_rank), max(2.0, limit - 1.5))
+    ranks = [_rank_view(r, out, vis, r in stopped) for r, out in enumerate(outcomes)]
     data = {"nccl": {"backend": backend, "world_size": world, "why": why, "injected_hang_rank": hang_rank,
+                     "injected_fail_rank": fail_rank,
                      "visible": list(vis.visible), "ranks": ranks}}
-    yield _verdict(ranks, world, backend, limit, hang_rank, data)
+    yield _verdict(ranks, world, backend, limit, data)
 
 
 def _opt(ctx, name: str, env_name: str):
     """A check option from the config, else from the environment dfdoctor was given."""
     value = ctx.option("cuda.nccl", name)
     return value if value is not None else ctx.env.get(env_name)
+
+
+def _rank_opt(ctx, name: str, env_name: str) -> Optional[int]:
+    """A rank number option (fault injection), or None."""
+    value = _opt(ctx, name, env_name)
+    return int(value) if value not in (None, "") else None
 
 
 def _world_size(ctx, vis, backend: str) -> tuple[int, str]:
@@ -79,8 +93,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _run_ranks(ctx, world: int, backend: str, hang_rank: Optional[int], timeout: float) -> list[ProbeOutcome]:
-    """Start every rank at once (each its own killable process group) and wait for all of them."""
+def _run_ranks(ctx, world: int, backend: str, faults: tuple[Optional[int], Optional[int]],
+               timeout: float) -> tuple[list[ProbeOutcome], set[int]]:
+    """Start every rank at once (each its own killable process group) and wait for all of them.
+
+    Once a rank has failed on its own the others can only wait for it until the deadline, so after a short
+    grace they are stopped (stacks first); the second value is the set of ranks stopped that way.
+    """
     port = _free_port()
     deadline = time.time() + timeout
     outcomes: list[Optional[ProbeOutcome]] = [None] * world
@@ -89,29 +108,70 @@ def _run_ranks(ctx, world: int, backend: str, hang_rank: Optional[int], timeout:
         env = probe_env(ctx, {"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
                               "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
                               "DFDOCTOR_NCCL_BACKEND": backend, "DFDOCTOR_NCCL_DEADLINE": f"{deadline:.3f}",
-                              "DFDOCTOR_NCCL_HANG": "1" if rank == hang_rank else "0"})
-        outcomes[rank] = run_probe(ctx, "cuda_nccl_probe.py", timeout=timeout, env=env)
+                              "DFDOCTOR_NCCL_HANG": "1" if rank == faults[0] else "0",
+                              "DFDOCTOR_NCCL_FAIL": "1" if rank == faults[1] else "0"})
+        outcomes[rank] = run_probe(ctx, "cuda_nccl_probe.py", [f"--rank={rank}"], timeout=timeout, env=env)
 
     threads = [threading.Thread(target=one, args=(r,), name=f"rank{r}", daemon=True) for r in range(world)]
     for t in threads:
         t.start()
+    stopped: set[int] = set()
+    failed_at: Optional[float] = None
+    while any(t.is_alive() for t in threads):
+        time.sleep(0.1)
+        if failed_at is None and any(o is not None and _failed_alone(o) for o in outcomes):
+            failed_at = time.monotonic()
+        if failed_at is not None and not stopped and time.monotonic() - failed_at > FAIL_FAST_GRACE_S:
+            stopped = _stop_ranks([r for r, o in enumerate(outcomes) if o is None])
     for t in threads:
         t.join()
-    return [o for o in outcomes if o is not None]
+    return [o for o in outcomes if o is not None], stopped
 
 
-def _rank_view(rank: int, out: ProbeOutcome, vis) -> dict:
+def _failed_alone(out: ProbeOutcome) -> bool:
+    """A rank that ended with an error of its own (not a timeout waiting for the others)."""
+    p = out.payload or {}
+    if out.timed_out:
+        return False
+    if p.get("error"):
+        return not any(w in p["error"].lower() for w in _WAITING)
+    return p.get("stage") != "done"
+
+
+def _stop_ranks(ranks: list[int]) -> set[int]:
+    """Stop the probes of these ranks: SIGUSR1 for their stacks, then SIGKILL to each whole process group."""
+    me = psutil.Process()
+    pids = {}
+    for child in me.children():
+        try:
+            tag = next((a for a in child.cmdline() if a.startswith("--rank=")), None)
+        except psutil.Error:
+            continue
+        if tag and int(tag.split("=", 1)[1]) in ranks:
+            pids[int(tag.split("=", 1)[1])] = child.pid
+    for pid in pids.values():
+        kill_group(pid, signal.SIGUSR1)
+    time.sleep(STACK_GRACE_S)
+    for pid in pids.values():
+        kill_group(pid, signal.SIGKILL)
+    return set(pids)
+
+
+def _rank_view(rank: int, out: ProbeOutcome, vis, stopped: bool = False) -> dict:
     """One rank's story: ok, error (it reported), waited (a timeout waiting for others), hung or died."""
     p = out.payload or {}
     gpu = vis.visible[rank] if rank < len(vis.visible) else None
     view = {"rank": rank, "gpu": gpu, "stage": p.get("stage", "start"), "stages": p.get("stages"),
             "duration_s": round(out.duration_s, 3), "all_reduce": p.get("all_reduce"), "device": p.get("gpu"),
-            "nccl": p.get("nccl"), "env": p.get("env")}
+            "nccl": p.get("nccl"), "env": p.get("env"), "injected_hang": p.get("injected_hang", False),
+            "injected_fail": p.get("injected_fail", False)}
     if p.get("error"):
         err = p["error"]
         waited = any(w in err.lower() for w in _WAITING) and p.get("failed_stage") in ("rendezvous", "init_process_group")
         view.update(state="waited" if waited else "error", error=err, stage=p.get("failed_stage"),
                     traceback=(p.get("traceback") or "").strip().splitlines()[-6:])
+    elif stopped:
+        view.update(state="stopped", stack=stack_excerpt(out.stderr, 30))
     elif out.timed_out:
         view.update(state="hung", stack=stack_excerpt(out.stderr, 30))
     elif p.get("stage") == "done":
@@ -127,19 +187,20 @@ def _label(r: dict) -> str:
     return f"rank {r['rank']}" + (f" (GPU {r['gpu']})" if r.get("gpu") is not None else "")
 
 
-def _verdict(ranks: list[dict], world: int, backend: str, limit: float, hang_rank: Optional[int],
-             data: dict) -> Result:
+def _verdict(ranks: list[dict], world: int, backend: str, limit: float, data: dict) -> Result:
     """Name the culprit ranks: those that failed on their own, else the hung ones at the earliest stage."""
     lines = tuple(_rank_line(r) for r in ranks)
     bad = [r for r in ranks if r["state"] in ("error", "died", "wrong")]
     hung = [r for r in ranks if r["state"] == "hung"]
     waited = [r for r in ranks if r["state"] == "waited"]
-    injected = " (injected by DFDOCTOR_NCCL_HANG_RANK)" if hang_rank is not None else ""
     if bad:
         first = bad[0]
         what = first.get("error") or _wrong(first)
         names = ", ".join(_label(r) for r in bad)
-        return fail(f"{names} failed in {first['stage']}: {what}", causes.CUDA_INIT_FAILED,
+        rest = [r for r in ranks if r not in bad and r["state"] != "ok"]
+        tail = (f"; {', '.join(_label(r) for r in rest)} waited for {'it' if len(bad) == 1 else 'them'} and "
+                f"{'was' if len(rest) == 1 else 'were'} stopped") if rest else ""
+        return fail(f"{names} failed in {first['stage']}{_injected(first, 'fail')}: {what}{tail}", causes.CUDA_INIT_FAILED,
                     evidence=lines + tuple(first.get("traceback") or first.get("stderr") or ()), data=data,
                     fix=_fix(first))
     if hung:
@@ -152,7 +213,7 @@ def _verdict(ranks: list[dict], world: int, backend: str, limit: float, hang_ran
         if len(culprits) == len(ranks):
             summary = f"all {world} ranks hung in {stage} after {limit:.0f} s"
         else:
-            summary = f"{names} hung in stage '{stage}'{injected} and never joined the group{tail}"
+            summary = f"{names} hung in stage '{stage}'{_injected(culprits[0], 'hang')} and never joined the group{tail}"
         stack = culprits[0].get("stack") or []
         frame = innermost_frame(stack)
         return fail(summary, causes.CUDA_INIT_HANG, data=data,
@@ -170,6 +231,11 @@ def _verdict(ranks: list[dict], world: int, backend: str, limit: float, hang_ran
     return ok(f"{backend}{' ' + nccl if nccl else ''}: {world} ranks formed a group in {init_s:.2f} s, all-reduced the "
               f"right sum ({ranks[0]['all_reduce']['expected']:g}) in {secs * 1000:.1f} ms and passed a barrier",
               evidence=lines, data=data)
+
+
+def _injected(r: dict, kind: str) -> str:
+    """' (injected by ...)' when this rank's fault was asked for, so nobody mistakes a drill for a finding."""
+    return f" (injected by DFDOCTOR_NCCL_{kind.upper()}_RANK)" if r.get(f"injected_{kind}") else ""
 
 
 def _order(stage: str) -> int:
@@ -197,7 +263,7 @@ def _rank_line(r: dict) -> str:
 def _fix(r: dict) -> str:
     """What to do about a rank that failed on its own."""
     err = (r.get("error") or "").lower()
-    if "invalid device ordinal" in err or "invalid device" in err or "no cuda gpus" in err:
+    if "torch sees" in err or "invalid device ordinal" in err or "no cuda gpus" in err:
         return "start no more ranks than visible GPUs (torchrun --nproc_per_node), and check CUDA_VISIBLE_DEVICES"
     if r["state"] == "wrong":
         return "a wrong all-reduce means corrupted transfers: rerun with NCCL_P2P_DISABLE=1 to test the GPU links"

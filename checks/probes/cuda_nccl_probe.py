@@ -3,8 +3,8 @@
 dfdoctor starts one of these per GPU (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT in the
 environment, like torchrun). Each rank meets the others through a TCPStore, creates the process group, all-
 reduces a tensor whose sum it knows, and passes a barrier. The answer is rewritten at every stage, so a rank
-killed at the deadline still says where it was; DFDOCTOR_NCCL_HANG=1 makes this rank hang before
-init_process_group (fault injection for testing the check itself).
+killed at the deadline still says where it was. DFDOCTOR_NCCL_HANG=1 / DFDOCTOR_NCCL_FAIL=1 make this rank
+hang / raise before init_process_group (fault injection, for testing the check itself).
 """
 
 from __future__ import annotations
@@ -52,6 +52,11 @@ def main() -> int:
         STATE["torch"] = torch.__version__
         if BACKEND == "nccl":
             stage("cuda device")
+            count = torch.cuda.device_count() if torch.version.cuda else 0
+            if LOCAL_RANK >= count:
+                why = "a CPU-only torch build" if not torch.version.cuda else \
+                    f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r}"
+                raise RuntimeError(f"rank {RANK} needs GPU {LOCAL_RANK}, but torch sees {count} GPU(s) ({why})")
             torch.cuda.set_device(LOCAL_RANK)
             device = torch.device("cuda", LOCAL_RANK)
             torch.ones(1, device=device)
@@ -62,7 +67,12 @@ def main() -> int:
                 pass
         else:
             device = torch.device("cpu")
+        if os.environ.get("DFDOCTOR_NCCL_FAIL") == "1":
+            STATE["injected_fail"] = True
+            stage("injected failure before init_process_group")
+            raise RuntimeError("injected failure (DFDOCTOR_NCCL_FAIL_RANK)")
         if os.environ.get("DFDOCTOR_NCCL_HANG") == "1":
+            STATE["injected_hang"] = True
             stage("injected hang before init_process_group")
             while True:  # DFDOCTOR_NCCL_HANG_RANK asked for this rank to hang; dfdoctor kills it at the deadline
                 time.sleep(3600)
