@@ -1,0 +1,102 @@
+"""Helpers for the launch/status tests: run `dfdoctor launch` on a job from this folder, read the verdict, and
+kill whatever a run left running (jobs judged hung or buffered keep running by design)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+JOBS = Path(__file__).resolve().parent
+DFDOCTOR = str(Path(sys.executable).parent / "dfdoctor")
+PY = sys.executable
+
+
+def job_env(**extra: str) -> dict[str, str]:
+    """The test environment without PYTHONUNBUFFERED (set on this machine), so buffering is Python's default."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    env["NO_COLOR"] = "1"
+    env.update(extra)
+    return env
+
+
+def dfdoctor(*args: str, cwd: Path, env: Optional[dict] = None, timeout: float = 180) -> subprocess.CompletedProcess:
+    """Run the installed console script in a real subprocess."""
+    return subprocess.run([DFDOCTOR, *args], cwd=cwd, env=env or job_env(), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def launch(work: Path, *command: str, watch: float = 5, check: bool = False, log: Optional[str] = "train.log",
+           extra: tuple[str, ...] = (), env: Optional[dict] = None) -> tuple[subprocess.CompletedProcess, dict]:
+    """`dfdoctor launch` a command in `work`; return the process and its JSON report."""
+    out = work / f"report-{time.monotonic_ns()}.json"
+    args = ["launch", "--cwd", str(work), "--watch", str(watch), "--format", "json", "--output", str(out),
+            "--format", "text"]
+    if log:
+        args += ["--log", log if os.path.isabs(log) else str(work / log)]
+    if not check:
+        args.append("--no-check")
+    proc = dfdoctor(*args, *extra, "--", *command, cwd=work, env=env)
+    assert out.exists(), f"no report written; rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return proc, json.loads(out.read_text())
+
+
+def status(work: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
+    """`dfdoctor status` in `work`; return the process and its JSON report."""
+    out = work / f"status-{time.monotonic_ns()}.json"
+    proc = dfdoctor("status", "--cwd", str(work), "--format", "json", "--output", str(out), "--format", "text",
+                    *args, cwd=work)
+    assert out.exists(), f"no report written; rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return proc, json.loads(out.read_text())
+
+
+def job(name: str, *args: str) -> list[str]:
+    """argv running a job script from this folder with dfdoctor's interpreter."""
+    return [PY, str(JOBS / name), *args]
+
+
+def text_of(report: dict) -> str:
+    """The verdict's summary and evidence as one string, to look for the culprit in."""
+    v = report["verdict"]
+    return "\n".join([v["summary"], v["fix"], *v["evidence"]])
+
+
+def records(work: Path) -> list[Path]:
+    """Every run folder under `work` (default place and any --run-dir inside it)."""
+    return [p.parent for p in work.rglob("spec.json")]
+
+
+def kill_runs(work: Path) -> None:
+    """Kill the job (its whole process group) and the recorder of every run under `work`."""
+    from doctor import rundir
+    from doctor.recorder import proc_start_time
+
+    for d in records(work):
+        run = rundir.load(d)
+        for ev, group in ((run.spawned, True), (run.recorder, False)):
+            if ev and proc_start_time(ev["pid"]) == ev.get("start_ticks"):
+                try:
+                    os.killpg(ev["pid"], signal.SIGKILL) if group else os.kill(ev["pid"], signal.SIGKILL)
+                except OSError:
+                    pass
+    deadline = time.monotonic() + 5
+    for d in records(work):
+        run = rundir.load(d)
+        while run.recorder and proc_start_time(run.recorder["pid"]) == run.recorder.get("start_ticks") \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+def wait_for(pred, timeout: float = 10.0, step: float = 0.05) -> bool:
+    """Poll `pred` until it is true or `timeout` passes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(step)
+    return bool(pred())

@@ -1,0 +1,152 @@
+"""`dfdoctor launch` on real jobs: every cause a dead or silent job can show, and a healthy one called running."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from jobs.harness import job, job_env, kill_runs, launch, text_of
+
+DEAD = [
+    # (id, command, extra options, cause, what the evidence must name)
+    ("crash", job("crash.py"), (), "crashed", ["FloatingPointError", "crash.py\", line 7"]),
+    ("missing-module", job("missing_module.py"), (), "missing-module", ["dfdoctor_no_such_module_xyz",
+                                                                      "missing_module.py, line 4"]),
+    ("syntax-error", job("syntax_error.py"), (), "syntax-error", ["syntax_error.py, line 2", "SyntaxError"]),
+    ("import-error", job("import_error.py"), (), "import-error", ["badlib.py, line 3", "KeyError: 'batch_size'"]),
+    ("exited-early", job("exited_early.py"), (), "exited-early", ["status 0"]),
+    ("killed-by-signal", job("self_kill.py"), (), "killed-by-signal", ["SIGKILL"]),
+    ("segfault", job("segfault.py"), (), "crashed", ["SIGSEGV"]),
+    ("oom-killed", job("oom.py"), ("--memory-limit", "128M"), "oom-killed",
+     ["oom_kill counter", "0 before, 1 after", "Killed process"]),
+    ("no-such-command", ["dfdoctor-no-such-command-xyz", "--lr", "1"], (), "command-not-found",
+     ["dfdoctor-no-such-command-xyz", "ENOENT"]),
+    ("no-such-script", [job("crash.py")[0], "no_such_train.py"], (), "command-not-found", ["no_such_train.py"]),
+    ("not-executable", [str(Path(job("crash.py")[1]))], (), "command-not-found", ["EACCES"]),
+]
+
+
+@pytest.fixture
+def work(tmp_path: Path):
+    """A scratch project folder; whatever a run left alive in it is killed afterwards."""
+    yield tmp_path
+    kill_runs(tmp_path)
+
+
+@pytest.mark.parametrize("name,command,extra,cause,culprits", DEAD, ids=[d[0] for d in DEAD])
+def test_dead_job_gets_its_cause(work, name, command, extra, cause, culprits):
+    t0 = time.monotonic()
+    proc, rep = launch(work, *command, extra=extra, watch=20)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert rep["verdict"]["state"] == "failed"
+    assert rep["verdict"]["cause"] == cause, text_of(rep)
+    for c in culprits:
+        assert c in text_of(rep), f"{c!r} not in evidence:\n{text_of(rep)}"
+    assert rep["verdict"]["fix"]
+    assert time.monotonic() - t0 < 15, "a dead job must not wait for the end of the watch"
+    assert f"[{cause}]" in proc.stdout
+
+
+def test_exit_status_and_signal_in_run(work):
+    _, rep = launch(work, *job("self_kill.py"))
+    assert rep["run"]["signal"] == "SIGKILL" and rep["run"]["exit_code"] is None
+    _, rep = launch(work, *job("crash.py"))
+    assert rep["run"]["exit_code"] == 1 and rep["run"]["signal"] is None
+    assert Path(rep["run"]["dir"], "report.json").exists()
+    events = [e["event"] for e in rep["timeline"]]
+    assert events.index("spawned") < events.index("exit") < events.index("verdict")
+
+
+def test_log_dir_missing_never_starts_the_job(work):
+    proc, rep = launch(work, *job("healthy.py", "5"), log=str(work / "no" / "such" / "train.log"))
+    assert proc.returncode == 1
+    assert rep["verdict"]["cause"] == "log-dir-missing"
+    assert str(work / "no" / "such") in text_of(rep)
+    assert rep["run"]["pid"] is None, "like `> LOG`, a log that cannot be opened means the job never starts"
+
+
+def test_log_not_writable(work):
+    (work / "train.log").mkdir()  # a folder where the log should be
+    proc, rep = launch(work, *job("healthy.py", "5"))
+    assert proc.returncode == 1
+    assert rep["verdict"]["cause"] == "log-not-writable"
+    assert "EISDIR" in text_of(rep)
+
+
+def test_pre_launch_check_blocks_then_force(work):
+    log = str(work / "missing" / "train.log")
+    proc, rep = launch(work, *job("healthy.py", "5"), log=log, check=True, extra=("--only", "log.writable"))
+    assert proc.returncode == 1 and rep["verdict"]["cause"] == "log-dir-missing"
+    assert "Not launched" in rep["verdict"]["summary"]
+    assert not (work / ".dfdoctor").exists(), "a blocked launch starts nothing"
+    proc, rep = launch(work, *job("healthy.py", "5"), log=log, check=True,
+                       extra=("--only", "log.writable", "--force"))
+    assert rep["verdict"]["cause"] == "log-dir-missing" and rep["run"]["dir"], "--force launched it anyway"
+
+
+def test_healthy_job_is_running_and_log_is_appended(work):
+    (work / "train.log").write_text("line from an earlier run\n")
+    t0 = time.monotonic()
+    proc, rep = launch(work, *job("healthy.py", "30"), watch=30)
+    took = time.monotonic() - t0
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert rep["verdict"]["state"] == "running" and rep["verdict"]["cause"] is None
+    assert took < 15, f"a healthy job is called running as soon as its log grows steadily, not after {took:.0f} s"
+    assert rep["run"]["pid"] and rep["run"]["id"] in proc.stdout
+    text = (work / "train.log").read_text()
+    assert text.startswith("line from an earlier run\nstep 0 loss"), "an existing log is only appended to"
+    os.kill(rep["run"]["pid"], 0)  # still alive after dfdoctor exited
+
+
+def test_import_hang_with_stacks(work):
+    proc, rep = launch(work, *job("import_hang.py"), watch=3)
+    assert proc.returncode == 1
+    assert rep["verdict"]["cause"] == "import-hang"
+    assert "hanglib.py" in text_of(rep) and "MainThread" in text_of(rep), "the stacks name where it waits"
+
+
+def test_output_buffered(work):
+    proc, rep = launch(work, *job("buffered.py"), watch=3)
+    assert proc.returncode == 1
+    assert rep["verdict"]["cause"] == "output-buffered", text_of(rep)
+    assert "PYTHONUNBUFFERED" in rep["verdict"]["fix"]
+
+
+def test_unbuffered_is_not_called_buffered(work):
+    proc, rep = launch(work, *job("buffered.py"), watch=10, env=job_env(PYTHONUNBUFFERED="1"))
+    assert proc.returncode == 0 and rep["verdict"]["state"] == "running", text_of(rep)
+
+
+def test_log_elsewhere_logging_file_handler(work):
+    other = work / "logs-elsewhere.log"
+    proc, rep = launch(work, *job("own_log.py", str(other)), watch=3)
+    assert proc.returncode == 1
+    assert rep["verdict"]["cause"] == "log-elsewhere"
+    assert str(other) in rep["verdict"]["summary"]
+
+
+def test_log_elsewhere_exec_redirect(work):
+    other = work / "other.log"
+    cmd = f"exec > {other} 2>&1; exec {job('healthy.py')[0]} -u {job('healthy.py')[1]} 20"
+    proc, rep = launch(work, "sh", "-c", cmd, watch=3)
+    assert proc.returncode == 1
+    assert rep["verdict"]["cause"] == "log-elsewhere"
+    assert f"fd 1 -> {other}" in text_of(rep)
+
+
+def test_no_redirect_job_writes_its_own_log(work):
+    log = work / "train.log"
+    proc, rep = launch(work, *job("own_log.py", str(log)), watch=10, extra=("--no-redirect",))
+    assert proc.returncode == 0 and rep["verdict"]["state"] == "running", text_of(rep)
+    assert "step" in log.read_text()
+
+
+@pytest.mark.slow
+def test_fx_trace_race_real_torch_compile(work):
+    proc, rep = launch(work, *job("fx_race.py"), watch=240)
+    assert proc.returncode == 1
+    assert rep["verdict"]["cause"] == "fx-trace-race", text_of(rep)
+    assert "symbolically trace" in text_of(rep) or "CURRENT_PATCHER" in text_of(rep)
