@@ -4,8 +4,10 @@ interpreter, standard library only.
 Requirement and marker logic (PEP 440/508) comes from the `packaging` library, loaded without touching
 `sys.path` so nothing of dfdoctor's environment leaks into what `importlib.metadata` sees here. It tries, in
 order: dfdoctor's own copy (its folder is passed as `packaging_dir`, loaded under a private module name), the
-training interpreter's `packaging`, and the copy pip vendors (`pip._vendor.packaging`). Markers are
-therefore evaluated for THIS interpreter: its Python version, platform and machine.
+training interpreter's `packaging`, and the copy pip vendors (`pip._vendor.packaging`). When none of
+them loads (a pip-less venv on a Python older than dfdoctor's `packaging` supports), `_pep508.py` beside this
+file is the fallback. Markers are therefore evaluated for THIS interpreter: its Python version, platform and
+machine.
 
 Input (JSON in argv[1]): {"requirements": [{"req": "torch>=2.4", "source": "requirements.txt:3",
 "constraint": false}], "packaging_dir": "...", "focus": ["torch"]}.
@@ -23,6 +25,7 @@ if HERE in sys.path:  # the probe's folder must not count as a place distributio
     sys.path.remove(HERE)
 sys.path.insert(0, HERE)
 from _probe_support import answer, install_stack_dump  # noqa: E402
+import _pep508  # noqa: E402  (the last resort when no `packaging` loads here)
 
 sys.path.remove(HERE)
 
@@ -56,7 +59,8 @@ def load_packaging(packaging_dir):
                     name + " " + getattr(importlib.import_module(name), "__version__", "?"))
         except Exception as exc:  # noqa: BLE001
             errors.append("%s: %s: %s" % (name, type(exc).__name__, exc))
-    return None, None, "; ".join(errors)
+    # No packaging works in this interpreter (a pip-less venv on an old Python): use the minimal one.
+    return _pep508, _pep508, "dfdoctor's minimal PEP 508 fallback (" + "; ".join(errors) + ")"
 
 
 def canonical(name):
@@ -115,8 +119,11 @@ def satisfied(req, version, version_mod):
         return True
     try:
         return req.specifier.contains(version_mod.Version(version), prereleases=True)
-    except Exception:  # noqa: BLE001 - a non-PEP 440 installed version: compare as text
-        return req.specifier.contains(version, prereleases=True)
+    except Exception:  # noqa: BLE001 - a non-PEP 440 installed version: compare as text, else give it the benefit
+        try:
+            return req.specifier.contains(version, prereleases=True)
+        except Exception:  # noqa: BLE001
+            return True
 
 
 def check_requirement(item, req_mod, version_mod, dists, out, closure_roots, extra=""):

@@ -1,0 +1,231 @@
+"""deps.requirements against real interpreters: a throwaway venv per test, distributions described by real
+dist-info metadata (what pip writes and importlib.metadata reads), requirements files as users write them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checks.deps_requirements import read_requirements
+from checks.deps_requirements import deps_requirements
+from doctor import Status, causes
+from doctor.context import Context
+
+BASE_PY = str(Path(sys.base_prefix) / "bin" / "python3")
+PY39 = "/root/.pyenv/versions/3.9.18/bin/python"
+
+
+def make_venv(where: Path, base: str = BASE_PY) -> tuple[str, Path]:
+    """A real, empty virtual environment (no pip): its python and its site-packages."""
+    subprocess.run([base, "-m", "venv", "--without-pip", str(where)], check=True, capture_output=True, timeout=60)
+    site = next((where / "lib").glob("python3*/site-packages"))
+    return str(where / "bin" / "python"), site
+
+
+def install_dist(site: Path, name: str, version: str, requires: tuple[str, ...] = ()) -> None:
+    """Write a distribution's metadata as pip would; importlib.metadata then reports it installed."""
+    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    lines = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    lines += [f"Requires-Dist: {r}" for r in requires]
+    (info / "METADATA").write_text("\n".join(lines) + "\n")
+    (info / "INSTALLER").write_text("pip\n")
+
+
+def run_check(py: str, cwd: Path, requirements: tuple[Path, ...] = (), env: dict | None = None):
+    ctx = Context(command=[py, "train.py"], cwd=cwd, python=py, requirements=list(requirements),
+                  env={**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, **(env or {})}, timeout=30)
+    return deps_requirements.run(ctx)
+
+
+def by_cause(results, cause):
+    return [r for r in results if r.cause == cause]
+
+
+@pytest.fixture
+def venv(tmp_path: Path):
+    py, site = make_venv(tmp_path / "venv")
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    return py, site, proj
+
+
+def test_missing_mismatch_markers_extras_and_includes(venv) -> None:
+    py, site, proj = venv
+    install_dist(site, "numpy", "1.21.0")
+    install_dist(site, "safetensors", "0.4.5")
+    install_dist(site, "datasets", "2.19.0", ("pyarrow>=12", 'aiohttp; extra == "streaming"'))
+    install_dist(site, "pyarrow", "15.0.0")
+    (proj / "requirements.txt").write_text(
+        "# drafter deps\n"
+        "numpy>=1.26  # needs the new RNG\n"
+        "safetensors==0.4.5 \\\n"
+        "    --hash=sha256:abc123\n"
+        "datasets[streaming]>=2.18\n"
+        "einops>=0.7\n"
+        "uvloop; sys_platform == 'win32'\n"
+        "-r more.txt\n"
+        "-c constraints.txt\n"
+        "-e .\n"
+        "--extra-index-url https://example.invalid/simple\n")
+    (proj / "more.txt").write_text("pyarrow<15\n")
+    (proj / "constraints.txt").write_text("tensorboard==2.16\nnumpy<3\n")
+    results = run_check(py, proj)
+    missing = {r.summary.split()[0] for r in by_cause(results, causes.DEPENDENCY_MISSING)}
+    mismatch = by_cause(results, causes.DEPENDENCY_MISMATCH)
+    assert missing == {"einops", "aiohttp"}  # aiohttp: pulled in by datasets[streaming]
+    texts = " | ".join(r.summary for r in mismatch)
+    assert "numpy 1.21.0 is installed, but requirements.txt:2 requires numpy>=1.26" in texts
+    assert "pyarrow 15.0.0 is installed, but more.txt:1 requires pyarrow<15" in texts
+    assert "uvloop" not in texts and "tensorboard" not in " ".join(r.summary for r in results)  # marker false; constraint only
+    assert all(r.status is Status.FAIL for r in missing and by_cause(results, causes.DEPENDENCY_MISSING))
+    data = results[0].data["requirements"]
+    assert {d["name"]: d["status"] for d in data}["uvloop"] == "not-applicable"
+    assert any(r.fix.endswith("'numpy>=1.26'") and py in r.fix for r in mismatch)
+
+
+def test_pyproject_dependencies_and_explicit_requirements(venv, tmp_path: Path) -> None:
+    py, site, proj = venv
+    install_dist(site, "click", "8.1.7")
+    (proj / "pyproject.toml").write_text('[project]\nname = "drafter"\ndependencies = ["click>=8", "rich>=13"]\n')
+    extra = tmp_path / "gpu-requirements.txt"
+    extra.write_text("triton>=3\n")
+    results = run_check(py, proj, requirements=(extra,))
+    missing = sorted(r.summary.split()[0] for r in by_cause(results, causes.DEPENDENCY_MISSING))
+    assert missing == ["rich", "triton"]
+    assert any("pyproject.toml [project] dependencies" in r.summary for r in results)
+
+
+def test_all_satisfied_is_ok(venv) -> None:
+    py, site, proj = venv
+    install_dist(site, "numpy", "2.1.0")
+    (proj / "requirements.txt").write_text("numpy>=1.26,<3\nfoo; python_version < '3.0'\n")
+    results = run_check(py, proj)
+    assert [r.status for r in results] == [Status.OK]
+    assert "1 requirement(s) from requirements.txt satisfied" in results[0].summary
+    assert "1 not applicable" in results[0].summary
+
+
+def test_torch_pins_checked_without_any_requirements_file(venv) -> None:
+    py, site, proj = venv
+    install_dist(site, "torch", "2.13.0", ('triton==3.5.0; platform_system == "Linux"', "sympy>=1.13.3",
+                                            "filelock", 'optree>=0.13.0; extra == "optree"'))
+    install_dist(site, "triton", "3.4.0")
+    install_dist(site, "filelock", "3.16.0")
+    results = run_check(py, proj)
+    mism = by_cause(results, causes.DEPENDENCY_MISMATCH)
+    miss = by_cause(results, causes.DEPENDENCY_MISSING)
+    assert any(r.status is Status.FAIL and "torch 2.13.0 requires triton==3.5.0, but triton 3.4.0 is installed" in r.summary
+               for r in mism)
+    assert any(r.status is Status.FAIL and "torch 2.13.0 requires sympy>=1.13.3, which is not installed" in r.summary
+               for r in miss)
+    assert not any("optree" in r.summary for r in results)  # an extra nobody asked for is not required
+
+
+def test_conflicts_outside_the_jobs_dependencies_only_warn(venv) -> None:
+    py, site, proj = venv
+    install_dist(site, "numpy", "2.1.0")
+    install_dist(site, "old-plotting-tool", "0.3", ("numpy<2",))
+    (proj / "requirements.txt").write_text("numpy>=2\n")
+    results = run_check(py, proj)
+    (conflict,) = by_cause(results, causes.DEPENDENCY_MISMATCH)
+    assert conflict.status is Status.WARN
+    assert "old-plotting-tool 0.3 requires numpy<2, but numpy 2.1.0 is installed" in conflict.evidence
+
+
+def test_conflict_inside_the_jobs_dependencies_fails(venv) -> None:
+    py, site, proj = venv
+    install_dist(site, "transformers", "4.40.0", ("tokenizers<0.20,>=0.19",))
+    install_dist(site, "tokenizers", "0.21.0")
+    (proj / "requirements.txt").write_text("transformers\n")
+    results = run_check(py, proj)
+    (r,) = by_cause(results, causes.DEPENDENCY_MISMATCH)
+    assert r.status is Status.FAIL and "transformers 4.40.0 requires tokenizers<0.20,>=0.19" in r.summary
+
+
+def test_duplicate_installs_on_sys_path_warn(venv, tmp_path: Path) -> None:
+    py, site, proj = venv
+    install_dist(site, "numpy", "2.1.0")
+    shadow = tmp_path / "shadow"
+    install_dist(shadow, "numpy", "1.24.0")
+    results = run_check(py, proj, env={"PYTHONPATH": str(shadow)})
+    (dup,) = [r for r in results if "more than once" in r.summary]
+    assert dup.status is Status.WARN and "1.24.0" in dup.evidence[0] and "2.1.0" in dup.evidence[0]
+
+
+def test_real_torch_in_the_project_venv() -> None:
+    """The interpreter dfdoctor's own tests run in has a real torch: its pins hold, and torch>=3 does not."""
+    proj = Path(__file__).resolve().parent / "samples" / "imports_ok"
+    results = run_check(sys.executable, proj)
+    assert [r.status for r in results if r.status not in (Status.OK,)] in ([], [Status.WARN])
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        req = Path(d) / "r.txt"
+        req.write_text("torch>=3\n")
+        results = run_check(sys.executable, proj, requirements=(req,))
+    (r,) = by_cause(results, causes.DEPENDENCY_MISMATCH)
+    assert r.summary.startswith("torch 2.") and "requires torch>=3" in r.summary
+
+
+@pytest.mark.skipif(not Path(PY39).exists(), reason="needs a Python 3.9 interpreter")
+def test_markers_are_evaluated_in_the_training_interpreter(tmp_path: Path) -> None:
+    """dfdoctor runs on 3.11; a 3.9 training venv must see `python_version < "3.10"` requirements apply."""
+    py, site = make_venv(tmp_path / "venv39", base=PY39)
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "requirements.txt").write_text('backports-zoneinfo; python_version < "3.10"\n'
+                                           'tomli>=2; python_version < "3.11"\n')
+    install_dist(site, "tomli", "2.0.1")
+    results = run_check(py, proj)
+    (r,) = by_cause(results, causes.DEPENDENCY_MISSING)
+    assert r.summary.startswith("backports-zoneinfo is not installed")
+    assert results[0].data["python_version"].startswith("3.9")
+    # the same file against dfdoctor's own 3.11: neither applies
+    py311, _ = make_venv(tmp_path / "venv311")
+    assert [x.status for x in run_check(py311, proj)] == [Status.OK]
+
+
+def test_requirements_file_syntax(tmp_path: Path) -> None:
+    (tmp_path / "base.txt").write_text("numpy>=1.26\n")
+    (tmp_path / "r.txt").write_text(
+        "-r base.txt\n"
+        "--requirement=base.txt\n"  # included twice: read once
+        "torch==2.13.0 --hash=sha256:aa --hash=sha256:bb\n"
+        "accelerate>=0.30 \\\n  ; python_version >= '3.9'\n"
+        "my-lib @ https://example.invalid/my_lib-1.0.tar.gz\n"
+        "git+https://github.com/x/y.git\n"
+        "./vendor/thing\n"
+        "-e ../sibling\n"
+        "pkg==${PKG_VERSION}\n"
+        "-r missing.txt\n")
+    reqs, skipped = read_requirements(tmp_path / "r.txt", tmp_path, {"PKG_VERSION": "1.2"})
+    assert [(r.text, r.source) for r in reqs] == [
+        ("numpy>=1.26", "base.txt:1"), ("torch==2.13.0", "r.txt:3"),
+        ("accelerate>=0.30 ; python_version >= '3.9'", "r.txt:4"),
+        ("my-lib @ https://example.invalid/my_lib-1.0.tar.gz", "r.txt:6"), ("pkg==1.2", "r.txt:10")]
+    assert [s.why for s in skipped] == ["a local path or URL without a name", "a local path or URL without a name",
+                                        "editable install", f"included file {tmp_path / 'missing.txt'} not found"]
+
+
+def test_missing_explicit_file_and_broken_pyproject(venv, tmp_path: Path) -> None:
+    py, site, proj = venv
+    (proj / "pyproject.toml").write_text("[project\n")
+    results = run_check(py, proj, requirements=(tmp_path / "nope.txt",))
+    assert any(r.status is Status.ERROR and "nope.txt" in r.summary for r in results)
+    assert any(r.status is Status.WARN and "pyproject.toml" in r.summary for r in results)
+
+
+def test_cli_end_to_end(dfdoctor, venv, tmp_path: Path) -> None:
+    py, site, proj = venv
+    (proj / "requirements.txt").write_text("einops>=0.7\n")
+    out = tmp_path / "o.json"
+    res = dfdoctor("check", "--only", "deps.requirements", "--cwd", str(proj), "--format", "json",
+                   "--output", str(out), "--", py, "train.py")
+    assert res.returncode == 1, res.stderr
+    chk = json.loads(out.read_text())["checks"][0]
+    assert chk["cause"] == "dependency-missing" and "einops" in chk["summary"]
