@@ -144,6 +144,19 @@ def clock(t: Any) -> str:
         return ""
 
 
+_BAD_EVENTS = frozenset({"exit", "exited", "died", "death", "killed", "signal", "signalled", "crashed", "timeout",
+                         "failed", "oom", "oom-killed", "hang", "error"})
+
+
+def _is_bad(event: dict[str, Any]) -> bool:
+    """Whether a timeline event marks the job's end or a failed verdict (drawn in the failure colour)."""
+    name = str(event.get("event", "")).lower()
+    detail = str(event.get("detail") or "").lower()
+    if name == "exit":
+        return not re.match(r"status 0\b", detail)
+    return name in _BAD_EVENTS or (name == "verdict" and detail.startswith("failed"))
+
+
 def timeline_rows(timeline: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Events with their time since the first event and their wall clock."""
     times = [e.get("t") for e in timeline if isinstance(e.get("t"), (int, float))]
@@ -156,8 +169,7 @@ def timeline_rows(timeline: list[dict[str, Any]]) -> list[dict[str, Any]]:
                      else "", "clock": clock(t), "event": clean(str(e.get("event", ""))),
                      "detail": clean(str(e.get("detail") or "")),
                      "extra": fmt_cell(extra) if extra else "",
-                     "bad": str(e.get("event", "")).lower() in ("exited", "died", "killed", "signalled", "crashed",
-                                                                "timeout", "failed", "oom")})
+                     "bad": _is_bad(e)})
     return rows
 
 
@@ -213,6 +225,16 @@ def env_rows(env: dict[str, Any]) -> list[tuple[str, str]]:
     return [(k, fmt_cell(env[k]) if not isinstance(env[k], str) else clean(env[k])) for k in keys]
 
 
+RUN_FIRST = ("id", "dir", "pid", "exit_code", "signal", "log")
+
+
+def run_rows(run: dict[str, Any], rest: bool = False) -> list[tuple[str, str]]:
+    """The run facts people look for (or, with `rest`, the others), as label/value pairs, empties left out."""
+    keys = [k for k in run if k not in RUN_FIRST] if rest else [k for k in RUN_FIRST if k in run]
+    return [(k.replace("_", " "), clean(run[k]) if isinstance(run[k], str) else fmt_cell(run[k]))
+            for k in keys if run[k] not in (None, "", [], {})]
+
+
 def counts(checks: list[CheckRecord]) -> list[tuple[str, str, int]]:
     """(status, word, count) for every status present, worst first."""
     seen: dict[str, int] = {}
@@ -259,6 +281,6 @@ def render(report: Report, verbose: bool = False) -> str:
         timeline=timeline_rows(report.timeline), before_after=before_after(report.checks),
         phases=[(p, [card(c, budget, verbose) for c in report.checks if c.phase == p]) for p in phases],
         counts=counts(report.checks), env_rows=env_rows(report.environment), tables=tables,
-        run={k: val for k, val in report.run.items() if val not in (None, "", [])},
+        run=run_rows(report.run), run_more=run_rows(report.run, rest=True),
         status_words=STATUS_WORDS, generator=f"dfdoctor {report.tool_version or __version__}",
     )
