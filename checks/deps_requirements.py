@@ -22,6 +22,7 @@ from typing import Iterator, Optional
 import packaging
 
 from doctor import Result, causes, check, error, fail, ok, skip, warn
+from doctor.commandline import spec_for
 from doctor.probe import run_probe
 
 MAX_INCLUDE_DEPTH = 8
@@ -54,6 +55,12 @@ class Skipped:
        phases=("pre",), timeout=30)
 def deps_requirements(ctx) -> Iterator[Result]:
     """Check the requirements and the installed distributions' own pins inside the training interpreter."""
+    spec = spec_for(ctx)
+    if (ctx.command or ctx.launcher) and not spec.exists and spec.python is None and \
+            spec.runner in ("python", "torchrun", "accelerate"):
+        yield skip(f"the interpreter the command names cannot be found ({spec.problem}); imports.smoke reports it, "
+                   "and checking another interpreter's packages would mislead")
+        return
     reqs, skipped, problems, sources = collect(ctx)
     for p in problems:
         yield p

@@ -229,3 +229,10 @@ def test_cli_end_to_end(dfdoctor, venv, tmp_path: Path) -> None:
     assert res.returncode == 1, res.stderr
     chk = json.loads(out.read_text())["checks"][0]
     assert chk["cause"] == "dependency-missing" and "einops" in chk["summary"]
+
+
+def test_command_with_a_missing_interpreter_is_not_checked_against_another(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("einops\n")
+    ctx = Context(command=["python3.99", "train.py"], cwd=tmp_path, python=sys.executable, timeout=30)
+    (r,) = deps_requirements.run(ctx)
+    assert r.status is Status.SKIP and "python3.99" in r.summary
