@@ -102,6 +102,10 @@ def _conclude(ctx, spec: LaunchSpec, out: ProbeOutcome, hang_s: float, request: 
                    causes.MISSING_MODULE if item["status"] == "missing" else causes.IMPORT_ERROR,
                    evidence=(f"{_loc(item)}: {item['text']}",), details=item.get("traceback", ""),
                    fix=_missing_fix(ctx, item) if item["status"] == "missing" else "", data=launch)
+    for item in (p.get("lazy_missing") or [])[:MAX_FAILURES_SHOWN]:
+        yield warn(f"No module named '{item['missing']}', imported inside a function at {_loc(item)}: "
+                   "the job fails when it gets there", causes.MISSING_MODULE,
+                   evidence=(f"{_loc(item)}: {item['text']}",), fix=_missing_fix(ctx, item, request), data=launch)
     if required:
         return
     loaded = [i for i in p["imports"] if i["status"] == "ok"]
@@ -113,7 +117,9 @@ def _conclude(ctx, spec: LaunchSpec, out: ProbeOutcome, hang_s: float, request: 
                         + [f"slow import: {i['name']} {i['seconds']:.2f} s" for i in slow]
                         + [f"optional import not available (the script handles it): {i['name']} at {_loc(i)}"
                            for i in optional] + p.get("notes", []))
-    yield ok(f"{where} compiles and its {len(loaded)} module-level import(s) load in {total:.1f} s",
+    summary = (f"{where} compiles and its {len(loaded)} module-level import(s) load in {total:.1f} s"
+               if p["compiled"] else f"{where} exists (not Python source, so its imports were not tried)")
+    yield ok(summary,
              details=details, data={**launch, "imports": [{k: i[k] for k in ("name", "kind", "status", "seconds")}
                                                         for i in p["imports"]]})
 

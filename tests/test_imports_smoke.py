@@ -199,3 +199,20 @@ def test_cli_end_to_end_json_and_junit(dfdoctor, sample, tmp_path: Path) -> None
     chk = next(c for c in doc["checks"] if c["id"] == "imports.smoke")
     assert chk["cause"] == "missing-module" and "train.py:3" in chk["summary"]
     assert "missing-module" in out_xml.read_text()
+
+
+def test_missing_module_imported_inside_a_function_is_a_warning(sample) -> None:
+    proj = sample("lazy_import")
+    results = run_check([PY, "train.py"], proj)
+    (r,) = [x for x in results if x.status is Status.WARN]
+    assert r.cause == causes.MISSING_MODULE
+    assert "rouge_score_not_installed_here" in r.summary and f"{proj / 'train.py'}:6" in r.summary
+    assert not any("wandb" in x.summary or "tensorboard" in x.summary for x in results)
+
+
+def test_zip_application_is_only_checked_to_exist(tmp_path: Path) -> None:
+    import zipfile
+    with zipfile.ZipFile(tmp_path / "app.pyz", "w") as z:
+        z.writestr("__main__.py", "import nothing_here\n")
+    r = worst(run_check([PY, "app.pyz"], tmp_path))
+    assert r.status is Status.OK and "not Python source" in r.details

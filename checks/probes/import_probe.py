@@ -57,9 +57,13 @@ def main():
         faulthandler.cancel_dump_traceback_later()
         answer(out)
         return
+    if main_file.endswith((".zip", ".pyz", ".pyc")):
+        out["notes"].append("%s is not Python source; only that it exists was checked" % main_file)
+        faulthandler.cancel_dump_traceback_later()
+        answer(out)
+        return
     tree = compile_file(main_file, source, out)
-    if tree is not None:
-        follow_local(tree, main_file, package, path0, out)
+    files = follow_local(tree, main_file, package, path0, out) if tree is not None else []
     if out["syntax_errors"]:
         faulthandler.cancel_dump_traceback_later()
         answer(out)  # the launch dies compiling; importing would only repeat it
@@ -68,6 +72,7 @@ def main():
         run_import(out, name, None, None, "import " + name, "required", lambda n=name: importlib.import_module(n))
     if tree is not None:
         run_module_imports(tree, main_file, package, out)
+    out["lazy_missing"] = lazy_missing(files, path0)
     faulthandler.cancel_dump_traceback_later()
     answer(out)
 
@@ -178,9 +183,13 @@ def local_file(name, root):
 
 
 def follow_local(tree, main_file, package, root, out):
-    """Compile every local module reachable from the main file through imports (any depth, any scope)."""
+    """Compile every local module reachable from the main file through imports (any depth, any scope).
+
+    Returns (file, tree, package) for the main file and every local module that compiled.
+    """
     seen = {os.path.abspath(main_file)}
     todo = [(tree, package)]
+    files = [(main_file, tree, package)]
     while todo and len(seen) < MAX_LOCAL_FILES:
         t, pkg = todo.pop()
         for name, _ in imported_names(t, pkg):
@@ -195,6 +204,57 @@ def follow_local(tree, main_file, package, root, out):
                 if subtree is not None:
                     is_pkg = f.endswith("__init__.py")
                     todo.append((subtree, sub if is_pkg else sub.rpartition(".")[0]))
+                    files.append((f, subtree, sub if is_pkg else sub.rpartition(".")[0]))
+    return files
+
+
+def function_imports(tree):
+    """Absolute imports that run only when a function is called, unguarded by try/except ImportError or `if`."""
+    found = []
+
+    def visit(nodes, in_func, guarded):
+        for node in nodes:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                visit(node.body, True, guarded)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                if in_func and not guarded:
+                    if isinstance(node, ast.Import):
+                        found.extend((a.name, node.lineno) for a in node.names)
+                    elif not node.level and node.module:
+                        found.append((node.module, node.lineno))
+            elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+                visit(node.body, in_func, guarded or handles_import_error(node))
+                for h in node.handlers:
+                    visit(h.body, in_func, True)
+                visit(node.orelse + node.finalbody, in_func, guarded)
+            elif isinstance(node, ast.If):
+                visit(node.body + node.orelse, in_func, guarded or in_func)
+            else:
+                for attr in ("body", "orelse", "finalbody"):
+                    inner = getattr(node, attr, None)
+                    if isinstance(inner, list):
+                        visit(inner, in_func, guarded)
+
+    visit(tree.body, False, False)
+    return found
+
+
+def lazy_missing(files, root):
+    """Imports inside functions whose top-level package cannot be found at all (checked without importing)."""
+    missing = []
+    for path, tree, _pkg in files:
+        for name, line in function_imports(tree):
+            top = name.split(".")[0]
+            if top in sys.modules or top in sys.builtin_module_names or local_file(top, root):
+                continue
+            try:
+                found = importlib.util.find_spec(top)
+            except (ImportError, ValueError):
+                found = None
+            if found is None:
+                missing.append({"name": name, "missing": top, "file": path, "line": line,
+                                "text": source_line(path, line)})
+    return missing
 
 
 def run_module_imports(tree, main_file, package, out):
