@@ -23,6 +23,8 @@ from typing import Any, Optional, Sequence
 import checks.probes as _probes_pkg
 
 from .capture import DEFAULT_LIMIT, CappedBuffer
+from .targets import Target, parse_target
+from .targets import remote_probe, transport
 
 PROBES_DIR = Path(_probes_pkg.__file__).resolve().parent
 STACK_GRACE_S = 0.7  # time between SIGUSR1 (dump stacks) and SIGKILL
@@ -63,8 +65,13 @@ def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
 
 def run_command(argv: Sequence[str], *, timeout: float, cwd: Optional[os.PathLike] = None,
                 env: Optional[dict[str, str]] = None, stdin_data: Optional[bytes] = None,
-                limit: int = DEFAULT_LIMIT, stack_signal: Optional[int] = signal.SIGUSR1) -> ProbeOutcome:
-    """Run argv in a new session; capture capped stdout/stderr; kill its whole group at `timeout`."""
+                limit: int = DEFAULT_LIMIT, stack_signal: Optional[int] = signal.SIGUSR1,
+                hold_stdin: bool = False) -> ProbeOutcome:
+    """Run argv in a new session; capture capped stdout/stderr; kill its whole group at `timeout`.
+
+    With `hold_stdin` the child's stdin stays open until it ends: a remote bootstrap reads EOF there as
+    "dfdoctor is gone, kill everything".
+    """
     start = time.monotonic()
     try:
         proc = subprocess.Popen(list(argv), cwd=cwd, env=env, start_new_session=True,
@@ -76,9 +83,11 @@ def run_command(argv: Sequence[str], *, timeout: float, cwd: Optional[os.PathLik
     if stdin_data is not None:
         try:
             proc.stdin.write(stdin_data)
+            proc.stdin.flush()
         except BrokenPipeError:
             pass
-        proc.stdin.close()
+        if not hold_stdin:
+            proc.stdin.close()
     out, err = CappedBuffer(limit), CappedBuffer(limit)
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ, out)
@@ -111,6 +120,11 @@ def run_command(argv: Sequence[str], *, timeout: float, cwd: Optional[os.PathLik
             else:
                 sel.unregister(key.fileobj)
     sel.close()
+    if proc.stdin is not None and not proc.stdin.closed:
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
     kill_group(proc.pid)  # nothing the probe started may outlive it
     proc.stdout.close()
     proc.stderr.close()
@@ -128,6 +142,9 @@ def run_probe(ctx, script: str | os.PathLike, args: Sequence[str] = (), *, timeo
     path = Path(script)
     if not path.is_absolute() and not path.exists():
         path = PROBES_DIR / path
+    target = parse_target(getattr(ctx, "target", "local") or "local")
+    if not target.is_local:
+        return _run_probe_on(target, ctx, path, args, timeout=timeout or ctx.timeout or 60.0, env=env, cwd=cwd)
     run_env = dict(ctx.env if env is None else env)
     fd, out_path = tempfile.mkstemp(prefix="dfdoctor-probe-", suffix=".json")
     os.close(fd)
@@ -147,3 +164,52 @@ def run_probe(ctx, script: str | os.PathLike, args: Sequence[str] = (), *, timeo
             os.unlink(out_path)
         except OSError:
             pass
+
+
+def _run_probe_on(target: Target, ctx, path: Path, args: Sequence[str], *, timeout: float,
+                  env: Optional[dict[str, str]], cwd: Optional[os.PathLike]) -> ProbeOutcome:
+    """Ship the probe to the target's python over stdin and run it there (see `doctor.targets.remote_probe`).
+
+    Only the variables a check set on purpose travel (those that differ from dfdoctor's own environment):
+    the target has an environment of its own.
+    """
+    wanted = {k: v for k, v in (env or {}).items() if os.environ.get(k) != v}
+    wanted.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    python = ctx.python or "python3"
+    argv = transport.wrap(target, [python, "-c", remote_probe.LOADER])
+    data = remote_probe.request(path, args, timeout=timeout, env=wanted, cwd=str(cwd or ctx.cwd or ""),
+                                python=None)
+    # The bootstrap keeps the deadline on the target; the local one only adds room for connecting.
+    outcome = run_command(argv, timeout=timeout + transport.CONNECT_TIMEOUT_S + remote_probe.STACK_GRACE_S + 2,
+                          stdin_data=data, hold_stdin=True, stack_signal=None)
+    stdout, trailer = remote_probe.split_answer(outcome.stdout)
+    outcome.stdout = stdout
+    outcome.extra["target"] = str(target)
+    err = transport.transport_error(target, outcome.returncode, outcome.stderr)
+    if err:
+        outcome.spawn_error = f"cannot reach {target.describe()}: {err}"
+        outcome.extra["transport_error"] = err
+        return outcome
+    if trailer is None:
+        if outcome.returncode in (126, 127) or "not found" in outcome.stderr or "No such file" in outcome.stderr:
+            outcome.spawn_error = f"no interpreter {python!r} on {target.describe()}: {outcome.stderr.strip()[-300:]}"
+        return outcome
+    outcome.returncode = trailer.get("rc")
+    outcome.timed_out = outcome.timed_out or bool(trailer.get("timed_out"))
+    try:
+        outcome.payload = json.loads(trailer["answer"]) if trailer.get("answer") else None
+    except ValueError:
+        outcome.payload = None
+    return outcome
+
+
+def run_on_target(ctx, argv: Sequence[str], *, timeout: float, tty: bool = False,
+                  stdin_data: Optional[bytes] = None) -> ProbeOutcome:
+    """Run argv where the job runs (`ctx.target`), every word intact; ssh's own words on a failed connection."""
+    target = parse_target(getattr(ctx, "target", "local") or "local")
+    outcome = run_command(transport.wrap(target, argv, tty=tty), timeout=timeout, stdin_data=stdin_data,
+                          stack_signal=None if not target.is_local else signal.SIGUSR1)
+    err = transport.transport_error(target, outcome.returncode, outcome.stderr)
+    if err:
+        outcome.extra["transport_error"] = err
+    return outcome

@@ -131,7 +131,7 @@ def test_tokenizer_keeps_quoted_operators_as_words():
         parse("echo 'unterminated")
 
 
-@pytest.mark.parametrize("word", ["plain", "a b", "it's", "$(rm -rf /)", "a'b\"c$d`e", "; echo pwned", ""])
+@pytest.mark.parametrize("word", ["plain", "a b", "it's", "~", "~/x", "a=~/b", "$(rm -rf /)", "a'b\"c$d`e", "; echo pwned", ""])
 def test_quote_round_trips_through_a_real_shell(word):
     out = subprocess.run(["sh", "-c", f"printf %s {quote(word)}"], capture_output=True, text=True, check=True)
     assert out.stdout == word

@@ -16,7 +16,7 @@ CONTROL_OPS = ("&&", "||", ";;", "|&", ";", "&", "|", "(", ")")
 REDIRECT_OPS = ("&>>", "&>", "<<<", "<<-", "<<", ">>", ">|", ">&", "<&", "<>", ">", "<")
 RESERVED = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for", "case", "esac",
             "{", "}", "!", "time"}
-_SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./~-]+$")
+_SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")  # no `~`: a shell expands it at a word's start and after `=`
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
@@ -323,5 +323,5 @@ def quote(s: str) -> str:
 
 
 def join(argv: list[str]) -> str:
-    """Quote and join an argument vector into one shell line."""
-    return " ".join(quote(a) for a in argv)
+    """Quote and join an argument vector into one shell line (a first word with `=` would be an assignment)."""
+    return " ".join(f"'{a}'" if i == 0 and "=" in a and "'" not in a else quote(a) for i, a in enumerate(argv))

@@ -1,0 +1,116 @@
+"""Run an argv on a target, exactly: the OpenSSH client for ssh:// and pct:// (so ~/.ssh/config, agents and jump
+hosts work), lxc-attach for lxc://, docker exec for docker://.
+
+Quoting: ssh hands the remote login shell ONE string, so the argv is quoted for a POSIX shell once; `pct exec`
+and `lxc-attach` exec their words without a shell, so nothing more is needed below that. A shared connection
+(ControlMaster) is opened by `connected()` and closed when it ends; without it each call connects afresh.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import subprocess
+import tempfile
+from typing import Iterator, Optional, Sequence
+
+from . import Target
+from .shell import join
+
+CONNECT_TIMEOUT_S = 8
+# The test infrastructure (and users who want one) point dfdoctor at an ssh_config of their own.
+SSH_CONFIG_ENV = "DFDOCTOR_SSH_CONFIG"
+
+
+def control_path(target: Target) -> str:
+    """A short per-destination socket path (Unix sockets are limited to ~100 bytes)."""
+    key = f"{target.destination}:{target.port or ''}:{os.environ.get(SSH_CONFIG_ENV, '')}"
+    d = os.path.join(tempfile.gettempdir(), f"dfdoctor-ssh-{os.getuid()}")
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    return os.path.join(d, hashlib.sha1(key.encode()).hexdigest()[:16])
+
+
+def ssh_options(target: Target, *, master: str = "no") -> list[str]:
+    """The options every dfdoctor connection uses (config file, BatchMode, timeouts, the shared socket)."""
+    argv = []
+    cfg = os.environ.get(SSH_CONFIG_ENV)
+    if cfg:
+        argv += ["-F", cfg]
+    argv += ["-o", "BatchMode=yes", "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}",
+             "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3",
+             "-o", f"ControlMaster={master}", "-o", f"ControlPath={control_path(target)}"]
+    if target.port:
+        argv += ["-p", str(target.port)]
+    if target.user:
+        argv += ["-l", target.user]
+    return argv
+
+
+def ssh_base(target: Target, *, tty: bool = False) -> list[str]:
+    """`ssh` with dfdoctor's options, up to and including the destination."""
+    return ["ssh", *ssh_options(target), "-tt" if tty else "-T", "--", target.host or ""]
+
+
+def wrap(target: Target, argv: Sequence[str], *, tty: bool = False) -> list[str]:
+    """The local argv that runs `argv` on the target with every word intact."""
+    argv = list(argv)
+    if target.kind == "local":
+        return argv
+    if target.kind == "lxc":
+        # --clear-env: the container has an environment of its own; dfdoctor's must not leak into it
+        return ["lxc-attach", "--clear-env", "-n", target.name or "", "--", *argv]
+    if target.kind == "docker":
+        return ["docker", "exec", "-i", *(["-t"] if tty else []), target.name or "", *argv]
+    if target.kind == "pct":
+        argv = ["pct", "exec", target.vmid or "", "--", *argv]
+    return [*ssh_base(target, tty=tty), join(argv)]
+
+
+def shell(target: Target, script: str, *, tty: bool = False) -> list[str]:
+    """The local argv that runs a POSIX shell script on the target (in the container for pct/lxc/docker)."""
+    return wrap(target, ["sh", "-c", script], tty=tty)
+
+
+def transport_error(target: Target, returncode: Optional[int], stderr: str) -> Optional[str]:
+    """ssh's own words when the connection itself failed (exit 255), else None."""
+    if target.kind in ("ssh", "pct") and returncode == 255:
+        lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+        return "; ".join(lines[-3:]) or "ssh exited with status 255"
+    if target.kind == "lxc" and returncode not in (None, 0) and "lxc-attach" in stderr and "Failed to get" in stderr:
+        return stderr.strip().splitlines()[-1]
+    return None
+
+
+@contextlib.contextmanager
+def connected(target: Target, timeout: float = CONNECT_TIMEOUT_S + 4) -> Iterator[Optional[str]]:
+    """Share one ssh connection between every step inside the block; yields ssh's error if it cannot connect.
+
+    The master is closed on the way out, so no ssh process outlives dfdoctor.
+    """
+    if target.kind not in ("ssh", "pct"):
+        yield None
+        return
+    start = ["ssh", *ssh_options(target, master="yes"), "-o", "ControlPersist=yes", "-N", "-f", "--",
+             target.host or ""]
+    err = None
+    try:
+        p = subprocess.run(start, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           timeout=timeout, text=True)
+        if p.returncode != 0:
+            err = transport_error(target, 255, p.stderr) or p.stderr.strip()
+    except subprocess.TimeoutExpired:
+        err = f"ssh did not connect within {timeout:.0f} s"
+    try:
+        yield err
+    finally:
+        close(target)
+
+
+def close(target: Target) -> None:
+    """Ask a shared connection's master to exit (nothing happens if there is none)."""
+    try:
+        subprocess.run(["ssh", *ssh_options(target), "-O", "exit", "--", target.host or ""], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=5)
+    except (subprocess.TimeoutExpired, OSError):
+        pass

@@ -1,0 +1,16 @@
+"""A harmless probe for the target tests: echoes its arguments, a chosen variable and where it ran."""
+
+import os
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _probe_support import answer, install_stack_dump  # noqa: E402
+
+install_stack_dump()
+print("echo probe ran")
+if "--hang" in sys.argv:
+    time.sleep(120)
+answer({"args": sys.argv[1:], "var": os.environ.get("DFD_TEST_VAR"), "hostname": socket.gethostname(),
+        "marker": os.environ.get("DFDOCTOR_TEST_SESSION"), "cwd": os.getcwd()})

@@ -1,0 +1,103 @@
+"""pytest fixtures for the real target infrastructure that `tests/infra/provision.sh` sets up (sshd on 127.0.0.1,
+LXC containers, the `pct` shim, the kill-everything key). Import them into a test module with
+`from tests.infra.fixtures import infra  # noqa: F401`.
+
+Where the infrastructure cannot start (not root, packages missing, no LXC support) the tests are skipped with
+the reason printed (`-ra`); with DFDOCTOR_REQUIRE_INFRA=1 (CI) that is a failure instead, never a silent pass.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+PROVISION = HERE / "provision.sh"
+
+
+@dataclass(frozen=True)
+class Infra:
+    """What provision.sh set up, and helpers to reach it the way a user would."""
+
+    dir: Path
+    port: int
+    vmid: str
+    vmid_pty1: str
+    ssh_config: Path
+
+    @property
+    def ssh_target(self) -> str:
+        """`--target` for the ssh server."""
+        return f"ssh://root@127.0.0.1:{self.port}"
+
+    @property
+    def pct_target(self) -> str:
+        """`--target` for the container behind `pct exec`."""
+        return f"pct://root@127.0.0.1:{self.port}/{self.vmid}"
+
+    def ssh_argv(self, *, tty: int = 0, host: str = "dfdoctor-host") -> list[str]:
+        """A user's `ssh [-t|-tt] root@host` with this infrastructure's keys."""
+        return ["ssh", "-F", str(self.ssh_config), *(["-" + "t" * tty] if tty else []), host]
+
+    def ssh(self, remote: str, *, tty: int = 0, timeout: float = 30, host: str = "dfdoctor-host",
+            env: Optional[dict] = None) -> subprocess.CompletedProcess:
+        """Run one remote command line exactly as `ssh root@HOST 'LINE'` would."""
+        argv = self.ssh_argv(tty=tty, host=host) + [remote]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                              env=env)
+
+    def container(self, script: str, *, vmid: Optional[str] = None, timeout: float = 15) -> subprocess.CompletedProcess:
+        """Run a shell script inside the container directly (lxc-attach on this machine), for test bookkeeping."""
+        return subprocess.run(["lxc-attach", "-n", vmid or self.vmid, "--", "/bin/sh", "-c", script],
+                              capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+    def rootfs(self, vmid: Optional[str] = None) -> Path:
+        """The container's root file system as seen from the host."""
+        return Path("/var/lib/lxc") / (vmid or self.vmid) / "rootfs"
+
+    def env(self) -> dict[str, str]:
+        """The environment under which dfdoctor finds this infrastructure's ssh_config."""
+        return dict(os.environ, DFDOCTOR_SSH_CONFIG=str(self.ssh_config))
+
+
+def _unavailable(reason: str):
+    if os.environ.get("DFDOCTOR_REQUIRE_INFRA") == "1":
+        pytest.fail(f"target infrastructure required (DFDOCTOR_REQUIRE_INFRA=1) but unavailable: {reason}")
+    pytest.skip(f"target infrastructure unavailable: {reason}")
+
+
+@pytest.fixture(scope="session")
+def infra() -> Infra:
+    """Provision (idempotently) and return the real sshd + LXC + pct infrastructure."""
+    if os.geteuid() != 0:
+        _unavailable("needs root (sshd on a high port, LXC containers)")
+    try:
+        p = subprocess.run(["bash", str(PROVISION)], capture_output=True, text=True, timeout=180,
+                           stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        _unavailable(f"provision.sh did not finish: {exc}")
+    if p.returncode != 0:
+        _unavailable(f"provision.sh failed: {(p.stderr or p.stdout).strip()[-400:]}")
+    env_file = Path(p.stdout.strip().splitlines()[-1])
+    values = dict(line.split("=", 1) for line in env_file.read_text().splitlines() if "=" in line)
+    return Infra(dir=Path(values["DFDOCTOR_INFRA_DIR"]), port=int(values["DFDOCTOR_INFRA_SSH_PORT"]),
+                 vmid=values["DFDOCTOR_INFRA_VMID"], vmid_pty1=values["DFDOCTOR_INFRA_VMID_PTY1"],
+                 ssh_config=Path(values["DFDOCTOR_SSH_CONFIG"]))
+
+
+@pytest.fixture
+def ssh_config_env(infra: Infra, monkeypatch: pytest.MonkeyPatch) -> Infra:
+    """Point dfdoctor's ssh at the infrastructure's ssh_config for one test."""
+    monkeypatch.setenv("DFDOCTOR_SSH_CONFIG", str(infra.ssh_config))
+    return infra
+
+
+def q(s: str) -> str:
+    """Shell-quote one word."""
+    return shlex.quote(s)

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Real target infrastructure for the target and persistence tests, on 127.0.0.1 only (idempotent, as root):
+#   * an OpenSSH server on 127.0.0.1:$PORT: generated host and client keys, key-only root login, UsePAM no;
+#     a second client key whose sessions run in a PID namespace that dies with them (a kill-everything session);
+#   * a real LXC busybox container named $VMID (no network, unconfined, ptys raised, the host's python3
+#     bind-mounted read-only so probes can run in it), plus $VMID_PTY1 with lxc.pty.max = 1 (pty exhaustion);
+#   * `pct` on the ssh server's PATH doing what Proxmox's does: `pct exec VMID -- CMD` -> `lxc-attach -n VMID -- CMD`;
+#   * atd running (a hand-off that survives a kill-everything session).
+# Prints the env file to source (DFDOCTOR_INFRA_*). Nothing here reaches beyond this machine.
+set -euo pipefail
+
+DIR=${DFDOCTOR_INFRA_DIR:-/var/lib/dfdoctor-infra}
+PORT=${DFDOCTOR_INFRA_SSH_PORT:-47022}
+VMID=${DFDOCTOR_INFRA_VMID:-200}
+VMID_PTY1=${DFDOCTOR_INFRA_VMID_PTY1:-201}
+# Daemons started here must not carry the test session's environment (its leftover-process guard).
+CLEAN_ENV=(env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8)
+
+[ "$(id -u)" = 0 ] || { echo "provision: must run as root" >&2; exit 1; }
+for tool in sshd ssh ssh-keygen lxc-create lxc-start lxc-attach busybox unshare; do
+  command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || { echo "provision: $tool is not installed" >&2; exit 1; }
+done
+mkdir -p "$DIR/bin" /run/sshd
+chmod 700 "$DIR"
+
+# --- ssh: keys and config ----------------------------------------------------------------------------------
+[ -f "$DIR/ssh_host_ed25519_key" ] || ssh-keygen -q -t ed25519 -N '' -C dfdoctor-infra-host -f "$DIR/ssh_host_ed25519_key"
+[ -f "$DIR/id_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C dfdoctor-infra-client -f "$DIR/id_ed25519"
+[ -f "$DIR/id_killall" ] || ssh-keygen -q -t ed25519 -N '' -C dfdoctor-infra-killall -f "$DIR/id_killall"
+
+cat > "$DIR/bin/pct" <<'EOF'
+#!/bin/sh
+# Proxmox's `pct exec VMID -- CMD` is `exec lxc-attach -n VMID -- CMD` (pve-container src/PVE/CLI/pct.pm):
+# no shell in between. Only `exec` is provided here.
+if [ "$1" != exec ] || [ -z "$2" ]; then echo "pct (dfdoctor test shim): only 'pct exec VMID -- CMD'" >&2; exit 2; fi
+vmid=$2; shift 2
+[ "$1" = -- ] && shift
+exec lxc-attach -n "$vmid" -- "$@"
+EOF
+cat > "$DIR/bin/killall-session" <<'EOF'
+#!/bin/sh
+# The forced command of the kill-everything key: the session's command runs as the child of a PID namespace's
+# init; when the session ends the namespace dies and the kernel kills every process left in it. Only a hand-off
+# to a daemon that lives outside (atd, a tmux server started before) survives.
+exec unshare --pid --fork --kill-child --mount-proc /bin/sh -c "${SSH_ORIGINAL_COMMAND:-exec /bin/sh -l}"
+EOF
+chmod 755 "$DIR/bin/pct" "$DIR/bin/killall-session"
+
+{
+  echo "$(cat "$DIR/id_ed25519.pub")"
+  echo "command=\"$DIR/bin/killall-session\" $(cat "$DIR/id_killall.pub")"
+} > "$DIR/authorized_keys"
+chmod 600 "$DIR/authorized_keys"
+
+cat > "$DIR/sshd_config" <<EOF
+Port $PORT
+ListenAddress 127.0.0.1
+HostKey $DIR/ssh_host_ed25519_key
+PidFile $DIR/sshd.pid
+AuthorizedKeysFile $DIR/authorized_keys
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+PermitTTY yes
+X11Forwarding no
+AllowTcpForwarding no
+MaxSessions 64
+MaxStartups 64:30:128
+LogLevel ERROR
+SetEnv PATH=$DIR/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+EOF
+
+echo "[127.0.0.1]:$PORT $(cut -d' ' -f1,2 "$DIR/ssh_host_ed25519_key.pub")" > "$DIR/known_hosts"
+cat > "$DIR/ssh_config" <<EOF
+Host dfdoctor-host
+  HostName 127.0.0.1
+  Port $PORT
+  User root
+  IdentityFile $DIR/id_ed25519
+Host dfdoctor-killall
+  HostName 127.0.0.1
+  Port $PORT
+  User root
+  IdentityFile $DIR/id_killall
+Host 127.0.0.1 localhost dfdoctor-host dfdoctor-killall
+  IdentitiesOnly yes
+  IdentityFile $DIR/id_ed25519
+  UserKnownHostsFile $DIR/known_hosts
+  StrictHostKeyChecking yes
+  BatchMode yes
+  LogLevel ERROR
+EOF
+
+/usr/sbin/sshd -t -f "$DIR/sshd_config"
+if ! { [ -f "$DIR/sshd.pid" ] && kill -0 "$(cat "$DIR/sshd.pid")" 2>/dev/null; }; then
+  "${CLEAN_ENV[@]}" /usr/sbin/sshd -f "$DIR/sshd_config"
+else
+  kill -HUP "$(cat "$DIR/sshd.pid")"  # re-read a changed config
+fi
+
+# --- LXC containers ----------------------------------------------------------------------------------------
+make_container() {  # NAME PTYMAX
+  local name=$1 ptys=$2 conf=/var/lib/lxc/$1/config
+  if ! lxc-info -n "$name" >/dev/null 2>&1; then
+    "${CLEAN_ENV[@]}" lxc-create -n "$name" -t busybox >/dev/null
+  fi
+  sed -i -e 's/^lxc.net.0.type = .*/lxc.net.0.type = empty/' -e '/^lxc.net.0.link/d' -e '/^lxc.net.0.flags/d' \
+         -e 's/^lxc.apparmor.profile = .*/lxc.apparmor.profile = unconfined/' -e '/allow_nesting/d' \
+         -e "s/^lxc.pty.max = .*/lxc.pty.max = $ptys/" "$conf"
+  grep -q 'usr/bin/python3 none' "$conf" || \
+    echo "lxc.mount.entry = $(readlink -f /usr/bin/python3) usr/bin/python3 none ro,bind,create=file 0 0" >> "$conf"
+  mkdir -p "/var/lib/lxc/$name/rootfs/workspace"
+  if [ "$(lxc-info -n "$name" -sH 2>/dev/null)" != RUNNING ]; then
+    "${CLEAN_ENV[@]}" lxc-start -n "$name" -d
+    lxc-wait -n "$name" -s RUNNING -t 10
+  fi
+}
+make_container "$VMID" 64
+make_container "$VMID_PTY1" 1
+
+# --- atd: a daemon outside any session, for the hand-off test ---------------------------------------------
+if command -v atd >/dev/null && ! pgrep -x atd >/dev/null; then
+  "${CLEAN_ENV[@]}" atd || true
+fi
+
+cat > "$DIR/env" <<EOF
+DFDOCTOR_INFRA_DIR=$DIR
+DFDOCTOR_INFRA_SSH_PORT=$PORT
+DFDOCTOR_INFRA_VMID=$VMID
+DFDOCTOR_INFRA_VMID_PTY1=$VMID_PTY1
+DFDOCTOR_SSH_CONFIG=$DIR/ssh_config
+EOF
+
+# --- smoke: the whole chain answers -----------------------------------------------------------------------
+out=$(ssh -F "$DIR/ssh_config" dfdoctor-host "pct exec $VMID -- /bin/sh -c 'echo chain-ok'" 2>&1) || {
+  echo "provision: ssh -> pct -> lxc-attach failed: $out" >&2; exit 1; }
+[ "$out" = chain-ok ] || { echo "provision: unexpected answer: $out" >&2; exit 1; }
+echo "$DIR/env"

@@ -1,0 +1,189 @@
+"""--target: parsing, exact quoting through real ssh / pct / lxc-attach hops, probes shipped over stdin."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from doctor.context import Context
+from doctor.model import Status
+from doctor.probe import run_on_target, run_probe
+from doctor.targets import Target, parse_target
+from doctor.targets import transport
+from infra.fixtures import Infra, infra, ssh_config_env  # noqa: F401
+
+HOSTILE = ["plain", "two words", "it's", '"dq"', "$(touch /tmp/dfdoctor-pwned)", "; touch /tmp/dfdoctor-pwned",
+           "`touch /tmp/dfdoctor-pwned`", "a\\b", "*", "~", "&& echo x", "$HOME", "new\nline", ""]
+
+
+# -- parsing ----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("spec,expected", [
+    ("local", Target()),
+    (None, Target()),
+    ("ssh://gpu1", Target("ssh", host="gpu1")),
+    ("ssh://root@10.0.0.5:2222", Target("ssh", host="10.0.0.5", user="root", port=2222)),
+    ("pct://root@pve/200", Target("pct", host="pve", user="root", vmid="200")),
+    ("pct://root@pve.lan:22/200", Target("pct", host="pve.lan", user="root", port=22, vmid="200")),
+    ("ssh://[::1]:22", Target("ssh", host="[::1]", port=22)),
+    ("lxc://train-box", Target("lxc", name="train-box")),
+    ("docker://trainer_1", Target("docker", name="trainer_1")),
+])
+def test_parse_target(spec, expected):
+    t = parse_target(spec)
+    assert t == expected
+    assert parse_target(str(t)) == t  # the canonical spelling parses back to the same target
+
+
+@pytest.mark.parametrize("spec,words", [
+    ("gpu1", "is not a target"),
+    ("ftp://h", "unknown target scheme"),
+    ("ssh://", "no host"),
+    ("ssh://-oProxyCommand=touch_x", "bad host"),
+    ("ssh://h:99999", "port must be"),
+    ("ssh://h:22/200", "ssh targets take no path"),
+    ("pct://root@pve", "end in /VMID"),
+    ("pct://root@pve/abc", "end in /VMID"),
+    ("lxc://", "container name"),
+    ("docker://a;b", "container name"),
+    ("ssh://us er@h", "bad user"),
+])
+def test_parse_target_rejects_with_one_clear_line(spec, words):
+    with pytest.raises(ValueError) as exc:
+        parse_target(spec)
+    assert words in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_malformed_target_is_usage_error_exit_2(dfdoctor):
+    p = dfdoctor("check", "--target", "pct://root@pve/abc")
+    assert p.returncode == 2 and "VMID" in p.stderr
+
+
+def test_wrap_quotes_once_for_ssh_and_not_again_below_it():
+    t = parse_target("pct://root@pve:2222/200")
+    argv = transport.wrap(t, ["echo", "a b"])
+    assert argv[0] == "ssh" and "BatchMode=yes" in argv and argv[argv.index("--") + 1] == "pve"
+    assert argv[-1] == "pct exec 200 -- echo 'a b'"
+    assert transport.wrap(parse_target("lxc://c1"), ["echo", "a b"]) == ["lxc-attach", "--clear-env", "-n", "c1", "--", "echo", "a b"]
+
+
+# -- real hops ----------------------------------------------------------------------------------------------
+
+def _targets(infra: Infra) -> list[str]:
+    return [infra.ssh_target, infra.pct_target, f"lxc://{infra.vmid}"]
+
+
+def test_hostile_words_arrive_intact_on_every_hop(ssh_config_env):
+    infra = ssh_config_env
+    pwned = [Path("/tmp/dfdoctor-pwned"), infra.rootfs() / "tmp/dfdoctor-pwned"]
+    for p in pwned:
+        p.unlink(missing_ok=True)
+    for spec in _targets(infra):
+        out = run_on_target(Context(target=spec), ["printf", "<%s>\\n", *HOSTILE], timeout=20)
+        assert out.returncode == 0, (spec, out.stderr)
+        assert out.stdout == "".join(f"<{w}>\n" for w in HOSTILE), spec
+    assert not any(p.exists() for p in pwned), "a hop ran a word as a command"
+
+
+def test_probe_runs_in_the_targets_python_over_stdin(ssh_config_env, tmp_path):
+    infra = ssh_config_env
+    probe = Path(__file__).parent / "infra" / "echo_probe.py"
+    for spec in _targets(infra):
+        ctx = Context(target=spec, python="python3")
+        out = run_probe(ctx, probe, ["a b", "$(x); 'y"], timeout=10, env=dict(os.environ, DFD_TEST_VAR="v 1"))
+        assert out.spawn_error is None and out.returncode == 0, (spec, out.stderr)
+        assert out.payload["args"] == ["a b", "$(x); 'y"]
+        assert out.payload["var"] == "v 1"  # a variable the check set on purpose travels
+        assert out.payload["marker"] is None  # dfdoctor's own environment does not
+        assert "echo probe ran" in out.stdout
+        in_container = spec != infra.ssh_target
+        assert out.payload["hostname"] == (infra.vmid if in_container else os.uname().nodename), spec
+    # nothing was installed: the probe's temporary folder is gone
+    assert not list((infra.rootfs() / "tmp").glob("dfdoctor-probe-*"))
+
+
+def test_hung_remote_probe_gives_stacks_and_leaves_nothing(ssh_config_env):
+    infra = ssh_config_env
+    probe = Path(__file__).parent / "infra" / "echo_probe.py"
+    start = time.monotonic()
+    out = run_probe(Context(target=infra.pct_target, python="python3"), probe, ["--hang"], timeout=1.5)
+    assert out.timed_out and out.returncode == -9
+    assert "echo_probe.py" in out.stderr and "in <module>" in out.stderr  # faulthandler's stacks came back
+    assert time.monotonic() - start < 8
+    left = infra.container("ps -o args | grep -c '[e]cho_probe' || true")
+    assert left.stdout.strip() == "0"
+
+
+def test_remote_probe_killed_when_dfdoctor_goes_away(ssh_config_env):
+    """The bootstrap reads EOF on stdin when the local side dies, and kills the probe's whole group."""
+    infra = ssh_config_env
+    from doctor.targets import remote_probe
+    probe = Path(__file__).parent / "infra" / "echo_probe.py"
+    argv = transport.wrap(parse_target(infra.pct_target), ["python3", "-c", remote_probe.LOADER])
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    p.stdin.write(remote_probe.request(probe, ["--hang"], timeout=60, env={}, cwd=None, python=None))
+    p.stdin.flush()
+    for _ in range(50):
+        if infra.container("ps -o args | grep -c '[e]cho_probe' || true").stdout.strip() != "0":
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the probe never started in the container")
+    os.killpg(p.pid, 9)
+    p.wait()
+    for _ in range(50):
+        if infra.container("ps -o args | grep -c '[e]cho_probe' || true").stdout.strip() == "0":
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the probe outlived the connection")
+
+
+def test_unreachable_host_is_a_finding_in_sshs_words(dfdoctor, infra):
+    p = dfdoctor("check", "--only", "target.reachable", "--target", "ssh://root@127.0.0.1:1", "--python", "python3",
+                 "--format", "json", env=infra.env())
+    assert p.returncode == 1, p.stderr
+    import json
+    rec = json.loads(p.stdout)["checks"][0]
+    assert rec["status"] == "fail" and "Connection refused" in rec["summary"]
+
+
+def test_reachable_target_and_missing_python(ssh_config_env, dfdoctor):
+    infra = ssh_config_env
+    from checks.target_reachable import target_reachable
+    r = target_reachable.run(Context(target=infra.pct_target, python="python3"))
+    assert r[0].status == Status.OK and r[0].data["python"] == "/usr/bin/python3"
+    r = target_reachable.run(Context(target=infra.pct_target, python="python9"))
+    assert r[0].status == Status.FAIL and "no python9" in r[0].summary
+    r = target_reachable.run(Context(target="lxc://no-such-ct", python="python3"))
+    assert r[0].status == Status.FAIL and "Failed to get" in r[0].summary
+
+
+def test_shared_connection_opens_and_closes(ssh_config_env):
+    infra = ssh_config_env
+    t = parse_target(infra.ssh_target)
+    sock = transport.control_path(t)
+    with transport.connected(t) as err:
+        assert err is None
+        assert os.path.exists(sock)
+        start = time.monotonic()
+        for _ in range(5):
+            assert run_on_target(Context(target=str(t)), ["true"], timeout=10).returncode == 0
+        shared = time.monotonic() - start
+    assert not os.path.exists(sock)
+    masters = [p for p in psutil.process_iter(["cmdline"]) if sock in " ".join(p.info["cmdline"] or [])]
+    assert not masters
+    print(f"5 commands over a shared connection: {shared:.2f} s")
+
+
+def test_connected_reports_unreachable_in_sshs_words():
+    t = parse_target("ssh://root@127.0.0.1:1")
+    with transport.connected(t) as err:
+        assert err and "Connection refused" in err
