@@ -62,11 +62,11 @@ def run_launch(ctx: Context, cfg: Optional[Config] = None, opts: LaunchOptions =
                               f"{b.summary}", b.fix, [f"{r.id}: {r.summary}" for r in blockers] + list(b.evidence)
                               + ["--force launches anyway"])
             return _report(ctx, "launch", started, verdict, records, timeline, None)
-    rundir.prune(ctx.cwd, opts.keep_runs) if opts.run_dir is None else None
     run_id, run_dir = rundir.new_run(ctx.cwd, opts.run_dir)
     log = ctx.abspath(ctx.log) if ctx.log else None
     proc = start(ctx.command, cwd=ctx.cwd, env=ctx.env, python=ctx.python, run_id=run_id, run_dir=run_dir,
                  log=log, redirect=not ctx.no_redirect, memory_limit=opts.memory_limit, spawner=spawner)
+    rundir.prune(ctx.cwd, opts.keep_runs)  # after the start, so the new run counts and is never the one pruned
     run, live = watch(run_dir, proc, opts.watch)
     if opts.watch <= 0 and not run.finished and live is not None:
         verdict = Verdict("running", None, f"The job was started (pid {run.job_pid}) and not watched (--watch 0).",

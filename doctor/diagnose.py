@@ -335,7 +335,7 @@ def recorder_vanished(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Ver
             if e.get("role") == "session"]
     ends += [(e["t"], "dfdoctor launch returned to the launching session") for e in run.launcher
              if e["event"] == "detached"]
-    near = [(t, what) for t, what in ends if -1.0 <= hb - t <= SESSION_GRACE_S]
+    near = [(t, what) for t, what in ends if -1.5 <= hb - t <= SESSION_GRACE_S]
     if near:
         t, what = min(near)
         evidence.append(f"{what} at {_clock(t)}, {hb - t:+.1f} s from the last heartbeat")

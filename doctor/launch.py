@@ -28,6 +28,7 @@ from .rundir import RunRecord
 RECORDER = Path(__file__).resolve().with_name("recorder.py")
 POLL_S = 0.05  # how often the watcher reads the record: bounds the verdict's latency after a death
 STEADY_S = 2.0  # output must keep coming for this long before we call the job running
+STEADY_BURSTS = 3  # ...seen growing this many separate times (the recorder's heartbeat counts once a second)
 START_TIMEOUT_S = 10.0  # the recorder must say hello within this, or it is broken
 LOG_SUFFIXES = (".log", ".txt", ".out", ".err", ".jsonl")
 BLOCKING_FRAMES = ("acquire", "wait", "join", "_wait_for_tstate_lock", "recv", "recv_into", "accept", "barrier",
@@ -96,21 +97,21 @@ def _said_hello(proc: subprocess.Popen, run_dir: Path) -> bool:
     return False
 
 
-def progress_bytes(run: RunRecord) -> int:
-    """How much the job has written so far: its output, or (with --no-redirect) its own log's growth."""
-    grown = 0
+def progress(run: RunRecord) -> int:
+    """How far the job's logging has come: lines that show progress (warnings and tracebacks do not), or
+    (with --no-redirect) the bytes its own log grew by."""
     hb = run.heartbeat or {}
     initial = run.first("log-initial")
     if not run.spec.get("redirect", True) and hb.get("log_size") is not None and initial:
-        grown = max(0, hb["log_size"] - (initial.get("size") or 0))
-    return run.output_bytes() + grown
+        return max(0, hb["log_size"] - (initial.get("size") or 0)) + int(hb.get("progress_lines") or 0)
+    return int(hb.get("progress_lines") or 0)
 
 
 def watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float,
           steady_s: float = STEADY_S) -> tuple[RunRecord, Optional[LiveFacts]]:
     """Follow the record until the verdict is certain: a death, steady output, or the end of the watch."""
     t0 = time.monotonic()
-    first: Optional[tuple[float, int]] = None
+    growth: list[tuple[float, int]] = []  # (when, bytes) each time we saw the output grow
     while True:
         run = rundir.load(run_dir)
         now = time.monotonic()
@@ -121,10 +122,11 @@ def watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float,
         if recorder_gone or (run.recorder is None and now - t0 > START_TIMEOUT_S):
             return rundir.load(run_dir), None
         if run.spawned is not None:
-            done = progress_bytes(run)
-            if done > 0 and first is None:
-                first = (now, done)
-            if first and done > first[1] and now - first[0] >= steady_s and run.job_alive():
+            done = progress(run)
+            if done > (growth[-1][1] if growth else 0):
+                growth.append((now, done))
+            # a few separate bursts of output spread over steady_s, not one banner: the job is really logging
+            if len(growth) >= STEADY_BURSTS and now - growth[0][0] >= steady_s and run.job_alive():
                 return run, LiveFacts(pid=run.job_pid, watched_s=now - t0, growing=True)
             if now - t0 >= watch_s:
                 return run, observe(run, now - t0)

@@ -217,6 +217,8 @@ class Recorder:
         self.log_state = None  # (exists, size) as last seen
         self.first_output = {}
         self.last_output_t = None
+        self.partial = {}
+        self.progress_lines = 0
         self.copies = {}
         self.watched = [dict(w, gone=False) for w in (spec.get("watch_pids") or [])]
         self.last_record_beat = 0.0
@@ -345,6 +347,7 @@ class Recorder:
         if not data:
             return False
         copy.write(data)
+        self.count_lines(name, data)
         if self.log_fd is not None:
             try:
                 os.write(self.log_fd, data)
@@ -360,6 +363,16 @@ class Recorder:
             self.record.event("output", stream=name, bytes=len(data))
             self.beat()
         return True
+
+    def count_lines(self, name, data):
+        """Count the lines that show progress: not warnings, not traceback or continuation lines."""
+        text = self.partial.get(name, b"") + data
+        lines = text.split(b"\n")
+        self.partial[name] = lines.pop()[-4096:]
+        for line in lines:
+            if line.strip() and not line[:1].isspace() and b"Warning:" not in line and \
+                    not line.startswith(b"Traceback (most recent call last)"):
+                self.progress_lines += 1
 
     def watch_log(self):
         """Note when the log file first appears and first grows (it may be written by the job itself)."""
@@ -397,7 +410,7 @@ class Recorder:
                 "job_alive": bool(self.job and self.job.returncode is None), "usage": usage,
                 "log_size": self.log_state[1] if self.log_state else None,
                 "stdout_bytes": self._total("stdout"), "stderr_bytes": self._total("stderr"),
-                "first_output_t": min(self.first_output.values()) if self.first_output else None,
+                "progress_lines": self.progress_lines, "first_output_t": min(self.first_output.values()) if self.first_output else None,
                 "last_output_t": self.last_output_t,
                 "recorder_usage": proc_usage(os.getpid())}
         tmp = os.path.join(self.run_dir, ".heartbeat.tmp")

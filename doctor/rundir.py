@@ -49,11 +49,17 @@ def new_run(cwd: Path, run_dir: Optional[Path] = None) -> tuple[str, Path]:
 
 
 def list_runs(cwd: Path) -> list[Path]:
-    """The run folders under `cwd`, oldest first."""
+    """The run folders under `cwd`, oldest first (by when their spec was written: ids of one second tie)."""
     root = runs_root(cwd)
     if not root.is_dir():
         return []
-    return sorted(p for p in root.iterdir() if p.is_dir() and (p / "spec.json").exists())
+    runs = []
+    for p in root.iterdir():
+        try:
+            runs.append(((p / "spec.json").stat().st_mtime_ns, p.name, p))
+        except OSError:
+            continue  # not a run folder (yet)
+    return [p for _, _, p in sorted(runs)]
 
 
 def prune(cwd: Path, keep: int = DEFAULT_KEEP) -> list[Path]:

@@ -1,0 +1,109 @@
+"""`dfdoctor status`: a run judged again later from its folder, after dfdoctor itself has exited."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from doctor import rundir
+from jobs.harness import DFDOCTOR, job, job_env, kill_runs, launch, status, text_of, wait_for
+
+
+@pytest.fixture
+def work(tmp_path: Path):
+    """A scratch project folder; whatever a run left alive in it is killed afterwards."""
+    yield tmp_path
+    kill_runs(tmp_path)
+
+
+def test_status_without_runs_is_usage_error(work):
+    proc = subprocess.run([DFDOCTOR, "status", "--cwd", str(work)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "no runs" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_status_follows_a_job_from_running_to_done(work):
+    proc, rep = launch(work, *job("healthy.py", "8"), watch=10)
+    assert rep["verdict"]["state"] == "running"
+    run_id = rep["run"]["id"]
+    proc, st = status(work)
+    assert proc.returncode == 0 and st["verdict"]["state"] == "running", text_of(st)
+    assert st["mode"] == "status" and st["run"]["id"] == run_id
+    assert wait_for(lambda: rundir.load(Path(rep["run"]["dir"])).finished, timeout=15)
+    proc, st = status(work, run_id[:15])
+    assert proc.returncode == 0
+    assert st["verdict"]["state"] == "ok" and "ran to completion" in st["verdict"]["summary"]
+
+
+def test_status_of_a_crash_by_path_and_torn_record(work):
+    _, rep = launch(work, *job("crash.py"))
+    run_dir = Path(rep["run"]["dir"])
+    with open(run_dir / "record.jsonl", "ab") as f:
+        f.write(b'{"event": "heartbeat", "t": 17')  # a write cut short by a crash
+    proc, st = status(work, str(run_dir))
+    assert proc.returncode == 1 and st["verdict"]["cause"] == "crashed"
+    assert "FloatingPointError" in text_of(st)
+
+
+def test_runs_are_pruned_by_count(work):
+    for _ in range(3):
+        launch(work, *job("exited_early.py"), extra=("--keep-runs", "2"))
+    runs = rundir.list_runs(work)
+    assert len(runs) == 2, runs
+
+
+def _session_cgroup() -> Path:
+    d = Path("/sys/fs/cgroup/pids") / f"dfdoctor-test-{uuid.uuid4().hex[:8]}"
+    try:
+        d.mkdir()
+    except OSError as exc:
+        pytest.skip(f"cannot make a pids cgroup here: {exc}")
+    return d
+
+
+def _kill_cgroup(d: Path) -> None:
+    """What logind (KillUserProcesses) or an exec teardown does at a session's end: SIGKILL every member."""
+    for _ in range(50):
+        pids = [int(p) for p in (d / "cgroup.procs").read_text().split()]
+        if not pids:
+            break
+        for p in pids:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
+
+
+def _launch_in_session(work: Path, cg: Path) -> subprocess.CompletedProcess:
+    """A session (its own cgroup, like an ssh/pct exec scope) that runs `dfdoctor launch` and returns."""
+    cmd = (f'echo $$ > {cg}/cgroup.procs && exec {DFDOCTOR} launch --no-check --cwd {work} '
+           f'--log {work}/train.log --watch 10 -- {" ".join(job("healthy.py", "60"))}')
+    return subprocess.run(["sh", "-c", cmd], env=job_env(), capture_output=True, text=True, timeout=60,
+                          start_new_session=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delay,cause", [(0.0, "killed-on-session-exit"), (5.0, "killed-by-signal")])
+def test_recorder_killed_with_its_session(work, delay, cause):
+    cg = _session_cgroup()
+    try:
+        proc = _launch_in_session(work, cg)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        time.sleep(delay)
+        _kill_cgroup(cg)
+    finally:
+        _kill_cgroup(cg)
+        cg.rmdir()
+    proc, st = status(work)
+    assert proc.returncode == 1
+    assert st["verdict"]["cause"] == cause, text_of(st)
+    assert "without writing the job's exit" in text_of(st)
+    if cause == "killed-on-session-exit":
+        assert "dfdoctor launch returned" in text_of(st)
