@@ -234,3 +234,22 @@ def test_cli_report_renders_saved_json_as_html(tmp_path: Path, dfdoctor) -> None
     assert res.returncode == 1, res.stderr
     env = dict(os.environ, NO_COLOR="1")
     assert out.read_text() == html_render.render(Redactor.from_env(env).report(rep))
+
+
+def test_fair_shares_give_small_texts_all_and_split_the_rest() -> None:
+    shares = html_render.fair_shares([100, 5_000_000, 200, 3_000_000], total=10_000, cap=8_000, floor=500)
+    assert shares[0] == 100 and shares[2] == 200
+    assert shares[1] == shares[3] == (10_000 - 300) // 2
+    assert html_render.fair_shares([10**6], total=10**6, cap=1000) == [1000]
+    assert html_render.fair_shares([], 10, 10) == []
+
+
+def test_every_kind_of_long_text_shares_the_size_budget() -> None:
+    """100 checks, each with long details, data and output, and a 1 MiB output: still under 2 MB."""
+    rep = big_report(100, 1 << 20, hostile=True)
+    for i, c in enumerate(rep.checks):
+        c.details = "<detail & more>\n" * 2000
+        c.data = {"blob": ["<x>" * 50] * 400, "rows": [{"a": "<" * 400, "b": i}] * 300}
+        c.evidence = ["<evidence line>" * 200] * 100
+    page = html_render.render(rep)
+    assert len(page.encode()) < 2_000_000, len(page.encode())

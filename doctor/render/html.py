@@ -25,16 +25,19 @@ from ..model import PROBLEMS, CheckRecord, Report, Status
 
 TEMPLATES = Path(__file__).resolve().parent.parent.parent / "templates"
 
-# Size budget (characters of escaped HTML) so 100 checks with 1 MiB of output stay well under 2 MB.
-OUTPUT_BUDGET = 600_000      # all captured output on the page together
-OUTPUT_MAX = 64_000          # one check's output
-OUTPUT_MIN = 4_000           # one check's output, however many checks there are
-DETAILS_MAX = 16_000
+# Size budgets, in characters of escaped HTML, shared by all checks: 100 checks with 1 MiB of captured output
+# stay well under 2 MB. Small texts get all they need; the big ones split what is left (see `fair_shares`).
+OUTPUT_BUDGET, OUTPUT_MAX = 700_000, 200_000
+DETAILS_BUDGET, DETAILS_MAX = 250_000, 32_000
+DATA_BUDGET, DATA_MAX = 150_000, 24_000
+EVIDENCE_BUDGET, EVIDENCE_MAX = 150_000, 16_000
+TABLES_BUDGET, TABLE_MAX = 400_000, 120_000
+VERDICT_EVIDENCE_MAX = 40_000
+SHARE_FLOOR = 1_500  # however many checks there are, each keeps at least this much of its text
 EVIDENCE_LINES = 60
-LINE_MAX = 2_000
+LINE_MAX = 1_000
 TABLE_ROWS = 200
-CELL_MAX = 500
-DATA_JSON_MAX = 12_000
+CELL_MAX = 300
 
 STATE_WORDS = {"ok": "OK", "running": "RUNNING", "failed": "FAILED", "unknown": "UNKNOWN"}
 STATUS_WORDS = {"ok": "OK", "skip": "SKIP", "warn": "WARN", "fail": "FAIL", "timeout": "TIMEOUT", "error": "ERROR"}
@@ -74,6 +77,20 @@ def clip(text: str, budget: int) -> dict[str, Any]:
     tail = tail[nl + 1:] if 0 <= nl < tail_n // 2 else tail
     cut = len(text) - len(head) - len(tail)
     return {"head": head, "tail": tail, "cut": cut, "lines": text.count("\n", len(head), len(text) - len(tail))}
+
+
+def lines_within(lines: list[Any], budget: int) -> tuple[list[str], int]:
+    """The first evidence lines that fit `budget` escaped characters (each line capped), and how many were left out."""
+    kept: list[str] = []
+    used = 0
+    for raw in lines[:EVIDENCE_LINES]:
+        line = clean(str(raw))
+        line = line if len(line) <= LINE_MAX else line[:LINE_MAX - 1] + "…"
+        used += len(escape(line)) + 1
+        if used > budget and kept:
+            break
+        kept.append(line)
+    return kept, len(lines) - len(kept)
 
 
 def fix_markup(fix: str) -> Markup:
@@ -121,14 +138,25 @@ def is_table(v: Any) -> bool:
     return isinstance(v, list) and bool(v) and all(isinstance(x, dict) for x in v)
 
 
-def table(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Columns (union of keys, in order of first appearance) and formatted rows, capped."""
+def table(rows: list[dict[str, Any]], budget: int = TABLE_MAX) -> dict[str, Any]:
+    """Columns (union of keys, in order of first appearance) and formatted rows, as many as fit `budget`."""
     cols: list[str] = []
     for r in rows:
         cols.extend(k for k in r if k not in cols)
-    shown = rows[:TABLE_ROWS]
-    return {"cols": cols, "rows": [[fmt_cell(r.get(c)) for c in cols] for r in shown],
-            "more": len(rows) - len(shown)}
+    shown: list[list[str]] = []
+    used = 0
+    for r in rows[:TABLE_ROWS]:
+        cells = [fmt_cell(r.get(c)) for c in cols]
+        used += sum(len(escape(c)) + 9 for c in cells) + 9  # '<td></td>' per cell, '<tr></tr>' per row
+        if used > budget and shown:
+            break
+        shown.append(cells)
+    return {"cols": cols, "rows": shown, "more": len(rows) - len(shown)}
+
+
+def table_size(rows: list[dict[str, Any]]) -> int:
+    """Roughly what a table would weigh on the page untrimmed (cells are capped, so cheap to bound)."""
+    return sum(min(len(str(v)), CELL_MAX) + 9 for r in rows[:TABLE_ROWS] for v in r.values())
 
 
 def slug(*parts: str) -> str:
@@ -190,33 +218,56 @@ def before_after(checks: list[CheckRecord]) -> Optional[dict[str, Any]]:
     return {"rows": rows, "new": new_count, "pre_n": len(pre), "post_n": len(post)}
 
 
-def card(rec: CheckRecord, out_budget: int, verbose: bool) -> dict[str, Any]:
+def fair_shares(sizes: list[int], total: int, cap: int, floor: int = SHARE_FLOOR) -> list[int]:
+    """Budgets for texts of these sizes sharing `total`: the small ones get all they need, the rest split the rest."""
+    out = [0] * len(sizes)
+    left = total
+    order = sorted(range(len(sizes)), key=lambda i: sizes[i])
+    for k, i in enumerate(order):
+        fair = max(floor, left // (len(sizes) - k))
+        out[i] = min(sizes[i], cap, fair)
+        left -= out[i]
+    return out
+
+
+def data_json(rec: CheckRecord) -> str:
+    """The check's data other than its tables, as indented JSON ('' when there is none)."""
+    rest = {k: v for k, v in rec.data.items() if not is_table(v)}
+    return json.dumps(rest, indent=1, ensure_ascii=False, default=str) if rest else ""
+
+
+def card(rec: CheckRecord, budgets: dict[str, int], verbose: bool) -> dict[str, Any]:
     """One check's card: status, summary, and what goes in its collapsible details."""
-    data = dict(rec.data)
-    tables = [(k, slug("t", rec.phase, rec.id, k)) for k, v in data.items() if is_table(v)]
-    rest = {k: v for k, v in data.items() if not is_table(v)}
-    rest_json = json.dumps(rest, indent=1, ensure_ascii=False, default=str) if rest else ""
-    evidence = [clean(str(e))[:LINE_MAX] for e in rec.evidence[:EVIDENCE_LINES]]
+    tables = [(k, slug("t", rec.phase, rec.id, k)) for k, v in rec.data.items() if is_table(v)]
+    rest_json = data_json(rec)
+    evidence, evidence_more = lines_within(rec.evidence, budgets["evidence"])
     problem = rec.status in PROBLEMS or rec.status == Status.WARN
     findings = [f for f in rec.findings if (f.summary, f.status) != (rec.summary, rec.status)]
     return {
         "rec": rec, "anchor": slug("check", rec.phase, rec.id), "word": STATUS_WORDS[rec.status.value],
         "problem": problem, "duration": fmt_duration(rec.duration_s),
         "fix": fix_markup(rec.fix) if rec.fix and problem else None,
-        "details": clip(rec.details, DETAILS_MAX) if rec.details else None,
-        "evidence": evidence, "evidence_more": max(0, len(rec.evidence) - EVIDENCE_LINES),
+        "details": clip(rec.details, budgets["details"]) if rec.details else None,
+        "evidence": evidence, "evidence_more": evidence_more,
         "findings": findings, "tables": tables,
-        "data_json": clip(rest_json, DATA_JSON_MAX) if rest_json else None,
-        "output": clip(rec.output, out_budget) if rec.output else None,
+        "data_json": clip(rest_json, budgets["data"]) if rest_json else None,
+        "output": clip(rec.output, budgets["output"]) if rec.output else None,
         "open": verbose or (rec.status in PROBLEMS and not rec.silenced),
         "has_more": bool(rec.details or evidence or findings or tables or rest_json or rec.output),
     }
 
 
-def output_budget(checks: list[CheckRecord]) -> int:
-    """Each check's share of the page's output budget."""
-    n = sum(1 for c in checks if c.output)
-    return max(OUTPUT_MIN, min(OUTPUT_MAX, OUTPUT_BUDGET // max(n, 1)))
+def budgets(checks: list[CheckRecord]) -> list[dict[str, int]]:
+    """Each check's share of the page's budget for output, details and data."""
+    def sizes(texts: list[str]) -> list[int]:
+        return [len(escape(clean(t))) if t else 0 for t in texts]
+
+    out = fair_shares(sizes([c.output for c in checks]), OUTPUT_BUDGET, OUTPUT_MAX)
+    det = fair_shares(sizes([c.details for c in checks]), DETAILS_BUDGET, DETAILS_MAX)
+    dat = fair_shares(sizes([data_json(c) for c in checks]), DATA_BUDGET, DATA_MAX)
+    evi = fair_shares([sum(min(len(str(e)), LINE_MAX) + 1 for e in c.evidence[:EVIDENCE_LINES]) for c in checks],
+                      EVIDENCE_BUDGET, EVIDENCE_MAX)
+    return [{"output": o, "details": d, "data": a, "evidence": e} for o, d, a, e in zip(out, det, dat, evi)]
 
 
 def env_rows(env: dict[str, Any]) -> list[tuple[str, str]]:
@@ -266,20 +317,22 @@ def render(report: Report, verbose: bool = False) -> str:
     """The whole page as one string."""
     env = _environment()
     css = env.get_template("report.css").render()
-    budget = output_budget(report.checks)
+    shares = dict(zip(map(id, report.checks), budgets(report.checks)))
     phases = sorted({c.phase for c in report.checks}, key=lambda p: (p != "pre", p))
     v = report.verdict
-    tables = [{"anchor": slug("t", c.phase, c.id, k), "check": c, "key": k, "table": table(val)}
-              for c in report.checks for k, val in c.data.items() if is_table(val)]
+    found = [(c, k, val) for c in report.checks for k, val in c.data.items() if is_table(val)]
+    table_shares = fair_shares([table_size(val) for _, _, val in found], TABLES_BUDGET, TABLE_MAX)
+    tables = [{"anchor": slug("t", c.phase, c.id, k), "check": c, "key": k, "table": table(val, share)}
+              for (c, k, val), share in zip(found, table_shares)]
+    evidence, evidence_more = lines_within(v.evidence, VERDICT_EVIDENCE_MAX)
     return env.get_template("report.html.j2").render(
         r=report, v=v, verbose=verbose, css=Markup(css), csp=csp(css),
         state_word=STATE_WORDS.get(v.state, v.state.upper()),
         command=shlex.join(str(a) for a in report.command) if report.command else "",
         fix=fix_markup(v.fix) if v.fix else None,
-        evidence=[clean(str(e))[:LINE_MAX] for e in v.evidence[:EVIDENCE_LINES]],
-        evidence_more=max(0, len(v.evidence) - EVIDENCE_LINES),
+        evidence=evidence, evidence_more=evidence_more,
         timeline=timeline_rows(report.timeline), before_after=before_after(report.checks),
-        phases=[(p, [card(c, budget, verbose) for c in report.checks if c.phase == p]) for p in phases],
+        phases=[(p, [card(c, shares[id(c)], verbose) for c in report.checks if c.phase == p]) for p in phases],
         counts=counts(report.checks), env_rows=env_rows(report.environment), tables=tables,
         run=run_rows(report.run), run_more=run_rows(report.run, rest=True),
         status_words=STATUS_WORDS, generator=f"dfdoctor {report.tool_version or __version__}",
