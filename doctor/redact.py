@@ -57,6 +57,16 @@ def name_looks_secret(name: str) -> bool:
     return any(w.lower() in _SECRET_WORDS for w in _WORD_SPLIT.split(name) if w)
 
 
+# Lower-case words that code uses for other things (`sorted(x, key=...)`, `{"key": "timeout"}`, `pass`): on their
+# own they mark a secret only when the value is quoted in an assignment, never as a bare dict key.
+_GENERIC = frozenset({"key", "keys", "pass", "sig", "pat", "auth", "otp", "cookie"})
+
+
+def key_looks_secret(name: str) -> bool:
+    """Like `name_looks_secret`, but a bare generic word in lower case (a dict key `key`) does not count."""
+    return name not in _GENERIC and name_looks_secret(name)
+
+
 def value_is_maskable(value: str) -> bool:
     """Whether a secret value is distinctive enough to mask everywhere it appears."""
     v = value.strip()
@@ -105,6 +115,8 @@ def _assignment_ok(m: "re.Match[str]") -> bool:
     name, sep = m.group("name"), m.group("sep").strip()
     if not name_looks_secret(name):
         return False
+    if name in _GENERIC and not (m.group("v1") is not None or m.group("v2") is not None):
+        return False  # `key=lambda r: r.rank` in a traceback is code, not a secret
     if sep == "=":
         return True
     if sep == ":":
@@ -197,7 +209,7 @@ class Redactor:
         if isinstance(obj, str):
             return self.text(obj)
         if isinstance(obj, Mapping):
-            return {k: (MASK if isinstance(k, str) and isinstance(v, str) and v and name_looks_secret(k)
+            return {k: (MASK if isinstance(k, str) and isinstance(v, str) and v and key_looks_secret(k)
                         else self.value(v)) for k, v in obj.items()}
         if isinstance(obj, (list, tuple)):
             if obj and all(isinstance(x, str) for x in obj):
@@ -209,7 +221,7 @@ class Redactor:
         """Add the values of secret-named keys found anywhere in `obj` (e.g. a job's environment in a run record)."""
         if isinstance(obj, Mapping):
             for k, v in obj.items():
-                if isinstance(k, str) and isinstance(v, str) and name_looks_secret(k):
+                if isinstance(k, str) and isinstance(v, str) and key_looks_secret(k):
                     self.add(k, v)
                 else:
                     self.learn(v)

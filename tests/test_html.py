@@ -135,6 +135,7 @@ def test_tables_from_check_data() -> None:
     # booleans read as words, and each card links to its tables
     matrix = page[page.index('id="t-pre-persistence.session-matrix"'):]
     assert "<td>yes</td>" in matrix and "<td>no</td>" in matrix
+    assert matrix.split("</figure>")[0].count("<tr>") == 1 + 6 and "more rows" not in page  # all rows shown
     assert 'href="#t-pre-launch.path-hops"' in page
 
 
@@ -253,3 +254,12 @@ def test_every_kind_of_long_text_shares_the_size_budget() -> None:
         c.evidence = ["<evidence line>" * 200] * 100
     page = html_render.render(rep)
     assert len(page.encode()) < 2_000_000, len(page.encode())
+
+
+def test_long_tables_are_cut_and_say_so() -> None:
+    rep = persistence_report()
+    rep.checks[1].data["matrix"] = [{"strategy": f"s{i}", "survived": i % 2 == 0} for i in range(1000)]
+    page = html_render.render(rep)
+    matrix = page[page.index('id="t-pre-persistence.session-matrix"'):].split("</figure>")[0]
+    assert matrix.count("<tr>") == 1 + html_render.TABLE_ROWS
+    assert f"[… {1000 - html_render.TABLE_ROWS} more rows in the JSON result]" in matrix

@@ -111,6 +111,7 @@ def test_private_key_block_keeps_armour_and_masks_cut_off_block() -> None:
     "KeyError: 'token'", "Authentication: failed for user bob", "tokens/s 18233, passed 12 tests",
     "commit 3f2a9c1e0b7d4a6f8e5c2b1a0d9e8f7c6b5a4d3e", "see https://example.com/a:b@c",
     "monkeypatch the keyboard", "torch.compile(model, mode='max-autotune')", "x: 1, y: 2",
+    "    best = sorted(rows, key=lambda r: r.rank)", "if key in cache: pass",
 ])
 def test_ordinary_text_left_alone(text: str) -> None:
     assert Redactor({}).text(text) == text
@@ -201,3 +202,9 @@ def test_redact_is_stdlib_only() -> None:
             for n in ast.walk(ast.parse(src)) if isinstance(n, (ast.Import, ast.ImportFrom)) and n.col_offset == 0
             for a in (n.names if isinstance(n, ast.Import) else [n])}
     assert mods <= set(sys.stdlib_module_names) | {"__future__"}, mods
+
+
+def test_generic_dict_keys_are_not_secrets() -> None:
+    """A table row {"key": "timeout"} is configuration, not a secret; {"token": ...} is."""
+    out = Redactor({}).value({"rows": [{"key": "timeout", "value": 5}], "token": "abcd1234", "api_key": "zzzz9999"})
+    assert out == {"rows": [{"key": "timeout", "value": 5}], "token": MASK, "api_key": MASK}

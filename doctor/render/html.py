@@ -138,25 +138,32 @@ def is_table(v: Any) -> bool:
     return isinstance(v, list) and bool(v) and all(isinstance(x, dict) for x in v)
 
 
-def table(rows: list[dict[str, Any]], budget: int = TABLE_MAX) -> dict[str, Any]:
-    """Columns (union of keys, in order of first appearance) and formatted rows, as many as fit `budget`."""
+def _cells(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[str]], list[int]]:
+    """Columns (union of keys, in order of first appearance), formatted rows, and each row's weight on the page."""
     cols: list[str] = []
     for r in rows:
         cols.extend(k for k in r if k not in cols)
+    cells = [[fmt_cell(r.get(c)) for c in cols] for r in rows[:TABLE_ROWS]]
+    # '<td></td>' per cell and '<tr></tr>\n' per row
+    return cols, cells, [sum(len(escape(c)) + 9 for c in row) + 10 for row in cells]
+
+
+def table(rows: list[dict[str, Any]], budget: int = TABLE_MAX) -> dict[str, Any]:
+    """A table of as many rows as fit `budget`."""
+    cols, cells, weights = _cells(rows)
     shown: list[list[str]] = []
     used = 0
-    for r in rows[:TABLE_ROWS]:
-        cells = [fmt_cell(r.get(c)) for c in cols]
-        used += sum(len(escape(c)) + 9 for c in cells) + 9  # '<td></td>' per cell, '<tr></tr>' per row
+    for row, weight in zip(cells, weights):
+        used += weight
         if used > budget and shown:
             break
-        shown.append(cells)
+        shown.append(row)
     return {"cols": cols, "rows": shown, "more": len(rows) - len(shown)}
 
 
 def table_size(rows: list[dict[str, Any]]) -> int:
-    """Roughly what a table would weigh on the page untrimmed (cells are capped, so cheap to bound)."""
-    return sum(min(len(str(v)), CELL_MAX) + 9 for r in rows[:TABLE_ROWS] for v in r.values())
+    """What a table's rows weigh on the page untrimmed (at most TABLE_ROWS rows of capped cells)."""
+    return sum(_cells(rows)[2])
 
 
 def slug(*parts: str) -> str:
