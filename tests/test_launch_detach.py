@@ -1,0 +1,94 @@
+"""The detached start survives what killed the seed's launches: a session that returns at once, its terminal
+hanging up, and signals sent to the recorder (recorded, and SIGTERM passed on)."""
+
+from __future__ import annotations
+
+import os
+import pty
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from doctor import rundir
+from doctor.recorder import proc_start_time
+from jobs.harness import DFDOCTOR, job, job_env, kill_runs, launch, status, text_of, wait_for
+
+
+@pytest.fixture
+def work(tmp_path: Path):
+    """A scratch project folder; whatever a run left alive in it is killed afterwards."""
+    yield tmp_path
+    kill_runs(tmp_path)
+
+
+def _pty_session(command: str) -> None:
+    """Run `command` as a pty-backed session (like `ssh -t host CMD`) and hang up as soon as it returns."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execvpe("bash", ["bash", "-c", command], job_env())
+    try:
+        while True:
+            try:
+                if not os.read(fd, 4096):
+                    break
+            except OSError:  # EIO: the session's last process left the terminal
+                break
+    finally:
+        os.close(fd)  # the hang-up: SIGHUP to whatever is still in the session
+        os.waitpid(pid, 0)
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_survives_session_that_returns_at_once(work, attempt):
+    run_dir = work / f"run{attempt}"
+    _pty_session(f"{DFDOCTOR} launch --no-check --watch 0 --cwd {work} --log {work}/train.log "
+                 f"--run-dir {run_dir} -- {' '.join(job('healthy.py', '30'))}")
+    run = rundir.load(run_dir)
+    assert run.spawned, "the job was started"
+    time.sleep(1.5)  # well past the hang-up
+    run = rundir.load(run_dir)
+    assert run.job_alive() and run.recorder_alive(), f"the job died with its session: {run.events[-3:]}"
+    size = (work / "train.log").stat().st_size
+    assert wait_for(lambda: (work / "train.log").stat().st_size > size, timeout=3), "its log keeps growing"
+
+
+def test_recorder_notes_sighup_and_passes_sigterm_on(work):
+    proc, rep = launch(work, *job("healthy.py", "30"), watch=10)
+    assert rep["verdict"]["state"] == "running"
+    run_dir = Path(rep["run"]["dir"])
+    rec_pid = rep["run"]["recorder_pid"]
+    os.kill(rec_pid, signal.SIGHUP)
+    assert wait_for(lambda: rundir.load(run_dir).first("signal") is not None)
+    run = rundir.load(run_dir)
+    assert run.first("signal")["signal"] == "SIGHUP" and not run.first("signal")["forwarded"]
+    assert run.job_alive() and run.recorder_alive(), "SIGHUP is noted, not obeyed"
+    os.kill(rec_pid, signal.SIGTERM)
+    assert wait_for(lambda: rundir.load(run_dir).finished, timeout=10)
+    proc, st = status(work)
+    assert st["verdict"]["cause"] == "killed-by-signal", text_of(st)
+    assert "SIGTERM" in st["verdict"]["summary"] and "recorder" in st["verdict"]["summary"]
+    assert st["run"]["signal"] == "SIGTERM"
+    assert wait_for(lambda: proc_start_time(rec_pid) is None, timeout=5), "the recorder ends after the job"
+
+
+def test_recorder_falls_back_when_training_python_is_broken(work, tmp_path_factory):
+    broken = tmp_path_factory.mktemp("bin") / "python3"
+    broken.write_text("#!/bin/sh\necho 'this python is broken' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    proc, rep = launch(work, *job("crash.py"), extra=("--python", str(broken)))
+    assert rep["verdict"]["cause"] == "crashed", text_of(rep)
+    events = [e["event"] for e in rundir.load(Path(rep["run"]["dir"])).launcher]
+    assert "recorder-fallback" in events
+
+
+def test_control_a_plain_background_job_dies_with_the_session(work):
+    """The harness can fail: `CMD > LOG 2>&1 &` in the same pty session is killed by the hang-up."""
+    pidfile = work / "pid"
+    _pty_session(f"{' '.join(job('healthy.py', '30'))} > {work}/naive.log 2>&1 & echo $! > {pidfile}")
+    pid = int(pidfile.read_text())
+    alive = wait_for(lambda: proc_start_time(pid) is None, timeout=3) is False
+    if alive:
+        os.kill(pid, signal.SIGKILL)
+    assert not alive, "a plain background job survived the hang-up: the detach tests prove nothing here"

@@ -1,0 +1,81 @@
+"""The recorder on its own (`python recorder.py RUN_DIR`): append-only record, capped copies, masking, cost."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from doctor import recorder, rundir
+
+RECORDER = Path(recorder.__file__)
+
+
+def _record(tmp_path: Path, code: str, env: dict | None = None, **spec) -> rundir.RunRecord:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "spec.json").write_text(json.dumps({"run_id": "t", "argv": [sys.executable, "-c", code],
+                                                    "cwd": str(tmp_path), **spec}))
+    subprocess.run([sys.executable, str(RECORDER), str(run_dir)], env=env, timeout=60, check=True)
+    return rundir.load(run_dir)
+
+
+def test_record_is_json_lines_in_order(tmp_path):
+    run = _record(tmp_path, "print('hi'); raise SystemExit(3)", log=str(tmp_path / "t.log"))
+    names = [e["event"] for e in run.events]
+    assert names[0] == "recorder" and names[-1] == "recorder-exit"
+    assert names.index("spawned") < names.index("exit")
+    assert run.exit["exit_code"] == 3 and run.exit["max_rss_kb"] > 0
+    assert run.recorder["boot_id"] and run.recorder["pid_ns"].startswith("pid:")
+    assert (tmp_path / "t.log").read_text() == "hi\n"
+    lines = (run.dir / "record.jsonl").read_bytes().splitlines()
+    assert all(json.loads(line) for line in lines), "every line is a whole JSON object"
+
+
+def test_capped_copies_keep_head_and_newest_tail_but_log_gets_all(tmp_path):
+    code = ("import sys\nfor i in range(70000):\n    sys.stdout.write(f'line {i:06d} ' + 'x' * 90 + '\\n')\n")
+    run = _record(tmp_path, code, log=str(tmp_path / "t.log"))
+    head = run.dir / "stdout.log"
+    assert head.stat().st_size == recorder.HEAD_CAP
+    assert run.exit["stdout_bytes"] == 70000 * 103
+    assert (tmp_path / "t.log").stat().st_size == 70000 * 103, "the log is not capped, only our copies"
+    tail = run.stream("stdout", 4096)
+    assert tail.rstrip().endswith("line 069999 " + "x" * 90)
+    total = sum(p.stat().st_size for p in run.dir.glob("stdout.*"))
+    assert total <= recorder.HEAD_CAP + 2 * recorder.SEG_CAP
+
+
+def test_secrets_are_masked_in_the_record(tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyz", "PWD": str(tmp_path),
+           "DB_URL": "postgres://trainer:hunter22@db/x"}
+    run = _record(tmp_path, "pass", env=env)
+    recorded = run.spawned["env"]
+    assert recorded["HF_TOKEN"] == "***" and "hunter22" not in recorded["DB_URL"]
+    assert recorded["PWD"] == str(tmp_path), "harmless names stay readable"
+    assert "hf_abcdefghijklmnopqrstuvwxyz" not in (run.dir / "record.jsonl").read_text()
+
+
+def test_torn_last_line_is_skipped(tmp_path):
+    run = _record(tmp_path, "pass")
+    with open(run.dir / "record.jsonl", "ab") as f:
+        f.write(b'{"event": "exit", "exit_co')
+    again = rundir.load(run.dir)
+    assert [e["event"] for e in again.events] == [e["event"] for e in run.events]
+
+
+def test_spawn_failure_is_recorded_not_raised(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "spec.json").write_text(json.dumps({"run_id": "t", "argv": ["/no/such/binary"]}))
+    subprocess.run([sys.executable, str(RECORDER), str(run_dir)], timeout=60, check=True)
+    ev = rundir.load(run_dir).first("spawn-failed")
+    assert ev["errname"] == "ENOENT" and ev["filename"] == "/no/such/binary"
+
+
+def test_recorder_imports_only_the_standard_library():
+    text = RECORDER.read_text()
+    assert "from doctor" not in text and "from ." not in text and "import doctor" not in text
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", f"import runpy; runpy.run_path({str(RECORDER)!r})"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
