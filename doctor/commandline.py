@@ -137,6 +137,11 @@ def _parse(argv: list[str], cwd: Path, env: dict[str, str], depth: int, extra_en
 
     if name in _SHELLS:
         return _shell(words, cwd, env, depth, extra_env, orig, base)
+    if name in _ENV_RUNNERS and len(words) > 1 and words[1] == "run" and depth < MAX_LAUNCHER_DEPTH:
+        tool, problem = _resolve_exe(head, cwd, run_env)
+        if tool is None:
+            return replace(base, exists=False, problem=problem)
+        return _env_runner(name, words[2:], cwd, env, depth, extra_env, orig, base)
 
     exe, problem = _resolve_exe(head, cwd, run_env)
     if _PYTHON_RE.match(name):
@@ -162,6 +167,91 @@ def _parse(argv: list[str], cwd: Path, env: dict[str, str], depth: int, extra_en
     elif _looks_like_shell_script(Path(exe)):
         return _follow_launcher(Path(exe), words[1:], orig, cwd, env, depth, extra_env)
     return replace(base, runner="other")
+
+
+# `uv run`, `conda run -n ENV`, ...: {tool: options that take a value}. The command after them runs in an
+# environment the tool picks; we find that environment's bin/ where we can and put it first on PATH.
+_ENV_RUNNERS: dict[str, set[str]] = {
+    "uv": {"--with", "--with-editable", "--with-requirements", "--python", "-p", "--project", "--directory",
+           "--package", "--extra", "--group", "--only-group", "--no-group", "--env-file", "--index",
+           "--default-index", "--index-url", "--extra-index-url", "-f", "--find-links", "--cache-dir",
+           "--config-file", "--color", "--exclude-newer", "--prerelease", "--resolution", "--link-mode",
+           "--refresh-package", "--reinstall-package", "--upgrade-package", "-P", "--index-strategy",
+           "--keyring-provider", "--python-platform", "--allow-insecure-host", "--config-setting", "-C"},
+    "poetry": {"--directory", "-C", "--project", "-P"},
+    "pipenv": set(),
+    "conda": {"-n", "--name", "-p", "--prefix", "--cwd"},
+    "mamba": {"-n", "--name", "-p", "--prefix", "--cwd"},
+    "micromamba": {"-n", "--name", "-p", "--prefix", "--cwd", "-r", "--root-prefix"},
+}
+
+
+def _env_runner(name: str, args: list[str], cwd: Path, env: dict[str, str], depth: int,
+                extra_env: dict[str, str], orig: tuple[str, ...], base: LaunchSpec) -> LaunchSpec:
+    """`uv run python train.py`, `conda run -n ENV python train.py`, `poetry run python ...`, `pipenv run ...`."""
+    takes_value = _ENV_RUNNERS[name]
+    opts: dict[str, str] = {}
+    i = 0
+    while i < len(args) and args[i].startswith("-") and args[i] != "--":
+        opt, eq, val = args[i].partition("=")
+        if eq:
+            opts[opt] = val
+            i += 1
+        elif opt in takes_value and i + 1 < len(args):
+            opts[opt] = args[i + 1]
+            i += 2
+        else:
+            i += 1
+    if i < len(args) and args[i] == "--":
+        i += 1
+    rest = args[i:]
+    if not rest:
+        return replace(base, exists=False, problem=f"{name} run is given no command")
+    here = cwd
+    for key in ("--directory", "--cwd", "-C", "--project"):
+        if key in opts:
+            d = Path(opts[key])
+            here = Path(os.path.normpath(d if d.is_absolute() else cwd / d))
+            break
+    if name == "uv" and rest[0].endswith(".py"):
+        rest = ["python", *rest]  # `uv run train.py` runs the script with the project's Python
+    prefix = _env_prefix(name, opts, here, {**env, **extra_env})
+    more = dict(extra_env)
+    if prefix is not None:
+        more["PATH"] = f"{prefix / 'bin'}{os.pathsep}{env.get('PATH', os.defpath)}"
+        more["VIRTUAL_ENV" if name != "conda" else "CONDA_PREFIX"] = str(prefix)
+    return _parse(rest, here, env, depth + 1, more, orig)
+
+
+def _env_prefix(name: str, opts: dict[str, str], cwd: Path, env: Mapping[str, str]) -> Optional[Path]:
+    """The environment folder a `... run` tool would use, when it can be found without asking the tool."""
+    if name in ("conda", "mamba", "micromamba"):
+        if opts.get("-p") or opts.get("--prefix"):
+            p = Path(opts.get("-p") or opts["--prefix"])
+            return p if p.is_absolute() else cwd / p
+        env_name = opts.get("-n") or opts.get("--name")
+        if not env_name:
+            return None
+        roots = [Path(env[v]).parent.parent for v in ("CONDA_EXE", "MAMBA_EXE") if env.get(v)]
+        roots += [Path(env["CONDA_PREFIX"]).parent.parent] if env.get("CONDA_PREFIX") else []
+        roots += [Path(env[v]) for v in ("MAMBA_ROOT_PREFIX", "CONDA_ROOT") if env.get(v)]
+        home = Path(env.get("HOME", "~")).expanduser()
+        roots += [home / d for d in ("miniconda3", "anaconda3", "miniforge3", "mambaforge", "micromamba", ".conda")]
+        roots += [Path("/opt/conda")]
+        for root in roots:
+            cand = root / "envs" / env_name
+            if (cand / "bin").is_dir():
+                return cand
+        return None
+    if name == "uv" and env.get("UV_PROJECT_ENVIRONMENT"):
+        p = Path(env["UV_PROJECT_ENVIRONMENT"])
+        return p if p.is_absolute() else cwd / p
+    for folder in [cwd, *cwd.parents]:  # uv, poetry (in-project), pipenv (PIPENV_VENV_IN_PROJECT): ./.venv
+        if (folder / ".venv" / "bin").is_dir():
+            return folder / ".venv"
+        if (folder / "pyproject.toml").is_file() or (folder / "Pipfile").is_file():
+            break
+    return None
 
 
 def _strip_prefixes(argv: list[str]) -> tuple[list[str], dict[str, str]]:

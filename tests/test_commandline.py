@@ -225,3 +225,30 @@ def test_spec_is_immutable(proj: Path) -> None:
     with pytest.raises(Exception):
         s.runner = "other"  # type: ignore[misc]
     assert "train.py" in s.describe()
+
+
+def test_uv_conda_poetry_run(proj: Path) -> None:
+    for tool in ("uv", "poetry", "conda"):
+        write_exec(proj / "bin" / tool, "#!/bin/sh\nexit 0\n")
+    venv = proj / ".venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").symlink_to(PY)
+    (proj / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    s = parse(["uv", "run", "--frozen", "--with", "rich", "python", "-u", "train.py"], proj, env_for(proj))
+    assert s.python == str(venv / "python") and s.script == proj / "train.py" and s.unbuffered
+    s = parse(["uv", "run", "train.py", "--x"], proj, env_for(proj))
+    assert s.python == str(venv / "python") and s.script_args == ["--x"]
+    s = parse(["poetry", "run", "python", "train.py"], proj, env_for(proj))
+    assert s.python == str(venv / "python")
+    conda_env = proj / "miniconda3" / "envs" / "drafter" / "bin"
+    conda_env.mkdir(parents=True)
+    (conda_env / "python").symlink_to(PY)
+    s = parse(["conda", "run", "-n", "drafter", "--no-capture-output", "python", "train.py"], proj, env_for(proj))
+    assert s.python == str(conda_env / "python") and s.script == proj / "train.py"
+    s = parse(["conda", "run", "-n", "gone", "python3", "train.py"], proj, env_for(proj))
+    assert s.python == str(proj / "bin" / "python3")  # env not found: falls back to PATH, as a guess
+    s = parse(["uv", "run"], proj, env_for(proj))
+    assert not s.exists
+    (proj / "bin" / "uv").unlink()
+    s = parse(["uv", "run", "python", "train.py"], proj, env_for(proj))
+    assert not s.exists and "uv: command not found" in s.problem
