@@ -306,6 +306,7 @@ def _python(args: list[str], exe: Optional[str], problem: Optional[str], cwd: Pa
     """`python [opts] (script | -m mod | -c code | -) [args]`."""
     unbuffered = _env_unbuffered(env)
     i = 0
+    no_value = False
     module = code = None
     script: Optional[str] = None
     while i < len(args):
@@ -328,6 +329,8 @@ def _python(args: list[str], exe: Optional[str], problem: Optional[str], cwd: Pa
             if c == "u":
                 unbuffered = True
             elif c in ("m", "c"):
+                if not a[j + 1:] and i + 1 >= len(args):
+                    no_value = True
                 val = a[j + 1:] or (args[i + 1] if i + 1 < len(args) else "")
                 i += 1 if a[j + 1:] else 2
                 if c == "m":
@@ -357,6 +360,8 @@ def _python(args: list[str], exe: Optional[str], problem: Optional[str], cwd: Pa
                    module=module, code=code)
     if problem:
         return replace(spec, exists=False, problem=problem)
+    if no_value:
+        return replace(spec, exists=False, problem="python: argument expected for the -m/-c option")
     if module in _TORCHRUN_MODULES:
         return _torchrun(list(rest), exe, None, cwd, replace(spec, module=None))
     if module in _ACCELERATE_MODULES:

@@ -252,3 +252,23 @@ def test_uv_conda_poetry_run(proj: Path) -> None:
     (proj / "bin" / "uv").unlink()
     s = parse(["uv", "run", "python", "train.py"], proj, env_for(proj))
     assert not s.exists and "uv: command not found" in s.problem
+
+
+def test_option_without_its_argument(proj: Path) -> None:
+    for argv in (["python3", "-m"], ["python3", "-u", "-c"]):
+        s = parse(argv, proj, env_for(proj))
+        assert not s.exists and "argument expected" in s.problem
+    assert parse(["python3", "-c", ""], proj, env_for(proj)).exists
+
+
+def test_parser_never_raises_on_garbage(proj: Path) -> None:
+    import random
+    words = ["python3", "-m", "-c", "-u", "-W", "train.py", "torchrun", "accelerate", "launch", "bash", "sh",
+             "env", "A=1", "nohup", "exec", "timeout", "5", "--", "--nproc_per_node", "'", '"', "$@",
+             "${X:-y}", "uv", "run", "conda", "-n", ">", "2>&1", "&", "|", ";", "cd", "..", "./launch.sh", "sudo"]
+    (proj / "launch.sh").write_text("#!/bin/sh\ncd \"$(dirname \"$0\")\"\nexec bash launch.sh \"$@\"\n")
+    rnd = random.Random(7)
+    for _ in range(3000):
+        argv = [rnd.choice(words) for _ in range(rnd.randint(0, 7))]
+        parse(argv, proj, env_for(proj))
+        parse_line(" ".join(argv), proj, env_for(proj))
