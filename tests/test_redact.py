@@ -208,3 +208,20 @@ def test_generic_dict_keys_are_not_secrets() -> None:
     """A table row {"key": "timeout"} is configuration, not a secret; {"token": ...} is."""
     out = Redactor({}).value({"rows": [{"key": "timeout", "value": 5}], "token": "abcd1234", "api_key": "zzzz9999"})
     assert out == {"rows": [{"key": "timeout", "value": 5}], "token": MASK, "api_key": MASK}
+
+
+def test_redact_loads_standalone_under_an_old_interpreter() -> None:
+    """The recorder may run under the training interpreter: the file alone must work there (Python 3.7+)."""
+    import glob
+    import subprocess
+    olds = sorted(glob.glob("/root/.pyenv/versions/3.[789].*/bin/python")) + \
+        [p for p in ("/usr/bin/python3.8", "/usr/bin/python3.9") if os.path.exists(p)]
+    if not olds:
+        pytest.skip("no Python 3.7-3.9 interpreter here to load doctor/redact.py with")
+    src = Path(__file__).parent.parent / "doctor" / "redact.py"
+    code = ("import importlib.util as u; s = u.spec_from_file_location('redact', %r); m = u.module_from_spec(s); "
+            "s.loader.exec_module(m); print(m.Redactor.from_env({'HF_TOKEN': 'hf_abcdefabcdef'})"
+            ".text('t hf_abcdefabcdef postgres://a:bbbb@h'))" % str(src))
+    res = subprocess.run([olds[0], "-c", code], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "t *** postgres://a:***@h"
