@@ -231,3 +231,30 @@ def test_big_report_opens_at_once(browser, tmp_path) -> None:
         page.close()
     print(f"big report: {len(page_html.encode()):,} bytes, opened in {took:.2f} s")
     assert took < 10, f"took {took:.1f} s to open"
+
+
+def test_real_failed_launch_report_in_the_browser(browser, tmp_path, dfdoctor) -> None:
+    """End to end: a real job dies with hostile text and a secret on stderr; `dfdoctor launch` writes the page."""
+    secret = "hf_SeCrEt" + "x" * 30
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "train.py").write_text(
+        "import os, sys\n"
+        "sys.stderr.write('loading config with token %s\\n' % os.environ['HF_TOKEN'])\n"
+        "raise RuntimeError('<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">'\n"
+        "                   ' bad config, token ' + os.environ['HF_TOKEN'])\n")
+    res = dfdoctor("launch", "--force", "--log", "logs/train.log", "--format", "html", "--output", "report.html",
+                   "--", sys.executable, "train.py", cwd=tmp_path, env={"HF_TOKEN": secret}, timeout=180)
+    assert res.returncode == 1, res.stdout + res.stderr
+    body = (tmp_path / "report.html").read_text()
+    assert secret not in body
+    page = browser.open((tmp_path / "report.html").as_uri())
+    try:
+        time.sleep(0.2)
+        v = page.evaluate(VISIBLE % "#verdict-summary")
+        assert "RuntimeError" in v["text"] and "<script>" in v["text"] and "token ***" in v["text"], v["text"]
+        assert v["top"] >= 0 and v["bottom"] <= v["vh"] and v["onTop"], v
+        assert page.evaluate("typeof window.__pwned") == "undefined"
+        assert page.evaluate("document.scripts.length") == 0
+        assert [u for u in page.requests() if u != page.url] == []
+    finally:
+        page.close()
