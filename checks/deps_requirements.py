@@ -24,6 +24,7 @@ import packaging
 from doctor import Result, causes, check, error, fail, ok, skip, warn
 from doctor.commandline import spec_for
 from doctor.probe import run_probe
+from doctor.targets import parse_target
 
 MAX_INCLUDE_DEPTH = 8
 MAX_SHOWN = 10
@@ -56,7 +57,8 @@ class Skipped:
 def deps_requirements(ctx) -> Iterator[Result]:
     """Check the requirements and the installed distributions' own pins inside the training interpreter."""
     spec = spec_for(ctx)
-    if (ctx.command or ctx.launcher) and not spec.exists and spec.python is None and \
+    remote = not parse_target(ctx.target or "local").is_local
+    if not remote and (ctx.command or ctx.launcher) and not spec.exists and spec.python is None and \
             spec.runner in ("python", "torchrun", "accelerate"):
         yield skip(f"the interpreter the command names cannot be found ({spec.problem}); imports.smoke reports it, "
                    "and checking another interpreter's packages would mislead")

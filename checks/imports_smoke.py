@@ -20,6 +20,7 @@ from typing import Any, Iterator, Optional
 from doctor import Result, causes, check, error, fail, ok, skip, warn
 from doctor.commandline import LaunchSpec, spec_for
 from doctor.probe import ProbeOutcome, run_probe
+from doctor.targets import parse_target
 
 DEFAULT_TIMEOUT = 90.0  # importing torch on a cold, busy machine can take tens of seconds
 HANG_MARGIN_S = 3.0  # the child dumps its stacks this long before the check's own deadline
@@ -41,7 +42,12 @@ def imports_smoke(ctx) -> Iterator[Result]:
         yield skip("no command given (dfdoctor check -- python train.py), so there is no script to try")
         return
     spec = spec_for(ctx)
-    if not spec.exists:
+    remote = not parse_target(ctx.target or "local").is_local
+    if not spec.exists and remote and spec.script is None and spec.module is None and spec.code is None:
+        yield skip(f"the launch cannot be followed from here ({spec.problem}); on a remote target the launcher "
+                   "lives there: launch.path analyses it", data={"launch": _spec_data(spec)})
+        return
+    if not spec.exists and not remote:
         yield fail(f"the launch command cannot start: {spec.problem}", causes.COMMAND_NOT_FOUND,
                    evidence=(f"command: {shlex.join(spec.argv)}",) + ((f"launcher line: {spec.line}",) if spec.line else ()),
                    fix=_not_found_fix(spec), data={"launch": _spec_data(spec)})
@@ -65,15 +71,12 @@ def imports_smoke(ctx) -> Iterator[Result]:
 def _probe_request(spec: LaunchSpec, cwd: Path, hang_s: float) -> dict[str, Any]:
     """What the probe needs to set up the import state the real launch would have."""
     if spec.script is not None:
-        # Python puts the script's folder (symlinks resolved) first on sys.path.
-        path0 = os.path.dirname(os.path.realpath(spec.script))
         argv = [str(spec.script), *spec.script_args]
     else:
-        path0 = str(cwd)
         argv = ["-m" if spec.module else "-c", *spec.script_args]
     pre = [_RUNNER_MODULES[spec.runner]] if spec.runner in _RUNNER_MODULES else []
     return {"script": str(spec.script) if spec.script else None, "module": spec.module, "code": spec.code,
-            "path0": path0, "argv": argv, "hang_s": hang_s, "pre_imports": pre}
+            "path0": None, "argv": argv, "hang_s": hang_s, "pre_imports": pre}
 
 
 def _conclude(ctx, spec: LaunchSpec, out: ProbeOutcome, hang_s: float, request: dict) -> Iterator[Result]:
@@ -88,6 +91,11 @@ def _conclude(ctx, spec: LaunchSpec, out: ProbeOutcome, hang_s: float, request: 
     if p is None:
         yield _no_answer(ctx, spec, out, hang_s, launch)
         return
+    if p.get("not_found"):
+        yield fail(f"the launch command cannot start: script not found: {p['not_found']}", causes.COMMAND_NOT_FOUND,
+                   evidence=(f"command: {shlex.join(spec.argv)}",), fix=_not_found_fix(spec), data=launch)
+        return
+    request = {**request, "path0": p.get("path0") or str(ctx.cwd)}
     where = spec.describe()
     if p["syntax_errors"]:
         yield _syntax_error(p["syntax_errors"], launch)

@@ -49,7 +49,17 @@ def main():
         faulthandler.dump_traceback_later(hang_s, exit=True)
     out = {"python": sys.version.split()[0], "executable": sys.executable, "syntax_errors": [],
            "imports": [], "compiled": [], "notes": []}
-    path0 = spec["path0"]
+    path0 = spec.get("path0")
+    if path0 is None:  # computed here, where the job runs (the target may be another machine)
+        script = spec.get("script")
+        if script and not os.path.exists(script):
+            out["not_found"] = script
+            faulthandler.cancel_dump_traceback_later()
+            answer(out)
+            return
+        # Python puts the script's folder (symlinks resolved) first on sys.path; for -m and -c, the cwd.
+        path0 = os.path.dirname(os.path.realpath(script)) if script else os.getcwd()
+    out["path0"] = path0
     sys.path.insert(0, path0)
     sys.argv = list(spec.get("argv") or [""])
     main_file, source, package = locate_main(spec, out)
