@@ -150,3 +150,12 @@ def test_fx_trace_race_real_torch_compile(work):
     assert proc.returncode == 1
     assert rep["verdict"]["cause"] == "fx-trace-race", text_of(rep)
     assert "symbolically trace" in text_of(rep) or "CURRENT_PATCHER" in text_of(rep)
+
+
+def test_post_checks_report_leftovers_and_resources(work):
+    proc, rep = launch(work, "sh", "-c", "sleep 30 & echo started; exit 0")
+    assert rep["verdict"]["state"] == "ok", text_of(rep)
+    checks = {c["id"]: c for c in rep["checks"]}
+    left = checks["job.leftovers"]
+    assert left["status"] == "warn" and any("sleep 30" in e for e in left["evidence"]), left
+    assert checks["job.resources"]["status"] == "ok" and "peak" in checks["job.resources"]["summary"]

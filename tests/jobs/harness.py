@@ -78,10 +78,15 @@ def kill_runs(work: Path) -> None:
 
     for d in records(work):
         run = rundir.load(d)
-        for ev, group in ((run.spawned, True), (run.recorder, False)):
-            if ev and proc_start_time(ev["pid"]) == ev.get("start_ticks"):
+        if run.recorder and proc_start_time(run.recorder["pid"]) == run.recorder.get("start_ticks"):
+            try:
+                os.kill(run.recorder["pid"], signal.SIGKILL)
+            except OSError:
+                pass
+        if run.spawned:  # the job's group, leader or not (a dead leader may leave workers behind)
+            for pid in _group(run.spawned["pgid"], run.spawned.get("start_ticks") or 0):
                 try:
-                    os.killpg(ev["pid"], signal.SIGKILL) if group else os.kill(ev["pid"], signal.SIGKILL)
+                    os.kill(pid, signal.SIGKILL)
                 except OSError:
                     pass
     deadline = time.monotonic() + 5
@@ -90,6 +95,21 @@ def kill_runs(work: Path) -> None:
         while run.recorder and proc_start_time(run.recorder["pid"]) == run.recorder.get("start_ticks") \
                 and time.monotonic() < deadline:
             time.sleep(0.05)
+
+
+def _group(pgid: int, since_ticks: int) -> list[int]:
+    """Processes in process group `pgid` started no earlier than the job (a reused pgid is not ours)."""
+    from doctor.recorder import proc_start_time
+
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if os.getpgid(int(name)) == pgid and (proc_start_time(int(name)) or 0) >= since_ticks:
+                    out.append(int(name))
+            except OSError:
+                continue
+    return out
 
 
 def wait_for(pred, timeout: float = 10.0, step: float = 0.05) -> bool:

@@ -1,0 +1,43 @@
+"""job.resources: what the job used (peak memory, CPU, wall time) and whether memory came close to its limit.
+
+Numbers the verdict does not need but a reader does: a job that peaked at 95 % of its cgroup's limit will be
+OOM-killed by the next, slightly larger batch. Read from the recorder's exit record and its memory cgroup.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from doctor import check, ok, skip, warn
+from doctor.rundir import load
+
+NEAR_LIMIT = 0.9  # warn when the peak reached this share of the memory limit
+
+
+@check("job.resources", title="Peak memory and CPU of the job", phases=("post",), timeout=10)
+def job_resources(ctx):
+    """Report the exit record's resource use; warn when memory came near the limit."""
+    if not ctx.run or not ctx.run.get("dir"):
+        yield skip("no launched run to look at")
+        return
+    run = load(Path(ctx.run["dir"]))
+    ex = run.exit
+    if not ex:
+        usage = (run.heartbeat or {}).get("usage") or {}
+        if usage:
+            yield ok(f"running: {usage.get('rss', 0) / 2**20:.0f} MiB resident, {usage.get('cpu_s', 0):.1f} s CPU",
+                     data={"resources": usage})
+        else:
+            yield skip("the job did not run long enough to measure")
+        return
+    peak = (ex.get("max_rss_kb") or 0) * 1024
+    facts = {"peak_rss_bytes": peak, "cpu_s": round((ex.get("utime_s") or 0) + (ex.get("stime_s") or 0), 3),
+             "wall_s": ex.get("wall_s")}
+    summary = (f"peak {peak / 2**20:.0f} MiB resident, {facts['cpu_s']:.1f} s CPU in {ex.get('wall_s')} s")
+    limit_ev = run.first("memory-limit")
+    if limit_ev and peak >= NEAR_LIMIT * limit_ev["limit"]:
+        yield warn(f"{summary}: {100 * peak / limit_ev['limit']:.0f} % of the {limit_ev['limit'] / 2**20:.0f} MiB limit",
+                   fix="Raise --memory-limit or reduce the job's memory (batch size, workers).",
+                   data={"resources": facts})
+        return
+    yield ok(summary, data={"resources": facts})
