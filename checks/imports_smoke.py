@@ -27,6 +27,9 @@ HANG_MARGIN_S = 3.0  # the child dumps its stacks this long before the check's o
 MAX_FAILURES_SHOWN = 5
 MARK = "[dfdoctor-import]"
 _RUNNER_MODULES = {"torchrun": "torch.distributed.run", "accelerate": "accelerate.commands.launch"}
+# What a single worker of torchrun/accelerate finds in its environment (only set where the job has none).
+_WORKER_ENV = {"RANK": "0", "LOCAL_RANK": "0", "GROUP_RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1",
+               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": "dfdoctor-smoke"}
 # Import names whose distribution is called something else (the usual surprises).
 PIP_NAMES = {"cv2": "opencv-python", "PIL": "Pillow", "yaml": "PyYAML", "sklearn": "scikit-learn",
              "skimage": "scikit-image", "bs4": "beautifulsoup4", "attr": "attrs", "dateutil": "python-dateutil",
@@ -64,6 +67,10 @@ def imports_smoke(ctx) -> Iterator[Result]:
     cwd = spec.cwd or ctx.cwd
     request = _probe_request(spec, cwd, hang_s)
     env = {**ctx.env, **spec.env}
+    if spec.runner in _RUNNER_MODULES:
+        # torchrun/accelerate give every worker these; module-level code often reads them
+        for k, v in _WORKER_ENV.items():
+            env.setdefault(k, v)
     outcome = run_probe(ctx, "import_probe.py", [json.dumps(request)], timeout=hang_s + 1.5, env=env, cwd=cwd)
     yield from _conclude(ctx, spec, outcome, hang_s, request)
 

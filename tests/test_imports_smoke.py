@@ -216,3 +216,16 @@ def test_zip_application_is_only_checked_to_exist(tmp_path: Path) -> None:
         z.writestr("__main__.py", "import nothing_here\n")
     r = worst(run_check([PY, "app.pyz"], tmp_path))
     assert r.status is Status.OK and "not Python source" in r.details
+
+
+@pytest.mark.slow
+def test_torchrun_script_sees_a_workers_environment(sample) -> None:
+    proj = sample("torchrun_env")
+    torchrun = str(Path(PY).parent / "torchrun")
+    results = run_check([torchrun, "--nproc_per_node", "2", "train.py"], proj)
+    r = worst(results)
+    assert r.status is Status.OK, r
+    names = [i["name"] for i in r.data["imports"]]
+    assert names[0] == "torch.distributed.run"  # what torchrun itself imports comes first
+    # run directly with python, the same script fails at import: a real launch without torchrun would too
+    assert worst(run_check([PY, "train.py"], proj)).cause == causes.IMPORT_ERROR

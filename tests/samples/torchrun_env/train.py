@@ -1,0 +1,4 @@
+"""Launched with torchrun: reads the worker's rank at import time, as many scripts do."""
+import os
+
+import dist_setup
