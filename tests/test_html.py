@@ -144,6 +144,11 @@ def test_before_after_shows_what_post_found_new() -> None:
     section = page[page.index('id="before-after"'):page.index('id="checks"')]
     assert "found 2 problems the pre-launch checks did not" in section
     assert section.count('class="new"') == 2 and "job.alive" in section and "log.growing" in section
+    assert "Before: 5 pre-launch checks" in section and 'href="#check-pre-deps.requirements"' in section
+    assert "None of them predicted <code>missing-module</code>" in section
+    rep = failed_launch()
+    rep.checks[3].cause = "missing-module"
+    assert "The pre-launch checks had already named the cause" in html_render.render(rep)
     # only one phase: no before/after section at all
     assert 'id="before-after"' not in html_render.render(persistence_report())
 

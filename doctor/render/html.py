@@ -208,11 +208,15 @@ def timeline_rows(timeline: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def before_after(checks: list[CheckRecord]) -> Optional[dict[str, Any]]:
-    """What the post-launch checks found that the pre-launch checks did not; None when only one phase ran."""
+def before_after(report: Report) -> Optional[dict[str, Any]]:
+    """What the pre-launch checks saw, against what the launch and the post-launch checks found.
+
+    None for `check` (nothing was launched) or when no pre-launch check ran.
+    """
+    checks = report.checks
     pre = {c.id: c for c in checks if c.phase == "pre"}
     post = [c for c in checks if c.phase == "post"]
-    if not pre or not post:
+    if report.mode == "check" or not pre:
         return None
     rows = []
     for c in post:
@@ -221,8 +225,12 @@ def before_after(checks: list[CheckRecord]) -> Optional[dict[str, Any]]:
         changed = before is not None and before.status != c.status
         if new or changed or c.status.rank >= Status.WARN.rank:
             rows.append({"id": c.id, "before": before, "after": c, "new": new})
-    new_count = sum(1 for r in rows if r["new"])
-    return {"rows": rows, "new": new_count, "pre_n": len(pre), "post_n": len(post)}
+    pre_problems = [c for c in pre.values() if c.status.rank >= Status.WARN.rank and not c.silenced]
+    return {"rows": rows, "new": sum(1 for r in rows if r["new"]), "pre_n": len(pre), "post_n": len(post),
+            "pre_problems": sorted(pre_problems, key=lambda c: -c.status.rank)[:8],
+            "pre_more": max(0, len(pre_problems) - 8),
+            "pre_cause_matches": bool(report.verdict.cause) and any(c.cause == report.verdict.cause
+                                                                   for c in pre_problems)}
 
 
 def fair_shares(sizes: list[int], total: int, cap: int, floor: int = SHARE_FLOOR) -> list[int]:
@@ -338,7 +346,7 @@ def render(report: Report, verbose: bool = False) -> str:
         command=shlex.join(str(a) for a in report.command) if report.command else "",
         fix=fix_markup(v.fix) if v.fix else None,
         evidence=evidence, evidence_more=evidence_more,
-        timeline=timeline_rows(report.timeline), before_after=before_after(report.checks),
+        timeline=timeline_rows(report.timeline), before_after=before_after(report),
         phases=[(p, [card(c, shares[id(c)], verbose) for c in report.checks if c.phase == p]) for p in phases],
         counts=counts(report.checks), env_rows=env_rows(report.environment), tables=tables,
         run=run_rows(report.run), run_more=run_rows(report.run, rest=True),
