@@ -283,6 +283,7 @@ def _conflict_text(c: dict) -> str:
 
 
 def _label(path: Path, cwd: Path) -> str:
+    """How a file is named in findings: relative to the job's folder when inside it."""
     try:
         return str(path.relative_to(cwd))
     except ValueError:

@@ -273,10 +273,12 @@ def _spec_data(spec: LaunchSpec) -> dict[str, Any]:
 
 
 def _loc(item: dict) -> str:
+    """`file:line` of an import, or its text when it has no file (`-m pkg`)."""
     return f"{item['file']}:{item['line']}" if item.get("file") else item.get("text", "")
 
 
 def _short(path: str, cwd: Path) -> str:
+    """A path relative to the job's folder when it is inside it."""
     try:
         return str(Path(path).relative_to(cwd))
     except ValueError:
@@ -284,8 +286,10 @@ def _short(path: str, cwd: Path) -> str:
 
 
 def _first_line(text: str) -> str:
+    """The first non-empty line of a message."""
     return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
 
 
 def _tail(text: str, n: int) -> str:
+    """The last n lines of a text."""
     return "\n".join(text.splitlines()[-n:])

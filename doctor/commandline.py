@@ -125,6 +125,7 @@ def spec_for(ctx) -> LaunchSpec:
 
 def _parse(argv: list[str], cwd: Path, env: dict[str, str], depth: int, extra_env: dict[str, str],
            orig: Optional[tuple[str, ...]] = None) -> LaunchSpec:
+    """Parse argv (after any launcher expansion) into a LaunchSpec; `orig` is what the user typed."""
     orig = tuple(argv) if orig is None else orig
     words, assigned = _strip_prefixes(argv)
     extra_env = {**extra_env, **assigned}
@@ -387,6 +388,7 @@ def _accelerate(args: list[str], python: Optional[str], problem: Optional[str], 
 
 def _launcher_cli(args: list[str], runner: str, flags: set[str], python: Optional[str],
                   problem: Optional[str], cwd: Path, base: LaunchSpec) -> LaunchSpec:
+    """Shared option walk of torchrun and accelerate: skip options to the script or `-m` module."""
     is_module = no_python = False
     i = 0
     while i < len(args):
@@ -423,6 +425,7 @@ def _launcher_cli(args: list[str], runner: str, flags: set[str], python: Optiona
 
 
 def _with_script(spec: LaunchSpec, script: str, cwd: Path) -> LaunchSpec:
+    """Attach the script (absolute, relative to cwd) and say whether it can be run."""
     p = Path(script)
     p = p if p.is_absolute() else (cwd / p)
     p = Path(os.path.normpath(p))
@@ -559,6 +562,7 @@ def _runs_something(name: str, words: list[str], cwd: Path, vars_: dict[str, str
 
 
 def _venv_of_activate(arg: str, cwd: Path) -> Optional[Path]:
+    """The venv folder of a `source X/bin/activate` line, or None for any other sourced file."""
     p = Path(arg) if os.path.isabs(arg) else cwd / arg
     if p.name == "activate" and p.parent.name == "bin":
         return Path(os.path.normpath(p.parent.parent))
@@ -720,8 +724,10 @@ def _interpreter_of(exe: str, cwd: Path, env: Mapping[str, str]) -> Optional[str
 
 
 def _looks_like_shell_script(path: Path) -> bool:
+    """A file without a shebang that is still meant for a shell (by its suffix)."""
     return path.suffix in (".sh", ".bash")
 
 
 def _env_unbuffered(env: Mapping[str, str]) -> bool:
+    """Does this environment make Python's stdout unbuffered?"""
     return bool(env.get("PYTHONUNBUFFERED"))

@@ -46,6 +46,7 @@ class Version(object):
 
     @property
     def is_prerelease(self):
+        """True for a/b/rc and .dev versions."""
         return self.pre is not None or self.dev is not None
 
     @property
@@ -96,6 +97,7 @@ class Specifier(object):
         return self.op + self.ver
 
     def contains(self, v):
+        """Does the version satisfy this (these) clause(s)?"""
         op, s = self.op, self.ver
         if op == "===":
             return str(v).lower() == s.lower()
@@ -137,6 +139,7 @@ class Specifier(object):
 
 
 def _base(v):
+    """(epoch, release without trailing zeros): what `<V`/`>V` compare pre/post-releases by."""
     rel = list(v.release)
     while len(rel) > 1 and rel[-1] == 0:
         rel.pop()
@@ -163,6 +166,7 @@ class SpecifierSet(object):
         return ",".join(sorted(str(s) for s in self.specs))
 
     def contains(self, version, prereleases=True):
+        """Does the version satisfy this (these) clause(s)?"""
         v = version if isinstance(version, Version) else Version(str(version))
         return all(s.contains(v) for s in self.specs)
 
@@ -202,6 +206,7 @@ class Marker(object):
 
     @staticmethod
     def _tokenize(text):
+        """Split a marker into strings, operators and words."""
         pos, toks = 0, []
         while pos < len(text):
             if text[pos:].strip() == "":
@@ -219,9 +224,11 @@ class Marker(object):
         return toks
 
     def _parse_check(self):
+        """Reject a malformed marker at construction time, as packaging does."""
         self.evaluate({"extra": ""}, _dry=True)
 
     def evaluate(self, environment=None, _dry=False):
+        """Evaluate the marker in this interpreter's environment, overridden by `environment`."""
         env = default_environment()
         env.update(environment or {})
         self._env, self._i, self._dry = env, 0, _dry
@@ -231,9 +238,11 @@ class Marker(object):
         return val
 
     def _peek(self):
+        """The next token without consuming it."""
         return self.tokens[self._i] if self._i < len(self.tokens) else (None, None)
 
     def _take(self):
+        """Consume and return the next token."""
         t = self._peek()
         if t[0] is None:
             raise ValueError("invalid marker (ends early): %r" % self.text)
@@ -241,6 +250,7 @@ class Marker(object):
         return t
 
     def _or(self):
+        """or-expression."""
         v = self._and()
         while self._peek() == ("word", "or"):
             self._take()
@@ -249,6 +259,7 @@ class Marker(object):
         return v
 
     def _and(self):
+        """and-expression."""
         v = self._atom()
         while self._peek() == ("word", "and"):
             self._take()
@@ -257,6 +268,7 @@ class Marker(object):
         return v
 
     def _atom(self):
+        """A parenthesised expression or one comparison."""
         if self._peek() == ("op", "("):
             self._take()
             v = self._or()
@@ -278,6 +290,7 @@ class Marker(object):
         return _compare(lhs, op, rhs)
 
     def _value(self):
+        """A quoted string or a marker variable's value."""
         kind, val = self._take()
         if kind == "str":
             return val, None
@@ -288,10 +301,12 @@ class Marker(object):
 
 
 def _canon(name):
+    """PEP 503 normalised name (for `extra` comparisons)."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _compare(lhs, op, rhs):
+    """One marker comparison: as versions when both sides parse, else as strings."""
     if op == "in":
         return lhs in rhs
     if op == "not in":

@@ -223,6 +223,7 @@ def function_imports(tree):
     found = []
 
     def visit(nodes, in_func, guarded):
+        """Walk statements, noting whether we are in a function and under a guard."""
         for node in nodes:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 visit(node.body, True, guarded)
