@@ -146,15 +146,15 @@ def _no_answer(ctx, spec: LaunchSpec, out: ProbeOutcome, hang_s: float, launch: 
     if out.timed_out or "Timeout (" in out.stderr:
         what = f"import of {current[0]}" + (f" ({current[1]})" if current[1] else "") if current else "the imports"
         return fail(f"{what} did not finish within {hang_s:.0f} s: the job would sit there with no log",
-                    causes.IMPORT_HANG, details=stacks, evidence=tuple(_innermost_frames(stacks)),
-                    fix="Read the main thread's stack above: a lock, a network call (a hub download, a "
+                    causes.IMPORT_HANG, details=_readable(stacks), evidence=tuple(_innermost_frames(stacks)),
+                    fix="The stacks show where the main thread waits: a lock, a network call (a hub download, a "
                         "license server), a distributed rendezvous or a CUDA init at import time. Move that work "
                         "out of module level, or raise the limit with --timeout if the import is only slow.",
                     data={**launch, "hang_s": hang_s, "import": current[0] if current else None})
     if out.signal:
         name = current[0] if current else "the script's imports"
         return fail(f"importing {name} killed the interpreter with {out.signal}", causes.IMPORT_ERROR,
-                    details=_tail(out.stderr, 40), evidence=tuple(_innermost_frames(stacks)),
+                    details=_readable(_tail(out.stderr, 60)), evidence=tuple(_innermost_frames(stacks)),
                     fix="A compiled extension crashed on import: reinstall it for this Python/torch/CUDA "
                         "combination (its wheel must match the installed torch).", data=launch)
     return error(f"the import probe could not run in {ctx.python} (exit status {out.returncode})",
@@ -254,6 +254,13 @@ def _stacks(stderr: str) -> str:
     """The faulthandler dump (every thread's stack) from the probe's stderr."""
     m = re.search(r"^(Timeout \(|Thread 0x|Current thread 0x|Fatal Python error)", stderr, re.M)
     return stderr[m.start():] if m else _tail(stderr, 60)
+
+
+def _readable(stacks: str) -> str:
+    """The dump without dfdoctor's probe frames, importlib's plumbing and the probe's marker lines."""
+    keep = [ln for ln in stacks.splitlines()
+            if "import_probe.py" not in ln and "<frozen importlib" not in ln and not ln.startswith(MARK)]
+    return "\n".join(keep)
 
 
 def _innermost_frames(stacks: str, n: int = 5) -> list[str]:
