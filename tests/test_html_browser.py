@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 import threading
@@ -41,9 +42,12 @@ CONTRAST = """(() => {
 
 @pytest.fixture(scope="module")
 def browser():
-    """One headless Chromium for the module; skipped, with the reason printed, where none is installed."""
+    """One headless Chromium for the module; skipped, with the reason printed, where none is installed
+    (failed instead when DFDOCTOR_REQUIRE_BROWSER is set, as CI should)."""
     if not find_chromium():
         reason = "chromium not installed (apt-get install chromium chromium-driver); CI installs it"
+        if os.environ.get("DFDOCTOR_REQUIRE_BROWSER"):  # CI sets it: there a missing browser is a failure
+            pytest.fail(reason)
         print(f"SKIP browser tests: {reason}", file=sys.stderr)
         pytest.skip(reason)
     b = Chromium()
