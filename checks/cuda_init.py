@@ -26,14 +26,18 @@ BUSY_MIB = 2048
        timeout=DEFAULT_TIMEOUT)
 def cuda_init(ctx) -> Iterator[Result]:
     """Probe torch + CUDA in the training interpreter and turn what it saw into one verdict."""
-    exp = expectation(ctx)
     limit = float(ctx.timeout or DEFAULT_TIMEOUT)
     out = run_probe(ctx, "cuda_init_probe.py", timeout=max(1.0, limit - 1.0), env=probe_env(ctx))
+    yield from judge(ctx, expectation(ctx), out, limit)
+
+
+def judge(ctx, exp: Expectation, out: ProbeOutcome, limit: float) -> Iterator[Result]:
+    """Turn what the probe saw (or how it ended) into findings."""
     facts = out.payload or {}
     data = {"cuda": _summary_facts(facts, exp, out)}
     if out.spawn_error:
         yield _unavailable(exp, f"the training interpreter {ctx.python} could not be started: {out.spawn_error}",
-                           data, cause=causes.COMMAND_NOT_FOUND, fix=f"pass --python with a working interpreter")
+                           data, cause=causes.COMMAND_NOT_FOUND, fix="pass --python with a working interpreter")
         return
     if out.timed_out:
         yield _hang(facts, out, limit, data)
@@ -146,7 +150,8 @@ def _devices(facts: dict, vis: Visibility, exp: Expectation, data: dict) -> Iter
     n = len(devices)
     yield ok(f"{n} GPU{'s' if n != 1 else ''} usable: {names}; torch {t.get('version')} (CUDA {t.get('cuda')}), "
              f"driver {driver or '?'} (CUDA {drv_cuda or '?'})",
-             evidence=tuple(_device_lines(devices)) + _driver_lines(facts) + _hidden_lines(vis),
+             evidence=tuple(_device_lines(devices)) + _driver_lines(facts) + _hidden_lines(vis)
+             + tuple(x for x in (driver_mismatch(facts),) if x),
              data=data)
 
 

@@ -198,8 +198,10 @@ def _verdict(ranks: list[dict], world: int, backend: str, limit: float, data: di
         what = first.get("error") or _wrong(first)
         names = ", ".join(_label(r) for r in bad)
         rest = [r for r in ranks if r not in bad and r["state"] != "ok"]
-        tail = (f"; {', '.join(_label(r) for r in rest)} waited for {'it' if len(bad) == 1 else 'them'} and "
-                f"{'was' if len(rest) == 1 else 'were'} stopped") if rest else ""
+        stopped = " and " + ("was" if len(rest) == 1 else "were") + " stopped" \
+            if all(r["state"] == "stopped" for r in rest) else ""
+        tail = f"; {', '.join(_label(r) for r in rest)} waited for {'it' if len(bad) == 1 else 'them'}{stopped}" \
+            if rest else ""
         return fail(f"{names} failed in {first['stage']}{_injected(first, 'fail')}: {what}{tail}", causes.CUDA_INIT_FAILED,
                     evidence=lines + tuple(first.get("traceback") or first.get("stderr") or ()), data=data,
                     fix=_fix(first))

@@ -55,7 +55,8 @@ def main() -> int:
             count = torch.cuda.device_count() if torch.version.cuda else 0
             if LOCAL_RANK >= count:
                 why = "a CPU-only torch build" if not torch.version.cuda else \
-                    f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r}"
+                    (f"CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']!r}"
+                     if "CUDA_VISIBLE_DEVICES" in os.environ else "CUDA_VISIBLE_DEVICES is not set")
                 raise RuntimeError(f"rank {RANK} needs GPU {LOCAL_RANK}, but torch sees {count} GPU(s) ({why})")
             torch.cuda.set_device(LOCAL_RANK)
             device = torch.device("cuda", LOCAL_RANK)

@@ -1,0 +1,149 @@
+"""cuda.init on this CPU machine, for real: the CPU-only torch build, CUDA_VISIBLE_DEVICES, a CUDA init that
+hangs (a fake torch, the only part not real), a missing torch and a missing interpreter."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from checks.cuda_init import cuda_init
+from doctor import causes
+from doctor.context import Context
+from doctor.model import Status
+from doctor.runner import run_checks
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKE_TORCH = ROOT / "tests" / "fakes" / "fake_torch"
+PYTHON = sys.executable  # the venv's interpreter: it has the CPU build of torch
+
+
+def run(ctx: Context):
+    """Run the check function in this process (its probe is still a real subprocess)."""
+    return list(cuda_init.func(ctx))
+
+
+def env(**extra: str) -> dict[str, str]:
+    """This environment, minus anything that would let a real GPU in, plus `extra`."""
+    e = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "PYTHONPATH")}
+    e.update(extra)
+    return e
+
+
+def test_cpu_only_torch_is_a_skip_that_says_why():
+    (r,) = run(Context(python=PYTHON, env=env(), timeout=60))
+    assert r.status is Status.SKIP
+    assert "CPU-only build" in r.summary and "torch.version.cuda is None" in r.summary
+    assert r.data["cuda"]["torch"].endswith("+cpu")
+
+
+def test_cpu_only_torch_fails_when_a_gpu_is_required():
+    (r,) = run(Context(python=PYTHON, env=env(), timeout=60, require_gpu=True))
+    assert r.status is Status.FAIL and r.cause == causes.CUDA_UNAVAILABLE
+    assert "CPU-only" in r.summary and "download.pytorch.org/whl/cu" in r.fix
+    assert any("--require-gpu" in e for e in r.evidence)
+
+
+def test_command_naming_cuda_makes_it_a_failure_and_says_so():
+    ctx = Context(python=PYTHON, env=env(), timeout=60, command=[PYTHON, "train.py", "--device", "cuda"])
+    (r,) = run(ctx)
+    assert r.status is Status.FAIL and r.cause == causes.CUDA_UNAVAILABLE
+    assert any("the command names cuda" in e for e in r.evidence)
+
+
+def test_empty_cuda_visible_devices_is_reported():
+    (r,) = run(Context(python=PYTHON, env=env(CUDA_VISIBLE_DEVICES=""), timeout=60, require_gpu=True))
+    assert r.status is Status.FAIL and r.cause == causes.CUDA_UNAVAILABLE
+    assert any("CUDA_VISIBLE_DEVICES='' is set but empty, which hides every GPU" in e for e in r.evidence)
+    assert r.data["cuda"]["env"]["CUDA_VISIBLE_DEVICES"] == ""
+
+
+def test_multicast_guards_reach_the_probe(tmp_path: Path):
+    """The probe must run with NVLink multicast off, whatever the job's environment says."""
+    seen = tmp_path / "env.txt"
+    wrapper = tmp_path / "python"
+    wrapper.write_text(f"#!/bin/sh\nenv > {seen}\nexec {PYTHON} \"$@\"\n")
+    wrapper.chmod(0o755)
+    run(Context(python=str(wrapper), env=env(NCCL_NVLS_ENABLE="1"), timeout=60))
+    text = seen.read_text()
+    assert "NCCL_NVLS_ENABLE=0" in text and "TORCH_SYMM_MEM_DISABLE_MULTICAST=1" in text
+    assert "NVSHMEM_DISABLE_NVLS=1" in text
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_hanging_cuda_init_is_named_with_its_stack_and_leaves_nothing(tmp_path: Path):
+    pidfile = tmp_path / "child.pid"
+    ctx = Context(python=PYTHON, timeout=3,
+                  env=env(PYTHONPATH=str(FAKE_TORCH), FAKE_TORCH_MODE="hang", FAKE_TORCH_CHILD_PIDFILE=str(pidfile)))
+    t = time.monotonic()
+    (r,) = run(ctx)
+    elapsed = time.monotonic() - t
+    assert r.status is Status.FAIL and r.cause == causes.CUDA_INIT_HANG
+    assert "did not finish within 3 s" in r.summary and "'cuda init'" in r.summary
+    assert elapsed < 3 + 1.5, elapsed
+    assert any("in _init" in e for e in r.evidence), r.evidence  # the stack, down to the stuck frame
+    child = int(pidfile.read_text())
+    deadline = time.monotonic() + 3
+    while not _gone(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(child), "the process the hung CUDA init started is still running"
+
+
+def test_hang_through_the_runner_is_the_check_finding_not_a_runner_timeout(tmp_path: Path):
+    ctx = Context(python=PYTHON, timeout=3,
+                  env=env(PYTHONPATH=str(FAKE_TORCH), FAKE_TORCH_MODE="hang",
+                          FAKE_TORCH_CHILD_PIDFILE=str(tmp_path / "pid")))
+    (rec,) = run_checks([cuda_init], ctx, "pre")
+    assert rec.status is Status.FAIL and rec.cause == causes.CUDA_INIT_HANG
+    assert rec.duration_s < 3 + 1.5
+    assert _gone(int((tmp_path / "pid").read_text()))
+
+
+def test_cuda_error_at_init_is_init_failed_with_the_error_and_a_fix():
+    ctx = Context(python=PYTHON, timeout=30, env=env(PYTHONPATH=str(FAKE_TORCH), FAKE_TORCH_MODE="init-error"))
+    (r,) = run(ctx)
+    assert r.status is Status.FAIL and r.cause == causes.CUDA_INIT_FAILED
+    assert "system not yet initialized (error 802)" in r.summary
+    assert "nvidia-fabricmanager" in r.fix
+
+
+def test_interpreter_without_torch(tmp_path: Path):
+    nosite = tmp_path / "python-nosite"
+    nosite.write_text(f"#!/bin/sh\nexec {PYTHON} -S \"$@\"\n")  # -S: no site-packages, so no torch
+    nosite.chmod(0o755)
+    (r,) = run(Context(python=str(nosite), env=env(), timeout=30))
+    assert r.status is Status.SKIP and "torch is not installed" in r.summary
+    (r,) = run(Context(python=str(nosite), env=env(), timeout=30, require_gpu=True))
+    assert r.status is Status.FAIL and r.cause == causes.CUDA_UNAVAILABLE and "pip install torch" in r.fix
+
+
+def test_missing_interpreter_is_said_plainly():
+    (r,) = run(Context(python="/nonexistent/bin/python3", env=env(), timeout=10, require_gpu=True))
+    assert r.status is Status.FAIL and r.cause == causes.COMMAND_NOT_FOUND
+    assert "/nonexistent/bin/python3 could not be started" in r.summary
+
+
+@pytest.mark.parametrize("mode", ["hang"])
+def test_no_probe_outlives_the_check(mode: str, tmp_path: Path):
+    before = {p.pid for p in psutil.process_iter()}
+    run(Context(python=PYTHON, timeout=3, env=env(PYTHONPATH=str(FAKE_TORCH), FAKE_TORCH_MODE=mode,
+                                                  FAKE_TORCH_CHILD_PIDFILE=str(tmp_path / "pid"))))
+    time.sleep(0.2)
+    left = []
+    for p in psutil.process_iter(["pid", "cmdline", "status"]):
+        if p.pid in before or p.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        cmd = " ".join(p.info["cmdline"] or [])
+        if "cuda_init_probe" in cmd or "time.sleep(600)" in cmd:
+            left.append(cmd)
+    assert not left
