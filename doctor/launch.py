@@ -111,7 +111,16 @@ def watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float,
           steady_s: float = STEADY_S) -> tuple[RunRecord, Optional[LiveFacts]]:
     """Follow the record until the verdict is certain: a death, steady output, or the end of the watch."""
     t0 = time.monotonic()
-    growth: list[tuple[float, int]] = []  # (when, bytes) each time we saw the output grow
+    try:
+        return _watch(run_dir, proc, watch_s, steady_s, t0)
+    except KeyboardInterrupt:  # Ctrl-C ends the watch, not the job: judge what we have
+        run = rundir.load(run_dir)
+        return run, (None if run.finished else observe(run, time.monotonic() - t0))
+
+
+def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, steady_s: float,
+           t0: float) -> tuple[RunRecord, Optional[LiveFacts]]:
+    growth: list[tuple[float, int]] = []  # (when, progress) each time we saw the output grow
     while True:
         run = rundir.load(run_dir)
         now = time.monotonic()
@@ -128,6 +137,8 @@ def watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float,
             # a few separate bursts of output spread over steady_s, not one banner: the job is really logging
             if len(growth) >= STEADY_BURSTS and now - growth[0][0] >= steady_s and run.job_alive():
                 return run, LiveFacts(pid=run.job_pid, watched_s=now - t0, growing=True)
+            if watch_s <= 0:  # --watch 0: started is all we wait for
+                return run, LiveFacts(pid=run.job_pid, watched_s=0.0)
             if now - t0 >= watch_s:
                 return run, observe(run, now - t0)
         time.sleep(POLL_S)
