@@ -10,6 +10,7 @@ installed, failing for those the job depends on and warning for the rest.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -67,7 +68,8 @@ def deps_requirements(ctx) -> Iterator[Result]:
     for p in problems:
         yield p
     request = {"requirements": [{"req": r.text, "source": r.source, "constraint": r.constraint} for r in reqs],
-               "packaging_dir": PACKAGING_DIR, "focus": list(FOCUS)}
+               "packaging_dir": PACKAGING_DIR, "focus": list(FOCUS),
+               "modules": [] if remote else script_modules(spec)}
     out = run_probe(ctx, "deps_probe.py", [json.dumps(request)], timeout=max(2.0, float(ctx.timeout or 30) - 1.0))
     if out.spawn_error:
         yield skip(f"the training interpreter {ctx.python} cannot be started ({out.spawn_error}); "
@@ -154,6 +156,29 @@ def conclude(ctx, p: dict, skipped: list[Skipped], sources: list[str]) -> Iterat
     if focus:
         details.append(f"pins checked for: {focus} and its {max(0, len(p['closure']) - 1)} dependencies")
     yield ok(summary, details="\n".join(details), data=data)
+
+
+def script_modules(spec) -> list[str]:
+    """Top-level modules the script imports (read with ast, never run): their distributions are the job's too."""
+    if spec.script is None or not spec.script.is_file() or spec.script.suffix not in ("", ".py"):
+        return []
+    try:
+        tree = ast.parse(spec.script.read_bytes())
+    except (SyntaxError, ValueError, OSError):
+        return []  # imports.smoke reports a script that does not compile
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found = [node.module]
+        else:
+            continue
+        for n in found:
+            top = n.split(".")[0]
+            if top not in names:
+                names.append(top)
+    return names
 
 
 def collect(ctx) -> tuple[list[Requirement], list[Skipped], list[Result], list[str]]:

@@ -27,10 +27,13 @@ def make_venv(where: Path, base: str = BASE_PY) -> tuple[str, Path]:
     return str(where / "bin" / "python"), site
 
 
-def install_dist(site: Path, name: str, version: str, requires: tuple[str, ...] = ()) -> None:
+def install_dist(site: Path, name: str, version: str, requires: tuple[str, ...] = (),
+                 top_level: tuple[str, ...] = ()) -> None:
     """Write a distribution's metadata as pip would; importlib.metadata then reports it installed."""
     info = site / f"{name.replace('-', '_')}-{version}.dist-info"
     info.mkdir(parents=True)
+    if top_level:
+        (info / "top_level.txt").write_text("\n".join(top_level) + "\n")
     lines = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     lines += [f"Requires-Dist: {r}" for r in requires]
     (info / "METADATA").write_text("\n".join(lines) + "\n")
@@ -236,3 +239,18 @@ def test_command_with_a_missing_interpreter_is_not_checked_against_another(tmp_p
     ctx = Context(command=["python3.99", "train.py"], cwd=tmp_path, python=sys.executable, timeout=30)
     (r,) = deps_requirements.run(ctx)
     assert r.status is Status.SKIP and "python3.99" in r.summary
+
+
+def test_conflict_in_what_the_script_imports_fails_without_requirements(venv) -> None:
+    py, site, proj = venv
+    install_dist(site, "transformers", "4.40.0", ("tokenizers<0.20,>=0.19",), top_level=("transformers",))
+    install_dist(site, "tokenizers", "0.21.0", top_level=("tokenizers",))
+    (proj / "train.py").write_text("import os\nfrom transformers import AutoModel\n")
+    ctx = Context(command=[py, "train.py"], cwd=proj, python=py, timeout=30,
+                  env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    (r,) = by_cause(deps_requirements.run(ctx), causes.DEPENDENCY_MISMATCH)
+    assert r.status is Status.FAIL and "transformers 4.40.0 requires tokenizers" in r.summary
+    # the same environment, a script that does not import transformers: only a warning
+    (proj / "train.py").write_text("import os\n")
+    (r,) = by_cause(deps_requirements.run(ctx), causes.DEPENDENCY_MISMATCH)
+    assert r.status is Status.WARN

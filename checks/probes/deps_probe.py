@@ -10,7 +10,8 @@ file is the fallback. Markers are therefore evaluated for THIS interpreter: its 
 machine.
 
 Input (JSON in argv[1]): {"requirements": [{"req": "torch>=2.4", "source": "requirements.txt:3",
-"constraint": false}], "packaging_dir": "...", "focus": ["torch"]}.
+"constraint": false}], "packaging_dir": "...", "focus": ["torch"], "modules": ["numpy", ...]}: `modules` are
+the top-level modules the script imports; their distributions count as what the job depends on.
 """
 
 import importlib
@@ -190,6 +191,23 @@ def conflicts(dists, req_mod, version_mod):
     return found, graph
 
 
+def imported_distributions(modules):
+    """The distributions that provide the top-level modules the script imports (Python 3.10+; else none)."""
+    finder = getattr(metadata, "packages_distributions", None)
+    if finder is None or not modules:
+        return []
+    try:
+        mapping = finder()
+    except Exception:  # noqa: BLE001 - a broken RECORD somewhere must not stop the check
+        return []
+    found = []
+    for mod in modules:
+        for dist in mapping.get(mod, []):
+            if dist not in found:
+                found.append(dist)
+    return found
+
+
 def closure(roots, graph):
     """Every distribution reachable from `roots` through installed requirements."""
     seen, todo = set(), list(roots)
@@ -224,6 +242,9 @@ def main():
     roots = set()
     for item in spec.get("requirements") or []:
         check_requirement(item, req_mod, version_mod, dists, out, roots)
+    for dist_name in imported_distributions(spec.get("modules") or []):
+        roots.add(canonical(dist_name))
+        out.setdefault("imported", []).append(dist_name)
     for name in spec.get("focus") or []:
         if canonical(name) in dists:
             roots.add(canonical(name))
