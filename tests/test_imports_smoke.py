@@ -185,7 +185,7 @@ def test_no_process_left_after_a_hang(sample) -> None:
     run_check([PY, "train.py"], proj, timeout=4)
     time.sleep(0.2)
     leftovers = [p for p in psutil.process_iter(["cmdline"])
-                 if p.pid not in before and "import_probe.py" in " ".join(p.info["cmdline"] or [])]
+                 if p.pid not in before and str(proj) in " ".join(p.info["cmdline"] or [])]
     assert not leftovers
 
 
