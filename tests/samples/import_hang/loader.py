@@ -1,7 +1,11 @@
-"""Deadlocks at import: waits for a lock that its own background thread never releases."""
+"""Deadlocks at import: waits for a lock that its own background thread never releases, after starting a
+helper process (which must not outlive the check either)."""
+import subprocess
+import sys
 import threading
 import time
 
+_helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)", __file__])
 _lock = threading.Lock()
 
 
