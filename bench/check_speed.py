@@ -7,7 +7,9 @@ other load on a shared machine hit all of them alike), after one discarded warm-
 - baseline: `python -c "import torch"` with the same interpreter;
 - `dfdoctor check -- python train.py` (every pre-launch check, as a user runs it);
 - `dfdoctor check --only imports.smoke -- python train.py` (the torch-importing check alone);
-- `python -m torch.utils.collect_env` (the tool people run today to describe an environment).
+- `python -m torch.utils.collect_env` (the tool people run today to describe an environment);
+- for the breakdown: the full check without `cuda.init` (the other check that imports torch), and
+  `--only deps.requirements` (dfdoctor's fixed cost plus a probe that does not import torch).
 
 It prints medians and ratios to the baseline (our goal: the full check within 1.5x) and writes JSON.
 
@@ -63,6 +65,11 @@ def commands(python: str, proj: Path) -> dict[str, list[str]]:
         "dfdoctor check --only imports.smoke -- python train.py": [*cli, "check", "--cwd", str(proj), "--only",
                                                                    "imports.smoke", "--", python, "train.py"],
         "python -m torch.utils.collect_env": [python, "-m", "torch.utils.collect_env"],
+        # where the time goes: every check but the other torch-importing one, and the no-torch fixed cost
+        "dfdoctor check --skip cuda.init -- python train.py": [*cli, "check", "--cwd", str(proj), "--skip",
+                                                               "cuda.init", "--", python, "train.py"],
+        "dfdoctor check --only deps.requirements -- python train.py": [*cli, "check", "--cwd", str(proj), "--only",
+                                                                       "deps.requirements", "--", python, "train.py"],
     }
 
 
