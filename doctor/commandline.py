@@ -443,9 +443,13 @@ def _shell(words: list[str], cwd: Path, env: dict[str, str], depth: int, extra_e
            orig: tuple[str, ...], base: LaunchSpec) -> LaunchSpec:
     """`bash [opts] launch.sh [args]` or `bash -c 'LINE'`."""
     i = 1
-    while i < len(words) and words[i].startswith("-") and words[i] not in ("-c", "--"):
+    def is_dash_c(w: str) -> bool:
+        """`-c`, or a cluster that holds it: `-lc`, `-ec`, `-xc`."""
+        return w.startswith("-") and not w.startswith("--") and "c" in w[1:]
+
+    while i < len(words) and words[i].startswith("-") and words[i] != "--" and not is_dash_c(words[i]):
         i += 2 if words[i] in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file") else 1
-    if i < len(words) and words[i] == "-c":
+    if i < len(words) and is_dash_c(words[i]):
         if i + 1 >= len(words):
             return replace(base, exists=False, problem=f"{words[0]} -c is given no command")
         return _walk(words[i + 1], Path(words[0]), words[i + 3:], orig, cwd, env, depth + 1, extra_env,
@@ -514,8 +518,10 @@ def _walk(text: str, path: Path, args: list[str], orig: tuple[str, ...], cwd: Pa
             nxt = Path(target) if os.path.isabs(target) else here / target
             here = Path(os.path.normpath(nxt))
             continue
-        if head in ("source", ".") and len(words) > 1:
-            venv = _venv_of_activate(words[1], here)
+        if (head in ("source", ".") and len(words) > 1) or \
+                (head in ("conda", "mamba", "micromamba") and words[1:2] == ["activate"]):
+            venv = _venv_of_activate(words[1:], here, vars_) if head in ("source", ".") else \
+                _env_prefix(head, {"-n": words[2]}, here, vars_) if len(words) > 2 else None
             if venv is not None:
                 vars_["PATH"] = f"{venv / 'bin'}{os.pathsep}{vars_.get('PATH', '')}"
                 vars_["VIRTUAL_ENV"] = str(venv)
@@ -561,10 +567,14 @@ def _runs_something(name: str, words: list[str], cwd: Path, vars_: dict[str, str
     return _shebang(Path(exe)) is not None or _looks_like_shell_script(Path(exe))
 
 
-def _venv_of_activate(arg: str, cwd: Path) -> Optional[Path]:
-    """The venv folder of a `source X/bin/activate` line, or None for any other sourced file."""
-    p = Path(arg) if os.path.isabs(arg) else cwd / arg
-    if p.name == "activate" and p.parent.name == "bin":
+def _venv_of_activate(args: list[str], cwd: Path, env: Mapping[str, str]) -> Optional[Path]:
+    """The environment a `source X/bin/activate [NAME]` line enters, or None for any other sourced file."""
+    p = Path(args[0]) if os.path.isabs(args[0]) else cwd / args[0]
+    if p.name != "activate" and args[0] != "activate":
+        return None
+    if len(args) > 1:  # conda's `source activate NAME` / `source /opt/conda/bin/activate NAME`
+        return _env_prefix("conda", {"-n": args[1]}, cwd, env)
+    if p.parent.name == "bin":
         return Path(os.path.normpath(p.parent.parent))
     return None
 

@@ -272,3 +272,14 @@ def test_parser_never_raises_on_garbage(proj: Path) -> None:
         argv = [rnd.choice(words) for _ in range(rnd.randint(0, 7))]
         parse(argv, proj, env_for(proj))
         parse_line(" ".join(argv), proj, env_for(proj))
+
+
+def test_login_shell_dash_c_and_conda_activate(proj: Path) -> None:
+    conda_env = proj / "miniconda3" / "envs" / "drafter" / "bin"
+    conda_env.mkdir(parents=True)
+    (conda_env / "python").symlink_to(PY)
+    s = parse(["bash", "-lc", "conda activate drafter && python train.py --fast"], proj, env_for(proj))
+    assert s.python == str(conda_env / "python") and s.script == proj / "train.py" and s.script_args == ["--fast"]
+    (proj / "go.sh").write_text(f"source {proj}/miniconda3/bin/activate drafter\npython -u train.py\n")
+    s = parse(["bash", "go.sh"], proj, env_for(proj))
+    assert s.python == str(conda_env / "python") and s.unbuffered
