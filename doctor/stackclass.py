@@ -1,0 +1,133 @@
+"""Read all-thread stack dumps (py-spy or faulthandler) and name a known lock cycle in them.
+
+The one cycle known today is the concurrent-compile deadlock (cause `compile-deadlock`): a thread waits to
+take dynamo's `compile_lock` (it stopped in a frame that acquires it: `compile_fx_backward`, dynamo's
+`convert_frame.__call__`, `reset`) while another thread, inside a dynamo compile and so holding that lock, is
+stopped in the autograd engine (`torch.autograd.grad`/`backward`), waiting for the device thread that is the
+first thread. Both formats list the most recent call first.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from . import causes
+
+# faulthandler: 'Thread 0x00007f.. (most recent call first):' / '  File "path", line 12 in func'
+_FH_THREAD = re.compile(r'^(?:Current thread|Thread) (0x[0-9a-fA-F]+|\d+)(?: \[[^\]]*\])? \(most recent call first\):')
+_FH_STACK = re.compile(r'^Stack \(most recent call first\):')
+_FH_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+|\?\?\?) in (?P<func>\S+)')
+# py-spy dump: 'Thread 1234 (idle): "MainThread"' / '    func (path/file.py:12)'
+_PS_THREAD = re.compile(r'^Thread (0x[0-9a-fA-F]+|\d+) \((?P<state>[^)]*)\)(?::\s*"(?P<name>[^"]*)")?')
+_PS_FRAME = re.compile(r'^\s+(?P<func>\S+) \((?P<file>[^():]+):(?P<line>\d+)\)\s*$')
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One stack frame: file, line, function."""
+
+    file: str
+    line: int
+    func: str
+
+    def short(self) -> str:
+        """`func (torch/_dynamo/convert_frame.py:2603)`, the path cut at its package root."""
+        path = self.file.replace("\\", "/")
+        for root in ("/site-packages/", "/dist-packages/"):
+            if root in path:
+                path = path.split(root, 1)[1]
+        return f"{self.func} ({path}:{self.line})"
+
+
+@dataclass(frozen=True)
+class ThreadStack:
+    """One thread: its id or name as the dump gives it, and frames innermost first."""
+
+    ident: str
+    frames: tuple[Frame, ...]
+
+
+def parse(stacks_text: str) -> list[ThreadStack]:
+    """Split a faulthandler or py-spy dump (or several, concatenated) into threads."""
+    threads: list[ThreadStack] = []
+    ident: Optional[str] = None
+    frames: list[Frame] = []
+
+    def close() -> None:
+        if ident is not None:
+            threads.append(ThreadStack(ident, tuple(frames)))
+
+    for raw in stacks_text.splitlines():
+        head = _FH_THREAD.match(raw) or _PS_THREAD.match(raw) or _FH_STACK.match(raw)
+        if head:
+            close()
+            name = head.groupdict().get("name") if head.re is _PS_THREAD else None
+            ident = name or (head.group(1) if head.re is not _FH_STACK else "thread")
+            frames = []
+            continue
+        m = _FH_FRAME.match(raw) or _PS_FRAME.match(raw)
+        if m and ident is not None:
+            line = m.group("line")
+            frames.append(Frame(m.group("file"), int(line) if line.isdigit() else 0, m.group("func")))
+    close()
+    return threads
+
+
+def _at(frame: Frame, path_end: str, funcs: tuple[str, ...]) -> bool:
+    return frame.file.replace("\\", "/").endswith(path_end) and frame.func in funcs
+
+
+# Frames that take dynamo's compile_lock; a thread stopped innermost in one is waiting for it.
+_LOCK_SITES = (("_inductor/compile_fx.py", ("compile_fx_backward",)),
+               ("_dynamo/convert_frame.py", ("__call__",)),
+               ("_dynamo/__init__.py", ("reset", "reset_code_caches")))
+# Frames that mean "inside a dynamo compile" (the holder of compile_lock).
+_COMPILING = (("_dynamo/convert_frame.py", ("_compile", "compile_inner", "_compile_inner", "transform")),)
+# The autograd engine: a thread stopped here waits for the engine's device threads.
+_ENGINE = (("torch/autograd/__init__.py", ("grad", "backward")),
+           ("torch/autograd/graph.py", ("_engine_run_backward",)))
+
+
+def _innermost_python(thread: ThreadStack) -> Optional[Frame]:
+    """The innermost frame that is not the threading module's own waiting code."""
+    for f in thread.frames:
+        if not f.file.replace("\\", "/").endswith("/threading.py"):
+            return f
+    return None
+
+
+def waits_for_compile_lock(thread: ThreadStack) -> Optional[Frame]:
+    """The lock site if the thread is blocked taking compile_lock (innermost frame is one)."""
+    top = _innermost_python(thread)
+    if top and any(_at(top, p, fs) for p, fs in _LOCK_SITES):
+        return top
+    return None
+
+
+def holds_compile_lock_waiting_on_engine(thread: ThreadStack) -> Optional[tuple[Frame, Frame]]:
+    """(engine frame, compile frame) if the thread compiles under dynamo and is stopped in the engine."""
+    top = _innermost_python(thread)
+    if not top or not any(_at(top, p, fs) for p, fs in _ENGINE):
+        return None
+    for f in thread.frames:
+        if any(_at(f, p, fs) for p, fs in _COMPILING):
+            return top, f
+    return None
+
+
+def classify(stacks_text: str) -> Optional[tuple[str, str]]:
+    """("compile-deadlock", explanation) when the dump shows the compile-lock cycle; None otherwise."""
+    threads = parse(stacks_text)
+    holders = [(t, hw) for t in threads if (hw := holds_compile_lock_waiting_on_engine(t))]
+    waiters = [(t, site) for t in threads if (site := waits_for_compile_lock(t))]
+    holders = [(t, hw) for t, hw in holders if all(t is not w for w, _ in waiters)]
+    if not holders or not waiters:
+        return None
+    (holder, (engine, compiling)), (waiter, site) = holders[0], waiters[0]
+    more = f" ({len(waiters) - 1} more thread(s) also wait for the lock)" if len(waiters) > 1 else ""
+    explanation = (f"thread {holder.ident} holds dynamo's compile_lock (compiling in {compiling.short()}) and "
+                   f"waits on the autograd engine in {engine.short()}; thread {waiter.ident} waits for "
+                   f"compile_lock in {site.short()}{more}: a lock cycle, nothing will progress")
+    return causes.COMPILE_DEADLOCK, explanation

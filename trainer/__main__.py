@@ -1,0 +1,7 @@
+"""`python -m trainer`."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
