@@ -112,13 +112,37 @@ def _mask_key_block(m: "re.Match[str]") -> str:
     return f"-----BEGIN {m.group(1)}----- {MASK} {end}"
 
 
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")  # fn.forward, self.cache_key
+_SNAKE = re.compile(r"_*[a-z][a-z0-9]*(?:_+[a-z0-9]+)+")  # module_cache_key: a variable, not an opaque secret
+
+
+def _looks_like_code(name: str, value: str, spaced: bool) -> bool:
+    """Whether `name = value` reads as source code (a traceback line), not a configured secret.
+
+    Tracebacks quote code such as `cache_key = get_cache_key()` or `fn_key = fn.forward`; secrets are opaque
+    strings. SHOUTING_NAMES (environment variables) and --options are always treated as configuration, and a
+    snake_case value reads as a variable only in code's spaced `name = value`.
+    """
+    if not value_is_maskable(value):
+        return True  # None, 0, True: nothing to hide
+    if name.isupper() or name.startswith("-"):
+        return False
+    return (any(c in value for c in "()[]{}") or value.endswith(":") or value == name.split(".")[-1]
+            or bool(_DOTTED.fullmatch(value)) or (spaced and bool(_SNAKE.fullmatch(value))))
+
+
 def _assignment_ok(m: "re.Match[str]") -> bool:
     """Whether an assignment-shaped match really assigns a secret (and is not prose or a traceback)."""
     name, sep = m.group("name"), m.group("sep").strip()
     if not name_looks_secret(name):
         return False
-    if name in _GENERIC and not (m.group("v1") is not None or m.group("v2") is not None):
+    quoted = m.group("v1") is not None or m.group("v2") is not None
+    if quoted and not (m.group("v1") or m.group("v2")):
+        return False  # password = "": nothing to hide
+    if name in _GENERIC and not quoted:
         return False  # `key=lambda r: r.rank` in a traceback is code, not a secret
+    if not quoted and _looks_like_code(name, m.group("v3"), spaced=m.group("sep") != m.group("sep").strip()):
+        return False
     if sep == "=":
         return True
     if sep == ":":

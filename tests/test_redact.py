@@ -80,6 +80,8 @@ def test_non_secret_and_trivial_values_untouched(red: Redactor) -> None:
     ("{'api_key': 'k-123456'}", "k-123456"),
     ("python train.py --hf-token tok123456 --lr 3e-4", "tok123456"),
     ("python train.py --password=pw123456", "pw123456"),
+    ("connect password=correct_horse_battery user=bob", "correct_horse"),
+    ("python train.py --db-password=correct_horse_battery", "correct_horse"),
     ("https://bucket.s3.amazonaws.com/x?X-Amz-Signature=deadbeefcafe&token=tk99999", "deadbeefcafe"),
     ("ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8", "ghp_A1b2C3d4"),
     ("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "github_pat_11ABCDEFG"),
@@ -112,6 +114,12 @@ def test_private_key_block_keeps_armour_and_masks_cut_off_block() -> None:
     "commit 3f2a9c1e0b7d4a6f8e5c2b1a0d9e8f7c6b5a4d3e", "see https://example.com/a:b@c",
     "monkeypatch the keyboard", "torch.compile(model, mode='max-autotune')", "x: 1, y: 2",
     "    best = sorted(rows, key=lambda r: r.rank)", "if key in cache: pass",
+    "    cache_key = get_cache_key()", "    CompileEventLogger.pt2_compile(name, cache_key=cache_key)",
+    "    fn_key = fn.forward if isinstance(fn, torch.nn.Module) else fn", "token = 0",
+    "    self._credentials_to_save = None", "    orig_sig = inspect.signature(func)",
+    "    db: ExactWeakKeyDictionary = ExactWeakKeyDictionary()", "    fn_signature = f\"{args}\"",
+    "    self.module_cache_key = module_cache_key", "    username, password = url_user_password",
+    "    self.secret = secret", '    password = ""',
 ])
 def test_ordinary_text_left_alone(text: str) -> None:
     assert Redactor({}).text(text) == text
