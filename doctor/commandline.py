@@ -477,9 +477,15 @@ def _follow_launcher(path: Path, args: list[str], orig: tuple[str, ...], cwd: Pa
         return base
     try:
         with open(path, "rb") as f:
-            text = f.read(MAX_LAUNCHER_BYTES).decode("utf-8", "replace")
+            data = f.read(MAX_LAUNCHER_BYTES)
     except OSError as exc:
         return replace(base, exists=False, problem=f"launcher not readable: {path} ({exc.strerror})")
+    if b"\r\n" in data:
+        # bash reads `train.py\r` and `#!/bin/bash\r` ("bad interpreter"): the classic silent launch failure
+        return replace(base, exists=False,
+                       problem=f"launcher {path} has Windows (CRLF) line endings; the shell sees a stray \\r at the end "
+                               f"of every line (fix: sed -i 's/\\r$//' {path})")
+    text = data.decode("utf-8", "replace")
     return _walk(text, path, args, orig, cwd, env, depth, extra_env, base)
 
 

@@ -283,3 +283,17 @@ def test_login_shell_dash_c_and_conda_activate(proj: Path) -> None:
     (proj / "go.sh").write_text(f"source {proj}/miniconda3/bin/activate drafter\npython -u train.py\n")
     s = parse(["bash", "go.sh"], proj, env_for(proj))
     assert s.python == str(conda_env / "python") and s.unbuffered
+
+
+def test_launcher_with_crlf_line_endings(proj: Path) -> None:
+    write_exec(proj / "launch.sh", "#!/bin/bash\r\npython3 train.py\r\n")
+    s = parse(["./launch.sh"], proj, env_for(proj))
+    assert not s.exists and "CRLF" in s.problem and "sed -i" in s.problem
+    # and it is real: the kernel cannot even start it ("/bin/bash\r": no such interpreter)
+    import subprocess
+    with pytest.raises(FileNotFoundError):
+        subprocess.run([str(proj / "launch.sh")], cwd=proj, capture_output=True, env=env_for(proj), timeout=10)
+    # run through bash, the \r reaches python as part of the script's name
+    r = subprocess.run(["bash", str(proj / "launch.sh")], cwd=proj, capture_output=True, text=True,
+                       env=env_for(proj), timeout=30)
+    assert r.returncode != 0 and "train.py" in r.stderr and "No such file" in r.stderr
