@@ -227,6 +227,8 @@ def _missing_fix(ctx, item: dict, request: Optional[dict] = None) -> str:
 def _not_found_fix(spec: LaunchSpec) -> str:
     """What to do about a command, interpreter, script or launcher that is not there."""
     problem = spec.problem or ""
+    if "CRLF" in problem and spec.launcher is not None:
+        return f"sed -i 's/\\r$//' {shlex.quote(str(spec.launcher))}   (or save it with Unix line endings)"
     if "not executable" in problem:
         return f"chmod +x {shlex.quote(problem.split(':')[0])}, or run it with its interpreter (bash x.sh / python x.py)"
     if spec.script is not None and "script" in problem:
