@@ -31,20 +31,24 @@ class Tags(HTMLParser):
         self.text: list[str] = []
 
     def handle_starttag(self, tag, attrs):
+        """Record the tag; track nesting for <style> text."""
         self.tags.append((tag, dict(attrs)))
         self._in.append(tag)
 
     def handle_endtag(self, tag):
+        """Leave the innermost element."""
         if self._in and self._in[-1] == tag:
             self._in.pop()
 
     def handle_data(self, data):
+        """Collect text (and the stylesheet)."""
         if self._in and self._in[-1] == "style":
             self.style += data
         self.text.append(data)
 
 
 def parse(page: str) -> Tags:
+    """The page's tags and text, as the standard library's HTML parser sees them."""
     t = Tags()
     t.feed(page)
     t.close()
@@ -205,6 +209,12 @@ def test_fix_backticks_become_copyable_code() -> None:
     assert str(html_render.fix_markup("run `pip install x<2` now")) == \
         'run <code class="copy">pip install x&lt;2</code> now'
     assert str(html_render.fix_markup("odd ` backtick <b>")) == "odd ` backtick &lt;b&gt;"
+    # a fix that is one command is code as a whole; a sentence stays prose
+    assert str(html_render.fix_markup("mkdir -p /tmp/h1/logs")) == '<code class="copy">mkdir -p /tmp/h1/logs</code>'
+    assert str(html_render.fix_markup("./run.sh > log 2>&1")) == '<code class="copy">./run.sh &gt; log 2&gt;&amp;1</code>'
+    for prose in ("Install torch into the interpreter.", "mkdir the folder. Then run again",
+                  "Install the distribution that provides 'torch' (e.g. pip install torch)", "note: do this"):
+        assert "<code" not in str(html_render.fix_markup(prose)), prose
 
 
 def test_clip_keeps_head_and_tail_within_budget() -> None:

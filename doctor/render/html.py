@@ -93,8 +93,20 @@ def lines_within(lines: list[Any], budget: int) -> tuple[list[str], int]:
     return kept, len(lines) - len(kept)
 
 
+_COMMAND = re.compile(r"[a-z0-9_./~$-][\w./~$=-]*(?:\s|$)")
+
+
+def looks_like_command(text: str) -> bool:
+    """Whether a whole fix is one shell command (`mkdir -p logs`) rather than a sentence."""
+    t = text.strip()
+    return (bool(t) and "\n" not in t and len(t) <= 400 and bool(_COMMAND.match(t)) and not t.endswith(".")
+            and ". " not in t and ": " not in t)
+
+
 def fix_markup(fix: str) -> Markup:
-    """The fix text, escaped, with `backticked` parts as code that selects whole on one click."""
+    """The fix text, escaped, with `backticked` parts (or a fix that is one command) as code to copy."""
+    if "`" not in (fix or "") and looks_like_command(clean(fix or "")):
+        return Markup('<code class="copy">{}</code>').format(clean(fix).strip())
     parts = clean(fix or "").split("`")
     if len(parts) % 2 == 0:  # an unmatched backtick: show it as written
         return Markup(escape(clean(fix)))
@@ -312,6 +324,7 @@ def counts(checks: list[CheckRecord]) -> list[tuple[str, str, int]]:
 
 @lru_cache(maxsize=1)
 def _environment() -> jinja2.Environment:
+    """The Jinja2 environment: templates/ next to the doctor package, autoescaping on, strict about names."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              finalize=clean)
