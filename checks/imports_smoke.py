@@ -157,6 +157,15 @@ def _no_answer(ctx, spec: LaunchSpec, out: ProbeOutcome, hang_s: float, launch: 
                     details=_readable(_tail(out.stderr, 60)), evidence=tuple(_innermost_frames(stacks)),
                     fix="A compiled extension crashed on import: reinstall it for this Python/torch/CUDA "
                         "combination (its wheel must match the installed torch).", data=launch)
+    if current and out.returncode is not None:
+        # an import called os._exit (or exec'd something else): the job would end right there, with no log
+        rc = out.returncode
+        return fail(f"importing {current[0]} ended the interpreter with exit status {rc} and no exception",
+                    causes.EXITED_EARLY if rc == 0 else causes.IMPORT_ERROR,
+                    evidence=(f"{current[1]}: import {current[0]}",) if current[1] else (),
+                    details=_readable(_tail(out.stderr, 40)),
+                    fix="Something at module level calls os._exit() or exec*(): find it in that module (or the "
+                        "modules it imports) and move it under `if __name__ == \"__main__\":`.", data=launch)
     return error(f"the import probe could not run in {ctx.python} (exit status {out.returncode})",
                  details=_tail(out.stderr, 40),
                  fix="dfdoctor's probes need Python 3.8 or newer in the training interpreter.", data=launch)

@@ -229,3 +229,11 @@ def test_torchrun_script_sees_a_workers_environment(sample) -> None:
     assert names[0] == "torch.distributed.run"  # what torchrun itself imports comes first
     # run directly with python, the same script fails at import: a real launch without torchrun would too
     assert worst(run_check([PY, "train.py"], proj)).cause == causes.IMPORT_ERROR
+
+
+def test_os_exit_at_import_is_an_early_exit(sample) -> None:
+    proj = sample("exit_on_import")
+    r = worst(run_check([PY, "train.py"], proj))
+    assert (r.status, r.cause) == (Status.FAIL, causes.EXITED_EARLY)
+    assert "setup_env" in r.summary and "exit status 0" in r.summary
+    assert r.evidence[0].startswith(f"{proj / 'train.py'}:3")

@@ -1,0 +1,3 @@
+import os
+
+import setup_env
