@@ -278,3 +278,18 @@ def test_long_tables_are_cut_and_say_so() -> None:
     matrix = page[page.index('id="t-pre-persistence.session-matrix"'):].split("</figure>")[0]
     assert matrix.count("<tr>") == 1 + html_render.TABLE_ROWS
     assert f"[… {1000 - html_render.TABLE_ROWS} more rows in the JSON result]" in matrix
+
+
+def test_long_timelines_and_many_findings_are_cut_and_say_so() -> None:
+    from doctor.model import Result
+    rep = failed_launch()
+    rep.timeline = [{"t": 1796220000.0 + i, "event": "log-grew", "detail": f"{i} bytes"} for i in range(5000)]
+    rep.timeline.append({"t": 1796230000.0, "event": "exit", "detail": "status 1"})
+    rep.checks[0].findings = [Result(Status.OK, f"fine {i}") for i in range(300)] + [Result(Status.FAIL, "bad one")]
+    page = html_render.render(rep)
+    timeline = page[page.index('id="timeline"'):page.index("</ol>")]
+    assert timeline.count("<li") == html_render.TIMELINE_MAX + 1
+    assert f"{5001 - html_render.TIMELINE_MAX} more events in the JSON result" in timeline
+    assert "status 1" in timeline and "0 bytes" in timeline  # the start and the end are kept
+    card = page[page.index('id="check-pre-target.reach"'):].split("</article>")[0]
+    assert "bad one" in card and "[… 251 more findings in the JSON result]" in card

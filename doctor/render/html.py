@@ -35,6 +35,8 @@ TABLES_BUDGET, TABLE_MAX = 400_000, 120_000
 VERDICT_EVIDENCE_MAX = 40_000
 SHARE_FLOOR = 1_500  # however many checks there are, each keeps at least this much of its text
 EVIDENCE_LINES = 60
+TIMELINE_MAX = 200
+FINDINGS_MAX = 50
 LINE_MAX = 1_000
 TABLE_ROWS = 200
 CELL_MAX = 300
@@ -208,8 +210,14 @@ def timeline_rows(timeline: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Events with their time since the first event and their wall clock."""
     times = [e.get("t") for e in timeline if isinstance(e.get("t"), (int, float))]
     t0 = min(times) if times else None
-    rows = []
-    for e in timeline:
+    rows: list[dict[str, Any]] = []
+    half = TIMELINE_MAX // 2
+    for i, e in enumerate(timeline):
+        if len(timeline) > TIMELINE_MAX and half <= i < len(timeline) - half:
+            if i == half:  # a long watch writes many events: keep how it began and how it ended
+                rows.append({"offset": "", "clock": "", "event": "…", "bad": False, "extra": "",
+                             "detail": f"{len(timeline) - 2 * half} more events in the JSON result"})
+            continue
         t = e.get("t")
         extra = {k: v for k, v in e.items() if k not in ("t", "event", "detail")}
         rows.append({"offset": f"+{fmt_duration(t - t0)}" if t0 is not None and isinstance(t, (int, float))
@@ -270,13 +278,15 @@ def card(rec: CheckRecord, budgets: dict[str, int], verbose: bool) -> dict[str, 
     evidence, evidence_more = lines_within(rec.evidence, budgets["evidence"])
     problem = rec.status in PROBLEMS or rec.status == Status.WARN
     findings = [f for f in rec.findings if (f.summary, f.status) != (rec.summary, rec.status)]
+    findings.sort(key=lambda f: -f.status.rank)  # worst first, so a cut keeps what matters
     return {
         "rec": rec, "anchor": slug("check", rec.phase, rec.id), "word": STATUS_WORDS[rec.status.value],
         "problem": problem, "duration": fmt_duration(rec.duration_s),
         "fix": fix_markup(rec.fix) if rec.fix and problem else None,
         "details": clip(rec.details, budgets["details"]) if rec.details else None,
         "evidence": evidence, "evidence_more": evidence_more,
-        "findings": findings, "tables": tables,
+        "findings": findings[:FINDINGS_MAX], "findings_more": max(0, len(findings) - FINDINGS_MAX),
+        "tables": tables,
         "data_json": clip(rest_json, budgets["data"]) if rest_json else None,
         "output": clip(rec.output, budgets["output"]) if rec.output else None,
         "open": verbose or (rec.status in PROBLEMS and not rec.silenced),
