@@ -31,7 +31,7 @@ _ACCELERATE_MODULES = {"accelerate.commands.launch", "accelerate.commands.accele
 _PY_VALUE_OPTS = set("WX")
 # Launcher options that are flags (take no value); any other `--opt` takes the next word unless it has `=`.
 _TORCHRUN_FLAGS = {"--standalone", "--no-python", "--no_python", "--run-path", "--run_path",
-                   "--use-env", "--use_env", "-m", "--module"}
+                   "--use-env", "--use_env", "-m", "--module", "--virtual-local-rank", "--virtual_local_rank"}
 _ACCELERATE_FLAGS = {"--cpu", "--multi_gpu", "--multi-gpu", "--tpu", "--ipex", "--use_xpu", "--use-xpu",
                      "--use_deepspeed", "--use-deepspeed", "--use_fsdp", "--use-fsdp", "--use_megatron_lm",
                      "--use-megatron-lm", "-m", "--module", "--no_python", "--no-python", "--debug", "-q",
@@ -403,8 +403,8 @@ def _launcher_cli(args: list[str], runner: str, flags: set[str], python: Optiona
             is_module = True
         elif opt in ("--no-python", "--no_python"):
             no_python = True
-        if "=" in a or opt in flags:
-            i += 1
+        if "=" in a or opt in flags or (i + 1 < len(args) and args[i + 1].startswith("-")):
+            i += 1  # `--opt=v`, a known flag, or an unknown option followed by another option: a flag
         elif i + 1 < len(args) and args[i + 1].endswith(".py") and not args[i + 1].startswith("-"):
             i += 1  # an unknown flag right before the script: a flag, not an option with a value
         else:

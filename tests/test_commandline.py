@@ -297,3 +297,10 @@ def test_launcher_with_crlf_line_endings(proj: Path) -> None:
     r = subprocess.run(["bash", str(proj / "launch.sh")], cwd=proj, capture_output=True, text=True,
                        env=env_for(proj), timeout=30)
     assert r.returncode != 0 and "train.py" in r.stderr and "No such file" in r.stderr
+
+
+def test_torchrun_unknown_flag_before_another_option(proj: Path) -> None:
+    s = parse(["torchrun", "--some-new-flag", "-m", "pkg.train", "--x"], proj, env_for(proj))
+    assert s.module == "pkg.train" and s.script_args == ["--x"]
+    s = parse(["torchrun", "--nnodes", "1", "--virtual-local-rank", "--nproc-per-node", "2", "train.py"], proj, env_for(proj))
+    assert s.script == proj / "train.py"
