@@ -251,6 +251,10 @@ def test_real_failed_launch_report_in_the_browser(browser, tmp_path, dfdoctor) -
     assert res.returncode == 1, res.stdout + res.stderr
     body = (tmp_path / "report.html").read_text()
     assert secret not in body
+    # later, from the run folder alone, `dfdoctor report` gives the very same page
+    again = dfdoctor("report", "--format", "html", "--output", "again.html", cwd=tmp_path, env={"HF_TOKEN": secret})
+    assert again.returncode == 1, again.stderr
+    assert (tmp_path / "again.html").read_text() == body
     page = browser.open((tmp_path / "report.html").as_uri())
     try:
         time.sleep(0.2)
