@@ -3,7 +3,6 @@ and the environment every GPU probe runs with. Pure logic on facts; nothing here
 
 from __future__ import annotations
 
-import glob
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -107,25 +106,6 @@ def _describe(physical: Sequence[dict]) -> str:
     n = len(physical)
     ids = ", ".join(f"{g['index']} ({g.get('uuid') or '?'})" for g in physical)
     return f"this machine has {n} GPU{'s' if n != 1 else ''}: {ids}"
-
-
-def physical_gpus_cheap() -> list[dict]:
-    """The GPUs the kernel driver knows, from /proc (no library, no subprocess); [] when there is no driver."""
-    gpus = []
-    for i, info in enumerate(sorted(glob.glob("/proc/driver/nvidia/gpus/*/information"))):
-        uuid = None
-        try:
-            for line in Path(info).read_text().splitlines():
-                if line.startswith("GPU UUID:"):
-                    uuid = line.split(":", 1)[1].strip()
-        except OSError:
-            continue
-        gpus.append({"index": i, "uuid": uuid})
-    if not gpus:
-        nodes = sorted(int(m.group(1)) for p in glob.glob("/dev/nvidia*")
-                       if (m := re.fullmatch(r"/dev/nvidia(\d+)", p)))
-        gpus = [{"index": i, "uuid": None} for i in range(len(nodes))]
-    return gpus
 
 
 # ---- does the launch expect a GPU? ---------------------------------------------------------------------

@@ -14,26 +14,23 @@ Options ([tool.dfdoctor.checks."cuda.nccl"] or the environment of `dfdoctor chec
 
 from __future__ import annotations
 
-import signal
+import random
 import socket
 import threading
 import time
 from typing import Iterator, Optional
 
-import psutil
-
 from doctor import causes, check, fail, ok, skip
 from doctor.model import Result
-from doctor.probe import STACK_GRACE_S, ProbeOutcome, kill_group, run_probe
+from doctor.probe import ProbeOutcome, run_probe
 
-from .cuda_common import expectation, innermost_frame, parse_visible, physical_gpus_cheap, probe_env, stack_excerpt
+from .cuda_common import Visibility, expectation, innermost_frame, parse_visible, probe_env, stack_excerpt
 
 DEFAULT_TIMEOUT = 120.0
-STAGES = ("start", "import torch", "cuda device", "injected failure before init_process_group",
-          "injected hang before init_process_group", "rendezvous",
+STAGES = ("start", "import torch", "rendezvous", "cuda device", "injected failure before init_process_group",
+          "injected hang before init_process_group", "waiting for the other ranks",
           "init_process_group", "all_reduce", "barrier", "destroy_process_group", "done")
-# After one rank has failed on its own, the others get this long to finish (or fail) before they are stopped.
-FAIL_FAST_GRACE_S = 3.0
+LIST_TIMEOUT_S = 10.0  # listing the GPUs imports nothing heavy; it only waits on a slow target connection
 _WAITING = ("timed out", "timeout", "waiting for", "diststoreerror", "connection refused", "clients joined")
 
 
@@ -42,7 +39,8 @@ _WAITING = ("timed out", "timeout", "waiting for", "diststoreerror", "connection
 def cuda_nccl(ctx) -> Iterator[Result]:
     """Decide how many ranks, run them side by side, and name any rank that failed or hung."""
     backend = str(_opt(ctx, "backend", "DFDOCTOR_NCCL_BACKEND") or "nccl")
-    vis = parse_visible(ctx.env.get("CUDA_VISIBLE_DEVICES"), physical_gpus_cheap())
+    started = time.monotonic()
+    vis = _visible_gpus(ctx)
     world, why = _world_size(ctx, vis, backend)
     if world < 2:
         yield skip(f"{why}: an NCCL group needs two or more ranks (cuda.init reports on single GPUs)",
@@ -51,8 +49,8 @@ def cuda_nccl(ctx) -> Iterator[Result]:
     hang_rank = _rank_opt(ctx, "hang_rank", "DFDOCTOR_NCCL_HANG_RANK")
     fail_rank = _rank_opt(ctx, "fail_rank", "DFDOCTOR_NCCL_FAIL_RANK")
     limit = float(ctx.timeout or DEFAULT_TIMEOUT)
-    outcomes, stopped = _run_ranks(ctx, world, backend, (hang_rank, fail_rank), max(2.0, limit - 1.5))
-    ranks = [_rank_view(r, out, vis, r in stopped) for r, out in enumerate(outcomes)]
+    outcomes = _run_ranks(ctx, world, backend, (hang_rank, fail_rank), max(2.0, limit - 1.5 - (time.monotonic() - started)))
+    ranks = [_rank_view(r, out, vis) for r, out in enumerate(outcomes)]
     data = {"nccl": {"backend": backend, "world_size": world, "why": why, "injected_hang_rank": hang_rank,
                      "injected_fail_rank": fail_rank,
                      "visible": list(vis.visible), "ranks": ranks}}
@@ -86,28 +84,29 @@ def _world_size(ctx, vis, backend: str) -> tuple[int, str]:
     return n, f"{n} GPU{'s' if n != 1 else ''} visible{shown}"
 
 
-def _free_port() -> int:
-    """A TCP port on localhost nobody listens on now (the rendezvous binds it a moment later)."""
+def _free_port(ctx) -> int:
+    """A TCP port for the rendezvous: free here now for a local job; a random high one on a remote target."""
+    if (ctx.target or "local") != "local":
+        return random.randint(20000, 59999)  # we cannot bind on the target; a clash shows as rank 0's error
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
 def _run_ranks(ctx, world: int, backend: str, faults: tuple[Optional[int], Optional[int]],
-               timeout: float) -> tuple[list[ProbeOutcome], set[int]]:
-    """Start every rank at once (each its own killable process group) and wait for all of them.
+               timeout: float) -> list[ProbeOutcome]:
+    """Start every rank at once, each its own killable process group, and wait for all of them.
 
-    Once a rank has failed on its own the others can only wait for it until the deadline, so after a short
-    grace they are stopped (stacks first); the second value is the set of ranks stopped that way.
+    A rank that fails says so through the store, and the others stop waiting then (see the probe), so only a
+    rank that hangs makes the check wait for its deadline.
     """
-    port = _free_port()
-    deadline = time.time() + timeout
+    port = _free_port(ctx)
     outcomes: list[Optional[ProbeOutcome]] = [None] * world
 
     def one(rank: int) -> None:
         env = probe_env(ctx, {"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
                               "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-                              "DFDOCTOR_NCCL_BACKEND": backend, "DFDOCTOR_NCCL_DEADLINE": f"{deadline:.3f}",
+                              "DFDOCTOR_NCCL_BACKEND": backend, "DFDOCTOR_NCCL_BUDGET": f"{timeout:.1f}",
                               "DFDOCTOR_NCCL_HANG": "1" if rank == faults[0] else "0",
                               "DFDOCTOR_NCCL_FAIL": "1" if rank == faults[1] else "0"})
         outcomes[rank] = run_probe(ctx, "cuda_nccl_probe.py", [f"--rank={rank}"], timeout=timeout, env=env)
@@ -115,49 +114,19 @@ def _run_ranks(ctx, world: int, backend: str, faults: tuple[Optional[int], Optio
     threads = [threading.Thread(target=one, args=(r,), name=f"rank{r}", daemon=True) for r in range(world)]
     for t in threads:
         t.start()
-    stopped: set[int] = set()
-    failed_at: Optional[float] = None
-    while any(t.is_alive() for t in threads):
-        time.sleep(0.1)
-        if failed_at is None and any(o is not None and _failed_alone(o) for o in outcomes):
-            failed_at = time.monotonic()
-        if failed_at is not None and not stopped and time.monotonic() - failed_at > FAIL_FAST_GRACE_S:
-            stopped = _stop_ranks([r for r, o in enumerate(outcomes) if o is None])
     for t in threads:
         t.join()
-    return [o for o in outcomes if o is not None], stopped
+    return [o for o in outcomes if o is not None]
 
 
-def _failed_alone(out: ProbeOutcome) -> bool:
-    """A rank that ended with an error of its own (not a timeout waiting for the others)."""
+def _visible_gpus(ctx) -> Visibility:
+    """The GPUs the job would see, asked where the job runs (a fast probe that imports no torch)."""
+    out = run_probe(ctx, "cuda_nccl_probe.py", ["--list-gpus"], timeout=LIST_TIMEOUT_S, env=probe_env(ctx))
     p = out.payload or {}
-    if out.timed_out:
-        return False
-    if p.get("error"):
-        return not any(w in p["error"].lower() for w in _WAITING)
-    return p.get("stage") != "done"
+    return parse_visible(p.get("cuda_visible_devices"), p.get("gpus") or [])
 
 
-def _stop_ranks(ranks: list[int]) -> set[int]:
-    """Stop the probes of these ranks: SIGUSR1 for their stacks, then SIGKILL to each whole process group."""
-    me = psutil.Process()
-    pids = {}
-    for child in me.children():
-        try:
-            tag = next((a for a in child.cmdline() if a.startswith("--rank=")), None)
-        except psutil.Error:
-            continue
-        if tag and int(tag.split("=", 1)[1]) in ranks:
-            pids[int(tag.split("=", 1)[1])] = child.pid
-    for pid in pids.values():
-        kill_group(pid, signal.SIGUSR1)
-    time.sleep(STACK_GRACE_S)
-    for pid in pids.values():
-        kill_group(pid, signal.SIGKILL)
-    return set(pids)
-
-
-def _rank_view(rank: int, out: ProbeOutcome, vis, stopped: bool = False) -> dict:
+def _rank_view(rank: int, out: ProbeOutcome, vis: Visibility) -> dict:
     """One rank's story: ok, error (it reported), waited (a timeout waiting for others), hung or died."""
     p = out.payload or {}
     gpu = vis.visible[rank] if rank < len(vis.visible) else None
@@ -167,11 +136,11 @@ def _rank_view(rank: int, out: ProbeOutcome, vis, stopped: bool = False) -> dict
             "injected_fail": p.get("injected_fail", False)}
     if p.get("error"):
         err = p["error"]
-        waited = any(w in err.lower() for w in _WAITING) and p.get("failed_stage") in ("rendezvous", "init_process_group")
+        waited = p.get("waited_for") is not None or (
+            any(w in err.lower() for w in _WAITING) and p.get("failed_stage") in ("rendezvous", "init_process_group"))
         view.update(state="waited" if waited else "error", error=err, stage=p.get("failed_stage"),
+                    waited_for=p.get("waited_for"),
                     traceback=(p.get("traceback") or "").strip().splitlines()[-6:])
-    elif stopped:
-        view.update(state="stopped", stack=stack_excerpt(out.stderr, 30))
     elif out.timed_out:
         view.update(state="hung", stack=stack_excerpt(out.stderr, 30))
     elif p.get("stage") == "done":
@@ -198,9 +167,7 @@ def _verdict(ranks: list[dict], world: int, backend: str, limit: float, data: di
         what = first.get("error") or _wrong(first)
         names = ", ".join(_label(r) for r in bad)
         rest = [r for r in ranks if r not in bad and r["state"] != "ok"]
-        stopped = " and " + ("was" if len(rest) == 1 else "were") + " stopped" \
-            if all(r["state"] == "stopped" for r in rest) else ""
-        tail = f"; {', '.join(_label(r) for r in rest)} waited for {'it' if len(bad) == 1 else 'them'}{stopped}" \
+        tail = f"; {', '.join(_label(r) for r in rest)} stopped waiting for {'it' if len(bad) == 1 else 'them'}" \
             if rest else ""
         return fail(f"{names} failed in {first['stage']}{_injected(first, 'fail')}: {what}{tail}", causes.CUDA_INIT_FAILED,
                     evidence=lines + tuple(first.get("traceback") or first.get("stderr") or ()), data=data,
@@ -215,12 +182,12 @@ def _verdict(ranks: list[dict], world: int, backend: str, limit: float, data: di
         if len(culprits) == len(ranks):
             summary = f"all {world} ranks hung in {stage} after {limit:.0f} s"
         else:
-            summary = f"{names} hung in stage '{stage}'{_injected(culprits[0], 'hang')} and never joined the group{tail}"
+            summary = f"{names} hung in stage '{stage}'{_injected(culprits[0], 'hang')}{tail}"
         stack = culprits[0].get("stack") or []
         frame = innermost_frame(stack)
         return fail(summary, causes.CUDA_INIT_HANG, data=data,
                     evidence=lines + ((f"{_label(culprits[0])} stuck at {frame}",) if frame else ()) + tuple(stack),
-                    details="every rank was killed at the deadline with its process group; nothing is left running",
+                    details="the hung rank was killed at the deadline with its whole process group; nothing is left running",
                     fix="look at the named rank's stack; for an NCCL hang rerun with NCCL_DEBUG=INFO and check "
                         "the GPUs' links (nvidia-smi topo -m), NCCL_P2P_DISABLE/NCCL_IB_DISABLE and the firewall")
     if waited:
@@ -228,7 +195,7 @@ def _verdict(ranks: list[dict], world: int, backend: str, limit: float, data: di
         return fail(f"{names} timed out waiting for the other ranks", causes.CUDA_INIT_HANG, evidence=lines,
                     data=data, fix="a rank never arrived: see each rank's stage above")
     secs = max((r.get("all_reduce") or {}).get("seconds", 0) for r in ranks)
-    init_s = max(_stage_time(r, "all_reduce") - _stage_time(r, "rendezvous") for r in ranks)
+    init_s = max(_stage_time(r, "all_reduce") - _stage_time(r, "init_process_group") for r in ranks)
     nccl = next((r["nccl"] for r in ranks if r.get("nccl")), None)
     return ok(f"{backend}{' ' + nccl if nccl else ''}: {world} ranks formed a group in {init_s:.2f} s, all-reduced the "
               f"right sum ({ranks[0]['all_reduce']['expected']:g}) in {secs * 1000:.1f} ms and passed a barrier",

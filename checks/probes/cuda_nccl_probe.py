@@ -1,15 +1,20 @@
 """Probe for cuda.nccl: ONE rank of a small collective test, run in the training interpreter.
 
 dfdoctor starts one of these per GPU (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT in the
-environment, like torchrun). Each rank meets the others through a TCPStore, creates the process group, all-
-reduces a tensor whose sum it knows, and passes a barrier. The answer is rewritten at every stage, so a rank
-killed at the deadline still says where it was. DFDOCTOR_NCCL_HANG=1 / DFDOCTOR_NCCL_FAIL=1 make this rank
-hang / raise before init_process_group (fault injection, for testing the check itself).
+environment, like torchrun). Each rank first joins a TCPStore, then readies its GPU and says so in the
+store; a rank whose GPU fails says that instead, so the others stop waiting at once and name it. Then the
+process group, an all-reduce whose sum every rank knows, and a barrier. The answer is rewritten at every
+stage, so a rank killed at the deadline still says where it was.
+
+DFDOCTOR_NCCL_HANG=1 / DFDOCTOR_NCCL_FAIL=1 make this rank hang / raise before init_process_group (fault
+injection, for testing the check itself). `--list-gpus` only lists the GPUs the driver knows (no torch).
 """
 
 from __future__ import annotations
 
+import glob
 import os
+import re
 import sys
 import time
 import traceback
@@ -21,11 +26,16 @@ RANK = int(os.environ.get("RANK", "0"))
 WORLD = int(os.environ.get("WORLD_SIZE", "1"))
 LOCAL_RANK = int(os.environ.get("LOCAL_RANK", str(RANK)))
 BACKEND = os.environ.get("DFDOCTOR_NCCL_BACKEND", "nccl")
-DEADLINE = float(os.environ.get("DFDOCTOR_NCCL_DEADLINE", "0")) or time.time() + 60
+# seconds this rank may take in all; relative, because the target's clock need not match dfdoctor's
+BUDGET = float(os.environ.get("DFDOCTOR_NCCL_BUDGET", "60"))
 STATE: dict = {"rank": RANK, "world_size": WORLD, "local_rank": LOCAL_RANK, "backend": BACKEND, "pid": os.getpid(),
                "stage": "start", "stages": [], "env": {k: os.environ.get(k) for k in (
                    "CUDA_VISIBLE_DEVICES", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
                    "NVSHMEM_DISABLE_NVLS", "NCCL_SOCKET_IFNAME", "NCCL_P2P_DISABLE", "NCCL_IB_DISABLE")}}
+
+
+class OtherRanks(RuntimeError):
+    """This rank gave up because of other ranks: one failed, or some never got ready in time."""
 
 
 def stage(name: str) -> None:
@@ -36,53 +46,108 @@ def stage(name: str) -> None:
 
 
 def left(reserve: float = 2.0) -> float:
-    """Seconds until the check's deadline, less a reserve so this rank can still report its own timeout."""
-    return max(1.0, DEADLINE - time.time() - reserve)
+    """Seconds of the budget left, less a reserve so this rank can still report its own timeout."""
+    return max(1.0, BUDGET - (time.monotonic() - T0) - reserve)
+
+
+def list_gpus() -> dict:
+    """The GPUs the kernel driver knows (from /proc, else /dev/nvidiaN) and CUDA_VISIBLE_DEVICES; no torch."""
+    gpus = []
+    for info in sorted(glob.glob("/proc/driver/nvidia/gpus/*/information")):
+        uuid = None
+        try:
+            with open(info) as f:
+                for line in f:
+                    if line.startswith("GPU UUID:"):
+                        uuid = line.split(":", 1)[1].strip()
+        except OSError:
+            continue
+        gpus.append({"index": len(gpus), "uuid": uuid})
+    if not gpus:
+        nodes = [p for p in glob.glob("/dev/nvidia*") if re.fullmatch(r"/dev/nvidia\d+", p)]
+        gpus = [{"index": i, "uuid": None} for i in range(len(nodes))]
+    return {"gpus": gpus, "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
+
+
+def ready_gpu(torch):
+    """Bind this rank to its GPU and touch it (or the CPU for gloo); fault injection happens here too."""
+    if BACKEND == "nccl":
+        stage("cuda device")
+        count = torch.cuda.device_count() if torch.version.cuda else 0
+        if LOCAL_RANK >= count:
+            why = "a CPU-only torch build" if not torch.version.cuda else \
+                (f"CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']!r}"
+                 if "CUDA_VISIBLE_DEVICES" in os.environ else "CUDA_VISIBLE_DEVICES is not set")
+            raise RuntimeError(f"rank {RANK} needs GPU {LOCAL_RANK}, but torch sees {count} GPU(s) ({why})")
+        torch.cuda.set_device(LOCAL_RANK)
+        device = torch.device("cuda", LOCAL_RANK)
+        torch.ones(1, device=device)
+        STATE["gpu"] = torch.cuda.get_device_name(LOCAL_RANK)
+        try:
+            STATE["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
+        except Exception:
+            pass
+    else:
+        device = torch.device("cpu")
+    if os.environ.get("DFDOCTOR_NCCL_FAIL") == "1":
+        STATE["injected_fail"] = True
+        stage("injected failure before init_process_group")
+        raise RuntimeError("injected failure (DFDOCTOR_NCCL_FAIL_RANK)")
+    if os.environ.get("DFDOCTOR_NCCL_HANG") == "1":
+        STATE["injected_hang"] = True
+        stage("injected hang before init_process_group")
+        while True:  # DFDOCTOR_NCCL_HANG_RANK asked for this; dfdoctor kills the rank at the deadline
+            time.sleep(3600)
+    return device
+
+
+def wait_for_ranks(store) -> None:
+    """Wait until every rank is ready; give up at once if one failed, or when the budget runs out."""
+    stage("waiting for the other ranks")
+    others = [r for r in range(WORLD) if r != RANK]
+    end = time.monotonic() + left()
+    while True:
+        failed = [r for r in others if store.check([f"dfdoctor/failed/{r}"])]
+        if failed:
+            STATE["waited_for"] = failed
+            why = "; ".join(f"rank {r}: {store.get(f'dfdoctor/failed/{r}').decode()}" for r in failed)
+            raise OtherRanks(f"stopped waiting: {why}")
+        missing = [r for r in others if not store.check([f"dfdoctor/ready/{r}"])]
+        if not missing:
+            return
+        if time.monotonic() > end:
+            STATE["waited_for"] = missing
+            raise OtherRanks(f"rank(s) {', '.join(map(str, missing))} never got ready")
+        time.sleep(0.05)
 
 
 def main() -> int:
-    """Rendezvous, init the group, all-reduce a known sum, barrier, tear down; publish after each step."""
+    """Join the store, ready the GPU, wait for all, init the group, all-reduce, barrier; publish each step."""
     support.install_stack_dump()
-    stage("import torch")
+    if "--list-gpus" in sys.argv:
+        support.answer(list_gpus())
+        return 0
+    store = None
     try:
+        stage("import torch")
         import datetime
 
         import torch
         import torch.distributed as dist
         STATE["torch"] = torch.__version__
-        if BACKEND == "nccl":
-            stage("cuda device")
-            count = torch.cuda.device_count() if torch.version.cuda else 0
-            if LOCAL_RANK >= count:
-                why = "a CPU-only torch build" if not torch.version.cuda else \
-                    (f"CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']!r}"
-                     if "CUDA_VISIBLE_DEVICES" in os.environ else "CUDA_VISIBLE_DEVICES is not set")
-                raise RuntimeError(f"rank {RANK} needs GPU {LOCAL_RANK}, but torch sees {count} GPU(s) ({why})")
-            torch.cuda.set_device(LOCAL_RANK)
-            device = torch.device("cuda", LOCAL_RANK)
-            torch.ones(1, device=device)
-            STATE["gpu"] = torch.cuda.get_device_name(LOCAL_RANK)
-            try:
-                STATE["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
-            except Exception:
-                pass
-        else:
-            device = torch.device("cpu")
-        if os.environ.get("DFDOCTOR_NCCL_FAIL") == "1":
-            STATE["injected_fail"] = True
-            stage("injected failure before init_process_group")
-            raise RuntimeError("injected failure (DFDOCTOR_NCCL_FAIL_RANK)")
-        if os.environ.get("DFDOCTOR_NCCL_HANG") == "1":
-            STATE["injected_hang"] = True
-            stage("injected hang before init_process_group")
-            while True:  # DFDOCTOR_NCCL_HANG_RANK asked for this rank to hang; dfdoctor kills it at the deadline
-                time.sleep(3600)
         stage("rendezvous")
         store = dist.TCPStore(os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ["MASTER_PORT"]), WORLD,
                               is_master=RANK == 0, timeout=datetime.timedelta(seconds=left()),
-                              wait_for_workers=True)
+                              wait_for_workers=False)
+        try:
+            device = ready_gpu(torch)
+        except BaseException as exc:
+            store.set(f"dfdoctor/failed/{RANK}", f"{type(exc).__name__}: {exc}"[:300])
+            raise
+        store.set(f"dfdoctor/ready/{RANK}", "1")
+        wait_for_ranks(store)
         stage("init_process_group")
-        kwargs = dict(backend=BACKEND, store=store, rank=RANK, world_size=WORLD,
+        kwargs = dict(backend=BACKEND, store=dist.PrefixStore("pg", store), rank=RANK, world_size=WORLD,
                       timeout=datetime.timedelta(seconds=left()))
         if BACKEND == "nccl":
             kwargs["device_id"] = device  # eager communicator init: a broken NCCL shows up here, not later
@@ -108,10 +173,23 @@ def main() -> int:
             dist.barrier()
         stage("destroy_process_group")
         dist.destroy_process_group()
+        if RANK == 0:
+            # the store lives in rank 0: let the others read their last keys before it goes
+            store.set("dfdoctor/done/0", "1")
+            end = time.monotonic() + min(5.0, left())
+            while time.monotonic() < end and not all(store.check([f"dfdoctor/done/{r}"]) for r in range(1, WORLD)):
+                time.sleep(0.02)
+        else:
+            try:
+                store.set(f"dfdoctor/done/{RANK}", "1")
+            except Exception:
+                pass  # rank 0 already left: the test itself passed
     except BaseException as exc:
         STATE["error"] = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:1000]
         STATE["traceback"] = traceback.format_exc()[-3000:]
         STATE["failed_stage"] = STATE["stage"]
+        if RANK == 0 and store is not None and not isinstance(exc, OtherRanks):
+            time.sleep(min(1.0, left(0)))  # keep the store up a moment so the others can read why
     stage("done")
     return 0
 
