@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -171,9 +172,17 @@ def _classify(text: str) -> Optional[tuple[str, str]]:
     except ImportError:
         return None
     try:
-        return stackclass.classify(text)
+        return stackclass.classify(text) or stackclass.classify(_bare_names(text))
     except Exception:  # their bug must not cost us the verdict
         return None
+
+
+_QUALIFIED = re.compile(r"^(\s+)(?:[\w<>]+\.)+([\w<>]+ \()", re.M)
+
+
+def _bare_names(text: str) -> str:
+    """py-spy prints qualified names (`ConvertFrame.__call__`); faulthandler, bare ones (`__call__`)."""
+    return _QUALIFIED.sub(r"\1\2", text)
 
 
 def _tree(pid: int) -> list[psutil.Process]:

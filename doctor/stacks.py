@@ -66,7 +66,7 @@ def dump(pid: int, timeout: float = DUMP_TIMEOUT_S) -> Stacks:
     """Every thread's Python stack of process `pid`."""
     tool = py_spy()
     if tool:
-        out = run_command([tool, "dump", "--pid", str(pid)], timeout=timeout, stack_signal=None)
+        out = run_command([tool, "dump", "--full-filenames", "--pid", str(pid)], timeout=timeout, stack_signal=None)
         if out.returncode == 0 and out.stdout.strip():
             return Stacks(pid, out.stdout.strip(), "py-spy")
         why = out.spawn_error or (out.stderr.strip().splitlines() or [f"exit status {out.returncode}"])[-1]

@@ -159,3 +159,12 @@ def test_post_checks_report_leftovers_and_resources(work):
     left = checks["job.leftovers"]
     assert left["status"] == "warn" and any("sleep 30" in e for e in left["evidence"]), left
     assert checks["job.resources"]["status"] == "ok" and "peak" in checks["job.resources"]["summary"]
+
+
+def test_compile_deadlock_from_the_stacks_of_a_silent_job(work):
+    """The GPU-only lock cycle, re-enacted on the CPU with stand-ins named like torch's frames (see
+    tests/jobs/deadlock_fake/): launch hands py-spy's stacks to doctor.stackclass."""
+    proc, rep = launch(work, *job("compile_deadlock.py"), watch=3)
+    assert proc.returncode == 1
+    assert rep["verdict"]["cause"] == "compile-deadlock", text_of(rep)
+    assert "compile_lock" in rep["verdict"]["summary"] and "drafter-0" in rep["verdict"]["summary"]
