@@ -326,7 +326,8 @@ def _hidden_lines(vis: Visibility) -> tuple[str, ...]:
 def _summary_facts(facts: dict, exp: Expectation, out: ProbeOutcome) -> dict:
     """The structured facts renderers show as a table (and scripts read from JSON)."""
     t = facts.get("torch") or {}
-    return {"expectation": exp.level, "expectation_reason": exp.reason, "stage": facts.get("stage"),
+    return {"host": facts.get("host"), "python": facts.get("python"),
+            "expectation": exp.level, "expectation_reason": exp.reason, "stage": facts.get("stage"),
             "torch": t.get("version"), "torch_cuda": t.get("cuda"), "arch_list": t.get("arch_list"),
             "available": facts.get("available"), "device_count": facts.get("device_count"),
             "driver": _driver_version(facts), "driver_cuda": (facts.get("libcuda") or {}).get("driver_cuda"),
