@@ -151,8 +151,11 @@ def spawn_failed(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]
     if not ev:
         return None
     what = ev.get("filename") or (ev.get("argv") or ["?"])[0]
-    evidence = [f"exec {what!r}: {ev.get('errname')} ({ev.get('strerror')})", f"command: {_cmd(run)}",
-                f"cwd: {ev.get('cwd') or run.spec.get('cwd')}"]
+    cwd = ev.get("cwd") or run.spec.get("cwd")
+    evidence = [f"exec {what!r}: {ev.get('errname')} ({ev.get('strerror')})", f"command: {_cmd(run)}", f"cwd: {cwd}"]
+    if cwd and what == cwd:
+        return Verdict("failed", causes.COMMAND_NOT_FOUND, f"The job's working directory {cwd} does not exist, so "
+                       "its command could not be started.", "Create the folder or pass the right --cwd.", evidence)
     if ev.get("errname") in ("ENOENT", "EACCES", "ENOEXEC", "ENOTDIR", "EISDIR"):
         return Verdict("failed", causes.COMMAND_NOT_FOUND, f"The command {what!r} could not be executed: "
                        f"{ev.get('strerror')}.", "Check the command's spelling and PATH (use an absolute path), "
@@ -416,8 +419,21 @@ def import_hang(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
                    "frame waits on; `dfdoctor check` runs the imports alone with a timeout.", _stack_evidence(live))
 
 
+def recorder_never_started(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """The recorder itself did not start: nothing about the job is known; say what the recorder printed."""
+    if run.recorder is not None:
+        return None
+    try:
+        out = (run.dir / "recorder.out").read_text(errors="replace").strip().splitlines()[-5:]
+    except OSError:
+        out = []
+    return Verdict("unknown", None, "dfdoctor's recorder did not start, so the job was not started either.",
+                   "Check that the training interpreter runs (`PYTHON -c pass`); this is likely a dfdoctor bug.",
+                   [f"recorder output: {line}" for line in out] or ["the recorder wrote nothing"])
+
+
 RULES: list[Callable[[RunRecord, Optional[LiveFacts]], Optional[Verdict]]] = [
-    log_could_not_open, spawn_failed,
+    recorder_never_started, log_could_not_open, spawn_failed,
     oom_killed, fx_trace_race, command_not_found_status, python_exception, died_from_signal,
     exited_cleanly, exited_nonzero,
     recorder_vanished,

@@ -61,6 +61,19 @@ def _watch_pids() -> list[dict[str, Any]]:
     return out
 
 
+def _launcher_facts(env: dict[str, str]) -> dict[str, Any]:
+    """Who launched: our pid, session, terminal (if any) and ssh connection, for the record."""
+    tty = None
+    for fd in (0, 1, 2):
+        try:
+            tty = os.ttyname(fd)
+            break
+        except OSError:
+            continue
+    return {"pid": os.getpid(), "ppid": os.getppid(), "sid": os.getsid(0), "tty": tty,
+            "ssh_connection": env.get("SSH_CONNECTION"), "uid": os.getuid()}
+
+
 def recorder_python(python: str, env: dict[str, str]) -> str:
     """The training interpreter when it runs at all, else ours: the recorder needs only the standard library."""
     found = python if os.sep in python else shutil.which(python, path=env.get("PATH"))
@@ -73,7 +86,7 @@ def start(command: list[str], *, cwd: Path, env: dict[str, str], python: str, ru
     """Write the run's spec and start the recorder on it (it starts the job)."""
     spec = {"run_id": run_id, "argv": list(command), "cwd": str(cwd), "log": str(log) if log else None,
             "redirect": bool(redirect), "memory_limit": memory_limit, "python": python,
-            "watch_pids": _watch_pids(), "started_by": "dfdoctor launch"}
+            "watch_pids": _watch_pids(), "launcher": _launcher_facts(env), "started_by": "dfdoctor launch"}
     (run_dir / "spec.json").write_text(json.dumps(spec, indent=1))
     interp = recorder_python(python, env)
     proc = spawner([interp, str(RECORDER), str(run_dir)], env, cwd, run_dir / "recorder.out")
