@@ -35,15 +35,17 @@ scenario() {  # name, env assignments..., -- extra args
   echo "exit code $? after $(python3 -c "print(round($(date +%s.%N) - $t0, 2))") s"
 }
 
-scenario ok -- 
-scenario cvd7 CUDA_VISIBLE_DEVICES=7 --
-scenario cvd_badgpu CUDA_VISIBLE_DEVICES=GPU-00000000-bad --
-scenario cvd00 CUDA_VISIBLE_DEVICES=0,0 --
-scenario nccl_ws2 DFDOCTOR_NCCL_WORLD_SIZE=2 -- --timeout 60
+# SCENARIOS picks some (default: all); ROUNDS sets the timing rounds (default 5)
+want() { [ -z "${SCENARIOS:-}" ] || [[ " $SCENARIOS " == *" $1 "* ]]; }
+want ok && scenario ok --
+want cvd7 && scenario cvd7 CUDA_VISIBLE_DEVICES=7 --
+want cvd_badgpu && scenario cvd_badgpu CUDA_VISIBLE_DEVICES=GPU-00000000-bad --
+want cvd00 && scenario cvd00 CUDA_VISIBLE_DEVICES=0,0 --
+want nccl_ws2 && scenario nccl_ws2 DFDOCTOR_NCCL_WORLD_SIZE=2 -- --timeout 60
 
 echo "== left behind (should be none)"
 ps -eo pid,ppid,etimes,cmd | grep -E "cuda_(init|nccl)_probe" | grep -v grep || echo none
 
 echo "== speed"
-python3 bench/cuda_check_speed.py --rounds 5 --python "$(command -v python3)" --out "$OUT/cuda_speed.json"
+python3 bench/cuda_check_speed.py --rounds "${ROUNDS:-5}" --python "$(command -v python3)" --out "$OUT/cuda_speed.json"
 echo "== done"; date -u
