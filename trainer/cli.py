@@ -29,7 +29,7 @@ def parse(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p.add_argument("--backend", help="torch.compile backend (default: inductor)")
     p.add_argument("--no-compile", action="store_true", help="train eagerly")
     p.add_argument("--compile-guard", choices=GUARDS, dest="guard",
-                   help="how concurrent compiles are made safe (default: eager-backward)")
+                   help="how concurrent compiles are made safe (default: exclusive-compile)")
     p.add_argument("--no-compile-guard", action="store_const", const="off", dest="guard",
                    help="compile with no guard: reproduces the concurrent-compile crash (CPU) or deadlock (GPU)")
     p.add_argument("--out", help="checkpoint folder (default: runs/trainer)")

@@ -14,7 +14,7 @@ class Config:
     attention: str = "auto"         # auto: flex_attention on CUDA, the same mask through SDPA on CPU
     compile: bool = True
     backend: str = "inductor"
-    guard: str = "eager-backward"
+    guard: str = "exclusive-compile"
     drafters: int = 3
     target_dim: int = 64
     target_layers: int = 2

@@ -35,6 +35,11 @@ def save_atomic(obj: object, path: Path) -> None:
     os.replace(tmp, path)
 
 
+def median(xs: list[float]) -> float:
+    """The middle value (the upper one of an even count); 0 for none."""
+    return sorted(xs)[len(xs) // 2] if xs else 0.0
+
+
 class Batches:
     """Random windows of the encoded corpus; each thread owns one, seeded on its own."""
 
@@ -81,12 +86,14 @@ def train_drafter(index: int, cfg: Config, target: TargetLM, vocab: Vocab, data:
     masks = {n: build_mask(attention, n, cfg.block, cfg.device) for n in cfg.seq_lens}
     batches = Batches(data, cfg.batch, cfg.seed + 100 + index, cfg.device)
     losses: list[float] = []
+    step_s: list[float] = []
     start.wait()  # the drafters start together, as in the seed
     t0 = time.monotonic()
     for step in range(1, cfg.steps + 1):
         n = cfg.seq_lens[(step - 1) % len(cfg.seq_lens)]
         tokens = batches.get(n + 1)
-        with guard_mod.step_context(cfg.guard):
+        t_step = time.monotonic()
+        with guard_mod.step_context(cfg.guard, n):
             with torch.no_grad():
                 hidden = target.hidden(tokens[:, :-1])
             loss = step_fn(tokens, hidden, masks[n])
@@ -94,6 +101,7 @@ def train_drafter(index: int, cfg: Config, target: TargetLM, vocab: Vocab, data:
             loss.backward()
             opt.step()
         losses.append(loss.item())
+        step_s.append(time.monotonic() - t_step)
         if step == 1:
             log(f"{name} first step done in {time.monotonic() - t0:.1f}s (compiled: {cfg.compile})")
         if step % cfg.log_every == 0 or step == cfg.steps:
@@ -103,7 +111,8 @@ def train_drafter(index: int, cfg: Config, target: TargetLM, vocab: Vocab, data:
                          "config": cfg.to_dict()}, out / f"{name}.pt")
     results[index] = {"first_loss": sum(losses[:5]) / min(5, len(losses)),
                       "last_loss": sum(losses[-5:]) / min(5, len(losses)),
-                      "seconds": round(time.monotonic() - t0, 2)}
+                      "seconds": round(time.monotonic() - t0, 2),
+                      "warm_step_ms": round(1000 * median(step_s[len(step_s) // 2:]), 3)}
 
 
 def run(cfg: Config) -> int:
@@ -112,7 +121,7 @@ def run(cfg: Config) -> int:
     out.mkdir(parents=True, exist_ok=True)
     log(f"trainer starting: torch {torch.__version__}, device {cfg.device}, attention "
         f"{cfg.resolved_attention()}, compile {cfg.compile} ({cfg.backend}), guard "
-        f"{guard_mod.resolve(cfg.guard)}, {cfg.drafters} drafter threads, out {out}")
+        f"{cfg.guard}, {cfg.drafters} drafter threads, out {out}")
     guard_mod.apply_compile_guard(cfg.guard)
     text = generate_corpus(seed=cfg.seed)
     vocab = Vocab.from_text(text)
@@ -140,7 +149,8 @@ def run(cfg: Config) -> int:
     summary = {"results": results, "failed": sorted(failures)}
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     for i, r in sorted(results.items()):
-        log(f"drafter-{i} loss {r['first_loss']:.4f} -> {r['last_loss']:.4f} in {r['seconds']}s")
+        log(f"drafter-{i} loss {r['first_loss']:.4f} -> {r['last_loss']:.4f} in {r['seconds']}s "
+            f"(warm step {r['warm_step_ms']} ms)")
     if failures:
         first = failures[min(failures)].strip().splitlines()[-1]
         log(f"FAILED: {len(failures)} of {cfg.drafters} drafters died; first error: {first}")

@@ -9,7 +9,8 @@ dynamo-optimized function". Two overlapping FX traces trip the sibling `CURRENT_
 Backends: `race` (default) is aot_autograd with a backward compiler that runs `make_fx` under dynamo's
 compile lock, as inductor's `compile_fx_backward` does, without inductor's code generation, so it is fast;
 `inductor` is the real thing; `flex` is the real thing with flex_attention (where a GPU deadlocks).
-With `--guard` each worker first applies the trainer's compile guard (eager backward lowering).
+With `--guard NAME` each worker applies a candidate fix; bare `--guard` is the trainer's compile guard
+(`exclusive-compile`: steps that compile run alone, with eager backward lowering).
 
 A trial that stops making progress is ended at `--deadline`: every thread's stack is dumped with
 faulthandler into the answer, and the process exits at once (stuck threads cannot be joined).
@@ -31,7 +32,7 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _probe_support import answer, install_stack_dump  # noqa: E402
 
-GUARDS = ("none", "eager-backward", "step-lock", "thread-local-flag")
+GUARDS = ("none", "exclusive-compile", "eager-backward", "step-lock", "thread-local-flag")
 FX_RACE_MARKERS = ("Detected that you are using FX to symbolically trace",
                    "CURRENT_PATCHER is None")
 
@@ -42,21 +43,59 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--backend", choices=("race", "inductor", "flex"), default="race")
     p.add_argument("--threads", type=int, default=4)
     p.add_argument("--steps", type=int, default=3, help="passes over the shapes per thread")
-    p.add_argument("--guard", nargs="?", const="eager-backward", default="none", choices=GUARDS,
-                   help="the fix to try (bare --guard: eager-backward, the trainer's compile guard)")
+    p.add_argument("--guard", nargs="?", const="exclusive-compile", default="none", choices=GUARDS,
+                   help="the fix to try (bare --guard: exclusive-compile, the trainer's compile guard)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--deadline", type=float, default=20.0, help="seconds before a stuck trial is dumped")
     return p.parse_args(argv)
 
 
 def apply_guard() -> None:
-    """The compile guard (same as trainer.guard.apply_compile_guard): compile each backward eagerly.
-
-    torch's config overrides are per thread from 2.13 on, so every worker thread sets it itself.
-    """
+    """Eager backward lowering, per thread (torch's config is per thread from 2.13 on)."""
     import torch._functorch.config as fconfig
 
-    fconfig.force_non_lazy_backward_lowering = True
+    if hasattr(fconfig, "force_non_lazy_backward_lowering"):
+        fconfig.force_non_lazy_backward_lowering = True
+
+
+class Gate:
+    """The trainer's exclusive-compile gate (trainer/guard.py), restated here: probes use the stdlib only."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.readers = 0
+        self.writer = False
+        self.waiting = 0
+
+    @contextlib.contextmanager
+    def shared(self):
+        """Warm steps run together, never beside a compiling step."""
+        with self.cond:
+            while self.writer or self.waiting:
+                self.cond.wait()
+            self.readers += 1
+        try:
+            yield
+        finally:
+            with self.cond:
+                self.readers -= 1
+                self.cond.notify_all()
+
+    @contextlib.contextmanager
+    def exclusive(self):
+        """A step that may compile runs alone."""
+        with self.cond:
+            self.waiting += 1
+            while self.writer or self.readers:
+                self.cond.wait()
+            self.waiting -= 1
+            self.writer = True
+        try:
+            yield
+        finally:
+            with self.cond:
+                self.writer = False
+                self.cond.notify_all()
 
 
 def patch_thread_local_flag() -> None:
@@ -170,23 +209,28 @@ def main(argv: list[str]) -> int:
     lock = threading.Lock()
 
     step_lock = threading.Lock() if args.guard == "step-lock" else contextlib.nullcontext()
+    gate = Gate()
     if args.guard == "thread-local-flag":
         patch_thread_local_flag()
     step_times: list[float] = []
 
     def worker(i: int) -> None:
         try:
-            if args.guard == "eager-backward":
+            if args.guard in ("eager-backward", "exclusive-compile"):
                 apply_guard()
             run, shapes = make_step(i, args.backend, args.device)
             barrier.wait(timeout=max(args.deadline, 1.0))
-            for _ in range(args.steps):
+            for rep in range(args.steps):
                 for n in shapes:
                     t = time.monotonic()
-                    with step_lock:
+                    if args.guard == "exclusive-compile":
+                        ctx = gate.exclusive() if rep == 0 else gate.shared()
+                    else:
+                        ctx = step_lock
+                    with ctx:
                         run(n)
                     progress[i] += 1
-                    if _ == args.steps - 1:
+                    if rep == args.steps - 1:
                         step_times.append(time.monotonic() - t)  # warm: the last pass over the shapes
         except threading.BrokenBarrierError:
             return

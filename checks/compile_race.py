@@ -1,0 +1,228 @@
+"""compile.race: do several threads that torch.compile at once crash or deadlock in this interpreter?
+
+Two parts. Statically, it reads (never imports) the launched script or package and warns when it calls
+`torch.compile` and starts threads without a compile guard. Then, in the training interpreter, it runs the
+reproduction (checks/probes/compile_race_probe.py: barrier-started threads, forward + backward, recompiles)
+a few times without a guard and as many with the guard, and says how often and how fast the race came and
+whether the guard held. A reproduction that stops progressing is ended at its deadline; its threads' stacks
+are classified (`doctor.stackclass`), so a deadlock is named, not just timed out.
+
+Settings ([tool.dfdoctor.checks."compile.race"]): reproduce = "auto" | "always" | "never" (auto: only when the
+script compiles in threads), runs (3), threads (4), backend ("race" | "inductor" | "flex"), device ("cpu"),
+deadline (20 s a run).
+"""
+
+from __future__ import annotations
+
+import ast
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Optional
+
+from doctor import causes, check, fail, ok, skip, warn
+from doctor.commandline import spec_for
+from doctor.probe import ProbeOutcome, run_probe
+from doctor.stackclass import classify
+
+CHECK_ID = "compile.race"
+MAX_FILES = 200
+MAX_FILE_BYTES = 1_000_000
+GUARD_MARKERS = ("force_non_lazy_backward_lowering", "apply_compile_guard")
+DISABLING_ARGS = ("--no-compile-guard", "--compile-guard=off")
+FIX = ("apply a compile guard in every thread that compiles: run each thread's first step on every shape "
+       "(forward, backward and optimizer step) alone, behind a shared/exclusive gate that warm steps share, "
+       "and set torch._functorch.config.force_non_lazy_backward_lowering = True in that thread (torch >= 2.13 "
+       "keeps config per thread); see trainer/guard.py. With the bundled trainer: drop --no-compile-guard.")
+
+
+@dataclass
+class Scan:
+    """Where the launched code compiles, starts threads and guards, as file:line strings."""
+
+    files: int = 0
+    compiles: list[str] = field(default_factory=list)
+    threads: list[str] = field(default_factory=list)
+    guards: list[str] = field(default_factory=list)
+
+
+@check(CHECK_ID, title="Concurrent torch.compile in threads: reproduce the race, prove the guard",
+       phases=("pre",), timeout=150)
+def compile_race(ctx) -> Iterator:
+    """Read the script for unguarded threaded compiles, then reproduce the race with and without the guard."""
+    spec = spec_for(ctx)
+    scan = scan_sources(source_files(spec, ctx.cwd))
+    disabled = [a for a in spec.script_args if a in DISABLING_ARGS]
+    unguarded = bool(scan.compiles and scan.threads and (disabled or not scan.guards))
+    if unguarded:
+        yield warn(f"the launched code calls torch.compile and starts threads, with no compile guard"
+                   f"{' (disabled by ' + disabled[0] + ')' if disabled else ''}: concurrent compiles crash "
+                   f"with an FX tracing error (CPU) or deadlock silently (GPU)", causes.FX_TRACE_RACE,
+                   evidence=tuple(scan.compiles[:3] + scan.threads[:3] + disabled), fix=FIX)
+    mode = str(ctx.option(CHECK_ID, "reproduce", "auto"))
+    if mode == "never" or (mode == "auto" and not (scan.compiles and scan.threads)):
+        if not unguarded:
+            yield skip("no torch.compile in several threads found in the launched code; reproduction not run"
+                       if mode == "auto" else "reproduction disabled (reproduce = \"never\")",
+                       data={"files_scanned": scan.files})
+        return
+    yield from reproduce(ctx, unguarded)
+
+
+def source_files(spec, cwd: Path) -> list[Path]:
+    """The launched script and its sibling modules, or every file of the launched package."""
+    files: list[Path] = []
+    if spec.script and spec.script.is_file():
+        files.append(spec.script)
+        folder = spec.script.parent
+        for name in _imported_names(spec.script):
+            for cand in (folder / f"{name}.py", folder / name):
+                files.extend([cand] if cand.is_file() else sorted(cand.rglob("*.py")) if cand.is_dir() else [])
+    elif spec.module:
+        root = (spec.cwd or cwd) / Path(*spec.module.split("."))
+        top = (spec.cwd or cwd) / spec.module.split(".")[0]
+        if top.is_dir():
+            files.extend(sorted(top.rglob("*.py")))
+        elif root.with_suffix(".py").is_file():
+            files.append(root.with_suffix(".py"))
+    return list(dict.fromkeys(files))[:MAX_FILES]
+
+
+def _imported_names(path: Path) -> list[str]:
+    """Top-level names a script imports (`import a.b` gives a)."""
+    tree = _parse(path)
+    names: list[str] = []
+    for node in ast.walk(tree) if tree else ():
+        if isinstance(node, ast.Import):
+            names += [a.name.split(".")[0] for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.append(node.module.split(".")[0])
+    return names
+
+
+def _parse(path: Path) -> Optional[ast.AST]:
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            return None
+        return ast.parse(path.read_text(errors="replace"), str(path))
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+def scan_sources(files: list[Path]) -> Scan:
+    """Find torch.compile calls or decorators, thread starts and guard markers in the files."""
+    scan = Scan()
+    for path in files:
+        tree = _parse(path)
+        if tree is None:
+            continue
+        scan.files += 1
+        for node in ast.walk(tree):
+            where = f"{path.name}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.Attribute) and node.attr == "compile" and _is_name(node.value, "torch"):
+                scan.compiles.append(f"{where} torch.compile")
+            elif isinstance(node, ast.Call) and _callee(node) in ("Thread", "ThreadPoolExecutor"):
+                scan.threads.append(f"{where} {_callee(node)}(...)")
+            elif isinstance(node, (ast.Attribute, ast.Name)) and _ident(node) in GUARD_MARKERS:
+                scan.guards.append(f"{where} {_ident(node)}")
+    return scan
+
+
+def _is_name(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _ident(node: ast.AST) -> str:
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+
+
+def _callee(call: ast.Call) -> str:
+    return _ident(call.func)
+
+
+def reproduce(ctx, unguarded: bool) -> Iterator:
+    """Run the harness without and with the guard in the training interpreter; report both."""
+    runs = int(ctx.option(CHECK_ID, "runs", 3))
+    deadline = float(ctx.option(CHECK_ID, "deadline", 20.0))
+    base = ["--backend", str(ctx.option(CHECK_ID, "backend", "race")),
+            "--threads", str(ctx.option(CHECK_ID, "threads", 4)),
+            "--device", str(ctx.option(CHECK_ID, "device", "cpu")), "--deadline", str(deadline)]
+    budget_end = time.monotonic() + float(ctx.timeout or 150) - 3.0
+    bare = _series(ctx, base + ["--guard", "none"], runs, deadline, budget_end)
+    if bare and bare[0].payload is None and "No module named 'torch'" in bare[0].stderr:
+        yield skip(f"torch is not installed in the training interpreter {ctx.python}; nothing to reproduce")
+        return
+    guarded = _series(ctx, base + ["--guard", "exclusive-compile"], runs, deadline, budget_end)
+    yield _verdict(bare, guarded, unguarded, runs)
+
+
+def _series(ctx, argv: list[str], runs: int, deadline: float, budget_end: float) -> list[ProbeOutcome]:
+    """Up to `runs` probe runs, stopping when the check's own time would run out."""
+    out: list[ProbeOutcome] = []
+    for _ in range(runs):
+        left = budget_end - time.monotonic()
+        if left < deadline / 2 + 5:
+            break
+        out.append(run_probe(ctx, "compile_race_probe.py", argv, timeout=min(deadline + 15.0, left)))
+    return out
+
+
+def _outcome(o: ProbeOutcome) -> tuple[str, Optional[tuple[str, str]]]:
+    """race | hang | ok | broken, and a stack classification for a hang."""
+    p = o.payload
+    if p is None:
+        if o.timed_out:  # the probe's own watchdog never answered: use the SIGUSR1 dump run_probe asked for
+            return "hang", classify(o.stderr)
+        return "broken", None
+    if p.get("outcome") == "hang":
+        return "hang", classify(p.get("stacks", ""))
+    return p.get("outcome", "broken"), None
+
+
+def _verdict(bare: list[ProbeOutcome], guarded: list[ProbeOutcome], unguarded: bool, runs: int):
+    """One result from both series."""
+    b = [_outcome(o) for o in bare]
+    g = [_outcome(o) for o in guarded]
+    torch_v = next((o.payload.get("torch") for o in bare + guarded if o.payload), "?")
+    hits = [i for i, (kind, _) in enumerate(b) if kind in ("race", "hang")]
+    firsts = [bare[i].payload["first_error_s"] for i in hits
+              if bare[i].payload and bare[i].payload.get("first_error_s") is not None]
+    deadlocks = [c for kind, c in b + g if kind == "hang" and c]
+    g_fail = [kind for kind, _ in g if kind != "ok"]
+    kinds = sorted({k for o in bare + guarded if o.payload for k in o.payload.get("kinds", [])})
+    data = {"torch": torch_v, "runs": len(bare), "reproduced": len(hits), "kinds": kinds,
+            "median_first_error_s": round(statistics.median(firsts), 2) if firsts else None,
+            "median_run_s": round(statistics.median([o.duration_s for o in bare]), 2) if bare else None,
+            "guard_runs": len(guarded), "guard_failures": len(g_fail), "deadlocks": len(deadlocks)}
+    evidence = tuple(_evidence(o) for o in (bare + guarded) if _evidence(o))[:4]
+    if deadlocks:
+        evidence = (deadlocks[0][1],) + evidence
+    broken = [o for (kind, _), o in zip(b + g, bare + guarded) if kind == "broken"]
+    if len(broken) == len(bare) + len(guarded):
+        return skip(f"the reproduction could not run in this interpreter (exit {broken[0].returncode})",
+                    details=broken[0].stderr[-2000:], data=data)
+    how = (f"{len(hits)}/{len(bare)} runs" + (f", first failure after a median {data['median_first_error_s']} s"
+                                             if firsts else ""))
+    held = f"the compile guard held in {len(guarded) - len(g_fail)}/{len(guarded)} runs"
+    cause = causes.COMPILE_DEADLOCK if deadlocks else causes.FX_TRACE_RACE
+    name = "deadlocked" if deadlocks else "raced"
+    if g_fail:
+        return fail(f"concurrent torch.compile {name} in this interpreter (torch {torch_v}) in {how}, and the "
+                    f"compile guard did NOT hold ({len(g_fail)}/{len(guarded)} failed)", cause,
+                    evidence=evidence, data=data,
+                    fix="serialise whole training steps behind one lock (trainer --compile-guard step-lock) "
+                        "and report the stacks above")
+    if not hits:
+        return ok(f"concurrent torch.compile did not race in {len(bare)} runs with torch {torch_v}; {held}",
+                  data=data)
+    summary = f"concurrent torch.compile {name} in this interpreter (torch {torch_v}) in {how}; {held}"
+    if unguarded:
+        return fail(summary + "; the launched code has no guard", cause, evidence=evidence, data=data, fix=FIX)
+    return ok(summary + "; the launched code is guarded", data=data, evidence=evidence)
+
+
+def _evidence(o: ProbeOutcome) -> str:
+    """One line a user can grep for: the first error a run hit."""
+    errs = (o.payload or {}).get("errors") or []
+    return f"thread {errs[0]['thread']} after {errs[0]['t']} s: {errs[0]['error'][:160]}" if errs else ""
