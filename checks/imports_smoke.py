@@ -212,6 +212,11 @@ def _failed_import(ctx, item: dict, request: dict, launch: dict) -> Result:
                     causes.SYNTAX_ERROR, evidence=tuple(ev), details=item["traceback"],
                     fix=f"Fix the syntax at {s['file']} line {s['line']}; if it is an installed package, it needs a "
                         "newer Python than the training interpreter's.", data=data)
+    if item.get("statement"):
+        return fail(f"{_loc(item)}: `{item['text']}` raises {item['exception']}: {_first_line(item['message'])} "
+                    "at start-up", causes.IMPORT_ERROR, evidence=tuple(ev[:1]), details=item["traceback"],
+                    fix="This module-level statement runs before anything is logged. Give the job what it expects "
+                        "(a variable, a file; torchrun sets RANK/LOCAL_RANK), or read it with a default.", data=data)
     return fail(f"import of {item['name']} raises {item['exception']}: {_first_line(item['message'])}",
                 causes.IMPORT_ERROR, evidence=tuple(ev), details=item["traceback"],
                 fix="Read the traceback's last lines: the exception is raised while the module loads, before the "

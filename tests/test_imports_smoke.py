@@ -237,3 +237,12 @@ def test_os_exit_at_import_is_an_early_exit(sample) -> None:
     assert (r.status, r.cause) == (Status.FAIL, causes.EXITED_EARLY)
     assert "setup_env" in r.summary and "exit status 0" in r.summary
     assert r.evidence[0].startswith(f"{proj / 'train.py'}:3")
+
+
+def test_module_level_statement_that_fails_at_start(sample) -> None:
+    proj = sample("env_at_start")
+    r = worst(run_check([PY, "train.py"], proj))
+    assert (r.status, r.cause) == (Status.FAIL, causes.IMPORT_ERROR)
+    assert f"{proj / 'train.py'}:4" in r.summary and "KeyError" in r.summary and "LOCAL_RANK" in r.summary
+    # with the variable present (as torchrun would set it), it is fine
+    assert worst(run_check([PY, "train.py"], proj, env={"LOCAL_RANK": "0"})).status is Status.OK

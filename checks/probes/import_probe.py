@@ -35,7 +35,7 @@ MAX_LOCAL_FILES = 400
 TB_TAIL_LINES = 25
 # Names a module-level assignment may use and still count as "preparing imports" (so it is safe to run).
 SAFE_NAMES = {"os", "sys", "Path", "pathlib", "__file__", "str", "abspath", "dirname", "join", "realpath",
-              "osp", "path", "PurePath", "expanduser", "resolve", "parent", "parents"}
+              "osp", "path", "PurePath", "expanduser", "resolve", "parent", "parents", "int", "float", "bool"}
 
 
 def main():
@@ -283,9 +283,14 @@ def run_module_imports(tree, main_file, package, out):
         else:
             try:
                 exec(code, ns)
-            except BaseException as exc:  # a preparing statement failed: the imports after it may too
+            except NameError as exc:  # it needs a name a statement we did not run defines: no verdict
                 out["notes"].append("%s:%d: %s: %s (a statement run before the imports)"
                                     % (main_file, node.lineno, type(exc).__name__, exc))
+            except BaseException as exc:  # noqa: B902 - e.g. os.environ["LOCAL_RANK"]: the job dies here too
+                text = source_line(main_file, node.lineno)
+                item = failure(text, main_file, node.lineno, text, kind, exc, 0.0)
+                item["statement"] = True
+                out["imports"].append(item)
 
 
 def import_plan(body, kind):
