@@ -16,7 +16,7 @@ import tempfile
 from typing import Iterator, Optional, Sequence
 
 from . import Target
-from .shell import join
+from .shell import join, quote
 
 CONNECT_TIMEOUT_S = 8
 # The test infrastructure (and users who want one) point dfdoctor at an ssh_config of their own.
@@ -114,3 +114,16 @@ def close(target: Target) -> None:
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=5)
     except (subprocess.TimeoutExpired, OSError):
         pass
+
+
+def typed_line(target: Target, script: str) -> str:
+    """The line a person types to run a shell script on the target (for fixes to copy)."""
+    if target.kind == "local":
+        return script
+    if target.kind == "lxc":
+        return f"lxc-attach -n {quote(target.name or '')} -- sh -c {quote(script)}"
+    if target.kind == "docker":
+        return f"docker exec {quote(target.name or '')} sh -c {quote(script)}"
+    port = f"-p {target.port} " if target.port else ""
+    remote = script if target.kind == "ssh" else f"pct exec {target.vmid} -- sh -c {quote(script)}"
+    return f"ssh {port}{target.destination} {quote(remote)}"

@@ -110,9 +110,23 @@ make_container() {  # NAME PTYMAX
   sed -i -e 's/^lxc.net.0.type = .*/lxc.net.0.type = empty/' -e '/^lxc.net.0.link/d' -e '/^lxc.net.0.flags/d' \
          -e 's/^lxc.apparmor.profile = .*/lxc.apparmor.profile = unconfined/' -e '/allow_nesting/d' \
          -e "s/^lxc.pty.max = .*/lxc.pty.max = $ptys/" "$conf"
+  local before
+  before=$(md5sum < "$conf")
   grep -q 'usr/bin/python3 none' "$conf" || \
     echo "lxc.mount.entry = $(readlink -f /usr/bin/python3) usr/bin/python3 none ro,bind,create=file 0 0" >> "$conf"
-  mkdir -p "/var/lib/lxc/$name/rootfs/workspace"
+  # A Proxmox container is a Debian or Ubuntu with coreutils and util-linux: give the busybox one the host's
+  # nohup, setsid (-f) and tmux (the host's /lib and /usr/lib are bind-mounted already, so they run).
+  for tool in nohup setsid tmux; do
+    local bin
+    bin=$(command -v "$tool" || true)
+    [ -n "$bin" ] || continue
+    grep -q " usr/local/bin/$tool none" "$conf" || \
+      echo "lxc.mount.entry = $(readlink -f "$bin") usr/local/bin/$tool none ro,bind,create=file 0 0" >> "$conf"
+  done
+  mkdir -p "/var/lib/lxc/$name/rootfs/workspace" "/var/lib/lxc/$name/rootfs/usr/local/bin"
+  if [ "$(md5sum < "$conf")" != "$before" ] && [ "$(lxc-info -n "$name" -sH 2>/dev/null)" = RUNNING ]; then
+    lxc-stop -n "$name" -k  # mount entries apply at start
+  fi
   if [ "$(lxc-info -n "$name" -sH 2>/dev/null)" != RUNNING ]; then
     "${CLEAN_ENV[@]}" lxc-start -n "$name" -d
     lxc-wait -n "$name" -s RUNNING -t 10

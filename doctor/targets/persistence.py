@@ -1,0 +1,298 @@
+"""Find by experiment which launch survives the end of its session on a target.
+
+Through the real chain (ssh, pct exec, lxc-attach), each strategy starts a harmless sentinel (a heartbeat file;
+it ends by itself after MAX_BEATS), with and without a tty, returning at once or after a pause. Then a fresh
+session looks at which heartbeats still move and where the logs landed. Every sentinel is stopped and the
+scratch folder removed in `finally`, and a sentinel stops by itself when its folder is gone.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+from . import Target
+from . import transport
+from .shell import quote
+from .strategies import PREFERENCE, STRATEGIES, Strategy
+
+BEAT_S = 0.25
+MAX_BEATS = 120  # 30 s: a sentinel never outlives the probe by long, whatever happens to dfdoctor
+RETURN_TIMEOUT_S = 4.0  # a session that has not returned by then is "held open" and gets closed, like Ctrl-C
+SETTLE_S = 1.5  # how long after its session ended a sentinel must still beat to count as a survivor
+PARALLEL = 8  # sessions at once: below OpenSSH's default MaxSessions (10) on a shared connection
+
+SENTINEL = f"""#!/bin/sh
+# dfdoctor persistence sentinel: beats into a file, writes nothing else, ends by itself.
+d=$(dirname "$0"); n=$1; i=0
+echo $$ > "$d/$n.pid"
+while [ $i -lt {MAX_BEATS} ] && [ -d "$d" ] && [ ! -e "$d/stop" ]; do
+  echo "beat $i" || exit 5   # a job printing to a dead terminal or channel dies: so does the sentinel
+  echo $i > "$d/$n.hb"
+  i=$((i+1))
+  sleep {BEAT_S}
+done
+rm -f "$d/$n.pid"
+"""
+
+SETUP = """set -e
+d=$(mktemp -d /tmp/dfdoctor-persist.XXXXXX)
+cat > "$d/s"
+echo "dir=$d"
+for t in nohup setsid tmux screen at python3 python systemd-run; do
+  command -v "$t" >/dev/null 2>&1 && echo "have=$t"
+done
+echo "pid1=$(cat /proc/1/comm 2>/dev/null)"
+# atd may run outside this session's PID namespace, where /proc cannot see it: its pid file says so too
+if [ -s /run/atd.pid ] || [ -s /var/run/atd.pid ]; then echo "have=atd"
+else for c in /proc/[0-9]*/comm; do [ "$(cat "$c" 2>/dev/null)" = atd ] && echo "have=atd" && break; done; fi
+true
+"""
+
+CHECK = """d=$1; shift
+for n in "$@"; do eval "a_$(echo "$n" | tr -c 'a-zA-Z0-9\\n' _)=$(cat "$d/$n.hb" 2>/dev/null || echo x)"; done
+sleep {gap}
+for n in "$@"; do
+  v=$(echo "$n" | tr -c 'a-zA-Z0-9\\n' _); eval "a=\\$a_$v"; b=$(cat "$d/$n.hb" 2>/dev/null || echo x)
+  log=none
+  if [ -s "$d/$n/log" ]; then log=log; elif [ -s "$d/$n/nohup.out" ]; then log=nohup.out; fi
+  echo "$n first=$a now=$b log=$log"
+done
+"""
+
+CLEANUP = """d=$1
+[ -d "$d" ] || exit 0
+touch "$d/stop"
+kill_ours() {{  # only a process whose command line names our sentinel: a pid from another namespace is not ours
+  for p in "$d"/*.pid; do
+    [ -f "$p" ] || continue
+    pid=$(cat "$p" 2>/dev/null)
+    [ -n "$pid" ] && tr '\\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q "$d/s" && kill -9 "$pid" 2>/dev/null
+  done
+}}
+kill_ours
+if command -v tmux >/dev/null 2>&1; then
+  for s in $(tmux ls -F '#{{session_name}}' 2>/dev/null | grep '^dfdoctor-{tag}'); do tmux kill-session -t "$s"; done
+fi
+if command -v screen >/dev/null 2>&1; then
+  for s in $(screen -ls 2>/dev/null | grep -o '[0-9]*\\.dfdoctor-{tag}[^ \t]*'); do screen -S "$s" -X quit; done
+fi
+if command -v atq >/dev/null 2>&1; then  # an at job that has not started yet (atd not woken) must not start later
+  for j in $(atq 2>/dev/null | cut -f1); do at -c "$j" 2>/dev/null | grep -q "$d/s" && atrm "$j"; done
+fi
+sleep {beat}
+kill_ours
+rm -rf "$d"
+left=0
+for c in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < "$c" 2>/dev/null | grep -q "$d/s" && left=$((left+1)); done
+echo "left=$left"
+"""
+
+
+@dataclass
+class Trial:
+    """One strategy started one way: what the session did and what became of the sentinel."""
+
+    strategy: Strategy
+    tty: bool
+    pause: float
+    name: str
+    returned_s: Optional[float] = None
+    held: bool = False
+    rc: Optional[int] = None
+    stderr: str = ""
+    survived: Optional[bool] = None
+    log: str = "none"
+    ended_at: float = 0.0
+
+    def row(self) -> dict:
+        """The trial as a matrix row."""
+        return {"strategy": self.strategy.name, "tty": "yes" if self.tty else "no", "pause_s": self.pause,
+                "session returned": (f"held open (closed after {RETURN_TIMEOUT_S:.0f} s)" if self.held
+                                     else f"{self.returned_s:.2f} s" if self.returned_s is not None else "?"),
+                "survived": {True: "yes", False: "no", None: "?"}[self.survived],
+                "log": {"log": "where redirected", "nohup.out": "nohup.out", "none": "none"}[self.log],
+                "error": self.stderr.strip().splitlines()[-1][:160] if self.stderr.strip() else ""}
+
+
+@dataclass
+class Outcome:
+    """The whole experiment on one target."""
+
+    target: str
+    facts: dict[str, object] = field(default_factory=dict)
+    trials: list[Trial] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    best: Optional[str] = None
+    best_needs_no_tty: bool = False
+    seconds: float = 0.0
+    left_behind: Optional[int] = None
+    error: Optional[str] = None
+
+    @property
+    def matrix(self) -> list[dict]:
+        """Every trial as a table row."""
+        return [t.row() for t in self.trials]
+
+
+def _call(target: Target, script: str, args: Sequence[str] = (), *, timeout: float = 15, stdin: bytes = b"",
+          tty: bool = False) -> subprocess.CompletedProcess:
+    """Run one small script on the target through the transport (a killable subprocess)."""
+    argv = transport.wrap(target, ["sh", "-c", script, "sh", *args], tty=tty)
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=True)
+    try:
+        out, err = p.communicate(stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill(p)
+        out, err = p.communicate()
+        return subprocess.CompletedProcess(argv, -9, out.decode(errors="replace"),
+                                           err.decode(errors="replace") + f"\ntimed out after {timeout:.0f} s")
+    return subprocess.CompletedProcess(argv, p.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
+
+
+def _kill(p: subprocess.Popen) -> None:
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _available(s: Strategy, have: set[str], pid1: str) -> Optional[str]:
+    """Why a strategy cannot be tried on this target, or None."""
+    for need in s.needs:
+        if need == "python" and not ({"python3", "python"} & have):
+            return "no python on the target"
+        if need == "systemd" and (pid1 != "systemd" or "systemd-run" not in have):
+            return f"PID 1 is {pid1 or '?'}, not systemd"
+        if need not in ("python", "systemd") and need not in have:
+            return f"no {need} on the target"
+    return None
+
+
+def _start(target: Target, t: Trial, d: str, python: str) -> Trial:
+    """Start one sentinel the way the trial says; time how long the session takes to return."""
+    line = t.strategy.line(["sh", f"{d}/s", t.name], "log", name=t.name, python=python)
+    # Only while the experiment lives: a session still in flight when the watchdog cleaned up must not
+    # recreate the folder.
+    script = (f"[ -e {quote(d)}/s ] && [ ! -e {quote(d)}/stop ] && mkdir {quote(d)}/{t.name} && "
+              f"cd {quote(d)}/{t.name} || exit 97\n")
+    if t.pause:
+        script += f"{line}\nsleep {t.pause}\n"
+    else:
+        # exactly what `sh -c 'LINE'` does when LINE is one command: the shell execs it, so the session's
+        # attached process is the launcher itself and ends the moment it returns
+        script += f"exec sh -c {quote(line)}\n"
+    argv = transport.shell(target, script, tty=t.tty)
+    start = time.monotonic()
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=RETURN_TIMEOUT_S + t.pause)
+        t.returned_s = time.monotonic() - start
+    except subprocess.TimeoutExpired:
+        t.held = True
+        _kill(p)  # what a user does to a session that hangs: Ctrl-C, close the laptop
+        out, err = p.communicate()
+    t.rc = p.returncode
+    t.stderr = (err.decode(errors="replace") + (out.decode(errors="replace") if t.tty else "")).replace("\r", "")
+    t.stderr = "\n".join(ln for ln in t.stderr.splitlines() if ln.strip() and not ln.startswith("beat "))
+    t.ended_at = time.monotonic()
+    return t
+
+
+def run(target: Target, *, ttys: Sequence[bool] = (False, True), pauses: Sequence[float] = (0.0, 1.0),
+        only: Optional[Sequence[str]] = None, parallel: int = PARALLEL) -> Outcome:
+    """The experiment: set up, start every trial, look, and always clean up."""
+    began = time.monotonic()
+    res = Outcome(str(target))
+    tag = f"{os.getpid()}x{int(time.time()) % 100000}"
+    setup = _call(target, SETUP, stdin=SENTINEL.encode())
+    if setup.returncode != 0 or "dir=" not in setup.stdout:
+        res.error = (transport.transport_error(target, setup.returncode, setup.stderr)
+                     or setup.stderr.strip()[-300:] or f"setup exited {setup.returncode}")
+        res.seconds = time.monotonic() - began
+        return res
+    facts = dict(ln.split("=", 1) for ln in setup.stdout.splitlines() if "=" in ln and not ln.startswith("have="))
+    have = {ln.split("=", 1)[1] for ln in setup.stdout.splitlines() if ln.startswith("have=")}
+    d = facts["dir"]
+    res.facts = {"dir": d, "pid1": facts.get("pid1", ""), "tools": sorted(have)}
+    python = "python3" if "python3" in have else "python"
+    cleanup = CLEANUP.format(tag=tag, beat=BEAT_S * 2)
+    # The watchdog: a session on the target that waits for EOF on its stdin, then cleans up. Our end of that
+    # pipe closes however this process ends (even SIGKILL), so the sentinels never outlive the probe by long.
+    watchdog = subprocess.Popen(transport.wrap(target, ["sh", "-c", "cat >/dev/null\n" + cleanup, "sh", d]),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
+    try:
+        for s in STRATEGIES:
+            if only and s.name not in only:
+                continue
+            why = _available(s, have, facts.get("pid1", ""))
+            if why:
+                res.skipped[s.name] = why
+                continue
+            for tty in ttys:
+                for pause in pauses:
+                    name = f"{tag}-{s.name}-{'t' if tty else 'n'}{int(pause * 10)}"
+                    res.trials.append(Trial(s, tty, pause, name))
+        with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
+            list(pool.map(lambda t: _start(target, t, d, python), res.trials))
+        last = max((t.ended_at for t in res.trials), default=time.monotonic())
+        time.sleep(max(0.0, last + SETTLE_S - time.monotonic()))
+        _look(target, res, d)
+    finally:
+        res.left_behind = _clean(target, watchdog, cleanup, d)
+    res.best, res.best_needs_no_tty = _best(res.trials)
+    res.seconds = time.monotonic() - began
+    return res
+
+
+def _clean(target: Target, watchdog: subprocess.Popen, cleanup: str, d: str) -> Optional[int]:
+    """Let the watchdog clean up (close its stdin); if it is gone, clean up in a session of our own."""
+    out = ""
+    try:
+        out = watchdog.communicate(timeout=15)[0].decode(errors="replace")  # closes its stdin first
+    except (subprocess.TimeoutExpired, OSError, ValueError):
+        _kill(watchdog)
+        watchdog.wait()
+    if "left=" not in out:
+        out = _call(target, cleanup, [d], timeout=15).stdout
+    left = [ln for ln in out.splitlines() if ln.startswith("left=")]
+    return int(left[-1].split("=")[1]) if left else None
+
+
+def _look(target: Target, res: Outcome, d: str) -> None:
+    """A fresh session: which heartbeats still move, and where each log landed."""
+    names = [t.name for t in res.trials]
+    out = _call(target, CHECK.format(gap=BEAT_S * 3), [d, *names], timeout=15)
+    seen = {}
+    for ln in out.stdout.splitlines():
+        parts = ln.split()
+        if len(parts) == 4 and parts[0] in names:
+            kv = dict(p.split("=", 1) for p in parts[1:])
+            seen[parts[0]] = kv
+    for t in res.trials:
+        kv = seen.get(t.name)
+        if kv is None:
+            continue
+        t.survived = kv["now"] != "x" and kv["now"] != kv["first"]
+        t.log = kv["log"]
+
+
+def _best(trials: list[Trial]) -> tuple[Optional[str], bool]:
+    """The preferred strategy that survived every variant and returned promptly; else the best without a tty."""
+    def clean(ts: list[Trial]) -> bool:
+        return bool(ts) and all(t.survived and not t.held and t.log == "log" for t in ts)
+    for name in PREFERENCE:
+        if clean([t for t in trials if t.strategy.name == name]):
+            return name, False
+    for name in PREFERENCE:
+        if clean([t for t in trials if t.strategy.name == name and not t.tty]):
+            return name, True
+    return None, False

@@ -1,0 +1,105 @@
+"""Ways to start a job so that it outlives the session that started it, as shell lines, and which one worked
+best on each target (remembered by `persistence.session`, used by `launch --strategy auto`).
+
+Each strategy is a template over three shell words: `{cmd}` (the job, already quoted), `{log}` and `{name}`.
+The line runs in the target's own shell (inside the container for pct/lxc/docker targets), in the job's cwd.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+from .shell import join, quote
+
+# Ignore SIGHUP before forking, new session, stdin from /dev/null, output to the log: what `dfdoctor launch`
+# itself does (doctor/launch.py: spawn_detached), for targets where only python is there to do it.
+_DFDOCTOR_DETACH = ("import os,signal,subprocess,sys;signal.signal(signal.SIGHUP,signal.SIG_IGN);"
+                    "f=open(sys.argv[1],'ab');subprocess.Popen(sys.argv[2:],stdin=subprocess.DEVNULL,"
+                    "stdout=f,stderr=f,start_new_session=True)")
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """One way to detach a job: a name, its shell line, and what must exist on the target for it."""
+
+    name: str
+    template: str
+    needs: tuple[str, ...] = ()
+    handoff: bool = False  # hands the job to a daemon that was running before the session (survives a kill-all)
+    note: str = ""
+
+    def line(self, argv: Sequence[str], log: str, name: str = "job", python: str = "python3") -> str:
+        """The shell line that starts argv this way, logging to `log`."""
+        cmd = join(list(argv))
+        return self.template.format(cmd=cmd, log=quote(log), name=quote(f"dfdoctor-{name}"),
+                                    qcmd=quote(f"{cmd} >{quote(log)} 2>&1"), python=quote(python),
+                                    detach=quote(_DFDOCTOR_DETACH))
+
+
+STRATEGIES: tuple[Strategy, ...] = (
+    Strategy("nohup-setsid-f", "nohup setsid -f {cmd} </dev/null >{log} 2>&1", ("nohup", "setsid"),
+             note="new session, no terminal, every fd redirected: nothing ties it to the session"),
+    Strategy("nohup-setsid-f-wait", "nohup setsid -f {cmd} </dev/null >{log} 2>&1; sleep 1", ("nohup", "setsid"),
+             note="the same, then a pause: lxc-attach with a pty (pct exec under ssh -t) kills the attached "
+                  "process group as it returns, which can catch the forked child before its setsid()"),
+    Strategy("tmux", "tmux new -d -s {name} {qcmd}", ("tmux",), handoff=True,
+             note="runs in the tmux server; needs a free pty"),
+    Strategy("screen", "screen -dmS {name} sh -c {qcmd}", ("screen",), handoff=True),
+    Strategy("dfdoctor", "{python} -c {detach} {log} {cmd}", ("python",),
+             note="what `dfdoctor launch` does: SIGHUP ignored before fork, new session"),
+    Strategy("double-fork", "( {cmd} </dev/null >{log} 2>&1 & )", note="orphaned at once, but same session"),
+    Strategy("at", "echo {qcmd} | at now 2>/dev/null", ("at", "atd"), handoff=True,
+             note="atd runs it outside the session; starts within a second or so"),
+    Strategy("systemd-run", "systemd-run --quiet --collect --unit {name} sh -c {qcmd}", ("systemd",),
+             handoff=True, note="only where systemd is PID 1"),
+    Strategy("setsid-nohup", "setsid nohup {cmd} >{log} 2>&1 &", ("nohup", "setsid")),
+    Strategy("nohup", "nohup {cmd} >{log} 2>&1 &", ("nohup",)),
+    Strategy("nohup-bare", "nohup {cmd} &", ("nohup",), note="no redirects: output to nohup.out or the session"),
+    Strategy("amp", "{cmd} >{log} 2>&1 &", note="plain background job"),
+)
+BY_NAME = {s.name: s for s in STRATEGIES}
+PREFERENCE = [s.name for s in STRATEGIES]  # best first, when several survive everywhere
+
+
+def state_file() -> Path:
+    """Where the best strategy per target is remembered."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "dfdoctor" / "strategies.json"
+
+
+def remember(target: str, strategy: Optional[str], matrix: list[dict]) -> None:
+    """Record the best strategy found for `target` (atomically; a broken file is replaced)."""
+    path = state_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict):
+            data = {}
+    except (OSError, ValueError):
+        data = {}
+    data[target] = {"strategy": strategy, "measured_at": time.time(), "matrix": matrix}
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, path)
+
+
+def best_for(target: str) -> Optional[str]:
+    """The strategy `persistence.session` found best for `target`, if it ran there."""
+    try:
+        entry = json.loads(state_file().read_text()).get(target)
+    except (OSError, ValueError, AttributeError):
+        return None
+    return entry.get("strategy") if isinstance(entry, dict) else None
+
+
+def auto_line(target: str, argv: Sequence[str], log: str, cwd: Optional[str] = None,
+              python: str = "python3") -> str:
+    """The line `launch --strategy auto` uses on `target`: the remembered best, else `nohup setsid -f`."""
+    strategy = BY_NAME.get(best_for(target) or "", STRATEGIES[0])
+    line = strategy.line(argv, log, name=f"{int(time.time())}", python=python)
+    return f"cd {quote(cwd)} && {line}" if cwd else line

@@ -1,0 +1,187 @@
+"""persistence.session on the real chain (sshd on 127.0.0.1, pct shim, LXC): the matrix must match what really
+happened, as seen by the tests' own heartbeat files read from the host's side of the container's disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from doctor import causes
+from doctor.context import Context
+from doctor.model import Status
+from doctor.targets import parse_target, persistence, strategies, transport
+from infra.fixtures import Infra, infra, ssh_config_env  # noqa: F401
+
+pytestmark = pytest.mark.slow
+
+BEAT = """i=0; while [ $i -lt 60 ] && [ ! -e {d}/stop ]; do echo $i > {d}/{n}.hb || exit 5; echo beat || exit 5; \
+i=$((i+1)); sleep 0.2; done"""
+
+
+def _beating(path: Path, wait: float = 0.8) -> bool:
+    """Whether a heartbeat file is still being rewritten."""
+    try:
+        first = path.read_text()
+    except OSError:
+        return False
+    time.sleep(wait)
+    try:
+        return path.read_text() != first
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def scratch(infra: Infra):
+    """A folder inside container 200 (and its path on the host's side); stopped and removed afterwards."""
+    name = f"dfd-test-{uuid.uuid4().hex[:8]}"
+    inside = f"/tmp/{name}"
+    host_side = infra.rootfs() / "tmp" / name
+    host_side.mkdir()
+    yield inside, host_side
+    (host_side / "stop").touch()
+    time.sleep(0.5)
+    infra.container(f"for p in $(ps -o pid,args | grep '[{name[0]}]{name[1:]}' | awk '{{print $1}}'); do kill -9 $p; done")
+    subprocess.run(["rm", "-rf", str(host_side)], check=False)
+
+
+def test_matrix_matches_independent_heartbeats(ssh_config_env, scratch):
+    infra = ssh_config_env
+    inside, host_side = scratch
+    target = parse_target(infra.pct_target)
+    # deterministic ones only: `nohup CMD &` under a tty is a race against SIGHUP, and is shown as such
+    chosen = ["nohup-setsid-f-wait", "amp", "double-fork"]
+    with transport.connected(target):
+        out = persistence.run(target, pauses=(0.0,), only=chosen)
+    assert out.left_behind == 0 and out.error is None
+    assert out.seconds < 15, out.seconds
+    probe = {(r["strategy"], r["tty"] == "yes"): r["survived"] == "yes" for r in out.matrix}
+    # The same launches by hand, as a user types them, with our own heartbeat files.
+    own = {}
+    for name in chosen:
+        for tty in (False, True):
+            n = f"{name}-{int(tty)}"
+            line = strategies.BY_NAME[name].line(["sh", "-c", BEAT.format(d=inside, n=n)], f"{inside}/{n}.log")
+            p = infra.ssh(f"pct exec {infra.vmid} -- sh -c {transport.quote(line)}", tty=2 if tty else 0)
+            assert p.returncode in (0, 255, 129), p.stderr
+    time.sleep(1.0)
+    for name in chosen:
+        for tty in (False, True):
+            own[(name, tty)] = _beating(host_side / f"{name}-{int(tty)}.hb")
+    assert own == probe, f"probe said {probe}, heartbeats say {own}"
+    # the facts the issue measured: `&` dies with a tty; `nohup setsid -f` with every fd redirected never does
+    assert own[("amp", True)] is False and own[("nohup-setsid-f-wait", True)] is True and own[("amp", False)] is True
+    assert out.best == "nohup-setsid-f-wait"
+
+
+def test_check_reports_matrix_recommends_and_remembers(ssh_config_env, tmp_path, monkeypatch):
+    infra = ssh_config_env
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    from checks.persistence import persistence_session
+    cfg = {"checks": {"persistence.session": {"strategies": ["nohup-setsid-f-wait", "amp", "nohup-bare"]}}}
+    ctx = Context(target=infra.pct_target, python="python3", command=["python3", "-u", "train.py"],
+                  log=Path("/workspace/train.log"), config=cfg)
+    results = persistence_session.run(ctx)
+    by = {r.status: r for r in results}
+    assert by[Status.OK].summary.startswith("best launch on container 200")
+    warn = by[Status.WARN]
+    assert warn.cause == causes.KILLED_ON_SESSION_EXIT and "amp" in warn.summary and "nohup-bare" in warn.summary
+    rec = by[Status.OK].data["recommended"]
+    assert rec == (f"ssh -p {infra.port} root@127.0.0.1 \"pct exec 200 -- sh -c 'nohup setsid -f python3 -u "
+                   f"train.py </dev/null >/workspace/train.log 2>&1; sleep 1'\"")
+    assert len(by[Status.OK].data["matrix"]) == 3 * 2 * 2
+    assert strategies.best_for(infra.pct_target) == "nohup-setsid-f-wait"
+    assert "nohup setsid -f" in strategies.auto_line(infra.pct_target, ["python3", "t.py"], "/w/t.log", cwd="/w")
+
+
+def test_kill_everything_session_only_a_handoff_survives(ssh_config_env):
+    """Each session of the kill-everything key runs in a PID namespace that dies with it; a tmux server started
+    before, outside it, is the hand-off that survives."""
+    infra = ssh_config_env
+    sock = f"/tmp/dfdoctor-test-tmux-{uuid.uuid4().hex[:6]}"
+    # the "server already running": its own socket, which the strategy's tmux client reaches through TMUX_TMPDIR
+    env = {"PATH": os.environ["PATH"], "HOME": "/root", "TMUX_TMPDIR": sock}
+    os.makedirs(sock)
+    subprocess.run(["tmux", "new", "-d", "-s", "keepalive", "sleep 120"], env=env, check=True, timeout=10)
+    try:
+        target = parse_target("ssh://dfdoctor-killall")
+        orig = strategies.BY_NAME["tmux"]
+        handoff = strategies.Strategy("tmux", f"TMUX_TMPDIR={sock} " + orig.template, orig.needs, True)
+        old = persistence.STRATEGIES
+        persistence.STRATEGIES = tuple(handoff if s.name == "tmux" else s for s in old)
+        try:
+            with transport.connected(target):
+                out = persistence.run(target, pauses=(0.0,), ttys=(False,),
+                                      only=["nohup-setsid-f", "dfdoctor", "amp", "tmux"])
+        finally:
+            persistence.STRATEGIES = old
+        survived = {r["strategy"]: r["survived"] for r in out.matrix}
+        assert survived == {"nohup-setsid-f": "no", "dfdoctor": "no", "amp": "no", "tmux": "yes"}, out.matrix
+        assert out.best == "tmux" and out.left_behind == 0
+    finally:
+        subprocess.run(["tmux", "kill-server"], env=env, timeout=10, capture_output=True)
+        subprocess.run(["rm", "-rf", sock])
+
+
+def test_nothing_survives_is_a_failure_with_the_cause(ssh_config_env, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    from checks.persistence import persistence_session
+    cfg = {"checks": {"persistence.session": {"strategies": ["nohup-setsid-f", "amp"]}}}
+    results = persistence_session.run(Context(target="ssh://dfdoctor-killall", python="python3", config=cfg))
+    f = [r for r in results if r.status == Status.FAIL]
+    assert f and f[0].cause == causes.KILLED_ON_SESSION_EXIT and "kills everything" in f[0].summary
+
+
+def test_pty_exhaustion_is_named(ssh_config_env, tmp_path, monkeypatch):
+    infra = ssh_config_env
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    from checks.persistence import persistence_session
+    cfg = {"checks": {"persistence.session": {"strategies": ["tmux", "nohup-setsid-f"]}}}
+    ctx = Context(target=f"pct://root@127.0.0.1:{infra.port}/{infra.vmid_pty1}", python="python3", config=cfg)
+    results = persistence_session.run(ctx)
+    pty = [r for r in results if r.cause == causes.PTY_EXHAUSTED]
+    assert pty and "create window failed" in pty[0].summary
+
+
+def test_sentinels_cleaned_up_when_the_probe_is_killed(ssh_config_env):
+    """SIGKILL the probe mid-experiment: the watchdog session on the target sees EOF and stops everything."""
+    infra = ssh_config_env
+    code = ("import sys; from doctor.targets import parse_target, persistence; "
+            "persistence.run(parse_target(sys.argv[1]), only=['nohup-setsid-f', 'tmux', 'amp'])")
+    p = subprocess.Popen([sys.executable, "-c", code, infra.pct_target], env=infra.env(), start_new_session=True,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def sentinels() -> int:
+        r = infra.container("ps -o args | grep -c '[d]fdoctor-persist.*/s ' || true")
+        return int(r.stdout.strip() or 0)
+
+    deadline = time.monotonic() + 15
+    while sentinels() == 0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert sentinels() > 0, "no sentinel ever started"
+    os.kill(p.pid, signal.SIGKILL)  # the probe only: its ssh children see their stdin close
+    p.wait()
+    before = set((infra.rootfs() / "tmp").glob("dfdoctor-persist.*"))
+    deadline = time.monotonic() + 8
+    while (sentinels() or set((infra.rootfs() / "tmp").glob("dfdoctor-persist.*"))) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert sentinels() == 0
+    assert before and not list((infra.rootfs() / "tmp").glob("dfdoctor-persist.*"))
+    # its ssh clients are orphans now; they end once the watchdog has cleaned up
+    os.killpg(p.pid, signal.SIGKILL) if _group_alive(p.pid) else None
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
