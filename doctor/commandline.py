@@ -554,11 +554,13 @@ def _walk(text: str, path: Path, args: list[str], orig: tuple[str, ...], cwd: Pa
 
 
 _DIRNAME_RE = re.compile(r'\$\(\s*dirname\s+"?(?:\$0|\$\{0\}|\$\{BASH_SOURCE(?:\[0\])?\}|\$BASH_SOURCE)"?\s*\)')
+_WHICH_RE = re.compile(r'"?\$\(\s*(?:which|command\s+-v|type\s+-P)\s+([A-Za-z0-9_.+-]+)\s*\)"?|`\s*which\s+([A-Za-z0-9_.+-]+)\s*`')
 _CD_PWD_RE = re.compile(r'\$\(\s*cd\s+"?([^"()$]+)"?\s*(?:&&|;)\s*pwd(?:\s+-P)?\s*\)')
 
 
 def _script_dir_idioms(line: str, script: Path) -> str:
     """Resolve `$(dirname "$0")` and `$(cd "$(dirname "$0")" && pwd)`, the usual way to find the script's folder."""
+    line = _WHICH_RE.sub(lambda m: m.group(1) or m.group(2), line)  # `$(which python3)` runs whatever PATH finds: the same
     line = _DIRNAME_RE.sub(lambda m: str(script.parent), line)
     return _CD_PWD_RE.sub(lambda m: os.path.normpath(m.group(1)), line)
 

@@ -304,3 +304,9 @@ def test_torchrun_unknown_flag_before_another_option(proj: Path) -> None:
     assert s.module == "pkg.train" and s.script_args == ["--x"]
     s = parse(["torchrun", "--nnodes", "1", "--virtual-local-rank", "--nproc-per-node", "2", "train.py"], proj, env_for(proj))
     assert s.script == proj / "train.py"
+
+
+def test_which_substitution_in_a_launcher(proj: Path) -> None:
+    (proj / "go.sh").write_text('PY="$(command -v python3)"\n$PY -u train.py\n`which python3` other.py\n')
+    s = parse(["bash", "go.sh"], proj, env_for(proj))
+    assert s.python == str(proj / "bin" / "python3") and s.script == proj / "train.py" and s.unbuffered
