@@ -1,0 +1,105 @@
+"""The seed, end to end, over the real chain: sshd on 127.0.0.1 -> `pct exec` -> lxc-attach -> container.
+
+What really happens to the seed's line is observed from the host's side of the container's disk, and
+`dfdoctor check --shell-command` must name it: the log lands on the host; with -tt the job dies with the
+session; the corrected line it prints survives and logs inside the container.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+
+from doctor import causes
+from infra.fixtures import Infra, infra  # noqa: F401
+
+pytestmark = pytest.mark.slow
+
+TRAIN = "import time\nfor i in range(150):\n    print('step', i, flush=True)\n    time.sleep(0.1)\n"
+
+
+@pytest.fixture
+def seed(infra: Infra):
+    """A work folder with the same path on the host and in the container; the script only in the container."""
+    name = f"dfd-seed-{uuid.uuid4().hex[:8]}"
+    work = f"/tmp/{name}"
+    host, inside = Path(work), infra.rootfs() / "tmp" / name
+    host.mkdir()
+    inside.mkdir()
+    (inside / "train.py").write_text(TRAIN)
+    yield work, host, inside
+    for p in psutil.process_iter(["cmdline"]):
+        if any(work in a for a in p.info["cmdline"] or []):
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+    shutil.rmtree(host, ignore_errors=True)
+    shutil.rmtree(inside, ignore_errors=True)
+
+
+def _growing(path: Path, wait: float = 0.8) -> bool:
+    """Whether a log file exists and is still growing."""
+    if not path.exists():
+        return False
+    first = path.stat().st_size
+    time.sleep(wait)
+    return path.stat().st_size > first
+
+
+def _jobs(work: str) -> list[psutil.Process]:
+    return [p for p in psutil.process_iter(["cmdline"])
+            if "python3" in " ".join(p.info["cmdline"] or []) and f"{work}/train.py" in (p.info["cmdline"] or [])]
+
+
+def _analyse(dfdoctor, line: str) -> dict:
+    p = dfdoctor("check", "--only", "launch.path", "--shell-command", line, "--format", "json")
+    assert p.returncode == 1, p.stderr
+    return [c for c in json.loads(p.stdout)["checks"] if c["id"] == "launch.path"][0]
+
+
+def test_seed_line_log_lands_on_the_host(infra, seed, dfdoctor):
+    work, host, inside = seed
+    line = (f"ssh -F {infra.ssh_config} dfdoctor-host "
+            f"'pct exec {infra.vmid} -- nohup python3 {work}/train.py > {work}/train.log 2>&1 &'")
+    r = subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    time.sleep(1.0)
+    # What really happened: the job runs (in the container), its log is on the host, none in the container.
+    assert _jobs(work), "the job is not running"
+    assert _growing(host / "train.log") and "step" in (host / "train.log").read_text()
+    assert not (inside / "train.log").exists()
+    rec = _analyse(dfdoctor, line)
+    assert rec["cause"] == causes.LOG_ELSEWHERE
+    assert "lands on dfdoctor-host" in rec["summary"] and f"container {infra.vmid}" in rec["summary"]
+
+
+def test_seed_line_with_tty_dies_and_the_fix_survives(infra, seed, dfdoctor):
+    work, host, inside = seed
+    line = (f"ssh -tt -F {infra.ssh_config} dfdoctor-host "
+            f"'pct exec {infra.vmid} -- nohup python3 {work}/train.py > {work}/train.log 2>&1 &'")
+    r = subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
+    time.sleep(1.0)
+    assert not _jobs(work), "the job survived a -tt session (the seed says it must not)"
+    assert not _growing(host / "train.log") and not (inside / "train.log").exists()
+    rec = _analyse(dfdoctor, line)
+    found = {f["cause"] for f in rec["data"]["findings"]}
+    assert {causes.KILLED_ON_SESSION_EXIT, causes.LOG_ELSEWHERE} <= found
+    fixed = rec["data"]["corrected"]
+    assert fixed.startswith(f"ssh -F {infra.ssh_config} dfdoctor-host ") and "-tt" not in fixed
+    # The line dfdoctor gives really works through the same chain: alive after the session, log in the container.
+    start = time.monotonic()
+    r = subprocess.run(["bash", "-c", fixed], capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    assert time.monotonic() - start < 5, "the corrected line's session did not return at once"
+    time.sleep(1.0)
+    assert _jobs(work)
+    assert _growing(inside / "train.log") and "step" in (inside / "train.log").read_text()
+    assert not (host / "train.log").exists()
