@@ -124,7 +124,7 @@ def _conclude(ctx, spec: LaunchSpec, out: ProbeOutcome, hang_s: float, request: 
     if required:
         return
     loaded = [i for i in p["imports"] if i["status"] == "ok"]
-    slow = sorted(loaded, key=lambda i: -i["seconds"])[:3]
+    slow = [i for i in sorted(loaded, key=lambda i: -i["seconds"]) if i["seconds"] >= 0.5][:3]
     total = sum(i["seconds"] for i in p["imports"])
     optional = [i for i in failures if i["kind"] == "optional"]
     details = "\n".join([f"python {p['python']} ({p['executable']})",
