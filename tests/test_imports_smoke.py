@@ -246,3 +246,19 @@ def test_module_level_statement_that_fails_at_start(sample) -> None:
     assert f"{proj / 'train.py'}:4" in r.summary and "KeyError" in r.summary and "LOCAL_RANK" in r.summary
     # with the variable present (as torchrun would set it), it is fine
     assert worst(run_check([PY, "train.py"], proj, env={"LOCAL_RANK": "0"})).status is Status.OK
+
+
+@pytest.mark.slow
+def test_accelerate_launcher_whose_package_is_gone(sample, tmp_path: Path) -> None:
+    """An `accelerate` script left on PATH after its package was uninstalled: the workers never start."""
+    proj = sample("imports_ok")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    acc = bindir / "accelerate"
+    acc.write_text(f"#!{PY}\nfrom accelerate.commands.accelerate_cli import main\nmain()\n")
+    acc.chmod(0o755)
+    env = {"PATH": f"{bindir}:{os.environ['PATH']}"}
+    results = run_check(["accelerate", "launch", "--num_processes", "2", "train.py"], proj, env=env)
+    r = worst(results)
+    assert (r.status, r.cause) == (Status.FAIL, causes.MISSING_MODULE)
+    assert "No module named 'accelerate'" in r.summary
