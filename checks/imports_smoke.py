@@ -202,7 +202,8 @@ def _failed_import(ctx, item: dict, request: dict, launch: dict) -> Result:
     data = {**launch, "import": item["name"], "missing": item.get("missing")}
     if item["status"] == "missing":
         mod = item.get("missing") or item["name"]
-        via = "" if (mod == item["name"] or mod.startswith(item["name"] + ".")) else f" (needed by {item['name']})"
+        related = mod == item["name"] or mod.startswith(item["name"] + ".") or item["name"].startswith(mod + ".")
+        via = "" if related else f" (needed by {item['name']})"
         return fail(f"No module named '{mod}'{via}, imported at {_loc(item)}", causes.MISSING_MODULE,
                     evidence=tuple(ev), details=item["traceback"], fix=_missing_fix(ctx, item, request), data=data)
     if item["status"] == "syntax" and item.get("syntax"):

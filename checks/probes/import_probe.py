@@ -79,7 +79,8 @@ def main():
         answer(out)  # the launch dies compiling; importing would only repeat it
         return
     for name in spec.get("pre_imports") or []:
-        run_import(out, name, None, None, "import " + name, "required", lambda n=name: importlib.import_module(n))
+        run_import(out, name, None, None, "import %s (by the launcher itself)" % name, "required",
+                   lambda n=name: importlib.import_module(n))
     if tree is not None:
         run_module_imports(tree, main_file, package, out)
     out["lazy_missing"] = lazy_missing(files, path0)
