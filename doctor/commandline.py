@@ -209,7 +209,7 @@ def _env_runner(name: str, args: list[str], cwd: Path, env: dict[str, str], dept
     if not rest:
         return replace(base, exists=False, problem=f"{name} run is given no command")
     here = cwd
-    for key in ("--directory", "--cwd", "-C", "--project"):
+    for key in ("--directory", "--cwd", "--project") + (("-C",) if name == "poetry" else ()):
         if key in opts:
             d = Path(opts[key])
             here = Path(os.path.normpath(d if d.is_absolute() else cwd / d))
@@ -279,8 +279,6 @@ def _strip_prefixes(argv: list[str]) -> tuple[list[str], dict[str, str]]:
         if words and os.path.basename(words[0]) in _WRAPPERS:
             name = os.path.basename(words.pop(0))
             takes_value = _WRAPPERS[name]
-            if name == "timeout":
-                pass
             while words and words[0].startswith("-") and words[0] != "--":
                 w = words.pop(0)
                 if w in takes_value and words:
