@@ -17,7 +17,7 @@ from .cli_common import (build_context, emit, environment_facts, exit_code, fail
 from .config import Config, load
 from .context import Context
 from .diagnose import diagnose
-from .launch import Spawner, spawn_detached, start, watch
+from .launch import Spawner, observe, spawn_detached, start, watch
 from .model import PROBLEMS, CheckRecord, Report, Verdict
 from .registry import discover, select, unmatched
 
@@ -90,7 +90,10 @@ def run_status(cwd: Path, ref: Optional[str] = None, cfg: Optional[Config] = Non
     run = rundir.load(run_dir)
     live = None
     if not run.finished and run.recorder_alive():
-        run, live = watch(run_dir, None, watch_s)
+        if watch_s > 0:
+            run, live = watch(run_dir, None, watch_s)
+        else:  # no time to see output grow: judge by what the job looks like now
+            live = observe(run, 0.0)
     verdict = diagnose(run, live)
     spec = run.spec
     ctx = Context(command=list(spec.get("argv") or []), cwd=Path(spec.get("cwd") or cwd),
