@@ -149,7 +149,8 @@ def conclude(ctx, p: dict, skipped: list[Skipped], sources: list[str]) -> Iterat
         summary = (f"{n_req} requirement(s) from {', '.join(sources)} satisfied in Python {p['python']}"
                    + (f" ({len(na)} not applicable here)" if na else ""))
     else:
-        summary = f"no requirements file found; installed distributions agree ({p['n_dists']} checked)"
+        summary = (f"no requirements file found; what the job depends on is installed and agrees "
+                   f"({p['n_dists']} distributions checked)")
     details = [f"python {p['python']} ({p['executable']}); {p['n_dists']} distributions installed"]
     details += [f"not applicable here: {r['source']}: {r['req']}" for r in na]
     details += [f"not checked: {s.source}: {s.text} ({s.why})" for s in skipped]

@@ -254,3 +254,22 @@ def test_conflict_in_what_the_script_imports_fails_without_requirements(venv) ->
     (proj / "train.py").write_text("import os\n")
     (r,) = by_cause(deps_requirements.run(ctx), causes.DEPENDENCY_MISMATCH)
     assert r.status is Status.WARN
+
+
+def test_conflicts_match_pip_check(venv) -> None:
+    """The offline scan finds what `pip check` finds (pre-releases, local versions, markers, extras)."""
+    py, site, proj = venv
+    install_dist(site, "transformers", "4.40.0", ("tokenizers<0.20,>=0.19", "huggingface-hub>=0.19",
+                                                  'torch>=2; extra == "torch"'))
+    install_dist(site, "tokenizers", "0.21.0")
+    install_dist(site, "a-pkg", "1.0", ("b_pkg[x]>=2; python_version >= '3.8'", "c.pkg==1.*"))
+    install_dist(site, "B-Pkg", "2.1rc1")
+    install_dist(site, "c-pkg", "1.5+local")
+    install_dist(site, "d", "1", ("e; sys_platform == 'win32'",))
+    pip = subprocess.run([sys.executable, "-m", "pip", "--python", py, "check"], capture_output=True, text=True,
+                         timeout=120)
+    pip_dists = sorted(line.split()[0] for line in pip.stdout.splitlines() if line.strip())
+    results = run_check(py, proj)
+    (w,) = by_cause(results, causes.DEPENDENCY_MISMATCH)
+    ours = sorted(e.split()[0] for e in w.evidence)
+    assert ours == pip_dists == ["transformers", "transformers"]
