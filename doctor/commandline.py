@@ -496,6 +496,8 @@ def _walk(text: str, path: Path, args: list[str], orig: tuple[str, ...], cwd: Pa
     for line, piece in ((ln, p) for ln in _logical_lines(text) for p in _pieces(_script_dir_idioms(ln, path))):
         words, redirect = _simple_command(piece)
         words = _expand_words(words, vars_, args, path)
+        if redirect:
+            redirect = (_expand_words([redirect], vars_, args, path) or [redirect])[0]
         if not words:
             continue
         head = words[0]

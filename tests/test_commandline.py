@@ -310,3 +310,10 @@ def test_which_substitution_in_a_launcher(proj: Path) -> None:
     (proj / "go.sh").write_text('PY="$(command -v python3)"\n$PY -u train.py\n`which python3` other.py\n')
     s = parse(["bash", "go.sh"], proj, env_for(proj))
     assert s.python == str(proj / "bin" / "python3") and s.script == proj / "train.py" and s.unbuffered
+
+
+def test_redirect_target_is_expanded(proj: Path) -> None:
+    (proj / "go.sh").write_text('LOG=${TRAINER_LOG:-runs/trainer.log}\nexec python3 -u train.py >> "$LOG" 2>&1\n')
+    assert parse(["bash", "go.sh"], proj, env_for(proj)).redirect == str(proj / "runs" / "trainer.log")
+    s = parse(["bash", "go.sh"], proj, env_for(proj, TRAINER_LOG="/var/log/t.log"))
+    assert s.redirect == "/var/log/t.log"
