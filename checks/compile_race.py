@@ -169,15 +169,17 @@ def _series(ctx, argv: list[str], runs: int, deadline: float, budget_end: float)
 
 
 def _outcome(o: ProbeOutcome) -> tuple[str, Optional[tuple[str, str]]]:
-    """race | hang | ok | broken, and a stack classification for a hang."""
+    """race | deadlock | stalled | ok | broken, with the stack classification of a deadlock."""
     p = o.payload
     if p is None:
         if o.timed_out:  # the probe's own watchdog never answered: use the SIGUSR1 dump run_probe asked for
-            return "hang", classify(o.stderr)
+            found = classify(o.stderr)
+            return ("deadlock" if found else "stalled"), found
         return "broken", None
     if p.get("outcome") == "hang":
-        return "hang", classify(p.get("stacks", ""))
-    return p.get("outcome", "broken"), None
+        found = classify(p.get("stacks", ""))
+        return ("deadlock" if found else "stalled"), found
+    return {"race": "race", "ok": "ok"}.get(p.get("outcome"), "broken"), None
 
 
 def _verdict(bare: list[ProbeOutcome], guarded: list[ProbeOutcome], unguarded: bool, runs: int):
@@ -185,38 +187,43 @@ def _verdict(bare: list[ProbeOutcome], guarded: list[ProbeOutcome], unguarded: b
     b = [_outcome(o) for o in bare]
     g = [_outcome(o) for o in guarded]
     torch_v = next((o.payload.get("torch") for o in bare + guarded if o.payload), "?")
-    hits = [i for i, (kind, _) in enumerate(b) if kind in ("race", "hang")]
+    hits = [i for i, (kind, _) in enumerate(b) if kind in ("race", "deadlock")]
     firsts = [bare[i].payload["first_error_s"] for i in hits
               if bare[i].payload and bare[i].payload.get("first_error_s") is not None]
-    deadlocks = [c for kind, c in b + g if kind == "hang" and c]
-    g_fail = [kind for kind, _ in g if kind != "ok"]
+    deadlocks = [c for kind, c in b + g if kind == "deadlock"]
+    stalled = sum(kind == "stalled" for kind, _ in b + g)
+    g_fail = [kind for kind, _ in g if kind in ("race", "deadlock")]
     kinds = sorted({k for o in bare + guarded if o.payload for k in o.payload.get("kinds", [])})
     data = {"torch": torch_v, "runs": len(bare), "reproduced": len(hits), "kinds": kinds,
             "median_first_error_s": round(statistics.median(firsts), 2) if firsts else None,
             "median_run_s": round(statistics.median([o.duration_s for o in bare]), 2) if bare else None,
-            "guard_runs": len(guarded), "guard_failures": len(g_fail), "deadlocks": len(deadlocks)}
-    evidence = tuple(_evidence(o) for o in (bare + guarded) if _evidence(o))[:4]
+            "guard_runs": len(guarded), "guard_failures": len(g_fail), "deadlocks": len(deadlocks),
+            "stalled": stalled}
+    evidence = tuple(e for e in (_evidence(o) for o in bare + guarded) if e)[:4]
     if deadlocks:
         evidence = (deadlocks[0][1],) + evidence
     broken = [o for (kind, _), o in zip(b + g, bare + guarded) if kind == "broken"]
-    if len(broken) == len(bare) + len(guarded):
-        return skip(f"the reproduction could not run in this interpreter (exit {broken[0].returncode})",
-                    details=broken[0].stderr[-2000:], data=data)
+    if not bare or len(broken) == len(bare) + len(guarded):
+        first = broken[0] if broken else None
+        return skip("the reproduction could not run in this interpreter"
+                    + (f" (exit {first.returncode})" if first else " (no time left)"),
+                    details=first.stderr[-2000:] if first else "", data=data)
     how = (f"{len(hits)}/{len(bare)} runs" + (f", first failure after a median {data['median_first_error_s']} s"
                                              if firsts else ""))
     held = f"the compile guard held in {len(guarded) - len(g_fail)}/{len(guarded)} runs"
+    slow = f"; {stalled} run(s) were still compiling at the deadline (no lock cycle in their stacks)" if stalled else ""
     cause = causes.COMPILE_DEADLOCK if deadlocks else causes.FX_TRACE_RACE
     name = "deadlocked" if deadlocks else "raced"
     if g_fail:
         return fail(f"concurrent torch.compile {name} in this interpreter (torch {torch_v}) in {how}, and the "
-                    f"compile guard did NOT hold ({len(g_fail)}/{len(guarded)} failed)", cause,
+                    f"compile guard did NOT hold ({len(g_fail)}/{len(guarded)} failed){slow}", cause,
                     evidence=evidence, data=data,
                     fix="serialise whole training steps behind one lock (trainer --compile-guard step-lock) "
                         "and report the stacks above")
     if not hits:
-        return ok(f"concurrent torch.compile did not race in {len(bare)} runs with torch {torch_v}; {held}",
+        return ok(f"concurrent torch.compile did not race in {len(bare)} runs with torch {torch_v}; {held}{slow}",
                   data=data)
-    summary = f"concurrent torch.compile {name} in this interpreter (torch {torch_v}) in {how}; {held}"
+    summary = f"concurrent torch.compile {name} in this interpreter (torch {torch_v}) in {how}; {held}{slow}"
     if unguarded:
         return fail(summary + "; the launched code has no guard", cause, evidence=evidence, data=data, fix=FIX)
     return ok(summary + "; the launched code is guarded", data=data, evidence=evidence)

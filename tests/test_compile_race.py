@@ -1,0 +1,149 @@
+"""compile.race: the static scan, the real reproduction in this interpreter, and a deadlock's verdict."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from doctor import causes
+from doctor.context import Context
+from doctor.model import Status
+from doctor.probe import ProbeOutcome, run_probe
+
+from checks import compile_race as cr
+
+REPO = Path(__file__).resolve().parent.parent
+GPU_PROBE_JSON = REPO / "bench" / "results" / "trainer_gpu_1_probe_flex_noguard.json"
+
+THREADED = textwrap.dedent("""
+    import threading
+    import torch
+
+    def step(x):
+        return (x @ x).sum()
+
+    fns = [torch.compile(step) for _ in range(4)]
+    threads = [threading.Thread(target=lambda f=f: f(torch.randn(4, 4, requires_grad=True)).backward())
+               for f in fns]
+""")
+GUARDED = THREADED + "\nimport torch._functorch.config as c\nc.force_non_lazy_backward_lowering = True\n"
+
+
+def ctx_for(tmp_path: Path, argv: list[str], **options) -> Context:
+    """A Context for a job launched as `python ARGV` in tmp_path with compile.race settings."""
+    return Context(command=[sys.executable, *argv], cwd=tmp_path, python=sys.executable, timeout=150,
+                   config={"checks": {"compile.race": options}})
+
+
+def results(ctx: Context) -> list:
+    return list(cr.compile_race.func(ctx))
+
+
+def test_static_scan_finds_threads_compiles_and_guards(tmp_path: Path) -> None:
+    """The scanner reads the AST: compile calls, thread starts, guard markers."""
+    (tmp_path / "a.py").write_text(THREADED)
+    (tmp_path / "b.py").write_text(GUARDED)
+    a = cr.scan_sources([tmp_path / "a.py"])
+    b = cr.scan_sources([tmp_path / "b.py"])
+    assert a.compiles and a.threads and not a.guards
+    assert b.guards == ["b.py:13 force_non_lazy_backward_lowering"]
+
+
+def test_unguarded_script_warns_without_reproducing(tmp_path: Path) -> None:
+    """reproduce = never: only the static warning, with where it looked."""
+    (tmp_path / "train.py").write_text(THREADED)
+    rs = results(ctx_for(tmp_path, ["train.py"], reproduce="never"))
+    assert [r.status for r in rs] == [Status.WARN]
+    assert rs[0].cause == causes.FX_TRACE_RACE and any("torch.compile" in e for e in rs[0].evidence)
+
+
+def test_guarded_script_and_plain_script_are_quiet(tmp_path: Path) -> None:
+    """A guarded script gets no warning; one that never compiles in threads is not reproduced at all."""
+    (tmp_path / "g.py").write_text(GUARDED)
+    (tmp_path / "p.py").write_text("print('hello')\n")
+    assert [r.status for r in results(ctx_for(tmp_path, ["g.py"], reproduce="never"))] == [Status.SKIP]
+    rs = results(ctx_for(tmp_path, ["p.py"]))
+    assert [r.status for r in rs] == [Status.SKIP] and "not run" in rs[0].summary
+
+
+def test_bundled_trainer_is_seen_through_dash_m() -> None:
+    """`python -m trainer` is scanned as a package: guarded by default, unguarded with the switch."""
+    ctx = Context(command=[sys.executable, "-m", "trainer", "--no-compile-guard"], cwd=REPO, python=sys.executable,
+                  config={"checks": {"compile.race": {"reproduce": "never"}}})
+    rs = results(ctx)
+    assert rs[0].status == Status.WARN and "--no-compile-guard" in rs[0].summary
+    ctx.command = [sys.executable, "-m", "trainer"]
+    assert [r.status for r in results(ctx)] == [Status.SKIP]
+
+
+def test_probe_helpers_name_both_fx_crashes() -> None:
+    """The probe tells the nested-trace error from the CURRENT_PATCHER sibling."""
+    sys.path.insert(0, str(REPO / "checks" / "probes"))
+    import compile_race_probe as probe
+
+    assert probe.classify_error("RuntimeError: Detected that you are using FX to symbolically trace "
+                                "a dynamo-optimized function.") == "fx-nested-trace"
+    assert probe.classify_error("AssertionError: CURRENT_PATCHER is None in finally block") == "fx-current-patcher"
+    assert probe.classify_error("ValueError: nope") == "other"
+
+
+def test_deadlock_verdict_from_real_h200_answer() -> None:
+    """The H200 probe answer (hang + stacks) becomes a compile-deadlock failure with the cycle as evidence."""
+    payload = json.loads(GPU_PROBE_JSON.read_text())
+    hung = ProbeOutcome(["x"], 3, "", "", 93.0, payload=payload)
+    guarded = ProbeOutcome(["x"], 0, "", "", 40.0, payload={"outcome": "ok", "torch": payload["torch"],
+                                                            "errors": [], "kinds": []})
+    r = cr._verdict([hung], [guarded], unguarded=True, runs=1)
+    assert r.status == Status.FAIL and r.cause == causes.COMPILE_DEADLOCK
+    assert "compile_lock" in r.evidence[0] and r.data["deadlocks"] == 1 and r.data["guard_failures"] == 0
+
+
+def test_guard_that_fails_is_reported_as_such() -> None:
+    """A race with the guard on is a failure of the guard, said so."""
+    raced = {"outcome": "race", "torch": "t", "first_error_s": 1.0, "kinds": ["fx-nested-trace"],
+             "errors": [{"thread": 1, "t": 1.0, "error": "RuntimeError: Detected that you are using FX"}]}
+    r = cr._verdict([ProbeOutcome(["x"], 0, "", "", 3.0, payload=raced)],
+                    [ProbeOutcome(["x"], 0, "", "", 3.0, payload=raced)], unguarded=False, runs=1)
+    assert r.status == Status.FAIL and "did NOT hold" in r.summary
+
+
+@pytest.mark.slow
+def test_reproduces_in_this_interpreter_and_the_guard_holds(tmp_path: Path) -> None:
+    """Real torch.compile on CPU: the unguarded script's race reproduces; the guard holds every time."""
+    (tmp_path / "train.py").write_text(THREADED)
+    t = time.monotonic()
+    rs = results(ctx_for(tmp_path, ["train.py"], runs=2))
+    final = rs[-1]
+    assert final.status == Status.FAIL and final.cause == causes.FX_TRACE_RACE, final
+    assert final.data["reproduced"] >= 1 and final.data["guard_failures"] == 0 and final.data["guard_runs"] == 2
+    assert "Detected that you are using FX" in " ".join(final.evidence)
+    assert time.monotonic() - t < 140
+
+
+@pytest.mark.slow
+def test_stalled_probe_is_dumped_and_leaves_nothing(tmp_path: Path) -> None:
+    """A trial past its deadline answers with every thread's stack and exits; no process is left."""
+    marker = f"race-test-{os.getpid()}-{time.monotonic_ns()}"
+    ctx = Context(python=sys.executable, cwd=tmp_path, env={**os.environ, "RACE_TEST_MARK": marker})
+    out = run_probe(ctx, "compile_race_probe.py", ["--backend", "inductor", "--threads", "2", "--deadline", "1"],
+                    timeout=60)
+    assert out.payload and out.payload["outcome"] == "hang", (out.returncode, out.stderr[-1000:])
+    assert "compile_race_probe.py" in out.payload["stacks"] and out.returncode == 3
+    kind, found = cr._outcome(out)
+    assert kind == "stalled" and found is None  # still compiling, no lock cycle
+    left = [p for p in psutil.process_iter(["pid"]) if _env(p).get("RACE_TEST_MARK") == marker]
+    assert left == []
+
+
+def _env(p: psutil.Process) -> dict:
+    try:
+        return p.environ()
+    except (psutil.Error, OSError):
+        return {}

@@ -1,0 +1,136 @@
+"""doctor.stackclass: the compile-deadlock lock cycle is named in real dumps, and nothing else is."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from doctor import causes
+from doctor.stackclass import classify, parse
+
+RESULTS = Path(__file__).resolve().parent.parent / "bench" / "results"
+# Captured on an H200 (torch 2.11, flex_attention, 4 drafter threads, no guard): see docs/trainer.md.
+GPU_TRAINER_LOG = RESULTS / "trainer_gpu_1_trainer_noguard.log"
+GPU_PROBE_JSON = RESULTS / "trainer_gpu_1_probe_flex_noguard.json"
+GPU_GUARDED_LOG = RESULTS / "trainer_gpu_1_trainer_guard.log"
+
+
+def to_pyspy(faulthandler_text: str) -> str:
+    """Rewrite a faulthandler dump in py-spy's `dump` layout (same frames, innermost first)."""
+    out = []
+    for line in faulthandler_text.splitlines():
+        head = re.match(r"^(?:Current thread|Thread) (0x[0-9a-f]+)", line)
+        frame = re.match(r'^\s+File "([^"]+)", line (\d+) in (\S+)', line)
+        if head:
+            out.append(f'Thread {int(head.group(1), 16)} (idle): "t{head.group(1)[-4:]}"')
+        elif frame:
+            out.append(f"    {frame.group(3)} ({frame.group(1)}:{frame.group(2)})")
+    return "\n".join(out)
+
+
+def test_real_gpu_trainer_deadlock_is_named() -> None:
+    """The trainer's own faulthandler dump from the H200 hang: holder in the engine, waiters on the lock."""
+    found = classify(GPU_TRAINER_LOG.read_text())
+    assert found is not None
+    cause, why = found
+    assert cause == causes.COMPILE_DEADLOCK
+    assert "compile_lock" in why and "_engine_run_backward" in why and "convert_frame.py" in why
+
+
+def test_real_gpu_probe_deadlock_names_the_device_thread() -> None:
+    """The probe's dump: the waiter is the engine's device thread compiling a lazy backward."""
+    stacks = json.loads(GPU_PROBE_JSON.read_text())["stacks"]
+    cause, why = classify(stacks)
+    assert cause == causes.COMPILE_DEADLOCK
+    assert "compile_fx_backward" in why or "__call__" in why
+
+
+def test_pyspy_layout_gives_the_same_answer() -> None:
+    """py-spy's dump layout is read as well as faulthandler's."""
+    text = to_pyspy(GPU_TRAINER_LOG.read_text())
+    assert len(parse(text)) >= 6
+    assert classify(text)[0] == causes.COMPILE_DEADLOCK
+
+
+def _innermost(block: str) -> str:
+    """The first frame line of one thread's block of a faulthandler dump."""
+    frames = [ln for ln in block.splitlines() if ln.strip().startswith("File ")]
+    return frames[0] if frames else ""
+
+
+def test_only_the_waiter_or_only_the_holder_is_not_a_cycle() -> None:
+    """Remove either side of the cycle and nothing is claimed."""
+    blocks = GPU_TRAINER_LOG.read_text().split("\n\n")
+    waiting = ("in compile_fx_backward", "in __call__")
+    no_waiters = "\n\n".join(b for b in blocks if not _innermost(b).endswith(waiting))
+    no_holder = "\n\n".join(b for b in blocks if "_trace_wrapped_higher_order_op" not in b)
+    assert classify("\n\n".join(blocks))[0] == causes.COMPILE_DEADLOCK
+    assert classify(no_waiters) is None
+    assert classify(no_holder) is None
+
+
+def test_a_finished_guarded_run_and_junk_are_not_deadlocks() -> None:
+    """A log with no stacks, empty text and random lines classify as nothing."""
+    assert classify(GPU_GUARDED_LOG.read_text()) is None
+    assert classify("") is None
+    assert classify("Thread 0x1 (most recent call first):\n  garbage\n\x00\x01") is None
+
+
+def test_faulthandler_dump_of_a_live_process_parses() -> None:
+    """A real all-threads dump of this interpreter: every thread found, frames innermost first."""
+    import faulthandler
+    import tempfile
+    import threading
+
+    ev = threading.Event()
+    t = threading.Thread(target=ev.wait, name="sleeper", daemon=True)
+    t.start()
+    with tempfile.TemporaryFile("w+") as f:
+        faulthandler.dump_traceback(f, all_threads=True)
+        f.seek(0)
+        text = f.read()
+    ev.set()
+    threads = parse(text)
+    assert len(threads) >= 2
+    assert any(fr.func == "wait" for th in threads for fr in th.frames[:2])
+    assert classify(text) is None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("py-spy") is None and not (Path(sys.executable).parent / "py-spy").exists(),
+                    reason="py-spy not installed")
+def test_real_pyspy_dump_parses(tmp_path: Path) -> None:
+    """py-spy's real output on a process with a named thread blocked in a lock."""
+    script = tmp_path / "blocked.py"
+    script.write_text(textwrap.dedent("""
+        import threading, time
+        lock = threading.Lock(); lock.acquire()
+        def compile_fx_backward():
+            lock.acquire()
+        threading.Thread(target=compile_fx_backward, name="drafter-0", daemon=True).start()
+        print("ready", flush=True)
+        time.sleep(30)
+    """))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(0.3)
+        spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+        out = subprocess.run([spy, "dump", "--pid", str(proc.pid)], capture_output=True, text=True, timeout=30)
+    finally:
+        proc.kill()
+        proc.wait()
+    if out.returncode != 0:
+        pytest.skip(f"py-spy cannot attach here: {out.stderr.strip()[:200]}")
+    threads = parse(out.stdout)
+    named = {t.ident: t for t in threads}
+    assert "drafter-0" in named and named["drafter-0"].frames[0].func == "compile_fx_backward"
+    assert classify(out.stdout) is None  # a waiter alone (not in torch) is no cycle
