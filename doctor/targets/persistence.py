@@ -24,7 +24,7 @@ from .strategies import PREFERENCE, STRATEGIES, Strategy
 BEAT_S = 0.25
 MAX_BEATS = 120  # 30 s: a sentinel never outlives the probe by long, whatever happens to dfdoctor
 RETURN_TIMEOUT_S = 4.0  # a session that has not returned by then is "held open" and gets closed, like Ctrl-C
-SETTLE_S = 1.5  # how long after its session ended a sentinel must still beat to count as a survivor
+SETTLE_S = 1.0  # how long after its session ended a sentinel must still beat to count as a survivor
 PARALLEL = 8  # sessions at once: below OpenSSH's default MaxSessions (10) on a shared connection
 
 SENTINEL = f"""#!/bin/sh
@@ -163,6 +163,11 @@ def _kill(p: subprocess.Popen) -> None:
         pass
 
 
+def _may_hold(t: Trial) -> bool:
+    """Trials whose output stays tied to a session without a tty: ssh waits for them until closed."""
+    return not t.tty and "{log}" not in t.strategy.template
+
+
 def _available(s: Strategy, have: set[str], pid1: str) -> Optional[str]:
     """Why a strategy cannot be tried on this target, or None."""
     for need in s.needs:
@@ -206,7 +211,7 @@ def _start(target: Target, t: Trial, d: str, python: str) -> Trial:
     return t
 
 
-def run(target: Target, *, ttys: Sequence[bool] = (False, True), pauses: Sequence[float] = (0.0, 1.0),
+def run(target: Target, *, ttys: Sequence[bool] = (False, True), pauses: Sequence[float] = (0.0, 0.5),
         only: Optional[Sequence[str]] = None, parallel: int = PARALLEL) -> Outcome:
     """The experiment: set up, start every trial, look, and always clean up."""
     began = time.monotonic()
@@ -223,7 +228,7 @@ def run(target: Target, *, ttys: Sequence[bool] = (False, True), pauses: Sequenc
     d = facts["dir"]
     res.facts = {"dir": d, "pid1": facts.get("pid1", ""), "tools": sorted(have)}
     python = "python3" if "python3" in have else "python"
-    cleanup = CLEANUP.format(tag=tag, beat=BEAT_S * 2)
+    cleanup = CLEANUP.format(tag=tag, beat=BEAT_S)
     # The watchdog: a session on the target that waits for EOF on its stdin, then cleans up. Our end of that
     # pipe closes however this process ends (even SIGKILL), so the sentinels never outlive the probe by long.
     watchdog = subprocess.Popen(transport.wrap(target, ["sh", "-c", "cat >/dev/null\n" + cleanup, "sh", d]),
@@ -241,8 +246,10 @@ def run(target: Target, *, ttys: Sequence[bool] = (False, True), pauses: Sequenc
                 for pause in pauses:
                     name = f"{tag}-{s.name}-{'t' if tty else 'n'}{int(pause * 10)}"
                     res.trials.append(Trial(s, tty, pause, name))
+        # Longest first (pauses, sessions that will be held open), so the waits overlap instead of trailing.
+        longest_first = sorted(res.trials, key=lambda t: -(t.pause + (RETURN_TIMEOUT_S if _may_hold(t) else 0)))
         with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
-            list(pool.map(lambda t: _start(target, t, d, python), res.trials))
+            list(pool.map(lambda t: _start(target, t, d, python), longest_first))
         last = max((t.ended_at for t in res.trials), default=time.monotonic())
         time.sleep(max(0.0, last + SETTLE_S - time.monotonic()))
         _look(target, res, d)
