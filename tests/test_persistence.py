@@ -185,3 +185,16 @@ def _group_alive(pgid: int) -> bool:
         return True
     except ProcessLookupError:
         return False
+
+
+def test_start_on_target_uses_the_remembered_strategy(ssh_config_env, tmp_path, monkeypatch, scratch):
+    infra = ssh_config_env
+    inside, host_side = scratch
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    strategies.remember(infra.pct_target, "nohup-setsid-f-wait", [])
+    out = strategies.start_on_target(infra.pct_target, ["sh", "-c", BEAT.format(d=inside, n="job")],
+                                     f"{inside}/job.log", cwd=inside)
+    assert out.returncode == 0, out.stderr
+    assert out.extra["line"].startswith(f"cd {inside} && nohup setsid -f sh -c")
+    time.sleep(0.5)
+    assert _beating(host_side / "job.hb") and "beat" in (host_side / "job.log").read_text()

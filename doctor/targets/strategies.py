@@ -103,3 +103,27 @@ def auto_line(target: str, argv: Sequence[str], log: str, cwd: Optional[str] = N
     strategy = BY_NAME.get(best_for(target) or "", STRATEGIES[0])
     line = strategy.line(argv, log, name=f"{int(time.time())}", python=python)
     return f"cd {quote(cwd)} && {line}" if cwd else line
+
+
+def start_on_target(target_spec: str, argv: Sequence[str], log: str, *, cwd: Optional[str] = None,
+                    python: str = "python3", strategy: Optional[str] = None, timeout: float = 20.0):
+    """Start argv detached on the target with `strategy` (default: the remembered best, see `auto_line`).
+
+    Returns the `doctor.probe.ProbeOutcome` of the starting session (it returns at once when the strategy
+    works); `outcome.extra["line"]` is the exact line that ran there.
+    """
+    from doctor.probe import run_command  # the engine's killable runner; imported late (it imports targets)
+
+    from . import parse_target, transport
+    target = parse_target(target_spec)
+    if strategy and strategy != "auto":
+        line = BY_NAME[strategy].line(argv, log, name=f"{int(time.time())}", python=python)
+        line = f"cd {quote(cwd)} && {line}" if cwd else line
+    else:
+        line = auto_line(target_spec, argv, log, cwd, python)
+    outcome = run_command(transport.shell(target, line), timeout=timeout, stack_signal=None)
+    outcome.extra["line"] = line
+    err = transport.transport_error(target, outcome.returncode, outcome.stderr)
+    if err:
+        outcome.extra["transport_error"] = err
+    return outcome
