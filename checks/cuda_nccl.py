@@ -44,7 +44,7 @@ def cuda_nccl(ctx) -> Iterator[Result]:
     world, why = _world_size(ctx, vis, backend)
     if world < 2:
         yield skip(f"{why}: an NCCL group needs two or more ranks (cuda.init reports on single GPUs)",
-                   data={"nccl": {"visible": list(vis.visible), "world_size": world}})
+                   evidence=vis.problems, data={"nccl": {"visible": list(vis.visible), "world_size": world}})
         return
     hang_rank = _rank_opt(ctx, "hang_rank", "DFDOCTOR_NCCL_HANG_RANK")
     fail_rank = _rank_opt(ctx, "fail_rank", "DFDOCTOR_NCCL_FAIL_RANK")
