@@ -103,3 +103,39 @@ def test_seed_line_with_tty_dies_and_the_fix_survives(infra, seed, dfdoctor):
     assert _jobs(work)
     assert _growing(inside / "train.log") and "step" in (inside / "train.log").read_text()
     assert not (host / "train.log").exists()
+
+
+def test_corrected_line_with_hostile_paths_over_the_real_chain(infra, dfdoctor):
+    """A work folder named with spaces, quotes, `$()` and `;`: the corrected line must start exactly that
+    script with exactly those arguments, and no hop may run any part of a name."""
+    from doctor.targets.shell import quote
+    name = f"dfd seed 'q' $(touch pwned) ; touch pwned2 {uuid.uuid4().hex[:6]}"
+    work = f"/tmp/{name}"
+    inside = infra.rootfs() / "tmp" / name
+    inside.mkdir()
+    try:
+        (inside / "train.py").write_text("import sys, time\nprint(sys.argv[1:], flush=True)\ntime.sleep(3)\n")
+        remote = (f"pct exec {infra.vmid} -- nohup python3 {quote(work + '/train.py')} 'a b' '$HOME' "
+                  f"> {quote(work + '/train.log')} 2>&1 &")
+        line = f"ssh -tt -F {infra.ssh_config} dfdoctor-host {quote(remote)}"
+        rec = _analyse(dfdoctor, line)
+        fixed = rec["data"]["corrected"]
+        r = subprocess.run(["bash", "-c", fixed], capture_output=True, text=True, timeout=20, cwd="/tmp",
+                           stdin=subprocess.DEVNULL)
+        assert r.returncode == 0, r.stderr
+        for _ in range(30):
+            if (inside / "train.log").exists() and (inside / "train.log").read_text():
+                break
+            time.sleep(0.1)
+        assert (inside / "train.log").read_text() == "['a b', '$HOME']\n"
+        assert not any(p.exists() for p in (Path("/tmp/pwned"), Path("/tmp/pwned2"), Path("/root/pwned"),
+                                            infra.rootfs() / "pwned", infra.rootfs() / "root/pwned",
+                                            infra.rootfs() / "root/pwned2"))
+    finally:
+        for p in psutil.process_iter(["cmdline"]):
+            if any(work in a for a in p.info["cmdline"] or []):
+                try:
+                    p.kill()
+                except psutil.Error:
+                    pass
+        shutil.rmtree(inside, ignore_errors=True)
