@@ -195,3 +195,19 @@ def test_cli_exit_code_and_json(tmp_path):
     doc = json.loads(out.read_text())
     chk = [c for c in doc["checks"] if c["id"] == "launch.path"][0]
     assert chk["cause"] == causes.LOG_ELSEWHERE and chk["data"]["corrected"] == FIXED
+
+
+def test_launcher_that_logs_itself_keeps_its_log_and_gets_its_own_out_file():
+    text = textwrap.dedent("""\
+        #!/bin/bash
+        source /opt/venv/bin/activate
+        cd /workspace/dflash
+        nohup python -m dflash.train --config cfg.yaml > logs/train.log 2>&1 &
+        echo started
+    """)
+    a = analyse("ssh -t root@pve 'pct exec 200 -- bash /workspace/launch.sh'", "/workspace/launch.sh", text)
+    assert a.job.argv[:3] == ["python", "-m", "dflash.train"] and a.job.frame.cwd == "/workspace/dflash"
+    assert causes.KILLED_ON_SESSION_EXIT in causes_of(a, "fail")  # `&` in the launcher, under ssh -t
+    assert any("not joined" in f.summary and f.hop == 3 for f in a.findings)
+    assert a.corrected == ("ssh root@pve \"pct exec 200 -- sh -c 'PYTHONUNBUFFERED=1 nohup setsid -f bash "
+                           "/workspace/launch.sh </dev/null >/workspace/launch.out 2>&1'\"")

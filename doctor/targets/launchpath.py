@@ -614,8 +614,18 @@ def corrected_line(job: Job, log: Optional[str]) -> str:
     out = frame.fds.get(1)
     if job.intended is not None:
         frame = job.intended
-    path = log or (out.path if out and out.kind == "file" else None) or (job.frame.fds.get(1).path if job.frame.fds.get(1) and job.frame.fds.get(1).kind == "file" else None)
     cwd = frame.cwd
+    path = log or (out.path if out and out.kind == "file" else None)
+    inner = job.frame.fds.get(1)
+    if not path and job.entry and inner is not None and inner.kind == "file":
+        # The launcher already sends the job's output to its log; the launcher's own messages (a failing
+        # `source`, a missing folder) go next to the launcher, so neither truncates the other.
+        launcher = next((a for a in argv if a.endswith(".sh")), argv[-1])
+        path = posixpath.splitext(launcher)[0] + ".out"
+    elif not path and inner is not None and inner.kind == "file":
+        path = inner.path
+        if not path.startswith(("/", "~", "$")) and job.frame.cwd and job.frame.cwd.startswith("/"):
+            path = posixpath.join(job.frame.cwd, path)
     if path and not path.startswith(("/", "~", "$")):
         path = posixpath.join(cwd, path) if cwd and cwd.startswith("/") else path
     path = path or "/tmp/train.log"
