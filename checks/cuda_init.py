@@ -144,7 +144,7 @@ def _devices(facts: dict, vis: Visibility, exp: Expectation, data: dict) -> Iter
                    fix="stop the other processes, or choose free GPUs with CUDA_VISIBLE_DEVICES")
     t = facts["torch"]
     names = "; ".join(f"{d['index']} {d.get('name')} ({d.get('sm')}{', bf16' if d.get('bf16') else ''}, "
-                      f"{d.get('free_mib', 0) / 1024:.1f}/{d.get('total_mib', 0) / 1024:.1f} GiB free)" for d in devices)
+                      f"{_gib(d.get('free_mib'))}/{_gib(d.get('total_mib'))} GiB free)" for d in devices)
     driver = _driver_version(facts)
     drv_cuda = (facts.get("libcuda") or {}).get("driver_cuda")
     n = len(devices)
@@ -211,8 +211,9 @@ def driver_mismatch(facts: dict) -> Optional[str]:
     except ValueError:
         return None
     if dr_v[0] < rt_v[0]:
-        return (f"the driver {_driver_version(facts) or ''} supports CUDA {drv}, but torch was built for CUDA {runtime}: "
-                f"a CUDA {rt_v[0]}.x runtime needs a driver for CUDA {rt_v[0]}.0 or newer").replace("driver  ", "driver ")
+        version = f" {_driver_version(facts)}" if _driver_version(facts) else ""
+        return (f"the driver{version} supports CUDA {drv}, but torch was built for CUDA {runtime}: "
+                f"a CUDA {rt_v[0]}.x runtime needs a driver for CUDA {rt_v[0]}.0 or newer")
     if dr_v < rt_v:
         return (f"the driver supports CUDA {drv}, older than torch's CUDA {runtime}: it runs under minor-version "
                 f"compatibility, but kernels JIT-compiled from PTX may fail")
@@ -227,7 +228,8 @@ def _fix_for(reason: str, facts: dict, vis: Visibility) -> str:
         return (f"install a CUDA build of torch matching the driver, e.g. pip install torch "
                 f"--index-url https://download.pytorch.org/whl/{tag}")
     if reason.startswith("no NVIDIA driver"):
-        return "install the NVIDIA driver on the host (and its user-space libraries in the container), or run on a GPU machine"
+        return ("install the NVIDIA driver on the host (and its user-space libraries in the container), "
+                "or run on a GPU machine")
     if "libcuda" in reason:
         return ("install the driver's user-space libraries in this environment at the host driver's exact version "
                 "(in an LXC container: the same .run installer with --no-kernel-module)")
@@ -263,7 +265,8 @@ def _arch_problem(d: dict, arch: list[str]) -> Optional[str]:
     cap = int(sm[3:]) if sm[3:].isdigit() else 0
     ptx = [a for a in arch if a.startswith("compute_") and a[8:].isdigit() and int(a[8:]) <= cap]
     how = f"only through JIT from {ptx[-1]} PTX (slow first start)" if ptx else "not at all"
-    return f"GPU {d['index']} ({d.get('name')}) is {sm}, but this torch build has kernels for {' '.join(arch)}: it runs {how}"
+    return (f"GPU {d['index']} ({d.get('name')}) is {sm}, but this torch build has kernels for {' '.join(arch)}: "
+            f"it runs {how}")
 
 
 def _busy(facts: dict, vis: Visibility, devices: list[dict]) -> list[str]:
@@ -276,7 +279,8 @@ def _busy(facts: dict, vis: Visibility, devices: list[dict]) -> list[str]:
         p_index = vis.visible[d["index"]] if d["index"] < len(vis.visible) else d["index"]
         procs = [p for p in (phys.get(p_index) or {}).get("processes") or [] if p.get("pid") != me]
         if others_mib > BUSY_MIB or procs:
-            who = ", ".join(f"pid {p['pid']} ({p.get('used_mib') or '?'} MiB)" for p in procs) or "processes not visible here"
+            who = ", ".join(f"pid {p['pid']} ({p.get('used_mib') or '?'} MiB)" for p in procs) \
+                or "processes not visible here"
             lines.append(f"GPU {d['index']} ({d.get('name')}): {max(others_mib, 0) / 1024:.1f} GiB already held by "
                          f"others: {who}")
     if lines:
@@ -311,8 +315,13 @@ def _driver_lines(facts: dict) -> tuple[str, ...]:
 def _device_lines(devices: list[dict]) -> list[str]:
     """Evidence: one line per GPU with what was measured."""
     return [f"GPU {d['index']}: {d.get('name')} {d.get('sm')}, {d.get('multiprocessors')} SMs, "
-            f"context {d.get('context_s')} s, matmul+sync {d.get('matmul_s')} s, bf16 {'yes' if d.get('bf16') else 'no'}"
-            for d in devices]
+            f"context {d.get('context_s')} s, matmul+sync {d.get('matmul_s')} s, "
+            f"bf16 {'yes' if d.get('bf16') else 'no'}" for d in devices]
+
+
+def _gib(mib) -> str:
+    """MiB as GiB with one decimal."""
+    return f"{(mib or 0) / 1024:.1f}"
 
 
 def _hidden_lines(vis: Visibility) -> tuple[str, ...]:

@@ -20,7 +20,7 @@ import threading
 import time
 from typing import Iterator, Optional
 
-from doctor import causes, check, fail, ok, skip
+from doctor import causes, check, error, fail, ok, skip
 from doctor.model import Result
 from doctor.probe import ProbeOutcome, run_probe
 
@@ -39,21 +39,26 @@ _WAITING = ("timed out", "timeout", "waiting for", "diststoreerror", "connection
 def cuda_nccl(ctx) -> Iterator[Result]:
     """Decide how many ranks, run them side by side, and name any rank that failed or hung."""
     backend = str(_opt(ctx, "backend", "DFDOCTOR_NCCL_BACKEND") or "nccl")
+    try:
+        hang_rank = _rank_opt(ctx, "hang_rank", "DFDOCTOR_NCCL_HANG_RANK")
+        fail_rank = _rank_opt(ctx, "fail_rank", "DFDOCTOR_NCCL_FAIL_RANK")
+        asked = _rank_opt(ctx, "world_size", "DFDOCTOR_NCCL_WORLD_SIZE")
+    except ValueError as exc:
+        yield error(str(exc), fix="give a whole number, or unset the option")
+        return
     started = time.monotonic()
     vis = _visible_gpus(ctx)
-    world, why = _world_size(ctx, vis, backend)
+    world, why = _world_size(ctx, vis, backend, asked)
     if world < 2:
         yield skip(f"{why}: an NCCL group needs two or more ranks (cuda.init reports on single GPUs)",
                    evidence=vis.problems, data={"nccl": {"visible": list(vis.visible), "world_size": world}})
         return
-    hang_rank = _rank_opt(ctx, "hang_rank", "DFDOCTOR_NCCL_HANG_RANK")
-    fail_rank = _rank_opt(ctx, "fail_rank", "DFDOCTOR_NCCL_FAIL_RANK")
     limit = float(ctx.timeout or DEFAULT_TIMEOUT)
-    outcomes = _run_ranks(ctx, world, backend, (hang_rank, fail_rank), max(2.0, limit - 1.5 - (time.monotonic() - started)))
+    budget = max(2.0, limit - 1.5 - (time.monotonic() - started))  # the runner's deadline stays ahead of ours
+    outcomes = _run_ranks(ctx, world, backend, (hang_rank, fail_rank), budget)
     ranks = [_rank_view(r, out, vis) for r, out in enumerate(outcomes)]
     data = {"nccl": {"backend": backend, "world_size": world, "why": why, "injected_hang_rank": hang_rank,
-                     "injected_fail_rank": fail_rank,
-                     "visible": list(vis.visible), "ranks": ranks}}
+                     "injected_fail_rank": fail_rank, "visible": list(vis.visible), "ranks": ranks}}
     yield _verdict(ranks, world, backend, limit, data)
 
 
@@ -64,16 +69,20 @@ def _opt(ctx, name: str, env_name: str):
 
 
 def _rank_opt(ctx, name: str, env_name: str) -> Optional[int]:
-    """A rank number option (fault injection), or None."""
+    """A whole-number option (a rank, a world size), or None; a bad value is a plain usage error."""
     value = _opt(ctx, name, env_name)
-    return int(value) if value not in (None, "") else None
+    if value in (None, ""):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} (or {env_name}) must be a whole number, not {value!r}") from None
 
 
-def _world_size(ctx, vis, backend: str) -> tuple[int, str]:
+def _world_size(ctx, vis: Visibility, backend: str, asked: Optional[int] = None) -> tuple[int, str]:
     """How many ranks to start, and why that many."""
-    asked = _opt(ctx, "world_size", "DFDOCTOR_NCCL_WORLD_SIZE")
-    if asked not in (None, ""):
-        return int(asked), f"world_size {asked} was asked for"
+    if asked is not None:
+        return asked, f"world_size {asked} was asked for"
     nproc = expectation(ctx, "cuda.nccl").nproc
     if nproc:
         return nproc, f"the launch asks for --nproc_per_node {nproc}"
@@ -169,7 +178,8 @@ def _verdict(ranks: list[dict], world: int, backend: str, limit: float, data: di
         rest = [r for r in ranks if r not in bad and r["state"] != "ok"]
         tail = f"; {', '.join(_label(r) for r in rest)} stopped waiting for {'it' if len(bad) == 1 else 'them'}" \
             if rest else ""
-        return fail(f"{names} failed in {first['stage']}{_injected(first, 'fail')}: {what}{tail}", causes.CUDA_INIT_FAILED,
+        return fail(f"{names} failed in {first['stage']}{_injected(first, 'fail')}: {what}{tail}",
+                    causes.CUDA_INIT_FAILED,
                     evidence=lines + tuple(first.get("traceback") or first.get("stderr") or ()), data=data,
                     fix=_fix(first))
     if hung:
@@ -178,7 +188,8 @@ def _verdict(ranks: list[dict], world: int, backend: str, limit: float, data: di
         others = [r for r in ranks if r not in culprits and r["state"] != "ok"]
         names = ", ".join(_label(r) for r in culprits)
         stage = culprits[0]["stage"]
-        tail = f"; {', '.join(_label(r) for r in others)} waited for {'it' if len(culprits) == 1 else 'them'}" if others else ""
+        it = "it" if len(culprits) == 1 else "them"
+        tail = f"; {', '.join(_label(r) for r in others)} waited for {it}" if others else ""
         if len(culprits) == len(ranks):
             summary = f"all {world} ranks hung in {stage} after {limit:.0f} s"
         else:
@@ -187,7 +198,8 @@ def _verdict(ranks: list[dict], world: int, backend: str, limit: float, data: di
         frame = innermost_frame(stack)
         return fail(summary, causes.CUDA_INIT_HANG, data=data,
                     evidence=lines + ((f"{_label(culprits[0])} stuck at {frame}",) if frame else ()) + tuple(stack),
-                    details="the hung rank was killed at the deadline with its whole process group; nothing is left running",
+                    details="the hung rank was killed at the deadline with its whole process group; "
+                            "nothing is left running",
                     fix="look at the named rank's stack; for an NCCL hang rerun with NCCL_DEBUG=INFO and check "
                         "the GPUs' links (nvidia-smi topo -m), NCCL_P2P_DISABLE/NCCL_IB_DISABLE and the firewall")
     if waited:
@@ -226,7 +238,8 @@ def _wrong(r: dict) -> str:
 def _rank_line(r: dict) -> str:
     """Evidence: one line per rank."""
     extra = r.get("error") or (_wrong(r) if r["state"] == "wrong" else "")
-    return f"{_label(r)}: {r['state']} at stage '{r['stage']}' after {r['duration_s']:.1f} s" + (f": {extra}" if extra else "")
+    line = f"{_label(r)}: {r['state']} at stage '{r['stage']}' after {r['duration_s']:.1f} s"
+    return f"{line}: {extra}" if extra else line
 
 
 def _fix(r: dict) -> str:

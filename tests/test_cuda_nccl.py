@@ -41,9 +41,14 @@ def test_fewer_than_two_gpus_is_a_skip_that_says_so():
     assert r.status is Status.SKIP and "0 GPUs visible" in r.summary and "two or more" in r.summary
 
 
+def test_a_bad_option_is_an_error_that_says_which():
+    (r,) = list(cuda_nccl.func(ctx_for(hang_rank="one")))
+    assert r.status is Status.ERROR and "hang_rank (or DFDOCTOR_NCCL_HANG_RANK) must be a whole number" in r.summary
+
+
 def test_world_size_comes_from_option_then_torchrun_then_visible_gpus():
     vis = parse_visible(None, [{"index": i, "uuid": None} for i in range(4)])
-    assert _world_size(ctx_for(world_size=3), vis, "nccl")[0] == 3
+    assert _world_size(ctx_for(), vis, "nccl", 3)[0] == 3
     assert _world_size(ctx_for(command=["torchrun", "--nproc_per_node=2", "t.py"]), vis, "nccl") == \
         (2, "the launch asks for --nproc_per_node 2")
     assert _world_size(ctx_for(), vis, "nccl") == (4, "4 GPUs visible")

@@ -21,7 +21,8 @@ import traceback
 import _probe_support as support
 
 T0 = time.monotonic()
-STATE: dict = {"stage": "start", "stages": [], "pid": os.getpid(), "python": sys.executable, "host": os.uname().nodename,
+STATE: dict = {"stage": "start", "stages": [], "pid": os.getpid(), "python": sys.executable,
+               "host": os.uname().nodename,
                "env": {k: os.environ.get(k) for k in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
                                                       "CUDA_DEVICE_ORDER", "PYTORCH_NVML_BASED_CUDA_CHECK")}}
 _LOCK = threading.Lock()
