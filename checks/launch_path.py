@@ -39,6 +39,7 @@ def launch_path(ctx) -> Iterator[Result]:
 
 
 def _job(a: Analysis) -> str:
+    """The job in words, for summaries."""
     return f"{join(a.job.argv)} in {a.job.frame.where}" if a.job else "?"
 
 

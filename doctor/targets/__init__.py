@@ -41,6 +41,7 @@ class Target:
         return f"{self.user}@{self.host}" if self.user else self.host
 
     def __str__(self) -> str:
+        """The canonical spelling, which parses back to the same target."""
         if self.kind == "local":
             return "local"
         if self.kind in ("ssh", "pct"):

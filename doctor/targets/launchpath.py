@@ -10,141 +10,23 @@ from __future__ import annotations
 
 import os
 import posixpath
-from dataclasses import dataclass, field
 from typing import Optional
 
 from doctor import causes
 
+from .hops import (BUILTINS, LOCAL, NOT_A_JOB, SHELLS, SSH_OPTS_WITH_ARG, WRAPPERS, Analysis, Fd, Finding, Frame,
+                   Hop, Job, add_finding, base, is_python)  # noqa: F401 (Finding: re-exported)
+from .launchfix import judge, pick_job
 from .shell import Command, Pipeline, ShellSyntaxError, join, parse, quote
 
-# Commands that run the next word as a program, possibly after options of their own.
-WRAPPERS = {"nohup", "setsid", "exec", "env", "sudo", "nice", "stdbuf", "timeout", "time", "command",
-            "ionice", "chrt", "taskset", "numactl", "caffeinate", "unbuffer"}
-SHELLS = {"sh", "bash", "dash", "zsh", "ash", "ksh", "busybox"}
-BUILTINS = {"cd", "export", "source", ".", "set", "ulimit", "alias", "unset", "pushd", "popd", "umask"}
-NOT_A_JOB = BUILTINS | {"echo", "printf", "mkdir", "sleep", "tee", "cat", "true", "false", "test", "[",
-                        "touch", "rm", "cp", "mv", "ls", "wait", "trap", "read", "shift", "conda", "module",
-                        "activate", "deactivate", "pip", "chmod", "date", "which", "hostname", "tail",
-                        "disown", "return", "exit", "local", "declare", "readonly", "eval", "let", "wc",
-                        "grep", "sed", "awk", "kill", "pkill", "ps", "nvidia-smi", "ln"}
-PYTHONS = ("python", "python3", "torchrun", "accelerate", "deepspeed", "uv", "poetry", "pdm", "hatch")
-SSH_OPTS_WITH_ARG = set("BbcDEeFIiJLlmOoPpQRSWw")
-LOCAL = "your machine"
-
-
-@dataclass
-class Hop:
-    """One step on the way from your terminal to the job."""
-
-    index: int
-    where: str
-    parsed_by: str
-    tty: bool
-    command: str
-    note: str = ""
-
-    def row(self) -> dict:
-        """The hop as a table row for renderers."""
-        return {"hop": self.index, "where": self.where, "parsed by": self.parsed_by,
-                "tty": "yes" if self.tty else "no", "command": self.command, "note": self.note}
-
-
-@dataclass(frozen=True)
-class Finding:
-    """What is wrong at one hop, why, and the line that fixes it."""
-
-    status: str  # fail | warn
-    cause: str
-    hop: int
-    summary: str
-    details: str = ""
-    fix: str = ""
-
-
-@dataclass(frozen=True)
-class Fd:
-    """Where one of the job's descriptors points: a file, an ssh channel, a terminal, a tmux pane."""
-
-    kind: str  # file | ssh | tty | pane | null | mail | journal | terminal
-    hop: int
-    where: str
-    path: str = ""
-
-    def describe(self) -> str:
-        """In words, for evidence lines."""
-        if self.kind == "file":
-            return f"{self.path} on {self.where} (redirect parsed at hop {self.hop})"
-        return {"ssh": f"the ssh channel of hop {self.hop}", "tty": f"the terminal allocated at hop {self.hop}",
-                "pane": "a tmux/screen pane (gone when the command exits)", "null": "/dev/null",
-                "mail": "mail from atd", "journal": "the systemd journal",
-                "terminal": "your terminal"}.get(self.kind, self.kind)
-
-
-@dataclass
-class Frame:
-    """What a shell (or an exec'd command) at one hop inherits from the hops before it."""
-
-    where: str
-    tty: bool
-    fds: dict[int, Fd]
-    chain: list[tuple[str, list[str]]]
-    cwd: Optional[str] = None
-    home: str = "your current directory"
-    background_at: Optional[int] = None  # hop where a `&` detached the job's ancestor
-    bg_holds_ssh: bool = False
-    handoff: str = ""  # setsid -f, tmux, screen, at, systemd-run: survives the session
-    nohup: bool = False
-    launcher_hop: Optional[int] = None
-
-
-@dataclass
-class Job:
-    """The command the whole line is for, as it finally runs."""
-
-    argv: list[str]
-    assignments: list[str]
-    frame: Frame
-    hop: int
-    entry: Optional[tuple[list[str], list[str], Frame]] = None  # the typed command that ran a launcher
-    intended: Optional[Frame] = None  # where the user meant it to run, when a shell cut the line short
-
-
-@dataclass
-class Analysis:
-    """Everything `analyse` found."""
-
-    hops: list[Hop] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    job: Optional[Job] = None
-    corrected: Optional[str] = None
-
-
-def _base(word: str) -> str:
-    return posixpath.basename(word)
-
-
-def is_python(argv: list[str]) -> bool:
-    """Whether argv starts a Python training process (python, torchrun, accelerate, ...)."""
-    return bool(argv) and (_base(argv[0]).startswith(PYTHONS))
-
-
-def _unbuffered(argv: list[str], assignments: list[str]) -> bool:
-    if any(a.startswith("PYTHONUNBUFFERED=") for a in assignments):
-        return True
-    if not argv or not _base(argv[0]).startswith("python"):
-        return not argv or _base(argv[0]) not in PYTHONS and not _base(argv[0]).startswith("python")
-    for a in argv[1:]:
-        if not a.startswith("-") or a == "-m" or a == "-c":
-            return False
-        if "u" in a.lstrip("-") and not a.startswith("--"):
-            return True
-    return False
+__all__ = ["analyse", "read_launcher", "Analysis", "Finding", "Hop", "Job", "is_python"]
 
 
 class _Walker:
     """Walks the hops, collecting rows and findings."""
 
     def __init__(self, launcher: Optional[str], launcher_text: Optional[str]) -> None:
+        """Start with no hops; `launcher` is followed when a command runs it."""
         self.out = Analysis()
         self.launcher = launcher
         self.launcher_text = launcher_text
@@ -160,14 +42,13 @@ class _Walker:
 
     def find(self, status: str, cause: str, hop: int, summary: str, details: str = "", fix: str = "") -> None:
         """Record a finding once."""
-        f = Finding(status, cause, hop, summary, details, fix)
-        if f not in self.out.findings:
-            self.out.findings.append(f)
+        add_finding(self.out, status, cause, hop, summary, details, fix)
 
     # -- a shell parses text ----------------------------------------------------------------------------
     def shell(self, text: str, frame: Frame, parsed_by: str, note: str = "", is_script: bool = False) -> None:
         """A shell at `frame.where` parses `text`: walk each and-or list it finds."""
-        h = self.hop(frame.where, parsed_by, frame.tty, text.strip() if not is_script else f"({len(text.splitlines())} lines)", note)
+        shown = f"({len(text.splitlines())} lines)" if is_script else text.strip()
+        h = self.hop(frame.where, parsed_by, frame.tty, shown, note)
         try:
             pipelines = parse(text)
         except ShellSyntaxError as exc:
@@ -205,11 +86,13 @@ class _Walker:
                     return
 
     def _job_like(self, argv: list[str]) -> bool:
+        """Whether argv (wrappers peeled) looks like the training job or the launcher."""
         argv = self._strip_wrappers(argv)[0]
-        return bool(argv) and _base(argv[0]) not in NOT_A_JOB and (is_python(argv) or self._is_launcher(argv))
+        return bool(argv) and base(argv[0]) not in NOT_A_JOB and (is_python(argv) or self._is_launcher(argv))
 
     def _is_launcher(self, argv: list[str]) -> bool:
-        return bool(self.launcher) and any(_base(a) == _base(self.launcher) for a in argv[:3])
+        """Whether argv runs the --launcher script."""
+        return bool(self.launcher) and any(base(a) == base(self.launcher) for a in argv[:3])
 
     # -- one simple command -----------------------------------------------------------------------------
     def command(self, cmd: Command, p: Pipeline, ci: int, frame: Frame, h: int, errexit: bool,
@@ -233,22 +116,24 @@ class _Walker:
                 sub.fds = dict(fds)
                 sub.fds[1] = sub.fds[2] = Fd("file", h, frame.where, "nohup.out")
             if bg:
-                sub.bg_holds_ssh = any(sub.fds.get(fd, Fd("null", h, "")).kind == "ssh" for fd in (1, 2)) \
-                    or (len(p.commands) > 1 and any(frame.fds.get(fd, Fd("null", h, "")).kind == "ssh" for fd in (1, 2)))
+                holds = [sub.fds] + ([frame.fds] if len(p.commands) > 1 else [])
+                sub.bg_holds_ssh = any(fds_.get(fd, Fd("null", h, "")).kind == "ssh" for fds_ in holds for fd in (1, 2))
         if not argv:
             return None
-        name = _base(argv[0])
+        name = base(argv[0])
         if name == "cd":
             self._cd(cmd, argv, frame, h, errexit, is_script)
             return None
         if name == "ssh":
             return self._ssh(argv, sub, h)
-        if (name == "pct" and argv[1:2] == ["exec"]) or name == "lxc-attach" or (name in ("docker", "podman") and argv[1:2] == ["exec"]):
+        execs = argv[1:2] == ["exec"]
+        if (name == "pct" and execs) or name == "lxc-attach" or (name in ("docker", "podman") and execs):
             return self._container(argv, sub, h, cmd)
         self.run(argv, cmd.assignments, sub, h)
         return None
 
     def _apply_redirects(self, frame: Frame, cmd: Command, h: int, p: Pipeline, ci: int) -> dict[int, Fd]:
+        """The job's descriptors after this command's redirects (and a `| tee FILE`)."""
         fds = dict(frame.fds)
         if cmd.sep in ("|", "|&") and ci + 1 < len(p.commands):
             nxt = p.commands[ci + 1].argv
@@ -273,8 +158,8 @@ class _Walker:
         """Peel nohup, setsid, env, sudo, ... off argv; return the real command and the wrappers seen."""
         seen: list[str] = []
         i = 0
-        while i < len(argv) and _base(argv[i]) in WRAPPERS:
-            w = _base(argv[i])
+        while i < len(argv) and base(argv[i]) in WRAPPERS:
+            w = base(argv[i])
             i += 1
             flags = []
             while i < len(argv) and argv[i].startswith("-") and argv[i] != "--":
@@ -297,6 +182,7 @@ class _Walker:
 
     # -- hops that move the command -----------------------------------------------------------------------
     def _ssh(self, argv: list[str], frame: Frame, h: int) -> Optional[Frame]:
+        """An ssh hop: parse its options, note the tty, follow the remote command into the login shell."""
         ttys, i, opts, dest = 0, 1, [], None
         no_tty = False
         while i < len(argv):
@@ -346,6 +232,7 @@ class _Walker:
         return sub
 
     def _container(self, argv: list[str], frame: Frame, h: int, cmd: Command) -> Optional[Frame]:
+        """A `pct exec`/`lxc-attach`/`docker exec` hop: no shell, the words are exec'd as they are."""
         name, inner, tool = _container_argv(argv)
         if name is None:
             return None
@@ -376,15 +263,16 @@ class _Walker:
                       f"{tool} gets one word {quote(first)} as the program name: no shell splits it",
                       fix=f"{join(prefix)} sh -c {quote(first)}")
             return sub
-        if _base(first) in SHELLS and "-c" in "".join(a for a in inner[1:3] if a.startswith("-")):
+        if base(first) in SHELLS and "-c" in "".join(a for a in inner[1:3] if a.startswith("-")):
             k = next(i for i, a in enumerate(inner) if a.startswith("-") and "c" in a)
             if k + 1 < len(inner):
-                self.shell(inner[k + 1], sub, f"{_base(first)} -c in {where}")
+                self.shell(inner[k + 1], sub, f"{base(first)} -c in {where}")
                 return sub
         self.run(inner, [], sub, hh)
         return sub
 
     def _cd(self, cmd: Command, argv: list[str], frame: Frame, h: int, errexit: bool, is_script: bool) -> None:
+        """A `cd`: remember the directory; warn when it is not joined with `&&`."""
         target = argv[1] if len(argv) > 1 else "~"
         if cmd.sep == "&":
             self.find("warn", causes.LOG_ELSEWHERE, h, f"`cd {target} &` changes directory in a background "
@@ -413,7 +301,7 @@ class _Walker:
             frame.nohup = True
         if not argv:
             return
-        name = _base(argv[0])
+        name = base(argv[0])
         if name == "tmux" and len(argv) > 1 and argv[1] in ("new", "new-session"):
             self._tmux(argv, frame, h)
             return
@@ -439,6 +327,7 @@ class _Walker:
         self.jobs.append(job)
 
     def _tmux(self, argv: list[str], frame: Frame, h: int) -> None:
+        """`tmux new`: the command runs in a pane of the tmux server, which survives the session."""
         i, detached, cwd = 2, False, None
         while i < len(argv) and argv[i].startswith("-"):
             flag = argv[i]
@@ -469,6 +358,7 @@ class _Walker:
             self.run(rest, [], sub, hh)
 
     def _screen(self, argv: list[str], frame: Frame, h: int) -> None:
+        """`screen -dm`: the words run in a screen window (exec'd, no shell)."""
         i, detached = 1, False
         while i < len(argv) and argv[i].startswith("-"):
             flag = argv[i]
@@ -492,9 +382,10 @@ class _Walker:
             self.run(rest, [], sub, hh)
 
 
+
 def _container_argv(argv: list[str]) -> tuple[Optional[str], list[str], str]:
     """For `pct exec`, `lxc-attach` and `docker exec` lines: the container, the argv it execs, the tool."""
-    name = _base(argv[0])
+    name = base(argv[0])
     if name == "pct":
         if len(argv) < 3:
             return None, [], "pct"
@@ -528,6 +419,7 @@ def _container_argv(argv: list[str]) -> tuple[Optional[str], list[str], str]:
     return argv[i], argv[i + 1:], "docker"
 
 
+
 def analyse(shell_command: Optional[str] = None, launcher: Optional[str] = None,
             launcher_text: Optional[str] = None, log: Optional[str] = None) -> Analysis:
     """Explain `shell_command` (and the launcher it runs, if given) hop by hop; see the module docstring."""
@@ -540,110 +432,12 @@ def analyse(shell_command: Optional[str] = None, launcher: Optional[str] = None,
         w.launcher_done = True
         w.shell(launcher_text, Frame(LOCAL, True, {1: term, 2: term}, [], None), f"bash running {launcher}",
                 note="not started by --shell-command; analysed as run from a terminal", is_script=True)
-    job = _pick_job(w.jobs)
+    job = pick_job(w.jobs)
     w.out.job = job
     if job:
-        _judge(w, job, log)
+        judge(w.out, job, log)
     return w.out
 
-
-def _pick_job(jobs: list[Job]) -> Optional[Job]:
-    """The training command: the last Python-like command, else the last command found."""
-    py = [j for j in jobs if is_python(j.argv)]
-    return (py or jobs or [None])[-1]
-
-
-def _judge(w: _Walker, job: Job, log: Optional[str]) -> None:
-    """Conclusions about the job itself: where its log lands, whether it survives, buffering."""
-    f = job.frame
-    out = f.fds.get(1)
-    err = f.fds.get(2)
-    detached = f.background_at is not None or bool(f.handoff)
-    if out and out.kind == "file" and out.where != f.where:
-        w.find("fail", causes.LOG_ELSEWHERE, out.hop,
-               f"the redirect to {out.path} is parsed by the shell at hop {out.hop} on {out.where}: the job runs in "
-               f"{f.where} but its log lands on {out.where}",
-               details=f"Looking for {out.path} in {f.where} finds nothing (or an older file). Output: "
-                       f"{out.describe()}; errors: {err.describe() if err else '?'}.")
-    if f.background_at is not None and not f.handoff and _tty_on_path(w, f):
-        w.find("fail", causes.KILLED_ON_SESSION_EXIT, f.background_at,
-               f"`&` at hop {f.background_at} inside a tty session: when that shell exits the terminal hangs up, "
-               f"and the background job gets SIGHUP before it is settled (with or without nohup)",
-               details="Measured on lxc-attach over ssh -t: every `... &` form never started; `setsid nohup ... &` "
-                       "raced and lost; `nohup setsid -f CMD </dev/null >LOG 2>&1` and `tmux new -d` survived.")
-    elif f.bg_holds_ssh and not f.handoff and not _tty_on_path(w, f):
-        w.find("warn", causes.KILLED_ON_SESSION_EXIT, f.background_at or job.hop,
-               "the background job keeps ssh's stdout/stderr open: ssh does not return until the job ends, and "
-               "Ctrl-C or a dropped connection then takes the job down",
-               details="Redirect both stdout and stderr (and stdin from /dev/null) on the backgrounded command "
-                       "itself, not on a part of an `&&` list.")
-    if out and out.kind == "pane":
-        w.find("warn", causes.LOG_ELSEWHERE, job.hop,
-               f"the job's output goes to the {out.where} only: if it exits at once (missing module, bad path), "
-               "the pane closes and the error is gone with it")
-    if out and out.kind == "file" and not out.path.startswith(("/", "~", "$")) and out.where == f.where:
-        base = f.cwd if f.cwd and f.cwd.startswith("/") else None
-        if not base:
-            w.find("warn", causes.LOG_ELSEWHERE, out.hop,
-                   f"relative log path {out.path}: it resolves against {f.home if not f.cwd else f.cwd}, "
-                   "not necessarily where you will look", fix="Use an absolute log path.")
-    if out and out.kind == "file" and not _unbuffered(job.argv, job.assignments) and is_python(job.argv):
-        w.find("warn", causes.OUTPUT_BUFFERED, job.hop,
-               "Python block-buffers a redirected stdout: the log stays empty for a long while although the job "
-               "works", fix="Run `python -u ...` or set PYTHONUNBUFFERED=1.")
-    if not detached and f.where != LOCAL and out and out.kind in ("ssh", "tty"):
-        w.find("warn", causes.KILLED_ON_SESSION_EXIT, job.hop,
-               "the job runs in the foreground of the remote session: it lives only as long as this ssh "
-               "connection", fix="Detach it as in the corrected line.")
-    w.out.corrected = corrected_line(job, log)
-    for i, fnd in enumerate(w.out.findings):
-        if not fnd.fix:
-            w.out.findings[i] = Finding(fnd.status, fnd.cause, fnd.hop, fnd.summary, fnd.details,
-                                        w.out.corrected or "")
-
-
-def _tty_on_path(w: _Walker, f: Frame) -> bool:
-    return f.tty and f.where != LOCAL and f.handoff == ""
-
-
-def corrected_line(job: Job, log: Optional[str]) -> str:
-    """The launch line that survives the session and logs where you look, through the same hops."""
-    argv, assignments, frame = job.argv, job.assignments, job.frame
-    if job.entry:
-        argv, assignments, frame = job.entry
-    out = frame.fds.get(1)
-    if job.intended is not None:
-        frame = job.intended
-    cwd = frame.cwd
-    path = log or (out.path if out and out.kind == "file" else None)
-    inner = job.frame.fds.get(1)
-    if not path and job.entry and inner is not None and inner.kind == "file":
-        # The launcher already sends the job's output to its log; the launcher's own messages (a failing
-        # `source`, a missing folder) go next to the launcher, so neither truncates the other.
-        launcher = next((a for a in argv if a.endswith(".sh")), argv[-1])
-        path = posixpath.splitext(launcher)[0] + ".out"
-    elif not path and inner is not None and inner.kind == "file":
-        path = inner.path
-        if not path.startswith(("/", "~", "$")) and job.frame.cwd and job.frame.cwd.startswith("/"):
-            path = posixpath.join(job.frame.cwd, path)
-    if path and not path.startswith(("/", "~", "$")):
-        path = posixpath.join(cwd, path) if cwd and cwd.startswith("/") else path
-    path = path or "/tmp/train.log"
-    argv = list(argv)
-    if is_python(job.argv) and not _unbuffered(job.argv, job.assignments):
-        if job.entry is None and _base(argv[0]).startswith("python"):
-            argv.insert(1, "-u")
-        else:
-            assignments = [*assignments, "PYTHONUNBUFFERED=1"]
-    line = " ".join([*assignments, "nohup setsid -f", join(argv), "</dev/null", f">{quote(path)}", "2>&1"])
-    if cwd:
-        line = f"cd {quote(cwd)} && {line}"
-    for kind, prefix in reversed(frame.chain):
-        if kind == "exec":
-            line = f"{join(prefix)} sh -c {quote(line)}"
-        else:
-            line = f"{join(prefix)} {quote(line)}"
-    return line
 
 
 def read_launcher(path: str) -> str:

@@ -157,6 +157,7 @@ def _call(target: Target, script: str, args: Sequence[str] = (), *, timeout: flo
 
 
 def _kill(p: subprocess.Popen) -> None:
+    """Kill a subprocess's whole group (it runs in its own session)."""
     try:
         os.killpg(p.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -295,6 +296,7 @@ def _look(target: Target, res: Outcome, d: str) -> None:
 def _best(trials: list[Trial]) -> tuple[Optional[str], bool]:
     """The preferred strategy that survived every variant and returned promptly; else the best without a tty."""
     def clean(ts: list[Trial]) -> bool:
+        """Every trial of the list survived, returned promptly and logged where redirected."""
         return bool(ts) and all(t.survived and not t.held and t.log == "log" for t in ts)
     for name in PREFERENCE:
         if clean([t for t in trials if t.strategy.name == name]):

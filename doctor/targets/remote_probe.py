@@ -80,6 +80,7 @@ LOADER = "import sys,base64,zlib;exec(zlib.decompress(base64.b64decode(sys.stdin
 
 
 def _pack(obj: bytes) -> bytes:
+    """Compress and base64 one line for the target's stdin."""
     return base64.b64encode(zlib.compress(obj, 9)) + b"\n"
 
 

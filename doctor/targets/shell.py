@@ -275,6 +275,7 @@ def parse(s: str) -> list[Pipeline]:
     line = 1
 
     def end_command(sep: str) -> None:
+        """Close the simple command being read at operator `sep`."""
         nonlocal cmd
         cmd.sep = sep
         if cmd.words or cmd.redirects or cmd.assignments:
@@ -282,6 +283,7 @@ def parse(s: str) -> list[Pipeline]:
         cmd = Command(line=line)
 
     def end_list(background: bool) -> None:
+        """Close the and-or list being read; `background` when it ended in `&`."""
         nonlocal current
         if current:
             pipelines.append(Pipeline(current, background))

@@ -67,6 +67,7 @@ class Infra:
 
 
 def _unavailable(reason: str):
+    """Skip (or, with DFDOCTOR_REQUIRE_INFRA=1, fail) with the reason printed."""
     if os.environ.get("DFDOCTOR_REQUIRE_INFRA") == "1":
         pytest.fail(f"target infrastructure required (DFDOCTOR_REQUIRE_INFRA=1) but unavailable: {reason}")
     pytest.skip(f"target infrastructure unavailable: {reason}")
