@@ -14,11 +14,24 @@ SAFE_GPU_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"
 
 
 def probe_env(ctx, extra: Optional[dict[str, str]] = None) -> dict[str, str]:
-    """The job's environment plus the multicast guards (and `extra`), for a GPU probe."""
+    """The job's environment (with what its command line or launcher sets, e.g. `CUDA_VISIBLE_DEVICES=1
+    python train.py`) plus the multicast guards and `extra`, for a GPU probe."""
     env = dict(ctx.env)
+    env.update(_launch_env(ctx))
     env.update(SAFE_GPU_ENV)
     env.update(extra or {})
     return env
+
+
+def _launch_env(ctx) -> dict[str, str]:
+    """Variables the command or its launcher assigns (`env A=1 ...`, `A=1 python`, `export A=1`)."""
+    if not ctx.command and not ctx.launcher:
+        return {}
+    try:
+        from doctor.commandline import spec_for
+        return dict(spec_for(ctx).env)
+    except Exception:  # an unparsable command is another check's finding; here it just adds nothing
+        return {}
 
 
 @dataclass(frozen=True)

@@ -79,6 +79,11 @@ def test_probe_env_keeps_multicast_off_even_against_the_job_env():
     assert ctx.env["NCCL_NVLS_ENABLE"] == "1"  # the context itself is not changed
 
 
+def test_probe_env_applies_what_the_command_line_sets(tmp_path):
+    ctx = Context(command=["env", "CUDA_VISIBLE_DEVICES=7", "python3", "train.py"], cwd=tmp_path, env={"PATH": "/bin"})
+    assert probe_env(ctx)["CUDA_VISIBLE_DEVICES"] == "7"
+
+
 @pytest.mark.parametrize("command, level", [
     (["python", "train.py", "--device", "cuda"], "expected"),
     (["python", "train.py", "--device=cuda:1"], "expected"),

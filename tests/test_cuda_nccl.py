@@ -27,12 +27,17 @@ def ctx_for(timeout: float = 40, command=(), **opts) -> Context:
 
 
 def leftovers() -> list[str]:
-    """Rank probes still running anywhere on the machine."""
+    """Rank probes of a gloo run (only these tests start those) still running anywhere on the machine."""
     out = []
     for p in psutil.process_iter(["cmdline", "status"]):
         cmd = " ".join(p.info["cmdline"] or [])
-        if "cuda_nccl_probe.py" in cmd and p.info["status"] != psutil.STATUS_ZOMBIE:
-            out.append(cmd)
+        if "cuda_nccl_probe.py" not in cmd or "--rank=" not in cmd or p.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        try:
+            if p.environ().get("DFDOCTOR_NCCL_BACKEND") == "gloo":
+                out.append(cmd)
+        except psutil.Error:
+            continue
     return out
 
 
