@@ -46,6 +46,7 @@ while time.time() < end:
 
 
 def env() -> dict[str, str]:
+    """The environment for dfdoctor: no colour codes in the text we parse."""
     e = dict(os.environ)
     e["NO_COLOR"] = "1"
     return e
@@ -82,6 +83,7 @@ def recorder_cost(work: Path, duration: float) -> dict:
     page = os.sysconf("SC_PAGE_SIZE")
 
     def sample():
+        """The recorder's CPU seconds and resident bytes now."""
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / tick, int(fields[21]) * page
 
@@ -103,6 +105,7 @@ def recorder_cost(work: Path, duration: float) -> dict:
 
 
 def main() -> int:
+    """Run both parts, print the figures, exit 1 when a goal is missed."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--duration", type=float, default=60.0)

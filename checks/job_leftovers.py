@@ -37,6 +37,7 @@ def job_leftovers(ctx):
 
 
 def _cmdline(pid: int) -> str:
+    """A process's command line, for the evidence."""
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()[:200]
     except OSError:

@@ -41,6 +41,7 @@ class LaunchOptions:
 
 
 def _checks(phase: str, only: tuple[str, ...], skip: tuple[str, ...]) -> list:
+    """The registered checks of one phase, filtered by --only/--skip."""
     return select(discover()[0], only, skip, phase)
 
 
@@ -150,11 +151,13 @@ _DETAIL = {
 
 
 def _event(name: str, detail: str) -> dict[str, Any]:
+    """A timeline entry of dfdoctor's own, stamped now."""
     return {"t": round(time.time(), 3), "event": name, "detail": detail}
 
 
 def _report(ctx: Context, mode: str, started: str, verdict: Verdict, records: list[CheckRecord],
             timeline: list[dict[str, Any]], run: Optional[rundir.RunRecord]) -> Report:
+    """Assemble the Report of a launch or status run."""
     return Report(tool_version=__version__, target=ctx.target, command=list(ctx.command), started_at=started,
                   finished_at=now_iso(), verdict=verdict, checks=records,
                   timeline=timeline + [_event("verdict", f"{verdict.state} {verdict.cause or ''}".strip())],
@@ -178,6 +181,7 @@ class MemSize(click.ParamType):
     name = "size"
 
     def convert(self, value: Any, param: Any, ctx: Any) -> int:
+        """Parse `512M`, `2G`, `1.5g` or plain bytes."""
         if isinstance(value, int):
             return value
         m = _SIZE.match(str(value))
@@ -188,6 +192,7 @@ class MemSize(click.ParamType):
 
 
 def _check_selection(opts: dict[str, Any], cfg: Config) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """--only/--skip from the command line and the config; an --only matching nothing is bad usage."""
     only = tuple(opts.get("only") or ()) or tuple(cfg.get("only") or ())
     skip = tuple(opts.get("skip") or ()) + tuple(cfg.get("skip") or ())
     missing = list(unmatched(only, discover()[0]))

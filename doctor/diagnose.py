@@ -43,10 +43,12 @@ class PyError:
 
     @property
     def headline(self) -> str:
+        """`Type: message`, as Python prints it."""
         return f"{self.exc_type}: {self.message}" if self.message else self.exc_type
 
     @property
     def where(self) -> str:
+        """`file, line N`, or that it is unknown."""
         return f"{self.file}, line {self.line}" if self.file else "an unknown place"
 
 
@@ -103,6 +105,7 @@ def _meaningful(text: str) -> bool:
 
 
 def _started_logging(run: RunRecord, err: Optional[PyError]) -> bool:
+    """Whether the job had written anything of its own before the final traceback."""
     ex = run.exit or {}
     if ex.get("stdout_bytes"):
         return True
@@ -114,14 +117,17 @@ def _started_logging(run: RunRecord, err: Optional[PyError]) -> bool:
 
 
 def _cmd(run: RunRecord) -> str:
+    """The job's command line, shell-quoted."""
     return shlex.join(run.spec.get("argv") or [])
 
 
 def _python_of(run: RunRecord) -> str:
+    """The training interpreter, for fixes that name it."""
     return run.spec.get("python") or "the training interpreter"
 
 
 def _via_shell(run: RunRecord) -> bool:
+    """The command is a shell, whose exit status may encode its child's signal (128+N)."""
     argv = run.spec.get("argv") or [""]
     return argv[0].rsplit("/", 1)[-1] in SHELLS
 
@@ -470,12 +476,14 @@ def _elsewhere_in_record(run: RunRecord) -> list[str]:
 
 # ---- helpers ----------------------------------------------------------------------------------------
 def _status_line(ex: dict) -> str:
+    """One evidence line: exit status or signal, wall time, peak RSS and CPU."""
     how = f"signal {ex['signal']}" if ex.get("signal") else f"status {ex.get('exit_code')}"
     return (f"exit: {how} after {ex.get('wall_s')} s (pid {ex.get('pid')}, max RSS "
             f"{(ex.get('max_rss_kb') or 0) / 1024:.0f} MiB, CPU {ex.get('utime_s', 0) + ex.get('stime_s', 0):.1f} s)")
 
 
 def _signame(num: int) -> str:
+    """A signal number's name."""
     try:
         return _signal.Signals(num).name
     except ValueError:
@@ -483,16 +491,19 @@ def _signame(num: int) -> str:
 
 
 def _parent(path: str) -> str:
+    """The folder part of a path."""
     return path.rsplit("/", 1)[0] or "/" if "/" in path else "."
 
 
 def _clock(t: float) -> str:
+    """A wall-clock time as HH:MM:SS.d, for evidence lines."""
     import time
 
     return time.strftime("%H:%M:%S", time.localtime(t)) + f".{int((t % 1) * 10)}"
 
 
 def _stack_evidence(live: LiveFacts) -> list[str]:
+    """The live job's stacks as evidence lines (capped per process)."""
     out = []
     for st in live.stacks:
         if st.error:

@@ -134,6 +134,7 @@ def watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float,
 
 def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, steady_s: float,
            t0: float) -> tuple[RunRecord, Optional[LiveFacts]]:
+    """The watch loop itself; `watch` adds Ctrl-C handling."""
     growth: list[tuple[float, int]] = []  # (when, progress) each time we saw the output grow
     while True:
         run = rundir.load(run_dir)
@@ -199,6 +200,7 @@ def _bare_names(text: str) -> str:
 
 
 def _tree(pid: int) -> list[psutil.Process]:
+    """The job's process and all its descendants."""
     try:
         root = psutil.Process(pid)
         return [root] + root.children(recursive=True)
@@ -238,6 +240,7 @@ def _look_at_fds(p: psutil.Process, run: RunRecord, expected: Optional[str], fac
 
 
 def _writable(pid: int, fd: str) -> bool:
+    """Whether the fd is open for writing (O_WRONLY or O_RDWR in /proc/PID/fdinfo)."""
     try:
         for line in Path(f"/proc/{pid}/fdinfo/{fd}").read_text().splitlines():
             if line.startswith("flags:"):

@@ -48,6 +48,7 @@ class Record:
     """The append-only record: each event one JSON line, written by one O_APPEND write."""
 
     def __init__(self, path):
+        """Open the record for appending (created if missing)."""
         self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
 
     def event(self, name, sync=False, **data):
@@ -67,6 +68,7 @@ class CappedCopy:
     """A capped on-disk copy of one stream: the first HEAD_CAP bytes, then two alternating tail segments."""
 
     def __init__(self, run_dir, name):
+        """Open the head file; tail segments open when the head is full."""
         self.base = os.path.join(run_dir, name)
         self.head = os.open(self.base + ".log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         self.head_len = 0
@@ -95,6 +97,7 @@ class CappedCopy:
             pass
 
     def _rotate(self):
+        """Start the other tail segment afresh: the older bytes in it are the ones we drop."""
         if self.seg is not None:
             os.close(self.seg)
         self.seg_index = 1 - self.seg_index
@@ -206,6 +209,7 @@ class Recorder:
     """Starts the job described by spec.json and records its life until it ends."""
 
     def __init__(self, run_dir, spec):
+        """Nothing runs yet: `spawn` starts the job."""
         self.run_dir = run_dir
         self.spec = spec
         self.record = Record(os.path.join(run_dir, "record.jsonl"))
@@ -238,6 +242,7 @@ class Recorder:
         signal.signal(signal.SIGCHLD, lambda *_: None)  # only to wake select through the wakeup fd
 
     def _on_signal(self, num, frame):
+        """Only note the signal; the main loop records it (no I/O in a handler)."""
         self.pending_signals.append((num, time.time()))
 
     def flush_signals(self):
@@ -300,6 +305,7 @@ class Recorder:
         join = os.path.join(job_cgroup, "cgroup.procs") if self.mem[2] else None
 
         def child_setup():
+            """In the job's process before exec: own process group, SIGHUP ignored, memory cgroup joined."""
             os.setpgid(0, 0)
             signal.signal(signal.SIGHUP, signal.SIG_IGN)  # nohup semantics for the job itself
             if join:
@@ -440,6 +446,7 @@ class Recorder:
             self.record.event("outputs", **outputs)
 
     def _total(self, name):
+        """Bytes the job wrote so far on stream `name`."""
         for n, copy in self.copies.values():
             if n == name:
                 return copy.total
@@ -539,6 +546,7 @@ def job_outputs(pids, run_dir, log_path, main_pid=None):
 
 
 def _fd_writable(pid, fd):
+    """Whether the fd is open for writing (O_WRONLY or O_RDWR in /proc/PID/fdinfo)."""
     text = read_text("/proc/%d/fdinfo/%s" % (pid, fd)) or ""
     for line in text.splitlines():
         if line.startswith("flags:"):
@@ -550,6 +558,7 @@ def _fd_writable(pid, fd):
 
 
 def _readlink(path):
+    """Where a /proc link points, or None."""
     try:
         return os.readlink(path)
     except OSError:
@@ -557,6 +566,7 @@ def _readlink(path):
 
 
 def _drain_fd(fd):
+    """Empty the signal wake-up pipe."""
     try:
         while os.read(fd, 4096):
             pass
@@ -565,6 +575,7 @@ def _drain_fd(fd):
 
 
 def _returncode(status):
+    """A wait status as Popen's returncode: negative for a signal."""
     return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
 
 

@@ -132,6 +132,7 @@ class RunRecord:
 
     @property
     def id(self) -> str:
+        """The run's id (its folder's name when the spec lacks one)."""
         return self.spec.get("run_id") or self.dir.name
 
     def first(self, name: str) -> Optional[dict[str, Any]]:
@@ -144,14 +145,17 @@ class RunRecord:
 
     @property
     def recorder(self) -> Optional[dict[str, Any]]:
+        """The recorder's self-description: pid, host, boot id, cgroups."""
         return self.first("recorder")
 
     @property
     def spawned(self) -> Optional[dict[str, Any]]:
+        """The job's start: pid, argv, cwd, masked environment."""
         return self.first("spawned")
 
     @property
     def exit(self) -> Optional[dict[str, Any]]:
+        """How the job ended: status or signal, resources, OOM counters."""
         return self.first("exit")
 
     @property
@@ -161,6 +165,7 @@ class RunRecord:
 
     @property
     def job_pid(self) -> Optional[int]:
+        """The job's pid, once it was started."""
         return self.spawned["pid"] if self.spawned else None
 
     def recorder_alive(self) -> bool:
