@@ -134,10 +134,12 @@ def _devices(facts: dict, vis: Visibility, exp: Expectation, data: dict) -> Iter
         return
     for d in devices:
         problem = _arch_problem(d, arch)
-        if problem and not any(a.startswith("compute_") for a in arch):
+        if problem and problem.endswith("not at all"):
             yield fail(problem, causes.CUDA_INIT_FAILED, data=data,
                        fix="install a torch build compiled for this GPU's architecture")
             return
+        if problem:  # PTX from an older architecture: it works, after a slow JIT compile at every cold start
+            yield warn(problem, None, data=data, fix="install a torch build compiled for this GPU's architecture")
     busy = _busy(facts, vis, devices)
     if busy:
         yield warn(busy[0], None, evidence=tuple(busy[1:]), data=data,

@@ -77,6 +77,15 @@ def test_gpu_newer_than_the_torch_build_fails_with_the_arch_list():
     assert "sm_120" in r.summary and "sm_50 sm_60" in r.summary and "not at all" in r.summary
 
 
+def test_gpu_reached_only_through_ptx_jit_warns():
+    f = facts()
+    f["devices"][0].update(sm="sm_120", capability="12.0")
+    f["torch"]["arch_list"] = ["sm_80", "sm_90", "compute_90"]
+    rs = verdict(f)
+    assert [r.status for r in rs] == [Status.WARN, Status.OK]
+    assert "only through JIT from compute_90 PTX" in rs[0].summary
+
+
 def test_failing_matmul_names_the_gpu_and_the_stage():
     f = facts()
     f["devices"][0].update(error="RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED", failed_stage="device 0: matmul")
