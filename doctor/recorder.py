@@ -1,8 +1,8 @@
 """dfdoctor's flight recorder: start one job, relay its output, and write down everything that happens to it.
 
-Run as a plain script, `python recorder.py RUN_DIR`, by whatever interpreter trains (even one whose torch
-is broken): it uses the standard library only and imports nothing from dfdoctor, so it can also be shipped
-to a remote python over stdin. RUN_DIR/spec.json says what to run (argv, cwd, log, redirect, memory limit);
+Run as a plain script, `python recorder.py [--detach] RUN_DIR [SPEC_JSON]`, by whatever interpreter
+trains (even one whose torch is broken): it uses the standard library only and imports nothing from
+dfdoctor, so it can also be shipped to a remote python over stdin (`python3 - --detach DIR SPEC`). RUN_DIR/spec.json says what to run (argv, cwd, log, redirect, memory limit);
 the job's environment is the recorder's own.
 
 The record, RUN_DIR/record.jsonl, is append-only: one JSON object per line, each written with a single
@@ -596,14 +596,57 @@ def _group_members(pgid):
     return out[:50]
 
 
+def detach(run_dir):
+    """Leave the caller's session for good: SIGHUP ignored before forking, a new session, stdin from
+    /dev/null, output to RUN_DIR/recorder.out. The caller gets the recorder's pid on stdout and returns."""
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(w)
+        answer = os.read(r, 64)
+        os.waitpid(pid, 0)
+        sys.stdout.write(answer.decode() + "\n")
+        sys.stdout.flush()
+        os._exit(0 if answer else 1)
+    os.close(r)
+    os.setsid()
+    if os.fork():
+        os._exit(0)  # the session leader goes; its child can never regain a terminal
+    null = os.open(os.devnull, os.O_RDONLY)
+    out = os.open(os.path.join(run_dir, "recorder.out"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(null, 0)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    os.close(null)
+    os.close(out)
+    os.write(w, str(os.getpid()).encode())
+    os.close(w)
+
+
 def main(argv):
-    """`recorder.py RUN_DIR`: run the job RUN_DIR/spec.json describes and record it."""
-    if len(argv) != 2:
-        sys.stderr.write("usage: recorder.py RUN_DIR\n")
+    """`recorder.py [--detach] RUN_DIR [SPEC_JSON]`: run the job RUN_DIR/spec.json describes and record it.
+
+    SPEC_JSON, when given, is written to RUN_DIR/spec.json first (RUN_DIR is created), so a remote python can
+    receive this file on stdin and everything else on its command line: `python3 - --detach DIR SPEC`.
+    """
+    args = argv[1:]
+    detached = bool(args) and args[0] == "--detach"
+    if detached:
+        args = args[1:]
+    if len(args) not in (1, 2):
+        sys.stderr.write("usage: recorder.py [--detach] RUN_DIR [SPEC_JSON]\n")
         return 2
-    run_dir = argv[1]
+    run_dir = args[0]
+    if len(args) == 2:
+        spec = json.loads(args[1])
+        os.makedirs(run_dir, exist_ok=True)
+        with open(os.path.join(run_dir, "spec.json"), "w") as f:
+            json.dump(spec, f, indent=1)
     with open(os.path.join(run_dir, "spec.json")) as f:
         spec = json.load(f)
+    if detached:
+        detach(run_dir)
     rec = Recorder(run_dir, spec)
     rec.install_signals()
     rec.describe_self()

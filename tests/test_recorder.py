@@ -79,3 +79,31 @@ def test_recorder_imports_only_the_standard_library():
     out = subprocess.run([sys.executable, "-I", "-S", "-c", f"import runpy; runpy.run_path({str(RECORDER)!r})"],
                          capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
+
+
+def test_shipped_on_stdin_detaches_itself_and_survives_the_hangup(tmp_path):
+    """How a remote target can use it: `python3 - --detach DIR SPEC < recorder.py` in a pty session that
+    hangs up as soon as the command returns; the job keeps running and logging."""
+    import os
+    import shlex
+    import time
+
+    from jobs.harness import JOBS, kill_runs, wait_for
+    from test_launch_detach import _pty_session
+
+    run_dir = tmp_path / "remote-run"
+    spec = json.dumps({"run_id": "r", "argv": [sys.executable, str(JOBS / "healthy.py"), "20"],
+                       "cwd": str(tmp_path), "log": str(tmp_path / "t.log")})
+    try:
+        _pty_session(f"{shlex.quote(sys.executable)} - --detach {run_dir} {shlex.quote(spec)} "
+                     f"< {shlex.quote(str(RECORDER))}")
+        assert wait_for(lambda: rundir.load(run_dir).spawned is not None, timeout=10)
+        time.sleep(1.5)
+        run = rundir.load(run_dir)
+        assert run.recorder_alive() and run.job_alive(), run.events[-3:]
+        assert run.recorder["sid"] != os.getsid(0) and run.recorder["sid"] != run.recorder["pid"], \
+            "a session of its own, whose leader is gone (it can never regain a terminal)"
+        size = (tmp_path / "t.log").stat().st_size
+        assert wait_for(lambda: (tmp_path / "t.log").stat().st_size > size, timeout=3)
+    finally:
+        kill_runs(tmp_path)
