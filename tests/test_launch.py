@@ -168,3 +168,33 @@ def test_compile_deadlock_from_the_stacks_of_a_silent_job(work):
     assert proc.returncode == 1
     assert rep["verdict"]["cause"] == "compile-deadlock", text_of(rep)
     assert "compile_lock" in rep["verdict"]["summary"] and "drafter-0" in rep["verdict"]["summary"]
+
+
+def test_without_log_the_output_stays_in_the_run_folder(work):
+    proc, rep = launch(work, *job("healthy.py", "20"), log=None, watch=10)
+    assert proc.returncode == 0 and rep["verdict"]["state"] == "running", text_of(rep)
+    assert "step 0" in (Path(rep["run"]["dir"]) / "stdout.log").read_text()
+
+
+@pytest.mark.parametrize("args,message", [
+    ([], "Missing argument"),
+    (["--memory-limit", "lots", "--", "true"], "not a size"),
+    (["--watch", "-1", "--", "true"], "--watch"),
+])
+def test_bad_usage_is_exit_2(work, args, message):
+    from jobs.harness import dfdoctor
+
+    proc = dfdoctor("launch", "--no-check", "--cwd", str(work), *args, cwd=work)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert not (work / ".dfdoctor").exists()
+
+
+def test_run_dir_holding_a_run_is_refused(work):
+    from jobs.harness import dfdoctor
+
+    run_dir = work / "myrun"
+    launch(work, *job("exited_early.py"), extra=("--run-dir", str(run_dir)))
+    before = (run_dir / "record.jsonl").read_bytes()
+    proc = dfdoctor("launch", "--no-check", "--cwd", str(work), "--run-dir", str(run_dir), "--", "true", cwd=work)
+    assert proc.returncode == 2 and "already holds a run" in proc.stderr
+    assert (run_dir / "record.jsonl").read_bytes() == before, "an existing run is never overwritten"
