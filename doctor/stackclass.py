@@ -70,7 +70,8 @@ def parse(stacks_text: str) -> list[ThreadStack]:
         m = _FH_FRAME.match(raw) or _PS_FRAME.match(raw)
         if m and ident is not None:
             line = m.group("line")
-            frames.append(Frame(m.group("file"), int(line) if line.isdigit() else 0, m.group("func")))
+            func = m.group("func").rsplit(".", 1)[-1]  # py-spy qualifies methods: ConvertFrame.__call__
+            frames.append(Frame(m.group("file"), int(line) if line.isdigit() else 0, func))
     close()
     return threads
 

@@ -54,10 +54,14 @@ def test_real_gpu_probe_deadlock_names_the_device_thread() -> None:
 
 
 def test_pyspy_layout_gives_the_same_answer() -> None:
-    """py-spy's dump layout is read as well as faulthandler's."""
+    """py-spy's dump layout is read as well as faulthandler's, its qualified method names too."""
     text = to_pyspy(GPU_TRAINER_LOG.read_text())
     assert len(parse(text)) >= 6
     assert classify(text)[0] == causes.COMPILE_DEADLOCK
+    qualified = text.replace("    __call__ (", "    ConvertFrame.__call__ (").replace(
+        "    grad (", "    torch.autograd.grad (")
+    assert "ConvertFrame.__call__" in qualified
+    assert classify(qualified)[0] == causes.COMPILE_DEADLOCK
 
 
 def _innermost(block: str) -> str:
