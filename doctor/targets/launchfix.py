@@ -29,8 +29,8 @@ def judge(analysis: Analysis, job: Job, log: Optional[str]) -> None:
 
     if out and out.kind == "file" and out.where != f.where:
         find("fail", causes.LOG_ELSEWHERE, out.hop,
-             f"the redirect to {out.path} is parsed by the shell at hop {out.hop} on {out.where}: the job runs "
-             f"in {f.where} but its log lands on {out.where}",
+             f"the job runs in {f.where}, but `> {out.path}` is parsed by the shell on {out.where}: its log "
+             f"lands on {out.where}",
              details=f"Looking for {out.path} in {f.where} finds nothing (or an older file). Output: "
                      f"{out.describe()}; errors: {err.describe() if err else '?'}.")
     if f.background_at is not None and not f.handoff and _tty_on_path(f):
