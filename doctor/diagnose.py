@@ -295,7 +295,7 @@ def exited_cleanly(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdic
     ex = run.exit
     if not ex or ex.get("exit_code") != 0:
         return None
-    wrote = run.output_bytes() > 0 or (not run.spawned.get("redirect", True) and run.first("log-grew"))
+    wrote = _written(run) > 0
     elsewhere = _elsewhere_in_record(run)
     if not wrote and elsewhere:
         return Verdict("failed", causes.LOG_ELSEWHERE, f"The job exited with status 0 after {ex.get('wall_s')} s; "
@@ -393,7 +393,7 @@ def log_elsewhere(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict
 
 def output_buffered(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
     """A busy Python job whose redirected stdout sits in its block buffer: the log stays empty."""
-    if live is None or not live.buffered or run.output_bytes() > 0 or _in_import(live):
+    if live is None or not live.buffered or _written(run) > 0 or _in_import(live):
         return None
     return Verdict("failed", causes.OUTPUT_BUFFERED, f"The job runs (pid {live.pid}) but its log is still empty "
                    "after {:.0f} s: Python block-buffers stdout when it is not a terminal.".format(live.watched_s),
@@ -405,9 +405,9 @@ def output_buffered(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdi
 
 def stalled_after_logging(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
     """Alive, wrote something, then went quiet: still running as far as we can tell."""
-    if live is None or run.output_bytes() == 0:
+    if live is None or _written(run) == 0:
         return None
-    return Verdict("running", None, f"The job is running (pid {live.pid}); it wrote {run.output_bytes()} bytes, "
+    return Verdict("running", None, f"The job is running (pid {live.pid}); it wrote {_written(run)} bytes, "
                    "though its log did not grow lately.",
                    f"Follow it with `dfdoctor status {run.id}`; if it stays quiet, look at its stacks (py-spy dump "
                    f"--pid {live.pid}).", [f"pid {live.pid} alive after {live.watched_s:.1f} s",
@@ -475,6 +475,18 @@ def _elsewhere_in_record(run: RunRecord) -> list[str]:
 
 
 # ---- helpers ----------------------------------------------------------------------------------------
+def _written(run: RunRecord) -> int:
+    """Bytes the job wrote: on stdout/stderr, plus (with --no-redirect) what its own log grew by."""
+    grown = 0
+    initial = run.first("log-initial")
+    if run.spawned and not run.spawned.get("redirect", True) and initial:
+        size = (run.exit or {}).get("log_size")
+        if size is None:
+            size = (run.heartbeat or {}).get("log_size")
+        grown = max(0, (size or 0) - (initial.get("size") or 0))
+    return run.output_bytes() + grown
+
+
 def _status_line(ex: dict) -> str:
     """One evidence line: exit status or signal, wall time, peak RSS and CPU."""
     how = f"signal {ex['signal']}" if ex.get("signal") else f"status {ex.get('exit_code')}"

@@ -107,3 +107,13 @@ def test_recorder_killed_with_its_session(work, delay, cause):
     assert "without writing the job's exit" in text_of(st)
     if cause == "killed-on-session-exit":
         assert "dfdoctor launch returned" in text_of(st)
+
+
+def test_status_of_a_quiet_no_redirect_job_that_wrote_its_own_log(work):
+    log = work / "train.log"
+    code = (f"import time\nwith open({str(log)!r}, 'a') as f:\n    f.write('step 0\\n')\n"
+            "time.sleep(30)\n")
+    (work / "quiet.py").write_text(code)
+    launch(work, job("crash.py")[0], str(work / "quiet.py"), watch=2, extra=("--no-redirect",))
+    proc, st = status(work, "--watch", "1")
+    assert proc.returncode == 0 and st["verdict"]["state"] == "running", text_of(st)
