@@ -159,22 +159,28 @@ def test_sentinels_cleaned_up_when_the_probe_is_killed(ssh_config_env):
     p = subprocess.Popen([sys.executable, "-c", code, infra.pct_target], env=infra.env(), start_new_session=True,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
+    mark = f"/s {p.pid}x"  # the probe's trial names start with its pid: other test sessions may run probes too
+
     def sentinels() -> int:
-        r = infra.container("ps -o args | grep -c '[d]fdoctor-persist.*/s ' || true")
+        r = infra.container(f"ps -o args | grep -c '[d]fdoctor-persist.*{mark}' || true")
         return int(r.stdout.strip() or 0)
+
+    def ours() -> set:
+        return {d for d in (infra.rootfs() / "tmp").glob("dfdoctor-persist.*")
+                if any(e.name.startswith(f"{p.pid}x") for e in d.iterdir())}
 
     deadline = time.monotonic() + 15
     while sentinels() == 0 and time.monotonic() < deadline:
         time.sleep(0.2)
     assert sentinels() > 0, "no sentinel ever started"
+    before = ours()
     os.kill(p.pid, signal.SIGKILL)  # the probe only: its ssh children see their stdin close
     p.wait()
-    before = set((infra.rootfs() / "tmp").glob("dfdoctor-persist.*"))
     deadline = time.monotonic() + 8
-    while (sentinels() or set((infra.rootfs() / "tmp").glob("dfdoctor-persist.*"))) and time.monotonic() < deadline:
+    while (sentinels() or any(d.exists() for d in before)) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert sentinels() == 0
-    assert before and not list((infra.rootfs() / "tmp").glob("dfdoctor-persist.*"))
+    assert before and not any(d.exists() for d in before)
     # its ssh clients are orphans now; they end once the watchdog has cleaned up
     os.killpg(p.pid, signal.SIGKILL) if _group_alive(p.pid) else None
 

@@ -20,7 +20,7 @@ def work(infra: Infra):
     host_side = infra.rootfs() / "tmp" / name
     host_side.mkdir()
     yield f"/tmp/{name}", host_side
-    infra.container(f"rm -rf /tmp/{name} /tmp/dfdoctor-runs")
+    infra.container(f"rm -rf /tmp/{name}")
 
 
 def test_started_job_outlives_the_session_and_is_observed(ssh_config_env, work):
@@ -28,7 +28,7 @@ def test_started_job_outlives_the_session_and_is_observed(ssh_config_env, work):
     inside, host_side = work
     job = ["sh", "-c", "i=0; while [ $i -lt 40 ]; do echo step $i; i=$((i+1)); sleep 0.1; done; exit 3"]
     run = remote_run.start(infra.pct_target, job, log=f"{inside}/train.log", cwd=inside,
-                           strategy="nohup-setsid-f-wait")
+                           strategy="nohup-setsid-f-wait", run_dir=f"{inside}/run")
     assert run.start_error is None and run.session_s < 5
     seen = remote_run.observe(run, watch_s=0.5)
     assert seen.error is None and seen.alive and seen.pid and seen.growing and seen.exit_code is None
@@ -42,7 +42,8 @@ def test_started_job_outlives_the_session_and_is_observed(ssh_config_env, work):
 def test_stop_and_unreachable(ssh_config_env, work):
     infra = ssh_config_env
     inside, _ = work
-    run = remote_run.start(infra.pct_target, ["sleep", "30"], log=f"{inside}/s.log", strategy="nohup-setsid-f-wait")
+    run = remote_run.start(infra.pct_target, ["sleep", "30"], log=f"{inside}/s.log", strategy="nohup-setsid-f-wait",
+                           run_dir=f"{inside}/run")
     assert remote_run.observe(run, watch_s=0.1).alive
     remote_run.stop(run)
     time.sleep(0.3)

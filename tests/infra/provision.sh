@@ -17,6 +17,10 @@ VMID_PTY1=${DFDOCTOR_INFRA_VMID_PTY1:-201}
 CLEAN_ENV=(env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8)
 
 [ "$(id -u)" = 0 ] || { echo "provision: must run as root" >&2; exit 1; }
+# Several test sessions may provision at once (engineers, CI shards): one at a time.
+mkdir -p "$(dirname "$DIR")"
+exec 9>"$DIR.lock"
+flock -w 120 9 || { echo "provision: another provisioning holds $DIR.lock" >&2; exit 1; }
 for tool in sshd ssh ssh-keygen lxc-create lxc-start lxc-attach busybox unshare; do
   command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || { echo "provision: $tool is not installed" >&2; exit 1; }
 done
