@@ -262,3 +262,16 @@ def test_accelerate_launcher_whose_package_is_gone(sample, tmp_path: Path) -> No
     r = worst(results)
     assert (r.status, r.cause) == (Status.FAIL, causes.MISSING_MODULE)
     assert "No module named 'accelerate'" in r.summary
+
+
+OLD_PYTHONS = [p for p in ("/root/.pyenv/versions/3.7.16/bin/python", "/root/.pyenv/versions/3.8.18/bin/python")
+               if Path(p).exists()]
+
+
+@pytest.mark.parametrize("py", OLD_PYTHONS or [pytest.param(None, marks=pytest.mark.skip(reason="no old Python here"))])
+def test_older_training_interpreters(sample, py) -> None:
+    """The probe runs on the job's Python, old ones included (their AST differs: the main guard still counts)."""
+    proj = sample("main_guard_import")
+    r = worst(run_check([py, "train.py"], proj, python=py))
+    assert (r.status, r.cause) == (Status.FAIL, causes.MISSING_MODULE)
+    assert "drafter_kernels_not_installed_here" in r.summary

@@ -323,7 +323,7 @@ def import_plan(body, kind):
 def is_main_guard(test):
     """`if __name__ == "__main__":`"""
     return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
-            and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators))
+            and any(getattr(c, "value", getattr(c, "s", None)) == "__main__" for c in test.comparators))
 
 
 def is_type_checking(test):
