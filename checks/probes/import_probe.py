@@ -312,7 +312,7 @@ def import_plan(body, kind):
             else:
                 for item in import_plan(node.body + node.orelse, "conditional" if kind == "required" else kind):
                     yield item
-        elif isinstance(node, ast.Try):
+        elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
             inner = "optional" if handles_import_error(node) else kind
             for item in import_plan(node.body, inner):
                 yield item
