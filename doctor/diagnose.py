@@ -360,6 +360,23 @@ def recorder_vanished(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Ver
 
 
 # ---- rules for a job alive at the end of the watch -----------------------------------------------------
+def log_write_failed(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """The log opened, but writing to it failed later (a full disk): the job runs, its log stopped."""
+    ev = run.first("log-write-failed")
+    if not ev or (run.exit and run.exit.get("exit_code") not in (0, None)):
+        return None
+    path = run.spec.get("log")
+    evidence = [f"write to {path} failed: {ev.get('errname')} ({ev.get('strerror')}) at {_clock(ev['t'])}",
+                f"output since then is only in the run folder: {run.dir / 'stdout.log'}"]
+    state = "failed"
+    if ev.get("errname") in ("ENOSPC", "EDQUOT"):
+        return Verdict(state, causes.DISK_FULL, f"The file system of {path} is full: the log stopped growing "
+                       "while the job went on.", f"Free space or inodes there (df -h {_parent(path)}; df -i), "
+                       "or log elsewhere.", evidence)
+    return Verdict(state, causes.LOG_NOT_WRITABLE, f"Writing the log {path} failed ({ev.get('strerror')}).",
+                   "Point --log at a writable file on a healthy file system.", evidence)
+
+
 def running(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
     """Alive and its log keeps growing: that is what a healthy launch looks like."""
     if live is None or not live.growing:
@@ -441,7 +458,7 @@ def recorder_never_started(run: RunRecord, live: Optional[LiveFacts]) -> Optiona
 RULES: list[Callable[[RunRecord, Optional[LiveFacts]], Optional[Verdict]]] = [
     recorder_never_started, log_could_not_open, spawn_failed,
     oom_killed, fx_trace_race, command_not_found_status, python_exception, died_from_signal,
-    exited_cleanly, exited_nonzero,
+    log_write_failed, exited_cleanly, exited_nonzero,
     recorder_vanished,
     running, deadlock_in_stacks, log_elsewhere, output_buffered, stalled_after_logging, import_hang,
 ]

@@ -198,3 +198,33 @@ def test_run_dir_holding_a_run_is_refused(work):
     proc = dfdoctor("launch", "--no-check", "--cwd", str(work), "--run-dir", str(run_dir), "--", "true", cwd=work)
     assert proc.returncode == 2 and "already holds a run" in proc.stderr
     assert (run_dir / "record.jsonl").read_bytes() == before, "an existing run is never overwritten"
+
+
+@pytest.fixture
+def full_fs(tmp_path: Path):
+    """A real, tiny tmpfs filled to the last byte."""
+    import subprocess
+
+    mnt = tmp_path / "full"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)]).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(fd, b"\0" * 4096):
+                pass
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)])
+
+
+def test_disk_full_while_the_job_runs(work, full_fs):
+    proc, rep = launch(work, *job("healthy.py", "20"), log=str(full_fs / "train.log"), watch=10)
+    assert proc.returncode == 1
+    assert rep["verdict"]["cause"] == "disk-full", text_of(rep)
+    assert "ENOSPC" in text_of(rep)
