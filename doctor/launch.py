@@ -90,7 +90,7 @@ def start(command: list[str], *, cwd: Path, env: dict[str, str], python: str, ru
     (run_dir / "spec.json").write_text(json.dumps(spec, indent=1))
     interp = recorder_python(python, env)
     proc = spawner([interp, str(RECORDER), str(run_dir)], env, cwd, run_dir / "recorder.out")
-    if interp != sys.executable and not _said_hello(proc, run_dir):
+    if interp != sys.executable and _failed_to_start(proc, run_dir):
         # the training interpreter could not run even the standard-library recorder: use ours
         rundir.append_event(run_dir, "recorder-fallback", python=interp,
                             output=(run_dir / "recorder.out").read_text(errors="replace")[-2000:])
@@ -99,14 +99,14 @@ def start(command: list[str], *, cwd: Path, env: dict[str, str], python: str, ru
     return proc
 
 
-def _said_hello(proc: subprocess.Popen, run_dir: Path) -> bool:
-    """Wait until the recorder writes its first event, or dies without one."""
+def _failed_to_start(proc: subprocess.Popen, run_dir: Path) -> bool:
+    """The recorder exited without a word. A slow one is left alone: two recorders would start two jobs."""
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if rundir.load(run_dir).recorder:
-            return True
+            return False
         if proc.poll() is not None:
-            return bool(rundir.load(run_dir).recorder)
+            return not rundir.load(run_dir).recorder
         time.sleep(POLL_S / 2)
     return False
 
