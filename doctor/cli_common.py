@@ -251,7 +251,17 @@ def emit(report: Report, pairs: list[tuple[str, Optional[str]]], *, verbose: boo
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Replace `path` only once the new content is complete, so a crash never leaves half a file."""
+    """Replace `path` only once the new content is complete, so a crash never leaves half a file.
+
+    A device, FIFO or /dev/stdout is written through, never replaced; a symlink's target is written, and the
+    link kept.
+    """
+    if path.is_symlink():
+        path = path.resolve()
+    if path.exists() and not path.is_file():
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return
     tmp = path.with_name(f".{path.name}.dfdoctor-tmp-{os.getpid()}")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)

@@ -176,3 +176,14 @@ def test_python_m_doctor_works(project):
     import sys
     res = subprocess.run([sys.executable, "-m", "doctor", "list-checks"], capture_output=True, text=True, cwd=project)
     assert res.returncode == 0 and "log.writable" in res.stdout
+
+
+def test_output_to_a_device_or_symlink_is_written_through(project):
+    res = run_dfdoctor("check", "--only", "log.*", "--format", "json", "--output", "/dev/null", cwd=project)
+    assert res.returncode == 0 and Path("/dev/null").is_char_device()
+    real = project / "real.json"
+    real.write_text("old")
+    (project / "link.json").symlink_to(real)
+    run_dfdoctor("check", "--only", "log.*", "--format", "json", "--output", "link.json", cwd=project)
+    assert (project / "link.json").is_symlink()
+    assert json.loads(real.read_text())["schema"] == "dfdoctor/1"
