@@ -155,7 +155,9 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
             if watch_s <= 0:  # --watch 0: started is all we wait for
                 return run, LiveFacts(pid=run.job_pid, watched_s=0.0)
             if now - t0 >= watch_s:
-                return run, observe(run, now - t0)
+                facts = observe(run, now - t0)
+                if facts is not None or now - t0 >= watch_s + 2.0:  # None: it just died, its exit is on the way
+                    return run, facts
         time.sleep(POLL_S)
 
 
