@@ -179,7 +179,7 @@ def _verdict(ranks: list[dict], world: int, backend: str, limit: float, data: di
         tail = f"; {', '.join(_label(r) for r in rest)} stopped waiting for {'it' if len(bad) == 1 else 'them'}" \
             if rest else ""
         return fail(f"{names} failed in {first['stage']}{_injected(first, 'fail')}: {what}{tail}",
-                    causes.CUDA_INIT_FAILED,
+                    causes.NCCL_FAILED,
                     evidence=lines + tuple(first.get("traceback") or first.get("stderr") or ()), data=data,
                     fix=_fix(first))
     if hung:
@@ -196,7 +196,7 @@ def _verdict(ranks: list[dict], world: int, backend: str, limit: float, data: di
             summary = f"{names} hung in stage '{stage}'{_injected(culprits[0], 'hang')}{tail}"
         stack = culprits[0].get("stack") or []
         frame = innermost_frame(stack)
-        return fail(summary, causes.CUDA_INIT_HANG, data=data,
+        return fail(summary, causes.NCCL_HANG, data=data,
                     evidence=lines + ((f"{_label(culprits[0])} stuck at {frame}",) if frame else ()) + tuple(stack),
                     details="the hung rank was killed at the deadline with its whole process group; "
                             "nothing is left running",
@@ -204,7 +204,7 @@ def _verdict(ranks: list[dict], world: int, backend: str, limit: float, data: di
                         "the GPUs' links (nvidia-smi topo -m), NCCL_P2P_DISABLE/NCCL_IB_DISABLE and the firewall")
     if waited:
         names = ", ".join(_label(r) for r in waited)
-        return fail(f"{names} timed out waiting for the other ranks", causes.CUDA_INIT_HANG, evidence=lines,
+        return fail(f"{names} timed out waiting for the other ranks", causes.NCCL_HANG, evidence=lines,
                     data=data, fix="a rank never arrived: see each rank's stage above")
     secs = max((r.get("all_reduce") or {}).get("seconds", 0) for r in ranks)
     init_s = max(_stage_time(r, "all_reduce") - _stage_time(r, "init_process_group") for r in ranks)

@@ -27,6 +27,9 @@ CUDA_INIT_HANG = "cuda-init-hang"
 FX_TRACE_RACE = "fx-trace-race"
 COMPILE_DEADLOCK = "compile-deadlock"
 PTY_EXHAUSTED = "pty-exhausted"
+# Added beyond INTERFACE.md v1 (an extension, not a change): a GPU group that cannot form is not CUDA init.
+NCCL_FAILED = "nccl-failed"
+NCCL_HANG = "nccl-hang"
 
 ALL = frozenset(v for k, v in dict(globals()).items() if k.isupper() and isinstance(v, str))
 

@@ -76,7 +76,7 @@ def test_hanging_rank_is_named_within_the_timeout_and_nothing_is_left():
     t = time.monotonic()
     (r,) = list(cuda_nccl.func(ctx_for(timeout=14, backend="gloo", hang_rank=1)))
     elapsed = time.monotonic() - t
-    assert r.status is Status.FAIL and r.cause == causes.CUDA_INIT_HANG
+    assert r.status is Status.FAIL and r.cause == causes.NCCL_HANG
     assert r.summary.startswith("rank 1 hung in stage 'injected hang before init_process_group'"), r.summary
     assert "rank 0 waited for it" in r.summary
     assert any("stuck at" in e and "cuda_nccl_probe.py" in e for e in r.evidence)
@@ -92,7 +92,7 @@ def test_failing_rank_is_named_and_the_others_are_stopped_early():
     t = time.monotonic()
     (r,) = list(cuda_nccl.func(ctx_for(timeout=60, backend="gloo", fail_rank=0)))
     elapsed = time.monotonic() - t
-    assert r.status is Status.FAIL and r.cause == causes.CUDA_INIT_FAILED
+    assert r.status is Status.FAIL and r.cause == causes.NCCL_FAILED
     assert r.summary.startswith("rank 0 failed in injected failure before init_process_group"), r.summary
     assert "rank 1 stopped waiting for it" in r.summary
     assert elapsed < 20, f"the waiting rank should give up as soon as rank 0 failed, took {elapsed:.1f} s"
@@ -109,7 +109,7 @@ def _rank(rank, state, stage, **kw):
 def test_verdict_when_every_rank_hangs_in_the_collective():
     ranks = [_rank(0, "hung", "all_reduce"), _rank(1, "hung", "all_reduce")]
     r = _verdict(ranks, 2, "nccl", 30, {})
-    assert r.cause == causes.CUDA_INIT_HANG and r.summary == "all 2 ranks hung in all_reduce after 30 s"
+    assert r.cause == causes.NCCL_HANG and r.summary == "all 2 ranks hung in all_reduce after 30 s"
 
 
 def test_verdict_names_the_rank_that_got_least_far():
