@@ -28,6 +28,7 @@ def test_status_without_runs_is_usage_error(work):
     assert "no runs" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_status_follows_a_job_from_running_to_done(work):
     proc, rep = launch(work, *job("healthy.py", "8"), watch=10)
     assert rep["verdict"]["state"] == "running"
