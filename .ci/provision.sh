@@ -12,6 +12,4 @@ if ((${#missing[@]})); then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-if [ -x tests/infra/provision.sh ]; then
-  bash tests/infra/provision.sh
-fi
+bash tests/infra/provision.sh >/dev/null
