@@ -104,19 +104,22 @@ def test_probe_runs_in_the_targets_python_over_stdin(ssh_config_env, tmp_path):
         assert "echo probe ran" in out.stdout
         in_container = spec != infra.ssh_target
         assert out.payload["hostname"] == (infra.vmid if in_container else os.uname().nodename), spec
-    # nothing was installed: the probe's temporary folder is gone
-    assert not list((infra.rootfs() / "tmp").glob("dfdoctor-probe-*"))
+        # nothing was installed: the probe's temporary folder is gone again
+        assert out.payload["dir"].startswith("/tmp/dfdoctor-probe-")
+        gone = (infra.rootfs() if in_container else Path("/")) / out.payload["dir"].lstrip("/")
+        assert not gone.exists()
 
 
 def test_hung_remote_probe_gives_stacks_and_leaves_nothing(ssh_config_env):
     infra = ssh_config_env
     probe = Path(__file__).parent / "infra" / "echo_probe.py"
     start = time.monotonic()
-    out = run_probe(Context(target=infra.pct_target, python="python3"), probe, ["--hang"], timeout=1.5)
+    token = f"hang-{os.getpid()}-{time.time_ns()}"
+    out = run_probe(Context(target=infra.pct_target, python="python3"), probe, ["--hang", token], timeout=1.5)
     assert out.timed_out and out.returncode == -9
     assert "echo_probe.py" in out.stderr and "in <module>" in out.stderr  # faulthandler's stacks came back
     assert time.monotonic() - start < 8
-    left = infra.container("ps -o args | grep -c '[e]cho_probe' || true")
+    left = infra.container(f"ps -o args | grep -c '[e]cho_probe.py --hang {token}' || true")
     assert left.stdout.strip() == "0"
 
 
@@ -128,10 +131,12 @@ def test_remote_probe_killed_when_dfdoctor_goes_away(ssh_config_env):
     argv = transport.wrap(parse_target(infra.pct_target), ["python3", "-c", remote_probe.LOADER])
     p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                          start_new_session=True)
-    p.stdin.write(remote_probe.request(probe, ["--hang"], timeout=60, env={}, cwd=None, python=None))
+    token = f"gone-{os.getpid()}-{time.time_ns()}"
+    p.stdin.write(remote_probe.request(probe, ["--hang", token], timeout=60, env={}, cwd=None, python=None))
     p.stdin.flush()
+    count = f"ps -o args | grep -c '[e]cho_probe.py --hang {token}' || true"
     for _ in range(50):
-        if infra.container("ps -o args | grep -c '[e]cho_probe' || true").stdout.strip() != "0":
+        if infra.container(count).stdout.strip() != "0":
             break
         time.sleep(0.1)
     else:
@@ -139,7 +144,7 @@ def test_remote_probe_killed_when_dfdoctor_goes_away(ssh_config_env):
     os.killpg(p.pid, 9)
     p.wait()
     for _ in range(50):
-        if infra.container("ps -o args | grep -c '[e]cho_probe' || true").stdout.strip() == "0":
+        if infra.container(count).stdout.strip() == "0":
             break
         time.sleep(0.1)
     else:
@@ -169,18 +174,37 @@ def test_reachable_target_and_missing_python(ssh_config_env, dfdoctor):
 def test_shared_connection_opens_and_closes(ssh_config_env):
     infra = ssh_config_env
     t = parse_target(infra.ssh_target)
-    sock = transport.control_path(t)
+    assert transport.control_path(t) is None  # no socket outside a connected() block
     with transport.connected(t) as err:
         assert err is None
+        sock = transport.control_path(t)
+        assert sock and os.path.exists(sock)
+        with transport.connected(t) as inner:  # nested: reuses the outer master
+            assert inner is None and os.path.exists(sock)
         assert os.path.exists(sock)
         start = time.monotonic()
         for _ in range(5):
             assert run_on_target(Context(target=str(t)), ["true"], timeout=10).returncode == 0
         shared = time.monotonic() - start
-    assert not os.path.exists(sock)
+    assert not os.path.exists(sock) and transport.SHARED_ENV not in os.environ
     masters = [p for p in psutil.process_iter(["cmdline"]) if sock in " ".join(p.info["cmdline"] or [])]
     assert not masters
     print(f"5 commands over a shared connection: {shared:.2f} s")
+
+
+def test_two_runs_never_share_or_close_each_others_connection(ssh_config_env):
+    """Another dfdoctor run closing its connection must not cut this run's commands (seen with one socket)."""
+    infra = ssh_config_env
+    t = parse_target(infra.ssh_target)
+    code = ("import sys, time; from doctor.targets import parse_target, transport\n"
+            "with transport.connected(parse_target(sys.argv[1])):\n    print('up', flush=True); time.sleep(1.5)\n")
+    other = subprocess.Popen([sys.executable, "-c", code, str(t)], stdout=subprocess.PIPE, text=True,
+                             env=infra.env())
+    assert other.stdout.readline().strip() == "up"
+    with transport.connected(t):
+        slow = run_on_target(Context(target=str(t)), ["sh", "-c", "sleep 2; echo done"], timeout=10)
+    other.wait(timeout=10)
+    assert slow.returncode == 0 and slow.stdout.strip() == "done", slow.stderr
 
 
 def test_connected_reports_unreachable_in_sshs_words():

@@ -11,8 +11,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
+import shutil
+import signal
 import subprocess
 import tempfile
+import time
 from typing import Iterator, Optional, Sequence
 
 from . import Target
@@ -21,14 +25,20 @@ from .shell import join, quote
 CONNECT_TIMEOUT_S = 8
 # The test infrastructure (and users who want one) point dfdoctor at an ssh_config of their own.
 SSH_CONFIG_ENV = "DFDOCTOR_SSH_CONFIG"
+SHARED_ENV = "DFDOCTOR_SSH_SHARED"  # the folder of this run's ControlMaster sockets, set by connected()
 
 
-def control_path(target: Target) -> str:
-    """A short per-destination socket path (Unix sockets are limited to ~100 bytes)."""
+def control_path(target: Target) -> Optional[str]:
+    """This dfdoctor run's socket for `target`, while `connected()` holds one; else None.
+
+    The folder is per run (named in the environment, so forked check workers and their children find it):
+    two dfdoctor runs never share, or close, each other's connection.
+    """
+    shared = os.environ.get(SHARED_ENV)
+    if not shared:
+        return None
     key = f"{target.destination}:{target.port or ''}:{os.environ.get(SSH_CONFIG_ENV, '')}"
-    d = os.path.join(tempfile.gettempdir(), f"dfdoctor-ssh-{os.getuid()}")
-    os.makedirs(d, mode=0o700, exist_ok=True)
-    return os.path.join(d, hashlib.sha1(key.encode()).hexdigest()[:16])
+    return os.path.join(shared, hashlib.sha1(key.encode()).hexdigest()[:16])
 
 
 def ssh_options(target: Target, *, master: str = "no") -> list[str]:
@@ -37,9 +47,13 @@ def ssh_options(target: Target, *, master: str = "no") -> list[str]:
     cfg = os.environ.get(SSH_CONFIG_ENV)
     if cfg:
         argv += ["-F", cfg]
+    # ControlMaster=no even without a socket of ours: a user's `ControlPersist` must not turn one of our
+    # commands into a master that outlives dfdoctor.
     argv += ["-o", "BatchMode=yes", "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}",
-             "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3",
-             "-o", f"ControlMaster={master}", "-o", f"ControlPath={control_path(target)}"]
+             "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3", "-o", f"ControlMaster={master}"]
+    path = control_path(target)
+    if path:
+        argv += ["-o", f"ControlPath={path}"]
     if target.port:
         argv += ["-p", str(target.port)]
     if target.user:
@@ -86,10 +100,19 @@ def transport_error(target: Target, returncode: Optional[int], stderr: str) -> O
 def connected(target: Target, timeout: float = CONNECT_TIMEOUT_S + 4) -> Iterator[Optional[str]]:
     """Share one ssh connection between every step inside the block; yields ssh's error if it cannot connect.
 
-    The master is closed on the way out, so no ssh process outlives dfdoctor.
+    The master is closed on the way out (and killed if it does not go), so no ssh process outlives dfdoctor.
+    A block inside another one for the same run reuses the outer connection.
     """
     if target.kind not in ("ssh", "pct"):
         yield None
+        return
+    opened_dir = None
+    if not os.environ.get(SHARED_ENV):
+        opened_dir = tempfile.mkdtemp(prefix="dfdoctor-ssh-")
+        os.environ[SHARED_ENV] = opened_dir
+    path = control_path(target)
+    if path and os.path.exists(path) and opened_dir is None:
+        yield None  # the outer block's master serves
         return
     start = ["ssh", *ssh_options(target, master="yes"), "-o", "ControlPersist=yes", "-N", "-f", "--",
              target.host or ""]
@@ -101,18 +124,48 @@ def connected(target: Target, timeout: float = CONNECT_TIMEOUT_S + 4) -> Iterato
             err = transport_error(target, 255, p.stderr) or p.stderr.strip()
     except subprocess.TimeoutExpired:
         err = f"ssh did not connect within {timeout:.0f} s"
+    master = _master_pid(target)
     try:
         yield err
     finally:
-        close(target)
+        close(target, master)
+        if opened_dir:
+            os.environ.pop(SHARED_ENV, None)
+            shutil.rmtree(opened_dir, ignore_errors=True)
 
 
-def close(target: Target) -> None:
-    """Ask a shared connection's master to exit (nothing happens if there is none)."""
+def _master_pid(target: Target) -> Optional[int]:
+    """The pid of this run's master for `target` (`ssh -O check` says it), if one runs."""
+    try:
+        p = subprocess.run(["ssh", *ssh_options(target), "-O", "check", "--", target.host or ""],
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=5)
+    except (subprocess.TimeoutExpired, OSError):
+        return None
+    m = re.search(r"pid=(\d+)", p.stderr + p.stdout)
+    return int(m.group(1)) if m else None
+
+
+def close(target: Target, master: Optional[int] = None) -> None:
+    """Ask this run's master for `target` to exit; kill it if it is still there a moment later."""
+    if control_path(target) is None:
+        return
     try:
         subprocess.run(["ssh", *ssh_options(target), "-O", "exit", "--", target.host or ""], stdin=subprocess.DEVNULL,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=5)
     except (subprocess.TimeoutExpired, OSError):
+        pass
+    if master is None:
+        return
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline:
+        try:
+            os.kill(master, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    try:
+        os.kill(master, signal.SIGKILL)
+    except ProcessLookupError:
         pass
 
 

@@ -13,4 +13,5 @@ print("echo probe ran")
 if "--hang" in sys.argv:
     time.sleep(120)
 answer({"args": sys.argv[1:], "var": os.environ.get("DFD_TEST_VAR"), "hostname": socket.gethostname(),
-        "marker": os.environ.get("DFDOCTOR_TEST_SESSION"), "cwd": os.getcwd()})
+        "marker": os.environ.get("DFDOCTOR_TEST_SESSION"), "cwd": os.getcwd(),
+        "dir": os.path.dirname(os.path.abspath(__file__))})
