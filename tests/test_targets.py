@@ -70,7 +70,11 @@ def test_wrap_quotes_once_for_ssh_and_not_again_below_it():
     argv = transport.wrap(t, ["echo", "a b"])
     assert argv[0] == "ssh" and "BatchMode=yes" in argv and argv[argv.index("--") + 1] == "pve"
     assert argv[-1] == "pct exec 200 -- echo 'a b'"
-    assert transport.wrap(parse_target("lxc://c1"), ["echo", "a b"]) == ["lxc-attach", "--clear-env", "-n", "c1", "--", "echo", "a b"]
+    assert transport.wrap(parse_target("lxc://c1"), ["echo", "a b"]) == ["lxc-attach", "--clear-env", "-n", "c1", "--",
+                                                                         "echo", "a b"]
+    assert transport.wrap(parse_target("docker://t1"), ["echo", "a b"], tty=True) == ["docker", "exec", "-i", "-t",
+                                                                                      "t1", "echo", "a b"]
+    assert transport.typed_line(parse_target("ssh://u@h:2222"), "echo 'x'") == "ssh -p 2222 u@h \"echo 'x'\""
 
 
 # -- real hops ----------------------------------------------------------------------------------------------
