@@ -35,7 +35,10 @@ def persistence_session(ctx) -> Iterator[Result]:
     line = _recommended_line(ctx, target, out.best)
     data = {"matrix": out.matrix, "best": out.best, "recommended": line, "skipped": out.skipped,
             "facts": out.facts, "seconds": round(out.seconds, 2)}
-    strategies.remember(str(target), out.best, out.matrix)
+    try:
+        strategies.remember(str(target), out.best, out.matrix)
+    except OSError as exc:  # a read-only home must not hide the experiment's result
+        data["remember_error"] = f"{strategies.state_file()}: {exc.strerror or exc}"
     evidence = tuple(f"{r['strategy']}, tty {r['tty']}, pause {r['pause_s']} s: survived {r['survived']}, "
                      f"session returned {r['session returned']}" for r in out.matrix)
     died_tty = sorted({t.strategy.name for t in out.trials if t.tty and t.survived is False})
