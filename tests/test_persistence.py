@@ -204,3 +204,12 @@ def test_start_on_target_uses_the_remembered_strategy(ssh_config_env, tmp_path, 
     assert out.extra["line"].startswith(f"cd {inside} && nohup setsid -f sh -c")
     time.sleep(0.5)
     assert _beating(host_side / "job.hb") and "beat" in (host_side / "job.log").read_text()
+
+
+def test_lxc_target_gets_a_real_tty_through_script(infra):
+    """For lxc:// the tty variant runs lxc-attach under `script`, as from a terminal: `&` then dies."""
+    out = persistence.run(parse_target(f"lxc://{infra.vmid}"), pauses=(0.0,), only=["amp", "nohup-setsid-f-wait"])
+    survived = {(r["strategy"], r["tty"]): r["survived"] for r in out.matrix}
+    assert survived == {("amp", "no"): "yes", ("amp", "yes"): "no", ("nohup-setsid-f-wait", "no"): "yes",
+                        ("nohup-setsid-f-wait", "yes"): "yes"}
+    assert out.best == "nohup-setsid-f-wait" and out.left_behind == 0

@@ -73,7 +73,9 @@ def wrap(target: Target, argv: Sequence[str], *, tty: bool = False) -> list[str]
         return argv
     if target.kind == "lxc":
         # --clear-env: the container has an environment of its own; dfdoctor's must not leak into it
-        return ["lxc-attach", "--clear-env", "-n", target.name or "", "--", *argv]
+        attach = ["lxc-attach", "--clear-env", "-n", target.name or "", "--", *argv]
+        # lxc-attach gives the command a pty only when its own stdin is a terminal: `script` provides one
+        return ["script", "-qefc", join(attach), "/dev/null"] if tty else attach
     if target.kind == "docker":
         return ["docker", "exec", "-i", *(["-t"] if tty else []), target.name or "", *argv]
     if target.kind == "pct":
