@@ -211,3 +211,12 @@ def test_launcher_that_logs_itself_keeps_its_log_and_gets_its_own_out_file():
     assert any("not joined" in f.summary and f.hop == 3 for f in a.findings)
     assert a.corrected == ("ssh root@pve \"pct exec 200 -- sh -c 'PYTHONUNBUFFERED=1 nohup setsid -f bash "
                            "/workspace/launch.sh </dev/null >/workspace/launch.out 2>&1'\"")
+
+
+def test_docker_exec_detached_discards_output():
+    a = analyse("docker exec -d trainer python train.py")
+    assert a.job.frame.where == "container trainer" and a.job.frame.handoff == "docker exec -d"
+    assert any("discards the job's output" in f.summary for f in a.findings)
+    assert a.corrected == "docker exec -d trainer sh -c 'nohup setsid -f python -u train.py </dev/null >/tmp/train.log 2>&1'"
+    ok = analyse("docker exec -it trainer sh -c 'cd /w && nohup setsid -f python -u t.py </dev/null >/w/t.log 2>&1'")
+    assert ok.findings == []

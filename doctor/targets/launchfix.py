@@ -46,6 +46,10 @@ def judge(analysis: Analysis, job: Job, log: Optional[str]) -> None:
              "Ctrl-C or a dropped connection then takes the job down",
              details="Redirect both stdout and stderr (and stdin from /dev/null) on the backgrounded command "
                      "itself, not on a part of an `&&` list.")
+    if out and out.kind == "null" and f.handoff == "docker exec -d":
+        find("warn", causes.LOG_ELSEWHERE, job.hop,
+             "`docker exec -d` discards the job's output: without a redirect inside the container there is no log, "
+             "and an error at start leaves no trace")
     if out and out.kind == "pane":
         find("warn", causes.LOG_ELSEWHERE, job.hop,
              f"the job's output goes to the {out.where} only: if it exits at once (missing module, bad path), "

@@ -245,6 +245,12 @@ class _Walker:
         desc = {"pct": "pct exec = exec lxc-attach -n VMID -- CMD: no shell; the words are exec'd as they are",
                 "lxc-attach": "lxc-attach: no shell; the words are exec'd as they are",
                 "docker": "docker exec: no shell; the words are exec'd as they are"}[tool]
+        if tool == "docker" and any(a in ("-d", "--detach") or (a.startswith("-") and not a.startswith("--")
+                                                                and "d" in a) for a in prefix[2:]):
+            # the docker daemon runs it, outside any session; whatever it prints is discarded
+            sub.handoff = "docker exec -d"
+            sub.fds = {1: Fd("null", h, where), 2: Fd("null", h, where)}
+            desc += "; -d: the daemon runs it detached and discards its output"
         hh = self.hop(where, "nobody (exec'd directly)", sub.tty, join(inner), desc)
         if not inner:
             return sub
