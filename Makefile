@@ -15,12 +15,13 @@ $(STAMP): requirements-dev.txt setup.cfg pyproject.toml
 
 venv: $(STAMP)
 
-# Runs dfdoctor on the bundled trainer and writes the report to out/.
+# Launches the bundled trainer (tiny CPU config) under dfdoctor and writes the report to out/.
 demo: $(STAMP)
-	mkdir -p $(OUT)
-	$(BIN)/dfdoctor check --log $(OUT)/demo/train.log --format text --format json --output $(OUT)/check.json \
-	    --format html --output $(OUT)/check.html -- $(BIN)/python -m trainer --help || true
-	@echo "report: $(OUT)/check.html"
+	mkdir -p $(OUT)/demo
+	$(BIN)/dfdoctor launch --log $(OUT)/demo/train.log --watch 120 --format text \
+	    --format json --output $(OUT)/launch.json --format html --output $(OUT)/launch.html \
+	    -- $(BIN)/python -u -m trainer --preset tiny --out $(OUT)/demo/ckpt
+	@echo "report: $(OUT)/launch.html   (later: $(BIN)/dfdoctor status)"
 
 test: $(STAMP)
 	$(BIN)/pytest -q

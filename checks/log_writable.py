@@ -99,8 +99,8 @@ def _free_space(ctx, folder: Path):
 
 def _buffering(ctx, log: Path):
     """Python block-buffers a redirected stdout: the log stays empty for minutes while the job works."""
-    if ctx.no_redirect or not ctx.command:
-        return
+    if ctx.no_redirect or not ctx.command or ctx.phase != "pre":
+        return  # after the launch, the launch's own diagnosis says whether the log really stayed empty
     try:
         from doctor.commandline import parse
         spec = parse(ctx.command, ctx.cwd)

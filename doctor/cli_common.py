@@ -202,16 +202,28 @@ def environment_facts(ctx: Optional[Context], records: list[CheckRecord]) -> dic
 
 
 def pair_outputs(formats: tuple[str, ...], outputs: tuple[str, ...]) -> list[tuple[str, Optional[str]]]:
-    """Pair each --format with its --output (None = the terminal); a lone --output's format is its extension."""
+    """Pair each --format with an --output (None = the terminal).
+
+    click cannot tell how the two options were interleaved, so an output whose extension names one of the
+    requested formats takes that format first; the rest pair by position; a lone --output's format is its
+    extension; at most one format is left for the terminal.
+    """
+    free = list(formats)
     pairs: list[tuple[str, Optional[str]]] = []
-    for i in range(max(len(formats), len(outputs))):
-        fmt = formats[i] if i < len(formats) else None
-        out = outputs[i] if i < len(outputs) else None
+    unpaired: list[str] = []
+    for out in outputs:
+        guess = EXTENSIONS.get(Path(out).suffix.lower())
+        if guess in free:
+            free.remove(guess)
+            pairs.append((guess, out))
+        else:
+            unpaired.append(out)
+    for out in unpaired:
+        fmt = free.pop(0) if free else EXTENSIONS.get(Path(out).suffix.lower())
         if fmt is None:
-            fmt = EXTENSIONS.get(Path(out).suffix.lower())
-            if fmt is None:
-                raise click.UsageError(f"--output {out}: say its --format (cannot tell from the extension)")
+            raise click.UsageError(f"--output {out}: say its --format (cannot tell from the extension)")
         pairs.append((fmt, out))
+    pairs.extend((fmt, None) for fmt in free)
     if not pairs:
         pairs.append(("text", None))
     if sum(1 for _, o in pairs if o is None) > 1:

@@ -165,10 +165,13 @@ def _report(ctx: Context, mode: str, started: str, verdict: Verdict, records: li
 
 
 def _save(run_dir: Path, report: Report) -> None:
-    """Keep the report in the run folder, so `dfdoctor report RUN` renders it again."""
+    """Keep the report in the run folder (JSON to render again, HTML to open or share), secrets masked."""
     from .cli_common import redacted, write_atomically
+    from .render import render
 
-    write_atomically(run_dir / "report.json", json.dumps(redacted(report).to_dict(), indent=1, default=str))
+    safe = redacted(report)
+    write_atomically(run_dir / "report.json", json.dumps(safe.to_dict(), indent=1, default=str))
+    write_atomically(run_dir / "report.html", render(safe, "html"))
 
 
 # ---- command line -------------------------------------------------------------------------------------

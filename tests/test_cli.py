@@ -187,3 +187,17 @@ def test_output_to_a_device_or_symlink_is_written_through(project):
     run_dfdoctor("check", "--only", "log.*", "--format", "json", "--output", "link.json", cwd=project)
     assert (project / "link.json").is_symlink()
     assert json.loads(real.read_text())["schema"] == "dfdoctor/1"
+
+
+def test_formats_pair_with_outputs_by_extension_whatever_the_order(project):
+    from doctor.cli_common import pair_outputs
+    assert pair_outputs(("text", "json", "html"), ("a.json", "a.html")) == [
+        ("json", "a.json"), ("html", "a.html"), ("text", None)]
+    assert pair_outputs(("json", "junit"), ("o.json", "o.xml")) == [("json", "o.json"), ("junit", "o.xml")]
+    assert pair_outputs(("junit",), ("report.out",)) == [("junit", "report.out")]
+    assert pair_outputs((), ()) == [("text", None)]
+    res = run_dfdoctor("check", "--only", "log.*", "--format", "text", "--format", "json", "--output", "r.json",
+                       "--format", "html", "--output", "r.html", cwd=project)
+    assert res.stdout.startswith("dfdoctor check:")
+    assert json.loads((project / "r.json").read_text())["schema"] == "dfdoctor/1"
+    assert (project / "r.html").read_text().lstrip().lower().startswith("<!doctype html")

@@ -14,6 +14,24 @@ def _clean(s: str) -> str:
     return (s or "").translate(_XML_BAD)
 
 
+def _verdict_suite(root: ET.Element, report: Report, totals: dict[str, int]) -> None:
+    """A launch is judged by what happened to the job: its verdict is a testcase of its own, so a job that
+    died fails the CI gate even when every check passed."""
+    v = report.verdict
+    suite = ET.SubElement(root, "testsuite", name=f"dfdoctor.{report.mode}", tests="1", timestamp=report.started_at,
+                          failures="1" if v.state in ("failed", "unknown") else "0", errors="0", skipped="0")
+    case = ET.SubElement(suite, "testcase", classname=f"dfdoctor.{report.mode}", name=f"{report.mode}.verdict")
+    totals["tests"] += 1
+    body = "\n".join([v.summary, *v.evidence, f"Fix: {v.fix}" if v.fix else ""]).strip()
+    if v.state in ("failed", "unknown"):
+        el = ET.SubElement(case, "failure", message=_clean(f"[{v.cause}] {v.summary}" if v.cause else v.summary),
+                           type=v.cause or v.state)
+        el.text = _clean(body)
+        totals["failures"] += 1
+    else:
+        ET.SubElement(case, "system-out").text = _clean(f"{v.state.upper()} {body}")
+
+
 def render(report: Report, verbose: bool = False, fail_on: str = "error") -> str:
     """A `<testsuites>` with one `<testsuite>` per phase; warn is a failure only under `--fail-on warn`."""
     root = ET.Element("testsuites", name="dfdoctor")
@@ -54,6 +72,8 @@ def render(report: Report, verbose: bool = False, fail_on: str = "error") -> str
             suite.set(k, str(v))
             totals[k] += v
         suite.set("time", f"{time_total:.3f}")
+    if report.mode in ("launch", "status"):
+        _verdict_suite(root, report, totals)
     for k, v in totals.items():
         root.set(k, str(v))
     ET.indent(root)
