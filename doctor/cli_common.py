@@ -34,10 +34,11 @@ def output_options(f: Callable) -> Callable:
     """--format/--output/--fail-on/-v: how results are written and judged."""
     for deco in reversed([
         click.option("--format", "formats", multiple=True, type=click.Choice(FORMATS),
-                     help="Output format; repeatable, each paired with the --output at the same position."),
+                     help="Output format; repeatable. Each pairs with the --output whose extension names it, else by "
+                          "position; one may go to the terminal (default: text)."),
         click.option("--output", "outputs", multiple=True, type=click.Path(dir_okay=False),
-                     help="File for the --format at the same position (format guessed from the extension if "
-                          "there are more outputs than formats)."),
+                     help="File to write a --format to; repeatable. A lone --output takes the format its extension "
+                          "names (.json, .xml, .html, .txt)."),
         click.option("--fail-on", type=click.Choice(["error", "warn"]), default=None,
                      help="Which status makes the exit code 1 (default: error = fail, error or timeout)."),
         click.option("-v", "--verbose", is_flag=True, help="Show details, evidence and durations."),
