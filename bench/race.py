@@ -5,6 +5,8 @@ at its timeout. Prints a table and writes bench/results/race_<label>.json.
 
     .venv/bin/python bench/race.py --runs 20 --guard-runs 50            # the goal: >=95% in 20 s; 0 failures
     .venv/bin/python bench/race.py --backend inductor --threads 3 --runs 5 --guards none,exclusive-compile
+    .venv/bin/python bench/race.py --trainer-cost --guards exclusive-compile,step-lock,eager-backward,off
+        (what each guard costs the real trainer: warm step time, side by side, inductor cache warmed first)
 """
 
 from __future__ import annotations
@@ -51,6 +53,29 @@ def summarise(guard: str, runs: list[dict], limit_s: float) -> dict:
             "median_warm_step_s": med([r["warm_step_s"] for r in runs if r["warm_step_s"]])}
 
 
+def trainer_cost(args: argparse.Namespace) -> list[dict]:
+    """Run the tiny trainer once per guard (after one warm-up run fills the compile cache); read its summary."""
+    import subprocess
+    import tempfile
+
+    rows = []
+    guards = args.guards.split(",")
+    for guard in [guards[0]] + guards:  # the first run only warms inductor's cache, so compiles cost alike
+        with tempfile.TemporaryDirectory() as out:
+            t = time.monotonic()
+            r = subprocess.run([args.python, "-m", "trainer", "--compile-guard", guard, "--out", out,
+                                "--steps", str(args.trainer_steps)], cwd=ROOT, capture_output=True, text=True,
+                               timeout=900)
+            wall = time.monotonic() - t
+            res = json.loads((Path(out) / "summary.json").read_text()) if r.returncode == 0 else {}
+        steps = [v["warm_step_ms"] for v in res.get("results", {}).values()]
+        rows.append({"guard": guard, "rc": r.returncode, "wall_s": round(wall, 1),
+                     "warm_step_ms": round(statistics.median(steps), 2) if steps else None,
+                     "drafter_s": [v["seconds"] for v in res.get("results", {}).values()]})
+        print(rows[-1], flush=True)
+    return rows[1:]
+
+
 def main() -> int:
     """Run the benchmark and write its results."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -65,7 +90,15 @@ def main() -> int:
     ap.add_argument("--deadline", type=float, default=60.0)
     ap.add_argument("--limit", type=float, default=20.0, help="'reproduced within' this many seconds (wall)")
     ap.add_argument("--label", default=time.strftime("%Y%m%d-%H%M%S"))
+    ap.add_argument("--trainer-cost", action="store_true", help="time the real trainer under each guard")
+    ap.add_argument("--trainer-steps", type=int, default=300)
     args = ap.parse_args()
+    if args.trainer_cost:
+        rows = trainer_cost(args)
+        out = ROOT / "bench" / "results" / f"race_trainer_cost_{args.label}.json"
+        out.write_text(json.dumps({"host": platform.node(), "command": " ".join(sys.argv), "rows": rows}, indent=1))
+        print(f"wrote {out.relative_to(ROOT)}")
+        return 0
     ctx = Context(python=args.python, cwd=ROOT)
     table = []
     for guard in args.guards.split(","):
