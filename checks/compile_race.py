@@ -24,7 +24,7 @@ from typing import Iterator, Optional
 from doctor import causes, check, fail, ok, skip, warn
 from doctor.commandline import spec_for
 from doctor.probe import ProbeOutcome, run_probe
-from doctor.stackclass import classify
+from doctor.stackclass import classify, summarize
 
 CHECK_ID = "compile.race"
 MAX_FILES = 200
@@ -200,8 +200,12 @@ def _verdict(bare: list[ProbeOutcome], guarded: list[ProbeOutcome], unguarded: b
             "guard_runs": len(guarded), "guard_failures": len(g_fail), "deadlocks": len(deadlocks),
             "stalled": stalled}
     evidence = tuple(e for e in (_evidence(o) for o in bare + guarded) if e)[:4]
+    details = next((e["traceback"] for o in bare + guarded for e in (o.payload or {}).get("errors") or []
+                    if e.get("traceback")), "")
     if deadlocks:
         evidence = (deadlocks[0][1],) + evidence
+        hung = next(o for (kind, _), o in zip(b + g, bare + guarded) if kind == "deadlock")
+        details = summarize((hung.payload or {}).get("stacks") or hung.stderr)
     broken = [o for (kind, _), o in zip(b + g, bare + guarded) if kind == "broken"]
     if not bare or len(broken) == len(bare) + len(guarded):
         first = broken[0] if broken else None
@@ -217,7 +221,7 @@ def _verdict(bare: list[ProbeOutcome], guarded: list[ProbeOutcome], unguarded: b
     if g_fail:
         return fail(f"concurrent torch.compile {name} in this interpreter (torch {torch_v}) in {how}, and the "
                     f"compile guard did NOT hold ({len(g_fail)}/{len(guarded)} failed){slow}", cause,
-                    evidence=evidence, data=data,
+                    evidence=evidence, data=data, details=details,
                     fix="serialise whole training steps behind one lock (trainer --compile-guard step-lock) "
                         "and report the stacks above")
     if not hits:
@@ -225,7 +229,8 @@ def _verdict(bare: list[ProbeOutcome], guarded: list[ProbeOutcome], unguarded: b
                   data=data)
     summary = f"concurrent torch.compile {name} in this interpreter (torch {torch_v}) in {how}; {held}{slow}"
     if unguarded:
-        return fail(summary + "; the launched code has no guard", cause, evidence=evidence, data=data, fix=FIX)
+        return fail(summary + "; the launched code has no guard", cause, evidence=evidence, data=data, fix=FIX,
+                    details=details)
     return ok(summary + "; the launched code is guarded", data=data, evidence=evidence)
 
 

@@ -76,6 +76,15 @@ def parse(stacks_text: str) -> list[ThreadStack]:
     return threads
 
 
+def summarize(stacks_text: str, frames: int = 8) -> str:
+    """Every thread with its innermost `frames` frames: the part of a long dump that shows who waits where."""
+    out = []
+    for t in parse(stacks_text):
+        more = f"\n    ... {len(t.frames) - frames} outer frame(s)" if len(t.frames) > frames else ""
+        out.append(f"thread {t.ident}:\n" + "\n".join(f"    {f.short()}" for f in t.frames[:frames]) + more)
+    return "\n".join(out)
+
+
 def _at(frame: Frame, path_end: str, funcs: tuple[str, ...]) -> bool:
     return frame.file.replace("\\", "/").endswith(path_end) and frame.func in funcs
 

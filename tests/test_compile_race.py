@@ -103,6 +103,7 @@ def test_deadlock_verdict_from_real_h200_answer() -> None:
     r = cr._verdict([hung], [guarded], unguarded=True, runs=1)
     assert r.status == Status.FAIL and r.cause == causes.COMPILE_DEADLOCK
     assert "compile_lock" in r.evidence[0] and r.data["deadlocks"] == 1 and r.data["guard_failures"] == 0
+    assert "compile_fx_backward" in r.details  # the stacks themselves travel with the finding
 
 
 def test_guard_that_fails_is_reported_as_such() -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from doctor import causes
-from doctor.stackclass import classify, parse
+from doctor.stackclass import classify, parse, summarize
 
 RESULTS = Path(__file__).resolve().parent.parent / "bench" / "results"
 # Captured on an H200 (torch 2.11, flex_attention, 4 drafter threads, no guard): see docs/trainer.md.
@@ -138,3 +138,11 @@ def test_real_pyspy_dump_parses(tmp_path: Path) -> None:
     named = {t.ident: t for t in threads}
     assert "drafter-0" in named and named["drafter-0"].frames[0].func == "compile_fx_backward"
     assert classify(out.stdout) is None  # a waiter alone (not in torch) is no cycle
+
+
+def test_summary_keeps_every_thread_and_its_innermost_frames() -> None:
+    """A 100-frame holder shrinks to its innermost frames; the waiters stay visible."""
+    text = summarize(GPU_TRAINER_LOG.read_text(), frames=4)
+    assert text.count("thread 0x") == len(parse(GPU_TRAINER_LOG.read_text()))
+    assert "compile_fx_backward (torch/_inductor/compile_fx.py:2418)" in text
+    assert "... 96 outer frame(s)" in text and len(text) < 6000
