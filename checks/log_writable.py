@@ -1,17 +1,17 @@
 """log.writable: can the job's log file be created and appended to, with room to grow?
 
+The facts are read where the job runs (this machine or the --target) by `checks/probes/log_probe.py`.
+
 It never truncates, moves or deletes an existing log: an existing log is opened for append and closed
 untouched; a missing one is probed with a temporary file beside it, and only that file is removed.
 """
 
 from __future__ import annotations
 
-import errno
-import os
-import tempfile
 from pathlib import Path
 
-from doctor import causes, check, fail, ok, skip, warn
+from doctor import causes, check, error, fail, ok, skip, warn
+from doctor.probe import run_probe
 
 # Below these the log (and checkpoints beside it) will soon stop growing: fail under the first, warn under the
 # second. Per-project values: [tool.dfdoctor.checks."log.writable"] min_free_mb / warn_free_mb / min_free_inodes.
@@ -19,71 +19,61 @@ MIN_FREE_MB = 100
 WARN_FREE_MB = 1024
 MIN_FREE_INODES = 1000
 
-_NO_SPACE = {errno.ENOSPC, errno.EDQUOT}
+_NO_SPACE = {"ENOSPC", "EDQUOT"}
 
 
 @check("log.writable", title="The log file can be written", phases=("pre", "post"), timeout=10)
 def log_writable(ctx):
-    """Probe the log's folder, the log itself, free space and buffering."""
+    """Probe the log's folder, the log itself, free space and buffering, where the job runs."""
     if ctx.log is None:
         yield skip("no --log given, so there is no log file to check")
         return
     log = ctx.abspath(ctx.log)
-    folder = log.parent
-    if not folder.exists():
-        existing = next((p for p in folder.parents if p.exists()), Path("/"))
+    outcome = run_probe(ctx, "log_probe.py", [str(log)], timeout=min(ctx.timeout or 10, 10))
+    f = outcome.payload
+    if f is None:
+        why = outcome.extra.get("transport_error") or outcome.spawn_error or outcome.stderr.strip()[-300:]
+        yield error(f"could not examine {log} where the job runs: {why or 'the probe gave no answer'}")
+        return
+    folder = Path(f["folder"])
+    if not f["folder_exists"]:
         yield fail(f"the log's folder {folder} does not exist, so the shell's redirect fails before Python starts",
-                   causes.LOG_DIR_MISSING, evidence=(f"nearest existing folder: {existing}",),
+                   causes.LOG_DIR_MISSING, evidence=(f"nearest existing folder: {f['nearest_existing']}",),
                    fix=f"mkdir -p {_q(folder)}")
         return
-    if not folder.is_dir():
+    if not f["folder_is_dir"]:
         yield fail(f"{folder} is not a folder, so {log.name} cannot be created in it", causes.LOG_NOT_WRITABLE,
                    fix=f"choose a --log path inside a folder; {folder} is a file")
         return
-    problem = _probe_writable(log)
-    if problem is not None:
-        yield problem
+    if f["log_is_dir"]:
+        yield fail(f"{log} is a folder, so the log file cannot be created there", causes.LOG_NOT_WRITABLE,
+                   fix=f"point --log at a file inside it, e.g. {log / 'train.log'}")
         return
-    yield from _free_space(ctx, folder)
+    if f.get("write_error"):
+        yield _write_failure(log, f["write_error"])
+        return
+    yield from _free_space(ctx, folder, f)
     yield from _buffering(ctx, log)
 
 
-def _probe_writable(log: Path):
-    if log.is_dir():
-        return fail(f"{log} is a folder, so the log file cannot be created there", causes.LOG_NOT_WRITABLE,
-                    fix=f"point --log at a file inside it, e.g. {log / 'train.log'}")
-    try:
-        if log.exists():
-            fd = os.open(log, os.O_WRONLY | os.O_APPEND)  # append mode: the content is never touched
-            os.close(fd)
-        else:
-            fd, tmp = tempfile.mkstemp(prefix=f".{log.name}.dfdoctor-probe-", dir=log.parent)
-            try:
-                os.write(fd, b"x")
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-                os.unlink(tmp)
-    except OSError as exc:
-        if exc.errno in _NO_SPACE:
-            return fail(f"no space left where the log goes ({log.parent}): {exc.strerror}", causes.DISK_FULL,
-                        fix=f"free space on the file system of {log.parent}, or log elsewhere")
-        why = {errno.EROFS: "the file system is read-only", errno.EACCES: "permission denied",
-               errno.EPERM: "operation not permitted"}.get(exc.errno, exc.strerror)
-        return fail(f"cannot write the log {log}: {why}", causes.LOG_NOT_WRITABLE, evidence=(f"{exc}",),
-                    fix=f"log to a writable place, or fix the folder's permissions (ls -ld {_q(log.parent)})")
-    return None
+def _write_failure(log: Path, err: dict):
+    if err["errno"] in _NO_SPACE:
+        return fail(f"no space left where the log goes ({log.parent}): {err['strerror']}", causes.DISK_FULL,
+                    fix=f"free space on the file system of {log.parent}, or log elsewhere")
+    why = {"EROFS": "the file system is read-only", "EACCES": "permission denied",
+           "EPERM": "operation not permitted"}.get(err["errno"], err["strerror"])
+    return fail(f"cannot write the log {log}: {why}", causes.LOG_NOT_WRITABLE, evidence=(err["text"],),
+                fix=f"log to a writable place, or fix the folder's permissions (ls -ld {_q(log.parent)})")
 
 
-def _free_space(ctx, folder: Path):
-    st = os.statvfs(folder)
-    free_mb = st.f_bavail * st.f_frsize / 2**20
+def _free_space(ctx, folder: Path, f: dict):
+    free_mb, free_inodes = f["free_mb"], f["free_inodes"]
     min_mb = float(ctx.option("log.writable", "min_free_mb", MIN_FREE_MB))
     warn_mb = float(ctx.option("log.writable", "warn_free_mb", WARN_FREE_MB))
     min_inodes = int(ctx.option("log.writable", "min_free_inodes", MIN_FREE_INODES))
-    facts = {"free_mb": round(free_mb, 1), "free_inodes": st.f_favail, "folder": str(folder)}
-    if st.f_files and st.f_favail < min_inodes:
-        yield fail(f"only {st.f_favail} inodes are free where the log goes ({folder})", causes.DISK_FULL,
+    facts = {"free_mb": free_mb, "free_inodes": free_inodes, "folder": str(folder)}
+    if f["total_inodes"] and free_inodes < min_inodes:
+        yield fail(f"only {free_inodes} inodes are free where the log goes ({folder})", causes.DISK_FULL,
                    fix="delete small files (old checkpoints, caches) on that file system, or log elsewhere",
                    data={"disk": facts})
     elif free_mb < min_mb:

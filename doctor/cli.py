@@ -14,7 +14,7 @@ from typing import Any, Optional
 import click
 
 from . import __version__
-from .cli_common import (build_context, choose_checks, emit, environment_facts, exit_code, fail_on,
+from .cli_common import (build_context, target_connection, choose_checks, emit, environment_facts, exit_code, fail_on,
                          launch_options, now_iso, output_options, pass_opts, run_phase, validate_outputs,
                          verdict_from_checks)
 from .model import Report
@@ -40,7 +40,8 @@ def check_cmd(opts: dict[str, Any]) -> int:
     command = list(opts["command"])
     ctx, cfg = build_context(opts, command)
     checks, broken = choose_checks(opts, cfg, "pre")
-    records = broken + run_phase(ctx, checks, "pre", cfg)
+    with target_connection(ctx):
+        records = broken + run_phase(ctx, checks, "pre", cfg)
     level = fail_on(opts, cfg)
     report = Report(tool_version=__version__, target=ctx.target, command=command, started_at=started,
                     finished_at=now_iso(), verdict=verdict_from_checks(records, level), checks=records,

@@ -3,6 +3,7 @@ writing every requested output, and the exit code."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import functools
 import os
@@ -11,7 +12,7 @@ import shutil
 import socket
 import sys
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import click
 
@@ -88,39 +89,54 @@ def default_python(command: list[str], cwd: Path) -> str:
     return named or shutil.which("python3") or sys.executable
 
 
+def _named_python(command: list[str]) -> Optional[str]:
+    """The interpreter word a command names, unresolved (for a target, where this machine's PATH means nothing)."""
+    try:
+        from .commandline import parse
+        spec = parse(command, Path("/")) if command else None
+    except Exception:
+        return None
+    if spec is None or spec.runner != "python" or not command:
+        return None
+    word = next((w for w in command if Path(w).name.startswith("python")), None)
+    return word
+
+
 def build_context(opts: dict[str, Any], command: list[str]) -> tuple[Context, Config]:
     """Turn CLI options and config into a Context; bad input raises click.UsageError (exit 2)."""
-    cwd = Path(opts.get("cwd") or os.getcwd()).resolve()
-    if not cwd.is_dir():
-        raise click.UsageError(f"--cwd {opts.get('cwd')}: no such directory")
-    try:
-        cfg = load(cwd)
-    except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
     target = opts.get("target") or "local"
-    if target != "local":
+    remote = target != "local"
+    if remote:
         try:
             from .targets import parse_target
-        except ImportError:
-            raise click.UsageError(f"--target {target}: remote targets are not available in this build") from None
-        try:
             parse_target(target)
         except ValueError as exc:
             raise click.UsageError(f"--target {target}: {exc}") from None
+    # On a remote target --cwd, --python and the log are paths THERE: nothing about them is checked here.
+    cwd = Path(opts.get("cwd") or os.getcwd())
+    cwd = cwd if remote else cwd.resolve()
+    if not remote and not cwd.is_dir():
+        raise click.UsageError(f"--cwd {opts.get('cwd')}: no such directory")
+    try:
+        cfg = load(Path.cwd() if remote else cwd)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
     if opts.get("python"):
-        python = _resolve_python(opts["python"], cwd) if target == "local" else opts["python"]
+        python = opts["python"] if remote else _resolve_python(opts["python"], cwd)
         if python is None:
             raise click.UsageError(f"--python {opts['python']}: no such executable interpreter")
+    elif remote:
+        python = _named_python(command) or "python3"
     else:
         python = default_python(command, cwd)
     reqs = []
     for r in opts.get("requirements") or ():
         p = Path(r) if Path(r).is_absolute() else cwd / r
-        if target == "local" and not p.is_file():
+        if not remote and not p.is_file():
             raise click.UsageError(f"--requirements {r}: no such file")
         reqs.append(p)
     launcher = opts.get("launcher")
-    if launcher and target == "local" and not (cwd / launcher).is_file():
+    if launcher and not remote and not (cwd / launcher).is_file():
         raise click.UsageError(f"--launcher {launcher}: no such file")
     timeout = opts.get("timeout")
     if timeout is None and cfg.get("timeout") is not None:
@@ -132,6 +148,17 @@ def build_context(opts: dict[str, Any], command: list[str]) -> tuple[Context, Co
                   launcher=(cwd / launcher) if launcher else None, require_gpu=bool(opts.get("require_gpu")),
                   target=target, timeout=timeout, config=cfg.values)
     return ctx, cfg
+
+
+@contextlib.contextmanager
+def target_connection(ctx: Context) -> Iterator[None]:
+    """Share one ssh connection among every check of this run (the checks' forked workers inherit it)."""
+    if ctx.target == "local":
+        yield
+        return
+    from .targets import parse_target, transport
+    with transport.connected(parse_target(ctx.target)):
+        yield  # a connection that fails is reported by target.reachable and each probe, in ssh's words
 
 
 def fail_on(opts: dict[str, Any], cfg: Config) -> str:

@@ -1,0 +1,34 @@
+"""`dfdoctor check --target pct://...` through the real chain: the log is judged where the job runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import run_dfdoctor
+from infra.fixtures import Infra, infra  # noqa: F401
+
+pytestmark = pytest.mark.slow
+
+
+def test_log_is_checked_in_the_container_not_here(infra: Infra, tmp_path):
+    env = {"DFDOCTOR_SSH_CONFIG": str(infra.ssh_config)}
+    # A folder that exists here (this test's tmp_path) but not in the container.
+    (tmp_path / "logs").mkdir()
+    missing = run_dfdoctor("check", "--target", infra.pct_target, "--only", "log.writable", "--log",
+                           str(tmp_path / "logs" / "train.log"), "--cwd", "/root", "--format", "json", cwd=tmp_path, env=env)
+    rec = json.loads(missing.stdout)["checks"][0]
+    assert missing.returncode == 1 and rec["cause"] == "log-dir-missing", rec
+    # A folder that exists only in the container is fine there, though it does not exist here.
+    (infra.rootfs() / "srv" / "only-in-container").mkdir(parents=True, exist_ok=True)
+    fine = run_dfdoctor("check", "--target", infra.pct_target, "--only", "log.writable", "--log",
+                        "/srv/only-in-container/train.log", "--cwd", "/root", "--format", "json", cwd=tmp_path, env=env)
+    rec = json.loads(fine.stdout)["checks"][0]
+    assert fine.returncode == 0 and rec["status"] == "ok", rec
+    assert not list((infra.rootfs() / "srv" / "only-in-container").iterdir())  # the probe file is gone
+
+
+def test_malformed_target_is_a_usage_error(tmp_path):
+    res = run_dfdoctor("check", "--target", "pct://host", cwd=tmp_path)
+    assert res.returncode == 2 and "--target pct://host" in res.stderr and len(res.stderr.splitlines()) == 1
