@@ -24,17 +24,14 @@ from typing import Iterator, Optional
 from doctor import causes, check, fail, ok, skip, warn
 from doctor.commandline import spec_for
 from doctor.probe import ProbeOutcome, run_probe
-from doctor.stackclass import classify, summarize
+from doctor.stackclass import COMPILE_GUARD_FIX, classify, summarize
 
 CHECK_ID = "compile.race"
 MAX_FILES = 200
 MAX_FILE_BYTES = 1_000_000
 GUARD_MARKERS = ("force_non_lazy_backward_lowering", "apply_compile_guard")
 DISABLING_ARGS = ("--no-compile-guard", "--compile-guard=off")
-FIX = ("apply a compile guard in every thread that compiles: run each thread's first step on every shape "
-       "(forward, backward and optimizer step) alone, behind a shared/exclusive gate that warm steps share, "
-       "and set torch._functorch.config.force_non_lazy_backward_lowering = True in that thread (torch >= 2.13 "
-       "keeps config per thread); see trainer/guard.py. With the bundled trainer: drop --no-compile-guard.")
+FIX = COMPILE_GUARD_FIX
 
 
 @dataclass

@@ -15,6 +15,16 @@ from typing import Optional
 
 from . import causes
 
+# The fix for both compile causes (fx-trace-race, compile-deadlock), as measured in docs/trainer.md. A lock
+# around the first call or around each call of the compiled function does NOT help (the backward compiles
+# later, outside the call), and a thread-local FX flag fixes the CPU crash but still deadlocks on a GPU.
+COMPILE_GUARD_FIX = (
+    "Guard the compiles in every drafter thread: run each thread's first step on every input shape (forward, "
+    "backward and optimizer step) alone, behind a shared/exclusive gate that warm steps share, and set "
+    "torch._functorch.config.force_non_lazy_backward_lowering = True at the start of each thread (torch >= "
+    "2.13 keeps config per thread). The bundled trainer does this by default (trainer/guard.py; drop "
+    "--no-compile-guard). A lock around the first call or around each compiled call does not help.")
+
 # faulthandler: 'Thread 0x00007f.. (most recent call first):' / '  File "path", line 12 in func'
 _FH_THREAD = re.compile(r'^(?:Current thread|Thread) (0x[0-9a-fA-F]+|\d+)(?: \[[^\]]*\])? \(most recent call first\):')
 _FH_STACK = re.compile(r'^Stack \(most recent call first\):')

@@ -147,3 +147,15 @@ def test_launcher_script_passes_arguments(tmp_path: Path) -> None:
                        timeout=60, env={**os.environ, "PYTHON": sys.executable, "TRAINER_LOG": str(tmp_path / "t.log")})
     assert r.returncode == 0, r.stderr
     assert "--no-compile-guard" in (tmp_path / "t.log").read_text()
+
+
+@pytest.mark.slow
+def test_race_preset_crashes_without_the_guard_and_trains_with_it(tmp_path: Path) -> None:
+    """--preset race: unguarded, drafters die of the FX race (exit 1, the message on stderr); guarded, exit 0."""
+    bad = trainer("--preset", "race", "--no-compile-guard", "--out", str(tmp_path / "bad"), timeout=240)
+    assert bad.returncode == 1, bad.stdout[-2000:]
+    assert "Detected that you are using FX to symbolically trace" in bad.stderr
+    assert "FAILED:" in bad.stdout and _summary(tmp_path / "bad")["failed"]
+    good = trainer("--preset", "race", "--out", str(tmp_path / "good"), timeout=240)
+    assert good.returncode == 0, good.stderr[-2000:]
+    assert _summary(tmp_path / "good")["failed"] == []

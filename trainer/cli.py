@@ -17,7 +17,8 @@ def parse(argv: Optional[list[str]] = None) -> argparse.Namespace:
         description="Train DFlash-style block-diffusion drafters (flex_attention + block mask, torch.compile) "
                     "in several threads of one process, against a small frozen target model.")
     p.add_argument("--preset", choices=sorted(PRESETS), default="tiny",
-                   help="tiny: CPU, trains in about a minute; gpu: a bigger model on CUDA (default: tiny)")
+                   help="tiny: CPU, trains in about a minute; race: CPU, shows the crash with --no-compile-guard; "
+                        "gpu: a bigger model on CUDA with flex_attention (default: tiny)")
     p.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: the preset's)")
     p.add_argument("--drafters", type=int, help="drafter threads, each compiling its own model")
     p.add_argument("--steps", type=int, help="training steps per drafter")
@@ -26,7 +27,8 @@ def parse(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p.add_argument("--batch", type=int)
     p.add_argument("--attention", choices=("auto", "flex", "sdpa"),
                    help="auto: flex_attention on CUDA, the same block mask through SDPA on CPU")
-    p.add_argument("--backend", help="torch.compile backend (default: inductor)")
+    p.add_argument("--backend", help="torch.compile backend (default: inductor); fx-race-window widens the "
+                                      "race window so --no-compile-guard crashes on CPU within seconds")
     p.add_argument("--no-compile", action="store_true", help="train eagerly")
     p.add_argument("--compile-guard", choices=GUARDS, dest="guard",
                    help="how concurrent compiles are made safe (default: exclusive-compile)")

@@ -45,6 +45,9 @@ class Config:
 
 PRESETS: dict[str, Config] = {
     "tiny": Config(),
+    # CPU, made to show the race: every lazy backward compile traces (fx-race-window), 4 drafters, 7 buckets
+    "race": Config(backend="fx-race-window", drafters=4, target_steps=20, seq_lens=(16, 24, 32, 40, 48, 56, 64),
+                   steps=70),
     "gpu": Config(device="cuda", drafters=4, target_dim=256, target_layers=4, target_steps=300, dim=256,
                   heads=8, layers=2, block=8, seq_lens=(128, 256), batch=16, steps=100, lr=1e-3,
                   log_every=20, ckpt_every=100),

@@ -15,6 +15,7 @@ from typing import Optional
 import torch
 
 from . import guard as guard_mod
+from .backends import resolve_backend
 from .config import Config
 from .data import Vocab, generate_corpus
 from .model import Drafter, TargetLM, build_mask
@@ -82,7 +83,8 @@ def train_drafter(index: int, cfg: Config, target: TargetLM, vocab: Vocab, data:
                       attention).to(cfg.device)
     opt = torch.optim.AdamW(drafter.parameters(), lr=cfg.lr)
     # static shapes: one compiled graph per length bucket, as the seed's pipeline did
-    step_fn = torch.compile(drafter.loss, backend=cfg.backend, dynamic=False) if cfg.compile else drafter.loss
+    step_fn = (torch.compile(drafter.loss, backend=resolve_backend(cfg.backend), dynamic=False)
+               if cfg.compile else drafter.loss)
     masks = {n: build_mask(attention, n, cfg.block, cfg.device) for n in cfg.seq_lens}
     batches = Batches(data, cfg.batch, cfg.seed + 100 + index, cfg.device)
     losses: list[float] = []
