@@ -79,11 +79,17 @@ def _resolve_python(spec: str, cwd: Path) -> Optional[str]:
     return shutil.which(spec)
 
 
-def default_python(command: list[str], cwd: Path) -> str:
-    """The interpreter COMMAND names (through torchrun, launchers, ...), else python3 on PATH."""
+def default_python(command: list[str], cwd: Path, launcher: Optional[Path] = None,
+                   env: Optional[dict[str, str]] = None) -> str:
+    """The interpreter COMMAND (or else the --launcher) names, through torchrun and launchers; else python3."""
     try:
-        from .commandline import parse
-        named = parse(command, cwd).python if command else None
+        from .commandline import parse, parse_launcher
+        if command:
+            named = parse(command, cwd, env).python
+        elif launcher is not None:
+            named = parse_launcher(launcher, cwd, (), env).python
+        else:
+            named = None
     except Exception:  # a command we cannot parse still gets checked with the default interpreter
         named = None
     return named or shutil.which("python3") or sys.executable
@@ -128,7 +134,8 @@ def build_context(opts: dict[str, Any], command: list[str]) -> tuple[Context, Co
     elif remote:
         python = _named_python(command) or "python3"
     else:
-        python = default_python(command, cwd)
+        launcher_path = (cwd / opts["launcher"]) if opts.get("launcher") else None
+        python = default_python(command, cwd, launcher_path if launcher_path and launcher_path.is_file() else None)
     reqs = []
     for r in opts.get("requirements") or ():
         p = Path(r) if Path(r).is_absolute() else cwd / r

@@ -201,3 +201,13 @@ def test_formats_pair_with_outputs_by_extension_whatever_the_order(project):
     assert res.stdout.startswith("dfdoctor check:")
     assert json.loads((project / "r.json").read_text())["schema"] == "dfdoctor/1"
     assert (project / "r.html").read_text().lstrip().lower().startswith("<!doctype html")
+
+
+def test_training_python_defaults_to_the_one_the_launcher_runs(tmp_path):
+    import venv
+    venv.create(tmp_path / "v", with_pip=False)
+    (tmp_path / "train.py").write_text("import json\n")
+    launcher = tmp_path / "launch.sh"
+    launcher.write_text('#!/bin/bash\ncd "$(dirname "$0")"\nexec ./v/bin/python train.py "$@"\n')
+    res = run_dfdoctor("check", "--launcher", "launch.sh", "--only", "log.*", "--format", "json", cwd=tmp_path)
+    assert json.loads(res.stdout)["environment"]["training_python"] == str(tmp_path / "v" / "bin" / "python")
