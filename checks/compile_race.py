@@ -99,6 +99,7 @@ def _imported_names(path: Path) -> list[str]:
 
 
 def _parse(path: Path) -> Optional[ast.AST]:
+    """The AST of a Python file, or None when it is unreadable, too big or not Python."""
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
             return None
@@ -127,14 +128,17 @@ def scan_sources(files: list[Path]) -> Scan:
 
 
 def _is_name(node: ast.AST, name: str) -> bool:
+    """Whether node is the bare name `name`."""
     return isinstance(node, ast.Name) and node.id == name
 
 
 def _ident(node: ast.AST) -> str:
+    """The identifier a Name or Attribute node ends in."""
     return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
 
 
 def _callee(call: ast.Call) -> str:
+    """The called function's last identifier (`threading.Thread(...)` gives Thread)."""
     return _ident(call.func)
 
 

@@ -66,6 +66,7 @@ def parse(stacks_text: str) -> list[ThreadStack]:
     frames: list[Frame] = []
 
     def close() -> None:
+        """Store the thread being read."""
         if ident is not None:
             threads.append(ThreadStack(ident, tuple(frames)))
 
@@ -96,6 +97,7 @@ def summarize(stacks_text: str, frames: int = 8) -> str:
 
 
 def _at(frame: Frame, path_end: str, funcs: tuple[str, ...]) -> bool:
+    """Whether the frame is one of `funcs` in a file ending with `path_end`."""
     return frame.file.replace("\\", "/").endswith(path_end) and frame.func in funcs
 
 

@@ -22,9 +22,11 @@ def resolve_backend(name: str) -> str | Callable:
     from torch.fx.experimental.proxy_tensor import make_fx
 
     def forward(gm, example_inputs):
+        """Run the forward graph as traced."""
         return gm
 
     def backward(gm, example_inputs):
+        """Trace the backward with make_fx under the compile lock, then run it as traced."""
         with compile_lock:
             make_fx(gm)(*example_inputs)
         return gm

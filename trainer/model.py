@@ -20,6 +20,7 @@ def block_diffusion_mask_mod(seq_len: int, block: int) -> Callable:
     """Visibility for queries [0, T) over keys [context 0..T) | drafter block 0..T)]."""
 
     def mask_mod(b, h, q_idx, kv_idx):
+        """True where query q_idx may attend to key kv_idx."""
         q_block = q_idx // block
         is_ctx = kv_idx < seq_len
         ctx_ok = is_ctx & (kv_idx <= q_block * block)

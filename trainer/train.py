@@ -135,6 +135,7 @@ def run(cfg: Config) -> int:
     failures: dict[int, str] = {}
 
     def guarded(i: int) -> None:
+        """Train one drafter; record and print its traceback if it dies."""
         try:
             train_drafter(i, cfg, target, vocab, data, start, out, results)
         except BaseException:  # a dead drafter must say why, loudly, then fail the run

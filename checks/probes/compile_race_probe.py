@@ -108,6 +108,7 @@ def patch_thread_local_flag() -> None:
     original = st.Tracer.trace
 
     def trace(self, *args, **kwargs):
+        """Tracer.trace with a per-thread flag instead of the global one."""
         prior = getattr(local, "on", False)
         local.on = True
         try:
@@ -126,9 +127,11 @@ def race_backend():
     from torch.fx.experimental.proxy_tensor import make_fx
 
     def fw(gm, example_inputs):
+        """Run the forward graph as traced."""
         return gm
 
     def bw(gm, example_inputs):
+        """Trace the backward with make_fx under the compile lock."""
         with compile_lock:  # as inductor's compile_fx_backward does
             make_fx(gm)(*example_inputs)
         return gm
@@ -144,6 +147,7 @@ def make_step(index: int, backend: str, device: str):
         from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
         def causal(b, h, q, kv):
+            """Causal visibility."""
             return q >= kv
 
         src = (f"def step_{index}(q, k, v, mask):\n"
@@ -153,6 +157,7 @@ def make_step(index: int, backend: str, device: str):
         fn = torch.compile(scope[f"step_{index}"], backend="inductor")
 
         def run(n: int):
+            """One forward + backward on inputs of length n."""
             q, k, v = (torch.randn(1, 2, n, 16, device=device, requires_grad=True) for _ in range(3))
             mask = create_block_mask(causal, 1, 1, n, n, device=device)
             fn(q, k, v, mask).backward()
@@ -166,6 +171,7 @@ def make_step(index: int, backend: str, device: str):
                        dynamic=False)
 
     def run(n: int):
+        """One forward + backward on inputs of length n."""
         x = torch.randn(n, 8, device=device, requires_grad=True)
         w = torch.randn(8, 8, device=device, requires_grad=True)
         fn(x, w).backward()
@@ -215,6 +221,7 @@ def main(argv: list[str]) -> int:
     step_times: list[float] = []
 
     def worker(i: int) -> None:
+        """One thread: wait at the barrier, then step over the shapes; record any failure."""
         try:
             if args.guard in ("eager-backward", "exclusive-compile"):
                 apply_guard()
