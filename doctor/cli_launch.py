@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -12,16 +13,21 @@ from typing import Any, Optional
 import click
 
 from . import __version__, causes, rundir
-from .cli_common import (build_context, emit, environment_facts, exit_code, fail_on, launch_options, now_iso,
+from .cli_common import (build_context, target_connection, emit, environment_facts, exit_code, fail_on, launch_options, now_iso,
                          output_options, pass_opts, run_phase, validate_outputs)
 from .config import Config, load
 from .context import Context
 from .diagnose import diagnose
-from .launch import Spawner, observe, spawn_detached, start, watch
+from .launch import POLL_S, Spawner, observe, spawn_detached, start, watch
+from .launch_remote import POLL_S as REMOTE_POLL_S
+from .launch_remote import RemoteRun
+from .targets import remote_run
+from .targets.strategies import BY_NAME
 from .model import PROBLEMS, CheckRecord, Report, Verdict
 from .registry import discover, select, unmatched
 
 DEFAULT_WATCH_S = 60.0
+REMOTE_SKIP = ("job.leftovers",)
 STATUS_WATCH_S = 3.0  # status on a live job: long enough to see its output grow
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -38,6 +44,7 @@ class LaunchOptions:
     memory_limit: Optional[int] = None
     only: tuple[str, ...] = ()
     skip: tuple[str, ...] = ()
+    strategy: str = "auto"  # --target only: how the recorder is detached there
 
 
 def _checks(phase: str, only: tuple[str, ...], skip: tuple[str, ...]) -> list:
@@ -49,20 +56,12 @@ def run_launch(ctx: Context, cfg: Optional[Config] = None, opts: LaunchOptions =
                spawner: Spawner = spawn_detached) -> Report:
     """Pre-launch checks, the detached start, the watch, the post-launch checks: the launch's Report."""
     cfg = cfg or Config()
+    if ctx.target != "local":
+        return run_launch_remote(ctx, cfg, opts)
     started = now_iso()
-    records: list[CheckRecord] = []
-    timeline: list[dict[str, Any]] = []
-    if not opts.no_check:
-        records = run_phase(ctx, _checks("pre", opts.only, opts.skip), "pre", cfg)
-        timeline.append(_event("pre-checks", f"{len(records)} check(s)"))
-        blockers = [r for r in records if r.cause in causes.LAUNCH_BLOCKERS and r.status in PROBLEMS
-                    and not r.silenced]
-        if blockers and not opts.force:
-            b = blockers[0]
-            verdict = Verdict("failed", b.cause, f"Not launched: {b.id} found that the launch cannot work: "
-                              f"{b.summary}", b.fix, [f"{r.id}: {r.summary}" for r in blockers] + list(b.evidence)
-                              + ["--force launches anyway"])
-            return _report(ctx, "launch", started, verdict, records, timeline, None)
+    records, timeline, blocked = _pre(ctx, cfg, opts, started)
+    if blocked is not None:
+        return blocked
     run_id, run_dir = rundir.new_run(ctx.cwd, opts.run_dir)
     log = ctx.abspath(ctx.log) if ctx.log else None
     proc = start(ctx.command, cwd=ctx.cwd, env=ctx.env, python=ctx.python, run_id=run_id, run_dir=run_dir,
@@ -82,6 +81,76 @@ def run_launch(ctx: Context, cfg: Optional[Config] = None, opts: LaunchOptions =
     return report
 
 
+def _pre(ctx: Context, cfg: Config, opts: LaunchOptions,
+         started: str) -> tuple[list[CheckRecord], list[dict[str, Any]], Optional[Report]]:
+    """The pre-launch checks; a finding that guarantees failure stops the launch (the Report says why)."""
+    records: list[CheckRecord] = []
+    timeline: list[dict[str, Any]] = []
+    if opts.no_check:
+        return records, timeline, None
+    records = run_phase(ctx, _checks("pre", opts.only, opts.skip), "pre", cfg)
+    timeline.append(_event("pre-checks", f"{len(records)} check(s)"))
+    blockers = [r for r in records if r.cause in causes.LAUNCH_BLOCKERS and r.status in PROBLEMS
+                and not r.silenced]
+    if blockers and not opts.force:
+        b = blockers[0]
+        verdict = Verdict("failed", b.cause, f"Not launched: {b.id} found that the launch cannot work: "
+                          f"{b.summary}", b.fix, [f"{r.id}: {r.summary}" for r in blockers] + list(b.evidence)
+                          + ["--force launches anyway"])
+        return records, timeline, _report(ctx, "launch", started, verdict, records, timeline, None)
+    return records, timeline, None
+
+
+def run_launch_remote(ctx: Context, cfg: Config, opts: LaunchOptions) -> Report:
+    """`launch --target`: checks there, the recorder shipped there and detached, the record read back through
+    the transport into a local copy (`.dfdoctor/runs/<id>` here), the same watch and the same rules."""
+    started = now_iso()
+    with target_connection(ctx):  # one ssh connection for the checks, the start and every look
+        records, timeline, blocked = _pre(ctx, cfg, opts, started)
+        if blocked is not None:
+            return blocked
+        run_id, run_dir = rundir.new_run(Path.cwd())
+        log = str(ctx.abspath(ctx.log)) if ctx.log else None
+        spec = {"run_id": run_id, "argv": list(ctx.command), "cwd": str(ctx.cwd), "log": log,
+                "redirect": not ctx.no_redirect, "memory_limit": opts.memory_limit, "python": ctx.python,
+                "watch_pids": [], "launcher": {"target": ctx.target, "local_pid": os.getpid()},
+                "started_by": "dfdoctor launch --target"}
+        shipped = remote_run.ship_recorder(ctx.target, spec=spec, run_id=run_id, cwd=str(ctx.cwd),
+                                           python=ctx.python, strategy=opts.strategy,
+                                           run_dir=str(opts.run_dir) if opts.run_dir else None)
+        local_spec = dict(spec, target=ctx.target, remote_dir=shipped.run_dir, remote_python=shipped.python,
+                          strategy=shipped.strategy, strategy_line=shipped.line)
+        (run_dir / "spec.json").write_text(json.dumps(local_spec, indent=1))
+        rundir.append_event(run_dir, "launched", recorder_pid=shipped.pid, argv=list(ctx.command),
+                            target=ctx.target, remote_dir=shipped.run_dir, strategy=shipped.strategy,
+                            session_s=round(shipped.session_s, 3), error=shipped.error)
+        rundir.prune(Path.cwd(), opts.keep_runs)
+        if shipped.error:
+            verdict = Verdict("failed", None, f"The recorder could not be started on {ctx.target}: the job was "
+                              "not launched.", "Make the target reachable and its python3 runnable "
+                              "(`dfdoctor check --target ...` says which), then launch again.",
+                              [f"starting session ({shipped.strategy}): {shipped.error}"])
+            run = rundir.load(run_dir)
+            report = _report(ctx, "launch", started, verdict, records, timeline + run_timeline(run), run)
+            _save(run_dir, report)
+            return report
+        remote = RemoteRun(ctx.target, shipped.run_dir, shipped.python)
+        run, live = watch(run_dir, None, opts.watch, load=remote.load, look=remote.look, poll_s=REMOTE_POLL_S)
+        if not run.finished and (run.remote or {}).get("recorder_alive") and live is None and opts.watch > 0:
+            run = remote.load(run_dir, full=True)
+        if opts.watch <= 0 and not run.finished and live is not None:
+            verdict = Verdict("running", None, f"The job was started on {ctx.target} (pid {run.job_pid}) and not "
+                              "watched (--watch 0).", f"`dfdoctor status {run.id}` diagnoses it later.",
+                              [f"run folder there: {shipped.run_dir}", f"local copy: {run.dir}"])
+        else:
+            verdict = diagnose(run, live)
+        records += _post(ctx, run, opts.only, opts.skip, cfg)
+    report = _report(ctx, "launch", started, verdict, records, timeline + run_timeline(run), run)
+    _save(run_dir, report)
+    rundir.append_event(run_dir, "detached", verdict=verdict.state, cause=verdict.cause)
+    return report
+
+
 def run_status(cwd: Path, ref: Optional[str] = None, cfg: Optional[Config] = None, watch_s: float = STATUS_WATCH_S,
                only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> Report:
     """Diagnose a run again from its folder, whether its job still runs or ended long ago."""
@@ -89,18 +158,25 @@ def run_status(cwd: Path, ref: Optional[str] = None, cfg: Optional[Config] = Non
     started = now_iso()
     run_dir = rundir.find_run(cwd, ref)
     run = rundir.load(run_dir)
-    live = None
-    if not run.finished and run.recorder_alive():
-        if watch_s > 0:
-            run, live = watch(run_dir, None, watch_s)
-        else:  # no time to see output grow: judge by what the job looks like now
-            live = observe(run, 0.0)
-    verdict = diagnose(run, live)
     spec = run.spec
     ctx = Context(command=list(spec.get("argv") or []), cwd=Path(spec.get("cwd") or cwd),
                   python=spec.get("python") or "python3", log=Path(spec["log"]) if spec.get("log") else None,
-                  no_redirect=not spec.get("redirect", True))
-    records = _post(ctx, run, only, skip, cfg)
+                  no_redirect=not spec.get("redirect", True), target=spec.get("target") or "local")
+    with target_connection(ctx):
+        load, look = rundir.load, observe
+        if run.is_remote and spec.get("remote_dir"):  # read the record where the job runs, into the copy here
+            remote = RemoteRun.of(run)
+            load, look = remote.load, remote.look
+            run = remote.load(run_dir, full=True)
+        live = None
+        if not run.finished and run.recorder_alive():
+            if watch_s > 0:
+                run, live = watch(run_dir, None, watch_s, load=load, look=look,
+                                  poll_s=REMOTE_POLL_S if run.is_remote else POLL_S)
+            else:  # no time to see output grow: judge by what the job looks like now
+                live = look(run, 0.0)
+        verdict = diagnose(run, live)
+        records = _post(ctx, run, only, skip, cfg)
     report = _report(ctx, "status", started, verdict, records, run_timeline(run), run)
     _save(run_dir, report)
     return report
@@ -110,6 +186,9 @@ def _post(ctx: Context, run: rundir.RunRecord, only: tuple[str, ...], skip: tupl
           cfg: Config) -> list[CheckRecord]:
     """The post-launch checks, told about the run through ctx.run."""
     ctx.run = run_info(run)
+    if run is not None and run.is_remote:
+        # job.leftovers looks up the recorded pids in this machine's /proc: meaningless for a remote job
+        skip = tuple(skip) + REMOTE_SKIP
     checks = _checks("post", only, skip)
     return run_phase(ctx, checks, "post", cfg) if checks else []
 
@@ -119,9 +198,13 @@ def run_info(run: Optional[rundir.RunRecord]) -> dict[str, Any]:
     if run is None:
         return {"dir": None, "pid": None, "exit_code": None, "signal": None}
     ex = run.exit or {}
-    return {"id": run.id, "dir": str(run.dir), "pid": run.job_pid, "exit_code": ex.get("exit_code"),
+    info = {"id": run.id, "dir": str(run.dir), "pid": run.job_pid, "exit_code": ex.get("exit_code"),
             "signal": ex.get("signal"), "record": str(run.dir / rundir.RECORD), "log": run.spec.get("log"),
             "recorder_pid": (run.recorder or {}).get("pid"), "finished": run.finished}
+    if run.is_remote:
+        info.update(target=run.spec.get("target"), remote_dir=run.spec.get("remote_dir"),
+                    strategy=run.spec.get("strategy"))
+    return info
 
 
 def run_timeline(run: rundir.RunRecord) -> list[dict[str, Any]]:
@@ -216,6 +299,9 @@ def _check_selection(opts: dict[str, Any], cfg: Config) -> tuple[tuple[str, ...]
               help=f"How many run folders to keep under .dfdoctor/runs (default {rundir.DEFAULT_KEEP}).")
 @click.option("--memory-limit", type=MemSize(), default=None,
               help="Run the job in its own memory cgroup with this limit (e.g. 2G): a real OOM kill, not a dead host.")
+@click.option("--strategy", type=click.Choice(["auto", *BY_NAME]), default="auto", show_default=True,
+              help="With --target: how the recorder is detached there (auto: what persistence.session found best "
+                   "for that target, else the recorder's own SIGHUP-ignoring setsid hand-off).")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @pass_opts
 def launch(opts: dict[str, Any]) -> int:
@@ -223,14 +309,14 @@ def launch(opts: dict[str, Any]) -> int:
     pairs = validate_outputs(opts)
     command = list(opts["command"])
     ctx, cfg = build_context(opts, command)
-    if ctx.target != "local":
-        raise click.UsageError(f"--target {ctx.target}: launch runs local jobs only in this version")
+    if ctx.target == "local" and opts["strategy"] != "auto":
+        raise click.UsageError("--strategy applies to a job on a --target; a local launch always detaches itself")
     only, skip = _check_selection(opts, cfg)
     watch_s = opts["watch"] if opts["watch"] is not None else float(cfg.get("watch", DEFAULT_WATCH_S))
     lo = LaunchOptions(watch=watch_s, run_dir=Path(opts["run_dir"]).absolute() if opts["run_dir"] else None,
                        keep_runs=opts["keep_runs"] or int(cfg.get("keep-runs", rundir.DEFAULT_KEEP)),
                        force=opts["force"], no_check=opts["no_check"], memory_limit=opts["memory_limit"],
-                       only=only, skip=skip)
+                       only=only, skip=skip, strategy=opts["strategy"])
     try:
         report = run_launch(ctx, cfg, lo)
     except FileExistsError as exc:

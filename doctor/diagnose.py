@@ -327,15 +327,13 @@ def recorder_vanished(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Ver
     """No exit record and no recorder: it was killed hard; find what the timing supports."""
     if run.finished or live is not None or run.recorder_alive() or not run.recorder:
         return None
-    from .recorder import read_text
-
     hb = (run.heartbeat or {}).get("t") or run.recorder["t"]
     evidence = [f"the recorder (pid {run.recorder['pid']}) is gone without writing the job's exit",
                 f"its last heartbeat: {_clock(hb)}"]
     if run.job_alive():
         return Verdict("running", None, "The job still runs, but its recorder was killed: its output is no longer "
                        "copied to the log.", "Relaunch with `dfdoctor launch` if you need its output.", evidence)
-    boot = (read_text("/proc/sys/kernel/random/boot_id") or "").strip()
+    boot = run.boot_id()
     if run.recorder.get("boot_id") and boot and boot != run.recorder["boot_id"]:
         return Verdict("failed", causes.KILLED_BY_SIGNAL, "The machine rebooted while the job ran; the job and its "
                        "recorder died with it.", "Relaunch the job; look at the host's logs for why it rebooted.",
@@ -455,8 +453,19 @@ def recorder_never_started(run: RunRecord, live: Optional[LiveFacts]) -> Optiona
                    [f"recorder output: {line}" for line in out] or ["the recorder wrote nothing"])
 
 
+def target_unreachable(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """A run on a --target whose record could not be read there just now: nothing new is known about it."""
+    if not run.is_remote or run.finished or not (run.remote or {}).get("error"):
+        return None
+    return Verdict("unknown", None, f"The run's record on {run.spec.get('target')} could not be read just now, "
+                   "so it is not known whether the job still runs.",
+                   f"Check that the target answers (`dfdoctor check --target {run.spec.get('target')} --only "
+                   f"target.reachable`), then `dfdoctor status {run.id}`.",
+                   [f"reading {run.spec.get('remote_dir')} there: {run.remote['error']}"])
+
+
 RULES: list[Callable[[RunRecord, Optional[LiveFacts]], Optional[Verdict]]] = [
-    recorder_never_started, log_could_not_open, spawn_failed,
+    target_unreachable, recorder_never_started, log_could_not_open, spawn_failed,
     oom_killed, fx_trace_race, command_not_found_status, python_exception, died_from_signal,
     log_write_failed, exited_cleanly, exited_nonzero,
     recorder_vanished,

@@ -121,30 +121,41 @@ def progress(run: RunRecord) -> int:
     return int(hb.get("progress_lines") or 0)
 
 
-def watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float,
-          steady_s: float = STEADY_S) -> tuple[RunRecord, Optional[LiveFacts]]:
-    """Follow the record until the verdict is certain: a death, steady output, or the end of the watch."""
+Loader = Callable[[Path], RunRecord]
+Looker = Callable[[RunRecord, float], Optional[LiveFacts]]
+
+
+def watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, steady_s: float = STEADY_S,
+          load: Optional[Loader] = None, look: Optional[Looker] = None,
+          poll_s: float = POLL_S) -> tuple[RunRecord, Optional[LiveFacts]]:
+    """Follow the record until the verdict is certain: a death, steady output, or the end of the watch.
+
+    `load` reads the run as it is now and `look` examines a live job (defaults: this machine's run folder
+    and /proc); a run on a --target passes ones that read the record through the transport.
+    """
+    load = load or rundir.load
+    look = look or observe
     t0 = time.monotonic()
     try:
-        return _watch(run_dir, proc, watch_s, steady_s, t0)
+        return _watch(run_dir, proc, watch_s, steady_s, t0, load, look, poll_s)
     except KeyboardInterrupt:  # Ctrl-C ends the watch, not the job: judge what we have
-        run = rundir.load(run_dir)
-        return run, (None if run.finished else observe(run, time.monotonic() - t0))
+        run = load(run_dir)
+        return run, (None if run.finished else look(run, time.monotonic() - t0))
 
 
 def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, steady_s: float,
-           t0: float) -> tuple[RunRecord, Optional[LiveFacts]]:
+           t0: float, load: Loader, look: Looker, poll_s: float) -> tuple[RunRecord, Optional[LiveFacts]]:
     """The watch loop itself; `watch` adds Ctrl-C handling."""
     growth: list[tuple[float, int]] = []  # (when, progress) each time we saw the output grow
     while True:
-        run = rundir.load(run_dir)
+        run = load(run_dir)
         now = time.monotonic()
         if run.finished:
             return run, None
         recorder_gone = (proc.poll() is not None) if proc is not None else \
             (run.recorder is not None and not run.recorder_alive())
         if recorder_gone or (run.recorder is None and now - t0 > START_TIMEOUT_S):
-            return rundir.load(run_dir), None
+            return load(run_dir), None
         if run.spawned is not None:
             done = progress(run)
             if done > (growth[-1][1] if growth else 0):
@@ -155,10 +166,10 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
             if watch_s <= 0:  # --watch 0: started is all we wait for
                 return run, LiveFacts(pid=run.job_pid, watched_s=0.0)
             if now - t0 >= watch_s:
-                facts = observe(run, now - t0)
+                facts = look(run, now - t0)
                 if facts is not None or now - t0 >= watch_s + 2.0:  # None: it just died, its exit is on the way
                     return run, facts
-        time.sleep(POLL_S)
+        time.sleep(poll_s)
 
 
 def observe(run: RunRecord, watched_s: float) -> Optional[LiveFacts]:

@@ -67,8 +67,9 @@ def prune(cwd: Path, keep: int = DEFAULT_KEEP) -> list[Path]:
     runs = list_runs(cwd)
     removed = []
     for path in runs[: max(0, len(runs) - max(1, keep))]:
-        if load(path).recorder_alive():
-            continue
+        run = load(path)
+        if run.recorder_alive() or (run.is_remote and not run.finished):
+            continue  # a remote run's liveness is not known here: keep its copy until its record says it ended
         shutil.rmtree(path, ignore_errors=True)
         removed.append(path)
     return removed
@@ -129,6 +130,20 @@ class RunRecord:
     events: list[dict[str, Any]] = field(default_factory=list)
     launcher: list[dict[str, Any]] = field(default_factory=list)
     heartbeat: Optional[dict[str, Any]] = None
+    # For a run on a --target: what a session there just saw (recorder_alive, job_alive, boot_id, live), since
+    # this machine's /proc knows nothing of those pids. An empty dict: not looked at, so nothing is known alive.
+    remote: Optional[dict[str, Any]] = None
+
+    @property
+    def is_remote(self) -> bool:
+        """The job runs on another target; this folder is the local copy of its record."""
+        return self.spec.get("target") not in (None, "local")
+
+    def boot_id(self) -> Optional[str]:
+        """The current boot id where the job runs (this machine's, or the target's as last fetched)."""
+        if self.remote is not None:
+            return self.remote.get("boot_id")
+        return (read_text("/proc/sys/kernel/random/boot_id") or "").strip() or None
 
     @property
     def id(self) -> str:
@@ -173,6 +188,8 @@ class RunRecord:
         rec = self.recorder
         if not rec or self.first("recorder-exit"):
             return False
+        if self.remote is not None:
+            return bool(self.remote.get("recorder_alive"))
         if rec.get("boot_id") and rec["boot_id"] != (read_text("/proc/sys/kernel/random/boot_id") or "").strip():
             return False
         return proc_start_time(rec["pid"]) == rec.get("start_ticks")
@@ -182,6 +199,8 @@ class RunRecord:
         sp = self.spawned
         if not sp or self.exit:
             return False
+        if self.remote is not None:
+            return bool(self.remote.get("job_alive"))
         if self.recorder and self.recorder.get("boot_id") and \
                 self.recorder["boot_id"] != (read_text("/proc/sys/kernel/random/boot_id") or "").strip():
             return False
@@ -199,8 +218,12 @@ class RunRecord:
         return read_stream(self.dir, name, limit)
 
 
-def load(run_dir: Path) -> RunRecord:
-    """Read a run folder as it is now (safe while the recorder is still writing)."""
+def load(run_dir: Path, remote: Optional[dict[str, Any]] = None) -> RunRecord:
+    """Read a run folder as it is now (safe while the recorder is still writing).
+
+    For the local copy of a run on a --target, `remote` is what a session there saw (see `mirror`); without
+    it nothing of such a run counts as alive.
+    """
     run_dir = Path(run_dir)
     try:
         spec = json.loads((run_dir / "spec.json").read_text())
@@ -211,7 +234,29 @@ def load(run_dir: Path) -> RunRecord:
         hb = json.loads((run_dir / "heartbeat").read_text())
     except (OSError, ValueError):
         pass
-    return RunRecord(run_dir, spec, _read_jsonl(run_dir / RECORD), _read_jsonl(run_dir / LAUNCHER), hb)
+    run = RunRecord(run_dir, spec, _read_jsonl(run_dir / RECORD), _read_jsonl(run_dir / LAUNCHER), hb)
+    if run.is_remote:
+        run.remote = dict(remote or {})
+    return run
+
+
+# The files of a remote run folder that are copied here; the local spec.json (which names the target) and
+# launcher.jsonl (dfdoctor's own notes) are this machine's.
+MIRRORED = ("record.jsonl", "heartbeat", "recorder.out", "stdout.log", "stderr.log")
+
+
+def mirror(run_dir: Path, answer: dict[str, Any]) -> None:
+    """Copy what a session on the target fetched (`doctor.targets.remote_run.fetch`) into the local run folder.
+
+    Each file is replaced atomically, so a reader never sees half of one; a file the answer lacks is kept.
+    """
+    for name in MIRRORED:
+        text = (answer.get("files") or {}).get(name)
+        if text is None:
+            continue
+        tmp = Path(run_dir) / f".{name}.{os.getpid()}.tmp"
+        tmp.write_text(text)
+        os.replace(tmp, Path(run_dir) / name)
 
 
 def read_stream(run_dir: Path, name: str, limit: int = 64 << 10) -> str:

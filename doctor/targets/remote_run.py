@@ -8,9 +8,11 @@ for the target (or `nohup setsid -f` and a pause). `observe` reads pid, exit sta
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Optional, Sequence
 
 from . import parse_target, transport
@@ -103,3 +105,273 @@ def stop(run: RemoteRun, timeout: float = 15.0) -> None:
 tr '\\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q "$r" || exit 0
 kill -TERM -- "-$pid" 2>/dev/null; kill -TERM "$pid" 2>/dev/null; pkill -TERM -P "$pid" 2>/dev/null; exit 0"""
     _call(run.target, script, [run.run_dir], timeout)
+
+
+# ---- the flight recorder on a target (`dfdoctor launch --target`) ---------------------------------------
+RECORDER = Path(__file__).resolve().parent.parent / "recorder.py"
+DEFAULT_STRATEGY = "dfdoctor"  # the recorder's own --detach: SIGHUP ignored before fork, setsid, fds to files
+RUN_DIR_MARK = "@@dfdoctor-run-dir@@"
+PID_MARK = "@@dfdoctor-recorder-pid@@"
+
+# Runs in the target's shell. stdin carries recorder.py. The run folder goes under the job's cwd when that
+# exists and is writable (so the record sits beside the job), else under /tmp; a missing cwd is left missing,
+# so the recorder reports it instead of us creating it.
+SHIP = """py=$1; cwd=$2; id=$3; d=$4; spec=$5; line=$6
+command -v "$py" >/dev/null 2>&1 || py=python3
+if [ -z "$d" ]; then
+  d=/tmp/dfdoctor-runs/$id
+  if [ -d "$cwd" ] && mkdir -p "$cwd/.dfdoctor/runs/$id" 2>/dev/null; then d=$cwd/.dfdoctor/runs/$id; fi
+fi
+mkdir -p "$d" || exit 97
+[ -e "$d/record.jsonl" ] && { echo "$d already holds a run (record.jsonl)" >&2; exit 98; }
+cat > "$d/recorder.py" || exit 97
+printf '%s' "$spec" > "$d/spec.json" || exit 97
+echo "RUN_DIR_MARK$d"
+export DFDOCTOR_PY="$py" DFDOCTOR_RUN="$d"
+if [ -z "$line" ]; then
+  printf 'PID_MARK'; exec "$py" "$d/recorder.py" --detach "$d" </dev/null
+fi
+eval "$line"
+""".replace("RUN_DIR_MARK", RUN_DIR_MARK).replace("PID_MARK", PID_MARK)
+
+
+@dataclass
+class Shipped:
+    """A recorder started on a target: its run folder there, its pid (when it said), how it was detached."""
+
+    target: str
+    run_dir: Optional[str]
+    python: str
+    strategy: str
+    line: str
+    pid: Optional[int] = None
+    error: Optional[str] = None
+    session_s: float = 0.0
+
+
+def ship_recorder(target_spec: str, *, spec: dict, run_id: str, cwd: str, python: str = "python3",
+                  strategy: Optional[str] = None, run_dir: Optional[str] = None, timeout: float = 30.0) -> Shipped:
+    """Send recorder.py over stdin into a run folder on the target and start it detached there, with the
+    strategy asked for (`auto`: the one `persistence.session` remembered, else the recorder's own detach)."""
+    from doctor.probe import run_command  # imported late: doctor.probe imports this package
+
+    name = strategy if strategy and strategy != "auto" else (best_for(target_spec) or DEFAULT_STRATEGY)
+    line = ""
+    if name != DEFAULT_STRATEGY:
+        # the strategy's own line, over the recorder: "$DFDOCTOR_PY" and "$DFDOCTOR_RUN" are expanded by
+        # the target's shell (eval), where the run folder's path is only known then
+        line = BY_NAME[name].line(["@PY@", "@RUN@/recorder.py", "@RUN@"], "@RUN@/recorder.out",
+                                  name=run_id.replace("-", ""), python=python)
+        line = line.replace("@PY@", '"$DFDOCTOR_PY"').replace("@RUN@", '"$DFDOCTOR_RUN"')
+    target = parse_target(target_spec)
+    argv = transport.wrap(target, ["sh", "-c", SHIP, "sh", python, cwd, run_id, run_dir or "",
+                                   json.dumps(spec), line])
+    began = time.monotonic()
+    out = run_command(argv, timeout=timeout, stdin_data=RECORDER.read_bytes(), stack_signal=None)
+    shipped = Shipped(target_spec, None, python, name, line, session_s=time.monotonic() - began)
+    for ln in out.stdout.splitlines():
+        if ln.startswith(RUN_DIR_MARK):
+            shipped.run_dir = ln[len(RUN_DIR_MARK):]
+        elif ln.startswith(PID_MARK):
+            shipped.pid = _num(ln[len(PID_MARK):].strip())
+    err = transport.transport_error(target, out.returncode, out.stderr)
+    if err or out.timed_out or out.spawn_error or shipped.run_dir is None or \
+            (name == DEFAULT_STRATEGY and shipped.pid is None):
+        shipped.error = err or out.spawn_error or (f"the starting session did not return within {timeout:.0f} s"
+                                                   if out.timed_out else None) or \
+            out.stderr.strip()[-400:] or f"the starting session exited {out.returncode} without starting the recorder"
+    return shipped
+
+
+# Runs in the target's python (3.6+, standard library only): what a run folder holds now, and whether its
+# recorder and job still live. Liveness is looked at BEFORE the record is read for the answer, so a recorder
+# found dead has already written its last word into what we send back.
+FETCH = r'''
+import json, os, sys
+d, live, full = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1"
+LIMIT = 64 << 10
+def rd(p, n=None):
+    try:
+        with open(p, "rb") as f:
+            if n:
+                size = f.seek(0, 2); f.seek(max(0, size - n))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+def ticks(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError, TypeError):
+        return None
+def events(text):
+    out = {}
+    for line in (text or "").splitlines():
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(e, dict):
+            out.setdefault(e.get("event"), e)
+    return out
+ev = events(rd(os.path.join(d, "record.jsonl")))
+rec, sp = ev.get("recorder"), ev.get("spawned")
+ans = {"boot_id": (rd("/proc/sys/kernel/random/boot_id") or "").strip() or None,
+       "recorder_alive": bool(rec and "recorder-exit" not in ev and ticks(rec.get("pid")) == rec.get("start_ticks")),
+       "job_alive": bool(sp and "exit" not in ev and ticks(sp.get("pid")) == sp.get("start_ticks")), "files": {}}
+record = rd(os.path.join(d, "record.jsonl"))
+finished = "exit" in events(record) or "recorder-exit" in events(record)
+ans["files"]["record.jsonl"] = record
+for name in ("spec.json", "heartbeat", "launcher.jsonl"):
+    ans["files"][name] = rd(os.path.join(d, name))
+if full or live or finished or not ans["recorder_alive"]:
+    ans["files"]["recorder.out"] = rd(os.path.join(d, "recorder.out"), 8192)
+    for s in ("stdout", "stderr"):
+        segs = [os.path.join(d, "%s.tail.%d" % (s, i)) for i in (0, 1)]
+        segs = sorted((p for p in segs if os.path.exists(p)), key=lambda p: os.stat(p).st_mtime)
+        ans["files"][s + ".log"] = "".join(rd(p, LIMIT) or "" for p in [os.path.join(d, s + ".log")] + segs)[-LIMIT:]
+def tree(root):
+    kids = {}
+    for n in os.listdir("/proc"):
+        if n.isdigit():
+            try:
+                with open("/proc/%s/stat" % n) as f:
+                    kids.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(n))
+            except (OSError, ValueError, IndexError):
+                pass
+    out, todo = [], [root]
+    while todo and len(out) < 16:
+        p = todo.pop(0); out.append(p); todo += kids.get(p, [])
+    return out
+def writable(pid, fd):
+    for line in (rd("/proc/%d/fdinfo/%s" % (pid, fd)) or "").splitlines():
+        if line.startswith("flags:"):
+            return int(line.split()[1], 8) & 3 in (1, 2)
+    return False
+if live and ans["job_alive"]:
+    pid = sp["pid"]
+    spec = json.loads(ans["files"]["spec.json"] or "{}")
+    expected = os.path.realpath(spec["log"]) if spec.get("log") else None
+    ours = os.path.realpath(d)
+    facts = {"pid": pid, "stdout_targets": [], "other_logs": [], "python": False, "buffered": False, "stacks": []}
+    for p in tree(pid):
+        try:
+            fds = os.listdir("/proc/%d/fd" % p)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                t = os.readlink("/proc/%d/fd/%s" % (p, fd))
+            except OSError:
+                continue
+            if not t.startswith("/") or t.startswith(ours) or t == expected:
+                continue
+            if fd in ("1", "2"):
+                if not t.startswith(("/dev/pts", "/dev/tty")) and (p == pid or not t.startswith("/dev/")):
+                    facts["stdout_targets"].append([p, int(fd), t])
+            elif t.endswith((".log", ".txt", ".out", ".err", ".jsonl")) and \
+                    not t.startswith(("/dev/", "/proc/", "/sys/")) and writable(p, fd):
+                try:
+                    size = os.stat(t).st_size
+                except OSError:
+                    size = -1
+                facts["other_logs"].append([p, t, size])
+        cmd = (rd("/proc/%d/cmdline" % p) or "").split("\0")
+        try:
+            exe = os.path.basename(os.readlink("/proc/%d/exe" % p))
+        except OSError:
+            exe = os.path.basename(cmd[0])
+        lines = []
+        for tid in sorted(os.listdir("/proc/%d/task" % p) if os.path.isdir("/proc/%d/task" % p) else []):
+            st = (rd("/proc/%d/task/%s/stat" % (p, tid)) or "").rsplit(")", 1)
+            comm = (rd("/proc/%d/task/%s/comm" % (p, tid)) or "?").strip()
+            wchan = (rd("/proc/%d/task/%s/wchan" % (p, tid)) or "?").strip() or "-"
+            lines.append("thread %s (%s): state %s, waits in %s" % (tid, comm, st[1].split()[0] if len(st) > 1 else "?", wchan))
+        facts["stacks"].append({"pid": p, "text": "\n".join(lines)})
+        if "python" not in exe:
+            continue
+        facts["python"] = True
+        flags = []
+        for a in cmd[1:]:
+            if not a.startswith("-") or a in ("-c", "-m"):
+                break
+            flags.append(a)
+        env = (rd("/proc/%d/environ" % p) or "").split("\0")
+        unbuf = any(a[1:2] != "-" and "u" in a[1:] for a in flags if not a.startswith(("-W", "-X"))) or \
+            any(e.startswith("PYTHONUNBUFFERED=") and len(e) > 17 for e in env)
+        try:
+            tty = os.readlink("/proc/%d/fd/1" % p).startswith(("/dev/pts", "/dev/tty"))
+        except OSError:
+            tty = False
+        facts["buffered"] = facts["buffered"] or (not unbuf and not tty)
+    st = (rd("/proc/%d/stat" % pid) or "").rsplit(")", 1)
+    try:
+        f = st[1].split()
+        facts["cpu_s"] = (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    except (IndexError, ValueError):
+        facts["cpu_s"] = None
+    ans["live"] = facts
+sys.stdout.write("@@dfdoctor-answer@@" + json.dumps(ans) + "\n")
+'''
+
+
+def fetch(target_spec: str, run_dir: str, *, python: str = "python3", live: bool = False, full: bool = False,
+          timeout: float = 20.0) -> dict:
+    """One session on the target: the run folder's files and whether its recorder and job still live.
+
+    The answer is a dict (`files`, `recorder_alive`, `job_alive`, `boot_id`, with `live` facts of the job
+    when asked and it runs); on failure `{"error": "..."}` in ssh's or the shell's own words.
+    """
+    from doctor.probe import run_command  # imported late: doctor.probe imports this package
+
+    target = parse_target(target_spec)
+    argv = transport.wrap(target, [python, "-c", FETCH, run_dir, "1" if live else "0", "1" if full else "0"])
+    out = run_command(argv, timeout=timeout, stack_signal=None)
+    err = transport.transport_error(target, out.returncode, out.stderr)
+    _, mark, answer = out.stdout.rpartition("@@dfdoctor-answer@@")
+    if err or not mark:
+        return {"error": err or out.spawn_error or out.stderr.strip()[-400:] or
+                (f"no answer within {timeout:.0f} s" if out.timed_out else f"no answer (status {out.returncode})")}
+    try:
+        return json.loads(answer)
+    except ValueError:
+        return {"error": "a malformed answer: " + answer[:200]}
+
+
+KILL = r"""
+import json, os, signal, sys
+d = sys.argv[1]
+def ticks(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError, TypeError):
+        return None
+seen = {}
+try:
+    for line in open(os.path.join(d, "record.jsonl")):
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        seen.setdefault(e.get("event"), e)
+except OSError:
+    pass
+for name in ("spawned", "recorder"):
+    e = seen.get(name)
+    if e and ticks(e.get("pid")) == e.get("start_ticks"):  # the very process we recorded, not a reused pid
+        for kill in ((lambda: os.killpg(e["pid"], 9)) if name == "spawned" else (lambda: None), lambda: os.kill(e["pid"], 9)):
+            try:
+                kill()
+            except OSError:
+                pass
+"""
+
+
+def kill_run(target_spec: str, run_dir: str, *, python: str = "python3", timeout: float = 15.0) -> None:
+    """End a run's job (its whole process group) and its recorder on the target: only the processes the
+    record names, checked by start time so that a reused pid is never hit."""
+    from doctor.probe import run_command  # imported late: doctor.probe imports this package
+
+    target = parse_target(target_spec)
+    run_command(transport.wrap(target, [python, "-c", KILL, run_dir]), timeout=timeout, stack_signal=None)
