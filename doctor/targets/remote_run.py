@@ -113,9 +113,12 @@ DEFAULT_STRATEGY = "dfdoctor"  # the recorder's own --detach: SIGHUP ignored bef
 RUN_DIR_MARK = "@@dfdoctor-run-dir@@"
 PID_MARK = "@@dfdoctor-recorder-pid@@"
 
-# Runs in the target's shell. stdin carries recorder.py. The run folder goes under the job's cwd when that
+PY_MARK = "@@dfdoctor-python@@"
+
+# Runs in the target's shell; stdin carries recorder.py. The run folder goes under the job's cwd when that
 # exists and is writable (so the record sits beside the job), else under /tmp; a missing cwd is left missing,
-# so the recorder reports it instead of us creating it.
+# so the recorder reports it instead of us creating it. With $7 = 1 it only chooses and creates the folder
+# (a strategy's line must name it, so it is built here, between two sessions).
 SHIP = """py=$1; cwd=$2; id=$3; d=$4; spec=$5; line=$6
 command -v "$py" >/dev/null 2>&1 || py=python3
 if [ -z "$d" ]; then
@@ -124,15 +127,15 @@ if [ -z "$d" ]; then
 fi
 mkdir -p "$d" || exit 97
 [ -e "$d/record.jsonl" ] && { echo "$d already holds a run (record.jsonl)" >&2; exit 98; }
+echo "RUN_DIR_MARK$d"; echo "PY_MARK$py"
+[ "$7" = 1 ] && exit 0
 cat > "$d/recorder.py" || exit 97
 printf '%s' "$spec" > "$d/spec.json" || exit 97
-echo "RUN_DIR_MARK$d"
-export DFDOCTOR_PY="$py" DFDOCTOR_RUN="$d"
 if [ -z "$line" ]; then
   printf 'PID_MARK'; exec "$py" "$d/recorder.py" --detach "$d" </dev/null
 fi
 eval "$line"
-""".replace("RUN_DIR_MARK", RUN_DIR_MARK).replace("PID_MARK", PID_MARK)
+""".replace("RUN_DIR_MARK", RUN_DIR_MARK).replace("PID_MARK", PID_MARK).replace("PY_MARK", PY_MARK)
 
 
 @dataclass
@@ -153,34 +156,47 @@ def ship_recorder(target_spec: str, *, spec: dict, run_id: str, cwd: str, python
                   strategy: Optional[str] = None, run_dir: Optional[str] = None, timeout: float = 30.0) -> Shipped:
     """Send recorder.py over stdin into a run folder on the target and start it detached there, with the
     strategy asked for (`auto`: the one `persistence.session` remembered, else the recorder's own detach)."""
-    from doctor.probe import run_command  # imported late: doctor.probe imports this package
-
     name = strategy if strategy and strategy != "auto" else (best_for(target_spec) or DEFAULT_STRATEGY)
+    began = time.monotonic()
+    shipped = Shipped(target_spec, run_dir, python, name, "")
     line = ""
     if name != DEFAULT_STRATEGY:
-        # the strategy's own line, over the recorder: "$DFDOCTOR_PY" and "$DFDOCTOR_RUN" are expanded by
-        # the target's shell (eval), where the run folder's path is only known then
-        line = BY_NAME[name].line(["@PY@", "@RUN@/recorder.py", "@RUN@"], "@RUN@/recorder.out",
-                                  name=run_id.replace("-", ""), python=python)
-        line = line.replace("@PY@", '"$DFDOCTOR_PY"').replace("@RUN@", '"$DFDOCTOR_RUN"')
+        # the strategy's line names the run folder and the interpreter: learn both there first
+        _ship_session(target_spec, [python, cwd, run_id, run_dir or "", "", "", "1"], None, timeout, shipped)
+        if shipped.error:
+            return shipped
+        line = BY_NAME[name].line([shipped.python, f"{shipped.run_dir}/recorder.py", shipped.run_dir or ""],
+                                  f"{shipped.run_dir}/recorder.out", name=run_id.replace("-", ""),
+                                  python=shipped.python)
+        shipped.line = line
+    _ship_session(target_spec, [shipped.python, cwd, run_id, shipped.run_dir or "", json.dumps(spec), line, "0"],
+                  RECORDER.read_bytes(), timeout, shipped)
+    if not shipped.error and name == DEFAULT_STRATEGY and shipped.pid is None:
+        shipped.error = "the recorder did not say its pid: it did not detach"
+    shipped.session_s = time.monotonic() - began
+    return shipped
+
+
+def _ship_session(target_spec: str, args: list[str], stdin: Optional[bytes], timeout: float,
+                  shipped: Shipped) -> None:
+    """One run of SHIP on the target; what it printed (folder, python, pid) or its error goes into `shipped`."""
+    from doctor.probe import run_command  # imported late: doctor.probe imports this package
+
     target = parse_target(target_spec)
-    argv = transport.wrap(target, ["sh", "-c", SHIP, "sh", python, cwd, run_id, run_dir or "",
-                                   json.dumps(spec), line])
-    began = time.monotonic()
-    out = run_command(argv, timeout=timeout, stdin_data=RECORDER.read_bytes(), stack_signal=None)
-    shipped = Shipped(target_spec, None, python, name, line, session_s=time.monotonic() - began)
+    out = run_command(transport.wrap(target, ["sh", "-c", SHIP, "sh", *args]), timeout=timeout, stdin_data=stdin,
+                      stack_signal=None)
     for ln in out.stdout.splitlines():
         if ln.startswith(RUN_DIR_MARK):
             shipped.run_dir = ln[len(RUN_DIR_MARK):]
+        elif ln.startswith(PY_MARK):
+            shipped.python = ln[len(PY_MARK):]
         elif ln.startswith(PID_MARK):
             shipped.pid = _num(ln[len(PID_MARK):].strip())
     err = transport.transport_error(target, out.returncode, out.stderr)
-    if err or out.timed_out or out.spawn_error or shipped.run_dir is None or \
-            (name == DEFAULT_STRATEGY and shipped.pid is None):
+    if err or out.timed_out or out.spawn_error or out.returncode not in (0, None) or not shipped.run_dir:
         shipped.error = err or out.spawn_error or (f"the starting session did not return within {timeout:.0f} s"
                                                    if out.timed_out else None) or \
             out.stderr.strip()[-400:] or f"the starting session exited {out.returncode} without starting the recorder"
-    return shipped
 
 
 # Runs in the target's python (3.6+, standard library only): what a run folder holds now, and whether its

@@ -1,0 +1,148 @@
+"""`dfdoctor launch --target` and `status` for a remote run, on the real chain: sshd on 127.0.0.1 -> the `pct`
+shim -> lxc-attach -> busybox container 200 (tests/infra). The job, its log and its run folder are in the
+container; dfdoctor keeps a copy of the record here; every job started here is killed by the fixture."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+
+from doctor import causes, rundir
+from infra.fixtures import Infra, infra  # noqa: F401
+
+pytestmark = pytest.mark.slow
+
+HEALTHY = "import time\nfor i in range({n}):\n    print('step', i, flush=True)\n    time.sleep(0.1)\n"
+MISSING = "import json\nimport no_such_module_dfd\nprint('never')\n"
+
+
+def _container_procs(mark: str) -> list[psutil.Process]:
+    """Processes (seen from the host: the container shares our kernel) whose command line names `mark`."""
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            if any(mark in a for a in p.info["cmdline"] or []):
+                found.append(p)
+        except psutil.Error:
+            continue
+    return found
+
+
+@pytest.fixture
+def remote(infra: Infra, tmp_path: Path):
+    """A work folder inside container 200 (with a hostile name), a local folder for dfdoctor, a private cache
+    (so `--strategy auto` does not see a strategy remembered by another test), and cleanup of every job."""
+    name = f"dfd rl $(x);'{uuid.uuid4().hex[:8]}"
+    inside = f"/tmp/{name}"
+    host_side = infra.rootfs() / "tmp" / name
+    host_side.mkdir()
+    local = tmp_path / "here"
+    local.mkdir()
+    env = dict(infra.env(), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    yield inside, host_side, local, env
+    for p in _container_procs(name):  # recorders and jobs still running in the container
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    assert not [p for p in _container_procs(name) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    shutil.rmtree(host_side, ignore_errors=True)
+
+
+def _launch(dfdoctor, infra: Infra, local: Path, env: dict, *args: str) -> tuple[int, dict]:
+    """`dfdoctor launch --target pct://... --format json ARGS`, from the local folder."""
+    p = dfdoctor("launch", "--target", infra.pct_target, "--format", "json", "--skip", "persistence.session",
+                 *args, cwd=local, env=env, timeout=120)
+    assert p.returncode in (0, 1), p.stderr
+    return p.returncode, json.loads(p.stdout)
+
+
+def _status(dfdoctor, local: Path, env: dict, *args: str) -> tuple[int, dict]:
+    """`dfdoctor status --format json ARGS` from the local folder."""
+    p = dfdoctor("status", "--format", "json", *args, cwd=local, env=env, timeout=60)
+    assert p.returncode in (0, 1), p.stderr
+    return p.returncode, json.loads(p.stdout)
+
+
+def _growing(path: Path, wait: float = 0.8) -> bool:
+    """Whether a file exists and grows within `wait` seconds."""
+    if not path.exists():
+        return False
+    first = path.stat().st_size
+    time.sleep(wait)
+    return path.stat().st_size > first
+
+
+def test_healthy_job_runs_in_the_container_and_outlives_dfdoctor(infra, remote, dfdoctor):
+    inside, host_side, local, env = remote
+    (host_side / "train.py").write_text(HEALTHY.format(n=90))
+    rc, rep = _launch(dfdoctor, infra, local, env, "--cwd", inside, "--log", f"{inside}/train.log",
+                      "--", "python3", f"{inside}/train.py")
+    assert rc == 0 and rep["verdict"]["state"] == "running", rep["verdict"]
+    assert [c for c in rep["checks"] if c["id"] == "imports.smoke"][0]["status"] == "ok"  # pre-checks ran there
+    # dfdoctor and every ssh session it opened are gone; the job still runs and logs IN THE CONTAINER
+    assert _container_procs(f"{inside}/train.py") and _container_procs(f"{inside}/.dfdoctor/runs")
+    assert _growing(host_side / "train.log") and "step" in (host_side / "train.log").read_text()
+    assert not Path(inside, "train.log").exists()  # nothing of it landed on this machine's own /tmp
+    run = rep["run"]
+    assert run["target"] == infra.pct_target and run["remote_dir"] == f"{inside}/.dfdoctor/runs/{run['id']}"
+    assert run["strategy"] == "dfdoctor"  # nothing remembered for this target: the recorder's own detach
+    there = host_side / ".dfdoctor" / "runs" / run["id"]
+    assert (there / "record.jsonl").exists() and (there / "heartbeat").exists()
+    copy = Path(run["dir"])
+    assert copy.parent == local / ".dfdoctor" / "runs" and (copy / "report.json").exists()
+    assert rundir.load(copy).spawned["cwd"] == inside  # the recorder's own record, copied here
+    # later, from a fresh dfdoctor: still running; after its end: ended, with its status
+    rc, st = _status(dfdoctor, local, env)
+    assert rc == 0 and st["verdict"]["state"] == "running" and st["run"]["id"] == run["id"], st["verdict"]
+    deadline = time.monotonic() + 20
+    while _container_procs(f"{inside}/.dfdoctor") and time.monotonic() < deadline:
+        time.sleep(0.3)
+    rc, st = _status(dfdoctor, local, env, run["id"])
+    assert rc == 0 and st["verdict"]["state"] == "ok" and st["run"]["exit_code"] == 0, st["verdict"]
+    assert st["run"]["finished"] and "step 89" in (copy / "stdout.log").read_text()
+
+
+def test_missing_module_in_the_container_is_named(infra, remote, dfdoctor):
+    inside, host_side, local, env = remote
+    (host_side / "train.py").write_text(MISSING)
+    began = time.monotonic()
+    rc, rep = _launch(dfdoctor, infra, local, env, "--no-check", "--cwd", inside, "--log", f"{inside}/train.log",
+                      "--", "python3", "train.py")
+    assert rc == 1 and rep["verdict"]["cause"] == causes.MISSING_MODULE, rep["verdict"]
+    assert time.monotonic() - began < 20
+    evidence = "\n".join(rep["verdict"]["evidence"])
+    assert "no_such_module_dfd" in evidence and f"{inside}/train.py" in evidence and "line 2" in rep["verdict"]["summary"]
+    assert "ModuleNotFoundError" in (host_side / "train.log").read_text()  # its log, in the container
+    rc, st = _status(dfdoctor, local, env)
+    assert rc == 1 and st["verdict"]["cause"] == causes.MISSING_MODULE and st["run"]["exit_code"] == 1
+    # with the pre-checks on, the same job is not even started: imports.smoke finds it there
+    rc, rep = _launch(dfdoctor, infra, local, env, "--cwd", inside, "--", "python3", "train.py")
+    assert rc == 1 and rep["verdict"]["cause"] == causes.MISSING_MODULE and rep["run"]["dir"] is None
+    assert rep["verdict"]["summary"].startswith("Not launched")
+
+
+def test_killed_job_is_reported_ended_and_strategy_is_remembered(infra, remote, dfdoctor):
+    inside, host_side, local, env = remote
+    (host_side / "train.py").write_text(HEALTHY.format(n=600))
+    cache = Path(env["XDG_CACHE_HOME"]) / "dfdoctor"
+    cache.mkdir(parents=True)
+    # as if persistence.session had found tmux best for this target: auto uses it
+    (cache / "strategies.json").write_text(json.dumps({infra.pct_target: {"strategy": "tmux", "matrix": []}}))
+    rc, rep = _launch(dfdoctor, infra, local, env, "--no-check", "--cwd", inside, "--log", f"{inside}/t.log",
+                      "--", "python3", "train.py")
+    assert rc == 0 and rep["verdict"]["state"] == "running" and rep["run"]["strategy"] == "tmux", rep["verdict"]
+    jobs = [p for p in _container_procs("train.py") if "recorder.py" not in " ".join(p.cmdline())]
+    assert jobs
+    for p in jobs:
+        p.kill()  # SIGKILL from outside: the recorder sees it and records the signal
+    time.sleep(1.5)
+    rc, st = _status(dfdoctor, local, env)
+    assert rc == 1 and st["verdict"]["cause"] == causes.KILLED_BY_SIGNAL and st["run"]["signal"] == "SIGKILL"
