@@ -170,15 +170,23 @@ def _become_subreaper() -> None:
         pass  # not Linux: process groups still cover the common case
 
 
-def _drain(sel: selectors.BaseSelector, w: _Worker, kind: str) -> None:
+def _drain(sel: selectors.BaseSelector, w: _Worker, kind: str, rest: bool = False) -> None:
+    """Move what a worker's pipe holds into its buffers; close the pipe at EOF or, with `rest`, once empty."""
     fd = w.result_fd if kind == "result" else w.output_fd
-    try:
-        chunk = os.read(fd, 1 << 16)
-    except BlockingIOError:
+    if not (w.result_open if kind == "result" else w.output_open):
         return
-    if chunk:
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            if not rest:
+                return
+            chunk = b""
+        if not chunk:
+            break
         (w.lines.extend if kind == "result" else w.output.write)(chunk)
-        return
+        if not rest:
+            return
     sel.unregister(fd)
     os.close(fd)
     if kind == "result":
@@ -203,29 +211,9 @@ def _poll(sel: selectors.BaseSelector, w: _Worker) -> Optional[CheckRecord]:
     # The worker is gone: take what is left in the pipes, then stop listening (a grandchild that escaped
     # the kill may hold the output pipe open forever; we do not wait for it).
     for kind in ("result", "output"):
-        _drain_rest(sel, w, kind)
+        _drain(sel, w, kind, rest=True)
     _kill_tree(w.pid, include_leader=False)
     return _record(w, time.monotonic() - w.started)
-
-
-def _drain_rest(sel: selectors.BaseSelector, w: _Worker, kind: str) -> None:
-    fd = w.result_fd if kind == "result" else w.output_fd
-    if not (w.result_open if kind == "result" else w.output_open):
-        return
-    while True:
-        try:
-            chunk = os.read(fd, 1 << 16)
-        except BlockingIOError:
-            chunk = b""
-        if not chunk:
-            break
-        (w.lines.extend if kind == "result" else w.output.write)(chunk)
-    sel.unregister(fd)
-    os.close(fd)
-    if kind == "result":
-        w.result_open = False
-    else:
-        w.output_open = False
 
 
 def _record(w: _Worker, duration: float) -> CheckRecord:
