@@ -117,7 +117,8 @@ def run_launch_remote(ctx: Context, cfg: Config, opts: LaunchOptions) -> Report:
                 "started_by": "dfdoctor launch --target"}
         shipped = remote_run.ship_recorder(ctx.target, spec=spec, run_id=run_id, cwd=str(ctx.cwd),
                                            python=ctx.python, strategy=opts.strategy,
-                                           run_dir=str(opts.run_dir) if opts.run_dir else None)
+                                           run_dir=str(opts.run_dir) if opts.run_dir else None,
+                                           keep=opts.keep_runs)
         local_spec = dict(spec, target=ctx.target, remote_dir=shipped.run_dir, remote_python=shipped.python,
                           strategy=shipped.strategy, strategy_line=shipped.line)
         (run_dir / "spec.json").write_text(json.dumps(local_spec, indent=1))

@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 from . import rundir
 from .diagnose import LiveFacts
-from .launch import _blocked
+from .launch import _blocked, _classify
 from .rundir import RunRecord
 from .stacks import Stacks
 from .targets import remote_run
@@ -67,10 +67,18 @@ def live_facts(facts: Optional[dict[str, Any]], watched_s: float) -> Optional[Li
         return None
     live = LiveFacts(pid=facts["pid"], watched_s=watched_s, python=bool(facts.get("python")),
                      cpu_s=facts.get("cpu_s"))
-    # py-spy is not on the target (nothing is installed there): the kernel's wait channels stand in
-    live.stacks = [Stacks(s["pid"], s["text"], "kernel", error="py-spy does not run on the target")
+    live.stacks = [Stacks(s["pid"], s["text"], s.get("tool") or "kernel", s.get("error"))
                    for s in facts.get("stacks") or []]
+    live.classified = _classify("\n\n".join(s.text for s in live.stacks if s.tool == "py-spy"))
     live.stdout_targets = [(int(p), int(fd), str(t)) for p, fd, t in facts.get("stdout_targets") or []]
     live.other_logs = [(int(p), str(t), int(size)) for p, t, size in facts.get("other_logs") or []]
-    live.buffered = bool(facts.get("buffered")) and not _blocked(live)
+    live.buffered = bool(facts.get("buffered")) and not _blocked(live) and not _idle(live)
     return live
+
+
+def _idle(live: LiveFacts) -> bool:
+    """Without Python stacks, CPU time is what tells a busy job (output sitting in its buffer) from one that
+    waits (an import, a lock, a socket): under 5 % of one core over the watch is waiting."""
+    if any(s.tool == "py-spy" for s in live.stacks) or live.cpu_s is None or live.watched_s <= 0:
+        return False
+    return live.cpu_s < 0.05 * live.watched_s

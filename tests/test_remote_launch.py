@@ -127,6 +127,12 @@ def test_missing_module_in_the_container_is_named(infra, remote, dfdoctor):
     rc, rep = _launch(dfdoctor, infra, local, env, "--cwd", inside, "--", "python3", "train.py")
     assert rc == 1 and rep["verdict"]["cause"] == causes.MISSING_MODULE and rep["run"]["dir"] is None
     assert rep["verdict"]["summary"].startswith("Not launched")
+    # run folders are pruned by count on both sides, the ended ones only
+    rc, rep = _launch(dfdoctor, infra, local, env, "--no-check", "--keep-runs", "1", "--cwd", inside, "--",
+                      "python3", "train.py")
+    assert rc == 1 and rep["verdict"]["cause"] == causes.MISSING_MODULE
+    assert [p.name for p in (host_side / ".dfdoctor" / "runs").iterdir()] == [rep["run"]["id"]]
+    assert [p.name for p in (local / ".dfdoctor" / "runs").iterdir()] == [rep["run"]["id"]]
 
 
 def test_killed_job_is_reported_ended_and_strategy_is_remembered(infra, remote, dfdoctor):
@@ -146,3 +152,16 @@ def test_killed_job_is_reported_ended_and_strategy_is_remembered(infra, remote, 
     time.sleep(1.5)
     rc, st = _status(dfdoctor, local, env)
     assert rc == 1 and st["verdict"]["cause"] == causes.KILLED_BY_SIGNAL and st["run"]["signal"] == "SIGKILL"
+
+
+def test_silent_jobs_in_the_container_waiting_or_busy(infra, remote, dfdoctor):
+    inside, host_side, local, env = remote
+    (host_side / "wait.py").write_text("import time\ntime.sleep(60)\n")
+    (host_side / "busy.py").write_text("print('starting')\nwhile True:\n    sum(range(1000))\n")  # in its buffer
+    rc, rep = _launch(dfdoctor, infra, local, env, "--no-check", "--watch", "3", "--cwd", inside, "--",
+                      "python3", f"{inside}/wait.py")
+    assert rc == 1 and rep["verdict"]["cause"] == causes.IMPORT_HANG, rep["verdict"]
+    assert any("waits in" in e for e in rep["verdict"]["evidence"])  # the kernel's view: no py-spy there
+    rc, rep = _launch(dfdoctor, infra, local, env, "--no-check", "--watch", "3", "--cwd", inside, "--",
+                      "python3", f"{inside}/busy.py")
+    assert rc == 1 and rep["verdict"]["cause"] == causes.OUTPUT_BUFFERED, rep["verdict"]

@@ -32,3 +32,44 @@ def test_status_of_a_run_whose_target_does_not_answer(tmp_path, dfdoctor):
     rep = json.loads(p.stdout)
     assert rep["verdict"]["state"] == "unknown" and "could not be read" in rep["verdict"]["summary"]
     assert "Connection refused" in "\n".join(rep["verdict"]["evidence"])
+
+
+def test_fetch_script_reads_liveness_fds_and_stacks(tmp_path):
+    """The script a look runs on the target, run here on a real silent job: alive, where fd 1 goes, stacks."""
+    import os
+    import subprocess
+    import sys
+
+    from doctor.launch_remote import live_facts
+    from doctor.recorder import proc_start_time
+    from doctor.targets.remote_run import FETCH
+
+    elsewhere = tmp_path / "elsewhere.log"
+    with open(elsewhere, "w") as out:
+        job = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], stdout=out,
+                               stdin=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)
+        run_dir = tmp_path / "run"
+        run_dir.mkdir()
+        (run_dir / "spec.json").write_text(json.dumps({"log": str(tmp_path / "train.log")}))
+        events = [{"event": "recorder", "pid": os.getpid(), "start_ticks": proc_start_time(os.getpid())},
+                  {"event": "spawned", "pid": job.pid, "start_ticks": proc_start_time(job.pid)}]
+        (run_dir / "record.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+        env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+        p = subprocess.run([sys.executable, "-c", FETCH, str(run_dir), "1", "0"], capture_output=True, text=True,
+                           timeout=30, env=env)
+        answer = json.loads(p.stdout.rpartition("@@dfdoctor-answer@@")[2])
+        assert answer["recorder_alive"] and answer["job_alive"]
+        live = live_facts(answer["live"], 3.0)
+        assert live.pid == job.pid and (job.pid, 1, str(elsewhere)) in live.stdout_targets
+        assert live.stacks and live.stacks[0].tool == "py-spy" and "sleep" in live.stacks[0].text
+        job.kill()
+        job.wait()
+        p = subprocess.run([sys.executable, "-c", FETCH, str(run_dir), "1", "0"], capture_output=True, text=True,
+                           timeout=30)
+        answer = json.loads(p.stdout.rpartition("@@dfdoctor-answer@@")[2])
+        assert not answer["job_alive"] and "live" not in answer and "stderr.log" in answer["files"]
+    finally:
+        job.kill()
+        job.wait()

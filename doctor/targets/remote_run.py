@@ -124,6 +124,12 @@ command -v "$py" >/dev/null 2>&1 || py=python3
 if [ -z "$d" ]; then
   d=/tmp/dfdoctor-runs/$id
   if [ -d "$cwd" ] && mkdir -p "$cwd/.dfdoctor/runs/$id" 2>/dev/null; then d=$cwd/.dfdoctor/runs/$id; fi
+  # keep the newest $8 run folders there; an older one goes only once its recorder wrote its last word
+  n=0; root=${d%/*}
+  for r in $(ls -1 "$root" 2>/dev/null | grep -E '^[0-9]{8}-[0-9]{6}-[0-9a-f]+$' | sort -r); do
+    n=$((n+1)); [ "$n" -le "${8:-20}" ] && continue
+    grep -q '"event": "recorder-exit"' "$root/$r/record.jsonl" 2>/dev/null && rm -rf "$root/$r"
+  done
 fi
 mkdir -p "$d" || exit 97
 [ -e "$d/record.jsonl" ] && { echo "$d already holds a run (record.jsonl)" >&2; exit 98; }
@@ -153,7 +159,8 @@ class Shipped:
 
 
 def ship_recorder(target_spec: str, *, spec: dict, run_id: str, cwd: str, python: str = "python3",
-                  strategy: Optional[str] = None, run_dir: Optional[str] = None, timeout: float = 30.0) -> Shipped:
+                  strategy: Optional[str] = None, run_dir: Optional[str] = None, keep: int = 20,
+                  timeout: float = 30.0) -> Shipped:
     """Send recorder.py over stdin into a run folder on the target and start it detached there, with the
     strategy asked for (`auto`: the one `persistence.session` remembered, else the recorder's own detach)."""
     name = strategy if strategy and strategy != "auto" else (best_for(target_spec) or DEFAULT_STRATEGY)
@@ -162,14 +169,15 @@ def ship_recorder(target_spec: str, *, spec: dict, run_id: str, cwd: str, python
     line = ""
     if name != DEFAULT_STRATEGY:
         # the strategy's line names the run folder and the interpreter: learn both there first
-        _ship_session(target_spec, [python, cwd, run_id, run_dir or "", "", "", "1"], None, timeout, shipped)
+        _ship_session(target_spec, [python, cwd, run_id, run_dir or "", "", "", "1", str(keep)], None, timeout, shipped)
         if shipped.error:
             return shipped
         line = BY_NAME[name].line([shipped.python, f"{shipped.run_dir}/recorder.py", shipped.run_dir or ""],
                                   f"{shipped.run_dir}/recorder.out", name=run_id.replace("-", ""),
                                   python=shipped.python)
         shipped.line = line
-    _ship_session(target_spec, [shipped.python, cwd, run_id, shipped.run_dir or "", json.dumps(spec), line, "0"],
+    _ship_session(target_spec, [shipped.python, cwd, run_id, shipped.run_dir or "", json.dumps(spec), line, "0",
+                                 str(keep)],
                   RECORDER.read_bytes(), timeout, shipped)
     if not shipped.error and name == DEFAULT_STRATEGY and shipped.pid is None:
         shipped.error = "the recorder did not say its pid: it did not detach"
@@ -265,6 +273,9 @@ def writable(pid, fd):
             return int(line.split()[1], 8) & 3 in (1, 2)
     return False
 if live and ans["job_alive"]:
+    import shutil, subprocess
+    # py-spy reads a stuck job's stacks from outside; on the target it is found on PATH or beside its python
+    spy = shutil.which("py-spy") or shutil.which("py-spy", path=os.path.dirname(sys.executable))
     pid = sp["pid"]
     spec = json.loads(ans["files"]["spec.json"] or "{}")
     expected = os.path.realpath(spec["log"]) if spec.get("log") else None
@@ -297,13 +308,29 @@ if live and ans["job_alive"]:
             exe = os.path.basename(os.readlink("/proc/%d/exe" % p))
         except OSError:
             exe = os.path.basename(cmd[0])
-        lines = []
-        for tid in sorted(os.listdir("/proc/%d/task" % p) if os.path.isdir("/proc/%d/task" % p) else []):
-            st = (rd("/proc/%d/task/%s/stat" % (p, tid)) or "").rsplit(")", 1)
-            comm = (rd("/proc/%d/task/%s/comm" % (p, tid)) or "?").strip()
-            wchan = (rd("/proc/%d/task/%s/wchan" % (p, tid)) or "?").strip() or "-"
-            lines.append("thread %s (%s): state %s, waits in %s" % (tid, comm, st[1].split()[0] if len(st) > 1 else "?", wchan))
-        facts["stacks"].append({"pid": p, "text": "\n".join(lines)})
+        stack = None
+        if "python" in exe and spy and len(facts["stacks"]) < 4:
+            try:
+                r = subprocess.run([spy, "dump", "--full-filenames", "--pid", str(p)], stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=5)
+                if r.returncode == 0 and r.stdout.strip():
+                    stack = {"pid": p, "text": r.stdout.decode("utf-8", "replace").strip(), "tool": "py-spy"}
+                else:
+                    why = (r.stderr.decode("utf-8", "replace").strip().splitlines() or ["status %d" % r.returncode])[-1]
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                why = "py-spy: %s" % exc
+        else:
+            why = "py-spy is not on the target"
+        if stack is None and (p == pid or "python" in exe):
+            lines = []
+            for tid in sorted(os.listdir("/proc/%d/task" % p) if os.path.isdir("/proc/%d/task" % p) else []):
+                st = (rd("/proc/%d/task/%s/stat" % (p, tid)) or "").rsplit(")", 1)
+                comm = (rd("/proc/%d/task/%s/comm" % (p, tid)) or "?").strip()
+                wchan = (rd("/proc/%d/task/%s/wchan" % (p, tid)) or "?").strip() or "-"
+                lines.append("thread %s (%s): state %s, waits in %s" % (tid, comm, st[1].split()[0] if len(st) > 1 else "?", wchan))
+            stack = {"pid": p, "text": "\n".join(lines), "tool": "kernel", "error": why}
+        if stack:
+            facts["stacks"].append(stack)
         if "python" not in exe:
             continue
         facts["python"] = True
@@ -342,7 +369,7 @@ def fetch(target_spec: str, run_dir: str, *, python: str = "python3", live: bool
 
     target = parse_target(target_spec)
     argv = transport.wrap(target, [python, "-c", FETCH, run_dir, "1" if live else "0", "1" if full else "0"])
-    out = run_command(argv, timeout=timeout, stack_signal=None)
+    out = run_command(argv, timeout=timeout + (25 if live else 0), stack_signal=None)  # py-spy: 5 s a process
     err = transport.transport_error(target, out.returncode, out.stderr)
     _, mark, answer = out.stdout.rpartition("@@dfdoctor-answer@@")
     if err or not mark:
