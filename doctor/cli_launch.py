@@ -318,12 +318,14 @@ def launch(opts: dict[str, Any]) -> int:
                        keep_runs=opts["keep_runs"] or int(cfg.get("keep-runs", rundir.DEFAULT_KEEP)),
                        force=opts["force"], no_check=opts["no_check"], memory_limit=opts["memory_limit"],
                        only=only, skip=skip, strategy=opts["strategy"])
-    try:
-        report = run_launch(ctx, cfg, lo)
-    except FileExistsError as exc:
-        raise click.UsageError(str(exc)) from None
     level = fail_on(opts, cfg)
-    emit(report, pairs, verbose=opts["verbose"], fail_on_level=level, env=ctx.env)
+    # the verdict is printed while the ssh connection is still open: closing it takes a second or so
+    with target_connection(ctx):
+        try:
+            report = run_launch(ctx, cfg, lo)
+        except FileExistsError as exc:
+            raise click.UsageError(str(exc)) from None
+        emit(report, pairs, verbose=opts["verbose"], fail_on_level=level, env=ctx.env)
     return exit_code(report, level)
 
 
@@ -346,10 +348,17 @@ def status(opts: dict[str, Any]) -> int:
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     only, skip = _check_selection(opts, cfg)
+    level = fail_on(opts, cfg)
     try:
-        report = run_status(cwd, opts["run"], cfg, opts["watch"], only, skip)
+        with _run_connection(cwd, opts["run"]):  # open until the verdict is printed, as for launch
+            report = run_status(cwd, opts["run"], cfg, opts["watch"], only, skip)
+            emit(report, pairs, verbose=opts["verbose"], fail_on_level=level)
     except rundir.RunNotFound as exc:
         raise click.UsageError(str(exc)) from None
-    level = fail_on(opts, cfg)
-    emit(report, pairs, verbose=opts["verbose"], fail_on_level=level)
     return exit_code(report, level)
+
+
+def _run_connection(cwd: Path, ref: Optional[str]) -> Any:
+    """A shared connection to the target of the run `ref` names (nothing for a local run)."""
+    spec = rundir.load(rundir.find_run(cwd, ref)).spec
+    return target_connection(Context(target=spec.get("target") or "local"))
