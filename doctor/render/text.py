@@ -32,7 +32,8 @@ def render(report: Report, verbose: bool = False, color: bool = False) -> str:
     for line in v.evidence[:8]:
         out.append("  | " + line)
     if v.fix:
-        out.append(_paint("  fix: ", "warn", color) + v.fix)
+        label = "fix: " if v.state in ("failed", "unknown") else "next: "  # a running job needs no fixing
+        out.append(_paint("  " + label, "warn", color) + v.fix)
     if report.run.get("dir"):
         out.append(f"  run: {report.run.get('dir')}")
     if report.checks:
