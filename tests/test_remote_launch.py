@@ -47,12 +47,15 @@ def remote(infra: Infra, tmp_path: Path):
     local.mkdir()
     env = dict(infra.env(), XDG_CACHE_HOME=str(tmp_path / "cache"))
     yield inside, host_side, local, env
-    for p in _container_procs(name):  # recorders and jobs still running in the container
+    procs = _container_procs(name)  # recorders and jobs still running in the container
+    for p in procs:
         try:
             p.kill()
         except psutil.Error:
             pass
-    assert not [p for p in _container_procs(name) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    psutil.wait_procs(procs, timeout=5)  # reaped by the container's init, not by us: wait for it
+    left = [p for p in _container_procs(name) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not left, f"left behind in the container: {left}"
     shutil.rmtree(host_side, ignore_errors=True)
 
 
