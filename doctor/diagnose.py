@@ -342,13 +342,17 @@ def recorder_vanished(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Ver
             if e.get("role") == "session"]
     ends += [(e["t"], "dfdoctor launch returned to the launching session") for e in run.launcher
              if e["event"] == "detached"]
+    if run.is_remote:  # on a target, the session that matters is the one that started the recorder there
+        ends += [(e["t"], f"the session that started it on {run.spec.get('target')} ended") for e in run.launcher
+                 if e["event"] == "launched"]
     near = [(t, what) for t, what in ends if -1.5 <= hb - t <= SESSION_GRACE_S]
     if near:
         t, what = min(near)
         evidence.append(f"{what} at {_clock(t)}, {hb - t:+.1f} s from the last heartbeat")
         return Verdict("failed", causes.KILLED_ON_SESSION_EXIT, "The job and its recorder were killed when the "
                        "session that launched them ended (a session- or cgroup-wide kill, which no detaching "
-                       "escapes).", "Keep the session open, or start the job outside it: a systemd unit "
+                       "escapes).", _handoff_fix(run.spec.get("target")) if run.is_remote else
+                       "Keep the session open, or start the job outside it: a systemd unit "
                        "(systemd-run --unit train ...), tmux on the host, or `pct exec` with a service inside "
                        "the container; with logind, KillUserProcesses=no.", evidence)
     return Verdict("failed", causes.KILLED_BY_SIGNAL, "The job and its recorder were killed hard (SIGKILL or a "
@@ -440,14 +444,44 @@ def import_hang(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
                    "frame waits on; `dfdoctor check` runs the imports alone with a timeout.", _stack_evidence(live))
 
 
+def recorder_lost_at_start(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """On a target, the recorder was started and the starting session returned cleanly, yet it never wrote a
+    word and left no error: the end of that session killed it (a session that kills everything it started)."""
+    launched = next((e for e in run.launcher if e["event"] == "launched"), None)
+    if not run.is_remote or run.recorder is not None or not launched or launched.get("error") or \
+            (run.remote or {}).get("error") or _recorder_output(run):
+        return None
+    target, strategy = run.spec.get("target"), launched.get("strategy")
+    pid = f" (pid {launched['recorder_pid']} there)" if launched.get("recorder_pid") else ""
+    return Verdict("failed", causes.KILLED_ON_SESSION_EXIT, f"The recorder was started detached on {target}{pid}, "
+                   "but it was gone before it wrote a word: the end of the starting session killed it, and the "
+                   "job with it (a session that kills everything it started: a PID namespace or a cgroup kill).",
+                   _handoff_fix(target),
+                   [f"started with strategy {strategy}; the starting session returned after "
+                    f"{launched.get('session_s')} s without an error",
+                    f"{run.spec.get('remote_dir')}/record.jsonl on the target: empty; recorder.out: empty"])
+
+
+def _handoff_fix(target: Optional[str]) -> str:
+    """What to do when a target's sessions kill everything they started."""
+    return ("Hand the job to a daemon that runs outside the session: `--strategy tmux` with a tmux server already "
+            "running there, or systemd-run where systemd is PID 1; `dfdoctor check --target "
+            f"{target} --only persistence.session` finds which survives there.")
+
+
+def _recorder_output(run: RunRecord) -> list[str]:
+    """The last lines the recorder printed on its own stderr (recorder.out), if any."""
+    try:
+        return (run.dir / "recorder.out").read_text(errors="replace").strip().splitlines()[-5:]
+    except OSError:
+        return []
+
+
 def recorder_never_started(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
     """The recorder itself did not start: nothing about the job is known; say what the recorder printed."""
     if run.recorder is not None:
         return None
-    try:
-        out = (run.dir / "recorder.out").read_text(errors="replace").strip().splitlines()[-5:]
-    except OSError:
-        out = []
+    out = _recorder_output(run)
     return Verdict("unknown", None, "dfdoctor's recorder did not start, so the job was not started either.",
                    "Check that the training interpreter runs (`PYTHON -c pass`); this is likely a dfdoctor bug.",
                    [f"recorder output: {line}" for line in out] or ["the recorder wrote nothing"])
@@ -465,7 +499,7 @@ def target_unreachable(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Ve
 
 
 RULES: list[Callable[[RunRecord, Optional[LiveFacts]], Optional[Verdict]]] = [
-    target_unreachable, recorder_never_started, log_could_not_open, spawn_failed,
+    target_unreachable, recorder_lost_at_start, recorder_never_started, log_could_not_open, spawn_failed,
     oom_killed, fx_trace_race, command_not_found_status, python_exception, died_from_signal,
     log_write_failed, exited_cleanly, exited_nonzero,
     recorder_vanished,

@@ -168,3 +168,22 @@ def test_silent_jobs_in_the_container_waiting_or_busy(infra, remote, dfdoctor):
     rc, rep = _launch(dfdoctor, infra, local, env, "--no-check", "--watch", "3", "--cwd", inside, "--",
                       "python3", f"{inside}/busy.py")
     assert rc == 1 and rep["verdict"]["cause"] == causes.OUTPUT_BUFFERED, rep["verdict"]
+
+
+def test_a_session_that_kills_everything_takes_the_recorder_with_it(infra, tmp_path, dfdoctor):
+    """The kill-everything key: each session runs in a PID namespace that dies with it. The recorder detaches,
+    says its pid, and is killed as the starting session ends: that is named, not 'dfdoctor's bug'."""
+    work = tmp_path / f"kill all {uuid.uuid4().hex[:6]}"
+    work.mkdir()
+    (work / "train.py").write_text(HEALTHY.format(n=100))
+    env = dict(infra.env(), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    try:
+        p = dfdoctor("launch", "--no-check", "--target", "ssh://dfdoctor-killall", "--cwd", str(work), "--log",
+                     str(work / "train.log"), "--format", "json", "--", "python3", "train.py", cwd=tmp_path, env=env)
+        assert p.returncode == 1, p.stderr
+        rep = json.loads(p.stdout)
+        assert rep["verdict"]["cause"] == causes.KILLED_ON_SESSION_EXIT, rep["verdict"]
+        assert "persistence.session" in rep["verdict"]["fix"]
+    finally:
+        for proc in _container_procs(str(work)):
+            proc.kill()
