@@ -124,7 +124,8 @@ def run_launch_remote(ctx: Context, cfg: Config, opts: LaunchOptions) -> Report:
         (run_dir / "spec.json").write_text(json.dumps(local_spec, indent=1))
         rundir.append_event(run_dir, "launched", recorder_pid=shipped.pid, argv=list(ctx.command),
                             target=ctx.target, remote_dir=shipped.run_dir, strategy=shipped.strategy,
-                            session_s=round(shipped.session_s, 3), error=shipped.error)
+                            session_s=round(shipped.session_s, 3), error=shipped.error,
+                            recorder_fallback=shipped.fallback_from)
         rundir.prune(Path.cwd(), opts.keep_runs)
         if shipped.error:
             verdict = Verdict("failed", None, f"The recorder could not be started on {ctx.target}: the job was "

@@ -116,10 +116,15 @@ def test_healthy_job_runs_in_the_container_and_outlives_dfdoctor(infra, remote, 
 def test_missing_module_in_the_container_is_named(infra, remote, dfdoctor):
     inside, host_side, local, env = remote
     (host_side / "train.py").write_text(MISSING)
+    # a training interpreter that cannot even run the recorder: the target's python3 records instead
+    (host_side / "badpy").write_text("#!/bin/sh\necho 'this interpreter is broken' >&2\nexit 1\n")
+    (host_side / "badpy").chmod(0o755)
     began = time.monotonic()
     rc, rep = _launch(dfdoctor, infra, local, env, "--no-check", "--cwd", inside, "--log", f"{inside}/train.log",
-                      "--", "python3", "train.py")
+                      "--python", f"{inside}/badpy", "--", "python3", "train.py")
     assert rc == 1 and rep["verdict"]["cause"] == causes.MISSING_MODULE, rep["verdict"]
+    launched = [e for e in rundir.load(Path(rep["run"]["dir"])).launcher if e["event"] == "launched"][0]
+    assert "this interpreter is broken" in launched["recorder_fallback"]
     assert time.monotonic() - began < 20
     evidence = "\n".join(rep["verdict"]["evidence"])
     assert "no_such_module_dfd" in evidence and f"{inside}/train.py" in evidence and "line 2" in rep["verdict"]["summary"]

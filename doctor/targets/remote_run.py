@@ -156,6 +156,8 @@ class Shipped:
     pid: Optional[int] = None
     error: Optional[str] = None
     session_s: float = 0.0
+    fallback_from: Optional[str] = None  # why the training interpreter could not run the recorder
+    unreachable: bool = False  # the error is the connection's own (ssh exit 255, lxc-attach could not attach)
 
 
 def ship_recorder(target_spec: str, *, spec: dict, run_id: str, cwd: str, python: str = "python3",
@@ -176,9 +178,17 @@ def ship_recorder(target_spec: str, *, spec: dict, run_id: str, cwd: str, python
                                   f"{shipped.run_dir}/recorder.out", name=run_id.replace("-", ""),
                                   python=shipped.python)
         shipped.line = line
-    _ship_session(target_spec, [shipped.python, cwd, run_id, shipped.run_dir or "", json.dumps(spec), line, "0",
-                                 str(keep)],
-                  RECORDER.read_bytes(), timeout, shipped)
+    args = [cwd, run_id, shipped.run_dir or "", json.dumps(spec), line, "0", str(keep)]
+    _ship_session(target_spec, [shipped.python, *args], RECORDER.read_bytes(), timeout, shipped)
+    if name == DEFAULT_STRATEGY and shipped.pid is None and shipped.run_dir and shipped.python != "python3" and \
+            not shipped.unreachable:
+        # the training interpreter cannot run even the standard-library recorder (too old, broken): the
+        # target's python3 can. SHIP refuses a folder that holds a record already, so never two recorders.
+        failed = shipped.error
+        shipped.error, shipped.python = None, "python3"
+        _ship_session(target_spec, ["python3", cwd, run_id, shipped.run_dir, *args[3:]], RECORDER.read_bytes(),
+                      timeout, shipped)
+        shipped.fallback_from = failed or "no pid"
     if not shipped.error and name == DEFAULT_STRATEGY and shipped.pid is None:
         shipped.error = "the recorder did not say its pid: it did not detach"
     shipped.session_s = time.monotonic() - began
@@ -201,6 +211,7 @@ def _ship_session(target_spec: str, args: list[str], stdin: Optional[bytes], tim
         elif ln.startswith(PID_MARK):
             shipped.pid = _num(ln[len(PID_MARK):].strip())
     err = transport.transport_error(target, out.returncode, out.stderr)
+    shipped.unreachable = bool(err or out.spawn_error)
     if err or out.timed_out or out.spawn_error or out.returncode not in (0, None) or not shipped.run_dir:
         shipped.error = err or out.spawn_error or (f"the starting session did not return within {timeout:.0f} s"
                                                    if out.timed_out else None) or \
