@@ -16,6 +16,7 @@ from typing import Callable, Optional
 from . import causes
 from .model import Verdict
 from .rundir import RunRecord
+from .stackclass import COMPILE_GUARD_FIX
 from .stacks import Stacks
 
 FX_RACE_MARKERS = ("Detected that you are using FX to symbolically trace a dynamo-optimized function",
@@ -208,8 +209,7 @@ def fx_trace_race(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict
     evidence += [f"message: {marker}", _status_line(run.exit)]
     return Verdict("failed", causes.FX_TRACE_RACE, "Several threads ran torch.compile at once and tripped over "
                    "dynamo's process-global FX tracing state.",
-                   "Compile once from a single thread before starting the drafter threads (warm-up), or "
-                   "serialize torch.compile calls with one lock; see docs/launch.md.", evidence)
+                   COMPILE_GUARD_FIX, evidence)
 
 
 def command_not_found_status(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
@@ -395,8 +395,7 @@ def deadlock_in_stacks(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Ve
         return None
     cause, why = live.classified
     return Verdict("failed", cause, f"The job is alive but stuck: {why}",
-                   "Compile once from a single thread before starting the drafter threads, or serialize "
-                   "torch.compile with one lock; see docs/launch.md.", _stack_evidence(live))
+                   COMPILE_GUARD_FIX, _stack_evidence(live))
 
 
 def log_elsewhere(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
