@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -90,6 +91,8 @@ def main() -> int:
                                                    "p90_s": round(xs[int(0.9 * (len(xs) - 1))], 3),
                                                    "max_s": round(xs[-1], 3)}
     out["ratio_median_pct_to_local"] = round(out["pct"]["median_s"] / out["local"]["median_s"], 1)
+    for side in [*sides.values(), local]:  # the jobs ended by themselves; their folders go too
+        shutil.rmtree(side, ignore_errors=True)
     print(json.dumps(out, indent=1))
     if a.json:
         Path(a.json).write_text(json.dumps(out, indent=1) + "\n")
