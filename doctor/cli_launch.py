@@ -138,8 +138,6 @@ def run_launch_remote(ctx: Context, cfg: Config, opts: LaunchOptions) -> Report:
             return report
         remote = RemoteRun(ctx.target, shipped.run_dir, shipped.python)
         run, live = watch(run_dir, None, opts.watch, load=remote.load, look=remote.look, poll_s=REMOTE_POLL_S)
-        if not run.finished and (run.remote or {}).get("recorder_alive") and live is None and opts.watch > 0:
-            run = remote.load(run_dir, full=True)
         if opts.watch <= 0 and not run.finished and live is not None:
             verdict = Verdict("running", None, f"The job was started on {ctx.target} (pid {run.job_pid}) and not "
                               "watched (--watch 0).", f"`dfdoctor status {run.id}` diagnoses it later.",

@@ -384,9 +384,19 @@ def running(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
     if live is None or not live.growing:
         return None
     return Verdict("running", None, f"The job is running and its log is growing (pid {live.pid}).",
-                   f"Follow it with `tail -f {run.spec.get('log') or run.dir / 'stdout.log'}`; "
+                   f"Follow it with `{_follow(run)}`; "
                    f"`dfdoctor status {run.id}` diagnoses it again later.",
                    [f"pid {live.pid} alive after {live.watched_s:.1f} s", f"output so far: {run.output_bytes()} bytes"])
+
+
+def _follow(run: RunRecord) -> str:
+    """The line that follows the job's log, typed where the user is (through ssh/pct for a remote run)."""
+    if not run.is_remote:
+        return f"tail -f {shlex.quote(str(run.spec.get('log') or run.dir / 'stdout.log'))}"
+    from .targets import parse_target, transport
+
+    log = run.spec.get("log") or f"{run.spec.get('remote_dir')}/stdout.log"
+    return transport.typed_line(parse_target(run.spec["target"]), f"tail -f {shlex.quote(log)}")
 
 
 def deadlock_in_stacks(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:

@@ -90,6 +90,7 @@ def test_healthy_job_runs_in_the_container_and_outlives_dfdoctor(infra, remote, 
                       "--", "python3", f"{inside}/train.py")
     assert rc == 0 and rep["verdict"]["state"] == "running", rep["verdict"]
     assert [c for c in rep["checks"] if c["id"] == "imports.smoke"][0]["status"] == "ok"  # pre-checks ran there
+    assert f"pct exec {infra.vmid} -- sh -c" in rep["verdict"]["fix"] and "tail -f" in rep["verdict"]["fix"]
     # dfdoctor and every ssh session it opened are gone; the job still runs and logs IN THE CONTAINER
     assert _container_procs(f"{inside}/train.py") and _container_procs(f"{inside}/.dfdoctor/runs")
     assert _growing(host_side / "train.log") and "step" in (host_side / "train.log").read_text()
