@@ -11,7 +11,6 @@ import never returns (`import-hang`, with every thread's stack).
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 from pathlib import Path

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import click
 
-from . import __version__, causes
+from . import causes
 from .config import Config, ConfigError, apply_silences, load
 from .context import Context
 from .model import PROBLEMS, CheckRecord, Report, Status, Verdict

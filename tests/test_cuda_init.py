@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import psutil
-import pytest
 
 from checks.cuda_init import cuda_init
 from doctor import causes

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import time
-from pathlib import Path
 
 import psutil
 import pytest

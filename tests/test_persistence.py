@@ -3,7 +3,6 @@ happened, as seen by the tests' own heartbeat files read from the host's side of
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess

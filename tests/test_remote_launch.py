@@ -5,7 +5,6 @@ container; dfdoctor keeps a copy of the record here; every job started here is k
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 import uuid
