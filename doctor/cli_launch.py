@@ -68,17 +68,21 @@ def run_launch(ctx: Context, cfg: Optional[Config] = None, opts: LaunchOptions =
                  log=log, redirect=not ctx.no_redirect, memory_limit=opts.memory_limit, spawner=spawner)
     rundir.prune(ctx.cwd, opts.keep_runs)  # after the start, so the new run counts and is never the one pruned
     run, live = watch(run_dir, proc, opts.watch)
-    if opts.watch <= 0 and not run.finished and live is not None:
-        verdict = Verdict("running", None, f"The job was started (pid {run.job_pid}) and not watched (--watch 0).",
-                          f"`dfdoctor status {run.id}` diagnoses it later.", [f"run folder: {run.dir}"])
-    else:
-        verdict = diagnose(run, live)
+    verdict = _verdict(run, live, opts.watch, "", [f"run folder: {run.dir}"])
     records += _post(ctx, run, opts.only, opts.skip, cfg)
     report = _report(ctx, "launch", started, verdict, records, timeline + run_timeline(run), run)
     _save(run_dir, report)
     rundir.append_event(run_dir, "detached", verdict=verdict.state, cause=verdict.cause)
     proc.poll()  # reap a recorder that already finished
     return report
+
+
+def _verdict(run: rundir.RunRecord, live: Any, watch_s: float, where: str, folders: list[str]) -> Verdict:
+    """The diagnosis; for a live job started with --watch 0, plainly "started, not watched"."""
+    if watch_s <= 0 and not run.finished and live is not None:
+        return Verdict("running", None, f"The job was started{where} (pid {run.job_pid}) and not watched "
+                       "(--watch 0).", f"`dfdoctor status {run.id}` diagnoses it later.", folders)
+    return diagnose(run, live)
 
 
 def _pre(ctx: Context, cfg: Config, opts: LaunchOptions,
@@ -138,12 +142,8 @@ def run_launch_remote(ctx: Context, cfg: Config, opts: LaunchOptions) -> Report:
             return report
         remote = RemoteRun(ctx.target, shipped.run_dir, shipped.python)
         run, live = watch(run_dir, None, opts.watch, load=remote.load, look=remote.look, poll_s=REMOTE_POLL_S)
-        if opts.watch <= 0 and not run.finished and live is not None:
-            verdict = Verdict("running", None, f"The job was started on {ctx.target} (pid {run.job_pid}) and not "
-                              "watched (--watch 0).", f"`dfdoctor status {run.id}` diagnoses it later.",
-                              [f"run folder there: {shipped.run_dir}", f"local copy: {run.dir}"])
-        else:
-            verdict = diagnose(run, live)
+        verdict = _verdict(run, live, opts.watch, f" on {ctx.target}",
+                           [f"run folder there: {shipped.run_dir}", f"local copy: {run.dir}"])
         records += _post(ctx, run, opts.only, opts.skip, cfg)
     report = _report(ctx, "launch", started, verdict, records, timeline + run_timeline(run), run)
     _save(run_dir, report)
