@@ -8,6 +8,7 @@ untouched; a missing one is probed with a temporary file beside it, and only tha
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from doctor import causes, check, error, fail, ok, skip, warn
@@ -107,5 +108,4 @@ def _buffering(ctx, log: Path):
 
 
 def _q(p: Path) -> str:
-    import shlex
     return shlex.quote(str(p))

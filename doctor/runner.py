@@ -269,10 +269,11 @@ def _kill_descendants(pid: int) -> None:
 
 def _kill_tree(pid: int, include_leader: bool = True) -> None:
     """Kill a worker, everything under it (it is a subreaper, so daemons too) and its process group."""
-    try:
-        os.kill(pid, signal.SIGSTOP) if include_leader else None  # freeze it so it cannot fork more
-    except ProcessLookupError:
-        pass
+    if include_leader:
+        try:
+            os.kill(pid, signal.SIGSTOP)  # freeze it so it cannot fork more while its tree is killed
+        except ProcessLookupError:
+            pass
     _kill_descendants(pid)
     try:
         os.killpg(pid, signal.SIGKILL)
