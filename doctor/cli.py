@@ -14,9 +14,9 @@ from typing import Any, Optional
 import click
 
 from . import __version__
-from .cli_common import (build_context, target_connection, choose_checks, emit, environment_facts, exit_code, fail_on,
-                         launch_options, now_iso, output_options, pass_opts, run_phase, validate_outputs,
-                         verdict_from_checks)
+from .cli_common import (build_context, choose_checks, emit, environment_facts, exit_code, fail_on,
+                         launch_options, now_iso, output_options, pass_opts, run_phase, target_connection,
+                         validate_outputs, verdict_from_checks)
 from .model import Report
 from .registry import discover
 

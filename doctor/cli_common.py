@@ -173,15 +173,23 @@ def fail_on(opts: dict[str, Any], cfg: Config) -> str:
     return opts.get("fail_on") or cfg.get("fail-on") or "error"
 
 
-def choose_checks(opts: dict[str, Any], cfg: Config, phase: Optional[str]) -> tuple[list[Check], list[CheckRecord]]:
-    """The checks to run, plus error records for plugins that failed to load."""
-    checks, broken = discover()
-    only = list(opts.get("only") or ()) or list(cfg.get("only") or ())
-    skip_ = list(opts.get("skip") or ()) + list(cfg.get("skip") or ())
+def check_selection(opts: dict[str, Any], cfg: Config,
+                    checks: Optional[list[Check]] = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """--only/--skip from the command line and the config; an --only that matches nothing is bad usage."""
+    checks = discover()[0] if checks is None else checks
+    only = tuple(opts.get("only") or ()) or tuple(cfg.get("only") or ())
+    skip_ = tuple(opts.get("skip") or ()) + tuple(cfg.get("skip") or ())
     missing = list(unmatched(only, checks))
     if missing:
         ids = ", ".join(c.id for c in checks)
         raise click.UsageError(f"--only {', '.join(missing)} matches no check (checks: {ids})")
+    return only, skip_
+
+
+def choose_checks(opts: dict[str, Any], cfg: Config, phase: Optional[str]) -> tuple[list[Check], list[CheckRecord]]:
+    """The checks to run, plus error records for plugins that failed to load."""
+    checks, broken = discover()
+    only, skip_ = check_selection(opts, cfg, checks)
     chosen = select(checks, only, skip_, phase)
     broken_records = [CheckRecord(id=f"plugin.{b.name}", phase=phase or "pre", status=Status.ERROR,
                                   summary=f"check plugin {b.name} from {b.source} could not be loaded: {b.error}",

@@ -13,8 +13,9 @@ from typing import Any, Optional
 import click
 
 from . import __version__, causes, rundir
-from .cli_common import (build_context, target_connection, emit, environment_facts, exit_code, fail_on, launch_options, now_iso,
-                         output_options, pass_opts, run_phase, validate_outputs)
+from .cli_common import (build_context, check_selection, emit, environment_facts, exit_code, fail_on,
+                         launch_options, now_iso, output_options, pass_opts, run_phase, target_connection,
+                         validate_outputs)
 from .config import Config, load
 from .context import Context
 from .diagnose import diagnose
@@ -24,7 +25,7 @@ from .launch_remote import RemoteRun
 from .targets import remote_run
 from .targets.strategies import BY_NAME
 from .model import PROBLEMS, CheckRecord, Report, Verdict
-from .registry import discover, select, unmatched
+from .registry import discover, select
 
 DEFAULT_WATCH_S = 60.0
 REMOTE_SKIP = ("job.leftovers",)
@@ -277,16 +278,6 @@ class MemSize(click.ParamType):
         return int(float(m[1]) * 1024 ** ("_kmgt".index(unit) if unit else 0))
 
 
-def _check_selection(opts: dict[str, Any], cfg: Config) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """--only/--skip from the command line and the config; an --only matching nothing is bad usage."""
-    only = tuple(opts.get("only") or ()) or tuple(cfg.get("only") or ())
-    skip = tuple(opts.get("skip") or ()) + tuple(cfg.get("skip") or ())
-    missing = list(unmatched(only, discover()[0]))
-    if missing:
-        raise click.UsageError(f"--only {', '.join(missing)} matches no check")
-    return only, skip
-
-
 @click.command("launch", context_settings={**CONTEXT, "allow_interspersed_args": False})
 @launch_options
 @click.option("--no-redirect", is_flag=True, help="The job writes --log itself; its output stays in the run folder.")
@@ -311,7 +302,7 @@ def launch(opts: dict[str, Any]) -> int:
     ctx, cfg = build_context(opts, command)
     if ctx.target == "local" and opts["strategy"] != "auto":
         raise click.UsageError("--strategy applies to a job on a --target; a local launch always detaches itself")
-    only, skip = _check_selection(opts, cfg)
+    only, skip = check_selection(opts, cfg)
     watch_s = opts["watch"] if opts["watch"] is not None else float(cfg.get("watch", DEFAULT_WATCH_S))
     lo = LaunchOptions(watch=watch_s, run_dir=Path(opts["run_dir"]).absolute() if opts["run_dir"] else None,
                        keep_runs=opts["keep_runs"] or int(cfg.get("keep-runs", rundir.DEFAULT_KEEP)),
@@ -346,7 +337,7 @@ def status(opts: dict[str, Any]) -> int:
         cfg = load(cwd)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    only, skip = _check_selection(opts, cfg)
+    only, skip = check_selection(opts, cfg)
     level = fail_on(opts, cfg)
     try:
         with _run_connection(cwd, opts["run"]):  # open until the verdict is printed, as for launch
