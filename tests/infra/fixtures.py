@@ -8,12 +8,13 @@ the reason printed (`-ra`); with DFDOCTOR_REQUIRE_INFRA=1 (CI) that is a failure
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
 import pytest
 
@@ -73,23 +74,35 @@ def _unavailable(reason: str):
     pytest.skip(f"target infrastructure unavailable: {reason}")
 
 
-@pytest.fixture(scope="session")
-def infra() -> Infra:
-    """Provision (idempotently) and return the real sshd + LXC + pct infrastructure."""
+@functools.lru_cache(maxsize=None)
+def _provision() -> Union[Infra, str]:
+    """Provision once per test session: the Infra, or why it is unavailable.
+
+    Every test module imports the `infra` fixture, which makes one session fixture per module; the cache keeps a
+    failed provisioning from being retried (and waited on) eight times."""
     if os.geteuid() != 0:
-        _unavailable("needs root (sshd on a high port, LXC containers)")
+        return "needs root (sshd on a high port, LXC containers)"
     try:
         p = subprocess.run(["bash", str(PROVISION)], capture_output=True, text=True, timeout=180,
                            stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        _unavailable(f"provision.sh did not finish: {exc}")
+        return f"provision.sh did not finish: {exc}"
     if p.returncode != 0:
-        _unavailable(f"provision.sh failed: {(p.stderr or p.stdout).strip()[-400:]}")
+        return f"provision.sh failed: {(p.stderr or p.stdout).strip()[-400:]}"
     env_file = Path(p.stdout.strip().splitlines()[-1])
     values = dict(line.split("=", 1) for line in env_file.read_text().splitlines() if "=" in line)
     return Infra(dir=Path(values["DFDOCTOR_INFRA_DIR"]), port=int(values["DFDOCTOR_INFRA_SSH_PORT"]),
                  vmid=values["DFDOCTOR_INFRA_VMID"], vmid_pty1=values["DFDOCTOR_INFRA_VMID_PTY1"],
                  ssh_config=Path(values["DFDOCTOR_SSH_CONFIG"]))
+
+
+@pytest.fixture(scope="session")
+def infra() -> Infra:
+    """Provision (idempotently) and return the real sshd + LXC + pct infrastructure."""
+    provisioned = _provision()
+    if isinstance(provisioned, str):
+        _unavailable(provisioned)
+    return provisioned
 
 
 @pytest.fixture

@@ -15,6 +15,9 @@ VMID=${DFDOCTOR_INFRA_VMID:-200}
 VMID_PTY1=${DFDOCTOR_INFRA_VMID_PTY1:-201}
 # Daemons started here must not carry the test session's environment (its leftover-process guard).
 CLEAN_ENV=(env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8)
+# ... nor the provisioning lock's descriptor: a daemon that inherits fd 9 holds the lock for as long as it lives,
+# and every later provisioning (the test session's own, after CI's) waits 120 s and fails.
+start_daemon() { "${CLEAN_ENV[@]}" "$@" 9>&-; }
 
 [ "$(id -u)" = 0 ] || { echo "provision: must run as root" >&2; exit 1; }
 # Several test sessions may provision at once (engineers, CI shards): one at a time.
@@ -100,7 +103,7 @@ EOF
 
 /usr/sbin/sshd -t -f "$DIR/sshd_config"
 if ! { [ -f "$DIR/sshd.pid" ] && kill -0 "$(cat "$DIR/sshd.pid")" 2>/dev/null; }; then
-  "${CLEAN_ENV[@]}" /usr/sbin/sshd -f "$DIR/sshd_config"
+  start_daemon /usr/sbin/sshd -f "$DIR/sshd_config"
 else
   kill -HUP "$(cat "$DIR/sshd.pid")"  # re-read a changed config
 fi
@@ -109,7 +112,7 @@ fi
 make_container() {  # NAME PTYMAX
   local name=$1 ptys=$2 conf=/var/lib/lxc/$1/config
   if ! lxc-info -n "$name" >/dev/null 2>&1; then
-    "${CLEAN_ENV[@]}" lxc-create -n "$name" -t busybox >/dev/null
+    start_daemon lxc-create -n "$name" -t busybox >/dev/null
   fi
   sed -i -e 's/^lxc.net.0.type = .*/lxc.net.0.type = empty/' -e '/^lxc.net.0.link/d' -e '/^lxc.net.0.flags/d' \
          -e 's/^lxc.apparmor.profile = .*/lxc.apparmor.profile = unconfined/' -e '/allow_nesting/d' \
@@ -132,7 +135,7 @@ make_container() {  # NAME PTYMAX
     lxc-stop -n "$name" -k  # mount entries apply at start
   fi
   if [ "$(lxc-info -n "$name" -sH 2>/dev/null)" != RUNNING ]; then
-    "${CLEAN_ENV[@]}" lxc-start -n "$name" -d
+    start_daemon lxc-start -n "$name" -d
     lxc-wait -n "$name" -s RUNNING -t 10
   fi
 }
@@ -141,7 +144,7 @@ make_container "$VMID_PTY1" 1
 
 # --- atd: a daemon outside any session, for the hand-off test ---------------------------------------------
 if command -v atd >/dev/null && ! pgrep -x atd >/dev/null; then
-  "${CLEAN_ENV[@]}" atd || true
+  start_daemon atd || true
 fi
 
 cat > "$DIR/env" <<EOF
