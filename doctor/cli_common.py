@@ -190,12 +190,15 @@ def choose_checks(opts: dict[str, Any], cfg: Config, phase: Optional[str]) -> tu
     """The checks to run, plus error records for plugins that failed to load."""
     checks, broken = discover()
     only, skip_ = check_selection(opts, cfg, checks)
-    chosen = select(checks, only, skip_, phase)
-    broken_records = [CheckRecord(id=f"plugin.{b.name}", phase=phase or "pre", status=Status.ERROR,
-                                  summary=f"check plugin {b.name} from {b.source} could not be loaded: {b.error}",
-                                  fix=f"Reinstall or remove the distribution {b.source}.", title="plugin load")
-                      for b in broken]
-    return chosen, broken_records
+    return select(checks, only, skip_, phase), broken_plugin_records(broken, phase or "pre")
+
+
+def broken_plugin_records(broken: list, phase: str) -> list[CheckRecord]:
+    """One `error` record per check plugin that could not be loaded: a check the user expects did not run."""
+    return [CheckRecord(id=f"plugin.{b.name}", phase=phase, status=Status.ERROR,
+                        summary=f"check plugin {b.name} from {b.source} could not be loaded: {b.error}",
+                        fix=f"Reinstall or remove the distribution {b.source}.", title="plugin load")
+            for b in broken]
 
 
 def run_phase(ctx: Context, checks: list[Check], phase: str, cfg: Config) -> list[CheckRecord]:

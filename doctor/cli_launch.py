@@ -13,9 +13,9 @@ from typing import Any, Optional
 import click
 
 from . import __version__, causes, rundir
-from .cli_common import (build_context, check_selection, emit, environment_facts, exit_code, fail_on,
-                         launch_options, now_iso, output_options, pass_opts, run_phase, target_connection,
-                         validate_outputs)
+from .cli_common import (broken_plugin_records, build_context, check_selection, emit, environment_facts,
+                         exit_code, fail_on, launch_options, now_iso, output_options, pass_opts, run_phase,
+                         target_connection, validate_outputs)
 from .config import Config, load
 from .context import Context
 from .diagnose import diagnose
@@ -48,9 +48,11 @@ class LaunchOptions:
     strategy: str = "auto"  # --target only: how the recorder is detached there
 
 
-def _checks(phase: str, only: tuple[str, ...], skip: tuple[str, ...]) -> list:
-    """The registered checks of one phase, filtered by --only/--skip."""
-    return select(discover()[0], only, skip, phase)
+def _checks(phase: str, only: tuple[str, ...], skip: tuple[str, ...]) -> tuple[list, list[CheckRecord]]:
+    """The registered checks of one phase, filtered by --only/--skip, and an error record per plugin that could
+    not be loaded (as `check` reports them)."""
+    checks, broken = discover()
+    return select(checks, only, skip, phase), broken_plugin_records(broken, phase)
 
 
 def run_launch(ctx: Context, cfg: Optional[Config] = None, opts: LaunchOptions = LaunchOptions(),
@@ -70,7 +72,7 @@ def run_launch(ctx: Context, cfg: Optional[Config] = None, opts: LaunchOptions =
     rundir.prune(ctx.cwd, opts.keep_runs)  # after the start, so the new run counts and is never the one pruned
     run, live = watch(run_dir, proc, opts.watch)
     verdict = _verdict(run, live, opts.watch, "", [f"run folder: {run.dir}"])
-    records += _post(ctx, run, opts.only, opts.skip, cfg)
+    records += _post(ctx, run, opts.only, opts.skip, cfg, report_broken=opts.no_check)
     report = _report(ctx, "launch", started, verdict, records, timeline + run_timeline(run), run)
     _save(run_dir, report)
     rundir.append_event(run_dir, "detached", verdict=verdict.state, cause=verdict.cause)
@@ -93,7 +95,8 @@ def _pre(ctx: Context, cfg: Config, opts: LaunchOptions,
     timeline: list[dict[str, Any]] = []
     if opts.no_check:
         return records, timeline, None
-    records = run_phase(ctx, _checks("pre", opts.only, opts.skip), "pre", cfg)
+    checks, broken = _checks("pre", opts.only, opts.skip)
+    records = broken + run_phase(ctx, checks, "pre", cfg)
     timeline.append(_event("pre-checks", f"{len(records)} check(s)"))
     blockers = [r for r in records if r.cause in causes.LAUNCH_BLOCKERS and r.status in PROBLEMS
                 and not r.silenced]
@@ -145,7 +148,7 @@ def run_launch_remote(ctx: Context, cfg: Config, opts: LaunchOptions) -> Report:
         run, live = watch(run_dir, None, opts.watch, load=remote.load, look=remote.look, poll_s=REMOTE_POLL_S)
         verdict = _verdict(run, live, opts.watch, f" on {ctx.target}",
                            [f"run folder there: {shipped.run_dir}", f"local copy: {run.dir}"])
-        records += _post(ctx, run, opts.only, opts.skip, cfg)
+        records += _post(ctx, run, opts.only, opts.skip, cfg, report_broken=opts.no_check)
     report = _report(ctx, "launch", started, verdict, records, timeline + run_timeline(run), run)
     _save(run_dir, report)
     rundir.append_event(run_dir, "detached", verdict=verdict.state, cause=verdict.cause)
@@ -177,21 +180,22 @@ def run_status(cwd: Path, ref: Optional[str] = None, cfg: Optional[Config] = Non
             else:  # no time to see output grow: judge by what the job looks like now
                 live = look(run, 0.0)
         verdict = diagnose(run, live)
-        records = _post(ctx, run, only, skip, cfg)
+        records = _post(ctx, run, only, skip, cfg, report_broken=True)
     report = _report(ctx, "status", started, verdict, records, run_timeline(run), run)
     _save(run_dir, report)
     return report
 
 
 def _post(ctx: Context, run: rundir.RunRecord, only: tuple[str, ...], skip: tuple[str, ...],
-          cfg: Config) -> list[CheckRecord]:
-    """The post-launch checks, told about the run through ctx.run."""
+          cfg: Config, *, report_broken: bool = False) -> list[CheckRecord]:
+    """The post-launch checks, told about the run through ctx.run. Broken plugins are reported once per report:
+    by the pre-launch phase for `launch`, here for `status` (report_broken)."""
     ctx.run = run_info(run)
     if run is not None and run.is_remote:
         # job.leftovers looks up the recorded pids in this machine's /proc: meaningless for a remote job
         skip = tuple(skip) + REMOTE_SKIP
-    checks = _checks("post", only, skip)
-    return run_phase(ctx, checks, "post", cfg) if checks else []
+    checks, broken = _checks("post", only, skip)
+    return (broken if report_broken else []) + (run_phase(ctx, checks, "post", cfg) if checks else [])
 
 
 def run_info(run: Optional[rundir.RunRecord]) -> dict[str, Any]:

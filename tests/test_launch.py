@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -228,3 +229,28 @@ def test_disk_full_while_the_job_runs(work, full_fs):
     assert proc.returncode == 1
     assert rep["verdict"]["cause"] == "disk-full", text_of(rep)
     assert "ENOSPC" in text_of(rep)
+
+
+def test_broken_plugin_is_reported_by_launch_and_status(work):
+    """A plugin that cannot load is an `error` record in every report, once, as `check` reports it."""
+    site = work / "site"
+    dist = site / "dfdoctor_broken-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: dfdoctor-broken\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[dfdoctor.checks]\nbroken.import = no_such_module_xyz:check\n")
+    env = dict(job_env(), PYTHONPATH=str(site))
+
+    def broken_records(rep: dict) -> list[dict]:
+        return [c for c in rep["checks"] if c["id"] == "plugin.broken.import"]
+
+    for extra, check in (((), False), (("--only", "log.writable"), True)):
+        _, rep = launch(work, *job("exited_early.py"), check=check, extra=extra, env=env)
+        found = broken_records(rep)
+        assert len(found) == 1 and found[0]["status"] == "error", rep["checks"]
+        assert "no_such_module_xyz" in found[0]["summary"]
+    from jobs.harness import dfdoctor
+
+    out = work / "status.json"
+    proc = dfdoctor("status", "--cwd", str(work), "--format", "json", "--output", str(out), cwd=work, env=env)
+    assert out.exists(), proc.stderr
+    assert len(broken_records(json.loads(out.read_text()))) == 1
