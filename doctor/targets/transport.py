@@ -160,15 +160,29 @@ def close(target: Target, master: Optional[int] = None) -> None:
         return
     deadline = time.monotonic() + 2
     while time.monotonic() < deadline:
-        try:
-            os.kill(master, 0)
-        except ProcessLookupError:
+        if not _alive(master):
             return
-        time.sleep(0.05)
+        time.sleep(0.02)
     try:
         os.kill(master, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` still runs. A master that exited stays a zombie until init reaps it (some inits take a
+    second or more), and kill(pid, 0) succeeds on a zombie: read the state instead."""
+    if not os.path.isdir("/proc/self"):  # no procfs: the zombie case cannot be told apart
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def typed_line(target: Target, script: str) -> str:
