@@ -9,19 +9,21 @@ are classified (`doctor.stackclass`), so a deadlock is named, not just timed out
 
 Settings ([tool.dfdoctor.checks."compile.race"]): reproduce = "auto" | "always" | "never" (auto: only when the
 script compiles in threads), runs (3), threads (4), backend ("race" | "inductor" | "flex"), device ("cpu"),
-deadline (20 s a run).
+deadline (20 s a run), cache_days (7: a conclusive reproduction is reused for the same interpreter, torch install
+and settings, and the finding says so; 0 always reruns).
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional
 
-from doctor import causes, check, fail, ok, skip, warn
+from doctor import cache, causes, check, fail, ok, skip, warn
 from doctor.commandline import spec_for
 from doctor.probe import ProbeOutcome, run_probe
 from doctor.stackclass import COMPILE_GUARD_FIX, classify, summarize
@@ -32,6 +34,7 @@ MAX_FILE_BYTES = 1_000_000
 GUARD_MARKERS = ("force_non_lazy_backward_lowering", "apply_compile_guard")
 DISABLING_ARGS = ("--no-compile-guard", "--compile-guard=off")
 FIX = COMPILE_GUARD_FIX
+CACHE_KIND = "compile-race"
 
 
 @dataclass
@@ -143,19 +146,56 @@ def _callee(call: ast.Call) -> str:
 
 
 def reproduce(ctx, unguarded: bool) -> Iterator:
-    """Run the harness without and with the guard in the training interpreter; report both."""
+    """Run the harness without and with the guard in the training interpreter; report both.
+
+    The reproduction exercises the interpreter's torch, not the user's code, so a conclusive one is reused for
+    the same interpreter, torch install, settings and probe for `cache_days` (default 7; 0 always reruns).
+    """
     runs = int(ctx.option(CHECK_ID, "runs", 3))
     deadline = float(ctx.option(CHECK_ID, "deadline", 20.0))
     base = ["--backend", str(ctx.option(CHECK_ID, "backend", "race")),
             "--threads", str(ctx.option(CHECK_ID, "threads", 4)),
             "--device", str(ctx.option(CHECK_ID, "device", "cpu")), "--deadline", str(deadline)]
+    max_age_s = float(ctx.option(CHECK_ID, "cache_days", 7)) * 86400
+    key = _cache_key(ctx, base, runs) if max_age_s > 0 else None
+    hit = cache.lookup(CACHE_KIND, key, max_age_s) if key else None
+    if hit:
+        (bare, guarded), stored_at = [[ProbeOutcome(**o) for o in series] for series in hit[0]], hit[1]
+        yield _verdict(bare, guarded, unguarded, runs, reused_from=stored_at)
+        return
     budget_end = time.monotonic() + float(ctx.timeout or 150) - 3.0
     bare = _series(ctx, base + ["--guard", "none"], runs, deadline, budget_end)
     if bare and bare[0].payload is None and "No module named 'torch'" in bare[0].stderr:
         yield skip(f"torch is not installed in the training interpreter {ctx.python}; nothing to reproduce")
         return
     guarded = _series(ctx, base + ["--guard", "exclusive-compile"], runs, deadline, budget_end)
+    if key and _conclusive(bare, guarded, runs):
+        cache.store(CACHE_KIND, key, [[_storable(o) for o in bare], [_storable(o) for o in guarded]])
     yield _verdict(bare, guarded, unguarded, runs)
+
+
+def _cache_key(ctx, base: list[str], runs: int) -> Optional[dict]:
+    """What the reproduction's answer depends on; None when the interpreter cannot say (then nothing is reused)."""
+    out = run_probe(ctx, "torch_fingerprint_probe.py", timeout=15.0)
+    if not out.payload or not out.payload.get("torch_origin"):
+        return None
+    probe = Path(__file__).parent / "probes" / "compile_race_probe.py"
+    return {"target": str(getattr(ctx, "target", "local") or "local"), "interpreter": out.payload,
+            "argv": base, "runs": runs, "probe": cache.key_of(probe.read_text())}
+
+
+def _conclusive(bare: list[ProbeOutcome], guarded: list[ProbeOutcome], runs: int) -> bool:
+    """Worth reusing: every run happened and ended in race, deadlock or ok (not broken, not slow)."""
+    if len(bare) != runs or len(guarded) != runs:
+        return False
+    return all(_outcome(o)[0] in ("race", "deadlock", "ok") for o in bare + guarded)
+
+
+def _storable(o: ProbeOutcome) -> dict:
+    """A probe outcome as cache JSON, its output trimmed to what the verdict quotes."""
+    d = dataclasses.asdict(o)
+    d["stdout"], d["stderr"] = o.stdout[-4000:], o.stderr[-20000:]
+    return d
 
 
 def _series(ctx, argv: list[str], runs: int, deadline: float, budget_end: float) -> list[ProbeOutcome]:
@@ -183,8 +223,9 @@ def _outcome(o: ProbeOutcome) -> tuple[str, Optional[tuple[str, str]]]:
     return {"race": "race", "ok": "ok"}.get(p.get("outcome"), "broken"), None
 
 
-def _verdict(bare: list[ProbeOutcome], guarded: list[ProbeOutcome], unguarded: bool, runs: int):
-    """One result from both series."""
+def _verdict(bare: list[ProbeOutcome], guarded: list[ProbeOutcome], unguarded: bool, runs: int,
+             reused_from: Optional[float] = None):
+    """One result from both series (reused_from: when a cached reproduction was made)."""
     b = [_outcome(o) for o in bare]
     g = [_outcome(o) for o in guarded]
     torch_v = next((o.payload.get("torch") for o in bare + guarded if o.payload), "?")
@@ -200,6 +241,8 @@ def _verdict(bare: list[ProbeOutcome], guarded: list[ProbeOutcome], unguarded: b
             "median_run_s": round(statistics.median([o.duration_s for o in bare]), 2) if bare else None,
             "guard_runs": len(guarded), "guard_failures": len(g_fail), "deadlocks": len(deadlocks),
             "stalled": stalled}
+    if reused_from is not None:
+        data["reused_from"] = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(reused_from))
     evidence = tuple(e for e in (_evidence(o) for o in bare + guarded) if e)[:4]
     details = next((e["traceback"] for o in bare + guarded for e in (o.payload or {}).get("errors") or []
                     if e.get("traceback")), "")
@@ -217,6 +260,9 @@ def _verdict(bare: list[ProbeOutcome], guarded: list[ProbeOutcome], unguarded: b
                                              if firsts else ""))
     held = f"the compile guard held in {len(guarded) - len(g_fail)}/{len(guarded)} runs"
     slow = f"; {stalled} run(s) were still compiling at the deadline (no lock cycle in their stacks)" if stalled else ""
+    if reused_from is not None:  # say so: a reused answer must never pass for a fresh one
+        slow += (f"; reproduction of {data['reused_from'][:16].replace('T', ' ')} reused (same interpreter, torch "
+                 "and settings; cache_days = 0 reruns it)")
     cause = causes.COMPILE_DEADLOCK if deadlocks else causes.FX_TRACE_RACE
     name = "deadlocked" if deadlocks else "raced"
     if g_fail:

@@ -14,6 +14,7 @@ from typing import Any, Optional
 import click
 
 from . import __version__
+from .cache import cache_dir
 from .cli_common import (build_context, choose_checks, emit, environment_facts, exit_code, fail_on,
                          launch_options, now_iso, output_options, pass_opts, run_phase, target_connection,
                          validate_outputs, verdict_from_checks)
@@ -115,7 +116,7 @@ _add_launch_commands()
 
 
 def _crash_file() -> Path:
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dfdoctor"
+    base = cache_dir()
     try:
         base.mkdir(parents=True, exist_ok=True)
     except OSError:

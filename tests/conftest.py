@@ -54,6 +54,15 @@ def no_leftover_processes():
         f"{p.pid} {' '.join(p.cmdline())[:120]}" for p in left if p.is_running())
 
 
+@pytest.fixture(autouse=True)
+def own_cache_dir(tmp_path_factory, monkeypatch):
+    """Each test gets an empty dfdoctor cache (XDG_CACHE_HOME, inherited by every dfdoctor it starts): no test
+    reuses another's compile.race reproduction, and none writes into the user's ~/.cache."""
+    path = tmp_path_factory.mktemp("xdg-cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(path))
+    return path / "dfdoctor"
+
+
 def run_dfdoctor(*args: str, cwd: os.PathLike | str | None = None, env: dict | None = None,
                  timeout: float = 120, input: bytes | None = None) -> subprocess.CompletedProcess:
     """Run the installed `dfdoctor` console script in a real subprocess."""

@@ -116,7 +116,7 @@ def test_guard_that_fails_is_reported_as_such() -> None:
 
 
 @pytest.mark.slow
-def test_reproduces_in_this_interpreter_and_the_guard_holds(tmp_path: Path) -> None:
+def test_reproduces_in_this_interpreter_and_the_guard_holds(tmp_path: Path, own_cache_dir: Path) -> None:
     """Real torch.compile on CPU: the unguarded script's race reproduces; the guard holds every time."""
     (tmp_path / "train.py").write_text(THREADED)
     t = time.monotonic()
@@ -126,6 +126,16 @@ def test_reproduces_in_this_interpreter_and_the_guard_holds(tmp_path: Path) -> N
     assert final.data["reproduced"] >= 1 and final.data["guard_failures"] == 0 and final.data["guard_runs"] == 2
     assert "Detected that you are using FX" in " ".join(final.evidence)
     assert time.monotonic() - t < 140
+    # Asked again with the same interpreter, torch and settings, a conclusive answer is reused and says so.
+    stored = list((own_cache_dir / cr.CACHE_KIND).glob("*.json"))
+    conclusive = final.data["stalled"] == 0 and final.data["runs"] == 2 and final.data["guard_runs"] == 2
+    assert len(stored) == (1 if conclusive else 0), (final.data, stored)
+    again = results(ctx_for(tmp_path, ["train.py"], runs=2))[-1] if conclusive else None
+    if again is not None:
+        assert again.data["reused_from"] and "reused" in again.summary, again
+        same = ("reproduced", "guard_runs", "guard_failures", "median_first_error_s")
+        assert {k: again.data[k] for k in same} == {k: final.data[k] for k in same}
+        assert again.status == final.status and again.cause == final.cause and again.evidence == final.evidence
 
 
 @pytest.mark.slow
