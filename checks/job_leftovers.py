@@ -2,19 +2,23 @@
 
 Stray workers (dataloader processes, compile workers, a daemonised helper) keep GPU memory, ports and file
 locks, so the next launch fails in ways that look unrelated. The recorder notes who was still in the job's
-process group when it ended; this check says which of them still run now.
+process group when it ended, with each one's start time; this check says which of them still run now, where
+the job ran (this machine, or the target through a probe), and never mistakes a recycled pid for one of them.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from doctor import check, ok, skip, warn
+from doctor.probe import run_probe
 from doctor.rundir import load
-from doctor.recorder import proc_start_time
+
+from .probes.leftovers_probe import still_running
 
 
-@check("job.leftovers", title="No process of the job outlived it", phases=("post",), timeout=10)
+@check("job.leftovers", title="No process of the job outlived it", phases=("post",), timeout=20)
 def job_leftovers(ctx):
     """Read the exit record's leftovers and keep those still alive."""
     if not ctx.run or not ctx.run.get("dir"):
@@ -24,21 +28,28 @@ def job_leftovers(ctx):
     if not run.exit:
         yield skip("the job has not ended (or its end was not recorded)")
         return
-    alive = [pid for pid in run.exit.get("leftovers") or () if proc_start_time(pid) is not None]
-    if not alive:
-        yield ok("nothing of the job was left running after it ended")
+    # Records written before start times were kept name pids only: then existence is all there is to go on.
+    recorded = run.exit.get("leftover_starts") or {str(p): None for p in run.exit.get("leftovers") or ()}
+    if not recorded:
+        yield ok("nothing of the job was left running when it ended")
         return
-    names = [_cmdline(pid) for pid in alive]
-    yield warn(f"{len(alive)} process(es) of the job still run after it ended: {', '.join(map(str, alive))}",
-               evidence=tuple(f"pid {p}: {n}" for p, n in zip(alive, names)),
-               fix=f"Stop them before relaunching (kill {' '.join(map(str, alive))}); they may hold GPU memory, "
+    where = ctx.run.get("target")
+    if where:
+        out = run_probe(ctx, "leftovers_probe.py", [json.dumps(recorded)], timeout=15)
+        if out.payload is None:
+            yield skip(f"could not look at the job's processes on {where}: "
+                       f"{out.spawn_error or (out.stderr.strip()[-300:] or f'exit {out.returncode}')}")
+            return
+        alive = out.payload["alive"]
+    else:
+        alive = still_running(recorded)
+    if not alive:
+        yield ok(f"{len(recorded)} process(es) were left in the job's group when it ended; none runs now")
+        return
+    pids = [a["pid"] for a in alive]
+    on = f" on {where}" if where else ""
+    yield warn(f"{len(alive)} process(es) of the job still run{on} after it ended: {', '.join(map(str, pids))}",
+               evidence=tuple(f"pid {a['pid']}: {a['cmdline']}" for a in alive),
+               fix=f"Stop them before relaunching (kill {' '.join(map(str, pids))}{on}); they may hold GPU memory, "
                    "ports or locks. Make the job join its workers before it exits.",
-               data={"leftovers": alive})
-
-
-def _cmdline(pid: int) -> str:
-    """A process's command line, for the evidence."""
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()[:200]
-    except OSError:
-        return "?"
+               data={"leftovers": pids})

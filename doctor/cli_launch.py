@@ -28,7 +28,6 @@ from .model import PROBLEMS, CheckRecord, Report, Verdict
 from .registry import discover, select
 
 DEFAULT_WATCH_S = 60.0
-REMOTE_SKIP = ("job.leftovers",)
 STATUS_WATCH_S = 3.0  # status on a live job: long enough to see its output grow
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -191,9 +190,6 @@ def _post(ctx: Context, run: rundir.RunRecord, only: tuple[str, ...], skip: tupl
     """The post-launch checks, told about the run through ctx.run. Broken plugins are reported once per report:
     by the pre-launch phase for `launch`, here for `status` (report_broken)."""
     ctx.run = run_info(run)
-    if run is not None and run.is_remote:
-        # job.leftovers looks up the recorded pids in this machine's /proc: meaningless for a remote job
-        skip = tuple(skip) + REMOTE_SKIP
     checks, broken = _checks("post", only, skip)
     return (broken if report_broken else []) + (run_phase(ctx, checks, "post", cfg) if checks else [])
 

@@ -502,7 +502,7 @@ class Recorder:
             oom_before=self.oom_before, oom_after=oom_after, memory_cgroup=self.mem[1], kernel=kernel,
             stdout_bytes=self._total("stdout"), stderr_bytes=self._total("stderr"),
             log_size=self.log_state[1] if self.log_state else None, leftovers=leftovers,
-            pipes_held_open=held_open)
+            leftover_starts={str(p): proc_start_time(p) for p in leftovers}, pipes_held_open=held_open)
         self.beat()
         self.remove_cgroup()
 

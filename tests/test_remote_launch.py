@@ -192,3 +192,26 @@ def test_a_session_that_kills_everything_takes_the_recorder_with_it(infra, tmp_p
     finally:
         for proc in _container_procs(str(work)):
             proc.kill()
+
+
+def test_leftovers_are_looked_up_in_the_container(infra, remote, dfdoctor):
+    """job.leftovers runs where the job ran: a stray worker still alive in the container is named there, and
+    once it is gone `status` says so."""
+    inside, host_side, local, env = remote
+    (host_side / "stray.py").write_text("import time\ntime.sleep(60)\n")
+    (host_side / "leave.py").write_text(f"import subprocess\nsubprocess.Popen(['python3', {inside + '/stray.py'!r}])\n"
+                                        "print('left a worker behind', flush=True)\n")
+    rc, rep = _launch(dfdoctor, infra, local, env, "--no-check", "--watch", "3", "--cwd", inside, "--",
+                      "python3", f"{inside}/leave.py")
+    left = {c["id"]: c for c in rep["checks"]}["job.leftovers"]
+    assert left["status"] == "warn" and infra.pct_target in left["summary"], left
+    assert any("stray.py" in e for e in left["evidence"]), left
+    strays = _container_procs(f"{inside}/stray.py")
+    assert strays and all(p.pid not in left["data"]["leftovers"] for p in strays), \
+        "the pids named are the container's own, not this machine's"
+    for p in strays:
+        p.kill()
+    psutil.wait_procs(strays, timeout=5)
+    rc, st = _status(dfdoctor, local, env)
+    left = {c["id"]: c for c in st["checks"]}["job.leftovers"]
+    assert left["status"] == "ok" and "none runs now" in left["summary"], left

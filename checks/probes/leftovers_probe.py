@@ -1,0 +1,46 @@
+"""Which of a finished job's leftover processes still run, read where the job ran.
+
+Standard library only. A pid counts as the same process only if its start time (field 22 of /proc/PID/stat)
+is the one the recorder wrote down: a recycled pid is someone else's process, and dfdoctor must never tell a
+user to kill it. A zombie holds nothing and is not counted.
+Usage: leftovers_probe.py '{"PID": START_TICKS_OR_NULL, ...}'
+"""
+
+import json
+import sys
+
+
+def _stat(pid):
+    """(state, start ticks) of a live process, or None."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return fields[0], int(fields[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()[:200]
+    except OSError:
+        return "?"
+
+
+def still_running(recorded):
+    """{pid: start} -> [{"pid", "cmdline"}] of those that are the same process and not a zombie."""
+    out = []
+    for key, start in recorded.items():
+        pid = int(key)
+        st = _stat(pid)
+        if st is None or st[0] == "Z" or (start is not None and st[1] != start):
+            continue
+        out.append({"pid": pid, "cmdline": _cmdline(pid)})
+    return out
+
+
+if __name__ == "__main__":
+    from _probe_support import answer
+
+    answer({"alive": still_running(json.loads(sys.argv[1]))})
