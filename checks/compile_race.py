@@ -25,7 +25,7 @@ from typing import Iterator, Optional
 
 from doctor import cache, causes, check, fail, ok, skip, warn
 from doctor.commandline import spec_for
-from doctor.probe import ProbeOutcome, run_probe
+from doctor.probe import ProbeOutcome, run_probe, unreached
 from doctor.stackclass import COMPILE_GUARD_FIX, classify, summarize
 
 CHECK_ID = "compile.race"
@@ -165,6 +165,10 @@ def reproduce(ctx, unguarded: bool) -> Iterator:
         return
     budget_end = time.monotonic() + float(ctx.timeout or 150) - 3.0
     bare = _series(ctx, base + ["--guard", "none"], runs, deadline, budget_end)
+    unreachable = unreached(ctx, bare[0]) if bare else None
+    if unreachable:
+        yield unreachable
+        return
     if bare and bare[0].payload is None and "No module named 'torch'" in bare[0].stderr:
         yield skip(f"torch is not installed in the training interpreter {ctx.python}; nothing to reproduce")
         return

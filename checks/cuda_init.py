@@ -12,7 +12,7 @@ from typing import Iterator, Optional
 
 from doctor import causes, check, fail, ok, skip, warn
 from doctor.model import Result
-from doctor.probe import ProbeOutcome, run_probe
+from doctor.probe import ProbeOutcome, run_probe, unreached
 
 from .cuda_common import (Expectation, Visibility, expectation, innermost_frame, parse_visible, probe_env,
                           stack_excerpt)
@@ -35,6 +35,10 @@ def judge(ctx, exp: Expectation, out: ProbeOutcome, limit: float) -> Iterator[Re
     """Turn what the probe saw (or how it ended) into findings."""
     facts = out.payload or {}
     data = {"cuda": _summary_facts(facts, exp, out)}
+    unreachable = unreached(ctx, out)
+    if unreachable:
+        yield unreachable
+        return
     if out.spawn_error:
         yield _unavailable(exp, f"the training interpreter {ctx.python} could not be started: {out.spawn_error}",
                            data, cause=causes.COMMAND_NOT_FOUND, fix="pass --python with a working interpreter")

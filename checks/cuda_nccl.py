@@ -22,7 +22,7 @@ from typing import Iterator, Optional
 
 from doctor import causes, check, error, fail, ok, skip
 from doctor.model import Result
-from doctor.probe import ProbeOutcome, run_probe
+from doctor.probe import ProbeOutcome, run_probe, unreached
 
 from .cuda_common import Visibility, expectation, innermost_frame, parse_visible, probe_env, stack_excerpt
 
@@ -47,7 +47,11 @@ def cuda_nccl(ctx) -> Iterator[Result]:
         yield error(str(exc), fix="give a whole number, or unset the option")
         return
     started = time.monotonic()
-    vis = _visible_gpus(ctx)
+    vis, listing = _visible_gpus(ctx)
+    unreachable = unreached(ctx, listing)
+    if unreachable:
+        yield unreachable
+        return
     world, why = _world_size(ctx, vis, backend, asked)
     if world < 2:
         yield skip(f"{why}: an NCCL group needs two or more ranks (cuda.init reports on single GPUs)",
@@ -128,11 +132,11 @@ def _run_ranks(ctx, world: int, backend: str, faults: tuple[Optional[int], Optio
     return [o for o in outcomes if o is not None]
 
 
-def _visible_gpus(ctx) -> Visibility:
+def _visible_gpus(ctx) -> tuple[Visibility, ProbeOutcome]:
     """The GPUs the job would see, asked where the job runs (a fast probe that imports no torch)."""
     out = run_probe(ctx, "cuda_nccl_probe.py", ["--list-gpus"], timeout=LIST_TIMEOUT_S, env=probe_env(ctx))
     p = out.payload or {}
-    return parse_visible(p.get("cuda_visible_devices"), p.get("gpus") or [])
+    return parse_visible(p.get("cuda_visible_devices"), p.get("gpus") or []), out
 
 
 def _rank_view(rank: int, out: ProbeOutcome, vis: Visibility) -> dict:

@@ -24,7 +24,7 @@ import packaging
 
 from doctor import Result, causes, check, error, fail, ok, skip, warn
 from doctor.commandline import spec_for
-from doctor.probe import run_probe
+from doctor.probe import run_probe, unreached
 from doctor.targets import parse_target
 
 MAX_INCLUDE_DEPTH = 8
@@ -71,6 +71,10 @@ def deps_requirements(ctx) -> Iterator[Result]:
                "packaging_dir": PACKAGING_DIR, "focus": list(FOCUS),
                "modules": [] if remote else script_modules(spec)}
     out = run_probe(ctx, "deps_probe.py", [json.dumps(request)], timeout=max(2.0, float(ctx.timeout or 30) - 1.0))
+    unreachable = unreached(ctx, out)
+    if unreachable:
+        yield unreachable
+        return
     if out.spawn_error:
         yield skip(f"the training interpreter {ctx.python} cannot be started ({out.spawn_error}); "
                    "imports.smoke reports that")

@@ -18,7 +18,7 @@ from typing import Any, Iterator, Optional
 
 from doctor import Result, causes, check, error, fail, ok, skip, warn
 from doctor.commandline import LaunchSpec, spec_for
-from doctor.probe import ProbeOutcome, run_probe
+from doctor.probe import ProbeOutcome, run_probe, unreached
 from doctor.targets import parse_target
 
 DEFAULT_TIMEOUT = 90.0  # importing torch on a cold, busy machine can take tens of seconds
@@ -88,6 +88,10 @@ def _probe_request(spec: LaunchSpec, cwd: Path, hang_s: float) -> dict[str, Any]
 def _conclude(ctx, spec: LaunchSpec, out: ProbeOutcome, hang_s: float, request: dict) -> Iterator[Result]:
     """Turn the probe's answer (or its silence) into findings."""
     launch = {"launch": _spec_data(spec), "python": ctx.python}
+    unreachable = unreached(ctx, out)
+    if unreachable:
+        yield unreachable
+        return
     if out.spawn_error:
         yield fail(f"the training interpreter {ctx.python} cannot be started: {out.spawn_error}",
                    causes.COMMAND_NOT_FOUND, data=launch,

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from doctor import check, ok, skip, warn
-from doctor.probe import run_probe
+from doctor.probe import run_probe, unreached
 from doctor.rundir import load
 
 from .probes.leftovers_probe import still_running
@@ -36,6 +36,10 @@ def job_leftovers(ctx):
     where = ctx.run.get("target")
     if where:
         out = run_probe(ctx, "leftovers_probe.py", [json.dumps(recorded)], timeout=15)
+        unreachable = unreached(ctx, out)
+        if unreachable:
+            yield unreachable
+            return
         if out.payload is None:
             yield skip(f"could not look at the job's processes on {where}: "
                        f"{out.spawn_error or (out.stderr.strip()[-300:] or f'exit {out.returncode}')}")

@@ -12,7 +12,7 @@ import shlex
 from pathlib import Path
 
 from doctor import causes, check, error, fail, ok, skip, warn
-from doctor.probe import run_probe
+from doctor.probe import run_probe, unreached
 
 # Below these the log (and checkpoints beside it) will soon stop growing: fail under the first, warn under the
 # second. Per-project values: [tool.dfdoctor.checks."log.writable"] min_free_mb / warn_free_mb / min_free_inodes.
@@ -32,6 +32,10 @@ def log_writable(ctx):
     log = ctx.abspath(ctx.log)
     outcome = run_probe(ctx, "log_probe.py", [str(log)], timeout=min(ctx.timeout or 10, 10))
     f = outcome.payload
+    unreachable = unreached(ctx, outcome)
+    if unreachable:
+        yield unreachable
+        return
     if f is None:
         why = outcome.extra.get("transport_error") or outcome.spawn_error or outcome.stderr.strip()[-300:]
         yield error(f"could not examine {log} where the job runs: {why or 'the probe gave no answer'}")

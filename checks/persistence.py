@@ -7,6 +7,7 @@ from typing import Iterator
 
 from doctor import causes
 from doctor.model import Result, error, fail, ok, skip, warn
+from doctor.probe import reach_fix
 from doctor.registry import check
 from doctor.targets import parse_target, persistence, strategies, transport
 
@@ -24,11 +25,15 @@ def persistence_session(ctx) -> Iterator[Result]:
         return
     with transport.connected(target) as conn_error:
         if conn_error:
-            yield fail(f"cannot reach {target.describe()}: {conn_error}",
-                       fix="Make `ssh HOST true` work without a prompt (BatchMode).")
+            yield error(f"not examined: cannot reach {target.describe()}: {conn_error}",
+                        cause=causes.TARGET_UNREACHABLE, fix=reach_fix(target))
             return
         only = ctx.option("persistence.session", "strategies")  # e.g. ["nohup-setsid-f", "tmux"]
         out = persistence.run(target, only=only)
+    if out.unreachable:
+        yield error(f"not examined: cannot reach {target.describe()}: {out.unreachable}",
+                    cause=causes.TARGET_UNREACHABLE, fix=reach_fix(target))
+        return
     if out.error:
         yield fail(f"could not set up the experiment on {target.describe()}: {out.error}")
         return

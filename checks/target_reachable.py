@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from doctor import causes
 from doctor.model import Result, fail, ok, skip
-from doctor.probe import run_on_target
+from doctor.probe import reach_fix, run_on_target
 from doctor.registry import check
 from doctor.targets import parse_target
 
@@ -23,16 +24,17 @@ def target_reachable(ctx) -> Iterator[Result]:
     out = run_on_target(ctx, ["sh", "-c", PING, "sh", python], timeout=15)
     words = out.extra.get("transport_error") or out.spawn_error
     if out.timed_out:
-        yield fail(f"{target.describe()} did not answer within 15 s", details=out.stderr.strip()[-500:],
+        yield fail(f"{target.describe()} did not answer within 15 s", causes.TARGET_UNREACHABLE,
+                   details=out.stderr.strip()[-500:],
                    fix="Check that the host is up and that `ssh HOST true` returns at once (no password prompt: "
                        "dfdoctor runs ssh with BatchMode=yes).")
         return
     if words or "dfdoctor-ping" not in out.stdout:
         yield fail(f"cannot reach {target.describe()}: {words or out.stderr.strip()[-300:] or 'no answer'}",
+                   causes.TARGET_UNREACHABLE,
                    details=f"command: {' '.join(out.argv[:12])} ... (exit {out.returncode})",
                    evidence=tuple(out.stderr.strip().splitlines()[-3:]),
-                   fix="Make `ssh HOST true` work without a prompt (keys, ~/.ssh/config, known_hosts), or fix "
-                       "the container name / VMID.")
+                   fix=reach_fix(target))
         return
     if f"no-python:{python}" in out.stdout:
         yield fail(f"no {python} on {target.describe()}: dfdoctor's probes run in the target's python",
@@ -40,3 +42,4 @@ def target_reachable(ctx) -> Iterator[Result]:
         return
     yield ok(f"{target.describe()} answers in {out.duration_s:.2f} s; python: {out.stdout.split()[-1]}",
              data={"target": str(target), "python": out.stdout.split()[-1], "seconds": round(out.duration_s, 3)})
+

@@ -30,9 +30,12 @@ PTY_EXHAUSTED = "pty-exhausted"
 # Added beyond INTERFACE.md v1 (an extension, not a change): a GPU group that cannot form is not CUDA init.
 NCCL_FAILED = "nccl-failed"
 NCCL_HANG = "nccl-hang"
+# The host or container could not be reached at all (ssh, lxc-attach or the docker client failed): nothing
+# can be started there, so there is no process and no log.
+TARGET_UNREACHABLE = "target-unreachable"
 
 ALL = frozenset(v for k, v in dict(globals()).items() if k.isupper() and isinstance(v, str))
 
 # Findings after which a launch cannot produce a log: `launch` stops on them unless --force.
 LAUNCH_BLOCKERS = frozenset({COMMAND_NOT_FOUND, SYNTAX_ERROR, MISSING_MODULE,
-                             LOG_DIR_MISSING, LOG_NOT_WRITABLE, DISK_FULL})
+                             LOG_DIR_MISSING, LOG_NOT_WRITABLE, DISK_FULL, TARGET_UNREACHABLE})

@@ -209,6 +209,18 @@ def run_phase(ctx: Context, checks: list[Check], phase: str, cfg: Config) -> lis
     finally:
         progress.close()
     apply_silences(records, cfg.silences)
+    return one_unreachable_target(records)
+
+
+def one_unreachable_target(records: list[CheckRecord]) -> list[CheckRecord]:
+    """A target that cannot be reached is one finding, not one per check: when `target.reachable` says so,
+    the checks that could not get there become `skip`s pointing at it (run alone, each keeps its error)."""
+    if not any(r.id == "target.reachable" and r.cause == causes.TARGET_UNREACHABLE for r in records):
+        return records
+    for r in records:
+        if r.id != "target.reachable" and r.cause == causes.TARGET_UNREACHABLE and r.status == Status.ERROR:
+            r.status, r.cause, r.fix = Status.SKIP, None, ""
+            r.summary = "not examined: the target could not be reached (see target.reachable)"
     return records
 
 

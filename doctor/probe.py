@@ -22,7 +22,9 @@ from typing import Any, Optional, Sequence
 
 import checks.probes as _probes_pkg
 
+from . import causes
 from .capture import DEFAULT_LIMIT, CappedBuffer
+from .model import Result, error
 from .targets import Target, parse_target
 from .targets import remote_probe, transport
 
@@ -80,18 +82,19 @@ def run_command(argv: Sequence[str], *, timeout: float, cwd: Optional[os.PathLik
     except OSError as exc:
         return ProbeOutcome(list(argv), None, "", "", time.monotonic() - start,
                             spawn_error=f"{type(exc).__name__}: {exc.strerror or exc}")
-    if stdin_data is not None:
-        try:
-            proc.stdin.write(stdin_data)
-            proc.stdin.flush()
-        except BrokenPipeError:
-            pass
-        if not hold_stdin:
-            proc.stdin.close()
     out, err = CappedBuffer(limit), CappedBuffer(limit)
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ, out)
     sel.register(proc.stderr, selectors.EVENT_READ, err)
+    # stdin is fed from the same loop, never by a blocking write: a child that does not read (an ssh still
+    # connecting, a hung docker daemon) must not stall dfdoctor past the deadline.
+    pending = memoryview(stdin_data or b"")
+    if proc.stdin is not None:
+        os.set_blocking(proc.stdin.fileno(), False)
+        if pending:
+            sel.register(proc.stdin, selectors.EVENT_WRITE, None)
+        elif not hold_stdin:
+            proc.stdin.close()
     deadline = start + timeout
     timed_out = False
     stage = 0  # 0 running, 1 asked for stacks, 2 killed
@@ -114,6 +117,13 @@ def run_command(argv: Sequence[str], *, timeout: float, cwd: Optional[os.PathLik
         if now >= deadline and stage == 2:
             break  # a grandchild holds the pipe open after the kill: stop reading, report what we have
         for key, _ in sel.select(timeout=max(0.0, min(0.25, deadline - now))):
+            if key.fileobj is proc.stdin:
+                pending = _feed(key.fd, pending)
+                if not pending:
+                    sel.unregister(proc.stdin)
+                    if not hold_stdin:
+                        proc.stdin.close()
+                continue
             chunk = os.read(key.fd, 65536)
             if chunk:
                 key.data.write(chunk)
@@ -130,6 +140,41 @@ def run_command(argv: Sequence[str], *, timeout: float, cwd: Optional[os.PathLik
     proc.stderr.close()
     rc = proc.wait()
     return ProbeOutcome(list(argv), rc, out.text(), err.text(), time.monotonic() - start, timed_out=timed_out)
+
+
+def unreached(ctx, out: ProbeOutcome) -> Optional[Result]:
+    """The finding for a probe that never got to the target (the transport failed), else None.
+
+    An `error` (the check could not look), with the transport's own words and the cause, so a run of this
+    check alone still says what is wrong; `target.reachable` gives the same words as a `fail` with its fix.
+    """
+    err = out.extra.get("transport_error")
+    if not err:
+        return None
+    target = parse_target(getattr(ctx, "target", "local") or "local")
+    return error(f"not examined: cannot reach {target.describe()}: {err}", cause=causes.TARGET_UNREACHABLE,
+                 fix=reach_fix(target))
+
+
+def reach_fix(target: Target) -> str:
+    """What to repair, in the terms of the tool that could not get through."""
+    if target.kind == "docker":
+        return (f"Make `docker exec {target.name} true` work here: the docker daemon running, its socket readable "
+                "by this user (the docker group), and the container existing and running (`docker ps`).")
+    if target.kind == "lxc":
+        return f"Make `lxc-attach -n {target.name} -- true` work here: the container exists and runs (`lxc-ls -f`)."
+    return ("Make `ssh HOST true` work without a prompt (keys, ~/.ssh/config, known_hosts: dfdoctor runs ssh with "
+            "BatchMode=yes), and check the container's VMID (`pct list`).")
+
+
+def _feed(fd: int, pending: memoryview) -> memoryview:
+    """Write what the pipe takes now; what is left (nothing once the reader is gone: its loss, not ours)."""
+    try:
+        return pending[os.write(fd, pending[:65536]):]
+    except BlockingIOError:
+        return pending
+    except OSError:  # EPIPE: the child exited or closed its stdin
+        return pending[:0]
 
 
 def run_probe(ctx, script: str | os.PathLike, args: Sequence[str] = (), *, timeout: Optional[float] = None,

@@ -117,7 +117,9 @@ def _start(chk: Check, ctx, phase: str, output_limit: int) -> _Worker:
             os.close(out_r)
             os.setpgid(0, 0)
             _become_subreaper()
-            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGCHLD):
+            # SIGPIPE stays ignored (as Python sets it): a write to a child that went away is a BrokenPipeError
+            # the check can handle, not the worker's silent death.
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
                 signal.signal(sig, signal.SIG_DFL)
             devnull = os.open(os.devnull, os.O_RDONLY)
             os.dup2(devnull, 0)

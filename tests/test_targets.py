@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -215,3 +216,41 @@ def test_connected_reports_unreachable_in_sshs_words():
     t = parse_target("ssh://root@127.0.0.1:1")
     with transport.connected(t) as err:
         assert err and "Connection refused" in err
+
+
+UNREACHABLE = [("ssh://root@127.0.0.1:1", "Connection refused"),
+               ("docker://dfdoctor-no-such-container", "Docker daemon")]
+
+
+@pytest.mark.parametrize("spec,words", UNREACHABLE, ids=["ssh-refused", "docker-no-daemon"])
+def test_an_unreachable_target_is_one_finding(dfdoctor, tmp_path, spec, words):
+    """Every check that probes the target fails to get there; the report says it once, in the tool's own
+    words, with the fix for that tool; a check run alone still says why it could not look."""
+    import json
+    if spec.startswith("docker") and not shutil.which("docker"):
+        pytest.skip("no docker client on PATH")
+    if spec.startswith("docker") and subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
+        words = "No such container"  # a daemon runs here: the container is what is missing
+    p = dfdoctor("check", "--target", spec, "--python", "python3", "--log", "/workspace/train.log", "--format",
+                 "json", "--", "python3", "train.py", cwd=tmp_path)
+    assert p.returncode == 1, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["verdict"]["cause"] == "target-unreachable" and words in doc["verdict"]["summary"], doc["verdict"]
+    by_id = {c["id"]: c for c in doc["checks"]}
+    assert by_id["target.reachable"]["status"] == "fail"
+    assert ("docker exec" if spec.startswith("docker") else "ssh HOST true") in by_id["target.reachable"]["fix"]
+    problems = [c["id"] for c in doc["checks"] if c["status"] in ("fail", "error", "timeout")]
+    assert problems == ["target.reachable"], problems
+    for cid in ("imports.smoke", "deps.requirements", "log.writable", "cuda.init", "persistence.session"):
+        assert by_id[cid]["status"] == "skip" and "see target.reachable" in by_id[cid]["summary"], by_id[cid]
+    alone = dfdoctor("check", "--only", "imports.smoke", "--target", spec, "--python", "python3", "--format",
+                     "json", "--", "python3", "train.py", cwd=tmp_path)
+    rec = json.loads(alone.stdout)["checks"][0]
+    assert alone.returncode == 1 and rec["status"] == "error" and rec["cause"] == "target-unreachable"
+    assert words in rec["summary"]
+    # launch stops before anything is started, and says why
+    p = dfdoctor("launch", "--target", spec, "--python", "python3", "--format", "json", "--", "python3",
+                 "train.py", cwd=tmp_path)
+    rep = json.loads(p.stdout)
+    assert p.returncode == 1 and rep["verdict"]["cause"] == "target-unreachable", rep["verdict"]
+    assert rep["verdict"]["summary"].startswith("Not launched") and rep["run"]["dir"] is None

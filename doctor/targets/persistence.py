@@ -133,6 +133,7 @@ class Outcome:
     seconds: float = 0.0
     left_behind: Optional[int] = None
     error: Optional[str] = None
+    unreachable: Optional[str] = None  # the transport's own words when the target could not be reached at all
 
     @property
     def matrix(self) -> list[dict]:
@@ -220,8 +221,8 @@ def run(target: Target, *, ttys: Sequence[bool] = (False, True), pauses: Sequenc
     tag = f"{os.getpid()}x{int(time.time()) % 100000}"
     setup = _call(target, SETUP, stdin=SENTINEL.encode())
     if setup.returncode != 0 or "dir=" not in setup.stdout:
-        res.error = (transport.transport_error(target, setup.returncode, setup.stderr)
-                     or setup.stderr.strip()[-300:] or f"setup exited {setup.returncode}")
+        res.unreachable = transport.transport_error(target, setup.returncode, setup.stderr)
+        res.error = res.unreachable or setup.stderr.strip()[-300:] or f"setup exited {setup.returncode}"
         res.seconds = time.monotonic() - began
         return res
     facts = dict(ln.split("=", 1) for ln in setup.stdout.splitlines() if "=" in ln and not ln.startswith("have="))

@@ -88,13 +88,23 @@ def shell(target: Target, script: str, *, tty: bool = False) -> list[str]:
     return wrap(target, ["sh", "-c", script], tty=tty)
 
 
+# What the docker client prints when it, not the command in the container, failed: no daemon, no permission on
+# its socket, no such container, a stopped or paused one. (The command's own failure is the command's exit.)
+DOCKER_SAYS = ("Cannot connect to the Docker daemon", "while trying to connect to the Docker daemon socket",
+               "Error response from daemon:")
+
+
 def transport_error(target: Target, returncode: Optional[int], stderr: str) -> Optional[str]:
-    """ssh's own words when the connection itself failed (exit 255), else None."""
+    """The transport's own words when reaching the target failed (ssh's exit 255, lxc-attach or the docker
+    client complaining), else None: a failure of the command itself is not the transport's."""
     if target.kind in ("ssh", "pct") and returncode == 255:
         lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
         return "; ".join(lines[-3:]) or "ssh exited with status 255"
     if target.kind == "lxc" and returncode not in (None, 0) and "lxc-attach" in stderr and "Failed to get" in stderr:
         return stderr.strip().splitlines()[-1]
+    if target.kind == "docker" and returncode not in (None, 0):
+        said = [ln.strip() for ln in stderr.splitlines() if any(m in ln for m in DOCKER_SAYS)]
+        return said[-1] if said else None
     return None
 
 

@@ -31,6 +31,18 @@ class Infra:
     vmid: str
     vmid_pty1: str
     ssh_config: Path
+    docker_name: str = ""  # the docker container, when a docker engine could run here
+    docker_problem: str = ""  # why not, otherwise
+
+    @property
+    def docker_target(self) -> str:
+        """`--target` for the docker container."""
+        return f"docker://{self.docker_name}"
+
+    @property
+    def docker_workspace(self) -> Path:
+        """The host folder mounted at /workspace in the docker container."""
+        return self.dir / "docker-workspace"
 
     @property
     def ssh_target(self) -> str:
@@ -93,7 +105,9 @@ def _provision() -> Union[Infra, str]:
     values = dict(line.split("=", 1) for line in env_file.read_text().splitlines() if "=" in line)
     return Infra(dir=Path(values["DFDOCTOR_INFRA_DIR"]), port=int(values["DFDOCTOR_INFRA_SSH_PORT"]),
                  vmid=values["DFDOCTOR_INFRA_VMID"], vmid_pty1=values["DFDOCTOR_INFRA_VMID_PTY1"],
-                 ssh_config=Path(values["DFDOCTOR_SSH_CONFIG"]))
+                 ssh_config=Path(values["DFDOCTOR_SSH_CONFIG"]),
+                 docker_name=values.get("DFDOCTOR_INFRA_DOCKER_NAME", ""),
+                 docker_problem=values.get("DFDOCTOR_INFRA_DOCKER_PROBLEM", ""))
 
 
 @pytest.fixture(scope="session")
@@ -103,6 +117,15 @@ def infra() -> Infra:
     if isinstance(provisioned, str):
         _unavailable(provisioned)
     return provisioned
+
+
+@pytest.fixture
+def docker_infra(infra: Infra) -> Infra:
+    """The infrastructure with its docker container (skipped, or failed under DFDOCTOR_REQUIRE_INFRA=1,
+    where no docker engine could run)."""
+    if not infra.docker_name:
+        _unavailable(f"no docker container: {infra.docker_problem or 'not provisioned'}")
+    return infra
 
 
 @pytest.fixture

@@ -147,7 +147,44 @@ if command -v atd >/dev/null && ! pgrep -x atd >/dev/null; then
   start_daemon atd || true
 fi
 
+# --- docker: a real engine and a container for docker:// (optional: its absence is recorded, not fatal) ----
+# The image is imported from an almost empty tree (no registry is reachable); the host's /usr is mounted
+# read-only so python3 and the usual tools run inside; /workspace is a host folder the tests write into.
+DOCKER_NAME=${DFDOCTOR_INFRA_DOCKER_NAME:-dfdoctor-test}
+docker_problem=""
+provision_docker() {
+  command -v dockerd >/dev/null || { docker_problem="dockerd is not installed (apt install docker.io)"; return; }
+  if ! docker info >/dev/null 2>&1; then
+    # No bridge, no iptables, the vfs driver: nothing here needs a network or an overlay file system.
+    (start_daemon setsid dockerd --iptables=false --ip6tables=false --bridge=none --storage-driver=vfs \
+       >"$DIR/dockerd.log" 2>&1 &)
+    for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
+    docker info >/dev/null 2>&1 || { docker_problem="dockerd did not start: $(tail -c 300 "$DIR/dockerd.log" | tr '\n' ' ')"; return; }
+  fi
+  if ! docker image inspect dfdoctor-test:base >/dev/null 2>&1; then
+    local tree
+    tree=$(mktemp -d)
+    mkdir -p "$tree"/{usr,tmp,proc,sys,dev,etc,root,workspace}
+    for l in bin lib lib64 sbin; do ln -s "usr/$l" "$tree/$l"; done
+    echo "root:x:0:0:root:/root:/bin/sh" > "$tree/etc/passwd"
+    tar -C "$tree" -c . | docker import - dfdoctor-test:base >/dev/null
+    rm -rf "$tree"
+  fi
+  mkdir -p "$DIR/docker-workspace"
+  chmod 1777 "$DIR/docker-workspace"
+  if [ "$(docker inspect -f '{{.State.Running}}' "$DOCKER_NAME" 2>/dev/null)" != true ]; then
+    docker rm -f "$DOCKER_NAME" >/dev/null 2>&1 || true
+    docker run -d --name "$DOCKER_NAME" --network none -v /usr:/usr:ro \
+      -v "$DIR/docker-workspace:/workspace" dfdoctor-test:base sleep infinity >/dev/null \
+      || { docker_problem="docker run failed"; return; }
+  fi
+  [ "$(docker exec "$DOCKER_NAME" sh -c 'echo docker-ok' 2>&1)" = docker-ok ] || docker_problem="docker exec failed"
+}
+provision_docker
+
 cat > "$DIR/env" <<EOF
+DFDOCTOR_INFRA_DOCKER_NAME=$([ -z "$docker_problem" ] && echo "$DOCKER_NAME")
+DFDOCTOR_INFRA_DOCKER_PROBLEM=$docker_problem
 DFDOCTOR_INFRA_DIR=$DIR
 DFDOCTOR_INFRA_SSH_PORT=$PORT
 DFDOCTOR_INFRA_VMID=$VMID

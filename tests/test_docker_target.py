@@ -1,0 +1,110 @@
+"""docker:// on a real docker engine (tests/infra/provision.sh starts dockerd and a container whose /workspace
+is a folder of this machine): checks probe inside the container, `launch` starts the job there under the
+recorder, it outlives dfdoctor, and `status` reads it back. Every job a test starts is killed afterwards."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+
+from doctor import causes
+from infra.fixtures import Infra, docker_infra, infra  # noqa: F401
+
+pytestmark = pytest.mark.slow
+
+HEALTHY = "import time\nfor i in range({n}):\n    print('step', i, flush=True)\n    time.sleep(0.1)\n"
+
+
+def _procs(mark: str) -> list[psutil.Process]:
+    """Processes (the container shares this kernel) whose command line names `mark`."""
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            if any(mark in a for a in p.info["cmdline"] or []):
+                found.append(p)
+        except psutil.Error:
+            continue
+    return found
+
+
+@pytest.fixture
+def work(docker_infra: Infra, tmp_path: Path):
+    """A folder in the container's /workspace (seen here under docker_workspace), a local folder, cleanup."""
+    name = f"dfd-docker-{uuid.uuid4().hex[:8]}"
+    host_side = docker_infra.docker_workspace / name
+    host_side.mkdir()
+    local = tmp_path / "here"
+    local.mkdir()
+    yield f"/workspace/{name}", host_side, local
+    procs = _procs(name)
+    for p in procs:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(procs, timeout=5)
+    left = [p for p in _procs(name) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not left, f"left behind in the container: {left}"
+    shutil.rmtree(host_side, ignore_errors=True)
+
+
+def test_checks_look_inside_the_container(docker_infra, work, dfdoctor):
+    inside, host_side, local = work
+    (host_side / "train.py").write_text("import json\nimport no_such_module_in_docker\n")
+    (host_side / "logs").mkdir()
+    p = dfdoctor("check", "--target", docker_infra.docker_target, "--skip", "persistence.session", "--cwd", inside,
+                 "--log", f"{inside}/logs/train.log", "--format", "json", "--", "python3", "train.py", cwd=local)
+    doc = json.loads(p.stdout)
+    by_id = {c["id"]: c for c in doc["checks"]}
+    assert by_id["target.reachable"]["status"] == "ok" and "/usr/bin/python3" in by_id["target.reachable"]["summary"]
+    # the log folder exists only in the container (this machine has no /workspace): it was judged there
+    assert not Path(inside).exists() and by_id["log.writable"]["status"] == "ok", by_id["log.writable"]
+    smoke = by_id["imports.smoke"]
+    assert smoke["status"] == "fail" and smoke["cause"] == causes.MISSING_MODULE, smoke
+    assert "no_such_module_in_docker" in smoke["summary"]
+    assert p.returncode == 1 and doc["verdict"]["cause"] == causes.MISSING_MODULE
+
+
+def test_launch_in_the_container_outlives_dfdoctor_and_status_follows(docker_infra, work, dfdoctor):
+    inside, host_side, local = work
+    (host_side / "train.py").write_text(HEALTHY.format(n=40))
+    p = dfdoctor("launch", "--target", docker_infra.docker_target, "--no-check", "--cwd", inside, "--log",
+                 f"{inside}/train.log", "--watch", "10", "--format", "json", "--", "python3", "train.py", cwd=local,
+                 timeout=60)
+    rep = json.loads(p.stdout)
+    assert p.returncode == 0 and rep["verdict"]["state"] == "running", rep["verdict"]
+    assert f"docker exec {docker_infra.docker_name} sh -c" in rep["verdict"]["fix"]
+    assert rep["run"]["target"] == docker_infra.docker_target
+    # dfdoctor is gone; the job still runs and logs in the container
+    assert _procs(f"{inside}/.dfdoctor/runs") and "step" in (host_side / "train.log").read_text()
+    deadline = time.monotonic() + 20
+    while _procs(f"{inside}/.dfdoctor/runs") and time.monotonic() < deadline:
+        time.sleep(0.3)
+    p = dfdoctor("status", "--format", "json", cwd=local, timeout=60)
+    st = json.loads(p.stdout)
+    assert p.returncode == 0 and st["verdict"]["state"] == "ok" and st["run"]["exit_code"] == 0, st["verdict"]
+    assert "step 39" in (host_side / "train.log").read_text()
+
+
+def test_a_job_that_cannot_import_is_named_in_the_container(docker_infra, work, dfdoctor):
+    inside, host_side, local = work
+    (host_side / "train.py").write_text("print('start', flush=True)\nimport no_such_module_in_docker\n")
+    p = dfdoctor("launch", "--target", docker_infra.docker_target, "--no-check", "--cwd", inside, "--log",
+                 f"{inside}/train.log", "--watch", "10", "--format", "json", "--", "python3", "train.py", cwd=local,
+                 timeout=60)
+    rep = json.loads(p.stdout)
+    assert p.returncode == 1 and rep["verdict"]["cause"] == causes.MISSING_MODULE, rep["verdict"]
+    assert any("no_such_module_in_docker" in e for e in rep["verdict"]["evidence"])
+
+
+def test_a_missing_container_is_unreachable_in_dockers_words(docker_infra, tmp_path, dfdoctor):
+    p = dfdoctor("check", "--only", "target.reachable", "--target", "docker://dfdoctor-no-such-container",
+                 "--format", "json", cwd=tmp_path)
+    rec = json.loads(p.stdout)["checks"][0]
+    assert p.returncode == 1 and rec["cause"] == causes.TARGET_UNREACHABLE and "No such container" in rec["summary"]
