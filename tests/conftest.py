@@ -79,6 +79,15 @@ def dfdoctor():
     return run_dfdoctor
 
 
+def broken_plugin_site(site: Path) -> Path:
+    """A site folder holding a distribution whose dfdoctor check cannot be imported (put it on PYTHONPATH)."""
+    dist = site / "dfdoctor_broken-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: dfdoctor-broken\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[dfdoctor.checks]\nbroken.import = no_such_module_xyz:check\n")
+    return site
+
+
 def pip_install_to(src: Path, target: Path) -> None:
     """A real `pip install` of a local distribution into its own folder (put it on PYTHONPATH to use it)."""
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",

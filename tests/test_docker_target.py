@@ -14,23 +14,11 @@ import psutil
 import pytest
 
 from doctor import causes
-from infra.fixtures import Infra, docker_infra, infra  # noqa: F401
+from infra.fixtures import Infra, docker_infra, infra, procs_naming  # noqa: F401
 
 pytestmark = pytest.mark.slow
 
 HEALTHY = "import time\nfor i in range({n}):\n    print('step', i, flush=True)\n    time.sleep(0.1)\n"
-
-
-def _procs(mark: str) -> list[psutil.Process]:
-    """Processes (the container shares this kernel) whose command line names `mark`."""
-    found = []
-    for p in psutil.process_iter(["cmdline"]):
-        try:
-            if any(mark in a for a in p.info["cmdline"] or []):
-                found.append(p)
-        except psutil.Error:
-            continue
-    return found
 
 
 @pytest.fixture
@@ -42,14 +30,14 @@ def work(docker_infra: Infra, tmp_path: Path):
     local = tmp_path / "here"
     local.mkdir()
     yield f"/workspace/{name}", host_side, local
-    procs = _procs(name)
+    procs = procs_naming(name)
     for p in procs:
         try:
             p.kill()
         except psutil.Error:
             pass
     psutil.wait_procs(procs, timeout=5)
-    left = [p for p in _procs(name) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    left = [p for p in procs_naming(name) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert not left, f"left behind in the container: {left}"
     shutil.rmtree(host_side, ignore_errors=True)
 
@@ -82,9 +70,9 @@ def test_launch_in_the_container_outlives_dfdoctor_and_status_follows(docker_inf
     assert f"docker exec {docker_infra.docker_name} sh -c" in rep["verdict"]["fix"]
     assert rep["run"]["target"] == docker_infra.docker_target
     # dfdoctor is gone; the job still runs and logs in the container
-    assert _procs(f"{inside}/.dfdoctor/runs") and "step" in (host_side / "train.log").read_text()
+    assert procs_naming(f"{inside}/.dfdoctor/runs") and "step" in (host_side / "train.log").read_text()
     deadline = time.monotonic() + 20
-    while _procs(f"{inside}/.dfdoctor/runs") and time.monotonic() < deadline:
+    while procs_naming(f"{inside}/.dfdoctor/runs") and time.monotonic() < deadline:
         time.sleep(0.3)
     p = dfdoctor("status", "--format", "json", cwd=local, timeout=60)
     st = json.loads(p.stdout)

@@ -8,7 +8,7 @@ import time
 import psutil
 import pytest
 
-from conftest import REPO, pip_install_to, run_dfdoctor
+from conftest import REPO, broken_plugin_site, pip_install_to, run_dfdoctor
 
 
 @pytest.fixture(scope="module")
@@ -58,11 +58,7 @@ def test_hostile_checks_are_contained(hostile_path, tmp_path):
 
 
 def test_broken_plugin_is_an_error_not_a_crash(tmp_path):
-    site = tmp_path / "site"
-    dist = site / "dfdoctor_broken-0.1.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: dfdoctor-broken\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[dfdoctor.checks]\nbroken.import = no_such_module_xyz:check\n")
+    site = broken_plugin_site(tmp_path / "site")
     res = run_dfdoctor("check", "--format", "json", cwd=tmp_path, env={"PYTHONPATH": str(site)})
     doc = json.loads(res.stdout)
     broken = [c for c in doc["checks"] if c["id"] == "plugin.broken.import"]

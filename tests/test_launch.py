@@ -233,12 +233,9 @@ def test_disk_full_while_the_job_runs(work, full_fs):
 
 def test_broken_plugin_is_reported_by_launch_and_status(work):
     """A plugin that cannot load is an `error` record in every report, once, as `check` reports it."""
-    site = work / "site"
-    dist = site / "dfdoctor_broken-0.1.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: dfdoctor-broken\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[dfdoctor.checks]\nbroken.import = no_such_module_xyz:check\n")
-    env = dict(job_env(), PYTHONPATH=str(site))
+    from conftest import broken_plugin_site
+
+    env = dict(job_env(), PYTHONPATH=str(broken_plugin_site(work / "site")))
 
     def broken_records(rep: dict) -> list[dict]:
         return [c for c in rep["checks"] if c["id"] == "plugin.broken.import"]

@@ -14,24 +14,12 @@ import psutil
 import pytest
 
 from doctor import causes, rundir
-from infra.fixtures import Infra, infra  # noqa: F401
+from infra.fixtures import Infra, infra, procs_naming  # noqa: F401
 
 pytestmark = pytest.mark.slow
 
 HEALTHY = "import time\nfor i in range({n}):\n    print('step', i, flush=True)\n    time.sleep(0.1)\n"
 MISSING = "import json\nimport no_such_module_dfd\nprint('never')\n"
-
-
-def _container_procs(mark: str) -> list[psutil.Process]:
-    """Processes (seen from the host: the container shares our kernel) whose command line names `mark`."""
-    found = []
-    for p in psutil.process_iter(["cmdline"]):
-        try:
-            if any(mark in a for a in p.info["cmdline"] or []):
-                found.append(p)
-        except psutil.Error:
-            continue
-    return found
 
 
 @pytest.fixture
@@ -46,14 +34,14 @@ def remote(infra: Infra, tmp_path: Path):
     local.mkdir()
     env = dict(infra.env(), XDG_CACHE_HOME=str(tmp_path / "cache"))
     yield inside, host_side, local, env
-    procs = _container_procs(name)  # recorders and jobs still running in the container
+    procs = procs_naming(name)  # recorders and jobs still running in the container
     for p in procs:
         try:
             p.kill()
         except psutil.Error:
             pass
     psutil.wait_procs(procs, timeout=5)  # reaped by the container's init, not by us: wait for it
-    left = [p for p in _container_procs(name) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    left = [p for p in procs_naming(name) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert not left, f"left behind in the container: {left}"
     shutil.rmtree(host_side, ignore_errors=True)
 
@@ -91,7 +79,7 @@ def test_healthy_job_runs_in_the_container_and_outlives_dfdoctor(infra, remote, 
     assert [c for c in rep["checks"] if c["id"] == "imports.smoke"][0]["status"] == "ok"  # pre-checks ran there
     assert f"pct exec {infra.vmid} -- sh -c" in rep["verdict"]["fix"] and "tail -f" in rep["verdict"]["fix"]
     # dfdoctor and every ssh session it opened are gone; the job still runs and logs IN THE CONTAINER
-    assert _container_procs(f"{inside}/train.py") and _container_procs(f"{inside}/.dfdoctor/runs")
+    assert procs_naming(f"{inside}/train.py") and procs_naming(f"{inside}/.dfdoctor/runs")
     assert _growing(host_side / "train.log") and "step" in (host_side / "train.log").read_text()
     assert not Path(inside, "train.log").exists()  # nothing of it landed on this machine's own /tmp
     run = rep["run"]
@@ -106,7 +94,7 @@ def test_healthy_job_runs_in_the_container_and_outlives_dfdoctor(infra, remote, 
     rc, st = _status(dfdoctor, local, env)
     assert rc == 0 and st["verdict"]["state"] == "running" and st["run"]["id"] == run["id"], st["verdict"]
     deadline = time.monotonic() + 20
-    while _container_procs(f"{inside}/.dfdoctor") and time.monotonic() < deadline:
+    while procs_naming(f"{inside}/.dfdoctor") and time.monotonic() < deadline:
         time.sleep(0.3)
     rc, st = _status(dfdoctor, local, env, run["id"])
     assert rc == 0 and st["verdict"]["state"] == "ok" and st["run"]["exit_code"] == 0, st["verdict"]
@@ -153,7 +141,7 @@ def test_killed_job_is_reported_ended_and_strategy_is_remembered(infra, remote, 
     rc, rep = _launch(dfdoctor, infra, local, env, "--no-check", "--cwd", inside, "--log", f"{inside}/t.log",
                       "--", "python3", "train.py")
     assert rc == 0 and rep["verdict"]["state"] == "running" and rep["run"]["strategy"] == "tmux", rep["verdict"]
-    jobs = [p for p in _container_procs("train.py") if "recorder.py" not in " ".join(p.cmdline())]
+    jobs = [p for p in procs_naming("train.py") if "recorder.py" not in " ".join(p.cmdline())]
     assert jobs
     for p in jobs:
         p.kill()  # SIGKILL from outside: the recorder sees it and records the signal
@@ -190,7 +178,7 @@ def test_a_session_that_kills_everything_takes_the_recorder_with_it(infra, tmp_p
         assert rep["verdict"]["cause"] == causes.KILLED_ON_SESSION_EXIT, rep["verdict"]
         assert "persistence.session" in rep["verdict"]["fix"]
     finally:
-        for proc in _container_procs(str(work)):
+        for proc in procs_naming(str(work)):
             proc.kill()
 
 
@@ -206,7 +194,7 @@ def test_leftovers_are_looked_up_in_the_container(infra, remote, dfdoctor):
     left = {c["id"]: c for c in rep["checks"]}["job.leftovers"]
     assert left["status"] == "warn" and infra.pct_target in left["summary"], left
     assert any("stray.py" in e for e in left["evidence"]), left
-    strays = _container_procs(f"{inside}/stray.py")
+    strays = procs_naming(f"{inside}/stray.py")
     assert strays and all(p.pid not in left["data"]["leftovers"] for p in strays), \
         "the pids named are the container's own, not this machine's"
     for p in strays:

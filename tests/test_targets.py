@@ -254,3 +254,22 @@ def test_an_unreachable_target_is_one_finding(dfdoctor, tmp_path, spec, words):
     rep = json.loads(p.stdout)
     assert p.returncode == 1 and rep["verdict"]["cause"] == "target-unreachable", rep["verdict"]
     assert rep["verdict"]["summary"].startswith("Not launched") and rep["run"]["dir"] is None
+
+
+def test_provisioning_leaves_no_daemon_holding_its_lock(infra):
+    """The daemons provision.sh starts (sshd, lxc, atd, dockerd and the shells that background them) must not
+    inherit its lock: one that did made every later provisioning wait 120 s and fail (CI's, then the tests')."""
+    lock = str(infra.dir) + ".lock"
+    holders = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == lock:
+                    holders.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+            except OSError:
+                continue
+    assert not holders, holders

@@ -135,6 +135,20 @@ def ssh_config_env(infra: Infra, monkeypatch: pytest.MonkeyPatch) -> Infra:
     return infra
 
 
+def procs_naming(mark: str) -> list:
+    """Processes whose command line names `mark`: a container shares this kernel, so its jobs are seen here."""
+    import psutil
+
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            if any(mark in a for a in p.info["cmdline"] or []):
+                found.append(p)
+        except psutil.Error:
+            continue
+    return found
+
+
 def q(s: str) -> str:
     """Shell-quote one word."""
     return shlex.quote(s)

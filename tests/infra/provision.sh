@@ -156,7 +156,8 @@ provision_docker() {
   command -v dockerd >/dev/null || { docker_problem="dockerd is not installed (apt install docker.io)"; return; }
   if ! docker info >/dev/null 2>&1; then
     # No bridge, no iptables, the vfs driver: nothing here needs a network or an overlay file system.
-    (start_daemon setsid dockerd --iptables=false --ip6tables=false --bridge=none --storage-driver=vfs \
+    # The subshell that puts it in the background must drop the lock's descriptor too, not only dockerd.
+    (exec 9>&-; start_daemon setsid dockerd --iptables=false --ip6tables=false --bridge=none --storage-driver=vfs \
        >"$DIR/dockerd.log" 2>&1 &)
     for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
     docker info >/dev/null 2>&1 || { docker_problem="dockerd did not start: $(tail -c 300 "$DIR/dockerd.log" | tr '\n' ' ')"; return; }
