@@ -3,14 +3,19 @@
 # OpenSSH and LXC for the target and persistence tests, tmux/screen/at for the persistence probe, a docker engine
 # for the docker:// target tests.
 set -euo pipefail
-pkgs=(chromium chromium-driver openssh-server openssh-client lxc busybox-static tmux screen at procps docker.io)
-missing=()
-for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  export DEBIAN_FRONTEND=noninteractive
+pkgs=(chromium chromium-driver openssh-server openssh-client lxc busybox-static tmux screen at procps)
+optional=(docker.io)  # without it only the docker:// tests skip (provision.sh records why)
+missing() { for p in "$@"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"; done; }
+export DEBIAN_FRONTEND=noninteractive
+need=($(missing "${pkgs[@]}"))
+want=($(missing "${optional[@]}"))
+if ((${#need[@]} + ${#want[@]})); then
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if ((${#need[@]})); then
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+if ((${#want[@]})); then
+  apt-get install -y -qq --no-install-recommends "${want[@]}" >/dev/null || echo "WARNING: could not install ${want[*]}" >&2
 fi
 bash tests/infra/provision.sh >/dev/null
