@@ -21,6 +21,12 @@ def job_resources(ctx):
         yield skip("no launched run to look at")
         return
     run = load(Path(ctx.run["dir"]))
+    unlimited = run.first("memory-limit-failed")
+    if unlimited:  # asked for and silently absent would be worse than no limit at all
+        yield warn(f"--memory-limit was NOT applied: {unlimited.get('error')}; the job runs without it",
+                   evidence=(f"the recorder could not create a memory cgroup under {unlimited.get('cgroup')}",),
+                   fix="Launch where a memory cgroup can be made (the host, or a container given a delegated, "
+                       "writable cgroup), or drop --memory-limit and watch job.resources' peak instead.")
     ex = run.exit
     if not ex:
         usage = (run.heartbeat or {}).get("usage") or {}

@@ -231,6 +231,8 @@ _DETAIL = {
     "launcher-gone": lambda e: f"{e.get('role')} pid {e.get('pid')} ended",
     "exit": lambda e: f"signal {e['signal']}" if e.get("signal") else f"status {e.get('exit_code')}",
     "detached": lambda e: f"dfdoctor returned ({e.get('verdict')})",
+    "memory-limit": lambda e: f"{e['limit'] / 2**20:.0f} MiB in {e.get('cgroup')}",
+    "memory-limit-failed": lambda e: f"NOT applied: {e.get('error')}",
 }
 
 

@@ -171,6 +171,9 @@ def oom_counters(version, d):
 
 def make_limited_cgroup(version, parent, name, limit):
     """A child memory cgroup with `limit` bytes, for a real OOM kill instead of a slow machine; its path."""
+    if not parent:
+        raise OSError(errno.ENOENT, "no memory cgroup is mounted where the recorder runs (/proc/self/cgroup names "
+                      "none found under /sys/fs/cgroup), so no limit can be set there")
     d = os.path.join(parent, name)
     os.mkdir(d)
     with open(os.path.join(d, "memory.limit_in_bytes" if version == 1 else "memory.max"), "w") as f:

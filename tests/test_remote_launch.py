@@ -203,3 +203,16 @@ def test_leftovers_are_looked_up_in_the_container(infra, remote, dfdoctor):
     rc, st = _status(dfdoctor, local, env)
     left = {c["id"]: c for c in st["checks"]}["job.leftovers"]
     assert left["status"] == "ok" and "none runs now" in left["summary"], left
+
+
+def test_a_memory_limit_that_cannot_be_set_there_is_said(infra, remote, dfdoctor):
+    """The test container has no memory cgroup: `--memory-limit` cannot be applied there, and the report says
+    so instead of letting the user believe the job is capped."""
+    inside, host_side, local, env = remote
+    (host_side / "train.py").write_text(HEALTHY.format(n=5))
+    rc, rep = _launch(dfdoctor, infra, local, env, "--no-check", "--memory-limit", "64M", "--watch", "5", "--cwd",
+                      inside, "--", "python3", "train.py")
+    res = {c["id"]: c for c in rep["checks"]}["job.resources"]
+    assert res["status"] == "warn" and "--memory-limit was NOT applied" in res["summary"], res
+    assert "no memory cgroup is mounted" in res["summary"]
+    assert any(e["event"] == "memory-limit-failed" and "NOT applied" in e["detail"] for e in rep["timeline"])
