@@ -163,8 +163,9 @@ def reach_fix(target: Target) -> str:
                 "by this user (the docker group), and the container existing and running (`docker ps`).")
     if target.kind == "lxc":
         return f"Make `lxc-attach -n {target.name} -- true` work here: the container exists and runs (`lxc-ls -f`)."
+    vmid = ", and check the container's VMID (`pct list` on the host)" if target.kind == "pct" else ""
     return ("Make `ssh HOST true` work without a prompt (keys, ~/.ssh/config, known_hosts: dfdoctor runs ssh with "
-            "BatchMode=yes), and check the container's VMID (`pct list`).")
+            f"BatchMode=yes){vmid}.")
 
 
 def _feed(fd: int, pending: memoryview) -> memoryview:

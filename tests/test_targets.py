@@ -273,3 +273,16 @@ def test_provisioning_leaves_no_daemon_holding_its_lock(infra):
             except OSError:
                 continue
     assert not holders, holders
+
+
+def test_a_child_that_never_reads_its_stdin_cannot_stall_a_probe():
+    """A probe's stdin (the remote bootstrap and its payload) is fed without blocking: a child that never reads
+    it, like an ssh still connecting or a hung docker daemon, is ended at the deadline like any other."""
+    from doctor.probe import run_command
+
+    t = time.monotonic()
+    out = run_command(["sleep", "30"], timeout=1.0, stdin_data=b"x" * (4 << 20), stack_signal=None)
+    assert out.timed_out and time.monotonic() - t < 6
+    # and one that reads gets all of it, with stdin closed after (hold_stdin off)
+    out = run_command(["wc", "-c"], timeout=10, stdin_data=b"x" * (4 << 20))
+    assert out.returncode == 0 and out.stdout.strip() == str(4 << 20)
