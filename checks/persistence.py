@@ -7,7 +7,7 @@ from typing import Iterator
 
 from doctor import causes
 from doctor.model import Result, error, fail, ok, skip, warn
-from doctor.probe import reach_fix
+from doctor.probe import cannot_reach
 from doctor.registry import check
 from doctor.targets import parse_target, persistence, strategies, transport
 
@@ -25,14 +25,12 @@ def persistence_session(ctx) -> Iterator[Result]:
         return
     with transport.connected(target) as conn_error:
         if conn_error:
-            yield error(f"not examined: cannot reach {target.describe()}: {conn_error}",
-                        cause=causes.TARGET_UNREACHABLE, fix=reach_fix(target))
+            yield cannot_reach(target, conn_error)
             return
         only = ctx.option("persistence.session", "strategies")  # e.g. ["nohup-setsid-f", "tmux"]
         out = persistence.run(target, only=only)
     if out.unreachable:
-        yield error(f"not examined: cannot reach {target.describe()}: {out.unreachable}",
-                    cause=causes.TARGET_UNREACHABLE, fix=reach_fix(target))
+        yield cannot_reach(target, out.unreachable)
         return
     if out.error:
         yield fail(f"could not set up the experiment on {target.describe()}: {out.error}")

@@ -149,10 +149,12 @@ def unreached(ctx, out: ProbeOutcome) -> Optional[Result]:
     check alone still says what is wrong; `target.reachable` gives the same words as a `fail` with its fix.
     """
     err = out.extra.get("transport_error")
-    if not err:
-        return None
-    target = parse_target(getattr(ctx, "target", "local") or "local")
-    return error(f"not examined: cannot reach {target.describe()}: {err}", cause=causes.TARGET_UNREACHABLE,
+    return cannot_reach(parse_target(getattr(ctx, "target", "local") or "local"), err) if err else None
+
+
+def cannot_reach(target: Target, words: str) -> Result:
+    """A check's `error` when it could not get to the target: the transport's words, the cause, the fix."""
+    return error(f"not examined: cannot reach {target.describe()}: {words}", cause=causes.TARGET_UNREACHABLE,
                  fix=reach_fix(target))
 
 
