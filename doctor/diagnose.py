@@ -172,6 +172,44 @@ def spawn_failed(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]
 
 
 # ---- rules for a job that exited --------------------------------------------------------------------
+def handed_off(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """The command exited 0 but left its work, and its output pipes, to processes it started (a launcher that
+    backgrounds the trainer, a daemon): judge those, not the launcher's quick exit."""
+    ex = run.exit
+    if not ex or ex.get("exit_code") != 0 or not ex.get("handed_off"):
+        return None
+    holders = ex["handed_off"]
+    who = ", ".join(f"pid {h['pid']} ({h.get('cmdline') or '?'})" for h in holders[:3])
+    evidence = [f"the command exited 0 after {ex.get('wall_s')} s; its output pipes stayed open in {who}"]
+    ended = run.first("handoff-ended")
+    if ended is None:
+        at_exit = int(ex.get("stdout_bytes") or 0) + int(ex.get("stderr_bytes") or 0)
+        if not run.recorder_alive() or run.output_bytes() <= at_exit:
+            return None  # the recorder vanished (recorder_vanished speaks), or nothing works there visibly
+        return Verdict("running", None, f"The command handed its work to {who}, which still runs; dfdoctor keeps "
+                       "relaying its output.", f"Follow it with `{_follow(run)}`; `dfdoctor status {run.id}` "
+                       "diagnoses it again later.", evidence + [f"output so far: {run.output_bytes()} bytes"])
+    ends = ended.get("ended") or []
+    evidence += [f"pid {e['pid']} ended with " + (f"signal {e['signal']}" if e.get("signal") else
+                                                   f"status {e.get('exit_code')}") for e in ends]
+    bad = [e for e in ends if e.get("signal") or e.get("exit_code")]
+    if not bad:
+        seen = "" if ends else " (its exit status was not visible to dfdoctor)"
+        return Verdict("ok", None, f"The command handed its work to {who}, which ran to completion after "
+                       f"{ended.get('wall_s')} s{seen}.", "", evidence)
+    first = bad[0]
+    err = parse_python_error(run.stream("stderr"))
+    if first.get("signal"):
+        return Verdict("failed", causes.KILLED_BY_SIGNAL if first["signal"] in ("SIGKILL", "SIGTERM", "SIGINT")
+                       else causes.CRASHED, f"The process the command handed its work to (pid {first['pid']}) died "
+                       f"from {first['signal']}.", "See the end of its output in the log and the run folder's "
+                       "stderr.log; dmesg may say who sent the signal.", evidence)
+    headline = f": {err.headline} at {err.where}" if err else f" with status {first.get('exit_code')}"
+    return Verdict("failed", causes.CRASHED, f"The process the command handed its work to (pid {first['pid']}) "
+                   f"crashed{headline}.", "Fix the error at the end of its output (the log, and the run folder's "
+                   "stderr.log).", evidence + (list(err.tail) if err else []))
+
+
 def oom_killed(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
     """SIGKILL plus a rising OOM counter (or the kernel's own words) means the OOM killer did it."""
     ex = run.exit
@@ -509,7 +547,7 @@ def target_unreachable(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Ve
 
 RULES: list[Callable[[RunRecord, Optional[LiveFacts]], Optional[Verdict]]] = [
     target_unreachable, recorder_lost_at_start, recorder_never_started, log_could_not_open, spawn_failed,
-    oom_killed, fx_trace_race, command_not_found_status, python_exception, died_from_signal,
+    handed_off, oom_killed, fx_trace_race, command_not_found_status, python_exception, died_from_signal,
     log_write_failed, exited_cleanly, exited_nonzero,
     recorder_vanished,
     running, deadlock_in_stacks, log_elsewhere, output_buffered, stalled_after_logging, import_hang,

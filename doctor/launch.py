@@ -147,6 +147,7 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
            t0: float, load: Loader, look: Looker, poll_s: float) -> tuple[RunRecord, Optional[LiveFacts]]:
     """The watch loop itself; `watch` adds Ctrl-C handling."""
     growth: list[tuple[float, int]] = []  # (when, progress) each time we saw the output grow
+    handoff: Optional[tuple[float, int]] = None  # (when, progress) as we saw the command exit and hand off
     while True:
         run = load(run_dir)
         now = time.monotonic()
@@ -160,6 +161,12 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
             done = progress(run)
             if done > (growth[-1][1] if growth else 0):
                 growth.append((now, done))
+            if run.handoff_open:
+                # What holds the pipes (a daemon, or only a stray worker) must show it works: output within
+                # steady_s, or the verdict is given on the command's own exit without waiting out the watch.
+                handoff = handoff or (now, done)
+                if done <= handoff[1] and now - handoff[0] >= steady_s:
+                    return run, None
             # a few separate bursts of output spread over steady_s, not one banner: the job is really logging
             if len(growth) >= STEADY_BURSTS and now - growth[0][0] >= steady_s and run.job_alive():
                 return run, LiveFacts(pid=run.job_pid, watched_s=now - t0, growing=True)

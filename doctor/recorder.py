@@ -248,8 +248,9 @@ class Recorder:
         """Only note the signal; the main loop records it (no I/O in a handler)."""
         self.pending_signals.append((num, time.time()))
 
-    def flush_signals(self):
-        """Record the signals received since last time, forwarding SIGINT/TERM/QUIT to the job."""
+    def flush_signals(self, extra_pids=()):
+        """Record the signals received since last time, forwarding SIGINT/TERM/QUIT to the job (and, after a
+        hand-off, to the processes it handed its work to)."""
         while self.pending_signals:
             num, t = self.pending_signals.pop(0)
             name = signal.Signals(num).name
@@ -257,6 +258,12 @@ class Recorder:
             if name in FORWARDED and self.pgid and self.job and self.job.returncode is None:
                 try:
                     os.killpg(self.pgid, num)
+                    forwarded = True
+                except OSError:
+                    pass
+            for pid in extra_pids if name in FORWARDED else ():
+                try:
+                    os.kill(pid, num)
                     forwarded = True
                 except OSError:
                     pass
@@ -477,7 +484,7 @@ class Recorder:
                 elif not self.relay(fd):
                     open_fds.discard(fd)
             self.flush_signals()
-            pid, status, rusage = os.wait4(self.job.pid, os.WNOHANG)
+            pid, status, rusage = _wait_job(self.job.pid)
             if pid:
                 break
         self.job.returncode = _returncode(status)
@@ -488,10 +495,49 @@ class Recorder:
                 if not self.relay(fd):
                     open_fds.discard(fd)
         self.watch_log()
-        self.record_exit(status, rusage, held_open=bool(open_fds))
+        holders = pipe_holders(open_fds) if open_fds else []
+        self.record_exit(status, rusage, held_open=bool(open_fds), handed_off=holders)
+        if holders:
+            self.relay_handoff(open_fds, holders)
 
-    def record_exit(self, status, rusage, held_open):
-        """Write the exit event: status or signal, resources, OOM counters, kernel lines, leftovers."""
+    def relay_handoff(self, open_fds, holders):
+        """The command exited but left its output pipes to processes it started (a launcher that backgrounds
+        the trainer, a daemon): keep relaying until they close them. Closing our end now would kill them with
+        EPIPE on their next print. Their ends are reaped here (the recorder is their subreaper) with status."""
+        self.record.event("handoff", sync=True, holders=holders)
+        watched = {h["pid"] for h in holders}
+        ended = {}
+        next_tick = time.monotonic()
+        while open_fds:
+            now = time.monotonic()
+            if now >= next_tick:
+                self.watch_log()
+                self.beat()
+                next_tick = now + TICK_S
+            try:
+                ready, _, _ = select.select(list(open_fds) + [self.wake_r], [], [], max(0.0, next_tick - now))
+            except InterruptedError:
+                ready = []
+            for fd in ready:
+                if fd == self.wake_r:
+                    _drain_fd(fd)
+                elif not self.relay(fd):
+                    open_fds.discard(fd)
+            self.flush_signals(extra_pids=watched - set(ended))
+            ended.update(_reap_children(watched))
+        end = time.monotonic() + DRAIN_S
+        while watched - set(ended) and time.monotonic() < end:  # they closed the pipes: their ends follow
+            time.sleep(0.02)
+            ended.update(_reap_children(watched))
+        self.watch_log()
+        self.record.event("handoff-ended", sync=True, wall_s=round(time.time() - self.t_spawn, 3),
+                          ended=[dict(pid=pid, **st) for pid, st in sorted(ended.items())],
+                          log_size=self.log_state[1] if self.log_state else None,
+                          stdout_bytes=self._total("stdout"), stderr_bytes=self._total("stderr"))
+
+    def record_exit(self, status, rusage, held_open, handed_off=()):
+        """Write the exit event: status or signal, resources, OOM counters, kernel lines, leftovers, and the
+        processes that still hold the job's output pipes (handed_off)."""
         sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
         oom_after = oom_counters(self.mem[0], self.mem[1])
         kernel = kernel_oom_lines(self.job.pid) if sig == signal.SIGKILL else []
@@ -505,7 +551,8 @@ class Recorder:
             oom_before=self.oom_before, oom_after=oom_after, memory_cgroup=self.mem[1], kernel=kernel,
             stdout_bytes=self._total("stdout"), stderr_bytes=self._total("stderr"),
             log_size=self.log_state[1] if self.log_state else None, leftovers=leftovers,
-            leftover_starts={str(p): proc_start_time(p) for p in leftovers}, pipes_held_open=held_open)
+            leftover_starts={str(p): proc_start_time(p) for p in leftovers}, pipes_held_open=held_open,
+            handed_off=list(handed_off))
         self.beat()
         self.remove_cgroup()
 
@@ -599,6 +646,73 @@ def _group_members(pgid):
     return out[:50]
 
 
+def pipe_holders(fds):
+    """Processes (other than us) that hold the write end of the pipes we read from `fds`."""
+    wanted = set()
+    for fd in fds:
+        try:
+            wanted.add("pipe:[%d]" % os.fstat(fd).st_ino)
+        except OSError:
+            pass
+    me, out = os.getpid(), []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return out
+    for n in names:
+        if not n.isdigit() or int(n) == me:
+            continue
+        try:
+            links = {os.readlink("/proc/%s/fd/%s" % (n, fd)) for fd in os.listdir("/proc/%s/fd" % n)}
+        except OSError:
+            continue
+        if links & wanted:
+            cmd = (read_text("/proc/%s/cmdline" % n) or "").replace("\0", " ").strip()
+            out.append({"pid": int(n), "start_ticks": proc_start_time(int(n)), "cmdline": cmd[:200]})
+    return out[:20]
+
+
+def _wait_job(job_pid):
+    """(pid, status, rusage) once the job has ended, else (0, None, None). Orphans of the job that ended are
+    reaped on the way (as their subreaper we must, or they stay zombies for as long as the job runs)."""
+    while True:
+        try:
+            pid, status, rusage = os.wait4(-1, os.WNOHANG)
+        except ChildProcessError:
+            return 0, None, None
+        if not pid:
+            return 0, None, None
+        if pid == job_pid:
+            return pid, status, rusage
+
+
+def _reap_children(watched):
+    """Reap every child that ended (the job's orphans are ours as subreaper); {pid: status} of watched ones."""
+    out = {}
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return out
+        if not pid:
+            return out
+        if pid in watched:
+            sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+            out[pid] = {"exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+                        "signal": signal.Signals(sig).name if sig else None}
+
+
+def become_subreaper():
+    """Orphans of the job (a daemon it double-forked) become our children, not init's: we can reap them and
+    learn how they ended. Linux only; elsewhere nothing changes."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError, ImportError):
+        pass
+
+
 def detach(run_dir):
     """Leave the caller's session for good: SIGHUP ignored before forking, a new session, stdin from
     /dev/null, output to RUN_DIR/recorder.out. The caller gets the recorder's pid on stdout and returns."""
@@ -651,6 +765,7 @@ def main(argv):
     if detached:
         detach(run_dir)
     rec = Recorder(run_dir, spec)
+    become_subreaper()
     rec.install_signals()
     rec.describe_self()
     rec.watch_log()  # before we create it: did the log exist already?

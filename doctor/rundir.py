@@ -175,8 +175,17 @@ class RunRecord:
 
     @property
     def finished(self) -> bool:
-        """The recorder wrote its last word: the job ended, or it was never started."""
-        return self.first("recorder-exit") is not None or self.exit is not None
+        """The recorder wrote its last word: the job ended (and whatever it handed its work to), or it was
+        never started."""
+        return self.first("recorder-exit") is not None or (self.exit is not None and not self.handoff_open)
+
+    @property
+    def handoff_open(self) -> bool:
+        """The command exited 0, but processes it started still hold its output and the recorder relays it: the
+        work may go on there. (After a failure, stragglers holding the pipes are relayed too, but the failure
+        is the verdict: nothing waits for them.)"""
+        return (self.first("handoff") is not None and self.first("handoff-ended") is None
+                and (self.exit or {}).get("exit_code") == 0)
 
     @property
     def job_pid(self) -> Optional[int]:
@@ -197,6 +206,8 @@ class RunRecord:
     def job_alive(self) -> bool:
         """The job's main process still runs (same pid and start time)."""
         sp = self.spawned
+        if sp and self.exit and self.handoff_open:  # the work goes on in what it handed off to
+            return self.recorder_alive()
         if not sp or self.exit:
             return False
         if self.remote is not None:
@@ -209,7 +220,9 @@ class RunRecord:
     def output_bytes(self) -> int:
         """How many bytes the job wrote to stdout and stderr so far."""
         hb = self.heartbeat or {}
-        ex = self.exit or {}
+        ex = self.first("handoff-ended") or self.exit or {}  # after a hand-off the heartbeat keeps counting
+        if self.handoff_open:
+            ex = {}
         return int(ex.get("stdout_bytes", hb.get("stdout_bytes") or 0) or 0) + \
             int(ex.get("stderr_bytes", hb.get("stderr_bytes") or 0) or 0)
 

@@ -277,3 +277,30 @@ def test_leftovers_never_name_a_recycled_pid_or_a_zombie():
         live.kill()
         live.wait()
         zombie.wait()
+
+
+def test_a_job_handed_off_to_a_daemon_is_relayed_not_killed(work):
+    """A launcher that double-forks its trainer and exits 0: the trainer keeps the launcher's pipes. dfdoctor
+    must keep relaying (closing them would kill it with EPIPE at its next print), call it running, and judge
+    the trainer's own end later."""
+    from jobs.harness import status
+
+    proc, rep = launch(work, *job("handoff.py", "4"), watch=10)
+    assert proc.returncode == 0 and rep["verdict"]["state"] == "running", text_of(rep)
+    assert "handed its work to pid" in rep["verdict"]["summary"] and "handoff.py" in rep["verdict"]["summary"]
+    time.sleep(5)
+    log = (work / "train.log").read_text()
+    assert "daemon step 15" in log, "the daemon was cut off: " + log[-200:]
+    proc, st = status(work)
+    assert proc.returncode == 0 and st["verdict"]["state"] == "ok", text_of(st)
+    assert "ran to completion" in st["verdict"]["summary"]
+
+
+def test_a_handed_off_daemon_that_crashes_is_named(work):
+    from jobs.harness import status
+
+    launch(work, *job("handoff.py", "1", "3"), watch=3)
+    time.sleep(2.5)
+    proc, st = status(work)
+    assert proc.returncode == 1 and st["verdict"]["cause"] == "crashed", text_of(st)
+    assert "the daemon gave up with status 3" in text_of(st)
