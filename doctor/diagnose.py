@@ -7,6 +7,7 @@ gives the verdict. Rules are tried in order; the first that speaks wins, so the 
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import signal as _signal
@@ -208,6 +209,43 @@ def handed_off(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
     return Verdict("failed", causes.CRASHED, f"The process the command handed its work to (pid {first['pid']}) "
                    f"crashed{headline}.", "Fix the error at the end of its output (the log, and the run folder's "
                    "stderr.log).", evidence + (list(err.tail) if err else []))
+
+
+def left_writing(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """The command exited 0 and left a process running that writes its output to a file itself (`nohup python
+    train.py > x.log 2>&1 &` in a launcher): that process is the job; where it writes is the verdict."""
+    ex = run.exit
+    if not ex or ex.get("exit_code") != 0 or ex.get("handed_off") or not ex.get("left_writing"):
+        return None
+    procs = ex["left_writing"]
+    expected = os.path.realpath(run.spec["log"]) if run.spec.get("log") else None
+    p = next((p for p in procs if expected in (p.get("stdout"), p.get("stderr"))), procs[0])
+    goes = p.get("stdout") or p.get("stderr")
+    evidence = [f"the command exited 0 after {ex.get('wall_s')} s", f"pid {p['pid']} ({p['cmdline']}) still ran "
+                f"then: stdout -> {p.get('stdout') or 'not a file'}, stderr -> {p.get('stderr') or 'not a file'}"]
+    if expected and expected in (p.get("stdout"), p.get("stderr")):
+        if _still_runs(run, p):
+            return Verdict("running", None, f"The command handed its work to pid {p['pid']} ({p['cmdline']}), "
+                           f"which runs and writes {expected} itself.", f"Follow it with `{_follow(run)}`.", evidence)
+        return Verdict("unknown", None, f"The command handed its work to pid {p['pid']} ({p['cmdline']}), which "
+                       f"wrote {expected} itself and has ended; dfdoctor did not start it, so how it ended is not "
+                       "known.", f"Read the end of {expected}; launch the trainer itself under dfdoctor to have "
+                       "its end recorded.", evidence)
+    return Verdict("failed", causes.LOG_ELSEWHERE, f"The command exited 0 after {ex.get('wall_s')} s and left pid "
+                   f"{p['pid']} ({p['cmdline']}) running, but its output goes to {goes}, not to "
+                   f"{run.spec.get('log') or 'dfdoctor (no --log given)'}.",
+                   f"Look at {goes}, or launch the trainer itself (`dfdoctor launch --log LOG -- python -u "
+                   "train.py ...`) instead of a launcher that backgrounds it with its own redirect.", evidence)
+
+
+def _still_runs(run: RunRecord, proc: dict) -> bool:
+    """Whether a process the recorder noted still runs: checked here (pid and start time); on a target, taken
+    as it was when the command exited (the evidence says "then")."""
+    if run.is_remote:
+        return True
+    from checks.probes.leftovers_probe import still_running  # same pid, same start time, not a zombie
+
+    return bool(still_running({str(proc["pid"]): proc.get("start_ticks")}))
 
 
 def oom_killed(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
@@ -547,7 +585,7 @@ def target_unreachable(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Ve
 
 RULES: list[Callable[[RunRecord, Optional[LiveFacts]], Optional[Verdict]]] = [
     target_unreachable, recorder_lost_at_start, recorder_never_started, log_could_not_open, spawn_failed,
-    handed_off, oom_killed, fx_trace_race, command_not_found_status, python_exception, died_from_signal,
+    handed_off, left_writing, oom_killed, fx_trace_race, command_not_found_status, python_exception, died_from_signal,
     log_write_failed, exited_cleanly, exited_nonzero,
     recorder_vanished,
     running, deadlock_in_stacks, log_elsewhere, output_buffered, stalled_after_logging, import_hang,

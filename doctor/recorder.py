@@ -552,7 +552,7 @@ class Recorder:
             stdout_bytes=self._total("stdout"), stderr_bytes=self._total("stderr"),
             log_size=self.log_state[1] if self.log_state else None, leftovers=leftovers,
             leftover_starts={str(p): proc_start_time(p) for p in leftovers}, pipes_held_open=held_open,
-            handed_off=list(handed_off))
+            handed_off=list(handed_off), left_writing=_writing_elsewhere(leftovers, self.run_dir))
         self.beat()
         self.remove_cgroup()
 
@@ -644,6 +644,25 @@ def _group_members(pgid):
             except OSError:
                 pass
     return out[:50]
+
+
+def _writing_elsewhere(pids, run_dir):
+    """The processes of the job still running at its exit whose stdout or stderr goes to a file (not to us, a
+    terminal or a device): `nohup python train.py > x.log &` in a launcher. Where their output went decides
+    the verdict (the expected log: running; another file: log-elsewhere)."""
+    ours = os.path.realpath(run_dir)
+    out = []
+    for pid in pids[:16]:
+        streams = {}
+        for fd in ("1", "2"):
+            target = _readlink("/proc/%d/fd/%s" % (pid, fd))
+            if target and target.startswith("/") and not target.startswith(("/dev/", ours)):
+                streams[fd] = target
+        if streams:
+            cmd = (read_text("/proc/%d/cmdline" % pid) or "").replace("\0", " ").strip()
+            out.append({"pid": pid, "start_ticks": proc_start_time(pid), "cmdline": cmd[:200],
+                        "stdout": streams.get("1"), "stderr": streams.get("2")})
+    return out
 
 
 def pipe_holders(fds):

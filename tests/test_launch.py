@@ -304,3 +304,34 @@ def test_a_handed_off_daemon_that_crashes_is_named(work):
     proc, st = status(work)
     assert proc.returncode == 1 and st["verdict"]["cause"] == "crashed", text_of(st)
     assert "the daemon gave up with status 3" in text_of(st)
+
+
+LAUNCHER = "#!/bin/sh\n{echo}nohup {py} -u {job} 3 {redirect} {log} 2>&1 &\n"
+
+
+@pytest.mark.parametrize("echo,redirect,target,state,cause", [
+    ("", ">", "x.log", "failed", "log-elsewhere"),             # silent launcher, trainer writes another file
+    ("echo launched\n", ">", "x.log", "failed", "log-elsewhere"),  # a launcher that says something first
+    ("", ">>", "train.log", "running", None),                  # the trainer appends to the expected log itself
+], ids=["silent-elsewhere", "chatty-elsewhere", "writes-the-log"])
+def test_a_launcher_that_backgrounds_its_trainer_with_a_redirect(work, echo, redirect, target, state, cause):
+    """`nohup python train.py > x.log 2>&1 &` in a launcher: the launcher's exit 0 is not the job's end (it was
+    called 'ran to completion' or 'exited-early'); the process left writing is judged, and where it writes."""
+    from jobs.harness import PY, status
+
+    (work / "launch.sh").write_text(LAUNCHER.format(echo=echo, py=PY, job=job("healthy.py")[1],
+                                                    redirect=redirect, log=work / target))
+    (work / "launch.sh").chmod(0o755)
+    proc, rep = launch(work, str(work / "launch.sh"), watch=5)
+    assert rep["verdict"]["state"] == state and rep["verdict"]["cause"] == cause, text_of(rep)
+    assert "healthy.py" in rep["verdict"]["summary"]
+    if cause:
+        assert str(work / "x.log") in rep["verdict"]["summary"]
+    left = {c["id"]: c for c in rep["checks"]}["job.leftovers"]
+    assert left["status"] == "ok" and "work goes on in pid" in left["summary"], left  # never "kill" the trainer
+    time.sleep(3.5)  # the trainer ends
+    _, st = status(work)
+    if cause:
+        assert st["verdict"]["cause"] == cause, text_of(st)
+    else:
+        assert st["verdict"]["state"] == "unknown" and "has ended" in st["verdict"]["summary"], text_of(st)
