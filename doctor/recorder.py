@@ -468,21 +468,7 @@ class Recorder:
         next_tick = time.monotonic()
         status = rusage = None
         while True:
-            now = time.monotonic()
-            if now >= next_tick:
-                self.watch_log()
-                self.watch_launcher()
-                self.beat()
-                next_tick = now + TICK_S
-            try:
-                ready, _, _ = select.select(list(open_fds) + [self.wake_r], [], [], max(0.0, next_tick - now))
-            except InterruptedError:
-                ready = []
-            for fd in ready:
-                if fd == self.wake_r:
-                    _drain_fd(fd)
-                elif not self.relay(fd):
-                    open_fds.discard(fd)
+            next_tick = self.pump(open_fds, next_tick)
             self.flush_signals()
             pid, status, rusage = _wait_job(self.job.pid)
             if pid:
@@ -500,6 +486,26 @@ class Recorder:
         if holders:
             self.relay_handoff(open_fds, holders)
 
+    def pump(self, open_fds, next_tick):
+        """One turn of the relay loop: the periodic looks when due, then relay whatever is ready (a pipe that
+        closed leaves open_fds). Returns when the next looks are due."""
+        now = time.monotonic()
+        if now >= next_tick:
+            self.watch_log()
+            self.watch_launcher()
+            self.beat()
+            next_tick = now + TICK_S
+        try:
+            ready, _, _ = select.select(list(open_fds) + [self.wake_r], [], [], max(0.0, next_tick - now))
+        except InterruptedError:
+            ready = []
+        for fd in ready:
+            if fd == self.wake_r:
+                _drain_fd(fd)
+            elif not self.relay(fd):
+                open_fds.discard(fd)
+        return next_tick
+
     def relay_handoff(self, open_fds, holders):
         """The command exited but left its output pipes to processes it started (a launcher that backgrounds
         the trainer, a daemon): keep relaying until they close them. Closing our end now would kill them with
@@ -509,20 +515,7 @@ class Recorder:
         ended = {}
         next_tick = time.monotonic()
         while open_fds:
-            now = time.monotonic()
-            if now >= next_tick:
-                self.watch_log()
-                self.beat()
-                next_tick = now + TICK_S
-            try:
-                ready, _, _ = select.select(list(open_fds) + [self.wake_r], [], [], max(0.0, next_tick - now))
-            except InterruptedError:
-                ready = []
-            for fd in ready:
-                if fd == self.wake_r:
-                    _drain_fd(fd)
-                elif not self.relay(fd):
-                    open_fds.discard(fd)
+            next_tick = self.pump(open_fds, next_tick)
             self.flush_signals(extra_pids=watched - set(ended))
             ended.update(_reap_children(watched))
         end = time.monotonic() + DRAIN_S
