@@ -6,7 +6,6 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 
 from doctor import cache
 from doctor.context import Context

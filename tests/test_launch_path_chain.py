@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from doctor import causes
-from infra.fixtures import Infra, infra  # noqa: F401
+from infra.fixtures import Infra, growing, infra  # noqa: F401
 
 pytestmark = pytest.mark.slow
 
@@ -45,15 +45,6 @@ def seed(infra: Infra):
     shutil.rmtree(inside, ignore_errors=True)
 
 
-def _growing(path: Path, wait: float = 0.8) -> bool:
-    """Whether a log file exists and is still growing."""
-    if not path.exists():
-        return False
-    first = path.stat().st_size
-    time.sleep(wait)
-    return path.stat().st_size > first
-
-
 def _jobs(work: str) -> list[psutil.Process]:
     return [p for p in psutil.process_iter(["cmdline"])
             if "python3" in " ".join(p.info["cmdline"] or []) and f"{work}/train.py" in (p.info["cmdline"] or [])]
@@ -74,7 +65,7 @@ def test_seed_line_log_lands_on_the_host(infra, seed, dfdoctor):
     time.sleep(1.0)
     # What really happened: the job runs (in the container), its log is on the host, none in the container.
     assert _jobs(work), "the job is not running"
-    assert _growing(host / "train.log") and "step" in (host / "train.log").read_text()
+    assert growing(host / "train.log") and "step" in (host / "train.log").read_text()
     assert not (inside / "train.log").exists()
     rec = _analyse(dfdoctor, line)
     assert rec["cause"] == causes.LOG_ELSEWHERE
@@ -88,7 +79,7 @@ def test_seed_line_with_tty_dies_and_the_fix_survives(infra, seed, dfdoctor):
     r = subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
     time.sleep(1.0)
     assert not _jobs(work), "the job survived a -tt session (the seed says it must not)"
-    assert not _growing(host / "train.log") and not (inside / "train.log").exists()
+    assert not growing(host / "train.log") and not (inside / "train.log").exists()
     rec = _analyse(dfdoctor, line)
     found = {f["cause"] for f in rec["data"]["findings"]}
     assert {causes.KILLED_ON_SESSION_EXIT, causes.LOG_ELSEWHERE} <= found
@@ -101,7 +92,7 @@ def test_seed_line_with_tty_dies_and_the_fix_survives(infra, seed, dfdoctor):
     assert time.monotonic() - start < 5, "the corrected line's session did not return at once"
     time.sleep(1.0)
     assert _jobs(work)
-    assert _growing(inside / "train.log") and "step" in (inside / "train.log").read_text()
+    assert growing(inside / "train.log") and "step" in (inside / "train.log").read_text()
     assert not (host / "train.log").exists()
 
 

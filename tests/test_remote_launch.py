@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from doctor import causes, rundir
-from infra.fixtures import Infra, infra, procs_naming  # noqa: F401
+from infra.fixtures import Infra, growing, infra, procs_naming  # noqa: F401
 
 pytestmark = pytest.mark.slow
 
@@ -61,15 +61,6 @@ def _status(dfdoctor, local: Path, env: dict, *args: str) -> tuple[int, dict]:
     return p.returncode, json.loads(p.stdout)
 
 
-def _growing(path: Path, wait: float = 0.8) -> bool:
-    """Whether a file exists and grows within `wait` seconds."""
-    if not path.exists():
-        return False
-    first = path.stat().st_size
-    time.sleep(wait)
-    return path.stat().st_size > first
-
-
 def test_healthy_job_runs_in_the_container_and_outlives_dfdoctor(infra, remote, dfdoctor):
     inside, host_side, local, env = remote
     (host_side / "train.py").write_text(HEALTHY.format(n=90))
@@ -80,7 +71,7 @@ def test_healthy_job_runs_in_the_container_and_outlives_dfdoctor(infra, remote, 
     assert f"pct exec {infra.vmid} -- sh -c" in rep["verdict"]["fix"] and "tail -f" in rep["verdict"]["fix"]
     # dfdoctor and every ssh session it opened are gone; the job still runs and logs IN THE CONTAINER
     assert procs_naming(f"{inside}/train.py") and procs_naming(f"{inside}/.dfdoctor/runs")
-    assert _growing(host_side / "train.log") and "step" in (host_side / "train.log").read_text()
+    assert growing(host_side / "train.log") and "step" in (host_side / "train.log").read_text()
     assert not Path(inside, "train.log").exists()  # nothing of it landed on this machine's own /tmp
     run = rep["run"]
     assert run["target"] == infra.pct_target and run["remote_dir"] == f"{inside}/.dfdoctor/runs/{run['id']}"

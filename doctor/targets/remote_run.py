@@ -218,6 +218,17 @@ def _ship_session(target_spec: str, args: list[str], stdin: Optional[bytes], tim
             out.stderr.strip()[-400:] or f"the starting session exited {out.returncode} without starting the recorder"
 
 
+# The start time of a process (field 22 of /proc/PID/stat), defined in both scripts below that run on the target:
+# a pid counts as the same process only with the same start time.
+TICKS = r'''
+def ticks(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError, TypeError):
+        return None
+'''
+
 # Runs in the target's python (3.6+, standard library only): what a run folder holds now, and whether its
 # recorder and job still live. Liveness is looked at BEFORE the record is read for the answer, so a recorder
 # found dead has already written its last word into what we send back.
@@ -233,12 +244,7 @@ def rd(p, n=None):
             return f.read().decode("utf-8", "replace")
     except OSError:
         return None
-def ticks(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return int(f.read().rsplit(")", 1)[1].split()[19])
-    except (OSError, ValueError, IndexError, TypeError):
-        return None
+''' + TICKS + r'''
 def events(text):
     out = {}
     for line in (text or "").splitlines():
@@ -395,12 +401,7 @@ def fetch(target_spec: str, run_dir: str, *, python: str = "python3", live: bool
 KILL = r"""
 import json, os, signal, sys
 d = sys.argv[1]
-def ticks(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return int(f.read().rsplit(")", 1)[1].split()[19])
-    except (OSError, ValueError, IndexError, TypeError):
-        return None
+""" + TICKS + r"""
 seen = {}
 try:
     for line in open(os.path.join(d, "record.jsonl")):

@@ -139,6 +139,17 @@ def ssh_config_env(infra: Infra, monkeypatch: pytest.MonkeyPatch) -> Infra:
     return infra
 
 
+def growing(path: Path, wait: float = 0.8) -> bool:
+    """Whether a log file exists and is still growing (it grows within `wait` seconds)."""
+    import time
+
+    if not path.exists():
+        return False
+    first = path.stat().st_size
+    time.sleep(wait)
+    return path.stat().st_size > first
+
+
 def procs_naming(mark: str) -> list:
     """Processes whose command line names `mark`: a container shares this kernel, so its jobs are seen here."""
     import psutil
