@@ -85,6 +85,9 @@ def test_seed_line_with_tty_dies_and_the_fix_survives(infra, seed, dfdoctor):
     assert {causes.KILLED_ON_SESSION_EXIT, causes.LOG_ELSEWHERE} <= found
     fixed = rec["data"]["corrected"]
     assert fixed.startswith(f"ssh -F {infra.ssh_config} dfdoctor-host ") and "-tt" not in fixed
+    # Whether the dying seed line's host shell opened its `> train.log` before the hang-up is a race: the file may
+    # be there, empty. Start clean, so what follows shows where the corrected line writes.
+    (host / "train.log").unlink(missing_ok=True)
     # The line dfdoctor gives really works through the same chain: alive after the session, log in the container.
     start = time.monotonic()
     r = subprocess.run(["bash", "-c", fixed], capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
