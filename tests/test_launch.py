@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from jobs.harness import job, job_env, kill_runs, launch, text_of
@@ -288,7 +290,7 @@ def test_a_job_handed_off_to_a_daemon_is_relayed_not_killed(work):
     proc, rep = launch(work, *job("handoff.py", "4"), watch=10)
     assert proc.returncode == 0 and rep["verdict"]["state"] == "running", text_of(rep)
     assert "handed its work to pid" in rep["verdict"]["summary"] and "handoff.py" in rep["verdict"]["summary"]
-    time.sleep(5)
+    _wait_gone(int(re.search(r"pid (\d+)", rep["verdict"]["summary"]).group(1)))
     log = (work / "train.log").read_text()
     assert "daemon step 15" in log, "the daemon was cut off: " + log[-200:]
     proc, st = status(work)
@@ -299,14 +301,31 @@ def test_a_job_handed_off_to_a_daemon_is_relayed_not_killed(work):
 def test_a_handed_off_daemon_that_crashes_is_named(work):
     from jobs.harness import status
 
-    launch(work, *job("handoff.py", "1", "3"), watch=3)
-    time.sleep(2.5)
+    _, rep = launch(work, *job("handoff.py", "1", "3"), watch=3)
+    _wait_gone(int(re.search(r"pid (\d+)", rep["verdict"]["summary"]).group(1)))
     proc, st = status(work)
     assert proc.returncode == 1 and st["verdict"]["cause"] == "crashed", text_of(st)
     assert "the daemon gave up with status 3" in text_of(st)
 
 
 LAUNCHER = "#!/bin/sh\n{echo}nohup {py} -u {job} 3 {redirect} {log} 2>&1 &\n"
+
+
+def _wait_gone(pid: int, limit: float = 20) -> None:
+    """Wait until a process the test started has ended (zombies count as ended), then a moment for the recorder
+    to write its end."""
+    deadline = time.monotonic() + limit
+    while _is_live(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)
+
+
+def _is_live(pid: int) -> bool:
+    """Whether pid runs (a zombie waiting for init to reap it does not)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 @pytest.mark.parametrize("echo,redirect,target,state,cause", [
@@ -329,7 +348,7 @@ def test_a_launcher_that_backgrounds_its_trainer_with_a_redirect(work, echo, red
         assert str(work / "x.log") in rep["verdict"]["summary"]
     left = {c["id"]: c for c in rep["checks"]}["job.leftovers"]
     assert left["status"] == "ok" and "work goes on in pid" in left["summary"], left  # never "kill" the trainer
-    time.sleep(3.5)  # the trainer ends
+    _wait_gone(int(re.search(r"pid (\d+)", rep["verdict"]["summary"]).group(1)))  # it ends after 3 s
     _, st = status(work)
     if cause:
         assert st["verdict"]["cause"] == cause, text_of(st)
