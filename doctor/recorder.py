@@ -470,8 +470,9 @@ class Recorder:
         while True:
             next_tick = self.pump(open_fds, next_tick)
             self.flush_signals()
-            pid, status, rusage = _wait_job(self.job.pid)
-            if pid:
+            reaped = _reap()
+            if self.job.pid in reaped:
+                status, rusage = reaped[self.job.pid]
                 break
         self.job.returncode = _returncode(status)
         end = time.monotonic() + DRAIN_S
@@ -517,11 +518,11 @@ class Recorder:
         while open_fds:
             next_tick = self.pump(open_fds, next_tick)
             self.flush_signals(extra_pids=watched - set(ended))
-            ended.update(_reap_children(watched))
+            ended.update({pid: _how_ended(st) for pid, (st, _) in _reap().items() if pid in watched})
         end = time.monotonic() + DRAIN_S
         while watched - set(ended) and time.monotonic() < end:  # they closed the pipes: their ends follow
             time.sleep(0.02)
-            ended.update(_reap_children(watched))
+            ended.update({pid: _how_ended(st) for pid, (st, _) in _reap().items() if pid in watched})
         self.watch_log()
         self.record.event("handoff-ended", sync=True, wall_s=round(time.time() - self.t_spawn, 3),
                           ended=[dict(pid=pid, **st) for pid, st in sorted(ended.items())],
@@ -531,13 +532,13 @@ class Recorder:
     def record_exit(self, status, rusage, held_open, handed_off=()):
         """Write the exit event: status or signal, resources, OOM counters, kernel lines, leftovers, and the
         processes that still hold the job's output pipes (handed_off)."""
+        how = _how_ended(status)
         sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
         oom_after = oom_counters(self.mem[0], self.mem[1])
         kernel = kernel_oom_lines(self.job.pid) if sig == signal.SIGKILL else []
         leftovers = _group_members(self.pgid)
         self.record.event(
-            "exit", sync=True, pid=self.job.pid, exit_code=os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-            signal=signal.Signals(sig).name if sig else None, signum=sig,
+            "exit", sync=True, pid=self.job.pid, exit_code=how["exit_code"], signal=how["signal"], signum=sig,
             core_dumped=bool(os.WIFSIGNALED(status) and os.WCOREDUMP(status)),
             wall_s=round(time.time() - self.t_spawn, 3), max_rss_kb=rusage.ru_maxrss,
             utime_s=round(rusage.ru_utime, 3), stime_s=round(rusage.ru_stime, 3),
@@ -652,9 +653,7 @@ def _writing_elsewhere(pids, run_dir):
             if target and target.startswith("/") and not target.startswith(("/dev/", ours)):
                 streams[fd] = target
         if streams:
-            cmd = (read_text("/proc/%d/cmdline" % pid) or "").replace("\0", " ").strip()
-            out.append({"pid": pid, "start_ticks": proc_start_time(pid), "cmdline": cmd[:200],
-                        "stdout": streams.get("1"), "stderr": streams.get("2")})
+            out.append(dict(_proc_entry(pid), stdout=streams.get("1"), stderr=streams.get("2")))
     return out
 
 
@@ -679,39 +678,35 @@ def pipe_holders(fds):
         except OSError:
             continue
         if links & wanted:
-            cmd = (read_text("/proc/%s/cmdline" % n) or "").replace("\0", " ").strip()
-            out.append({"pid": int(n), "start_ticks": proc_start_time(int(n)), "cmdline": cmd[:200]})
+            out.append(_proc_entry(int(n)))
     return out[:20]
 
 
-def _wait_job(job_pid):
-    """(pid, status, rusage) once the job has ended, else (0, None, None). Orphans of the job that ended are
-    reaped on the way (as their subreaper we must, or they stay zombies for as long as the job runs)."""
+def _proc_entry(pid):
+    """How the record names a process of the job: pid, start time (to tell it from a recycled pid), command."""
+    cmd = (read_text("/proc/%d/cmdline" % pid) or "").replace("\0", " ").strip()
+    return {"pid": pid, "start_ticks": proc_start_time(pid), "cmdline": cmd[:200]}
+
+
+def _reap():
+    """Reap every child that has ended: {pid: (status, rusage)}. As the job's subreaper we get its orphans too,
+    and must reap them, or they stay zombies for as long as the job runs."""
+    out = {}
     while True:
         try:
             pid, status, rusage = os.wait4(-1, os.WNOHANG)
         except ChildProcessError:
-            return 0, None, None
-        if not pid:
-            return 0, None, None
-        if pid == job_pid:
-            return pid, status, rusage
-
-
-def _reap_children(watched):
-    """Reap every child that ended (the job's orphans are ours as subreaper); {pid: status} of watched ones."""
-    out = {}
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
             return out
         if not pid:
             return out
-        if pid in watched:
-            sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
-            out[pid] = {"exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-                        "signal": signal.Signals(sig).name if sig else None}
+        out[pid] = (status, rusage)
+
+
+def _how_ended(status):
+    """A wait status as the record says it: exit code, or the signal's name."""
+    sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+    return {"exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+            "signal": signal.Signals(sig).name if sig else None}
 
 
 def become_subreaper():

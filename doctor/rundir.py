@@ -220,9 +220,8 @@ class RunRecord:
     def output_bytes(self) -> int:
         """How many bytes the job wrote to stdout and stderr so far."""
         hb = self.heartbeat or {}
-        ex = self.first("handoff-ended") or self.exit or {}  # after a hand-off the heartbeat keeps counting
-        if self.handoff_open:
-            ex = {}
+        # While a hand-off is relayed the heartbeat keeps counting; the end's own counts are final.
+        ex = {} if self.handoff_open else (self.first("handoff-ended") or self.exit or {})
         return int(ex.get("stdout_bytes", hb.get("stdout_bytes") or 0) or 0) + \
             int(ex.get("stderr_bytes", hb.get("stderr_bytes") or 0) or 0)
 

@@ -8,7 +8,6 @@ what it had found; what it printed is captured with a cap. The parent is a singl
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import selectors
@@ -23,11 +22,11 @@ import psutil
 
 from .capture import DEFAULT_LIMIT, CappedBuffer
 from .model import CheckRecord, Result, Status
+from .recorder import become_subreaper
 from .registry import Check
 
 # A worker may overrun its check's timeout by this much to report a probe that timed out inside it.
 WRAP_UP_S = 1.5
-_PR_SET_CHILD_SUBREAPER = 36
 
 
 @dataclass
@@ -116,7 +115,7 @@ def _start(chk: Check, ctx, phase: str, output_limit: int) -> _Worker:
             os.close(res_r)
             os.close(out_r)
             os.setpgid(0, 0)
-            _become_subreaper()
+            become_subreaper()  # not Linux: process groups still cover the common case
             # SIGPIPE stays ignored (as Python sets it): a write to a child that went away is a BrokenPipeError
             # the check can handle, not the worker's silent death.
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
@@ -163,13 +162,6 @@ def _work(chk: Check, ctx, res_w: int) -> None:
             emit({"result": r.to_dict()})
     except BaseException:
         emit({"exception": traceback.format_exc()})
-
-
-def _become_subreaper() -> None:
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except Exception:
-        pass  # not Linux: process groups still cover the common case
 
 
 def _drain(sel: selectors.BaseSelector, w: _Worker, kind: str, rest: bool = False) -> None:
