@@ -10,11 +10,10 @@ import time
 import uuid
 from pathlib import Path
 
-import psutil
 import pytest
 
 from doctor import causes
-from infra.fixtures import Infra, docker_infra, infra, procs_naming  # noqa: F401
+from infra.fixtures import Infra, docker_infra, infra, kill_naming, procs_naming  # noqa: F401
 
 pytestmark = pytest.mark.slow
 
@@ -30,14 +29,7 @@ def work(docker_infra: Infra, tmp_path: Path):
     local = tmp_path / "here"
     local.mkdir()
     yield f"/workspace/{name}", host_side, local
-    procs = procs_naming(name)
-    for p in procs:
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
-    psutil.wait_procs(procs, timeout=5)
-    left = [p for p in procs_naming(name) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    left = kill_naming(name)  # recorders and jobs still running in the container
     assert not left, f"left behind in the container: {left}"
     shutil.rmtree(host_side, ignore_errors=True)
 

@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from doctor import causes, rundir
-from infra.fixtures import Infra, growing, infra, procs_naming  # noqa: F401
+from infra.fixtures import Infra, growing, infra, kill_naming, procs_naming  # noqa: F401
 
 pytestmark = pytest.mark.slow
 
@@ -34,14 +34,7 @@ def remote(infra: Infra, tmp_path: Path):
     local.mkdir()
     env = dict(infra.env(), XDG_CACHE_HOME=str(tmp_path / "cache"))
     yield inside, host_side, local, env
-    procs = procs_naming(name)  # recorders and jobs still running in the container
-    for p in procs:
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
-    psutil.wait_procs(procs, timeout=5)  # reaped by the container's init, not by us: wait for it
-    left = [p for p in procs_naming(name) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    left = kill_naming(name)  # recorders and jobs still running in the container
     assert not left, f"left behind in the container: {left}"
     shutil.rmtree(host_side, ignore_errors=True)
 

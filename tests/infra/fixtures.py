@@ -164,6 +164,21 @@ def procs_naming(mark: str) -> list:
     return found
 
 
+def kill_naming(mark: str) -> list:
+    """Kill every process whose command line names `mark`; what still runs afterwards (should be nothing).
+    A container's processes are reaped by its own init, not by us: wait for them."""
+    import psutil
+
+    procs = procs_naming(mark)
+    for p in procs:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(procs, timeout=5)
+    return [p for p in procs_naming(mark) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
 def q(s: str) -> str:
     """Shell-quote one word."""
     return shlex.quote(s)
