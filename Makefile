@@ -20,7 +20,7 @@ demo: $(STAMP)
 	mkdir -p $(OUT)/demo
 	$(BIN)/dfdoctor launch --log $(OUT)/demo/train.log --watch 120 --format text \
 	    --format json --output $(OUT)/launch.json --format html --output $(OUT)/launch.html \
-	    -- $(BIN)/python -u -m trainer --preset tiny --out $(OUT)/demo/ckpt
+	    -- $(BIN)/python -u -m dfdoctor.trainer --preset tiny --out $(OUT)/demo/ckpt
 	@echo "report: $(OUT)/launch.html   (later: $(BIN)/dfdoctor status)"
 
 test: $(STAMP)

@@ -58,7 +58,7 @@ def make_project(where: Path) -> Path:
 def commands(python: str, proj: Path) -> dict[str, list[str]]:
     """The contenders, by name; the first is the baseline."""
     dfdoctor = shutil.which("dfdoctor", path=str(Path(sys.executable).parent)) or shutil.which("dfdoctor")
-    cli = [dfdoctor] if dfdoctor else [sys.executable, "-m", "doctor"]
+    cli = [dfdoctor] if dfdoctor else [sys.executable, "-m", "dfdoctor"]
     return {
         "python -c 'import torch'": [python, "-c", "import torch"],
         "dfdoctor check -- python train.py": [*cli, "check", "--cwd", str(proj), "--", python, "train.py"],

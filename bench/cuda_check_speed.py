@@ -28,7 +28,7 @@ BASELINE = "import torch; torch.cuda.init(); torch.ones(1, device='cuda')"
 def commands(python: str) -> dict[str, list[str]]:
     """The contenders, by name."""
     dfdoctor = shutil.which("dfdoctor")
-    cli = [dfdoctor] if dfdoctor else [sys.executable, "-m", "doctor"]
+    cli = [dfdoctor] if dfdoctor else [sys.executable, "-m", "dfdoctor"]
     return {
         "baseline: python -c 'import torch; torch.cuda.init(); torch.ones(1, device=cuda)'": [python, "-c", BASELINE],
         "probe alone: cuda_init_probe.py": [python, str(ROOT / "checks/probes/cuda_init_probe.py")],

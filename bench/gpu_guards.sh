@@ -12,8 +12,8 @@ run() {  # name, limit, command...
   timeout -s KILL "$limit" "$@" > "$W/$name.log" 2>&1; local rc=$?
   echo "$name rc=$rc wall_s=$((SECONDS - t0))" >> "$W/summary.txt"
 }
-run trainer_guard_a 240 $PY -m trainer --preset gpu --out $W/ga &
-run trainer_guard_b 240 $PY -m trainer --preset gpu --out $W/gb --seed 1 &
+run trainer_guard_a 240 $PY -m dfdoctor.trainer --preset gpu --out $W/ga &
+run trainer_guard_b 240 $PY -m dfdoctor.trainer --preset gpu --out $W/gb --seed 1 &
 for g in exclusive-compile eager-backward step-lock thread-local-flag none; do
   for r in 1 2; do
     [ $g = none ] && [ $r = 2 ] && continue
@@ -22,7 +22,7 @@ for g in exclusive-compile eager-backward step-lock thread-local-flag none; do
   done
 done
 run check_compile_race 200 $PY -m doctor check --only compile.race --format json --output $W/check.json \
-  -- $PY -m trainer --no-compile-guard &
+  -- $PY -m dfdoctor.trainer --no-compile-guard &
 run bench_race 200 $PY bench/race.py --runs 10 --guard-runs 10 --guards none,exclusive-compile --label gpu_torch211 &
 wait
 cp bench/results/race_gpu_torch211.json $W/ 2>/dev/null

@@ -13,8 +13,8 @@ run() {  # name, limit, command...
   timeout -s KILL "$limit" "$@" > "$OUT/$name.log" 2>&1; local rc=$?
   echo "$name rc=$rc wall_s=$((SECONDS - t0))" >> "$OUT/summary.txt"
 }
-run trainer_noguard 150 $PY -m trainer --preset gpu --no-compile-guard --out /tmp/ng --dump-stacks-after 120 &
-run trainer_guard 300 $PY -m trainer --preset gpu --out /tmp/g &
+run trainer_noguard 150 $PY -m dfdoctor.trainer --preset gpu --no-compile-guard --out /tmp/ng --dump-stacks-after 120 &
+run trainer_guard 300 $PY -m dfdoctor.trainer --preset gpu --out /tmp/g &
 run probe_flex_noguard 100 env DFDOCTOR_PROBE_OUT="$OUT/probe_flex_noguard.json" $PY checks/probes/compile_race_probe.py --backend flex --device cuda --threads 4 --steps 2 --deadline 90 &
 run probe_flex_guard 300 env DFDOCTOR_PROBE_OUT="$OUT/probe_flex_guard.json" $PY checks/probes/compile_race_probe.py --backend flex --device cuda --threads 4 --steps 2 --guard --deadline 290 &
 wait

@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from doctor.context import Context  # noqa: E402
-from doctor.probe import run_probe  # noqa: E402
+from dfdoctor.context import Context  # noqa: E402
+from dfdoctor.probe import run_probe  # noqa: E402
 
 
 def one_run(ctx: Context, guard: str, args: argparse.Namespace) -> dict:
@@ -63,7 +63,7 @@ def trainer_cost(args: argparse.Namespace) -> list[dict]:
     for guard in [guards[0]] + guards:  # the first run only warms inductor's cache, so compiles cost alike
         with tempfile.TemporaryDirectory() as out:
             t = time.monotonic()
-            r = subprocess.run([args.python, "-m", "trainer", "--compile-guard", guard, "--out", out,
+            r = subprocess.run([args.python, "-m", "dfdoctor.trainer", "--compile-guard", guard, "--out", out,
                                 "--steps", str(args.trainer_steps)], cwd=ROOT, capture_output=True, text=True,
                                timeout=900)
             wall = time.monotonic() - t

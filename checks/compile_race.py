@@ -5,7 +5,7 @@ Two parts. Statically, it reads (never imports) the launched script or package a
 reproduction (checks/probes/compile_race_probe.py: barrier-started threads, forward + backward, recompiles)
 a few times without a guard and as many with the guard, and says how often and how fast the race came and
 whether the guard held. A reproduction that stops progressing is ended at its deadline; its threads' stacks
-are classified (`doctor.stackclass`), so a deadlock is named, not just timed out.
+are classified (`dfdoctor.stackclass`), so a deadlock is named, not just timed out.
 
 Settings ([tool.dfdoctor.checks."compile.race"]): reproduce = "auto" | "always" | "never" (auto: only when the
 script compiles in threads), runs (3), threads (4), backend ("race" | "inductor" | "flex"), device ("cpu"),
@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional
 
-from doctor import cache, causes, check, fail, ok, skip, warn
-from doctor.commandline import spec_for
-from doctor.probe import ProbeOutcome, run_probe, unreached
-from doctor.stackclass import COMPILE_GUARD_FIX, classify, summarize
+from dfdoctor import cache, causes, check, fail, ok, skip, warn
+from dfdoctor.commandline import spec_for
+from dfdoctor.probe import ProbeOutcome, run_command, run_probe, unreached
+from dfdoctor.stackclass import COMPILE_GUARD_FIX, classify, summarize
 
 CHECK_ID = "compile.race"
 MAX_FILES = 200
@@ -52,7 +52,7 @@ class Scan:
 def compile_race(ctx) -> Iterator:
     """Read the script for unguarded threaded compiles, then reproduce the race with and without the guard."""
     spec = spec_for(ctx)
-    scan = scan_sources(source_files(spec, ctx.cwd))
+    scan = scan_sources(source_files(spec, ctx.cwd, ctx.python if ctx.target == "local" else None))
     disabled = [a for a in spec.script_args if a in DISABLING_ARGS]
     unguarded = bool(scan.compiles and scan.threads and (disabled or not scan.guards))
     if unguarded:
@@ -70,8 +70,9 @@ def compile_race(ctx) -> Iterator:
     yield from reproduce(ctx, unguarded)
 
 
-def source_files(spec, cwd: Path) -> list[Path]:
-    """The launched script and its sibling modules, or every file of the launched package."""
+def source_files(spec, cwd: Path, python: Optional[str] = None) -> list[Path]:
+    """The launched script and its sibling modules, or every file of the launched package (found under --cwd,
+    else where the training interpreter would import it from)."""
     files: list[Path] = []
     if spec.script and spec.script.is_file():
         files.append(spec.script)
@@ -82,11 +83,24 @@ def source_files(spec, cwd: Path) -> list[Path]:
     elif spec.module:
         root = (spec.cwd or cwd) / Path(*spec.module.split("."))
         top = (spec.cwd or cwd) / spec.module.split(".")[0]
+        if not top.is_dir() and not root.with_suffix(".py").is_file() and python:
+            found = _installed_location(python, spec.module, spec.cwd or cwd)
+            top, root = (found, found.with_suffix("")) if found else (top, root)
         if top.is_dir():
             files.extend(sorted(top.rglob("*.py")))
         elif root.with_suffix(".py").is_file():
             files.append(root.with_suffix(".py"))
     return list(dict.fromkeys(files))[:MAX_FILES]
+
+
+def _installed_location(python: str, module: str, cwd: Path) -> Optional[Path]:
+    """Where `python -m module` would load `module` from (its package folder, or its file). Finding it imports
+    the parent packages, as `-m` itself would, in a subprocess of the training interpreter; never the module."""
+    code = ("import importlib.util,sys\ns=importlib.util.find_spec(sys.argv[1])\n"
+            "print((s.submodule_search_locations or [s.origin or ''])[0] if s else '')")
+    out = run_command([python, "-c", code, module], timeout=10, cwd=cwd)
+    where = out.stdout.strip() if out.returncode == 0 else ""
+    return Path(where) if where else None
 
 
 def _imported_names(path: Path) -> list[str]:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Iterator, Optional
 
-from doctor import causes, check, fail, ok, skip, warn
-from doctor.model import Result
-from doctor.probe import ProbeOutcome, run_probe, unreached
+from dfdoctor import causes, check, fail, ok, skip, warn
+from dfdoctor.model import Result
+from dfdoctor.probe import ProbeOutcome, run_probe, unreached
 
 from .cuda_common import (Expectation, Visibility, expectation, innermost_frame, parse_visible, probe_env,
                           stack_excerpt)

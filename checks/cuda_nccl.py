@@ -20,9 +20,9 @@ import threading
 import time
 from typing import Iterator, Optional
 
-from doctor import causes, check, error, fail, ok, skip
-from doctor.model import Result
-from doctor.probe import ProbeOutcome, run_probe, unreached
+from dfdoctor import causes, check, error, fail, ok, skip
+from dfdoctor.model import Result
+from dfdoctor.probe import ProbeOutcome, run_probe, unreached
 
 from .cuda_common import Visibility, expectation, innermost_frame, parse_visible, probe_env, stack_excerpt
 

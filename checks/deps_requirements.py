@@ -22,10 +22,10 @@ from typing import Iterator, Optional
 
 import packaging
 
-from doctor import Result, causes, check, error, fail, ok, skip, warn
-from doctor.commandline import spec_for
-from doctor.probe import run_probe, unreached
-from doctor.targets import parse_target
+from dfdoctor import Result, causes, check, error, fail, ok, skip, warn
+from dfdoctor.commandline import spec_for
+from dfdoctor.probe import run_probe, unreached
+from dfdoctor.targets import parse_target
 
 MAX_INCLUDE_DEPTH = 8
 MAX_SHOWN = 10

@@ -16,10 +16,10 @@ import shlex
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from doctor import Result, causes, check, error, fail, ok, skip, warn
-from doctor.commandline import LaunchSpec, spec_for
-from doctor.probe import ProbeOutcome, run_probe, unreached
-from doctor.targets import parse_target
+from dfdoctor import Result, causes, check, error, fail, ok, skip, warn
+from dfdoctor.commandline import LaunchSpec, spec_for
+from dfdoctor.probe import ProbeOutcome, run_probe, unreached
+from dfdoctor.targets import parse_target
 
 DEFAULT_TIMEOUT = 90.0  # importing torch on a cold, busy machine can take tens of seconds
 HANG_MARGIN_S = 3.0  # the child dumps its stacks this long before the check's own deadline

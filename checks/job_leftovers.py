@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from doctor import check, ok, skip, warn
-from doctor.probe import run_probe, unreached
-from doctor.rundir import load
+from dfdoctor import check, ok, skip, warn
+from dfdoctor.probe import run_probe, unreached
+from dfdoctor.rundir import load
 
 from .probes.leftovers_probe import still_running
 

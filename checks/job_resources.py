@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from doctor import check, ok, skip, warn
-from doctor.rundir import load
+from dfdoctor import check, ok, skip, warn
+from dfdoctor.rundir import load
 
 NEAR_LIMIT = 0.9  # warn when the peak reached this share of the memory limit
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from doctor import causes, check, error, fail, ok, skip, warn
-from doctor.probe import run_probe, unreached
+from dfdoctor import causes, check, error, fail, ok, skip, warn
+from dfdoctor.probe import run_probe, unreached
 
 # Below these the log (and checkpoints beside it) will soon stop growing: fail under the first, warn under the
 # second. Per-project values: [tool.dfdoctor.checks."log.writable"] min_free_mb / warn_free_mb / min_free_inodes.
@@ -97,7 +97,7 @@ def _buffering(ctx, log: Path):
     if ctx.no_redirect or not ctx.command or ctx.phase != "pre":
         return  # after the launch, the launch's own diagnosis says whether the log really stayed empty
     try:
-        from doctor.commandline import parse
+        from dfdoctor.commandline import parse
         spec = parse(ctx.command, ctx.cwd)
     except Exception:
         return

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from doctor import causes
-from doctor.model import Result, error, fail, ok, skip, warn
-from doctor.probe import cannot_reach
-from doctor.registry import check
-from doctor.targets import parse_target, persistence, strategies, transport
+from dfdoctor import causes
+from dfdoctor.model import Result, error, fail, ok, skip, warn
+from dfdoctor.probe import cannot_reach
+from dfdoctor.registry import check
+from dfdoctor.targets import parse_target, persistence, strategies, transport
 
 PTY_WORDS = ("create window failed", "fork failed", "No space left on device", "open terminal failed",
              "PTY allocation request failed")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from doctor import causes
-from doctor.model import Result, fail, ok, skip
-from doctor.probe import reach_fix, run_on_target
-from doctor.registry import check
-from doctor.targets import parse_target
+from dfdoctor import causes
+from dfdoctor.model import Result, fail, ok, skip
+from dfdoctor.probe import reach_fix, run_on_target
+from dfdoctor.registry import check
+from dfdoctor.targets import parse_target
 
 PING = 'echo dfdoctor-ping; command -v "$1" || echo "no-python:$1"'
 

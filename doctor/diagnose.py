@@ -67,7 +67,7 @@ class LiveFacts:
     python: bool = False
     buffered: bool = False  # Python, stdout not a tty, neither -u nor PYTHONUNBUFFERED
     cpu_s: Optional[float] = None
-    classified: Optional[tuple[str, str]] = None  # (cause, explanation) from doctor.stackclass
+    classified: Optional[tuple[str, str]] = None  # (cause, explanation) from dfdoctor.stackclass
 
 
 def parse_python_error(stderr: str) -> Optional[PyError]:
@@ -243,7 +243,7 @@ def _still_runs(run: RunRecord, proc: dict) -> bool:
     as it was when the command exited (the evidence says "then")."""
     if run.is_remote:
         return True
-    from checks.probes.leftovers_probe import still_running  # same pid, same start time, not a zombie
+    from dfdoctor.checks.probes.leftovers_probe import still_running  # same pid, same start time, not a zombie
 
     return bool(still_running({str(proc["pid"]): proc.get("start_ticks")}))
 

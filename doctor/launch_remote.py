@@ -1,7 +1,7 @@
 """The remote half of `dfdoctor launch` and `status`: the same recorder and the same rules, on a --target.
 
 The recorder travels to the target's python over stdin and starts itself detached there
-(`doctor.targets.remote_run.ship_recorder`), into a run folder beside the job (`<cwd>/.dfdoctor/runs/<id>`
+(`dfdoctor.targets.remote_run.ship_recorder`), into a run folder beside the job (`<cwd>/.dfdoctor/runs/<id>`
 there). The watcher reads that folder through the transport, one short session per look, and mirrors it
 into the local run folder, so `launch.watch` and `diagnose` work on it exactly as on a local run; only
 "is it alive" comes from the target's /proc instead of ours.

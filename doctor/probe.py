@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-import checks.probes as _probes_pkg
+import dfdoctor.checks.probes as _probes_pkg
 
 from . import causes
 from .capture import DEFAULT_LIMIT, CappedBuffer
@@ -216,7 +216,7 @@ def run_probe(ctx, script: str | os.PathLike, args: Sequence[str] = (), *, timeo
 
 def _run_probe_on(target: Target, ctx, path: Path, args: Sequence[str], *, timeout: float,
                   env: Optional[dict[str, str]], cwd: Optional[os.PathLike]) -> ProbeOutcome:
-    """Ship the probe to the target's python over stdin and run it there (see `doctor.targets.remote_probe`).
+    """Ship the probe to the target's python over stdin and run it there (see `dfdoctor.targets.remote_probe`).
 
     Only the variables a check set on purpose travel (those that differ from dfdoctor's own environment):
     the target has an environment of its own.

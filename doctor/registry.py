@@ -42,7 +42,7 @@ class Check:
 
 
 def check(id: str, *, title: str, phases: Iterable[str] = ("pre",), timeout: float = 30.0) -> Callable[[CheckFunc], Check]:
-    """Declare a check. The function takes a `Context` and yields `Result`s (see `doctor.model`)."""
+    """Declare a check. The function takes a `Context` and yields `Result`s (see `dfdoctor.model`)."""
     phases = tuple(phases)
     bad = [p for p in phases if p not in PHASES]
     if bad or not phases:

@@ -158,7 +158,7 @@ def _work(chk: Check, ctx, res_w: int) -> None:
             out = [out]
         for r in out or ():
             if not isinstance(r, Result):
-                raise TypeError(f"check {chk.id} yielded {type(r).__name__}, not a doctor.model.Result")
+                raise TypeError(f"check {chk.id} yielded {type(r).__name__}, not a dfdoctor.model.Result")
             emit({"result": r.to_dict()})
     except BaseException:
         emit({"exception": traceback.format_exc()})

@@ -16,8 +16,8 @@ from typing import Callable
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from doctor.redact import Redactor  # noqa: E402
-from doctor.render import html as html_render  # noqa: E402
+from dfdoctor.redact import Redactor  # noqa: E402
+from dfdoctor.render import html as html_render  # noqa: E402
 from html_samples import big_report, failed_launch  # noqa: E402
 
 

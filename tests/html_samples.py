@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from doctor.model import CheckRecord, Report, Result, Status, Verdict
+from dfdoctor.model import CheckRecord, Report, Result, Status, Verdict
 
 T0 = 1796220000.0  # 2026-12-02 around 18:00 UTC
 
@@ -53,7 +53,7 @@ def failed_launch(stderr_extra: str = "", env: dict | None = None) -> Report:
     ]
     return Report(
         tool_version="0.1.0", target="local",
-        command=["/opt/venv/bin/python3", "-m", "trainer", "--drafter-threads", "4", "--log-dir", "/workspace/logs"],
+        command=["/opt/venv/bin/python3", "-m", "dfdoctor.trainer", "--drafter-threads", "4", "--log-dir", "/workspace/logs"],
         started_at="2026-12-02T18:00:00+00:00", finished_at="2026-12-02T18:00:03+00:00",
         verdict=Verdict("failed", "missing-module",
                         "The job died 0.41 s after start: ModuleNotFoundError: No module named 'flash_attn' "

@@ -7,11 +7,11 @@ import os
 import sys
 import time
 
-from doctor import cache
-from doctor.context import Context
-from doctor.probe import ProbeOutcome
+from dfdoctor import cache
+from dfdoctor.context import Context
+from dfdoctor.probe import ProbeOutcome
 
-from checks import compile_race as cr
+from dfdoctor.checks import compile_race as cr
 
 
 def test_round_trip_and_age(own_cache_dir):

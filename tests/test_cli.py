@@ -157,7 +157,7 @@ def test_verbose_shows_durations_and_details(project):
 
 
 def test_internal_bug_exits_3_with_traceback_file(monkeypatch, tmp_path, capsys):
-    from doctor import cli, cli_common
+    from dfdoctor import cli, cli_common
 
     def boom(*a, **k):
         raise RuntimeError("simulated bug")
@@ -174,7 +174,7 @@ def test_internal_bug_exits_3_with_traceback_file(monkeypatch, tmp_path, capsys)
 
 def test_python_m_doctor_works(project):
     import sys
-    res = subprocess.run([sys.executable, "-m", "doctor", "list-checks"], capture_output=True, text=True, cwd=project)
+    res = subprocess.run([sys.executable, "-m", "dfdoctor", "list-checks"], capture_output=True, text=True, cwd=project)
     assert res.returncode == 0 and "log.writable" in res.stdout
 
 
@@ -190,7 +190,7 @@ def test_output_to_a_device_or_symlink_is_written_through(project):
 
 
 def test_formats_pair_with_outputs_by_extension_whatever_the_order(project):
-    from doctor.cli_common import pair_outputs
+    from dfdoctor.cli_common import pair_outputs
     assert pair_outputs(("text", "json", "html"), ("a.json", "a.html")) == [
         ("json", "a.json"), ("html", "a.html"), ("text", None)]
     assert pair_outputs(("json", "junit"), ("o.json", "o.xml")) == [("json", "o.json"), ("junit", "o.xml")]

@@ -12,12 +12,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from doctor import causes
-from doctor.context import Context
-from doctor.model import Status
-from doctor.probe import ProbeOutcome, run_probe
+from dfdoctor import causes
+from dfdoctor.context import Context
+from dfdoctor.model import Status
+from dfdoctor.probe import ProbeOutcome, run_probe
 
-from checks import compile_race as cr
+from dfdoctor.checks import compile_race as cr
 
 REPO = Path(__file__).resolve().parent.parent
 GPU_PROBE_JSON = REPO / "bench" / "results" / "trainer_gpu_1_probe_flex_noguard.json"
@@ -74,12 +74,12 @@ def test_guarded_script_and_plain_script_are_quiet(tmp_path: Path) -> None:
 
 
 def test_bundled_trainer_is_seen_through_dash_m() -> None:
-    """`python -m trainer` is scanned as a package: guarded by default, unguarded with the switch."""
-    ctx = Context(command=[sys.executable, "-m", "trainer", "--no-compile-guard"], cwd=REPO, python=sys.executable,
+    """`python -m dfdoctor.trainer` is scanned as a package: guarded by default, unguarded with the switch."""
+    ctx = Context(command=[sys.executable, "-m", "dfdoctor.trainer", "--no-compile-guard"], cwd=REPO, python=sys.executable,
                   config={"checks": {"compile.race": {"reproduce": "never"}}})
     rs = results(ctx)
     assert rs[0].status == Status.WARN and "--no-compile-guard" in rs[0].summary
-    ctx.command = [sys.executable, "-m", "trainer"]
+    ctx.command = [sys.executable, "-m", "dfdoctor.trainer"]
     assert [r.status for r in results(ctx)] == [Status.SKIP]
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from checks.cuda_common import SAFE_GPU_ENV, expectation, parse_visible, probe_env, stack_excerpt
-from doctor.context import Context
+from dfdoctor.checks.cuda_common import SAFE_GPU_ENV, expectation, parse_visible, probe_env, stack_excerpt
+from dfdoctor.context import Context
 
 # The H200 the device run saw, plus a second GPU for ordering cases.
 ONE = [{"index": 0, "uuid": "GPU-cbd0dcec-f6da-c4cb-11d0-ddaf00afce45"}]

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import psutil
 
-from checks.cuda_init import cuda_init
-from doctor import causes
-from doctor.context import Context
-from doctor.model import Status
-from doctor.runner import run_checks
+from dfdoctor.checks.cuda_init import cuda_init
+from dfdoctor import causes
+from dfdoctor.context import Context
+from dfdoctor.model import Status
+from dfdoctor.runner import run_checks
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_TORCH = ROOT / "tests" / "fakes" / "fake_torch"

@@ -7,12 +7,12 @@ import copy
 
 import pytest
 
-from checks.cuda_common import Expectation
-from checks.cuda_init import judge
-from doctor import causes
-from doctor.context import Context
-from doctor.model import Status
-from doctor.probe import ProbeOutcome
+from dfdoctor.checks.cuda_common import Expectation
+from dfdoctor.checks.cuda_init import judge
+from dfdoctor import causes
+from dfdoctor.context import Context
+from dfdoctor.model import Status
+from dfdoctor.probe import ProbeOutcome
 
 H200 = {
     "stage": "done", "pid": 4242, "python": "/opt/torch/.venv/bin/python3",

@@ -10,11 +10,11 @@ import time
 import psutil
 import pytest
 
-from checks.cuda_nccl import _verdict, _world_size, cuda_nccl
-from checks.cuda_common import parse_visible
-from doctor import causes
-from doctor.context import Context
-from doctor.model import Status
+from dfdoctor.checks.cuda_nccl import _verdict, _world_size, cuda_nccl
+from dfdoctor.checks.cuda_common import parse_visible
+from dfdoctor import causes
+from dfdoctor.context import Context
+from dfdoctor.model import Status
 
 PYTHON = sys.executable
 

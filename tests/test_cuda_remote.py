@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-from checks.cuda_init import cuda_init
-from checks.cuda_nccl import cuda_nccl
-from doctor import Status, causes
-from doctor.context import Context
+from dfdoctor.checks.cuda_init import cuda_init
+from dfdoctor.checks.cuda_nccl import cuda_nccl
+from dfdoctor import Status, causes
+from dfdoctor.context import Context
 from infra.fixtures import Infra, infra, ssh_config_env  # noqa: F401
 
 pytestmark = pytest.mark.slow

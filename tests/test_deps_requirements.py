@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from checks.deps_requirements import read_requirements
-from checks.deps_requirements import deps_requirements
-from doctor import Status, causes
-from doctor.context import Context
+from dfdoctor.checks.deps_requirements import read_requirements
+from dfdoctor.checks.deps_requirements import deps_requirements
+from dfdoctor import Status, causes
+from dfdoctor.context import Context
 
 BASE_PY = str(Path(sys.base_prefix) / "bin" / "python3")
 PY39 = "/root/.pyenv/versions/3.9.18/bin/python"

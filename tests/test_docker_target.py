@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor import causes
+from dfdoctor import causes
 from infra.fixtures import Infra, docker_infra, infra, kill_naming, procs_naming  # noqa: F401
 
 pytestmark = pytest.mark.slow

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from doctor.model import CheckRecord, Report, Status, Verdict
-from doctor.render import html as html_render
-from doctor.render import json_
+from dfdoctor.model import CheckRecord, Report, Status, Verdict
+from dfdoctor.render import html as html_render
+from dfdoctor.render import json_
 
 sys.path.insert(0, str(Path(__file__).parent))
 from html_samples import SCRIPT_PAYLOAD, big_report, failed_launch, persistence_report  # noqa: E402
@@ -240,7 +240,7 @@ def test_verdict_state_words(state: str, word: str) -> None:
 
 def test_cli_report_renders_saved_json_as_html(tmp_path: Path, dfdoctor) -> None:
     """`dfdoctor report RESULT.json --format html` gives the page `render` gives (after masking)."""
-    from doctor.redact import Redactor
+    from dfdoctor.redact import Redactor
     import os
     rep = failed_launch()
     saved = tmp_path / "result.json"
@@ -281,7 +281,7 @@ def test_long_tables_are_cut_and_say_so() -> None:
 
 
 def test_long_timelines_and_many_findings_are_cut_and_say_so() -> None:
-    from doctor.model import Result
+    from dfdoctor.model import Result
     rep = failed_launch()
     rep.timeline = [{"t": 1796220000.0 + i, "event": "log-grew", "detail": f"{i} bytes"} for i in range(5000)]
     rep.timeline.append({"t": 1796230000.0, "event": "exit", "detail": "status 1"})

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.render import html as html_render
+from dfdoctor.render import html as html_render
 
 sys.path.insert(0, str(Path(__file__).parent))
 from browser import Chromium, find_chromium  # noqa: E402

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from checks.deps_requirements import deps_requirements
-from checks.imports_smoke import imports_smoke
-from doctor import Status, causes
-from doctor.context import Context
+from dfdoctor.checks.deps_requirements import deps_requirements
+from dfdoctor.checks.imports_smoke import imports_smoke
+from dfdoctor import Status, causes
+from dfdoctor.context import Context
 from infra.fixtures import Infra, infra, ssh_config_env  # noqa: F401
 
 SAMPLES = Path(__file__).resolve().parent / "samples"

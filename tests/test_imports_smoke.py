@@ -12,9 +12,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from checks.imports_smoke import imports_smoke
-from doctor import Status, causes
-from doctor.context import Context
+from dfdoctor.checks.imports_smoke import imports_smoke
+from dfdoctor import Status, causes
+from dfdoctor.context import Context
 
 SAMPLES = Path(__file__).resolve().parent / "samples"
 PY = sys.executable

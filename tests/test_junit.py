@@ -2,8 +2,8 @@
 
 import xml.etree.ElementTree as ET
 
-from doctor.model import CheckRecord, Report, Status, Verdict
-from doctor.render import render
+from dfdoctor.model import CheckRecord, Report, Status, Verdict
+from dfdoctor.render import render
 
 
 def _report(state, cause=None, mode="launch"):

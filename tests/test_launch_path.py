@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from doctor import causes
-from doctor.context import Context
-from doctor.model import Status
-from doctor.targets.launchpath import analyse
-from doctor.targets.shell import ShellSyntaxError, parse, quote, tokenize
+from dfdoctor import causes
+from dfdoctor.context import Context
+from dfdoctor.model import Status
+from dfdoctor.targets.launchpath import analyse
+from dfdoctor.targets.shell import ShellSyntaxError, parse, quote, tokenize
 
 SEED = "ssh root@HOST 'pct exec 200 -- nohup python train.py > /workspace/train.log 2>&1 &'"
 SEED_T = "ssh -t root@HOST 'pct exec 200 -- nohup python train.py > /workspace/train.log 2>&1 &'"
@@ -165,7 +165,7 @@ def test_corrected_line_really_runs_through_ssh_and_pct_shims(tmp_path):
 
 
 def test_check_yields_hops_table_and_findings():
-    from checks.launch_path import launch_path
+    from dfdoctor.checks.launch_path import launch_path
     ctx = Context(shell_command=SEED_T)
     results = list(launch_path.run(ctx))
     assert {r.cause for r in results if r.status == Status.FAIL} == {causes.LOG_ELSEWHERE,
@@ -177,7 +177,7 @@ def test_check_yields_hops_table_and_findings():
 
 
 def test_check_reads_the_launcher_file(tmp_path):
-    from checks.launch_path import launch_path
+    from dfdoctor.checks.launch_path import launch_path
     (tmp_path / "go.sh").write_text("cd /w\npython t.py > out.log 2>&1\n")
     results = list(launch_path.run(Context(launcher=tmp_path / "go.sh", cwd=tmp_path)))
     assert any("not joined" in r.summary for r in results)

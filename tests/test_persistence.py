@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from doctor import causes
-from doctor.context import Context
-from doctor.model import Status
-from doctor.targets import parse_target, persistence, strategies, transport
+from dfdoctor import causes
+from dfdoctor.context import Context
+from dfdoctor.model import Status
+from dfdoctor.targets import parse_target, persistence, strategies, transport
 from infra.fixtures import Infra, infra, ssh_config_env  # noqa: F401
 
 pytestmark = pytest.mark.slow
@@ -84,7 +84,7 @@ def test_matrix_matches_independent_heartbeats(ssh_config_env, scratch):
 def test_check_reports_matrix_recommends_and_remembers(ssh_config_env, tmp_path, monkeypatch):
     infra = ssh_config_env
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    from checks.persistence import persistence_session
+    from dfdoctor.checks.persistence import persistence_session
     cfg = {"checks": {"persistence.session": {"strategies": ["nohup-setsid-f-wait", "amp", "nohup-bare"]}}}
     ctx = Context(target=infra.pct_target, python="python3", command=["python3", "-u", "train.py"],
                   log=Path("/workspace/train.log"), config=cfg)
@@ -132,7 +132,7 @@ def test_kill_everything_session_only_a_handoff_survives(ssh_config_env):
 
 def test_nothing_survives_is_a_failure_with_the_cause(ssh_config_env, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    from checks.persistence import persistence_session
+    from dfdoctor.checks.persistence import persistence_session
     cfg = {"checks": {"persistence.session": {"strategies": ["nohup-setsid-f", "amp"]}}}
     results = persistence_session.run(Context(target="ssh://dfdoctor-killall", python="python3", config=cfg))
     f = [r for r in results if r.status == Status.FAIL]
@@ -142,7 +142,7 @@ def test_nothing_survives_is_a_failure_with_the_cause(ssh_config_env, tmp_path, 
 def test_pty_exhaustion_is_named(ssh_config_env, tmp_path, monkeypatch):
     infra = ssh_config_env
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    from checks.persistence import persistence_session
+    from dfdoctor.checks.persistence import persistence_session
     cfg = {"checks": {"persistence.session": {"strategies": ["tmux", "nohup-setsid-f"]}}}
     ctx = Context(target=f"pct://root@127.0.0.1:{infra.port}/{infra.vmid_pty1}", python="python3", config=cfg)
     results = persistence_session.run(ctx)
@@ -153,7 +153,7 @@ def test_pty_exhaustion_is_named(ssh_config_env, tmp_path, monkeypatch):
 def test_sentinels_cleaned_up_when_the_probe_is_killed(ssh_config_env):
     """SIGKILL the probe mid-experiment: the watchdog session on the target sees EOF and stops everything."""
     infra = ssh_config_env
-    code = ("import sys; from doctor.targets import parse_target, persistence; "
+    code = ("import sys; from dfdoctor.targets import parse_target, persistence; "
             "persistence.run(parse_target(sys.argv[1]), only=['nohup-setsid-f', 'tmux', 'amp'])")
     p = subprocess.Popen([sys.executable, "-c", code, infra.pct_target], env=infra.env(), start_new_session=True,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

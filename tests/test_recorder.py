@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from doctor import recorder, rundir
+from dfdoctor import recorder, rundir
 
 RECORDER = Path(recorder.__file__)
 
@@ -75,7 +75,7 @@ def test_spawn_failure_is_recorded_not_raised(tmp_path):
 
 def test_recorder_imports_only_the_standard_library():
     text = RECORDER.read_text()
-    assert "from doctor" not in text and "from ." not in text and "import doctor" not in text
+    assert "from dfdoctor" not in text and "from ." not in text and "import dfdoctor" not in text
     out = subprocess.run([sys.executable, "-I", "-S", "-c", f"import runpy; runpy.run_path({str(RECORDER)!r})"],
                          capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from doctor.model import Report
-from doctor.redact import MASK, Redactor, name_looks_secret
+from dfdoctor.model import Report
+from dfdoctor.redact import MASK, Redactor, name_looks_secret
 
 sys.path.insert(0, str(Path(__file__).parent))
 from html_samples import failed_launch  # noqa: E402
@@ -162,7 +162,7 @@ def test_report_learns_secrets_from_the_report_itself() -> None:
 
 def test_every_output_format_is_masked(tmp_path: Path) -> None:
     """The lead's emit() masks before rendering: text, json, junit and html all come out clean."""
-    from doctor import cli_common
+    from dfdoctor import cli_common
     rep = failed_launch(stderr_extra=f"login failed for {HF}\n-----BEGIN RSA PRIVATE KEY-----\nMIIEsecret\n"
                                      f"-----END RSA PRIVATE KEY-----\npostgres://a:{PW}@db/x\n")
     rep.checks[5].details = f"HF_TOKEN={HF}"

@@ -12,11 +12,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from doctor.context import Context
-from doctor.model import Status
-from doctor.probe import run_on_target, run_probe
-from doctor.targets import Target, parse_target
-from doctor.targets import transport
+from dfdoctor.context import Context
+from dfdoctor.model import Status
+from dfdoctor.probe import run_on_target, run_probe
+from dfdoctor.targets import Target, parse_target
+from dfdoctor.targets import transport
 from infra.fixtures import Infra, infra, ssh_config_env  # noqa: F401
 
 HOSTILE = ["plain", "two words", "it's", '"dq"', "$(touch /tmp/dfdoctor-pwned)", "; touch /tmp/dfdoctor-pwned",
@@ -131,7 +131,7 @@ def test_hung_remote_probe_gives_stacks_and_leaves_nothing(ssh_config_env):
 def test_remote_probe_killed_when_dfdoctor_goes_away(ssh_config_env):
     """The bootstrap reads EOF on stdin when the local side dies, and kills the probe's whole group."""
     infra = ssh_config_env
-    from doctor.targets import remote_probe
+    from dfdoctor.targets import remote_probe
     probe = Path(__file__).parent / "infra" / "echo_probe.py"
     argv = transport.wrap(parse_target(infra.pct_target), ["python3", "-c", remote_probe.LOADER])
     p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -167,7 +167,7 @@ def test_unreachable_host_is_a_finding_in_sshs_words(dfdoctor, infra):
 
 def test_reachable_target_and_missing_python(ssh_config_env, dfdoctor):
     infra = ssh_config_env
-    from checks.target_reachable import target_reachable
+    from dfdoctor.checks.target_reachable import target_reachable
     r = target_reachable.run(Context(target=infra.pct_target, python="python3"))
     assert r[0].status == Status.OK and r[0].data["python"] == "/usr/bin/python3"
     r = target_reachable.run(Context(target=infra.pct_target, python="python9"))
@@ -201,7 +201,7 @@ def test_two_runs_never_share_or_close_each_others_connection(ssh_config_env):
     """Another dfdoctor run closing its connection must not cut this run's commands (seen with one socket)."""
     infra = ssh_config_env
     t = parse_target(infra.ssh_target)
-    code = ("import sys, time; from doctor.targets import parse_target, transport\n"
+    code = ("import sys, time; from dfdoctor.targets import parse_target, transport\n"
             "with transport.connected(parse_target(sys.argv[1])):\n    print('up', flush=True); time.sleep(1.5)\n")
     other = subprocess.Popen([sys.executable, "-c", code, str(t)], stdout=subprocess.PIPE, text=True,
                              env=infra.env())
@@ -278,7 +278,7 @@ def test_provisioning_leaves_no_daemon_holding_its_lock(infra):
 def test_a_child_that_never_reads_its_stdin_cannot_stall_a_probe():
     """A probe's stdin (the remote bootstrap and its payload) is fed without blocking: a child that never reads
     it, like an ssh still connecting or a hung docker daemon, is ended at the deadline like any other."""
-    from doctor.probe import run_command
+    from dfdoctor.probe import run_command
 
     t = time.monotonic()
     out = run_command(["sleep", "30"], timeout=1.0, stdin_data=b"x" * (4 << 20), stack_signal=None)

@@ -16,13 +16,13 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def trainer(*args: str, timeout: float = 240, env: dict | None = None) -> subprocess.CompletedProcess:
-    """Run `python -m trainer ARGS` from the repository root."""
-    return subprocess.run([sys.executable, "-m", "trainer", *args], cwd=REPO, capture_output=True, text=True,
+    """Run `python -m dfdoctor.trainer ARGS` from the repository root."""
+    return subprocess.run([sys.executable, "-m", "dfdoctor.trainer", *args], cwd=REPO, capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})})
 
 
 def test_help_names_the_guard_options() -> None:
-    """`python -m trainer --help` works and documents the guard switch."""
+    """`python -m dfdoctor.trainer --help` works and documents the guard switch."""
     r = trainer("--help", timeout=30)
     assert r.returncode == 0, r.stderr
     assert "--no-compile-guard" in r.stdout and "--preset" in r.stdout
@@ -30,7 +30,7 @@ def test_help_names_the_guard_options() -> None:
 
 def test_block_diffusion_mask() -> None:
     """A block sees target context up to its anchor and all of its own block, nothing else."""
-    from trainer.model import block_diffusion_mask_mod
+    from dfdoctor.trainer.model import block_diffusion_mask_mod
     import torch
 
     T, B = 8, 4
@@ -47,7 +47,7 @@ def test_block_diffusion_mask() -> None:
 def test_flex_and_sdpa_agree_on_cpu() -> None:
     """The same mask through flex_attention (eager, no grad) and SDPA gives the same loss."""
     import torch
-    from trainer.model import Drafter, build_mask
+    from dfdoctor.trainer.model import Drafter, build_mask
 
     torch.manual_seed(0)
     flex = Drafter(40, 32, 32, 4, 1, 4, 0, "flex")
@@ -62,7 +62,7 @@ def test_flex_and_sdpa_agree_on_cpu() -> None:
 
 def test_gate_runs_compiling_steps_alone() -> None:
     """exclusive-compile: a first step on a shape never overlaps any other step; warm steps overlap."""
-    from trainer import guard
+    from dfdoctor.trainer import guard
 
     active, peak_excl, overlap_warm = [0], [0], [0]
     lock = threading.Lock()
@@ -96,7 +96,7 @@ def test_gate_runs_compiling_steps_alone() -> None:
 def test_guard_config_is_set_in_the_calling_thread() -> None:
     """apply_compile_guard turns on eager backward lowering where it is called (per thread on torch 2.13)."""
     import torch._functorch.config as fconfig
-    from trainer import guard
+    from dfdoctor.trainer import guard
 
     seen = {}
 

@@ -20,7 +20,7 @@ def test_launch_then_status_names_the_race(tmp_path: Path) -> None:
     launched = subprocess.run(
         [DFDOCTOR, "launch", "--cwd", str(tmp_path), "--log", str(log), "--only", "log.*", "--watch", "60",
          "--format", "json", "--output", str(tmp_path / "launch.json"), "--",
-         sys.executable, "-m", "trainer", "--preset", "race", "--no-compile-guard", "--out", str(tmp_path / "ck")],
+         sys.executable, "-m", "dfdoctor.trainer", "--preset", "race", "--no-compile-guard", "--out", str(tmp_path / "ck")],
         cwd=tmp_path, capture_output=True, text=True, timeout=180)
     report = json.loads((tmp_path / "launch.json").read_text())
     run_id = report["run"]["id"]

@@ -1,4 +1,4 @@
-"""`python -m trainer`."""
+"""`python -m dfdoctor.trainer`."""
 
 import sys
 

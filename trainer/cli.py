@@ -1,4 +1,4 @@
-"""`python -m trainer`: command-line options over the presets."""
+"""`python -m dfdoctor.trainer`: command-line options over the presets."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from .guard import GUARDS
 def parse(argv: Optional[list[str]] = None) -> argparse.Namespace:
     """Parse the trainer's options."""
     p = argparse.ArgumentParser(
-        prog="python -m trainer",
+        prog="python -m dfdoctor.trainer",
         description="Train DFlash-style block-diffusion drafters (flex_attention + block mask, torch.compile) "
                     "in several threads of one process, against a small frozen target model.")
     p.add_argument("--preset", choices=sorted(PRESETS), default="tiny",

@@ -8,4 +8,4 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 LOG=${TRAINER_LOG:-runs/trainer.log}
 mkdir -p "$(dirname "$LOG")"
-exec "$PYTHON" -u -m trainer "$@" >> "$LOG" 2>&1
+exec "$PYTHON" -u -m dfdoctor.trainer "$@" >> "$LOG" 2>&1

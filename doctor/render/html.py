@@ -21,9 +21,10 @@ import jinja2
 from markupsafe import Markup, escape
 
 from .. import __version__
+from .. import templates as templates_package
 from ..model import PROBLEMS, CheckRecord, Report, Status
 
-TEMPLATES = Path(__file__).resolve().parent.parent.parent / "templates"
+TEMPLATES = Path(templates_package.__file__).resolve().parent
 
 # Size budgets, in characters of escaped HTML, shared by all checks: 100 checks with 1 MiB of captured output
 # stay well under 2 MB. Small texts get all they need; the big ones split what is left (see `fair_shares`).
@@ -334,7 +335,7 @@ def counts(checks: list[CheckRecord]) -> list[tuple[str, str, int]]:
 
 @lru_cache(maxsize=1)
 def _environment() -> jinja2.Environment:
-    """The Jinja2 environment: templates/ next to the doctor package, autoescaping on, strict about names."""
+    """The Jinja2 environment: the `dfdoctor.templates` package, autoescaping on, strict about names."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              finalize=clean)

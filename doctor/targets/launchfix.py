@@ -5,7 +5,7 @@ from __future__ import annotations
 import posixpath
 from typing import Optional
 
-from doctor import causes
+from dfdoctor import causes
 
 from .hops import LOCAL, Analysis, Finding, Frame, Job, add_finding, base, is_python, unbuffered
 from .shell import join, quote

@@ -12,7 +12,7 @@ import os
 import posixpath
 from typing import Optional
 
-from doctor import causes
+from dfdoctor import causes
 
 from .hops import (BUILTINS, LOCAL, NOT_A_JOB, SHELLS, SSH_OPTS_WITH_ARG, WRAPPERS, Analysis, Fd, Finding, Frame,
                    Hop, Job, add_finding, base, is_python)  # noqa: F401 (Finding: re-exported)

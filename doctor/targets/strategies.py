@@ -109,10 +109,10 @@ def start_on_target(target_spec: str, argv: Sequence[str], log: str, *, cwd: Opt
                     python: str = "python3", strategy: Optional[str] = None, timeout: float = 20.0):
     """Start argv detached on the target with `strategy` (default: the remembered best, see `auto_line`).
 
-    Returns the `doctor.probe.ProbeOutcome` of the starting session (it returns at once when the strategy
+    Returns the `dfdoctor.probe.ProbeOutcome` of the starting session (it returns at once when the strategy
     works); `outcome.extra["line"]` is the exact line that ran there.
     """
-    from doctor.probe import run_command  # the engine's killable runner; imported late (it imports targets)
+    from dfdoctor.probe import run_command  # the engine's killable runner; imported late (it imports targets)
 
     from . import parse_target, transport
     target = parse_target(target_spec)

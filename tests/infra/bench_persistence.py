@@ -14,7 +14,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 os.environ.setdefault("DFDOCTOR_SSH_CONFIG", "/var/lib/dfdoctor-infra/ssh_config")
 
-from doctor.targets import parse_target, persistence, transport  # noqa: E402
+from dfdoctor.targets import parse_target, persistence, transport  # noqa: E402
 
 
 def once(spec: str, shared: bool) -> float:

@@ -12,9 +12,9 @@ from pathlib import Path
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 os.environ.setdefault("DFDOCTOR_SSH_CONFIG", "/var/lib/dfdoctor-infra/ssh_config")
 
-from doctor.context import Context  # noqa: E402
-from doctor.probe import run_probe  # noqa: E402
-from doctor.targets import parse_target, transport  # noqa: E402
+from dfdoctor.context import Context  # noqa: E402
+from dfdoctor.probe import run_probe  # noqa: E402
+from dfdoctor.targets import parse_target, transport  # noqa: E402
 
 PROBE = Path(__file__).with_name("echo_probe.py")
 TARGETS = ["local", "lxc://200", "ssh://root@127.0.0.1:47022", "pct://root@127.0.0.1:47022/200"]

@@ -6,7 +6,7 @@ limit of 1024 ends a run with "Too many open files" hours in. The check reads th
 
 import resource
 
-from doctor import check, ok, warn
+from dfdoctor import check, ok, warn
 
 ENOUGH = 65536
 

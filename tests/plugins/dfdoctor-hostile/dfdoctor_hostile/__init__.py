@@ -5,7 +5,7 @@ import subprocess
 import sys
 import time
 
-from doctor import check, ok
+from dfdoctor import check, ok
 
 
 def _note_pid(pid: int) -> None:
