@@ -48,7 +48,8 @@ def _one(target: str, cwd: str, host_side: Path, local: Path, delay: float, env:
 
 def _look_cost(target: str, remote_dir: str, n: int = 10) -> float:
     """Median seconds of one look at a run folder on the target, over one shared ssh connection."""
-    from dfdoctor.targets import parse_target, remote_run, transport
+    from dfdoctor.targets import parse_target, transport
+    from dfdoctor.launch import remote_run
     times = []
     with transport.connected(parse_target(target)):
         for _ in range(n):

@@ -5,7 +5,7 @@ Two parts. Statically, it reads (never imports) the launched script or package a
 reproduction (checks/probes/compile_race_probe.py: barrier-started threads, forward + backward, recompiles)
 a few times without a guard and as many with the guard, and says how often and how fast the race came and
 whether the guard held. A reproduction that stops progressing is ended at its deadline; its threads' stacks
-are classified (`dfdoctor.stackclass`), so a deadlock is named, not just timed out.
+are classified (`dfdoctor.diagnose.stackclass`), so a deadlock is named, not just timed out.
 
 Settings ([tool.dfdoctor.checks."compile.race"]): reproduce = "auto" | "always" | "never" (auto: only when the
 script compiles in threads), runs (3), threads (4), backend ("race" | "inductor" | "flex"), device ("cpu"),
@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from dfdoctor import cache, causes, check, fail, ok, skip, warn
-from dfdoctor.commandline import spec_for
+from dfdoctor.diagnose.stackclass import COMPILE_GUARD_FIX, classify, summarize
+from dfdoctor.launchline.commandline import spec_for
 from dfdoctor.probe import ProbeOutcome, run_command, run_probe, unreached
-from dfdoctor.stackclass import COMPILE_GUARD_FIX, classify, summarize
 
 CHECK_ID = "compile.race"
 MAX_FILES = 200

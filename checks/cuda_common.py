@@ -28,7 +28,7 @@ def _launch_env(ctx) -> dict[str, str]:
     if not ctx.command and not ctx.launcher:
         return {}
     try:
-        from dfdoctor.commandline import spec_for
+        from dfdoctor.launchline.commandline import spec_for
         return dict(spec_for(ctx).env)
     except Exception:  # an unparsable command is another check's finding; here it just adds nothing
         return {}

@@ -14,8 +14,15 @@ from dfdoctor import causes, check, fail, ok, skip, warn
 from dfdoctor.model import Result
 from dfdoctor.probe import ProbeOutcome, run_probe, unreached
 
-from .cuda_common import (Expectation, Visibility, expectation, innermost_frame, parse_visible, probe_env,
-                          stack_excerpt)
+from .cuda_common import (
+    Expectation,
+    Visibility,
+    expectation,
+    innermost_frame,
+    parse_visible,
+    probe_env,
+    stack_excerpt,
+)
 
 DEFAULT_TIMEOUT = 60.0
 # Other processes may hold this much of a GPU before we warn (our own context takes ~0.5 GiB of it).

@@ -24,7 +24,14 @@ from dfdoctor import causes, check, error, fail, ok, skip
 from dfdoctor.model import Result
 from dfdoctor.probe import ProbeOutcome, run_probe, unreached
 
-from .cuda_common import Visibility, expectation, innermost_frame, parse_visible, probe_env, stack_excerpt
+from .cuda_common import (
+    Visibility,
+    expectation,
+    innermost_frame,
+    parse_visible,
+    probe_env,
+    stack_excerpt,
+)
 
 DEFAULT_TIMEOUT = 120.0
 STAGES = ("start", "import torch", "rendezvous", "cuda device", "injected failure before init_process_group",

@@ -15,15 +15,14 @@ import json
 import os
 import re
 import shlex
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
 
 import packaging
-
+import tomllib
 from dfdoctor import Result, causes, check, error, fail, ok, skip, warn
-from dfdoctor.commandline import spec_for
+from dfdoctor.launchline.commandline import spec_for
 from dfdoctor.probe import run_probe, unreached
 from dfdoctor.targets import parse_target
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from dfdoctor import Result, causes, check, error, fail, ok, skip, warn
-from dfdoctor.commandline import LaunchSpec, spec_for
+from dfdoctor.launchline.commandline import LaunchSpec, spec_for
 from dfdoctor.probe import ProbeOutcome, run_probe, unreached
 from dfdoctor.targets import parse_target
 

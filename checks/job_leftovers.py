@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 from dfdoctor import check, ok, skip, warn
+from dfdoctor.launch.rundir import load
 from dfdoctor.probe import run_probe, unreached
-from dfdoctor.rundir import load
 
 from .probes.leftovers_probe import still_running
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from dfdoctor.launchline.launchpath import Analysis, analyse, read_launcher
+from dfdoctor.launchline.shell import join
 from dfdoctor.model import Result, fail, ok, skip, warn
 from dfdoctor.registry import check
-from dfdoctor.targets.launchpath import Analysis, analyse, read_launcher
-from dfdoctor.targets.shell import join
 
 
 @check("launch.path", title="Launch line, hop by hop", phases=("pre",), timeout=10)

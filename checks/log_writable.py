@@ -97,7 +97,7 @@ def _buffering(ctx, log: Path):
     if ctx.no_redirect or not ctx.command or ctx.phase != "pre":
         return  # after the launch, the launch's own diagnosis says whether the log really stayed empty
     try:
-        from dfdoctor.commandline import parse
+        from dfdoctor.launchline.commandline import parse
         spec = parse(ctx.command, ctx.cwd)
     except Exception:
         return

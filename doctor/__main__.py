@@ -1,3 +1,3 @@
-from .cli import entry
+from dfdoctor.cli.main import entry
 
 entry()

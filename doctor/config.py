@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import fnmatch
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from .model import CheckRecord
+import tomllib
+from dfdoctor.model import CheckRecord
 
 KNOWN_KEYS = {"fail-on", "timeout", "only", "skip", "silence", "checks", "watch", "keep-runs"}
 

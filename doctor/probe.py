@@ -21,12 +21,10 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import dfdoctor.checks.probes as _probes_pkg
-
-from . import causes
-from .capture import DEFAULT_LIMIT, CappedBuffer
-from .model import Result, error
-from .targets import Target, parse_target
-from .targets import remote_probe, transport
+from dfdoctor import causes
+from dfdoctor.capture import DEFAULT_LIMIT, CappedBuffer
+from dfdoctor.model import Result, error
+from dfdoctor.targets import Target, parse_target, remote_probe, transport
 
 PROBES_DIR = Path(_probes_pkg.__file__).resolve().parent
 STACK_GRACE_S = 0.7  # time between SIGUSR1 (dump stacks) and SIGKILL

@@ -6,8 +6,8 @@ import sys
 import time
 from typing import Optional, TextIO
 
-from .model import CheckRecord
-from .registry import Check
+from dfdoctor.model import CheckRecord
+from dfdoctor.registry import Check
 
 
 class Progress:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
 from urllib.parse import quote
 
 if TYPE_CHECKING:
-    from .model import Report
+    from dfdoctor.model import Report
 
 MASK = "***"
 
@@ -257,7 +257,9 @@ class Redactor:
 
     def report(self, report: "Report") -> "Report":
         """A masked copy of `report`; the original is left untouched."""
-        from .model import Report  # late: keeps this module importable by the stdlib-only recorder
+        from dfdoctor.model import (
+            Report,  # late: keeps this module importable by the stdlib-only recorder
+        )
 
         doc = report.to_dict()
         # Secrets the report itself reveals by name (the job's environment, a target's env dump) are masked

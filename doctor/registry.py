@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Callable, Iterable, Iterator, Optional, Union
 
-from .model import Result
+from dfdoctor.model import Result
 
 ENTRY_POINT_GROUP = "dfdoctor.checks"
 PHASES = ("pre", "post")

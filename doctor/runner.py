@@ -19,11 +19,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import psutil
-
-from .capture import DEFAULT_LIMIT, CappedBuffer
-from .model import CheckRecord, Result, Status
-from .recorder import become_subreaper
-from .registry import Check
+from dfdoctor.capture import DEFAULT_LIMIT, CappedBuffer
+from dfdoctor.launch.recorder import become_subreaper
+from dfdoctor.model import CheckRecord, Result, Status
+from dfdoctor.registry import Check
 
 # A worker may overrun its check's timeout by this much to report a probe that timed out inside it.
 WRAP_UP_S = 1.5

@@ -157,12 +157,13 @@ def test_verbose_shows_durations_and_details(project):
 
 
 def test_internal_bug_exits_3_with_traceback_file(monkeypatch, tmp_path, capsys):
-    from dfdoctor import cli, cli_common
+    from dfdoctor.cli import main as cli
+    from dfdoctor import engine
 
     def boom(*a, **k):
         raise RuntimeError("simulated bug")
 
-    monkeypatch.setattr(cli_common, "discover", boom)
+    monkeypatch.setattr(engine, "discover", boom)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.chdir(tmp_path)
     assert cli.run(["check"]) == 3
@@ -190,7 +191,7 @@ def test_output_to_a_device_or_symlink_is_written_through(project):
 
 
 def test_formats_pair_with_outputs_by_extension_whatever_the_order(project):
-    from dfdoctor.cli_common import pair_outputs
+    from dfdoctor.cli.options import pair_outputs
     assert pair_outputs(("text", "json", "html"), ("a.json", "a.html")) == [
         ("json", "a.json"), ("html", "a.html"), ("text", None)]
     assert pair_outputs(("json", "junit"), ("o.json", "o.xml")) == [("json", "o.json"), ("junit", "o.xml")]

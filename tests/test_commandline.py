@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dfdoctor.commandline import parse, parse_launcher, parse_line
+from dfdoctor.launchline.commandline import parse, parse_launcher, parse_line
 
 PY = str(Path(sys.executable))
 

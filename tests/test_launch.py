@@ -166,7 +166,7 @@ def test_post_checks_report_leftovers_and_resources(work):
 
 def test_compile_deadlock_from_the_stacks_of_a_silent_job(work):
     """The GPU-only lock cycle, re-enacted on the CPU with stand-ins named like torch's frames (see
-    tests/jobs/deadlock_fake/): launch hands py-spy's stacks to dfdoctor.stackclass."""
+    tests/jobs/deadlock_fake/): launch hands py-spy's stacks to dfdoctor.diagnose.stackclass."""
     proc, rep = launch(work, *job("compile_deadlock.py"), watch=3)
     assert proc.returncode == 1
     assert rep["verdict"]["cause"] == "compile-deadlock", text_of(rep)
@@ -262,7 +262,7 @@ def test_leftovers_never_name_a_recycled_pid_or_a_zombie():
     import sys
 
     from dfdoctor.checks.probes.leftovers_probe import still_running
-    from dfdoctor.recorder import proc_start_time
+    from dfdoctor.launch.recorder import proc_start_time
 
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     zombie = subprocess.Popen(["true"])

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from dfdoctor import rundir
-from dfdoctor.recorder import proc_start_time
+from dfdoctor.launch import rundir
+from dfdoctor.launch.recorder import proc_start_time
 from jobs.harness import DFDOCTOR, job, job_env, kill_runs, launch, status, text_of, wait_for
 
 

@@ -7,7 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dfdoctor import recorder, rundir
+from dfdoctor.launch import recorder
+
+from dfdoctor.launch import rundir
 
 RECORDER = Path(recorder.__file__)
 

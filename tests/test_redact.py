@@ -162,12 +162,12 @@ def test_report_learns_secrets_from_the_report_itself() -> None:
 
 def test_every_output_format_is_masked(tmp_path: Path) -> None:
     """The lead's emit() masks before rendering: text, json, junit and html all come out clean."""
-    from dfdoctor import cli_common
+    from dfdoctor import engine
     rep = failed_launch(stderr_extra=f"login failed for {HF}\n-----BEGIN RSA PRIVATE KEY-----\nMIIEsecret\n"
                                      f"-----END RSA PRIVATE KEY-----\npostgres://a:{PW}@db/x\n")
     rep.checks[5].details = f"HF_TOKEN={HF}"
     outs = {fmt: tmp_path / f"out.{fmt}" for fmt in ("text", "json", "junit", "html")}
-    cli_common.emit(rep, [(f, str(p)) for f, p in outs.items()], verbose=True, env=ENV)
+    engine.emit(rep, [(f, str(p)) for f, p in outs.items()], verbose=True, env=ENV)
     for fmt, path in outs.items():
         body = path.read_text()
         assert "flash_attn" in body, fmt  # the report itself is there...

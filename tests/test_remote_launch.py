@@ -13,7 +13,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from dfdoctor import causes, rundir
+from dfdoctor import causes
+
+from dfdoctor.launch import rundir
 from infra.fixtures import Infra, growing, infra, kill_naming, procs_naming  # noqa: F401
 
 pytestmark = pytest.mark.slow

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 
-from dfdoctor import rundir
+from dfdoctor.launch import rundir
 
 
 def test_unreachable_target_is_a_finding_not_a_crash(tmp_path, dfdoctor):
@@ -40,9 +40,9 @@ def test_fetch_script_reads_liveness_fds_and_stacks(tmp_path):
     import subprocess
     import sys
 
-    from dfdoctor.launch_remote import live_facts
-    from dfdoctor.recorder import proc_start_time
-    from dfdoctor.targets.remote_run import FETCH
+    from dfdoctor.launch.remote import live_facts
+    from dfdoctor.launch.recorder import proc_start_time
+    from dfdoctor.launch.remote_run import FETCH
 
     elsewhere = tmp_path / "elsewhere.log"
     with open(elsewhere, "w") as out:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from dfdoctor import causes
-from dfdoctor.stackclass import classify, parse, summarize
+from dfdoctor.diagnose.stackclass import classify, parse, summarize
 
 RESULTS = Path(__file__).resolve().parent.parent / "bench" / "results"
 # Captured on an H200 (torch 2.11, flex_attention, 4 drafter threads, no guard): see docs/trainer.md.

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dfdoctor import rundir
+from dfdoctor.launch import rundir
 from jobs.harness import DFDOCTOR, job, job_env, kill_runs, launch, status, text_of, wait_for
 
 

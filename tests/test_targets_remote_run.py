@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from dfdoctor.targets import remote_run
+from dfdoctor.launch import remote_run
 from infra.fixtures import Infra, infra, ssh_config_env  # noqa: F401
 
 pytestmark = pytest.mark.slow

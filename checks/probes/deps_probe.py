@@ -25,8 +25,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE in sys.path:  # the probe's folder must not count as a place distributions live
     sys.path.remove(HERE)
 sys.path.insert(0, HERE)
-from _probe_support import answer, install_stack_dump  # noqa: E402
 import _pep508  # noqa: E402  (the last resort when no `packaging` loads here)
+from _probe_support import answer, install_stack_dump  # noqa: E402
 
 sys.path.remove(HERE)
 

@@ -128,8 +128,8 @@ def read(path):
     with open(path, "rb") as f:
         data = f.read()
     try:
-        import tokenize
         import io
+        import tokenize
         enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         return data.decode(enc)
     except (SyntaxError, LookupError, UnicodeDecodeError) as exc:

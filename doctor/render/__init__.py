@@ -6,7 +6,7 @@ import inspect
 from importlib import import_module
 from typing import Callable
 
-from ..model import Report
+from dfdoctor.model import Report
 
 FORMATS = ("text", "json", "junit", "html")
 _MODULES = {"text": "text", "json": "json_", "junit": "junit", "html": "html"}

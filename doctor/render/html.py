@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 import jinja2
+from dfdoctor import __version__
+from dfdoctor import templates as templates_package
+from dfdoctor.model import PROBLEMS, CheckRecord, Report, Status
 from markupsafe import Markup, escape
-
-from .. import __version__
-from .. import templates as templates_package
-from ..model import PROBLEMS, CheckRecord, Report, Status
 
 TEMPLATES = Path(templates_package.__file__).resolve().parent
 

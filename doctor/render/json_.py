@@ -2,7 +2,7 @@
 
 import json
 
-from ..model import Report
+from dfdoctor.model import Report
 
 
 def render(report: Report, verbose: bool = False) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from ..model import Report, Status
+from dfdoctor.model import Report, Status
 
 # XML 1.0 cannot carry most control characters; captured output often has them (ANSI colours, \x00).
 _XML_BAD = {i: "\ufffd" for i in range(32) if i not in (9, 10, 13)}

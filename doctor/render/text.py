@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 import textwrap
 
-from ..model import CheckRecord, Report, Status
+from dfdoctor.model import CheckRecord, Report, Status
 
 _COLOURS = {"ok": "32", "skip": "2", "warn": "33", "fail": "31", "timeout": "35", "error": "35",
             "running": "32", "failed": "31", "unknown": "33"}

@@ -16,10 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from . import Target
-from . import transport
-from .shell import quote
-from .strategies import PREFERENCE, STRATEGIES, Strategy
+from dfdoctor.launchline.shell import quote
+from dfdoctor.targets import Target, transport
+from dfdoctor.targets.strategies import PREFERENCE, STRATEGIES, Strategy
 
 BEAT_S = 0.25
 MAX_BEATS = 120  # 30 s: a sentinel never outlives the probe by long, whatever happens to dfdoctor

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
-from .shell import join, quote
+from dfdoctor.launchline.shell import join, quote
 
 # Ignore SIGHUP before forking, new session, stdin from /dev/null, output to the log: what `dfdoctor launch`
-# itself does (doctor/launch.py: spawn_detached), for targets where only python is there to do it.
+# itself does (doctor/launch/local.py: spawn_detached), for targets where only python is there to do it.
 _DFDOCTOR_DETACH = ("import os,signal,subprocess,sys;signal.signal(signal.SIGHUP,signal.SIG_IGN);"
                     "f=open(sys.argv[1],'ab');subprocess.Popen(sys.argv[2:],stdin=subprocess.DEVNULL,"
                     "stdout=f,stderr=f,start_new_session=True)")
@@ -112,9 +112,10 @@ def start_on_target(target_spec: str, argv: Sequence[str], log: str, *, cwd: Opt
     Returns the `dfdoctor.probe.ProbeOutcome` of the starting session (it returns at once when the strategy
     works); `outcome.extra["line"]` is the exact line that ran there.
     """
-    from dfdoctor.probe import run_command  # the engine's killable runner; imported late (it imports targets)
-
-    from . import parse_target, transport
+    from dfdoctor.probe import (
+        run_command,  # the engine's killable runner; imported late (it imports targets)
+    )
+    from dfdoctor.targets import parse_target, transport
     target = parse_target(target_spec)
     if strategy and strategy != "auto":
         line = BY_NAME[strategy].line(argv, log, name=f"{int(time.time())}", python=python)

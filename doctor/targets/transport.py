@@ -19,8 +19,8 @@ import tempfile
 import time
 from typing import Iterator, Optional, Sequence
 
-from . import Target
-from .shell import join, quote
+from dfdoctor.launchline.shell import join, quote
+from dfdoctor.targets import Target
 
 CONNECT_TIMEOUT_S = 8
 # The test infrastructure (and users who want one) point dfdoctor at an ssh_config of their own.

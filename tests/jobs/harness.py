@@ -73,8 +73,8 @@ def records(work: Path) -> list[Path]:
 
 def kill_runs(work: Path) -> None:
     """Kill the job (its whole process group) and the recorder of every run under `work`."""
-    from dfdoctor import rundir
-    from dfdoctor.recorder import proc_start_time
+    from dfdoctor.launch import rundir
+    from dfdoctor.launch.recorder import proc_start_time
 
     for d in records(work):
         run = rundir.load(d)
@@ -99,7 +99,7 @@ def kill_runs(work: Path) -> None:
 
 def _group(pgid: int, since_ticks: int) -> list[int]:
     """Processes in process group `pgid` started no earlier than the job (a reused pgid is not ours)."""
-    from dfdoctor.recorder import proc_start_time
+    from dfdoctor.launch.recorder import proc_start_time
 
     out = []
     for name in os.listdir("/proc"):

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 import psutil
-
-from . import rundir, stacks
-from .diagnose import LiveFacts
-from .recorder import proc_start_time
-from .rundir import RunRecord
+from dfdoctor.diagnose import stacks
+from dfdoctor.diagnose.verdict import LiveFacts
+from dfdoctor.launch import rundir
+from dfdoctor.launch.recorder import proc_start_time
+from dfdoctor.launch.rundir import RunRecord
 
 RECORDER = Path(__file__).resolve().with_name("recorder.py")
 POLL_S = 0.05  # how often the watcher reads the record: bounds the verdict's latency after a death
@@ -202,7 +202,7 @@ def observe(run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
 def _classify(text: str) -> Optional[tuple[str, str]]:
     """Ask the concurrent-compile engineer's classifier, when it is installed, whether the stacks deadlock."""
     try:
-        from . import stackclass  # type: ignore[attr-defined]
+        from dfdoctor.diagnose import stackclass  # type: ignore[attr-defined]
     except ImportError:
         return None
     try:

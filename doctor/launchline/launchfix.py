@@ -6,9 +6,18 @@ import posixpath
 from typing import Optional
 
 from dfdoctor import causes
-
-from .hops import LOCAL, Analysis, Finding, Frame, Job, add_finding, base, is_python, unbuffered
-from .shell import join, quote
+from dfdoctor.launchline.hops import (
+    LOCAL,
+    Analysis,
+    Finding,
+    Frame,
+    Job,
+    add_finding,
+    base,
+    is_python,
+    unbuffered,
+)
+from dfdoctor.launchline.shell import join, quote
 
 
 def pick_job(jobs: list[Job]) -> Optional[Job]:

@@ -12,14 +12,30 @@ from pathlib import Path
 from typing import Any, Optional
 
 import click
-
-from . import __version__
-from .cache import cache_dir
-from .cli_common import (build_context, choose_checks, emit, environment_facts, exit_code, fail_on,
-                         launch_options, now_iso, output_options, pass_opts, run_phase, target_connection,
-                         validate_outputs, verdict_from_checks)
-from .model import Report
-from .registry import discover
+from dfdoctor import __version__
+from dfdoctor.cache import cache_dir
+from dfdoctor.cli.launch import launch, status
+from dfdoctor.cli.options import (
+    launch_options,
+    output_options,
+    pass_opts,
+    validate_outputs,
+)
+from dfdoctor.engine import (
+    build_context,
+    choose_checks,
+    emit,
+    environment_facts,
+    exit_code,
+    fail_on,
+    now_iso,
+    run_phase,
+    target_connection,
+    verdict_from_checks,
+)
+from dfdoctor.errors import UsageError
+from dfdoctor.model import Report
+from dfdoctor.registry import discover
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -74,7 +90,7 @@ def _load_saved(spec: Optional[str]) -> Report:
     path = Path(spec) if spec else None
     if path is None or not path.exists():
         try:
-            from .rundir import find_run
+            from dfdoctor.launch.rundir import find_run
         except ImportError:
             raise click.UsageError(f"{spec or 'latest run'}: no such file or run") from None
         try:
@@ -103,16 +119,8 @@ def report_cmd(opts: dict[str, Any]) -> int:
     return exit_code(report, level)
 
 
-def _add_launch_commands() -> None:
-    try:
-        from .cli_launch import launch, status
-    except ImportError:
-        return
-    main.add_command(launch, "launch")
-    main.add_command(status, "status")
-
-
-_add_launch_commands()
+main.add_command(launch, "launch")
+main.add_command(status, "status")
 
 
 def _crash_file() -> Path:
@@ -136,6 +144,9 @@ def run(argv: Optional[list[str]] = None) -> int:
         return 130
     except click.UsageError as exc:
         click.echo(f"dfdoctor: error: {exc.format_message()}", err=True)
+        return 2
+    except UsageError as exc:
+        click.echo(f"dfdoctor: error: {exc}", err=True)
         return 2
     except click.ClickException as exc:
         click.echo(f"dfdoctor: error: {exc.format_message()}", err=True)

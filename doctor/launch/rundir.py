@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from .recorder import proc_start_time, read_text
+from dfdoctor.launch.recorder import proc_start_time, read_text
 
 RUNS_SUBDIR = Path(".dfdoctor") / "runs"
 DEFAULT_KEEP = 20
@@ -258,7 +258,7 @@ MIRRORED = ("record.jsonl", "heartbeat", "recorder.out", "stdout.log", "stderr.l
 
 
 def mirror(run_dir: Path, answer: dict[str, Any]) -> None:
-    """Copy what a session on the target fetched (`dfdoctor.targets.remote_run.fetch`) into the local run folder.
+    """Copy what a session on the target fetched (`dfdoctor.launch.remote_run.fetch`) into the local run folder.
 
     Each file is replaced atomically, so a reader never sees half of one; a file the answer lacks is kept.
     """

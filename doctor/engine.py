@@ -1,75 +1,32 @@
-"""What the commands share: options, building the Context, choosing checks, the verdict of a check run,
-writing every requested output, and the exit code."""
+"""The check pipeline: build the context, choose the checks, run a phase, reduce the records to one verdict,
+mask, emit, and the exit code. The CLI calls it; bad input raises `UsageError` (exit 2)."""
 
 from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import functools
 import os
 import platform
 import shutil
 import socket
 import sys
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Iterator, Optional
 
-import click
-
-from . import causes
-from .config import Config, ConfigError, apply_silences, load
-from .context import Context
-from .model import PROBLEMS, CheckRecord, Report, Status, Verdict
-from .progress import Progress
-from .registry import Check, discover, select, unmatched
-from .render import EXTENSIONS, FORMATS, render
-from .runner import run_checks
+from dfdoctor import causes
+from dfdoctor.config import Config, ConfigError, apply_silences, load
+from dfdoctor.context import Context
+from dfdoctor.errors import UsageError
+from dfdoctor.model import PROBLEMS, CheckRecord, Report, Status, Verdict
+from dfdoctor.progress import Progress
+from dfdoctor.registry import Check, discover, select, unmatched
+from dfdoctor.render import render
+from dfdoctor.runner import run_checks
 
 
 def now_iso() -> str:
     """The current time as ISO-8601 with the UTC offset."""
     return _dt.datetime.now(_dt.timezone.utc).astimezone().isoformat(timespec="seconds")
-
-
-def output_options(f: Callable) -> Callable:
-    """--format/--output/--fail-on/-v: how results are written and judged."""
-    for deco in reversed([
-        click.option("--format", "formats", multiple=True, type=click.Choice(FORMATS),
-                     help="Output format; repeatable. Each pairs with the --output whose extension names it, else by "
-                          "position; one may go to the terminal (default: text)."),
-        click.option("--output", "outputs", multiple=True, type=click.Path(dir_okay=False),
-                     help="File to write a --format to; repeatable. A lone --output takes the format its extension "
-                          "names (.json, .xml, .html, .txt)."),
-        click.option("--fail-on", type=click.Choice(["error", "warn"]), default=None,
-                     help="Which status makes the exit code 1 (default: error = fail, error or timeout)."),
-        click.option("-v", "--verbose", is_flag=True, help="Show details, evidence and durations."),
-    ]):
-        f = deco(f)
-    return f
-
-
-def launch_options(f: Callable) -> Callable:
-    """The options that describe a launch, shared by `check` and `launch`."""
-    for deco in reversed([
-        click.option("--log", type=click.Path(), help="The log file the user will look at."),
-        click.option("--requirements", "requirements", multiple=True, type=click.Path(),
-                     help="Requirements file to verify in the training interpreter; repeatable."),
-        click.option("--shell-command", help="The exact line the user types to launch (analysed hop by hop)."),
-        click.option("--launcher", type=click.Path(), help="A launcher shell script, followed to its Python command."),
-        click.option("--require-gpu", is_flag=True, help="A missing or unusable GPU is a failure, not a skip."),
-        click.option("--cwd", type=click.Path(), default=None, help="The job's working directory (default: here)."),
-        click.option("--python", "python", help="The training interpreter (default: the one COMMAND names)."),
-        click.option("--target", default="local", show_default=True,
-                     help="Where the job runs: local, ssh://[user@]host[:port], pct://[user@]host[:port]/VMID, "
-                          "lxc://NAME, docker://CONTAINER."),
-        click.option("--only", multiple=True, help="Run only checks whose id matches this glob; repeatable."),
-        click.option("--skip", multiple=True, help="Do not run checks whose id matches this glob; repeatable."),
-        click.option("--timeout", type=click.FloatRange(min=0.1), default=None,
-                     help="Time limit of one check in seconds (default: each check's own)."),
-        output_options,
-    ]):
-        f = deco(f)
-    return f
 
 
 def _resolve_python(spec: str, cwd: Path) -> Optional[str]:
@@ -83,7 +40,7 @@ def default_python(command: list[str], cwd: Path, launcher: Optional[Path] = Non
                    env: Optional[dict[str, str]] = None) -> str:
     """The interpreter COMMAND (or else the --launcher) names, through torchrun and launchers; else python3."""
     try:
-        from .commandline import parse, parse_launcher
+        from dfdoctor.launchline.commandline import parse, parse_launcher
         if command:
             named = parse(command, cwd, env).python
         elif launcher is not None:
@@ -98,7 +55,7 @@ def default_python(command: list[str], cwd: Path, launcher: Optional[Path] = Non
 def _named_python(command: list[str]) -> Optional[str]:
     """The interpreter word a command names, unresolved (for a target, where this machine's PATH means nothing)."""
     try:
-        from .commandline import parse
+        from dfdoctor.launchline.commandline import parse
         spec = parse(command, Path("/")) if command else None
     except Exception:
         return None
@@ -109,28 +66,28 @@ def _named_python(command: list[str]) -> Optional[str]:
 
 
 def build_context(opts: dict[str, Any], command: list[str]) -> tuple[Context, Config]:
-    """Turn CLI options and config into a Context; bad input raises click.UsageError (exit 2)."""
+    """Turn CLI options and config into a Context; bad input raises UsageError (exit 2)."""
     target = opts.get("target") or "local"
     remote = target != "local"
     if remote:
         try:
-            from .targets import parse_target
+            from dfdoctor.targets import parse_target
             parse_target(target)
         except ValueError as exc:
-            raise click.UsageError(f"--target {target}: {exc}") from None
+            raise UsageError(f"--target {target}: {exc}") from None
     # On a remote target --cwd, --python and the log are paths THERE: nothing about them is checked here.
     cwd = Path(opts.get("cwd") or os.getcwd())
     cwd = cwd if remote else cwd.resolve()
     if not remote and not cwd.is_dir():
-        raise click.UsageError(f"--cwd {opts.get('cwd')}: no such directory")
+        raise UsageError(f"--cwd {opts.get('cwd')}: no such directory")
     try:
         cfg = load(Path.cwd() if remote else cwd)
     except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     if opts.get("python"):
         python = opts["python"] if remote else _resolve_python(opts["python"], cwd)
         if python is None:
-            raise click.UsageError(f"--python {opts['python']}: no such executable interpreter")
+            raise UsageError(f"--python {opts['python']}: no such executable interpreter")
     elif remote:
         python = _named_python(command) or "python3"
     else:
@@ -140,11 +97,11 @@ def build_context(opts: dict[str, Any], command: list[str]) -> tuple[Context, Co
     for r in opts.get("requirements") or ():
         p = Path(r) if Path(r).is_absolute() else cwd / r
         if not remote and not p.is_file():
-            raise click.UsageError(f"--requirements {r}: no such file")
+            raise UsageError(f"--requirements {r}: no such file")
         reqs.append(p)
     launcher = opts.get("launcher")
     if launcher and not remote and not (cwd / launcher).is_file():
-        raise click.UsageError(f"--launcher {launcher}: no such file")
+        raise UsageError(f"--launcher {launcher}: no such file")
     timeout = opts.get("timeout")
     if timeout is None and cfg.get("timeout") is not None:
         timeout = float(cfg.get("timeout"))
@@ -163,7 +120,7 @@ def target_connection(ctx: Context) -> Iterator[None]:
     if ctx.target == "local":
         yield
         return
-    from .targets import parse_target, transport
+    from dfdoctor.targets import parse_target, transport
     with transport.connected(parse_target(ctx.target)):
         yield  # a connection that fails is reported by target.reachable and each probe, in ssh's words
 
@@ -182,7 +139,7 @@ def check_selection(opts: dict[str, Any], cfg: Config,
     missing = list(unmatched(only, checks))
     if missing:
         ids = ", ".join(c.id for c in checks)
-        raise click.UsageError(f"--only {', '.join(missing)} matches no check (checks: {ids})")
+        raise UsageError(f"--only {', '.join(missing)} matches no check (checks: {ids})")
     return only, skip_
 
 
@@ -259,49 +216,10 @@ def environment_facts(ctx: Optional[Context], records: list[CheckRecord]) -> dic
     return env
 
 
-def pair_outputs(formats: tuple[str, ...], outputs: tuple[str, ...]) -> list[tuple[str, Optional[str]]]:
-    """Pair each --format with an --output (None = the terminal).
-
-    click cannot tell how the two options were interleaved, so an output whose extension names one of the
-    requested formats takes that format first; the rest pair by position; a lone --output's format is its
-    extension; at most one format is left for the terminal.
-    """
-    free = list(formats)
-    pairs: list[tuple[str, Optional[str]]] = []
-    unpaired: list[str] = []
-    for out in outputs:
-        guess = EXTENSIONS.get(Path(out).suffix.lower())
-        if guess in free:
-            free.remove(guess)
-            pairs.append((guess, out))
-        else:
-            unpaired.append(out)
-    for out in unpaired:
-        fmt = free.pop(0) if free else EXTENSIONS.get(Path(out).suffix.lower())
-        if fmt is None:
-            raise click.UsageError(f"--output {out}: say its --format (cannot tell from the extension)")
-        pairs.append((fmt, out))
-    pairs.extend((fmt, None) for fmt in free)
-    if not pairs:
-        pairs.append(("text", None))
-    if sum(1 for _, o in pairs if o is None) > 1:
-        raise click.UsageError("only one --format can go to the terminal; give the others an --output")
-    return pairs
-
-
-def validate_outputs(opts: dict[str, Any]) -> list[tuple[str, Optional[str]]]:
-    """Check --format/--output pairing and that each output's folder exists, before any work is done."""
-    pairs = pair_outputs(tuple(opts.get("formats") or ()), tuple(opts.get("outputs") or ()))
-    for _, out in pairs:
-        if out is not None and not Path(out).resolve().parent.is_dir():
-            raise click.UsageError(f"--output {out}: its folder does not exist")
-    return pairs
-
-
 def redacted(report: Report, env: Optional[dict[str, str]] = None) -> Report:
     """The report with secrets masked (every format goes through this)."""
     try:
-        from .redact import Redactor
+        from dfdoctor.redact import Redactor
     except ImportError:
         return report
     return Redactor.from_env(dict(os.environ if env is None else env)).report(report)
@@ -342,11 +260,3 @@ def exit_code(report: Report, fail_on_level: str) -> int:
     if report.mode == "check":
         return 1 if any(counts_as_problem(r, fail_on_level) for r in report.checks) else 0
     return 0 if report.verdict.state in ("running", "ok") else 1
-
-
-def pass_opts(f: Callable) -> Callable:
-    """Collect click's keyword arguments into one dict as the first argument."""
-    @functools.wraps(f)
-    def wrapper(**kwargs: Any) -> Any:
-        return f(kwargs)
-    return wrapper

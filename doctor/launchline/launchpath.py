@@ -13,11 +13,32 @@ import posixpath
 from typing import Optional
 
 from dfdoctor import causes
-
-from .hops import (BUILTINS, LOCAL, NOT_A_JOB, SHELLS, SSH_OPTS_WITH_ARG, WRAPPERS, Analysis, Fd, Finding, Frame,
-                   Hop, Job, add_finding, base, is_python)  # noqa: F401 (Finding: re-exported)
-from .launchfix import judge, pick_job
-from .shell import Command, Pipeline, ShellSyntaxError, join, parse, quote
+from dfdoctor.launchline.hops import (
+    BUILTINS,
+    LOCAL,
+    NOT_A_JOB,
+    SHELLS,
+    SSH_OPTS_WITH_ARG,
+    WRAPPERS,
+    Analysis,
+    Fd,
+    Finding,
+    Frame,
+    Hop,  # noqa: F401 (Finding: re-exported)
+    Job,
+    add_finding,
+    base,
+    is_python,
+)
+from dfdoctor.launchline.launchfix import judge, pick_job
+from dfdoctor.launchline.shell import (
+    Command,
+    Pipeline,
+    ShellSyntaxError,
+    join,
+    parse,
+    quote,
+)
 
 __all__ = ["analyse", "read_launcher", "Analysis", "Finding", "Hop", "Job", "is_python"]
 

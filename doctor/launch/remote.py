@@ -1,7 +1,7 @@
 """The remote half of `dfdoctor launch` and `status`: the same recorder and the same rules, on a --target.
 
 The recorder travels to the target's python over stdin and starts itself detached there
-(`dfdoctor.targets.remote_run.ship_recorder`), into a run folder beside the job (`<cwd>/.dfdoctor/runs/<id>`
+(`dfdoctor.launch.remote_run.ship_recorder`), into a run folder beside the job (`<cwd>/.dfdoctor/runs/<id>`
 there). The watcher reads that folder through the transport, one short session per look, and mirrors it
 into the local run folder, so `launch.watch` and `diagnose` work on it exactly as on a local run; only
 "is it alive" comes from the target's /proc instead of ours.
@@ -13,12 +13,11 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from . import rundir
-from .diagnose import LiveFacts
-from .launch import _blocked, _classify
-from .rundir import RunRecord
-from .stacks import Stacks
-from .targets import remote_run
+from dfdoctor.diagnose.stacks import Stacks
+from dfdoctor.diagnose.verdict import LiveFacts
+from dfdoctor.launch import remote_run, rundir
+from dfdoctor.launch.local import _blocked, _classify
+from dfdoctor.launch.rundir import RunRecord
 
 POLL_S = 0.1  # between looks; each look is itself a session on the target (~0.1-0.4 s)
 RETRY_S = 0.3  # one failed look is tried again before the run counts as unreadable

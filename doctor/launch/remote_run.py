@@ -1,5 +1,5 @@
 """Start a job on a target the way that survives there, and look at it again later: the remote half of
-`launch` and `status` (the launch engineer's `doctor/launch.py` does the local half).
+`launch` and `status` (the launch engineer's `doctor/launch/local.py` does the local half).
 
 The job is wrapped in a tiny shell that records its pid, then its exit status, in a run folder on the target:
 `sh -c 'echo $$ >pid; "$@"; echo $? >rc' sh ARGV...`, started with the strategy `persistence.session` found best
@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-from . import parse_target, transport
-from .shell import quote
-from .strategies import BY_NAME, best_for
+from dfdoctor.launchline.shell import quote
+from dfdoctor.targets import parse_target, transport
+from dfdoctor.targets.strategies import BY_NAME, best_for
 
 WRAP = 'echo $$ > "$0/pid"; "$@"; echo $? > "$0/rc"'
 LOOK = """r=$1; log=$2; gap=$3
@@ -61,7 +61,9 @@ class Observation:
 
 def _call(target_spec: str, script: str, args: Sequence[str], timeout: float):
     """One short session on the target (a killable subprocess)."""
-    from dfdoctor.probe import run_command  # imported late: dfdoctor.probe imports this package
+    from dfdoctor.probe import (
+        run_command,  # imported late: dfdoctor.probe imports this package
+    )
     target = parse_target(target_spec)
     out = run_command(transport.wrap(target, ["sh", "-c", script, "sh", *args]), timeout=timeout, stack_signal=None)
     return out, transport.transport_error(target, out.returncode, out.stderr)
@@ -108,7 +110,7 @@ kill -TERM -- "-$pid" 2>/dev/null; kill -TERM "$pid" 2>/dev/null; pkill -TERM -P
 
 
 # ---- the flight recorder on a target (`dfdoctor launch --target`) ---------------------------------------
-RECORDER = Path(__file__).resolve().parent.parent / "recorder.py"
+RECORDER = Path(__file__).resolve().with_name("recorder.py")
 DEFAULT_STRATEGY = "dfdoctor"  # the recorder's own --detach: SIGHUP ignored before fork, setsid, fds to files
 RUN_DIR_MARK = "@@dfdoctor-run-dir@@"
 PID_MARK = "@@dfdoctor-recorder-pid@@"
@@ -198,7 +200,9 @@ def ship_recorder(target_spec: str, *, spec: dict, run_id: str, cwd: str, python
 def _ship_session(target_spec: str, args: list[str], stdin: Optional[bytes], timeout: float,
                   shipped: Shipped) -> None:
     """One run of SHIP on the target; what it printed (folder, python, pid) or its error goes into `shipped`."""
-    from dfdoctor.probe import run_command  # imported late: dfdoctor.probe imports this package
+    from dfdoctor.probe import (
+        run_command,  # imported late: dfdoctor.probe imports this package
+    )
 
     target = parse_target(target_spec)
     out = run_command(transport.wrap(target, ["sh", "-c", SHIP, "sh", *args]), timeout=timeout, stdin_data=stdin,
@@ -382,7 +386,9 @@ def fetch(target_spec: str, run_dir: str, *, python: str = "python3", live: bool
     The answer is a dict (`files`, `recorder_alive`, `job_alive`, `boot_id`, with `live` facts of the job
     when asked and it runs); on failure `{"error": "..."}` in ssh's or the shell's own words.
     """
-    from dfdoctor.probe import run_command  # imported late: dfdoctor.probe imports this package
+    from dfdoctor.probe import (
+        run_command,  # imported late: dfdoctor.probe imports this package
+    )
 
     target = parse_target(target_spec)
     argv = transport.wrap(target, [python, "-c", FETCH, run_dir, "1" if live else "0", "1" if full else "0"])
@@ -426,7 +432,9 @@ for name in ("spawned", "recorder"):
 def kill_run(target_spec: str, run_dir: str, *, python: str = "python3", timeout: float = 15.0) -> None:
     """End a run's job (its whole process group) and its recorder on the target: only the processes the
     record names, checked by start time so that a reused pid is never hit."""
-    from dfdoctor.probe import run_command  # imported late: dfdoctor.probe imports this package
+    from dfdoctor.probe import (
+        run_command,  # imported late: dfdoctor.probe imports this package
+    )
 
     target = parse_target(target_spec)
     run_command(transport.wrap(target, [python, "-c", KILL, run_dir]), timeout=timeout, stack_signal=None)

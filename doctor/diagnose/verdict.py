@@ -14,11 +14,11 @@ import signal as _signal
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from . import causes
-from .model import Verdict
-from .rundir import RunRecord
-from .stackclass import COMPILE_GUARD_FIX
-from .stacks import Stacks
+from dfdoctor import causes
+from dfdoctor.diagnose.stackclass import COMPILE_GUARD_FIX
+from dfdoctor.diagnose.stacks import Stacks
+from dfdoctor.launch.rundir import RunRecord
+from dfdoctor.model import Verdict
 
 FX_RACE_MARKERS = ("Detected that you are using FX to symbolically trace a dynamo-optimized function",
                    "CURRENT_PATCHER is None")
@@ -67,7 +67,7 @@ class LiveFacts:
     python: bool = False
     buffered: bool = False  # Python, stdout not a tty, neither -u nor PYTHONUNBUFFERED
     cpu_s: Optional[float] = None
-    classified: Optional[tuple[str, str]] = None  # (cause, explanation) from dfdoctor.stackclass
+    classified: Optional[tuple[str, str]] = None  # (cause, explanation) from dfdoctor.diagnose.stackclass
 
 
 def parse_python_error(stderr: str) -> Optional[PyError]:
@@ -243,7 +243,9 @@ def _still_runs(run: RunRecord, proc: dict) -> bool:
     as it was when the command exited (the evidence says "then")."""
     if run.is_remote:
         return True
-    from dfdoctor.checks.probes.leftovers_probe import still_running  # same pid, same start time, not a zombie
+    from dfdoctor.checks.probes.leftovers_probe import (
+        still_running,  # same pid, same start time, not a zombie
+    )
 
     return bool(still_running({str(proc["pid"]): proc.get("start_ticks")}))
 
@@ -469,7 +471,7 @@ def _follow(run: RunRecord) -> str:
     """The line that follows the job's log, typed where the user is (through ssh/pct for a remote run)."""
     if not run.is_remote:
         return f"tail -f {shlex.quote(str(run.spec.get('log') or run.dir / 'stdout.log'))}"
-    from .targets import parse_target, transport
+    from dfdoctor.targets import parse_target, transport
 
     log = run.spec.get("log") or f"{run.spec.get('remote_dir')}/stdout.log"
     return transport.typed_line(parse_target(run.spec["target"]), f"tail -f {shlex.quote(log)}")

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from . import causes
+from dfdoctor import causes
 
 # The fix for both compile causes (fx-trace-race, compile-deadlock), as measured in docs/trainer.md. A lock
 # around the first call or around each call of the compiled function does NOT help (the backward compiles

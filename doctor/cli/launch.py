@@ -1,0 +1,156 @@
+"""`dfdoctor launch` and `dfdoctor status`: start a job under the flight recorder, and judge it, now or later."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import click
+from dfdoctor.cli.options import (
+    launch_options,
+    output_options,
+    pass_opts,
+    validate_outputs,
+)
+from dfdoctor.config import load
+from dfdoctor.engine import (
+    build_context,
+    check_selection,
+    emit,
+    exit_code,
+    fail_on,
+    target_connection,
+)
+from dfdoctor.launch import rundir
+from dfdoctor.launch.orchestrate import (
+    DEFAULT_WATCH_S,
+    STATUS_WATCH_S,
+    LaunchOptions,
+    run_connection,
+    run_launch,
+    run_status,
+)
+from dfdoctor.targets.strategies import BY_NAME
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+# ---- command line -------------------------------------------------------------------------------------
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.I)
+
+
+class MemSize(click.ParamType):
+    """A memory size: bytes, or with a K/M/G/T suffix (powers of 1024)."""
+
+    name = "size"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+        """Parse `512M`, `2G`, `1.5g` or plain bytes."""
+        if isinstance(value, int):
+            return value
+        m = _SIZE.match(str(value))
+        if not m:
+            self.fail(f"{value!r} is not a size like 512M or 2G", param, ctx)
+        unit = m[2].lower()
+        return int(float(m[1]) * 1024 ** ("_kmgt".index(unit) if unit else 0))
+
+
+@click.command("launch", context_settings={**CONTEXT, "allow_interspersed_args": False})
+@launch_options
+@click.option("--no-redirect", is_flag=True, help="The job writes --log itself; its output stays in the run folder.")
+@click.option("--watch", type=click.FloatRange(min=0), default=None,
+              help=f"Longest time to watch the new job before the verdict (default {DEFAULT_WATCH_S:g} s).")
+@click.option("--no-check", is_flag=True, help="Skip the pre-launch checks.")
+@click.option("--force", is_flag=True, help="Launch even when a pre-launch check says it cannot work.")
+@click.option("--run-dir", type=click.Path(file_okay=False), help="The run folder (default .dfdoctor/runs/<id>).")
+@click.option("--keep-runs", type=click.IntRange(min=1), default=None,
+              help=f"How many run folders to keep under .dfdoctor/runs (default {rundir.DEFAULT_KEEP}).")
+@click.option("--memory-limit", type=MemSize(), default=None,
+              help="Run the job in its own memory cgroup with this limit (e.g. 2G): a real OOM kill, not a dead host.")
+@click.option("--strategy", type=click.Choice(["auto", *BY_NAME]), default="auto", show_default=True,
+              help="With --target: how the recorder is detached there (auto: what persistence.session found best "
+                   "for that target, else the recorder's own SIGHUP-ignoring setsid hand-off).")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@pass_opts
+def launch(opts: dict[str, Any]) -> int:
+    """Check, start COMMAND detached under the flight recorder, watch it, and say why it is or is not running."""
+    pairs = validate_outputs(opts)
+    command = list(opts["command"])
+    ctx, cfg = build_context(opts, command)
+    if ctx.target == "local" and opts["strategy"] != "auto":
+        raise click.UsageError("--strategy applies to a job on a --target; a local launch always detaches itself")
+    only, skip = check_selection(opts, cfg)
+    watch_s = opts["watch"] if opts["watch"] is not None else float(cfg.get("watch", DEFAULT_WATCH_S))
+    lo = LaunchOptions(watch=watch_s, run_dir=Path(opts["run_dir"]).absolute() if opts["run_dir"] else None,
+                       keep_runs=opts["keep_runs"] or int(cfg.get("keep-runs", rundir.DEFAULT_KEEP)),
+                       force=opts["force"], no_check=opts["no_check"], memory_limit=opts["memory_limit"],
+                       only=only, skip=skip, strategy=opts["strategy"])
+    level = fail_on(opts, cfg)
+    # the verdict is printed while the ssh connection is still open: closing it takes a second or so
+    with target_connection(ctx):
+        try:
+            report = run_launch(ctx, cfg, lo)
+        except FileExistsError as exc:
+            raise click.UsageError(str(exc)) from None
+        emit(report, pairs, verbose=opts["verbose"], fail_on_level=level, env=ctx.env)
+    return exit_code(report, level)
+
+
+@click.command("status", context_settings=CONTEXT)
+@click.argument("run", required=False)
+@click.option("--cwd", type=click.Path(file_okay=False), default=None,
+              help="Where the runs are (.dfdoctor/runs under it; default: here).")
+@click.option("--watch", type=click.FloatRange(min=0), default=STATUS_WATCH_S, show_default=True,
+              help="For a live job: how long to watch its output grow.")
+@click.option("--only", multiple=True, help="Post-launch checks to run (glob); repeatable.")
+@click.option("--skip", multiple=True, help="Post-launch checks to skip (glob); repeatable.")
+@output_options
+@pass_opts
+def status(opts: dict[str, Any]) -> int:
+    """Diagnose a launched RUN again from its run folder (default: the latest run)."""
+    pairs = validate_outputs(opts)
+    cwd = Path(opts["cwd"] or ".").resolve()
+    try:
+        cfg = load(cwd)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    only, skip = check_selection(opts, cfg)
+    level = fail_on(opts, cfg)
+    try:
+        with run_connection(cwd, opts["run"]):  # open until the verdict is printed, as for launch
+            report = run_status(cwd, opts["run"], cfg, opts["watch"], only, skip)
+            emit(report, pairs, verbose=opts["verbose"], fail_on_level=level)
+    except rundir.RunNotFound as exc:
+        raise click.UsageError(str(exc)) from None
+    return exit_code(report, level)
+
+

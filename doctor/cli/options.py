@@ -1,0 +1,134 @@
+"""The options the commands share, and how --format/--output pair up; the work is in `dfdoctor.engine`."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import click
+from dfdoctor.render import EXTENSIONS, FORMATS
+
+
+def output_options(f: Callable) -> Callable:
+    """--format/--output/--fail-on/-v: how results are written and judged."""
+    for deco in reversed([
+        click.option("--format", "formats", multiple=True, type=click.Choice(FORMATS),
+                     help="Output format; repeatable. Each pairs with the --output whose extension names it, else by "
+                          "position; one may go to the terminal (default: text)."),
+        click.option("--output", "outputs", multiple=True, type=click.Path(dir_okay=False),
+                     help="File to write a --format to; repeatable. A lone --output takes the format its extension "
+                          "names (.json, .xml, .html, .txt)."),
+        click.option("--fail-on", type=click.Choice(["error", "warn"]), default=None,
+                     help="Which status makes the exit code 1 (default: error = fail, error or timeout)."),
+        click.option("-v", "--verbose", is_flag=True, help="Show details, evidence and durations."),
+    ]):
+        f = deco(f)
+    return f
+
+
+def launch_options(f: Callable) -> Callable:
+    """The options that describe a launch, shared by `check` and `launch`."""
+    for deco in reversed([
+        click.option("--log", type=click.Path(), help="The log file the user will look at."),
+        click.option("--requirements", "requirements", multiple=True, type=click.Path(),
+                     help="Requirements file to verify in the training interpreter; repeatable."),
+        click.option("--shell-command", help="The exact line the user types to launch (analysed hop by hop)."),
+        click.option("--launcher", type=click.Path(), help="A launcher shell script, followed to its Python command."),
+        click.option("--require-gpu", is_flag=True, help="A missing or unusable GPU is a failure, not a skip."),
+        click.option("--cwd", type=click.Path(), default=None, help="The job's working directory (default: here)."),
+        click.option("--python", "python", help="The training interpreter (default: the one COMMAND names)."),
+        click.option("--target", default="local", show_default=True,
+                     help="Where the job runs: local, ssh://[user@]host[:port], pct://[user@]host[:port]/VMID, "
+                          "lxc://NAME, docker://CONTAINER."),
+        click.option("--only", multiple=True, help="Run only checks whose id matches this glob; repeatable."),
+        click.option("--skip", multiple=True, help="Do not run checks whose id matches this glob; repeatable."),
+        click.option("--timeout", type=click.FloatRange(min=0.1), default=None,
+                     help="Time limit of one check in seconds (default: each check's own)."),
+        output_options,
+    ]):
+        f = deco(f)
+    return f
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+def pair_outputs(formats: tuple[str, ...], outputs: tuple[str, ...]) -> list[tuple[str, Optional[str]]]:
+    """Pair each --format with an --output (None = the terminal).
+
+    click cannot tell how the two options were interleaved, so an output whose extension names one of the
+    requested formats takes that format first; the rest pair by position; a lone --output's format is its
+    extension; at most one format is left for the terminal.
+    """
+    free = list(formats)
+    pairs: list[tuple[str, Optional[str]]] = []
+    unpaired: list[str] = []
+    for out in outputs:
+        guess = EXTENSIONS.get(Path(out).suffix.lower())
+        if guess in free:
+            free.remove(guess)
+            pairs.append((guess, out))
+        else:
+            unpaired.append(out)
+    for out in unpaired:
+        fmt = free.pop(0) if free else EXTENSIONS.get(Path(out).suffix.lower())
+        if fmt is None:
+            raise click.UsageError(f"--output {out}: say its --format (cannot tell from the extension)")
+        pairs.append((fmt, out))
+    pairs.extend((fmt, None) for fmt in free)
+    if not pairs:
+        pairs.append(("text", None))
+    if sum(1 for _, o in pairs if o is None) > 1:
+        raise click.UsageError("only one --format can go to the terminal; give the others an --output")
+    return pairs
+
+
+def validate_outputs(opts: dict[str, Any]) -> list[tuple[str, Optional[str]]]:
+    """Check --format/--output pairing and that each output's folder exists, before any work is done."""
+    pairs = pair_outputs(tuple(opts.get("formats") or ()), tuple(opts.get("outputs") or ()))
+    for _, out in pairs:
+        if out is not None and not Path(out).resolve().parent.is_dir():
+            raise click.UsageError(f"--output {out}: its folder does not exist")
+    return pairs
+
+
+
+
+
+
+
+
+
+
+def pass_opts(f: Callable) -> Callable:
+    """Collect click's keyword arguments into one dict as the first argument."""
+    @functools.wraps(f)
+    def wrapper(**kwargs: Any) -> Any:
+        return f(kwargs)
+    return wrapper
