@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import psutil
@@ -67,3 +68,16 @@ def test_broken_plugin_is_an_error_not_a_crash(tmp_path):
     assert res.returncode == 1
     listing = run_dfdoctor("list-checks", env={"PYTHONPATH": str(site)})
     assert listing.returncode == 0 and "BROKEN" in listing.stdout
+
+
+def test_list_checks_keeps_its_columns_with_a_broken_plugin(tmp_path):
+    """A BROKEN row, whose name is longer than any check's id, lines up with the rest: the title (or error)
+    column starts at the same place on every row."""
+    site = broken_plugin_site(tmp_path / "site")
+    ep = site / "dfdoctor_broken-0.1.dist-info" / "entry_points.txt"
+    ep.write_text("[dfdoctor.checks]\na.very.long.plugin.check.identifier = no_such_module_xyz:check\n")
+    lines = run_dfdoctor("list-checks", env={"PYTHONPATH": str(site)}).stdout.splitlines()
+    assert any("BROKEN" in line for line in lines) and len(lines) > 5
+    # columns are separated by two or more spaces; the fourth (title or error) starts after the third gap
+    starts = {[m.end() for m in re.finditer(r"\S {2,}(?=\S)", line)][2] for line in lines}
+    assert len(starts) == 1, "\n".join(lines)

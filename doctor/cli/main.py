@@ -77,11 +77,11 @@ def list_checks(fmt: str) -> int:
     if fmt == "json":
         click.echo(json.dumps({"checks": rows, "broken": [b.__dict__ for b in broken]}, indent=2))
         return 0
-    idw = max((len(r["id"]) for r in rows), default=2)
-    for r in rows:
-        click.echo(f"{r['id']:<{idw}}  {','.join(r['phases']):<8}  {r['source']:<24}  {r['title']}")
-    for b in broken:
-        click.echo(f"{b.name:<{idw}}  BROKEN    {b.source:<24}  {b.error}")
+    table = [(r["id"], ",".join(r["phases"]), r["source"], r["title"]) for r in rows]
+    table += [(b.name, "BROKEN", b.source, b.error) for b in broken]
+    widths = [max(len(row[i]) for row in table) for i in range(3)] if table else [0, 0, 0]
+    for row in table:
+        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[3])
     return 0
 
 
