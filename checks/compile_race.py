@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from dfdoctor import cache, causes, check, fail, ok, skip, warn
+from dfdoctor.command import run_command
 from dfdoctor.diagnose.stackclass import COMPILE_GUARD_FIX, classify, summarize
 from dfdoctor.launchline.commandline import spec_for
-from dfdoctor.probe import ProbeOutcome, run_command, run_probe, unreached
+from dfdoctor.probe import ProbeOutcome, run_probe, unreached
 
 CHECK_ID = "compile.race"
 MAX_FILES = 200

@@ -278,7 +278,7 @@ def test_provisioning_leaves_no_daemon_holding_its_lock(infra):
 def test_a_child_that_never_reads_its_stdin_cannot_stall_a_probe():
     """A probe's stdin (the remote bootstrap and its payload) is fed without blocking: a child that never reads
     it, like an ssh still connecting or a hung docker daemon, is ended at the deadline like any other."""
-    from dfdoctor.probe import run_command
+    from dfdoctor.command import run_command
 
     t = time.monotonic()
     out = run_command(["sleep", "30"], timeout=1.0, stdin_data=b"x" * (4 << 20), stack_signal=None)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Optional
 
 import psutil
-from dfdoctor.probe import run_command
+from dfdoctor.command import run_command
 
 DUMP_TIMEOUT_S = 10.0
 MAX_PROCESSES = 4  # the job and a few Python children are enough to see who waits on whom

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
+from dfdoctor.command import run_command
 from dfdoctor.launchline.shell import quote
 from dfdoctor.targets import parse_target, transport
 from dfdoctor.targets.strategies import BY_NAME, best_for
@@ -61,9 +62,6 @@ class Observation:
 
 def _call(target_spec: str, script: str, args: Sequence[str], timeout: float):
     """One short session on the target (a killable subprocess)."""
-    from dfdoctor.probe import (
-        run_command,  # imported late: dfdoctor.probe imports this package
-    )
     target = parse_target(target_spec)
     out = run_command(transport.wrap(target, ["sh", "-c", script, "sh", *args]), timeout=timeout, stack_signal=None)
     return out, transport.transport_error(target, out.returncode, out.stderr)
@@ -200,9 +198,6 @@ def ship_recorder(target_spec: str, *, spec: dict, run_id: str, cwd: str, python
 def _ship_session(target_spec: str, args: list[str], stdin: Optional[bytes], timeout: float,
                   shipped: Shipped) -> None:
     """One run of SHIP on the target; what it printed (folder, python, pid) or its error goes into `shipped`."""
-    from dfdoctor.probe import (
-        run_command,  # imported late: dfdoctor.probe imports this package
-    )
 
     target = parse_target(target_spec)
     out = run_command(transport.wrap(target, ["sh", "-c", SHIP, "sh", *args]), timeout=timeout, stdin_data=stdin,
@@ -386,9 +381,6 @@ def fetch(target_spec: str, run_dir: str, *, python: str = "python3", live: bool
     The answer is a dict (`files`, `recorder_alive`, `job_alive`, `boot_id`, with `live` facts of the job
     when asked and it runs); on failure `{"error": "..."}` in ssh's or the shell's own words.
     """
-    from dfdoctor.probe import (
-        run_command,  # imported late: dfdoctor.probe imports this package
-    )
 
     target = parse_target(target_spec)
     argv = transport.wrap(target, [python, "-c", FETCH, run_dir, "1" if live else "0", "1" if full else "0"])
@@ -432,9 +424,6 @@ for name in ("spawned", "recorder"):
 def kill_run(target_spec: str, run_dir: str, *, python: str = "python3", timeout: float = 15.0) -> None:
     """End a run's job (its whole process group) and its recorder on the target: only the processes the
     record names, checked by start time so that a reused pid is never hit."""
-    from dfdoctor.probe import (
-        run_command,  # imported late: dfdoctor.probe imports this package
-    )
 
     target = parse_target(target_spec)
     run_command(transport.wrap(target, [python, "-c", KILL, run_dir]), timeout=timeout, stack_signal=None)

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
+from dfdoctor.command import run_command
 from dfdoctor.launchline.shell import join, quote
+from dfdoctor.targets import parse_target, transport
 
 # Ignore SIGHUP before forking, new session, stdin from /dev/null, output to the log: what `dfdoctor launch`
 # itself does (doctor/launch/local.py: spawn_detached), for targets where only python is there to do it.
@@ -109,13 +111,9 @@ def start_on_target(target_spec: str, argv: Sequence[str], log: str, *, cwd: Opt
                     python: str = "python3", strategy: Optional[str] = None, timeout: float = 20.0):
     """Start argv detached on the target with `strategy` (default: the remembered best, see `auto_line`).
 
-    Returns the `dfdoctor.probe.ProbeOutcome` of the starting session (it returns at once when the strategy
+    Returns the `dfdoctor.command.ProbeOutcome` of the starting session (it returns at once when the strategy
     works); `outcome.extra["line"]` is the exact line that ran there.
     """
-    from dfdoctor.probe import (
-        run_command,  # the engine's killable runner; imported late (it imports targets)
-    )
-    from dfdoctor.targets import parse_target, transport
     target = parse_target(target_spec)
     if strategy and strategy != "auto":
         line = BY_NAME[strategy].line(argv, log, name=f"{int(time.time())}", python=python)

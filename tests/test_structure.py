@@ -1,0 +1,44 @@
+"""The shape of the package: no import cycle among dfdoctor's modules, and each one imports on its own."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from support import import_graph
+
+
+def test_no_import_cycle_among_dfdoctor_modules():
+    """Not at import time, and not through the imports inside functions either (where a cycle hides when it is
+    dodged instead of broken)."""
+    assert import_graph.cycles(import_graph.graph(top_only=True)) == []
+    assert import_graph.cycles(import_graph.graph(top_only=False)) == []
+
+
+def test_the_cycle_finder_finds_a_cycle(tmp_path):
+    """The finder itself: two modules that import each other inside functions are one cycle."""
+    g = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert import_graph.cycles(g) == [["a", "b", "c"]]
+
+
+def test_every_module_imports_first_in_a_fresh_interpreter():
+    """Whatever module a caller (a plugin, a test, the CLI) imports first, it loads: an import order that only
+    works from one entry point is a cycle waiting to happen."""
+    names = [n for n in import_graph.module_files()
+             if not n.startswith(("dfdoctor.checks.probes", "dfdoctor.trainer")) and not n.endswith("__main__")]
+    code = (
+        "import importlib, sys\n"
+        "bad = []\n"
+        "for name in sys.argv[1:]:\n"
+        "    for m in [m for m in sys.modules if m == 'dfdoctor' or m.startswith('dfdoctor.')]:\n"
+        "        del sys.modules[m]\n"
+        "    try:\n"
+        "        importlib.import_module(name)\n"
+        "    except Exception as exc:\n"
+        "        bad.append(f'{name}: {type(exc).__name__}: {exc}')\n"
+        "print('\\n'.join(bad))\n"
+        "sys.exit(1 if bad else 0)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, *names], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert len(names) > 50
