@@ -10,7 +10,25 @@ from dfdoctor.probe import reach_fix, run_on_target
 from dfdoctor.registry import check
 from dfdoctor.targets import parse_target
 
-PING = 'echo dfdoctor-ping; command -v "$1" || echo "no-python:$1"'
+# Besides the ping and the interpreter: facts that tell targets apart when many are checked at once (one's
+# kernel, one's driver, one's /dev/shm), each cheap and read the same way in busybox.
+PING = ('echo dfdoctor-ping; command -v "$1" || echo "no-python:$1"; '
+        'echo "fact:kernel=$(uname -r 2>/dev/null)"; '
+        'echo "fact:nvidia_driver=$(cat /sys/module/nvidia/version 2>/dev/null || echo none)"; '
+        "echo \"fact:dev_shm_kb=$(df -Pk /dev/shm 2>/dev/null | awk 'NR==2{print $2}')\"")
+
+
+def answer(stdout: str) -> tuple[str, dict[str, str]]:
+    """The interpreter's path and the facts from PING's output."""
+    lines = stdout.splitlines()
+    after = lines[lines.index("dfdoctor-ping") + 1:] if "dfdoctor-ping" in lines else lines
+    python = next((ln.strip() for ln in after if ln.strip() and not ln.startswith("fact:")), "")
+    facts = {}
+    for ln in after:
+        if ln.startswith("fact:") and "=" in ln:
+            key, _, value = ln[5:].partition("=")
+            facts[key] = value.strip() or "unknown"
+    return python, facts
 
 
 @check("target.reachable", title="The target answers", phases=("pre", "post"), timeout=20)
@@ -40,6 +58,8 @@ def target_reachable(ctx) -> Iterator[Result]:
         yield fail(f"no {python} on {target.describe()}: dfdoctor's probes run in the target's python",
                    fix="Pass --python with the training interpreter's path on the target.")
         return
-    yield ok(f"{target.describe()} answers in {out.duration_s:.2f} s; python: {out.stdout.split()[-1]}",
-             data={"target": str(target), "python": out.stdout.split()[-1], "seconds": round(out.duration_s, 3)})
+    found, facts = answer(out.stdout)
+    yield ok(f"{target.describe()} answers in {out.duration_s:.2f} s; python: {found}",
+             data={"target": str(target), "python": found, "seconds": round(out.duration_s, 3),
+                   "environment": {"target_python": found, **facts}})
 

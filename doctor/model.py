@@ -104,6 +104,7 @@ class CheckRecord:
     findings: list[Result] = field(default_factory=list)
     output: str = ""
     silenced: Optional[str] = None
+    target: Optional[str] = None  # the row this record belongs to, in a report over many targets
 
     @classmethod
     def from_results(cls, check_id: str, phase: str, title: str, results: list[Result],
@@ -120,6 +121,8 @@ class CheckRecord:
              "duration_s": self.duration_s, "title": self.title, "evidence": self.evidence,
              "data": self.data, "findings": [r.to_dict() for r in self.findings],
              "output": self.output, "silenced": self.silenced}
+        if self.target is not None:
+            d["target"] = self.target
         return d
 
     @classmethod
@@ -129,7 +132,7 @@ class CheckRecord:
                    fix=d.get("fix", ""), evidence=list(d.get("evidence") or []), data=dict(d.get("data") or {}),
                    duration_s=float(d.get("duration_s") or 0.0), title=d.get("title", ""),
                    findings=[Result.from_dict(r) for r in d.get("findings") or []],
-                   output=d.get("output", ""), silenced=d.get("silenced"))
+                   output=d.get("output", ""), silenced=d.get("silenced"), target=d.get("target"))
 
 
 def _merged_data(results: list[Result]) -> dict[str, Any]:
@@ -159,6 +162,26 @@ class Verdict:
 
 
 @dataclass
+class TargetRow:
+    """One row of a report over many targets (or nodes): its own verdict and facts; its checks are the
+    report's records whose `target` is this row's."""
+
+    target: str
+    verdict: Verdict
+    environment: dict[str, Any] = field(default_factory=dict)
+    duration_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"target": self.target, "verdict": self.verdict.to_dict(), "environment": dict(self.environment),
+                "duration_s": self.duration_s}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "TargetRow":
+        return cls(target=str(d["target"]), verdict=Verdict.from_dict(d.get("verdict") or {}),
+                   environment=dict(d.get("environment") or {}), duration_s=float(d.get("duration_s") or 0.0))
+
+
+@dataclass
 class Report:
     """Everything one dfdoctor run found; `to_dict` is the `dfdoctor/1` JSON document."""
 
@@ -174,13 +197,21 @@ class Report:
                                                          "signal": None})
     environment: dict[str, Any] = field(default_factory=dict)
     mode: str = "check"  # check | launch | status
+    targets: list[TargetRow] = field(default_factory=list)  # empty unless the report covers many targets
+
+    def checks_of(self, target: str) -> list[CheckRecord]:
+        """The records of one row of a report over many targets."""
+        return [c for c in self.checks if c.target == target]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema": SCHEMA, "tool": {"name": "dfdoctor", "version": self.tool_version},
-                "mode": self.mode, "target": self.target, "command": list(self.command),
-                "started_at": self.started_at, "finished_at": self.finished_at,
-                "verdict": self.verdict.to_dict(), "checks": [c.to_dict() for c in self.checks],
-                "timeline": list(self.timeline), "run": dict(self.run), "environment": dict(self.environment)}
+        d = {"schema": SCHEMA, "tool": {"name": "dfdoctor", "version": self.tool_version},
+             "mode": self.mode, "target": self.target, "command": list(self.command),
+             "started_at": self.started_at, "finished_at": self.finished_at,
+             "verdict": self.verdict.to_dict(), "checks": [c.to_dict() for c in self.checks],
+             "timeline": list(self.timeline), "run": dict(self.run), "environment": dict(self.environment)}
+        if self.targets:
+            d["targets"] = [t.to_dict() for t in self.targets]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Report":
@@ -191,4 +222,5 @@ class Report:
                    finished_at=d.get("finished_at", ""), verdict=Verdict.from_dict(d.get("verdict") or {}),
                    checks=[CheckRecord.from_dict(c) for c in d.get("checks") or []],
                    timeline=list(d.get("timeline") or []), run=dict(d.get("run") or {}),
-                   environment=dict(d.get("environment") or {}), mode=d.get("mode", "check"))
+                   environment=dict(d.get("environment") or {}), mode=d.get("mode", "check"),
+                   targets=[TargetRow.from_dict(t) for t in d.get("targets") or []])

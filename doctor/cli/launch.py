@@ -11,6 +11,7 @@ from dfdoctor.cli.options import (
     launch_options,
     output_options,
     pass_opts,
+    single_target,
     validate_outputs,
 )
 from dfdoctor.config import load
@@ -105,6 +106,7 @@ def launch(opts: dict[str, Any]) -> int:
     """Check, start COMMAND detached under the flight recorder, watch it, and say why it is or is not running."""
     pairs = validate_outputs(opts)
     command = list(opts["command"])
+    opts["target"] = single_target(opts, "launch")
     ctx, cfg = build_context(opts, command)
     if ctx.target == "local" and opts["strategy"] != "auto":
         raise click.UsageError("--strategy applies to a job on a --target; a local launch always detaches itself")

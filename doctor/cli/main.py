@@ -16,6 +16,7 @@ from dfdoctor import __version__
 from dfdoctor.cache import cache_dir
 from dfdoctor.cli.launch import launch, status
 from dfdoctor.cli.options import (
+    fleet_options,
     launch_options,
     output_options,
     pass_opts,
@@ -34,6 +35,7 @@ from dfdoctor.engine import (
     verdict_from_checks,
 )
 from dfdoctor.errors import UsageError
+from dfdoctor.fleet import check_many, target_specs
 from dfdoctor.model import Report
 from dfdoctor.registry import discover
 
@@ -48,6 +50,7 @@ def main() -> None:
 
 @main.command("check", context_settings={**CONTEXT, "allow_interspersed_args": False})
 @launch_options
+@fleet_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @pass_opts
 def check_cmd(opts: dict[str, Any]) -> int:
@@ -55,6 +58,12 @@ def check_cmd(opts: dict[str, Any]) -> int:
     started = now_iso()
     pairs = validate_outputs(opts)
     command = list(opts["command"])
+    specs = target_specs(tuple(opts.get("target") or ()), opts.get("targets_file"))
+    if len(specs) > 1 or opts.get("targets_file"):
+        report, level, env = check_many(opts, command, specs, started, __version__)
+        emit(report, pairs, verbose=opts["verbose"], fail_on_level=level, env=env)
+        return exit_code(report, level)
+    opts["target"] = specs[0]
     ctx, cfg = build_context(opts, command)
     checks, broken = choose_checks(opts, cfg, "pre")
     with target_connection(ctx):

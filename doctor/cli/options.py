@@ -38,9 +38,10 @@ def launch_options(f: Callable) -> Callable:
         click.option("--require-gpu", is_flag=True, help="A missing or unusable GPU is a failure, not a skip."),
         click.option("--cwd", type=click.Path(), default=None, help="The job's working directory (default: here)."),
         click.option("--python", "python", help="The training interpreter (default: the one COMMAND names)."),
-        click.option("--target", default="local", show_default=True,
-                     help="Where the job runs: local, ssh://[user@]host[:port], pct://[user@]host[:port]/VMID, "
-                          "lxc://NAME, docker://CONTAINER."),
+        click.option("--target", "target", multiple=True,
+                     help="Where the job runs: local (default), ssh://[user@]host[:port], "
+                          "pct://[user@]host[:port]/VMID, lxc://NAME, docker://CONTAINER. `check` takes it "
+                          "repeatedly (one row per target); `launch` takes one."),
         click.option("--only", multiple=True, help="Run only checks whose id matches this glob; repeatable."),
         click.option("--skip", multiple=True, help="Do not run checks whose id matches this glob; repeatable."),
         click.option("--timeout", type=click.FloatRange(min=0.1), default=None,
@@ -51,32 +52,26 @@ def launch_options(f: Callable) -> Callable:
     return f
 
 
+def fleet_options(f: Callable) -> Callable:
+    """`check` on many targets: a file of targets and how many are checked at once."""
+    from dfdoctor.fleet import DEFAULT_PARALLEL
+    for deco in reversed([
+        click.option("--targets-file", type=click.Path(dir_okay=False),
+                     help="A file of targets, one spec per line (# starts a comment); adds to --target."),
+        click.option("--parallel", type=click.IntRange(min=1), default=DEFAULT_PARALLEL, show_default=True,
+                     help="With several targets: how many are checked at once."),
+    ]):
+        f = deco(f)
+    return f
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
+def single_target(opts: dict[str, Any], command: str) -> str:
+    """The one --target of a command that acts on one place (launch): several are a usage error."""
+    given = tuple(opts.get("target") or ())
+    if len(given) > 1:
+        raise click.UsageError(f"{command} takes one --target (got {len(given)}: {', '.join(given)}); "
+                               f"`dfdoctor check` takes several, then {command} on each")
+    return given[0] if given else "local"
 
 
 def pair_outputs(formats: tuple[str, ...], outputs: tuple[str, ...]) -> list[tuple[str, Optional[str]]]:
@@ -116,15 +111,6 @@ def validate_outputs(opts: dict[str, Any]) -> list[tuple[str, Optional[str]]]:
         if out is not None and not Path(out).resolve().parent.is_dir():
             raise click.UsageError(f"--output {out}: its folder does not exist")
     return pairs
-
-
-
-
-
-
-
-
-
 
 def pass_opts(f: Callable) -> Callable:
     """Collect click's keyword arguments into one dict as the first argument."""

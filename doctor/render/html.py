@@ -21,6 +21,7 @@ import jinja2
 from dfdoctor import __version__
 from dfdoctor import templates as templates_package
 from dfdoctor.model import PROBLEMS, CheckRecord, Report, Status
+from dfdoctor.rows import differences
 from markupsafe import Markup, escape
 
 TEMPLATES = Path(templates_package.__file__).resolve().parent
@@ -185,6 +186,52 @@ def slug(*parts: str) -> str:
     return "-".join(re.sub(r"[^A-Za-z0-9_.-]+", "_", p) for p in parts)
 
 
+def check_anchor(rec: CheckRecord) -> str:
+    """The id of a check's card: per target in a report over many."""
+    return slug("check", rec.phase, rec.id, *((rec.target,) if rec.target else ()))
+
+
+def check_groups(report: Report) -> list[tuple[str, list[CheckRecord]]]:
+    """The checks under their headings: by phase, and over many targets by target then phase."""
+    phases = sorted({c.phase for c in report.checks}, key=lambda p: (p != "pre", p))
+    words = {"pre": "Pre-launch checks", "post": "Post-launch checks"}
+    if not report.targets:
+        return [(words.get(p, f"{p} checks"), [c for c in report.checks if c.phase == p]) for p in phases]
+    groups = []
+    for row in report.targets:
+        for p in phases:
+            recs = [c for c in report.checks if c.target == row.target and c.phase == p]
+            if recs:
+                groups.append((f"{row.target}: {words.get(p, p + ' checks').lower()}", recs))
+    return groups
+
+
+def target_matrix(report: Report) -> Optional[dict[str, Any]]:
+    """Over many targets: one row per target, one column per check, the cells that differ from the usual
+    outcome of their column marked; then what differs, in sentences."""
+    if not report.targets:
+        return None
+    diffs = differences(report)
+    odd = {(d.key, t) for d in diffs if d.what == "check" for t, _ in d.outliers}
+    cols: list[tuple[str, str]] = []
+    for c in report.checks:
+        if (c.phase, c.id) not in cols:
+            cols.append((c.phase, c.id))
+    labels = [cid if phase == "pre" else f"{cid} ({phase})" for phase, cid in cols]
+    rows = []
+    for row in report.targets:
+        mine = {(c.phase, c.id): c for c in report.checks_of(row.target)}
+        cells = []
+        for (phase, cid), label in zip(cols, labels):
+            rec = mine.get((phase, cid))
+            cells.append({"rec": rec, "anchor": check_anchor(rec) if rec else "",
+                          "word": STATUS_WORDS[rec.status.value] if rec else "",
+                          "odd": (label, row.target) in odd})
+        rows.append({"row": row, "word": STATE_WORDS.get(row.verdict.state, row.verdict.state.upper()),
+                     "cells": cells, "duration": fmt_duration(row.duration_s)})
+    return {"cols": labels, "rows": rows, "diffs": [d.sentence() for d in diffs]}
+
+
 def clock(t: Any) -> str:
     """An epoch time as HH:MM:SS.mmm UTC."""
     try:
@@ -273,14 +320,15 @@ def data_json(rec: CheckRecord) -> str:
 
 def card(rec: CheckRecord, budgets: dict[str, int], verbose: bool) -> dict[str, Any]:
     """One check's card: status, summary, and what goes in its collapsible details."""
-    tables = [(k, slug("t", rec.phase, rec.id, k)) for k, v in rec.data.items() if is_table(v)]
+    where = (rec.target,) if rec.target else ()
+    tables = [(k, slug("t", rec.phase, rec.id, *where, k)) for k, v in rec.data.items() if is_table(v)]
     rest_json = data_json(rec)
     evidence, evidence_more = lines_within(rec.evidence, budgets["evidence"])
     problem = rec.status in PROBLEMS or rec.status == Status.WARN
     findings = [f for f in rec.findings if (f.summary, f.status) != (rec.summary, rec.status)]
     findings.sort(key=lambda f: -f.status.rank)  # worst first, so a cut keeps what matters
     return {
-        "rec": rec, "anchor": slug("check", rec.phase, rec.id), "word": STATUS_WORDS[rec.status.value],
+        "rec": rec, "anchor": check_anchor(rec), "word": STATUS_WORDS[rec.status.value],
         "problem": problem, "duration": fmt_duration(rec.duration_s),
         "fix": fix_markup(rec.fix) if rec.fix and problem else None,
         "details": clip(rec.details, budgets["details"]) if rec.details else None,
@@ -356,11 +404,11 @@ def render(report: Report, verbose: bool = False) -> str:
     env = _environment()
     css = env.get_template("report.css").render()
     shares = dict(zip(map(id, report.checks), budgets(report.checks)))
-    phases = sorted({c.phase for c in report.checks}, key=lambda p: (p != "pre", p))
     v = report.verdict
     found = [(c, k, val) for c in report.checks for k, val in c.data.items() if is_table(val)]
     table_shares = fair_shares([table_size(val) for _, _, val in found], TABLES_BUDGET, TABLE_MAX)
-    tables = [{"anchor": slug("t", c.phase, c.id, k), "check": c, "key": k, "table": table(val, share)}
+    tables = [{"anchor": slug("t", c.phase, c.id, *((c.target,) if c.target else ()), k), "check": c,
+               "check_anchor": check_anchor(c), "key": k, "table": table(val, share)}
               for (c, k, val), share in zip(found, table_shares)]
     evidence, evidence_more = lines_within(v.evidence, VERDICT_EVIDENCE_MAX)
     return env.get_template("report.html.j2").render(
@@ -370,7 +418,8 @@ def render(report: Report, verbose: bool = False) -> str:
         fix=fix_markup(v.fix) if v.fix else None,
         evidence=evidence, evidence_more=evidence_more,
         timeline=timeline_rows(report.timeline), before_after=before_after(report),
-        phases=[(p, [card(c, shares[id(c)], verbose) for c in report.checks if c.phase == p]) for p in phases],
+        groups=[(h, [card(c, shares[id(c)], verbose) for c in recs]) for h, recs in check_groups(report)],
+        matrix=target_matrix(report),
         counts=counts(report.checks), env_rows=env_rows(report.environment), tables=tables,
         run=run_rows(report.run), run_more=run_rows(report.run, rest=True),
         status_words=STATUS_WORDS, generator=f"dfdoctor {report.tool_version or __version__}",

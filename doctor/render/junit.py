@@ -37,15 +37,20 @@ def render(report: Report, verbose: bool = False, fail_on: str = "error") -> str
     root = ET.Element("testsuites", name="dfdoctor")
     phases = sorted({c.phase for c in report.checks}, key=lambda p: (p != "pre", p)) or ["pre"]
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    for phase in phases:
-        records = [c for c in report.checks if c.phase == phase]
-        suite = ET.SubElement(root, "testsuite", name=f"dfdoctor.{phase}", timestamp=report.started_at,
-                              hostname=str(report.environment.get("host", "")))
+    # Over many targets, one suite per target and phase: a CI page then names the target that failed.
+    groups = [(t.target, p) for t in report.targets for p in phases] if report.targets else [(None, p) for p in phases]
+    for target, phase in groups:
+        records = [c for c in report.checks if c.phase == phase and (target is None or c.target == target)]
+        if target is not None and not records:
+            continue
+        where = f"@{target}" if target else ""
+        suite = ET.SubElement(root, "testsuite", name=f"dfdoctor.{phase}{where}", timestamp=report.started_at,
+                              hostname=str(target or report.environment.get("host", "")))
         counts = {"tests": len(records), "failures": 0, "errors": 0, "skipped": 0}
         time_total = 0.0
         for rec in records:
             time_total += rec.duration_s
-            case = ET.SubElement(suite, "testcase", classname=f"dfdoctor.{phase}", name=rec.id,
+            case = ET.SubElement(suite, "testcase", classname=f"dfdoctor.{phase}{where}", name=rec.id,
                                  time=f"{rec.duration_s:.3f}")
             body = "\n".join(x for x in (rec.summary, rec.details, "Evidence:\n" + "\n".join(rec.evidence)
                                          if rec.evidence else "", "Fix: " + rec.fix if rec.fix else "") if x)

@@ -6,6 +6,7 @@ import shutil
 import textwrap
 
 from dfdoctor.model import CheckRecord, Report, Status
+from dfdoctor.rows import differences, row_counts
 
 _COLOURS = {"ok": "32", "skip": "2", "warn": "33", "fail": "31", "timeout": "35", "error": "35",
             "running": "32", "failed": "31", "unknown": "33"}
@@ -36,12 +37,45 @@ def render(report: Report, verbose: bool = False, color: bool = False) -> str:
         out.append(_paint("  " + label, "warn", color) + v.fix)
     if report.run.get("dir"):
         out.append(f"  run: {report.run.get('dir')}")
-    if report.checks:
+    if report.targets:
+        out.extend(_rows(report, width, verbose, color))
+    elif report.checks:
         out.append("")
         idw = max(len(c.id) for c in report.checks)
         for rec in report.checks:
             out.extend(_check_lines(rec, idw, width, verbose, color))
     return "\n".join(out) + "\n"
+
+
+def _rows(report: Report, width: int, verbose: bool, color: bool) -> list[str]:
+    """A report over many targets: one line per target, what differs between them, then each target's checks
+    (only the targets with a problem, unless verbose)."""
+    out = ["", "targets:"]
+    tw = max(len(r.target) for r in report.targets)
+    for row in report.targets:
+        v = row.verdict
+        word = {"ok": "ok", "failed": "FAILED"}.get(v.state, v.state.upper())
+        cause = f" [{v.cause}]" if v.cause else ""
+        counts = ", ".join(f"{n} {s}" for s, n in sorted(row_counts(report, row).items(),
+                                                          key=lambda kv: -Status(kv[0]).rank))
+        out.append(f"  {_paint(f'{word:<7}', v.state, color)} {row.target:<{tw}}  {counts} ({row.duration_s:.1f} s)"
+                   f"{cause}")
+    diffs = differences(report)
+    if diffs:
+        out += ["", "what differs:"]
+        for d in diffs:
+            out.extend(textwrap.wrap(d.sentence(), width, initial_indent="  ", subsequent_indent="      "))
+    for row in report.targets:
+        records = report.checks_of(row.target)
+        if not records or (row.verdict.state == "ok" and not verbose and not any(
+                r.status == Status.WARN for r in records)):
+            continue
+        out += ["", _paint(f"== {row.target}", row.verdict.state, color, bold=True)]
+        idw = max(len(c.id) for c in records)
+        for rec in records:
+            if verbose or rec.status != Status.OK:
+                out.extend(_check_lines(rec, idw, width, verbose, color))
+    return out
 
 
 def _check_lines(rec: CheckRecord, idw: int, width: int, verbose: bool, color: bool) -> list[str]:

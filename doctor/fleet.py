@@ -1,0 +1,257 @@
+"""`check` on many targets side by side: one forked pipeline per target, at most N at once, one row each.
+
+Each target gets the same checks and options as a `check --target T` would, in its own forked process (its
+own process group, a subreaper), so a target that cannot be reached, a crash or a hang stays that target's
+row: the parent only waits, with a deadline, and kills what overruns it together with everything it started.
+Forking (not a fresh `dfdoctor` per target) spares each target the interpreter's start and imports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import psutil
+from dfdoctor.config import Config
+from dfdoctor.context import Context
+from dfdoctor.errors import UsageError
+from dfdoctor.model import CheckRecord, Report, Status, TargetRow, Verdict
+from dfdoctor.registry import Check
+from dfdoctor.runner import WRAP_UP_S, effective_timeout
+
+DEFAULT_PARALLEL = 16
+# Beyond the slowest check's own limit, what a target may take to connect, start and wrap up.
+SLACK_S = 30.0
+
+
+def read_targets_file(path: str) -> list[str]:
+    """One target spec per line; blank lines and `#` comments ignored. Unreadable: a usage error."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--targets-file {path}: cannot read it ({exc.__class__.__name__}: {exc})") from None
+    specs = []
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            specs.append(line)
+    if not specs:
+        raise UsageError(f"--targets-file {path}: names no target (one spec per line, # for comments)")
+    return specs
+
+
+def target_specs(given: tuple[str, ...], targets_file: Optional[str]) -> list[str]:
+    """Every --target, then the file's, in order; a spec given twice counts once."""
+    specs = list(given) + (read_targets_file(targets_file) if targets_file else [])
+    seen: list[str] = []
+    for s in specs:
+        if s not in seen:
+            seen.append(s)
+    return seen or ["local"]
+
+
+@dataclass
+class _Child:
+    spec: str
+    index: int
+    pid: int
+    started: float
+    deadline: float
+    killed: bool = False
+
+
+def deadline_for(checks: list[Check], ctx: Context) -> float:
+    """How long one target may take: its slowest check's limit (they run concurrently) plus slack."""
+    return max([effective_timeout(c, ctx) for c in checks] + [0.0]) + WRAP_UP_S + SLACK_S
+
+
+def run_targets(contexts: list[Context], checks: list[Check], broken: list[CheckRecord], cfg: Config,
+                fail_on_level: str, parallel: int = DEFAULT_PARALLEL) -> tuple[list[TargetRow], list[CheckRecord]]:
+    """Run the pre-launch checks on every context's target, at most `parallel` at once; rows in the given order.
+
+    Every record comes back tagged with its row's target.
+    """
+    from dfdoctor.engine import verdict_from_checks
+
+    tmp = Path(tempfile.mkdtemp(prefix="dfdoctor-fleet-"))
+    pending = list(enumerate(contexts))
+    running: dict[int, _Child] = {}
+    results: dict[int, tuple[TargetRow, list[CheckRecord]]] = {}
+    try:
+        while pending or running:
+            while pending and len(running) < max(1, parallel):
+                i, ctx = pending.pop(0)
+                limit = deadline_for(checks, ctx)
+                pid = _fork_one(ctx, checks, broken, cfg, tmp / f"{i}.json", tmp / f"{i}.err")
+                now = time.monotonic()
+                running[pid] = _Child(ctx.target, i, pid, now, now + limit)
+            time.sleep(0.02)
+            for pid, child in list(running.items()):
+                status = _reaped(pid)
+                if status is None and time.monotonic() < child.deadline:
+                    continue
+                if status is None:
+                    _kill_tree(pid)
+                    child.killed = True
+                    status = _reaped(pid, block=True)
+                del running[pid]
+                results[child.index] = _row(child, status, tmp, fail_on_level, verdict_from_checks)
+    finally:
+        for pid in running:  # interrupted: nothing we started may outlive us
+            _kill_tree(pid)
+            _reaped(pid, block=True)
+        for f in tmp.iterdir():
+            f.unlink()
+        tmp.rmdir()
+    rows, records = [], []
+    for i in sorted(results):
+        row, recs = results[i]
+        rows.append(row)
+        records.extend(recs)
+    return rows, records
+
+
+def _fork_one(ctx: Context, checks: list[Check], broken: list[CheckRecord], cfg: Config, out: Path,
+              err: Path) -> int:
+    from dfdoctor.engine import environment_facts, run_phase, target_connection
+    from dfdoctor.launch.recorder import become_subreaper
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        return pid
+    status = 70
+    try:  # the child: never returns into the caller's code
+        os.setpgid(0, 0)
+        become_subreaper()  # ssh's control master and each check's worker stay ours to end
+        signal.signal(signal.SIGTERM, _exit_on_term)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        fd = os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        started = time.monotonic()
+        with target_connection(ctx):
+            records = broken + run_phase(ctx, checks, "pre", cfg)
+        doc = {"checks": [r.to_dict() for r in records], "duration_s": round(time.monotonic() - started, 3),
+               "environment": environment_facts(ctx, records)}
+        out.with_suffix(".tmp").write_text(json.dumps(doc, default=str), encoding="utf-8")
+        os.replace(out.with_suffix(".tmp"), out)
+        status = 0
+    except BaseException:
+        try:
+            traceback.print_exc()
+        except Exception:
+            pass
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except Exception:
+            pass
+        os._exit(status)
+
+
+def _exit_on_term(signum, frame) -> None:
+    raise SystemExit(143)  # unwinds through the runner, which kills its workers, and closes the ssh master
+
+
+def _reaped(pid: int, block: bool = False) -> Optional[int]:
+    """The child's wait status once it has ended (None while it runs)."""
+    try:
+        got, status = os.waitpid(pid, 0 if block else os.WNOHANG)
+    except ChildProcessError:
+        return -1
+    return status if got else None
+
+
+def _kill_tree(pid: int) -> None:
+    """SIGTERM (so the child ends its own workers and ssh master), then SIGKILL whatever is left of it."""
+    try:
+        proc = psutil.Process(pid)
+        family = [proc] + proc.children(recursive=True)
+    except psutil.Error:
+        return
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except OSError:
+        pass
+    gone, alive = psutil.wait_procs(family, timeout=3)
+    for p in alive + [p for p in _descendants(family)]:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+
+
+def _descendants(procs: list[psutil.Process]) -> list[psutil.Process]:
+    found = []
+    for p in procs:
+        try:
+            found.extend(p.children(recursive=True))
+        except psutil.Error:
+            pass
+    return found
+
+
+def _row(child: _Child, status: int, tmp: Path, fail_on_level: str, verdict_from_checks) -> tuple[TargetRow,
+                                                                                                     list[CheckRecord]]:
+    took = round(time.monotonic() - child.started, 3)
+    out, err = tmp / f"{child.index}.json", tmp / f"{child.index}.err"
+    if out.is_file() and not child.killed:
+        doc = json.loads(out.read_text(encoding="utf-8"))
+        records = [CheckRecord.from_dict(d) for d in doc["checks"]]
+        for r in records:
+            r.target = child.spec
+        env = {k: v for k, v in doc.get("environment", {}).items() if k not in ("host", "os", "dfdoctor_python")}
+        return TargetRow(child.spec, verdict_from_checks(records, fail_on_level), env, doc["duration_s"]), records
+    said = _tail(err)
+    if child.killed:
+        summary = f"the checks on {child.spec} did not finish within {child.deadline - child.started:.0f} s"
+        rec = CheckRecord(id="target.checks", phase="pre", status=Status.TIMEOUT, summary=summary,
+                          details=said, title="checks on this target", target=child.spec, duration_s=took,
+                          fix="Run `dfdoctor check --target " + child.spec + " -v` alone to see which check hangs.")
+    else:
+        summary = f"dfdoctor's run on {child.spec} broke (wait status {status}): a bug in dfdoctor"
+        rec = CheckRecord(id="target.checks", phase="pre", status=Status.ERROR, summary=summary, details=said,
+                          title="checks on this target", target=child.spec, duration_s=took,
+                          fix="Report it with the details above; run `dfdoctor check --target " + child.spec
+                              + "` alone meanwhile.")
+    verdict = Verdict("failed", None, summary, rec.fix, [said.splitlines()[-1]] if said.strip() else [])
+    return TargetRow(child.spec, verdict, {}, took), [rec]
+
+
+def _tail(path: Path, limit: int = 4000) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")[-limit:]
+    except OSError:
+        return ""
+
+
+
+def check_many(opts: dict, command: list[str], specs: list[str], started: str,
+               version: str) -> tuple[Report, str, dict]:
+    """`check` on every spec: one row each, one verdict for all. Bad usage for any target stops before any runs."""
+    from dfdoctor.engine import build_context, choose_checks, environment_facts, fail_on, now_iso
+    from dfdoctor.rows import verdict_over_rows
+
+    contexts = []
+    for spec in specs:
+        ctx, cfg = build_context({**opts, "target": spec}, command)
+        contexts.append(ctx)
+    checks, broken = choose_checks(opts, cfg, "pre")
+    level = fail_on(opts, cfg)
+    rows, records = run_targets(contexts, checks, broken, cfg, level, opts.get("parallel") or DEFAULT_PARALLEL)
+    report = Report(tool_version=version, target=", ".join(specs), command=command, started_at=started,
+                    finished_at=now_iso(), verdict=verdict_over_rows(rows), checks=records, timeline=[],
+                    environment=environment_facts(None, []), mode="check", targets=rows)
+    return report, level, contexts[0].env
