@@ -27,7 +27,7 @@ from dfdoctor.model import CheckRecord, Report, Status, TargetRow, Verdict
 from dfdoctor.registry import Check
 from dfdoctor.runner import WRAP_UP_S, effective_timeout
 
-DEFAULT_PARALLEL = 16
+DEFAULT_PARALLEL = 8
 # Beyond the slowest check's own limit, what a target may take to connect, start and wrap up.
 SLACK_S = 30.0
 
