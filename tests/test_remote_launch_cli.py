@@ -34,15 +34,16 @@ def test_status_of_a_run_whose_target_does_not_answer(tmp_path, dfdoctor):
     assert "Connection refused" in "\n".join(rep["verdict"]["evidence"])
 
 
-def test_fetch_script_reads_liveness_fds_and_stacks(tmp_path):
-    """The script a look runs on the target, run here on a real silent job: alive, where fd 1 goes, stacks."""
+def test_fetch_script_reads_liveness_fds_and_stacks(tmp_path, monkeypatch):
+    """What a look runs on the target (target_agent, shipped with the recorder over stdin), run here through
+    the same shipping on a real silent job: alive, where fd 1 goes, stacks; then dead, and its output sent."""
     import os
     import subprocess
     import sys
 
-    from dfdoctor.launch.remote import live_facts
     from dfdoctor.launch.recorder import proc_start_time
-    from dfdoctor.launch.remote_run import FETCH
+    from dfdoctor.launch.remote import live_facts
+    from dfdoctor.launch.remote_run import fetch
 
     elsewhere = tmp_path / "elsewhere.log"
     with open(elsewhere, "w") as out:
@@ -56,20 +57,42 @@ def test_fetch_script_reads_liveness_fds_and_stacks(tmp_path):
         events = [{"event": "recorder", "pid": os.getpid(), "start_ticks": proc_start_time(os.getpid())},
                   {"event": "spawned", "pid": job.pid, "start_ticks": proc_start_time(job.pid)}]
         (run_dir / "record.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
-        env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
-        p = subprocess.run([sys.executable, "-c", FETCH, str(run_dir), "1", "0"], capture_output=True, text=True,
-                           timeout=30, env=env)
-        answer = json.loads(p.stdout.rpartition("@@dfdoctor-answer@@")[2])
-        assert answer["recorder_alive"] and answer["job_alive"]
+        monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+        answer = fetch("local", str(run_dir), python=sys.executable, live=True)
+        assert answer["recorder_alive"] and answer["job_alive"], answer
         live = live_facts(answer["live"], 3.0)
         assert live.pid == job.pid and (job.pid, 1, str(elsewhere)) in live.stdout_targets
         assert live.stacks and live.stacks[0].tool == "py-spy" and "sleep" in live.stacks[0].text
         job.kill()
         job.wait()
-        p = subprocess.run([sys.executable, "-c", FETCH, str(run_dir), "1", "0"], capture_output=True, text=True,
-                           timeout=30)
-        answer = json.loads(p.stdout.rpartition("@@dfdoctor-answer@@")[2])
+        answer = fetch("local", str(run_dir), python=sys.executable, live=True)
         assert not answer["job_alive"] and "live" not in answer and "stderr.log" in answer["files"]
     finally:
         job.kill()
         job.wait()
+
+
+def test_kill_run_ends_only_the_processes_the_record_names(tmp_path):
+    """target_agent's kill, shipped the same way: the job's group and the recorder die; a record whose pid now
+    names another process (a different start time) kills nothing."""
+    import subprocess
+    import sys
+
+    from dfdoctor.launch.recorder import proc_start_time
+    from dfdoctor.launch.remote_run import kill_run
+
+    job = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    bystander = subprocess.Popen(["sleep", "30"])
+    try:
+        run_dir = tmp_path / "run"
+        run_dir.mkdir()
+        events = [{"event": "recorder", "pid": bystander.pid, "start_ticks": -5},  # a reused pid
+                  {"event": "spawned", "pid": job.pid, "start_ticks": proc_start_time(job.pid)}]
+        (run_dir / "record.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+        kill_run("local", str(run_dir), python=sys.executable)
+        assert job.wait(timeout=10) == -9
+        assert bystander.poll() is None
+    finally:
+        for p in (job, bystander):
+            p.kill()
+            p.wait()

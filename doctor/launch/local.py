@@ -23,7 +23,7 @@ import psutil
 from dfdoctor.diagnose import stacks
 from dfdoctor.diagnose.verdict import LiveFacts
 from dfdoctor.launch import rundir
-from dfdoctor.launch.recorder import proc_start_time
+from dfdoctor.launch.recorder import job_outputs, proc_start_time
 from dfdoctor.launch.rundir import RunRecord
 
 RECORDER = Path(__file__).resolve().with_name("recorder.py")
@@ -31,7 +31,6 @@ POLL_S = 0.05  # how often the watcher reads the record: bounds the verdict's la
 STEADY_S = 2.0  # output must keep coming for this long before we call the job running
 STEADY_BURSTS = 3  # ...seen growing this many separate times (the recorder's heartbeat counts once a second)
 START_TIMEOUT_S = 10.0  # the recorder must say hello within this, or it is broken
-LOG_SUFFIXES = (".log", ".txt", ".out", ".err", ".jsonl")
 BLOCKING_FRAMES = ("acquire", "wait", "join", "_wait_for_tstate_lock", "recv", "recv_into", "accept", "barrier",
                    "init_process_group", "_lazy_init", "get", "lockf", "flock", "connect")
 
@@ -187,9 +186,11 @@ def observe(run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
     facts = LiveFacts(pid=pid, watched_s=watched_s)
     facts.stacks = stacks.dump_tree(pid)
     facts.classified = _classify("\n\n".join(s.text for s in facts.stacks))
-    expected = os.path.realpath(run.spec["log"]) if run.spec.get("log") else None
-    for p in _tree(pid):
-        _look_at_fds(p, run, expected, facts)
+    tree = _tree(pid)
+    outputs = job_outputs([p.pid for p in tree], run.dir, run.spec.get("log"), pid, sizes=True)
+    facts.stdout_targets = [tuple(s) for s in outputs["streams"]]
+    facts.other_logs = [tuple(f) for f in outputs["files"]]
+    for p in tree:
         _look_at_python(p, facts)
     try:
         t = psutil.Process(pid).cpu_times()
@@ -226,48 +227,6 @@ def _tree(pid: int) -> list[psutil.Process]:
         return [root] + root.children(recursive=True)
     except psutil.Error:
         return []
-
-
-def _look_at_fds(p: psutil.Process, run: RunRecord, expected: Optional[str], facts: LiveFacts) -> None:
-    """Record where fds 1 and 2 point, and which other log-like files this process writes."""
-    ours = str(run.dir.resolve())
-    base = f"/proc/{p.pid}/fd"
-    try:
-        fds = os.listdir(base)
-    except OSError:
-        return
-    for fd in fds:
-        try:
-            target = os.readlink(f"{base}/{fd}")
-        except OSError:
-            continue
-        if not target.startswith("/") or target.startswith(ours) or target == expected:
-            continue
-        if fd in ("1", "2"):
-            # a helper the job starts may silence itself on purpose; only the job's own /dev/null counts
-            if not target.startswith(("/dev/pts", "/dev/tty")) and \
-                    (p.pid == run.job_pid or not target.startswith("/dev/")):
-                facts.stdout_targets.append((p.pid, int(fd), target))
-            continue
-        if target.startswith(("/dev/", "/proc/", "/sys/")) or not target.endswith(LOG_SUFFIXES):
-            continue
-        if _writable(p.pid, fd):
-            try:
-                size = os.stat(target).st_size
-            except OSError:
-                size = -1
-            facts.other_logs.append((p.pid, target, size))
-
-
-def _writable(pid: int, fd: str) -> bool:
-    """Whether the fd is open for writing (O_WRONLY or O_RDWR in /proc/PID/fdinfo)."""
-    try:
-        for line in Path(f"/proc/{pid}/fdinfo/{fd}").read_text().splitlines():
-            if line.startswith("flags:"):
-                return int(line.split()[1], 8) & 0o3 in (1, 2)
-    except (OSError, ValueError, IndexError):
-        pass
-    return False
 
 
 def _look_at_python(p: psutil.Process, facts: LiveFacts) -> None:

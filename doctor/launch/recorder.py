@@ -449,7 +449,7 @@ class Recorder:
         if now - self.t_spawn < due:
             return
         self.snapshots_done += 1
-        outputs = job_outputs(_group_members(self.pgid) or [self.job.pid], self.run_dir, self.log_path,
+        outputs = job_outputs((_group_members(self.pgid) or [self.job.pid])[:16], self.run_dir, self.log_path,
                               self.job.pid)
         if outputs != self.last_outputs:
             self.last_outputs = outputs
@@ -560,16 +560,19 @@ class Recorder:
                 self.record.event("cgroup-left", cgroup=mem[1], error=exc.strerror)
 
 
-def job_outputs(pids, run_dir, log_path, main_pid=None):
-    """Where the processes' stdout/stderr point (when not at us or a terminal) and the log files they write.
+def job_outputs(pids, run_dir, log_path, main_pid=None, sizes=False):
+    """Where the processes' stdout/stderr point (when not at us or a terminal) and the log files they write:
+    {"streams": [[pid, fd, path]], "files": [[pid, path]]}, each file with its size in bytes (-1: cannot stat)
+    when `sizes`. The one reading of a job's fds: the record's "outputs" events, a local look at a live job
+    (`dfdoctor.launch.local`) and one on a target (`target_agent`) all use it.
 
-    Only the job's own process counts when its output goes to a device (/dev/null): helpers it starts
-    often silence their output on purpose.
+    Only the job's own process (`main_pid`) counts when its output goes to a device (/dev/null): helpers it
+    starts often silence their output on purpose.
     """
     ours = os.path.realpath(run_dir)
     expected = os.path.realpath(log_path) if log_path else None
     streams, files = [], []
-    for pid in pids[:16]:
+    for pid in pids:
         base = "/proc/%d/fd" % pid
         try:
             fds = os.listdir(base)
@@ -585,8 +588,16 @@ def job_outputs(pids, run_dir, log_path, main_pid=None):
                     streams.append([pid, int(fd), target])
             elif target.endswith(LOG_SUFFIXES) and not target.startswith(("/dev/", "/proc/", "/sys/")) \
                     and _fd_writable(pid, fd):
-                files.append([pid, target])
+                files.append([pid, target, _size(target)] if sizes else [pid, target])
     return {"streams": streams, "files": files}
+
+
+def _size(path):
+    """A file's size in bytes, -1 when it cannot be read."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return -1
 
 
 def _fd_writable(pid, fd):

@@ -8,9 +8,11 @@ for the target (or `nohup setsid -f` and a pause). `observe` reads pid, exit sta
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 import uuid
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
@@ -217,161 +219,26 @@ def _ship_session(target_spec: str, args: list[str], stdin: Optional[bytes], tim
             out.stderr.strip()[-400:] or f"the starting session exited {out.returncode} without starting the recorder"
 
 
-# The start time of a process (field 22 of /proc/PID/stat), defined in both scripts below that run on the target:
-# a pid counts as the same process only with the same start time.
-TICKS = r'''
-def ticks(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return int(f.read().rsplit(")", 1)[1].split()[19])
-    except (OSError, ValueError, IndexError, TypeError):
-        return None
+# Runs in the target's python: stdin's one line is [[module name, source], ...]; each module but the last becomes
+# importable under its dfdoctor name, and the last runs as __main__ with the command line's arguments.
+LOADER = r'''
+import base64, json, sys, types, zlib
+mods = json.loads(zlib.decompress(base64.b64decode(sys.stdin.readline())).decode())
+for name, src in mods[:-1]:
+    parts = name.split(".")
+    for i in range(1, len(parts)):
+        sys.modules.setdefault(".".join(parts[:i]), types.ModuleType(".".join(parts[:i])))
+    sys.modules[name] = mod = types.ModuleType(name)
+    exec(compile(src, name, "exec"), mod.__dict__)
+exec(compile(mods[-1][1], mods[-1][0], "exec"), {"__name__": "__main__"})
 '''
+AGENT = Path(__file__).resolve().with_name("target_agent.py")
 
-# Runs in the target's python (3.6+, standard library only): what a run folder holds now, and whether its
-# recorder and job still live. Liveness is looked at BEFORE the record is read for the answer, so a recorder
-# found dead has already written its last word into what we send back.
-FETCH = r'''
-import json, os, sys
-d, live, full = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1"
-LIMIT = 64 << 10
-def rd(p, n=None):
-    try:
-        with open(p, "rb") as f:
-            if n:
-                size = f.seek(0, 2); f.seek(max(0, size - n))
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return None
-''' + TICKS + r'''
-def events(text):
-    out = {}
-    for line in (text or "").splitlines():
-        try:
-            e = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(e, dict):
-            out.setdefault(e.get("event"), e)
-    return out
-ev = events(rd(os.path.join(d, "record.jsonl")))
-rec, sp = ev.get("recorder"), ev.get("spawned")
-ans = {"boot_id": (rd("/proc/sys/kernel/random/boot_id") or "").strip() or None,
-       "recorder_alive": bool(rec and "recorder-exit" not in ev and ticks(rec.get("pid")) == rec.get("start_ticks")),
-       "job_alive": bool(sp and "exit" not in ev and ticks(sp.get("pid")) == sp.get("start_ticks")), "files": {}}
-record = rd(os.path.join(d, "record.jsonl"))
-finished = "exit" in events(record) or "recorder-exit" in events(record)
-ans["files"]["record.jsonl"] = record
-for name in ("spec.json", "heartbeat", "launcher.jsonl"):
-    ans["files"][name] = rd(os.path.join(d, name))
-if full or live or finished or not ans["recorder_alive"]:
-    ans["files"]["recorder.out"] = rd(os.path.join(d, "recorder.out"), 8192)
-    for s in ("stdout", "stderr"):
-        segs = [os.path.join(d, "%s.tail.%d" % (s, i)) for i in (0, 1)]
-        segs = sorted((p for p in segs if os.path.exists(p)), key=lambda p: os.stat(p).st_mtime)
-        ans["files"][s + ".log"] = "".join(rd(p, LIMIT) or "" for p in [os.path.join(d, s + ".log")] + segs)[-LIMIT:]
-def tree(root):
-    kids = {}
-    for n in os.listdir("/proc"):
-        if n.isdigit():
-            try:
-                with open("/proc/%s/stat" % n) as f:
-                    kids.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(n))
-            except (OSError, ValueError, IndexError):
-                pass
-    out, todo = [], [root]
-    while todo and len(out) < 16:
-        p = todo.pop(0); out.append(p); todo += kids.get(p, [])
-    return out
-def writable(pid, fd):
-    for line in (rd("/proc/%d/fdinfo/%s" % (pid, fd)) or "").splitlines():
-        if line.startswith("flags:"):
-            return int(line.split()[1], 8) & 3 in (1, 2)
-    return False
-if live and ans["job_alive"]:
-    import shutil, subprocess
-    # py-spy reads a stuck job's stacks from outside; on the target it is found on PATH or beside its python
-    spy = shutil.which("py-spy") or shutil.which("py-spy", path=os.path.dirname(sys.executable))
-    pid = sp["pid"]
-    spec = json.loads(ans["files"]["spec.json"] or "{}")
-    expected = os.path.realpath(spec["log"]) if spec.get("log") else None
-    ours = os.path.realpath(d)
-    facts = {"pid": pid, "stdout_targets": [], "other_logs": [], "python": False, "buffered": False, "stacks": []}
-    for p in tree(pid):
-        try:
-            fds = os.listdir("/proc/%d/fd" % p)
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                t = os.readlink("/proc/%d/fd/%s" % (p, fd))
-            except OSError:
-                continue
-            if not t.startswith("/") or t.startswith(ours) or t == expected:
-                continue
-            if fd in ("1", "2"):
-                if not t.startswith(("/dev/pts", "/dev/tty")) and (p == pid or not t.startswith("/dev/")):
-                    facts["stdout_targets"].append([p, int(fd), t])
-            elif t.endswith((".log", ".txt", ".out", ".err", ".jsonl")) and \
-                    not t.startswith(("/dev/", "/proc/", "/sys/")) and writable(p, fd):
-                try:
-                    size = os.stat(t).st_size
-                except OSError:
-                    size = -1
-                facts["other_logs"].append([p, t, size])
-        cmd = (rd("/proc/%d/cmdline" % p) or "").split("\0")
-        try:
-            exe = os.path.basename(os.readlink("/proc/%d/exe" % p))
-        except OSError:
-            exe = os.path.basename(cmd[0])
-        stack = None
-        if "python" in exe and spy and len(facts["stacks"]) < 4:
-            try:
-                r = subprocess.run([spy, "dump", "--full-filenames", "--pid", str(p)], stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=5)
-                if r.returncode == 0 and r.stdout.strip():
-                    stack = {"pid": p, "text": r.stdout.decode("utf-8", "replace").strip(), "tool": "py-spy"}
-                else:
-                    why = (r.stderr.decode("utf-8", "replace").strip().splitlines() or ["status %d" % r.returncode])[-1]
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                why = "py-spy: %s" % exc
-        else:
-            why = "py-spy is not on the target"
-        if stack is None and (p == pid or "python" in exe):
-            lines = []
-            for tid in sorted(os.listdir("/proc/%d/task" % p) if os.path.isdir("/proc/%d/task" % p) else []):
-                st = (rd("/proc/%d/task/%s/stat" % (p, tid)) or "").rsplit(")", 1)
-                comm = (rd("/proc/%d/task/%s/comm" % (p, tid)) or "?").strip()
-                wchan = (rd("/proc/%d/task/%s/wchan" % (p, tid)) or "?").strip() or "-"
-                lines.append("thread %s (%s): state %s, waits in %s" % (tid, comm, st[1].split()[0] if len(st) > 1 else "?", wchan))
-            stack = {"pid": p, "text": "\n".join(lines), "tool": "kernel", "error": why}
-        if stack:
-            facts["stacks"].append(stack)
-        if "python" not in exe:
-            continue
-        facts["python"] = True
-        flags = []
-        for a in cmd[1:]:
-            if not a.startswith("-") or a in ("-c", "-m"):
-                break
-            flags.append(a)
-        env = (rd("/proc/%d/environ" % p) or "").split("\0")
-        unbuf = any(a[1:2] != "-" and "u" in a[1:] for a in flags if not a.startswith(("-W", "-X"))) or \
-            any(e.startswith("PYTHONUNBUFFERED=") and len(e) > 17 for e in env)
-        try:
-            tty = os.readlink("/proc/%d/fd/1" % p).startswith(("/dev/pts", "/dev/tty"))
-        except OSError:
-            tty = False
-        facts["buffered"] = facts["buffered"] or (not unbuf and not tty)
-    st = (rd("/proc/%d/stat" % pid) or "").rsplit(")", 1)
-    try:
-        f = st[1].split()
-        facts["cpu_s"] = (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
-    except (IndexError, ValueError):
-        facts["cpu_s"] = None
-    ans["live"] = facts
-sys.stdout.write("@@dfdoctor-answer@@" + json.dumps(ans) + "\n")
-'''
+
+def agent_input() -> bytes:
+    """What goes down the target's stdin for `target_agent`: the recorder (whose fd reading it uses), then it."""
+    mods = [["dfdoctor.launch.recorder", RECORDER.read_text()], ["dfdoctor.launch.target_agent", AGENT.read_text()]]
+    return base64.b64encode(zlib.compress(json.dumps(mods).encode(), 9)) + b"\n"
 
 
 def fetch(target_spec: str, run_dir: str, *, python: str = "python3", live: bool = False, full: bool = False,
@@ -383,8 +250,9 @@ def fetch(target_spec: str, run_dir: str, *, python: str = "python3", live: bool
     """
 
     target = parse_target(target_spec)
-    argv = transport.wrap(target, [python, "-c", FETCH, run_dir, "1" if live else "0", "1" if full else "0"])
-    out = run_command(argv, timeout=timeout + (25 if live else 0), stack_signal=None)  # py-spy: 5 s a process
+    argv = transport.wrap(target, [python, "-c", LOADER, "fetch", run_dir, "1" if live else "0", "1" if full else "0"])
+    out = run_command(argv, timeout=timeout + (25 if live else 0), stdin_data=agent_input(),
+                      stack_signal=None)  # py-spy: 5 s a process
     err = transport.transport_error(target, out.returncode, out.stderr)
     _, mark, answer = out.stdout.rpartition("@@dfdoctor-answer@@")
     if err or not mark:
@@ -396,34 +264,10 @@ def fetch(target_spec: str, run_dir: str, *, python: str = "python3", live: bool
         return {"error": "a malformed answer: " + answer[:200]}
 
 
-KILL = r"""
-import json, os, signal, sys
-d = sys.argv[1]
-""" + TICKS + r"""
-seen = {}
-try:
-    for line in open(os.path.join(d, "record.jsonl")):
-        try:
-            e = json.loads(line)
-        except ValueError:
-            continue
-        seen.setdefault(e.get("event"), e)
-except OSError:
-    pass
-for name in ("spawned", "recorder"):
-    e = seen.get(name)
-    if e and ticks(e.get("pid")) == e.get("start_ticks"):  # the very process we recorded, not a reused pid
-        for kill in ((lambda: os.killpg(e["pid"], 9)) if name == "spawned" else (lambda: None), lambda: os.kill(e["pid"], 9)):
-            try:
-                kill()
-            except OSError:
-                pass
-"""
-
-
 def kill_run(target_spec: str, run_dir: str, *, python: str = "python3", timeout: float = 15.0) -> None:
     """End a run's job (its whole process group) and its recorder on the target: only the processes the
     record names, checked by start time so that a reused pid is never hit."""
 
     target = parse_target(target_spec)
-    run_command(transport.wrap(target, [python, "-c", KILL, run_dir]), timeout=timeout, stack_signal=None)
+    run_command(transport.wrap(target, [python, "-c", LOADER, "kill", run_dir]), timeout=timeout,
+                stdin_data=agent_input(), stack_signal=None)

@@ -1,0 +1,212 @@
+"""What dfdoctor runs on a target to read a run folder there or end its run, without dfdoctor installed there.
+
+Shipped like the recorder: `remote_run` sends this file and the recorder over stdin to the target's python
+(3.6+, standard library only), which runs it as `target_agent.py fetch RUN_DIR LIVE FULL` or
+`target_agent.py kill RUN_DIR`. Where a job's output goes is read by the recorder's own `job_outputs`, the
+one reading of a job's fds that the record, a local look and this one share.
+
+`fetch` answers on stdout after a marker, as one JSON object: the run folder's files, whether its recorder and
+job still live (a pid counts only with the start time the record gave it), and, for a live job when asked, what
+it does now: where its fds 1 and 2 go, other logs it writes, its stacks, whether its Python buffers stdout.
+Liveness is looked at BEFORE the record is read for the answer, so a recorder found dead has already written its
+last word into what is sent back.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from dfdoctor.launch.recorder import job_outputs, proc_start_time
+
+MARK = "@@dfdoctor-answer@@"
+LIMIT = 64 << 10  # bytes of each output stream sent back
+MAX_PROCESSES = 16  # of the job's tree looked at
+MAX_STACKS = 4  # py-spy takes up to 5 s a process
+
+
+def rd(path, n=None):
+    """A file's text (its last `n` bytes when given), or None."""
+    try:
+        with open(path, "rb") as f:
+            if n:
+                size = f.seek(0, 2)
+                f.seek(max(0, size - n))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def events(text):
+    """The first record event of each name."""
+    out = {}
+    for line in (text or "").splitlines():
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(e, dict):
+            out.setdefault(e.get("event"), e)
+    return out
+
+
+def same_process(e):
+    """Whether the process a record event names still runs (its pid, with the same start time)."""
+    pid = e.get("pid") if e else None
+    return isinstance(pid, int) and proc_start_time(pid) == e.get("start_ticks")
+
+
+def tree(root):
+    """The job's process and its descendants, breadth first, at most MAX_PROCESSES."""
+    kids = {}
+    for n in os.listdir("/proc"):
+        if n.isdigit():
+            try:
+                with open("/proc/%s/stat" % n) as f:
+                    kids.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(n))
+            except (OSError, ValueError, IndexError):
+                pass
+    out, todo = [], [root]
+    while todo and len(out) < MAX_PROCESSES:
+        p = todo.pop(0)
+        out.append(p)
+        todo += kids.get(p, [])
+    return out
+
+
+def fetch(d, live, full):
+    """The answer about run folder `d` (see the module's docstring)."""
+    ev = events(rd(os.path.join(d, "record.jsonl")))
+    rec, sp = ev.get("recorder"), ev.get("spawned")
+    ans = {"boot_id": (rd("/proc/sys/kernel/random/boot_id") or "").strip() or None,
+           "recorder_alive": bool(rec and "recorder-exit" not in ev and same_process(rec)),
+           "job_alive": bool(sp and "exit" not in ev and same_process(sp)), "files": {}}
+    record = rd(os.path.join(d, "record.jsonl"))
+    finished = "exit" in events(record) or "recorder-exit" in events(record)
+    ans["files"]["record.jsonl"] = record
+    for name in ("spec.json", "heartbeat", "launcher.jsonl"):
+        ans["files"][name] = rd(os.path.join(d, name))
+    if full or live or finished or not ans["recorder_alive"]:
+        ans["files"]["recorder.out"] = rd(os.path.join(d, "recorder.out"), 8192)
+        for s in ("stdout", "stderr"):
+            segs = [os.path.join(d, "%s.tail.%d" % (s, i)) for i in (0, 1)]
+            segs = sorted((p for p in segs if os.path.exists(p)), key=lambda p: os.stat(p).st_mtime)
+            text = "".join(rd(p, LIMIT) or "" for p in [os.path.join(d, s + ".log")] + segs)
+            ans["files"][s + ".log"] = text[-LIMIT:]
+    if live and ans["job_alive"]:
+        spec = json.loads(ans["files"]["spec.json"] or "{}")
+        ans["live"] = look(sp["pid"], d, spec.get("log"))
+    return ans
+
+
+def look(pid, d, log):
+    """What a live job does now: where its output goes, its stacks, whether its Python buffers stdout."""
+    # py-spy reads a stuck job's stacks from outside; on the target it is found on PATH or beside its python
+    spy = shutil.which("py-spy") or shutil.which("py-spy", path=os.path.dirname(sys.executable))
+    pids = tree(pid)
+    outputs = job_outputs(pids, d, log, pid, sizes=True)
+    facts = {"pid": pid, "stdout_targets": outputs["streams"], "other_logs": outputs["files"], "python": False,
+             "buffered": False, "stacks": []}
+    for p in pids:
+        cmd = (rd("/proc/%d/cmdline" % p) or "").split("\0")
+        try:
+            exe = os.path.basename(os.readlink("/proc/%d/exe" % p))
+        except OSError:
+            exe = os.path.basename(cmd[0])
+        stack = None
+        if "python" in exe and spy and len(facts["stacks"]) < MAX_STACKS:
+            stack, why = py_spy_dump(spy, p)
+        else:
+            why = "py-spy is not on the target"
+        if stack is None and (p == pid or "python" in exe):
+            stack = {"pid": p, "text": kernel_threads(p), "tool": "kernel", "error": why}
+        if stack:
+            facts["stacks"].append(stack)
+        if "python" in exe:
+            facts["python"] = True
+            facts["buffered"] = facts["buffered"] or buffers_stdout(p, cmd)
+    st = (rd("/proc/%d/stat" % pid) or "").rsplit(")", 1)
+    try:
+        f = st[1].split()
+        facts["cpu_s"] = (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    except (IndexError, ValueError):
+        facts["cpu_s"] = None
+    return facts
+
+
+def py_spy_dump(spy, p):
+    """(the stack entry, None), or (None, why py-spy could not read process `p`)."""
+    try:
+        r = subprocess.run([spy, "dump", "--full-filenames", "--pid", str(p)], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=5)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, "py-spy: %s" % exc
+    if r.returncode == 0 and r.stdout.strip():
+        return {"pid": p, "text": r.stdout.decode("utf-8", "replace").strip(), "tool": "py-spy"}, None
+    return None, (r.stderr.decode("utf-8", "replace").strip().splitlines() or ["status %d" % r.returncode])[-1]
+
+
+def kernel_threads(p):
+    """Each thread's state and the kernel function it waits in: the stacks there are without py-spy."""
+    lines = []
+    for tid in sorted(os.listdir("/proc/%d/task" % p) if os.path.isdir("/proc/%d/task" % p) else []):
+        st = (rd("/proc/%d/task/%s/stat" % (p, tid)) or "").rsplit(")", 1)
+        comm = (rd("/proc/%d/task/%s/comm" % (p, tid)) or "?").strip()
+        wchan = (rd("/proc/%d/task/%s/wchan" % (p, tid)) or "?").strip() or "-"
+        state = st[1].split()[0] if len(st) > 1 else "?"
+        lines.append("thread %s (%s): state %s, waits in %s" % (tid, comm, state, wchan))
+    return "\n".join(lines)
+
+
+def buffers_stdout(p, cmd):
+    """A Python process whose stdout is no terminal and that asked for no unbuffering block-buffers it."""
+    flags = []
+    for a in cmd[1:]:  # interpreter options end at the script, -c or -m
+        if not a.startswith("-") or a in ("-c", "-m"):
+            break
+        flags.append(a)
+    env = (rd("/proc/%d/environ" % p) or "").split("\0")
+    unbuf = any(a[1:2] != "-" and "u" in a[1:] for a in flags if not a.startswith(("-W", "-X"))) or \
+        any(e.startswith("PYTHONUNBUFFERED=") and len(e) > 17 for e in env)
+    try:
+        tty = os.readlink("/proc/%d/fd/1" % p).startswith(("/dev/pts", "/dev/tty"))
+    except OSError:
+        tty = False
+    return not unbuf and not tty
+
+
+def kill(d):
+    """End the run's job (its whole process group) and its recorder: only the processes the record names, checked
+    by start time so that a reused pid is never hit."""
+    seen = events(rd(os.path.join(d, "record.jsonl")))
+    for name in ("spawned", "recorder"):
+        e = seen.get(name)
+        if not same_process(e):
+            continue
+        if name == "spawned":
+            try:
+                os.killpg(e["pid"], 9)
+            except OSError:
+                pass
+        try:
+            os.kill(e["pid"], 9)
+        except OSError:
+            pass
+
+
+def main(argv):
+    """`target_agent.py fetch RUN_DIR LIVE FULL` (LIVE, FULL: 1 or 0) or `target_agent.py kill RUN_DIR`."""
+    if len(argv) == 5 and argv[1] == "fetch":
+        answer = fetch(argv[2], argv[3] == "1", argv[4] == "1")
+        sys.stdout.write(MARK + json.dumps(answer) + "\n")
+        return 0
+    if len(argv) == 3 and argv[1] == "kill":
+        kill(argv[2])
+        return 0
+    sys.stderr.write("usage: target_agent.py fetch RUN_DIR LIVE FULL | kill RUN_DIR\n")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
