@@ -236,6 +236,26 @@ def emit(report: Report, pairs: list[tuple[str, Optional[str]]], *, verbose: boo
             sys.stdout.flush()
             continue
         write_atomically(Path(out), render(safe, fmt, verbose=verbose, color=False, fail_on=fail_on_level))
+    if any(fmt == "github" for fmt, _ in pairs):
+        append_step_summary(safe)
+
+
+def append_step_summary(safe: Report) -> None:
+    """With `--format github` inside GitHub Actions: the Markdown summary, appended to $GITHUB_STEP_SUMMARY
+    (the file GitHub made for it), within what is left of GitHub's 1 MiB for the step."""
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not path:
+        return
+    from dfdoctor.render.github import SUMMARY_LIMIT, summary
+    try:
+        used = os.path.getsize(path) if os.path.exists(path) else 0
+        text = summary(safe, limit=max(0, SUMMARY_LIMIT - used - 1))
+        if len(text.encode()) > SUMMARY_LIMIT - used:
+            return  # the step's summary is already full; the annotations still say what went wrong
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(text + "\n")
+    except OSError as exc:
+        sys.stderr.write(f"dfdoctor: could not append the summary to $GITHUB_STEP_SUMMARY ({exc})\n")
 
 
 def write_atomically(path: Path, text: str) -> None:

@@ -10,11 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from dfdoctor.model import Report
+from dfdoctor.model import Report, Status
 from dfdoctor.redact import MASK, Redactor, name_looks_secret
+from dfdoctor.render import FORMATS
 
 sys.path.insert(0, str(Path(__file__).parent))
 from html_samples import failed_launch  # noqa: E402
+
+CI_FORMATS = ("github", "sarif", "gitlab", "github step summary")  # findings only, no captured output
 
 HF = "hf_QwErTyUiOpAsDfGhJkLzXcVbNm0123456789"
 PW = 'p@ss w0rd"\\!'
@@ -166,11 +169,20 @@ def test_every_output_format_is_masked(tmp_path: Path) -> None:
     rep = failed_launch(stderr_extra=f"login failed for {HF}\n-----BEGIN RSA PRIVATE KEY-----\nMIIEsecret\n"
                                      f"-----END RSA PRIVATE KEY-----\npostgres://a:{PW}@db/x\n")
     rep.checks[5].details = f"HF_TOKEN={HF}"
-    outs = {fmt: tmp_path / f"out.{fmt}" for fmt in ("text", "json", "junit", "html")}
-    engine.emit(rep, [(f, str(p)) for f, p in outs.items()], verbose=True, env=ENV)
+    problem = next(c for c in rep.checks if c.status.rank >= Status.WARN.rank)  # what the CI formats carry
+    problem.summary += f" (token {HF})"
+    problem.fix = f"export HF_TOKEN={HF} and retry"
+    rep.verdict.fix = f"curl -H 'Authorization: Bearer {HF}' https://x and postgres://a:{PW}@db/x"
+    summary = tmp_path / "step-summary.md"
+    outs = {fmt: tmp_path / f"out.{fmt}" for fmt in FORMATS}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GITHUB_STEP_SUMMARY", str(summary))
+        engine.emit(rep, [(f, str(p)) for f, p in outs.items()], verbose=True, env=ENV)
+    outs["github step summary"] = summary
     for fmt, path in outs.items():
         body = path.read_text()
-        assert "flash_attn" in body, fmt  # the report itself is there...
+        # the report itself is there (the CI formats carry the findings, not the captured output)...
+        assert "flash_attn" in body or (fmt in CI_FORMATS and "and retry" in body), fmt
         for secret in (HF, "MIIEsecret", "p@ss w0rd"):
             assert secret not in body, f"{secret!r} leaked into {fmt}"
 
@@ -180,13 +192,13 @@ def test_cli_report_masks_saved_results(tmp_path: Path, dfdoctor) -> None:
     rep = failed_launch(stderr_extra=f"echo $HF_TOKEN -> {HF}\n")
     saved = tmp_path / "result.json"
     saved.write_text(json.dumps(rep.to_dict()))
-    for fmt in ("json", "html", "junit", "text"):
+    for fmt in FORMATS:
         out = tmp_path / f"again.{fmt}"
         res = dfdoctor("report", str(saved), "--format", fmt, "--output", str(out), env={"HF_TOKEN": HF})
         assert res.returncode == 1, res.stderr  # a failed launch stays a failure
         body = out.read_text()
         assert HF not in body, fmt
-        if fmt != "text":  # the terminal view shows captured output only with -v
+        if fmt in ("json", "html", "junit"):  # text shows captured output only with -v; CI formats, findings
             assert "echo $HF_TOKEN -> ***" in body.replace("&gt;", ">"), fmt
 
 

@@ -8,9 +8,11 @@ from typing import Callable
 
 from dfdoctor.model import Report
 
-FORMATS = ("text", "json", "junit", "html")
-_MODULES = {"text": "text", "json": "json_", "junit": "junit", "html": "html"}
-EXTENSIONS = {".json": "json", ".xml": "junit", ".html": "html", ".htm": "html", ".txt": "text", ".log": "text"}
+FORMATS = ("text", "json", "junit", "html", "github", "sarif", "gitlab")
+_MODULES = {"text": "text", "json": "json_", "junit": "junit", "html": "html", "github": "github", "sarif": "sarif",
+            "gitlab": "gitlab"}
+EXTENSIONS = {".json": "json", ".xml": "junit", ".html": "html", ".htm": "html", ".txt": "text", ".log": "text",
+              ".sarif": "sarif"}
 
 
 def renderer(fmt: str) -> Callable[..., str]:
