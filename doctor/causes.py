@@ -33,9 +33,16 @@ NCCL_HANG = "nccl-hang"
 # The host or container could not be reached at all (ssh, lxc-attach or the docker client failed): nothing
 # can be started there, so there is no process and no log.
 TARGET_UNREACHABLE = "target-unreachable"
+# Slurm (docs/slurm.md): what the scheduler did to a job, beyond what a local launch can show.
+TIME_LIMIT = "time-limit"  # Slurm ended the job at its --time limit (TIMEOUT)
+NODE_FAILURE = "node-failure"  # a node of the job stopped answering (NODE_FAIL)
+PREEMPTED = "preempted"  # a higher-priority job took the job's nodes (PREEMPTED)
+STEP_FAILED = "step-failed"  # the batch script exited 0 while one of its srun steps failed (DerivedExitCode)
+NEVER_STARTS = "never-starts"  # the job asks for what its partition can never give: it would pend forever
 
 ALL = frozenset(v for k, v in dict(globals()).items() if k.isupper() and isinstance(v, str))
 
 # Findings after which a launch cannot produce a log: `launch` stops on them unless --force.
 LAUNCH_BLOCKERS = frozenset({COMMAND_NOT_FOUND, SYNTAX_ERROR, MISSING_MODULE,
-                             LOG_DIR_MISSING, LOG_NOT_WRITABLE, DISK_FULL, TARGET_UNREACHABLE})
+                             LOG_DIR_MISSING, LOG_NOT_WRITABLE, DISK_FULL, TARGET_UNREACHABLE,
+                             NEVER_STARTS})

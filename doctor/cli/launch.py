@@ -108,6 +108,15 @@ def launch(opts: dict[str, Any]) -> int:
     command = list(opts["command"])
     opts["target"] = single_target(opts, "launch")
     ctx, cfg = build_context(opts, command)
+    from dfdoctor.slurm import orchestrate as slurm
+    if slurm.is_slurm(ctx):  # sbatch: submit, watch through scontrol/sacct, judge
+        watch_s = opts["watch"] if opts["watch"] is not None else float(cfg.get("watch", DEFAULT_WATCH_S))
+        report = slurm.launch(ctx, watch_s=watch_s, run_dir=Path(opts["run_dir"]).absolute() if opts["run_dir"]
+                              else None, force=opts["force"], no_check=opts["no_check"],
+                              only=tuple(opts.get("only") or ()), skip=tuple(opts.get("skip") or ()))
+        level = fail_on(opts, cfg)
+        emit(report, pairs, verbose=opts["verbose"], fail_on_level=level, env=ctx.env)
+        return exit_code(report, level)
     if ctx.target == "local" and opts["strategy"] != "auto":
         raise click.UsageError("--strategy applies to a job on a --target; a local launch always detaches itself")
     only, skip = check_selection(opts, cfg)
@@ -145,8 +154,13 @@ def status(opts: dict[str, Any]) -> int:
         cfg = load(cwd)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    only, skip = check_selection(opts, cfg)
     level = fail_on(opts, cfg)
+    from dfdoctor.slurm import orchestrate as slurm
+    if slurm.is_slurm_run(cwd, opts["run"]):  # slurm:JOBID, or a run `launch -- sbatch` made
+        report = slurm.status(cwd, opts["run"], opts["watch"])
+        emit(report, pairs, verbose=opts["verbose"], fail_on_level=level)
+        return exit_code(report, level)
+    only, skip = check_selection(opts, cfg)
     try:
         with run_connection(cwd, opts["run"]):  # open until the verdict is printed, as for launch
             report = run_status(cwd, opts["run"], cfg, opts["watch"], only, skip)

@@ -65,9 +65,13 @@ def check_cmd(opts: dict[str, Any]) -> int:
         return exit_code(report, level)
     opts["target"] = specs[0]
     ctx, cfg = build_context(opts, command)
-    checks, broken = choose_checks(opts, cfg, "pre")
-    with target_connection(ctx):
-        records = broken + run_phase(ctx, checks, "pre", cfg)
+    from dfdoctor.slurm import orchestrate as slurm
+    if slurm.is_slurm(ctx):  # an sbatch submission: its own checks, and the usual ones on a compute node
+        records = slurm.check_records(ctx, tuple(opts.get("only") or ()), tuple(opts.get("skip") or ()))
+    else:
+        checks, broken = choose_checks(opts, cfg, "pre")
+        with target_connection(ctx):
+            records = broken + run_phase(ctx, checks, "pre", cfg)
     level = fail_on(opts, cfg)
     report = Report(tool_version=__version__, target=ctx.target, command=command, started_at=started,
                     finished_at=now_iso(), verdict=verdict_from_checks(records, level), checks=records,

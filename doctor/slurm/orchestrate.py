@@ -1,0 +1,153 @@
+"""`check`, `launch` and `status` for an sbatch submission, end to end; the CLI only parses and prints."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+from dfdoctor import __version__, causes
+from dfdoctor.context import Context
+from dfdoctor.engine import environment_facts, now_iso
+from dfdoctor.launch import rundir
+from dfdoctor.model import PROBLEMS, CheckRecord, Report, Verdict
+from dfdoctor.slurm import precheck, sbatch, watch
+from dfdoctor.slurm.rules import Seen, judge
+
+
+def submission_of(ctx: Context) -> sbatch.Submission:
+    """The submission a Context names: `-- sbatch ...`, or `--launcher job.sbatch`."""
+    if sbatch.is_sbatch(ctx.command):
+        return sbatch.parse(ctx.command, ctx.cwd, ctx.env)
+    return sbatch.from_script(ctx.launcher, ctx.cwd, ctx.env)
+
+
+def is_slurm(ctx: Context) -> bool:
+    """Whether the launch under examination is an sbatch submission."""
+    return sbatch.is_sbatch(ctx.command) or (not ctx.command and sbatch.is_batch_script(ctx.launcher))
+
+
+def _wanted(only: tuple[str, ...], skip: tuple[str, ...]):
+    """--only/--skip globs as a filter on the Slurm checks' ids."""
+    def hit(cid: str, pats: tuple[str, ...]) -> bool:
+        return any(fnmatch.fnmatchcase(cid, p) for p in pats)
+    return lambda cid: (not only or hit(cid, only)) and not hit(cid, skip)
+
+
+def check_records(ctx: Context, only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> list[CheckRecord]:
+    """`dfdoctor check -- sbatch ...`: the Slurm checks, then the training command's checks on a node."""
+    return precheck.run_all(submission_of(ctx), ctx.cwd, ctx.env, wanted=_wanted(only, skip))
+
+
+def _report(ctx: Context, mode: str, started: str, verdict: Verdict, records: list[CheckRecord],
+            timeline: list[dict], run: dict[str, Any]) -> Report:
+    return Report(tool_version=__version__, target=ctx.target, command=list(ctx.command), started_at=started,
+                  finished_at=now_iso(), verdict=verdict, checks=records,
+                  timeline=timeline + [_event("verdict", f"{verdict.state} {verdict.cause or ''}".strip())],
+                  run=run, environment=environment_facts(ctx, records), mode=mode)
+
+
+def _event(name: str, detail: str, t: Optional[float] = None) -> dict[str, Any]:
+    return {"t": round(t or time.time(), 3), "event": name, "detail": detail}
+
+
+def launch(ctx: Context, *, watch_s: float, run_dir: Optional[Path] = None, force: bool = False,
+           no_check: bool = False, only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> Report:
+    """Check, submit with --parsable, record where Slurm will write, watch, and judge."""
+    started = now_iso()
+    sub = submission_of(ctx)
+    argv = list(ctx.command) if sbatch.is_sbatch(ctx.command) else ["sbatch", str(ctx.launcher)]
+    records = [] if no_check else precheck.run_all(sub, ctx.cwd, ctx.env, wanted=_wanted(only, skip))
+    timeline = [_event("pre-checks", f"{len(records)} check(s)")]
+    blockers = [r for r in records if r.cause in causes.LAUNCH_BLOCKERS and r.status in PROBLEMS]
+    if blockers and not force:
+        b = blockers[0]
+        v = Verdict("failed", b.cause, f"Not submitted: {b.id} found that the job cannot work: {b.summary}", b.fix,
+                    [f"{r.id}: {r.summary}" for r in blockers] + list(b.evidence) + ["--force submits anyway"])
+        return _report(ctx, "launch", started, v, records, timeline, {"dir": None, "pid": None,
+                                                                       "exit_code": None, "signal": None})
+    run_id, folder = rundir.new_run(ctx.cwd, run_dir)
+    job_id, answer = watch.submit(argv, ctx.cwd, ctx.env)
+    timeline.append(_event("submitted", f"job {job_id}" if job_id else f"sbatch refused: {answer.said}"))
+    spec: dict[str, Any] = {"run_id": run_id, "argv": argv, "cwd": str(ctx.cwd), "target": "local",
+                            "slurm": {"job_id": job_id, "sbatch": answer.said}}
+    if job_id is None:
+        (folder / "spec.json").write_text(json.dumps(spec, indent=1))
+        v = Verdict("failed", causes.NEVER_STARTS if "configuration is not available" in answer.said
+                    or "partition" in answer.said or "can not be satisfied" in answer.said else None,
+                    f"sbatch refused the job: {answer.said}",
+                    "Fix what sbatch names; `dfdoctor check -- sbatch ...` compares the request with the "
+                    "partition.", [f"{' '.join(answer.argv)}: rc {answer.rc}", answer.said])
+        report = _report(ctx, "launch", started, v, records, timeline, _run(spec, folder, None))
+        _save(folder, report)
+        return report
+    first = watch.look(job_id, {})
+    paths = {"stdout": first.job.stdout, "stderr": first.job.stderr, "workdir": first.job.workdir}
+    spec["slurm"].update(paths)
+    (folder / "spec.json").write_text(json.dumps(spec, indent=1))
+    rundir.append_event(folder, "submitted", job_id=job_id, **paths)
+    seen = watch.watch(job_id, paths, watch_s, on_event=lambda n, d: timeline.append(
+        _event(n, " ".join(f"{k}={v}" for k, v in d.items() if v))))
+    verdict = judge(seen)
+    report = _report(ctx, "launch", started, verdict, records, timeline, _run(spec, folder, seen))
+    _save(folder, report)
+    rundir.append_event(folder, "detached", verdict=verdict.state, cause=verdict.cause)
+    return report
+
+
+def status(cwd: Path, ref: Optional[str], watch_s: float) -> Report:
+    """`status slurm:JOBID` (any job) or `status RUN` of a run that `launch -- sbatch` made."""
+    started = now_iso()
+    if ref and ref.startswith("slurm:"):
+        job_id, spec, folder = ref.split(":", 1)[1], {}, None
+        if not job_id.isdigit():
+            from dfdoctor.errors import UsageError
+            raise UsageError(f"{ref}: a Slurm job id is a number (slurm:12345)")
+        paths: dict[str, str] = {}
+    else:
+        folder = rundir.find_run(cwd, ref)
+        spec = json.loads((folder / "spec.json").read_text())
+        job_id = spec["slurm"]["job_id"]
+        paths = {k: spec["slurm"].get(k) or "" for k in ("stdout", "stderr", "workdir")}
+    ctx = Context(command=list(spec.get("argv") or []), cwd=Path(spec.get("cwd") or cwd))
+    if not job_id:
+        v = Verdict("failed", None, f"sbatch refused this job: {spec['slurm'].get('sbatch')}", "Submit it again.")
+        return _report(ctx, "status", started, v, [], [], _run(spec, folder, None))
+    seen = watch.watch(job_id, paths, watch_s)
+    if not seen.job.stdout and ref and ref.startswith("slurm:") and seen.job.ended:
+        seen.notes.append("Slurm no longer records where this job wrote (scontrol forgets StdOut after MinJobAge "
+                          "and sacct 22.05 never has it): its output file was not read")
+    verdict = judge(seen)
+    report = _report(ctx, "status", started, verdict, [], [], _run(spec, folder, seen))
+    if folder is not None:
+        _save(folder, report)
+    return report
+
+
+def is_slurm_run(cwd: Path, ref: Optional[str]) -> bool:
+    """Whether `status REF` means a Slurm job (slurm:ID, or a run folder of an sbatch launch)."""
+    if ref and ref.startswith("slurm:"):
+        return True
+    try:
+        folder = rundir.find_run(cwd, ref)
+        return "slurm" in json.loads((folder / "spec.json").read_text())
+    except (rundir.RunNotFound, OSError, ValueError):
+        return False
+
+
+def _run(spec: dict, folder: Optional[Path], seen: Optional[Seen]) -> dict[str, Any]:
+    info: dict[str, Any] = {"id": spec.get("run_id"), "dir": str(folder) if folder else None, "pid": None,
+                            "exit_code": None, "signal": None}
+    if seen is not None:
+        from dfdoctor.slurm.job import split_exit
+        code, sig = split_exit(seen.job.exit_code)
+        info.update(exit_code=code if seen.job.ended else None, signal=sig or None,
+                    slurm=seen.job.to_dict(), log=seen.job.stdout)
+    return info
+
+
+def _save(folder: Path, report: Report) -> None:
+    from dfdoctor.launch.orchestrate import _save as save
+    save(folder, report)

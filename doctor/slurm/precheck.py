@@ -1,0 +1,259 @@
+"""`check` on an sbatch submission, before it is submitted: what sbatch will make of it, whether its partition
+can ever run it, whether its output folders and --chdir exist where it will run (seen through a short srun on
+a node of that partition), and the usual checks of its training command, run on that node too."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+from dfdoctor import causes
+from dfdoctor.model import CheckRecord, Result, Status, fail, ok, skip, warn
+from dfdoctor.slurm import cluster, commands, patterns, script
+from dfdoctor.slurm.sbatch import Submission
+
+SRUN_IMMEDIATE_S = 10  # srun gives up when no node is free this soon, rather than queueing
+NODE_CHECKS_TIMEOUT_S = 240.0
+
+
+def record(check_id: str, title: str, fn: Callable[[], list[Result]]) -> CheckRecord:
+    """Run one Slurm check into a CheckRecord; a crash is an `error`, never a pass."""
+    t0 = time.monotonic()
+    try:
+        results = fn()
+    except Exception as exc:  # a bug in a check must not hide the others
+        results = [Result(Status.ERROR, f"{check_id} crashed: {type(exc).__name__}: {exc}")]
+    return CheckRecord.from_results(check_id, "pre", title, results, time.monotonic() - t0)
+
+
+def submission(sub: Submission) -> list[Result]:
+    """What sbatch will run, with which options, and where each came from."""
+    if sub.script is None and sub.wrap is None:
+        return [fail("sbatch names no batch script (and no --wrap).", causes.COMMAND_NOT_FOUND,
+                     fix="Give the script: `sbatch [OPTIONS] job.sbatch`.")]
+    if sub.script is not None and not sub.script.is_file():
+        return [fail(f"The batch script {sub.script} does not exist.", causes.COMMAND_NOT_FOUND,
+                     fix="Check the path (relative to where sbatch runs).")]
+    ev = [f"--{k}={v} (from {sub.origin[k]})" for k, v in sorted(sub.options.items())]
+    train = script.find(sub.script_text)
+    ev.append(f"training command: {train.line}" if train else "no training command found in the script")
+    out = [ok(f"sbatch will run {sub.script or '--wrap'} as job {sub.job_name!r} with "
+              f"{len(sub.options)} option(s).", evidence=tuple(ev))]
+    if sub.unknown:
+        out.append(warn(f"Options dfdoctor does not understand: {' '.join(sub.unknown)}; what they change is "
+                        "not checked.", evidence=tuple(sub.unknown)))
+    return out
+
+
+def fits(sub: Submission) -> list[Result]:
+    """The request against the partition: a job asking for more than it can ever have would pend forever."""
+    parts, default, problem = cluster.partitions()
+    if problem:
+        return [skip(f"Could not read the partitions: {problem}")]
+    name = sub.get("partition") or default
+    if not name:
+        return [warn("No --partition and the cluster has no default partition; sbatch will refuse the job.")]
+    first = name.split(",")[0]
+    if first not in parts:
+        return [fail(f"Partition {first!r} does not exist (partitions: {', '.join(parts)}); sbatch will refuse "
+                     "the job.", causes.NEVER_STARTS, fix="Use one of the partitions `sinfo -s` lists.")]
+    p = parts[first]
+    nodes = sub.int_opt("nodes") or 1
+    per_node_tasks = sub.int_opt("ntasks-per-node") or (max(1, (sub.int_opt("ntasks") or 1) // nodes))
+    cpus = (sub.int_opt("cpus-per-task") or 1) * per_node_tasks
+    mem = cluster.mem_mib(sub.get("mem") or "")
+    if sub.get("mem-per-cpu") and cluster.mem_mib(sub.get("mem-per-cpu") or ""):
+        mem = cluster.mem_mib(sub.get("mem-per-cpu") or "") * cpus
+    gpus = _gpus_per_node(sub)
+    why: list[str] = []
+    if nodes > p.total_nodes or (p.limit("MaxNodes") is not None and nodes > p.limit("MaxNodes")):
+        why.append(f"{nodes} node(s), the partition has {p.total_nodes} (MaxNodes "
+                   f"{p.fields.get('MaxNodes', '?')})")
+    if p.nodes:
+        if cpus > max(n.cpus for n in p.nodes):
+            why.append(f"{cpus} CPU(s) per node, its biggest node has {max(n.cpus for n in p.nodes)}")
+        if mem and mem > max(n.memory_mib for n in p.nodes):
+            why.append(f"{mem} MiB per node, its biggest node has {max(n.memory_mib for n in p.nodes)} MiB")
+        if gpus and gpus > max(n.gpus for n in p.nodes):
+            why.append(f"{gpus} GPU(s) per node, its nodes have at most {max(n.gpus for n in p.nodes)}")
+    limit = cluster.minutes(p.fields.get("MaxTime", ""))
+    asked = cluster.minutes(sub.get("time") or "")
+    if limit is not None and asked is not None and asked > limit:
+        why.append(f"--time {sub.get('time')}, the partition's MaxTime is {p.fields.get('MaxTime')}")
+    ev = (f"partition {first}: {p.total_nodes} node(s), MaxNodes {p.fields.get('MaxNodes')}, MaxTime "
+          f"{p.fields.get('MaxTime')}",) + tuple(f"node {n.name}: {n.cpus} CPUs, {n.memory_mib} MiB, {n.gpus} GPUs, "
+                                                   f"{n.state}" for n in p.nodes[:8])
+    if why:
+        return [fail(f"The job can never start in partition {first}: it asks for " + "; ".join(why) + ".",
+                     causes.NEVER_STARTS, fix="Ask for what one node of the partition has, or submit to another "
+                     "partition (`sinfo -N -l` lists the nodes).", evidence=ev)]
+    down = [n for n in p.nodes if n.state.startswith(("down", "drain", "fail"))]
+    if down and len(down) == len(p.nodes):
+        return [warn(f"Every node of partition {first} is down or drained: the job will wait.", evidence=ev)]
+    return [ok(f"Partition {first} can run it ({nodes} node(s), {cpus} CPU(s)/node"
+               + (f", {mem} MiB/node" if mem else "") + (f", {gpus} GPU(s)/node" if gpus else "") + ").",
+               evidence=ev)]
+
+
+def _gpus_per_node(sub: Submission) -> int:
+    if sub.get("gpus-per-node"):
+        return int(sub.get("gpus-per-node").split(":")[-1]) if sub.get("gpus-per-node").split(":")[-1].isdigit() else 0
+    for part in (sub.get("gres") or "").split(","):
+        bits = part.split(":")
+        if bits[0] == "gpu":
+            return int(bits[-1]) if bits[-1].isdigit() else 1
+    if sub.get("gpus"):
+        n = sub.get("gpus").split(":")[-1]
+        return max(1, int(n) // max(1, sub.int_opt("nodes") or 1)) if n.isdigit() else 0
+    return 0
+
+
+def gpus_vs_torchrun(sub: Submission) -> list[Result]:
+    """GPUs per node requested against torchrun's --nproc_per_node (a static reading: at most a warning)."""
+    train = script.find(sub.script_text)
+    if train is None or train.nproc_per_node is None:
+        return [skip("No torchrun --nproc_per_node in the script to compare with.")]
+    gpus = _gpus_per_node(sub)
+    nproc = train.nproc_per_node
+    if not nproc.isdigit():
+        return [skip(f"torchrun --nproc_per_node {nproc} is not a number dfdoctor can compare "
+                     f"(it asks for {gpus} GPU(s) per node).")]
+    if gpus and int(nproc) != gpus:
+        return [warn(f"torchrun starts {nproc} process(es) per node but the job asks for {gpus} GPU(s) per node.",
+                     fix=f"Make them equal: --nproc_per_node={gpus} (or $SLURM_GPUS_ON_NODE).",
+                     evidence=(train.line,))]
+    if not gpus and int(nproc) > 1:
+        return [warn(f"torchrun starts {nproc} processes per node but the job asks for no GPU (--gres/--gpus).",
+                     fix=f"Add --gpus-per-node={nproc} (or --gres=gpu:{nproc}).", evidence=(train.line,))]
+    return [ok(f"torchrun's --nproc_per_node {nproc} matches the {gpus or 'CPU'} GPU(s) per node requested.")]
+
+
+def srun_prefix(sub: Submission, *, job_name: str = "dfdoctor-check") -> list[str]:
+    """A short srun on one node of the submission's partition that gives up rather than queue."""
+    argv = ["srun", "-N1", "-n1", f"--immediate={SRUN_IMMEDIATE_S}", "-J", job_name, "--mem=64M", "-t", "5"]
+    for opt in ("partition", "account", "qos", "reservation", "constraint"):
+        if sub.get(opt):
+            argv.append(f"--{opt}={sub.get(opt)}")
+    return argv
+
+
+_FOLDERS = r'''echo "node $(hostname -s)"; for d in "$@"; do if [ -d "$d" ]; then if [ -w "$d" ]; then echo "ok $d"; else echo "notwritable $d"; fi; else echo "missing $d"; fi; done'''
+
+
+def folders_where_it_runs(sub: Submission, cwd: Path) -> list[Result]:
+    """The --output/--error folders and --chdir, tested on a node of the partition (else here, said so)."""
+    workdir = sub.workdir or str(cwd)
+    work_abs = workdir if workdir.startswith("/") else str(cwd / workdir)
+    wanted: list[tuple[str, str, str]] = []  # (role, pattern, folder)
+    out = sub.get("output") or patterns.default_output(bool(sub.get("array")))
+    for role, pat in (("--output", out), ("--error", sub.get("error"))):
+        if not pat:
+            continue
+        resolved = patterns.expand(pat, job_name=sub.job_name)
+        folder = patterns.folder(resolved)
+        if folder is None:
+            wanted.append((role, resolved, ""))
+            continue
+        folder = folder if folder.startswith("/") else str(Path(work_abs) / folder)
+        wanted.append((role, resolved, folder))
+    dirs = [work_abs] + [f for _, _, f in wanted if f]
+    a = commands.run(srun_prefix(sub) + ["sh", "-c", _FOLDERS, "sh", *dirs], timeout=SRUN_IMMEDIATE_S + 20)
+    seen: dict[str, str] = {}
+    node = None
+    if a.ok:
+        for line in a.out.splitlines():
+            state, _, path = line.partition(" ")
+            if state == "node":
+                node = path
+            else:
+                seen[path] = state
+    where = f"on node {node}" if node else "on this submit host"
+    note = () if node else (f"srun could not reach a node ({a.said or 'rc ' + str(a.rc)}); the compute nodes "
+                            "may not share this file system",)
+    if not node:
+        for d in dirs:
+            p = Path(d)
+            seen[d] = "ok" if p.is_dir() and _writable(p) else ("notwritable" if p.is_dir() else "missing")
+    results: list[Result] = []
+    if seen.get(work_abs) == "missing":
+        mk = fail if node else warn
+        results.append(mk(f"--chdir {workdir} does not exist {where}: Slurm would run the job in /tmp instead, "
+                          "and its relative paths (logs, checkpoints) would go there.", causes.LOG_ELSEWHERE,
+                          fix=f"mkdir -p {work_abs} (on the shared file system) or fix --chdir.",
+                          evidence=note))
+    for role, resolved, folder in wanted:
+        if not folder:
+            results.append(ok(f"{role} {resolved}: its folder depends on the job (%j/%N...), checked once it runs."))
+            continue
+        state = seen.get(folder)
+        if state == "missing":
+            mk = fail if node else warn
+            results.append(mk(f"{role} {resolved}: its folder {folder} does not exist {where}; Slurm would fail "
+                              "the job before it runs (ExitCode 0:53) and write nothing anywhere.",
+                              causes.LOG_DIR_MISSING, fix=f"mkdir -p {folder} before submitting.", evidence=note))
+        elif state == "notwritable":
+            mk = fail if node else warn
+            results.append(mk(f"{role} {resolved}: its folder {folder} is not writable {where}.",
+                              causes.LOG_NOT_WRITABLE, fix=f"Make {folder} writable for the job's user.",
+                              evidence=note))
+        else:
+            results.append(ok(f"{role} {resolved}: folder {folder} exists and is writable {where}.",
+                              evidence=note))
+    return results
+
+
+def _writable(p: Path) -> bool:
+    import os
+    return os.access(p, os.W_OK)
+
+
+def training_checks_on_node(sub: Submission, cwd: Path, env: dict[str, str],
+                            skip_ids: tuple[str, ...] = ()) -> list[CheckRecord]:
+    """The usual checks of the script's training command, run by dfdoctor on a node of the partition."""
+    train = script.find(sub.script_text)
+    if train is None:
+        return [CheckRecord(id="slurm.training", phase="pre", status=Status.SKIP, title="training command",
+                            summary="No python/torchrun line found in the batch script: its checks were not run.")]
+    workdir = sub.workdir or str(cwd)
+    argv = srun_prefix(sub, job_name="dfdoctor-node-check") + [f"--chdir={workdir}", "--mem=2G",
+                                                              sys.executable, "-m", "dfdoctor", "check",
+                                                              "--format", "json"]
+    for s in skip_ids:
+        argv += ["--skip", s]
+    argv += ["--", *train.argv]
+    a = commands.run(argv, timeout=NODE_CHECKS_TIMEOUT_S, env=env)
+    try:
+        doc = json.loads(a.out[a.out.index("{"):]) if "{" in a.out else None
+    except ValueError:
+        doc = None
+    if not doc:
+        return [CheckRecord(id="slurm.training", phase="pre", status=Status.SKIP, title="training command",
+                            summary=f"The checks of `{train.line}` could not run on a node: "
+                                    f"{a.said or 'no answer'}",
+                            evidence=[shlex.join(argv)])]
+    node = (doc.get("environment") or {}).get("host", "?")
+    recs = []
+    for c in doc.get("checks") or []:
+        r = CheckRecord.from_dict(c)
+        r.summary = f"on {node}: {r.summary}"
+        r.data = dict(r.data, node=node)
+        recs.append(r)
+    return recs
+
+
+def run_all(sub: Submission, cwd: Path, env: dict[str, str], *, node_checks: bool = True,
+            wanted: Optional[Callable[[str], bool]] = None) -> list[CheckRecord]:
+    """Every Slurm pre-submission check, in order; `wanted` filters by id (--only/--skip)."""
+    wanted = wanted or (lambda _id: True)
+    plan = [("slurm.submission", "sbatch submission", lambda: submission(sub)),
+            ("slurm.partition", "fits the partition", lambda: fits(sub)),
+            ("slurm.output", "output folders on a node", lambda: folders_where_it_runs(sub, cwd)),
+            ("slurm.gpus", "GPUs vs torchrun", lambda: gpus_vs_torchrun(sub))]
+    recs = [record(i, t, fn) for i, t, fn in plan if wanted(i)]
+    if node_checks and wanted("slurm.training"):
+        recs += training_checks_on_node(sub, cwd, env)
+    return recs

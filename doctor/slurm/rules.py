@@ -1,0 +1,311 @@
+"""From what Slurm recorded to a verdict. Each rule looks at one kind of evidence and either says nothing
+(None) or gives the verdict; the first that speaks wins, so the specific ones come first (a launch failure
+before a signal, an OOM seen only in a step before the step's plain failure)."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from dfdoctor import causes
+from dfdoctor.diagnose.verdict import parse_python_error
+from dfdoctor.model import Verdict
+from dfdoctor.slurm import pending
+from dfdoctor.slurm.job import JobFacts, mib, split_exit
+
+CHDIR_FAILED = re.compile(r"couldn't chdir to `([^']*)': ([^:]+): going to (\S+) instead")
+SIGNALS = {9: "SIGKILL", 11: "SIGSEGV", 6: "SIGABRT", 15: "SIGTERM", 7: "SIGBUS", 4: "SIGILL", 8: "SIGFPE",
+           53: "signal 53 (Slurm: the job's I/O could not be set up)", 125: "signal 125 (Slurm: OOM)"}
+
+
+@dataclass
+class Seen:
+    """A job as watched: Slurm's facts, its output files, and (while it runs) whether its log grows."""
+
+    job: JobFacts
+    stdout_text: str = ""
+    stderr_text: str = ""
+    stdout_exists: Optional[bool] = None
+    stderr_exists: Optional[bool] = None
+    growing: Optional[bool] = None
+    watched_s: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def output(self) -> str:
+        """Everything the job wrote (stdout and stderr, once if they are the same file)."""
+        if self.job.stderr == self.job.stdout:
+            return self.stdout_text
+        return self.stdout_text + "\n" + self.stderr_text
+
+    def evidence(self) -> list[str]:
+        j = self.job
+        ev = [f"job {j.job_id} ({j.name or '?'}): {j.state_detail or j.state}, ExitCode {j.exit_code or '?'}"
+              + (f", DerivedExitCode {j.derived}" if j.derived and j.derived != "0:0" else "")
+              + (f", Reason {j.reason}" if j.reason and j.reason != "None" else "")]
+        if j.nodes and j.nodes != "(null)":
+            ev.append(f"nodes: {j.nodes}, partition {j.partition or '?'}")
+        if j.stdout:
+            ev.append(f"StdOut={j.stdout}" + ("" if self.stdout_exists is not False else " (does not exist)"))
+        if j.stderr and j.stderr != j.stdout:
+            ev.append(f"StdErr={j.stderr}" + ("" if self.stderr_exists is not False else " (does not exist)"))
+        for s in j.steps:
+            if s.failed:
+                ev.append(f"step {s.id} ({s.name}): {s.state} {s.exit_code}" + (f", MaxRSS {s.max_rss}"
+                                                                               if s.max_rss not in ("", "0") else ""))
+        return ev + self.notes
+
+
+Rule = Callable[[Seen], Optional[Verdict]]
+
+
+def pending_job(s: Seen) -> Optional[Verdict]:
+    """PENDING: the reason in words, and whether it can ever start."""
+    j = s.job
+    if j.state != "PENDING":
+        return None
+    meaning, fix, can_start = pending.explain(j.reason)
+    fix = fix.replace("JOBID", j.job_id)
+    if can_start is False:
+        return Verdict("pending", causes.NEVER_STARTS, f"Job {j.job_id} is pending and will never start: "
+                       f"{meaning} (Reason {j.reason}).", fix, s.evidence())
+    return Verdict("pending", None, f"Job {j.job_id} is pending: {meaning} (Reason {j.reason}).", fix,
+                   s.evidence())
+
+
+def output_not_opened(s: Seen) -> Optional[Verdict]:
+    """A launch failure whose StdOut/StdErr folder is missing: Slurm could not open the output file."""
+    j = s.job
+    e, sig = split_exit(j.exit_code)
+    if not (sig == 53 or (j.reason == "JobLaunchFailure" and j.state == "FAILED")):
+        return None
+    for path, exists in ((j.stdout, s.stdout_exists), (j.stderr, s.stderr_exists)):
+        if path and exists is False and not os.path.isdir(os.path.dirname(path) or "/"):
+            folder = os.path.dirname(path)
+            return Verdict("failed", causes.LOG_DIR_MISSING, f"Slurm could not open the job's output file "
+                           f"{path}: its folder {folder} does not exist, so the job never ran and wrote nothing "
+                           "(the error is only in slurmd's log on the node).",
+                           f"Create the folder before submitting (`mkdir -p {folder}`), or point --output/--error "
+                           "at one that exists; sbatch does not create it.", s.evidence())
+    return None
+
+
+def chdir_failed(s: Seen) -> Optional[Verdict]:
+    """--chdir to a missing folder: Slurm ran the job in /tmp instead, and relative paths went there."""
+    m = CHDIR_FAILED.search(s.output)
+    if not m:
+        return None
+    wanted, why, went = m.groups()
+    return Verdict("failed", causes.LOG_ELSEWHERE, f"The job could not enter its working directory {wanted} "
+                   f"({why}); Slurm ran it in {went} instead, so whatever it wrote to relative paths (logs, "
+                   f"checkpoints) is under {went} on {s.job.nodes or 'the node'}, not where you look.",
+                   f"Create {wanted} before submitting, or fix --chdir/-D; look for the lost output in {went} on "
+                   "the node.", s.evidence() + [m.group(0)])
+
+
+def out_of_memory(s: Seen) -> Optional[Verdict]:
+    """OUT_OF_MEMORY, in the job or only in one of its steps (under srun the job is FAILED 1:0)."""
+    j = s.job
+    _, dsig = split_exit(j.derived)
+    _, sig = split_exit(j.exit_code)
+    steps = [st for st in j.steps if st.state.startswith("OUT_OF_MEMORY")]
+    text_oom = "oom-kill event" in s.output or "Out Of Memory" in s.output
+    if not (j.state == "OUT_OF_MEMORY" or sig == 125 or dsig == 125 or steps or
+            (j.ended and j.state != "COMPLETED" and text_oom) or "Exceeded job memory limit" in s.output):
+        return None
+    where = f" in step {steps[0].id}" if steps and j.state != "OUT_OF_MEMORY" else ""
+    rss = j.max_rss or next((st.max_rss for st in steps if st.max_rss not in ("", "0")), "")
+    req = j.req_mem
+    used = f"MaxRSS {rss}" if rss else "MaxRSS not recorded (the job was shorter than the accounting interval)"
+    ev = s.evidence() + [f"requested memory: {req or '?'}; {used}"]
+    ev += [line.strip() for line in s.output.splitlines() if "oom-kill" in line or "Out Of Memory" in line][:3]
+    bigger = ""
+    if req and mib(req):
+        bigger = f" (now {req}; e.g. --mem={int(mib(req) * 2)}M)"
+    return Verdict("failed", causes.OOM_KILLED, f"Slurm's memory limit killed the job{where}: it used more than "
+                   f"its --mem{(' of ' + req) if req else ''}.",
+                   f"Ask for more memory{bigger}, or use less (smaller batch, fewer workers); `sacct -j {j.job_id} "
+                   "--format=JobID,MaxRSS,ReqMem` shows what it used.", ev)
+
+
+def time_limit(s: Seen) -> Optional[Verdict]:
+    j = s.job
+    if j.state != "TIMEOUT":
+        return None
+    return Verdict("failed", causes.TIME_LIMIT, f"Slurm ended the job at its time limit ({j.time_limit or '?'}; it "
+                   f"ran {j.run_time or '?'}).", "Ask for a longer --time (at most the partition's MaxTime), or "
+                   "save checkpoints and resume; Slurm sends SIGTERM first (`--signal=B:USR1@120` gives warning).",
+                   s.evidence() + _lines(s.output, "DUE TO TIME LIMIT"))
+
+
+def node_failure(s: Seen) -> Optional[Verdict]:
+    j = s.job
+    if j.state != "NODE_FAIL" and not (j.restarts and "NODE FAILURE" in s.output) and j.reason != "NodeDown" \
+            or j.state in ("RUNNING", "COMPLETED"):
+        return None
+    return Verdict("failed", causes.NODE_FAILURE, f"A node of the job ({j.nodes or '?'}) stopped answering "
+                   "Slurm, which ended the job" + (f" and requeued it ({j.restarts} restart(s))" if j.restarts
+                                                   else "") + ".",
+                   "Resubmit (without --no-requeue Slurm does so itself); `sinfo -R` shows why the node is "
+                   "down; exclude it with --exclude if it keeps failing.",
+                   s.evidence() + _lines(s.output, "NODE FAILURE"))
+
+
+def preempted(s: Seen) -> Optional[Verdict]:
+    j = s.job
+    if j.state != "PREEMPTED":
+        return None
+    return Verdict("failed", causes.PREEMPTED, f"A higher-priority job took the nodes of job {j.job_id}: Slurm "
+                   "preempted it.", "Resubmit with --requeue (and checkpoints) so a preempted job resumes, or "
+                   "use a partition/QOS that is not preemptible.", s.evidence())
+
+
+def cancelled(s: Seen) -> Optional[Verdict]:
+    j = s.job
+    if j.state != "CANCELLED":
+        return None
+    m = re.search(r"by (\d+)", j.state_detail)
+    who = "someone"
+    if m:
+        who = _user(int(m[1]))
+    return Verdict("failed", None, f"Job {j.job_id} was cancelled by {who}"
+                   + (" before it started." if not s.stdout_exists else "."),
+                   "Nothing failed in the job itself; submit it again if the cancel was a mistake "
+                   "(`sacct -j ID --format=JobID,State` shows who, by uid).",
+                   s.evidence() + _lines(s.output, "CANCELLED AT"))
+
+
+def python_traceback(s: Seen) -> Optional[Verdict]:
+    """FAILED with a Python traceback in the job's own StdErr: the existing diagnosis of it."""
+    j = s.job
+    if j.state not in ("FAILED",) and not (j.derived and j.derived != "0:0"):
+        return None
+    err = parse_python_error(s.stderr_text if j.stderr != j.stdout else s.output)
+    if err is None:
+        return None
+    ev = [*err.tail] + s.evidence()
+    step = "a step of " if j.state == "COMPLETED" else ""
+    if err.exc_type in ("SyntaxError", "IndentationError", "TabError"):
+        return Verdict("failed", causes.SYNTAX_ERROR, f"{err.where} does not compile: {err.headline}.",
+                       f"Fix the syntax at {err.where}; `python -m py_compile FILE` checks it.", ev)
+    mod = re.search(r"No module named '([^']+)'", err.message)
+    if err.exc_type.endswith(("ModuleNotFoundError", "ImportError")) and mod:
+        return Verdict("failed", causes.MISSING_MODULE, f"The job died at start on {j.nodes or 'its node'}: "
+                       f"module {mod[1]!r} is not installed where it ran (imported at {err.where}).",
+                       f"Install {mod[1].split('.')[0]!r} in the job's environment on the compute nodes.", ev)
+    started = bool(err.before.strip()) or bool(s.stdout_text.strip() and j.stderr != j.stdout)
+    cause = causes.CRASHED if started else causes.IMPORT_ERROR
+    return Verdict("failed", cause, f"{step}Job {j.job_id} " + ("crashed after it started logging" if started
+                   else "died while importing or starting") + f": {err.headline} at {err.where}.",
+                   f"Fix the error raised at {err.where}; the full traceback is in {j.stderr or j.stdout}.", ev)
+
+
+def step_failed(s: Seen) -> Optional[Verdict]:
+    """COMPLETED 0:0, yet a step failed: the batch script hid it (it exited 0 after srun failed)."""
+    j = s.job
+    if j.state != "COMPLETED" or j.exit_code not in ("0:0", ""):
+        return None
+    bad = [st for st in j.steps if st.failed and not st.id.endswith((".batch", ".extern"))]
+    if not (bad or (j.derived and j.derived != "0:0")):
+        return None
+    what = f"step {bad[0].id} {bad[0].state} {bad[0].exit_code}" if bad else f"DerivedExitCode {j.derived}"
+    return Verdict("failed", causes.STEP_FAILED, f"Job {j.job_id} is COMPLETED with exit 0, but a step failed "
+                   f"({what}): the batch script went on and exited 0 after it.",
+                   "Make the script stop on a failed step (`set -e`, or `srun ... || exit $?`), then fix the "
+                   "step; its error is in the output file.", s.evidence() + _lines(s.output, "srun: error"))
+
+
+def killed_by_signal(s: Seen) -> Optional[Verdict]:
+    j = s.job
+    code, sig = split_exit(j.exit_code)
+    if j.state not in ("FAILED",):
+        return None
+    if sig:
+        num = sig
+    elif code > 128 and code - 128 in SIGNALS:
+        num = code - 128
+    else:
+        return None
+    name = SIGNALS.get(num, f"signal {num}")
+    return Verdict("failed", causes.KILLED_BY_SIGNAL, f"The job's process died from {name}"
+                   + (" (a crash in native code)" if num in (11, 7, 4, 8, 6) else "") + ".",
+                   "A SIGKILL nobody sent by hand is usually memory (check `dmesg`/MaxRSS) or an admin; a "
+                   "SIGSEGV is a native crash (run with `python -X faulthandler`).",
+                   s.evidence() + _lines(s.output, "Killed", "Segmentation fault"))
+
+
+def command_not_found(s: Seen) -> Optional[Verdict]:
+    j = s.job
+    code, _ = split_exit(j.exit_code)
+    line = next((l for l in s.output.splitlines() if "command not found" in l or "No such file or directory"
+                 in l and "can't open file" in l), "")
+    if j.state != "FAILED" or not (code in (126, 127) or (code == 2 and "can't open file" in line)) or not line:
+        return None
+    return Verdict("failed", causes.COMMAND_NOT_FOUND, f"A command in the batch script could not be run: "
+                   f"{line.strip()}", "Fix the path or load the module/environment that provides it in the "
+                   "script (the job's PATH is the one at submission unless --export says otherwise).",
+                   s.evidence())
+
+
+def failed_otherwise(s: Seen) -> Optional[Verdict]:
+    j = s.job
+    if j.state not in ("FAILED", "BOOT_FAIL", "DEADLINE"):
+        return None
+    code, _ = split_exit(j.exit_code)
+    return Verdict("failed", causes.CRASHED, f"Job {j.job_id} failed with exit status {code}.",
+                   f"Read the end of {j.stderr or j.stdout or 'its output file'}.",
+                   s.evidence() + s.output.strip().splitlines()[-5:])
+
+
+def running(s: Seen) -> Optional[Verdict]:
+    j = s.job
+    if j.state not in ("RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED"):
+        return None
+    if s.growing:
+        return Verdict("running", None, f"Job {j.job_id} is running on {j.nodes} and its output file grows.",
+                       "", s.evidence())
+    still = f"has not grown in {s.watched_s:.0f} s" if s.stdout_exists else "does not exist yet"
+    return Verdict("running", None, f"Job {j.job_id} is {j.state} on {j.nodes}; its output file {still}.",
+                   "`dfdoctor status` looks again; an output that stays empty under Python is usually "
+                   "buffering (`python -u` or PYTHONUNBUFFERED=1).", s.evidence())
+
+
+def completed(s: Seen) -> Optional[Verdict]:
+    j = s.job
+    if j.state != "COMPLETED":
+        return None
+    return Verdict("ok", None, f"Job {j.job_id} completed with exit 0 on {j.nodes}.", "", s.evidence())
+
+
+RULES: list[Rule] = [pending_job, output_not_opened, chdir_failed, out_of_memory, time_limit, preempted,
+                     node_failure, cancelled, python_traceback, step_failed, command_not_found, killed_by_signal,
+                     failed_otherwise, running, completed]
+
+
+def judge(s: Seen) -> Verdict:
+    """The first rule that speaks; a state no rule knows is said as Slurm's word, never as a pass."""
+    for rule in RULES:
+        v = rule(s)
+        if v is not None:
+            return v
+    j = s.job
+    if not j.known:
+        return Verdict("unknown", None, f"Slurm does not know job {j.job_id} (neither scontrol nor sacct has it).",
+                       "Check the job id; scontrol forgets jobs MinJobAge after they end, and sacct needs "
+                       "accounting (slurmdbd).", s.evidence())
+    return Verdict("unknown", None, f"Job {j.job_id} is {j.state}, a state dfdoctor has no rule for.",
+                   f"See `scontrol show job {j.job_id}` and `sacct -j {j.job_id}`.", s.evidence())
+
+
+def _lines(text: str, *marks: str) -> list[str]:
+    return [l.strip() for l in text.splitlines() if any(m in l for m in marks)][:3]
+
+
+def _user(uid: int) -> str:
+    try:
+        import pwd
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except (KeyError, ImportError):
+        return f"uid {uid}"

@@ -1,0 +1,117 @@
+"""Submit a batch job and watch it: scontrol while Slurm holds it, sacct once it has ended, and its output
+file, until a rule can speak or the watch runs out."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+from dfdoctor.slurm import commands, job
+from dfdoctor.slurm.rules import Seen, judge
+
+POLL_S = 0.2
+GROW_S = 2.0  # how long a running job's output is watched for growth
+READ_LIMIT = 256 << 10
+
+
+def submit(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[Optional[str], commands.Answer]:
+    """`sbatch --parsable ...` as the user typed it; (job id, what sbatch said)."""
+    words = list(argv)
+    if "--parsable" not in words:
+        words.insert(1, "--parsable")
+    try:
+        import subprocess
+        p = subprocess.run(words, cwd=cwd, env=env, capture_output=True, text=True, timeout=commands.TIMEOUT_S,
+                           stdin=subprocess.DEVNULL)
+        answer = commands.Answer(tuple(words), p.returncode, p.stdout, p.stderr)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, commands.Answer(tuple(words), None, "", str(exc))
+    first = answer.out.strip().splitlines()[0] if answer.out.strip() else ""
+    job_id = first.split(";")[0]
+    return (job_id if answer.ok and job_id.isdigit() else None), answer
+
+
+def read_tail(path: str) -> tuple[Optional[bool], str]:
+    """(exists, its last READ_LIMIT bytes as text) of an output file, read from this host."""
+    if not path:
+        return None, ""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            f.seek(max(0, size - READ_LIMIT))
+            return True, f.read().decode(errors="replace")
+    except FileNotFoundError:
+        return False, ""
+    except OSError:
+        return None, ""
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return -1
+
+
+def look(job_id: str, paths: dict[str, str], *, settle: bool = False) -> Seen:
+    """The job and its output files as they are now; `paths` are the StdOut/StdErr/WorkDir recorded at submit
+    (scontrol forgets them after MinJobAge, sacct 22.05 never has them)."""
+    f = job.settle(job_id) if settle else job.facts(job_id, with_sacct=False)
+    for key in ("stdout", "stderr", "workdir"):
+        if not getattr(f, key) and paths.get(key):
+            setattr(f, key, paths[key])
+    if not f.known or (f.ended and "sacct" not in f.source):
+        f = job.settle(job_id, 0.0) if not settle else f
+        for key in ("stdout", "stderr", "workdir"):
+            if not getattr(f, key) and paths.get(key):
+                setattr(f, key, paths[key])
+    out_exists, out = read_tail(f.stdout)
+    err_exists, err = (out_exists, out) if f.stderr == f.stdout else read_tail(f.stderr)
+    return Seen(job=f, stdout_text=out, stderr_text=err, stdout_exists=out_exists, stderr_exists=err_exists)
+
+
+def watch(job_id: str, paths: dict[str, str], watch_s: float,
+          on_event: Callable[[str, dict], None] = lambda name, data: None) -> Seen:
+    """Poll until the job ended (then settle sacct), pends for a reason that never clears, or runs with its
+    output growing; at the latest after `watch_s` seconds."""
+    start = time.monotonic()
+    end = start + watch_s
+    last_state = None
+    grow_from: Optional[tuple[float, int]] = None
+    while True:
+        f = job.facts(job_id, with_sacct=False)
+        if f.state != last_state:
+            on_event("slurm-state", {"state": f.state, "reason": f.reason, "nodes": f.nodes})
+            last_state = f.state
+        if f.ended or not f.known:
+            seen = look(job_id, paths, settle=True)
+            on_event("slurm-ended", {"state": seen.job.state, "exit_code": seen.job.exit_code,
+                                     "end_time": seen.job.end_time})
+            return seen
+        if f.state == "PENDING":
+            seen = look(job_id, paths)
+            if judge(seen).cause or time.monotonic() >= end:
+                return seen
+        if f.state == "RUNNING":
+            out = f.stdout or paths.get("stdout", "")
+            size = _size(out)
+            now = time.monotonic()
+            if grow_from is None:
+                grow_from = (now, size)
+            elif now - grow_from[0] >= GROW_S:  # a window long enough that a job about to die is seen dying
+                if size > grow_from[1]:
+                    seen = look(job_id, paths)
+                    seen.growing, seen.watched_s = True, now - grow_from[0]
+                    return seen
+                if now >= end:
+                    seen = look(job_id, paths)
+                    seen.growing, seen.watched_s = False, now - grow_from[0]
+                    return seen
+                grow_from = (now, size)
+        if time.monotonic() >= end:
+            seen = look(job_id, paths)
+            seen.watched_s = time.monotonic() - start
+            return seen
+        time.sleep(POLL_S)
