@@ -34,31 +34,49 @@ def find(text: str) -> Optional[Training]:
             words = shlex.split(line, comments=True)
         except ValueError:
             continue
-        words = _cut(words)
-        under_srun = False
-        while words and (words[0] in ("exec", "time", "nohup") or "=" in words[0] and not words[0].startswith("-")):
-            words = words[1:]
-        if words and words[0].split("/")[-1] == "srun":
-            _, rest, _ = read_options(words[1:])
-            words, under_srun = rest, True
-        while words and "=" in words[0] and not words[0].startswith("-"):
-            words = words[1:]
-        if not words:
-            continue
-        head = words[0].split("/")[-1]
-        if _PY.match(head) or head in _TRAINERS:
-            return Training(tuple(words), line, under_srun, _nproc(words) if head == "torchrun" else None)
+        for segment in _segments(words):
+            found = _training(segment, line)
+            if found:
+                return found
     return None
 
 
-def _cut(words: list[str]) -> list[str]:
-    """The first command of a line (up to `;`, `&&`, `||`, `|`, or a redirect)."""
-    out = []
+def _training(words: list[str], line: str) -> Optional[Training]:
+    """The training command in one simple command, if it is one."""
+    under_srun = False
+    while words and (words[0] in ("exec", "time", "nohup") or "=" in words[0] and not words[0].startswith("-")):
+        words = words[1:]
+    if words and words[0].split("/")[-1] == "srun":
+        _, rest, _ = read_options(words[1:])
+        words, under_srun = rest, True
+    while words and "=" in words[0] and not words[0].startswith("-"):
+        words = words[1:]
+    if not words:
+        return None
+    head = words[0].split("/")[-1]
+    if _PY.match(head) or head in _TRAINERS:
+        return Training(tuple(words), line, under_srun, _nproc(words) if head == "torchrun" else None)
+    return None
+
+
+def _segments(words: list[str]) -> list[list[str]]:
+    """The simple commands of a line (split at `;`, `&&`, `||`, `|`, `&`), each without its redirects."""
+    out: list[list[str]] = [[]]
+    skip_next = False
     for w in words:
-        if w in (";", "&&", "||", "|", "&") or w.startswith((">", "2>", "<")):
-            break
-        out.append(w)
-    return out
+        if skip_next:
+            skip_next = False
+            continue
+        if w in (";", "&&", "||", "|", "&"):
+            out.append([])
+        elif w.rstrip(";") != w:
+            out[-1].append(w.rstrip(";"))
+            out.append([])
+        elif w in (">", ">>", "2>", "<", "2>>"):
+            skip_next = True
+        elif not w.startswith((">", "2>", "<", "&>")):
+            out[-1].append(w)
+    return [s for s in out if s]
 
 
 def _nproc(words: list[str]) -> Optional[str]:

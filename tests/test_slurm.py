@@ -1,0 +1,251 @@
+"""Slurm on a real single-node cluster (tests/infra/slurm.sh): every failure mode is a real job, submitted by
+`dfdoctor launch -- sbatch ...` or directly, judged from what slurmctld, slurmdbd and the output file say."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from dfdoctor.slurm import patterns, sbatch, script
+from infra.slurm_fixtures import slurm  # noqa: F401
+
+DFDOCTOR = [sys.executable, "-m", "dfdoctor"]
+
+
+def dfd(*args: str, cwd: Path, env: dict | None = None, timeout: float = 200) -> tuple[int, dict, str]:
+    """Run dfdoctor; (exit code, its JSON report, its stderr)."""
+    out = cwd / f"report-{time.monotonic_ns()}.json"
+    cmd, rest = list(args[:1]), list(args[1:])
+    p = subprocess.run(DFDOCTOR + cmd + ["--format", "json", "--output", str(out)] + rest, cwd=cwd,
+                       capture_output=True, text=True, timeout=timeout, env=env)
+    doc = json.loads(out.read_text()) if out.exists() else {}
+    return p.returncode, doc, p.stderr
+
+
+def job_script(tmp: Path, body: str, name: str = "job.sbatch", header: str = "") -> Path:
+    p = tmp / name
+    p.write_text("#!/bin/bash\n" + textwrap.dedent(header) + textwrap.dedent(body))
+    return p
+
+
+def launch(tmp: Path, *sbatch_args: str, watch: str = "60") -> dict:
+    rc, doc, err = dfd("launch", "--no-check", "--watch", watch, "--", "sbatch", *sbatch_args, cwd=tmp)
+    assert doc, err
+    return doc
+
+
+def job_of(doc: dict) -> str:
+    return doc["run"]["slurm"]["job_id"]
+
+
+# ---- reading a submission (no cluster needed) ------------------------------------------------------------
+
+def test_options_follow_sbatchs_precedence(tmp_path):
+    s = job_script(tmp_path, "echo hi\n#SBATCH -p ignored-after-a-command\n",
+                   header="#SBATCH -J from-script\n#SBATCH --mem=1G -t 10\n#SBATCH --output=logs/%x-%j.out\n")
+    sub = sbatch.parse(["sbatch", str(s)], tmp_path, {})
+    assert (sub.job_name, sub.get("mem"), sub.get("time"), sub.get("output")) == ("from-script", "1G", "10",
+                                                                                  "logs/%x-%j.out")
+    assert "partition" not in sub.options  # #SBATCH after the first command is not read by sbatch
+    sub = sbatch.parse(["sbatch", str(s)], tmp_path, {"SBATCH_JOB_NAME": "from-env"})
+    assert sub.job_name == "from-env" and sub.origin["job-name"] == "SBATCH_JOB_NAME"
+    sub = sbatch.parse(["sbatch", "-J", "from-cli", "--mem=2G", str(s), "arg"], tmp_path,
+                       {"SBATCH_JOB_NAME": "from-env"})
+    assert (sub.job_name, sub.get("mem"), sub.script_args) == ("from-cli", "2G", ["arg"])
+
+
+def test_patterns_resolve_what_is_known_before_submission():
+    assert patterns.expand("logs/%x-%j.out", job_name="train", user="u") == "logs/train-%j.out"
+    assert patterns.expand("%u/%x_%A_%a.%3j", job_name="t", user="u", job_id="7") == "u/t_7_%a.007"
+    assert patterns.folder("logs/%x-%j.out") == "logs" and patterns.folder("run-%j/out.log") is None
+
+
+def test_script_is_followed_to_the_training_command():
+    t = script.find("module load x\nexport A=1\nsrun --ntasks-per-node=1 -c 4 torchrun --nproc_per_node=4 "
+                    "train.py --lr 1\n")
+    assert t.srun and t.argv[:2] == ("torchrun", "--nproc_per_node=4") and t.nproc_per_node == "4"
+    assert script.find("cd x && python -m pkg.train\n").argv == ("python", "-m", "pkg.train")
+
+
+# ---- against the real cluster --------------------------------------------------------------------------
+
+def test_parse_agrees_with_real_sbatch_on_precedence(slurm, tmp_path):
+    s = job_script(tmp_path, "true\n", header="#SBATCH -J from-script\n#SBATCH -o from-script-%j.out\n")
+    env = dict(os.environ, SBATCH_JOB_NAME="from-env")
+    job = slurm.sbatch("-o", "from-cli-%j.out", str(s), cwd=tmp_path, env=env)
+    sub = sbatch.parse(["sbatch", "-o", "from-cli-%j.out", str(s)], tmp_path, env)
+    assert slurm.field(job, "JobName") == sub.job_name == "from-env"
+    assert slurm.field(job, "StdOut") == str(tmp_path / patterns.expand(sub.get("output"), job_name=sub.job_name,
+                                                                        job_id=job))
+
+
+def test_check_finds_missing_output_folder_and_chdir_on_the_node(slurm, tmp_path):
+    s = job_script(tmp_path, "python3 -c 'print(1)'\n", header="#SBATCH -o nosuch/%x-%j.out\n")
+    rc, doc, _ = dfd("check", "--", "sbatch", "--chdir", str(tmp_path / "nowork"), str(s), cwd=tmp_path)
+    out = {c["id"]: c for c in doc["checks"]}
+    assert rc == 1 and out["slurm.output"]["status"] == "fail"
+    causes = {f["cause"] for f in out["slurm.output"]["findings"]}
+    assert {"log-elsewhere", "log-dir-missing"} <= causes
+    assert f"on node {slurm.node}" in out["slurm.output"]["summary"]
+
+
+def test_check_says_a_job_can_never_start(slurm, tmp_path):
+    s = job_script(tmp_path, "srun torchrun --nproc_per_node=4 train.py\n", header="#SBATCH --gpus-per-node=2\n")
+    rc, doc, _ = dfd("check", "--only", "slurm.*", "--", "sbatch", "-c", str(slurm.cpus * 4), "-N", "2", str(s),
+                     cwd=tmp_path)
+    out = {c["id"]: c for c in doc["checks"]}
+    assert rc == 1 and out["slurm.partition"]["cause"] == "never-starts"
+    assert "2 node(s)" in out["slurm.partition"]["summary"] and "CPU(s) per node" in out["slurm.partition"]["summary"]
+    assert out["slurm.gpus"]["status"] == "warn"  # a static reading: never more than a warning
+
+
+def test_check_runs_the_usual_checks_on_a_node(slurm, tmp_path):
+    (tmp_path / "train.py").write_text("import nosuchmodule_dfd\n")
+    s = job_script(tmp_path, "srun python3 train.py\n", header=f"#SBATCH -o {tmp_path}/%j.out\n")
+    rc, doc, _ = dfd("check", "--", "sbatch", str(s), cwd=tmp_path)
+    imp = next(c for c in doc["checks"] if c["id"] == "imports.smoke")
+    assert rc == 1 and imp["data"]["node"] == slurm.node and imp["summary"].startswith(f"on {slurm.node}:")
+    assert "nosuchmodule_dfd" in json.dumps(imp)
+
+
+def test_launch_blocks_missing_output_folder_and_force_shows_what_slurm_does(slurm, tmp_path):
+    s = job_script(tmp_path, "echo hi\n")
+    rc, doc, _ = dfd("launch", "--only", "slurm.*", "--", "sbatch", "-o", "nodir/out.log", str(s), cwd=tmp_path)
+    assert rc == 1 and doc["verdict"]["cause"] == "log-dir-missing" and "Not submitted" in doc["verdict"]["summary"]
+    doc = launch(tmp_path, "-o", "nodir/out-%j.log", str(s))
+    job = job_of(doc)
+    assert doc["verdict"]["cause"] == "log-dir-missing"
+    assert str(tmp_path / f"nodir/out-{job}.log") in doc["verdict"]["summary"]  # the path as Slurm resolved it
+
+
+def test_missing_error_folder_alone(slurm, tmp_path):
+    s = job_script(tmp_path, "echo hi\n")
+    doc = launch(tmp_path, "-o", "out-%j.log", "-e", "noerr/err.log", str(s))
+    assert doc["verdict"]["cause"] == "log-dir-missing" and "noerr/err.log" in doc["verdict"]["summary"]
+
+
+def test_missing_chdir_is_log_elsewhere(slurm, tmp_path):
+    s = job_script(tmp_path, "echo hi > rel.log\n")
+    doc = launch(tmp_path, "-o", f"{tmp_path}/o-%j.log", "-D", str(tmp_path / "gone"), str(s))
+    assert doc["verdict"]["cause"] == "log-elsewhere" and "/tmp" in doc["verdict"]["summary"]
+
+
+@pytest.mark.parametrize("under_srun", [False, True])
+def test_out_of_memory_in_the_job_or_only_in_a_step(slurm, tmp_path, under_srun):
+    run = "srun " if under_srun else ""
+    s = job_script(tmp_path, f"{run}python3 -c 'x = bytearray(400 << 20); import time; time.sleep(2)'\n")
+    doc = launch(tmp_path, "--mem=100M", "-o", "o-%j.log", str(s))
+    assert doc["verdict"]["cause"] == "oom-killed", doc["verdict"]
+    assert "100M" in doc["verdict"]["summary"]
+    if under_srun:
+        assert doc["run"]["slurm"]["state"] == "FAILED" and "step" in doc["verdict"]["summary"]
+
+
+def test_python_traceback_from_the_jobs_own_stderr(slurm, tmp_path):
+    (tmp_path / "train.py").write_text("print('epoch 1', flush=True)\nprint('epoch 2')\nprint('e3')\n"
+                                       "raise ValueError('bad lr')\n")
+    s = job_script(tmp_path, "python3 train.py\n")
+    doc = launch(tmp_path, "-o", "o-%j.log", "-e", "e-%j.log", str(s))
+    assert doc["verdict"]["cause"] == "crashed" and "ValueError: bad lr" in doc["verdict"]["summary"]
+    assert "train.py, line 4" in doc["verdict"]["summary"]
+
+
+def test_missing_module_on_the_node(slurm, tmp_path):
+    s = job_script(tmp_path, "srun python3 -c 'import nosuchmod_dfd'\n")
+    doc = launch(tmp_path, "-o", "o-%j.log", str(s))
+    assert doc["verdict"]["cause"] == "missing-module"
+
+
+def test_batch_exits_0_after_a_failed_step(slurm, tmp_path):
+    s = job_script(tmp_path, "srun python3 -c 'import sys; sys.exit(3)'\nexit 0\n")
+    doc = launch(tmp_path, "-o", "o-%j.log", str(s))
+    assert doc["verdict"]["cause"] == "step-failed" and "3:0" in json.dumps(doc["verdict"])
+
+
+@pytest.mark.parametrize("how,sig", [("kill -9 $$", "SIGKILL"), ("exec python3 -c 'import os; os.kill(os.getpid(), 9)'", "SIGKILL"),
+                                     ("python3 -c 'import ctypes; ctypes.string_at(0)'", "SIGSEGV")])
+def test_killed_by_signal(slurm, tmp_path, how, sig):
+    s = job_script(tmp_path, "python3 -c 'import os; os.kill(os.getpid(), 9)'\n" if how.startswith("kill")
+                   else how + "\n")
+    doc = launch(tmp_path, "-o", "o-%j.log", str(s))
+    assert doc["verdict"]["cause"] == "killed-by-signal" and sig in doc["verdict"]["summary"], doc["verdict"]
+
+
+def test_cancelled_says_by_whom(slurm, tmp_path):
+    s = job_script(tmp_path, "echo started; sleep 60\n")
+    job = slurm.sbatch("-o", "o-%j.log", str(s), cwd=tmp_path)
+    slurm.wait_state(job, ("RUNNING",))
+    slurm.cancel(job)
+    slurm.wait_state(job, ("CANCELLED",))
+    rc, doc, _ = dfd("status", f"slurm:{job}", cwd=tmp_path)
+    assert rc == 1 and "cancelled by root" in doc["verdict"]["summary"]
+
+
+@pytest.mark.parametrize("args,reason", [(("-c", "64"), "PartitionConfig"), (("-N", "2"), "PartitionNodeLimit")])
+def test_pending_forever(slurm, tmp_path, args, reason):
+    s = job_script(tmp_path, "true\n")
+    doc = launch(tmp_path, *args, "-o", "o-%j.log", str(s), watch="10")
+    try:
+        assert doc["verdict"]["state"] == "pending" and doc["verdict"]["cause"] == "never-starts"
+        assert reason in doc["verdict"]["summary"] and "never start" in doc["verdict"]["summary"]
+    finally:
+        slurm.cancel(job_of(doc))
+
+
+def test_dependency_never_satisfied(slurm, tmp_path):
+    bad = slurm.sbatch("-o", "o-%j.log", "--wrap", "exit 1", cwd=tmp_path)
+    slurm.wait_state(bad, ("FAILED",))
+    s = job_script(tmp_path, "true\n")
+    doc = launch(tmp_path, f"--dependency=afterok:{bad}", "-o", "o-%j.log", str(s), watch="10")
+    try:
+        assert doc["verdict"]["cause"] == "never-starts" and "DependencyNeverSatisfied" in doc["verdict"]["summary"]
+    finally:
+        slurm.cancel(job_of(doc))
+
+
+def test_running_with_its_log_growing_then_status_later(slurm, tmp_path):
+    s = job_script(tmp_path, "for i in $(seq 1 40); do echo step $i; sleep 0.3; done\n")
+    rc, doc, _ = dfd("launch", "--no-check", "--", "sbatch", "-o", "o-%j.log", str(s), cwd=tmp_path)
+    job = job_of(doc)
+    try:
+        assert rc == 0 and doc["verdict"]["state"] == "running" and "grows" in doc["verdict"]["summary"]
+    finally:
+        slurm.cancel(job)
+    slurm.wait_state(job, ("CANCELLED",))
+    rc, later, _ = dfd("status", cwd=tmp_path)  # the latest run: this one, judged again now it ended
+    assert rc == 1 and "cancelled" in later["verdict"]["summary"]
+
+
+def test_completed_job_and_status_of_a_job_submitted_elsewhere(slurm, tmp_path):
+    job = slurm.sbatch("-o", "o-%j.log", "--wrap", "echo done", cwd=tmp_path)
+    slurm.wait_state(job, ("COMPLETED",))
+    rc, doc, _ = dfd("status", f"slurm:{job}", cwd=tmp_path)
+    assert rc == 0 and doc["verdict"]["state"] == "ok"
+
+
+def test_preempted_by_a_higher_priority_partition(slurm, tmp_path):
+    low = slurm.sbatch("-p", slurm.partition, "-c", str(slurm.cpus), "--mem=100M", "-o", "low-%j.log",
+                       "--no-requeue", "--wrap", "sleep 60", cwd=tmp_path)
+    slurm.wait_state(low, ("RUNNING",))
+    high = slurm.sbatch("-p", slurm.urgent, "-c", str(slurm.cpus), "--mem=100M", "-o", "high-%j.log",
+                        "--wrap", "sleep 1", cwd=tmp_path)
+    try:
+        slurm.wait_state(low, ("PREEMPTED", "CANCELLED"), timeout=30)
+        rc, doc, _ = dfd("status", f"slurm:{low}", cwd=tmp_path)
+        assert doc["verdict"]["cause"] == "preempted", doc["verdict"]
+    finally:
+        slurm.cancel(low, high)
+
+
+@pytest.mark.slow
+def test_time_limit(slurm, tmp_path):
+    s = job_script(tmp_path, "echo start; sleep 200\n")
+    doc = launch(tmp_path, "--time=1", "-o", "o-%j.log", str(s), watch="150")
+    assert doc["verdict"]["cause"] == "time-limit", doc["verdict"]
