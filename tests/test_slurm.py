@@ -19,6 +19,21 @@ from infra.slurm_fixtures import slurm  # noqa: F401
 DFDOCTOR = [sys.executable, "-m", "dfdoctor"]
 
 
+@pytest.fixture(autouse=True)
+def cancel_leftover_jobs(tmp_path):
+    """A job a failed test left running is cancelled (it would outlive the test session otherwise)."""
+    yield
+    q = subprocess.run(["squeue", "-h", "-o", "%i %Z"], capture_output=True, text=True, timeout=30)
+    mine = [line.split()[0] for line in q.stdout.splitlines() if str(tmp_path) in line]
+    if mine:
+        subprocess.run(["scancel", *mine], capture_output=True, timeout=30)
+        end = time.monotonic() + 20
+        while time.monotonic() < end and any(
+                j in subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True).stdout.split()
+                for j in mine):
+            time.sleep(0.3)
+
+
 def dfd(*args: str, cwd: Path, env: dict | None = None, timeout: float = 200) -> tuple[int, dict, str]:
     """Run dfdoctor; (exit code, its JSON report, its stderr)."""
     out = cwd / f"report-{time.monotonic_ns()}.json"

@@ -32,6 +32,7 @@ from dfdoctor.launch.orchestrate import (
     run_launch,
     run_status,
 )
+from dfdoctor.slurm import orchestrate as slurm
 from dfdoctor.targets.strategies import BY_NAME
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
@@ -108,7 +109,6 @@ def launch(opts: dict[str, Any]) -> int:
     command = list(opts["command"])
     opts["target"] = single_target(opts, "launch")
     ctx, cfg = build_context(opts, command)
-    from dfdoctor.slurm import orchestrate as slurm
     if slurm.is_slurm(ctx):  # sbatch: submit, watch through scontrol/sacct, judge
         watch_s = opts["watch"] if opts["watch"] is not None else float(cfg.get("watch", DEFAULT_WATCH_S))
         report = slurm.launch(ctx, watch_s=watch_s, run_dir=Path(opts["run_dir"]).absolute() if opts["run_dir"]
@@ -155,7 +155,6 @@ def status(opts: dict[str, Any]) -> int:
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     level = fail_on(opts, cfg)
-    from dfdoctor.slurm import orchestrate as slurm
     if slurm.is_slurm_run(cwd, opts["run"]):  # slurm:JOBID, or a run `launch -- sbatch` made
         report = slurm.status(cwd, opts["run"], opts["watch"])
         emit(report, pairs, verbose=opts["verbose"], fail_on_level=level)

@@ -38,6 +38,7 @@ from dfdoctor.errors import UsageError
 from dfdoctor.fleet import check_many, target_specs
 from dfdoctor.model import Report
 from dfdoctor.registry import discover
+from dfdoctor.slurm import orchestrate as slurm
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -65,7 +66,6 @@ def check_cmd(opts: dict[str, Any]) -> int:
         return exit_code(report, level)
     opts["target"] = specs[0]
     ctx, cfg = build_context(opts, command)
-    from dfdoctor.slurm import orchestrate as slurm
     if slurm.is_slurm(ctx):  # an sbatch submission: its own checks, and the usual ones on a compute node
         records = slurm.check_records(ctx, tuple(opts.get("only") or ()), tuple(opts.get("skip") or ()))
     else:

@@ -185,7 +185,8 @@ def settle(job_id: str, deadline_s: float = 2.0) -> JobFacts:
     end = time.monotonic() + deadline_s
     while True:
         f = facts(job_id)
-        caught_up = "sacct" in f.source and f.name != "allocation" and (f.steps or f.state in ("CANCELLED",))
+        sacct_ended = (f.state_detail.split() or [""])[0] in TERMINAL
+        caught_up = "sacct" in f.source and sacct_ended and (f.steps or f.state in ("CANCELLED",))
         if caught_up or time.monotonic() >= end:
             return f
         time.sleep(0.2)

@@ -16,6 +16,8 @@ from dfdoctor.model import CheckRecord, Result, Status, fail, ok, skip, warn
 from dfdoctor.slurm import cluster, commands, patterns, script
 from dfdoctor.slurm.sbatch import Submission
 
+_NODE_CHECK_IDS = ("slurm.training", "imports.smoke", "deps.requirements", "cuda.init", "cuda.nccl",
+                   "compile.race", "launch.path", "log.writable", "job.leftovers")
 SRUN_IMMEDIATE_S = 10  # srun gives up when no node is free this soon, rather than queueing
 NODE_CHECKS_TIMEOUT_S = 240.0
 
@@ -247,13 +249,15 @@ def training_checks_on_node(sub: Submission, cwd: Path, env: dict[str, str],
 
 def run_all(sub: Submission, cwd: Path, env: dict[str, str], *, node_checks: bool = True,
             wanted: Optional[Callable[[str], bool]] = None) -> list[CheckRecord]:
-    """Every Slurm pre-submission check, in order; `wanted` filters by id (--only/--skip)."""
+    """Every Slurm pre-submission check, in order; `wanted` filters by id (--only/--skip), the checks run on
+    the node included (`--only 'slurm.*'` runs no srun of dfdoctor there)."""
     wanted = wanted or (lambda _id: True)
     plan = [("slurm.submission", "sbatch submission", lambda: submission(sub)),
             ("slurm.partition", "fits the partition", lambda: fits(sub)),
             ("slurm.output", "output folders on a node", lambda: folders_where_it_runs(sub, cwd)),
             ("slurm.gpus", "GPUs vs torchrun", lambda: gpus_vs_torchrun(sub))]
     recs = [record(i, t, fn) for i, t, fn in plan if wanted(i)]
-    if node_checks and wanted("slurm.training"):
-        recs += training_checks_on_node(sub, cwd, env)
+    if node_checks:
+        node = training_checks_on_node(sub, cwd, env) if any(wanted(i) for i in _NODE_CHECK_IDS) else []
+        recs += [r for r in node if wanted(r.id)]
     return recs

@@ -98,7 +98,7 @@ def watch(job_id: str, paths: dict[str, str], watch_s: float,
             out = f.stdout or paths.get("stdout", "")
             size = _size(out)
             now = time.monotonic()
-            if grow_from is None:
+            if grow_from is None or grow_from[1] < 0:  # the window starts once the file exists
                 grow_from = (now, size)
             elif now - grow_from[0] >= GROW_S:  # a window long enough that a job about to die is seen dying
                 if size > grow_from[1]:
