@@ -1,0 +1,86 @@
+"""`check` on every node of an allocation at once: one `srun --ntasks-per-node=1` runs dfdoctor's checks on
+each node, each node writes its JSON report to its own file (srun's `--output=%N`), and the reports become one
+report with a row per node (the rows model of dfdoctor.rows: which node differs, and how)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Optional
+
+from dfdoctor.model import CheckRecord, Status, TargetRow, Verdict
+from dfdoctor.slurm import commands
+
+SRUN_IMMEDIATE_S = 30
+ROW_PREFIX = "node:"
+
+
+def srun_argv(nodes: str, folder: Path, check_args: list[str], partition: Optional[str] = None) -> list[str]:
+    """The one srun: inside an allocation (`all`) over its nodes, else a new allocation of N nodes."""
+    argv = ["srun", "--ntasks-per-node=1", "-J", "dfdoctor-nodes", "--kill-on-bad-exit=0",
+            f"--output={folder}/%N.json", f"--error={folder}/%N.err"]
+    if nodes != "all":
+        argv += [f"-N{nodes}", f"--immediate={SRUN_IMMEDIATE_S}", "--mem=2G"]
+        if partition:
+            argv.append(f"--partition={partition}")
+    elif os.environ.get("SLURM_JOB_NUM_NODES"):
+        argv.append(f"-N{os.environ['SLURM_JOB_NUM_NODES']}")
+    return argv + [sys.executable, "-m", "dfdoctor", "check", "--format", "json", *check_args]
+
+
+def check_nodes(nodes: str, check_args: list[str], cwd: Path, fail_on_level: str, verdict_from_checks,
+                partition: Optional[str] = None, timeout: float = 600.0
+                ) -> tuple[list[TargetRow], list[CheckRecord], commands.Answer, float]:
+    """Run the checks on every node; (rows, records each tagged with its row, what srun said, seconds)."""
+    if nodes == "all" and not os.environ.get("SLURM_JOB_ID"):
+        from dfdoctor.errors import UsageError
+        raise UsageError("--slurm-nodes all runs inside an allocation (salloc, or a batch job); outside one give "
+                         "a node count: --slurm-nodes N")
+    # A folder every node can write: under the working directory, which a cluster shares with its nodes.
+    base = cwd / ".dfdoctor"
+    base.mkdir(exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="nodes-", dir=base))
+    t0 = time.monotonic()
+    try:
+        answer = commands.run(srun_argv(nodes, folder, check_args, partition), timeout=timeout)
+        rows, records = [], []
+        for path in sorted(folder.glob("*.json")):
+            node = path.stem
+            row, recs = _row(node, path, folder / f"{node}.err", fail_on_level, verdict_from_checks)
+            rows.append(row)
+            records += recs
+        took = time.monotonic() - t0
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    if not rows:
+        rec = CheckRecord(id="slurm.nodes", phase="pre", status=Status.ERROR, title="checks on the nodes",
+                          summary=f"srun ran the checks on no node: {answer.said or 'rc ' + str(answer.rc)}",
+                          fix="Run the srun shown in the evidence by hand to see why.", evidence=[" ".join(answer.argv)])
+        rows = [TargetRow("slurm", Verdict("failed", None, rec.summary, rec.fix), {}, round(took, 3))]
+        rec.target = "slurm"
+        records = [rec]
+    return rows, records, answer, took
+
+
+def _row(node: str, path: Path, err: Path, fail_on_level: str, verdict_from_checks
+         ) -> tuple[TargetRow, list[CheckRecord]]:
+    name = ROW_PREFIX + node
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        doc = json.loads(text[text.index("{"):])
+    except (OSError, ValueError):
+        said = err.read_text(errors="replace")[-2000:] if err.exists() else ""
+        rec = CheckRecord(id="slurm.nodes", phase="pre", status=Status.ERROR, title="checks on this node",
+                          summary=f"dfdoctor's checks on {node} gave no report", details=said, target=name)
+        return TargetRow(name, Verdict("failed", None, rec.summary), {}, 0.0), [rec]
+    records = [CheckRecord.from_dict(d) for d in doc.get("checks") or []]
+    for r in records:
+        r.target = name
+    env = {k: v for k, v in (doc.get("environment") or {}).items() if k not in ("os", "dfdoctor_python")}
+    took = sum(r.duration_s for r in records)
+    return TargetRow(name, verdict_from_checks(records, fail_on_level), env, round(took, 3)), records
