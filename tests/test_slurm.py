@@ -266,3 +266,36 @@ def test_time_limit(slurm, tmp_path):
     s = job_script(tmp_path, "echo start; sleep 200\n")
     doc = launch(tmp_path, "--time=1", "-o", "o-%j.log", str(s), watch="150")
     assert doc["verdict"]["cause"] == "time-limit", doc["verdict"]
+
+
+# ---- every node of an allocation at once (one node here: a row per node, the difference injected) --------
+
+def test_check_on_every_node_of_a_new_allocation(slurm, tmp_path):
+    rc, doc, _ = dfd("check", "--slurm-nodes", "1", "--only", "imports.smoke", "--", "python3", "-c", "import json",
+                     cwd=tmp_path)
+    assert rc == 0 and [t["target"] for t in doc["targets"]] == [f"node:{slurm.node}"]
+    assert {c["target"] for c in doc["checks"]} == {f"node:{slurm.node}"}
+
+
+def test_check_inside_salloc_shows_the_node_that_differs(slurm, tmp_path):
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "dfd_nodelib.py").write_text("raise ImportError('this node has a broken nodelib')\n")
+    out = tmp_path / "nodes.json"
+    env = dict(os.environ, PYTHONPATH=str(shadow))  # what one node's environment would differ by
+    p = subprocess.run(["salloc", "-N1", "--mem=3G", *DFDOCTOR, "check", "--slurm-nodes", "all", "--only",
+                        "imports.smoke", "--format", "json", "--output", str(out), "--format", "html", "--output",
+                        str(tmp_path / "nodes.html"), "--", "python3", "-c", "import dfd_nodelib"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=200, env=env)
+    doc = json.loads(out.read_text())
+    row = doc["targets"][0]
+    assert p.returncode == 1 and row["target"] == f"node:{slurm.node}" and row["verdict"]["state"] == "failed"
+    assert "broken nodelib" in json.dumps(doc["checks"]) and f"node:{slurm.node}" in doc["verdict"]["summary"]
+    assert f"node:{slurm.node}" in (tmp_path / "nodes.html").read_text()
+
+
+def test_slurm_nodes_all_outside_an_allocation_is_bad_usage(slurm, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    p = subprocess.run([*DFDOCTOR, "check", "--slurm-nodes", "all", "--", "python3", "-c", "1"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert p.returncode == 2 and "inside an allocation" in p.stderr

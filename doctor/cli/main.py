@@ -38,6 +38,8 @@ from dfdoctor.errors import UsageError
 from dfdoctor.fleet import check_many, target_specs
 from dfdoctor.model import Report
 from dfdoctor.registry import discover
+from dfdoctor.rows import verdict_over_rows
+from dfdoctor.slurm import nodes as slurm_nodes
 from dfdoctor.slurm import orchestrate as slurm
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
@@ -52,6 +54,9 @@ def main() -> None:
 @main.command("check", context_settings={**CONTEXT, "allow_interspersed_args": False})
 @launch_options
 @fleet_options
+@click.option("--slurm-nodes", default=None, metavar="N|all",
+              help="Run the checks on every node of a Slurm allocation through one `srun --ntasks-per-node=1`: "
+                   "N nodes of a new allocation, or `all` inside salloc/a batch job; a row per node.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @pass_opts
 def check_cmd(opts: dict[str, Any]) -> int:
@@ -63,6 +68,10 @@ def check_cmd(opts: dict[str, Any]) -> int:
     if len(specs) > 1 or opts.get("targets_file"):
         report, level, env = check_many(opts, command, specs, started, __version__)
         emit(report, pairs, verbose=opts["verbose"], fail_on_level=level, env=env)
+        return exit_code(report, level)
+    if opts.get("slurm_nodes"):
+        report, level = _check_nodes(opts, command, started)
+        emit(report, pairs, verbose=opts["verbose"], fail_on_level=level)
         return exit_code(report, level)
     opts["target"] = specs[0]
     ctx, cfg = build_context(opts, command)
@@ -78,6 +87,23 @@ def check_cmd(opts: dict[str, Any]) -> int:
                     timeline=[], environment=environment_facts(ctx, records), mode="check")
     emit(report, pairs, verbose=opts["verbose"], fail_on_level=level, env=ctx.env)
     return exit_code(report, level)
+
+
+def _check_nodes(opts: dict[str, Any], command: list[str], started: str) -> tuple[Report, str]:
+    """`check --slurm-nodes`: the checks on every node of an allocation, one row per node."""
+    nodes_opt = opts["slurm_nodes"]
+    if nodes_opt != "all" and not (nodes_opt.isdigit() and int(nodes_opt) > 0):
+        raise click.UsageError(f"--slurm-nodes {nodes_opt}: a node count (2) or `all`")
+    if tuple(opts.get("target") or ()) not in ((), ("local",)):
+        raise click.UsageError("--slurm-nodes runs on the allocation's nodes; it takes no --target")
+    level = opts.get("fail_on") or "error"
+    rows, records, answer, _ = slurm_nodes.check_nodes(
+        nodes_opt, slurm_nodes.forwarded(opts) + ["--", *command], Path(opts.get("cwd") or ".").resolve(),
+        level, verdict_from_checks)
+    report = Report(tool_version=__version__, target=f"slurm ({len(rows)} node(s))", command=command,
+                    started_at=started, finished_at=now_iso(), verdict=verdict_over_rows(rows), checks=records,
+                    timeline=[], environment=environment_facts(None, []), mode="check", targets=rows)
+    return report, level
 
 
 @main.command("list-checks")

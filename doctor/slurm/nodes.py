@@ -13,11 +13,26 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from dfdoctor.errors import UsageError
 from dfdoctor.model import CheckRecord, Status, TargetRow, Verdict
 from dfdoctor.slurm import commands
 
 SRUN_IMMEDIATE_S = 30
 ROW_PREFIX = "node:"
+
+
+def forwarded(opts: dict) -> list[str]:
+    """The `check` options that describe the launch, for the dfdoctor run on each node."""
+    args: list[str] = []
+    for name in ("log", "shell_command", "launcher", "cwd", "python", "timeout"):
+        if opts.get(name) is not None:
+            args += [f"--{name.replace('_', '-')}", str(opts[name])]
+    for name in ("requirements", "only", "skip"):
+        for v in opts.get(name) or ():
+            args += [f"--{name}", str(v)]
+    if opts.get("require_gpu"):
+        args.append("--require-gpu")
+    return args
 
 
 def srun_argv(nodes: str, folder: Path, check_args: list[str], partition: Optional[str] = None) -> list[str]:
@@ -38,7 +53,6 @@ def check_nodes(nodes: str, check_args: list[str], cwd: Path, fail_on_level: str
                 ) -> tuple[list[TargetRow], list[CheckRecord], commands.Answer, float]:
     """Run the checks on every node; (rows, records each tagged with its row, what srun said, seconds)."""
     if nodes == "all" and not os.environ.get("SLURM_JOB_ID"):
-        from dfdoctor.errors import UsageError
         raise UsageError("--slurm-nodes all runs inside an allocation (salloc, or a batch job); outside one give "
                          "a node count: --slurm-nodes N")
     # A folder every node can write: under the working directory, which a cluster shares with its nodes.
