@@ -146,3 +146,32 @@ def test_summary_keeps_every_thread_and_its_innermost_frames() -> None:
     assert text.count("thread 0x") == len(parse(GPU_TRAINER_LOG.read_text()))
     assert "compile_fx_backward (torch/_inductor/compile_fx.py:2418)" in text
     assert "... 96 outer frame(s)" in text and len(text) < 6000
+
+
+def test_the_main_thread_of_a_real_py_spy_dump(tmp_path):
+    """The one parser reads what a live look reads: a real process waiting on an event, dumped by py-spy, has a
+    main thread whose innermost frame is the wait (what `buffered` is not called for, and what `import-hang`
+    quotes)."""
+    from dfdoctor.diagnose import stacks
+    from dfdoctor.diagnose.stackclass import main_thread
+    from dfdoctor.diagnose.verdict import LiveFacts, _innermost
+    from dfdoctor.launch.local import _blocked
+
+    if not stacks.py_spy():
+        pytest.skip("py-spy is not installed")
+    p = subprocess.Popen([sys.executable, "-c", "import threading; print('ready', flush=True); "
+                          "threading.Event().wait()"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        st = stacks.dump(p.pid)
+        assert st.tool == "py-spy", st.error
+        main = main_thread(st.text)
+        assert main is not None and main.frames[-1].func == "<module>"
+        facts = LiveFacts(pid=p.pid, watched_s=1.0, stacks=[st])
+        assert _blocked(facts)
+        where = _innermost(facts)
+        assert where == main.frames[0].raw and where in st.text and "threading.py" in where
+        assert main_thread("Thread 0x7f (most recent call first):\n  File \"x.py\", line 1 in f") is None
+    finally:
+        p.kill()
+        p.wait()

@@ -10,7 +10,7 @@ first thread. Both formats list the most recent call first.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 from dfdoctor import causes
@@ -41,6 +41,7 @@ class Frame:
     file: str
     line: int
     func: str
+    raw: str = field(default="", compare=False)  # the line as the dump printed it
 
     def short(self) -> str:
         """`func (torch/_dynamo/convert_frame.py:2603)`, the path cut at its package root."""
@@ -82,9 +83,14 @@ def parse(stacks_text: str) -> list[ThreadStack]:
         if m and ident is not None:
             line = m.group("line")
             func = m.group("func").rsplit(".", 1)[-1]  # py-spy qualifies methods: ConvertFrame.__call__
-            frames.append(Frame(m.group("file"), int(line) if line.isdigit() else 0, func))
+            frames.append(Frame(m.group("file"), int(line) if line.isdigit() else 0, func, raw.strip()))
     close()
     return threads
+
+
+def main_thread(stacks_text: str) -> Optional[ThreadStack]:
+    """The thread py-spy names "MainThread" (faulthandler names none), or None."""
+    return next((t for t in parse(stacks_text) if t.ident == "MainThread"), None)
 
 
 def summarize(stacks_text: str, frames: int = 8) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from dfdoctor import causes
+from dfdoctor.diagnose import stackclass
 from dfdoctor.diagnose.stackclass import COMPILE_GUARD_FIX
 from dfdoctor.diagnose.stacks import Stacks
 from dfdoctor.launch.rundir import RunRecord
@@ -679,8 +680,7 @@ def _in_import(live: LiveFacts) -> bool:
 def _innermost(live: LiveFacts) -> Optional[str]:
     """The innermost frame of the main thread, as py-spy prints it."""
     for st in live.stacks:
-        lines = st.text.splitlines()
-        for i, line in enumerate(lines):
-            if line.startswith("Thread ") and "MainThread" in line and i + 1 < len(lines):
-                return lines[i + 1].strip()
+        main = stackclass.main_thread(st.text)
+        if main and main.frames:
+            return main.frames[0].raw
     return None

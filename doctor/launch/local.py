@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 import psutil
-from dfdoctor.diagnose import stacks
+from dfdoctor.diagnose import stackclass, stacks
 from dfdoctor.diagnose.verdict import LiveFacts
 from dfdoctor.launch import rundir
 from dfdoctor.launch.recorder import job_outputs, proc_start_time
@@ -258,10 +258,7 @@ def _look_at_python(p: psutil.Process, facts: LiveFacts) -> None:
 def _blocked(facts: LiveFacts) -> bool:
     """The main thread waits on a lock, a join, a socket or a collective: stuck, not busy working."""
     for st in facts.stacks:
-        lines = st.text.splitlines()
-        for i, line in enumerate(lines):
-            if line.startswith("Thread ") and "MainThread" in line and i + 1 < len(lines):
-                frame = lines[i + 1].strip().split(" ", 1)[0]
-                if frame.rsplit(".", 1)[-1] in BLOCKING_FRAMES:
-                    return True
+        main = stackclass.main_thread(st.text)
+        if main and main.frames and main.frames[0].func in BLOCKING_FRAMES:
+            return True
     return False
