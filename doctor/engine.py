@@ -188,6 +188,19 @@ def counts_as_problem(rec: CheckRecord, fail_on_level: str) -> bool:
     return rec.status in PROBLEMS or (fail_on_level == "warn" and rec.status == Status.WARN)
 
 
+def launch_blockers(records: list[CheckRecord]) -> list[CheckRecord]:
+    """The findings after which a launch cannot produce a log: a problem (not silenced) whose cause is one of
+    `causes.LAUNCH_BLOCKERS`. `launch` and a Slurm submission stop on the first unless --force."""
+    return [r for r in records if r.cause in causes.LAUNCH_BLOCKERS and r.status in PROBLEMS and not r.silenced]
+
+
+def not_started(blockers: list[CheckRecord], *, not_done: str, subject: str, force: str) -> Verdict:
+    """The verdict of a start refused because of `blockers`: the first one's cause and fix, all of them listed."""
+    b = blockers[0]
+    return Verdict("failed", b.cause, f"{not_done}: {b.id} found that {subject} cannot work: {b.summary}", b.fix,
+                   [f"{r.id}: {r.summary}" for r in blockers] + list(b.evidence) + [force])
+
+
 def verdict_from_checks(records: list[CheckRecord], fail_on_level: str) -> Verdict:
     """`check`'s verdict: ok, or failed with the worst finding's cause, summary and fix."""
     problems = [r for r in records if counts_as_problem(r, fail_on_level)]

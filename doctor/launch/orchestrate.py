@@ -10,13 +10,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from dfdoctor import __version__, causes
+from dfdoctor import __version__
 from dfdoctor.config import Config
 from dfdoctor.context import Context
 from dfdoctor.diagnose.verdict import diagnose
 from dfdoctor.engine import (
     broken_plugin_records,
     environment_facts,
+    launch_blockers,
+    not_started,
     now_iso,
     run_phase,
     target_connection,
@@ -25,7 +27,7 @@ from dfdoctor.launch import remote_run, rundir
 from dfdoctor.launch.local import POLL_S, Spawner, observe, spawn_detached, start, watch
 from dfdoctor.launch.remote import POLL_S as REMOTE_POLL_S
 from dfdoctor.launch.remote import RemoteRun
-from dfdoctor.model import PROBLEMS, CheckRecord, Report, Verdict
+from dfdoctor.model import CheckRecord, Report, Verdict
 from dfdoctor.registry import discover, select
 
 DEFAULT_WATCH_S = 60.0
@@ -99,13 +101,10 @@ def _pre(ctx: Context, cfg: Config, opts: LaunchOptions,
     checks, broken = _checks("pre", opts.only, opts.skip)
     records = broken + run_phase(ctx, checks, "pre", cfg)
     timeline.append(_event("pre-checks", f"{len(records)} check(s)"))
-    blockers = [r for r in records if r.cause in causes.LAUNCH_BLOCKERS and r.status in PROBLEMS
-                and not r.silenced]
+    blockers = launch_blockers(records)
     if blockers and not opts.force:
-        b = blockers[0]
-        verdict = Verdict("failed", b.cause, f"Not launched: {b.id} found that the launch cannot work: "
-                          f"{b.summary}", b.fix, [f"{r.id}: {r.summary}" for r in blockers] + list(b.evidence)
-                          + ["--force launches anyway"])
+        verdict = not_started(blockers, not_done="Not launched", subject="the launch",
+                              force="--force launches anyway")
         return records, timeline, _report(ctx, "launch", started, verdict, records, timeline, None)
     return records, timeline, None
 

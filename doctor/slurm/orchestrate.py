@@ -10,9 +10,9 @@ from typing import Any, Optional
 
 from dfdoctor import __version__, causes
 from dfdoctor.context import Context
-from dfdoctor.engine import environment_facts, now_iso
+from dfdoctor.engine import environment_facts, launch_blockers, not_started, now_iso
 from dfdoctor.launch import rundir
-from dfdoctor.model import PROBLEMS, CheckRecord, Report, Verdict
+from dfdoctor.model import CheckRecord, Report, Verdict
 from dfdoctor.slurm import precheck, sbatch, watch
 from dfdoctor.slurm.rules import Seen, judge
 
@@ -61,11 +61,9 @@ def launch(ctx: Context, *, watch_s: float, run_dir: Optional[Path] = None, forc
     argv = list(ctx.command) if sbatch.is_sbatch(ctx.command) else ["sbatch", str(ctx.launcher)]
     records = [] if no_check else precheck.run_all(sub, ctx.cwd, ctx.env, wanted=_wanted(only, skip))
     timeline = [_event("pre-checks", f"{len(records)} check(s)")]
-    blockers = [r for r in records if r.cause in causes.LAUNCH_BLOCKERS and r.status in PROBLEMS]
+    blockers = launch_blockers(records)
     if blockers and not force:
-        b = blockers[0]
-        v = Verdict("failed", b.cause, f"Not submitted: {b.id} found that the job cannot work: {b.summary}", b.fix,
-                    [f"{r.id}: {r.summary}" for r in blockers] + list(b.evidence) + ["--force submits anyway"])
+        v = not_started(blockers, not_done="Not submitted", subject="the job", force="--force submits anyway")
         return _report(ctx, "launch", started, v, records, timeline, {"dir": None, "pid": None,
                                                                        "exit_code": None, "signal": None})
     run_id, folder = rundir.new_run(ctx.cwd, run_dir)
