@@ -16,7 +16,7 @@ import shlex
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from dfdoctor import Result, causes, check, error, fail, ok, skip, warn
+from dfdoctor import STATIC, Result, Status, causes, check, error, fail, ok, skip, warn
 from dfdoctor.launchline.commandline import LaunchSpec, spec_for
 from dfdoctor.probe import ProbeOutcome, run_probe, unreached
 from dfdoctor.targets import parse_target
@@ -49,7 +49,10 @@ def imports_smoke(ctx) -> Iterator[Result]:
         yield skip(f"the launch cannot be followed from here ({spec.problem}); on a remote target the launcher "
                    "lives there: launch.path analyses it", data={"launch": _spec_data(spec)})
         return
-    if not spec.exists and not remote:
+    if spec.unknown and (not spec.exists or (spec.script is None and spec.module is None and spec.code is None)):
+        yield _unresolved(spec)
+        return
+    if not spec.exists and not remote:  # a fully resolved path that is not there: an observation
         yield fail(f"the launch command cannot start: {spec.problem}", causes.COMMAND_NOT_FOUND,
                    evidence=(f"command: {shlex.join(spec.argv)}",) + ((f"launcher line: {spec.line}",) if spec.line else ()),
                    fix=_not_found_fix(spec), data={"launch": _spec_data(spec)})
@@ -71,7 +74,35 @@ def imports_smoke(ctx) -> Iterator[Result]:
         for k, v in _WORKER_ENV.items():
             env.setdefault(k, v)
     outcome = run_probe(ctx, "import_probe.py", [json.dumps(request)], timeout=hang_s + 1.5, env=env, cwd=cwd)
-    yield from _conclude(ctx, spec, outcome, hang_s, request)
+    guessed = _guessed_interpreter(ctx, spec)
+    for r in _conclude(ctx, spec, outcome, hang_s, request):
+        if guessed and r.status == Status.FAIL and r.cause != causes.IMPORT_HANG:
+            # seen in an interpreter that may not be the job's: a lead, not an observation about the job
+            r = Result(r.status, r.summary, r.cause, details=(r.details + "\n" if r.details else "") + guessed,
+                       fix=r.fix, evidence=r.evidence, data=r.data, basis=STATIC)
+        yield r
+
+
+def _guessed_interpreter(ctx, spec: LaunchSpec) -> Optional[str]:
+    """Why the interpreter the probe ran in may not be the job's (its name could not be resolved and no
+    --python was given), or None when it is the job's."""
+    if spec.python is not None or not spec.unknown or getattr(ctx, "python_given", False):
+        return None
+    return (f"the job's interpreter could not be resolved ({'; '.join(spec.unknown)}), so the imports were tried in "
+            f"{ctx.python}; pass --python with the job's interpreter to make this a finding about the job")
+
+
+def _unresolved(spec: LaunchSpec) -> Result:
+    """The script (or what runs it) depends on words that cannot be resolved without running the launcher."""
+    where = f" in {spec.launcher.name}" if spec.launcher else ""
+    return warn(f"could not resolve {spec.unknown[0]}{where} without running it, so the script's imports were "
+                "not tried",
+                evidence=tuple(spec.unknown) + ((f"launcher line: {spec.line}",) if spec.line else ()),
+                details="\n".join(spec.notes),
+                fix="Nothing is wrong that dfdoctor saw: it only cannot follow this part of the launcher. "
+                    "`dfdoctor launch` runs it and watches what happens; to check the imports first, run "
+                    "`dfdoctor check -- python SCRIPT` with the script's real path (and --python for the job's "
+                    "interpreter).", data={"launch": _spec_data(spec)}, basis=STATIC)
 
 
 def _probe_request(spec: LaunchSpec, cwd: Path, hang_s: float) -> dict[str, Any]:
@@ -296,7 +327,8 @@ def _spec_data(spec: LaunchSpec) -> dict[str, Any]:
     """The parsed launch, for the JSON report."""
     return {"runner": spec.runner, "python": spec.python, "script": str(spec.script) if spec.script else None,
             "module": spec.module, "args": spec.script_args, "launcher": str(spec.launcher) if spec.launcher else None,
-            "unbuffered": spec.unbuffered, "cwd": str(spec.cwd) if spec.cwd else None}
+            "unbuffered": spec.unbuffered, "cwd": str(spec.cwd) if spec.cwd else None,
+            "unknown": list(spec.unknown)}
 
 
 def _loc(item: dict) -> str:

@@ -20,6 +20,7 @@ class Context:
     command: list[str] = field(default_factory=list)
     cwd: Path = field(default_factory=Path.cwd)
     python: str = "python3"
+    python_given: bool = False  # --python named it (else it was read from the command, or is python3)
     log: Optional[Path] = None
     no_redirect: bool = False
     requirements: list[Path] = field(default_factory=list)

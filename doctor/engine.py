@@ -105,7 +105,7 @@ def build_context(opts: dict[str, Any], command: list[str]) -> tuple[Context, Co
     timeout = opts.get("timeout")
     if timeout is None and cfg.get("timeout") is not None:
         timeout = float(cfg.get("timeout"))
-    ctx = Context(command=list(command), cwd=cwd, python=python,
+    ctx = Context(command=list(command), cwd=cwd, python=python, python_given=bool(opts.get("python")),
                   log=(cwd / opts["log"]) if opts.get("log") else None,
                   no_redirect=bool(opts.get("no_redirect")), requirements=reqs,
                   shell_command=opts.get("shell_command"),
@@ -209,7 +209,7 @@ def verdict_from_checks(records: list[CheckRecord], fail_on_level: str) -> Verdi
         note = f"; {len(warns)} warning(s)" if warns else ""
         return Verdict("ok", None, f"{len(records)} check(s) found no problem that blocks the launch{note}.",
                        evidence=[f"{r.id}: {r.summary}" for r in warns])
-    blockers = [r for r in problems if r.cause in causes.LAUNCH_BLOCKERS]
+    blockers = [r for r in problems if r.cause in causes.LAUNCH_BLOCKERS and r.observed]
     first = max(blockers or problems, key=lambda r: (r.status in (Status.FAIL,), r.status.rank))
     return Verdict("failed", first.cause,
                    f"{len(problems)} of {len(records)} check(s) found a problem; first: {first.id}: {first.summary}",

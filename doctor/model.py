@@ -33,13 +33,25 @@ _RANK = {Status.OK: 0, Status.SKIP: 1, Status.WARN: 2, Status.FAIL: 3, Status.TI
 # The statuses `--fail-on error` (the default) turns into exit code 1.
 PROBLEMS = frozenset({Status.FAIL, Status.ERROR, Status.TIMEOUT})
 
+# What a finding rests on. A static reading (code or a script read without running it) may warn; only an
+# observation (something dfdoctor ran, opened or looked up and saw) or a reproduced failure may fail a check
+# or block a launch. `Result` enforces it: a `fail` built on a static reading becomes a `warn` saying so.
+OBSERVED = "observed"
+STATIC = "static"
+BASES = (OBSERVED, STATIC)
+STATIC_NOTE = ("dfdoctor read this without running it, so it warns instead of failing: a static reading may "
+               "warn; only an observed fact or a reproduced failure fails a check or blocks a launch")
+
 
 @dataclass(frozen=True)
 class Result:
     """One finding a check yields.
 
     `data` carries structured facts (a device list, a persistence matrix) for renderers that show tables;
-    `evidence` is the short list of lines that support the finding.
+    `evidence` is the short list of lines that support the finding. `basis` says what the finding rests on:
+    `observed` (the default: a probe ran, a file was looked at, a process was seen) or `static` (code or a
+    script read without running it). A `fail` on a static basis is turned into a `warn` here, with the reason
+    in `details`, so no check can fail, and no launch be blocked, on a reading alone.
     """
 
     status: Status
@@ -49,16 +61,31 @@ class Result:
     fix: str = ""
     evidence: tuple[str, ...] = ()
     data: dict[str, Any] = field(default_factory=dict)
+    basis: str = OBSERVED
+
+    def __post_init__(self) -> None:
+        if self.basis not in BASES:
+            raise ValueError(f"basis must be one of {BASES}, not {self.basis!r}")
+        if self.status == Status.FAIL and self.basis == STATIC:
+            object.__setattr__(self, "status", Status.WARN)
+            object.__setattr__(self, "details", (self.details + "\n" if self.details else "") + STATIC_NOTE)
+
+    @property
+    def observed(self) -> bool:
+        """True when the finding rests on something dfdoctor saw, not only on reading code."""
+        return self.basis == OBSERVED
 
     def to_dict(self) -> dict[str, Any]:
         return {"status": self.status.value, "cause": self.cause, "summary": self.summary,
-                "details": self.details, "fix": self.fix, "evidence": list(self.evidence), "data": self.data}
+                "details": self.details, "fix": self.fix, "evidence": list(self.evidence), "data": self.data,
+                "basis": self.basis}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Result":
         return cls(status=Status(d["status"]), summary=d.get("summary", ""), cause=d.get("cause"),
                    details=d.get("details", ""), fix=d.get("fix", ""),
-                   evidence=tuple(d.get("evidence", ())), data=dict(d.get("data") or {}))
+                   evidence=tuple(d.get("evidence", ())), data=dict(d.get("data") or {}),
+                   basis=d.get("basis") or OBSERVED)
 
 
 def ok(summary: str, **kw: Any) -> Result:
@@ -105,6 +132,12 @@ class CheckRecord:
     output: str = ""
     silenced: Optional[str] = None
     target: Optional[str] = None  # the row this record belongs to, in a report over many targets
+    basis: str = OBSERVED  # the worst finding's: what it rests on (see Result)
+
+    @property
+    def observed(self) -> bool:
+        """True when the record's worst finding rests on an observation (only those may block a launch)."""
+        return self.basis == OBSERVED
 
     @classmethod
     def from_results(cls, check_id: str, phase: str, title: str, results: list[Result],
@@ -113,14 +146,14 @@ class CheckRecord:
         return cls(id=check_id, phase=phase, status=worst.status, summary=worst.summary, cause=worst.cause,
                    details=worst.details, fix=worst.fix, evidence=list(worst.evidence),
                    data=_merged_data(results), duration_s=round(duration_s, 3), title=title,
-                   findings=results if len(results) > 1 else [], output=output)
+                   findings=results if len(results) > 1 else [], output=output, basis=worst.basis)
 
     def to_dict(self) -> dict[str, Any]:
         d = {"id": self.id, "phase": self.phase, "status": self.status.value, "cause": self.cause,
              "summary": self.summary, "details": self.details, "fix": self.fix,
              "duration_s": self.duration_s, "title": self.title, "evidence": self.evidence,
              "data": self.data, "findings": [r.to_dict() for r in self.findings],
-             "output": self.output, "silenced": self.silenced}
+             "output": self.output, "silenced": self.silenced, "basis": self.basis}
         if self.target is not None:
             d["target"] = self.target
         return d
@@ -132,7 +165,8 @@ class CheckRecord:
                    fix=d.get("fix", ""), evidence=list(d.get("evidence") or []), data=dict(d.get("data") or {}),
                    duration_s=float(d.get("duration_s") or 0.0), title=d.get("title", ""),
                    findings=[Result.from_dict(r) for r in d.get("findings") or []],
-                   output=d.get("output", ""), silenced=d.get("silenced"), target=d.get("target"))
+                   output=d.get("output", ""), silenced=d.get("silenced"), target=d.get("target"),
+                   basis=d.get("basis") or OBSERVED)
 
 
 def _merged_data(results: list[Result]) -> dict[str, Any]:

@@ -279,6 +279,8 @@ def test_login_shell_dash_c_and_conda_activate(proj: Path) -> None:
     (conda_env / "python").symlink_to(PY)
     s = parse(["bash", "-lc", "conda activate drafter && python train.py --fast"], proj, env_for(proj))
     assert s.python == str(conda_env / "python") and s.script == proj / "train.py" and s.script_args == ["--fast"]
+    (proj / "miniconda3" / "bin").mkdir()
+    (proj / "miniconda3" / "bin" / "activate").write_text("# conda's activate\n")
     (proj / "go.sh").write_text(f"source {proj}/miniconda3/bin/activate drafter\npython -u train.py\n")
     s = parse(["bash", "go.sh"], proj, env_for(proj))
     assert s.python == str(conda_env / "python") and s.unbuffered

@@ -4,19 +4,25 @@
 anything: `python -u train.py`, `/venv/bin/python -m pkg.mod`, `torchrun --nproc_per_node 4 train.py`,
 `python -m torch.distributed.run ...`, `accelerate launch train.py`, env prefixes (`env A=1 python ...`),
 wrappers (`nohup`, `exec`, `setsid`, `stdbuf`, `nice`, `timeout`), and shell launchers (`bash launch.sh`,
-`./launch.sh`), which it follows to the Python line they run (tracking `cd`, `export`, `source
-venv/bin/activate` and `"$@"` on the way).
+`./launch.sh`), which it follows to the Python line they run (`walk.py`: `cd`, variables, `export`,
+`source`, `"$@"` on the way).
+
+What depends on something that cannot be known without running the launcher is not guessed: the spec lists
+it in `unknown`, and `exists` is False only when a path that was fully resolved is not there.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shlex
 import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
+
+from dfdoctor.launchline.expand import Unknown
+from dfdoctor.launchline.shell import ShellSyntaxError, Word, tokenize
+from dfdoctor.launchline.walk import WalkState, start_state, walk
 
 MAX_LAUNCHER_DEPTH = 4  # a launcher that calls a launcher that calls ... python
 MAX_LAUNCHER_BYTES = 256 * 1024  # a "launcher" bigger than this is not a launcher we can read sensibly
@@ -53,9 +59,13 @@ class LaunchSpec:
     `runner` is 'python' | 'torchrun' | 'accelerate' | 'launcher' | 'other'. `python` is the interpreter
     that will run the user's code (the one the command names, or the shebang of torchrun/accelerate),
     resolved on PATH, else None. `exists`/`problem` say whether the command or script is there and
-    executable (a problem here is cause `command-not-found`). `env` holds the assignments the command or
-    its launcher makes (`A=1 python ...`, `export A=1`), `cwd` the folder the script runs in after any
-    `cd` in a launcher, and `redirect` the file the launcher line sends stdout to, if any.
+    executable (a problem here is cause `command-not-found`): False only when a fully resolved path was
+    looked at and is not there. `unknown` lists, in words, each word the command depends on that could not
+    be resolved without running the launcher (the interpreter, the script or its folder is then None or
+    partial, never a guess). `env` holds the variables the command or its launcher sets for the job
+    (`A=1 python ...`, `export A=1`; `unknown_env` names those whose value is not known), `cwd` the folder
+    the script runs in after any `cd` in a launcher, `redirect` the file the launcher line sends stdout to,
+    and `notes` what the walk saw but could not follow.
     """
 
     argv: tuple[str, ...]
@@ -73,6 +83,14 @@ class LaunchSpec:
     cwd: Optional[Path] = None
     redirect: Optional[str] = None
     line: Optional[str] = None
+    unknown: tuple[str, ...] = ()
+    unknown_env: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def resolved(self) -> bool:
+        """True when everything the launch depends on was resolved exactly."""
+        return not self.unknown
 
     @property
     def is_python(self) -> bool:
@@ -99,16 +117,43 @@ def parse_launcher(path: os.PathLike | str, cwd: Path, args: Sequence[str] = (),
     env = dict(os.environ if env is None else env)
     p = Path(path)
     p = p if p.is_absolute() else Path(cwd) / p
-    return _follow_launcher(p, list(args), (str(path), *args), Path(cwd), env, depth=0, extra_env={})
+    return _follow_launcher(p, list(args), (str(path), *args), Path(cwd), env, depth=0, extra_env={},
+                            zero=str(path))
 
 
 def parse_line(line: str, cwd: Path, env: Optional[Mapping[str, str]] = None) -> LaunchSpec:
     """Parse one shell line (`cd x && A=1 nohup python train.py > log 2>&1 &`) as the shell would run it."""
     env = dict(os.environ if env is None else env)
-    words = _tokens(line)
+    words = _words(line)
     base = LaunchSpec(tuple(words), exists=bool(words), problem=None if words else "no command given",
                       cwd=Path(cwd), line=line.strip())
-    return _walk(line, Path(cwd) / "-", [], tuple(words), Path(cwd), env, 0, {}, base, is_file=False)
+    return _walk(line, None, [], tuple(words), Path(cwd), env, 0, {}, base, zero=_login_shell(env),
+                 bash=_is_bash(_login_shell(env)), is_file=False)
+
+
+def _words(line: str) -> list[str]:
+    """The words of a line as typed (quotes removed), for the spec's argv."""
+    try:
+        return [t.value for t in tokenize(line) if isinstance(t, Word)]
+    except ShellSyntaxError:
+        return line.split()
+
+
+def _login_shell(env: Mapping[str, str]) -> str:
+    """The shell a line typed at a prompt runs in: $SHELL, else sh."""
+    sh = env.get("SHELL")
+    return sh if isinstance(sh, str) and not isinstance(sh, Unknown) and sh else "sh"
+
+
+def _is_bash(shell: str) -> Optional[bool]:
+    """Whether a shell word runs bash (BASH_SOURCE is set), dash/ash (it is not), or another shell (None)."""
+    found = shell if os.path.isabs(shell) else (shutil.which(shell) or shell)
+    real = os.path.basename(os.path.realpath(found)) if os.path.exists(found) else os.path.basename(shell)
+    if real in ("bash", "rbash"):
+        return True
+    if real in ("dash", "ash", "busybox", "sh"):
+        return False if real != "sh" else None
+    return None
 
 
 def spec_for(ctx) -> LaunchSpec:
@@ -133,14 +178,18 @@ def _parse(argv: list[str], cwd: Path, env: dict[str, str], depth: int, extra_en
         return LaunchSpec(orig, exists=False, problem="no command given", env=extra_env)
     run_env = {**env, **extra_env}
     head = words[0]
+    base = LaunchSpec(orig, env=extra_env, cwd=cwd if isinstance(cwd, Path) else None)
+    if isinstance(head, Unknown):  # `$PYTHON train.py`: what runs is not known, the rest may be
+        if any(str(w).endswith(".py") for w in words[1:]) or re.search(r"py", str(head), re.I):
+            return _python(words[1:], None, Unknown(head, f"the interpreter: {head.why}"), cwd, run_env, base)
+        return _missing(replace(base, runner="other"), Unknown(head, f"the command: {head.why}"))
     name = os.path.basename(head)
-    base = LaunchSpec(orig, env=extra_env, cwd=cwd)
 
     if name in _SHELLS:
         return _shell(words, cwd, env, depth, extra_env, orig, base)
     if name in _ENV_RUNNERS and len(words) > 1 and words[1] == "run" and depth < MAX_LAUNCHER_DEPTH:
         tool, problem = _resolve_exe(head, cwd, run_env)
-        if tool is None:
+        if tool is None and not isinstance(problem, Unknown):
             return replace(base, exists=False, problem=problem)
         return _env_runner(name, words[2:], cwd, env, depth, extra_env, orig, base)
 
@@ -155,7 +204,7 @@ def _parse(argv: list[str], cwd: Path, env: dict[str, str], depth: int, extra_en
             rest = rest[1:]
         return _accelerate(rest, _interpreter_of(exe, cwd, run_env) if exe else None, problem, cwd, base)
     if exe is None:
-        return replace(base, exists=False, problem=problem)
+        return _missing(replace(base, runner="other"), problem)
     shebang = _shebang(Path(exe))
     if shebang:
         interp = os.path.basename(shebang[-1] if shebang[0].endswith("/env") else shebang[0])
@@ -164,9 +213,12 @@ def _parse(argv: list[str], cwd: Path, env: dict[str, str], depth: int, extra_en
             return replace(base, runner="python", python=py, script=Path(exe), script_args=words[1:],
                            unbuffered="-u" in shebang[1:] or _env_unbuffered(run_env))
         if interp in _SHELLS or shebang[0].endswith("/env") and shebang[-1] in _SHELLS:
-            return _follow_launcher(Path(exe), words[1:], orig, cwd, env, depth, extra_env)
-    elif _looks_like_shell_script(Path(exe)):
-        return _follow_launcher(Path(exe), words[1:], orig, cwd, env, depth, extra_env)
+            shell = shebang[-1] if shebang[0].endswith("/env") else shebang[0]
+            return _follow_launcher(Path(exe), words[1:], orig, cwd, env, depth, extra_env,
+                                    zero=head if "/" in head else exe, bash=_is_bash(shell))
+    elif _looks_like_shell_script(Path(exe)):  # no shebang: the calling shell runs it (sh here)
+        return _follow_launcher(Path(exe), words[1:], orig, cwd, env, depth, extra_env,
+                                zero=head if "/" in head else exe, bash=_is_bash("sh"))
     return replace(base, runner="other")
 
 
@@ -358,7 +410,9 @@ def _python(args: list[str], exe: Optional[str], problem: Optional[str], cwd: Pa
     spec = replace(base, runner="python", python=exe, unbuffered=unbuffered, script_args=list(rest),
                    module=module, code=code)
     if problem:
-        return replace(spec, exists=False, problem=problem)
+        spec = _missing(spec, problem)
+        if not spec.exists:
+            return spec
     if no_value:
         return replace(spec, exists=False, problem="python: argument expected for the -m/-c option")
     if module in _TORCHRUN_MODULES:
@@ -412,7 +466,9 @@ def _launcher_cli(args: list[str], runner: str, flags: set[str], python: Optiona
     spec = replace(base, runner=runner, python=python, script_args=rest,
                    unbuffered=base.unbuffered or _env_unbuffered(base.env))
     if problem:
-        return replace(spec, exists=False, problem=problem)
+        spec = _missing(spec, problem)
+        if not spec.exists:
+            return spec
     if target is None:
         return replace(spec, exists=False, problem=f"{runner} is given no script to run")
     if is_module:
@@ -424,8 +480,11 @@ def _launcher_cli(args: list[str], runner: str, flags: set[str], python: Optiona
 
 def _with_script(spec: LaunchSpec, script: str, cwd: Path) -> LaunchSpec:
     """Attach the script (absolute, relative to cwd) and say whether it can be run."""
-    p = Path(script)
-    p = p if p.is_absolute() else (cwd / p)
+    if isinstance(script, Unknown):
+        return _missing(spec, Unknown(script, f"the script: {script.why}"))
+    p = _at(cwd, script)
+    if isinstance(p, Unknown):
+        return _missing(spec, Unknown(script, f"the script: {p.why}"))
     p = Path(os.path.normpath(p))
     spec = replace(spec, script=p)
     if not p.exists():
@@ -450,21 +509,30 @@ def _shell(words: list[str], cwd: Path, env: dict[str, str], depth: int, extra_e
     if i < len(words) and is_dash_c(words[i]):
         if i + 1 >= len(words):
             return replace(base, exists=False, problem=f"{words[0]} -c is given no command")
-        return _walk(words[i + 1], Path(words[0]), words[i + 3:], orig, cwd, env, depth + 1, extra_env,
-                     replace(base, runner="other"), is_file=False)
+        if isinstance(words[i + 1], Unknown):
+            return _missing(replace(base, runner="launcher"), Unknown(words[i + 1], f"the -c line: {words[i + 1].why}"))
+        return _walk(words[i + 1], None, list(words[i + 3:]), orig, cwd, env, depth + 1, extra_env,
+                     replace(base, runner="other"), zero=words[i + 2] if i + 2 < len(words) else words[0],
+                     bash=_is_bash(words[0]), is_file=False)
     if i < len(words) and words[i] == "--":
         i += 1
     if i >= len(words):
         return replace(base, runner="other")  # an interactive shell: nothing to follow
-    path = Path(words[i])
-    path = path if path.is_absolute() else cwd / path
-    return _follow_launcher(path, words[i + 1:], orig, cwd, env, depth, extra_env, need_exec=False)
+    path = _at(cwd, words[i])
+    if isinstance(path, Unknown):
+        return _missing(replace(base, runner="launcher"), Unknown(words[i], f"the launcher: {path.why}"))
+    return _follow_launcher(path, list(words[i + 1:]), orig, cwd, env, depth, extra_env, need_exec=False,
+                            zero=words[i], bash=_is_bash(words[0]))
 
 
-def _follow_launcher(path: Path, args: list[str], orig: tuple[str, ...], cwd: Path, env: dict[str, str],
-                     depth: int, extra_env: dict[str, str], need_exec: bool = False) -> LaunchSpec:
+def _follow_launcher(path: Path, args: list[str], orig: tuple[str, ...], cwd, env: dict[str, str],
+                     depth: int, extra_env: dict[str, str], need_exec: bool = False, *, zero: Optional[str] = None,
+                     bash: Optional[bool] = None) -> LaunchSpec:
     """Read a shell launcher and parse the first line that starts Python (or another launcher)."""
-    base = LaunchSpec(orig, runner="launcher", launcher=path, env=extra_env, cwd=cwd)
+    if bash is None:
+        sb = _shebang(path)
+        bash = _is_bash((sb[-1] if sb[0].endswith("/env") else sb[0]) if sb else "sh")
+    base = LaunchSpec(orig, runner="launcher", launcher=path, env=extra_env, cwd=cwd if isinstance(cwd, Path) else None)
     if not path.exists():
         return replace(base, exists=False, problem=f"launcher not found: {path}")
     if path.is_dir():
@@ -484,215 +552,105 @@ def _follow_launcher(path: Path, args: list[str], orig: tuple[str, ...], cwd: Pa
                        problem=f"launcher {path} has Windows (CRLF) line endings; the shell sees a stray \\r at the end "
                                f"of every line (fix: sed -i 's/\\r$//' {path})")
     text = data.decode("utf-8", "replace")
-    return _walk(text, path, args, orig, cwd, env, depth, extra_env, base)
+    if any(isinstance(a, Unknown) for a in args):
+        args = Unknown("$@", "the launcher's arguments are not all known")  # type: ignore[assignment]
+    return _walk(text, path, args, orig, cwd, env, depth, extra_env, base, zero=zero or str(path), bash=bash)
 
 
-def _walk(text: str, path: Path, args: list[str], orig: tuple[str, ...], cwd: Path, env: dict[str, str],
-          depth: int, extra_env: dict[str, str], base: LaunchSpec, is_file: bool = True) -> LaunchSpec:
-    """Walk a shell script's lines, tracking cd/export/activate, to the first line that starts the job."""
-    vars_: dict[str, str] = {**env, **extra_env}
-    assigned = dict(extra_env)
-    here = cwd
-    for line, piece in ((ln, p) for ln in _logical_lines(text) for p in _pieces(_script_dir_idioms(ln, path))):
-        words, redirect = _simple_command(piece)
-        words = _expand_words(words, vars_, args, path)
-        if redirect:
-            redirect = (_expand_words([redirect], vars_, args, path) or [redirect])[0]
-        if not words:
-            continue
-        head = words[0]
-        if all(_ASSIGN_RE.match(w) for w in words):  # A=1 B=2 (a plain assignment)
-            for w in words:
-                k, v = w.split("=", 1)
-                vars_[k] = v
-                assigned[k] = v
-            continue
-        if head in ("export", "declare", "typeset", "local", "readonly"):
-            for w in words[1:]:
-                if _ASSIGN_RE.match(w):
-                    k, v = w.split("=", 1)
-                    vars_[k] = v
-                    assigned[k] = v
-            continue
-        if head == "unset":
-            for w in words[1:]:
-                vars_.pop(w, None)
-                assigned.pop(w, None)
-            continue
-        if head == "cd":
-            target = words[1] if len(words) > 1 else vars_.get("HOME", "/")
-            nxt = Path(target) if os.path.isabs(target) else here / target
-            here = Path(os.path.normpath(nxt))
-            continue
-        if (head in ("source", ".") and len(words) > 1) or \
-                (head in ("conda", "mamba", "micromamba") and words[1:2] == ["activate"]):
-            venv = _venv_of_activate(words[1:], here, vars_) if head in ("source", ".") else \
-                _env_prefix(head, {"-n": words[2]}, here, vars_) if len(words) > 2 else None
-            if venv is not None:
-                vars_["PATH"] = f"{venv / 'bin'}{os.pathsep}{vars_.get('PATH', '')}"
-                vars_["VIRTUAL_ENV"] = str(venv)
-                assigned["PATH"] = vars_["PATH"]
-                assigned["VIRTUAL_ENV"] = str(venv)
-            continue
-        stripped, _ = _strip_prefixes(words)
-        if not stripped:
-            continue
-        name = os.path.basename(stripped[0])
-        if not _runs_something(name, stripped, here, vars_):
-            continue
-        spec = _parse(words, here, {**vars_}, depth + 1, {})
-        if spec.runner == "other" and spec.exists:
-            continue  # e.g. `mkdir -p logs`, `nvidia-smi`: not the job itself
-        merged_env = {**assigned, **spec.env}
-        if redirect and not os.path.isabs(redirect):
-            redirect = os.path.normpath(here / redirect)
-        launcher = spec.launcher if spec.runner == "launcher" or not is_file else path
-        return replace(spec, argv=orig, launcher=launcher,
-                       env=merged_env, redirect=redirect or spec.redirect, line=line.strip(),
-                       unbuffered=spec.unbuffered or _env_unbuffered(merged_env))
-    return base
+def _walk(text: str, path: Optional[Path], args: list[str], orig: tuple[str, ...], cwd, env: dict[str, str],
+          depth: int, extra_env: dict[str, str], base: LaunchSpec, *, zero: str, bash: Optional[bool],
+          is_file: bool = True) -> LaunchSpec:
+    """Walk a shell script (or one `-c` line) to the command that starts the job; see `walk.py`."""
+    state = start_state({**env, **extra_env}, cwd, zero, zero if is_file else None, args, bash)
+    state.exported |= set(extra_env)
+
+    def follow(words: list, here, job_env: dict, prefix: dict, st: WalkState) -> Optional[LaunchSpec]:
+        if not _runs_something(words, here, {**job_env, **prefix}):
+            return None
+        spec = _parse(list(words), here, job_env, depth + 1, dict(prefix))
+        if spec.runner == "other" and spec.exists and not spec.unknown:
+            return None  # e.g. `mkdir -p logs`, `nvidia-smi`: not the job itself
+        return spec
+
+    found = walk(text, state, follow)
+    if found is None:
+        unknown = tuple(n for n in state.notes if "not followed" in n)
+        if state.ended and not unknown:
+            return replace(base, notes=tuple(state.notes))
+        return replace(base, unknown=base.unknown + unknown, notes=tuple(state.notes))
+    spec: LaunchSpec = found.spec  # type: ignore[assignment]
+    start_env = {**env, **extra_env}
+    exported = {k: v for k, v in found.state.environment().items()
+                if k not in ("PWD", "OLDPWD") and (k in extra_env or start_env.get(k) != v)}
+    merged = {**exported, **spec.env}
+    known_env = {k: v for k, v in merged.items() if not isinstance(v, Unknown)}
+    unknown_env = tuple(sorted(k for k, v in merged.items() if isinstance(v, Unknown)))
+    redirect = found.redirect if found.redirect is not None else spec.redirect
+    unknown = tuple(found.unknown) + spec.unknown
+    if isinstance(redirect, Unknown):
+        redirect = None
+    launcher = spec.launcher if spec.runner == "launcher" or not is_file else path
+    return replace(spec, argv=orig, launcher=launcher, env=known_env, unknown_env=unknown_env + spec.unknown_env,
+                   redirect=redirect, line=found.line, unknown=unknown,
+                   notes=tuple(found.state.notes) + spec.notes,
+                   unbuffered=spec.unbuffered or _env_unbuffered(known_env))
 
 
-_DIRNAME_RE = re.compile(r'\$\(\s*dirname\s+"?(?:\$0|\$\{0\}|\$\{BASH_SOURCE(?:\[0\])?\}|\$BASH_SOURCE)"?\s*\)')
-_WHICH_RE = re.compile(r'"?\$\(\s*(?:which|command\s+-v|type\s+-P)\s+([A-Za-z0-9_.+-]+)\s*\)"?|`\s*which\s+([A-Za-z0-9_.+-]+)\s*`')
-_CD_PWD_RE = re.compile(r'\$\(\s*cd\s+"?([^"()$]+)"?\s*(?:&&|;)\s*pwd(?:\s+-P)?\s*\)')
-
-
-def _script_dir_idioms(line: str, script: Path) -> str:
-    """Resolve `$(dirname "$0")` and `$(cd "$(dirname "$0")" && pwd)`, the usual way to find the script's folder."""
-    line = _WHICH_RE.sub(lambda m: m.group(1) or m.group(2), line)  # `$(which python3)` runs whatever PATH finds: the same
-    line = _DIRNAME_RE.sub(lambda m: str(script.parent), line)
-    return _CD_PWD_RE.sub(lambda m: os.path.normpath(m.group(1)), line)
-
-
-def _runs_something(name: str, words: list[str], cwd: Path, vars_: dict[str, str]) -> bool:
-    """Could this line be the job: Python, a Python launcher, or another shell launcher?"""
-    if _PYTHON_RE.match(name) or name in ("torchrun", "accelerate") or name in _SHELLS:
+def _runs_something(words: list, cwd, env: Mapping[str, str]) -> bool:
+    """Could this command be the job: Python, a Python launcher, another shell launcher, or a word that
+    cannot be resolved but names one (`$PYTHON train.py`)?"""
+    head = words[0]
+    if isinstance(head, Unknown):
+        return any(str(w).endswith((".py", ".sh")) for w in words[1:]) or bool(
+            re.search(r"py|torchrun|accelerate|launch", str(head), re.I))
+    stripped, _ = _strip_prefixes([str(w) if not isinstance(w, Unknown) else w for w in words])
+    if not stripped:
+        return False
+    if isinstance(stripped[0], Unknown):
         return True
-    exe, _ = _resolve_exe(words[0], cwd, vars_)
+    name = os.path.basename(stripped[0])
+    if _PYTHON_RE.match(name) or name in ("torchrun", "accelerate") or name in _SHELLS or name in _ENV_RUNNERS:
+        return True
+    if name in _NOT_THE_JOB:
+        return False
+    exe, problem = _resolve_exe(stripped[0], cwd, env)
     if exe is None:
-        return "/" in words[0] and words[0].endswith((".sh", ".py"))
+        return isinstance(problem, Unknown) or "/" in stripped[0] and stripped[0].endswith((".sh", ".py"))
     return _shebang(Path(exe)) is not None or _looks_like_shell_script(Path(exe))
 
 
-def _venv_of_activate(args: list[str], cwd: Path, env: Mapping[str, str]) -> Optional[Path]:
-    """The environment a `source X/bin/activate [NAME]` line enters, or None for any other sourced file."""
-    p = Path(args[0]) if os.path.isabs(args[0]) else cwd / args[0]
-    if p.name != "activate" and args[0] != "activate":
-        return None
-    if len(args) > 1:  # conda's `source activate NAME` / `source /opt/conda/bin/activate NAME`
-        return _env_prefix("conda", {"-n": args[1]}, cwd, env)
-    if p.parent.name == "bin":
-        return Path(os.path.normpath(p.parent.parent))
-    return None
+# Commands a launcher runs on its way that are never the job (even when they are scripts with a shebang).
+_NOT_THE_JOB = {"echo", "printf", "true", ":", "mkdir", "rm", "cp", "mv", "ls", "cat", "touch", "date",
+                "hostname", "nvidia-smi", "sleep", "wait", "pip", "pip3", "git", "tee", "chmod", "ln", "export"}
 
 
-def _logical_lines(text: str) -> list[str]:
-    """Join backslash continuations and drop comments and the shebang."""
-    out: list[str] = []
-    buf = ""
-    for raw in text.splitlines():
-        if raw.rstrip().endswith("\\"):
-            buf += raw.rstrip()[:-1] + " "
-            continue
-        line = (buf + raw).strip()
-        buf = ""
-        if not line or line.startswith("#"):
-            continue
-        out.append(line)
-    if buf.strip():
-        out.append(buf.strip())
-    return out
+def _at(cwd, word: str):
+    """A path word made absolute against the folder, or Unknown when it is relative to an unknown folder."""
+    if isinstance(word, Unknown):
+        return word
+    if os.path.isabs(word):
+        return Path(word)
+    if isinstance(cwd, Unknown):
+        return Unknown(word, f"`{word}` is relative to a folder that is not known ({cwd.why})")
+    return Path(cwd) / word
 
 
-_SEPARATORS = (";", "&&", "||", "&", ";;", "|", "|&")
-_SKIPPABLE = {"set", "echo", "printf", "true", ":", "trap", "ulimit", "umask", "mkdir", "if", "then", "fi",
-              "do", "done", "else", "wait", "sleep", "shopt", "date", "nvidia-smi", "hostname", "pwd", "exit",
-              "rm", "cp", "mv", "touch", "ls", "cat", "test", "[", "[["}
+def _missing(spec: LaunchSpec, problem) -> LaunchSpec:
+    """A spec that cannot start (an observed problem), or one that depends on something unknown."""
+    if isinstance(problem, Unknown):
+        return replace(spec, unknown=spec.unknown + (f"`{problem}`: {problem.why}",))
+    return replace(spec, exists=False, problem=problem)
 
 
-def _tokens(line: str) -> list[str]:
-    """Shell words and operators (`;`, `&&`, `>`, `2>&1` as `2`,`>&`,`1`), quotes removed."""
-    try:
-        lex = shlex.shlex(line, posix=True, punctuation_chars=";&|<>")
-        lex.whitespace_split = True
-        lex.commenters = "#"
-        return list(lex)
-    except ValueError:  # an unbalanced quote: fall back to plain words
-        return line.split()
-
-
-def _pieces(line: str) -> list[list[str]]:
-    """The commands of one line, split on `;`, `&&`, `||`, `&`; a pipe stays inside its piece."""
-    pieces: list[list[str]] = [[]]
-    for t in _tokens(line):
-        if t in (";", "&&", "||", "&", ";;"):
-            pieces.append([])
-        else:
-            pieces[-1].append(t)
-    return [p for p in pieces if p and p[0] not in _SKIPPABLE]
-
-
-def _simple_command(tokens: list[str] | str) -> tuple[list[str], Optional[str]]:
-    """Words of one command, with redirections dropped and anything after a pipe or separator cut.
-
-    Returns the words and the file stdout is redirected to, if any.
-    """
-    if isinstance(tokens, str):
-        tokens = _tokens(tokens)
-    words: list[str] = []
-    redirect: Optional[str] = None
-    i = 0
-    while i < len(tokens):
-        t = tokens[i]
-        if t in _SEPARATORS:
-            break
-        if set(t) <= set("<>&") and ("<" in t or ">" in t):
-            target = tokens[i + 1] if i + 1 < len(tokens) else None
-            fd = words.pop() if words and words[-1].isdigit() else None
-            to_file = t in (">", ">>", ">|", "&>", "&>>") or (t == ">&" and target and not target.isdigit())
-            if to_file and fd in (None, "1") and target:
-                redirect = target
-            i += 2
-            continue
-        words.append(t)
-        i += 1
-    return words, redirect
-
-
-_VAR_RE = re.compile(r"\$\{(?P<b>[A-Za-z_][A-Za-z0-9_]*|\d+)(?::?-(?P<d>[^}]*))?\}|\$(?P<p>[A-Za-z_][A-Za-z0-9_]*|\d)")
-
-
-def _expand_words(words: list[str], vars_: Mapping[str, str], args: Sequence[str], script: Path) -> list[str]:
-    """Expand `$VAR`, `${VAR}`, `${VAR:-default}`, `$0`..`$9`, and splice `"$@"` into the launcher's args."""
-    out: list[str] = []
-    for w in words:
-        if w in ("$@", "${@}", "$*", "${*}"):
-            out.extend(args)
-            continue
-        out.append(_VAR_RE.sub(lambda m: _value(m, vars_, args, script), w))
-    return out
-
-
-def _value(m: re.Match, vars_: Mapping[str, str], args: Sequence[str], script: Path) -> str:
-    """One variable's value as the launcher would see it; unknown variables stay as written."""
-    name = m.group("b") or m.group("p")
-    default = m.group("d")
-    if name.isdigit():
-        n = int(name)
-        if n == 0:
-            return str(script)
-        return args[n - 1] if n <= len(args) else (default or "")
-    val = vars_.get(name)
-    if val is None or (val == "" and default is not None):
-        return default if default is not None else m.group(0)
-    return val
-
-
-def _resolve_exe(word: str, cwd: Path, env: Mapping[str, str]) -> tuple[Optional[str], Optional[str]]:
-    """Resolve a command word as the shell would: a path (relative to cwd) or a PATH lookup."""
+def _resolve_exe(word: str, cwd, env: Mapping[str, str]) -> tuple[Optional[str], Optional[str]]:
+    """Resolve a command word as the shell would: a path (relative to cwd) or a PATH lookup. The problem
+    is an Unknown (not a finding) when the answer depends on something not known: the word, the folder, PATH."""
+    if isinstance(word, Unknown):
+        return None, word
     if "/" in word:
-        p = Path(word) if os.path.isabs(word) else cwd / word
+        p = _at(cwd, word)
+        if isinstance(p, Unknown):
+            return None, p
         if not p.exists():
             return None, f"{word}: no such file"
         if p.is_dir():
@@ -700,7 +658,10 @@ def _resolve_exe(word: str, cwd: Path, env: Mapping[str, str]) -> tuple[Optional
         if not os.access(p, os.X_OK):
             return None, f"{word}: not executable (chmod +x, or run it with its interpreter)"
         return str(p), None
-    found = shutil.which(word, path=env.get("PATH", os.defpath))
+    path = env.get("PATH", os.defpath)
+    if isinstance(path, Unknown):
+        return None, Unknown(word, f"`{word}` is looked up on $PATH, which is not known ({path.why})")
+    found = shutil.which(word, path=path)
     if found is None:
         return None, f"{word}: command not found on PATH"
     return found, None

@@ -80,6 +80,10 @@ class Command:
     assignments: list[str] = field(default_factory=list)
     sep: str = ""  # the operator after it: && || | ; & \n or "" at the end
     line: int = 1
+    # The compound commands it sits in, outermost first: "if", "while", "until", "for", "case", "function",
+    # "subshell", "group" (`{ ...; }`). Empty at a script's top level, where it runs exactly once, in order.
+    nest: tuple[str, ...] = ()
+    header: bool = False  # the word list of a `for`/`select`/`case` header (`x in a b`), not a command
 
     @property
     def argv(self) -> list[str]:
@@ -289,18 +293,71 @@ def parse(s: str) -> list[Pipeline]:
             pipelines.append(Pipeline(current, background))
         current = []
 
-    for tok in tokenize(s):
+    stack: list[str] = []  # the compound commands open around the current one
+    toks = tokenize(s)
+
+    def begin() -> None:
+        """Stamp the command being read with where it sits, when its first part arrives."""
+        if not (cmd.words or cmd.redirects or cmd.assignments):
+            cmd.nest = tuple(stack)
+
+    def close(*kinds: str) -> None:
+        """Pop the innermost open compound of one of these kinds (and anything left open inside it)."""
+        for k in range(len(stack) - 1, -1, -1):
+            if stack[k] in kinds:
+                del stack[k:]
+                return
+
+    for ti, tok in enumerate(toks):
         if isinstance(tok, Word):
             if not cmd.words and tok.value in RESERVED and not tok.quoted:
-                continue  # `if`, `do`, `{`: what follows is still a simple command
-            if not cmd.words and not tok.quoted and _ASSIGNMENT.match(tok.raw):
+                # `if`, `do`, `{`: what follows is still a simple command, one level deeper
+                if tok.value in _OPENERS:
+                    stack.append(_OPENERS[tok.value])
+                    if tok.value in ("for", "select", "case"):
+                        cmd.header = True
+                elif tok.value in _CLOSERS:
+                    close(*_CLOSERS[tok.value])
+                elif tok.value == "{":
+                    stack.append("function" if _pending_function(toks, ti) else "group")
+                elif tok.value == "}":
+                    close("function", "group")
+                continue
+            if cmd.header and tok.value in ("in", "do") and not tok.quoted:
+                if tok.value == "do":  # `for x in a b; do cmd`: the loop body starts
+                    end_command(";")
+                continue
+            if cmd.words and cmd.words[0].value == "function" and tok.value == "{" and not tok.quoted:
+                cmd.words = []  # `function name {`: a definition, not a command
+                stack.append("function")
+                continue
+            if not cmd.words and _ASSIGNMENT.match(tok.raw):  # `A="x y"`: the name itself is never quoted
+                begin()
                 cmd.assignments.append(tok.raw)
                 continue
+            begin()
             cmd.words.append(tok)
         elif isinstance(tok, Redirect):
+            begin()
             cmd.redirects.append(tok)
         else:
-            if tok.op in ("(", ")"):
+            if tok.op == "(":
+                if len(cmd.words) == 1 and ti + 1 < len(toks) and toks[ti + 1] == Op(")"):
+                    cmd.words = []  # `name() {`: a function definition; its body follows
+                elif cmd.words and cmd.words[0].value == "function":
+                    cmd.words = []
+                elif not cmd.words:
+                    stack.append("subshell")
+                continue
+            if tok.op == ")":
+                if ti > 0 and toks[ti - 1] == Op("("):
+                    continue  # the `()` of a function definition
+                if stack and stack[-1] == "case":
+                    cmd.words, cmd.assignments, cmd.redirects = [], [], []  # `pattern)`: not a command
+                    continue
+                end_command(";")
+                end_list(False)
+                close("subshell")
                 continue
             end_command(tok.op)
             if tok.op == "\n":
@@ -311,6 +368,18 @@ def parse(s: str) -> list[Pipeline]:
     end_command("")
     end_list(False)
     return pipelines
+
+
+_OPENERS = {"if": "if", "while": "while", "until": "until", "for": "for", "select": "for", "case": "case"}
+_CLOSERS = {"fi": ("if",), "done": ("while", "until", "for"), "esac": ("case",)}
+
+
+def _pending_function(toks: list[Token], i: int) -> bool:
+    """Whether the `{` at toks[i] opens a function body (`name() {`, possibly after a newline)."""
+    j = i - 1
+    while j >= 0 and toks[j] == Op("\n"):
+        j -= 1
+    return j >= 1 and toks[j] == Op(")") and toks[j - 1] == Op("(")
 
 
 def quote(s: str) -> str:
