@@ -84,6 +84,9 @@ class Command:
     # "subshell", "group" (`{ ...; }`). Empty at a script's top level, where it runs exactly once, in order.
     nest: tuple[str, ...] = ()
     header: bool = False  # the word list of a `for`/`select`/`case` header (`x in a b`), not a command
+    # For each `if` around it, outermost first: (that if's number, the part it is in: "cond" | "then" |
+    # "else" | "elif"), so a reader that can evaluate the condition knows whether the command runs.
+    branches: tuple[tuple[int, str], ...] = ()
 
     @property
     def argv(self) -> list[str]:
@@ -294,12 +297,14 @@ def parse(s: str) -> list[Pipeline]:
         current = []
 
     stack: list[str] = []  # the compound commands open around the current one
+    ifs: list[list] = []  # [number, part] of each open `if`
     toks = tokenize(s)
 
     def begin() -> None:
         """Stamp the command being read with where it sits, when its first part arrives."""
         if not (cmd.words or cmd.redirects or cmd.assignments):
             cmd.nest = tuple(stack)
+            cmd.branches = tuple((n, part) for n, part in ifs)
 
     def close(*kinds: str) -> None:
         """Pop the innermost open compound of one of these kinds (and anything left open inside it)."""
@@ -316,7 +321,14 @@ def parse(s: str) -> list[Pipeline]:
                     stack.append(_OPENERS[tok.value])
                     if tok.value in ("for", "select", "case"):
                         cmd.header = True
+                    if tok.value == "if":
+                        ifs.append([ti, "cond"])
+                elif tok.value in ("then", "else", "elif") and ifs:
+                    ifs[-1][1] = {"then": "then" if ifs[-1][1] == "cond" else "elif"}.get(tok.value, tok.value) \
+                        if ifs[-1][1] != "elif" else "elif"
                 elif tok.value in _CLOSERS:
+                    if tok.value == "fi" and ifs:
+                        ifs.pop()
                     close(*_CLOSERS[tok.value])
                 elif tok.value == "{":
                     stack.append("function" if _pending_function(toks, ti) else "group")

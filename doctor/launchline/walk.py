@@ -98,6 +98,7 @@ def walk(text: str, state: WalkState, follow: Follow, *, depth: int = 0, cond: O
     except ShellSyntaxError as exc:
         state.notes.append(f"the script does not parse ({exc}); the walk stops there")
         return None
+    conds: dict[int, Optional[bool]] = {}  # each `if`'s condition, as far as it is known
     for p in pipelines:
         before = state.copy()
         chain_unsure: Optional[str] = None  # why the rest of this and-or list may not run
@@ -111,12 +112,17 @@ def walk(text: str, state: WalkState, follow: Follow, *, depth: int = 0, cond: O
             if op in ("&&", "||") and prev_ok is None and chain_unsure is None:
                 chain_unsure = f"line {c.line}: it runs only if `{p.commands[i - 1].text()}` " + \
                                ("succeeds" if op == "&&" else "fails")
-            why = cond or _why_nested(c)
+            runs, if_why = _branch(c, conds)
+            if runs is False:
+                continue  # a branch the condition rules out
+            why = cond or _why_nested(c) or if_why
             found = _command(c, state, follow, depth, why, chain_unsure)
             if isinstance(found, Found):
                 found.line = p.text()
                 return found
             prev_ok = found
+            if c.branches and c.branches[-1][1] == "cond":
+                conds[c.branches[-1][0]] = found if runs else None
             if state.ended:
                 return None
         if p.background or any(c.sep in ("|", "|&") for c in p.commands) or all("subshell" in c.nest
@@ -128,11 +134,24 @@ def walk(text: str, state: WalkState, follow: Follow, *, depth: int = 0, cond: O
 
 
 def _why_nested(c: Command) -> Optional[str]:
-    """Why a command may or may not run (or runs in a subshell), from the compound commands around it."""
+    """Why a command may or may not run, from the loops, cases and functions around it (`if`: `_branch`)."""
     for kind in c.nest:
-        if kind in _WHY_COND:
+        if kind in _WHY_COND and kind != "if":
             return _WHY_COND[kind]
     return None
+
+
+def _branch(c: Command, conds: dict[int, Optional[bool]]) -> tuple[Optional[bool], Optional[str]]:
+    """Whether the `if` branches around a command let it run: True, False, or None (with why not known)."""
+    for n, part in c.branches:
+        if part == "cond":
+            continue
+        value = conds.get(n)
+        if part == "elif" or value is None:
+            return None, "inside an `if` whose condition is not known"
+        if value != (part == "then"):
+            return False, None
+    return True, None
 
 
 def _restore(state: WalkState, before: WalkState) -> None:
