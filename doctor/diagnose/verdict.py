@@ -624,14 +624,17 @@ def _elsewhere_in_record(run: RunRecord) -> list[str]:
 
 # ---- helpers ----------------------------------------------------------------------------------------
 def _written(run: RunRecord) -> int:
-    """Bytes the job wrote: on stdout/stderr, plus (with --no-redirect) what its own log grew by."""
+    """Bytes the job wrote: on stdout/stderr, plus what --log grew by beyond what the recorder relayed into it
+    (the job writing the log itself: --no-redirect, or a launcher's own `exec python ... > LOG`)."""
     grown = 0
     initial = run.first("log-initial")
-    if run.spawned and not run.spawned.get("redirect", True) and initial:
+    if run.spawned and initial:
         size = (run.exit or {}).get("log_size")
         if size is None:
             size = (run.heartbeat or {}).get("log_size")
         grown = max(0, (size or 0) - (initial.get("size") or 0))
+        if run.spawned.get("redirect", True):
+            grown = max(0, grown - run.output_bytes())
     return run.output_bytes() + grown
 
 
