@@ -132,6 +132,14 @@ class Expectation:
     reason: str = ""
     nproc: Optional[int] = None  # GPUs per node the launcher asks for (torchrun --nproc_per_node N)
     signals: tuple[str, ...] = field(default=())
+    stated: bool = False  # the user said so (--require-gpu, the config); else it is a reading of the launch's text
+
+    @property
+    def basis(self) -> str:
+        """What a finding that rests on this expectation rests on: a statement counts as observed, a reading
+        of the command, launcher or script (`names cuda`) is static and may only warn."""
+        from dfdoctor.model import OBSERVED, STATIC
+        return OBSERVED if self.stated or self.level == "required" else STATIC
 
 
 _STRONG = [
@@ -154,11 +162,12 @@ _NPROC = re.compile(r"--nproc[-_]per[-_]node[= ]+(\d+)")
 def expectation(ctx, check_id: str = "cuda.init") -> Expectation:
     """Decide whether the launch needs a GPU, from --require-gpu, config, the command, launcher and script."""
     if ctx.require_gpu:
-        return Expectation("required", "--require-gpu was given", _nproc(ctx))
+        return Expectation("required", "--require-gpu was given", _nproc(ctx), stated=True)
     configured = ctx.option(check_id, "expect_gpu")
     if configured is not None:
         level = "expected" if configured else None
-        return Expectation(level, f"the config sets expect_gpu = {str(bool(configured)).lower()}", _nproc(ctx))
+        return Expectation(level, f"the config sets expect_gpu = {str(bool(configured)).lower()}", _nproc(ctx),
+                           stated=True)
     texts = [("the command", " ".join(ctx.command))]
     if ctx.shell_command:
         texts.append(("the shell command", ctx.shell_command))

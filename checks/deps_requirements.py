@@ -11,6 +11,7 @@ installed, failing for those the job depends on and warning for the rest.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import os
 import re
@@ -21,7 +22,7 @@ from typing import Iterator, Optional
 
 import packaging
 import tomllib
-from dfdoctor import Result, causes, check, error, fail, ok, skip, warn
+from dfdoctor import OBSERVED, STATIC, Result, causes, check, error, fail, ok, skip, warn
 from dfdoctor.launchline.commandline import spec_for
 from dfdoctor.probe import run_probe, unreached
 from dfdoctor.targets import parse_target
@@ -89,7 +90,12 @@ def deps_requirements(ctx) -> Iterator[Result]:
         yield skip(f"cannot evaluate requirements in {ctx.python}: {p['error']}",
                    fix=f"{shlex.quote(ctx.python)} -m pip install packaging")
         return
-    yield from conclude(ctx, p, skipped, sources)
+    guessed = spec.python is None and spec.unknown and not ctx.python_given and (ctx.command or ctx.launcher)
+    for r in conclude(ctx, p, skipped, sources):
+        # looked up in an interpreter that may not be the job's (its name could not be resolved): a lead
+        yield dataclasses.replace(r, basis=STATIC, details=(r.details + "\n" if r.details else "") +
+                                  f"the job's interpreter could not be resolved ({'; '.join(spec.unknown)}); this is "
+                                  f"{ctx.python}: pass --python") if guessed and r.status.value in ("fail", "warn") else r
 
 
 def conclude(ctx, p: dict, skipped: list[Skipped], sources: list[str]) -> Iterator[Result]:
@@ -124,7 +130,10 @@ def conclude(ctx, p: dict, skipped: list[Skipped], sources: list[str]) -> Iterat
     relevant = [c for c in p["conflicts"] if c["relevant"]]
     for c in relevant[:MAX_SHOWN]:
         bad = True
+        # the conflict is observed; that the job uses it is, when only the script's imports (read with ast) say
+        # so, a reading: it warns then
         yield fail(_conflict_text(c), causes.DEPENDENCY_MISSING if c["problem"] == "missing" else causes.DEPENDENCY_MISMATCH,
+                   basis=OBSERVED if c.get("stated", True) else STATIC,
                    evidence=(f"{c['dist']} {c['version']} requires: {c['requirement']}",),
                    fix=f"{py} -m pip install {shlex.quote(c['requirement'].split(';')[0].strip())}"
                        f"   (or reinstall {c['dist']} {c['version']} so pip picks matching versions)",

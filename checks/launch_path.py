@@ -1,4 +1,8 @@
-"""launch.path: read the launch line the way every shell on its way reads it, and say where it goes wrong."""
+"""launch.path: read the launch line the way every shell on its way reads it, and say where it goes wrong.
+
+Everything here is a reading of the line (and of the launcher's text), never a run of it: the check warns,
+with the reading's own severity in the evidence ("the reading says: fails"), and never fails a check or
+blocks a launch on its own (docs/checks.md, "static readings and observations")."""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from typing import Iterator
 
 from dfdoctor.launchline.launchpath import Analysis, analyse, read_launcher
 from dfdoctor.launchline.shell import join
-from dfdoctor.model import Result, fail, ok, skip, warn
+from dfdoctor.model import STATIC, Result, fail, ok, skip, warn
 from dfdoctor.registry import check
 
 
@@ -33,9 +37,10 @@ def launch_path(ctx) -> Iterator[Result]:
                  if a.job else "no problem found on the launch path", evidence=evidence, data=data)
         return
     for f in a.findings:
-        make = fail if f.status == "fail" else warn
+        make = fail if f.status == "fail" else warn  # a static basis makes a fail a warn (model.Result)
         yield make(f"hop {f.hop} ({a.hops[f.hop].where}): {f.summary}", f.cause, details=f.details,
-                   fix=f.fix, evidence=evidence, data=data)
+                   fix=f.fix, evidence=evidence + (f"the reading says: {'fails' if f.status == 'fail' else 'may fail'}",),
+                   data=data, basis=STATIC)
 
 
 def _job(a: Analysis) -> str:

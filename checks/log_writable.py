@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from dfdoctor import causes, check, error, fail, ok, skip, warn
+from dfdoctor import STATIC, causes, check, error, fail, ok, skip, warn
 from dfdoctor.probe import run_probe, unreached
 
 # Below these the log (and checkpoints beside it) will soon stop growing: fail under the first, warn under the
@@ -97,8 +97,8 @@ def _buffering(ctx, log: Path):
     if ctx.no_redirect or not ctx.command or ctx.phase != "pre":
         return  # after the launch, the launch's own diagnosis says whether the log really stayed empty
     try:
-        from dfdoctor.launchline.commandline import parse
-        spec = parse(ctx.command, ctx.cwd)
+        from dfdoctor.launchline.commandline import spec_for
+        spec = spec_for(ctx)
     except Exception:
         return
     if spec.runner not in ("python", "torchrun", "accelerate", "launcher"):
@@ -108,7 +108,7 @@ def _buffering(ctx, log: Path):
     yield warn("Python will block-buffer its output into the log: it can stay empty for minutes while the job "
                "works", causes.OUTPUT_BUFFERED,
                evidence=("the command has no -u and PYTHONUNBUFFERED is not set",),
-               fix="add -u after python (python -u train.py) or export PYTHONUNBUFFERED=1")
+               fix="add -u after python (python -u train.py) or export PYTHONUNBUFFERED=1", basis=STATIC)
 
 
 def _q(p: Path) -> str:

@@ -242,17 +242,20 @@ def main():
     roots = set()
     for item in spec.get("requirements") or []:
         check_requirement(item, req_mod, version_mod, dists, out, roots)
-    for dist_name in imported_distributions(spec.get("modules") or []):
-        roots.add(canonical(dist_name))
-        out.setdefault("imported", []).append(dist_name)
     for name in spec.get("focus") or []:
         if canonical(name) in dists:
             roots.add(canonical(name))
             out.setdefault("focus", {})[name] = dists[canonical(name)]["version"]
+    stated = set(roots)  # what the requirements and the focus name, apart from what reading the script found
+    for dist_name in imported_distributions(spec.get("modules") or []):
+        roots.add(canonical(dist_name))
+        out.setdefault("imported", []).append(dist_name)
     found, graph = conflicts(dists, req_mod, version_mod)
     relevant = closure(roots, graph)
+    named = closure(stated, graph)
     for c in found:
         c["relevant"] = canonical(c["dist"]) in relevant
+        c["stated"] = canonical(c["dist"]) in named  # False: relevant only through the script's imports
     out["conflicts"] = found
     out["closure"] = sorted(relevant)
     answer(out)

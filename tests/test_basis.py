@@ -1,0 +1,33 @@
+"""The rule every check lives under: a static reading may warn; only an observation may fail or block a launch."""
+
+from __future__ import annotations
+
+from dfdoctor import causes
+from dfdoctor.launch.orchestrate import launch_blockers
+from dfdoctor.model import OBSERVED, STATIC, STATIC_NOTE, CheckRecord, Result, Status, fail, warn
+
+
+def test_a_static_fail_is_a_warn_that_says_why() -> None:
+    r = fail("script not found: /x/train.py", causes.COMMAND_NOT_FOUND, details="read from run.sh", basis=STATIC)
+    assert r.status == Status.WARN and r.basis == STATIC and not r.observed
+    assert r.details.startswith("read from run.sh\n") and STATIC_NOTE in r.details
+    assert Result(Status.FAIL, "x", basis=STATIC).status == Status.WARN  # however it is built
+    assert fail("seen").status == Status.FAIL and fail("seen").basis == OBSERVED
+
+
+def test_basis_survives_json_and_old_reports_read_as_observed() -> None:
+    r = warn("read", basis=STATIC)
+    assert Result.from_dict(r.to_dict()).basis == STATIC
+    old = {k: v for k, v in fail("seen", causes.SYNTAX_ERROR).to_dict().items() if k != "basis"}
+    assert Result.from_dict(old).basis == OBSERVED and Result.from_dict(old).status == Status.FAIL
+    rec = CheckRecord.from_results("imports.smoke", "pre", "t", [warn("read", basis=STATIC)], 0.1)
+    assert CheckRecord.from_dict(rec.to_dict()).basis == STATIC
+
+
+def test_launch_blocks_only_on_observed_findings() -> None:
+    seen = CheckRecord("imports.smoke", "pre", Status.FAIL, "script not found", cause=causes.COMMAND_NOT_FOUND)
+    read = CheckRecord("launch.path", "pre", Status.ERROR, "a reading", cause=causes.COMMAND_NOT_FOUND, basis=STATIC)
+    other = CheckRecord("cuda.init", "pre", Status.FAIL, "no GPU", cause=causes.CUDA_UNAVAILABLE)
+    assert launch_blockers([seen, read, other]) == [seen]
+    seen.silenced = "config"
+    assert launch_blockers([seen, read]) == []
