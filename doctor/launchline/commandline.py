@@ -575,10 +575,16 @@ def _walk(text: str, path: Optional[Path], args: list[str], orig: tuple[str, ...
     found = walk(text, state, follow)
     if found is None:
         unknown = tuple(n for n in state.notes if "not followed" in n)
+        if state.ended and state.failed:  # seen: the folder or file is not there, and the script stops
+            return replace(base, exists=False, problem=state.ended, notes=tuple(state.notes))
         if state.ended and not unknown:
             return replace(base, notes=tuple(state.notes))
         return replace(base, unknown=base.unknown + unknown, notes=tuple(state.notes))
     spec: LaunchSpec = found.spec  # type: ignore[assignment]
+    if not spec.exists and found.state.fs_changed and "CRLF" not in (spec.problem or ""):
+        # not there now, but an earlier command of the launcher (cp, git, tar, ...) may put it there
+        spec = replace(spec, exists=True, problem=None,
+                       unknown=spec.unknown + (f"{spec.problem}, but {found.state.fs_changed}",))
     start_env = {**env, **extra_env}
     exported = {k: v for k, v in found.state.environment().items()
                 if k not in ("PWD", "OLDPWD") and (k in extra_env or start_env.get(k) != v)}

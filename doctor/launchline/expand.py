@@ -81,6 +81,8 @@ class Scope:
 
 def expand(raw: str, scope: Scope) -> Union[list[str], Unknown]:
     """Expand one word as typed (quotes and all) into the fields the command receives, or an Unknown."""
+    if raw in ('"$@"', '"${@}"'):  # the launcher's arguments, each one field (none when there are none)
+        return scope.args if isinstance(scope.args, Unknown) else list(scope.args)
     fields: list[str] = []
     cur: list[str] = []
     have = False  # the current field exists even if empty (a quoted "" or '')

@@ -25,10 +25,10 @@ from dfdoctor.launchline.shell import Command, ShellSyntaxError, parse
 MAX_SOURCE_BYTES = 256 * 1024
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)$", re.S)
 _REDIRECT_HEAD = re.compile(r"^\d*(&>>|&>|<<<|<<-|<<|>>|>\||>&|<&|<>|>|<)\s*")
-# Commands that never change the shell's state and whose outcome does not matter to the walk.
+# Commands that change neither the shell's state nor the files a launch needs, and (nearly) always succeed.
 _INERT = {"echo", "printf", "true", ":", "trap", "ulimit", "umask", "wait", "sleep", "shopt", "date",
-          "hostname", "pwd", "hash", "alias", "nvidia-smi", "ls", "cat", "touch", "mkdir", "rm", "cp", "mv",
-          "ln", "chmod", "tee", "sync", "env", "printenv", "which", "type", "command", "module", "ml"}
+          "hostname", "pwd", "hash", "alias", "nvidia-smi", "ls", "cat", "sync", "printenv", "which",
+          "type", "command", "module", "ml", "nproc", "free", "df", "id", "whoami", "uname", "env"}
 _WHY_COND = {"if": "inside an `if`", "while": "inside a `while` loop", "until": "inside an `until` loop",
              "for": "inside a `for` loop", "case": "inside a `case`", "function": "inside a function"}
 
@@ -45,6 +45,10 @@ class WalkState:
     dirs: list = field(default_factory=list)  # pushd's stack
     notes: list[str] = field(default_factory=list)  # what the walk could not follow, in words
     ended: Optional[str] = None  # the script stops here (exit, a failing `cd` under set -e): why
+    failed: bool = False  # ... because a command failed on something observed (a folder or file not there)
+    alone: bool = True  # the command being walked is a list of its own (`set -e` ignores failures inside && / ||)
+    made: set = field(default_factory=set)  # folders the script's own `mkdir` creates
+    fs_changed: Optional[str] = None  # the first command it did not run that may create or move files
 
     @property
     def cwd(self) -> Union[Path, Unknown]:
@@ -55,7 +59,11 @@ class WalkState:
         scope = Scope(dict(s.vars), s.args if isinstance(s.args, Unknown) else list(s.args), s.zero, s.source,
                       s.bash, s.cwd)
         return WalkState(scope, set(self.exported), self.allexport, self.errexit, self.stdout, list(self.dirs),
-                         self.notes, self.ended)
+                         self.notes, self.ended, self.failed, self.alone, set(self.made), self.fs_changed)
+
+    def missing(self, path: Path) -> Optional[str]:
+        """Why `path`, absent now, may still be there when the script reaches this point (None: it will not)."""
+        return None if path in self.made else self.fs_changed
 
     def environment(self) -> dict[str, str]:
         """The variables a command started here receives (values may be Unknown)."""
@@ -88,7 +96,8 @@ def start_state(env: dict[str, str], cwd: Union[Path, Unknown], zero: str, sourc
     # Shells differ on an inherited OLDPWD (bash drops it when it is not a folder), and it is the caller's
     # previous folder, not the job's: not a value to build a path on.
     vars_["OLDPWD"] = Unknown("$OLDPWD", "$OLDPWD is the caller's previous folder until the script runs `cd`")
-    return WalkState(Scope(vars_, list(args), zero, source, bash, cwd), exported=set(env) | {"PWD", "OLDPWD"})
+    return WalkState(Scope(vars_, args if isinstance(args, Unknown) else list(args), zero, source, bash, cwd),
+                     exported=set(env) | {"PWD", "OLDPWD"})
 
 
 def walk(text: str, state: WalkState, follow: Follow, *, depth: int = 0, cond: Optional[str] = None) -> Optional[Found]:
@@ -116,9 +125,11 @@ def walk(text: str, state: WalkState, follow: Follow, *, depth: int = 0, cond: O
             if runs is False:
                 continue  # a branch the condition rules out
             why = cond or _why_nested(c) or if_why
+            state.alone = len(p.commands) == 1
             found = _command(c, state, follow, depth, why, chain_unsure)
             if isinstance(found, Found):
-                found.line = p.text()
+                if found.command is c:  # (a job found in a sourced file keeps that file's line)
+                    found.line = p.text()
                 return found
             prev_ok = found
             if c.branches and c.branches[-1][1] == "cond":
@@ -237,10 +248,33 @@ def _command(c: Command, state: WalkState, follow: Follow, depth: int, cond: Opt
         return _test(words[1:], state)
     if name == "false":
         return False
+    if name == "mkdir":
+        return _mkdir(state, words[1:])
     spec = follow(words, state.cwd, state.environment(), _prefix(c, state), state)
     if spec is not None:
         return _found(spec, c, state, cond, chain_unsure)
-    return True if name in _INERT else None
+    if name in _INERT:
+        return True
+    if state.fs_changed is None:
+        state.fs_changed = f"`{c.text()}` (line {c.line}), which dfdoctor does not run, may create or move it"
+    return None
+
+
+def _mkdir(state: WalkState, args: list) -> Optional[bool]:
+    """`mkdir [-p] DIR...`: the folders exist from here on (as far as the walk can tell)."""
+    for a in args:
+        if isinstance(a, Unknown):
+            state.fs_changed = state.fs_changed or f"`mkdir {a}` creates a folder whose name is not known"
+            return None
+        if str(a).startswith("-"):
+            continue
+        p = Path(a) if os.path.isabs(a) else (state.cwd / a if isinstance(state.cwd, Path) else None)
+        if p is None:
+            state.fs_changed = state.fs_changed or f"`mkdir {a}` in a folder that is not known"
+            return None
+        p = Path(os.path.normpath(p))
+        state.made.update({p, *[q for q in p.parents if not q.exists()]})
+    return True
 
 
 def _found(spec, c: Command, state: WalkState, cond: Optional[str], chain_unsure: Optional[str]) -> Found:
@@ -343,13 +377,16 @@ def _cd(state: WalkState, name: str, args: list, where: Optional[str]) -> Option
         new = Path(os.path.normpath(target if os.path.isabs(target) else old / target))
     ok: Optional[bool] = None
     if isinstance(new, Path):
-        if not new.is_dir():
-            # the folder is not there: cd fails and the shell stays where it was
-            if state.errexit and not where:
+        if new.is_dir() or new in state.made:
+            ok = True
+        elif state.missing(new):
+            new = Unknown(str(new), f"{new} is not there now, but {state.missing(new)}")
+        else:  # the folder is not there: cd fails and the shell stays where it was
+            if state.errexit and state.alone and not where:
                 state.ended = f"`{name} {target}` fails ({new} is not a folder) and `set -e` ends the script"
+                state.failed = True
             state.notes.append(f"`{name} {target}`: {new} is not a folder, so the shell stays in {old}")
             return False
-        ok = True
     if where:
         new = Unknown("$PWD", f"`{name}` at {where}")
     if name == "pushd":
@@ -373,8 +410,9 @@ def _source(state: WalkState, word, args: list, follow: Follow, depth: int, wher
         return None
     if path is None or not path.is_file():
         state.notes.append(f"`source {word}`: {path or word} is not there; the shell goes on without it")
-        if state.errexit and not where:
+        if state.errexit and state.alone and not where:
             state.ended = f"`source {word}` fails ({path or word} is not there) and `set -e` ends the script"
+            state.failed = True
         return False
     if path.name == "activate" and args:  # conda's `source .../bin/activate NAME`
         return _activate_conda(state, "conda", args[0], where)
@@ -502,7 +540,11 @@ def _test(args: list, state: WalkState) -> Optional[bool]:
         cwd = state.scope.cwd
         if not os.path.isabs(args[1]) and isinstance(cwd, Unknown):
             return None
-        p = Path(args[1]) if os.path.isabs(args[1]) else cwd / args[1]
+        p = Path(os.path.normpath(Path(args[1]) if os.path.isabs(args[1]) else cwd / args[1]))
+        if p in state.made:
+            return (args[0] in ("-d", "-e", "-r", "-x")) != neg
+        if not p.exists() and state.fs_changed:
+            return None  # not there now; a command before may create it
         res = {"-f": p.is_file, "-d": p.is_dir, "-e": p.exists, "-L": p.is_symlink, "-h": p.is_symlink,
                "-r": lambda: os.access(p, os.R_OK), "-x": lambda: os.access(p, os.X_OK),
                "-s": lambda: p.is_file() and p.stat().st_size > 0}[args[0]]()
