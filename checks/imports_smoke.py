@@ -67,6 +67,8 @@ def imports_smoke(ctx) -> Iterator[Result]:
     budget = float(ctx.timeout or DEFAULT_TIMEOUT)
     hang_s = max(1.0, budget - HANG_MARGIN_S)
     cwd = spec.cwd or ctx.cwd
+    if not Path(cwd).is_dir():  # a folder the launcher creates itself (`mkdir -p x && cd x`): not there yet
+        cwd = spec.script.parent if spec.script is not None and spec.script.parent.is_dir() else ctx.cwd
     request = _probe_request(spec, cwd, hang_s)
     env = {**ctx.env, **spec.env}
     if spec.runner in _RUNNER_MODULES:
@@ -94,9 +96,8 @@ def _guessed_interpreter(ctx, spec: LaunchSpec) -> Optional[str]:
 
 def _unresolved(spec: LaunchSpec) -> Result:
     """The script (or what runs it) depends on words that cannot be resolved without running the launcher."""
-    where = f" in {spec.launcher.name}" if spec.launcher else ""
-    return warn(f"could not resolve {spec.unknown[0]}{where} without running it, so the script's imports were "
-                "not tried",
+    where = f" (reading {spec.launcher.name} without running it)" if spec.launcher else ""
+    return warn(f"could not resolve {spec.unknown[0]}{where}; the script's imports were not tried",
                 evidence=tuple(spec.unknown) + ((f"launcher line: {spec.line}",) if spec.line else ()),
                 details="\n".join(spec.notes),
                 fix="Nothing is wrong that dfdoctor saw: it only cannot follow this part of the launcher. "

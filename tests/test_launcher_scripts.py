@@ -286,13 +286,14 @@ def test_oldpwd_after_cd(proj: Path, tmp_path: Path) -> None:
     """Issue #12: `cd` sets OLDPWD; dfdoctor's own OLDPWD must not stand in for it."""
     scratch = tmp_path / "x"
     write(proj / "run.sh", f"mkdir -p {scratch} && cd {scratch} && exec python3 \"$OLDPWD/src/train.py\"\n")
-    assert subprocess.run(["sh", "run.sh"], cwd=proj, capture_output=True, timeout=60).returncode == 0
     env = user_env(OLDPWD="/")
-    proc, rep = check(proj, "sh", "run.sh", env=env)
+    proc, rep = check(proj, "sh", "run.sh", env=env)  # the folder the script makes is not there yet
     assert proc.returncode == 0 and smoke(rep)["status"] == "ok", proc.stdout
+    assert not scratch.exists(), "a check must not create what the launcher creates"
     proc, rep = launch(proj, "sh", "run.sh", env=env)
     completed(proc, rep)
     assert f"start cwd={scratch}" in (proj / "train.log").read_text()
+    assert subprocess.run(["sh", "run.sh"], cwd=proj, capture_output=True, timeout=60).returncode == 0
 
 
 def test_a_path_it_cannot_resolve_warns_and_launch_starts_it(proj: Path) -> None:

@@ -181,8 +181,8 @@ def _parse(argv: list[str], cwd: Path, env: dict[str, str], depth: int, extra_en
     base = LaunchSpec(orig, env=extra_env, cwd=cwd if isinstance(cwd, Path) else None)
     if isinstance(head, Unknown):  # `$PYTHON train.py`: what runs is not known, the rest may be
         if any(str(w).endswith(".py") for w in words[1:]) or re.search(r"py", str(head), re.I):
-            return _python(words[1:], None, Unknown(head, f"the interpreter: {head.why}"), cwd, run_env, base)
-        return _missing(replace(base, runner="other"), Unknown(head, f"the command: {head.why}"))
+            return _python(words[1:], None, Unknown(head, f"the interpreter `{head}`: {head.why}"), cwd, run_env, base)
+        return _missing(replace(base, runner="other"), Unknown(head, f"the command `{head}`: {head.why}"))
     name = os.path.basename(head)
 
     if name in _SHELLS:
@@ -481,10 +481,10 @@ def _launcher_cli(args: list[str], runner: str, flags: set[str], python: Optiona
 def _with_script(spec: LaunchSpec, script: str, cwd: Path) -> LaunchSpec:
     """Attach the script (absolute, relative to cwd) and say whether it can be run."""
     if isinstance(script, Unknown):
-        return _missing(spec, Unknown(script, f"the script: {script.why}"))
+        return _missing(spec, Unknown(script, f"the script `{script}`: {script.why}"))
     p = _at(cwd, script)
     if isinstance(p, Unknown):
-        return _missing(spec, Unknown(script, f"the script: {p.why}"))
+        return _missing(spec, Unknown(script, f"the script `{script}`: {p.why}"))
     p = Path(os.path.normpath(p))
     spec = replace(spec, script=p)
     if not p.exists():
@@ -510,7 +510,7 @@ def _shell(words: list[str], cwd: Path, env: dict[str, str], depth: int, extra_e
         if i + 1 >= len(words):
             return replace(base, exists=False, problem=f"{words[0]} -c is given no command")
         if isinstance(words[i + 1], Unknown):
-            return _missing(replace(base, runner="launcher"), Unknown(words[i + 1], f"the -c line: {words[i + 1].why}"))
+            return _missing(replace(base, runner="launcher"), Unknown(words[i + 1], f"the -c line `{words[i + 1]}`: {words[i + 1].why}"))
         return _walk(words[i + 1], None, list(words[i + 3:]), orig, cwd, env, depth + 1, extra_env,
                      replace(base, runner="other"), zero=words[i + 2] if i + 2 < len(words) else words[0],
                      bash=_is_bash(words[0]), is_file=False)
@@ -520,7 +520,7 @@ def _shell(words: list[str], cwd: Path, env: dict[str, str], depth: int, extra_e
         return replace(base, runner="other")  # an interactive shell: nothing to follow
     path = _at(cwd, words[i])
     if isinstance(path, Unknown):
-        return _missing(replace(base, runner="launcher"), Unknown(words[i], f"the launcher: {path.why}"))
+        return _missing(replace(base, runner="launcher"), Unknown(words[i], f"the launcher `{words[i]}`: {path.why}"))
     return _follow_launcher(path, list(words[i + 1:]), orig, cwd, env, depth, extra_env, need_exec=False,
                             zero=words[i], bash=_is_bash(words[0]))
 
@@ -644,7 +644,8 @@ def _at(cwd, word: str):
 def _missing(spec: LaunchSpec, problem) -> LaunchSpec:
     """A spec that cannot start (an observed problem), or one that depends on something unknown."""
     if isinstance(problem, Unknown):
-        return replace(spec, unknown=spec.unknown + (f"`{problem}`: {problem.why}",))
+        entry = problem.why if problem.why.startswith("the ") else f"`{problem}`: {problem.why}"
+        return replace(spec, unknown=spec.unknown + (entry,))
     return replace(spec, exists=False, problem=problem)
 
 
