@@ -22,6 +22,8 @@ from typing import Optional
 
 import pytest
 
+pytestmark = pytest.mark.slow  # each test checks and launches for real (a few seconds each)
+
 DFDOCTOR = str(Path(sys.executable).parent / "dfdoctor")
 TRAIN = """\
 import os, sys
