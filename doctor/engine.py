@@ -190,8 +190,10 @@ def counts_as_problem(rec: CheckRecord, fail_on_level: str) -> bool:
 
 def launch_blockers(records: list[CheckRecord]) -> list[CheckRecord]:
     """The findings after which a launch cannot produce a log: a problem (not silenced) whose cause is one of
-    `causes.LAUNCH_BLOCKERS`. `launch` and a Slurm submission stop on the first unless --force."""
-    return [r for r in records if r.cause in causes.LAUNCH_BLOCKERS and r.status in PROBLEMS and not r.silenced]
+    `causes.LAUNCH_BLOCKERS` and that rests on an observation (a static reading only ever warns, see
+    model.Result). `launch` and a Slurm submission stop on the first unless --force."""
+    return [r for r in records if r.cause in causes.LAUNCH_BLOCKERS and r.status in PROBLEMS and r.observed
+            and not r.silenced]
 
 
 def not_started(blockers: list[CheckRecord], *, not_done: str, subject: str, force: str) -> Verdict:

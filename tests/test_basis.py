@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dfdoctor import causes
-from dfdoctor.launch.orchestrate import launch_blockers
+from dfdoctor.engine import launch_blockers
 from dfdoctor.model import OBSERVED, STATIC, STATIC_NOTE, CheckRecord, Result, Status, fail, warn
 
 

@@ -109,13 +109,6 @@ def _pre(ctx: Context, cfg: Config, opts: LaunchOptions,
     return records, timeline, None
 
 
-def launch_blockers(records: list[CheckRecord]) -> list[CheckRecord]:
-    """The pre-launch findings that stop a launch: a problem whose cause guarantees no log, resting on an
-    observation (a static reading only ever warns, see model.Result), and not silenced by the config."""
-    return [r for r in records if r.cause in causes.LAUNCH_BLOCKERS and r.status in PROBLEMS and r.observed
-            and not r.silenced]
-
-
 def run_launch_remote(ctx: Context, cfg: Config, opts: LaunchOptions) -> Report:
     """`launch --target`: checks there, the recorder shipped there and detached, the record read back through
     the transport into a local copy (`.dfdoctor/runs/<id>` here), the same watch and the same rules."""
