@@ -299,3 +299,24 @@ def test_slurm_nodes_all_outside_an_allocation_is_bad_usage(slurm, tmp_path):
     p = subprocess.run([*DFDOCTOR, "check", "--slurm-nodes", "all", "--", "python3", "-c", "1"], cwd=tmp_path,
                        capture_output=True, text=True, timeout=60, env=env)
     assert p.returncode == 2 and "inside an allocation" in p.stderr
+
+
+@pytest.mark.slow
+def test_node_failure(slurm, tmp_path):
+    """slurmd stopped (SIGSTOP) for longer than SlurmdTimeout: slurmctld marks the node down and the job
+    NODE_FAIL; the node comes back (ReturnToService=2) once slurmd answers again."""
+    import signal
+    job = slurm.sbatch("--no-requeue", "-o", "nf-%j.log", "--wrap", "echo start; sleep 120", cwd=tmp_path)
+    slurm.wait_state(job, ("RUNNING",))
+    pid = int((slurm.dir / "slurmd.pid").read_text())
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        assert slurm.wait_state(job, ("NODE_FAIL",), timeout=90) == "NODE_FAIL"
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        end = time.monotonic() + 60
+        while time.monotonic() < end and subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True,
+                                                        text=True).stdout.split()[:1] != ["idle"]:
+            time.sleep(0.5)
+    rc, doc, _ = dfd("status", f"slurm:{job}", cwd=tmp_path)
+    assert rc == 1 and doc["verdict"]["cause"] == "node-failure", doc["verdict"]
