@@ -320,3 +320,21 @@ def test_node_failure(slurm, tmp_path):
             time.sleep(0.5)
     rc, doc, _ = dfd("status", f"slurm:{job}", cwd=tmp_path)
     assert rc == 1 and doc["verdict"]["cause"] == "node-failure", doc["verdict"]
+
+
+def test_busy_partition_pends_for_resources_and_check_falls_back_to_the_submit_host(slurm, tmp_path):
+    hog = slurm.sbatch("-c", str(slurm.cpus), "--mem=100M", "-o", "hog-%j.log", "--wrap", "sleep 60", cwd=tmp_path)
+    slurm.wait_state(hog, ("RUNNING",))
+    s = job_script(tmp_path, "echo hi\n")
+    rc, doc, _ = dfd("launch", "--no-check", "--watch", "3", "--", "sbatch", "-o", "o-%j.log", str(s), cwd=tmp_path)
+    try:
+        assert rc == 0 and doc["verdict"]["state"] == "pending" and doc["verdict"]["cause"] is None
+        assert "Resources" in doc["verdict"]["summary"] or "Priority" in doc["verdict"]["summary"]
+    finally:
+        slurm.cancel(job_of(doc))
+    # No node can be had at once: the folders are looked at here, said so, and a missing one only warns.
+    rc, doc, _ = dfd("check", "--only", "slurm.output", "--", "sbatch", "-o", "gone/o.log", str(s), cwd=tmp_path)
+    out = next(c for c in doc["checks"] if c["id"] == "slurm.output")
+    assert out["status"] == "warn" and out["cause"] == "log-dir-missing" and "submit host" in out["summary"]
+    assert "may not share this file system" in json.dumps(out)
+    slurm.cancel(hog)
