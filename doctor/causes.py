@@ -39,6 +39,13 @@ NODE_FAILURE = "node-failure"  # a node of the job stopped answering (NODE_FAIL)
 PREEMPTED = "preempted"  # a higher-priority job took the job's nodes (PREEMPTED)
 STEP_FAILED = "step-failed"  # the batch script exited 0 while one of its srun steps failed (DerivedExitCode)
 NEVER_STARTS = "never-starts"  # the job asks for what its partition can never give: it would pend forever
+# What training jobs die of at run time, read from their exception (doctor/diagnose/rules_runtime.py).
+CUDA_OOM = "cuda-oom"
+CUDA_ERROR = "cuda-error"
+SHM_EXHAUSTED = "shm-exhausted"
+FD_EXHAUSTED = "fd-exhausted"
+DOWNLOAD_FAILED = "download-failed"
+COLLECTIVE_TIMEOUT = "collective-timeout"
 
 ALL = frozenset(v for k, v in dict(globals()).items() if k.isupper() and isinstance(v, str))
 

@@ -16,43 +16,19 @@ from typing import Callable, Optional
 
 from dfdoctor import causes
 from dfdoctor.diagnose import stackclass
+from dfdoctor.diagnose import elastic, rules_runtime
 from dfdoctor.diagnose.stackclass import COMPILE_GUARD_FIX
 from dfdoctor.diagnose.stacks import Stacks
+from dfdoctor.diagnose.traceback import PyError, parse_python_error  # noqa: F401 (part of this module's API)
 from dfdoctor.launch.rundir import RunRecord
 from dfdoctor.model import Verdict
 
 FX_RACE_MARKERS = ("Detected that you are using FX to symbolically trace a dynamo-optimized function",
                    "CURRENT_PATCHER is None")
-EXC_LINE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure)|"
-                      r"KeyboardInterrupt|SystemExit|StopIteration)(?::.*)?$")
-FILE_LINE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
 FATAL_SIGNALS = {"SIGSEGV", "SIGABRT", "SIGBUS", "SIGILL", "SIGFPE", "SIGSYS", "SIGTRAP"}
 SESSION_SIGNALS = {"SIGHUP", "SIGPIPE"}
 SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "busybox"}
 SESSION_GRACE_S = 3.0  # a recorder killed this soon after its session ended died with the session
-
-
-@dataclass(frozen=True)
-class PyError:
-    """The Python exception at the end of a stderr: its type, message, where it was raised, and its tail."""
-
-    exc_type: str
-    message: str
-    file: Optional[str]
-    line: Optional[int]
-    code: Optional[str]
-    tail: tuple[str, ...]
-    before: str  # what stderr held before this traceback began
-
-    @property
-    def headline(self) -> str:
-        """`Type: message`, as Python prints it."""
-        return f"{self.exc_type}: {self.message}" if self.message else self.exc_type
-
-    @property
-    def where(self) -> str:
-        """`file, line N`, or that it is unknown."""
-        return f"{self.file}, line {self.line}" if self.file else "an unknown place"
 
 
 @dataclass
@@ -69,33 +45,6 @@ class LiveFacts:
     buffered: bool = False  # Python, stdout not a tty, neither -u nor PYTHONUNBUFFERED
     cpu_s: Optional[float] = None
     classified: Optional[tuple[str, str]] = None  # (cause, explanation) from dfdoctor.diagnose.stackclass
-
-
-def parse_python_error(stderr: str) -> Optional[PyError]:
-    """The last Python exception in `stderr`, with the file and line that raised it."""
-    lines = stderr.rstrip().splitlines()
-    for i in range(len(lines) - 1, max(-1, len(lines) - 60), -1):
-        if not EXC_LINE.match(lines[i]):
-            continue
-        exc_type, _, message = lines[i].partition(":")
-        start = i
-        file = code = None
-        line_no = None
-        for j in range(i - 1, max(-1, i - 200), -1):
-            m = FILE_LINE.match(lines[j])
-            if m and file is None:
-                file, line_no, start = m["file"], int(m["line"]), j
-                nxt = lines[j + 1].strip() if j + 1 < i else ""
-                code = nxt if nxt and not nxt.startswith("^") else None
-            if lines[j].startswith("Traceback (most recent call last):"):
-                start = j
-                break
-        if file is None and not lines[i].startswith(("SyntaxError", "IndentationError", "TabError")):
-            if not any(l.startswith("Traceback") for l in lines[max(0, i - 200):i]):
-                continue
-        tail = tuple(lines[max(start, i - 5): i + 1]) if file else (lines[i],)
-        return PyError(exc_type.strip(), message.strip(), file, line_no, code, tail, "\n".join(lines[:start]))
-    return None
 
 
 def _meaningful(text: str) -> bool:
@@ -314,7 +263,17 @@ def python_exception(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verd
     err = parse_python_error(run.stream("stderr"))
     if not err:
         return None
-    evidence = [*err.tail, _status_line(ex)]
+    return exception_verdict(run, err, [*err.tail, _status_line(ex)], "The job", _started_logging(run, err))
+
+
+def exception_verdict(run: RunRecord, err: PyError, evidence: list[str], who: str, started: bool) -> Verdict:
+    """The verdict for the exception `who` died of: a run-time cause its words prove (rules_runtime), a
+    syntax error, a missing module, or a crash before or after the job started logging."""
+    found = rules_runtime.classify(err, _runtime_context(run))
+    if found is not None:
+        return Verdict("failed", found.cause, found.summary if who == "The job" else
+                       f"{who.rstrip(',')}: {found.summary}",
+                       found.fix, [*found.evidence, *evidence])
     if err.exc_type in ("SyntaxError", "IndentationError", "TabError"):
         return Verdict("failed", causes.SYNTAX_ERROR, f"{err.where} does not compile: {err.headline}.",
                        f"Fix the syntax at {err.where}; `python -m py_compile FILE` checks it without running.",
@@ -322,18 +281,79 @@ def python_exception(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verd
     module = re.search(r"No module named '([^']+)'", err.message)
     if err.exc_type.endswith(("ModuleNotFoundError", "ImportError")) and module:
         name = module.group(1)
-        return Verdict("failed", causes.MISSING_MODULE, f"The job died at start: module {name!r} is not installed "
+        return Verdict("failed", causes.MISSING_MODULE, f"{who} died at start: module {name!r} is not installed "
                        f"in the training interpreter (imported at {err.where}).",
                        f"Install the distribution that provides {name.split('.')[0]!r} into {_python_of(run)} "
                        f"(e.g. {_python_of(run)} -m pip install {name.split('.')[0]}), or fix the import.", evidence)
-    if _started_logging(run, err):
-        return Verdict("failed", causes.CRASHED, f"The job crashed after it started logging: {err.headline} "
+    if started:
+        return Verdict("failed", causes.CRASHED, f"{who} crashed after it started logging: {err.headline} "
                        f"at {err.where}.", f"Fix the error raised at {err.where}; the full traceback is in the log "
                        "and in the run folder's stderr.log.", evidence)
-    return Verdict("failed", causes.IMPORT_ERROR, f"The job died while importing or starting, before it wrote "
+    return Verdict("failed", causes.IMPORT_ERROR, f"{who} died while importing or starting, before it wrote "
                    f"anything: {err.headline} at {err.where}.",
-                   f"Fix the error raised at {err.where}; `dfdoctor check` reproduces it without starting the job.",
+                   f"Fix the error raised at {err.where}. If it is raised while importing, `dfdoctor check` "
+                   "shows it too (imports.smoke imports the script's modules without running the script).",
                    evidence)
+
+
+def _runtime_context(run: RunRecord) -> rules_runtime.Context:
+    """What the run-time readers may look at: the output, the command, the job's environment, where it ran."""
+    return rules_runtime.Context(output=run.stream("stderr", 1 << 20), argv=list(run.spec.get("argv") or []),
+                                 env=dict((run.spawned or {}).get("env") or {}), local=not run.is_remote)
+
+
+def elastic_rank_failed(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """torchrun (or accelerate) reported a failed worker: the verdict is that rank's, not the agent's
+    ChildFailedError."""
+    ex = run.exit
+    if not ex or ex.get("exit_code") in (0, None):
+        return None
+    stderr = run.stream("stderr", 1 << 20)
+    if not elastic.is_elastic(stderr):
+        return None
+    row = elastic.root_cause(stderr)
+    err, source = elastic.rank_error(stderr, row)
+    rank = row.rank if row and row.rank is not None else (elastic.ranks_with_traceback(stderr) or [None])[0]
+    who = row.who if row else f"rank {rank}" if rank is not None else "a worker"
+    how = row.how if row else "an unknown exit"
+    evidence = [f"torchrun's first observed failure: {who}, {how}" if row else
+                "torchrun printed no root-cause table; the first rank with a traceback is taken"]
+    if row and row.signal:
+        return _rank_signal_verdict(run, row, evidence + [_status_line(ex)])
+    if err is None:
+        hint = ("" if row and row.error_file else " Decorate the entry point with @record (from "
+                "torch.distributed.elastic.multiprocessing.errors import record) so torchrun keeps its traceback.")
+        return Verdict("failed", causes.CRASHED, f"{who.capitalize()} failed first, with {how}; its own error is "
+                       "not in the output.", "Read that rank's output in the log." + hint,
+                       evidence + [_status_line(ex)])
+    evidence += [f"its exception, from {source}:", *err.tail, _status_line(ex)]
+    started = _meaningful("\n".join(l for l in stderr.splitlines() if not _AGENT_LINE.match(l))) or \
+        bool(ex.get("stdout_bytes"))
+    verdict = exception_verdict(run, err, evidence, f"{who.capitalize()}, the first to fail ({how}),", started)
+    return verdict
+
+
+_AGENT_LINE = re.compile(r"^(?:[WEI]\d{4} |\[rank\d+\]:|Traceback|  File |    |torch\.distributed\.elastic|=+$|-+$)")
+
+
+def _rank_signal_verdict(run: RunRecord, row: "elastic.RankFailure", evidence: list[str]) -> Verdict:
+    """A rank that died from a signal: the OOM killer, a fatal fault, or a kill from outside."""
+    ex = run.exit or {}
+    before = (ex.get("oom_before") or {}).get("oom_kill")
+    after = (ex.get("oom_after") or {}).get("oom_kill")
+    who = row.who.capitalize()
+    if row.signal == "SIGKILL" and before is not None and after is not None and after > before:
+        return Verdict("failed", causes.OOM_KILLED, f"{who} was killed by the kernel's out-of-memory killer.",
+                       "Use less host memory per rank (smaller batches, fewer DataLoader workers), or give the "
+                       "job's cgroup/container more memory.",
+                       evidence + [f"oom_kill counter of {ex.get('memory_cgroup')}: {before} before, {after} after"])
+    if row.signal in FATAL_SIGNALS:
+        return Verdict("failed", causes.CRASHED, f"{who} crashed with {row.signal}.", "A native extension or "
+                       "the interpreter faulted in that rank: run it with `python -X faulthandler` to see the "
+                       "Python stack at the fault.", evidence)
+    return Verdict("failed", causes.KILLED_BY_SIGNAL, f"{who} was killed by {row.signal}; the other ranks were "
+                   "stopped by torchrun after it.", "Find who sends it: the kernel's OOM killer (dmesg), a "
+                   "scheduler's limit, a watchdog, or a user's kill.", evidence)
 
 
 def died_from_signal(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
@@ -588,7 +608,8 @@ def target_unreachable(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Ve
 
 RULES: list[Callable[[RunRecord, Optional[LiveFacts]], Optional[Verdict]]] = [
     target_unreachable, recorder_lost_at_start, recorder_never_started, log_could_not_open, spawn_failed,
-    handed_off, left_writing, oom_killed, fx_trace_race, command_not_found_status, python_exception, died_from_signal,
+    handed_off, left_writing, oom_killed, fx_trace_race, command_not_found_status, elastic_rank_failed,
+    python_exception, died_from_signal,
     log_write_failed, exited_cleanly, exited_nonzero,
     recorder_vanished,
     running, deadlock_in_stacks, log_elsewhere, output_buffered, stalled_after_logging, import_hang,

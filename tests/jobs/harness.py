@@ -120,3 +120,16 @@ def wait_for(pred, timeout: float = 10.0, step: float = 0.05) -> bool:
             return True
         time.sleep(step)
     return bool(pred())
+
+
+def launch_to_end(work: Path, *command: str, timeout: float = 120, **kw) -> tuple[subprocess.CompletedProcess, dict]:
+    """`dfdoctor launch` a job that ends by itself, then (if the watch ended first, calling it running) wait for
+    its end and return `dfdoctor status` of it: the verdict of the finished job."""
+    from dfdoctor.launch import rundir
+
+    proc, rep = launch(work, *command, **kw)
+    if rep["verdict"]["state"] != "running":
+        return proc, rep
+    run_dir = Path(rep["run"]["dir"])
+    assert wait_for(lambda: rundir.load(run_dir).finished, timeout=timeout, step=0.5), "the job did not end"
+    return status(work, run_dir.name)

@@ -1,0 +1,134 @@
+"""Reading a torchrun (torch.distributed.elastic) failure: which rank failed first, how it ended, and its own
+exception, from the "Root Cause (first observed failure)" table, the per-rank error file that `@record` writes,
+and the `[rankN]:` lines torch.distributed prints for each rank's traceback.
+
+`python -m torch.distributed.run` and `accelerate launch` (which runs the same agent) print the same table.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal as _signal
+from dataclasses import dataclass, field
+from typing import Optional
+
+from dfdoctor.diagnose.traceback import PyError, parse_python_error, rank_output, ranks_with_traceback
+
+ROOT_CAUSE = "Root Cause (first observed failure):"
+FIELD = re.compile(r"^\s{2}(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s?(?P<value>.*)$")
+
+
+@dataclass
+class RankFailure:
+    """One row of torchrun's failure table."""
+
+    rank: Optional[int] = None
+    local_rank: Optional[int] = None
+    host: Optional[str] = None
+    exitcode: Optional[int] = None
+    pid: Optional[int] = None
+    error_file: Optional[str] = None
+    traceback: list[str] = field(default_factory=list)
+
+    @property
+    def signal(self) -> Optional[str]:
+        """The signal that ended the rank (torchrun writes it as a negative exit code)."""
+        if self.exitcode is None or self.exitcode >= 0:
+            return None
+        try:
+            return _signal.Signals(-self.exitcode).name
+        except ValueError:
+            return f"signal {-self.exitcode}"
+
+    @property
+    def how(self) -> str:
+        """`exit code 1` or `signal SIGKILL`."""
+        if self.signal:
+            return f"signal {self.signal}"
+        return f"exit code {self.exitcode}" if self.exitcode is not None else "an unknown exit"
+
+    @property
+    def who(self) -> str:
+        """`rank 1 (local rank 1, pid 42, host h)`."""
+        bits = [f"local rank {self.local_rank}" if self.local_rank is not None else None,
+                f"pid {self.pid}" if self.pid else None, f"host {self.host}" if self.host else None]
+        inner = ", ".join(b for b in bits if b)
+        return f"rank {self.rank}" + (f" ({inner})" if inner else "")
+
+
+def root_cause(text: str) -> Optional[RankFailure]:
+    """The row under torchrun's "Root Cause (first observed failure)", or None when the output has none."""
+    at = text.rfind(ROOT_CAUSE)
+    if at < 0:
+        return None
+    row = RankFailure()
+    key = None
+    for line in text[at + len(ROOT_CAUSE):].splitlines()[1:]:
+        if line.startswith("====="):
+            break
+        m = FIELD.match(line)
+        if m:
+            key, value = m["key"], m["value"].strip()
+            _set(row, key, value)
+        elif key == "traceback" and line.startswith("  ") and line.strip():
+            row.traceback.append(line[2:])
+    return row
+
+
+def _set(row: RankFailure, key: str, value: str) -> None:
+    """Fill one field of a row from its text."""
+    if key == "rank":
+        m = re.match(r"(\d+)(?: \(local_rank: (\d+)\))?", value)
+        if m:
+            row.rank, row.local_rank = int(m.group(1)), int(m.group(2)) if m.group(2) else None
+    elif key == "exitcode":
+        m = re.match(r"(-?\d+)(?: \(pid: (\d+)\))?", value)
+        if m:
+            row.exitcode, row.pid = int(m.group(1)), int(m.group(2)) if m.group(2) else None
+    elif key == "host":
+        row.host = value
+    elif key == "error_file":
+        row.error_file = None if value in ("<N/A>", "") else value
+    elif key == "traceback":
+        if value.startswith("Traceback"):
+            row.traceback.append(value)
+
+
+def rank_error(text: str, row: Optional[RankFailure]) -> tuple[Optional[PyError], str]:
+    """The failing rank's own exception and where it was read: its error file (`@record`), the traceback in
+    torchrun's table, or the `[rankN]:` lines of the output."""
+    if row is not None and row.error_file:
+        err = _from_error_file(row.error_file)
+        if err:
+            return err, f"its error file {row.error_file}"
+    if row is not None and row.traceback:
+        err = parse_python_error("\n".join(row.traceback))
+        if err:
+            return err, "torchrun's failure table"
+    ranks = [row.rank] if row is not None and row.rank is not None else ranks_with_traceback(text)[:1]
+    for rank in ranks:
+        err = parse_python_error(rank_output(text, rank))
+        if err:
+            return err, f"the [rank{rank}] lines of the output"
+    return None, ""
+
+
+def _from_error_file(path: str) -> Optional[PyError]:
+    """The exception `@record` wrote for a rank: {"message": {"message": "...", "extraInfo": {"py_callstack"}}}."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    msg = data.get("message") if isinstance(data, dict) else None
+    if isinstance(msg, dict):
+        stack = (msg.get("extraInfo") or {}).get("py_callstack") or ""
+        return parse_python_error(stack) or parse_python_error(f"Traceback (most recent call last):\n"
+                                                               f"{msg.get('message', '')}")
+    return None
+
+
+def is_elastic(text: str) -> bool:
+    """The output is that of a torchrun agent whose workers failed."""
+    return ROOT_CAUSE in text or "ChildFailedError" in text

@@ -1,0 +1,383 @@
+"""What a training job died of at run time, read from its exception: the GPU ran out of memory, a CUDA kernel
+failed, shared memory or file descriptors ran out, a disk filled up, a download could not reach its host, a
+collective timed out. Each reading names its cause id, what the message proved, and the fix for that cause.
+
+Only the exception's own words (and what torch printed with it) are read here; what dfdoctor can observe on
+the machine now (free space, GPU processes) is added as evidence and said to be "now".
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from dfdoctor import causes
+from dfdoctor.diagnose.traceback import PyError
+
+_SIZE = r"[\d.]+ [KMGTP]?i?B|\d+ bytes"
+
+
+@dataclass
+class Finding:
+    """A cause read from an exception: its id, one sentence, the fix, and evidence lines."""
+
+    cause: str
+    summary: str
+    fix: str
+    evidence: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Context:
+    """What the readers may look at besides the exception: the output around it, the job's command and
+    environment, and whether the job ran on this machine (so its GPUs and disks can be looked at now)."""
+
+    output: str = ""
+    argv: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    local: bool = True
+
+
+# ---- GPU memory ---------------------------------------------------------------------------------------
+def cuda_oom(err: PyError, ctx: Context) -> Optional[Finding]:
+    """`torch.OutOfMemoryError: CUDA out of memory. Tried to allocate X. GPU N has a total capacity of T of
+    which F is free. ... Process P has M memory in use.`"""
+    text = err.text
+    if "CUDA out of memory" not in text and not (err.exc_type.endswith("OutOfMemoryError") and "CUDA" in text):
+        return None
+    asked = _re(rf"Tried to allocate ({_SIZE})", text)
+    gpu = re.search(rf"GPU (\d+) has a total capac\w* of ({_SIZE}) of which ({_SIZE}) (?:is )?free", text)
+    mine = _re(rf"this process has ({_SIZE}) memory in use", text)
+    others = re.findall(rf"Process (\d+) has ({_SIZE}) memory in use", text)
+    torch_mem = re.search(rf"({_SIZE}) is allocated by PyTorch, and ({_SIZE}) is reserved by PyTorch but "
+                          r"unallocated", text)
+    index = gpu.group(1) if gpu else None
+    evidence = [f"asked for: {asked}" if asked else "the size asked for is not in the message"]
+    if gpu:
+        evidence.append(f"GPU {index}: {gpu.group(3)} free of {gpu.group(2)} total when it failed")
+    if mine:
+        evidence.append(f"the job itself held {mine}"
+                        + (f" ({torch_mem.group(1)} allocated by PyTorch, {torch_mem.group(2)} reserved but "
+                           "unallocated)" if torch_mem else ""))
+    evidence += [f"pid {pid} also held {size} on that GPU (from the message)" for pid, size in others]
+    now = _gpu_processes(index) if ctx.local else []
+    evidence += now or ([] if ctx.local else ["GPU processes: not queried (the job ran on a target)"])
+    where = f"GPU {index}" if index else "the GPU"
+    summary = f"The job ran out of memory on {where}" + (f": it asked for {asked}" if asked else "") + \
+        (f" with {gpu.group(3)} free of {gpu.group(2)}." if gpu else ".")
+    stop = [pid for pid, _ in others]
+    fix = ("Ask for less GPU memory: a smaller batch size (with gradient accumulation to keep the effective "
+           "batch), shorter sequences, activation checkpointing, bf16 instead of fp32, or a smaller model.")
+    if torch_mem and _bytes(torch_mem.group(2)) > max(_bytes(asked or "0 B"), 1 << 30):
+        fix += " Much memory is reserved but unallocated: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
+    if stop:
+        fix += (f" Other processes hold memory on {where}: stop them (pid {', '.join(stop)}) or run on another "
+                "GPU (CUDA_VISIBLE_DEVICES).")
+    return Finding(causes.CUDA_OOM, summary, fix, evidence)
+
+
+def _gpu_processes(index: Optional[str]) -> list[str]:
+    """The compute processes nvidia-smi lists now (on one GPU when its index is known), as evidence lines."""
+    if not shutil.which("nvidia-smi"):
+        return ["GPU processes now: nvidia-smi is not installed here"]
+    args = ["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader"]
+    if index is not None:
+        args.insert(1, f"--id={index}")
+    try:
+        out = subprocess.run(args, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return [f"GPU processes now: nvidia-smi failed ({e})"]
+    rows = [r.strip() for r in out.stdout.splitlines() if r.strip()]
+    if out.returncode != 0:
+        return [f"GPU processes now: nvidia-smi said {(out.stderr or out.stdout).strip()[:200]}"]
+    return [f"holds memory there now: {r}" for r in rows] or ["no other process holds memory there now (nvidia-smi)"]
+
+
+# ---- CUDA kernel and device errors ----------------------------------------------------------------------
+_CUDA_KINDS = [
+    ("device-side assert triggered", "a device-side assert",
+     "A kernel's own check failed, most often an index out of range: a label >= the number of classes, a token "
+     "id >= the vocabulary size, a negative index. The assert line above the traceback names the kernel and the "
+     "condition. Run with CUDA_LAUNCH_BLOCKING=1 so the traceback points at the op, or run one step on the CPU, "
+     "where the same mistake raises an IndexError with the values."),
+    ("illegal memory access", "an illegal memory access",
+     "A kernel read or wrote outside its memory: usually a custom CUDA/Triton kernel or an extension built "
+     "against another torch or CUDA version. Run with CUDA_LAUNCH_BLOCKING=1 to find the op, or under "
+     "`compute-sanitizer python ...` to find the kernel; rebuild extensions for the installed torch."),
+    ("no kernel image is available", "no kernel image for this GPU", None),
+    ("invalid device ordinal", "an invalid device ordinal", None),
+]
+
+
+def cuda_error(err: PyError, ctx: Context) -> Optional[Finding]:
+    """`CUDA error: <what>` from torch (RuntimeError, torch.AcceleratorError): which kind, and its fix."""
+    text = err.text
+    if "CUDA error" not in text and "cudaError" not in text and "CUDA kernel errors" not in text:
+        return None
+    for marker, kind, fix in _CUDA_KINDS:
+        if marker in text:
+            break
+    else:
+        marker, kind, fix = "", "a CUDA error", ("Run with CUDA_LAUNCH_BLOCKING=1 so the traceback points at "
+                                                 "the failing op; the CUDA error's own words say what failed.")
+    said = _re(r"CUDA error: ([^\n]+)", text) or err.message
+    evidence = [f"CUDA error: {said}"]
+    if marker == "device-side assert triggered":
+        evidence += [f"assert: {l.strip()[:300]}" for l in ctx.output.splitlines() if "Assertion" in l][:3]
+    if marker == "no kernel image is available":
+        fix, more = _arch_fix(ctx)
+        evidence += more
+    if marker == "invalid device ordinal":
+        fix, more = _ordinal_fix(ctx)
+        evidence += more
+    return Finding(causes.CUDA_ERROR, f"A CUDA operation failed with {kind} at {err.where}.", fix, evidence)
+
+
+def _arch_fix(ctx: Context) -> tuple[str, list[str]]:
+    """The GPU's compute capability and the build's arch list, from torch's own warning when it printed one."""
+    m = re.search(r"(\S[^\n]*?) with CUDA capability (sm_\d+) is not compatible with the current PyTorch "
+                  r"installation\.\s*The current PyTorch install supports CUDA capabilities ([^\n.]+)", ctx.output)
+    if m:
+        gpu, sm, archs = m.group(1).strip(), m.group(2), m.group(3).strip()
+        return (f"This torch build has no kernels for {sm} ({gpu}); it supports {archs}. Install a torch build "
+                f"whose arch list includes {sm} (a wheel for a newer CUDA), or rebuild the extension with "
+                f"TORCH_CUDA_ARCH_LIST set to include {sm[3:-1]}.{sm[-1]}.",
+                [f"GPU: {gpu}, {sm}", f"torch build supports: {archs}"])
+    return ("The installed torch, or a compiled extension, has no kernels for this GPU's architecture. Compare "
+            "`python -c 'import torch; print(torch.cuda.get_device_capability(), torch.cuda.get_arch_list())'`, "
+            "then install a torch build whose arch list includes the GPU's sm, or rebuild the extension with "
+            "TORCH_CUDA_ARCH_LIST naming it.",
+            ["the GPU's sm and the build's arch list were not in the output (torch printed no compatibility "
+             "warning, so the missing kernel is likely in an extension)"])
+
+
+def _ordinal_fix(ctx: Context) -> tuple[str, list[str]]:
+    """More ranks or a higher device index than visible GPUs: say how many were asked for and are visible."""
+    evidence = []
+    nproc = _option(ctx.argv, "--nproc_per_node", "--nproc-per-node", "--num_processes", "--num-processes")
+    if nproc:
+        evidence.append(f"ranks per node asked for: {nproc}")
+    cvd = ctx.env.get("CUDA_VISIBLE_DEVICES")
+    if cvd is not None:
+        evidence.append(f"CUDA_VISIBLE_DEVICES={cvd!r}")
+    count = _gpu_count() if ctx.local else None
+    if count is not None:
+        evidence.append(f"GPUs on this machine (nvidia-smi -L): {count}")
+    fix = ("The job asked for a GPU index that is not visible. Start no more ranks per node than visible GPUs "
+           "(torchrun --nproc_per_node N with N <= the GPU count), bind each rank to its LOCAL_RANK "
+           "(torch.cuda.set_device(int(os.environ['LOCAL_RANK']))), and check CUDA_VISIBLE_DEVICES.")
+    if nproc and count is not None and nproc.isdigit() and int(nproc) > count:
+        fix = f"Start {count} rank(s) per node, not {nproc}: --nproc_per_node {count}. " + fix
+    return fix, evidence
+
+
+def _gpu_count() -> Optional[int]:
+    """How many GPUs nvidia-smi lists here, or None when it cannot say."""
+    if not shutil.which("nvidia-smi"):
+        return None
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return sum(1 for l in out.stdout.splitlines() if l.startswith("GPU ")) if out.returncode == 0 else None
+
+
+# ---- host resources -----------------------------------------------------------------------------------
+SHM_MARKERS = ("out of shared memory", "shared memory limit", "unable to allocate shared memory",
+               "unable to write to file </torch_", "unable to open shared memory", "/dev/shm")
+
+
+def shm_exhausted(err: PyError, ctx: Context) -> Optional[Finding]:
+    """DataLoader workers die with a bus error (or "unable to write to file </torch_...>") when /dev/shm is
+    too small for the batches they hand over."""
+    text = err.text + "\n" + "\n".join(_near(ctx.output, "DataLoader worker"))
+    bus = "DataLoader worker" in text and ("Bus error" in text or "shared memory" in text)
+    if not bus and not any(m in text for m in SHM_MARKERS):
+        return None
+    evidence = [f"message: {l.strip()[:300]}" for l in (err.text.splitlines()[:2])]
+    if ctx.local:
+        evidence.append(_df_line("/dev/shm", "now"))
+    return Finding(causes.SHM_EXHAUSTED, "DataLoader workers ran out of shared memory (/dev/shm): a worker died "
+                   "handing a batch over.", "Give the job more shared memory: `docker run --shm-size=8g` (or "
+                   "--ipc=host); in Kubernetes an emptyDir with medium: Memory mounted at /dev/shm. Or use fewer "
+                   "DataLoader workers (num_workers), smaller batches, or num_workers=0.", evidence)
+
+
+def fd_exhausted(err: PyError, ctx: Context) -> Optional[Finding]:
+    """`[Errno 24] Too many open files` (or torch's "received 0 items of ancdata"): the open-file limit ran out."""
+    text = err.text
+    if "Too many open files" not in text and "Errno 24" not in text and "received 0 items of ancdata" not in text:
+        return None
+    evidence = [f"message: {err.headline[:300]}"]
+    limit = _nofile(ctx)
+    if limit:
+        evidence.append(limit)
+    return Finding(causes.FD_EXHAUSTED, f"The job ran out of file descriptors at {err.where}.",
+                   "Raise the open-file limit where the job starts (`ulimit -n 65536` in the launching shell, "
+                   "LimitNOFILE= in a systemd unit, `docker run --ulimit nofile=65536:65536`); with DataLoader "
+                   "workers, torch.multiprocessing.set_sharing_strategy('file_system') passes tensors without "
+                   "one descriptor each; close files opened per sample.", evidence)
+
+
+def _nofile(ctx: Context) -> Optional[str]:
+    """The open-file limit dfdoctor sees here, which the job inherits unless its launcher changes it."""
+    if not ctx.local:
+        return None
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return f"open-file limit where dfdoctor runs now: soft {soft}, hard {hard}"
+
+
+_ENOSPC = ("No space left on device", "Errno 28", "Disk quota exceeded", "Errno 122")
+_TORCH_WRITER = ("PytorchStreamWriter failed writing", "file write failed", "unexpected pos")
+_PATH = re.compile(r"""['"](/[^'"\n]+)['"]""")
+
+
+def disk_full(err: PyError, ctx: Context) -> Optional[Finding]:
+    """ENOSPC while writing (a checkpoint, a cache), or torch.save's writer failing on a file system that is
+    full now."""
+    text = err.text
+    paths = _PATH.findall("\n".join([text, err.code or "", *err.tail]))
+    if any(m in text for m in _ENOSPC):
+        proven = "the error says so"
+    elif any(m in text for m in _TORCH_WRITER):
+        full = [p for p in paths if ctx.local and _free(p) is not None and _free(p) < (1 << 20)]
+        if not full:
+            return None
+        proven = f"torch.save's writer failed and the file system of {full[0]} has {_free(full[0])} bytes free now"
+    else:
+        return None
+    where = paths[0] if paths else None
+    evidence = [f"message: {err.headline[:300]}", proven]
+    if where and ctx.local:
+        evidence.append(_df_line(where, "now"))
+    folder = shlex.quote(os.path.dirname(where)) if where else "THE_FOLDER"
+    return Finding(causes.DISK_FULL, "The job ran out of disk space while writing" + (f" {where}" if where else "")
+                   + f" (at {err.where}).", f"Free space there (df -h {folder}; df -i for inodes), write "
+                   "checkpoints to a file system with room, or keep fewer of them (delete old checkpoints "
+                   "before saving a new one).", evidence)
+
+
+def _free(path: str) -> Optional[int]:
+    """Bytes free to an unprivileged writer on the file system holding `path` (its nearest existing folder)."""
+    p = path
+    while p and not os.path.exists(p):
+        p = os.path.dirname(p)
+    try:
+        st = os.statvfs(p or "/")
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def _df_line(path: str, when: str) -> str:
+    """`df` of one path as an evidence line."""
+    p = path
+    while p and not os.path.exists(p):
+        p = os.path.dirname(p)
+    try:
+        st = os.statvfs(p or "/")
+    except OSError as e:
+        return f"{path}: cannot stat its file system ({e.strerror})"
+    total, free = st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
+    return f"file system of {path} {when}: {free / 2**20:.1f} MiB free of {total / 2**20:.1f} MiB"
+
+
+# ---- network ------------------------------------------------------------------------------------------
+_NET = ("Temporary failure in name resolution", "Name or service not known", "Network is unreachable",
+        "Failed to establish a new connection", "Max retries exceeded with url", "urlopen error",
+        "couldn't connect to", "Connection refused", "No route to host", "OfflineModeIsEnabled",
+        "LocalEntryNotFoundError", "Could not resolve host", "Read timed out", "getaddrinfo failed")
+_URL = re.compile(r"https?://[^\s'\")>]+|host='([^']+)'")
+
+
+def download_failed(err: PyError, ctx: Context) -> Optional[Finding]:
+    """A model or data download that could not reach its host (no network, no DNS, offline mode)."""
+    text = err.text + "\n" + "\n".join(err.tail)
+    hit = next((m for m in _NET if m in text), None)
+    if not hit:
+        return None
+    url = _URL.search(err.text) or _URL.search("\n".join(err.tail))
+    target = (url.group(1) or url.group(0)) if url else None
+    evidence = [f"message: {err.headline[:300]}"]
+    proxy = [k for k in ("HTTPS_PROXY", "https_proxy", "HF_ENDPOINT", "HF_HUB_OFFLINE") if k in ctx.env]
+    evidence += [f"{k}={ctx.env[k]!r} in the job's environment" for k in proxy]
+    return Finding(causes.DOWNLOAD_FAILED, "A download failed: this machine could not reach "
+                   + (target or "the server") + f" ({hit}).",
+                   "Fetch the files where there is network (`huggingface-cli download`, or the same script "
+                   "once), copy the cache here (HF_HOME, TORCH_HOME, the datasets cache) and run with "
+                   "HF_HUB_OFFLINE=1; or point HTTPS_PROXY / HF_ENDPOINT at a proxy or mirror reachable from "
+                   "this machine.", evidence)
+
+
+# ---- collectives --------------------------------------------------------------------------------------
+_TIMEOUT = ("Watchdog caught collective operation timeout", "Timed out waiting", "wait timeout after",
+            "Socket Timeout", "timed out after", "ProcessGroupNCCL's watchdog")
+
+
+def collective_timeout(err: PyError, ctx: Context) -> Optional[Finding]:
+    """A collective (NCCL's watchdog, gloo's recv) gave up waiting for another rank."""
+    text = err.text
+    hit = next((m for m in _TIMEOUT if m in text), None)
+    if not hit or not any(w in text for w in ("gloo", "NCCL", "nccl", "collective", "c10d", "Gloo", "store")):
+        return None
+    op = _re(r"OpType=(\w+)", text) or _re(r"for (\w+) operation", text)
+    return Finding(causes.COLLECTIVE_TIMEOUT, "A collective timed out: a rank waited for another that never "
+                   "joined " + (f"the {op} " if op else "it ") + f"(at {err.where}).",
+                   "The rank that did not arrive is the cause: find the one that failed, stalled or took "
+                   "another branch first (its own error or stack; the rank that timed out only waited). If a "
+                   "rank is legitimately slow (a first-step compile, evaluation or checkpointing on rank 0 "
+                   "only), make every rank take part or raise timeout= in init_process_group.",
+                   [f"message: {l.strip()[:300]}" for l in text.splitlines()[:2]])
+
+
+READERS: list[Callable[[PyError, Context], Optional[Finding]]] = [
+    cuda_oom, cuda_error, shm_exhausted, fd_exhausted, disk_full, download_failed, collective_timeout]
+
+
+def classify(err: PyError, ctx: Context) -> Optional[Finding]:
+    """The first reader that recognises the exception."""
+    for read in READERS:
+        found = read(err, ctx)
+        if found is not None:
+            return found
+    return None
+
+
+# ---- helpers ------------------------------------------------------------------------------------------
+def _re(pattern: str, text: str) -> Optional[str]:
+    """The first group of the first match, or None."""
+    m = re.search(pattern, text)
+    return m.group(1) if m else None
+
+
+def _bytes(size: str) -> float:
+    """'1.5 GiB' as bytes."""
+    m = re.match(r"([\d.]+) ?([KMGTP]?)i?B|(\d+) bytes", size.strip())
+    if not m:
+        return 0.0
+    if m.group(3):
+        return float(m.group(3))
+    return float(m.group(1)) * 1024 ** " KMGTP".index(m.group(2) or " ")
+
+
+def _option(argv: list[str], *names: str) -> Optional[str]:
+    """The value of a launcher option given as `--name V` or `--name=V`."""
+    for i, a in enumerate(argv):
+        for n in names:
+            if a == n and i + 1 < len(argv):
+                return argv[i + 1]
+            if a.startswith(n + "="):
+                return a.split("=", 1)[1]
+    return None
+
+
+def _near(text: str, marker: str) -> list[str]:
+    """Lines of `text` that contain `marker` (the last few)."""
+    return [l for l in text.splitlines() if marker in l][-3:]

@@ -1,0 +1,89 @@
+"""Reading a Python traceback out of a job's stderr: the exception, where it was raised, and what it said."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+EXC_LINE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure)|"
+                      r"KeyboardInterrupt|SystemExit|StopIteration)(?::.*)?$")
+FILE_LINE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
+RANK_PREFIX = re.compile(r"^\[rank(?P<rank>\d+)\]:(?: |$)")
+
+
+@dataclass(frozen=True)
+class PyError:
+    """The Python exception at the end of a stderr: its type, message, where it was raised, and its tail."""
+
+    exc_type: str
+    message: str
+    file: Optional[str]
+    line: Optional[int]
+    code: Optional[str]
+    tail: tuple[str, ...]
+    before: str  # what stderr held before this traceback began
+    after: tuple[str, ...] = ()  # the lines printed after the exception line (a multi-line message goes on there)
+
+    @property
+    def headline(self) -> str:
+        """`Type: message`, as Python prints it."""
+        return f"{self.exc_type}: {self.message}" if self.message else self.exc_type
+
+    @property
+    def where(self) -> str:
+        """`file, line N`, or that it is unknown."""
+        return f"{self.file}, line {self.line}" if self.file else "an unknown place"
+
+    @property
+    def text(self) -> str:
+        """The whole message: the exception line and what followed it."""
+        return "\n".join([self.headline, *self.after])
+
+
+def parse_python_error(stderr: str) -> Optional[PyError]:
+    """The last Python exception in `stderr`, with the file and line that raised it."""
+    lines = stderr.rstrip().splitlines()
+    for i in range(len(lines) - 1, max(-1, len(lines) - 60), -1):
+        if not EXC_LINE.match(lines[i]):
+            continue
+        exc_type, _, message = lines[i].partition(":")
+        start = i
+        file = code = None
+        line_no = None
+        for j in range(i - 1, max(-1, i - 200), -1):
+            m = FILE_LINE.match(lines[j])
+            if m and file is None:
+                file, line_no, start = m["file"], int(m["line"]), j
+                nxt = lines[j + 1].strip() if j + 1 < i else ""
+                code = nxt if nxt and not nxt.startswith("^") else None
+            if lines[j].startswith("Traceback (most recent call last):"):
+                start = j
+                break
+        if file is None and not lines[i].startswith(("SyntaxError", "IndentationError", "TabError")):
+            if not any(l.startswith("Traceback") for l in lines[max(0, i - 200):i]):
+                continue
+        tail = tuple(lines[max(start, i - 5): i + 1]) if file else (lines[i],)
+        return PyError(exc_type.strip(), message.strip(), file, line_no, code, tail, "\n".join(lines[:start]),
+                       tuple(lines[i + 1:i + 8]))
+    return None
+
+
+def rank_output(text: str, rank: int) -> str:
+    """The lines torch.distributed's excepthook printed for one rank (`[rankN]: ...`), without the prefix."""
+    out = []
+    for line in text.splitlines():
+        m = RANK_PREFIX.match(line)
+        if m and int(m["rank"]) == rank:
+            out.append(line[m.end():])
+    return "\n".join(out)
+
+
+def ranks_with_traceback(text: str) -> list[int]:
+    """The ranks that printed a traceback, in the order their first line appears."""
+    seen: list[int] = []
+    for line in text.splitlines():
+        m = RANK_PREFIX.match(line)
+        if m and line[m.end():].startswith("Traceback") and int(m["rank"]) not in seen:
+            seen.append(int(m["rank"]))
+    return seen

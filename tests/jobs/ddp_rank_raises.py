@@ -1,0 +1,23 @@
+"""A torchrun job (gloo, CPU): every rank joins, then rank 1 raises its own error and rank 0 waits in a barrier.
+Under torchrun the verdict is rank 1's ValueError, not the agent's ChildFailedError. With `record` as its first
+argument the entry point is decorated with @record, so torchrun keeps the rank's error file."""
+import sys
+
+import torch
+import torch.distributed as dist
+from torch.distributed.elastic.multiprocessing.errors import record
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    print(f"rank {rank}: joined, world size {dist.get_world_size()}", flush=True)
+    dist.all_reduce(torch.ones(2))
+    if rank == 1:
+        raise ValueError("shard 7 is missing on rank 1")
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    (record(main) if sys.argv[1:] == ["record"] else main)()

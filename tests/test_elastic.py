@@ -1,0 +1,69 @@
+"""torchrun launches: the verdict names the first failing rank, how it ended and its own error (real torchrun,
+gloo on the CPU)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from jobs.harness import job, kill_runs, launch_to_end, text_of
+
+pytest.importorskip("torch")
+pytestmark = pytest.mark.slow
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+
+
+@pytest.fixture
+def work(tmp_path: Path):
+    yield tmp_path
+    kill_runs(tmp_path)
+
+
+def _torchrun(name: str, *args: str) -> list[str]:
+    return [*TORCHRUN, job(name)[1], *args]
+
+
+def test_rank_that_raises_is_named_with_its_exception(work):
+    proc, rep = launch_to_end(work, *_torchrun("ddp_rank_raises.py"), watch=60)
+    v, text = rep["verdict"], text_of(rep)
+    assert v["cause"] == "crashed", text
+    assert v["summary"].startswith("Rank 1 ("), text
+    assert "ValueError: shard 7 is missing on rank 1" in v["summary"]
+    assert "ddp_rank_raises.py, line 17" in v["summary"]
+    assert "ChildFailedError" not in v["summary"] and "exit code 1" in text
+    assert "the [rank1] lines" in text
+
+
+def test_record_error_file_is_read(work):
+    _, rep = launch_to_end(work, *_torchrun("ddp_rank_raises.py", "record"), watch=60)
+    text = text_of(rep)
+    assert rep["verdict"]["summary"].startswith("Rank 1 ("), text
+    assert "its error file " in text and "error.json" in text
+    assert "ValueError: shard 7 is missing on rank 1" in text
+
+
+def test_rank_killed_by_sigkill_is_named_with_the_signal(work):
+    _, rep = launch_to_end(work, *_torchrun("ddp_rank_killed.py"), watch=60)
+    v, text = rep["verdict"], text_of(rep)
+    assert v["cause"] == "killed-by-signal", text
+    assert v["summary"].startswith("Rank 1 (") and "SIGKILL" in v["summary"], text
+
+
+def test_gloo_collective_timeout(work):
+    _, rep = launch_to_end(work, *_torchrun("ddp_timeout.py"), watch=60)
+    v, text = rep["verdict"], text_of(rep)
+    assert v["cause"] == "collective-timeout", text
+    assert "Timed out waiting 3000ms" in text and v["summary"].startswith("Rank 0 (")
+    assert "timeout=" in v["fix"]
+
+
+@pytest.mark.skipif(not shutil.which("torchrun") and not Path(sys.executable).with_name("torchrun").exists(),
+                    reason="no torchrun console script")
+def test_torchrun_console_script(work):
+    torchrun = shutil.which("torchrun") or str(Path(sys.executable).with_name("torchrun"))
+    _, rep = launch_to_end(work, torchrun, "--standalone", "--nproc_per_node", "2",
+                           job("ddp_rank_raises.py")[1], watch=60)
+    assert rep["verdict"]["summary"].startswith("Rank 1 ("), text_of(rep)
