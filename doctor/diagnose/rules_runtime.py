@@ -135,7 +135,7 @@ def cuda_error(err: PyError, ctx: Context) -> Optional[Finding]:
     if marker == "invalid device ordinal":
         fix, more = _ordinal_fix(ctx)
         evidence += more
-    return Finding(causes.CUDA_ERROR, f"A CUDA operation failed with {kind} at {err.where}.", fix, evidence)
+    return Finding(causes.CUDA_ERROR, f"A CUDA operation failed with {kind} at {err.user_where}.", fix, evidence)
 
 
 def _arch_fix(ctx: Context) -> tuple[str, list[str]]:
@@ -217,7 +217,7 @@ def fd_exhausted(err: PyError, ctx: Context) -> Optional[Finding]:
     limit = _nofile(ctx)
     if limit:
         evidence.append(limit)
-    return Finding(causes.FD_EXHAUSTED, f"The job ran out of file descriptors at {err.where}.",
+    return Finding(causes.FD_EXHAUSTED, f"The job ran out of file descriptors at {err.user_where}.",
                    "Raise the open-file limit where the job starts (`ulimit -n 65536` in the launching shell, "
                    "LimitNOFILE= in a systemd unit, `docker run --ulimit nofile=65536:65536`); with DataLoader "
                    "workers, torch.multiprocessing.set_sharing_strategy('file_system') passes tensors without "
@@ -243,25 +243,32 @@ def disk_full(err: PyError, ctx: Context) -> Optional[Finding]:
     """ENOSPC while writing (a checkpoint, a cache), or torch.save's writer failing on a file system that is
     full now."""
     text = err.text
-    paths = _PATH.findall("\n".join([text, err.code or "", *err.tail]))
+    paths = _candidate_paths(err, ctx)
+    full = [p for p in paths if ctx.local and (_free(p) or 0) < (1 << 20) and _free(p) is not None]
     if any(m in text for m in _ENOSPC):
         proven = "the error says so"
-    elif any(m in text for m in _TORCH_WRITER):
-        full = [p for p in paths if ctx.local and _free(p) is not None and _free(p) < (1 << 20)]
-        if not full:
-            return None
-        proven = f"torch.save's writer failed and the file system of {full[0]} has {_free(full[0])} bytes free now"
+    elif any(m in text for m in _TORCH_WRITER) and full:
+        proven = f"torch.save's writer failed, and the file system of {full[0]} has {_free(full[0])} bytes free now"
     else:
         return None
-    where = paths[0] if paths else None
+    where = (full or paths or [None])[0]
     evidence = [f"message: {err.headline[:300]}", proven]
     if where and ctx.local:
         evidence.append(_df_line(where, "now"))
-    folder = shlex.quote(os.path.dirname(where)) if where else "THE_FOLDER"
-    return Finding(causes.DISK_FULL, "The job ran out of disk space while writing" + (f" {where}" if where else "")
-                   + f" (at {err.where}).", f"Free space there (df -h {folder}; df -i for inodes), write "
+    folder = shlex.quote(where if os.path.isdir(where) else os.path.dirname(where)) if where else "THE_FOLDER"
+    return Finding(causes.DISK_FULL, "The job ran out of disk space while writing" + (f" under {where}" if where
+                   else "") + f" (at {err.user_where}).", f"Free space there (df -h {folder}; df -i for inodes), write "
                    "checkpoints to a file system with room, or keep fewer of them (delete old checkpoints "
                    "before saving a new one).", evidence)
+
+
+def _candidate_paths(err: PyError, ctx: Context) -> list[str]:
+    """Paths the failed write may have gone to: quoted in the error or its code line, absolute paths in the
+    job's command, or printed in the last lines before the traceback ("saving to /ckpt")."""
+    found = _PATH.findall("\n".join([err.text, err.code or "", *err.tail]))
+    found += [a.split("=", 1)[-1] for a in ctx.argv[1:] if a.split("=", 1)[-1].startswith("/")]
+    found += re.findall(r"(?<![\w.])(/[\w./-]+)", "\n".join(err.before.splitlines()[-5:]))
+    return [p for p in dict.fromkeys(found) if not p.startswith(("/usr/", "/proc/", "/dev/")) and not p.endswith(".py")]
 
 
 def _free(path: str) -> Optional[int]:
@@ -303,8 +310,9 @@ def download_failed(err: PyError, ctx: Context) -> Optional[Finding]:
     hit = next((m for m in _NET if m in text), None)
     if not hit:
         return None
-    url = _URL.search(err.text) or _URL.search("\n".join(err.tail))
-    target = (url.group(1) or url.group(0)) if url else None
+    urls = [m.group(1) or m.group(0) for m in _URL.finditer(err.text)] or \
+        [m.group(1) or m.group(0) for m in _URL.finditer(ctx.output)]
+    target = urls[-1] if urls else None
     evidence = [f"message: {err.headline[:300]}"]
     proxy = [k for k in ("HTTPS_PROXY", "https_proxy", "HF_ENDPOINT", "HF_HUB_OFFLINE") if k in ctx.env]
     evidence += [f"{k}={ctx.env[k]!r} in the job's environment" for k in proxy]
@@ -329,7 +337,7 @@ def collective_timeout(err: PyError, ctx: Context) -> Optional[Finding]:
         return None
     op = _re(r"OpType=(\w+)", text) or _re(r"for (\w+) operation", text)
     return Finding(causes.COLLECTIVE_TIMEOUT, "A collective timed out: a rank waited for another that never "
-                   "joined " + (f"the {op} " if op else "it ") + f"(at {err.where}).",
+                   "joined " + (f"the {op} " if op else "it ") + f"(at {err.user_where}).",
                    "The rank that did not arrive is the cause: find the one that failed, stalled or took "
                    "another branch first (its own error or stack; the rank that timed out only waited). If a "
                    "rank is legitimately slow (a first-step compile, evaluation or checkpointing on rank 0 "

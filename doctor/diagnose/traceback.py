@@ -24,6 +24,7 @@ class PyError:
     tail: tuple[str, ...]
     before: str  # what stderr held before this traceback began
     after: tuple[str, ...] = ()  # the lines printed after the exception line (a multi-line message goes on there)
+    user_frame: Optional[tuple[str, int]] = None  # the innermost frame outside the standard library and packages
 
     @property
     def headline(self) -> str:
@@ -34,6 +35,11 @@ class PyError:
     def where(self) -> str:
         """`file, line N`, or that it is unknown."""
         return f"{self.file}, line {self.line}" if self.file else "an unknown place"
+
+    @property
+    def user_where(self) -> str:
+        """Where the job's own code made the call that failed (`file, line N`), else `where`."""
+        return f"{self.user_frame[0]}, line {self.user_frame[1]}" if self.user_frame else self.where
 
     @property
     def text(self) -> str:
@@ -64,9 +70,17 @@ def parse_python_error(stderr: str) -> Optional[PyError]:
             if not any(l.startswith("Traceback") for l in lines[max(0, i - 200):i]):
                 continue
         tail = tuple(lines[max(start, i - 5): i + 1]) if file else (lines[i],)
+        frames = [(m["file"], int(m["line"])) for m in map(FILE_LINE.match, lines[start:i]) if m]
+        user = next((f for f in reversed(frames) if not _library(f[0])), None)
         return PyError(exc_type.strip(), message.strip(), file, line_no, code, tail, "\n".join(lines[:start]),
-                       tuple(lines[i + 1:i + 8]))
+                       tuple(lines[i + 1:i + 8]), user)
     return None
+
+
+def _library(path: str) -> bool:
+    """A frame in installed packages or the standard library, not the job's own code."""
+    return ("site-packages/" in path or "dist-packages/" in path or path.startswith("<") or
+            re.search(r"/lib/python3\.\d+/", path) is not None)
 
 
 def rank_output(text: str, rank: int) -> str:

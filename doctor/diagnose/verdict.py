@@ -394,7 +394,7 @@ def exited_cleanly(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdic
     ex = run.exit
     if not ex or ex.get("exit_code") != 0:
         return None
-    wrote = _written(run) > 0
+    wrote = _wrote_own_output(run)
     elsewhere = _elsewhere_in_record(run)
     if not wrote and elsewhere:
         return Verdict("failed", causes.LOG_ELSEWHERE, f"The job exited with status 0 after {ex.get('wall_s')} s; "
@@ -403,10 +403,13 @@ def exited_cleanly(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdic
     if wrote:
         return Verdict("ok", None, f"The job ran to completion (exit status 0 after {ex.get('wall_s')} s).",
                        "", [_status_line(ex), f"output: {run.output_bytes()} bytes"])
+    only = " but warnings" if run.output_bytes() else ""
     return Verdict("failed", causes.EXITED_EARLY, f"The job exited with status 0 after {ex.get('wall_s')} s "
-                   "without writing anything.", "Make sure the script calls its entry point (an "
+                   f"without writing anything{only}.", "Make sure the script calls its entry point (an "
                    "`if __name__ == \"__main__\": main()` block) and that the command runs the right file.",
-                   [_status_line(ex), "stdout and stderr were empty", f"command: {_cmd(run)}"])
+                   [_status_line(ex), "stdout was empty; stderr held only warnings" if only else
+                    "stdout and stderr were empty", f"command: {_cmd(run)}",
+                    *[f"stderr: {l}" for l in run.stream("stderr").strip().splitlines()[:3]]])
 
 
 def exited_nonzero(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
@@ -644,6 +647,14 @@ def _elsewhere_in_record(run: RunRecord) -> list[str]:
 
 
 # ---- helpers ----------------------------------------------------------------------------------------
+def _wrote_own_output(run: RunRecord) -> bool:
+    """Whether the job wrote output of its own: anything on stdout or in its own log, or stderr lines that are
+    not import-time warnings."""
+    if (run.exit or {}).get("stdout_bytes") or _written(run) > run.output_bytes():
+        return True
+    return _meaningful(run.stream("stderr"))
+
+
 def _written(run: RunRecord) -> int:
     """Bytes the job wrote: on stdout/stderr, plus what --log grew by beyond what the recorder relayed into it
     (the job writing the log itself: --no-redirect, or a launcher's own `exec python ... > LOG`)."""
