@@ -117,7 +117,7 @@ _CUDA_KINDS = [
 def cuda_error(err: PyError, ctx: Context) -> Optional[Finding]:
     """`CUDA error: <what>` from torch (RuntimeError, torch.AcceleratorError): which kind, and its fix."""
     text = err.text
-    if "CUDA error" not in text and "cudaError" not in text and "CUDA kernel errors" not in text:
+    if not any(m in text for m in ("CUDA error", "cudaError", "CUDA kernel errors", "CUDA_ERROR_")):
         return None
     for marker, kind, fix in _CUDA_KINDS:
         if marker in text:
@@ -125,7 +125,7 @@ def cuda_error(err: PyError, ctx: Context) -> Optional[Finding]:
     else:
         marker, kind, fix = "", "a CUDA error", ("Run with CUDA_LAUNCH_BLOCKING=1 so the traceback points at "
                                                  "the failing op; the CUDA error's own words say what failed.")
-    said = _re(r"CUDA error: ([^\n]+)", text) or err.message
+    said = _re(r"CUDA error: ([^\n]+)", text) or _re(r"(CUDA_ERROR_\w+: [^\n]+)", text) or err.message
     evidence = [f"CUDA error: {said}"]
     if marker == "device-side assert triggered":
         evidence += [f"assert: {l.strip()[:300]}" for l in ctx.output.splitlines() if "Assertion" in l][:3]
