@@ -1,0 +1,48 @@
+"""torchrun.record: a torchrun entry point without @record is warned about (a static reading never fails)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from jobs.harness import dfdoctor
+
+PLAIN = "import torch.distributed as dist\n\ndef main():\n    dist.init_process_group('gloo')\n\n" \
+        "if __name__ == '__main__':\n    main()\n"
+DECORATED = "from torch.distributed.elastic.multiprocessing.errors import record\n\n@record\ndef main():\n" \
+            "    pass\n\nif __name__ == '__main__':\n    main()\n"
+MODULE_ALIAS = "from torch.distributed.elastic.multiprocessing import errors as E\n\ndef main():\n    pass\n\n" \
+               "if __name__ == '__main__':\n    E.record(main)()\n"
+IMPORTED_UNUSED = "from torch.distributed.elastic.multiprocessing.errors import record  # noqa\n\ndef main():\n" \
+                  "    pass\n\nif __name__ == '__main__':\n    main()\n"
+
+
+def _check(tmp_path: Path, source: str, *launch: str) -> dict:
+    (tmp_path / "train.py").write_text(source)
+    p = dfdoctor("check", "--only", "torchrun.record", "--cwd", str(tmp_path), "--format", "json", "--",
+                 *launch, "train.py", cwd=tmp_path)
+    assert p.returncode in (0, 1), p.stderr
+    return next(c for c in json.loads(p.stdout)["checks"] if c["id"] == "torchrun.record")
+
+
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
+
+
+@pytest.mark.parametrize("source,status", [(PLAIN, "warn"), (DECORATED, "ok"), (MODULE_ALIAS, "ok"),
+                                           (IMPORTED_UNUSED, "warn")],
+                         ids=["plain", "decorated", "module-alias", "imported-unused"])
+def test_record_is_looked_for(tmp_path, source, status):
+    c = _check(tmp_path, source, *TORCHRUN)
+    assert c["status"] == status, c
+    if status == "warn":
+        assert "@record" in c["fix"] and "error_file: <N/A>" in c["summary"]
+
+
+def test_torchrun_console_script_and_plain_python(tmp_path):
+    torchrun = shutil.which("torchrun") or str(Path(sys.executable).with_name("torchrun"))
+    assert _check(tmp_path, PLAIN, torchrun, "--nproc_per_node", "2")["status"] == "warn"
+    assert _check(tmp_path, PLAIN, sys.executable)["status"] == "skip"
