@@ -7,7 +7,7 @@ set -u
 OUT=${OUT:?set OUT to a folder}
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 NO_COLOR=1
 exec > >(tee -a "$OUT/gpu_runtime_log.txt") 2>&1
-J=bench/gpu_jobs
+J=$PWD/bench/gpu_jobs
 W=/tmp/gpu_runtime; mkdir -p $W
 
 echo "== machine"; date -u; nvidia-smi -L
