@@ -70,29 +70,3 @@ def test_fetch_script_reads_liveness_fds_and_stacks(tmp_path, monkeypatch):
     finally:
         job.kill()
         job.wait()
-
-
-def test_kill_run_ends_only_the_processes_the_record_names(tmp_path):
-    """target_agent's kill, shipped the same way: the job's group and the recorder die; a record whose pid now
-    names another process (a different start time) kills nothing."""
-    import subprocess
-    import sys
-
-    from dfdoctor.launch.recorder import proc_start_time
-    from dfdoctor.launch.remote_run import kill_run
-
-    job = subprocess.Popen(["sleep", "30"], start_new_session=True)
-    bystander = subprocess.Popen(["sleep", "30"])
-    try:
-        run_dir = tmp_path / "run"
-        run_dir.mkdir()
-        events = [{"event": "recorder", "pid": bystander.pid, "start_ticks": -5},  # a reused pid
-                  {"event": "spawned", "pid": job.pid, "start_ticks": proc_start_time(job.pid)}]
-        (run_dir / "record.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
-        kill_run("local", str(run_dir), python=sys.executable)
-        assert job.wait(timeout=10) == -9
-        assert bystander.poll() is None
-    finally:
-        for p in (job, bystander):
-            p.kill()
-            p.wait()

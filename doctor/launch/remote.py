@@ -55,10 +55,6 @@ class RemoteRun:
         self.load(run.dir, live=True)
         return live_facts(self.last.get("live"), watched_s)
 
-    def kill(self) -> None:
-        """End the job and its recorder on the target (tests, and a user's explicit stop)."""
-        remote_run.kill_run(self.target, self.remote_dir, python=self.python)
-
 
 def live_facts(facts: Optional[dict[str, Any]], watched_s: float) -> Optional[LiveFacts]:
     """The target's answer about a live job as the LiveFacts the rules read (None: it was not alive)."""

@@ -1,11 +1,11 @@
-"""What dfdoctor runs on a target to read a run folder there or end its run, without dfdoctor installed there.
+"""What dfdoctor runs on a target to read a run folder there, without dfdoctor installed there.
 
-Shipped like the recorder: `remote_run` sends this file and the recorder over stdin to the target's python
-(3.6+, standard library only), which runs it as `target_agent.py fetch RUN_DIR LIVE FULL` or
-`target_agent.py kill RUN_DIR`. Where a job's output goes is read by the recorder's own `job_outputs`, the
-one reading of a job's fds that the record, a local look and this one share.
+Shipped like the recorder: `remote_run.fetch` sends this file and the recorder over stdin to the target's
+python (3.6+, standard library only), which runs it as `target_agent.py RUN_DIR LIVE FULL`. Where a job's output
+goes is read by the recorder's own `job_outputs`, the one reading of a job's fds that the record, a local look
+and this one share.
 
-`fetch` answers on stdout after a marker, as one JSON object: the run folder's files, whether its recorder and
+It answers on stdout after a marker, as one JSON object: the run folder's files, whether its recorder and
 job still live (a pid counts only with the start time the record gave it), and, for a live job when asked, what
 it does now: where its fds 1 and 2 go, other logs it writes, its stacks, whether its Python buffers stdout.
 Liveness is looked at BEFORE the record is read for the answer, so a recorder found dead has already written its
@@ -176,36 +176,13 @@ def buffers_stdout(p, cmd):
     return not unbuf and not tty
 
 
-def kill(d):
-    """End the run's job (its whole process group) and its recorder: only the processes the record names, checked
-    by start time so that a reused pid is never hit."""
-    seen = events(rd(os.path.join(d, "record.jsonl")))
-    for name in ("spawned", "recorder"):
-        e = seen.get(name)
-        if not same_process(e):
-            continue
-        if name == "spawned":
-            try:
-                os.killpg(e["pid"], 9)
-            except OSError:
-                pass
-        try:
-            os.kill(e["pid"], 9)
-        except OSError:
-            pass
-
-
 def main(argv):
-    """`target_agent.py fetch RUN_DIR LIVE FULL` (LIVE, FULL: 1 or 0) or `target_agent.py kill RUN_DIR`."""
-    if len(argv) == 5 and argv[1] == "fetch":
-        answer = fetch(argv[2], argv[3] == "1", argv[4] == "1")
-        sys.stdout.write(MARK + json.dumps(answer) + "\n")
-        return 0
-    if len(argv) == 3 and argv[1] == "kill":
-        kill(argv[2])
-        return 0
-    sys.stderr.write("usage: target_agent.py fetch RUN_DIR LIVE FULL | kill RUN_DIR\n")
-    return 2
+    """`target_agent.py RUN_DIR LIVE FULL` (LIVE, FULL: 1 or 0)."""
+    if len(argv) != 4:
+        sys.stderr.write("usage: target_agent.py RUN_DIR LIVE FULL\n")
+        return 2
+    sys.stdout.write(MARK + json.dumps(fetch(argv[1], argv[2] == "1", argv[3] == "1")) + "\n")
+    return 0
 
 
 if __name__ == "__main__":

@@ -14,9 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
-from dfdoctor.command import run_command
 from dfdoctor.launchline.shell import join, quote
-from dfdoctor.targets import parse_target, transport
 
 # Ignore SIGHUP before forking, new session, stdin from /dev/null, output to the log: what `dfdoctor launch`
 # itself does (doctor/launch/local.py: spawn_detached), for targets where only python is there to do it.
@@ -97,32 +95,3 @@ def best_for(target: str) -> Optional[str]:
     except (OSError, ValueError, AttributeError):
         return None
     return entry.get("strategy") if isinstance(entry, dict) else None
-
-
-def auto_line(target: str, argv: Sequence[str], log: str, cwd: Optional[str] = None,
-              python: str = "python3") -> str:
-    """The line `launch --strategy auto` uses on `target`: the remembered best, else `nohup setsid -f`."""
-    strategy = BY_NAME.get(best_for(target) or "", STRATEGIES[0])
-    line = strategy.line(argv, log, name=f"{int(time.time())}", python=python)
-    return f"cd {quote(cwd)} && {line}" if cwd else line
-
-
-def start_on_target(target_spec: str, argv: Sequence[str], log: str, *, cwd: Optional[str] = None,
-                    python: str = "python3", strategy: Optional[str] = None, timeout: float = 20.0):
-    """Start argv detached on the target with `strategy` (default: the remembered best, see `auto_line`).
-
-    Returns the `dfdoctor.command.ProbeOutcome` of the starting session (it returns at once when the strategy
-    works); `outcome.extra["line"]` is the exact line that ran there.
-    """
-    target = parse_target(target_spec)
-    if strategy and strategy != "auto":
-        line = BY_NAME[strategy].line(argv, log, name=f"{int(time.time())}", python=python)
-        line = f"cd {quote(cwd)} && {line}" if cwd else line
-    else:
-        line = auto_line(target_spec, argv, log, cwd, python)
-    outcome = run_command(transport.shell(target, line), timeout=timeout, stack_signal=None)
-    outcome.extra["line"] = line
-    err = transport.transport_error(target, outcome.returncode, outcome.stderr)
-    if err:
-        outcome.extra["transport_error"] = err
-    return outcome
