@@ -1,10 +1,13 @@
 """compile.race: do several threads that torch.compile at once crash or deadlock in this interpreter?
 
-Two parts. Statically, it reads (never imports) the launched script or package and warns when it calls
-`torch.compile` and starts threads without a compile guard. Then, in the training interpreter, it runs the
-reproduction (checks/probes/compile_race_probe.py: barrier-started threads, forward + backward, recompiles)
-a few times without a guard and as many with the guard, and says how often and how fast the race came and
-whether the guard held. A reproduction that stops progressing is ended at its deadline; its threads' stacks
+Two parts. Statically (checks/compile_scan.py), it reads (never imports) the launched code and its own
+modules, finds the threads that run compiled code and whether each applies the proven guard
+(`dfdoctor.guard.compile_guard`, unconditionally on its path); a reading alone only warns. Then, in the
+training interpreter, it runs the reproduction (checks/probes/compile_race_probe.py: barrier-started threads,
+forward + backward, recompiles) a few times without a guard and as many with `dfdoctor.guard` itself
+(imported there as the user's code would, or shipped as its one file where that interpreter has no dfdoctor),
+and says how often and how fast the race came and whether the guard held. A reproduced race in code that
+compiles in threads without the proven guard fails. A reproduction that stops progressing is ended at its deadline; its threads' stacks
 are classified (`dfdoctor.diagnose.stackclass`), so a deadlock is named, not just timed out.
 
 Settings ([tool.dfdoctor.checks."compile.race"]): reproduce = "auto" | "always" | "never" (auto: only when the
@@ -15,83 +18,120 @@ and settings, and the finding says so; 0 always reruns).
 
 from __future__ import annotations
 
-import ast
 import dataclasses
+import hashlib
 import statistics
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional
 
-from dfdoctor import cache, causes, check, fail, ok, skip, warn
+import dfdoctor.guard as guard_module
+from dfdoctor import Result, cache, causes, check, fail, ok, skip, warn
+from dfdoctor.checks import compile_scan
+from dfdoctor.diagnose import guardfix
 from dfdoctor.command import run_command
-from dfdoctor.diagnose.stackclass import COMPILE_GUARD_FIX, classify, summarize
+from dfdoctor.diagnose.stackclass import classify, find_cycle, summarize
 from dfdoctor.launchline.commandline import spec_for
 from dfdoctor.probe import ProbeOutcome, run_probe, unreached
 
 CHECK_ID = "compile.race"
-MAX_FILES = 200
-MAX_FILE_BYTES = 1_000_000
-GUARD_MARKERS = ("force_non_lazy_backward_lowering", "apply_compile_guard")
-DISABLING_ARGS = ("--no-compile-guard", "--compile-guard=off")
-FIX = COMPILE_GUARD_FIX
+DISABLING_ARGS = ("--no-compile-guard",)
 CACHE_KIND = "compile-race"
-
-
-@dataclass
-class Scan:
-    """Where the launched code compiles, starts threads and guards, as file:line strings."""
-
-    files: int = 0
-    compiles: list[str] = field(default_factory=list)
-    threads: list[str] = field(default_factory=list)
-    guards: list[str] = field(default_factory=list)
+GUARD_FILE = Path(guard_module.__file__)
+SHIPPED_GUARD = "dfdoctor_guard.py"
 
 
 @check(CHECK_ID, title="Concurrent torch.compile in threads: reproduce the race, prove the guard",
        phases=("pre",), timeout=150)
 def compile_race(ctx) -> Iterator:
-    """Read the script for unguarded threaded compiles, then reproduce the race with and without the guard."""
+    """Read the code for threads that run compiled code unguarded, then reproduce the race without and with
+    the guard in the training interpreter."""
     spec = spec_for(ctx)
-    scan = scan_sources(source_files(spec, ctx.cwd, ctx.python if ctx.target == "local" else None))
-    disabled = [a for a in spec.script_args if a in DISABLING_ARGS]
-    unguarded = bool(scan.compiles and scan.threads and (disabled or not scan.guards))
+    trainer = guardfix.is_trainer(ctx.command)
+    found = compile_scan.scan(source_files(spec, ctx.cwd, ctx.python if ctx.target == "local" else None))
+    if trainer:
+        _read_trainer(spec.script_args or ctx.command, found)
+    fix = guardfix.fix_for(trainer, _entry_names(found))
+    unguarded = found.compiles_in_threads and not found.guarded
     if unguarded:
-        yield warn(f"the launched code calls torch.compile and starts threads, with no compile guard"
-                   f"{' (disabled by ' + disabled[0] + ')' if disabled else ''}: concurrent compiles crash "
+        how = "could not link the threads to the compiled code" if found.unlinked else \
+            "threads run compiled code without the proven guard"
+        yield warn(f"the launched code calls torch.compile and starts threads ({how}): concurrent compiles crash "
                    f"with an FX tracing error (CPU) or deadlock silently (GPU)", causes.FX_TRACE_RACE,
-                   evidence=tuple(scan.compiles[:3] + scan.threads[:3] + disabled), fix=FIX)
+                   evidence=tuple(_static_evidence(found)), fix=fix, **_static())
     mode = str(ctx.option(CHECK_ID, "reproduce", "auto"))
-    if mode == "never" or (mode == "auto" and not (scan.compiles and scan.threads)):
+    if mode == "never" or (mode == "auto" and not found.compiles_in_threads):
         if not unguarded:
             yield skip("no torch.compile in several threads found in the launched code; reproduction not run"
                        if mode == "auto" else "reproduction disabled (reproduce = \"never\")",
-                       data={"files_scanned": scan.files})
+                       data={"files_scanned": found.files})
         return
-    yield from reproduce(ctx, unguarded)
+    yield from reproduce(ctx, unguarded, found, fix)
+
+
+def _static() -> dict:
+    """Mark a finding as a static reading where this dfdoctor can (so it never fails or blocks on its own)."""
+    return {"basis": "static"} if "basis" in getattr(Result, "__dataclass_fields__", {}) else {}
+
+
+def _read_trainer(args: list[str], found: compile_scan.Scan) -> None:
+    """The bundled trainer applies dfdoctor.guard by default; its arguments say whether this launch turns it off."""
+    choice = "exclusive-compile"
+    for i, a in enumerate(args):
+        if a in DISABLING_ARGS:
+            choice = "off"
+        elif a.startswith("--compile-guard="):
+            choice = a.split("=", 1)[1]
+        elif a == "--compile-guard" and i + 1 < len(args):
+            choice = args[i + 1]
+    entry = "the bundled trainer's drafter threads (dfdoctor.trainer)"
+    found.threaded = found.threaded or [entry]
+    found.unlinked = False
+    if choice == "exclusive-compile":
+        found.proven, found.unguarded = [f"{entry}: with dfdoctor.guard.compile_guard(bucket) (its default)"], []
+    else:
+        found.proven = []
+        found.unguarded = [f"{entry}: guard turned off (--compile-guard {choice})" if choice != "off"
+                           else f"{entry}: guard turned off ({next((a for a in args if a in DISABLING_ARGS), '--compile-guard off')})"]
+
+
+def _entry_names(found: compile_scan.Scan) -> list[str]:
+    """The thread functions the fix should name (`worker()` of 'worker() (train.py:3) runs ...')."""
+    return [u.split(" ", 1)[0] for u in found.unguarded if u.split(" ", 1)[0].endswith("()")][:3]
+
+
+def _static_evidence(found: compile_scan.Scan) -> list[str]:
+    """What the reading found, unguarded entries first, then what was seen but is not the proven guard."""
+    seen = [f"seen, not proven: {s}" if "seen, not proven" not in s else s for s in found.seen]
+    return (found.unguarded[:3] + found.compiles[:3] + found.threads[:3] + seen[:4]) or ["(nothing found)"]
 
 
 def source_files(spec, cwd: Path, python: Optional[str] = None) -> list[Path]:
-    """The launched script and its sibling modules, or every file of the launched package (found under --cwd,
-    else where the training interpreter would import it from)."""
-    files: list[Path] = []
+    """The launched script and the modules of its own that it imports (transitively), or the launched
+    package's files and theirs (found under --cwd, else where the training interpreter would import it from)."""
     if spec.script and spec.script.is_file():
-        files.append(spec.script)
-        folder = spec.script.parent
-        for name in _imported_names(spec.script):
-            for cand in (folder / f"{name}.py", folder / name):
-                files.extend([cand] if cand.is_file() else sorted(cand.rglob("*.py")) if cand.is_dir() else [])
-    elif spec.module:
-        root = (spec.cwd or cwd) / Path(*spec.module.split("."))
-        top = (spec.cwd or cwd) / spec.module.split(".")[0]
-        if not top.is_dir() and not root.with_suffix(".py").is_file() and python:
-            found = _installed_location(python, spec.module, spec.cwd or cwd)
-            top, root = (found, found.with_suffix("")) if found else (top, root)
-        if top.is_dir():
-            files.extend(sorted(top.rglob("*.py")))
-        elif root.with_suffix(".py").is_file():
-            files.append(root.with_suffix(".py"))
-    return list(dict.fromkeys(files))[:MAX_FILES]
+        return compile_scan.own_modules(spec.script, [spec.script.parent])
+    if not spec.module:
+        return []
+    root_dir = spec.cwd or cwd
+    root = root_dir / Path(*spec.module.split("."))
+    top = root_dir / spec.module.split(".")[0]
+    if not top.is_dir() and not root.with_suffix(".py").is_file() and python:
+        found = _installed_location(python, spec.module, root_dir)
+        if found:
+            top, root = found, found.with_suffix("")
+            root_dir = found.parent if found.is_file() else found.parents[len(spec.module.split(".")) - 1]
+    files: list[Path] = []
+    if top.is_dir():
+        files = sorted(top.rglob("*.py"))
+    elif root.with_suffix(".py").is_file():
+        files = [root.with_suffix(".py")]
+    out: list[Path] = []
+    for f in files[:compile_scan.MAX_FILES]:
+        out += [m for m in compile_scan.own_modules(f, [root_dir]) if m not in out]
+        if len(out) >= compile_scan.MAX_FILES:
+            break
+    return out[:compile_scan.MAX_FILES]
 
 
 def _installed_location(python: str, module: str, cwd: Path) -> Optional[Path]:
@@ -104,63 +144,7 @@ def _installed_location(python: str, module: str, cwd: Path) -> Optional[Path]:
     return Path(where) if where else None
 
 
-def _imported_names(path: Path) -> list[str]:
-    """Top-level names a script imports (`import a.b` gives a)."""
-    tree = _parse(path)
-    names: list[str] = []
-    for node in ast.walk(tree) if tree else ():
-        if isinstance(node, ast.Import):
-            names += [a.name.split(".")[0] for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.append(node.module.split(".")[0])
-    return names
-
-
-def _parse(path: Path) -> Optional[ast.AST]:
-    """The AST of a Python file, or None when it is unreadable, too big or not Python."""
-    try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            return None
-        return ast.parse(path.read_text(errors="replace"), str(path))
-    except (OSError, SyntaxError, ValueError):
-        return None
-
-
-def scan_sources(files: list[Path]) -> Scan:
-    """Find torch.compile calls or decorators, thread starts and guard markers in the files."""
-    scan = Scan()
-    for path in files:
-        tree = _parse(path)
-        if tree is None:
-            continue
-        scan.files += 1
-        for node in ast.walk(tree):
-            where = f"{path.name}:{getattr(node, 'lineno', 0)}"
-            if isinstance(node, ast.Attribute) and node.attr == "compile" and _is_name(node.value, "torch"):
-                scan.compiles.append(f"{where} torch.compile")
-            elif isinstance(node, ast.Call) and _callee(node) in ("Thread", "ThreadPoolExecutor"):
-                scan.threads.append(f"{where} {_callee(node)}(...)")
-            elif isinstance(node, (ast.Attribute, ast.Name)) and _ident(node) in GUARD_MARKERS:
-                scan.guards.append(f"{where} {_ident(node)}")
-    return scan
-
-
-def _is_name(node: ast.AST, name: str) -> bool:
-    """Whether node is the bare name `name`."""
-    return isinstance(node, ast.Name) and node.id == name
-
-
-def _ident(node: ast.AST) -> str:
-    """The identifier a Name or Attribute node ends in."""
-    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
-
-
-def _callee(call: ast.Call) -> str:
-    """The called function's last identifier (`threading.Thread(...)` gives Thread)."""
-    return _ident(call.func)
-
-
-def reproduce(ctx, unguarded: bool) -> Iterator:
+def reproduce(ctx, unguarded: bool, found: compile_scan.Scan, fix: str) -> Iterator:
     """Run the harness without and with the guard in the training interpreter; report both.
 
     The reproduction exercises the interpreter's torch, not the user's code, so a conclusive one is reused for
@@ -176,7 +160,7 @@ def reproduce(ctx, unguarded: bool) -> Iterator:
     hit = cache.lookup(CACHE_KIND, key, max_age_s) if key else None
     if hit:
         (bare, guarded), stored_at = [[ProbeOutcome(**o) for o in series] for series in hit[0]], hit[1]
-        yield _verdict(bare, guarded, unguarded, runs, reused_from=stored_at)
+        yield _verdict(bare, guarded, unguarded, runs, found, fix, reused_from=stored_at)
         return
     budget_end = time.monotonic() + float(ctx.timeout or 150) - 3.0
     bare = _series(ctx, base + ["--guard", "none"], runs, deadline, budget_end)
@@ -187,10 +171,13 @@ def reproduce(ctx, unguarded: bool) -> Iterator:
     if bare and bare[0].payload is None and "No module named 'torch'" in bare[0].stderr:
         yield skip(f"torch is not installed in the training interpreter {ctx.python}; nothing to reproduce")
         return
-    guarded = _series(ctx, base + ["--guard", "exclusive-compile"], runs, deadline, budget_end)
+    local = (getattr(ctx, "target", "local") or "local") == "local"
+    # the guard as the user's code imports it there; where it cannot, this very file, shipped beside the probe
+    with_guard = base + ["--guard", "exclusive-compile", "--guard-file", str(GUARD_FILE) if local else SHIPPED_GUARD]
+    guarded = _series(ctx, with_guard, runs, deadline, budget_end, files={SHIPPED_GUARD: GUARD_FILE})
     if key and _conclusive(bare, guarded, runs):
         cache.store(CACHE_KIND, key, [[_storable(o) for o in bare], [_storable(o) for o in guarded]])
-    yield _verdict(bare, guarded, unguarded, runs)
+    yield _verdict(bare, guarded, unguarded, runs, found, fix)
 
 
 def _cache_key(ctx, base: list[str], runs: int) -> Optional[dict]:
@@ -200,7 +187,8 @@ def _cache_key(ctx, base: list[str], runs: int) -> Optional[dict]:
         return None
     probe = Path(__file__).parent / "probes" / "compile_race_probe.py"
     return {"target": str(getattr(ctx, "target", "local") or "local"), "interpreter": out.payload,
-            "argv": base, "runs": runs, "probe": cache.key_of(probe.read_text())}
+            "argv": base, "runs": runs, "probe": cache.key_of(probe.read_text()),
+            "guard": cache.key_of(GUARD_FILE.read_text())}
 
 
 def _conclusive(bare: list[ProbeOutcome], guarded: list[ProbeOutcome], runs: int) -> bool:
@@ -217,14 +205,15 @@ def _storable(o: ProbeOutcome) -> dict:
     return d
 
 
-def _series(ctx, argv: list[str], runs: int, deadline: float, budget_end: float) -> list[ProbeOutcome]:
+def _series(ctx, argv: list[str], runs: int, deadline: float, budget_end: float,
+            files: Optional[dict[str, Path]] = None) -> list[ProbeOutcome]:
     """Up to `runs` probe runs, stopping when the check's own time would run out."""
     out: list[ProbeOutcome] = []
     for _ in range(runs):
         left = budget_end - time.monotonic()
         if left < deadline / 2 + 5:
             break
-        out.append(run_probe(ctx, "compile_race_probe.py", argv, timeout=min(deadline + 15.0, left)))
+        out.append(run_probe(ctx, "compile_race_probe.py", argv, timeout=min(deadline + 15.0, left), files=files))
     return out
 
 
@@ -243,7 +232,7 @@ def _outcome(o: ProbeOutcome) -> tuple[str, Optional[tuple[str, str]]]:
 
 
 def _verdict(bare: list[ProbeOutcome], guarded: list[ProbeOutcome], unguarded: bool, runs: int,
-             reused_from: Optional[float] = None):
+             found: compile_scan.Scan, fix: str, reused_from: Optional[float] = None):
     """One result from both series (reused_from: when a cached reproduction was made)."""
     b = [_outcome(o) for o in bare]
     g = [_outcome(o) for o in guarded]
@@ -259,16 +248,18 @@ def _verdict(bare: list[ProbeOutcome], guarded: list[ProbeOutcome], unguarded: b
             "median_first_error_s": round(statistics.median(firsts), 2) if firsts else None,
             "median_run_s": round(statistics.median([o.duration_s for o in bare]), 2) if bare else None,
             "guard_runs": len(guarded), "guard_failures": len(g_fail), "deadlocks": len(deadlocks),
-            "stalled": stalled}
+            "stalled": stalled, "guard_module": _guard_module(guarded)}
     if reused_from is not None:
         data["reused_from"] = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(reused_from))
     evidence = tuple(e for e in (_evidence(o) for o in bare + guarded) if e)[:4]
     details = next((e["traceback"] for o in bare + guarded for e in (o.payload or {}).get("errors") or []
                     if e.get("traceback")), "")
     if deadlocks:
-        evidence = (deadlocks[0][1],) + evidence
         hung = next(o for (kind, _), o in zip(b + g, bare + guarded) if kind == "deadlock")
-        details = summarize((hung.payload or {}).get("stacks") or hung.stderr)
+        dump = (hung.payload or {}).get("stacks") or hung.stderr
+        cycle = find_cycle(dump)
+        evidence = (deadlocks[0][1],) + tuple(cycle.detail() if cycle else ()) + evidence
+        details = summarize(dump)
     broken = [o for (kind, _), o in zip(b + g, bare + guarded) if kind == "broken"]
     if not bare or len(broken) == len(bare) + len(guarded):
         first = broken[0] if broken else None
@@ -277,7 +268,11 @@ def _verdict(bare: list[ProbeOutcome], guarded: list[ProbeOutcome], unguarded: b
                     details=first.stderr[-2000:] if first else "", data=data)
     how = (f"{len(hits)}/{len(bare)} runs" + (f", first failure after a median {data['median_first_error_s']} s"
                                              if firsts else ""))
-    held = f"the compile guard held in {len(guarded) - len(g_fail)}/{len(guarded)} runs"
+    held = f"dfdoctor.guard held in {len(guarded) - len(g_fail)}/{len(guarded)} runs"
+    gm = data["guard_module"]
+    if gm and not gm.get("proven_torch"):
+        held += (f" (torch {torch_v} is not on the guard's proven list: it refuses to run until "
+                 f"{guard_module.UNPROVEN_ENV}=1, which this result justifies)" if not g_fail else "")
     slow = f"; {stalled} run(s) were still compiling at the deadline (no lock cycle in their stacks)" if stalled else ""
     if reused_from is not None:  # say so: a reused answer must never pass for a fresh one
         slow += (f"; reproduction of {data['reused_from'][:16].replace('T', ' ')} reused (same interpreter, torch "
@@ -288,16 +283,28 @@ def _verdict(bare: list[ProbeOutcome], guarded: list[ProbeOutcome], unguarded: b
         return fail(f"concurrent torch.compile {name} in this interpreter (torch {torch_v}) in {how}, and the "
                     f"compile guard did NOT hold ({len(g_fail)}/{len(guarded)} failed){slow}", cause,
                     evidence=evidence, data=data, details=details,
-                    fix="serialise whole training steps behind one lock (trainer --compile-guard step-lock) "
-                        "and report the stacks above")
+                    fix="serialise whole training steps behind one lock (slower: warm steps no longer overlap) "
+                        "and report the stacks above to dfdoctor")
     if not hits:
         return ok(f"concurrent torch.compile did not race in {len(bare)} runs with torch {torch_v}; {held}{slow}",
                   data=data)
     summary = f"concurrent torch.compile {name} in this interpreter (torch {torch_v}) in {how}; {held}{slow}"
     if unguarded:
-        return fail(summary + "; the launched code has no guard", cause, evidence=evidence, data=data, fix=FIX,
-                    details=details)
-    return ok(summary + "; the launched code is guarded", data=data, evidence=evidence)
+        return fail(summary + "; the launched code runs compiled code in threads without the proven guard", cause,
+                    evidence=evidence[:8] + tuple(_static_evidence(found)[:5]), data=data, fix=fix, details=details)
+    if not found.guarded:  # reproduced with the guard forced on; the launched code itself was not read as threaded
+        return ok(summary, data=data, evidence=evidence)
+    return ok(summary + "; the launched code applies it: " + found.proven[0], data=data,
+              evidence=tuple(found.proven[:3]) + tuple(f"seen, not proven: {s}" if "seen, not proven" not in s
+                                                       else s for s in found.seen[:2]) + evidence[:2])
+
+
+def _guard_module(guarded: list[ProbeOutcome]) -> Optional[dict]:
+    """How the probe got dfdoctor.guard (imported there, or the shipped file) and whether it is this one."""
+    gm = next((o.payload.get("guard_module") for o in guarded if o.payload and o.payload.get("guard_module")), None)
+    if gm:
+        gm = dict(gm, same_as_dfdoctor=gm.get("sha256") == hashlib.sha256(GUARD_FILE.read_bytes()).hexdigest())
+    return gm
 
 
 def _evidence(o: ProbeOutcome) -> str:

@@ -54,18 +54,21 @@ def reach_fix(target: Target) -> str:
 
 
 def run_probe(ctx, script: str | os.PathLike, args: Sequence[str] = (), *, timeout: Optional[float] = None,
-              env: Optional[dict[str, str]] = None, cwd: Optional[os.PathLike] = None) -> ProbeOutcome:
+              env: Optional[dict[str, str]] = None, cwd: Optional[os.PathLike] = None,
+              files: Optional[dict[str, Path]] = None) -> ProbeOutcome:
     """Run a probe script with the training interpreter (`ctx.python`) in the job's cwd and environment.
 
-    `script` is a path, or a bare file name under `checks/probes/`. The probe's JSON answer, if it wrote
-    one, is in `outcome.payload`.
+    `script` is a path, or a bare file name under `checks/probes/`. `files` ({name: path}) travel beside the
+    probe to a --target (locally the probe is told their paths). The probe's JSON answer, if it wrote one,
+    is in `outcome.payload`.
     """
     path = Path(script)
     if not path.is_absolute() and not path.exists():
         path = PROBES_DIR / path
     target = parse_target(getattr(ctx, "target", "local") or "local")
     if not target.is_local:
-        return _run_probe_on(target, ctx, path, args, timeout=timeout or ctx.timeout or 60.0, env=env, cwd=cwd)
+        return _run_probe_on(target, ctx, path, args, timeout=timeout or ctx.timeout or 60.0, env=env, cwd=cwd,
+                             files=files)
     run_env = dict(ctx.env if env is None else env)
     fd, out_path = tempfile.mkstemp(prefix="dfdoctor-probe-", suffix=".json")
     os.close(fd)
@@ -88,7 +91,8 @@ def run_probe(ctx, script: str | os.PathLike, args: Sequence[str] = (), *, timeo
 
 
 def _run_probe_on(target: Target, ctx, path: Path, args: Sequence[str], *, timeout: float,
-                  env: Optional[dict[str, str]], cwd: Optional[os.PathLike]) -> ProbeOutcome:
+                  env: Optional[dict[str, str]], cwd: Optional[os.PathLike],
+                  files: Optional[dict[str, Path]] = None) -> ProbeOutcome:
     """Ship the probe to the target's python over stdin and run it there (see `dfdoctor.targets.remote_probe`).
 
     Only the variables a check set on purpose travel (those that differ from dfdoctor's own environment):
@@ -99,7 +103,7 @@ def _run_probe_on(target: Target, ctx, path: Path, args: Sequence[str], *, timeo
     python = ctx.python or "python3"
     argv = transport.wrap(target, [python, "-c", remote_probe.LOADER])
     data = remote_probe.request(path, args, timeout=timeout, env=wanted, cwd=str(cwd or ctx.cwd or ""),
-                                python=None)
+                                python=None, extra={n: p.read_text() for n, p in (files or {}).items()})
     # The bootstrap keeps the deadline on the target; the local one only adds room for connecting.
     outcome = run_command(argv, timeout=timeout + transport.CONNECT_TIMEOUT_S + remote_probe.STACK_GRACE_S + 2,
                           stdin_data=data, hold_stdin=True, stack_signal=None)

@@ -18,6 +18,7 @@ from dfdoctor.model import Status
 from dfdoctor.probe import ProbeOutcome, run_probe
 
 from dfdoctor.checks import compile_race as cr
+from dfdoctor.checks import compile_scan
 
 REPO = Path(__file__).resolve().parent.parent
 GPU_PROBE_JSON = REPO / "bench" / "results" / "trainer_gpu_1_probe_flex_noguard.json"
@@ -33,7 +34,21 @@ THREADED = textwrap.dedent("""
     threads = [threading.Thread(target=lambda f=f: f(torch.randn(4, 4, requires_grad=True)).backward())
                for f in fns]
 """)
-GUARDED = THREADED + "\nimport torch._functorch.config as c\nc.force_non_lazy_backward_lowering = True\n"
+FLAGGED = THREADED + "\nimport torch._functorch.config as c\nc.force_non_lazy_backward_lowering = True\n"
+GUARDED = textwrap.dedent("""
+    import threading
+    import torch
+    from dfdoctor.guard import compile_guard
+
+    def worker(i):
+        fn = torch.compile(lambda x: (x @ x).sum() * i)
+        for n in (4, 6):
+            x = torch.randn(n, n, requires_grad=True)
+            with compile_guard(x.shape):
+                fn(x).backward()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+""")
 
 
 def ctx_for(tmp_path: Path, argv: list[str], **options) -> Context:
@@ -46,14 +61,15 @@ def results(ctx: Context) -> list:
     return list(cr.compile_race.func(ctx))
 
 
-def test_static_scan_finds_threads_compiles_and_guards(tmp_path: Path) -> None:
-    """The scanner reads the AST: compile calls, thread starts, guard markers."""
+def test_static_scan_finds_threads_compiles_and_flag_seen_not_proven(tmp_path: Path) -> None:
+    """The scanner reads the AST: compiles, thread starts; the config flag is seen, never taken for a guard."""
     (tmp_path / "a.py").write_text(THREADED)
-    (tmp_path / "b.py").write_text(GUARDED)
-    a = cr.scan_sources([tmp_path / "a.py"])
-    b = cr.scan_sources([tmp_path / "b.py"])
-    assert a.compiles and a.threads and not a.guards
-    assert b.guards == ["b.py:13 force_non_lazy_backward_lowering"]
+    (tmp_path / "b.py").write_text(FLAGGED)
+    a = compile_scan.scan([tmp_path / "a.py"])
+    b = compile_scan.scan([tmp_path / "b.py"])
+    assert a.compiles and a.threads and a.compiles_in_threads and not a.guarded and not a.seen
+    assert b.compiles_in_threads and not b.guarded
+    assert any("b.py:13 force_non_lazy_backward_lowering" in s and "seen, not proven" in s for s in b.seen)
 
 
 def test_unguarded_script_warns_without_reproducing(tmp_path: Path) -> None:
@@ -65,10 +81,15 @@ def test_unguarded_script_warns_without_reproducing(tmp_path: Path) -> None:
 
 
 def test_guarded_script_and_plain_script_are_quiet(tmp_path: Path) -> None:
-    """A guarded script gets no warning; one that never compiles in threads is not reproduced at all."""
+    """A script with the proven guard gets no warning, one with the flag alone does; one that never compiles
+    in threads is not reproduced at all."""
     (tmp_path / "g.py").write_text(GUARDED)
+    (tmp_path / "f.py").write_text(FLAGGED)
     (tmp_path / "p.py").write_text("print('hello')\n")
     assert [r.status for r in results(ctx_for(tmp_path, ["g.py"], reproduce="never"))] == [Status.SKIP]
+    flagged = results(ctx_for(tmp_path, ["f.py"], reproduce="never"))
+    assert [r.status for r in flagged] == [Status.WARN]
+    assert any("seen, not proven" in e for e in flagged[0].evidence)
     rs = results(ctx_for(tmp_path, ["p.py"]))
     assert [r.status for r in rs] == [Status.SKIP] and "not run" in rs[0].summary
 
@@ -78,7 +99,8 @@ def test_bundled_trainer_is_seen_through_dash_m() -> None:
     ctx = Context(command=[sys.executable, "-m", "dfdoctor.trainer", "--no-compile-guard"], cwd=REPO, python=sys.executable,
                   config={"checks": {"compile.race": {"reproduce": "never"}}})
     rs = results(ctx)
-    assert rs[0].status == Status.WARN and "--no-compile-guard" in rs[0].summary
+    assert rs[0].status == Status.WARN and any("--no-compile-guard" in e for e in rs[0].evidence)
+    assert "bundled trainer" in rs[0].fix  # the launched program is the trainer: its switch is the fix
     ctx.command = [sys.executable, "-m", "dfdoctor.trainer"]
     assert [r.status for r in results(ctx)] == [Status.SKIP]
 
@@ -100,9 +122,13 @@ def test_deadlock_verdict_from_real_h200_answer() -> None:
     hung = ProbeOutcome(["x"], 3, "", "", 93.0, payload=payload)
     guarded = ProbeOutcome(["x"], 0, "", "", 40.0, payload={"outcome": "ok", "torch": payload["torch"],
                                                             "errors": [], "kinds": []})
-    r = cr._verdict([hung], [guarded], unguarded=True, runs=1)
-    assert r.status == Status.FAIL and r.cause == causes.COMPILE_DEADLOCK
-    assert "compile_lock" in r.evidence[0] and r.data["deadlocks"] == 1 and r.data["guard_failures"] == 0
+    found = compile_scan.Scan(threaded=["t.py:3 thread runs worker()"], unguarded=["worker() (t.py:3) ..."])
+    r = cr._verdict([hung], [guarded], unguarded=True, runs=1, found=found, fix="FIX")
+    assert r.status == Status.FAIL and r.cause == causes.COMPILE_DEADLOCK and r.fix == "FIX"
+    headline = next(e for e in r.evidence if "deadlocked" in e)
+    assert headline.startswith("4 threads are deadlocked in torch.compile: compile_lock held while waiting")
+    assert any("waits for compile_lock in compile_fx_backward" in e for e in r.evidence)  # per-thread detail
+    assert r.data["deadlocks"] == 1 and r.data["guard_failures"] == 0
     assert "compile_fx_backward" in r.details  # the stacks themselves travel with the finding
 
 
@@ -111,7 +137,8 @@ def test_guard_that_fails_is_reported_as_such() -> None:
     raced = {"outcome": "race", "torch": "t", "first_error_s": 1.0, "kinds": ["fx-nested-trace"],
              "errors": [{"thread": 1, "t": 1.0, "error": "RuntimeError: Detected that you are using FX"}]}
     r = cr._verdict([ProbeOutcome(["x"], 0, "", "", 3.0, payload=raced)],
-                    [ProbeOutcome(["x"], 0, "", "", 3.0, payload=raced)], unguarded=False, runs=1)
+                    [ProbeOutcome(["x"], 0, "", "", 3.0, payload=raced)], unguarded=False, runs=1,
+                    found=compile_scan.Scan(), fix="")
     assert r.status == Status.FAIL and "did NOT hold" in r.summary
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from jobs.harness import job, job_env, kill_runs, launch, text_of
+from jobs.harness import job, job_env, kill_runs, launch, status, text_of
 
 DEAD = [
     # (id, command, extra options, cause, what the evidence must name)
@@ -166,11 +166,24 @@ def test_post_checks_report_leftovers_and_resources(work):
 
 def test_compile_deadlock_from_the_stacks_of_a_silent_job(work):
     """The GPU-only lock cycle, re-enacted on the CPU with stand-ins named like torch's frames (see
-    tests/jobs/deadlock_fake/): launch hands py-spy's stacks to dfdoctor.diagnose.stackclass."""
-    proc, rep = launch(work, *job("compile_deadlock.py"), watch=3)
+    tests/jobs/deadlock_fake/): launch hands py-spy's stacks to dfdoctor.diagnose.stackclass. Two samples some
+    seconds apart that show the same cycle end the watch at once; `status` later says since when it is stuck."""
+    t0 = time.monotonic()
+    proc, rep = launch(work, *job("compile_deadlock.py"), watch=120)
+    took = time.monotonic() - t0
     assert proc.returncode == 1
     assert rep["verdict"]["cause"] == "compile-deadlock", text_of(rep)
-    assert "compile_lock" in rep["verdict"]["summary"] and "drafter-0" in rep["verdict"]["summary"]
+    assert rep["verdict"]["summary"] == ("2 threads are deadlocked in torch.compile: compile_lock held while "
+                                         "waiting on the autograd engine."), rep["verdict"]["summary"]
+    evidence = "\n".join(rep["verdict"]["evidence"])
+    assert "thread drafter-0 holds compile_lock" in evidence and "waits for compile_lock" in evidence
+    assert took < 40, f"named after {took:.0f} s: it must not wait out the 120 s watch"
+    time.sleep(2)
+    _, st = status(work)
+    assert st["verdict"]["cause"] == "compile-deadlock", text_of(st)
+    since = next(e for e in st["verdict"]["evidence"] if e.startswith("stuck since"))
+    assert int(re.search(r"at least (\d+) s", since).group(1)) >= 2, since
+    assert "bundled trainer" not in st["verdict"]["fix"] and "compile_guard" in st["verdict"]["fix"]
 
 
 def test_without_log_the_output_stays_in_the_run_folder(work):

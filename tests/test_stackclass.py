@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from dfdoctor import causes
-from dfdoctor.diagnose.stackclass import classify, parse, summarize
+from dfdoctor.diagnose.stackclass import classify, find_cycle, parse, summarize
 
 RESULTS = Path(__file__).resolve().parent.parent / "bench" / "results"
 # Captured on an H200 (torch 2.11, flex_attention, 4 drafter threads, no guard): see docs/trainer.md.
@@ -40,17 +40,23 @@ def test_real_gpu_trainer_deadlock_is_named() -> None:
     """The trainer's own faulthandler dump from the H200 hang: holder in the engine, waiters on the lock."""
     found = classify(GPU_TRAINER_LOG.read_text())
     assert found is not None
-    cause, why = found
+    cause, headline = found
     assert cause == causes.COMPILE_DEADLOCK
-    assert "compile_lock" in why and "_engine_run_backward" in why and "convert_frame.py" in why
+    # one short sentence; who holds and who waits, where, is the per-thread detail
+    assert headline == ("3 threads are deadlocked in torch.compile: compile_lock held while waiting on the "
+                        "autograd engine")
+    detail = "\n".join(find_cycle(GPU_TRAINER_LOG.read_text()).detail())
+    assert "holds compile_lock" in detail and "_engine_run_backward" in detail and "convert_frame.py" in detail
 
 
 def test_real_gpu_probe_deadlock_names_the_device_thread() -> None:
     """The probe's dump: the waiter is the engine's device thread compiling a lazy backward."""
     stacks = json.loads(GPU_PROBE_JSON.read_text())["stacks"]
-    cause, why = classify(stacks)
+    cause, _ = classify(stacks)
     assert cause == causes.COMPILE_DEADLOCK
-    assert "compile_fx_backward" in why or "__call__" in why
+    detail = find_cycle(stacks).detail()
+    assert any("waits for compile_lock in compile_fx_backward" in d for d in detail)
+    assert len(detail) == find_cycle(stacks).threads == 4
 
 
 def test_pyspy_layout_gives_the_same_answer() -> None:

@@ -9,8 +9,10 @@ dynamo-optimized function". Two overlapping FX traces trip the sibling `CURRENT_
 Backends: `race` (default) is aot_autograd with a backward compiler that runs `make_fx` under dynamo's
 compile lock, as inductor's `compile_fx_backward` does, without inductor's code generation, so it is fast;
 `inductor` is the real thing; `flex` is the real thing with flex_attention (where a GPU deadlocks).
-With `--guard NAME` each worker applies a candidate fix; bare `--guard` is the trainer's compile guard
-(`exclusive-compile`: steps that compile run alone, with eager backward lowering).
+With `--guard NAME` each worker applies a candidate fix; bare `--guard` is the public guard
+(`exclusive-compile`): `dfdoctor.guard.compile_guard` around each step, exactly as the fix tells users to
+write it, imported as the training code would import it (`import dfdoctor.guard`), or, where this
+interpreter has no dfdoctor, loaded from the guard module's file that dfdoctor ships beside the probe.
 
 A trial that stops making progress is ended at `--deadline`: every thread's stack is dumped with
 faulthandler into the answer, and the process exits at once (stuck threads cannot be joined).
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import faulthandler
+import hashlib
 import os
 import sys
 import tempfile
@@ -47,55 +50,38 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="the fix to try (bare --guard: exclusive-compile, the trainer's compile guard)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--deadline", type=float, default=20.0, help="seconds before a stuck trial is dumped")
+    p.add_argument("--guard-file", default="", help="dfdoctor/guard.py, used where `import dfdoctor.guard` fails "
+                   "(relative: beside this probe)")
     return p.parse_args(argv)
 
 
-def apply_guard() -> None:
-    """Eager backward lowering, per thread (torch's config is per thread from 2.13 on)."""
+def load_guard(guard_file: str):
+    """The public guard `dfdoctor.guard` as the training code would import it; where this interpreter cannot
+    import dfdoctor, the same module's file that dfdoctor shipped beside this probe (stdlib + torch only)."""
+    try:
+        import dfdoctor.guard as guard
+
+        return guard, "import"
+    except Exception as exc:  # not installed here, or its package broken: prove the shipped file instead
+        if not guard_file:
+            raise RuntimeError(f"dfdoctor.guard cannot be imported here ({exc}) and no --guard-file was given")
+    import importlib.util
+
+    path = guard_file if os.path.isabs(guard_file) else os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                                     guard_file)
+    spec = importlib.util.spec_from_file_location("dfdoctor_guard", path)
+    guard = importlib.util.module_from_spec(spec)
+    sys.modules["dfdoctor_guard"] = guard
+    spec.loader.exec_module(guard)
+    return guard, "file"
+
+
+def eager_backward() -> None:
+    """The config flag alone, per thread (a candidate fix; torch's config is per thread from 2.13 on)."""
     import torch._functorch.config as fconfig
 
     if hasattr(fconfig, "force_non_lazy_backward_lowering"):
         fconfig.force_non_lazy_backward_lowering = True
-
-
-class Gate:
-    """The trainer's exclusive-compile gate (trainer/guard.py), restated here: probes use the stdlib only."""
-
-    def __init__(self) -> None:
-        self.cond = threading.Condition()
-        self.readers = 0
-        self.writer = False
-        self.waiting = 0
-
-    @contextlib.contextmanager
-    def shared(self):
-        """Warm steps run together, never beside a compiling step."""
-        with self.cond:
-            while self.writer or self.waiting:
-                self.cond.wait()
-            self.readers += 1
-        try:
-            yield
-        finally:
-            with self.cond:
-                self.readers -= 1
-                self.cond.notify_all()
-
-    @contextlib.contextmanager
-    def exclusive(self):
-        """A step that may compile runs alone."""
-        with self.cond:
-            self.waiting += 1
-            while self.writer or self.readers:
-                self.cond.wait()
-            self.waiting -= 1
-            self.writer = True
-        try:
-            yield
-        finally:
-            with self.cond:
-                self.writer = False
-                self.cond.notify_all()
 
 
 def patch_thread_local_flag() -> None:
@@ -215,7 +201,12 @@ def main(argv: list[str]) -> int:
     lock = threading.Lock()
 
     step_lock = threading.Lock() if args.guard == "step-lock" else contextlib.nullcontext()
-    gate = Gate()
+    guard = None
+    if args.guard == "exclusive-compile":
+        guard, how = load_guard(args.guard_file)
+        with open(guard.__file__, "rb") as f:
+            base["guard_module"] = {"how": how, "file": guard.__file__, "sha256": hashlib.sha256(f.read()).hexdigest(),
+                                    "proven_torch": guard.proven_here() is None}
     if args.guard == "thread-local-flag":
         patch_thread_local_flag()
     step_times: list[float] = []
@@ -223,15 +214,15 @@ def main(argv: list[str]) -> int:
     def worker(i: int) -> None:
         """One thread: wait at the barrier, then step over the shapes; record any failure."""
         try:
-            if args.guard in ("eager-backward", "exclusive-compile"):
-                apply_guard()
+            if args.guard == "eager-backward":
+                eager_backward()
             run, shapes = make_step(i, args.backend, args.device)
             barrier.wait(timeout=max(args.deadline, 1.0))
             for rep in range(args.steps):
                 for n in shapes:
                     t = time.monotonic()
-                    if args.guard == "exclusive-compile":
-                        ctx = gate.exclusive() if rep == 0 else gate.shared()
+                    if guard is not None:  # as docs/guard.md and the fix say: the whole step, keyed on its shape
+                        ctx = guard.compile_guard(n, allow_unproven=True)
                     else:
                         ctx = step_lock
                     with ctx:

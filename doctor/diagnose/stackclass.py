@@ -14,16 +14,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from dfdoctor import causes
-
-# The fix for both compile causes (fx-trace-race, compile-deadlock), as measured in docs/trainer.md. A lock
-# around the first call or around each call of the compiled function does NOT help (the backward compiles
-# later, outside the call), and a thread-local FX flag fixes the CPU crash but still deadlocks on a GPU.
-COMPILE_GUARD_FIX = (
-    "Guard the compiles in every drafter thread: run each thread's first step on every input shape (forward, "
-    "backward and optimizer step) alone, behind a shared/exclusive gate that warm steps share, and set "
-    "torch._functorch.config.force_non_lazy_backward_lowering = True at the start of each thread (torch >= "
-    "2.13 keeps config per thread). The bundled trainer does this by default (trainer/guard.py; drop "
-    "--no-compile-guard). A lock around the first call or around each compiled call does not help.")
+from dfdoctor.diagnose.guardfix import COMPILE_GUARD_FIX  # noqa: F401 (kept importable here)
 
 # faulthandler: 'Thread 0x00007f.. (most recent call first):' / '  File "path", line 12 in func'
 _FH_THREAD = re.compile(r'^(?:Current thread|Thread) (0x[0-9a-fA-F]+|\d+)(?: \[[^\]]*\])? \(most recent call first\):')
@@ -145,17 +136,48 @@ def holds_compile_lock_waiting_on_engine(thread: ThreadStack) -> Optional[tuple[
     return None
 
 
-def classify(stacks_text: str) -> Optional[tuple[str, str]]:
-    """("compile-deadlock", explanation) when the dump shows the compile-lock cycle; None otherwise."""
+@dataclass(frozen=True)
+class Cycle:
+    """A compile-lock cycle: who holds the lock waiting on the engine, who waits for the lock."""
+
+    holders: tuple[tuple[ThreadStack, Frame, Frame], ...]  # (thread, engine frame, compile frame)
+    waiters: tuple[tuple[ThreadStack, Frame], ...]  # (thread, lock site)
+
+    @property
+    def threads(self) -> int:
+        """How many threads take part."""
+        return len(self.holders) + len(self.waiters)
+
+    def headline(self) -> str:
+        """One short sentence."""
+        return (f"{self.threads} threads are deadlocked in torch.compile: compile_lock held while waiting on "
+                "the autograd engine")
+
+    def detail(self) -> list[str]:
+        """One line per thread: what it holds or waits for, where."""
+        out = [f"thread {t.ident} holds compile_lock (compiling in {c.short()}) and waits on the autograd engine "
+               f"in {e.short()}" for t, e, c in self.holders]
+        return out + [f"thread {t.ident} waits for compile_lock in {site.short()}" for t, site in self.waiters]
+
+    def signature(self) -> tuple:
+        """What stays the same while the threads stay stuck: each thread and where it waits."""
+        return tuple(sorted([(t.ident, e.short()) for t, e, _ in self.holders] +
+                            [(t.ident, s.short()) for t, s in self.waiters]))
+
+
+def find_cycle(stacks_text: str) -> Optional[Cycle]:
+    """The compile-lock cycle in a dump, or None."""
     threads = parse(stacks_text)
     holders = [(t, hw) for t in threads if (hw := holds_compile_lock_waiting_on_engine(t))]
     waiters = [(t, site) for t in threads if (site := waits_for_compile_lock(t))]
     holders = [(t, hw) for t, hw in holders if all(t is not w for w, _ in waiters)]
     if not holders or not waiters:
         return None
-    (holder, (engine, compiling)), (waiter, site) = holders[0], waiters[0]
-    more = f" ({len(waiters) - 1} more thread(s) also wait for the lock)" if len(waiters) > 1 else ""
-    explanation = (f"thread {holder.ident} holds dynamo's compile_lock (compiling in {compiling.short()}) and "
-                   f"waits on the autograd engine in {engine.short()}; thread {waiter.ident} waits for "
-                   f"compile_lock in {site.short()}{more}: a lock cycle, nothing will progress")
-    return causes.COMPILE_DEADLOCK, explanation
+    return Cycle(tuple((t, e, c) for t, (e, c) in holders), tuple(waiters))
+
+
+def classify(stacks_text: str) -> Optional[tuple[str, str]]:
+    """("compile-deadlock", headline) when the dump shows the compile-lock cycle; None otherwise
+    (`find_cycle` gives the per-thread detail)."""
+    cycle = find_cycle(stacks_text)
+    return (causes.COMPILE_DEADLOCK, cycle.headline()) if cycle else None

@@ -11,13 +11,14 @@ import os
 import re
 import shlex
 import signal as _signal
+import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from dfdoctor import causes
 from dfdoctor.diagnose import stackclass
 from dfdoctor.diagnose import elastic, rules_runtime
-from dfdoctor.diagnose.stackclass import COMPILE_GUARD_FIX
+from dfdoctor.diagnose.guardfix import fix_for, is_trainer
 from dfdoctor.diagnose.stacks import Stacks
 from dfdoctor.diagnose.traceback import PyError, parse_python_error  # noqa: F401 (part of this module's API)
 from dfdoctor.launch.rundir import RunRecord
@@ -44,7 +45,10 @@ class LiveFacts:
     python: bool = False
     buffered: bool = False  # Python, stdout not a tty, neither -u nor PYTHONUNBUFFERED
     cpu_s: Optional[float] = None
-    classified: Optional[tuple[str, str]] = None  # (cause, explanation) from dfdoctor.diagnose.stackclass
+    observed_at: float = field(default_factory=time.time)  # wall time of this look
+    classified: Optional[tuple[str, str]] = None  # (cause, headline) from dfdoctor.diagnose.stackclass
+    cycle_detail: list[str] = field(default_factory=list)  # one line per thread of the lock cycle
+    stuck_since: Optional[float] = None  # wall time the same cycle was first seen
 
 
 def _meaningful(text: str) -> bool:
@@ -237,7 +241,7 @@ def fx_trace_race(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict
     evidence += [f"message: {marker}", _status_line(run.exit)]
     return Verdict("failed", causes.FX_TRACE_RACE, "Several threads ran torch.compile at once and tripped over "
                    "dynamo's process-global FX tracing state.",
-                   COMPILE_GUARD_FIX, evidence)
+                   fix_for(is_trainer(run.spec.get("argv") or [])), evidence)
 
 
 def command_not_found_status(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
@@ -505,9 +509,13 @@ def deadlock_in_stacks(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Ve
     """The concurrent-compile engineer's stack classifier recognised a known lock cycle."""
     if live is None or not live.classified:
         return None
-    cause, why = live.classified
-    return Verdict("failed", cause, f"The job is alive but stuck: {why}",
-                   COMPILE_GUARD_FIX, _stack_evidence(live))
+    cause, headline = live.classified
+    since = []
+    if live.stuck_since is not None:
+        since = [f"stuck since {_clock(live.stuck_since)} (the same lock cycle in every stack sample since; "
+                 f"at least {max(0.0, live.observed_at - live.stuck_since):.0f} s)"]
+    return Verdict("failed", cause, f"{headline}.", fix_for(is_trainer(run.spec.get("argv") or [])),
+                   since + live.cycle_detail + _stack_evidence(live))
 
 
 def log_elsewhere(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:

@@ -31,6 +31,8 @@ POLL_S = 0.05  # how often the watcher reads the record: bounds the verdict's la
 STEADY_S = 2.0  # output must keep coming for this long before we call the job running
 STEADY_BURSTS = 3  # ...seen growing this many separate times (the recorder's heartbeat counts once a second)
 START_TIMEOUT_S = 10.0  # the recorder must say hello within this, or it is broken
+SAMPLE_S = 4.0  # a quiet job's stacks are sampled this often during the watch, looking for a lock cycle
+CYCLE_EVENT = "compile-deadlock-seen"  # launcher.jsonl: when a lock cycle was first seen, and its signature
 BLOCKING_FRAMES = ("acquire", "wait", "join", "_wait_for_tstate_lock", "recv", "recv_into", "accept", "barrier",
                    "init_process_group", "_lazy_init", "get", "lockf", "flock", "connect")
 
@@ -122,31 +124,38 @@ def progress(run: RunRecord) -> int:
 
 Loader = Callable[[Path], RunRecord]
 Looker = Callable[[RunRecord, float], Optional[LiveFacts]]
+Sampler = Callable[[RunRecord], Optional[tuple]]  # a live job's lock-cycle signature now, or None
 
 
 def watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, steady_s: float = STEADY_S,
           load: Optional[Loader] = None, look: Optional[Looker] = None,
-          poll_s: float = POLL_S) -> tuple[RunRecord, Optional[LiveFacts]]:
-    """Follow the record until the verdict is certain: a death, steady output, or the end of the watch.
+          poll_s: float = POLL_S, sample: Optional[Sampler] = None) -> tuple[RunRecord, Optional[LiveFacts]]:
+    """Follow the record until the verdict is certain: a death, steady output, a lock cycle seen in two stack
+    samples some seconds apart, or the end of the watch.
 
     `load` reads the run as it is now and `look` examines a live job (defaults: this machine's run folder
-    and /proc); a run on a --target passes ones that read the record through the transport.
+    and /proc); a run on a --target passes ones that read the record through the transport. `sample` reads
+    a quiet job's lock cycle (default here: py-spy's stacks, where py-spy is installed; none on a --target).
     """
+    if sample is None and look is None:
+        sample = sample_cycle if stacks.py_spy() else None
     load = load or rundir.load
     look = look or observe
     t0 = time.monotonic()
     try:
-        return _watch(run_dir, proc, watch_s, steady_s, t0, load, look, poll_s)
+        return _watch(run_dir, proc, watch_s, steady_s, t0, load, look, poll_s, sample)
     except KeyboardInterrupt:  # Ctrl-C ends the watch, not the job: judge what we have
         run = load(run_dir)
         return run, (None if run.finished else look(run, time.monotonic() - t0))
 
 
 def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, steady_s: float,
-           t0: float, load: Loader, look: Looker, poll_s: float) -> tuple[RunRecord, Optional[LiveFacts]]:
+           t0: float, load: Loader, look: Looker, poll_s: float,
+           sample: Optional[Sampler] = None) -> tuple[RunRecord, Optional[LiveFacts]]:
     """The watch loop itself; `watch` adds Ctrl-C handling."""
     growth: list[tuple[float, int]] = []  # (when, progress) each time we saw the output grow
     handoff: Optional[tuple[float, int]] = None  # (when, progress) as we saw the command exit and hand off
+    last_sample: tuple[float, Optional[tuple]] = (t0, None)  # (when, the cycle it showed)
     while True:
         run = load(run_dir)
         now = time.monotonic()
@@ -171,6 +180,14 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
                 return run, LiveFacts(pid=run.job_pid, watched_s=now - t0, growing=True)
             if watch_s <= 0:  # --watch 0: started is all we wait for
                 return run, LiveFacts(pid=run.job_pid, watched_s=0.0)
+            quiet = not growth or now - growth[-1][0] >= SAMPLE_S
+            if sample is not None and quiet and now - last_sample[0] >= SAMPLE_S and run.job_alive():
+                cycle = sample(run)
+                if cycle and cycle == last_sample[1]:  # the same threads wait in the same places: a deadlock
+                    facts = look(run, time.monotonic() - t0)
+                    if facts is not None and facts.classified:
+                        return load(run_dir), facts
+                last_sample = (time.monotonic(), cycle)
             if now - t0 >= watch_s:
                 facts = look(run, now - t0)
                 if facts is not None or now - t0 >= watch_s + 2.0:  # None: it just died, its exit is on the way
@@ -185,7 +202,11 @@ def observe(run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
         return None
     facts = LiveFacts(pid=pid, watched_s=watched_s)
     facts.stacks = stacks.dump_tree(pid)
-    facts.classified = _classify("\n\n".join(s.text for s in facts.stacks))
+    cycle = _cycle("\n\n".join(s.text for s in facts.stacks))
+    if cycle is not None:
+        facts.classified = classified_as(cycle)
+        facts.cycle_detail = cycle.detail()
+        facts.stuck_since = _seen_since(run, cycle.signature())
     tree = _tree(pid)
     outputs = job_outputs([p.pid for p in tree], run.dir, run.spec.get("log"), pid, sizes=True)
     facts.stdout_targets = [tuple(s) for s in outputs["streams"]]
@@ -200,16 +221,49 @@ def observe(run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
     return facts
 
 
+def _cycle(text: str):
+    """The compile-lock cycle in a stack dump (py-spy's qualified names or faulthandler's bare ones), or None."""
+    try:
+        from dfdoctor.diagnose import stackclass
+
+        return stackclass.find_cycle(text) or stackclass.find_cycle(_bare_names(text))
+    except Exception:  # a classifier bug must not cost us the verdict
+        return None
+
+
+def classified_as(cycle) -> tuple[str, str]:
+    """(cause, headline) of a lock cycle, as LiveFacts.classified holds it."""
+    from dfdoctor import causes
+
+    return causes.COMPILE_DEADLOCK, cycle.headline()
+
+
 def _classify(text: str) -> Optional[tuple[str, str]]:
-    """Ask the concurrent-compile engineer's classifier, when it is installed, whether the stacks deadlock."""
-    try:
-        from dfdoctor.diagnose import stackclass  # type: ignore[attr-defined]
-    except ImportError:
+    """(cause, headline) when the stacks show the compile-lock cycle."""
+    cycle = _cycle(text)
+    return classified_as(cycle) if cycle is not None else None
+
+
+def sample_cycle(run: RunRecord) -> Optional[tuple]:
+    """Sample the live job's stacks; the lock cycle's signature if they show one. The first sighting of each
+    cycle is noted in the run folder, so a later `status` can say since when the threads are stuck."""
+    pid = run.job_pid
+    if pid is None:
         return None
-    try:
-        return stackclass.classify(text) or stackclass.classify(_bare_names(text))
-    except Exception:  # their bug must not cost us the verdict
+    cycle = _cycle("\n\n".join(s.text for s in stacks.dump_tree(pid) if s.tool == "py-spy"))
+    if cycle is None:
         return None
+    signature = cycle.signature()
+    if _seen_since(run, signature) is None:
+        rundir.append_event(run.dir, CYCLE_EVENT, signature=[list(x) for x in signature], headline=cycle.headline())
+    return signature
+
+
+def _seen_since(run: RunRecord, signature: tuple) -> Optional[float]:
+    """When this same cycle was first seen (launcher.jsonl), or None."""
+    want = [list(x) for x in signature]
+    return next((e.get("t") for e in run.launcher if e.get("event") == CYCLE_EVENT and e.get("signature") == want),
+                None)
 
 
 _QUALIFIED = re.compile(r"^(\s+)(?:[\w<>]+\.)+([\w<>]+ \()", re.M)

@@ -16,7 +16,7 @@ from typing import Any, Optional
 from dfdoctor.diagnose.stacks import Stacks
 from dfdoctor.diagnose.verdict import LiveFacts
 from dfdoctor.launch import remote_run, rundir
-from dfdoctor.launch.local import _blocked, _classify
+from dfdoctor.launch.local import _blocked, _cycle, classified_as
 from dfdoctor.launch.rundir import RunRecord
 
 POLL_S = 0.1  # between looks; each look is itself a session on the target (~0.1-0.4 s)
@@ -64,7 +64,9 @@ def live_facts(facts: Optional[dict[str, Any]], watched_s: float) -> Optional[Li
                      cpu_s=facts.get("cpu_s"))
     live.stacks = [Stacks(s["pid"], s["text"], s.get("tool") or "kernel", s.get("error"))
                    for s in facts.get("stacks") or []]
-    live.classified = _classify("\n\n".join(s.text for s in live.stacks if s.tool == "py-spy"))
+    cycle = _cycle("\n\n".join(s.text for s in live.stacks if s.tool == "py-spy"))
+    if cycle is not None:
+        live.classified, live.cycle_detail = classified_as(cycle), cycle.detail()
     live.stdout_targets = [(int(p), int(fd), str(t)) for p, fd, t in facts.get("stdout_targets") or []]
     live.other_logs = [(int(p), str(t), int(size)) for p, t, size in facts.get("other_logs") or []]
     live.buffered = bool(facts.get("buffered")) and not _blocked(live) and not _idle(live)

@@ -95,9 +95,9 @@ def probe_files(script: Path) -> dict[str, str]:
 
 
 def request(script: Path, args: Sequence[str], *, timeout: float, env: dict[str, str], cwd: Optional[str],
-            python: Optional[str]) -> bytes:
-    """What goes down the target's stdin: the bootstrap, then the request."""
-    req = {"files": probe_files(script), "script": script.name, "args": list(args), "timeout": timeout,
+            python: Optional[str], extra: Optional[dict[str, str]] = None) -> bytes:
+    """What goes down the target's stdin: the bootstrap, then the request (`extra`: more files, by name)."""
+    req = {"files": {**probe_files(script), **(extra or {})}, "script": script.name, "args": list(args), "timeout": timeout,
            "grace": STACK_GRACE_S, "env": env, "cwd": cwd, "python": python}
     return _pack(BOOTSTRAP.encode()) + _pack(json.dumps(req).encode())
 
