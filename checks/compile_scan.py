@@ -270,13 +270,18 @@ class _Index:
         self._guarded[key] = ok
         return ok
 
-    def guard_sites(self, fn: ast.AST) -> list[str]:
-        """Where the proven guard is applied in fn (for the evidence)."""
+    def guard_sites(self, fn: ast.AST, depth: int = 0) -> list[str]:
+        """Where the proven guard is applied on fn's path (for the evidence)."""
         file, name = self.file_of.get(id(fn), "?"), getattr(fn, "name", "?")
         out = [f"{file}:{n.lineno} with {GUARD_NAME}(...) in {name}()" for n in ast.walk(fn)
                if isinstance(n, ast.With) and any(_is_guard_item(i) for i in n.items)]
         if name in self.guarded_names:
             out.append(f"{file}:{fn.lineno} @{GUARD_NAME} {name}()")
+        if not out and depth < 4:
+            for call in _calls(fn):
+                for callee, _ in self.functions.get(_ident(call.func), []):
+                    if callee is not fn:
+                        out += [x for x in self.guard_sites(callee, depth + 1) if x not in out]
         return out
 
 

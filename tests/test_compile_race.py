@@ -185,3 +185,20 @@ def _env(p: psutil.Process) -> dict:
         return p.environ()
     except (psutil.Error, OSError):
         return {}
+
+
+@pytest.mark.slow
+def test_probe_proves_the_shipped_guard_file_where_dfdoctor_cannot_be_imported(tmp_path: Path) -> None:
+    """An interpreter whose `import dfdoctor` fails gets dfdoctor.guard's own file beside the probe; the answer
+    says which one was proven, and that it is byte for byte the one dfdoctor has."""
+    shadow = tmp_path / "shadow" / "dfdoctor"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('dfdoctor is not installed here')\n")
+    ctx = Context(command=[sys.executable, "x.py"], cwd=tmp_path, python=sys.executable, timeout=60,
+                  env={**os.environ, "PYTHONPATH": str(shadow.parent)})
+    # as compile.race runs it locally: the path of dfdoctor's own guard module (on a --target: the shipped copy)
+    out = run_probe(ctx, "compile_race_probe.py", ["--guard", "exclusive-compile", "--guard-file",
+                                                   str(cr.GUARD_FILE), "--deadline", "40"], timeout=60)
+    assert out.payload and out.payload["outcome"] == "ok", (out.stderr[-2000:], out.payload)
+    gm = cr._guard_module([out])
+    assert gm["how"] == "file" and gm["same_as_dfdoctor"] and gm["proven_torch"], gm
