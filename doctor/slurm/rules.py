@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from dfdoctor import causes
-from dfdoctor.diagnose.verdict import parse_python_error
+from dfdoctor.diagnose.traceback import parse_python_error
 from dfdoctor.model import Verdict
 from dfdoctor.slurm import pending
 from dfdoctor.slurm.job import JobFacts, mib, split_exit
