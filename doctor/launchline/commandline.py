@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
+from dfdoctor.launchline.envs import env_prefix
 from dfdoctor.launchline.expand import Unknown
 from dfdoctor.launchline.shell import ShellSyntaxError, Word, tokenize
 from dfdoctor.launchline.walk import WalkState, start_state, walk
@@ -268,43 +269,12 @@ def _env_runner(name: str, args: list[str], cwd: Path, env: dict[str, str], dept
             break
     if name == "uv" and rest[0].endswith(".py"):
         rest = ["python", *rest]  # `uv run train.py` runs the script with the project's Python
-    prefix = _env_prefix(name, opts, here, {**env, **extra_env})
+    prefix = env_prefix(name, opts, here, {**env, **extra_env})
     more = dict(extra_env)
     if prefix is not None:
         more["PATH"] = f"{prefix / 'bin'}{os.pathsep}{env.get('PATH', os.defpath)}"
         more["VIRTUAL_ENV" if name != "conda" else "CONDA_PREFIX"] = str(prefix)
     return _parse(rest, here, env, depth + 1, more, orig)
-
-
-def _env_prefix(name: str, opts: dict[str, str], cwd: Path, env: Mapping[str, str]) -> Optional[Path]:
-    """The environment folder a `... run` tool would use, when it can be found without asking the tool."""
-    if name in ("conda", "mamba", "micromamba"):
-        if opts.get("-p") or opts.get("--prefix"):
-            p = Path(opts.get("-p") or opts["--prefix"])
-            return p if p.is_absolute() else cwd / p
-        env_name = opts.get("-n") or opts.get("--name")
-        if not env_name:
-            return None
-        roots = [Path(env[v]).parent.parent for v in ("CONDA_EXE", "MAMBA_EXE") if env.get(v)]
-        roots += [Path(env["CONDA_PREFIX"]).parent.parent] if env.get("CONDA_PREFIX") else []
-        roots += [Path(env[v]) for v in ("MAMBA_ROOT_PREFIX", "CONDA_ROOT") if env.get(v)]
-        home = Path(env.get("HOME", "~")).expanduser()
-        roots += [home / d for d in ("miniconda3", "anaconda3", "miniforge3", "mambaforge", "micromamba", ".conda")]
-        roots += [Path("/opt/conda")]
-        for root in roots:
-            cand = root / "envs" / env_name
-            if (cand / "bin").is_dir():
-                return cand
-        return None
-    if name == "uv" and env.get("UV_PROJECT_ENVIRONMENT"):
-        p = Path(env["UV_PROJECT_ENVIRONMENT"])
-        return p if p.is_absolute() else cwd / p
-    for folder in [cwd, *cwd.parents]:  # uv, poetry (in-project), pipenv (PIPENV_VENV_IN_PROJECT): ./.venv
-        if (folder / ".venv" / "bin").is_dir():
-            return folder / ".venv"
-        if (folder / "pyproject.toml").is_file() or (folder / "Pipfile").is_file():
-            break
-    return None
 
 
 def _strip_prefixes(argv: list[str]) -> tuple[list[str], dict[str, str]]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Union
 
+from dfdoctor.launchline.envs import env_prefix
 from dfdoctor.launchline.expand import Scope, Unknown, expand, expand_one
 from dfdoctor.launchline.shell import Command, ShellSyntaxError, parse
 
@@ -476,12 +477,11 @@ def _venv_of(path: Path) -> Optional[Path]:
 
 def _activate_conda(state: WalkState, tool: str, name, where: Optional[str]):
     """`conda activate NAME`: that environment's bin/ first on PATH, when its folder can be found."""
-    from dfdoctor.launchline.commandline import _env_prefix  # the same lookup `conda run -n` uses
     if isinstance(name, Unknown):
         prefix = None
     else:
         key = "-p" if "/" in name else "-n"
-        prefix = _env_prefix(tool, {key: name}, state.scope.cwd if isinstance(state.scope.cwd, Path) else Path("/"),
+        prefix = env_prefix(tool, {key: name}, state.scope.cwd if isinstance(state.scope.cwd, Path) else Path("/"),
                              {k: v for k, v in state.scope.vars.items() if not isinstance(v, Unknown)})
     if prefix is None:
         why = f"`{tool} activate {name}`: dfdoctor could not find that environment's folder"
