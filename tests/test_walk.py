@@ -107,3 +107,18 @@ def test_expansion_is_exact_or_unknown() -> None:
     assert expand("'$A'", sc) == ["$A"] and expand("${NOPE:-d}", sc) == ["d"]
     for w in ("$RANDOM", "$(date)", "$((1+1))", "${A/x/y}", "~bob/x"):
         assert isinstance(expand(w, sc), Unknown), w
+
+
+def test_the_walk_never_raises_on_garbage(proj: Path) -> None:
+    import random
+    toks = ["if", "then", "else", "elif", "fi", "for", "x", "in", "do", "done", "case", "esac", ";;", ")", "(", "{",
+            "}", "cd", "..", "src", "-", "python3", "train.py", '"$@"', "$1", "${A:-b}", "${A%/*}", "${#A}",
+            '$(dirname "$0")', "$(pwd)", "`pwd`", "A=1", "export", "B=$A", "source", ".env", "go.sh", ".", "&&", "||",
+            "|", "&", ";", "\n", "exec", ">", "log", "2>&1", "set", "-e", "-a", "--", "shift", "unset", "pushd",
+            "popd", "[", "-f", "]", "!", "'q'", '"', "'", "$((1))", "${", "$(", "mkdir", "-p", "bash", "conda",
+            "activate", "main()", "function", "~", "$OLDPWD", "${BASH_SOURCE[0]}", "${X:?}", "<<EOF", "EOF", "\\"]
+    rnd = random.Random(3)
+    for _ in range(1000):
+        (proj / ".env").write_text(" ".join(rnd.choice(toks) for _ in range(rnd.randint(0, 10))))
+        s = walk(proj, " ".join(rnd.choice(toks) for _ in range(rnd.randint(1, 30))), "a")
+        assert s.exists or s.problem
