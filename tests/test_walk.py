@@ -105,6 +105,7 @@ def test_expansion_is_exact_or_unknown() -> None:
     assert expand("${A%% *}", sc) == ["x"] and expand("${0%/*}", sc) == ["."] and expand("~/x", sc) == ["/h/x"]
     assert expand('"$(cd "$(dirname "$0")" && pwd)"', sc) == ["/tmp"]
     assert expand("'$A'", sc) == ["$A"] and expand("${NOPE:-d}", sc) == ["d"]
+    assert expand('${NOPE:-"a b"}', sc) == ["a b"] and expand("${NOPE:-a b}", sc) == ["a", "b"]  # as bash and dash
     for w in ("$RANDOM", "$(date)", "$((1+1))", "${A/x/y}", "~bob/x"):
         assert isinstance(expand(w, sc), Unknown), w
 

@@ -39,6 +39,10 @@ class Unknown(str):
 
 
 Value = Union[str, Unknown]
+
+
+class _Whole(str):
+    """A value the shell does not split even unquoted: a default written in quotes (`${X:-"a b"}`)."""
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Variables a shell sets itself, different in every run: a script that reads them cannot be followed exactly.
 _VOLATILE = {"RANDOM", "SRANDOM", "LINENO", "SECONDS", "EPOCHSECONDS", "EPOCHREALTIME", "BASHPID", "PPID"}
@@ -153,7 +157,11 @@ def expand(raw: str, scope: Scope) -> Union[list[str], Unknown]:
                         add_unquoted(a)
                         flush()
                     continue
-                add_unquoted(val or "")
+                if isinstance(val, _Whole):
+                    cur.append(val)
+                    have = True
+                else:
+                    add_unquoted(val or "")
             else:
                 cur.append(ch)
                 i += 1
@@ -315,7 +323,10 @@ def _braced(body: str, scope: Scope) -> Value:
     unset, empty = val is None, not val
     if op in (":-", "-", ":=", "="):
         use_default = empty if op.startswith(":") else unset
-        return expand_one(arg, scope) if use_default else val
+        if not use_default:
+            return val
+        got = expand_one(arg, scope)
+        return _Whole(got) if not isinstance(got, Unknown) and any(q in arg for q in "'\"") else got
     if op in (":+", "+"):
         use_alt = not empty if op.startswith(":") else not unset
         return expand_one(arg, scope) if use_alt else ""
