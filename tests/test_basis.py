@@ -31,3 +31,12 @@ def test_launch_blocks_only_on_observed_findings() -> None:
     assert launch_blockers([seen, read, other]) == [seen]
     seen.silenced = "config"
     assert launch_blockers([seen, read]) == []
+
+
+def test_text_output_marks_a_static_reading() -> None:
+    from dfdoctor.render.text import _check_lines
+    rec = CheckRecord.from_results("launch.path", "pre", "t", [fail("the log lands elsewhere", causes.LOG_ELSEWHERE,
+                                                                    basis=STATIC)], 0.1)
+    assert "(static reading)" in _check_lines(rec, 12, 100, False, False)[0] and rec.status == Status.WARN
+    seen = CheckRecord.from_results("imports.smoke", "pre", "t", [fail("no module", causes.MISSING_MODULE)], 0.1)
+    assert "static" not in _check_lines(seen, 12, 100, False, False)[0]

@@ -85,7 +85,9 @@ def _check_lines(rec: CheckRecord, idw: int, width: int, verbose: bool, color: b
     dur = f" ({rec.duration_s:.2f} s)" if verbose else ""
     cause = f" [{rec.cause}]" if rec.cause and rec.status != Status.OK else ""
     silenced = f" (silenced: {rec.silenced})" if rec.silenced else ""
-    lines = [f"{status} {phase} {rec.id:<{idw}}  {rec.summary}{cause}{silenced}{dur}"]
+    # a finding read from code or a script, not observed: it warns at most (docs/checks.md)
+    static = " (static reading)" if not rec.observed and rec.status != Status.OK else ""
+    lines = [f"{status} {phase} {rec.id:<{idw}}  {rec.summary}{cause}{static}{silenced}{dur}"]
     pad = " " * (13 + idw + 2)
     if rec.fix and rec.status.rank >= Status.WARN.rank:
         lines.append(f"{pad}fix: {rec.fix}")
