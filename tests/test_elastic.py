@@ -32,7 +32,7 @@ def test_rank_that_raises_is_named_with_its_exception(work):
     assert v["cause"] == "crashed", text
     assert v["summary"].startswith("Rank 1 ("), text
     assert "ValueError: shard 7 is missing on rank 1" in v["summary"]
-    assert "ddp_rank_raises.py, line 17" in v["summary"]
+    assert "ddp_rank_raises.py, line 22" in v["summary"]
     assert "ChildFailedError" not in v["summary"] and "exit code 1" in text
     assert "the [rank1] lines" in text
 
@@ -43,6 +43,15 @@ def test_record_error_file_is_read(work):
     assert rep["verdict"]["summary"].startswith("Rank 1 ("), text
     assert "its error file " in text and "error.json" in text
     assert "ValueError: shard 7 is missing on rank 1" in text
+
+
+def test_rank_failing_before_init_is_named_without_a_rank_prefix(work):
+    _, rep = launch_to_end(work, *_torchrun("ddp_rank_raises.py", "early"), watch=60)
+    v, text = rep["verdict"], text_of(rep)
+    assert v["cause"] == "cuda-error", text
+    assert v["summary"].startswith("Rank 1 (") and "invalid device ordinal" in v["summary"], text
+    assert "ranks per node asked for: 2" in text and "LOCAL_RANK" in v["fix"]
+    assert "ChildFailedError" not in v["summary"]
 
 
 def test_rank_killed_by_sigkill_is_named_with_the_signal(work):
@@ -67,3 +76,9 @@ def test_torchrun_console_script(work):
     _, rep = launch_to_end(work, torchrun, "--standalone", "--nproc_per_node", "2",
                            job("ddp_rank_raises.py")[1], watch=60)
     assert rep["verdict"]["summary"].startswith("Rank 1 ("), text_of(rep)
+
+
+def test_missing_entry_script_under_torchrun(work):
+    _, rep = launch_to_end(work, *TORCHRUN, str(work / "no_such_train.py"), watch=60)
+    v = rep["verdict"]
+    assert v["cause"] == "command-not-found" and "no_such_train.py" in v["summary"], text_of(rep)

@@ -13,9 +13,11 @@ import signal as _signal
 from dataclasses import dataclass, field
 from typing import Optional
 
-from dfdoctor.diagnose.traceback import PyError, parse_python_error, rank_output, ranks_with_traceback
+from dfdoctor.diagnose.traceback import (RANK_PREFIX, PyError, parse_python_error, rank_output,
+                                         ranks_with_traceback)
 
 ROOT_CAUSE = "Root Cause (first observed failure):"
+AGENT_FAILED = re.compile(r"elastic/multiprocessing/api\.py:\d+\] failed \(exitcode")
 FIELD = re.compile(r"^\s{2}(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s?(?P<value>.*)$")
 
 
@@ -111,7 +113,29 @@ def rank_error(text: str, row: Optional[RankFailure]) -> tuple[Optional[PyError]
         err = parse_python_error(rank_output(text, rank))
         if err:
             return err, f"the [rank{rank}] lines of the output"
+    # A rank that fails before init_process_group (set_device on a missing GPU, say) prints its traceback
+    # without the [rankN] prefix: then it is the last traceback before the agent's own.
+    err = parse_python_error(before_agent(text))
+    if err and err.file and "torch/distributed/elastic" not in err.file:
+        return err, "the last traceback before torchrun's report (printed without a rank prefix)"
     return None, ""
+
+
+def before_agent(text: str) -> str:
+    """The output before torchrun's own failure report (its "failed (exitcode" log line or its traceback)."""
+    lines = text.splitlines()
+    cut = len(lines)
+    for i, line in enumerate(lines):
+        if AGENT_FAILED.search(line):
+            cut = i
+            break
+    else:
+        for i in range(len(lines) - 1, -1, -1):
+            if lines[i].startswith("Traceback (most recent call last):"):
+                if any("ChildFailedError" in l for l in lines[i:i + 60]):
+                    cut = i
+                break
+    return "\n".join(l for l in lines[:cut] if not RANK_PREFIX.match(l))
 
 
 def _from_error_file(path: str) -> Optional[PyError]:

@@ -327,9 +327,16 @@ def elastic_rank_failed(run: RunRecord, live: Optional[LiveFacts]) -> Optional[V
     if err is None:
         hint = ("" if row and row.error_file else " Decorate the entry point with @record (from "
                 "torch.distributed.elastic.multiprocessing.errors import record) so torchrun keeps its traceback.")
-        return Verdict("failed", causes.CRASHED, f"{who.capitalize()} failed first, with {how}; its own error is "
-                       "not in the output.", "Read that rank's output in the log." + hint,
-                       evidence + [_status_line(ex)])
+        last = [l for l in elastic.before_agent(stderr).splitlines() if l.strip() and not _AGENT_LINE.match(l)]
+        missing = next((l for l in last if "can't open file" in l), None)
+        if missing:
+            return Verdict("failed", causes.COMMAND_NOT_FOUND, f"{who.capitalize()} could not start its script: "
+                           f"{missing}", "Check the script's path (relative paths resolve against --cwd) and its "
+                           "spelling.", evidence + [missing, _status_line(ex)])
+        return Verdict("failed", causes.CRASHED, f"{who.capitalize()} failed first, with {how}; no traceback of "
+                       "its own is in the output.", "Read that rank's output in the log." + hint,
+                       evidence + [f"last output before torchrun's report: {l}" for l in last[-3:]]
+                       + [_status_line(ex)])
     evidence += [f"its exception, from {source}:", *err.tail, _status_line(ex)]
     started = _meaningful("\n".join(l for l in stderr.splitlines() if not _AGENT_LINE.match(l))) or \
         bool(ex.get("stdout_bytes"))

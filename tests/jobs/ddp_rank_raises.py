@@ -1,6 +1,9 @@
 """A torchrun job (gloo, CPU): every rank joins, then rank 1 raises its own error and rank 0 waits in a barrier.
 Under torchrun the verdict is rank 1's ValueError, not the agent's ChildFailedError. With `record` as its first
-argument the entry point is decorated with @record, so torchrun keeps the rank's error file."""
+argument the entry point is decorated with @record, so torchrun keeps the rank's error file. With `early`,
+rank 1 fails before init_process_group, as torch.cuda.set_device(LOCAL_RANK) does with fewer GPUs than ranks;
+torch.distributed then prints its traceback without the `[rank1]:` prefix."""
+import os
 import sys
 
 import torch
@@ -9,6 +12,8 @@ from torch.distributed.elastic.multiprocessing.errors import record
 
 
 def main():
+    if sys.argv[1:] == ["early"] and os.environ.get("LOCAL_RANK") == "1":
+        raise RuntimeError("CUDA error: invalid device ordinal")
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     print(f"rank {rank}: joined, world size {dist.get_world_size()}", flush=True)
