@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dfdoctor.launchline.commandline import parse, parse_launcher, parse_line
+from dfdoctor.launchline.commandline import parse, parse_launcher
 
 PY = str(Path(sys.executable))
 
@@ -192,14 +192,14 @@ def test_launcher_without_python(proj: Path) -> None:
     assert not s.exists and "gone.sh" in s.problem
 
 
-def test_bash_dash_c_and_parse_line(proj: Path) -> None:
+def test_bash_dash_c(proj: Path) -> None:
     s = parse(["bash", "-c", f"cd {proj} && python3 train.py > out.log 2>&1"], Path("/"), env_for(proj))
     assert s.runner == "python" and s.script == proj / "train.py" and s.redirect == str(proj / "out.log")
     assert s.launcher is None
-    s = parse_line("A=1 nohup python3 -u train.py > /workspace/train.log 2>&1 &", proj, env_for(proj))
+    s = parse(["sh", "-c", "A=1 nohup python3 -u train.py > /workspace/train.log 2>&1 &"], proj, env_for(proj))
     assert s.script == proj / "train.py" and s.redirect == "/workspace/train.log" and s.unbuffered
     assert s.env == {"A": "1"}
-    assert parse_line("python3 train.py 2> err.log", proj, env_for(proj)).redirect is None
+    assert parse(["sh", "-c", "python3 train.py 2> err.log"], proj, env_for(proj)).redirect is None
 
 
 def test_parse_launcher_option(proj: Path) -> None:
@@ -270,7 +270,7 @@ def test_parser_never_raises_on_garbage(proj: Path) -> None:
     for _ in range(3000):
         argv = [rnd.choice(words) for _ in range(rnd.randint(0, 7))]
         parse(argv, proj, env_for(proj))
-        parse_line(" ".join(argv), proj, env_for(proj))
+        parse(["sh", "-c", " ".join(argv)], proj, env_for(proj))
 
 
 def test_login_shell_dash_c_and_conda_activate(proj: Path) -> None:

@@ -22,7 +22,6 @@ from typing import Mapping, Optional, Sequence
 
 from dfdoctor.launchline.envs import env_prefix
 from dfdoctor.launchline.expand import Unknown
-from dfdoctor.launchline.shell import ShellSyntaxError, Word, tokenize
 from dfdoctor.launchline.walk import WalkState, start_state, walk
 
 MAX_LAUNCHER_DEPTH = 4  # a launcher that calls a launcher that calls ... python
@@ -120,30 +119,6 @@ def parse_launcher(path: os.PathLike | str, cwd: Path, args: Sequence[str] = (),
     p = p if p.is_absolute() else Path(cwd) / p
     return _follow_launcher(p, list(args), (str(path), *args), Path(cwd), env, depth=0, extra_env={},
                             zero=str(path))
-
-
-def parse_line(line: str, cwd: Path, env: Optional[Mapping[str, str]] = None) -> LaunchSpec:
-    """Parse one shell line (`cd x && A=1 nohup python train.py > log 2>&1 &`) as the shell would run it."""
-    env = dict(os.environ if env is None else env)
-    words = _words(line)
-    base = LaunchSpec(tuple(words), exists=bool(words), problem=None if words else "no command given",
-                      cwd=Path(cwd), line=line.strip())
-    return _walk(line, None, [], tuple(words), Path(cwd), env, 0, {}, base, zero=_login_shell(env),
-                 bash=_is_bash(_login_shell(env)), is_file=False)
-
-
-def _words(line: str) -> list[str]:
-    """The words of a line as typed (quotes removed), for the spec's argv."""
-    try:
-        return [t.value for t in tokenize(line) if isinstance(t, Word)]
-    except ShellSyntaxError:
-        return line.split()
-
-
-def _login_shell(env: Mapping[str, str]) -> str:
-    """The shell a line typed at a prompt runs in: $SHELL, else sh."""
-    sh = env.get("SHELL")
-    return sh if isinstance(sh, str) and not isinstance(sh, Unknown) and sh else "sh"
 
 
 def _is_bash(shell: str) -> Optional[bool]:
