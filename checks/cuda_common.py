@@ -23,6 +23,17 @@ def probe_env(ctx, extra: Optional[dict[str, str]] = None) -> dict[str, str]:
     return env
 
 
+def guessed_python(ctx) -> Optional[str]:
+    """Why the training interpreter may not be the job's (see commandline.guessed_interpreter), or None."""
+    if not ctx.command and not ctx.launcher:
+        return None
+    try:
+        from dfdoctor.launchline.commandline import guessed_interpreter, spec_for
+        return guessed_interpreter(ctx, spec_for(ctx))
+    except Exception:  # an unparsable command is another check's finding
+        return None
+
+
 def _launch_env(ctx) -> dict[str, str]:
     """Variables the command or its launcher assigns (`env A=1 ...`, `A=1 python`, `export A=1`)."""
     if not ctx.command and not ctx.launcher:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Iterator, Optional
 
 from dfdoctor import causes, check, fail, ok, skip, warn
+from dfdoctor.launchline.commandline import as_lead
 from dfdoctor.model import Result
 from dfdoctor.probe import ProbeOutcome, run_probe, unreached
 
@@ -18,6 +19,7 @@ from .cuda_common import (
     Expectation,
     Visibility,
     expectation,
+    guessed_python,
     innermost_frame,
     parse_visible,
     probe_env,
@@ -35,7 +37,7 @@ def cuda_init(ctx) -> Iterator[Result]:
     """Probe torch + CUDA in the training interpreter and turn what it saw into one verdict."""
     limit = float(ctx.timeout or DEFAULT_TIMEOUT)
     out = run_probe(ctx, "cuda_init_probe.py", timeout=max(1.0, limit - 1.0), env=probe_env(ctx))
-    yield from judge(ctx, expectation(ctx), out, limit)
+    yield from as_lead(judge(ctx, expectation(ctx), out, limit), guessed_python(ctx))
 
 
 def judge(ctx, exp: Expectation, out: ProbeOutcome, limit: float) -> Iterator[Result]:

@@ -21,12 +21,14 @@ import time
 from typing import Iterator, Optional
 
 from dfdoctor import causes, check, error, fail, ok, skip
+from dfdoctor.launchline.commandline import as_lead
 from dfdoctor.model import Result
 from dfdoctor.probe import ProbeOutcome, run_probe, unreached
 
 from .cuda_common import (
     Visibility,
     expectation,
+    guessed_python,
     innermost_frame,
     parse_visible,
     probe_env,
@@ -45,6 +47,11 @@ _WAITING = ("timed out", "timeout", "waiting for", "diststoreerror", "connection
        phases=("pre",), timeout=DEFAULT_TIMEOUT)
 def cuda_nccl(ctx) -> Iterator[Result]:
     """Decide how many ranks, run them side by side, and name any rank that failed or hung."""
+    yield from as_lead(_nccl(ctx), guessed_python(ctx))
+
+
+def _nccl(ctx) -> Iterator[Result]:
+    """The findings of cuda.nccl, in the training interpreter (which may be a guess: see cuda_nccl)."""
     backend = str(_opt(ctx, "backend", "DFDOCTOR_NCCL_BACKEND") or "nccl")
     try:
         hang_rank = _rank_opt(ctx, "hang_rank", "DFDOCTOR_NCCL_HANG_RANK")

@@ -11,7 +11,6 @@ installed, failing for those the job depends on and warning for the rest.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import json
 import os
 import re
@@ -23,7 +22,7 @@ from typing import Iterator, Optional
 import packaging
 import tomllib
 from dfdoctor import OBSERVED, STATIC, Result, causes, check, error, fail, ok, skip, warn
-from dfdoctor.launchline.commandline import spec_for
+from dfdoctor.launchline.commandline import as_lead, guessed_interpreter, spec_for
 from dfdoctor.probe import run_probe, unreached
 from dfdoctor.targets import parse_target
 
@@ -90,12 +89,7 @@ def deps_requirements(ctx) -> Iterator[Result]:
         yield skip(f"cannot evaluate requirements in {ctx.python}: {p['error']}",
                    fix=f"{shlex.quote(ctx.python)} -m pip install packaging")
         return
-    guessed = spec.python is None and spec.unknown and not ctx.python_given and (ctx.command or ctx.launcher)
-    for r in conclude(ctx, p, skipped, sources):
-        # looked up in an interpreter that may not be the job's (its name could not be resolved): a lead
-        yield dataclasses.replace(r, basis=STATIC, details=(r.details + "\n" if r.details else "") +
-                                  f"the job's interpreter could not be resolved ({'; '.join(spec.unknown)}); this is "
-                                  f"{ctx.python}: pass --python") if guessed and r.status.value in ("fail", "warn") else r
+    yield from as_lead(conclude(ctx, p, skipped, sources), guessed_interpreter(ctx, spec))
 
 
 def conclude(ctx, p: dict, skipped: list[Skipped], sources: list[str]) -> Iterator[Result]:

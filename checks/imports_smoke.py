@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from dfdoctor import STATIC, Result, Status, causes, check, error, fail, ok, skip, warn
-from dfdoctor.launchline.commandline import LaunchSpec, spec_for
+from dfdoctor.launchline.commandline import LaunchSpec, as_lead, guessed_interpreter, spec_for
 from dfdoctor.probe import ProbeOutcome, run_probe, unreached
 from dfdoctor.targets import parse_target
 
@@ -76,22 +76,11 @@ def imports_smoke(ctx) -> Iterator[Result]:
         for k, v in _WORKER_ENV.items():
             env.setdefault(k, v)
     outcome = run_probe(ctx, "import_probe.py", [json.dumps(request)], timeout=hang_s + 1.5, env=env, cwd=cwd)
-    guessed = _guessed_interpreter(ctx, spec)
+    guessed = guessed_interpreter(ctx, spec)
     for r in _conclude(ctx, spec, outcome, hang_s, request):
         if guessed and r.status == Status.FAIL and r.cause != causes.IMPORT_HANG:
-            # seen in an interpreter that may not be the job's: a lead, not an observation about the job
-            r = Result(r.status, r.summary, r.cause, details=(r.details + "\n" if r.details else "") + guessed,
-                       fix=r.fix, evidence=r.evidence, data=r.data, basis=STATIC)
+            r = next(as_lead([r], guessed))  # seen in an interpreter that may not be the job's: a lead
         yield r
-
-
-def _guessed_interpreter(ctx, spec: LaunchSpec) -> Optional[str]:
-    """Why the interpreter the probe ran in may not be the job's (its name could not be resolved and no
-    --python was given), or None when it is the job's."""
-    if spec.python is not None or not spec.unknown or getattr(ctx, "python_given", False):
-        return None
-    return (f"the job's interpreter could not be resolved ({'; '.join(spec.unknown)}), so the imports were tried in "
-            f"{ctx.python}; pass --python with the job's interpreter to make this a finding about the job")
 
 
 def _unresolved(spec: LaunchSpec) -> Result:

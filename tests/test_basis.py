@@ -40,3 +40,24 @@ def test_text_output_marks_a_static_reading() -> None:
     assert "(static reading)" in _check_lines(rec, 12, 100, False, False)[0] and rec.status == Status.WARN
     seen = CheckRecord.from_results("imports.smoke", "pre", "t", [fail("no module", causes.MISSING_MODULE)], 0.1)
     assert "static" not in _check_lines(seen, 12, 100, False, False)[0]
+
+
+def test_an_import_failing_in_a_guessed_interpreter_is_a_lead(tmp_path) -> None:
+    """The launcher picks its interpreter in a way the walk cannot follow: the imports are tried in python3,
+    and what fails there is not an observation about the job unless --python names its interpreter."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "train.py").write_text("import dfdoctor_no_such_module_xyz\n")
+    (tmp_path / "run.sh").write_text('PY=$(ls -d /opt/envs/* | head -1)/bin/python\nexec "$PY" train.py\n')
+    dfd = str(Path(sys.executable).parent / "dfdoctor")
+    for extra, status, code in (([], "warn", 0), (["--python", sys.executable], "fail", 1)):
+        p = subprocess.run([dfd, "check", "--cwd", str(tmp_path), "--only", "imports.smoke", *extra, "--format",
+                            "json", "--", "bash", "run.sh"], capture_output=True, text=True, timeout=120)
+        rec = json.loads(p.stdout)["checks"][0]
+        assert p.returncode == code and rec["status"] == status and rec["cause"] == causes.MISSING_MODULE, p.stdout
+        assert (rec["basis"] == "static") == (not extra)
+        if not extra:
+            assert "could not be resolved" in rec["details"] and "--python" in rec["details"]

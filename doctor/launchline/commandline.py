@@ -132,6 +132,26 @@ def _is_bash(shell: str) -> Optional[bool]:
     return None
 
 
+def guessed_interpreter(ctx, spec: LaunchSpec) -> Optional[str]:
+    """Why the training interpreter may not be the job's: the walk could not resolve the job's interpreter and
+    no --python named it (the probes then run in python3 or the like). None when it is the job's. A finding a
+    probe made there is a lead about the job, not an observation of it (`basis=STATIC`)."""
+    if spec.python is not None or not spec.unknown or getattr(ctx, "python_given", False):
+        return None
+    if not (ctx.command or getattr(ctx, "launcher", None)):
+        return None
+    return (f"the job's interpreter could not be resolved ({'; '.join(spec.unknown)}), so this was tried in "
+            f"{ctx.python}; pass --python with the job's interpreter to make it a finding about the job")
+
+
+def as_lead(results, why: Optional[str]):
+    """Mark the warnings and failures of a probe run in a guessed interpreter as static, saying why."""
+    for r in results:
+        if why and r.status.value in ("fail", "warn"):
+            r = replace(r, basis="static", details=(r.details + "\n" if r.details else "") + why)
+        yield r
+
+
 def spec_for(ctx) -> LaunchSpec:
     """The LaunchSpec of a check's Context: its command, else its `--launcher`, else an empty command."""
     if ctx.command:
