@@ -85,6 +85,10 @@ def discover() -> tuple[list[Check], list[BrokenPlugin]]:
         if not isinstance(obj, Check):
             broken.append(BrokenPlugin(ep.name, source, f"entry point {ep.value} is not a dfdoctor Check"))
             continue
+        if obj.id != ep.name:  # the id is declared once: the entry point's name must be the @check id
+            broken.append(BrokenPlugin(ep.name, source, f"entry point {ep.name} = {ep.value} is the check "
+                                       f"@check({obj.id!r}): name the entry point {obj.id}"))
+            continue
         if obj.id in checks and checks[obj.id].source != source:
             broken.append(BrokenPlugin(ep.name, source, f"check id {obj.id} is already provided by {checks[obj.id].source}"))
             continue

@@ -81,3 +81,22 @@ def test_list_checks_keeps_its_columns_with_a_broken_plugin(tmp_path):
     # columns are separated by two or more spaces; the fourth (title or error) starts after the third gap
     starts = {[m.end() for m in re.finditer(r"\S {2,}(?=\S)", line)][2] for line in lines}
     assert len(starts) == 1, "\n".join(lines)
+
+
+def test_an_entry_point_named_unlike_its_check_id_is_refused(tmp_path):
+    """A check's id is declared once: an entry point whose name differs from the @check id is a BROKEN plugin
+    that says which name to use, not a check running under two ids."""
+    site = broken_plugin_site(tmp_path / "site")
+    (site / "misnamed_check.py").write_text(
+        "from dfdoctor import check, ok\n\n\n@check('misnamed.real', title='t')\ndef c(ctx):\n    yield ok('fine')\n")
+    (site / "dfdoctor_broken-0.1.dist-info" / "entry_points.txt").write_text(
+        "[dfdoctor.checks]\nmisnamed.other = misnamed_check:c\n")
+    listing = run_dfdoctor("list-checks", env={"PYTHONPATH": str(site)})
+    row = [ln for ln in listing.stdout.splitlines() if ln.startswith("misnamed.other")]
+    assert row and "BROKEN" in row[0] and "name the entry point misnamed.real" in row[0], listing.stdout
+    assert "misnamed.real" not in [ln.split()[0] for ln in listing.stdout.splitlines() if ln.strip()]
+    res = run_dfdoctor("check", "--only", "log.writable", "--format", "json", "--", "true", cwd=tmp_path,
+                       env={"PYTHONPATH": str(site)})
+    by_id = {c["id"]: c for c in json.loads(res.stdout)["checks"]}
+    assert by_id["plugin.misnamed.other"]["status"] == "error" and "misnamed.real" not in by_id
+    assert res.returncode == 1

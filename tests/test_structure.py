@@ -42,3 +42,27 @@ def test_every_module_imports_first_in_a_fresh_interpreter():
     out = subprocess.run([sys.executable, "-c", code, *names], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     assert len(names) > 50
+
+
+def test_a_built_in_check_may_give_only_catalogued_cause_ids():
+    """Through the real runner: a built-in check's unknown cause id becomes its `error` (a bug in it, said so);
+    a plugin's own cause id passes as it is."""
+    from dfdoctor import causes, fail
+    from dfdoctor.context import Context
+    from dfdoctor.registry import Check
+    from dfdoctor.runner import run_checks
+
+    def gives(cause):
+        def func(ctx):
+            yield fail("the log folder is missing", cause)
+        return func
+
+    built_in = [Check("t.known", "t", ("pre",), 10, gives(causes.LOG_DIR_MISSING)),
+                Check("t.unknown", "t", ("pre",), 10, gives("log-folder-gone"))]
+    known, unknown = run_checks(built_in, Context(), "pre")
+    assert known.status.value == "fail" and known.cause == causes.LOG_DIR_MISSING
+    assert unknown.status.value == "error" and unknown.cause is None
+    assert "'log-folder-gone'" in unknown.summary and "the log folder is missing" in unknown.summary
+    (plugin,) = run_checks([Check("p.own", "t", ("pre",), 10, gives("my-plugin-cause"), source="dfdoctor-x")],
+                           Context(), "pre")
+    assert plugin.status.value == "fail" and plugin.cause == "my-plugin-cause"
