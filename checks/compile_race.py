@@ -26,12 +26,13 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 import dfdoctor.guard as guard_module
-from dfdoctor import Result, cache, causes, check, fail, ok, skip, warn
+from dfdoctor import cache, causes, check, fail, ok, skip, warn
 from dfdoctor.checks import compile_scan
 from dfdoctor.diagnose import guardfix
 from dfdoctor.command import run_command
 from dfdoctor.diagnose.stackclass import classify, find_cycle, summarize
 from dfdoctor.launchline.commandline import spec_for
+from dfdoctor.model import STATIC
 from dfdoctor.probe import ProbeOutcome, run_probe, unreached
 
 CHECK_ID = "compile.race"
@@ -58,7 +59,7 @@ def compile_race(ctx) -> Iterator:
             "threads run compiled code without the proven guard"
         yield warn(f"the launched code calls torch.compile and starts threads ({how}): concurrent compiles crash "
                    f"with an FX tracing error (CPU) or deadlock silently (GPU)", causes.FX_TRACE_RACE,
-                   evidence=tuple(_static_evidence(found)), fix=fix, **_static())
+                   evidence=tuple(_static_evidence(found)), fix=fix, basis=STATIC)
     mode = str(ctx.option(CHECK_ID, "reproduce", "auto"))
     if mode == "never" or (mode == "auto" and not found.compiles_in_threads):
         if not unguarded:
@@ -67,11 +68,6 @@ def compile_race(ctx) -> Iterator:
                        data={"files_scanned": found.files})
         return
     yield from reproduce(ctx, unguarded, found, fix)
-
-
-def _static() -> dict:
-    """Mark a finding as a static reading where this dfdoctor can (so it never fails or blocks on its own)."""
-    return {"basis": "static"} if "basis" in getattr(Result, "__dataclass_fields__", {}) else {}
 
 
 def _read_trainer(args: list[str], found: compile_scan.Scan) -> None:
