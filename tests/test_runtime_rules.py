@@ -100,3 +100,19 @@ def test_no_fix_promises_that_check_reproduces_a_runtime_failure():
 
     for mod in (rules_runtime, verdict):
         assert "reproduces it" not in inspect.getsource(mod)
+
+
+def test_real_h200_torchrun_output_names_rank_1_and_its_own_error():
+    """The output of `torchrun --nproc_per_node 2 ddp.py` on one H200 (bench/results/gpu_runtime_h200/)."""
+    from pathlib import Path
+
+    from dfdoctor.diagnose import elastic
+
+    text = (Path(__file__).parent.parent / "bench/results/gpu_runtime_h200/gpu_torchrun_2_on_1_job.log").read_text()
+    row = elastic.root_cause(text)
+    assert row.rank == 1 and row.exitcode == 1 and row.error_file is None
+    err, source = elastic.rank_error(text, row)
+    assert err.exc_type == "torch.AcceleratorError" and "invalid device ordinal" in err.message
+    assert "without a rank prefix" in source and err.user_where.endswith("ddp.py, line 11")
+    f = rules_runtime.classify(err, rules_runtime.Context(text, ["torchrun", "--nproc_per_node", "2", "ddp.py"]))
+    assert f.cause == "cuda-error" and "ranks per node asked for: 2" in f.evidence
