@@ -176,18 +176,36 @@ def _merged_data(results: list[Result]) -> dict[str, Any]:
     return merged
 
 
+class VerdictState(str, enum.Enum):
+    """Where the launch stands: a verdict's `state`. Its value is the word dfdoctor/1 carries."""
+
+    OK = "ok"
+    RUNNING = "running"
+    PENDING = "pending"  # a Slurm job waiting for its nodes
+    FAILED = "failed"
+    UNKNOWN = "unknown"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass
 class Verdict:
-    """The answer: what state the launch is in, why, and what to do."""
+    """The answer: what state the launch is in, why, and what to do. `state` takes a `VerdictState` or its word."""
 
-    state: str  # ok | running | failed | unknown
+    state: VerdictState
     cause: Optional[str] = None
     summary: str = ""
     fix: str = ""
     evidence: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        self.state = VerdictState(self.state)
+
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(self)
+        d["state"] = self.state.value
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Verdict":

@@ -66,3 +66,15 @@ def test_a_built_in_check_may_give_only_catalogued_cause_ids():
     (plugin,) = run_checks([Check("p.own", "t", ("pre",), 10, gives("my-plugin-cause"), source="dfdoctor-x")],
                            Context(), "pre")
     assert plugin.status.value == "fail" and plugin.cause == "my-plugin-cause"
+
+
+def test_verdict_state_is_an_enum_and_json_keeps_the_word():
+    from dfdoctor.model import Verdict, VerdictState
+
+    v = Verdict("failed", "log-dir-missing", "s")
+    assert v.state is VerdictState.FAILED and v.state == "failed" and f"{v.state}" == "failed"
+    assert v.to_dict()["state"] == "failed" and type(v.to_dict()["state"]) is str
+    assert Verdict.from_dict(v.to_dict()) == v
+    import pytest
+    with pytest.raises(ValueError):
+        Verdict("half-done")
