@@ -1,7 +1,7 @@
-"""The stable cause ids of INTERFACE.md: each names one reason a launch shows no log or no process.
+"""The stable cause ids of docs/interface.md: each names one reason a launch shows no log or no process.
 
 Scripts match on these strings, so they never change; a new cause is a new constant here and a row in
-INTERFACE.md. Checks import the constants, which keeps the catalogue greppable.
+docs/interface.md. Checks import the constants, which keeps the catalogue greppable.
 """
 
 COMMAND_NOT_FOUND = "command-not-found"
@@ -27,7 +27,7 @@ CUDA_INIT_HANG = "cuda-init-hang"
 FX_TRACE_RACE = "fx-trace-race"
 COMPILE_DEADLOCK = "compile-deadlock"
 PTY_EXHAUSTED = "pty-exhausted"
-# Added beyond INTERFACE.md v1 (an extension, not a change): a GPU group that cannot form is not CUDA init.
+# Added beyond docs/interface.md v1 (an extension, not a change): a GPU group that cannot form is not CUDA init.
 NCCL_FAILED = "nccl-failed"
 NCCL_HANG = "nccl-hang"
 # The host or container could not be reached at all (ssh, lxc-attach or the docker client failed): nothing

@@ -291,7 +291,7 @@ def write_atomically(path: Path, text: str) -> None:
 
 
 def exit_code(report: Report, fail_on_level: str) -> int:
-    """0 no problem, 1 a problem (INTERFACE.md)."""
+    """0 no problem, 1 a problem (docs/interface.md)."""
     if report.mode == "check":
         return 1 if any(counts_as_problem(r, fail_on_level) for r in report.checks) else 0
     return 0 if report.verdict.state in ("running", "ok") or (report.verdict.state == "pending" and not report.verdict.cause) else 1

@@ -1,7 +1,8 @@
 """The trainer's `--compile-guard` choices. The default, `exclusive-compile`, is the public API
 `dfdoctor.guard` (the same code users put in their own thread functions); the others exist to compare
 candidates (bench/race.py, docs/trainer.md): `step-lock` serialises every whole step, `eager-backward` sets
-only the config flag, `off` is the seed's unguarded code path.
+only the config flag, `off` is the reference pipeline's unguarded code path
+(docs/trainer.md).
 """
 
 from __future__ import annotations

@@ -82,14 +82,14 @@ def train_drafter(index: int, cfg: Config, target: TargetLM, vocab: Vocab, data:
     drafter = Drafter(vocab.size, cfg.target_dim, cfg.dim, cfg.heads, cfg.layers, cfg.block, vocab.mask_id,
                       attention).to(cfg.device)
     opt = torch.optim.AdamW(drafter.parameters(), lr=cfg.lr)
-    # static shapes: one compiled graph per length bucket, as the seed's pipeline did
+    # static shapes: one compiled graph per length bucket, as the reference pipeline (docs/trainer.md) has
     step_fn = (torch.compile(drafter.loss, backend=resolve_backend(cfg.backend), dynamic=False)
                if cfg.compile else drafter.loss)
     masks = {n: build_mask(attention, n, cfg.block, cfg.device) for n in cfg.seq_lens}
     batches = Batches(data, cfg.batch, cfg.seed + 100 + index, cfg.device)
     losses: list[float] = []
     step_s: list[float] = []
-    start.wait()  # the drafters start together, as in the seed
+    start.wait()  # the drafters start together, as in the reference pipeline
     t0 = time.monotonic()
     for step in range(1, cfg.steps + 1):
         n = cfg.seq_lens[(step - 1) % len(cfg.seq_lens)]

@@ -85,7 +85,7 @@ def eager_backward() -> None:
 
 
 def patch_thread_local_flag() -> None:
-    """The seed's candidate fix: make the FX tracing flag per thread (fixes the CPU crash, not the deadlock)."""
+    """A candidate fix that does not hold: the FX tracing flag per thread (fixes the CPU crash, not the deadlock)."""
     import torch
     import torch._dynamo.eval_frame  # noqa: F401 (reads the flag through this module attribute)
     from torch.fx import _symbolic_trace as st

@@ -172,7 +172,7 @@ def _crash_file() -> Path:
 
 
 def run(argv: Optional[list[str]] = None) -> int:
-    """Run the CLI and map every outcome to INTERFACE.md's exit codes: 0, 1, 2 (usage) or 3 (our bug)."""
+    """Run the CLI and map every outcome to the exit codes of docs/interface.md: 0, 1, 2 (usage) or 3 (our bug)."""
     try:
         rv = main.main(args=argv, prog_name="dfdoctor", standalone_mode=False)
         return rv if isinstance(rv, int) else 0

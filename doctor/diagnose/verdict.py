@@ -513,7 +513,7 @@ def _follow(run: RunRecord) -> str:
 
 
 def deadlock_in_stacks(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
-    """The concurrent-compile engineer's stack classifier recognised a known lock cycle."""
+    """The stack classifier (diagnose/stackclass.py) recognised a known lock cycle in the live job's stacks."""
     if live is None or not live.classified:
         return None
     cause, headline = live.classified

@@ -1,9 +1,9 @@
 """Start a job detached under the flight recorder, then watch it until its verdict is certain.
 
-Detaching is what the seed's engineer got wrong: a job started from an ssh or `pct exec` session that
+Detaching is where a launch from an ssh or `pct exec` session goes wrong: a job started from a session that
 returns at once loses the race against the session's SIGHUP. We ignore SIGHUP *before* forking (so the
 child can never receive it between fork and setsid), start a new session, read stdin from /dev/null and
-send output to files: the recovery measured on the issue (only this and tmux survived 5/5).
+send output to files: of the detaching strategies measured, only this and tmux survived 5/5.
 """
 
 from __future__ import annotations
