@@ -202,3 +202,18 @@ def test_probe_proves_the_shipped_guard_file_where_dfdoctor_cannot_be_imported(t
     assert out.payload and out.payload["outcome"] == "ok", (out.stderr[-2000:], out.payload)
     gm = cr._guard_module([out])
     assert gm["how"] == "file" and gm["same_as_dfdoctor"] and gm["proven_torch"], gm
+
+
+def test_guard_file_travels_beside_the_probe_to_a_target() -> None:
+    """On a --target the probe gets dfdoctor.guard's own file as dfdoctor_guard.py (its --guard-file there)."""
+    import base64
+    import zlib
+
+    from dfdoctor.targets import remote_probe
+
+    data = remote_probe.request(REPO / "checks" / "probes" / "compile_race_probe.py", ["--guard-file", cr.SHIPPED_GUARD],
+                                timeout=10, env={}, cwd=None, python=None,
+                                extra={cr.SHIPPED_GUARD: cr.GUARD_FILE.read_text()})
+    req = json.loads(zlib.decompress(base64.b64decode(data.splitlines()[1])))
+    assert req["files"][cr.SHIPPED_GUARD] == cr.GUARD_FILE.read_text()
+    assert "_probe_support.py" in req["files"] and req["script"] == "compile_race_probe.py"

@@ -178,6 +178,13 @@ def test_compile_deadlock_from_the_stacks_of_a_silent_job(work):
     evidence = "\n".join(rep["verdict"]["evidence"])
     assert "thread drafter-0 holds compile_lock" in evidence and "waits for compile_lock" in evidence
     assert took < 40, f"named after {took:.0f} s: it must not wait out the 120 s watch"
+    from dfdoctor.model import Report
+    from dfdoctor.render import html as html_render
+
+    page = html_render.render(Report.from_dict(rep))  # the HTML headline is the one sentence, threads below it
+    head = re.search(r'<h1 id="verdict-summary">(.*?)</h1>', page, re.S).group(1)
+    assert head.startswith("2 threads are deadlocked in torch.compile") and "\n" not in head.strip()
+    assert page.index("thread drafter-0 holds compile_lock") > page.index('id="verdict-evidence"')
     time.sleep(2)
     _, st = status(work)
     assert st["verdict"]["cause"] == "compile-deadlock", text_of(st)
