@@ -6,7 +6,6 @@ import base64
 import hashlib
 import json
 import re
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -16,8 +15,7 @@ from dfdoctor.model import CheckRecord, Report, Status, Verdict
 from dfdoctor.render import html as html_render
 from dfdoctor.render import json_
 
-sys.path.insert(0, str(Path(__file__).parent))
-from html_samples import SCRIPT_PAYLOAD, big_report, failed_launch, persistence_report  # noqa: E402
+from support.html_samples import SCRIPT_PAYLOAD, big_report, failed_launch, persistence_report
 
 
 class Tags(HTMLParser):

@@ -13,9 +13,8 @@ import pytest
 
 from dfdoctor.render import html as html_render
 
-sys.path.insert(0, str(Path(__file__).parent))
-from browser import Chromium, find_chromium  # noqa: E402
-from html_samples import SCRIPT_PAYLOAD, big_report, failed_launch, persistence_report  # noqa: E402
+from support.browser import Chromium, find_chromium
+from support.html_samples import SCRIPT_PAYLOAD, big_report, failed_launch, persistence_report
 
 pytestmark = pytest.mark.slow
 

@@ -14,8 +14,7 @@ from dfdoctor.model import Report, Status
 from dfdoctor.redact import MASK, Redactor, name_looks_secret
 from dfdoctor.render import FORMATS
 
-sys.path.insert(0, str(Path(__file__).parent))
-from html_samples import failed_launch  # noqa: E402
+from support.html_samples import failed_launch
 
 CI_FORMATS = ("github", "sarif", "gitlab", "github step summary")  # findings only, no captured output
 

@@ -4,7 +4,7 @@
 `Page` that records every network request, console message and exception of that tab. Everything has a
 deadline and `close()` kills the whole process group, so a test can never leave a browser behind.
 
-Also a tiny CLI for the docs: `python tests/browser.py screenshot PAGE.html OUT.png [WIDTH HEIGHT]`.
+Also a tiny CLI for the docs: `python tests/support/browser.py screenshot PAGE.html OUT.png [WIDTH HEIGHT]`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Measure the HTML report side by side: render time, masking time, page size and time to open in Chromium.
 
-Run: `.venv/bin/python tests/html_bench.py [REPEATS]`. Figures are medians; ratios compare against the small
+Run: `.venv/bin/python tests/support/html_bench.py [REPEATS]`. Figures are medians; ratios compare against the small
 failed-launch report measured in the same run, since the machine is shared and absolute times are noisy.
 """
 
@@ -13,12 +13,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from dfdoctor.redact import Redactor  # noqa: E402
-from dfdoctor.render import html as html_render  # noqa: E402
-from html_samples import big_report, failed_launch  # noqa: E402
+from dfdoctor.redact import Redactor
+from dfdoctor.render import html as html_render
+from html_samples import big_report, failed_launch  # a script: its own folder is on sys.path
 
 
 def median_time(fn: Callable[[], object], repeats: int) -> float:
