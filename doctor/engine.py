@@ -19,6 +19,7 @@ from dfdoctor.context import Context
 from dfdoctor.errors import UsageError
 from dfdoctor.model import PROBLEMS, CheckRecord, Report, Status, Verdict
 from dfdoctor.progress import Progress
+from dfdoctor.redact import Redactor
 from dfdoctor.registry import Check, discover, select, unmatched
 from dfdoctor.render import render
 from dfdoctor.runner import run_checks
@@ -233,10 +234,6 @@ def environment_facts(ctx: Optional[Context], records: list[CheckRecord]) -> dic
 
 def redacted(report: Report, env: Optional[dict[str, str]] = None) -> Report:
     """The report with secrets masked (every format goes through this)."""
-    try:
-        from dfdoctor.redact import Redactor
-    except ImportError:
-        return report
     return Redactor.from_env(dict(os.environ if env is None else env)).report(report)
 
 

@@ -36,6 +36,7 @@ from dfdoctor.engine import (
 )
 from dfdoctor.errors import UsageError
 from dfdoctor.fleet import check_many, target_specs
+from dfdoctor.launch.rundir import find_run
 from dfdoctor.model import Report
 from dfdoctor.registry import discover
 from dfdoctor.rows import verdict_over_rows
@@ -128,10 +129,6 @@ def _load_saved(spec: Optional[str]) -> Report:
     """A saved report: a RESULT.json, a run folder, a run id, or (none given) the latest run."""
     path = Path(spec) if spec else None
     if path is None or not path.exists():
-        try:
-            from dfdoctor.launch.rundir import find_run
-        except ImportError:
-            raise click.UsageError(f"{spec or 'latest run'}: no such file or run") from None
         try:
             path = find_run(Path.cwd(), spec)
         except (LookupError, ValueError) as exc:
