@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -222,11 +221,10 @@ def observe(run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
 
 
 def _cycle(text: str):
-    """The compile-lock cycle in a stack dump (py-spy's qualified names or faulthandler's bare ones), or None."""
+    """The compile-lock cycle in a stack dump (py-spy's qualified names or faulthandler's bare ones: the one
+    parser reads both), or None."""
     try:
-        from dfdoctor.diagnose import stackclass
-
-        return stackclass.find_cycle(text) or stackclass.find_cycle(_bare_names(text))
+        return stackclass.find_cycle(text)
     except Exception:  # a classifier bug must not cost us the verdict
         return None
 
@@ -264,14 +262,6 @@ def _seen_since(run: RunRecord, signature: tuple) -> Optional[float]:
     want = [list(x) for x in signature]
     return next((e.get("t") for e in run.launcher if e.get("event") == CYCLE_EVENT and e.get("signature") == want),
                 None)
-
-
-_QUALIFIED = re.compile(r"^(\s+)(?:[\w<>]+\.)+([\w<>]+ \()", re.M)
-
-
-def _bare_names(text: str) -> str:
-    """py-spy prints qualified names (`ConvertFrame.__call__`); faulthandler, bare ones (`__call__`)."""
-    return _QUALIFIED.sub(r"\1\2", text)
 
 
 def _tree(pid: int) -> list[psutil.Process]:
