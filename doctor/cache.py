@@ -21,6 +21,26 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dfdoctor"
 
 
+def private_dir(path: Path) -> Path:
+    """Create `path` readable by this user only (0700), and the cache folder above it the same way (an older
+    cache folder left 0755 is tightened); entries are 0600 by mkstemp."""
+    path, base = Path(path), cache_dir()
+    below = [p for p in reversed([path, *path.parents]) if p == base or base in p.parents]
+    if not below:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return path
+    base.parent.mkdir(parents=True, exist_ok=True)  # ~/.cache is the user's, with the user's mode
+    for p in below:
+        try:
+            p.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+    st = base.stat()
+    if st.st_uid == os.getuid() and st.st_mode & 0o077:
+        os.chmod(base, 0o700)
+    return path
+
+
 def key_of(parts: Any) -> str:
     """A stable hash of JSON-able key parts."""
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:32]
@@ -48,7 +68,7 @@ def store(kind: str, key: Any, value: Any) -> Optional[Path]:
     """Keep `value` under `key` (atomically: a reader never sees half an entry); None if it cannot be written."""
     path = _path(kind, key)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     except OSError:
         return None

@@ -23,6 +23,7 @@ from dfdoctor.redact import Redactor
 from dfdoctor.registry import Check, discover, select, unmatched
 from dfdoctor.render import render
 from dfdoctor.runner import run_checks
+from dfdoctor.safefile import guard_outputs, write_atomically
 
 
 def now_iso() -> str:
@@ -113,6 +114,30 @@ def build_context(opts: dict[str, Any], command: list[str]) -> tuple[Context, Co
                   launcher=(cwd / launcher) if launcher else None, require_gpu=bool(opts.get("require_gpu")),
                   target=target, timeout=timeout, config=cfg.values)
     return ctx, cfg
+
+
+def users_files(ctx: Context) -> list[tuple[str, Path]]:
+    """The files the user named for the launch itself (--log, --launcher, --requirements, every word of the
+    command that names a file here: the script, the interpreter, a config): an --output must never be one."""
+    if ctx.target != "local":
+        return []  # paths there; an --output is a path here
+    files = [("--log", ctx.log)] if ctx.log else []
+    files += [("--launcher", ctx.launcher)] if ctx.launcher else []
+    files += [("--requirements", r) for r in ctx.requirements]
+    for word in ctx.command:
+        for part in (word, word.partition("=")[2]):  # `--config=cfg.yaml` names a file too
+            p = ctx.cwd / part if part else None
+            if p is not None and p.is_file():
+                files.append((f"the command's {part}", p))
+    return files
+
+
+def guard(pairs: list[tuple[str, Optional[str]]], ctx: Optional[Context] = None,
+          run_folders: tuple[Path, ...] = ()) -> None:
+    """Exit 2 before any work when an --output would overwrite a file the user named, or land in a run
+    folder (see `dfdoctor.safefile.guard_outputs`)."""
+    guard_outputs([o for _, o in pairs if o is not None], users_files(ctx) if ctx else [],
+                  [("a run folder", d) for d in run_folders])
 
 
 @contextlib.contextmanager
@@ -237,19 +262,38 @@ def redacted(report: Report, env: Optional[dict[str, str]] = None) -> Report:
     return Redactor.from_env(dict(os.environ if env is None else env)).report(report)
 
 
+class OutputNotWritten(UsageError):
+    """An --output could not be written (no space, no permission, not a file); the rest were."""
+
+
 def emit(report: Report, pairs: list[tuple[str, Optional[str]]], *, verbose: bool = False,
-         fail_on_level: str = "error", env: Optional[dict[str, str]] = None) -> None:
-    """Write the report in every requested format; each file atomically, text on a tty in colour."""
+         fail_on_level: str = "error", env: Optional[dict[str, str]] = None, saved: Optional[str] = None) -> None:
+    """Write the report in every requested format; each file atomically, text on a tty in colour.
+
+    An output that cannot be written does not stop the others (the terminal's verdict included); then
+    OutputNotWritten (exit 2) names each one, and `saved`, the run folder that keeps the report anyway.
+    """
     safe = redacted(report, env)
+    saved = saved or report.run.get("dir")
+    failed = []
     for fmt, out in pairs:
         if out is None:
             color = sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
-            sys.stdout.write(render(safe, fmt, verbose=verbose, color=color, fail_on=fail_on_level))
-            sys.stdout.flush()
+            try:
+                sys.stdout.write(render(safe, fmt, verbose=verbose, color=color, fail_on=fail_on_level))
+                sys.stdout.flush()
+            except OSError:
+                discard_stream(sys.stdout)  # a full or broken stdout: the files and the run folder still get it
             continue
-        write_atomically(Path(out), render(safe, fmt, verbose=verbose, color=False, fail_on=fail_on_level))
+        try:
+            write_atomically(Path(out), render(safe, fmt, verbose=verbose, color=False, fail_on=fail_on_level))
+        except OSError as exc:
+            failed.append(f"--output {out}: {exc.strerror or exc}")
     if any(fmt == "github" for fmt, _ in pairs):
         append_step_summary(safe)
+    if failed:
+        kept = f"; the report is kept in {saved}" if saved else ""
+        raise OutputNotWritten("could not write " + "; ".join(failed) + kept)
 
 
 def append_step_summary(safe: Report) -> None:
@@ -270,21 +314,16 @@ def append_step_summary(safe: Report) -> None:
         sys.stderr.write(f"dfdoctor: could not append the summary to $GITHUB_STEP_SUMMARY ({exc})\n")
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Replace `path` only once the new content is complete, so a crash never leaves half a file.
-
-    A device, FIFO or /dev/stdout is written through, never replaced; a symlink's target is written, and the
-    link kept.
-    """
-    if path.is_symlink():
-        path = path.resolve()
-    if path.exists() and not path.is_file():
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-        return
-    tmp = path.with_name(f".{path.name}.dfdoctor-tmp-{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+def discard_stream(stream: Any) -> None:
+    """Point a standard stream that cannot be written (closed pipe, full device) at /dev/null, so what is
+    still buffered in it, and whatever comes later, goes nowhere instead of raising at exit."""
+    try:
+        fd = stream.fileno()
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd)
+        os.close(null)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def exit_code(report: Report, fail_on_level: str) -> int:

@@ -26,6 +26,7 @@ from dfdoctor.errors import UsageError
 from dfdoctor.model import CheckRecord, Report, Status, TargetRow, Verdict
 from dfdoctor.registry import Check
 from dfdoctor.runner import WRAP_UP_S, effective_timeout
+from dfdoctor.safefile import write_atomically
 
 DEFAULT_PARALLEL = 8
 # Beyond the slowest check's own limit, what a target may take to connect, start and wrap up.
@@ -144,8 +145,7 @@ def _fork_one(ctx: Context, checks: list[Check], broken: list[CheckRecord], cfg:
             records = broken + run_phase(ctx, checks, "pre", cfg)
         doc = {"checks": [r.to_dict() for r in records], "duration_s": round(time.monotonic() - started, 3),
                "environment": environment_facts(ctx, records)}
-        out.with_suffix(".tmp").write_text(json.dumps(doc, default=str), encoding="utf-8")
-        os.replace(out.with_suffix(".tmp"), out)
+        write_atomically(out, json.dumps(doc, default=str), private=True)
         status = 0
     except BaseException:
         try:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -31,9 +33,15 @@ def log(msg: str) -> None:
 
 def save_atomic(obj: object, path: Path) -> None:
     """torch.save to a temporary file, then rename: a crash never leaves half a checkpoint."""
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(obj, f)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def median(xs: list[float]) -> float:

@@ -5,6 +5,7 @@ import json
 import os
 import signal
 import sys
+import tempfile
 
 
 def install_stack_dump() -> None:
@@ -18,7 +19,15 @@ def answer(payload: dict) -> None:
     if not path:
         print(json.dumps(payload))
         return
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(payload, f)
-    os.replace(tmp, path)
+    # a name no one can guess beside the answer file: a planted symlink cannot redirect the write
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", dir=os.path.dirname(path) or ".")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(payload, f)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -21,6 +21,7 @@ from dfdoctor.engine import (
     emit,
     exit_code,
     fail_on,
+    guard,
     target_connection,
 )
 from dfdoctor.launch import rundir
@@ -109,11 +110,13 @@ def launch(opts: dict[str, Any]) -> int:
     command = list(opts["command"])
     opts["target"] = single_target(opts, "launch")
     ctx, cfg = build_context(opts, command)
+    run_dir = Path(opts["run_dir"]).absolute() if opts["run_dir"] else None
+    guard(pairs, ctx, (rundir.runs_root(ctx.cwd if ctx.target == "local" else Path.cwd()),
+                       *((run_dir,) if run_dir and ctx.target == "local" else ())))
     if slurm.is_slurm(ctx):  # sbatch: submit, watch through scontrol/sacct, judge
         watch_s = opts["watch"] if opts["watch"] is not None else float(cfg.get("watch", DEFAULT_WATCH_S))
-        report = slurm.launch(ctx, watch_s=watch_s, run_dir=Path(opts["run_dir"]).absolute() if opts["run_dir"]
-                              else None, force=opts["force"], no_check=opts["no_check"],
-                              only=tuple(opts.get("only") or ()), skip=tuple(opts.get("skip") or ()))
+        report = slurm.launch(ctx, watch_s=watch_s, run_dir=run_dir, force=opts["force"],
+                              no_check=opts["no_check"], only=tuple(opts.get("only") or ()), skip=tuple(opts.get("skip") or ()))
         level = fail_on(opts, cfg)
         emit(report, pairs, verbose=opts["verbose"], fail_on_level=level, env=ctx.env)
         return exit_code(report, level)
@@ -121,7 +124,7 @@ def launch(opts: dict[str, Any]) -> int:
         raise click.UsageError("--strategy applies to a job on a --target; a local launch always detaches itself")
     only, skip = check_selection(opts, cfg)
     watch_s = opts["watch"] if opts["watch"] is not None else float(cfg.get("watch", DEFAULT_WATCH_S))
-    lo = LaunchOptions(watch=watch_s, run_dir=Path(opts["run_dir"]).absolute() if opts["run_dir"] else None,
+    lo = LaunchOptions(watch=watch_s, run_dir=run_dir,
                        keep_runs=opts["keep_runs"] or int(cfg.get("keep-runs", rundir.DEFAULT_KEEP)),
                        force=opts["force"], no_check=opts["no_check"], memory_limit=opts["memory_limit"],
                        only=only, skip=skip, strategy=opts["strategy"])
@@ -161,6 +164,7 @@ def status(opts: dict[str, Any]) -> int:
         return exit_code(report, level)
     only, skip = check_selection(opts, cfg)
     try:
+        guard(pairs, run_folders=(rundir.find_run(cwd, opts["run"]),))
         with run_connection(cwd, opts["run"]):  # open until the verdict is printed, as for launch
             report = run_status(cwd, opts["run"], cfg, opts["watch"], only, skip)
             emit(report, pairs, verbose=opts["verbose"], fail_on_level=level)

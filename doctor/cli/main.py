@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import click
 from dfdoctor import __version__
-from dfdoctor.cache import cache_dir
+from dfdoctor.cache import cache_dir, private_dir
 from dfdoctor.cli.launch import launch, status
 from dfdoctor.cli.options import (
     fleet_options,
@@ -28,7 +28,9 @@ from dfdoctor.engine import (
     emit,
     environment_facts,
     exit_code,
+    discard_stream,
     fail_on,
+    guard,
     now_iso,
     run_phase,
     target_connection,
@@ -36,8 +38,10 @@ from dfdoctor.engine import (
 )
 from dfdoctor.errors import UsageError
 from dfdoctor.fleet import check_many, target_specs
-from dfdoctor.launch.rundir import find_run
+from dfdoctor.launch.rundir import find_run, is_run_dir, runs_root
+from dfdoctor.safefile import guard_outputs
 from dfdoctor.model import Report
+from dfdoctor.render.text import visible
 from dfdoctor.registry import discover
 from dfdoctor.rows import verdict_over_rows
 from dfdoctor.slurm import nodes as slurm_nodes
@@ -76,6 +80,7 @@ def check_cmd(opts: dict[str, Any]) -> int:
         return exit_code(report, level)
     opts["target"] = specs[0]
     ctx, cfg = build_context(opts, command)
+    guard(pairs, ctx, (runs_root(ctx.cwd),))
     if slurm.is_slurm(ctx):  # an sbatch submission: its own checks, and the usual ones on a compute node
         records = slurm.check_records(ctx, tuple(opts.get("only") or ()), tuple(opts.get("skip") or ()))
     else:
@@ -125,7 +130,7 @@ def list_checks(fmt: str) -> int:
     return 0
 
 
-def _load_saved(spec: Optional[str]) -> Report:
+def _load_saved(spec: Optional[str]) -> tuple[Path, Report]:
     """A saved report: a RESULT.json, a run folder, a run id, or (none given) the latest run."""
     path = Path(spec) if spec else None
     if path is None or not path.exists():
@@ -137,7 +142,7 @@ def _load_saved(spec: Optional[str]) -> Report:
         path = path / "report.json"
     try:
         doc = json.loads(path.read_text())
-        return Report.from_dict(doc)
+        return path, Report.from_dict(doc)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise click.UsageError(f"{path}: not a readable dfdoctor result ({exc})") from None
 
@@ -149,7 +154,9 @@ def _load_saved(spec: Optional[str]) -> Report:
 def report_cmd(opts: dict[str, Any]) -> int:
     """Render saved results again (RUN folder, run id or RESULT.json) without re-running anything."""
     pairs = validate_outputs(opts)
-    report = _load_saved(opts["source"])
+    source, report = _load_saved(opts["source"])
+    guard(pairs, run_folders=(source.parent,) if is_run_dir(source.parent) else ())
+    guard_outputs([o for _, o in pairs if o is not None], [("the report read", source)])
     level = opts.get("fail_on") or "error"
     emit(report, pairs, verbose=opts["verbose"], fail_on_level=level)
     return exit_code(report, level)
@@ -159,45 +166,73 @@ main.add_command(launch, "launch")
 main.add_command(status, "status")
 
 
-def _crash_file() -> Path:
-    base = cache_dir()
+def _save_crash(text: str) -> Path:
+    """Keep a traceback in a new private file (0600, unpredictable name) in the cache folder, else in the temp
+    folder; raises OSError when neither can be written."""
+    stamp = f"crash-{time.strftime('%Y%m%d-%H%M%S')}-"
     try:
-        base.mkdir(parents=True, exist_ok=True)
+        base = private_dir(cache_dir())
+        fd, name = tempfile.mkstemp(prefix=stamp, suffix=".txt", dir=base)
     except OSError:
-        base = Path(tempfile.gettempdir())
-    return base / f"crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
+        fd, name = tempfile.mkstemp(prefix="dfdoctor-" + stamp, suffix=".txt")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return Path(name)
+
+
+def _standard_streams() -> None:
+    """Give a closed stdin, stdout or stderr (`>&-`) /dev/null: otherwise the next file we open takes its
+    number, and a child's output, or ours, would land in that file."""
+    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, mode, closefd=False))
+
+
+def _say(message: str) -> None:
+    """One line on stderr (escaped: it may quote what the user typed); a stderr that cannot take it is dropped."""
+    try:
+        click.echo(visible(message), err=True)
+    except OSError:
+        discard_stream(sys.stderr)
 
 
 def run(argv: Optional[list[str]] = None) -> int:
     """Run the CLI and map every outcome to the exit codes of docs/interface.md: 0, 1, 2 (usage) or 3 (our bug)."""
+    _standard_streams()
     try:
         rv = main.main(args=argv, prog_name="dfdoctor", standalone_mode=False)
         return rv if isinstance(rv, int) else 0
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.exceptions.Abort:
-        click.echo("dfdoctor: interrupted", err=True)
+        _say("dfdoctor: interrupted")
         return 130
     except click.UsageError as exc:
-        click.echo(f"dfdoctor: error: {exc.format_message()}", err=True)
+        _say(f"dfdoctor: error: {exc.format_message()}")
         return 2
     except UsageError as exc:
-        click.echo(f"dfdoctor: error: {exc}", err=True)
+        _say(f"dfdoctor: error: {exc}")
         return 2
     except click.ClickException as exc:
-        click.echo(f"dfdoctor: error: {exc.format_message()}", err=True)
+        _say(f"dfdoctor: error: {exc.format_message()}")
         return 2
     except KeyboardInterrupt:
-        click.echo("dfdoctor: interrupted", err=True)
+        _say("dfdoctor: interrupted")
         return 130
     except Exception as exc:  # our bug: say so, keep the traceback, never a bare stack dump
-        where = _crash_file()
         try:
-            where.write_text(traceback.format_exc())
+            where = _save_crash(traceback.format_exc())
         except OSError:
             where = Path("(could not be saved)")
-        click.echo(f"dfdoctor: internal error (a bug in dfdoctor): {type(exc).__name__}: {exc}; "
-                   f"traceback saved to {where}", err=True)
+        _say(f"dfdoctor: internal error (a bug in dfdoctor): {type(exc).__name__}: {exc}; "
+             f"traceback saved to {where}")
         return 3
 
 

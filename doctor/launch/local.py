@@ -24,6 +24,7 @@ from dfdoctor.diagnose.verdict import LiveFacts
 from dfdoctor.launch import rundir
 from dfdoctor.launch.recorder import job_outputs, proc_start_time
 from dfdoctor.launch.rundir import RunRecord
+from dfdoctor.safefile import write_atomically
 
 RECORDER = Path(__file__).resolve().with_name("recorder.py")
 POLL_S = 0.05  # how often the watcher reads the record: bounds the verdict's latency after a death
@@ -41,7 +42,7 @@ Spawner = Callable[[list[str], dict[str, str], Path, Path], subprocess.Popen]
 def spawn_detached(argv: list[str], env: dict[str, str], cwd: Path, out_path: Path) -> subprocess.Popen:
     """Start argv so that it outlives us, our terminal and our session: the one place a remote variant replaces."""
     previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # inherited across fork and exec, so no race
-    out = os.open(out_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    out = os.open(out_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         return subprocess.Popen(argv, env=env, cwd=str(cwd), stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                                 start_new_session=True, close_fds=True)
@@ -87,7 +88,7 @@ def start(command: list[str], *, cwd: Path, env: dict[str, str], python: str, ru
     spec = {"run_id": run_id, "argv": list(command), "cwd": str(cwd), "log": str(log) if log else None,
             "redirect": bool(redirect), "memory_limit": memory_limit, "python": python,
             "watch_pids": _watch_pids(), "launcher": _launcher_facts(env), "started_by": "dfdoctor launch"}
-    (run_dir / "spec.json").write_text(json.dumps(spec, indent=1))
+    write_atomically(run_dir / "spec.json", json.dumps(spec, indent=1), private=True)
     interp = recorder_python(python, env)
     proc = spawner([interp, str(RECORDER), str(run_dir)], env, cwd, run_dir / "recorder.out")
     if interp != sys.executable and _failed_to_start(proc, run_dir):

@@ -29,6 +29,7 @@ from dfdoctor.launch.remote import POLL_S as REMOTE_POLL_S
 from dfdoctor.launch.remote import RemoteRun
 from dfdoctor.model import CheckRecord, Report, Verdict
 from dfdoctor.registry import discover, select
+from dfdoctor.safefile import write_atomically
 
 DEFAULT_WATCH_S = 60.0
 
@@ -68,10 +69,20 @@ def run_launch(ctx: Context, cfg: Optional[Config] = None, opts: LaunchOptions =
     records, timeline, blocked = _pre(ctx, cfg, opts, started)
     if blocked is not None:
         return blocked
-    run_id, run_dir = rundir.new_run(ctx.cwd, opts.run_dir)
     log = ctx.abspath(ctx.log) if ctx.log else None
-    proc = start(ctx.command, cwd=ctx.cwd, env=ctx.env, python=ctx.python, run_id=run_id, run_dir=run_dir,
-                 log=log, redirect=not ctx.no_redirect, memory_limit=opts.memory_limit, spawner=spawner)
+    run_dir = None
+    try:
+        run_id, run_dir = rundir.new_run(ctx.cwd, opts.run_dir)
+        proc = start(ctx.command, cwd=ctx.cwd, env=ctx.env, python=ctx.python, run_id=run_id, run_dir=run_dir,
+                     log=log, redirect=not ctx.no_redirect, memory_limit=opts.memory_limit, spawner=spawner)
+    except FileExistsError:
+        raise
+    except OSError as exc:  # the job was not started: nothing runs without a record
+        where = run_dir or opts.run_dir or rundir.runs_root(ctx.cwd)
+        verdict = Verdict("failed", None, f"Not launched: the run folder {where} could not be written "
+                          f"({exc.strerror or exc}).", "Free space there or choose a writable --run-dir, then "
+                          "launch again.", [f"{type(exc).__name__}: {exc}"])
+        return _report(ctx, "launch", started, verdict, records, timeline, None)
     rundir.prune(ctx.cwd, opts.keep_runs)  # after the start, so the new run counts and is never the one pruned
     run, live = watch(run_dir, proc, opts.watch)
     verdict = _verdict(run, live, opts.watch, "", [f"run folder: {run.dir}"])
@@ -129,7 +140,7 @@ def run_launch_remote(ctx: Context, cfg: Config, opts: LaunchOptions) -> Report:
                                            keep=opts.keep_runs)
         local_spec = dict(spec, target=ctx.target, remote_dir=shipped.run_dir, remote_python=shipped.python,
                           strategy=shipped.strategy, strategy_line=shipped.line)
-        (run_dir / "spec.json").write_text(json.dumps(local_spec, indent=1))
+        write_atomically(run_dir / "spec.json", json.dumps(local_spec, indent=1), private=True)
         rundir.append_event(run_dir, "launched", recorder_pid=shipped.pid, argv=list(ctx.command),
                             target=ctx.target, remote_dir=shipped.run_dir, strategy=shipped.strategy,
                             session_s=round(shipped.session_s, 3), error=shipped.error,
@@ -253,12 +264,15 @@ def _report(ctx: Context, mode: str, started: str, verdict: Verdict, records: li
 
 def _save(run_dir: Path, report: Report) -> None:
     """Keep the report in the run folder (JSON to render again, HTML to open or share), secrets masked."""
-    from dfdoctor.engine import redacted, write_atomically
+    from dfdoctor.engine import redacted
     from dfdoctor.render import render
 
     safe = redacted(report)
-    write_atomically(run_dir / "report.json", json.dumps(safe.to_dict(), indent=1, default=str))
-    write_atomically(run_dir / "report.html", render(safe, "html"))
+    try:
+        write_atomically(run_dir / "report.json", json.dumps(safe.to_dict(), indent=1, default=str), private=True)
+        write_atomically(run_dir / "report.html", render(safe, "html"), private=True)
+    except OSError as exc:  # a full disk: the verdict still reaches the terminal and any --output
+        report.verdict.evidence.append(f"the report could not be saved in {run_dir}: {exc.strerror or exc}")
 
 
 def run_connection(cwd: Path, ref: Optional[str]) -> Any:

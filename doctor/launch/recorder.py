@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 TICK_S = 1.0  # heartbeat period; also bounds how stale "alive" can be
@@ -49,7 +50,7 @@ class Record:
 
     def __init__(self, path):
         """Open the record for appending (created if missing)."""
-        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
 
     def event(self, name, sync=False, **data):
         """Append one event with its wall-clock time; fsync the ones a reboot must not lose."""
@@ -70,7 +71,7 @@ class CappedCopy:
     def __init__(self, run_dir, name):
         """Open the head file; tail segments open when the head is full."""
         self.base = os.path.join(run_dir, name)
-        self.head = os.open(self.base + ".log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self.head = os.open(self.base + ".log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         self.head_len = 0
         self.seg = None
         self.seg_index = 1
@@ -102,7 +103,7 @@ class CappedCopy:
             os.close(self.seg)
         self.seg_index = 1 - self.seg_index
         self.seg = os.open("%s.tail.%d" % (self.base, self.seg_index),
-                           os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+                           os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         self.seg_len = 0
 
 
@@ -429,13 +430,18 @@ class Recorder:
                 "progress_lines": self.progress_lines, "first_output_t": min(self.first_output.values()) if self.first_output else None,
                 "last_output_t": self.last_output_t,
                 "recorder_usage": proc_usage(os.getpid())}
-        tmp = os.path.join(self.run_dir, ".heartbeat.tmp")
+        tmp = None
         try:
-            with open(tmp, "w") as f:
+            fd, tmp = tempfile.mkstemp(prefix=".heartbeat.", dir=self.run_dir)
+            with os.fdopen(fd, "w") as f:
                 json.dump(beat, f)
             os.replace(tmp, os.path.join(self.run_dir, "heartbeat"))
         except OSError:
-            pass
+            if tmp:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
         if self.job and self.job.returncode is None:
             self.note_outputs(now)
         if now - self.last_record_beat >= RECORD_HEARTBEAT_S:
@@ -749,7 +755,7 @@ def detach(run_dir):
     if os.fork():
         os._exit(0)  # the session leader goes; its child can never regain a terminal
     null = os.open(os.devnull, os.O_RDONLY)
-    out = os.open(os.path.join(run_dir, "recorder.out"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    out = os.open(os.path.join(run_dir, "recorder.out"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     os.dup2(null, 0)
     os.dup2(out, 1)
     os.dup2(out, 2)
@@ -775,8 +781,9 @@ def main(argv):
     run_dir = args[0]
     if len(args) == 2:
         spec = json.loads(args[1])
-        os.makedirs(run_dir, exist_ok=True)
-        with open(os.path.join(run_dir, "spec.json"), "w") as f:
+        os.makedirs(run_dir, mode=0o700, exist_ok=True)
+        fd = os.open(os.path.join(run_dir, "spec.json"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
             json.dump(spec, f, indent=1)
     with open(os.path.join(run_dir, "spec.json")) as f:
         spec = json.load(f)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import time
 import zlib
 from dataclasses import dataclass
@@ -16,13 +17,14 @@ from pathlib import Path
 from typing import Optional
 
 from dfdoctor.command import run_command
+from dfdoctor.launch import marker as rundir_marker
 from dfdoctor.targets import parse_target, transport
 from dfdoctor.targets.strategies import BY_NAME, best_for
 
 
 def _num(v: Optional[str]) -> Optional[int]:
     """An integer the shell printed, or None."""
-    return int(v) if v and v.lstrip("-").isdigit() else None
+    return int(v) if v and re.fullmatch(r"-?[0-9]+", v) else None
 
 
 # ---- the flight recorder on a target (`dfdoctor launch --target`) ---------------------------------------
@@ -32,26 +34,38 @@ RUN_DIR_MARK = "@@dfdoctor-run-dir@@"
 PID_MARK = "@@dfdoctor-recorder-pid@@"
 
 PY_MARK = "@@dfdoctor-python@@"
+END_MARK = "@@dfdoctor-end@@"
 
 # Runs in the target's shell; stdin carries recorder.py. The run folder goes under the job's cwd when that
-# exists and is writable (so the record sits beside the job), else under /tmp; a missing cwd is left missing,
-# so the recorder reports it instead of us creating it. With $7 = 1 it only chooses and creates the folder
+# exists and is writable (so the record sits beside the job), else in a fresh `mktemp -d` folder; a missing cwd
+# is left missing, so the recorder reports it instead of us creating it. With $7 = 1 it only chooses and creates the folder
 # (a strategy's line must name it, so it is built here, between two sessions).
 SHIP = """py=$1; cwd=$2; id=$3; d=$4; spec=$5; line=$6
 command -v "$py" >/dev/null 2>&1 || py=python3
+umask 077
 if [ -z "$d" ]; then
-  d=/tmp/dfdoctor-runs/$id
-  if [ -d "$cwd" ] && mkdir -p "$cwd/.dfdoctor/runs/$id" 2>/dev/null; then d=$cwd/.dfdoctor/runs/$id; fi
+  # a folder of its own per run: under the job's cwd, else a fresh `mktemp -d` (never a fixed shared path
+  # another user could create first and fill with their own recorder.py)
+  root=$cwd/.dfdoctor/runs
+  if [ -d "$cwd" ] && mkdir -p "$root" 2>/dev/null && mkdir "$root/$id" 2>/dev/null; then d=$root/$id
+  else d=$(mktemp -d "${TMPDIR:-/tmp}/dfdoctor-run.XXXXXXXX") || exit 97; root=; fi
   # keep the newest $8 run folders there; an older one goes only once its recorder wrote its last word
-  n=0; root=${d%/*}
-  for r in $(ls -1 "$root" 2>/dev/null | grep -E '^[0-9]{8}-[0-9]{6}-[0-9a-f]+$' | sort -r); do
+  n=0
+  [ -n "$root" ] && for r in $(ls -1 "$root" 2>/dev/null | grep -E '^[0-9]{8}-[0-9]{6}-[0-9a-f]+$' | sort -r); do
     n=$((n+1)); [ "$n" -le "${8:-20}" ] && continue
     grep -q '"event": "recorder-exit"' "$root/$r/record.jsonl" 2>/dev/null && rm -rf "$root/$r"
   done
+else
+  mkdir -p "$d" || exit 97
 fi
-mkdir -p "$d" || exit 97
-[ -e "$d/record.jsonl" ] && { echo "$d already holds a run (record.jsonl)" >&2; exit 98; }
-echo "RUN_DIR_MARK$d"; echo "PY_MARK$py"
+# the folder must be new or empty, or this very run's (a second session of the same launch)
+if [ "$(cat "$d/MARKER_NAME" 2>/dev/null)" != "MARKER_TEXT$id" ] && [ -n "$(ls -A "$d" 2>/dev/null)" ]; then
+  printf '%s is not empty: choose a new or empty --run-dir\\n' "$d" >&2; exit 98
+fi
+[ -e "$d/record.jsonl" ] && { printf '%s already holds a run (record.jsonl)\\n' "$d" >&2; exit 98; }
+printf '%s%s' "MARKER_TEXT" "$id" > "$d/MARKER_NAME" || exit 97
+# paths go out with printf '%s' (dash's echo rewrites backslashes), each closed by END_MARK: a path may hold a newline
+printf 'RUN_DIR_MARK%sEND_MARK\\n' "$d"; printf 'PY_MARK%sEND_MARK\\n' "$py"
 [ "$7" = 1 ] && exit 0
 cat > "$d/recorder.py" || exit 97
 printf '%s' "$spec" > "$d/spec.json" || exit 97
@@ -59,7 +73,8 @@ if [ -z "$line" ]; then
   printf 'PID_MARK'; exec "$py" "$d/recorder.py" --detach "$d" </dev/null
 fi
 eval "$line"
-""".replace("RUN_DIR_MARK", RUN_DIR_MARK).replace("PID_MARK", PID_MARK).replace("PY_MARK", PY_MARK)
+""".replace("RUN_DIR_MARK", RUN_DIR_MARK).replace("PID_MARK", PID_MARK).replace("PY_MARK", PY_MARK) \
+    .replace("END_MARK", END_MARK).replace("MARKER_NAME", rundir_marker.NAME).replace("MARKER_TEXT", rundir_marker.TEXT)
 
 
 @dataclass
@@ -120,12 +135,14 @@ def _ship_session(target_spec: str, args: list[str], stdin: Optional[bytes], tim
     target = parse_target(target_spec)
     out = run_command(transport.wrap(target, ["sh", "-c", SHIP, "sh", *args]), timeout=timeout, stdin_data=stdin,
                       stack_signal=None)
+    for mark, value in re.findall(f"({re.escape(RUN_DIR_MARK)}|{re.escape(PY_MARK)})(.*?){re.escape(END_MARK)}",
+                                  out.stdout, re.S):
+        if mark == RUN_DIR_MARK:
+            shipped.run_dir = value
+        else:
+            shipped.python = value
     for ln in out.stdout.splitlines():
-        if ln.startswith(RUN_DIR_MARK):
-            shipped.run_dir = ln[len(RUN_DIR_MARK):]
-        elif ln.startswith(PY_MARK):
-            shipped.python = ln[len(PY_MARK):]
-        elif ln.startswith(PID_MARK):
+        if ln.startswith(PID_MARK):
             shipped.pid = _num(ln[len(PID_MARK):].strip())
     err = transport.transport_error(target, out.returncode, out.stderr)
     shipped.unreachable = bool(err or out.spawn_error)

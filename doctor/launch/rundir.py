@@ -10,12 +10,16 @@ import json
 import os
 import secrets
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from dfdoctor.cache import cache_dir
+from dfdoctor.launch import marker
 from dfdoctor.launch.recorder import proc_start_time, read_text
+from dfdoctor.safefile import write_atomically
 
 RUNS_SUBDIR = Path(".dfdoctor") / "runs"
 DEFAULT_KEEP = 20
@@ -33,19 +37,41 @@ def runs_root(cwd: Path) -> Path:
 
 
 def new_run(cwd: Path, run_dir: Optional[Path] = None) -> tuple[str, Path]:
-    """Create a fresh run folder and return (id, path); an explicit `run_dir` must not hold a run already."""
+    """Create a fresh private (0700) run folder, marked as dfdoctor's, and return (id, path).
+
+    An explicit `run_dir` must be new or empty: a folder holding anything (a run, or the user's own files) is
+    refused with FileExistsError. When `cwd` cannot hold run folders (read-only, not ours), the run folder
+    is made in dfdoctor's cache folder instead; the report names it.
+    """
     run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
     if run_dir is not None:
         path = Path(run_dir).absolute()
-        if (path / RECORD).exists():
-            raise FileExistsError(f"{path} already holds a run (record.jsonl); choose an empty --run-dir")
-        path.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            if not path.is_dir() or any(os.scandir(path)):
+                what = "already holds a run" if marker.run_id(path) else "is not empty"
+                raise FileExistsError(f"--run-dir {path} {what}: choose a new or empty folder") from None
+            os.chmod(path, 0o700)
+        marker.write(path, run_id)
         return run_id, path
-    root = runs_root(cwd)
-    root.mkdir(parents=True, exist_ok=True)
-    path = root / run_id
-    path.mkdir()
+    try:
+        root = runs_root(cwd)
+        root.mkdir(parents=True, exist_ok=True)
+        path = root / run_id
+        path.mkdir(mode=0o700)
+    except OSError:
+        fallback = cache_dir() / "runs"
+        fallback.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path = Path(tempfile.mkdtemp(prefix=run_id + "-", dir=fallback))
+    marker.write(path, run_id)
     return run_id, path
+
+
+def is_run_dir(path: Path) -> bool:
+    """Whether dfdoctor made this folder for a run (its marker says so; a file name alone does not)."""
+    return marker.run_id(path) is not None
 
 
 def list_runs(cwd: Path) -> list[Path]:
@@ -55,6 +81,8 @@ def list_runs(cwd: Path) -> list[Path]:
         return []
     runs = []
     for p in root.iterdir():
+        if not is_run_dir(p):
+            continue
         try:
             runs.append(((p / "spec.json").stat().st_mtime_ns, p.name, p))
         except OSError:
@@ -79,13 +107,15 @@ def find_run(cwd: Path, ref: Optional[str] = None) -> Path:
     """The run folder `ref` names (a path, an id or an id prefix); the latest run when `ref` is None."""
     if ref:
         p = Path(ref)
-        if p.is_dir() and ((p / RECORD).exists() or (p / "spec.json").exists()):
+        if p.is_dir() and is_run_dir(p):
             return p.absolute()
         matches = [r for r in list_runs(cwd) if r.name.startswith(ref)]
         if len(matches) == 1:
             return matches[0]
         if matches:
             raise RunNotFound(f"run {ref!r} is ambiguous: {', '.join(m.name for m in matches)}")
+        if p.is_dir():
+            raise RunNotFound(f"{ref} is not a dfdoctor run folder (it has no {marker.NAME} marker)")
         raise RunNotFound(f"no run {ref!r} (looked for a run folder at that path and under {runs_root(cwd)})")
     runs = list_runs(cwd)
     if not runs:
@@ -97,9 +127,14 @@ def append_event(run_dir: Path, name: str, **data: Any) -> None:
     """dfdoctor's own notes about the run (launched, detached), kept apart from the recorder's record."""
     data.update(t=round(time.time(), 6), event=name)
     line = (json.dumps(data, default=str, sort_keys=True) + "\n").encode()
-    fd = os.open(run_dir / LAUNCHER, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:  # a note that cannot be written (a full disk) must not stop a launch whose job already runs
+        fd = os.open(run_dir / LAUNCHER, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    except OSError:
+        return
     try:
         os.write(fd, line)
+    except OSError:
+        pass
     finally:
         os.close(fd)
 
@@ -266,9 +301,7 @@ def mirror(run_dir: Path, answer: dict[str, Any]) -> None:
         text = (answer.get("files") or {}).get(name)
         if text is None:
             continue
-        tmp = Path(run_dir) / f".{name}.{os.getpid()}.tmp"
-        tmp.write_text(text)
-        os.replace(tmp, Path(run_dir) / name)
+        write_atomically(Path(run_dir) / name, text, private=True)
 
 
 def read_stream(run_dir: Path, name: str, limit: int = 64 << 10) -> str:

@@ -16,7 +16,8 @@ CONTROL_OPS = ("&&", "||", ";;", "|&", ";", "&", "|", "(", ")")
 REDIRECT_OPS = ("&>>", "&>", "<<<", "<<-", "<<", ">>", ">|", ">&", "<&", "<>", ">", "<")
 RESERVED = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for", "case", "esac",
             "{", "}", "!", "time"}
-_SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")  # no `~`: a shell expands it at a word's start and after `=`
+# Used with fullmatch: `$` would also match before a trailing newline and let "word\n" through unquoted.
+_SAFE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")  # no `~`: a shell expands it at a word's start and after `=`
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
@@ -396,7 +397,7 @@ def _pending_function(toks: list[Token], i: int) -> bool:
 
 def quote(s: str) -> str:
     """Quote one word for a POSIX shell, preferring the form a person would type."""
-    if s and _SAFE.match(s):
+    if s and _SAFE.fullmatch(s):
         return s
     if "'" not in s:
         return f"'{s}'"

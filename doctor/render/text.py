@@ -2,15 +2,44 @@
 
 from __future__ import annotations
 
+import dataclasses
+import enum
+import re
 import shutil
 import textwrap
+from typing import Any
 
 from dfdoctor.model import CheckRecord, Report, Status
 from dfdoctor.rows import differences, row_counts
 
+# Every C0 and C1 control but newline and tab, and DEL: what lets a job's bytes repaint a terminal, ring it,
+# move the cursor back over a line (CR) or fake a verdict in colour. Shown as \xNN escapes instead.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
 _COLOURS = {"ok": "32", "skip": "2", "warn": "33", "fail": "31", "timeout": "35", "error": "35",
             "running": "32", "failed": "31", "unknown": "33"}
 _MARKS = {"ok": "ok", "skip": "skip", "warn": "WARN", "fail": "FAIL", "timeout": "TIMEOUT", "error": "ERROR"}
+
+
+def visible(text: str) -> str:
+    """`text` with its control characters written out as `\\xNN` escapes (newline and tab kept)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _visible_all(obj: Any) -> Any:
+    """A copy of a report (or any part of one) with `visible` applied to every string in it."""
+    if isinstance(obj, enum.Enum):
+        return obj
+    if isinstance(obj, str):
+        return visible(obj)
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_visible_all(x) for x in obj)
+    if isinstance(obj, dict):
+        return {_visible_all(k): _visible_all(v) for k, v in obj.items()}
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.replace(obj, **{f.name: _visible_all(getattr(obj, f.name))
+                                           for f in dataclasses.fields(obj) if f.init})
+    return obj
 
 
 def _paint(text: str, key: str, color: bool, bold: bool = False) -> str:
@@ -21,7 +50,9 @@ def _paint(text: str, key: str, color: bool, bold: bool = False) -> str:
 
 
 def render(report: Report, verbose: bool = False, color: bool = False) -> str:
-    """Verdict, then one line per check (details and durations with `verbose`)."""
+    """Verdict, then one line per check (details and durations with `verbose`); control characters in what the
+    report quotes (a job's output, a path) are shown escaped, so only our own colour codes reach the terminal."""
+    report = _visible_all(report)
     width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 120))
     out: list[str] = []
     v = report.verdict

@@ -13,6 +13,7 @@ from dfdoctor.context import Context
 from dfdoctor.engine import environment_facts, launch_blockers, not_started, now_iso
 from dfdoctor.launch import rundir
 from dfdoctor.model import CheckRecord, Report, Verdict
+from dfdoctor.safefile import write_atomically
 from dfdoctor.slurm import precheck, sbatch, watch
 from dfdoctor.slurm.rules import Seen, judge
 
@@ -72,7 +73,7 @@ def launch(ctx: Context, *, watch_s: float, run_dir: Optional[Path] = None, forc
     spec: dict[str, Any] = {"run_id": run_id, "argv": argv, "cwd": str(ctx.cwd), "target": "local",
                             "slurm": {"job_id": job_id, "sbatch": answer.said}}
     if job_id is None:
-        (folder / "spec.json").write_text(json.dumps(spec, indent=1))
+        write_atomically(folder / "spec.json", json.dumps(spec, indent=1), private=True)
         v = Verdict("failed", causes.NEVER_STARTS if "configuration is not available" in answer.said
                     or "partition" in answer.said or "can not be satisfied" in answer.said else None,
                     f"sbatch refused the job: {answer.said}",
@@ -84,7 +85,7 @@ def launch(ctx: Context, *, watch_s: float, run_dir: Optional[Path] = None, forc
     first = watch.look(job_id, {})
     paths = {"stdout": first.job.stdout, "stderr": first.job.stderr, "workdir": first.job.workdir}
     spec["slurm"].update(paths)
-    (folder / "spec.json").write_text(json.dumps(spec, indent=1))
+    write_atomically(folder / "spec.json", json.dumps(spec, indent=1), private=True)
     rundir.append_event(folder, "submitted", job_id=job_id, **paths)
     seen = watch.watch(job_id, paths, watch_s, on_event=lambda n, d: timeline.append(
         _event(n, " ".join(f"{k}={v}" for k, v in d.items() if v))))

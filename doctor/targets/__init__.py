@@ -11,10 +11,12 @@ KINDS = ("local", "ssh", "pct", "lxc", "docker")
 USAGE = ("use local, ssh://[user@]host[:port], pct://[user@]host[:port]/VMID, lxc://NAME or "
          "docker://CONTAINER")
 
-_HOST = re.compile(r"^(?:[A-Za-z0-9_](?:[A-Za-z0-9._-]*[A-Za-z0-9_])?|\[[0-9A-Fa-f:.]+\])$")
-_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_SSHISH = re.compile(r"^(?:(?P<user>[^@/]*)@)?(?P<host>\[[^\]]*\]|[^:/]*)(?::(?P<port>[^/]*))?(?P<path>/.*)?$")
+# All used with fullmatch: `$` also matches before a trailing newline, and `\d`/isdigit() take any script's digits.
+_HOST = re.compile(r"(?:[A-Za-z0-9_](?:[A-Za-z0-9._-]*[A-Za-z0-9_])?|\[[0-9A-Fa-f:.]+\])")
+_USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_SSHISH = re.compile(r"(?:(?P<user>[^@/]*)@)?(?P<host>\[[^\]]*\]|[^:/]*)(?::(?P<port>[^/]*))?(?P<path>/.*)?", re.S)
+_ASCII_NUMBER = re.compile(r"[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -74,22 +76,22 @@ def parse_target(spec: Optional[str]) -> Target:
     scheme = scheme.lower()
     if scheme in ("lxc", "docker"):
         name = rest.rstrip("/")
-        if not _NAME.match(name or ""):
+        if not _NAME.fullmatch(name or ""):
             raise ValueError(f"{spec!r}: {scheme} container name must be letters, digits, '.', '_' or '-'")
         return Target(kind=scheme, name=name)
     if scheme not in ("ssh", "pct"):
         raise ValueError(f"unknown target scheme {scheme!r}: {USAGE}")
-    m = _SSHISH.match(rest)
+    m = _SSHISH.fullmatch(rest)
     if not m or not m.group("host"):
         raise ValueError(f"{spec!r}: no host: {USAGE}")
     user, host, port_s, path = m.group("user"), m.group("host"), m.group("port"), m.group("path") or ""
-    if user is not None and not _USER.match(user):
+    if user is not None and not _USER.fullmatch(user):
         raise ValueError(f"{spec!r}: bad user name {user!r}")
-    if not _HOST.match(host) or host.startswith("-"):
+    if not _HOST.fullmatch(host) or host.startswith("-"):
         raise ValueError(f"{spec!r}: bad host name {host!r}")
     port = None
     if port_s is not None:
-        if not port_s.isdigit() or not 0 < int(port_s) < 65536:
+        if not _ASCII_NUMBER.fullmatch(port_s) or not 0 < int(port_s) < 65536:
             raise ValueError(f"{spec!r}: port must be a number from 1 to 65535, not {port_s!r}")
         port = int(port_s)
     if scheme == "ssh":
@@ -97,7 +99,7 @@ def parse_target(spec: Optional[str]) -> Target:
             raise ValueError(f"{spec!r}: ssh targets take no path (did you mean pct://{rest}?)")
         return Target(kind="ssh", host=host, user=user or None, port=port)
     vmid = path.strip("/")
-    if not vmid.isdigit():
+    if not _ASCII_NUMBER.fullmatch(vmid):
         raise ValueError(f"{spec!r}: pct targets end in /VMID, a number (e.g. pct://root@pve/200)")
     return Target(kind="pct", host=host, user=user or None, port=port, vmid=vmid)
 

@@ -8,13 +8,14 @@ The line runs in the target's own shell (inside the container for pct/lxc/docker
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
+from dfdoctor.cache import cache_dir, private_dir
 from dfdoctor.launchline.shell import join, quote
+from dfdoctor.safefile import write_atomically
 
 # Ignore SIGHUP before forking, new session, stdin from /dev/null, output to the log: what `dfdoctor launch`
 # itself does (doctor/launch/local.py: spawn_detached), for targets where only python is there to do it.
@@ -53,7 +54,7 @@ STRATEGIES: tuple[Strategy, ...] = (
     Strategy("dfdoctor", "{python} -c {detach} {log} {cmd}", ("python",),
              note="what `dfdoctor launch` does: SIGHUP ignored before fork, new session"),
     Strategy("double-fork", "( {cmd} </dev/null >{log} 2>&1 & )", note="orphaned at once, but same session"),
-    Strategy("at", "echo {qcmd} | at now 2>/dev/null", ("at", "atd"), handoff=True,
+    Strategy("at", "printf '%s\\n' {qcmd} | at now 2>/dev/null", ("at", "atd"), handoff=True,
              note="atd runs it outside the session; starts within a second or so"),
     Strategy("systemd-run", "systemd-run --quiet --collect --unit {name} sh -c {qcmd}", ("systemd",),
              handoff=True, note="only where systemd is PID 1"),
@@ -68,14 +69,13 @@ PREFERENCE = [s.name for s in STRATEGIES]  # best first, when several survive ev
 
 def state_file() -> Path:
     """Where the best strategy per target is remembered."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "dfdoctor" / "strategies.json"
+    return cache_dir() / "strategies.json"
 
 
 def remember(target: str, strategy: Optional[str], matrix: list[dict]) -> None:
     """Record the best strategy found for `target` (atomically; a broken file is replaced)."""
     path = state_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     try:
         data = json.loads(path.read_text())
         if not isinstance(data, dict):
@@ -83,9 +83,7 @@ def remember(target: str, strategy: Optional[str], matrix: list[dict]) -> None:
     except (OSError, ValueError):
         data = {}
     data[target] = {"strategy": strategy, "measured_at": time.time(), "matrix": matrix}
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, path)
+    write_atomically(path, json.dumps(data, indent=1), private=True)
 
 
 def best_for(target: str) -> Optional[str]:

@@ -1,0 +1,90 @@
+"""On a target (the real sshd -> pct -> LXC chain of tests/infra), dfdoctor's run folder is its own: a private
+`mktemp -d` folder when the job's cwd cannot hold one, never a fixed shared path; a --run-dir with someone's
+files is refused; paths come back exactly (printf, not dash's echo, which rewrites backslashes)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from pathlib import Path
+
+import pytest
+
+from infra.fixtures import Infra, infra, kill_naming  # noqa: F401
+
+pytestmark = pytest.mark.slow
+
+JOB = "import time\nprint('step', flush=True)\ntime.sleep({s})\n"
+
+
+@pytest.fixture
+def there(infra: Infra, tmp_path: Path):
+    """A folder in container 200 whose name holds `\\t`, `\\n`-free backslashes and quotes; cleanup after."""
+    name = f"dfd nh \\t\\\\x '{uuid.uuid4().hex[:8]}"
+    inside = f"/tmp/{name}"
+    host_side = infra.rootfs() / "tmp" / name
+    host_side.mkdir()
+    local = tmp_path / "here"
+    local.mkdir()
+    env = dict(infra.env(), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    yield name, inside, host_side, local, env
+    kill_naming(uuid_tail(name))
+    shutil.rmtree(host_side, ignore_errors=True)
+
+
+def uuid_tail(name: str) -> str:
+    return name.rsplit("'", 1)[1]
+
+
+def _launch(dfdoctor, infra: Infra, local: Path, env: dict, *args: str):
+    return dfdoctor("launch", "--target", infra.pct_target, "--no-check", "--format", "json", *args, cwd=local,
+                    env=env, timeout=120)
+
+
+def test_a_cwd_with_backslashes_is_the_run_folder_there(infra, there, dfdoctor):
+    name, inside, host_side, local, env = there
+    (host_side / "t.py").write_text(JOB.format(s=0))
+    p = _launch(dfdoctor, infra, local, env, "--watch", "5", "--cwd", inside, "--", "python3", "t.py")
+    assert p.returncode in (0, 1), p.stderr
+    rep = json.loads(p.stdout)
+    assert rep["run"]["remote_dir"] == f"{inside}/.dfdoctor/runs/{rep['run']['id']}"
+    assert rep["verdict"]["cause"] != "killed-on-session-exit", rep["verdict"]
+    folder = host_side / ".dfdoctor" / "runs" / rep["run"]["id"]
+    assert (folder / "record.jsonl").exists() and (folder / ".dfdoctor-run").exists()
+    assert oct(folder.stat().st_mode & 0o777) == "0o700"
+
+
+def test_fallback_run_folder_is_a_fresh_private_mktemp_folder(infra, there, dfdoctor):
+    """The cwd does not exist there: the run folder is made by mktemp -d, whatever someone put in
+    /tmp/dfdoctor-runs beforehand."""
+    name, inside, host_side, local, env = there
+    planted = infra.rootfs() / "tmp" / "dfdoctor-runs"
+    planted.mkdir(exist_ok=True)
+    (host_side / "t.py").write_text(JOB.format(s=0))
+    p = _launch(dfdoctor, infra, local, env, "--watch", "5", "--cwd", f"{inside}/missing", "--", "python3",
+                f"{inside}/t.py")
+    assert p.returncode in (0, 1), p.stderr
+    rep = json.loads(p.stdout)
+    remote_dir = rep["run"]["remote_dir"]
+    assert remote_dir.startswith("/tmp/dfdoctor-run.") and not remote_dir.startswith("/tmp/dfdoctor-runs")
+    folder = infra.rootfs() / remote_dir.lstrip("/")
+    try:
+        assert oct(folder.stat().st_mode & 0o777) == "0o700"
+        assert not any(planted.iterdir())
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_remote_run_dir_with_someone_elses_files_is_refused(infra, there, dfdoctor):
+    name, inside, host_side, local, env = there
+    theirs = host_side / "theirs"
+    theirs.mkdir()
+    (theirs / "recorder.py").write_text("print('not yours')\n")
+    (host_side / "t.py").write_text(JOB.format(s=0))
+    p = _launch(dfdoctor, infra, local, env, "--watch", "3", "--run-dir", f"{inside}/theirs", "--", "python3",
+                f"{inside}/t.py")
+    rep = json.loads(p.stdout)
+    assert rep["verdict"]["state"] == "failed" and "not empty" in json.dumps(rep["verdict"]), rep["verdict"]
+    assert (theirs / "recorder.py").read_text() == "print('not yours')\n"
+    assert sorted(x.name for x in theirs.iterdir()) == ["recorder.py"]
