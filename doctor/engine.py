@@ -22,6 +22,7 @@ from dfdoctor.progress import Progress
 from dfdoctor.redact import Redactor
 from dfdoctor.registry import Check, discover, select, unmatched
 from dfdoctor.render import render
+from dfdoctor.render.text import visible
 from dfdoctor.runner import run_checks
 from dfdoctor.safefile import guard_outputs, write_atomically
 
@@ -124,6 +125,9 @@ def users_files(ctx: Context) -> list[tuple[str, Path]]:
     files = [("--log", ctx.log)] if ctx.log else []
     files += [("--launcher", ctx.launcher)] if ctx.launcher else []
     files += [("--requirements", r) for r in ctx.requirements]
+    # what dfdoctor reads from --cwd without being told: the default requirements and its config
+    files += [(name, ctx.cwd / name) for name in ("requirements.txt", "pyproject.toml", "dfdoctor.toml")
+              if (ctx.cwd / name).is_file()]
     for word in ctx.command:
         for part in (word, word.partition("=")[2]):  # `--config=cfg.yaml` names a file too
             p = ctx.cwd / part if part else None
@@ -279,8 +283,11 @@ def emit(report: Report, pairs: list[tuple[str, Optional[str]]], *, verbose: boo
     for fmt, out in pairs:
         if out is None:
             color = sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+            text = render(safe, fmt, verbose=verbose, color=color, fail_on=fail_on_level)
+            if fmt != "text":  # text escapes what it quotes itself and keeps its own colours; the rest have none
+                text = visible(text)
             try:
-                sys.stdout.write(render(safe, fmt, verbose=verbose, color=color, fail_on=fail_on_level))
+                sys.stdout.write(text)
                 sys.stdout.flush()
             except OSError:
                 discard_stream(sys.stdout)  # a full or broken stdout: the files and the run folder still get it

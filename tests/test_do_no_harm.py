@@ -23,13 +23,15 @@ def _script(tmp_path: Path, sleep: float = 0) -> Path:
 
 
 # ---- --output never lands on a file the user named for something else ---------------------------------------
-@pytest.mark.parametrize("output", ["train.py", "./sub/../train.py", "link.py", "hard.py", "requirements.txt"])
+@pytest.mark.parametrize("output", ["train.py", "./sub/../train.py", "link.py", "hard.py", "requirements.txt",
+                                    "sub/../pyproject.toml", "/proc/self/cwd/train.py"])
 def test_check_output_onto_the_users_files_is_refused(tmp_path, output):
     script = _script(tmp_path)
     (tmp_path / "sub").mkdir()
     (tmp_path / "link.py").symlink_to("train.py")
     os.link(script, tmp_path / "hard.py")
     (tmp_path / "requirements.txt").write_text("click\n")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
     before = script.read_text()
     res = run_dfdoctor("check", "--only", "log.*", "--requirements", "requirements.txt", "--format", "json",
                        "--output", output, "--", sys.executable, "train.py", cwd=tmp_path)
@@ -161,6 +163,10 @@ def test_job_control_bytes_are_escaped_in_text_output(tmp_path):
     for byte in ("\x1b", "\x07", "\x00", "\r", "\x9b"):
         assert byte not in out, repr(byte)
     assert "\\x1b[2J" in out
+    for fmt in ("junit", "html", "github", "gitlab"):  # whatever format goes to the terminal
+        res = run_dfdoctor("report", str(next((tmp_path / ".dfdoctor" / "runs").iterdir())), "--format", fmt,
+                           cwd=tmp_path)
+        assert res.returncode == 1 and "\x1b" not in res.stdout and "\x07" not in res.stdout, fmt
     from dfdoctor.render.text import visible
     assert visible("a\tb\nc\x1bd\x7f\x85") == "a\tb\nc\\x1bd\\x7f\\x85"
 

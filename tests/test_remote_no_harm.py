@@ -61,6 +61,7 @@ def test_fallback_run_folder_is_a_fresh_private_mktemp_folder(infra, there, dfdo
     name, inside, host_side, local, env = there
     planted = infra.rootfs() / "tmp" / "dfdoctor-runs"
     planted.mkdir(exist_ok=True)
+    before = sorted(x.name for x in planted.iterdir())
     (host_side / "t.py").write_text(JOB.format(s=0))
     p = _launch(dfdoctor, infra, local, env, "--watch", "5", "--cwd", f"{inside}/missing", "--", "python3",
                 f"{inside}/t.py")
@@ -71,7 +72,7 @@ def test_fallback_run_folder_is_a_fresh_private_mktemp_folder(infra, there, dfdo
     folder = infra.rootfs() / remote_dir.lstrip("/")
     try:
         assert oct(folder.stat().st_mode & 0o777) == "0o700"
-        assert not any(planted.iterdir())
+        assert sorted(x.name for x in planted.iterdir()) == before
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
