@@ -255,3 +255,27 @@ def test_run_folder_on_a_full_disk(tmp_path):
     assert res.returncode in (1, 2), res.stderr
     assert "Not launched" in res.stdout or "FAILED" in res.stdout, res.stdout
     assert json.loads((tmp_path / "r.json").read_text())["verdict"]["state"] == "failed"
+
+
+def test_output_on_a_full_disk_leaves_no_temp_file_and_keeps_the_report(tmp_path):
+    _script(tmp_path)
+    full = tmp_path / "full"
+    full.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(full)],
+                      capture_output=True).returncode:
+        pytest.skip("needs mount (root)")
+    try:
+        (full / "r.html").write_text("an older report\n")
+        subprocess.run(["sh", "-c", f"cat /dev/zero > {full}/filler"], capture_output=True)
+        res = run_dfdoctor("launch", "--no-check", "--watch", "5", "--format", "text", "--format", "html",
+                           "--output", str(full / "r.html"), "--", sys.executable, "train.py", cwd=tmp_path)
+        left = sorted(p.name for p in full.iterdir())
+        kept = (full / "r.html").read_text()
+    finally:
+        subprocess.run(["umount", str(full)])
+    assert res.returncode == 2, res.stderr
+    assert "No space left on device" in res.stderr and "report is kept in" in res.stderr
+    assert left == ["filler", "r.html"] and kept == "an older report\n"  # no temp file, the old one intact
+    assert "dfdoctor launch:" in res.stdout
+    (run,) = (tmp_path / ".dfdoctor" / "runs").iterdir()
+    assert (run / "report.html").exists()
