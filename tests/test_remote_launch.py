@@ -21,6 +21,11 @@ from infra.fixtures import Infra, growing, infra, kill_naming, procs_naming  # n
 pytestmark = pytest.mark.slow
 
 HEALTHY = "import time\nfor i in range({n}):\n    print('step', i, flush=True)\n    time.sleep(0.1)\n"
+# Runs until the test drops a `stop` file beside it (at most a minute): its end is the test's choice, not a race
+# with how long the pre-launch checks take on a loaded machine.
+UNTIL_STOPPED = ("import os, time\nhere = os.path.dirname(os.path.abspath(__file__))\nfor i in range(600):\n"
+                 "    print('step', i, flush=True)\n    if os.path.exists(os.path.join(here, 'stop')):\n"
+                 "        break\n    time.sleep(0.1)\nprint('done', flush=True)\n")
 MISSING = "import json\nimport no_such_module_dfd\nprint('never')\n"
 
 
@@ -58,7 +63,7 @@ def _status(dfdoctor, local: Path, env: dict, *args: str) -> tuple[int, dict]:
 
 def test_healthy_job_runs_in_the_container_and_outlives_dfdoctor(infra, remote, dfdoctor):
     inside, host_side, local, env = remote
-    (host_side / "train.py").write_text(HEALTHY.format(n=90))
+    (host_side / "train.py").write_text(UNTIL_STOPPED)
     rc, rep = _launch(dfdoctor, infra, local, env, "--cwd", inside, "--log", f"{inside}/train.log",
                       "--", "python3", f"{inside}/train.py")
     assert rc == 0 and rep["verdict"]["state"] == "running", rep["verdict"]
@@ -79,12 +84,13 @@ def test_healthy_job_runs_in_the_container_and_outlives_dfdoctor(infra, remote, 
     # later, from a fresh dfdoctor: still running; after its end: ended, with its status
     rc, st = _status(dfdoctor, local, env)
     assert rc == 0 and st["verdict"]["state"] == "running" and st["run"]["id"] == run["id"], st["verdict"]
+    (host_side / "stop").touch()
     deadline = time.monotonic() + 20
     while procs_naming(f"{inside}/.dfdoctor") and time.monotonic() < deadline:
         time.sleep(0.3)
     rc, st = _status(dfdoctor, local, env, run["id"])
     assert rc == 0 and st["verdict"]["state"] == "ok" and st["run"]["exit_code"] == 0, st["verdict"]
-    assert st["run"]["finished"] and "step 89" in (copy / "stdout.log").read_text()
+    assert st["run"]["finished"] and "done" in (copy / "stdout.log").read_text()
 
 
 def test_missing_module_in_the_container_is_named(infra, remote, dfdoctor):
