@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import fnmatch
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import tomllib
 from dfdoctor.model import CheckRecord
@@ -55,35 +56,115 @@ def load(cwd: Path) -> Config:
             doc = tomllib.loads(path.read_text())
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"cannot read {path}: {exc}") from None
-        if table is None:
-            values = doc.get("tool", {}).get("dfdoctor", doc)
-        else:
-            values = doc.get("tool", {}).get("dfdoctor")
-            if values is None:
-                continue
+        tool = doc.get("tool")
+        if tool is not None and not isinstance(tool, dict):
+            raise ConfigError(f"{path}: tool must be a table, not {_shown(tool)}")
+        values = (tool or {}).get("dfdoctor", doc if table is None else None)
+        if values is None:
+            continue
         return _validated(path, values)
     return Config()
 
 
 def _validated(path: Path, values: Any) -> Config:
+    """Every key of the table checked for its type and range: input dfdoctor does not understand is exit 2,
+    never read some other way (a string `skip = "cuda.*"` is not a list of its letters)."""
     if not isinstance(values, dict):
         raise ConfigError(f"{path}: [tool.dfdoctor] must be a table")
     unknown = sorted(set(values) - KNOWN_KEYS)
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(KNOWN_KEYS))})")
-    if values.get("fail-on", "error") not in ("error", "warn"):
-        raise ConfigError(f"{path}: fail-on must be \"error\" or \"warn\", not {values['fail-on']!r}")
+    for key, (ok, expects) in _TOP.items():
+        if key in values and not ok(values[key]):
+            raise ConfigError(f"{path}: {key} must be {expects}, not {_shown(values[key])}")
     silences = []
-    for i, entry in enumerate(values.get("silence", []) or []):
+    for i, entry in enumerate(values.get("silence", [])):
         if not isinstance(entry, dict) or not (entry.get("check") or entry.get("cause")):
             raise ConfigError(f"{path}: silence[{i}] needs a check and/or a cause")
-        if not str(entry.get("reason", "")).strip():
+        for k, v in entry.items():
+            if k not in ("check", "cause", "reason"):
+                raise ConfigError(f"{path}: silence[{i}] has an unknown key {k} (known: cause, check, reason)")
+            if not isinstance(v, str):
+                raise ConfigError(f"{path}: silence[{i}].{k} must be a string, not {_shown(v)}")
+        if not entry.get("reason", "").strip():
             raise ConfigError(f"{path}: silence[{i}] needs a reason (say why the team accepts it)")
-        silences.append(Silence(entry.get("check"), entry.get("cause"), str(entry["reason"]).strip()))
-    checks = values.get("checks", {})
-    if not isinstance(checks, dict):
-        raise ConfigError(f"{path}: [tool.dfdoctor.checks] must be a table of check ids")
+        silences.append(Silence(entry.get("check") or None, entry.get("cause") or None, entry["reason"].strip()))
+    for check_id, table in values.get("checks", {}).items():
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: checks.\"{check_id}\" must be a table of settings, not {_shown(table)}")
+        for name, v in table.items():
+            rule = _PER_CHECK.get((check_id, name)) or _PER_CHECK.get(("*", name))
+            if rule is not None and not rule[0](v):
+                raise ConfigError(f"{path}: checks.\"{check_id}\".{name} must be {rule[1]}, not {_shown(v)}")
     return Config(path, dict(values), silences)
+
+
+def _shown(value: Any) -> str:
+    """A value as the error names it: TOML's words for its type, then the value itself (cut short)."""
+    kind = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array",
+            dict: "a table"}.get(type(value), type(value).__name__)
+    text = repr(value)
+    return f"{kind} {text if len(text) <= 60 else text[:57] + '...'}"
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _positive(v: Any) -> bool:
+    return _number(v) and v > 0
+
+
+def _non_negative(v: Any) -> bool:
+    return _number(v) and v >= 0
+
+
+def _whole(minimum: int) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= minimum
+
+
+def _strings(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) and x for x in v)
+
+
+def _one_of(*words: str) -> tuple[Callable[[Any], bool], str]:
+    return (lambda v: v in words), " or ".join(f'"{w}"' for w in words)
+
+
+_POSITIVE = (_positive, "a number of seconds greater than 0")
+# key: (accepts(value), what it expects, in the words of the error)
+_TOP: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "fail-on": _one_of("error", "warn"),
+    "timeout": _POSITIVE,
+    "only": (_strings, 'an array of check-id globs, e.g. ["cuda.*"]'),
+    "skip": (_strings, 'an array of check-id globs, e.g. ["cuda.*"]'),
+    "silence": (lambda v: isinstance(v, list), "an array of tables {check, cause, reason}"),
+    "checks": (lambda v: isinstance(v, dict), 'a table of check ids ([tool.dfdoctor.checks."log.writable"])'),
+    "watch": (_non_negative, "a number of seconds, 0 or more"),
+    "keep-runs": (_whole(1), "a whole number, 1 or more"),
+}
+# The settings of the built-in checks; ("*", name) holds for every check. A plugin's own settings pass as
+# written (its check reads them).
+_PER_CHECK: dict[tuple[str, str], tuple[Callable[[Any], bool], str]] = {
+    ("*", "timeout"): _POSITIVE,
+    ("log.writable", "min_free_mb"): (_non_negative, "a number of MiB, 0 or more"),
+    ("log.writable", "warn_free_mb"): (_non_negative, "a number of MiB, 0 or more"),
+    ("log.writable", "min_free_inodes"): (_whole(0), "a whole number, 0 or more"),
+    ("cuda.init", "expect_gpu"): (lambda v: isinstance(v, bool), "true or false"),
+    ("cuda.nccl", "expect_gpu"): (lambda v: isinstance(v, bool), "true or false"),
+    ("cuda.nccl", "backend"): _one_of("nccl", "gloo"),
+    ("cuda.nccl", "world_size"): (_whole(1), "a whole number, 1 or more"),
+    ("cuda.nccl", "hang_rank"): (_whole(0), "a rank: a whole number, 0 or more"),
+    ("cuda.nccl", "fail_rank"): (_whole(0), "a rank: a whole number, 0 or more"),
+    ("compile.race", "reproduce"): _one_of("auto", "always", "never"),
+    ("compile.race", "runs"): (_whole(1), "a whole number, 1 or more"),
+    ("compile.race", "threads"): (_whole(1), "a whole number, 1 or more"),
+    ("compile.race", "deadline"): _POSITIVE,
+    ("compile.race", "cache_days"): (_non_negative, "a number of days, 0 or more"),
+    ("compile.race", "backend"): _one_of("race", "inductor", "flex"),
+    ("compile.race", "device"): (lambda v: isinstance(v, str) and bool(v), 'a device name, e.g. "cpu"'),
+    ("persistence.session", "strategies"): (_strings, 'an array of strategy names, e.g. ["tmux"]'),
+}
 
 
 def apply_silences(records: list[CheckRecord], silences: list[Silence]) -> None:

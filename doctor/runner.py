@@ -9,6 +9,7 @@ what it had found; what it printed is captured with a cap. The parent is a singl
 from __future__ import annotations
 
 import json
+import math
 import os
 import selectors
 import signal
@@ -27,6 +28,8 @@ from dfdoctor.registry import Check
 
 # A worker may overrun its check's timeout by this much to report a probe that timed out inside it.
 WRAP_UP_S = 1.5
+MIN_TIMEOUT_S = 0.1
+DEFAULT_TIMEOUT_S = 60.0  # for a plugin check that declared no usable timeout of its own
 
 
 @dataclass
@@ -48,13 +51,16 @@ class _Worker:
 
 
 def effective_timeout(check: Check, ctx) -> float:
-    """Per-check config wins, then `--timeout`, then the check's own default."""
-    configured = ctx.option(check.id, "timeout")
-    if configured is not None:
-        return float(configured)
-    if ctx.timeout is not None:
-        return float(ctx.timeout)
-    return check.timeout
+    """Per-check config wins, then `--timeout`, then the check's own default; never less than MIN_TIMEOUT_S
+    (the CLI and the config refuse a limit of 0 or less; a check's own default is only trusted so far)."""
+    for value in (ctx.option(check.id, "timeout"), ctx.timeout, check.timeout):
+        try:
+            limit = float(value)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(limit):
+            return max(MIN_TIMEOUT_S, limit)
+    return DEFAULT_TIMEOUT_S
 
 
 def run_checks(checks: list[Check], ctx, phase: str, *, jobs: Optional[int] = None,
@@ -286,3 +292,10 @@ def _kill_tree(pid: int, include_leader: bool = True) -> None:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    if include_leader:
+        # A worker killed before its own setpgid() has no group yet, and a stopped one would make the caller's
+        # waitpid() wait forever: the worker itself always gets the SIGKILL.
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 from dfdoctor.cli.options import (
+    Seconds,
     launch_options,
     output_options,
     pass_opts,
@@ -90,7 +91,7 @@ class MemSize(click.ParamType):
 @click.command("launch", context_settings={**CONTEXT, "allow_interspersed_args": False})
 @launch_options
 @click.option("--no-redirect", is_flag=True, help="The job writes --log itself; its output stays in the run folder.")
-@click.option("--watch", type=click.FloatRange(min=0), default=None,
+@click.option("--watch", type=Seconds(positive=False), default=None,
               help=f"Longest time to watch the new job before the verdict (default {DEFAULT_WATCH_S:g} s).")
 @click.option("--no-check", is_flag=True, help="Skip the pre-launch checks.")
 @click.option("--force", is_flag=True, help="Launch even when a pre-launch check says it cannot work.")
@@ -143,7 +144,7 @@ def launch(opts: dict[str, Any]) -> int:
 @click.argument("run", required=False)
 @click.option("--cwd", type=click.Path(file_okay=False), default=None,
               help="Where the runs are (.dfdoctor/runs under it; default: here).")
-@click.option("--watch", type=click.FloatRange(min=0), default=STATUS_WATCH_S, show_default=True,
+@click.option("--watch", type=Seconds(positive=False), default=STATUS_WATCH_S, show_default=True,
               help="For a live job: how long to watch its output grow.")
 @click.option("--only", multiple=True, help="Post-launch checks to run (glob); repeatable.")
 @click.option("--skip", multiple=True, help="Post-launch checks to skip (glob); repeatable.")

@@ -3,11 +3,32 @@
 from __future__ import annotations
 
 import functools
+import math
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 import click
 from dfdoctor.render import EXTENSIONS, FORMATS
+
+
+class Seconds(click.ParamType):
+    """A finite number of seconds: greater than 0 (`positive`), or 0 or more."""
+
+    name = "seconds"
+
+    def __init__(self, positive: bool) -> None:
+        self.positive = positive
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> float:
+        """The value as float; nan, inf and out-of-range values are a usage error naming the option."""
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not math.isfinite(seconds) or seconds < 0 or (self.positive and seconds == 0):
+            self.fail(f"{value!r} is not a number of seconds {'greater than 0' if self.positive else '0 or more'}",
+                      param, ctx)
+        return seconds
 
 
 def output_options(f: Callable) -> Callable:
@@ -44,7 +65,7 @@ def launch_options(f: Callable) -> Callable:
                           "repeatedly (one row per target); `launch` takes one."),
         click.option("--only", multiple=True, help="Run only checks whose id matches this glob; repeatable."),
         click.option("--skip", multiple=True, help="Do not run checks whose id matches this glob; repeatable."),
-        click.option("--timeout", type=click.FloatRange(min=0.1), default=None,
+        click.option("--timeout", type=Seconds(positive=True), default=None,
                      help="Time limit of one check in seconds (default: each check's own)."),
         output_options,
     ]):
