@@ -11,7 +11,6 @@ installed, failing for those the job depends on and warning for the rest.
 from __future__ import annotations
 
 import ast
-import json
 import os
 import re
 import shlex
@@ -69,7 +68,7 @@ def deps_requirements(ctx) -> Iterator[Result]:
     request = {"requirements": [{"req": r.text, "source": r.source, "constraint": r.constraint} for r in reqs],
                "packaging_dir": PACKAGING_DIR, "focus": list(FOCUS),
                "modules": [] if remote else script_modules(spec)}
-    out = run_probe(ctx, "deps_probe.py", [json.dumps(request)], timeout=max(2.0, float(ctx.timeout or 30) - 1.0))
+    out = run_probe(ctx, "deps_probe.py", request=request, timeout=max(2.0, float(ctx.timeout or 30) - 1.0))
     unreachable = unreached(ctx, out)
     if unreachable:
         yield unreachable

@@ -10,7 +10,6 @@ import never returns (`import-hang`, with every thread's stack).
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from pathlib import Path
@@ -75,7 +74,7 @@ def imports_smoke(ctx) -> Iterator[Result]:
         # torchrun/accelerate give every worker these; module-level code often reads them
         for k, v in _WORKER_ENV.items():
             env.setdefault(k, v)
-    outcome = run_probe(ctx, "import_probe.py", [json.dumps(request)], timeout=hang_s + 1.5, env=env, cwd=cwd)
+    outcome = run_probe(ctx, "import_probe.py", request=request, timeout=hang_s + 1.5, env=env, cwd=cwd)
     guessed = guessed_interpreter(ctx, spec)
     for r in _conclude(ctx, spec, outcome, hang_s, request):
         if guessed and r.status == Status.FAIL and r.cause != causes.IMPORT_HANG:

@@ -8,7 +8,6 @@ the job ran (this machine, or the target through a probe), and never mistakes a 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from dfdoctor import check, ok, skip, warn
@@ -35,7 +34,7 @@ def job_leftovers(ctx):
         return
     where = ctx.run.get("target")
     if where:
-        out = run_probe(ctx, "leftovers_probe.py", [json.dumps(recorded)], timeout=15)
+        out = run_probe(ctx, "leftovers_probe.py", request=recorded, timeout=15)
         unreachable = unreached(ctx, out)
         if unreachable:
             yield unreachable

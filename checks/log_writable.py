@@ -54,6 +54,9 @@ def log_writable(ctx):
         yield fail(f"{log} is a folder, so the log file cannot be created there", causes.LOG_NOT_WRITABLE,
                    fix=f"point --log at a file inside it, e.g. {log / 'train.log'}")
         return
+    if f.get("log_kind"):
+        yield _not_a_file(log, f["log_kind"], f.get("fifo_reader"))
+        return
     if f.get("write_error"):
         yield _write_failure(log, f["write_error"])
         return
@@ -61,12 +64,32 @@ def log_writable(ctx):
     yield from _buffering(ctx, log)
 
 
+def _not_a_file(log: Path, kind: str, reader: bool | None):
+    """A log path that is a FIFO, a device or a socket: said, never opened (a FIFO without a reader blocks the
+    opener for ever, and a device may act on being opened)."""
+    if kind == "fifo" and reader:
+        return warn(f"{log} is a named pipe (FIFO) that something reads now: the job's output goes to that reader, "
+                    "no file keeps it, and the job stalls whenever the reader does", causes.LOG_NOT_WRITABLE,
+                    fix="point --log at a regular file (the reader can `tail -F` it)")
+    if kind == "fifo":
+        return fail(f"{log} is a named pipe (FIFO) that nothing reads: opening it to write blocks until a reader "
+                    "comes, so the job would never start", causes.LOG_NOT_WRITABLE,
+                    fix=f"point --log at a regular file, or start the reader first (cat {_q(log)})")
+    if kind == "chardev":
+        return warn(f"{log} is a character device, not a file: whatever the job writes there is not kept to read "
+                    "later", causes.LOG_NOT_WRITABLE, fix="point --log at a regular file")
+    what = {"blockdev": "a block device (a disk): writing a log onto it would overwrite its data",
+            "socket": "a socket: a file cannot be opened there"}.get(kind, f"not a regular file ({kind})")
+    return fail(f"{log} is {what}", causes.LOG_NOT_WRITABLE, fix="point --log at a regular file")
+
+
 def _write_failure(log: Path, err: dict):
     if err["errno"] in _NO_SPACE:
         return fail(f"no space left where the log goes ({log.parent}): {err['strerror']}", causes.DISK_FULL,
                     fix=f"free space on the file system of {log.parent}, or log elsewhere")
     why = {"EROFS": "the file system is read-only", "EACCES": "permission denied",
-           "EPERM": "operation not permitted"}.get(err["errno"], err["strerror"])
+           "EPERM": "operation not permitted",
+           "ENAMETOOLONG": "its name is longer than the file system allows"}.get(err["errno"], err["strerror"])
     return fail(f"cannot write the log {log}: {why}", causes.LOG_NOT_WRITABLE, evidence=(err["text"],),
                 fix=f"log to a writable place, or fix the folder's permissions (ls -ld {_q(log.parent)})")
 

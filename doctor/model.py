@@ -82,9 +82,9 @@ class Result:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Result":
-        return cls(status=Status(d["status"]), summary=d.get("summary", ""), cause=d.get("cause"),
-                   details=d.get("details", ""), fix=d.get("fix", ""),
-                   evidence=tuple(d.get("evidence", ())), data=dict(d.get("data") or {}),
+        return cls(status=Status(d["status"]), summary=d.get("summary") or "", cause=d.get("cause"),
+                   details=d.get("details") or "", fix=d.get("fix") or "",
+                   evidence=tuple(d.get("evidence") or ()), data=dict(d.get("data") or {}),
                    basis=d.get("basis") or OBSERVED)
 
 
@@ -160,12 +160,12 @@ class CheckRecord:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "CheckRecord":
-        return cls(id=d["id"], phase=d.get("phase", "pre"), status=Status(d["status"]),
-                   summary=d.get("summary", ""), cause=d.get("cause"), details=d.get("details", ""),
-                   fix=d.get("fix", ""), evidence=list(d.get("evidence") or []), data=dict(d.get("data") or {}),
-                   duration_s=float(d.get("duration_s") or 0.0), title=d.get("title", ""),
+        return cls(id=d["id"], phase=d.get("phase") or "pre", status=Status(d["status"]),
+                   summary=d.get("summary") or "", cause=d.get("cause"), details=d.get("details") or "",
+                   fix=d.get("fix") or "", evidence=list(d.get("evidence") or []), data=dict(d.get("data") or {}),
+                   duration_s=float(d.get("duration_s") or 0.0), title=d.get("title") or "",
                    findings=[Result.from_dict(r) for r in d.get("findings") or []],
-                   output=d.get("output", ""), silenced=d.get("silenced"), target=d.get("target"),
+                   output=d.get("output") or "", silenced=d.get("silenced"), target=d.get("target"),
                    basis=d.get("basis") or OBSERVED)
 
 
@@ -209,8 +209,8 @@ class Verdict:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Verdict":
-        return cls(state=d.get("state", "unknown"), cause=d.get("cause"), summary=d.get("summary", ""),
-                   fix=d.get("fix", ""), evidence=list(d.get("evidence") or []))
+        return cls(state=d.get("state") or "unknown", cause=d.get("cause"), summary=d.get("summary") or "",
+                   fix=d.get("fix") or "", evidence=list(d.get("evidence") or []))
 
 
 @dataclass
@@ -267,12 +267,68 @@ class Report:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Report":
+        """The report a `dfdoctor/1` document describes; a document of another shape is a ValueError naming the
+        first field that is wrong (a saved result may have been edited, truncated or written by something else)."""
+        if not isinstance(d, dict):
+            raise ValueError(f"not a {SCHEMA} document (a JSON {_json_type(d)}, not an object)")
         if d.get("schema") != SCHEMA:
             raise ValueError(f"not a {SCHEMA} document (schema: {d.get('schema')!r})")
-        return cls(tool_version=d.get("tool", {}).get("version", "?"), target=d.get("target", "local"),
-                   command=list(d.get("command") or []), started_at=d.get("started_at", ""),
-                   finished_at=d.get("finished_at", ""), verdict=Verdict.from_dict(d.get("verdict") or {}),
+        _conforms(d, _REPORT_SHAPE, "")
+        return cls(tool_version=(d.get("tool") or {}).get("version") or "?", target=d.get("target") or "local",
+                   command=list(d.get("command") or []), started_at=d.get("started_at") or "",
+                   finished_at=d.get("finished_at") or "", verdict=Verdict.from_dict(d.get("verdict") or {}),
                    checks=[CheckRecord.from_dict(c) for c in d.get("checks") or []],
                    timeline=list(d.get("timeline") or []), run=dict(d.get("run") or {}),
-                   environment=dict(d.get("environment") or {}), mode=d.get("mode", "check"),
+                   environment=dict(d.get("environment") or {}), mode=d.get("mode") or "check",
                    targets=[TargetRow.from_dict(t) for t in d.get("targets") or []])
+
+
+# The shape of a `dfdoctor/1` document, as far as dfdoctor reads it back: a field may be missing or null (its
+# default is used), else it must have this type. A dict is an object with these fields; [T] a list of T.
+_STR, _NUM, _ANY_OBJ = str, (int, float), dict
+_FINDING = {"status": _STR, "summary": _STR, "cause": _STR, "details": _STR, "fix": _STR, "evidence": [_STR], "basis": _STR,
+            "data": _ANY_OBJ}
+_REPORT_SHAPE = {
+    "schema": _STR, "tool": {"name": _STR, "version": _STR}, "mode": _STR, "target": _STR, "command": [_STR],
+    "started_at": _STR, "finished_at": _STR,
+    "verdict": {"state": _STR, "cause": _STR, "summary": _STR, "fix": _STR, "evidence": [_STR]},
+    "checks": [{"id": _STR, "phase": _STR, "status": _STR, "summary": _STR, "cause": _STR, "details": _STR,
+                "fix": _STR, "evidence": [_STR], "data": _ANY_OBJ, "duration_s": _NUM, "title": _STR,
+                "findings": [_FINDING], "output": _STR, "silenced": _STR, "target": _STR, "basis": _STR}],
+    "timeline": [{"t": _NUM, "event": _STR, "detail": _STR}],
+    "run": _ANY_OBJ, "environment": _ANY_OBJ,
+    "targets": [{"target": _STR, "verdict": {"state": _STR, "cause": _STR, "summary": _STR, "fix": _STR,
+                                             "evidence": [_STR]},
+                 "environment": _ANY_OBJ, "duration_s": _NUM}],
+}
+
+
+def _json_type(value: Any) -> str:
+    """JSON's word for a value's type."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    return {str: "string", int: "number", float: "number", list: "array", dict: "object"}.get(type(value),
+                                                                                                type(value).__name__)
+
+
+def _conforms(value: Any, shape: Any, where: str) -> None:
+    """Raise ValueError naming the first place where `value` does not have `shape` (see _REPORT_SHAPE)."""
+    if value is None:
+        return
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            raise ValueError(f"{where or 'the document'} must be an object, not a {_json_type(value)}")
+        for key, sub in shape.items():
+            _conforms(value.get(key), sub, f"{where}.{key}" if where else key)
+    elif isinstance(shape, list):
+        if not isinstance(value, list):
+            raise ValueError(f"{where} must be an array, not a {_json_type(value)}")
+        for i, item in enumerate(value):
+            if item is None:
+                raise ValueError(f"{where}[{i}] must not be null")
+            _conforms(item, shape[0], f"{where}[{i}]")
+    elif not isinstance(value, shape) or isinstance(value, bool):
+        raise ValueError(f"{where} must be a {_json_type(shape() if shape is not _NUM else 0)}, "
+                         f"not a {_json_type(value)}")

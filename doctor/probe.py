@@ -55,12 +55,13 @@ def reach_fix(target: Target) -> str:
 
 def run_probe(ctx, script: str | os.PathLike, args: Sequence[str] = (), *, timeout: Optional[float] = None,
               env: Optional[dict[str, str]] = None, cwd: Optional[os.PathLike] = None,
-              files: Optional[dict[str, Path]] = None) -> ProbeOutcome:
+              files: Optional[dict[str, Path]] = None, request: Any = None) -> ProbeOutcome:
     """Run a probe script with the training interpreter (`ctx.python`) in the job's cwd and environment.
 
     `script` is a path, or a bare file name under `checks/probes/`. `files` ({name: path}) travel beside the
-    probe to a --target (locally the probe is told their paths). The probe's JSON answer, if it wrote one,
-    is in `outcome.payload`.
+    probe to a --target (locally the probe is told their paths). `request`, any JSON value, reaches the probe
+    in a file (`_probe_support.request()`), whatever its size: argv words are for short flags only. The
+    probe's JSON answer, if it wrote one, is in `outcome.payload`.
     """
     path = Path(script)
     if not path.is_absolute() and not path.exists():
@@ -68,11 +69,17 @@ def run_probe(ctx, script: str | os.PathLike, args: Sequence[str] = (), *, timeo
     target = parse_target(getattr(ctx, "target", "local") or "local")
     if not target.is_local:
         return _run_probe_on(target, ctx, path, args, timeout=timeout or ctx.timeout or 60.0, env=env, cwd=cwd,
-                             files=files)
+                             files=files, request=request)
     run_env = dict(ctx.env if env is None else env)
     fd, out_path = tempfile.mkstemp(prefix="dfdoctor-probe-", suffix=".json")
     os.close(fd)
     run_env["DFDOCTOR_PROBE_OUT"] = out_path
+    in_path = None
+    if request is not None:
+        fd, in_path = tempfile.mkstemp(prefix="dfdoctor-probe-in-", suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            json.dump(request, f)
+        run_env["DFDOCTOR_PROBE_IN"] = in_path
     run_env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
     try:
         outcome = run_command([ctx.python, str(path), *args], timeout=timeout or ctx.timeout or 60.0,
@@ -84,15 +91,17 @@ def run_probe(ctx, script: str | os.PathLike, args: Sequence[str] = (), *, timeo
             outcome.payload = None
         return outcome
     finally:
-        try:
-            os.unlink(out_path)
-        except OSError:
-            pass
+        for p in (out_path, in_path):
+            try:
+                if p:
+                    os.unlink(p)
+            except OSError:
+                pass
 
 
 def _run_probe_on(target: Target, ctx, path: Path, args: Sequence[str], *, timeout: float,
                   env: Optional[dict[str, str]], cwd: Optional[os.PathLike],
-                  files: Optional[dict[str, Path]] = None) -> ProbeOutcome:
+                  files: Optional[dict[str, Path]] = None, request: Any = None) -> ProbeOutcome:
     """Ship the probe to the target's python over stdin and run it there (see `dfdoctor.targets.remote_probe`).
 
     Only the variables a check set on purpose travel (those that differ from dfdoctor's own environment):
@@ -103,7 +112,8 @@ def _run_probe_on(target: Target, ctx, path: Path, args: Sequence[str], *, timeo
     python = ctx.python or "python3"
     argv = transport.wrap(target, [python, "-c", remote_probe.LOADER])
     data = remote_probe.request(path, args, timeout=timeout, env=wanted, cwd=str(cwd or ctx.cwd or ""),
-                                python=None, extra={n: p.read_text() for n, p in (files or {}).items()})
+                                python=None, extra={n: p.read_text() for n, p in (files or {}).items()},
+                                probe_input=request)
     # The bootstrap keeps the deadline on the target; the local one only adds room for connecting.
     outcome = run_command(argv, timeout=timeout + transport.CONNECT_TIMEOUT_S + remote_probe.STACK_GRACE_S + 2,
                           stdin_data=data, hold_stdin=True, stack_signal=None)

@@ -278,3 +278,35 @@ def test_conflicts_match_pip_check(venv) -> None:
     (w,) = by_cause(results, causes.DEPENDENCY_MISMATCH)
     ours = sorted(e.split()[0] for e in w.evidence)
     assert ours == pip_dists == ["transformers", "transformers"]
+
+
+def test_a_requirements_file_of_any_size_is_checked(venv):
+    """2,500 pins once made the probe's request one argv word over the kernel's 128 KiB cap: the probe could not
+    start, the check skipped and the gate said OK. The request now travels in a file."""
+    py, site, proj = venv
+    install_dist(site, "present-dist", "1.0")
+    lines = [f"dist-number-{i:04d}-with-a-long-descriptive-name==1.{i}.0  # pinned by the platform team" for i in
+             range(2500)]
+    (proj / "requirements-big.txt").write_text("present-dist==1.0\n" + "\n".join(lines) + "\n")
+    from conftest import run_dfdoctor
+    res = run_dfdoctor("check", "--only", "deps.requirements", "--requirements", "requirements-big.txt",
+                       "--format", "json", "--python", py, "--", py, "train.py", cwd=proj,
+                       env={"PYTHONPATH": ""})
+    assert res.returncode == 1, (res.stdout[-2000:], res.stderr[-2000:])
+    rec = json.loads(res.stdout)["checks"][0]
+    assert rec["status"] == "fail" and rec["cause"] == causes.DEPENDENCY_MISSING, rec["summary"]
+    results = rec["data"]["requirements"]
+    assert len(results) == 2501
+    assert sum(1 for r in results if r.get("installed")) == 1
+
+
+def test_a_probe_request_of_megabytes_reaches_the_probe(tmp_path):
+    """run_probe's request= reaches the probe whole (a file, not an argv word)."""
+    from dfdoctor.probe import run_probe
+    probe = tmp_path / "size_probe.py"
+    probe.write_text("import json, os, sys\nsys.path.insert(0, %r)\nfrom _probe_support import answer, request\n"
+                     "r = request()\nanswer({'n': len(r['blob']), 'last': r['blob'][-1]})\n"
+                     % str(Path(__import__("dfdoctor.checks.probes", fromlist=["x"]).__file__).parent))
+    ctx = Context(command=[], cwd=tmp_path, python=sys.executable, env=dict(os.environ), timeout=30)
+    out = run_probe(ctx, probe, request={"blob": ["x" * 100] * 20000 + ["end"]})
+    assert out.payload == {"n": 20001, "last": "end"}, (out.stderr, out.spawn_error)

@@ -116,3 +116,49 @@ def test_buffered_python_output_is_a_warning(tmp_path, command, env, warned):
     rec = json.loads(res.stdout)["checks"][0]
     assert (rec["cause"] == "output-buffered") == warned, rec
     assert res.returncode == 0
+
+
+def test_a_long_valid_log_name_is_writable(tmp_path):
+    """A 244-character name is valid (NAME_MAX is 255), but the probe's temp name built from it was not: the
+    launch was blocked as log-not-writable."""
+    name = "run-" + "x" * 236 + ".log"
+    assert len(name) == 244
+    rc, rec = log_check(tmp_path, tmp_path / name)
+    assert rc == 0 and rec["status"] == "ok", rec
+    assert not list(tmp_path.iterdir()), "the probe leaves nothing behind"
+
+
+def test_a_log_name_over_name_max_is_said_so(tmp_path):
+    rc, rec = log_check(tmp_path, tmp_path / ("y" * 300 + ".log"))
+    assert rc == 1 and rec["cause"] == "log-not-writable" and "longer than the file system allows" in rec["summary"]
+
+
+def test_a_fifo_log_is_reported_not_hung_on(tmp_path):
+    fifo = tmp_path / "train.log"
+    os.mkfifo(fifo)
+    res = run_dfdoctor("check", "--only", "log.writable", "--log", str(fifo), "--format", "json", cwd=tmp_path,
+                       timeout=60)
+    rec = json.loads(res.stdout)["checks"][0]
+    assert res.returncode == 1 and rec["status"] == "fail" and "named pipe (FIFO) that nothing reads" in rec["summary"]
+    assert rec["duration_s"] < 5, rec
+
+
+def test_a_fifo_with_a_reader_warns(tmp_path):
+    fifo = tmp_path / "train.log"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.DEVNULL)
+    try:
+        fd = os.open(fifo, os.O_WRONLY)  # holds the pipe open: cat is surely reading when the check looks
+        try:
+            rc, rec = log_check(tmp_path, fifo)
+        finally:
+            os.close(fd)
+    finally:
+        reader.kill()
+        reader.wait()
+    assert rec["status"] == "warn" and "that something reads now" in rec["summary"]
+
+
+def test_a_device_log_is_reported_without_opening_it(tmp_path):
+    rc, rec = log_check(tmp_path, "/dev/null")
+    assert rec["status"] == "warn" and "character device" in rec["summary"]

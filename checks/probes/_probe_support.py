@@ -13,6 +13,13 @@ def install_stack_dump() -> None:
     faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
 
 
+def request():
+    """The JSON request dfdoctor handed over in the file named by $DFDOCTOR_PROBE_IN: a request of any size (2,500
+    pinned requirements) travels in a file, never as one argv word, which the kernel caps at 128 KiB."""
+    with open(os.environ["DFDOCTOR_PROBE_IN"]) as f:
+        return json.load(f)
+
+
 def answer(payload: dict) -> None:
     """Write the probe's JSON answer where dfdoctor reads it."""
     path = os.environ.get("DFDOCTOR_PROBE_OUT")

@@ -9,14 +9,13 @@ them loads (a pip-less venv on a Python older than dfdoctor's `packaging` suppor
 file is the fallback. Markers are therefore evaluated for THIS interpreter: its Python version, platform and
 machine.
 
-Input (JSON in argv[1]): {"requirements": [{"req": "torch>=2.4", "source": "requirements.txt:3",
+Input (JSON in the file $DFDOCTOR_PROBE_IN): {"requirements": [{"req": "torch>=2.4", "source": "requirements.txt:3",
 "constraint": false}], "packaging_dir": "...", "focus": ["torch"], "modules": ["numpy", ...]}: `modules` are
 the top-level modules the script imports; their distributions count as what the job depends on.
 """
 
 import importlib
 import importlib.util
-import json
 import os
 import re
 import sys
@@ -26,7 +25,7 @@ if HERE in sys.path:  # the probe's folder must not count as a place distributio
     sys.path.remove(HERE)
 sys.path.insert(0, HERE)
 import _pep508  # noqa: E402  (the last resort when no `packaging` loads here)
-from _probe_support import answer, install_stack_dump  # noqa: E402
+from _probe_support import answer, install_stack_dump, request  # noqa: E402
 
 sys.path.remove(HERE)
 
@@ -223,7 +222,7 @@ def closure(roots, graph):
 def main():
     """Evaluate the requirements, scan for conflicts and duplicates, answer."""
     install_stack_dump()
-    spec = json.loads(sys.argv[1])
+    spec = request()
     out = {"python": sys.version.split()[0], "executable": sys.executable, "results": [], "conflicts": [],
            "duplicates": {}, "closure": [], "n_dists": 0}
     if metadata is None:

@@ -1,6 +1,6 @@
 """Probe: does the job's script compile, and do its imports load? Runs in the TRAINING interpreter.
 
-Standard library only, and plain enough for any Python 3 the job might use. It is given (as JSON in argv[1])
+Standard library only, and plain enough for any Python 3 the job might use. It is given (as JSON in the file $DFDOCTOR_PROBE_IN)
 what the launch would run: a script, a module (`-m`) or code (`-c`), plus the sys.path[0] and sys.argv the
 launch would have. It
 
@@ -16,7 +16,6 @@ import ast
 import faulthandler
 import importlib
 import importlib.util
-import json
 import os
 import sys
 import time
@@ -26,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE in sys.path:  # the probe's own folder must not shadow the job's modules
     sys.path.remove(HERE)
 sys.path.insert(0, HERE)
-from _probe_support import answer, install_stack_dump  # noqa: E402
+from _probe_support import answer, install_stack_dump, request  # noqa: E402
 
 sys.path.remove(HERE)
 
@@ -40,7 +39,7 @@ SAFE_NAMES = {"os", "sys", "Path", "pathlib", "__file__", "str", "abspath", "dir
 
 def main():
     """Read the launch description, compile, import, answer."""
-    spec = json.loads(sys.argv[1])
+    spec = request()
     install_stack_dump()
     faulthandler.enable(file=sys.stderr, all_threads=True)  # a segfaulting extension leaves its stack
     hang_s = float(spec.get("hang_s") or 0)

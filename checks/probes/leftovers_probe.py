@@ -3,11 +3,9 @@
 Standard library only. A pid counts as the same process only if its start time (field 22 of /proc/PID/stat)
 is the one the recorder wrote down: a recycled pid is someone else's process, and dfdoctor must never tell a
 user to kill it. A zombie holds nothing and is not counted.
-Usage: leftovers_probe.py '{"PID": START_TICKS_OR_NULL, ...}'
+Input (JSON in the file $DFDOCTOR_PROBE_IN): {"PID": START_TICKS_OR_NULL, ...}
 """
 
-import json
-import sys
 
 
 def _stat(pid):
@@ -41,6 +39,6 @@ def still_running(recorded):
 
 
 if __name__ == "__main__":
-    from _probe_support import answer
+    from _probe_support import answer, request
 
-    answer({"alive": still_running(json.loads(sys.argv[1]))})
+    answer({"alive": still_running(request())})

@@ -7,6 +7,7 @@ Usage: log_probe.py LOG_PATH
 
 import errno
 import os
+import stat
 import sys
 import tempfile
 
@@ -26,11 +27,25 @@ def facts(log: str) -> dict:
         return out
     if not out["folder_is_dir"] or out["log_is_dir"]:
         return out
+    kind = _kind(log)
+    if kind not in (None, "file"):
+        # Never opened: a FIFO without a reader blocks the opener for ever, a device may act on being opened.
+        out["log_kind"] = kind
+        if kind == "fifo":
+            out["fifo_reader"] = _fifo_has_reader(log)
+        return _space(folder, out)
     try:
+        name_max = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    try:
+        if len(os.fsencode(os.path.basename(log))) > name_max:
+            raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG) + " (over %d bytes)" % name_max, log)
         if out["log_exists"]:
-            os.close(os.open(log, os.O_WRONLY | os.O_APPEND))
+            os.close(os.open(log, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK))
         else:
-            fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(log) + ".dfdoctor-probe-", dir=folder)
+            # A short name of our own beside it: the log's name plus a suffix could pass NAME_MAX.
+            fd, tmp = tempfile.mkstemp(prefix=".dfdoctor-probe-", dir=folder)
             try:
                 os.write(fd, b"x")
                 os.fsync(fd)
@@ -40,6 +55,34 @@ def facts(log: str) -> dict:
     except OSError as exc:
         out["write_error"] = {"errno": errno.errorcode.get(exc.errno, str(exc.errno)), "strerror": exc.strerror,
                               "text": str(exc)}
+    return _space(folder, out)
+
+
+def _kind(path):
+    """What the path is now: None (missing), file, fifo, chardev, blockdev, socket or other."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    for test, name in ((stat.S_ISREG, "file"), (stat.S_ISFIFO, "fifo"), (stat.S_ISCHR, "chardev"),
+                       (stat.S_ISBLK, "blockdev"), (stat.S_ISSOCK, "socket")):
+        if test(mode):
+            return name
+    return "other"
+
+
+def _fifo_has_reader(path):
+    """Whether something has the FIFO open for reading now: a non-blocking open for writing fails with ENXIO
+    when nothing does (and, unlike a blocking open, returns at once)."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        return True
+    except OSError:
+        return False
+
+
+def _space(folder, out):
+    """Free space and inodes where the log goes, added to `out`."""
     st = os.statvfs(folder)
     out["free_mb"] = round(st.f_bavail * st.f_frsize / 2**20, 1)
     out["free_inodes"] = st.f_favail

@@ -290,7 +290,10 @@ class Recorder:
         if not self.log_path or not self.spec.get("redirect", True):
             return True
         try:
-            self.log_fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            # O_NONBLOCK: a FIFO that nothing reads fails now (ENXIO) instead of blocking the recorder for ever
+            fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK, 0o644)
+            os.set_blocking(fd, True)
+            self.log_fd = fd
         except OSError as exc:
             self.record.event("log-open-failed", sync=True, path=self.log_path, errno=exc.errno,
                               errname=errno.errorcode.get(exc.errno, "?"), strerror=exc.strerror)

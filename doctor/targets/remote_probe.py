@@ -30,6 +30,10 @@ try:
     env = dict(os.environ)
     env.update(req["env"])
     env["DFDOCTOR_PROBE_OUT"] = out
+    if req.get("input") is not None:
+        env["DFDOCTOR_PROBE_IN"] = os.path.join(d, "input.json")
+        with open(env["DFDOCTOR_PROBE_IN"], "w") as f:
+            json.dump(req["input"], f)
     cwd = req["cwd"] if req["cwd"] and os.path.isdir(req["cwd"]) else None
     py = req["python"] or sys.executable
     p = subprocess.Popen([py, os.path.join(d, req["script"])] + req["args"], cwd=cwd, env=env,
@@ -95,10 +99,12 @@ def probe_files(script: Path) -> dict[str, str]:
 
 
 def request(script: Path, args: Sequence[str], *, timeout: float, env: dict[str, str], cwd: Optional[str],
-            python: Optional[str], extra: Optional[dict[str, str]] = None) -> bytes:
-    """What goes down the target's stdin: the bootstrap, then the request (`extra`: more files, by name)."""
-    req = {"files": {**probe_files(script), **(extra or {})}, "script": script.name, "args": list(args), "timeout": timeout,
-           "grace": STACK_GRACE_S, "env": env, "cwd": cwd, "python": python}
+            python: Optional[str], extra: Optional[dict[str, str]] = None, probe_input: Any = None) -> bytes:
+    """What goes down the target's stdin: the bootstrap, then the request (`extra`: more files, by name; the
+    probe's own input, which the bootstrap hands over in a file)."""
+    req = {"files": {**probe_files(script), **(extra or {})}, "script": script.name, "args": list(args),
+           "timeout": timeout, "grace": STACK_GRACE_S, "env": env, "cwd": cwd, "python": python,
+           "input": probe_input}
     return _pack(BOOTSTRAP.encode()) + _pack(json.dumps(req).encode())
 
 
