@@ -9,12 +9,16 @@ Masked, wherever they appear (summaries, evidence, captured stdout/stderr, trace
 - well-known token shapes (GitHub, Hugging Face, OpenAI/Anthropic, AWS access key ids, Slack, Google, GitLab,
   npm, PyPI, Stripe, JWTs).
 
-Standard library only, so the recorder (which must run under any interpreter) can import it too.
+Standard library only, so the recorder (which must run under any interpreter) loads this same file: one set
+of rules for what dfdoctor prints and what it stores. `SecretPrints` keeps salted fingerprints of a launch's
+secret values (never the values), so a later `status` or `report` in a shell without them still masks them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
 from urllib.parse import quote
@@ -104,6 +108,31 @@ _ASSIGNMENT = re.compile(
     r"""(?<![\w.-])(?P<lead>(?P<q>["']?)(?P<name>(?P<dash>--?)?(?=[\w.-]*?""" + _KEYWORD + r""")[\w.-]+)"""
     r"""(?P=q)(?P<sep>\s*[=:]\s*|(?(dash)[ \t]+|(?!))))"""
     r"""(?:"(?P<v1>[^"\n]*)"|'(?P<v2>[^'\n]*)'|(?P<v3>[^\s"',;&]+))""")
+
+
+# The same words for a lower-cased text: a case-sensitive alternation scans many times faster than (?i).
+_KEYWORD_LOWER = re.compile(_KEYWORD[4:-1])
+
+
+def _mask_assignments(s: str) -> str:
+    """`_ASSIGNMENT` applied only to the lines that hold one of its keywords: most lines of a training log hold
+    none, and skipping them makes masking a stream several times faster."""
+    low = s.lower()
+    if len(s) < 4096 or len(low) != len(s):  # short, or lower() moved the offsets (a few Unicode letters do)
+        return _ASSIGNMENT.sub(_mask_assignment, s)
+    parts: list[str] = []
+    done = 0
+    for m in _KEYWORD_LOWER.finditer(low):
+        if m.start() < done:
+            continue
+        start = s.rfind("\n", 0, m.start()) + 1
+        end = s.find("\n", m.end())
+        end = len(s) if end < 0 else end + 1
+        parts.append(s[done:start])
+        parts.append(_ASSIGNMENT.sub(_mask_assignment, s[start:end]))
+        done = end
+    parts.append(s[done:])
+    return "".join(parts)
 
 
 def _mask_key_block(m: "re.Match[str]") -> str:
@@ -202,15 +231,21 @@ class Redactor:
         """`s` with every secret masked."""
         if not s or not isinstance(s, str):
             return s
-        s = _PRIVATE_KEY.sub(_mask_key_block, s)
+        # Each pattern runs only where the literal it needs occurs: a stream of log lines is masked quickly.
+        low = s.lower()
+        if "-----begin" in low:
+            s = _PRIVATE_KEY.sub(_mask_key_block, s)
         pattern = self._value_pattern()
         if pattern is not None:
             s = pattern.sub(MASK, s)
-        s = _URL_PASSWORD.sub(lambda m: m.group(1) + MASK + m.group(3), s)
-        s = _AUTH_HEADER.sub(lambda m: m.group(1) + MASK, s)
-        s = _BEARER.sub(lambda m: m.group(1) + MASK, s)
+        if "://" in low:
+            s = _URL_PASSWORD.sub(lambda m: m.group(1) + MASK + m.group(3), s)
+        if "authorization" in low:
+            s = _AUTH_HEADER.sub(lambda m: m.group(1) + MASK, s)
+        if "bearer" in low:
+            s = _BEARER.sub(lambda m: m.group(1) + MASK, s)
         s = _TOKEN_SHAPES.sub(MASK, s)
-        return _ASSIGNMENT.sub(_mask_assignment, s)
+        return _mask_assignments(s)
 
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
         """An environment dump with secret-named values replaced and other values masked as text."""
@@ -243,6 +278,36 @@ class Redactor:
             return [self.value(x) for x in obj]
         return obj
 
+    def learn_argv(self, argv: Iterable[str]) -> None:
+        """Add the secret values a command line holds: the word after `--token`/`--password`/..., the value of
+        `--token=V` and `NAME=V` words with secret names (also inside a `sh -c` line), URL passwords."""
+        after_option = False
+        for word in argv:
+            if not isinstance(word, str):
+                after_option = False
+                continue
+            if after_option:
+                self.add("argv", word)
+            for m in _ASSIGNMENT.finditer(word):
+                if _assignment_ok(m):
+                    self.add(m.group("name").lstrip("-"), next(v for v in m.group("v1", "v2", "v3") if v is not None))
+            for m in _URL_PASSWORD.finditer(word):
+                self.add("url-password", m.group(2))
+            after_option = word.startswith("-") and "=" not in word and name_looks_secret(word)
+
+    @property
+    def values(self) -> list[str]:
+        """The secret values (and their encoded forms) this redactor masks: for `SecretPrints.of`, never to show."""
+        return sorted(set(self._secrets.values()))
+
+    def learn_prints(self, prints: Optional["SecretPrints"], obj: Any) -> None:
+        """Add every substring of the strings in `obj` that `prints` recognises as a secret of the launch."""
+        if prints is None:
+            return
+        for s in _strings(obj):
+            for found in prints.find(s):
+                self.add("launch-secret", found)
+
     def learn(self, obj: Any) -> None:
         """Add the values of secret-named keys found anywhere in `obj` (e.g. a job's environment in a run record)."""
         if isinstance(obj, Mapping):
@@ -255,16 +320,120 @@ class Redactor:
             for x in obj:
                 self.learn(x)
 
-    def report(self, report: "Report") -> "Report":
-        """A masked copy of `report`; the original is left untouched."""
+    def report(self, report: "Report", prints: Optional["SecretPrints"] = None) -> "Report":
+        """A masked copy of `report`; the original is left untouched. `prints`: the launch's secret fingerprints,
+        for a report made later without the launch's environment."""
         from dfdoctor.model import (
             Report,  # late: keeps this module importable by the stdlib-only recorder
         )
 
         doc = report.to_dict()
         # Secrets the report itself reveals by name (the job's environment, a target's env dump) are masked
-        # wherever else they appear, e.g. echoed in a traceback.
+        # wherever else they appear, e.g. echoed in a traceback; so is anything that argv or the prints say.
         learned = Redactor(self._secrets)
         learned.learn(doc)
+        learned.learn_argv(doc.get("command") or [])
+        learned.learn_prints(prints, doc)
         return Report.from_dict(learned.value(doc))
+
+
+def _strings(obj: Any) -> Iterable[str]:
+    """Every string in a JSON-like value, keys included."""
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, Mapping):
+        for k, v in obj.items():
+            yield from _strings(k)
+            yield from _strings(v)
+    elif isinstance(obj, (list, tuple)):
+        for x in obj:
+            yield from _strings(x)
+
+
+# --- salted fingerprints: finding a launch's secrets again without keeping them ------------------------------------
+
+_P = (1 << 61) - 1  # a Mersenne prime: the rolling hash's modulus
+
+
+class SecretPrints:
+    """Salted fingerprints of secret values: enough to find those values again in a text, not to show them.
+
+    Kept per value: its length, a 16-bit rolling fingerprint (one string in 65,536 shares it, so it narrows the
+    search and says next to nothing about the value) and a salted PBKDF2 digest that confirms a candidate. Only
+    values of MIN_LENGTH characters or more are kept: the digest of a short one could be brute-forced.
+    """
+
+    MIN_LENGTH = 12
+    ITERATIONS = 20_000
+    FP_BITS = 16
+
+    def __init__(self, salt: bytes, base: int, prints: Iterable[tuple[int, int, str]]) -> None:
+        self.salt, self.base = salt, base
+        self.prints: dict[int, dict[int, set[str]]] = {}  # length -> fingerprint -> digests
+        for length, fp, digest in prints:
+            self.prints.setdefault(int(length), {}).setdefault(int(fp), set()).add(str(digest))
+
+    @classmethod
+    def of(cls, values: Iterable[str]) -> "SecretPrints":
+        """Fingerprints of `values` under a fresh salt (values shorter than MIN_LENGTH are left out)."""
+        salt = os.urandom(16)
+        base = int.from_bytes(hashlib.sha256(salt + b"base").digest()[:8], "big") % (_P - 2) + 2
+        made = cls(salt, base, ())
+        for v in values:
+            if isinstance(v, str) and len(v) >= cls.MIN_LENGTH:
+                made.prints.setdefault(len(v), {}).setdefault(made._fp(v), set()).add(made._digest(v))
+        return made
+
+    def __bool__(self) -> bool:
+        return bool(self.prints)
+
+    def _fp(self, s: str) -> int:
+        h = 0
+        for c in s:
+            h = (h * self.base + ord(c)) % _P
+        return h & ((1 << self.FP_BITS) - 1)
+
+    def _digest(self, s: str) -> str:
+        return hashlib.pbkdf2_hmac("sha256", s.encode("utf-8", "surrogatepass"), self.salt, self.ITERATIONS)[:16].hex()
+
+    def find(self, text: str) -> set[str]:
+        """The substrings of `text` that are fingerprinted secrets."""
+        found: set[str] = set()
+        if not isinstance(text, str):
+            return found
+        mask = (1 << self.FP_BITS) - 1
+        codes = [ord(c) for c in text]
+        for length, fps in self.prints.items():
+            if length > len(codes):
+                continue
+            top = pow(self.base, length - 1, _P)
+            h = 0
+            for c in codes[:length]:
+                h = (h * self.base + c) % _P
+            for i in range(len(codes) - length + 1):
+                if i:
+                    h = ((h - codes[i - 1] * top) * self.base + codes[i + length - 1]) % _P
+                digests = fps.get(h & mask)
+                if digests is not None:
+                    window = text[i:i + length]
+                    if window not in found and self._digest(window) in digests:
+                        found.add(window)
+        return found
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form kept in a run folder (`masks.json`): salt, base and the fingerprints, no values."""
+        return {"salt": self.salt.hex(), "base": self.base, "iterations": self.ITERATIONS,
+                "prints": sorted([length, fp, d] for length, fps in self.prints.items() for fp, ds in fps.items()
+                                 for d in ds)}
+
+    @classmethod
+    def from_dict(cls, doc: Any) -> Optional["SecretPrints"]:
+        """Fingerprints read back from `to_dict`'s form; None for anything else."""
+        try:
+            if int(doc["iterations"]) != cls.ITERATIONS:
+                return None
+            return cls(bytes.fromhex(doc["salt"]), int(doc["base"]),
+                       [(int(a), int(b), str(c)) for a, b, c in doc["prints"]])
+        except (KeyError, TypeError, ValueError):
+            return None
 
