@@ -67,6 +67,8 @@ def lookup(kind: str, key: Any, max_age_s: float) -> Optional[tuple[Any, float]]
 def store(kind: str, key: Any, value: Any) -> Optional[Path]:
     """Keep `value` under `key` (atomically: a reader never sees half an entry); None if it cannot be written."""
     path = _path(kind, key)
+    from dfdoctor.redact import Redactor
+    value = Redactor.from_env(dict(os.environ)).value(value)  # what the cache keeps is masked like any output
     try:
         private_dir(path.parent)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")

@@ -261,9 +261,10 @@ def environment_facts(ctx: Optional[Context], records: list[CheckRecord]) -> dic
     return env
 
 
-def redacted(report: Report, env: Optional[dict[str, str]] = None) -> Report:
-    """The report with secrets masked (every format goes through this)."""
-    return Redactor.from_env(dict(os.environ if env is None else env)).report(report)
+def redacted(report: Report, env: Optional[dict[str, str]] = None, prints: Any = None) -> Report:
+    """The report with secrets masked (every format goes through this): those of `env` (default: ours), of the
+    command, and those `prints` (a run's `redact.SecretPrints`) recognise."""
+    return Redactor.from_env(dict(os.environ if env is None else env)).report(report, prints)
 
 
 class OutputNotWritten(UsageError):
@@ -271,13 +272,14 @@ class OutputNotWritten(UsageError):
 
 
 def emit(report: Report, pairs: list[tuple[str, Optional[str]]], *, verbose: bool = False,
-         fail_on_level: str = "error", env: Optional[dict[str, str]] = None, saved: Optional[str] = None) -> None:
+         fail_on_level: str = "error", env: Optional[dict[str, str]] = None, saved: Optional[str] = None,
+         prints: Any = None) -> None:
     """Write the report in every requested format; each file atomically, text on a tty in colour.
 
     An output that cannot be written does not stop the others (the terminal's verdict included); then
     OutputNotWritten (exit 2) names each one, and `saved`, the run folder that keeps the report anyway.
     """
-    safe = redacted(report, env)
+    safe = redacted(report, env, prints)
     saved = saved or report.run.get("dir")
     failed = []
     for fmt, out in pairs:

@@ -84,21 +84,25 @@ def test_recorder_imports_only_the_standard_library():
 
 
 def test_shipped_on_stdin_detaches_itself_and_survives_the_hangup(tmp_path):
-    """How a remote target can use it: `python3 - --detach DIR SPEC < recorder.py` in a pty session that
-    hangs up as soon as the command returns; the job keeps running and logging."""
+    """How a remote target can use it: `python3 - --detach DIR SPEC < recorder.py` (the copy remote_run ships,
+    masking rules embedded) in a pty session that hangs up as soon as the command returns; the job keeps running
+    and logging."""
     import os
     import shlex
     import time
 
+    from dfdoctor.launch.remote_run import recorder_source
     from jobs.harness import JOBS, kill_runs, wait_for
     from test_launch_detach import _pty_session
 
+    shipped = tmp_path / "shipped-recorder.py"
+    shipped.write_bytes(recorder_source())
     run_dir = tmp_path / "remote-run"
     spec = json.dumps({"run_id": "r", "argv": [sys.executable, str(JOBS / "healthy.py"), "20"],
                        "cwd": str(tmp_path), "log": str(tmp_path / "t.log")})
     try:
         _pty_session(f"{shlex.quote(sys.executable)} - --detach {run_dir} {shlex.quote(spec)} "
-                     f"< {shlex.quote(str(RECORDER))}")
+                     f"< {shlex.quote(str(shipped))}")
         assert wait_for(lambda: rundir.load(run_dir).spawned is not None, timeout=10)
         time.sleep(1.5)
         run = rundir.load(run_dir)
@@ -109,3 +113,77 @@ def test_shipped_on_stdin_detaches_itself_and_survives_the_hangup(tmp_path):
         assert wait_for(lambda: (tmp_path / "t.log").stat().st_size > size, timeout=3)
     finally:
         kill_runs(tmp_path)
+
+
+# Secrets of each kind the recorder must never write down: env values, `--name VALUE`, `NAME=VALUE`, a DSN.
+WANDB = "0123456789abcdef0123456789abcdef01234567"
+HF_ARG = "hfargvalue-9f8e7d6c5b4a39281706"
+GH_PAT = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+DB_PW = "s3cretDBpassw0rd"
+JOB = ("import os, sys, time\n"
+       "print('argv', sys.argv[1:], flush=True)\n"
+       "print('wandb', os.environ['WANDB_API_KEY'], flush=True)\n"
+       "sys.stderr.write('half ' + sys.argv[2][:10]); sys.stderr.flush(); time.sleep(0.3)\n"
+       "sys.stderr.write(sys.argv[2][10:] + ' joined\\n')\n")
+
+
+def _run_with_secrets(tmp_path: Path, recorder_file: Path) -> Path:
+    run_dir = tmp_path / "run"
+    spec = {"run_id": "s", "argv": [sys.executable, "-c", JOB, "--hf-token", HF_ARG, f"GH_PAT={GH_PAT}",
+                                    f"postgres://trainer:{DB_PW}@db:5432/x"], "cwd": str(tmp_path),
+            "log": str(tmp_path / "t.log")}
+    env = {"PATH": "/usr/bin:/bin", "WANDB_API_KEY": WANDB}
+    subprocess.run([sys.executable, str(recorder_file), str(run_dir), "-"], input=json.dumps(spec).encode(),
+                   env=env, timeout=60, check=True)
+    return run_dir
+
+
+def test_the_record_is_masked_by_the_rules_of_every_output(tmp_path):
+    """spec.json, record.jsonl and the stream copies hold argv and environment masked as redact.py masks a
+    report: `--hf-token VALUE`, GH_PAT=ghp_..., a DSN's password, the environment's secrets, even when the job
+    prints them (one secret written in two pieces included). The user's own log is theirs: left as written."""
+    run_dir = _run_with_secrets(tmp_path, RECORDER)
+    written = {p.name: p.read_text(errors="replace") for p in run_dir.iterdir() if p.is_file()}
+    assert {"spec.json", "record.jsonl", "stdout.log", "stderr.log"} <= set(written)
+    for name, text in written.items():
+        for secret in (WANDB, HF_ARG, GH_PAT, DB_PW, HF_ARG[:10] + HF_ARG[10:]):
+            assert secret not in text, (name, secret)
+    run = rundir.load(run_dir)
+    assert run.exit["exit_code"] == 0 and "joined" in written["stderr.log"]
+    assert run.spawned["argv"][3:5] == ["--hf-token", "***"]
+    assert "***" in written["stdout.log"] and "wandb ***" in written["stdout.log"]
+    assert not (run_dir / "spec.in").exists()
+    assert HF_ARG in (tmp_path / "t.log").read_text(), "the job's own log is not ours to change"
+
+
+def test_the_recorder_keeps_no_rules_of_its_own():
+    """One set of rules: the recorder loads redact.py (or the copy embedded when shipped), it has no patterns."""
+    text = RECORDER.read_text()
+    assert "import re\n" not in text and "re.compile" not in text and "TOKEN" not in text
+
+
+def test_a_copy_without_the_rules_writes_nothing_in_clear(tmp_path):
+    """A recorder file shipped without redact.py embedded (never done, but a bug could) hides every string
+    rather than keep one unmasked."""
+    lone = tmp_path / "elsewhere" / "x" / "recorder.py"
+    lone.parent.mkdir(parents=True)
+    lone.write_bytes(RECORDER.read_bytes())
+    run_dir = _run_with_secrets(tmp_path, lone)
+    for p in run_dir.iterdir():
+        text = p.read_text(errors="replace")
+        for secret in (WANDB, HF_ARG, GH_PAT, DB_PW):
+            assert secret not in text, (p.name, secret)
+    assert rundir.load(run_dir).first("masking-unavailable") is not None
+
+
+def test_the_shipped_copy_embeds_the_same_rules(tmp_path):
+    from dfdoctor.launch.remote_run import recorder_source
+    shipped = tmp_path / "elsewhere" / "recorder.py"
+    shipped.parent.mkdir()
+    shipped.write_bytes(recorder_source())
+    run_dir = _run_with_secrets(tmp_path, shipped)
+    run = rundir.load(run_dir)
+    assert run.first("masking-unavailable") is None
+    assert run.spawned["argv"][3:5] == ["--hf-token", "***"]
+    for p in run_dir.iterdir():
+        assert GH_PAT not in p.read_text(errors="replace")

@@ -38,7 +38,7 @@ from dfdoctor.engine import (
 )
 from dfdoctor.errors import UsageError
 from dfdoctor.fleet import check_many, target_specs
-from dfdoctor.launch.rundir import find_run, is_run_dir, runs_root
+from dfdoctor.launch.rundir import find_run, is_run_dir, load_prints, runs_root
 from dfdoctor.model import Report
 from dfdoctor.render.text import visible
 from dfdoctor.registry import discover
@@ -130,8 +130,9 @@ def list_checks(fmt: str) -> int:
     return 0
 
 
-def _load_saved(spec: Optional[str]) -> tuple[Path, Report]:
-    """A saved report: a RESULT.json, a run folder, a run id, or (none given) the latest run."""
+def _load_saved(spec: Optional[str]) -> tuple[Path, Report, Any]:
+    """A saved report (a RESULT.json, a run folder, a run id, or, none given, the latest run), the file it was
+    read from, and the launch's secret fingerprints (`redact.SecretPrints`) when it lies in a run folder."""
     path = Path(spec) if spec else None
     if path is None or not path.exists():
         try:
@@ -142,7 +143,7 @@ def _load_saved(spec: Optional[str]) -> tuple[Path, Report]:
         path = path / "report.json"
     try:
         doc = json.loads(path.read_text())
-        return path, Report.from_dict(doc)
+        return path, Report.from_dict(doc), load_prints(path.parent)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise click.UsageError(f"{path}: not a readable dfdoctor result ({exc})") from None
 
@@ -154,11 +155,11 @@ def _load_saved(spec: Optional[str]) -> tuple[Path, Report]:
 def report_cmd(opts: dict[str, Any]) -> int:
     """Render saved results again (RUN folder, run id or RESULT.json) without re-running anything."""
     pairs = validate_outputs(opts)
-    source, report = _load_saved(opts["source"])
+    source, report, prints = _load_saved(opts["source"])
     guard(pairs, run_folders=(source.parent,) if is_run_dir(source.parent) else ())
     guard_outputs([o for _, o in pairs if o is not None], [("the report read", source)])
     level = opts.get("fail_on") or "error"
-    emit(report, pairs, verbose=opts["verbose"], fail_on_level=level)
+    emit(report, pairs, verbose=opts["verbose"], fail_on_level=level, prints=prints)
     return exit_code(report, level)
 
 
@@ -203,6 +204,15 @@ def _say(message: str) -> None:
         discard_stream(sys.stderr)
 
 
+def _masked_text(text: str) -> str:
+    """A text dfdoctor keeps on disk (a crash's traceback), with the secrets of this environment masked."""
+    try:
+        from dfdoctor.redact import Redactor
+        return Redactor.from_env(dict(os.environ)).text(text)
+    except Exception:  # masking must not hide the crash: say the traceback could not be kept safely
+        return "(traceback not kept: it could not be masked)\n"
+
+
 def run(argv: Optional[list[str]] = None) -> int:
     """Run the CLI and map every outcome to the exit codes of docs/interface.md: 0, 1, 2 (usage) or 3 (our bug)."""
     _standard_streams()
@@ -228,7 +238,7 @@ def run(argv: Optional[list[str]] = None) -> int:
         return 130
     except Exception as exc:  # our bug: say so, keep the traceback, never a bare stack dump
         try:
-            where = _save_crash(traceback.format_exc())
+            where = _save_crash(_masked_text(traceback.format_exc()))
         except OSError:
             where = Path("(could not be saved)")
         _say(f"dfdoctor: internal error (a bug in dfdoctor): {type(exc).__name__}: {exc}; "

@@ -36,19 +36,33 @@ CYCLE_EVENT = "compile-deadlock-seen"  # launcher.jsonl: when a lock cycle was f
 BLOCKING_FRAMES = ("acquire", "wait", "join", "_wait_for_tstate_lock", "recv", "recv_into", "accept", "barrier",
                    "init_process_group", "_lazy_init", "get", "lockf", "flock", "connect")
 
-Spawner = Callable[[list[str], dict[str, str], Path, Path], subprocess.Popen]
+Spawner = Callable[..., subprocess.Popen]  # (argv, env, cwd, out_path, stdin_data=None) -> Popen
 
 
-def spawn_detached(argv: list[str], env: dict[str, str], cwd: Path, out_path: Path) -> subprocess.Popen:
-    """Start argv so that it outlives us, our terminal and our session: the one place a remote variant replaces."""
+def spawn_detached(argv: list[str], env: dict[str, str], cwd: Path, out_path: Path,
+                   stdin_data: Optional[bytes] = None) -> subprocess.Popen:
+    """Start argv so that it outlives us, our terminal and our session: the one place a remote variant replaces.
+    `stdin_data` is written to its stdin, which is then closed (its stdin is /dev/null without it)."""
     previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # inherited across fork and exec, so no race
     out = os.open(out_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
-        return subprocess.Popen(argv, env=env, cwd=str(cwd), stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                start_new_session=True, close_fds=True)
+        proc = subprocess.Popen(argv, env=env, cwd=str(cwd), stdout=out, stderr=out, start_new_session=True,
+                                close_fds=True,
+                                stdin=subprocess.DEVNULL if stdin_data is None else subprocess.PIPE)
     finally:
         os.close(out)
         signal.signal(signal.SIGHUP, previous)
+    if proc.stdin is not None:
+        try:
+            proc.stdin.write(stdin_data)
+        except BrokenPipeError:
+            pass  # it died before reading: the caller sees it say nothing
+        finally:
+            try:
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass
+    return proc
 
 
 def _watch_pids() -> list[dict[str, Any]]:
@@ -84,18 +98,21 @@ def recorder_python(python: str, env: dict[str, str]) -> str:
 def start(command: list[str], *, cwd: Path, env: dict[str, str], python: str, run_id: str, run_dir: Path,
           log: Optional[Path], redirect: bool = True, memory_limit: Optional[int] = None,
           spawner: Spawner = spawn_detached) -> subprocess.Popen:
-    """Write the run's spec and start the recorder on it (it starts the job)."""
+    """Write the run's spec, masked, and start the recorder on it (it starts the job). The unmasked spec goes to
+    the recorder through its stdin: the run folder never holds it."""
     spec = {"run_id": run_id, "argv": list(command), "cwd": str(cwd), "log": str(log) if log else None,
             "redirect": bool(redirect), "memory_limit": memory_limit, "python": python,
             "watch_pids": _watch_pids(), "launcher": _launcher_facts(env), "started_by": "dfdoctor launch"}
-    write_atomically(run_dir / "spec.json", json.dumps(spec, indent=1), private=True)
+    write_atomically(run_dir / "spec.json", json.dumps(rundir.masked(spec, env, command), indent=1), private=True)
+    raw = json.dumps(spec).encode()
     interp = recorder_python(python, env)
-    proc = spawner([interp, str(RECORDER), str(run_dir)], env, cwd, run_dir / "recorder.out")
+    proc = spawner([interp, str(RECORDER), str(run_dir), "-"], env, cwd, run_dir / "recorder.out", stdin_data=raw)
     if interp != sys.executable and _failed_to_start(proc, run_dir):
         # the training interpreter could not run even the standard-library recorder: use ours
         rundir.append_event(run_dir, "recorder-fallback", python=interp,
                             output=(run_dir / "recorder.out").read_text(errors="replace")[-2000:])
-        proc = spawner([sys.executable, str(RECORDER), str(run_dir)], env, cwd, run_dir / "recorder.out")
+        proc = spawner([sys.executable, str(RECORDER), str(run_dir), "-"], env, cwd, run_dir / "recorder.out",
+                       stdin_data=raw)
     rundir.append_event(run_dir, "launched", recorder_pid=proc.pid, argv=list(command))
     return proc
 

@@ -73,6 +73,7 @@ def run_launch(ctx: Context, cfg: Optional[Config] = None, opts: LaunchOptions =
     run_dir = None
     try:
         run_id, run_dir = rundir.new_run(ctx.cwd, opts.run_dir)
+        rundir.keep_prints(run_dir, ctx.env, ctx.command)
         proc = start(ctx.command, cwd=ctx.cwd, env=ctx.env, python=ctx.python, run_id=run_id, run_dir=run_dir,
                      log=log, redirect=not ctx.no_redirect, memory_limit=opts.memory_limit, spawner=spawner)
     except FileExistsError:
@@ -87,8 +88,7 @@ def run_launch(ctx: Context, cfg: Optional[Config] = None, opts: LaunchOptions =
     run, live = watch(run_dir, proc, opts.watch)
     verdict = _verdict(run, live, opts.watch, "", [f"run folder: {run.dir}"])
     records += _post(ctx, run, opts.only, opts.skip, cfg, report_broken=opts.no_check)
-    report = _report(ctx, "launch", started, verdict, records, timeline + run_timeline(run), run)
-    _save(run_dir, report)
+    report = _save(run_dir, _report(ctx, "launch", started, verdict, records, timeline + run_timeline(run), run))
     rundir.append_event(run_dir, "detached", verdict=verdict.state, cause=verdict.cause)
     proc.poll()  # reap a recorder that already finished
     return report
@@ -129,6 +129,7 @@ def run_launch_remote(ctx: Context, cfg: Config, opts: LaunchOptions) -> Report:
         if blocked is not None:
             return blocked
         run_id, run_dir = rundir.new_run(Path.cwd())
+        rundir.keep_prints(run_dir, ctx.env, ctx.command)
         log = str(ctx.abspath(ctx.log)) if ctx.log else None
         spec = {"run_id": run_id, "argv": list(ctx.command), "cwd": str(ctx.cwd), "log": log,
                 "redirect": not ctx.no_redirect, "memory_limit": opts.memory_limit, "python": ctx.python,
@@ -140,7 +141,8 @@ def run_launch_remote(ctx: Context, cfg: Config, opts: LaunchOptions) -> Report:
                                            keep=opts.keep_runs)
         local_spec = dict(spec, target=ctx.target, remote_dir=shipped.run_dir, remote_python=shipped.python,
                           strategy=shipped.strategy, strategy_line=shipped.line)
-        write_atomically(run_dir / "spec.json", json.dumps(local_spec, indent=1), private=True)
+        write_atomically(run_dir / "spec.json", json.dumps(rundir.masked(local_spec, ctx.env, ctx.command), indent=1),
+                         private=True)
         rundir.append_event(run_dir, "launched", recorder_pid=shipped.pid, argv=list(ctx.command),
                             target=ctx.target, remote_dir=shipped.run_dir, strategy=shipped.strategy,
                             session_s=round(shipped.session_s, 3), error=shipped.error,
@@ -153,15 +155,13 @@ def run_launch_remote(ctx: Context, cfg: Config, opts: LaunchOptions) -> Report:
                               [f"starting session ({shipped.strategy}): {shipped.error}"])
             run = rundir.load(run_dir)
             report = _report(ctx, "launch", started, verdict, records, timeline + run_timeline(run), run)
-            _save(run_dir, report)
-            return report
+            return _save(run_dir, report)
         remote = RemoteRun(ctx.target, shipped.run_dir, shipped.python)
         run, live = watch(run_dir, None, opts.watch, load=remote.load, look=remote.look, poll_s=REMOTE_POLL_S)
         verdict = _verdict(run, live, opts.watch, f" on {ctx.target}",
                            [f"run folder there: {shipped.run_dir}", f"local copy: {run.dir}"])
         records += _post(ctx, run, opts.only, opts.skip, cfg, report_broken=opts.no_check)
-    report = _report(ctx, "launch", started, verdict, records, timeline + run_timeline(run), run)
-    _save(run_dir, report)
+    report = _save(run_dir, _report(ctx, "launch", started, verdict, records, timeline + run_timeline(run), run))
     rundir.append_event(run_dir, "detached", verdict=verdict.state, cause=verdict.cause)
     return report
 
@@ -192,9 +192,7 @@ def run_status(cwd: Path, ref: Optional[str] = None, cfg: Optional[Config] = Non
                 live = look(run, 0.0)
         verdict = diagnose(run, live)
         records = _post(ctx, run, only, skip, cfg, report_broken=True)
-    report = _report(ctx, "status", started, verdict, records, run_timeline(run), run)
-    _save(run_dir, report)
-    return report
+    return _save(run_dir, _report(ctx, "status", started, verdict, records, run_timeline(run), run))
 
 
 def _post(ctx: Context, run: rundir.RunRecord, only: tuple[str, ...], skip: tuple[str, ...],
@@ -262,17 +260,20 @@ def _report(ctx: Context, mode: str, started: str, verdict: Verdict, records: li
                   run=run_info(run), environment=environment_facts(ctx, records), mode=mode)
 
 
-def _save(run_dir: Path, report: Report) -> None:
-    """Keep the report in the run folder (JSON to render again, HTML to open or share), secrets masked."""
+def _save(run_dir: Path, report: Report) -> Report:
+    """Keep the report in the run folder (JSON to render again, HTML to open or share), secrets masked (those of
+    this shell and, through the run folder's fingerprints, those of the launch); return the masked report."""
     from dfdoctor.engine import redacted
     from dfdoctor.render import render
 
-    safe = redacted(report)
+    safe = redacted(report, prints=rundir.load_prints(run_dir))
     try:
         write_atomically(run_dir / "report.json", json.dumps(safe.to_dict(), indent=1, default=str), private=True)
         write_atomically(run_dir / "report.html", render(safe, "html"), private=True)
     except OSError as exc:  # a full disk: the verdict still reaches the terminal and any --output
         report.verdict.evidence.append(f"the report could not be saved in {run_dir}: {exc.strerror or exc}")
+        safe.verdict.evidence.append(f"the report could not be saved in {run_dir}: {exc.strerror or exc}")
+    return safe
 
 
 def run_connection(cwd: Path, ref: Optional[str]) -> Any:

@@ -1,9 +1,14 @@
 """dfdoctor's flight recorder: start one job, relay its output, and write down everything that happens to it.
 
-Run as a plain script, `python recorder.py [--detach] RUN_DIR [SPEC_JSON]`, by whatever interpreter
+Run as a plain script, `python recorder.py [--detach] RUN_DIR [SPEC_JSON | -]`, by whatever interpreter
 trains (even one whose torch is broken): it uses the standard library only and imports nothing from
-dfdoctor, so it can also be shipped to a remote python over stdin (`python3 - --detach DIR SPEC`). RUN_DIR/spec.json says what to run (argv, cwd, log, redirect, memory limit);
-the job's environment is the recorder's own.
+dfdoctor, so it can also be shipped to a remote python over stdin (`python3 - --detach DIR SPEC`). The spec
+says what to run (argv, cwd, log, redirect, memory limit); the job's environment is the recorder's own.
+
+Everything it writes is masked by dfdoctor's one set of rules, `redact.py`: loaded from beside this file's
+package, or embedded in the copy that is shipped (`REDACT_SOURCE`). The spec arrives unmasked on stdin (`-`), in
+a one-shot RUN_DIR/spec.in that is deleted as soon as it is read, or on the command line; only its masked form
+is kept, in RUN_DIR/spec.json.
 
 The record, RUN_DIR/record.jsonl, is append-only: one JSON object per line, each written with a single
 O_APPEND write, so a crash mid-write can only lose the line being written, never one already there.
@@ -14,7 +19,6 @@ to RUN_DIR/{stdout,stderr}.log (head) and *.tail.{0,1} (the newest bytes).
 import errno
 import json
 import os
-import re
 import select
 import signal
 import socket
@@ -28,8 +32,7 @@ RECORD_HEARTBEAT_S = 15.0  # how often a heartbeat also goes into the append-onl
 DRAIN_S = 0.2  # after the job dies, how long to wait for a grandchild still holding its pipes
 HEAD_CAP = 4 << 20  # bytes of each stream kept from the start
 SEG_CAP = 1 << 20  # bytes per tail segment; two segments keep the newest 1-2 MiB
-SECRET_KEY = re.compile(r"(TOKEN|SECRET|PASSW|_PWD$|^PWD_|KEY|CREDENTIAL|AUTH|COOKIE)", re.I)
-URL_PASSWORD = re.compile(r"(://[^:/@\s]+:)[^@/\s]+@")
+PENDING_CAP = 64 << 10  # bytes of an unfinished line held back so a secret is never masked in two halves
 WATCHED_SIGNALS = ("SIGHUP", "SIGINT", "SIGTERM", "SIGQUIT", "SIGPIPE", "SIGUSR1", "SIGUSR2", "SIGALRM",
                    "SIGXCPU", "SIGTSTP", "SIGTTIN", "SIGTTOU")
 FORWARDED = ("SIGINT", "SIGTERM", "SIGQUIT")
@@ -37,23 +40,72 @@ LOG_SUFFIXES = (".log", ".txt", ".out", ".err", ".jsonl")
 SNAPSHOT_AT = (1.0, 3.0, 10.0, 30.0)  # seconds after the start when we note where the job's output goes  # passed on to the job's process group, which then exits
 
 
-def mask_env(env):
-    """The environment with secret-looking values masked, safe to keep in a run folder."""
-    out = {}
-    for k, v in env.items():
-        out[k] = "***" if SECRET_KEY.search(k) and v else URL_PASSWORD.sub(r"\1***@", v)
-    return out
+REDACT_SOURCE = None  # the text of dfdoctor/redact.py, put here in the copy remote_run ships (one file)
+
+
+def load_redact():
+    """dfdoctor's masking rules (redact.py) as a module: embedded when shipped, else the file beside our package."""
+    import types
+
+    source = REDACT_SOURCE
+    if source is None:
+        path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "redact.py")
+        with open(path) as f:
+            source = f.read()
+    module = types.ModuleType("dfdoctor_redact")
+    exec(compile(source, "redact.py", "exec"), module.__dict__)
+    return module
+
+
+class Masker:
+    """What the recorder writes down, masked: the secrets of its environment and of the job's argv, and the
+    patterns every dfdoctor output is masked by. Without the rules (a broken copy) every string is hidden."""
+
+    def __init__(self, argv=(), env=None):
+        try:
+            red = load_redact().Redactor.from_env(dict(os.environ if env is None else env))
+            red.learn_argv(list(argv or ()))
+            self.redactor = red
+        except Exception as exc:  # never a plain record: mask all, and say why
+            self.redactor = None
+            self.error = "%s: %s" % (type(exc).__name__, exc)
+
+    def value(self, obj):
+        """A JSON-like value with every secret masked."""
+        if self.redactor is not None:
+            return self.redactor.value(obj)
+        if isinstance(obj, str):
+            return "***" if obj else obj
+        if isinstance(obj, dict):
+            return {k: self.value(v) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            return [self.value(x) for x in obj]
+        return obj
+
+    def env(self, env):
+        """An environment with secret-named values and secret values masked."""
+        return self.redactor.env(env) if self.redactor is not None else {k: "***" for k in env}
+
+    def data(self, data):
+        """Bytes the job wrote, masked (undecodable bytes kept as they are)."""
+        if self.redactor is None:
+            return b"*** (output not kept: masking rules unavailable)\n" if data else data
+        text = data.decode("utf-8", "surrogateescape")
+        return self.redactor.text(text).encode("utf-8", "surrogateescape")
 
 
 class Record:
-    """The append-only record: each event one JSON line, written by one O_APPEND write."""
+    """The append-only record: each event one JSON line, written by one O_APPEND write, masked."""
 
-    def __init__(self, path):
+    def __init__(self, path, masker=None):
         """Open the record for appending (created if missing)."""
         self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        self.masker = masker
 
     def event(self, name, sync=False, **data):
         """Append one event with its wall-clock time; fsync the ones a reboot must not lose."""
+        if self.masker is not None:
+            data = self.masker.value(data)
         data["t"] = round(time.time(), 6)
         data["event"] = name
         line = (json.dumps(data, default=str, sort_keys=True) + "\n").encode()
@@ -66,10 +118,16 @@ class Record:
 
 
 class CappedCopy:
-    """A capped on-disk copy of one stream: the first HEAD_CAP bytes, then two alternating tail segments."""
+    """A capped on-disk copy of one stream, masked: the first HEAD_CAP bytes, then two alternating tail segments.
 
-    def __init__(self, run_dir, name):
+    Masking goes line by line (an unfinished line waits, up to PENDING_CAP, for its end or the next tick), so a
+    secret written in two pieces is still seen whole."""
+
+    def __init__(self, run_dir, name, masker=None):
         """Open the head file; tail segments open when the head is full."""
+        self.masker = masker
+        self.pending = b""
+        self.pending_ticks = 0
         self.base = os.path.join(run_dir, name)
         self.head = os.open(self.base + ".log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         self.head_len = 0
@@ -79,8 +137,30 @@ class CappedCopy:
         self.total = 0
 
     def write(self, data):
-        """Keep `data`: in the head while it has room, else in the current tail segment."""
+        """Keep `data`, masked, up to its last complete line; the rest waits for its end."""
         self.total += len(data)
+        if self.masker is None:
+            self._keep(data)
+            return
+        data = self.pending + data
+        cut = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
+        if len(data) - cut > PENDING_CAP:
+            cut = len(data)
+        self.pending = data[cut:]
+        self.pending_ticks = 0
+        if cut:
+            self._keep(self.masker.data(data[:cut]))
+
+    def tick(self, final=False):
+        """An unfinished line that waited a whole tick (a prompt, a progress bar) is kept as it is; at the
+        end (`final`) whatever waits is kept."""
+        self.pending_ticks += 1
+        if self.pending and (final or self.pending_ticks > 1):
+            data, self.pending = self.pending, b""
+            self._keep(self.masker.data(data) if self.masker is not None else data)
+
+    def _keep(self, data):
+        """Write `data`: in the head while it has room, else in the current tail segment."""
         try:
             room = HEAD_CAP - self.head_len
             if room > 0:
@@ -212,11 +292,12 @@ def kernel_oom_lines(pid):
 class Recorder:
     """Starts the job described by spec.json and records its life until it ends."""
 
-    def __init__(self, run_dir, spec):
+    def __init__(self, run_dir, spec, masker=None):
         """Nothing runs yet: `spawn` starts the job."""
         self.run_dir = run_dir
         self.spec = spec
-        self.record = Record(os.path.join(run_dir, "record.jsonl"))
+        self.masker = masker or Masker(spec.get("argv"))
+        self.record = Record(os.path.join(run_dir, "record.jsonl"), self.masker)
         self.pending_signals = []
         self.job = None
         self.pgid = None
@@ -343,15 +424,15 @@ class Recorder:
         self.pgid = self.job.pid
         self.t_spawn = time.time()
         self.oom_before = oom_before
-        env = dict(os.environ)
         self.record.event("spawned", sync=True, pid=self.job.pid, pgid=self.pgid, sid=os.getsid(0), argv=argv,
-                          cwd=os.path.abspath(cwd or os.getcwd()), env=mask_env(env), log=self.log_path,
+                          cwd=os.path.abspath(cwd or os.getcwd()), env=self.masker.env(dict(os.environ)),
+                          log=self.log_path,
                           redirect=bool(self.spec.get("redirect", True)), oom_before=oom_before,
                           memory_cgroup=job_cgroup, cgroup_version=mem_version,
                           start_ticks=proc_start_time(self.job.pid))
         for name, pipe in (("stdout", self.job.stdout), ("stderr", self.job.stderr)):
             os.set_blocking(pipe.fileno(), False)
-            self.copies[pipe.fileno()] = (name, CappedCopy(self.run_dir, name))
+            self.copies[pipe.fileno()] = (name, CappedCopy(self.run_dir, name, self.masker))
         return True
 
     # -- running ------------------------------------------------------------------------------------------
@@ -464,6 +545,11 @@ class Recorder:
             self.last_outputs = outputs
             self.record.event("outputs", **outputs)
 
+    def flush_copies(self, final=False):
+        """Let the stream copies keep an unfinished line that has waited long enough (all of it when `final`)."""
+        for _, copy in self.copies.values():
+            copy.tick(final)
+
     def _total(self, name):
         """Bytes the job wrote so far on stream `name`."""
         for n, copy in self.copies.values():
@@ -503,6 +589,7 @@ class Recorder:
         if now >= next_tick:
             self.watch_log()
             self.watch_launcher()
+            self.flush_copies()
             self.beat()
             next_tick = now + TICK_S
         try:
@@ -533,6 +620,7 @@ class Recorder:
             time.sleep(0.02)
             ended.update({pid: _how_ended(st) for pid, (st, _) in _reap().items() if pid in watched})
         self.watch_log()
+        self.flush_copies(final=True)
         self.record.event("handoff-ended", sync=True, wall_s=round(time.time() - self.t_spawn, 3),
                           ended=[dict(pid=pid, **st) for pid, st in sorted(ended.items())],
                           log_size=self.log_state[1] if self.log_state else None,
@@ -541,6 +629,7 @@ class Recorder:
     def record_exit(self, status, rusage, held_open, handed_off=()):
         """Write the exit event: status or signal, resources, OOM counters, kernel lines, leftovers, and the
         processes that still hold the job's output pipes (handed_off)."""
+        self.flush_copies(final=True)
         how = _how_ended(status)
         sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
         oom_after = oom_counters(self.mem[0], self.mem[1])
@@ -768,37 +857,84 @@ def detach(run_dir):
     os.close(w)
 
 
-def main(argv):
-    """`recorder.py [--detach] RUN_DIR [SPEC_JSON]`: run the job RUN_DIR/spec.json describes and record it.
+def read_spec(run_dir, given=None):
+    """The spec as handed over, unmasked: `-` on stdin, SPEC_JSON itself, else the one-shot RUN_DIR/spec.in
+    (deleted once read), else RUN_DIR/spec.json."""
+    if given == "-":
+        spec = json.loads(sys.stdin.read())
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)  # nothing keeps the pipe dfdoctor handed the spec through
+        os.close(null)
+        return spec
+    if given is not None:
+        return json.loads(given)
+    one_shot = os.path.join(run_dir, "spec.in")
+    try:
+        with open(one_shot) as f:
+            spec = json.load(f)
+    except FileNotFoundError:
+        with open(os.path.join(run_dir, "spec.json")) as f:
+            return json.load(f)
+    finally:
+        try:
+            os.unlink(one_shot)
+        except OSError:
+            pass
+    return spec
 
-    SPEC_JSON, when given, is written to RUN_DIR/spec.json first (RUN_DIR is created), so a remote python can
-    receive this file on stdin and everything else on its command line: `python3 - --detach DIR SPEC`.
+
+def keep_spec(run_dir, spec, masker):
+    """RUN_DIR/spec.json: the spec masked (replaced atomically, and only when it would change)."""
+    text = json.dumps(masker.value(spec), indent=1)
+    path = os.path.join(run_dir, "spec.json")
+    if read_text(path) == text:
+        return
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=".spec.json.", dir=run_dir)  # 0600, a name nobody could plant
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def main(argv):
+    """`recorder.py [--detach] RUN_DIR [SPEC_JSON | -]`: run the job the spec describes and record it.
+
+    The spec comes on stdin (`-`), as SPEC_JSON (a remote python that receives this file on stdin gets
+    everything else on its command line: `python3 - --detach DIR SPEC`), in the one-shot RUN_DIR/spec.in, or
+    from RUN_DIR/spec.json. RUN_DIR is created if missing; the spec is kept there masked.
     """
     args = argv[1:]
     detached = bool(args) and args[0] == "--detach"
     if detached:
         args = args[1:]
     if len(args) not in (1, 2):
-        sys.stderr.write("usage: recorder.py [--detach] RUN_DIR [SPEC_JSON]\n")
+        sys.stderr.write("usage: recorder.py [--detach] RUN_DIR [SPEC_JSON | -]\n")
         return 2
     run_dir = args[0]
-    if len(args) == 2:
-        spec = json.loads(args[1])
-        os.makedirs(run_dir, mode=0o700, exist_ok=True)
-        fd = os.open(os.path.join(run_dir, "spec.json"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(spec, f, indent=1)
-    with open(os.path.join(run_dir, "spec.json")) as f:
-        spec = json.load(f)
+    os.makedirs(run_dir, mode=0o700, exist_ok=True)
+    spec = read_spec(run_dir, args[1] if len(args) == 2 else None)
+    masker = Masker(spec.get("argv"))
+    keep_spec(run_dir, spec, masker)
     if detached:
         detach(run_dir)
-    rec = Recorder(run_dir, spec)
+    rec = Recorder(run_dir, spec, masker)
     become_subreaper()
     rec.install_signals()
     rec.describe_self()
+    if masker.redactor is None:
+        rec.record.event("masking-unavailable", sync=True, error=masker.error)
     rec.watch_log()  # before we create it: did the log exist already?
     if rec.open_log() and rec.spawn():
         rec.run()
+    rec.flush_copies(final=True)
     rec.flush_signals()
     rec.record.event("recorder-exit", sync=True)
     return 0

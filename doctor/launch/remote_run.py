@@ -29,6 +29,7 @@ def _num(v: Optional[str]) -> Optional[int]:
 
 # ---- the flight recorder on a target (`dfdoctor launch --target`) ---------------------------------------
 RECORDER = Path(__file__).resolve().with_name("recorder.py")
+REDACT = Path(__file__).resolve().parent.parent / "redact.py"
 DEFAULT_STRATEGY = "dfdoctor"  # the recorder's own --detach: SIGHUP ignored before fork, setsid, fds to files
 RUN_DIR_MARK = "@@dfdoctor-run-dir@@"
 PID_MARK = "@@dfdoctor-recorder-pid@@"
@@ -68,13 +69,22 @@ printf '%s%s' "MARKER_TEXT" "$id" > "$d/MARKER_NAME" || exit 97
 printf 'RUN_DIR_MARK%sEND_MARK\\n' "$d"; printf 'PY_MARK%sEND_MARK\\n' "$py"
 [ "$7" = 1 ] && exit 0
 cat > "$d/recorder.py" || exit 97
-printf '%s' "$spec" > "$d/spec.json" || exit 97
+(umask 077 && printf '%s' "$spec" > "$d/spec.in") || exit 97
 if [ -z "$line" ]; then
   printf 'PID_MARK'; exec "$py" "$d/recorder.py" --detach "$d" </dev/null
 fi
 eval "$line"
 """.replace("RUN_DIR_MARK", RUN_DIR_MARK).replace("PID_MARK", PID_MARK).replace("PY_MARK", PY_MARK) \
     .replace("END_MARK", END_MARK).replace("MARKER_NAME", rundir_marker.NAME).replace("MARKER_TEXT", rundir_marker.TEXT)
+
+
+def recorder_source() -> bytes:
+    """recorder.py as one file for a target: with dfdoctor's masking rules (redact.py) embedded, so the record
+    there is masked by the very rules of every output here."""
+    text = RECORDER.read_text()
+    marker = "REDACT_SOURCE = None"
+    assert text.count(marker) == 1, "recorder.py must hold exactly one REDACT_SOURCE line"
+    return text.replace(marker, "REDACT_SOURCE = " + repr(REDACT.read_text()), 1).encode()
 
 
 @dataclass
@@ -112,14 +122,14 @@ def ship_recorder(target_spec: str, *, spec: dict, run_id: str, cwd: str, python
                                   python=shipped.python)
         shipped.line = line
     args = [cwd, run_id, shipped.run_dir or "", json.dumps(spec), line, "0", str(keep)]
-    _ship_session(target_spec, [shipped.python, *args], RECORDER.read_bytes(), timeout, shipped)
+    _ship_session(target_spec, [shipped.python, *args], recorder_source(), timeout, shipped)
     if name == DEFAULT_STRATEGY and shipped.pid is None and shipped.run_dir and shipped.python != "python3" and \
             not shipped.unreachable:
         # the training interpreter cannot run even the standard-library recorder (too old, broken): the
         # target's python3 can. SHIP refuses a folder that holds a record already, so never two recorders.
         failed = shipped.error
         shipped.error, shipped.python = None, "python3"
-        _ship_session(target_spec, ["python3", cwd, run_id, shipped.run_dir, *args[3:]], RECORDER.read_bytes(),
+        _ship_session(target_spec, ["python3", cwd, run_id, shipped.run_dir, *args[3:]], recorder_source(),
                       timeout, shipped)
         shipped.fallback_from = failed or "no pid"
     if not shipped.error and name == DEFAULT_STRATEGY and shipped.pid is None:

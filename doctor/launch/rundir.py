@@ -20,11 +20,13 @@ from dfdoctor.cache import cache_dir
 from dfdoctor.launch import marker
 from dfdoctor.launch.recorder import proc_start_time, read_text
 from dfdoctor.safefile import write_atomically
+from dfdoctor.redact import Redactor, SecretPrints
 
 RUNS_SUBDIR = Path(".dfdoctor") / "runs"
 DEFAULT_KEEP = 20
 RECORD = "record.jsonl"
 LAUNCHER = "launcher.jsonl"
+MASKS = "masks.json"  # the launch's secrets as salted fingerprints (redact.SecretPrints), never the values
 
 
 class RunNotFound(LookupError):
@@ -123,8 +125,41 @@ def find_run(cwd: Path, ref: Optional[str] = None) -> Path:
     return runs[-1]
 
 
+def masker(env: Optional[dict[str, str]] = None, argv: Any = ()) -> Redactor:
+    """The redactor for what dfdoctor keeps of a run: the secrets of `env` (default: ours) and of the job's
+    argv, by the rules of every output."""
+    red = Redactor.from_env(dict(os.environ if env is None else env))
+    red.learn_argv([w for w in argv or () if isinstance(w, str)])
+    return red
+
+
+def masked(obj: Any, env: Optional[dict[str, str]] = None, argv: Any = ()) -> Any:
+    """A JSON-like value as a run folder may keep it: secrets masked."""
+    return masker(env, argv).value(obj)
+
+
+def keep_prints(run_dir: Path, env: dict[str, str], argv: list[str]) -> None:
+    """Keep the launch's secrets (its environment's and its argv's) as fingerprints in RUN_DIR/masks.json, so
+    a later `status` or `report` in a shell without them still masks them; no file here holds a value."""
+    prints = SecretPrints.of(masker(env, argv).values)
+    fd = os.open(Path(run_dir) / MASKS, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(prints.to_dict(), f)
+
+
+def load_prints(run_dir: Path) -> Optional[SecretPrints]:
+    """The launch's secret fingerprints kept in the run folder, if any."""
+    try:
+        return SecretPrints.from_dict(json.loads((Path(run_dir) / MASKS).read_text()))
+    except (OSError, ValueError):
+        return None
+
+
 def append_event(run_dir: Path, name: str, **data: Any) -> None:
-    """dfdoctor's own notes about the run (launched, detached), kept apart from the recorder's record."""
+    """dfdoctor's own notes about the run (launched, detached), kept apart from the recorder's record, masked."""
+    red = masker(argv=data.get("argv") or ())
+    red.learn_prints(load_prints(run_dir), data)
+    data = red.value(data)
     data.update(t=round(time.time(), 6), event=name)
     line = (json.dumps(data, default=str, sort_keys=True) + "\n").encode()
     try:  # a note that cannot be written (a full disk) must not stop a launch whose job already runs
