@@ -85,20 +85,23 @@ _URL_PASSWORD = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/?#@'\"<>]*:)([^\
 _AUTH_HEADER = re.compile(r"(?i)\b((?:proxy-)?authorization\s*[:=]\s*(?:(?:bearer|basic|token|digest)\s+)?)"
                           r"([^\s'\",;]+)")
 _BEARER = re.compile(r"\b(Bearer\s+)([A-Za-z0-9._~+/-]{16,}=*)")
-_TOKEN_SHAPES = re.compile("|".join([
-    r"\bgh[pousr]_[A-Za-z0-9]{30,}\b",                     # GitHub
-    r"\bgithub_pat_[A-Za-z0-9_]{22,}\b",
-    r"\bhf_[A-Za-z0-9]{30,}\b",                             # Hugging Face
-    r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}\b",            # OpenAI, Anthropic
-    r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b",   # AWS access key ids
-    r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b",                   # Slack
-    r"\bAIza[0-9A-Za-z_-]{35}\b",                           # Google API keys
-    r"\bglpat-[A-Za-z0-9_-]{20,}\b",                        # GitLab
-    r"\bnpm_[A-Za-z0-9]{36}\b",                             # npm
-    r"\bpypi-AgE[A-Za-z0-9_-]{50,}\b",                      # PyPI
-    r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}\b",            # Stripe
-    r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b",  # JWT
-]))
+# Each shape starts at a word boundary and takes every character of its kind that follows (no boundary is
+# required after it: a token glued to `_tail` or ending in `-` is still a token).
+TOKEN_SHAPES = (
+    r"\bgh[pousr]_[A-Za-z0-9]{30,}",                     # GitHub
+    r"\bgithub_pat_[A-Za-z0-9_]{22,}",
+    r"\bhf_[A-Za-z0-9]{30,}",                             # Hugging Face
+    r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}",            # OpenAI, Anthropic
+    r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}",   # AWS access key ids
+    r"\bxox[abposr]-[A-Za-z0-9-]{10,}",                   # Slack
+    r"\bAIza[0-9A-Za-z_-]{35}",                           # Google API keys
+    r"\bglpat-[A-Za-z0-9_-]{20,}",                        # GitLab
+    r"\bnpm_[A-Za-z0-9]{36}",                             # npm
+    r"\bpypi-AgE[A-Za-z0-9_-]{50,}",                      # PyPI
+    r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}",            # Stripe
+    r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # JWT
+)
+_TOKEN_SHAPES = re.compile("|".join(TOKEN_SHAPES))
 # NAME=value, NAME: value, "name": "value", --name=value, --name value, where NAME looks secret. The name must
 # contain a secret-ish word so the regex skips ordinary words cheaply; `_assignment_ok` then decides.
 _KEYWORD = r"(?i:token|secret|pass|pwd|credential|creds|key|auth|cookie|sig|dsn|bearer|otp|pat)"
