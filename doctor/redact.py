@@ -85,23 +85,44 @@ _URL_PASSWORD = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/?#@'\"<>]*:)([^\
 _AUTH_HEADER = re.compile(r"(?i)\b((?:proxy-)?authorization\s*[:=]\s*(?:(?:bearer|basic|token|digest)\s+)?)"
                           r"([^\s'\",;]+)")
 _BEARER = re.compile(r"\b(Bearer\s+)([A-Za-z0-9._~+/-]{16,}=*)")
-# Each shape starts at a word boundary and takes every character of its kind that follows (no boundary is
-# required after it: a token glued to `_tail` or ending in `-` is still a token).
+# Each shape: the literal start that names it, then its body. A token starts at a word boundary and takes every
+# character of its kind that follows (no boundary is required after it: a token glued to `_tail` or ending in `-`
+# is still a token).
 TOKEN_SHAPES = (
-    r"\bgh[pousr]_[A-Za-z0-9]{30,}",                     # GitHub
-    r"\bgithub_pat_[A-Za-z0-9_]{22,}",
-    r"\bhf_[A-Za-z0-9]{30,}",                             # Hugging Face
-    r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}",            # OpenAI, Anthropic
-    r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}",   # AWS access key ids
-    r"\bxox[abposr]-[A-Za-z0-9-]{10,}",                   # Slack
-    r"\bAIza[0-9A-Za-z_-]{35}",                           # Google API keys
-    r"\bglpat-[A-Za-z0-9_-]{20,}",                        # GitLab
-    r"\bnpm_[A-Za-z0-9]{36}",                             # npm
-    r"\bpypi-AgE[A-Za-z0-9_-]{50,}",                      # PyPI
-    r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}",            # Stripe
-    r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # JWT
+    ("gh[pousr]_", "[A-Za-z0-9]{30,}"),                                # GitHub
+    ("github_pat_", "[A-Za-z0-9_]{22,}"),
+    ("hf_", "[A-Za-z0-9]{30,}"),                                       # Hugging Face
+    ("sk-", "(?:ant-|proj-)?[A-Za-z0-9_-]{20,}"),                      # OpenAI, Anthropic
+    ("(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)", "[0-9A-Z]{16}"),             # AWS access key ids
+    ("xox[abposr]-", "[A-Za-z0-9-]{10,}"),                             # Slack
+    ("AIza", "[0-9A-Za-z_-]{35}"),                                     # Google API keys
+    ("glpat-", "[A-Za-z0-9_-]{20,}"),                                  # GitLab
+    ("npm_", "[A-Za-z0-9]{36}"),                                       # npm
+    ("pypi-AgE", "[A-Za-z0-9_-]{50,}"),                                # PyPI
+    ("[rs]k_(?:live|test)_", "[A-Za-z0-9]{16,}"),                      # Stripe
+    ("eyJ", "[A-Za-z0-9_-]{8,}\\.eyJ[A-Za-z0-9_-]{8,}\\.[A-Za-z0-9_-]{8,}"),  # JWT
 )
-_TOKEN_SHAPES = re.compile("|".join(TOKEN_SHAPES))
+_TOKEN_SHAPES = re.compile("|".join(r"\b" + start + body for start, body in TOKEN_SHAPES))
+_TOKEN_STARTS = re.compile("|".join(start for start, _ in TOKEN_SHAPES))
+
+
+def _mask_tokens(s: str) -> str:
+    """Token shapes masked, each tried only where one of their literal starts occurs (a scan for the starts
+    alone is many times faster than trying every shape at every position)."""
+    parts: list[str] = []
+    done = 0
+    for k in _TOKEN_STARTS.finditer(s):
+        if k.start() < done:
+            continue
+        m = _TOKEN_SHAPES.match(s, k.start())
+        if m:
+            parts.append(s[done:m.start()])
+            parts.append(MASK)
+            done = m.end()
+    parts.append(s[done:])
+    return "".join(parts)
+
+
 # NAME=value, NAME: value, "name": "value", --name=value, --name value, where NAME looks secret. The name must
 # contain a secret-ish word so the regex skips ordinary words cheaply; `_assignment_ok` then decides.
 _KEYWORD = r"(?i:token|secret|pass|pwd|credential|creds|key|auth|cookie|sig|dsn|bearer|otp|pat)"
@@ -118,22 +139,30 @@ _KEYWORD_LOWER = re.compile(_KEYWORD[4:-1])
 
 
 def _mask_assignments(s: str) -> str:
-    """`_ASSIGNMENT` applied only to the lines that hold one of its keywords: most lines of a training log hold
-    none, and skipping them makes masking a stream several times faster."""
+    """`_ASSIGNMENT` tried only where it can match: at the start of each word that holds one of its keywords (or
+    at the quote before it). Most lines of a training log hold none, and one anchored try per word is far cheaper
+    than a scan of every position: this is what lets the recorder mask a stream as it relays it."""
     low = s.lower()
-    if len(s) < 4096 or len(low) != len(s):  # short, or lower() moved the offsets (a few Unicode letters do)
+    if len(low) != len(s):  # lower() moved the offsets (a few Unicode letters do): the plain scan
         return _ASSIGNMENT.sub(_mask_assignment, s)
     parts: list[str] = []
     done = 0
-    for m in _KEYWORD_LOWER.finditer(low):
-        if m.start() < done:
+    for k in _KEYWORD_LOWER.finditer(low):
+        if k.start() < done:
             continue
-        start = s.rfind("\n", 0, m.start()) + 1
-        end = s.find("\n", m.end())
-        end = len(s) if end < 0 else end + 1
-        parts.append(s[done:start])
-        parts.append(_ASSIGNMENT.sub(_mask_assignment, s[start:end]))
-        done = end
+        p = k.start()
+        while p > done and (s[p - 1].isalnum() or s[p - 1] in "_.-"):
+            p -= 1
+        m = None
+        for start in ((p - 1, p) if p > done and s[p - 1] in "\"'" else (p,)):
+            m = _ASSIGNMENT.match(s, start)
+            if m:
+                break
+        if m is None:
+            continue
+        parts.append(s[done:m.start()])
+        parts.append(_mask_assignment(m))
+        done = m.end()
     parts.append(s[done:])
     return "".join(parts)
 
@@ -247,7 +276,7 @@ class Redactor:
             s = _AUTH_HEADER.sub(lambda m: m.group(1) + MASK, s)
         if "bearer" in low:
             s = _BEARER.sub(lambda m: m.group(1) + MASK, s)
-        s = _TOKEN_SHAPES.sub(MASK, s)
+        s = _mask_tokens(s)
         return _mask_assignments(s)
 
     def env(self, env: Mapping[str, str]) -> dict[str, str]:

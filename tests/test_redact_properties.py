@@ -25,7 +25,7 @@ PLACES = ["summary", "details", "output", "evidence", "fix", "verdict", "command
 def tokens():
     """A token of each shape, built by its own pattern (the leading word boundary is where it is placed)."""
     return st.sampled_from(TOKEN_SHAPES).flatmap(
-        lambda shape: st.from_regex(re.compile(shape.replace("\\b", "")), fullmatch=True)
+        lambda shape: st.from_regex(re.compile(shape[0] + shape[1]), fullmatch=True)
         .filter(lambda t: t.isascii() and "\n" not in t))
 
 

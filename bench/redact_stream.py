@@ -1,0 +1,68 @@
+"""How fast the flight recorder masks a job's output stream (the cost of keeping masked stream copies).
+
+The recorder masks its copies of the job's stdout/stderr line by line with the rules of every output
+(doctor/redact.py). This feeds the recorder's own CappedCopy (masker on, then off) with output of the shapes
+training jobs print: progress lines, a warning, a traceback, a config dump with a token in it; and reports MB/s.
+
+    .venv/bin/python bench/redact_stream.py --mb 16 --out bench/results/redact_stream.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+
+from dfdoctor.launch import recorder
+
+LINES = [
+    "step {i} | loss 2.3456 | lr 3.0e-04 | tokens/s 12345.6 | grad_norm 0.98 | elapsed 00:12:34\n",
+    "[rank0]: epoch 1 batch {i}/10000 acc 0.913 ppl 10.4\n",
+    "/usr/lib/python3/site-packages/torch/nn/modules/module.py:1511: UserWarning: step {i}\n",
+    '  File "/workspace/dflash/train.py", line {i}, in forward\n',
+    "config: model=dflash-small seq_len=4096 batch=32 hf_token=hf_QwErTyUiOpAsDfGhJkLzXcVbNm01234567 {i}\n",
+]
+
+
+def feed(masker, data: bytes, chunk: int = 65536) -> float:
+    """Seconds to pass `data` through one capped copy, in pipe-sized chunks as the relay loop reads them."""
+    with tempfile.TemporaryDirectory() as d:
+        copy = recorder.CappedCopy(d, "stdout", masker)
+        t = time.perf_counter()
+        for i in range(0, len(data), chunk):
+            copy.write(data[i:i + chunk])
+        copy.tick(final=True)
+        return time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mb", type=float, default=16)
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    text, i = [], 0
+    size = 0
+    while size < args.mb * 2**20:
+        line = LINES[i % len(LINES)].format(i=i)
+        text.append(line)
+        size += len(line)
+        i += 1
+    data = "".join(text).encode()
+    masker = recorder.Masker(["python", "train.py", "--hf-token", "hfcli-9f8e7d6c5b4a"],
+                             {"WANDB_API_KEY": "0123456789abcdef0123456789abcdef01234567", "PATH": os.defpath})
+    masked_s = feed(masker, data)
+    plain_s = feed(None, data)
+    result = {"bytes": len(data), "lines": len(text), "masked_s": round(masked_s, 3), "plain_s": round(plain_s, 3),
+              "masked_mb_per_s": round(len(data) / 2**20 / masked_s, 1),
+              "plain_mb_per_s": round(len(data) / 2**20 / plain_s, 1),
+              "command": "python bench/redact_stream.py --mb %g" % args.mb}
+    print(json.dumps(result, indent=1))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
