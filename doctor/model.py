@@ -286,20 +286,28 @@ class Report:
 # The shape of a `dfdoctor/1` document, as far as dfdoctor reads it back: a field may be missing or null (its
 # default is used), else it must have this type. A dict is an object with these fields; [T] a list of T.
 _STR, _NUM, _ANY_OBJ = str, (int, float), dict
-_FINDING = {"status": _STR, "summary": _STR, "cause": _STR, "details": _STR, "fix": _STR, "evidence": [_STR], "basis": _STR,
-            "data": _ANY_OBJ}
+
+
+class _Required:
+    """A field that must be there (not missing, not null), of type `kind`."""
+
+    def __init__(self, kind: Any) -> None:
+        self.kind = kind
+
+
+_FINDING = {"status": _Required(_STR), "summary": _STR, "cause": _STR, "details": _STR, "fix": _STR,
+            "evidence": [_STR], "basis": _STR, "data": _ANY_OBJ}
+_VERDICT = {"state": _STR, "cause": _STR, "summary": _STR, "fix": _STR, "evidence": [_STR]}
 _REPORT_SHAPE = {
     "schema": _STR, "tool": {"name": _STR, "version": _STR}, "mode": _STR, "target": _STR, "command": [_STR],
-    "started_at": _STR, "finished_at": _STR,
-    "verdict": {"state": _STR, "cause": _STR, "summary": _STR, "fix": _STR, "evidence": [_STR]},
-    "checks": [{"id": _STR, "phase": _STR, "status": _STR, "summary": _STR, "cause": _STR, "details": _STR,
-                "fix": _STR, "evidence": [_STR], "data": _ANY_OBJ, "duration_s": _NUM, "title": _STR,
-                "findings": [_FINDING], "output": _STR, "silenced": _STR, "target": _STR, "basis": _STR}],
+    "started_at": _STR, "finished_at": _STR, "verdict": _VERDICT,
+    "checks": [{"id": _Required(_STR), "phase": _STR, "status": _Required(_STR), "summary": _STR, "cause": _STR,
+                "details": _STR, "fix": _STR, "evidence": [_STR], "data": _ANY_OBJ, "duration_s": _NUM,
+                "title": _STR, "findings": [_FINDING], "output": _STR, "silenced": _STR, "target": _STR,
+                "basis": _STR}],
     "timeline": [{"t": _NUM, "event": _STR, "detail": _STR}],
     "run": _ANY_OBJ, "environment": _ANY_OBJ,
-    "targets": [{"target": _STR, "verdict": {"state": _STR, "cause": _STR, "summary": _STR, "fix": _STR,
-                                             "evidence": [_STR]},
-                 "environment": _ANY_OBJ, "duration_s": _NUM}],
+    "targets": [{"target": _Required(_STR), "verdict": _VERDICT, "environment": _ANY_OBJ, "duration_s": _NUM}],
 }
 
 
@@ -315,6 +323,10 @@ def _json_type(value: Any) -> str:
 
 def _conforms(value: Any, shape: Any, where: str) -> None:
     """Raise ValueError naming the first place where `value` does not have `shape` (see _REPORT_SHAPE)."""
+    if isinstance(shape, _Required):
+        if value is None:
+            raise ValueError(f"{where} must be given (a {_json_type(shape.kind())})")
+        shape = shape.kind
     if value is None:
         return
     if isinstance(shape, dict):

@@ -14,7 +14,7 @@ import os
 import signal
 import tempfile
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import dfdoctor.checks.probes as _probes_pkg
 from dfdoctor import causes
