@@ -68,12 +68,13 @@ def launch(ctx: Context, *, watch_s: float, run_dir: Optional[Path] = None, forc
         return _report(ctx, "launch", started, v, records, timeline, {"dir": None, "pid": None,
                                                                        "exit_code": None, "signal": None})
     run_id, folder = rundir.new_run(ctx.cwd, run_dir)
+    rundir.keep_prints(folder, ctx.env, argv)
     job_id, answer = watch.submit(argv, ctx.cwd, ctx.env)
     timeline.append(_event("submitted", f"job {job_id}" if job_id else f"sbatch refused: {answer.said}"))
     spec: dict[str, Any] = {"run_id": run_id, "argv": argv, "cwd": str(ctx.cwd), "target": "local",
                             "slurm": {"job_id": job_id, "sbatch": answer.said}}
     if job_id is None:
-        write_atomically(folder / "spec.json", json.dumps(spec, indent=1), private=True)
+        write_atomically(folder / "spec.json", json.dumps(rundir.masked(spec, ctx.env, argv), indent=1), private=True)
         v = Verdict("failed", causes.NEVER_STARTS if "configuration is not available" in answer.said
                     or "partition" in answer.said or "can not be satisfied" in answer.said else None,
                     f"sbatch refused the job: {answer.said}",
@@ -85,7 +86,7 @@ def launch(ctx: Context, *, watch_s: float, run_dir: Optional[Path] = None, forc
     first = watch.look(job_id, {})
     paths = {"stdout": first.job.stdout, "stderr": first.job.stderr, "workdir": first.job.workdir}
     spec["slurm"].update(paths)
-    write_atomically(folder / "spec.json", json.dumps(spec, indent=1), private=True)
+    write_atomically(folder / "spec.json", json.dumps(rundir.masked(spec, ctx.env, argv), indent=1), private=True)
     rundir.append_event(folder, "submitted", job_id=job_id, **paths)
     seen = watch.watch(job_id, paths, watch_s, on_event=lambda n, d: timeline.append(
         _event(n, " ".join(f"{k}={v}" for k, v in d.items() if v))))
