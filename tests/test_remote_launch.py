@@ -208,3 +208,26 @@ def test_a_memory_limit_that_cannot_be_set_there_is_said(infra, remote, dfdoctor
     assert res["status"] == "warn" and "--memory-limit was NOT applied" in res["summary"], res
     assert "no memory cgroup is mounted" in res["summary"]
     assert any(e["event"] == "memory-limit-failed" and "NOT applied" in e["detail"] for e in rep["timeline"])
+
+
+def test_secrets_are_masked_in_the_run_folder_there_and_here(infra, remote, dfdoctor):
+    """The recorder shipped into the container masks by dfdoctor's own rules (embedded in the copy it ships):
+    `--hf-token VALUE`, GH_PAT=ghp_... and a DSN's password never land in the run folder there, nor in the copy
+    here, even when the job prints them; the unmasked spec it read (spec.in) is gone."""
+    inside, host_side, local, env = remote
+    hf, pat, pw = "hfcli-remote-9f8e7d6c5b4a3928", "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2", "Rem0te-DB-passw0rd"
+    (host_side / "show.py").write_text("import sys\nprint('config', ' '.join(sys.argv[1:]), flush=True)\n")
+    rc, rep = _launch(dfdoctor, infra, local, env, "--no-check", "--watch", "5", "--cwd", inside, "--",
+                      "python3", f"{inside}/show.py", "--hf-token", hf, f"GH_PAT={pat}",
+                      f"postgres://trainer:{pw}@db/x")
+    assert rep["verdict"]["state"] == "ok", rep["verdict"]
+    there = next(host_side.rglob("record.jsonl")).parent
+    assert not (there / "spec.in").exists()
+    files = [p for p in list(there.iterdir()) + list(local.rglob("*")) if p.is_file()]
+    assert any(p.name == "stdout.log" for p in files)
+    for p in files:
+        text = p.read_text(errors="replace")
+        for secret in (hf, pat, pw):
+            assert secret not in text, (str(p), secret[:8])
+    assert "--hf-token ***" in (there / "stdout.log").read_text()
+    assert not any(secret in json.dumps(rep) for secret in (hf, pat, pw))
