@@ -12,7 +12,6 @@ import shutil
 import time
 import uuid
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import psutil
 import pytest

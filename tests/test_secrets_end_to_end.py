@@ -4,7 +4,6 @@ without them: no file dfdoctor wrote (run folder, outputs, cache) and nothing it
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from urllib.parse import quote

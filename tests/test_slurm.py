@@ -341,7 +341,7 @@ def test_busy_partition_pends_for_resources_and_check_falls_back_to_the_submit_h
 
 
 def test_launcher_option_reads_a_batch_script(slurm, tmp_path):
-    s = job_script(tmp_path, "srun python3 -c 'print(1)'\n", name="train.sbatch",
+    job_script(tmp_path, "srun python3 -c 'print(1)'\n", name="train.sbatch",
                    header="#SBATCH -c 64\n#SBATCH -o logs/%x-%j.out\n")
     rc, doc, _ = dfd("check", "--launcher", "train.sbatch", "--only", "slurm.*", cwd=tmp_path)
     out = {c["id"]: c for c in doc["checks"]}
