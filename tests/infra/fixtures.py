@@ -86,23 +86,30 @@ def _unavailable(reason: str):
     pytest.skip(f"target infrastructure unavailable: {reason}")
 
 
+def run_provisioning(script: Path, needs: str) -> Union[dict[str, str], str]:
+    """Run a provisioning script as root; the KEY=VALUE file named on its last line of output, or why it failed."""
+    if os.geteuid() != 0:
+        return f"needs root ({needs})"
+    try:
+        p = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=180,
+                           stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{script.name} did not finish: {exc}"
+    if p.returncode != 0:
+        return f"{script.name} failed: {(p.stderr or p.stdout).strip()[-400:]}"
+    env_file = Path(p.stdout.strip().splitlines()[-1])
+    return dict(line.split("=", 1) for line in env_file.read_text().splitlines() if "=" in line)
+
+
 @functools.lru_cache(maxsize=None)
 def _provision() -> Union[Infra, str]:
     """Provision once per test session: the Infra, or why it is unavailable.
 
     Every test module imports the `infra` fixture, which makes one session fixture per module; the cache keeps a
     failed provisioning from being retried (and waited on) eight times."""
-    if os.geteuid() != 0:
-        return "needs root (sshd on a high port, LXC containers)"
-    try:
-        p = subprocess.run(["bash", str(PROVISION)], capture_output=True, text=True, timeout=180,
-                           stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"provision.sh did not finish: {exc}"
-    if p.returncode != 0:
-        return f"provision.sh failed: {(p.stderr or p.stdout).strip()[-400:]}"
-    env_file = Path(p.stdout.strip().splitlines()[-1])
-    values = dict(line.split("=", 1) for line in env_file.read_text().splitlines() if "=" in line)
+    values = run_provisioning(PROVISION, "sshd on a high port, LXC containers")
+    if isinstance(values, str):
+        return values
     return Infra(dir=Path(values["DFDOCTOR_INFRA_DIR"]), port=int(values["DFDOCTOR_INFRA_SSH_PORT"]),
                  vmid=values["DFDOCTOR_INFRA_VMID"], vmid_pty1=values["DFDOCTOR_INFRA_VMID_PTY1"],
                  ssh_config=Path(values["DFDOCTOR_SSH_CONFIG"]),

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Union
 
 import pytest
+from infra.fixtures import run_provisioning
 
 SCRIPT = Path(__file__).resolve().parent / "slurm.sh"
 
@@ -67,17 +68,9 @@ class Slurm:
 
 @functools.lru_cache(maxsize=None)
 def _provision() -> Union[Slurm, str]:
-    if os.geteuid() != 0:
-        return "needs root (munged, slurmd and MariaDB run as daemons here)"
-    try:
-        p = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, timeout=180,
-                           stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"slurm.sh did not finish: {exc}"
-    if p.returncode != 0:
-        return f"slurm.sh failed: {(p.stderr or p.stdout).strip()[-400:]}"
-    env = Path(p.stdout.strip().splitlines()[-1])
-    v = dict(line.split("=", 1) for line in env.read_text().splitlines() if "=" in line)
+    v = run_provisioning(SCRIPT, "munged, slurmd and MariaDB run as daemons here")
+    if isinstance(v, str):
+        return v
     return Slurm(Path(v["DFDOCTOR_SLURM_DIR"]), v["DFDOCTOR_SLURM_NODE"], int(v["DFDOCTOR_SLURM_CPUS"]),
                  v["DFDOCTOR_SLURM_PARTITION"], v["DFDOCTOR_SLURM_URGENT"])
 
