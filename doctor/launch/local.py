@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 import psutil
+from dfdoctor import causes
 from dfdoctor.diagnose import stackclass, stacks
 from dfdoctor.diagnose.verdict import LiveFacts
 from dfdoctor.launch import rundir
@@ -249,15 +250,7 @@ def _cycle(text: str):
 
 def classified_as(cycle) -> tuple[str, str]:
     """(cause, headline) of a lock cycle, as LiveFacts.classified holds it."""
-    from dfdoctor import causes
-
     return causes.COMPILE_DEADLOCK, cycle.headline()
-
-
-def _classify(text: str) -> Optional[tuple[str, str]]:
-    """(cause, headline) when the stacks show the compile-lock cycle."""
-    cycle = _cycle(text)
-    return classified_as(cycle) if cycle is not None else None
 
 
 def sample_cycle(run: RunRecord) -> Optional[tuple]:
