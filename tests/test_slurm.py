@@ -347,3 +347,13 @@ def test_launcher_option_reads_a_batch_script(slurm, tmp_path):
     out = {c["id"]: c for c in doc["checks"]}
     assert rc == 1 and out["slurm.partition"]["cause"] == "never-starts"
     assert out["slurm.output"]["cause"] == "log-dir-missing" and "logs/train.sbatch-%j.out" in out["slurm.output"]["summary"]
+
+
+@pytest.mark.parametrize("ref", ["slurm:12a", "slurm:\u00b2\u00b3", "slurm:\u0661\u0662", "slurm:"])
+def test_status_of_a_slurm_id_that_is_not_ascii_digits_is_a_usage_error(ref, tmp_path):
+    """`str.isdigit` takes '²³' and Arabic-Indic digits; a job id is ASCII digits, anything else is exit 2 before
+    anything is asked of Slurm."""
+    from conftest import run_dfdoctor
+
+    res = run_dfdoctor("status", ref, cwd=tmp_path)
+    assert res.returncode == 2 and "a Slurm job id is a number" in res.stderr, (res.returncode, res.stderr)

@@ -11,10 +11,12 @@ from typing import Any, Optional
 from dfdoctor import __version__, causes
 from dfdoctor.context import Context
 from dfdoctor.engine import environment_facts, launch_blockers, not_started, now_iso
+from dfdoctor.errors import UsageError
 from dfdoctor.launch import rundir
 from dfdoctor.model import CheckRecord, Report, Verdict
 from dfdoctor.safefile import write_atomically
 from dfdoctor.slurm import precheck, sbatch, watch
+from dfdoctor.slurm.job import split_exit
 from dfdoctor.slurm.rules import Seen, judge
 
 
@@ -102,8 +104,7 @@ def status(cwd: Path, ref: Optional[str], watch_s: float) -> Report:
     started = now_iso()
     if ref and ref.startswith("slurm:"):
         job_id, spec, folder = ref.split(":", 1)[1], {}, None
-        if not job_id.isdigit():
-            from dfdoctor.errors import UsageError
+        if not (job_id.isascii() and job_id.isdigit()):  # ASCII digits only: '²' is a digit to str.isdigit
             raise UsageError(f"{ref}: a Slurm job id is a number (slurm:12345)")
         paths: dict[str, str] = {}
     else:
@@ -141,7 +142,6 @@ def _run(spec: dict, folder: Optional[Path], seen: Optional[Seen]) -> dict[str, 
     info: dict[str, Any] = {"id": spec.get("run_id"), "dir": str(folder) if folder else None, "pid": None,
                             "exit_code": None, "signal": None}
     if seen is not None:
-        from dfdoctor.slurm.job import split_exit
         code, sig = split_exit(seen.job.exit_code)
         info.update(exit_code=code if seen.job.ended else None, signal=sig or None,
                     slurm=seen.job.to_dict(), log=seen.job.stdout)
