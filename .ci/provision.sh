@@ -21,3 +21,4 @@ if ((${#want[@]})); then
 fi
 bash tests/infra/provision.sh >/dev/null
 bash tests/infra/slurm.sh >/dev/null
+bash tests/infra/slurm_pair.sh >/dev/null  # the two-node cluster on this host, for check --slurm-nodes 2

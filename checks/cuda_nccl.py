@@ -5,6 +5,11 @@ interpreter, each in its own killable process group. A rank that fails or hangs 
 reached and its stack; the ranks that merely waited for it are told apart from it. Runs when two or more GPUs
 are visible, or when the launch (torchrun --nproc_per_node N) or the config asks for a number of ranks.
 
+Under `check --slurm-nodes` every node's cuda.nccl joins ONE group over the whole allocation, as a multi-node
+torchrun would: node i runs global ranks i*n .. i*n+n-1, rank 0's store listens on the first node's NodeAddr.
+Each node reports its own ranks; a node whose ranks only waited for another node's failed rank says so as a
+warning, so the report's verdict leads with the node at fault.
+
 Options ([tool.dfdoctor.checks."cuda.nccl"] or the environment of `dfdoctor check`):
   world_size / DFDOCTOR_NCCL_WORLD_SIZE   ranks to start, whatever is visible
   hang_rank  / DFDOCTOR_NCCL_HANG_RANK    make that rank hang before init_process_group (fault injection)
@@ -20,10 +25,11 @@ import threading
 import time
 from typing import Iterator, Optional
 
-from dfdoctor import causes, check, error, fail, ok, skip
+from dfdoctor import causes, check, error, fail, ok, skip, warn
 from dfdoctor.launchline.commandline import as_lead
 from dfdoctor.model import Result
 from dfdoctor.probe import ProbeOutcome, run_probe, unreached
+from dfdoctor.slurm import step as slurm_step
 
 from .cuda_common import (
     Visibility,
@@ -40,7 +46,8 @@ STAGES = ("start", "import torch", "rendezvous", "cuda device", "injected failur
           "injected hang before init_process_group", "waiting for the other ranks",
           "init_process_group", "all_reduce", "barrier", "destroy_process_group", "done")
 LIST_TIMEOUT_S = 10.0  # listing the GPUs imports nothing heavy; it only waits on a slow target connection
-_WAITING = ("timed out", "timeout", "waiting for", "diststoreerror", "connection refused", "clients joined")
+_WAITING = ("timed out", "timeout", "waiting for", "diststoreerror", "connection refused", "clients joined",
+            "connection was likely closed")
 
 
 @check("cuda.nccl", title="NCCL: one process per GPU all-reduces a known sum and passes a barrier",
@@ -67,17 +74,55 @@ def _nccl(ctx) -> Iterator[Result]:
         yield unreachable
         return
     world, why = _world_size(ctx, vis, backend, asked)
-    if world < 2:
+    step = _step(ctx)
+    if isinstance(step, str):
+        yield error(f"could not place this node in the Slurm step, so no group over the nodes was formed: {step}",
+                    fix="run `scontrol show hostnames $SLURM_STEP_NODELIST` on a node to see what fails")
+        return
+    layout = Layout.over(step, world)
+    if layout.world < 2:
         yield skip(f"{why}: an NCCL group needs two or more ranks (cuda.init reports on single GPUs)",
                    evidence=vis.problems, data={"nccl": {"visible": list(vis.visible), "world_size": world}})
         return
     limit = float(ctx.timeout or DEFAULT_TIMEOUT)
     budget = max(2.0, limit - 1.5 - (time.monotonic() - started))  # the runner's deadline stays ahead of ours
-    outcomes = _run_ranks(ctx, world, backend, (hang_rank, fail_rank), budget)
-    ranks = [_rank_view(r, out, vis) for r, out in enumerate(outcomes)]
-    data = {"nccl": {"backend": backend, "world_size": world, "why": why, "injected_hang_rank": hang_rank,
+    outcomes = _run_ranks(ctx, layout, backend, (hang_rank, fail_rank), budget)
+    ranks = [_rank_view(layout.first + r, out, vis, layout) for r, out in enumerate(outcomes)]
+    data = {"nccl": {"backend": backend, "world_size": layout.world, "why": why, "injected_hang_rank": hang_rank,
                      "injected_fail_rank": fail_rank, "visible": list(vis.visible), "ranks": ranks}}
-    yield _verdict(ranks, world, backend, limit, data)
+    if step is not None:
+        data["nccl"]["nodes"] = {"names": list(step.nodes), "this": step.nodes[step.index],
+                                 "ranks_per_node": world, "master": f"{step.head_addr}:{step.port}"}
+    yield _verdict(ranks, layout, backend, limit, data)
+
+
+class Layout:
+    """Which ranks this node starts, out of how many, and where rank 0 listens."""
+
+    def __init__(self, first: int, local: int, world: int, master: str, port: Optional[int],
+                 step: Optional[slurm_step.Step] = None):
+        self.first, self.local, self.world, self.master, self.port, self.step = first, local, world, master, port, step
+
+    @classmethod
+    def over(cls, step: Optional[slurm_step.Step], per_node: int) -> "Layout":
+        """All ranks here (no step), or this node's share of one group over the step's nodes."""
+        if step is None:
+            return cls(0, per_node, per_node, "127.0.0.1", None)
+        return cls(step.index * per_node, per_node, per_node * len(step.nodes), step.head_addr, step.port, step)
+
+    def node_of(self, rank: int) -> Optional[str]:
+        return self.step.node_of(rank, self.local) if self.step else None
+
+
+def _step(ctx) -> "Optional[slurm_step.Step] | str":
+    """The Slurm step to span, when `check --slurm-nodes` asked for one group over its nodes (else None)."""
+    env = ctx.env
+    if env.get(slurm_step.ACROSS_NODES) != "1" or (ctx.target or "local") != "local":
+        return None
+    count = env.get("SLURM_STEP_NUM_NODES") or env.get("SLURM_NNODES") or "1"
+    if not (count.isascii() and count.isdigit()) or int(count) < 2:
+        return None
+    return slurm_step.current(env)
 
 
 def _opt(ctx, name: str, env_name: str):
@@ -120,25 +165,27 @@ def _free_port(ctx) -> int:
         return s.getsockname()[1]
 
 
-def _run_ranks(ctx, world: int, backend: str, faults: tuple[Optional[int], Optional[int]],
+def _run_ranks(ctx, layout: Layout, backend: str, faults: tuple[Optional[int], Optional[int]],
                timeout: float) -> list[ProbeOutcome]:
-    """Start every rank at once, each its own killable process group, and wait for all of them.
+    """Start this node's ranks at once, each its own killable process group, and wait for all of them.
 
     A rank that fails says so through the store, and the others stop waiting then (see the probe), so only a
     rank that hangs makes the check wait for its deadline.
     """
-    port = _free_port(ctx)
-    outcomes: list[Optional[ProbeOutcome]] = [None] * world
+    port = layout.port or _free_port(ctx)
+    outcomes: list[Optional[ProbeOutcome]] = [None] * layout.local
 
-    def one(rank: int) -> None:
-        env = probe_env(ctx, {"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
-                              "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+    def one(local: int) -> None:
+        rank = layout.first + local
+        env = probe_env(ctx, {"RANK": str(rank), "WORLD_SIZE": str(layout.world), "LOCAL_RANK": str(local),
+                              "LOCAL_WORLD_SIZE": str(layout.local), "MASTER_ADDR": layout.master,
+                              "MASTER_PORT": str(port),
                               "DFDOCTOR_NCCL_BACKEND": backend, "DFDOCTOR_NCCL_BUDGET": f"{timeout:.1f}",
                               "DFDOCTOR_NCCL_HANG": "1" if rank == faults[0] else "0",
                               "DFDOCTOR_NCCL_FAIL": "1" if rank == faults[1] else "0"})
-        outcomes[rank] = run_probe(ctx, "cuda_nccl_probe.py", [f"--rank={rank}"], timeout=timeout, env=env)
+        outcomes[local] = run_probe(ctx, "cuda_nccl_probe.py", [f"--rank={rank}"], timeout=timeout, env=env)
 
-    threads = [threading.Thread(target=one, args=(r,), name=f"rank{r}", daemon=True) for r in range(world)]
+    threads = [threading.Thread(target=one, args=(r,), name=f"rank{r}", daemon=True) for r in range(layout.local)]
     for t in threads:
         t.start()
     for t in threads:
@@ -153,18 +200,19 @@ def _visible_gpus(ctx) -> tuple[Visibility, ProbeOutcome]:
     return parse_visible(p.get("cuda_visible_devices"), p.get("gpus") or []), out
 
 
-def _rank_view(rank: int, out: ProbeOutcome, vis: Visibility) -> dict:
+def _rank_view(rank: int, out: ProbeOutcome, vis: Visibility, layout: Layout) -> dict:
     """One rank's story: ok, error (it reported), waited (a timeout waiting for others), hung or died."""
     p = out.payload or {}
-    gpu = vis.visible[rank] if rank < len(vis.visible) else None
-    view = {"rank": rank, "gpu": gpu, "stage": p.get("stage", "start"), "stages": p.get("stages"),
+    local = rank - layout.first
+    gpu = vis.visible[local] if local < len(vis.visible) else None
+    view = {"rank": rank, "node": layout.node_of(rank), "gpu": gpu, "stage": p.get("stage", "start"), "stages": p.get("stages"),
             "duration_s": round(out.duration_s, 3), "all_reduce": p.get("all_reduce"), "device": p.get("gpu"),
             "nccl": p.get("nccl"), "env": p.get("env"), "injected_hang": p.get("injected_hang", False),
             "injected_fail": p.get("injected_fail", False)}
     if p.get("error"):
         err = p["error"]
         waited = p.get("waited_for") is not None or (
-            any(w in err.lower() for w in _WAITING) and p.get("failed_stage") in ("rendezvous", "init_process_group"))
+            any(w in err.lower() for w in _WAITING) and p.get("failed_stage") in ("rendezvous", "waiting for the other ranks", "init_process_group"))
         view.update(state="waited" if waited else "error", error=err, stage=p.get("failed_stage"),
                     waited_for=p.get("waited_for"),
                     traceback=(p.get("traceback") or "").strip().splitlines()[-6:])
@@ -179,12 +227,14 @@ def _rank_view(rank: int, out: ProbeOutcome, vis: Visibility) -> dict:
 
 
 def _label(r: dict) -> str:
-    """'rank 1 (GPU 1)'."""
-    return f"rank {r['rank']}" + (f" (GPU {r['gpu']})" if r.get("gpu") is not None else "")
+    """'rank 1 (GPU 1)'; 'rank 3 (n2, GPU 1)' in a group over several nodes."""
+    where = [w for w in (r.get("node"), f"GPU {r['gpu']}" if r.get("gpu") is not None else None) if w]
+    return f"rank {r['rank']}" + (f" ({', '.join(where)})" if where else "")
 
 
-def _verdict(ranks: list[dict], world: int, backend: str, limit: float, data: dict) -> Result:
+def _verdict(ranks: list[dict], layout: Layout, backend: str, limit: float, data: dict) -> Result:
     """Name the culprit ranks: those that failed on their own, else the hung ones at the earliest stage."""
+    world = layout.world
     lines = tuple(_rank_line(r) for r in ranks)
     bad = [r for r in ranks if r["state"] in ("error", "died", "wrong")]
     hung = [r for r in ranks if r["state"] == "hung"]
@@ -222,14 +272,44 @@ def _verdict(ranks: list[dict], world: int, backend: str, limit: float, data: di
                         "the GPUs' links (nvidia-smi topo -m), NCCL_P2P_DISABLE/NCCL_IB_DISABLE and the firewall")
     if waited:
         names = ", ".join(_label(r) for r in waited)
-        return fail(f"{names} timed out waiting for the other ranks", causes.NCCL_HANG, evidence=lines,
+        elsewhere = _failed_elsewhere(waited, layout)
+        if elsewhere:
+            # Observed here only as a consequence: the node at fault reports the failure itself.
+            return warn(f"{names} stopped waiting because {elsewhere} failed", causes.NCCL_FAILED,
+                        evidence=lines, data=data, fix=f"see the report of {elsewhere.split(' on ')[-1]}")
+        missing = sorted({m for r in waited for m in r.get("waited_for") or ()})
+        whose = _on_nodes(missing, layout)
+        return fail(f"{names} timed out waiting for the other ranks{whose}", causes.NCCL_HANG, evidence=lines,
                     data=data, fix="a rank never arrived: see each rank's stage above")
     secs = max((r.get("all_reduce") or {}).get("seconds", 0) for r in ranks)
     init_s = max(_stage_time(r, "all_reduce") - _stage_time(r, "init_process_group") for r in ranks)
     nccl = next((r["nccl"] for r in ranks if r.get("nccl")), None)
-    return ok(f"{backend}{' ' + nccl if nccl else ''}: {world} ranks formed a group in {init_s:.2f} s, all-reduced the "
-              f"right sum ({ranks[0]['all_reduce']['expected']:g}) in {secs * 1000:.1f} ms and passed a barrier",
-              evidence=lines, data=data)
+    span = f" on {len(layout.step.nodes)} nodes ({', '.join(layout.step.nodes)})" if layout.step else ""
+    mine = f"; ranks {layout.first}-{layout.first + layout.local - 1} here" if layout.step else ""
+    return ok(f"{backend}{' ' + nccl if nccl else ''}: {world} ranks{span} formed a group in {init_s:.2f} s, "
+              f"all-reduced the right sum ({ranks[0]['all_reduce']['expected']:g}) in {secs * 1000:.1f} ms and "
+              f"passed a barrier{mine}", evidence=lines, data=data)
+
+
+def _failed_elsewhere(waited: list[dict], layout: Layout) -> str:
+    """'rank 3 on n2' when these ranks stopped waiting only because ranks of other nodes said they failed."""
+    if layout.step is None:
+        return ""
+    others = sorted({m for r in waited for m in r.get("waited_for") or ()})
+    said_failed = all("stopped waiting:" in (r.get("error") or "") for r in waited)
+    if not others or not said_failed or any(layout.first <= m < layout.first + layout.local for m in others):
+        return ""
+    return ", ".join(f"rank {m} on {layout.node_of(m)}" for m in others)
+
+
+def _on_nodes(missing: list[int], layout: Layout) -> str:
+    """' (rank 2, 3 on n2)' for ranks that never came, in a group over several nodes."""
+    if layout.step is None or not missing:
+        return ""
+    by_node: dict[str, list[str]] = {}
+    for m in missing:
+        by_node.setdefault(str(layout.node_of(m)), []).append(str(m))
+    return " (" + "; ".join(f"rank {', '.join(ms)} on {n}" for n, ms in by_node.items()) + ")"
 
 
 def _injected(r: dict, kind: str) -> str:
@@ -263,6 +343,9 @@ def _rank_line(r: dict) -> str:
 def _fix(r: dict) -> str:
     """What to do about a rank that failed on its own."""
     err = (r.get("error") or "").lower()
+    if "unable to find address for" in err or "bootstrap : no socket interface found" in err:
+        return ("the network interface this rank was told to use does not exist on its node: check "
+                "GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME there (`ip -br link` lists the node's interfaces)")
     if "torch sees" in err or "invalid device ordinal" in err or "no cuda gpus" in err:
         return "start no more ranks than visible GPUs (torchrun --nproc_per_node), and check CUDA_VISIBLE_DEVICES"
     if r["state"] == "wrong":

@@ -252,6 +252,8 @@ def environment_facts(ctx: Optional[Context], records: list[CheckRecord]) -> dic
     """Host and interpreter facts for the report, plus what checks learned (their data["environment"])."""
     env: dict[str, Any] = {"host": socket.gethostname(), "os": platform.platform(),
                            "dfdoctor_python": sys.version.split()[0]}
+    if os.environ.get("SLURMD_NODENAME"):  # a Slurm node's name need not be its host's (several on one host)
+        env["slurm_node"] = os.environ["SLURMD_NODENAME"]
     if ctx is not None:
         env.update({"training_python": ctx.python, "cwd": str(ctx.cwd), "target": ctx.target})
     for r in records:

@@ -14,7 +14,7 @@ from typing import Any, Optional
 from dfdoctor.model import CheckRecord, Report, TargetRow, Verdict
 
 # Facts about dfdoctor's own machine, the same in every row: never a difference between targets.
-LOCAL_FACTS = ("host", "os", "dfdoctor_python", "target")
+LOCAL_FACTS = ("host", "os", "dfdoctor_python", "target", "slurm_node")
 # Options given once for every row: the same words on each, whatever they resolve to there.
 SAME_BY_DESIGN = ("training_python", "cwd")
 STATE_RANK = {"ok": 0, "running": 0, "unknown": 1, "failed": 2}

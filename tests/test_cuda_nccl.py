@@ -10,7 +10,7 @@ import time
 import psutil
 import pytest
 
-from dfdoctor.checks.cuda_nccl import _verdict, _world_size, cuda_nccl
+from dfdoctor.checks.cuda_nccl import Layout, _verdict, _world_size, cuda_nccl
 from dfdoctor.checks.cuda_common import parse_visible
 from dfdoctor import causes
 from dfdoctor.context import Context
@@ -108,13 +108,13 @@ def _rank(rank, state, stage, **kw):
 
 def test_verdict_when_every_rank_hangs_in_the_collective():
     ranks = [_rank(0, "hung", "all_reduce"), _rank(1, "hung", "all_reduce")]
-    r = _verdict(ranks, 2, "nccl", 30, {})
+    r = _verdict(ranks, Layout.over(None, 2), "nccl", 30, {})
     assert r.cause == causes.NCCL_HANG and r.summary == "all 2 ranks hung in all_reduce after 30 s"
 
 
 def test_verdict_names_the_rank_that_got_least_far():
     ranks = [_rank(0, "hung", "init_process_group"), _rank(1, "hung", "cuda device"), _rank(2, "waited", "rendezvous")]
-    r = _verdict(ranks, 3, "nccl", 30, {})
+    r = _verdict(ranks, Layout.over(None, 3), "nccl", 30, {})
     assert r.summary.startswith("rank 1 (GPU 1) hung in stage 'cuda device'")
     assert "rank 0 (GPU 0), rank 2 (GPU 2) waited for it" in r.summary
 
@@ -122,6 +122,6 @@ def test_verdict_names_the_rank_that_got_least_far():
 def test_verdict_on_a_wrong_sum_is_a_failure():
     ranks = [_rank(0, "ok", "done", all_reduce={"expected": 3.0, "min": 3.0, "max": 3.0, "seconds": 0.01}),
              _rank(1, "wrong", "done", all_reduce={"expected": 3.0, "min": 1.0, "max": 3.0, "seconds": 0.01})]
-    r = _verdict(ranks, 2, "nccl", 30, {})
+    r = _verdict(ranks, Layout.over(None, 2), "nccl", 30, {})
     assert r.status is Status.FAIL and "rank 1 (GPU 1)" in r.summary and "expected 3.0" in r.summary
     assert "NCCL_P2P_DISABLE=1" in r.fix

@@ -106,7 +106,6 @@ def test_check_reports_matrix_recommends_and_remembers(ssh_config_env, tmp_path,
 def test_kill_everything_session_only_a_handoff_survives(ssh_config_env):
     """Each session of the kill-everything key runs in a PID namespace that dies with it; a tmux server started
     before, outside it, is the hand-off that survives."""
-    infra = ssh_config_env
     sock = f"/tmp/dfdoctor-test-tmux-{uuid.uuid4().hex[:6]}"
     # the "server already running": its own socket, which the strategy's tmux client reaches through TMUX_TMPDIR
     env = {"PATH": os.environ["PATH"], "HOME": "/root", "TMUX_TMPDIR": sock}

@@ -16,6 +16,7 @@ import glob
 import os
 import re
 import sys
+import threading
 import time
 import traceback
 
@@ -31,7 +32,8 @@ BUDGET = float(os.environ.get("DFDOCTOR_NCCL_BUDGET", "60"))
 STATE: dict = {"rank": RANK, "world_size": WORLD, "local_rank": LOCAL_RANK, "backend": BACKEND, "pid": os.getpid(),
                "stage": "start", "stages": [], "env": {k: os.environ.get(k) for k in (
                    "CUDA_VISIBLE_DEVICES", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
-                   "NVSHMEM_DISABLE_NVLS", "NCCL_SOCKET_IFNAME", "NCCL_P2P_DISABLE", "NCCL_IB_DISABLE")}}
+                   "NVSHMEM_DISABLE_NVLS", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_P2P_DISABLE",
+                   "NCCL_IB_DISABLE")}}
 
 
 class OtherRanks(RuntimeError):
@@ -121,6 +123,39 @@ def wait_for_ranks(store) -> None:
         time.sleep(0.05)
 
 
+def watch_for_failures(dist, datetime) -> None:
+    """While this rank waits inside torch (init_process_group, the collectives: C++ waits that nothing can
+    interrupt), a second connection to the store watches for another rank's failure. On one, this rank says it
+    stopped waiting, and for whom, and exits at once: a rank on another node that could not join costs the rest
+    a tenth of a second, not the group's whole timeout."""
+    others = [r for r in range(WORLD) if r != RANK]
+
+    def run() -> None:
+        try:
+            watcher = dist.TCPStore(os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ["MASTER_PORT"]),
+                                    WORLD, is_master=False, timeout=datetime.timedelta(seconds=10),
+                                    wait_for_workers=False)
+        except Exception:
+            return  # the store is gone: the main thread meets that itself
+        while STATE["stage"] not in ("destroy_process_group", "done"):
+            try:
+                failed = [r for r in others if watcher.check([f"dfdoctor/failed/{r}"])]
+                why = "; ".join(f"rank {r}: {watcher.get(f'dfdoctor/failed/{r}').decode()}" for r in failed)
+            except Exception:
+                return
+            if failed:
+                STATE.update(waited_for=failed, failed_stage=STATE["stage"],
+                             error=f"OtherRanks: stopped waiting: {why}"[:1000])
+                leave(watcher)
+                stage("done")
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(0)
+            time.sleep(0.1)
+
+    threading.Thread(target=run, name="dfdoctor-watch", daemon=True).start()
+
+
 def main() -> int:
     """Join the store, ready the GPU, wait for all, init the group, all-reduce, barrier; publish each step."""
     support.install_stack_dump()
@@ -147,6 +182,7 @@ def main() -> int:
         store.set(f"dfdoctor/ready/{RANK}", "1")
         wait_for_ranks(store)
         stage("init_process_group")
+        watch_for_failures(dist, datetime)
         kwargs = dict(backend=BACKEND, store=dist.PrefixStore("pg", store), rank=RANK, world_size=WORLD,
                       timeout=datetime.timedelta(seconds=left()))
         if BACKEND == "nccl":
@@ -173,25 +209,37 @@ def main() -> int:
             dist.barrier()
         stage("destroy_process_group")
         dist.destroy_process_group()
-        if RANK == 0:
-            # the store lives in rank 0: let the others read their last keys before it goes
-            store.set("dfdoctor/done/0", "1")
-            end = time.monotonic() + min(5.0, left())
-            while time.monotonic() < end and not all(store.check([f"dfdoctor/done/{r}"]) for r in range(1, WORLD)):
-                time.sleep(0.02)
-        else:
-            try:
-                store.set(f"dfdoctor/done/{RANK}", "1")
-            except Exception:
-                pass  # rank 0 already left: the test itself passed
     except BaseException as exc:
         STATE["error"] = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:1000]
         STATE["traceback"] = traceback.format_exc()[-3000:]
         STATE["failed_stage"] = STATE["stage"]
-        if RANK == 0 and store is not None and not isinstance(exc, OtherRanks):
-            time.sleep(min(1.0, left(0)))  # keep the store up a moment so the others can read why
+        if store is not None and not isinstance(exc, OtherRanks):
+            try:  # the others may be waiting inside torch for this rank: their watchers read this
+                store.set(f"dfdoctor/failed/{RANK}", f"{type(exc).__name__}: {exc}"[:300])
+            except Exception:
+                pass
+    if store is not None:
+        leave(store)
     stage("done")
     return 0
+
+
+def leave(store) -> None:
+    """Say this rank is done, whatever its outcome; rank 0, whose process holds the store, first waits (a few
+    seconds at most) until every other rank is done too, so none loses the store while it still reads why."""
+    try:
+        store.set(f"dfdoctor/done/{RANK}", "1")
+    except Exception:
+        return  # rank 0 already left
+    if RANK == 0:
+        end = time.monotonic() + min(5.0, BUDGET - (time.monotonic() - T0) - 1.0)  # never into the deadline
+        while time.monotonic() < end:
+            try:
+                if all(store.check([f"dfdoctor/done/{r}"]) for r in range(1, WORLD)):
+                    return
+            except Exception:
+                return
+            time.sleep(0.02)
 
 
 if __name__ == "__main__":

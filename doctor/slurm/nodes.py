@@ -1,6 +1,8 @@
 """`check` on every node of an allocation at once: one `srun --ntasks-per-node=1` runs dfdoctor's checks on
-each node, each node writes its JSON report to its own file (srun's `--output=%N`), and the reports become one
-report with a row per node (the rows model of dfdoctor.rows: which node differs, and how)."""
+each node, each node writes its JSON report to its own file (srun's `--output=%n`, the node's index in the step:
+`%N` is the node's *host* name, which two nodes of one host share), and the reports become one report with a
+row per node, named by the Slurm node name each report carries (the rows model of dfdoctor.rows: which node
+differs, and how). The same srun tells cuda.nccl to form one group over every node's ranks (step.ACROSS_NODES)."""
 
 from __future__ import annotations
 
@@ -15,10 +17,13 @@ from typing import Optional
 
 from dfdoctor.errors import UsageError
 from dfdoctor.model import CheckRecord, Status, TargetRow, Verdict
-from dfdoctor.slurm import commands
+from dfdoctor.slurm import commands, step
 
 SRUN_IMMEDIATE_S = 30
 ROW_PREFIX = "node:"
+# Each task first says which node it is on (its stderr file's first line), so a node whose dfdoctor could not
+# even start is still named; the arguments pass through "$@", never through the shell's parser.
+NAME_THEN_RUN = ("/bin/sh", "-c", 'echo "${SLURMD_NODENAME:-$(hostname -s)}" >&2; exec "$@"', "dfdoctor-node")
 
 
 def forwarded(opts: dict) -> list[str]:
@@ -38,14 +43,14 @@ def forwarded(opts: dict) -> list[str]:
 def srun_argv(nodes: str, folder: Path, check_args: list[str], partition: Optional[str] = None) -> list[str]:
     """The one srun: inside an allocation (`all`) over its nodes, else a new allocation of N nodes."""
     argv = ["srun", "--ntasks-per-node=1", "-J", "dfdoctor-nodes", "--kill-on-bad-exit=0",
-            f"--output={folder}/%N.json", f"--error={folder}/%N.err"]
+            f"--output={folder}/%n.json", f"--error={folder}/%n.err"]
     if nodes != "all":
         argv += [f"-N{nodes}", f"--immediate={SRUN_IMMEDIATE_S}", "--mem=2G"]
         if partition:
             argv.append(f"--partition={partition}")
     elif os.environ.get("SLURM_JOB_NUM_NODES"):
         argv.append(f"-N{os.environ['SLURM_JOB_NUM_NODES']}")
-    return argv + [sys.executable, "-m", "dfdoctor", "check", "--format", "json", *check_args]
+    return argv + [*NAME_THEN_RUN, sys.executable, "-m", "dfdoctor", "check", "--format", "json", *check_args]
 
 
 def check_nodes(nodes: str, check_args: list[str], cwd: Path, fail_on_level: str, verdict_from_checks,
@@ -61,11 +66,11 @@ def check_nodes(nodes: str, check_args: list[str], cwd: Path, fail_on_level: str
     folder = Path(tempfile.mkdtemp(prefix="nodes-", dir=base))
     t0 = time.monotonic()
     try:
-        answer = commands.run(srun_argv(nodes, folder, check_args, partition), timeout=timeout)
+        answer = commands.run(srun_argv(nodes, folder, check_args, partition), timeout=timeout,
+                              env=dict(os.environ, **{step.ACROSS_NODES: "1"}))
         rows, records = [], []
-        for path in sorted(folder.glob("*.json")):
-            node = path.stem
-            row, recs = _row(node, path, folder / f"{node}.err", fail_on_level, verdict_from_checks)
+        for path in sorted(folder.glob("*.json"), key=lambda p: int(p.stem) if p.stem.isdigit() else -1):
+            row, recs = _row(path, folder / f"{path.stem}.err", fail_on_level, verdict_from_checks)
             rows.append(row)
             records += recs
         took = time.monotonic() - t0
@@ -81,20 +86,33 @@ def check_nodes(nodes: str, check_args: list[str], cwd: Path, fail_on_level: str
     return rows, records, answer, took
 
 
-def _row(node: str, path: Path, err: Path, fail_on_level: str, verdict_from_checks
-         ) -> tuple[TargetRow, list[CheckRecord]]:
-    name = ROW_PREFIX + node
+def _row(path: Path, err: Path, fail_on_level: str, verdict_from_checks) -> tuple[TargetRow, list[CheckRecord]]:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
         doc = json.loads(text[text.index("{"):])
     except (OSError, ValueError):
+        node = _node_named_in(err) or f"node {path.stem} of the step"
+        name = ROW_PREFIX + node
         said = err.read_text(errors="replace")[-2000:] if err.exists() else ""
         rec = CheckRecord(id="slurm.nodes", phase="pre", status=Status.ERROR, title="checks on this node",
                           summary=f"dfdoctor's checks on {node} gave no report", details=said, target=name)
         return TargetRow(name, Verdict("failed", None, rec.summary), {}, 0.0), [rec]
+    environment = doc.get("environment") or {}
+    node = str(environment.get("slurm_node") or environment.get("host") or path.stem)
+    name = ROW_PREFIX + node
     records = [CheckRecord.from_dict(d) for d in doc.get("checks") or []]
     for r in records:
         r.target = name
-    env = {k: v for k, v in (doc.get("environment") or {}).items() if k not in ("os", "dfdoctor_python")}
+    env = {k: v for k, v in environment.items() if k not in ("os", "dfdoctor_python", "slurm_node")}
     took = sum(r.duration_s for r in records)
     return TargetRow(name, verdict_from_checks(records, fail_on_level), env, round(took, 3)), records
+
+
+def _node_named_in(err: Path) -> Optional[str]:
+    """The node's name, which each task writes first to its stderr file (see NAME_THEN_RUN)."""
+    try:
+        with err.open(errors="replace") as f:
+            first = f.readline().strip()
+    except OSError:
+        return None
+    return first if first and " " not in first else None

@@ -13,7 +13,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Union
+from typing import Iterator, Union
 
 import pytest
 from infra.fixtures import run_provisioning
@@ -84,3 +84,54 @@ def slurm() -> Slurm:
             pytest.fail(f"Slurm required (DFDOCTOR_REQUIRE_INFRA=1) but unavailable: {got}")
         pytest.skip(f"Slurm unavailable: {got}")
     return got
+
+
+PAIR_SCRIPT = Path(__file__).resolve().parent / "slurm_pair.sh"
+
+
+@dataclass(frozen=True)
+class SlurmPair:
+    """The two-node cluster slurm_pair.sh started (nodes n1, n2 on this host), reached through SLURM_CONF."""
+
+    dir: Path
+    conf: Path
+    nodes: tuple[str, ...]
+    partition: str
+
+    def env(self, **extra: str) -> dict[str, str]:
+        """This process's environment, pointed at the pair's slurm.conf (and no allocation of the other cluster)."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+        return {**env, "SLURM_CONF": str(self.conf), **extra}
+
+    def quirk(self, node: str, **exports: str) -> None:
+        """Make one node differ: its tasks get these variables (the TaskProlog reads quirks/NODE.env)."""
+        (self.dir / "quirks" / f"{node}.env").write_text("".join(f"export {k}={v}\n" for k, v in exports.items()))
+
+    def clear_quirks(self) -> None:
+        for f in (self.dir / "quirks").glob("*.env"):
+            f.unlink()
+
+
+@functools.lru_cache(maxsize=None)
+def _provision_pair() -> Union[SlurmPair, str]:
+    ready = _provision()  # munged, and the Debian packages, are the single-node cluster's
+    if isinstance(ready, str):
+        return ready
+    v = run_provisioning(PAIR_SCRIPT, "two slurmd daemons in their own mount namespaces")
+    if isinstance(v, str):
+        return v
+    return SlurmPair(Path(v["DFDOCTOR_SLURM_PAIR_DIR"]), Path(v["DFDOCTOR_SLURM_PAIR_CONF"]),
+                     tuple(v["DFDOCTOR_SLURM_PAIR_NODES"].split(",")), v["DFDOCTOR_SLURM_PAIR_PARTITION"])
+
+
+@pytest.fixture
+def slurm_pair() -> Iterator[SlurmPair]:
+    """Start (idempotently) and return the real two-node Slurm; each test starts with no node quirk."""
+    got = _provision_pair()
+    if isinstance(got, str):
+        if os.environ.get("DFDOCTOR_REQUIRE_INFRA") == "1":
+            pytest.fail(f"the two-node Slurm required (DFDOCTOR_REQUIRE_INFRA=1) but unavailable: {got}")
+        pytest.skip(f"the two-node Slurm unavailable: {got}")
+    got.clear_quirks()
+    yield got
+    got.clear_quirks()

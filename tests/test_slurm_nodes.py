@@ -1,0 +1,110 @@
+"""`check --slurm-nodes 2` on a real two-node Slurm (tests/infra/slurm_pair.sh: nodes n1 and n2, two slurmds of
+one host). One node is made to differ the way nodes of a real cluster do, through what its tasks are told
+(a PYTHONPATH of its own, an interface name that does not exist there), and the report must name that node.
+cuda.nccl forms one gloo group over both nodes' ranks, as a multi-node torchrun would."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dfdoctor.slurm import step
+from infra.slurm_fixtures import slurm_pair  # noqa: F401
+
+DFDOCTOR = [sys.executable, "-m", "dfdoctor"]
+PY = sys.executable  # the training interpreter on every node: this one has torch
+
+
+def check_nodes(pair, tmp: Path, *args: str, env: dict | None = None, timeout: float = 200
+                ) -> tuple[int, dict, subprocess.CompletedProcess]:
+    out = tmp / "nodes.json"
+    p = subprocess.run([*DFDOCTOR, "check", "--slurm-nodes", "2", "--format", "json", "--output", str(out),
+                        "--format", "html", "--output", str(tmp / "nodes.html"), "--format", "text", *args],
+                       cwd=tmp, capture_output=True, text=True, timeout=timeout, env=pair.env(**(env or {})))
+    return p.returncode, (json.loads(out.read_text()) if out.exists() else {}), p
+
+
+def rows(doc: dict) -> dict[str, dict]:
+    return {t["target"]: t for t in doc["targets"]}
+
+
+def checks_on(doc: dict, target: str, cid: str) -> dict:
+    (rec,) = [c for c in doc["checks"] if c["target"] == target and c["id"] == cid]
+    return rec
+
+
+def test_a_module_that_only_one_node_has_is_named_on_the_other(slurm_pair, tmp_path):
+    lib = tmp_path / "site-n1"
+    lib.mkdir()
+    (lib / "dfd_nodelib.py").write_text("VALUE = 1\n")
+    slurm_pair.quirk("n1", PYTHONPATH=str(lib))  # installed on n1 only
+    rc, doc, p = check_nodes(slurm_pair, tmp_path, "--only", "imports.smoke", "--", PY, "-c", "import dfd_nodelib")
+    assert rc == 1, p.stdout + p.stderr
+    assert rows(doc)["node:n1"]["verdict"]["state"] == "ok"
+    assert rows(doc)["node:n2"]["verdict"]["state"] == "failed"
+    assert checks_on(doc, "node:n2", "imports.smoke")["cause"] == "missing-module"
+    assert "node:n2" in doc["verdict"]["summary"] and "node:n1" not in doc["verdict"]["summary"]
+    assert "imports.smoke: " in p.stdout and "on node:n2" in p.stdout.split("what differs:")[1]
+    html = (tmp_path / "nodes.html").read_text()
+    assert "node:n1" in html and "node:n2" in html and "dfd_nodelib" in html
+
+
+def test_a_node_where_dfdoctor_cannot_even_start_is_still_named(slurm_pair, tmp_path):
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "json.py").write_text("raise ImportError('this node shadows the json module')\n")
+    slurm_pair.quirk("n2", PYTHONPATH=str(shadow))
+    rc, doc, p = check_nodes(slurm_pair, tmp_path, "--only", "imports.smoke", "--", PY, "-c", "pass")
+    assert rc == 1, p.stdout + p.stderr
+    row = rows(doc)["node:n2"]
+    assert row["verdict"]["state"] == "failed" and "gave no report" in row["verdict"]["summary"]
+    assert "shadows the json module" in checks_on(doc, "node:n2", "slurm.nodes")["details"]
+    assert rows(doc)["node:n1"]["verdict"]["state"] == "ok"
+
+
+def test_nccl_forms_one_gloo_group_over_both_nodes(slurm_pair, tmp_path):
+    rc, doc, p = check_nodes(slurm_pair, tmp_path, "--only", "cuda.nccl", "--", PY, "-c", "pass",
+                             env={"DFDOCTOR_NCCL_BACKEND": "gloo"})
+    assert rc == 0, p.stdout + p.stderr
+    for node, ranks in (("n1", [0, 1]), ("n2", [2, 3])):
+        rec = checks_on(doc, f"node:{node}", "cuda.nccl")
+        nccl = rec["data"]["nccl"]
+        assert rec["status"] == "ok" and nccl["world_size"] == 4, rec
+        assert [r["rank"] for r in nccl["ranks"]] == ranks and {r["node"] for r in nccl["ranks"]} == {node}
+        assert all(r["all_reduce"]["min"] == r["all_reduce"]["max"] == 10 for r in nccl["ranks"])
+        assert nccl["nodes"]["names"] == ["n1", "n2"] and nccl["nodes"]["this"] == node
+        assert "4 ranks on 2 nodes (n1, n2)" in rec["summary"]
+
+
+def test_nccl_over_the_nodes_blames_the_node_with_a_wrong_interface(slurm_pair, tmp_path):
+    slurm_pair.quirk("n2", GLOO_SOCKET_IFNAME="ib7")  # an InfiniBand name this node does not have
+    rc, doc, p = check_nodes(slurm_pair, tmp_path, "--timeout", "60", "--only", "cuda.nccl", "--", PY, "-c", "pass",
+                             env={"DFDOCTOR_NCCL_BACKEND": "gloo"})
+    assert rc == 1, p.stdout + p.stderr
+    culprit, waiter = checks_on(doc, "node:n2", "cuda.nccl"), checks_on(doc, "node:n1", "cuda.nccl")
+    assert culprit["status"] == "fail" and "Unable to find address for: ib7" in culprit["summary"]
+    assert "GLOO_SOCKET_IFNAME" in culprit["fix"]
+    # n1's ranks were inside init_process_group; the store watcher let them go as soon as n2 said why
+    assert waiter["status"] == "warn" and "stopped waiting because rank" in waiter["summary"], waiter
+    assert "on n2" in waiter["summary"]
+    assert doc["verdict"]["summary"].startswith("1 of 2") and "node:n2" in doc["verdict"]["summary"]
+
+
+def test_step_outside_slurm_says_why_and_the_port_is_the_same_on_every_node():
+    assert "not a task of a Slurm step" in step.current({})
+    a = step.Step("4242", "0", ("n1", "n2"), 0, "10.0.0.1")
+    b = step.Step("4242", "0", ("n1", "n2"), 1, "10.0.0.1")
+    assert a.port == b.port and step.PORT_BASE <= a.port < step.PORT_BASE + step.PORT_SPAN
+    assert step.Step("4243", "0", ("n1",), 0, "x").port != a.port
+    assert a.node_of(3, 2) == "n2" and a.node_of(9, 2) == "?"
+
+
+@pytest.mark.parametrize("args", [("--slurm-nodes", "2", "--target", "ssh://h")])
+def test_slurm_nodes_takes_no_target(slurm_pair, tmp_path, args):
+    p = subprocess.run([*DFDOCTOR, "check", *args, "--", PY, "-c", "pass"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=60, env=slurm_pair.env())
+    assert p.returncode == 2 and "takes no --target" in p.stderr
