@@ -188,11 +188,13 @@ def broken_plugin_records(broken: list, phase: str) -> list[CheckRecord]:
             for b in broken]
 
 
-def run_phase(ctx: Context, checks: list[Check], phase: str, cfg: Config) -> list[CheckRecord]:
-    """Run one phase's checks with a live progress line on a terminal, then apply silences."""
+def run_phase(ctx: Context, checks: list[Check], phase: str, cfg: Config,
+              jobs: Optional[int] = None) -> list[CheckRecord]:
+    """Run one phase's checks (at most `jobs` at once; default all) with a live progress line on a terminal,
+    then apply silences."""
     progress = Progress(len(checks))
     try:
-        records = run_checks(checks, ctx, phase, progress=progress)
+        records = run_checks(checks, ctx, phase, progress=progress, jobs=jobs)
     finally:
         progress.close()
     apply_silences(records, cfg.silences)

@@ -4,6 +4,13 @@ Each target gets the same checks and options as a `check --target T` would, in i
 own process group, a subreaper), so a target that cannot be reached, a crash or a hang stays that target's
 row: the parent only waits, with a deadline, and kills what overruns it together with everything it started.
 Forking (not a fresh `dfdoctor` per target) spares each target the interpreter's start and imports.
+
+Checks are bounded across targets too: every target runs at most `lanes` checks at once, so that all of them
+together run about CHECKS_PER_CORE per core. Without that bound 16 targets start 16 x N checks at once on a
+small controller; the slowest then overrun their own limits and report timeouts that say nothing about the
+target (measured: log.writable's 10 s limit on 2 cores, bench/fleet_ssh_device.sh). With fewer lanes than
+checks, target.reachable runs first and alone: a target it cannot reach costs one connection attempt, and
+its other checks are skipped, pointing at it, as a single run reports them.
 """
 
 from __future__ import annotations
@@ -29,6 +36,9 @@ from dfdoctor.runner import WRAP_UP_S, effective_timeout
 from dfdoctor.safefile import write_atomically
 
 DEFAULT_PARALLEL = 8
+# Checks mostly wait (on ssh, on the target's interpreters): a few per core keep a controller busy, not swamped.
+CHECKS_PER_CORE = 4
+REACHABLE = "target.reachable"
 # Beyond the slowest check's own limit, what a target may take to connect, start and wrap up.
 SLACK_S = 30.0
 
@@ -69,9 +79,22 @@ class _Child:
     killed: bool = False
 
 
-def deadline_for(checks: list[Check], ctx: Context) -> float:
-    """How long one target may take: its slowest check's limit (they run concurrently) plus slack."""
-    return max([effective_timeout(c, ctx) for c in checks] + [0.0]) + WRAP_UP_S + SLACK_S
+def lanes_per_target(targets: int, parallel: int, cores: Optional[int] = None) -> int:
+    """How many checks one target may run at once, so that every running target together stays within
+    CHECKS_PER_CORE per core (at least one each)."""
+    at_once = max(1, min(targets, parallel))
+    return max(1, (CHECKS_PER_CORE * (cores or os.cpu_count() or 1)) // at_once)
+
+
+def deadline_for(checks: list[Check], ctx: Context, lanes: Optional[int] = None) -> float:
+    """How long one target may take: with a lane per check, its slowest check's limit; with fewer lanes, the
+    bound of a greedy schedule (every limit shared among the lanes, plus the longest); plus slack."""
+    limits = [effective_timeout(c, ctx) for c in checks] or [0.0]
+    if lanes is None or lanes >= len(limits):
+        work = max(limits)
+    else:
+        work = sum(limits) / lanes + max(limits)
+    return work + WRAP_UP_S + SLACK_S
 
 
 def run_targets(contexts: list[Context], checks: list[Check], broken: list[CheckRecord], cfg: Config,
@@ -83,6 +106,7 @@ def run_targets(contexts: list[Context], checks: list[Check], broken: list[Check
     from dfdoctor.engine import verdict_from_checks
 
     tmp = Path(tempfile.mkdtemp(prefix="dfdoctor-fleet-"))
+    lanes = lanes_per_target(len(contexts), parallel)
     pending = list(enumerate(contexts))
     running: dict[int, _Child] = {}
     results: dict[int, tuple[TargetRow, list[CheckRecord]]] = {}
@@ -90,8 +114,8 @@ def run_targets(contexts: list[Context], checks: list[Check], broken: list[Check
         while pending or running:
             while pending and len(running) < max(1, parallel):
                 i, ctx = pending.pop(0)
-                limit = deadline_for(checks, ctx)
-                pid = _fork_one(ctx, checks, broken, cfg, tmp / f"{i}.json", tmp / f"{i}.err")
+                limit = deadline_for(checks, ctx, lanes)
+                pid = _fork_one(ctx, checks, broken, cfg, tmp / f"{i}.json", tmp / f"{i}.err", lanes)
                 now = time.monotonic()
                 running[pid] = _Child(ctx.target, i, pid, now, now + limit)
             time.sleep(0.02)
@@ -121,8 +145,8 @@ def run_targets(contexts: list[Context], checks: list[Check], broken: list[Check
 
 
 def _fork_one(ctx: Context, checks: list[Check], broken: list[CheckRecord], cfg: Config, out: Path,
-              err: Path) -> int:
-    from dfdoctor.engine import environment_facts, run_phase, target_connection
+              err: Path, lanes: int) -> int:
+    from dfdoctor.engine import environment_facts, target_connection
     from dfdoctor.launch.recorder import become_subreaper
 
     sys.stdout.flush()
@@ -142,7 +166,7 @@ def _fork_one(ctx: Context, checks: list[Check], broken: list[CheckRecord], cfg:
         os.dup2(fd, 2)
         started = time.monotonic()
         with target_connection(ctx):
-            records = broken + run_phase(ctx, checks, "pre", cfg)
+            records = broken + _run_target(ctx, checks, cfg, lanes)
         doc = {"checks": [r.to_dict() for r in records], "duration_s": round(time.monotonic() - started, 3),
                "environment": environment_facts(ctx, records)}
         write_atomically(out, json.dumps(doc, default=str), private=True)
@@ -159,6 +183,29 @@ def _fork_one(ctx: Context, checks: list[Check], broken: list[CheckRecord], cfg:
         except Exception:
             pass
         os._exit(status)
+
+
+def _run_target(ctx: Context, checks: list[Check], cfg: Config, lanes: int) -> list[CheckRecord]:
+    """One target's checks in `lanes` lanes. With fewer lanes than checks, reachability goes first: where the
+    target cannot be reached the rest run all at once (each fails on its first connection, and the report reads
+    as a single run's), else in the lanes."""
+    from dfdoctor import causes
+    from dfdoctor.engine import one_unreachable_target, run_phase
+
+    first = [c for c in checks if c.id == REACHABLE]
+    if lanes >= len(checks) or not first:
+        return run_phase(ctx, checks, "pre", cfg, jobs=lanes)
+    reached = run_phase(ctx, first, "pre", cfg)
+    rest = [c for c in checks if c.id != REACHABLE]
+    unreachable = any(r.cause == causes.TARGET_UNREACHABLE for r in reached)
+    records = reached + run_phase(ctx, rest, "pre", cfg, jobs=None if unreachable else lanes)
+    return one_unreachable_target(_in_order(checks, records))
+
+
+def _in_order(checks: list[Check], records: list[CheckRecord]) -> list[CheckRecord]:
+    """Records in the order of their checks, as a single run gives them."""
+    rank = {c.id: i for i, c in enumerate(checks)}
+    return sorted(records, key=lambda r: rank.get(r.id, len(rank)))
 
 
 def _exit_on_term(signum, frame) -> None:

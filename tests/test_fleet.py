@@ -12,6 +12,7 @@ import shutil
 import time
 import uuid
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import psutil
 import pytest
@@ -135,7 +136,7 @@ def _fails(ctx):
 
 
 def test_a_target_that_overruns_its_deadline_is_its_own_row_and_leaves_nothing(monkeypatch):
-    monkeypatch.setattr(fleet, "deadline_for", lambda checks, ctx: 3.0)
+    monkeypatch.setattr(fleet, "deadline_for", lambda checks, ctx, lanes=None: 3.0)
     contexts = [Context(target=t, command=["python3", "t.py"]) for t in ("lxc://ok", "lxc://slow", "lxc://bad")]
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     started = time.monotonic()
@@ -166,6 +167,61 @@ def test_parallel_bound_holds(monkeypatch):
     contexts = [Context(target=f"lxc://t{i}", command=["python3", "t.py"]) for i in range(5)]
     rows, _ = fleet.run_targets(contexts, [_fails], [], Config(), "error", parallel=2)
     assert len(rows) == 5 and max(seen) <= 1  # at most one other running when a second starts
+
+
+def _lane_check(name: str):
+    @check(f"fleettest.{name}", title="notes when it ran", timeout=20)
+    def noting(ctx):
+        start = time.monotonic()
+        time.sleep(0.4)
+        with open(os.environ["DFD_LANES_LOG"], "a") as f:
+            f.write(f"{ctx.target} {start} {time.monotonic()}\n")
+        yield ok("noted")
+    return noting
+
+
+LANE_CHECKS = [_lane_check(n) for n in ("one", "two", "three")]
+
+
+def _most_at_once(log: Path) -> dict[str, int]:
+    """For each target, the most of its checks that were running at one moment."""
+    spans: dict[str, list[tuple[float, float]]] = {}
+    for line in log.read_text().splitlines():
+        t, a, b = line.split()
+        spans.setdefault(t, []).append((float(a), float(b)))
+    return {t: max(sum(1 for a, b in ss if a <= s0 < b) for s0, _ in ss) for t, ss in spans.items()}
+
+
+@pytest.mark.parametrize("lanes, most", [(1, 1), (3, 3)])
+def test_lanes_bound_how_many_checks_one_target_runs_at_once(monkeypatch, tmp_path, lanes, most):
+    log = tmp_path / "lanes.log"
+    monkeypatch.setenv("DFD_LANES_LOG", str(log))
+    monkeypatch.setattr(fleet, "lanes_per_target", lambda targets, parallel, cores=None: lanes)
+    contexts = [Context(target=t, command=["python3", "t.py"]) for t in ("lxc://a", "lxc://b")]
+    rows, records = fleet.run_targets(contexts, LANE_CHECKS, [], Config(), "error", parallel=2)
+    assert [r.verdict.state for r in rows] == ["ok", "ok"] and len(records) == 6
+    assert [r.id for r in records if r.target == "lxc://a"] == [c.id for c in LANE_CHECKS]  # in check order
+    assert _most_at_once(log) == {"lxc://a": most, "lxc://b": most}
+
+
+def test_lanes_keep_every_running_target_within_a_few_checks_per_core():
+    assert fleet.lanes_per_target(16, 16, cores=2) == 1  # 16 targets on 2 cores: one check each at a time
+    assert fleet.lanes_per_target(16, 4, cores=2) == 2  # only 4 run at once
+    assert fleet.lanes_per_target(2, 8, cores=16) == 32
+    assert fleet.lanes_per_target(1, 8, cores=1) == fleet.CHECKS_PER_CORE
+
+
+def test_a_target_unreachable_in_one_lane_is_reported_as_a_single_run_reports_it(monkeypatch, tmp_path):
+    """Reachability first; then the rest at once (not one by one), and the same records as `check --target`."""
+    from dfdoctor.checks.target_reachable import target_reachable
+    log = tmp_path / "lanes.log"
+    monkeypatch.setenv("DFD_LANES_LOG", str(log))
+    monkeypatch.setattr(fleet, "lanes_per_target", lambda targets, parallel, cores=None: 1)
+    ctx = Context(target=UNREACHABLE, command=["python3", "t.py"])
+    rows, records = fleet.run_targets([ctx], [target_reachable, *LANE_CHECKS], [], Config(), "error", parallel=1)
+    assert rows[0].verdict.cause == causes.TARGET_UNREACHABLE
+    assert [(r.id, r.status) for r in records][0] == ("target.reachable", Status.FAIL)
+    assert _most_at_once(log) == {UNREACHABLE: 3}  # the others ran side by side, after reachability
 
 
 # --- on the real infrastructure ------------------------------------------------------------------------------
