@@ -28,6 +28,7 @@ from typing import Iterator, Optional
 from dfdoctor import causes, check, error, fail, ok, skip, warn
 from dfdoctor.launchline.commandline import as_lead
 from dfdoctor.model import Result
+from dfdoctor.numbers import whole
 from dfdoctor.probe import ProbeOutcome, run_probe, unreached
 from dfdoctor.slurm import step as slurm_step
 
@@ -120,7 +121,7 @@ def _step(ctx) -> "Optional[slurm_step.Step] | str":
     if env.get(slurm_step.ACROSS_NODES) != "1" or (ctx.target or "local") != "local":
         return None
     count = env.get("SLURM_STEP_NUM_NODES") or env.get("SLURM_NNODES") or "1"
-    if not (count.isascii() and count.isdigit()) or int(count) < 2:
+    if whole(count, 1) < 2:
         return None
     return slurm_step.current(env)
 

@@ -357,3 +357,25 @@ def test_status_of_a_slurm_id_that_is_not_ascii_digits_is_a_usage_error(ref, tmp
 
     res = run_dfdoctor("status", ref, cwd=tmp_path)
     assert res.returncode == 2 and "a Slurm job id is a number" in res.stderr, (res.returncode, res.stderr)
+
+
+def test_numbers_in_a_job_script_that_are_not_ascii_digits_crash_no_check(slurm, tmp_path):
+    """'²' passes str.isdigit but not int(): every number read from a user's script (gpus, time, torchrun's
+    --nproc_per_node) is read as ASCII digits or as "not a number", so each Slurm check still ends in a finding
+    of its own, never in `error` ("crashed: ValueError"), and --slurm-nodes ² is one line and exit 2."""
+    s = job_script(tmp_path, "srun torchrun --nproc_per_node \u00b2 train.py\n", name="train.sbatch",
+                   header="#SBATCH --gpus-per-node=\u00b2\n#SBATCH --time=\u00b2:00\n")
+    (tmp_path / "train.py").write_text("print(1)\n")
+    rc, doc, err = dfd("check", "--only", "slurm.*", "--", "sbatch", str(s), cwd=tmp_path)
+    assert doc, err
+    crashed = [(c["id"], c["summary"]) for c in doc["checks"] if c["status"] == "error"]
+    assert not crashed and rc in (0, 1), crashed
+    p = subprocess.run([*DFDOCTOR, "check", "--slurm-nodes", "\u00b2", "--", "python3", "-c", "1"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "--slurm-nodes \u00b2: a node count" in p.stderr, (p.returncode, p.stderr)
+
+
+def test_whole_numbers_are_ascii_digits_only():
+    from dfdoctor.numbers import is_whole, whole
+    assert whole("42") == 42 and whole("\u00b2") is None and whole("\u0661\u0662", -1) == -1 and whole("") is None
+    assert not is_whole(None) and not is_whole("4 2") and not is_whole("-1") and is_whole("007")

@@ -40,6 +40,7 @@ from dfdoctor.errors import UsageError
 from dfdoctor.fleet import check_many, target_specs
 from dfdoctor.launch.rundir import find_run, is_run_dir, load_prints, runs_root
 from dfdoctor.model import Report
+from dfdoctor.numbers import whole
 from dfdoctor.render.text import visible
 from dfdoctor.registry import discover
 from dfdoctor.rows import verdict_over_rows
@@ -98,7 +99,7 @@ def check_cmd(opts: dict[str, Any]) -> int:
 def _check_nodes(opts: dict[str, Any], command: list[str], started: str) -> tuple[Report, str]:
     """`check --slurm-nodes`: the checks on every node of an allocation, one row per node."""
     nodes_opt = opts["slurm_nodes"]
-    if nodes_opt != "all" and not (nodes_opt.isdigit() and int(nodes_opt) > 0):
+    if nodes_opt != "all" and whole(nodes_opt, 0) < 1:
         raise click.UsageError(f"--slurm-nodes {nodes_opt}: a node count (2) or `all`")
     if tuple(opts.get("target") or ()) not in ((), ("local",)):
         raise click.UsageError("--slurm-nodes runs on the allocation's nodes; it takes no --target")

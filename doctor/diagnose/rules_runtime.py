@@ -18,6 +18,7 @@ from typing import Callable, Optional
 
 from dfdoctor import causes
 from dfdoctor.diagnose.traceback import PyError
+from dfdoctor.numbers import is_whole
 
 _SIZE = r"[\d.]+ [KMGTP]?i?B|\d+ bytes"
 
@@ -171,7 +172,7 @@ def _ordinal_fix(ctx: Context) -> tuple[str, list[str]]:
     fix = ("The job asked for a GPU index that is not visible. Start no more ranks per node than visible GPUs "
            "(torchrun --nproc_per_node N with N <= the GPU count), bind each rank to its LOCAL_RANK "
            "(torch.cuda.set_device(int(os.environ['LOCAL_RANK']))), and check CUDA_VISIBLE_DEVICES.")
-    if nproc and count is not None and nproc.isdigit() and int(nproc) > count:
+    if nproc and count is not None and is_whole(nproc) and int(nproc) > count:
         fix = f"Start {count} rank(s) per node, not {nproc}: --nproc_per_node {count}. " + fix
     return fix, evidence
 

@@ -15,6 +15,7 @@ from typing import Optional
 
 from dfdoctor import causes
 from dfdoctor.diagnose.guardfix import COMPILE_GUARD_FIX  # noqa: F401 (kept importable here)
+from dfdoctor.numbers import whole
 
 # faulthandler: 'Thread 0x00007f.. (most recent call first):' / '  File "path", line 12 in func'
 _FH_THREAD = re.compile(r'^(?:Current thread|Thread) (0x[0-9a-fA-F]+|\d+)(?: \[[^\]]*\])? \(most recent call first\):')
@@ -74,7 +75,7 @@ def parse(stacks_text: str) -> list[ThreadStack]:
         if m and ident is not None:
             line = m.group("line")
             func = m.group("func").rsplit(".", 1)[-1]  # py-spy qualifies methods: ConvertFrame.__call__
-            frames.append(Frame(m.group("file"), int(line) if line.isdigit() else 0, func, raw.strip()))
+            frames.append(Frame(m.group("file"), whole(line, 0), func, raw.strip()))
     close()
     return threads
 

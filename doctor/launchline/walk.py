@@ -22,6 +22,7 @@ from typing import Callable, Optional, Union
 from dfdoctor.launchline.envs import env_prefix
 from dfdoctor.launchline.expand import Scope, Unknown, expand, expand_one
 from dfdoctor.launchline.shell import Command, ShellSyntaxError, parse
+from dfdoctor.numbers import whole
 
 MAX_SOURCE_BYTES = 256 * 1024
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)$", re.S)
@@ -225,7 +226,7 @@ def _command(c: Command, state: WalkState, follow: Follow, depth: int, cond: Opt
     if name == "set":
         return _set_builtin(state, words[1:], where)
     if name == "shift":
-        n = int(words[1]) if len(words) > 1 and str(words[1]).isdigit() else 1
+        n = whole(str(words[1]), 1) if len(words) > 1 else 1
         args = state.scope.args
         state.scope.args = args if isinstance(args, Unknown) else (
             args[n:] if not where else Unknown("$@", f"`shift` at {where}"))

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
+from dfdoctor.numbers import is_whole, whole
 from dfdoctor.slurm import commands
 
 
@@ -30,7 +31,7 @@ class Partition:
 
     def limit(self, key: str) -> Optional[int]:
         v = self.fields.get(key, "UNLIMITED")
-        return int(v) if v.isdigit() else None
+        return whole(v)
 
 
 def partitions() -> tuple[dict[str, Partition], Optional[str], Optional[str]]:
@@ -64,8 +65,8 @@ def _gpus(gres: str) -> int:
     total = 0
     for part in gres.split(","):
         bits = part.split("(")[0].split(":")
-        if bits[0] == "gpu" and bits[-1].isdigit():
-            total += int(bits[-1])
+        if bits[0] == "gpu":
+            total += whole(bits[-1], 0)
     return total
 
 
@@ -76,11 +77,11 @@ def minutes(spec: str) -> Optional[float]:
     days = 0
     if "-" in spec:
         d, _, spec = spec.partition("-")
-        days = int(d) if d.isdigit() else 0
-        parts = [int(x) for x in spec.split(":") if x.isdigit()]
+        days = whole(d, 0)
+        parts = [int(x) for x in spec.split(":") if is_whole(x)]
         h, m, s = (parts + [0, 0, 0])[:3]
         return days * 1440 + h * 60 + m + s / 60
-    parts = [int(x) for x in spec.split(":") if x.isdigit()]
+    parts = [int(x) for x in spec.split(":") if is_whole(x)]
     if len(parts) == 1:
         return float(parts[0])
     if len(parts) == 2:

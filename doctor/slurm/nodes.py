@@ -17,6 +17,7 @@ from typing import Optional
 
 from dfdoctor.errors import UsageError
 from dfdoctor.model import CheckRecord, Status, TargetRow, Verdict
+from dfdoctor.numbers import whole
 from dfdoctor.slurm import commands, step
 
 SRUN_IMMEDIATE_S = 30
@@ -69,7 +70,7 @@ def check_nodes(nodes: str, check_args: list[str], cwd: Path, fail_on_level: str
         answer = commands.run(srun_argv(nodes, folder, check_args, partition), timeout=timeout,
                               env=dict(os.environ, **{step.ACROSS_NODES: "1"}))
         rows, records = [], []
-        for path in sorted(folder.glob("*.json"), key=lambda p: int(p.stem) if p.stem.isdigit() else -1):
+        for path in sorted(folder.glob("*.json"), key=lambda p: whole(p.stem, -1)):
             row, recs = _row(path, folder / f"{path.stem}.err", fail_on_level, verdict_from_checks)
             rows.append(row)
             records += recs

@@ -14,6 +14,7 @@ from dfdoctor.engine import environment_facts, launch_blockers, not_started, now
 from dfdoctor.errors import UsageError
 from dfdoctor.launch import rundir
 from dfdoctor.model import CheckRecord, Report, Verdict
+from dfdoctor.numbers import is_whole
 from dfdoctor.safefile import write_atomically
 from dfdoctor.slurm import precheck, sbatch, watch
 from dfdoctor.slurm.job import split_exit
@@ -104,7 +105,7 @@ def status(cwd: Path, ref: Optional[str], watch_s: float) -> Report:
     started = now_iso()
     if ref and ref.startswith("slurm:"):
         job_id, spec, folder = ref.split(":", 1)[1], {}, None
-        if not (job_id.isascii() and job_id.isdigit()):  # ASCII digits only: '²' is a digit to str.isdigit
+        if not is_whole(job_id):
             raise UsageError(f"{ref}: a Slurm job id is a number (slurm:12345)")
         paths: dict[str, str] = {}
     else:

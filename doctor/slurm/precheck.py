@@ -13,6 +13,7 @@ from typing import Callable, Optional
 
 from dfdoctor import causes
 from dfdoctor.model import CheckRecord, Result, Status, fail, ok, skip, warn
+from dfdoctor.numbers import is_whole, whole
 from dfdoctor.slurm import cluster, commands, patterns, script
 from dfdoctor.slurm.sbatch import Submission
 
@@ -103,14 +104,14 @@ def fits(sub: Submission) -> list[Result]:
 
 def _gpus_per_node(sub: Submission) -> int:
     if sub.get("gpus-per-node"):
-        return int(sub.get("gpus-per-node").split(":")[-1]) if sub.get("gpus-per-node").split(":")[-1].isdigit() else 0
+        return whole(sub.get("gpus-per-node").split(":")[-1], 0)
     for part in (sub.get("gres") or "").split(","):
         bits = part.split(":")
         if bits[0] == "gpu":
-            return int(bits[-1]) if bits[-1].isdigit() else 1
+            return whole(bits[-1], 1)
     if sub.get("gpus"):
         n = sub.get("gpus").split(":")[-1]
-        return max(1, int(n) // max(1, sub.int_opt("nodes") or 1)) if n.isdigit() else 0
+        return max(1, int(n) // max(1, sub.int_opt("nodes") or 1)) if is_whole(n) else 0
     return 0
 
 
@@ -121,7 +122,7 @@ def gpus_vs_torchrun(sub: Submission) -> list[Result]:
         return [skip("No torchrun --nproc_per_node in the script to compare with.")]
     gpus = _gpus_per_node(sub)
     nproc = train.nproc_per_node
-    if not nproc.isdigit():
+    if not is_whole(nproc):
         return [skip(f"torchrun --nproc_per_node {nproc} is not a number dfdoctor can compare "
                      f"(it asks for {gpus} GPU(s) per node).")]
     if gpus and int(nproc) != gpus:

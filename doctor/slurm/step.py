@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Union
 
+from dfdoctor.numbers import is_whole, whole
 from dfdoctor.slurm import commands
 
 PORT_BASE, PORT_SPAN = 20000, 30000
@@ -31,7 +32,7 @@ class Step:
     @property
     def port(self) -> int:
         """A rendezvous port every node derives alike from the job and step ids (none can tell the others)."""
-        key = int(self.job_id) * 131 + (int(self.step_id) if self.step_id.isdigit() else 0)
+        key = int(self.job_id) * 131 + whole(self.step_id, 0)
         return PORT_BASE + key % PORT_SPAN
 
     def node_of(self, rank: int, per_node: int) -> str:
@@ -44,7 +45,7 @@ def current(env: Mapping[str, str]) -> Union[Step, str]:
     """The step this environment is a task of, or why it cannot be read (in words)."""
     job, step = env.get("SLURM_JOB_ID", ""), env.get("SLURM_STEP_ID", "")
     nodelist, nodeid = env.get("SLURM_STEP_NODELIST") or env.get("SLURM_NODELIST", ""), env.get("SLURM_NODEID", "")
-    if not (job.isascii() and job.isdigit() and nodelist and nodeid.isascii() and nodeid.isdigit()):
+    if not (is_whole(job) and nodelist and is_whole(nodeid)):
         return "not a task of a Slurm step (SLURM_JOB_ID, SLURM_STEP_NODELIST, SLURM_NODEID unset)"
     names = commands.run(["scontrol", "show", "hostnames", nodelist])
     nodes = tuple(names.out.split()) if names.ok else ()

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
+from dfdoctor.numbers import is_whole
 from dfdoctor.slurm import commands, job
 from dfdoctor.slurm.rules import Seen, judge
 
@@ -30,7 +31,7 @@ def submit(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[Optional[st
         return None, commands.Answer(tuple(words), None, "", str(exc))
     first = answer.out.strip().splitlines()[0] if answer.out.strip() else ""
     job_id = first.split(";")[0]
-    return (job_id if answer.ok and job_id.isdigit() else None), answer
+    return (job_id if answer.ok and is_whole(job_id) else None), answer
 
 
 def read_tail(path: str) -> tuple[Optional[bool], str]:

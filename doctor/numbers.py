@@ -1,0 +1,20 @@
+"""Whole numbers as the tools we read write them: ASCII digits only.
+
+`str.isdigit()` is true of '²' (which `int()` refuses: a crash) and of other scripts' digits (which `int()` reads,
+though no Slurm, torchrun or shell option does). Text from a user's script, a command line or a job's output is
+read through these, so a hostile or odd value is "not a number", never a traceback.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+
+def is_whole(text: object) -> bool:
+    """True for a non-empty string of ASCII digits."""
+    return isinstance(text, str) and text.isascii() and text.isdigit()
+
+
+def whole(text: object, default: Optional[int] = None) -> Optional[int]:
+    """The number `text` spells in ASCII digits, else `default`."""
+    return int(text) if is_whole(text) else default  # type: ignore[arg-type]
