@@ -8,9 +8,10 @@ Forking (not a fresh `dfdoctor` per target) spares each target the interpreter's
 Checks are bounded across targets too: every target runs at most `lanes` checks at once, so that all of them
 together run about CHECKS_PER_CORE per core. Without that bound 16 targets start 16 x N checks at once on a
 small controller; the slowest then overrun their own limits and report timeouts that say nothing about the
-target (measured: log.writable's 10 s limit on 2 cores, bench/fleet_ssh_device.sh). With fewer lanes than
-checks, target.reachable runs first and alone: a target it cannot reach costs one connection attempt, and
-its other checks are skipped, pointing at it, as a single run reports them.
+target (seen: log.writable's 10 s limit, 16 ssh targets on 2 cores). With fewer lanes than checks,
+target.reachable runs first and alone; where it cannot reach the target the other checks run all at once
+(each fails on its first connection), so an unreachable target costs one connection timeout, not one per
+check, and its records read as a single run's.
 """
 
 from __future__ import annotations
