@@ -206,14 +206,16 @@ def _rank_view(rank: int, out: ProbeOutcome, vis: Visibility, layout: Layout) ->
     p = out.payload or {}
     local = rank - layout.first
     gpu = vis.visible[local] if local < len(vis.visible) else None
-    view = {"rank": rank, "node": layout.node_of(rank), "gpu": gpu, "stage": p.get("stage", "start"), "stages": p.get("stages"),
+    view = {"rank": rank, "node": layout.node_of(rank), "gpu": gpu, "stage": p.get("stage", "start"),
+            "stages": p.get("stages"),
             "duration_s": round(out.duration_s, 3), "all_reduce": p.get("all_reduce"), "device": p.get("gpu"),
             "nccl": p.get("nccl"), "env": p.get("env"), "injected_hang": p.get("injected_hang", False),
             "injected_fail": p.get("injected_fail", False)}
     if p.get("error"):
         err = p["error"]
         waited = p.get("waited_for") is not None or (
-            any(w in err.lower() for w in _WAITING) and p.get("failed_stage") in ("rendezvous", "waiting for the other ranks", "init_process_group"))
+            any(w in err.lower() for w in _WAITING) and p.get("failed_stage") in (
+                "rendezvous", "waiting for the other ranks", "init_process_group"))
         view.update(state="waited" if waited else "error", error=err, stage=p.get("failed_stage"),
                     waited_for=p.get("waited_for"),
                     traceback=(p.get("traceback") or "").strip().splitlines()[-6:])

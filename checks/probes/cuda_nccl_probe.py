@@ -103,16 +103,21 @@ def ready_gpu(torch):
     return device
 
 
+def failures(store, others: list[int]) -> tuple[list[int], str]:
+    """The ranks among `others` that wrote *failed* into the store, and what each said."""
+    failed = [r for r in others if store.check([f"dfdoctor/failed/{r}"])]
+    return failed, "; ".join(f"rank {r}: {store.get(f'dfdoctor/failed/{r}').decode()}" for r in failed)
+
+
 def wait_for_ranks(store) -> None:
     """Wait until every rank is ready; give up at once if one failed, or when the budget runs out."""
     stage("waiting for the other ranks")
     others = [r for r in range(WORLD) if r != RANK]
     end = time.monotonic() + left()
     while True:
-        failed = [r for r in others if store.check([f"dfdoctor/failed/{r}"])]
+        failed, why = failures(store, others)
         if failed:
             STATE["waited_for"] = failed
-            why = "; ".join(f"rank {r}: {store.get(f'dfdoctor/failed/{r}').decode()}" for r in failed)
             raise OtherRanks(f"stopped waiting: {why}")
         missing = [r for r in others if not store.check([f"dfdoctor/ready/{r}"])]
         if not missing:
@@ -139,8 +144,7 @@ def watch_for_failures(dist, datetime) -> None:
             return  # the store is gone: the main thread meets that itself
         while STATE["stage"] not in ("destroy_process_group", "done"):
             try:
-                failed = [r for r in others if watcher.check([f"dfdoctor/failed/{r}"])]
-                why = "; ".join(f"rank {r}: {watcher.get(f'dfdoctor/failed/{r}').decode()}" for r in failed)
+                failed, why = failures(watcher, others)
             except Exception:
                 return
             if failed:
