@@ -1,4 +1,7 @@
-"""target.reachable: can dfdoctor reach the `--target`, and is there a python there to run its probes?"""
+"""target.reachable: can dfdoctor reach the `--target`, and is there a python there to run its probes?
+
+On this machine there is nothing to reach, except on a Slurm node (`check --slurm-nodes`): there the same tiny
+command reports the node's kernel, driver and /dev/shm, so the rows of an allocation can be told apart by them."""
 
 from __future__ import annotations
 
@@ -35,9 +38,11 @@ def answer(stdout: str) -> tuple[str, dict[str, str]]:
 def target_reachable(ctx) -> Iterator[Result]:
     """Run one tiny command on the target: a dead host or a missing interpreter is said in the tool's own words."""
     target = parse_target(ctx.target)
-    if target.is_local:
+    node = ctx.env.get("SLURMD_NODENAME") if target.is_local else None
+    if target.is_local and not node:
         yield skip("the target is this machine")
         return
+    where = f"Slurm node {node}" if node else target.describe()
     python = ctx.python or "python3"
     out = run_on_target(ctx, ["sh", "-c", PING, "sh", python], timeout=15)
     words = out.extra.get("transport_error") or out.spawn_error
@@ -55,11 +60,11 @@ def target_reachable(ctx) -> Iterator[Result]:
                    fix=reach_fix(target))
         return
     if f"no-python:{python}" in out.stdout:
-        yield fail(f"no {python} on {target.describe()}: dfdoctor's probes run in the target's python",
+        yield fail(f"no {python} on {where}: dfdoctor's probes run in the target's python",
                    fix="Pass --python with the training interpreter's path on the target.")
         return
     found, facts = answer(out.stdout)
-    yield ok(f"{target.describe()} answers in {out.duration_s:.2f} s; python: {found}",
+    yield ok(f"{where} answers in {out.duration_s:.2f} s; python: {found}",
              data={"target": str(target), "python": found, "seconds": round(out.duration_s, 3),
                    "environment": {"target_python": found, **facts}})
 

@@ -66,6 +66,21 @@ def test_a_node_where_dfdoctor_cannot_even_start_is_still_named(slurm_pair, tmp_
     assert rows(doc)["node:n1"]["verdict"]["state"] == "ok"
 
 
+def test_the_node_with_a_small_dev_shm_is_named_by_its_facts(slurm_pair, tmp_path):
+    """n2's /dev/shm is a 64 MiB tmpfs of its own: target.reachable reports each node's facts on a Slurm node,
+    and *what differs* names n2's /dev/shm, with n1's beside it, in text and HTML."""
+    rc, doc, p = check_nodes(slurm_pair, tmp_path, "--only", "target.reachable", "--", PY, "-c", "pass")
+    assert rc == 0, p.stdout + p.stderr
+    small = f"node:{slurm_pair.small_shm_node}"
+    env = {t: r["environment"] for t, r in rows(doc).items()}
+    assert env[small]["dev_shm_kb"] == "65536" and env["node:n1"]["dev_shm_kb"] != "65536", env
+    assert {"kernel", "nvidia_driver"} <= set(env["node:n1"])
+    assert "Slurm node n1 answers" in checks_on(doc, "node:n1", "target.reachable")["summary"]
+    differs = p.stdout.split("what differs:")[1]
+    assert "dev_shm_kb: " in differs and f"65536 on {small}" in " ".join(differs.split()), p.stdout
+    assert "65536" in (tmp_path / "nodes.html").read_text()
+
+
 def test_nccl_forms_one_gloo_group_over_both_nodes(slurm_pair, tmp_path):
     rc, doc, p = check_nodes(slurm_pair, tmp_path, "--only", "cuda.nccl", "--", PY, "-c", "pass",
                              env={"DFDOCTOR_NCCL_BACKEND": "gloo"})

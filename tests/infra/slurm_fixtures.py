@@ -97,6 +97,7 @@ class SlurmPair:
     conf: Path
     nodes: tuple[str, ...]
     partition: str
+    small_shm_node: str  # the node whose /dev/shm is a 64 MiB tmpfs of its own
 
     def env(self, **extra: str) -> dict[str, str]:
         """This process's environment, pointed at the pair's slurm.conf (and no allocation of the other cluster)."""
@@ -121,7 +122,8 @@ def _provision_pair() -> Union[SlurmPair, str]:
     if isinstance(v, str):
         return v
     return SlurmPair(Path(v["DFDOCTOR_SLURM_PAIR_DIR"]), Path(v["DFDOCTOR_SLURM_PAIR_CONF"]),
-                     tuple(v["DFDOCTOR_SLURM_PAIR_NODES"].split(",")), v["DFDOCTOR_SLURM_PAIR_PARTITION"])
+                     tuple(v["DFDOCTOR_SLURM_PAIR_NODES"].split(",")), v["DFDOCTOR_SLURM_PAIR_PARTITION"],
+                     v["DFDOCTOR_SLURM_PAIR_SMALL_SHM_NODE"])
 
 
 @pytest.fixture

@@ -7,7 +7,9 @@
 #   * proctrack/linuxproc and no task plugin: two slurmds of one job on one host must not share (and kill) a
 #     job cgroup, which proctrack/cgroup would make them do;
 #   * no accounting: these tests read scontrol and the checks' own reports, never sacct;
-#   * a node can be made to differ: each line of $DIR/quirks/NODE.env is told to that node's tasks by the
+#   * the nodes differ in one fact by construction: n2's /dev/shm is a 64 MiB tmpfs of its own (docker's
+#     default size), mounted in its slurmd's mount namespace, which its tasks inherit;
+#   * a node can be made to differ more: each line of $DIR/quirks/NODE.env is told to that node's tasks by the
 #     TaskProlog (`export NAME=VALUE`), as a node with its own PYTHONPATH or its own interface names would.
 # Config in $DIR/etc/slurm.conf (the tests set SLURM_CONF to it); munged is slurm.sh's (one key for both).
 # Prints the env file to source (DFDOCTOR_SLURM_PAIR_*).
@@ -17,6 +19,7 @@ DIR=${DFDOCTOR_SLURM_PAIR_DIR:-/var/lib/dfdoctor-slurm-pair}
 CONF=$DIR/etc/slurm.conf
 NODES=(n1 n2)
 PORTS=(6831 6832)
+SHM=("" 64m)  # a /dev/shm of its own for a node, or "" for the host's
 CLEAN_ENV=(env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
            SLURM_CONF="$CONF")
 start_daemon() { "${CLEAN_ENV[@]}" "$@" 9>&-; }
@@ -67,6 +70,7 @@ for i in "${!NODES[@]}"; do
   echo "NodeName=${NODES[$i]} NodeHostname=$HOST NodeAddr=127.0.0.1 Port=${PORTS[$i]} CPUs=$CPUS RealMemory=4000 State=UNKNOWN" >> "$DIR/new/slurm.conf"
 done
 echo "PartitionName=pair Nodes=$(IFS=,; echo "${NODES[*]}") Default=YES MaxTime=INFINITE State=UP" >> "$DIR/new/slurm.conf"
+echo "# /dev/shm per node (slurm_pair.sh): ${SHM[*]/#/shm=}" >> "$DIR/new/slurm.conf"  # a change restarts the nodes
 cat > "$DIR/new/taskprolog.sh" <<'EOF'
 #!/bin/sh
 # This node's quirks, for tests that need one node to differ: each line of quirks/NODE.env is told to the task.
@@ -88,6 +92,7 @@ DFDOCTOR_SLURM_PAIR_DIR=$DIR
 DFDOCTOR_SLURM_PAIR_CONF=$CONF
 DFDOCTOR_SLURM_PAIR_NODES=$(IFS=,; echo "${NODES[*]}")
 DFDOCTOR_SLURM_PAIR_PARTITION=pair
+DFDOCTOR_SLURM_PAIR_SMALL_SHM_NODE=n2
 EOF
   echo "$DIR/env"
 }
@@ -129,9 +134,11 @@ fi
 
 start_daemon slurmctld -f "$CONF"
 for _ in $(seq 1 100); do scontrol ping >/dev/null 2>&1 && break; sleep 0.1; done
-for n in "${NODES[@]}"; do
+for i in "${!NODES[@]}"; do
+  n=${NODES[$i]}
+  shm=${SHM[$i]:+mount -t tmpfs -o size=${SHM[$i]},mode=1777 tmpfs /dev/shm &&}
   start_daemon unshare --mount --propagation private \
-    sh -c "mount --bind '$DIR/$n' '$DIR/node' && exec slurmd -N '$n' -f '$CONF'"
+    sh -c "mount --bind '$DIR/$n' '$DIR/node' && $shm exec slurmd -N '$n' -f '$CONF'"
 done
 for _ in $(seq 1 150); do all_idle && break; sleep 0.1; done
 if ! all_idle; then
