@@ -21,4 +21,5 @@ if ((${#want[@]})); then
 fi
 bash tests/infra/provision.sh >/dev/null
 bash tests/infra/slurm.sh >/dev/null
-bash tests/infra/slurm_pair.sh >/dev/null  # the two-node cluster on this host, for check --slurm-nodes 2
+# the two-node cluster on this host, for check --slurm-nodes 2; where it cannot start, its tests fail with the reason
+bash tests/infra/slurm_pair.sh >/dev/null || echo "WARNING: the two-node Slurm did not start (tests/test_slurm_nodes.py will say why)" >&2
