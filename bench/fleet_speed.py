@@ -66,11 +66,11 @@ def machine_cpu_s() -> float:
     return sum(int(x) for x in fields) / os.sysconf("SC_CLK_TCK")
 
 
-def one_run(targets: list[str], parallel: int, out: Path, only: list[str]) -> dict:
+def one_run(targets: list[str], parallel: int, out: Path, only: list[str], python: str = "python3") -> dict:
     argv = [DFDOCTOR, "check", *[a for t in targets for a in ("--target", t)], "--parallel", str(parallel),
-            *[a for o in only for a in ("--only", o)],
+            *[a for o in only for a in ("--only", o)], *(["--python", python] if python != "python3" else []),
             "--cwd", CWD, "--log", f"{CWD}/train.log", "--format", "json", "--output", str(out),
-            "--", "python3", "train.py"]
+            "--", python, "train.py"]
     env = dict(os.environ, DFDOCTOR_SSH_CONFIG=str(INFRA / "ssh_config"), NO_COLOR="1")
     load = os.getloadavg()[0]
     cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -95,6 +95,9 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--parallel", type=int, default=16)
     ap.add_argument("--out", default="bench/results/fleet_speed.json")
+    ap.add_argument("--python", default="python3",
+                    help="the interpreter on every target (default python3: on this host's sshd that is a pyenv "
+                         "shim, a bash script run for every probe; /usr/bin/python3 is the same everywhere)")
     ap.add_argument("--only", action="append", default=[],
                     help="check ids to run (repeatable; default: every default pre-launch check)")
     args = ap.parse_args()
@@ -104,18 +107,19 @@ def main() -> int:
     tmp.mkdir()
     singles = {}
     for kind in ("ssh://dfdoctor-host", "pct://dfdoctor-host/200", "lxc://200", f"docker://{CONTAINER}"):
-        runs = [one_run([kind], args.parallel, tmp / "one.json", args.only) for _ in range(args.repeat)]
+        runs = [one_run([kind], args.parallel, tmp / "one.json", args.only, args.python) for _ in range(args.repeat)]
         singles[kind] = {"seconds": [r["seconds"] for r in runs], "cpu_s": [r["cpu_s"] for r in runs],
                          "machine_cpu_s": [r["machine_cpu_s"] for r in runs],
                          "load_before": [r["load_before"] for r in runs], "median_s": statistics.median(
             r["seconds"] for r in runs), "verdict": runs[-1]["rows"], "problems": runs[-1]["statuses"]}
-    many = [one_run(targets, args.parallel, tmp / "many.json", args.only) for _ in range(args.repeat)]
+    many = [one_run(targets, args.parallel, tmp / "many.json", args.only, args.python) for _ in range(args.repeat)]
     slowest = max(s["median_s"] for s in singles.values())
     median_one = statistics.median(s["median_s"] for s in singles.values())
     many_s = statistics.median(r["seconds"] for r in many)
     result = {
         "command": " ".join(["python", "bench/fleet_speed.py", "--repeat", str(args.repeat), "--parallel",
-                             str(args.parallel), *[a for o in args.only for a in ("--only", o)], "--out", args.out]),
+                             str(args.parallel), *[a for o in args.only for a in ("--only", o)],
+                             *(["--python", args.python] if args.python != "python3" else []), "--out", args.out]),
         "machine": {"cpus": os.cpu_count(), "load_avg_at_end": os.getloadavg(), "python": platform.python_version()},
         "targets": targets, "checks": args.only or "every default pre-launch check",
         "one_target": singles,
