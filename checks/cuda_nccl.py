@@ -349,6 +349,9 @@ def _fix(r: dict) -> str:
     if "unable to find address for" in err or "bootstrap : no socket interface found" in err:
         return ("the network interface this rank was told to use does not exist on its node: check "
                 "GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME there (`ip -br link` lists the node's interfaces)")
+    if "address already in use" in err or "eaddrinuse" in err:
+        return ("rank 0's rendezvous port (named in the error) is taken on its node: run again (over a Slurm "
+                "allocation the port follows the job and step ids, so the next step gets another)")
     if "torch sees" in err or "invalid device ordinal" in err or "no cuda gpus" in err:
         return "start no more ranks than visible GPUs (torchrun --nproc_per_node), and check CUDA_VISIBLE_DEVICES"
     if r["state"] == "wrong":

@@ -125,3 +125,20 @@ def test_verdict_on_a_wrong_sum_is_a_failure():
     r = _verdict(ranks, Layout.over(None, 2), "nccl", 30, {})
     assert r.status is Status.FAIL and "rank 1 (GPU 1)" in r.summary and "expected 3.0" in r.summary
     assert "NCCL_P2P_DISABLE=1" in r.fix
+
+
+def test_a_taken_rendezvous_port_is_named_with_its_fix(monkeypatch):
+    """Rank 0's store cannot listen (another process holds the port): rank 0 fails in rendezvous with the
+    operating system's EADDRINUSE, rank 1 is told apart as waiting, and the fix speaks of the port."""
+    import socket
+
+    from dfdoctor.checks import cuda_nccl as module
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        monkeypatch.setattr(module, "_free_port", lambda ctx: holder.getsockname()[1])
+        (r,) = list(cuda_nccl.func(ctx_for(timeout=30, backend="gloo")))
+    assert r.status is Status.FAIL and r.cause == causes.NCCL_FAILED
+    assert r.summary.startswith("rank 0 failed in rendezvous") and "EADDRINUSE" in r.summary, r.summary
+    assert "port" in r.fix and "taken" in r.fix
+    assert not leftovers()
