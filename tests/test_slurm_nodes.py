@@ -123,3 +123,15 @@ def test_slurm_nodes_takes_no_target(slurm_pair, tmp_path, args):
     p = subprocess.run([*DFDOCTOR, "check", *args, "--", PY, "-c", "pass"], cwd=tmp_path, capture_output=True,
                        text=True, timeout=60, env=slurm_pair.env())
     assert p.returncode == 2 and "takes no --target" in p.stderr
+
+
+def test_inside_salloc_all_means_every_node_of_the_allocation(slurm_pair, tmp_path):
+    out = tmp_path / "all.json"
+    p = subprocess.run(["salloc", "-N2", *DFDOCTOR, "check", "--slurm-nodes", "all", "--only", "target.reachable",
+                        "--format", "json", "--output", str(out), "--", PY, "-c", "pass"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=200, env=slurm_pair.env())
+    doc = json.loads(out.read_text())
+    assert p.returncode == 0, p.stderr
+    env = {t: r["environment"] for t, r in rows(doc).items()}
+    assert sorted(env) == ["node:n1", "node:n2"]
+    assert env[f"node:{slurm_pair.small_shm_node}"]["dev_shm_kb"] == "65536"
