@@ -13,8 +13,7 @@ DIR=${DFDOCTOR_SLURM_DIR:-/var/lib/dfdoctor-slurm}
 DB_PORT=${DFDOCTOR_SLURM_DB_PORT:-3317}
 CONF=/etc/slurm
 CLEAN_ENV=(env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8)
-# Daemons must not hold the lock's descriptor (fd 9) for their whole life, nor carry the test session's env.
-start_daemon() { "${CLEAN_ENV[@]}" "$@" 9>&-; }
+source "$(dirname "$0")/slurm_common.sh"  # start_daemon, alive, stop_all, start_munge
 
 [ "$(id -u)" = 0 ] || { echo "slurm.sh: must run as root" >&2; exit 1; }
 mkdir -p "$(dirname "$DIR")"
@@ -91,7 +90,6 @@ PidFile=$DIR/slurmdbd.pid
 LogFile=$DIR/slurmdbd.log
 EOF
 
-alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 same() { for f in slurm.conf cgroup.conf slurmdbd.conf; do cmp -s "$DIR/new/$f" "$CONF/$f" || return 1; done; }
 node_idle() { [ "$(sinfo -h -n "$NODENAME" -o %t 2>/dev/null | head -1)" = idle ] || \
               [ "$(sinfo -h -n "$NODENAME" -o %t 2>/dev/null | head -1)" = mix ] || \
@@ -120,25 +118,13 @@ fi
 
 # --- (re)start: stop what runs, in parallel (each shutdown takes 1-3 s) ----------------------------------
 pids=()
-for p in slurmd slurmctld slurmdbd; do
-  if alive "$DIR/$p.pid"; then pids+=("$(cat "$DIR/$p.pid")"); kill -CONT "$(cat "$DIR/$p.pid")" 2>/dev/null || true; fi
-done
-((${#pids[@]})) && kill -TERM "${pids[@]}" 2>/dev/null || true
-for _ in $(seq 1 100); do
-  left=0; for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && left=1; done
-  [ $left = 0 ] && break; sleep 0.1
-done
-for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+for p in slurmd slurmctld slurmdbd; do alive "$DIR/$p.pid" && pids+=("$(cat "$DIR/$p.pid")"); done
+stop_all "${pids[@]}"
 cp "$DIR/new/slurm.conf" "$DIR/new/cgroup.conf" "$CONF/"
 install -m 600 "$DIR/new/slurmdbd.conf" "$CONF/slurmdbd.conf"
 
 # --- munge -------------------------------------------------------------------------------------------------
-if ! pgrep -x munged >/dev/null; then
-  [ -f /etc/munge/munge.key ] || mungekey -c -k /etc/munge/munge.key
-  chown munge:munge /etc/munge/munge.key; chmod 400 /etc/munge/munge.key
-  mkdir -p /run/munge /var/log/munge /var/lib/munge; chown munge:munge /run/munge /var/log/munge /var/lib/munge
-  start_daemon runuser -u munge -- /usr/sbin/munged
-fi
+start_munge
 
 # --- MariaDB of our own, then slurmdbd ----------------------------------------------------------------------
 mkdir -p "$DIR/mysql"; chown mysql:mysql "$DIR/db" "$DIR/mysql"

@@ -22,7 +22,7 @@ PORTS=(6831 6832)
 SHM=("" 64m)  # a /dev/shm of its own for a node, or "" for the host's
 CLEAN_ENV=(env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
            SLURM_CONF="$CONF")
-start_daemon() { "${CLEAN_ENV[@]}" "$@" 9>&-; }
+source "$(dirname "$0")/slurm_common.sh"  # start_daemon, alive, stop_all, start_munge
 export SLURM_CONF=$CONF
 
 [ "$(id -u)" = 0 ] || { echo "slurm_pair.sh: must run as root" >&2; exit 1; }
@@ -79,7 +79,6 @@ f="$(dirname "$0")/quirks/$SLURMD_NODENAME.env"
 exit 0
 EOF
 
-alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 same() { cmp -s "$DIR/new/slurm.conf" "$CONF" && cmp -s "$DIR/new/taskprolog.sh" "$DIR/taskprolog.sh"; }
 all_idle() {
   local states; states=$(sinfo -h -N -p pair -o %t 2>/dev/null | sort -u | tr '\n' ' ')
@@ -116,21 +115,11 @@ for f in "$DIR/slurmctld.pid" "${NODES[@]/#/$DIR/}"; do
   [ -d "$f" ] && f=$f/slurmd.pid
   alive "$f" && pids+=("$(cat "$f")")
 done
-((${#pids[@]})) && kill -TERM "${pids[@]}" 2>/dev/null || true
-for _ in $(seq 1 100); do
-  left=0; for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && left=1; done
-  [ $left = 0 ] && break; sleep 0.1
-done
-for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+stop_all "${pids[@]}"
 cp "$DIR/new/slurm.conf" "$CONF"
 install -m 755 "$DIR/new/taskprolog.sh" "$DIR/taskprolog.sh"
 
-if ! pgrep -x munged >/dev/null; then
-  [ -f /etc/munge/munge.key ] || mungekey -c -k /etc/munge/munge.key
-  chown munge:munge /etc/munge/munge.key; chmod 400 /etc/munge/munge.key
-  mkdir -p /run/munge /var/log/munge /var/lib/munge; chown munge:munge /run/munge /var/log/munge /var/lib/munge
-  start_daemon runuser -u munge -- /usr/sbin/munged
-fi
+start_munge
 
 start_daemon slurmctld -f "$CONF"
 for _ in $(seq 1 100); do scontrol ping >/dev/null 2>&1 && break; sleep 0.1; done
