@@ -43,7 +43,7 @@ from .cuda_common import (
 )
 
 DEFAULT_TIMEOUT = 120.0
-STAGES = ("start", "import torch", "rendezvous", "cuda device", "injected failure before init_process_group",
+STAGES = ("start", "import torch", "rendezvous", "census", "cuda device", "injected failure before init_process_group",
           "injected hang before init_process_group", "waiting for the other ranks",
           "init_process_group", "all_reduce", "barrier", "destroy_process_group", "done")
 LIST_TIMEOUT_S = 10.0  # listing the GPUs imports nothing heavy; it only waits on a slow target connection
@@ -114,6 +114,12 @@ class Layout:
     def node_of(self, rank: int) -> Optional[str]:
         return self.step.node_of(rank, self.local) if self.step else None
 
+    def node_env(self) -> dict[str, str]:
+        """What a rank needs to check that every node counts as many ranks as this one (the probe's census)."""
+        if self.step is None:
+            return {}
+        return {"DFDOCTOR_NCCL_NODE": str(self.step.index), "DFDOCTOR_NCCL_NODE_NAMES": ",".join(self.step.nodes)}
+
 
 def _step(ctx) -> "Optional[slurm_step.Step] | str":
     """The Slurm step to span, when `check --slurm-nodes` asked for one group over its nodes (else None)."""
@@ -183,7 +189,8 @@ def _run_ranks(ctx, layout: Layout, backend: str, faults: tuple[Optional[int], O
                               "MASTER_PORT": str(port),
                               "DFDOCTOR_NCCL_BACKEND": backend, "DFDOCTOR_NCCL_BUDGET": f"{timeout:.1f}",
                               "DFDOCTOR_NCCL_HANG": "1" if rank == faults[0] else "0",
-                              "DFDOCTOR_NCCL_FAIL": "1" if rank == faults[1] else "0"})
+                              "DFDOCTOR_NCCL_FAIL": "1" if rank == faults[1] else "0",
+                              **layout.node_env()})
         outcomes[local] = run_probe(ctx, "cuda_nccl_probe.py", [f"--rank={rank}"], timeout=timeout, env=env)
 
     threads = [threading.Thread(target=one, args=(r,), name=f"rank{r}", daemon=True) for r in range(layout.local)]
@@ -352,6 +359,9 @@ def _fix(r: dict) -> str:
     if "address already in use" in err or "eaddrinuse" in err:
         return ("rank 0's rendezvous port (named in the error) is taken on its node: run again (over a Slurm "
                 "allocation the port follows the job and step ids, so the next step gets another)")
+    if "different numbers of ranks" in err:
+        return ("make every node start as many ranks: the same number of visible GPUs on each (a node with one "
+                "fewer has lost a GPU: nvidia-smi there), or the same --nproc_per_node / world_size")
     if "torch sees" in err or "invalid device ordinal" in err or "no cuda gpus" in err:
         return "start no more ranks than visible GPUs (torchrun --nproc_per_node), and check CUDA_VISIBLE_DEVICES"
     if r["state"] == "wrong":

@@ -135,3 +135,16 @@ def test_inside_salloc_all_means_every_node_of_the_allocation(slurm_pair, tmp_pa
     env = {t: r["environment"] for t, r in rows(doc).items()}
     assert sorted(env) == ["node:n1", "node:n2"]
     assert env[f"node:{slurm_pair.small_shm_node}"]["dev_shm_kb"] == "65536"
+
+
+def test_nodes_that_count_different_numbers_of_ranks_are_told_so(slurm_pair, tmp_path):
+    """n2 starts one rank where n1 starts two (as when one GPU of n2 is lost): node-local numbering would give two
+    processes one rank; the census makes it every rank's error, with each node's count and the fix."""
+    slurm_pair.quirk("n2", DFDOCTOR_NCCL_WORLD_SIZE="1")
+    rc, doc, p = check_nodes(slurm_pair, tmp_path, "--timeout", "60", "--only", "cuda.nccl", "--", PY, "-c", "pass",
+                             env={"DFDOCTOR_NCCL_BACKEND": "gloo"})
+    assert rc == 1, p.stdout + p.stderr
+    for node in ("n1", "n2"):
+        rec = checks_on(doc, f"node:{node}", "cuda.nccl")
+        assert rec["status"] == "fail" and "different numbers of ranks (n1 2, n2 1)" in rec["summary"], rec["summary"]
+        assert "visible GPUs" in rec["fix"]

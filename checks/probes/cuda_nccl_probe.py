@@ -27,6 +27,10 @@ RANK = int(os.environ.get("RANK", "0"))
 WORLD = int(os.environ.get("WORLD_SIZE", "1"))
 LOCAL_RANK = int(os.environ.get("LOCAL_RANK", str(RANK)))
 BACKEND = os.environ.get("DFDOCTOR_NCCL_BACKEND", "nccl")
+LOCAL_WORLD = int(os.environ.get("LOCAL_WORLD_SIZE", str(WORLD)))
+# In one group over a Slurm allocation: this node's place, and every node's name in order (else unset).
+NODE = int(os.environ.get("DFDOCTOR_NCCL_NODE", "0"))
+NODE_NAMES = [n for n in os.environ.get("DFDOCTOR_NCCL_NODE_NAMES", "").split(",") if n]
 # seconds this rank may take in all; relative, because the target's clock need not match dfdoctor's
 BUDGET = float(os.environ.get("DFDOCTOR_NCCL_BUDGET", "60"))
 STATE: dict = {"rank": RANK, "world_size": WORLD, "local_rank": LOCAL_RANK, "backend": BACKEND, "pid": os.getpid(),
@@ -109,6 +113,29 @@ def failures(store, others: list[int]) -> tuple[list[int], str]:
     return failed, "; ".join(f"rank {r}: {store.get(f'dfdoctor/failed/{r}').decode()}" for r in failed)
 
 
+def census(store) -> None:
+    """Over several nodes, every node must start as many ranks as the others: each node's dfdoctor numbers its
+    ranks from its own count (node i runs ranks i*n ..), so a node that counts otherwise (one GPU fewer visible)
+    would give two processes one rank. Each rank says its node's count; all compare them, and a disagreement is
+    every rank's error, naming each node's count."""
+    if len(NODE_NAMES) < 2:
+        return
+    stage("census")
+    store.set(f"dfdoctor/census/{NODE}", str(LOCAL_WORLD))
+    keys = [f"dfdoctor/census/{i}" for i in range(len(NODE_NAMES))]
+    end = time.monotonic() + left()
+    while not all(store.check([k]) for k in keys):
+        if time.monotonic() > end:
+            missing = [NODE_NAMES[i] for i, k in enumerate(keys) if not store.check([k])]
+            raise OtherRanks(f"node(s) {', '.join(missing)} never joined")
+        time.sleep(0.05)
+    counts = [int(store.get(k).decode()) for k in keys]
+    if len(set(counts)) > 1:
+        said = ", ".join(f"{name} {n}" for name, n in zip(NODE_NAMES, counts))
+        raise RuntimeError(f"the nodes start different numbers of ranks ({said}): each node's count must be the "
+                           f"same (its visible GPUs, --nproc_per_node or world_size)")
+
+
 def wait_for_ranks(store) -> None:
     """Wait until every rank is ready; give up at once if one failed, or when the budget runs out."""
     stage("waiting for the other ranks")
@@ -178,11 +205,8 @@ def main() -> int:
         store = dist.TCPStore(os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ["MASTER_PORT"]), WORLD,
                               is_master=RANK == 0, timeout=datetime.timedelta(seconds=left()),
                               wait_for_workers=False)
-        try:
-            device = ready_gpu(torch)
-        except BaseException as exc:
-            store.set(f"dfdoctor/failed/{RANK}", f"{type(exc).__name__}: {exc}"[:300])
-            raise
+        census(store)
+        device = ready_gpu(torch)  # a failure is written into the store below, for the others to read
         store.set(f"dfdoctor/ready/{RANK}", "1")
         wait_for_ranks(store)
         stage("init_process_group")
@@ -230,7 +254,8 @@ def main() -> int:
 
 def leave(store) -> None:
     """Say this rank is done, whatever its outcome; rank 0, whose process holds the store, first waits (a few
-    seconds at most) until every other rank is done too, so none loses the store while it still reads why."""
+    seconds at most) until every other rank is done too, so none loses the store while it still reads why, not
+    even one still importing torch (so a rank that will never come costs those few seconds)."""
     try:
         store.set(f"dfdoctor/done/{RANK}", "1")
     except Exception:
