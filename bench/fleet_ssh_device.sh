@@ -21,7 +21,7 @@ echo "== machine: $(nproc) cores, $(python3 --version), $(ldd --version | head -
 python3 -m pip install -q --no-deps --no-build-isolation -e . >/tmp/pip.log 2>&1 || tail -3 /tmp/pip.log
 D=$(mktemp -d /tmp/dfd-fleet.XXXX); chmod 755 "$D"
 ssh-keygen -q -t ed25519 -N '' -f "$D/host_key"; ssh-keygen -q -t ed25519 -N '' -f "$D/id"
-mkdir -p /root/.ssh; cat "$D/id.pub" >> /root/.ssh/authorized_keys; chmod 600 /root/.ssh/authorized_keys
+cp "$D/id.pub" "$D/authorized_keys"  # a key file of its own: nothing is added to ~/.ssh
 mkdir -p /run/sshd
 cat > "$D/sshd_config" <<CFG
 Port 47122
@@ -33,6 +33,8 @@ UsePAM no
 MaxStartups 100:30:200
 MaxSessions 100
 PidFile $D/sshd.pid
+AuthorizedKeysFile $D/authorized_keys
+StrictModes no
 CFG
 "${SSHD_RUN[@]}" -f "$D/sshd_config" -E "$D/sshd.log" || { echo "sshd did not start"; cat "$D/sshd.log"; exit 3; }
 echo "127.0.0.1 $(cat "$D/host_key.pub" | cut -d' ' -f1,2)" > "$D/known_hosts"
@@ -68,4 +70,5 @@ for f in sorted(glob.glob(sys.argv[1] + "/fleet_ssh_sixteen_r*.json"))[-1:]:
     print(f, [(t["target"], t["verdict"]["state"]) for t in d["targets"] if t["verdict"]["state"] != "ok"] or "all 16 rows ok")
 PY
 kill "$(cat "$D/sshd.pid")"
+rm -rf "$D"
 echo "== left running: $(pgrep -fc 'dfdoctor-ssh' || true) ssh masters"
