@@ -33,7 +33,7 @@ from dfdoctor.context import Context
 from dfdoctor.errors import UsageError
 from dfdoctor.model import CheckRecord, Report, Status, TargetRow, Verdict
 from dfdoctor.registry import Check
-from dfdoctor.runner import WRAP_UP_S, effective_timeout
+from dfdoctor.runner import WRAP_UP_S, effective_timeout, flush_quietly
 from dfdoctor.safefile import write_atomically
 
 DEFAULT_PARALLEL = 8
@@ -178,11 +178,7 @@ def _fork_one(ctx: Context, checks: list[Check], broken: list[CheckRecord], cfg:
         except Exception:
             pass
     finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except Exception:
-            pass
+        flush_quietly()
         os._exit(status)
 
 

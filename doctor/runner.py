@@ -136,11 +136,7 @@ def _start(chk: Check, ctx, phase: str, output_limit: int) -> _Worker:
             _work(chk, ctx, res_w)
             status = 0
         finally:
-            try:
-                sys.stdout.flush()
-                sys.stderr.flush()
-            except Exception:
-                pass
+            flush_quietly()
             _kill_descendants(os.getpid())
             os._exit(status)
     os.close(res_w)
@@ -149,6 +145,16 @@ def _start(chk: Check, ctx, phase: str, output_limit: int) -> _Worker:
     os.set_blocking(out_r, False)
     now = time.monotonic()
     return _Worker(chk, pid, res_r, out_r, now, now + limit + WRAP_UP_S, limit, phase, output=CappedBuffer(output_limit))
+
+
+def flush_quietly() -> None:
+    """Flush what a forked child printed before it leaves by os._exit (which flushes nothing); a closed or broken
+    stream must not keep it from leaving."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:
+        pass
 
 
 def _work(chk: Check, ctx, res_w: int) -> None:
