@@ -6,8 +6,8 @@
 set -u
 OUT=${OUT:?set OUT to a folder}
 exec > >(tee -a "$OUT/fleet_ssh_device_log.txt") 2>&1
-# A machine without OpenSSH can be lent this machine's binaries: .devbin/{real,lib,bin} (untracked; see the note
-# in docs/notes/round-3), the libraries only for ssh's own processes, never for the pythons it starts.
+# A machine without OpenSSH can be lent this machine's binaries: .devbin/{real,lib,bin} (git-ignored; made by
+# bench/devbin.sh), the libraries only for ssh's own processes, never for the pythons it starts.
 if [ -x .devbin/real/sshd ]; then
   export PATH=$PWD/.devbin/bin:$PATH
   SSHD_RUN=(env "LD_LIBRARY_PATH=$PWD/.devbin/lib" "$PWD/.devbin/real/sshd")
