@@ -26,15 +26,30 @@ def _torchrun(name: str, *args: str) -> list[str]:
     return [*TORCHRUN, job(name)[1], *args]
 
 
+def _line_of(text: str) -> int:
+    lines = Path(job("ddp_rank_raises.py")[1]).read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if text in line)
+
+
 def test_rank_that_raises_is_named_with_its_exception(work):
     proc, rep = launch_to_end(work, *_torchrun("ddp_rank_raises.py"), watch=60)
     v, text = rep["verdict"], text_of(rep)
     assert v["cause"] == "crashed", text
     assert v["summary"].startswith("Rank 1 ("), text
     assert "ValueError: shard 7 is missing on rank 1" in v["summary"]
-    assert "ddp_rank_raises.py, line 22" in v["summary"]
+    assert f"ddp_rank_raises.py, line {_line_of('raise ValueError')}" in v["summary"]
     assert "ChildFailedError" not in v["summary"] and "exit code 1" in text
     assert "the [rank1] lines" in text
+
+
+def test_rank_that_raises_then_aborts_is_named_with_its_exception(work):
+    """The flake CI once saw: rank 1 raised, then died with SIGABRT while exiting. Its exception is the cause."""
+    _, rep = launch_to_end(work, *_torchrun("ddp_rank_raises.py", "abort"), watch=60)
+    v, text = rep["verdict"], text_of(rep)
+    assert "SIGABRT" in text, text  # torchrun really saw the signal, so this is the path under test
+    assert v["cause"] == "crashed" and v["summary"].startswith("Rank 1 ("), text
+    assert "ValueError: shard 7 is missing on rank 1" in v["summary"], text
+    assert "ValueError, then SIGABRT while exiting" in v["summary"], text
 
 
 def test_record_error_file_is_read(work):

@@ -323,7 +323,13 @@ def elastic_rank_failed(run: RunRecord, live: Optional[LiveFacts]) -> Optional[V
     evidence = [f"torchrun's first observed failure: {who}, {how}" if row else
                 "torchrun printed no root-cause table; the first rank with a traceback is taken"]
     if row and row.signal:
-        return _rank_signal_verdict(run, row, evidence + [_status_line(ex)])
+        if not (row.signal in FATAL_SIGNALS and err is not None and _own_error(source)):
+            return _rank_signal_verdict(run, row, evidence + [_status_line(ex)])
+        # The rank raised first and faulted while exiting (a process group torn down at interpreter exit,
+        # an atexit hook): its exception is the cause, the signal only how the process ended.
+        evidence.append(f"{who} printed this exception before it died with {row.signal}; the signal came while "
+                        "it was exiting")
+        how = f"{err.exc_type}, then {row.signal} while exiting"
     if err is None:
         hint = ("" if row and row.error_file else " Decorate the entry point with @record (from "
                 "torch.distributed.elastic.multiprocessing.errors import record) so torchrun keeps its traceback.")
@@ -342,6 +348,12 @@ def elastic_rank_failed(run: RunRecord, live: Optional[LiveFacts]) -> Optional[V
         bool(ex.get("stdout_bytes"))
     verdict = exception_verdict(run, err, evidence, f"{who.capitalize()}, the first to fail ({how}),", started)
     return verdict
+
+
+def _own_error(source: str) -> bool:
+    """Whether rank_error read the rank's exception from the rank itself (its error file or its [rankN] lines),
+    not from the last unprefixed traceback, which could be another process's."""
+    return source.startswith(("its error file", "the [rank"))
 
 
 _AGENT_LINE = re.compile(r"^(?:[WEI]\d{4} |\[rank\d+\]:|Traceback|  File |    |torch\.distributed\.elastic|=+$|-+$)")

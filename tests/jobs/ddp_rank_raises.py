@@ -2,7 +2,9 @@
 Under torchrun the verdict is rank 1's ValueError, not the agent's ChildFailedError. With `record` as its first
 argument the entry point is decorated with @record, so torchrun keeps the rank's error file. With `early`,
 rank 1 fails before init_process_group, as torch.cuda.set_device(LOCAL_RANK) does with fewer GPUs than ranks;
-torch.distributed then prints its traceback without the `[rank1]:` prefix."""
+torch.distributed then prints its traceback without the `[rank1]:` prefix. With `abort`, rank 1 raises and then
+dies with SIGABRT while exiting, as a process group torn down at interpreter exit sometimes does."""
+import atexit
 import os
 import sys
 
@@ -19,6 +21,8 @@ def main():
     print(f"rank {rank}: joined, world size {dist.get_world_size()}", flush=True)
     dist.all_reduce(torch.ones(2))
     if rank == 1:
+        if sys.argv[1:] == ["abort"]:
+            atexit.register(os.abort)
         raise ValueError("shard 7 is missing on rank 1")
     dist.barrier()
     dist.destroy_process_group()
