@@ -123,6 +123,15 @@ def test_unbuffered_is_not_called_buffered(work):
     assert proc.returncode == 0 and rep["verdict"]["state"] == "running", text_of(rep)
 
 
+def test_quiet_job_unbuffered_after_an_option_with_a_value_is_not_called_buffered(work):
+    """-u after `-W ignore` (a value given apart) is still -u: the look at the live job walks options as Python
+    does, so a job that has not printed yet is not blamed on buffering."""
+    py, script = job("buffered.py", "quiet")[:2]
+    proc, rep = launch(work, py, "-W", "ignore", "-X", "dev", "-u", script, "quiet", watch=5)
+    assert rep["verdict"]["cause"] != "output-buffered", text_of(rep)
+    assert "written nothing" in rep["verdict"]["summary"], text_of(rep)
+
+
 def test_log_elsewhere_logging_file_handler(work):
     other = work / "logs-elsewhere.log"
     proc, rep = launch(work, *job("own_log.py", str(other)), watch=3)

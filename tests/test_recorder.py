@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pytest
 
 from dfdoctor.launch import recorder
 
@@ -187,3 +191,41 @@ def test_the_shipped_copy_embeds_the_same_rules(tmp_path):
     assert run.spawned["argv"][3:5] == ["--hf-token", "***"]
     for p in run_dir.iterdir():
         assert GH_PAT not in p.read_text(errors="replace")
+
+
+# What the interpreter itself decides is the oracle: each case's Python reports whether its stdout is
+# block-buffered, and buffers_stdout must read the same from the outside (its argv, its environment, its fd 1).
+_SAYS_IF_BUFFERED = ("import io, sys, time; open(sys.argv[1], 'w').write(str(isinstance(sys.stdout.buffer, "
+                     "io.BufferedWriter) and not sys.stdout.line_buffering)); time.sleep(60)")
+
+
+@pytest.mark.parametrize("before, after, unbuffered_env", [
+    (["-c"], [], None),
+    (["-u", "-c"], [], None),
+    (["-uc"], [], None),
+    (["-Bu", "-c"], [], None),
+    (["-W", "ignore", "-u", "-c"], [], None),
+    (["-X", "dev", "-u", "-c"], [], None),
+    (["-Wdefault::RuntimeWarning", "-c"], [], None),  # a 'u' inside an option's value
+    (["-Xutf8", "-c"], [], None),
+    (["-c"], ["-u"], None),  # the program's own -u
+    (["--check-hash-based-pycs", "always", "-u", "-c"], [], None),
+    (["-c"], [], "1"),
+    (["-c"], [], ""),
+])
+def test_buffered_stdout_is_read_as_the_interpreter_decides(tmp_path, before, after, unbuffered_env):
+    said = tmp_path / "said"
+    argv = [sys.executable, *before, _SAYS_IF_BUFFERED, str(said), *after]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered_env is not None:
+        env["PYTHONUNBUFFERED"] = unbuffered_env
+    child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while not said.exists() or not said.read_text():
+            assert child.poll() is None and time.monotonic() < deadline, "the interpreter never said"
+            time.sleep(0.05)
+        assert recorder.buffers_stdout(child.pid, argv, env) == (said.read_text() == "True")
+    finally:
+        child.kill()
+        child.wait()

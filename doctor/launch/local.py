@@ -23,7 +23,7 @@ from dfdoctor import causes
 from dfdoctor.diagnose import stackclass, stacks
 from dfdoctor.diagnose.verdict import LiveFacts
 from dfdoctor.launch import rundir
-from dfdoctor.launch.recorder import job_outputs, proc_start_time
+from dfdoctor.launch.recorder import buffers_stdout, job_outputs, proc_start_time
 from dfdoctor.launch.rundir import RunRecord
 from dfdoctor.safefile import write_atomically
 
@@ -285,7 +285,8 @@ def _tree(pid: int) -> list[psutil.Process]:
 
 
 def _look_at_python(p: psutil.Process, facts: LiveFacts) -> None:
-    """A Python process whose stdout is no terminal and that asked for no unbuffering block-buffers it."""
+    """Notes a Python process, and its block-buffered stdout unless it is stuck (then buffering explains
+    nothing)."""
     try:
         cmd = p.cmdline()
         exe = os.path.basename(p.exe() or (cmd[0] if cmd else ""))
@@ -295,18 +296,7 @@ def _look_at_python(p: psutil.Process, facts: LiveFacts) -> None:
     if "python" not in exe:
         return
     facts.python = True
-    flags = []
-    for a in cmd[1:]:  # interpreter options end at the script, -c or -m
-        if not a.startswith("-") or a in ("-c", "-m"):
-            break
-        flags.append(a)
-    unbuffered = any(a[1:2] != "-" and "u" in a[1:] for a in flags if not a.startswith(("-W", "-X"))) or \
-        bool(environ.get("PYTHONUNBUFFERED"))
-    try:
-        tty = os.readlink(f"/proc/{p.pid}/fd/1").startswith(("/dev/pts", "/dev/tty"))
-    except OSError:
-        tty = False
-    if not unbuffered and not tty and not _blocked(facts):
+    if buffers_stdout(p.pid, cmd, environ) and not _blocked(facts):
         facts.buffered = True
 
 

@@ -690,6 +690,29 @@ def job_outputs(pids, run_dir, log_path, main_pid=None, sizes=False):
     return {"streams": streams, "files": files}
 
 
+def buffers_stdout(pid, argv, env):
+    """Whether Python process `pid` (its `argv` and environment) block-buffers its stdout: it goes to no terminal
+    and neither -u (alone or in a cluster such as -Bu) nor a non-empty PYTHONUNBUFFERED asked otherwise. The
+    one reading of it: a local look (`dfdoctor.launch.local`) and one on a target (`target_agent`) use it."""
+    unbuffered = bool(env.get("PYTHONUNBUFFERED"))
+    args = list(argv[1:])
+    while args and args[0].startswith("-") and args[0] not in ("-", "--"):  # options end at the script
+        a = args.pop(0)
+        if a == "--check-hash-based-pycs":
+            args[:1] = []
+        if a.startswith("--"):
+            continue
+        letters = a[1:]  # a cluster: -uB, -Wignore, -X dev, -uc CODE
+        cut = min([letters.find(c) for c in "WXmc" if c in letters] or [len(letters)])
+        unbuffered = unbuffered or "u" in letters[:cut]
+        if cut < len(letters) and letters[cut] in "mc":
+            break  # what follows -m MODULE or -c CODE is the program's
+        if cut == len(letters) - 1:
+            args[:1] = []  # the value of -W or -X given apart
+    tty = (_readlink("/proc/%d/fd/1" % pid) or "").startswith(("/dev/pts", "/dev/tty"))
+    return not unbuffered and not tty
+
+
 def _size(path):
     """A file's size in bytes, -1 when it cannot be read."""
     try:

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sys
 
-from dfdoctor.launch.recorder import job_outputs, proc_start_time
+from dfdoctor.launch.recorder import buffers_stdout, job_outputs, proc_start_time
 
 MARK = "@@dfdoctor-answer@@"
 LIMIT = 64 << 10  # bytes of each output stream sent back
@@ -125,7 +125,8 @@ def look(pid, d, log):
             facts["stacks"].append(stack)
         if "python" in exe:
             facts["python"] = True
-            facts["buffered"] = facts["buffered"] or buffers_stdout(p, cmd)
+            environ = dict(e.split("=", 1) for e in (rd("/proc/%d/environ" % p) or "").split("\0") if "=" in e)
+            facts["buffered"] = facts["buffered"] or buffers_stdout(p, cmd, environ)
     st = (rd("/proc/%d/stat" % pid) or "").rsplit(")", 1)
     try:
         f = st[1].split()
@@ -157,23 +158,6 @@ def kernel_threads(p):
         state = st[1].split()[0] if len(st) > 1 else "?"
         lines.append("thread %s (%s): state %s, waits in %s" % (tid, comm, state, wchan))
     return "\n".join(lines)
-
-
-def buffers_stdout(p, cmd):
-    """A Python process whose stdout is no terminal and that asked for no unbuffering block-buffers it."""
-    flags = []
-    for a in cmd[1:]:  # interpreter options end at the script, -c or -m
-        if not a.startswith("-") or a in ("-c", "-m"):
-            break
-        flags.append(a)
-    env = (rd("/proc/%d/environ" % p) or "").split("\0")
-    unbuf = any(a[1:2] != "-" and "u" in a[1:] for a in flags if not a.startswith(("-W", "-X"))) or \
-        any(e.startswith("PYTHONUNBUFFERED=") and len(e) > 17 for e in env)
-    try:
-        tty = os.readlink("/proc/%d/fd/1" % p).startswith(("/dev/pts", "/dev/tty"))
-    except OSError:
-        tty = False
-    return not unbuf and not tty
 
 
 def main(argv):
