@@ -6,14 +6,14 @@ missing, unreadable, stale or corrupt entry is simply not there, and a cache tha
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Optional
+
+from dfdoctor.safefile import write_atomically
 
 
 def cache_dir() -> Path:
@@ -70,16 +70,9 @@ def store(kind: str, key: Any, value: Any) -> Optional[Path]:
     from dfdoctor.redact import Redactor
     value = Redactor.from_env(dict(os.environ)).value(value)  # what the cache keeps is masked like any output
     try:
+        text = json.dumps({"key": key, "stored_at": time.time(), "value": value}, default=str)
         private_dir(path.parent)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    except OSError:
-        return None
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump({"key": key, "stored_at": time.time(), "value": value}, f, default=str)
-        os.replace(tmp, path)
+        write_atomically(path, text, private=True)
         return path
     except (OSError, TypeError, ValueError):
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
         return None
