@@ -13,73 +13,12 @@ import zlib
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-MARK = "@@dfdoctor-answer@@"
+from dfdoctor.targets import probe_bootstrap
+from dfdoctor.targets.probe_bootstrap import MARK
+
 STACK_GRACE_S = 0.7
 
-# Runs in the target's python (3.6+, standard library only). Line 2 of stdin is the request.
-BOOTSTRAP = r'''
-import base64, json, os, shutil, signal, subprocess, sys, tempfile, threading, time, zlib
-req = json.loads(zlib.decompress(base64.b64decode(sys.stdin.readline())).decode())
-d = tempfile.mkdtemp(prefix="dfdoctor-probe-")
-rc, timed_out, answer, p = None, False, None, None
-try:
-    for name, text in req["files"].items():
-        with open(os.path.join(d, name), "w") as f:
-            f.write(text)
-    out = os.path.join(d, "answer.json")
-    env = dict(os.environ)
-    env.update(req["env"])
-    env["DFDOCTOR_PROBE_OUT"] = out
-    if req.get("input") is not None:
-        env["DFDOCTOR_PROBE_IN"] = os.path.join(d, "input.json")
-        with open(env["DFDOCTOR_PROBE_IN"], "w") as f:
-            json.dump(req["input"], f)
-    cwd = req["cwd"] if req["cwd"] and os.path.isdir(req["cwd"]) else None
-    py = req["python"] or sys.executable
-    p = subprocess.Popen([py, os.path.join(d, req["script"])] + req["args"], cwd=cwd, env=env,
-                         stdin=subprocess.DEVNULL, start_new_session=True)
-    gone = threading.Event()
-    def watch():
-        try:
-            while os.read(0, 4096):
-                pass
-        except OSError:
-            pass
-        gone.set()
-    threading.Thread(target=watch, daemon=True).start()
-    deadline = time.time() + req["timeout"]
-    while p.poll() is None:
-        if gone.is_set():
-            break
-        if time.time() > deadline:
-            timed_out = True
-            try:
-                os.killpg(p.pid, signal.SIGUSR1)
-            except OSError:
-                pass
-            end = time.time() + req["grace"]
-            while p.poll() is None and time.time() < end:
-                time.sleep(0.05)
-            break
-        time.sleep(0.05)
-    try:
-        os.killpg(p.pid, signal.SIGKILL)
-    except OSError:
-        pass
-    rc = p.wait()
-    if os.path.exists(out):
-        with open(out) as f:
-            answer = f.read()
-except OSError as exc:
-    answer = None
-    sys.stderr.write("dfdoctor bootstrap: %s\n" % exc)
-finally:
-    shutil.rmtree(d, ignore_errors=True)
-sys.stdout.flush()
-sys.stdout.write("\n" + MARK + json.dumps({"rc": rc, "timed_out": timed_out, "answer": answer}) + "\n")
-sys.stdout.flush()
-'''.replace("MARK", repr(MARK))
-
+BOOTSTRAP = Path(probe_bootstrap.__file__).read_text()  # sent as text; it runs in the target's python
 LOADER = "import sys,base64,zlib;exec(zlib.decompress(base64.b64decode(sys.stdin.readline())))"
 
 
