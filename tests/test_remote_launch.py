@@ -5,7 +5,6 @@ container; dfdoctor keeps a copy of the record here; every job started here is k
 from __future__ import annotations
 
 import json
-import shutil
 import time
 import uuid
 from pathlib import Path
@@ -16,7 +15,7 @@ import pytest
 from dfdoctor import causes
 
 from dfdoctor.launch import rundir
-from infra.fixtures import Infra, growing, infra, kill_naming, procs_naming  # noqa: F401
+from infra.fixtures import Infra, folder_in_container, growing, infra, procs_naming  # noqa: F401
 
 pytestmark = pytest.mark.slow
 
@@ -31,19 +30,10 @@ MISSING = "import json\nimport no_such_module_dfd\nprint('never')\n"
 
 @pytest.fixture
 def remote(infra: Infra, tmp_path: Path):
-    """A work folder inside container 200 (with a hostile name), a local folder for dfdoctor, a private cache
-    (so `--strategy auto` does not see a strategy remembered by another test), and cleanup of every job."""
-    name = f"dfd rl $(x);'{uuid.uuid4().hex[:8]}"
-    inside = f"/tmp/{name}"
-    host_side = infra.rootfs() / "tmp" / name
-    host_side.mkdir()
-    local = tmp_path / "here"
-    local.mkdir()
-    env = dict(infra.env(), XDG_CACHE_HOME=str(tmp_path / "cache"))
-    yield inside, host_side, local, env
-    left = kill_naming(name)  # recorders and jobs still running in the container
-    assert not left, f"left behind in the container: {left}"
-    shutil.rmtree(host_side, ignore_errors=True)
+    """A work folder inside container 200 (with a hostile name), a local folder for dfdoctor, a private cache;
+    every job cleaned up after."""
+    with folder_in_container(infra, tmp_path, "dfd rl $(x);'") as f:
+        yield f.inside, f.host_side, f.local, f.env
 
 
 def _launch(dfdoctor, infra: Infra, local: Path, env: dict, *args: str) -> tuple[int, dict]:

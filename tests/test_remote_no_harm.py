@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import uuid
 from pathlib import Path
 
 import pytest
 
-from infra.fixtures import Infra, infra, kill_naming  # noqa: F401
+from infra.fixtures import Infra, folder_in_container, infra  # noqa: F401
 
 pytestmark = pytest.mark.slow
 
@@ -20,21 +19,9 @@ JOB = "import time\nprint('step', flush=True)\ntime.sleep({s})\n"
 
 @pytest.fixture
 def there(infra: Infra, tmp_path: Path):
-    """A folder in container 200 whose name holds `\\t`, `\\n`-free backslashes and quotes; cleanup after."""
-    name = f"dfd nh \\t\\\\x '{uuid.uuid4().hex[:8]}"
-    inside = f"/tmp/{name}"
-    host_side = infra.rootfs() / "tmp" / name
-    host_side.mkdir()
-    local = tmp_path / "here"
-    local.mkdir()
-    env = dict(infra.env(), XDG_CACHE_HOME=str(tmp_path / "cache"))
-    yield name, inside, host_side, local, env
-    kill_naming(uuid_tail(name))
-    shutil.rmtree(host_side, ignore_errors=True)
-
-
-def uuid_tail(name: str) -> str:
-    return name.rsplit("'", 1)[1]
+    """A folder in container 200 whose name holds `\\t`, `\\n`-free backslashes and quotes."""
+    with folder_in_container(infra, tmp_path, "dfd nh \\t\\\\x '") as f:
+        yield f.name, f.inside, f.host_side, f.local, f.env
 
 
 def _launch(dfdoctor, infra: Infra, local: Path, env: dict, *args: str):

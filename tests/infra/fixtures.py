@@ -11,10 +11,13 @@ from __future__ import annotations
 import functools
 import os
 import shlex
+import shutil
 import subprocess
+import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Union
+from typing import Iterator, Optional, Union
 
 import pytest
 
@@ -184,6 +187,37 @@ def kill_naming(mark: str) -> list:
             pass
     psutil.wait_procs(procs, timeout=5)
     return [p for p in procs_naming(mark) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+@dataclass(frozen=True)
+class ContainerFolder:
+    """A fresh folder in container 200 for one test, and what dfdoctor needs beside it."""
+
+    name: str  # hostile on purpose: what the test wants quoted right
+    inside: str  # its path inside the container
+    host_side: Path  # the same folder seen from the host
+    local: Path  # a local folder to run dfdoctor in
+    env: dict  # infra's environment with a private cache, so `--strategy auto` sees no other test's strategy
+
+
+@contextmanager
+def folder_in_container(infra: Infra, tmp_path: Path, hostile: str) -> Iterator[ContainerFolder]:
+    """A folder named `hostile` plus a unique tail; afterwards every process naming that tail is killed, and
+    none may still run (a dfdoctor that leaves a job or recorder behind fails the test)."""
+    tail = uuid.uuid4().hex[:8]  # a process may name the folder quoted or escaped; the tail it names as-is
+    name = f"{hostile}{tail}"
+    host_side = infra.rootfs() / "tmp" / name
+    host_side.mkdir()
+    local = tmp_path / "here"
+    local.mkdir()
+    try:
+        yield ContainerFolder(name, f"/tmp/{name}", host_side, local,
+                              dict(infra.env(), XDG_CACHE_HOME=str(tmp_path / "cache")))
+        left = kill_naming(tail)
+        assert not left, f"left behind in the container: {left}"
+    finally:
+        kill_naming(tail)
+        shutil.rmtree(host_side, ignore_errors=True)
 
 
 def q(s: str) -> str:
