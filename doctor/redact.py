@@ -9,18 +9,17 @@ Masked, wherever they appear (summaries, evidence, captured stdout/stderr, trace
 - well-known token shapes (GitHub, Hugging Face, OpenAI/Anthropic, AWS access key ids, Slack, Google, GitLab,
   npm, PyPI, Stripe, JWTs).
 
-Standard library only, so the recorder (which must run under any interpreter) loads this same file: one set
-of rules for what dfdoctor prints and what it stores. `SecretPrints` keeps salted fingerprints of a launch's
+Standard library only and Python 3.6 syntax (typing's generics, no `from __future__ import annotations`), so
+the recorder, which runs under the job's interpreter, loads this same file: one set of rules for what dfdoctor
+prints and what it stores. `SecretPrints` keeps salted fingerprints of a launch's
 secret values (never the values), so a later `status` or `report` in a shell without them still masks them.
 """
-
-from __future__ import annotations
 
 import hashlib
 import json
 import os
 import re
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 from urllib.parse import quote
 
 if TYPE_CHECKING:
@@ -46,7 +45,9 @@ _TRIVIAL = frozenset({"", "0", "1", "true", "false", "yes", "no", "on", "off", "
                       "unset", "default", "auto", "local", "localhost", "root", "admin", "user", "test"})
 _MIN_VALUE_LEN = 4
 
-_WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
+# camelCase boundaries are marked before the split: Python 3.6's re.split ignores empty matches
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_NON_ALNUM = re.compile(r"[^A-Za-z0-9]+")
 
 
 def name_looks_secret(name: str) -> bool:
@@ -58,7 +59,7 @@ def name_looks_secret(name: str) -> bool:
         return False  # a path to a secret is not the secret
     if any(i in low for i in _SECRET_INFIXES):
         return True
-    return any(w.lower() in _SECRET_WORDS for w in _WORD_SPLIT.split(name) if w)
+    return any(w.lower() in _SECRET_WORDS for w in _NON_ALNUM.split(_CAMEL_BOUNDARY.sub("_", name)) if w)
 
 
 # Lower-case words that code uses for other things (`sorted(x, key=...)`, `{"key": "timeout"}`, `pass`): on their
@@ -105,7 +106,7 @@ TOKEN_SHAPES = (
 _TOKEN_SHAPES = re.compile("|".join(r"\b" + start + body for start, body in TOKEN_SHAPES))
 
 
-def _literals(start: str) -> list[str]:
+def _literals(start: str) -> List[str]:
     """Every literal a shape's start spells: its `[abc]` classes and `(?:x|y)` groups expanded."""
     out = [""]
     for group, chars, char in re.findall(r"\(\?:([^)]*)\)|\[([^\]]*)\]|(\\.|.)", start):
@@ -117,10 +118,10 @@ def _literals(start: str) -> list[str]:
 _TOKEN_LITERALS = tuple(lit for start, _ in TOKEN_SHAPES for lit in _literals(start))
 
 
-def _hits(s: str, literals: Iterable[str]) -> list[int]:
+def _hits(s: str, literals: Iterable[str]) -> List[int]:
     """Where any of `literals` occurs in `s`, in order. str.find per literal runs at C speed; one regex
     alternation of them is tried at every position of the text, several times slower on a log."""
-    found: set[int] = set()
+    found: Set[int] = set()
     for lit in literals:
         i = s.find(lit)
         while i >= 0:
@@ -132,7 +133,7 @@ def _hits(s: str, literals: Iterable[str]) -> list[int]:
 def _mask_tokens(s: str) -> str:
     """Token shapes masked, each tried only where one of their literal starts occurs (a scan for the starts
     alone is many times faster than trying every shape at every position)."""
-    parts: list[str] = []
+    parts: List[str] = []
     done = 0
     for start in _hits(s, _TOKEN_LITERALS):
         if start < done:
@@ -168,7 +169,7 @@ def _mask_assignments(s: str) -> str:
     low = s.lower()
     if len(low) != len(s):  # lower() moved the offsets (a few Unicode letters do): the plain scan
         return _ASSIGNMENT.sub(_mask_assignment, s)
-    parts: list[str] = []
+    parts: List[str] = []
     done = 0
     for p in _hits(low, _KEYWORDS_LOWER):
         if p < done:
@@ -248,9 +249,9 @@ def _mask_assignment(m: "re.Match[str]") -> str:
 class Redactor:
     """Masks secrets in strings and in whole reports; one instance knows the secret values of one environment."""
 
-    def __init__(self, secrets: Mapping[str, str] | None = None) -> None:
+    def __init__(self, secrets: Optional[Mapping[str, str]] = None) -> None:
         """`secrets` maps a label (usually the variable name) to a secret value that must never be shown."""
-        self._secrets: dict[str, str] = {}
+        self._secrets: Dict[str, str] = {}
         for label, value in (secrets or {}).items():
             self.add(label, value)
         self._pattern: Optional[re.Pattern[str]] = None
@@ -270,11 +271,11 @@ class Redactor:
         self._pattern = None
 
     @property
-    def labels(self) -> list[str]:
+    def labels(self) -> List[str]:
         """The names whose values are masked (for saying what was masked, never the values)."""
         return sorted({k.split("#")[0] for k in self._secrets})
 
-    def _value_pattern(self) -> Optional[re.Pattern[str]]:
+    def _value_pattern(self) -> "Optional[re.Pattern[str]]":
         if self._pattern is None and self._secrets:
             # Longest first, so a secret that contains another is masked whole.
             values = sorted(set(self._secrets.values()), key=len, reverse=True)
@@ -301,14 +302,14 @@ class Redactor:
         s = _mask_tokens(s)
         return _mask_assignments(s)
 
-    def env(self, env: Mapping[str, str]) -> dict[str, str]:
+    def env(self, env: Mapping[str, str]) -> Dict[str, str]:
         """An environment dump with secret-named values replaced and other values masked as text."""
         return {k: (MASK if name_looks_secret(k) and isinstance(v, str) and v else self.text(v))
                 for k, v in env.items()}
 
-    def argv(self, argv: Iterable[str]) -> list[str]:
+    def argv(self, argv: Iterable[str]) -> List[str]:
         """A command line with the value after `--token`/`--password`/... masked, and every word as text."""
-        out: list[str] = []
+        out: List[str] = []
         hide_next = False
         for word in argv:
             if hide_next and isinstance(word, str):
@@ -350,7 +351,7 @@ class Redactor:
             after_option = word.startswith("-") and "=" not in word and name_looks_secret(word)
 
     @property
-    def values(self) -> list[str]:
+    def values(self) -> List[str]:
         """The secret values (and their encoded forms) this redactor masks: for `SecretPrints.of`, never to show."""
         return sorted(set(self._secrets.values()))
 
@@ -421,9 +422,9 @@ class SecretPrints:
     ITERATIONS = 20_000
     FP_BITS = 16
 
-    def __init__(self, salt: bytes, base: int, prints: Iterable[tuple[int, int, str]]) -> None:
+    def __init__(self, salt: bytes, base: int, prints: Iterable[Tuple[int, int, str]]) -> None:
         self.salt, self.base = salt, base
-        self.prints: dict[int, dict[int, set[str]]] = {}  # length -> fingerprint -> digests
+        self.prints: Dict[int, Dict[int, Set[str]]] = {}  # length -> fingerprint -> digests
         for length, fp, digest in prints:
             self.prints.setdefault(int(length), {}).setdefault(int(fp), set()).add(str(digest))
 
@@ -450,9 +451,9 @@ class SecretPrints:
     def _digest(self, s: str) -> str:
         return hashlib.pbkdf2_hmac("sha256", s.encode("utf-8", "surrogatepass"), self.salt, self.ITERATIONS)[:16].hex()
 
-    def find(self, text: str) -> set[str]:
+    def find(self, text: str) -> Set[str]:
         """The substrings of `text` that are fingerprinted secrets."""
-        found: set[str] = set()
+        found: Set[str] = set()
         if not isinstance(text, str):
             return found
         mask = (1 << self.FP_BITS) - 1
@@ -474,7 +475,7 @@ class SecretPrints:
                         found.add(window)
         return found
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> Dict[str, Any]:
         """The JSON form kept in a run folder (`masks.json`): salt, base and the fingerprints, no values."""
         return {"salt": self.salt.hex(), "base": self.base, "iterations": self.ITERATIONS,
                 "prints": sorted([length, fp, d] for length, fps in self.prints.items() for fp, ds in fps.items()

@@ -19,8 +19,6 @@ faulthandler into the answer, and the process exits at once (stuck threads canno
 Standard library at import time; torch is imported only in `main`.
 """
 
-from __future__ import annotations
-
 import argparse
 import contextlib
 import faulthandler
@@ -31,6 +29,7 @@ import tempfile
 import threading
 import time
 import traceback
+from typing import List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _probe_support import answer, install_stack_dump  # noqa: E402
@@ -40,7 +39,7 @@ FX_RACE_MARKERS = ("Detected that you are using FX to symbolically trace",
                    "CURRENT_PATCHER is None")
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
+def parse_args(argv: List[str]) -> argparse.Namespace:
     """The trial's shape: backend, threads, steps, guard and deadline."""
     p = argparse.ArgumentParser()
     p.add_argument("--backend", choices=("race", "inductor", "flex"), default="race")
@@ -181,7 +180,7 @@ def dump_stacks() -> str:
         return f.read()
 
 
-def main(argv: list[str]) -> int:
+def main(argv: List[str]) -> int:
     """Run one trial and answer with what happened in every thread."""
     args = parse_args(argv)
     install_stack_dump()
@@ -196,7 +195,7 @@ def main(argv: list[str]) -> int:
             "import_s": round(time.monotonic() - t_import, 2)}
     barrier = threading.Barrier(args.threads)
     progress = [0] * args.threads
-    errors: list[dict] = []
+    errors: List[dict] = []
     started = [0.0]
     lock = threading.Lock()
 
@@ -209,7 +208,7 @@ def main(argv: list[str]) -> int:
                                     "proven_torch": guard.proven_here() is None}
     if args.guard == "thread-local-flag":
         patch_thread_local_flag()
-    step_times: list[float] = []
+    step_times: List[float] = []
 
     def worker(i: int) -> None:
         """One thread: wait at the barrier, then step over the shapes; record any failure."""

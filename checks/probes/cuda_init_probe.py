@@ -6,8 +6,6 @@ CUDA and, on every visible device, allocates, multiplies and synchronises. The a
 every stage, so when dfdoctor kills a hung probe the last answer names the stage it hung in.
 """
 
-from __future__ import annotations
-
 import ctypes
 import glob
 import os
@@ -17,6 +15,7 @@ import sys
 import threading
 import time
 import traceback
+from typing import List
 
 import _probe_support as support
 
@@ -51,7 +50,7 @@ def error_text(exc: BaseException) -> str:
 
 # ---- facts that need no CUDA context (run beside `import torch`) ----------------------------------------
 
-def device_nodes() -> list[str]:
+def device_nodes() -> List[str]:
     """The /dev/nvidia* nodes present (a container often lacks them)."""
     return sorted(os.path.basename(p) for p in glob.glob("/dev/nvidia*"))
 

@@ -10,8 +10,6 @@ DFDOCTOR_NCCL_HANG=1 / DFDOCTOR_NCCL_FAIL=1 make this rank hang / raise before i
 injection, for testing the check itself). `--list-gpus` only lists the GPUs the driver knows (no torch).
 """
 
-from __future__ import annotations
-
 import glob
 import os
 import re
@@ -19,6 +17,7 @@ import sys
 import threading
 import time
 import traceback
+from typing import List, Tuple
 
 import _probe_support as support
 
@@ -107,7 +106,7 @@ def ready_gpu(torch):
     return device
 
 
-def failures(store, others: list[int]) -> tuple[list[int], str]:
+def failures(store, others: List[int]) -> Tuple[List[int], str]:
     """The ranks among `others` that wrote *failed* into the store, and what each said."""
     failed = [r for r in others if store.check([f"dfdoctor/failed/{r}"])]
     return failed, "; ".join(f"rank {r}: {store.get(f'dfdoctor/failed/{r}').decode()}" for r in failed)
