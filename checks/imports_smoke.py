@@ -191,7 +191,7 @@ def _no_answer(ctx, spec: LaunchSpec, out: ProbeOutcome, hang_s: float, launch: 
                         "modules it imports) and move it under `if __name__ == \"__main__\":`.", data=launch)
     return error(f"the import probe could not run in {ctx.python} (exit status {out.returncode})",
                  details=_tail(out.stderr, 40),
-                 fix="dfdoctor's probes need Python 3.8 or newer in the training interpreter.", data=launch)
+                 fix="dfdoctor's probes need Python 3.6 or newer in the training interpreter.", data=launch)
 
 
 def _syntax_error(errs: list[dict], launch: dict) -> Result:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import tempfile
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any, Optional, Sequence
 import dfdoctor.checks.probes as _probes_pkg
 from dfdoctor import causes
 from dfdoctor.command import ProbeOutcome, run_command
+from dfdoctor.errors import CheckCannotRun
 from dfdoctor.model import Result, error
 from dfdoctor.targets import Target, parse_target, remote_probe, transport
 
@@ -67,9 +69,39 @@ def run_probe(ctx, script: str | os.PathLike, args: Sequence[str] = (), *, timeo
     if not path.is_absolute() and not path.exists():
         path = PROBES_DIR / path
     target = parse_target(getattr(ctx, "target", "local") or "local")
-    if not target.is_local:
-        return _run_probe_on(target, ctx, path, args, timeout=timeout or ctx.timeout or 60.0, env=env, cwd=cwd,
-                             files=files, request=request)
+    if target.is_local:
+        outcome = _run_probe_here(ctx, path, args, timeout=timeout, env=env, cwd=cwd, request=request)
+    else:
+        outcome = _run_probe_on(target, ctx, path, args, timeout=timeout or ctx.timeout or 60.0, env=env, cwd=cwd,
+                                files=files, request=request)
+    not_understood = _probe_not_understood(outcome, {*remote_probe.probe_files(path), *(files or {})})
+    if not_understood:
+        raise CheckCannotRun(f"dfdoctor's probe cannot run in the training interpreter {ctx.python or 'python3'}: "
+                             f"its Python does not understand the probe ({not_understood})",
+                             "dfdoctor's probes need Python 3.6 or newer in the training interpreter; pass --python "
+                             "with one, or run the job with a newer Python.", details=outcome.stderr[-4000:])
+    return outcome
+
+
+def _probe_not_understood(outcome: ProbeOutcome, names: set[str]) -> Optional[str]:
+    """The syntax error an interpreter too old for the probe raised while compiling one of its files, or None.
+    A user's syntax error is the probe's to report (in its answer), so only the probe's own files count."""
+    if outcome.payload is not None or outcome.timed_out or outcome.returncode in (0, None):
+        return None
+    lines = [l.strip() for l in outcome.stderr.splitlines() if l.strip()]
+    where = _TRACEBACK_FILE.findall(outcome.stderr)
+    if not lines or not lines[-1].startswith(("SyntaxError", "IndentationError", "TabError")) or not where:
+        return None
+    file, line = where[-1]
+    return f"{lines[-1]} in {os.path.basename(file)}, line {line}" if os.path.basename(file) in names else None
+
+
+_TRACEBACK_FILE = re.compile(r'^\s*File "([^"]+)", line (\d+)', re.M)
+
+
+def _run_probe_here(ctx, path: Path, args: Sequence[str], *, timeout: Optional[float], env: Optional[dict[str, str]],
+                    cwd: Optional[os.PathLike], request: Any) -> ProbeOutcome:
+    """Run the probe on this machine, its answer and its input in private temp files."""
     run_env = dict(ctx.env if env is None else env)
     fd, out_path = tempfile.mkstemp(prefix="dfdoctor-probe-", suffix=".json")
     os.close(fd)

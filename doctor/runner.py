@@ -22,6 +22,7 @@ from typing import Callable, Optional
 import psutil
 from dfdoctor import causes
 from dfdoctor.capture import DEFAULT_LIMIT, CappedBuffer
+from dfdoctor.errors import CheckCannotRun
 from dfdoctor.launch.recorder import become_subreaper
 from dfdoctor.model import CheckRecord, Result, Status
 from dfdoctor.registry import Check
@@ -172,6 +173,8 @@ def _work(chk: Check, ctx, res_w: int) -> None:
             if not isinstance(r, Result):
                 raise TypeError(f"check {chk.id} yielded {type(r).__name__}, not a dfdoctor.model.Result")
             emit({"result": r.to_dict()})
+    except CheckCannotRun as exc:
+        emit({"result": Result(Status.ERROR, exc.summary, details=exc.details, fix=exc.fix).to_dict()})
     except BaseException:
         emit({"exception": traceback.format_exc()})
 
