@@ -74,7 +74,7 @@ def run_probe(ctx, script: str | os.PathLike, args: Sequence[str] = (), *, timeo
     else:
         outcome = _run_probe_on(target, ctx, path, args, timeout=timeout or ctx.timeout or 60.0, env=env, cwd=cwd,
                                 files=files, request=request)
-    not_understood = _probe_not_understood(outcome, {*remote_probe.probe_files(path), *(files or {})})
+    not_understood = _probe_not_understood(outcome, path, files)
     if not_understood:
         raise CheckCannotRun(f"dfdoctor's probe cannot run in the training interpreter {ctx.python or 'python3'}: "
                              f"its Python does not understand the probe ({not_understood})",
@@ -83,7 +83,10 @@ def run_probe(ctx, script: str | os.PathLike, args: Sequence[str] = (), *, timeo
     return outcome
 
 
-def _probe_not_understood(outcome: ProbeOutcome, names: set[str]) -> Optional[str]:
+_TRACEBACK_FILE = re.compile(r'^\s*File "([^"]+)", line (\d+)', re.M)
+
+
+def _probe_not_understood(outcome: ProbeOutcome, path: Path, files: Optional[dict[str, Path]]) -> Optional[str]:
     """The syntax error an interpreter too old for the probe raised while compiling one of its files, or None.
     A user's syntax error is the probe's to report (in its answer), so only the probe's own files count."""
     if outcome.payload is not None or outcome.timed_out or outcome.returncode in (0, None):
@@ -93,10 +96,8 @@ def _probe_not_understood(outcome: ProbeOutcome, names: set[str]) -> Optional[st
     if not lines or not lines[-1].startswith(("SyntaxError", "IndentationError", "TabError")) or not where:
         return None
     file, line = where[-1]
-    return f"{lines[-1]} in {os.path.basename(file)}, line {line}" if os.path.basename(file) in names else None
-
-
-_TRACEBACK_FILE = re.compile(r'^\s*File "([^"]+)", line (\d+)', re.M)
+    ours = {*remote_probe.probe_files(path), *(files or {})}  # the probe and the siblings it ships with
+    return f"{lines[-1]} in {os.path.basename(file)}, line {line}" if os.path.basename(file) in ours else None
 
 
 def _run_probe_here(ctx, path: Path, args: Sequence[str], *, timeout: Optional[float], env: Optional[dict[str, str]],
