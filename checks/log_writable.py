@@ -42,7 +42,8 @@ def log_writable(ctx):
         return
     folder = Path(f["folder"])
     if not f["folder_exists"]:
-        yield fail(f"the log's folder {folder} does not exist, so the shell's redirect fails before Python starts",
+        yield fail(f"the log's folder {folder} does not exist, so the log cannot be opened: a shell's `> LOG` "
+                   "fails before Python starts, and `dfdoctor launch` would have nowhere to write it",
                    causes.LOG_DIR_MISSING, evidence=(f"nearest existing folder: {f['nearest_existing']}",),
                    fix=f"mkdir -p {_q(folder)}")
         return
