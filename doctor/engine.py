@@ -245,9 +245,14 @@ def verdict_from_checks(records: list[CheckRecord], fail_on_level: str) -> Verdi
                        evidence=[f"{r.id}: {r.summary}" for r in warns])
     blockers = [r for r in problems if r.cause in causes.LAUNCH_BLOCKERS and r.observed]
     first = max(blockers or problems, key=lambda r: (r.status in (Status.FAIL,), r.status.rank))
+    evidence = [f"{r.id} ({r.status.value}): {r.summary}" for r in problems]
+    if all(r.status in (Status.ERROR, Status.TIMEOUT) for r in problems):
+        # Checks that could not look found nothing wrong with the launch: not known to work, not known to fail.
+        return Verdict("unknown", first.cause, f"{len(problems)} of {len(records)} check(s) could not look, and "
+                       f"none found a problem; first: {first.id}: {first.summary}", first.fix, evidence)
     return Verdict("failed", first.cause,
                    f"{len(problems)} of {len(records)} check(s) found a problem; first: {first.id}: {first.summary}",
-                   first.fix, [f"{r.id} ({r.status.value}): {r.summary}" for r in problems])
+                   first.fix, evidence)
 
 
 def environment_facts(ctx: Optional[Context], records: list[CheckRecord]) -> dict[str, Any]:
