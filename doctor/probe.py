@@ -22,7 +22,7 @@ from dfdoctor import causes
 from dfdoctor.command import ProbeOutcome, run_command
 from dfdoctor.errors import CheckCannotRun
 from dfdoctor.model import Result, error
-from dfdoctor.targets import Target, parse_target, remote_probe, transport
+from dfdoctor.targets import Target, parse_target, probe_bootstrap, remote_probe, transport
 
 PROBES_DIR = Path(_probes_pkg.__file__).resolve().parent
 
@@ -92,6 +92,9 @@ def _probe_not_understood(outcome: ProbeOutcome, path: Path, files: Optional[dic
     if outcome.payload is not None or outcome.timed_out or outcome.returncode in (0, None):
         return None
     lines = [l.strip() for l in outcome.stderr.splitlines() if l.strip()]
+    too_old = next((l for l in lines if l.startswith(probe_bootstrap.TOO_OLD)), None)
+    if too_old:  # on a target the bootstrap looks before any probe is compiled
+        return "Python " + too_old[len(probe_bootstrap.TOO_OLD):]
     where = _TRACEBACK_FILE.findall(outcome.stderr)
     if not lines or not lines[-1].startswith(("SyntaxError", "IndentationError", "TabError")) or not where:
         return None

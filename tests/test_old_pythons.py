@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from infra.fixtures import infra  # noqa: F401
+
 pytestmark = pytest.mark.slow
 
 PYENV = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
@@ -76,3 +78,16 @@ def test_a_python_too_old_for_the_probes_is_an_error_not_a_verdict(tmp_path, dfd
     for c in checks:
         assert c["cause"] is None, c  # not cuda-init-failed: CUDA was never looked at
         assert "cannot run in the training interpreter" in c["summary"] and "Python 3.6" in c["fix"], c
+
+
+def test_a_target_whose_python_is_too_old_is_an_error_not_a_verdict(tmp_path, dfdoctor, infra):  # noqa: F811
+    """Over ssh the bootstrap runs first, in the target's python: it says the version instead of failing."""
+    py = _python("2.7")  # the ssh target is this machine, so pyenv's 2.7 is there too
+    (tmp_path / "train.py").write_text("import json\n")
+    p = dfdoctor("check", "--target", infra.ssh_target, "--python", py, "--format", "json", "--only", "cuda.init",
+                 "--", "python", "train.py", cwd=tmp_path, env=infra.env())
+    doc = json.loads(p.stdout)
+    (c,) = doc["checks"]
+    assert c["status"] == "error" and c["cause"] is None, c
+    assert "Python 2.7" in c["summary"] and "Python 3.6" in c["fix"], c
+    assert p.returncode == 1 and doc["verdict"]["state"] == "unknown"

@@ -22,9 +22,14 @@ import time
 import zlib
 
 MARK = "@@dfdoctor-answer@@"
+# What an interpreter older than the probes' floor says instead of running one (probe.py looks for it).
+TOO_OLD = "dfdoctor: this python is older than 3.6, which dfdoctor's probes need: Python "
 
 
 def main():
+    if sys.version_info < (3, 6):
+        sys.stderr.write(TOO_OLD + sys.version.split()[0] + "\n")
+        sys.exit(1)
     req = json.loads(zlib.decompress(base64.b64decode(sys.stdin.readline())).decode())
     d = tempfile.mkdtemp(prefix="dfdoctor-probe-")
     rc, timed_out, answer = None, False, None
