@@ -97,13 +97,22 @@ def _set(row: RankFailure, key: str, value: str) -> None:
             row.traceback.append(value)
 
 
+_FROM_ERROR_FILE, _FROM_RANK_LINES = "its error file", "the [rank"  # how a source read from the rank itself begins
+
+
+def from_the_rank(source: str) -> bool:
+    """Whether rank_error read the exception from the rank itself (its error file or its [rankN] lines), not from
+    the last unprefixed traceback, which could be another process's."""
+    return source.startswith((_FROM_ERROR_FILE, _FROM_RANK_LINES))
+
+
 def rank_error(text: str, row: Optional[RankFailure]) -> tuple[Optional[PyError], str]:
     """The failing rank's own exception and where it was read: its error file (`@record`), the traceback in
     torchrun's table, or the `[rankN]:` lines of the output."""
     if row is not None and row.error_file:
         err = _from_error_file(row.error_file)
         if err:
-            return err, f"its error file {row.error_file}"
+            return err, f"{_FROM_ERROR_FILE} {row.error_file}"
     if row is not None and row.traceback:
         err = parse_python_error("\n".join(row.traceback))
         if err:
@@ -112,7 +121,7 @@ def rank_error(text: str, row: Optional[RankFailure]) -> tuple[Optional[PyError]
     for rank in ranks:
         err = parse_python_error(rank_output(text, rank))
         if err:
-            return err, f"the [rank{rank}] lines of the output"
+            return err, f"{_FROM_RANK_LINES}{rank}] lines of the output"
     # A rank that fails before init_process_group (set_device on a missing GPU, say) prints its traceback
     # without the [rankN] prefix: then it is the last traceback before the agent's own.
     err = parse_python_error(before_agent(text))

@@ -323,7 +323,7 @@ def elastic_rank_failed(run: RunRecord, live: Optional[LiveFacts]) -> Optional[V
     evidence = [f"torchrun's first observed failure: {who}, {how}" if row else
                 "torchrun printed no root-cause table; the first rank with a traceback is taken"]
     if row and row.signal:
-        if not (row.signal in FATAL_SIGNALS and err is not None and _own_error(source)):
+        if not (row.signal in FATAL_SIGNALS and err is not None and elastic.from_the_rank(source)):
             return _rank_signal_verdict(run, row, evidence + [_status_line(ex)])
         # The rank raised first and faulted while exiting (a process group torn down at interpreter exit,
         # an atexit hook): its exception is the cause, the signal only how the process ended.
@@ -348,12 +348,6 @@ def elastic_rank_failed(run: RunRecord, live: Optional[LiveFacts]) -> Optional[V
         bool(ex.get("stdout_bytes"))
     verdict = exception_verdict(run, err, evidence, f"{who.capitalize()}, the first to fail ({how}),", started)
     return verdict
-
-
-def _own_error(source: str) -> bool:
-    """Whether rank_error read the rank's exception from the rank itself (its error file or its [rankN] lines),
-    not from the last unprefixed traceback, which could be another process's."""
-    return source.startswith(("its error file", "the [rank"))
 
 
 _AGENT_LINE = re.compile(r"^(?:[WEI]\d{4} |\[rank\d+\]:|Traceback|  File |    |torch\.distributed\.elastic|=+$|-+$)")
