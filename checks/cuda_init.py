@@ -32,7 +32,7 @@ BUSY_MIB = 2048
 
 
 @check("cuda.init", title="CUDA initialises and computes on every visible GPU", phases=("pre",),
-       timeout=DEFAULT_TIMEOUT)
+       timeout=DEFAULT_TIMEOUT, imports_torch=True)
 def cuda_init(ctx) -> Iterator[Result]:
     """Probe torch + CUDA in the training interpreter and turn what it saw into one verdict."""
     limit = float(ctx.timeout or DEFAULT_TIMEOUT)

@@ -52,7 +52,7 @@ _WAITING = ("timed out", "timeout", "waiting for", "diststoreerror", "connection
 
 
 @check("cuda.nccl", title="NCCL: one process per GPU all-reduces a known sum and passes a barrier",
-       phases=("pre",), timeout=DEFAULT_TIMEOUT)
+       phases=("pre",), timeout=DEFAULT_TIMEOUT, imports_torch=True)
 def cuda_nccl(ctx) -> Iterator[Result]:
     """Decide how many ranks, run them side by side, and name any rank that failed or hung."""
     yield from as_lead(_nccl(ctx), guessed_python(ctx))

@@ -36,7 +36,8 @@ PIP_NAMES = {"cv2": "opencv-python", "PIL": "Pillow", "yaml": "PyYAML", "sklearn
              "flash_attn": "flash-attn", "apex": "apex (built from source)", "wandb": "wandb"}
 
 
-@check("imports.smoke", title="The script compiles and its imports load", phases=("pre",), timeout=DEFAULT_TIMEOUT)
+@check("imports.smoke", title="The script compiles and its imports load", phases=("pre",), timeout=DEFAULT_TIMEOUT,
+       imports_torch=True)
 def imports_smoke(ctx) -> Iterator[Result]:
     """Compile the job's script and import its imports in the training interpreter."""
     if not ctx.command and not ctx.launcher:

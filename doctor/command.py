@@ -83,40 +83,16 @@ def run_command(argv: Sequence[str], *, timeout: float, cwd: Optional[os.PathLik
             sel.register(proc.stdin, selectors.EVENT_WRITE, None)
         elif not hold_stdin:
             proc.stdin.close()
-    deadline = start + timeout
-    timed_out = False
-    stage = 0  # 0 running, 1 asked for stacks, 2 killed
-    while sel.get_map():
-        now = time.monotonic()
-        if now >= deadline and stage == 0:
-            timed_out = True
-            if stack_signal is not None:
-                kill_group(proc.pid, stack_signal)
-                deadline = now + STACK_GRACE_S
-                stage = 1
-            else:
-                stage = 1
-                deadline = now
-            continue
-        if now >= deadline and stage == 1:
-            kill_group(proc.pid)
-            stage = 2
-            deadline = now + 2.0
-        if now >= deadline and stage == 2:
-            break  # a grandchild holds the pipe open after the kill: stop reading, report what we have
-        for key, _ in sel.select(timeout=max(0.0, min(0.25, deadline - now))):
-            if key.fileobj is proc.stdin:
-                pending = _feed(key.fd, pending)
-                if not pending:
-                    sel.unregister(proc.stdin)
-                    if not hold_stdin:
-                        proc.stdin.close()
-                continue
-            chunk = os.read(key.fd, 65536)
-            if chunk:
-                key.data.write(chunk)
-            else:
-                sel.unregister(key.fileobj)
+
+    def feed(key) -> None:
+        nonlocal pending
+        pending = _feed(key.fd, pending)
+        if not pending:
+            sel.unregister(proc.stdin)
+            if not hold_stdin:
+                proc.stdin.close()
+
+    timed_out = pump(sel, proc.pid, start + timeout, stack_signal, on_other=feed)
     sel.close()
     if proc.stdin is not None and not proc.stdin.closed:
         try:
@@ -128,6 +104,42 @@ def run_command(argv: Sequence[str], *, timeout: float, cwd: Optional[os.PathLik
     proc.stderr.close()
     rc = proc.wait()
     return ProbeOutcome(list(argv), rc, out.text(), err.text(), time.monotonic() - start, timed_out=timed_out)
+
+
+def pump(sel: selectors.BaseSelector, pgid: int, deadline: float, stack_signal: Optional[int],
+         on_other=None) -> bool:
+    """Read every registered pipe (its key's data is the buffer it fills) until all are closed, or until the
+    deadline: then signal the group `stack_signal` (dump stacks), wait STACK_GRACE_S, and SIGKILL it. Keys whose
+    data is None go to `on_other`. Whether the deadline passed."""
+    timed_out = False
+    stage = 0  # 0 running, 1 asked for stacks, 2 killed
+    while sel.get_map():
+        now = time.monotonic()
+        if now >= deadline and stage == 0:
+            timed_out = True
+            if stack_signal is not None:
+                kill_group(pgid, stack_signal)
+                deadline = now + STACK_GRACE_S
+            else:
+                deadline = now
+            stage = 1
+            continue
+        if now >= deadline and stage == 1:
+            kill_group(pgid)
+            stage = 2
+            deadline = now + 2.0
+        if now >= deadline and stage == 2:
+            break  # a grandchild holds the pipe open after the kill: stop reading, report what we have
+        for key, _ in sel.select(timeout=max(0.0, min(0.25, deadline - now))):
+            if key.data is None:
+                on_other(key)
+                continue
+            chunk = os.read(key.fd, 65536)
+            if chunk:
+                key.data.write(chunk)
+            else:
+                sel.unregister(key.fileobj)
+    return timed_out
 
 
 def _feed(fd: int, pending: memoryview) -> memoryview:

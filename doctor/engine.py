@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from dfdoctor import causes
+from dfdoctor import causes, probe_server
 from dfdoctor.config import Config, ConfigError, apply_silences, load
 from dfdoctor.context import Context
 from dfdoctor.errors import UsageError
@@ -194,7 +194,8 @@ def run_phase(ctx: Context, checks: list[Check], phase: str, cfg: Config,
     then apply silences."""
     progress = Progress(len(checks))
     try:
-        records = run_checks(checks, ctx, phase, progress=progress, jobs=jobs)
+        with probe_server.serving(ctx, wanted=any(c.imports_torch for c in checks)):
+            records = run_checks(checks, ctx, phase, progress=progress, jobs=jobs)
     finally:
         progress.close()
     apply_silences(records, cfg.silences)

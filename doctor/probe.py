@@ -14,11 +14,12 @@ import os
 import re
 import signal
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import dfdoctor.checks.probes as _probes_pkg
-from dfdoctor import causes
+from dfdoctor import causes, probe_server
 from dfdoctor.command import ProbeOutcome, run_command
 from dfdoctor.errors import CheckCannotRun
 from dfdoctor.model import Result, error
@@ -117,9 +118,15 @@ def _run_probe_here(ctx, path: Path, args: Sequence[str], *, timeout: Optional[f
             json.dump(request, f)
         run_env["DFDOCTOR_PROBE_IN"] = in_path
     run_env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    limit = timeout or ctx.timeout or 60.0
+    started = time.monotonic()
     try:
-        outcome = run_command([ctx.python, str(path), *args], timeout=timeout or ctx.timeout or 60.0,
-                              cwd=cwd or ctx.cwd, env=run_env)
+        outcome = None
+        if probe_server.serves(ctx.python, run_env):
+            outcome = probe_server.run([str(path), *args], timeout=limit, cwd=cwd or ctx.cwd, env=run_env)
+        if outcome is None:  # no server, or it did not take the probe in time: a fresh interpreter, in what is left
+            left = max(1.0, limit - (time.monotonic() - started))
+            outcome = run_command([ctx.python, str(path), *args], timeout=left, cwd=cwd or ctx.cwd, env=run_env)
         try:
             text = Path(out_path).read_text()
             outcome.payload = json.loads(text) if text.strip() else None

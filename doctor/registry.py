@@ -8,7 +8,7 @@ distribution with one line of metadata.
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import metadata
 from typing import Callable, Iterable, Iterator, Optional, Union
 
@@ -22,7 +22,9 @@ CheckFunc = Callable[..., Union[Iterable[Result], Result, None]]
 
 @dataclass(frozen=True)
 class Check:
-    """A declared check: a dotted id, a title, the phases it runs in, its default timeout and its function."""
+    """A declared check: a dotted id, a title, the phases it runs in, its default timeout and its function.
+    `imports_torch`: its probes import torch in the training interpreter, so a phase that runs it keeps one
+    interpreter that has imported torch for every probe to fork from (`dfdoctor.probe_server`)."""
 
     id: str
     title: str
@@ -30,6 +32,7 @@ class Check:
     timeout: float
     func: CheckFunc
     source: str = "built-in"
+    imports_torch: bool = False
 
     def run(self, ctx) -> list[Result]:
         """Call the check and collect what it yields (a generator, a single Result, or None)."""
@@ -41,7 +44,8 @@ class Check:
         return list(out)
 
 
-def check(id: str, *, title: str, phases: Iterable[str] = ("pre",), timeout: float = 30.0) -> Callable[[CheckFunc], Check]:
+def check(id: str, *, title: str, phases: Iterable[str] = ("pre",), timeout: float = 30.0,
+          imports_torch: bool = False) -> Callable[[CheckFunc], Check]:
     """Declare a check. The function takes a `Context` and yields `Result`s (see `dfdoctor.model`)."""
     phases = tuple(phases)
     bad = [p for p in phases if p not in PHASES]
@@ -51,7 +55,7 @@ def check(id: str, *, title: str, phases: Iterable[str] = ("pre",), timeout: flo
         raise ValueError(f"check id {id!r} must be dotted, e.g. 'log.writable'")
 
     def wrap(func: CheckFunc) -> Check:
-        return Check(id=id, title=title, phases=phases, timeout=float(timeout), func=func)
+        return Check(id=id, title=title, phases=phases, timeout=float(timeout), func=func, imports_torch=imports_torch)
 
     return wrap
 
@@ -92,7 +96,7 @@ def discover() -> tuple[list[Check], list[BrokenPlugin]]:
         if obj.id in checks and checks[obj.id].source != source:
             broken.append(BrokenPlugin(ep.name, source, f"check id {obj.id} is already provided by {checks[obj.id].source}"))
             continue
-        checks[obj.id] = Check(obj.id, obj.title, obj.phases, obj.timeout, obj.func, source)
+        checks[obj.id] = replace(obj, source=source)
     return sorted(checks.values(), key=lambda c: c.id), broken
 
 

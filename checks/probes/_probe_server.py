@@ -1,0 +1,216 @@
+"""A fork server in the training interpreter: import torch once, then run each probe in a fork of this process.
+
+Standard library only, Python 3.6 syntax: it runs in the user's interpreter. dfdoctor starts it once per phase of
+checks (`dfdoctor.probe_server`) with the job's environment and cwd. It imports torch (the cost every
+torch-importing probe would otherwise pay again), then accepts requests on a Unix socket. A request is one JSON
+line with the probe's argv, cwd and environment, and carries the write ends of the probe's stdout and stderr pipes
+(SCM_RIGHTS). The server forks; the child becomes a session of its own (so dfdoctor can signal its whole group, as
+it does a fresh probe), takes those pipes as fds 1 and 2 and runs the probe as `__main__`. The server answers with
+the child's pid, then with its exit status.
+
+It stays single-threaded, so a fork never copies a lock another thread holds. It never initialises CUDA (a probe
+that does so in a child is the first in its process to do it). It exits when dfdoctor closes its stdin, killing
+what it forked; it exits at once (status 3) when torch fails to import, so that no probe ever runs after a failed
+import that left torch half-loaded: dfdoctor then runs every probe in a fresh process.
+"""
+
+import array
+import atexit
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import threading
+
+def preload():
+    """Import torch, if this interpreter has it; False if the import failed (torch is then left alone)."""
+    import importlib.util
+    if importlib.util.find_spec("torch") is None:
+        return True  # nothing to preload: probes still save the interpreter's start-up
+    try:
+        import torch  # noqa: F401  (the point of the server)
+    except BaseException:
+        return False
+    return True
+
+
+def receive(conn):
+    """One request: its JSON and the two fds it carries (stdout, stderr), or None for a caller that left."""
+    fds = array.array("i")
+    data = b""
+    while not data.endswith(b"\n"):
+        msg, ancdata, _flags, _addr = conn.recvmsg(1 << 20, socket.CMSG_SPACE(2 * fds.itemsize))
+        for level, kind, blob in ancdata:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(blob[:len(blob) - (len(blob) % fds.itemsize)])
+        if not msg:
+            for fd in fds:
+                os.close(fd)
+            return None
+        data += msg
+    if len(fds) != 2:
+        for fd in fds:
+            os.close(fd)
+        return None
+    return json.loads(data.decode("utf-8")), list(fds)
+
+
+def run_child(request, out_fd, err_fd, servers_fds):
+    """In the forked child: become the probe, then leave as an interpreter leaves, without unwinding the server."""
+    code = 70
+    try:
+        for fd in servers_fds:  # the listener and other probes' connections are the server's, not the probe's
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        os.setsid()
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGPIPE):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as a fresh Python has it
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out_fd, 1)
+        os.dup2(err_fd, 2)
+        for fd in (null, out_fd, err_fd):
+            if fd > 2:
+                os.close(fd)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        script = request["argv"][0]
+        sys.argv = list(request["argv"])
+        sys.path[0] = os.path.dirname(os.path.abspath(script))
+        code = 0
+        import runpy
+        try:
+            runpy.run_path(script, run_name="__main__")
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            if exc.code is not None and not isinstance(exc.code, int):
+                sys.stderr.write("%s\n" % (exc.code,))
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+            code = 1
+        # what a normal interpreter exit does: wait for non-daemon threads, run atexit handlers
+        try:
+            threading._shutdown()
+        except BaseException:
+            pass
+        try:
+            atexit._run_exitfuncs()
+        except BaseException:
+            pass
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+        os._exit(code & 0xFF if code >= 0 else 1)
+
+
+def status_of(raw):
+    """A waitpid status as subprocess gives it: the exit code, or minus the signal's number."""
+    if os.WIFSIGNALED(raw):
+        return -os.WTERMSIG(raw)
+    return os.WEXITSTATUS(raw)
+
+
+def kill_group(pid):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def send(conn, obj):
+    try:
+        conn.sendall((json.dumps(obj) + "\n").encode("utf-8"))
+        return True
+    except OSError:
+        return False
+
+
+def serve(listener):
+    """Accept requests and reap children until dfdoctor closes our stdin."""
+    children = {}  # pid -> the connection that asked for it
+    listener.setblocking(False)
+    stdin = sys.stdin.fileno()
+    watching = [listener, stdin]
+    try:
+        while True:
+            readable, _, _ = select.select(watching + list(children.values()), [], [], 0.05)
+            if stdin in readable and not os.read(stdin, 1024):
+                return
+            if listener in readable:
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    conn = None
+                if conn is not None:
+                    start(conn, children, [listener.fileno()] + [c.fileno() for c in children.values()])
+            for pid, conn in list(children.items()):
+                if conn in readable:  # the caller hung up (its deadline, or it is gone): end the probe
+                    kill_group(pid)
+            reap(children)
+    finally:
+        for pid in children:
+            kill_group(pid)
+
+
+def start(conn, children, servers_fds):
+    conn.setblocking(True)
+    conn.settimeout(5.0)
+    try:
+        got = receive(conn)
+    except (OSError, ValueError):
+        got = None
+    if got is None:
+        conn.close()
+        return
+    request, (out_fd, err_fd) = got
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        run_child(request, out_fd, err_fd, servers_fds + [conn.fileno()])
+    os.close(out_fd)
+    os.close(err_fd)
+    conn.setblocking(False)
+    if not send(conn, {"pid": pid}):
+        kill_group(pid)
+    children[pid] = conn
+
+
+def reap(children):
+    while children:
+        try:
+            pid, raw = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        conn = children.pop(pid, None)
+        if conn is not None:
+            conn.setblocking(True)
+            conn.settimeout(2.0)
+            send(conn, {"pid": pid, "rc": status_of(raw)})
+            conn.close()
+
+
+def main():
+    path = sys.argv[1]
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(64)  # callers queue here while torch imports
+    if not preload():
+        sys.exit(3)
+    serve(listener)
+
+
+if __name__ == "__main__":
+    main()

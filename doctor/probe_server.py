@@ -1,0 +1,207 @@
+"""One training interpreter for a phase's probes: torch imported once, each probe a fork of it.
+
+Every probe used to start the training interpreter and import torch again; on a 2-core machine the second import
+costs as much as the first. While a phase runs a check that imports torch, `serving` keeps one interpreter
+(`checks/probes/_probe_server.py`) that has imported it, and `run` hands it a probe: the server forks, the child
+runs the probe with the probe's argv, cwd and environment, its stdout and stderr going straight into pipes this
+process reads, in a session of its own that the deadline signals as it would a fresh probe's.
+
+A probe still gets a fresh process when the server cannot serve it as a fresh one would behave: its environment
+differs in a variable that may be read at start-up, the server is not there (a remote target, a Python
+without AF_UNIX, torch failed to import there), or the server did not take it in time.
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Optional, Sequence
+
+import psutil
+
+import dfdoctor.checks.probes as _probes_pkg
+from dfdoctor.capture import DEFAULT_LIMIT, CappedBuffer
+from dfdoctor.command import ProbeOutcome, kill_group, pump
+
+SERVER = Path(_probes_pkg.__file__).resolve().parent / "_probe_server.py"
+# Variables nothing reads before a probe's own work begins (CUDA, NCCL and the rendezvous read them when they
+# start, long after `import torch`): a probe may set them differently from the server's environment and still be
+# a fork of it. Any other difference (PYTHONPATH, LD_PRELOAD, OMP_NUM_THREADS, TORCH_LOGS, a user's variable
+# that their module-level code reads...) gets a fresh interpreter.
+LAZY_NAMES = {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "HIP_VISIBLE_DEVICES", "RANK", "LOCAL_RANK",
+              "GROUP_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+              "TORCH_SYMM_MEM_DISABLE_MULTICAST", "PYTHONDONTWRITEBYTECODE"}
+LAZY_PREFIXES = ("NCCL_", "NVSHMEM_", "TORCHELASTIC_", "DFDOCTOR_")
+MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes
+
+
+@dataclass(frozen=True)
+class Server:
+    """A running server: its pid (also its process group), its socket, and the environment it started with."""
+
+    pid: int
+    socket_path: str
+    env: dict[str, str]
+    python: str
+
+
+_active: Optional[Server] = None  # set before the check workers fork: they inherit it
+
+
+@contextlib.contextmanager
+def serving(ctx, wanted: bool) -> Iterator[Optional[Server]]:
+    """Keep a probe server for the training interpreter while the block runs (when `wanted` and local)."""
+    global _active
+    if (not wanted or _active is not None or (getattr(ctx, "target", "local") or "local") != "local"
+            or os.environ.get("DFDOCTOR_PROBE_SERVER") == "0"):  # the escape hatch: every probe fresh
+        yield None
+        return
+    folder = tempfile.mkdtemp(prefix="dfdoctor-probes-")
+    path = os.path.join(folder, "s")
+    env = {**ctx.env, "PYTHONDONTWRITEBYTECODE": "1"}
+    proc = None
+    if len(path) <= MAX_SOCKET_PATH:
+        try:
+            proc = subprocess.Popen([ctx.python, str(SERVER), path], cwd=ctx.cwd, env=env, start_new_session=True,
+                                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        except OSError:
+            proc = None  # the interpreter cannot start: each probe says so in its own words
+    try:
+        if proc is not None:
+            _active = Server(proc.pid, path, env, ctx.python)
+        yield _active
+    finally:
+        _active = None
+        if proc is not None:
+            proc.stdin.close()  # its signal to kill what it forked and leave
+            try:
+                proc.wait(timeout=2.0)
+            except subprocess.TimeoutExpired:
+                pass
+            kill_group(proc.pid)
+            proc.wait()
+        for leftover in (path, folder):
+            with contextlib.suppress(OSError):
+                os.unlink(leftover) if leftover == path else os.rmdir(leftover)
+
+
+def serves(python: str, env: dict[str, str]) -> bool:
+    """Whether the active server can run a probe of `python` with `env` as a fresh process would."""
+    server = _active
+    if server is None or python != server.python:
+        return False
+    changed = {k for k in set(env) | set(server.env) if env.get(k) != server.env.get(k)}
+    return all(k in LAZY_NAMES or k.startswith(LAZY_PREFIXES) for k in changed)
+
+
+def run(argv: Sequence[str], *, timeout: float, cwd: os.PathLike | str, env: dict[str, str],
+        limit: int = DEFAULT_LIMIT, stack_signal: Optional[int] = signal.SIGUSR1) -> Optional[ProbeOutcome]:
+    """Run a probe script (`argv[0]`) in a fork of the server; None when the server did not take it (the caller
+    then runs it fresh, with what is left of its time). The server is given a third of the time to take it:
+    it is still importing torch, and a torch that hangs there is the fresh probe's to find and show."""
+    server = _active
+    if server is None:
+        return None
+    start = time.monotonic()
+    taken_by = start + max(0.1, timeout / 3)
+    conn = _connect(server, taken_by)
+    if conn is None:
+        return None
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    try:
+        conn.settimeout(max(0.01, taken_by - time.monotonic()))
+        request = json.dumps({"argv": [str(a) for a in argv], "cwd": str(cwd), "env": env}).encode() + b"\n"
+        conn.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", (out_w, err_w)).tobytes())])
+        reply = _read_line(conn)
+        pid = int(json.loads(reply)["pid"]) if reply else None
+    except (OSError, ValueError, KeyError, TypeError):
+        pid = None
+    finally:
+        os.close(out_w)  # the child has its own copies
+        os.close(err_w)
+    if pid is None:
+        conn.close()
+        os.close(out_r)
+        os.close(err_r)
+        return None
+    return _watch(conn, pid, out_r, err_r, [server.python, *map(str, argv)], start, timeout, limit, stack_signal)
+
+
+def _connect(server: Server, taken_by: float) -> Optional[socket.socket]:
+    """A connection to the server, waiting for it to listen while it lives (its interpreter is starting)."""
+    while True:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            conn.connect(server.socket_path)
+            return conn
+        except OSError:
+            conn.close()
+        if time.monotonic() >= taken_by or not _alive(server.pid):
+            return None
+        time.sleep(0.02)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _read_line(conn: socket.socket) -> bytes:
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = conn.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def _watch(conn: socket.socket, pid: int, out_r: int, err_r: int, argv: list[str], start: float, timeout: float,
+           limit: int, stack_signal: Optional[int]) -> ProbeOutcome:
+    """Read the probe's output until it ends (the server's last word is its exit status) or its deadline."""
+    out, err = CappedBuffer(limit), CappedBuffer(limit)
+    said = bytearray()
+    sel = selectors.DefaultSelector()
+    conn.setblocking(False)
+    sel.register(out_r, selectors.EVENT_READ, out)
+    sel.register(err_r, selectors.EVENT_READ, err)
+    sel.register(conn, selectors.EVENT_READ, None)
+
+    def from_server(key) -> None:
+        try:
+            chunk = conn.recv(4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        said.extend(chunk)
+        if not chunk:
+            sel.unregister(conn)
+
+    try:
+        timed_out = pump(sel, pid, start + timeout, stack_signal, on_other=from_server)
+    finally:
+        sel.close()
+        kill_group(pid)  # nothing the probe started may outlive it
+        conn.close()
+        os.close(out_r)
+        os.close(err_r)
+    rc = None
+    for line in bytes(said).splitlines():
+        with contextlib.suppress(ValueError, TypeError):
+            rc = json.loads(line).get("rc", rc)
+    return ProbeOutcome(argv, rc, out.text(), err.text(), time.monotonic() - start, timed_out=timed_out,
+                        extra={"probe_server": True})

@@ -1,0 +1,176 @@
+"""The probe server: one training interpreter imports torch once, and each probe is a fork of it that behaves
+as a fresh probe would (exit status, signals, output, deadline, stacks, nothing left behind), or a fresh process
+when the fork could not behave so."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from dfdoctor import probe_server
+from dfdoctor.context import Context
+from dfdoctor.probe import run_probe
+
+from conftest import DFDOCTOR
+
+# A probe that says where it runs: its parent, and whether torch was already imported before it imported anything.
+WHERE = """
+import json, os, sys
+print(json.dumps({"ppid": os.getppid(), "torch_before": "torch" in sys.modules, "argv": sys.argv[1:],
+                  "cwd": os.getcwd(), "mark": os.environ.get("PROBE_MARK"), "rank": os.environ.get("RANK"),
+                  "name": __name__}))
+"""
+
+
+def probe(tmp_path: Path, name: str, body: str) -> Path:
+    path = tmp_path / name
+    path.write_text(body)
+    return path
+
+
+def warmed(ctx, tmp_path: Path) -> None:
+    """Wait until the server has imported torch (a loaded machine may take a while), so that what follows is
+    served whatever the load."""
+    assert run_probe(ctx, probe(tmp_path, "ready.py", "pass\n"), timeout=180).extra.get("probe_server")
+
+
+def answer(out) -> dict:
+    import json
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> Context:
+    return Context(cwd=tmp_path, python=sys.executable, env={**os.environ, "PROBE_MARK": "job"})
+
+
+def test_probes_of_a_phase_fork_from_one_interpreter_that_imported_torch(tmp_path, ctx):
+    script = probe(tmp_path, "where.py", WHERE)
+    with probe_server.serving(ctx, wanted=True) as server:
+        warmed(ctx, tmp_path)
+        first = run_probe(ctx, script, ["a", "b c"], timeout=60)
+        second = run_probe(ctx, script, timeout=60)
+    for out in (first, second):
+        seen = answer(out)
+        assert out.returncode == 0 and out.extra.get("probe_server")
+        assert seen["ppid"] == server.pid and seen["torch_before"] and seen["name"] == "__main__"
+        assert seen["mark"] == "job" and seen["cwd"] == str(tmp_path)
+    assert answer(first)["argv"] == ["a", "b c"]
+    assert not psutil.pid_exists(server.pid) or psutil.Process(server.pid).status() == psutil.STATUS_ZOMBIE
+    assert not Path(server.socket_path).parent.exists()
+
+
+def test_a_forked_probe_ends_as_a_fresh_one_would(tmp_path, ctx):
+    cases = {
+        "exit 3": ("import sys; sys.exit(3)", 3, ""),
+        "message": ("raise SystemExit('no GPU here')", 1, "no GPU here"),
+        "raise": ("raise ValueError('bad config')", 1, "ValueError: bad config"),
+        "signal": ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", -9, ""),
+        "thread": ("import threading, time\n"
+                   "threading.Thread(target=lambda: (time.sleep(0.3), print('late', flush=True))).start()", 0, ""),
+        "atexit": ("import atexit; atexit.register(lambda: print('bye', flush=True))", 0, ""),
+    }
+    with probe_server.serving(ctx, wanted=True):
+        warmed(ctx, tmp_path)
+        for name, (body, rc, err) in cases.items():
+            out = run_probe(ctx, probe(tmp_path, f"p{len(name)}.py", body), timeout=60)
+            assert out.extra.get("probe_server"), name
+            assert out.returncode == rc, (name, out.returncode, out.stderr)
+            assert err in out.stderr, name
+    # a non-daemon thread is waited for and atexit handlers run, as at a normal interpreter exit
+    with probe_server.serving(ctx, wanted=True):
+        warmed(ctx, tmp_path)
+        assert "late" in run_probe(ctx, probe(tmp_path, "t.py", cases["thread"][0]), timeout=60).stdout
+        assert "bye" in run_probe(ctx, probe(tmp_path, "x.py", cases["atexit"][0]), timeout=60).stdout
+
+
+def test_a_hung_forked_probe_dumps_its_stacks_and_leaves_nothing(tmp_path, ctx):
+    body = ("import subprocess, sys, time\n"
+            "sys.path.insert(0, %r)\n"
+            "from _probe_support import install_stack_dump\n"
+            "install_stack_dump()\n"
+            "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+            "print(child.pid, flush=True)\n"
+            "def waiting_here():\n    time.sleep(600)\n"
+            "waiting_here()\n") % str(probe_server.SERVER.parent)
+    with probe_server.serving(ctx, wanted=True):
+        warmed(ctx, tmp_path)
+        t0 = time.monotonic()
+        out = run_probe(ctx, probe(tmp_path, "hang.py", body), timeout=6)
+        took = time.monotonic() - t0
+    assert out.extra.get("probe_server") and out.timed_out
+    assert took < 15
+    assert "waiting_here" in out.stderr  # faulthandler's dump at SIGUSR1
+    grandchild = int(out.stdout.split()[0])
+    deadline = time.monotonic() + 5
+    while psutil.pid_exists(grandchild) and psutil.Process(grandchild).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, "the probe's own child outlived it"
+        time.sleep(0.05)
+
+
+def test_an_environment_torch_reads_at_start_gets_a_fresh_process(tmp_path, ctx):
+    script = probe(tmp_path, "where.py", WHERE)
+    with probe_server.serving(ctx, wanted=True) as server:
+        warmed(ctx, tmp_path)
+        changed = {**ctx.env, "OMP_NUM_THREADS": "1"}
+        fresh = run_probe(ctx, script, timeout=60, env=changed)
+        users = run_probe(ctx, script, timeout=60, env={**ctx.env, "PROBE_MARK": "set by the launch line"})
+        lazy = run_probe(ctx, script, timeout=60, env={**ctx.env, "CUDA_VISIBLE_DEVICES": "", "RANK": "1",
+                                                          "NCCL_NVLS_ENABLE": "0"})
+    for out in (fresh, users):  # read at start-up, or by module-level code: not a fork's to pretend
+        assert not out.extra.get("probe_server") and answer(out)["ppid"] != server.pid
+        assert not answer(out)["torch_before"]
+    assert answer(users)["mark"] == "set by the launch line"
+    assert lazy.extra.get("probe_server") and answer(lazy)["rank"] == "1"
+
+
+def test_a_torch_that_fails_to_import_sends_every_probe_to_a_fresh_process(tmp_path):
+    broken = tmp_path / "site"
+    (broken / "torch").mkdir(parents=True)
+    (broken / "torch" / "__init__.py").write_text("raise ImportError('libcudnn.so.9: cannot open shared object')\n")
+    env = {**os.environ, "PYTHONPATH": str(broken)}
+    ctx = Context(cwd=tmp_path, python=sys.executable, env=env)
+    script = probe(tmp_path, "imp.py", "import torch\n")
+    with probe_server.serving(ctx, wanted=True):
+        t0 = time.monotonic()
+        out = run_probe(ctx, script, timeout=30)
+        took = time.monotonic() - t0
+    assert not out.extra.get("probe_server")
+    assert "libcudnn.so.9" in out.stderr and out.returncode == 1
+    assert took < 8  # the server's exit is noticed, not waited out
+
+
+def test_a_torch_import_that_hangs_in_the_server_leaves_the_probe_its_time(tmp_path):
+    slow = tmp_path / "site"
+    (slow / "torch").mkdir(parents=True)
+    (slow / "torch" / "__init__.py").write_text("import time\ntime.sleep(600)\n")
+    ctx = Context(cwd=tmp_path, python=sys.executable, env={**os.environ, "PYTHONPATH": str(slow)})
+    script = probe(tmp_path, "quick.py", "print('answered')\n")
+    with probe_server.serving(ctx, wanted=True):
+        t0 = time.monotonic()
+        out = run_probe(ctx, script, timeout=9)
+        took = time.monotonic() - t0
+    assert not out.extra.get("probe_server") and out.returncode == 0 and "answered" in out.stdout
+    assert 2.5 <= took < 9
+
+
+def test_check_names_the_same_findings_with_and_without_the_server(tmp_path):
+    """The whole check, as a user runs it: a script whose import fails is told the same either way."""
+    (tmp_path / "train.py").write_text("import torch\nimport wandbx\n")
+    argv = [DFDOCTOR, "check", "--only", "imports.smoke", "--only", "cuda.init", "--format", "json",
+            "--cwd", str(tmp_path), "--", sys.executable, "train.py"]
+    import json
+    runs = {}
+    for hatch in ("1", "0"):
+        env = {**os.environ, "DFDOCTOR_PROBE_SERVER": hatch}
+        report = json.loads(subprocess.run(argv, capture_output=True, text=True, timeout=180, env=env).stdout)
+        runs[hatch] = {c["id"]: (c["status"], c["cause"], c["summary"].split(" (")[0]) for c in report["checks"]}
+    assert runs["1"] == runs["0"]
+    assert runs["1"]["imports.smoke"][:2] == ("fail", "missing-module")
+    assert runs["1"]["cuda.init"][0] == "skip"
