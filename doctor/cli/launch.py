@@ -119,7 +119,7 @@ def launch(opts: dict[str, Any]) -> int:
         report = slurm.launch(ctx, watch_s=watch_s, run_dir=run_dir, force=opts["force"],
                               no_check=opts["no_check"], only=tuple(opts.get("only") or ()), skip=tuple(opts.get("skip") or ()))
         level = fail_on(opts, cfg)
-        emit(report, pairs, verbose=opts["verbose"], fail_on_level=level, env=ctx.env)
+        emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level, env=ctx.env)
         return exit_code(report, level)
     if ctx.target == "local" and opts["strategy"] != "auto":
         raise click.UsageError("--strategy applies to a job on a --target; a local launch always detaches itself")
@@ -136,7 +136,7 @@ def launch(opts: dict[str, Any]) -> int:
             report = run_launch(ctx, cfg, lo)
         except FileExistsError as exc:
             raise click.UsageError(str(exc)) from None
-        emit(report, pairs, verbose=opts["verbose"], fail_on_level=level, env=ctx.env)
+        emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level, env=ctx.env)
     return exit_code(report, level)
 
 
@@ -161,14 +161,14 @@ def status(opts: dict[str, Any]) -> int:
     level = fail_on(opts, cfg)
     if slurm.is_slurm_run(cwd, opts["run"]):  # slurm:JOBID, or a run `launch -- sbatch` made
         report = slurm.status(cwd, opts["run"], opts["watch"])
-        emit(report, pairs, verbose=opts["verbose"], fail_on_level=level)
+        emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level)
         return exit_code(report, level)
     only, skip = check_selection(opts, cfg)
     try:
         guard(pairs, run_folders=(rundir.find_run(cwd, opts["run"]),))
         with run_connection(cwd, opts["run"]):  # open until the verdict is printed, as for launch
             report = run_status(cwd, opts["run"], cfg, opts["watch"], only, skip)
-            emit(report, pairs, verbose=opts["verbose"], fail_on_level=level)
+            emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level)
     except rundir.RunNotFound as exc:
         raise click.UsageError(str(exc)) from None
     return exit_code(report, level)

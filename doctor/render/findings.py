@@ -140,3 +140,9 @@ def level(f: Finding) -> str:
     if f.silenced:
         return "note"
     return "warning" if f.status == Status.WARN else "error"
+
+
+def fix_word(state: str) -> str:
+    """What a verdict's `fix` is called: a fix for a job that failed or could not be judged, the next step for
+    one that runs, is pending or is fine ("Follow it with tail -f" fixes nothing)."""
+    return "fix" if state in ("failed", "unknown") else "next"
