@@ -11,6 +11,7 @@ from dfdoctor.cli.options import (
     Seconds,
     launch_options,
     output_options,
+    name_config,
     pass_opts,
     single_target,
     validate_outputs,
@@ -119,6 +120,7 @@ def launch(opts: dict[str, Any]) -> int:
         report = slurm.launch(ctx, watch_s=watch_s, run_dir=run_dir, force=opts["force"],
                               no_check=opts["no_check"], only=tuple(opts.get("only") or ()), skip=tuple(opts.get("skip") or ()))
         level = fail_on(opts, cfg)
+        name_config(report, cfg)
         emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level, env=ctx.env)
         return exit_code(report, level)
     if ctx.target == "local" and opts["strategy"] != "auto":
@@ -136,6 +138,7 @@ def launch(opts: dict[str, Any]) -> int:
             report = run_launch(ctx, cfg, lo)
         except FileExistsError as exc:
             raise click.UsageError(str(exc)) from None
+        name_config(report, cfg)
         emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level, env=ctx.env)
     return exit_code(report, level)
 
@@ -161,6 +164,7 @@ def status(opts: dict[str, Any]) -> int:
     level = fail_on(opts, cfg)
     if slurm.is_slurm_run(cwd, opts["run"]):  # slurm:JOBID, or a run `launch -- sbatch` made
         report = slurm.status(cwd, opts["run"], opts["watch"])
+        name_config(report, cfg)
         emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level)
         return exit_code(report, level)
     only, skip = check_selection(opts, cfg)
@@ -168,6 +172,7 @@ def status(opts: dict[str, Any]) -> int:
         guard(pairs, run_folders=(rundir.find_run(cwd, opts["run"]),))
         with run_connection(cwd, opts["run"]):  # open until the verdict is printed, as for launch
             report = run_status(cwd, opts["run"], cfg, opts["watch"], only, skip)
+            name_config(report, cfg)
             emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level)
     except rundir.RunNotFound as exc:
         raise click.UsageError(str(exc)) from None

@@ -19,6 +19,7 @@ from dfdoctor.cli.launch import launch, status
 from dfdoctor.cli.options import (
     fleet_options,
     launch_options,
+    name_config,
     output_options,
     pass_opts,
     validate_outputs,
@@ -110,6 +111,7 @@ def check_cmd(opts: dict[str, Any]) -> int:
                     timeline=[], environment=environment_facts(ctx, records), mode="check")
     if not command:
         report.verdict = no_launch_checked(report.verdict, records)
+    name_config(report, cfg)
     emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level, env=ctx.env)
     return exit_code(report, level)
 

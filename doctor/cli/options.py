@@ -141,3 +141,9 @@ def pass_opts(f: Callable) -> Callable:
     def wrapper(**kwargs: Any) -> Any:
         return f(kwargs)
     return wrapper
+
+
+def name_config(report: Any, cfg: Any) -> None:
+    """The report says which config file it used (found from --cwd up to the project's root), when one was."""
+    if getattr(cfg, "path", None) is not None:
+        report.environment["config"] = str(cfg.path)
