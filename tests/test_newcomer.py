@@ -185,3 +185,44 @@ def test_annotations_point_at_the_user_s_own_frame_and_code_spans_are_raw():
     assert sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]["startLine"] == 6
     from dfdoctor.render.github import summary
     assert "`python3 train.py a>b`" in summary(rep) and "&gt;" not in summary(rep).split("Command:")[1].split("\n")[0]
+
+
+# ---- runs from anywhere: the user's index of runs ------------------------------------------------------------
+def test_status_and_report_find_a_run_from_any_folder(tmp_path):
+    state = tmp_path / "state"
+    env = {"XDG_STATE_HOME": str(state), "DFD_NC_API_TOKEN": "tok-s3cr3t-value-42"}
+    here, elsewhere = tmp_path / "proj", tmp_path / "elsewhere"
+    here.mkdir(), elsewhere.mkdir()
+    (here / "train.py").write_text("import sys\nprint('done', sys.argv[1:])\n")
+    res = run_dfdoctor("launch", "--no-check", "--watch", "3", "--format", "json", "--", sys.executable,
+                       "train.py", "--api-key", "tok-s3cr3t-value-42", cwd=here, env=env)
+    run = json.loads(res.stdout)["run"]
+    run_id = run["id"]
+    # from another folder: by id, by a prefix of it, and plain `status` (no runs here: the user's latest)
+    for args in (("status", run_id), ("status", run_id[:12]), ("status",), ("report", run_id)):
+        got = run_dfdoctor(*args, "--format", "json", cwd=elsewhere, env=env)
+        assert got.returncode in (0, 1), (args, got.stderr)
+        assert json.loads(got.stdout)["run"]["id"] == run_id, args
+    # the index is private and names folders only: never the command, its arguments or a secret
+    index = state / "dfdoctor" / "runs.jsonl"
+    assert oct(index.stat().st_mode & 0o777) == "0o600" and oct(index.parent.stat().st_mode & 0o777) == "0o700"
+    text = index.read_text()
+    assert run_id in text and "tok-s3cr3t" not in text and "train.py" not in text and "api-key" not in text
+    # a run folder that is gone is not found through a stale line
+    import shutil
+    shutil.rmtree(run["dir"])
+    gone = run_dfdoctor("status", run_id, cwd=elsewhere, env=env)
+    assert gone.returncode == 2 and "index of your runs" in gone.stderr
+
+
+def test_plain_status_prefers_a_run_of_this_folder(tmp_path):
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    ids = {}
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "train.py").write_text("print('x')\n")
+        res = run_dfdoctor("launch", "--no-check", "--watch", "2", "--format", "json", "--", sys.executable,
+                           "train.py", cwd=tmp_path / name, env=env)
+        ids[name] = json.loads(res.stdout)["run"]["id"]
+    got = run_dfdoctor("status", "--format", "json", cwd=tmp_path / "a", env=env)
+    assert json.loads(got.stdout)["run"]["id"] == ids["a"]  # not b, the user's latest
