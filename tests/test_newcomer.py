@@ -226,3 +226,25 @@ def test_plain_status_prefers_a_run_of_this_folder(tmp_path):
         ids[name] = json.loads(res.stdout)["run"]["id"]
     got = run_dfdoctor("status", "--format", "json", cwd=tmp_path / "a", env=env)
     assert json.loads(got.stdout)["run"]["id"] == ids["a"]  # not b, the user's latest
+
+
+# ---- dfdoctor env --------------------------------------------------------------------------------------------
+def test_env_block_has_the_training_interpreter_s_torch(tmp_path):
+    res = run_dfdoctor("env", "--", sys.executable, "train.py", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    facts = dict(line.split(": ", 1) for line in res.stdout.splitlines())
+    facts = {k.rstrip(":").strip(): v.strip() for k, v in facts.items()}
+    real = subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__, torch.cuda.is_available())"],
+                          capture_output=True, text=True, check=True).stdout.split()
+    assert facts["torch"].split()[0] == real[0] and facts["CUDA available"] == real[1]
+    assert facts["training interpreter"].startswith(f"{sys.executable} (named by the command)")
+    assert facts["target"] == "local" and facts["dfdoctor"].split()[0] and "NVIDIA driver" in facts
+
+
+def test_env_works_where_torch_is_broken(tmp_path):
+    fake = tmp_path / "fake" / "torch"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise RuntimeError('broken torch install')\n")
+    res = run_dfdoctor("env", "--python", sys.executable, cwd=tmp_path, env={"PYTHONPATH": str(fake.parent)})
+    assert res.returncode == 0, res.stderr
+    assert re.search(r"^torch: +cannot be imported: RuntimeError: broken torch install$", res.stdout, re.M), res.stdout

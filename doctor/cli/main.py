@@ -15,6 +15,7 @@ from typing import Any, Optional
 import click
 from dfdoctor import __version__
 from dfdoctor.cache import cache_dir, private_dir
+from dfdoctor.cli.env import env_cmd
 from dfdoctor.cli.launch import launch, status
 from dfdoctor.cli.options import (
     fleet_options,
@@ -198,6 +199,7 @@ def report_cmd(opts: dict[str, Any]) -> int:
 
 main.add_command(launch, "launch")
 main.add_command(status, "status")
+main.add_command(env_cmd, "env")
 
 
 def _save_crash(text: str) -> Path:
