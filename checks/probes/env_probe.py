@@ -15,9 +15,18 @@ install_stack_dump()
 facts = {"executable": sys.executable, "realpath": os.path.realpath(sys.executable),
          "python": sys.version.replace("\n", " "), "platform": platform.platform(),
          "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
-answer(dict(facts, torch_error="the torch import did not finish"))  # what is known if the import hangs
-try:
-    import torch
+facts["torch_error"] = "the torch import did not finish"
+answer(facts)  # what is known if the import hangs
+
+
+def torch_facts(facts):
+    """torch's version and its view of CUDA, into `facts`; an import that fails says why."""
+    try:
+        import torch
+    except Exception as exc:
+        facts["torch_error"] = "%s: %s" % (type(exc).__name__, exc)
+        return
+    facts.pop("torch_error", None)
     facts["torch"] = torch.__version__
     facts["torch_file"] = getattr(torch, "__file__", None)
     facts["torch_cuda"] = getattr(torch.version, "cuda", None)
@@ -33,8 +42,9 @@ try:
                          for i in range(torch.cuda.device_count())] if facts["cuda_available"] else []
     except Exception as exc:
         facts["cuda_error"] = "%s: %s" % (type(exc).__name__, exc)
-except Exception as exc:
-    facts["torch_error"] = "%s: %s" % (type(exc).__name__, exc)
+
+
+torch_facts(facts)
 try:
     smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version,name", "--format=csv,noheader"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=20)
