@@ -15,7 +15,8 @@ from typing import Callable, Iterable, Iterator, Optional, Union
 from dfdoctor.model import Result
 
 ENTRY_POINT_GROUP = "dfdoctor.checks"
-# dfdoctor's own distribution, as setup.cfg names it (never `dfdoctor`: that name on the index is another project): its checks are built-in.
+# dfdoctor's own distribution, as setup.cfg names it: its checks are built-in. Never `dfdoctor`: that name on the
+# package index is another project, whose entry points must not pass for ours.
 DISTRIBUTION = "dfdoctor-launch"
 _OWN_NAMES = {DISTRIBUTION, DISTRIBUTION.replace("-", "_")}
 PHASES = ("pre", "post")

@@ -11,7 +11,8 @@ from dfdoctor import registry
 
 REPO = Path(__file__).resolve().parent.parent
 # `pip install NAME` (also `.../bin/pip install -q NAME`), NAME a requirement and not a path or an option
-_PIP = re.compile(r"\bpip3?\s+install\s+((?:-{1,2}[\w-]+(?:[ =]\S+)?\s+)*)(?P<name>[A-Za-z0-9][\w.-]*)(?=[\s`'\"=<>~!\[;]|$)")
+_PIP = re.compile(r"\bpip3?\s+install\s+((?:-{1,2}[\w-]+(?:[ =]\S+)?\s+)*)"
+                  r"(?P<name>[A-Za-z0-9][\w.-]*)(?=[\s`'\"=<>~!\[;]|$)")
 
 
 def _distribution() -> str:

@@ -121,7 +121,8 @@ def launch(opts: dict[str, Any]) -> int:
                               no_check=opts["no_check"], only=tuple(opts.get("only") or ()), skip=tuple(opts.get("skip") or ()))
         level = fail_on(opts, cfg)
         name_config(report, cfg)
-        emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level, env=ctx.env)
+        emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level,
+             env=ctx.env)
         return exit_code(report, level)
     if ctx.target == "local" and opts["strategy"] != "auto":
         raise click.UsageError("--strategy applies to a job on a --target; a local launch always detaches itself")
@@ -139,7 +140,8 @@ def launch(opts: dict[str, Any]) -> int:
         except FileExistsError as exc:
             raise click.UsageError(str(exc)) from None
         name_config(report, cfg)
-        emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level, env=ctx.env)
+        emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level,
+             env=ctx.env)
     return exit_code(report, level)
 
 

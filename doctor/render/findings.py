@@ -3,8 +3,9 @@ file and line dfdoctor knows for it and a fingerprint that stays the same from o
 
 A check that found several problems (three missing requirements) gives one finding each. A finding that quotes
 a traceback is reported at the innermost frame of the user's own code (not the standard library's, not an
-installed package's). Where a finding names no file, it is reported against the training script (or the launcher) the command names, line 1; failing that,
-against `dfdoctor` itself, so a consumer that insists on a path (GitLab) still gets one.
+installed package's). Where a finding names no file, it is reported against the training script (or the
+launcher) the command names, line 1; failing that, against `dfdoctor` itself, so a consumer that insists on a
+path (GitLab) still gets one.
 """
 
 from __future__ import annotations
