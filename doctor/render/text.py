@@ -83,7 +83,9 @@ def render(report: Report, verbose: bool = False, color: bool = False, quiet: bo
     if not from_rows:
         for line in v.evidence[:8]:
             out.append("  | " + line)
-    raw = [f for rec in report.checks for f in _fixes(rec)] if from_rows else ([v.fix] if v.fix else [])
+    # the fixes of failures before those of warnings: what blocks the launch is mended first
+    worst_first = sorted(report.checks, key=lambda r: (r.silenced is None, r.status.rank), reverse=True)
+    raw = [f for rec in worst_first for f in _fixes(rec)] if from_rows else ([v.fix] if v.fix else [])
     fixes = combined_fixes(raw) or ([v.fix] if v.fix else [])
     label = fix_word(v.state) + ": "
     for i, fix in enumerate(fixes):
