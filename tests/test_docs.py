@@ -129,3 +129,15 @@ def test_completion_documented_for_bash_zsh_and_fish_works():
                                                          "COMP_WORDS": "dfdoctor st", "COMP_CWORD": "1"},
                            capture_output=True, text=True, timeout=60)
     assert "status" in words.stdout
+
+
+def test_the_matcher_tells_a_changed_output_apart():
+    shown = ["dfdoctor check: FAILED [...]", "  fix: .../python3 -m pip install a b", "...", "7 skipped: -v says why"]
+    assert matches(shown, ["dfdoctor check: FAILED [x]", "  fix: /v/python3 -m pip install a b", "r1", "r2",
+                           "7 skipped: -v says why"])
+    assert matches(shown, ["dfdoctor check: FAILED [x]", "  fix: /v/python3 -m pip install a b",
+                           "7 skipped: -v says why"])
+    assert not matches(shown, ["dfdoctor check: FAILED [x]", "  fix: /v/python3 -m pip install a",
+                               "7 skipped: -v says why"])
+    assert not matches(shown, ["dfdoctor check: OK", "  fix: /v/python3 -m pip install a b", "7 skipped: -v says why"])
+    assert not matches(shown, ["dfdoctor check: FAILED [x]", "  fix: /v/python3 -m pip install a b", "extra"])
