@@ -241,7 +241,9 @@ def verdict_from_checks(records: list[CheckRecord], fail_on_level: str) -> Verdi
     if not problems:
         warns = [r for r in records if r.status == Status.WARN and not r.silenced]
         note = f"; {len(warns)} warning(s)" if warns else ""
-        return Verdict("ok", None, f"{len(records)} check(s) found no problem that blocks the launch{note}.",
+        ran = sum(1 for r in records if r.status != Status.SKIP)  # a skipped check found nothing: not "no problem"
+        skipped = f" ({len(records) - ran} skipped)" if ran < len(records) else ""
+        return Verdict("ok", None, f"{ran} check(s) found no problem that blocks the launch{skipped}{note}.",
                        evidence=[f"{r.id}: {r.summary}" for r in warns])
     blockers = [r for r in problems if r.cause in causes.LAUNCH_BLOCKERS and r.observed]
     first = max(blockers or problems, key=lambda r: (r.status in (Status.FAIL,), r.status.rank))

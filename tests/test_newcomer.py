@@ -248,3 +248,11 @@ def test_env_works_where_torch_is_broken(tmp_path):
     res = run_dfdoctor("env", "--python", sys.executable, cwd=tmp_path, env={"PYTHONPATH": str(fake.parent)})
     assert res.returncode == 0, res.stderr
     assert re.search(r"^torch: +cannot be imported: RuntimeError: broken torch install$", res.stdout, re.M), res.stdout
+
+
+def test_an_ok_over_skipped_checks_counts_only_those_that_ran():
+    from dfdoctor.engine import verdict_from_checks
+    records = [CheckRecord("log.writable", "pre", Status.OK, "fine"),
+               *(CheckRecord(f"cuda.{i}", "pre", Status.SKIP, "no GPU") for i in range(2))]
+    v = verdict_from_checks(records, "error")
+    assert v.state == "ok" and v.summary.startswith("1 check(s) found no problem") and "(2 skipped)" in v.summary
