@@ -194,8 +194,11 @@ def _rows(report: Report, width: int, verbose: bool, color: bool) -> list[str]:
         out += ["", _paint(f"== {row.target}", row.verdict.state, color, bold=True)]
         idw = max(len(c.id) for c in records)
         for rec in records:
-            if verbose or rec.status != Status.OK:
+            if verbose or rec.status.rank > Status.SKIP.rank:
                 out.extend(_check_lines(rec, idw, width, verbose, color))
+        skipped = sum(1 for r in records if r.status == Status.SKIP)
+        if skipped and not verbose:
+            out.append(_paint(f"{skipped} skipped: -v says why", "skip", color))
     return out
 
 
