@@ -1,4 +1,5 @@
-"""Project configuration: `[tool.dfdoctor]` in pyproject.toml, or `dfdoctor.toml`, in the job's cwd."""
+"""Project configuration: `[tool.dfdoctor]` in pyproject.toml, or `dfdoctor.toml`, in the job's cwd or the
+first folder above it that has one (up to the project's root)."""
 
 from __future__ import annotations
 
@@ -47,9 +48,30 @@ class Config:
 
 
 def load(cwd: Path) -> Config:
-    """Read `dfdoctor.toml` (preferred) or pyproject's `[tool.dfdoctor]` from `cwd`."""
+    """The project's settings: from `cwd` up to the project root, the first folder with a `dfdoctor.toml`
+    (preferred) or a pyproject.toml that has `[tool.dfdoctor]`, as ruff and pytest find theirs. The walk stops at
+    the folder holding `.git` (the checkout's root) or at the file system's root."""
+    for folder in _upwards(cwd):
+        found = _read(folder)
+        if found is not None:
+            return found
+        if (folder / ".git").exists():
+            break
+    return Config()
+
+
+def _upwards(cwd: Path) -> list[Path]:
+    try:
+        start = cwd.resolve()
+    except OSError:
+        start = cwd.absolute()
+    return [start, *start.parents]
+
+
+def _read(folder: Path) -> Optional[Config]:
+    """The settings of one folder, or None when it has none (a pyproject.toml without [tool.dfdoctor])."""
     for name, table in (("dfdoctor.toml", None), ("pyproject.toml", ("tool", "dfdoctor"))):
-        path = cwd / name
+        path = folder / name
         if not path.is_file():
             continue
         try:
@@ -63,7 +85,7 @@ def load(cwd: Path) -> Config:
         if values is None:
             continue
         return _validated(path, values)
-    return Config()
+    return None
 
 
 def _validated(path: Path, values: Any) -> Config:

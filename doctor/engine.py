@@ -22,7 +22,7 @@ from dfdoctor.progress import Progress
 from dfdoctor.redact import Redactor
 from dfdoctor.registry import Check, discover, select, unmatched
 from dfdoctor.render import render
-from dfdoctor.render.text import visible
+from dfdoctor.render.text import color_wanted, verdict_line, visible
 from dfdoctor.runner import run_checks
 from dfdoctor.safefile import guard_outputs, write_atomically
 
@@ -242,7 +242,9 @@ def verdict_from_checks(records: list[CheckRecord], fail_on_level: str) -> Verdi
     if not problems:
         warns = [r for r in records if r.status == Status.WARN and not r.silenced]
         note = f"; {len(warns)} warning(s)" if warns else ""
-        return Verdict("ok", None, f"{len(records)} check(s) found no problem that blocks the launch{note}.",
+        ran = sum(1 for r in records if r.status != Status.SKIP)  # a skipped check found nothing: not "no problem"
+        skipped = f" ({len(records) - ran} skipped)" if ran < len(records) else ""
+        return Verdict("ok", None, f"{ran} check(s) found no problem that blocks the launch{skipped}{note}.",
                        evidence=[f"{r.id}: {r.summary}" for r in warns])
     blockers = [r for r in problems if r.cause in causes.LAUNCH_BLOCKERS and r.observed]
     first = max(blockers or problems, key=lambda r: (r.status in (Status.FAIL,), r.status.rank))
@@ -283,8 +285,10 @@ class OutputNotWritten(UsageError):
 
 def emit(report: Report, pairs: list[tuple[str, Optional[str]]], *, verbose: bool = False,
          fail_on_level: str = "error", env: Optional[dict[str, str]] = None, saved: Optional[str] = None,
-         prints: Any = None) -> None:
-    """Write the report in every requested format; each file atomically, text on a tty in colour.
+         prints: Any = None, quiet: bool = False) -> None:
+    """Write the report in every requested format; each file atomically, text on a tty in colour (or with
+    FORCE_COLOR; never with NO_COLOR). `quiet`: the text on the terminal is the verdict line alone. When no
+    format goes to the terminal, the verdict line and the files written still do (as pytest with --junitxml).
 
     An output that cannot be written does not stop the others (the terminal's verdict included); then
     OutputNotWritten (exit 2) names each one, and `saved`, the run folder that keeps the report anyway.
@@ -294,8 +298,8 @@ def emit(report: Report, pairs: list[tuple[str, Optional[str]]], *, verbose: boo
     failed = []
     for fmt, out in pairs:
         if out is None:
-            color = sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
-            text = render(safe, fmt, verbose=verbose, color=color, fail_on=fail_on_level)
+            text = render(safe, fmt, verbose=verbose, color=color_wanted(sys.stdout), fail_on=fail_on_level,
+                          quiet=quiet)
             if fmt != "text":  # text escapes what it quotes itself and keeps its own colours; the rest have none
                 text = visible(text)
             try:
@@ -310,6 +314,13 @@ def emit(report: Report, pairs: list[tuple[str, Optional[str]]], *, verbose: boo
             failed.append(f"--output {out}: {exc.strerror or exc}")
     if any(fmt == "github" for fmt, _ in pairs):
         append_step_summary(safe)
+    if pairs and all(out is not None for _, out in pairs):
+        written = [out for _, out in pairs if f"--output {out}:" not in " ".join(failed)]
+        try:
+            sys.stdout.write(visible(verdict_line(safe)) + (f" ({', '.join(written)})" if written else "") + "\n")
+            sys.stdout.flush()
+        except OSError:
+            discard_stream(sys.stdout)
     if failed:
         kept = f"; the report is kept in {saved}" if saved else ""
         raise OutputNotWritten("could not write " + "; ".join(failed) + kept)

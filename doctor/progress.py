@@ -11,7 +11,8 @@ from dfdoctor.registry import Check
 
 
 class Progress:
-    """Redraws one status line on stderr while checks run; silent when stderr is not a terminal."""
+    """Redraws one status line on stderr while checks run, and erases it when they are done: nothing of it stays
+    on screen above the report. Silent when stderr is not a terminal."""
 
     def __init__(self, total: int, stream: Optional[TextIO] = None, enabled: Optional[bool] = None) -> None:
         self.stream = stream or sys.stderr
@@ -30,10 +31,7 @@ class Progress:
             self.running[chk.id] = time.monotonic()
         else:
             self.running.pop(chk.id, None)
-            self.done += 1
-            if self.enabled and rec is not None:
-                self._clear()
-                self.stream.write(f"  {rec.status.value:<7} {chk.id}  ({rec.duration_s:.1f} s)\n")
+            self.done += 1  # its line is not kept: the report below says it, once
         self._draw()
 
     def _clear(self) -> None:

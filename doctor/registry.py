@@ -15,6 +15,10 @@ from typing import Callable, Iterable, Iterator, Optional, Union
 from dfdoctor.model import Result
 
 ENTRY_POINT_GROUP = "dfdoctor.checks"
+# dfdoctor's own distribution, as setup.cfg names it: its checks are built-in. Never `dfdoctor`: that name on the
+# package index is another project, whose entry points must not pass for ours.
+DISTRIBUTION = "dfdoctor-launch"
+_OWN_NAMES = {DISTRIBUTION, DISTRIBUTION.replace("-", "_")}
 PHASES = ("pre", "post")
 
 CheckFunc = Callable[..., Union[Iterable[Result], Result, None]]
@@ -80,7 +84,7 @@ def discover() -> tuple[list[Check], list[BrokenPlugin]]:
     broken: list[BrokenPlugin] = []
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         dist = _distribution_name(ep)
-        source = "built-in" if dist == "dfdoctor" else dist
+        source = "built-in" if dist in _OWN_NAMES else dist
         try:
             obj = ep.load()
         except Exception as exc:  # a plugin that fails to import must not take dfdoctor down

@@ -20,6 +20,11 @@ DFDOCTOR = str(BIN / "dfdoctor")
 SESSION_MARK = "DFDOCTOR_TEST_SESSION"
 os.environ[SESSION_MARK] = uuid.uuid4().hex
 
+# The user's index of runs (dfdoctor.runindex) is this session's own: a plain `status` in a folder without runs
+# must not find another session's launches (seven sessions share this machine's home folder).
+import tempfile  # noqa: E402
+os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="dfdoctor-test-state-")
+
 
 def marked_processes() -> list[psutil.Process]:
     """Processes (other than pytest itself) that carry this test session's marker in their environment."""

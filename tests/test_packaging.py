@@ -40,7 +40,7 @@ def wheel_venv(tmp_path_factory) -> tuple[Path, set[str]]:
             shutil.copy2(REPO / name, src / name)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
                     "-w", str(work / "dist"), str(src)], check=True, capture_output=True, timeout=300)
-    (wheel,) = (work / "dist").glob("dfdoctor-*.whl")
+    (wheel,) = (work / "dist").glob("dfdoctor_launch-*.whl")
     env_dir = work / "venv"
     venv.EnvBuilder(with_pip=False).create(env_dir)
     site = _site_packages(env_dir)

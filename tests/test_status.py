@@ -23,7 +23,8 @@ def work(tmp_path: Path):
 
 
 def test_status_without_runs_is_usage_error(work):
-    proc = subprocess.run([DFDOCTOR, "status", "--cwd", str(work)], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([DFDOCTOR, "status", "--cwd", str(work)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "XDG_STATE_HOME": str(work / "state")})  # no runs anywhere either
     assert proc.returncode == 2
     assert "no runs" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 

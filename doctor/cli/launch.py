@@ -11,6 +11,7 @@ from dfdoctor.cli.options import (
     Seconds,
     launch_options,
     output_options,
+    name_config,
     pass_opts,
     single_target,
     validate_outputs,
@@ -119,7 +120,9 @@ def launch(opts: dict[str, Any]) -> int:
         report = slurm.launch(ctx, watch_s=watch_s, run_dir=run_dir, force=opts["force"],
                               no_check=opts["no_check"], only=tuple(opts.get("only") or ()), skip=tuple(opts.get("skip") or ()))
         level = fail_on(opts, cfg)
-        emit(report, pairs, verbose=opts["verbose"], fail_on_level=level, env=ctx.env)
+        name_config(report, cfg)
+        emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level,
+             env=ctx.env)
         return exit_code(report, level)
     if ctx.target == "local" and opts["strategy"] != "auto":
         raise click.UsageError("--strategy applies to a job on a --target; a local launch always detaches itself")
@@ -136,7 +139,9 @@ def launch(opts: dict[str, Any]) -> int:
             report = run_launch(ctx, cfg, lo)
         except FileExistsError as exc:
             raise click.UsageError(str(exc)) from None
-        emit(report, pairs, verbose=opts["verbose"], fail_on_level=level, env=ctx.env)
+        name_config(report, cfg)
+        emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level,
+             env=ctx.env)
     return exit_code(report, level)
 
 
@@ -161,14 +166,16 @@ def status(opts: dict[str, Any]) -> int:
     level = fail_on(opts, cfg)
     if slurm.is_slurm_run(cwd, opts["run"]):  # slurm:JOBID, or a run `launch -- sbatch` made
         report = slurm.status(cwd, opts["run"], opts["watch"])
-        emit(report, pairs, verbose=opts["verbose"], fail_on_level=level)
+        name_config(report, cfg)
+        emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level)
         return exit_code(report, level)
     only, skip = check_selection(opts, cfg)
     try:
         guard(pairs, run_folders=(rundir.find_run(cwd, opts["run"]),))
         with run_connection(cwd, opts["run"]):  # open until the verdict is printed, as for launch
             report = run_status(cwd, opts["run"], cfg, opts["watch"], only, skip)
-            emit(report, pairs, verbose=opts["verbose"], fail_on_level=level)
+            name_config(report, cfg)
+            emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level)
     except rundir.RunNotFound as exc:
         raise click.UsageError(str(exc)) from None
     return exit_code(report, level)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -14,10 +15,12 @@ from typing import Any, Optional
 import click
 from dfdoctor import __version__
 from dfdoctor.cache import cache_dir, private_dir
+from dfdoctor.cli.env import env_cmd
 from dfdoctor.cli.launch import launch, status
 from dfdoctor.cli.options import (
     fleet_options,
     launch_options,
+    name_config,
     output_options,
     pass_opts,
     validate_outputs,
@@ -39,7 +42,7 @@ from dfdoctor.engine import (
 from dfdoctor.errors import UsageError
 from dfdoctor.fleet import check_many, target_specs
 from dfdoctor.launch.rundir import find_run, is_run_dir, load_prints, runs_root
-from dfdoctor.model import Report
+from dfdoctor.model import Report, Verdict
 from dfdoctor.numbers import whole
 from dfdoctor.render.text import visible
 from dfdoctor.registry import discover
@@ -51,10 +54,25 @@ from dfdoctor.slurm import orchestrate as slurm
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
 
-@click.group(context_settings=CONTEXT)
-@click.version_option(__version__, prog_name="dfdoctor")
-def main() -> None:
+EPILOG = """\b
+Examples:
+  dfdoctor check --log logs/train.log -- python train.py --lr 3e-4     checks a launch, starts nothing
+  dfdoctor launch --log logs/train.log -- python -u train.py           starts it under the flight recorder
+  dfdoctor status                                                      later, from any folder: what happened?
+
+\b
+Exit codes: 0 no problem, 1 a problem found, 2 bad usage of dfdoctor, 3 a bug in dfdoctor.
+Docs: README.md and docs/ of dfdoctor's repository; `dfdoctor COMMAND -h` for a command's options.
+"""
+
+
+@click.group(context_settings=CONTEXT, invoke_without_command=True, epilog=EPILOG)
+@click.version_option(__version__, "-V", "--version", prog_name="dfdoctor")
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """Why did my training launch produce no log and no process? Checks before and after a launch."""
+    if ctx.invoked_subcommand is None:  # a bare `dfdoctor`: what it can do, as `git` or `ruff` would say
+        click.echo(ctx.get_help())
 
 
 @main.command("check", context_settings={**CONTEXT, "allow_interspersed_args": False})
@@ -73,11 +91,11 @@ def check_cmd(opts: dict[str, Any]) -> int:
     specs = target_specs(tuple(opts.get("target") or ()), opts.get("targets_file"))
     if len(specs) > 1 or opts.get("targets_file"):
         report, level, env = check_many(opts, command, specs, started, __version__)
-        emit(report, pairs, verbose=opts["verbose"], fail_on_level=level, env=env)
+        emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level, env=env)
         return exit_code(report, level)
     if opts.get("slurm_nodes"):
         report, level = _check_nodes(opts, command, started)
-        emit(report, pairs, verbose=opts["verbose"], fail_on_level=level)
+        emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level)
         return exit_code(report, level)
     opts["target"] = specs[0]
     ctx, cfg = build_context(opts, command)
@@ -92,8 +110,22 @@ def check_cmd(opts: dict[str, Any]) -> int:
     report = Report(tool_version=__version__, target=ctx.target, command=command, started_at=started,
                     finished_at=now_iso(), verdict=verdict_from_checks(records, level), checks=records,
                     timeline=[], environment=environment_facts(ctx, records), mode="check")
-    emit(report, pairs, verbose=opts["verbose"], fail_on_level=level, env=ctx.env)
+    if not command:
+        report.verdict = no_launch_checked(report.verdict, records)
+    name_config(report, cfg)
+    emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level, env=ctx.env)
     return exit_code(report, level)
+
+
+def no_launch_checked(verdict: Verdict, records: list) -> Verdict:
+    """`check` without a command: its verdict says plainly that only the environment was looked at, so an OK
+    over checks that all skipped for want of a command is not read as a launch that will work."""
+    ran = sum(1 for r in records if r.status.value != "skip")
+    said = f"No command given: the environment was checked ({ran} of {len(records)} checks ran), no launch was."
+    rest = verdict.summary if verdict.state.value != "ok" else ""  # "found no problem that blocks the launch": none
+    return dataclasses.replace(verdict, summary=f"{said} {rest}".strip(),
+                               fix=verdict.fix or ("to check a launch, give its command after --: "
+                                                   "dfdoctor check -- python train.py"))
 
 
 def _check_nodes(opts: dict[str, Any], command: list[str], started: str) -> tuple[Report, str]:
@@ -125,7 +157,8 @@ def list_checks(fmt: str) -> int:
         return 0
     table = [(r["id"], ",".join(r["phases"]), r["source"], r["title"]) for r in rows]
     table += [(b.name, "BROKEN", b.source, b.error) for b in broken]
-    widths = [max(len(row[i]) for row in table) for i in range(3)] if table else [0, 0, 0]
+    table.insert(0, ("ID", "PHASES", "SOURCE", "TITLE"))
+    widths = [max(len(row[i]) for row in table) for i in range(3)]
     for row in table:
         click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[3])
     return 0
@@ -160,12 +193,13 @@ def report_cmd(opts: dict[str, Any]) -> int:
     guard(pairs, run_folders=(source.parent,) if is_run_dir(source.parent) else ())
     guard_outputs([o for _, o in pairs if o is not None], [("the report read", source)])
     level = opts.get("fail_on") or "error"
-    emit(report, pairs, verbose=opts["verbose"], fail_on_level=level, prints=prints)
+    emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level, prints=prints)
     return exit_code(report, level)
 
 
 main.add_command(launch, "launch")
 main.add_command(status, "status")
+main.add_command(env_cmd, "env")
 
 
 def _save_crash(text: str) -> Path:

@@ -43,6 +43,8 @@ def output_options(f: Callable) -> Callable:
         click.option("--fail-on", type=click.Choice(["error", "warn"]), default=None,
                      help="Which status makes the exit code 1 (default: error = fail, error or timeout)."),
         click.option("-v", "--verbose", is_flag=True, help="Show details, evidence and durations."),
+        click.option("-q", "--quiet", is_flag=True,
+                     help="On the terminal, the verdict line only (files given with --output are written in full)."),
     ]):
         f = deco(f)
     return f
@@ -139,3 +141,9 @@ def pass_opts(f: Callable) -> Callable:
     def wrapper(**kwargs: Any) -> Any:
         return f(kwargs)
     return wrapper
+
+
+def name_config(report: Any, cfg: Any) -> None:
+    """The report says which config file it used (found from --cwd up to the project's root), when one was."""
+    if getattr(cfg, "path", None) is not None:
+        report.environment["config"] = str(cfg.path)

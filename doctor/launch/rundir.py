@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from dfdoctor.cache import cache_dir
+from dfdoctor import runindex
 from dfdoctor.launch import marker
 from dfdoctor.launch.recorder import proc_start_time, read_text
 from dfdoctor.safefile import write_atomically
@@ -57,6 +58,7 @@ def new_run(cwd: Path, run_dir: Optional[Path] = None) -> tuple[str, Path]:
                 raise FileExistsError(f"--run-dir {path} {what}: choose a new or empty folder") from None
             os.chmod(path, 0o700)
         marker.write(path, run_id)
+        runindex.record(run_id, path, cwd)
         return run_id, path
     try:
         root = runs_root(cwd)
@@ -68,6 +70,7 @@ def new_run(cwd: Path, run_dir: Optional[Path] = None) -> tuple[str, Path]:
         fallback.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = Path(tempfile.mkdtemp(prefix=run_id + "-", dir=fallback))
     marker.write(path, run_id)
+    runindex.record(run_id, path, cwd)
     return run_id, path
 
 
@@ -112,17 +115,25 @@ def find_run(cwd: Path, ref: Optional[str] = None) -> Path:
         if p.is_dir() and is_run_dir(p):
             return p.absolute()
         matches = [r for r in list_runs(cwd) if r.name.startswith(ref)]
-        if len(matches) == 1:
-            return matches[0]
+        exact = [r for r in matches if r.name == ref]
+        if not matches and not p.is_dir():  # not here: the user's index of runs knows every folder's
+            matches = exact = runindex.find(ref)
+        if len(matches) == 1 or len(exact) == 1:
+            return (exact or matches)[0]
         if matches:
             raise RunNotFound(f"run {ref!r} is ambiguous: {', '.join(m.name for m in matches)}")
         if p.is_dir():
             raise RunNotFound(f"{ref} is not a dfdoctor run folder (it has no {marker.NAME} marker)")
-        raise RunNotFound(f"no run {ref!r} (looked for a run folder at that path and under {runs_root(cwd)})")
+        raise RunNotFound(f"no run {ref!r} (looked for a run folder at that path, under {runs_root(cwd)} and in "
+                          f"the index of your runs, {runindex.state_dir() / runindex.INDEX})")
     runs = list_runs(cwd)
-    if not runs:
-        raise RunNotFound(f"no runs under {runs_root(cwd)}; start one with `dfdoctor launch -- COMMAND`")
-    return runs[-1]
+    if runs:
+        return runs[-1]
+    latest = runindex.latest()  # none launched from here: the user's latest, wherever it was launched
+    if latest is None:
+        raise RunNotFound(f"no runs under {runs_root(cwd)} nor in the index of your runs "
+                          f"({runindex.state_dir() / runindex.INDEX}); start one with `dfdoctor launch -- COMMAND`")
+    return latest
 
 
 def masker(env: Optional[dict[str, str]] = None, argv: Any = ()) -> Redactor:

@@ -1,9 +1,11 @@
 """The findings CI formats report (github, sarif, gitlab): each problem once, the most important first, with the
 file and line dfdoctor knows for it and a fingerprint that stays the same from one run to the next.
 
-A check that found several problems (three missing requirements) gives one finding each. Where a finding names
-no file, it is reported against the training script (or the launcher) the command names, line 1; failing that,
-against `dfdoctor` itself, so a consumer that insists on a path (GitLab) still gets one.
+A check that found several problems (three missing requirements) gives one finding each. A finding that quotes
+a traceback is reported at the innermost frame of the user's own code (not the standard library's, not an
+installed package's). Where a finding names no file, it is reported against the training script (or the
+launcher) the command names, line 1; failing that, against `dfdoctor` itself, so a consumer that insists on a
+path (GitLab) still gets one.
 """
 
 from __future__ import annotations
@@ -74,6 +76,23 @@ def found_location(texts: list[str]) -> Optional[tuple[str, int]]:
     return None
 
 
+# a traceback's frame, `File "/path/train.py", line 6, in main`
+_FRAME = re.compile(r'File "(?P<path>[^"\n]+)", line (?P<line>\d+)')
+# where installed code and the standard library live: not the user's own frame
+_NOT_THEIRS = re.compile(r"(?:/(?:site|dist)-packages/|/lib/python\d[\d.]*/|^<|/<frozen )")
+
+
+def user_frame(texts: list[str]) -> Optional[tuple[str, int]]:
+    """The innermost frame of the user's own code in a traceback quoted by the texts: where their code raised
+    (line 6 of train.py), not where the launch began, nor a library's line deep below it."""
+    found = None
+    for t in texts:
+        for m in _FRAME.finditer(t or ""):
+            if not _NOT_THEIRS.search(m.group("path")) and int(m.group("line")) > 0:
+                found = (m.group("path"), int(m.group("line")))
+    return found
+
+
 def fallback_path(report: Report, rec: CheckRecord) -> Optional[str]:
     """The file the launch is about: the script the check parsed, else the command's script, else its launcher."""
     launch = rec.data.get("launch") if isinstance(rec.data.get("launch"), dict) else rec.data
@@ -113,7 +132,8 @@ def findings(report: Report) -> list[Finding]:
     out: list[Finding] = []
     for rec in report.checks:
         for res in _problems(rec):
-            here = found_location([res.summary, *res.evidence, res.fix, res.details])
+            here = found_location([res.summary, *res.evidence, res.fix, res.details]) \
+                or user_frame([*res.evidence, res.details])
             if here:
                 path, line, located = here[0], here[1], True
             else:
@@ -126,10 +146,11 @@ def findings(report: Report) -> list[Finding]:
     if report.mode in ("launch", "status") and report.verdict.state in ("failed", "unknown") \
             and not any(f.cause == report.verdict.cause and f.cause for f in out):
         v = report.verdict
-        path = fallback_path(report, CheckRecord(id="", phase="", status=Status.FAIL, summary=""))
+        here = user_frame(list(v.evidence))  # a crash: the user's own line, as the verdict's text names it
+        path, line = here or (fallback_path(report, CheckRecord(id="", phase="", status=Status.FAIL, summary="")), 1)
         path = relative(path, job_cwd, base) if path else NO_FILE
         out.append(Finding(f"{report.mode}.verdict", "What happened to the job", Status.FAIL, v.cause, v.summary,
-                           v.fix, None, path, 1, False, None,
+                           v.fix, None, path, line, here is not None, None,
                            fingerprint(f"{report.mode}.verdict", v.cause, Status.FAIL, None, path, v.summary)))
     out.sort(key=lambda f: f.severity_rank, reverse=True)
     return out
@@ -140,3 +161,9 @@ def level(f: Finding) -> str:
     if f.silenced:
         return "note"
     return "warning" if f.status == Status.WARN else "error"
+
+
+def fix_word(state: str) -> str:
+    """What a verdict's `fix` is called: a fix for a job that failed or could not be judged, the next step for
+    one that runs, is pending or is fine ("Follow it with tail -f" fixes nothing)."""
+    return "fix" if state in ("failed", "unknown") else "next"

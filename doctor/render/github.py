@@ -9,7 +9,7 @@ the fix) is what `dfdoctor.engine` appends to `$GITHUB_STEP_SUMMARY`, kept under
 from __future__ import annotations
 
 from dfdoctor.model import Report, Status
-from dfdoctor.render.findings import NO_FILE, Finding, findings, level
+from dfdoctor.render.findings import NO_FILE, Finding, findings, fix_word, level
 
 ANNOTATIONS_SHOWN = 10
 SUMMARY_LIMIT = 1024 * 1024  # GitHub refuses a step summary over 1 MiB
@@ -61,9 +61,12 @@ def _cell(s: str, limit: int = 300) -> str:
     return s.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;") or " "
 
 
-def _code(s: str) -> str:
+def _code(s: str, limit: int = 300) -> str:
+    """A code span in a table cell: raw text (Markdown shows a code span as written, so `>` stays `>`, never
+    `&gt;`); only the table's `|` is escaped, and a backtick, which would end the span, becomes `'`."""
     s = " ".join((s or "").split()).replace("`", "'")
-    return f"`{_cell(s)}`" if s else ""
+    s = s if len(s) <= limit else s[:limit - 1] + "…"
+    return f"`{s.replace('|', chr(92) + '|')}`" if s else ""
 
 
 def summary(report: Report, limit: int = SUMMARY_LIMIT) -> str:
@@ -72,7 +75,7 @@ def summary(report: Report, limit: int = SUMMARY_LIMIT) -> str:
     head = [f"## dfdoctor {report.mode}: {_STATES.get(v.state, v.state.upper())}"
             + (f" `{v.cause}`" if v.cause else ""), "", _cell(v.summary, 2000), ""]
     if v.fix:
-        head += [f"**Fix:** {_cell(v.fix, 2000)}", ""]
+        head += [f"**{fix_word(v.state).capitalize()}:** {_cell(v.fix, 2000)}", ""]
     if report.command:
         head += [f"Command: {_code(' '.join(map(str, report.command)))}", ""]
     many = bool(report.targets)

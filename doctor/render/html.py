@@ -22,6 +22,7 @@ from dfdoctor import __version__
 from dfdoctor import templates as templates_package
 from dfdoctor.model import PROBLEMS, CheckRecord, Report, Status
 from dfdoctor.rows import differences
+from dfdoctor.render.findings import fix_word
 from markupsafe import Markup, escape
 
 TEMPLATES = Path(templates_package.__file__).resolve().parent
@@ -415,7 +416,7 @@ def render(report: Report, verbose: bool = False) -> str:
         r=report, v=v, verbose=verbose, css=Markup(css), csp=csp(css),
         state_word=STATE_WORDS.get(v.state, v.state.upper()),
         command=shlex.join(str(a) for a in report.command) if report.command else "",
-        fix=fix_markup(v.fix) if v.fix else None,
+        fix=fix_markup(v.fix) if v.fix else None, fix_label=fix_word(v.state).capitalize(),
         evidence=evidence, evidence_more=evidence_more,
         timeline=timeline_rows(report.timeline), before_after=before_after(report),
         groups=[(h, [card(c, shares[id(c)], verbose) for c in recs]) for h, recs in check_groups(report)],

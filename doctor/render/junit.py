@@ -5,6 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from dfdoctor.model import Report, Status
+from dfdoctor.render.findings import fix_word
 
 # XML 1.0 cannot carry most control characters; captured output often has them (ANSI colours, \x00).
 _XML_BAD = {i: "\ufffd" for i in range(32) if i not in (9, 10, 13)}
@@ -22,7 +23,7 @@ def _verdict_suite(root: ET.Element, report: Report, totals: dict[str, int]) -> 
                           failures="1" if v.state in ("failed", "unknown") else "0", errors="0", skipped="0")
     case = ET.SubElement(suite, "testcase", classname=f"dfdoctor.{report.mode}", name=f"{report.mode}.verdict")
     totals["tests"] += 1
-    body = "\n".join([v.summary, *v.evidence, f"Fix: {v.fix}" if v.fix else ""]).strip()
+    body = "\n".join([v.summary, *v.evidence, f"{fix_word(v.state).capitalize()}: {v.fix}" if v.fix else ""]).strip()
     if v.state in ("failed", "unknown"):
         el = ET.SubElement(case, "failure", message=_clean(f"[{v.cause}] {v.summary}" if v.cause else v.summary),
                            type=v.cause or v.state)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import os
 import re
 import shutil
 import textwrap
-from typing import Any
+from typing import Any, Optional
 
-from dfdoctor.model import CheckRecord, Report, Status
+from dfdoctor.model import OBSERVED, CheckRecord, Report, Status
+from dfdoctor.render.findings import fix_word
 from dfdoctor.rows import differences, row_counts
 
 # Every C0 and C1 control but newline and tab, and DEL: what lets a job's bytes repaint a terminal, ring it,
@@ -42,6 +44,19 @@ def _visible_all(obj: Any) -> Any:
     return obj
 
 
+def color_wanted(stream: Any) -> bool:
+    """Colour on a terminal; FORCE_COLOR (non-empty) asks for it elsewhere too (CI logs that render it); NO_COLOR
+    (non-empty, no-color.org) and TERM=dumb turn it off, whatever else says (NO_COLOR first, as pytest)."""
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    if os.environ.get("FORCE_COLOR", "") not in ("", "0"):
+        return True
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
 def _paint(text: str, key: str, color: bool, bold: bool = False) -> str:
     if not color:
         return text
@@ -49,33 +64,108 @@ def _paint(text: str, key: str, color: bool, bold: bool = False) -> str:
     return f"\x1b[{'1;' if bold else ''}{code}m{text}\x1b[0m"
 
 
-def render(report: Report, verbose: bool = False, color: bool = False) -> str:
-    """Verdict, then one line per check (details and durations with `verbose`); control characters in what the
-    report quotes (a job's output, a path) are shown escaped, so only our own colour codes reach the terminal."""
+def render(report: Report, verbose: bool = False, color: bool = False, quiet: bool = False) -> str:
+    """Verdict, then one line per finding of every check (details and durations with `verbose`; only the
+    verdict line with `quiet`); control characters in what the report quotes (a job's output, a path) are shown
+    escaped, so only our own colour codes reach the terminal."""
     report = _visible_all(report)
+    if quiet:
+        return _paint(verdict_line(report), report.verdict.state, color, bold=True) + "\n"
     width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 120))
     out: list[str] = []
     v = report.verdict
-    head = {"ok": "OK", "running": "RUNNING", "failed": "FAILED", "unknown": "UNKNOWN"}.get(v.state, v.state.upper())
-    cause = f" [{v.cause}]" if v.cause else ""
-    out.append(_paint(f"dfdoctor {report.mode}: {head}{cause}", v.state, color, bold=True))
-    if v.summary:
-        out.extend(textwrap.wrap(v.summary, width, initial_indent="  ", subsequent_indent="  "))
-    for line in v.evidence[:8]:
-        out.append("  | " + line)
-    if v.fix:
-        label = "fix: " if v.state in ("failed", "unknown") else "next: "  # a running job needs no fixing
-        out.append(_paint("  " + label, "warn", color) + v.fix)
+    out.append(_paint(f"dfdoctor {report.mode}: {_head(report)}", v.state, color, bold=True))
+    # `check` on one target: the verdict's evidence is the rows below, said once there, not three times
+    from_rows = report.mode == "check" and not report.targets
+    summary = v.summary.split("; first: ")[0] if from_rows else v.summary
+    if summary:
+        out.extend(textwrap.wrap(summary, width, initial_indent="  ", subsequent_indent="  "))
+    if not from_rows:
+        for line in v.evidence[:8]:
+            out.append("  | " + line)
+    # the fixes of failures before those of warnings: what blocks the launch is mended first
+    worst_first = sorted(report.checks, key=lambda r: (r.silenced is None, r.status.rank), reverse=True)
+    raw = [f for rec in worst_first for f in _fixes(rec)] if from_rows else ([v.fix] if v.fix else [])
+    fixes = combined_fixes(raw) or ([v.fix] if v.fix else [])
+    label = fix_word(v.state) + ": "
+    for i, fix in enumerate(fixes):
+        out.append(_paint("  " + label, "warn", color) + fix if i == 0 else "  " + " " * len(label) + fix)
     if report.run.get("dir"):
         out.append(f"  run: {report.run.get('dir')}")
+    if report.environment.get("config"):
+        out.append(f"  config: {report.environment['config']}")
     if report.targets:
         out.extend(_rows(report, width, verbose, color))
     elif report.checks:
         out.append("")
         idw = max(len(c.id) for c in report.checks)
+        said = set(raw)  # a fix said above (alone or within a combined one) is not said again
+        skipped = 0
         for rec in report.checks:
-            out.extend(_check_lines(rec, idw, width, verbose, color))
+            if rec.status == Status.SKIP and not verbose:
+                skipped += 1
+                continue
+            out.extend(_check_lines(rec, idw, width, verbose, color, said=said))
+        if skipped:
+            out.append(_paint(f"{skipped} skipped: -v says why", "skip", color))
     return "\n".join(out) + "\n"
+
+
+def _head(report: Report) -> str:
+    v = report.verdict
+    head = {"ok": "OK", "running": "RUNNING", "failed": "FAILED", "unknown": "UNKNOWN"}.get(v.state, v.state.upper())
+    return head + (f" [{v.cause}]" if v.cause else "")
+
+
+def verdict_line(report: Report) -> str:
+    """The verdict in one line, for `-q` and for a terminal whose report went to files only."""
+    v = report.verdict
+    summary = v.summary.split("; first: ")[0] if report.mode == "check" and not report.targets else v.summary
+    summary = " ".join((summary or "").split())
+    return f"dfdoctor {report.mode}: {_head(report)}" + (f": {summary}" if summary else "")
+
+
+# `... pip install a b==1   (a note)`: the command, and the note after it
+_PIP = re.compile(r"^(?P<pre>.*?\bpip3? install)(?P<pkgs>(?: +[^\s-][^\s]*)+?)(?P<note> {2,}\(.*\))?\s*$")
+_PROJECT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def combined_fixes(fixes: list[str]) -> list[str]:
+    """Each fix once, in the order first given; `pip install` lines into the same interpreter become one line
+    (`pip install wandb transformers==4.44.0`), a pinned requirement winning over the bare name of a project."""
+    out: list[Any] = []
+    pips: dict[str, dict[str, Any]] = {}
+    for fix in fixes:
+        fix = (fix or "").strip()
+        m = _PIP.match(fix) if "\n" not in fix else None
+        if m is None:
+            if fix and fix not in out:
+                out.append(fix)
+            continue
+        group = pips.get(m["pre"])
+        if group is None:
+            group = pips[m["pre"]] = {"pkgs": {}, "note": m["note"] or ""}
+            out.append(group)
+        for spec in m["pkgs"].split():
+            key = _PROJECT.match(spec)
+            name = key.group().lower().replace("_", "-") if key else spec
+            if name not in group["pkgs"] or group["pkgs"][name] == name and spec != name:
+                group["pkgs"][name] = spec
+    return [f if isinstance(f, str) else
+            next(pre for pre, g in pips.items() if g is f) + " " + " ".join(f["pkgs"].values()) + f["note"]
+            for f in out]
+
+
+def _problems(rec: CheckRecord) -> list[Any]:
+    """The findings of a record worth a line each: its findings at warn or worse, else the record itself."""
+    found = [f for f in rec.findings if f.status.rank >= Status.WARN.rank]
+    return found if found and rec.status.rank >= Status.WARN.rank else [rec]
+
+
+def _fixes(rec: CheckRecord) -> list[str]:
+    if rec.status.rank < Status.WARN.rank:
+        return []
+    return [f.fix for f in _problems(rec) if f.fix] or ([rec.fix] if rec.fix else [])
 
 
 def _rows(report: Report, width: int, verbose: bool, color: bool) -> list[str]:
@@ -104,29 +194,36 @@ def _rows(report: Report, width: int, verbose: bool, color: bool) -> list[str]:
         out += ["", _paint(f"== {row.target}", row.verdict.state, color, bold=True)]
         idw = max(len(c.id) for c in records)
         for rec in records:
-            if verbose or rec.status != Status.OK:
+            if verbose or rec.status.rank > Status.SKIP.rank:
                 out.extend(_check_lines(rec, idw, width, verbose, color))
+        skipped = sum(1 for r in records if r.status == Status.SKIP)
+        if skipped and not verbose:
+            out.append(_paint(f"{skipped} skipped: -v says why", "skip", color))
     return out
 
 
-def _check_lines(rec: CheckRecord, idw: int, width: int, verbose: bool, color: bool) -> list[str]:
-    mark = _MARKS[rec.status.value]
-    status = _paint(f"{mark:<7}", rec.status.value, color)
+def _check_lines(rec: CheckRecord, idw: int, width: int, verbose: bool, color: bool,
+                 said: Optional[set[str]] = None) -> list[str]:
+    """One line per finding of the check (its fix under it unless `said` already holds that fix); with
+    `verbose`, its details, evidence and duration."""
+    said = set() if said is None else said
     phase = f"{rec.phase:<4}"
     dur = f" ({rec.duration_s:.2f} s)" if verbose else ""
-    cause = f" [{rec.cause}]" if rec.cause and rec.status != Status.OK else ""
     silenced = f" (silenced: {rec.silenced})" if rec.silenced else ""
-    # a finding read from code or a script, not observed: it warns at most (docs/checks.md)
-    static = " (static reading)" if not rec.observed and rec.status != Status.OK else ""
-    lines = [f"{status} {phase} {rec.id:<{idw}}  {rec.summary}{cause}{static}{silenced}{dur}"]
     pad = " " * (13 + idw + 2)
-    if rec.fix and rec.status.rank >= Status.WARN.rank:
-        lines.append(f"{pad}fix: {rec.fix}")
+    lines = []
+    for i, f in enumerate(_problems(rec)):
+        status = _paint(f"{_MARKS[f.status.value]:<7}", f.status.value, color)
+        cause = f" [{f.cause}]" if f.cause and f.status != Status.OK else ""
+        # a finding read from code or a script, not observed: it warns at most (docs/checks.md)
+        static = " (static reading)" if f.basis != OBSERVED and f.status != Status.OK else ""
+        lines.append(f"{status} {phase} {rec.id:<{idw}}  {f.summary}{cause}{static}{silenced}"
+                     f"{dur if i == 0 else ''}")
+        if f.fix and f.status.rank >= Status.WARN.rank and (verbose or f.fix not in said):
+            lines.append(f"{pad}fix: {f.fix}")
+            said.add(f.fix)
     if verbose:
         for block in (rec.details, "\n".join(rec.evidence)):
             for line in (block or "").splitlines()[:40]:
                 lines.append(f"{pad}{line}")
-        for f in rec.findings:
-            if f.summary != rec.summary:
-                lines.append(f"{pad}- {f.status.value}: {f.summary}" + (f" [{f.cause}]" if f.cause else ""))
     return lines
