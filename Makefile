@@ -10,6 +10,7 @@ OUT    := out
 $(STAMP): requirements-dev.txt setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check -r requirements-dev.txt
+	$(BIN)/pip uninstall -q -y dfdoctor 2>/dev/null || true  # the distribution's old name (now dfdoctor-launch)
 	$(BIN)/pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
