@@ -362,6 +362,10 @@ def _fix(r: dict) -> str:
     if "different numbers of ranks" in err:
         return ("make every node start as many ranks: the same number of visible GPUs on each (a node with one "
                 "fewer has lost a GPU: nvidia-smi there), or the same --nproc_per_node / world_size")
+    if "cpu-only torch" in err or "nccl built in" in err:
+        return ("this torch has no CUDA, so no NCCL group can form here: run the ranks with the gloo backend on "
+                "CPUs (init_process_group(backend='gloo'), or the project's own backend option, e.g. "
+                "--backend=gloo), or install a CUDA build of torch on a machine with GPUs")
     if "torch sees" in err or "invalid device ordinal" in err or "no cuda gpus" in err:
         return "start no more ranks than visible GPUs (torchrun --nproc_per_node), and check CUDA_VISIBLE_DEVICES"
     if r["state"] == "wrong":

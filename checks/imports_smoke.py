@@ -134,9 +134,12 @@ def _conclude(ctx, spec: LaunchSpec, out: ProbeOutcome, hang_s: float, request: 
     required = [i for i in failures if i["kind"] == "required"]
     for item in required[:MAX_FAILURES_SHOWN]:
         yield _failed_import(ctx, item, request, launch)
+    guards = p.get("guards") or {}
     for item in [i for i in failures if i["kind"] == "conditional"][:MAX_FAILURES_SHOWN]:
+        guard = guards.get(str(item.get("line")))
+        under = f" under {guard}" if guard else ""
         yield warn(f"conditional import of {item['name']} fails ({item['exception']}: {item['message']})"
-                   f" at {_loc(item)}; the job breaks if that branch runs",
+                   f" at {_loc(item)}{under}; the job breaks if that branch runs",
                    causes.MISSING_MODULE if item["status"] == "missing" else causes.IMPORT_ERROR,
                    evidence=(f"{_loc(item)}: {item['text']}",), details=item.get("traceback", ""),
                    fix=_missing_fix(ctx, item) if item["status"] == "missing" else "", data=launch)
@@ -237,8 +240,9 @@ def _failed_import(ctx, item: dict, request: dict, launch: dict) -> Result:
                     fix=f"Fix the syntax at {s['file']} line {s['line']}; if it is an installed package, it needs a "
                         "newer Python than the training interpreter's.", data=data)
     if item.get("statement"):
-        return fail(f"{_loc(item)}: `{item['text']}` raises {item['exception']}: {_first_line(item['message'])} "
-                    "at start-up", causes.IMPORT_ERROR, evidence=tuple(ev[:1]), details=item["traceback"],
+        what = "module-level code that reads the environment" if item.get("reads_env") else "module-level code"
+        return fail(f"{_loc(item)}: {what}, `{item['text']}`, raises {item['exception']}: "
+                    f"{_first_line(item['message'])} at start-up", causes.IMPORT_ERROR, evidence=tuple(ev[:1]), details=item["traceback"],
                     fix="This module-level statement runs before anything is logged. Give the job what it expects "
                         "(a variable, a file; torchrun sets RANK/LOCAL_RANK), or read it with a default.", data=data)
     return fail(f"import of {item['name']} raises {item['exception']}: {_first_line(item['message'])}",
