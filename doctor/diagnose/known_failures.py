@@ -272,7 +272,7 @@ CORPUS: tuple[Known, ...] = (
       "cause).", UNCHECKED),
     K("dtype-mismatch", causes.DTYPE_MISMATCH,
       r"expected scalar type (\w+) but found (\w+)|Found dtype (\w+) but expected (\w+)|"
-      r"expected (?:m1|mat1) and (?:m2|mat2) to have the same dtype",
+      r"expected (?:m1|mat1) and (?:m2|mat2) to have the same dtype|mat1 and mat2 must have the same dtype",
       "At {blame}, tensors of different dtypes meet in one operation.",
       "Cast to one dtype (inputs .float(), targets .long() for cross-entropy), or run the op under "
       "torch.autocast.", UNCHECKED),
