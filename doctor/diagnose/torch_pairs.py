@@ -75,3 +75,14 @@ def installed(python: str, timeout: float = 15.0) -> dict[str, str]:
     except ValueError:
         return {}
     return {k: str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+
+def missing_fix(package: str, python: str) -> Optional[str]:
+    """For a missing torchvision/torchaudio beside an installed torch: the pinned pair from torch's index (a bare
+    `pip install torchvision` replaces that torch with the newest release); None for other packages."""
+    if package not in ("torchvision", "torchaudio"):
+        return None
+    torch_v = installed(python).get("torch")
+    if not torch_v or not paired(torch_v, package):
+        return None
+    return install_line(torch_v, [package], python) + "   (paired with the installed torch; dfdoctor did not run it)"
