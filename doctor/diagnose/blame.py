@@ -10,8 +10,8 @@ from dfdoctor.diagnose.traceback import PyError
 def blame_fix(err: PyError) -> str:
     """What to look at first, in the user's code."""
     if err.in_library:
-        return (f"Look at {err.blame}: the call there passed something {_package(err.file)} could not handle "
-                f"({err.headline[:200]}). The error surfaced inside {err.where}, which is not your code.")
+        return (f"Look at {err.blame}: the call there gave {_package(err.file)} something it could not handle "
+                f"({err.headline[:200]}); the library frame that raised it is in the evidence.")
     if err.user_frame is None and err.file:  # every frame is in a library: the job's entry point is a package
         return (f"The error was raised inside {_package(err.file)} ({err.where}), with no frame of your own code "
                 "in the traceback: check the arguments and configuration the job passed to it.")
