@@ -50,7 +50,7 @@ CORPUS: tuple[Known, ...] = (
     K("no-nvidia-driver", causes.CUDA_UNAVAILABLE, r"Found no NVIDIA driver on your system",
       "The job asked for a GPU at {blame}, but no NVIDIA driver is loaded on this machine.",
       "Run where a GPU and its driver are (nvidia-smi must list it; in a container, start it with --gpus all), "
-      "or set the job's device to 'cpu'.", UNCHECKED, refine="cuda_device"),
+      "or set the job's device to 'cpu'.", "https://github.com/ShuweiShao/AF-SfMLearner/issues/39", refine="cuda_device"),
     K("no-cuda-gpus", causes.CUDA_UNAVAILABLE, r"No CUDA GPUs are available",
       "The job asked for a GPU at {blame}, but none is visible to it.",
       "Check CUDA_VISIBLE_DEVICES (an empty or wrong value hides every GPU) and that the container or Slurm job "
@@ -108,7 +108,7 @@ CORPUS: tuple[Known, ...] = (
       "The job used a distributed call at {blame} before init_process_group ran.",
       "Call torch.distributed.init_process_group(...) first (under torchrun), or guard the call with "
       "torch.distributed.is_initialized() for single-process runs.",
-      UNCHECKED),
+      "https://github.com/megvii-model/YOLOF/issues/11"),
     K("port-in-use", causes.PORT_IN_USE,
       r"Address already in use|EADDRINUSE|server socket has failed to (?:listen|bind)",
       "The rendezvous port is taken (at {blame}): another job, or a previous run of this one, listens on it.",
@@ -207,7 +207,7 @@ CORPUS: tuple[Known, ...] = (
       r"PytorchStreamReader failed reading zip archive|failed finding central directory",
       "The checkpoint read at {blame} is cut short or is not a torch file (an interrupted save or download).",
       "Save again (to a temporary name, then rename), or download it again and compare its size/checksum.",
-      UNCHECKED),
+      "https://github.com/CompVis/stable-diffusion/issues/93"),
     K("invalid-load-key", causes.CHECKPOINT_INCOMPATIBLE, r"invalid load key, '(.)'",
       "The file loaded at {blame} is not a checkpoint (a Git LFS pointer, or an HTML page saved in its place).",
       "Look at its first bytes (head -c 200 FILE): `version https://git-lfs` means `git lfs pull`; `<html` "
@@ -264,7 +264,7 @@ CORPUS: tuple[Known, ...] = (
     K("matmul-shapes", causes.SHAPE_MISMATCH, r"mat1 and mat2 shapes cannot be multiplied \(([^)]+)\)",
       "At {blame}, a Linear layer got inputs of the wrong width ({m1}).",
       "Make the layer's in_features equal the input's last dimension (the second number of mat1), often a "
-      "flatten size computed for another image size.", UNCHECKED),
+      "flatten size computed for another image size.", "https://github.com/THUDM/GraphMAE/issues/51"),
     K("batch-size-mismatch", causes.SHAPE_MISMATCH,
       r"Expected input batch_size \((\d+)\) to match target batch_size \((\d+)\)",
       "At {blame}, the model's output has {m1} rows and the targets {m2}.",

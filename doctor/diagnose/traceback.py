@@ -121,6 +121,11 @@ def _library(path: str) -> bool:
             re.search(r"/lib/python3\.?\d*/", path, re.IGNORECASE) is not None)
 
 
+def is_library(path: str) -> bool:
+    """A frame path in installed packages or the standard library (not the job's own code)."""
+    return _library(path)
+
+
 def rank_output(text: str, rank: int) -> str:
     """The lines torch.distributed's excepthook printed for one rank (`[rankN]: ...`), without the prefix."""
     out = []

@@ -17,7 +17,7 @@ from typing import Optional
 
 from dfdoctor.diagnose import torch_pairs
 from dfdoctor.diagnose.rules_runtime import Context
-from dfdoctor.diagnose.traceback import PyError
+from dfdoctor.diagnose.traceback import PyError, is_library
 
 NOT_TRIED = " (dfdoctor did not try this fix)"
 
@@ -158,6 +158,8 @@ def input_file(err: PyError, ctx: Context, m: re.Match) -> Optional[Told]:
     path = m.group(1)
     if _writes(err):
         return None  # opening for writing in a missing folder is not a missing input
+    if any(f.replace("\\", "/").endswith("/subprocess.py") for f, _, _ in err.frames):
+        return None  # a program the job runs (subprocess) is not a file it reads
     full = _resolve(path, ctx)
     evidence = [f"{path} resolves to {full} against the job's working folder {ctx.cwd}"
                 if ctx.cwd and not os.path.isabs(path) else f"path: {full}"]
@@ -206,18 +208,12 @@ def _creator(full: str, ctx: Context) -> Optional[str]:
 def _user_script(err: PyError, ctx: Context) -> Optional[str]:
     """The outermost frame in the job's own files (its main script), else the script its command names."""
     for f, _, _ in err.frames:
-        if not f.startswith("<") and _is_user(f):
+        if not f.startswith("<") and not is_library(f):
             return _resolve(f, ctx)
     for a in ctx.argv:
         if a.endswith(".py"):
             return _resolve(a, ctx)
     return None
-
-
-def _is_user(path: str) -> bool:
-    from dfdoctor.diagnose.traceback import _library
-
-    return not _library(path)
 
 
 def _module_assignment(script: str, name: str) -> Optional[tuple[int, object]]:
