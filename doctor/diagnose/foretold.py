@@ -30,7 +30,7 @@ def link(verdict: Verdict, records: list[CheckRecord]) -> Verdict:
         return verdict
     allowed = RELATED.get(verdict.cause, set()) | {verdict.cause}
     seen = [r for r in records if r.phase == "pre" and r.status in (Status.FAIL, Status.WARN) and not r.silenced
-            and r.cause in allowed]
+            and r.cause in allowed and _same_failure(r, verdict)]
     if not seen:
         return verdict
     first = max(seen, key=lambda r: r.status.rank)
@@ -38,6 +38,21 @@ def link(verdict: Verdict, records: list[CheckRecord]) -> Verdict:
     summary = f"{verdict.summary} {first.id} {said} this before the launch."
     evidence = [f"before the launch, {r.id} ({r.status.value}): {r.summary}" for r in seen] + list(verdict.evidence)
     return dataclasses.replace(verdict, summary=summary, evidence=evidence)
+
+
+# Causes that are a fact of the machine (no GPU, no NCCL): a check that found the cause found the failure.
+MACHINE_FACTS = {causes.CUDA_UNAVAILABLE, causes.CUDA_INIT_FAILED, causes.NCCL_FAILED}
+_EXCEPTION = re.compile(r"\b(\w+(?:Error|Exception): \S.{3,})")  # the exception words the job died with
+
+
+def _same_failure(record: CheckRecord, verdict: Verdict) -> bool:
+    """Whether the check's finding is the failure the job died of, not just the same kind of cause: a machine
+    fact, or the same exception words (a conditional import that warned is not the import that killed the job)."""
+    if record.cause in MACHINE_FACTS and verdict.cause in MACHINE_FACTS:
+        return True
+    found = " ".join([record.summary, *record.evidence, record.details or ""])
+    died = [m.group(1)[:80] for line in [verdict.summary, *verdict.evidence] for m in [_EXCEPTION.search(line)] if m]
+    return any(d in found for d in died)
 
 
 def certain(records: list[CheckRecord], command: list[str], cwd: Path) -> list[CheckRecord]:

@@ -85,7 +85,7 @@ def nccl_backend(err: PyError, ctx: Context, m: re.Match) -> Told:
 # ---- packages ------------------------------------------------------------------------------------------
 def torch_pair(err: PyError, ctx: Context, m: re.Match) -> Told:
     """The torchvision (and torchaudio) paired with the torch this job's interpreter has, from torch's index."""
-    versions = torch_pairs.installed(_python(ctx))
+    versions = torch_pairs.installed(_python(ctx)) if ctx.local else {}  # a target's packages are not here
     torch_v = versions.get("torch")
     evidence = [f"installed in {_python(ctx)}: " + ", ".join(f"{k} {v}" for k, v in versions.items())] \
         if versions else ["the installed versions could not be read (the job ran elsewhere)"]
