@@ -26,6 +26,7 @@ import time
 from typing import Iterator, Optional
 
 from dfdoctor import causes, check, error, fail, ok, skip, warn
+from dfdoctor.diagnose.foretold import launch_backend
 from dfdoctor.launchline.commandline import as_lead
 from dfdoctor.model import Result
 from dfdoctor.numbers import whole
@@ -60,7 +61,12 @@ def cuda_nccl(ctx) -> Iterator[Result]:
 
 def _nccl(ctx) -> Iterator[Result]:
     """The findings of cuda.nccl, in the training interpreter (which may be a guess: see cuda_nccl)."""
-    backend = str(_opt(ctx, "backend", "DFDOCTOR_NCCL_BACKEND") or "nccl")
+    asked_backend = _opt(ctx, "backend", "DFDOCTOR_NCCL_BACKEND")
+    backend = str(asked_backend or "nccl")
+    read = launch_backend(list(ctx.command), ctx.cwd) if asked_backend is None and \
+        expectation(ctx, "cuda.nccl").nproc else None
+    if read and read[0] == "gloo":  # the ranks of this launch form a gloo group: test that one, not NCCL
+        backend = "gloo"
     try:
         hang_rank = _rank_opt(ctx, "hang_rank", "DFDOCTOR_NCCL_HANG_RANK")
         fail_rank = _rank_opt(ctx, "fail_rank", "DFDOCTOR_NCCL_FAIL_RANK")

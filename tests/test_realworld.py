@@ -108,11 +108,11 @@ def test_nanogpt_torchrun_nccl_on_cpu_is_blocked_then_forced_and_linked_to_the_c
     assert "--backend=gloo" in v["fix"] and "distributed_c10d" not in v["fix"], v["fix"]
 
 
-def test_nanogpt_torchrun_with_gloo_is_not_blocked(nanogpt):
-    proc, rep = launch(nanogpt, TORCHRUN, "--standalone", "--nproc_per_node=2", "train.py", "--backend=gloo",
-                       "--device=cpu", "--compile=False", watch=0, log=None, check=True,
-                       extra=("--only", "cuda.nccl"))
-    assert "Not launched" not in rep["verdict"]["summary"], rep["verdict"]
+def test_nanogpt_torchrun_with_gloo_gets_its_gloo_group_tested_not_nccl(nanogpt):
+    proc = dfdoctor("check", "--cwd", str(nanogpt), "--only", "cuda.nccl", "--format", "json", "--", TORCHRUN,
+                    "--standalone", "--nproc_per_node=2", "train.py", "--backend=gloo", "--device=cpu", cwd=nanogpt)
+    rec = json.loads(proc.stdout)["checks"][0]
+    assert rec["status"] == "ok" and rec["summary"].startswith("gloo: 2 ranks formed a group"), rec
 
 
 def test_nanogpt_imports_smoke_says_nothing_about_the_ranks_its_guard_sets(nanogpt):

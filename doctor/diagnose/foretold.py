@@ -69,12 +69,19 @@ def certain(records: list[CheckRecord], command: list[str], cwd: Path) -> list[C
 
 
 def _uses_nccl(command: list[str], cwd: Path) -> Optional[str]:
-    """Why the job will initialise NCCL: its command says so, or its script sets the backend to 'nccl' and the
-    command does not override it; None when that is not plain."""
+    """Why the job will initialise NCCL, or None when that is not plain."""
+    read = launch_backend(command, cwd)
+    return read[1] if read and read[0] == "nccl" else None
+
+
+def launch_backend(command: list[str], cwd: Path) -> Optional[tuple[str, str]]:
+    """The process-group backend the job will use, and why: its command says so (`--backend=gloo`), or its script
+    sets one backend (a module-level `backend = 'nccl'`, or `init_process_group(backend='gloo')`) and the command
+    does not override it; None when that is not plain (several backends, a computed one, no script)."""
     line = " ".join(command)
     given = re.search(r"--(?:dist[-_])?backend[= ](\w+)", line)
     if given:
-        return f"the command passes {given.group(0)}" if given.group(1) == "nccl" else None
+        return given.group(1), f"the command passes {given.group(0)}"
     script = next((cwd / a for a in command if a.endswith(".py") and (cwd / a).is_file()), None)
     if script is None:
         return None
@@ -95,6 +102,7 @@ def _uses_nccl(command: list[str], cwd: Path) -> Optional[str]:
                 if kw.arg == "backend" and isinstance(kw.value, ast.Constant):
                     backends.add(kw.value.value)
                     where = where or (node.lineno, kw.value.value)
-    if backends == {"nccl"} and where:
-        return f"{script.name}:{where[0]} sets backend = 'nccl' and the command does not override it"
+    if len(backends) == 1 and where and isinstance(where[1], str):
+        return where[1], (f"{script.name}:{where[0]} sets backend = {where[1]!r} and the command does not "
+                          "override it")
     return None
