@@ -63,7 +63,7 @@ def real(tmp_path_factory) -> dict:
     return {"work": str(work), **json.loads(out.stdout)}
 
 
-REAL = ["torch-not-compiled-with-cuda", "nccl-not-built", "env-var-expected", "rank-keyerror",
+REAL = ["torch-not-compiled-with-cuda", "cuda-call-on-cpu-build", "nccl-not-built", "env-var-expected", "rank-keyerror",
         "process-group-not-initialized", "port-in-use", "weights-only-refused", "state-dict-size-mismatch",
         "state-dict-keys", "checkpoint-truncated", "save-folder-missing", "numpy-removed-alias", "matmul-shapes",
         "batch-size-mismatch", "dtype-mismatch", "inplace-modified", "backward-twice", "no-grad-fn",

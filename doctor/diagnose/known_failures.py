@@ -47,6 +47,11 @@ CORPUS: tuple[Known, ...] = (
       "Run on the CPU (set the job's device to 'cpu'), or install a CUDA build of torch (from "
       "https://download.pytorch.org/whl/cu12X) on a machine with a GPU.",
       "https://github.com/karpathy/nanoGPT/issues/281", refine="cuda_device"),
+    K("cuda-call-on-cpu-build", causes.CUDA_UNAVAILABLE, r"module 'torch\._C' has no attribute '_cuda_\w+'",
+      "The job made a CUDA call at {blame}, and this torch is a CPU-only build (it has no CUDA functions).",
+      "Run on the CPU (skip torch.cuda calls when the device is 'cpu'), or install a CUDA build of torch on a "
+      "machine with a GPU.", "https://github.com/ShomyLiu/pytorch-relation-extraction/issues/58",
+      types=("AttributeError",), refine="cuda_device"),
     K("no-nvidia-driver", causes.CUDA_UNAVAILABLE, r"Found no NVIDIA driver on your system",
       "The job asked for a GPU at {blame}, but no NVIDIA driver is loaded on this machine.",
       "Run where a GPU and its driver are (nvidia-smi must list it; in a container, start it with --gpus all), "

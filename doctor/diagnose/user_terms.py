@@ -37,11 +37,15 @@ def cuda_device(err: PyError, ctx: Context, m: re.Match) -> Told:
     configurator, an argparse option), else the line to edit."""
     script = _user_script(err, ctx)
     setting = _module_assignment(script, "device") if script else None
+    others = [line for line in _cuda_assignments(script, "device") if not setting or line != setting[0]] \
+        if script else []
     evidence = []
     where = ""
     if setting:
-        where = f" (device set to {setting[1]!r} at {_short(script, ctx)}:{setting[0]})"
+        also = "; also set to CUDA at " + ", ".join(f"{_short(script, ctx)}:{n}" for n in others) if others else ""
+        where = f" (device set to {setting[1]!r} at {_short(script, ctx)}:{setting[0]}{also})"
         evidence.append(f"{_short(script, ctx)}:{setting[0]}: device = {setting[1]!r}")
+    evidence += [f"{_short(script, ctx)}:{n}: device is set to a CUDA device there too" for n in others]
     summary = f"The job asked for a GPU at {err.blame}{where}, but this torch cannot use one."
     override = _override_flag(script, "device") if script else None
     given = _given(ctx.argv, "device")
@@ -58,9 +62,13 @@ def cuda_device(err: PyError, ctx: Context, m: re.Match) -> Told:
                "device = 'cuda' if torch.cuda.is_available() else 'cpu'), or install a CUDA build of torch on a "
                "machine with a GPU" + NOT_TRIED + ".")
     if given is not None and given.startswith("cpu"):
-        fix = (f"The command asks for --device={given}, yet the job still asked for CUDA at {err.blame}: the "
-               "script overrides the device on that path (under torchrun, for example); follow the code there. "
-               + fix)
+        lines = ", ".join(f"{_short(script, ctx)}:{n}" for n in others)
+        fix = (f"The command asks for --device={given}, but the job still asked for CUDA at {err.user_where}: "
+               + (f"{lines} sets a CUDA device on the path it took (under torchrun, for example)" if others else
+                  "the code on that path picks its own device")
+               + "; make that line honour the device asked for, run without that path (a single process, no "
+               "torchrun) on this CPU-only machine, or install a CUDA build of torch on a machine with a GPU"
+               + NOT_TRIED + ".")
     return Told(summary, fix, evidence)
 
 
@@ -73,12 +81,12 @@ def nccl_backend(err: PyError, ctx: Context, m: re.Match) -> Told:
     how = f"add {override}gloo to the command" if override else (
         f"set backend = 'gloo' at {_short(script, ctx)}:{setting[0]}" if setting else
         "pass backend='gloo' to init_process_group")
-    cuda = _module_assignment(script, "device") if script else None
+    cuda = _cuda_assignments(script, "device") if script else []
     fix = (f"On CPUs use the gloo backend: {how}; for NCCL, install a CUDA build of torch on a Linux machine with "
            "GPUs" + NOT_TRIED + ".")
-    if cuda and "cuda" in str(cuda[1]):
-        fix += (f" The script's device is {cuda[1]!r} ({_short(script, ctx)}:{cuda[0]}); on a machine without GPUs "
-                "it needs a CPU device too.")
+    if cuda:
+        fix += (" This script also sets a CUDA device (" + ", ".join(f"{_short(script, ctx)}:{n}" for n in cuda)
+                + "): with gloo on a machine without GPUs it fails there next unless that line picks the CPU.")
     return Told("", fix, evidence)
 
 
@@ -227,6 +235,24 @@ def _module_assignment(script: str, name: str) -> Optional[tuple[int, object]]:
                 and node.targets[0].id == name and isinstance(node.value, ast.Constant):
             return node.lineno, node.value.value
     return None
+
+
+def _cuda_assignments(script: str, name: str) -> list[int]:
+    """Lines anywhere in the script that set `name` to a CUDA device ('cuda', f'cuda:{local_rank}')."""
+    try:
+        tree = ast.parse(_read(script))
+    except (SyntaxError, ValueError):
+        return []
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            v = node.value
+            text = v.value if isinstance(v, ast.Constant) else (
+                v.values[0].value if isinstance(v, ast.JoinedStr) and v.values and
+                isinstance(v.values[0], ast.Constant) else None)
+            if isinstance(text, str) and text.startswith("cuda"):
+                lines.append(node.lineno)
+    return sorted(lines)
 
 
 def _override_flag(script: str, name: str) -> Optional[str]:

@@ -24,6 +24,10 @@ def torch_not_compiled_with_cuda():
     model.to("cuda")
 
 
+def cuda_call_on_cpu_build():
+    torch.cuda.set_device("cuda:0")
+
+
 def nccl_not_built():
     os.environ.update(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
     try:
