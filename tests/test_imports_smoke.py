@@ -279,3 +279,19 @@ def test_older_training_interpreters(sample, py) -> None:
     r = worst(run_check([py, "train.py"], proj, python=py))
     assert (r.status, r.cause) == (Status.FAIL, causes.MISSING_MODULE)
     assert "drafter_kernels_not_installed_here" in r.summary
+
+
+def test_a_guard_is_judged_by_its_own_condition(sample) -> None:
+    """`ddp = int(os.environ.get('RANK', -1)) != -1` then `if ddp:`: the branch runs only where RANK is set, so
+    reading RANK inside it is no finding; an import under a false guard is still tried, and named with its guard."""
+    proj = sample("guarded_env")
+    results = run_check([PY, "train.py"], proj)
+    said = " ".join(r.summary for r in results)
+    assert "KeyError" not in said and "os.environ['RANK']" not in said, said
+    (w,) = [r for r in results if r.status is Status.WARN]
+    assert w.cause == causes.MISSING_MODULE and "under `if wandb_log and ddp_rank == 0` (false here)" in w.summary
+    details = " ".join(r.details or "" for r in results)
+    assert "`if ddp` is false here" in details, details
+    # where the guard holds (RANK set, LOCAL_RANK not): the branch runs, and what it reads must be there
+    r = worst(run_check([PY, "train.py"], proj, env={"RANK": "0"}))
+    assert r.status is Status.FAIL and "LOCAL_RANK" in r.summary and "reads the environment" in r.summary, r
