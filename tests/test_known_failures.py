@@ -65,7 +65,8 @@ def real(tmp_path_factory) -> dict:
 
 REAL = ["torch-not-compiled-with-cuda", "cuda-call-on-cpu-build", "nccl-not-built", "env-var-expected", "rank-keyerror",
         "process-group-not-initialized", "port-in-use", "weights-only-refused", "state-dict-size-mismatch",
-        "state-dict-keys", "checkpoint-truncated", "save-folder-missing", "numpy-removed-alias", "matmul-shapes",
+        "state-dict-keys", "checkpoint-truncated", "invalid-load-key", "cuda-home-missing", "cannot-import-name",
+        "worker-exited", "save-folder-missing", "numpy-removed-alias", "matmul-shapes",
         "batch-size-mismatch", "dtype-mismatch", "inplace-modified", "backward-twice", "no-grad-fn",
         "target-out-of-bounds", "embedding-index", "worker-pickle", "log-folder-missing", "input-file-missing"]
 

@@ -84,6 +84,35 @@ def checkpoint_truncated():
     torch.load(path, map_location="cpu")
 
 
+def invalid_load_key():
+    path = os.path.join(WORK, "yolov5s.pt")
+    with open(path, "w") as f:  # what `git clone` leaves without git-lfs
+        f.write("version https://git-lfs.github.com/spec/v1\noid sha256:4b3f\nsize 14808437\n")
+    torch.load(path, weights_only=False)
+
+
+def cuda_home_missing():
+    from torch.utils.cpp_extension import CUDAExtension
+    return CUDAExtension("fused", ["fused.cu"])
+
+
+def cannot_import_name():
+    from torch.nn import FlashTransformerLayer  # noqa: F401 - a name another torch release has
+
+
+class _DyingDataset(torch.utils.data.Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        os._exit(1)  # a worker that dies without a word (what the OOM killer leaves)
+
+
+def worker_exited():
+    for _ in torch.utils.data.DataLoader(_DyingDataset(), num_workers=1):
+        pass
+
+
 def save_folder_missing():
     torch.save({"w": torch.zeros(1)}, os.path.join(WORK, "out-run7", "ckpt.pt"))
 
