@@ -274,7 +274,8 @@ def python_exception(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verd
 def exception_verdict(run: RunRecord, err: PyError, evidence: list[str], who: str, started: bool) -> Verdict:
     """The verdict for the exception `who` died of: a run-time cause its words prove (rules_runtime), a
     syntax error, a missing module, or a crash before or after the job started logging."""
-    found = rules_runtime.classify(err, _runtime_context(run)) or known_failures.classify(err, _runtime_context(run))
+    seen = _runtime_context(run)
+    found = rules_runtime.classify(err, seen) or known_failures.classify(err, seen)
     if found is not None:
         return Verdict("failed", found.cause, found.summary if who == "The job" else
                        f"{who.rstrip(',')}: {found.summary}",
