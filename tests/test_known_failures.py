@@ -114,3 +114,17 @@ def test_an_input_beside_the_script_that_makes_it_names_that_script(tmp_path):
     _, found = diagnose(text, cwd=str(tmp_path))
     assert "Run `python data/shakespeare_char/prepare.py` first" in found.fix
     assert "downloads" in found.fix and "did not try" in found.fix
+
+
+def test_torch_pairs_name_the_release_and_the_index_of_the_installed_torch():
+    from dfdoctor.diagnose import torch_pairs
+
+    assert torch_pairs.paired("2.13.0+cpu", "torchvision") == "0.28.0"
+    assert torch_pairs.paired("2.5.1", "torchvision") == "0.20.1"
+    assert torch_pairs.paired("2.0.1", "torchvision") == "0.15.2" and torch_pairs.paired("2.0.1", "torchaudio") == "2.0.2"
+    assert torch_pairs.paired("1.13.1", "torchvision") == "0.14.1"
+    assert torch_pairs.install_line("2.13.0+cpu", ["torchvision"], "py") == (
+        "py -m pip install torch==2.13.0+cpu torchvision==0.28.0+cpu --index-url https://download.pytorch.org/whl/cpu")
+    assert torch_pairs.install_line("2.4.0+cu121", ["torchaudio"], "py").endswith(
+        "torchaudio==2.4.0+cu121 --index-url https://download.pytorch.org/whl/cu121")
+    assert torch_pairs.install_line("2.6.0", ["torchvision"], "py") == "py -m pip install torch==2.6.0 torchvision==0.21.0"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from dfdoctor import causes
-from dfdoctor.diagnose import known_failures
+from dfdoctor.diagnose import known_failures, torch_pairs
 from dfdoctor.diagnose.rules_runtime import Context
 from dfdoctor.diagnose.traceback import parse_python_error
 from jobs.harness import PY, dfdoctor, job_env, kill_runs, launch, status
@@ -134,9 +134,10 @@ def test_mnist_without_torchvision_pins_the_pair_of_the_installed_torch(mnist):
         pytest.skip("torchvision is installed here")
     except ImportError:
         pass
+    torch_v = torch_pairs.installed(PY)["torch"]  # 2.13.0+cpu here: torchvision==0.28.0+cpu from whl/cpu
     for rec in recs.values():
-        assert "torchvision==0.28.0+cpu" in rec["fix"] and "torch==2.13.0+cpu" in rec["fix"], rec["fix"]
-        assert "--index-url https://download.pytorch.org/whl/cpu" in rec["fix"], rec["fix"]
+        assert torch_pairs.install_line(torch_v, ["torchvision"], PY) in rec["fix"], rec["fix"]
+        assert f"torch=={torch_v}" in rec["fix"] and "pip install torchvision " not in rec["fix"], rec["fix"]
 
 
 def test_mnist_with_a_cuda_torchvision_beside_cpu_torch_is_a_dependency_mismatch(mnist, tmp_path):
