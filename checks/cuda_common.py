@@ -3,6 +3,8 @@ and the environment every GPU probe runs with. Pure logic on facts; nothing here
 
 from __future__ import annotations
 
+import ast
+
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -194,10 +196,34 @@ def expectation(ctx, check_id: str = "cuda.init") -> Expectation:
     script = _script(ctx)
     if script is not None:
         source = _read(script)
+        default = _default_device(source, ctx.command)
+        if default:
+            return Expectation("expected", f"{script.name}:{default[0]} sets device = {default[1]!r} and the command "
+                               "does not override it" + (" (this script takes --device=cpu)"
+                                                         if "configurator.py" in source or "'--device'" in source
+                                                         else ""), _nproc(ctx))
         m = _SCRIPT_CUDA.search(source)
         if m and not _SCRIPT_FALLBACK.search(source):
             return Expectation("hinted", f"{script.name} uses CUDA ({m.group(0)!r}) with no CPU fallback", _nproc(ctx))
     return Expectation(None, "nothing in the launch asks for a GPU", _nproc(ctx))
+
+
+def _default_device(source: str, command: list[str]) -> Optional[tuple[int, str]]:
+    """(line, value) of the script's module-level `device = 'cuda...'` default, when the command passes no
+    --device of its own (nanoGPT's train.py:72, overridden by --device=cpu)."""
+    if any(a == "--device" or a.startswith("--device=") for a in command):
+        return None
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "device" for t in node.targets):
+            value = node.value.value if isinstance(node.value, ast.Constant) else None
+            if isinstance(value, str) and value.startswith("cuda"):
+                return node.lineno, value
+            return None  # the first default is not CUDA (or is computed): not this reading
+    return None
 
 
 def _nproc(ctx) -> Optional[int]:

@@ -173,8 +173,11 @@ def _devices(facts: dict, vis: Visibility, exp: Expectation, data: dict) -> Iter
 def _unavailable(exp: Expectation, reason: str, data: dict, *, evidence: tuple = (), fix: str = "",
                  cause: str = causes.CUDA_UNAVAILABLE) -> Result:
     """No usable GPU: fail when the launch needs one, warn when it hints at one, else skip; say which and why."""
+    if "takes --device=cpu" in exp.reason and fix:
+        fix = f"run on the CPU: add --device=cpu to the command; or {fix}"
     if exp.level in ("required", "expected"):  # a need read from the launch's text only warns (exp.basis)
-        return fail(f"no usable GPU: {reason}", cause, evidence=evidence + (f"a GPU is needed: {exp.reason}",),
+        return fail(f"no usable GPU: {reason}; the launch needs one ({exp.reason})", cause,
+                    evidence=evidence + (f"a GPU is needed: {exp.reason}",),
                     fix=fix, data=data, basis=exp.basis)
     if exp.level == "hinted":
         return warn(f"no usable GPU: {reason}", cause, evidence=evidence + (f"a GPU is probably wanted: {exp.reason}",),

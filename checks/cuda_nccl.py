@@ -26,6 +26,7 @@ import time
 from typing import Iterator, Optional
 
 from dfdoctor import causes, check, error, fail, ok, skip, warn
+from dfdoctor.diagnose.foretold import launch_backend
 from dfdoctor.launchline.commandline import as_lead
 from dfdoctor.model import Result
 from dfdoctor.numbers import whole
@@ -60,7 +61,12 @@ def cuda_nccl(ctx) -> Iterator[Result]:
 
 def _nccl(ctx) -> Iterator[Result]:
     """The findings of cuda.nccl, in the training interpreter (which may be a guess: see cuda_nccl)."""
-    backend = str(_opt(ctx, "backend", "DFDOCTOR_NCCL_BACKEND") or "nccl")
+    asked_backend = _opt(ctx, "backend", "DFDOCTOR_NCCL_BACKEND")
+    backend = str(asked_backend or "nccl")
+    read = launch_backend(list(ctx.command), ctx.cwd) if asked_backend is None and \
+        expectation(ctx, "cuda.nccl").nproc else None
+    if read and read[0] == "gloo":  # the ranks of this launch form a gloo group: test that one, not NCCL
+        backend = "gloo"
     try:
         hang_rank = _rank_opt(ctx, "hang_rank", "DFDOCTOR_NCCL_HANG_RANK")
         fail_rank = _rank_opt(ctx, "fail_rank", "DFDOCTOR_NCCL_FAIL_RANK")
@@ -362,6 +368,10 @@ def _fix(r: dict) -> str:
     if "different numbers of ranks" in err:
         return ("make every node start as many ranks: the same number of visible GPUs on each (a node with one "
                 "fewer has lost a GPU: nvidia-smi there), or the same --nproc_per_node / world_size")
+    if "cpu-only torch" in err or "nccl built in" in err:
+        return ("this torch has no CUDA, so no NCCL group can form here: run the ranks with the gloo backend on "
+                "CPUs (init_process_group(backend='gloo'), or the project's own backend option, e.g. "
+                "--backend=gloo), or install a CUDA build of torch on a machine with GPUs")
     if "torch sees" in err or "invalid device ordinal" in err or "no cuda gpus" in err:
         return "start no more ranks than visible GPUs (torchrun --nproc_per_node), and check CUDA_VISIBLE_DEVICES"
     if r["state"] == "wrong":

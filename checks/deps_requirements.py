@@ -23,6 +23,7 @@ import tomllib
 from dfdoctor import OBSERVED, STATIC, Result, causes, check, error, fail, ok, skip, warn
 from dfdoctor.launchline.commandline import as_lead, guessed_interpreter, spec_for
 from dfdoctor.probe import run_probe, unreached
+from dfdoctor.diagnose import torch_pairs
 from dfdoctor.targets import parse_target
 
 MAX_INCLUDE_DEPTH = 8
@@ -107,7 +108,7 @@ def conclude(ctx, p: dict, skipped: list[Skipped], sources: list[str]) -> Iterat
             bad = True
             yield fail(f"{r['name']} is not installed in {p['executable']} ({r['source']}: {r['req']})",
                        causes.DEPENDENCY_MISSING, evidence=(f"{r['source']}: {r['req']}",),
-                       fix=f"{py} -m pip install {shlex.quote(_pin(r))}", data=data)
+                       fix=_paired_fix(ctx, p, r["name"]) or f"{py} -m pip install {shlex.quote(_pin(r))}", data=data)
         elif r["status"] == "mismatch":
             bad = True
             yield fail(f"{r['name']} {r['installed']} is installed, but {r['source']} requires {r['req']}",
@@ -120,6 +121,9 @@ def conclude(ctx, p: dict, skipped: list[Skipped], sources: list[str]) -> Iterat
     if shown > MAX_SHOWN:
         yield fail(f"... and {shown - MAX_SHOWN} more requirement(s) missing or mismatched",
                    causes.DEPENDENCY_MISSING, fix=f"{py} -m pip install -r <your requirements file>", data=data)
+    for finding in _unpaired(ctx, p, data):
+        bad = bad or finding.status.value == "fail"
+        yield finding
     relevant = [c for c in p["conflicts"] if c["relevant"]]
     for c in relevant[:MAX_SHOWN]:
         bad = True
@@ -298,6 +302,53 @@ def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
             yield start, full
     if buf.strip():
         yield start, buf.strip()
+
+
+def _unpaired(ctx, p: dict, data: dict) -> Iterator[Result]:
+    """torchvision/torchaudio not of the release or build paired with the installed torch: their compiled
+    operators fail to load (`operator torchvision::nms does not exist`). Read from the installed metadata."""
+    family = p.get("torch_family") or {}
+    torch_v = family.get("torch")
+    if not torch_v:
+        return
+    for name in ("torchvision", "torchaudio"):
+        have = family.get(name)
+        want = torch_pairs.paired(torch_v, name)
+        if not have or not want:
+            continue
+        release_ok = have.split("+")[0] == want
+        build_ok = torch_pairs.build(have) == torch_pairs.build(torch_v)
+        if release_ok and build_ok:
+            continue
+        why = (f"{name} {have} is not the release paired with torch {torch_v} ({want})" if not release_ok else
+               f"{name} {have} is a {_build_name(have)} build beside a {_build_name(torch_v)} torch {torch_v}")
+        used = name in (p.get("imported") or []) or any(r["name"] == name for r in p["results"])
+        yield (fail if used else warn)(
+            f"{why}: its compiled operators will not load with this torch", causes.DEPENDENCY_MISMATCH,
+            evidence=(f"installed: torch {torch_v}, {name} {have}",
+                      f"paired with torch {torch_v}: {name} {want}" + (f"+{torch_pairs.build(torch_v)}"
+                                                                       if torch_pairs.build(torch_v) else "")),
+            fix=torch_pairs.install_line(torch_v, [name], ctx.python) + "   (the pair from torch's own index; "
+                "dfdoctor did not run it)", data=data)
+
+
+def _build_name(version: str) -> str:
+    """'CPU', 'CUDA 12.1' or 'default (PyPI)' for a version's build tag."""
+    tag = torch_pairs.build(version)
+    if tag is None:
+        return "default PyPI (CUDA on Linux)"
+    if tag == "cpu":
+        return "CPU"
+    return f"CUDA {tag[2:-1]}.{tag[-1]}" if tag.startswith("cu") and tag[2:].isdigit() else tag
+
+
+def _paired_fix(ctx, p: dict, name: str) -> Optional[str]:
+    """For a missing torchvision/torchaudio: the version paired with the installed torch, from its index (a bare
+    `pip install torchvision` would replace that torch with the newest pair)."""
+    torch_v = (p.get("torch_family") or {}).get("torch")
+    if name.lower() not in ("torchvision", "torchaudio") or not torch_v or not torch_pairs.paired(torch_v, name.lower()):
+        return None
+    return torch_pairs.install_line(torch_v, [name.lower()], ctx.python) + "   (paired with the installed torch)"
 
 
 def _pin(r: dict) -> str:

@@ -18,6 +18,9 @@ from typing import Any, Iterator, Optional
 from dfdoctor import STATIC, Result, Status, causes, check, error, fail, ok, skip, warn
 from dfdoctor.launchline.commandline import LaunchSpec, as_lead, guessed_interpreter, spec_for
 from dfdoctor.probe import ProbeOutcome, run_probe, unreached
+from dfdoctor.diagnose import known_failures, torch_pairs
+from dfdoctor.diagnose.rules_runtime import Context, Finding
+from dfdoctor.diagnose.traceback import parse_python_error
 from dfdoctor.targets import parse_target
 
 DEFAULT_TIMEOUT = 90.0  # importing torch on a cold, busy machine can take tens of seconds
@@ -135,9 +138,12 @@ def _conclude(ctx, spec: LaunchSpec, out: ProbeOutcome, hang_s: float, request: 
     required = [i for i in failures if i["kind"] == "required"]
     for item in required[:MAX_FAILURES_SHOWN]:
         yield _failed_import(ctx, item, request, launch)
+    guards = p.get("guards") or {}
     for item in [i for i in failures if i["kind"] == "conditional"][:MAX_FAILURES_SHOWN]:
+        guard = guards.get(str(item.get("line")))
+        under = f" under {guard}" if guard else ""
         yield warn(f"conditional import of {item['name']} fails ({item['exception']}: {item['message']})"
-                   f" at {_loc(item)}; the job breaks if that branch runs",
+                   f" at {_loc(item)}{under}; the job breaks if that branch runs",
                    causes.MISSING_MODULE if item["status"] == "missing" else causes.IMPORT_ERROR,
                    evidence=(f"{_loc(item)}: {item['text']}",), details=item.get("traceback", ""),
                    fix=_missing_fix(ctx, item) if item["status"] == "missing" else "", data=launch)
@@ -238,14 +244,30 @@ def _failed_import(ctx, item: dict, request: dict, launch: dict) -> Result:
                     fix=f"Fix the syntax at {s['file']} line {s['line']}; if it is an installed package, it needs a "
                         "newer Python than the training interpreter's.", data=data)
     if item.get("statement"):
-        return fail(f"{_loc(item)}: `{item['text']}` raises {item['exception']}: {_first_line(item['message'])} "
-                    "at start-up", causes.IMPORT_ERROR, evidence=tuple(ev[:1]), details=item["traceback"],
+        what = "module-level code that reads the environment" if item.get("reads_env") else "module-level code"
+        return fail(f"{_loc(item)}: {what}, `{item['text']}`, raises {item['exception']}: "
+                    f"{_first_line(item['message'])} at start-up", causes.IMPORT_ERROR, evidence=tuple(ev[:1]), details=item["traceback"],
                     fix="This module-level statement runs before anything is logged. Give the job what it expects "
                         "(a variable, a file; torchrun sets RANK/LOCAL_RANK), or read it with a default.", data=data)
+    known = _known(ctx, item)
+    if known is not None:
+        return fail(f"import of {item['name']} raises {item['exception']}: {_first_line(item['message'])}: "
+                    f"{known.summary}", known.cause, evidence=tuple(ev + known.evidence), details=item["traceback"],
+                    fix=known.fix, data=data)
     return fail(f"import of {item['name']} raises {item['exception']}: {_first_line(item['message'])}",
                 causes.IMPORT_ERROR, evidence=tuple(ev), details=item["traceback"],
                 fix="Read the traceback's last lines: the exception is raised while the module loads, before the "
                     "job can write its log. Fix it there, or move that work out of module level.", data=data)
+
+
+def _known(ctx, item: dict) -> Optional[Finding]:
+    """What the corpus of real failures knows of the exception an import raised (a torchvision not paired with
+    torch, a numpy ABI break, an extension built for another torch), in the job's own terms."""
+    err = parse_python_error(item.get("traceback") or "")
+    if err is None:
+        return None
+    local = parse_target(ctx.target or "local").is_local
+    return known_failures.classify(err, Context(cwd=str(ctx.cwd), local=local, python=ctx.python if local else None))
 
 
 def _missing_fix(ctx, item: dict, request: Optional[dict] = None) -> str:
@@ -259,6 +281,9 @@ def _missing_fix(ctx, item: dict, request: Optional[dict] = None) -> str:
                     return (f"{top} exists in {root}, but the job's sys.path[0] is {request['path0']}: run from the "
                             f"project root with `python -m`, or set PYTHONPATH={root}")
                 return f"{top} is a local module in {root}, but '{mod}' is not in it: check the module's name and files"
+    paired = torch_pairs.missing_fix(top, ctx.python) if parse_target(ctx.target or "local").is_local else None
+    if paired:
+        return paired
     dist = PIP_NAMES.get(mod) or PIP_NAMES.get(top) or top.replace("_", "-")
     return f"{shlex.quote(ctx.python)} -m pip install {dist}   (install it into the interpreter the job runs)"
 

@@ -53,3 +53,20 @@ ALL = frozenset(v for k, v in dict(globals()).items() if k.isupper() and isinsta
 LAUNCH_BLOCKERS = frozenset({COMMAND_NOT_FOUND, SYNTAX_ERROR, MISSING_MODULE,
                              LOG_DIR_MISSING, LOG_NOT_WRITABLE, DISK_FULL, TARGET_UNREACHABLE,
                              NEVER_STARTS})
+# What training jobs die of, from the corpus of real failures (doctor/diagnose/known_failures.py).
+INPUT_MISSING = "input-missing"  # a file or data set the job reads does not exist (resolved against its cwd)
+OUTPUT_DIR_MISSING = "output-dir-missing"  # the folder the job saves into (not its log) does not exist
+DISTRIBUTED_ENV_MISSING = "distributed-env-missing"  # RANK/WORLD_SIZE/MASTER_ADDR unset: not started by torchrun
+PORT_IN_USE = "port-in-use"  # the rendezvous port is taken
+BUILD_ENV_MISSING = "build-env-missing"  # an extension or torch.compile needs a toolchain (CUDA_HOME, ninja, gcc)
+COMPILE_FAILED = "compile-failed"  # torch.compile cannot run with this Python or torch
+CHECKPOINT_INCOMPATIBLE = "checkpoint-incompatible"  # saved on GPU, weights_only, other keys or shapes, truncated
+HUB_ACCESS_DENIED = "hub-access-denied"  # a gated or private model without an accepted token
+DEVICE_MISMATCH = "device-mismatch"  # tensors on different devices (or dtypes) meet in one op
+SHAPE_MISMATCH = "shape-mismatch"
+DTYPE_MISMATCH = "dtype-mismatch"
+AUTOGRAD_ERROR = "autograd-error"  # in-place modification, backward twice, a loss without grad
+INDEX_OUT_OF_RANGE = "index-out-of-range"  # a label or token id outside the model's range
+DATALOADER_FAILED = "dataloader-failed"  # workers could not start or died
+DDP_UNUSED_PARAMETERS = "ddp-unused-parameters"
+ALL = frozenset(v for k, v in dict(globals()).items() if k.isupper() and isinstance(v, str) and k != "LAUNCH_BLOCKERS")

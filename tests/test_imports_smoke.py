@@ -229,8 +229,10 @@ def test_torchrun_script_sees_a_workers_environment(sample) -> None:
     assert r.status is Status.OK, r
     names = [i["name"] for i in r.data["imports"]]
     assert names[0] == "torch.distributed.run"  # what torchrun itself imports comes first
-    # run directly with python, the same script fails at import: a real launch without torchrun would too
-    assert worst(run_check([PY, "train.py"], proj)).cause == causes.IMPORT_ERROR
+    # run directly with python, the same script fails at import: a real launch without torchrun would too, and the
+    # corpus of real failures names why (a variable only torchrun sets)
+    direct = worst(run_check([PY, "train.py"], proj))
+    assert direct.cause == causes.DISTRIBUTED_ENV_MISSING and "torchrun" in direct.fix, direct
 
 
 def test_os_exit_at_import_is_an_early_exit(sample) -> None:
@@ -277,3 +279,19 @@ def test_older_training_interpreters(sample, py) -> None:
     r = worst(run_check([py, "train.py"], proj, python=py))
     assert (r.status, r.cause) == (Status.FAIL, causes.MISSING_MODULE)
     assert "drafter_kernels_not_installed_here" in r.summary
+
+
+def test_a_guard_is_judged_by_its_own_condition(sample) -> None:
+    """`ddp = int(os.environ.get('RANK', -1)) != -1` then `if ddp:`: the branch runs only where RANK is set, so
+    reading RANK inside it is no finding; an import under a false guard is still tried, and named with its guard."""
+    proj = sample("guarded_env")
+    results = run_check([PY, "train.py"], proj)
+    said = " ".join(r.summary for r in results)
+    assert "KeyError" not in said and "os.environ['RANK']" not in said, said
+    (w,) = [r for r in results if r.status is Status.WARN]
+    assert w.cause == causes.MISSING_MODULE and "under `if wandb_log and ddp_rank == 0` (false here)" in w.summary
+    details = " ".join(r.details or "" for r in results)
+    assert "`if ddp` is false here" in details, details
+    # where the guard holds (RANK set, LOCAL_RANK not): the branch runs, and what it reads must be there
+    r = worst(run_check([PY, "train.py"], proj, env={"RANK": "0"}))
+    assert r.status is Status.FAIL and "LOCAL_RANK" in r.summary and "reads the environment" in r.summary, r

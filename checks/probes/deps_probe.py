@@ -237,6 +237,9 @@ def main():
         return
     dists, dups = installed()
     out["n_dists"] = len(dists)
+    # torch's family is released and built as a set: report their versions (local build tags included) so the
+    # check can tell a torchvision of another release or build from the one paired with this torch
+    out["torch_family"] = dict((n, dists[n]["version"]) for n in ("torch", "torchvision", "torchaudio") if n in dists)
     out["duplicates"] = dups
     roots = set()
     for item in spec.get("requirements") or []:

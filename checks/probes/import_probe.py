@@ -274,7 +274,7 @@ def run_module_imports(tree, main_file, package, out):
           "__builtins__": __builtins__, "__spec__": None}
     if main_file != "<string>":
         ns["__file__"] = os.path.abspath(main_file)
-    for node, kind in import_plan(tree.body, "required"):
+    for node, kind in import_plan(tree.body, "required", ns, main_file, out):
         code = compile(ast.Module(body=[node], type_ignores=[]), main_file, "exec")
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             text = source_line(main_file, node.lineno)
@@ -288,35 +288,93 @@ def run_module_imports(tree, main_file, package, out):
                                     % (main_file, node.lineno, type(exc).__name__, exc))
             except BaseException as exc:  # noqa: B902 - e.g. os.environ["LOCAL_RANK"]: the job dies here too
                 text = source_line(main_file, node.lineno)
+                if kind != "required":
+                    # Under a guard we could not judge, the launch may never run it, or run it where what it
+                    # reads is set: nothing here justifies a warning.
+                    out["notes"].append("%s:%d: module-level code `%s` raised %s: %s here, under a guard "
+                                        "dfdoctor could not judge; not reported" % (main_file, node.lineno, text,
+                                                                                    type(exc).__name__, exc))
+                    continue
                 item = failure(text, main_file, node.lineno, text, kind, exc, 0.0)
                 item["statement"] = True
+                item["reads_env"] = "environ" in text or "getenv" in text
                 out["imports"].append(item)
 
 
-def import_plan(body, kind):
+def import_plan(body, kind, ns=None, main_file="", out=None):
     """Module-level import statements with how much a failure matters, plus the statements preparing them.
 
     'required': runs unconditionally (or under `if __name__ == "__main__"`); 'optional': inside a `try`
     that handles ImportError (the script copes); 'conditional': under some other `if`.
+
+    A guard is judged by its own condition where that can be evaluated safely with what ran so far (`ddp =
+    int(os.environ.get('RANK', -1)) != -1`, then `if ddp:`): the branch it takes here runs as the code around
+    it; the branch it does not take only has its imports tried (as 'conditional'), never its other statements,
+    which run where the guard holds (RANK set) and would only fail here for want of what the guard promises.
+    The plan is a generator consumed statement by statement, so `ns` holds what ran before each guard.
     """
     for node in body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             yield node, kind
         elif isinstance(node, ast.If):
             if is_main_guard(node.test):
-                for item in import_plan(node.body, kind):
+                for item in import_plan(node.body, kind, ns, main_file, out):
                     yield item
             elif is_type_checking(node.test):
                 continue
             else:
-                for item in import_plan(node.body + node.orelse, "conditional" if kind == "required" else kind):
+                held = judge_guard(node.test, ns)
+                weaker = "conditional" if kind == "required" else kind
+                if held is None:
+                    for item in import_plan(node.body + node.orelse, weaker, ns, main_file, out):
+                        yield item
+                    continue
+                taken, other = (node.body, node.orelse) if held else (node.orelse, node.body)
+                if out is not None:
+                    out["notes"].append("%s:%d: `if %s` is %s here: %s" % (
+                        main_file, node.lineno, source_line(main_file, node.lineno)[3:].rstrip(":").strip(),
+                        "true" if held else "false", "its branch ran" if held else
+                        "only the imports of its branch were tried"))
+                for item in import_plan(taken, kind, ns, main_file, out):
                     yield item
+                guard = source_line(main_file, node.lineno).rstrip(":")
+                for item in import_plan(other, weaker, ns, main_file, out):
+                    if isinstance(item[0], (ast.Import, ast.ImportFrom)):
+                        if out is not None:
+                            out.setdefault("guards", {})[str(item[0].lineno)] = "`%s` (%s here)" % (
+                                guard, "true" if held else "false")
+                        yield item
         elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
             inner = "optional" if handles_import_error(node) else kind
-            for item in import_plan(node.body, inner):
+            for item in import_plan(node.body, inner, ns, main_file, out):
                 yield item
         elif is_preparation(node):
             yield node, kind
+
+
+GUARD_CALLS = {"int", "float", "bool", "str", "len", "get", "getenv", "exists", "isfile", "isdir", "lower",
+               "upper", "startswith", "endswith", "strip"}
+
+
+def judge_guard(test, ns):
+    """The guard's truth here (True/False), evaluated on what already ran, or None when it cannot be judged
+    safely: it names something not yet defined, or calls anything beyond reading the environment and paths."""
+    if ns is None:
+        return None
+    for n in ast.walk(test):
+        if isinstance(n, ast.Call):
+            f = n.func
+            name = f.id if isinstance(f, ast.Name) else (f.attr if isinstance(f, ast.Attribute) else None)
+            if name not in GUARD_CALLS:
+                return None
+        elif isinstance(n, ast.Name) and n.id not in ns and n.id not in SAFE_NAMES:
+            return None
+        elif isinstance(n, (ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)):
+            return None
+    try:
+        return bool(eval(compile(ast.Expression(body=test), "<guard>", "eval"), dict(ns)))
+    except Exception:  # noqa: BLE001 - a guard that raises here is one we cannot judge
+        return None
 
 
 def is_main_guard(test):

@@ -42,6 +42,8 @@ class Context:
     argv: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     local: bool = True
+    cwd: Optional[str] = None  # the job's working folder, against which its relative paths resolve
+    python: Optional[str] = None  # the training interpreter
 
 
 # ---- GPU memory ---------------------------------------------------------------------------------------

@@ -25,6 +25,8 @@ class PyError:
     before: str  # what stderr held before this traceback began
     after: tuple[str, ...] = ()  # the lines printed after the exception line (a multi-line message goes on there)
     user_frame: Optional[tuple[str, int]] = None  # the innermost frame outside the standard library and packages
+    user_code: Optional[str] = None  # the source line of user_frame, as the traceback printed it
+    frames: tuple[tuple[str, int, Optional[str]], ...] = ()  # every frame, outermost first: (file, line, code)
 
     @property
     def headline(self) -> str:
@@ -40,6 +42,25 @@ class PyError:
     def user_where(self) -> str:
         """Where the job's own code made the call that failed (`file, line N`), else `where`."""
         return f"{self.user_frame[0]}, line {self.user_frame[1]}" if self.user_frame else self.where
+
+    @property
+    def in_library(self) -> bool:
+        """The exception was raised inside an installed package or the standard library, below the job's code."""
+        return self.file is not None and _library(self.file) and self.user_frame is not None
+
+    @property
+    def blame(self) -> str:
+        """`file, line N (`code`)` of the job's own line that led to the error, for summaries and fixes."""
+        return self.user_where + (f" (`{self.user_code}`)" if self.user_frame and self.user_code else "")
+
+    @property
+    def library_evidence(self) -> list[str]:
+        """Where a library raised the error under the job's line, as an evidence line (none when the job's own
+        code raised it)."""
+        if not self.in_library:
+            return []
+        return [f"raised inside {self.where}" + (f" (`{self.code}`)" if self.code else "")
+                + f", called from the job's {self.user_where}"]
 
     @property
     def text(self) -> str:
@@ -70,17 +91,39 @@ def parse_python_error(stderr: str) -> Optional[PyError]:
             if not any(l.startswith("Traceback") for l in lines[max(0, i - 200):i]):
                 continue
         tail = tuple(lines[max(start, i - 5): i + 1]) if file else (lines[i],)
-        frames = [(m["file"], int(m["line"])) for m in map(FILE_LINE.match, lines[start:i]) if m]
+        frames = _frames(lines[start:i])
         user = next((f for f in reversed(frames) if not _library(f[0])), None)
         return PyError(exc_type.strip(), message.strip(), file, line_no, code, tail, "\n".join(lines[:start]),
-                       tuple(lines[i + 1:i + 8]), user)
+                       tuple(lines[i + 1:i + 8]), user[:2] if user else None, user[2] if user else None,
+                       tuple(frames))
     return None
+
+
+def _frames(lines: list[str]) -> list[tuple[str, int, Optional[str]]]:
+    """The `File "...", line N` frames of a traceback, each with the source line printed under it."""
+    out = []
+    for k, text in enumerate(lines):
+        m = FILE_LINE.match(text)
+        if not m:
+            continue
+        nxt = lines[k + 1].strip() if k + 1 < len(lines) else ""
+        code = nxt if nxt and not FILE_LINE.match(lines[k + 1]) and not set(nxt) <= set("^~ ") else None
+        out.append((m["file"], int(m["line"]), code))
+    return out
 
 
 def _library(path: str) -> bool:
     """A frame in installed packages or the standard library, not the job's own code."""
+    path = path.replace("\\", "/")
+    if path in ("<string>", "<stdin>"):  # `python -c`, exec() of the job's own text (nanoGPT's configurator)
+        return False
     return ("site-packages/" in path or "dist-packages/" in path or path.startswith("<") or
-            re.search(r"/lib/python3\.\d+/", path) is not None)
+            re.search(r"/lib/python3\.?\d*/", path, re.IGNORECASE) is not None)
+
+
+def is_library(path: str) -> bool:
+    """A frame path in installed packages or the standard library (not the job's own code)."""
+    return _library(path)
 
 
 def rank_output(text: str, rank: int) -> str:

@@ -17,7 +17,8 @@ from typing import Callable, Optional
 
 from dfdoctor import causes
 from dfdoctor.diagnose import stackclass
-from dfdoctor.diagnose import elastic, rules_runtime
+from dfdoctor.diagnose import elastic, known_failures, rules_runtime, torch_pairs
+from dfdoctor.diagnose.blame import blame_fix
 from dfdoctor.diagnose.guardfix import fix_for, is_trainer
 from dfdoctor.diagnose.stacks import Stacks
 from dfdoctor.diagnose.traceback import PyError, parse_python_error  # noqa: F401 (part of this module's API)
@@ -159,7 +160,7 @@ def handed_off(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
                        else causes.CRASHED, f"The process the command handed its work to (pid {first['pid']}) died "
                        f"from {first['signal']}.", "See the end of its output in the log and the run folder's "
                        "stderr.log; dmesg may say who sent the signal.", evidence)
-    headline = f": {err.headline} at {err.where}" if err else f" with status {first.get('exit_code')}"
+    headline = f": {err.headline} at {err.blame}" if err else f" with status {first.get('exit_code')}"
     return Verdict("failed", causes.CRASHED, f"The process the command handed its work to (pid {first['pid']}) "
                    f"crashed{headline}.", "Fix the error at the end of its output (the log, and the run folder's "
                    "stderr.log).", evidence + (list(err.tail) if err else []))
@@ -273,7 +274,8 @@ def python_exception(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verd
 def exception_verdict(run: RunRecord, err: PyError, evidence: list[str], who: str, started: bool) -> Verdict:
     """The verdict for the exception `who` died of: a run-time cause its words prove (rules_runtime), a
     syntax error, a missing module, or a crash before or after the job started logging."""
-    found = rules_runtime.classify(err, _runtime_context(run))
+    seen = _runtime_context(run)
+    found = rules_runtime.classify(err, seen) or known_failures.classify(err, seen)
     if found is not None:
         return Verdict("failed", found.cause, found.summary if who == "The job" else
                        f"{who.rstrip(',')}: {found.summary}",
@@ -286,16 +288,18 @@ def exception_verdict(run: RunRecord, err: PyError, evidence: list[str], who: st
     if err.exc_type.endswith(("ModuleNotFoundError", "ImportError")) and module:
         name = module.group(1)
         return Verdict("failed", causes.MISSING_MODULE, f"{who} died at start: module {name!r} is not installed "
-                       f"in the training interpreter (imported at {err.where}).",
+                       f"in the training interpreter (imported at {err.blame}).",
+                       (not run.is_remote and torch_pairs.missing_fix(name.split(".")[0], _python_of(run))) or
                        f"Install the distribution that provides {name.split('.')[0]!r} into {_python_of(run)} "
                        f"(e.g. {_python_of(run)} -m pip install {name.split('.')[0]}), or fix the import.", evidence)
+    evidence = [*err.library_evidence, *evidence]
     if started:
         return Verdict("failed", causes.CRASHED, f"{who} crashed after it started logging: {err.headline} "
-                       f"at {err.where}.", f"Fix the error raised at {err.where}; the full traceback is in the log "
-                       "and in the run folder's stderr.log.", evidence)
+                       f"at {err.blame}.", f"{blame_fix(err)} The full traceback is in the log and in the run "
+                       "folder's stderr.log.", evidence)
     return Verdict("failed", causes.IMPORT_ERROR, f"{who} died while importing or starting, before it wrote "
-                   f"anything: {err.headline} at {err.where}.",
-                   f"Fix the error raised at {err.where}. If it is raised while importing, `dfdoctor check` "
+                   f"anything: {err.headline} at {err.blame}.",
+                   f"{blame_fix(err)} If it is raised while importing, `dfdoctor check` "
                    "shows it too (imports.smoke imports the script's modules without running the script).",
                    evidence)
 
@@ -303,7 +307,8 @@ def exception_verdict(run: RunRecord, err: PyError, evidence: list[str], who: st
 def _runtime_context(run: RunRecord) -> rules_runtime.Context:
     """What the run-time readers may look at: the output, the command, the job's environment, where it ran."""
     return rules_runtime.Context(output=run.stream("stderr", 1 << 20), argv=list(run.spec.get("argv") or []),
-                                 env=dict((run.spawned or {}).get("env") or {}), local=not run.is_remote)
+                                 env=dict((run.spawned or {}).get("env") or {}), local=not run.is_remote,
+                                 cwd=run.spec.get("cwd"), python=run.spec.get("python"))
 
 
 def elastic_rank_failed(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:

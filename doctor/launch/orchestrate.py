@@ -13,6 +13,7 @@ from typing import Any, Optional
 from dfdoctor import __version__
 from dfdoctor.config import Config
 from dfdoctor.context import Context
+from dfdoctor.diagnose import foretold
 from dfdoctor.diagnose.verdict import diagnose
 from dfdoctor.engine import (
     broken_plugin_records,
@@ -34,6 +35,7 @@ from dfdoctor.safefile import write_atomically
 DEFAULT_WATCH_S = 60.0
 
 
+PRE_CHECKS = "pre-checks.json"  # the launch's pre-launch findings, which `status` connects its verdict to
 STATUS_WATCH_S = 3.0  # status on a live job: long enough to see its output grow
 
 
@@ -86,9 +88,10 @@ def run_launch(ctx: Context, cfg: Optional[Config] = None, opts: LaunchOptions =
         return _report(ctx, "launch", started, verdict, records, timeline, None)
     rundir.prune(ctx.cwd, opts.keep_runs)  # after the start, so the new run counts and is never the one pruned
     run, live = watch(run_dir, proc, opts.watch)
-    verdict = _verdict(run, live, opts.watch, "", [f"run folder: {run.dir}"])
+    verdict = foretold.link(_verdict(run, live, opts.watch, "", [f"run folder: {run.dir}"]), records)
     records += _post(ctx, run, opts.only, opts.skip, cfg, report_broken=opts.no_check)
     report = _save(run_dir, _report(ctx, "launch", started, verdict, records, timeline + run_timeline(run), run))
+    _keep_pre_checks(run_dir, report)
     rundir.append_event(run_dir, "detached", verdict=verdict.state, cause=verdict.cause)
     proc.poll()  # reap a recorder that already finished
     return report
@@ -112,7 +115,7 @@ def _pre(ctx: Context, cfg: Config, opts: LaunchOptions,
     checks, broken = _checks("pre", opts.only, opts.skip)
     records = broken + run_phase(ctx, checks, "pre", cfg)
     timeline.append(_event("pre-checks", f"{len(records)} check(s)"))
-    blockers = launch_blockers(records)
+    blockers = launch_blockers(records) + foretold.certain(records, list(ctx.command), ctx.cwd)
     if blockers and not opts.force:
         verdict = not_started(blockers, not_done="Not launched", subject="the launch",
                               force="--force launches anyway")
@@ -158,10 +161,11 @@ def run_launch_remote(ctx: Context, cfg: Config, opts: LaunchOptions) -> Report:
             return _save(run_dir, report)
         remote = RemoteRun(ctx.target, shipped.run_dir, shipped.python)
         run, live = watch(run_dir, None, opts.watch, load=remote.load, look=remote.look, poll_s=REMOTE_POLL_S)
-        verdict = _verdict(run, live, opts.watch, f" on {ctx.target}",
-                           [f"run folder there: {shipped.run_dir}", f"local copy: {run.dir}"])
+        verdict = foretold.link(_verdict(run, live, opts.watch, f" on {ctx.target}",
+                                         [f"run folder there: {shipped.run_dir}", f"local copy: {run.dir}"]), records)
         records += _post(ctx, run, opts.only, opts.skip, cfg, report_broken=opts.no_check)
     report = _save(run_dir, _report(ctx, "launch", started, verdict, records, timeline + run_timeline(run), run))
+    _keep_pre_checks(run_dir, report)
     rundir.append_event(run_dir, "detached", verdict=verdict.state, cause=verdict.cause)
     return report
 
@@ -190,9 +194,28 @@ def run_status(cwd: Path, ref: Optional[str] = None, cfg: Optional[Config] = Non
                                   poll_s=REMOTE_POLL_S if run.is_remote else POLL_S)
             else:  # no time to see output grow: judge by what the job looks like now
                 live = look(run, 0.0)
-        verdict = diagnose(run, live)
+        verdict = foretold.link(diagnose(run, live), _launch_pre_checks(run_dir))
         records = _post(ctx, run, only, skip, cfg, report_broken=True)
     return _save(run_dir, _report(ctx, "status", started, verdict, records, run_timeline(run), run))
+
+
+def _keep_pre_checks(run_dir: Path, report: Report) -> None:
+    """Keep the launch's pre-launch findings (masked, as saved in its report) for `status` to connect its verdict
+    to them later; report.json itself is rewritten by every status."""
+    pre = [c.to_dict() for c in report.checks if c.phase == "pre"]
+    try:
+        write_atomically(run_dir / PRE_CHECKS, json.dumps(pre, default=str), private=True)
+    except OSError:
+        pass  # only the link to the pre-launch checks is lost; _save already reported a full disk
+
+
+def _launch_pre_checks(run_dir: Path) -> list[CheckRecord]:
+    """The pre-launch checks the launch of this run saved in its report (none when it has no report yet)."""
+    try:
+        saved = json.loads((run_dir / PRE_CHECKS).read_text())
+        return [CheckRecord.from_dict(c) for c in saved if c.get("phase") == "pre"]
+    except (OSError, ValueError, TypeError, KeyError):
+        return []
 
 
 def _post(ctx: Context, run: rundir.RunRecord, only: tuple[str, ...], skip: tuple[str, ...],

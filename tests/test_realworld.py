@@ -1,0 +1,161 @@
+"""dfdoctor on unmodified public projects (../shared/realworld: nanoGPT, pytorch/examples mnist), each copied into a
+temporary folder and run as its README runs it, on this CPU-only torch. The verdicts must be in the user's terms:
+the user's line, the project's own override, the script that makes the missing file, the package pair to install."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dfdoctor import causes
+from dfdoctor.diagnose import known_failures, torch_pairs
+from dfdoctor.diagnose.rules_runtime import Context
+from dfdoctor.diagnose.traceback import parse_python_error
+from jobs.harness import PY, dfdoctor, job_env, kill_runs, launch, status
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _realworld() -> Path | None:
+    """../shared/realworld from the repo root (CI and the main checkout), or from a worktree's parent folder."""
+    for root in (REPO.parent, REPO.parent.parent):
+        if (root / "shared" / "realworld" / "nanoGPT" / "train.py").is_file():
+            return root / "shared" / "realworld"
+    return None
+
+
+REALWORLD = _realworld()
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
+    REALWORLD is None, reason="../shared/realworld (nanoGPT, pytorch-examples-mnist) is not beside the repo")]
+TORCHRUN = str(Path(sys.executable).parent / "torchrun")
+
+
+@pytest.fixture
+def nanogpt(tmp_path):
+    work = tmp_path / "nanoGPT"
+    shutil.copytree(REALWORLD / "nanoGPT", work)
+    yield work
+    kill_runs(work)
+
+
+@pytest.fixture
+def mnist(tmp_path):
+    work = tmp_path / "mnist"
+    shutil.copytree(REALWORLD / "pytorch-examples-mnist", work)
+    yield work
+    kill_runs(work)
+
+
+def _ended(work: Path, deadline_s: float = 90) -> dict:
+    """`status` until the job has ended (its verdict is no longer `running`)."""
+    end = time.monotonic() + deadline_s
+    while True:
+        _, rep = status(work)
+        if rep["verdict"]["state"] != "running" or time.monotonic() > end:
+            return rep["verdict"]
+        time.sleep(1)
+
+
+def test_nanogpt_default_device_on_cpu_torch_blames_model_to_device_and_offers_its_override(nanogpt):
+    proc, rep = launch(nanogpt, PY, "train.py", "config/train_shakespeare_char.py", watch=60, log=None)
+    v = rep["verdict"] if rep["verdict"]["state"] != "running" else _ended(nanogpt)
+    assert v["cause"] == causes.CUDA_UNAVAILABLE, v
+    assert "train.py, line 193 (`model.to(device)`)" in v["summary"] and "train.py:72" in v["summary"], v["summary"]
+    assert "--device=cpu" in v["fix"] and "site-packages" not in v["fix"], v["fix"]
+    assert any("raised inside" in e and "torch/cuda/__init__.py" in e for e in v["evidence"])  # kept as evidence
+
+
+def test_nanogpt_cuda_init_notices_the_scripts_default_device_before_the_launch(nanogpt):
+    proc = dfdoctor("check", "--cwd", str(nanogpt), "--only", "cuda.init", "--format", "json", "--",
+                    PY, "train.py", "config/train_shakespeare_char.py", cwd=nanogpt)
+    rec = json.loads(proc.stdout)["checks"][0]
+    assert rec["status"] in ("warn", "fail") and rec["cause"] == causes.CUDA_UNAVAILABLE, rec
+    assert "train.py:72 sets device = 'cuda'" in rec["summary"] and "--device=cpu" in rec["fix"], rec
+    proc = dfdoctor("check", "--cwd", str(nanogpt), "--only", "cuda.init", "--format", "json", "--",
+                    PY, "train.py", "--device=cpu", cwd=nanogpt)
+    assert json.loads(proc.stdout)["checks"][0]["status"] == "skip"  # overridden: nothing asks for a GPU
+
+
+def test_nanogpt_without_prepared_data_is_input_missing_with_the_script_that_makes_it(nanogpt):
+    launch(nanogpt, PY, "train.py", "config/train_shakespeare_char.py", "--device=cpu", "--compile=False",
+           watch=60, log=None)
+    v = _ended(nanogpt)
+    assert v["cause"] == causes.INPUT_MISSING, v
+    assert "data/shakespeare_char/train.bin" in v["summary"] and "train.py, line" in v["summary"], v["summary"]
+    assert str(nanogpt / "data" / "shakespeare_char" / "train.bin") in v["summary"]  # resolved against its cwd
+    assert "python data/shakespeare_char/prepare.py" in v["fix"] and "numpy" not in v["fix"], v["fix"]
+
+
+def test_nanogpt_torchrun_nccl_on_cpu_is_blocked_then_forced_and_linked_to_the_check(nanogpt):
+    command = (TORCHRUN, "--standalone", "--nproc_per_node=2", "train.py", "config/train_shakespeare_char.py",
+               "--device=cpu", "--compile=False")
+    proc, rep = launch(nanogpt, *command, watch=60, log=None, check=True, extra=("--only", "cuda.nccl"))
+    v = rep["verdict"]
+    assert proc.returncode == 1 and v["cause"] == causes.NCCL_FAILED and "Not launched" in v["summary"], v
+    assert any("the job uses NCCL: train.py:70 sets backend = 'nccl'" in e for e in v["evidence"]), v["evidence"]
+    assert not (nanogpt / ".dfdoctor" / "runs").exists() or not any((nanogpt / ".dfdoctor" / "runs").iterdir())
+    launch(nanogpt, *command, watch=60, log=None, check=True, extra=("--only", "cuda.nccl", "--force"))
+    v = _ended(nanogpt)
+    assert v["cause"] == causes.NCCL_FAILED, v
+    assert "cuda.nccl predicted this before the launch" in v["summary"], v["summary"]
+    assert "train.py, line 84 (`init_process_group(backend=backend)`)" in v["summary"], v["summary"]
+    assert "--backend=gloo" in v["fix"] and "distributed_c10d" not in v["fix"], v["fix"]
+
+
+def test_nanogpt_torchrun_with_gloo_gets_its_gloo_group_tested_not_nccl(nanogpt):
+    proc = dfdoctor("check", "--cwd", str(nanogpt), "--only", "cuda.nccl", "--format", "json", "--", TORCHRUN,
+                    "--standalone", "--nproc_per_node=2", "train.py", "--backend=gloo", "--device=cpu", cwd=nanogpt)
+    rec = json.loads(proc.stdout)["checks"][0]
+    assert rec["status"] == "ok" and rec["summary"].startswith("gloo: 2 ranks formed a group"), rec
+
+
+def test_nanogpt_imports_smoke_says_nothing_about_the_ranks_its_guard_sets(nanogpt):
+    proc = dfdoctor("check", "--cwd", str(nanogpt), "--only", "imports.smoke", "--format", "json", "--",
+                    PY, "train.py", "config/train_shakespeare_char.py", cwd=nanogpt)
+    rec = json.loads(proc.stdout)["checks"][0]
+    said = json.dumps([rec["summary"], *[f["summary"] for f in rec["findings"]]])
+    assert "RANK" not in said and "ddp_rank" not in said, said
+    details = "\n".join(f.get("details") or "" for f in rec["findings"])
+    assert "`if ddp` is false here" in details, details
+
+
+def test_mnist_without_torchvision_pins_the_pair_of_the_installed_torch(mnist):
+    proc = dfdoctor("check", "--cwd", str(mnist), "--only", "deps.requirements", "--only", "imports.smoke",
+                    "--format", "json", "--", PY, "main.py", cwd=mnist)
+    recs = {r["id"]: r for r in json.loads(proc.stdout)["checks"]}
+    try:
+        import torchvision  # noqa: F401
+        pytest.skip("torchvision is installed here")
+    except ImportError:
+        pass
+    torch_v = torch_pairs.installed(PY)["torch"]  # 2.13.0+cpu here: torchvision==0.28.0+cpu from whl/cpu
+    for rec in recs.values():
+        assert torch_pairs.install_line(torch_v, ["torchvision"], PY) in rec["fix"], rec["fix"]
+        assert f"torch=={torch_v}" in rec["fix"] and "pip install torchvision " not in rec["fix"], rec["fix"]
+
+
+def test_mnist_with_a_cuda_torchvision_beside_cpu_torch_is_a_dependency_mismatch(mnist, tmp_path):
+    """The installed metadata of PyPI's torchvision 0.28.0 (a CUDA build) beside torch 2.13.0+cpu: deps.requirements
+    names the mismatch and the pair; the recorded traceback of that very import names the same."""
+    site = tmp_path / "lib" / "python3.11" / "site-packages"
+    info = site / "torchvision-0.28.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torchvision\nVersion: 0.28.0\nRequires-Dist: torch"
+                                   " ==2.13.0\n")
+    env = job_env(PYTHONPATH=str(site))
+    proc = dfdoctor("check", "--cwd", str(mnist), "--only", "deps.requirements", "--format", "json", "--",
+                    PY, "main.py", cwd=mnist, env=env)
+    rec = json.loads(proc.stdout)["checks"][0]
+    assert rec["status"] == "fail" and rec["cause"] == causes.DEPENDENCY_MISMATCH, rec
+    assert "CPU torch 2.13.0+cpu" in rec["summary"], rec["summary"]
+    assert "torchvision==0.28.0+cpu" in rec["fix"] and "whl/cpu" in rec["fix"], rec["fix"]
+    text = (Path(__file__).parent / "samples" / "tracebacks" / "realworld-mnist-torchvision-nms.txt").read_text()
+    err = parse_python_error(text)
+    found = known_failures.classify(err, Context(cwd="/home/ana/mnist", local=False))
+    assert found.cause == causes.DEPENDENCY_MISMATCH and "mnist/main.py, line 6" in found.summary
