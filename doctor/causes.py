@@ -39,6 +39,7 @@ NODE_FAILURE = "node-failure"  # a node of the job stopped answering (NODE_FAIL)
 PREEMPTED = "preempted"  # a higher-priority job took the job's nodes (PREEMPTED)
 STEP_FAILED = "step-failed"  # the batch script exited 0 while one of its srun steps failed (DerivedExitCode)
 NEVER_STARTS = "never-starts"  # the job asks for what its partition can never give: it would pend forever
+SBATCH_REFUSED = "sbatch-refused"  # sbatch itself refuses the submission (CRLF, no #!, a bad option value...)
 # What training jobs die of at run time, read from their exception (doctor/diagnose/rules_runtime.py).
 CUDA_OOM = "cuda-oom"
 CUDA_ERROR = "cuda-error"
@@ -53,3 +54,5 @@ ALL = frozenset(v for k, v in dict(globals()).items() if k.isupper() and isinsta
 LAUNCH_BLOCKERS = frozenset({COMMAND_NOT_FOUND, SYNTAX_ERROR, MISSING_MODULE,
                              LOG_DIR_MISSING, LOG_NOT_WRITABLE, DISK_FULL, TARGET_UNREACHABLE,
                              NEVER_STARTS})
+# sbatch refusing the submission (seen by `sbatch --test-only`): nothing would be queued, so nothing could log.
+LAUNCH_BLOCKERS = LAUNCH_BLOCKERS | {SBATCH_REFUSED}
