@@ -16,9 +16,13 @@ from dfdoctor.launch import rundir
 from dfdoctor.model import CheckRecord, Report, Verdict
 from dfdoctor.numbers import is_whole
 from dfdoctor.safefile import write_atomically
-from dfdoctor.slurm import precheck, sbatch, watch
+from dfdoctor.slurm import patterns, precheck, sbatch, watch
 from dfdoctor.slurm.job import split_exit
 from dfdoctor.slurm.rules import Seen, judge
+
+
+def sbatch_default_output(sub: sbatch.Submission) -> str:
+    return patterns.default_output(bool(sub.get("array")))
 
 
 def submission_of(ctx: Context) -> sbatch.Submission:
@@ -86,8 +90,9 @@ def launch(ctx: Context, *, watch_s: float, run_dir: Optional[Path] = None, forc
         report = _report(ctx, "launch", started, v, records, timeline, _run(spec, folder, None))
         _save(folder, report)
         return report
-    first = watch.look(job_id, {})
-    paths = {"stdout": first.job.stdout, "stderr": first.job.stderr, "workdir": first.job.workdir}
+    pats = {"output_pattern": sub.get("output") or sbatch_default_output(sub), "error_pattern": sub.get("error") or ""}
+    first = watch.look(job_id, pats)
+    paths = {"stdout": first.job.stdout, "stderr": first.job.stderr, "workdir": first.job.workdir, **pats}
     spec["slurm"].update(paths)
     write_atomically(folder / "spec.json", json.dumps(rundir.masked(spec, ctx.env, argv), indent=1), private=True)
     rundir.append_event(folder, "submitted", job_id=job_id, **paths)
@@ -105,14 +110,14 @@ def status(cwd: Path, ref: Optional[str], watch_s: float) -> Report:
     started = now_iso()
     if ref and ref.startswith("slurm:"):
         job_id, spec, folder = ref.split(":", 1)[1], {}, None
-        if not is_whole(job_id):
-            raise UsageError(f"{ref}: a Slurm job id is a number (slurm:12345)")
+        if not is_whole(job_id) or int(job_id) <= 0:
+            raise UsageError(f"{ref}: a Slurm job id is a positive number (slurm:12345)")
         paths: dict[str, str] = {}
     else:
         folder = rundir.find_run(cwd, ref)
         spec = json.loads((folder / "spec.json").read_text())
         job_id = spec["slurm"]["job_id"]
-        paths = {k: spec["slurm"].get(k) or "" for k in ("stdout", "stderr", "workdir")}
+        paths = {k: spec["slurm"].get(k) or "" for k in ("stdout", "stderr", "workdir", *watch.PATTERN_KEYS)}
     ctx = Context(command=list(spec.get("argv") or []), cwd=Path(spec.get("cwd") or cwd))
     if not job_id:
         v = Verdict("failed", None, f"sbatch refused this job: {spec['slurm'].get('sbatch')}", "Submit it again.")

@@ -40,23 +40,39 @@ def expand(pattern: str, *, job_name: str, user: Optional[str] = None, job_id: O
            node: Optional[str] = None, array_job: Optional[str] = None, array_task: Optional[str] = None,
            array: bool = False) -> str:
     """The pattern with every value we know substituted; unknown ones stay as `%j` etc."""
+    return _expand(pattern, job_name=job_name, user=user, job_id=job_id, node=node, array_job=array_job,
+                   array_task=array_task, array=array)[0]
+
+
+def resolve(pattern: str, **known) -> Optional[str]:
+    """The file name slurmstepd opens for a pattern, or None while a letter in it has no value yet."""
+    name, missing = _expand(pattern, **known)
+    return None if missing else name
+
+
+def _expand(pattern: str, *, job_name: str, user: Optional[str] = None, job_id: Optional[str] = None,
+            node: Optional[str] = None, array_job: Optional[str] = None, array_task: Optional[str] = None,
+            array: bool = False) -> tuple[str, bool]:
     lit = literal(pattern)
     if lit is not None:
-        return lit
+        return lit, False
     user = user or getpass.getuser()
     task = array_task if array_task is not None else (None if array else (NOT_AN_ARRAY if job_id else None))
     values = {"%": "%", "x": job_name, "u": user, "j": job_id, "J": f"{job_id}.batch" if job_id else None,
               "N": node, "n": "0" if node else None, "t": "0" if node else None, "s": "batch" if node else None,
               "A": array_job or job_id, "a": task}
 
+    missing = []
+
     def sub(m: re.Match) -> str:
         v = values.get(m[2])
         if v is None:
+            missing.append(m[0])
             return m[0]
         if m[1] and m[2] in _PADDED and v.isdigit():
             return v.zfill(min(int(m[1]), _MAX_WIDTH))
         return v
-    return _PATTERN.sub(sub, pattern)
+    return _PATTERN.sub(sub, pattern), bool(missing)
 
 
 def unresolved(pattern: str) -> list[str]:

@@ -32,6 +32,7 @@ class Seen:
     growing: Optional[bool] = None
     watched_s: float = 0.0
     notes: list[str] = field(default_factory=list)
+    task: Optional["Seen"] = None  # an array job's first failed task, seen as a job of its own
 
     @property
     def output(self) -> str:
@@ -51,6 +52,8 @@ class Seen:
             ev.append(f"StdOut={j.stdout}" + ("" if self.stdout_exists is not False else " (does not exist)"))
         if j.stderr and j.stderr != j.stdout:
             ev.append(f"StdErr={j.stderr}" + ("" if self.stderr_exists is not False else " (does not exist)"))
+        if j.tasks:
+            ev.append(f"array tasks: {task_counts(j)}")
         for s in j.steps:
             if s.failed:
                 ev.append(f"step {s.id} ({s.name}): {s.state} {s.exit_code}" + (f", MaxRSS {s.max_rss}"
@@ -59,6 +62,33 @@ class Seen:
 
 
 Rule = Callable[[Seen], Optional[Verdict]]
+
+
+def task_counts(j: JobFacts) -> str:
+    """`4 task(s): 3 completed, 1 failed`."""
+    counts = j.task_counts()
+    return f"{sum(counts.values())} task(s): " + ", ".join(f"{n} {state.lower()}" for state, n in
+                                                           sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def array_tasks(s: Seen) -> Optional[Verdict]:
+    """An array job: one failed task fails it, named with its own error, output file and fix; every task
+    completed is ok; while tasks pend or run, the usual rules speak (with the counts in the evidence)."""
+    j = s.job
+    if not j.tasks:
+        return None
+    head = f"Array job {j.job_id}, {task_counts(j)}"
+    if s.task is not None:
+        t = j.failed_tasks[0]
+        v = judge(s.task)
+        out = s.task.job.stderr if s.task.job.stderr != s.task.job.stdout else s.task.job.stdout
+        return Verdict("failed", v.cause, f"{head}. Task {t.task} ({t.job}) failed first: {v.summary}",
+                       (v.fix + " " if v.fix else "") + f"Task {t.task}'s output: {out or '(not known)'}; "
+                       f"`sacct -j {j.job_id} --format=JobID,State,ExitCode` lists every task.",
+                       [head] + list(v.evidence))
+    if j.state == "COMPLETED":
+        return Verdict("ok", None, f"{head}: every task completed with exit 0.", "", s.evidence())
+    return None
 
 
 def pending_job(s: Seen) -> Optional[Verdict]:
@@ -279,7 +309,7 @@ def completed(s: Seen) -> Optional[Verdict]:
     return Verdict("ok", None, f"Job {j.job_id} completed with exit 0 on {j.nodes}.", "", s.evidence())
 
 
-RULES: list[Rule] = [pending_job, output_not_opened, chdir_failed, out_of_memory, time_limit, preempted,
+RULES: list[Rule] = [array_tasks, pending_job, output_not_opened, chdir_failed, out_of_memory, time_limit, preempted,
                      node_failure, cancelled, python_traceback, step_failed, command_not_found, killed_by_signal,
                      failed_otherwise, running, completed]
 

@@ -1,0 +1,191 @@
+"""Slurm, observed (issue 24): sbatch's own answer to `--test-only`, the script and the --output patterns read as
+sbatch and slurmstepd read them, array jobs judged by every task. Real jobs on the single-node cluster of
+tests/infra/slurm.sh; the truth each reading is compared with is what the real sbatch and slurmstepd did."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dfdoctor.slurm import patterns, sbatch
+from infra.slurm_fixtures import slurm  # noqa: F401
+from test_slurm import cancel_leftover_jobs, dfd, job_script  # noqa: F401
+
+pytestmark = pytest.mark.slow
+DFDOCTOR = [sys.executable, "-m", "dfdoctor"]
+
+
+def checks(doc: dict) -> dict:
+    return {c["id"]: c for c in doc["checks"]}
+
+
+def findings(rec: dict) -> list[dict]:
+    return rec.get("findings") or [rec]
+
+
+# ---- 1. ask sbatch ----------------------------------------------------------------------------------------
+
+def _crlf(tmp: Path) -> list[str]:
+    (tmp / "crlf.sbatch").write_bytes(b"#!/bin/bash\r\necho hi\r\n")
+    return ["crlf.sbatch"]
+
+
+def _no_shebang(tmp: Path) -> list[str]:
+    (tmp / "plain.sbatch").write_text("echo hi\n")
+    return ["plain.sbatch"]
+
+
+def _bad_time(tmp: Path) -> list[str]:
+    job_script(tmp, "echo hi\n")
+    return ["--time=1:2:3:4:5", "job.sbatch"]
+
+
+def _too_big(tmp: Path) -> list[str]:
+    (tmp / "big.sbatch").write_text("#!/bin/bash\n" + ("# " + "x" * 98 + "\n") * 45000 + "echo hi\n")
+    return ["big.sbatch"]
+
+
+@pytest.mark.parametrize("make,said,fix", [
+    (_crlf, "DOS line breaks", "sed -i 's/\\r$//'"),
+    (_no_shebang, "does not look like a batch script", "#!/bin/bash"),
+    (_bad_time, "Invalid --time specification", "HH:MM:SS"),
+    (_too_big, "too long", "4 MiB"),
+])
+def test_what_sbatch_refuses_fails_check_in_its_own_words(slurm, tmp_path, make, said, fix):
+    args = make(tmp_path)
+    direct = subprocess.run(["sbatch", "--test-only", *args], cwd=tmp_path, capture_output=True, text=True)
+    assert direct.returncode != 0 and said in " ".join(direct.stderr.split())  # the truth: sbatch refuses
+    rc, doc, _ = dfd("check", "--only", "slurm.*", "--", "sbatch", *args, cwd=tmp_path)
+    sub = checks(doc)["slurm.submission"]
+    assert rc == 1 and sub["status"] == "fail" and sub["cause"] == "sbatch-refused", sub
+    assert said in sub["summary"] and fix in sub["fix"]
+    assert doc["verdict"]["cause"] == "sbatch-refused"
+    rc, doc, _ = dfd("launch", "--", "sbatch", *args, cwd=tmp_path)  # blocked: nothing submitted
+    assert rc == 1 and doc["verdict"]["cause"] == "sbatch-refused" and not doc["run"].get("slurm")
+
+
+def test_what_sbatch_accepts_is_never_blocked_on_a_reading(slurm, tmp_path):
+    """`--nodes=2 --ntasks=1` on a one-node cluster: a reading of the partition says it can never start, sbatch
+    says "setting nnodes to 1" and the job runs."""
+    job_script(tmp_path, "echo ran on $SLURM_JOB_NUM_NODES node\n", header="#SBATCH --nodes=2 --ntasks=1\n")
+    rc, doc, _ = dfd("check", "--only", "slurm.*", "--", "sbatch", "job.sbatch", cwd=tmp_path)
+    out = checks(doc)
+    assert rc == 0 and out["slurm.partition"]["status"] != "fail", out["slurm.partition"]
+    assert "setting nnodes to 1" in out["slurm.submission"]["summary"]
+    assert f"on {slurm.node} in partition {slurm.partition}" in out["slurm.submission"]["summary"]
+    rc, doc, _ = dfd("launch", "--watch", "60", "--", "sbatch", "job.sbatch", cwd=tmp_path)
+    assert rc == 0 and doc["verdict"]["state"] == "ok", doc["verdict"]
+
+
+# ---- 2. the script and the patterns, read as sbatch and slurmstepd read them ------------------------------
+
+def test_late_and_indented_sbatch_lines_are_named_and_not_believed(slurm, tmp_path):
+    job_script(tmp_path, "echo start\n#SBATCH -J late-name\n",
+               header="#SBATCH -J early-name\n  #SBATCH --comment=indented\n")
+    job = slurm.sbatch("job.sbatch", cwd=tmp_path)
+    assert slurm.field(job, "JobName") == "early-name" and slurm.field(job, "Comment") in ("", "(null)")
+    sub = sbatch.parse(["sbatch", "job.sbatch"], tmp_path, {})
+    assert sub.job_name == "early-name" and "comment" not in sub.options
+    rc, doc, _ = dfd("check", "--only", "slurm.submission", "--", "sbatch", "job.sbatch", cwd=tmp_path)
+    said = " ".join(f["summary"] for f in findings(checks(doc)["slurm.submission"]))
+    assert "line 5 `#SBATCH -J late-name` (after the first command (line 4))" in said, said
+    assert "line 3 `#SBATCH --comment=indented` (indented" in said
+
+
+# (pattern as given on the command line or in an #SBATCH line, job name) -> the file slurmstepd opens
+PATTERNS = ["plain-%x-%j.out", "pct%%-%j.out", "pad-%5j-%u.out", "odd-%q-%j%", "notarray-%a-%A.out",
+            "node-%N-%n-%t-%s.out", "esc\\%j-%x.out", "two\\\\back-%j.out"]
+
+
+@pytest.mark.parametrize("in_script", [False, True])
+def test_output_patterns_resolve_to_the_file_slurmstepd_writes(slurm, tmp_path, in_script):
+    """Each pattern is submitted for real; dfdoctor's name for it must be the file that appeared. scontrol's
+    StdOut is compared too: it agrees for plain patterns and not for `%%`, widths or backslashes, which is why
+    dfdoctor resolves the pattern itself."""
+    jobs = []
+    for i, pat in enumerate(PATTERNS):
+        if in_script:  # in an #SBATCH line sbatch itself takes a backslash as an escape: double it
+            body = pat.replace("\\", "\\\\")
+            s = job_script(tmp_path, "echo hi\n", name=f"p{i}.sbatch", header=f"#SBATCH -J nm -o '{body}'\n")
+            argv = ["sbatch", s.name]
+        else:
+            argv = ["sbatch", "-J", "nm", "-o", pat, "--wrap", "echo hi"]
+        jobs.append((pat, slurm.sbatch(*argv[1:], cwd=tmp_path), sbatch.parse(argv, tmp_path, {})))
+    for pat, job, sub in jobs:
+        assert sub.get("output") == pat
+        assert slurm.wait_state(job, ("COMPLETED",)) == "COMPLETED"
+        name = patterns.resolve(pat, job_name="nm", job_id=job, node=slurm.node)
+        assert name and (tmp_path / name).is_file(), (pat, name, sorted(os.listdir(tmp_path)))
+        assert (tmp_path / name).read_text() == "hi\n"
+        scontrol = slurm.field(job, "StdOut")
+        if "\\" not in pat and "%%" not in pat and "%5" not in pat and "%N" not in pat and "%a" not in pat:
+            assert scontrol == str(tmp_path / name)
+
+
+def test_a_backslash_in_output_is_checked_where_slurm_writes(slurm, tmp_path):
+    """`-o 'logs\\new/x.out'`: the folder `logs\\new` exists, but slurmstepd drops the backslash and opens
+    `logsnew/x.out`: the job fails 0:53. `check` must say so, and `launch` must read the right place."""
+    (tmp_path / "logs\\new").mkdir()
+    job_script(tmp_path, "echo hi\n")
+    rc, doc, _ = dfd("check", "--only", "slurm.output", "--", "sbatch", "-o", "logs\\new/x.out", "job.sbatch",
+                     cwd=tmp_path)
+    out = checks(doc)["slurm.output"]
+    assert rc == 1 and out["cause"] == "log-dir-missing" and f"{tmp_path}/logsnew" in out["summary"], out
+    rc, doc, _ = dfd("launch", "--force", "--watch", "60", "--", "sbatch", "-o", "logs\\new/x.out", "job.sbatch",
+                     cwd=tmp_path)
+    assert doc["verdict"]["cause"] == "log-dir-missing" and "logsnew" in doc["verdict"]["summary"], doc["verdict"]
+
+
+def test_launch_reads_the_file_a_percent_escape_names(slurm, tmp_path):
+    """`%%` in --output: scontrol's StdOut says `crash%%-ID.out`, the job writes `crash%-ID.out`; the verdict
+    must come from the job's own traceback."""
+    job_script(tmp_path, "python3 -c 'import nosuch_mod_pct'\n")
+    rc, doc, _ = dfd("launch", "--no-check", "--watch", "60", "--", "sbatch", "-o", "crash%%-%j.out", "job.sbatch",
+                     cwd=tmp_path)
+    job = doc["run"]["slurm"]["job_id"]
+    assert doc["verdict"]["cause"] == "missing-module", doc["verdict"]
+    assert doc["run"]["slurm"]["stdout"] == str(tmp_path / f"crash%-{job}.out")
+
+
+# ---- 3. arrays ---------------------------------------------------------------------------------------------
+
+ARRAY = """echo task $SLURM_ARRAY_TASK_ID
+if [ "$SLURM_ARRAY_TASK_ID" = 2 ]; then python3 -c 'import nosuch_in_task_two'; fi
+"""
+
+
+def test_an_array_with_one_failed_task_fails_and_names_it(slurm, tmp_path):
+    job_script(tmp_path, ARRAY, header="#SBATCH -o arr-%A_%a.out\n")
+    rc, doc, _ = dfd("launch", "--no-check", "--watch", "90", "--", "sbatch", "--array=0-3", "job.sbatch",
+                     cwd=tmp_path)
+    job = doc["run"]["slurm"]["job_id"]
+    v = doc["verdict"]
+    assert rc == 1 and v["state"] == "failed" and v["cause"] == "missing-module", v
+    assert f"Task 2 ({job}_2) failed first" in v["summary"] and "nosuch_in_task_two" in v["summary"]
+    assert str(tmp_path / f"arr-{job}_2.out") in v["fix"]
+    for t in ("0", "1", "3"):
+        slurm.wait_state(f"{job}_{t}", ("COMPLETED",))
+    rc, doc, _ = dfd("status", f"slurm:{job}", cwd=tmp_path)
+    v = doc["verdict"]
+    assert rc == 1 and v["cause"] == "missing-module" and "4 task(s): 3 completed, 1 failed" in v["summary"], v
+
+
+def test_an_array_whose_tasks_all_complete_is_ok(slurm, tmp_path):
+    job_script(tmp_path, "echo task $SLURM_ARRAY_TASK_ID\n", header="#SBATCH -o ok-%A_%a.out\n")
+    job = slurm.sbatch("--array=0-2", "job.sbatch", cwd=tmp_path)
+    for t in ("0", "1", "2"):
+        slurm.wait_state(f"{job}_{t}", ("COMPLETED",))
+    rc, doc, _ = dfd("status", f"slurm:{job}", cwd=tmp_path)
+    assert rc == 0 and "3 task(s): 3 completed" in doc["verdict"]["summary"], doc["verdict"]
+
+
+# ---- 8. smaller faults ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("ref", ["slurm:0", "slurm:000"])
+def test_job_id_zero_is_a_usage_error(ref, tmp_path):
+    p = subprocess.run(DFDOCTOR + ["status", ref], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "positive" in p.stderr, p.stderr
