@@ -188,4 +188,4 @@ def test_an_array_whose_tasks_all_complete_is_ok(slurm, tmp_path):
 @pytest.mark.parametrize("ref", ["slurm:0", "slurm:000"])
 def test_job_id_zero_is_a_usage_error(ref, tmp_path):
     p = subprocess.run(DFDOCTOR + ["status", ref], cwd=tmp_path, capture_output=True, text=True, timeout=60)
-    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "positive" in p.stderr, p.stderr
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "1 or more" in p.stderr, p.stderr

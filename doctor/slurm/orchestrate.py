@@ -111,7 +111,7 @@ def status(cwd: Path, ref: Optional[str], watch_s: float) -> Report:
     if ref and ref.startswith("slurm:"):
         job_id, spec, folder = ref.split(":", 1)[1], {}, None
         if not is_whole(job_id) or int(job_id) <= 0:
-            raise UsageError(f"{ref}: a Slurm job id is a positive number (slurm:12345)")
+            raise UsageError(f"{ref}: a Slurm job id is a number, 1 or more (slurm:12345)")
         paths: dict[str, str] = {}
     else:
         folder = rundir.find_run(cwd, ref)
