@@ -11,7 +11,8 @@ from typing import Optional
 
 from dfdoctor.slurm import commands
 
-SACCT_FIELDS = "JobID,JobName,State,ExitCode,DerivedExitCode,MaxRSS,ReqMem,Elapsed,Timelimit,NodeList,Reason,Start,End,User"
+SACCT_FIELDS = ("JobID,JobName,State,ExitCode,DerivedExitCode,MaxRSS,ReqMem,Elapsed,Timelimit,NodeList,Reason,Start,End,"
+                "User,TotalCPU,AllocCPUS,ElapsedRaw")
 TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED",
             "BOOT_FAIL", "DEADLINE", "REVOKED", "SPECIAL_EXIT"}
 
@@ -86,6 +87,9 @@ class JobFacts:
     restarts: int = 0
     end_time: str = ""
     dependency: str = ""
+    total_cpu: str = ""  # sacct's TotalCPU: CPU time the job's processes used
+    alloc_cpus: int = 0
+    elapsed_s: int = 0
     steps: list[Step] = field(default_factory=list)
     tasks: list[Task] = field(default_factory=list)  # an array job's tasks (empty for a plain job)
     source: list[str] = field(default_factory=list)  # which tools answered
@@ -218,6 +222,9 @@ def _merge_sacct(f: JobFacts, rows: list[dict[str, str]]) -> None:
             _array_state(f)
         return
     f.source.append("sacct")
+    f.total_cpu = main.get("TotalCPU", "")
+    f.alloc_cpus = int(main["AllocCPUS"]) if (main.get("AllocCPUS") or "").isdigit() else 0
+    f.elapsed_s = int(main["ElapsedRaw"]) if (main.get("ElapsedRaw") or "").isdigit() else 0
     state = main.get("State", "")
     f.state_detail = state
     if not f.state:  # scontrol forgot the job (older than MinJobAge): sacct's words

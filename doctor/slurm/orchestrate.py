@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any, Optional
@@ -18,6 +19,7 @@ from dfdoctor.numbers import is_whole
 from dfdoctor.safefile import write_atomically
 from dfdoctor.slurm import patterns, precheck, sbatch, watch
 from dfdoctor.slurm.job import split_exit
+from dfdoctor.slurm.job import facts as job_facts
 from dfdoctor.slurm.rules import Seen, judge
 
 
@@ -91,13 +93,18 @@ def launch(ctx: Context, *, watch_s: float, run_dir: Optional[Path] = None, forc
         _save(folder, report)
         return report
     pats = {"output_pattern": sub.get("output") or sbatch_default_output(sub), "error_pattern": sub.get("error") or ""}
-    first = watch.look(job_id, pats)
-    paths = {"stdout": first.job.stdout, "stderr": first.job.stderr, "workdir": first.job.workdir, **pats}
-    spec["slurm"].update(paths)
-    write_atomically(folder / "spec.json", json.dumps(rundir.masked(spec, ctx.env, argv), indent=1), private=True)
-    rundir.append_event(folder, "submitted", job_id=job_id, **paths)
-    seen = watch.watch(job_id, paths, watch_s, on_event=lambda n, d: timeline.append(
-        _event(n, " ".join(f"{k}={v}" for k, v in d.items() if v))))
+    try:
+        first = watch.look(job_id, pats)
+        paths = {"stdout": first.job.stdout, "stderr": first.job.stderr, "workdir": first.job.workdir, **pats}
+        spec["slurm"].update(paths)
+        write_atomically(folder / "spec.json", json.dumps(rundir.masked(spec, ctx.env, argv), indent=1),
+                         private=True)
+        rundir.append_event(folder, "submitted", job_id=job_id, **paths)
+        seen = watch.watch(job_id, paths, watch_s, on_event=lambda n, d: timeline.append(
+            _event(n, " ".join(f"{k}={v}" for k, v in d.items() if v))))
+    except KeyboardInterrupt:
+        _interrupted_after_submission(job_id, folder)
+        raise
     verdict = judge(seen)
     report = _report(ctx, "launch", started, verdict, records, timeline, _run(spec, folder, seen))
     _save(folder, report)
@@ -131,6 +138,23 @@ def status(cwd: Path, ref: Optional[str], watch_s: float) -> Report:
     if folder is not None:
         _save(folder, report)
     return report
+
+
+def _interrupted_after_submission(job_id: str, folder: Path) -> None:
+    """Ctrl-C once the job is submitted: Slurm runs it on without dfdoctor, so say which job it is, where it
+    stands, and how to stop it or look again (the CLI then says "interrupted")."""
+    try:
+        state = job_facts(job_id, with_sacct=False).state or "state unknown"
+    except KeyboardInterrupt:  # a second Ctrl-C: the words still matter more than the state
+        state = "state not read"
+    sys.stderr.write(f"dfdoctor: job {job_id} was submitted and is {state}; Slurm goes on with it. "
+                     f"`scancel {job_id}` stops it; `dfdoctor status {folder.name}` (or slurm:{job_id}) looks "
+                     "again.\n")
+    sys.stderr.flush()
+    try:
+        rundir.append_event(folder, "interrupted", job_id=job_id, state=state)
+    except OSError:
+        pass
 
 
 def is_slurm_run(cwd: Path, ref: Optional[str]) -> bool:
