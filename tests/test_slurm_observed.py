@@ -4,9 +4,13 @@ tests/infra/slurm.sh; the truth each reading is compared with is what the real s
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -189,3 +193,98 @@ def test_an_array_whose_tasks_all_complete_is_ok(slurm, tmp_path):
 def test_job_id_zero_is_a_usage_error(ref, tmp_path):
     p = subprocess.run(DFDOCTOR + ["status", ref], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "1 or more" in p.stderr, p.stderr
+
+
+def test_ctrl_c_after_submission_names_the_job_its_state_and_scancel(slurm, tmp_path):
+    job_script(tmp_path, "echo start\nsleep 120\n")
+    p = subprocess.Popen(DFDOCTOR + ["launch", "--no-check", "--watch", "100", "--", "sbatch", "job.sbatch"],
+                         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    end = time.monotonic() + 60
+    while time.monotonic() < end and not any('"submitted"' in f.read_text()
+                                             for f in tmp_path.glob(".dfdoctor/runs/*/launcher.jsonl")):
+        time.sleep(0.1)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    job = next(line.split()[0] for line in subprocess.run(["squeue", "-h", "-o", "%i %Z"], capture_output=True,
+                                                          text=True).stdout.splitlines() if str(tmp_path) in line)
+    try:
+        assert p.returncode == 130, err
+        assert f"job {job} was submitted and is " in err and f"`scancel {job}`" in err, err
+        assert any(f"is {s}" in err for s in ("PENDING", "RUNNING")), err
+    finally:
+        slurm.cancel(job)
+
+
+def test_slurm_nodes_beyond_the_cluster_is_never_starts_at_once(slurm, tmp_path):
+    t0 = time.monotonic()
+    rc, doc, _ = dfd("check", "--slurm-nodes", "4", "--", sys.executable, "-c", "pass", cwd=tmp_path)
+    took = time.monotonic() - t0
+    v = doc["verdict"]
+    assert rc == 1 and v["cause"] == "never-starts", v
+    assert "4 node(s)" in json.dumps(doc) and f"partition {slurm.partition} has 1 node(s)" in json.dumps(doc)
+    assert "--slurm-nodes 1" in json.dumps(doc)
+    assert took < 20, took  # srun's --immediate waits 30 s before it says "busy"
+
+
+def test_a_dependency_wait_names_the_job_it_waits_for(slurm, tmp_path):
+    first = slurm.sbatch("-o", "first-%j.log", "--wrap", "sleep 60", cwd=tmp_path)
+    job_script(tmp_path, "true\n")
+    try:
+        rc, doc, _ = dfd("launch", "--no-check", "--watch", "3", "--", "sbatch", f"--dependency=afterok:{first}",
+                         "-o", "o-%j.log", "job.sbatch", cwd=tmp_path)
+        v = doc["verdict"]
+        assert v["state"] == "pending" and f"job {first} (afterok:{first}" in v["summary"], v
+        assert f"squeue -j {first}" in v["fix"] and "IDS" not in v["fix"]
+    finally:
+        slurm.cancel(first)
+
+
+def test_a_job_cancelled_after_running_is_not_cancelled_before_it_started(slurm, tmp_path):
+    job = slurm.sbatch("-o", "o-%j.log", "--wrap", "echo started; sleep 60", cwd=tmp_path)
+    slurm.wait_state(job, ("RUNNING",))
+    end = time.monotonic() + 30
+    while time.monotonic() < end and slurm.field(job, "RunTime") in ("", "00:00:00", "00:00:01"):
+        time.sleep(0.2)
+    slurm.cancel(job)
+    slurm.wait_state(job, ("CANCELLED",))
+    (tmp_path / f"o-{job}.log").unlink()  # as when the output is on a disk this host does not see
+    rc, doc, _ = dfd("status", f"slurm:{job}", cwd=tmp_path)
+    s = doc["verdict"]["summary"]
+    assert rc == 1 and "before it started" not in s and "after it had run 00:00:0" in s, s
+    assert f"sacct -j {job} " in doc["verdict"]["fix"]
+
+
+def test_a_failed_step_behind_exit_0_is_step_failed_with_the_steps_error(slurm, tmp_path):
+    job_script(tmp_path, "srun python3 -c 'import nosuch_in_step'\necho carried on\nexit 0\n")
+    rc, doc, _ = dfd("launch", "--no-check", "--watch", "60", "--", "sbatch", "-o", "o-%j.log", "job.sbatch",
+                     cwd=tmp_path)
+    v = doc["verdict"]
+    assert rc == 1 and v["cause"] == "step-failed" and "No module named 'nosuch_in_step'" in v["summary"], v
+
+
+# ---- 6. what seff tells ---------------------------------------------------------------------------------
+
+def test_a_finished_job_says_how_much_of_its_request_it_used(slurm, tmp_path):
+    body = "python3 -c 'import time\nb = bytearray(80 << 20)\nt = time.time()\nwhile time.time() - t < 5: pass'\n"
+    job_script(tmp_path, body)
+    rc, doc, _ = dfd("launch", "--no-check", "--watch", "60", "--", "sbatch", "-c", "2", "--mem=400M",
+                     "-o", "o-%j.log", "job.sbatch", cwd=tmp_path)
+    job = doc["run"]["slurm"]["job_id"]
+    s = doc["verdict"]["summary"]
+    assert rc == 0 and "CPU efficiency" in s and "memory efficiency" in s, s
+    row = subprocess.run(["sacct", "-j", job, "-P", "-n", "-X", "--format=TotalCPU,AllocCPUS,ElapsedRaw"],
+                         capture_output=True, text=True).stdout.split("|")
+    assert f"of 2 core(s) x {row[2].strip()} s" in s
+    pct = int(re.search(r"memory efficiency (\d+)%", s)[1])
+    assert 15 <= pct <= 40, s  # 80 MiB (plus python) of 400M
+
+
+def test_a_running_job_gets_a_next_line_that_follows_its_output(slurm, tmp_path):
+    job_script(tmp_path, "for i in $(seq 1 60); do echo step $i; sleep 0.3; done\n")
+    rc, doc, _ = dfd("launch", "--no-check", "--", "sbatch", "-o", "run-%j.log", "job.sbatch", cwd=tmp_path)
+    job = doc["run"]["slurm"]["job_id"]
+    try:
+        assert doc["verdict"]["state"] == "running"
+        assert f"tail -f {tmp_path}/run-{job}.log" in doc["verdict"]["fix"], doc["verdict"]
+    finally:
+        slurm.cancel(job)
