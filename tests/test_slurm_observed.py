@@ -288,3 +288,31 @@ def test_a_running_job_gets_a_next_line_that_follows_its_output(slurm, tmp_path)
         assert f"tail -f {tmp_path}/run-{job}.log" in doc["verdict"]["fix"], doc["verdict"]
     finally:
         slurm.cancel(job)
+
+
+# ---- 4. the job's environment ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("export,shell_has_it", [
+    (["--export=NONE"], True), ([], True), (["--export=ALL"], True), (["--export=PYTHONPATH"], True),
+    (["--export=HOME"], True), (["--export=NONE", "--export-file=vars.env"], True),
+    (["--export-file=vars.env"], False), (["--export-file=lines.env"], False), ([], False)])
+def test_node_checks_see_the_environment_the_job_gets(slurm, tmp_path, export, shell_has_it):
+    """A module found only through the submitting shell's PYTHONPATH: `check` must pass exactly when the real
+    job (submitted with the same options) can import it."""
+    mods = tmp_path / "mods"
+    mods.mkdir()
+    (mods / "only_on_pythonpath_x.py").write_text("X = 1\n")
+    (tmp_path / "vars.env").write_text(f"PYTHONPATH={mods}\0")
+    (tmp_path / "lines.env").write_text(f"PYTHONPATH={mods}\nOTHER=1\n")  # 22.05 splits at NUL only
+    job_script(tmp_path, "python3 -c 'import only_on_pythonpath_x'\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if shell_has_it:
+        env["PYTHONPATH"] = str(mods)
+    real = slurm.sbatch(*export, "-o", "real-%j.out", "job.sbatch", cwd=tmp_path, env=env)
+    rc, doc, _ = dfd("check", "--only", "imports.smoke", "--", "sbatch", *export, "job.sbatch", cwd=tmp_path,
+                     env=env)
+    state = slurm.wait_state(real, ("COMPLETED", "FAILED"))
+    smoke = checks(doc)["imports.smoke"]
+    assert (state == "COMPLETED") == (smoke["status"] == "ok"), (state, smoke)
+    assert (rc == 0) == (state == "COMPLETED")
+    assert "run with the job's environment" in " ".join(smoke["evidence"])

@@ -14,7 +14,7 @@ from typing import Callable, Optional
 from dfdoctor import causes
 from dfdoctor.model import CheckRecord, Result, Status, fail, ok, skip, warn
 from dfdoctor.numbers import is_whole, whole
-from dfdoctor.slurm import cluster, commands, patterns, script, testonly
+from dfdoctor.slurm import cluster, commands, jobenv, patterns, script, testonly
 from dfdoctor.slurm.sbatch import Submission
 
 _NODE_CHECK_IDS = ("slurm.training", "imports.smoke", "deps.requirements", "cuda.init", "cuda.nccl",
@@ -269,12 +269,13 @@ def training_checks_on_node(sub: Submission, cwd: Path, env: dict[str, str],
         return [CheckRecord(id="slurm.training", phase="pre", status=Status.SKIP, title="training command",
                             summary="No python/torchrun line found in the batch script: its checks were not run.")]
     workdir = sub.workdir or str(cwd)
-    argv = srun_prefix(sub, job_name="dfdoctor-node-check") + [f"--chdir={workdir}", "--mem=2G",
-                                                              sys.executable, "-m", "dfdoctor", "check",
-                                                              "--format", "json"]
+    job_env = jobenv.of(sub, env, cwd)
+    check = [sys.executable, "-m", "dfdoctor", "check", "--format", "json"]
     for s in skip_ids:
-        argv += ["--skip", s]
-    argv += ["--", *train.argv]
+        check += ["--skip", s]
+    check += ["--", *train.argv]
+    argv = (srun_prefix(sub, job_name="dfdoctor-node-check") + [f"--chdir={workdir}", "--mem=2G"]
+            + job_env.srun_options() + job_env.wrap(check))
     a = commands.run(argv, timeout=NODE_CHECKS_TIMEOUT_S, env=env)
     try:
         doc = json.loads(a.out[a.out.index("{"):]) if "{" in a.out else None
@@ -290,8 +291,12 @@ def training_checks_on_node(sub: Submission, cwd: Path, env: dict[str, str],
     for c in doc.get("checks") or []:
         r = CheckRecord.from_dict(c)
         r.summary = f"on {node}: {r.summary}"
-        r.data = dict(r.data, node=node)
+        r.data = dict(r.data, node=node, job_environment=job_env.said)
+        r.evidence = list(r.evidence) + [f"run with the job's environment: {job_env.said}"]
         recs.append(r)
+    if job_env.problem:
+        recs.append(CheckRecord(id="slurm.training", phase="pre", status=Status.WARN, title="training command",
+                                summary=f"{job_env.problem}; the node checks ran with what the job will get."))
     return recs
 
 

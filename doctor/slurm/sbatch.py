@@ -28,7 +28,7 @@ ENV = {"SBATCH_JOB_NAME": "job-name", "SBATCH_OUTPUT": "output", "SBATCH_ERROR":
        "SBATCH_MEM_PER_NODE": "mem", "SBATCH_QOS": "qos", "SBATCH_ACCOUNT": "account",
        "SBATCH_ARRAY_INX": "array", "SBATCH_EXCLUSIVE": "exclusive", "SBATCH_INPUT": "input",
        "SBATCH_OPEN_MODE": "open-mode", "SBATCH_CONSTRAINT": "constraint", "SBATCH_RESERVATION": "reservation",
-       "SBATCH_WAIT": "wait"}
+       "SBATCH_WAIT": "wait", "SBATCH_EXPORT": "export"}
 MAX_READ = 8 << 20  # more than Slurm's 4 MiB script limit, so an oversized script is still read
 
 
