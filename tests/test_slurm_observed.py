@@ -316,3 +316,45 @@ def test_node_checks_see_the_environment_the_job_gets(slurm, tmp_path, export, s
     assert (state == "COMPLETED") == (smoke["status"] == "ok"), (state, smoke)
     assert (rc == 0) == (state == "COMPLETED")
     assert "run with the job's environment" in " ".join(smoke["evidence"])
+
+
+# ---- 5. Slurm checks are checks ------------------------------------------------------------------------------
+
+SLURM_IDS = {"slurm.submission", "slurm.partition", "slurm.output", "slurm.gpus", "slurm.training", "slurm.nodes"}
+
+
+def test_slurm_checks_are_listed_and_known_to_only(tmp_path):
+    p = subprocess.run(DFDOCTOR + ["list-checks", "--format", "json"], capture_output=True, text=True, timeout=60)
+    assert SLURM_IDS <= {c["id"] for c in json.loads(p.stdout)["checks"]}
+    job_script(tmp_path, "true\n")
+    p = subprocess.run(DFDOCTOR + ["check", "--only", "nosuch.*", "--", "sbatch", "job.sbatch"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and all(i in p.stderr for i in SLURM_IDS), p.stderr
+
+
+def test_slurm_checks_are_silenced_by_config_and_named_in_sarif_and_junit(slurm, tmp_path):
+    (tmp_path / "crlf.sbatch").write_bytes(b"#!/bin/bash\r\necho hi\r\n")
+    rc, doc, _ = dfd("check", "--only", "slurm.submission", "--format", "sarif", "--output",
+                     str(tmp_path / "r.sarif"), "--format", "junit", "--output", str(tmp_path / "r.xml"),
+                     "--", "sbatch", "crlf.sbatch", cwd=tmp_path)
+    assert rc == 1
+    sarif = json.loads((tmp_path / "r.sarif").read_text())
+    assert any(r.get("ruleId") == "slurm.submission" for r in sarif["runs"][0]["results"]), sarif
+    assert 'name="slurm.submission"' in (tmp_path / "r.xml").read_text()
+    (tmp_path / "dfdoctor.toml").write_text('[[silence]]\ncheck = "slurm.submission"\ncause = "sbatch-refused"\n'
+                                            'reason = "CRLF on purpose for this test"\n')
+    rc, doc, _ = dfd("check", "--only", "slurm.submission", "--", "sbatch", "crlf.sbatch", cwd=tmp_path)
+    sub = checks(doc)["slurm.submission"]
+    assert rc == 0 and sub["status"] == "fail" and sub["silenced"] == "CRLF on purpose for this test", sub
+
+
+def test_slurm_checks_run_under_the_runners_timeout(slurm, tmp_path):
+    job_script(tmp_path, "python3 -c 'print(1)'\n")
+    rc, doc, _ = dfd("check", "--timeout", "0.5", "--", "sbatch", "-o", "o-%j.log", "job.sbatch", cwd=tmp_path)
+    training = checks(doc)["slurm.training"]
+    assert training["status"] == "timeout" and "0.5 s timeout" in training["summary"], training
+    end = time.monotonic() + 30  # the srun the check started went with it: no step of ours is left
+    while time.monotonic() < end and str(tmp_path) in subprocess.run(
+            ["squeue", "-h", "-o", "%Z"], capture_output=True, text=True).stdout:
+        time.sleep(0.2)
+    assert str(tmp_path) not in subprocess.run(["squeue", "-h", "-o", "%Z"], capture_output=True, text=True).stdout

@@ -11,13 +11,15 @@ from typing import Any, Optional
 
 from dfdoctor import __version__, causes
 from dfdoctor.context import Context
-from dfdoctor.engine import environment_facts, launch_blockers, not_started, now_iso
+from dfdoctor.config import Config, apply_silences
+from dfdoctor.engine import check_selection, environment_facts, launch_blockers, not_started, now_iso, run_phase
 from dfdoctor.errors import UsageError
 from dfdoctor.launch import rundir
 from dfdoctor.model import CheckRecord, Report, Verdict
 from dfdoctor.numbers import is_whole
 from dfdoctor.safefile import write_atomically
-from dfdoctor.slurm import patterns, precheck, sbatch, watch
+from dfdoctor.registry import discover, select
+from dfdoctor.slurm import patterns, precheck, sbatch, session, watch
 from dfdoctor.slurm.job import split_exit
 from dfdoctor.slurm.job import facts as job_facts
 from dfdoctor.slurm.rules import Seen, judge
@@ -29,9 +31,7 @@ def sbatch_default_output(sub: sbatch.Submission) -> str:
 
 def submission_of(ctx: Context) -> sbatch.Submission:
     """The submission a Context names: `-- sbatch ...`, or `--launcher job.sbatch`."""
-    if sbatch.is_sbatch(ctx.command):
-        return sbatch.parse(ctx.command, ctx.cwd, ctx.env)
-    return sbatch.from_script(ctx.launcher, ctx.cwd, ctx.env)
+    return session.submission(ctx)
 
 
 def is_slurm(ctx: Context) -> bool:
@@ -46,9 +46,40 @@ def _wanted(only: tuple[str, ...], skip: tuple[str, ...]):
     return lambda cid: (not only or hit(cid, only)) and not hit(cid, skip)
 
 
-def check_records(ctx: Context, only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> list[CheckRecord]:
-    """`dfdoctor check -- sbatch ...`: the Slurm checks, then the training command's checks on a node."""
-    return precheck.run_all(submission_of(ctx), ctx.cwd, ctx.env, wanted=_wanted(only, skip))
+# The order a reader follows: what sbatch says, whether the cluster can run it, where it writes, then the rest.
+ORDER = ("slurm.submission", "slurm.partition", "slurm.output", "slurm.gpus", "slurm.training")
+
+
+def check_records(ctx: Context, only: tuple[str, ...] = (), skip: tuple[str, ...] = (),
+                  cfg: Optional[Config] = None) -> list[CheckRecord]:
+    """`dfdoctor check -- sbatch ...`: the Slurm checks (registered checks of scope "slurm", run by the runner
+    like every other: timed out, silenced), then the training command's checks on a node as rows of their own."""
+    cfg = cfg or Config()
+    checks = discover()[0]
+    only, skip = check_selection({"only": only, "skip": skip}, cfg, checks)
+    wanted = _wanted(only, skip)
+    node_wanted = any(wanted(i) for i in precheck._NODE_CHECK_IDS)
+    chosen = sorted((c for c in select(checks, scope="slurm", phase="pre")
+                     if wanted(c.id) or (c.id == "slurm.training" and node_wanted)),
+                    key=lambda c: (ORDER.index(c.id) if c.id in ORDER else len(ORDER), c.id))
+    if any(c.id in ("slurm.submission", "slurm.partition") for c in chosen):
+        session.asked(ctx)  # asked once here, so every forked check worker inherits sbatch's answer
+    records: list[CheckRecord] = []
+    try:
+        ran = run_phase(ctx, chosen, "pre", cfg)
+    except KeyboardInterrupt:  # the runner killed the check workers, and their srun with them (SIGKILL)
+        precheck.cancel_leftovers()
+        raise
+    if any(r.status.value == "timeout" for r in ran):
+        precheck.cancel_leftovers()
+    for r in ran:
+        inner = (r.data or {}).get("node_records") if r.id == "slurm.training" else None
+        if inner:
+            records += [rec for rec in map(CheckRecord.from_dict, inner) if wanted(rec.id)]
+        elif wanted(r.id) or r.status.value not in ("ok", "skip"):
+            records.append(r)
+    apply_silences(records, cfg.silences)
+    return records
 
 
 def _report(ctx: Context, mode: str, started: str, verdict: Verdict, records: list[CheckRecord],
@@ -64,12 +95,13 @@ def _event(name: str, detail: str, t: Optional[float] = None) -> dict[str, Any]:
 
 
 def launch(ctx: Context, *, watch_s: float, run_dir: Optional[Path] = None, force: bool = False,
-           no_check: bool = False, only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> Report:
+           no_check: bool = False, only: tuple[str, ...] = (), skip: tuple[str, ...] = (),
+           cfg: Optional[Config] = None) -> Report:
     """Check, submit with --parsable, record where Slurm will write, watch, and judge."""
     started = now_iso()
     sub = submission_of(ctx)
     argv = list(ctx.command) if sbatch.is_sbatch(ctx.command) else ["sbatch", str(ctx.launcher)]
-    records = [] if no_check else precheck.run_all(sub, ctx.cwd, ctx.env, wanted=_wanted(only, skip))
+    records = [] if no_check else check_records(ctx, only, skip, cfg)
     timeline = [_event("pre-checks", f"{len(records)} check(s)")]
     blockers = launch_blockers(records)
     if blockers and not force:

@@ -4,8 +4,11 @@ a node of that partition), and the usual checks of its training command, run on 
 
 from __future__ import annotations
 
+import getpass
 import json
+import os
 import shlex
+import uuid
 import sys
 import time
 from pathlib import Path
@@ -181,7 +184,18 @@ def gpus_vs_torchrun(sub: Submission) -> list[Result]:
     return [ok(f"torchrun's --nproc_per_node {nproc} matches the {gpus or 'CPU'} GPU(s) per node requested.")]
 
 
-def srun_prefix(sub: Submission, *, job_name: str = "dfdoctor-check") -> list[str]:
+# Every srun this process starts carries this tag in its job name, so a check the runner killed at its timeout
+# (SIGKILL: srun cannot release its allocation) leaves nothing the parent cannot find and cancel.
+TAG = f"dfdoctor-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+def cancel_leftovers() -> None:
+    """Cancel what an srun of this process left in the queue (its check was killed at its timeout)."""
+    for name in (f"{TAG}-check", f"{TAG}-node-check"):
+        commands.run(["scancel", f"--name={name}", f"--user={getpass.getuser()}"])
+
+
+def srun_prefix(sub: Submission, *, job_name: str = f"{TAG}-check") -> list[str]:
     """A short srun on one node of the submission's partition that gives up rather than queue."""
     argv = ["srun", "-N1", "-n1", f"--immediate={SRUN_IMMEDIATE_S}", "-J", job_name, "--mem=64M", "-t", "5"]
     for opt in ("partition", "account", "qos", "reservation", "constraint"):
@@ -257,7 +271,6 @@ def folders_where_it_runs(sub: Submission, cwd: Path) -> list[Result]:
 
 
 def _writable(p: Path) -> bool:
-    import os
     return os.access(p, os.W_OK)
 
 
@@ -274,7 +287,7 @@ def training_checks_on_node(sub: Submission, cwd: Path, env: dict[str, str],
     for s in skip_ids:
         check += ["--skip", s]
     check += ["--", *train.argv]
-    argv = (srun_prefix(sub, job_name="dfdoctor-node-check") + [f"--chdir={workdir}", "--mem=2G"]
+    argv = (srun_prefix(sub, job_name=f"{TAG}-node-check") + [f"--chdir={workdir}", "--mem=2G"]
             + job_env.srun_options() + job_env.wrap(check))
     a = commands.run(argv, timeout=NODE_CHECKS_TIMEOUT_S, env=env)
     try:
