@@ -58,7 +58,7 @@ def check_records(ctx: Context, only: tuple[str, ...] = (), skip: tuple[str, ...
     checks = discover()[0]
     only, skip = check_selection({"only": only, "skip": skip}, cfg, checks)
     wanted = _wanted(only, skip)
-    node_wanted = any(wanted(i) for i in precheck._NODE_CHECK_IDS)
+    node_wanted = any(wanted(i) for i in precheck.NODE_CHECK_IDS)
     chosen = sorted((c for c in select(checks, scope="slurm", phase="pre")
                      if wanted(c.id) or (c.id == "slurm.training" and node_wanted)),
                     key=lambda c: (ORDER.index(c.id) if c.id in ORDER else len(ORDER), c.id))

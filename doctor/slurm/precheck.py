@@ -10,9 +10,8 @@ import os
 import shlex
 import uuid
 import sys
-import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 from dfdoctor import causes
 from dfdoctor.model import CheckRecord, Result, Status, fail, ok, skip, warn
@@ -20,20 +19,10 @@ from dfdoctor.numbers import is_whole, whole
 from dfdoctor.slurm import cluster, commands, jobenv, patterns, script, testonly
 from dfdoctor.slurm.sbatch import Submission
 
-_NODE_CHECK_IDS = ("slurm.training", "imports.smoke", "deps.requirements", "cuda.init", "cuda.nccl",
+NODE_CHECK_IDS = ("slurm.training", "imports.smoke", "deps.requirements", "cuda.init", "cuda.nccl",
                    "compile.race", "launch.path", "log.writable", "job.leftovers")
 SRUN_IMMEDIATE_S = 10  # srun gives up when no node is free this soon, rather than queueing
 NODE_CHECKS_TIMEOUT_S = 240.0
-
-
-def record(check_id: str, title: str, fn: Callable[[], list[Result]]) -> CheckRecord:
-    """Run one Slurm check into a CheckRecord; a crash is an `error`, never a pass."""
-    t0 = time.monotonic()
-    try:
-        results = fn()
-    except Exception as exc:  # a bug in a check must not hide the others
-        results = [Result(Status.ERROR, f"{check_id} crashed: {type(exc).__name__}: {exc}")]
-    return CheckRecord.from_results(check_id, "pre", title, results, time.monotonic() - t0)
 
 
 def submission(sub: Submission, asked: Optional[testonly.Asked] = None) -> list[Result]:
@@ -320,20 +309,3 @@ def ask_once(sub: Submission, cwd: Path, env: dict[str, str]) -> Optional[teston
     if sub.asked is None:
         sub.asked = testonly.ask(sub.argv, cwd, env)
     return sub.asked
-
-
-def run_all(sub: Submission, cwd: Path, env: dict[str, str], *, node_checks: bool = True,
-            wanted: Optional[Callable[[str], bool]] = None) -> list[CheckRecord]:
-    """Every Slurm pre-submission check, in order; `wanted` filters by id (--only/--skip), the checks run on
-    the node included (`--only 'slurm.*'` runs no srun of dfdoctor there)."""
-    wanted = wanted or (lambda _id: True)
-    asked = ask_once(sub, cwd, env) if wanted("slurm.submission") or wanted("slurm.partition") else None
-    plan = [("slurm.submission", "sbatch submission", lambda: submission(sub, asked)),
-            ("slurm.partition", "fits the partition", lambda: fits(sub, asked)),
-            ("slurm.output", "output folders on a node", lambda: folders_where_it_runs(sub, cwd)),
-            ("slurm.gpus", "GPUs vs torchrun", lambda: gpus_vs_torchrun(sub))]
-    recs = [record(i, t, fn) for i, t, fn in plan if wanted(i)]
-    if node_checks:
-        node = training_checks_on_node(sub, cwd, env) if any(wanted(i) for i in _NODE_CHECK_IDS) else []
-        recs += [r for r in node if wanted(r.id)]
-    return recs

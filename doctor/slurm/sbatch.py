@@ -4,7 +4,6 @@ variables, then the script's #SBATCH lines (which stop at the first command line
 from __future__ import annotations
 
 import os
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
