@@ -349,11 +349,18 @@ def test_slurm_checks_are_silenced_by_config_and_named_in_sarif_and_junit(slurm,
 
 
 def test_slurm_checks_run_under_the_runners_timeout(slurm, tmp_path):
-    job_script(tmp_path, "python3 -c 'print(1)'\n")
-    rc, doc, _ = dfd("check", "--timeout", "0.5", "--", "sbatch", "-o", "o-%j.log", "job.sbatch", cwd=tmp_path)
+    """slurm.training's srun runs checks on the node that take 20 s (a module that sleeps at import); a 3 s
+    per-check timeout from the config kills the check, and the srun allocation it leaves is cancelled."""
+    (tmp_path / "slow_import_mod.py").write_text("import time\ntime.sleep(20)\n")
+    (tmp_path / "train.py").write_text("import slow_import_mod\n")
+    (tmp_path / "dfdoctor.toml").write_text('[checks."slurm.training"]\ntimeout = 3\n')
+    job_script(tmp_path, "python3 train.py\n")
+    t0 = time.monotonic()
+    rc, doc, _ = dfd("check", "--", "sbatch", "-o", "o-%j.log", "job.sbatch", cwd=tmp_path)
     training = checks(doc)["slurm.training"]
-    assert training["status"] == "timeout" and "0.5 s timeout" in training["summary"], training
-    end = time.monotonic() + 30  # the srun the check started went with it: no step of ours is left
+    assert training["status"] == "timeout" and "3 s timeout" in training["summary"], training
+    assert time.monotonic() - t0 < 18  # not the 20 s the node's checks would have taken
+    end = time.monotonic() + 15  # the srun the check started went with it: no job of ours is left
     while time.monotonic() < end and str(tmp_path) in subprocess.run(
             ["squeue", "-h", "-o", "%Z"], capture_output=True, text=True).stdout:
         time.sleep(0.2)
