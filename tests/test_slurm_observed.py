@@ -155,6 +155,17 @@ def test_launch_reads_the_file_a_percent_escape_names(slurm, tmp_path):
     assert doc["run"]["slurm"]["stdout"] == str(tmp_path / f"crash%-{job}.out")
 
 
+@pytest.mark.parametrize("pattern,real", [("pct%%-%j.out", "pct%-{job}.out"), ("pad-%7j.out", "pad-{job:0>7}.out")])
+def test_status_of_a_job_submitted_elsewhere_reads_the_file_it_wrote(slurm, tmp_path, pattern, real):
+    """No pattern recorded (not submitted by dfdoctor): scontrol's StdOut is resolved once more."""
+    job = slurm.sbatch("-o", pattern, "--wrap", "python3 -c 'import nosuch_mod_elsewhere'", cwd=tmp_path)
+    slurm.wait_state(job, ("FAILED",))
+    assert slurm.field(job, "StdOut") != str(tmp_path / real.format(job=job))  # scontrol's name is not the file
+    rc, doc, _ = dfd("status", f"slurm:{job}", cwd=tmp_path)
+    assert doc["verdict"]["cause"] == "missing-module", doc["verdict"]
+    assert doc["run"]["slurm"]["stdout"] == str(tmp_path / real.format(job=job))
+
+
 # ---- 3. arrays ---------------------------------------------------------------------------------------------
 
 ARRAY = """echo task $SLURM_ARRAY_TASK_ID

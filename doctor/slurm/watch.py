@@ -64,7 +64,10 @@ def true_paths(f: job.JobFacts, paths: dict[str, str]) -> None:
     `%%`, widths and backslashes as typed (a cruder expansion than slurmstepd's), so it can name a file the job
     never wrote. Unchanged when no pattern was recorded or a letter has no value yet (a pending array)."""
     pat, r = paths.get("output_pattern"), f.raw
-    if not pat or not r:
+    if not r:
+        return
+    if not pat:  # a job dfdoctor did not submit: scontrol's name, with what its crude expansion left resolved
+        _resolve_what_scontrol_left(f)
         return
     array = bool(r.get("ArrayTaskId"))
     task = r.get("ArrayTaskId") if array and r.get("ArrayTaskId", "").isdigit() else None
@@ -77,6 +80,23 @@ def true_paths(f: job.JobFacts, paths: dict[str, str]) -> None:
         name = patterns.resolve(p, **known)
         if name is not None:
             setattr(f, key, name if name.startswith("/") else os.path.join(workdir, name))
+
+
+def _resolve_what_scontrol_left(f: job.JobFacts) -> None:
+    """scontrol substitutes only a bare %A %a %j %u %x and keeps the rest as typed (`%%`, `%5j`, `%N`), so its
+    StdOut resolved once more is the file slurmstepd wrote. Not with a backslash: scontrol has already put
+    values where slurmstepd took the name literally, and what was literal cannot be told any more."""
+    r = f.raw
+    host = r.get("BatchHost", "")
+    array = bool(r.get("ArrayTaskId"))
+    known = dict(job_name=r.get("JobName", ""), user=r.get("UserId", "").split("(")[0] or None,
+                 job_id=r.get("JobId"), node=host if host and host != "(null)" else None,
+                 array_job=r.get("ArrayJobId") if array else None,
+                 array_task=r.get("ArrayTaskId") if r.get("ArrayTaskId", "").isdigit() else None, array=array)
+    for key in ("stdout", "stderr"):
+        name = getattr(f, key)
+        if "%" in name and "\\" not in name:
+            setattr(f, key, patterns.resolve(name, **known) or name)
 
 
 def look(job_id: str, paths: dict[str, str], *, settle: bool = False) -> Seen:
