@@ -237,6 +237,14 @@ def test_slurm_nodes_beyond_the_cluster_is_never_starts_at_once(slurm, tmp_path)
     assert took < 20, took  # srun's --immediate waits 30 s before it says "busy"
 
 
+def test_slurm_nodes_record_is_silenced_by_config(slurm, tmp_path):
+    (tmp_path / "dfdoctor.toml").write_text('[[silence]]\ncheck = "slurm.nodes"\ncause = "never-starts"\n'
+                                            'reason = "a one-node test cluster"\n')
+    rc, doc, _ = dfd("check", "--slurm-nodes", "4", "--", sys.executable, "-c", "pass", cwd=tmp_path)
+    (rec,) = [c for c in doc["checks"] if c["id"] == "slurm.nodes"]
+    assert rc == 0 and rec["cause"] == "never-starts" and rec["silenced"] == "a one-node test cluster", rec
+
+
 def test_a_dependency_wait_names_the_job_it_waits_for(slurm, tmp_path):
     first = slurm.sbatch("-o", "first-%j.log", "--wrap", "sleep 60", cwd=tmp_path)
     job_script(tmp_path, "true\n")

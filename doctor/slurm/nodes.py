@@ -17,12 +17,15 @@ from pathlib import Path
 from typing import Optional
 
 from dfdoctor import causes
+from dfdoctor.config import Config, apply_silences
+from dfdoctor.config import load as load_config
 from dfdoctor.errors import UsageError
 from dfdoctor.model import CheckRecord, Status, TargetRow, Verdict
 from dfdoctor.numbers import whole
 from dfdoctor.slurm import cluster, commands, step, testonly
 
 SRUN_IMMEDIATE_S = 30
+SRUN_LIMIT_S = 600.0  # the whole srun over the nodes (slurm.nodes' timeout)
 ROW_PREFIX = "node:"
 # Each task first says which node it is on (its stderr file's first line), so a node whose dfdoctor could not
 # even start is still named; the arguments pass through "$@", never through the shell's parser.
@@ -57,9 +60,32 @@ def srun_argv(nodes: str, folder: Path, check_args: list[str], partition: Option
 
 
 def check_nodes(nodes: str, check_args: list[str], cwd: Path, fail_on_level: str, verdict_from_checks,
-                partition: Optional[str] = None, timeout: float = 600.0
+                partition: Optional[str] = None, timeout: Optional[float] = None
                 ) -> tuple[list[TargetRow], list[CheckRecord], commands.Answer, float]:
-    """Run the checks on every node; (rows, records each tagged with its row, what srun said, seconds)."""
+    """Run the checks on every node; (rows, records each tagged with its row, what srun said, seconds). The
+    project's config (in `cwd`) applies as to any check: `[checks."slurm.nodes"] timeout` bounds the srun (600 s
+    unless set) and its silences mark the records."""
+    cfg = load_config(cwd)
+    rows, records, answer, took = _check_nodes(nodes, check_args, cwd, fail_on_level, verdict_from_checks,
+                                               partition, timeout or _limit(cfg))
+    apply_silences(records, cfg.silences)
+    for row in rows:  # a row of dfdoctor's own (no node answered) is judged again with the silences applied
+        if row.target == "slurm":
+            row.verdict = verdict_from_checks([r for r in records if r.target == "slurm"], fail_on_level)
+    return rows, records, answer, took
+
+
+def _limit(cfg: Config) -> float:
+    per_check = ((cfg.get("checks") or {}).get("slurm.nodes") or {}).get("timeout")
+    try:
+        return float(per_check) if per_check else SRUN_LIMIT_S
+    except (TypeError, ValueError):
+        return SRUN_LIMIT_S
+
+
+def _check_nodes(nodes: str, check_args: list[str], cwd: Path, fail_on_level: str, verdict_from_checks,
+                 partition: Optional[str], timeout: float
+                 ) -> tuple[list[TargetRow], list[CheckRecord], commands.Answer, float]:
     if nodes == "all" and not os.environ.get("SLURM_JOB_ID"):
         raise UsageError("--slurm-nodes all runs inside an allocation (salloc, or a batch job); outside one give "
                          "a node count: --slurm-nodes N")
