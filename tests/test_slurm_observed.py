@@ -144,6 +144,16 @@ def test_a_backslash_in_output_is_checked_where_slurm_writes(slurm, tmp_path):
     assert doc["verdict"]["cause"] == "log-dir-missing" and "logsnew" in doc["verdict"]["summary"], doc["verdict"]
 
 
+def test_a_chdir_with_a_backslash_is_looked_at_as_named(slurm, tmp_path):
+    """The node-side folder test runs under dash (/bin/sh), whose `echo` turned `\\t` into a tab: a missing
+    `--chdir 'wd\\tx'` was never matched, so never reported. printf keeps the name."""
+    job_script(tmp_path, "echo hi\n")
+    rc, doc, _ = dfd("check", "--only", "slurm.output", "--", "sbatch", "--chdir", str(tmp_path / "wd\\tx"),
+                     "job.sbatch", cwd=tmp_path)
+    out = checks(doc)["slurm.output"]
+    assert rc == 1 and out["cause"] == "log-elsewhere" and "wd\\tx does not exist on node" in out["summary"], out
+
+
 def test_launch_reads_the_file_a_percent_escape_names(slurm, tmp_path):
     """`%%` in --output: scontrol's StdOut says `crash%%-ID.out`, the job writes `crash%-ID.out`; the verdict
     must come from the job's own traceback."""
