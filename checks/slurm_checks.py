@@ -30,6 +30,7 @@ def slurm_output(ctx) -> list[Result]:
 
 @check("slurm.gpus", title="GPUs against torchrun", scope="slurm", timeout=10)
 def slurm_gpus(ctx) -> list[Result]:
+    """GPUs per node asked for against torchrun's --nproc_per_node in the script (a reading: at most a warning)."""
     return precheck.gpus_vs_torchrun(session.submission(ctx))
 
 
