@@ -394,3 +394,13 @@ def test_slurm_checks_run_under_the_runners_timeout(slurm, tmp_path):
             ["squeue", "-h", "-o", "%Z"], capture_output=True, text=True).stdout:
         time.sleep(0.2)
     assert str(tmp_path) not in subprocess.run(["squeue", "-h", "-o", "%Z"], capture_output=True, text=True).stdout
+
+
+@pytest.mark.parametrize("only,ids", [
+    ("slurm.*", {"slurm.submission", "slurm.partition", "slurm.output", "slurm.gpus"}),  # no srun on a node
+    ("imports.smoke", {"imports.smoke"}),
+])
+def test_only_picks_slurm_checks_and_node_checks_by_id(slurm, tmp_path, only, ids):
+    job_script(tmp_path, "python3 -c 'print(1)'\n")
+    rc, doc, _ = dfd("check", "--only", only, "--", "sbatch", "-o", "o-%j.log", "job.sbatch", cwd=tmp_path)
+    assert rc == 0 and set(checks(doc)) == ids, set(checks(doc))

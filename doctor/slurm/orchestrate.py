@@ -58,9 +58,13 @@ def check_records(ctx: Context, only: tuple[str, ...] = (), skip: tuple[str, ...
     checks = discover()[0]
     only, skip = check_selection({"only": only, "skip": skip}, cfg, checks)
     wanted = _wanted(only, skip)
-    node_wanted = any(wanted(i) for i in precheck.NODE_CHECK_IDS)
+    # slurm.training runs the usual checks on a node: it runs when one of them is wanted, or when --only names
+    # it (then all of them, less --skip); `--only 'slurm.*'` is the Slurm checks alone, with no srun of dfdoctor.
+    named = "slurm.training" in only and wanted("slurm.training")
+    on_node = named or any(wanted(i) for i in precheck.NODE_CHECK_IDS if i != "slurm.training")
+    keep = (lambda cid: not any(fnmatch.fnmatchcase(cid, p) for p in skip)) if named else wanted
     chosen = sorted((c for c in select(checks, scope="slurm", phase="pre")
-                     if wanted(c.id) or (c.id == "slurm.training" and node_wanted)),
+                     if (wanted(c.id) and c.id != "slurm.training") or (c.id == "slurm.training" and on_node)),
                     key=lambda c: (ORDER.index(c.id) if c.id in ORDER else len(ORDER), c.id))
     if any(c.id in ("slurm.submission", "slurm.partition") for c in chosen):
         session.asked(ctx)  # asked once here, so every forked check worker inherits sbatch's answer
@@ -75,8 +79,8 @@ def check_records(ctx: Context, only: tuple[str, ...] = (), skip: tuple[str, ...
     for r in ran:
         inner = (r.data or {}).get("node_records") if r.id == "slurm.training" else None
         if inner:
-            records += [rec for rec in map(CheckRecord.from_dict, inner) if wanted(rec.id)]
-        elif wanted(r.id) or r.status.value not in ("ok", "skip"):
+            records += [rec for rec in map(CheckRecord.from_dict, inner) if keep(rec.id)]
+        elif wanted(r.id) or r.id == "slurm.training" or r.status.value not in ("ok", "skip"):
             records.append(r)
     apply_silences(records, cfg.silences)
     return records
