@@ -39,6 +39,7 @@ NODE_FAILURE = "node-failure"  # a node of the job stopped answering (NODE_FAIL)
 PREEMPTED = "preempted"  # a higher-priority job took the job's nodes (PREEMPTED)
 STEP_FAILED = "step-failed"  # the batch script exited 0 while one of its srun steps failed (DerivedExitCode)
 NEVER_STARTS = "never-starts"  # the job asks for what its partition can never give: it would pend forever
+SBATCH_REFUSED = "sbatch-refused"  # sbatch itself refuses the submission (CRLF, no #!, a bad option value...)
 # What training jobs die of at run time, read from their exception (doctor/diagnose/rules_runtime.py).
 CUDA_OOM = "cuda-oom"
 CUDA_ERROR = "cuda-error"
@@ -69,4 +70,6 @@ AUTOGRAD_ERROR = "autograd-error"  # in-place modification, backward twice, a lo
 INDEX_OUT_OF_RANGE = "index-out-of-range"  # a label or token id outside the model's range
 DATALOADER_FAILED = "dataloader-failed"  # workers could not start or died
 DDP_UNUSED_PARAMETERS = "ddp-unused-parameters"
+# sbatch refusing the submission (seen by `sbatch --test-only`): nothing would be queued, so nothing could log.
+LAUNCH_BLOCKERS = LAUNCH_BLOCKERS | {SBATCH_REFUSED}
 ALL = frozenset(v for k, v in dict(globals()).items() if k.isupper() and isinstance(v, str) and k != "LAUNCH_BLOCKERS")

@@ -37,6 +37,9 @@ class Check:
     func: CheckFunc
     source: str = "built-in"
     imports_torch: bool = False
+    # "any": every launch; "slurm": only an sbatch submission (docs/slurm.md), which runs them itself;
+    # "slurm-nodes": the record `check --slurm-nodes` gives about its srun (listed, never run by the runner).
+    scope: str = "any"
 
     def run(self, ctx) -> list[Result]:
         """Call the check and collect what it yields (a generator, a single Result, or None)."""
@@ -48,9 +51,14 @@ class Check:
         return list(out)
 
 
+SCOPES = ("any", "slurm", "slurm-nodes")
+
+
 def check(id: str, *, title: str, phases: Iterable[str] = ("pre",), timeout: float = 30.0,
-          imports_torch: bool = False) -> Callable[[CheckFunc], Check]:
+          scope: str = "any", imports_torch: bool = False) -> Callable[[CheckFunc], Check]:
     """Declare a check. The function takes a `Context` and yields `Result`s (see `dfdoctor.model`)."""
+    if scope not in SCOPES:
+        raise ValueError(f"check {id}: scope must be one of {SCOPES}, got {scope!r}")
     phases = tuple(phases)
     bad = [p for p in phases if p not in PHASES]
     if bad or not phases:
@@ -59,7 +67,8 @@ def check(id: str, *, title: str, phases: Iterable[str] = ("pre",), timeout: flo
         raise ValueError(f"check id {id!r} must be dotted, e.g. 'log.writable'")
 
     def wrap(func: CheckFunc) -> Check:
-        return Check(id=id, title=title, phases=phases, timeout=float(timeout), func=func, imports_torch=imports_torch)
+        return Check(id=id, title=title, phases=phases, timeout=float(timeout), func=func, scope=scope,
+                     imports_torch=imports_torch)
 
     return wrap
 
@@ -105,11 +114,14 @@ def discover() -> tuple[list[Check], list[BrokenPlugin]]:
 
 
 def select(checks: list[Check], only: Iterable[str] = (), skip: Iterable[str] = (),
-           phase: Optional[str] = None) -> list[Check]:
-    """Filter checks by glob patterns on their ids and by phase."""
+           phase: Optional[str] = None, scope: str = "any") -> list[Check]:
+    """Filter checks by glob patterns on their ids, by phase, and by scope (an sbatch submission's checks run
+    only for one: `scope="slurm"` picks them, the default the others)."""
     only, skip = list(only), list(skip)
     chosen = []
     for c in checks:
+        if c.scope != scope:
+            continue
         if phase and phase not in c.phases:
             continue
         if only and not any(fnmatch.fnmatchcase(c.id, pat) for pat in only):

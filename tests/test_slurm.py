@@ -78,7 +78,9 @@ def test_options_follow_sbatchs_precedence(tmp_path):
 
 def test_patterns_resolve_what_is_known_before_submission():
     assert patterns.expand("logs/%x-%j.out", job_name="train", user="u") == "logs/train-%j.out"
-    assert patterns.expand("%u/%x_%A_%a.%3j", job_name="t", user="u", job_id="7") == "u/t_7_%a.007"
+    assert patterns.expand("%u/%x_%A_%a.%3j", job_name="t", user="u", job_id="7", array=True) == "u/t_7_%a.007"
+    # slurmstepd writes %a of a job that is no array as Slurm's NO_VAL (measured on 22.05)
+    assert patterns.expand("%x_%a", job_name="t", user="u", job_id="7") == "t_4294967294"
     assert patterns.folder("logs/%x-%j.out") == "logs" and patterns.folder("run-%j/out.log") is None
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -19,10 +20,10 @@ DFDOCTOR = [sys.executable, "-m", "dfdoctor"]
 PY = sys.executable  # the training interpreter on every node: this one has torch
 
 
-def check_nodes(pair, tmp: Path, *args: str, env: dict | None = None, timeout: float = 200
+def check_nodes(pair, tmp: Path, *args: str, env: dict | None = None, timeout: float = 200, nodes: str = "2"
                 ) -> tuple[int, dict, subprocess.CompletedProcess]:
     out = tmp / "nodes.json"
-    p = subprocess.run([*DFDOCTOR, "check", "--slurm-nodes", "2", "--format", "json", "--output", str(out),
+    p = subprocess.run([*DFDOCTOR, "check", "--slurm-nodes", nodes, "--format", "json", "--output", str(out),
                         "--format", "html", "--output", str(tmp / "nodes.html"), "--format", "text", *args],
                        cwd=tmp, capture_output=True, text=True, timeout=timeout, env=pair.env(**(env or {})))
     return p.returncode, (json.loads(out.read_text()) if out.exists() else {}), p
@@ -148,3 +149,17 @@ def test_nodes_that_count_different_numbers_of_ranks_are_told_so(slurm_pair, tmp
         rec = checks_on(doc, f"node:{node}", "cuda.nccl")
         assert rec["status"] == "fail" and "different numbers of ranks (n1 2, n2 1)" in rec["summary"], rec["summary"]
         assert "visible GPUs" in rec["fix"]
+
+
+def test_more_nodes_than_the_pair_has_is_never_starts_at_once(slurm_pair, tmp_path):
+    """`--slurm-nodes 3` on two nodes: srun --test-only says so at once, with the numbers (it was an ERROR
+    after srun's 30 s --immediate wait)."""
+    t0 = time.monotonic()
+    rc, doc, p = check_nodes(slurm_pair, tmp_path, "--", PY, "-c", "pass", nodes="3")
+    took = time.monotonic() - t0
+    said = json.dumps(doc)
+    assert rc == 1 and doc["verdict"]["cause"] == "never-starts", p.stdout + p.stderr
+    assert f"partition {slurm_pair.partition} has 2 node(s)" in said and "--slurm-nodes 2" in said
+    assert took < 20, took
+    rc, doc, p = check_nodes(slurm_pair, tmp_path, "--only", "imports.smoke", "--", PY, "-c", "pass", nodes="2")
+    assert rc == 0 and len(doc["targets"]) == 2, p.stdout + p.stderr  # two is what the pair has: it runs

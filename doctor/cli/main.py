@@ -101,7 +101,7 @@ def check_cmd(opts: dict[str, Any]) -> int:
     ctx, cfg = build_context(opts, command)
     guard(pairs, ctx, (runs_root(ctx.cwd),))
     if slurm.is_slurm(ctx):  # an sbatch submission: its own checks, and the usual ones on a compute node
-        records = slurm.check_records(ctx, tuple(opts.get("only") or ()), tuple(opts.get("skip") or ()))
+        records = slurm.check_records(ctx, tuple(opts.get("only") or ()), tuple(opts.get("skip") or ()), cfg)
     else:
         checks, broken = choose_checks(opts, cfg, "pre")
         with target_connection(ctx):

@@ -32,12 +32,12 @@ class Answer:
 
 
 def run(argv: Sequence[str], timeout: float = TIMEOUT_S, stdin: Optional[str] = None,
-        env: Optional[dict] = None) -> Answer:
+        env: Optional[dict] = None, cwd: Optional[object] = None) -> Answer:
     """Run a Slurm command; a missing tool or a timeout is an Answer with rc None, never an exception."""
     if shutil.which(argv[0]) is None:
         return Answer(tuple(argv), None, "", f"{argv[0]}: not found on PATH (is this a Slurm submit host?)")
     try:
-        p = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, env=env,
+        p = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd,
                            input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return Answer(tuple(argv), None, "", f"{' '.join(argv)}: no answer in {timeout:g} s")

@@ -11,7 +11,8 @@ from typing import Optional
 
 from dfdoctor.slurm import commands
 
-SACCT_FIELDS = "JobID,JobName,State,ExitCode,DerivedExitCode,MaxRSS,ReqMem,Elapsed,Timelimit,NodeList,Reason,Start,End,User"
+SACCT_FIELDS = ("JobID,JobName,State,ExitCode,DerivedExitCode,MaxRSS,ReqMem,Elapsed,Timelimit,NodeList,Reason,Start,End,"
+                "User,TotalCPU,AllocCPUS,ElapsedRaw")
 TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED",
             "BOOT_FAIL", "DEADLINE", "REVOKED", "SPECIAL_EXIT"}
 
@@ -29,6 +30,36 @@ class Step:
     @property
     def failed(self) -> bool:
         return self.state.split()[0] not in ("COMPLETED", "RUNNING", "PENDING") or _nonzero(self.exit_code)
+
+
+@dataclass
+class Task:
+    """One task of an array job (or, while they pend, a range of them: `4-9%2` counts 6)."""
+
+    task: str  # the array index, or a still-pending range
+    job: str  # how Slurm's tools name it: `40_2`
+    state: str
+    exit_code: str = ""
+    reason: str = ""
+    count: int = 1
+
+    @property
+    def failed(self) -> bool:
+        return self.state in TERMINAL and self.state != "COMPLETED"
+
+
+def range_count(spec: str) -> int:
+    """How many indices an array range names: `0-3` 4, `4-9%2` 6, `1,3,5` 3, `[0-3]` 4 (1 when unreadable)."""
+    total = 0
+    for part in spec.strip("[]").split("%")[0].split(","):
+        a, _, b = part.partition("-")
+        b = b.split(":")[0]
+        if a.isdigit() and b.isdigit():
+            step = part.split(":")[1] if ":" in part and part.split(":")[1].isdigit() else "1"
+            total += (int(b) - int(a)) // int(step) + 1
+        elif a.isdigit():
+            total += 1
+    return total or 1
 
 
 @dataclass
@@ -56,7 +87,11 @@ class JobFacts:
     restarts: int = 0
     end_time: str = ""
     dependency: str = ""
+    total_cpu: str = ""  # sacct's TotalCPU: CPU time the job's processes used
+    alloc_cpus: int = 0
+    elapsed_s: int = 0
     steps: list[Step] = field(default_factory=list)
+    tasks: list[Task] = field(default_factory=list)  # an array job's tasks (empty for a plain job)
     source: list[str] = field(default_factory=list)  # which tools answered
     raw: dict[str, str] = field(default_factory=dict)
 
@@ -71,7 +106,22 @@ class JobFacts:
     def to_dict(self) -> dict:
         d = {k: v for k, v in self.__dict__.items() if k not in ("raw", "steps")}
         d["steps"] = [s.__dict__ for s in self.steps]
+        d["tasks"] = [t.__dict__ for t in self.tasks]
+        if self.tasks:
+            d["task_counts"] = self.task_counts()
         return d
+
+    def task_counts(self) -> dict[str, int]:
+        """An array's tasks by state: {'COMPLETED': 3, 'FAILED': 1, ...}."""
+        out: dict[str, int] = {}
+        for t in self.tasks:
+            out[t.state] = out.get(t.state, 0) + t.count
+        return out
+
+    @property
+    def failed_tasks(self) -> list[Task]:
+        """The array's failed tasks, lowest index first."""
+        return sorted((t for t in self.tasks if t.failed), key=lambda t: int(t.task) if t.task.isdigit() else 0)
 
 
 def _nonzero(code: str) -> bool:
@@ -86,10 +136,16 @@ def split_exit(code: str) -> tuple[int, int]:
 
 def from_scontrol(job_id: str) -> Optional[dict[str, str]]:
     """`scontrol -d -o show job ID` as a dict (DerivedExitCode needs -d); None when Slurm no longer knows it."""
+    recs = scontrol_records(job_id)
+    return recs[0] if recs else None
+
+
+def scontrol_records(job_id: str) -> list[dict[str, str]]:
+    """Every record `scontrol -d -o show job ID` prints: one for a plain job, one per task for an array."""
     a = commands.run(["scontrol", "-d", "-o", "show", "job", job_id])
     if not a.ok or not a.out.strip():
-        return None
-    return commands.keyvalues(a.out.splitlines()[0])
+        return []
+    return commands.records(a.out)
 
 
 def from_sacct(job_id: str) -> list[dict[str, str]]:
@@ -101,7 +157,8 @@ def from_sacct(job_id: str) -> list[dict[str, str]]:
 def facts(job_id: str, *, with_sacct: bool = True) -> JobFacts:
     """Everything Slurm says about the job now: scontrol first (it has StdOut/StdErr), sacct for steps."""
     f = JobFacts(job_id=job_id)
-    sc = from_scontrol(job_id)
+    recs = scontrol_records(job_id)
+    sc = recs[0] if recs else None
     if sc:
         f.source.append("scontrol")
         f.raw = sc
@@ -121,16 +178,53 @@ def facts(job_id: str, *, with_sacct: bool = True) -> JobFacts:
             f.restarts = int(sc.get("Restarts", "0"))
         except ValueError:
             pass
+        if sc.get("ArrayJobId") == job_id and "ArrayTaskId" in sc:
+            f.tasks = [_scontrol_task(job_id, r) for r in recs]
     if with_sacct:
         _merge_sacct(f, from_sacct(job_id))
+    elif f.tasks:
+        _array_state(f)
     return f
+
+
+def _scontrol_task(job_id: str, r: dict[str, str]) -> Task:
+    idx = r.get("ArrayTaskId", "")
+    return Task(idx, f"{job_id}_{idx}", r.get("JobState", ""), r.get("ExitCode", ""), r.get("Reason", ""),
+                range_count(idx))
+
+
+def _array_state(f: JobFacts) -> None:
+    """An array's state as one word: PENDING or RUNNING while any task is, else FAILED when one failed."""
+    states = {t.state for t in f.tasks}
+    if "RUNNING" in states or "COMPLETING" in states or ("PENDING" in states and states - {"PENDING"}):
+        f.state = "RUNNING"
+    elif "PENDING" in states:
+        f.state = "PENDING"
+    elif f.failed_tasks:
+        f.state, f.exit_code = "FAILED", f.failed_tasks[0].exit_code
+    else:
+        f.state, f.exit_code = "COMPLETED", "0:0"
 
 
 def _merge_sacct(f: JobFacts, rows: list[dict[str, str]]) -> None:
     main = next((r for r in rows if r.get("JobID") == f.job_id), None)
+    if main is None and not f.tasks:  # an array job: sacct has a row per task (`40_2`, `40_[4-9]`), none for 40
+        tasks = [r for r in rows if re.match(rf"^{re.escape(f.job_id)}_(\d+|\[.*\])$", r.get("JobID", ""))]
+        for r in tasks:
+            idx = r["JobID"].split("_", 1)[1]
+            f.tasks.append(Task(idx.strip("[]"), r["JobID"], (r.get("State") or "").split()[0],
+                                r.get("ExitCode", ""), r.get("Reason", ""), range_count(idx)))
+        if tasks:
+            f.source.append("sacct")
+            f.name, f.user = tasks[0].get("JobName", ""), tasks[0].get("User", "")
     if main is None:
+        if f.tasks:
+            _array_state(f)
         return
     f.source.append("sacct")
+    f.total_cpu = main.get("TotalCPU", "")
+    f.alloc_cpus = int(main["AllocCPUS"]) if (main.get("AllocCPUS") or "").isdigit() else 0
+    f.elapsed_s = int(main["ElapsedRaw"]) if (main.get("ElapsedRaw") or "").isdigit() else 0
     state = main.get("State", "")
     f.state_detail = state
     if not f.state:  # scontrol forgot the job (older than MinJobAge): sacct's words
@@ -186,7 +280,8 @@ def settle(job_id: str, deadline_s: float = 2.0) -> JobFacts:
     while True:
         f = facts(job_id)
         sacct_ended = (f.state_detail.split() or [""])[0] in TERMINAL
-        caught_up = "sacct" in f.source and sacct_ended and (f.steps or f.state in ("CANCELLED",))
+        caught_up = ("sacct" in f.source and sacct_ended and (f.steps or f.state in ("CANCELLED",))) \
+            or bool(f.tasks)  # an array: each task is settled on its own when it is read
         if caught_up or time.monotonic() >= end:
             return f
         time.sleep(0.2)

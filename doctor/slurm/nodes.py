@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -15,12 +16,16 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from dfdoctor import causes
+from dfdoctor.config import Config, apply_silences
+from dfdoctor.config import load as load_config
 from dfdoctor.errors import UsageError
 from dfdoctor.model import CheckRecord, Status, TargetRow, Verdict
 from dfdoctor.numbers import whole
-from dfdoctor.slurm import commands, step
+from dfdoctor.slurm import cluster, commands, step, testonly
 
 SRUN_IMMEDIATE_S = 30
+SRUN_LIMIT_S = 600.0  # the whole srun over the nodes (slurm.nodes' timeout)
 ROW_PREFIX = "node:"
 # Each task first says which node it is on (its stderr file's first line), so a node whose dfdoctor could not
 # even start is still named; the arguments pass through "$@", never through the shell's parser.
@@ -55,12 +60,40 @@ def srun_argv(nodes: str, folder: Path, check_args: list[str], partition: Option
 
 
 def check_nodes(nodes: str, check_args: list[str], cwd: Path, fail_on_level: str, verdict_from_checks,
-                partition: Optional[str] = None, timeout: float = 600.0
+                partition: Optional[str] = None, timeout: Optional[float] = None
                 ) -> tuple[list[TargetRow], list[CheckRecord], commands.Answer, float]:
-    """Run the checks on every node; (rows, records each tagged with its row, what srun said, seconds)."""
+    """Run the checks on every node; (rows, records each tagged with its row, what srun said, seconds). The
+    project's config (in `cwd`) applies as to any check: `[checks."slurm.nodes"] timeout` bounds the srun (600 s
+    unless set) and its silences mark the records."""
+    cfg = load_config(cwd)
+    rows, records, answer, took = _check_nodes(nodes, check_args, cwd, fail_on_level, verdict_from_checks,
+                                               partition, timeout or _limit(cfg))
+    apply_silences(records, cfg.silences)
+    for row in rows:  # a row of dfdoctor's own (no node answered) is judged again with the silences applied
+        if row.target == "slurm":
+            row.verdict = verdict_from_checks([r for r in records if r.target == "slurm"], fail_on_level)
+    return rows, records, answer, took
+
+
+def _limit(cfg: Config) -> float:
+    per_check = ((cfg.get("checks") or {}).get("slurm.nodes") or {}).get("timeout")
+    try:
+        return float(per_check) if per_check else SRUN_LIMIT_S
+    except (TypeError, ValueError):
+        return SRUN_LIMIT_S
+
+
+def _check_nodes(nodes: str, check_args: list[str], cwd: Path, fail_on_level: str, verdict_from_checks,
+                 partition: Optional[str], timeout: float
+                 ) -> tuple[list[TargetRow], list[CheckRecord], commands.Answer, float]:
     if nodes == "all" and not os.environ.get("SLURM_JOB_ID"):
         raise UsageError("--slurm-nodes all runs inside an allocation (salloc, or a batch job); outside one give "
                          "a node count: --slurm-nodes N")
+    if nodes != "all":
+        refused = _never_allocated(nodes, partition)
+        if refused is not None:
+            return [TargetRow("slurm", Verdict("failed", refused.cause, refused.summary, refused.fix), {}, 0.0)], \
+                [refused], commands.Answer((), 1, "", refused.summary), 0.0
     # A folder every node can write: under the working directory, which a cluster shares with its nodes.
     base = cwd / ".dfdoctor"
     base.mkdir(exist_ok=True)
@@ -80,11 +113,34 @@ def check_nodes(nodes: str, check_args: list[str], cwd: Path, fail_on_level: str
     if not rows:
         rec = CheckRecord(id="slurm.nodes", phase="pre", status=Status.ERROR, title="checks on the nodes",
                           summary=f"srun ran the checks on no node: {answer.said or 'rc ' + str(answer.rc)}",
-                          fix="Run the srun shown in the evidence by hand to see why.", evidence=[" ".join(answer.argv)])
+                          fix=f"Run the srun by hand to see why: {shlex.join(answer.argv)}",
+                          evidence=[shlex.join(answer.argv)])
         rows = [TargetRow("slurm", Verdict("failed", None, rec.summary, rec.fix), {}, round(took, 3))]
         rec.target = "slurm"
         records = [rec]
     return rows, records, answer, took
+
+
+def _never_allocated(nodes: str, partition: Optional[str]) -> Optional[CheckRecord]:
+    """Ask `srun --test-only` whether N nodes can ever be had: a cluster smaller than N is said at once, with
+    the numbers, rather than after srun's --immediate wait as "nodes are busy"."""
+    argv = ["srun", "--test-only", f"-N{nodes}", "--ntasks-per-node=1", "--mem=2G"]
+    if partition:
+        argv.append(f"--partition={partition}")
+    asked = testonly.Asked(commands.run(argv))
+    if not asked.never_starts:
+        return None
+    parts, default, _ = cluster.partitions()
+    p = parts.get((partition or default or "").split(",")[0])
+    have = f"partition {p.name} has {p.total_nodes} node(s)" if p else "the cluster has fewer"
+    rec = CheckRecord(id="slurm.nodes", phase="pre", status=Status.FAIL, title="checks on the nodes",
+                      summary=f"--slurm-nodes {nodes}: Slurm can never give {nodes} node(s) at once; {have} "
+                              f"(srun --test-only: {asked.words}).",
+                      fix=f"Ask for at most {p.total_nodes if p else 'as many'} node(s): "
+                          f"--slurm-nodes {p.total_nodes if p else 'N'} (`sinfo -s` lists the partitions).",
+                      cause=causes.NEVER_STARTS, evidence=[shlex.join(argv)])
+    rec.target = "slurm"
+    return rec
 
 
 def _row(path: Path, err: Path, fail_on_level: str, verdict_from_checks) -> tuple[TargetRow, list[CheckRecord]]:

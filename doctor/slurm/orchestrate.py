@@ -4,28 +4,34 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any, Optional
 
 from dfdoctor import __version__, causes
 from dfdoctor.context import Context
-from dfdoctor.engine import environment_facts, launch_blockers, not_started, now_iso
+from dfdoctor.config import Config, apply_silences
+from dfdoctor.engine import check_selection, environment_facts, launch_blockers, not_started, now_iso, run_phase
 from dfdoctor.errors import UsageError
 from dfdoctor.launch import rundir
 from dfdoctor.model import CheckRecord, Report, Verdict
 from dfdoctor.numbers import is_whole
 from dfdoctor.safefile import write_atomically
-from dfdoctor.slurm import precheck, sbatch, watch
+from dfdoctor.registry import discover, select
+from dfdoctor.slurm import patterns, precheck, sbatch, session, watch
 from dfdoctor.slurm.job import split_exit
+from dfdoctor.slurm.job import facts as job_facts
 from dfdoctor.slurm.rules import Seen, judge
+
+
+def sbatch_default_output(sub: sbatch.Submission) -> str:
+    return patterns.default_output(bool(sub.get("array")))
 
 
 def submission_of(ctx: Context) -> sbatch.Submission:
     """The submission a Context names: `-- sbatch ...`, or `--launcher job.sbatch`."""
-    if sbatch.is_sbatch(ctx.command):
-        return sbatch.parse(ctx.command, ctx.cwd, ctx.env)
-    return sbatch.from_script(ctx.launcher, ctx.cwd, ctx.env)
+    return session.submission(ctx)
 
 
 def is_slurm(ctx: Context) -> bool:
@@ -40,9 +46,44 @@ def _wanted(only: tuple[str, ...], skip: tuple[str, ...]):
     return lambda cid: (not only or hit(cid, only)) and not hit(cid, skip)
 
 
-def check_records(ctx: Context, only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> list[CheckRecord]:
-    """`dfdoctor check -- sbatch ...`: the Slurm checks, then the training command's checks on a node."""
-    return precheck.run_all(submission_of(ctx), ctx.cwd, ctx.env, wanted=_wanted(only, skip))
+# The order a reader follows: what sbatch says, whether the cluster can run it, where it writes, then the rest.
+ORDER = ("slurm.submission", "slurm.partition", "slurm.output", "slurm.gpus", "slurm.training")
+
+
+def check_records(ctx: Context, only: tuple[str, ...] = (), skip: tuple[str, ...] = (),
+                  cfg: Optional[Config] = None) -> list[CheckRecord]:
+    """`dfdoctor check -- sbatch ...`: the Slurm checks (registered checks of scope "slurm", run by the runner
+    like every other: timed out, silenced), then the training command's checks on a node as rows of their own."""
+    cfg = cfg or Config()
+    checks = discover()[0]
+    only, skip = check_selection({"only": only, "skip": skip}, cfg, checks)
+    wanted = _wanted(only, skip)
+    # slurm.training runs the usual checks on a node: it runs when one of them is wanted, or when --only names
+    # it (then all of them, less --skip); `--only 'slurm.*'` is the Slurm checks alone, with no srun of dfdoctor.
+    named = "slurm.training" in only and wanted("slurm.training")
+    on_node = named or any(wanted(i) for i in precheck.NODE_CHECK_IDS if i != "slurm.training")
+    keep = (lambda cid: not any(fnmatch.fnmatchcase(cid, p) for p in skip)) if named else wanted
+    chosen = sorted((c for c in select(checks, scope="slurm", phase="pre")
+                     if (wanted(c.id) and c.id != "slurm.training") or (c.id == "slurm.training" and on_node)),
+                    key=lambda c: (ORDER.index(c.id) if c.id in ORDER else len(ORDER), c.id))
+    if any(c.id in ("slurm.submission", "slurm.partition") for c in chosen):
+        session.asked(ctx)  # asked once here, so every forked check worker inherits sbatch's answer
+    records: list[CheckRecord] = []
+    try:
+        ran = run_phase(ctx, chosen, "pre", cfg)
+    except KeyboardInterrupt:  # the runner killed the check workers, and their srun with them (SIGKILL)
+        precheck.cancel_leftovers()
+        raise
+    if any(r.status.value == "timeout" for r in ran):
+        precheck.cancel_leftovers()
+    for r in ran:
+        inner = (r.data or {}).get("node_records") if r.id == "slurm.training" else None
+        if inner:
+            records += [rec for rec in map(CheckRecord.from_dict, inner) if keep(rec.id)]
+        elif wanted(r.id) or r.id == "slurm.training" or r.status.value not in ("ok", "skip"):
+            records.append(r)
+    apply_silences(records, cfg.silences)
+    return records
 
 
 def _report(ctx: Context, mode: str, started: str, verdict: Verdict, records: list[CheckRecord],
@@ -58,12 +99,13 @@ def _event(name: str, detail: str, t: Optional[float] = None) -> dict[str, Any]:
 
 
 def launch(ctx: Context, *, watch_s: float, run_dir: Optional[Path] = None, force: bool = False,
-           no_check: bool = False, only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> Report:
+           no_check: bool = False, only: tuple[str, ...] = (), skip: tuple[str, ...] = (),
+           cfg: Optional[Config] = None) -> Report:
     """Check, submit with --parsable, record where Slurm will write, watch, and judge."""
     started = now_iso()
     sub = submission_of(ctx)
     argv = list(ctx.command) if sbatch.is_sbatch(ctx.command) else ["sbatch", str(ctx.launcher)]
-    records = [] if no_check else precheck.run_all(sub, ctx.cwd, ctx.env, wanted=_wanted(only, skip))
+    records = [] if no_check else check_records(ctx, only, skip, cfg)
     timeline = [_event("pre-checks", f"{len(records)} check(s)")]
     blockers = launch_blockers(records)
     if blockers and not force:
@@ -86,13 +128,19 @@ def launch(ctx: Context, *, watch_s: float, run_dir: Optional[Path] = None, forc
         report = _report(ctx, "launch", started, v, records, timeline, _run(spec, folder, None))
         _save(folder, report)
         return report
-    first = watch.look(job_id, {})
-    paths = {"stdout": first.job.stdout, "stderr": first.job.stderr, "workdir": first.job.workdir}
-    spec["slurm"].update(paths)
-    write_atomically(folder / "spec.json", json.dumps(rundir.masked(spec, ctx.env, argv), indent=1), private=True)
-    rundir.append_event(folder, "submitted", job_id=job_id, **paths)
-    seen = watch.watch(job_id, paths, watch_s, on_event=lambda n, d: timeline.append(
-        _event(n, " ".join(f"{k}={v}" for k, v in d.items() if v))))
+    pats = {"output_pattern": sub.get("output") or sbatch_default_output(sub), "error_pattern": sub.get("error") or ""}
+    try:
+        first = watch.look(job_id, pats)
+        paths = {"stdout": first.job.stdout, "stderr": first.job.stderr, "workdir": first.job.workdir, **pats}
+        spec["slurm"].update(paths)
+        write_atomically(folder / "spec.json", json.dumps(rundir.masked(spec, ctx.env, argv), indent=1),
+                         private=True)
+        rundir.append_event(folder, "submitted", job_id=job_id, **paths)
+        seen = watch.watch(job_id, paths, watch_s, on_event=lambda n, d: timeline.append(
+            _event(n, " ".join(f"{k}={v}" for k, v in d.items() if v))))
+    except KeyboardInterrupt:
+        _interrupted_after_submission(job_id, folder)
+        raise
     verdict = judge(seen)
     report = _report(ctx, "launch", started, verdict, records, timeline, _run(spec, folder, seen))
     _save(folder, report)
@@ -105,14 +153,14 @@ def status(cwd: Path, ref: Optional[str], watch_s: float) -> Report:
     started = now_iso()
     if ref and ref.startswith("slurm:"):
         job_id, spec, folder = ref.split(":", 1)[1], {}, None
-        if not is_whole(job_id):
-            raise UsageError(f"{ref}: a Slurm job id is a number (slurm:12345)")
+        if not is_whole(job_id) or int(job_id) <= 0:
+            raise UsageError(f"{ref}: a Slurm job id is a number, 1 or more (slurm:12345)")
         paths: dict[str, str] = {}
     else:
         folder = rundir.find_run(cwd, ref)
         spec = json.loads((folder / "spec.json").read_text())
         job_id = spec["slurm"]["job_id"]
-        paths = {k: spec["slurm"].get(k) or "" for k in ("stdout", "stderr", "workdir")}
+        paths = {k: spec["slurm"].get(k) or "" for k in ("stdout", "stderr", "workdir", *watch.PATTERN_KEYS)}
     ctx = Context(command=list(spec.get("argv") or []), cwd=Path(spec.get("cwd") or cwd))
     if not job_id:
         v = Verdict("failed", None, f"sbatch refused this job: {spec['slurm'].get('sbatch')}", "Submit it again.")
@@ -126,6 +174,23 @@ def status(cwd: Path, ref: Optional[str], watch_s: float) -> Report:
     if folder is not None:
         _save(folder, report)
     return report
+
+
+def _interrupted_after_submission(job_id: str, folder: Path) -> None:
+    """Ctrl-C once the job is submitted: Slurm runs it on without dfdoctor, so say which job it is, where it
+    stands, and how to stop it or look again (the CLI then says "interrupted")."""
+    try:
+        state = job_facts(job_id, with_sacct=False).state or "state unknown"
+    except KeyboardInterrupt:  # a second Ctrl-C: the words still matter more than the state
+        state = "state not read"
+    sys.stderr.write(f"dfdoctor: job {job_id} was submitted and is {state}; Slurm goes on with it. "
+                     f"`scancel {job_id}` stops it; `dfdoctor status {folder.name}` (or slurm:{job_id}) looks "
+                     "again.\n")
+    sys.stderr.flush()
+    try:
+        rundir.append_event(folder, "interrupted", job_id=job_id, state=state)
+    except OSError:
+        pass
 
 
 def is_slurm_run(cwd: Path, ref: Optional[str]) -> bool:

@@ -13,7 +13,7 @@ REASONS: dict[str, tuple[str, str, bool]] = {
     "None": ("the scheduler has not looked at it yet", "Wait a few seconds.", True),
     "BeginTime": ("its --begin time (or a requeue's delay) has not come yet", "Wait, or `scontrol update "
                   "JobId=JOBID StartTime=now`.", True),
-    "Dependency": ("it waits for the jobs in its --dependency to finish", "Wait for them (`squeue -j IDS`).",
+    "Dependency": ("it waits for the jobs in its --dependency to finish", "Wait for them (`squeue -j DEPS`).",
                    True),
     "DependencyNeverSatisfied": ("a job it depends on ended in a way its --dependency rules out (afterok on a "
                                  "failed job), so it will never start", "Cancel it (`scancel JOBID`), fix the "
@@ -24,7 +24,7 @@ REASONS: dict[str, tuple[str, str, bool]] = {
                         "Cancel it and ask for what a node of the partition has (`scontrol show partition`, "
                         "`sinfo -N -l`), or submit to a partition with bigger nodes.", False),
     "PartitionNodeLimit": ("it asks for more nodes than the partition has or allows, so it will never start",
-                           "Cancel it and ask for at most the partition's node count (`sinfo -p PART`).", False),
+                           "Cancel it and ask for at most the partition's node count (`sinfo -p PARTITION`).", False),
     "PartitionTimeLimit": ("its --time is longer than the partition's MaxTime, so it will never start",
                            "Cancel it and ask for at most the partition's MaxTime, or use another partition.",
                            False),

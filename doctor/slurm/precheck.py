@@ -4,37 +4,30 @@ a node of that partition), and the usual checks of its training command, run on 
 
 from __future__ import annotations
 
+import getpass
 import json
+import os
 import shlex
+import uuid
 import sys
-import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 from dfdoctor import causes
 from dfdoctor.model import CheckRecord, Result, Status, fail, ok, skip, warn
 from dfdoctor.numbers import is_whole, whole
-from dfdoctor.slurm import cluster, commands, patterns, script
+from dfdoctor.slurm import cluster, commands, jobenv, patterns, script, testonly
 from dfdoctor.slurm.sbatch import Submission
 
-_NODE_CHECK_IDS = ("slurm.training", "imports.smoke", "deps.requirements", "cuda.init", "cuda.nccl",
+NODE_CHECK_IDS = ("slurm.training", "imports.smoke", "deps.requirements", "cuda.init", "cuda.nccl",
                    "compile.race", "launch.path", "log.writable", "job.leftovers")
 SRUN_IMMEDIATE_S = 10  # srun gives up when no node is free this soon, rather than queueing
 NODE_CHECKS_TIMEOUT_S = 240.0
 
 
-def record(check_id: str, title: str, fn: Callable[[], list[Result]]) -> CheckRecord:
-    """Run one Slurm check into a CheckRecord; a crash is an `error`, never a pass."""
-    t0 = time.monotonic()
-    try:
-        results = fn()
-    except Exception as exc:  # a bug in a check must not hide the others
-        results = [Result(Status.ERROR, f"{check_id} crashed: {type(exc).__name__}: {exc}")]
-    return CheckRecord.from_results(check_id, "pre", title, results, time.monotonic() - t0)
-
-
-def submission(sub: Submission) -> list[Result]:
-    """What sbatch will run, with which options, and where each came from."""
+def submission(sub: Submission, asked: Optional[testonly.Asked] = None) -> list[Result]:
+    """What sbatch will run, with which options and where each came from, and what sbatch itself answers to
+    `--test-only` (the observed word on whether it accepts the submission, and where and when it would start)."""
     if sub.script is None and sub.wrap is None:
         return [fail("sbatch names no batch script (and no --wrap).", causes.COMMAND_NOT_FOUND,
                      fix="Give the script: `sbatch [OPTIONS] job.sbatch`.")]
@@ -44,16 +37,44 @@ def submission(sub: Submission) -> list[Result]:
     ev = [f"--{k}={v} (from {sub.origin[k]})" for k, v in sorted(sub.options.items())]
     train = script.find(sub.script_text)
     ev.append(f"training command: {train.line}" if train else "no training command found in the script")
-    out = [ok(f"sbatch will run {sub.script or '--wrap'} as job {sub.job_name!r} with "
-              f"{len(sub.options)} option(s).", evidence=tuple(ev))]
+    out: list[Result] = []
+    if asked is not None and asked.refused:
+        fix, cause = testonly.refusal_fix(asked, sub.script, sub.script_size)
+        out.append(fail(f"sbatch refuses this submission: {asked.words or 'rc ' + str(asked.answer.rc)}", cause,
+                        fix=fix, evidence=(f"$ {shlex.join(testonly.test_argv(sub.argv))}: rc {asked.answer.rc}",
+                                           *ev)))
+    elif asked is not None and asked.accepted:
+        st = asked.start or {}
+        said = (f"sbatch --test-only accepts it: job {sub.job_name!r} would start at {st.get('at')} on "
+                f"{st.get('nodes')} in partition {st.get('partition')} ({st.get('cpus')} CPU(s))")
+        if asked.warnings:
+            out.append(warn(f"{said}, after changing the request: {'; '.join(asked.warnings)}.",
+                            fix="Ask for what sbatch will give (its warning names the change), so the job's "
+                                "shape is the one you meant.", evidence=tuple(ev)))
+        else:
+            out.append(ok(f"{said}.", evidence=tuple(ev)))
+    else:
+        why = asked.answer.said if asked is not None else "not asked"
+        out.append(ok(f"sbatch will run {sub.script or '--wrap'} as job {sub.job_name!r} with "
+                      f"{len(sub.options)} option(s) (sbatch --test-only could not be asked: {why}).",
+                      evidence=tuple(ev)))
+    if sub.ignored:
+        out.append(warn(f"sbatch ignores {len(sub.ignored)} #SBATCH line(s) of the script: "
+                        + "; ".join(f"line {n} `{line.strip()}` ({why})" for n, line, why in sub.ignored[:4]),
+                        fix="Move the #SBATCH lines to the top of the script, before its first command and "
+                            "starting in the first column (or give the options on the sbatch line).",
+                        evidence=tuple(f"line {n}: {line}" for n, line, _ in sub.ignored), basis="static"))
     if sub.unknown:
         out.append(warn(f"Options dfdoctor does not understand: {' '.join(sub.unknown)}; what they change is "
                         "not checked.", evidence=tuple(sub.unknown)))
     return out
 
 
-def fits(sub: Submission) -> list[Result]:
-    """The request against the partition: a job asking for more than it can ever have would pend forever."""
+def fits(sub: Submission, asked: Optional[testonly.Asked] = None) -> list[Result]:
+    """The request against the partition, read from scontrol and sinfo, explains what sbatch answered: it fails
+    only when sbatch --test-only refused the request as one the cluster cannot run (an observed refusal); when
+    sbatch accepts it, a static comparison never blocks it (sbatch may adjust the request: `--nodes=2
+    --ntasks=1` becomes one node); when sbatch could not be asked, it only warns."""
     parts, default, problem = cluster.partitions()
     if problem:
         return [skip(f"Could not read the partitions: {problem}")]
@@ -62,7 +83,7 @@ def fits(sub: Submission) -> list[Result]:
         return [warn("No --partition and the cluster has no default partition; sbatch will refuse the job.")]
     first = name.split(",")[0]
     if first not in parts:
-        return [fail(f"Partition {first!r} does not exist (partitions: {', '.join(parts)}); sbatch will refuse "
+        return [_judged(asked, f"Partition {first!r} does not exist (partitions: {', '.join(parts)}); sbatch will refuse "
                      "the job.", causes.NEVER_STARTS, fix="Use one of the partitions `sinfo -s` lists.")]
     p = parts[first]
     nodes = sub.int_opt("nodes") or 1
@@ -84,14 +105,15 @@ def fits(sub: Submission) -> list[Result]:
         if gpus and gpus > max(n.gpus for n in p.nodes):
             why.append(f"{gpus} GPU(s) per node, its nodes have at most {max(n.gpus for n in p.nodes)}")
     limit = cluster.minutes(p.fields.get("MaxTime", ""))
-    asked = cluster.minutes(sub.get("time") or "")
-    if limit is not None and asked is not None and asked > limit:
+    wanted_min = cluster.minutes(sub.get("time") or "")
+    if limit is not None and wanted_min is not None and wanted_min > limit:
         why.append(f"--time {sub.get('time')}, the partition's MaxTime is {p.fields.get('MaxTime')}")
     ev = (f"partition {first}: {p.total_nodes} node(s), MaxNodes {p.fields.get('MaxNodes')}, MaxTime "
           f"{p.fields.get('MaxTime')}",) + tuple(f"node {n.name}: {n.cpus} CPUs, {n.memory_mib} MiB, {n.gpus} GPUs, "
                                                    f"{n.state}" for n in p.nodes[:8])
-    if why:
-        return [fail(f"The job can never start in partition {first}: it asks for " + "; ".join(why) + ".",
+    if why or (asked is not None and asked.never_starts):
+        why = why or [f"what sbatch refuses: {asked.words}"]
+        return [_judged(asked, f"The job can never start in partition {first}: it asks for " + "; ".join(why) + ".",
                      causes.NEVER_STARTS, fix="Ask for what one node of the partition has, or submit to another "
                      "partition (`sinfo -N -l` lists the nodes).", evidence=ev)]
     down = [n for n in p.nodes if n.state.startswith(("down", "drain", "fail"))]
@@ -100,6 +122,22 @@ def fits(sub: Submission) -> list[Result]:
     return [ok(f"Partition {first} can run it ({nodes} node(s), {cpus} CPU(s)/node"
                + (f", {mem} MiB/node" if mem else "") + (f", {gpus} GPU(s)/node" if gpus else "") + ").",
                evidence=ev)]
+
+
+def _judged(asked: Optional[testonly.Asked], summary: str, cause: str, **kw) -> Result:
+    """A finding of the static comparison, weighed by sbatch's own answer: a failure when sbatch refused the
+    request as impossible, never a blocker when it accepted it, a warning when it could not be asked."""
+    ev = tuple(kw.pop("evidence", ()))
+    if asked is not None and asked.never_starts:
+        return fail(summary, cause, evidence=ev + (f"sbatch --test-only: {asked.words}",), **kw)
+    if asked is not None and asked.accepted:
+        return ok(f"sbatch --test-only accepts the request (a reading of the partition alone would not have: "
+                  f"{summary[0].lower() + summary[1:]})",
+                  evidence=ev + tuple(asked.warnings))
+    why = ("sbatch --test-only refused the submission for another reason" if asked is not None and asked.asked
+           else "sbatch --test-only could not be asked")
+    return warn(f"{summary} ({why}, so this rests on a reading of the partition)", cause, basis="static",
+                evidence=ev, **kw)
 
 
 def _gpus_per_node(sub: Submission) -> int:
@@ -135,7 +173,18 @@ def gpus_vs_torchrun(sub: Submission) -> list[Result]:
     return [ok(f"torchrun's --nproc_per_node {nproc} matches the {gpus or 'CPU'} GPU(s) per node requested.")]
 
 
-def srun_prefix(sub: Submission, *, job_name: str = "dfdoctor-check") -> list[str]:
+# Every srun this process starts carries this tag in its job name, so a check the runner killed at its timeout
+# (SIGKILL: srun cannot release its allocation) leaves nothing the parent cannot find and cancel.
+TAG = f"dfdoctor-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+def cancel_leftovers() -> None:
+    """Cancel what an srun of this process left in the queue (its check was killed at its timeout)."""
+    for name in (f"{TAG}-check", f"{TAG}-node-check"):
+        commands.run(["scancel", f"--name={name}", f"--user={getpass.getuser()}"])
+
+
+def srun_prefix(sub: Submission, *, job_name: str = f"{TAG}-check") -> list[str]:
     """A short srun on one node of the submission's partition that gives up rather than queue."""
     argv = ["srun", "-N1", "-n1", f"--immediate={SRUN_IMMEDIATE_S}", "-J", job_name, "--mem=64M", "-t", "5"]
     for opt in ("partition", "account", "qos", "reservation", "constraint"):
@@ -144,7 +193,7 @@ def srun_prefix(sub: Submission, *, job_name: str = "dfdoctor-check") -> list[st
     return argv
 
 
-_FOLDERS = r'''echo "node $(hostname -s)"; for d in "$@"; do if [ -d "$d" ]; then if [ -w "$d" ]; then echo "ok $d"; else echo "notwritable $d"; fi; else echo "missing $d"; fi; done'''
+_FOLDERS = r'''echo "node $(hostname -s)"; for d in "$@"; do if [ -d "$d" ]; then if [ -w "$d" ]; then printf 'ok %s\n' "$d"; else printf 'notwritable %s\n' "$d"; fi; else printf 'missing %s\n' "$d"; fi; done'''
 
 
 def folders_where_it_runs(sub: Submission, cwd: Path) -> list[Result]:
@@ -156,8 +205,9 @@ def folders_where_it_runs(sub: Submission, cwd: Path) -> list[Result]:
     for role, pat in (("--output", out), ("--error", sub.get("error"))):
         if not pat:
             continue
-        resolved = patterns.expand(pat, job_name=sub.job_name)
-        folder = patterns.folder(resolved)
+        resolved = patterns.expand(pat, job_name=sub.job_name, array=bool(sub.get("array")))
+        folder = (str(Path(resolved).parent) if patterns.literal(pat) is not None
+                  else patterns.folder(resolved))
         if folder is None:
             wanted.append((role, resolved, ""))
             continue
@@ -210,7 +260,6 @@ def folders_where_it_runs(sub: Submission, cwd: Path) -> list[Result]:
 
 
 def _writable(p: Path) -> bool:
-    import os
     return os.access(p, os.W_OK)
 
 
@@ -222,12 +271,13 @@ def training_checks_on_node(sub: Submission, cwd: Path, env: dict[str, str],
         return [CheckRecord(id="slurm.training", phase="pre", status=Status.SKIP, title="training command",
                             summary="No python/torchrun line found in the batch script: its checks were not run.")]
     workdir = sub.workdir or str(cwd)
-    argv = srun_prefix(sub, job_name="dfdoctor-node-check") + [f"--chdir={workdir}", "--mem=2G",
-                                                              sys.executable, "-m", "dfdoctor", "check",
-                                                              "--format", "json"]
+    job_env = jobenv.of(sub, env, cwd)
+    check = [sys.executable, "-m", "dfdoctor", "check", "--format", "json"]
     for s in skip_ids:
-        argv += ["--skip", s]
-    argv += ["--", *train.argv]
+        check += ["--skip", s]
+    check += ["--", *train.argv]
+    argv = (srun_prefix(sub, job_name=f"{TAG}-node-check") + [f"--chdir={workdir}", "--mem=2G"]
+            + job_env.srun_options() + job_env.wrap(check))
     a = commands.run(argv, timeout=NODE_CHECKS_TIMEOUT_S, env=env)
     try:
         doc = json.loads(a.out[a.out.index("{"):]) if "{" in a.out else None
@@ -243,22 +293,19 @@ def training_checks_on_node(sub: Submission, cwd: Path, env: dict[str, str],
     for c in doc.get("checks") or []:
         r = CheckRecord.from_dict(c)
         r.summary = f"on {node}: {r.summary}"
-        r.data = dict(r.data, node=node)
+        r.data = dict(r.data, node=node, job_environment=job_env.said)
+        r.evidence = list(r.evidence) + [f"run with the job's environment: {job_env.said}"]
         recs.append(r)
+    if job_env.problem:
+        recs.append(CheckRecord(id="slurm.training", phase="pre", status=Status.WARN, title="training command",
+                                summary=f"{job_env.problem}; the node checks ran with what the job will get."))
     return recs
 
 
-def run_all(sub: Submission, cwd: Path, env: dict[str, str], *, node_checks: bool = True,
-            wanted: Optional[Callable[[str], bool]] = None) -> list[CheckRecord]:
-    """Every Slurm pre-submission check, in order; `wanted` filters by id (--only/--skip), the checks run on
-    the node included (`--only 'slurm.*'` runs no srun of dfdoctor there)."""
-    wanted = wanted or (lambda _id: True)
-    plan = [("slurm.submission", "sbatch submission", lambda: submission(sub)),
-            ("slurm.partition", "fits the partition", lambda: fits(sub)),
-            ("slurm.output", "output folders on a node", lambda: folders_where_it_runs(sub, cwd)),
-            ("slurm.gpus", "GPUs vs torchrun", lambda: gpus_vs_torchrun(sub))]
-    recs = [record(i, t, fn) for i, t, fn in plan if wanted(i)]
-    if node_checks:
-        node = training_checks_on_node(sub, cwd, env) if any(wanted(i) for i in _NODE_CHECK_IDS) else []
-        recs += [r for r in node if wanted(r.id)]
-    return recs
+def ask_once(sub: Submission, cwd: Path, env: dict[str, str]) -> Optional[testonly.Asked]:
+    """`sbatch --test-only` with the user's line, asked once per submission (None when there is no script)."""
+    if sub.script is not None and not sub.script.is_file():
+        return None
+    if sub.asked is None:
+        sub.asked = testonly.ask(sub.argv, cwd, env)
+    return sub.asked

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from dfdoctor import causes
 from dfdoctor.diagnose.traceback import parse_python_error
 from dfdoctor.model import Verdict
-from dfdoctor.slurm import pending
+from dfdoctor.slurm import efficiency, pending
 from dfdoctor.slurm.job import JobFacts, mib, split_exit
 
 CHDIR_FAILED = re.compile(r"couldn't chdir to `([^']*)': ([^:]+): going to (\S+) instead")
@@ -32,6 +33,7 @@ class Seen:
     growing: Optional[bool] = None
     watched_s: float = 0.0
     notes: list[str] = field(default_factory=list)
+    task: Optional["Seen"] = None  # an array job's first failed task, seen as a job of its own
 
     @property
     def output(self) -> str:
@@ -51,6 +53,8 @@ class Seen:
             ev.append(f"StdOut={j.stdout}" + ("" if self.stdout_exists is not False else " (does not exist)"))
         if j.stderr and j.stderr != j.stdout:
             ev.append(f"StdErr={j.stderr}" + ("" if self.stderr_exists is not False else " (does not exist)"))
+        if j.tasks:
+            ev.append(f"array tasks: {task_counts(j)}")
         for s in j.steps:
             if s.failed:
                 ev.append(f"step {s.id} ({s.name}): {s.state} {s.exit_code}" + (f", MaxRSS {s.max_rss}"
@@ -61,13 +65,49 @@ class Seen:
 Rule = Callable[[Seen], Optional[Verdict]]
 
 
+def dependency_jobs(dependency: str) -> list[str]:
+    """The job ids a --dependency names, as scontrol shows it (`afterok:45(unfulfilled),afterany:46_2(failed)`)."""
+    return re.findall(r"(?<=[:,?])(\d+(?:_\d+)?)(?=[(,?:]|$)", dependency or "")
+
+
+def task_counts(j: JobFacts) -> str:
+    """`4 task(s): 3 completed, 1 failed`."""
+    counts = j.task_counts()
+    return f"{sum(counts.values())} task(s): " + ", ".join(f"{n} {state.lower()}" for state, n in
+                                                           sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def array_tasks(s: Seen) -> Optional[Verdict]:
+    """An array job: one failed task fails it, named with its own error, output file and fix; every task
+    completed is ok; while tasks pend or run, the usual rules speak (with the counts in the evidence)."""
+    j = s.job
+    if not j.tasks:
+        return None
+    head = f"Array job {j.job_id}, {task_counts(j)}"
+    if s.task is not None:
+        t = j.failed_tasks[0]
+        v = judge(s.task)
+        out = s.task.job.stderr if s.task.job.stderr != s.task.job.stdout else s.task.job.stdout
+        return Verdict("failed", v.cause, f"{head}. Task {t.task} ({t.job}) failed first: {v.summary}",
+                       (v.fix + " " if v.fix else "") + f"Task {t.task}'s output: {out or '(not known)'}; "
+                       f"`sacct -j {j.job_id} --format=JobID,State,ExitCode` lists every task.",
+                       [head] + list(v.evidence))
+    if j.state == "COMPLETED":
+        return Verdict("ok", None, f"{head}: every task completed with exit 0.", "", s.evidence())
+    return None
+
+
 def pending_job(s: Seen) -> Optional[Verdict]:
     """PENDING: the reason in words, and whether it can ever start."""
     j = s.job
     if j.state != "PENDING":
         return None
     meaning, fix, can_start = pending.explain(j.reason)
-    fix = fix.replace("JOBID", j.job_id)
+    deps = dependency_jobs(j.dependency)
+    fix = fix.replace("JOBID", j.job_id).replace("PARTITION", j.partition or "PARTITION")
+    fix = fix.replace("DEPS", ",".join(deps) if deps else j.job_id)
+    if deps and j.reason.startswith("Dependency"):
+        meaning += f": job {', '.join(deps)} ({j.dependency})"
     if can_start is False:
         return Verdict("pending", causes.NEVER_STARTS, f"Job {j.job_id} is pending and will never start: "
                        f"{meaning} (Reason {j.reason}).", fix, s.evidence())
@@ -170,10 +210,12 @@ def cancelled(s: Seen) -> Optional[Verdict]:
     who = "someone"
     if m:
         who = _user(int(m[1]))
-    return Verdict("failed", None, f"Job {j.job_id} was cancelled by {who}"
-                   + (" before it started." if not s.stdout_exists else "."),
+    ran = _seconds(j.run_time)
+    when = (f" after it had run {j.run_time}" if ran else " before it started" if ran == 0 and
+            s.stdout_exists is not True else "")
+    return Verdict("failed", None, f"Job {j.job_id} was cancelled by {who}{when}.",
                    "Nothing failed in the job itself; submit it again if the cancel was a mistake "
-                   "(`sacct -j ID --format=JobID,State` shows who, by uid).",
+                   f"(`sacct -j {j.job_id} --format=JobID,State,Start,End` shows who, by uid, and when).",
                    s.evidence() + _lines(s.output, "CANCELLED AT"))
 
 
@@ -211,8 +253,10 @@ def step_failed(s: Seen) -> Optional[Verdict]:
     if not (bad or (j.derived and j.derived != "0:0")):
         return None
     what = f"step {bad[0].id} {bad[0].state} {bad[0].exit_code}" if bad else f"DerivedExitCode {j.derived}"
+    err = parse_python_error(s.stderr_text if j.stderr != j.stdout else s.output)
+    said = f" The step's error: {err.headline} at {err.where}." if err else ""
     return Verdict("failed", causes.STEP_FAILED, f"Job {j.job_id} is COMPLETED with exit 0, but a step failed "
-                   f"({what}): the batch script went on and exited 0 after it.",
+                   f"({what}): the batch script went on and exited 0 after it.{said}",
                    "Make the script stop on a failed step (`set -e`, or `srun ... || exit $?`), then fix the "
                    "step; its error is in the output file.", s.evidence() + _lines(s.output, "srun: error"))
 
@@ -263,12 +307,13 @@ def running(s: Seen) -> Optional[Verdict]:
     j = s.job
     if j.state not in ("RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED"):
         return None
+    follow = f"`tail -f {shlex.quote(j.stdout)}` follows it" if j.stdout else "`dfdoctor status` looks again"
     if s.growing:
         return Verdict("running", None, f"Job {j.job_id} is running on {j.nodes} and its output file grows.",
-                       "", s.evidence())
+                       f"{follow}; `scancel {j.job_id}` stops it.", s.evidence())
     still = f"has not grown in {s.watched_s:.0f} s" if s.stdout_exists else "does not exist yet"
     return Verdict("running", None, f"Job {j.job_id} is {j.state} on {j.nodes}; its output file {still}.",
-                   "`dfdoctor status` looks again; an output that stays empty under Python is usually "
+                   f"{follow}; `dfdoctor status` looks again; an output that stays empty under Python is usually "
                    "buffering (`python -u` or PYTHONUNBUFFERED=1).", s.evidence())
 
 
@@ -276,11 +321,13 @@ def completed(s: Seen) -> Optional[Verdict]:
     j = s.job
     if j.state != "COMPLETED":
         return None
-    return Verdict("ok", None, f"Job {j.job_id} completed with exit 0 on {j.nodes}.", "", s.evidence())
+    used = efficiency.summary(j)
+    return Verdict("ok", None, f"Job {j.job_id} completed with exit 0 on {j.nodes}" + (f"; {used}." if used else "."),
+                   "", s.evidence())
 
 
-RULES: list[Rule] = [pending_job, output_not_opened, chdir_failed, out_of_memory, time_limit, preempted,
-                     node_failure, cancelled, python_traceback, step_failed, command_not_found, killed_by_signal,
+RULES: list[Rule] = [array_tasks, pending_job, output_not_opened, chdir_failed, out_of_memory, time_limit, preempted,
+                     node_failure, cancelled, step_failed, python_traceback, command_not_found, killed_by_signal,
                      failed_otherwise, running, completed]
 
 
@@ -289,6 +336,9 @@ def judge(s: Seen) -> Verdict:
     for rule in RULES:
         v = rule(s)
         if v is not None:
+            used = efficiency.summary(s.job) if s.job.ended and v.state != "ok" else None
+            if used:
+                v.evidence.append(f"what it used of its request: {used}")
             return v
     j = s.job
     if not j.known:
@@ -297,6 +347,15 @@ def judge(s: Seen) -> Verdict:
                        "accounting (slurmdbd).", s.evidence())
     return Verdict("unknown", None, f"Job {j.job_id} is {j.state}, a state dfdoctor has no rule for.",
                    f"See `scontrol show job {j.job_id}` and `sacct -j {j.job_id}`.", s.evidence())
+
+
+def _seconds(run_time: str) -> Optional[int]:
+    """Slurm's `[D-]HH:MM:SS` (or MM:SS) in seconds; None when Slurm did not say."""
+    m = re.match(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)$", run_time or "")
+    if not m:
+        return None
+    d, h, mi, sec = (int(x) if x else 0 for x in m.groups())
+    return ((d * 24 + h) * 60 + mi) * 60 + sec
 
 
 def _lines(text: str, *marks: str) -> list[str]:

@@ -4,7 +4,6 @@ variables, then the script's #SBATCH lines (which stop at the first command line
 from __future__ import annotations
 
 import os
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
@@ -28,7 +27,8 @@ ENV = {"SBATCH_JOB_NAME": "job-name", "SBATCH_OUTPUT": "output", "SBATCH_ERROR":
        "SBATCH_MEM_PER_NODE": "mem", "SBATCH_QOS": "qos", "SBATCH_ACCOUNT": "account",
        "SBATCH_ARRAY_INX": "array", "SBATCH_EXCLUSIVE": "exclusive", "SBATCH_INPUT": "input",
        "SBATCH_OPEN_MODE": "open-mode", "SBATCH_CONSTRAINT": "constraint", "SBATCH_RESERVATION": "reservation",
-       "SBATCH_WAIT": "wait"}
+       "SBATCH_WAIT": "wait", "SBATCH_EXPORT": "export"}
+MAX_READ = 8 << 20  # more than Slurm's 4 MiB script limit, so an oversized script is still read
 
 
 @dataclass
@@ -43,6 +43,10 @@ class Submission:
     wrap: Optional[str] = None
     unknown: list[str] = field(default_factory=list)  # words we did not understand (said, never ignored)
     sbatch_argv: list[str] = field(default_factory=list)  # sbatch's own options as typed
+    argv: list[str] = field(default_factory=list)  # the whole sbatch line as typed (sbatch first)
+    ignored: list[tuple[int, str, str]] = field(default_factory=list)  # #SBATCH lines sbatch never reads
+    script_size: int = 0
+    asked: Optional[object] = None  # what `sbatch --test-only` answered (slurm.testonly.Asked), asked once
 
     def get(self, name: str, default: Optional[str] = None) -> Optional[str]:
         return self.options.get(name, default)
@@ -113,21 +117,69 @@ def read_options(words: Sequence[str]) -> tuple[list[tuple[str, str]], list[str]
 
 def directives(text: str) -> list[str]:
     """The words of the script's #SBATCH lines, up to its first command (sbatch stops reading there)."""
+    return read_script(text)[0]
+
+
+def read_script(text: str) -> tuple[list[str], list[tuple[int, str, str]]]:
+    """(the words of the #SBATCH lines sbatch reads, [(line number, line, why sbatch ignores it)]).
+
+    sbatch's own rule (src/sbatch/opt.c): a line that starts with `#SBATCH` in its first column is read; a blank
+    line or any other comment is passed over; the first line that is neither is the first command, and nothing
+    after it is read. An indented `#SBATCH` is a comment to sbatch."""
     words: list[str] = []
-    for n, line in enumerate(text.splitlines()):
-        s = line.strip()
-        if n == 0 and s.startswith("#!"):
+    ignored: list[tuple[int, str, str]] = []
+    stopped_at = 0
+    for n, line in enumerate(text.split("\n"), 1):
+        if stopped_at:
+            if line.lstrip().startswith("#SBATCH"):
+                ignored.append((n, line, f"after the first command (line {stopped_at})"))
             continue
-        if not s or (s.startswith("#") and not s.startswith("#SBATCH")):
+        if line.startswith("#SBATCH"):
+            words += _argument_words(line[len("#SBATCH"):])
             continue
-        if not s.startswith("#SBATCH"):
-            break
-        body = s[len("#SBATCH"):].split(" #", 1)[0]
-        try:
-            words += shlex.split(body)
-        except ValueError:
-            words += body.split()
-    return words
+        s = line.lstrip()
+        if s.startswith("#SBATCH"):
+            ignored.append((n, line, "indented: sbatch reads #SBATCH only in the first column"))
+        if s and not s.startswith("#"):
+            stopped_at = n
+    return words, ignored
+
+
+def _argument_words(body: str) -> list[str]:
+    """An #SBATCH line's words as sbatch splits them (its _get_argument): quotes group and are dropped, a
+    backslash keeps the next character whatever it is (inside quotes too) and is dropped, an unescaped `#`
+    outside quotes starts a comment."""
+    words: list[str] = []
+    i, n = 0, len(body)
+    while True:
+        while i < n and body[i].isspace():
+            i += 1
+        if i >= n:
+            return words
+        arg: list[str] = []
+        quote, escaped = "", False
+        while i < n and (quote or not body[i].isspace()):
+            c = body[i]
+            i += 1
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+                continue
+            elif quote:
+                if c == quote:
+                    quote = ""
+                    continue
+            elif c == "#":
+                if arg:
+                    words.append("".join(arg))
+                return words
+            elif c in "\"'":
+                quote = c
+                continue
+            arg.append(c)
+        if arg:
+            words.append("".join(arg))
 
 
 def parse(argv: Sequence[str], cwd: Path, env: Optional[Mapping[str, str]] = None) -> Submission:
@@ -135,7 +187,8 @@ def parse(argv: Sequence[str], cwd: Path, env: Optional[Mapping[str, str]] = Non
     env = dict(os.environ if env is None else env)
     words = list(argv[1:]) if argv and Path(argv[0]).name == "sbatch" else list(argv)
     cli, rest, odd = read_options(words)
-    sub = Submission(unknown=list(odd), sbatch_argv=words[:len(words) - len(rest)])
+    sub = Submission(unknown=list(odd), sbatch_argv=words[:len(words) - len(rest)],
+                     argv=[argv[0] if argv and Path(argv[0]).name == "sbatch" else "sbatch", *words])
     wrap = next((v for k, v in cli if k == "wrap"), None)
     if wrap is not None:
         sub.wrap = wrap
@@ -145,10 +198,12 @@ def parse(argv: Sequence[str], cwd: Path, env: Optional[Mapping[str, str]] = Non
         sub.script = p if p.is_absolute() else cwd / p
         sub.script_args = rest[1:]
         try:
-            sub.script_text = sub.script.read_text(errors="replace")
+            sub.script_size = sub.script.stat().st_size
+            sub.script_text = sub.script.read_bytes()[:MAX_READ].decode(errors="replace")
         except OSError:
             sub.script_text = ""
-    script_opts, _, script_odd = read_options(directives(sub.script_text))
+    words_in_script, sub.ignored = read_script(sub.script_text)
+    script_opts, _, script_odd = read_options(words_in_script)
     sub.unknown += [f"#SBATCH {w}" for w in script_odd]
     for name, value in script_opts:
         sub.options[name], sub.origin[name] = value, "#SBATCH"

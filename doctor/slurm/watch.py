@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from dfdoctor.numbers import is_whole
-from dfdoctor.slurm import commands, job
+from dfdoctor.slurm import commands, job, patterns
 from dfdoctor.slurm.rules import Seen, judge
 
 POLL_S = 0.2
@@ -56,10 +56,55 @@ def _size(path: str) -> int:
         return -1
 
 
+PATTERN_KEYS = ("output_pattern", "error_pattern")
+
+
+def true_paths(f: job.JobFacts, paths: dict[str, str]) -> None:
+    """Where the job really writes, from the --output/--error patterns as submitted: scontrol's StdOut keeps
+    `%%`, widths and backslashes as typed (a cruder expansion than slurmstepd's), so it can name a file the job
+    never wrote. Unchanged when no pattern was recorded or a letter has no value yet (a pending array)."""
+    pat, r = paths.get("output_pattern"), f.raw
+    if not r:
+        return
+    if not pat:  # a job dfdoctor did not submit: scontrol's name, with what its crude expansion left resolved
+        _resolve_what_scontrol_left(f)
+        return
+    array = bool(r.get("ArrayTaskId"))
+    task = r.get("ArrayTaskId") if array and r.get("ArrayTaskId", "").isdigit() else None
+    host = r.get("BatchHost", "")
+    known = dict(job_name=r.get("JobName", ""), user=r.get("UserId", "").split("(")[0] or None,
+                 job_id=r.get("JobId"), node=host if host and host != "(null)" else None,
+                 array_job=r.get("ArrayJobId") if array else None, array_task=task, array=array)
+    workdir = r.get("WorkDir") or paths.get("workdir") or ""
+    for key, p in (("stdout", pat), ("stderr", paths.get("error_pattern") or pat)):
+        name = patterns.resolve(p, **known)
+        if name is not None:
+            setattr(f, key, name if name.startswith("/") else os.path.join(workdir, name))
+
+
+def _resolve_what_scontrol_left(f: job.JobFacts) -> None:
+    """scontrol substitutes only a bare %A %a %j %u %x and keeps the rest as typed (`%%`, `%5j`, `%N`), so its
+    StdOut resolved once more is the file slurmstepd wrote. Not with a backslash: scontrol has already put
+    values where slurmstepd took the name literally, and what was literal cannot be told any more."""
+    r = f.raw
+    host = r.get("BatchHost", "")
+    array = bool(r.get("ArrayTaskId"))
+    known = dict(job_name=r.get("JobName", ""), user=r.get("UserId", "").split("(")[0] or None,
+                 job_id=r.get("JobId"), node=host if host and host != "(null)" else None,
+                 array_job=r.get("ArrayJobId") if array else None,
+                 array_task=r.get("ArrayTaskId") if r.get("ArrayTaskId", "").isdigit() else None, array=array)
+    for key in ("stdout", "stderr"):
+        name = getattr(f, key)
+        if "%" in name and "\\" not in name:
+            setattr(f, key, patterns.resolve(name, **known) or name)
+
+
 def look(job_id: str, paths: dict[str, str], *, settle: bool = False) -> Seen:
     """The job and its output files as they are now; `paths` are the StdOut/StdErr/WorkDir recorded at submit
-    (scontrol forgets them after MinJobAge, sacct 22.05 never has them)."""
+    (scontrol forgets them after MinJobAge, sacct 22.05 never has them) and the patterns they came from. An
+    array job with a failed task is read with that task: its own facts and output file."""
     f = job.settle(job_id) if settle else job.facts(job_id, with_sacct=False)
+    true_paths(f, paths)
     for key in ("stdout", "stderr", "workdir"):
         if not getattr(f, key) and paths.get(key):
             setattr(f, key, paths[key])
@@ -70,7 +115,11 @@ def look(job_id: str, paths: dict[str, str], *, settle: bool = False) -> Seen:
                 setattr(f, key, paths[key])
     out_exists, out = read_tail(f.stdout)
     err_exists, err = (out_exists, out) if f.stderr == f.stdout else read_tail(f.stderr)
-    return Seen(job=f, stdout_text=out, stderr_text=err, stdout_exists=out_exists, stderr_exists=err_exists)
+    seen = Seen(job=f, stdout_text=out, stderr_text=err, stdout_exists=out_exists, stderr_exists=err_exists)
+    if f.failed_tasks:
+        seen.task = look(f.failed_tasks[0].job, {k: paths[k] for k in PATTERN_KEYS if paths.get(k)},
+                         settle=True)
+    return seen
 
 
 def watch(job_id: str, paths: dict[str, str], watch_s: float,
@@ -86,7 +135,7 @@ def watch(job_id: str, paths: dict[str, str], watch_s: float,
         if f.state != last_state:
             on_event("slurm-state", {"state": f.state, "reason": f.reason, "nodes": f.nodes})
             last_state = f.state
-        if f.ended or not f.known:
+        if f.ended or not f.known or f.failed_tasks:  # one failed task fails an array: no need to wait
             seen = look(job_id, paths, settle=True)
             on_event("slurm-ended", {"state": seen.job.state, "exit_code": seen.job.exit_code,
                                      "end_time": seen.job.end_time})
