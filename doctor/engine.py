@@ -26,7 +26,7 @@ from dfdoctor.render.github import inert
 from dfdoctor.render.text import visible
 from dfdoctor.render.undecodable import shown_all
 from dfdoctor.runner import run_checks
-from dfdoctor.safefile import guard_outputs, write_atomically
+from dfdoctor.safefile import guard_outputs, open_summary, write_atomically
 
 
 def now_iso() -> str:
