@@ -76,10 +76,10 @@ def build_context(opts: dict[str, Any], command: list[str]) -> tuple[Context, Co
     remote = target != "local"
     if remote:
         try:
-            from dfdoctor.targets import parse_target
+            from dfdoctor.targets import parse_target, shown_spec
             parse_target(target)
         except ValueError as exc:
-            raise UsageError(f"--target {target}: {exc}") from None
+            raise UsageError(f"--target {shown_spec(target)}: {exc}") from None
     # On a remote target --cwd, --python and the log are paths THERE: nothing about them is checked here.
     cwd = Path(opts.get("cwd") or os.getcwd())
     cwd = cwd if remote else cwd.resolve()

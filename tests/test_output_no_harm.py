@@ -106,3 +106,16 @@ def test_any_bytes_in_paths_and_arguments_give_exit_0_1_or_2(tmp_path, log, scri
                     "--format", "github", "--", "python3", script, arg], cwd=tmp_path, timeout=120)
     assert p.returncode in (0, 1, 2), p.stderr
     assert b"internal error" not in p.stderr
+
+
+def test_a_password_written_into_a_target_is_never_echoed(tmp_path):
+    """The defect: `ssh://user:password@host` came back in clear in the usage error."""
+    (tmp_path / "targets").write_text("ssh://bob:fl@t/pw9x:7zz@host\n")
+    for args in (["check", "--target", "ssh://bob:pw9x7zz1@host"], ["check", "--targets-file", "targets"],
+                 ["check", "--target", "pct://bob:pw9x7zz1@host:99999/200"],
+                 ["launch", "--target", "ssh://bob:pw9x7zz1@host", "--target", "local"]):
+        p = dfdoctor_b([*args, "--", "python3", "t.py"], cwd=tmp_path, timeout=60)
+        assert p.returncode == 2, p.stderr
+        assert b"bob:***@" in p.stderr
+        for leak in (b"pw9x", b"7zz", b"fl@t"):
+            assert leak not in p.stdout + p.stderr, p.stderr
