@@ -104,3 +104,23 @@ def test_the_action_does_not_glob_expand_the_formats_input(tmp_path):
     assert "unknown format '*'" in p.stdout, p.stdout + p.stderr
     assert "evil" not in p.stdout
     assert "exit-code=2" in (tmp_path / "gh-out").read_text()
+
+
+def test_sarif_locations_are_uris_a_viewer_reads_back_as_the_file():
+    """The defect: `tr#ain.py` became the file `tr` with a fragment."""
+    from urllib.parse import unquote, urlsplit
+    import json as json_
+
+    for name in ("tr#ain.py", "my run?.py", "50%.py", "dir with space/train.py", "/abs/tr#ain.py", "é.py"):
+        rep = Report(tool_version="t", target="local", command=["python", name], started_at="", finished_at="",
+                     verdict=Verdict("failed", "import-error", "died"),
+                     checks=[CheckRecord("imports.smoke", "pre", Status.FAIL, f"died at {name}",
+                                         cause="import-error")])
+        doc = json_.loads(render(rep, "sarif"))
+        uris = [loc["physicalLocation"]["artifactLocation"]["uri"] for r in doc["runs"][0]["results"]
+                for loc in r.get("locations", [])]
+        assert uris, name
+        for uri in uris:
+            parts = urlsplit(uri)
+            assert not parts.fragment and not parts.query, uri
+            assert unquote(parts.path).endswith(name.lstrip("/")), (uri, name)
