@@ -83,7 +83,8 @@ def open_summary(path: str) -> int:
     through a symlink (it could lead to the --log or any other file) nor into a hard-linked one, never blocking
     on a FIFO. OSError otherwise."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+                     | os.O_NOCTTY, 0o666)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise OSError(errno.ELOOP, "it is a symlink: not followed") from None

@@ -93,6 +93,14 @@ class Masker:
         text = data.decode("utf-8", "surrogateescape")
         return self.redactor.text(text).encode("utf-8", "surrogateescape")
 
+    def held_back(self, masked):
+        """How many bytes at the end of masked output could begin a secret (redact.Redactor.held_back)."""
+        if self.redactor is None or not masked:
+            return 0
+        text = masked.decode("utf-8", "surrogateescape")
+        held = self.redactor.held_back(text)
+        return len(text[len(text) - held:].encode("utf-8", "surrogateescape")) if held else 0
+
 
 class Record:
     """The append-only record: each event one JSON line, written by one O_APPEND write, masked."""
@@ -121,7 +129,8 @@ class CappedCopy:
     """A capped on-disk copy of one stream, masked: the first HEAD_CAP bytes, then two alternating tail segments.
 
     Masking goes line by line (an unfinished line waits, up to PENDING_CAP, for its end or the next tick), so a
-    secret written in two pieces is still seen whole."""
+    secret written in pieces is still seen whole; what is kept of an unfinished line stops short of an end that
+    could begin a secret, which waits for the rest however long it takes."""
 
     def __init__(self, run_dir, name, masker=None):
         """Open the head file; tail segments open when the head is full."""
@@ -144,20 +153,34 @@ class CappedCopy:
             return
         data = self.pending + data
         cut = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
-        if len(data) - cut > PENDING_CAP:
-            cut = len(data)
-        self.pending = data[cut:]
         self.pending_ticks = 0
+        if len(data) - cut > PENDING_CAP:
+            self.pending = b""
+            self._keep_masked(data)
+            return
+        self.pending = data[cut:]
         if cut:
             self._keep(self.masker.data(data[:cut]))
 
     def tick(self, final=False):
-        """An unfinished line that waited a whole tick (a prompt, a progress bar) is kept as it is; at the
-        end (`final`) whatever waits is kept."""
+        """An unfinished line that waited a whole tick (a prompt, a progress bar) is kept, but for its end
+        when that could be the start of a secret; at the end (`final`) whatever waits is kept."""
         self.pending_ticks += 1
         if self.pending and (final or self.pending_ticks > 1):
             data, self.pending = self.pending, b""
-            self._keep(self.masker.data(data) if self.masker is not None else data)
+            if self.masker is None:
+                self._keep(data)
+            else:
+                self._keep_masked(data, final)
+
+    def _keep_masked(self, data, final=False):
+        """Keep `data` masked, all but its end when that could begin a secret: that end waits (in `pending`)
+        for what follows, so a secret cut by a flush, whether by time or by size, is masked whole."""
+        masked = self.masker.data(data)
+        held = 0 if final else self.masker.held_back(masked)
+        if held:
+            self.pending, masked = masked[-held:], masked[:-held]
+        self._keep(masked)
 
     def _keep(self, data):
         """Write `data`: in the head while it has room, else in the current tail segment."""
