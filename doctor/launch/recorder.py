@@ -32,6 +32,7 @@ RECORD_HEARTBEAT_S = 15.0  # how often a heartbeat also goes into the append-onl
 DRAIN_S = 0.2  # after the job dies, how long to wait for a grandchild still holding its pipes
 HEAD_CAP = 4 << 20  # bytes of each stream kept from the start
 SEG_CAP = 1 << 20  # bytes per tail segment; two segments keep the newest 1-2 MiB
+RESERVE_BYTES = 64 << 10  # room kept in the run folder for the record when its file system fills up
 PENDING_CAP = 64 << 10  # bytes of an unfinished line held back so a secret is never masked in two halves
 WATCHED_SIGNALS = ("SIGHUP", "SIGINT", "SIGTERM", "SIGQUIT", "SIGPIPE", "SIGUSR1", "SIGUSR2", "SIGALRM",
                    "SIGXCPU", "SIGTSTP", "SIGTTIN", "SIGTTOU")
@@ -102,13 +103,50 @@ class Masker:
         return len(text[len(text) - held:].encode("utf-8", "surrogateescape")) if held else 0
 
 
+class RunDirSpace:
+    """Room kept back in the run folder for the record's last words. A full file system there (the job's own
+    output filled it, or anything else did) must not cost the record its heartbeat and the job's exit: the
+    first write that fails for want of space frees the reserve, and from then on the stream copies stop (their
+    byte counts go on) so what is freed goes to the record."""
+
+    NAME = ".reserve"
+
+    def __init__(self, run_dir):
+        self.path = os.path.join(run_dir, self.NAME)
+        self.full = None  # the first ENOSPC/EDQUOT, once seen
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            try:
+                os.write(fd, b"\0" * RESERVE_BYTES)
+            finally:
+                os.close(fd)
+        except OSError:
+            self.release()  # no room even for the reserve: whatever part was written is no use
+
+    def hit(self, exc):
+        """Whether `exc` is a want of space; the first one frees the reserve."""
+        if getattr(exc, "errno", None) not in (errno.ENOSPC, errno.EDQUOT):
+            return False
+        if self.full is None:
+            self.full = (exc.errno, time.time())
+            self.release()
+        return True
+
+    def release(self):
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+
 class Record:
     """The append-only record: each event one JSON line, written by one O_APPEND write, masked."""
 
-    def __init__(self, path, masker=None):
+    def __init__(self, path, masker=None, space=None):
         """Open the record for appending (created if missing)."""
         self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         self.masker = masker
+        self.space = space
 
     def event(self, name, sync=False, **data):
         """Append one event with its wall-clock time; fsync the ones a reboot must not lose."""
@@ -117,12 +155,15 @@ class Record:
         data["t"] = round(time.time(), 6)
         data["event"] = name
         line = (json.dumps(data, default=str, sort_keys=True) + "\n").encode()
-        try:
-            os.write(self.fd, line)
-            if sync:
-                os.fsync(self.fd)
-        except OSError:
-            pass  # a full disk must not stop us relaying the job's output
+        for _ in range(2):  # once more when the first failure freed the reserve
+            try:
+                os.write(self.fd, line)
+                if sync:
+                    os.fsync(self.fd)
+                return
+            except OSError as exc:  # a full disk must not stop us relaying the job's output
+                if self.space is None or not self.space.hit(exc):
+                    return
 
 
 class CappedCopy:
@@ -132,9 +173,10 @@ class CappedCopy:
     secret written in pieces is still seen whole; what is kept of an unfinished line stops short of an end that
     could begin a secret, which waits for the rest however long it takes."""
 
-    def __init__(self, run_dir, name, masker=None):
+    def __init__(self, run_dir, name, masker=None, space=None):
         """Open the head file; tail segments open when the head is full."""
         self.masker = masker
+        self.space = space
         self.pending = b""
         self.pending_ticks = 0
         self.base = os.path.join(run_dir, name)
@@ -183,7 +225,10 @@ class CappedCopy:
         self._keep(masked)
 
     def _keep(self, data):
-        """Write `data`: in the head while it has room, else in the current tail segment."""
+        """Write `data`: in the head while it has room, else in the current tail segment; nothing once the run
+        folder is full (what is left there is the record's)."""
+        if self.space is not None and self.space.full:
+            return
         try:
             room = HEAD_CAP - self.head_len
             if room > 0:
@@ -197,8 +242,9 @@ class CappedCopy:
                 os.write(self.seg, part)
                 self.seg_len += len(part)
                 data = data[len(part):]
-        except OSError:
-            pass
+        except OSError as exc:
+            if self.space is not None:
+                self.space.hit(exc)
 
     def _rotate(self):
         """Start the other tail segment afresh: the older bytes in it are the ones we drop."""
@@ -320,7 +366,9 @@ class Recorder:
         self.run_dir = run_dir
         self.spec = spec
         self.masker = masker or Masker(spec.get("argv"))
-        self.record = Record(os.path.join(run_dir, "record.jsonl"), self.masker)
+        self.space = RunDirSpace(run_dir)
+        self.noted_full = False
+        self.record = Record(os.path.join(run_dir, "record.jsonl"), self.masker, self.space)
         self.pending_signals = []
         self.job = None
         self.pgid = None
@@ -455,7 +503,7 @@ class Recorder:
                           start_ticks=proc_start_time(self.job.pid))
         for name, pipe in (("stdout", self.job.stdout), ("stderr", self.job.stderr)):
             os.set_blocking(pipe.fileno(), False)
-            self.copies[pipe.fileno()] = (name, CappedCopy(self.run_dir, name, self.masker))
+            self.copies[pipe.fileno()] = (name, CappedCopy(self.run_dir, name, self.masker, self.space))
         return True
 
     # -- running ------------------------------------------------------------------------------------------
@@ -537,23 +585,51 @@ class Recorder:
                 "progress_lines": self.progress_lines, "first_output_t": min(self.first_output.values()) if self.first_output else None,
                 "last_output_t": self.last_output_t,
                 "recorder_usage": proc_usage(os.getpid())}
+        self.note_full()
         tmp = None
         try:
             fd, tmp = tempfile.mkstemp(prefix=".heartbeat.", dir=self.run_dir)
             with os.fdopen(fd, "w") as f:
                 json.dump(beat, f)
             os.replace(tmp, os.path.join(self.run_dir, "heartbeat"))
-        except OSError:
+        except OSError as exc:
             if tmp:
                 try:
                     os.unlink(tmp)
                 except OSError:
                     pass
+            if self.space.hit(exc):
+                self._beat_in_place(beat)
         if self.job and self.job.returncode is None:
             self.note_outputs(now)
         if now - self.last_record_beat >= RECORD_HEARTBEAT_S:
             self.last_record_beat = now
             self.record.event("heartbeat", **{k: v for k, v in beat.items() if k != "t"})
+
+    def _beat_in_place(self, beat):
+        """No room for a new heartbeat file: overwrite the old one's blocks (padded, so no stale tail is left;
+        a reader takes trailing spaces)."""
+        path = os.path.join(self.run_dir, "heartbeat")
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            return
+        try:
+            text = json.dumps(beat).encode()
+            size = os.fstat(fd).st_size
+            os.pwrite(fd, text + b" " * max(0, size - len(text)), 0)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    def note_full(self):
+        """Say once, in the record, that the run folder's file system is full and the stream copies stopped."""
+        if self.space.full and not self.noted_full:
+            self.noted_full = True
+            err, t = self.space.full
+            self.record.event("run-dir-full", sync=True, errname=errno.errorcode.get(err, "?"), at=round(t, 3),
+                              stdout_bytes=self._total("stdout"), stderr_bytes=self._total("stderr"))
 
     def note_outputs(self, now):
         """Now and then, note where the job's processes send fds 1 and 2 and which log-like files they write."""
@@ -653,6 +729,7 @@ class Recorder:
         """Write the exit event: status or signal, resources, OOM counters, kernel lines, leftovers, and the
         processes that still hold the job's output pipes (handed_off)."""
         self.flush_copies(final=True)
+        self.note_full()
         how = _how_ended(status)
         sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
         oom_after = oom_counters(self.mem[0], self.mem[1])
@@ -982,7 +1059,9 @@ def main(argv):
         rec.run()
     rec.flush_copies(final=True)
     rec.flush_signals()
+    rec.note_full()
     rec.record.event("recorder-exit", sync=True)
+    rec.space.release()
     return 0
 
 
