@@ -256,6 +256,59 @@ class CappedCopy:
         self.seg_len = 0
 
 
+def stand_in(alive_r, pipes, log_fd, record_path, recorder_pid):
+    """The stand-in's life (see Recorder.start_stand_in): wait on `alive_r`; a byte means the recorder ended
+    normally, end of file that it died. Then record that, relay `pipes` to `log_fd` until they close, and record
+    when they did (the job's exit status only its parent, the lost recorder, could have seen)."""
+    signal.set_wakeup_fd(-1)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        said = os.read(alive_r, 1)
+    except OSError:
+        said = b""
+    if said:
+        return
+
+    def note(name, **data):
+        data.update(t=round(time.time(), 6), event=name)
+        try:
+            fd = os.open(record_path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+            try:
+                os.write(fd, (json.dumps(data, sort_keys=True) + "\n").encode())
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+
+    note("recorder-lost", pid=os.getpid(), recorder_pid=recorder_pid)
+    open_fds = {fd: name for fd, name in pipes}
+    counts = dict.fromkeys(open_fds.values(), 0)
+    for fd in open_fds:
+        os.set_blocking(fd, True)
+    while open_fds:
+        try:
+            ready, _, _ = select.select(list(open_fds), [], [])
+        except InterruptedError:
+            continue
+        for fd in ready:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                data = b""
+            if not data:
+                del open_fds[fd]
+                continue
+            counts[open_fds[fd]] += len(data)
+            if log_fd is not None:
+                try:
+                    os.write(log_fd, data)
+                except OSError:
+                    pass
+    note("stand-in-end", **{name + "_bytes_after": n for name, n in counts.items()})
+
+
 def proc_start_time(pid):
     """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat), or None."""
     try:
@@ -504,7 +557,42 @@ class Recorder:
         for name, pipe in (("stdout", self.job.stdout), ("stderr", self.job.stderr)):
             os.set_blocking(pipe.fileno(), False)
             self.copies[pipe.fileno()] = (name, CappedCopy(self.run_dir, name, self.masker, self.space))
+        self.start_stand_in()
         return True
+
+    def start_stand_in(self):
+        """Fork the stand-in: a process that holds the job's output pipes too and sleeps until we end. Should we
+        die abruptly (SIGKILL, a crash), the job's next print would otherwise break its pipe and kill it: the
+        stand-in notes that we were lost and goes on relaying the job's output to --log until the job closes it."""
+        self.stand_in = None
+        try:
+            r, w = os.pipe()
+            pid = os.fork()
+        except OSError as exc:
+            self.record.event("stand-in-failed", error=str(exc))
+            return
+        if pid == 0:
+            try:
+                os.close(w)
+                stand_in(r, [(fd, name) for fd, (name, _) in self.copies.items()], self.log_fd,
+                         os.path.join(self.run_dir, "record.jsonl"), os.getppid())
+            finally:
+                os._exit(0)
+        os.close(r)
+        self.stand_in = (pid, w)
+
+    def stand_in_pids(self):
+        return (self.stand_in[0],) if getattr(self, "stand_in", None) else ()
+
+    def dismiss_stand_in(self):
+        """We end normally: the stand-in has nothing to do."""
+        if getattr(self, "stand_in", None):
+            try:
+                os.write(self.stand_in[1], b"x")
+                os.close(self.stand_in[1])
+            except OSError:
+                pass
+            self.stand_in = None
 
     # -- running ------------------------------------------------------------------------------------------
     def relay(self, fd):
@@ -676,7 +764,7 @@ class Recorder:
                 if not self.relay(fd):
                     open_fds.discard(fd)
         self.watch_log()
-        holders = pipe_holders(open_fds) if open_fds else []
+        holders = pipe_holders(open_fds, self.stand_in_pids()) if open_fds else []
         self.record_exit(status, rusage, held_open=bool(open_fds), handed_off=holders)
         if holders:
             self.relay_handoff(open_fds, holders)
@@ -889,8 +977,8 @@ def _writing_elsewhere(pids, run_dir):
     return out
 
 
-def pipe_holders(fds):
-    """Processes (other than us) that hold the write end of the pipes we read from `fds`."""
+def pipe_holders(fds, exclude=()):
+    """Processes (other than us and `exclude`: our stand-in) that hold the pipes we read from `fds`."""
     wanted = set()
     for fd in fds:
         try:
@@ -903,7 +991,7 @@ def pipe_holders(fds):
     except OSError:
         return out
     for n in names:
-        if not n.isdigit() or int(n) == me:
+        if not n.isdigit() or int(n) == me or int(n) in exclude:
             continue
         try:
             links = {os.readlink("/proc/%s/fd/%s" % (n, fd)) for fd in os.listdir("/proc/%s/fd" % n)}
@@ -1062,6 +1150,7 @@ def main(argv):
     rec.note_full()
     rec.record.event("recorder-exit", sync=True)
     rec.space.release()
+    rec.dismiss_stand_in()
     return 0
 
 
