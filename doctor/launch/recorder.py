@@ -32,6 +32,7 @@ RECORD_HEARTBEAT_S = 15.0  # how often a heartbeat also goes into the append-onl
 DRAIN_S = 0.2  # after the job dies, how long to wait for a grandchild still holding its pipes
 HEAD_CAP = 4 << 20  # bytes of each stream kept from the start
 SEG_CAP = 1 << 20  # bytes per tail segment; two segments keep the newest 1-2 MiB
+STAND_IN_GRACE_S = 0.5  # how long the stand-in waits, after its recorder's end, before it takes over
 RESERVE_BYTES = 64 << 10  # room kept in the run folder for the record when its file system fills up
 PENDING_CAP = 64 << 10  # bytes of an unfinished line held back so a secret is never masked in two halves
 WATCHED_SIGNALS = ("SIGHUP", "SIGINT", "SIGTERM", "SIGQUIT", "SIGPIPE", "SIGUSR1", "SIGUSR2", "SIGALRM",
@@ -270,6 +271,9 @@ def stand_in(alive_r, pipes, log_fd, record_path, recorder_pid):
         said = b""
     if said:
         return
+    # A kill of the whole session or cgroup takes us too, a moment later: only a recorder lost alone is noted.
+    # Meanwhile the pipes' buffers take what the job prints.
+    time.sleep(STAND_IN_GRACE_S)
 
     def note(name, **data):
         data.update(t=round(time.time(), 6), event=name)
