@@ -191,3 +191,47 @@ def decoded(kept: bytes) -> bytes:
             chunk = run[start:][: (len(run) - start) // 2 * 2]
             out.append(bytes.fromhex(chunk.decode()))
     return b"\0".join(out)
+
+
+PIECES_JOB = '''
+import base64, os, sys, time
+s = os.environ["DB_PASSWORD"]
+print("connecting with " + s[:3], end="", flush=True)
+time.sleep(1.6)
+print(s[3:] + " ok", flush=True)
+print("basic " + base64.b64encode(("trainer:" + s).encode()).decode(), flush=True)
+print("hex " + s.encode().hex(), flush=True)
+sys.stderr.write("x" * 70000 + s[:4]); sys.stderr.flush()
+time.sleep(1.2)
+sys.stderr.write(s[4:] + "\\n"); sys.stderr.flush()
+raise SystemExit("login failed for " + s)
+'''
+
+
+def test_a_real_job_writing_its_secret_in_pieces_and_encodings_leaks_it_nowhere(tmp_path, own_cache_dir):
+    """A user-shaped job: the password printed in two pieces 1.6 s apart, in a Basic auth header, in hex, and
+    straddling a 70 KB stderr line; then launch and a later status (without the variable) in every format."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "job.py").write_text(PIECES_JOB)
+    clean = {k: v for k, v in job_env().items() if k != "DB_PASSWORD"}
+    printed = []
+    try:
+        res = subprocess.run([DFDOCTOR, "launch", "--no-check", "--watch", "15", "--log", "job.log", "--format",
+                              "text", "--format", "json", "--output", "l.json", "--", sys.executable, "job.py"],
+                             cwd=work, env=job_env(DB_PASSWORD=SHORT), capture_output=True, timeout=120)
+        printed.append(res.stdout + res.stderr)
+        assert res.returncode == 1, res.stderr
+        for fmt in ("text", "json", "html", "github"):
+            res = subprocess.run([DFDOCTOR, "status", "--verbose", "--format", fmt], cwd=work, env=clean,
+                                 capture_output=True, timeout=120)
+            printed.append(res.stdout + res.stderr)
+        assert SHORT.encode() in (work / "job.log").read_bytes()  # the user's own log has it, as written
+        files = [p for p in work.rglob("*") if p.is_file() and p.name not in ("job.py", "job.log")]
+        assert leaks(files, SHORT) == []
+        for out in printed:
+            assert SHORT.encode() not in out and SHORT.encode().hex().encode() not in out
+            assert SHORT.encode() not in decoded(out)
+        assert b"connecting with ***" in (next(work.rglob("stdout.log"))).read_bytes()
+    finally:
+        kill_runs(work)
