@@ -124,3 +124,19 @@ def test_sarif_locations_are_uris_a_viewer_reads_back_as_the_file():
             parts = urlsplit(uri)
             assert not parts.fragment and not parts.query, uri
             assert unquote(parts.path).endswith(name.lstrip("/")), (uri, name)
+
+
+def test_a_log_path_with_a_newline_gives_no_command_in_any_printed_format(dfdoctor, tmp_path):
+    """A user-shaped case: a pull request's workflow passes a --log value with a newline and a command in it."""
+    (tmp_path / "train.py").write_text("import no_such_module_here\n")
+    log = "logs/x\n::add-mask::leak\n::stop-commands::pwned\n::warning::fake.log"
+    for fmt in ("github", "text", "json", "junit", "sarif", "gitlab"):
+        p = dfdoctor("check", "--only", "log.writable", "--only", "imports.smoke", "--log", log, "--format", fmt,
+                     "--", "python3", "train.py", cwd=tmp_path)
+        assert p.returncode in (0, 1), p.stderr
+        found = commands(p.stdout + p.stderr)
+        if fmt == "github":
+            assert found and all(re.match(r"::(error|warning|notice) ", c) for c in found), found
+            assert not any(re.match(r"::(add-mask|stop-commands|warning::fake)", c) for c in found)
+        else:
+            assert found == [], (fmt, found)
