@@ -129,7 +129,7 @@ def test_sarif_locations_are_uris_a_viewer_reads_back_as_the_file():
 def test_a_log_path_with_a_newline_gives_no_command_in_any_printed_format(dfdoctor, tmp_path):
     """A user-shaped case: a pull request's workflow passes a --log value with a newline and a command in it."""
     (tmp_path / "train.py").write_text("import no_such_module_here\n")
-    log = "logs/x\n::add-mask::leak\n::stop-commands::pwned\n::warning::fake.log"
+    log = "logs\n::add-mask::leak\n::stop-commands::pwned\n::warning::fake/train.log"  # its folder is quoted
     for fmt in ("github", "text", "json", "junit", "sarif", "gitlab"):
         p = dfdoctor("check", "--only", "log.writable", "--only", "imports.smoke", "--log", log, "--format", fmt,
                      "--", "python3", "train.py", cwd=tmp_path)
