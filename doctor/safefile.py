@@ -30,11 +30,11 @@ def write_atomically(path: Path, text: str, *, private: bool = False) -> None:
     the umask allows a new file).
     """
     path = Path(path)
-    if path.is_symlink():
-        path = Path(os.path.realpath(path))
-    if path.exists() and not path.is_file():
+    if path.exists() and not path.is_file():  # followed through links: /dev/stdout on a pipe has no real name
         write_through(path, text)
         return
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     try:
         mode = 0o600 if private else path.stat().st_mode & 0o7777
     except OSError:

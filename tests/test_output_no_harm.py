@@ -119,3 +119,11 @@ def test_a_password_written_into_a_target_is_never_echoed(tmp_path):
         assert b"bob:***@" in p.stderr
         for leak in (b"pw9x", b"7zz", b"fl@t"):
             assert leak not in p.stdout + p.stderr, p.stderr
+
+
+def test_an_output_on_dev_stdout_through_a_pipe_is_written_through(tmp_path):
+    """/dev/stdout leads to a pipe that has no name to resolve: it is written through, not replaced."""
+    p = dfdoctor_b(["check", *QUICK, "--format", "json", "--output", "/dev/stdout", "--", "python3", "t.py"],
+                   cwd=tmp_path, timeout=60)
+    assert p.returncode in (0, 1), p.stderr
+    assert json.loads(p.stdout)["mode"] == "check"
