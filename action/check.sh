@@ -34,8 +34,11 @@ for f in json html junit sarif gitlab text; do
   esac
   args+=(--format "$f" --output "$out/$file")
 done
-for f in $formats; do
+# read -a splits on whitespace and, unlike an unquoted $formats, never expands `*` into the checkout's file names
+read -r -a format_words <<< "$formats"
+for f in "${format_words[@]}"; do
   case " json html junit sarif gitlab text github " in *" $f "*) ;; *)
+    f="${f//%/%25}"
     echo "::error title=dfdoctor action::unknown format '$f' (html json junit sarif gitlab text)"
     echo "exit-code=2" >> "${GITHUB_OUTPUT:-/dev/null}"; exit 0 ;;
   esac

@@ -22,9 +22,11 @@ from dfdoctor.progress import Progress
 from dfdoctor.redact import Redactor
 from dfdoctor.registry import Check, discover, select, unmatched
 from dfdoctor.render import render
+from dfdoctor.render.github import inert
 from dfdoctor.render.text import color_wanted, verdict_line, visible
+from dfdoctor.render.undecodable import shown_all
 from dfdoctor.runner import run_checks
-from dfdoctor.safefile import guard_outputs, write_atomically
+from dfdoctor.safefile import guard_outputs, open_summary, write_atomically
 
 
 def now_iso() -> str:
@@ -74,10 +76,10 @@ def build_context(opts: dict[str, Any], command: list[str]) -> tuple[Context, Co
     remote = target != "local"
     if remote:
         try:
-            from dfdoctor.targets import parse_target
+            from dfdoctor.targets import parse_target, shown_spec
             parse_target(target)
         except ValueError as exc:
-            raise UsageError(f"--target {target}: {exc}") from None
+            raise UsageError(f"--target {shown_spec(target)}: {exc}") from None
     # On a remote target --cwd, --python and the log are paths THERE: nothing about them is checked here.
     cwd = Path(opts.get("cwd") or os.getcwd())
     cwd = cwd if remote else cwd.resolve()
@@ -275,8 +277,9 @@ def environment_facts(ctx: Optional[Context], records: list[CheckRecord]) -> dic
 
 def redacted(report: Report, env: Optional[dict[str, str]] = None, prints: Any = None) -> Report:
     """The report with secrets masked (every format goes through this): those of `env` (default: ours), of the
-    command, and those `prints` (a run's `redact.SecretPrints`) recognise."""
-    return Redactor.from_env(dict(os.environ if env is None else env)).report(report, prints)
+    command, and those `prints` (a run's `redact.SecretPrints`) recognise; bytes that were not UTF-8 shown as
+    `\\xNN`."""
+    return shown_all(Redactor.from_env(dict(os.environ if env is None else env)).report(report, prints))
 
 
 class OutputNotWritten(UsageError):
@@ -302,6 +305,8 @@ def emit(report: Report, pairs: list[tuple[str, Optional[str]]], *, verbose: boo
                           quiet=quiet)
             if fmt != "text":  # text escapes what it quotes itself and keeps its own colours; the rest have none
                 text = visible(text)
+            if fmt != "github":  # github escapes what it quotes itself; in any other, no line may be a command
+                text = inert(text)
             try:
                 sys.stdout.write(text)
                 sys.stdout.flush()
@@ -317,7 +322,8 @@ def emit(report: Report, pairs: list[tuple[str, Optional[str]]], *, verbose: boo
     if pairs and all(out is not None for _, out in pairs):
         written = [out for _, out in pairs if f"--output {out}:" not in " ".join(failed)]
         try:
-            sys.stdout.write(visible(verdict_line(safe)) + (f" ({', '.join(written)})" if written else "") + "\n")
+            line = visible(verdict_line(safe)) + (f" ({', '.join(written)})" if written else "")
+            sys.stdout.write(inert(visible(line)) + "\n")  # output names are the user's: no line may be a command
             sys.stdout.flush()
         except OSError:
             discard_stream(sys.stdout)
@@ -334,14 +340,16 @@ def append_step_summary(safe: Report) -> None:
         return
     from dfdoctor.render.github import SUMMARY_LIMIT, summary
     try:
-        used = os.path.getsize(path) if os.path.exists(path) else 0
-        text = summary(safe, limit=max(0, SUMMARY_LIMIT - used - 1))
-        if len(text.encode()) > SUMMARY_LIMIT - used:
-            return  # the step's summary is already full; the annotations still say what went wrong
-        with open(path, "a", encoding="utf-8") as f:
+        fd = open_summary(path)
+        with os.fdopen(fd, "a", encoding="utf-8", errors="surrogateescape") as f:
+            used = os.fstat(fd).st_size
+            text = summary(safe, limit=max(0, SUMMARY_LIMIT - used - 1))
+            if len(text.encode(errors="surrogateescape")) > SUMMARY_LIMIT - used:
+                return  # the step's summary is already full; the annotations still say what went wrong
             f.write(text + "\n")
     except OSError as exc:
-        sys.stderr.write(f"dfdoctor: could not append the summary to $GITHUB_STEP_SUMMARY ({exc})\n")
+        sys.stderr.write(inert(visible(f"dfdoctor: could not append the summary to $GITHUB_STEP_SUMMARY ({exc})"))
+                         + "\n")
 
 
 def discard_stream(stream: Any) -> None:

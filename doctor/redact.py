@@ -11,11 +11,13 @@ Masked, wherever they appear (summaries, evidence, captured stdout/stderr, trace
 
 Standard library only and Python 3.6 syntax (typing's generics, no `from __future__ import annotations`), so
 the recorder, which runs under the job's interpreter, loads this same file: one set of rules for what dfdoctor
-prints and what it stores. `SecretPrints` keeps salted fingerprints of a launch's
+prints and what it stores. `SecretPrints` keeps keyed fingerprints of a launch's
 secret values (never the values), so a later `status` or `report` in a shell without them still masks them.
 """
 
+import base64
 import hashlib
+import hmac
 import json
 import os
 import re
@@ -262,10 +264,11 @@ class Redactor:
         return cls({k: v for k, v in env.items() if isinstance(v, str) and name_looks_secret(k)})
 
     def add(self, label: str, value: str) -> None:
-        """Also mask `value` (and its URL-encoded and JSON-escaped forms) from now on."""
+        """Also mask `value` (and its URL-encoded, JSON-escaped, hex and base64 forms) from now on."""
         if not isinstance(value, str) or not value_is_maskable(value):
             return
-        for form in {value, value.strip(), quote(value, safe=""), json.dumps(value)[1:-1]}:
+        forms = {value, value.strip(), quote(value, safe=""), json.dumps(value)[1:-1], *encoded_forms(value)}
+        for form in forms:
             if value_is_maskable(form) and form not in self._secrets.values():
                 self._secrets[f"{label}#{len(self._secrets)}" if form != value else label] = form
         self._pattern = None
@@ -355,6 +358,18 @@ class Redactor:
         """The secret values (and their encoded forms) this redactor masks: for `SecretPrints.of`, never to show."""
         return sorted(set(self._secrets.values()))
 
+    def held_back(self, masked: str) -> int:
+        """How many characters at the end of an already masked stretch of a stream could be the start of a secret
+        (of one of its forms): a stream's copy keeps them back until what follows shows whether it is one, so a
+        secret written in pieces, however far apart in time, is still masked whole."""
+        longest = 0
+        for form in self._secrets.values():
+            for k in range(min(len(form) - 1, len(masked)), longest, -1):
+                if masked.endswith(form[:k]):
+                    longest = k
+                    break
+        return longest
+
     def learn_prints(self, prints: Optional["SecretPrints"], obj: Any) -> None:
         """Add every substring of the strings in `obj` that `prints` recognises as a secret of the launch."""
         if prints is None:
@@ -392,6 +407,27 @@ class Redactor:
         return Report.from_dict(learned.value(doc))
 
 
+_B64_ALPHABETS = (b"+/", b"-_")  # standard and URL-safe
+_MIN_CORE = _MIN_VALUE_LEN  # as distinctive as the shortest value masked in clear
+
+
+def encoded_forms(value: str) -> Set[str]:
+    """The hex (both cases) and base64 (standard and URL-safe, at each of the three alignments a value can have
+    inside a longer base64 text) forms of a secret. For an alignment, only the letters that hold the value's
+    bits alone are a fixed string; the one letter at each edge also holds its neighbours' bits."""
+    raw = value.encode("utf-8", "surrogatepass")
+    forms = {raw.hex(), raw.hex().upper()}
+    for alphabet in _B64_ALPHABETS:
+        forms.add(base64.b64encode(raw, altchars=alphabet).decode())
+        for offset in range(3):
+            text = base64.b64encode(b"\0" * offset + raw + b"\0\0", altchars=alphabet).decode()
+            first = -(-offset * 8 // 6)  # the first letter made only of the value's bits
+            last = (offset + len(raw)) * 8 // 6  # one past the last such letter
+            if last - first >= _MIN_CORE:
+                forms.add(text[first:last])
+    return forms
+
+
 def _strings(obj: Any) -> Iterable[str]:
     """Every string in a JSON-like value, keys included."""
     if isinstance(obj, str):
@@ -405,35 +441,38 @@ def _strings(obj: Any) -> Iterable[str]:
             yield from _strings(x)
 
 
-# --- salted fingerprints: finding a launch's secrets again without keeping them ------------------------------------
+# --- keyed fingerprints: finding a launch's secrets again without keeping them ------------------------------------
 
 _P = (1 << 61) - 1  # a Mersenne prime: the rolling hash's modulus
 
 
 class SecretPrints:
-    """Salted fingerprints of secret values: enough to find those values again in a text, not to show them.
+    """Keyed fingerprints of secret values: enough to find those values again in a text, not to show them.
 
-    Kept per value: its length, a 16-bit rolling fingerprint (one string in 65,536 shares it, so it narrows the
-    search and says next to nothing about the value) and a salted PBKDF2 digest that confirms a candidate. Only
-    values of MIN_LENGTH characters or more are kept: the digest of a short one could be brute-forced.
+    Kept per value: its length, a 16-bit rolling fingerprint (it narrows the search: one window in 65,536 is
+    confirmed) and an HMAC-SHA256 digest that confirms a candidate. Both are made with a random 256-bit key of the
+    launch that `to_dict` leaves out: it is kept apart from the fingerprints (rundir keeps it in the user's
+    private cache, never in the run folder). Without the key, the fingerprints test no guess at all, however
+    short the value: nothing in them can be searched, fast or slow. With the key, a guess costs one HMAC.
     """
 
-    MIN_LENGTH = 12
-    ITERATIONS = 20_000
+    MIN_LENGTH = _MIN_VALUE_LEN
     FP_BITS = 16
+    VERSION = 2
 
-    def __init__(self, salt: bytes, base: int, prints: Iterable[Tuple[int, int, str]]) -> None:
-        self.salt, self.base = salt, base
+    def __init__(self, key: bytes, prints: Iterable[Tuple[int, int, str]]) -> None:
+        self.key = key
+        # The rolling hash's base comes from the key: without it, the 16 bits say nothing about a value.
+        self.base = int.from_bytes(hmac.new(key, b"base", hashlib.sha256).digest()[:8], "big") % (_P - 2) + 2
         self.prints: Dict[int, Dict[int, Set[str]]] = {}  # length -> fingerprint -> digests
         for length, fp, digest in prints:
             self.prints.setdefault(int(length), {}).setdefault(int(fp), set()).add(str(digest))
 
     @classmethod
-    def of(cls, values: Iterable[str]) -> "SecretPrints":
-        """Fingerprints of `values` under a fresh salt (values shorter than MIN_LENGTH are left out)."""
-        salt = os.urandom(16)
-        base = int.from_bytes(hashlib.sha256(salt + b"base").digest()[:8], "big") % (_P - 2) + 2
-        made = cls(salt, base, ())
+    def of(cls, values: Iterable[str], key: Optional[bytes] = None) -> "SecretPrints":
+        """Fingerprints of `values` under `key` (default: a fresh random one); values shorter than MIN_LENGTH
+        are left out."""
+        made = cls(key or os.urandom(32), ())
         for v in values:
             if isinstance(v, str) and len(v) >= cls.MIN_LENGTH:
                 made.prints.setdefault(len(v), {}).setdefault(made._fp(v), set()).add(made._digest(v))
@@ -449,7 +488,7 @@ class SecretPrints:
         return h & ((1 << self.FP_BITS) - 1)
 
     def _digest(self, s: str) -> str:
-        return hashlib.pbkdf2_hmac("sha256", s.encode("utf-8", "surrogatepass"), self.salt, self.ITERATIONS)[:16].hex()
+        return hmac.new(self.key, s.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:32]
 
     def find(self, text: str) -> Set[str]:
         """The substrings of `text` that are fingerprinted secrets."""
@@ -476,19 +515,18 @@ class SecretPrints:
         return found
 
     def to_dict(self) -> Dict[str, Any]:
-        """The JSON form kept in a run folder (`masks.json`): salt, base and the fingerprints, no values."""
-        return {"salt": self.salt.hex(), "base": self.base, "iterations": self.ITERATIONS,
+        """The JSON form kept in a run folder (`masks.json`): the fingerprints, without the key or any value."""
+        return {"version": self.VERSION,
                 "prints": sorted([length, fp, d] for length, fps in self.prints.items() for fp, ds in fps.items()
                                  for d in ds)}
 
     @classmethod
-    def from_dict(cls, doc: Any) -> Optional["SecretPrints"]:
-        """Fingerprints read back from `to_dict`'s form; None for anything else."""
+    def from_dict(cls, doc: Any, key: bytes) -> Optional["SecretPrints"]:
+        """Fingerprints read back from `to_dict`'s form with their key; None for anything else (an older form
+        included: its salted digests are not read)."""
         try:
-            if int(doc["iterations"]) != cls.ITERATIONS:
+            if int(doc["version"]) != cls.VERSION or not key:
                 return None
-            return cls(bytes.fromhex(doc["salt"]), int(doc["base"]),
-                       [(int(a), int(b), str(c)) for a, b, c in doc["prints"]])
+            return cls(key, [(int(a), int(b), str(c)) for a, b, c in doc["prints"]])
         except (KeyError, TypeError, ValueError):
             return None
-

@@ -4,7 +4,10 @@ the test that an output would not land on a file the user named for something el
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import select
+import stat
 import tempfile
 from pathlib import Path
 from typing import Iterable, Optional
@@ -27,25 +30,75 @@ def write_atomically(path: Path, text: str, *, private: bool = False) -> None:
     the umask allows a new file).
     """
     path = Path(path)
+    if path.exists() and not path.is_file():  # followed through links: /dev/stdout on a pipe has no real name
+        write_through(path, text)
+        return
     if path.is_symlink():
         path = Path(os.path.realpath(path))
-    if path.exists() and not path.is_file():
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-        return
     try:
         mode = 0o600 if private else path.stat().st_mode & 0o7777
     except OSError:
         mode = 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:100]}.", suffix=".dfdoctor-tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, "w", encoding="utf-8", errors=ENCODING_ERRORS) as f:
             os.fchmod(f.fileno(), mode)
             f.write(text)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        raise
+
+
+# A path or argument may hold bytes that are not UTF-8 (Python keeps them as lone surrogates): they are written back
+# as the same bytes, never a crash.
+ENCODING_ERRORS = "surrogateescape"
+# How long a FIFO or device may take no data before the write gives up (a reader that stopped reading).
+STALL_S = 10.0
+
+
+def write_through(path: Path, text: str, *, stall_s: float = STALL_S) -> None:
+    """Write `text` into a FIFO or device without replacing it, never blocking for ever: a FIFO no one reads
+    fails at once (ENXIO, as `--log` does), and a reader that stops reading fails after `stall_s` (ETIMEDOUT)."""
+    data = text.encode("utf-8", ENCODING_ERRORS)
+    fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    try:
+        done = 0
+        while done < len(data):
+            try:
+                done += os.write(fd, data[done:done + 65536])
+                continue
+            except BlockingIOError:
+                pass
+            _, ready, _ = select.select([], [fd], [], stall_s)
+            if not ready:
+                raise OSError(errno.ETIMEDOUT, f"nothing read from it for {stall_s:.0f} s")
+    finally:
+        os.close(fd)
+
+
+def open_summary(path: str) -> int:
+    """A file descriptor to append to $GITHUB_STEP_SUMMARY: only a plain file GitHub made for the step, never
+    through a symlink (it could lead to the --log or any other file) nor into a hard-linked one, never blocking
+    on a FIFO. OSError otherwise."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+                     | os.O_NOCTTY, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(errno.ELOOP, "it is a symlink: not followed") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a plain file")
+        if st.st_nlink > 1:
+            raise OSError(errno.EMLINK, "it has other names (a hard link): it may be another file")
+        os.set_blocking(fd, True)
+        return fd
+    except BaseException:
+        os.close(fd)
         raise
 
 

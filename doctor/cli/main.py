@@ -44,6 +44,7 @@ from dfdoctor.fleet import check_many, target_specs
 from dfdoctor.launch.rundir import find_run, is_run_dir, load_prints, runs_root
 from dfdoctor.model import Report, Verdict
 from dfdoctor.numbers import whole
+from dfdoctor.render.github import inert
 from dfdoctor.render.text import visible
 from dfdoctor.registry import discover
 from dfdoctor.rows import verdict_over_rows
@@ -232,9 +233,10 @@ def _standard_streams() -> None:
 
 
 def _say(message: str) -> None:
-    """One line on stderr (escaped: it may quote what the user typed); a stderr that cannot take it is dropped."""
+    """One line on stderr (escaped: it may quote what the user typed, which must not read as a GitHub workflow
+    command); a stderr that cannot take it is dropped."""
     try:
-        click.echo(visible(message), err=True)
+        click.echo(inert(visible(message)), err=True)
     except OSError:
         discard_stream(sys.stderr)
 

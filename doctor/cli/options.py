@@ -9,6 +9,7 @@ from typing import Any, Callable, Optional
 
 import click
 from dfdoctor.render import EXTENSIONS, FORMATS
+from dfdoctor.targets import shown_spec
 
 
 class Seconds(click.ParamType):
@@ -92,7 +93,7 @@ def single_target(opts: dict[str, Any], command: str) -> str:
     """The one --target of a command that acts on one place (launch): several are a usage error."""
     given = tuple(opts.get("target") or ())
     if len(given) > 1:
-        raise click.UsageError(f"{command} takes one --target (got {len(given)}: {', '.join(given)}); "
+        raise click.UsageError(f"{command} takes one --target (got {len(given)}: {', '.join(map(shown_spec, given))}); "
                                f"`dfdoctor check` takes several, then {command} on each")
     return given[0] if given else "local"
 

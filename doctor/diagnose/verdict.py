@@ -20,6 +20,8 @@ from dfdoctor.diagnose import stackclass
 from dfdoctor.diagnose import elastic, known_failures, rules_runtime, torch_pairs
 from dfdoctor.diagnose.blame import blame_fix
 from dfdoctor.diagnose.guardfix import fix_for, is_trainer
+from dfdoctor.diagnose.recorder_lost import recorder_lost
+from dfdoctor.diagnose.run_dir_full import run_dir_full
 from dfdoctor.diagnose.stacks import Stacks
 from dfdoctor.diagnose.traceback import PyError, parse_python_error  # noqa: F401 (part of this module's API)
 from dfdoctor.launch.rundir import RunRecord
@@ -640,6 +642,7 @@ RULES: list[Callable[[RunRecord, Optional[LiveFacts]], Optional[Verdict]]] = [
     handed_off, left_writing, oom_killed, fx_trace_race, command_not_found_status, elastic_rank_failed,
     python_exception, died_from_signal,
     log_write_failed, exited_cleanly, exited_nonzero,
+    run_dir_full, recorder_lost,
     recorder_vanished,
     running, deadlock_in_stacks, log_elsewhere, output_buffered, stalled_after_logging, import_hang,
 ]

@@ -32,6 +32,8 @@ RECORD_HEARTBEAT_S = 15.0  # how often a heartbeat also goes into the append-onl
 DRAIN_S = 0.2  # after the job dies, how long to wait for a grandchild still holding its pipes
 HEAD_CAP = 4 << 20  # bytes of each stream kept from the start
 SEG_CAP = 1 << 20  # bytes per tail segment; two segments keep the newest 1-2 MiB
+STAND_IN_GRACE_S = 0.5  # how long the stand-in waits, after its recorder's end, before it takes over
+RESERVE_BYTES = 64 << 10  # room kept in the run folder for the record when its file system fills up
 PENDING_CAP = 64 << 10  # bytes of an unfinished line held back so a secret is never masked in two halves
 WATCHED_SIGNALS = ("SIGHUP", "SIGINT", "SIGTERM", "SIGQUIT", "SIGPIPE", "SIGUSR1", "SIGUSR2", "SIGALRM",
                    "SIGXCPU", "SIGTSTP", "SIGTTIN", "SIGTTOU")
@@ -93,14 +95,59 @@ class Masker:
         text = data.decode("utf-8", "surrogateescape")
         return self.redactor.text(text).encode("utf-8", "surrogateescape")
 
+    def held_back(self, masked):
+        """How many bytes at the end of masked output could begin a secret (redact.Redactor.held_back)."""
+        if self.redactor is None or not masked:
+            return 0
+        text = masked.decode("utf-8", "surrogateescape")
+        held = self.redactor.held_back(text)
+        return len(text[len(text) - held:].encode("utf-8", "surrogateescape")) if held else 0
+
+
+class RunDirSpace:
+    """Room kept back in the run folder for the record's last words. A full file system there (the job's own
+    output filled it, or anything else did) must not cost the record its heartbeat and the job's exit: the
+    first write that fails for want of space frees the reserve, and from then on the stream copies stop (their
+    byte counts go on) so what is freed goes to the record."""
+
+    NAME = ".reserve"
+
+    def __init__(self, run_dir):
+        self.path = os.path.join(run_dir, self.NAME)
+        self.full = None  # the first ENOSPC/EDQUOT, once seen
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            try:
+                os.write(fd, b"\0" * RESERVE_BYTES)
+            finally:
+                os.close(fd)
+        except OSError:
+            self.release()  # no room even for the reserve: whatever part was written is no use
+
+    def hit(self, exc):
+        """Whether `exc` is a want of space; the first one frees the reserve."""
+        if getattr(exc, "errno", None) not in (errno.ENOSPC, errno.EDQUOT):
+            return False
+        if self.full is None:
+            self.full = (exc.errno, time.time())
+            self.release()
+        return True
+
+    def release(self):
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
 
 class Record:
     """The append-only record: each event one JSON line, written by one O_APPEND write, masked."""
 
-    def __init__(self, path, masker=None):
+    def __init__(self, path, masker=None, space=None):
         """Open the record for appending (created if missing)."""
         self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         self.masker = masker
+        self.space = space
 
     def event(self, name, sync=False, **data):
         """Append one event with its wall-clock time; fsync the ones a reboot must not lose."""
@@ -109,23 +156,28 @@ class Record:
         data["t"] = round(time.time(), 6)
         data["event"] = name
         line = (json.dumps(data, default=str, sort_keys=True) + "\n").encode()
-        try:
-            os.write(self.fd, line)
-            if sync:
-                os.fsync(self.fd)
-        except OSError:
-            pass  # a full disk must not stop us relaying the job's output
+        for _ in range(2):  # once more when the first failure freed the reserve
+            try:
+                os.write(self.fd, line)
+                if sync:
+                    os.fsync(self.fd)
+                return
+            except OSError as exc:  # a full disk must not stop us relaying the job's output
+                if self.space is None or not self.space.hit(exc):
+                    return
 
 
 class CappedCopy:
     """A capped on-disk copy of one stream, masked: the first HEAD_CAP bytes, then two alternating tail segments.
 
     Masking goes line by line (an unfinished line waits, up to PENDING_CAP, for its end or the next tick), so a
-    secret written in two pieces is still seen whole."""
+    secret written in pieces is still seen whole; what is kept of an unfinished line stops short of an end that
+    could begin a secret, which waits for the rest however long it takes."""
 
-    def __init__(self, run_dir, name, masker=None):
+    def __init__(self, run_dir, name, masker=None, space=None):
         """Open the head file; tail segments open when the head is full."""
         self.masker = masker
+        self.space = space
         self.pending = b""
         self.pending_ticks = 0
         self.base = os.path.join(run_dir, name)
@@ -144,23 +196,40 @@ class CappedCopy:
             return
         data = self.pending + data
         cut = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
-        if len(data) - cut > PENDING_CAP:
-            cut = len(data)
-        self.pending = data[cut:]
         self.pending_ticks = 0
+        if len(data) - cut > PENDING_CAP:
+            self.pending = b""
+            self._keep_masked(data)
+            return
+        self.pending = data[cut:]
         if cut:
             self._keep(self.masker.data(data[:cut]))
 
     def tick(self, final=False):
-        """An unfinished line that waited a whole tick (a prompt, a progress bar) is kept as it is; at the
-        end (`final`) whatever waits is kept."""
+        """An unfinished line that waited a whole tick (a prompt, a progress bar) is kept, but for its end
+        when that could be the start of a secret; at the end (`final`) whatever waits is kept."""
         self.pending_ticks += 1
         if self.pending and (final or self.pending_ticks > 1):
             data, self.pending = self.pending, b""
-            self._keep(self.masker.data(data) if self.masker is not None else data)
+            if self.masker is None:
+                self._keep(data)
+            else:
+                self._keep_masked(data, final)
+
+    def _keep_masked(self, data, final=False):
+        """Keep `data` masked, all but its end when that could begin a secret: that end waits (in `pending`)
+        for what follows, so a secret cut by a flush, whether by time or by size, is masked whole."""
+        masked = self.masker.data(data)
+        held = 0 if final else self.masker.held_back(masked)
+        if held:
+            self.pending, masked = masked[-held:], masked[:-held]
+        self._keep(masked)
 
     def _keep(self, data):
-        """Write `data`: in the head while it has room, else in the current tail segment."""
+        """Write `data`: in the head while it has room, else in the current tail segment; nothing once the run
+        folder is full (what is left there is the record's)."""
+        if self.space is not None and self.space.full:
+            return
         try:
             room = HEAD_CAP - self.head_len
             if room > 0:
@@ -174,8 +243,9 @@ class CappedCopy:
                 os.write(self.seg, part)
                 self.seg_len += len(part)
                 data = data[len(part):]
-        except OSError:
-            pass
+        except OSError as exc:
+            if self.space is not None:
+                self.space.hit(exc)
 
     def _rotate(self):
         """Start the other tail segment afresh: the older bytes in it are the ones we drop."""
@@ -185,6 +255,62 @@ class CappedCopy:
         self.seg = os.open("%s.tail.%d" % (self.base, self.seg_index),
                            os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         self.seg_len = 0
+
+
+def stand_in(alive_r, pipes, log_fd, record_path, recorder_pid):
+    """The stand-in's life (see Recorder.start_stand_in): wait on `alive_r`; a byte means the recorder ended
+    normally, end of file that it died. Then record that, relay `pipes` to `log_fd` until they close, and record
+    when they did (the job's exit status only its parent, the lost recorder, could have seen)."""
+    signal.set_wakeup_fd(-1)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        said = os.read(alive_r, 1)
+    except OSError:
+        said = b""
+    if said:
+        return
+    # A kill of the whole session or cgroup takes us too, a moment later: only a recorder lost alone is noted.
+    # Meanwhile the pipes' buffers take what the job prints.
+    time.sleep(STAND_IN_GRACE_S)
+
+    def note(name, **data):
+        data.update(t=round(time.time(), 6), event=name)
+        try:
+            fd = os.open(record_path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+            try:
+                os.write(fd, (json.dumps(data, sort_keys=True) + "\n").encode())
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+
+    note("recorder-lost", pid=os.getpid(), recorder_pid=recorder_pid)
+    open_fds = {fd: name for fd, name in pipes}
+    counts = dict.fromkeys(open_fds.values(), 0)
+    for fd in open_fds:
+        os.set_blocking(fd, True)
+    while open_fds:
+        try:
+            ready, _, _ = select.select(list(open_fds), [], [])
+        except InterruptedError:
+            continue
+        for fd in ready:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                data = b""
+            if not data:
+                del open_fds[fd]
+                continue
+            counts[open_fds[fd]] += len(data)
+            if log_fd is not None:
+                try:
+                    os.write(log_fd, data)
+                except OSError:
+                    pass
+    note("stand-in-end", **{name + "_bytes_after": n for name, n in counts.items()})
 
 
 def proc_start_time(pid):
@@ -297,7 +423,9 @@ class Recorder:
         self.run_dir = run_dir
         self.spec = spec
         self.masker = masker or Masker(spec.get("argv"))
-        self.record = Record(os.path.join(run_dir, "record.jsonl"), self.masker)
+        self.space = RunDirSpace(run_dir)
+        self.noted_full = False
+        self.record = Record(os.path.join(run_dir, "record.jsonl"), self.masker, self.space)
         self.pending_signals = []
         self.job = None
         self.pgid = None
@@ -432,8 +560,43 @@ class Recorder:
                           start_ticks=proc_start_time(self.job.pid))
         for name, pipe in (("stdout", self.job.stdout), ("stderr", self.job.stderr)):
             os.set_blocking(pipe.fileno(), False)
-            self.copies[pipe.fileno()] = (name, CappedCopy(self.run_dir, name, self.masker))
+            self.copies[pipe.fileno()] = (name, CappedCopy(self.run_dir, name, self.masker, self.space))
+        self.start_stand_in()
         return True
+
+    def start_stand_in(self):
+        """Fork the stand-in: a process that holds the job's output pipes too and sleeps until we end. Should we
+        die abruptly (SIGKILL, a crash), the job's next print would otherwise break its pipe and kill it: the
+        stand-in notes that we were lost and goes on relaying the job's output to --log until the job closes it."""
+        self.stand_in = None
+        try:
+            r, w = os.pipe()
+            pid = os.fork()
+        except OSError as exc:
+            self.record.event("stand-in-failed", error=str(exc))
+            return
+        if pid == 0:
+            try:
+                os.close(w)
+                stand_in(r, [(fd, name) for fd, (name, _) in self.copies.items()], self.log_fd,
+                         os.path.join(self.run_dir, "record.jsonl"), os.getppid())
+            finally:
+                os._exit(0)
+        os.close(r)
+        self.stand_in = (pid, w)
+
+    def stand_in_pids(self):
+        return (self.stand_in[0],) if getattr(self, "stand_in", None) else ()
+
+    def dismiss_stand_in(self):
+        """We end normally: the stand-in has nothing to do."""
+        if getattr(self, "stand_in", None):
+            try:
+                os.write(self.stand_in[1], b"x")
+                os.close(self.stand_in[1])
+            except OSError:
+                pass
+            self.stand_in = None
 
     # -- running ------------------------------------------------------------------------------------------
     def relay(self, fd):
@@ -514,23 +677,51 @@ class Recorder:
                 "progress_lines": self.progress_lines, "first_output_t": min(self.first_output.values()) if self.first_output else None,
                 "last_output_t": self.last_output_t,
                 "recorder_usage": proc_usage(os.getpid())}
+        self.note_full()
         tmp = None
         try:
             fd, tmp = tempfile.mkstemp(prefix=".heartbeat.", dir=self.run_dir)
             with os.fdopen(fd, "w") as f:
                 json.dump(beat, f)
             os.replace(tmp, os.path.join(self.run_dir, "heartbeat"))
-        except OSError:
+        except OSError as exc:
             if tmp:
                 try:
                     os.unlink(tmp)
                 except OSError:
                     pass
+            if self.space.hit(exc):
+                self._beat_in_place(beat)
         if self.job and self.job.returncode is None:
             self.note_outputs(now)
         if now - self.last_record_beat >= RECORD_HEARTBEAT_S:
             self.last_record_beat = now
             self.record.event("heartbeat", **{k: v for k, v in beat.items() if k != "t"})
+
+    def _beat_in_place(self, beat):
+        """No room for a new heartbeat file: overwrite the old one's blocks (padded, so no stale tail is left;
+        a reader takes trailing spaces)."""
+        path = os.path.join(self.run_dir, "heartbeat")
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            return
+        try:
+            text = json.dumps(beat).encode()
+            size = os.fstat(fd).st_size
+            os.pwrite(fd, text + b" " * max(0, size - len(text)), 0)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    def note_full(self):
+        """Say once, in the record, that the run folder's file system is full and the stream copies stopped."""
+        if self.space.full and not self.noted_full:
+            self.noted_full = True
+            err, t = self.space.full
+            self.record.event("run-dir-full", sync=True, errname=errno.errorcode.get(err, "?"), at=round(t, 3),
+                              stdout_bytes=self._total("stdout"), stderr_bytes=self._total("stderr"))
 
     def note_outputs(self, now):
         """Now and then, note where the job's processes send fds 1 and 2 and which log-like files they write."""
@@ -577,7 +768,7 @@ class Recorder:
                 if not self.relay(fd):
                     open_fds.discard(fd)
         self.watch_log()
-        holders = pipe_holders(open_fds) if open_fds else []
+        holders = pipe_holders(open_fds, self.stand_in_pids()) if open_fds else []
         self.record_exit(status, rusage, held_open=bool(open_fds), handed_off=holders)
         if holders:
             self.relay_handoff(open_fds, holders)
@@ -630,6 +821,7 @@ class Recorder:
         """Write the exit event: status or signal, resources, OOM counters, kernel lines, leftovers, and the
         processes that still hold the job's output pipes (handed_off)."""
         self.flush_copies(final=True)
+        self.note_full()
         how = _how_ended(status)
         sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
         oom_after = oom_counters(self.mem[0], self.mem[1])
@@ -789,8 +981,8 @@ def _writing_elsewhere(pids, run_dir):
     return out
 
 
-def pipe_holders(fds):
-    """Processes (other than us) that hold the write end of the pipes we read from `fds`."""
+def pipe_holders(fds, exclude=()):
+    """Processes (other than us and `exclude`: our stand-in) that hold the pipes we read from `fds`."""
     wanted = set()
     for fd in fds:
         try:
@@ -803,7 +995,7 @@ def pipe_holders(fds):
     except OSError:
         return out
     for n in names:
-        if not n.isdigit() or int(n) == me:
+        if not n.isdigit() or int(n) == me or int(n) in exclude:
             continue
         try:
             links = {os.readlink("/proc/%s/fd/%s" % (n, fd)) for fd in os.listdir("/proc/%s/fd" % n)}
@@ -959,7 +1151,10 @@ def main(argv):
         rec.run()
     rec.flush_copies(final=True)
     rec.flush_signals()
+    rec.note_full()
     rec.record.event("recorder-exit", sync=True)
+    rec.space.release()
+    rec.dismiss_stand_in()
     return 0
 
 

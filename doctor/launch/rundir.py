@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from dfdoctor.cache import cache_dir
 from dfdoctor import runindex
+from dfdoctor.cache import cache_dir, private_dir
 from dfdoctor.launch import marker
 from dfdoctor.launch.recorder import proc_start_time, read_text
 from dfdoctor.safefile import write_atomically
@@ -27,7 +27,8 @@ RUNS_SUBDIR = Path(".dfdoctor") / "runs"
 DEFAULT_KEEP = 20
 RECORD = "record.jsonl"
 LAUNCHER = "launcher.jsonl"
-MASKS = "masks.json"  # the launch's secrets as salted fingerprints (redact.SecretPrints), never the values
+MASKS = "masks.json"  # the launch's secrets as keyed fingerprints (redact.SecretPrints), never the values
+KEYS_SUBDIR = "masks"  # under the cache folder: the fingerprints' keys, one per run, never in a run folder
 
 
 class RunNotFound(LookupError):
@@ -103,6 +104,7 @@ def prune(cwd: Path, keep: int = DEFAULT_KEEP) -> list[Path]:
         run = load(path)
         if run.recorder_alive() or (run.is_remote and not run.finished):
             continue  # a remote run's liveness is not known here: keep its copy until its record says it ended
+        forget_prints(path)
         shutil.rmtree(path, ignore_errors=True)
         removed.append(path)
     return removed
@@ -149,21 +151,52 @@ def masked(obj: Any, env: Optional[dict[str, str]] = None, argv: Any = ()) -> An
     return masker(env, argv).value(obj)
 
 
+def _key_file(key_id: str) -> Path:
+    return cache_dir() / KEYS_SUBDIR / f"{key_id}.key"
+
+
 def keep_prints(run_dir: Path, env: dict[str, str], argv: list[str]) -> None:
-    """Keep the launch's secrets (its environment's and its argv's) as fingerprints in RUN_DIR/masks.json, so
-    a later `status` or `report` in a shell without them still masks them; no file here holds a value."""
-    prints = SecretPrints.of(masker(env, argv).values)
+    """Keep the launch's secrets (its environment's and its argv's) as keyed fingerprints in RUN_DIR/masks.json,
+    so a later `status` or `report` in a shell without them still masks them; no file here holds a value.
+
+    The fingerprints' key is kept apart, in this user's private cache (KEYS_SUBDIR, 0700, the key 0600), named by
+    a random id that masks.json holds: the run folder alone lets no one test a guess. A cache that cannot be
+    written keeps no key, and then no fingerprints (later masking goes by names and shapes only)."""
+    key, key_id = os.urandom(32), secrets.token_hex(16)
+    try:
+        private_dir(_key_file(key_id).parent)
+        fd = os.open(_key_file(key_id), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(key)
+        doc = {"key_id": key_id, **SecretPrints.of(masker(env, argv).values, key).to_dict()}
+    except OSError:
+        doc = {"key_id": None, "prints": []}
     fd = os.open(Path(run_dir) / MASKS, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
-        json.dump(prints.to_dict(), f)
+        json.dump(doc, f)
 
 
 def load_prints(run_dir: Path) -> Optional[SecretPrints]:
-    """The launch's secret fingerprints kept in the run folder, if any."""
+    """The launch's secret fingerprints kept in the run folder, with their key from this user's cache; None
+    when either is missing."""
     try:
-        return SecretPrints.from_dict(json.loads((Path(run_dir) / MASKS).read_text()))
-    except (OSError, ValueError):
+        doc = json.loads((Path(run_dir) / MASKS).read_text())
+        key_id = str(doc.get("key_id") or "")
+        if not key_id.isalnum() or not key_id.isascii():
+            return None
+        return SecretPrints.from_dict(doc, _key_file(key_id).read_bytes())
+    except (OSError, ValueError, AttributeError):
         return None
+
+
+def forget_prints(run_dir: Path) -> None:
+    """Delete the key of a run's fingerprints (when the run folder goes)."""
+    try:
+        key_id = str(json.loads((Path(run_dir) / MASKS).read_text()).get("key_id") or "")
+        if key_id.isalnum() and key_id.isascii():
+            _key_file(key_id).unlink()
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def append_event(run_dir: Path, name: str, **data: Any) -> None:

@@ -8,6 +8,8 @@ the fix) is what `dfdoctor.engine` appends to `$GITHUB_STEP_SUMMARY`, kept under
 
 from __future__ import annotations
 
+import re
+
 from dfdoctor.model import Report, Status
 from dfdoctor.render.findings import NO_FILE, Finding, findings, fix_word, level
 
@@ -26,6 +28,20 @@ def escape_data(s: str) -> str:
 def escape_property(s: str) -> str:
     """A workflow command's property value (file, title): also ':' and ','."""
     return escape_data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+# GitHub's runner splits a step's output at \r and \n, and reads a line as a command when, its leading whitespace
+# (.NET's: any Unicode space) stripped, it starts with `::`; its older syntax takes `##[` anywhere in a line. A
+# zero-width space is no whitespace to .NET, and invisible to a reader.
+_COMMAND_LINE = re.compile(r"(^|[\r\n])([^\S\r\n]*)::")
+_LEGACY = "##["
+_BREAK = "\u200b"
+
+
+def inert(text: str) -> str:
+    """`text` with no line GitHub's runner would take as a workflow command (for text that is not ours)."""
+    text = _COMMAND_LINE.sub(lambda m: m.group(1) + m.group(2) + _BREAK + "::", text)
+    return text.replace(_LEGACY, "##" + _BREAK + "[")
 
 
 def annotation(f: Finding) -> str:
@@ -50,8 +66,8 @@ def render(report: Report) -> str:
                      + escape_data(f"GitHub shows {ANNOTATIONS_SHOWN} annotations of a step: {more} more "
                                    "finding(s) are in the step summary and the full report (--format json or html)."))
     v = report.verdict
-    lines.append(f"dfdoctor {report.mode}: {v.state.upper()}" + (f" [{v.cause}]" if v.cause else "")
-                 + f": {v.summary}")
+    last = f"dfdoctor {report.mode}: {v.state.upper()}" + (f" [{v.cause}]" if v.cause else "") + f": {v.summary}"
+    lines.append(inert(escape_data(last)))
     return "\n".join(lines) + "\n"
 
 

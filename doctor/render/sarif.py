@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import json
 from typing import Any, Optional
+from urllib.parse import quote
 
 from dfdoctor import __version__
 from dfdoctor.model import Report
@@ -42,7 +43,9 @@ def _location(f: Finding) -> Optional[dict[str, Any]]:
     if f.path == NO_FILE:
         return None
     absolute = f.path.startswith("/")
-    artifact = {"uri": ("file://" + f.path) if absolute else f.path}
+    # A URI, not a path: `tr#ain.py` or `a b.py` percent-encoded, or a viewer reads `#ain.py` as a fragment
+    uri = quote(f.path, safe="/")
+    artifact = {"uri": ("file://" + uri) if absolute else uri}
     if not absolute:
         artifact["uriBaseId"] = "%SRCROOT%"
     return {"physicalLocation": {"artifactLocation": artifact, "region": {"startLine": max(1, f.line)}}}

@@ -65,11 +65,28 @@ class Target:
         return f"docker container {self.name}"
 
 
+# Up to the last `@`: a password may itself hold `@`, `/` or `:`.
+_PASSWORD = re.compile(r"(://[^@/:]*:).*(@)", re.S)
+
+
+def shown_spec(spec: str) -> str:
+    """A spec as a message may quote it: a password written into it (`ssh://user:PASSWORD@host`) masked."""
+    return _PASSWORD.sub(r"\1***\2", spec)
+
+
 def parse_target(spec: Optional[str]) -> Target:
-    """Parse a `--target` spec; a malformed one raises ValueError with one clear line."""
+    """Parse a `--target` spec; a malformed one raises ValueError with one clear line (never quoting a password
+    written into the spec)."""
     spec = (spec or "local").strip()
     if spec == "local":
         return Target()
+    try:
+        return _parse(spec)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace(repr(spec), repr(shown_spec(spec)))) from None
+
+
+def _parse(spec: str) -> Target:
     scheme, sep, rest = spec.partition("://")
     if not sep:
         raise ValueError(f"{spec!r} is not a target: {USAGE}")
@@ -85,6 +102,9 @@ def parse_target(spec: Optional[str]) -> Target:
     if not m or not m.group("host"):
         raise ValueError(f"{spec!r}: no host: {USAGE}")
     user, host, port_s, path = m.group("user"), m.group("host"), m.group("port"), m.group("path") or ""
+    if user is not None and ":" in user:
+        raise ValueError(f"{shown_spec(spec)!r}: a target takes no password (ssh asks for it itself; use a key "
+                         "or an ssh agent)")
     if user is not None and not _USER.fullmatch(user):
         raise ValueError(f"{spec!r}: bad user name {user!r}")
     if not _HOST.fullmatch(host) or host.startswith("-"):
@@ -104,4 +124,4 @@ def parse_target(spec: Optional[str]) -> Target:
     return Target(kind="pct", host=host, user=user or None, port=port, vmid=vmid)
 
 
-__all__ = ["Target", "parse_target", "KINDS"]
+__all__ = ["Target", "parse_target", "shown_spec", "KINDS"]
