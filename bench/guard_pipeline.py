@@ -188,9 +188,9 @@ def main(argv: list[str]) -> int:
         for t in threads:
             t.join(max(0.0, end - time.monotonic()))
         if any(t.is_alive() for t in threads):
-            print(json.dumps({**base, "outcome": "hang", "completed": done, "elapsed_s": round(time.monotonic() - t0, 2),
-                              "progress": progress, "stuck": [t.name for t in threads if t.is_alive()],
-                              "errors": errors[:4]}), flush=True)
+            elapsed = round(time.monotonic() - t0, 2)
+            print(json.dumps({**base, "outcome": "hang", "completed": done, "elapsed_s": elapsed, "progress": progress,
+                              "stuck": [t.name for t in threads if t.is_alive()], "errors": errors[:4]}), flush=True)
             faulthandler.dump_traceback(all_threads=True)
             sys.stderr.flush()
             os._exit(3)  # stuck threads cannot be joined
