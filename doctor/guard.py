@@ -194,10 +194,10 @@ def _install_entry_check() -> bool:
     except ImportError:
         return False
     fn = getattr(st, "is_fx_symbolic_tracing", None)
+    if fn is not None and _ENTRY_CHECK in fn.__code__.co_names:
+        return True  # installed already (by this module, or by another copy of this file)
     if fn is None or set(fn.__code__.co_names) - {"_is_fx_tracing_flag", "torch", "compiler", "is_compiling"}:
         return False  # not the check this was written against: leave it alone
-    if _ENTRY_CHECK in fn.__code__.co_names:
-        return True
     scope: dict[str, Any] = {}
     exec(f"def is_fx_symbolic_tracing():\n"
          f"    return _is_fx_tracing_flag and not torch.compiler.is_compiling() and {_ENTRY_CHECK}()\n", scope)

@@ -3,6 +3,7 @@ check, and the guard holding on real torch.compile in a user-shaped script (4 th
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 import textwrap
@@ -88,6 +89,11 @@ def test_install_gates_the_lazy_backward_compile_once_per_process() -> None:
     assert guard.install() == {"lazy_backward": True, "entry_check": True}
     wrapped = dcallback.callback_handler.install_callbacks
     assert guard.install() and dcallback.callback_handler.install_callbacks is wrapped
+    shipped = importlib.util.spec_from_file_location("dfdoctor_guard_copy", guard.__file__)
+    copy = importlib.util.module_from_spec(shipped)  # the file compile.race ships alone to an interpreter
+    shipped.loader.exec_module(copy)
+    assert copy.install() == {"lazy_backward": True, "entry_check": True}
+    assert dcallback.callback_handler.install_callbacks is wrapped
     held = {}
     for trigger in (dcallback.CallbackTrigger.LAZY_BACKWARD, dcallback.CallbackTrigger.DYNAMO):
         with dcallback.callback_handler.install_callbacks(trigger, "test"):
