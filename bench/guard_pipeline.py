@@ -16,6 +16,7 @@ thread stacks go to stderr (faulthandler) and the process exits 3.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import faulthandler
 import importlib.util
 import json
@@ -106,8 +107,6 @@ def models(args: argparse.Namespace, seed: int):
 
 def run_once(args: argparse.Namespace, guard, seed: int, progress: list[int], errors: list[dict], t0: float) -> list:
     """One pipeline: a producer and `args.consumers` consumers; the threads, started."""
-    import contextlib
-
     import torch
 
     encoder, trainer, batch, sizes = models(args, seed)

@@ -77,6 +77,8 @@ def main() -> int:
                         "completed": sum(r["outcome"] == "ok" for r in runs),
                         "median_wall_s": round(statistics.median(r["wall_s"] for r in runs), 1) if runs else None,
                         "detail": runs}
+    if old:
+        Path(old).unlink()
     out = ROOT / "results" / f"guard_pipeline_{a.label}.json"
     out.write_text(json.dumps(result, indent=1))
     print(" ".join(f"{m} {result[m]['outcomes']}" for m, _, _ in modes), "->", out)

@@ -38,6 +38,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--guard", action="store_true", help="use dfdoctor.guard.compile_guard as the fix says")
     p.add_argument("--install-only", action="store_true", help="only dfdoctor.guard.install() in the main thread: "
                    "no per-thread settings, so every backward compiles lazily under the process-wide gate")
+    p.add_argument("--flag-only", action="store_true", help="only force_non_lazy_backward_lowering in each "
+                   "thread (a rejected candidate, kept to compare)")
     p.add_argument("--steps", type=int, default=6, help="steps per thread (shapes alternate)")
     p.add_argument("--deadline", type=float, default=120.0)
     p.add_argument("--throughput", action="store_true")
@@ -134,6 +136,10 @@ def main(argv: list[str]) -> int:
 
     def worker(i: int) -> None:
         try:
+            if args.flag_only:
+                import torch._functorch.config as fconfig
+
+                fconfig.force_non_lazy_backward_lowering = True
             model, opt, batch, shapes = build(i, args)
             barrier.wait()
             for s in range(args.steps):
@@ -171,7 +177,7 @@ def main(argv: list[str]) -> int:
     for t in threads:
         t.join(max(0.0, t0 + args.deadline - time.monotonic()))
     base = {"torch": torch.__version__, "device": args.device, "model": args.model,
-            "guard": "install-only" if args.install_only else args.guard,
+            "guard": "install-only" if args.install_only else "flag-only" if args.flag_only else args.guard,
             "threads": args.threads, "elapsed_s": round(time.monotonic() - t0, 2), "progress": progress,
             "errors": errors[:4]}
     if any(t.is_alive() for t in threads):
