@@ -1,5 +1,7 @@
-"""dfdoctor.guard, the public compile guard: light to import, gate semantics, per-thread settings, the version
-check, and the guard holding on real torch.compile in a user-shaped script (4 threads, each its own model)."""
+"""dfdoctor.guard, the public compile guard: light to import, never hangs (nested guards, steps that wait on
+each other), gates torch's compiling (the lazy backward under compile_lock, the entry check waiting out another
+thread's compile), per-thread settings, the version check, and the guard holding on real torch.compile in
+user-shaped scripts (4 threads each with its own model; a producer/consumer pipeline)."""
 
 from __future__ import annotations
 
