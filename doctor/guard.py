@@ -41,6 +41,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
+import sys
 import threading
 from typing import Any, Callable, Hashable, Iterator, Optional
 
@@ -53,6 +55,8 @@ UNPROVEN_ENV = "DFDOCTOR_GUARD_UNPROVEN"
 _CONFIG_MODULES = ("torch._dynamo.config", "torch._inductor.config", "torch._functorch.config")
 # The name under which torch's FX module finds the guard's entry check (see _install_entry_check).
 _ENTRY_CHECK = "_dfdoctor_guard_traced_here"
+# Seconds between the lines a thread writes while it waits for another thread's compile.
+WAIT_REPORT_S = 60.0
 
 
 class UnprovenTorch(RuntimeError):
@@ -218,8 +222,24 @@ def _traced_here() -> bool:
         # this thread's own compile; or a thread torch started (the autograd device thread), which a compile
         # may be waiting on: waiting there could close a cycle, so it keeps torch's answer
         return True
-    with lock:
+    waited = 0.0
+    while not lock.acquire(timeout=WAIT_REPORT_S):  # a compile may take minutes: never silent, never an error
+        waited += WAIT_REPORT_S
+        sys.stderr.write(f"dfdoctor.guard: thread {threading.current_thread().name!r} has waited {waited:.0f} s to "
+                         f"enter a compiled function while thread {_lock_owner(lock)!r} compiles (it holds torch's "
+                         f"compile_lock); if that compile is stuck, its stack says why (py-spy dump --pid "
+                         f"{os.getpid()})\n")
+    try:
         return st._is_fx_tracing_flag and not torch.compiler.is_compiling()
+    finally:
+        lock.release()
+
+
+def _lock_owner(lock: Any) -> str:
+    """The name of the thread holding an RLock (its repr carries the owner's ident)."""
+    match = re.search(r"owner=(\d+)", repr(lock))
+    thread = threading._active.get(int(match.group(1))) if match else None  # type: ignore[attr-defined]
+    return thread.name if thread else (f"ident {match.group(1)}" if match else "?")
 
 
 def compile_guard(key: Hashable = None, *, allow_unproven: bool = False) -> contextlib.AbstractContextManager:

@@ -103,14 +103,15 @@ def test_install_gates_the_lazy_backward_compile_once_per_process() -> None:
     assert held == {"LAZY_BACKWARD": True, "DYNAMO": False} and not compile_lock._is_owned()
 
 
-def test_entry_check_waits_out_another_threads_compile_and_keeps_torchs_answer_otherwise() -> None:
+def test_entry_check_waits_out_another_threads_compile_and_keeps_torchs_answer_otherwise(monkeypatch, capfd) -> None:
     """The FX check on entry to a compiled function: while another thread's compile traces (it holds
-    compile_lock, the FX flag is up), it waits for that compile to end and then answers False; a trace of
-    the caller's own (no compile running) still answers True, as torch does."""
+    compile_lock, the FX flag is up), it waits for that compile to end, saying who it waits for, and then
+    answers False; a trace of the caller's own (no compile running) still answers True, as torch does."""
     import torch.fx._symbolic_trace as st
     from torch._dynamo.convert_frame import compile_lock
 
     guard.install()
+    monkeypatch.setattr(guard, "WAIT_REPORT_S", 0.2)
     tracing, release, answers = threading.Event(), threading.Event(), []
 
     def compiling_thread() -> None:
@@ -123,18 +124,20 @@ def test_entry_check_waits_out_another_threads_compile_and_keeps_torchs_answer_o
     def entering_thread() -> None:
         answers.append(("entered", st.is_fx_symbolic_tracing(), release.is_set()))
 
-    compiler = threading.Thread(target=compiling_thread, daemon=True)
+    compiler = threading.Thread(target=compiling_thread, name="drafter-compiling", daemon=True)
     compiler.start()
     try:
         assert tracing.wait(30)
-        enterer = threading.Thread(target=entering_thread, daemon=True)
+        enterer = threading.Thread(target=entering_thread, name="drafter-entering", daemon=True)
         enterer.start()
-        enterer.join(0.5)
+        enterer.join(0.7)
         assert enterer.is_alive(), "the entry check did not wait for the other thread's compile"
         release.set()
         enterer.join(30)
         compiler.join(30)
         assert answers == [("entered", False, True)]
+        said = capfd.readouterr().err
+        assert "thread 'drafter-entering' has waited" in said and "thread 'drafter-compiling' compiles" in said
         st._is_fx_tracing_flag = True  # a trace of this thread's own, no compile running: torch's answer
         assert st.is_fx_symbolic_tracing() is True
     finally:
