@@ -33,8 +33,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=4)
     p.add_argument("--device", default="cpu")
     p.add_argument("--model", choices=("mlp", "flex"), default="mlp")
-    p.add_argument("--backend", default=None, help="inductor (default on cuda) or race (default on cpu)")
+    p.add_argument("--backend", default=None, help="inductor (default on cuda), race (default on cpu), or "
+                   "race-unlocked (the backward traced without compile_lock, as aot_eager does)")
     p.add_argument("--guard", action="store_true", help="use dfdoctor.guard.compile_guard as the fix says")
+    p.add_argument("--install-only", action="store_true", help="only dfdoctor.guard.install() in the main thread: "
+                   "no per-thread settings, so every backward compiles lazily under the process-wide gate")
+    p.add_argument("--flag-only", action="store_true", help="only force_non_lazy_backward_lowering in each "
+                   "thread (a rejected candidate, kept to compare)")
     p.add_argument("--steps", type=int, default=6, help="steps per thread (shapes alternate)")
     p.add_argument("--deadline", type=float, default=120.0)
     p.add_argument("--throughput", action="store_true")
@@ -43,15 +48,18 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def race_backend():
+def race_backend(locked: bool = True):
     """aot_autograd whose backward compiler runs make_fx under dynamo's compile lock (as inductor's
-    compile_fx_backward does when a pattern matches): the CPU race window compile.race also uses."""
+    compile_fx_backward does when a pattern matches): the CPU race window compile.race also uses.
+    Unlocked, the backward's trace takes no lock, as aot_eager's does."""
+    import contextlib
+
     from torch._dynamo.backends.common import aot_autograd
     from torch._dynamo.convert_frame import compile_lock
     from torch.fx.experimental.proxy_tensor import make_fx
 
     def bw(gm, example_inputs):
-        with compile_lock:
+        with compile_lock if locked else contextlib.nullcontext():
             make_fx(gm)(*example_inputs)
         return gm
 
@@ -64,7 +72,7 @@ def build(index: int, args: argparse.Namespace):
 
     torch.manual_seed(index)
     backend = args.backend or ("inductor" if args.device != "cpu" else "race")
-    backend = race_backend() if backend == "race" else backend
+    backend = race_backend(backend == "race") if backend.startswith("race") else backend
     if args.model == "flex":
         from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
@@ -105,6 +113,9 @@ def main(argv: list[str]) -> int:
 
     if args.guard or args.throughput:
         from dfdoctor.guard import compile_guard
+    if args.install_only:
+        from dfdoctor.guard import install
+        install()
     barrier = threading.Barrier(args.threads)
     progress = [0] * args.threads
     errors: list[dict] = []
@@ -125,6 +136,10 @@ def main(argv: list[str]) -> int:
 
     def worker(i: int) -> None:
         try:
+            if args.flag_only:
+                import torch._functorch.config as fconfig
+
+                fconfig.force_non_lazy_backward_lowering = True
             model, opt, batch, shapes = build(i, args)
             barrier.wait()
             for s in range(args.steps):
@@ -161,7 +176,8 @@ def main(argv: list[str]) -> int:
         t.start()
     for t in threads:
         t.join(max(0.0, t0 + args.deadline - time.monotonic()))
-    base = {"torch": torch.__version__, "device": args.device, "model": args.model, "guard": args.guard,
+    base = {"torch": torch.__version__, "device": args.device, "model": args.model,
+            "guard": "install-only" if args.install_only else "flag-only" if args.flag_only else args.guard,
             "threads": args.threads, "elapsed_s": round(time.monotonic() - t0, 2), "progress": progress,
             "errors": errors[:4]}
     if any(t.is_alive() for t in threads):

@@ -1,32 +1,36 @@
-"""dfdoctor.guard: let several threads torch.compile at once without racing or deadlocking.
+"""dfdoctor.guard: let several threads torch.compile at once without racing, deadlocking or hanging.
 
     from dfdoctor.guard import compile_guard
 
     def worker(i):                                   # each thread compiles its own model
         model = torch.compile(make_model(i))
         for x, y in batches(i):
-            with compile_guard(x.shape):             # forward, backward and optimizer step
+            with compile_guard(x.shape):             # before the thread's first compiled call
                 loss_fn(model(x), y).backward(); opt.step(); opt.zero_grad()
 
-Why. AOTAutograd compiles a backward lazily, at the first `.backward()`, outside dynamo's compile. Its FX
-tracer sets the process-global `torch.fx._symbolic_trace._is_fx_tracing_flag`; another thread entering its
-compiled function meanwhile raises "Detected that you are using FX to symbolically trace a dynamo-optimized
-function". On a GPU with flex_attention it deadlocks: a thread holds dynamo's `compile_lock` while tracing
-flex_attention (which waits on the autograd engine's device thread), and that device thread compiles another
-thread's lazy backward and waits for `compile_lock`.
+Why. AOTAutograd compiles a backward lazily, at the first `.backward()`, outside dynamo's compile (and, for
+CUDA tensors, on the autograd engine's device thread). Its FX tracer sets the process-global
+`torch.fx._symbolic_trace._is_fx_tracing_flag`; another thread entering its compiled function meanwhile raises
+"Detected that you are using FX to symbolically trace a dynamo-optimized function". On a GPU with
+flex_attention it deadlocks: a thread holds dynamo's `compile_lock` while tracing flex_attention (which waits
+on the autograd engine's device thread), and that device thread compiles another thread's lazy backward and
+waits for `compile_lock`.
 
-What the guard does. A thread's first step on a key (an input shape: whatever decides a recompile) may compile,
-so it runs alone: it takes a shared/exclusive gate exclusively. Warm steps take it shared and run in parallel.
-No thread is inside a compiled function while another compiles, so neither the flag race nor the lock cycle
-can form. On entering its first guarded step a thread also gets the per-thread torch settings (`setup_thread`):
-`force_non_lazy_backward_lowering` (backwards compiled with their forward, never on the engine's thread), and
-the compile config the main thread set, which torch >= 2.12 keeps per thread (a ContextVar) so a new thread
-would not see it.
+What the guard does: it gates only torch's own compiling, never the user's step, so it holds nothing while a
+thread waits on a queue, a lock or another thread, and a thread already inside is never gated again.
+- Per thread (`setup_thread`, on its first guarded step): `force_non_lazy_backward_lowering`, so a backward
+  compiles with its forward, in that thread, under `compile_lock`, never later on the engine's device thread
+  (that removes the lock cycle); and the compile config the main thread shared (`share_config`), which torch
+  >= 2.12 keeps per thread.
+- Once per process (`install`): every compile runs under dynamo's `compile_lock`, the lazy backward's too
+  (torch's `LAZY_BACKWARD` compile hook, `torch._dynamo.callback.callback_handler.install_callbacks`); and
+  the check a compiled function makes on entry (`is_fx_symbolic_tracing`) waits, when another thread's
+  compile holds the FX flag, for that compile to end instead of raising. A thread torch created itself (the
+  autograd device thread) is never made to wait: there it keeps torch's own answer.
 
-Proven (reproduced without the guard, held with it): torch 2.13 on CPU, torch 2.11 on an H200 with
-flex_attention (docs/guard.md gives the runs). On another torch the guard refuses to run
-(`UnprovenTorch`) until `dfdoctor check --only compile.race` proved it in that interpreter and you set
-DFDOCTOR_GUARD_UNPROVEN=1 (or pass `allow_unproven=True` to `setup_thread`).
+Proven (reproduced without the guard, held with it): torch 2.13 on CPU (docs/guard.md gives the runs). On
+another torch the guard refuses to run (`UnprovenTorch`) until `dfdoctor check --only compile.race` proved
+it in that interpreter and you set DFDOCTOR_GUARD_UNPROVEN=1 (or pass `allow_unproven=True`).
 
 This file imports only the standard library, and torch lazily, so `dfdoctor check` can ship it alone to an
 interpreter that does not have dfdoctor installed and prove this very code there.
@@ -37,62 +41,31 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
+import sys
 import threading
 from typing import Any, Callable, Hashable, Iterator, Optional
 
-# torch (major, minor) where the reproduction raced or deadlocked without the guard and never with it.
-PROVEN_TORCH = ((2, 11), (2, 13))
+# torch (major, minor) where the reproduction raced or deadlocked without this guard and never with it.
+# 2.11 (H200, flex_attention) held with the round-4 whole-step gate; this compile-only gate is re-proven
+# there by bench/gpu_guard_round5.sh before 2.11 returns to this list.
+PROVEN_TORCH = ((2, 13),)
 UNPROVEN_ENV = "DFDOCTOR_GUARD_UNPROVEN"
 # Config modules whose values torch keeps per thread; the main thread's values are copied into each worker.
 _CONFIG_MODULES = ("torch._dynamo.config", "torch._inductor.config", "torch._functorch.config")
+# The name under which torch's FX module finds the guard's entry check (see _install_entry_check).
+_ENTRY_CHECK = "_dfdoctor_guard_traced_here"
+# Seconds between the lines a thread writes while it waits for another thread's compile.
+WAIT_REPORT_S = 60.0
 
 
 class UnprovenTorch(RuntimeError):
     """The running torch is not one the guard was proven on."""
 
 
-class SharedExclusiveGate:
-    """A readers-writer gate with writer preference: compiling steps exclusive, warm steps shared."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._readers = 0
-        self._writer = False
-        self._writers_waiting = 0
-
-    @contextlib.contextmanager
-    def shared(self) -> Iterator[None]:
-        """Hold the gate alongside other shared holders, never alongside an exclusive one."""
-        with self._cond:
-            while self._writer or self._writers_waiting:
-                self._cond.wait()
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._readers -= 1
-                self._cond.notify_all()
-
-    @contextlib.contextmanager
-    def exclusive(self) -> Iterator[None]:
-        """Hold the gate alone."""
-        with self._cond:
-            self._writers_waiting += 1
-            while self._writer or self._readers:
-                self._cond.wait()
-            self._writers_waiting -= 1
-            self._writer = True
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._writer = False
-                self._cond.notify_all()
-
-
-_GATE = SharedExclusiveGate()
 _local = threading.local()
+_install_lock = threading.Lock()
+_installed: dict[str, bool] = {}
 _shared_config: dict[str, dict[str, Any]] = {}
 
 
@@ -140,12 +113,14 @@ def share_config() -> None:
 def setup_thread(allow_unproven: bool = False) -> None:
     """The per-thread torch settings the guard needs; `compile_guard` calls it on a thread's first step.
 
-    Checks the torch version, copies the config `share_config` remembered, and sets
-    `force_non_lazy_backward_lowering` where this torch has it. Calling it again in a thread does nothing.
+    Checks the torch version, installs the process-wide compile gate (`install`), copies the config
+    `share_config` remembered, and sets `force_non_lazy_backward_lowering` where this torch has it. Calling it
+    again in a thread does nothing.
     """
     if getattr(_local, "ready", False):
         return
     check_torch(allow_unproven)
+    install()
     import importlib
     import warnings
 
@@ -166,47 +141,131 @@ def setup_thread(allow_unproven: bool = False) -> None:
     _local.ready = True
 
 
-def compile_guard(key: Hashable = None, *, allow_unproven: bool = False) -> contextlib.AbstractContextManager:
-    """What wraps one whole training step (forward, backward, optimizer) of the calling thread.
+def install() -> dict[str, bool]:
+    """Gate torch's compiling for the whole process, once; what was installed (both True where torch has
+    the hooks). `setup_thread` calls it; call it yourself where threads you do not write compile.
 
-    `key` names what the step compiles, usually the input shape: the thread's first step on each key runs
-    alone, later ones share the gate. Used bare as a decorator (`@compile_guard`), the key is the shapes and
-    dtypes of the call's arguments.
+    - `lazy_backward`: the backward compiled at the first `.backward()` runs under dynamo's `compile_lock`,
+      as every forward compile does, so no two FX traces ever overlap.
+    - `entry_check`: a compiled function entered while another thread's compile traces waits for that
+      compile to end, instead of reading the FX flag that compile raised and failing.
+    """
+    with _install_lock:
+        if not _installed:
+            _installed["lazy_backward"] = _install_lazy_backward_lock()
+            _installed["entry_check"] = _install_entry_check()
+        return dict(_installed)
+
+
+def _install_lazy_backward_lock() -> bool:
+    """Wrap torch's compile hook so the LAZY_BACKWARD compile takes `compile_lock` first (inductor's backward
+    compiler takes it inside anyway; taking it first keeps one lock order, and covers every backend)."""
+    try:
+        from torch._dynamo import callback as dcallback
+        from torch._dynamo import convert_frame
+    except ImportError:
+        return False
+    handler = getattr(dcallback, "callback_handler", None)
+    lazy = getattr(getattr(dcallback, "CallbackTrigger", None), "LAZY_BACKWARD", None)
+    original = getattr(handler, "install_callbacks", None)
+    if lazy is None or original is None:
+        return False
+    if getattr(original, "_dfdoctor_guard", False):
+        return True
+
+    @contextlib.contextmanager
+    def locked(hooks: contextlib.AbstractContextManager) -> Iterator[None]:
+        with convert_frame.compile_lock, hooks:
+            yield
+
+    def install_callbacks(trigger: Any, *args: Any, **kwargs: Any) -> contextlib.AbstractContextManager:
+        hooks = original(trigger, *args, **kwargs)
+        return locked(hooks) if trigger is lazy else hooks
+
+    install_callbacks._dfdoctor_guard = True  # type: ignore[attr-defined]
+    handler.install_callbacks = install_callbacks
+    return True
+
+
+def _install_entry_check() -> bool:
+    """Make the FX check every compiled function runs on entry wait out another thread's compile.
+
+    `compile_wrapper` (torch._dynamo.eval_frame) captured `is_fx_symbolic_tracing` when the user called
+    torch.compile, so the function object cannot be swapped; its code is, with the same globals, and it
+    calls back here only while the flag is up outside a compile session (the rare, racing case)."""
+    try:
+        import torch.fx._symbolic_trace as st
+    except ImportError:
+        return False
+    fn = getattr(st, "is_fx_symbolic_tracing", None)
+    if fn is not None and _ENTRY_CHECK in fn.__code__.co_names:
+        return True  # installed already (by this module, or by another copy of this file)
+    if fn is None or set(fn.__code__.co_names) - {"_is_fx_tracing_flag", "torch", "compiler", "is_compiling"}:
+        return False  # not the check this was written against: leave it alone
+    scope: dict[str, Any] = {}
+    exec(f"def is_fx_symbolic_tracing():\n"
+         f"    return _is_fx_tracing_flag and not torch.compiler.is_compiling() and {_ENTRY_CHECK}()\n", scope)
+    setattr(st, _ENTRY_CHECK, _traced_here)
+    fn.__code__ = scope["is_fx_symbolic_tracing"].__code__
+    return True
+
+
+def _traced_here() -> bool:
+    """Whether the FX trace now running is one a compiled function entered here must refuse (torch's answer),
+    once no other thread's compile is tracing: those hold `compile_lock`, so wait for it."""
+    import torch
+    import torch.fx._symbolic_trace as st
+    from torch._dynamo import convert_frame
+
+    lock = convert_frame.compile_lock
+    if lock._is_owned() or isinstance(threading.current_thread(), threading._DummyThread):
+        # this thread's own compile; or a thread torch started (the autograd device thread), which a compile
+        # may be waiting on: waiting there could close a cycle, so it keeps torch's answer
+        return True
+    waited = 0.0
+    while not lock.acquire(timeout=WAIT_REPORT_S):  # a compile may take minutes: never silent, never an error
+        waited += WAIT_REPORT_S
+        sys.stderr.write(f"dfdoctor.guard: thread {threading.current_thread().name!r} has waited {waited:.0f} s to "
+                         f"enter a compiled function while thread {_lock_owner(lock)!r} compiles (it holds torch's "
+                         f"compile_lock); if that compile is stuck, its stack says why (py-spy dump --pid "
+                         f"{os.getpid()})\n")
+    try:
+        return st._is_fx_tracing_flag and not torch.compiler.is_compiling()
+    finally:
+        lock.release()
+
+
+def _lock_owner(lock: Any) -> str:
+    """The name of the thread holding an RLock (its repr carries the owner's ident)."""
+    match = re.search(r"owner=(\d+)", repr(lock))
+    thread = threading._active.get(int(match.group(1))) if match else None  # type: ignore[attr-defined]
+    return thread.name if thread else (f"ident {match.group(1)}" if match else "?")
+
+
+def compile_guard(key: Hashable = None, *, allow_unproven: bool = False) -> contextlib.AbstractContextManager:
+    """What goes around a thread's training steps (or at least its first): `with compile_guard(x.shape):`,
+    or `@compile_guard` on the step function.
+
+    It gives the calling thread the guard's settings (`setup_thread`) on its first use and holds nothing
+    while the step runs: the gate is on torch's compiling itself (`install`), so nested guards and steps
+    that hand data to other threads cannot deadlock. `key` is accepted for compatibility and not needed:
+    every compile and recompile is gated, whatever its cause.
     """
     if callable(key) and not isinstance(key, tuple):
         return _decorate(key, allow_unproven)  # type: ignore[return-value]
     setup_thread(allow_unproven)
-    seen = _local.__dict__.setdefault("seen", set())
-    if key in seen:
-        return _GATE.shared()
-    seen.add(key)  # the first step on this key compiles: forward now, backward at .backward()
-    return _GATE.exclusive()
+    return contextlib.nullcontext()
 
 
 def _decorate(fn: Callable, allow_unproven: bool) -> Callable:
-    """`fn` with each call run under `compile_guard`, keyed on its arguments' shapes and dtypes."""
+    """`fn` with the guard's per-thread settings applied before each call."""
 
     @functools.wraps(fn)
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        with compile_guard((id(fn), _shapes(args), _shapes(tuple(kwargs.items()))), allow_unproven=allow_unproven):
-            return fn(*args, **kwargs)
+        setup_thread(allow_unproven)
+        return fn(*args, **kwargs)
 
     return guarded
-
-
-def _shapes(values: tuple) -> tuple:
-    """What of the arguments decides a recompile, as far as it can be read without torch: shape and dtype."""
-    out = []
-    for v in values:
-        if isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], str):
-            out.append((v[0], _shapes((v[1],))))
-        elif hasattr(v, "shape") and hasattr(v, "dtype"):
-            out.append((tuple(v.shape), str(v.dtype)))
-        elif isinstance(v, (str, bool, type(None))):
-            out.append(v)  # ints and floats are keyed by type: a step counter must not make every step new
-        else:
-            out.append(type(v).__name__)
-    return tuple(out)
 
 
 def proven_here() -> Optional[str]:

@@ -1,7 +1,8 @@
 """The fix for the concurrent-compile causes (fx-trace-race, compile-deadlock): the lines to add to the user's
 own thread function, using the proven guard `dfdoctor.guard`. The bundled trainer is named only when it is
 the launched program. Measured (docs/guard.md): a lock around the first call or around each compiled call,
-the config flag `force_non_lazy_backward_lowering` alone, or a thread-local FX flag does not help on a GPU.
+the config flag `force_non_lazy_backward_lowering` alone (on torch 2.11), or a thread-local FX flag does not
+help on a GPU; a lock around whole steps deadlocks threads that hand data to each other inside their steps.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ TRAINER_MODULE = "dfdoctor.trainer"
 
 _LINES = ("    from dfdoctor.guard import compile_guard\n"
           "    ...\n"
-          "    with compile_guard(x.shape):   # the whole step: forward, backward, optimizer\n"
+          "    with compile_guard(x.shape):   # each step, from the thread's first compiled call on\n"
           "        loss = loss_fn(model(x), y); loss.backward(); opt.step(); opt.zero_grad()")
 
 
@@ -24,8 +25,8 @@ def fix_for(trainer: bool = False, functions: Sequence[str] = ()) -> str:
     where = f"in {', '.join(functions)}" if functions else "in each thread function that runs compiled code"
     return (f"Wrap every training step {where} in the proven guard (pip install dfdoctor in the training "
             f"environment, or copy its one file dfdoctor/guard.py):\n{_LINES}\n"
-            "Each thread's first step per shape then runs alone and warm steps run in parallel (docs/guard.md). "
-            "A lock around the first call or each call, or force_non_lazy_backward_lowering alone, does not help.")
+            "It gates only torch's compiling: steps run in parallel, may nest and may wait on each other "
+            "(docs/guard.md). A lock around the first call, each call or each whole step does not do this.")
 
 
 def is_trainer(argv: Sequence[str]) -> bool:
