@@ -286,6 +286,16 @@ class OutputNotWritten(UsageError):
     """An --output could not be written (no space, no permission, not a file); the rest were."""
 
 
+def is_stdout(path: str) -> bool:
+    """Whether an --output is this process's stdout (`/dev/stdout`, `/proc/self/fd/1`, the file stdout is): the
+    verdict line would then land inside a JSON or XML document a script reads."""
+    try:
+        here, there = os.fstat(sys.stdout.fileno()), os.stat(path)
+    except (OSError, ValueError, AttributeError):
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
 def emit(report: Report, pairs: list[tuple[str, Optional[str]]], *, verbose: bool = False,
          fail_on_level: str = "error", env: Optional[dict[str, str]] = None, saved: Optional[str] = None,
          prints: Any = None, quiet: bool = False) -> None:
@@ -319,7 +329,7 @@ def emit(report: Report, pairs: list[tuple[str, Optional[str]]], *, verbose: boo
             failed.append(f"--output {out}: {exc.strerror or exc}")
     if any(fmt == "github" for fmt, _ in pairs):
         append_step_summary(safe)
-    if pairs and all(out is not None for _, out in pairs):
+    if pairs and all(out is not None for _, out in pairs) and not any(is_stdout(out) for _, out in pairs):
         written = [out for _, out in pairs if f"--output {out}:" not in " ".join(failed)]
         try:
             line = visible(verdict_line(safe)) + (f" ({', '.join(written)})" if written else "")
