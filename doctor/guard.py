@@ -47,9 +47,9 @@ import threading
 from typing import Any, Callable, Hashable, Iterator, Optional
 
 # torch (major, minor) where the reproduction raced or deadlocked without this guard and never with it.
-# 2.11 (H200, flex_attention) held with the round-4 whole-step gate; this compile-only gate is re-proven
-# there by bench/gpu_guard_round5.sh before 2.11 returns to this list.
-PROVEN_TORCH = ((2, 13),)
+# 2.11: an H200 with flex_attention, bench/gpu_guard_round5.sh -> bench/results/h200_round5_guard/ (no guard 3/3
+# deadlocked, the guard 5/5 and its pipeline 3/3 completed). 2.13: CPU, this repository's CI.
+PROVEN_TORCH = ((2, 11), (2, 13))
 UNPROVEN_ENV = "DFDOCTOR_GUARD_UNPROVEN"
 # Config modules whose values torch keeps per thread; the main thread's values are copied into each worker.
 _CONFIG_MODULES = ("torch._dynamo.config", "torch._inductor.config", "torch._functorch.config")

@@ -179,7 +179,7 @@ def test_unproven_torch_is_refused_with_a_clear_message(monkeypatch) -> None:
     monkeypatch.delenv(guard.UNPROVEN_ENV, raising=False)
     with pytest.raises(guard.UnprovenTorch) as err:
         guard.check_torch()
-    assert "proven on torch 2.13," in str(err.value) and "dfdoctor check --only compile.race" in str(err.value)
+    assert "proven on torch 2.11, 2.13," in str(err.value) and "dfdoctor check --only compile.race" in str(err.value)
     assert guard.check_torch(allow_unproven=True) == (2, 12)
     monkeypatch.setenv(guard.UNPROVEN_ENV, "1")
     assert guard.check_torch() == (2, 12)
