@@ -13,11 +13,11 @@ import shlex
 import signal as _signal
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from dfdoctor import causes
 from dfdoctor.diagnose import stackclass
-from dfdoctor.diagnose import elastic, rules_runtime
+from dfdoctor.diagnose import elastic, rules_runtime, stuck
 from dfdoctor.diagnose.guardfix import fix_for, is_trainer
 from dfdoctor.diagnose.stacks import Stacks
 from dfdoctor.diagnose.traceback import PyError, parse_python_error  # noqa: F401 (part of this module's API)
@@ -49,6 +49,13 @@ class LiveFacts:
     classified: Optional[tuple[str, str]] = None  # (cause, headline) from dfdoctor.diagnose.stackclass
     cycle_detail: list[str] = field(default_factory=list)  # one line per thread of the lock cycle
     stuck_since: Optional[float] = None  # wall time the same cycle was first seen
+    job: list = field(default_factory=list)  # jobstacks.ProcessSample of every process of the tree
+    stuck: Optional[Any] = None  # stuck.Finding: a wait the stacks of all processes prove
+    quiet_s: Optional[float] = None  # seconds since the job's last output
+    rhythm: str = ""  # the job's own pace, in words (launch/rhythm.py)
+    notes: list[str] = field(default_factory=list)  # evidence the watch adds (settling, rhythm)
+    quiet: bool = False  # silent for longer than its own rhythm (launch/rhythm.py)
+    unsettled: Optional[str] = None  # why the watch did not call it settled (a rank missing, one that died)
 
 
 def _meaningful(text: str) -> bool:
@@ -505,7 +512,8 @@ def running(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
     return Verdict("running", None, f"The job is running and its log is growing (pid {live.pid}).",
                    f"Follow it with `{_follow(run)}`; "
                    f"`dfdoctor status {run.id}` diagnoses it again later.",
-                   [f"pid {live.pid} alive after {live.watched_s:.1f} s", f"output so far: {run.output_bytes()} bytes"])
+                   [f"pid {live.pid} alive after {live.watched_s:.1f} s", f"output so far: {run.output_bytes()} bytes"]
+                   + live.notes)
 
 
 def _follow(run: RunRecord) -> str:
@@ -529,6 +537,16 @@ def deadlock_in_stacks(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Ve
                  f"at least {max(0.0, live.observed_at - live.stuck_since):.0f} s)"]
     return Verdict("failed", cause, f"{headline}.", fix_for(is_trainer(run.spec.get("argv") or [])),
                    since + live.cycle_detail + _stack_evidence(live))
+
+
+def stuck_in_stacks(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """The stacks of all the job's processes, looked at twice, prove a wait: a rank missing, a collective
+    another rank skipped, a DataLoader worker, stdin, a file lock, a timer, a socket (diagnose/stuck.py)."""
+    if live is None or live.stuck is None:
+        return None
+    f = live.stuck
+    quiet = [f"no output for {live.quiet_s:.0f} s; the job {live.rhythm}"] if live.quiet_s is not None else []
+    return Verdict(f.state, f.cause, f"{f.headline}.", f.fix, quiet + f.lines + live.notes)
 
 
 def log_elsewhere(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
@@ -558,6 +576,18 @@ def stalled_after_logging(run: RunRecord, live: Optional[LiveFacts]) -> Optional
     """Alive, wrote something, then went quiet: still running as far as we can tell."""
     if live is None or _written(run) == 0:
         return None
+    if live.unsettled and live.unsettled != "not looked at yet":
+        return Verdict("unknown", None, f"The job is alive (pid {live.pid}) but not settled after "
+                       f"{live.watched_s:.0f} s: {live.unsettled}.", f"`dfdoctor status {run.id}` looks again.",
+                       [f"the job {live.rhythm}", *[line for s in stuck.seen(live.job) for line in stuck.excerpt(s)],
+                        *live.notes])
+    if live.job and live.quiet:  # every process sampled; none showed a wait it could prove: say what each does
+        quiet = f"no output for {live.quiet_s:.0f} s" if live.quiet_s is not None else "no recent output"
+        return Verdict("unknown", None, f"The job is alive (pid {live.pid}) and wrote {_written(run)} bytes, but "
+                       f"{quiet}, longer than its own rhythm; its stacks show no known wait.",
+                       f"Follow it with `dfdoctor status {run.id}`; the stacks of each process are below.",
+                       [f"the job {live.rhythm}", *[line for s in stuck.seen(live.job) for line in stuck.excerpt(s)],
+                        *live.notes])
     return Verdict("running", None, f"The job is running (pid {live.pid}); it wrote {_written(run)} bytes, "
                    "though its log did not grow lately.",
                    f"Follow it with `dfdoctor status {run.id}`; if it stays quiet, look at its stacks (py-spy dump "
@@ -636,7 +666,7 @@ RULES: list[Callable[[RunRecord, Optional[LiveFacts]], Optional[Verdict]]] = [
     python_exception, died_from_signal,
     log_write_failed, exited_cleanly, exited_nonzero,
     recorder_vanished,
-    running, deadlock_in_stacks, log_elsewhere, output_buffered, stalled_after_logging, import_hang,
+    running, deadlock_in_stacks, stuck_in_stacks, log_elsewhere, output_buffered, stalled_after_logging, import_hang,
 ]
 
 
