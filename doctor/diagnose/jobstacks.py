@@ -32,6 +32,7 @@ class Look:
     stacks: stacks.Stacks
     kernel: KernelWait
     cpu_s: Optional[float]
+    switches: Optional[int] = None  # the main thread's context switches: a thread that wakes up moves this
 
 
 @dataclass
@@ -58,6 +59,13 @@ class ProcessSample:
         if len(self.looks) < 2 or self.looks[0].cpu_s is None or self.looks[-1].cpu_s is None:
             return None
         return self.looks[-1].cpu_s - self.looks[0].cpu_s
+
+    def wakeups(self) -> Optional[int]:
+        """Times the main thread was switched in between the first and the last look (a loop of short sleeps
+        or reads shows here even when it spends no CPU; a thread in one long wait shows about none)."""
+        if len(self.looks) < 2 or self.looks[0].switches is None or self.looks[-1].switches is None:
+            return None
+        return self.looks[-1].switches - self.looks[0].switches
 
     def name(self) -> str:
         """`pid 42 (rank 1)` or `pid 40 (torchrun)`: how evidence lines name it."""
@@ -111,7 +119,20 @@ def _look(s: ProcessSample, timeout: float) -> Look:
         cpu = t.user + t.system
     except psutil.Error:
         cpu = None
-    return Look(st, kernel_wait(s.pid), cpu)
+    return Look(st, kernel_wait(s.pid), cpu, _switches(s.pid))
+
+
+def _switches(pid: int) -> Optional[int]:
+    """Voluntary plus involuntary context switches of the main thread (/proc/PID/task/PID/status)."""
+    try:
+        text = open(f"/proc/{pid}/task/{pid}/status").read()
+    except OSError:
+        return None
+    total = 0
+    for line in text.splitlines():
+        if line.endswith("ctxt_switches:") or "ctxt_switches:" in line:
+            total += whole(line.split(":", 1)[1].strip(), 0) or 0
+    return total
 
 
 def _round(samples: list[ProcessSample], pool: ThreadPoolExecutor, timeout: float) -> None:

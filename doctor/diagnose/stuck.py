@@ -17,6 +17,7 @@ from dfdoctor.diagnose import waits
 from dfdoctor.diagnose.jobstacks import ProcessSample
 from dfdoctor.diagnose.waits import Wait, classify, main_of
 
+WAKEUPS_STILL = 5  # a thread in one long wait is switched in about never; a loop of short sleeps, many times
 EXCERPT_FRAMES = 6  # per process, in the evidence: enough to see the wait and the user's line above it
 
 
@@ -45,8 +46,9 @@ class Seen:
     @property
     def steady(self) -> bool:
         """The same wait in every look, and (a wait, not work) no more CPU than noise."""
-        spent = self.proc.cpu_spent()
-        return len(self.waits) >= 2 and len({w.key() for w in self.waits}) == 1 and (spent is None or spent < 0.3)
+        spent, woke = self.proc.cpu_spent(), self.proc.wakeups()
+        return len(self.waits) >= 2 and len({w.key() for w in self.waits}) == 1 and \
+            (spent is None or spent < 0.3) and (woke is None or woke <= WAKEUPS_STILL)
 
     def at(self) -> str:
         """`ddp.py:3 (<module>)`: the user's line where it is, else the innermost frame."""
@@ -83,7 +85,7 @@ def judge(samples: list[ProcessSample], quiet_s: float) -> Optional[Finding]:
     lines = [e[0] for e in excerpts] + [line for e in excerpts for line in e]
     pids = " ".join(str(s.proc.pid) for s in all_seen if not s.proc.gone)
     lines.append(f"to stop the whole job (ranks run in sessions of their own): kill {pids}")
-    for rule in (_rank_missing, _collective_hang, _dataloader, _single_wait, _buffered):
+    for rule in (_rank_missing, _collective_hang, _dataloader, _buffered, _single_wait):
         found = rule(all_seen, quiet_s)
         if found is not None:
             found.lines = found.lines + lines
@@ -190,16 +192,17 @@ def _zombie(pid: int) -> bool:
 
 def _holder(pid: int) -> str:
     try:
-        return f"pid {pid} ({' '.join(psutil.Process(pid).cmdline())[:120]})"
+        cmd = " ".join(" ".join(psutil.Process(pid).cmdline()).split())
+        return f"pid {pid} ({cmd[:80]}{'...' if len(cmd) > 80 else ''})"
     except psutil.Error:
         return f"pid {pid}"
 
 
 def _single_wait(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
     """One process waits on something named by the kernel: stdin, a file lock, a timer, a socket, the GPU."""
-    for s in all_seen:
-        if not s.steady or s.proc.gone:
-            continue
+    order = (waits.STDIN, waits.LOCK, waits.CUDA_SYNC, waits.COMPILE, waits.SOCKET, waits.SLEEP)
+    candidates = [s for s in all_seen if s.steady and not s.proc.gone and s.proc.python and s.wait.kind in order]
+    for s in sorted(candidates, key=lambda s: order.index(s.wait.kind)):
         w, who = s.wait, s.proc.name()
         look = s.proc.last
         k = look.kernel if look else None
@@ -237,11 +240,10 @@ def _single_wait(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
 def _buffered(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
     """A Python process works (on CPU, its stack moving) while its stdout sits in a block buffer."""
     for s in all_seen:
-        spent = s.proc.cpu_spent()
-        if s.proc.buffered and not s.proc.gone and s.wait.kind in (waits.WORKING, waits.IDLE) and \
-                spent is not None and spent > 0.3:
-            return Finding("failed", causes.OUTPUT_BUFFERED, f"{s.proc.name()} is working ({spent:.1f} s of CPU "
-                           f"in {len(s.waits) - 1 or 1} s, at {s.at()}) but nothing reached the log for "
+        spent, woke = s.proc.cpu_spent() or 0.0, s.proc.wakeups() or 0
+        if s.proc.buffered and not s.proc.gone and not s.steady and (spent > 0.3 or woke > WAKEUPS_STILL):
+            return Finding("failed", causes.OUTPUT_BUFFERED, f"{s.proc.name()} is working ({spent:.1f} s of CPU, "
+                           f"woken {woke} times between two looks, at {s.at()}) but nothing reached the log for "
                            f"{quiet_s:.0f} s: Python block-buffers stdout when it is not a terminal",
                            "Run Python with -u or set PYTHONUNBUFFERED=1 (or print(..., flush=True)).",
                            ["stdout is a pipe/file, not a terminal; no -u, no PYTHONUNBUFFERED"])

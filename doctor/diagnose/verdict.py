@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 
 from dfdoctor import causes
 from dfdoctor.diagnose import stackclass
-from dfdoctor.diagnose import elastic, rules_runtime, stuck
+from dfdoctor.diagnose import elastic, launcher, rules_runtime, stuck
 from dfdoctor.diagnose.guardfix import fix_for, is_trainer
 from dfdoctor.diagnose.stacks import Stacks
 from dfdoctor.diagnose.traceback import PyError, parse_python_error  # noqa: F401 (part of this module's API)
@@ -184,14 +184,33 @@ def left_writing(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]
     goes = p.get("stdout") or p.get("stderr")
     evidence = [f"the command exited 0 after {ex.get('wall_s')} s", f"pid {p['pid']} ({p['cmdline']}) still ran "
                 f"then: stdout -> {p.get('stdout') or 'not a file'}, stderr -> {p.get('stderr') or 'not a file'}"]
+    now = launcher.current_command(p["pid"], p.get("start_ticks")) if not run.is_remote else None
+    who = f"pid {p['pid']} ({now or p.get('cmdline') or '?'})"
+    if _still_runs(run, p):
+        if expected and expected in (p.get("stdout"), p.get("stderr")):
+            return Verdict("running", None, f"The command handed its work to {who}, which runs and writes "
+                           f"{expected} itself.", f"Follow it with `{_follow(run)}`.", evidence)
+        fix = f"Follow it with `tail -f {shlex.quote(goes)}`."
+        if run.spec.get("log"):
+            script = launcher.script_of(run.spec.get("argv") or [], run.spec.get("cwd") or ".")
+            line = launcher.redirect_fix(script, goes, run.spec["log"]) if script else None
+            if line:
+                fix += (f" To have it write {run.spec['log']} as asked, change {script} line {line[0]} from "
+                        f"`{line[1]}` to `{line[2]}` (not tried).")
+            else:
+                fix += f" To have it write {run.spec['log']} as asked, point the launcher's redirect there."
+        return Verdict("running", None, f"The command (a launcher) exited 0 and left the job to {who}, which runs "
+                       f"and writes its own log, {goes}.", fix, evidence)
     if expected and expected in (p.get("stdout"), p.get("stderr")):
-        if _still_runs(run, p):
-            return Verdict("running", None, f"The command handed its work to pid {p['pid']} ({p['cmdline']}), "
-                           f"which runs and writes {expected} itself.", f"Follow it with `{_follow(run)}`.", evidence)
-        return Verdict("unknown", None, f"The command handed its work to pid {p['pid']} ({p['cmdline']}), which "
+        return Verdict("unknown", None, f"The command handed its work to {who}, which "
                        f"wrote {expected} itself and has ended; dfdoctor did not start it, so how it ended is not "
                        "known.", f"Read the end of {expected}; launch the trainer itself under dfdoctor to have "
                        "its end recorded.", evidence)
+    err = launcher.log_error(goes) if goes and not run.is_remote else None
+    if err is not None:
+        return Verdict("failed", causes.CRASHED, f"The command (a launcher) exited 0 and left the job to pid "
+                       f"{p['pid']}, which ended with {err.headline} at {err.where}; its log is {goes}.",
+                       f"Fix the error at {err.where} (the end of {goes}).", evidence + list(err.tail))
     return Verdict("failed", causes.LOG_ELSEWHERE, f"The command exited 0 after {ex.get('wall_s')} s and left pid "
                    f"{p['pid']} ({p['cmdline']}) running, but its output goes to {goes}, not to "
                    f"{run.spec.get('log') or 'dfdoctor (no --log given)'}.",

@@ -133,7 +133,7 @@ def _by_kernel(k: KernelWait, frames: tuple[Frame, ...], user: Optional[Frame]) 
         return Wait(LOCK, top, user, f"{k.target}{held}")
     if k.syscall in SLEEPS or (k.syscall in ("select", "pselect6") and k.fd is None and
                                any(f.func == "sleep" for f in frames[:2])):
-        return Wait(SLEEP, top, user, "time.sleep")
+        return Wait(SLEEP, top, user, "time.sleep" if frames else f"asleep in {k.syscall}")
     if k.is_socket and k.syscall in READS | POLLS | {"accept", "accept4"}:
         return Wait(SOCKET, top, user, k.peer or k.target or "a socket")
     if k.syscall in ("wait4", "waitid"):
@@ -143,4 +143,6 @@ def _by_kernel(k: KernelWait, frames: tuple[Frame, ...], user: Optional[Frame]) 
 
 def _kernel_words(k: KernelWait) -> str:
     """The kernel wait as words, for a wait the Python stack did not explain."""
+    if k.syscall in SLEEPS:
+        return f"asleep in {k.syscall}"
     return "" if k.syscall in ("running", "unknown") else k.words()

@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional
 
 import psutil
 from dfdoctor import causes
-from dfdoctor.diagnose import jobstacks, stackclass, stacks, stuck
+from dfdoctor.diagnose import jobstacks, launcher, stackclass, stacks, stuck
 from dfdoctor.diagnose.verdict import LiveFacts
 from dfdoctor.launch import rhythm, rundir, settle
 from dfdoctor.launch.recorder import buffers_stdout, job_outputs, proc_start_time
@@ -155,14 +155,11 @@ def watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stead
 
     `load` reads the run as it is now and `look` examines a live job (defaults: this machine's run folder
     and /proc); a run on a --target passes ones that read the record through the transport. `sample` looks at
-    a quiet job's stacks (default here: every process of its tree with py-spy; on a --target, its `look`).
+    a quiet job's stacks (default here: every process of its tree with py-spy; none on a --target).
     `settle_s` (capped at the watch) is how long a job must have lived before it is called running.
     """
     if sample is None and look is None:
         sample = sample_stuck if stacks.py_spy() else None
-    elif sample is None:
-        remote_look = look
-        sample = lambda run, quiet: _settled_facts(remote_look(run, quiet))  # noqa: E731
     if settler is None and look is None:
         settler = lambda run, st, deep: settle.settled(run.job_pid, st, deep) if run.job_pid else None  # noqa: E731
     load = load or rundir.load
@@ -181,6 +178,13 @@ def _settled_facts(facts: Optional[LiveFacts]) -> Optional[LiveFacts]:
     if facts is not None and (facts.classified or facts.stuck is not None):
         return facts
     return None
+
+
+def _left_running(run: RunRecord) -> bool:
+    """The command exited 0 leaving processes that write a log of their own, and one of them still runs here."""
+    ex = run.exit or {}
+    left = ex.get("left_writing") or []
+    return bool(left) and ex.get("exit_code") == 0 and not run.is_remote and launcher.still_running(left)
 
 
 def _age(run: RunRecord) -> float:
@@ -204,6 +208,9 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
         run = load(run_dir)
         now = time.monotonic()
         if run.finished:
+            if _left_running(run) and _age(run) < settle_s and now - t0 < watch_s:
+                time.sleep(poll_s)  # a launcher's exit 0 left the trainer running: it too must settle
+                continue
             return run, None
         recorder_gone = (proc.poll() is not None) if proc is not None else \
             (run.recorder is not None and not run.recorder_alive())

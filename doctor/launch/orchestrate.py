@@ -27,6 +27,7 @@ from dfdoctor.launch import remote_run, rundir
 from dfdoctor.launch.local import POLL_S, Spawner, observe, spawn_detached, start, watch
 from dfdoctor.launch.remote import POLL_S as REMOTE_POLL_S
 from dfdoctor.launch.remote import RemoteRun
+from dfdoctor.launch.settle import SETTLE_S
 from dfdoctor.model import CheckRecord, Report, Verdict
 from dfdoctor.registry import discover, select
 from dfdoctor.safefile import write_atomically
@@ -50,6 +51,7 @@ class LaunchOptions:
     only: tuple[str, ...] = ()
     skip: tuple[str, ...] = ()
     strategy: str = "auto"  # --target only: how the recorder is detached there
+    settle: float = SETTLE_S  # how long a job must live, settled and logging, before it is called running
 
 
 def _checks(phase: str, only: tuple[str, ...], skip: tuple[str, ...]) -> tuple[list, list[CheckRecord]]:
@@ -85,7 +87,7 @@ def run_launch(ctx: Context, cfg: Optional[Config] = None, opts: LaunchOptions =
                           "launch again.", [f"{type(exc).__name__}: {exc}"])
         return _report(ctx, "launch", started, verdict, records, timeline, None)
     rundir.prune(ctx.cwd, opts.keep_runs)  # after the start, so the new run counts and is never the one pruned
-    run, live = watch(run_dir, proc, opts.watch)
+    run, live = watch(run_dir, proc, opts.watch, settle_s=opts.settle)
     verdict = _verdict(run, live, opts.watch, "", [f"run folder: {run.dir}"])
     records += _post(ctx, run, opts.only, opts.skip, cfg, report_broken=opts.no_check)
     report = _save(run_dir, _report(ctx, "launch", started, verdict, records, timeline + run_timeline(run), run))
@@ -157,7 +159,8 @@ def run_launch_remote(ctx: Context, cfg: Config, opts: LaunchOptions) -> Report:
             report = _report(ctx, "launch", started, verdict, records, timeline + run_timeline(run), run)
             return _save(run_dir, report)
         remote = RemoteRun(ctx.target, shipped.run_dir, shipped.python)
-        run, live = watch(run_dir, None, opts.watch, load=remote.load, look=remote.look, poll_s=REMOTE_POLL_S)
+        run, live = watch(run_dir, None, opts.watch, load=remote.load, look=remote.look, poll_s=REMOTE_POLL_S,
+                          settle_s=opts.settle)
         verdict = _verdict(run, live, opts.watch, f" on {ctx.target}",
                            [f"run folder there: {shipped.run_dir}", f"local copy: {run.dir}"])
         records += _post(ctx, run, opts.only, opts.skip, cfg, report_broken=opts.no_check)
