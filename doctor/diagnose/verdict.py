@@ -201,21 +201,14 @@ def left_writing(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]
                 fix += f" To have it write {run.spec['log']} as asked, point the launcher's redirect there."
         return Verdict("running", None, f"The command (a launcher) exited 0 and left the job to {who}, which runs "
                        f"and writes its own log, {goes}.", fix, evidence)
-    if expected and expected in (p.get("stdout"), p.get("stderr")):
-        return Verdict("unknown", None, f"The command handed its work to {who}, which "
-                       f"wrote {expected} itself and has ended; dfdoctor did not start it, so how it ended is not "
-                       "known.", f"Read the end of {expected}; launch the trainer itself under dfdoctor to have "
-                       "its end recorded.", evidence)
     err = launcher.log_error(goes) if goes and not run.is_remote else None
     if err is not None:
         return Verdict("failed", causes.CRASHED, f"The command (a launcher) exited 0 and left the job to pid "
                        f"{p['pid']}, which ended with {err.headline} at {err.where}; its log is {goes}.",
                        f"Fix the error at {err.where} (the end of {goes}).", evidence + list(err.tail))
-    return Verdict("failed", causes.LOG_ELSEWHERE, f"The command exited 0 after {ex.get('wall_s')} s and left pid "
-                   f"{p['pid']} ({p['cmdline']}) running, but its output goes to {goes}, not to "
-                   f"{run.spec.get('log') or 'dfdoctor (no --log given)'}.",
-                   f"Look at {goes}, or launch the trainer itself (`dfdoctor launch --log LOG -- python -u "
-                   "train.py ...`) instead of a launcher that backgrounds it with its own redirect.", evidence)
+    return Verdict("unknown", None, f"The command handed its work to {who}, which wrote {goes} itself and has "
+                   "ended; dfdoctor did not start it, so how it ended is not known.", f"Read the end of {goes}; "
+                   "launch the trainer itself under dfdoctor to have its end recorded.", evidence)
 
 
 def _still_runs(run: RunRecord, proc: dict) -> bool:

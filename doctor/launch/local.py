@@ -234,10 +234,12 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
             # rhythm), from a job that has lived past the settle time with all its processes started
             steady = ((len(growth) >= STEADY_BURSTS and now - growth[0][0] >= steady_s) or
                       rhythm.interval(hb) is not None) and silent < rhythm.quiet_after(hb)
-            ripe = steady and _age(run) >= settle_s
             if settler is not None and now - last_settle_check >= 1.0 and run.job_alive():
                 last_settle_check = now
-                unsettled = settler(run, settling, ripe)  # every second: a rank that dies is seen to go
+                unsettled = settler(run, settling, steady)  # every second: a rank that dies is seen to go
+            # the settle time runs from the spawn, and for torchrun again from when every rank was seen past
+            # init_process_group: a rank that dies in its first seconds of training is not missed
+            ripe = steady and _age(run) >= settle_s and (settling.since is None or wall - settling.since >= settle_s)
             if ripe and unsettled is None and last_settle_check == now and run.job_alive():
                 return run, _running(run, now - t0, settle_s, settling, wall)
             if sample is not None and silent >= rhythm.sample_after(hb) and now - last_sample >= SAMPLE_S and \

@@ -13,6 +13,7 @@ running. `--settle 0` restores the old, faster and riskier, behaviour.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -32,6 +33,7 @@ class Settling:
     ranks_seen: dict[int, int] = field(default_factory=dict)  # pid -> rank
     lost: list[str] = field(default_factory=list)  # evidence: ranks that died while we watched
     notes: list[str] = field(default_factory=list)  # evidence for "running"
+    since: Optional[float] = None  # wall time every rank was first seen alive and past init_process_group
 
 
 def expected_ranks(cmdline: list[str]) -> Optional[int]:
@@ -85,5 +87,8 @@ def settled(pid: int, state: Settling, deep: bool = True) -> Optional[str]:
               classify(s.looks[-1].stacks.text, s.looks[-1].kernel).kind == waits.RENDEZVOUS]
     if inside:
         return f"rank(s) {', '.join(map(str, sorted(inside)))} still in init_process_group"
-    state.notes = [f"torchrun pid {agent.pid}: {len(samples)} of {want} ranks alive and past init_process_group"]
+    if state.since is None:
+        state.since = time.time()
+    state.notes = [f"torchrun pid {agent.pid}: {len(samples)} of {want} ranks alive and past init_process_group "
+                   f"{time.time() - state.since:.1f} s"]
     return None
