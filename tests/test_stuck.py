@@ -147,5 +147,6 @@ def test_settle_time_holds_running_back_and_is_capped_by_the_watch(work):
     took = time.monotonic() - t0
     assert rep["verdict"]["state"] == "running" and took >= 6, (took, text_of(rep))
     assert any("settle time 6 s" in e for e in rep["verdict"]["evidence"])
-    proc, rep = launch(work, *job("healthy.py", "30"), watch=3, extra=("--settle", "60"))
-    assert rep["verdict"]["state"] == "running" and any("settle time 3 s" in e for e in rep["verdict"]["evidence"])
+    proc, rep = launch(work, *job("healthy.py", "30"), watch=5, log="other.log", extra=("--settle", "60"))
+    assert rep["verdict"]["state"] == "running", text_of(rep)
+    assert any("settle time 5 s" in e for e in rep["verdict"]["evidence"]), text_of(rep)

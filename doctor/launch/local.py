@@ -158,9 +158,10 @@ def watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stead
     a quiet job's stacks (default here: every process of its tree with py-spy; none on a --target).
     `settle_s` (capped at the watch) is how long a job must have lived before it is called running.
     """
-    if sample is None and look is None:
+    here = look is None or look is observe  # this machine's /proc: its processes can be sampled and settled
+    if sample is None and here:
         sample = sample_stuck if stacks.py_spy() else None
-    if settler is None and look is None:
+    if settler is None and here:
         settler = lambda run, st, deep: settle.settled(run.job_pid, st, deep) if run.job_pid else None  # noqa: E731
     load = load or rundir.load
     look = look or observe
@@ -240,7 +241,7 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
             # the settle time runs from the spawn, and for torchrun again from when every rank was seen past
             # init_process_group: a rank that dies in its first seconds of training is not missed
             ripe = steady and _age(run) >= settle_s and (settling.since is None or wall - settling.since >= settle_s)
-            if ripe and unsettled is None and last_settle_check == now and run.job_alive():
+            if ripe and unsettled is None and (settler is None or last_settle_check == now) and run.job_alive():
                 return run, _running(run, now - t0, settle_s, settling, wall)
             if sample is not None and silent >= rhythm.sample_after(hb) and now - last_sample >= SAMPLE_S and \
                     run.job_alive():
@@ -249,6 +250,8 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
                 if facts is not None:
                     return load(run_dir), facts
             if now - t0 >= watch_s:
+                if steady and unsettled is None and run.job_alive():  # the settle time ends with the watch
+                    return run, _running(run, now - t0, settle_s, settling, wall)
                 facts = look(run, now - t0)
                 if facts is not None:
                     facts.unsettled = unsettled
@@ -299,7 +302,7 @@ def _judge(run: RunRecord, facts: LiveFacts, samples: list) -> None:
     hb = run.heartbeat or {}
     facts.quiet_s = rhythm.silent_for(hb, time.time(), (run.spawned or {}).get("t"))
     facts.rhythm = rhythm.words(hb, time.time(), (run.spawned or {}).get("t"))
-    facts.quiet = facts.quiet_s >= rhythm.quiet_after(hb)
+    facts.quiet = facts.quiet_s >= rhythm.sample_after(hb)
     cycle = _cycle("\n\n".join(s.text for s in facts.stacks))
     if cycle is not None and samples:
         first = _cycle("\n\n".join(s.looks[0].stacks.text for s in samples if s.python and s.looks))
@@ -311,7 +314,7 @@ def _judge(run: RunRecord, facts: LiveFacts, samples: list) -> None:
         _note_cycle(run, cycle)
         facts.stuck_since = _seen_since(run, cycle.signature())
         return
-    if samples:
+    if samples and facts.quiet:  # a wait explains a silence; a job that logs at its pace has none to explain
         try:
             facts.stuck = stuck.judge(samples, facts.quiet_s)
         except Exception as exc:  # a classifier bug must not cost us the verdict

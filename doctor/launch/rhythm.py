@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 GRACE_S = 5.0  # a job that has not shown a rhythm yet is quiet after this long without output
 RHYTHMS = 3.0  # quiet = silent for this many of its own intervals between lines
+HEARTBEAT_S = 1.0  # the heartbeat's last_output_t can be this stale
 SAMPLE_CAP_S = 15.0  # stacks are sampled no later than this into a silence, whatever the rhythm: stuck is named fast
 
 
@@ -33,7 +34,7 @@ def silent_for(hb: Optional[dict[str, Any]], now: float, started: Optional[float
 def quiet_after(hb: Optional[dict[str, Any]]) -> float:
     """How long a silence must last to be unusual for this job."""
     every = interval(hb)
-    return GRACE_S if every is None else max(GRACE_S, RHYTHMS * every)
+    return GRACE_S if every is None else max(GRACE_S, RHYTHMS * every + HEARTBEAT_S)
 
 
 def sample_after(hb: Optional[dict[str, Any]]) -> float:
