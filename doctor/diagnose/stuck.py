@@ -241,6 +241,8 @@ def _buffered(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
     """A Python process works (on CPU, its stack moving) while its stdout sits in a block buffer."""
     for s in all_seen:
         spent, woke = s.proc.cpu_spent() or 0.0, s.proc.wakeups() or 0
+        if any(w.kind in (waits.AGENT, waits.CHILD, waits.IMPORT, waits.DATALOADER_WORKER) for w in s.waits):
+            continue  # a supervisor's loop (torchrun's agent, a shell) or start-up is not the job's work
         if s.proc.buffered and not s.proc.gone and not s.steady and (spent > 0.3 or woke > WAKEUPS_STILL):
             return Finding("failed", causes.OUTPUT_BUFFERED, f"{s.proc.name()} is working ({spent:.1f} s of CPU, "
                            f"woken {woke} times between two looks, at {s.at()}) but nothing reached the log for "

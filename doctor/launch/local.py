@@ -202,6 +202,7 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
     growth: list[tuple[float, int]] = []  # (when, progress) each time we saw the output grow
     handoff: Optional[tuple[float, int]] = None  # (when, progress) as we saw the command exit and hand off
     last_sample = t0 - SAMPLE_S
+    wall0 = time.time()
     settling = settle.Settling()
     unsettled: Optional[str] = None
     last_settle_check = 0.0
@@ -233,8 +234,10 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
             silent = rhythm.silent_for(hb, wall, run.spawned.get("t"))
             # a few separate bursts of output spread over steady_s, not one banner (or output at the job's own
             # rhythm), from a job that has lived past the settle time with all its processes started
+            # (the rhythm counts only from a heartbeat written since the watch began: the recorder lives now)
             steady = ((len(growth) >= STEADY_BURSTS and now - growth[0][0] >= steady_s) or
-                      rhythm.interval(hb) is not None) and silent < rhythm.quiet_after(hb)
+                      (rhythm.interval(hb) is not None and (hb.get("t") or 0) > wall0)) and \
+                rhythm.still_growing(hb, silent)
             if settler is not None and now - last_settle_check >= 1.0 and run.job_alive():
                 last_settle_check = now
                 unsettled = settler(run, settling, steady)  # every second: a rank that dies is seen to go
@@ -324,7 +327,13 @@ def _judge(run: RunRecord, facts: LiveFacts, samples: list) -> None:
 def sample_stuck(run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
     """Sample a quiet job's processes; its facts when the stacks prove a wait (a lock cycle, a rank missing, a
     lock, stdin...), else None (keep watching)."""
+    t = time.monotonic()
     facts = observe(run, watched_s)
+    if facts is not None:  # each look is noted: how long sampling took, what it showed (latency, debugging)
+        rundir.append_event(run.dir, "stacks-sampled", took_s=round(time.monotonic() - t, 2),
+                            processes=len(facts.job), quiet_s=round(facts.quiet_s or 0.0, 1),
+                            waits=[s.wait.kind for s in stuck.seen(facts.job)],
+                            finding=facts.stuck.cause if facts.stuck else (facts.classified or [None])[0])
     return _settled_facts(facts)
 
 

@@ -11,6 +11,8 @@ from typing import Any, Optional
 
 GRACE_S = 5.0  # a job that has not shown a rhythm yet is quiet after this long without output
 RHYTHMS = 3.0  # quiet = silent for this many of its own intervals between lines
+MIN_SPAN_S = 2.0  # lines spread over less than this are a burst, not a rhythm
+GROWING_S = 3.0  # a job called running printed within this long (or within its own rhythm, if slower)
 HEARTBEAT_S = 1.0  # the heartbeat's last_output_t can be this stale
 SAMPLE_CAP_S = 15.0  # stacks are sampled no later than this into a silence, whatever the rhythm: stuck is named fast
 
@@ -20,9 +22,15 @@ def interval(hb: Optional[dict[str, Any]]) -> Optional[float]:
     hb = hb or {}
     lines = int(hb.get("progress_lines") or 0)
     first, last = hb.get("first_output_t"), hb.get("last_output_t")
-    if lines < 3 or first is None or last is None or last <= first:
-        return None
+    if lines < 3 or first is None or last is None or last - first < MIN_SPAN_S:
+        return None  # a burst at start-up is no rhythm
     return (last - first) / (lines - 1)
+
+
+def still_growing(hb: Optional[dict[str, Any]], silent: float) -> bool:
+    """Whether a silence this long is still within the job's pace (at most 3 s for a job that prints often)."""
+    every = interval(hb)
+    return silent < max(GROWING_S, (RHYTHMS * every + HEARTBEAT_S) if every is not None else 0.0)
 
 
 def silent_for(hb: Optional[dict[str, Any]], now: float, started: Optional[float]) -> float:
