@@ -111,15 +111,16 @@ def describe(p: psutil.Process) -> Optional[ProcessSample]:
 
 
 def _look(s: ProcessSample, timeout: float) -> Look:
-    """Stacks, kernel wait and CPU time of one process now."""
-    st = stacks.dump(s.pid, timeout) if s.python else stacks.Stacks(s.pid, stacks.kernel_view(s.pid), "kernel",
-                                                                   "not a Python process")
+    """Kernel wait, stacks and CPU time of one process now (the kernel first: nothing has disturbed it yet)."""
+    kernel = kernel_wait(s.pid)
+    st = stacks.dump(s.pid, timeout, nonblocking=True) if s.python else \
+        stacks.Stacks(s.pid, stacks.kernel_view(s.pid), "kernel", "not a Python process")
     try:
         t = psutil.Process(s.pid).cpu_times()
         cpu = t.user + t.system
     except psutil.Error:
         cpu = None
-    return Look(st, kernel_wait(s.pid), cpu, _switches(s.pid))
+    return Look(st, kernel, cpu, _switches(s.pid))
 
 
 def _switches(pid: int) -> Optional[int]:

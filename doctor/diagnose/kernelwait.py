@@ -19,10 +19,11 @@ import psutil
 # System call numbers that mean "waiting", per architecture (asm/unistd_64.h; the generic table on arm64).
 _X86_64 = {0: "read", 7: "poll", 17: "pread64", 19: "readv", 23: "select", 35: "nanosleep", 43: "accept",
            45: "recvfrom", 47: "recvmsg", 61: "wait4", 72: "fcntl", 73: "flock", 202: "futex", 230: "clock_nanosleep",
-           232: "epoll_wait", 247: "waitid", 270: "pselect6", 271: "ppoll", 281: "epoll_pwait", 288: "accept4"}
+           232: "epoll_wait", 247: "waitid", 270: "pselect6", 271: "ppoll", 281: "epoll_pwait", 288: "accept4",
+           219: "restart_syscall"}
 _AARCH64 = {63: "read", 73: "ppoll", 67: "pread64", 65: "readv", 101: "nanosleep", 202: "accept", 242: "accept4",
             207: "recvfrom", 212: "recvmsg", 260: "wait4", 25: "fcntl", 32: "flock", 98: "futex",
-            115: "clock_nanosleep", 22: "epoll_pwait", 95: "waitid", 72: "pselect6"}
+            115: "clock_nanosleep", 22: "epoll_pwait", 95: "waitid", 72: "pselect6", 128: "restart_syscall"}
 SYSCALLS = _AARCH64 if platform.machine() in ("aarch64", "arm64") else _X86_64
 READS = {"read", "pread64", "readv", "recvfrom", "recvmsg"}
 POLLS = {"poll", "ppoll"}

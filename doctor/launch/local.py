@@ -231,7 +231,7 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
             if watch_s <= 0:  # --watch 0: started is all we wait for
                 return run, LiveFacts(pid=run.job_pid, watched_s=0.0)
             hb, wall = run.heartbeat or {}, time.time()
-            silent = rhythm.silent_for(hb, wall, run.spawned.get("t"))
+            silent = rhythm.silent_for(hb, wall, run.spawned.get("t"), run.spec.get("log"))
             # a few separate bursts of output spread over steady_s, not one banner (or output at the job's own
             # rhythm), from a job that has lived past the settle time with all its processes started
             # (the rhythm counts only from a heartbeat written since the watch began: the recorder lives now)
@@ -303,7 +303,7 @@ def _judge(run: RunRecord, facts: LiveFacts, samples: list) -> None:
         facts.stacks = stacks.dump_tree(run.job_pid)
     facts.job = samples
     hb = run.heartbeat or {}
-    facts.quiet_s = rhythm.silent_for(hb, time.time(), (run.spawned or {}).get("t"))
+    facts.quiet_s = rhythm.silent_for(hb, time.time(), (run.spawned or {}).get("t"), run.spec.get("log"))
     facts.rhythm = rhythm.words(hb, time.time(), (run.spawned or {}).get("t"))
     facts.quiet = facts.quiet_s >= rhythm.sample_after(hb)
     cycle = _cycle("\n\n".join(s.text for s in facts.stacks))

@@ -7,6 +7,7 @@ when its first and its last output came (wall clock).
 
 from __future__ import annotations
 
+import os
 from typing import Any, Optional
 
 GRACE_S = 5.0  # a job that has not shown a rhythm yet is quiet after this long without output
@@ -33,9 +34,18 @@ def still_growing(hb: Optional[dict[str, Any]], silent: float) -> bool:
     return silent < max(GROWING_S, (RHYTHMS * every + HEARTBEAT_S) if every is not None else 0.0)
 
 
-def silent_for(hb: Optional[dict[str, Any]], now: float, started: Optional[float]) -> float:
-    """Seconds since the job's last output (since its start when it wrote nothing); `now` is wall time."""
+def silent_for(hb: Optional[dict[str, Any]], now: float, started: Optional[float],
+               log: Optional[str] = None) -> float:
+    """Seconds since the job's last output (since its start when it wrote nothing); `now` is wall time. A log
+    the job writes itself (--no-redirect, a logging FileHandler) counts: its last change is output too."""
     last = (hb or {}).get("last_output_t") or started
+    if log:
+        try:
+            changed = os.stat(log).st_mtime
+            if started is None or changed >= started:
+                last = max(last or 0.0, changed)
+        except OSError:
+            pass
     return max(0.0, now - last) if last else 0.0
 
 
