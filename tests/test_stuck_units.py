@@ -78,3 +78,24 @@ def test_redirect_fix_rewrites_only_the_launchers_redirect(tmp_path: Path):
     assert no == 4 and line.startswith("nohup")
     assert fixed == "nohup python train.py > '/logs/run 7.log' 2>&1 &"
     assert launcher.redirect_fix(script, "/x/other.log", "/logs/a.log") is None
+
+
+def test_sixteen_processes_all_fit_the_reports_evidence():
+    """Every process of a 16-process job keeps its line and its innermost frame within the 60 lines a report
+    shows (doctor/render/html.py EVIDENCE_LINES)."""
+    from dfdoctor.diagnose import stuck
+    from dfdoctor.diagnose.jobstacks import Look, ProcessSample
+    from dfdoctor.diagnose.stacks import Stacks
+    from dfdoctor.render.html import EVIDENCE_LINES
+
+    procs = []
+    for r in range(16):
+        text = RANK0_ALL_REDUCE if r else USER_LINE
+        p = ProcessSample(100 + r, 1, ["python", "t.py"], True, rank=r, local_rank=r, world_size=16)
+        p.looks = [Look(Stacks(p.pid, text, "py-spy"), IDLE, 1.0, 5)] * 2
+        procs.append(p)
+    found = stuck.judge(procs, 20.0)
+    assert found.cause == "collective-hang" and found.headline.endswith("rank 0 never joined it")
+    assert len(found.lines) + 3 <= EVIDENCE_LINES, len(found.lines)
+    for p in procs:
+        assert any(line.startswith(f"pid {p.pid} (rank {p.rank})") for line in found.lines)

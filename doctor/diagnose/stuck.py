@@ -18,6 +18,7 @@ from dfdoctor.diagnose.jobstacks import ProcessSample
 from dfdoctor.diagnose.waits import Wait, classify, main_of
 
 WAKEUPS_STILL = 5  # a thread in one long wait is switched in about never; a loop of short sleeps, many times
+EVIDENCE_BUDGET = 52  # evidence lines for the processes (reports show 60; the verdict's own lines come first)
 EXCERPT_FRAMES = 6  # per process, in the evidence: enough to see the wait and the user's line above it
 
 
@@ -61,17 +62,17 @@ def seen(samples: list[ProcessSample]) -> list[Seen]:
     return [Seen(p, [classify(look.stacks.text, look.kernel) for look in p.looks]) for p in samples if p.looks]
 
 
-def excerpt(s: Seen) -> list[str]:
-    """A process's one-line summary and its main thread's innermost frames."""
+def excerpt(s: Seen, frames: int = EXCERPT_FRAMES) -> list[str]:
+    """A process's one-line summary and its main thread's innermost `frames` frames."""
     w = s.wait
     what = f"{w.kind}" + (f" [{w.detail}]" if w.detail else "")
     out = [f"{s.proc.name()}: {what} at {s.at()}" + ("" if s.steady or w.kind == waits.WORKING else " (moving)")]
     look = s.proc.last
     main = main_of(look.stacks.text) if look else None
     if main is not None:
-        out += [f"    {f.short()}" for f in main.frames[:EXCERPT_FRAMES]]
-        if len(main.frames) > EXCERPT_FRAMES:
-            out.append(f"    ... {len(main.frames) - EXCERPT_FRAMES} outer frame(s)")
+        out += [f"    {f.short()}" for f in main.frames[:frames]]
+        if len(main.frames) > frames:
+            out.append(f"    ... {len(main.frames) - frames} outer frame(s)")
     elif look is not None and look.stacks.error:
         out.append(f"    (no Python stack: {look.stacks.error})")
     return out
@@ -81,8 +82,13 @@ def judge(samples: list[ProcessSample], quiet_s: float) -> Optional[Finding]:
     """The finding the stacks support, or None when they show nothing certain."""
     all_seen = seen(samples)
     ordered = sorted(all_seen, key=lambda s: (s.proc.rank is None, s.proc.rank or 0))  # ranks first
-    excerpts = [excerpt(s) for s in ordered]
-    lines = [e[0] for e in excerpts] + [line for e in excerpts for line in e]
+    # one line per process, then each one's stack: the frames shrink with the job so that all of it fits the
+    # 60 evidence lines a report shows (3 processes: 6 frames each; 16: 1 each)
+    n = max(1, len(ordered))
+    frames = max(1, min(EXCERPT_FRAMES, (EVIDENCE_BUDGET - 3 * n) // n))
+    excerpts = [excerpt(s, frames) for s in ordered]
+    heads = [e[0] for e in excerpts] if n <= 6 else []  # a big job: each excerpt's first line is its summary
+    lines = heads + [line for e in excerpts for line in e]
     pids = " ".join(str(s.proc.pid) for s in all_seen if not s.proc.gone)
     lines.append(f"to stop the whole job (ranks run in sessions of their own): kill {pids}")
     for rule in (_rank_missing, _collective_hang, _dataloader, _buffered, _single_wait):
