@@ -150,3 +150,16 @@ def test_settle_time_holds_running_back_and_is_capped_by_the_watch(work):
     proc, rep = launch(work, *job("healthy.py", "30"), watch=5, log="other.log", extra=("--settle", "60"))
     assert rep["verdict"]["state"] == "running", text_of(rep)
     assert any("settle time 5 s" in e for e in rep["verdict"]["evidence"]), text_of(rep)
+
+
+def test_status_names_a_collective_hang_later(work):
+    """Issue 23: `status` 90 s after the launch said "running, though its log did not grow lately"."""
+    launch(work, *TORCHRUN, job("ddp_skips_collective.py")[1], watch=0, log=None)
+    run_dir = next(work.glob(".dfdoctor/runs/*"))
+    assert wait_for(lambda: "rank 1 step 2" in (run_dir / "stdout.log").read_text(errors="replace"), 90)
+    time.sleep(8)  # quiet past its rhythm
+    t0 = time.monotonic()
+    proc, st = status(work)
+    assert proc.returncode == 1 and st["verdict"]["cause"] == "collective-hang", text_of(st)
+    assert "rank 1 never joined it" in st["verdict"]["summary"]
+    assert time.monotonic() - t0 < 15
