@@ -188,10 +188,18 @@ def _left_running(run: RunRecord) -> bool:
     return bool(left) and ex.get("exit_code") == 0 and not run.is_remote and launcher.still_running(left)
 
 
+def _clock(run: RunRecord) -> float:
+    """Now, on the clock of the machine the job runs on: ours, or for a run on a --target its last heartbeat's
+    time (the record's times are the target's; its clock may differ from ours)."""
+    if run.is_remote:
+        return float((run.heartbeat or {}).get("t") or time.time())
+    return time.time()
+
+
 def _age(run: RunRecord) -> float:
-    """Seconds the job has lived (wall clock, from the recorder's spawn event)."""
+    """Seconds the job has lived (from the recorder's spawn event, on the job's machine's clock)."""
     t = (run.spawned or {}).get("t")
-    return max(0.0, time.time() - t) if t else 0.0
+    return max(0.0, _clock(run) - t) if t else 0.0
 
 
 def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, steady_s: float,
@@ -231,7 +239,8 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
             if watch_s <= 0:  # --watch 0: started is all we wait for
                 return run, LiveFacts(pid=run.job_pid, watched_s=0.0)
             hb, wall = run.heartbeat or {}, time.time()
-            silent = rhythm.silent_for(hb, wall, run.spawned.get("t"), run.spec.get("log"))
+            silent = rhythm.silent_for(hb, _clock(run), run.spawned.get("t"),
+                                       None if run.is_remote else run.spec.get("log"))
             # a few separate bursts of output spread over steady_s, not one banner (or output at the job's own
             # rhythm), from a job that has lived past the settle time with all its processes started
             # (the rhythm counts only from a heartbeat written since the watch began: the recorder lives now)
@@ -268,7 +277,7 @@ def _running(run: RunRecord, watched_s: float, settle_s: float, settling: settle
     """The facts of a job that is running: growing at its rhythm, settled."""
     facts = LiveFacts(pid=run.job_pid, watched_s=watched_s, growing=True)
     facts.notes = [f"alive {_age(run):.1f} s (settle time {settle_s:g} s)",
-                   f"it {rhythm.words(run.heartbeat, wall, (run.spawned or {}).get('t'))}"] + settling.notes
+                   f"it {rhythm.words(run.heartbeat, _clock(run), (run.spawned or {}).get('t'))}"] + settling.notes
     return facts
 
 
