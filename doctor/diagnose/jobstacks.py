@@ -136,9 +136,18 @@ def _switches(pid: int) -> Optional[int]:
     return total
 
 
+def _safe_look(s: ProcessSample, timeout: float) -> Look:
+    """A look that never raises: a process that ends mid-look, or a /proc file that vanishes, is a look with
+    what could be read."""
+    try:
+        return _look(s, timeout)
+    except Exception as exc:  # the verdict must not be lost to one process's race with its own exit
+        return Look(stacks.Stacks(s.pid, "", "kernel", f"{type(exc).__name__}: {exc}"), KernelWait("unknown"), None)
+
+
 def _round(samples: list[ProcessSample], pool: ThreadPoolExecutor, timeout: float) -> None:
     """One look at every process, in parallel."""
-    for s, look in zip(samples, pool.map(lambda s: _look(s, timeout), samples)):
+    for s, look in zip(samples, pool.map(lambda s: _safe_look(s, timeout), samples)):
         if not psutil.pid_exists(s.pid):
             s.gone = True
         s.looks.append(look)

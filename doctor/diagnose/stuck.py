@@ -17,6 +17,7 @@ from dfdoctor.diagnose import waits
 from dfdoctor.diagnose.jobstacks import ProcessSample
 from dfdoctor.diagnose.waits import Wait, classify, main_of
 
+BUFFERED_AFTER_S = 10.0  # silence before a working, block-buffered process is called output-buffered
 WAKEUPS_STILL = 5  # a thread in one long wait is switched in about never; a loop of short sleeps, many times
 EVIDENCE_BUDGET = 52  # evidence lines for the processes (reports show 60; the verdict's own lines come first)
 EXCERPT_FRAMES = 6  # per process, in the evidence: enough to see the wait and the user's line above it
@@ -244,7 +245,10 @@ def _single_wait(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
 
 
 def _buffered(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
-    """A Python process works (on CPU, its stack moving) while its stdout sits in a block buffer."""
+    """A Python process works (on CPU, its stack moving) while its stdout sits in a block buffer. Only after a
+    longer silence: a job that has not printed yet (building a model) looks the same for a while."""
+    if quiet_s < BUFFERED_AFTER_S:
+        return None
     for s in all_seen:
         spent, woke = s.proc.cpu_spent() or 0.0, s.proc.wakeups() or 0
         if any(w.kind in (waits.AGENT, waits.CHILD, waits.IMPORT, waits.DATALOADER_WORKER) for w in s.waits):
