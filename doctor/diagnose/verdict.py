@@ -593,6 +593,13 @@ def stalled_after_logging(run: RunRecord, live: Optional[LiveFacts]) -> Optional
                        f"{live.watched_s:.0f} s: {live.unsettled}.", f"`dfdoctor status {run.id}` looks again.",
                        [f"the job {live.rhythm}", *[line for s in stuck.seen(live.job) for line in stuck.excerpt(s)],
                         *live.notes])
+    busy = [p for p in live.job if p.python and (p.cpu_spent() or 0.0) > 0.3]
+    if live.job and live.quiet and busy:  # silent but computing: a slow step, an evaluation; not a wait
+        return Verdict("running", None, f"The job is running (pid {live.pid}): {len(busy)} of its processes are "
+                       f"working on the CPU, though it wrote nothing for {live.quiet_s:.0f} s.",
+                       f"Follow it with `{_follow(run)}`; `dfdoctor status {run.id}` looks again.",
+                       [f"the job {live.rhythm}", *[line for s in stuck.seen(live.job) for line in stuck.excerpt(s)],
+                        *live.notes])
     if live.job and live.quiet:  # every process sampled; none showed a wait it could prove: say what each does
         quiet = f"no output for {live.quiet_s:.0f} s" if live.quiet_s is not None else "no recent output"
         return Verdict("unknown", None, f"The job is alive (pid {live.pid}) and wrote {_written(run)} bytes, but "
