@@ -163,3 +163,21 @@ def test_status_names_a_collective_hang_later(work):
     assert proc.returncode == 1 and st["verdict"]["cause"] == "collective-hang", text_of(st)
     assert "rank 1 never joined it" in st["verdict"]["summary"]
     assert time.monotonic() - t0 < 15
+
+
+def test_a_download_from_a_host_that_never_answers(work):
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)  # the kernel accepts the connection; nobody ever answers
+    port = server.getsockname()[1]
+    try:
+        t0 = time.monotonic()
+        proc, rep = launch(work, *job("reads_socket.py", str(port)), watch=60)
+        v = rep["verdict"]
+        assert v["state"] == "unknown" and v["cause"] == "waiting-on-network", text_of(rep)
+        assert f"127.0.0.1:{port}" in v["summary"] and "reads_socket.py:8" in v["summary"], v["summary"]
+        _named(rep, time.monotonic() - t0)
+    finally:
+        server.close()
