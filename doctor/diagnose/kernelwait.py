@@ -132,3 +132,28 @@ def kernel_wait(pid: int) -> KernelWait:
     holder = lock_holder(target, pid) if name in ("flock", "fcntl") else None
     peer = _peer(pid, fd) if target and target.startswith("socket:") else None
     return KernelWait(name, fd, target, holder, peer)
+
+
+def from_raw(syscall: str, fds: dict, locks: str) -> KernelWait:
+    """The same reading from what a target's agent sent back: /proc/PID/syscall's text, {fd: [link, inode]}
+    for the descriptors it read, and /proc/locks there (no socket peer: that needs the target's tables)."""
+    fields = syscall.split()
+    if not fields or fields[0] == "running":
+        return KernelWait("running" if fields else "unknown")
+    try:
+        nr, args = int(fields[0]), [int(a, 16) for a in fields[1:7]]
+    except ValueError:
+        return KernelWait("unknown")
+    name = SYSCALLS.get(nr, f"syscall {nr}")
+    fd = args[0] if name in READS or name in ("flock", "fcntl", "accept", "accept4") else None
+    if name == "fcntl" and args[1] not in (F_SETLKW, F_OFD_SETLKW):
+        fd = None
+    link, inode = (fds.get(str(fd)) or [None, None]) if fd is not None else (None, None)
+    holder = None
+    if name in ("flock", "fcntl") and inode:
+        for line in locks.splitlines():
+            parts = line.split()
+            if len(parts) >= 6 and parts[1] != "->" and parts[5].split(":")[-1] == str(inode):
+                holder = int(parts[4]) if parts[4].isdigit() else None
+                break
+    return KernelWait(name, fd, link, holder)

@@ -79,8 +79,9 @@ def excerpt(s: Seen, frames: int = EXCERPT_FRAMES) -> list[str]:
     return out
 
 
-def judge(samples: list[ProcessSample], quiet_s: float) -> Optional[Finding]:
-    """The finding the stacks support, or None when they show nothing certain."""
+def judge(samples: list[ProcessSample], quiet_s: float, local: bool = True) -> Optional[Finding]:
+    """The finding the stacks support, or None when they show nothing certain. `local`: the pids are this
+    machine's (a lock holder outside the job is looked up here; on a target only the job's own are named)."""
     all_seen = seen(samples)
     ordered = sorted(all_seen, key=lambda s: (s.proc.rank is None, s.proc.rank or 0))  # ranks first
     # one line per process, then each one's stack: the frames shrink with the job so that all of it fits the
@@ -93,7 +94,7 @@ def judge(samples: list[ProcessSample], quiet_s: float) -> Optional[Finding]:
     pids = " ".join(str(s.proc.pid) for s in all_seen if not s.proc.gone)
     lines.append(f"to stop the whole job (ranks run in sessions of their own): kill {pids}")
     for rule in (_rank_missing, _collective_hang, _dataloader, _buffered, _single_wait):
-        found = rule(all_seen, quiet_s)
+        found = rule(all_seen, quiet_s) if rule is not _single_wait else rule(all_seen, quiet_s, local)
         if found is not None:
             found.lines = found.lines + lines
             return found
@@ -205,7 +206,7 @@ def _holder(pid: int) -> str:
         return f"pid {pid}"
 
 
-def _single_wait(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
+def _single_wait(all_seen: list[Seen], quiet_s: float, local: bool = True) -> Optional[Finding]:
     """One process waits on something named by the kernel: stdin, a file lock, a timer, a socket, the GPU."""
     order = (waits.STDIN, waits.LOCK, waits.CUDA_SYNC, waits.COMPILE, waits.SOCKET, waits.SLEEP)
     candidates = [s for s in all_seen if s.steady and not s.proc.gone and s.proc.python and s.wait.kind in order]
@@ -219,7 +220,10 @@ def _single_wait(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
                            "option or environment variable, or run it with stdin from /dev/null so it fails fast.",
                            [f"stdin is {k.target if k else '?'}"])
         if w.kind == waits.LOCK:
-            held = f"; {_holder(k.holder)} holds it" if k and k.holder else ""
+            mine = next((x.proc for x in all_seen if k and x.proc.pid == k.holder), None)
+            who_holds = (f"pid {mine.pid} ({' '.join(mine.cmdline)[:80]})" if mine else
+                         _holder(k.holder) if local else f"pid {k.holder}") if k and k.holder else ""
+            held = f"; {who_holds} holds it" if who_holds else ""
             return Finding("failed", causes.WAITING_ON_LOCK, f"{who} waits for a lock on {k.target if k else '?'} "
                            f"at {s.at()}{held}", "Stop or wait for the process that holds the lock (named here), "
                            "or give this run a lock file of its own.", [f"{who}: {k.words() if k else w.detail}"])
