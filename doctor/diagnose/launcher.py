@@ -13,14 +13,13 @@ from typing import Optional
 
 import psutil
 from dfdoctor.diagnose.traceback import PyError, parse_python_error
+from dfdoctor.launch.recorder import proc_start_time
 
 _REDIRECT = re.compile(r"(?P<op>&>>?|\d?>>?)\s*(?P<path>\"[^\"]+\"|'[^']+'|[^\s;&|]+)")
 
 
 def current_command(pid: int, start_ticks: Optional[int]) -> Optional[str]:
     """The command line pid runs now (the launcher's fork has exec'd the trainer since the exit was noted)."""
-    from dfdoctor.launch.recorder import proc_start_time
-
     if start_ticks is not None and proc_start_time(pid) != start_ticks:
         return None
     try:
@@ -80,6 +79,4 @@ def log_error(path: str) -> Optional[PyError]:
 
 def still_running(procs: list[dict]) -> bool:
     """Whether any process the recorder saw left behind still runs (same pid, same start)."""
-    from dfdoctor.launch.recorder import proc_start_time
-
     return any(proc_start_time(p["pid"]) == p.get("start_ticks") for p in procs if p.get("pid"))

@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 from dfdoctor.launch.recorder import buffers_stdout, job_outputs, proc_start_time
 
@@ -165,8 +166,6 @@ def one_look(p, spy):
 def sample(pids, spy):
     """Every process of the tree looked at twice, a second apart (dfdoctor.diagnose.jobstacks does the same
     here), with what is known of each: command, parent, rank, buffering."""
-    import time
-
     procs = []
     for p in pids:
         cmd = (rd("/proc/%d/cmdline" % p) or "").split("\0")
