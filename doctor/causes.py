@@ -48,6 +48,17 @@ FD_EXHAUSTED = "fd-exhausted"
 DOWNLOAD_FAILED = "download-failed"
 COLLECTIVE_TIMEOUT = "collective-timeout"
 
+# A quiet job's stacks, all its processes sampled twice (doctor/diagnose/stuck.py).
+RANK_MISSING = "rank-missing"  # ranks wait in init_process_group for a rank that never arrived
+COLLECTIVE_HANG = "collective-hang"  # ranks wait in a collective another rank never called
+DATALOADER_STUCK = "dataloader-stuck"  # the loop waits for a batch; a DataLoader worker is stuck or dead
+WAITING_FOR_INPUT = "waiting-for-input"  # blocked reading stdin
+WAITING_ON_LOCK = "waiting-on-lock"  # blocked on a file lock another process holds
+SLEEPING = "sleeping"  # asleep in time.sleep (state unknown: maybe meant)
+WAITING_ON_NETWORK = "waiting-on-network"  # blocked reading a socket (a download, a remote service)
+CUDA_SYNC_WAIT = "cuda-sync-wait"  # blocked in CUDA synchronisation: the GPU has not finished
+COMPILE_WORKERS_WAIT = "compile-workers-wait"  # waiting for torch.compile's worker processes
+
 ALL = frozenset(v for k, v in dict(globals()).items() if k.isupper() and isinstance(v, str))
 
 # Findings after which a launch cannot produce a log: `launch` stops on them unless --force.

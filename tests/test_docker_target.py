@@ -55,8 +55,8 @@ def test_launch_in_the_container_outlives_dfdoctor_and_status_follows(docker_inf
     inside, host_side, local = work
     (host_side / "train.py").write_text(HEALTHY.format(n=40))
     p = dfdoctor("launch", "--target", docker_infra.docker_target, "--no-check", "--cwd", inside, "--log",
-                 f"{inside}/train.log", "--watch", "10", "--format", "json", "--", "python3", "train.py", cwd=local,
-                 timeout=60)
+                 f"{inside}/train.log", "--watch", "10", "--settle", "2", "--format", "json", "--", "python3",
+                 "train.py", cwd=local, timeout=60)  # the job lives 4 s: a short settle, so it is judged alive
     rep = json.loads(p.stdout)
     assert p.returncode == 0 and rep["verdict"]["state"] == "running", rep["verdict"]
     assert f"docker exec {docker_infra.docker_name} sh -c" in rep["verdict"]["fix"]

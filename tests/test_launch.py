@@ -129,7 +129,8 @@ def test_quiet_job_unbuffered_after_an_option_with_a_value_is_not_called_buffere
     py, script = job("buffered.py", "quiet")[:2]
     proc, rep = launch(work, py, "-W", "ignore", "-X", "dev", "-u", script, "quiet", watch=5)
     assert rep["verdict"]["cause"] != "output-buffered", text_of(rep)
-    assert "written nothing" in rep["verdict"]["summary"], text_of(rep)
+    # it sleeps before its first print: named as such since issue 23 (it was "written nothing", import-hang)
+    assert rep["verdict"]["cause"] == "sleeping" and "buffered.py:7" in rep["verdict"]["summary"], text_of(rep)
 
 
 def test_log_elsewhere_logging_file_handler(work):
@@ -361,29 +362,25 @@ def _is_live(pid: int) -> bool:
         return False
 
 
-@pytest.mark.parametrize("echo,redirect,target,state,cause", [
-    ("", ">", "x.log", "failed", "log-elsewhere"),             # silent launcher, trainer writes another file
-    ("echo launched\n", ">", "x.log", "failed", "log-elsewhere"),  # a launcher that says something first
-    ("", ">>", "train.log", "running", None),                  # the trainer appends to the expected log itself
+@pytest.mark.parametrize("echo,redirect,target", [
+    ("", ">", "x.log"),             # silent launcher, trainer writes another file
+    ("echo launched\n", ">", "x.log"),  # a launcher that says something first
+    ("", ">>", "train.log"),        # the trainer appends to the expected log itself
 ], ids=["silent-elsewhere", "chatty-elsewhere", "writes-the-log"])
-def test_a_launcher_that_backgrounds_its_trainer_with_a_redirect(work, echo, redirect, target, state, cause):
+def test_a_launcher_that_backgrounds_its_trainer_with_a_redirect(work, echo, redirect, target):
     """`nohup python train.py > x.log 2>&1 &` in a launcher: the launcher's exit 0 is not the job's end (it was
-    called 'ran to completion' or 'exited-early'); the process left writing is judged, and where it writes."""
+    called 'ran to completion' or 'exited-early'); the process left writing is the job: running while it runs
+    (issue 23: it was FAILED [log-elsewhere], exit 1, while training ran), its own log named."""
     from jobs.harness import PY, status
 
     (work / "launch.sh").write_text(LAUNCHER.format(echo=echo, py=PY, job=job("healthy.py")[1],
                                                     redirect=redirect, log=work / target))
     (work / "launch.sh").chmod(0o755)
-    proc, rep = launch(work, str(work / "launch.sh"), watch=5)
-    assert rep["verdict"]["state"] == state and rep["verdict"]["cause"] == cause, text_of(rep)
-    assert "healthy.py" in rep["verdict"]["summary"]
-    if cause:
-        assert str(work / "x.log") in rep["verdict"]["summary"]
+    proc, rep = launch(work, str(work / "launch.sh"), watch=5, extra=("--settle", "1"))
+    assert proc.returncode == 0 and rep["verdict"]["state"] == "running", text_of(rep)
+    assert "healthy.py" in rep["verdict"]["summary"] and str(work / target) in rep["verdict"]["summary"]
     left = {c["id"]: c for c in rep["checks"]}["job.leftovers"]
     assert left["status"] == "ok" and "work goes on in pid" in left["summary"], left  # never "kill" the trainer
     _wait_gone(int(re.search(r"pid (\d+)", rep["verdict"]["summary"]).group(1)))  # it ends after 3 s
     _, st = status(work)
-    if cause:
-        assert st["verdict"]["cause"] == cause, text_of(st)
-    else:
-        assert st["verdict"]["state"] == "unknown" and "has ended" in st["verdict"]["summary"], text_of(st)
+    assert st["verdict"]["state"] == "unknown" and "has ended" in st["verdict"]["summary"], text_of(st)

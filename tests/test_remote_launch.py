@@ -5,6 +5,7 @@ container; dfdoctor keeps a copy of the record here; every job started here is k
 from __future__ import annotations
 
 import json
+import shlex
 import time
 import uuid
 from pathlib import Path
@@ -221,3 +222,25 @@ def test_secrets_are_masked_in_the_run_folder_there_and_here(infra, remote, dfdo
             assert secret not in text, (str(p), secret[:8])
     assert "--hf-token ***" in (there / "stdout.log").read_text()
     assert not any(secret in json.dumps(rep) for secret in (hf, pat, pw))
+
+
+def test_a_job_waiting_on_a_lock_in_the_container_is_named_within_30_s(infra, remote, dfdoctor):
+    """Issue 23 on a target: the agent samples every process of the job twice; the lock and its holder are named
+    from the container's own /proc (no py-spy there: the kernel names the wait)."""
+    inside, host_side, local, env = remote
+    (host_side / "hold.py").write_text("import fcntl, sys, time\nf = open(sys.argv[1], 'w')\n"
+                                       "fcntl.flock(f, fcntl.LOCK_EX)\ntime.sleep(120)\n")
+    (host_side / "take.py").write_text("import fcntl, sys\nprint('taking it', flush=True)\n"
+                                       "f = open(sys.argv[1], 'w')\nfcntl.flock(f, fcntl.LOCK_EX)\n")
+    lock = f"{inside}/data.lock"
+    # full paths, quoted (the folder's name is hostile): the fixture's cleanup finds the processes by that name
+    hold, take, q = f"{inside}/hold.py", f"{inside}/take.py", shlex.quote
+    (host_side / "run.sh").write_text(f"python3 {q(hold)} {q(lock)} &\nsleep 2\nexec python3 {q(take)} {q(lock)}\n")
+    t0 = time.monotonic()
+    rc, rep = _launch(dfdoctor, infra, local, env, "--no-check", "--watch", "60", "--cwd", inside, "--", "sh",
+                      f"{inside}/run.sh")
+    took = time.monotonic() - t0
+    v = rep["verdict"]
+    assert rc == 1 and v["cause"] == "waiting-on-lock", (v["summary"], v["evidence"])
+    assert lock in v["summary"] and "holds it" in v["summary"] and "hold.py" in v["summary"], v["summary"]
+    assert took < 40, f"named after {took:.0f} s"

@@ -31,7 +31,7 @@ def test_status_without_runs_is_usage_error(work):
 
 @pytest.mark.slow
 def test_status_follows_a_job_from_running_to_done(work):
-    proc, rep = launch(work, *job("healthy.py", "8"), watch=10)
+    proc, rep = launch(work, *job("healthy.py", "8"), watch=10, extra=("--settle", "2"))
     assert rep["verdict"]["state"] == "running"
     run_id = rep["run"]["id"]
     proc, st = status(work)
@@ -104,7 +104,7 @@ def test_recorder_killed_with_its_session(work, delay, cause):
         _kill_cgroup(cg)
         cg.rmdir()
     proc, st = status(work)
-    assert proc.returncode == 1
+    assert proc.returncode == 1, proc.stdout
     assert st["verdict"]["cause"] == cause, text_of(st)
     assert "without writing the job's exit" in text_of(st)
     if cause == "killed-on-session-exit":
@@ -118,4 +118,7 @@ def test_status_of_a_quiet_no_redirect_job_that_wrote_its_own_log(work):
     (work / "quiet.py").write_text(code)
     launch(work, job("crash.py")[0], str(work / "quiet.py"), watch=2, extra=("--no-redirect",))
     proc, st = status(work, "--watch", "1")
-    assert proc.returncode == 0 and st["verdict"]["state"] == "running", text_of(st)
+    # alive and asleep where its code says (issue 23: a waiting job is named, not called running); never a failure
+    assert st["verdict"]["state"] in ("running", "unknown") and st["verdict"]["cause"] in (None, "sleeping"), \
+        text_of(st)
+    assert st["verdict"]["state"] == "running" or "quiet.py:4" in st["verdict"]["summary"], text_of(st)

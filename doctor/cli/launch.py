@@ -35,6 +35,7 @@ from dfdoctor.launch.orchestrate import (
     run_launch,
     run_status,
 )
+from dfdoctor.launch.settle import SETTLE_S
 from dfdoctor.slurm import orchestrate as slurm
 from dfdoctor.targets.strategies import BY_NAME
 
@@ -94,6 +95,9 @@ class MemSize(click.ParamType):
 @click.option("--no-redirect", is_flag=True, help="The job writes --log itself; its output stays in the run folder.")
 @click.option("--watch", type=Seconds(positive=False), default=None,
               help=f"Longest time to watch the new job before the verdict (default {DEFAULT_WATCH_S:g} s).")
+@click.option("--settle", type=Seconds(positive=False), default=None,
+              help=f"How long the job must live, its output growing and all its processes started, before it is "
+                   f"called running (default {SETTLE_S:g} s, never longer than --watch; 0: as soon as it logs).")
 @click.option("--no-check", is_flag=True, help="Skip the pre-launch checks.")
 @click.option("--force", is_flag=True, help="Launch even when a pre-launch check says it cannot work.")
 @click.option("--run-dir", type=click.Path(file_okay=False), help="The run folder (default .dfdoctor/runs/<id>).")
@@ -132,7 +136,8 @@ def launch(opts: dict[str, Any]) -> int:
     lo = LaunchOptions(watch=watch_s, run_dir=run_dir,
                        keep_runs=opts["keep_runs"] or int(cfg.get("keep-runs", rundir.DEFAULT_KEEP)),
                        force=opts["force"], no_check=opts["no_check"], memory_limit=opts["memory_limit"],
-                       only=only, skip=skip, strategy=opts["strategy"])
+                       only=only, skip=skip, strategy=opts["strategy"],
+                       settle=opts["settle"] if opts["settle"] is not None else float(cfg.get("settle", SETTLE_S)))
     level = fail_on(opts, cfg)
     # the verdict is printed while the ssh connection is still open: closing it takes a second or so
     with target_connection(ctx):

@@ -50,18 +50,20 @@ class ThreadStack:
 
     ident: str
     frames: tuple[Frame, ...]
+    state: str = ""  # py-spy's "active", "idle", "gil" (faulthandler gives none)
 
 
 def parse(stacks_text: str) -> list[ThreadStack]:
     """Split a faulthandler or py-spy dump (or several, concatenated) into threads."""
     threads: list[ThreadStack] = []
     ident: Optional[str] = None
+    state = ""
     frames: list[Frame] = []
 
     def close() -> None:
         """Store the thread being read."""
         if ident is not None:
-            threads.append(ThreadStack(ident, tuple(frames)))
+            threads.append(ThreadStack(ident, tuple(frames), state))
 
     for raw in stacks_text.splitlines():
         head = _FH_THREAD.match(raw) or _PS_THREAD.match(raw) or _FH_STACK.match(raw)
@@ -69,6 +71,7 @@ def parse(stacks_text: str) -> list[ThreadStack]:
             close()
             name = head.groupdict().get("name") if head.re is _PS_THREAD else None
             ident = name or (head.group(1) if head.re is not _FH_STACK else "thread")
+            state = head.group("state") if head.re is _PS_THREAD else ""
             frames = []
             continue
         m = _FH_FRAME.match(raw) or _PS_FRAME.match(raw)

@@ -61,11 +61,13 @@ def kernel_view(pid: int) -> str:
     return "\n".join(lines)
 
 
-def dump(pid: int, timeout: float = DUMP_TIMEOUT_S) -> Stacks:
-    """Every thread's Python stack of process `pid`."""
+def dump(pid: int, timeout: float = DUMP_TIMEOUT_S, nonblocking: bool = False) -> Stacks:
+    """Every thread's Python stack of process `pid`. `nonblocking` reads without pausing it: a paused thread's
+    sleep or read is interrupted and resumes as restart_syscall, which hides from the kernel what it waits on."""
     tool = py_spy()
     if tool:
-        out = run_command([tool, "dump", "--full-filenames", "--pid", str(pid)], timeout=timeout, stack_signal=None)
+        argv = [tool, "dump", "--full-filenames", "--pid", str(pid)] + (["--nonblocking"] if nonblocking else [])
+        out = run_command(argv, timeout=timeout, stack_signal=None)
         if out.returncode == 0 and out.stdout.strip():
             return Stacks(pid, out.stdout.strip(), "py-spy")
         why = out.spawn_error or (out.stderr.strip().splitlines() or [f"exit status {out.returncode}"])[-1]

@@ -13,11 +13,11 @@ import shlex
 import signal as _signal
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from dfdoctor import causes
 from dfdoctor.diagnose import stackclass
-from dfdoctor.diagnose import elastic, known_failures, rules_runtime, torch_pairs
+from dfdoctor.diagnose import elastic, known_failures, launcher, rules_runtime, stuck, torch_pairs
 from dfdoctor.diagnose.blame import blame_fix
 from dfdoctor.diagnose.guardfix import fix_for, is_trainer
 from dfdoctor.diagnose.recorder_lost import recorder_lost
@@ -52,6 +52,13 @@ class LiveFacts:
     classified: Optional[tuple[str, str]] = None  # (cause, headline) from dfdoctor.diagnose.stackclass
     cycle_detail: list[str] = field(default_factory=list)  # one line per thread of the lock cycle
     stuck_since: Optional[float] = None  # wall time the same cycle was first seen
+    job: list = field(default_factory=list)  # jobstacks.ProcessSample of every process of the tree
+    stuck: Optional[Any] = None  # stuck.Finding: a wait the stacks of all processes prove
+    quiet_s: Optional[float] = None  # seconds since the job's last output
+    rhythm: str = ""  # the job's own pace, in words (launch/rhythm.py)
+    notes: list[str] = field(default_factory=list)  # evidence the watch adds (settling, rhythm)
+    quiet: bool = False  # silent for longer than its own rhythm (launch/rhythm.py)
+    unsettled: Optional[str] = None  # why the watch did not call it settled (a rank missing, one that died)
 
 
 def _meaningful(text: str) -> bool:
@@ -180,19 +187,31 @@ def left_writing(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]
     goes = p.get("stdout") or p.get("stderr")
     evidence = [f"the command exited 0 after {ex.get('wall_s')} s", f"pid {p['pid']} ({p['cmdline']}) still ran "
                 f"then: stdout -> {p.get('stdout') or 'not a file'}, stderr -> {p.get('stderr') or 'not a file'}"]
-    if expected and expected in (p.get("stdout"), p.get("stderr")):
-        if _still_runs(run, p):
-            return Verdict("running", None, f"The command handed its work to pid {p['pid']} ({p['cmdline']}), "
-                           f"which runs and writes {expected} itself.", f"Follow it with `{_follow(run)}`.", evidence)
-        return Verdict("unknown", None, f"The command handed its work to pid {p['pid']} ({p['cmdline']}), which "
-                       f"wrote {expected} itself and has ended; dfdoctor did not start it, so how it ended is not "
-                       "known.", f"Read the end of {expected}; launch the trainer itself under dfdoctor to have "
-                       "its end recorded.", evidence)
-    return Verdict("failed", causes.LOG_ELSEWHERE, f"The command exited 0 after {ex.get('wall_s')} s and left pid "
-                   f"{p['pid']} ({p['cmdline']}) running, but its output goes to {goes}, not to "
-                   f"{run.spec.get('log') or 'dfdoctor (no --log given)'}.",
-                   f"Look at {goes}, or launch the trainer itself (`dfdoctor launch --log LOG -- python -u "
-                   "train.py ...`) instead of a launcher that backgrounds it with its own redirect.", evidence)
+    now = launcher.current_command(p["pid"], p.get("start_ticks")) if not run.is_remote else None
+    who = f"pid {p['pid']} ({now or p.get('cmdline') or '?'})"
+    if _still_runs(run, p):
+        if expected and expected in (p.get("stdout"), p.get("stderr")):
+            return Verdict("running", None, f"The command handed its work to {who}, which runs and writes "
+                           f"{expected} itself.", f"Follow it with `{_follow(run)}`.", evidence)
+        fix = f"Follow it with `tail -f {shlex.quote(goes)}`."
+        if run.spec.get("log"):
+            script = launcher.script_of(run.spec.get("argv") or [], run.spec.get("cwd") or ".")
+            line = launcher.redirect_fix(script, goes, run.spec["log"]) if script else None
+            if line:
+                fix += (f" To have it write {run.spec['log']} as asked, change {script} line {line[0]} from "
+                        f"`{line[1]}` to `{line[2]}` (not tried).")
+            else:
+                fix += f" To have it write {run.spec['log']} as asked, point the launcher's redirect there."
+        return Verdict("running", None, f"The command (a launcher) exited 0 and left the job to {who}, which runs "
+                       f"and writes its own log, {goes}.", fix, evidence)
+    err = launcher.log_error(goes) if goes and not run.is_remote else None
+    if err is not None:
+        return Verdict("failed", causes.CRASHED, f"The command (a launcher) exited 0 and left the job to pid "
+                       f"{p['pid']}, which ended with {err.headline} at {err.where}; its log is {goes}.",
+                       f"Fix the error at {err.where} (the end of {goes}).", evidence + list(err.tail))
+    return Verdict("unknown", None, f"The command handed its work to {who}, which wrote {goes} itself and has "
+                   "ended; dfdoctor did not start it, so how it ended is not known.", f"Read the end of {goes}; "
+                   "launch the trainer itself under dfdoctor to have its end recorded.", evidence)
 
 
 def _still_runs(run: RunRecord, proc: dict) -> bool:
@@ -512,7 +531,8 @@ def running(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
     return Verdict("running", None, f"The job is running and its log is growing (pid {live.pid}).",
                    f"Follow it with `{_follow(run)}`; "
                    f"`dfdoctor status {run.id}` diagnoses it again later.",
-                   [f"pid {live.pid} alive after {live.watched_s:.1f} s", f"output so far: {run.output_bytes()} bytes"])
+                   [f"pid {live.pid} alive after {live.watched_s:.1f} s", f"output so far: {run.output_bytes()} bytes"]
+                   + live.notes)
 
 
 def _follow(run: RunRecord) -> str:
@@ -536,6 +556,16 @@ def deadlock_in_stacks(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Ve
                  f"at least {max(0.0, live.observed_at - live.stuck_since):.0f} s)"]
     return Verdict("failed", cause, f"{headline}.", fix_for(is_trainer(run.spec.get("argv") or [])),
                    since + live.cycle_detail + _stack_evidence(live))
+
+
+def stuck_in_stacks(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """The stacks of all the job's processes, looked at twice, prove a wait: a rank missing, a collective
+    another rank skipped, a DataLoader worker, stdin, a file lock, a timer, a socket (diagnose/stuck.py)."""
+    if live is None or live.stuck is None:
+        return None
+    f = live.stuck
+    quiet = [f"no output for {live.quiet_s:.0f} s; the job {live.rhythm}"] if live.quiet_s is not None else []
+    return Verdict(f.state, f.cause, f"{f.headline}.", f.fix, quiet + f.lines + live.notes)
 
 
 def log_elsewhere(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
@@ -565,6 +595,25 @@ def stalled_after_logging(run: RunRecord, live: Optional[LiveFacts]) -> Optional
     """Alive, wrote something, then went quiet: still running as far as we can tell."""
     if live is None or _written(run) == 0:
         return None
+    if live.unsettled and live.unsettled != "not looked at yet":
+        return Verdict("unknown", None, f"The job is alive (pid {live.pid}) but not settled after "
+                       f"{live.watched_s:.0f} s: {live.unsettled}.", f"`dfdoctor status {run.id}` looks again.",
+                       [f"the job {live.rhythm}", *[line for s in stuck.seen(live.job) for line in stuck.excerpt(s)],
+                        *live.notes])
+    busy = [p for p in live.job if p.python and (p.cpu_spent() or 0.0) > 0.3]
+    if live.job and live.quiet and busy:  # silent but computing: a slow step, an evaluation; not a wait
+        return Verdict("running", None, f"The job is running (pid {live.pid}): {len(busy)} of its processes are "
+                       f"working on the CPU, though it wrote nothing for {live.quiet_s:.0f} s.",
+                       f"Follow it with `{_follow(run)}`; `dfdoctor status {run.id}` looks again.",
+                       [f"the job {live.rhythm}", *[line for s in stuck.seen(live.job) for line in stuck.excerpt(s)],
+                        *live.notes])
+    if live.job and live.quiet:  # every process sampled; none showed a wait it could prove: say what each does
+        quiet = f"no output for {live.quiet_s:.0f} s" if live.quiet_s is not None else "no recent output"
+        return Verdict("unknown", None, f"The job is alive (pid {live.pid}) and wrote {_written(run)} bytes, but "
+                       f"{quiet}, longer than its own rhythm; its stacks show no known wait.",
+                       f"Follow it with `dfdoctor status {run.id}`; the stacks of each process are below.",
+                       [f"the job {live.rhythm}", *[line for s in stuck.seen(live.job) for line in stuck.excerpt(s)],
+                        *live.notes])
     return Verdict("running", None, f"The job is running (pid {live.pid}); it wrote {_written(run)} bytes, "
                    "though its log did not grow lately.",
                    f"Follow it with `dfdoctor status {run.id}`; if it stays quiet, look at its stacks (py-spy dump "
@@ -644,7 +693,7 @@ RULES: list[Callable[[RunRecord, Optional[LiveFacts]], Optional[Verdict]]] = [
     log_write_failed, exited_cleanly, exited_nonzero,
     run_dir_full, recorder_lost,
     recorder_vanished,
-    running, deadlock_in_stacks, log_elsewhere, output_buffered, stalled_after_logging, import_hang,
+    running, deadlock_in_stacks, stuck_in_stacks, log_elsewhere, output_buffered, stalled_after_logging, import_hang,
 ]
 
 

@@ -20,9 +20,9 @@ from typing import Any, Callable, Optional
 
 import psutil
 from dfdoctor import causes
-from dfdoctor.diagnose import stackclass, stacks
+from dfdoctor.diagnose import jobstacks, launcher, stackclass, stacks, stuck
 from dfdoctor.diagnose.verdict import LiveFacts
-from dfdoctor.launch import rundir
+from dfdoctor.launch import rhythm, rundir, settle
 from dfdoctor.launch.recorder import buffers_stdout, job_outputs, proc_start_time
 from dfdoctor.launch.rundir import RunRecord
 from dfdoctor.safefile import write_atomically
@@ -32,7 +32,7 @@ POLL_S = 0.05  # how often the watcher reads the record: bounds the verdict's la
 STEADY_S = 2.0  # output must keep coming for this long before we call the job running
 STEADY_BURSTS = 3  # ...seen growing this many separate times (the recorder's heartbeat counts once a second)
 START_TIMEOUT_S = 10.0  # the recorder must say hello within this, or it is broken
-SAMPLE_S = 4.0  # a quiet job's stacks are sampled this often during the watch, looking for a lock cycle
+SAMPLE_S = 4.0  # a quiet job's stacks are sampled at most this often during the watch
 CYCLE_EVENT = "compile-deadlock-seen"  # launcher.jsonl: when a lock cycle was first seen, and its signature
 BLOCKING_FRAMES = ("acquire", "wait", "join", "_wait_for_tstate_lock", "recv", "recv_into", "accept", "barrier",
                    "init_process_group", "_lazy_init", "get", "lockf", "flock", "connect")
@@ -142,42 +142,85 @@ def progress(run: RunRecord) -> int:
 
 Loader = Callable[[Path], RunRecord]
 Looker = Callable[[RunRecord, float], Optional[LiveFacts]]
-Sampler = Callable[[RunRecord], Optional[tuple]]  # a live job's lock-cycle signature now, or None
+Sampler = Callable[[RunRecord, float], Optional[LiveFacts]]  # a quiet live job: facts when its stacks name a wait
+Settler = Callable[[RunRecord, settle.Settling, bool], Optional[str]]  # why not settled yet (None: settled)
 
 
 def watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, steady_s: float = STEADY_S,
           load: Optional[Loader] = None, look: Optional[Looker] = None,
-          poll_s: float = POLL_S, sample: Optional[Sampler] = None) -> tuple[RunRecord, Optional[LiveFacts]]:
-    """Follow the record until the verdict is certain: a death, steady output, a lock cycle seen in two stack
-    samples some seconds apart, or the end of the watch.
+          poll_s: float = POLL_S, sample: Optional[Sampler] = None, settle_s: float = settle.SETTLE_S,
+          settler: Optional[Settler] = None) -> tuple[RunRecord, Optional[LiveFacts]]:
+    """Follow the record until the verdict is certain: a death, a settled job with steady output, a wait that
+    the stacks of all its processes prove (two looks a second apart), or the end of the watch.
 
     `load` reads the run as it is now and `look` examines a live job (defaults: this machine's run folder
-    and /proc); a run on a --target passes ones that read the record through the transport. `sample` reads
-    a quiet job's lock cycle (default here: py-spy's stacks, where py-spy is installed; none on a --target).
+    and /proc); a run on a --target passes ones that read the record through the transport. `sample` looks at
+    a quiet job's stacks (default here: every process of its tree with py-spy; none on a --target).
+    `settle_s` (capped at the watch) is how long a job must have lived before it is called running.
     """
-    if sample is None and look is None:
-        sample = sample_cycle if stacks.py_spy() else None
+    here = look is None or look is observe  # this machine's /proc: its processes can be sampled and settled
+    if sample is None and here:
+        sample = sample_stuck if stacks.py_spy() else None
+    if settler is None and here:
+        settler = lambda run, st, deep: settle.settled(run.job_pid, st, deep) if run.job_pid else None  # noqa: E731
     load = load or rundir.load
     look = look or observe
     t0 = time.monotonic()
     try:
-        return _watch(run_dir, proc, watch_s, steady_s, t0, load, look, poll_s, sample)
+        return _watch(run_dir, proc, watch_s, steady_s, t0, load, look, poll_s, sample,
+                      max(0.0, min(settle_s, watch_s)), settler)
     except KeyboardInterrupt:  # Ctrl-C ends the watch, not the job: judge what we have
         run = load(run_dir)
         return run, (None if run.finished else look(run, time.monotonic() - t0))
 
 
+def _settled_facts(facts: Optional[LiveFacts]) -> Optional[LiveFacts]:
+    """A look's facts when they name a wait (a lock cycle or a stuck finding), else None."""
+    if facts is not None and (facts.classified or facts.stuck is not None):
+        return facts
+    return None
+
+
+def _left_running(run: RunRecord) -> bool:
+    """The command exited 0 leaving processes that write a log of their own, and one of them still runs here."""
+    ex = run.exit or {}
+    left = ex.get("left_writing") or []
+    return bool(left) and ex.get("exit_code") == 0 and not run.is_remote and launcher.still_running(left)
+
+
+def _clock(run: RunRecord) -> float:
+    """Now, on the clock of the machine the job runs on: ours, or for a run on a --target its last heartbeat's
+    time (the record's times are the target's; its clock may differ from ours)."""
+    if run.is_remote:
+        return float((run.heartbeat or {}).get("t") or time.time())
+    return time.time()
+
+
+def _age(run: RunRecord) -> float:
+    """Seconds the job has lived (from the recorder's spawn event, on the job's machine's clock)."""
+    t = (run.spawned or {}).get("t")
+    return max(0.0, _clock(run) - t) if t else 0.0
+
+
 def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, steady_s: float,
            t0: float, load: Loader, look: Looker, poll_s: float,
-           sample: Optional[Sampler] = None) -> tuple[RunRecord, Optional[LiveFacts]]:
+           sample: Optional[Sampler], settle_s: float,
+           settler: Optional[Settler]) -> tuple[RunRecord, Optional[LiveFacts]]:
     """The watch loop itself; `watch` adds Ctrl-C handling."""
     growth: list[tuple[float, int]] = []  # (when, progress) each time we saw the output grow
     handoff: Optional[tuple[float, int]] = None  # (when, progress) as we saw the command exit and hand off
-    last_sample: tuple[float, Optional[tuple]] = (t0, None)  # (when, the cycle it showed)
+    last_sample = t0 - SAMPLE_S
+    wall0 = time.time()
+    settling = settle.Settling()
+    unsettled: Optional[str] = None
+    last_settle_check = 0.0
     while True:
         run = load(run_dir)
         now = time.monotonic()
         if run.finished:
+            if _left_running(run) and _age(run) < settle_s and now - t0 < watch_s:
+                time.sleep(poll_s)  # a launcher's exit 0 left the trainer running: it too must settle
+                continue
             return run, None
         recorder_gone = (proc.poll() is not None) if proc is not None else \
             (run.recorder is not None and not run.recorder_alive())
@@ -193,38 +236,60 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
                 handoff = handoff or (now, done)
                 if done <= handoff[1] and now - handoff[0] >= steady_s:
                     return run, None
-            # a few separate bursts of output spread over steady_s, not one banner: the job is really logging
-            if len(growth) >= STEADY_BURSTS and now - growth[0][0] >= steady_s and run.job_alive():
-                return run, LiveFacts(pid=run.job_pid, watched_s=now - t0, growing=True)
             if watch_s <= 0:  # --watch 0: started is all we wait for
                 return run, LiveFacts(pid=run.job_pid, watched_s=0.0)
-            quiet = not growth or now - growth[-1][0] >= SAMPLE_S
-            if sample is not None and quiet and now - last_sample[0] >= SAMPLE_S and run.job_alive():
-                cycle = sample(run)
-                if cycle and cycle == last_sample[1]:  # the same threads wait in the same places: a deadlock
-                    facts = look(run, time.monotonic() - t0)
-                    if facts is not None and facts.classified:
-                        return load(run_dir), facts
-                last_sample = (time.monotonic(), cycle)
+            hb, wall = run.heartbeat or {}, time.time()
+            silent = rhythm.silent_for(hb, _clock(run), run.spawned.get("t"),
+                                       None if run.is_remote else run.spec.get("log"))
+            # a few separate bursts of output spread over steady_s, not one banner (or output at the job's own
+            # rhythm), from a job that has lived past the settle time with all its processes started
+            # (the rhythm counts only from a heartbeat written since the watch began: the recorder lives now)
+            steady = ((len(growth) >= STEADY_BURSTS and now - growth[0][0] >= steady_s) or
+                      (rhythm.interval(hb) is not None and (hb.get("t") or 0) > wall0)) and \
+                rhythm.still_growing(hb, silent)
+            if settler is not None and now - last_settle_check >= 1.0 and run.job_alive():
+                last_settle_check = now
+                unsettled = settler(run, settling, steady)  # every second: a rank that dies is seen to go
+            # the settle time runs from the spawn, and for torchrun again from when every rank was seen past
+            # init_process_group: a rank that dies in its first seconds of training is not missed
+            ripe = steady and _age(run) >= settle_s and (settling.since is None or wall - settling.since >= settle_s)
+            if ripe and unsettled is None and (settler is None or last_settle_check == now) and run.job_alive():
+                return run, _running(run, now - t0, settle_s, settling, wall)
+            if sample is not None and silent >= rhythm.sample_after(hb) and now - last_sample >= SAMPLE_S and \
+                    run.job_alive():
+                facts = sample(run, now - t0)
+                last_sample = time.monotonic()
+                if facts is not None:
+                    return load(run_dir), facts
             if now - t0 >= watch_s:
+                if steady and unsettled is None and run.job_alive():  # the settle time ends with the watch
+                    return run, _running(run, now - t0, settle_s, settling, wall)
                 facts = look(run, now - t0)
+                if facts is not None:
+                    facts.unsettled = unsettled
                 if facts is not None or now - t0 >= watch_s + 2.0:  # None: it just died, its exit is on the way
                     return run, facts
         time.sleep(poll_s)
 
 
+def _running(run: RunRecord, watched_s: float, settle_s: float, settling: settle.Settling,
+             wall: float) -> LiveFacts:
+    """The facts of a job that is running: growing at its rhythm, settled."""
+    facts = LiveFacts(pid=run.job_pid, watched_s=watched_s, growing=True)
+    facts.notes = [f"alive {_age(run):.1f} s (settle time {settle_s:g} s)",
+                   f"it {rhythm.words(run.heartbeat, _clock(run), (run.spawned or {}).get('t'))}"] + settling.notes
+    return facts
+
+
 def observe(run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
-    """Look into a live job: its threads' stacks, where its stdout goes, what files it writes."""
+    """Look into a live job: the stacks and kernel waits of every process of its tree (twice, a second apart),
+    where its stdout goes, what files it writes."""
     pid = run.job_pid
     if pid is None or not run.job_alive():
         return None
     facts = LiveFacts(pid=pid, watched_s=watched_s)
-    facts.stacks = stacks.dump_tree(pid)
-    cycle = _cycle("\n\n".join(s.text for s in facts.stacks))
-    if cycle is not None:
-        facts.classified = classified_as(cycle)
-        facts.cycle_detail = cycle.detail()
-        facts.stuck_since = _seen_since(run, cycle.signature())
+    samples = jobstacks.sample_job(pid) if stacks.py_spy() else []
+    _judge(run, facts, samples)
     tree = _tree(pid)
     outputs = job_outputs([p.pid for p in tree], run.dir, run.spec.get("log"), pid, sizes=True)
     facts.stdout_targets = [tuple(s) for s in outputs["streams"]]
@@ -237,6 +302,48 @@ def observe(run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
     except psutil.Error:
         pass
     return facts
+
+
+def _judge(run: RunRecord, facts: LiveFacts, samples: list) -> None:
+    """Fill the facts from a sample of the job's processes: their stacks, a lock cycle, a proven wait."""
+    if samples:
+        facts.stacks = [s.last.stacks for s in samples if s.python and s.last is not None][:stacks.MAX_PROCESSES * 4]
+    else:
+        facts.stacks = stacks.dump_tree(run.job_pid)
+    facts.job = samples
+    hb = run.heartbeat or {}
+    facts.quiet_s = rhythm.silent_for(hb, time.time(), (run.spawned or {}).get("t"), run.spec.get("log"))
+    facts.rhythm = rhythm.words(hb, time.time(), (run.spawned or {}).get("t"))
+    facts.quiet = facts.quiet_s >= rhythm.sample_after(hb)
+    cycle = _cycle("\n\n".join(s.text for s in facts.stacks))
+    if cycle is not None and samples:
+        first = _cycle("\n\n".join(s.looks[0].stacks.text for s in samples if s.python and s.looks))
+        if first is None or first.signature() != cycle.signature():
+            cycle = None  # passing through, not stuck: the two looks differ
+    if cycle is not None:
+        facts.classified = classified_as(cycle)
+        facts.cycle_detail = cycle.detail()
+        _note_cycle(run, cycle)
+        facts.stuck_since = _seen_since(run, cycle.signature())
+        return
+    if samples and facts.quiet:  # a wait explains a silence; a job that logs at its pace has none to explain
+        try:
+            facts.stuck = stuck.judge(samples, facts.quiet_s)
+        except Exception as exc:  # a classifier bug must not cost us the verdict
+            facts.notes.append(f"the stack classifier failed: {type(exc).__name__}: {exc}")
+
+
+def sample_stuck(run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
+    """Sample a quiet job's processes; its facts when the stacks prove a wait (a lock cycle, a rank missing, a
+    lock, stdin...), else None (keep watching)."""
+    t = time.monotonic()
+    facts = observe(run, watched_s)
+    if facts is not None:  # each look is noted: how long sampling took, what it showed (latency, debugging)
+        rundir.append_event(run.dir, "stacks-sampled", took_s=round(time.monotonic() - t, 2),
+                            processes=len(facts.job), quiet_s=round(facts.quiet_s or 0.0, 1),
+                            waits=[s.wait.kind for s in stuck.seen(facts.job)],
+                            finding=facts.stuck.cause if facts.stuck else (facts.classified or [None])[0])
+    return _settled_facts(facts)
 
 
 def _cycle(text: str):
@@ -253,19 +360,12 @@ def classified_as(cycle) -> tuple[str, str]:
     return causes.COMPILE_DEADLOCK, cycle.headline()
 
 
-def sample_cycle(run: RunRecord) -> Optional[tuple]:
-    """Sample the live job's stacks; the lock cycle's signature if they show one. The first sighting of each
-    cycle is noted in the run folder, so a later `status` can say since when the threads are stuck."""
-    pid = run.job_pid
-    if pid is None:
-        return None
-    cycle = _cycle("\n\n".join(s.text for s in stacks.dump_tree(pid) if s.tool == "py-spy"))
-    if cycle is None:
-        return None
+def _note_cycle(run: RunRecord, cycle) -> None:
+    """Note the first sighting of each lock cycle in the run folder, so a later `status` can say since when the
+    threads are stuck."""
     signature = cycle.signature()
     if _seen_since(run, signature) is None:
         rundir.append_event(run.dir, CYCLE_EVENT, signature=[list(x) for x in signature], headline=cycle.headline())
-    return signature
 
 
 def _seen_since(run: RunRecord, signature: tuple) -> Optional[float]:

@@ -28,6 +28,7 @@ from dfdoctor.launch import remote_run, rundir
 from dfdoctor.launch.local import POLL_S, Spawner, observe, spawn_detached, start, watch
 from dfdoctor.launch.remote import POLL_S as REMOTE_POLL_S
 from dfdoctor.launch.remote import RemoteRun
+from dfdoctor.launch.settle import SETTLE_S
 from dfdoctor.model import CheckRecord, Report, Verdict
 from dfdoctor.registry import discover, select
 from dfdoctor.safefile import write_atomically
@@ -52,6 +53,7 @@ class LaunchOptions:
     only: tuple[str, ...] = ()
     skip: tuple[str, ...] = ()
     strategy: str = "auto"  # --target only: how the recorder is detached there
+    settle: float = SETTLE_S  # how long a job must live, settled and logging, before it is called running
 
 
 def _checks(phase: str, only: tuple[str, ...], skip: tuple[str, ...]) -> tuple[list, list[CheckRecord]]:
@@ -87,7 +89,7 @@ def run_launch(ctx: Context, cfg: Optional[Config] = None, opts: LaunchOptions =
                           "launch again.", [f"{type(exc).__name__}: {exc}"])
         return _report(ctx, "launch", started, verdict, records, timeline, None)
     rundir.prune(ctx.cwd, opts.keep_runs)  # after the start, so the new run counts and is never the one pruned
-    run, live = watch(run_dir, proc, opts.watch)
+    run, live = watch(run_dir, proc, opts.watch, settle_s=opts.settle)
     verdict = foretold.link(_verdict(run, live, opts.watch, "", [f"run folder: {run.dir}"]), records)
     records += _post(ctx, run, opts.only, opts.skip, cfg, report_broken=opts.no_check)
     report = _save(run_dir, _report(ctx, "launch", started, verdict, records, timeline + run_timeline(run), run))
@@ -160,7 +162,8 @@ def run_launch_remote(ctx: Context, cfg: Config, opts: LaunchOptions) -> Report:
             report = _report(ctx, "launch", started, verdict, records, timeline + run_timeline(run), run)
             return _save(run_dir, report)
         remote = RemoteRun(ctx.target, shipped.run_dir, shipped.python)
-        run, live = watch(run_dir, None, opts.watch, load=remote.load, look=remote.look, poll_s=REMOTE_POLL_S)
+        run, live = watch(run_dir, None, opts.watch, load=remote.load, look=remote.look, poll_s=REMOTE_POLL_S,
+                          settle_s=opts.settle, sample=remote.sample)
         verdict = foretold.link(_verdict(run, live, opts.watch, f" on {ctx.target}",
                                          [f"run folder there: {shipped.run_dir}", f"local copy: {run.dir}"]), records)
         records += _post(ctx, run, opts.only, opts.skip, cfg, report_broken=opts.no_check)
@@ -182,15 +185,15 @@ def run_status(cwd: Path, ref: Optional[str] = None, cfg: Optional[Config] = Non
                   python=spec.get("python") or "python3", log=Path(spec["log"]) if spec.get("log") else None,
                   no_redirect=not spec.get("redirect", True), target=spec.get("target") or "local")
     with target_connection(ctx):
-        load, look = rundir.load, observe
+        load, look, sample = rundir.load, observe, None
         if run.is_remote and spec.get("remote_dir"):  # read the record where the job runs, into the copy here
             remote = RemoteRun.of(run)
-            load, look = remote.load, remote.look
+            load, look, sample = remote.load, remote.look, remote.sample
             run = remote.load(run_dir, full=True)
         live = None
         if not run.finished and run.recorder_alive():
             if watch_s > 0:
-                run, live = watch(run_dir, None, watch_s, load=load, look=look,
+                run, live = watch(run_dir, None, watch_s, load=load, look=look, sample=sample,
                                   poll_s=REMOTE_POLL_S if run.is_remote else POLL_S)
             else:  # no time to see output grow: judge by what the job looks like now
                 live = look(run, 0.0)

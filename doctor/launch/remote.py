@@ -13,11 +13,15 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+from dfdoctor.diagnose import stuck
+from dfdoctor.diagnose.jobstacks import Look, ProcessSample
+from dfdoctor.diagnose.kernelwait import from_raw
 from dfdoctor.diagnose.stacks import Stacks
 from dfdoctor.diagnose.verdict import LiveFacts
-from dfdoctor.launch import remote_run, rundir
+from dfdoctor.launch import remote_run, rhythm, rundir
 from dfdoctor.launch.local import _blocked, _cycle, classified_as
 from dfdoctor.launch.rundir import RunRecord
+from dfdoctor.numbers import whole
 
 POLL_S = 0.1  # between looks; each look is itself a session on the target (~0.1-0.4 s)
 RETRY_S = 0.3  # one failed look is tried again before the run counts as unreadable
@@ -51,9 +55,57 @@ class RemoteRun:
         return rundir.load(run_dir, remote=facts)
 
     def look(self, run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
-        """Examine the live job there: where its output goes, what it writes, its threads' wait channels."""
-        self.load(run.dir, live=True)
-        return live_facts(self.last.get("live"), watched_s)
+        """Examine the live job there: where its output goes, what it writes, the stacks and system calls of
+        every process of its tree, looked at twice (a wait they prove is judged here, as for a local job)."""
+        run = self.load(run.dir, live=True)
+        live = live_facts(self.last.get("live"), watched_s)
+        if live is not None:
+            judge_samples(run, live, (self.last.get("live") or {}).get("samples"))
+        return live
+
+    def sample(self, run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
+        """A look during the watch: its facts only when they name a wait (the watch goes on otherwise)."""
+        live = self.look(run, watched_s)
+        return live if live is not None and (live.classified or live.stuck is not None) else None
+
+
+def samples_of(answer: Optional[dict[str, Any]]) -> list[ProcessSample]:
+    """The agent's raw looks as the ProcessSamples dfdoctor.diagnose.stuck reads."""
+    if not answer:
+        return []
+    out = []
+    for pr in answer.get("procs") or []:
+        env = pr.get("env") or {}
+        s = ProcessSample(int(pr["pid"]), pr.get("ppid"), list(pr.get("cmdline") or []), bool(pr.get("python")),
+                          rank=whole(env.get("RANK", ""), None) if "LOCAL_RANK" in env else None,
+                          local_rank=whole(env.get("LOCAL_RANK", ""), None),
+                          world_size=whole(env.get("WORLD_SIZE", ""), None), buffered=bool(pr.get("buffered")),
+                          gone=bool(pr.get("gone")))
+        for lk in pr.get("looks") or []:
+            text = lk.get("stack") or ""
+            st = Stacks(s.pid, text, "py-spy") if text else Stacks(s.pid, "", "kernel", "no Python stack there")
+            s.looks.append(Look(st, from_raw(lk.get("syscall") or "", lk.get("fds") or {}, answer.get("locks") or ""),
+                                lk.get("cpu_s"), lk.get("switches")))
+        out.append(s)
+    return out
+
+
+def judge_samples(run: RunRecord, live: LiveFacts, answer: Optional[dict[str, Any]]) -> None:
+    """Fill a remote look's facts from the agent's samples, on the target's clock."""
+    samples = samples_of(answer)
+    if not samples:
+        return
+    hb = run.heartbeat or {}
+    now = float(hb.get("t") or time.time())
+    live.job = samples
+    live.quiet_s = rhythm.silent_for(hb, now, (run.spawned or {}).get("t"))
+    live.rhythm = rhythm.words(hb, now, (run.spawned or {}).get("t"))
+    live.quiet = live.quiet_s >= rhythm.sample_after(hb)
+    if live.quiet and not live.classified:
+        try:
+            live.stuck = stuck.judge(samples, live.quiet_s, local=False)
+        except Exception as exc:  # a classifier bug must not cost us the verdict
+            live.notes.append(f"the stack classifier failed: {type(exc).__name__}: {exc}")
 
 
 def live_facts(facts: Optional[dict[str, Any]], watched_s: float) -> Optional[LiveFacts]:

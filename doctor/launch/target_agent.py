@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 from dfdoctor.launch.recorder import buffers_stdout, job_outputs, proc_start_time
 
@@ -127,19 +128,72 @@ def look(pid, d, log):
             facts["python"] = True
             environ = dict(e.split("=", 1) for e in (rd("/proc/%d/environ" % p) or "").split("\0") if "=" in e)
             facts["buffered"] = facts["buffered"] or buffers_stdout(p, cmd, environ)
-    st = (rd("/proc/%d/stat" % pid) or "").rsplit(")", 1)
-    try:
-        f = st[1].split()
-        facts["cpu_s"] = (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
-    except (IndexError, ValueError):
-        facts["cpu_s"] = None
+    facts["cpu_s"] = cpu_s(pid)
+    facts["samples"] = sample(pids, spy)
     return facts
 
 
-def py_spy_dump(spy, p):
+def cpu_s(pid):
+    """CPU seconds process `pid` has spent, or None."""
+    st = (rd("/proc/%d/stat" % pid) or "").rsplit(")", 1)
+    try:
+        f = st[1].split()
+        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    except (IndexError, ValueError):
+        return None
+
+
+def one_look(p, spy):
+    """What dfdoctor.diagnose.jobstacks reads of one process, raw: its main thread's system call (before py-spy
+    touches it), the descriptor that call names, its stack, CPU time and context switches."""
+    syscall = (rd("/proc/%d/syscall" % p) or "").strip()
+    fds = {}
+    parts = syscall.split()
+    for fd in ["0"] + ([str(int(parts[1], 16))] if len(parts) > 1 and parts[0].isdigit() else []):
+        try:
+            fds[fd] = [os.readlink("/proc/%d/fd/%s" % (p, fd)), os.stat("/proc/%d/fd/%s" % (p, fd)).st_ino]
+        except (OSError, ValueError):
+            pass
+    stack = py_spy_dump(spy, p, nonblocking=True)[0] if spy else None
+    switches = 0
+    for line in (rd("/proc/%d/task/%d/status" % (p, p)) or "").splitlines():
+        if "ctxt_switches:" in line:
+            switches += int(line.split(":", 1)[1].strip() or 0)
+    return {"syscall": syscall, "fds": fds, "stack": stack["text"] if stack else "", "cpu_s": cpu_s(p),
+            "switches": switches}
+
+
+def sample(pids, spy):
+    """Every process of the tree looked at twice, a second apart (dfdoctor.diagnose.jobstacks does the same
+    here), with what is known of each: command, parent, rank, buffering."""
+    procs = []
+    for p in pids:
+        cmd = (rd("/proc/%d/cmdline" % p) or "").split("\0")
+        env = dict(e.split("=", 1) for e in (rd("/proc/%d/environ" % p) or "").split("\0") if "=" in e)
+        try:
+            exe = os.path.basename(os.readlink("/proc/%d/exe" % p))
+        except OSError:
+            exe = os.path.basename(cmd[0])
+        st = (rd("/proc/%d/stat" % p) or "").rsplit(")", 1)
+        ppid = int(st[1].split()[1]) if len(st) > 1 else None
+        procs.append({"pid": p, "ppid": ppid, "cmdline": [c for c in cmd if c], "python": "python" in exe,
+                      "env": {k: env[k] for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE") if k in env},
+                      "buffered": "python" in exe and buffers_stdout(p, cmd, env), "looks": []})
+    for i in (0, 1):
+        began = time.time()
+        for pr in procs:
+            pr["looks"].append(one_look(pr["pid"], spy if pr["python"] else None))
+            pr["gone"] = not os.path.exists("/proc/%d" % pr["pid"])
+        if i == 0:
+            time.sleep(max(0.0, 1.0 - (time.time() - began)))
+    return {"procs": procs, "locks": rd("/proc/locks") or ""}
+
+
+def py_spy_dump(spy, p, nonblocking=False):
     """(the stack entry, None), or (None, why py-spy could not read process `p`)."""
     try:
-        r = subprocess.run([spy, "dump", "--full-filenames", "--pid", str(p)], stdin=subprocess.DEVNULL,
+        r = subprocess.run([spy, "dump", "--full-filenames", "--pid", str(p)] + (["--nonblocking"] if nonblocking
+                                                                                  else []), stdin=subprocess.DEVNULL,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=5)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, "py-spy: %s" % exc

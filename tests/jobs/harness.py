@@ -83,6 +83,8 @@ def kill_runs(work: Path) -> None:
                 os.kill(run.recorder["pid"], signal.SIGKILL)
             except OSError:
                 pass
+        if run.spawned and run.job_pid:  # its whole tree: torchrun's ranks run in sessions of their own
+            _kill_tree(run.job_pid, run.spawned.get("start_ticks") or 0)
         if run.spawned:  # the job's group, leader or not (a dead leader may leave workers behind)
             for pid in _group(run.spawned["pgid"], run.spawned.get("start_ticks") or 0):
                 try:
@@ -95,6 +97,25 @@ def kill_runs(work: Path) -> None:
         while run.recorder and proc_start_time(run.recorder["pid"]) == run.recorder.get("start_ticks") \
                 and time.monotonic() < deadline:
             time.sleep(0.05)
+
+
+def _kill_tree(pid: int, since_ticks: int) -> None:
+    """SIGKILL a live job and all its descendants, collected before the first kill (orphans are re-parented)."""
+    import psutil
+    from dfdoctor.launch.recorder import proc_start_time
+
+    if (proc_start_time(pid) or 0) < since_ticks:
+        return  # the pid was reused: not our job
+    try:
+        root = psutil.Process(pid)
+        procs = [root] + root.children(recursive=True)
+    except psutil.Error:
+        return
+    for p in procs:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
 
 
 def _group(pgid: int, since_ticks: int) -> list[int]:

@@ -1,0 +1,175 @@
+"""The whole job, sampled: every process of its tree (torchrun's agent and ranks, DataLoader workers, a
+launcher's children), its Python stacks and its kernel wait, taken twice a second or more apart.
+
+Twice, because one look cannot tell "stuck" from "passing through": a rank seen in `all_reduce` once is
+working; seen there twice, with the same frames and no CPU spent, it waits. The dumps of one round run in
+parallel (py-spy pauses each process for a few milliseconds), so sixteen processes cost about one dump.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Optional
+
+import psutil
+from dfdoctor.diagnose import stacks
+from dfdoctor.diagnose.kernelwait import KernelWait, kernel_wait
+from dfdoctor.launch.recorder import buffers_stdout
+from dfdoctor.numbers import whole
+
+MAX_PROCESSES = 32  # a node's ranks and their DataLoader workers; beyond that the first ones tell the story
+GAP_S = 1.0  # between the two samples
+DUMP_TIMEOUT_S = 5.0
+
+
+@dataclass
+class Look:
+    """One process at one moment: its stacks, its kernel wait, the CPU it had spent."""
+
+    stacks: stacks.Stacks
+    kernel: KernelWait
+    cpu_s: Optional[float]
+    switches: Optional[int] = None  # the main thread's context switches: a thread that wakes up moves this
+
+
+@dataclass
+class ProcessSample:
+    """One process of the job, looked at twice."""
+
+    pid: int
+    ppid: Optional[int]
+    cmdline: list[str]
+    python: bool
+    rank: Optional[int] = None  # RANK from its environment (torchrun sets it for each worker)
+    local_rank: Optional[int] = None
+    world_size: Optional[int] = None
+    buffered: bool = False  # Python with stdout block-buffered
+    looks: list[Look] = field(default_factory=list)
+    gone: bool = False  # ended between the two samples
+
+    @property
+    def last(self) -> Optional[Look]:
+        return self.looks[-1] if self.looks else None
+
+    def cpu_spent(self) -> Optional[float]:
+        """CPU seconds spent between the first and the last look."""
+        if len(self.looks) < 2 or self.looks[0].cpu_s is None or self.looks[-1].cpu_s is None:
+            return None
+        return self.looks[-1].cpu_s - self.looks[0].cpu_s
+
+    def wakeups(self) -> Optional[int]:
+        """Times the main thread was switched in between the first and the last look (a loop of short sleeps
+        or reads shows here even when it spends no CPU; a thread in one long wait shows about none)."""
+        if len(self.looks) < 2 or self.looks[0].switches is None or self.looks[-1].switches is None:
+            return None
+        return self.looks[-1].switches - self.looks[0].switches
+
+    def name(self) -> str:
+        """`pid 42 (rank 1)` or `pid 40 (torchrun)`: how evidence lines name it."""
+        cmd = " ".join(self.cmdline)
+        if self.rank is not None:
+            role = f"rank {self.rank}"
+        elif "torchrun" in cmd or "torch.distributed.run" in cmd or "torch.distributed.launch" in cmd:
+            role = "torchrun"
+        else:
+            role = os.path.basename(self.cmdline[0]) if self.cmdline else "?"
+        return f"pid {self.pid} ({role})"
+
+
+def tree(pid: int) -> list[psutil.Process]:
+    """The job's process and its descendants, parents before children."""
+    try:
+        root = psutil.Process(pid)
+        return ([root] + root.children(recursive=True))[:MAX_PROCESSES]
+    except psutil.Error:
+        return []
+
+
+def describe(p: psutil.Process) -> Optional[ProcessSample]:
+    """Who a process is: its command, whether it runs Python, its rank."""
+    try:
+        cmd = p.cmdline()
+        exe = os.path.basename(p.exe() or (cmd[0] if cmd else ""))
+        ppid = p.ppid()
+        env = p.environ()
+    except psutil.Error:
+        return None
+    is_py = "python" in exe
+    sample = ProcessSample(p.pid, ppid, cmd, is_py)
+    if is_py:
+        sample.rank = whole(env["RANK"], None) if "RANK" in env and "LOCAL_RANK" in env else None
+        sample.local_rank = whole(env.get("LOCAL_RANK", ""), None)
+        sample.world_size = whole(env.get("WORLD_SIZE", ""), None)
+        try:
+            sample.buffered = buffers_stdout(p.pid, cmd, env)
+        except Exception:  # reading another process's fds can race its exit
+            sample.buffered = False
+    return sample
+
+
+def _look(s: ProcessSample, timeout: float) -> Look:
+    """Kernel wait, stacks and CPU time of one process now (the kernel first: nothing has disturbed it yet)."""
+    kernel = kernel_wait(s.pid)
+    st = stacks.dump(s.pid, timeout, nonblocking=True) if s.python else \
+        stacks.Stacks(s.pid, stacks.kernel_view(s.pid), "kernel", "not a Python process")
+    try:
+        t = psutil.Process(s.pid).cpu_times()
+        cpu = t.user + t.system
+    except psutil.Error:
+        cpu = None
+    return Look(st, kernel, cpu, _switches(s.pid))
+
+
+def _switches(pid: int) -> Optional[int]:
+    """Voluntary plus involuntary context switches of the main thread (/proc/PID/task/PID/status)."""
+    try:
+        text = open(f"/proc/{pid}/task/{pid}/status").read()
+    except OSError:
+        return None
+    total = 0
+    for line in text.splitlines():
+        if line.endswith("ctxt_switches:") or "ctxt_switches:" in line:
+            total += whole(line.split(":", 1)[1].strip(), 0) or 0
+    return total
+
+
+def _safe_look(s: ProcessSample, timeout: float) -> Look:
+    """A look that never raises: a process that ends mid-look, or a /proc file that vanishes, is a look with
+    what could be read."""
+    try:
+        return _look(s, timeout)
+    except Exception as exc:  # the verdict must not be lost to one process's race with its own exit
+        return Look(stacks.Stacks(s.pid, "", "kernel", f"{type(exc).__name__}: {exc}"), KernelWait("unknown"), None)
+
+
+def _round(samples: list[ProcessSample], pool: ThreadPoolExecutor, timeout: float) -> None:
+    """One look at every process, in parallel."""
+    for s, look in zip(samples, pool.map(lambda s: _safe_look(s, timeout), samples)):
+        if not psutil.pid_exists(s.pid):
+            s.gone = True
+        s.looks.append(look)
+
+
+def sample_job(pid: int, rounds: int = 2, gap_s: float = GAP_S, timeout: float = DUMP_TIMEOUT_S) -> list[ProcessSample]:
+    """Every process of the job's tree, looked at `rounds` times `gap_s` apart (the gap counted from the start of
+    one round to the start of the next)."""
+    samples = [s for s in (describe(p) for p in tree(pid)) if s is not None]
+    if not samples:
+        return []
+    with ThreadPoolExecutor(max_workers=min(16, len(samples))) as pool:
+        for i in range(rounds):
+            began = time.monotonic()
+            _round(samples, pool, timeout)
+            if i + 1 < rounds:
+                time.sleep(max(0.0, gap_s - (time.monotonic() - began)))
+    return samples
+
+
+def look_once(samples: list[ProcessSample], timeout: float = DUMP_TIMEOUT_S) -> None:
+    """One look at each of `samples`, in parallel."""
+    if samples:
+        with ThreadPoolExecutor(max_workers=min(16, len(samples))) as pool:
+            _round(samples, pool, timeout)

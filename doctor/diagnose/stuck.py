@@ -1,0 +1,266 @@
+"""A quiet job's verdict from the stacks of all its processes: who waits, for whom, and where.
+
+A wait counts only when both looks (jobstacks.sample_job, a second or more apart) show it in the same place;
+a process seen moving is working. Distributed first, because one rank's wait is explained by another rank:
+ranks in `init_process_group` wait for the ranks that are not there; ranks in a collective wait for the one
+that is not in it. Then one process's own wait: a DataLoader worker, stdin, a file lock, a timer, a socket.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import psutil
+from dfdoctor import causes
+from dfdoctor.diagnose import waits
+from dfdoctor.diagnose.jobstacks import ProcessSample
+from dfdoctor.diagnose.waits import Wait, classify, main_of
+
+BUFFERED_AFTER_S = 10.0  # silence before a working, block-buffered process is called output-buffered
+WAKEUPS_STILL = 5  # a thread in one long wait is switched in about never; a loop of short sleeps, many times
+EVIDENCE_BUDGET = 52  # evidence lines for the processes (reports show 60; the verdict's own lines come first)
+EXCERPT_FRAMES = 6  # per process, in the evidence: enough to see the wait and the user's line above it
+
+
+@dataclass
+class Finding:
+    """What the stacks showed: a verdict's state, cause, headline and fix, and the per-process lines."""
+
+    state: str
+    cause: Optional[str]
+    headline: str
+    fix: str
+    lines: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Seen:
+    """One process with the wait of each look."""
+
+    proc: ProcessSample
+    waits: list[Wait]
+
+    @property
+    def wait(self) -> Wait:
+        return self.waits[-1]
+
+    @property
+    def steady(self) -> bool:
+        """The same wait in every look, and (a wait, not work) no more CPU than noise."""
+        spent, woke = self.proc.cpu_spent(), self.proc.wakeups()
+        return len(self.waits) >= 2 and len({w.key() for w in self.waits}) == 1 and \
+            (spent is None or spent < 0.3) and (woke is None or woke <= WAKEUPS_STILL)
+
+    def at(self) -> str:
+        """`ddp.py:3 (<module>)`: the user's line where it is, else the innermost frame."""
+        f = self.wait.user or self.wait.where
+        return f.short() if f else "no Python frame"
+
+
+def seen(samples: list[ProcessSample]) -> list[Seen]:
+    """The waits of every process, look by look."""
+    return [Seen(p, [classify(look.stacks.text, look.kernel) for look in p.looks]) for p in samples if p.looks]
+
+
+def excerpt(s: Seen, frames: int = EXCERPT_FRAMES) -> list[str]:
+    """A process's one-line summary and its main thread's innermost `frames` frames."""
+    w = s.wait
+    what = f"{w.kind}" + (f" [{w.detail}]" if w.detail else "")
+    out = [f"{s.proc.name()}: {what} at {s.at()}" + ("" if s.steady or w.kind == waits.WORKING else " (moving)")]
+    look = s.proc.last
+    main = main_of(look.stacks.text) if look else None
+    if main is not None:
+        out += [f"    {f.short()}" for f in main.frames[:frames]]
+        if len(main.frames) > frames:
+            out.append(f"    ... {len(main.frames) - frames} outer frame(s)")
+    elif look is not None and look.stacks.error:
+        out.append(f"    (no Python stack: {look.stacks.error})")
+    return out
+
+
+def judge(samples: list[ProcessSample], quiet_s: float, local: bool = True) -> Optional[Finding]:
+    """The finding the stacks support, or None when they show nothing certain. `local`: the pids are this
+    machine's (a lock holder outside the job is looked up here; on a target only the job's own are named)."""
+    all_seen = seen(samples)
+    ordered = sorted(all_seen, key=lambda s: (s.proc.rank is None, s.proc.rank or 0))  # ranks first
+    # one line per process, then each one's stack: the frames shrink with the job so that all of it fits the
+    # 60 evidence lines a report shows (3 processes: 6 frames each; 16: 1 each)
+    n = max(1, len(ordered))
+    frames = max(1, min(EXCERPT_FRAMES, (EVIDENCE_BUDGET - 3 * n) // n))
+    excerpts = [excerpt(s, frames) for s in ordered]
+    heads = [e[0] for e in excerpts] if n <= 6 else []  # a big job: each excerpt's first line is its summary
+    lines = heads + [line for e in excerpts for line in e]
+    pids = " ".join(str(s.proc.pid) for s in all_seen if not s.proc.gone)
+    lines.append(f"to stop the whole job (ranks run in sessions of their own): kill {pids}")
+    for rule in (_rank_missing, _collective_hang, _dataloader, _buffered, _single_wait):
+        found = rule(all_seen, quiet_s) if rule is not _single_wait else rule(all_seen, quiet_s, local)
+        if found is not None:
+            found.lines = found.lines + lines
+            return found
+    return None
+
+
+def _ranks(all_seen: list[Seen]) -> list[Seen]:
+    return sorted((s for s in all_seen if s.proc.rank is not None and not s.proc.gone), key=lambda s: s.proc.rank)
+
+
+def _names(ranks: list[int]) -> str:
+    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(str(r) for r in ranks)
+
+
+def _rank_missing(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
+    """Ranks wait in init_process_group for ranks that never arrived: name those and where they are."""
+    ranks = _ranks(all_seen)
+    waiting = [s for s in ranks if s.steady and s.wait.kind == waits.RENDEZVOUS]
+    if not waiting:
+        return None
+    absent = [s for s in ranks if s.wait.kind != waits.RENDEZVOUS]
+    if any(s.wait.kind == waits.IMPORT for s in absent) and quiet_s < 60:
+        return None  # still importing: a loaded machine can take that long; look again later
+    world = max((s.proc.world_size or 0 for s in ranks), default=0)
+    unseen = sorted(set(range(world)) - {s.proc.rank for s in ranks})
+    if not absent and not unseen:
+        return None
+    where = [f"{_names([s.proc.rank])} (pid {s.proc.pid}) is at {s.at()}" +
+             (f", {s.wait.kind}" + (f" [{s.wait.detail}]" if s.wait.detail else "") if s.wait.kind else "")
+             for s in absent]
+    if unseen:
+        where.append(f"{_names(unseen)}: no such process here (on another node, or it died)")
+    missing = [s.proc.rank for s in absent] + unseen
+    head = (f"{_names(missing)} never arrived in init_process_group; {_names([s.proc.rank for s in waiting])} "
+            f"wait{'s' if len(waiting) == 1 else ''} for {'it' if len(missing) == 1 else 'them'} there")
+    fix = ("Make every rank reach init_process_group: the missing rank is stuck before it (its line is below). "
+           "A rank on another node must be started with the same MASTER_ADDR/MASTER_PORT and --nnodes. Set a "
+           "short `timeout=` on init_process_group so such a wait fails instead of hanging.")
+    return Finding("failed", causes.RANK_MISSING, head, fix, where)
+
+
+def _collective_hang(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
+    """Ranks wait in a collective that another rank never called: name that rank and where it is instead."""
+    ranks = _ranks(all_seen)
+    inside = [s for s in ranks if s.steady and s.wait.kind == waits.COLLECTIVE]
+    if not inside:
+        return None
+    op = inside[0].wait.detail
+    others = [s for s in ranks if not (s.wait.kind == waits.COLLECTIVE and s.wait.detail == op)]
+    world = max((s.proc.world_size or 0 for s in ranks), default=0)
+    unseen = sorted(set(range(world)) - {s.proc.rank for s in ranks})
+    if not others and not unseen:
+        return None
+    where = [f"{_names([s.proc.rank])} (pid {s.proc.pid}) is not in {op}: it is at {s.at()} ({s.wait.kind}"
+             + (f" [{s.wait.detail}]" if s.wait.detail else "") + ")" for s in others]
+    if unseen:
+        where.append(f"{_names(unseen)}: no such process here (on another node, or it died)")
+    called = inside[0].wait.user.short() if inside[0].wait.user else op
+    head = (f"{_names([s.proc.rank for s in inside])} wait{'s' if len(inside) == 1 else ''} in {op} (called at "
+            f"{called}); {_names([s.proc.rank for s in others] + unseen)} never joined it")
+    fix = ("Every rank must call the same collectives in the same order: the rank named here skipped or has not "
+           "reached this one (a collective inside `if rank == 0:`, an early `continue`, unequal batches per "
+           "rank). Set `timeout=` on init_process_group so a mismatch fails instead of hanging.")
+    return Finding("failed", causes.COLLECTIVE_HANG, head, fix, where)
+
+
+def _workers_of(all_seen: list[Seen], pid: int) -> list[Seen]:
+    return [s for s in all_seen if s.proc.ppid == pid]
+
+
+def _dataloader(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
+    """The training loop waits for a batch: say which worker holds it up, or that one died."""
+    for s in all_seen:
+        if not (s.steady and s.wait.kind == waits.DATALOADER):
+            continue
+        workers = [w for w in _workers_of(all_seen, s.proc.pid) if w.wait.kind == waits.DATALOADER_WORKER]
+        dead = [w for w in workers if w.proc.gone or _zombie(w.proc.pid)]
+        if dead:
+            head = f"{s.proc.name()} waits for a batch, and its DataLoader worker pid {dead[0].proc.pid} died"
+            where = [f"worker pid {w.proc.pid} is gone" for w in dead]
+        elif workers:
+            w = workers[0]
+            head = (f"{s.proc.name()} waits for a batch from its DataLoader workers; worker pid {w.proc.pid} is "
+                    f"stuck at {w.at()}" + (f" ({w.wait.detail})" if w.wait.detail else ""))
+            where = [f"worker pid {x.proc.pid} at {x.at()}" + (f" ({x.wait.detail})" if x.wait.detail else "")
+                     for x in workers]
+        else:
+            head = f"{s.proc.name()} waits for a batch from DataLoader workers that are not there"
+            where = []
+        fix = ("Fix what the worker waits on in your Dataset's __getitem__ (its line is below); "
+               "`num_workers=0` runs it in the main process, where a traceback or py-spy shows it directly; "
+               "set the DataLoader's `timeout=` so a stuck worker raises instead of hanging.")
+        return Finding("failed", causes.DATALOADER_STUCK, head, fix, where)
+    return None
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return True
+
+
+def _holder(pid: int) -> str:
+    try:
+        cmd = " ".join(" ".join(psutil.Process(pid).cmdline()).split())
+        return f"pid {pid} ({cmd[:80]}{'...' if len(cmd) > 80 else ''})"
+    except psutil.Error:
+        return f"pid {pid}"
+
+
+def _single_wait(all_seen: list[Seen], quiet_s: float, local: bool = True) -> Optional[Finding]:
+    """One process waits on something named by the kernel: stdin, a file lock, a timer, a socket, the GPU."""
+    order = (waits.STDIN, waits.LOCK, waits.CUDA_SYNC, waits.COMPILE, waits.SOCKET, waits.SLEEP)
+    candidates = [s for s in all_seen if s.steady and not s.proc.gone and s.proc.python and s.wait.kind in order]
+    for s in sorted(candidates, key=lambda s: order.index(s.wait.kind)):
+        w, who = s.wait, s.proc.name()
+        look = s.proc.last
+        k = look.kernel if look else None
+        if w.kind == waits.STDIN:
+            return Finding("failed", causes.WAITING_FOR_INPUT, f"{who} waits for input on stdin at {s.at()}",
+                           "The job asks a question (input()) that nobody will answer: pass the answer as an "
+                           "option or environment variable, or run it with stdin from /dev/null so it fails fast.",
+                           [f"stdin is {k.target if k else '?'}"])
+        if w.kind == waits.LOCK:
+            mine = next((x.proc for x in all_seen if k and x.proc.pid == k.holder), None)
+            who_holds = (f"pid {mine.pid} ({' '.join(mine.cmdline)[:80]})" if mine else
+                         _holder(k.holder) if local else f"pid {k.holder}") if k and k.holder else ""
+            held = f"; {who_holds} holds it" if who_holds else ""
+            return Finding("failed", causes.WAITING_ON_LOCK, f"{who} waits for a lock on {k.target if k else '?'} "
+                           f"at {s.at()}{held}", "Stop or wait for the process that holds the lock (named here), "
+                           "or give this run a lock file of its own.", [f"{who}: {k.words() if k else w.detail}"])
+        if w.kind == waits.SLEEP:
+            return Finding("unknown", causes.SLEEPING, f"{who} is alive and asleep in time.sleep at {s.at()}; "
+                           f"nothing was written for {quiet_s:.0f} s", "Nothing is broken that dfdoctor can see: "
+                           "the job sleeps where its code says. Follow it with `dfdoctor status` later.", [])
+        if w.kind == waits.SOCKET:
+            return Finding("unknown", causes.WAITING_ON_NETWORK, f"{who} waits for data from {w.detail} at "
+                           f"{s.at()} (a download or a remote service)", "Check that the host answers from here; "
+                           "pre-download the files (or set HF_HUB_OFFLINE=1 with a local cache) and set a timeout "
+                           "on the request.", [f"{who}: {k.words() if k else w.detail}"])
+        if w.kind == waits.CUDA_SYNC:
+            return Finding("unknown", causes.CUDA_SYNC_WAIT, f"{who} waits in CUDA synchronisation at {s.at()}: "
+                           "the GPU has not finished its queued work", "A GPU kernel or a collective on another "
+                           "stream does not finish: look at the other ranks here and at `nvidia-smi`; run with "
+                           "CUDA_LAUNCH_BLOCKING=1 to find the kernel.", [])
+        if w.kind == waits.COMPILE:
+            return Finding("unknown", causes.COMPILE_WORKERS_WAIT, f"{who} waits for torch.compile's worker "
+                           f"processes at {s.at()}", "Compiling can take minutes; if it never ends, set "
+                           "TORCHINDUCTOR_COMPILE_THREADS=1 to compile in the process itself and see where.", [])
+    return None
+
+
+def _buffered(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
+    """A Python process works (on CPU, its stack moving) while its stdout sits in a block buffer. Only after a
+    longer silence: a job that has not printed yet (building a model) looks the same for a while."""
+    if quiet_s < BUFFERED_AFTER_S:
+        return None
+    for s in all_seen:
+        spent, woke = s.proc.cpu_spent() or 0.0, s.proc.wakeups() or 0
+        if any(w.kind in (waits.AGENT, waits.CHILD, waits.IMPORT, waits.DATALOADER_WORKER) for w in s.waits):
+            continue  # a supervisor's loop (torchrun's agent, a shell) or start-up is not the job's work
+        if s.proc.buffered and not s.proc.gone and not s.steady and (spent > 0.3 or woke > WAKEUPS_STILL):
+            return Finding("failed", causes.OUTPUT_BUFFERED, f"{s.proc.name()} is working ({spent:.1f} s of CPU, "
+                           f"woken {woke} times between two looks, at {s.at()}) but nothing reached the log for "
+                           f"{quiet_s:.0f} s: Python block-buffers stdout when it is not a terminal",
+                           "Run Python with -u or set PYTHONUNBUFFERED=1 (or print(..., flush=True)).",
+                           ["stdout is a pipe/file, not a terminal; no -u, no PYTHONUNBUFFERED"])
+    return None

@@ -1,0 +1,68 @@
+"""A job's own rhythm: how often it prints, and so when its silence means something.
+
+"Quiet" is relative. A job that logs every 5 s is not quiet 3 s after its last line; one that logs ten times a
+second is quiet after 3 s. The recorder's heartbeat holds what is needed: how many progress lines the job wrote,
+when its first and its last output came (wall clock).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional
+
+GRACE_S = 5.0  # a job that has not shown a rhythm yet is quiet after this long without output
+RHYTHMS = 3.0  # quiet = silent for this many of its own intervals between lines
+MIN_SPAN_S = 2.0  # lines spread over less than this are a burst, not a rhythm
+GROWING_S = 3.0  # a job called running printed within this long (or within its own rhythm, if slower)
+HEARTBEAT_S = 1.0  # the heartbeat's last_output_t can be this stale
+SAMPLE_CAP_S = 15.0  # stacks are sampled no later than this into a silence, whatever the rhythm: stuck is named fast
+
+
+def interval(hb: Optional[dict[str, Any]]) -> Optional[float]:
+    """The job's mean time between progress lines, once it wrote three or more; else None."""
+    hb = hb or {}
+    lines = int(hb.get("progress_lines") or 0)
+    first, last = hb.get("first_output_t"), hb.get("last_output_t")
+    if lines < 3 or first is None or last is None or last - first < MIN_SPAN_S:
+        return None  # a burst at start-up is no rhythm
+    return (last - first) / (lines - 1)
+
+
+def still_growing(hb: Optional[dict[str, Any]], silent: float) -> bool:
+    """Whether a silence this long is still within the job's pace (at most 3 s for a job that prints often)."""
+    every = interval(hb)
+    return silent < max(GROWING_S, (RHYTHMS * every + HEARTBEAT_S) if every is not None else 0.0)
+
+
+def silent_for(hb: Optional[dict[str, Any]], now: float, started: Optional[float],
+               log: Optional[str] = None) -> float:
+    """Seconds since the job's last output (since its start when it wrote nothing); `now` is wall time. A log
+    the job writes itself (--no-redirect, a logging FileHandler) counts: its last change is output too."""
+    last = (hb or {}).get("last_output_t") or started
+    if log:
+        try:
+            changed = os.stat(log).st_mtime
+            if started is None or changed >= started:
+                last = max(last or 0.0, changed)
+        except OSError:
+            pass
+    return max(0.0, now - last) if last else 0.0
+
+
+def quiet_after(hb: Optional[dict[str, Any]]) -> float:
+    """How long a silence must last to be unusual for this job."""
+    every = interval(hb)
+    return GRACE_S if every is None else max(GRACE_S, RHYTHMS * every + HEARTBEAT_S)
+
+
+def sample_after(hb: Optional[dict[str, Any]]) -> float:
+    """How long into a silence the stacks are sampled: the job's quiet time, capped (sampling only names a wait
+    the stacks prove, so looking early costs a dump, never a wrong verdict)."""
+    return min(quiet_after(hb), SAMPLE_CAP_S)
+
+
+def words(hb: Optional[dict[str, Any]], now: float, started: Optional[float]) -> str:
+    """`prints every ~5.0 s; last output 2.1 s ago`, for evidence."""
+    every = interval(hb)
+    pace = f"prints every ~{every:.1f} s" if every is not None else "has no steady rhythm yet"
+    return f"{pace}; last output {silent_for(hb, now, started):.1f} s ago"

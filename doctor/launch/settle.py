@@ -1,0 +1,94 @@
+"""Settling: when "running" may be said.
+
+A job is running when it has lived past a settle time with its output still growing, and every process it
+should have is alive and past its start. For torchrun that means as many ranks as it was asked for, none of
+them gone since we first saw it, none still inside init_process_group (checked with one stack sample).
+
+The trade-off: a launch that says "running" waits at least the settle time (default 10 s, never longer than
+--watch), instead of the two seconds of steady output that were enough before. In exchange a job or rank that
+dies in its first seconds (a missing GPU, a data file not found after the model is built) is never reported
+running. `--settle 0` restores the old, faster and riskier, behaviour.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+import psutil
+from dfdoctor.diagnose import jobstacks, waits
+from dfdoctor.diagnose.waits import classify
+
+SETTLE_S = 10.0
+_NPROC = re.compile(r"^--nproc[-_]per[-_]node(?:=(.+))?$")
+_TORCHRUN = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
+
+
+@dataclass
+class Settling:
+    """What the settle check remembers between polls: the ranks it has seen (one that goes away is a death)."""
+
+    ranks_seen: dict[int, int] = field(default_factory=dict)  # pid -> rank
+    lost: list[str] = field(default_factory=list)  # evidence: ranks that died while we watched
+    notes: list[str] = field(default_factory=list)  # evidence for "running"
+    since: Optional[float] = None  # wall time every rank was first seen alive and past init_process_group
+
+
+def expected_ranks(cmdline: list[str]) -> Optional[int]:
+    """`--nproc_per_node N` of a torchrun command line; None when not torchrun or not a number."""
+    if not any(t in " ".join(cmdline) for t in _TORCHRUN):
+        return None
+    for i, a in enumerate(cmdline):
+        m = _NPROC.match(a)
+        if m:
+            value = m.group(1) if m.group(1) is not None else (cmdline[i + 1] if i + 1 < len(cmdline) else "")
+            return int(value) if value.isdigit() else None
+    return 1
+
+
+def _torchrun(pid: int) -> Optional[tuple[psutil.Process, int]]:
+    """The torchrun agent in the job's tree and how many local ranks it was asked for."""
+    for p in jobstacks.tree(pid):
+        try:
+            n = expected_ranks(p.cmdline())
+        except psutil.Error:
+            continue
+        if n is not None:
+            return p, n
+    return None
+
+
+def settled(pid: int, state: Settling, deep: bool = True) -> Optional[str]:
+    """None when every process the job should have is alive and past its start; else why not, in words.
+    Without `deep` only the cheap part runs (which ranks are alive); with it, one stack look at each rank."""
+    found = _torchrun(pid)
+    if found is None:
+        return None
+    agent, want = found
+    samples = [s for s in (jobstacks.describe(p) for p in jobstacks.tree(agent.pid)) if s and s.rank is not None]
+    for s in samples:
+        state.ranks_seen.setdefault(s.pid, s.rank)
+    alive = {s.pid for s in samples}
+    for gone_pid, rank in state.ranks_seen.items():
+        if gone_pid not in alive:
+            note = f"rank {rank} (pid {gone_pid}) ended while dfdoctor watched"
+            if note not in state.lost:
+                state.lost.append(note)
+    if state.lost:
+        return "; ".join(state.lost)
+    if len(samples) < want:
+        return f"{len(samples)} of {want} ranks are alive"
+    if not deep:
+        return "not looked at yet"
+    jobstacks.look_once(samples)
+    inside = [s.rank for s in samples if s.looks and
+              classify(s.looks[-1].stacks.text, s.looks[-1].kernel).kind == waits.RENDEZVOUS]
+    if inside:
+        return f"rank(s) {', '.join(map(str, sorted(inside)))} still in init_process_group"
+    if state.since is None:
+        state.since = time.time()
+    state.notes = [f"torchrun pid {agent.pid}: {len(samples)} of {want} ranks alive and past init_process_group "
+                   f"{time.time() - state.since:.1f} s"]
+    return None

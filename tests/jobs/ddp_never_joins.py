@@ -1,0 +1,11 @@
+"""torchrun (gloo, CPU): rank 1 is held up before init_process_group, so rank 0 waits there for it forever
+(the default timeout is 30 minutes): `rank-missing`, naming rank 1 and its line."""
+import os
+import time
+
+if os.environ.get("RANK") == "1":
+    time.sleep(600)  # rank 1 never arrives
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+print("joined", flush=True)

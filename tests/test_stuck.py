@@ -1,0 +1,183 @@
+"""Stuck jobs explained (issue 23): real jobs that sit there, each named within 30 s of going quiet from the stacks
+of every process of the job; a job is called running only once settled; "quiet" is the job's own rhythm."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from jobs.harness import PY, job, kill_runs, launch, status, text_of, wait_for
+
+TORCHRUN = [PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]  # a free port each
+NAMED_WITHIN_S = 30.0  # from going quiet to the verdict
+
+
+@pytest.fixture
+def work(tmp_path: Path):
+    """A scratch folder; every process of every run in it (torchrun's ranks included) is killed afterwards."""
+    yield tmp_path
+    kill_runs(tmp_path)
+
+
+def _left_alive(rep: dict) -> list[int]:
+    """Pids the verdict's stop line names that still run (kill_runs must leave none)."""
+    line = next((e for e in rep["verdict"]["evidence"] if e.startswith("to stop the whole job")), "")
+    return [int(p) for p in re.findall(r"\d+", line.split("kill", 1)[-1]) if psutil.pid_exists(int(p))]
+
+
+def _named(rep: dict, took: float, quiet_from: float = 0.0) -> None:
+    """The verdict came early (well before the 60 s watch) and within NAMED_WITHIN_S of the job going quiet."""
+    assert took - quiet_from < NAMED_WITHIN_S, f"named {took - quiet_from:.0f} s after going quiet:\n{text_of(rep)}"
+
+
+def test_a_rank_that_never_joins_is_named_with_its_line(work):
+    t0 = time.monotonic()
+    proc, rep = launch(work, *TORCHRUN, job("ddp_never_joins.py")[1], watch=60, log=None)
+    took = time.monotonic() - t0
+    v = rep["verdict"]
+    assert proc.returncode == 1 and v["state"] == "failed" and v["cause"] == "rank-missing", text_of(rep)
+    assert v["summary"].startswith("rank 1 never arrived in init_process_group; rank 0 waits"), v["summary"]
+    assert any("rank 1 (pid" in e and "ddp_never_joins.py:7" in e for e in v["evidence"]), text_of(rep)
+    assert any("(rank 0): rendezvous" in e for e in v["evidence"]), text_of(rep)  # every process has its line
+    assert any("(torchrun)" in e for e in v["evidence"]), text_of(rep)
+    _named(rep, took)
+    pids = _left_alive(rep)
+    assert len(pids) >= 3  # torchrun and both ranks, in the stop line
+    kill_runs(work)
+    assert wait_for(lambda: not any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in pids),
+                    10), "a rank was left behind"
+
+
+def test_a_rank_that_skips_an_all_reduce_is_named(work):
+    t0 = time.monotonic()
+    proc, rep = launch(work, *TORCHRUN, job("ddp_skips_collective.py")[1], watch=60, log=None)
+    took = time.monotonic() - t0
+    v = rep["verdict"]
+    assert v["state"] == "failed" and v["cause"] == "collective-hang", text_of(rep)
+    assert "rank 0 waits in all_reduce" in v["summary"] and "rank 1 never joined it" in v["summary"], v["summary"]
+    assert any("rank 1 (pid" in e and "ddp_skips_collective.py:14" in e for e in v["evidence"]), text_of(rep)
+    _named(rep, took)
+
+
+def test_a_rank_that_dies_after_logging_is_never_called_running(work):
+    """Both ranks log steadily for 3 s, then rank 1 exits 1: the old watch said running after 2 s of output."""
+    proc, rep = launch(work, *TORCHRUN, job("ddp_rank_dies_late.py")[1], watch=60, log=None)
+    assert rep["verdict"]["state"] != "running", text_of(rep)
+    assert proc.returncode == 1 and "rank 1" in text_of(rep), text_of(rep)
+
+
+def test_a_dataloader_worker_that_blocks(work):
+    t0 = time.monotonic()
+    proc, rep = launch(work, *job("loader_worker_blocks.py"), watch=60)
+    v = rep["verdict"]
+    assert v["cause"] == "dataloader-stuck" and v["state"] == "failed", text_of(rep)
+    assert "worker pid" in v["summary"] and "__getitem__" in v["summary"] and "loader_worker_blocks.py:15" in \
+        v["summary"], v["summary"]
+    _named(rep, time.monotonic() - t0)
+
+
+def test_a_job_waiting_for_input(work):
+    cmd = f"sleep 120 | {PY} {job('asks_input.py')[1]}"  # stdin: a pipe that never delivers
+    t0 = time.monotonic()
+    proc, rep = launch(work, "sh", "-c", cmd, watch=60)
+    v = rep["verdict"]
+    assert v["cause"] == "waiting-for-input" and "asks_input.py:3" in v["summary"], text_of(rep)
+    _named(rep, time.monotonic() - t0)
+
+
+def test_a_flock_held_by_another_process(work):
+    lock = work / "data.lock"
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl,sys,time; f=open(sys.argv[1],'w'); "
+                               "fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(120)",
+                               str(lock)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        t0 = time.monotonic()
+        proc, rep = launch(work, *job("takes_lock.py", str(lock)), watch=60)
+        v = rep["verdict"]
+        assert v["cause"] == "waiting-on-lock" and v["state"] == "failed", text_of(rep)
+        assert str(lock) in v["summary"] and f"pid {holder.pid}" in v["summary"], v["summary"]
+        assert "takes_lock.py:7" in v["summary"]
+        _named(rep, time.monotonic() - t0)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_sleeping_script_is_named_and_not_called_running(work):
+    t0 = time.monotonic()
+    proc, rep = launch(work, *job("sleeps.py"), watch=60)
+    v = rep["verdict"]
+    assert v["state"] == "unknown" and v["cause"] == "sleeping", text_of(rep)
+    assert "time.sleep at <module>" in v["summary"] and "sleeps.py:5" in v["summary"], v["summary"]
+    _named(rep, time.monotonic() - t0)
+
+
+def test_a_working_job_whose_output_is_buffered(work):
+    """It printed a warning on stderr, so the old rule (nothing written at all) missed it: 'running'."""
+    t0 = time.monotonic()
+    proc, rep = launch(work, *job("works_buffered.py"), watch=60)
+    v = rep["verdict"]
+    assert v["state"] == "failed" and v["cause"] == "output-buffered", text_of(rep)
+    assert "is working" in v["summary"] and "works_buffered.py" in v["summary"], v["summary"]
+    _named(rep, time.monotonic() - t0)
+
+
+def test_a_job_printing_every_4_s_is_running_for_status(work):
+    """status watches 3 s: a job printing every 4 s was 'did not grow lately' on every status."""
+    proc, rep = launch(work, *job("prints_every.py", "4"), watch=0)
+    assert wait_for(lambda: (work / "train.log").exists() and (work / "train.log").read_text().count("step") >= 4,
+                    40)
+    for _ in range(2):
+        _, st = status(work)
+        v = st["verdict"]
+        assert v["state"] == "running" and "log is growing" in v["summary"], text_of(st)
+        assert any("prints every ~4" in e for e in v["evidence"]), text_of(st)
+
+
+def test_settle_time_holds_running_back_and_is_capped_by_the_watch(work):
+    t0 = time.monotonic()
+    proc, rep = launch(work, *job("healthy.py", "30"), watch=30, extra=("--settle", "6"))
+    took = time.monotonic() - t0
+    assert rep["verdict"]["state"] == "running" and took >= 6, (took, text_of(rep))
+    assert any("settle time 6 s" in e for e in rep["verdict"]["evidence"])
+    proc, rep = launch(work, *job("healthy.py", "30"), watch=5, log="other.log", extra=("--settle", "60"))
+    assert rep["verdict"]["state"] == "running", text_of(rep)
+    assert any("settle time 5 s" in e for e in rep["verdict"]["evidence"]), text_of(rep)
+
+
+def test_status_names_a_collective_hang_later(work):
+    """Issue 23: `status` 90 s after the launch said "running, though its log did not grow lately"."""
+    launch(work, *TORCHRUN, job("ddp_skips_collective.py")[1], watch=0, log=None)
+    run_dir = next(work.glob(".dfdoctor/runs/*"))
+    assert wait_for(lambda: "rank 1 step 2" in (run_dir / "stdout.log").read_text(errors="replace"), 90)
+    time.sleep(8)  # quiet past its rhythm
+    t0 = time.monotonic()
+    proc, st = status(work)
+    assert proc.returncode == 1 and st["verdict"]["cause"] == "collective-hang", text_of(st)
+    assert "rank 1 never joined it" in st["verdict"]["summary"]
+    assert time.monotonic() - t0 < 15
+
+
+def test_a_download_from_a_host_that_never_answers(work):
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)  # the kernel accepts the connection; nobody ever answers
+    port = server.getsockname()[1]
+    try:
+        t0 = time.monotonic()
+        proc, rep = launch(work, *job("reads_socket.py", str(port)), watch=60)
+        v = rep["verdict"]
+        assert v["state"] == "unknown" and v["cause"] == "waiting-on-network", text_of(rep)
+        assert f"127.0.0.1:{port}" in v["summary"] and "reads_socket.py:8" in v["summary"], v["summary"]
+        _named(rep, time.monotonic() - t0)
+    finally:
+        server.close()

@@ -1,0 +1,101 @@
+"""The pieces of the stuck-job verdict on their own: reading a main thread's wait from its stack and system call,
+the job's rhythm, torchrun's expected ranks, and a launcher's redirect line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dfdoctor.diagnose import launcher, waits
+from dfdoctor.diagnose.kernelwait import KernelWait
+from dfdoctor.launch import rhythm, settle
+
+SITE = "/usr/lib/python3/site-packages"
+RANK0_RENDEZVOUS = f"""Thread 10 (idle): "MainThread"
+    _create_c10d_store ({SITE}/torch/distributed/rendezvous.py:189)
+    _env_rendezvous_handler ({SITE}/torch/distributed/rendezvous.py:267)
+    init_process_group ({SITE}/torch/distributed/distributed_c10d.py:1700)
+    <module> (/home/u/ddp.py:5)
+"""
+RANK0_ALL_REDUCE = f"""Thread 11 (idle): "MainThread"
+    all_reduce ({SITE}/torch/distributed/distributed_c10d.py:3252)
+    wrapper ({SITE}/torch/distributed/c10d_logger.py:83)
+    <module> (/home/u/skip.py:7)
+"""
+USER_LINE = """Thread 12 (idle): "MainThread"
+    <module> (/home/u/skip.py:9)
+"""
+LOADER = f"""Thread 13 (idle): "MainThread"
+    select (/usr/lib/python3.11/selectors.py:415)
+    _try_get_data ({SITE}/torch/utils/data/dataloader.py:1251)
+    _next_data ({SITE}/torch/utils/data/dataloader.py:1440)
+    __next__ ({SITE}/torch/utils/data/dataloader.py:733)
+    <module> (/home/u/train.py:14)
+"""
+IDLE = KernelWait("futex")
+
+
+def test_torch_frames_name_the_wait_and_the_users_line():
+    w = waits.classify(RANK0_RENDEZVOUS, IDLE)
+    assert w.kind == waits.RENDEZVOUS and w.user.short() == "<module> (/home/u/ddp.py:5)"
+    w = waits.classify(RANK0_ALL_REDUCE, IDLE)
+    assert (w.kind, w.detail, w.user.line) == (waits.COLLECTIVE, "all_reduce", 7)
+    assert waits.classify(LOADER, KernelWait("poll", 5, "pipe:[1]")).kind == waits.DATALOADER
+
+
+def test_the_kernel_names_what_a_users_line_waits_on():
+    assert waits.classify(USER_LINE, KernelWait("read", 0, "pipe:[7]")).kind == waits.STDIN
+    lock = waits.classify(USER_LINE, KernelWait("flock", 3, "/data/x.lock", holder=42))
+    assert lock.kind == waits.LOCK and lock.detail == "/data/x.lock held by pid 42"
+    assert waits.classify(USER_LINE, KernelWait("clock_nanosleep")).kind == waits.SLEEP
+    net = waits.classify(USER_LINE, KernelWait("recvfrom", 5, "socket:[9]", peer="10.0.0.7:443"))
+    assert net.kind == waits.SOCKET and net.detail == "10.0.0.7:443"
+    assert waits.classify(USER_LINE, KernelWait("read", 5, "socket:[9]")).kind == waits.SOCKET  # not stdin
+    assert waits.classify(USER_LINE.replace("(idle)", "(active)"), KernelWait("running")).kind == waits.WORKING
+
+
+def test_rhythm_is_the_jobs_own_pace():
+    every_5 = {"progress_lines": 5, "first_output_t": 100.0, "last_output_t": 120.0}
+    assert rhythm.interval(every_5) == 5.0
+    assert rhythm.still_growing(every_5, 4.0) and rhythm.still_growing(every_5, 12.0)  # not quiet after 3 s
+    assert not rhythm.still_growing(every_5, 20.0)
+    burst = {"progress_lines": 4, "first_output_t": 100.0, "last_output_t": 100.05}
+    assert rhythm.interval(burst) is None and not rhythm.still_growing(burst, 4.0)
+    assert rhythm.sample_after({"progress_lines": 5, "first_output_t": 0.0, "last_output_t": 400.0}) == \
+        rhythm.SAMPLE_CAP_S  # a slow job is still looked at within 15 s of going quiet
+
+
+def test_torchrun_expected_ranks():
+    assert settle.expected_ranks(["torchrun", "--standalone", "--nproc_per_node", "4", "t.py"]) == 4
+    assert settle.expected_ranks(["python", "-m", "torch.distributed.run", "--nproc-per-node=2", "t.py"]) == 2
+    assert settle.expected_ranks(["torchrun", "--nproc_per_node", "gpu", "t.py"]) is None
+    assert settle.expected_ranks(["python", "train.py"]) is None
+
+
+def test_redirect_fix_rewrites_only_the_launchers_redirect(tmp_path: Path):
+    script = tmp_path / "launch.sh"
+    script.write_text("#!/bin/bash\ncd /x\n# python old.py > train.log\nnohup python train.py > train.log 2>&1 &\n")
+    no, line, fixed = launcher.redirect_fix(script, "/x/train.log", "/logs/run 7.log")
+    assert no == 4 and line.startswith("nohup")
+    assert fixed == "nohup python train.py > '/logs/run 7.log' 2>&1 &"
+    assert launcher.redirect_fix(script, "/x/other.log", "/logs/a.log") is None
+
+
+def test_sixteen_processes_all_fit_the_reports_evidence():
+    """Every process of a 16-process job keeps its line and its innermost frame within the 60 lines a report
+    shows (doctor/render/html.py EVIDENCE_LINES)."""
+    from dfdoctor.diagnose import stuck
+    from dfdoctor.diagnose.jobstacks import Look, ProcessSample
+    from dfdoctor.diagnose.stacks import Stacks
+    from dfdoctor.render.html import EVIDENCE_LINES
+
+    procs = []
+    for r in range(16):
+        text = RANK0_ALL_REDUCE if r else USER_LINE
+        p = ProcessSample(100 + r, 1, ["python", "t.py"], True, rank=r, local_rank=r, world_size=16)
+        p.looks = [Look(Stacks(p.pid, text, "py-spy"), IDLE, 1.0, 5)] * 2
+        procs.append(p)
+    found = stuck.judge(procs, 20.0)
+    assert found.cause == "collective-hang" and found.headline.endswith("rank 0 never joined it")
+    assert len(found.lines) + 3 <= EVIDENCE_LINES, len(found.lines)
+    for p in procs:
+        assert any(line.startswith(f"pid {p.pid} (rank {p.rank})") for line in found.lines)
