@@ -1,0 +1,31 @@
+# dfdoctor rehearsal: look at one place after the line's session ended, then remove what the rehearsal made.
+# Run by `sh -s` at that place (through the line's own hops) with arguments:
+#   $1  the sentinel's folder ("" where there is none)   $2  interpreter words to look up ("python3 python")
+#   then pairs: a folder the path is relative to ("" = where the session starts) and a renamed log path.
+# Prints sections "==NAME" that doctor/rehearse/runner.py reads. Never touches a path without the rehearsal's tag.
+d=$1; words=$2; shift 2
+if [ -n "$d" ] && [ -d "$d" ]; then
+  echo "==start"; cat "$d/start.json" 2>/dev/null; echo
+  b1=$(cat "$d/beat" 2>/dev/null); sleep 0.6; b2=$(cat "$d/beat" 2>/dev/null)
+  echo "==beats ${b1:-none} ${b2:-none}"
+  echo "==end"; cat "$d/end.json" 2>/dev/null; echo
+  touch "$d/stop" 2>/dev/null
+  pid=$(sed -n 's/.*"pid": \([0-9]*\).*/\1/p' "$d/start.json" 2>/dev/null)
+  sleep 0.3
+  if [ -n "$pid" ] && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q "$d/"; then
+    kill -9 "$pid" 2>/dev/null && echo "==killed $pid"
+  fi
+  rm -rf "$d"
+fi
+for w in $words; do
+  echo "==have $w $(command -v "$w" 2>/dev/null)"
+done
+while [ $# -ge 2 ]; do
+  dir=$1; f=$2; shift 2
+  case "$f" in *.dfdoctor-rh-*) ;; *) continue ;; esac
+  ( [ -z "$dir" ] || cd "$dir" 2>/dev/null
+    if [ -e "$f" ]; then
+      echo "==log $f $(wc -c < "$f" | tr -d ' ')"; head -c 2000 "$f"; echo; rm -f "$f"
+    else echo "==log $f missing"; fi )
+done
+echo "==done"
