@@ -84,7 +84,6 @@ class Plan:
     job: Optional[Job] = None
     logs: list[Log] = field(default_factory=list)
     not_rehearsed: list[tuple[str, str]] = field(default_factory=list)  # (command, why)
-    launcher_copy: Optional[str] = None  # a rewritten launcher script to place beside the sentinel
     uses_tty: bool = False
 
     @property
@@ -316,13 +315,23 @@ class _Rewriter:
 
     def launcher_words(self, words: list[Word], k: int, chain: tuple[Hop, ...], where: str, state: dict,
                        edits: list) -> None:
-        """The launcher runs from a rewritten copy beside the sentinel, by the same shell word."""
+        """The launcher runs as `SHELL -c REWRITTEN_TEXT PATH ARGS...`: the same shell, the same `$0` (so
+        `cd "$(dirname "$0")"` goes where it would), the same arguments, the rewritten text."""
         argv = [w.value for w in words[k:]]
         at = k + (1 if base(argv[0]) in SHELLS else 0)
-        self.launcher_text_new = self.text(self.launcher_text or "", chain, where, state["cwd"])
-        self.plan.launcher_copy = self.launcher_text_new
-        edits.append((words[at].start, words[at].end, f"{self.plan.folder}/{base(words[at].value)}"))
+        text = self.launcher_text or ""
         self.launcher_text = None  # followed once
+        new = self.text(text, chain, where, state["cwd"])
+        shell = base(argv[0]) if base(argv[0]) in SHELLS else _shebang(text)
+        edits.append((words[k].start, words[at].end, f"{shell} -c {quote(new)} {words[at].raw}"))
+
+
+def _shebang(text: str) -> str:
+    """The shell a script's first line names (`#!/usr/bin/env bash`, `#!/bin/sh`), else sh."""
+    first = text.splitlines()[0] if text.startswith("#!") else ""
+    words = first[2:].split()
+    name = base(words[-1]) if words else "sh"
+    return name if name in SHELLS else "sh"
 
 
 def plan(line: str, tag: str, *, launcher: Optional[str] = None, launcher_text: Optional[str] = None) -> Plan:
@@ -352,13 +361,18 @@ def _put_back(word: Word, new: str, edits: list) -> None:
         edits.append((word.start, word.end, quote(new)))
     elif raw[:1] == raw[-1:] == "'" and raw[1:-1] == word.value:
         edits.append((word.start, word.end, "'" + new + "'" if "'" not in new else quote(new)))
-    elif raw[:1] == raw[-1:] == '"' and raw[1:-1] == word.value:
-        edits.append((word.start, word.end, '"' + new + '"'))  # our edits add no `"`, `$`, `` ` `` or `\`
+    elif raw[:1] == raw[-1:] == '"' and raw[1:-1] == word.value and _same_specials(word.value, new):
+        edits.append((word.start, word.end, '"' + new + '"'))  # the edits added no `"`, `$`, `` ` `` or `\`
     elif not word.dynamic:
         edits.append((word.start, word.end, quote(new)))
     else:
         raise CannotRehearse(f"the word {raw[:60]} mixes quotes and `$`: dfdoctor cannot rewrite it without "
                              "changing where it expands")
+
+
+def _same_specials(old: str, new: str) -> bool:
+    """Whether `new` holds exactly as many of the characters double quotes treat specially as `old`."""
+    return all(old.count(ch) == new.count(ch) for ch in '"$`\\')
 
 
 def _past_wrappers(argv: list[str]) -> int:

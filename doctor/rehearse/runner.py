@@ -31,10 +31,11 @@ from dfdoctor.rehearse.rewrite import CannotRehearse, Hop, Plan
 HERE = Path(__file__).resolve().parent
 SENTINEL = (HERE / "sentinel.py").read_text()
 LOOK = (HERE / "look.sh").read_text()
-PLACE = 'umask 077; mkdir "$1" && cat > "$1/sentinel.py" && { [ -z "$2" ] || printf %s "$3" > "$1/$2"; } && echo placed'
+PLACE = 'umask 077; mkdir "$1" && cat > "$1/sentinel.py" && echo placed'
 BUDGET_S = 10.0
 PLACE_S = 3.5  # one session to the job's place (ssh's own ConnectTimeout is shorter)
 RETURN_S = 3.5  # a line whose session has not returned by then is held open: ended as Ctrl-C would
+DRAIN_S = 0.8  # the terminal stays open this long after the shell returned, as a user's window does
 SETTLE_S = 1.0  # the sentinel must still beat this long after its session ended to count as alive
 TTY_ENV = {"TERM": "xterm"}
 
@@ -98,9 +99,7 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
     out.plan = plan
     job = plan.job
     assert job is not None
-    placed = _run(rewrite.session_argv(job.chain, ["sh", "-c", PLACE, "sh", plan.folder,
-                                                   "launch.sh" if plan.launcher_copy else "",
-                                                   plan.launcher_copy or ""]),
+    placed = _run(rewrite.session_argv(job.chain, ["sh", "-c", PLACE, "sh", plan.folder]),
                   stdin=SENTINEL.encode(), timeout=PLACE_S, cwd=cwd)
     if "placed" not in placed.stdout:
         out.unobservable = _unreachable(job.chain, placed)
@@ -157,18 +156,25 @@ def _shell() -> str:
     return shutil.which("bash") or "/bin/sh"
 
 
+# The user's own terminal outlives the line: a leader shell runs the line, says when it returned, and keeps the
+# terminal open a moment (late words of a background job show there) before it exits and the terminal hangs up.
+LEADER = '"$0" -c "$1"; rc=$?; printf "\\n%s %s\\n" "$2" "$rc"; sleep "$3"'
+
+
 def _run_line(out: Rehearsal, line: str, cwd: Optional[str]) -> None:
-    """Run the rewritten line in a shell that has a terminal of its own, as a user's does; when the shell is
-    done (or held open past RETURN_S, then ended as Ctrl-C and closing the window would), the terminal hangs up."""
+    """Run the rewritten line in a shell that has a terminal of its own, as a user's does; when the line is done
+    (or held open past RETURN_S, then ended as Ctrl-C and closing the window would), the terminal hangs up."""
     master, slave = pty.openpty()
     began = time.monotonic()
+    marker = f"==dfdoctor-returned-{uuid.uuid4().hex[:8]}"
 
     def controlling() -> None:  # in the child: a new session whose controlling terminal is the pty
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
     try:
-        proc = subprocess.Popen([_shell(), "-c", line], stdin=slave, stdout=slave, stderr=slave, cwd=cwd,
-                                start_new_session=True, preexec_fn=controlling, env={**os.environ, **TTY_ENV})
+        proc = subprocess.Popen(["sh", "-c", LEADER, _shell(), line, marker, str(DRAIN_S)], stdin=slave,
+                                stdout=slave, stderr=slave, cwd=cwd, start_new_session=True,
+                                preexec_fn=controlling, env={**os.environ, **TTY_ENV})
     except OSError as exc:
         os.close(master)
         os.close(slave)
@@ -179,10 +185,7 @@ def _run_line(out: Rehearsal, line: str, cwd: Optional[str]) -> None:
     sel = selectors.DefaultSelector()
     sel.register(master, selectors.EVENT_READ)
     deadline = began + RETURN_S
-    while True:
-        if proc.poll() is not None and out.returned_s is None:
-            out.returned_s = time.monotonic() - began
-            deadline = min(deadline, time.monotonic() + 0.2)  # what is still in the terminal's buffer
+    while time.monotonic() < deadline and proc.poll() is None or sel.get_map() and proc.poll() is None:
         if time.monotonic() >= deadline:
             break
         for _key, _ in sel.select(timeout=0.05):
@@ -194,25 +197,25 @@ def _run_line(out: Rehearsal, line: str, cwd: Optional[str]) -> None:
                 sel.unregister(master)
                 break
             chunks.append(chunk)
+            if out.returned_s is None and marker.encode() in b"".join(chunks):
+                out.returned_s = time.monotonic() - began
+                deadline = time.monotonic() + DRAIN_S + 0.5
         if not sel.get_map():
-            if proc.poll() is None:
-                time.sleep(0.05)
-                continue
             break
     sel.close()
-    if proc.poll() is not None and out.returned_s is None:
-        out.returned_s = time.monotonic() - began
-    if proc.poll() is None:
+    if proc.poll() is None and out.returned_s is None:
         out.held = True
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C, then the window closes
-        try:
-            proc.wait(timeout=0.5)
-        except subprocess.TimeoutExpired:
-            _killpg(proc.pid)
-            proc.wait()
+    try:
+        proc.wait(timeout=0.5)
+    except subprocess.TimeoutExpired:
+        _killpg(proc.pid)
+        proc.wait()
     os.close(master)  # the terminal hangs up: SIGHUP to whatever still has it as its controlling terminal
-    out.returncode = proc.returncode
-    out.output = b"".join(chunks).decode(errors="replace").replace("\r\n", "\n")
+    text = b"".join(chunks).decode(errors="replace").replace("\r\n", "\n")
+    m = re.search(re.escape(marker) + r" (\d+)", text)
+    out.returncode = int(m.group(1)) if m else proc.returncode
+    out.output = re.sub(r"\n?" + re.escape(marker) + r" \d+\n?", "\n", text).strip("\n")
 
 
 def _look_everywhere(out: Rehearsal, plan: Plan, cwd: Optional[str], *, deadline: float) -> None:

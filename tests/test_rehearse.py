@@ -1,0 +1,191 @@
+"""The rehearsal of the user's exact line (issue 21), over the real chain: sshd on 127.0.0.1 -> `pct exec` ->
+lxc-attach -> container 200, tmux on the host, docker exec -d, and a local launcher script.
+
+Each test names its folder uniquely (others share the containers), and each checks that the rehearsal left
+no sentinel, no folder and no renamed log behind."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+
+from dfdoctor import causes
+from dfdoctor.rehearse import judge
+from dfdoctor.rehearse.runner import BUDGET_S, rehearse
+from infra.fixtures import Infra, docker_infra, growing, infra, kill_naming, procs_naming, ssh_config_env  # noqa: F401
+
+TRAIN = "import time\nfor i in range(400):\n    print('step', i, flush=True)\n    time.sleep(0.1)\n"
+
+
+@pytest.fixture
+def seed(infra: Infra):
+    """A folder in container 200 only (not on the host), holding train.py: the seed's /workspace."""
+    name = f"dfd-rh-{uuid.uuid4().hex[:8]}"
+    work = f"/tmp/{name}"
+    inside = infra.rootfs() / "tmp" / name
+    inside.mkdir()
+    (inside / "train.py").write_text(TRAIN)
+    yield work, inside
+    kill_naming(work)
+    shutil.rmtree(inside, ignore_errors=True)
+
+
+def _nothing_left(infra: Infra, work: str, tag_hint: str = "dfdoctor-rh-") -> None:
+    """No sentinel runs, no sentinel folder stays in the container or on the host, no renamed log stays."""
+    deadline = time.monotonic() + 3
+    while procs_naming("dfdoctor-rh-") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [p for p in procs_naming("dfdoctor-rh-") if work in " ".join(p.cmdline())
+                or "sentinel.py" in " ".join(p.cmdline())], "a sentinel outlived its rehearsal"
+    inside = infra.rootfs() / work.lstrip("/")
+    if inside.exists():
+        assert not [f for f in inside.iterdir() if tag_hint in f.name], list(inside.iterdir())
+
+
+def _launch_path(p: subprocess.CompletedProcess) -> dict:
+    doc = json.loads(p.stdout)
+    return [c for c in doc["checks"] if c["id"] == "launch.path"][0]
+
+
+def _check_line(dfdoctor, infra: Infra, line: str, *extra: str) -> tuple[subprocess.CompletedProcess, dict]:
+    p = dfdoctor("check", "--only", "launch.path", "--shell-command", line, "--format", "json", *extra,
+                 env=infra.env(), timeout=120)
+    assert p.returncode in (0, 1), p.stderr
+    return p, _launch_path(p)
+
+
+def _causes(rec: dict) -> set:
+    return {f["cause"] for f in rec.get("findings") or [rec]} | ({rec["cause"]} if rec.get("cause") else set())
+
+
+def test_seed_line_fails_on_what_the_host_shell_said_and_its_fix_runs(infra, seed, dfdoctor):
+    work, inside = seed
+    line = f"ssh root@dfdoctor-host 'pct exec 200 -- nohup python3 {work}/train.py > {work}/train.log 2>&1 &'"
+    p, rec = _check_line(dfdoctor, infra, line)
+    assert p.returncode == 1
+    assert rec["status"] == "fail" and rec["basis"] == "observed"
+    assert rec["cause"] == causes.LOG_DIR_MISSING
+    assert "dfdoctor-host" in rec["summary"] and f"{work}/train.log" in rec["summary"]
+    fix = rec["data"]["fix"]
+    assert fix["works"], fix
+    assert rec["fix"] == fix["line"] and "pct exec 200" in fix["line"] and f">>{work}/train.log" in fix["line"]
+    _nothing_left(infra, work)
+    assert not (inside / "train.log").exists()  # the rehearsal never wrote the user's own log
+    # The printed fix, run as printed: a log that grows in the container, a job alive 10 s later.
+    ran = subprocess.run(["bash", "-c", fix["line"].replace("ssh root@dfdoctor-host",
+                                                            f"ssh -F {infra.ssh_config} root@dfdoctor-host", 1)],
+                         capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert ran.returncode == 0, ran.stderr
+    try:
+        time.sleep(10)
+        assert growing(inside / "train.log"), (inside / "train.log").read_text() if (inside / "train.log").exists() else "no log"
+        assert [q for q in procs_naming(f"{work}/train.py") if q.is_running()]
+    finally:
+        kill_naming(f"{work}/train.py")
+
+
+def test_seed_line_with_python_where_only_python3_exists(infra, seed, dfdoctor):
+    work, inside = seed
+    # the log's folder exists on the host (/tmp), so what stops this line is the interpreter in the container
+    log = f"/tmp/{Path(work).name}.log"
+    line = f"ssh root@dfdoctor-host 'pct exec 200 -- nohup python {work}/train.py > {log} 2>&1 &'"
+    p, rec = _check_line(dfdoctor, infra, line)
+    assert p.returncode == 1
+    assert rec["status"] == "fail" and rec["basis"] == "observed"
+    assert rec["cause"] == causes.COMMAND_NOT_FOUND
+    assert "`python` does not exist in container 200" in rec["summary"] and "python3 does" in rec["summary"]
+    fix = rec["data"]["fix"]
+    assert fix["works"] and "python3 -u" in fix["line"] and " python " not in fix["line"], fix
+    assert not Path(log).exists() and not list(Path("/tmp").glob(f"{Path(work).name}.log.dfdoctor-rh-*"))
+    _nothing_left(infra, work)
+
+
+def test_seed_line_with_python_and_a_missing_folder(infra, seed, dfdoctor):
+    work, _ = seed
+    line = f"ssh root@dfdoctor-host 'pct exec 200 -- nohup python {work}/train.py > {work}/train.log 2>&1 &'"
+    p, rec = _check_line(dfdoctor, infra, line)
+    assert p.returncode == 1 and rec["cause"] == causes.LOG_DIR_MISSING and rec["basis"] == "observed"
+    assert "python3 -u" in rec["data"]["fix"]["line"] and rec["data"]["fix"]["works"]
+
+
+def test_tty_line_dies_with_its_session(infra, seed, dfdoctor):
+    work, inside = seed
+    line = (f"ssh -tt root@dfdoctor-host \"pct exec 200 -- sh -c 'nohup python3 -u {work}/train.py "
+            f">{work}/train.log 2>&1 &'\"")
+    p, rec = _check_line(dfdoctor, infra, line)
+    assert p.returncode == 1 and rec["cause"] == causes.KILLED_ON_SESSION_EXIT and rec["basis"] == "observed"
+    assert rec["data"]["fix"]["works"] and "-tt" not in rec["data"]["fix"]["line"]
+    _nothing_left(infra, work)
+
+
+def test_a_good_line_passes_and_leaves_nothing(infra, seed):
+    work, inside = seed
+    line = (f"ssh -F {infra.ssh_config} root@dfdoctor-host \"pct exec 200 -- sh -c 'cd {work} && nohup setsid -f "
+            f"python3 -u train.py --lr 3e-4 </dev/null >{work}/train.log 2>&1'\"")
+    r = rehearse(line)
+    assert r.seconds <= BUDGET_S + 1, r.seconds
+    assert judge.passed(r), judge.facts(r)
+    start = r.job_place.start
+    assert start["cwd"] == work and start["container"] == "lxc" and start["argv"][1:] == ["--lr", "3e-4"]
+    assert start["sid"] == start["pid"] and start["tty"] == ""
+    assert not (inside / "train.log").exists()
+    _nothing_left(infra, work)
+
+
+def test_tmux_line_on_the_host(infra, ssh_config_env):
+    work = Path(f"/tmp/dfd-rh-tmux-{uuid.uuid4().hex[:8]}")
+    work.mkdir()
+    (work / "train.py").write_text(TRAIN)
+    try:
+        line = (f"ssh root@dfdoctor-host 'tmux new -d -s rh{work.name[-8:]} "
+                f"\"python3 -u {work}/train.py > {work}/train.log 2>&1\"'")
+        r = rehearse(line)
+        assert judge.passed(r), judge.facts(r)
+        assert r.job_place.start["tty"].startswith("/dev/pts")  # a tmux pane
+        assert not (work / "train.log").exists() and not list(work.glob("*dfdoctor-rh-*"))
+    finally:
+        kill_naming(str(work))
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_docker_exec_detached_line_with_a_log(docker_infra, dfdoctor, tmp_path):
+    name = f"dfd-rh-{uuid.uuid4().hex[:8]}"
+    ws = docker_infra.docker_workspace / name
+    ws.mkdir()
+    (ws / "train.py").write_text(TRAIN)
+    try:
+        line = f"docker exec -d {docker_infra.docker_name} python3 /workspace/{name}/train.py"
+        p, rec = _check_line(dfdoctor, docker_infra, line, "--log", f"/workspace/{name}/train.log")
+        assert rec["cause"] == causes.LOG_ELSEWHERE and rec["basis"] == "observed", rec
+        assert "not to the log" in rec["summary"]
+        assert rec["data"]["fix"]["works"] and f"docker exec {docker_infra.docker_name} sh -c" in rec["fix"]
+        assert not list(ws.glob("*dfdoctor-rh-*"))
+    finally:
+        kill_naming(name)
+        shutil.rmtree(ws, ignore_errors=True)
+
+
+def test_local_launcher_script_missing_log_folder(tmp_path, dfdoctor):
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "launch.sh").write_text("#!/bin/bash\ncd \"$(dirname \"$0\")\"\ngit pull\n"
+                                        "nohup python3 train.py > logs/train.log 2>&1 &\n")
+    p = dfdoctor("check", "--only", "launch.path", "--launcher", "launch.sh", "--format", "json", cwd=tmp_path)
+    rec = _launch_path(p)
+    assert p.returncode == 1 and rec["cause"] == causes.LOG_DIR_MISSING and rec["basis"] == "observed", rec
+    assert any("not rehearsed: git pull" in e for e in rec["evidence"])
+    assert not list(tmp_path.rglob("*dfdoctor-rh-*"))
+
+
+def test_unreachable_host_stays_a_warning_saying_why(dfdoctor, tmp_path):
+    line = "ssh root@no-such-host.invalid 'pct exec 200 -- nohup python3 /w/t.py > /w/t.log 2>&1 &'"
+    p = dfdoctor("check", "--only", "launch.path", "--shell-command", line, "--format", "json", cwd=tmp_path)
+    rec = _launch_path(p)
+    assert p.returncode == 0 and rec["status"] == "warn" and rec["basis"] == "static"
+    assert "could not rehearse" in rec["details"].lower() and "no-such-host.invalid" in rec["details"]
