@@ -20,10 +20,6 @@ from dfdoctor.rehearse import fix as rehearsed_fix
 from dfdoctor.rehearse import judge
 from dfdoctor.rehearse.runner import Rehearsal, rehearse
 
-# What a rehearsal does not observe: these readings stay, as warnings, beside what it saw.
-READING_ONLY = {causes.OUTPUT_BUFFERED}
-
-
 @check("launch.path", title="Launch line, hop by hop, rehearsed", phases=("pre",), timeout=40)
 def launch_path(ctx) -> Iterator[Result]:
     """Explain `--shell-command` / `--launcher` hop by hop, rehearse it, and give the one fix seen to work."""
@@ -60,9 +56,13 @@ def launch_path(ctx) -> Iterator[Result]:
         yield fail(o.summary, o.cause, details=o.details, fix=fx.words() if fx else "", evidence=facts + hops,
                    data=data)
     for f in a.findings:
-        if f.cause in READING_ONLY:
-            yield warn(f"hop {f.hop} ({a.hops[f.hop].where}): {f.summary}", f.cause, details=f.details,
-                       fix="Run `python -u ...` or set PYTHONUNBUFFERED=1.", evidence=hops, data=data, basis=STATIC)
+        # The reading's "may fail" findings stay as warnings beside what was seen (a `cd` not joined with `&&`,
+        # buffering); its "fails" ones were put to the test, and what the rehearsal saw replaces them.
+        if f.status != "warn" or (f.cause == causes.KILLED_ON_SESSION_EXIT and not observed):
+            continue
+        advice = f.fix if f.fix and f.fix != a.corrected else (fx.words() if fx else "")
+        yield warn(f"hop {f.hop} ({a.hops[f.hop].where}): {f.summary}", f.cause, details=f.details,
+                   fix=advice, evidence=hops, data=data, basis=STATIC)
     if not observed:
         where = r.plan.job.where if r.plan and r.plan.job else "?"
         yield ok(f"rehearsed: the job starts in {where}, outlives its session and writes its log",
@@ -89,6 +89,7 @@ def _reading(a: Analysis, data: dict, hops: tuple, why: str) -> Iterator[Result]
     """No rehearsal: the reading's findings as warnings, each saying why it could not be observed."""
     note = f"could not rehearse the line: {why}"
     data["rehearsal"] = {"line": None, "why_not": why}
+    data["untried"] = a.corrected
     if not a.findings:
         yield ok(f"the job ({_job(a)}) is detached and logs where you expect (read, not rehearsed: {why})"
                  if a.job else "no problem found on the launch path", evidence=hops + (note,), data=data)
@@ -96,7 +97,7 @@ def _reading(a: Analysis, data: dict, hops: tuple, why: str) -> Iterator[Result]
     for f in a.findings:
         make = fail if f.status == "fail" else warn  # a static basis makes a fail a warn (model.Result)
         yield make(f"hop {f.hop} ({a.hops[f.hop].where}): {f.summary}", f.cause,
-                   details=(f.details + "\n" if f.details else "") + note.capitalize() + ".",
+                   details=(f.details + "\n" if f.details else "") + note[0].upper() + note[1:] + ".",
                    fix=f"not tried (no rehearsal could run): {f.fix}" if f.fix else "",
                    evidence=hops + (f"the reading says: {'fails' if f.status == 'fail' else 'may fail'}", note),
                    data=data, basis=STATIC)

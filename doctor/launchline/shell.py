@@ -49,6 +49,7 @@ class Redirect:
     start: int = field(default=-1, compare=False)
     end: int = field(default=-1, compare=False)
     target_raw: str = field(default="", compare=False)  # the target word as typed (quotes kept)
+    target_dynamic: bool = field(default=False, compare=False)  # holds $var, $(...) or `...` outside '...'
 
     @property
     def fds(self) -> tuple[int, ...]:
@@ -190,7 +191,7 @@ def tokenize(s: str) -> list[Token]:
                 raise ShellSyntaxError(f"redirect {op!r} has no target")
             if op in ("<<", "<<-"):
                 pending_heredocs.append((target.value, op == "<<-"))
-            toks.append(Redirect(fd, op, target.value, s[i:j2], i, j2, target.raw))
+            toks.append(Redirect(fd, op, target.value, s[i:j2], i, j2, target.raw, target.dynamic))
             i = j2
             continue
         op = next((o for o in CONTROL_OPS if s.startswith(o, i)), None)

@@ -142,9 +142,8 @@ class _Rewriter:
         """One simple command: its redirects, then its words."""
         for r in c.redirects:
             if r.to_file and r.start >= 0:
-                dynamic = any(ch in r.target_raw for ch in "$`")
                 self.plan.logs.append(Log(r.target, r.target + self.plan.suffix, chain, where, state["cwd"],
-                                          dynamic))
+                                          r.target_dynamic))
                 edits.append((r.end, r.end, self.plan.suffix))
         if c.words:
             self.words(c.words, chain, where, state, edits, c.text())
