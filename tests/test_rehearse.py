@@ -189,3 +189,47 @@ def test_unreachable_host_stays_a_warning_saying_why(dfdoctor, tmp_path):
     rec = _launch_path(p)
     assert p.returncode == 0 and rec["status"] == "warn" and rec["basis"] == "static"
     assert "could not rehearse" in rec["details"].lower() and "no-such-host.invalid" in rec["details"]
+
+
+def test_the_seed_line_after_dashdash_for_check(infra, seed, dfdoctor):
+    work, inside = seed
+    p = dfdoctor("check", "--only", "launch.path", "--only", "log.writable", "--format", "json", "--",
+                 "ssh", "root@dfdoctor-host", f"pct exec 200 -- nohup python3 {work}/train.py > {work}/train.log 2>&1 &",
+                 env=infra.env(), timeout=120)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 1, p.stderr
+    assert doc["target"] == "pct://root@dfdoctor-host/200" and doc["environment"]["training_python"] == "python3"
+    assert doc["verdict"]["cause"] == causes.LOG_DIR_MISSING and "dfdoctor-host" in doc["verdict"]["summary"]
+    log = [c for c in doc["checks"] if c["id"] == "log.writable"][0]
+    assert log["status"] == "ok", log  # the log the line names, checked in the container, where it exists
+    _nothing_left(infra, work)
+
+
+def test_the_seed_line_after_dashdash_for_launch(infra, seed, dfdoctor, tmp_path):
+    work, inside = seed
+    p = dfdoctor("launch", "--watch", "4", "--format", "json", "--",
+                 "ssh", "root@dfdoctor-host", f"pct exec 200 -- nohup python3 {work}/train.py > {work}/train.log 2>&1 &",
+                 env=infra.env(), timeout=180, cwd=tmp_path)
+    try:
+        assert "instead of your line, starting python3 " + f"{work}/train.py on pct://root@dfdoctor-host/200" in p.stderr
+        doc = json.loads(p.stdout)
+        assert p.returncode == 0, (doc["verdict"], p.stderr[-2000:])
+        assert growing(inside / "train.log", wait=1.5), "the log the line names grows in the container"
+    finally:
+        kill_naming(work)
+
+
+def test_readme_launch_form_without_cwd(infra, seed, dfdoctor, tmp_path):
+    """`dfdoctor launch --target pct://... --log /w/train.log -- python -u /w/train.py`: the job's folder there is
+    the script's, never this machine's current folder."""
+    work, inside = seed
+    p = dfdoctor("launch", "--target", "pct://root@dfdoctor-host/200", "--log", f"{work}/train.log", "--watch", "4",
+                 "--format", "json", "--", "python3", "-u", f"{work}/train.py", env=infra.env(), timeout=180,
+                 cwd=tmp_path)
+    try:
+        doc = json.loads(p.stdout)
+        assert p.returncode == 0, (doc["verdict"], p.stderr[-2000:])
+        assert doc["environment"]["cwd"].startswith(f"{work}, the folder of the script")
+        assert growing(inside / "train.log", wait=1.5)
+    finally:
+        kill_naming(work)

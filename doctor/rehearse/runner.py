@@ -33,7 +33,7 @@ SENTINEL = (HERE / "sentinel.py").read_text()
 LOOK = (HERE / "look.sh").read_text()
 PLACE = 'umask 077; mkdir "$1" && cat > "$1/sentinel.py" && echo placed'
 BUDGET_S = 10.0
-PLACE_S = 3.5  # one session to the job's place (ssh's own ConnectTimeout is shorter)
+PLACE_S = 6.0  # one session to the job's place: ssh + pct exec take seconds on a loaded machine
 RETURN_S = 3.5  # a line whose session has not returned by then is held open: ended as Ctrl-C would
 DRAIN_S = 0.8  # the terminal stays open this long after the shell returned, as a user's window does
 SETTLE_S = 1.0  # the sentinel must still beat this long after its session ended to count as alive
@@ -120,7 +120,8 @@ def _unreachable(chain: tuple[Hop, ...], p: subprocess.CompletedProcess) -> str:
     words = "; ".join(ln.strip() for ln in said[-2:] if ln.strip())
     where = chain[-1].where if chain else "your machine"
     if p.returncode == -9:
-        return f"reaching {where} did not finish within {PLACE_S:.0f} s (a hop waiting for input?)"
+        return (f"reaching {where} did not finish within {PLACE_S:.0f} s (a hop that is slow, hangs, or waits for "
+                "input)")
     return f"could not reach {where} to place the sentinel: {words or f'exit status {p.returncode}'}"
 
 
