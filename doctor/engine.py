@@ -293,8 +293,11 @@ def verdict_from_checks(records: list[CheckRecord], fail_on_level: str) -> Verdi
         # Checks that could not look found nothing wrong with the launch: not known to work, not known to fail.
         return Verdict("unknown", first.cause, f"{len(problems)} of {len(records)} check(s) could not look, and "
                        f"none found a problem; first: {first.id}: {first.summary}", first.fix, evidence)
+    # The headline is what happened, in the words of the check that saw it; the fix line says what to do.
+    others = len(problems) - 1
+    said = first.summary[:1].upper() + first.summary[1:]
     return Verdict("failed", first.cause,
-                   f"{len(problems)} of {len(records)} check(s) found a problem; first: {first.id}: {first.summary}",
+                   f"{said} ({first.id}" + (f"; {others} more problem(s) below)" if others else ")"),
                    first.fix, evidence)
 
 

@@ -7,6 +7,7 @@ no sentinel, no folder and no renamed log behind."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -233,3 +234,37 @@ def test_readme_launch_form_without_cwd(infra, seed, dfdoctor, tmp_path):
         assert growing(inside / "train.log", wait=1.5)
     finally:
         kill_naming(work)
+
+
+def test_lxc_attach_line_from_this_machine(infra, seed):
+    work, inside = seed
+    r = rehearse(f"lxc-attach -n 200 -- nohup python3 {work}/train.py > {work}/train.log 2>&1 &")
+    found = judge.findings(r)
+    # lxc-attach runs no shell: `>` is this machine's, where the folder does not exist
+    assert [o.cause for o in found] == [causes.LOG_DIR_MISSING] and found[0].where == "your machine"
+    from dfdoctor.rehearse import fix
+    fx = fix.find(r)
+    assert fx.works and fx.line.startswith("lxc-attach -n 200 -- sh -c") and "; sleep 1" in fx.line, fx.words()
+    _nothing_left(infra, work)
+
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "targets.md"
+BEGIN, END = "<!-- seed-output:begin (tests/test_rehearse.py writes this) -->", "<!-- seed-output:end -->"
+
+
+def test_docs_show_the_seed_lines_real_output(infra, seed, dfdoctor):
+    """docs/targets.md shows what `check` prints for the seed's line, from a real run: this test compares, and
+    with DFDOCTOR_REGEN_DOCS=1 rewrites, the block (the test's folder shown as /workspace, the host as HOST)."""
+    work, _ = seed
+    line = f"ssh root@dfdoctor-host 'pct exec 200 -- nohup python {work}/train.py > {work}/train.log 2>&1 &'"
+    p = dfdoctor("check", "--only", "launch.path", "--shell-command", line, env=infra.env(), timeout=120)
+    assert p.returncode == 1, p.stderr
+    shown = p.stdout.replace(work, "/workspace").replace("dfdoctor-host", "HOST").rstrip()
+    shown_line = line.replace(work, "/workspace").replace("dfdoctor-host", "HOST")
+    block = f"{BEGIN}\n```\n$ dfdoctor check --only launch.path --shell-command \\\n    \"{shown_line}\"\n{shown}\n```\n{END}"
+    text = DOC.read_text()
+    start, end = text.index(BEGIN), text.index(END) + len(END)
+    if os.environ.get("DFDOCTOR_REGEN_DOCS") == "1":
+        DOC.write_text(text[:start] + block + text[end:])
+    else:
+        assert text[start:end] == block, "docs/targets.md is out of date: rerun with DFDOCTOR_REGEN_DOCS=1"

@@ -58,6 +58,10 @@ def compose(r: Rehearsal, log: Optional[str] = None) -> Optional[str]:
     if job.runner == "python" and "-u" not in options:
         argv.insert(1, "-u")
     core = f"nohup setsid -f {join(argv)} </dev/null >>{quote(typed)} 2>&1"
+    if any(hop.kind == "exec" for hop in job.chain):
+        # lxc-attach (pct exec) given a terminal ends the attached process group as soon as its command
+        # returns, which can catch the forked job before its setsid(): a pause lets it get away (docs/targets.md)
+        core += "; sleep 1"
     if cwd:
         core = f"cd {quote(cwd)} && {core}"
     return rewrite.typed_line(job.chain, core)
