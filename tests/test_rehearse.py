@@ -50,6 +50,19 @@ def _nothing_left(infra: Infra, work: str, tag_hint: str = "dfdoctor-rh-") -> No
         assert not [f for f in inside.iterdir() if tag_hint in f.name], list(inside.iterdir())
 
 
+def _no_trace_of(infra: Infra, r) -> None:
+    """Nothing of one rehearsal (its tag) stays: no process, no sentinel folder on the host or in the containers,
+    no renamed log."""
+    tag = r.plan.tag
+    assert not [p for p in procs_naming(tag) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    for root in (Path("/"), infra.rootfs(), infra.rootfs(infra.vmid_pty1)):
+        assert not (root / "tmp" / f"dfdoctor-rh-{tag}").exists(), root
+    for log in r.plan.logs:
+        for root in (Path("/"), infra.rootfs()):
+            renamed = Path(log.renamed if log.renamed.startswith("/") else f"/root/{log.renamed}")
+            assert not (root / renamed.relative_to("/")).exists(), renamed
+
+
 def _launch_path(p: subprocess.CompletedProcess) -> dict:
     doc = json.loads(p.stdout)
     return [c for c in doc["checks"] if c["id"] == "launch.path"][0]
@@ -138,6 +151,7 @@ def test_a_good_line_passes_and_leaves_nothing(infra, seed):
     assert start["sid"] == start["pid"] and start["tty"] == ""
     assert not (inside / "train.log").exists()
     _nothing_left(infra, work)
+    _no_trace_of(infra, r)
 
 
 def test_tmux_line_on_the_host(infra, ssh_config_env):
@@ -151,6 +165,9 @@ def test_tmux_line_on_the_host(infra, ssh_config_env):
         assert judge.passed(r), judge.facts(r)
         assert r.job_place.start["tty"].startswith("/dev/pts")  # a tmux pane
         assert not (work / "train.log").exists() and not list(work.glob("*dfdoctor-rh-*"))
+        _no_trace_of(infra, r)
+        time.sleep(0.5)
+        assert subprocess.run(["tmux", "has-session", "-t", f"rh{work.name[-8:]}"], capture_output=True).returncode != 0
     finally:
         kill_naming(str(work))
         shutil.rmtree(work, ignore_errors=True)
@@ -246,6 +263,8 @@ def test_lxc_attach_line_from_this_machine(infra, seed):
     fx = fix.find(r)
     assert fx.works and fx.line.startswith("lxc-attach -n 200 -- sh -c") and "; sleep 1" in fx.line, fx.words()
     _nothing_left(infra, work)
+    _no_trace_of(infra, r)
+    _no_trace_of(infra, fx.rehearsal)
 
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "targets.md"
