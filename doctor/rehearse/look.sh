@@ -8,9 +8,13 @@ if [ -n "$d" ] && [ -d "$d" ]; then
   echo "==start"; cat "$d/start.json" 2>/dev/null; echo
   b1=$(cat "$d/beat" 2>/dev/null); sleep 0.6; b2=$(cat "$d/beat" 2>/dev/null)
   echo "==beats ${b1:-none} ${b2:-none}"
+  pid=$(sed -n 's/.*"pid": \([0-9]*\).*/\1/p' "$d/start.json" 2>/dev/null)
+  # alive: the sentinel's own process still runs (a loaded machine may not let it beat within 0.6 s)
+  state=$(sed -n 's/^[^)]*) \([A-Z]\).*/\1/p' "/proc/$pid/stat" 2>/dev/null)
+  if [ -n "$pid" ] && [ -n "$state" ] && [ "$state" != Z ] && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q "$d/"; then
+    echo "==alive yes"; else echo "==alive no"; fi
   echo "==end"; cat "$d/end.json" 2>/dev/null; echo
   touch "$d/stop" 2>/dev/null
-  pid=$(sed -n 's/.*"pid": \([0-9]*\).*/\1/p' "$d/start.json" 2>/dev/null)
   sleep 0.3
   if [ -n "$pid" ] && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q "$d/"; then
     kill -9 "$pid" 2>/dev/null && echo "==killed $pid"

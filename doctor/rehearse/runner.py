@@ -48,6 +48,7 @@ class Place:
     start: Optional[dict] = None
     end: Optional[dict] = None
     beats: tuple[str, str] = ("none", "none")
+    running: Optional[bool] = None  # the sentinel's process ran when the look came (None: not looked)
     have: dict[str, str] = field(default_factory=dict)
     logs: dict[str, tuple[Optional[int], str]] = field(default_factory=dict)  # renamed path -> (size, head)
     error: str = ""
@@ -82,7 +83,9 @@ class Rehearsal:
     def alive(self) -> bool:
         """Whether the sentinel still beat after the session ended."""
         p = self.job_place
-        return bool(p and p.start and not p.end and p.beats[0] != p.beats[1] and "none" not in p.beats)
+        if not (p and p.start) or p.end:
+            return False
+        return bool(p.running) or (p.beats[0] != p.beats[1] and "none" not in p.beats)
 
 
 def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = None,
@@ -269,6 +272,8 @@ def _read_look(where: str, p: subprocess.CompletedProcess) -> Place:
         elif name == "beats":
             parts = rest.split()
             place.beats = (parts[0], parts[1]) if len(parts) == 2 else ("none", "none")
+        elif name == "alive":
+            place.running = rest.strip() == "yes"
         elif name == "have":
             word, _, path = rest.partition(" ")
             place.have[word] = path.strip()
