@@ -61,7 +61,7 @@ def launch_path(ctx) -> Iterator[Result]:
         if f.status != "warn" or (f.cause == causes.KILLED_ON_SESSION_EXIT and not observed):
             continue
         advice = f.fix if f.fix and f.fix != a.corrected else (fx.words() if fx else "")
-        yield warn(f"hop {f.hop} ({a.hops[f.hop].where}): {f.summary}", f.cause, details=f.details,
+        yield warn(f"on {a.hops[f.hop].where}: {f.summary}", f.cause, details=f.details,
                    fix=advice, evidence=hops, data=data, basis=STATIC)
     if not observed:
         where = r.plan.job.where if r.plan and r.plan.job else "?"
@@ -96,7 +96,7 @@ def _reading(a: Analysis, data: dict, hops: tuple, why: str) -> Iterator[Result]
         return
     for f in a.findings:
         make = fail if f.status == "fail" else warn  # a static basis makes a fail a warn (model.Result)
-        yield make(f"hop {f.hop} ({a.hops[f.hop].where}): {f.summary}", f.cause,
+        yield make(f"on {a.hops[f.hop].where}: {f.summary}", f.cause,
                    details=(f.details + "\n" if f.details else "") + note[0].upper() + note[1:] + ".",
                    fix=f"not tried (no rehearsal could run): {f.fix}" if f.fix else "",
                    evidence=hops + (f"the reading says: {'fails' if f.status == 'fail' else 'may fail'}", note),
