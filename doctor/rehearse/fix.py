@@ -7,6 +7,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import Optional
 
+from dfdoctor import causes
 from dfdoctor.launchline.shell import join, quote
 from dfdoctor.rehearse import judge, rewrite
 from dfdoctor.rehearse.runner import Rehearsal, rehearse
@@ -80,4 +81,8 @@ def find(r: Rehearsal, log: Optional[str] = None, *, cwd: Optional[str] = None) 
     problems = judge.findings(tried, log)
     why = problems[0].summary if problems else (tried.unobservable or "its rehearsal did not keep the job alive "
                                                 "and logging")
+    if problems and problems[0].cause == causes.LOG_DIR_MISSING:
+        folder = next((posixpath.dirname(lg.typed) for lg in (tried.plan.logs if tried.plan else [])), "")
+        why += f"; create the folder first (`mkdir -p {quote(folder)}` on {problems[0].where}), dfdoctor never creates " \
+               "your folders" if folder else ""
     return Fix(line, False, why, tried)
