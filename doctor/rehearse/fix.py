@@ -63,6 +63,8 @@ def compose(r: Rehearsal, log: Optional[str] = None) -> Optional[str]:
         # lxc-attach (pct exec) given a terminal ends the attached process group as soon as its command
         # returns, which can catch the forked job before its setsid(): a pause lets it get away (docs/targets.md)
         core += "; sleep 1"
+    # what the line set up for the job at its shell (a venv's activate, exports) comes along, in order
+    core = " && ".join([*job.setup, core]) if job.setup else core
     if cwd:
         core = f"cd {quote(cwd)} && {core}"
     return rewrite.typed_line(job.chain, core)

@@ -73,6 +73,7 @@ class Job:
     cwd: Optional[str]
     script: Optional[str]
     runner: str = "python"
+    setup: list[str] = field(default_factory=list)  # `. venv/bin/activate`, `export A=B` before it, at its shell
 
 
 @dataclass
@@ -130,7 +131,7 @@ class _Rewriter:
         except ShellSyntaxError as exc:
             raise CannotRehearse(f"the shell on {where} cannot parse this line: {exc}") from None
         edits: list[tuple[int, int, str]] = []
-        state = {"cwd": cwd}
+        state = {"cwd": cwd, "setup": []}
         for p in pipelines:
             for c in p.commands:
                 self.command(c, chain, where, state, edits)
@@ -147,6 +148,8 @@ class _Rewriter:
                 edits.append((r.end, r.end, self.plan.suffix))
         if c.words:
             self.words(c.words, chain, where, state, edits, c.text())
+        elif c.assignments:
+            state["setup"].append(" ".join(c.assignments))
 
     def words(self, words: list[Word], chain: tuple[Hop, ...], where: str, state: dict, edits: list,
               shown: str) -> None:
@@ -165,6 +168,9 @@ class _Rewriter:
             else:
                 state["cwd"] = d
             return
+        if name in ("source", ".", "export") and k == 0 and len(argv) > 1:
+            state.setdefault("setup", []).append(" ".join([".", *(w.raw for w in words[1:])]) if name != "export"
+                                                 else " ".join(w.raw for w in words))
         if name == "ssh":
             self.ssh(words[k:], chain, where, edits)
             return
@@ -244,7 +250,7 @@ class _Rewriter:
             return
         inside = f"container {name}" + (f" on {where}" if chain else "")
         self.words(words[first:], (*chain, Hop("exec", tuple(_session_exec(argv[:first])), inside)), inside,
-                   {"cwd": None}, edits, " ".join(argv[first:]))
+                   {"cwd": None, "setup": []}, edits, " ".join(argv[first:]))
 
     def tmux(self, words: list[Word], chain: tuple[Hop, ...], where: str, state: dict, edits: list) -> None:
         """`tmux new -d [-s S] CMD`: one word is run by the default shell; several are exec'd."""
@@ -303,7 +309,7 @@ class _Rewriter:
                 edits.append((first.start, words[k + script_at].end, self.plan.sentinel))
         script = argv[script_at] if script_at is not None else None
         self.plan.job = Job(argv, interpreter, chain, where, state["cwd"], script,
-                            runner if runner in RUNNERS else "python")
+                            runner if runner in RUNNERS else "python", list(state.get("setup", [])))
 
     def _is_launcher(self, argv: list[str]) -> bool:
         """Whether these words run the --launcher script (`bash launch.sh`, `./launch.sh`)."""
