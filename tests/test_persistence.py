@@ -205,3 +205,20 @@ def test_lxc_target_gets_a_real_tty_through_script(infra):
     assert survived == {("amp", "no"): "yes", ("amp", "yes"): "no", ("nohup-setsid-f-wait", "no"): "yes",
                         ("nohup-setsid-f-wait", "yes"): "yes"}
     assert out.best == "nohup-setsid-f-wait" and out.left_behind == 0
+
+
+def test_same_answer_twice_on_a_loaded_machine(ssh_config_env, tmp_path, monkeypatch):
+    """Which launches lose the race with the hang-up changes from run to run under load; what the check says
+    (statuses, causes, summaries, the line) must not."""
+    infra = ssh_config_env
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    from dfdoctor.checks.persistence import persistence_session
+    cfg = {"checks": {"persistence.session": {"strategies": ["nohup-setsid-f", "nohup-setsid-f-wait", "nohup", "amp"]}}}
+    ctx = Context(target=infra.pct_target, python="python3", command=["python3", "-u", "/w/train.py"],
+                  shell_command="ssh root@127.0.0.1 'pct exec 200 -- python3 /w/train.py'", config=cfg)
+    seen = []
+    for _ in range(2):
+        results = persistence_session.run(ctx)
+        seen.append([(r.status, r.cause, r.summary.split("; ")[0], r.fix) for r in results])
+        assert all(not r.fix for r in results)  # the user gave a line: launch.path's fix is the report's one
+    assert seen[0] == seen[1]

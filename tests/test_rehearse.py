@@ -287,3 +287,18 @@ def test_docs_show_the_seed_lines_real_output(infra, seed, dfdoctor):
         DOC.write_text(text[:start] + block + text[end:])
     else:
         assert text[start:end] == block, "docs/targets.md is out of date: rerun with DFDOCTOR_REGEN_DOCS=1"
+
+
+def test_one_report_one_fix(infra, seed, dfdoctor):
+    """launch.path and persistence.session together: the report's fix lines are one and the same line."""
+    work, _ = seed
+    line = f"ssh root@dfdoctor-host 'pct exec 200 -- nohup python {work}/train.py > {work}/train.log 2>&1 &'"
+    p = dfdoctor("check", "--target", infra.pct_target, "--only", "launch.path", "--only", "persistence.session",
+                 "--shell-command", line, "--format", "json", "--", "python", f"{work}/train.py",
+                 env=infra.env(), timeout=180)
+    doc = json.loads(p.stdout)
+    fixes = {f for c in doc["checks"] for f in [c.get("fix") or ""] + [x.get("fix") or "" for x in c.get("findings") or []]
+             if f and f.startswith(("ssh ", "no working line"))}
+    assert len(fixes) == 1 and "python3 -u" in next(iter(fixes)), fixes
+    assert doc["verdict"]["fix"] in fixes
+    _nothing_left(infra, work)
