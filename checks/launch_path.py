@@ -44,7 +44,8 @@ def launch_path(ctx) -> Iterator[Result]:
         yield from _reading(a, data, hops, why)
         return
     observed = judge.findings(r, log)
-    fx = rehearsed_fix.find(r, log, cwd=_local_cwd(ctx)) if observed else None
+    fx = rehearsed_fix.find(r, log, cwd=_local_cwd(ctx), launcher=str(ctx.launcher) if ctx.launcher else None,
+                            launcher_text=launcher_text) if observed else None
     facts = tuple(judge.facts(r))
     data["rehearsal"] = {"line": r.plan.line if r.plan else None, "facts": list(facts), "seconds": round(r.seconds, 2),
                          "not_rehearsed": [list(x) for x in (r.plan.not_rehearsed if r.plan else [])]}

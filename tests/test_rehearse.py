@@ -302,3 +302,23 @@ def test_one_report_one_fix(infra, seed, dfdoctor):
     assert len(fixes) == 1 and "python3 -u" in next(iter(fixes)), fixes
     assert doc["verdict"]["fix"] in fixes
     _nothing_left(infra, work)
+
+
+def test_launcher_script_through_pct(infra, seed, dfdoctor, tmp_path):
+    """A launcher in the container, started through ssh + pct exec: followed from --launcher (a local copy of
+    it), its `cd "$(dirname "$0")"` kept, its `pip install` not run; the fix starts the launcher itself."""
+    work, inside = seed
+    text = "#!/bin/sh\ncd \"$(dirname \"$0\")\"\npip install -r requirements.txt\nexec python3 train.py --epochs 3 > train.log 2>&1\n"
+    (inside / "launch.sh").write_text(text)
+    (tmp_path / "launch.sh").write_text(text)
+    line = f"ssh root@dfdoctor-host 'pct exec 200 -- nohup sh {work}/launch.sh > {work}/launch.out 2>&1 &'"
+    p, rec = _check_line(dfdoctor, infra, line, "--launcher", str(tmp_path / "launch.sh"))
+    assert p.returncode == 1 and rec["cause"] == causes.LOG_DIR_MISSING and rec["basis"] == "observed", rec
+    assert any("not rehearsed: pip install" in e for e in rec["evidence"])
+    fix = rec["data"]["fix"]
+    assert fix["works"], "\n".join([fix["why_not"], *fix["facts"]])
+    assert f"nohup setsid -f sh {work}/launch.sh </dev/null >>{work}/launch.out 2>&1; sleep 1" in fix["line"]
+    # the fix's rehearsal ran the launcher's exec in the script's folder, as `cd "$(dirname "$0")"` says
+    assert any(f"cwd {work}," in f for f in fix["facts"]), fix["facts"]
+    assert not list(inside.glob("*dfdoctor-rh-*")) and not (inside / "train.log").exists()
+    _nothing_left(infra, work)

@@ -37,6 +37,8 @@ def compose(r: Rehearsal, log: Optional[str] = None) -> Optional[str]:
     if plan is None or plan.job is None:
         return None
     job = plan.job
+    if job.launcher is not None:  # the job came out of a launcher script: the fix starts the launcher
+        return _launcher_line(job.launcher, r, log)
     place = r.job_place
     have = place.have if place else {}
     interpreter = job.interpreter
@@ -70,14 +72,35 @@ def compose(r: Rehearsal, log: Optional[str] = None) -> Optional[str]:
     return rewrite.typed_line(job.chain, core)
 
 
-def find(r: Rehearsal, log: Optional[str] = None, *, cwd: Optional[str] = None) -> Optional[Fix]:
+def _launcher_line(launcher, r: Rehearsal, log: Optional[str]) -> str:
+    """The launcher itself, detached from every session, its output appended to an absolute log."""
+    plan = r.plan
+    cwd = launcher.cwd if launcher.cwd and launcher.cwd.startswith("/") else None
+    # the log of the line that ran the launcher (the first redirect, read before the launcher's own)
+    outer = [lg.typed for lg in plan.logs if not lg.dynamic] if plan else []
+    typed = log or (outer[0] if outer else posixpath.splitext(launcher.script or "launch")[0] + ".out")
+    if not typed.startswith("/") and not cwd and launcher.script and launcher.script.startswith("/"):
+        cwd = posixpath.dirname(launcher.script)
+    if not typed.startswith("/") and cwd:
+        typed = posixpath.join(cwd, typed)
+    core = f"nohup setsid -f {join(launcher.argv)} </dev/null >>{quote(typed)} 2>&1"
+    if any(hop.kind == "exec" for hop in launcher.chain):
+        core += "; sleep 1"
+    core = " && ".join([*launcher.setup, core]) if launcher.setup else core
+    if cwd:
+        core = f"cd {quote(cwd)} && {core}"
+    return rewrite.typed_line(launcher.chain, core)
+
+
+def find(r: Rehearsal, log: Optional[str] = None, *, cwd: Optional[str] = None, launcher: Optional[str] = None,
+         launcher_text: Optional[str] = None) -> Optional[Fix]:
     """Compose the fix and rehearse it; None when the rehearsal could not observe anything to fix."""
     if r.plan is None or r.unobservable:
         return None
     line = compose(r, log)
     if line is None:
         return Fix("", False, "the line's job could not be found")
-    tried = rehearse(line, cwd=cwd)
+    tried = rehearse(line, cwd=cwd, launcher=launcher, launcher_text=launcher_text)
     if judge.passed(tried):
         return Fix(line, True, rehearsal=tried)
     problems = judge.findings(tried, log)

@@ -13,6 +13,10 @@ from dfdoctor.rehearse.runner import Rehearsal
 
 _MISSING = re.compile(r"No such file or directory|[Nn]onexistent directory|Directory nonexistent|can't create")
 _DENIED = re.compile(r"Permission denied|Read-only file system")
+# How nohup, setsid, a shell, lxc-attach and docker say that a program is not there.
+_NOT_FOUND = re.compile(r"failed to (?:run command|execute) ['\"]?([\w./+-]+)|([\w./+-]+): (?:command )?not found|"
+                        r"exec(?:utable file not found.*?|: )\"?([\w./+-]+)\"?: (?:executable file not found|No such file)|"
+                        r"Failed to exec \"([\w./+-]+)\"")
 
 
 @dataclass(frozen=True)
@@ -78,12 +82,25 @@ def findings(r: Rehearsal, expected_log: Optional[str] = None) -> list[Observed]
             out.append(Observed(causes.COMMAND_NOT_FOUND, job.where, f"the job could not start in {job.where}",
                                 f"It said: {_plain(said[-1], suffix)}"))
             return out
+        missing = _NOT_FOUND.search(words_everywhere)
+        if missing:
+            what = next(g for g in missing.groups() if g)
+            out.append(Observed(causes.COMMAND_NOT_FOUND, job.where,
+                                f"`{what}` does not exist where your line runs it: the job cannot start",
+                                f"It said: {_plain(missing.group(0), suffix)}"))
+            return out
         out.append(Observed(causes.KILLED_ON_SESSION_EXIT, job.where,
                             "the job never got to run: the session ended first and took it down with it",
                             "The line returned, and nothing of the job remained: no process, no output, not even "
                             "its log file." + (_held(r) if r.held else "")))
         return out
     start, end = place.start or {}, place.end or {}
+    if start.get("script_found") is False:
+        out.append(Observed(causes.COMMAND_NOT_FOUND, job.where,
+                            f"the script {start.get('script')} is not there: the job starts in {start.get('cwd')} in "
+                            f"{job.where}, where it does not exist",
+                            "The rehearsal ran in the same folder the job would; give the script's absolute path, "
+                            "or `cd` to its folder first."))
     if end.get("how") == "signal":
         out.append(Observed(causes.KILLED_ON_SESSION_EXIT, job.where,
                             f"the job was killed by {end.get('signal')} when the session that started it ended "
@@ -165,7 +182,10 @@ def facts(r: Rehearsal) -> list[str]:
     else:
         lines.append("the job never started")
     for place in r.places:
+        found = {posixpath.basename(p) for p, (size, _) in place.logs.items() if size is not None}
         for path, (size, _) in place.logs.items():
+            if size is None and posixpath.basename(path) in found:
+                continue  # looked for relative to the wrong folder; the sentinel said where it really was
             lines.append(f"log {_user_path(path, plan.suffix)} on {place.where}: "
                          + ("not created" if size is None else f"{size} bytes written by the rehearsal"))
     for cmd, why in plan.not_rehearsed:

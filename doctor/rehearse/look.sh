@@ -14,12 +14,18 @@ if [ -n "$d" ] && [ -d "$d" ]; then
   if [ -n "$pid" ] && [ -n "$state" ] && [ "$state" != Z ] && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q "$d/"; then
     echo "==alive yes"; else echo "==alive no"; fi
   echo "==end"; cat "$d/end.json" 2>/dev/null; echo
+  # the renamed files the sentinel's own fds point to: their path is known here even where the line's was not
+  fdlogs=$(grep -o '"target": "[^"]*[.]dfdoctor-rh-[^"]*"' "$d/start.json" 2>/dev/null | sed 's/^"target": "//; s/"$//' | sort -u)
   touch "$d/stop" 2>/dev/null
   sleep 0.3
   if [ -n "$pid" ] && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q "$d/"; then
     kill -9 "$pid" 2>/dev/null && echo "==killed $pid"
   fi
   rm -rf "$d"
+  [ -n "$fdlogs" ] && printf '%s\n' "$fdlogs" | while IFS= read -r f; do
+    [ -f "$f" ] || continue
+    echo "==log $f $(wc -c < "$f" | tr -d ' ')"; head -c 2000 "$f"; echo; rm -f "$f"
+  done
 fi
 for w in $words; do
   echo "==have $w $(command -v "$w" 2>/dev/null)"

@@ -74,6 +74,8 @@ class Job:
     script: Optional[str]
     runner: str = "python"
     setup: list[str] = field(default_factory=list)  # `. venv/bin/activate`, `export A=B` before it, at its shell
+    script_is_file: bool = False  # `script` names a file (not `-m module` or `-c code`)
+    launcher: Optional["Job"] = None  # the command that ran the launcher script the job was found in
 
 
 @dataclass
@@ -122,6 +124,7 @@ class _Rewriter:
         self.jobs_seen = 0
         self.launcher = launcher
         self.launcher_text = launcher_text
+        self.launcher_job: Optional[Job] = None
 
     # -- a shell parses text ------------------------------------------------------------------------------
     def text(self, text: str, chain: tuple[Hop, ...], where: str, cwd: Optional[str] = None) -> str:
@@ -308,8 +311,10 @@ class _Rewriter:
                 first = words[k + script_at - (1 if argv[script_at - 1] in ("-m", "-c") else 0)]
                 edits.append((first.start, words[k + script_at].end, self.plan.sentinel))
         script = argv[script_at] if script_at is not None else None
+        is_file = script is not None and argv[script_at - 1] not in ("-m", "-c")
         self.plan.job = Job(argv, interpreter, chain, where, state["cwd"], script,
-                            runner if runner in RUNNERS else "python", list(state.get("setup", [])))
+                            runner if runner in RUNNERS else "python", list(state.get("setup", [])), is_file,
+                            self.launcher_job)
 
     def _is_launcher(self, argv: list[str]) -> bool:
         """Whether these words run the --launcher script (`bash launch.sh`, `./launch.sh`)."""
@@ -326,6 +331,8 @@ class _Rewriter:
         at = k + (1 if base(argv[0]) in SHELLS else 0)
         text = self.launcher_text or ""
         self.launcher_text = None  # followed once
+        self.launcher_job = Job(argv, argv[0], chain, where, state["cwd"], argv[at - k], "launcher",
+                                list(state.get("setup", [])), True)
         new = self.text(text, chain, where, state["cwd"])
         shell = base(argv[0]) if base(argv[0]) in SHELLS else _shebang(text)
         edits.append((words[k].start, words[at].end, f"{shell} -c {quote(new)} {words[at].raw}"))

@@ -31,7 +31,7 @@ from dfdoctor.rehearse.rewrite import CannotRehearse, Hop, Plan
 HERE = Path(__file__).resolve().parent
 SENTINEL = (HERE / "sentinel.py").read_text()
 LOOK = (HERE / "look.sh").read_text()
-PLACE = 'umask 077; mkdir "$1" && cat > "$1/sentinel.py" && echo placed'
+PLACE = 'umask 077; mkdir "$1" && cat > "$1/sentinel.py" && printf %s "$2" > "$1/script" && echo placed'
 BUDGET_S = 10.0
 PLACE_S = 6.0  # one session to the job's place: ssh + pct exec take seconds on a loaded machine
 RETURN_S = 3.5  # a line whose session has not returned by then is held open: ended as Ctrl-C would
@@ -102,7 +102,8 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
     out.plan = plan
     job = plan.job
     assert job is not None
-    placed = _run(rewrite.session_argv(job.chain, ["sh", "-c", PLACE, "sh", plan.folder]),
+    script = job.script if job.script_is_file else ""
+    placed = _run(rewrite.session_argv(job.chain, ["sh", "-c", PLACE, "sh", plan.folder, script or ""]),
                   stdin=SENTINEL.encode(), timeout=PLACE_S, cwd=cwd)
     if "placed" not in placed.stdout:
         out.unobservable = _unreachable(job.chain, placed)
@@ -280,7 +281,7 @@ def _read_look(where: str, p: subprocess.CompletedProcess) -> Place:
         elif name == "log":
             path, _, size = rest.rpartition(" ")
             if size == "missing":
-                place.logs[path] = (None, "")
+                place.logs.setdefault(path, (None, ""))  # the same file, already read through the sentinel's fd
             else:
                 body = []
                 while i < len(lines) and not _SECTION.match(lines[i]):

@@ -137,6 +137,14 @@ def main():
         "sid": os.getsid(0), "pgid": os.getpgid(0), "tty": _tty_name(), "sighup_ignored": hup == signal.SIG_IGN,
         "fds": [_fd(0), _fd(1), _fd(2)], "started_at": T0,
     }
+    try:  # the script the sentinel stands in for: is it where the job would look for it?
+        with open(os.path.join(HERE, "script")) as f:
+            script = f.read()
+        if script:
+            start["script"] = script
+            start["script_found"] = os.path.isfile(script)
+    except OSError:
+        pass
     _write("start.json", start)
     beat = 0
     try:
