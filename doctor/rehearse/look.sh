@@ -22,6 +22,12 @@ if [ -n "$d" ] && [ -d "$d" ]; then
     kill -9 "$pid" 2>/dev/null && echo "==killed $pid"
   fi
   rm -rf "$d"
+  # a sentinel that started late (no start.json when it was read): found by its command line
+  [ -z "$pid" ] && for c in /proc/[0-9]*/cmdline; do
+    cmd=$(tr '\0' ' ' < "$c" 2>/dev/null)  # matched by `case`: a grep for it would find itself
+    case "$cmd" in *"$d/"*) ;; *) continue ;; esac
+    p=${c#/proc/}; p=${p%/cmdline}; [ "$p" != "$$" ] && kill -9 "$p" 2>/dev/null && echo "==killed $p"
+  done
   [ -n "$fdlogs" ] && printf '%s\n' "$fdlogs" | while IFS= read -r f; do
     [ -f "$f" ] || continue
     echo "==log $f $(wc -c < "$f" | tr -d ' ')"; head -c 2000 "$f"; echo; rm -f "$f"

@@ -127,6 +127,9 @@ def main():
     """Report, then beat until stopped, signalled, or out of time."""
     global T0
     T0 = time.time()
+    # A print blocked for good (a pipe or terminal nobody reads any more) must not keep it alive: the alarm's
+    # default action ends it whatever it is doing.
+    signal.alarm(int(MAX_S) + 5)
     hup = signal.getsignal(signal.SIGHUP)
     for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
         if signal.getsignal(sig) != signal.SIG_IGN:  # nohup's SIG_IGN is the fact we are here to see
