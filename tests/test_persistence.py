@@ -99,8 +99,10 @@ def test_check_reports_matrix_recommends_and_remembers(ssh_config_env, tmp_path,
     rec = by[Status.OK].data["recommended"]
     assert rec == (f"ssh -p {infra.port} root@127.0.0.1 \"pct exec 200 -- sh -c 'nohup setsid -f python3 -u "
                    f"train.py </dev/null >/workspace/train.log 2>&1; sleep 1'\"")
-    # no --shell-command: this check's line is the report's one fix, rehearsed before it is given
-    assert by[Status.OK].fix == rec and warn.fix == rec
+    # no --shell-command: this check's line is the report's one fix, rehearsed before it is given; there is no
+    # train.py in the folder that line starts in, and the rehearsal saw that, so the line is not offered as working
+    assert by[Status.OK].fix == warn.fix == f"no working line found; tried: {rec} (the script train.py is not there: " \
+        f"the job starts in /root in container 200 on 127.0.0.1, where it does not exist)"
     assert len(by[Status.OK].data["matrix"]) == 3 * 2 * 2
     assert strategies.best_for(infra.pct_target) == "nohup-setsid-f-wait"
     # what `launch --target --strategy auto` then starts the recorder with there (remote_run.ship_recorder)
@@ -222,3 +224,20 @@ def test_same_answer_twice_on_a_loaded_machine(ssh_config_env, tmp_path, monkeyp
         seen.append([(r.status, r.cause, r.summary.split("; ")[0], r.fix) for r in results])
         assert all(not r.fix for r in results)  # the user gave a line: launch.path's fix is the report's one
     assert seen[0] == seen[1]
+
+
+def test_recommended_line_is_given_once_its_rehearsal_worked(ssh_config_env, tmp_path, monkeypatch, scratch):
+    infra = ssh_config_env
+    inside, host_side = scratch
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    (host_side / "train.py").write_text("import time\nwhile True:\n    print('step', flush=True)\n    time.sleep(0.2)\n")
+    from dfdoctor.checks.persistence import persistence_session
+    cfg = {"checks": {"persistence.session": {"strategies": ["nohup-setsid-f-wait", "amp"]}}}
+    # `python` where the container only has python3: the line uses python3, the script's folder, an absolute log
+    ctx = Context(target=infra.pct_target, python="python", command=["python", f"{inside}/train.py", "--lr", "3e-4"],
+                  config=cfg)
+    ok = [r for r in persistence_session.run(ctx) if r.status == Status.OK][0]
+    assert ok.fix == ok.data["recommended"] == (
+        f"ssh -p {infra.port} root@127.0.0.1 \"pct exec 200 -- sh -c 'cd {inside} && nohup setsid -f python3 -u "
+        f"{inside}/train.py --lr 3e-4 </dev/null >{inside}/train.log 2>&1; sleep 1'\""), ok.fix
+    assert not list(host_side.glob("*dfdoctor-rh-*")) and not (host_side / "train.log").exists()
