@@ -22,6 +22,7 @@ import shutil
 import signal
 import socket
 import sys
+import tempfile
 import time
 
 BEAT_S = 0.25
@@ -31,8 +32,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def _write(name, data):
     """Write one JSON file into the folder atomically (the reader may look at any moment)."""
-    tmp = os.path.join(HERE, name + ".tmp")
-    with open(tmp, "w") as f:
+    fd, tmp = tempfile.mkstemp(dir=HERE, prefix="." + name)
+    with os.fdopen(fd, "w") as f:
         json.dump(data, f)
     os.rename(tmp, os.path.join(HERE, name))
 
