@@ -500,19 +500,18 @@ def session_argv(chain: tuple[Hop, ...], argv: list[str]) -> list[str]:
 
 def typed_line(chain: tuple[Hop, ...], script: str) -> str:
     """The line a person types to run a shell script at the place `chain` reaches (no rehearsal options)."""
-    extra = set(ssh_extra())
     line = script
     for hop in reversed(chain):
         if hop.kind == "exec":
             words = [a for a in hop.argv if a != "-i"] if base(hop.argv[0]) == "docker" else list(hop.argv)
             line = f"{join(words)} sh -c {quote(line)}"
         else:
-            user = _without_extra(list(hop.argv[1:]), extra)
+            user = _without_extra(list(hop.argv[1:]))
             line = f"{join(['ssh', *user])} {quote(line)}"
     return line
 
 
-def _without_extra(argv: list[str], extra: set) -> list[str]:
+def _without_extra(argv: list[str]) -> list[str]:
     """ssh's words without the options the rehearsal added (and its `-T`)."""
     ours = ssh_extra()
     out, i = [], 0
