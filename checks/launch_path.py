@@ -1,22 +1,28 @@
-"""launch.path: read the launch line the way every shell on its way reads it, and say where it goes wrong.
+"""launch.path: read the launch line the way every shell on its way reads it, then rehearse it.
 
-Everything here is a reading of the line (and of the launcher's text), never a run of it: the check warns,
-with the reading's own severity in the evidence ("the reading says: fails"), and never fails a check or
-blocks a launch on its own (docs/checks.md, "static readings and observations")."""
+The reading (launchline/) finds the questions: which shell opens the log, whether a tty hangs the job up. The
+rehearsal (rehearse/) answers them: it runs the exact line with the training program swapped for a sentinel,
+and what the sentinel saw is an observed fact, so it may fail the check and block a launch. Where no rehearsal
+could run (a hop unreachable, a line dfdoctor cannot rewrite faithfully), the reading only warns, and says why
+it could not observe. The one fix to copy is composed from what was seen, rehearsed the same way, and printed
+only when it worked."""
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Optional
 
+from dfdoctor import causes
 from dfdoctor.launchline.launchpath import Analysis, analyse, read_launcher
-from dfdoctor.launchline.shell import join
+from dfdoctor.launchline.shell import join, quote
 from dfdoctor.model import STATIC, Result, fail, ok, skip, warn
 from dfdoctor.registry import check
+from dfdoctor.rehearse import fix as rehearsed_fix
+from dfdoctor.rehearse import judge
+from dfdoctor.rehearse.runner import Rehearsal, rehearse
 
-
-@check("launch.path", title="Launch line, hop by hop", phases=("pre",), timeout=10)
+@check("launch.path", title="Launch line, hop by hop, rehearsed", phases=("pre",), timeout=40)
 def launch_path(ctx) -> Iterator[Result]:
-    """Explain `--shell-command` / `--launcher` hop by hop: which shell parses each redirect and `&`, ttys, SIGHUP."""
+    """Explain `--shell-command` / `--launcher` hop by hop, rehearse it, and give the one fix seen to work."""
     if not ctx.shell_command and not ctx.launcher:
         yield skip("no --shell-command or --launcher given: nothing to analyse")
         return
@@ -27,19 +33,74 @@ def launch_path(ctx) -> Iterator[Result]:
         except OSError as exc:
             yield warn(f"cannot read the launcher {ctx.launcher}: {exc.strerror or exc}", None,
                        fix="Pass the launcher script's path as it exists on this machine.")
-    a = analyse(ctx.shell_command, str(ctx.launcher) if ctx.launcher else None, launcher_text,
-                str(ctx.log) if ctx.log else None)
+    log = str(ctx.log) if ctx.log else None
+    a = analyse(ctx.shell_command, str(ctx.launcher) if ctx.launcher else None, launcher_text, log)
     data = _data(a)
-    evidence = tuple(f"hop {h.index} ({h.where}, parsed by {h.parsed_by}, tty {'yes' if h.tty else 'no'}): "
-                     f"{h.command}" for h in a.hops)
+    hops = tuple(f"hop {h.index} ({h.where}, parsed by {h.parsed_by}, tty {'yes' if h.tty else 'no'}): "
+                 f"{h.command}" for h in a.hops)
+    r = _rehearse(ctx, launcher_text)
+    if r is None or r.unobservable:
+        why = r.unobservable if r is not None else "only a line typed on this machine can be rehearsed"
+        yield from _reading(a, data, hops, why)
+        return
+    observed = judge.findings(r, log)
+    fx = rehearsed_fix.find(r, log, cwd=_local_cwd(ctx), launcher=str(ctx.launcher) if ctx.launcher else None,
+                            launcher_text=launcher_text) if observed else None
+    facts = tuple(judge.facts(r))
+    data["rehearsal"] = {"line": r.plan.line if r.plan else None, "facts": list(facts), "seconds": round(r.seconds, 2),
+                         "not_rehearsed": [list(x) for x in (r.plan.not_rehearsed if r.plan else [])]}
+    if fx is not None:
+        data["fix"] = {"line": fx.line, "works": fx.works, "why_not": fx.why_not,
+                       "facts": judge.facts(fx.rehearsal) if fx.rehearsal else []}
+        data["corrected"] = fx.line if fx.works else None
+    for o in observed:
+        yield fail(o.summary, o.cause, details=o.details, fix=fx.words() if fx else "", evidence=facts + hops,
+                   data=data)
+    for f in a.findings:
+        # The reading's "may fail" findings stay as warnings beside what was seen (a `cd` not joined with `&&`,
+        # buffering); its "fails" ones were put to the test, and what the rehearsal saw replaces them.
+        if f.status != "warn" or (f.cause == causes.KILLED_ON_SESSION_EXIT and not observed):
+            continue
+        advice = f.fix if f.fix and f.fix != a.corrected else (fx.words() if fx else "")
+        yield warn(f"on {a.hops[f.hop].where}: {f.summary}", f.cause, details=f.details,
+                   fix=advice, evidence=hops, data=data, basis=STATIC)
+    if not observed:
+        where = r.plan.job.where if r.plan and r.plan.job else "?"
+        yield ok(f"rehearsed: the job starts in {where}, outlives its session and writes its log",
+                 evidence=facts + hops, data=data)
+
+
+def _rehearse(ctx, launcher_text: Optional[str]) -> Optional[Rehearsal]:
+    """Rehearse the line the user types (or, alone, `bash LAUNCHER` on this machine)."""
+    line = ctx.shell_command
+    if not line and ctx.launcher and launcher_text is not None and ctx.target == "local":
+        line = f"bash {quote(str(ctx.abspath(ctx.launcher)))}"
+    if not line:
+        return None
+    return rehearse(line, cwd=_local_cwd(ctx), launcher=str(ctx.launcher) if ctx.launcher else None,
+                    launcher_text=launcher_text)
+
+
+def _local_cwd(ctx) -> Optional[str]:
+    """Where the user's own shell runs the line: here, in --cwd when the job is local."""
+    return str(ctx.cwd) if ctx.target == "local" and ctx.cwd.is_dir() else None
+
+
+def _reading(a: Analysis, data: dict, hops: tuple, why: str) -> Iterator[Result]:
+    """No rehearsal: the reading's findings as warnings, each saying why it could not be observed."""
+    note = f"could not rehearse the line: {why}"
+    data["rehearsal"] = {"line": None, "why_not": why}
+    data["untried"] = a.corrected
     if not a.findings:
-        yield ok(f"the job ({_job(a)}) is detached and logs where you expect"
-                 if a.job else "no problem found on the launch path", evidence=evidence, data=data)
+        yield ok(f"the job ({_job(a)}) is detached and logs where you expect (read, not rehearsed: {why})"
+                 if a.job else "no problem found on the launch path", evidence=hops + (note,), data=data)
         return
     for f in a.findings:
         make = fail if f.status == "fail" else warn  # a static basis makes a fail a warn (model.Result)
-        yield make(f"hop {f.hop} ({a.hops[f.hop].where}): {f.summary}", f.cause, details=f.details,
-                   fix=f.fix, evidence=evidence + (f"the reading says: {'fails' if f.status == 'fail' else 'may fail'}",),
+        yield make(f"on {a.hops[f.hop].where}: {f.summary}", f.cause,
+                   details=(f.details + "\n" if f.details else "") + note[0].upper() + note[1:] + ".",
+                   fix=f"not tried (no rehearsal could run): {f.fix}" if f.fix else "",
+                   evidence=hops + (f"the reading says: {'fails' if f.status == 'fail' else 'may fail'}", note),
                    data=data, basis=STATIC)
 
 
@@ -55,4 +116,4 @@ def _data(a: Analysis) -> dict:
                          for f in a.findings],
             "job": {"command": join(a.job.argv), "where": a.job.frame.where,
                     "stdout": a.job.frame.fds[1].describe() if 1 in a.job.frame.fds else "?"} if a.job else None,
-            "corrected": a.corrected}
+            "corrected": None}

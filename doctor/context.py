@@ -33,6 +33,8 @@ class Context:
     timeout: Optional[float] = None
     run: Optional[dict[str, Any]] = None
     config: dict[str, Any] = field(default_factory=dict)
+    cwd_note: str = ""  # how the cwd was chosen on a target without --cwd, in words
+    typed_line: Optional[str] = None  # the launch line given after `--`, when the job was read out of it
 
     def option(self, check_id: str, name: str, default: Any = None) -> Any:
         """A per-check setting from `[tool.dfdoctor.checks."<id>"]` in the config."""

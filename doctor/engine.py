@@ -72,6 +72,9 @@ def _named_python(command: list[str]) -> Optional[str]:
 
 def build_context(opts: dict[str, Any], command: list[str]) -> tuple[Context, Config]:
     """Turn CLI options and config into a Context; bad input raises UsageError (exit 2)."""
+    typed = _typed_line(opts, command)
+    if typed is not None:
+        command = typed.command
     target = opts.get("target") or "local"
     remote = target != "local"
     if remote:
@@ -81,7 +84,11 @@ def build_context(opts: dict[str, Any], command: list[str]) -> tuple[Context, Co
         except ValueError as exc:
             raise UsageError(f"--target {shown_spec(target)}: {exc}") from None
     # On a remote target --cwd, --python and the log are paths THERE: nothing about them is checked here.
-    cwd = Path(opts.get("cwd") or os.getcwd())
+    cwd_note = ""
+    if remote and not opts.get("cwd"):
+        cwd, cwd_note = remote_cwd(command, target)
+    else:
+        cwd = Path(opts.get("cwd") or os.getcwd())
     cwd = cwd if remote else cwd.resolve()
     if not remote and not cwd.is_dir():
         raise UsageError(f"--cwd {opts.get('cwd')}: no such directory")
@@ -116,7 +123,41 @@ def build_context(opts: dict[str, Any], command: list[str]) -> tuple[Context, Co
                   shell_command=opts.get("shell_command"),
                   launcher=(cwd / launcher) if launcher else None, require_gpu=bool(opts.get("require_gpu")),
                   target=target, timeout=timeout, config=cfg.values)
+    ctx.cwd_note = cwd_note
+    if typed is not None:
+        ctx.typed_line = typed.line
     return ctx, cfg
+
+
+def _typed_line(opts: dict[str, Any], command: list[str]):
+    """A launch line given after `--` (ssh, pct exec, docker exec, nohup, tmux, sh -c ...): its hops give the
+    target, its innermost Python command is the job, its redirect the log and its `cd` the cwd, unless the
+    options say otherwise. `check` rehearses the line itself too; `launch` replaces it (opts["launching"])."""
+    from dfdoctor.launchline import typed as typed_lines
+    if opts.get("shell_command") or not typed_lines.is_launch_line(command):
+        return None
+    t = typed_lines.read(command)
+    if t is None:
+        return None
+    if (opts.get("target") or "local") == "local":
+        opts["target"] = t.target
+    if not opts.get("log") and t.log:
+        opts["log"] = t.log
+    if not opts.get("cwd") and t.cwd:
+        opts["cwd"] = t.cwd
+    if not opts.get("launching"):
+        opts["shell_command"] = t.line
+    return t
+
+
+def remote_cwd(command: list[str], target: str) -> tuple[Path, str]:
+    """The job's folder on a target when no --cwd is given: never this machine's. The folder of an absolute
+    script path, else where a session there starts (the target user's home); and which, in words."""
+    script = next((w for w in command[1:] if w.endswith(".py") and w.startswith("/")), None)
+    if script:
+        folder = os.path.dirname(script)
+        return Path(folder), f"{folder}, the folder of the script (no --cwd given)"
+    return Path("."), f"the home folder of the target's user (no --cwd given; your local folder means nothing on {target})"
 
 
 def users_files(ctx: Context) -> list[tuple[str, Path]]:
@@ -249,14 +290,19 @@ def verdict_from_checks(records: list[CheckRecord], fail_on_level: str) -> Verdi
         return Verdict("ok", None, f"{ran} check(s) found no problem that blocks the launch{skipped}{note}.",
                        evidence=[f"{r.id}: {r.summary}" for r in warns])
     blockers = [r for r in problems if r.cause in causes.LAUNCH_BLOCKERS and r.observed]
-    first = max(blockers or problems, key=lambda r: (r.status in (Status.FAIL,), r.status.rank))
+    # launch.path's rehearsal of the user's own line, when it failed, is the most direct answer: it leads
+    first = max(blockers or problems, key=lambda r: (r.status in (Status.FAIL,), r.status.rank,
+                                                     r.id == "launch.path" and r.observed))
     evidence = [f"{r.id} ({r.status.value}): {r.summary}" for r in problems]
     if all(r.status in (Status.ERROR, Status.TIMEOUT) for r in problems):
         # Checks that could not look found nothing wrong with the launch: not known to work, not known to fail.
         return Verdict("unknown", first.cause, f"{len(problems)} of {len(records)} check(s) could not look, and "
                        f"none found a problem; first: {first.id}: {first.summary}", first.fix, evidence)
+    # The headline is what happened, in the words of the check that saw it; the fix line says what to do.
+    others = len(problems) - 1
+    said = first.summary[:1].upper() + first.summary[1:]
     return Verdict("failed", first.cause,
-                   f"{len(problems)} of {len(records)} check(s) found a problem; first: {first.id}: {first.summary}",
+                   f"{said} ({first.id}" + (f"; {others} more problem(s) below)" if others else ")"),
                    first.fix, evidence)
 
 
@@ -267,7 +313,7 @@ def environment_facts(ctx: Optional[Context], records: list[CheckRecord]) -> dic
     if os.environ.get("SLURMD_NODENAME"):  # a Slurm node's name need not be its host's (several on one host)
         env["slurm_node"] = os.environ["SLURMD_NODENAME"]
     if ctx is not None:
-        env.update({"training_python": ctx.python, "cwd": str(ctx.cwd), "target": ctx.target})
+        env.update({"training_python": ctx.python, "cwd": ctx.cwd_note or str(ctx.cwd), "target": ctx.target})
     for r in records:
         extra = r.data.get("environment")
         if isinstance(extra, dict):

@@ -174,7 +174,9 @@ def test_check_yields_hops_table_and_findings():
     assert all(r.status == Status.WARN and r.basis == "static" for r in results if r.cause)
     hops = results[0].data["hops"]
     assert isinstance(hops, list) and all(isinstance(r, dict) for r in hops) and len(hops) == 3
-    assert all(r.fix == FIXED for r in failing)
+    # HOST cannot be reached, so nothing was rehearsed: the line is offered as not tried, and says why
+    assert all(r.fix == "not tried (no rehearsal could run): " + FIXED for r in failing)
+    assert all("Could not rehearse the line: could not reach container 200 on HOST" in r.details for r in failing)
     assert list(launch_path.run(Context()))[0].status == Status.SKIP
 
 
@@ -196,7 +198,8 @@ def test_cli_exit_code_and_json(tmp_path):
     import json
     doc = json.loads(out.read_text())
     chk = [c for c in doc["checks"] if c["id"] == "launch.path"][0]
-    assert chk["cause"] == causes.LOG_ELSEWHERE and chk["data"]["corrected"] == FIXED
+    assert chk["cause"] == causes.LOG_ELSEWHERE and chk["data"]["untried"] == FIXED
+    assert chk["data"]["corrected"] is None  # a line is "corrected" only once its rehearsal passed
     assert chk["status"] == "warn" and chk["basis"] == "static"
 
 

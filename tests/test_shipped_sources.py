@@ -12,10 +12,11 @@ import pytest
 
 from dfdoctor import redact
 from dfdoctor.launch import recorder, target_agent
+from dfdoctor.rehearse import sentinel
 from dfdoctor.targets import probe_bootstrap
 
 PROBES = Path(__file__).resolve().parents[1] / "checks" / "probes"
-SHIPPED = [Path(m.__file__) for m in (recorder, target_agent, probe_bootstrap, redact)] + \
+SHIPPED = [Path(m.__file__) for m in (recorder, target_agent, probe_bootstrap, redact, sentinel)] + \
     sorted(p for p in PROBES.glob("*.py") if p.name != "__init__.py")
 
 

@@ -27,6 +27,7 @@ from dfdoctor.engine import (
     target_connection,
 )
 from dfdoctor.launch import rundir
+from dfdoctor.launchline.shell import join
 from dfdoctor.launch.orchestrate import (
     DEFAULT_WATCH_S,
     STATUS_WATCH_S,
@@ -115,7 +116,12 @@ def launch(opts: dict[str, Any]) -> int:
     pairs = validate_outputs(opts)
     command = list(opts["command"])
     opts["target"] = single_target(opts, "launch")
+    opts["launching"] = True  # a launch line after `--` is replaced by dfdoctor's own start, not rehearsed
     ctx, cfg = build_context(opts, command)
+    if ctx.typed_line:
+        click.echo(f"dfdoctor launch: instead of your line, starting {join(ctx.command)} on {ctx.target} under the "
+                   f"flight recorder" + (f", its output appended to {ctx.log}" if ctx.log else "")
+                   + (f", in {ctx.cwd_note or ctx.cwd}" if ctx.target != "local" else ""), err=True)
     run_dir = Path(opts["run_dir"]).absolute() if opts["run_dir"] else None
     guard(pairs, ctx, (rundir.runs_root(ctx.cwd if ctx.target == "local" else Path.cwd()),
                        *((run_dir,) if run_dir and ctx.target == "local" else ())))

@@ -44,7 +44,7 @@ def judge(analysis: Analysis, job: Job, log: Optional[str]) -> None:
                      f"{out.describe()}; errors: {err.describe() if err else '?'}.")
     if f.background_at is not None and not f.handoff and _tty_on_path(f):
         find("fail", causes.KILLED_ON_SESSION_EXIT, f.background_at,
-             f"`&` at hop {f.background_at} inside a tty session: when that shell exits the terminal hangs up, "
+             "`&` inside a session with a terminal (ssh -t): when that shell exits the terminal hangs up, "
              "and the background job gets SIGHUP before it is settled (with or without nohup)",
              details="Measured on lxc-attach over ssh -t: every `... &` form died or raced; `nohup setsid -f CMD "
                      "</dev/null >LOG 2>&1` followed by a pause, and `tmux new -d`, survived; without -t they all "

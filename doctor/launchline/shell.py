@@ -33,6 +33,9 @@ class Word:
     raw: str
     quoted: bool = False
     dynamic: bool = False  # contains $var, $(...) or `...`: the value is only a guess
+    # Where `raw` lies in the text that was tokenized: a rehearsal splices its edits there (doctor/rehearse).
+    start: int = field(default=-1, compare=False)
+    end: int = field(default=-1, compare=False)
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,10 @@ class Redirect:
     op: str
     target: str
     raw: str
+    start: int = field(default=-1, compare=False)
+    end: int = field(default=-1, compare=False)
+    target_raw: str = field(default="", compare=False)  # the target word as typed (quotes kept)
+    target_dynamic: bool = field(default=False, compare=False)  # holds $var, $(...) or `...` outside '...'
 
     @property
     def fds(self) -> tuple[int, ...]:
@@ -184,7 +191,7 @@ def tokenize(s: str) -> list[Token]:
                 raise ShellSyntaxError(f"redirect {op!r} has no target")
             if op in ("<<", "<<-"):
                 pending_heredocs.append((target.value, op == "<<-"))
-            toks.append(Redirect(fd, op, target.value, s[i:j2]))
+            toks.append(Redirect(fd, op, target.value, s[i:j2], i, j2, target.raw, target.dynamic))
             i = j2
             continue
         op = next((o for o in CONTROL_OPS if s.startswith(o, i)), None)
@@ -272,7 +279,7 @@ def _read_word(s: str, i: int) -> tuple[Optional[Word], int]:
             i += 1
     if i == start:
         return None, i
-    return Word("".join(out), s[start:i], quoted, dynamic), i
+    return Word("".join(out), s[start:i], quoted, dynamic, start, i), i
 
 
 def parse(s: str) -> list[Pipeline]:

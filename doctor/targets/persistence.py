@@ -108,11 +108,12 @@ class Trial:
     survived: Optional[bool] = None
     log: str = "none"
     ended_at: float = 0.0
+    held_after: float = RETURN_TIMEOUT_S  # how long the session was given before it counted as held open
 
     def row(self) -> dict:
         """The trial as a matrix row."""
         return {"strategy": self.strategy.name, "tty": "yes" if self.tty else "no", "pause_s": self.pause,
-                "session returned": (f"held open (closed after {RETURN_TIMEOUT_S:.0f} s)" if self.held
+                "session returned": (f"held open (closed after {self.held_after:.0f} s)" if self.held
                                      else f"{self.returned_s:.2f} s" if self.returned_s is not None else "?"),
                 "survived": {True: "yes", False: "no", None: "?"}[self.survived],
                 "log": {"log": "where redirected", "nohup.out": "nohup.out", "none": "none"}[self.log],
@@ -181,8 +182,11 @@ def _available(s: Strategy, have: set[str], pid1: str) -> Optional[str]:
     return None
 
 
-def _start(target: Target, t: Trial, d: str, python: str) -> Trial:
-    """Start one sentinel the way the trial says; time how long the session takes to return."""
+def _start(target: Target, t: Trial, d: str, python: str, slack: float = 0.0) -> Trial:
+    """Start one sentinel the way the trial says; time how long the session takes to return.
+
+    `slack` is what a session that does nothing took here (the set-up's): on a loaded machine ssh, pct exec and
+    lxc-attach alone can take seconds, and a session must not count as held open for that."""
     line = t.strategy.line(["sh", f"{d}/s", t.name], "log", name=t.name, python=python)
     # Only while the experiment lives: a session still in flight when the watchdog cleaned up must not
     # recreate the folder.
@@ -199,7 +203,8 @@ def _start(target: Target, t: Trial, d: str, python: str) -> Trial:
     p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          start_new_session=True)
     try:
-        out, err = p.communicate(timeout=RETURN_TIMEOUT_S + t.pause)
+        t.held_after = RETURN_TIMEOUT_S + slack + t.pause
+        out, err = p.communicate(timeout=t.held_after)
         t.returned_s = time.monotonic() - start
     except subprocess.TimeoutExpired:
         t.held = True
@@ -218,7 +223,9 @@ def run(target: Target, *, ttys: Sequence[bool] = (False, True), pauses: Sequenc
     began = time.monotonic()
     res = Outcome(str(target))
     tag = f"{os.getpid()}x{int(time.time()) % 100000}"
+    setup_began = time.monotonic()
     setup = _call(target, SETUP, stdin=SENTINEL.encode())
+    slack = min(10.0, 2 * (time.monotonic() - setup_began))
     if setup.returncode != 0 or "dir=" not in setup.stdout:
         res.unreachable = transport.transport_error(target, setup.returncode, setup.stderr)
         res.error = res.unreachable or setup.stderr.strip()[-300:] or f"setup exited {setup.returncode}"
@@ -250,7 +257,7 @@ def run(target: Target, *, ttys: Sequence[bool] = (False, True), pauses: Sequenc
         # Longest first (pauses, sessions that will be held open), so the waits overlap instead of trailing.
         longest_first = sorted(res.trials, key=lambda t: -(t.pause + (RETURN_TIMEOUT_S if _may_hold(t) else 0)))
         with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
-            list(pool.map(lambda t: _start(target, t, d, python), longest_first))
+            list(pool.map(lambda t: _start(target, t, d, python, slack), longest_first))
         last = max((t.ended_at for t in res.trials), default=time.monotonic())
         time.sleep(max(0.0, last + SETTLE_S - time.monotonic()))
         _look(target, res, d)

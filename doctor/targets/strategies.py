@@ -33,6 +33,7 @@ class Strategy:
     needs: tuple[str, ...] = ()
     handoff: bool = False  # hands the job to a daemon that was running before the session (survives a kill-all)
     note: str = ""
+    words: str = ""  # the strategy for someone who never heard of SIGHUP
 
     def line(self, argv: Sequence[str], log: str, name: str = "job", python: str = "python3") -> str:
         """The shell line that starts argv this way, logging to `log`."""
@@ -44,27 +45,42 @@ class Strategy:
 
 STRATEGIES: tuple[Strategy, ...] = (
     Strategy("nohup-setsid-f", "nohup setsid -f {cmd} </dev/null >{log} 2>&1", ("nohup", "setsid"),
-             note="new session, no terminal, every fd redirected: nothing ties it to the session"),
+             note="new session, no terminal, every fd redirected: nothing ties it to the session",
+             words="started in a session of its own with `nohup setsid -f`, every output sent to the log"),
     Strategy("nohup-setsid-f-wait", "nohup setsid -f {cmd} </dev/null >{log} 2>&1; sleep 1", ("nohup", "setsid"),
              note="the same, then a pause: lxc-attach with a pty (pct exec under ssh -t) kills the attached "
-                  "process group as it returns, which can catch the forked child before its setsid()"),
+                  "process group as it returns, which can catch the forked child before its setsid()",
+             words="started in a session of its own with `nohup setsid -f`, every output sent to the log, then a one-second pause before the session ends"),
     Strategy("tmux", "tmux new -d -s {name} {qcmd}", ("tmux",), handoff=True,
-             note="runs in the tmux server; needs a free pty"),
-    Strategy("screen", "screen -dmS {name} sh -c {qcmd}", ("screen",), handoff=True),
+             note="runs in the tmux server; needs a free pty",
+             words="started in a detached tmux session"),
+    Strategy("screen", "screen -dmS {name} sh -c {qcmd}", ("screen",), handoff=True,
+             words="started in a detached screen session"),
     Strategy("dfdoctor", "{python} -c {detach} {log} {cmd}", ("python",),
-             note="what `dfdoctor launch` does: SIGHUP ignored before fork, new session"),
-    Strategy("double-fork", "( {cmd} </dev/null >{log} 2>&1 & )", note="orphaned at once, but same session"),
+             note="what `dfdoctor launch` does: SIGHUP ignored before fork, new session",
+             words="started by dfdoctor's own hand-off (the way `dfdoctor launch` starts a job)"),
+    Strategy("double-fork", "( {cmd} </dev/null >{log} 2>&1 & )", note="orphaned at once, but same session",
+             words="started in the background from a sub-shell, `( CMD & )`"),
     Strategy("at", "printf '%s\\n' {qcmd} | at now 2>/dev/null", ("at", "atd"), handoff=True,
-             note="atd runs it outside the session; starts within a second or so"),
+             note="atd runs it outside the session; starts within a second or so",
+             words="handed to the `at` daemon (`at now`)"),
     Strategy("systemd-run", "systemd-run --quiet --collect --unit {name} sh -c {qcmd}", ("systemd",),
-             handoff=True, note="only where systemd is PID 1"),
-    Strategy("setsid-nohup", "setsid nohup {cmd} >{log} 2>&1 &", ("nohup", "setsid")),
-    Strategy("nohup", "nohup {cmd} >{log} 2>&1 &", ("nohup",)),
-    Strategy("nohup-bare", "nohup {cmd} &", ("nohup",), note="no redirects: output to nohup.out or the session"),
-    Strategy("amp", "{cmd} >{log} 2>&1 &", note="plain background job"),
+             handoff=True, note="only where systemd is PID 1",
+             words="handed to systemd (`systemd-run`)"),
+    Strategy("setsid-nohup", "setsid nohup {cmd} >{log} 2>&1 &", ("nohup", "setsid"),
+             words="started in the background with `setsid nohup CMD &`"),
+    Strategy("nohup", "nohup {cmd} >{log} 2>&1 &", ("nohup",),
+             words="started in the background with `nohup CMD &`"),
+    Strategy("nohup-bare", "nohup {cmd} &", ("nohup",), note="no redirects: output to nohup.out or the session",
+             words="started with `nohup CMD &` without sending its output to a log"),
+    Strategy("amp", "{cmd} >{log} 2>&1 &", note="plain background job",
+             words="started in the background with a plain `CMD &`"),
 )
 BY_NAME = {s.name: s for s in STRATEGIES}
-PREFERENCE = [s.name for s in STRATEGIES]  # best first, when several survive everywhere
+# Best first, when several survive everywhere. The pause comes first: without it, lxc-attach with a terminal
+# can end the job before its setsid() (docs/targets.md), so which of the two "survived" would change from run
+# to run on a loaded machine; with the pause first the answer is the same every time.
+PREFERENCE = ["nohup-setsid-f-wait", *(s.name for s in STRATEGIES if s.name != "nohup-setsid-f-wait")]
 
 
 def state_file() -> Path:

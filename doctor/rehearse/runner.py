@@ -1,0 +1,293 @@
+"""Run one rehearsal: place the sentinel where the job would run, run the rewritten line as the user's own shell
+would (in a terminal of its own), let its session end, look at what the sentinel saw, and remove it all.
+
+Bounded: the whole takes at most `BUDGET_S` (10 s). Each step is a killable subprocess in its own session; a
+hop that hangs (a password prompt, a host-key question) fails at once under BatchMode, or is killed at its
+step's deadline and named.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pty
+import re
+import selectors
+import shutil
+import signal
+import subprocess
+import termios
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from dfdoctor.rehearse import rewrite
+from dfdoctor.rehearse.rewrite import CannotRehearse, Hop, Plan
+
+HERE = Path(__file__).resolve().parent
+SENTINEL = (HERE / "sentinel.py").read_text()
+LOOK = (HERE / "look.sh").read_text()
+PLACE = 'umask 077; mkdir "$1" && cat > "$1/sentinel.py" && printf %s "$2" > "$1/script" && echo placed'
+BUDGET_S = 10.0
+PLACE_S = 6.0  # one session to the job's place: ssh + pct exec take seconds on a loaded machine
+RETURN_S = 3.5  # a line whose session has not returned by then is held open: ended as Ctrl-C would
+DRAIN_S = 0.8  # the terminal stays open this long after the shell returned, as a user's window does
+SETTLE_S = 1.0  # the sentinel must still beat this long after its session ended to count as alive
+TTY_ENV = {"TERM": "xterm"}
+
+
+@dataclass
+class Place:
+    """What one look at one place found."""
+
+    where: str
+    start: Optional[dict] = None
+    end: Optional[dict] = None
+    beats: tuple[str, str] = ("none", "none")
+    running: Optional[bool] = None  # the sentinel's process ran when the look came (None: not looked)
+    have: dict[str, str] = field(default_factory=dict)
+    logs: dict[str, tuple[Optional[int], str]] = field(default_factory=dict)  # renamed path -> (size, head)
+    error: str = ""
+
+
+@dataclass
+class Rehearsal:
+    """Everything one rehearsal saw."""
+
+    line: str
+    plan: Optional[Plan] = None
+    unobservable: str = ""  # why nothing could be observed (a hop unreachable, a line not rewritable)
+    output: str = ""  # what the user's terminal would have shown
+    returncode: Optional[int] = None
+    held: bool = False  # the session did not return by itself
+    returned_s: Optional[float] = None
+    places: list[Place] = field(default_factory=list)
+    seconds: float = 0.0
+    left_behind: list[str] = field(default_factory=list)
+
+    @property
+    def job_place(self) -> Optional[Place]:
+        """The look at the place where the sentinel was put."""
+        return self.places[0] if self.places else None
+
+    @property
+    def started(self) -> bool:
+        """Whether the sentinel ran at all."""
+        return bool(self.job_place and self.job_place.start)
+
+    @property
+    def alive(self) -> bool:
+        """Whether the sentinel still beat after the session ended."""
+        p = self.job_place
+        if not (p and p.start) or p.end:
+            return False
+        return bool(p.running) or (p.beats[0] != p.beats[1] and "none" not in p.beats)
+
+
+def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = None,
+             launcher_text: Optional[str] = None, tag: Optional[str] = None) -> Rehearsal:
+    """Rehearse `line` (see the module docstring); never raises for what the line or its hops do."""
+    began = time.monotonic()
+    out = Rehearsal(line)
+    tag = tag or uuid.uuid4().hex[:10]
+    try:
+        plan = rewrite.plan(line, tag, launcher=launcher, launcher_text=launcher_text)
+    except CannotRehearse as exc:
+        out.unobservable = str(exc)
+        return out
+    out.plan = plan
+    job = plan.job
+    assert job is not None
+    script = job.script if job.script_is_file else ""
+    placed = _run(rewrite.session_argv(job.chain, ["sh", "-c", PLACE, "sh", plan.folder, script or ""]),
+                  stdin=SENTINEL.encode(), timeout=PLACE_S, cwd=cwd)
+    if "placed" not in placed.stdout:
+        out.unobservable = _unreachable(job.chain, placed)
+        out.seconds = time.monotonic() - began
+        return out
+    try:
+        _run_line(out, plan.line, cwd)
+        time.sleep(SETTLE_S)
+    finally:
+        _look_everywhere(out, plan, cwd, deadline=began + BUDGET_S)
+    out.seconds = time.monotonic() - began
+    return out
+
+
+def _unreachable(chain: tuple[Hop, ...], p: subprocess.CompletedProcess) -> str:
+    """Why the job's place could not be reached, in the words of the hop that failed."""
+    said = (p.stderr or p.stdout or "").strip().splitlines()
+    words = "; ".join(ln.strip() for ln in said[-2:] if ln.strip())
+    where = chain[-1].where if chain else "your machine"
+    if p.returncode == -9:
+        return (f"reaching {where} did not finish within {PLACE_S:.0f} s (a hop that is slow, hangs, or waits for "
+                "input)")
+    return f"could not reach {where} to place the sentinel: {words or f'exit status {p.returncode}'}"
+
+
+def _run(argv: list[str], *, timeout: float, stdin: bytes = b"", cwd: Optional[str] = None
+         ) -> subprocess.CompletedProcess:
+    """One of dfdoctor's own sessions: no tty, its own process group, killed at the deadline."""
+    began = time.monotonic()
+    try:
+        p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             start_new_session=True, cwd=cwd)
+    except OSError as exc:
+        return subprocess.CompletedProcess(argv, 127, "", f"{argv[0]}: {exc.strerror or exc}")
+    try:
+        so, se = p.communicate(stdin, timeout=max(0.5, timeout))
+    except subprocess.TimeoutExpired:
+        _killpg(p.pid)
+        so, se = p.communicate()
+        p.returncode = -9
+    done = subprocess.CompletedProcess(argv, p.returncode, so.decode(errors="replace"), se.decode(errors="replace"))
+    done.duration = time.monotonic() - began  # type: ignore[attr-defined]
+    return done
+
+
+def _killpg(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _shell() -> str:
+    """The user's kind of shell: bash where there is one (a terminal's usual shell), else sh."""
+    return shutil.which("bash") or "/bin/sh"
+
+
+# The user's own terminal outlives the line: a leader shell runs the line, says when it returned, and keeps the
+# terminal open a moment (late words of a background job show there) before it exits and the terminal hangs up.
+LEADER = '"$0" -c "$1"; rc=$?; printf "\\n%s %s\\n" "$2" "$rc"; sleep "$3"'
+
+
+def _run_line(out: Rehearsal, line: str, cwd: Optional[str]) -> None:
+    """Run the rewritten line in a shell that has a terminal of its own, as a user's does; when the line is done
+    (or held open past RETURN_S, then ended as Ctrl-C and closing the window would), the terminal hangs up."""
+    master, slave = pty.openpty()
+    began = time.monotonic()
+    marker = f"==dfdoctor-returned-{uuid.uuid4().hex[:8]}"
+
+    def controlling() -> None:  # in the child: a new session whose controlling terminal is the pty
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    try:
+        proc = subprocess.Popen(["sh", "-c", LEADER, _shell(), line, marker, str(DRAIN_S)], stdin=slave,
+                                stdout=slave, stderr=slave, cwd=cwd, start_new_session=True,
+                                preexec_fn=controlling, env={**os.environ, **TTY_ENV})
+    except OSError as exc:
+        os.close(master)
+        os.close(slave)
+        out.output = f"{_shell()}: {exc.strerror or exc}"
+        return
+    os.close(slave)
+    chunks: list[bytes] = []
+    sel = selectors.DefaultSelector()
+    sel.register(master, selectors.EVENT_READ)
+    deadline = began + RETURN_S
+    while time.monotonic() < deadline and proc.poll() is None or sel.get_map() and proc.poll() is None:
+        if time.monotonic() >= deadline:
+            break
+        for _key, _ in sel.select(timeout=0.05):
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: every holder of the terminal is gone
+                chunk = b""
+            if not chunk:
+                sel.unregister(master)
+                break
+            chunks.append(chunk)
+            if out.returned_s is None and marker.encode() in b"".join(chunks):
+                out.returned_s = time.monotonic() - began
+                deadline = time.monotonic() + DRAIN_S + 0.5
+        if not sel.get_map():
+            break
+    sel.close()
+    if proc.poll() is None and out.returned_s is None:
+        out.held = True
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C, then the window closes
+    try:
+        proc.wait(timeout=0.5)
+    except subprocess.TimeoutExpired:
+        _killpg(proc.pid)
+        proc.wait()
+    os.close(master)  # the terminal hangs up: SIGHUP to whatever still has it as its controlling terminal
+    text = b"".join(chunks).decode(errors="replace").replace("\r\n", "\n")
+    m = re.search(re.escape(marker) + r" (\d+)", text)
+    out.returncode = int(m.group(1)) if m else proc.returncode
+    out.output = re.sub(r"\n?" + re.escape(marker) + r" \d+\n?", "\n", text).strip("\n")
+
+
+def _look_everywhere(out: Rehearsal, plan: Plan, cwd: Optional[str], *, deadline: float) -> None:
+    """Look at (and clean) every place the rehearsal touched: the job's, and each one a redirect wrote at."""
+    job = plan.job
+    assert job is not None
+    places: dict[tuple, dict] = {job.chain: {"folder": plan.folder, "logs": [], "where": job.where}}
+    for log in plan.logs:
+        if log.dynamic:
+            continue
+        places.setdefault(log.chain, {"folder": "", "logs": [], "where": log.where})["logs"].append(log)
+    words = " ".join(dict.fromkeys([job.interpreter, "python3", "python"]))
+
+    def look(item: tuple) -> Place:
+        chain, what = item
+        args = [what["folder"], words]
+        for log in what["logs"]:
+            args += [log.cwd or "", log.renamed]
+        p = _run(rewrite.session_argv(chain, ["sh", "-c", LOOK, "sh", *args]), cwd=cwd,
+                 timeout=max(2.5, deadline - time.monotonic()))
+        return _read_look(what["where"], p)
+
+    with ThreadPoolExecutor(max_workers=len(places)) as pool:
+        out.places = list(pool.map(look, places.items()))
+    for place in out.places:
+        if place.error:
+            out.left_behind.append(f"{place.where}: {place.error}")
+
+
+_SECTION = re.compile(r"^==(\w+) ?(.*)$")
+
+
+def _read_look(where: str, p: subprocess.CompletedProcess) -> Place:
+    """Parse look.sh's sections."""
+    place = Place(where)
+    lines = p.stdout.splitlines()
+    i = 0
+    while i < len(lines):
+        m = _SECTION.match(lines[i])
+        i += 1
+        if not m:
+            continue
+        name, rest = m.groups()
+        if name in ("start", "end"):
+            body = lines[i] if i < len(lines) else ""
+            try:
+                setattr(place, name, json.loads(body) if body.strip() else None)
+            except ValueError:
+                pass
+        elif name == "beats":
+            parts = rest.split()
+            place.beats = (parts[0], parts[1]) if len(parts) == 2 else ("none", "none")
+        elif name == "alive":
+            place.running = rest.strip() == "yes"
+        elif name == "have":
+            word, _, path = rest.partition(" ")
+            place.have[word] = path.strip()
+        elif name == "log":
+            path, _, size = rest.rpartition(" ")
+            if size == "missing":
+                place.logs.setdefault(path, (None, ""))  # the same file, already read through the sentinel's fd
+            else:
+                body = []
+                while i < len(lines) and not _SECTION.match(lines[i]):
+                    body.append(lines[i])
+                    i += 1
+                place.logs[path] = (int(size) if size.isdigit() else 0, "\n".join(body))
+    if "==done" not in p.stdout:
+        place.error = (p.stderr.strip().splitlines() or [f"the look exited {p.returncode}"])[-1]
+    return place
