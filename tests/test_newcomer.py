@@ -39,10 +39,13 @@ def test_every_finding_once_one_combined_fix_skips_in_one_line(two_missing):
     assert res.returncode == 1, res.stderr
     out = res.stdout
     lines = out.splitlines()
-    # each finding on a line of its own, the second module too (it was only seen with -v)
+    # the headline leads with the first problem in its own words (issue 21's plain headline); below it, each
+    # finding on a row of its own, once, the second module too (it was only seen with -v)
+    head, rows = lines[:lines.index("")], lines[lines.index(""):]
+    assert sum("No module named 'dfd_nc_wandb'" in line for line in head) == 1, out
     for words in ("dfd-nc-wandb is not installed", "dfd-nc-transformers is not installed",
                   "No module named 'dfd_nc_wandb'", "No module named 'dfd_nc_transformers'", "logs does not exist"):
-        assert sum(words in line for line in lines) == 1, (words, out)
+        assert sum(words in line for line in rows) == 1, (words, out)
     # one pip line for both, the pinned requirement winning over the bare import name; said once
     pip = [line for line in lines if "pip install" in line]
     assert len(pip) == 1 and pip[0].strip().startswith("fix: ") and \

@@ -79,7 +79,8 @@ def render(report: Report, verbose: bool = False, color: bool = False, quiet: bo
     from_rows = report.mode == "check" and not report.targets
     summary = v.summary.split("; first: ")[0] if from_rows else v.summary
     if summary:
-        out.extend(textwrap.wrap(summary, width, initial_indent="  ", subsequent_indent="  "))
+        out.extend(textwrap.wrap(summary, width, initial_indent="  ", subsequent_indent="  ",
+                                   break_long_words=False, break_on_hyphens=False))  # a path stays whole)
     if not from_rows:
         for line in v.evidence[:8]:
             out.append("  | " + line)
