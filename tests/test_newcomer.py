@@ -259,3 +259,13 @@ def test_an_ok_over_skipped_checks_counts_only_those_that_ran():
                *(CheckRecord(f"cuda.{i}", "pre", Status.SKIP, "no GPU") for i in range(2))]
     v = verdict_from_checks(records, "error")
     assert v.state == "ok" and v.summary.startswith("1 check(s) found no problem") and "(2 skipped)" in v.summary
+
+
+def test_an_annotation_points_at_the_users_line_when_the_job_died_inside_a_library(tmp_path):
+    """A crash deep in json: the verdict blames train.py:6 in its words, and the annotation says line 6, not 1."""
+    (tmp_path / "train.py").write_text('import json\n\n\ndef main():\n    print("starting", flush=True)\n'
+                                       '    return json.loads("{bad")\n\n\nmain()\n')
+    res = subprocess.run([DFDOCTOR, "launch", "--watch", "30", "--settle", "2", "--format", "github", "--",
+                          sys.executable, "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    errors = [line for line in res.stdout.splitlines() if line.startswith("::error ")]
+    assert any("file=train.py,line=6," in line for line in errors), res.stdout

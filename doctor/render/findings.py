@@ -78,6 +78,8 @@ def found_location(texts: list[str]) -> Optional[tuple[str, int]]:
 
 # a traceback's frame, `File "/path/train.py", line 6, in main`
 _FRAME = re.compile(r'File "(?P<path>[^"\n]+)", line (?P<line>\d+)')
+# how a verdict names the line it blames (diagnose/blame.py): "at /job/train.py, line 6 (`...`)"
+_BLAMED = re.compile(r'(?P<path>/[^\s,"`\']+\.py), line (?P<line>\d+)')
 # where installed code and the standard library live: not the user's own frame
 _NOT_THEIRS = re.compile(r"(?:/(?:site|dist)-packages/|/lib/python\d[\d.]*/|^<|/<frozen )")
 
@@ -86,10 +88,11 @@ def user_frame(texts: list[str]) -> Optional[tuple[str, int]]:
     """The innermost frame of the user's own code in a traceback quoted by the texts: where their code raised
     (line 6 of train.py), not where the launch began, nor a library's line deep below it."""
     found = None
-    for t in texts:
-        for m in _FRAME.finditer(t or ""):
-            if not _NOT_THEIRS.search(m.group("path")) and int(m.group("line")) > 0:
-                found = (m.group("path"), int(m.group("line")))
+    for pattern in (_BLAMED, _FRAME):  # a traceback's own frames, where quoted, win over the verdict's words
+        for t in texts:
+            for m in pattern.finditer(t or ""):
+                if not _NOT_THEIRS.search(m.group("path")) and int(m.group("line")) > 0:
+                    found = (m.group("path"), int(m.group("line")))
     return found
 
 
@@ -146,7 +149,7 @@ def findings(report: Report) -> list[Finding]:
     if report.mode in ("launch", "status") and report.verdict.state in ("failed", "unknown") \
             and not any(f.cause == report.verdict.cause and f.cause for f in out):
         v = report.verdict
-        here = user_frame(list(v.evidence))  # a crash: the user's own line, as the verdict's text names it
+        here = user_frame([v.summary, *v.evidence])  # a crash: the user's own line, as the verdict names it
         path, line = here or (fallback_path(report, CheckRecord(id="", phase="", status=Status.FAIL, summary="")), 1)
         path = relative(path, job_cwd, base) if path else NO_FILE
         out.append(Finding(f"{report.mode}.verdict", "What happened to the job", Status.FAIL, v.cause, v.summary,
