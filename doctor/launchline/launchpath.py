@@ -412,14 +412,18 @@ class _Walker:
 
 def _container_argv(argv: list[str]) -> tuple[Optional[str], list[str], str]:
     """For `pct exec`, `lxc-attach` and `docker exec` lines: the container, the argv it execs, the tool."""
+    name, first, tool = container_split(argv)
+    return name, argv[first:], tool
+
+
+def container_split(argv: list[str]) -> tuple[Optional[str], int, str]:
+    """For `pct exec`, `lxc-attach` and `docker exec` lines: the container, the index of the first word it execs
+    (len(argv) when there is none), and the tool."""
     name = base(argv[0])
     if name == "pct":
         if len(argv) < 3:
-            return None, [], "pct"
-        rest = argv[3:]
-        if rest[:1] == ["--"]:
-            rest = rest[1:]
-        return argv[2], rest, "pct"
+            return None, len(argv), "pct"
+        return argv[2], 4 if argv[3:4] == ["--"] else 3, "pct"
     if name == "lxc-attach":
         i, cname = 1, None
         while i < len(argv) and argv[i] != "--":
@@ -435,16 +439,15 @@ def _container_argv(argv: list[str]) -> tuple[Optional[str], list[str], str]:
             elif a in ("-P", "--lxcpath", "-e", "-s", "-v", "--set-var", "-f", "--rcfile", "-u", "-g"):
                 i += 1
             i += 1
-        return cname, argv[i + 1:] if i < len(argv) else [], "lxc-attach"
+        return cname, min(i + 1, len(argv)), "lxc-attach"
     i = 2
     while i < len(argv) and argv[i].startswith("-"):
         if argv[i] in ("-e", "--env", "-u", "--user", "-w", "--workdir", "--env-file", "--detach-keys"):
             i += 1
         i += 1
     if i >= len(argv):
-        return None, [], "docker"
-    return argv[i], argv[i + 1:], "docker"
-
+        return None, len(argv), "docker"
+    return argv[i], i + 1, "docker"
 
 
 def analyse(shell_command: Optional[str] = None, launcher: Optional[str] = None,

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from dfdoctor.launchline.hops import BUILTINS, PYTHONS, SHELLS, SSH_OPTS_WITH_ARG, base
+from dfdoctor.launchline.launchpath import container_split
 from dfdoctor.launchline.shell import Command, ShellSyntaxError, Word, join, parse, quote
 
 SSH_CONFIG_ENV = "DFDOCTOR_SSH_CONFIG"
@@ -428,34 +429,11 @@ def _script_index(argv: list[str]) -> Optional[int]:
 
 
 def _container_split(argv: list[str]) -> tuple[Optional[str], int]:
-    """The container's name and the index of the first word it execs."""
-    name = base(argv[0])
-    if name == "pct":
-        if len(argv) < 3 or argv[1] != "exec":
-            return None, len(argv)
-        return argv[2], 4 if argv[3:4] == ["--"] else 3
-    if name == "lxc-attach":
-        i, cname = 1, None
-        while i < len(argv) and argv[i] != "--":
-            a = argv[i]
-            if a in ("-n", "--name") and i + 1 < len(argv):
-                cname = argv[i + 1]
-                i += 2
-                continue
-            if a.startswith("--name="):
-                cname = a.split("=", 1)[1]
-            elif a.startswith("-n") and len(a) > 2:
-                cname = a[2:]
-            elif a in ("-P", "--lxcpath", "-e", "-s", "-v", "--set-var", "-f", "--rcfile", "-u", "-g"):
-                i += 1
-            i += 1
-        return cname, i + 1
-    i = 2
-    while i < len(argv) and argv[i].startswith("-"):
-        if argv[i] in ("-e", "--env", "-u", "--user", "-w", "--workdir", "--env-file", "--detach-keys"):
-            i += 1
-        i += 1
-    return (argv[i], i + 1) if i < len(argv) else (None, len(argv))
+    """The container's name and the index of the first word it execs (launchpath reads these hops too)."""
+    if base(argv[0]) == "pct" and argv[1:2] != ["exec"]:
+        return None, len(argv)
+    name, first, _tool = container_split(argv)
+    return name, first
 
 
 def _session_exec(prefix: list[str]) -> list[str]:
