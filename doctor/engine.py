@@ -139,6 +139,10 @@ def _typed_line(opts: dict[str, Any], command: list[str]):
     t = typed_lines.read(command)
     if t is None:
         return None
+    if opts.get("launching") and t.target == "local":
+        # a line that stays on this machine (`sh -c`, `nohup`, a pipe, `exec > log`) is launched as typed: the
+        # recorder watches it and what it hands off, so its own plumbing is judged as it really runs
+        return None
     if (opts.get("target") or "local") == "local":
         opts["target"] = t.target
     if not opts.get("log") and t.log:

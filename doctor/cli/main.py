@@ -111,7 +111,7 @@ def check_cmd(opts: dict[str, Any]) -> int:
     report = Report(tool_version=__version__, target=ctx.target, command=command, started_at=started,
                     finished_at=now_iso(), verdict=verdict_from_checks(records, level), checks=records,
                     timeline=[], environment=environment_facts(ctx, records), mode="check")
-    if not command:
+    if not command and not ctx.shell_command and not ctx.launcher:  # a line or a launcher is a launch to check
         report.verdict = no_launch_checked(report.verdict, records)
     name_config(report, cfg)
     emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level, env=ctx.env)
