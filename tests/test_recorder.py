@@ -101,7 +101,7 @@ def test_shipped_on_stdin_detaches_itself_and_survives_the_hangup(tmp_path):
     from test_launch_detach import _pty_session
 
     shipped = tmp_path / "agent.pyz"
-    shipped.write_bytes(ship.bundle())
+    shipped.write_bytes(ship.bundle("recorder"))
     run_dir = tmp_path / "remote-run"
     spec = json.dumps({"run_id": "r", "argv": [sys.executable, str(JOBS / "healthy.py"), "20"],
                        "cwd": str(tmp_path), "log": str(tmp_path / "t.log")})
@@ -188,7 +188,7 @@ def test_a_copy_without_the_rules_writes_nothing_in_clear(tmp_path):
 def test_the_shipped_zip_holds_the_same_rules(tmp_path):
     shipped = tmp_path / "elsewhere" / "agent.pyz"
     shipped.parent.mkdir()
-    shipped.write_bytes(ship.bundle())
+    shipped.write_bytes(ship.bundle("recorder"))
     run_dir = _run_with_secrets(tmp_path, shipped)
     run = rundir.load(run_dir)
     assert run.first("masking-unavailable") is None

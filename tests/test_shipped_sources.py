@@ -73,7 +73,7 @@ def test_the_loader_runs_the_agent_from_stdin_or_says_python_is_too_old(tmp_path
     if not found:
         pytest.skip(f"no CPython {version} under {PYENV}")
     out = subprocess.run(ship.stdin_argv(str(found[-1]), "target-agent", str(tmp_path), "0", "0"),
-                         input=ship.stdin_line(), capture_output=True, timeout=60)
+                         input=ship.stdin_line("target-agent"), capture_output=True, timeout=60)
     if version == "2.7":
         assert out.returncode == 1 and out.stderr.decode().startswith(ship.TOO_OLD), out.stderr
     else:

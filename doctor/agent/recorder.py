@@ -481,7 +481,8 @@ def _drain_fd(fd):
 def main(argv):
     """`recorder [--detach] RUN_DIR [SPEC_JSON | -]`: run the job the spec describes and record it.
 
-    The spec comes on stdin (`-`), as SPEC_JSON, in the one-shot RUN_DIR/spec.in, or from RUN_DIR/spec.json. RUN_DIR is created if missing; the spec is kept there masked.
+    The spec comes on stdin (`-`), as SPEC_JSON, in the one-shot RUN_DIR/spec.in, or from RUN_DIR/spec.json.
+    RUN_DIR is created if missing; the spec is kept there masked.
     """
     args = argv[1:]
     detached = bool(args) and args[0] == "--detach"

@@ -11,13 +11,14 @@ the bundle): what travels is this package's real files, read from here.
 
 from __future__ import annotations
 
+import ast
 import base64
 import functools
 import io
 import zipfile
 from pathlib import Path
 
-from dfdoctor.agent.__main__ import TOO_OLD  # noqa: F401 (the words of an interpreter too old, for probe.py)
+from dfdoctor.agent.__main__ import PARTS, TOO_OLD  # noqa: F401 (TOO_OLD: the words of a python too old, for probe.py)
 
 AGENT_DIR = Path(__file__).resolve().parent
 LOADER = AGENT_DIR / "__main__.py"
@@ -34,10 +35,25 @@ def shipped_files() -> list[Path]:
     return sorted(p for p in AGENT_DIR.glob("*.py") if p.name not in NOT_SHIPPED)
 
 
-@functools.lru_cache(maxsize=1)
-def bundle() -> bytes:
+def needed_by(part: str) -> list[Path]:
+    """The agent's files that `part` imports, itself and its package included (what its zip must hold)."""
+    todo, seen = [PARTS[part].rsplit(".", 1)[1], "__init__"], set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for node in ast.walk(ast.parse((AGENT_DIR / f"{name}.py").read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("dfdoctor.agent"):
+                todo += [node.module.split(".")[2]] if node.module != "dfdoctor.agent" else [a.name for a in node.names]
+    return sorted(AGENT_DIR / f"{name}.py" for name in seen)
+
+
+@functools.lru_cache(maxsize=None)
+def bundle(part: str | None = None) -> bytes:
     """The agent as a zip python can run (`python agent.pyz PART`): the loader at its root, the package under
-    dfdoctor/agent/ beneath an empty dfdoctor/. The same bytes for the same files (fixed dates)."""
+    dfdoctor/agent/ beneath an empty dfdoctor/; only what `part` needs when given (less to send for a probe). The
+    same bytes for the same files (fixed dates)."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         def add(name: str, data: bytes) -> None:
@@ -48,14 +64,14 @@ def bundle() -> bytes:
 
         add("__main__.py", LOADER.read_bytes())
         add("dfdoctor/__init__.py", b"")
-        for path in shipped_files():
+        for path in needed_by(part) if part else shipped_files():
             add(f"dfdoctor/agent/{path.name}", path.read_bytes())
     return buf.getvalue()
 
 
-def stdin_line() -> bytes:
-    """The agent as the first line of a target's stdin, for the loader of `stdin_argv`."""
-    return base64.b64encode(bundle()) + b"\n"
+def stdin_line(part: str) -> bytes:
+    """What `part` needs of the agent as the first line of a target's stdin, for the loader of `stdin_argv`."""
+    return base64.b64encode(bundle(part)) + b"\n"
 
 
 def here_argv(python: str, part: str, *args: str) -> list[str]:

@@ -66,14 +66,14 @@ def ship_recorder(target_spec: str, *, spec: dict, run_id: str, cwd: str, python
                                   python=shipped.python)
         shipped.line = line
     args = [cwd, run_id, shipped.run_dir or "", json.dumps(spec), line, "0", str(keep)]
-    _ship_session(target_spec, [shipped.python, *args], ship.bundle(), timeout, shipped)
+    _ship_session(target_spec, [shipped.python, *args], ship.bundle("recorder"), timeout, shipped)
     if name == DEFAULT_STRATEGY and shipped.pid is None and shipped.run_dir and shipped.python != "python3" and \
             not shipped.unreachable:
         # the training interpreter cannot run even the standard-library recorder (too old, broken): the
         # target's python3 can. ship.sh refuses a folder that holds a record already, so never two recorders.
         failed = shipped.error
         shipped.error, shipped.python = None, "python3"
-        _ship_session(target_spec, ["python3", cwd, run_id, shipped.run_dir, *args[3:]], ship.bundle(),
+        _ship_session(target_spec, ["python3", cwd, run_id, shipped.run_dir, *args[3:]], ship.bundle("recorder"),
                       timeout, shipped)
         shipped.fallback_from = failed or "no pid"
     if not shipped.error and name == DEFAULT_STRATEGY and shipped.pid is None:
@@ -87,8 +87,8 @@ def _ship_session(target_spec: str, args: list[str], stdin: Optional[bytes], tim
     """One run of ship.sh on the target; what it printed (folder, python, pid) or its error goes into `shipped`."""
 
     target = parse_target(target_spec)
-    out = run_command(transport.wrap(target, ["sh", "-c", ship.ship_script(), "sh", *args]), timeout=timeout, stdin_data=stdin,
-                      stack_signal=None)
+    out = run_command(transport.wrap(target, ["sh", "-c", ship.ship_script(), "sh", *args]), timeout=timeout,
+                      stdin_data=stdin, stack_signal=None)
     for mark, value in re.findall(f"({re.escape(RUN_DIR_MARK)}|{re.escape(PY_MARK)})(.*?){re.escape(END_MARK)}",
                                   out.stdout, re.S):
         if mark == RUN_DIR_MARK:
@@ -117,7 +117,7 @@ def fetch(target_spec: str, run_dir: str, *, python: str = "python3", live: bool
     target = parse_target(target_spec)
     argv = transport.wrap(target, ship.stdin_argv(python, "target-agent", run_dir, "1" if live else "0",
                                                   "1" if full else "0"))
-    out = run_command(argv, timeout=timeout + (25 if live else 0), stdin_data=ship.stdin_line(),
+    out = run_command(argv, timeout=timeout + (25 if live else 0), stdin_data=ship.stdin_line("target-agent"),
                       stack_signal=None)  # py-spy: 5 s a process
     err = transport.transport_error(target, out.returncode, out.stderr)
     _, mark, answer = out.stdout.rpartition("@@dfdoctor-answer@@")

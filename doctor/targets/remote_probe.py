@@ -49,7 +49,7 @@ def request(script: Path, args: Sequence[str], *, timeout: float, env: dict[str,
     req = {"files": {**probe_files(script), **(extra or {})}, "script": script.name, "args": list(args),
            "timeout": timeout, "grace": STACK_GRACE_S, "env": env, "cwd": cwd, "python": python,
            "input": probe_input}
-    return ship.stdin_line() + _pack(json.dumps(req).encode())
+    return ship.stdin_line("probe") + _pack(json.dumps(req).encode())
 
 
 def split_answer(stdout: str) -> tuple[str, Optional[dict[str, Any]]]:
