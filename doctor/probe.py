@@ -20,10 +20,10 @@ from typing import Any, Optional, Sequence
 
 import dfdoctor.checks.probes as _probes_pkg
 from dfdoctor import causes, probe_server
+from dfdoctor.agent import ship
 from dfdoctor.command import ProbeOutcome, run_command
 from dfdoctor.errors import CheckCannotRun
 from dfdoctor.model import Result, error
-from dfdoctor.agent import ship
 from dfdoctor.targets import Target, parse_target, remote_probe, transport
 
 PROBES_DIR = Path(_probes_pkg.__file__).resolve().parent

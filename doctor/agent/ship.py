@@ -1,5 +1,5 @@
 """The one way dfdoctor's agent gets to a job's machine and starts there. It stays on this side (it is not in
-the bundle): what travels is this package's real files, read from here.
+the bundle, and may import dfdoctor): what travels is this package's real files, read from here.
 
 - here: `here_argv` runs a part under any local interpreter straight from this folder (`python AGENT PART`);
 - on a target, over a session's stdin: `stdin_argv` + `stdin_line` run a part under the target's python behind
@@ -19,6 +19,7 @@ import zipfile
 from pathlib import Path
 
 from dfdoctor.agent.__main__ import PARTS, TOO_OLD  # noqa: F401 (TOO_OLD: the words of a python too old, for probe.py)
+from dfdoctor.launch import marker  # the run folder's marker, which ship.sh writes on a target
 
 AGENT_DIR = Path(__file__).resolve().parent
 LOADER = AGENT_DIR / "__main__.py"
@@ -87,8 +88,6 @@ def stdin_argv(python: str, part: str, *args: str) -> list[str]:
 @functools.lru_cache(maxsize=1)
 def ship_script() -> str:
     """ship.sh, its header comment left out, its marks filled in (see the file)."""
-    from dfdoctor.launch import marker
-
     lines = (AGENT_DIR / "ship.sh").read_text().splitlines(keepends=True)
     while lines and lines[0].startswith("#"):
         lines.pop(0)
