@@ -16,8 +16,9 @@ import os
 import subprocess
 import tempfile
 import time
+import types
 
-from dfdoctor.launch import recorder
+from dfdoctor.agent import record
 
 LINES = [
     "step {i} | loss 2.3456 | lr 3.0e-04 | tokens/s 12345.6 | grad_norm 0.98 | elapsed 00:12:34\n",
@@ -31,7 +32,7 @@ LINES = [
 def feed(masker, data: bytes, chunk: int = 65536) -> float:
     """Seconds to pass `data` through one capped copy, in pipe-sized chunks as the relay loop reads them."""
     with tempfile.TemporaryDirectory() as d:
-        copy = recorder.CappedCopy(d, "stdout", masker)
+        copy = record.CappedCopy(d, "stdout", masker)
         t = time.perf_counter()
         for i in range(0, len(data), chunk):
             copy.write(data[i:i + chunk])
@@ -39,11 +40,22 @@ def feed(masker, data: bytes, chunk: int = 65536) -> float:
         return time.perf_counter() - t
 
 
+def _rules_at(rev: str) -> types.ModuleType:
+    """The masking rules as they were at git revision `rev` (doctor/agent/mask.py, before it doctor/redact.py)."""
+    for path in ("doctor/agent/mask.py", "doctor/redact.py"):
+        got = subprocess.run(["git", "show", f"{rev}:{path}"], capture_output=True, text=True)
+        if got.returncode == 0:
+            module = types.ModuleType("rules_before")
+            exec(compile(got.stdout, path, "exec"), module.__dict__)
+            return module
+    raise SystemExit(f"no masking rules at {rev}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=16)
     ap.add_argument("--out")
-    ap.add_argument("--before", help="a git revision: also mask with its doctor/redact.py, in the same run")
+    ap.add_argument("--before", help="a git revision: also mask with its rules (doctor/agent/mask.py), in the same run")
     ap.add_argument("--rounds", type=int, default=3, help="each measured this many times; the best kept")
     ap.add_argument("--no-secrets", action="store_true",
                     help="only the progress and warning lines: a log that names no secret")
@@ -59,12 +71,11 @@ def main() -> None:
     data = "".join(text).encode()
     argv = ["python", "train.py", "--hf-token", "hfcli-9f8e7d6c5b4a"]
     env = {"WANDB_API_KEY": "0123456789abcdef0123456789abcdef01234567", "PATH": os.defpath}
-    maskers = {"masked": recorder.Masker(argv, env)}
+    maskers = {"masked": record.Masker(argv, env)}
     if args.before:
-        recorder.REDACT_SOURCE = subprocess.run(["git", "show", f"{args.before}:doctor/redact.py"], check=True,
-                                                capture_output=True, text=True).stdout
-        maskers["masked_before"] = recorder.Masker(argv, env)
-        recorder.REDACT_SOURCE = None
+        maskers["masked_before"] = record.Masker(argv, env)
+        maskers["masked_before"].redactor = _rules_at(args.before).Redactor.from_env(env)
+        maskers["masked_before"].redactor.learn_argv(argv)
         # the same bytes out of both: a faster rule set that masks differently is no speed-up
         assert maskers["masked"].data(data) == maskers["masked_before"].data(data), "the two rule sets differ"
     maskers["plain"] = None

@@ -148,7 +148,7 @@ def run_targets(contexts: list[Context], checks: list[Check], broken: list[Check
 def _fork_one(ctx: Context, checks: list[Check], broken: list[CheckRecord], cfg: Config, out: Path,
               err: Path, lanes: int) -> int:
     from dfdoctor.engine import environment_facts, target_connection
-    from dfdoctor.launch.recorder import become_subreaper
+    from dfdoctor.agent.ending import become_subreaper
 
     sys.stdout.flush()
     sys.stderr.flush()

@@ -20,10 +20,11 @@ from typing import Any, Optional, Sequence
 
 import dfdoctor.checks.probes as _probes_pkg
 from dfdoctor import causes, probe_server
+from dfdoctor.agent import ship
 from dfdoctor.command import ProbeOutcome, run_command
 from dfdoctor.errors import CheckCannotRun
 from dfdoctor.model import Result, error
-from dfdoctor.targets import Target, parse_target, probe_bootstrap, remote_probe, transport
+from dfdoctor.targets import Target, parse_target, remote_probe, transport
 
 PROBES_DIR = Path(_probes_pkg.__file__).resolve().parent
 
@@ -93,9 +94,9 @@ def _probe_not_understood(outcome: ProbeOutcome, path: Path, files: Optional[dic
     if outcome.payload is not None or outcome.timed_out or outcome.returncode in (0, None):
         return None
     lines = [l.strip() for l in outcome.stderr.splitlines() if l.strip()]
-    too_old = next((l for l in lines if l.startswith(probe_bootstrap.TOO_OLD)), None)
-    if too_old:  # on a target the bootstrap looks before any probe is compiled
-        return "Python " + too_old[len(probe_bootstrap.TOO_OLD):]
+    too_old = next((l for l in lines if l.startswith(ship.TOO_OLD)), None)
+    if too_old:  # on a target the agent's loader looks before any probe is compiled
+        return "Python " + too_old[len(ship.TOO_OLD):]
     where = _TRACEBACK_FILE.findall(outcome.stderr)
     if not lines or not lines[-1].startswith(("SyntaxError", "IndentationError", "TabError")) or not where:
         return None
@@ -153,7 +154,7 @@ def _run_probe_on(target: Target, ctx, path: Path, args: Sequence[str], *, timeo
     wanted = {k: v for k, v in (env or {}).items() if os.environ.get(k) != v}
     wanted.setdefault("PYTHONDONTWRITEBYTECODE", "1")
     python = ctx.python or "python3"
-    argv = transport.wrap(target, [python, "-c", remote_probe.LOADER])
+    argv = transport.wrap(target, remote_probe.argv(python))
     data = remote_probe.request(path, args, timeout=timeout, env=wanted, cwd=str(cwd or ctx.cwd or ""),
                                 python=None, extra={n: p.read_text() for n, p in (files or {}).items()},
                                 probe_input=request)

@@ -23,7 +23,7 @@ import psutil
 from dfdoctor import causes
 from dfdoctor.capture import DEFAULT_LIMIT, CappedBuffer
 from dfdoctor.errors import CheckCannotRun
-from dfdoctor.launch.recorder import become_subreaper
+from dfdoctor.agent.ending import become_subreaper
 from dfdoctor.model import CheckRecord, Result, Status
 from dfdoctor.registry import Check
 

@@ -3,15 +3,14 @@ the test that an output would not land on a file the user named for something el
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import select
 import stat
-import tempfile
 from pathlib import Path
 from typing import Iterable, Optional
 
+from dfdoctor.agent.atomic import replace_atomically
 from dfdoctor.errors import UsageError
 
 
@@ -25,8 +24,8 @@ def write_atomically(path: Path, text: str, *, private: bool = False) -> None:
     """Replace `path` only once the new content is complete, so a crash never leaves half a file.
 
     The temp file is made by mkstemp beside `path` (a planted symlink cannot redirect it) and removed on any
-    failure. A device, FIFO or /dev/stdout is written through, never replaced; a symlink's target is written,
-    and the link kept. The new file gets 0600 when `private`, else the mode of the file it replaces (or what
+    failure (`dfdoctor.agent.atomic`, the one atomic write). A device, FIFO or /dev/stdout is written through,
+    never replaced; a symlink's target is written, and the link kept. The new file gets 0600 when `private`, else the mode of the file it replaces (or what
     the umask allows a new file).
     """
     path = Path(path)
@@ -39,16 +38,7 @@ def write_atomically(path: Path, text: str, *, private: bool = False) -> None:
         mode = 0o600 if private else path.stat().st_mode & 0o7777
     except OSError:
         mode = 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:100]}.", suffix=".dfdoctor-tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors=ENCODING_ERRORS) as f:
-            os.fchmod(f.fileno(), mode)
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    replace_atomically(path, lambda f: f.write(text), mode=mode, suffix=".dfdoctor-tmp")
 
 
 # A path or argument may hold bytes that are not UTF-8 (Python keeps them as lone surrogates): they are written back

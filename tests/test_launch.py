@@ -292,7 +292,7 @@ def test_leftovers_never_name_a_recycled_pid_or_a_zombie():
     import sys
 
     from dfdoctor.checks.probes.leftovers_probe import still_running
-    from dfdoctor.launch.recorder import proc_start_time
+    from dfdoctor.agent.procfs import proc_start_time
 
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     zombie = subprocess.Popen(["true"])

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from dfdoctor.launch import rundir
-from dfdoctor.launch.recorder import proc_start_time
+from dfdoctor.agent.procfs import proc_start_time
 from jobs.harness import DFDOCTOR, job, job_env, kill_runs, launch, status, text_of, wait_for
 
 

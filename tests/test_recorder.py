@@ -1,9 +1,10 @@
-"""The recorder on its own (`python recorder.py RUN_DIR`): append-only record, capped copies, masking, cost."""
+"""The recorder on its own (`python AGENT recorder RUN_DIR`): append-only record, capped copies, masking, cost."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -11,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from dfdoctor.launch import recorder
-
+from dfdoctor.agent import procfs, record, ship
 from dfdoctor.launch import rundir
 
-RECORDER = Path(recorder.__file__)
+AGENT = ship.AGENT_DIR
 
 
 def _record(tmp_path: Path, code: str, env: dict | None = None, **spec) -> rundir.RunRecord:
@@ -23,7 +23,7 @@ def _record(tmp_path: Path, code: str, env: dict | None = None, **spec) -> rundi
     run_dir.mkdir()
     (run_dir / "spec.json").write_text(json.dumps({"run_id": "t", "argv": [sys.executable, "-c", code],
                                                     "cwd": str(tmp_path), **spec}))
-    subprocess.run([sys.executable, str(RECORDER), str(run_dir)], env=env, timeout=60, check=True)
+    subprocess.run(ship.here_argv(sys.executable, "recorder", str(run_dir)), env=env, timeout=60, check=True)
     return rundir.load(run_dir)
 
 
@@ -43,13 +43,13 @@ def test_capped_copies_keep_head_and_newest_tail_but_log_gets_all(tmp_path):
     code = ("import sys\nfor i in range(70000):\n    sys.stdout.write(f'line {i:06d} ' + 'x' * 90 + '\\n')\n")
     run = _record(tmp_path, code, log=str(tmp_path / "t.log"))
     head = run.dir / "stdout.log"
-    assert head.stat().st_size == recorder.HEAD_CAP
+    assert head.stat().st_size == record.HEAD_CAP
     assert run.exit["stdout_bytes"] == 70000 * 103
     assert (tmp_path / "t.log").stat().st_size == 70000 * 103, "the log is not capped, only our copies"
     tail = run.stream("stdout", 4096)
     assert tail.rstrip().endswith("line 069999 " + "x" * 90)
     total = sum(p.stat().st_size for p in run.dir.glob("stdout.*"))
-    assert total <= recorder.HEAD_CAP + 2 * recorder.SEG_CAP
+    assert total <= record.HEAD_CAP + 2 * record.SEG_CAP
 
 
 def test_secrets_are_masked_in_the_record(tmp_path):
@@ -74,39 +74,40 @@ def test_spawn_failure_is_recorded_not_raised(tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "spec.json").write_text(json.dumps({"run_id": "t", "argv": ["/no/such/binary"]}))
-    subprocess.run([sys.executable, str(RECORDER), str(run_dir)], timeout=60, check=True)
+    subprocess.run(ship.here_argv(sys.executable, "recorder", str(run_dir)), timeout=60, check=True)
     ev = rundir.load(run_dir).first("spawn-failed")
     assert ev["errname"] == "ENOENT" and ev["filename"] == "/no/such/binary"
 
 
 def test_recorder_imports_only_the_standard_library():
-    text = RECORDER.read_text()
-    assert "from dfdoctor" not in text and "from ." not in text and "import dfdoctor" not in text
-    out = subprocess.run([sys.executable, "-I", "-S", "-c", f"import runpy; runpy.run_path({str(RECORDER)!r})"],
-                         capture_output=True, text=True, timeout=30)
-    assert out.returncode == 0, out.stderr
+    for path in ship.shipped_files():
+        text = path.read_text()
+        assert "import dfdoctor" not in text and "from . " not in text, path.name
+        assert not re.findall(r"from dfdoctor\.(?!agent\b)", text), path.name
+    # no site-packages, no dfdoctor: the agent's folder alone loads the recorder (which then asks for a run folder)
+    out = subprocess.run([sys.executable, "-I", "-S", str(AGENT), "recorder"], capture_output=True, text=True,
+                         timeout=30)
+    assert out.returncode == 2 and out.stderr.startswith("usage: recorder"), out.stderr
 
 
 def test_shipped_on_stdin_detaches_itself_and_survives_the_hangup(tmp_path):
-    """How a remote target can use it: `python3 - --detach DIR SPEC < recorder.py` (the copy remote_run ships,
-    masking rules embedded) in a pty session that hangs up as soon as the command returns; the job keeps running
-    and logging."""
+    """How a remote target uses it: `python3 agent.pyz recorder --detach DIR SPEC` (the zip ship.sh keeps there)
+    in a pty session that hangs up as soon as the command returns; the job keeps running and logging."""
     import os
     import shlex
     import time
 
-    from dfdoctor.launch.remote_run import recorder_source
     from jobs.harness import JOBS, kill_runs, wait_for
     from test_launch_detach import _pty_session
 
-    shipped = tmp_path / "shipped-recorder.py"
-    shipped.write_bytes(recorder_source())
+    shipped = tmp_path / "agent.pyz"
+    shipped.write_bytes(ship.bundle("recorder"))
     run_dir = tmp_path / "remote-run"
     spec = json.dumps({"run_id": "r", "argv": [sys.executable, str(JOBS / "healthy.py"), "20"],
                        "cwd": str(tmp_path), "log": str(tmp_path / "t.log")})
     try:
-        _pty_session(f"{shlex.quote(sys.executable)} - --detach {run_dir} {shlex.quote(spec)} "
-                     f"< {shlex.quote(str(shipped))}")
+        _pty_session(f"{shlex.quote(sys.executable)} {shlex.quote(str(shipped))} recorder --detach {run_dir} "
+                     f"{shlex.quote(spec)} </dev/null")
         assert wait_for(lambda: rundir.load(run_dir).spawned is not None, timeout=10)
         time.sleep(1.5)
         run = rundir.load(run_dir)
@@ -131,22 +132,22 @@ JOB = ("import os, sys, time\n"
        "sys.stderr.write(sys.argv[2][10:] + ' joined\\n')\n")
 
 
-def _run_with_secrets(tmp_path: Path, recorder_file: Path) -> Path:
+def _run_with_secrets(tmp_path: Path, agent: Path) -> Path:
     run_dir = tmp_path / "run"
     spec = {"run_id": "s", "argv": [sys.executable, "-c", JOB, "--hf-token", HF_ARG, f"GH_PAT={GH_PAT}",
                                     f"postgres://trainer:{DB_PW}@db:5432/x"], "cwd": str(tmp_path),
             "log": str(tmp_path / "t.log")}
     env = {"PATH": "/usr/bin:/bin", "WANDB_API_KEY": WANDB}
-    subprocess.run([sys.executable, str(recorder_file), str(run_dir), "-"], input=json.dumps(spec).encode(),
+    subprocess.run([sys.executable, str(agent), "recorder", str(run_dir), "-"], input=json.dumps(spec).encode(),
                    env=env, timeout=60, check=True)
     return run_dir
 
 
 def test_the_record_is_masked_by_the_rules_of_every_output(tmp_path):
-    """spec.json, record.jsonl and the stream copies hold argv and environment masked as redact.py masks a
+    """spec.json, record.jsonl and the stream copies hold argv and environment masked as redact masks a
     report: `--hf-token VALUE`, GH_PAT=ghp_..., a DSN's password, the environment's secrets, even when the job
     prints them (one secret written in two pieces included). The user's own log is theirs: left as written."""
-    run_dir = _run_with_secrets(tmp_path, RECORDER)
+    run_dir = _run_with_secrets(tmp_path, AGENT)
     written = {p.name: p.read_text(errors="replace") for p in run_dir.iterdir() if p.is_file()}
     assert {"spec.json", "record.jsonl", "stdout.log", "stderr.log"} <= set(written)
     for name, text in written.items():
@@ -161,17 +162,21 @@ def test_the_record_is_masked_by_the_rules_of_every_output(tmp_path):
 
 
 def test_the_recorder_keeps_no_rules_of_its_own():
-    """One set of rules: the recorder loads redact.py (or the copy embedded when shipped), it has no patterns."""
-    text = RECORDER.read_text()
-    assert "import re\n" not in text and "re.compile" not in text and "TOKEN" not in text
+    """One set of rules: the recorder masks with the agent's mask module, nothing else of it has patterns."""
+    for path in ship.shipped_files():
+        if path.name != "mask.py":
+            text = path.read_text()
+            assert "import re\n" not in text and "re.compile" not in text and "TOKEN" not in text, path.name
 
 
 def test_a_copy_without_the_rules_writes_nothing_in_clear(tmp_path):
-    """A recorder file shipped without redact.py embedded (never done, but a bug could) hides every string
-    rather than keep one unmasked."""
-    lone = tmp_path / "elsewhere" / "x" / "recorder.py"
-    lone.parent.mkdir(parents=True)
-    lone.write_bytes(RECORDER.read_bytes())
+    """An agent copied without its masking rules (never done, but a bug could) hides every string rather than
+    keep one unmasked."""
+    import shutil
+
+    lone = tmp_path / "elsewhere" / "agent"
+    shutil.copytree(AGENT, lone, ignore=shutil.ignore_patterns("__pycache__"))
+    (lone / "mask.py").unlink()
     run_dir = _run_with_secrets(tmp_path, lone)
     for p in run_dir.iterdir():
         text = p.read_text(errors="replace")
@@ -180,11 +185,10 @@ def test_a_copy_without_the_rules_writes_nothing_in_clear(tmp_path):
     assert rundir.load(run_dir).first("masking-unavailable") is not None
 
 
-def test_the_shipped_copy_embeds_the_same_rules(tmp_path):
-    from dfdoctor.launch.remote_run import recorder_source
-    shipped = tmp_path / "elsewhere" / "recorder.py"
+def test_the_shipped_zip_holds_the_same_rules(tmp_path):
+    shipped = tmp_path / "elsewhere" / "agent.pyz"
     shipped.parent.mkdir()
-    shipped.write_bytes(recorder_source())
+    shipped.write_bytes(ship.bundle("recorder"))
     run_dir = _run_with_secrets(tmp_path, shipped)
     run = rundir.load(run_dir)
     assert run.first("masking-unavailable") is None
@@ -225,7 +229,7 @@ def test_buffered_stdout_is_read_as_the_interpreter_decides(tmp_path, before, af
         while not said.exists() or not said.read_text():
             assert child.poll() is None and time.monotonic() < deadline, "the interpreter never said"
             time.sleep(0.05)
-        assert recorder.buffers_stdout(child.pid, argv, env) == (said.read_text() == "True")
+        assert procfs.buffers_stdout(child.pid, argv, env) == (said.read_text() == "True")
     finally:
         child.kill()
         child.wait()

@@ -213,9 +213,9 @@ def test_one_mib_of_output_is_masked_quickly(red: Redactor) -> None:
 
 
 def test_redact_is_stdlib_only() -> None:
-    """The recorder imports it under any interpreter: nothing outside the standard library at import time."""
+    """The recorder imports its rules under any interpreter: nothing outside the standard library at import time."""
     import ast
-    src = (Path(__file__).parent.parent / "doctor" / "redact.py").read_text()
+    src = (Path(__file__).parent.parent / "doctor" / "agent" / "mask.py").read_text()
     mods = {n.module.split(".")[0] if isinstance(n, ast.ImportFrom) and n.module else a.name.split(".")[0]
             for n in ast.walk(ast.parse(src)) if isinstance(n, (ast.Import, ast.ImportFrom)) and n.col_offset == 0
             for a in (n.names if isinstance(n, ast.Import) else [n])}
@@ -235,8 +235,8 @@ def test_redact_loads_standalone_under_an_old_interpreter() -> None:
     olds = sorted(glob.glob("/root/.pyenv/versions/3.[789].*/bin/python")) + \
         [p for p in ("/usr/bin/python3.8", "/usr/bin/python3.9") if os.path.exists(p)]
     if not olds:
-        pytest.skip("no Python 3.7-3.9 interpreter here to load doctor/redact.py with")
-    src = Path(__file__).parent.parent / "doctor" / "redact.py"
+        pytest.skip("no Python 3.7-3.9 interpreter here to load doctor/agent/mask.py with")
+    src = Path(__file__).parent.parent / "doctor" / "agent" / "mask.py"
     code = ("import importlib.util as u; s = u.spec_from_file_location('redact', %r); m = u.module_from_spec(s); "
             "s.loader.exec_module(m); print(m.Redactor.from_env({'HF_TOKEN': 'hf_abcdefabcdef'})"
             ".text('t hf_abcdefabcdef postgres://a:bbbb@h'))" % str(src))

@@ -124,7 +124,7 @@ def test_killed_job_is_reported_ended_and_strategy_is_remembered(infra, remote, 
     rc, rep = _launch(dfdoctor, infra, local, env, "--no-check", "--cwd", inside, "--log", f"{inside}/t.log",
                       "--", "python3", "train.py")
     assert rc == 0 and rep["verdict"]["state"] == "running" and rep["run"]["strategy"] == "tmux", rep["verdict"]
-    jobs = [p for p in procs_naming("train.py") if "recorder.py" not in " ".join(p.cmdline())]
+    jobs = [p for p in procs_naming("train.py") if "agent.pyz" not in " ".join(p.cmdline())]
     assert jobs
     for p in jobs:
         p.kill()  # SIGKILL from outside: the recorder sees it and records the signal

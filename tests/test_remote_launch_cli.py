@@ -41,7 +41,7 @@ def test_fetch_script_reads_liveness_fds_and_stacks(tmp_path, monkeypatch):
     import subprocess
     import sys
 
-    from dfdoctor.launch.recorder import proc_start_time
+    from dfdoctor.agent.procfs import proc_start_time
     from dfdoctor.launch.remote import live_facts
     from dfdoctor.launch.remote_run import fetch
 

@@ -68,11 +68,11 @@ def test_a_remote_run_dir_with_someone_elses_files_is_refused(infra, there, dfdo
     name, inside, host_side, local, env = there
     theirs = host_side / "theirs"
     theirs.mkdir()
-    (theirs / "recorder.py").write_text("print('not yours')\n")
+    (theirs / "agent.pyz").write_text("print('not yours')\n")
     (host_side / "t.py").write_text(JOB.format(s=0))
     p = _launch(dfdoctor, infra, local, env, "--watch", "3", "--run-dir", f"{inside}/theirs", "--", "python3",
                 f"{inside}/t.py")
     rep = json.loads(p.stdout)
     assert rep["verdict"]["state"] == "failed" and "not empty" in json.dumps(rep["verdict"]), rep["verdict"]
-    assert (theirs / "recorder.py").read_text() == "print('not yours')\n"
-    assert sorted(x.name for x in theirs.iterdir()) == ["recorder.py"]
+    assert (theirs / "agent.pyz").read_text() == "print('not yours')\n"
+    assert sorted(x.name for x in theirs.iterdir()) == ["agent.pyz"]

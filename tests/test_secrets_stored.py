@@ -21,7 +21,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dfdoctor.launch import recorder
+from dfdoctor.agent import record
 from dfdoctor.launch.rundir import KEYS_SUBDIR
 from dfdoctor.redact import SecretPrints
 from jobs.harness import DFDOCTOR, job_env, kill_runs
@@ -102,11 +102,11 @@ def test_the_fingerprints_of_a_run_cannot_be_searched_without_the_key():
 
 
 class _Copy:
-    """A real recorder.CappedCopy of one stream, with the recorder's own Masker, in a temp folder."""
+    """A real record.CappedCopy of one stream, with the recorder's own Masker, in a temp folder."""
 
     def __init__(self, folder: Path, secret: str):
         self.folder = folder
-        self.copy = recorder.CappedCopy(str(folder), "stdout", recorder.Masker(env={"DB_PASSWORD": secret}))
+        self.copy = record.CappedCopy(str(folder), "stdout", record.Masker(env={"DB_PASSWORD": secret}))
 
     def kept(self) -> bytes:
         return b"".join(p.read_bytes() for p in sorted(self.folder.glob("stdout*")))
@@ -125,7 +125,7 @@ def test_a_secret_written_in_two_pieces_far_apart_is_masked_whole(tmp_path):
 
 def test_a_line_over_64_kib_straddling_a_secret_leaves_no_half(tmp_path):
     c = _Copy(tmp_path, LONG)
-    filler = b"x" * (recorder.PENDING_CAP - 5)
+    filler = b"x" * (record.PENDING_CAP - 5)
     c.copy.write(filler + LONG[:12].encode())
     c.copy.write(LONG[12:].encode() + b"\n")
     c.copy.tick(final=True)

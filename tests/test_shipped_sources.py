@@ -1,22 +1,23 @@
-"""What dfdoctor sends to a target's python (the recorder, the target agent, the probe bootstrap, the masking
-rules the recorder embeds, the probes) runs there as text, on the Python 3.6+ that docs/launch.md promises: its
-syntax must be 3.6's and its imports the standard library's."""
+"""What dfdoctor sends to a target's python (the agent: the recorder, the target agent, the probe bootstrap, the
+masking rules, their loader; the probes) runs there as text, on the Python 3.6+ that docs/launch.md promises: its
+syntax must be 3.6's and its imports the standard library's (or the agent's own)."""
 
 from __future__ import annotations
 
 import ast
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from dfdoctor import redact
-from dfdoctor.launch import recorder, target_agent
+from dfdoctor.agent import ship
 from dfdoctor.rehearse import sentinel
-from dfdoctor.targets import probe_bootstrap
 
 PROBES = Path(__file__).resolve().parents[1] / "checks" / "probes"
-SHIPPED = [Path(m.__file__) for m in (recorder, target_agent, probe_bootstrap, redact, sentinel)] + \
+SHIPPED = ship.shipped_files() + [ship.AGENT_DIR / "detach.py", Path(sentinel.__file__)] + \
     sorted(p for p in PROBES.glob("*.py") if p.name != "__init__.py")
 
 
@@ -51,3 +52,31 @@ def test_shipped_source_loads_with_the_standard_library_and_its_siblings_only(pa
     foreign = {m for m in _imported_on_load(ast.parse(path.read_text())) if m not in siblings
                and m not in ("__future__", "dfdoctor") and m not in sys.stdlib_module_names}
     assert not foreign, f"{path.name} imports {sorted(foreign)} when loaded"
+
+
+def test_the_agent_imports_nothing_of_dfdoctor_but_itself():
+    for path in ship.shipped_files():
+        names = [n.module for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.ImportFrom)] + \
+            [a.name for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Import) for a in n.names]
+        assert not [m for m in names if m and m.split(".")[0] == "dfdoctor" and not m.startswith("dfdoctor.agent")], \
+            path.name
+
+
+PYENV = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+
+
+@pytest.mark.parametrize("version", ["3.6", "2.7", "here"])
+def test_the_loader_runs_the_agent_from_stdin_or_says_python_is_too_old(tmp_path, version):
+    """What a target's python gets (`python -c LOADER target-agent ...`, the agent's zip on stdin): an answer, or
+    on a python older than 3.6 the words probe.py looks for, never a SyntaxError."""
+    found = sorted(PYENV.glob(f"{version}.*/bin/python")) if version != "here" else [Path(sys.executable)]
+    if not found:
+        pytest.skip(f"no CPython {version} under {PYENV}")
+    out = subprocess.run(ship.stdin_argv(str(found[-1]), "target-agent", str(tmp_path), "0", "0"),
+                         input=ship.stdin_line("target-agent"), capture_output=True, timeout=60)
+    if version == "2.7":
+        assert out.returncode == 1 and out.stderr.decode().startswith(ship.TOO_OLD), out.stderr
+    else:
+        assert out.returncode == 0, out.stderr
+        answer = json.loads(out.stdout.decode().split("@@dfdoctor-answer@@", 1)[1])
+        assert answer["recorder_alive"] is False and answer["files"]["record.jsonl"] is None

@@ -133,7 +133,7 @@ def test_remote_probe_killed_when_dfdoctor_goes_away(ssh_config_env):
     infra = ssh_config_env
     from dfdoctor.targets import remote_probe
     probe = Path(__file__).parent / "infra" / "echo_probe.py"
-    argv = transport.wrap(parse_target(infra.pct_target), ["python3", "-c", remote_probe.LOADER])
+    argv = transport.wrap(parse_target(infra.pct_target), remote_probe.argv("python3"))
     p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                          start_new_session=True)
     token = f"gone-{os.getpid()}-{time.time_ns()}"

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import random
 import sys
-import tempfile
 import threading
 import time
 import traceback
@@ -15,6 +13,8 @@ from pathlib import Path
 from typing import Optional
 
 import torch
+
+from dfdoctor.agent.atomic import replace_atomically
 
 from . import guard as guard_mod
 from .backends import resolve_backend
@@ -33,15 +33,7 @@ def log(msg: str) -> None:
 
 def save_atomic(obj: object, path: Path) -> None:
     """torch.save to a temporary file, then rename: a crash never leaves half a checkpoint."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    replace_atomically(path, lambda f: torch.save(obj, f), binary=True, suffix=".tmp")
 
 
 def median(xs: list[float]) -> float:

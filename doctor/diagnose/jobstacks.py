@@ -17,7 +17,7 @@ from typing import Optional
 import psutil
 from dfdoctor.diagnose import stacks
 from dfdoctor.diagnose.kernelwait import KernelWait, kernel_wait
-from dfdoctor.launch.recorder import buffers_stdout
+from dfdoctor.agent.procfs import buffers_stdout
 from dfdoctor.numbers import whole
 
 MAX_PROCESSES = 32  # a node's ranks and their DataLoader workers; beyond that the first ones tell the story

@@ -13,7 +13,7 @@ from typing import Optional
 
 import psutil
 from dfdoctor.diagnose.traceback import PyError, parse_python_error
-from dfdoctor.launch.recorder import proc_start_time
+from dfdoctor.agent.procfs import proc_start_time
 
 _REDIRECT = re.compile(r"(?P<op>&>>?|\d?>>?)\s*(?P<path>\"[^\"]+\"|'[^']+'|[^\s;&|]+)")
 

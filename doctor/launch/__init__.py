@@ -1,2 +1,3 @@
-"""Starting a job and watching it: the flight recorder that outlives the session (`recorder`), local and remote
-starts (`local`, `remote`, `remote_run`), the run folder (`rundir`), and the whole launch/status (`orchestrate`)."""
+"""Starting a job and watching it: local and remote starts of the flight recorder (`local`, `remote`,
+`remote_run`; the recorder itself is part of `dfdoctor.agent`), the run folder (`rundir`), and the whole
+launch/status (`orchestrate`)."""

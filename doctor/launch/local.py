@@ -20,14 +20,14 @@ from typing import Any, Callable, Optional
 
 import psutil
 from dfdoctor import causes
+from dfdoctor.agent import ship
+from dfdoctor.agent.procfs import buffers_stdout, job_outputs, proc_start_time
 from dfdoctor.diagnose import jobstacks, launcher, stackclass, stacks, stuck
 from dfdoctor.diagnose.verdict import LiveFacts
 from dfdoctor.launch import rhythm, rundir, settle
-from dfdoctor.launch.recorder import buffers_stdout, job_outputs, proc_start_time
 from dfdoctor.launch.rundir import RunRecord
 from dfdoctor.safefile import write_atomically
 
-RECORDER = Path(__file__).resolve().with_name("recorder.py")
 POLL_S = 0.05  # how often the watcher reads the record: bounds the verdict's latency after a death
 STEADY_S = 2.0  # output must keep coming for this long before we call the job running
 STEADY_BURSTS = 3  # ...seen growing this many separate times (the recorder's heartbeat counts once a second)
@@ -107,13 +107,13 @@ def start(command: list[str], *, cwd: Path, env: dict[str, str], python: str, ru
     write_atomically(run_dir / "spec.json", json.dumps(rundir.masked(spec, env, command), indent=1), private=True)
     raw = json.dumps(spec).encode()
     interp = recorder_python(python, env)
-    proc = spawner([interp, str(RECORDER), str(run_dir), "-"], env, cwd, run_dir / "recorder.out", stdin_data=raw)
+    out = run_dir / "recorder.out"
+    proc = spawner(ship.here_argv(interp, "recorder", str(run_dir), "-"), env, cwd, out, stdin_data=raw)
     if interp != sys.executable and _failed_to_start(proc, run_dir):
         # the training interpreter could not run even the standard-library recorder: use ours
         rundir.append_event(run_dir, "recorder-fallback", python=interp,
                             output=(run_dir / "recorder.out").read_text(errors="replace")[-2000:])
-        proc = spawner([sys.executable, str(RECORDER), str(run_dir), "-"], env, cwd, run_dir / "recorder.out",
-                       stdin_data=raw)
+        proc = spawner(ship.here_argv(sys.executable, "recorder", str(run_dir), "-"), env, cwd, out, stdin_data=raw)
     rundir.append_event(run_dir, "launched", recorder_pid=proc.pid, argv=list(command))
     return proc
 

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 from dfdoctor import runindex
+from dfdoctor.agent.procfs import proc_start_time, read_text
 from dfdoctor.cache import cache_dir, private_dir
 from dfdoctor.launch import marker
-from dfdoctor.launch.recorder import proc_start_time, read_text
 from dfdoctor.safefile import write_atomically
 from dfdoctor.redact import Redactor, SecretPrints
 

@@ -1,7 +1,7 @@
-"""Run a probe script on a target without installing dfdoctor there: a small bootstrap and the probe's files travel
-to the target's python over stdin; the bootstrap keeps the probe's deadline itself (stacks at SIGUSR1, then
-SIGKILL) and kills everything the probe started when it ends or when the connection drops. The answer comes
-back on stdout after a marker line.
+"""Run a probe script on a target without installing dfdoctor there: dfdoctor's agent (`dfdoctor.agent.ship`) and
+the probe's files travel to the target's python over stdin; the agent's probe bootstrap keeps the probe's deadline
+itself (stacks at SIGUSR1, then SIGKILL) and kills everything the probe started when it ends or when the
+connection drops. The answer comes back on stdout after a marker line.
 """
 
 from __future__ import annotations
@@ -13,13 +13,17 @@ import zlib
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from dfdoctor.targets import probe_bootstrap
-from dfdoctor.targets.probe_bootstrap import MARK
+import dfdoctor.checks.probes as _probes_pkg
+from dfdoctor.agent import ship
+from dfdoctor.agent.probe_bootstrap import MARK
 
 STACK_GRACE_S = 0.7
+SUPPORT = Path(_probes_pkg.__file__).resolve().with_name("_probe_support.py")  # the helpers a probe may import
 
-BOOTSTRAP = Path(probe_bootstrap.__file__).read_text()  # sent as text; it runs in the target's python
-LOADER = "import sys,base64,zlib;exec(zlib.decompress(base64.b64decode(sys.stdin.readline())))"
+
+def argv(python: str) -> list[str]:
+    """The command that runs the probe bootstrap under the target's `python` (stdin: `request`)."""
+    return ship.stdin_argv(python, "probe")
 
 
 def _pack(obj: bytes) -> bytes:
@@ -28,23 +32,24 @@ def _pack(obj: bytes) -> bytes:
 
 
 def probe_files(script: Path) -> dict[str, str]:
-    """The probe and the sibling modules it imports by name (`_probe_support`, ...)."""
+    """The probe and the sibling modules it imports by name (`_probe_support`, ...); a probe kept elsewhere (a
+    test's) that names the probes' helpers gets dfdoctor's own `_probe_support.py`."""
     text = script.read_text()
     files = {script.name: text}
-    for sib in script.parent.glob("*.py"):
-        if sib.name != script.name and sib.stem != "__init__" and re.search(rf"\b{re.escape(sib.stem)}\b", text):
+    for sib in [*script.parent.glob("*.py"), SUPPORT]:
+        if sib.name not in files and sib.stem != "__init__" and re.search(rf"\b{re.escape(sib.stem)}\b", text):
             files[sib.name] = sib.read_text()
     return files
 
 
 def request(script: Path, args: Sequence[str], *, timeout: float, env: dict[str, str], cwd: Optional[str],
             python: Optional[str], extra: Optional[dict[str, str]] = None, probe_input: Any = None) -> bytes:
-    """What goes down the target's stdin: the bootstrap, then the request (`extra`: more files, by name; the
+    """What goes down the target's stdin: the agent, then the request (`extra`: more files, by name; the
     probe's own input, which the bootstrap hands over in a file)."""
     req = {"files": {**probe_files(script), **(extra or {})}, "script": script.name, "args": list(args),
            "timeout": timeout, "grace": STACK_GRACE_S, "env": env, "cwd": cwd, "python": python,
            "input": probe_input}
-    return _pack(BOOTSTRAP.encode()) + _pack(json.dumps(req).encode())
+    return ship.stdin_line("probe") + _pack(json.dumps(req).encode())
 
 
 def split_answer(stdout: str) -> tuple[str, Optional[dict[str, Any]]]:

@@ -13,16 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
+from dfdoctor.agent import ship
 from dfdoctor.cache import cache_dir, private_dir
 from dfdoctor.launchline.shell import join, quote
 from dfdoctor.safefile import write_atomically
-
-# Ignore SIGHUP before forking, new session, stdin from /dev/null, output to the log: what `dfdoctor launch`
-# itself does (doctor/launch/local.py: spawn_detached), for targets where only python is there to do it.
-_DFDOCTOR_DETACH = ("import os,signal,subprocess,sys;signal.signal(signal.SIGHUP,signal.SIG_IGN);"
-                    "f=open(sys.argv[1],'ab');subprocess.Popen(sys.argv[2:],stdin=subprocess.DEVNULL,"
-                    "stdout=f,stderr=f,start_new_session=True)")
-
 
 @dataclass(frozen=True)
 class Strategy:
@@ -40,7 +34,7 @@ class Strategy:
         cmd = join(list(argv))
         return self.template.format(cmd=cmd, log=quote(log), name=quote(f"dfdoctor-{name}"),
                                     qcmd=quote(f"{cmd} >{quote(log)} 2>&1"), python=quote(python),
-                                    detach=quote(_DFDOCTOR_DETACH))
+                                    detach=quote(ship.detach_code()))
 
 
 STRATEGIES: tuple[Strategy, ...] = (

@@ -19,6 +19,7 @@ import tempfile
 import time
 from typing import Iterator, Optional, Sequence
 
+from dfdoctor.agent.procfs import proc_state
 from dfdoctor.launchline.shell import join, quote
 from dfdoctor.targets import Target
 
@@ -188,11 +189,7 @@ def _alive(pid: int) -> bool:
         except ProcessLookupError:
             return False
         return True
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
+    return proc_state(pid) not in (None, "Z")
 
 
 def typed_line(target: Target, script: str) -> str:

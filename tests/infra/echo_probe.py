@@ -5,7 +5,9 @@ import socket
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# dfdoctor's own probe helpers: beside this file on a target (remote_probe ships them), in checks/probes here
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "..", "checks", "probes")]
 from _probe_support import answer, install_stack_dump  # noqa: E402
 
 install_stack_dump()

@@ -74,7 +74,7 @@ def records(work: Path) -> list[Path]:
 def kill_runs(work: Path) -> None:
     """Kill the job (its whole process group) and the recorder of every run under `work`."""
     from dfdoctor.launch import rundir
-    from dfdoctor.launch.recorder import proc_start_time
+    from dfdoctor.agent.procfs import proc_start_time
 
     for d in records(work):
         run = rundir.load(d)
@@ -102,7 +102,7 @@ def kill_runs(work: Path) -> None:
 def _kill_tree(pid: int, since_ticks: int) -> None:
     """SIGKILL a live job and all its descendants, collected before the first kill (orphans are re-parented)."""
     import psutil
-    from dfdoctor.launch.recorder import proc_start_time
+    from dfdoctor.agent.procfs import proc_start_time
 
     if (proc_start_time(pid) or 0) < since_ticks:
         return  # the pid was reused: not our job
@@ -120,7 +120,7 @@ def _kill_tree(pid: int, since_ticks: int) -> None:
 
 def _group(pgid: int, since_ticks: int) -> list[int]:
     """Processes in process group `pgid` started no earlier than the job (a reused pgid is not ours)."""
-    from dfdoctor.launch.recorder import proc_start_time
+    from dfdoctor.agent.procfs import proc_start_time
 
     out = []
     for name in os.listdir("/proc"):

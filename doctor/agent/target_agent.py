@@ -1,9 +1,9 @@
 """What dfdoctor runs on a target to read a run folder there, without dfdoctor installed there.
 
-Shipped like the recorder: `remote_run.fetch` sends this file and the recorder over stdin to the target's
-python (3.6+, standard library only), which runs it as `target_agent.py RUN_DIR LIVE FULL`. Where a job's output
-goes is read by the recorder's own `job_outputs`, the one reading of a job's fds that the record, a local look
-and this one share.
+A part of the agent (`dfdoctor.agent.ship`): `remote_run.fetch` sends the agent over stdin to the target's
+python (3.6+, standard library only), which runs this part as `target-agent RUN_DIR LIVE FULL`. Where a job's
+output goes is read by `procfs.job_outputs`, the one reading of a job's fds that the record, a local look and
+this one share.
 
 It answers on stdout after a marker, as one JSON object: the run folder's files, whether its recorder and
 job still live (a pid counts only with the start time the record gave it), and, for a live job when asked, what
@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 
-from dfdoctor.launch.recorder import buffers_stdout, job_outputs, proc_start_time
+from dfdoctor.agent.procfs import buffers_stdout, job_outputs, proc_cpu_s, proc_ppid, proc_start_time, stat_fields
 
 MARK = "@@dfdoctor-answer@@"
 LIMIT = 64 << 10  # bytes of each output stream sent back
@@ -62,12 +62,9 @@ def tree(root):
     """The job's process and its descendants, breadth first, at most MAX_PROCESSES."""
     kids = {}
     for n in os.listdir("/proc"):
-        if n.isdigit():
-            try:
-                with open("/proc/%s/stat" % n) as f:
-                    kids.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(n))
-            except (OSError, ValueError, IndexError):
-                pass
+        parent = proc_ppid(int(n)) if n.isdigit() else None
+        if parent is not None:
+            kids.setdefault(parent, []).append(int(n))
     out, todo = [], [root]
     while todo and len(out) < MAX_PROCESSES:
         p = todo.pop(0)
@@ -128,19 +125,9 @@ def look(pid, d, log):
             facts["python"] = True
             environ = dict(e.split("=", 1) for e in (rd("/proc/%d/environ" % p) or "").split("\0") if "=" in e)
             facts["buffered"] = facts["buffered"] or buffers_stdout(p, cmd, environ)
-    facts["cpu_s"] = cpu_s(pid)
+    facts["cpu_s"] = proc_cpu_s(pid)
     facts["samples"] = sample(pids, spy)
     return facts
-
-
-def cpu_s(pid):
-    """CPU seconds process `pid` has spent, or None."""
-    st = (rd("/proc/%d/stat" % pid) or "").rsplit(")", 1)
-    try:
-        f = st[1].split()
-        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
-    except (IndexError, ValueError):
-        return None
 
 
 def one_look(p, spy):
@@ -159,7 +146,7 @@ def one_look(p, spy):
     for line in (rd("/proc/%d/task/%d/status" % (p, p)) or "").splitlines():
         if "ctxt_switches:" in line:
             switches += int(line.split(":", 1)[1].strip() or 0)
-    return {"syscall": syscall, "fds": fds, "stack": stack["text"] if stack else "", "cpu_s": cpu_s(p),
+    return {"syscall": syscall, "fds": fds, "stack": stack["text"] if stack else "", "cpu_s": proc_cpu_s(p),
             "switches": switches}
 
 
@@ -174,8 +161,7 @@ def sample(pids, spy):
             exe = os.path.basename(os.readlink("/proc/%d/exe" % p))
         except OSError:
             exe = os.path.basename(cmd[0])
-        st = (rd("/proc/%d/stat" % p) or "").rsplit(")", 1)
-        ppid = int(st[1].split()[1]) if len(st) > 1 else None
+        ppid = proc_ppid(p)
         procs.append({"pid": p, "ppid": ppid, "cmdline": [c for c in cmd if c], "python": "python" in exe,
                       "env": {k: env[k] for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE") if k in env},
                       "buffered": "python" in exe and buffers_stdout(p, cmd, env), "looks": []})
@@ -206,18 +192,18 @@ def kernel_threads(p):
     """Each thread's state and the kernel function it waits in: the stacks there are without py-spy."""
     lines = []
     for tid in sorted(os.listdir("/proc/%d/task" % p) if os.path.isdir("/proc/%d/task" % p) else []):
-        st = (rd("/proc/%d/task/%s/stat" % (p, tid)) or "").rsplit(")", 1)
+        st = stat_fields(p, tid)
         comm = (rd("/proc/%d/task/%s/comm" % (p, tid)) or "?").strip()
         wchan = (rd("/proc/%d/task/%s/wchan" % (p, tid)) or "?").strip() or "-"
-        state = st[1].split()[0] if len(st) > 1 else "?"
+        state = st[0] if st else "?"
         lines.append("thread %s (%s): state %s, waits in %s" % (tid, comm, state, wchan))
     return "\n".join(lines)
 
 
 def main(argv):
-    """`target_agent.py RUN_DIR LIVE FULL` (LIVE, FULL: 1 or 0)."""
+    """`target-agent RUN_DIR LIVE FULL` (LIVE, FULL: 1 or 0)."""
     if len(argv) != 4:
-        sys.stderr.write("usage: target_agent.py RUN_DIR LIVE FULL\n")
+        sys.stderr.write("usage: target-agent RUN_DIR LIVE FULL\n")
         return 2
     sys.stdout.write(MARK + json.dumps(fetch(argv[1], argv[2] == "1", argv[3] == "1")) + "\n")
     return 0

@@ -1,12 +1,12 @@
-"""The bootstrap that runs a probe on a target: `remote_probe.LOADER` execs this file's text in the target's
-python (3.6+, standard library only), with `__name__ == "__main__"`. Line 2 of stdin is the request: the probe's
-files, its arguments, environment, cwd and deadline.
+"""The bootstrap that runs a probe on a target: the agent's part `probe`, run by the agent's loader in the
+target's python (3.6+, standard library only; see `dfdoctor.agent.ship`). Line 2 of stdin (after the agent
+itself) is the request: the probe's files, its arguments, environment, cwd and deadline.
 
 It keeps the deadline itself (SIGUSR1 for the stacks, a grace, then SIGKILL to the probe's whole session) and
 kills everything the probe started when it ends or when the connection drops (stdin closes). The answer goes
 to stdout after MARK, as one JSON line: the probe's exit status, whether it timed out, its answer file.
 
-Imported by dfdoctor only for MARK and its own text; nothing runs then.
+Imported by dfdoctor only for MARK; nothing runs then.
 """
 
 import base64
@@ -22,14 +22,10 @@ import time
 import zlib
 
 MARK = "@@dfdoctor-answer@@"
-# What an interpreter older than the probes' floor says instead of running one (probe.py looks for it).
-TOO_OLD = "dfdoctor: this python is older than 3.6, which dfdoctor's probes need: Python "
 
 
-def main():
-    if sys.version_info < (3, 6):
-        sys.stderr.write(TOO_OLD + sys.version.split()[0] + "\n")
-        sys.exit(1)
+def main(argv=None):
+    """Run the probe the request on stdin describes; its answer after MARK on stdout (`argv` is not used)."""
     req = json.loads(zlib.decompress(base64.b64decode(sys.stdin.readline())).decode())
     d = tempfile.mkdtemp(prefix="dfdoctor-probe-")
     rc, timed_out, answer = None, False, None
@@ -46,6 +42,7 @@ def main():
     sys.stdout.flush()
     sys.stdout.write("\n" + MARK + json.dumps({"rc": rc, "timed_out": timed_out, "answer": answer}) + "\n")
     sys.stdout.flush()
+    return 0
 
 
 def write_files(req, d):
@@ -103,4 +100,4 @@ def kill_group(pid, sig):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv))

@@ -1,0 +1,91 @@
+"""The agent's one loader: runs a part of dfdoctor's agent in a python that has no dfdoctor installed.
+
+  python AGENT PART ARG...              AGENT: this package's folder, or its zip (`ship.bundle`)
+  python -c "<this file>" PART ARG...   the zip, base64-encoded, is the first line of stdin
+
+PART is one of PARTS; it runs with `sys.argv` = [PART, ARG...]. Bytecode is never written (the folder may be
+dfdoctor's own install). Python 2 syntax up to the version check, so an interpreter too old says so in the
+words dfdoctor looks for (TOO_OLD) instead of a SyntaxError.
+"""
+
+import os
+import sys
+
+# What an interpreter older than the agent's floor says instead of running a part (probe.py looks for it).
+TOO_OLD = "dfdoctor: this python is older than 3.6, which dfdoctor's probes need: Python "
+PARTS = {"recorder": "dfdoctor.agent.recorder", "target-agent": "dfdoctor.agent.target_agent",
+         "probe": "dfdoctor.agent.probe_bootstrap"}
+
+
+class ZipFinder(object):
+    """Imports the modules of a zip held in memory (the agent that came on stdin)."""
+
+    def __init__(self, zf):
+        self.zf = zf
+        self.names = set(zf.namelist())
+
+    def find_spec(self, fullname, path=None, target=None):
+        import importlib.util
+
+        base = fullname.replace(".", "/")
+        for name, package in ((base + "/__init__.py", True), (base + ".py", False)):
+            if name in self.names:
+                return importlib.util.spec_from_loader(fullname, self, origin=name, is_package=package)
+        return None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        name = module.__spec__.origin
+        exec(compile(self.zf.read(name).decode("utf-8"), "<dfdoctor agent>/" + name, "exec"), module.__dict__)
+
+
+def install(main_file):
+    """Make `dfdoctor.agent` importable from wherever this loader came (folder, zip file, or stdin)."""
+    if main_file is None:  # python -c: the agent's zip is the first line of stdin
+        import base64
+        import io
+        import zipfile
+
+        data = base64.b64decode(sys.stdin.readline())
+        sys.meta_path.insert(0, ZipFinder(zipfile.ZipFile(io.BytesIO(data))))
+        return
+    folder = os.path.dirname(os.path.abspath(main_file))
+    if os.path.isfile(folder):  # a zip: its root (dfdoctor/agent/...) is sys.path[0] already
+        return
+    # this package's folder: it leaves sys.path (its modules are no top-level names), and is loaded as
+    # dfdoctor.agent under a bare `dfdoctor` (the real one, if this python has it, is not ours to import)
+    if sys.path and os.path.abspath(sys.path[0] or ".") == folder:
+        sys.path.pop(0)
+    import importlib.util
+    import types
+
+    top = types.ModuleType("dfdoctor")
+    top.__path__ = []
+    sys.modules["dfdoctor"] = top
+    spec = importlib.util.spec_from_file_location("dfdoctor.agent", os.path.join(folder, "__init__.py"),
+                                                  submodule_search_locations=[folder])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["dfdoctor.agent"] = module
+    spec.loader.exec_module(module)
+
+
+def main():
+    if sys.version_info < (3, 6):
+        sys.stderr.write(TOO_OLD + sys.version.split()[0] + "\n")
+        return 1
+    if len(sys.argv) < 2 or sys.argv[1] not in PARTS:
+        sys.stderr.write("usage: python AGENT {%s} ARG...\n" % "|".join(sorted(PARTS)))
+        return 2
+    sys.dont_write_bytecode = True
+    install(globals().get("__file__"))
+    import importlib
+
+    part = importlib.import_module(PARTS[sys.argv[1]])
+    sys.argv = sys.argv[1:]
+    return part.main(sys.argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

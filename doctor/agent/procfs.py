@@ -1,0 +1,204 @@
+"""What dfdoctor reads of a process in /proc: its stat fields, start time, usage, fds, and where a job's output
+goes. Standard library only (it runs on targets, under the job's interpreter): the one reader of /proc/PID/stat
+that the recorder, the target agent and dfdoctor itself share."""
+
+import os
+
+LOG_SUFFIXES = (".log", ".txt", ".out", ".err", ".jsonl")
+
+
+def stat_fields(pid, tid=None):
+    """The fields of /proc/PID/stat (of thread `tid` when given) after the command name, or None when it is
+    gone. The name, in parentheses, may hold spaces and ")": the fields start after the last ")". Index 0 is
+    field 3 of proc(5) (the state), so field N is at N - 3."""
+    path = "/proc/%d/stat" % pid if tid is None else "/proc/%d/task/%s/stat" % (pid, tid)
+    try:
+        with open(path) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields or None
+
+
+def _field(pid, index):
+    """One integer field of stat_fields, or None."""
+    fields = stat_fields(pid)
+    try:
+        return int(fields[index]) if fields else None
+    except (ValueError, IndexError):
+        return None
+
+
+def proc_state(pid):
+    """The process's state letter (R, S, D, Z, ...), or None when it is gone."""
+    fields = stat_fields(pid)
+    return fields[0] if fields else None
+
+
+def proc_ppid(pid):
+    """The process's parent pid, or None."""
+    return _field(pid, 1)
+
+
+def proc_start_time(pid):
+    """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat), or None."""
+    return _field(pid, 19)
+
+
+def proc_cpu_s(pid):
+    """CPU seconds (user + system) the process has spent, or None."""
+    fields = stat_fields(pid)
+    try:
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def proc_usage(pid):
+    """The process's resident memory (bytes) and CPU time (seconds), or None when it is gone."""
+    fields = stat_fields(pid)
+    try:
+        return {"rss": int(fields[21]) * os.sysconf("SC_PAGE_SIZE"),
+                "cpu_s": round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 2)}
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def read_text(path):
+    """A small file's text, or None."""
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def readlink(path):
+    """Where a /proc link points, or None."""
+    try:
+        return os.readlink(path)
+    except OSError:
+        return None
+
+
+def file_size(path):
+    """A file's size in bytes, -1 when it cannot be read."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return -1
+
+
+def fd_writable(pid, fd):
+    """Whether the fd is open for writing (O_WRONLY or O_RDWR in /proc/PID/fdinfo)."""
+    text = read_text("/proc/%d/fdinfo/%s" % (pid, fd)) or ""
+    for line in text.splitlines():
+        if line.startswith("flags:"):
+            try:
+                return int(line.split()[1], 8) & 0o3 in (1, 2)
+            except (ValueError, IndexError):
+                return False
+    return False
+
+
+def job_outputs(pids, run_dir, log_path, main_pid=None, sizes=False):
+    """Where the processes' stdout/stderr point (when not at us or a terminal) and the log files they write:
+    {"streams": [[pid, fd, path]], "files": [[pid, path]]}, each file with its size in bytes (-1: cannot stat)
+    when `sizes`. The one reading of a job's fds: the record's "outputs" events, a local look at a live job
+    (`dfdoctor.launch.local`) and one on a target (`target_agent`) all use it.
+
+    Only the job's own process (`main_pid`) counts when its output goes to a device (/dev/null): helpers it
+    starts often silence their output on purpose.
+    """
+    ours = os.path.realpath(run_dir)
+    expected = os.path.realpath(log_path) if log_path else None
+    streams, files = [], []
+    for pid in pids:
+        base = "/proc/%d/fd" % pid
+        try:
+            fds = os.listdir(base)
+        except OSError:
+            continue
+        for fd in fds:
+            target = readlink(base + "/" + fd)
+            if not target or not target.startswith("/") or target.startswith(ours) or target == expected:
+                continue
+            if fd in ("1", "2"):
+                if not target.startswith(("/dev/pts", "/dev/tty")) and \
+                        (pid == main_pid or not target.startswith("/dev/")):
+                    streams.append([pid, int(fd), target])
+            elif target.endswith(LOG_SUFFIXES) and not target.startswith(("/dev/", "/proc/", "/sys/")) \
+                    and fd_writable(pid, fd):
+                files.append([pid, target, file_size(target)] if sizes else [pid, target])
+    return {"streams": streams, "files": files}
+
+
+def buffers_stdout(pid, argv, env):
+    """Whether Python process `pid` (its `argv` and environment) block-buffers its stdout: it goes to no terminal
+    and neither -u (alone or in a cluster such as -Bu) nor a non-empty PYTHONUNBUFFERED asked otherwise. The
+    one reading of it: a local look (`dfdoctor.launch.local`) and one on a target (`target_agent`) use it."""
+    unbuffered = bool(env.get("PYTHONUNBUFFERED"))
+    args = list(argv[1:])
+    while args and args[0].startswith("-") and args[0] not in ("-", "--"):  # options end at the script
+        a = args.pop(0)
+        if a == "--check-hash-based-pycs":
+            args[:1] = []
+        if a.startswith("--"):
+            continue
+        letters = a[1:]  # a cluster: -uB, -Wignore, -X dev, -uc CODE
+        cut = min([letters.find(c) for c in "WXmc" if c in letters] or [len(letters)])
+        unbuffered = unbuffered or "u" in letters[:cut]
+        if cut < len(letters) and letters[cut] in "mc":
+            break  # what follows -m MODULE or -c CODE is the program's
+        if cut == len(letters) - 1:
+            args[:1] = []  # the value of -W or -X given apart
+    tty = (readlink("/proc/%d/fd/1" % pid) or "").startswith(("/dev/pts", "/dev/tty"))
+    return not unbuffered and not tty
+
+
+def group_members(pgid):
+    """Pids still in the job's process group after its leader died (daemons, stray workers)."""
+    out = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return out
+    for n in names:
+        if n.isdigit():
+            try:
+                if os.getpgid(int(n)) == pgid:
+                    out.append(int(n))
+            except OSError:
+                pass
+    return out[:50]
+
+
+def proc_entry(pid):
+    """How the record names a process of the job: pid, start time (to tell it from a recycled pid), command."""
+    cmd = (read_text("/proc/%d/cmdline" % pid) or "").replace("\0", " ").strip()
+    return {"pid": pid, "start_ticks": proc_start_time(pid), "cmdline": cmd[:200]}
+
+
+def pipe_holders(fds, exclude=()):
+    """Processes (other than us and `exclude`: our stand-in) that hold the pipes we read from `fds`."""
+    wanted = set()
+    for fd in fds:
+        try:
+            wanted.add("pipe:[%d]" % os.fstat(fd).st_ino)
+        except OSError:
+            pass
+    me, out = os.getpid(), []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return out
+    for n in names:
+        if not n.isdigit() or int(n) == me or int(n) in exclude:
+            continue
+        try:
+            links = {os.readlink("/proc/%s/fd/%s" % (n, fd)) for fd in os.listdir("/proc/%s/fd" % n)}
+        except OSError:
+            continue
+        if links & wanted:
+            out.append(proc_entry(int(n)))
+    return out[:20]

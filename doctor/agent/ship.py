@@ -1,0 +1,105 @@
+"""The one way dfdoctor's agent gets to a job's machine and starts there. It stays on this side (it is not in
+the bundle, and may import dfdoctor): what travels is this package's real files, read from here.
+
+- here: `here_argv` runs a part under any local interpreter straight from this folder (`python AGENT PART`);
+- on a target, over a session's stdin: `stdin_argv` + `stdin_line` run a part under the target's python behind
+  the fixed loader (`__main__.py`, sent as `python -c`), the agent's zip on stdin's first line;
+- on a target, to stay there: `ship_script` (ship.sh) writes the zip as RUN_DIR/agent.pyz and starts the
+  recorder from it (`python agent.pyz recorder --detach RUN_DIR`);
+- the strategy `dfdoctor` carries `detach_code` (detach.py) inside its shell line.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import functools
+import io
+import zipfile
+from pathlib import Path
+
+from dfdoctor.agent.__main__ import PARTS, TOO_OLD  # noqa: F401 (TOO_OLD: the words of a python too old, for probe.py)
+from dfdoctor.launch import marker  # the run folder's marker, which ship.sh writes on a target
+
+AGENT_DIR = Path(__file__).resolve().parent
+LOADER = AGENT_DIR / "__main__.py"
+ZIP_NAME = "agent.pyz"  # what ship.sh names the zip in a target's run folder
+NOT_SHIPPED = {"ship.py", "detach.py"}  # this module, and the strategy's one-off (it travels in a shell line)
+RUN_DIR_MARK = "@@dfdoctor-run-dir@@"
+PID_MARK = "@@dfdoctor-recorder-pid@@"
+PY_MARK = "@@dfdoctor-python@@"
+END_MARK = "@@dfdoctor-end@@"
+
+
+def shipped_files() -> list[Path]:
+    """The agent's files that travel: every module of this package but NOT_SHIPPED."""
+    return sorted(p for p in AGENT_DIR.glob("*.py") if p.name not in NOT_SHIPPED)
+
+
+def needed_by(part: str) -> list[Path]:
+    """The agent's files that `part` imports, itself and its package included (what its zip must hold)."""
+    todo, seen = [PARTS[part].rsplit(".", 1)[1], "__init__"], set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for node in ast.walk(ast.parse((AGENT_DIR / f"{name}.py").read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("dfdoctor.agent"):
+                todo += [node.module.split(".")[2]] if node.module != "dfdoctor.agent" else [a.name for a in node.names]
+    return sorted(AGENT_DIR / f"{name}.py" for name in seen)
+
+
+@functools.lru_cache(maxsize=None)
+def bundle(part: str | None = None) -> bytes:
+    """The agent as a zip python can run (`python agent.pyz PART`): the loader at its root, the package under
+    dfdoctor/agent/ beneath an empty dfdoctor/; only what `part` needs when given (less to send for a probe). The
+    same bytes for the same files (fixed dates)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        def add(name: str, data: bytes) -> None:
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, data)
+
+        add("__main__.py", LOADER.read_bytes())
+        add("dfdoctor/__init__.py", b"")
+        for path in needed_by(part) if part else shipped_files():
+            add(f"dfdoctor/agent/{path.name}", path.read_bytes())
+    return buf.getvalue()
+
+
+def stdin_line(part: str) -> bytes:
+    """What `part` needs of the agent as the first line of a target's stdin, for the loader of `stdin_argv`."""
+    return base64.b64encode(bundle(part)) + b"\n"
+
+
+def here_argv(python: str, part: str, *args: str) -> list[str]:
+    """Run `part` of the agent under `python` on this machine, from this package's folder."""
+    return [python, str(AGENT_DIR), part, *args]
+
+
+def stdin_argv(python: str, part: str, *args: str) -> list[str]:
+    """Run `part` of the agent under a target's `python`; its stdin must begin with `stdin_line()`."""
+    return [python, "-c", LOADER.read_text(), part, *args]
+
+
+@functools.lru_cache(maxsize=1)
+def ship_script() -> str:
+    """ship.sh, its header comment left out, its marks filled in (see the file)."""
+    lines = (AGENT_DIR / "ship.sh").read_text().splitlines(keepends=True)
+    while lines and lines[0].startswith("#"):
+        lines.pop(0)
+    text = "".join(lines)
+    for word, value in (("RUN_DIR_MARK", RUN_DIR_MARK), ("PID_MARK", PID_MARK), ("PY_MARK", PY_MARK),
+                        ("END_MARK", END_MARK), ("MARKER_NAME", marker.NAME), ("MARKER_TEXT", marker.TEXT)):
+        text = text.replace(word, value)
+    return text
+
+
+@functools.lru_cache(maxsize=1)
+def detach_code() -> str:
+    """detach.py's code, its comment lines left out: the program of `python -c CODE LOG CMD...`."""
+    return "".join(l for l in (AGENT_DIR / "detach.py").read_text().splitlines(keepends=True)
+                   if not l.startswith("#"))

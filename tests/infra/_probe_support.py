@@ -1,1 +1,0 @@
-../../checks/probes/_probe_support.py
