@@ -41,13 +41,14 @@ from dfdoctor.engine import (
 )
 from dfdoctor.errors import UsageError
 from dfdoctor.fleet import check_many, target_specs
-from dfdoctor.launch.rundir import find_run, is_run_dir, load_prints, runs_root
 from dfdoctor.model import Report, Verdict
 from dfdoctor.numbers import whole
 from dfdoctor.render.github import inert
 from dfdoctor.render.text import visible
 from dfdoctor.registry import discover
 from dfdoctor.rows import verdict_over_rows
+from dfdoctor.run.folder import find_run, is_run_dir, runs_root
+from dfdoctor.run.masks import load_prints
 from dfdoctor.safefile import guard_outputs
 from dfdoctor.slurm import nodes as slurm_nodes
 from dfdoctor.slurm import orchestrate as slurm

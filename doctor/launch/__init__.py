@@ -1,2 +1,3 @@
 """Starting a job and watching it: the flight recorder that outlives the session (`recorder`), local and remote
-starts (`local`, `remote`, `remote_run`), the run folder (`rundir`), and the whole launch/status (`orchestrate`)."""
+starts (`local`, `remote`, `remote_run`), and the whole launch/status (`orchestrate`). The run folder's format
+is `dfdoctor.run`."""

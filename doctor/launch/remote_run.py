@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Optional
 
 from dfdoctor.command import run_command
-from dfdoctor.launch import marker as rundir_marker
+from dfdoctor.run import marker as rundir_marker
 from dfdoctor.targets import parse_target, transport
 from dfdoctor.targets.strategies import BY_NAME, best_for
 
