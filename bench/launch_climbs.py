@@ -8,9 +8,12 @@ A climb is a Python call whose caller's module is in a subpackage and whose call
   - calls: how many such calls ran in all;
   - masking: the climbs from the run-folder code (launch/rundir.py before round 6, run/ after) into redact.py,
     how many Redactors were built (`Redactor.__init__`) and how many times masks.json was read.
+`--events N` measures instead what each of dfdoctor's notes costs: N notes appended to one run folder that has
+masks.json (as a watch that samples stacks appends one per look), the masks.json reads and the time per note.
 Run from the repository root with the interpreter of the checkout to measure:
 
     .venv/bin/python bench/launch_climbs.py            # prints one JSON object
+    .venv/bin/python bench/launch_climbs.py --events 200
 """
 
 from __future__ import annotations
@@ -74,7 +77,44 @@ sys.stderr.write("@@" + json.dumps({"rc": rc, "sites": sites, "calls": calls, "m
 '''
 
 
+EVENTS = r'''
+import builtins, io, json, os, pathlib, sys, tempfile, time
+n = int(sys.argv[1])
+try:
+    from dfdoctor.run.folder import append_event, new_run
+    from dfdoctor.run.masks import keep_prints
+except ImportError:  # a checkout from before round 6
+    from dfdoctor.launch.rundir import append_event, keep_prints, new_run
+os.environ["HF_TOKEN"] = "hf_" + "x" * 34
+work = tempfile.mkdtemp()
+_, run_dir = new_run(pathlib.Path(work))
+keep_prints(run_dir, dict(os.environ), ["python", "train.py", "--api-key", "sk-secretsecret"])
+reads = 0
+real_open = io.open
+def counting_open(file, *a, **k):
+    global reads
+    reads += str(file).endswith("masks.json")
+    return real_open(file, *a, **k)
+builtins.open = io.open = counting_open
+pathlib.Path.read_text = lambda self, *a, **k: (counting_open(self, "r").read())
+t = time.perf_counter()
+for i in range(n):
+    append_event(run_dir, "stacks-sampled", took_s=0.5, processes=3, waits=["futex"], argv=["python", "train.py"])
+took = time.perf_counter() - t
+lines = (run_dir / "launcher.jsonl").read_text().splitlines()
+sys.stderr.write("@@" + json.dumps({"events": len(lines), "masks_json_reads": reads, "ms_per_event": 1000 * took / n}))
+'''
+
+
 def main(argv: list[str]) -> int:
+    if "--events" in argv:
+        n = argv[argv.index("--events") + 1]
+        p = subprocess.run([sys.executable, "-c", EVENTS, n], capture_output=True, text=True, timeout=300)
+        if "@@" not in p.stderr:
+            print(p.stdout + p.stderr, file=sys.stderr)
+            return 1
+        print(p.stderr.rpartition("@@")[2])
+        return 0
     with tempfile.TemporaryDirectory(prefix="dfd-launch-climbs-") as work:
         p = subprocess.run([sys.executable, "-c", DRIVER], cwd=work, capture_output=True, text=True, timeout=300)
     if "@@" not in p.stderr:
