@@ -17,8 +17,6 @@ from dfdoctor import causes, probe_server
 from dfdoctor.config import Config, ConfigError, apply_silences, load
 from dfdoctor.context import Context
 from dfdoctor.errors import UsageError
-from dfdoctor.launchline import typed as typed_lines
-from dfdoctor.launchline.commandline import parse, parse_launcher
 from dfdoctor.model import PROBLEMS, CheckRecord, Report, Status, Verdict
 from dfdoctor.progress import Progress
 from dfdoctor.redact import Redactor
@@ -48,6 +46,10 @@ def default_python(command: list[str], cwd: Path, launcher: Optional[Path] = Non
                    env: Optional[dict[str, str]] = None) -> str:
     """The interpreter COMMAND (or else the --launcher) names, through torchrun and launchers; else python3."""
     try:
+        # launchline (the command-line reader: 8 modules) is imported only when a command is read: at the top it
+        # costs every start-up ~60 ms CPU, 0.42 -> 0.48 s for `import dfdoctor.cli.main` (+15 %, --help, status
+        # and report included; docs/notes/round-6/run.md)
+        from dfdoctor.launchline.commandline import parse, parse_launcher
         if command:
             named = parse(command, cwd, env).python
         elif launcher is not None:
@@ -62,6 +64,7 @@ def default_python(command: list[str], cwd: Path, launcher: Optional[Path] = Non
 def _named_python(command: list[str]) -> Optional[str]:
     """The interpreter word a command names, unresolved (for a target, where this machine's PATH means nothing)."""
     try:
+        from dfdoctor.launchline.commandline import parse  # start-up: see default_python
         spec = parse(command, Path("/")) if command else None
     except Exception:
         return None
@@ -133,6 +136,7 @@ def _typed_line(opts: dict[str, Any], command: list[str]):
     """A launch line given after `--` (ssh, pct exec, docker exec, nohup, tmux, sh -c ...): its hops give the
     target, its innermost Python command is the job, its redirect the log and its `cd` the cwd, unless the
     options say otherwise. `check` rehearses the line itself too; `launch` replaces it (opts["launching"])."""
+    from dfdoctor.launchline import typed as typed_lines  # start-up: see default_python
     if opts.get("shell_command") or not typed_lines.is_launch_line(command):
         return None
     t = typed_lines.read(command)
