@@ -12,7 +12,7 @@ import re
 import shlex
 import signal as _signal
 import time
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from dfdoctor import causes
 from dfdoctor.diagnose import stackclass

@@ -2,6 +2,7 @@
 
 A run lives in `<cwd>/.dfdoctor/runs/<id>/` (or the folder `--run-dir` names). Ids sort by time, so the
 latest run is the last name. Old runs are pruned by count; a run whose recorder still lives never is.
+`RunFolder` is one folder as this process writes dfdoctor's notes into it, through one masker.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any, Optional
 from dfdoctor.cache import cache_dir
 from dfdoctor.redact import Redactor, SecretPrints
 from dfdoctor.run import events, index, marker, masks, record
-from dfdoctor.run.names import LAUNCHER
+from dfdoctor.run.names import LAUNCHER, SPEC
 
 RUNS_SUBDIR = Path(".dfdoctor") / "runs"
 DEFAULT_KEEP = 20
@@ -82,7 +83,7 @@ def list_runs(cwd: Path) -> list[Path]:
         if not is_run_dir(p):
             continue
         try:
-            runs.append(((p / "spec.json").stat().st_mtime_ns, p.name, p))
+            runs.append(((p / SPEC).stat().st_mtime_ns, p.name, p))
         except OSError:
             continue  # not a run folder (yet)
     return [p for _, _, p in sorted(runs)]
