@@ -52,6 +52,7 @@ def new_run(cwd: Path, run_dir: Optional[Path] = None) -> tuple[str, Path]:
                 raise FileExistsError(f"--run-dir {path} {what}: choose a new or empty folder") from None
             os.chmod(path, 0o700)
         marker.write(path, run_id)
+        RunFolder.forget(path)  # a new run in a folder this process wrote before: nothing of that run is kept
         index.record(run_id, path, cwd)
         return run_id, path
     try:
