@@ -72,17 +72,7 @@ def imports_of(name: str, path: Path, modules: dict[str, Path], top_only: bool) 
     nodes = _top_level_nodes(tree) if top_only else ast.walk(tree)
     out: set[str] = set()
     for node in nodes:
-        if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names if a.name in modules)
-        elif isinstance(node, ast.ImportFrom):
-            base = _resolve(node, name, path.name == "__init__.py")
-            for alias in node.names:
-                full = f"{base}.{alias.name}"
-                if full in modules:
-                    out.add(full)
-                elif base in modules:
-                    out.add(base)
-    out.discard(name)
+        out |= _imported(node, name, path, modules)
     return out
 
 
@@ -97,8 +87,9 @@ def floor(name: str, packages: set[str]) -> str:
         return MOVING[name]
     parts = name.split(".")
     for n in (3, 2):  # dfdoctor.checks.probes under dfdoctor.checks; dfdoctor.launch under dfdoctor
-        if len(parts) >= n and ".".join(parts[:n]) in packages and ".".join(parts[:n - 1]) in (set(ROOTS) | {"dfdoctor"}):
-            return ".".join(parts[:n])
+        outer, inner = ".".join(parts[:n - 1]), ".".join(parts[:n])
+        if len(parts) >= n and inner in packages and outer in (set(ROOTS) | {"dfdoctor"}):
+            return inner
     return name
 
 
@@ -123,30 +114,30 @@ def floor_graph(g: dict[str, set[str]], repo: Path = REPO) -> dict[str, set[str]
 def inner_imports(repo: Path = REPO) -> list[tuple[str, int, str]]:
     """(file, line, module) of every import of our own modules that runs inside a function."""
     modules = module_files(repo)
-    top = {name: imports_of(name, path, modules, True) for name, path in modules.items()}
     out = []
     for name, path in modules.items():
         tree = ast.parse(path.read_text(), str(path))
-        top_nodes = {id(n) for n in _top_level_nodes(tree)}
+        at_import = {id(n) for n in _top_level_nodes(tree)}
         for node in ast.walk(tree):
-            if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in top_nodes:
-                one = ast.Module(body=[node], type_ignores=[])
-                for dep in sorted(_imports_in(one, name, path, modules)):
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in at_import:
+                for dep in sorted(_imported(node, name, path, modules)):
                     out.append((str(path.relative_to(repo)), node.lineno, dep))
-    del top
     return sorted(out)
 
 
-def _imports_in(tree: ast.Module, name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+def _imported(node: ast.AST, name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The dfdoctor modules one import statement names (the module itself for `from pkg import module`)."""
     out: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names if a.name in modules)
-        elif isinstance(node, ast.ImportFrom):
-            base = _resolve(node, name, path.name == "__init__.py")
-            for alias in node.names:
-                full = f"{base}.{alias.name}"
-                out.add(full) if full in modules else (out.add(base) if base in modules else None)
+    if isinstance(node, ast.Import):
+        out.update(a.name for a in node.names if a.name in modules)
+    elif isinstance(node, ast.ImportFrom):
+        base = _resolve(node, name, path.name == "__init__.py")
+        for alias in node.names:
+            full = f"{base}.{alias.name}"
+            if full in modules:
+                out.add(full)
+            elif base in modules:
+                out.add(base)
     out.discard(name)
     return out
 
