@@ -22,7 +22,7 @@ verdict() {  # name, then the command; launch, wait for the job's end, keep stat
     --format text -- "$@" | head -12
   local run; run=$(python3 -c "import json; print(json.load(open('$W/$name.launch.json'))['run']['dir'])")
   for _ in $(seq 1 90); do
-    python3 -c "import sys, pathlib; from dfdoctor.launch import rundir; sys.exit(not rundir.load(pathlib.Path('$run')).finished)" && break
+    python3 -c "import sys, pathlib; from dfdoctor.run import record; sys.exit(not record.load(pathlib.Path('$run')).finished)" && break
     sleep 1
   done
   dfdoctor status --cwd $W "$(basename "$run")" --format json --output "$OUT/gpu_$name.json" --format text

@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
+from dfdoctor.launchline.commandline import guessed_interpreter, spec_for
+from dfdoctor.model import OBSERVED, STATIC
+
 # NVLink multicast can take a host's shared GPUs out of service for a day; every process we start keeps it off.
 SAFE_GPU_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
@@ -30,7 +33,6 @@ def guessed_python(ctx) -> Optional[str]:
     if not ctx.command and not ctx.launcher:
         return None
     try:
-        from dfdoctor.launchline.commandline import guessed_interpreter, spec_for
         return guessed_interpreter(ctx, spec_for(ctx))
     except Exception:  # an unparsable command is another check's finding
         return None
@@ -41,7 +43,6 @@ def _launch_env(ctx) -> dict[str, str]:
     if not ctx.command and not ctx.launcher:
         return {}
     try:
-        from dfdoctor.launchline.commandline import spec_for
         return dict(spec_for(ctx).env)
     except Exception:  # an unparsable command is another check's finding; here it just adds nothing
         return {}
@@ -151,7 +152,6 @@ class Expectation:
     def basis(self) -> str:
         """What a finding that rests on this expectation rests on: a statement counts as observed, a reading
         of the command, launcher or script (`names cuda`) is static and may only warn."""
-        from dfdoctor.model import OBSERVED, STATIC
         return OBSERVED if self.stated or self.level == "required" else STATIC
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dfdoctor import check, ok, skip, warn
-from dfdoctor.launch.rundir import load
+from dfdoctor.run.record import load
 from dfdoctor.probe import run_probe, unreached
 
 from .probes.leftovers_probe import still_running

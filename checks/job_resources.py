@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dfdoctor import check, ok, skip, warn
-from dfdoctor.launch.rundir import load
+from dfdoctor.run.record import load
 
 NEAR_LIMIT = 0.9  # warn when the peak reached this share of the memory limit
 

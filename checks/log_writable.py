@@ -12,6 +12,7 @@ import shlex
 from pathlib import Path
 
 from dfdoctor import STATIC, causes, check, error, fail, ok, skip, warn
+from dfdoctor.launchline.commandline import spec_for
 from dfdoctor.probe import run_probe, unreached
 
 # Below these the log (and checkpoints beside it) will soon stop growing: fail under the first, warn under the
@@ -121,7 +122,6 @@ def _buffering(ctx, log: Path):
     if ctx.no_redirect or not ctx.command or ctx.phase != "pre":
         return  # after the launch, the launch's own diagnosis says whether the log really stayed empty
     try:
-        from dfdoctor.launchline.commandline import spec_for
         spec = spec_for(ctx)
     except Exception:
         return

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+from dfdoctor.redact import Redactor
 from dfdoctor.safefile import write_atomically
 
 
@@ -67,7 +68,6 @@ def lookup(kind: str, key: Any, max_age_s: float) -> Optional[tuple[Any, float]]
 def store(kind: str, key: Any, value: Any) -> Optional[Path]:
     """Keep `value` under `key` (atomically: a reader never sees half an entry); None if it cannot be written."""
     path = _path(kind, key)
-    from dfdoctor.redact import Redactor
     value = Redactor.from_env(dict(os.environ)).value(value)  # what the cache keeps is masked like any output
     try:
         text = json.dumps({"key": key, "stored_at": time.time(), "value": value}, default=str)

@@ -22,11 +22,12 @@ from dfdoctor.progress import Progress
 from dfdoctor.redact import Redactor
 from dfdoctor.registry import Check, discover, select, unmatched
 from dfdoctor.render import render
-from dfdoctor.render.github import inert
+from dfdoctor.render.github import SUMMARY_LIMIT, inert, summary
 from dfdoctor.render.text import color_wanted, verdict_line, visible
 from dfdoctor.render.undecodable import shown_all
 from dfdoctor.runner import run_checks
 from dfdoctor.safefile import guard_outputs, open_summary, write_atomically
+from dfdoctor.targets import parse_target, shown_spec, transport
 
 
 def now_iso() -> str:
@@ -45,6 +46,9 @@ def default_python(command: list[str], cwd: Path, launcher: Optional[Path] = Non
                    env: Optional[dict[str, str]] = None) -> str:
     """The interpreter COMMAND (or else the --launcher) names, through torchrun and launchers; else python3."""
     try:
+        # launchline (the command-line reader: 8 modules) is imported only when a command is read: at the top it
+        # costs every start-up ~60 ms CPU, 0.42 -> 0.48 s for `import dfdoctor.cli.main` (+15 %, --help, status
+        # and report included; docs/notes/round-6/run.md)
         from dfdoctor.launchline.commandline import parse, parse_launcher
         if command:
             named = parse(command, cwd, env).python
@@ -60,7 +64,7 @@ def default_python(command: list[str], cwd: Path, launcher: Optional[Path] = Non
 def _named_python(command: list[str]) -> Optional[str]:
     """The interpreter word a command names, unresolved (for a target, where this machine's PATH means nothing)."""
     try:
-        from dfdoctor.launchline.commandline import parse
+        from dfdoctor.launchline.commandline import parse  # start-up: see default_python
         spec = parse(command, Path("/")) if command else None
     except Exception:
         return None
@@ -79,7 +83,6 @@ def build_context(opts: dict[str, Any], command: list[str]) -> tuple[Context, Co
     remote = target != "local"
     if remote:
         try:
-            from dfdoctor.targets import parse_target, shown_spec
             parse_target(target)
         except ValueError as exc:
             raise UsageError(f"--target {shown_spec(target)}: {exc}") from None
@@ -133,7 +136,7 @@ def _typed_line(opts: dict[str, Any], command: list[str]):
     """A launch line given after `--` (ssh, pct exec, docker exec, nohup, tmux, sh -c ...): its hops give the
     target, its innermost Python command is the job, its redirect the log and its `cd` the cwd, unless the
     options say otherwise. `check` rehearses the line itself too; `launch` replaces it (opts["launching"])."""
-    from dfdoctor.launchline import typed as typed_lines
+    from dfdoctor.launchline import typed as typed_lines  # start-up: see default_python
     if opts.get("shell_command") or not typed_lines.is_launch_line(command):
         return None
     t = typed_lines.read(command)
@@ -197,7 +200,6 @@ def target_connection(ctx: Context) -> Iterator[None]:
     if ctx.target == "local":
         yield
         return
-    from dfdoctor.targets import parse_target, transport
     with transport.connected(parse_target(ctx.target)):
         yield  # a connection that fails is reported by target.reachable and each probe, in ssh's words
 
@@ -398,7 +400,6 @@ def append_step_summary(safe: Report) -> None:
     path = os.environ.get("GITHUB_STEP_SUMMARY")
     if not path:
         return
-    from dfdoctor.render.github import SUMMARY_LIMIT, summary
     try:
         fd = open_summary(path)
         with os.fdopen(fd, "a", encoding="utf-8", errors="surrogateescape") as f:

@@ -28,11 +28,25 @@ from pathlib import Path
 from typing import Optional
 
 import psutil
+from dfdoctor import causes
 from dfdoctor.config import Config
 from dfdoctor.context import Context
+from dfdoctor.engine import (
+    build_context,
+    choose_checks,
+    environment_facts,
+    fail_on,
+    now_iso,
+    one_unreachable_target,
+    run_phase,
+    target_connection,
+    verdict_from_checks,
+)
 from dfdoctor.errors import UsageError
+from dfdoctor.agent.ending import become_subreaper
 from dfdoctor.model import CheckRecord, Report, Status, TargetRow, Verdict
 from dfdoctor.registry import Check
+from dfdoctor.rows import verdict_over_rows
 from dfdoctor.runner import WRAP_UP_S, effective_timeout, flush_quietly
 from dfdoctor.safefile import write_atomically
 
@@ -104,8 +118,6 @@ def run_targets(contexts: list[Context], checks: list[Check], broken: list[Check
 
     Every record comes back tagged with its row's target.
     """
-    from dfdoctor.engine import verdict_from_checks
-
     tmp = Path(tempfile.mkdtemp(prefix="dfdoctor-fleet-"))
     lanes = lanes_per_target(len(contexts), parallel)
     pending = list(enumerate(contexts))
@@ -147,9 +159,6 @@ def run_targets(contexts: list[Context], checks: list[Check], broken: list[Check
 
 def _fork_one(ctx: Context, checks: list[Check], broken: list[CheckRecord], cfg: Config, out: Path,
               err: Path, lanes: int) -> int:
-    from dfdoctor.engine import environment_facts, target_connection
-    from dfdoctor.agent.ending import become_subreaper
-
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -186,9 +195,6 @@ def _run_target(ctx: Context, checks: list[Check], cfg: Config, lanes: int) -> l
     """One target's checks in `lanes` lanes. With fewer lanes than checks, reachability goes first: where the
     target cannot be reached the rest run all at once (each fails on its first connection, and the report reads
     as a single run's), else in the lanes."""
-    from dfdoctor import causes
-    from dfdoctor.engine import one_unreachable_target, run_phase
-
     first = [c for c in checks if c.id == REACHABLE]
     if lanes >= len(checks) or not first:
         return run_phase(ctx, checks, "pre", cfg, jobs=lanes)
@@ -285,9 +291,6 @@ def _tail(path: Path, limit: int = 4000) -> str:
 def check_many(opts: dict, command: list[str], specs: list[str], started: str,
                version: str) -> tuple[Report, str, dict]:
     """`check` on every spec: one row each, one verdict for all. Bad usage for any target stops before any runs."""
-    from dfdoctor.engine import build_context, choose_checks, environment_facts, fail_on, now_iso
-    from dfdoctor.rows import verdict_over_rows
-
     contexts = []
     for spec in specs:
         ctx, cfg = build_context({**opts, "target": spec}, command)

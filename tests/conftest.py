@@ -20,7 +20,7 @@ DFDOCTOR = str(BIN / "dfdoctor")
 SESSION_MARK = "DFDOCTOR_TEST_SESSION"
 os.environ[SESSION_MARK] = uuid.uuid4().hex
 
-# The user's index of runs (dfdoctor.runindex) is this session's own: a plain `status` in a folder without runs
+# The user's index of runs (dfdoctor.run.index) is this session's own: a plain `status` in a folder without runs
 # must not find another session's launches (seven sessions share this machine's home folder).
 import tempfile  # noqa: E402
 os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="dfdoctor-test-state-")

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from dfdoctor.launch import rundir
 from dfdoctor.agent.procfs import proc_start_time
+from dfdoctor.run import record as run_record
 from jobs.harness import DFDOCTOR, job, job_env, kill_runs, launch, status, text_of, wait_for
 
 
@@ -45,10 +45,10 @@ def test_survives_session_that_returns_at_once(work, attempt):
     run_dir = work / f"run{attempt}"
     _pty_session(f"{DFDOCTOR} launch --no-check --watch 0 --cwd {work} --log {work}/train.log "
                  f"--run-dir {run_dir} -- {' '.join(job('healthy.py', '30'))}")
-    run = rundir.load(run_dir)
+    run = run_record.load(run_dir)
     assert run.spawned, "the job was started"
     time.sleep(1.5)  # well past the hang-up
-    run = rundir.load(run_dir)
+    run = run_record.load(run_dir)
     assert run.job_alive() and run.recorder_alive(), f"the job died with its session: {run.events[-3:]}"
     size = (work / "train.log").stat().st_size
     assert wait_for(lambda: (work / "train.log").stat().st_size > size, timeout=3), "its log keeps growing"
@@ -60,12 +60,12 @@ def test_recorder_notes_sighup_and_passes_sigterm_on(work):
     run_dir = Path(rep["run"]["dir"])
     rec_pid = rep["run"]["recorder_pid"]
     os.kill(rec_pid, signal.SIGHUP)
-    assert wait_for(lambda: rundir.load(run_dir).first("signal") is not None)
-    run = rundir.load(run_dir)
+    assert wait_for(lambda: run_record.load(run_dir).first("signal") is not None)
+    run = run_record.load(run_dir)
     assert run.first("signal")["signal"] == "SIGHUP" and not run.first("signal")["forwarded"]
     assert run.job_alive() and run.recorder_alive(), "SIGHUP is noted, not obeyed"
     os.kill(rec_pid, signal.SIGTERM)
-    assert wait_for(lambda: rundir.load(run_dir).finished, timeout=10)
+    assert wait_for(lambda: run_record.load(run_dir).finished, timeout=10)
     proc, st = status(work)
     assert st["verdict"]["cause"] == "killed-by-signal", text_of(st)
     assert "SIGTERM" in st["verdict"]["summary"] and "recorder" in st["verdict"]["summary"]
@@ -79,7 +79,7 @@ def test_recorder_falls_back_when_training_python_is_broken(work, tmp_path_facto
     broken.chmod(0o755)
     proc, rep = launch(work, *job("crash.py"), extra=("--python", str(broken)))
     assert rep["verdict"]["cause"] == "crashed", text_of(rep)
-    events = [e["event"] for e in rundir.load(Path(rep["run"]["dir"])).launcher]
+    events = [e["event"] for e in run_record.load(Path(rep["run"]["dir"])).launcher]
     assert "recorder-fallback" in events
 
 

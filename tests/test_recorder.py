@@ -13,18 +13,18 @@ from pathlib import Path
 import pytest
 
 from dfdoctor.agent import procfs, record, ship
-from dfdoctor.launch import rundir
+from dfdoctor.run import record as run_record
 
 AGENT = ship.AGENT_DIR
 
 
-def _record(tmp_path: Path, code: str, env: dict | None = None, **spec) -> rundir.RunRecord:
+def _record(tmp_path: Path, code: str, env: dict | None = None, **spec) -> run_record.RunRecord:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "spec.json").write_text(json.dumps({"run_id": "t", "argv": [sys.executable, "-c", code],
                                                     "cwd": str(tmp_path), **spec}))
     subprocess.run(ship.here_argv(sys.executable, "recorder", str(run_dir)), env=env, timeout=60, check=True)
-    return rundir.load(run_dir)
+    return run_record.load(run_dir)
 
 
 def test_record_is_json_lines_in_order(tmp_path):
@@ -66,7 +66,7 @@ def test_torn_last_line_is_skipped(tmp_path):
     run = _record(tmp_path, "pass")
     with open(run.dir / "record.jsonl", "ab") as f:
         f.write(b'{"event": "exit", "exit_co')
-    again = rundir.load(run.dir)
+    again = run_record.load(run.dir)
     assert [e["event"] for e in again.events] == [e["event"] for e in run.events]
 
 
@@ -75,7 +75,7 @@ def test_spawn_failure_is_recorded_not_raised(tmp_path):
     run_dir.mkdir()
     (run_dir / "spec.json").write_text(json.dumps({"run_id": "t", "argv": ["/no/such/binary"]}))
     subprocess.run(ship.here_argv(sys.executable, "recorder", str(run_dir)), timeout=60, check=True)
-    ev = rundir.load(run_dir).first("spawn-failed")
+    ev = run_record.load(run_dir).first("spawn-failed")
     assert ev["errname"] == "ENOENT" and ev["filename"] == "/no/such/binary"
 
 
@@ -108,9 +108,9 @@ def test_shipped_on_stdin_detaches_itself_and_survives_the_hangup(tmp_path):
     try:
         _pty_session(f"{shlex.quote(sys.executable)} {shlex.quote(str(shipped))} recorder --detach {run_dir} "
                      f"{shlex.quote(spec)} </dev/null")
-        assert wait_for(lambda: rundir.load(run_dir).spawned is not None, timeout=10)
+        assert wait_for(lambda: run_record.load(run_dir).spawned is not None, timeout=10)
         time.sleep(1.5)
-        run = rundir.load(run_dir)
+        run = run_record.load(run_dir)
         assert run.recorder_alive() and run.job_alive(), run.events[-3:]
         assert run.recorder["sid"] != os.getsid(0) and run.recorder["sid"] != run.recorder["pid"], \
             "a session of its own, whose leader is gone (it can never regain a terminal)"
@@ -153,7 +153,7 @@ def test_the_record_is_masked_by_the_rules_of_every_output(tmp_path):
     for name, text in written.items():
         for secret in (WANDB, HF_ARG, GH_PAT, DB_PW, HF_ARG[:10] + HF_ARG[10:]):
             assert secret not in text, (name, secret)
-    run = rundir.load(run_dir)
+    run = run_record.load(run_dir)
     assert run.exit["exit_code"] == 0 and "joined" in written["stderr.log"]
     assert run.spawned["argv"][3:5] == ["--hf-token", "***"]
     assert "***" in written["stdout.log"] and "wandb ***" in written["stdout.log"]
@@ -182,7 +182,7 @@ def test_a_copy_without_the_rules_writes_nothing_in_clear(tmp_path):
         text = p.read_text(errors="replace")
         for secret in (WANDB, HF_ARG, GH_PAT, DB_PW):
             assert secret not in text, (p.name, secret)
-    assert rundir.load(run_dir).first("masking-unavailable") is not None
+    assert run_record.load(run_dir).first("masking-unavailable") is not None
 
 
 def test_the_shipped_zip_holds_the_same_rules(tmp_path):
@@ -190,7 +190,7 @@ def test_the_shipped_zip_holds_the_same_rules(tmp_path):
     shipped.parent.mkdir()
     shipped.write_bytes(ship.bundle("recorder"))
     run_dir = _run_with_secrets(tmp_path, shipped)
-    run = rundir.load(run_dir)
+    run = run_record.load(run_dir)
     assert run.first("masking-unavailable") is None
     assert run.spawned["argv"][3:5] == ["--hf-token", "***"]
     for p in run_dir.iterdir():

@@ -15,7 +15,7 @@ import pytest
 
 from dfdoctor import causes
 
-from dfdoctor.launch import rundir
+from dfdoctor.run import record
 from infra.fixtures import Infra, folder_in_container, growing, infra, procs_naming  # noqa: F401
 
 pytestmark = pytest.mark.slow
@@ -71,7 +71,7 @@ def test_healthy_job_runs_in_the_container_and_outlives_dfdoctor(infra, remote, 
     assert (there / "record.jsonl").exists() and (there / "heartbeat").exists()
     copy = Path(run["dir"])
     assert copy.parent == local / ".dfdoctor" / "runs" and (copy / "report.json").exists()
-    assert rundir.load(copy).spawned["cwd"] == inside  # the recorder's own record, copied here
+    assert record.load(copy).spawned["cwd"] == inside  # the recorder's own record, copied here
     # later, from a fresh dfdoctor: still running; after its end: ended, with its status
     rc, st = _status(dfdoctor, local, env)
     assert rc == 0 and st["verdict"]["state"] == "running" and st["run"]["id"] == run["id"], st["verdict"]
@@ -94,7 +94,7 @@ def test_missing_module_in_the_container_is_named(infra, remote, dfdoctor):
     rc, rep = _launch(dfdoctor, infra, local, env, "--no-check", "--cwd", inside, "--log", f"{inside}/train.log",
                       "--python", f"{inside}/badpy", "--", "python3", "train.py")
     assert rc == 1 and rep["verdict"]["cause"] == causes.MISSING_MODULE, rep["verdict"]
-    launched = [e for e in rundir.load(Path(rep["run"]["dir"])).launcher if e["event"] == "launched"][0]
+    launched = [e for e in record.load(Path(rep["run"]["dir"])).launcher if e["event"] == "launched"][0]
     assert "this interpreter is broken" in launched["recorder_fallback"]
     assert time.monotonic() - began < 20
     evidence = "\n".join(rep["verdict"]["evidence"])

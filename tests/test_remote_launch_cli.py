@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 
-from dfdoctor.launch import rundir
+from dfdoctor.run.folder import new_run
 
 
 def test_unreachable_target_is_a_finding_not_a_crash(tmp_path, dfdoctor):
@@ -23,7 +23,7 @@ def test_strategy_needs_a_target(tmp_path, dfdoctor):
 
 
 def test_status_of_a_run_whose_target_does_not_answer(tmp_path, dfdoctor):
-    run_id, run_dir = rundir.new_run(tmp_path)
+    run_id, run_dir = new_run(tmp_path)
     (run_dir / "spec.json").write_text(json.dumps({"run_id": run_id, "argv": ["python3", "t.py"], "cwd": "/w",
                                                    "target": "ssh://root@127.0.0.1:1", "remote_dir": "/w/r"}))
     (run_dir / "record.jsonl").write_text(json.dumps({"event": "recorder", "pid": 1, "t": time.time()}) + "\n")

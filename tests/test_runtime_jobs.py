@@ -62,13 +62,13 @@ def test_download_fails_offline(work):
 
 
 def test_sigterm_from_outside_is_not_a_crash(work):
-    from dfdoctor.launch import rundir
+    from dfdoctor.run import record
 
     _, rep = launch(work, *job("healthy.py", "400"), watch=3)
     assert rep["verdict"]["state"] == "running", text_of(rep)
     os.kill(rep["run"]["pid"], signal.SIGTERM)  # a scheduler's or a user's stop
     run_dir = Path(rep["run"]["dir"])
-    assert wait_for(lambda: rundir.load(run_dir).finished, timeout=20)
+    assert wait_for(lambda: record.load(run_dir).finished, timeout=20)
     _, rep = status(work, run_dir.name)
     v = rep["verdict"]
     assert v["cause"] == "killed-by-signal" and "SIGTERM" in v["summary"], text_of(rep)

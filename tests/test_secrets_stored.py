@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dfdoctor.agent import record
-from dfdoctor.launch.rundir import KEYS_SUBDIR
+from dfdoctor.run.masks import KEYS_SUBDIR
 from dfdoctor.redact import SecretPrints
 from jobs.harness import DFDOCTOR, job_env, kill_runs
 

@@ -160,7 +160,8 @@ def test_the_main_thread_of_a_real_py_spy_dump(tmp_path):
     quotes)."""
     from dfdoctor.diagnose import stacks
     from dfdoctor.diagnose.stackclass import main_thread
-    from dfdoctor.diagnose.verdict import LiveFacts, _innermost
+    from dfdoctor.diagnose.verdict import _innermost
+    from dfdoctor.run.live import LiveFacts
     from dfdoctor.launch.local import _blocked
 
     if not stacks.py_spy():

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dfdoctor.launch import rundir
+from dfdoctor.run import folder, record
 from jobs.harness import DFDOCTOR, job, job_env, kill_runs, launch, status, text_of, wait_for
 
 
@@ -37,7 +37,7 @@ def test_status_follows_a_job_from_running_to_done(work):
     proc, st = status(work)
     assert proc.returncode == 0 and st["verdict"]["state"] == "running", text_of(st)
     assert st["mode"] == "status" and st["run"]["id"] == run_id
-    assert wait_for(lambda: rundir.load(Path(rep["run"]["dir"])).finished, timeout=15)
+    assert wait_for(lambda: record.load(Path(rep["run"]["dir"])).finished, timeout=15)
     proc, st = status(work, run_id[:15])
     assert proc.returncode == 0
     assert st["verdict"]["state"] == "ok" and "ran to completion" in st["verdict"]["summary"]
@@ -56,7 +56,7 @@ def test_status_of_a_crash_by_path_and_torn_record(work):
 def test_runs_are_pruned_by_count(work):
     for _ in range(3):
         launch(work, *job("exited_early.py"), extra=("--keep-runs", "2"))
-    runs = rundir.list_runs(work)
+    runs = folder.list_runs(work)
     assert len(runs) == 2, runs
 
 

@@ -15,6 +15,37 @@ def test_no_import_cycle_among_dfdoctor_modules():
     assert import_graph.cycles(import_graph.graph(top_only=False)) == []
 
 
+def _crossings(src: str, dst: str) -> list[tuple[str, str]]:
+    """The imports (at import time or inside functions) from a module of floor `src` to one of floor `dst`."""
+    g, pk = import_graph.graph(top_only=False), import_graph.packages()
+    return sorted((a, b) for a, deps in g.items() for b in deps
+                  if import_graph.floor(a, pk) == src and import_graph.floor(b, pk) == dst)
+
+
+def test_diagnose_reads_runs_through_run_and_never_imports_launch():
+    """The verdict's rules read a run folder through `dfdoctor.run` (RunRecord, LiveFacts); launch/ uses diagnose/,
+    never the other way round."""
+    assert _crossings("dfdoctor.diagnose", "dfdoctor.launch") == []
+    assert _crossings("dfdoctor.diagnose", "dfdoctor.run")  # the rule is about something real
+    assert _crossings("dfdoctor.run", "dfdoctor.launch") == []
+    assert _crossings("dfdoctor.run", "dfdoctor.diagnose") == []
+
+
+def test_no_import_cycle_between_floors():
+    """Each subpackage as one node (a floor), each module of the top package as another: no two floors import each
+    other, directly or around a loop (before round 6: diagnose <-> launch <-> runindex)."""
+    g = import_graph.graph(top_only=False)
+    assert import_graph.cycles(import_graph.floor_graph(g)) == []
+
+
+def test_the_floor_graph_folds_subpackages():
+    pk = {"dfdoctor", "dfdoctor.launch", "dfdoctor.checks", "dfdoctor.checks.probes"}
+    assert import_graph.floor("dfdoctor.launch.local", pk) == "dfdoctor.launch"
+    assert import_graph.floor("dfdoctor.checks.probes.x", pk) == "dfdoctor.checks.probes"
+    assert import_graph.floor("dfdoctor.checks.cuda_init", pk) == "dfdoctor.checks"
+    assert import_graph.floor("dfdoctor.engine", pk) == "dfdoctor.engine"
+
+
 def test_the_cycle_finder_finds_a_cycle(tmp_path):
     """The finder itself: two modules that import each other inside functions are one cycle."""
     g = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}

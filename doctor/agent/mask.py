@@ -433,7 +433,7 @@ class SecretPrints:
 
     Kept per value: its length, a 16-bit rolling fingerprint (it narrows the search: one window in 65,536 is
     confirmed) and an HMAC-SHA256 digest that confirms a candidate. Both are made with a random 256-bit key of the
-    launch that `to_dict` leaves out: it is kept apart from the fingerprints (rundir keeps it in the user's
+    launch that `to_dict` leaves out: it is kept apart from the fingerprints (run/masks.py keeps it in the user's
     private cache, never in the run folder). Without the key, the fingerprints test no guess at all, however
     short the value: nothing in them can be searched, fast or slow. With the key, a guess costs one HMAC.
     """

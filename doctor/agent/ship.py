@@ -19,7 +19,7 @@ import zipfile
 from pathlib import Path
 
 from dfdoctor.agent.__main__ import PARTS, TOO_OLD  # noqa: F401 (TOO_OLD: the words of a python too old, for probe.py)
-from dfdoctor.launch import marker  # the run folder's marker, which ship.sh writes on a target
+from dfdoctor.run import marker  # the run folder's marker, which ship.sh writes on a target
 
 AGENT_DIR = Path(__file__).resolve().parent
 LOADER = AGENT_DIR / "__main__.py"

@@ -26,7 +26,6 @@ from dfdoctor.engine import (
     guard,
     target_connection,
 )
-from dfdoctor.launch import rundir
 from dfdoctor.launchline.shell import join
 from dfdoctor.launch.orchestrate import (
     DEFAULT_WATCH_S,
@@ -37,6 +36,7 @@ from dfdoctor.launch.orchestrate import (
     run_status,
 )
 from dfdoctor.launch.settle import SETTLE_S
+from dfdoctor.run.folder import DEFAULT_KEEP, RunNotFound, find_run, runs_root
 from dfdoctor.slurm import orchestrate as slurm
 from dfdoctor.targets.strategies import BY_NAME
 
@@ -103,7 +103,7 @@ class MemSize(click.ParamType):
 @click.option("--force", is_flag=True, help="Launch even when a pre-launch check says it cannot work.")
 @click.option("--run-dir", type=click.Path(file_okay=False), help="The run folder (default .dfdoctor/runs/<id>).")
 @click.option("--keep-runs", type=click.IntRange(min=1), default=None,
-              help=f"How many run folders to keep under .dfdoctor/runs (default {rundir.DEFAULT_KEEP}).")
+              help=f"How many run folders to keep under .dfdoctor/runs (default {DEFAULT_KEEP}).")
 @click.option("--memory-limit", type=MemSize(), default=None,
               help="Run the job in its own memory cgroup with this limit (e.g. 2G): a real OOM kill, not a dead host.")
 @click.option("--strategy", type=click.Choice(["auto", *BY_NAME]), default="auto", show_default=True,
@@ -123,7 +123,7 @@ def launch(opts: dict[str, Any]) -> int:
                    f"flight recorder" + (f", its output appended to {ctx.log}" if ctx.log else "")
                    + (f", in {ctx.cwd_note or ctx.cwd}" if ctx.target != "local" else ""), err=True)
     run_dir = Path(opts["run_dir"]).absolute() if opts["run_dir"] else None
-    guard(pairs, ctx, (rundir.runs_root(ctx.cwd if ctx.target == "local" else Path.cwd()),
+    guard(pairs, ctx, (runs_root(ctx.cwd if ctx.target == "local" else Path.cwd()),
                        *((run_dir,) if run_dir and ctx.target == "local" else ())))
     if slurm.is_slurm(ctx):  # sbatch: submit, watch through scontrol/sacct, judge
         watch_s = opts["watch"] if opts["watch"] is not None else float(cfg.get("watch", DEFAULT_WATCH_S))
@@ -140,7 +140,7 @@ def launch(opts: dict[str, Any]) -> int:
     only, skip = check_selection(opts, cfg)
     watch_s = opts["watch"] if opts["watch"] is not None else float(cfg.get("watch", DEFAULT_WATCH_S))
     lo = LaunchOptions(watch=watch_s, run_dir=run_dir,
-                       keep_runs=opts["keep_runs"] or int(cfg.get("keep-runs", rundir.DEFAULT_KEEP)),
+                       keep_runs=opts["keep_runs"] or int(cfg.get("keep-runs", DEFAULT_KEEP)),
                        force=opts["force"], no_check=opts["no_check"], memory_limit=opts["memory_limit"],
                        only=only, skip=skip, strategy=opts["strategy"],
                        settle=opts["settle"] if opts["settle"] is not None else float(cfg.get("settle", SETTLE_S)))
@@ -183,12 +183,12 @@ def status(opts: dict[str, Any]) -> int:
         return exit_code(report, level)
     only, skip = check_selection(opts, cfg)
     try:
-        guard(pairs, run_folders=(rundir.find_run(cwd, opts["run"]),))
+        guard(pairs, run_folders=(find_run(cwd, opts["run"]),))
         with run_connection(cwd, opts["run"]):  # open until the verdict is printed, as for launch
             report = run_status(cwd, opts["run"], cfg, opts["watch"], only, skip)
             name_config(report, cfg)
             emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level)
-    except rundir.RunNotFound as exc:
+    except RunNotFound as exc:
         raise click.UsageError(str(exc)) from None
     return exit_code(report, level)
 

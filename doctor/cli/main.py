@@ -41,13 +41,15 @@ from dfdoctor.engine import (
 )
 from dfdoctor.errors import UsageError
 from dfdoctor.fleet import check_many, target_specs
-from dfdoctor.launch.rundir import find_run, is_run_dir, load_prints, runs_root
 from dfdoctor.model import Report, Verdict
 from dfdoctor.numbers import whole
+from dfdoctor.redact import Redactor
 from dfdoctor.render.github import inert
 from dfdoctor.render.text import visible
 from dfdoctor.registry import discover
 from dfdoctor.rows import verdict_over_rows
+from dfdoctor.run.folder import find_run, is_run_dir, runs_root
+from dfdoctor.run.masks import load_prints
 from dfdoctor.safefile import guard_outputs
 from dfdoctor.slurm import nodes as slurm_nodes
 from dfdoctor.slurm import orchestrate as slurm
@@ -244,7 +246,6 @@ def _say(message: str) -> None:
 def _masked_text(text: str) -> str:
     """A text dfdoctor keeps on disk (a crash's traceback), with the secrets of this environment masked."""
     try:
-        from dfdoctor.redact import Redactor
         return Redactor.from_env(dict(os.environ)).text(text)
     except Exception:  # masking must not hide the crash: say the traceback could not be kept safely
         return "(traceback not kept: it could not be masked)\n"

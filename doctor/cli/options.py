@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 import click
+from dfdoctor.fleet import DEFAULT_PARALLEL
 from dfdoctor.render import EXTENSIONS, FORMATS
 from dfdoctor.targets import shown_spec
 
@@ -78,7 +79,6 @@ def launch_options(f: Callable) -> Callable:
 
 def fleet_options(f: Callable) -> Callable:
     """`check` on many targets: a file of targets and how many are checked at once."""
-    from dfdoctor.fleet import DEFAULT_PARALLEL
     for deco in reversed([
         click.option("--targets-file", type=click.Path(dir_okay=False),
                      help="A file of targets, one spec per line (# starts a comment); adds to --target."),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any, Optional
 
-from dfdoctor.launch.rundir import RunRecord
+from dfdoctor.run.record import RunRecord
 from dfdoctor.model import Verdict
 
 

@@ -12,7 +12,7 @@ import time
 from typing import Any, Optional
 
 from dfdoctor import causes
-from dfdoctor.launch.rundir import RunRecord
+from dfdoctor.run.record import RunRecord
 from dfdoctor.model import Verdict
 
 

@@ -12,8 +12,7 @@ import re
 import shlex
 import signal as _signal
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from dfdoctor import causes
 from dfdoctor.diagnose import stackclass
@@ -22,10 +21,11 @@ from dfdoctor.diagnose.blame import blame_fix
 from dfdoctor.diagnose.guardfix import fix_for, is_trainer
 from dfdoctor.diagnose.recorder_lost import recorder_lost
 from dfdoctor.diagnose.run_dir_full import run_dir_full
-from dfdoctor.diagnose.stacks import Stacks
 from dfdoctor.diagnose.traceback import PyError, parse_python_error  # noqa: F401 (part of this module's API)
-from dfdoctor.launch.rundir import RunRecord
 from dfdoctor.model import Verdict
+from dfdoctor.run.live import LiveFacts
+from dfdoctor.run.record import RunRecord, still_runs
+from dfdoctor.targets import parse_target, transport
 
 FX_RACE_MARKERS = ("Detected that you are using FX to symbolically trace a dynamo-optimized function",
                    "CURRENT_PATCHER is None")
@@ -33,32 +33,6 @@ FATAL_SIGNALS = {"SIGSEGV", "SIGABRT", "SIGBUS", "SIGILL", "SIGFPE", "SIGSYS", "
 SESSION_SIGNALS = {"SIGHUP", "SIGPIPE"}
 SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "busybox"}
 SESSION_GRACE_S = 3.0  # a recorder killed this soon after its session ended died with the session
-
-
-@dataclass
-class LiveFacts:
-    """What we can see of a job that is still alive when the watch ends."""
-
-    pid: int
-    watched_s: float
-    growing: bool = False  # the log grew steadily: the job is running
-    stacks: list[Stacks] = field(default_factory=list)
-    stdout_targets: list[tuple[int, int, str]] = field(default_factory=list)  # (pid, fd, where it points)
-    other_logs: list[tuple[int, str, int]] = field(default_factory=list)  # (pid, path, size) open for writing
-    python: bool = False
-    buffered: bool = False  # Python, stdout not a tty, neither -u nor PYTHONUNBUFFERED
-    cpu_s: Optional[float] = None
-    observed_at: float = field(default_factory=time.time)  # wall time of this look
-    classified: Optional[tuple[str, str]] = None  # (cause, headline) from dfdoctor.diagnose.stackclass
-    cycle_detail: list[str] = field(default_factory=list)  # one line per thread of the lock cycle
-    stuck_since: Optional[float] = None  # wall time the same cycle was first seen
-    job: list = field(default_factory=list)  # jobstacks.ProcessSample of every process of the tree
-    stuck: Optional[Any] = None  # stuck.Finding: a wait the stacks of all processes prove
-    quiet_s: Optional[float] = None  # seconds since the job's last output
-    rhythm: str = ""  # the job's own pace, in words (launch/rhythm.py)
-    notes: list[str] = field(default_factory=list)  # evidence the watch adds (settling, rhythm)
-    quiet: bool = False  # silent for longer than its own rhythm (launch/rhythm.py)
-    unsettled: Optional[str] = None  # why the watch did not call it settled (a rank missing, one that died)
 
 
 def _meaningful(text: str) -> bool:
@@ -219,11 +193,7 @@ def _still_runs(run: RunRecord, proc: dict) -> bool:
     as it was when the command exited (the evidence says "then")."""
     if run.is_remote:
         return True
-    from dfdoctor.checks.probes.leftovers_probe import (
-        still_running,  # same pid, same start time, not a zombie
-    )
-
-    return bool(still_running({str(proc["pid"]): proc.get("start_ticks")}))
+    return still_runs(proc["pid"], proc.get("start_ticks"))
 
 
 def oom_killed(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
@@ -539,8 +509,6 @@ def _follow(run: RunRecord) -> str:
     """The line that follows the job's log, typed where the user is (through ssh/pct for a remote run)."""
     if not run.is_remote:
         return f"tail -f {shlex.quote(str(run.spec.get('log') or run.dir / 'stdout.log'))}"
-    from dfdoctor.targets import parse_target, transport
-
     log = run.spec.get("log") or f"{run.spec.get('remote_dir')}/stdout.log"
     return transport.typed_line(parse_target(run.spec["target"]), f"tail -f {shlex.quote(log)}")
 

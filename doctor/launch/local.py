@@ -23,9 +23,13 @@ from dfdoctor import causes
 from dfdoctor.agent import ship
 from dfdoctor.agent.procfs import buffers_stdout, job_outputs, proc_start_time
 from dfdoctor.diagnose import jobstacks, launcher, stackclass, stacks, stuck
-from dfdoctor.diagnose.verdict import LiveFacts
-from dfdoctor.launch import rhythm, rundir, settle
-from dfdoctor.launch.rundir import RunRecord
+from dfdoctor.launch import rhythm, settle
+from dfdoctor.run import record
+from dfdoctor.run.folder import RunFolder
+from dfdoctor.run.live import LiveFacts
+from dfdoctor.run.masks import masked
+from dfdoctor.run.names import RECORDER_OUT, SPEC
+from dfdoctor.run.record import RunRecord
 from dfdoctor.safefile import write_atomically
 
 POLL_S = 0.05  # how often the watcher reads the record: bounds the verdict's latency after a death
@@ -104,17 +108,17 @@ def start(command: list[str], *, cwd: Path, env: dict[str, str], python: str, ru
     spec = {"run_id": run_id, "argv": list(command), "cwd": str(cwd), "log": str(log) if log else None,
             "redirect": bool(redirect), "memory_limit": memory_limit, "python": python,
             "watch_pids": _watch_pids(), "launcher": _launcher_facts(env), "started_by": "dfdoctor launch"}
-    write_atomically(run_dir / "spec.json", json.dumps(rundir.masked(spec, env, command), indent=1), private=True)
+    write_atomically(run_dir / SPEC, json.dumps(masked(spec, env, command), indent=1), private=True)
     raw = json.dumps(spec).encode()
     interp = recorder_python(python, env)
-    out = run_dir / "recorder.out"
+    out = run_dir / RECORDER_OUT
     proc = spawner(ship.here_argv(interp, "recorder", str(run_dir), "-"), env, cwd, out, stdin_data=raw)
+    folder = RunFolder.at(run_dir)
     if interp != sys.executable and _failed_to_start(proc, run_dir):
         # the training interpreter could not run even the standard-library recorder: use ours
-        rundir.append_event(run_dir, "recorder-fallback", python=interp,
-                            output=(run_dir / "recorder.out").read_text(errors="replace")[-2000:])
+        folder.append_event("recorder-fallback", python=interp, output=out.read_text(errors="replace")[-2000:])
         proc = spawner(ship.here_argv(sys.executable, "recorder", str(run_dir), "-"), env, cwd, out, stdin_data=raw)
-    rundir.append_event(run_dir, "launched", recorder_pid=proc.pid, argv=list(command))
+    folder.append_event("launched", recorder_pid=proc.pid, argv=list(command))
     return proc
 
 
@@ -122,10 +126,10 @@ def _failed_to_start(proc: subprocess.Popen, run_dir: Path) -> bool:
     """The recorder exited without a word. A slow one is left alone: two recorders would start two jobs."""
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
-        if rundir.load(run_dir).recorder:
+        if record.load(run_dir).recorder:
             return False
         if proc.poll() is not None:
-            return not rundir.load(run_dir).recorder
+            return not record.load(run_dir).recorder
         time.sleep(POLL_S / 2)
     return False
 
@@ -163,7 +167,7 @@ def watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stead
         sample = sample_stuck if stacks.py_spy() else None
     if settler is None and here:
         settler = lambda run, st, deep: settle.settled(run.job_pid, st, deep) if run.job_pid else None  # noqa: E731
-    load = load or rundir.load
+    load = load or record.load
     look = look or observe
     t0 = time.monotonic()
     try:
@@ -339,10 +343,10 @@ def sample_stuck(run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
     t = time.monotonic()
     facts = observe(run, watched_s)
     if facts is not None:  # each look is noted: how long sampling took, what it showed (latency, debugging)
-        rundir.append_event(run.dir, "stacks-sampled", took_s=round(time.monotonic() - t, 2),
-                            processes=len(facts.job), quiet_s=round(facts.quiet_s or 0.0, 1),
-                            waits=[s.wait.kind for s in stuck.seen(facts.job)],
-                            finding=facts.stuck.cause if facts.stuck else (facts.classified or [None])[0])
+        finding = facts.stuck.cause if facts.stuck else (facts.classified or [None])[0]
+        RunFolder.at(run.dir).append_event("stacks-sampled", took_s=round(time.monotonic() - t, 2),
+                                           processes=len(facts.job), quiet_s=round(facts.quiet_s or 0.0, 1),
+                                           waits=[s.wait.kind for s in stuck.seen(facts.job)], finding=finding)
     return _settled_facts(facts)
 
 
@@ -365,7 +369,8 @@ def _note_cycle(run: RunRecord, cycle) -> None:
     threads are stuck."""
     signature = cycle.signature()
     if _seen_since(run, signature) is None:
-        rundir.append_event(run.dir, CYCLE_EVENT, signature=[list(x) for x in signature], headline=cycle.headline())
+        RunFolder.at(run.dir).append_event(CYCLE_EVENT, signature=[list(x) for x in signature],
+                                           headline=cycle.headline())
 
 
 def _seen_since(run: RunRecord, signature: tuple) -> Optional[float]:

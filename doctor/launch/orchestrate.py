@@ -24,19 +24,24 @@ from dfdoctor.engine import (
     run_phase,
     target_connection,
 )
-from dfdoctor.launch import remote_run, rundir
+from dfdoctor.launch import remote_run
 from dfdoctor.launch.local import POLL_S, Spawner, observe, spawn_detached, start, watch
 from dfdoctor.launch.remote import POLL_S as REMOTE_POLL_S
 from dfdoctor.launch.remote import RemoteRun
+from dfdoctor.launch.report import save_report
 from dfdoctor.launch.settle import SETTLE_S
 from dfdoctor.model import CheckRecord, Report, Verdict
 from dfdoctor.registry import discover, select
+from dfdoctor.run import record
+from dfdoctor.run.folder import DEFAULT_KEEP, RunFolder, find_run, new_run, prune, runs_root
+from dfdoctor.run.masks import masked
+from dfdoctor.run.names import PRE_CHECKS, RECORD, SPEC
+from dfdoctor.run.record import RunRecord
 from dfdoctor.safefile import write_atomically
 
 DEFAULT_WATCH_S = 60.0
 
 
-PRE_CHECKS = "pre-checks.json"  # the launch's pre-launch findings, which `status` connects its verdict to
 STATUS_WATCH_S = 3.0  # status on a live job: long enough to see its output grow
 
 
@@ -46,7 +51,7 @@ class LaunchOptions:
 
     watch: float = DEFAULT_WATCH_S
     run_dir: Optional[Path] = None
-    keep_runs: int = rundir.DEFAULT_KEEP
+    keep_runs: int = DEFAULT_KEEP
     force: bool = False
     no_check: bool = False
     memory_limit: Optional[int] = None
@@ -76,30 +81,30 @@ def run_launch(ctx: Context, cfg: Optional[Config] = None, opts: LaunchOptions =
     log = ctx.abspath(ctx.log) if ctx.log else None
     run_dir = None
     try:
-        run_id, run_dir = rundir.new_run(ctx.cwd, opts.run_dir)
-        rundir.keep_prints(run_dir, ctx.env, ctx.command)
+        run_id, run_dir = new_run(ctx.cwd, opts.run_dir)
+        RunFolder.at(run_dir).keep_prints(ctx.env, ctx.command)
         proc = start(ctx.command, cwd=ctx.cwd, env=ctx.env, python=ctx.python, run_id=run_id, run_dir=run_dir,
                      log=log, redirect=not ctx.no_redirect, memory_limit=opts.memory_limit, spawner=spawner)
     except FileExistsError:
         raise
     except OSError as exc:  # the job was not started: nothing runs without a record
-        where = run_dir or opts.run_dir or rundir.runs_root(ctx.cwd)
+        where = run_dir or opts.run_dir or runs_root(ctx.cwd)
         verdict = Verdict("failed", None, f"Not launched: the run folder {where} could not be written "
                           f"({exc.strerror or exc}).", "Free space there or choose a writable --run-dir, then "
                           "launch again.", [f"{type(exc).__name__}: {exc}"])
         return _report(ctx, "launch", started, verdict, records, timeline, None)
-    rundir.prune(ctx.cwd, opts.keep_runs)  # after the start, so the new run counts and is never the one pruned
+    prune(ctx.cwd, opts.keep_runs)  # after the start, so the new run counts and is never the one pruned
     run, live = watch(run_dir, proc, opts.watch, settle_s=opts.settle)
     verdict = foretold.link(_verdict(run, live, opts.watch, "", [f"run folder: {run.dir}"]), records)
     records += _post(ctx, run, opts.only, opts.skip, cfg, report_broken=opts.no_check)
-    report = _save(run_dir, _report(ctx, "launch", started, verdict, records, timeline + run_timeline(run), run))
+    report = save_report(run_dir, _report(ctx, "launch", started, verdict, records, timeline + run_timeline(run), run))
     _keep_pre_checks(run_dir, report)
-    rundir.append_event(run_dir, "detached", verdict=verdict.state, cause=verdict.cause)
+    RunFolder.at(run_dir).append_event("detached", verdict=verdict.state, cause=verdict.cause)
     proc.poll()  # reap a recorder that already finished
     return report
 
 
-def _verdict(run: rundir.RunRecord, live: Any, watch_s: float, where: str, folders: list[str]) -> Verdict:
+def _verdict(run: RunRecord, live: Any, watch_s: float, where: str, folders: list[str]) -> Verdict:
     """The diagnosis; for a live job started with --watch 0, plainly "started, not watched"."""
     if watch_s <= 0 and not run.finished and live is not None:
         return Verdict("running", None, f"The job was started{where} (pid {run.job_pid}) and not watched "
@@ -133,8 +138,9 @@ def run_launch_remote(ctx: Context, cfg: Config, opts: LaunchOptions) -> Report:
         records, timeline, blocked = _pre(ctx, cfg, opts, started)
         if blocked is not None:
             return blocked
-        run_id, run_dir = rundir.new_run(Path.cwd())
-        rundir.keep_prints(run_dir, ctx.env, ctx.command)
+        run_id, run_dir = new_run(Path.cwd())
+        folder = RunFolder.at(run_dir)
+        folder.keep_prints(ctx.env, ctx.command)
         log = str(ctx.abspath(ctx.log)) if ctx.log else None
         spec = {"run_id": run_id, "argv": list(ctx.command), "cwd": str(ctx.cwd), "log": log,
                 "redirect": not ctx.no_redirect, "memory_limit": opts.memory_limit, "python": ctx.python,
@@ -146,30 +152,30 @@ def run_launch_remote(ctx: Context, cfg: Config, opts: LaunchOptions) -> Report:
                                            keep=opts.keep_runs)
         local_spec = dict(spec, target=ctx.target, remote_dir=shipped.run_dir, remote_python=shipped.python,
                           strategy=shipped.strategy, strategy_line=shipped.line)
-        write_atomically(run_dir / "spec.json", json.dumps(rundir.masked(local_spec, ctx.env, ctx.command), indent=1),
+        write_atomically(run_dir / SPEC, json.dumps(masked(local_spec, ctx.env, ctx.command), indent=1),
                          private=True)
-        rundir.append_event(run_dir, "launched", recorder_pid=shipped.pid, argv=list(ctx.command),
-                            target=ctx.target, remote_dir=shipped.run_dir, strategy=shipped.strategy,
+        folder.append_event("launched", recorder_pid=shipped.pid, argv=list(ctx.command), target=ctx.target,
+                            remote_dir=shipped.run_dir, strategy=shipped.strategy,
                             session_s=round(shipped.session_s, 3), error=shipped.error,
                             recorder_fallback=shipped.fallback_from)
-        rundir.prune(Path.cwd(), opts.keep_runs)
+        prune(Path.cwd(), opts.keep_runs)
         if shipped.error:
             verdict = Verdict("failed", None, f"The recorder could not be started on {ctx.target}: the job was "
                               "not launched.", "Make the target reachable and its python3 runnable "
                               "(`dfdoctor check --target ...` says which), then launch again.",
                               [f"starting session ({shipped.strategy}): {shipped.error}"])
-            run = rundir.load(run_dir)
+            run = record.load(run_dir)
             report = _report(ctx, "launch", started, verdict, records, timeline + run_timeline(run), run)
-            return _save(run_dir, report)
+            return save_report(run_dir, report)
         remote = RemoteRun(ctx.target, shipped.run_dir, shipped.python)
         run, live = watch(run_dir, None, opts.watch, load=remote.load, look=remote.look, poll_s=REMOTE_POLL_S,
                           settle_s=opts.settle, sample=remote.sample)
         verdict = foretold.link(_verdict(run, live, opts.watch, f" on {ctx.target}",
                                          [f"run folder there: {shipped.run_dir}", f"local copy: {run.dir}"]), records)
         records += _post(ctx, run, opts.only, opts.skip, cfg, report_broken=opts.no_check)
-    report = _save(run_dir, _report(ctx, "launch", started, verdict, records, timeline + run_timeline(run), run))
+    report = save_report(run_dir, _report(ctx, "launch", started, verdict, records, timeline + run_timeline(run), run))
     _keep_pre_checks(run_dir, report)
-    rundir.append_event(run_dir, "detached", verdict=verdict.state, cause=verdict.cause)
+    folder.append_event("detached", verdict=verdict.state, cause=verdict.cause)
     return report
 
 
@@ -178,14 +184,14 @@ def run_status(cwd: Path, ref: Optional[str] = None, cfg: Optional[Config] = Non
     """Diagnose a run again from its folder, whether its job still runs or ended long ago."""
     cfg = cfg or Config()
     started = now_iso()
-    run_dir = rundir.find_run(cwd, ref)
-    run = rundir.load(run_dir)
+    run_dir = find_run(cwd, ref)
+    run = record.load(run_dir)
     spec = run.spec
     ctx = Context(command=list(spec.get("argv") or []), cwd=Path(spec.get("cwd") or cwd),
                   python=spec.get("python") or "python3", log=Path(spec["log"]) if spec.get("log") else None,
                   no_redirect=not spec.get("redirect", True), target=spec.get("target") or "local")
     with target_connection(ctx):
-        load, look, sample = rundir.load, observe, None
+        load, look, sample = record.load, observe, None
         if run.is_remote and spec.get("remote_dir"):  # read the record where the job runs, into the copy here
             remote = RemoteRun.of(run)
             load, look, sample = remote.load, remote.look, remote.sample
@@ -199,7 +205,7 @@ def run_status(cwd: Path, ref: Optional[str] = None, cfg: Optional[Config] = Non
                 live = look(run, 0.0)
         verdict = foretold.link(diagnose(run, live), _launch_pre_checks(run_dir))
         records = _post(ctx, run, only, skip, cfg, report_broken=True)
-    return _save(run_dir, _report(ctx, "status", started, verdict, records, run_timeline(run), run))
+    return save_report(run_dir, _report(ctx, "status", started, verdict, records, run_timeline(run), run))
 
 
 def _keep_pre_checks(run_dir: Path, report: Report) -> None:
@@ -209,7 +215,7 @@ def _keep_pre_checks(run_dir: Path, report: Report) -> None:
     try:
         write_atomically(run_dir / PRE_CHECKS, json.dumps(pre, default=str), private=True)
     except OSError:
-        pass  # only the link to the pre-launch checks is lost; _save already reported a full disk
+        pass  # only the link to the pre-launch checks is lost; save_report already reported a full disk
 
 
 def _launch_pre_checks(run_dir: Path) -> list[CheckRecord]:
@@ -221,7 +227,7 @@ def _launch_pre_checks(run_dir: Path) -> list[CheckRecord]:
         return []
 
 
-def _post(ctx: Context, run: rundir.RunRecord, only: tuple[str, ...], skip: tuple[str, ...],
+def _post(ctx: Context, run: RunRecord, only: tuple[str, ...], skip: tuple[str, ...],
           cfg: Config, *, report_broken: bool = False) -> list[CheckRecord]:
     """The post-launch checks, told about the run through ctx.run. Broken plugins are reported once per report:
     by the pre-launch phase for `launch`, here for `status` (report_broken)."""
@@ -230,13 +236,13 @@ def _post(ctx: Context, run: rundir.RunRecord, only: tuple[str, ...], skip: tupl
     return (broken if report_broken else []) + (run_phase(ctx, checks, "post", cfg) if checks else [])
 
 
-def run_info(run: Optional[rundir.RunRecord]) -> dict[str, Any]:
+def run_info(run: Optional[RunRecord]) -> dict[str, Any]:
     """The `run` object of the report (and of ctx.run for post-launch checks)."""
     if run is None:
         return {"dir": None, "pid": None, "exit_code": None, "signal": None}
     ex = run.exit or {}
     info = {"id": run.id, "dir": str(run.dir), "pid": run.job_pid, "exit_code": ex.get("exit_code"),
-            "signal": ex.get("signal"), "record": str(run.dir / rundir.RECORD), "log": run.spec.get("log"),
+            "signal": ex.get("signal"), "record": str(run.dir / RECORD), "log": run.spec.get("log"),
             "recorder_pid": (run.recorder or {}).get("pid"), "finished": run.finished}
     if run.is_remote:
         info.update(target=run.spec.get("target"), remote_dir=run.spec.get("remote_dir"),
@@ -244,7 +250,7 @@ def run_info(run: Optional[rundir.RunRecord]) -> dict[str, Any]:
     return info
 
 
-def run_timeline(run: rundir.RunRecord) -> list[dict[str, Any]]:
+def run_timeline(run: RunRecord) -> list[dict[str, Any]]:
     """What happened to the job, in order, as the report's timeline."""
     out = []
     for e in sorted(run.events + run.launcher, key=lambda e: e["t"]):
@@ -278,7 +284,7 @@ def _event(name: str, detail: str) -> dict[str, Any]:
 
 
 def _report(ctx: Context, mode: str, started: str, verdict: Verdict, records: list[CheckRecord],
-            timeline: list[dict[str, Any]], run: Optional[rundir.RunRecord]) -> Report:
+            timeline: list[dict[str, Any]], run: Optional[RunRecord]) -> Report:
     """Assemble the Report of a launch or status run."""
     return Report(tool_version=__version__, target=ctx.target, command=list(ctx.command), started_at=started,
                   finished_at=now_iso(), verdict=verdict, checks=records,
@@ -286,23 +292,7 @@ def _report(ctx: Context, mode: str, started: str, verdict: Verdict, records: li
                   run=run_info(run), environment=environment_facts(ctx, records), mode=mode)
 
 
-def _save(run_dir: Path, report: Report) -> Report:
-    """Keep the report in the run folder (JSON to render again, HTML to open or share), secrets masked (those of
-    this shell and, through the run folder's fingerprints, those of the launch); return the masked report."""
-    from dfdoctor.engine import redacted
-    from dfdoctor.render import render
-
-    safe = redacted(report, prints=rundir.load_prints(run_dir))
-    try:
-        write_atomically(run_dir / "report.json", json.dumps(safe.to_dict(), indent=1, default=str), private=True)
-        write_atomically(run_dir / "report.html", render(safe, "html"), private=True)
-    except OSError as exc:  # a full disk: the verdict still reaches the terminal and any --output
-        report.verdict.evidence.append(f"the report could not be saved in {run_dir}: {exc.strerror or exc}")
-        safe.verdict.evidence.append(f"the report could not be saved in {run_dir}: {exc.strerror or exc}")
-    return safe
-
-
 def run_connection(cwd: Path, ref: Optional[str]) -> Any:
     """A shared connection to the target of the run `ref` names (nothing for a local run)."""
-    spec = rundir.load(rundir.find_run(cwd, ref)).spec
+    spec = record.load(find_run(cwd, ref)).spec
     return target_connection(Context(target=spec.get("target") or "local"))

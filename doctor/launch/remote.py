@@ -17,11 +17,12 @@ from dfdoctor.diagnose import stuck
 from dfdoctor.diagnose.jobstacks import Look, ProcessSample
 from dfdoctor.diagnose.kernelwait import from_raw
 from dfdoctor.diagnose.stacks import Stacks
-from dfdoctor.diagnose.verdict import LiveFacts
-from dfdoctor.launch import remote_run, rhythm, rundir
+from dfdoctor.launch import remote_run, rhythm
 from dfdoctor.launch.local import _blocked, _cycle, classified_as
-from dfdoctor.launch.rundir import RunRecord
 from dfdoctor.numbers import whole
+from dfdoctor.run import record
+from dfdoctor.run.live import LiveFacts
+from dfdoctor.run.record import RunRecord
 
 POLL_S = 0.1  # between looks; each look is itself a session on the target (~0.1-0.4 s)
 RETRY_S = 0.3  # one failed look is tried again before the run counts as unreadable
@@ -49,10 +50,10 @@ class RemoteRun:
             time.sleep(RETRY_S)
             answer = remote_run.fetch(self.target, self.remote_dir, python=self.python, live=live, full=full)
         if "error" not in answer:
-            rundir.mirror(run_dir, answer)
+            record.mirror(run_dir, answer)
         self.last = answer
         facts = {k: answer.get(k) for k in ("recorder_alive", "job_alive", "boot_id", "error") if k in answer}
-        return rundir.load(run_dir, remote=facts)
+        return record.load(run_dir, remote=facts)
 
     def look(self, run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
         """Examine the live job there: where its output goes, what it writes, the stacks and system calls of

@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from dfdoctor import __version__
 from dfdoctor.model import Report
+from dfdoctor.registry import discover
 from dfdoctor.render.findings import NO_FILE, Finding, findings, level
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -23,7 +24,6 @@ def _check_docs() -> dict[str, tuple[str, str, str]]:
     """(title, the check function's docstring, its module's docstring) of every registered check, for the
     rules' descriptions and help; empty when the registry cannot load."""
     try:
-        from dfdoctor.registry import discover
         return {c.id: (c.title, inspect.getdoc(c.func) or "", inspect.getdoc(inspect.getmodule(c.func)) or "")
                 for c in discover()[0]}
     except Exception:

@@ -14,11 +14,14 @@ from dfdoctor.context import Context
 from dfdoctor.config import Config, apply_silences
 from dfdoctor.engine import check_selection, environment_facts, launch_blockers, not_started, now_iso, run_phase
 from dfdoctor.errors import UsageError
-from dfdoctor.launch import rundir
+from dfdoctor.launch.report import save_report
 from dfdoctor.model import CheckRecord, Report, Verdict
 from dfdoctor.numbers import is_whole
 from dfdoctor.safefile import write_atomically
 from dfdoctor.registry import discover, select
+from dfdoctor.run.folder import RunFolder, RunNotFound, find_run, new_run
+from dfdoctor.run.masks import masked
+from dfdoctor.run.names import SPEC
 from dfdoctor.slurm import patterns, precheck, sbatch, session, watch
 from dfdoctor.slurm.job import split_exit
 from dfdoctor.slurm.job import facts as job_facts
@@ -112,30 +115,29 @@ def launch(ctx: Context, *, watch_s: float, run_dir: Optional[Path] = None, forc
         v = not_started(blockers, not_done="Not submitted", subject="the job", force="--force submits anyway")
         return _report(ctx, "launch", started, v, records, timeline, {"dir": None, "pid": None,
                                                                        "exit_code": None, "signal": None})
-    run_id, folder = rundir.new_run(ctx.cwd, run_dir)
-    rundir.keep_prints(folder, ctx.env, argv)
+    run_id, folder = new_run(ctx.cwd, run_dir)
+    RunFolder.at(folder).keep_prints(ctx.env, argv)
     job_id, answer = watch.submit(argv, ctx.cwd, ctx.env)
     timeline.append(_event("submitted", f"job {job_id}" if job_id else f"sbatch refused: {answer.said}"))
     spec: dict[str, Any] = {"run_id": run_id, "argv": argv, "cwd": str(ctx.cwd), "target": "local",
                             "slurm": {"job_id": job_id, "sbatch": answer.said}}
     if job_id is None:
-        write_atomically(folder / "spec.json", json.dumps(rundir.masked(spec, ctx.env, argv), indent=1), private=True)
+        write_atomically(folder / SPEC, json.dumps(masked(spec, ctx.env, argv), indent=1), private=True)
         v = Verdict("failed", causes.NEVER_STARTS if "configuration is not available" in answer.said
                     or "partition" in answer.said or "can not be satisfied" in answer.said else None,
                     f"sbatch refused the job: {answer.said}",
                     "Fix what sbatch names; `dfdoctor check -- sbatch ...` compares the request with the "
                     "partition.", [f"{' '.join(answer.argv)}: rc {answer.rc}", answer.said])
         report = _report(ctx, "launch", started, v, records, timeline, _run(spec, folder, None))
-        _save(folder, report)
+        save_report(folder, report)
         return report
     pats = {"output_pattern": sub.get("output") or sbatch_default_output(sub), "error_pattern": sub.get("error") or ""}
     try:
         first = watch.look(job_id, pats)
         paths = {"stdout": first.job.stdout, "stderr": first.job.stderr, "workdir": first.job.workdir, **pats}
         spec["slurm"].update(paths)
-        write_atomically(folder / "spec.json", json.dumps(rundir.masked(spec, ctx.env, argv), indent=1),
-                         private=True)
-        rundir.append_event(folder, "submitted", job_id=job_id, **paths)
+        write_atomically(folder / SPEC, json.dumps(masked(spec, ctx.env, argv), indent=1), private=True)
+        RunFolder.at(folder).append_event("submitted", job_id=job_id, **paths)
         seen = watch.watch(job_id, paths, watch_s, on_event=lambda n, d: timeline.append(
             _event(n, " ".join(f"{k}={v}" for k, v in d.items() if v))))
     except KeyboardInterrupt:
@@ -143,8 +145,8 @@ def launch(ctx: Context, *, watch_s: float, run_dir: Optional[Path] = None, forc
         raise
     verdict = judge(seen)
     report = _report(ctx, "launch", started, verdict, records, timeline, _run(spec, folder, seen))
-    _save(folder, report)
-    rundir.append_event(folder, "detached", verdict=verdict.state, cause=verdict.cause)
+    save_report(folder, report)
+    RunFolder.at(folder).append_event("detached", verdict=verdict.state, cause=verdict.cause)
     return report
 
 
@@ -157,8 +159,8 @@ def status(cwd: Path, ref: Optional[str], watch_s: float) -> Report:
             raise UsageError(f"{ref}: a Slurm job id is a number, 1 or more (slurm:12345)")
         paths: dict[str, str] = {}
     else:
-        folder = rundir.find_run(cwd, ref)
-        spec = json.loads((folder / "spec.json").read_text())
+        folder = find_run(cwd, ref)
+        spec = json.loads((folder / SPEC).read_text())
         job_id = spec["slurm"]["job_id"]
         paths = {k: spec["slurm"].get(k) or "" for k in ("stdout", "stderr", "workdir", *watch.PATTERN_KEYS)}
     ctx = Context(command=list(spec.get("argv") or []), cwd=Path(spec.get("cwd") or cwd))
@@ -172,7 +174,7 @@ def status(cwd: Path, ref: Optional[str], watch_s: float) -> Report:
     verdict = judge(seen)
     report = _report(ctx, "status", started, verdict, [], [], _run(spec, folder, seen))
     if folder is not None:
-        _save(folder, report)
+        save_report(folder, report)
     return report
 
 
@@ -188,7 +190,7 @@ def _interrupted_after_submission(job_id: str, folder: Path) -> None:
                      "again.\n")
     sys.stderr.flush()
     try:
-        rundir.append_event(folder, "interrupted", job_id=job_id, state=state)
+        RunFolder.at(folder).append_event("interrupted", job_id=job_id, state=state)
     except OSError:
         pass
 
@@ -198,9 +200,9 @@ def is_slurm_run(cwd: Path, ref: Optional[str]) -> bool:
     if ref and ref.startswith("slurm:"):
         return True
     try:
-        folder = rundir.find_run(cwd, ref)
-        return "slurm" in json.loads((folder / "spec.json").read_text())
-    except (rundir.RunNotFound, OSError, ValueError):
+        folder = find_run(cwd, ref)
+        return "slurm" in json.loads((folder / SPEC).read_text())
+    except (RunNotFound, OSError, ValueError):
         return False
 
 
@@ -212,8 +214,3 @@ def _run(spec: dict, folder: Optional[Path], seen: Optional[Seen]) -> dict[str, 
         info.update(exit_code=code if seen.job.ended else None, signal=sig or None,
                     slurm=seen.job.to_dict(), log=seen.job.stdout)
     return info
-
-
-def _save(folder: Path, report: Report) -> None:
-    from dfdoctor.launch.orchestrate import _save as save
-    save(folder, report)

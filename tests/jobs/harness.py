@@ -73,11 +73,11 @@ def records(work: Path) -> list[Path]:
 
 def kill_runs(work: Path) -> None:
     """Kill the job (its whole process group) and the recorder of every run under `work`."""
-    from dfdoctor.launch import rundir
+    from dfdoctor.run import record
     from dfdoctor.agent.procfs import proc_start_time
 
     for d in records(work):
-        run = rundir.load(d)
+        run = record.load(d)
         if run.recorder and proc_start_time(run.recorder["pid"]) == run.recorder.get("start_ticks"):
             try:
                 os.kill(run.recorder["pid"], signal.SIGKILL)
@@ -93,7 +93,7 @@ def kill_runs(work: Path) -> None:
                     pass
     deadline = time.monotonic() + 5
     for d in records(work):
-        run = rundir.load(d)
+        run = record.load(d)
         while run.recorder and proc_start_time(run.recorder["pid"]) == run.recorder.get("start_ticks") \
                 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -146,11 +146,11 @@ def wait_for(pred, timeout: float = 10.0, step: float = 0.05) -> bool:
 def launch_to_end(work: Path, *command: str, timeout: float = 120, **kw) -> tuple[subprocess.CompletedProcess, dict]:
     """`dfdoctor launch` a job that ends by itself, then (if the watch ended first, calling it running) wait for
     its end and return `dfdoctor status` of it: the verdict of the finished job."""
-    from dfdoctor.launch import rundir
+    from dfdoctor.run import record
 
     proc, rep = launch(work, *command, **kw)
     if rep["verdict"]["state"] != "running":
         return proc, rep
     run_dir = Path(rep["run"]["dir"])
-    assert wait_for(lambda: rundir.load(run_dir).finished, timeout=timeout, step=0.5), "the job did not end"
+    assert wait_for(lambda: record.load(run_dir).finished, timeout=timeout, step=0.5), "the job did not end"
     return status(work, run_dir.name)

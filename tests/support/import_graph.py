@@ -3,7 +3,8 @@
 `python tests/support/import_graph.py` prints the largest modules and every import cycle; the suite asserts
 there is none (tests/test_structure.py). Two graphs: `top_level` holds the imports a module runs when it is
 imported (module level, including inside `try`/`if`), `everything` adds the ones inside functions, which are
-where a cycle hides when it is dodged instead of broken.
+where a cycle hides when it is dodged instead of broken. `floor_graph` folds each subpackage into one node (a
+floor: `dfdoctor.launch`, `dfdoctor.diagnose`, `dfdoctor.run`); a module of the top package is a floor of its own.
 """
 
 from __future__ import annotations
@@ -66,23 +67,72 @@ def imports_of(name: str, path: Path, modules: dict[str, Path], top_only: bool) 
     nodes = _top_level_nodes(tree) if top_only else ast.walk(tree)
     out: set[str] = set()
     for node in nodes:
-        if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names if a.name in modules)
-        elif isinstance(node, ast.ImportFrom):
-            base = _resolve(node, name, path.name == "__init__.py")
-            for alias in node.names:
-                full = f"{base}.{alias.name}"
-                if full in modules:
-                    out.add(full)
-                elif base in modules:
-                    out.add(base)
-    out.discard(name)
+        out |= _imported(node, name, path, modules)
     return out
 
 
 def graph(top_only: bool, repo: Path = REPO) -> dict[str, set[str]]:
     modules = module_files(repo)
     return {name: imports_of(name, path, modules, top_only) for name, path in modules.items()}
+
+
+def floor(name: str, packages: set[str]) -> str:
+    """The floor of a module: the subpackage right under a root that holds it, else the module itself."""
+    parts = name.split(".")
+    for n in (3, 2):  # dfdoctor.checks.probes under dfdoctor.checks; dfdoctor.launch under dfdoctor
+        outer, inner = ".".join(parts[:n - 1]), ".".join(parts[:n])
+        if len(parts) >= n and inner in packages and outer in (set(ROOTS) | {"dfdoctor"}):
+            return inner
+    return name
+
+
+def packages(repo: Path = REPO) -> set[str]:
+    """The import names of dfdoctor's packages (folders with an __init__.py)."""
+    return {n for n, p in module_files(repo).items() if p.name == "__init__.py"}
+
+
+def floor_graph(g: dict[str, set[str]], repo: Path = REPO) -> dict[str, set[str]]:
+    """`g` with each subpackage folded into one node; an import inside one floor is no edge."""
+    pk = packages(repo)
+    out: dict[str, set[str]] = {}
+    for a, bs in g.items():
+        fa = floor(a, pk)
+        out.setdefault(fa, set())
+        for b in bs:
+            if floor(b, pk) != fa:
+                out[fa].add(floor(b, pk))
+    return out
+
+
+def inner_imports(repo: Path = REPO) -> list[tuple[str, int, str]]:
+    """(file, line, module) of every import of our own modules that runs inside a function."""
+    modules = module_files(repo)
+    out = []
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(), str(path))
+        at_import = {id(n) for n in _top_level_nodes(tree)}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in at_import:
+                for dep in sorted(_imported(node, name, path, modules)):
+                    out.append((str(path.relative_to(repo)), node.lineno, dep))
+    return sorted(out)
+
+
+def _imported(node: ast.AST, name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The dfdoctor modules one import statement names (the module itself for `from pkg import module`)."""
+    out: set[str] = set()
+    if isinstance(node, ast.Import):
+        out.update(a.name for a in node.names if a.name in modules)
+    elif isinstance(node, ast.ImportFrom):
+        base = _resolve(node, name, path.name == "__init__.py")
+        for alias in node.names:
+            full = f"{base}.{alias.name}"
+            if full in modules:
+                out.add(full)
+            elif base in modules:
+                out.add(base)
+    out.discard(name)
+    return out
 
 
 def cycles(g: dict[str, set[str]]) -> list[list[str]]:
@@ -133,10 +183,17 @@ def main(argv: list[str]) -> int:
     for n, p in sizes[:10]:
         print(f"  {n:5d} {p}")
     for label, top_only in (("import-time", True), ("including imports inside functions", False)):
-        found = cycles(graph(top_only, repo))
-        print(f"cycles ({label}): {len(found)}")
-        for comp in found:
+        g = graph(top_only, repo)
+        fg = floor_graph(g, repo)
+        found, floor_cycles = cycles(g), cycles(fg)
+        print(f"{label}: {sum(map(len, g.values()))} edges between modules, {len(found)} cycles; "
+              f"{len(fg)} floors, {sum(map(len, fg.values()))} edges between floors, {len(floor_cycles)} cycles")
+        for comp in found + floor_cycles:
             print("  " + " <-> ".join(comp))
+    inner = inner_imports(repo)
+    print(f"imports of our modules inside functions: {len(inner)} in {len({f for f, _, _ in inner})} files")
+    for f, line, dep in inner:
+        print(f"  {f}:{line} {dep}")
     return 0
 
 

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from dfdoctor.launch import marker
+from dfdoctor.run import marker
 
 INDEX = "runs.jsonl"
 KEEP = 500  # lines kept when the index is trimmed (it is trimmed once it holds twice as many)

@@ -1,0 +1,199 @@
+"""The recorder's record of one launch, as the host reads it back from a run folder (safe while the recorder is
+still writing): the spec, both event logs, the heartbeat, the capped output copies, and whether the processes it
+names still run here."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import psutil
+from dfdoctor.agent.procfs import proc_start_time, read_text
+from dfdoctor.run import events
+from dfdoctor.run.names import (
+    HEARTBEAT,
+    LAUNCHER,
+    MIRRORED,
+    RECORD,
+    SPEC,
+    TAIL_SEGMENTS,
+    stream_head,
+    stream_tail,
+)
+from dfdoctor.safefile import write_atomically
+
+
+@dataclass
+class RunRecord:
+    """Everything a run folder says about one launch."""
+
+    dir: Path
+    spec: dict[str, Any] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    launcher: list[dict[str, Any]] = field(default_factory=list)
+    heartbeat: Optional[dict[str, Any]] = None
+    # For a run on a --target: what a session there just saw (recorder_alive, job_alive, boot_id, live), since
+    # this machine's /proc knows nothing of those pids. An empty dict: not looked at, so nothing is known alive.
+    remote: Optional[dict[str, Any]] = None
+
+    @property
+    def is_remote(self) -> bool:
+        """The job runs on another target; this folder is the local copy of its record."""
+        return self.spec.get("target") not in (None, "local")
+
+    def boot_id(self) -> Optional[str]:
+        """The current boot id where the job runs (this machine's, or the target's as last fetched)."""
+        if self.remote is not None:
+            return self.remote.get("boot_id")
+        return (read_text("/proc/sys/kernel/random/boot_id") or "").strip() or None
+
+    @property
+    def id(self) -> str:
+        """The run's id (its folder's name when the spec lacks one)."""
+        return self.spec.get("run_id") or self.dir.name
+
+    def first(self, name: str) -> Optional[dict[str, Any]]:
+        """The first event called `name`, or None."""
+        return next((e for e in self.events if e["event"] == name), None)
+
+    def all(self, name: str) -> list[dict[str, Any]]:
+        """Every event called `name`, in order."""
+        return [e for e in self.events if e["event"] == name]
+
+    @property
+    def recorder(self) -> Optional[dict[str, Any]]:
+        """The recorder's self-description: pid, host, boot id, cgroups."""
+        return self.first("recorder")
+
+    @property
+    def spawned(self) -> Optional[dict[str, Any]]:
+        """The job's start: pid, argv, cwd, masked environment."""
+        return self.first("spawned")
+
+    @property
+    def exit(self) -> Optional[dict[str, Any]]:
+        """How the job ended: status or signal, resources, OOM counters."""
+        return self.first("exit")
+
+    @property
+    def finished(self) -> bool:
+        """The recorder wrote its last word: the job ended (and whatever it handed its work to), or it was
+        never started."""
+        return self.first("recorder-exit") is not None or (self.exit is not None and not self.handoff_open)
+
+    @property
+    def handoff_open(self) -> bool:
+        """The command exited 0, but processes it started still hold its output and the recorder relays it: the
+        work may go on there. (After a failure, stragglers holding the pipes are relayed too, but the failure
+        is the verdict: nothing waits for them.)"""
+        return (self.first("handoff") is not None and self.first("handoff-ended") is None
+                and (self.exit or {}).get("exit_code") == 0)
+
+    @property
+    def job_pid(self) -> Optional[int]:
+        """The job's pid, once it was started."""
+        return self.spawned["pid"] if self.spawned else None
+
+    def recorder_alive(self) -> bool:
+        """The recorder process of this run still runs (same pid, start time and boot)."""
+        rec = self.recorder
+        if not rec or self.first("recorder-exit"):
+            return False
+        if self.remote is not None:
+            return bool(self.remote.get("recorder_alive"))
+        if rec.get("boot_id") and rec["boot_id"] != (read_text("/proc/sys/kernel/random/boot_id") or "").strip():
+            return False
+        return proc_start_time(rec["pid"]) == rec.get("start_ticks")
+
+    def job_alive(self) -> bool:
+        """The job's main process still runs (same pid and start time)."""
+        sp = self.spawned
+        if sp and self.exit and self.handoff_open:  # the work goes on in what it handed off to
+            return self.recorder_alive()
+        if not sp or self.exit:
+            return False
+        if self.remote is not None:
+            return bool(self.remote.get("job_alive"))
+        if self.recorder and self.recorder.get("boot_id") and \
+                self.recorder["boot_id"] != (read_text("/proc/sys/kernel/random/boot_id") or "").strip():
+            return False
+        return proc_start_time(sp["pid"]) == sp.get("start_ticks")
+
+    def output_bytes(self) -> int:
+        """How many bytes the job wrote to stdout and stderr so far."""
+        hb = self.heartbeat or {}
+        # While a hand-off is relayed the heartbeat keeps counting; the end's own counts are final.
+        ex = {} if self.handoff_open else (self.first("handoff-ended") or self.exit or {})
+        return int(ex.get("stdout_bytes", hb.get("stdout_bytes") or 0) or 0) + \
+            int(ex.get("stderr_bytes", hb.get("stderr_bytes") or 0) or 0)
+
+    def stream(self, name: str, limit: int = 64 << 10) -> str:
+        """The last `limit` bytes the job wrote on `name` (stdout or stderr), from the capped copies."""
+        return read_stream(self.dir, name, limit)
+
+
+def load(run_dir: Path, remote: Optional[dict[str, Any]] = None) -> RunRecord:
+    """Read a run folder as it is now (safe while the recorder is still writing).
+
+    For the local copy of a run on a --target, `remote` is what a session there saw (see `mirror`); without
+    it nothing of such a run counts as alive.
+    """
+    run_dir = Path(run_dir)
+    try:
+        spec = json.loads((run_dir / SPEC).read_text())
+    except (OSError, ValueError):
+        spec = {}
+    hb = None
+    try:
+        hb = json.loads((run_dir / HEARTBEAT).read_text())
+    except (OSError, ValueError):
+        pass
+    run = RunRecord(run_dir, spec, events.read(run_dir / RECORD), events.read(run_dir / LAUNCHER), hb)
+    if run.is_remote:
+        run.remote = dict(remote or {})
+    return run
+
+
+def mirror(run_dir: Path, answer: dict[str, Any]) -> None:
+    """Copy what a session on the target fetched (`dfdoctor.launch.remote_run.fetch`) into the local run folder.
+
+    Each file is replaced atomically, so a reader never sees half of one; a file the answer lacks is kept.
+    """
+    for name in MIRRORED:
+        text = (answer.get("files") or {}).get(name)
+        if text is None:
+            continue
+        write_atomically(Path(run_dir) / name, text, private=True)
+
+
+def read_stream(run_dir: Path, name: str, limit: int = 64 << 10) -> str:
+    """Reassemble a capped stream copy (head, then the older and newer tail segments); keep the last `limit`."""
+    parts = []
+    head = Path(run_dir) / stream_head(name)
+    segs = [Path(run_dir) / stream_tail(name, i) for i in range(TAIL_SEGMENTS)]
+    segs = sorted((s for s in segs if s.exists()), key=lambda s: s.stat().st_mtime_ns)
+    for p in [head, *segs]:
+        try:
+            with open(p, "rb") as f:
+                size = f.seek(0, os.SEEK_END)
+                f.seek(max(0, size - limit))
+                parts.append(f.read())
+        except OSError:
+            continue
+    data = b"".join(parts)[-limit:]
+    return data.decode("utf-8", "replace")
+
+
+def still_runs(pid: int, start_ticks: Optional[int]) -> bool:
+    """Whether the process the record names is still that process here: same pid, same start time (when it was
+    noted) and not a zombie (a zombie holds nothing). A recycled pid is someone else's process, and dfdoctor must
+    never tell a user to kill it."""
+    if start_ticks is not None and proc_start_time(pid) != start_ticks:
+        return False
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
