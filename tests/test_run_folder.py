@@ -10,7 +10,7 @@ from pathlib import Path
 
 from dfdoctor.agent.procfs import proc_start_time
 from dfdoctor.run.folder import RunFolder, append_event, new_run
-from dfdoctor.run.names import LAUNCHER, MASKS
+from dfdoctor.agent.names import LAUNCHER, MASKS
 from dfdoctor.run.record import load, still_runs
 
 SECRET = "s3cr3t-" + "q" * 20

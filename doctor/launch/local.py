@@ -28,7 +28,7 @@ from dfdoctor.run import record
 from dfdoctor.run.folder import RunFolder
 from dfdoctor.run.live import LiveFacts
 from dfdoctor.run.masks import masked
-from dfdoctor.run.names import RECORDER_OUT, SPEC
+from dfdoctor.agent.names import RECORDER_OUT, SPEC
 from dfdoctor.run.record import RunRecord
 from dfdoctor.safefile import write_atomically
 

@@ -35,7 +35,7 @@ from dfdoctor.registry import discover, select
 from dfdoctor.run import record
 from dfdoctor.run.folder import DEFAULT_KEEP, RunFolder, find_run, new_run, prune, runs_root
 from dfdoctor.run.masks import masked
-from dfdoctor.run.names import PRE_CHECKS, RECORD, SPEC
+from dfdoctor.agent.names import PRE_CHECKS, RECORD, SPEC
 from dfdoctor.run.record import RunRecord
 from dfdoctor.safefile import write_atomically
 

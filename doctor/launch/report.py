@@ -10,7 +10,7 @@ from dfdoctor.engine import redacted
 from dfdoctor.model import Report
 from dfdoctor.render import render
 from dfdoctor.run.folder import RunFolder
-from dfdoctor.run.names import REPORT_HTML, REPORT_JSON
+from dfdoctor.agent.names import REPORT_HTML, REPORT_JSON
 from dfdoctor.safefile import write_atomically
 
 

@@ -18,7 +18,7 @@ from typing import Any, Optional
 from dfdoctor.cache import cache_dir
 from dfdoctor.redact import Redactor, SecretPrints
 from dfdoctor.run import events, index, marker, masks, record
-from dfdoctor.run.names import LAUNCHER, SPEC
+from dfdoctor.agent.names import LAUNCHER, SPEC
 
 RUNS_SUBDIR = Path(".dfdoctor") / "runs"
 DEFAULT_KEEP = 20

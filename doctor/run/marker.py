@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from dfdoctor.run.names import MARKER as NAME
-from dfdoctor.run.names import MARKER_TEXT as TEXT
+from dfdoctor.agent.names import MARKER as NAME
+from dfdoctor.agent.names import MARKER_TEXT as TEXT
 
 
 def write(run_dir: Path, run_id: str) -> None:

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from dfdoctor.cache import cache_dir, private_dir
 from dfdoctor.redact import Redactor, SecretPrints
-from dfdoctor.run.names import MASKS
+from dfdoctor.agent.names import MASKS
 
 KEYS_SUBDIR = "masks"  # under the cache folder: the fingerprints' keys, one per run, never in a run folder
 

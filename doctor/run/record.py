@@ -13,7 +13,7 @@ from typing import Any, Optional
 import psutil
 from dfdoctor.agent.procfs import proc_start_time, read_text
 from dfdoctor.run import events
-from dfdoctor.run.names import (
+from dfdoctor.agent.names import (
     HEARTBEAT,
     LAUNCHER,
     MIRRORED,

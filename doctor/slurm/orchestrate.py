@@ -21,7 +21,7 @@ from dfdoctor.safefile import write_atomically
 from dfdoctor.registry import discover, select
 from dfdoctor.run.folder import RunFolder, RunNotFound, find_run, new_run
 from dfdoctor.run.masks import masked
-from dfdoctor.run.names import SPEC
+from dfdoctor.agent.names import SPEC
 from dfdoctor.slurm import patterns, precheck, sbatch, session, watch
 from dfdoctor.slurm.job import split_exit
 from dfdoctor.slurm.job import facts as job_facts
