@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import tempfile
 import time
 from pathlib import Path
@@ -45,15 +44,8 @@ def cannot_reach(target: Target, words: str) -> Result:
 
 
 def reach_fix(target: Target) -> str:
-    """What to repair, in the terms of the tool that could not get through."""
-    if target.kind == "docker":
-        return (f"Make `docker exec {target.name} true` work here: the docker daemon running, its socket readable "
-                "by this user (the docker group), and the container existing and running (`docker ps`).")
-    if target.kind == "lxc":
-        return f"Make `lxc-attach -n {target.name} -- true` work here: the container exists and runs (`lxc-ls -f`)."
-    vmid = ", and check the container's VMID (`pct list` on the host)" if target.kind == "pct" else ""
-    return ("Make `ssh HOST true` work without a prompt (keys, ~/.ssh/config, known_hosts: dfdoctor runs ssh with "
-            f"BatchMode=yes){vmid}.")
+    """What to repair, in the terms of the tool that could not get through (the target kind's words)."""
+    return target.kind_class.reach_fix(target)
 
 
 def run_probe(ctx, script: str | os.PathLike, args: Sequence[str] = (), *, timeout: Optional[float] = None,
@@ -186,7 +178,7 @@ def run_on_target(ctx, argv: Sequence[str], *, timeout: float, tty: bool = False
     """Run argv where the job runs (`ctx.target`), every word intact; ssh's own words on a failed connection."""
     target = parse_target(getattr(ctx, "target", "local") or "local")
     outcome = run_command(transport.wrap(target, argv, tty=tty), timeout=timeout, stdin_data=stdin_data,
-                          stack_signal=None if not target.is_local else signal.SIGUSR1)
+                          stack_signal=target.kind_class.stack_signal())
     err = transport.transport_error(target, outcome.returncode, outcome.stderr)
     if err:
         outcome.extra["transport_error"] = err
