@@ -79,8 +79,8 @@ class Docker(TargetKind):
         return exec_split(argv)
 
     def hop_target(self, outer: str, prefix: Sequence[str]) -> Optional[str]:
-        """From this machine only: docker://CONTAINER."""
-        if outer != "local":
+        """From this machine only: docker://CONTAINER (a `podman exec` hop, read like this one, is no docker)."""
+        if outer != "local" or program(prefix) != "docker":
             return None
         return f"docker://{exec_split(prefix)[0] or ''}"
 
