@@ -77,6 +77,7 @@ def test_not_hops():
         assert hop_kind(argv) is None
     # podman exec is read like docker's by the launch-path explanation, but reaches no --target
     assert container_split(["podman", "exec", "c", "x"]) == ("c", 3, "docker")
+    assert container_split(["lxc-attach", "-n", "box", "--", "x"]) == ("box", 4, "lxc")
     assert target_of([("docker", ["podman", "exec", "c"])]) == "local"
 
 

@@ -255,19 +255,18 @@ class _Walker:
 
     def _container(self, argv: list[str], frame: Frame, h: int, cmd: Command) -> Optional[Frame]:
         """A `pct exec`/`lxc-attach`/`docker exec` hop: no shell, the words are exec'd as they are."""
-        name, inner, tool = _container_argv(argv)
+        kind = _hop_kind(argv)
+        name, first = kind.hop_split(argv)
         if name is None:
             return None
-        kind = _hop_kind(argv)
         where = f"container {name} on {frame.where}" if frame.where != LOCAL else f"container {name}"
-        prefix = argv[:len(argv) - len(inner)]
-        sub = Frame(where, frame.tty or (tool == "docker" and any(a in ("-t", "-it", "-ti") for a in prefix)),
+        prefix, inner = argv[:first], argv[first:]
+        sub = Frame(where, frame.tty or kind.hop_gives_tty(prefix),
                     dict(frame.fds), frame.chain + [(kind.scheme, prefix)], None,
                     "the directory lxc-attach starts in (your cwd if it exists in the container, else /)",
                     frame.background_at, frame.bg_holds_ssh, frame.handoff, frame.nohup, frame.launcher_hop)
-        desc = kind.hop_note
-        if tool == "docker" and any(a in ("-d", "--detach") or (a.startswith("-") and not a.startswith("--")
-                                                                and "d" in a) for a in prefix[2:]):
+        desc, tool = kind.hop_note, kind.hop_tool
+        if kind.hop_detaches(prefix):
             # the docker daemon runs it, outside any session; whatever it prints is discarded
             sub.handoff = "docker exec -d"
             sub.fds = {1: Fd("null", h, where), 2: Fd("null", h, where)}
@@ -410,17 +409,11 @@ class _Walker:
 
 
 
-def _container_argv(argv: list[str]) -> tuple[Optional[str], list[str], str]:
-    """For `pct exec`, `lxc-attach` and `docker exec` lines: the container, the argv it execs, the tool."""
-    name, first, tool = container_split(argv)
-    return name, argv[first:], tool
-
-
 def container_split(argv: list[str]) -> tuple[Optional[str], int, str]:
     """For `pct exec`, `lxc-attach` and `docker exec` lines: the container, the index of the first word it execs
-    (len(argv) when there is none), and the tool."""
-    name, first = _hop_kind(argv).hop_split(argv)
-    return name, first, "docker" if base(argv[0]) == "podman" else base(argv[0])
+    (len(argv) when there is none), and the hop's target kind."""
+    kind = _hop_kind(argv)
+    return (*kind.hop_split(argv), kind.scheme)
 
 
 def _hop_kind(argv: list[str]) -> Optional[TargetKind]:

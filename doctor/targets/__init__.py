@@ -33,7 +33,7 @@ def _parse(spec: str) -> Target:
     if not sep:
         raise ValueError(f"{spec!r} is not a target: {USAGE}")
     scheme = scheme.lower()
-    if scheme == "local" or scheme not in KINDS:
+    if scheme not in KINDS:
         raise ValueError(f"unknown target scheme {scheme!r}: {USAGE}")
     return kind_for(scheme).parse(spec, rest)
 

@@ -28,6 +28,7 @@ class TargetKind:
     # Detaching through this hop with a terminal needs a pause: lxc-attach (pct exec) given a pty ends the
     # attached process group as its command returns, which can catch a forked job before its setsid().
     detach_needs_pause: bool = False
+    hop_tool: str = ""          # the program of the hop, for messages (`pct`, `lxc-attach`, `docker`)
     hop_note: str = ""          # what the hop does with the words, for the launch-path explanation
 
     # -- reach ----------------------------------------------------------------------------------------
@@ -93,6 +94,14 @@ class TargetKind:
     def hop_split(self, argv: Sequence[str]) -> tuple[Optional[str], int]:
         """For an exec hop: the place it enters and the index of the first word it execs (len(argv): none)."""
         return None, len(argv)
+
+    def hop_gives_tty(self, prefix: Sequence[str]) -> bool:
+        """Whether the hop's own options give the command a terminal (`docker exec -t`)."""
+        return False
+
+    def hop_detaches(self, prefix: Sequence[str]) -> bool:
+        """Whether the hop's own options hand the command to a daemon that discards its output (`docker exec -d`)."""
+        return False
 
     def hop_target(self, outer: str, prefix: Sequence[str]) -> Optional[str]:
         """The `--target` spec that this hop's `prefix` reaches from `outer` (the spec reached so far); None when

@@ -36,6 +36,7 @@ class Docker(TargetKind):
     usage = "docker://CONTAINER"
     # the rehearsal's fix pauses after detaching through any exec hop (docs/targets.md); docker exec -t too
     detach_needs_pause = True
+    hop_tool = "docker"
     hop_note = "docker exec: no shell; the words are exec'd as they are"
 
     def parse(self, spec: str, rest: str) -> Target:
@@ -77,6 +78,15 @@ class Docker(TargetKind):
     def hop_split(self, argv: Sequence[str]) -> tuple[Optional[str], int]:
         """`docker exec [opts] CONTAINER CMD...`."""
         return exec_split(argv)
+
+    def hop_gives_tty(self, prefix: Sequence[str]) -> bool:
+        """`-t`, `-it`, `-ti`."""
+        return any(a in ("-t", "-it", "-ti") for a in prefix)
+
+    def hop_detaches(self, prefix: Sequence[str]) -> bool:
+        """`-d`, `--detach`, or a `d` among short flags (`-dit`): the daemon runs it."""
+        return any(a in ("-d", "--detach") or (a.startswith("-") and not a.startswith("--") and "d" in a)
+                   for a in prefix[2:])
 
     def hop_target(self, outer: str, prefix: Sequence[str]) -> Optional[str]:
         """From this machine only: docker://CONTAINER (a `podman exec` hop, read like this one, is no docker)."""

@@ -16,8 +16,8 @@ class Local(TargetKind):
     runs_here = True
 
     def parse(self, spec: str, rest: str) -> Target:
-        """`local` has no parts (parse_target reads the bare word; `local://` is not a spelling)."""
-        raise ValueError(f"{spec!r} is not a target: local takes no '://'")
+        """`local` has no parts: parse_target reads the bare word, and `local://...` is no spelling of it."""
+        raise ValueError(f"{spec!r}: local takes nothing after it; write `--target local`")
 
     def spell(self, target: Target) -> str:
         """`local`."""

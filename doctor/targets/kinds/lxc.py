@@ -28,6 +28,7 @@ class Lxc(TargetKind):
     scheme = "lxc"
     usage = "lxc://NAME"
     detach_needs_pause = True
+    hop_tool = "lxc-attach"
     hop_note = "lxc-attach: no shell; the words are exec'd as they are"
 
     def parse(self, spec: str, rest: str) -> Target:

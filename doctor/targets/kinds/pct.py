@@ -20,6 +20,7 @@ class Pct(TargetKind):
     scheme = "pct"
     usage = "pct://[user@]host[:port]/VMID"
     detach_needs_pause = True
+    hop_tool = "pct"
     hop_note = "pct exec = exec lxc-attach -n VMID -- CMD: no shell; the words are exec'd as they are"
 
     def parse(self, spec: str, rest: str) -> Target:

@@ -53,6 +53,7 @@ class Ssh(TargetKind):
     scheme = "ssh"
     usage = "ssh://[user@]host[:port]"
     hop_takes_one_string = True
+    hop_tool = "ssh"
     hop_note = "ssh: the remote login shell parses ONE string"
 
     def parse(self, spec: str, rest: str) -> Target:
