@@ -149,3 +149,14 @@ def test_the_k8s_class_on_paper_works_on_examples():
     assert k8s.hop_target("local", hop[:9]) == "k8s://ml/trainer-0/main"
     assert k8s.session_hop(hop[:9])[:3] == ["kubectl", "exec", "-i"] and "-it" not in k8s.session_hop(hop[:9])
     assert type(k8s).ship is TargetKind.ship  # shipping is the base class's: stdin through `kubectl exec -i`
+
+
+def test_a_typed_launch_line_names_its_target_through_the_kinds():
+    from dfdoctor.launchline.typed import is_launch_line, read
+    typed = read(["ssh", "-p", "2222", "root@pve", "pct exec 200 -- nohup python3 /w/t.py > /w/t.log 2>&1 &"])
+    assert (typed.target, typed.command, typed.log) == ("pct://root@pve:2222/200", ["python3", "/w/t.py"], "/w/t.log")
+    assert read(["docker", "exec", "-d", "trainer", "python3", "t.py"]).target == "docker://trainer"
+    launch_lines = [["ssh", "h", "x"], ["pct", "exec", "1"], ["pct", "list"], ["docker", "exec", "c", "x"],
+                    ["lxc-attach", "-n", "a"], ["nohup", "x"], ["sh", "-c", "x"]]
+    jobs = [["docker", "run", "x"], ["python3", "t.py"], ["podman", "exec", "c", "x"], ["bash", "t.sh"]]
+    assert all(is_launch_line(c) for c in launch_lines) and not any(is_launch_line(c) for c in jobs)

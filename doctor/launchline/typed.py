@@ -11,10 +11,11 @@ from typing import Optional
 from dfdoctor.launchline.hops import LOCAL, base
 from dfdoctor.launchline.launchpath import analyse
 from dfdoctor.launchline.shell import join
-from dfdoctor.targets.registry import kind_for
+from dfdoctor.targets.registry import hop_kind, kind_for
 
-# A command line whose program is one of these is a launch line, not the job itself.
-HOP_PROGRAMS = {"ssh", "pct", "lxc-attach", "docker", "nohup", "setsid", "tmux", "screen", "sh", "bash", "dash"}
+# Besides a hop of a target kind (ssh, pct exec, lxc-attach, docker exec): a command line whose program is one of
+# these is a launch line, not the job itself. (`pct` alone too: it is followed, and holds no job.)
+DETACHERS = {"nohup", "setsid", "tmux", "screen", "pct"}
 
 
 @dataclass(frozen=True)
@@ -33,12 +34,12 @@ def is_launch_line(command: list[str]) -> bool:
     """Whether a `--` command is a launch line to follow (ssh, pct exec, docker exec, nohup, tmux, sh -c, ...)."""
     if not command:
         return False
+    if hop_kind(command) is not None:
+        return True
     name = base(command[0])
-    if name == "docker":  # any docker but `docker exec` is the job itself (`docker run` is a job)
-        return command[1:2] == ["exec"]
     if name in ("sh", "bash", "dash"):
         return any(a.startswith("-") and "c" in a for a in command[1:2])
-    return name in HOP_PROGRAMS
+    return name in DETACHERS
 
 
 def read(command: list[str]) -> Optional[TypedLaunch]:
