@@ -145,20 +145,18 @@ def _run_probe_on(target: Target, ctx, path: Path, args: Sequence[str], *, timeo
     wanted = {k: v for k, v in (env or {}).items() if os.environ.get(k) != v}
     wanted.setdefault("PYTHONDONTWRITEBYTECODE", "1")
     python = ctx.python or "python3"
-    argv = transport.wrap(target, [python, "-c", remote_probe.LOADER])
     data = remote_probe.request(path, args, timeout=timeout, env=wanted, cwd=str(cwd or ctx.cwd or ""),
                                 python=None, extra={n: p.read_text() for n, p in (files or {}).items()},
                                 probe_input=request)
     # The bootstrap keeps the deadline on the target; the local one only adds room for connecting.
-    outcome = run_command(argv, timeout=timeout + transport.CONNECT_TIMEOUT_S + remote_probe.STACK_GRACE_S + 2,
-                          stdin_data=data, hold_stdin=True, stack_signal=None)
+    outcome = target.kind_class.ship(target, [python, "-c", remote_probe.LOADER], data, hold_stdin=True,
+                                     timeout=timeout + transport.CONNECT_TIMEOUT_S + remote_probe.STACK_GRACE_S + 2)
     stdout, trailer = remote_probe.split_answer(outcome.stdout)
     outcome.stdout = stdout
     outcome.extra["target"] = str(target)
-    err = transport.transport_error(target, outcome.returncode, outcome.stderr)
+    err = outcome.extra.get("transport_error")
     if err:
         outcome.spawn_error = f"cannot reach {target.describe()}: {err}"
-        outcome.extra["transport_error"] = err
         return outcome
     if trailer is None:
         if outcome.returncode in (126, 127) or "not found" in outcome.stderr or "No such file" in outcome.stderr:
