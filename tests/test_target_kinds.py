@@ -96,8 +96,8 @@ def test_transport_asks_the_kind():
     assert transport.wrap(t, ["echo", "a b"])[-1] == "pct exec 200 -- echo 'a b'"
     assert transport.transport_error(t, 255, "ssh: connect to host pve port 22: Connection refused\n") == \
         "ssh: connect to host pve port 22: Connection refused"
-    assert transport.transport_error(parse_target("docker://x"), 1, "Error response from daemon: No such container: x") \
-        == "Error response from daemon: No such container: x"
+    gone = "Error response from daemon: No such container: x"
+    assert transport.transport_error(parse_target("docker://x"), 1, gone) == gone
     assert transport.transport_error(parse_target("docker://x"), 1, "Traceback ...") is None
     with transport.connected(parse_target("lxc://box")) as err:  # no shared connection to open
         assert err is None
