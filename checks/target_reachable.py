@@ -49,8 +49,7 @@ def target_reachable(ctx) -> Iterator[Result]:
     if out.timed_out:
         yield fail(f"{target.describe()} did not answer within 15 s", causes.TARGET_UNREACHABLE,
                    details=out.stderr.strip()[-500:],
-                   fix="Check that the host is up and that `ssh HOST true` returns at once (no password prompt: "
-                       "dfdoctor runs ssh with BatchMode=yes).")
+                   fix="Check that it is up and answers at once. " + reach_fix(target))
         return
     if words or "dfdoctor-ping" not in out.stdout:
         yield fail(f"cannot reach {target.describe()}: {words or out.stderr.strip()[-300:] or 'no answer'}",

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import tempfile
 import time
 from pathlib import Path
@@ -46,15 +45,8 @@ def cannot_reach(target: Target, words: str) -> Result:
 
 
 def reach_fix(target: Target) -> str:
-    """What to repair, in the terms of the tool that could not get through."""
-    if target.kind == "docker":
-        return (f"Make `docker exec {target.name} true` work here: the docker daemon running, its socket readable "
-                "by this user (the docker group), and the container existing and running (`docker ps`).")
-    if target.kind == "lxc":
-        return f"Make `lxc-attach -n {target.name} -- true` work here: the container exists and runs (`lxc-ls -f`)."
-    vmid = ", and check the container's VMID (`pct list` on the host)" if target.kind == "pct" else ""
-    return ("Make `ssh HOST true` work without a prompt (keys, ~/.ssh/config, known_hosts: dfdoctor runs ssh with "
-            f"BatchMode=yes){vmid}.")
+    """What to repair, in the terms of the tool that could not get through (the target kind's words)."""
+    return target.kind_class.reach_fix(target)
 
 
 def run_probe(ctx, script: str | os.PathLike, args: Sequence[str] = (), *, timeout: Optional[float] = None,
@@ -154,20 +146,18 @@ def _run_probe_on(target: Target, ctx, path: Path, args: Sequence[str], *, timeo
     wanted = {k: v for k, v in (env or {}).items() if os.environ.get(k) != v}
     wanted.setdefault("PYTHONDONTWRITEBYTECODE", "1")
     python = ctx.python or "python3"
-    argv = transport.wrap(target, remote_probe.argv(python))
     data = remote_probe.request(path, args, timeout=timeout, env=wanted, cwd=str(cwd or ctx.cwd or ""),
                                 python=None, extra={n: p.read_text() for n, p in (files or {}).items()},
                                 probe_input=request)
     # The bootstrap keeps the deadline on the target; the local one only adds room for connecting.
-    outcome = run_command(argv, timeout=timeout + transport.CONNECT_TIMEOUT_S + remote_probe.STACK_GRACE_S + 2,
-                          stdin_data=data, hold_stdin=True, stack_signal=None)
+    outcome = target.kind_class.ship(target, remote_probe.argv(python), data, hold_stdin=True,
+                                     timeout=timeout + transport.CONNECT_TIMEOUT_S + remote_probe.STACK_GRACE_S + 2)
     stdout, trailer = remote_probe.split_answer(outcome.stdout)
     outcome.stdout = stdout
     outcome.extra["target"] = str(target)
-    err = transport.transport_error(target, outcome.returncode, outcome.stderr)
+    err = outcome.extra.get("transport_error")
     if err:
         outcome.spawn_error = f"cannot reach {target.describe()}: {err}"
-        outcome.extra["transport_error"] = err
         return outcome
     if trailer is None:
         if outcome.returncode in (126, 127) or "not found" in outcome.stderr or "No such file" in outcome.stderr:
@@ -187,7 +177,7 @@ def run_on_target(ctx, argv: Sequence[str], *, timeout: float, tty: bool = False
     """Run argv where the job runs (`ctx.target`), every word intact; ssh's own words on a failed connection."""
     target = parse_target(getattr(ctx, "target", "local") or "local")
     outcome = run_command(transport.wrap(target, argv, tty=tty), timeout=timeout, stdin_data=stdin_data,
-                          stack_signal=None if not target.is_local else signal.SIGUSR1)
+                          stack_signal=target.kind_class.stack_signal())
     err = transport.transport_error(target, outcome.returncode, outcome.stderr)
     if err:
         outcome.extra["transport_error"] = err

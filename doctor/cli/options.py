@@ -10,7 +10,11 @@ from typing import Any, Callable, Optional
 import click
 from dfdoctor.fleet import DEFAULT_PARALLEL
 from dfdoctor.render import EXTENSIONS, FORMATS
-from dfdoctor.targets import shown_spec
+from dfdoctor.targets import KINDS, shown_spec
+from dfdoctor.targets.registry import kind_for
+
+# Every registered kind's spelling, the one that runs here first and marked the default.
+TARGET_SPELLINGS = ", ".join(kind_for(s).usage + (" (default)" if kind_for(s).runs_here else "") for s in KINDS)
 
 
 class Seconds(click.ParamType):
@@ -64,9 +68,8 @@ def launch_options(f: Callable) -> Callable:
         click.option("--cwd", type=click.Path(), default=None, help="The job's working directory (default: here)."),
         click.option("--python", "python", help="The training interpreter (default: the one COMMAND names)."),
         click.option("--target", "target", multiple=True,
-                     help="Where the job runs: local (default), ssh://[user@]host[:port], "
-                          "pct://[user@]host[:port]/VMID, lxc://NAME, docker://CONTAINER. `check` takes it "
-                          "repeatedly (one row per target); `launch` takes one."),
+                     help=f"Where the job runs: {TARGET_SPELLINGS}. `check` takes it repeatedly (one row per "
+                          "target); `launch` takes one."),
         click.option("--only", multiple=True, help="Run only checks whose id matches this glob; repeatable."),
         click.option("--skip", multiple=True, help="Do not run checks whose id matches this glob; repeatable."),
         click.option("--timeout", type=Seconds(positive=True), default=None,

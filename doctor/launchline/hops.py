@@ -76,7 +76,7 @@ class Frame:
     where: str
     tty: bool
     fds: dict[int, Fd]
-    chain: list[tuple[str, list[str]]]
+    chain: list[tuple[str, list[str]]]  # (the hop's target kind, its words), outermost first
     cwd: Optional[str] = None
     home: str = "your current directory"
     background_at: Optional[int] = None  # hop where a `&` detached the job's ancestor

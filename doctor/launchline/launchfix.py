@@ -18,6 +18,7 @@ from dfdoctor.launchline.hops import (
     unbuffered,
 )
 from dfdoctor.launchline.shell import join, quote
+from dfdoctor.targets.registry import kind_for
 
 
 def pick_job(jobs: list[Job]) -> Optional[Job]:
@@ -120,10 +121,10 @@ def corrected_line(job: Job, log: Optional[str]) -> str:
     line = " ".join([*assignments, "nohup setsid -f", join(argv), "</dev/null", f">{quote(path)}", "2>&1"])
     if cwd:
         line = f"cd {quote(cwd)} && {line}"
-    for kind, prefix in reversed(frame.chain):
-        if kind == "exec":
-            line = f"{join(prefix)} sh -c {quote(line)}"
-        else:
+    for scheme, prefix in reversed(frame.chain):
+        if kind_for(scheme).hop_takes_one_string:
             line = f"{join(prefix)} {quote(line)}"
+        else:
+            line = f"{join(prefix)} sh -c {quote(line)}"
     return line
 

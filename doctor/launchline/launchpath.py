@@ -39,6 +39,7 @@ from dfdoctor.launchline.shell import (
     parse,
     quote,
 )
+from dfdoctor.targets.registry import TargetKind, hop_kind, kind_for
 
 __all__ = ["analyse", "read_launcher", "Analysis", "Finding", "Hop", "Job", "is_python"]
 
@@ -145,10 +146,10 @@ class _Walker:
         if name == "cd":
             self._cd(cmd, argv, frame, h, errexit, is_script)
             return None
-        if name == "ssh":
+        kind = _hop_kind(argv)
+        if kind is not None and kind.hop_takes_one_string:
             return self._ssh(argv, sub, h)
-        execs = argv[1:2] == ["exec"]
-        if (name == "pct" and execs) or name == "lxc-attach" or (name in ("docker", "podman") and execs):
+        if kind is not None:
             return self._container(argv, sub, h, cmd)
         self.run(argv, cmd.assignments, sub, h)
         return None
@@ -244,7 +245,7 @@ class _Walker:
         fds = {fd: (Fd("ssh", h, host) if v.kind in ("tty", "terminal", "ssh") else v) for fd, v in frame.fds.items()}
         if tty:
             fds = {fd: (Fd("tty", h, host) if v.kind == "ssh" else v) for fd, v in fds.items()}
-        chain = frame.chain + [("ssh", ["ssh", *opts, dest])]
+        chain = frame.chain + [(_hop_kind(argv).scheme, ["ssh", *opts, dest])]
         sub = Frame(host, tty, fds, chain, None, f"the home directory of {user or 'your user'} on {host}",
                     frame.background_at, frame.bg_holds_ssh, frame.handoff, frame.nohup, frame.launcher_hop)
         how = "ssh -tt: a tty is forced" if ttys >= 2 else ("ssh -t: a tty (your terminal is one)" if tty else
@@ -254,20 +255,18 @@ class _Walker:
 
     def _container(self, argv: list[str], frame: Frame, h: int, cmd: Command) -> Optional[Frame]:
         """A `pct exec`/`lxc-attach`/`docker exec` hop: no shell, the words are exec'd as they are."""
-        name, inner, tool = _container_argv(argv)
+        kind = _hop_kind(argv)
+        name, first = kind.hop_split(argv)
         if name is None:
             return None
         where = f"container {name} on {frame.where}" if frame.where != LOCAL else f"container {name}"
-        prefix = argv[:len(argv) - len(inner)]
-        sub = Frame(where, frame.tty or (tool == "docker" and any(a in ("-t", "-it", "-ti") for a in prefix)),
-                    dict(frame.fds), frame.chain + [("exec", prefix)], None,
+        prefix, inner = argv[:first], argv[first:]
+        sub = Frame(where, frame.tty or kind.hop_gives_tty(prefix),
+                    dict(frame.fds), frame.chain + [(kind.scheme, prefix)], None,
                     "the directory lxc-attach starts in (your cwd if it exists in the container, else /)",
                     frame.background_at, frame.bg_holds_ssh, frame.handoff, frame.nohup, frame.launcher_hop)
-        desc = {"pct": "pct exec = exec lxc-attach -n VMID -- CMD: no shell; the words are exec'd as they are",
-                "lxc-attach": "lxc-attach: no shell; the words are exec'd as they are",
-                "docker": "docker exec: no shell; the words are exec'd as they are"}[tool]
-        if tool == "docker" and any(a in ("-d", "--detach") or (a.startswith("-") and not a.startswith("--")
-                                                                and "d" in a) for a in prefix[2:]):
+        desc, tool = kind.hop_note, kind.hop_tool
+        if kind.hop_detaches(prefix):
             # the docker daemon runs it, outside any session; whatever it prints is discarded
             sub.handoff = "docker exec -d"
             sub.fds = {1: Fd("null", h, where), 2: Fd("null", h, where)}
@@ -410,44 +409,18 @@ class _Walker:
 
 
 
-def _container_argv(argv: list[str]) -> tuple[Optional[str], list[str], str]:
-    """For `pct exec`, `lxc-attach` and `docker exec` lines: the container, the argv it execs, the tool."""
-    name, first, tool = container_split(argv)
-    return name, argv[first:], tool
-
-
 def container_split(argv: list[str]) -> tuple[Optional[str], int, str]:
     """For `pct exec`, `lxc-attach` and `docker exec` lines: the container, the index of the first word it execs
-    (len(argv) when there is none), and the tool."""
-    name = base(argv[0])
-    if name == "pct":
-        if len(argv) < 3:
-            return None, len(argv), "pct"
-        return argv[2], 4 if argv[3:4] == ["--"] else 3, "pct"
-    if name == "lxc-attach":
-        i, cname = 1, None
-        while i < len(argv) and argv[i] != "--":
-            a = argv[i]
-            if a in ("-n", "--name") and i + 1 < len(argv):
-                cname = argv[i + 1]
-                i += 2
-                continue
-            if a.startswith("--name="):
-                cname = a.split("=", 1)[1]
-            elif a.startswith("-n") and len(a) > 2:
-                cname = a[2:]
-            elif a in ("-P", "--lxcpath", "-e", "-s", "-v", "--set-var", "-f", "--rcfile", "-u", "-g"):
-                i += 1
-            i += 1
-        return cname, min(i + 1, len(argv)), "lxc-attach"
-    i = 2
-    while i < len(argv) and argv[i].startswith("-"):
-        if argv[i] in ("-e", "--env", "-u", "--user", "-w", "--workdir", "--env-file", "--detach-keys"):
-            i += 1
-        i += 1
-    if i >= len(argv):
-        return None, len(argv), "docker"
-    return argv[i], i + 1, "docker"
+    (len(argv) when there is none), and the hop's target kind."""
+    kind = _hop_kind(argv)
+    return (*kind.hop_split(argv), kind.scheme)
+
+
+def _hop_kind(argv: list[str]) -> Optional[TargetKind]:
+    """The target kind whose hop `argv` is; `podman exec` is read as docker's (same words, no target kind)."""
+    if base(argv[0]) == "podman" and argv[1:2] == ["exec"]:
+        return kind_for("docker")
+    return hop_kind(argv)
 
 
 def analyse(shell_command: Optional[str] = None, launcher: Optional[str] = None,

@@ -11,6 +11,7 @@ from dfdoctor import causes
 from dfdoctor.launchline.shell import join, quote
 from dfdoctor.rehearse import judge, rewrite
 from dfdoctor.rehearse.runner import Rehearsal, rehearse
+from dfdoctor.targets.registry import kind_for
 
 
 @dataclass
@@ -61,7 +62,7 @@ def compose(r: Rehearsal, log: Optional[str] = None) -> Optional[str]:
     if job.runner == "python" and "-u" not in options:
         argv.insert(1, "-u")
     core = f"nohup setsid -f {join(argv)} </dev/null >>{quote(typed)} 2>&1"
-    if any(hop.kind == "exec" for hop in job.chain):
+    if any(kind_for(hop.kind).detach_needs_pause for hop in job.chain):
         # lxc-attach (pct exec) given a terminal ends the attached process group as soon as its command
         # returns, which can catch the forked job before its setsid(): a pause lets it get away (docs/targets.md)
         core += "; sleep 1"
@@ -84,7 +85,7 @@ def _launcher_line(launcher, r: Rehearsal, log: Optional[str]) -> str:
     if not typed.startswith("/") and cwd:
         typed = posixpath.join(cwd, typed)
     core = f"nohup setsid -f {join(launcher.argv)} </dev/null >>{quote(typed)} 2>&1"
-    if any(hop.kind == "exec" for hop in launcher.chain):
+    if any(kind_for(hop.kind).detach_needs_pause for hop in launcher.chain):
         core += "; sleep 1"
     core = " && ".join([*launcher.setup, core]) if launcher.setup else core
     if cwd:

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from dfdoctor.launchline.hops import BUILTINS, PYTHONS, SHELLS, SSH_OPTS_WITH_ARG, base
-from dfdoctor.launchline.launchpath import container_split
 from dfdoctor.launchline.shell import Command, ShellSyntaxError, Word, join, parse, quote
+from dfdoctor.targets.registry import hop_kind, kind_for
 
 SSH_CONFIG_ENV = "DFDOCTOR_SSH_CONFIG"
 CONNECT_TIMEOUT_S = 5
@@ -44,7 +44,8 @@ class CannotRehearse(ValueError):
 
 @dataclass(frozen=True)
 class Hop:
-    """How a session reaches one place: `ssh` (one string for a login shell) or `exec` (words, no shell)."""
+    """How a session reaches one place: `kind` is the hop's target kind (`ssh`: one string for a login shell;
+    `pct`, `lxc`, `docker`: words, no shell)."""
 
     kind: str
     argv: tuple[str, ...]
@@ -175,11 +176,14 @@ class _Rewriter:
         if name in ("source", ".", "export") and k == 0 and len(argv) > 1:
             state.setdefault("setup", []).append(" ".join([".", *(w.raw for w in words[1:])]) if name != "export"
                                                  else " ".join(w.raw for w in words))
-        if name == "ssh":
+        kind = hop_kind(argv)
+        if kind is not None and kind.hop_takes_one_string:
             self.ssh(words[k:], chain, where, edits)
             return
-        if name in ("pct", "lxc-attach") or (name == "docker" and argv[1:2] == ["exec"]):
+        if kind is not None:
             self.container(words[k:], chain, where, edits)
+            return
+        if name == "pct":  # not `pct exec`: enters no container; left as it is, as it always was
             return
         if name in SHELLS and len(argv) > 2 and argv[1].startswith("-") and "c" in argv[1]:
             self.nested(words[k + 2], chain, where, edits, state["cwd"])
@@ -234,7 +238,7 @@ class _Rewriter:
         dest = argv[i]
         host = dest.rpartition("@")[2]
         session_opts = [o for o in opts if not (o.startswith("-") and set(o[1:]) <= {"t", "T"})]
-        hop = Hop("ssh", ("ssh", *ssh_extra(), "-T", *session_opts, dest), host)
+        hop = Hop(hop_kind(argv).scheme, ("ssh", *ssh_extra(), "-T", *session_opts, dest), host)
         edits.append((words[0].end, words[0].end, " " + join(ssh_extra())))
         remote = words[i + 1:]
         new = self.text(" ".join(w.value for w in remote), (*chain, hop), host)
@@ -252,8 +256,9 @@ class _Rewriter:
         name, first = _container_split(argv)
         if name is None or first >= len(argv):
             return
+        kind = hop_kind(argv)
         inside = f"container {name}" + (f" on {where}" if chain else "")
-        self.words(words[first:], (*chain, Hop("exec", tuple(_session_exec(argv[:first])), inside)), inside,
+        self.words(words[first:], (*chain, Hop(kind.scheme, tuple(kind.session_hop(argv[:first])), inside)), inside,
                    {"cwd": None, "setup": []}, edits, " ".join(argv[first:]))
 
     def tmux(self, words: list[Word], chain: tuple[Hop, ...], where: str, state: dict, edits: list) -> None:
@@ -429,25 +434,10 @@ def _script_index(argv: list[str]) -> Optional[int]:
 
 
 def _container_split(argv: list[str]) -> tuple[Optional[str], int]:
-    """The container's name and the index of the first word it execs (launchpath reads these hops too)."""
-    if base(argv[0]) == "pct" and argv[1:2] != ["exec"]:
-        return None, len(argv)
-    name, first, _tool = container_split(argv)
-    return name, first
-
-
-def _session_exec(prefix: list[str]) -> list[str]:
-    """The exec hop as dfdoctor's own sessions use it: docker needs `-i` for stdin, never `-d` or `-t`."""
-    if base(prefix[0]) != "docker":
-        return list(prefix)
-    out = ["docker", "exec", "-i"]
-    for a in prefix[2:]:
-        if a.startswith("-") and not a.startswith("--") and set(a[1:]) <= set("dit"):
-            continue
-        if a in ("--detach", "--tty", "--interactive"):
-            continue
-        out.append(a)
-    return out
+    """The container's name and the index of the first word it execs (the hop's kind reads it, as for
+    launchpath)."""
+    kind = hop_kind(argv)
+    return kind.hop_split(argv) if kind is not None else (None, len(argv))
 
 
 def _short_sleep(argv: list[str]) -> bool:
@@ -472,7 +462,7 @@ def session_argv(chain: tuple[Hop, ...], argv: list[str]) -> list[str]:
     """The local argv that runs `argv` at the place `chain` reaches (dfdoctor's own sessions: no tty)."""
     cur = list(argv)
     for hop in reversed(chain):
-        cur = [*hop.argv, join(cur)] if hop.kind == "ssh" else [*hop.argv, *cur]
+        cur = [*hop.argv, join(cur)] if kind_for(hop.kind).hop_takes_one_string else [*hop.argv, *cur]
     return cur
 
 
@@ -480,9 +470,9 @@ def typed_line(chain: tuple[Hop, ...], script: str) -> str:
     """The line a person types to run a shell script at the place `chain` reaches (no rehearsal options)."""
     line = script
     for hop in reversed(chain):
-        if hop.kind == "exec":
-            words = [a for a in hop.argv if a != "-i"] if base(hop.argv[0]) == "docker" else list(hop.argv)
-            line = f"{join(words)} sh -c {quote(line)}"
+        kind = kind_for(hop.kind)
+        if not kind.hop_takes_one_string:
+            line = f"{join(kind.typed_hop(hop.argv))} sh -c {quote(line)}"
         else:
             user = _without_extra(list(hop.argv[1:]))
             line = f"{join(['ssh', *user])} {quote(line)}"

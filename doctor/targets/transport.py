@@ -1,9 +1,7 @@
-"""Run an argv on a target, exactly: the OpenSSH client for ssh:// and pct:// (so ~/.ssh/config, agents and jump
-hosts work), lxc-attach for lxc://, docker exec for docker://.
-
-Quoting: ssh hands the remote login shell ONE string, so the argv is quoted for a POSIX shell once; `pct exec`
-and `lxc-attach` exec their words without a shell, so nothing more is needed below that. A shared connection
-(ControlMaster) is opened by `connected()` and closed when it ends; without it each call connects afresh.
+"""Run an argv on a target, exactly: `wrap`, `shell`, `transport_error`, `connected` and `typed_line` ask the
+target's kind (`targets/kinds/`); this module also holds the OpenSSH machinery ssh:// and pct:// share (the
+options, and the shared connection, ControlMaster, that `ssh_master` opens and closes when its block ends;
+without it each call connects afresh).
 """
 
 from __future__ import annotations
@@ -20,8 +18,8 @@ import time
 from typing import Iterator, Optional, Sequence
 
 from dfdoctor.agent.procfs import proc_state
-from dfdoctor.launchline.shell import join, quote
-from dfdoctor.targets import Target
+from dfdoctor.launchline.shell import quote  # noqa: F401  (tests quote with it)
+from dfdoctor.targets.target import Target
 
 CONNECT_TIMEOUT_S = 8
 # The test infrastructure (and users who want one) point dfdoctor at an ssh_config of their own.
@@ -68,20 +66,8 @@ def ssh_base(target: Target, *, tty: bool = False) -> list[str]:
 
 
 def wrap(target: Target, argv: Sequence[str], *, tty: bool = False) -> list[str]:
-    """The local argv that runs `argv` on the target with every word intact."""
-    argv = list(argv)
-    if target.kind == "local":
-        return argv
-    if target.kind == "lxc":
-        # --clear-env: the container has an environment of its own; dfdoctor's must not leak into it
-        attach = ["lxc-attach", "--clear-env", "-n", target.name or "", "--", *argv]
-        # lxc-attach gives the command a pty only when its own stdin is a terminal: `script` provides one
-        return ["script", "-qefc", join(attach), "/dev/null"] if tty else attach
-    if target.kind == "docker":
-        return ["docker", "exec", "-i", *(["-t"] if tty else []), target.name or "", *argv]
-    if target.kind == "pct":
-        argv = ["pct", "exec", target.vmid or "", "--", *argv]
-    return [*ssh_base(target, tty=tty), join(argv)]
+    """The local argv that runs `argv` on the target with every word intact (the kind's class says how)."""
+    return target.kind_class.wrap(target, argv, tty=tty)
 
 
 def shell(target: Target, script: str, *, tty: bool = False) -> list[str]:
@@ -89,36 +75,25 @@ def shell(target: Target, script: str, *, tty: bool = False) -> list[str]:
     return wrap(target, ["sh", "-c", script], tty=tty)
 
 
-# What the docker client prints when it, not the command in the container, failed: no daemon, no permission on
-# its socket, no such container, a stopped or paused one. (The command's own failure is the command's exit.)
-DOCKER_SAYS = ("Cannot connect to the Docker daemon", "while trying to connect to the Docker daemon socket",
-               "Error response from daemon:")
-
-
 def transport_error(target: Target, returncode: Optional[int], stderr: str) -> Optional[str]:
     """The transport's own words when reaching the target failed (ssh's exit 255, lxc-attach or the docker
     client complaining), else None: a failure of the command itself is not the transport's."""
-    if target.kind in ("ssh", "pct") and returncode == 255:
-        lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
-        return "; ".join(lines[-3:]) or "ssh exited with status 255"
-    if target.kind == "lxc" and returncode not in (None, 0) and "lxc-attach" in stderr and "Failed to get" in stderr:
-        return stderr.strip().splitlines()[-1]
-    if target.kind == "docker" and returncode not in (None, 0):
-        said = [ln.strip() for ln in stderr.splitlines() if any(m in ln for m in DOCKER_SAYS)]
-        return said[-1] if said else None
-    return None
+    return target.kind_class.transport_error(target, returncode, stderr)
+
+
+def connected(target: Target) -> contextlib.AbstractContextManager[Optional[str]]:
+    """Share one connection between every step inside the block (ssh's ControlMaster for ssh:// and pct://;
+    nothing for the others); it yields the error words if it cannot connect, and is closed on the way out."""
+    return target.kind_class.connected(target)
 
 
 @contextlib.contextmanager
-def connected(target: Target, timeout: float = CONNECT_TIMEOUT_S + 4) -> Iterator[Optional[str]]:
+def ssh_master(target: Target, timeout: float = CONNECT_TIMEOUT_S + 4) -> Iterator[Optional[str]]:
     """Share one ssh connection between every step inside the block; yields ssh's error if it cannot connect.
 
     The master is closed on the way out (and killed if it does not go), so no ssh process outlives dfdoctor.
     A block inside another one for the same run reuses the outer connection.
     """
-    if target.kind not in ("ssh", "pct"):
-        yield None
-        return
     opened_dir = None
     if not os.environ.get(SHARED_ENV):
         opened_dir = tempfile.mkdtemp(prefix="dfdoctor-ssh-")
@@ -194,12 +169,4 @@ def _alive(pid: int) -> bool:
 
 def typed_line(target: Target, script: str) -> str:
     """The line a person types to run a shell script on the target (for fixes to copy)."""
-    if target.kind == "local":
-        return script
-    if target.kind == "lxc":
-        return f"lxc-attach -n {quote(target.name or '')} -- sh -c {quote(script)}"
-    if target.kind == "docker":
-        return f"docker exec {quote(target.name or '')} sh -c {quote(script)}"
-    port = f"-p {target.port} " if target.port else ""
-    remote = script if target.kind == "ssh" else f"pct exec {target.vmid} -- sh -c {quote(script)}"
-    return f"ssh {port}{target.destination} {quote(remote)}"
+    return target.kind_class.typed_line(target, script)
