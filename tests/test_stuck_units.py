@@ -99,3 +99,35 @@ def test_sixteen_processes_all_fit_the_reports_evidence():
     assert len(found.lines) + 3 <= EVIDENCE_LINES, len(found.lines)
     for p in procs:
         assert any(line.startswith(f"pid {p.pid} (rank {p.rank})") for line in found.lines)
+
+
+def _torchrun_with(rank1: str, kernel: KernelWait, joined, nproc: int = 2) -> list:
+    """torchrun's agent asked for `nproc` ranks, of which only rank 1 is left (rank 0 ended)."""
+    from dfdoctor.diagnose.jobstacks import Look, ProcessSample
+    from dfdoctor.diagnose.stacks import Stacks
+
+    agent = ProcessSample(50, 1, ["python", "-m", "torch.distributed.run", "--nproc_per_node", str(nproc), "t.py"],
+                          True)
+    agent.looks = [Look(Stacks(50, "", "py-spy"), KernelWait("wait4"), 1.0, 5)] * 2
+    r1 = ProcessSample(52, 50, ["python", "t.py"], True, rank=1, local_rank=1, world_size=nproc)
+    r1.store, r1.joined = "localhost:29500", joined
+    r1.looks = [Look(Stacks(52, rank1, "py-spy"), kernel, 1.0, 5)] * 2
+    return [agent, r1]
+
+
+def test_a_rank_left_behind_by_ranks_that_ended_is_rank_missing_only_if_it_never_joined():
+    from dfdoctor.diagnose import stuck
+
+    asleep = KernelWait("clock_nanosleep")
+    found = stuck.judge(_torchrun_with(USER_LINE, asleep, joined=False), 20.0)
+    assert found.cause == "rank-missing" and found.state == "failed", found
+    assert found.headline.startswith("rank 1 never joined the process group; rank 0 already ended")
+    assert any("no connection to the rendezvous store localhost:29500" in line for line in found.lines)
+    # unknown sockets (a target): still named, without the claim about the store
+    found = stuck.judge(_torchrun_with(USER_LINE, asleep, joined=None), 20.0)
+    assert found.cause == "rank-missing" and not any("rendezvous store" in line for line in found.lines)
+    # it joined (a connection to the store) and rank 0 finished first: its own wait, no missing rank
+    assert stuck.judge(_torchrun_with(USER_LINE, asleep, joined=True), 20.0).cause == "sleeping"
+    # four local ranks asked for, rank 1 alone left: ranks 0, 2, 3 ended
+    found = stuck.judge(_torchrun_with(USER_LINE, asleep, joined=False, nproc=4), 20.0)
+    assert "ranks 0, 2, 3 already ended" in found.headline, found.headline
