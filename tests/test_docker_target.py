@@ -88,3 +88,31 @@ def test_a_missing_container_is_unreachable_in_dockers_words(docker_infra, tmp_p
                  "--format", "json", cwd=tmp_path)
     rec = json.loads(p.stdout)["checks"][0]
     assert p.returncode == 1 and rec["cause"] == causes.TARGET_UNREACHABLE and "No such container" in rec["summary"]
+
+
+def test_a_job_waiting_on_a_socket_in_the_container_names_its_peer(docker_infra, work, dfdoctor):
+    """Issue 23 on a target: a download from a server that accepted and never answers, inside the container
+    (a recv with a timeout: a poll, its descriptor read from the process's memory there). The peer host:port
+    comes from the container's own socket table (/proc/PID/net/tcp), read by the agent there:
+    `waiting-on-network` naming 127.0.0.1:PORT, as for a local job."""
+    inside, host_side, local = work
+    (host_side / "serve.py").write_text("import socket, sys, time\ns = socket.socket()\n"
+                                        "s.bind(('127.0.0.1', 0))\ns.listen(1)\n"
+                                        "open(sys.argv[1], 'w').write(str(s.getsockname()[1]))\n"
+                                        "c, _ = s.accept()\ntime.sleep(120)\n")
+    (host_side / "fetch.py").write_text("import socket, sys, time\nprint('fetching', flush=True)\n"
+                                        "while True:\n    try:\n        port = int(open(sys.argv[1]).read())\n"
+                                        "        break\n    except (OSError, ValueError):\n        time.sleep(0.1)\n"
+                                        "s = socket.create_connection(('127.0.0.1', port), timeout=300)\n"
+                                        "s.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n')\ndata = s.recv(65536)\n")
+    (host_side / "run.sh").write_text(f"python3 {inside}/serve.py {inside}/port &\n"
+                                      f"exec python3 {inside}/fetch.py {inside}/port\n")
+    t0 = time.monotonic()
+    p = dfdoctor("launch", "--target", docker_infra.docker_target, "--no-check", "--cwd", inside, "--watch", "60",
+                 "--format", "json", "--", "sh", f"{inside}/run.sh", cwd=local, timeout=120)
+    took = time.monotonic() - t0
+    v = json.loads(p.stdout)["verdict"]
+    port = (host_side / "port").read_text()
+    assert p.returncode == 1 and v["cause"] == "waiting-on-network", (v["summary"], v["evidence"])
+    assert f"127.0.0.1:{port}" in v["summary"], v["summary"]  # no py-spy in the container: no Python line
+    assert took < 40, f"named after {took:.0f} s"

@@ -131,3 +131,44 @@ def test_a_rank_left_behind_by_ranks_that_ended_is_rank_missing_only_if_it_never
     # four local ranks asked for, rank 1 alone left: ranks 0, 2, 3 ended
     found = stuck.judge(_torchrun_with(USER_LINE, asleep, joined=False, nproc=4), 20.0)
     assert "ranks 0, 2, 3 already ended" in found.headline, found.headline
+
+
+def test_the_target_agent_names_a_socket_peer_from_procs_own_tables():
+    """agent_waits (shipped to targets, standard library only) reads the socket a process waits on and the
+    host:port at its other end from /proc/PID/net/tcp; from_raw turns that into the wait the rules read, also
+    for a recv with a timeout (a poll, whose descriptors sit in the process's memory)."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from dfdoctor.diagnose.kernelwait import from_raw
+    from dfdoctor.launch import agent_waits
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    procs = []
+    try:
+        for timeout in ("None", "300"):  # recvfrom; poll then recvfrom
+            procs.append(subprocess.Popen([sys.executable, "-c", f"import socket; s = socket.create_connection("
+                                           f"('127.0.0.1', {port}), timeout={timeout}); s.recv(10)"]))
+        conns = [server.accept()[0] for _ in procs]
+        for p in procs:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                raw = open(f"/proc/{p.pid}/syscall").read().strip()
+                k = from_raw(raw, agent_waits.wait_fds(p.pid, raw), "")
+                if k.is_socket:
+                    break
+                time.sleep(0.1)
+            assert k.is_socket and k.peer == f"127.0.0.1:{port}", (raw, k)
+            assert waits.classify(USER_LINE, k).detail == f"127.0.0.1:{port}"
+        assert {from_raw(open(f"/proc/{p.pid}/syscall").read(), {}, "").syscall for p in procs} == {"recvfrom", "poll"}
+        del conns
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+        server.close()

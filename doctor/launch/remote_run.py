@@ -176,11 +176,13 @@ for name, src in mods[:-1]:
 exec(compile(mods[-1][1], mods[-1][0], "exec"), {"__name__": "__main__"})
 '''
 AGENT = Path(__file__).resolve().with_name("target_agent.py")
+AGENT_WAITS = Path(__file__).resolve().with_name("agent_waits.py")  # the descriptors and socket peers it reads
 
 
 def agent_input() -> bytes:
     """What goes down the target's stdin for `target_agent`: the recorder (whose fd reading it uses), then it."""
-    mods = [["dfdoctor.launch.recorder", RECORDER.read_text()], ["dfdoctor.launch.target_agent", AGENT.read_text()]]
+    mods = [["dfdoctor.launch.recorder", RECORDER.read_text()], ["dfdoctor.launch.agent_waits", AGENT_WAITS.read_text()],
+            ["dfdoctor.launch.target_agent", AGENT.read_text()]]
     return base64.b64encode(zlib.compress(json.dumps(mods).encode(), 9)) + b"\n"
 
 

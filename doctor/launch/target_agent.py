@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 
+from dfdoctor.launch.agent_waits import wait_fds
 from dfdoctor.launch.recorder import buffers_stdout, job_outputs, proc_start_time
 
 MARK = "@@dfdoctor-answer@@"
@@ -147,13 +148,7 @@ def one_look(p, spy):
     """What dfdoctor.diagnose.jobstacks reads of one process, raw: its main thread's system call (before py-spy
     touches it), the descriptor that call names, its stack, CPU time and context switches."""
     syscall = (rd("/proc/%d/syscall" % p) or "").strip()
-    fds = {}
-    parts = syscall.split()
-    for fd in ["0"] + ([str(int(parts[1], 16))] if len(parts) > 1 and parts[0].isdigit() else []):
-        try:
-            fds[fd] = [os.readlink("/proc/%d/fd/%s" % (p, fd)), os.stat("/proc/%d/fd/%s" % (p, fd)).st_ino]
-        except (OSError, ValueError):
-            pass
+    fds = wait_fds(p, syscall)
     stack = py_spy_dump(spy, p, nonblocking=True)[0] if spy else None
     switches = 0
     for line in (rd("/proc/%d/task/%d/status" % (p, p)) or "").splitlines():
