@@ -116,3 +116,39 @@ def test_a_job_waiting_on_a_socket_in_the_container_names_its_peer(docker_infra,
     assert p.returncode == 1 and v["cause"] == "waiting-on-network", (v["summary"], v["evidence"])
     assert f"127.0.0.1:{port}" in v["summary"], v["summary"]  # no py-spy in the container: no Python line
     assert took < 40, f"named after {took:.0f} s"
+
+
+# The container has no torch: a stand-in with torchrun's shape (its name on the command line, --nproc_per_node,
+# one child per rank with RANK/LOCAL_RANK/WORLD_SIZE, waiting for all of them) is what the settle check reads.
+STANDIN_TORCHRUN = """import os, subprocess, sys
+n = int(sys.argv[sys.argv.index('--nproc_per_node') + 1])
+script = sys.argv[-1]
+kids = [subprocess.Popen([sys.executable, '-u', script], env=dict(os.environ, RANK=str(r), LOCAL_RANK=str(r),
+        WORLD_SIZE=str(n))) for r in range(n)]
+sys.exit(max(k.wait() for k in kids))
+"""
+RANK_1_DIES = """import os, sys, time
+rank = int(os.environ['RANK'])
+for step in range(300):
+    print('rank', rank, 'step', step, flush=True)
+    if rank == 1 and step == 12:
+        sys.exit(1)
+    time.sleep(0.25)
+"""
+
+
+def test_torchrun_in_the_container_is_not_running_while_a_rank_is_gone(docker_infra, work, dfdoctor):
+    """Settling on a target (issue 23 item 2): rank 1 logs for 3 s then exits 1, while rank 0 and the agent go
+    on logging. The output alone looks steady; the agent's look at torchrun's ranks there (each second, as
+    locally) sees rank 1 go, and the verdict is never `running`."""
+    inside, host_side, local = work
+    (host_side / "torchrun").write_text(STANDIN_TORCHRUN)
+    (host_side / "train.py").write_text(RANK_1_DIES)
+    p = dfdoctor("launch", "--target", docker_infra.docker_target, "--no-check", "--cwd", inside, "--watch", "20",
+                 "--format", "json", "--", "python3", f"{inside}/torchrun", "--nproc_per_node", "2",
+                 f"{inside}/train.py", cwd=local, timeout=120)
+    assert p.stdout.strip(), (p.returncode, p.stderr)
+    v = json.loads(p.stdout)["verdict"]
+    assert v["state"] != "running", (v["summary"], v["evidence"])
+    assert "rank 1" in v["summary"] + " ".join(v["evidence"]) and "ended while dfdoctor watched" in \
+        v["summary"] + " ".join(v["evidence"]), (v["summary"], v["evidence"])

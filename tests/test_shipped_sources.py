@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from dfdoctor import redact
-from dfdoctor.launch import agent_waits, recorder, target_agent
+from dfdoctor.launch import agent_ranks, agent_waits, recorder, target_agent
 from dfdoctor.rehearse import sentinel
 from dfdoctor.slurm import job_agent
 from dfdoctor.targets import probe_bootstrap
 
 PROBES = Path(__file__).resolve().parents[1] / "checks" / "probes"
-SHIPPED = [Path(m.__file__) for m in (recorder, target_agent, agent_waits, job_agent, probe_bootstrap, redact,
-                                     sentinel)] + \
+SHIPPED = [Path(m.__file__) for m in (recorder, target_agent, agent_waits, agent_ranks, job_agent,
+                                     probe_bootstrap, redact, sentinel)] + \
     sorted(p for p in PROBES.glob("*.py") if p.name != "__init__.py")
 
 

@@ -18,7 +18,7 @@ from dfdoctor.diagnose.jobstacks import Look, ProcessSample
 from dfdoctor.diagnose.kernelwait import from_raw
 from dfdoctor.diagnose.stacks import Stacks
 from dfdoctor.diagnose.verdict import LiveFacts
-from dfdoctor.launch import remote_run, rhythm, rundir
+from dfdoctor.launch import remote_run, rhythm, rundir, settle
 from dfdoctor.launch.local import _blocked, _cycle, classified_as
 from dfdoctor.launch.rundir import RunRecord
 from dfdoctor.numbers import whole
@@ -62,6 +62,17 @@ class RemoteRun:
         if live is not None:
             judge_samples(run, live, (self.last.get("live") or {}).get("samples"))
         return live
+
+    def settle(self, run: RunRecord, state: settle.Settling, deep: bool = True) -> Optional[str]:
+        """The settle check on the target (None: settled, or nothing to wait for): torchrun's ranks there as its
+        agent saw them, each looked at once, judged by the local rule. A look that fails says nothing (the
+        watch goes on with the settle time and the output's rhythm)."""
+        answer = remote_run.fetch(self.target, self.remote_dir, python=self.python, ranks=True)
+        found = answer.get("ranks") if "error" not in answer else None
+        if not found:
+            return None
+        samples = samples_of({"procs": found.get("procs") or []})
+        return settle.ranks_settled(int(found["agent"]), int(found["want"] or 0), samples, state, None)
 
     def sample(self, run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
         """A look during the watch: its facts only when they name a wait (the watch goes on otherwise)."""

@@ -177,17 +177,24 @@ exec(compile(mods[-1][1], mods[-1][0], "exec"), {"__name__": "__main__"})
 '''
 AGENT = Path(__file__).resolve().with_name("target_agent.py")
 AGENT_WAITS = Path(__file__).resolve().with_name("agent_waits.py")  # the descriptors and socket peers it reads
+AGENT_RANKS = Path(__file__).resolve().with_name("agent_ranks.py")  # torchrun's ranks, for the settle check
+
+
+def agent_helpers() -> list[list[str]]:
+    """The modules target_agent.py imports besides the recorder, as [name, source] for LOADER."""
+    return [["dfdoctor.launch.agent_waits", AGENT_WAITS.read_text()],
+            ["dfdoctor.launch.agent_ranks", AGENT_RANKS.read_text()]]
 
 
 def agent_input() -> bytes:
     """What goes down the target's stdin for `target_agent`: the recorder (whose fd reading it uses), then it."""
-    mods = [["dfdoctor.launch.recorder", RECORDER.read_text()], ["dfdoctor.launch.agent_waits", AGENT_WAITS.read_text()],
+    mods = [["dfdoctor.launch.recorder", RECORDER.read_text()], *agent_helpers(),
             ["dfdoctor.launch.target_agent", AGENT.read_text()]]
     return base64.b64encode(zlib.compress(json.dumps(mods).encode(), 9)) + b"\n"
 
 
 def fetch(target_spec: str, run_dir: str, *, python: str = "python3", live: bool = False, full: bool = False,
-          timeout: float = 20.0) -> dict:
+          timeout: float = 20.0, ranks: bool = False) -> dict:
     """One session on the target: the run folder's files and whether its recorder and job still live.
 
     The answer is a dict (`files`, `recorder_alive`, `job_alive`, `boot_id`, with `live` facts of the job
@@ -195,7 +202,8 @@ def fetch(target_spec: str, run_dir: str, *, python: str = "python3", live: bool
     """
 
     target = parse_target(target_spec)
-    argv = transport.wrap(target, [python, "-c", LOADER, run_dir, "1" if live else "0", "1" if full else "0"])
+    argv = transport.wrap(target, [python, "-c", LOADER, run_dir, "1" if live else "0", "1" if full else "0"]
+                          + (["1"] if ranks else []))
     out = run_command(argv, timeout=timeout + (25 if live else 0), stdin_data=agent_input(),
                       stack_signal=None)  # py-spy: 5 s a process
     err = transport.transport_error(target, out.returncode, out.stderr)

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 
+from dfdoctor.launch import agent_ranks
 from dfdoctor.launch.agent_waits import wait_fds
 from dfdoctor.launch.recorder import buffers_stdout, job_outputs, proc_start_time
 
@@ -77,8 +78,9 @@ def tree(root):
     return out
 
 
-def fetch(d, live, full):
-    """The answer about run folder `d` (see the module's docstring)."""
+def fetch(d, live, full, ranks=False):
+    """The answer about run folder `d` (see the module's docstring); with `ranks`, torchrun's ranks of a live
+    job, each looked at once (agent_ranks.py: what the settle check reads)."""
     ev = events(rd(os.path.join(d, "record.jsonl")))
     rec, sp = ev.get("recorder"), ev.get("spawned")
     ans = {"boot_id": (rd("/proc/sys/kernel/random/boot_id") or "").strip() or None,
@@ -99,6 +101,9 @@ def fetch(d, live, full):
     if live and ans["job_alive"]:
         spec = json.loads(ans["files"]["spec.json"] or "{}")
         ans["live"] = look(sp["pid"], d, spec.get("log"))
+    if ranks and ans["job_alive"]:
+        spy = shutil.which("py-spy") or shutil.which("py-spy", path=os.path.dirname(sys.executable))
+        ans["ranks"] = agent_ranks.ranks(tree(sp["pid"]), lambda p: one_look(p, spy))
     return ans
 
 
@@ -210,11 +215,12 @@ def kernel_threads(p):
 
 
 def main(argv):
-    """`target_agent.py RUN_DIR LIVE FULL` (LIVE, FULL: 1 or 0)."""
-    if len(argv) != 4:
-        sys.stderr.write("usage: target_agent.py RUN_DIR LIVE FULL\n")
+    """`target_agent.py RUN_DIR LIVE FULL [RANKS]` (LIVE, FULL, RANKS: 1 or 0)."""
+    if len(argv) not in (4, 5):
+        sys.stderr.write("usage: target_agent.py RUN_DIR LIVE FULL [RANKS]\n")
         return 2
-    sys.stdout.write(MARK + json.dumps(fetch(argv[1], argv[2] == "1", argv[3] == "1")) + "\n")
+    answer = fetch(argv[1], argv[2] == "1", argv[3] == "1", len(argv) == 5 and argv[4] == "1")
+    sys.stdout.write(MARK + json.dumps(answer) + "\n")
     return 0
 
 

@@ -46,7 +46,7 @@ class NodeLook:
 def agent_input() -> str:
     """The modules for LOADER: the recorder and the target agent (whose looks the job agent takes), then it."""
     mods = [["dfdoctor.launch.recorder", remote_run.RECORDER.read_text()],
-            ["dfdoctor.launch.agent_waits", remote_run.AGENT_WAITS.read_text()],
+            *remote_run.agent_helpers(),
             ["dfdoctor.launch.target_agent", remote_run.AGENT.read_text()],
             ["dfdoctor.slurm.job_agent", JOB_AGENT.read_text()]]
     return base64.b64encode(zlib.compress(json.dumps(mods).encode(), 9)).decode() + "\n"
