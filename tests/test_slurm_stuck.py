@@ -105,3 +105,25 @@ def test_a_batch_job_with_u_that_prints_is_running_without_a_look_on_its_node(sl
         assert not any(t["event"] == "stacks-sampled" for t in doc["timeline"]), doc["timeline"]
     finally:
         _cancel(slurm, doc)
+
+
+def test_dfdoctors_own_look_is_never_the_users_failed_step():
+    """A look that the job's end cut short (CANCELLED 0:15 in sacct, DerivedExitCode 0:15) is dfdoctor's own
+    step, named job.OWN_STEP: not a step of the user's, so no `step-failed` for a job that completed."""
+    from dfdoctor.slurm import job as slurm_job
+    from dfdoctor.slurm.rules import Seen, judge
+
+    f = slurm_job.JobFacts("171", state="COMPLETED", exit_code="0:0", derived="0:15", name="job.sbatch",
+                           nodes="vm")
+    rows = [{"JobID": "171", "JobName": "job.sbatch", "State": "COMPLETED", "ExitCode": "0:0"},
+            {"JobID": "171.batch", "JobName": "batch", "State": "COMPLETED", "ExitCode": "0:0"},
+            {"JobID": "171.0", "JobName": slurm_job.OWN_STEP, "State": "CANCELLED", "ExitCode": "0:15"}]
+    slurm_job._merge_sacct(f, rows)
+    assert [s.id for s in f.steps] == ["171.batch"] and f.derived == "0:0"
+    assert judge(Seen(job=f)).state == "ok"
+    # the user's own failed step still counts, with dfdoctor's beside it
+    f = slurm_job.JobFacts("171", state="COMPLETED", exit_code="0:0", derived="1:0")
+    slurm_job._merge_sacct(f, rows + [{"JobID": "171.1", "JobName": "python3", "State": "FAILED", "ExitCode": "1:0"}])
+    assert [s.id for s in f.steps] == ["171.batch", "171.1"] and f.derived == "1:0"
+    v = judge(Seen(job=f))
+    assert v.cause == "step-failed" and "step 171.1 FAILED" in v.summary, v.summary

@@ -23,6 +23,7 @@ from dfdoctor.launch import remote_run
 from dfdoctor.launch.remote import samples_of
 from dfdoctor.launch.target_agent import MARK
 from dfdoctor.slurm import commands
+from dfdoctor.slurm.job import OWN_STEP
 
 JOB_AGENT = Path(__file__).resolve().with_name("job_agent.py")
 TIMEOUT_S = 40.0  # srun's start (~0.5 s), two looks a second apart, py-spy up to 5 s a process
@@ -53,9 +54,10 @@ def agent_input() -> str:
 
 
 def srun_argv(job_id: str, node: str) -> list[str]:
-    """The step that runs the job agent on the node: overlapping the job's own steps, one task, quiet."""
-    return ["srun", "--overlap", "--jobid", job_id, "-w", node, "-N1", "-n1", "--quiet", "python3", "-c",
-            remote_run.LOADER, job_id, stacks.py_spy() or ""]
+    """The step that runs the job agent on the node: overlapping the job's own steps, one task, quiet, named
+    so that its accounting row is known as dfdoctor's (job.OWN_STEP), never read as the user's step."""
+    return ["srun", "--overlap", "--jobid", job_id, "-w", node, "-N1", "-n1", "--quiet", "-J", OWN_STEP,
+            "python3", "-c", remote_run.LOADER, job_id, stacks.py_spy() or ""]
 
 
 def sample(job_id: str, node: str, timeout: float = TIMEOUT_S) -> tuple[list[ProcessSample], Optional[str]]:
