@@ -9,13 +9,15 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from dfdoctor.launch import rhythm
 from dfdoctor.numbers import is_whole
 from dfdoctor.slurm import commands, job, patterns
 from dfdoctor.slurm.rules import Seen, judge
 
 POLL_S = 0.2
 GROW_S = 2.0  # how long a running job's output is watched for growth
-SAMPLE_AFTER_S = 5.0  # output quiet this long: the job's processes are looked at on its node
+# output quiet past its own rhythm (rhythm.sample_after: 3 of its intervals, at least 5 s, at most 15 s): the
+# job's processes are looked at on its node
 SAMPLE_EVERY_S = 5.0  # and again after as long, while it stays quiet (each look costs its node ~1-2 s)
 READ_LIMIT = 256 << 10
 
@@ -161,6 +163,7 @@ def watch(job_id: str, paths: dict[str, str], watch_s: float,
     changed: Optional[tuple[float, int]] = None  # (when we saw the output's size last change, that size)
     last_sample: Optional[float] = None
     node_look = None
+    pace: dict[str, Any] = {}  # the output's growth as the recorder's heartbeat counts lines: its rhythm
     while True:
         f = job.facts(job_id, with_sacct=False)
         if f.state != last_state:
@@ -180,10 +183,14 @@ def watch(job_id: str, paths: dict[str, str], watch_s: float,
             size = _size(out)
             now = time.monotonic()
             if changed is None or changed[1] != size:
+                if changed is not None and size > changed[1]:  # each growth seen counts as one line of its pace
+                    pace["progress_lines"] = int(pace.get("progress_lines") or 0) + 1
+                    pace.setdefault("first_output_t", time.time())
+                    pace["last_output_t"] = time.time()
                 changed = (now, size)
             node = (f.raw.get("BatchHost") or "").strip()
             quiet = quiet_for(out, changed[0])
-            if sampler is not None and node and node != "(null)" and quiet >= SAMPLE_AFTER_S and \
+            if sampler is not None and node and node != "(null)" and quiet >= rhythm.sample_after(pace) and \
                     (last_sample is None or now - last_sample >= SAMPLE_EVERY_S):
                 node_look = sampler(job_id, node, quiet)
                 last_sample = time.monotonic()
