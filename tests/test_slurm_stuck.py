@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
 import time
 from pathlib import Path
 
