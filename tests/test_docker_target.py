@@ -88,3 +88,67 @@ def test_a_missing_container_is_unreachable_in_dockers_words(docker_infra, tmp_p
                  "--format", "json", cwd=tmp_path)
     rec = json.loads(p.stdout)["checks"][0]
     assert p.returncode == 1 and rec["cause"] == causes.TARGET_UNREACHABLE and "No such container" in rec["summary"]
+
+
+def test_a_job_waiting_on_a_socket_in_the_container_names_its_peer(docker_infra, work, dfdoctor):
+    """Issue 23 on a target: a download from a server that accepted and never answers, inside the container
+    (a recv with a timeout: a poll, its descriptor read from the process's memory there). The peer host:port
+    comes from the container's own socket table (/proc/PID/net/tcp), read by the agent there:
+    `waiting-on-network` naming 127.0.0.1:PORT, as for a local job."""
+    inside, host_side, local = work
+    (host_side / "serve.py").write_text("import socket, sys, time\ns = socket.socket()\n"
+                                        "s.bind(('127.0.0.1', 0))\ns.listen(1)\n"
+                                        "open(sys.argv[1], 'w').write(str(s.getsockname()[1]))\n"
+                                        "c, _ = s.accept()\ntime.sleep(120)\n")
+    (host_side / "fetch.py").write_text("import socket, sys, time\nprint('fetching', flush=True)\n"
+                                        "while True:\n    try:\n        port = int(open(sys.argv[1]).read())\n"
+                                        "        break\n    except (OSError, ValueError):\n        time.sleep(0.1)\n"
+                                        "s = socket.create_connection(('127.0.0.1', port), timeout=300)\n"
+                                        "s.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n')\ndata = s.recv(65536)\n")
+    (host_side / "run.sh").write_text(f"python3 {inside}/serve.py {inside}/port &\n"
+                                      f"exec python3 {inside}/fetch.py {inside}/port\n")
+    t0 = time.monotonic()
+    p = dfdoctor("launch", "--target", docker_infra.docker_target, "--no-check", "--cwd", inside, "--watch", "60",
+                 "--format", "json", "--", "sh", f"{inside}/run.sh", cwd=local, timeout=120)
+    took = time.monotonic() - t0
+    v = json.loads(p.stdout)["verdict"]
+    port = (host_side / "port").read_text()
+    assert p.returncode == 1 and v["cause"] == "waiting-on-network", (v["summary"], v["evidence"])
+    assert f"127.0.0.1:{port}" in v["summary"], v["summary"]  # no py-spy in the container: no Python line
+    assert took < 40, f"named after {took:.0f} s"
+
+
+# The container has no torch: a stand-in with torchrun's shape (its name on the command line, --nproc_per_node,
+# one child per rank with RANK/LOCAL_RANK/WORLD_SIZE, waiting for all of them) is what the settle check reads.
+STANDIN_TORCHRUN = """import os, subprocess, sys
+n = int(sys.argv[sys.argv.index('--nproc_per_node') + 1])
+script = sys.argv[-1]
+kids = [subprocess.Popen([sys.executable, '-u', script], env=dict(os.environ, RANK=str(r), LOCAL_RANK=str(r),
+        WORLD_SIZE=str(n))) for r in range(n)]
+sys.exit(max(k.wait() for k in kids))
+"""
+RANK_1_DIES = """import os, sys, time
+rank = int(os.environ['RANK'])
+for step in range(300):
+    print('rank', rank, 'step', step, flush=True)
+    if rank == 1 and step == 12:
+        sys.exit(1)
+    time.sleep(0.25)
+"""
+
+
+def test_torchrun_in_the_container_is_not_running_while_a_rank_is_gone(docker_infra, work, dfdoctor):
+    """Settling on a target (issue 23 item 2): rank 1 logs for 3 s then exits 1, while rank 0 and the agent go
+    on logging. The output alone looks steady; the agent's look at torchrun's ranks there (each second, as
+    locally) sees rank 1 go, and the verdict is never `running`."""
+    inside, host_side, local = work
+    (host_side / "torchrun").write_text(STANDIN_TORCHRUN)
+    (host_side / "train.py").write_text(RANK_1_DIES)
+    p = dfdoctor("launch", "--target", docker_infra.docker_target, "--no-check", "--cwd", inside, "--watch", "20",
+                 "--format", "json", "--", "python3", f"{inside}/torchrun", "--nproc_per_node", "2",
+                 f"{inside}/train.py", cwd=local, timeout=120)
+    assert p.stdout.strip(), (p.returncode, p.stderr)
+    v = json.loads(p.stdout)["verdict"]
+    assert v["state"] != "running", (v["summary"], v["evidence"])
+    assert "rank 1" in v["summary"] + " ".join(v["evidence"]) and "ended while dfdoctor watched" in \
+        v["summary"] + " ".join(v["evidence"]), (v["summary"], v["evidence"])

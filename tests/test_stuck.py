@@ -54,6 +54,25 @@ def test_a_rank_that_never_joins_is_named_with_its_line(work):
                     10), "a rank was left behind"
 
 
+def test_rank_0_that_ended_without_its_peer_names_the_rank_that_never_joined(work):
+    """Lazy init (gloo with TORCH_GLOO_LAZY_INIT=1, as NCCL on an H200): rank 0's init_process_group returns
+    without rank 1 and rank 0 exits 0; rank 1 sleeps before its init_process_group. Nobody waits in the group,
+    so this was `sleeping` (unknown): it is rank-missing, naming rank 1's line and rank 0 as ended."""
+    import os
+    t0 = time.monotonic()
+    proc, rep = launch(work, *TORCHRUN, job("ddp_rank0_leaves.py")[1], watch=60, log=None,
+                       env={**os.environ, "TORCH_GLOO_LAZY_INIT": "1"})
+    took = time.monotonic() - t0
+    v = rep["verdict"]
+    assert proc.returncode == 1 and v["state"] == "failed" and v["cause"] == "rank-missing", text_of(rep)
+    assert v["summary"].startswith("rank 1 never joined the process group; rank 0 already ended"), v["summary"]
+    assert any("rank 1 (pid" in e and "ddp_rank0_leaves.py:8" in e and "no connection to the rendezvous store"
+               in e for e in v["evidence"]), text_of(rep)
+    assert any("(torchrun)" in e for e in v["evidence"]), text_of(rep)  # every process has its stack excerpt
+    _named(rep, took)
+    kill_runs(work)
+
+
 def test_a_rank_that_skips_an_all_reduce_is_named(work):
     t0 = time.monotonic()
     proc, rep = launch(work, *TORCHRUN, job("ddp_skips_collective.py")[1], watch=60, log=None)

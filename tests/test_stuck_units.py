@@ -99,3 +99,76 @@ def test_sixteen_processes_all_fit_the_reports_evidence():
     assert len(found.lines) + 3 <= EVIDENCE_LINES, len(found.lines)
     for p in procs:
         assert any(line.startswith(f"pid {p.pid} (rank {p.rank})") for line in found.lines)
+
+
+def _torchrun_with(rank1: str, kernel: KernelWait, joined, nproc: int = 2) -> list:
+    """torchrun's agent asked for `nproc` ranks, of which only rank 1 is left (rank 0 ended)."""
+    from dfdoctor.diagnose.jobstacks import Look, ProcessSample
+    from dfdoctor.diagnose.stacks import Stacks
+
+    agent = ProcessSample(50, 1, ["python", "-m", "torch.distributed.run", "--nproc_per_node", str(nproc), "t.py"],
+                          True)
+    agent.looks = [Look(Stacks(50, "", "py-spy"), KernelWait("wait4"), 1.0, 5)] * 2
+    r1 = ProcessSample(52, 50, ["python", "t.py"], True, rank=1, local_rank=1, world_size=nproc)
+    r1.store, r1.joined = "localhost:29500", joined
+    r1.looks = [Look(Stacks(52, rank1, "py-spy"), kernel, 1.0, 5)] * 2
+    return [agent, r1]
+
+
+def test_a_rank_left_behind_by_ranks_that_ended_is_rank_missing_only_if_it_never_joined():
+    from dfdoctor.diagnose import stuck
+
+    asleep = KernelWait("clock_nanosleep")
+    found = stuck.judge(_torchrun_with(USER_LINE, asleep, joined=False), 20.0)
+    assert found.cause == "rank-missing" and found.state == "failed", found
+    assert found.headline.startswith("rank 1 never joined the process group; rank 0 already ended")
+    assert any("no connection to the rendezvous store localhost:29500" in line for line in found.lines)
+    # unknown sockets (a target): still named, without the claim about the store
+    found = stuck.judge(_torchrun_with(USER_LINE, asleep, joined=None), 20.0)
+    assert found.cause == "rank-missing" and not any("rendezvous store" in line for line in found.lines)
+    # it joined (a connection to the store) and rank 0 finished first: its own wait, no missing rank
+    assert stuck.judge(_torchrun_with(USER_LINE, asleep, joined=True), 20.0).cause == "sleeping"
+    # four local ranks asked for, rank 1 alone left: ranks 0, 2, 3 ended
+    found = stuck.judge(_torchrun_with(USER_LINE, asleep, joined=False, nproc=4), 20.0)
+    assert "ranks 0, 2, 3 already ended" in found.headline, found.headline
+
+
+def test_the_target_agent_names_a_socket_peer_from_procs_own_tables():
+    """agent.waits (shipped to targets, standard library only) reads the socket a process waits on and the
+    host:port at its other end from /proc/PID/net/tcp; from_raw turns that into the wait the rules read, also
+    for a recv with a timeout (a poll, whose descriptors sit in the process's memory)."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from dfdoctor.diagnose.kernelwait import from_raw
+    from dfdoctor.agent import waits as agent_waits
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    procs = []
+    try:
+        for timeout in ("None", "300"):  # recvfrom; poll then recvfrom
+            procs.append(subprocess.Popen([sys.executable, "-c", f"import socket; s = socket.create_connection("
+                                           f"('127.0.0.1', {port}), timeout={timeout}); s.recv(10)"]))
+        conns = [server.accept()[0] for _ in procs]
+        for p in procs:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                raw = open(f"/proc/{p.pid}/syscall").read().strip()
+                k = from_raw(raw, agent_waits.wait_fds(p.pid, raw), "")
+                if k.is_socket:
+                    break
+                time.sleep(0.1)
+            assert k.is_socket and k.peer == f"127.0.0.1:{port}", (raw, k)
+            assert waits.classify(USER_LINE, k).detail == f"127.0.0.1:{port}"
+        assert {from_raw(open(f"/proc/{p.pid}/syscall").read(), {}, "").syscall for p in procs} == {"recvfrom", "poll"}
+        del conns
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+        server.close()

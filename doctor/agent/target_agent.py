@@ -19,7 +19,9 @@ import subprocess
 import sys
 import time
 
+from dfdoctor.agent import ranks as agent_ranks
 from dfdoctor.agent.procfs import buffers_stdout, job_outputs, proc_cpu_s, proc_ppid, proc_start_time, stat_fields
+from dfdoctor.agent.waits import wait_fds
 
 MARK = "@@dfdoctor-answer@@"
 LIMIT = 64 << 10  # bytes of each output stream sent back
@@ -73,8 +75,9 @@ def tree(root):
     return out
 
 
-def fetch(d, live, full):
-    """The answer about run folder `d` (see the module's docstring)."""
+def fetch(d, live, full, ranks=False):
+    """The answer about run folder `d` (see the module's docstring); with `ranks`, torchrun's ranks of a live
+    job, each looked at once (ranks.py: what the settle check reads)."""
     ev = events(rd(os.path.join(d, "record.jsonl")))
     rec, sp = ev.get("recorder"), ev.get("spawned")
     ans = {"boot_id": (rd("/proc/sys/kernel/random/boot_id") or "").strip() or None,
@@ -95,6 +98,9 @@ def fetch(d, live, full):
     if live and ans["job_alive"]:
         spec = json.loads(ans["files"]["spec.json"] or "{}")
         ans["live"] = look(sp["pid"], d, spec.get("log"))
+    if ranks and ans["job_alive"]:
+        spy = shutil.which("py-spy") or shutil.which("py-spy", path=os.path.dirname(sys.executable))
+        ans["ranks"] = agent_ranks.ranks(tree(sp["pid"]), lambda p: one_look(p, spy))
     return ans
 
 
@@ -134,13 +140,7 @@ def one_look(p, spy):
     """What dfdoctor.diagnose.jobstacks reads of one process, raw: its main thread's system call (before py-spy
     touches it), the descriptor that call names, its stack, CPU time and context switches."""
     syscall = (rd("/proc/%d/syscall" % p) or "").strip()
-    fds = {}
-    parts = syscall.split()
-    for fd in ["0"] + ([str(int(parts[1], 16))] if len(parts) > 1 and parts[0].isdigit() else []):
-        try:
-            fds[fd] = [os.readlink("/proc/%d/fd/%s" % (p, fd)), os.stat("/proc/%d/fd/%s" % (p, fd)).st_ino]
-        except (OSError, ValueError):
-            pass
+    fds = wait_fds(p, syscall)
     stack = py_spy_dump(spy, p, nonblocking=True)[0] if spy else None
     switches = 0
     for line in (rd("/proc/%d/task/%d/status" % (p, p)) or "").splitlines():
@@ -201,11 +201,12 @@ def kernel_threads(p):
 
 
 def main(argv):
-    """`target-agent RUN_DIR LIVE FULL` (LIVE, FULL: 1 or 0)."""
-    if len(argv) != 4:
-        sys.stderr.write("usage: target-agent RUN_DIR LIVE FULL\n")
+    """`target-agent RUN_DIR LIVE FULL [RANKS]` (LIVE, FULL, RANKS: 1 or 0)."""
+    if len(argv) not in (4, 5):
+        sys.stderr.write("usage: target-agent RUN_DIR LIVE FULL [RANKS]\n")
         return 2
-    sys.stdout.write(MARK + json.dumps(fetch(argv[1], argv[2] == "1", argv[3] == "1")) + "\n")
+    answer = fetch(argv[1], argv[2] == "1", argv[3] == "1", len(argv) == 5 and argv[4] == "1")
+    sys.stdout.write(MARK + json.dumps(answer) + "\n")
     return 0
 
 

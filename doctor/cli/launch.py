@@ -129,7 +129,8 @@ def launch(opts: dict[str, Any]) -> int:
         watch_s = opts["watch"] if opts["watch"] is not None else float(cfg.get("watch", DEFAULT_WATCH_S))
         report = slurm.launch(ctx, watch_s=watch_s, run_dir=run_dir, force=opts["force"],
                               no_check=opts["no_check"], only=tuple(opts.get("only") or ()), skip=tuple(opts.get("skip") or ()),
-                              cfg=cfg)
+                              cfg=cfg, settle_s=opts["settle"] if opts["settle"] is not None else
+                              float(cfg.get("settle", SETTLE_S)))
         level = fail_on(opts, cfg)
         name_config(report, cfg)
         emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level,

@@ -47,6 +47,8 @@ class ProcessSample:
     local_rank: Optional[int] = None
     world_size: Optional[int] = None
     buffered: bool = False  # Python with stdout block-buffered
+    store: Optional[str] = None  # MASTER_ADDR:MASTER_PORT from its environment: where init_process_group connects
+    joined: Optional[bool] = None  # holds a connection to that store (it called init_process_group); None: unknown
     looks: list[Look] = field(default_factory=list)
     gone: bool = False  # ended between the two samples
 
@@ -103,11 +105,26 @@ def describe(p: psutil.Process) -> Optional[ProcessSample]:
         sample.rank = whole(env["RANK"], None) if "RANK" in env and "LOCAL_RANK" in env else None
         sample.local_rank = whole(env.get("LOCAL_RANK", ""), None)
         sample.world_size = whole(env.get("WORLD_SIZE", ""), None)
+        if sample.rank is not None and env.get("MASTER_PORT"):
+            sample.store = f"{env.get('MASTER_ADDR') or '?'}:{env['MASTER_PORT']}"
+            sample.joined = joined_store(p, whole(env["MASTER_PORT"], None))
         try:
             sample.buffered = buffers_stdout(p.pid, cmd, env)
         except Exception:  # reading another process's fds can race its exit
             sample.buffered = False
     return sample
+
+
+def joined_store(p: psutil.Process, port: Optional[int]) -> Optional[bool]:
+    """Whether the process holds a TCP connection to the rendezvous store's port: env:// init_process_group
+    connects there and the process group keeps that connection, so a rank without one has not joined (yet).
+    None when its sockets cannot be read."""
+    if port is None:
+        return None
+    try:
+        return any(c.raddr and c.raddr.port == port for c in p.net_connections(kind="tcp"))
+    except (psutil.Error, OSError):
+        return None
 
 
 def _look(s: ProcessSample, timeout: float) -> Look:

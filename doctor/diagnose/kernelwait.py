@@ -135,8 +135,9 @@ def kernel_wait(pid: int) -> KernelWait:
 
 
 def from_raw(syscall: str, fds: dict, locks: str) -> KernelWait:
-    """The same reading from what a target's agent sent back: /proc/PID/syscall's text, {fd: [link, inode]}
-    for the descriptors it read, and /proc/locks there (no socket peer: that needs the target's tables)."""
+    """The same reading from what a target's agent sent back: /proc/PID/syscall's text, {fd: [link, inode,
+    socket peer]} for the descriptors it read (with "poll": [fds] for a poll; the peer from the target's own
+    socket tables, by doctor/agent/waits.py), and /proc/locks there."""
     fields = syscall.split()
     if not fields or fields[0] == "running":
         return KernelWait("running" if fields else "unknown")
@@ -146,9 +147,12 @@ def from_raw(syscall: str, fds: dict, locks: str) -> KernelWait:
         return KernelWait("unknown")
     name = SYSCALLS.get(nr, f"syscall {nr}")
     fd = args[0] if name in READS or name in ("flock", "fcntl", "accept", "accept4") else None
+    if name in POLLS:
+        fd = next((f for f in fds.get("poll") or [] if isinstance(f, int) and f >= 0), None)
     if name == "fcntl" and args[1] not in (F_SETLKW, F_OFD_SETLKW):
         fd = None
-    link, inode = (fds.get(str(fd)) or [None, None]) if fd is not None else (None, None)
+    entry = list(fds.get(str(fd)) or []) if fd is not None else []
+    link, inode, peer = (entry + [None, None, None])[:3]
     holder = None
     if name in ("flock", "fcntl") and inode:
         for line in locks.splitlines():
@@ -156,4 +160,4 @@ def from_raw(syscall: str, fds: dict, locks: str) -> KernelWait:
             if len(parts) >= 6 and parts[1] != "->" and parts[5].split(":")[-1] == str(inode):
                 holder = int(parts[4]) if parts[4].isdigit() else None
                 break
-    return KernelWait(name, fd, link, holder)
+    return KernelWait(name, fd, link, holder, peer if link and str(link).startswith("socket:") else None)

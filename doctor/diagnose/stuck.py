@@ -16,6 +16,7 @@ from dfdoctor import causes
 from dfdoctor.diagnose import waits
 from dfdoctor.diagnose.jobstacks import ProcessSample
 from dfdoctor.diagnose.waits import Wait, classify, main_of
+from dfdoctor.launch.settle import expected_ranks
 
 BUFFERED_AFTER_S = 10.0  # silence before a working, block-buffered process is called output-buffered
 WAKEUPS_STILL = 5  # a thread in one long wait is switched in about never; a loop of short sleeps, many times
@@ -93,7 +94,7 @@ def judge(samples: list[ProcessSample], quiet_s: float, local: bool = True) -> O
     lines = heads + [line for e in excerpts for line in e]
     pids = " ".join(str(s.proc.pid) for s in all_seen if not s.proc.gone)
     lines.append(f"to stop the whole job (ranks run in sessions of their own): kill {pids}")
-    for rule in (_rank_missing, _collective_hang, _dataloader, _buffered, _single_wait):
+    for rule in (_rank_missing, _collective_hang, _ranks_ended_without_peer, _dataloader, _buffered, _single_wait):
         found = rule(all_seen, quiet_s) if rule is not _single_wait else rule(all_seen, quiet_s, local)
         if found is not None:
             found.lines = found.lines + lines
@@ -161,6 +162,42 @@ def _collective_hang(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
     return Finding("failed", causes.COLLECTIVE_HANG, head, fix, where)
 
 
+def _ranks_ended_without_peer(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
+    """Some ranks already ended while another never joined the process group. With a lazy backend (NCCL, gloo
+    with TORCH_GLOO_LAZY_INIT=1) init_process_group returns without waiting for the other ranks, so a rank 0
+    that does no collective finishes and exits; the rank left behind waits in its own code and nobody waits in
+    the group: no rule above sees it. The ended ranks are the local ranks torchrun's agent (still alive, it
+    waits for every rank) was asked for and no longer has."""
+    for agent in all_seen:
+        want = expected_ranks(agent.proc.cmdline) if not agent.proc.gone else None
+        if want is None:
+            continue
+        mine = [s for s in _ranks(all_seen) if s.proc.ppid == agent.proc.pid]
+        ended = sorted(set(range(want)) - {s.proc.local_rank for s in mine})
+        behind = [s for s in mine if s.steady and s.wait.kind not in (waits.RENDEZVOUS, waits.COLLECTIVE)
+                  and s.proc.joined is not True]
+        if not ended or not behind:
+            continue
+        world = max((s.proc.world_size or 0 for s in mine), default=0)
+        local = "" if world == want else "local "  # on one node the local rank is the rank
+        gone = ("local " if local else "") + _names(ended)
+        them = "it" if len(behind) == 1 else "them"
+        head = (f"{_names([s.proc.rank for s in behind])} never joined the process group; {gone} already "
+                f"ended without {them} (init_process_group returned there without waiting: a lazy backend)")
+        where = [f"{_names([s.proc.rank])} (pid {s.proc.pid}) is at {s.at()}, {s.wait.kind}"
+                 + (f" [{s.wait.detail}]" if s.wait.detail else "") + ", not in init_process_group"
+                 + (f", no connection to the rendezvous store {s.proc.store}" if s.proc.joined is False else "")
+                 for s in behind]
+        where.append(f"torchrun pid {agent.proc.pid} was asked for {want} local rank(s); {gone} no longer "
+                     f"run{'s' if len(ended) == 1 else ''} (torchrun reports their exit codes once every rank ended)")
+        fix = ("Make every rank reach init_process_group: the rank named here is held up before it (its line is "
+               "below). Let rank 0 wait for the others before it ends (`dist.barrier()` after "
+               "init_process_group, or `TORCH_DIST_INIT_BARRIER=1`), so a missing rank fails the job instead of "
+               "leaving it half-finished, and set a short `timeout=` on init_process_group.")
+        return Finding("failed", causes.RANK_MISSING, head, fix, where)
+    return None
+
+
 def _workers_of(all_seen: list[Seen], pid: int) -> list[Seen]:
     return [s for s in all_seen if s.proc.ppid == pid]
 
@@ -210,6 +247,9 @@ def _single_wait(all_seen: list[Seen], quiet_s: float, local: bool = True) -> Op
     """One process waits on something named by the kernel: stdin, a file lock, a timer, a socket, the GPU."""
     order = (waits.STDIN, waits.LOCK, waits.CUDA_SYNC, waits.COMPILE, waits.SOCKET, waits.SLEEP)
     candidates = [s for s in all_seen if s.steady and not s.proc.gone and s.proc.python and s.wait.kind in order]
+    moving = [s for s in _ranks(all_seen) if not s.steady]
+    if moving:  # another rank still imports or works: one rank's timer or download is no verdict on the job yet
+        candidates = [s for s in candidates if s.wait.kind in (waits.STDIN, waits.LOCK)]
     for s in sorted(candidates, key=lambda s: order.index(s.wait.kind)):
         w, who = s.wait, s.proc.name()
         look = s.proc.last

@@ -169,7 +169,7 @@ def run_launch_remote(ctx: Context, cfg: Config, opts: LaunchOptions) -> Report:
             return save_report(run_dir, report)
         remote = RemoteRun(ctx.target, shipped.run_dir, shipped.python)
         run, live = watch(run_dir, None, opts.watch, load=remote.load, look=remote.look, poll_s=REMOTE_POLL_S,
-                          settle_s=opts.settle, sample=remote.sample)
+                          settle_s=opts.settle, sample=remote.sample, settler=remote.settle)
         verdict = foretold.link(_verdict(run, live, opts.watch, f" on {ctx.target}",
                                          [f"run folder there: {shipped.run_dir}", f"local copy: {run.dir}"]), records)
         records += _post(ctx, run, opts.only, opts.skip, cfg, report_broken=opts.no_check)
@@ -191,16 +191,16 @@ def run_status(cwd: Path, ref: Optional[str] = None, cfg: Optional[Config] = Non
                   python=spec.get("python") or "python3", log=Path(spec["log"]) if spec.get("log") else None,
                   no_redirect=not spec.get("redirect", True), target=spec.get("target") or "local")
     with target_connection(ctx):
-        load, look, sample = record.load, observe, None
+        load, look, sample, settler = record.load, observe, None, None
         if run.is_remote and spec.get("remote_dir"):  # read the record where the job runs, into the copy here
             remote = RemoteRun.of(run)
-            load, look, sample = remote.load, remote.look, remote.sample
+            load, look, sample, settler = remote.load, remote.look, remote.sample, remote.settle
             run = remote.load(run_dir, full=True)
         live = None
         if not run.finished and run.recorder_alive():
             if watch_s > 0:
                 run, live = watch(run_dir, None, watch_s, load=load, look=look, sample=sample,
-                                  poll_s=REMOTE_POLL_S if run.is_remote else POLL_S)
+                                  poll_s=REMOTE_POLL_S if run.is_remote else POLL_S, settler=settler)
             else:  # no time to see output grow: judge by what the job looks like now
                 live = look(run, 0.0)
         verdict = foretold.link(diagnose(run, live), _launch_pre_checks(run_dir))

@@ -9,6 +9,7 @@ into the local run folder, so `launch.watch` and `diagnose` work on it exactly a
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any, Optional
@@ -17,7 +18,7 @@ from dfdoctor.diagnose import stuck
 from dfdoctor.diagnose.jobstacks import Look, ProcessSample
 from dfdoctor.diagnose.kernelwait import from_raw
 from dfdoctor.diagnose.stacks import Stacks
-from dfdoctor.launch import remote_run, rhythm
+from dfdoctor.launch import remote_run, rhythm, settle
 from dfdoctor.launch.local import _blocked, _cycle, classified_as
 from dfdoctor.numbers import whole
 from dfdoctor.run import record
@@ -64,10 +65,31 @@ class RemoteRun:
             judge_samples(run, live, (self.last.get("live") or {}).get("samples"))
         return live
 
+    def settle(self, run: RunRecord, state: settle.Settling, deep: bool = True) -> Optional[str]:
+        """The settle check on the target (None: settled, or nothing to wait for): torchrun's ranks there as its
+        agent saw them, each looked at once, judged by the local rule. A look that fails says nothing (the
+        watch goes on with the settle time and the output's rhythm)."""
+        if not may_run_torchrun(list(run.spec.get("argv") or [])):
+            return None  # a plain `python3 train.py`: no session a second spent on ranks it cannot have
+        answer = remote_run.fetch(self.target, self.remote_dir, python=self.python, ranks=True)
+        found = answer.get("ranks") if "error" not in answer else None
+        if not found:
+            return None
+        samples = samples_of({"procs": found.get("procs") or []})
+        return settle.ranks_settled(int(found["agent"]), int(found["want"] or 0), samples, state, None)
+
     def sample(self, run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
         """A look during the watch: its facts only when they name a wait (the watch goes on otherwise)."""
         live = self.look(run, watched_s)
         return live if live is not None and (live.classified or live.stuck is not None) else None
+
+
+def may_run_torchrun(argv: list[str]) -> bool:
+    """Whether a command can start torchrun's agent: torchrun itself, or a shell or script that may start it."""
+    words = " ".join(argv)
+    first = os.path.basename(argv[0]) if argv else ""
+    return settle.expected_ranks(argv) is not None or "accelerate" in words or \
+        first in ("sh", "bash", "dash", "zsh", "env", "srun", "mpirun", "nohup") or first.endswith(".sh")
 
 
 def samples_of(answer: Optional[dict[str, Any]]) -> list[ProcessSample]:

@@ -107,7 +107,7 @@ def _ship_session(target_spec: str, args: list[str], stdin: Optional[bytes], tim
 
 
 def fetch(target_spec: str, run_dir: str, *, python: str = "python3", live: bool = False, full: bool = False,
-          timeout: float = 20.0) -> dict:
+          timeout: float = 20.0, ranks: bool = False) -> dict:
     """One session on the target: the run folder's files and whether its recorder and job still live.
 
     The answer is a dict (`files`, `recorder_alive`, `job_alive`, `boot_id`, with `live` facts of the job
@@ -116,7 +116,7 @@ def fetch(target_spec: str, run_dir: str, *, python: str = "python3", live: bool
 
     target = parse_target(target_spec)
     argv = transport.wrap(target, ship.stdin_argv(python, "target-agent", run_dir, "1" if live else "0",
-                                                  "1" if full else "0"))
+                                                  "1" if full else "0", *(["1"] if ranks else [])))
     out = run_command(argv, timeout=timeout + (25 if live else 0), stdin_data=ship.stdin_line("target-agent"),
                       stack_signal=None)  # py-spy: 5 s a process
     err = transport.transport_error(target, out.returncode, out.stderr)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 import psutil
 from dfdoctor.diagnose import jobstacks, waits
@@ -68,6 +68,14 @@ def settled(pid: int, state: Settling, deep: bool = True) -> Optional[str]:
         return None
     agent, want = found
     samples = [s for s in (jobstacks.describe(p) for p in jobstacks.tree(agent.pid)) if s and s.rank is not None]
+    return ranks_settled(agent.pid, want, samples, state, jobstacks.look_once if deep else None)
+
+
+def ranks_settled(agent_pid: int, want: int, samples: list[jobstacks.ProcessSample], state: Settling,
+                  look: Optional[Callable[[list[jobstacks.ProcessSample]], None]]) -> Optional[str]:
+    """The settle rule on the ranks torchrun's agent `agent_pid` has now (this machine's, or a target's as its
+    agent saw them): as many as asked for, none gone since first seen, none inside init_process_group. `look`
+    takes one stack look at each (None: not now; on a target the agent has looked already)."""
     for s in samples:
         state.ranks_seen.setdefault(s.pid, s.rank)
     alive = {s.pid for s in samples}
@@ -80,15 +88,16 @@ def settled(pid: int, state: Settling, deep: bool = True) -> Optional[str]:
         return "; ".join(state.lost)
     if len(samples) < want:
         return f"{len(samples)} of {want} ranks are alive"
-    if not deep:
+    if look is not None:
+        look(samples)
+    if not any(s.looks for s in samples):
         return "not looked at yet"
-    jobstacks.look_once(samples)
     inside = [s.rank for s in samples if s.looks and
               classify(s.looks[-1].stacks.text, s.looks[-1].kernel).kind == waits.RENDEZVOUS]
     if inside:
         return f"rank(s) {', '.join(map(str, sorted(inside)))} still in init_process_group"
     if state.since is None:
         state.since = time.time()
-    state.notes = [f"torchrun pid {agent.pid}: {len(samples)} of {want} ranks alive and past init_process_group "
+    state.notes = [f"torchrun pid {agent_pid}: {len(samples)} of {want} ranks alive and past init_process_group "
                    f"{time.time() - state.since:.1f} s"]
     return None

@@ -17,6 +17,11 @@ TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NOD
             "BOOT_FAIL", "DEADLINE", "REVOKED", "SPECIAL_EXIT"}
 
 
+# The step dfdoctor itself adds to a running job to look at its processes (onnode.py: srun --overlap -J ...).
+# It is not the user's: a look cut short by the job's own end (CANCELLED 0:15) must not read as a failed step.
+OWN_STEP = "dfdoctor-stacks"
+
+
 @dataclass
 class Step:
     """One sacct row below the job: `.batch`, `.extern`, `.0`, ..."""
@@ -235,11 +240,15 @@ def _merge_sacct(f: JobFacts, rows: list[dict[str, str]]) -> None:
         f.name, f.user, f.nodes = main.get("JobName", ""), main.get("User", ""), main.get("NodeList", "")
         f.req_mem, f.run_time, f.time_limit = main.get("ReqMem", ""), main.get("Elapsed", ""), main.get("Timelimit", "")
         f.end_time = main.get("End", "")
+    ours = [r for r in rows if r is not main and r.get("JobName") == OWN_STEP]
     for r in rows:
-        if r is main:
+        if r is main or r in ours:
             continue
         f.steps.append(Step(r.get("JobID", ""), r.get("JobName", ""), r.get("State", ""), r.get("ExitCode", ""),
                             r.get("MaxRSS", "")))
+    if ours and f.derived not in ("", "0:0") and not any(
+            _nonzero(st.exit_code) for st in f.steps if not st.id.endswith((".batch", ".extern"))):
+        f.derived = "0:0"  # only dfdoctor's own look had a non-zero code (cancelled as the job ended)
     rss = [_kib(s.max_rss) for s in f.steps if s.max_rss]
     if rss and max(rss) > 0:
         f.max_rss = f"{max(rss)}K"

@@ -22,7 +22,7 @@ from dfdoctor.registry import discover, select
 from dfdoctor.run.folder import RunFolder, RunNotFound, find_run, new_run
 from dfdoctor.run.masks import masked
 from dfdoctor.agent.names import SPEC
-from dfdoctor.slurm import patterns, precheck, sbatch, session, watch
+from dfdoctor.slurm import onnode, patterns, precheck, sbatch, session, watch
 from dfdoctor.slurm.job import split_exit
 from dfdoctor.slurm.job import facts as job_facts
 from dfdoctor.slurm.rules import Seen, judge
@@ -103,8 +103,9 @@ def _event(name: str, detail: str, t: Optional[float] = None) -> dict[str, Any]:
 
 def launch(ctx: Context, *, watch_s: float, run_dir: Optional[Path] = None, force: bool = False,
            no_check: bool = False, only: tuple[str, ...] = (), skip: tuple[str, ...] = (),
-           cfg: Optional[Config] = None) -> Report:
-    """Check, submit with --parsable, record where Slurm will write, watch, and judge."""
+           cfg: Optional[Config] = None, settle_s: float = 0.0) -> Report:
+    """Check, submit with --parsable, record where Slurm will write, watch, and judge (running: its output
+    grows once it has run `settle_s`, never longer than the watch)."""
     started = now_iso()
     sub = submission_of(ctx)
     argv = list(ctx.command) if sbatch.is_sbatch(ctx.command) else ["sbatch", str(ctx.launcher)]
@@ -139,7 +140,8 @@ def launch(ctx: Context, *, watch_s: float, run_dir: Optional[Path] = None, forc
         write_atomically(folder / SPEC, json.dumps(masked(spec, ctx.env, argv), indent=1), private=True)
         RunFolder.at(folder).append_event("submitted", job_id=job_id, **paths)
         seen = watch.watch(job_id, paths, watch_s, on_event=lambda n, d: timeline.append(
-            _event(n, " ".join(f"{k}={v}" for k, v in d.items() if v))))
+            _event(n, " ".join(f"{k}={v}" for k, v in d.items() if v))), sampler=onnode.look,
+            settle_s=min(settle_s, watch_s))
     except KeyboardInterrupt:
         _interrupted_after_submission(job_id, folder)
         raise
@@ -167,7 +169,7 @@ def status(cwd: Path, ref: Optional[str], watch_s: float) -> Report:
     if not job_id:
         v = Verdict("failed", None, f"sbatch refused this job: {spec['slurm'].get('sbatch')}", "Submit it again.")
         return _report(ctx, "status", started, v, [], [], _run(spec, folder, None))
-    seen = watch.watch(job_id, paths, watch_s)
+    seen = watch.watch(job_id, paths, watch_s, sampler=onnode.look)
     if not seen.job.stdout and ref and ref.startswith("slurm:") and seen.job.ended:
         seen.notes.append("Slurm no longer records where this job wrote (scontrol forgets StdOut after MinJobAge "
                           "and sacct 22.05 never has it): its output file was not read")

@@ -8,7 +8,7 @@ import os
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from dfdoctor import causes
 from dfdoctor.diagnose.traceback import parse_python_error
@@ -34,6 +34,8 @@ class Seen:
     watched_s: float = 0.0
     notes: list[str] = field(default_factory=list)
     task: Optional["Seen"] = None  # an array job's first failed task, seen as a job of its own
+    node_look: Optional[Any] = None  # onnode.NodeLook: the job's processes sampled on its node while it ran
+    quiet_s: float = 0.0  # how long its output had not changed when they were sampled
 
     @property
     def output(self) -> str:
@@ -303,10 +305,45 @@ def failed_otherwise(s: Seen) -> Optional[Verdict]:
                    s.evidence() + s.output.strip().splitlines()[-5:])
 
 
+def stuck_on_its_node(s: Seen) -> Optional[Verdict]:
+    """A running job with quiet output whose processes, sampled on its node, prove a wait (a rank missing, a
+    lock, stdin, a timer...) or work while Python holds the output in its buffer."""
+    j, look = s.job, s.node_look
+    if j.state != "RUNNING" or look is None or look.finding is None:
+        return None
+    f = look.finding
+    said = "is empty" if s.stdout_exists and not s.stdout_text else "has not changed"
+    quiet = f"its output file {j.stdout or '(unknown)'} {said} for {s.quiet_s:.0f} s"
+    lines = [ln for ln in f.lines if not ln.startswith("to stop the whole job")]
+    ev = s.evidence() + [f"{quiet}; its processes on {look.node}, each looked at twice 1 s apart "
+                         f"(srun --overlap, {look.took_s:.1f} s):"] + lines
+    if f.cause == causes.OUTPUT_BUFFERED:
+        return Verdict("unknown", f.cause, f"Job {j.job_id} is running on {look.node} and working, but {quiet}: "
+                       "its Python holds its output in a block buffer (stdout is a file, not a terminal).",
+                       _unbuffered_fix(look, j.job_id), ev)
+    return Verdict(f.state, f.cause, f"Job {j.job_id} on {look.node}, {quiet}: {f.headline}",
+                   f"{f.fix} `scancel {j.job_id}` stops the job.", ev)
+
+
+def _unbuffered_fix(look: Any, job_id: str) -> str:
+    """How to get the output of a buffered Python under Slurm, with the command seen on the node."""
+    proc = next((p for p in look.samples if p.python and p.buffered and not p.gone), None)
+    argv = list(proc.cmdline) if proc else []
+    seen_as = shlex.join(argv) if argv else "python3 train.py"
+    with_u = shlex.join(argv[:1] + ["-u"] + argv[1:]) if argv else "python3 -u train.py"
+    return (f"In the batch script run `{with_u}` instead of `{seen_as}`, or `export PYTHONUNBUFFERED=1` before "
+            "it; for a script you cannot edit, `sbatch --export=ALL,PYTHONUNBUFFERED=1 ...` (not tried). What it "
+            f"printed so far is written when Python exits normally; `scancel {job_id}` (SIGTERM) ends it without "
+            "writing it.")
+
+
 def running(s: Seen) -> Optional[Verdict]:
     j = s.job
     if j.state not in ("RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED"):
         return None
+    if s.node_look is not None and not s.growing:  # looked at, nothing proven: what each process does
+        s.notes = s.notes + ([f"on {s.node_look.node}: {s.node_look.error}"] if s.node_look.error else
+                             [f"its processes on {s.node_look.node} (no wait proven):"] + s.node_look.lines())
     follow = f"`tail -f {shlex.quote(j.stdout)}` follows it" if j.stdout else "`dfdoctor status` looks again"
     if s.growing:
         return Verdict("running", None, f"Job {j.job_id} is running on {j.nodes} and its output file grows.",
@@ -328,7 +365,7 @@ def completed(s: Seen) -> Optional[Verdict]:
 
 RULES: list[Rule] = [array_tasks, pending_job, output_not_opened, chdir_failed, out_of_memory, time_limit, preempted,
                      node_failure, cancelled, step_failed, python_traceback, command_not_found, killed_by_signal,
-                     failed_otherwise, running, completed]
+                     failed_otherwise, stuck_on_its_node, running, completed]
 
 
 def judge(s: Seen) -> Verdict:

@@ -4,16 +4,21 @@ file, until a rule can speak or the watch runs out."""
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
+from dfdoctor.launch import rhythm
 from dfdoctor.numbers import is_whole
 from dfdoctor.slurm import commands, job, patterns
 from dfdoctor.slurm.rules import Seen, judge
 
 POLL_S = 0.2
 GROW_S = 2.0  # how long a running job's output is watched for growth
+# output quiet past its own rhythm (rhythm.sample_after: 3 of its intervals, at least 5 s, at most 15 s): the
+# job's processes are looked at on its node
+SAMPLE_EVERY_S = 5.0  # and again after as long, while it stays quiet (each look costs its node ~1-2 s)
 READ_LIMIT = 256 << 10
 
 
@@ -122,14 +127,43 @@ def look(job_id: str, paths: dict[str, str], *, settle: bool = False) -> Seen:
     return seen
 
 
+def _ran_s(f: job.JobFacts) -> float:
+    """How long Slurm says the job has run (RunTime), 0 when it did not say."""
+    m = re.match(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)$", f.run_time or "")
+    if not m:
+        return 0.0
+    d, h, mi, sec = (int(x) if x else 0 for x in m.groups())
+    return float(((d * 24 + h) * 60 + mi) * 60 + sec)
+
+
+def quiet_for(path: str, since_seen: Optional[float]) -> float:
+    """Seconds the output file has not changed: the longer of what we watched (`since_seen`, our clock) and
+    its age by mtime (the writer's clock; an empty file's mtime is the job's start). A file that does not
+    exist has only our own watch."""
+    ours = time.monotonic() - since_seen if since_seen is not None else 0.0
+    try:
+        by_mtime = time.time() - os.path.getmtime(path)
+    except OSError:
+        by_mtime = 0.0
+    return max(ours, by_mtime)
+
+
 def watch(job_id: str, paths: dict[str, str], watch_s: float,
-          on_event: Callable[[str, dict], None] = lambda name, data: None) -> Seen:
+          on_event: Callable[[str, dict], None] = lambda name, data: None,
+          sampler: Optional[Callable[[str, str, float], Any]] = None, settle_s: float = 0.0) -> Seen:
     """Poll until the job ended (then settle sacct), pends for a reason that never clears, or runs with its
-    output growing; at the latest after `watch_s` seconds."""
+    output growing; at the latest after `watch_s` seconds. With a `sampler` (onnode.look), a running job whose
+    output stays quiet is looked at on its node: a wait its stacks prove ends the watch. Growing output counts
+    as running only once the job has run `settle_s` (Slurm's RunTime; never past the watch): a job that prints
+    a line and then waits is looked at, not called running after its first line."""
     start = time.monotonic()
     end = start + watch_s
     last_state = None
     grow_from: Optional[tuple[float, int]] = None
+    changed: Optional[tuple[float, int]] = None  # (when we saw the output's size last change, that size)
+    last_sample: Optional[float] = None
+    node_look = None
+    pace: dict[str, Any] = {}  # the output's growth as the recorder's heartbeat counts lines: its rhythm
     while True:
         f = job.facts(job_id, with_sacct=False)
         if f.state != last_state:
@@ -148,20 +182,42 @@ def watch(job_id: str, paths: dict[str, str], watch_s: float,
             out = f.stdout or paths.get("stdout", "")
             size = _size(out)
             now = time.monotonic()
+            if changed is None or changed[1] != size:
+                if changed is not None and size > changed[1]:  # each growth seen counts as one line of its pace
+                    pace["progress_lines"] = int(pace.get("progress_lines") or 0) + 1
+                    pace.setdefault("first_output_t", time.time())
+                    pace["last_output_t"] = time.time()
+                changed = (now, size)
+            node = (f.raw.get("BatchHost") or "").strip()
+            quiet = quiet_for(out, changed[0])
+            if sampler is not None and node and node != "(null)" and quiet >= rhythm.sample_after(pace) and \
+                    (last_sample is None or now - last_sample >= SAMPLE_EVERY_S):
+                node_look = sampler(job_id, node, quiet)
+                last_sample = time.monotonic()
+                on_event("stacks-sampled", {"node": node, "took_s": round(node_look.took_s, 2),
+                                            "processes": len(node_look.samples), "quiet_s": round(quiet, 1),
+                                            "finding": node_look.finding.cause if node_look.finding else None,
+                                            "error": node_look.error})
+                if node_look.finding is not None:
+                    seen = look(job_id, paths)
+                    seen.node_look, seen.quiet_s, seen.watched_s = node_look, quiet, time.monotonic() - start
+                    return seen
             if grow_from is None or grow_from[1] < 0:  # the window starts once the file exists
                 grow_from = (now, size)
             elif now - grow_from[0] >= GROW_S:  # a window long enough that a job about to die is seen dying
-                if size > grow_from[1]:
+                if size > grow_from[1] and (_ran_s(f) >= settle_s or now >= end):
                     seen = look(job_id, paths)
                     seen.growing, seen.watched_s = True, now - grow_from[0]
                     return seen
                 if now >= end:
                     seen = look(job_id, paths)
                     seen.growing, seen.watched_s = False, now - grow_from[0]
+                    seen.node_look, seen.quiet_s = node_look, quiet
                     return seen
                 grow_from = (now, size)
         if time.monotonic() >= end:
             seen = look(job_id, paths)
             seen.watched_s = time.monotonic() - start
+            seen.node_look = node_look
             return seen
         time.sleep(POLL_S)

@@ -1,0 +1,128 @@
+"""A RUNNING Slurm job whose output is quiet, looked at on its node (issue 23): its processes sampled through
+`srun --overlap --jobid` and named by the same rules as a local job's, on the real single-node cluster
+(tests/infra/slurm.sh). Each job is a real batch script; every one is cancelled afterwards."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import time
+from pathlib import Path
+
+import pytest
+
+from infra.slurm_fixtures import slurm  # noqa: F401
+from test_slurm import cancel_leftover_jobs, dfd, job_of, job_script  # noqa: F401
+
+JOBS = Path(__file__).resolve().parent / "jobs"
+NAMED_WITHIN_S = 30.0
+
+
+def _env() -> dict:
+    """This machine sets PYTHONUNBUFFERED=1, and sbatch exports the caller's environment to the job: without
+    it the job's Python buffers as a user's would."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+
+
+def _launch(tmp: Path, body: str, watch: str = "60") -> tuple[int, dict, float]:
+    s = job_script(tmp, body)
+    t0 = time.monotonic()
+    rc, doc, err = dfd("launch", "--no-check", "--watch", watch, "--format", "text", "--", "sbatch", "-o",
+                       "o-%j.log", str(s), cwd=tmp, env=_env())
+    assert doc, err
+    return rc, doc, time.monotonic() - t0
+
+
+def _text(doc: dict) -> str:
+    v = doc["verdict"]
+    return "\n".join([f"{v['state']} {v['cause']}", v["summary"], v["fix"], *v["evidence"]])
+
+
+def _cancel(slurm, doc: dict) -> None:
+    job = job_of(doc)
+    slurm.cancel(job)
+    slurm.wait_state(job, ("CANCELLED", "COMPLETED", "FAILED"))
+
+
+PY = "python3"  # the node's python (the job's own), not dfdoctor's
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["sleep", "input", "lock"])
+def test_a_running_batch_job_that_waits_is_named_from_its_node(slurm, tmp_path, case):
+    lock = tmp_path / "data.lock"
+    body, cause, state, line = {
+        "sleep": (f"{PY} -u {JOBS / 'sleeps.py'}\n", "sleeping", "unknown", "sleeps.py:5"),
+        "input": (f"sleep 300 | {PY} -u {JOBS / 'asks_input.py'}\n", "waiting-for-input", "failed",
+                  "asks_input.py:3"),
+        "lock": (f"flock {shlex.quote(str(lock))} sleep 300 &\nsleep 1\n{PY} -u {JOBS / 'takes_lock.py'} "
+                 f"{shlex.quote(str(lock))}\n", "waiting-on-lock", "failed", "takes_lock.py:7"),
+    }[case]
+    rc, doc, took = _launch(tmp_path, body)
+    try:
+        v, text = doc["verdict"], _text(doc)
+        assert (v["state"], v["cause"]) == (state, cause), text
+        assert rc == 1 and took < NAMED_WITHIN_S + 10, (rc, took, text)
+        assert v["summary"].startswith(f"Job {job_of(doc)} on {slurm.node}, its output file"), v["summary"]
+        assert any(line in e and "(python3)" in e for e in v["evidence"]), text  # the process and its line
+        assert f"scancel {job_of(doc)}" in v["fix"] and not any("kill " in e for e in v["evidence"]), text
+        if case == "lock":
+            assert "(flock " in v["summary"] and "holds it" in v["summary"], v["summary"]  # the holder, named
+        assert any(t["event"] == "stacks-sampled" for t in doc["timeline"]), doc["timeline"]
+    finally:
+        _cancel(slurm, doc)
+
+
+@pytest.mark.slow
+def test_a_batch_python_without_u_that_works_is_output_buffered_then_status_says_so_again(slurm, tmp_path):
+    """`python3 train.py` in an sbatch script, no -u, no PYTHONUNBUFFERED: it works, its output file stays
+    empty. Not running-and-fine, not failed: unknown, with the -u / PYTHONUNBUFFERED fix marked not tried."""
+    rc, doc, took = _launch(tmp_path, f"{PY} {JOBS / 'works_buffered.py'}\n")
+    try:
+        v, text = doc["verdict"], _text(doc)
+        assert (v["state"], v["cause"]) == ("unknown", "output-buffered") and rc == 1, text
+        # the file holds only the warning its stderr wrote at the start (-o: stdout and stderr in one file)
+        assert "has not changed for" in v["summary"] and "block buffer" in v["summary"], v["summary"]
+        out = next(tmp_path.glob("o-*.log")).read_text()
+        assert out.strip() == "UserWarning: something at import", out
+        assert "-u " + str(JOBS / "works_buffered.py") in v["fix"] and "PYTHONUNBUFFERED=1" in v["fix"], v["fix"]
+        assert "(not tried)" in v["fix"], v["fix"]
+        assert any("works_buffered.py" in e and "(python3)" in e for e in v["evidence"]), text
+        assert took < 10 + NAMED_WITHIN_S, took
+        rc, later, _ = dfd("status", f"slurm:{job_of(doc)}", cwd=tmp_path)  # a job seen for the first time
+        assert later["verdict"]["cause"] == "output-buffered", _text(later)
+    finally:
+        _cancel(slurm, doc)
+
+
+@pytest.mark.slow
+def test_a_batch_job_with_u_that_prints_is_running_without_a_look_on_its_node(slurm, tmp_path):
+    """The same work with -u: its output grows, it is running, and its node is not disturbed."""
+    rc, doc, _ = _launch(tmp_path, f"{PY} -u {JOBS / 'works_buffered.py'}\n", watch="20")
+    try:
+        assert rc == 0 and doc["verdict"]["state"] == "running", _text(doc)
+        assert not any(t["event"] == "stacks-sampled" for t in doc["timeline"]), doc["timeline"]
+    finally:
+        _cancel(slurm, doc)
+
+
+def test_dfdoctors_own_look_is_never_the_users_failed_step():
+    """A look that the job's end cut short (CANCELLED 0:15 in sacct, DerivedExitCode 0:15) is dfdoctor's own
+    step, named job.OWN_STEP: not a step of the user's, so no `step-failed` for a job that completed."""
+    from dfdoctor.slurm import job as slurm_job
+    from dfdoctor.slurm.rules import Seen, judge
+
+    f = slurm_job.JobFacts("171", state="COMPLETED", exit_code="0:0", derived="0:15", name="job.sbatch",
+                           nodes="vm")
+    rows = [{"JobID": "171", "JobName": "job.sbatch", "State": "COMPLETED", "ExitCode": "0:0"},
+            {"JobID": "171.batch", "JobName": "batch", "State": "COMPLETED", "ExitCode": "0:0"},
+            {"JobID": "171.0", "JobName": slurm_job.OWN_STEP, "State": "CANCELLED", "ExitCode": "0:15"}]
+    slurm_job._merge_sacct(f, rows)
+    assert [s.id for s in f.steps] == ["171.batch"] and f.derived == "0:0"
+    assert judge(Seen(job=f)).state == "ok"
+    # the user's own failed step still counts, with dfdoctor's beside it
+    f = slurm_job.JobFacts("171", state="COMPLETED", exit_code="0:0", derived="1:0")
+    slurm_job._merge_sacct(f, rows + [{"JobID": "171.1", "JobName": "python3", "State": "FAILED", "ExitCode": "1:0"}])
+    assert [s.id for s in f.steps] == ["171.batch", "171.1"] and f.derived == "1:0"
+    v = judge(Seen(job=f))
+    assert v.cause == "step-failed" and "step 171.1 FAILED" in v.summary, v.summary
