@@ -1,10 +1,10 @@
 """What dfdoctor runs on a Slurm job's node, as a step of that job (`srun --overlap --jobid ID -w NODE`): every
 process of the job there, looked at twice a second apart, as on a --target (`target_agent.sample`).
 
-Standard library only (the node's python3, 3.6+), shipped over stdin with the recorder and the target agent by
-`remote_run.LOADER`, like the target agent itself; nothing is installed or written on the node. The job's
-processes are those whose environment carries its SLURM_JOB_ID (the batch script, what it started, its other
-steps), less this step's own. Runs as the agent's part `slurm-job JOB_ID PY_SPY` and answers after the target agent's marker.
+Standard library only (the node's python3, 3.6+), shipped over stdin like the target agent itself
+(`ship.stdin_argv`); nothing is installed or written on the node. The job's processes are those whose
+environment carries its SLURM_JOB_ID (the batch script, what it started, its other steps), less this step's
+own. Runs as the agent's part `slurm-job JOB_ID PY_SPY` and answers after the target agent's marker.
 """
 
 import json
