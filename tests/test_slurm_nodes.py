@@ -110,6 +110,45 @@ def test_nccl_over_the_nodes_blames_the_node_with_a_wrong_interface(slurm_pair, 
     assert doc["verdict"]["summary"].startswith("1 of 2") and "node:n2" in doc["verdict"]["summary"]
 
 
+@pytest.mark.slow
+def test_nccl_names_the_node_that_cannot_reach_rank_0s_store(slurm_pair, tmp_path):
+    """A firewall on n1 drops what n2 sends it (all but slurmd's port: the job still starts). n2's ranks cannot
+    reach rank 0's store on n1: n2 fails, naming its ranks, the address and port it tried and that the packets got
+    no answer (observed), with what to open (not tried); n1, whose store heard nothing from n2, only warns. Once
+    the network is whole again the same group forms."""
+    n1_addr = slurm_pair.addrs[slurm_pair.nodes.index("n1")]
+    slurm_pair.cut("n2", "n1")
+    try:
+        t0 = time.monotonic()
+        rc, doc, p = check_nodes(slurm_pair, tmp_path, "--timeout", "20", "--only", "cuda.nccl", "--", PY, "-c",
+                                 "pass", env={"DFDOCTOR_NCCL_BACKEND": "gloo"})
+        took = time.monotonic() - t0
+    finally:
+        slurm_pair.mend()
+    assert rc == 1, p.stdout + p.stderr
+    culprit, waiter = checks_on(doc, "node:n2", "cuda.nccl"), checks_on(doc, "node:n1", "cuda.nccl")
+    master = culprit["data"]["nccl"]["nodes"]["master"]
+    assert master.startswith(n1_addr + ":"), master
+    summary = " ".join(culprit["summary"].split())
+    assert culprit["status"] == "fail" and culprit["cause"] == "nccl-failed", culprit
+    assert summary.startswith("rank 2 (n2), rank 3 (n2) failed in rendezvous"), summary
+    assert f"cannot reach rank 0's store at {master} on n1 (a network reachability fact, observed)" in summary
+    assert "got no answer" in summary
+    for r in culprit["data"]["nccl"]["ranks"]:
+        u = r["unreachable"]
+        assert f"{u['addr']}:{u['port']}" == master and u["node"] == "n1" and set(u["outcomes"]) == {"no answer"}, r
+    fix = culprit["fix"]
+    assert f"open TCP port {master.split(':')[1]} on n1 ({n1_addr}) to connections from n2" in fix
+    assert "not tried" in fix
+    assert waiter["status"] == "warn" and waiter["cause"] == "rank-missing", waiter
+    assert "waited in vain for node n2" in waiter["summary"] and master in waiter["summary"]
+    assert doc["verdict"]["summary"].startswith("1 of 2") and "node:n2" in doc["verdict"]["summary"]
+    assert took < 40, took  # the check's --timeout 20 bounds it: n2's connections get no answer until then
+    rc, doc, p = check_nodes(slurm_pair, tmp_path, "--only", "cuda.nccl", "--", PY, "-c", "pass",
+                             env={"DFDOCTOR_NCCL_BACKEND": "gloo"})
+    assert rc == 0, p.stdout + p.stderr  # mended: the same group forms over both nodes
+
+
 def test_step_outside_slurm_says_why_and_the_port_is_the_same_on_every_node():
     assert "not a task of a Slurm step" in step.current({})
     a = step.Step("4242", "0", ("n1", "n2"), 0, "10.0.0.1")

@@ -10,9 +10,11 @@ DFDOCTOR_NCCL_HANG=1 / DFDOCTOR_NCCL_FAIL=1 make this rank hang / raise before i
 injection, for testing the check itself). `--list-gpus` only lists the GPUs the driver knows (no torch).
 """
 
+import errno
 import glob
 import os
 import re
+import socket
 import sys
 import threading
 import time
@@ -32,6 +34,19 @@ NODE = int(os.environ.get("DFDOCTOR_NCCL_NODE", "0"))
 NODE_NAMES = [n for n in os.environ.get("DFDOCTOR_NCCL_NODE_NAMES", "").split(",") if n]
 # seconds this rank may take in all; relative, because the target's clock need not match dfdoctor's
 BUDGET = float(os.environ.get("DFDOCTOR_NCCL_BUDGET", "60"))
+
+
+def _late() -> float:
+    """Seconds between dfdoctor's request and this rank's start, when dfdoctor runs on this machine (it then says
+    when it sent it: one clock). A rank forked by the probe server waits for it to import torch first, which on a
+    loaded node took seconds: counting from its own start it overran dfdoctor's deadline and was killed as hung."""
+    try:
+        return min(max(0.0, time.time() - float(os.environ["DFDOCTOR_NCCL_SENT_AT"])), BUDGET)
+    except (KeyError, ValueError):
+        return 0.0
+
+
+BUDGET -= _late()
 STATE: dict = {"rank": RANK, "world_size": WORLD, "local_rank": LOCAL_RANK, "backend": BACKEND, "pid": os.getpid(),
                "stage": "start", "stages": [], "env": {k: os.environ.get(k) for k in (
                    "CUDA_VISIBLE_DEVICES", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
@@ -41,6 +56,66 @@ STATE: dict = {"rank": RANK, "world_size": WORLD, "local_rank": LOCAL_RANK, "bac
 
 class OtherRanks(RuntimeError):
     """This rank gave up because of other ranks: one failed, or some never got ready in time."""
+
+
+class Unreachable(RuntimeError):
+    """This rank could not reach rank 0's store: its TCP connections got no answer, or no route (observed)."""
+
+
+class Reach:
+    """While this rank's TCPStore connects to rank 0's store, plain TCP connections to the same address and port
+    tell why it does not get through, which the TCPStore's own "timed out" does not: *refused* (the node answers
+    and nothing listens there yet: rank 0 is late, or died), *no answer* (the packets are dropped on the way: a
+    firewall), *unreachable* (no route, or rejected by a firewall). The first try waits a second, so a store that
+    is up at once sees no extra connection; a connection that succeeds ends the watch."""
+
+    TRY_S = 3.0  # a SYN to a live node is answered in milliseconds: 3 s of silence means it is dropped
+
+    def __init__(self, addr: str, port: int):
+        self.addr, self.port = addr, port
+        self.outcomes: List[str] = []
+        self.said = ""
+        self.stop = threading.Event()
+        threading.Thread(target=self._run, name="dfdoctor-reach", daemon=True).start()
+
+    def _run(self) -> None:
+        t0 = time.monotonic()
+        if self.stop.wait(1.0):
+            return
+        while not self.stop.is_set():
+            try:
+                with socket.create_connection((self.addr, self.port), timeout=self.TRY_S):
+                    pass
+                self.outcomes.append("connected")
+                return
+            except socket.timeout:
+                self.outcomes.append("no answer")
+            except ConnectionRefusedError:
+                self.outcomes.append("refused")
+            except OSError as exc:
+                kind = "unreachable" if exc.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EACCES,
+                                                      errno.EPERM) else "other"
+                self.outcomes.append(kind)
+                self.said = f"{exc.strerror or exc} (errno {exc.errno})"
+            STATE["reach"] = self.view(time.monotonic() - t0)
+            self.stop.wait(0.5)
+
+    def view(self, seconds: float) -> dict:
+        return {"addr": self.addr, "port": self.port, "tries": len(self.outcomes), "seconds": round(seconds, 1),
+                "outcomes": {k: self.outcomes.count(k) for k in sorted(set(self.outcomes))}, "said": self.said}
+
+    def verdict(self) -> str:
+        """Why the store could not be reached, when every try was silent or unroutable ('' if not that)."""
+        self.stop.set()
+        tries = list(self.outcomes)
+        if not tries or any(o not in ("no answer", "unreachable") for o in tries):
+            return ""
+        head = f" on {NODE_NAMES[0]}" if NODE_NAMES else ""
+        how = (f"{len(tries)} TCP connection attempt(s) got no answer in {self.TRY_S:.0f} s each (the packets are "
+               f"dropped on the way: a firewall, a security group)" if "unreachable" not in tries else
+               f"{len(tries)} TCP connection attempt(s) failed: {self.said}")
+        return (f"this node cannot reach rank 0's store at {self.addr}:{self.port}{head} (a network reachability "
+                f"fact, observed): {how}")
 
 
 def stage(name: str) -> None:
@@ -125,8 +200,11 @@ def census(store) -> None:
     end = time.monotonic() + left()
     while not all(store.check([k]) for k in keys):
         if time.monotonic() > end:
-            missing = [NODE_NAMES[i] for i, k in enumerate(keys) if not store.check([k])]
-            raise OtherRanks(f"node(s) {', '.join(missing)} never joined")
+            missing = [i for i, k in enumerate(keys) if not store.check([k])]
+            STATE["waited_for"] = [i * LOCAL_WORLD + r for i in missing for r in range(LOCAL_WORLD)]
+            STATE["never_joined"] = [NODE_NAMES[i] for i in missing]
+            raise OtherRanks(f"node(s) {', '.join(NODE_NAMES[i] for i in missing)} never joined rank 0's store at "
+                             f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}")
         time.sleep(0.05)
     counts = [int(store.get(k).decode()) for k in keys]
     if len(set(counts)) > 1:
@@ -201,9 +279,21 @@ def main() -> int:
         import torch.distributed as dist
         STATE["torch"] = torch.__version__
         stage("rendezvous")
-        store = dist.TCPStore(os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ["MASTER_PORT"]), WORLD,
-                              is_master=RANK == 0, timeout=datetime.timedelta(seconds=left()),
-                              wait_for_workers=False)
+        addr, port = os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ["MASTER_PORT"])
+        reach = Reach(addr, port) if RANK != 0 else None
+        try:
+            store = dist.TCPStore(addr, port, WORLD, is_master=RANK == 0, timeout=datetime.timedelta(seconds=left()),
+                                  wait_for_workers=False)
+        except Exception as exc:
+            why = reach.verdict() if reach else ""
+            if why:
+                STATE["unreachable"] = {**STATE.get("reach", {}), "node": NODE_NAMES[0] if NODE_NAMES else None,
+                                        "store_said": " ".join(str(exc).split())[:300]}
+                raise Unreachable(why) from exc
+            raise
+        finally:
+            if reach:
+                reach.stop.set()
         census(store)
         device = ready_gpu(torch)  # a failure is written into the store below, for the others to read
         store.set(f"dfdoctor/ready/{RANK}", "1")
