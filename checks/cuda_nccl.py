@@ -227,7 +227,7 @@ def _rank_view(rank: int, out: ProbeOutcome, vis: Visibility, layout: Layout) ->
             "duration_s": round(out.duration_s, 3), "all_reduce": p.get("all_reduce"), "device": p.get("gpu"),
             "nccl": p.get("nccl"), "env": p.get("env"), "injected_hang": p.get("injected_hang", False),
             "injected_fail": p.get("injected_fail", False), "unreachable": p.get("unreachable"),
-            "never_joined": p.get("never_joined")}
+            "never_joined": p.get("never_joined"), "reach": p.get("reach")}
     if p.get("error"):
         err = p["error"]
         # a rank that could not reach rank 0's store at all failed on its own (an observed network fact), though its
@@ -307,7 +307,7 @@ def _verdict(ranks: list[dict], layout: Layout, backend: str, limit: float, data
             return warn(f"{names} stopped waiting because {elsewhere} failed", causes.NCCL_FAILED,
                         evidence=lines, data=data, fix=f"see the report of {elsewhere.split(' on ')[-1]}")
         missing = sorted({m for r in waited for m in r.get("waited_for") or ()})
-        whose = _on_nodes(missing, layout)
+        whose = _on_nodes(missing, layout) + _refused(waited, layout)
         return fail(f"{names} timed out waiting for the other ranks{whose}", causes.NCCL_HANG, evidence=lines,
                     data=data, fix="a rank never arrived: see each rank's stage above")
     secs = max((r.get("all_reduce") or {}).get("seconds", 0) for r in ranks)
@@ -338,6 +338,17 @@ def _never_joined(waited: list[dict], layout: Layout) -> str:
     here = layout.step.nodes[layout.step.index]
     nodes = sorted({n for r in waited for n in r["never_joined"]})
     return "" if here in nodes else f"node{'s' if len(nodes) > 1 else ''} {', '.join(nodes)}"
+
+
+def _refused(waited: list[dict], layout: Layout) -> str:
+    """': 10.0.0.1:29500 (n1) refused every connection ...' when the ranks' own TCP tries were all refused: the
+    node answered, so this is no network fact; rank 0 never listened there."""
+    reach = [r.get("reach") or {} for r in waited if r.get("stage") == "rendezvous"]
+    if not reach or len(reach) < len(waited) or any(set(x.get("outcomes") or ()) != {"refused"} for x in reach):
+        return ""
+    head = f" ({layout.step.nodes[0]})" if layout.step else ""
+    return (f": {reach[0].get('addr')}:{reach[0].get('port')}{head} refused every connection: the node answers, but "
+            f"rank 0's store never listened there")
 
 
 def _on_nodes(missing: list[int], layout: Layout) -> str:

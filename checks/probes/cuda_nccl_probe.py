@@ -62,60 +62,53 @@ class Unreachable(RuntimeError):
     """This rank could not reach rank 0's store: its TCP connections got no answer, or no route (observed)."""
 
 
-class Reach:
-    """While this rank's TCPStore connects to rank 0's store, plain TCP connections to the same address and port
-    tell why it does not get through, which the TCPStore's own "timed out" does not: *refused* (the node answers
-    and nothing listens there yet: rank 0 is late, or died), *no answer* (the packets are dropped on the way: a
-    firewall), *unreachable* (no route, or rejected by a firewall). The first try waits a second, so a store that
-    is up at once sees no extra connection; a connection that succeeds ends the watch."""
+TRY_S = 3.0  # a TCP SYN to a live node is answered in milliseconds: 3 s of silence means it was dropped
 
-    TRY_S = 3.0  # a SYN to a live node is answered in milliseconds: 3 s of silence means it is dropped
 
-    def __init__(self, addr: str, port: int):
-        self.addr, self.port = addr, port
-        self.outcomes: List[str] = []
-        self.said = ""
-        self.stop = threading.Event()
-        threading.Thread(target=self._run, name="dfdoctor-reach", daemon=True).start()
-
-    def _run(self) -> None:
-        t0 = time.monotonic()
-        if self.stop.wait(1.0):
-            return
-        while not self.stop.is_set():
-            try:
-                with socket.create_connection((self.addr, self.port), timeout=self.TRY_S):
-                    pass
-                self.outcomes.append("connected")
+def reach_store(addr: str, port: int) -> None:
+    """Before this rank's TCPStore connects, plain TCP connections to rank 0's store until one is accepted. The
+    TCPStore client says only "timed out", and retrying a refused connection it overran its own timeout by seconds
+    on a loaded node (dfdoctor then killed the rank as hung); each try here says why it failed: *refused* (the node
+    answers and nothing listens there yet: rank 0 is late, or never came), *no answer* (the packets are dropped on
+    the way: a firewall), *no route*. STATE['reach'] keeps the tally; out of time, the tally is the error."""
+    t0 = time.monotonic()
+    end = t0 + left()
+    outcomes: List[str] = []
+    said = ""
+    while time.monotonic() < end:
+        wait = min(TRY_S, end - time.monotonic())
+        try:
+            with socket.create_connection((addr, port), timeout=max(0.1, wait)):
                 return
-            except socket.timeout:
-                self.outcomes.append("no answer")
-            except ConnectionRefusedError:
-                self.outcomes.append("refused")
-            except OSError as exc:
-                kind = "unreachable" if exc.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EACCES,
-                                                      errno.EPERM) else "other"
-                self.outcomes.append(kind)
-                self.said = f"{exc.strerror or exc} (errno {exc.errno})"
-            STATE["reach"] = self.view(time.monotonic() - t0)
-            self.stop.wait(0.5)
-
-    def view(self, seconds: float) -> dict:
-        return {"addr": self.addr, "port": self.port, "tries": len(self.outcomes), "seconds": round(seconds, 1),
-                "outcomes": {k: self.outcomes.count(k) for k in sorted(set(self.outcomes))}, "said": self.said}
-
-    def verdict(self) -> str:
-        """Why the store could not be reached, when every try was silent or unroutable ('' if not that)."""
-        self.stop.set()
-        tries = list(self.outcomes)
-        if not tries or any(o not in ("no answer", "unreachable") for o in tries):
-            return ""
-        head = f" on {NODE_NAMES[0]}" if NODE_NAMES else ""
-        how = (f"{len(tries)} TCP connection attempt(s) got no answer in {self.TRY_S:.0f} s each (the packets are "
-               f"dropped on the way: a firewall, a security group)" if "unreachable" not in tries else
-               f"{len(tries)} TCP connection attempt(s) failed: {self.said}")
-        return (f"this node cannot reach rank 0's store at {self.addr}:{self.port}{head} (a network reachability "
-                f"fact, observed): {how}")
+        except socket.timeout:
+            outcomes.append("no answer" if wait >= 1.0 else "cut short")
+        except ConnectionRefusedError:
+            outcomes.append("refused")
+        except OSError as exc:
+            outcomes.append("no route" if exc.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EACCES,
+                                                        errno.EPERM) else "other")
+            said = f"{exc.strerror or exc} (errno {exc.errno})"
+        seconds = time.monotonic() - t0
+        STATE["reach"] = {"addr": addr, "port": port, "tries": len(outcomes), "seconds": round(seconds, 1),
+                          "outcomes": {k: outcomes.count(k) for k in sorted(set(outcomes))}, "said": said}
+        if outcomes[-1] != "no answer":
+            time.sleep(0.2)
+    kinds = set(outcomes) - {"cut short"}
+    head = f" on {NODE_NAMES[0]}" if NODE_NAMES else ""
+    where = f"rank 0's store at {addr}:{port}{head}"
+    if kinds and kinds <= {"no answer", "no route"}:
+        STATE["unreachable"] = {**STATE["reach"], "node": NODE_NAMES[0] if NODE_NAMES else None}
+        n = sum(outcomes.count(k) for k in kinds)
+        how = (f"{n} TCP connection attempt(s) got no answer in {TRY_S:.0f} s each (the packets are dropped on the "
+               f"way: a firewall, a security group)" if kinds == {"no answer"} else
+               f"{n} TCP connection attempt(s) failed: {said}")
+        raise Unreachable(f"this node cannot reach {where} (a network reachability fact, observed): {how}")
+    STATE["waited_for"] = [0]
+    if kinds == {"refused"}:
+        raise OtherRanks(f"{where} refused every connection for {time.monotonic() - t0:.0f} s ({len(outcomes)} "
+                         f"tries): the node answers, but nothing listened there")
+    tally = ", ".join(f"{k} {v}" for k, v in STATE.get("reach", {}).get("outcomes", {}).items())
+    raise OtherRanks(f"could not connect to {where} in {time.monotonic() - t0:.0f} s ({tally or 'no try'})")
 
 
 def stage(name: str) -> None:
@@ -280,20 +273,10 @@ def main() -> int:
         STATE["torch"] = torch.__version__
         stage("rendezvous")
         addr, port = os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ["MASTER_PORT"])
-        reach = Reach(addr, port) if RANK != 0 else None
-        try:
-            store = dist.TCPStore(addr, port, WORLD, is_master=RANK == 0, timeout=datetime.timedelta(seconds=left()),
-                                  wait_for_workers=False)
-        except Exception as exc:
-            why = reach.verdict() if reach else ""
-            if why:
-                STATE["unreachable"] = {**STATE.get("reach", {}), "node": NODE_NAMES[0] if NODE_NAMES else None,
-                                        "store_said": " ".join(str(exc).split())[:300]}
-                raise Unreachable(why) from exc
-            raise
-        finally:
-            if reach:
-                reach.stop.set()
+        if RANK != 0:
+            reach_store(addr, port)
+        store = dist.TCPStore(addr, port, WORLD, is_master=RANK == 0, timeout=datetime.timedelta(seconds=left()),
+                              wait_for_workers=False)
         census(store)
         device = ready_gpu(torch)  # a failure is written into the store below, for the others to read
         store.set(f"dfdoctor/ready/{RANK}", "1")
