@@ -52,7 +52,7 @@ index_of() { local i; for i in "${!NODES[@]}"; do [ "${NODES[$i]}" = "$1" ] && {
 # opens to it (silently, as most do), except to TO's slurmd port, so the job still starts and ends while FROM's
 # tasks cannot reach TO's; connections TO opens, and their answers, still pass.
 mend() { local n; for n in "${NODES[@]}"; do ip netns exec "$NS-$n" nft delete table inet $CUT_TABLE 2>/dev/null || true; done; }
-cut() {
+cut_off() {
   local from to; from=$(index_of "$1") && to=$(index_of "$2") || exit 2
   ip netns exec "$NS-$2" nft delete table inet $CUT_TABLE 2>/dev/null || true
   ip netns exec "$NS-$2" nft -f - <<EOF
@@ -66,7 +66,7 @@ table inet $CUT_TABLE {
 EOF
 }
 case "${1:-}" in
-  cut) [ $# = 3 ] || { echo "usage: slurm_pair.sh cut FROM TO" >&2; exit 2; }; cut "$2" "$3"; exit 0 ;;
+  cut) [ $# = 3 ] || { echo "usage: slurm_pair.sh cut FROM TO" >&2; exit 2; }; cut_off "$2" "$3"; exit 0 ;;
   mend) mend; exit 0 ;;
   "") ;;
   *) echo "usage: slurm_pair.sh [cut FROM TO | mend]" >&2; exit 2 ;;
