@@ -98,10 +98,12 @@ def reach_store(addr: str, port: int) -> None:
     where = f"rank 0's store at {addr}:{port}{head}"
     if kinds and kinds <= {"no answer", "no route"}:
         STATE["unreachable"] = {**STATE["reach"], "node": NODE_NAMES[0] if NODE_NAMES else None}
-        n = sum(outcomes.count(k) for k in kinds)
-        how = (f"{n} TCP connection attempt(s) got no answer in {TRY_S:.0f} s each (the packets are dropped on the "
-               f"way: a firewall, a security group)" if kinds == {"no answer"} else
-               f"{n} TCP connection attempt(s) failed: {said}")
+        silent, refused = outcomes.count("no answer"), outcomes.count("no route")
+        how = (f"{silent} TCP connection attempt(s) got no answer in {TRY_S:.0f} s each (the packets are dropped on "
+               f"the way: a firewall, a security group)" if not refused else
+               f"{refused} TCP connection attempt(s) failed: {said}" + (
+                   f", {silent} got no answer in {TRY_S:.0f} s (a firewall that rejects rate-limits its answers)"
+                   if silent else ""))
         raise Unreachable(f"this node cannot reach {where} (a network reachability fact, observed): {how}")
     STATE["waited_for"] = [0]
     if kinds == {"refused"}:

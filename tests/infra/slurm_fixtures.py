@@ -114,10 +114,12 @@ class SlurmPair:
         for f in (self.dir / "quirks").glob("*.env"):
             f.unlink()
 
-    def cut(self, node: str, other: str) -> None:
-        """Make `node` unable to reach `other` (its packets are dropped) except `other`'s slurmd port; `mend` undoes
-        it. The fixture mends after each test, also after one that failed."""
-        subprocess.run(["bash", str(PAIR_SCRIPT), "cut", node, other], check=True, timeout=30, capture_output=True)
+    def cut(self, node: str, other: str, how: str = "drop") -> None:
+        """Make `node` unable to reach `other` except `other`'s slurmd port: its packets are dropped, or rejected
+        (ICMP admin-prohibited) with how="reject"; `mend` undoes it. The fixture mends after each test, also after
+        one that failed."""
+        subprocess.run(["bash", str(PAIR_SCRIPT), "cut", node, other, how], check=True, timeout=30,
+                       capture_output=True)
 
     def mend(self) -> None:
         subprocess.run(["bash", str(PAIR_SCRIPT), "mend"], check=True, timeout=30, capture_output=True)

@@ -49,27 +49,31 @@ done
 index_of() { local i; for i in "${!NODES[@]}"; do [ "${NODES[$i]}" = "$1" ] && { echo "$i"; return 0; }; done
              echo "slurm_pair.sh: no node $1 (nodes: ${NODES[*]})" >&2; return 1; }
 # mend: every cut removed (a node without one is fine). cut FROM TO: a firewall on TO drops the connections FROM
-# opens to it (silently, as most do), except to TO's slurmd port, so the job still starts and ends while FROM's
-# tasks cannot reach TO's; connections TO opens, and their answers, still pass.
+# opens to it (silently, as most do; `reject` answers with ICMP admin-prohibited instead, as firewalld does),
+# except to TO's slurmd port, so the job still starts and ends while FROM's tasks cannot reach TO's; connections
+# TO opens, and their answers, still pass.
 mend() { local n; for n in "${NODES[@]}"; do ip netns exec "$NS-$n" nft delete table inet $CUT_TABLE 2>/dev/null || true; done; }
-cut_off() {
-  local from to; from=$(index_of "$1") && to=$(index_of "$2") || exit 2
+cut_off() {  # FROM TO [drop|reject]
+  local from to verdict=drop; from=$(index_of "$1") && to=$(index_of "$2") || exit 2
+  case "${3:-drop}" in drop) ;; reject) verdict="reject with icmp type admin-prohibited" ;;
+    *) echo "slurm_pair.sh: cut takes drop or reject, not $3" >&2; exit 2 ;; esac
   ip netns exec "$NS-$2" nft delete table inet $CUT_TABLE 2>/dev/null || true
   ip netns exec "$NS-$2" nft -f - <<EOF
 table inet $CUT_TABLE {
   chain input {
     type filter hook input priority 0; policy accept;
     ct state established,related accept
-    ip saddr ${ADDRS[$from]} tcp dport != ${PORTS[$to]} drop
+    ip saddr ${ADDRS[$from]} tcp dport != ${PORTS[$to]} $verdict
   }
 }
 EOF
 }
 case "${1:-}" in
-  cut) [ $# = 3 ] || { echo "usage: slurm_pair.sh cut FROM TO" >&2; exit 2; }; cut_off "$2" "$3"; exit 0 ;;
+  cut) [ $# = 3 ] || [ $# = 4 ] || { echo "usage: slurm_pair.sh cut FROM TO [drop|reject]" >&2; exit 2; }
+       cut_off "${@:2}"; exit 0 ;;
   mend) mend; exit 0 ;;
   "") ;;
-  *) echo "usage: slurm_pair.sh [cut FROM TO | mend]" >&2; exit 2 ;;
+  *) echo "usage: slurm_pair.sh [cut FROM TO [drop|reject] | mend]" >&2; exit 2 ;;
 esac
 
 mkdir -p "$(dirname "$DIR")"
