@@ -4,7 +4,7 @@
 # for the docker:// target tests, and a single-node Slurm (with slurmdbd + MariaDB for sacct) for the Slurm tests.
 set -euo pipefail
 pkgs=(chromium chromium-driver openssh-server openssh-client lxc busybox-static tmux screen at procps
-      slurmctld slurmd slurm-client slurmdbd munge mariadb-server)
+      slurmctld slurmd slurm-client slurmdbd munge mariadb-server iproute2 nftables)  # ip, nft: the pair's networks
 optional=(docker.io)  # without it only the docker:// tests skip (provision.sh records why)
 missing() { for p in "$@"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"; done; }
 export DEBIAN_FRONTEND=noninteractive

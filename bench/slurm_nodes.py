@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-PAIR_CONF = Path(os.environ.get("DFDOCTOR_SLURM_PAIR_DIR", "/var/lib/dfdoctor-slurm-pair")) / "etc" / "slurm.conf"
+PAIR_CONF = Path(os.environ.get("DFDOCTOR_SLURM_PAIR_DIR", "/var/lib/dfdoctor-slurm-pairnet")) / "etc" / "slurm.conf"
 LIGHT = ["--only", "imports.smoke", "--only", "deps.requirements", "--only", "log.writable", "--only", "launch.path"]
 NCCL = ["--only", "cuda.nccl"]
 

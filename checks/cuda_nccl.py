@@ -187,6 +187,8 @@ def _run_ranks(ctx, layout: Layout, backend: str, faults: tuple[Optional[int], O
     """
     port = layout.port or _free_port(ctx)
     outcomes: list[Optional[ProbeOutcome]] = [None] * layout.local
+    # On this machine the probe shares our clock: it counts its budget from now, not from when it started
+    sent_at = {"DFDOCTOR_NCCL_SENT_AT": f"{time.time():.3f}"} if (ctx.target or "local") == "local" else {}
 
     def one(local: int) -> None:
         rank = layout.first + local
@@ -194,6 +196,7 @@ def _run_ranks(ctx, layout: Layout, backend: str, faults: tuple[Optional[int], O
                               "LOCAL_WORLD_SIZE": str(layout.local), "MASTER_ADDR": layout.master,
                               "MASTER_PORT": str(port),
                               "DFDOCTOR_NCCL_BACKEND": backend, "DFDOCTOR_NCCL_BUDGET": f"{timeout:.1f}",
+                              **sent_at,
                               "DFDOCTOR_NCCL_HANG": "1" if rank == faults[0] else "0",
                               "DFDOCTOR_NCCL_FAIL": "1" if rank == faults[1] else "0",
                               **layout.node_env()})
@@ -223,12 +226,15 @@ def _rank_view(rank: int, out: ProbeOutcome, vis: Visibility, layout: Layout) ->
             "stages": p.get("stages"),
             "duration_s": round(out.duration_s, 3), "all_reduce": p.get("all_reduce"), "device": p.get("gpu"),
             "nccl": p.get("nccl"), "env": p.get("env"), "injected_hang": p.get("injected_hang", False),
-            "injected_fail": p.get("injected_fail", False)}
+            "injected_fail": p.get("injected_fail", False), "unreachable": p.get("unreachable"),
+            "never_joined": p.get("never_joined"), "reach": p.get("reach")}
     if p.get("error"):
         err = p["error"]
-        waited = p.get("waited_for") is not None or (
+        # a rank that could not reach rank 0's store at all failed on its own (an observed network fact), though its
+        # TCPStore only said "timed out"
+        waited = not p.get("unreachable") and (p.get("waited_for") is not None or (
             any(w in err.lower() for w in _WAITING) and p.get("failed_stage") in (
-                "rendezvous", "waiting for the other ranks", "init_process_group"))
+                "rendezvous", "waiting for the other ranks", "init_process_group")))
         view.update(state="waited" if waited else "error", error=err, stage=p.get("failed_stage"),
                     waited_for=p.get("waited_for"),
                     traceback=(p.get("traceback") or "").strip().splitlines()[-6:])
@@ -288,13 +294,20 @@ def _verdict(ranks: list[dict], layout: Layout, backend: str, limit: float, data
                         "the GPUs' links (nvidia-smi topo -m), NCCL_P2P_DISABLE/NCCL_IB_DISABLE and the firewall")
     if waited:
         names = ", ".join(_label(r) for r in waited)
+        absent = _never_joined(waited, layout)
+        if absent:
+            # The store here listened all along and heard nothing from those nodes: each of them reports why itself
+            # (a rank that cannot reach the store, one that never started, a hang), and fails there.
+            return warn(f"{names} waited in vain for {absent}: none of {'its' if ',' not in absent else 'their'} "
+                        f"ranks joined rank 0's store at {layout.master}:{layout.port}", causes.RANK_MISSING,
+                        evidence=lines, data=data, fix=f"see the report of {absent}: it says why")
         elsewhere = _failed_elsewhere(waited, layout)
         if elsewhere:
             # Observed here only as a consequence: the node at fault reports the failure itself.
             return warn(f"{names} stopped waiting because {elsewhere} failed", causes.NCCL_FAILED,
                         evidence=lines, data=data, fix=f"see the report of {elsewhere.split(' on ')[-1]}")
         missing = sorted({m for r in waited for m in r.get("waited_for") or ()})
-        whose = _on_nodes(missing, layout)
+        whose = _on_nodes(missing, layout) + _refused(waited, layout)
         return fail(f"{names} timed out waiting for the other ranks{whose}", causes.NCCL_HANG, evidence=lines,
                     data=data, fix="a rank never arrived: see each rank's stage above")
     secs = max((r.get("all_reduce") or {}).get("seconds", 0) for r in ranks)
@@ -316,6 +329,26 @@ def _failed_elsewhere(waited: list[dict], layout: Layout) -> str:
     if not others or not said_failed or any(layout.first <= m < layout.first + layout.local for m in others):
         return ""
     return ", ".join(f"rank {m} on {layout.node_of(m)}" for m in others)
+
+
+def _never_joined(waited: list[dict], layout: Layout) -> str:
+    """'node n2' when every waiting rank here waited only for other nodes whose ranks never joined the store."""
+    if layout.step is None or not all(r.get("never_joined") for r in waited):
+        return ""
+    here = layout.step.nodes[layout.step.index]
+    nodes = sorted({n for r in waited for n in r["never_joined"]})
+    return "" if here in nodes else f"node{'s' if len(nodes) > 1 else ''} {', '.join(nodes)}"
+
+
+def _refused(waited: list[dict], layout: Layout) -> str:
+    """': 10.0.0.1:29500 (n1) refused every connection ...' when the ranks' own TCP tries were all refused: the
+    node answered, so this is no network fact; rank 0 never listened there."""
+    reach = [r.get("reach") or {} for r in waited if r.get("stage") == "rendezvous"]
+    if not reach or len(reach) < len(waited) or any(set(x.get("outcomes") or ()) != {"refused"} for x in reach):
+        return ""
+    head = f" ({layout.step.nodes[0]})" if layout.step else ""
+    return (f": {reach[0].get('addr')}:{reach[0].get('port')}{head} refused every connection: the node answers, but "
+            f"rank 0's store never listened there")
 
 
 def _on_nodes(missing: list[int], layout: Layout) -> str:
@@ -359,6 +392,16 @@ def _rank_line(r: dict) -> str:
 def _fix(r: dict) -> str:
     """What to do about a rank that failed on its own."""
     err = (r.get("error") or "").lower()
+    if r.get("unreachable"):
+        u = r["unreachable"]
+        there = f"{u.get('node')} ({u.get('addr')})" if u.get("node") else str(u.get("addr"))
+        here = f" from {r['node']}" if r.get("node") else ""
+        return (f"open TCP port {u.get('port')} on {there} to connections{here} (not tried: dfdoctor changes no "
+                f"firewall). It is the rendezvous port (a torchrun's MASTER_PORT; under --slurm-nodes it follows the "
+                f"job and step ids), and gloo and NCCL then connect on more ports between the nodes: allow TCP "
+                f"between the job's nodes. `python3 -c \"import socket; socket.create_connection(('{u.get('addr')}', "
+                f"{u.get('port')}), 3)\"` on {r.get('node') or 'this node'} while the job runs shows whether it "
+                f"gets through")
     if "unable to find address for" in err or "bootstrap : no socket interface found" in err:
         return ("the network interface this rank was told to use does not exist on its node: check "
                 "GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME there (`ip -br link` lists the node's interfaces)")

@@ -110,6 +110,73 @@ def test_nccl_over_the_nodes_blames_the_node_with_a_wrong_interface(slurm_pair, 
     assert doc["verdict"]["summary"].startswith("1 of 2") and "node:n2" in doc["verdict"]["summary"]
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("how, said, outcome", [("drop", "got no answer", "no answer"),
+                                                ("reject", "No route to host", "no route")])
+def test_nccl_names_the_node_that_cannot_reach_rank_0s_store(slurm_pair, tmp_path, how, said, outcome):
+    """A firewall on n1 drops (or rejects) what n2 sends it (all but slurmd's port: the job still starts). n2's
+    ranks cannot reach rank 0's store on n1: n2 fails, naming its ranks, the address and port it tried and what its
+    tries got (observed), with what to open (not tried); n1, whose store heard nothing from n2, only warns. Once
+    the network is whole again the same group forms."""
+    n1_addr = slurm_pair.addrs[slurm_pair.nodes.index("n1")]
+    slurm_pair.cut("n2", "n1", how)
+    try:
+        t0 = time.monotonic()
+        # the verdict comes at the deadline (silence is a fact once it has lasted); 40 s leave room for 4 ranks
+        # importing torch on a loaded host (20 s did not, at load 21 on 2 cores)
+        rc, doc, p = check_nodes(slurm_pair, tmp_path, "--timeout", "40", "--only", "cuda.nccl", "--", PY, "-c",
+                                 "pass", env={"DFDOCTOR_NCCL_BACKEND": "gloo"})
+        took = time.monotonic() - t0
+    finally:
+        slurm_pair.mend()
+    assert rc == 1, p.stdout + p.stderr
+    culprit, waiter = checks_on(doc, "node:n2", "cuda.nccl"), checks_on(doc, "node:n1", "cuda.nccl")
+    master = culprit["data"]["nccl"]["nodes"]["master"]
+    assert master.startswith(n1_addr + ":"), master
+    summary = " ".join(culprit["summary"].split())
+    assert culprit["status"] == "fail" and culprit["cause"] == "nccl-failed", culprit
+    assert summary.startswith("rank 2 (n2), rank 3 (n2) failed in rendezvous"), summary
+    assert f"cannot reach rank 0's store at {master} on n1 (a network reachability fact, observed)" in summary
+    assert said in summary
+    for r in culprit["data"]["nccl"]["ranks"]:
+        u = r["unreachable"]
+        # the last try may be cut short by the deadline; the kernel rate-limits a firewall's ICMP answers, so some
+        # rejected tries get no answer
+        tries = set(u["outcomes"]) - {"cut short"}
+        assert f"{u['addr']}:{u['port']}" == master and u["node"] == "n1" and outcome in tries, r
+        assert tries <= {"no answer", "no route"}, r
+    fix = culprit["fix"]
+    assert f"open TCP port {master.split(':')[1]} on n1 ({n1_addr}) to connections from n2" in fix
+    assert "not tried" in fix
+    assert waiter["status"] == "warn" and waiter["cause"] == "rank-missing", waiter
+    assert "waited in vain for node n2" in waiter["summary"] and master in waiter["summary"]
+    assert doc["verdict"]["summary"].startswith("1 of 2") and "node:n2" in doc["verdict"]["summary"]
+    assert took < 80, took  # the check's --timeout 40 bounds it: n2's connections get no answer until then
+    rc, doc, p = check_nodes(slurm_pair, tmp_path, "--only", "cuda.nccl", "--", PY, "-c", "pass",
+                             env={"DFDOCTOR_NCCL_BACKEND": "gloo"})
+    assert rc == 0, p.stdout + p.stderr  # mended: the same group forms over both nodes
+
+
+@pytest.mark.slow
+def test_a_store_that_never_listened_is_not_called_a_network_fault(slurm_pair, tmp_path):
+    """The counterpart: dfdoctor cannot start on n1 (its PYTHONPATH shadows json), so rank 0's store never
+    listens. n2's tries are refused, i.e. n1 answers: n2's ranks timed out waiting and say so, with no claim about
+    the network."""
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "json.py").write_text("raise ImportError('this node shadows the json module')\n")
+    slurm_pair.quirk("n1", PYTHONPATH=str(shadow))
+    rc, doc, p = check_nodes(slurm_pair, tmp_path, "--timeout", "40", "--only", "cuda.nccl", "--", PY, "-c", "pass",
+                             env={"DFDOCTOR_NCCL_BACKEND": "gloo"})
+    assert rc == 1, p.stdout + p.stderr
+    rec = checks_on(doc, "node:n2", "cuda.nccl")
+    summary = " ".join(rec["summary"].split())
+    assert rec["status"] == "fail" and rec["cause"] == "nccl-hang", rec
+    assert "timed out waiting for the other ranks" in summary and "refused every connection" in summary, summary
+    assert "reachability" not in summary and not any(r["unreachable"] for r in rec["data"]["nccl"]["ranks"])
+    assert rows(doc)["node:n1"]["verdict"]["state"] == "failed"  # gave no report
+
+
 def test_step_outside_slurm_says_why_and_the_port_is_the_same_on_every_node():
     assert "not a task of a Slurm step" in step.current({})
     a = step.Step("4242", "0", ("n1", "n2"), 0, "10.0.0.1")

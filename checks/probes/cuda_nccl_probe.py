@@ -10,9 +10,11 @@ DFDOCTOR_NCCL_HANG=1 / DFDOCTOR_NCCL_FAIL=1 make this rank hang / raise before i
 injection, for testing the check itself). `--list-gpus` only lists the GPUs the driver knows (no torch).
 """
 
+import errno
 import glob
 import os
 import re
+import socket
 import sys
 import threading
 import time
@@ -32,6 +34,19 @@ NODE = int(os.environ.get("DFDOCTOR_NCCL_NODE", "0"))
 NODE_NAMES = [n for n in os.environ.get("DFDOCTOR_NCCL_NODE_NAMES", "").split(",") if n]
 # seconds this rank may take in all; relative, because the target's clock need not match dfdoctor's
 BUDGET = float(os.environ.get("DFDOCTOR_NCCL_BUDGET", "60"))
+
+
+def _late() -> float:
+    """Seconds between dfdoctor's request and this rank's start, when dfdoctor runs on this machine (it then says
+    when it sent it: one clock). A rank forked by the probe server waits for it to import torch first, which on a
+    loaded node took seconds: counting from its own start it overran dfdoctor's deadline and was killed as hung."""
+    try:
+        return min(max(0.0, time.time() - float(os.environ["DFDOCTOR_NCCL_SENT_AT"])), BUDGET)
+    except (KeyError, ValueError):
+        return 0.0
+
+
+BUDGET -= _late()
 STATE: dict = {"rank": RANK, "world_size": WORLD, "local_rank": LOCAL_RANK, "backend": BACKEND, "pid": os.getpid(),
                "stage": "start", "stages": [], "env": {k: os.environ.get(k) for k in (
                    "CUDA_VISIBLE_DEVICES", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
@@ -41,6 +56,61 @@ STATE: dict = {"rank": RANK, "world_size": WORLD, "local_rank": LOCAL_RANK, "bac
 
 class OtherRanks(RuntimeError):
     """This rank gave up because of other ranks: one failed, or some never got ready in time."""
+
+
+class Unreachable(RuntimeError):
+    """This rank could not reach rank 0's store: its TCP connections got no answer, or no route (observed)."""
+
+
+TRY_S = 3.0  # a TCP SYN to a live node is answered in milliseconds: 3 s of silence means it was dropped
+
+
+def reach_store(addr: str, port: int) -> None:
+    """Before this rank's TCPStore connects, plain TCP connections to rank 0's store until one is accepted. The
+    TCPStore client says only "timed out", and retrying a refused connection it overran its own timeout by seconds
+    on a loaded node (dfdoctor then killed the rank as hung); each try here says why it failed: *refused* (the node
+    answers and nothing listens there yet: rank 0 is late, or never came), *no answer* (the packets are dropped on
+    the way: a firewall), *no route*. STATE['reach'] keeps the tally; out of time, the tally is the error."""
+    t0 = time.monotonic()
+    end = t0 + left()
+    outcomes: List[str] = []
+    said = ""
+    while time.monotonic() < end:
+        wait = min(TRY_S, end - time.monotonic())
+        try:
+            with socket.create_connection((addr, port), timeout=max(0.1, wait)):
+                return
+        except socket.timeout:
+            outcomes.append("no answer" if wait >= 1.0 else "cut short")
+        except ConnectionRefusedError:
+            outcomes.append("refused")
+        except OSError as exc:
+            outcomes.append("no route" if exc.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EACCES,
+                                                        errno.EPERM) else "other")
+            said = f"{exc.strerror or exc} (errno {exc.errno})"
+        seconds = time.monotonic() - t0
+        STATE["reach"] = {"addr": addr, "port": port, "tries": len(outcomes), "seconds": round(seconds, 1),
+                          "outcomes": {k: outcomes.count(k) for k in sorted(set(outcomes))}, "said": said}
+        if outcomes[-1] != "no answer":
+            time.sleep(0.2)
+    kinds = set(outcomes) - {"cut short"}
+    head = f" on {NODE_NAMES[0]}" if NODE_NAMES else ""
+    where = f"rank 0's store at {addr}:{port}{head}"
+    if kinds and kinds <= {"no answer", "no route"}:
+        STATE["unreachable"] = {**STATE["reach"], "node": NODE_NAMES[0] if NODE_NAMES else None}
+        silent, refused = outcomes.count("no answer"), outcomes.count("no route")
+        how = (f"{silent} TCP connection attempt(s) got no answer in {TRY_S:.0f} s each (the packets are dropped on "
+               f"the way: a firewall, a security group)" if not refused else
+               f"{refused} TCP connection attempt(s) failed: {said}" + (
+                   f", {silent} got no answer in {TRY_S:.0f} s (a firewall that rejects rate-limits its answers)"
+                   if silent else ""))
+        raise Unreachable(f"this node cannot reach {where} (a network reachability fact, observed): {how}")
+    STATE["waited_for"] = [0]
+    if kinds == {"refused"}:
+        raise OtherRanks(f"{where} refused every connection for {time.monotonic() - t0:.0f} s ({len(outcomes)} "
+                         f"tries): the node answers, but nothing listened there")
+    tally = ", ".join(f"{k} {v}" for k, v in STATE.get("reach", {}).get("outcomes", {}).items())
+    raise OtherRanks(f"could not connect to {where} in {time.monotonic() - t0:.0f} s ({tally or 'no try'})")
 
 
 def stage(name: str) -> None:
@@ -125,8 +195,11 @@ def census(store) -> None:
     end = time.monotonic() + left()
     while not all(store.check([k]) for k in keys):
         if time.monotonic() > end:
-            missing = [NODE_NAMES[i] for i, k in enumerate(keys) if not store.check([k])]
-            raise OtherRanks(f"node(s) {', '.join(missing)} never joined")
+            missing = [i for i, k in enumerate(keys) if not store.check([k])]
+            STATE["waited_for"] = [i * LOCAL_WORLD + r for i in missing for r in range(LOCAL_WORLD)]
+            STATE["never_joined"] = [NODE_NAMES[i] for i in missing]
+            raise OtherRanks(f"node(s) {', '.join(NODE_NAMES[i] for i in missing)} never joined rank 0's store at "
+                             f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}")
         time.sleep(0.05)
     counts = [int(store.get(k).decode()) for k in keys]
     if len(set(counts)) > 1:
@@ -201,8 +274,10 @@ def main() -> int:
         import torch.distributed as dist
         STATE["torch"] = torch.__version__
         stage("rendezvous")
-        store = dist.TCPStore(os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ["MASTER_PORT"]), WORLD,
-                              is_master=RANK == 0, timeout=datetime.timedelta(seconds=left()),
+        addr, port = os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ["MASTER_PORT"])
+        if RANK != 0:
+            reach_store(addr, port)
+        store = dist.TCPStore(addr, port, WORLD, is_master=RANK == 0, timeout=datetime.timedelta(seconds=left()),
                               wait_for_workers=False)
         census(store)
         device = ready_gpu(torch)  # a failure is written into the store below, for the others to read

@@ -91,11 +91,13 @@ PAIR_SCRIPT = Path(__file__).resolve().parent / "slurm_pair.sh"
 
 @dataclass(frozen=True)
 class SlurmPair:
-    """The two-node cluster slurm_pair.sh started (nodes n1, n2 on this host), reached through SLURM_CONF."""
+    """The two-node cluster slurm_pair.sh started (nodes n1, n2 on this host, each in a network namespace of its
+    own), reached through SLURM_CONF."""
 
     dir: Path
     conf: Path
     nodes: tuple[str, ...]
+    addrs: tuple[str, ...]  # each node's address (its NodeAddr), in the order of `nodes`
     partition: str
     small_shm_node: str  # the node whose /dev/shm is a 64 MiB tmpfs of its own
 
@@ -112,6 +114,16 @@ class SlurmPair:
         for f in (self.dir / "quirks").glob("*.env"):
             f.unlink()
 
+    def cut(self, node: str, other: str, how: str = "drop") -> None:
+        """Make `node` unable to reach `other` except `other`'s slurmd port: its packets are dropped, or rejected
+        (ICMP admin-prohibited) with how="reject"; `mend` undoes it. The fixture mends after each test, also after
+        one that failed."""
+        subprocess.run(["bash", str(PAIR_SCRIPT), "cut", node, other, how], check=True, timeout=30,
+                       capture_output=True)
+
+    def mend(self) -> None:
+        subprocess.run(["bash", str(PAIR_SCRIPT), "mend"], check=True, timeout=30, capture_output=True)
+
 
 @functools.lru_cache(maxsize=None)
 def _provision_pair() -> Union[SlurmPair, str]:
@@ -122,18 +134,23 @@ def _provision_pair() -> Union[SlurmPair, str]:
     if isinstance(v, str):
         return v
     return SlurmPair(Path(v["DFDOCTOR_SLURM_PAIR_DIR"]), Path(v["DFDOCTOR_SLURM_PAIR_CONF"]),
-                     tuple(v["DFDOCTOR_SLURM_PAIR_NODES"].split(",")), v["DFDOCTOR_SLURM_PAIR_PARTITION"],
+                     tuple(v["DFDOCTOR_SLURM_PAIR_NODES"].split(",")), tuple(v["DFDOCTOR_SLURM_PAIR_ADDRS"].split(",")),
+                     v["DFDOCTOR_SLURM_PAIR_PARTITION"],
                      v["DFDOCTOR_SLURM_PAIR_SMALL_SHM_NODE"])
 
 
 @pytest.fixture
 def slurm_pair() -> Iterator[SlurmPair]:
-    """Start (idempotently) and return the real two-node Slurm; each test starts with no node quirk."""
+    """Start (idempotently) and return the real two-node Slurm; each test starts with no node quirk and no cut."""
     got = _provision_pair()
     if isinstance(got, str):
         if os.environ.get("DFDOCTOR_REQUIRE_INFRA") == "1":
             pytest.fail(f"the two-node Slurm required (DFDOCTOR_REQUIRE_INFRA=1) but unavailable: {got}")
         pytest.skip(f"the two-node Slurm unavailable: {got}")
     got.clear_quirks()
-    yield got
-    got.clear_quirks()
+    got.mend()
+    try:
+        yield got
+    finally:
+        got.mend()
+        got.clear_quirks()
