@@ -25,7 +25,8 @@ class DocCommand:
     line: int  # where the command starts in the doc
     text: str  # as the doc shows it, continuation lines joined, the trailing comment left off
     output: tuple[str, ...]  # for a transcript's command: the lines shown under it
-    transcript: bool
+    transcript: bool  # a `$ ` line of a transcript
+    compared: bool = False  # in a ```console block, whose output tests/test_docs.py compares
 
     @property
     def key(self) -> str:
@@ -70,7 +71,8 @@ def _from_shell(name: str, fence: int, lang: str, body: str):
             while i < len(lines) and not lines[i].startswith("$ "):
                 output.append(lines[i])
                 i += 1
-        yield DocCommand(name, fence + 1 + start, _COMMENT.sub("", command).strip(), tuple(output), transcript)
+        yield DocCommand(name, fence + 1 + start, _COMMENT.sub("", command).strip(), tuple(output), transcript,
+                         lang == "console")
 
 
 def _from_yaml(name: str, fence: int, body: str):
