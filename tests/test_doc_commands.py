@@ -132,8 +132,8 @@ def run_shown(key: str, cwd: Path, env: dict | None = None, subst: dict | None =
         assert mine in command, f"`{mine}` is not in `{command}`"
         command = command.replace(mine, here)
     assert not USERS_OWN.search(command), f"no value for {USERS_OWN.search(command).group()} in `{command}`"
-    full = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "COLUMNS": "100",
-            "NO_COLOR": "1", **(env or {})}
+    full = {**os.environ, **(env or {}), "COLUMNS": "100", "NO_COLOR": "1"}
+    full["PATH"] = f"{BIN}{os.pathsep}{full.get('PATH', '')}"
     full.pop("FORCE_COLOR", None)
     p = subprocess.run(["bash", "-c", command], cwd=cwd, env=full, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True, timeout=timeout)
