@@ -1,8 +1,8 @@
 """Every command README.md and docs/*.md show is run here where it can run, as the doc shows it (the test reads
 the command out of the doc, so a changed doc line is a changed test).
 
-COVERAGE below is the overview: each command the docs show (tests/doc_commands.py reads them out of the code
-blocks), and how it is tested:
+COVERAGE below is the overview: each command the docs show (tests/support/doc_commands.py reads them out of
+the code blocks), and how it is tested:
 - `transcript`: a ```console block, run by tests/test_docs.py, its output compared with the doc's;
 - `run`: run here as the doc shows it, by the test named; its exit code and the line that says what it did are
   checked (the doc shows no output for it);
@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BIN, REPO
-from doc_commands import USERS_OWN, DocCommand, commands
+from support.doc_commands import USERS_OWN, DocCommand, commands
 from infra.fixtures import Infra, folder_in_container, infra  # noqa: F401
 from infra.slurm_fixtures import Slurm, slurm  # noqa: F401
 
@@ -440,7 +440,6 @@ def test_an_sbatch_check_launch_and_status(slurm: Slurm, tmp_path):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).parent))
     for kind, n in summary().items():
         print(f"{kind:13} {n}")
     for c in listed():
