@@ -2,7 +2,9 @@
 output must still read as the doc shows (`...` stands for any text within a line, a line of `...` alone for any
 lines); every other `dfdoctor` command the docs show must still be one dfdoctor accepts (its command, options and
 choices), so a line copied from the docs is never a usage error. A command that needs the user's own value says
-so with a word in capitals, `YOUR_PARTITION`, and is left out by that word."""
+so with a word in capitals, `YOUR_PARTITION` (parsed with any word in its place). A transcript that runs `sbatch`,
+`salloc` or `srun` runs on the test cluster (`tests/infra/slurm.sh`) and is marked slow. What is run of the other
+commands, substituted or not, and why not: tests/test_doc_commands.py."""
 
 from __future__ import annotations
 
@@ -18,11 +20,13 @@ import pytest
 
 from conftest import BIN, REPO
 from dfdoctor.cli.main import main
+from infra.slurm_fixtures import slurm  # noqa: F401
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 _FENCE = re.compile(r"^```(?P<lang>[\w-]*)[^\n]*\n(?P<body>.*?)^```", re.M | re.S)
 USERS_OWN = re.compile(r"\bYOUR_[A-Z_]+\b")
 VERDICT_LINE = re.compile(r"^dfdoctor [\w-]+: ")
+ON_SLURM = re.compile(r"(^|[\s;&|(])(sbatch|salloc|srun)\s")
 
 
 def _blocks(lang: str | None = None):
@@ -41,7 +45,8 @@ def _transcripts():
                 steps.append((text[2:], []))
             elif steps:
                 steps[-1][1].append(text)
-        yield pytest.param(steps, id=f"{doc.name}:{line}")
+        on_slurm = any(ON_SLURM.search(command) for command, _ in steps)
+        yield pytest.param(steps, on_slurm, id=f"{doc.name}:{line}", marks=[pytest.mark.slow] if on_slurm else [])
 
 
 def matches(expected: list[str], got: list[str]) -> bool:
@@ -57,17 +62,20 @@ def matches(expected: list[str], got: list[str]) -> bool:
     return bool(re.fullmatch(pattern, got[0].rstrip())) and matches(expected[1:], got[1:])
 
 
-@pytest.mark.parametrize("steps", list(_transcripts()))
-def test_a_transcript_in_the_docs_still_reads_as_shown(steps, tmp_path):
+@pytest.mark.parametrize("steps, on_slurm", list(_transcripts()))
+def test_a_transcript_in_the_docs_still_reads_as_shown(steps, on_slurm, tmp_path, request):
+    if on_slurm:
+        request.getfixturevalue("slurm")  # skipped, or failed under DFDOCTOR_REQUIRE_INFRA=1, without a cluster
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "COLUMNS": "100",
            "NO_COLOR": "1", "HOME": os.environ.get("HOME", str(tmp_path))}
     env.pop("FORCE_COLOR", None)
     for command, expected in steps:
         if USERS_OWN.search(command):
             continue
-        res = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True,
-                             timeout=300)
-        got = (res.stdout + res.stderr).splitlines()
+        # stderr into the same pipe: the lines in the order a terminal shows them (salloc's around dfdoctor's)
+        res = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, timeout=300)
+        got = res.stdout.splitlines()
         assert matches(expected, got), (f"$ {command}\n--- the doc shows:\n" + "\n".join(expected)
                                         + "\n--- it prints:\n" + "\n".join(got))
 
@@ -102,9 +110,8 @@ def _accepted(argv: list[str]) -> None:
 
 @pytest.mark.parametrize("line", list(_command_lines()))
 def test_a_command_in_the_docs_is_one_dfdoctor_accepts(line):
-    if USERS_OWN.search(line):
-        pytest.skip(f"needs the user's own value ({USERS_OWN.search(line).group()})")
-    argv = shlex.split(line, comments=True)
+    # a YOUR_ word is a value (a host, a partition, a job id): any word parses as it does
+    argv = shlex.split(USERS_OWN.sub("x1", line), comments=True)
     assert argv[0] == "dfdoctor"
     try:
         _accepted(argv[1:])
