@@ -172,3 +172,26 @@ def test_the_target_agent_names_a_socket_peer_from_procs_own_tables():
             p.kill()
             p.wait()
         server.close()
+
+
+def test_a_rank_spinning_in_a_collective_waits_for_the_rank_held_elsewhere():
+    """NCCL waits by spinning: on the H200 a rank 0 in all_reduce burned CPU while rank 1 slept before
+    init_process_group, and the job was called running (bench/results/h200_round6_stuck). The same place in both
+    looks is a wait when the peer it waits for is seen held elsewhere; with every peer moving, it is no verdict."""
+    from dfdoctor.diagnose import stuck
+    from dfdoctor.diagnose.jobstacks import Look, ProcessSample
+    from dfdoctor.diagnose.stacks import Stacks
+
+    def job(peer_cpu: float) -> list:
+        r0 = ProcessSample(100, 1, ["python", "t.py"], True, rank=0, local_rank=0, world_size=2)
+        r0.looks = [Look(Stacks(100, RANK0_ALL_REDUCE, "py-spy"), IDLE, 1.0, 5),
+                    Look(Stacks(100, RANK0_ALL_REDUCE, "py-spy"), IDLE, 2.0, 900)]  # a core's worth of spinning
+        r1 = ProcessSample(101, 1, ["python", "t.py"], True, rank=1, local_rank=1, world_size=2)
+        r1.looks = [Look(Stacks(101, USER_LINE, "py-spy"), IDLE, 1.0, 5),
+                    Look(Stacks(101, USER_LINE, "py-spy"), IDLE, 1.0 + peer_cpu, 5 if not peer_cpu else 900)]
+        return [r0, r1]
+
+    found = stuck.judge(job(peer_cpu=0.0), 20.0)
+    assert found is not None and found.cause == "collective-hang", found
+    assert found.headline.endswith("rank 1 never joined it"), found.headline
+    assert stuck.judge(job(peer_cpu=1.0), 20.0) is None or stuck.judge(job(peer_cpu=1.0), 20.0).cause != "collective-hang"

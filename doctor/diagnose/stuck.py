@@ -53,6 +53,12 @@ class Seen:
         return len(self.waits) >= 2 and len({w.key() for w in self.waits}) == 1 and \
             (spent is None or spent < 0.3) and (woke is None or woke <= WAKEUPS_STILL)
 
+    @property
+    def same_place(self) -> bool:
+        """The same wait in every look, whatever the CPU: NCCL (and a lazily started group) waits for a peer by
+        spinning, so a rank stuck in init_process_group or a collective can burn a core and never move."""
+        return len(self.waits) >= 2 and len({w.key() for w in self.waits}) == 1
+
     def at(self) -> str:
         """`ddp.py:3 (<module>)`: the user's line where it is, else the innermost frame."""
         f = self.wait.user or self.wait.where
@@ -113,10 +119,12 @@ def _names(ranks: list[int]) -> str:
 def _rank_missing(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
     """Ranks wait in init_process_group for ranks that never arrived: name those and where they are."""
     ranks = _ranks(all_seen)
-    waiting = [s for s in ranks if s.steady and s.wait.kind == waits.RENDEZVOUS]
+    waiting = [s for s in ranks if s.same_place and s.wait.kind == waits.RENDEZVOUS]
     if not waiting:
         return None
     absent = [s for s in ranks if s.wait.kind != waits.RENDEZVOUS]
+    if not _spin_explained(waiting, absent, ranks):
+        return None
     if any(s.wait.kind == waits.IMPORT for s in absent) and quiet_s < 60:
         return None  # still importing: a loaded machine can take that long; look again later
     world = max((s.proc.world_size or 0 for s in ranks), default=0)
@@ -140,11 +148,13 @@ def _rank_missing(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
 def _collective_hang(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
     """Ranks wait in a collective that another rank never called: name that rank and where it is instead."""
     ranks = _ranks(all_seen)
-    inside = [s for s in ranks if s.steady and s.wait.kind == waits.COLLECTIVE]
+    inside = [s for s in ranks if s.same_place and s.wait.kind == waits.COLLECTIVE]
     if not inside:
         return None
     op = inside[0].wait.detail
     others = [s for s in ranks if not (s.wait.kind == waits.COLLECTIVE and s.wait.detail == op)]
+    if not _spin_explained(inside, others, ranks):
+        return None
     world = max((s.proc.world_size or 0 for s in ranks), default=0)
     unseen = sorted(set(range(world)) - {s.proc.rank for s in ranks})
     if not others and not unseen:
@@ -160,6 +170,17 @@ def _collective_hang(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
            "reached this one (a collective inside `if rank == 0:`, an early `continue`, unequal batches per "
            "rank). Set `timeout=` on init_process_group so a mismatch fails instead of hanging.")
     return Finding("failed", causes.COLLECTIVE_HANG, head, fix, where)
+
+
+def _spin_explained(waiting: list[Seen], absent: list[Seen], ranks: list[Seen]) -> bool:
+    """Ranks that wait quietly are waiting. A rank that spins in the same place (NCCL's way of waiting) is only
+    called waiting when what it waits for is seen: a rank missing from the world, or one held still elsewhere.
+    A rank of a healthy loop can be caught in its collective twice while its peers move on."""
+    if all(s.steady for s in waiting):
+        return True
+    world = max((s.proc.world_size or 0 for s in ranks), default=0)
+    unseen = set(range(world)) - {s.proc.rank for s in ranks}
+    return bool(unseen) or any(s.steady for s in absent)
 
 
 def _ranks_ended_without_peer(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
