@@ -24,11 +24,16 @@ demo: $(STAMP)
 	    -- $(BIN)/python -u -m dfdoctor.trainer --preset tiny --out $(OUT)/demo/ckpt
 	@echo "report: $(OUT)/launch.html   (later: $(BIN)/dfdoctor status)"
 
+# The suite runs in parallel workers (pytest-xdist; tests/conftest.py decides which tests share one): most of it
+# waits on subprocesses, targets and Slurm, so more workers than the 2 cores of CI's machine pay. TEST_WORKERS=0 runs
+# it serially. The ten slowest tests are listed at the end.
+TEST_WORKERS ?= 4
+
 test: $(STAMP)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --durations=10
 
 test-fast: $(STAMP)
-	$(BIN)/pytest -q -m "not slow"
+	$(BIN)/pytest -q -n $(TEST_WORKERS) -m "not slow"
 
 clean:
 	rm -rf $(VENV) $(OUT) .dfdoctor

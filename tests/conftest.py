@@ -26,6 +26,58 @@ import tempfile  # noqa: E402
 os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="dfdoctor-test-state-")
 
 
+# ---- parallel runs: `make test` spreads the tests over pytest-xdist workers ------------------------------------
+# A file's tests run on one worker, in order: module fixtures (a wheel, a browser) are built once, and tests that
+# look for "their" processes by a name only their file starts never see a sibling's. Tests that share state beyond
+# their file share one worker: the single Slurm node has 2 CPUs (one test's job would wait for another's) and
+# test_node_failure stops its slurmd; the pair's node quirks are files that every job of the pair reads.
+# (xdist's own `--dist loadgroup` cannot do this here: it marks a group by rewriting `item._nodeid`, which
+# pytest 9 no longer reads, so its groups are silently ignored. A scheduler of our own names the units instead.)
+SHARED_STATE_GROUPS = {
+    "test_slurm.py": "slurm",
+    "test_slurm_observed.py": "slurm",
+    "test_slurm_nodes.py": "slurm-pair",
+}
+# Files whose tests are independent of each other (each its own tmp_path, folder in the container, marker) and
+# long enough to be the run's tail alone: their tests are spread over the workers one by one.
+SPREAD_FILES: set[str] = set()
+# The units that take longest start first, so that none is left running alone at the end (seconds on an idle
+# 2-core machine, measured in round 6; a file not named here is taken as short).
+LONG_UNITS = {}
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit of work a test belongs to: its group, itself (a spread file's test), or its file."""
+    path = nodeid.split("::", 1)[0]
+    name = path.rsplit("/", 1)[-1]
+    if name in SHARED_STATE_GROUPS:
+        return SHARED_STATE_GROUPS[name]
+    return nodeid if name in SPREAD_FILES else path
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: without it installed, pytest runs the tests serially
+def pytest_xdist_make_scheduler(config, log):
+    """Units as `work_unit` names them, handed out in the order of the collection (which `pytest_collection_
+    modifyitems` below sorts longest first)."""
+    if config.getvalue("dist") not in ("load", "loadscope", "loadfile", "loadgroup"):
+        return None  # `--dist each` and the like keep xdist's meaning
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    config.option.loadscopereorder = False
+    return ByUnit(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under xdist, the longest units first (a stable sort: each file's tests keep their order)."""
+    if not hasattr(config, "workerinput"):
+        return
+    items.sort(key=lambda item: -LONG_UNITS.get(work_unit(item.nodeid), 0))
+
+
 def marked_processes() -> list[psutil.Process]:
     """Processes (other than pytest itself) that carry this test session's marker in their environment."""
     me = os.getpid()
