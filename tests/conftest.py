@@ -29,14 +29,15 @@ os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="dfdoctor-test-state-")
 # ---- parallel runs: `make test` spreads the tests over pytest-xdist workers ------------------------------------
 # A file's tests run on one worker, in order: module fixtures (a wheel, a browser) are built once, and tests that
 # look for "their" processes by a name only their file starts never see a sibling's. Tests that share state beyond
-# their file share one worker: the single Slurm node has 2 CPUs (one test's job would wait for another's) and
-# test_node_failure stops its slurmd; the pair's node quirks are files that every job of the pair reads.
+# their file share one worker. The Slurm tests are one unit: the single node has 2 CPUs (one test's job would wait
+# for another's); test_node_failure stops its slurmd, and the pair's fixture runs slurm.sh, which restarts a cluster
+# whose node is down; the pair's node quirks are files that every job of the pair reads.
 # (xdist's own `--dist loadgroup` cannot do this here: it marks a group by rewriting `item._nodeid`, which
 # pytest 9 no longer reads, so its groups are silently ignored. A scheduler of our own names the units instead.)
 SHARED_STATE_GROUPS = {
     "test_slurm.py": "slurm",
     "test_slurm_observed.py": "slurm",
-    "test_slurm_nodes.py": "slurm-pair",
+    "test_slurm_nodes.py": "slurm",
 }
 # Files whose tests are independent of each other (each its own tmp_path, folder in the container, marker) and
 # long enough to be the run's tail alone: their tests are spread over the workers one by one.
