@@ -72,6 +72,27 @@ def pytest_xdist_make_scheduler(config, log):
     return ByUnit(config, log)
 
 
+TERMINAL_SIZE = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """The controller tells each worker the terminal size variables it has (most often none)."""
+    node.workerinput["terminal_size_env"] = {k: os.environ.get(k) for k in TERMINAL_SIZE}
+
+
+def pytest_configure(config):
+    """A worker starts with COLUMNS=80 and LINES=24 in its environment where the controller had none (seen with
+    xdist 3.8); every dfdoctor a test starts would then wrap its text at 80 columns instead of its own default.
+    The worker takes the controller's values back."""
+    given = getattr(config, "workerinput", {}).get("terminal_size_env")
+    for name, value in (given or {}).items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 def pytest_collection_modifyitems(config, items):
     """Under xdist, the longest units first (a stable sort: each file's tests keep their order)."""
     if not hasattr(config, "workerinput"):
