@@ -34,14 +34,19 @@ os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="dfdoctor-test-state-")
 # whose node is down; the pair's node quirks are files that every job of the pair reads.
 # (xdist's own `--dist loadgroup` cannot do this here: it marks a group by rewriting `item._nodeid`, which
 # pytest 9 no longer reads, so its groups are silently ignored. A scheduler of our own names the units instead.)
+# test_rehearse asserts that no rehearsal's sentinel runs anywhere once its own is done: the files whose tests
+# rehearse lines (check --shell-command) most run with it, not beside it.
 SHARED_STATE_GROUPS = {
     "test_slurm.py": "slurm",
     "test_slurm_observed.py": "slurm",
     "test_slurm_nodes.py": "slurm",
+    "test_rehearse.py": "rehearsals",
+    "test_launch_path.py": "rehearsals",
+    "test_launch_path_chain.py": "rehearsals",
 }
 # Files whose tests are independent of each other (each its own tmp_path, folder in the container, marker) and
 # long enough to be the run's tail alone: their tests are spread over the workers one by one.
-SPREAD_FILES: set[str] = set()
+SPREAD_FILES = {"test_launch.py", "test_launcher_scripts.py"}
 # The units that take longest start first, so that none is left running alone at the end (seconds on an idle
 # 2-core machine, measured in round 6; a file not named here is taken as short).
 LONG_UNITS = {}
