@@ -134,9 +134,13 @@ def test_killed_job_is_reported_ended_and_strategy_is_remembered(infra, remote, 
     assert rc == 0 and rep["verdict"]["state"] == "running" and rep["run"]["strategy"] == "tmux", rep["verdict"]
     jobs = [p for p in procs_naming("train.py") if "recorder.py" not in " ".join(p.cmdline()) and _cwd(p) == inside]
     assert jobs
+    from jobs.harness import wait_for
+
+    in_container = host_side / ".dfdoctor" / "runs" / rep["run"]["id"]
+    assert rundir.load(in_container).exit is None
     for p in jobs:
         p.kill()  # SIGKILL from outside: the recorder sees it and records the signal
-    time.sleep(1.5)
+    assert wait_for(lambda: rundir.load(in_container).exit is not None, timeout=20), "the recorder wrote no exit"
     rc, st = _status(dfdoctor, local, env)
     assert rc == 1 and st["verdict"]["cause"] == causes.KILLED_BY_SIGNAL and st["run"]["signal"] == "SIGKILL"
 
