@@ -45,11 +45,19 @@ SHARED_STATE_GROUPS = {
     "test_launch_path_chain.py": "rehearsals",
 }
 # Files whose tests are independent of each other (each its own tmp_path, folder in the container, marker) and
-# long enough to be the run's tail alone: their tests are spread over the workers one by one.
-SPREAD_FILES = {"test_launch.py", "test_launcher_scripts.py"}
-# The units that take longest start first, so that none is left running alone at the end (seconds on an idle
-# 2-core machine, measured in round 6; a file not named here is taken as short).
-LONG_UNITS = {}
+# long enough to be the run's tail alone: their tests are spread over the workers one by one. test_guard,
+# test_compile_race and test_trainer are torch.compile runs, each a core's worth of CPU for half a minute or more:
+# on one worker they ran one after another while the other core idled.
+SPREAD_FILES = {"test_launch.py", "test_launcher_scripts.py", "test_guard.py", "test_compile_race.py",
+                "test_trainer.py", "test_realworld.py"}
+# The longest files and groups start first, so that none is left running alone at the end: seconds, run serially
+# with the rest of the suite in round 6 (a loaded machine: only their order matters). A file not named is short.
+LONG_FILES = {
+    "test_launch.py": 365, "slurm": 240, "rehearsals": 220, "test_realworld.py": 178, "test_guard.py": 174,
+    "test_persistence.py": 155, "test_launcher_scripts.py": 145, "test_newcomer.py": 118,
+    "test_compile_race.py": 115, "test_probe_server.py": 107, "test_packaging.py": 100, "test_trainer.py": 90,
+    "test_remote_launch.py": 80, "test_elastic.py": 71, "test_do_no_harm.py": 55, "test_output_no_harm.py": 54,
+}
 
 
 def work_unit(nodeid: str) -> str:
@@ -59,6 +67,11 @@ def work_unit(nodeid: str) -> str:
     if name in SHARED_STATE_GROUPS:
         return SHARED_STATE_GROUPS[name]
     return nodeid if name in SPREAD_FILES else path
+
+
+def _weight(nodeid: str) -> int:
+    name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+    return LONG_FILES.get(SHARED_STATE_GROUPS.get(name, name), 0)
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: without it installed, pytest runs the tests serially
@@ -102,7 +115,7 @@ def pytest_collection_modifyitems(config, items):
     """Under xdist, the longest units first (a stable sort: each file's tests keep their order)."""
     if not hasattr(config, "workerinput"):
         return
-    items.sort(key=lambda item: -LONG_UNITS.get(work_unit(item.nodeid), 0))
+    items.sort(key=lambda item: -_weight(item.nodeid))
 
 
 def marked_processes() -> list[psutil.Process]:
