@@ -53,10 +53,11 @@ SPREAD_FILES = {"test_launch.py", "test_launcher_scripts.py", "test_guard.py", "
 # The longest files and groups start first, so that none is left running alone at the end: seconds, run serially
 # with the rest of the suite in round 6 (a loaded machine: only their order matters). A file not named is short.
 LONG_FILES = {
-    "test_launch.py": 365, "slurm": 240, "rehearsals": 220, "test_realworld.py": 178, "test_guard.py": 174,
-    "test_persistence.py": 155, "test_launcher_scripts.py": 145, "test_newcomer.py": 118,
-    "test_compile_race.py": 115, "test_probe_server.py": 107, "test_packaging.py": 100, "test_trainer.py": 90,
-    "test_remote_launch.py": 80, "test_elastic.py": 71, "test_do_no_harm.py": 55, "test_output_no_harm.py": 54,
+    "slurm": 630, "test_launch.py": 365, "rehearsals": 220, "test_realworld.py": 178, "test_guard.py": 174,
+    "test_persistence.py": 155, "test_secrets_end_to_end.py": 153, "test_launcher_scripts.py": 145,
+    "test_newcomer.py": 118, "test_compile_race.py": 115, "test_probe_server.py": 107, "test_packaging.py": 100,
+    "test_trainer.py": 90, "test_remote_launch.py": 80, "test_elastic.py": 71, "test_do_no_harm.py": 55,
+    "test_output_no_harm.py": 54,
 }
 
 
