@@ -31,11 +31,11 @@ os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="dfdoctor-test-state-")
 # look for "their" processes by a name only their file starts never see a sibling's. Tests that share state beyond
 # their file share one worker. The Slurm tests are one unit: the single node has 2 CPUs (one test's job would wait
 # for another's); test_node_failure stops its slurmd, and the pair's fixture runs slurm.sh, which restarts a cluster
-# whose node is down; the pair's node quirks are files that every job of the pair reads.
+# whose node is down; the pair's node quirks are files that every job of the pair reads. test_rehearse asserts that
+# no rehearsal's sentinel runs anywhere once its own is done: the files whose tests rehearse lines
+# (check --shell-command) most run with it, not beside it.
 # (xdist's own `--dist loadgroup` cannot do this here: it marks a group by rewriting `item._nodeid`, which
 # pytest 9 no longer reads, so its groups are silently ignored. A scheduler of our own names the units instead.)
-# test_rehearse asserts that no rehearsal's sentinel runs anywhere once its own is done: the files whose tests
-# rehearse lines (check --shell-command) most run with it, not beside it.
 SHARED_STATE_GROUPS = {
     "test_slurm.py": "slurm",
     "test_slurm_observed.py": "slurm",
