@@ -26,6 +26,99 @@ import tempfile  # noqa: E402
 os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="dfdoctor-test-state-")
 
 
+# ---- parallel runs: `make test` spreads the tests over pytest-xdist workers ------------------------------------
+# A file's tests run on one worker, in order: module fixtures (a wheel, a browser) are built once, and tests that
+# look for "their" processes by a name only their file starts never see a sibling's. Tests that share state beyond
+# their file share one worker. The Slurm tests are one unit: the single node has 2 CPUs (one test's job would wait
+# for another's); test_node_failure stops its slurmd, and the pair's fixture runs slurm.sh, which restarts a cluster
+# whose node is down; the pair's node quirks are files that every job of the pair reads. test_rehearse asserts that
+# no rehearsal's sentinel runs anywhere once its own is done: the files whose tests rehearse lines
+# (check --shell-command) most run with it, not beside it.
+# (xdist's own `--dist loadgroup` cannot do this here: it marks a group by rewriting `item._nodeid`, which
+# pytest 9 no longer reads, so its groups are silently ignored. A scheduler of our own names the units instead.)
+SHARED_STATE_GROUPS = {
+    "test_slurm.py": "slurm",
+    "test_slurm_observed.py": "slurm",
+    "test_slurm_nodes.py": "slurm",
+    "test_rehearse.py": "rehearsals",
+    "test_launch_path.py": "rehearsals",
+    "test_launch_path_chain.py": "rehearsals",
+}
+# Files whose tests are independent of each other (each its own tmp_path, folder in the container, marker) and
+# long enough to be the run's tail alone: their tests are spread over the workers one by one. test_guard,
+# test_compile_race and test_trainer are torch.compile runs, each a core's worth of CPU for half a minute or more:
+# on one worker they ran one after another while the other core idled.
+SPREAD_FILES = {"test_launch.py", "test_launcher_scripts.py", "test_guard.py", "test_compile_race.py",
+                "test_trainer.py", "test_realworld.py"}
+# The longest files and groups start first, so that none is left running alone at the end: seconds, run serially
+# with the rest of the suite in round 6 (a loaded machine: only their order matters). A file not named is short.
+LONG_FILES = {
+    "slurm": 630, "test_launch.py": 365, "rehearsals": 220, "test_realworld.py": 178, "test_guard.py": 174,
+    "test_persistence.py": 155, "test_secrets_end_to_end.py": 153, "test_launcher_scripts.py": 145,
+    "test_newcomer.py": 118, "test_compile_race.py": 115, "test_probe_server.py": 107, "test_packaging.py": 100,
+    "test_trainer.py": 90, "test_remote_launch.py": 80, "test_elastic.py": 71, "test_do_no_harm.py": 55,
+    "test_output_no_harm.py": 54,
+}
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit of work a test belongs to: its group, itself (a spread file's test), or its file."""
+    path = nodeid.split("::", 1)[0]
+    name = path.rsplit("/", 1)[-1]
+    if name in SHARED_STATE_GROUPS:
+        return SHARED_STATE_GROUPS[name]
+    return nodeid if name in SPREAD_FILES else path
+
+
+def _weight(nodeid: str) -> int:
+    name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+    return LONG_FILES.get(SHARED_STATE_GROUPS.get(name, name), 0)
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: without it installed, pytest runs the tests serially
+def pytest_xdist_make_scheduler(config, log):
+    """Units as `work_unit` names them, handed out in the order of the collection (which `pytest_collection_
+    modifyitems` below sorts longest first)."""
+    if config.getvalue("dist") not in ("load", "loadscope", "loadfile", "loadgroup"):
+        return None  # `--dist each` and the like keep xdist's meaning
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    config.option.loadscopereorder = False
+    return ByUnit(config, log)
+
+
+TERMINAL_SIZE = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """The controller tells each worker the terminal size variables it has (most often none)."""
+    node.workerinput["terminal_size_env"] = {k: os.environ.get(k) for k in TERMINAL_SIZE}
+
+
+def pytest_configure(config):
+    """A worker starts with COLUMNS=80 and LINES=24 in its environment where the controller had none (seen with
+    xdist 3.8); every dfdoctor a test starts would then wrap its text at 80 columns instead of its own default.
+    The worker takes the controller's values back."""
+    given = getattr(config, "workerinput", {}).get("terminal_size_env")
+    for name, value in (given or {}).items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under xdist, the longest units first (a stable sort: each file's tests keep their order)."""
+    if not hasattr(config, "workerinput"):
+        return
+    items.sort(key=lambda item: -_weight(item.nodeid))
+
+
 def marked_processes() -> list[psutil.Process]:
     """Processes (other than pytest itself) that carry this test session's marker in their environment."""
     me = os.getpid()

@@ -27,14 +27,17 @@ def ctx_for(timeout: float = 40, command=(), **opts) -> Context:
 
 
 def leftovers() -> list[str]:
-    """Rank probes of a gloo run (only these tests start those) still running anywhere on the machine."""
+    """Rank probes of a gloo run started by this test session (a parallel worker's own: the Slurm pair's gloo
+    tests may run at the same time on another) still running anywhere on the machine."""
+    session = os.environ["DFDOCTOR_TEST_SESSION"]  # tests/conftest.py: every process a test starts inherits it
     out = []
     for p in psutil.process_iter(["cmdline", "status"]):
         cmd = " ".join(p.info["cmdline"] or [])
         if "cuda_nccl_probe.py" not in cmd or "--rank=" not in cmd or p.info["status"] == psutil.STATUS_ZOMBIE:
             continue
         try:
-            if p.environ().get("DFDOCTOR_NCCL_BACKEND") == "gloo":
+            env = p.environ()
+            if env.get("DFDOCTOR_NCCL_BACKEND") == "gloo" and env.get("DFDOCTOR_TEST_SESSION") == session:
                 out.append(cmd)
         except psutil.Error:
             continue

@@ -114,6 +114,14 @@ def test_missing_module_in_the_container_is_named(infra, remote, dfdoctor):
     assert [p.name for p in (local / ".dfdoctor" / "runs").iterdir()] == [rep["run"]["id"]]
 
 
+def _cwd(p) -> str:
+    """A process's folder (a container's process: as the container sees it); "" when it is gone."""
+    try:
+        return p.cwd()
+    except psutil.Error:
+        return ""
+
+
 def test_killed_job_is_reported_ended_and_strategy_is_remembered(infra, remote, dfdoctor):
     inside, host_side, local, env = remote
     (host_side / "train.py").write_text(HEALTHY.format(n=600))
@@ -124,11 +132,15 @@ def test_killed_job_is_reported_ended_and_strategy_is_remembered(infra, remote, 
     rc, rep = _launch(dfdoctor, infra, local, env, "--no-check", "--cwd", inside, "--log", f"{inside}/t.log",
                       "--", "python3", "train.py")
     assert rc == 0 and rep["verdict"]["state"] == "running" and rep["run"]["strategy"] == "tmux", rep["verdict"]
-    jobs = [p for p in procs_naming("train.py") if "agent.pyz" not in " ".join(p.cmdline())]
+    jobs = [p for p in procs_naming("train.py") if "agent.pyz" not in " ".join(p.cmdline()) and _cwd(p) == inside]
     assert jobs
+    from jobs.harness import wait_for
+
+    in_container = host_side / ".dfdoctor" / "runs" / rep["run"]["id"]
+    assert rundir.load(in_container).exit is None
     for p in jobs:
         p.kill()  # SIGKILL from outside: the recorder sees it and records the signal
-    time.sleep(1.5)
+    assert wait_for(lambda: rundir.load(in_container).exit is not None, timeout=20), "the recorder wrote no exit"
     rc, st = _status(dfdoctor, local, env)
     assert rc == 1 and st["verdict"]["cause"] == causes.KILLED_BY_SIGNAL and st["run"]["signal"] == "SIGKILL"
 

@@ -265,8 +265,29 @@ def test_preempted_by_a_higher_priority_partition(slurm, tmp_path):
 
 @pytest.mark.slow
 def test_time_limit(slurm, tmp_path):
+    """Slurm's own time limit ends the job (TIMEOUT, "DUE TO TIME LIMIT"), watched by launch. The job asks for
+    --time=1, the least sbatch takes; once it runs, its limit is lowered to what it has run (`scontrol update
+    TimeLimit=0`), so slurmctld's next limit check (every 30 s) ends it: the same TIMEOUT, a minute sooner."""
     s = job_script(tmp_path, "echo start; sleep 200\n")
-    doc = launch(tmp_path, "--time=1", "-o", "o-%j.log", str(s), watch="150")
+    out = tmp_path / "launch.json"
+    launching = subprocess.Popen(DFDOCTOR + ["launch", "--no-check", "--watch", "150", "--format", "json", "--output",
+                                             str(out), "--", "sbatch", "--time=1", "-o", "o-%j.log", str(s)],
+                                 cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        job, end = "", time.monotonic() + 60
+        while not job and time.monotonic() < end and launching.poll() is None:
+            q = subprocess.run(["squeue", "-h", "-o", "%i %Z"], capture_output=True, text=True, timeout=30)
+            job = next((ln.split()[0] for ln in q.stdout.splitlines() if ln.endswith(str(tmp_path))), "")
+            time.sleep(0.2)
+        assert job and slurm.wait_state(job, ("RUNNING",)) == "RUNNING", (job, launching.poll())
+        subprocess.run(["scontrol", "update", f"JobId={job}", "TimeLimit=0"], check=True, capture_output=True,
+                       timeout=30)
+        err = launching.communicate(timeout=200)[1]
+    finally:
+        launching.kill()
+        launching.wait()
+    doc = json.loads(out.read_text()) if out.exists() else {}
+    assert doc, err
     if doc["verdict"]["state"] == "running":
         # slurmctld checks limits every 30 s and a loaded 2-core CI machine can be later still (CI saw a
         # job still running at 150 s): wait for Slurm's own TIMEOUT, then ask again.

@@ -194,7 +194,9 @@ DFDOCTOR_SSH_CONFIG=$DIR/ssh_config
 EOF
 
 # --- smoke: the whole chain answers -----------------------------------------------------------------------
-out=$(ssh -F "$DIR/ssh_config" dfdoctor-host "pct exec $VMID -- /bin/sh -c 'echo chain-ok'" 2>&1) || {
-  echo "provision: ssh -> pct -> lxc-attach failed: $out" >&2; exit 1; }
-[ "$out" = chain-ok ] || { echo "provision: unexpected answer: $out" >&2; exit 1; }
+# The answer is stdout alone: a login shell may say things on stderr (pyenv's "cannot rehash: couldn't acquire
+# lock" when other logins rehash at the same time, as parallel test workers' do).
+out=$(ssh -F "$DIR/ssh_config" dfdoctor-host "pct exec $VMID -- /bin/sh -c 'echo chain-ok'" 2>"$DIR/smoke.err") || {
+  echo "provision: ssh -> pct -> lxc-attach failed: $out $(cat "$DIR/smoke.err")" >&2; exit 1; }
+[ "$out" = chain-ok ] || { echo "provision: unexpected answer: $out $(cat "$DIR/smoke.err")" >&2; exit 1; }
 echo "$DIR/env"
