@@ -6,7 +6,7 @@
 #   TAG names the files (default h200). Issue 8 on two GPUs:
 #   OUT=$OUT TAG=h200x2 SCENARIOS="ok cvd00 hang1 fail0" ROUNDS=0 bash bench/cuda_device_run.sh
 set -u
-OUT=${OUT:?set OUT to a folder}
+OUT=${OUT:?set OUT to a folder}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 LOG=$OUT/cuda_device_log.txt
 exec > >(tee -a "$LOG") 2>&1
