@@ -13,7 +13,7 @@ from typing import Iterator, Optional
 
 from dfdoctor import causes
 from dfdoctor.launchline.launchpath import Analysis, analyse, read_launcher
-from dfdoctor.launchline.shell import join, quote
+from dfdoctor.shell import join, quote
 from dfdoctor.model import STATIC, Result, fail, ok, skip, warn
 from dfdoctor.registry import check
 from dfdoctor.rehearse import fix as rehearsed_fix

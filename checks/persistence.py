@@ -10,7 +10,7 @@ from dfdoctor import causes
 from dfdoctor.model import Result, error, fail, ok, skip, warn
 from dfdoctor.probe import cannot_reach
 from dfdoctor.registry import check
-from dfdoctor.launchline.shell import quote
+from dfdoctor.shell import quote
 from dfdoctor.rehearse import judge
 from dfdoctor.rehearse.runner import rehearse
 from dfdoctor.targets import parse_target, persistence, strategies, transport

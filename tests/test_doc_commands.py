@@ -82,6 +82,8 @@ COVERAGE: dict[str, str] = {
     "docs/slurm.md: salloc -N1 dfdoctor check --slurm-nodes all -- python3 -c 'import nosuch_x'": T,
     "docs/slurm.md: DFDOCTOR_NCCL_BACKEND=gloo dfdoctor check --slurm-nodes 2 --only cuda.nccl -- python -c pass": "elsewhere: tests/test_slurm_nodes.py::test_nccl_over_the_nodes_blames_the_node_with_a_wrong_interface (the two-node cluster with GLOO_SOCKET_IFNAME=ib7 on n2; the culprit, the waiter and the fix are checked, not the doc's text)",
     "docs/slurm.md: dfdoctor launch -- sbatch --array=0-3 arr.sh": T,
+    "docs/slurm.md: DFDOCTOR_NCCL_BACKEND=gloo dfdoctor check --slurm-nodes 2 --timeout 20 --only cuda.nccl -- python -c pass": "elsewhere: tests/test_slurm_nodes.py::test_nccl_names_the_node_that_cannot_reach_rank_0s_store (n2 cut off from n1; --timeout 40 for a loaded host)",
+    "docs/slurm.md: dfdoctor launch -- sbatch -o o-%j.log job.sbatch": "elsewhere: tests/test_slurm_stuck.py::test_a_batch_python_without_u_that_works_is_output_buffered_then_status_says_so_again",
     "docs/slurm.md: dfdoctor launch -- sbatch job.sbatch": T,
     # docs/targets.md
     "docs/targets.md: dfdoctor check --target ssh://YOUR_HOST --target ssh://YOUR_OTHER_HOST --target docker://YOUR_CONTAINER -- python3 train.py": "substituted: test_many_targets_at_once",

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from dfdoctor.cli.main import run
-from dfdoctor.launchline.shell import join, quote
+from dfdoctor.shell import join, quote
 from dfdoctor.targets import parse_target
 from infra.fixtures import infra  # noqa: F401
 

@@ -27,6 +27,9 @@ def _pty_session(command: str) -> None:
     """Run `command` as a pty-backed session (like `ssh -t host CMD`) and hang up as soon as it returns."""
     pid, fd = pty.fork()
     if pid == 0:
+        # A login's terminal session starts with the default hang-up; a test before this one may have left
+        # SIGHUP ignored in this process, and an ignored signal is inherited across exec.
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
         os.execvpe("bash", ["bash", "-c", command], job_env())
     try:
         while True:

@@ -14,7 +14,7 @@ from dfdoctor import causes
 from dfdoctor.context import Context
 from dfdoctor.model import Status
 from dfdoctor.launchline.launchpath import analyse
-from dfdoctor.launchline.shell import ShellSyntaxError, parse, quote, tokenize
+from dfdoctor.shell import ShellSyntaxError, parse, quote, tokenize
 
 SEED = "ssh root@HOST 'pct exec 200 -- nohup python train.py > /workspace/train.log 2>&1 &'"
 SEED_T = "ssh -t root@HOST 'pct exec 200 -- nohup python train.py > /workspace/train.log 2>&1 &'"

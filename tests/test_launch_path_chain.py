@@ -104,7 +104,7 @@ def test_seed_line_with_tty_dies_and_the_fix_survives(infra, seed, dfdoctor):
 def test_corrected_line_with_hostile_paths_over_the_real_chain(infra, dfdoctor):
     """A work folder named with spaces, quotes, `$()` and `;`: the corrected line must start exactly that
     script with exactly those arguments, and no hop may run any part of a name."""
-    from dfdoctor.launchline.shell import quote
+    from dfdoctor.shell import quote
     name = f"dfd seed 'q' $(touch pwned) ; touch pwned2 {uuid.uuid4().hex[:6]}"
     work = f"/tmp/{name}"
     inside = infra.rootfs() / "tmp" / name

@@ -137,10 +137,10 @@ def test_killed_job_is_reported_ended_and_strategy_is_remembered(infra, remote, 
     from jobs.harness import wait_for
 
     in_container = host_side / ".dfdoctor" / "runs" / rep["run"]["id"]
-    assert rundir.load(in_container).exit is None
+    assert record.load(in_container).exit is None
     for p in jobs:
         p.kill()  # SIGKILL from outside: the recorder sees it and records the signal
-    assert wait_for(lambda: rundir.load(in_container).exit is not None, timeout=20), "the recorder wrote no exit"
+    assert wait_for(lambda: record.load(in_container).exit is not None, timeout=20), "the recorder wrote no exit"
     rc, st = _status(dfdoctor, local, env)
     assert rc == 1 and st["verdict"]["cause"] == causes.KILLED_BY_SIGNAL and st["run"]["signal"] == "SIGKILL"
 

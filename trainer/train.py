@@ -33,7 +33,7 @@ def log(msg: str) -> None:
 
 def save_atomic(obj: object, path: Path) -> None:
     """torch.save to a temporary file, then rename: a crash never leaves half a checkpoint."""
-    replace_atomically(path, lambda f: torch.save(obj, f), binary=True, suffix=".tmp")
+    replace_atomically(path, lambda f: torch.save(obj, f), binary=True)
 
 
 def median(xs: list[float]) -> float:

@@ -5,10 +5,10 @@ init_process_group before it says "running".
 """
 
 import os
-import re
 
 TORCHRUN = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
-_NPROC = re.compile(r"^--nproc[-_]per[-_]node(?:=(.+))?$")
+# torchrun takes all four spellings; plain string tests, so that the only patterns in the agent are its masking rules
+NPROC_FLAGS = ("--nproc_per_node", "--nproc-per-node", "--nproc_per-node", "--nproc-per_node")
 
 
 def _read(path):
@@ -24,9 +24,10 @@ def nproc(cmd):
     if not any(t in " ".join(cmd) for t in TORCHRUN):
         return None
     for i, a in enumerate(cmd):
-        m = _NPROC.match(a)
-        if m:
-            value = m.group(1) if m.group(1) is not None else (cmd[i + 1] if i + 1 < len(cmd) else "")
+        flag, eq, value = a.partition("=")
+        if flag in NPROC_FLAGS:
+            if not eq:
+                value = cmd[i + 1] if i + 1 < len(cmd) else ""
             return int(value) if value.isdigit() else None
     return 1
 

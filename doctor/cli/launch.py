@@ -26,7 +26,7 @@ from dfdoctor.engine import (
     guard,
     target_connection,
 )
-from dfdoctor.launchline.shell import join
+from dfdoctor.shell import join
 from dfdoctor.launch.orchestrate import (
     DEFAULT_WATCH_S,
     STATUS_WATCH_S,

@@ -16,7 +16,7 @@ from dfdoctor import causes
 from dfdoctor.diagnose import waits
 from dfdoctor.diagnose.jobstacks import ProcessSample
 from dfdoctor.diagnose.waits import Wait, classify, main_of
-from dfdoctor.launch.settle import expected_ranks
+from dfdoctor.agent.ranks import nproc as expected_ranks
 
 BUFFERED_AFTER_S = 10.0  # silence before a working, block-buffered process is called output-buffered
 WAKEUPS_STILL = 5  # a thread in one long wait is switched in about never; a loop of short sleeps, many times

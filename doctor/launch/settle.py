@@ -12,18 +12,16 @@ running. `--settle 0` restores the old, faster and riskier, behaviour.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import psutil
+from dfdoctor.agent.ranks import nproc as expected_ranks  # one reading of torchrun's line, here and on targets
 from dfdoctor.diagnose import jobstacks, waits
 from dfdoctor.diagnose.waits import classify
 
 SETTLE_S = 10.0
-_NPROC = re.compile(r"^--nproc[-_]per[-_]node(?:=(.+))?$")
-_TORCHRUN = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
 
 
 @dataclass
@@ -34,18 +32,6 @@ class Settling:
     lost: list[str] = field(default_factory=list)  # evidence: ranks that died while we watched
     notes: list[str] = field(default_factory=list)  # evidence for "running"
     since: Optional[float] = None  # wall time every rank was first seen alive and past init_process_group
-
-
-def expected_ranks(cmdline: list[str]) -> Optional[int]:
-    """`--nproc_per_node N` of a torchrun command line; None when not torchrun or not a number."""
-    if not any(t in " ".join(cmdline) for t in _TORCHRUN):
-        return None
-    for i, a in enumerate(cmdline):
-        m = _NPROC.match(a)
-        if m:
-            value = m.group(1) if m.group(1) is not None else (cmdline[i + 1] if i + 1 < len(cmdline) else "")
-            return int(value) if value.isdigit() else None
-    return 1
 
 
 def _torchrun(pid: int) -> Optional[tuple[psutil.Process, int]]:

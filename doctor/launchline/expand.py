@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Union
 
-from dfdoctor.launchline.shell import ShellSyntaxError, _read_quoted_subst, parse
+from dfdoctor.shell import ShellSyntaxError, _read_quoted_subst, parse
 
 
 class Unknown(str):

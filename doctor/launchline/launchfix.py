@@ -17,7 +17,7 @@ from dfdoctor.launchline.hops import (
     is_python,
     unbuffered,
 )
-from dfdoctor.launchline.shell import join, quote
+from dfdoctor.shell import join, quote
 from dfdoctor.targets.registry import kind_for
 
 

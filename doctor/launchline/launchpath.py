@@ -31,7 +31,7 @@ from dfdoctor.launchline.hops import (
     is_python,
 )
 from dfdoctor.launchline.launchfix import judge, pick_job
-from dfdoctor.launchline.shell import (
+from dfdoctor.shell import (
     Command,
     Pipeline,
     ShellSyntaxError,

@@ -10,7 +10,7 @@ from typing import Optional
 
 from dfdoctor.launchline.hops import LOCAL, base
 from dfdoctor.launchline.launchpath import analyse
-from dfdoctor.launchline.shell import join
+from dfdoctor.shell import join
 from dfdoctor.targets.registry import hop_kind, kind_for
 
 # Besides a hop of a target kind (ssh, pct exec, lxc-attach, docker exec): a command line whose program is one of

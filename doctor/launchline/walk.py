@@ -21,7 +21,7 @@ from typing import Callable, Optional, Union
 
 from dfdoctor.launchline.envs import env_prefix
 from dfdoctor.launchline.expand import Scope, Unknown, expand, expand_one
-from dfdoctor.launchline.shell import Command, ShellSyntaxError, parse
+from dfdoctor.shell import Command, ShellSyntaxError, parse
 from dfdoctor.numbers import whole
 
 MAX_SOURCE_BYTES = 256 * 1024

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from dfdoctor import causes
-from dfdoctor.launchline.shell import join, quote
+from dfdoctor.shell import join, quote
 from dfdoctor.rehearse import judge, rewrite
 from dfdoctor.rehearse.runner import Rehearsal, rehearse
 from dfdoctor.targets.registry import kind_for

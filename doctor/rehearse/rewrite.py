@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from dfdoctor.launchline.hops import BUILTINS, PYTHONS, SHELLS, SSH_OPTS_WITH_ARG, base
-from dfdoctor.launchline.shell import Command, ShellSyntaxError, Word, join, parse, quote
+from dfdoctor.shell import Command, ShellSyntaxError, Word, join, parse, quote
 from dfdoctor.targets.registry import hop_kind, kind_for
 
 SSH_CONFIG_ENV = "DFDOCTOR_SSH_CONFIG"

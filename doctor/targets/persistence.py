@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from dfdoctor.launchline.shell import quote
+from dfdoctor.shell import quote
 from dfdoctor.targets import Target, transport
 from dfdoctor.targets.strategies import PREFERENCE, STRATEGIES, Strategy
 

@@ -4,11 +4,11 @@ implements. `targets/kinds/__init__.py` registers every kind (its list ALL is th
 from __future__ import annotations
 
 import contextlib
+import posixpath
 import signal
 from typing import Iterator, Optional, Sequence
 
 from dfdoctor.command import ProbeOutcome, run_command
-from dfdoctor.launchline.hops import base
 
 # Methods take a `Target` (targets/target.py), named here only in annotations: target.py imports this module.
 
@@ -154,4 +154,4 @@ def hop_kind(argv: Sequence[str]) -> Optional[TargetKind]:
 
 def program(argv: Sequence[str]) -> str:
     """The program word of a hop (`/usr/bin/ssh` -> `ssh`)."""
-    return base(argv[0]) if argv else ""
+    return posixpath.basename(argv[0]) if argv else ""

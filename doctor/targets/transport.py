@@ -18,7 +18,7 @@ import time
 from typing import Iterator, Optional, Sequence
 
 from dfdoctor.agent.procfs import proc_state
-from dfdoctor.launchline.shell import quote  # noqa: F401  (tests quote with it)
+from dfdoctor.shell import quote  # noqa: F401  (tests quote with it)
 from dfdoctor.targets.target import Target
 
 CONNECT_TIMEOUT_S = 8

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Optional, Sequence
 
-from dfdoctor.launchline.shell import join, quote
+from dfdoctor.shell import join, quote
 from dfdoctor.targets.registry import TargetKind, program
 from dfdoctor.targets.target import Target
 

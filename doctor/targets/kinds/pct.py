@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator, Optional, Sequence
 
-from dfdoctor.launchline.shell import quote
+from dfdoctor.shell import quote
 from dfdoctor.targets import transport
 from dfdoctor.targets.kinds.ssh import ASCII_NUMBER, Ssh, parse_host, spell_host, ssh_typed
 from dfdoctor.targets.registry import TargetKind, kind_for, program, usage

@@ -8,7 +8,7 @@ import contextlib
 import re
 from typing import Iterator, Optional, Sequence
 
-from dfdoctor.launchline.shell import join, quote
+from dfdoctor.shell import join, quote
 from dfdoctor.targets import transport
 from dfdoctor.targets.registry import TargetKind, program, usage
 from dfdoctor.targets.target import Target, shown_spec
