@@ -334,7 +334,9 @@ def test_a_job_handed_off_to_a_daemon_is_relayed_not_killed(work):
 def test_a_handed_off_daemon_that_crashes_is_named(work):
     from jobs.harness import status
 
-    _, rep = launch(work, *job("handoff.py", "60", "3", str(work / "stop")), watch=3)
+    # as above: the daemon runs until the test stops it, so the watch can be long enough for a loaded machine
+    _, rep = launch(work, *job("handoff.py", "60", "3", str(work / "stop")), watch=10)
+    assert "handed its work to pid" in rep["verdict"]["summary"], text_of(rep)
     (work / "stop").touch()
     _wait_gone(int(re.search(r"pid (\d+)", rep["verdict"]["summary"]).group(1)))
     proc, st = status(work)
