@@ -288,27 +288,16 @@ def test_broken_plugin_is_reported_by_launch_and_status(work):
 def test_leftovers_never_name_a_recycled_pid_or_a_zombie():
     """The recorder writes each leftover's start time; a pid now used by another process, or a zombie, is not
     reported (the fix would tell the user to kill it)."""
-    import subprocess
-    import sys
-
-    from dfdoctor.checks.probes.leftovers_probe import still_running
     from dfdoctor.agent.procfs import proc_start_time
+    from dfdoctor.checks.probes.leftovers_probe import still_running
+    from support.processes import live_and_zombie
 
-    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    zombie = subprocess.Popen(["true"])
-    try:
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and Path(f"/proc/{zombie.pid}/stat").read_text().split(") ")[1][0] != "Z":
-            time.sleep(0.02)
+    with live_and_zombie() as (live, zombie):
         start = proc_start_time(live.pid)
         found = still_running({str(live.pid): start, str(zombie.pid): proc_start_time(zombie.pid)})
         assert [f["pid"] for f in found] == [live.pid] and "time.sleep(30)" in found[0]["cmdline"]
         assert still_running({str(live.pid): start + 1}) == [], "same pid, another start time: another process"
         assert [f["pid"] for f in still_running({str(live.pid): None})] == [live.pid]  # an older record: pid only
-    finally:
-        live.kill()
-        live.wait()
-        zombie.wait()
 
 
 def test_a_job_handed_off_to_a_daemon_is_relayed_not_killed(work):

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 from dfdoctor.agent.procfs import proc_start_time
 from dfdoctor.run.folder import RunFolder, append_event, new_run
 from dfdoctor.agent.names import LAUNCHER, MASKS
 from dfdoctor.run.record import load, still_runs
+from support.processes import live_and_zombie
 
 SECRET = "s3cr3t-" + "q" * 20
 
@@ -55,18 +53,9 @@ def test_a_secret_in_a_note_argv_is_masked(tmp_path):
 
 def test_still_runs_is_the_same_live_process_and_not_a_zombie():
     """A pid counts as the process the record names only with the same start time; a zombie holds nothing."""
-    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    zombie = subprocess.Popen(["true"])
-    try:
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and Path(f"/proc/{zombie.pid}/stat").read_text().split(") ")[1][0] != "Z":
-            time.sleep(0.02)
+    with live_and_zombie() as (live, zombie):
         start = proc_start_time(live.pid)
         assert still_runs(live.pid, start) and still_runs(live.pid, None)
         assert not still_runs(live.pid, start + 1), "same pid, another start time: another process"
         assert not still_runs(zombie.pid, proc_start_time(zombie.pid))
-    finally:
-        live.kill()
-        live.wait()
-        zombie.wait()
     assert not still_runs(live.pid, start)
