@@ -1,7 +1,9 @@
 """Run one rehearsal: place the sentinel where the job would run, run the rewritten line as the user's own shell
 would (in a terminal of its own), let its session end, look at what the sentinel saw, and remove it all.
 
-Bounded: the whole takes at most `BUDGET_S` (10 s). Each step is a killable subprocess in its own session; a
+Bounded: the whole takes at most `BUDGET_S` (10 s), plus the slack a slow hop earns (twice what placing the
+sentinel took, at most `SLACK_MAX_S`: on a loaded machine ssh and pct exec take seconds, and a line still logging
+in is not a session held open). Each step is a killable subprocess in its own session; a
 hop that hangs (a password prompt, a host-key question) fails at once under BatchMode, or is killed at its
 step's deadline and named.
 """
@@ -34,7 +36,8 @@ LOOK = (HERE / "look.sh").read_text()
 PLACE = 'umask 077; mkdir "$1" && cat > "$1/sentinel.py" && printf %s "$2" > "$1/script" && echo placed'
 BUDGET_S = 10.0
 PLACE_S = 6.0  # one session to the job's place: ssh + pct exec take seconds on a loaded machine
-RETURN_S = 3.5  # a line whose session has not returned by then is held open: ended as Ctrl-C would
+RETURN_S = 3.5  # a line whose session has not returned by then (plus slack) is held open: ended as Ctrl-C would
+SLACK_MAX_S = 10.0
 DRAIN_S = 0.8  # the terminal stays open this long after the shell returned, as a user's window does
 SETTLE_S = 1.0  # the sentinel must still beat this long after its session ended to count as alive
 TTY_ENV = {"TERM": "xterm"}
@@ -65,9 +68,15 @@ class Rehearsal:
     returncode: Optional[int] = None
     held: bool = False  # the session did not return by itself
     returned_s: Optional[float] = None
+    slack: float = 0.0  # extra patience earned by a slow hop: twice what placing the sentinel took
     places: list[Place] = field(default_factory=list)
     seconds: float = 0.0
     left_behind: list[str] = field(default_factory=list)
+
+    @property
+    def budget(self) -> float:
+        """The most this rehearsal may take."""
+        return BUDGET_S + self.slack
 
     @property
     def job_place(self) -> Optional[Place]:
@@ -109,11 +118,12 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
         out.unobservable = _unreachable(job.chain, placed)
         out.seconds = time.monotonic() - began
         return out
+    out.slack = min(SLACK_MAX_S, 2 * placed.duration)  # type: ignore[attr-defined]
     try:
         _run_line(out, plan.line, cwd)
         time.sleep(SETTLE_S)
     finally:
-        _look_everywhere(out, plan, cwd, deadline=began + BUDGET_S)
+        _look_everywhere(out, plan, cwd, deadline=began + out.budget)
     out.seconds = time.monotonic() - began
     return out
 
@@ -189,7 +199,7 @@ def _run_line(out: Rehearsal, line: str, cwd: Optional[str]) -> None:
     chunks: list[bytes] = []
     sel = selectors.DefaultSelector()
     sel.register(master, selectors.EVENT_READ)
-    deadline = began + RETURN_S
+    deadline = began + RETURN_S + out.slack
     while time.monotonic() < deadline and proc.poll() is None or sel.get_map() and proc.poll() is None:
         if time.monotonic() >= deadline:
             break
