@@ -53,6 +53,24 @@ def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
         pass
 
 
+# A command closes its pipes a moment before it exits (coreutils close stdout and stderr in an atexit handler):
+# the group is killed only once the command itself has ended, or this long after its pipes closed, so that a
+# command that finished is never reported as killed.
+EXIT_GRACE_S = 0.5
+
+
+def _await_exit(pid: int, within: float) -> None:
+    """Wait until `pid` has exited (left unreaped, so its process group id stays ours to signal), or `within`."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return
+        except ChildProcessError:
+            return
+        time.sleep(0.002)
+
+
 def run_command(argv: Sequence[str], *, timeout: float, cwd: Optional[os.PathLike] = None,
                 env: Optional[dict[str, str]] = None, stdin_data: Optional[bytes] = None,
                 limit: int = DEFAULT_LIMIT, stack_signal: Optional[int] = signal.SIGUSR1,
@@ -99,6 +117,8 @@ def run_command(argv: Sequence[str], *, timeout: float, cwd: Optional[os.PathLik
             proc.stdin.close()
         except OSError:
             pass
+    if not timed_out:
+        _await_exit(proc.pid, EXIT_GRACE_S)
     kill_group(proc.pid)  # nothing the command started may outlive it
     proc.stdout.close()
     proc.stderr.close()

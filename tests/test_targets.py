@@ -301,3 +301,16 @@ def test_a_child_that_never_reads_its_stdin_cannot_stall_a_probe():
     # and one that reads gets all of it, with stdin closed after (hold_stdin off)
     out = run_command(["wc", "-c"], timeout=10, stdin_data=b"x" * (4 << 20))
     assert out.returncode == 0 and out.stdout.strip() == str(4 << 20)
+
+
+def test_a_command_that_closed_its_pipes_and_then_finished_is_not_called_killed():
+    """coreutils close stdout and stderr in an atexit handler, a moment before the process exits: the group is
+    killed only after the command itself ended, so its own exit status is reported (CI once saw `wc -c` as -9)."""
+    from dfdoctor.command import run_command
+
+    out = run_command(["sh", "-c", "exec >&- 2>&-; sleep 0.2; exit 3"], timeout=10)
+    assert out.returncode == 3 and not out.timed_out
+    # one that closes its pipes and keeps running is still ended, soon after
+    t = time.monotonic()
+    out = run_command(["sh", "-c", "exec >&- 2>&-; sleep 30"], timeout=10)
+    assert out.returncode == -9 and time.monotonic() - t < 3
