@@ -77,8 +77,12 @@ AllowTcpForwarding no
 MaxSessions 64
 MaxStartups 64:30:128
 LogLevel ERROR
-SetEnv PATH=$DIR/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+SetEnv PATH=$DIR/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin SHLVL=1
 EOF
+# SHLVL=1: bash started by sshd sources ~/.bashrc only at shell level 1, and this machine's root .bashrc runs
+# `pyenv init`, whose rehash takes a lock file; a test that SIGKILLs a session mid-rehash leaves the lock, and then
+# every later login waits 60 s for it (seen: `check` on two ssh targets took 79 s instead of 15). The targets the
+# tests log into are plain hosts, not this machine's interactive set-up.
 
 echo "[127.0.0.1]:$PORT $(cut -d' ' -f1,2 "$DIR/ssh_host_ed25519_key.pub")" > "$DIR/known_hosts"
 cat > "$DIR/ssh_config" <<EOF
