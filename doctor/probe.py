@@ -115,7 +115,7 @@ def _run_probe_here(ctx, path: Path, args: Sequence[str], *, timeout: Optional[f
     started = time.monotonic()
     try:
         outcome = None
-        if probe_server.serves(ctx.python, run_env):
+        if probe_server.serves(ctx.python, run_env, str(path)):
             outcome = probe_server.run([str(path), *args], timeout=limit, cwd=cwd or ctx.cwd, env=run_env)
         if outcome is None:  # no server, or it did not take the probe in time: a fresh interpreter, in what is left
             left = max(1.0, limit - (time.monotonic() - started))

@@ -43,6 +43,9 @@ LAZY_NAMES = {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "HIP_VISIBLE_DEVICES"
               "TORCH_SYMM_MEM_DISABLE_MULTICAST", "PYTHONDONTWRITEBYTECODE"}
 LAZY_PREFIXES = ("NCCL_", "NVSHMEM_", "TORCHELASTIC_", "DFDOCTOR_")
 MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes
+# dfdoctor's probes that never import torch: the server saves them nothing but a bare interpreter's start (tens of
+# milliseconds), and while it is still importing torch they would wait for it. They start fresh, beside it.
+WITHOUT_TORCH = frozenset({"deps_probe.py", "log_probe.py", "leftovers_probe.py"})
 
 
 @dataclass(frozen=True)
@@ -95,10 +98,11 @@ def serving(ctx, wanted: bool) -> Iterator[Optional[Server]]:
                 os.unlink(leftover) if leftover == path else os.rmdir(leftover)
 
 
-def serves(python: str, env: dict[str, str]) -> bool:
-    """Whether the active server can run a probe of `python` with `env` as a fresh process would."""
+def serves(python: str, env: dict[str, str], script: str = "") -> bool:
+    """Whether the active server should run the probe `script` of `python` with `env`: it can run it as a fresh
+    process would, and the probe may import torch."""
     server = _active
-    if server is None or python != server.python:
+    if server is None or python != server.python or os.path.basename(script) in WITHOUT_TORCH:
         return False
     changed = {k for k in set(env) | set(server.env) if env.get(k) != server.env.get(k)}
     return all(k in LAZY_NAMES or k.startswith(LAZY_PREFIXES) for k in changed)

@@ -174,3 +174,33 @@ def test_check_names_the_same_findings_with_and_without_the_server(tmp_path):
     assert runs["1"] == runs["0"]
     assert runs["1"]["imports.smoke"][:2] == ("fail", "missing-module")
     assert runs["1"]["cuda.init"][0] == "skip"
+
+
+def test_a_probe_that_never_imports_torch_starts_fresh_beside_the_server(tmp_path, ctx):
+    """dfdoctor's probes that never import torch (the log, deps and leftovers probes) gain nothing from a fork of
+    the server, and would wait for its torch import: they run in a fresh interpreter beside it."""
+    with probe_server.serving(ctx, wanted=True):
+        warmed(ctx, tmp_path)
+        log = run_probe(ctx, "log_probe.py", [str(tmp_path / "train.log")], timeout=60)
+        where = run_probe(ctx, probe(tmp_path, "where.py", WHERE), timeout=60)
+    assert log.returncode == 0 and log.payload is not None and not log.extra.get("probe_server")
+    assert where.extra.get("probe_server")
+
+
+def test_the_server_leaves_without_tearing_its_interpreter_down(tmp_path):
+    """Once its probes are done the server exits at once, not through the interpreter's teardown of torch (a
+    noticeable part of a second that every `check` waited out): an exit handler of that interpreter never runs."""
+    site = tmp_path / "site"
+    site.mkdir()
+    marks = tmp_path / "teardowns"
+    marks.mkdir()
+    (site / "sitecustomize.py").write_text(  # each interpreter that tears down leaves a file named by its pid
+        f"import atexit, os\natexit.register(lambda: open(os.path.join({str(marks)!r}, str(os.getpid())), 'w').close())\n")
+    ctx = Context(cwd=tmp_path, python=sys.executable, env={**os.environ, "PYTHONPATH": str(site)})
+    with probe_server.serving(ctx, wanted=True) as server:
+        warmed(ctx, tmp_path)
+    assert server is not None and str(server.pid) not in os.listdir(marks)
+    # the same interpreter, left the usual way, does run it: the handler is live
+    p = subprocess.Popen([sys.executable, "-c", "pass"], env=ctx.env)
+    p.wait()
+    assert str(p.pid) in os.listdir(marks)
