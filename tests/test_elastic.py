@@ -38,7 +38,10 @@ def test_rank_that_raises_is_named_with_its_exception(work):
     assert v["summary"].startswith("Rank 1 ("), text
     assert "ValueError: shard 7 is missing on rank 1" in v["summary"]
     assert f"ddp_rank_raises.py, line {_line_of('raise ValueError')}" in v["summary"]
-    assert "ChildFailedError" not in v["summary"] and "exit code 1" in text
+    assert "ChildFailedError" not in v["summary"]
+    # how torchrun saw rank 1 end: exit code 1, or, on a loaded machine, SIGABRT from gloo's teardown at exit
+    # (CI saw it; the next test makes that path certain)
+    assert "exit code 1" in text or "ValueError, then SIGABRT while exiting" in v["summary"], text
     assert "the [rank1] lines" in text
 
 
