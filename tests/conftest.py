@@ -29,9 +29,10 @@ os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="dfdoctor-test-state-")
 # ---- parallel runs: `make test` spreads the tests over pytest-xdist workers ------------------------------------
 # A file's tests run on one worker, in order: module fixtures (a wheel, a browser) are built once, and tests that
 # look for "their" processes by a name only their file starts never see a sibling's. Tests that share state beyond
-# their file share one worker. The Slurm tests are one unit: the single node has 2 CPUs (one test's job would wait
-# for another's); test_node_failure stops its slurmd, and the pair's fixture runs slurm.sh, which restarts a cluster
-# whose node is down; the pair's node quirks are files that every job of the pair reads. test_rehearse asserts that
+# their file share one worker. The single-node Slurm's tests are one unit: the node has 2 CPUs (one test's job
+# would wait for another's), and test_node_failure stops its slurmd. The two-node pair is a cluster of its own
+# (its own slurmctld, slurmds and network namespaces; only munged is shared) and its tests are a second unit: the
+# pair's node quirks are files that every job of the pair reads. test_rehearse asserts that
 # no rehearsal's sentinel runs anywhere once its own is done: the files whose tests rehearse lines
 # (check --shell-command) most run with it, not beside it.
 # (xdist's own `--dist loadgroup` cannot do this here: it marks a group by rewriting `item._nodeid`, which
@@ -39,7 +40,8 @@ os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="dfdoctor-test-state-")
 SHARED_STATE_GROUPS = {
     "test_slurm.py": "slurm",
     "test_slurm_observed.py": "slurm",
-    "test_slurm_nodes.py": "slurm",
+    "test_slurm_stuck.py": "slurm",
+    "test_slurm_nodes.py": "slurm-pair",
     "test_rehearse.py": "rehearsals",
     "test_launch_path.py": "rehearsals",
     "test_launch_path_chain.py": "rehearsals",
@@ -48,12 +50,15 @@ SHARED_STATE_GROUPS = {
 # long enough to be the run's tail alone: their tests are spread over the workers one by one. test_guard,
 # test_compile_race and test_trainer are torch.compile runs, each a core's worth of CPU for half a minute or more:
 # on one worker they ran one after another while the other core idled.
-SPREAD_FILES = {"test_launch.py", "test_launcher_scripts.py", "test_guard.py", "test_compile_race.py",
-                "test_trainer.py", "test_realworld.py"}
+SPREAD_FILES = {"test_doc_commands.py", "test_launch.py", "test_launcher_scripts.py", "test_guard.py",
+                "test_compile_race.py", "test_trainer.py", "test_realworld.py"}
+# Single tests of a spread file that share a group's state: the docs' sbatch commands run on the single-node Slurm.
+SHARED_STATE_TESTS = {"test_doc_commands.py::test_an_sbatch_check_launch_and_status": "slurm"}
 # The longest files and groups start first, so that none is left running alone at the end: seconds, run serially
 # with the rest of the suite in round 6 (a loaded machine: only their order matters). A file not named is short.
 LONG_FILES = {
-    "slurm": 630, "test_launch.py": 365, "rehearsals": 220, "test_realworld.py": 178, "test_guard.py": 174,
+    "test_launch.py": 365, "slurm": 335, "test_doc_commands.py": 260, "rehearsals": 220, "slurm-pair": 185,
+    "test_realworld.py": 178, "test_guard.py": 174,
     "test_persistence.py": 155, "test_secrets_end_to_end.py": 153, "test_launcher_scripts.py": 145,
     "test_newcomer.py": 118, "test_compile_race.py": 115, "test_probe_server.py": 107, "test_packaging.py": 100,
     "test_trainer.py": 90, "test_remote_launch.py": 80, "test_elastic.py": 71, "test_do_no_harm.py": 55,
@@ -67,6 +72,9 @@ def work_unit(nodeid: str) -> str:
     name = path.rsplit("/", 1)[-1]
     if name in SHARED_STATE_GROUPS:
         return SHARED_STATE_GROUPS[name]
+    test = f"{name}::{nodeid.split('::', 1)[-1].split('[', 1)[0]}"
+    if test in SHARED_STATE_TESTS:
+        return SHARED_STATE_TESTS[test]
     return nodeid if name in SPREAD_FILES else path
 
 

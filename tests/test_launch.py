@@ -320,6 +320,16 @@ def test_a_job_handed_off_to_a_daemon_is_relayed_not_killed(work):
     assert "ran to completion" in st["verdict"]["summary"]
 
 
+def test_a_hand_off_through_short_lived_processes_is_found(work):
+    """The hand-off is still moving when the launcher exits (each process forks the next and exits at once):
+    the recorder keeps looking while the pipes stay open, and finds the daemon at the end of the chain."""
+    proc, rep = launch(work, *job("handoff_relay.py", str(work / "stop")), watch=10)
+    assert proc.returncode == 0 and rep["verdict"]["state"] == "running", text_of(rep)
+    assert "handed its work to pid" in rep["verdict"]["summary"], text_of(rep)
+    (work / "stop").touch()
+    _wait_gone(int(re.search(r"pid (\d+)", rep["verdict"]["summary"]).group(1)))
+
+
 def test_a_handed_off_daemon_that_crashes_is_named(work):
     from jobs.harness import status
 

@@ -37,6 +37,10 @@ from dfdoctor.agent.standin import stand_in
 TICK_S = 1.0  # heartbeat period; also bounds how stale "alive" can be
 RECORD_HEARTBEAT_S = 15.0  # how often a heartbeat also goes into the append-only record
 DRAIN_S = 0.2  # after the job dies, how long to wait for a grandchild still holding its pipes
+# While the pipes stay open, how long to keep looking for who holds them: a double fork's middle process can exit
+# between the moment /proc is listed and the moment its fds are read, its child not yet listed (CI saw a handed-off
+# daemon called "ran to completion").
+HOLDERS_S = 1.5
 WATCHED_SIGNALS = ("SIGHUP", "SIGINT", "SIGTERM", "SIGQUIT", "SIGPIPE", "SIGUSR1", "SIGUSR2", "SIGALRM",
                    "SIGXCPU", "SIGTSTP", "SIGTTIN", "SIGTTOU")
 FORWARDED = ("SIGINT", "SIGTERM", "SIGQUIT")  # passed on to the job's process group, which then exits
@@ -387,10 +391,21 @@ class Recorder:
                 if not self.relay(fd):
                     open_fds.discard(fd)
         self.watch_log()
-        holders = pipe_holders(open_fds, self.stand_in_pids()) if open_fds else []
+        holders = self.pipe_holders(open_fds)
         self.record_exit(status, rusage, held_open=bool(open_fds), handed_off=holders)
         if holders:
             self.relay_handoff(open_fds, holders)
+
+    def pipe_holders(self, open_fds):
+        """The processes that hold the job's output pipes after it exited; looked for again while none is found and
+        the pipes stay open (someone holds them: a process between its fork and its exit)."""
+        deadline = time.monotonic() + HOLDERS_S
+        while open_fds:
+            holders = pipe_holders(open_fds, self.stand_in_pids())
+            if holders or time.monotonic() >= deadline or not _still_open(open_fds):
+                return holders
+            time.sleep(0.02)
+        return []
 
     def pump(self, open_fds, next_tick):
         """One turn of the relay loop: the periodic looks when due, then relay whatever is ready (a pipe that
@@ -467,6 +482,15 @@ class Recorder:
                 os.rmdir(mem[1])
             except OSError as exc:
                 self.record.event("cgroup-left", cgroup=mem[1], error=exc.strerror)
+
+
+def _still_open(fds):
+    """Whether some process still holds the write end of one of these pipes (no hang-up reported on it)."""
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    events = dict(poller.poll(0))
+    return any(not events.get(fd, 0) & select.POLLHUP for fd in fds)
 
 
 def _drain_fd(fd):
