@@ -59,3 +59,21 @@ def test_still_runs_is_the_same_live_process_and_not_a_zombie():
         assert not still_runs(live.pid, start + 1), "same pid, another start time: another process"
         assert not still_runs(zombie.pid, proc_start_time(zombie.pid))
     assert not still_runs(live.pid, start)
+
+
+def test_a_hand_off_is_open_from_the_exit_event_that_names_its_holders(tmp_path):
+    """The recorder writes the exit event (naming who still holds the pipes) a moment before the "handoff" event:
+    a look between the two must not call the job finished (CI once saw "ran to completion" while its daemon ran)."""
+    from dfdoctor.run.record import RunRecord
+
+    holder = {"pid": 4242, "cmdline": "python3 daemon.py"}
+    exit_event = {"event": "exit", "exit_code": 0, "handed_off": [holder]}
+    between = RunRecord(tmp_path, events=[{"event": "spawned", "pid": 4241}, exit_event])
+    assert between.handoff_open and not between.finished
+    after = RunRecord(tmp_path, events=[*between.events, {"event": "handoff", "holders": [holder]}])
+    assert after.handoff_open and not after.finished
+    done = RunRecord(tmp_path, events=[*after.events, {"event": "handoff-ended", "ended": []}])
+    assert not done.handoff_open and done.finished
+    # a plain exit, or a failure with stragglers on the pipes, is finished at once
+    assert RunRecord(tmp_path, events=[{"event": "exit", "exit_code": 0, "handed_off": []}]).finished
+    assert RunRecord(tmp_path, events=[{"event": "exit", "exit_code": 1, "handed_off": [holder]}]).finished

@@ -89,8 +89,11 @@ class RunRecord:
         """The command exited 0, but processes it started still hold its output and the recorder relays it: the
         work may go on there. (After a failure, stragglers holding the pipes are relayed too, but the failure
         is the verdict: nothing waits for them.)"""
-        return (self.first("handoff") is not None and self.first("handoff-ended") is None
-                and (self.exit or {}).get("exit_code") == 0)
+        # the exit event names the holders a moment before the "handoff" event is written: either one opens it (a
+        # look between the two had called the job finished, "ran to completion", while its daemon ran on)
+        ex = self.exit or {}
+        return (ex.get("exit_code") == 0 and (self.first("handoff") is not None or bool(ex.get("handed_off")))
+                and self.first("handoff-ended") is None)
 
     @property
     def job_pid(self) -> Optional[int]:
