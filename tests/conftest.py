@@ -54,16 +54,11 @@ SPREAD_FILES = {"test_doc_commands.py", "test_launch.py", "test_launcher_scripts
                 "test_compile_race.py", "test_trainer.py", "test_realworld.py"}
 # Single tests of a spread file that share a group's state: the docs' sbatch commands run on the single-node Slurm.
 SHARED_STATE_TESTS = {"test_doc_commands.py::test_an_sbatch_check_launch_and_status": "slurm"}
-# The longest files and groups start first, so that none is left running alone at the end: seconds, run serially
-# with the rest of the suite in round 6 (a loaded machine: only their order matters). A file not named is short.
-LONG_FILES = {
-    "test_launch.py": 365, "slurm": 335, "test_doc_commands.py": 260, "rehearsals": 220, "slurm-pair": 185,
-    "test_realworld.py": 178, "test_guard.py": 174,
-    "test_persistence.py": 155, "test_secrets_end_to_end.py": 153, "test_launcher_scripts.py": 145,
-    "test_newcomer.py": 118, "test_compile_race.py": 115, "test_probe_server.py": 107, "test_packaging.py": 100,
-    "test_trainer.py": 90, "test_remote_launch.py": 80, "test_elastic.py": 71, "test_do_no_harm.py": 55,
-    "test_output_no_harm.py": 54,
-}
+# The longest units start first, so that none is left running alone at the end: seconds per unit, measured in a
+# full run (tests/support/unit_seconds.py writes the file from a JUnit report; a unit not named is short). Ordering
+# spread tests by their file's total had started the single-node Slurm unit (6 minutes alone) last (round 7).
+import json  # noqa: E402
+UNIT_SECONDS: dict = json.loads((REPO / "tests" / "unit_seconds.json").read_text())
 
 
 def work_unit(nodeid: str) -> str:
@@ -79,8 +74,7 @@ def work_unit(nodeid: str) -> str:
 
 
 def _weight(nodeid: str) -> int:
-    name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
-    return LONG_FILES.get(SHARED_STATE_GROUPS.get(name, name), 0)
+    return UNIT_SECONDS.get(work_unit(nodeid), 0)
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: without it installed, pytest runs the tests serially
