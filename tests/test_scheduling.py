@@ -1,0 +1,47 @@
+"""How `make test` spreads the suite over workers (tests/conftest.py): which tests share a worker, and the measured
+seconds that order the units."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import REPO, SHARED_STATE_GROUPS, SHARED_STATE_TESTS, UNIT_SECONDS, work_unit
+from support.unit_seconds import unit_seconds
+
+
+def test_everything_on_the_single_node_slurm_shares_one_worker_and_the_pair_has_its_own():
+    on_the_node = ["tests/test_slurm.py::test_node_failure", "tests/test_slurm_observed.py::test_x",
+                   "tests/test_slurm_stuck.py::test_y",
+                   "tests/test_doc_commands.py::test_an_sbatch_check_launch_and_status"]
+    assert {work_unit(n) for n in on_the_node} == {"slurm"}
+    assert work_unit("tests/test_slurm_nodes.py::test_z[drop]") == "slurm-pair"
+    # a spread file's other tests are units of their own; an ordinary file is one unit
+    assert work_unit("tests/test_doc_commands.py::test_many_targets_at_once") == \
+        "tests/test_doc_commands.py::test_many_targets_at_once"
+    assert work_unit("tests/test_cli.py::test_a") == work_unit("tests/test_cli.py::test_b") == "tests/test_cli.py"
+
+
+def test_every_measured_unit_still_exists():
+    """A renamed file or test leaves its seconds behind: the ordering would silently lose it."""
+    groups = set(SHARED_STATE_GROUPS.values()) | set(SHARED_STATE_TESTS.values())
+    for unit in UNIT_SECONDS:
+        if unit in groups:
+            continue
+        path, _, test = unit.partition("::")
+        assert (REPO / path).is_file(), unit
+        if test:
+            assert f"def {test.split('[', 1)[0]}(" in (REPO / path).read_text(), unit
+
+
+def test_unit_seconds_adds_up_a_junit_report_by_unit(tmp_path: Path):
+    report = tmp_path / "run.xml"
+    report.write_text(
+        '<testsuites><testsuite>'
+        '<testcase classname="tests.test_slurm" name="test_a" time="200.5"/>'
+        '<testcase classname="tests.test_slurm_stuck" name="test_b" time="100"/>'
+        '<testcase classname="tests.test_cli" name="test_c" time="3"/>'
+        '<testcase classname="tests.test_cli" name="test_d" time="4"/>'
+        '<testcase classname="tests.test_guard" name="test_e[x]" time="80"/>'
+        '<testcase classname="tests.test_tiny" name="test_f" time="1"/>'
+        '</testsuite></testsuites>')
+    assert unit_seconds(report) == {"slurm": 300, "tests/test_guard.py::test_e[x]": 80, "tests/test_cli.py": 7}
