@@ -194,8 +194,10 @@ def test_the_server_leaves_without_tearing_its_interpreter_down(tmp_path):
     site.mkdir()
     marks = tmp_path / "teardowns"
     marks.mkdir()
-    (site / "sitecustomize.py").write_text(  # each interpreter that tears down leaves a file named by its pid
-        f"import atexit, os\natexit.register(lambda: open(os.path.join({str(marks)!r}, str(os.getpid())), 'w').close())\n")
+    # each interpreter that tears down leaves a file named by its pid
+    (site / "sitecustomize.py").write_text(
+        "import atexit, os\n"
+        f"atexit.register(lambda: open(os.path.join({str(marks)!r}, str(os.getpid())), 'w').close())\n")
     ctx = Context(cwd=tmp_path, python=sys.executable, env={**os.environ, "PYTHONPATH": str(site)})
     with probe_server.serving(ctx, wanted=True) as server:
         warmed(ctx, tmp_path)
