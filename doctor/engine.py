@@ -306,10 +306,25 @@ def verdict_from_checks(records: list[CheckRecord], fail_on_level: str) -> Verdi
                        f"none found a problem; first: {first.id}: {first.summary}", first.fix, evidence)
     # The headline is what happened, in the words of the check that saw it; the fix line says what to do.
     others = len(problems) - 1
-    said = first.summary[:1].upper() + first.summary[1:]
+    said = headline(first.summary)
     return Verdict("failed", first.cause,
                    f"{said} ({first.id}" + (f"; {others} more problem(s) below)" if others else ")"),
                    first.fix, evidence)
+
+
+# Commands a check's words may begin with, spelled as typed: "sbatch refuses ...", never "Sbatch refuses ..."
+COMMANDS = frozenset({"sbatch", "srun", "salloc", "scontrol", "sacct", "torchrun", "accelerate", "deepspeed",
+                      "python", "python3", "pip", "ssh", "pct", "lxc-attach", "docker", "kubectl", "nohup",
+                      "setsid", "tmux", "screen", "nvidia-smi", "py-spy"})
+
+
+def headline(summary: str) -> str:
+    """A check's summary as the verdict's first sentence: its first letter capitalised, unless its first word is
+    a command, a path or a file name (`sbatch`, `/opt/venv/bin/python`, `train.py`), which keeps its spelling."""
+    word = summary.split(" ", 1)[0].strip("`'\":,;")
+    if word in COMMANDS or "/" in word or "." in word.rstrip("."):
+        return summary
+    return summary[:1].upper() + summary[1:]
 
 
 def environment_facts(ctx: Optional[Context], records: list[CheckRecord]) -> dict[str, Any]:

@@ -90,6 +90,20 @@ def test_pre_launch_check_blocks_then_force(work):
     assert rep["verdict"]["cause"] == "log-dir-missing" and rep["run"]["dir"], "--force launched it anyway"
 
 
+def test_a_broken_shell_command_is_reported_but_never_blocks_the_launch_that_replaces_it(work):
+    """--shell-command names the line the user types; launch starts the command under the recorder instead.
+    Round 5 left it blocked by the rehearsal of that line. What the line does wrong is said; the job runs."""
+    line = f"nohup {job('healthy.py', '30')[0]} healthy.py > {work}/missing/train.log 2>&1 &"
+    proc, rep = launch(work, *job("healthy.py", "30"), watch=20, check=True,
+                       extra=("--only", "launch.path", "--only", "log.writable", "--shell-command", line))
+    v = rep["verdict"]
+    assert proc.returncode == 0 and v["state"] == "running", text_of(rep)
+    said = [e for e in v["evidence"] if e.startswith("your line (--shell-command, not run by this launch)")]
+    assert len(said) == 1 and "[log-dir-missing]" in said[0] and f"{work}/missing" in said[0], text_of(rep)
+    assert any(c["id"] == "launch.path" and c["status"] == "fail" for c in rep["checks"]), rep["checks"]
+    assert not (work / "missing").exists()
+
+
 def test_healthy_job_is_running_and_log_is_appended(work):
     (work / "train.log").write_text("line from an earlier run\n")
     t0 = time.monotonic()

@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from conftest import DFDOCTOR, run_dfdoctor
+from dfdoctor.engine import headline
 from dfdoctor.model import CheckRecord, Report, Status, Verdict
 from dfdoctor.render import render
 from dfdoctor.render.text import combined_fixes
@@ -70,10 +71,12 @@ def test_quiet_is_the_verdict_line_and_a_files_only_run_still_prints_it(two_miss
     assert quiet.returncode == 1
     assert quiet.stdout.splitlines() == [quiet.stdout.strip()]
     assert quiet.stdout.startswith("dfdoctor check: FAILED [")
+    # the line stands alone: it counts the other problems, it does not point below it (round 5 left "below")
+    assert re.search(r"; \d+ more problem\(s\)\)$", quiet.stdout.strip()) and "below" not in quiet.stdout, quiet.stdout
     html = _check(two_missing, "--format", "html", "--output", "r.html")
     assert html.returncode == 1 and (two_missing / "r.html").stat().st_size > 1000
     assert html.stdout.startswith("dfdoctor check: FAILED [") and "r.html" in html.stdout
-    assert len(html.stdout.splitlines()) == 1
+    assert len(html.stdout.splitlines()) == 1 and "below" not in html.stdout
 
 
 def test_version_bare_help_and_list_checks_header(tmp_path):
@@ -269,3 +272,11 @@ def test_an_annotation_points_at_the_users_line_when_the_job_died_inside_a_libra
                           sys.executable, "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=180)
     errors = [line for line in res.stdout.splitlines() if line.startswith("::error ")]
     assert any("file=train.py,line=6," in line for line in errors), res.stdout
+
+
+def test_a_headline_keeps_a_command_or_file_name_as_spelled():
+    """Round 6 left "Sbatch refuses this submission": the first word is capitalised only when it is a word."""
+    assert headline("sbatch refuses this submission: bad time") == "sbatch refuses this submission: bad time"
+    assert headline("train.py raises ImportError") == "train.py raises ImportError"
+    assert headline("/opt/venv/bin/python cannot start") == "/opt/venv/bin/python cannot start"
+    assert headline("nothing in the launch asks for a GPU") == "Nothing in the launch asks for a GPU"

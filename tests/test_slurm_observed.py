@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from dfdoctor.slurm import patterns, sbatch
+from dfdoctor.slurm import efficiency, patterns, sbatch
+from dfdoctor.slurm.job import JobFacts
 from infra.slurm_fixtures import slurm  # noqa: F401
 from test_slurm import cancel_leftover_jobs, dfd, job_script  # noqa: F401
 
@@ -68,6 +69,7 @@ def test_what_sbatch_refuses_fails_check_in_its_own_words(slurm, tmp_path, make,
     assert rc == 1 and sub["status"] == "fail" and sub["cause"] == "sbatch-refused", sub
     assert said in sub["summary"] and fix in sub["fix"]
     assert doc["verdict"]["cause"] == "sbatch-refused"
+    assert doc["verdict"]["summary"].startswith("sbatch refuses"), doc["verdict"]["summary"]  # not "Sbatch"
     rc, doc, _ = dfd("launch", "--", "sbatch", *args, cwd=tmp_path)  # blocked: nothing submitted
     assert rc == 1 and doc["verdict"]["cause"] == "sbatch-refused" and not doc["run"].get("slurm")
 
@@ -306,6 +308,15 @@ def test_a_finished_job_says_how_much_of_its_request_it_used(slurm, tmp_path):
     assert f"of 2 core(s) x {row[2].strip()} s" in s
     pct = int(re.search(r"memory efficiency (\d+)%", s)[1])
     assert 15 <= pct <= 40, s  # 80 MiB (plus python) of 400M
+
+
+def test_a_job_too_short_for_accounting_is_not_given_an_unknown_length():
+    """Round 6 left "the job of ? s was too short" where sacct gave no elapsed time."""
+    short = JobFacts("7", state="COMPLETED", req_mem="400M", source=["sacct"])
+    assert efficiency.summary(short) == ("memory use not recorded (MaxRSS is sampled every 2 s or so; the job "
+                                         "was too short), of 400M asked")
+    short.elapsed_s = 1
+    assert "the job of 1 s was too short" in efficiency.summary(short)
 
 
 def test_a_running_job_gets_a_next_line_that_follows_its_output(slurm, tmp_path):

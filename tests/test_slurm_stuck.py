@@ -106,6 +106,23 @@ def test_a_batch_job_with_u_that_prints_is_running_without_a_look_on_its_node(sl
         _cancel(slurm, doc)
 
 
+@pytest.mark.slow
+def test_a_batch_job_in_its_loop_is_running_before_its_settle_time(slurm, tmp_path):
+    """Issue 20: the step line printed again and again shows the job past its start, read from its output
+    file as the recorder reads a launch's output; the settle time (30 s here) is not waited out."""
+    s = job_script(tmp_path, f"{PY} -u {JOBS / 'healthy.py'} 60\n")
+    t0 = time.monotonic()
+    rc, doc, err = dfd("launch", "--no-check", "--watch", "60", "--settle", "30", "--format", "text", "--",
+                       "sbatch", "-o", "o-%j.log", str(s), cwd=tmp_path, env=_env())
+    took = time.monotonic() - t0
+    assert doc, err
+    try:
+        assert rc == 0 and doc["verdict"]["state"] == "running" and took < 25, (took, _text(doc))
+        assert any('in its loop: "step # loss #" printed' in e for e in doc["verdict"]["evidence"]), _text(doc)
+    finally:
+        _cancel(slurm, doc)
+
+
 def test_dfdoctors_own_look_is_never_the_users_failed_step():
     """A look that the job's end cut short (CANCELLED 0:15 in sacct, DerivedExitCode 0:15) is dfdoctor's own
     step, named job.OWN_STEP: not a step of the user's, so no `step-failed` for a job that completed."""

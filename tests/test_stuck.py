@@ -161,14 +161,36 @@ def test_a_job_printing_every_4_s_is_running_for_status(work):
 
 
 def test_settle_time_holds_running_back_and_is_capped_by_the_watch(work):
+    """A job that shows no loop (its lines carry no step number) waits out the settle time."""
     t0 = time.monotonic()
-    proc, rep = launch(work, *job("healthy.py", "30"), watch=30, extra=("--settle", "6"))
+    proc, rep = launch(work, *job("no_step_line.py", "30"), watch=30, extra=("--settle", "6"))
     took = time.monotonic() - t0
     assert rep["verdict"]["state"] == "running" and took >= 6, (took, text_of(rep))
     assert any("settle time 6 s" in e for e in rep["verdict"]["evidence"])
-    proc, rep = launch(work, *job("healthy.py", "30"), watch=5, log="other.log", extra=("--settle", "60"))
+    assert not any("in its loop" in e for e in rep["verdict"]["evidence"]), text_of(rep)
+    proc, rep = launch(work, *job("no_step_line.py", "30"), watch=5, log="other.log", extra=("--settle", "60"))
     assert rep["verdict"]["state"] == "running", text_of(rep)
     assert any("settle time 5 s" in e for e in rep["verdict"]["evidence"]), text_of(rep)
+
+
+def test_a_job_in_its_loop_is_running_before_its_settle_time(work):
+    """Issue 20: "running" in 10 s. A job that prints its step line again and again is past its start: it is
+    called running once that shows (a few seconds), not after the settle time."""
+    t0 = time.monotonic()
+    proc, rep = launch(work, *job("healthy.py", "60"), watch=60, extra=("--settle", "30"))
+    took = time.monotonic() - t0
+    v = rep["verdict"]
+    assert proc.returncode == 0 and v["state"] == "running" and took < 20, (took, text_of(rep))
+    assert any('in its loop: "step # loss #" printed' in e for e in v["evidence"]), text_of(rep)
+
+
+def test_a_start_that_repeats_itself_and_dies_is_never_called_running(work):
+    """A model summary printed at once and four shards loaded a second apart look like a loop to a careless
+    reading; the job dies 6 s in, before training. The launch must wait and see it die."""
+    proc, rep = launch(work, *job("starts_then_dies.py"), watch=30)
+    v = rep["verdict"]
+    assert v["state"] == "failed" and v["cause"] == "input-missing", text_of(rep)
+    assert not any("in its loop" in e for e in v["evidence"]), text_of(rep)
 
 
 def test_status_names_a_collective_hang_later(work):

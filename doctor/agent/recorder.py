@@ -27,6 +27,7 @@ import time
 
 from dfdoctor.agent.atomic import replace_atomically
 from dfdoctor.agent.ending import become_subreaper, how_ended, reap, returncode, writing_elsewhere
+from dfdoctor.agent.loop_lines import LoopLines
 from dfdoctor.agent.memory import kernel_oom_lines, make_limited_cgroup, memory_cgroup, oom_counters
 from dfdoctor.agent.procfs import (group_members, job_outputs, pipe_holders, proc_start_time, proc_usage,
                                    read_text, readlink)
@@ -68,6 +69,7 @@ class Recorder:
         self.last_output_t = None
         self.partial = {}
         self.progress_lines = 0
+        self.loop = LoopLines()  # the line the job prints on every step: the settle check's sign it is past its start
         self.copies = {}
         self.watched = [dict(w, gone=False) for w in (spec.get("watch_pids") or [])]
         self.last_record_beat = 0.0
@@ -265,10 +267,12 @@ class Recorder:
         text = self.partial.get(name, b"") + data
         lines = text.split(b"\n")
         self.partial[name] = lines.pop()[-4096:]
+        now = time.time()
         for line in lines:
             if line.strip() and not line[:1].isspace() and b"Warning:" not in line and \
                     not line.startswith(b"Traceback (most recent call last)"):
                 self.progress_lines += 1
+                self.loop.add(line, now)
 
     def watch_log(self):
         """Note when the log file first appears and first grows (it may be written by the job itself)."""
@@ -307,7 +311,7 @@ class Recorder:
                 "log_size": self.log_state[1] if self.log_state else None,
                 "stdout_bytes": self._total("stdout"), "stderr_bytes": self._total("stderr"),
                 "progress_lines": self.progress_lines, "first_output_t": min(self.first_output.values()) if self.first_output else None,
-                "last_output_t": self.last_output_t,
+                "last_output_t": self.last_output_t, "loop": self.loop.best(self.masker.value),
                 "recorder_usage": proc_usage(os.getpid())}
         self.note_full()
         try:

@@ -254,11 +254,14 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
             if settler is not None and now - last_settle_check >= 1.0 and run.job_alive():
                 last_settle_check = now
                 unsettled = settler(run, settling, steady)  # every second: a rank that dies is seen to go
-            # the settle time runs from the spawn, and for torchrun again from when every rank was seen past
-            # init_process_group: a rank that dies in its first seconds of training is not missed
-            ripe = steady and _age(run) >= settle_s and (settling.since is None or wall - settling.since >= settle_s)
+            # the settle time runs from the spawn (a job in its loop is past its start sooner), and for torchrun
+            # again from when every rank was seen past init_process_group: a rank that dies in its first seconds
+            # of training is not missed
+            looping = settle.in_its_loop(hb) if steady else None
+            ripe = steady and (_age(run) >= settle_s or looping is not None) and \
+                (settling.since is None or wall - settling.since >= settle_s)
             if ripe and unsettled is None and (settler is None or last_settle_check == now) and run.job_alive():
-                return run, _running(run, now - t0, settle_s, settling, wall)
+                return run, _running(run, now - t0, settle_s, settling, looping)
             if sample is not None and silent >= rhythm.sample_after(hb) and now - last_sample >= SAMPLE_S and \
                     run.job_alive():
                 facts = sample(run, now - t0)
@@ -267,7 +270,7 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
                     return load(run_dir), facts
             if now - t0 >= watch_s:
                 if steady and unsettled is None and run.job_alive():  # the settle time ends with the watch
-                    return run, _running(run, now - t0, settle_s, settling, wall)
+                    return run, _running(run, now - t0, settle_s, settling, looping)
                 facts = look(run, now - t0)
                 if facts is not None:
                     facts.unsettled = unsettled
@@ -277,10 +280,13 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
 
 
 def _running(run: RunRecord, watched_s: float, settle_s: float, settling: settle.Settling,
-             wall: float) -> LiveFacts:
-    """The facts of a job that is running: growing at its rhythm, settled."""
+             looping: Optional[str]) -> LiveFacts:
+    """The facts of a job that is running: growing at its rhythm, settled (`looping`: the evidence that it is
+    in its loop, when that, not the settle time, showed it past its start)."""
     facts = LiveFacts(pid=run.job_pid, watched_s=watched_s, growing=True)
-    facts.notes = [f"alive {_age(run):.1f} s (settle time {settle_s:g} s)",
+    age = _age(run)
+    past = f"; {looping}" if looping is not None and age < settle_s else ""
+    facts.notes = [f"alive {age:.1f} s (settle time {settle_s:g} s){past}",
                    f"it {rhythm.words(run.heartbeat, _clock(run), (run.spawned or {}).get('t'))}"] + settling.notes
     return facts
 

@@ -96,6 +96,7 @@ def run_launch(ctx: Context, cfg: Optional[Config] = None, opts: LaunchOptions =
     prune(ctx.cwd, opts.keep_runs)  # after the start, so the new run counts and is never the one pruned
     run, live = watch(run_dir, proc, opts.watch, settle_s=opts.settle)
     verdict = foretold.link(_verdict(run, live, opts.watch, "", [f"run folder: {run.dir}"]), records)
+    verdict.evidence += _line_notes(ctx, records)
     records += _post(ctx, run, opts.only, opts.skip, cfg, report_broken=opts.no_check)
     report = save_report(run_dir, _report(ctx, "launch", started, verdict, records, timeline + run_timeline(run), run))
     _keep_pre_checks(run_dir, report)
@@ -122,12 +123,26 @@ def _pre(ctx: Context, cfg: Config, opts: LaunchOptions,
     checks, broken = _checks("pre", opts.only, opts.skip)
     records = broken + run_phase(ctx, checks, "pre", cfg)
     timeline.append(_event("pre-checks", f"{len(records)} check(s)"))
-    blockers = launch_blockers(records) + foretold.certain(records, list(ctx.command), ctx.cwd)
+    blockers = [r for r in launch_blockers(records) if not _about_a_line_not_run(ctx, r)] + \
+        foretold.certain(records, list(ctx.command), ctx.cwd)
     if blockers and not opts.force:
         verdict = not_started(blockers, not_done="Not launched", subject="the launch",
                               force="--force launches anyway")
         return records, timeline, _report(ctx, "launch", started, verdict, records, timeline, None)
     return records, timeline, None
+
+
+def _about_a_line_not_run(ctx: Context, r: CheckRecord) -> bool:
+    """A finding of launch.path's rehearsal of the line given with --shell-command: that line's own plumbing
+    (its redirect, its `&`, its session), which `launch` does not use, since the recorder starts the command
+    itself. It is reported, and never stops the launch."""
+    return r.id == "launch.path" and bool(ctx.shell_command) and ctx.launcher is None
+
+
+def _line_notes(ctx: Context, records: list[CheckRecord]) -> list[str]:
+    """Evidence lines for what the rehearsal found wrong with the --shell-command line this launch did not run."""
+    return [f"your line (--shell-command, not run by this launch) fails when typed: {r.summary} [{r.cause}]"
+            for r in records if _about_a_line_not_run(ctx, r) and r in launch_blockers(records)]
 
 
 def run_launch_remote(ctx: Context, cfg: Config, opts: LaunchOptions) -> Report:
@@ -172,6 +187,7 @@ def run_launch_remote(ctx: Context, cfg: Config, opts: LaunchOptions) -> Report:
                           settle_s=opts.settle, sample=remote.sample, settler=remote.settle)
         verdict = foretold.link(_verdict(run, live, opts.watch, f" on {ctx.target}",
                                          [f"run folder there: {shipped.run_dir}", f"local copy: {run.dir}"]), records)
+        verdict.evidence += _line_notes(ctx, records)
         records += _post(ctx, run, opts.only, opts.skip, cfg, report_broken=opts.no_check)
     report = save_report(run_dir, _report(ctx, "launch", started, verdict, records, timeline + run_timeline(run), run))
     _keep_pre_checks(run_dir, report)

@@ -4,24 +4,33 @@ A job is running when it has lived past a settle time with its output still grow
 should have is alive and past its start. For torchrun that means as many ranks as it was asked for, none of
 them gone since we first saw it, none still inside init_process_group (checked with one stack sample).
 
-The trade-off: a launch that says "running" waits at least the settle time (default 10 s, never longer than
---watch), instead of the two seconds of steady output that were enough before. In exchange a job or rank that
-dies in its first seconds (a missing GPU, a data file not found after the model is built) is never reported
-running. `--settle 0` restores the old, faster and riskier, behaviour.
+The settle time (default 10 s, never longer than --watch) is how long a job must live when nothing shows that it
+is past its start. A job in its loop shows it: one shape of line ("step 120: loss 2.31") printed again and again
+with new numbers, LOOP_REPEATS times over LOOP_SPAN_S or more, the last of them among its latest output (the
+recorder counts the shapes: dfdoctor.agent.loop_lines). Such a job has imported, built its model and opened its
+data, where start-up failures happen (a missing GPU, a data file not found), so it is called running then,
+typically 3-4 s after its start. A job with no such line waits out the settle time, so one that dies in its first
+seconds is never reported running. For torchrun the time after every rank is past init_process_group is not
+shortened: rank 0 can go on printing while another rank dies in its first step. `--settle 0` says running as
+soon as the output is steady, faster and riskier.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import psutil
 from dfdoctor.agent.ranks import nproc as expected_ranks  # one reading of torchrun's line, here and on targets
 from dfdoctor.diagnose import jobstacks, waits
 from dfdoctor.diagnose.waits import classify
+from dfdoctor.launch import rhythm
 
 SETTLE_S = 10.0
+LOOP_REPEATS = 5  # one shape of line printed this many times...
+LOOP_SPAN_S = 3.0  # ...over at least this long (a table printed at once is a burst, not a loop)
+LOOP_SHOWN = 60  # characters of the loop's line shape quoted in the evidence
 
 
 @dataclass
@@ -32,6 +41,23 @@ class Settling:
     lost: list[str] = field(default_factory=list)  # evidence: ranks that died while we watched
     notes: list[str] = field(default_factory=list)  # evidence for "running"
     since: Optional[float] = None  # wall time every rank was first seen alive and past init_process_group
+
+
+def in_its_loop(hb: Optional[dict[str, Any]]) -> Optional[str]:
+    """Evidence, in words, that the job is in its loop and so past its start (None: not shown): the shape of
+    line the heartbeat names was printed LOOP_REPEATS times over LOOP_SPAN_S or more, and is still what the
+    job prints (a loop that ended, such as shards loaded one by one, is not the job's loop)."""
+    hb = hb or {}
+    loop = hb.get("loop") or {}
+    count, first, last = int(loop.get("count") or 0), loop.get("first_t"), loop.get("last_t")
+    if count < LOOP_REPEATS or first is None or last is None or last - first < LOOP_SPAN_S:
+        return None
+    every = (last - first) / (count - 1)
+    if (hb.get("last_output_t") or last) - last > max(rhythm.GROWING_S, rhythm.RHYTHMS * every):
+        return None
+    shape = " ".join(str(loop.get("shape") or "").split())
+    shape = shape if len(shape) <= LOOP_SHOWN else shape[:LOOP_SHOWN - 3] + "..."
+    return f'in its loop: "{shape}" printed {count} times over {last - first:.1f} s'
 
 
 def _torchrun(pid: int) -> Optional[tuple[psutil.Process, int]]:

@@ -123,7 +123,11 @@ def verdict_line(report: Report) -> str:
     v = report.verdict
     summary = v.summary.split("; first: ")[0] if report.mode == "check" and not report.targets else v.summary
     summary = " ".join((summary or "").split())
+    summary = _BELOW.sub(r"\1)", summary)  # the line stands alone: nothing is below it
     return f"dfdoctor {report.mode}: {_head(report)}" + (f": {summary}" if summary else "")
+
+
+_BELOW = re.compile(r"(; \d+ more problem\(s\)) below\)")
 
 
 # `... pip install a b==1   (a note)`: the command, and the note after it

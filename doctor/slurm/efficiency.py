@@ -32,6 +32,7 @@ def summary(j: JobFacts) -> Optional[str]:
     if req and rss:
         parts.append(f"memory efficiency {100 * rss / req:.0f}% (MaxRSS {rss:.1f} MiB of {j.req_mem})")
     elif req and j.ended and "sacct" in j.source:
-        parts.append(f"memory use not recorded (MaxRSS is sampled every 2 s or so; the job of {j.elapsed_s or '?'} s "
-                     f"was too short), of {j.req_mem} asked")
+        length = f"the job of {j.elapsed_s} s" if j.elapsed_s else "the job"
+        parts.append(f"memory use not recorded (MaxRSS is sampled every 2 s or so; {length} was too short), "
+                     f"of {j.req_mem} asked")
     return "; ".join(parts) or None

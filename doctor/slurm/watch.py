@@ -9,7 +9,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from dfdoctor.launch import rhythm
+from dfdoctor.agent.loop_lines import LoopLines
+from dfdoctor.agent.record import Masker
+from dfdoctor.launch import rhythm, settle
 from dfdoctor.numbers import is_whole
 from dfdoctor.slurm import commands, job, patterns
 from dfdoctor.slurm.rules import Seen, judge
@@ -52,6 +54,40 @@ def read_tail(path: str) -> tuple[Optional[bool], str]:
         return False, ""
     except OSError:
         return None, ""
+
+
+class OutputLoop:
+    """The job's loop read from its output file as it grows, as the recorder's heartbeat gives it to a launch:
+    a job in its loop is past its start before the settle time ends (dfdoctor.launch.settle.in_its_loop)."""
+
+    def __init__(self) -> None:
+        self.path, self.offset, self.partial, self.lines = "", 0, b"", LoopLines()
+        self.mask = Masker().value  # the shape shown is masked by the secrets of our environment (the job's)
+
+    def read(self, path: str) -> None:
+        """Take in what was added to `path` since the last read (at most READ_LIMIT bytes: the newest)."""
+        if path != self.path:
+            self.path, self.offset, self.partial, self.lines = path, 0, b"", LoopLines()
+        try:
+            with open(path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if size < self.offset or size - self.offset > READ_LIMIT:  # truncated, or too much to read
+                    self.offset, self.partial = max(0, size - READ_LIMIT), b""
+                f.seek(self.offset)
+                data = f.read(READ_LIMIT)
+        except OSError:
+            return
+        self.offset += len(data)
+        lines = (self.partial + data).split(b"\n")
+        self.partial = lines.pop()[-4096:]
+        now = time.time()
+        for line in lines:
+            if line.strip() and not line[:1].isspace():
+                self.lines.add(line, now)
+
+    def evidence(self, pace: dict[str, Any]) -> Optional[str]:
+        """`in its loop: ...` when the output shows the job in its loop, else None."""
+        return settle.in_its_loop(dict(pace, loop=self.lines.best(self.mask)))
 
 
 def _size(path: str) -> int:
@@ -164,6 +200,7 @@ def watch(job_id: str, paths: dict[str, str], watch_s: float,
     last_sample: Optional[float] = None
     node_look = None
     pace: dict[str, Any] = {}  # the output's growth as the recorder's heartbeat counts lines: its rhythm
+    loop = OutputLoop()
     while True:
         f = job.facts(job_id, with_sacct=False)
         if f.state != last_state:
@@ -187,6 +224,7 @@ def watch(job_id: str, paths: dict[str, str], watch_s: float,
                     pace["progress_lines"] = int(pace.get("progress_lines") or 0) + 1
                     pace.setdefault("first_output_t", time.time())
                     pace["last_output_t"] = time.time()
+                    loop.read(out)
                 changed = (now, size)
             node = (f.raw.get("BatchHost") or "").strip()
             quiet = quiet_for(out, changed[0])
@@ -205,9 +243,11 @@ def watch(job_id: str, paths: dict[str, str], watch_s: float,
             if grow_from is None or grow_from[1] < 0:  # the window starts once the file exists
                 grow_from = (now, size)
             elif now - grow_from[0] >= GROW_S:  # a window long enough that a job about to die is seen dying
-                if size > grow_from[1] and (_ran_s(f) >= settle_s or now >= end):
+                looping = loop.evidence(pace) if size > grow_from[1] else None
+                if size > grow_from[1] and (_ran_s(f) >= settle_s or looping is not None or now >= end):
                     seen = look(job_id, paths)
                     seen.growing, seen.watched_s = True, now - grow_from[0]
+                    seen.notes = seen.notes + ([f"ran {_ran_s(f):.0f} s; {looping}"] if looping else [])
                     return seen
                 if now >= end:
                     seen = look(job_id, paths)

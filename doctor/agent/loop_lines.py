@@ -1,0 +1,69 @@
+"""A job's loop, seen in its output: the line it prints again and again with new numbers.
+
+A training job prints one line per step or per few steps ("step 120: loss 2.31, 410 ms"). Once one shape of
+line (the line with its numbers taken out) has come back several times over a few seconds, the job is in its
+loop: past its imports, its model build and the opening of its data, where start-up failures happen. The
+recorder feeds every progress line here and puts the best loop in its heartbeat; dfdoctor's settle check reads
+it there (`dfdoctor.launch.settle.in_its_loop`), as does the Slurm watch from the job's output file.
+
+A burst (a table of layers printed at once) is not a loop: the settle check asks for repeats spread over
+seconds. Lines updated with carriage returns (progress bars) never end in a newline until they are done, so
+they are not counted at all.
+"""
+
+import re
+
+NUMBER = re.compile(rb"[-+]?(?:\d+(?:[.,]\d+)*|\.\d+)(?:[eE][-+]?\d+)?")
+SHAPE_BYTES = 160  # a shape is the line's start: a loop's line begins the same way every time
+MAX_SHAPES = 256  # memory bound; when full, shapes seen only once are forgotten first
+LINE_KEPT = 4096  # of each shape's latest line, masked whole before it is shaped (a secret is never cut in two)
+RECENT_S = 10.0  # a shape not printed in this long, while others were, is a phase that ended (loading shards)
+
+
+def shape_of(line):
+    """The line with every number replaced by '#' (bytes), or None when it has no number: a loop's line
+    carries a counter or a measure, a banner repeated by several processes does not."""
+    shape = NUMBER.sub(b"#", line.strip()[:SHAPE_BYTES * 2])[:SHAPE_BYTES]
+    return shape if b"#" in shape else None
+
+
+class LoopLines(object):
+    """Counts, per shape, how often and over what time a line of that shape was printed."""
+
+    def __init__(self):
+        self.shapes = {}  # shape -> [count, first_t, last_t, last line]
+
+    def add(self, line, t):
+        """One complete line of output (bytes, without its newline) printed at wall time `t`."""
+        shape = shape_of(line)
+        if shape is None:
+            return
+        seen = self.shapes.get(shape)
+        if seen is not None:
+            seen[0] += 1
+            seen[2] = t
+            seen[3] = line[:LINE_KEPT]
+            return
+        if len(self.shapes) >= MAX_SHAPES:
+            self.shapes = dict((k, v) for k, v in self.shapes.items() if v[0] > 1)
+            if len(self.shapes) >= MAX_SHAPES:
+                return
+        self.shapes[shape] = [1, t, t, line[:LINE_KEPT]]
+
+    def best(self, mask=None):
+        """The shape printed most often lately, as the heartbeat carries it: {"shape", "count", "first_t",
+        "last_t"}; None before any shape came twice. The shape shown is taken from the latest such line after
+        `mask` (when given) hid its secrets: a secret's digits taken out first would hide it from the mask."""
+        if not self.shapes:
+            return None
+        newest = max(v[2] for v in self.shapes.values())
+        count, first, last, line = max(self.shapes.values(),
+                                       key=lambda v: (v[2] >= newest - RECENT_S, v[0], v[2]))
+        if count < 2:
+            return None
+        text = line.decode("utf-8", "replace")
+        if mask is not None:
+            text = mask(text)
+        shape = shape_of(text.encode("utf-8", "replace")) or b""
+        return {"shape": shape.decode("utf-8", "replace"), "count": count,
+                "first_t": round(first, 3), "last_t": round(last, 3)}
