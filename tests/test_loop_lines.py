@@ -74,3 +74,27 @@ def test_memory_stays_bounded_and_a_loop_survives_a_flood_of_unique_lines():
     assert loop.shapes[b"step #"][0] == 5
     loop.add(b"x" * 100_000 + b" 1", 106.0)
     assert all(len(v[3]) <= loop_lines.LINE_KEPT for v in loop.shapes.values())
+
+
+def test_a_warm_up_that_ends_within_the_settle_time_is_a_phase_not_the_loop():
+    """The bundled trainer's GPU run: 15 `target step N/300` lines in 2.5 s, then 22 s compiling drafters (where
+    the deadlock dfdoctor exists for happens). A loop that reaches its total that soon is not the job's loop."""
+    loop = _printed([(b"19:52:26 target step %d/300 loss 1.%d" % (20 * i, i), 100 + 0.25 * i) for i in range(1, 14)])
+    assert loop.best()["done"] == 260 and loop.best()["of"] == 300 and loop.best()["first_done"] == 20
+    assert settle.in_its_loop(_heartbeat(loop, 103.25)) is None
+    assert settle.in_its_loop(_heartbeat(loop, 103.25), settle_s=0.5) is not None  # it ends after 0.5 s
+
+
+def test_a_loop_far_from_its_total_or_with_a_total_that_does_not_move_is_the_loop():
+    long_run = _printed([(b"step %d/100000 loss 2.0" % (10 * i), 100 + 0.5 * i) for i in range(8)])
+    assert settle.in_its_loop(_heartbeat(long_run, 103.5)) is not None
+    epochs = _printed([(b"epoch 1/10 batch %d loss 2.0" % i, 100 + 0.5 * i) for i in range(8)])
+    assert epochs.best()["done"] == 1 and settle.in_its_loop(_heartbeat(epochs, 103.5)) is not None
+    finished = _printed([(b"step %d/7" % i, 100 + 0.5 * i) for i in range(8)])
+    assert settle.in_its_loop(_heartbeat(finished, 103.5)) is None  # it reached its total
+
+
+def test_a_fraction_is_a_count_towards_a_total_not_a_date_or_a_path():
+    assert loop_lines.fraction("[step 140/300] loss 2.1") == (140, 300)
+    assert loop_lines.fraction("12/03 saved to out/run7/ckpt-140, epoch 2/10") == (2, 10)
+    assert loop_lines.fraction("ratio 3/0 and 4/x, 2026/12/03") is None

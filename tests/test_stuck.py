@@ -184,6 +184,17 @@ def test_a_job_in_its_loop_is_running_before_its_settle_time(work):
     assert any('in its loop: "step # loss #" printed' in e for e in v["evidence"]), text_of(rep)
 
 
+def test_a_warm_up_about_to_end_is_not_the_loop_and_the_silence_after_it_is_named(work):
+    """A loop that counts to a total it reaches within the settle time is a phase (the bundled trainer's target
+    steps before its drafters compile): after it the job goes silent, and that silence is what is named."""
+    t0 = time.monotonic()
+    proc, rep = launch(work, *job("warmup_then_sleeps.py"), watch=60)
+    v = rep["verdict"]
+    assert v["state"] == "unknown" and v["cause"] == "sleeping", text_of(rep)
+    assert not any("in its loop" in e for e in v["evidence"]), text_of(rep)
+    _named(rep, time.monotonic() - t0, quiet_from=6.0)
+
+
 def test_a_start_that_repeats_itself_and_dies_is_never_called_running(work):
     """A model summary printed at once and four shards loaded a second apart look like a loop to a careless
     reading; the job dies 6 s in, before training. The launch must wait and see it die."""

@@ -8,7 +8,9 @@ it there (`dfdoctor.launch.settle.in_its_loop`), as does the Slurm watch from th
 
 A burst (a table of layers printed at once) is not a loop: the settle check asks for repeats spread over
 seconds. Lines updated with carriage returns (progress bars) never end in a newline until they are done, so
-they are not counted at all.
+they are not counted at all. A line that counts towards a total ("target step 140/300") tells how soon its
+phase ends: the heartbeat carries the count of its first and latest line, so a phase about to end (a short
+warm-up before a compile) is not taken for the job's loop.
 """
 
 import re
@@ -27,11 +29,23 @@ def shape_of(line):
     return shape if b"#" in shape else None
 
 
+def fraction(text):
+    """The first `DONE/OF` of whole numbers in a line, DONE at most OF ("step 140/300:" gives (140, 300); a
+    date such as 12/03 is not one), or None."""
+    for word in text.replace(",", " ").split():
+        word = word.strip("()[]{}:;.!|")
+        if word.count("/") == 1:
+            done, of = word.split("/")
+            if done.isdigit() and of.isdigit() and 0 < int(of) and int(done) <= int(of):
+                return int(done), int(of)
+    return None
+
+
 class LoopLines(object):
     """Counts, per shape, how often and over what time a line of that shape was printed."""
 
     def __init__(self):
-        self.shapes = {}  # shape -> [count, first_t, last_t, last line]
+        self.shapes = {}  # shape -> [count, first_t, last_t, last line, first line]
 
     def add(self, line, t):
         """One complete line of output (bytes, without its newline) printed at wall time `t`."""
@@ -48,22 +62,33 @@ class LoopLines(object):
             self.shapes = dict((k, v) for k, v in self.shapes.items() if v[0] > 1)
             if len(self.shapes) >= MAX_SHAPES:
                 return
-        self.shapes[shape] = [1, t, t, line[:LINE_KEPT]]
+        self.shapes[shape] = [1, t, t, line[:LINE_KEPT], line[:LINE_KEPT]]
 
     def best(self, mask=None):
         """The shape printed most often lately, as the heartbeat carries it: {"shape", "count", "first_t",
-        "last_t"}; None before any shape came twice. The shape shown is taken from the latest such line after
-        `mask` (when given) hid its secrets: a secret's digits taken out first would hide it from the mask."""
+        "last_t"}, and "done", "of", "first_done" when its lines count towards a total; None before any shape
+        came twice. Everything shown is read from lines after `mask` (when given) hid their secrets: a secret's
+        digits taken out first would hide it from the mask."""
         if not self.shapes:
             return None
         newest = max(v[2] for v in self.shapes.values())
-        count, first, last, line = max(self.shapes.values(),
-                                       key=lambda v: (v[2] >= newest - RECENT_S, v[0], v[2]))
+        count, first, last, line, first_line = max(self.shapes.values(),
+                                                   key=lambda v: (v[2] >= newest - RECENT_S, v[0], v[2]))
         if count < 2:
             return None
-        text = line.decode("utf-8", "replace")
-        if mask is not None:
-            text = mask(text)
+        text, first_text = (_text(x, mask) for x in (line, first_line))
         shape = shape_of(text.encode("utf-8", "replace")) or b""
-        return {"shape": shape.decode("utf-8", "replace"), "count": count,
+        best = {"shape": shape.decode("utf-8", "replace"), "count": count,
                 "first_t": round(first, 3), "last_t": round(last, 3)}
+        now, then = fraction(text), fraction(first_text)
+        if now is not None:
+            best.update(done=now[0], of=now[1])
+            if then is not None and then[1] == now[1]:
+                best["first_done"] = then[0]
+        return best
+
+
+def _text(line, mask):
+    """A kept line as text, its secrets masked."""
+    text = line.decode("utf-8", "replace")
+    return mask(text) if mask is not None else text

@@ -257,7 +257,7 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
             # the settle time runs from the spawn (a job in its loop is past its start sooner), and for torchrun
             # again from when every rank was seen past init_process_group: a rank that dies in its first seconds
             # of training is not missed
-            looping = settle.in_its_loop(hb) if steady else None
+            looping = settle.in_its_loop(hb, settle_s) if steady else None
             ripe = steady and (_age(run) >= settle_s or looping is not None) and \
                 (settling.since is None or wall - settling.since >= settle_s)
             if ripe and unsettled is None and (settler is None or last_settle_check == now) and run.job_alive():

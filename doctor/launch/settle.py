@@ -9,10 +9,11 @@ is past its start. A job in its loop shows it: one shape of line ("step 120: los
 with new numbers, LOOP_REPEATS times over LOOP_SPAN_S or more, the last of them among its latest output (the
 recorder counts the shapes: dfdoctor.agent.loop_lines). Such a job has imported, built its model and opened its
 data, where start-up failures happen (a missing GPU, a data file not found), so it is called running then,
-typically 3-4 s after its start. A job with no such line waits out the settle time, so one that dies in its first
-seconds is never reported running. For torchrun the time after every rank is past init_process_group is not
-shortened: rank 0 can go on printing while another rank dies in its first step. `--settle 0` says running as
-soon as the output is steady, faster and riskier.
+typically 3-4 s after its start. A loop that counts towards a total it will reach within the settle time is a
+phase about to end (a warm-up before a compile that may hang), not the job's loop. A job with no such line waits
+out the settle time, so one that dies in its first seconds is never reported running. For torchrun the time
+after every rank is past init_process_group is not shortened: rank 0 can go on printing while another rank dies
+in its first step. `--settle 0` says running as soon as the output is steady, faster and riskier.
 """
 
 from __future__ import annotations
@@ -43,10 +44,12 @@ class Settling:
     since: Optional[float] = None  # wall time every rank was first seen alive and past init_process_group
 
 
-def in_its_loop(hb: Optional[dict[str, Any]]) -> Optional[str]:
+def in_its_loop(hb: Optional[dict[str, Any]], settle_s: float = SETTLE_S) -> Optional[str]:
     """Evidence, in words, that the job is in its loop and so past its start (None: not shown): the shape of
     line the heartbeat names was printed LOOP_REPEATS times over LOOP_SPAN_S or more, and is still what the
-    job prints (a loop that ended, such as shards loaded one by one, is not the job's loop)."""
+    job prints (a loop that ended, such as shards loaded one by one, is not the job's loop). A loop counting
+    towards a total that it reaches within `settle_s` is a phase about to end (a warm-up, then a compile that
+    may hang), not the job's loop: the settle time is waited out."""
     hb = hb or {}
     loop = hb.get("loop") or {}
     count, first, last = int(loop.get("count") or 0), loop.get("first_t"), loop.get("last_t")
@@ -55,9 +58,23 @@ def in_its_loop(hb: Optional[dict[str, Any]]) -> Optional[str]:
     every = (last - first) / (count - 1)
     if (hb.get("last_output_t") or last) - last > max(rhythm.GROWING_S, rhythm.RHYTHMS * every):
         return None
+    if _ends_within(loop, last - first) < settle_s:
+        return None
     shape = " ".join(str(loop.get("shape") or "").split())
     shape = shape if len(shape) <= LOOP_SHOWN else shape[:LOOP_SHOWN - 3] + "..."
     return f'in its loop: "{shape}" printed {count} times over {last - first:.1f} s'
+
+
+def _ends_within(loop: dict[str, Any], span_s: float) -> float:
+    """Seconds until a loop that counts towards a total reaches it, at the pace its first and latest lines
+    show; infinite when it shows no total or no pace."""
+    done, of, start = loop.get("done"), loop.get("of"), loop.get("first_done")
+    if not isinstance(done, int) or not isinstance(of, int) or not isinstance(start, int):
+        return float("inf")
+    if done >= of:
+        return 0.0
+    pace = (done - start) / span_s
+    return (of - done) / pace if pace > 0 else float("inf")
 
 
 def _torchrun(pid: int) -> Optional[tuple[psutil.Process, int]]:

@@ -85,9 +85,9 @@ class OutputLoop:
             if line.strip() and not line[:1].isspace():
                 self.lines.add(line, now)
 
-    def evidence(self, pace: dict[str, Any]) -> Optional[str]:
+    def evidence(self, pace: dict[str, Any], settle_s: float) -> Optional[str]:
         """`in its loop: ...` when the output shows the job in its loop, else None."""
-        return settle.in_its_loop(dict(pace, loop=self.lines.best(self.mask)))
+        return settle.in_its_loop(dict(pace, loop=self.lines.best(self.mask)), settle_s)
 
 
 def _size(path: str) -> int:
@@ -243,7 +243,7 @@ def watch(job_id: str, paths: dict[str, str], watch_s: float,
             if grow_from is None or grow_from[1] < 0:  # the window starts once the file exists
                 grow_from = (now, size)
             elif now - grow_from[0] >= GROW_S:  # a window long enough that a job about to die is seen dying
-                looping = loop.evidence(pace) if size > grow_from[1] else None
+                looping = loop.evidence(pace, settle_s) if size > grow_from[1] else None
                 if size > grow_from[1] and (_ran_s(f) >= settle_s or looping is not None or now >= end):
                     seen = look(job_id, paths)
                     seen.growing, seen.watched_s = True, now - grow_from[0]
