@@ -82,6 +82,7 @@ def test_a_warm_up_that_ends_within_the_settle_time_is_a_phase_not_the_loop():
     loop = _printed([(b"19:52:26 target step %d/300 loss 1.%d" % (20 * i, i), 100 + 0.25 * i) for i in range(1, 14)])
     assert loop.best()["done"] == 260 and loop.best()["of"] == 300 and loop.best()["first_done"] == 20
     assert settle.in_its_loop(_heartbeat(loop, 103.25)) is None
+    assert settle.about_to_end(_heartbeat(loop, 103.25)).startswith("its loop is a phase about to end (260/300")
     assert settle.in_its_loop(_heartbeat(loop, 103.25), settle_s=0.5) is not None  # it ends after 0.5 s
 
 
@@ -94,7 +95,20 @@ def test_a_loop_far_from_its_total_or_with_a_total_that_does_not_move_is_the_loo
     assert settle.in_its_loop(_heartbeat(finished, 103.5)) is None  # it reached its total
 
 
-def test_a_fraction_is_a_count_towards_a_total_not_a_date_or_a_path():
-    assert loop_lines.fraction("[step 140/300] loss 2.1") == (140, 300)
-    assert loop_lines.fraction("12/03 saved to out/run7/ckpt-140, epoch 2/10") == (2, 10)
-    assert loop_lines.fraction("ratio 3/0 and 4/x, 2026/12/03") is None
+def test_a_count_towards_a_total_is_the_one_that_moves_not_a_date_or_a_path():
+    assert loop_lines.fractions("[step 140/300] loss 2.1") == [(140, 300)]
+    assert loop_lines.fractions("12/03 saved to out/run7/ckpt-140, epoch 2/10") == [(2, 10)]
+    assert loop_lines.fractions("ratio 3/0 and 4/x, 2026/12/03") == []
+    assert loop_lines.moving("Epoch 1/1 step 10/900", "Epoch 1/1 step 90/900") == (10, 90, 900)
+    assert loop_lines.moving("Epoch 1/1 step 10", "Epoch 1/1 step 90") == (1, 1, 1)  # unmoved: no end foreseen
+
+
+def test_a_single_epoch_that_never_moves_is_not_a_phase_that_ended():
+    """`Epoch 1/1` reads as a total reached; it never moved, so it says nothing about when the loop ends."""
+    loop = _printed([(b"Epoch 1/1 batch %d loss 2.0" % i, 100 + 0.5 * i) for i in range(8)])
+    assert settle.about_to_end(_heartbeat(loop, 103.5)) is None
+    assert settle.in_its_loop(_heartbeat(loop, 103.5)) is not None
+    steps = _printed([(b"Epoch 1/1 step %d/900 loss 2.0" % (10 * i), 100 + 0.5 * i) for i in range(8)])
+    assert settle.about_to_end(_heartbeat(steps, 103.5)) is None  # 830 steps left at 20 a second: 41 s
+    assert "phase about to end (280/300" in settle.about_to_end(
+        _heartbeat(_printed([(b"step %d/300" % (40 * i), 100 + 0.5 * i) for i in range(1, 8)]), 103.5))

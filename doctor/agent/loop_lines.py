@@ -29,16 +29,28 @@ def shape_of(line):
     return shape if b"#" in shape else None
 
 
-def fraction(text):
-    """The first `DONE/OF` of whole numbers in a line, DONE at most OF ("step 140/300:" gives (140, 300); a
-    date such as 12/03 is not one), or None."""
+def fractions(text):
+    """Every `DONE/OF` of whole numbers in a line, DONE at most OF: "epoch 1/3 step 140/300:" gives
+    [(1, 3), (140, 300)]; a date such as 12/03 is none."""
+    found = []
     for word in text.replace(",", " ").split():
         word = word.strip("()[]{}:;.!|")
         if word.count("/") == 1:
             done, of = word.split("/")
             if done.isdigit() and of.isdigit() and 0 < int(of) and int(done) <= int(of):
-                return int(done), int(of)
-    return None
+                found.append((int(done), int(of)))
+    return found
+
+
+def moving(first_text, text):
+    """The count towards a total that moved between a loop's first and latest line, as (done then, done now,
+    total); else the latest line's first count, unmoved; None when the line counts towards nothing."""
+    now, then = fractions(text), fractions(first_text)
+    pairs = [(a, b) for a, b in zip(then, now) if a[1] == b[1]] if len(then) == len(now) else []
+    for a, b in pairs:
+        if b[0] != a[0]:
+            return a[0], b[0], b[1]
+    return (now[0][0], now[0][0], now[0][1]) if now else None
 
 
 class LoopLines(object):
@@ -80,11 +92,9 @@ class LoopLines(object):
         shape = shape_of(text.encode("utf-8", "replace")) or b""
         best = {"shape": shape.decode("utf-8", "replace"), "count": count,
                 "first_t": round(first, 3), "last_t": round(last, 3)}
-        now, then = fraction(text), fraction(first_text)
-        if now is not None:
-            best.update(done=now[0], of=now[1])
-            if then is not None and then[1] == now[1]:
-                best["first_done"] = then[0]
+        counted = moving(first_text, text)
+        if counted is not None:
+            best.update(first_done=counted[0], done=counted[1], of=counted[2])
         return best
 
 

@@ -206,6 +206,13 @@ def _age(run: RunRecord) -> float:
     return max(0.0, _clock(run) - t) if t else 0.0
 
 
+def _talking_for(run: RunRecord) -> float:
+    """Seconds since the job's first output (its age, before it printed anything): a start that spends its first
+    seconds importing torch and bringing CUDA up has not begun the part where start-up failures show."""
+    first = (run.heartbeat or {}).get("first_output_t")
+    return max(0.0, _clock(run) - first) if first else _age(run)
+
+
 def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, steady_s: float,
            t0: float, load: Loader, look: Looker, poll_s: float,
            sample: Optional[Sampler], settle_s: float,
@@ -254,11 +261,13 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
             if settler is not None and now - last_settle_check >= 1.0 and run.job_alive():
                 last_settle_check = now
                 unsettled = settler(run, settling, steady)  # every second: a rank that dies is seen to go
-            # the settle time runs from the spawn (a job in its loop is past its start sooner), and for torchrun
-            # again from when every rank was seen past init_process_group: a rank that dies in its first seconds
-            # of training is not missed
+            # the settle time runs from the job's first output (a job in its loop is past its start sooner), and
+            # for torchrun again from when every rank was seen past init_process_group: a rank that dies in its
+            # first seconds of training is not missed. A loop about to reach its total is a phase: what follows
+            # it (a compile that hangs, a crash) is waited for.
             looping = settle.in_its_loop(hb, settle_s) if steady else None
-            ripe = steady and (_age(run) >= settle_s or looping is not None) and \
+            ripe = steady and (_talking_for(run) >= settle_s or looping is not None) and \
+                settle.about_to_end(hb, settle_s) is None and \
                 (settling.since is None or wall - settling.since >= settle_s)
             if ripe and unsettled is None and (settler is None or last_settle_check == now) and run.job_alive():
                 return run, _running(run, now - t0, settle_s, settling, looping)
@@ -284,9 +293,9 @@ def _running(run: RunRecord, watched_s: float, settle_s: float, settling: settle
     """The facts of a job that is running: growing at its rhythm, settled (`looping`: the evidence that it is
     in its loop, when that, not the settle time, showed it past its start)."""
     facts = LiveFacts(pid=run.job_pid, watched_s=watched_s, growing=True)
-    age = _age(run)
-    past = f"; {looping}" if looping is not None and age < settle_s else ""
-    facts.notes = [f"alive {age:.1f} s (settle time {settle_s:g} s){past}",
+    age, talking = _age(run), _talking_for(run)
+    past = f"; {looping}" if looping is not None and talking < settle_s else ""
+    facts.notes = [f"alive {age:.1f} s, printing for {talking:.1f} s (settle time {settle_s:g} s){past}",
                    f"it {rhythm.words(run.heartbeat, _clock(run), (run.spawned or {}).get('t'))}"] + settling.notes
     return facts
 

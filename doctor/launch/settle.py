@@ -4,13 +4,15 @@ A job is running when it has lived past a settle time with its output still grow
 should have is alive and past its start. For torchrun that means as many ranks as it was asked for, none of
 them gone since we first saw it, none still inside init_process_group (checked with one stack sample).
 
-The settle time (default 10 s, never longer than --watch) is how long a job must live when nothing shows that it
+The settle time (default 10 s, never longer than --watch) is how long a job must have been printing (counted
+from its first output: importing torch and bringing CUDA up can take 5-10 s before it) when nothing shows that it
 is past its start. A job in its loop shows it: one shape of line ("step 120: loss 2.31") printed again and again
 with new numbers, LOOP_REPEATS times over LOOP_SPAN_S or more, the last of them among its latest output (the
 recorder counts the shapes: dfdoctor.agent.loop_lines). Such a job has imported, built its model and opened its
 data, where start-up failures happen (a missing GPU, a data file not found), so it is called running then,
 typically 3-4 s after its start. A loop that counts towards a total it will reach within the settle time is a
-phase about to end (a warm-up before a compile that may hang), not the job's loop. A job with no such line waits
+phase about to end (a warm-up before a compile that may hang), not the job's loop: while it lasts the job is
+not called running, even past the settle time. A job with no such line waits
 out the settle time, so one that dies in its first seconds is never reported running. For torchrun the time
 after every rank is past init_process_group is not shortened: rank 0 can go on printing while another rank dies
 in its first step. `--settle 0` says running as soon as the output is steady, faster and riskier.
@@ -58,23 +60,29 @@ def in_its_loop(hb: Optional[dict[str, Any]], settle_s: float = SETTLE_S) -> Opt
     every = (last - first) / (count - 1)
     if (hb.get("last_output_t") or last) - last > max(rhythm.GROWING_S, rhythm.RHYTHMS * every):
         return None
-    if _ends_within(loop, last - first) < settle_s:
+    if about_to_end(hb, settle_s) is not None:
         return None
     shape = " ".join(str(loop.get("shape") or "").split())
     shape = shape if len(shape) <= LOOP_SHOWN else shape[:LOOP_SHOWN - 3] + "..."
     return f'in its loop: "{shape}" printed {count} times over {last - first:.1f} s'
 
 
-def _ends_within(loop: dict[str, Any], span_s: float) -> float:
-    """Seconds until a loop that counts towards a total reaches it, at the pace its first and latest lines
-    show; infinite when it shows no total or no pace."""
+def about_to_end(hb: Optional[dict[str, Any]], settle_s: float = SETTLE_S) -> Optional[str]:
+    """Words for a loop that counts towards a total it reaches within `settle_s` at the pace its first and
+    latest lines show (`target step 260/300`): a phase about to end, after which the job does something else
+    (compiles, evaluates, or dies). None when the job's latest loop shows no such end."""
+    loop = (hb or {}).get("loop") or {}
     done, of, start = loop.get("done"), loop.get("of"), loop.get("first_done")
-    if not isinstance(done, int) or not isinstance(of, int) or not isinstance(start, int):
-        return float("inf")
+    first, last = loop.get("first_t"), loop.get("last_t")
+    if not all(isinstance(x, int) for x in (done, of, start)) or done == start or first is None or last is None:
+        return None  # no total, or one that did not move: nothing says when it ends
     if done >= of:
-        return 0.0
-    pace = (done - start) / span_s
-    return (of - done) / pace if pace > 0 else float("inf")
+        return f"its loop reached its total ({done}/{of})"
+    pace = (done - start) / max(last - first, 1e-3)
+    left = (of - done) / pace if pace > 0 else float("inf")
+    if left >= settle_s:
+        return None
+    return f"its loop is a phase about to end ({done}/{of}, about {left:.0f} s left)"
 
 
 def _torchrun(pid: int) -> Optional[tuple[psutil.Process, int]]:

@@ -89,6 +89,10 @@ class OutputLoop:
         """`in its loop: ...` when the output shows the job in its loop, else None."""
         return settle.in_its_loop(dict(pace, loop=self.lines.best(self.mask)), settle_s)
 
+    def about_to_end(self, pace: dict[str, Any], settle_s: float) -> Optional[str]:
+        """Words for a loop about to reach its total (a phase: what follows it is waited for), else None."""
+        return settle.about_to_end(dict(pace, loop=self.lines.best(self.mask)), settle_s)
+
 
 def _size(path: str) -> int:
     try:
@@ -244,7 +248,8 @@ def watch(job_id: str, paths: dict[str, str], watch_s: float,
                 grow_from = (now, size)
             elif now - grow_from[0] >= GROW_S:  # a window long enough that a job about to die is seen dying
                 looping = loop.evidence(pace, settle_s) if size > grow_from[1] else None
-                if size > grow_from[1] and (_ran_s(f) >= settle_s or looping is not None or now >= end):
+                ripe = (_ran_s(f) >= settle_s or looping is not None) and loop.about_to_end(pace, settle_s) is None
+                if size > grow_from[1] and (ripe or now >= end):
                     seen = look(job_id, paths)
                     seen.growing, seen.watched_s = True, now - grow_from[0]
                     seen.notes = seen.notes + ([f"ran {_ran_s(f):.0f} s; {looping}"] if looping else [])

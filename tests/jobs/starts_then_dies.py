@@ -1,8 +1,12 @@
-"""A job whose start-up prints look busy and repeat, then dies before training, about 6 s in: a model summary
-printed at once (48 rows of one shape), four checkpoint shards loaded a second apart, then its data file is not
-found. Neither the table nor the shards are the job's loop: a launch must never call it running."""
+"""A job whose start-up prints look busy and repeat, then dies before training: SILENT seconds without output
+(default 0; torch and CUDA coming up, on a GPU machine 5-10 s), a model summary printed at once (48 rows of one
+shape), four checkpoint shards loaded a second apart, then its data file is not found (5.5 s after its first
+line). Neither the table nor the shards are the job's loop, and the settle time counts from its first line: a
+launch must never call it running."""
+import sys
 import time
 
+time.sleep(float(sys.argv[1]) if len(sys.argv) > 1 else 0.0)
 print("building the model", flush=True)
 for i in range(48):
     print(f"layers.{i}.attn.weight [768, 768]", flush=True)
