@@ -206,6 +206,13 @@ def _age(run: RunRecord) -> float:
     return max(0.0, _clock(run) - t) if t else 0.0
 
 
+def _compiling(facts: LiveFacts) -> bool:
+    """The stacks show the job waiting for torch.compile's workers and no lock cycle: compiling can take
+    minutes (18-32 s for the bundled trainer on an H200), so the watch goes on, sampling again, until the
+    compile ends, a cycle shows (compile-deadlock), or the watch ends (then this wait is the verdict)."""
+    return facts.classified is None and facts.stuck is not None and facts.stuck.cause == causes.COMPILE_WORKERS_WAIT
+
+
 def _talking_for(run: RunRecord) -> float:
     """Seconds since the job's first output (its age, before it printed anything): a start that spends its first
     seconds importing torch and bringing CUDA up has not begun the part where start-up failures show."""
@@ -275,7 +282,7 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
                     run.job_alive():
                 facts = sample(run, now - t0)
                 last_sample = time.monotonic()
-                if facts is not None:
+                if facts is not None and not _compiling(facts):  # a compile ends by itself, or shows its cycle
                     return load(run_dir), facts
             if now - t0 >= watch_s:
                 if steady and unsettled is None and run.job_alive():  # the settle time ends with the watch

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from dfdoctor import causes
 from dfdoctor.agent.loop_lines import LoopLines
 from dfdoctor.agent.record import Masker
 from dfdoctor.launch import rhythm, settle
@@ -240,7 +241,8 @@ def watch(job_id: str, paths: dict[str, str], watch_s: float,
                                             "processes": len(node_look.samples), "quiet_s": round(quiet, 1),
                                             "finding": node_look.finding.cause if node_look.finding else None,
                                             "error": node_look.error})
-                if node_look.finding is not None:
+                if node_look.finding is not None and node_look.finding.cause != causes.COMPILE_WORKERS_WAIT:
+                    # (a compile ends by itself or shows its lock cycle: that wait is the verdict only at the end)
                     seen = look(job_id, paths)
                     seen.node_look, seen.quiet_s, seen.watched_s = node_look, quiet, time.monotonic() - start
                     return seen
