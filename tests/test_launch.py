@@ -188,6 +188,17 @@ def test_post_checks_report_leftovers_and_resources(work):
     assert checks["job.resources"]["status"] == "ok" and "peak" in checks["job.resources"]["summary"]
 
 
+def test_compile_deadlock_while_another_thread_still_prints_is_never_running(work):
+    """On the H200 the unguarded trainer was called running at 39 s: three drafters still printed while the
+    lock cycle held. Before "running" is said, the stacks of every process are looked at once."""
+    t0 = time.monotonic()
+    proc, rep = launch(work, *job("compile_deadlock_while_printing.py"), watch=60)
+    v = rep["verdict"]
+    assert proc.returncode == 1 and v["cause"] == "compile-deadlock", text_of(rep)
+    assert "thread drafter-0 holds compile_lock" in "\n".join(v["evidence"]), text_of(rep)
+    assert time.monotonic() - t0 < 30
+
+
 def test_compile_deadlock_from_the_stacks_of_a_silent_job(work):
     """The GPU-only lock cycle, re-enacted on the CPU with stand-ins named like torch's frames (see
     tests/jobs/deadlock_fake/): launch hands py-spy's stacks to dfdoctor.diagnose.stackclass. Two samples some

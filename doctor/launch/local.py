@@ -206,6 +206,16 @@ def _age(run: RunRecord) -> float:
     return max(0.0, _clock(run) - t) if t else 0.0
 
 
+def _last_look(run: RunRecord, sample: Optional[Sampler], watched_s: float) -> Optional[LiveFacts]:
+    """One look at the stacks of every process before "running" is said (two samples a second apart): threads
+    in a compile-lock cycle while other threads still print (the bundled trainer without its guard, on an H200)
+    are a deadlock, not a running job. Its facts when they prove such a wait, else None."""
+    if sample is None or not run.job_alive():
+        return None
+    facts = sample(run, watched_s)
+    return facts if facts is not None and facts.classified is not None else None
+
+
 def _compiling(facts: LiveFacts) -> bool:
     """The stacks show the job waiting for torch.compile's workers and no lock cycle: compiling can take
     minutes (18-32 s for the bundled trainer on an H200), so the watch goes on, sampling again, until the
@@ -277,7 +287,9 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
                 settle.about_to_end(hb, settle_s) is None and \
                 (settling.since is None or wall - settling.since >= settle_s)
             if ripe and unsettled is None and (settler is None or last_settle_check == now) and run.job_alive():
-                return run, _running(run, now - t0, settle_s, settling, looping)
+                stuck_now = _last_look(run, sample, now - t0)
+                return (load(run_dir), stuck_now) if stuck_now is not None else \
+                    (run, _running(run, now - t0, settle_s, settling, looping))
             if sample is not None and silent >= rhythm.sample_after(hb) and now - last_sample >= SAMPLE_S and \
                     run.job_alive():
                 facts = sample(run, now - t0)
@@ -286,7 +298,9 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
                     return load(run_dir), facts
             if now - t0 >= watch_s:
                 if steady and unsettled is None and run.job_alive():  # the settle time ends with the watch
-                    return run, _running(run, now - t0, settle_s, settling, looping)
+                    stuck_now = _last_look(run, sample, now - t0)
+                    return (load(run_dir), stuck_now) if stuck_now is not None else \
+                        (run, _running(run, now - t0, settle_s, settling, looping))
                 facts = look(run, now - t0)
                 if facts is not None:
                     facts.unsettled = unsettled
