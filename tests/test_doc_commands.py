@@ -348,9 +348,9 @@ def test_a_local_check_launch_and_status(tmp_path):
 @pytest.mark.slow
 def test_the_makefiles_demo_launches_the_trainer(tmp_path):
     """`make demo`, as docs/trainer.md shows its recipe: the bundled trainer under launch (compile.race proves the
-    guard first) is never called running during its target steps, a loop that reaches its total within seconds:
-    it is watched through its compile until a drafter's step is done (`running`, with a cold compile cache) or to
-    its end (`ok`, warm: it ends in ~17 s). It writes its reports."""
+    guard first) is `ok` when it ends within the watch (a warm compile cache, a quiet machine: ~17 s) and
+    `running` otherwise, and its reports are written. (Which of its phases hold "running" back depends on their
+    pace, so on load: tests/test_stuck.py and tests/test_loop_lines.py test those rules.)"""
     expect(run_shown("docs/trainer.md: mkdir -p out/demo", tmp_path), 0)
     ran = run_shown("docs/trainer.md: .venv/bin/dfdoctor launch --log out/demo/train.log --watch 120 --format text "
                     "--format json --output out/launch.json --format html --output out/launch.html -- "
@@ -359,10 +359,6 @@ def test_the_makefiles_demo_launches_the_trainer(tmp_path):
     try:
         expect(ran, 0, r"^dfdoctor launch: (OK|RUNNING)$", r"^ok +pre +compile\.race ")
         assert json.loads((tmp_path / "out/launch.json").read_text())["verdict"]["state"] in ("ok", "running")
-        verdict = json.loads((tmp_path / "out/launch.json").read_text())["verdict"]
-        said = next((int(e.split()[3]) for e in verdict["evidence"] if e.startswith("output so far:")), None)
-        seen = (tmp_path / "out/demo/train.log").read_bytes()[:said].decode(errors="replace")
-        assert "drafter-" in seen, f"called {verdict['state']} before any drafter's step:\n{seen}"
         assert "dfdoctor.trainer" in (tmp_path / "out/launch.html").read_text()
     finally:
         stop_local_job(ran)
