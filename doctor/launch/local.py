@@ -206,13 +206,15 @@ def _age(run: RunRecord) -> float:
     return max(0.0, _clock(run) - t) if t else 0.0
 
 
-def _running_unless_stuck(run_dir: Path, load: Loader, sample: Optional[Sampler], watched_s: float, settle_s: float,
-                          settling: settle.Settling, looping: Optional[str]) -> tuple[RunRecord, Optional[LiveFacts]]:
+def _running_unless_stuck(run: RunRecord, run_dir: Path, load: Loader, sample: Optional[Sampler], watched_s: float,
+                          settle_s: float, settling: settle.Settling,
+                          looping: Optional[str]) -> tuple[RunRecord, Optional[LiveFacts]]:
     """The verdict of a settled job, after one look at the stacks of every process (two samples a second apart):
     threads in a compile-lock cycle while other threads still print (the bundled trainer without its guard, on
     an H200) are a deadlock, not a running job; a job that ended during the look is judged by its end."""
-    run = load(run_dir)
-    facts = sample(run, watched_s) if sample is not None and run.job_alive() else None
+    if sample is None:
+        return run, _running(run, watched_s, settle_s, settling, looping)
+    facts = sample(run, watched_s)
     run = load(run_dir)
     if facts is not None and facts.classified is not None:
         return run, facts
@@ -292,7 +294,7 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
                 settle.about_to_end(hb, settle_s) is None and \
                 (settling.since is None or wall - settling.since >= settle_s)
             if ripe and unsettled is None and (settler is None or last_settle_check == now) and run.job_alive():
-                return _running_unless_stuck(run_dir, load, sample, now - t0, settle_s, settling, looping)
+                return _running_unless_stuck(run, run_dir, load, sample, now - t0, settle_s, settling, looping)
             if sample is not None and silent >= rhythm.sample_after(hb) and now - last_sample >= SAMPLE_S and \
                     run.job_alive():
                 facts = sample(run, now - t0)
@@ -301,7 +303,7 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
                     return load(run_dir), facts
             if now - t0 >= watch_s:
                 if steady and unsettled is None and run.job_alive():  # the settle time ends with the watch
-                    return _running_unless_stuck(run_dir, load, sample, now - t0, settle_s, settling, looping)
+                    return _running_unless_stuck(run, run_dir, load, sample, now - t0, settle_s, settling, looping)
                 facts = look(run, now - t0)
                 if facts is not None:
                     facts.unsettled = unsettled

@@ -86,13 +86,9 @@ class OutputLoop:
             if line.strip() and not line[:1].isspace():
                 self.lines.add(line, now)
 
-    def evidence(self, pace: dict[str, Any], settle_s: float) -> Optional[str]:
-        """`in its loop: ...` when the output shows the job in its loop, else None."""
-        return settle.in_its_loop(dict(pace, loop=self.lines.best(self.mask)), settle_s)
-
-    def about_to_end(self, pace: dict[str, Any], settle_s: float) -> Optional[str]:
-        """Words for a loop about to reach its total (a phase: what follows it is waited for), else None."""
-        return settle.about_to_end(dict(pace, loop=self.lines.best(self.mask)), settle_s)
+    def heartbeat(self, pace: dict[str, Any]) -> dict[str, Any]:
+        """The output's pace with its loop, as the recorder's heartbeat carries them (for the settle rules)."""
+        return dict(pace, loop=self.lines.best(self.mask))
 
 
 def _size(path: str) -> int:
@@ -249,8 +245,9 @@ def watch(job_id: str, paths: dict[str, str], watch_s: float,
             if grow_from is None or grow_from[1] < 0:  # the window starts once the file exists
                 grow_from = (now, size)
             elif now - grow_from[0] >= GROW_S:  # a window long enough that a job about to die is seen dying
-                looping = loop.evidence(pace, settle_s) if size > grow_from[1] else None
-                ripe = (_ran_s(f) >= settle_s or looping is not None) and loop.about_to_end(pace, settle_s) is None
+                hb = loop.heartbeat(pace)
+                looping = settle.in_its_loop(hb, settle_s) if size > grow_from[1] else None
+                ripe = (_ran_s(f) >= settle_s or looping is not None) and settle.about_to_end(hb, settle_s) is None
                 if size > grow_from[1] and (ripe or now >= end):
                     seen = look(job_id, paths)
                     seen.growing, seen.watched_s = True, now - grow_from[0]
