@@ -43,8 +43,9 @@ def _nothing_left(infra: Infra, work: str, tag_hint: str = "dfdoctor-rh-") -> No
     """No sentinel runs, no sentinel folder stays in the container or on the host, no renamed log stays."""
     # Ours all started before the command returned: a sentinel that appears later is another test's rehearsal
     # (the doc and README tests rehearse the seed line in parallel workers), and one that ends soon was ending.
-    ours = [p for p in procs_naming("dfdoctor-rh-") if work in " ".join(p.cmdline())
-            or "sentinel.py" in " ".join(p.cmdline())]
+    # each process's command line as listed (p.info): read again, one that ended meanwhile raised NoSuchProcess
+    ours = [p for p in procs_naming("dfdoctor-rh-") if work in " ".join(p.info["cmdline"] or [])
+            or "sentinel.py" in " ".join(p.info["cmdline"] or [])]
     deadline = time.monotonic() + 10
     while _alive(ours) and time.monotonic() < deadline:
         time.sleep(0.1)

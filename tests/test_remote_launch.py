@@ -132,7 +132,7 @@ def test_killed_job_is_reported_ended_and_strategy_is_remembered(infra, remote, 
     rc, rep = _launch(dfdoctor, infra, local, env, "--no-check", "--cwd", inside, "--log", f"{inside}/t.log",
                       "--", "python3", "train.py")
     assert rc == 0 and rep["verdict"]["state"] == "running" and rep["run"]["strategy"] == "tmux", rep["verdict"]
-    jobs = [p for p in procs_naming("train.py") if "agent.pyz" not in " ".join(p.cmdline()) and _cwd(p) == inside]
+    jobs = [p for p in procs_naming("train.py") if "agent.pyz" not in " ".join(p.info["cmdline"] or []) and _cwd(p) == inside]
     assert jobs
     from jobs.harness import wait_for
 
