@@ -29,6 +29,15 @@ def shape_of(line):
     return shape if b"#" in shape else None
 
 
+def progress_lines(partial, data):
+    """The complete lines of output that show progress, not warnings, traceback or continuation lines, in
+    `partial` (what was left of the last call) followed by `data`; and what is left for the next call."""
+    lines = (partial + data).split(b"\n")
+    rest = lines.pop()[-4096:]
+    return [line for line in lines if line.strip() and not line[:1].isspace() and b"Warning:" not in line
+            and not line.startswith(b"Traceback (most recent call last)")], rest
+
+
 def fractions(text):
     """Every `DONE/OF` of whole numbers in a line, DONE at most OF: "epoch 1/3 step 140/300:" gives
     [(1, 3), (140, 300)]; a date such as 12/03 is none."""

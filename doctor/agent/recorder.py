@@ -27,7 +27,7 @@ import time
 
 from dfdoctor.agent.atomic import replace_atomically
 from dfdoctor.agent.ending import become_subreaper, how_ended, reap, returncode, writing_elsewhere
-from dfdoctor.agent.loop_lines import LoopLines
+from dfdoctor.agent.loop_lines import LoopLines, progress_lines
 from dfdoctor.agent.memory import kernel_oom_lines, make_limited_cgroup, memory_cgroup, oom_counters
 from dfdoctor.agent.procfs import (group_members, job_outputs, pipe_holders, proc_start_time, proc_usage,
                                    read_text, readlink)
@@ -263,16 +263,12 @@ class Recorder:
         return True
 
     def count_lines(self, name, data):
-        """Count the lines that show progress: not warnings, not traceback or continuation lines."""
-        text = self.partial.get(name, b"") + data
-        lines = text.split(b"\n")
-        self.partial[name] = lines.pop()[-4096:]
+        """Count the lines that show progress (loop_lines.progress_lines) and note their shapes."""
+        lines, self.partial[name] = progress_lines(self.partial.get(name, b""), data)
         now = time.time()
+        self.progress_lines += len(lines)
         for line in lines:
-            if line.strip() and not line[:1].isspace() and b"Warning:" not in line and \
-                    not line.startswith(b"Traceback (most recent call last)"):
-                self.progress_lines += 1
-                self.loop.add(line, now)
+            self.loop.add(line, now)
 
     def watch_log(self):
         """Note when the log file first appears and first grows (it may be written by the job itself)."""

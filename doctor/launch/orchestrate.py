@@ -142,7 +142,7 @@ def _about_a_line_not_run(ctx: Context, r: CheckRecord) -> bool:
 def _line_notes(ctx: Context, records: list[CheckRecord]) -> list[str]:
     """Evidence lines for what the rehearsal found wrong with the --shell-command line this launch did not run."""
     return [f"your line (--shell-command, not run by this launch) fails when typed: {r.summary} [{r.cause}]"
-            for r in records if _about_a_line_not_run(ctx, r) and r in launch_blockers(records)]
+            for r in launch_blockers(records) if _about_a_line_not_run(ctx, r)]
 
 
 def run_launch_remote(ctx: Context, cfg: Config, opts: LaunchOptions) -> Report:

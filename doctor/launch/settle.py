@@ -12,10 +12,10 @@ recorder counts the shapes: dfdoctor.agent.loop_lines). Such a job has imported,
 data, where start-up failures happen (a missing GPU, a data file not found), so it is called running then,
 typically 3-4 s after its start. A loop that counts towards a total it will reach within the settle time is a
 phase about to end (a warm-up before a compile that may hang), not the job's loop: while it lasts the job is
-not called running, even past the settle time. A job with no such line waits
-out the settle time, so one that dies in its first seconds is never reported running. For torchrun the time
-after every rank is past init_process_group is not shortened: rank 0 can go on printing while another rank dies
-in its first step. `--settle 0` says running as soon as the output is steady, faster and riskier.
+not called running, even past the settle time. A job with no such line waits out the settle time, so one that
+dies in its first seconds is never reported running. For torchrun the time after every rank is past
+init_process_group is not shortened: rank 0 can go on printing while another rank dies in its first step.
+`--settle 0` says running as soon as the output is steady, faster and riskier.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from dfdoctor import causes
-from dfdoctor.agent.loop_lines import LoopLines
+from dfdoctor.agent.loop_lines import LoopLines, progress_lines
 from dfdoctor.agent.record import Masker
 from dfdoctor.launch import rhythm, settle
 from dfdoctor.numbers import is_whole
@@ -79,12 +79,10 @@ class OutputLoop:
         except OSError:
             return
         self.offset += len(data)
-        lines = (self.partial + data).split(b"\n")
-        self.partial = lines.pop()[-4096:]
+        lines, self.partial = progress_lines(self.partial, data)
         now = time.time()
         for line in lines:
-            if line.strip() and not line[:1].isspace():
-                self.lines.add(line, now)
+            self.lines.add(line, now)
 
     def heartbeat(self, pace: dict[str, Any]) -> dict[str, Any]:
         """The output's pace with its loop, as the recorder's heartbeat carries them (for the settle rules)."""
