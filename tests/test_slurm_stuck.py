@@ -143,3 +143,16 @@ def test_dfdoctors_own_look_is_never_the_users_failed_step():
     assert [s.id for s in f.steps] == ["171.batch", "171.1"] and f.derived == "1:0"
     v = judge(Seen(job=f))
     assert v.cause == "step-failed" and "step 171.1 FAILED" in v.summary, v.summary
+
+
+@pytest.mark.slow
+def test_a_batch_job_that_starts_slowly_and_dies_is_never_called_running(slurm, tmp_path):
+    """The settle time counts from the job's first output, as for a launch here: with Slurm's RunTime, a job
+    silent for 6 s (CUDA coming up) that then printed a table and loaded shards was called running at 10 s of
+    RunTime, 1.5 s before it died on its missing data file."""
+    rc, doc, _ = _launch(tmp_path, f"{PY} -u {JOBS / 'starts_then_dies.py'} 6\n", watch="40")
+    try:
+        v, text = doc["verdict"], _text(doc)
+        assert rc == 1 and v["state"] == "failed" and v["cause"] == "input-missing", text
+    finally:
+        _cancel(slurm, doc)

@@ -195,6 +195,14 @@ def test_a_warm_up_about_to_end_is_not_the_loop_and_the_silence_after_it_is_name
     _named(rep, time.monotonic() - t0, quiet_from=12.0)
 
 
+def test_one_line_after_a_long_silence_is_not_output_growing_again(work):
+    """Output counted since the start made one line after 12 quiet seconds steady again: the job was called
+    running at that line, though it died 3 s later. After a silence the job shows its pace anew."""
+    proc, rep = launch(work, *job("quiet_then_one_line_then_dies.py"), watch=40)
+    v = rep["verdict"]
+    assert v["state"] == "failed" and v["cause"] == "input-missing", text_of(rep)
+
+
 @pytest.mark.parametrize("silent", ["0", "6"])
 def test_a_start_that_repeats_itself_and_dies_is_never_called_running(work, silent):
     """A model summary printed at once and four shards loaded a second apart look like a loop to a careless

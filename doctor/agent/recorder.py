@@ -42,6 +42,7 @@ DRAIN_S = 0.2  # after the job dies, how long to wait for a grandchild still hol
 # between the moment /proc is listed and the moment its fds are read, its child not yet listed (CI saw a handed-off
 # daemon called "ran to completion").
 HOLDERS_S = 1.5
+BLOCK_BUFFER = 8192  # Python's block buffer on a pipe (io.DEFAULT_BUFFER_SIZE): output before it is full was flushed
 WATCHED_SIGNALS = ("SIGHUP", "SIGINT", "SIGTERM", "SIGQUIT", "SIGPIPE", "SIGUSR1", "SIGUSR2", "SIGALRM",
                    "SIGXCPU", "SIGTSTP", "SIGTTIN", "SIGTTOU")
 FORWARDED = ("SIGINT", "SIGTERM", "SIGQUIT")  # passed on to the job's process group, which then exits
@@ -69,6 +70,7 @@ class Recorder:
         self.last_output_t = None
         self.partial = {}
         self.progress_lines = 0
+        self.stdout_flushed = False  # the job's stdout delivered bytes before a block buffer was full
         self.loop = LoopLines()  # the line the job prints on every step: the settle check's sign it is past its start
         self.copies = {}
         self.watched = [dict(w, gone=False) for w in (spec.get("watch_pids") or [])]
@@ -245,6 +247,8 @@ class Recorder:
         if not data:
             return False
         copy.write(data)
+        if name == "stdout" and copy.total < BLOCK_BUFFER and self.job is not None and self.job.returncode is None:
+            self.stdout_flushed = True  # a block-buffered stdout delivers nothing before a block is full
         self.count_lines(name, data)
         if self.log_fd is not None:
             try:
@@ -306,6 +310,7 @@ class Recorder:
                 "job_alive": bool(self.job and self.job.returncode is None), "usage": usage,
                 "log_size": self.log_state[1] if self.log_state else None,
                 "stdout_bytes": self._total("stdout"), "stderr_bytes": self._total("stderr"),
+                "stdout_flushed": self.stdout_flushed,
                 "progress_lines": self.progress_lines, "first_output_t": min(self.first_output.values()) if self.first_output else None,
                 "last_output_t": self.last_output_t, "loop": self.loop.best(self.masker.value),
                 "recorder_usage": proc_usage(os.getpid())}

@@ -86,9 +86,12 @@ def excerpt(s: Seen, frames: int = EXCERPT_FRAMES) -> list[str]:
     return out
 
 
-def judge(samples: list[ProcessSample], quiet_s: float, local: bool = True) -> Optional[Finding]:
+def judge(samples: list[ProcessSample], quiet_s: float, local: bool = True,
+          flushed: bool = False) -> Optional[Finding]:
     """The finding the stacks support, or None when they show nothing certain. `local`: the pids are this
-    machine's (a lock holder outside the job is looked up here; on a target only the job's own are named)."""
+    machine's (a lock holder outside the job is looked up here; on a target only the job's own are named).
+    `flushed`: the job's stdout was seen to deliver output before a block buffer was full (print(...,
+    flush=True), -u, a logging handler): its silence is not a block buffer, whatever its command line says."""
     all_seen = seen(samples)
     ordered = sorted(all_seen, key=lambda s: (s.proc.rank is None, s.proc.rank or 0))  # ranks first
     # one line per process, then each one's stack: the frames shrink with the job so that all of it fits the
@@ -100,7 +103,9 @@ def judge(samples: list[ProcessSample], quiet_s: float, local: bool = True) -> O
     lines = heads + [line for e in excerpts for line in e]
     pids = " ".join(str(s.proc.pid) for s in all_seen if not s.proc.gone)
     lines.append(f"to stop the whole job (ranks run in sessions of their own): kill {pids}")
-    for rule in (_rank_missing, _collective_hang, _ranks_ended_without_peer, _dataloader, _buffered, _single_wait):
+    rules = (_rank_missing, _collective_hang, _ranks_ended_without_peer, _dataloader,
+             *(() if flushed else (_buffered,)), _single_wait)
+    for rule in rules:
         found = rule(all_seen, quiet_s) if rule is not _single_wait else rule(all_seen, quiet_s, local)
         if found is not None:
             found.lines = found.lines + lines

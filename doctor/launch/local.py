@@ -249,6 +249,7 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
     settling = settle.Settling()
     unsettled: Optional[str] = None
     last_settle_check = 0.0
+    revived = False  # the output came back after a silence: its pace over the job's life says nothing of now
     while True:
         run = load(run_dir)
         now = time.monotonic()
@@ -263,7 +264,12 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
             return load(run_dir), None
         if run.spawned is not None:
             done = progress(run)
+            hb, wall = run.heartbeat or {}, time.time()
             if done > (growth[-1][1] if growth else 0):
+                if growth and now - growth[-1][0] >= rhythm.quiet_after(hb):
+                    # output back after a silence (a compile, a busy index build): one line is not steady output
+                    # again; the job shows its pace anew, or dies in the seconds after that line
+                    growth, revived = [], True
                 growth.append((now, done))
             if run.handoff_open:
                 # What holds the pipes (a daemon, or only a stray worker) must show it works: output within
@@ -273,14 +279,13 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
                     return run, None
             if watch_s <= 0:  # --watch 0: started is all we wait for
                 return run, LiveFacts(pid=run.job_pid, watched_s=0.0)
-            hb, wall = run.heartbeat or {}, time.time()
             silent = rhythm.silent_for(hb, _clock(run), run.spawned.get("t"),
                                        None if run.is_remote else run.spec.get("log"))
             # a few separate bursts of output spread over steady_s, not one banner (or output at the job's own
             # rhythm), from a job that has lived past the settle time with all its processes started
             # (the rhythm counts only from a heartbeat written since the watch began: the recorder lives now)
             steady = ((len(growth) >= STEADY_BURSTS and now - growth[0][0] >= steady_s) or
-                      (rhythm.interval(hb) is not None and (hb.get("t") or 0) > wall0)) and \
+                      (not revived and rhythm.interval(hb) is not None and (hb.get("t") or 0) > wall0)) and \
                 rhythm.still_growing(hb, silent)
             if settler is not None and now - last_settle_check >= 1.0 and run.job_alive():
                 last_settle_check = now
@@ -371,7 +376,7 @@ def _judge(run: RunRecord, facts: LiveFacts, samples: list) -> None:
         return
     if samples and facts.quiet:  # a wait explains a silence; a job that logs at its pace has none to explain
         try:
-            facts.stuck = stuck.judge(samples, facts.quiet_s)
+            facts.stuck = stuck.judge(samples, facts.quiet_s, flushed=bool(hb.get("stdout_flushed")))
         except Exception as exc:  # a classifier bug must not cost us the verdict
             facts.notes.append(f"the stack classifier failed: {type(exc).__name__}: {exc}")
 

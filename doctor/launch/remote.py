@@ -126,7 +126,7 @@ def judge_samples(run: RunRecord, live: LiveFacts, answer: Optional[dict[str, An
     live.quiet = live.quiet_s >= rhythm.sample_after(hb)
     if live.quiet and not live.classified:
         try:
-            live.stuck = stuck.judge(samples, live.quiet_s, local=False)
+            live.stuck = stuck.judge(samples, live.quiet_s, local=False, flushed=bool(hb.get("stdout_flushed")))
         except Exception as exc:  # a classifier bug must not cost us the verdict
             live.notes.append(f"the stack classifier failed: {type(exc).__name__}: {exc}")
 

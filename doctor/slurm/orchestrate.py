@@ -105,7 +105,7 @@ def launch(ctx: Context, *, watch_s: float, run_dir: Optional[Path] = None, forc
            no_check: bool = False, only: tuple[str, ...] = (), skip: tuple[str, ...] = (),
            cfg: Optional[Config] = None, settle_s: float = 0.0) -> Report:
     """Check, submit with --parsable, record where Slurm will write, watch, and judge (running: its output
-    grows once it has run `settle_s`, never longer than the watch)."""
+    grows once it has printed for `settle_s`, never longer than the watch)."""
     started = now_iso()
     sub = submission_of(ctx)
     argv = list(ctx.command) if sbatch.is_sbatch(ctx.command) else ["sbatch", str(ctx.launcher)]

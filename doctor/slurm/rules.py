@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from dfdoctor import causes
+from dfdoctor.diagnose import known_failures, rules_runtime
 from dfdoctor.diagnose.traceback import parse_python_error
 from dfdoctor.model import Verdict
 from dfdoctor.slurm import efficiency, pending
@@ -239,11 +240,26 @@ def python_traceback(s: Seen) -> Optional[Verdict]:
         return Verdict("failed", causes.MISSING_MODULE, f"The job died at start on {j.nodes or 'its node'}: "
                        f"module {mod[1]!r} is not installed where it ran (imported at {err.where}).",
                        f"Install {mod[1].split('.')[0]!r} in the job's environment on the compute nodes.", ev)
+    ctx = rules_runtime.Context(output=s.stderr_text if j.stderr != j.stdout else s.output,
+                                argv=_words(j.command), local=False,
+                                cwd=j.workdir or None)
+    found = rules_runtime.classify(err, ctx) or known_failures.classify(err, ctx)
+    if found is not None:  # what the job died of, in the words a launch here would use
+        return Verdict("failed", found.cause, f"{step}Job {j.job_id}: {found.summary}", found.fix,
+                       [*found.evidence, *ev])
     started = bool(err.before.strip()) or bool(s.stdout_text.strip() and j.stderr != j.stdout)
     cause = causes.CRASHED if started else causes.IMPORT_ERROR
     return Verdict("failed", cause, f"{step}Job {j.job_id} " + ("crashed after it started logging" if started
                    else "died while importing or starting") + f": {err.headline} at {err.where}.",
                    f"Fix the error raised at {err.where}; the full traceback is in {j.stderr or j.stdout}.", ev)
+
+
+def _words(command: str) -> list[str]:
+    """scontrol's Command as argv (empty when it does not split: an unbalanced quote in a path)."""
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return []
 
 
 def step_failed(s: Seen) -> Optional[Verdict]:

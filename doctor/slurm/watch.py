@@ -189,8 +189,9 @@ def watch(job_id: str, paths: dict[str, str], watch_s: float,
     """Poll until the job ended (then settle sacct), pends for a reason that never clears, or runs with its
     output growing; at the latest after `watch_s` seconds. With a `sampler` (onnode.look), a running job whose
     output stays quiet is looked at on its node: a wait its stacks prove ends the watch. Growing output counts
-    as running only once the job has run `settle_s` (Slurm's RunTime; never past the watch): a job that prints
-    a line and then waits is looked at, not called running after its first line."""
+    as running only once the job has printed for `settle_s` (from the first output we saw; never past the watch):
+    a job that prints a line and then waits is looked at, not called running after its first line, and one
+    whose Python and CUDA take 6 s to come up is not called running 4 s into its start."""
     start = time.monotonic()
     end = start + watch_s
     last_state = None
@@ -200,6 +201,7 @@ def watch(job_id: str, paths: dict[str, str], watch_s: float,
     node_look = None
     pace: dict[str, Any] = {}  # the output's growth as the recorder's heartbeat counts lines: its rhythm
     loop = OutputLoop()
+    first_output: Optional[float] = None  # when we first saw the output file hold something (our clock)
     while True:
         f = job.facts(job_id, with_sacct=False)
         if f.state != last_state:
@@ -218,6 +220,8 @@ def watch(job_id: str, paths: dict[str, str], watch_s: float,
             out = f.stdout or paths.get("stdout", "")
             size = _size(out)
             now = time.monotonic()
+            if size > 0 and first_output is None:
+                first_output = now  # the settle time counts from here: starting Python and CUDA is not running
             if changed is None or changed[1] != size:
                 if changed is not None and size > changed[1]:  # each growth seen counts as one line of its pace
                     pace["progress_lines"] = int(pace.get("progress_lines") or 0) + 1
@@ -245,7 +249,8 @@ def watch(job_id: str, paths: dict[str, str], watch_s: float,
             elif now - grow_from[0] >= GROW_S:  # a window long enough that a job about to die is seen dying
                 hb = loop.heartbeat(pace)
                 looping = settle.in_its_loop(hb, settle_s) if size > grow_from[1] else None
-                ripe = (_ran_s(f) >= settle_s or looping is not None) and settle.about_to_end(hb, settle_s) is None
+                talking = now - first_output if first_output is not None else 0.0
+                ripe = (talking >= settle_s or looping is not None) and settle.about_to_end(hb, settle_s) is None
                 if size > grow_from[1] and (ripe or now >= end):
                     seen = look(job_id, paths)
                     seen.growing, seen.watched_s = True, now - grow_from[0]
