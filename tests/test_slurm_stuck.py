@@ -156,3 +156,15 @@ def test_a_batch_job_that_starts_slowly_and_dies_is_never_called_running(slurm, 
         assert rc == 1 and v["state"] == "failed" and v["cause"] == "input-missing", text
     finally:
         _cancel(slurm, doc)
+
+
+@pytest.mark.slow
+def test_one_line_after_a_long_silence_is_not_a_batch_job_growing_again(slurm, tmp_path):
+    """As for a launch here: a job quiet for 12 s (busy), then one line, then dead 3 s later on a missing
+    file. Its output file grew in the window of that line, 14 s after its first output: it was called running."""
+    rc, doc, _ = _launch(tmp_path, f"{PY} -u {JOBS / 'quiet_then_one_line_then_dies.py'}\n", watch="40")
+    try:
+        v, text = doc["verdict"], _text(doc)
+        assert rc == 1 and v["state"] == "failed" and v["cause"] == "input-missing", text
+    finally:
+        _cancel(slurm, doc)

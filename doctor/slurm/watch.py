@@ -202,6 +202,7 @@ def watch(job_id: str, paths: dict[str, str], watch_s: float,
     pace: dict[str, Any] = {}  # the output's growth as the recorder's heartbeat counts lines: its rhythm
     loop = OutputLoop()
     first_output: Optional[float] = None  # when we first saw the output file hold something (our clock)
+    revived: Optional[float] = None  # when its output came back after a silence longer than its quiet time
     while True:
         f = job.facts(job_id, with_sacct=False)
         if f.state != last_state:
@@ -223,6 +224,9 @@ def watch(job_id: str, paths: dict[str, str], watch_s: float,
             if size > 0 and first_output is None:
                 first_output = now  # the settle time counts from here: starting Python and CUDA is not running
             if changed is None or changed[1] != size:
+                if changed is not None and size > changed[1] and now - changed[0] >= rhythm.quiet_after(pace) \
+                        and first_output is not None and first_output < changed[0]:
+                    revived = now  # back after a silence: one line is not growth again until it shows its pace
                 if changed is not None and size > changed[1]:  # each growth seen counts as one line of its pace
                     pace["progress_lines"] = int(pace.get("progress_lines") or 0) + 1
                     pace.setdefault("first_output_t", time.time())
@@ -250,7 +254,8 @@ def watch(job_id: str, paths: dict[str, str], watch_s: float,
                 hb = loop.heartbeat(pace)
                 looping = settle.in_its_loop(hb, settle_s) if size > grow_from[1] else None
                 talking = now - first_output if first_output is not None else 0.0
-                ripe = (talking >= settle_s or looping is not None) and settle.about_to_end(hb, settle_s) is None
+                ripe = (talking >= settle_s or looping is not None) and settle.about_to_end(hb, settle_s) is None \
+                    and (revived is None or grow_from[0] >= revived)  # it grew again in a window after that line
                 if size > grow_from[1] and (ripe or now >= end):
                     seen = look(job_id, paths)
                     seen.growing, seen.watched_s = True, now - grow_from[0]
