@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from dfdoctor.slurm import onnode
+from dfdoctor.slurm import watch as slurm_watch
 from infra.slurm_fixtures import slurm  # noqa: F401
+from jobs.harness import wait_for
 from test_slurm import cancel_leftover_jobs, dfd, job_of, job_script  # noqa: F401
 
 JOBS = Path(__file__).resolve().parent / "jobs"
@@ -168,3 +171,31 @@ def test_one_line_after_a_long_silence_is_not_a_batch_job_growing_again(slurm, t
         assert rc == 1 and v["state"] == "failed" and v["cause"] == "input-missing", text
     finally:
         _cancel(slurm, doc)
+
+
+@pytest.mark.slow
+def test_a_wait_seen_just_after_a_batch_job_wrote_explains_no_silence(slurm, tmp_path):
+    """CI: the watch judged the output quiet; while `srun --overlap` looked at the node, the job printed and went
+    to sleep, and "sleeping, not changed for 12 s" was said of a file that had just grown. A look during which
+    the output grew proves no wait: the watch goes on and names the sleep from a look over a true silence."""
+    flag = tmp_path / "wake"
+    job = slurm.sbatch("-o", "o.log", str(job_script(tmp_path, f"{PY} -u {JOBS / 'wakes_on_flag.py'} {flag}\n")),
+                       cwd=tmp_path, env=_env())
+    out = tmp_path / "o.log"
+    looks: list[float] = []
+
+    def sampler(job_id, node, quiet_s):
+        if not looks:  # the job writes after the watch measured its quiet, before its stacks are looked at
+            flag.touch()
+            assert wait_for(lambda: "woke" in out.read_text(), 20)
+        looks.append(time.monotonic())
+        return onnode.look(job_id, node, quiet_s)
+
+    try:
+        seen = slurm_watch.watch(job, {"stdout": str(out)}, 60.0, sampler=sampler, settle_s=10.0)
+        finding = seen.node_look.finding if seen.node_look else None
+        assert finding is not None and finding.cause == "sleeping", (seen.job.state, finding)
+        assert len(looks) >= 2, "the look the output grew during was taken as the verdict"
+    finally:
+        slurm.cancel(job)
+        slurm.wait_state(job, ("CANCELLED", "COMPLETED", "FAILED"))

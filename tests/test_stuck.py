@@ -3,7 +3,10 @@ of every process of the job; a job is called running only once settled; "quiet" 
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -12,6 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from dfdoctor.launch import local
 from jobs.harness import PY, job, kill_runs, launch, status, text_of, wait_for
 
 TORCHRUN = [PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]  # a free port each
@@ -201,6 +205,35 @@ def test_one_line_after_a_long_silence_is_not_output_growing_again(work):
     proc, rep = launch(work, *job("quiet_then_one_line_then_dies.py"), watch=40)
     v = rep["verdict"]
     assert v["state"] == "failed" and v["cause"] == "input-missing", text_of(rep)
+
+
+def test_a_wait_seen_just_after_the_job_wrote_explains_no_silence(work):
+    """CI: the watch judged a job quiet, and while it looked at the stacks the job printed a line and went to
+    sleep; both looks showed the sleep, and "sleeping, nothing written for 12 s" was said of a job that had
+    just written. A look during which the job wrote proves no wait: the watch goes on, and names the sleep only
+    from a look over a true silence."""
+    run_dir = work / "run"
+    run_dir.mkdir()
+    proc = local.start(job("wakes_on_usr1.py"), cwd=work, env=dict(os.environ), python=PY, run_id="wakes",
+                       run_dir=run_dir, log=None)
+    beat = lambda: json.loads((run_dir / "heartbeat").read_text() or "{}")  # noqa: E731
+    looks: list[float] = []
+
+    def sample(run, watched_s):
+        if not looks:  # the job writes after the watch read its record, before the stacks are looked at
+            before = beat().get("last_output_t")
+            os.kill(run.job_pid, signal.SIGUSR1)
+            assert wait_for(lambda: beat().get("last_output_t") != before, 10)
+        looks.append(time.monotonic())
+        return local.sample_stuck(run, watched_s)
+
+    try:
+        run, facts = local.watch(run_dir, proc, 40.0, sample=sample)
+        assert facts is not None and facts.stuck is not None and facts.stuck.cause == "sleeping", facts
+        assert len(looks) >= 2, "the look the job wrote during was taken as the verdict"
+    finally:
+        kill_runs(work)
+        proc.wait(10)
 
 
 @pytest.mark.parametrize("silent", ["0", "6"])

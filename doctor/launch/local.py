@@ -230,6 +230,19 @@ def _compiling(facts: LiveFacts) -> bool:
     return facts.classified is None and facts.stuck is not None and facts.stuck.cause == causes.COMPILE_WORKERS_WAIT
 
 
+def _last_output(run: RunRecord) -> Optional[float]:
+    """When the job last wrote: as its recorder saw it (the heartbeat, rewritten each second) or, here, as its
+    log's last change shows it (the recorder writes there at once, and so does a job that keeps its own log)."""
+    last = (run.heartbeat or {}).get("last_output_t")
+    log = None if run.is_remote else run.spec.get("log")
+    if log:
+        try:
+            last = max(last or 0.0, os.stat(log).st_mtime)
+        except OSError:
+            pass
+    return last
+
+
 def _talking_for(run: RunRecord) -> float:
     """Seconds since the job's first output (its age, before it printed anything): a start that spends its first
     seconds importing torch and bringing CUDA up has not begun the part where start-up failures show."""
@@ -304,8 +317,11 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
                     run.job_alive():
                 facts = sample(run, now - t0)
                 last_sample = time.monotonic()
+                after = load(run_dir)
+                if facts is not None and _last_output(after) != _last_output(run):
+                    facts = None  # it wrote while we looked: the wait we saw follows output, it explains no silence
                 if facts is not None and not _compiling(facts):  # a compile ends by itself, or shows its cycle
-                    return load(run_dir), facts
+                    return after, facts
             if now - t0 >= watch_s:
                 if steady and unsettled is None and run.job_alive():  # the settle time ends with the watch
                     return _running_unless_stuck(run, run_dir, load, sample, now - t0, settle_s, settling, looping)

@@ -243,6 +243,8 @@ def watch(job_id: str, paths: dict[str, str], watch_s: float,
                                             "processes": len(node_look.samples), "quiet_s": round(quiet, 1),
                                             "finding": node_look.finding.cause if node_look.finding else None,
                                             "error": node_look.error})
+                if node_look.finding is not None and _size(out) != size:
+                    node_look.finding = None  # it wrote while we looked: the wait we saw follows output
                 if node_look.finding is not None and node_look.finding.cause != causes.COMPILE_WORKERS_WAIT:
                     # (a compile ends by itself or shows its lock cycle: that wait is the verdict only at the end)
                     seen = look(job_id, paths)
