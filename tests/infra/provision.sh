@@ -18,6 +18,17 @@ CLEAN_ENV=(env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/
 # ... nor the provisioning lock's descriptor: a daemon that inherits fd 9 holds the lock for as long as it lives,
 # and every later provisioning (the test session's own, after CI's) waits 120 s and fails.
 start_daemon() { "${CLEAN_ENV[@]}" "$@" 9>&-; }
+# Every xdist worker provisions once, while the others' tests already log in, run pct and read the keys: a file
+# they use is replaced in one rename, and only when its content changes (CI saw "Permission denied (publickey)"
+# while authorized_keys was rewritten in place). put FILE MODE < content; CHANGED lists what changed.
+CHANGED=""
+put() {
+  local tmp
+  tmp=$(mktemp "$1.XXXXXX")
+  cat > "$tmp"
+  chmod "$2" "$tmp"
+  if cmp -s "$tmp" "$1"; then rm -f "$tmp"; else mv -f "$tmp" "$1"; CHANGED="$CHANGED $1"; fi
+}
 
 [ "$(id -u)" = 0 ] || { echo "provision: must run as root" >&2; exit 1; }
 # Several test sessions may provision at once (engineers, CI shards): one at a time.
@@ -35,7 +46,7 @@ chmod 700 "$DIR"
 [ -f "$DIR/id_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C dfdoctor-infra-client -f "$DIR/id_ed25519"
 [ -f "$DIR/id_killall" ] || ssh-keygen -q -t ed25519 -N '' -C dfdoctor-infra-killall -f "$DIR/id_killall"
 
-cat > "$DIR/bin/pct" <<'EOF'
+put "$DIR/bin/pct" 755 <<'EOF'
 #!/bin/sh
 # Proxmox's `pct exec VMID -- CMD` is `exec lxc-attach -n VMID -- CMD` (pve-container src/PVE/CLI/pct.pm):
 # no shell in between. Only `exec` is provided here.
@@ -44,22 +55,20 @@ vmid=$2; shift 2
 [ "$1" = -- ] && shift
 exec lxc-attach -n "$vmid" -- "$@"
 EOF
-cat > "$DIR/bin/killall-session" <<'EOF'
+put "$DIR/bin/killall-session" 755 <<'EOF'
 #!/bin/sh
 # The forced command of the kill-everything key: the session's command runs as the child of a PID namespace's
 # init; when the session ends the namespace dies and the kernel kills every process left in it. Only a hand-off
 # to a daemon that lives outside (atd, a tmux server started before) survives.
 exec unshare --pid --fork --kill-child --mount-proc /bin/sh -c "${SSH_ORIGINAL_COMMAND:-exec /bin/sh -l}"
 EOF
-chmod 755 "$DIR/bin/pct" "$DIR/bin/killall-session"
 
 {
   echo "$(cat "$DIR/id_ed25519.pub")"
   echo "command=\"$DIR/bin/killall-session\" $(cat "$DIR/id_killall.pub")"
-} > "$DIR/authorized_keys"
-chmod 600 "$DIR/authorized_keys"
+} | put "$DIR/authorized_keys" 600
 
-cat > "$DIR/sshd_config" <<EOF
+put "$DIR/sshd_config" 644 <<EOF
 Port $PORT
 ListenAddress 127.0.0.1
 HostKey $DIR/ssh_host_ed25519_key
@@ -84,8 +93,8 @@ EOF
 # every later login waits 60 s for it (seen: `check` on two ssh targets took 79 s instead of 15). The targets the
 # tests log into are plain hosts, not this machine's interactive set-up.
 
-echo "[127.0.0.1]:$PORT $(cut -d' ' -f1,2 "$DIR/ssh_host_ed25519_key.pub")" > "$DIR/known_hosts"
-cat > "$DIR/ssh_config" <<EOF
+echo "[127.0.0.1]:$PORT $(cut -d' ' -f1,2 "$DIR/ssh_host_ed25519_key.pub")" | put "$DIR/known_hosts" 644
+put "$DIR/ssh_config" 644 <<EOF
 Host dfdoctor-host
   HostName 127.0.0.1
   Port $PORT
@@ -108,7 +117,7 @@ EOF
 /usr/sbin/sshd -t -f "$DIR/sshd_config"
 if ! { [ -f "$DIR/sshd.pid" ] && kill -0 "$(cat "$DIR/sshd.pid")" 2>/dev/null; }; then
   start_daemon /usr/sbin/sshd -f "$DIR/sshd_config"
-else
+elif [[ "$CHANGED" == *"$DIR/sshd_config"* ]]; then
   kill -HUP "$(cat "$DIR/sshd.pid")"  # re-read a changed config
 fi
 
@@ -187,7 +196,7 @@ provision_docker() {
 }
 provision_docker
 
-cat > "$DIR/env" <<EOF
+put "$DIR/env" 644 <<EOF
 DFDOCTOR_INFRA_DOCKER_NAME=$([ -z "$docker_problem" ] && echo "$DOCKER_NAME")
 DFDOCTOR_INFRA_DOCKER_PROBLEM=$docker_problem
 DFDOCTOR_INFRA_DIR=$DIR
