@@ -145,13 +145,21 @@ def no_leftover_processes():
     while left and time.monotonic() < deadline:
         time.sleep(0.2)
         left = marked_processes()
+    named = [f"{p.pid} {_command_of(p)}" for p in left]  # before the kill: a zombie's command cannot be read
     for p in left:
         try:
             p.kill()
         except psutil.Error:
             pass
-    assert not left, "processes left behind: " + "; ".join(
-        f"{p.pid} {' '.join(p.cmdline())[:120]}" for p in left if p.is_running())
+    assert not left, "processes left behind: " + "; ".join(named)
+
+
+def _command_of(p: psutil.Process) -> str:
+    """A leftover's command line, as far as it can still be read."""
+    try:
+        return " ".join(p.cmdline())[:120] or p.name()
+    except psutil.Error:
+        return "(ended)"
 
 
 @pytest.fixture(autouse=True)

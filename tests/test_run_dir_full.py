@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from dfdoctor.agent.record import Record, RunDirSpace
 from jobs.harness import dfdoctor, job_env, kill_runs
 
 CHATTY = """
@@ -73,3 +74,26 @@ def test_a_full_run_folder_is_named_and_a_later_sigterm_reads_as_sigterm(tmp_pat
         assert not (run_dir / ".reserve").exists()
     finally:
         kill_runs(work)
+
+
+def test_a_record_line_the_full_disk_cut_in_two_is_finished_from_the_reserve(small_fs):
+    """CI read a torn line in record.jsonl: a write that meets the end of the free space writes part of the
+    line and returns its count, with no error; the rest must follow (its own write then fails, which frees the
+    reserve, and it is written again), or the next event is glued to the torn half and both are lost."""
+    space = RunDirSpace(str(small_fs))
+    filler = small_fs / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)  # the job's output fills the file system up to the last page
+    try:
+        while os.write(fd, b"x" * 4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    os.truncate(filler, max(0, filler.stat().st_size - 6000))  # one page and a half left: a line straddles its end
+    rec = Record(str(small_fs / "record.jsonl"), space=space)
+    for i in range(40):
+        rec.event("tick", n=i, pad="p" * 300)
+    lines = (small_fs / "record.jsonl").read_text().splitlines()
+    assert space.full is not None, "the file system never filled"
+    assert [json.loads(ln)["n"] for ln in lines] == list(range(len(lines))) and len(lines) >= 20, lines[-3:]

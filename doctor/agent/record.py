@@ -111,10 +111,11 @@ class Record:
             data = self.masker.value(data)
         data["t"] = round(time.time(), 6)
         data["event"] = name
-        line = (json.dumps(data, default=str, sort_keys=True) + "\n").encode()
+        rest = (json.dumps(data, default=str, sort_keys=True) + "\n").encode()
         for _ in range(2):  # once more when the first failure freed the reserve
             try:
-                os.write(self.fd, line)
+                while rest:  # a disk that fills mid-line writes part of it: the rest follows, or the line is torn
+                    rest = rest[os.write(self.fd, rest):]
                 if sync:
                     os.fsync(self.fd)
                 return
