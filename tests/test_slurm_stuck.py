@@ -149,23 +149,13 @@ def test_dfdoctors_own_look_is_never_the_users_failed_step():
 
 
 @pytest.mark.slow
-def test_a_batch_job_that_starts_slowly_and_dies_is_never_called_running(slurm, tmp_path):
-    """The settle time counts from the job's first output, as for a launch here: with Slurm's RunTime, a job
-    silent for 6 s (CUDA coming up) that then printed a table and loaded shards was called running at 10 s of
-    RunTime, 1.5 s before it died on its missing data file."""
-    rc, doc, _ = _launch(tmp_path, f"{PY} -u {JOBS / 'starts_then_dies.py'} 6\n", watch="40")
-    try:
-        v, text = doc["verdict"], _text(doc)
-        assert rc == 1 and v["state"] == "failed" and v["cause"] == "input-missing", text
-    finally:
-        _cancel(slurm, doc)
-
-
-@pytest.mark.slow
-def test_one_line_after_a_long_silence_is_not_a_batch_job_growing_again(slurm, tmp_path):
-    """As for a launch here: a job quiet for 12 s (busy), then one line, then dead 3 s later on a missing
-    file. Its output file grew in the window of that line, 14 s after its first output: it was called running."""
-    rc, doc, _ = _launch(tmp_path, f"{PY} -u {JOBS / 'quiet_then_one_line_then_dies.py'}\n", watch="40")
+@pytest.mark.parametrize("script", ["starts_then_dies.py 6", "quiet_then_one_line_then_dies.py"])
+def test_a_batch_job_that_dies_after_a_misleading_start_is_never_called_running(slurm, tmp_path, script):
+    """As for a launch here, each called running before: `starts_then_dies.py 6`, silent 6 s (CUDA coming up)
+    then a table and shards, at 10 s of Slurm's RunTime, 1.5 s before it died (the settle time now counts from
+    the first output); `quiet_then_one_line_then_dies.py`, busy and quiet for 12 s then one line, in the window
+    of that line (output back after a silence must grow again). Both die on a missing data file."""
+    rc, doc, _ = _launch(tmp_path, f"{PY} -u {JOBS / script}\n", watch="40")
     try:
         v, text = doc["verdict"], _text(doc)
         assert rc == 1 and v["state"] == "failed" and v["cause"] == "input-missing", text
