@@ -195,3 +195,11 @@ def test_a_rank_spinning_in_a_collective_waits_for_the_rank_held_elsewhere():
     assert found is not None and found.cause == "collective-hang", found
     assert found.headline.endswith("rank 1 never joined it"), found.headline
     assert stuck.judge(job(peer_cpu=1.0), 20.0) is None or stuck.judge(job(peer_cpu=1.0), 20.0).cause != "collective-hang"
+
+
+def test_a_fast_rhythm_is_said_in_milliseconds():
+    """nanoGPT's CPU recipe prints ~30 iterations a second: its evidence read `prints every ~0.0 s`."""
+    fast = {"progress_lines": 101, "first_output_t": 0.0, "last_output_t": 3.1}
+    slow = {"progress_lines": 5, "first_output_t": 0.0, "last_output_t": 20.0}
+    assert rhythm.words(fast, 3.3, 0.0).startswith("prints every ~31 ms;")
+    assert rhythm.words(slow, 23.0, 0.0).startswith("prints every ~5.0 s;")

@@ -64,5 +64,11 @@ def sample_after(hb: Optional[dict[str, Any]]) -> float:
 def words(hb: Optional[dict[str, Any]], now: float, started: Optional[float]) -> str:
     """`prints every ~5.0 s; last output 2.1 s ago`, for evidence."""
     every = interval(hb)
-    pace = f"prints every ~{every:.1f} s" if every is not None else "has no steady rhythm yet"
+    pace = f"prints every ~{_seconds(every)}" if every is not None else "has no steady rhythm yet"
     return f"{pace}; last output {silent_for(hb, now, started):.1f} s ago"
+
+
+def _seconds(every: float) -> str:
+    """An interval in words: `5.0 s`, or `30 ms` for a job that prints many lines a second (nanoGPT's
+    `iter N: loss` on a CPU: `~0.0 s` said nothing)."""
+    return f"{every:.1f} s" if every >= 0.1 else f"{every * 1000:.0f} ms"
