@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from jobs.harness import job, job_env, kill_runs, launch, status, text_of
+from jobs.harness import fill_up, job, job_env, kill_runs, launch, status, text_of
 
 DEAD = [
     # (id, command, extra options, cause, what the evidence must name)
@@ -268,14 +268,7 @@ def full_fs(tmp_path: Path):
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)]).returncode != 0:
         pytest.skip("cannot mount a tmpfs here")
     try:
-        fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT)
-        try:
-            while os.write(fd, b"\0" * 4096):
-                pass
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
+        fill_up(mnt / "filler")
         yield mnt
     finally:
         subprocess.run(["umount", "-l", str(mnt)])

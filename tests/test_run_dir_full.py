@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from dfdoctor.agent.record import Record, RunDirSpace
-from jobs.harness import dfdoctor, job_env, kill_runs
+from jobs.harness import dfdoctor, fill_up, job_env, kill_runs
 
 CHATTY = """
 import sys, time
@@ -82,14 +82,7 @@ def test_a_record_line_the_full_disk_cut_in_two_is_finished_from_the_reserve(sma
     reserve, and it is written again), or the next event is glued to the torn half and both are lost."""
     space = RunDirSpace(str(small_fs))
     filler = small_fs / "filler"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)  # the job's output fills the file system up to the last page
-    try:
-        while os.write(fd, b"x" * 4096):
-            pass
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    fill_up(filler)  # the job's output fills the file system up to the last page
     os.truncate(filler, max(0, filler.stat().st_size - 6000))  # one page and a half left: a line straddles its end
     rec = Record(str(small_fs / "record.jsonl"), space=space)
     for i in range(40):

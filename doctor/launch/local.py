@@ -317,11 +317,10 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
                     run.job_alive():
                 facts = sample(run, now - t0)
                 last_sample = time.monotonic()
-                after = load(run_dir)
-                if facts is not None and _last_output(after) != _last_output(run):
+                if facts is not None and _last_output(load(run_dir)) != _last_output(run):
                     facts = None  # it wrote while we looked: the wait we saw follows output, it explains no silence
                 if facts is not None and not _compiling(facts):  # a compile ends by itself, or shows its cycle
-                    return after, facts
+                    return load(run_dir), facts
             if now - t0 >= watch_s:
                 if steady and unsettled is None and run.job_alive():  # the settle time ends with the watch
                     return _running_unless_stuck(run, run_dir, load, sample, now - t0, settle_s, settling, looping)

@@ -154,3 +154,15 @@ def launch_to_end(work: Path, *command: str, timeout: float = 120, **kw) -> tupl
     run_dir = Path(rep["run"]["dir"])
     assert wait_for(lambda: record.load(run_dir).finished, timeout=timeout, step=0.5), "the job did not end"
     return status(work, run_dir.name)
+
+
+def fill_up(path: Path) -> None:
+    """Write zeros to `path` until its file system is full, as a job's output fills a disk."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT)
+    try:
+        while os.write(fd, b"\0" * 4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
