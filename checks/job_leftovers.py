@@ -60,6 +60,7 @@ def job_leftovers(ctx):
     on = f" on {where}" if where else ""
     yield warn(f"{len(alive)} process(es) of the job still run{on} after it ended: {', '.join(map(str, pids))}",
                evidence=tuple(f"pid {a['pid']}: {a['cmdline']}" for a in alive),
-               fix=f"Stop them before relaunching (kill {' '.join(map(str, pids))}{on}); they may hold GPU memory, "
-                   "ports or locks. Make the job join its workers before it exits.",
+               fix=f"Stop them before relaunching: `dfdoctor stop {ctx.run.get('id') or ctx.run['dir']}` ends each one "
+                   f"proven the job's{on}; they may hold GPU memory, ports or locks. Make the job join its workers "
+                   "before it exits.",
                data={"leftovers": pids})

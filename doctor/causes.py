@@ -33,6 +33,8 @@ NCCL_HANG = "nccl-hang"
 # The host or container could not be reached at all (ssh, lxc-attach or the docker client failed): nothing
 # can be started there, so there is no process and no log.
 TARGET_UNREACHABLE = "target-unreachable"
+# The user ended the job with `dfdoctor stop` (doctor/diagnose/stopped.py): nothing failed.
+STOPPED_BY_USER = "stopped-by-user"
 # Slurm (docs/slurm.md): what the scheduler did to a job, beyond what a local launch can show.
 TIME_LIMIT = "time-limit"  # Slurm ended the job at its --time limit (TIMEOUT)
 NODE_FAILURE = "node-failure"  # a node of the job stopped answering (NODE_FAIL)

@@ -15,6 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from dfdoctor.diagnose.stuck import WHOLE_JOB
 from dfdoctor.launch import local
 from jobs.harness import PY, job, kill_runs, launch, status, text_of, wait_for
 
@@ -31,8 +32,8 @@ def work(tmp_path: Path):
 
 def _left_alive(rep: dict) -> list[int]:
     """Pids the verdict's stop line names that still run (kill_runs must leave none)."""
-    line = next((e for e in rep["verdict"]["evidence"] if e.startswith("to stop the whole job")), "")
-    return [int(p) for p in re.findall(r"\d+", line.split("kill", 1)[-1]) if psutil.pid_exists(int(p))]
+    line = next((e for e in rep["verdict"]["evidence"] if e.startswith(WHOLE_JOB)), "")
+    return [int(p) for p in re.findall(r"\d+", line[len(WHOLE_JOB):]) if psutil.pid_exists(int(p))]
 
 
 def _named(rep: dict, took: float, quiet_from: float = 0.0) -> None:
@@ -53,6 +54,7 @@ def test_a_rank_that_never_joins_is_named_with_its_line(work):
     _named(rep, took)
     pids = _left_alive(rep)
     assert len(pids) >= 3  # torchrun and both ranks, in the stop line
+    assert f"`dfdoctor stop {rep['run']['id']}`" in text_of(rep)  # the advice ends them all, never `kill PID`
     kill_runs(work)
     assert wait_for(lambda: not any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in pids),
                     10), "a rank was left behind"

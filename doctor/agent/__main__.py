@@ -15,7 +15,7 @@ import sys
 TOO_OLD = "dfdoctor: this python is older than 3.6, which dfdoctor's probes need: Python "
 PARTS = {"recorder": "dfdoctor.agent.recorder", "target-agent": "dfdoctor.agent.target_agent",
          "probe": "dfdoctor.agent.probe_bootstrap",
-         "slurm-job": "dfdoctor.agent.slurm_job"}
+         "slurm-job": "dfdoctor.agent.slurm_job", "stop": "dfdoctor.agent.stop"}
 
 
 class ZipFinder(object):

@@ -22,6 +22,12 @@ TAIL_SEGMENTS = 2  # a capped stream copy: NAME.log (its head), then NAME.tail.0
 MARKER = ".dfdoctor-run"
 MARKER_TEXT = "dfdoctor run folder, id "
 
+# The environment variable the recorder gives the job: "RUN_ID:NONCE", a nonce drawn afresh for each run and kept in
+# the record's "spawned" event. Every process of the job inherits it (ranks in sessions of their own, a daemon a
+# launcher left behind), so `dfdoctor stop` can prove a process is the run's before it signals it: a pid named in a
+# run folder proves nothing, the marker in the process's own environment does.
+RUN_ENV = "DFDOCTOR_RUN"
+
 # The files of a remote run folder that are copied into its local copy; the local spec.json (which names the
 # target) and launcher.jsonl (dfdoctor's own notes) are this machine's.
 MIRRORED = (RECORD, HEARTBEAT, RECORDER_OUT, "stdout.log", "stderr.log")

@@ -73,6 +73,23 @@ def read_text(path):
         return None
 
 
+def environ(pid):
+    """The environment process `pid` was started with, as a dict; None when it cannot be read (gone, or another
+    user's)."""
+    try:
+        with open("/proc/%d/environ" % pid, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    pairs = (e.decode("utf-8", "replace").split("=", 1) for e in data.split(b"\0") if b"=" in e)
+    return dict(p for p in pairs if len(p) == 2)
+
+
+def cmdline(pid):
+    """The process's argv (empty when it is gone, a zombie, or a kernel thread)."""
+    return [a for a in (read_text("/proc/%d/cmdline" % pid) or "").split("\0") if a]
+
+
 def readlink(path):
     """Where a /proc link points, or None."""
     try:

@@ -15,6 +15,7 @@ RUN_DIR/heartbeat is replaced atomically every second; capped copies of the job'
 to RUN_DIR/{stdout,stderr}.log (head) and *.tail.{0,1} (the newest bytes).
 """
 
+import binascii
 import errno
 import json
 import os
@@ -28,6 +29,7 @@ import time
 from dfdoctor.agent.atomic import replace_atomically
 from dfdoctor.agent.ending import become_subreaper, how_ended, reap, returncode, writing_elsewhere
 from dfdoctor.agent.loop_lines import LoopLines, progress_lines
+from dfdoctor.agent.names import RUN_ENV
 from dfdoctor.agent.memory import kernel_oom_lines, make_limited_cgroup, memory_cgroup, oom_counters
 from dfdoctor.agent.procfs import (group_members, job_outputs, pipe_holders, proc_start_time, proc_usage,
                                    read_text, readlink)
@@ -171,9 +173,12 @@ class Recorder:
                 with open(join, "w") as f:
                     f.write(str(os.getpid()))
 
+        # the run's marker in the job's environment: what proves later that a process is this run's (names.RUN_ENV)
+        marker = "%s:%s" % (self.spec.get("run_id") or "", binascii.hexlify(os.urandom(8)).decode())
         try:
             self.job = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, preexec_fn=child_setup, close_fds=True)
+                                        stderr=subprocess.PIPE, preexec_fn=child_setup, close_fds=True,
+                                        env=dict(os.environ, **{RUN_ENV: marker}))
         except OSError as exc:
             self.record.event("spawn-failed", sync=True, argv=argv, cwd=cwd, errno=exc.errno,
                               errname=errno.errorcode.get(exc.errno, "?"), strerror=exc.strerror,
@@ -193,7 +198,7 @@ class Recorder:
                           log=self.log_path,
                           redirect=bool(self.spec.get("redirect", True)), oom_before=oom_before,
                           memory_cgroup=job_cgroup, cgroup_version=mem_version,
-                          start_ticks=proc_start_time(self.job.pid))
+                          start_ticks=proc_start_time(self.job.pid), marker=marker)
         for name, pipe in (("stdout", self.job.stdout), ("stderr", self.job.stderr)):
             os.set_blocking(pipe.fileno(), False)
             self.copies[pipe.fileno()] = (name, CappedCopy(self.run_dir, name, self.masker, self.space))

@@ -17,6 +17,7 @@ from dfdoctor import __version__
 from dfdoctor.cache import cache_dir, private_dir
 from dfdoctor.cli.env import env_cmd
 from dfdoctor.cli.launch import launch, status
+from dfdoctor.cli.stop import stop
 from dfdoctor.cli.options import (
     fleet_options,
     launch_options,
@@ -62,6 +63,7 @@ Examples:
   dfdoctor check --log logs/train.log -- python train.py --lr 3e-4     checks a launch, starts nothing
   dfdoctor launch --log logs/train.log -- python -u train.py           starts it under the flight recorder
   dfdoctor status                                                      later, from any folder: what happened?
+  dfdoctor stop                                                        ends every process of the latest run's job
 
 \b
 Exit codes: 0 no problem, 1 a problem found, 2 bad usage of dfdoctor, 3 a bug in dfdoctor.
@@ -202,6 +204,7 @@ def report_cmd(opts: dict[str, Any]) -> int:
 
 main.add_command(launch, "launch")
 main.add_command(status, "status")
+main.add_command(stop, "stop")
 main.add_command(env_cmd, "env")
 
 

@@ -86,6 +86,11 @@ def excerpt(s: Seen, frames: int = EXCERPT_FRAMES) -> list[str]:
     return out
 
 
+# The last evidence line: every pid of the job's tree (torchrun's ranks run in sessions of their own). The verdict
+# adds `dfdoctor stop RUN` after it, which ends them all; a Slurm verdict leaves the line out (the pids are a node's).
+WHOLE_JOB = "the whole job, ranks in sessions of their own included: pids "
+
+
 def judge(samples: list[ProcessSample], quiet_s: float, local: bool = True,
           flushed: bool = False) -> Optional[Finding]:
     """The finding the stacks support, or None when they show nothing certain. `local`: the pids are this
@@ -102,7 +107,7 @@ def judge(samples: list[ProcessSample], quiet_s: float, local: bool = True,
     heads = [e[0] for e in excerpts] if n <= 6 else []  # a big job: each excerpt's first line is its summary
     lines = heads + [line for e in excerpts for line in e]
     pids = " ".join(str(s.proc.pid) for s in all_seen if not s.proc.gone)
-    lines.append(f"to stop the whole job (ranks run in sessions of their own): kill {pids}")
+    lines.append(f"{WHOLE_JOB}{pids}")
     rules = (_rank_missing, _collective_hang, _ranks_ended_without_peer, _dataloader,
              *(() if flushed else (_buffered,)), _single_wait)
     for rule in rules:

@@ -21,6 +21,7 @@ from dfdoctor.diagnose.blame import blame_fix
 from dfdoctor.diagnose.guardfix import fix_for, is_trainer
 from dfdoctor.diagnose.recorder_lost import recorder_lost
 from dfdoctor.diagnose.run_dir_full import run_dir_full
+from dfdoctor.diagnose.stopped import stopped_by_user
 from dfdoctor.diagnose.traceback import PyError, parse_python_error  # noqa: F401 (part of this module's API)
 from dfdoctor.model import Verdict
 from dfdoctor.run.live import LiveFacts
@@ -533,7 +534,8 @@ def stuck_in_stacks(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdi
         return None
     f = live.stuck
     quiet = [f"no output for {live.quiet_s:.0f} s; the job {live.rhythm}"] if live.quiet_s is not None else []
-    return Verdict(f.state, f.cause, f"{f.headline}.", f.fix, quiet + f.lines + live.notes)
+    stop = [f"to stop the whole job, each process proven the run's first: `dfdoctor stop {run.id}`"]
+    return Verdict(f.state, f.cause, f"{f.headline}.", f.fix, quiet + f.lines + stop + live.notes)
 
 
 def log_elsewhere(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
@@ -655,7 +657,8 @@ def target_unreachable(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Ve
 
 
 RULES: list[Callable[[RunRecord, Optional[LiveFacts]], Optional[Verdict]]] = [
-    target_unreachable, recorder_lost_at_start, recorder_never_started, log_could_not_open, spawn_failed,
+    target_unreachable, stopped_by_user,
+    recorder_lost_at_start, recorder_never_started, log_could_not_open, spawn_failed,
     handed_off, left_writing, oom_killed, fx_trace_race, command_not_found_status, elastic_rank_failed,
     python_exception, died_from_signal,
     log_write_failed, exited_cleanly, exited_nonzero,

@@ -119,6 +119,21 @@ def fetch(target_spec: str, run_dir: str, *, python: str = "python3", live: bool
                                                   "1" if full else "0", *(["1"] if ranks else [])))
     out = run_command(argv, timeout=timeout + (25 if live else 0), stdin_data=ship.stdin_line("target-agent"),
                       stack_signal=None)  # py-spy: 5 s a process
+    return _answer(target, out, timeout)
+
+
+def stop(target_spec: str, run_dir: str, *, python: str = "python3", grace_s: float) -> dict:
+    """One session on the target that ends the run's job there (the agent's `stop` part, dfdoctor.agent.stop):
+    its answer, or `{"error": "..."}` as `fetch` gives it."""
+    target = parse_target(target_spec)
+    argv = transport.wrap(target, ship.stdin_argv(python, "stop", run_dir, f"{grace_s:g}"))
+    timeout = grace_s + 30.0  # the grace, then SIGKILL's and the recorder's few seconds, then the session's own
+    out = run_command(argv, timeout=timeout, stdin_data=ship.stdin_line("stop"), stack_signal=None)
+    return _answer(target, out, timeout)
+
+
+def _answer(target, out, timeout: float) -> dict:
+    """The JSON an agent part printed after its mark, or `{"error": ...}` in ssh's or the shell's own words."""
     err = transport.transport_error(target, out.returncode, out.stderr)
     _, mark, answer = out.stdout.rpartition("@@dfdoctor-answer@@")
     if err or not mark:

@@ -21,7 +21,9 @@ from dfdoctor.safefile import write_atomically
 from dfdoctor.registry import discover, select
 from dfdoctor.run.folder import RunFolder, RunNotFound, find_run, new_run
 from dfdoctor.run.masks import masked
-from dfdoctor.agent.names import SPEC
+from dfdoctor.agent.names import LAUNCHER, SPEC
+from dfdoctor.diagnose.stopped import stop_note, stopped_verdict
+from dfdoctor.run import events
 from dfdoctor.slurm import onnode, patterns, precheck, sbatch, session, watch
 from dfdoctor.slurm.job import split_exit
 from dfdoctor.slurm.job import facts as job_facts
@@ -174,6 +176,9 @@ def status(cwd: Path, ref: Optional[str], watch_s: float) -> Report:
         seen.notes.append("Slurm no longer records where this job wrote (scontrol forgets StdOut after MinJobAge "
                           "and sacct 22.05 never has it): its output file was not read")
     verdict = judge(seen)
+    note = stop_note(events.read(folder / LAUNCHER)) if folder is not None else None
+    if note is not None and seen.job.state == "CANCELLED":  # the cancel was `dfdoctor stop`'s: the user's own
+        verdict = stopped_verdict(note, spec.get("run_id") or folder.name, seen.evidence())
     report = _report(ctx, "status", started, verdict, [], [], _run(spec, folder, seen))
     if folder is not None:
         save_report(folder, report)
@@ -188,8 +193,8 @@ def _interrupted_after_submission(job_id: str, folder: Path) -> None:
     except KeyboardInterrupt:  # a second Ctrl-C: the words still matter more than the state
         state = "state not read"
     sys.stderr.write(f"dfdoctor: job {job_id} was submitted and is {state}; Slurm goes on with it. "
-                     f"`scancel {job_id}` stops it; `dfdoctor status {folder.name}` (or slurm:{job_id}) looks "
-                     "again.\n")
+                     f"`dfdoctor stop {folder.name}` (or `scancel {job_id}`) stops it; `dfdoctor status "
+                     f"{folder.name}` (or slurm:{job_id}) looks again.\n")
     sys.stderr.flush()
     try:
         RunFolder.at(folder).append_event("interrupted", job_id=job_id, state=state)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from dfdoctor import causes
-from dfdoctor.diagnose import known_failures, rules_runtime
+from dfdoctor.diagnose import known_failures, rules_runtime, stuck
 from dfdoctor.diagnose.traceback import parse_python_error
 from dfdoctor.model import Verdict
 from dfdoctor.slurm import efficiency, pending
@@ -330,7 +330,7 @@ def stuck_on_its_node(s: Seen) -> Optional[Verdict]:
     f = look.finding
     said = "is empty" if s.stdout_exists and not s.stdout_text else "has not changed"
     quiet = f"its output file {j.stdout or '(unknown)'} {said} for {s.quiet_s:.0f} s"
-    lines = [ln for ln in f.lines if not ln.startswith("to stop the whole job")]
+    lines = [ln for ln in f.lines if not ln.startswith(stuck.WHOLE_JOB)]
     ev = s.evidence() + [f"{quiet}; its processes on {look.node}, each looked at twice 1 s apart "
                          f"(srun --overlap, {look.took_s:.1f} s):"] + lines
     if f.cause == causes.OUTPUT_BUFFERED:

@@ -1,0 +1,86 @@
+"""`dfdoctor stop [RUN]`: end every process of a run's job; print what was stopped, what was already gone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from dfdoctor.cli.options import Seconds, pass_opts
+from dfdoctor.run.folder import RunNotFound
+from dfdoctor.stop import GRACE_S, Stopped, stop_run
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
+
+EPILOG = """\b
+Examples:
+  dfdoctor stop                      the latest run's job: SIGTERM, 10 s, then SIGKILL to what is left
+  dfdoctor stop 20261205-1130 --grace 30
+  dfdoctor stop slurm:12345          scancel, then wait until Slurm says nothing of it runs
+
+\b
+Exit codes: 0 nothing of the job is left, 1 something of it survived (named), 2 bad usage, 3 a bug in dfdoctor.
+"""
+
+
+@click.command("stop", context_settings=CONTEXT, epilog=EPILOG)
+@click.argument("run", required=False)
+@click.option("--cwd", type=click.Path(file_okay=False), default=None,
+              help="Where the runs are (.dfdoctor/runs under it; default: here).")
+@click.option("--grace", type=Seconds(positive=False), default=GRACE_S, show_default=True,
+              help="Seconds between SIGTERM and SIGKILL.")
+@pass_opts
+def stop(opts: dict[str, Any]) -> int:
+    """End every process of RUN's job (default: the latest run), here, on its --target, or in Slurm: torchrun's
+    ranks in their own sessions and what a launcher backgrounded included. Only processes proven to be the
+    job's are signalled. RUN: a run id (or its start), a run folder, or slurm:JOBID."""
+    cwd = Path(opts["cwd"] or ".").resolve()
+    try:
+        done = stop_run(cwd, opts["run"], opts["grace"])
+    except RunNotFound as exc:
+        raise click.UsageError(str(exc)) from None
+    for line in lines(done, opts["grace"]):
+        click.echo(line)
+    return 0 if done.clean else 1
+
+
+def lines(done: Stopped, grace_s: float) -> list[str]:
+    """What the stop did, a line per process, and the outcome last."""
+    where = f" {done.where}" if done.where else ""
+    out = [f"dfdoctor stop: run {done.run}{where}"]
+    if done.slurm is not None:
+        c = done.slurm
+        if c.said:
+            out.append(f"scancel {c.job_id} refused: {c.said}")
+        elif not c.was_running:
+            out.append(f"Slurm job {c.job_id} was already {c.state_before.lower()}: nothing to cancel")
+        else:
+            out.append(f"cancelled Slurm job {c.job_id} (it was {c.state_before}); Slurm now says "
+                       f"{c.state_after or 'nothing'}" + (f"; still in its queue: {', '.join(c.left)}" if c.left else ""))
+    for p in done.stopped:
+        how = {"SIGTERM": "SIGTERM", "SIGKILL": f"SIGKILL, still there {grace_s:g} s after SIGTERM"}.get(
+            p.get("signal") or "", "it ended with the job before its signal")
+        out.append(f"stopped pid {p['pid']} ({how}): {p.get('cmdline') or '?'}")
+    for p in done.gone:
+        out.append(f"already gone: pid {p['pid']}" + (f": {p['cmdline']}" if p.get("cmdline") else ""))
+    for p in done.unproven:
+        out.append(f"left alone: pid {p['pid']} is named in the run folder but nothing proves it is this job's "
+                   f"(not the run's marker in its environment, not under its recorder): {p.get('cmdline') or '?'}")
+    for e in done.errors:
+        out.append(f"could not signal pid {e['pid']}: {e['error']}: {e.get('cmdline') or '?'}")
+    if done.recorder in ("SIGTERM", "SIGKILL"):
+        out.append(f"the run's recorder did not exit by itself once its job was gone: ended with {done.recorder}")
+    if done.error:
+        out.append(f"NOT stopped: {done.error}")
+    elif not done.clean:
+        left = [f"pid {p['pid']} ({p.get('cmdline') or '?'})" for p in done.survived]
+        if done.recorder == "survived":
+            left.append("the run's recorder")
+        if done.slurm is not None and done.slurm.left:
+            left.append(f"Slurm job {done.slurm.job_id} ({', '.join(done.slurm.left)})")
+        out.append("STILL RUNNING after SIGKILL: " + ", ".join(left))
+    elif not done.stopped and done.slurm is None:
+        out.append("nothing of the job was running")
+    else:
+        out.append("nothing of the job is left")
+    return out

@@ -1,0 +1,53 @@
+"""The user ended the job with `dfdoctor stop`: say so, before any rule reads the SIGTERM it died of as a failure.
+
+The stop is dfdoctor's own note in the run folder (launcher.jsonl, "stopped", written by `dfdoctor.stop`), kept
+only when the job was running when it was stopped: a stop of what a finished job left behind changes nothing of
+how the job itself ended.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Optional
+
+from dfdoctor import causes
+from dfdoctor.model import Verdict
+from dfdoctor.run.live import LiveFacts
+from dfdoctor.run.record import RunRecord
+
+
+def stop_note(launcher: list[dict[str, Any]]) -> Optional[dict[str, Any]]:
+    """The last `dfdoctor stop` that ended a running job, from a run folder's notes."""
+    return next((e for e in reversed(launcher) if e.get("event") == "stopped" and e.get("was_running")), None)
+
+
+def stopped_verdict(note: dict[str, Any], run_id: str, evidence: list[str]) -> Verdict:
+    """The verdict of a job the user stopped (a run here, on a target, or in Slurm)."""
+    at = time.strftime("%H:%M", time.localtime(note["t"]))
+    procs = note.get("stopped") or []
+    killed = [p for p in procs if p.get("signal") == "SIGKILL"]
+    how = (f"{len(procs)} process(es) ended, {len(killed)} of them with SIGKILL after {note.get('grace_s', 0):g} s"
+           if procs else "")
+    slurm = note.get("slurm") or {}
+    if slurm:
+        how = f"scancel of Slurm job {slurm.get('job_id')} (it was {slurm.get('before')})"
+    left = note.get("survived") or []
+    lines = [f"stopped at {time.strftime('%H:%M:%S', time.localtime(note['t']))} by `dfdoctor stop`"
+             + (f": {how}" if how else "")]
+    lines += [f"pid {p.get('pid')} ({p.get('signal') or 'ended with the job'}): {p.get('cmdline') or '?'}"
+              for p in procs[:16]]
+    lines += [f"STILL RUNNING after the stop: pid {p.get('pid')}: {p.get('cmdline') or '?'}" for p in left]
+    fix = (f"Nothing to fix: you stopped it. `dfdoctor stop {run_id}` again ends what survived."
+           if left else "Nothing to fix: you stopped it. Launch it again when you want it to run.")
+    return Verdict("ok", causes.STOPPED_BY_USER, f"The job was stopped by you at {at} (`dfdoctor stop`).", fix,
+                   lines + evidence)
+
+
+def stopped_by_user(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """A job `dfdoctor stop` ended: the stop, not the signal it died of, is the verdict."""
+    note = stop_note(run.launcher)
+    if note is None:
+        return None
+    ex = run.exit or {}
+    end = [f"exit: signal {ex['signal']}" if ex.get("signal") else f"exit: status {ex.get('exit_code')}"] if ex else []
+    return stopped_verdict(note, run.id, end)

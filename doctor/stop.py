@@ -1,0 +1,117 @@
+"""`dfdoctor stop [RUN]`: end every process of a run's job, where it runs, and write the stop into its run folder.
+
+Where: this machine (the agent's `stop` part runs in this process), the run's --target (the same part, sent
+there over one session), or Slurm (`scancel`, `dfdoctor.slurm.stop`). Which processes are the job's is proven
+where they run (`dfdoctor.agent.stop`), never taken from the run folder's word. The stop is noted in the run
+folder's launcher.jsonl ("stopped"), which `status` reads to say "stopped by you at HH:MM" (cause
+`stopped-by-user`, `dfdoctor.diagnose.stopped`). The CLI only prints what `stop_run` returns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from dfdoctor.agent import stop as agent_stop
+from dfdoctor.context import Context
+from dfdoctor.engine import target_connection
+from dfdoctor.errors import UsageError
+from dfdoctor.launch import remote_run
+from dfdoctor.numbers import is_whole
+from dfdoctor.run import record
+from dfdoctor.run.folder import RunFolder, find_run
+from dfdoctor.slurm import stop as slurm_stop
+
+GRACE_S = agent_stop.GRACE_S
+
+
+@dataclass
+class Stopped:
+    """What a stop did: the processes it ended (each with the signal that ended it), those of the record already
+    gone, those named but not proven the job's (left alone), and what is still there."""
+
+    run: str  # the run id, or slurm:JOBID
+    where: str  # "" (this machine), "on TARGET", or "in Slurm"
+    stopped: list[dict[str, Any]] = field(default_factory=list)
+    gone: list[dict[str, Any]] = field(default_factory=list)
+    unproven: list[dict[str, Any]] = field(default_factory=list)
+    survived: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    recorder: Optional[str] = None
+    was_running: bool = False
+    error: Optional[str] = None  # the stop could not be done at all (the target did not answer, scancel refused)
+    slurm: Optional[slurm_stop.Cancelled] = None
+
+    @property
+    def clean(self) -> bool:
+        """Nothing of the job is left (exit 0)."""
+        return self.error is None and not self.survived and self.recorder != "survived" and \
+            (self.slurm is None or self.slurm.done)
+
+
+def stop_run(cwd: Path, ref: Optional[str], grace_s: float = GRACE_S) -> Stopped:
+    """Stop the job of the run `ref` names (the latest when None; `slurm:JOBID` for any Slurm job)."""
+    if ref and ref.startswith("slurm:"):
+        job_id = ref.split(":", 1)[1]
+        if not is_whole(job_id) or int(job_id) <= 0:
+            raise UsageError(f"{ref}: a Slurm job id is a number, 1 or more (slurm:12345)")
+        return _slurm(ref, job_id, grace_s, None)
+    run_dir = find_run(cwd, ref)
+    run = record.load(run_dir)
+    slurm_job = (run.spec.get("slurm") or {}).get("job_id")
+    if "slurm" in run.spec:
+        if not slurm_job:
+            return Stopped(run.id, "in Slurm", error="sbatch refused this job: nothing was submitted")
+        return _slurm(run.id, str(slurm_job), grace_s, run_dir)
+    if run.is_remote and not run.spec.get("remote_dir"):
+        return Stopped(run.id, f"on {run.spec['target']}", error="its recorder never started there: no job to stop")
+    if run.is_remote:
+        target = run.spec["target"]
+        with target_connection(Context(target=target)):
+            answer = remote_run.stop(target, run.spec["remote_dir"], python=run.spec.get("remote_python") or
+                                     "python3", grace_s=grace_s)
+            fetched = remote_run.fetch(target, run.spec["remote_dir"],
+                                       python=run.spec.get("remote_python") or "python3", full=True)
+        if "error" not in fetched:  # the record's last words (the job's end) into the local copy
+            record.mirror(run_dir, fetched)
+        where = f"on {target}"
+    else:
+        answer, where = agent_stop.stop(str(run_dir), grace_s), ""
+    if "error" in answer:
+        return Stopped(run.id, where, error=answer["error"])
+    answer = _masked(run_dir, answer)
+    out = Stopped(run.id, where, answer["stopped"], answer["gone"], answer["unproven"], answer["survived"],
+                  answer["errors"], answer["recorder"], bool(answer["was_running"] and answer["stopped"]))
+    _note(run_dir, out, grace_s)
+    return out
+
+
+def _slurm(run: str, job_id: str, grace_s: float, run_dir: Optional[Path]) -> Stopped:
+    """scancel, waited for; noted in the run folder when there is one."""
+    c = slurm_stop.scancel(job_id, grace_s)
+    out = Stopped(run, "in Slurm", was_running=c.was_running and not c.said, slurm=c, error=c.said or None)
+    if run_dir is not None and not c.said:
+        _note(run_dir, out, grace_s)
+    return out
+
+
+def _masked(run_dir: Path, answer: dict[str, Any]) -> dict[str, Any]:
+    """The agent's answer with the launch's secrets masked: it names processes by their raw command lines."""
+    folder = RunFolder.at(run_dir)
+    red = folder.masker()
+    red.learn_prints(folder.prints, answer)
+    for e in answer.get("stopped") or []:
+        red.learn_argv((e.get("cmdline") or "").split())
+    return red.value(answer)
+
+
+def _note(run_dir: Path, out: Stopped, grace_s: float) -> None:
+    """The stop in the run folder's notes: what `status` says of the run afterwards."""
+    RunFolder.at(run_dir).append_event(
+        "stopped", by="dfdoctor stop", grace_s=grace_s, was_running=out.was_running, recorder=out.recorder,
+        stopped=[{k: p.get(k) for k in ("pid", "cmdline", "signal", "why")} for p in out.stopped],
+        survived=[{k: p.get(k) for k in ("pid", "cmdline")} for p in out.survived],
+        slurm=None if out.slurm is None else {"job_id": out.slurm.job_id, "before": out.slurm.state_before,
+                                              "after": out.slurm.state_after, "left": out.slurm.left})
+

@@ -1,0 +1,173 @@
+"""`dfdoctor stop RUN` on real jobs here, with real signals: every process of the job ends (torchrun's ranks in
+sessions of their own, a daemon a launcher backgrounded, a job that ignores SIGTERM), nothing else is touched
+(a forged run folder naming an unrelated live process, a record copied from another run), and `status` then says
+the job was stopped by the user."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from dfdoctor.agent.names import MARKER, MARKER_TEXT, RUN_ENV
+from dfdoctor.agent.procfs import environ, proc_start_time
+from dfdoctor.run import record
+from jobs.harness import PY, dfdoctor, job, kill_runs, launch, status, text_of, wait_for
+
+TORCHRUN = [PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+
+
+@pytest.fixture
+def work(tmp_path: Path):
+    """A scratch folder; whatever a failed test left running in it is killed afterwards."""
+    yield tmp_path
+    kill_runs(tmp_path)
+
+
+def _stop(work: Path, *args: str) -> subprocess.CompletedProcess:
+    return dfdoctor("stop", "--cwd", str(work), *args, cwd=work, timeout=90)
+
+
+def _job_processes(run_dir: Path) -> list[psutil.Process]:
+    """Every live process that carries the run's marker (what the recorder gave the job)."""
+    marker = record.load(run_dir).spawned["marker"]
+    out = []
+    for p in psutil.process_iter():
+        try:
+            if (environ(p.pid) or {}).get(RUN_ENV) == marker and p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except psutil.Error:
+            continue
+    return out
+
+
+def _none_left(procs: list[psutil.Process], timeout: float = 5.0) -> bool:
+    def gone(p: psutil.Process) -> bool:
+        try:
+            return not p.is_running() or p.status() == psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return True
+    return wait_for(lambda: all(gone(p) for p in procs), timeout)
+
+
+def _started(work: Path, *command: str, settle: str = "0") -> Path:
+    """Launch a job that keeps running; its run folder."""
+    _, rep = launch(work, *command, watch=3, extra=("--settle", settle))
+    run_dir = Path(rep["run"]["dir"])
+    assert record.load(run_dir).job_alive(), text_of(rep)
+    return run_dir
+
+
+@pytest.mark.slow
+def test_a_torchrun_job_is_stopped_whole_ranks_included_and_status_says_so(work):
+    pytest.importorskip("torch")
+    run_dir = _started(work, *TORCHRUN, job("ddp_never_joins.py")[1])
+    assert wait_for(lambda: len(_job_processes(run_dir)) >= 3, 30), "torchrun and its 2 ranks did not start"
+    procs = _job_processes(run_dir)
+    assert len({p.pid for p in procs} - {os.getsid(p.pid) for p in procs}) <= 1  # the ranks lead sessions of their own
+    t0 = time.monotonic()
+    p = _stop(work, run_dir.name)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert _none_left(procs, 1.0), f"left running: {[q.pid for q in procs if q.is_running()]}\n{p.stdout}"
+    assert "torch.distributed.run" in p.stdout and "nothing of the job is left" in p.stdout, p.stdout
+    assert all(f"stopped pid {q.pid} " in p.stdout for q in procs), p.stdout  # every one named, ranks too
+    assert time.monotonic() - t0 < 10, "SIGTERM was enough: no wait for the grace"
+    assert not record.load(run_dir).recorder_alive()  # the recorder saw its job end and left
+    rc, st = status(work, run_dir.name)
+    v = st["verdict"]
+    assert rc.returncode == 0 and v["state"] == "ok" and v["cause"] == "stopped-by-user", text_of(st)
+    assert v["summary"].startswith("The job was stopped by you at ") and "SIGTERM" in text_of(st), text_of(st)
+
+
+def test_a_job_that_ignores_sigterm_is_killed_after_the_grace(work):
+    run_dir = _started(work, *job("ignores_sigterm.py"))
+    assert wait_for(lambda: len(_job_processes(run_dir)) >= 2, 10)  # the job and its worker
+    procs = _job_processes(run_dir)
+    t0 = time.monotonic()
+    p = _stop(work, "--grace", "1.5")
+    took = time.monotonic() - t0
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert _none_left(procs, 1.0)
+    assert 1.5 <= took < 15, took
+    assert p.stdout.count("(SIGKILL, still there 1.5 s after SIGTERM)") == 2, p.stdout
+    assert "SIGTERM ignored" in (run_dir / "stdout.log").read_text()  # it did get the SIGTERM first
+    _, st = status(work)
+    assert st["verdict"]["cause"] == "stopped-by-user" and "2 of them with SIGKILL" in text_of(st), text_of(st)
+
+
+def test_the_daemon_a_launcher_backgrounded_is_stopped(work):
+    run_dir = _started(work, *job("handoff.py", "60"))
+    assert wait_for(lambda: record.load(run_dir).first("handoff") is not None, 10)
+    daemons = _job_processes(run_dir)
+    # the launcher is gone and its daemon runs in a session of its own, outside the job's process group
+    assert len(daemons) == 1 and os.getsid(daemons[0].pid) != record.load(run_dir).spawned["sid"]
+    p = _stop(work, run_dir.name)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert _none_left(daemons, 1.0) and f"stopped pid {daemons[0].pid} (SIGTERM)" in p.stdout, p.stdout
+    assert "already gone: pid " in p.stdout  # the launcher itself, which had exited 0
+    _, st = status(work)
+    assert st["verdict"]["cause"] == "stopped-by-user", text_of(st)
+
+
+def _forge(work: Path, run_id: str, events: list[dict]) -> Path:
+    """A run folder made by hand: the marker, a spec, a record with the events given."""
+    d = work / ".dfdoctor" / "runs" / run_id
+    d.mkdir(parents=True)
+    (d / MARKER).write_text(MARKER_TEXT + run_id)
+    (d / "spec.json").write_text(json.dumps({"run_id": run_id, "argv": ["sleep", "300"]}))
+    (d / "record.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    return d
+
+
+def test_a_forged_run_folder_naming_a_live_process_signals_nothing(work):
+    victim = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        ticks = proc_start_time(victim.pid)
+        who = {"pid": victim.pid, "start_ticks": ticks, "pgid": victim.pid, "sid": victim.pid}
+        _forge(work, "20990101-000000-f0f0", [
+            dict(who, event="recorder", t=time.time()),
+            dict(who, event="spawned", t=time.time(), argv=["sleep", "300"], marker="20990101-000000-f0f0:" + "0" * 16),
+            {"event": "exit", "t": time.time(), "pid": victim.pid, "exit_code": 0,
+             "leftover_starts": {str(victim.pid): ticks}}])
+        p = _stop(work, "--grace", "1")
+        assert p.returncode == 0, p.stdout + p.stderr
+        time.sleep(0.3)
+        assert victim.poll() is None, "an unrelated process was signalled"
+        assert f"left alone: pid {victim.pid} is named in the run folder but nothing proves it" in p.stdout, p.stdout
+        assert "stopped pid" not in p.stdout
+    finally:
+        victim.kill()
+        victim.wait()
+
+
+def test_a_record_copied_into_another_folder_proves_nothing_there(work):
+    real = _started(work, *job("sleeps.py"))
+    procs = _job_processes(real)
+    assert procs
+    events = [json.loads(line) for line in (real / "record.jsonl").read_text().splitlines()]
+    _forge(work, "20990101-000000-c0c0", events)  # the real run's marker and pids, in a folder of another id
+    p = _stop(work, "20990101-000000-c0c0", "--grace", "1")
+    assert p.returncode == 0 and "stopped pid" not in p.stdout, p.stdout
+    assert all(q.is_running() for q in procs), "a copied record ended the real run's job"
+    p = _stop(work, real.name)  # the real folder does
+    assert p.returncode == 0 and _none_left(procs), p.stdout
+
+
+def test_stopping_a_run_that_already_ended_says_it_was_gone(work):
+    _, rep = launch(work, sys.executable, "-c", "print('done')", watch=5)
+    assert wait_for(lambda: record.load(Path(rep["run"]["dir"])).finished, 10)
+    p = _stop(work)
+    assert p.returncode == 0 and "already gone: pid " in p.stdout and "nothing of the job was running" in p.stdout
+    _, st = status(work)
+    assert st["verdict"]["cause"] != "stopped-by-user", text_of(st)  # it ended by itself: that stays the verdict
+
+
+def test_an_unknown_run_is_a_usage_error(work):
+    p = _stop(work, "19990101-000000-dead")
+    assert p.returncode == 2 and "no run '19990101-000000-dead'" in p.stderr, p.stderr
