@@ -42,6 +42,7 @@ COVERAGE: dict[str, str] = {
     "README.md: dfdoctor check --log logs/train.log -- python train.py --lr 3e-4": "run: test_a_local_check_launch_and_status",
     "README.md: dfdoctor launch --log logs/train.log -- python -u train.py --lr 3e-4": "run: test_a_local_check_launch_and_status",
     "README.md: dfdoctor status": "run: test_a_local_check_launch_and_status",
+    "README.md: dfdoctor stop": "run: test_a_local_check_launch_and_status",
     "README.md: dfdoctor launch --target pct://root@YOUR_HOST/200 --log /workspace/train.log -- python3 -u /workspace/train.py": "substituted: test_launches_and_checks_on_a_pct_container",
     "README.md: dfdoctor check -- sbatch -p YOUR_PARTITION job.sbatch": "substituted: test_an_sbatch_check_launch_and_status",
     "README.md: dfdoctor launch -- sbatch -p YOUR_PARTITION job.sbatch": "substituted: test_an_sbatch_check_launch_and_status",
@@ -340,6 +341,12 @@ def test_a_local_check_launch_and_status(tmp_path):
                         here, subst={"YOUR_RUN_ID": latest})
         expect(ran, 0, r"\(report\.html\)$")
         assert "train.py" in (here / "report.html").read_text()
+
+        # README's stop: the latest run's job ends, and its status says who stopped it
+        ran = run_shown("README.md: dfdoctor stop", here)
+        expect(ran, 0, rf"^dfdoctor stop: run {latest}$", r"^stopped pid \d+ \(SIGTERM\): .*train\.py$",
+               r"^nothing of the job is left$")
+        expect(run_shown("docs/launch.md: dfdoctor status", here), 0, r"^dfdoctor status: OK \[stopped-by-user\]$")
     finally:
         for ran in launched:
             stop_local_job(ran)
