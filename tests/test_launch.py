@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from jobs.harness import fill_up, job, job_env, kill_runs, launch, status, text_of
+from jobs.harness import dfdoctor, fill_up, job, job_env, kill_runs, launch, status, text_of
 
 DEAD = [
     # (id, command, extra options, cause, what the evidence must name)
@@ -186,6 +186,13 @@ def test_post_checks_report_leftovers_and_resources(work):
     left = checks["job.leftovers"]
     assert left["status"] == "warn" and any("sleep 30" in e for e in left["evidence"]), left
     assert checks["job.resources"]["status"] == "ok" and "peak" in checks["job.resources"]["summary"]
+    # the fix it gives ends the leftover (it carries the run's marker), and the job's own verdict stays
+    assert f"`dfdoctor stop {rep['run']['id']}`" in left["fix"] and "kill" not in left["fix"], left["fix"]
+    stray = left["data"]["leftovers"]
+    p = dfdoctor("stop", "--cwd", str(work), rep["run"]["id"], cwd=work)
+    assert p.returncode == 0 and f"stopped pid {stray[0]} (SIGTERM): sleep 30" in p.stdout, p.stdout
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie" for pid in stray)
+    assert status(work)[1]["verdict"]["state"] == "ok"  # it had ended by itself: not `stopped-by-user`
 
 
 def test_compile_deadlock_while_another_thread_still_prints_is_never_running(work):
