@@ -171,3 +171,20 @@ def test_stopping_a_run_that_already_ended_says_it_was_gone(work):
 def test_an_unknown_run_is_a_usage_error(work):
     p = _stop(work, "19990101-000000-dead")
     assert p.returncode == 2 and "no run '19990101-000000-dead'" in p.stderr, p.stderr
+
+
+@pytest.mark.slow
+def test_the_ranks_a_sigkill_of_torchrun_left_running_are_stopped(work):
+    """STUCK-FACTS: a SIGKILL of torchrun leaves its ranks running in sessions of their own, for ever."""
+    pytest.importorskip("torch")
+    run_dir = _started(work, *TORCHRUN, job("ddp_never_joins.py")[1])
+    assert wait_for(lambda: len(_job_processes(run_dir)) >= 3, 30)
+    torchrun = psutil.Process(record.load(run_dir).job_pid)
+    torchrun.kill()
+    ranks = [p for p in _job_processes(run_dir) if p.pid != torchrun.pid]
+    assert len(ranks) == 2 and wait_for(lambda: not torchrun.is_running() or torchrun.status() == "zombie", 5)
+    time.sleep(1)
+    assert all(r.is_running() for r in ranks)  # left behind, as measured
+    p = _stop(work, run_dir.name)
+    assert p.returncode == 0 and all(f"stopped pid {r.pid} (SIGTERM)" in p.stdout for r in ranks), p.stdout
+    assert _none_left(ranks, 1.0) and f"already gone: pid {torchrun.pid}" in p.stdout, p.stdout

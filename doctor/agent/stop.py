@@ -179,7 +179,10 @@ def stop(run_dir, grace_s=GRACE_S):
     signalled = {}
 
     def sweep(sig):
-        for pid, entry in members(recorder if recorder and alive(recorder) else None, marker).items():
+        # the newest first (a child before its parent, as pids mostly go): each rank gets its own signal before
+        # torchrun, woken by its own, ends it
+        found = members(recorder if recorder and alive(recorder) else None, marker)
+        for pid, entry in sorted(found.items(), key=lambda kv: -kv[1]["start_ticks"]):
             if pid in signalled and signalled[pid]["signal"] == signal.Signals(sig).name:
                 continue
             why_not = send(entry, sig)
