@@ -41,6 +41,7 @@ SHARED_STATE_GROUPS = {
     "test_slurm.py": "slurm",
     "test_slurm_observed.py": "slurm",
     "test_slurm_stuck.py": "slurm",
+    "test_slurm_stop.py": "slurm",
     "test_slurm_nodes.py": "slurm-pair",
     "test_rehearse.py": "rehearsals",
     "test_launch_path.py": "rehearsals",
