@@ -188,3 +188,16 @@ def test_the_ranks_a_sigkill_of_torchrun_left_running_are_stopped(work):
     p = _stop(work, run_dir.name)
     assert p.returncode == 0 and all(f"stopped pid {r.pid} (SIGTERM)" in p.stdout for r in ranks), p.stdout
     assert _none_left(ranks, 1.0) and f"already gone: pid {torchrun.pid}" in p.stdout, p.stdout
+
+
+def test_a_job_whose_recorder_was_killed_is_stopped_by_its_marker_alone(work):
+    """Without its recorder (killed alone: the job goes on, its stand-in relays), descent proves nothing any more:
+    the marker in the job's own environment does."""
+    run_dir = _started(work, *job("sleeps.py"))
+    procs = _job_processes(run_dir)
+    recorder = psutil.Process(record.load(run_dir).recorder["pid"])
+    recorder.kill()
+    assert wait_for(lambda: not recorder.is_running() or recorder.status() == "zombie", 5)
+    p = _stop(work, run_dir.name)
+    assert p.returncode == 0 and f"stopped pid {procs[0].pid} (SIGTERM)" in p.stdout, p.stdout
+    assert _none_left(procs, 1.0)

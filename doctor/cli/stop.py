@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 from dfdoctor.cli.options import Seconds, pass_opts
+from dfdoctor.render.text import visible
 from dfdoctor.run.folder import RunNotFound
 from dfdoctor.stop import GRACE_S, Stopped, stop_run
 
@@ -40,7 +41,7 @@ def stop(opts: dict[str, Any]) -> int:
     except RunNotFound as exc:
         raise click.UsageError(str(exc)) from None
     for line in lines(done, opts["grace"]):
-        click.echo(line)
+        click.echo(visible(line))  # a command line may hold terminal escapes: they are shown, never obeyed
     return 0 if done.clean else 1
 
 

@@ -289,6 +289,8 @@ _DETAIL = {
     "launcher-gone": lambda e: f"{e.get('role')} pid {e.get('pid')} ended",
     "exit": lambda e: f"signal {e['signal']}" if e.get("signal") else f"status {e.get('exit_code')}",
     "detached": lambda e: f"dfdoctor returned ({e.get('verdict')})",
+    "stopped": lambda e: f"dfdoctor stop: {len(e.get('stopped') or [])} process(es) ended"
+               + (f", {len(e['survived'])} still running" if e.get("survived") else ""),
     "memory-limit": lambda e: f"{e['limit'] / 2**20:.0f} MiB in {e.get('cgroup')}",
     "memory-limit-failed": lambda e: f"NOT applied: {e.get('error')}",
 }
