@@ -16,8 +16,8 @@ from typing import Optional
 
 from dfdoctor.agent import ship
 from dfdoctor.agent.ship import END_MARK, PID_MARK, PY_MARK, RUN_DIR_MARK
-from dfdoctor.command import run_command
-from dfdoctor.targets import parse_target, transport
+from dfdoctor.command import ProbeOutcome, run_command
+from dfdoctor.targets import Target, parse_target, transport
 from dfdoctor.targets.strategies import BY_NAME, best_for
 
 
@@ -132,7 +132,7 @@ def stop(target_spec: str, run_dir: str, *, python: str = "python3", grace_s: fl
     return _answer(target, out, timeout)
 
 
-def _answer(target, out, timeout: float) -> dict:
+def _answer(target: Target, out: ProbeOutcome, timeout: float) -> dict:
     """The JSON an agent part printed after its mark, or `{"error": ...}` in ssh's or the shell's own words."""
     err = transport.transport_error(target, out.returncode, out.stderr)
     _, mark, answer = out.stdout.rpartition("@@dfdoctor-answer@@")
