@@ -178,11 +178,14 @@ def stop(run_dir, grace_s=GRACE_S):
               "boot_id": (read_text("/proc/sys/kernel/random/boot_id") or "").strip() or None}
     signalled = {}
 
+    def job_now():
+        """The job's processes now (descent counts only while the recorder lives: its pid may be reused)."""
+        return members(recorder if recorder and alive(recorder) else None, marker)
+
     def sweep(sig):
         # the newest first (a child before its parent, as pids mostly go): each rank gets its own signal before
         # torchrun, woken by its own, ends it
-        found = members(recorder if recorder and alive(recorder) else None, marker)
-        for pid, entry in sorted(found.items(), key=lambda kv: -kv[1]["start_ticks"]):
+        for pid, entry in sorted(job_now().items(), key=lambda kv: -kv[1]["start_ticks"]):
             if pid in signalled and signalled[pid]["signal"] == signal.Signals(sig).name:
                 continue
             why_not = send(entry, sig)
@@ -202,7 +205,7 @@ def stop(run_dir, grace_s=GRACE_S):
         if not any(alive(e) for e in signalled.values()):
             break
     left = [e for e in signalled.values() if alive(e)]
-    if left or members(recorder if recorder and alive(recorder) else None, marker):
+    if left or job_now():
         for e in left:
             if send(e, signal.SIGKILL) is None:
                 e["signal"] = "SIGKILL"
@@ -213,7 +216,7 @@ def stop(run_dir, grace_s=GRACE_S):
     answer["recorder"] = end_recorder(recorder)
     answer["stopped"] = sorted(signalled.values(), key=lambda e: e["pid"])
     answer["survived"] = [e for e in answer["stopped"] if alive(e)]
-    answer["survived"] += [e for pid, e in sorted(members(None, marker).items()) if pid not in signalled]
+    answer["survived"] += [e for pid, e in sorted(job_now().items()) if pid not in signalled]
     for e in named_in_record(events):
         if e["pid"] in signalled:
             continue
