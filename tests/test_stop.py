@@ -201,3 +201,14 @@ def test_a_job_whose_recorder_was_killed_is_stopped_by_its_marker_alone(work):
     p = _stop(work, run_dir.name)
     assert p.returncode == 0 and f"stopped pid {procs[0].pid} (SIGTERM)" in p.stdout, p.stdout
     assert _none_left(procs, 1.0)
+
+
+def test_what_stop_prints_and_notes_keeps_the_launchs_secrets_masked(work):
+    secret = "hf_Q8vT3kLm9xZp2RwY7nB4cD6fG1hJ5sA0"
+    run_dir = _started(work, *job("sleeps.py", "--token", secret))
+    p = _stop(work, run_dir.name)
+    assert p.returncode == 0 and "stopped pid " in p.stdout and "sleeps.py --token " in p.stdout, p.stdout
+    assert secret not in p.stdout, p.stdout
+    assert secret not in (run_dir / "launcher.jsonl").read_text()
+    _, st = status(work)
+    assert secret not in json.dumps(st) and st["verdict"]["cause"] == "stopped-by-user"

@@ -29,7 +29,7 @@ Exit codes: 0 nothing of the job is left, 1 something of it survived (named), 2 
 @click.option("--cwd", type=click.Path(file_okay=False), default=None,
               help="Where the runs are (.dfdoctor/runs under it; default: here).")
 @click.option("--grace", type=Seconds(positive=False), default=GRACE_S, show_default=True,
-              help="Seconds between SIGTERM and SIGKILL.")
+              help="Seconds between SIGTERM and SIGKILL (a Slurm job: Slurm's own KillWait, waited for on top).")
 @pass_opts
 def stop(opts: dict[str, Any]) -> int:
     """End every process of RUN's job (default: the latest run), here, on its --target, or in Slurm: torchrun's
