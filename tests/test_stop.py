@@ -212,3 +212,12 @@ def test_what_stop_prints_and_notes_keeps_the_launchs_secrets_masked(work):
     assert secret not in (run_dir / "launcher.jsonl").read_text()
     _, st = status(work)
     assert secret not in json.dumps(st) and st["verdict"]["cause"] == "stopped-by-user"
+
+
+def test_a_target_that_cannot_be_reached_is_not_stopped_and_says_so(work):
+    d = _forge(work, "20990101-000000-aaaa", [])
+    (d / "spec.json").write_text(json.dumps({"run_id": "20990101-000000-aaaa", "argv": ["python3", "t.py"],
+                                             "target": "ssh://root@127.0.0.1:1", "remote_dir": "/tmp/x"}))
+    p = _stop(work)
+    assert p.returncode == 1 and "on ssh://root@127.0.0.1:1" in p.stdout and "NOT stopped: " in p.stdout, p.stdout
+    assert not (d / "launcher.jsonl").exists()  # nothing was stopped: no note that says so
