@@ -83,4 +83,6 @@ DATALOADER_FAILED = "dataloader-failed"  # workers could not start or died
 DDP_UNUSED_PARAMETERS = "ddp-unused-parameters"
 # sbatch refusing the submission (seen by `sbatch --test-only`): nothing would be queued, so nothing could log.
 LAUNCH_BLOCKERS = LAUNCH_BLOCKERS | {SBATCH_REFUSED}
-ALL = frozenset(v for k, v in dict(globals()).items() if k.isupper() and isinstance(v, str) and k != "LAUNCH_BLOCKERS")
+# Blockers past which nothing can start even with --force (no connection to start it over): no --force offer.
+NOTHING_CAN_START = frozenset({TARGET_UNREACHABLE})
+ALL = frozenset(v for k, v in dict(globals()).items() if k.isupper() and isinstance(v, str) and k not in ("LAUNCH_BLOCKERS", "NOTHING_CAN_START"))

@@ -84,9 +84,7 @@ def render(report: Report, verbose: bool = False, color: bool = False, quiet: bo
     if not from_rows:
         for line in v.evidence[:8]:
             out.append("  | " + line)
-    # the fixes of failures before those of warnings: what blocks the launch is mended first
-    worst_first = sorted(report.checks, key=lambda r: (r.silenced is None, r.status.rank), reverse=True)
-    raw = [f for rec in worst_first for f in _fixes(rec)] if from_rows else ([v.fix] if v.fix else [])
+    raw = fix_sources(report)
     fixes = combined_fixes(raw) or ([v.fix] if v.fix else [])
     label = fix_word(v.state) + ": "
     for i, fix in enumerate(fixes):
@@ -101,15 +99,34 @@ def render(report: Report, verbose: bool = False, color: bool = False, quiet: bo
         out.append("")
         idw = max(len(c.id) for c in report.checks)
         said = set(raw)  # a fix said above (alone or within a combined one) is not said again
+        # a finding the verdict's summary already quotes (a blocked launch's) is not said again in its row
+        above = "" if from_rows else " ".join(summary.split())
         skipped = 0
         for rec in report.checks:
             if rec.status == Status.SKIP and not verbose:
                 skipped += 1
                 continue
-            out.extend(_check_lines(rec, idw, width, verbose, color, said=said))
+            out.extend(_check_lines(rec, idw, width, verbose, color, said=said, above=above))
         if skipped:
             out.append(_paint(f"{skipped} skipped: -v says why", "skip", color))
     return "\n".join(out) + "\n"
+
+
+def fix_sources(report: Report) -> list[str]:
+    """The fixes the verdict's fix lines are made of: for `check` on one target every problem's, failures before
+    warnings (what blocks the launch is mended first); else the verdict's own."""
+    v = report.verdict
+    if report.mode == "check" and not report.targets:
+        worst_first = sorted(report.checks, key=lambda r: (r.silenced is None, r.status.rank), reverse=True)
+        return [f for rec in worst_first for f in _fixes(rec)]
+    return [v.fix] if v.fix else []
+
+
+def report_fixes(report: Report) -> list[str]:
+    """The fix lines under the verdict, each once, `pip install` lines into one interpreter merged (every
+    format that shows the verdict's fix shows these)."""
+    v = report.verdict
+    return combined_fixes(fix_sources(report)) or ([v.fix] if v.fix else [])
 
 
 def _head(report: Report) -> str:
@@ -208,9 +225,10 @@ def _rows(report: Report, width: int, verbose: bool, color: bool) -> list[str]:
 
 
 def _check_lines(rec: CheckRecord, idw: int, width: int, verbose: bool, color: bool,
-                 said: Optional[set[str]] = None) -> list[str]:
-    """One line per finding of the check (its fix under it unless `said` already holds that fix); with
-    `verbose`, its details, evidence and duration."""
+                 said: Optional[set[str]] = None, above: str = "") -> list[str]:
+    """One line per finding of the check (its fix under it unless `said` already holds that fix; its summary
+    replaced by "said above" where the text `above` the table quotes it); with `verbose`, its details, evidence
+    and duration."""
     said = set() if said is None else said
     phase = f"{rec.phase:<4}"
     dur = f" ({rec.duration_s:.2f} s)" if verbose else ""
@@ -222,7 +240,9 @@ def _check_lines(rec: CheckRecord, idw: int, width: int, verbose: bool, color: b
         cause = f" [{f.cause}]" if f.cause and f.status != Status.OK else ""
         # a finding read from code or a script, not observed: it warns at most (docs/checks.md)
         static = " (static reading)" if f.basis != OBSERVED and f.status != Status.OK else ""
-        lines.append(f"{status} {phase} {rec.id:<{idw}}  {f.summary}{cause}{static}{silenced}"
+        quoted = f.status.rank >= Status.WARN.rank and f.summary and " ".join(f.summary.split()) in above
+        lines.append(f"{status} {phase} {rec.id:<{idw}}  {'(said above)' if quoted else f.summary}"
+                     f"{cause}{static}{silenced}"
                      f"{dur if i == 0 else ''}")
         if f.fix and f.status.rank >= Status.WARN.rank and (verbose or f.fix not in said):
             lines.append(f"{pad}fix: {f.fix}")

@@ -1,0 +1,48 @@
+"""A newcomer's second walk (issue 35): a finding said once, text a user need not decode, `-q` that carries the
+next step, help with examples, and the secrets a log holds."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+from conftest import run_dfdoctor
+
+
+def test_a_blocked_launch_says_its_finding_once(tmp_path):
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    res = run_dfdoctor("launch", "--log", "nolog/train.log", "--", sys.executable, "train.py", cwd=tmp_path)
+    assert res.returncode == 1, res.stderr
+    assert res.stdout.startswith("dfdoctor launch: FAILED [log-dir-missing]"), res.stdout
+    flat = " ".join(res.stdout.split())
+    assert flat.count("would have nowhere to write it") == 1, res.stdout
+    assert "--force launches anyway" in res.stdout  # a launch that can start is offered the override
+    assert "mkdir -p" in res.stdout
+
+
+def test_an_unreachable_host_is_said_once_with_its_host_and_no_force(tmp_path):
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    res = run_dfdoctor("launch", "--target", "ssh://root@127.0.0.1:1", "--log", "/tmp/t.log", "--",
+                       "python3", "train.py", cwd=tmp_path)
+    assert res.returncode == 1, res.stderr
+    assert res.stdout.startswith("dfdoctor launch: FAILED [target-unreachable]"), res.stdout
+    assert " ".join(res.stdout.split()).count("Connection refused") == 1, res.stdout
+    assert "--force" not in res.stdout  # nothing can start over a connection that does not exist
+    assert "`ssh -p 1 root@127.0.0.1 true`" in res.stdout and "HOST" not in res.stdout, res.stdout
+
+
+def test_html_puts_failures_first_folds_the_skipped_and_merges_the_pip_lines(tmp_path):
+    (tmp_path / "train.py").write_text("import dfd_nc_wandb\nimport dfd_nc_transformers\n")
+    (tmp_path / "requirements.txt").write_text("dfd-nc-wandb\ndfd-nc-transformers==4.44.0\n")
+    res = run_dfdoctor("check", "--log", "logs/t.log", "--format", "html", "--output", "r.html", "--",
+                       sys.executable, "train.py", cwd=tmp_path)
+    assert res.returncode == 1, res.stderr
+    page = (tmp_path / "r.html").read_text()
+    cards = re.findall(r'<article class="card st-(\w+)', page)
+    order = {"fail": 0, "error": 0, "timeout": 0, "warn": 1, "ok": 2, "skip": 3}
+    assert cards[0] == "fail" and [order[c] for c in cards] == sorted(order[c] for c in cards), cards
+    skipped = page.split('<details class="skipped">', 1)
+    assert len(skipped) == 2 and 'class="card st-skip' not in skipped[0], "the skipped cards are folded"
+    fix = page.split('id="verdict-fix"', 1)[1].split("</section>", 1)[0]
+    assert re.search(r"pip install dfd-nc-wandb dfd-nc-transformers==4\.44\.0", fix), fix  # one line, as the text's
+    assert "mkdir -p" in fix
