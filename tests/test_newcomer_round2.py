@@ -46,3 +46,16 @@ def test_html_puts_failures_first_folds_the_skipped_and_merges_the_pip_lines(tmp
     fix = page.split('id="verdict-fix"', 1)[1].split("</section>", 1)[0]
     assert re.search(r"pip install dfd-nc-wandb dfd-nc-transformers==4\.44\.0", fix), fix  # one line, as the text's
     assert "mkdir -p" in fix
+
+
+def test_printed_ssh_lines_keep_the_config_dfdoctors_ssh_used(monkeypatch):
+    from dfdoctor.rehearse import rewrite
+    from dfdoctor.targets import parse_target, transport
+    monkeypatch.setenv("DFDOCTOR_SSH_CONFIG", "/etc/my ssh/config")
+    target = parse_target("ssh://root@gpu1:2222")
+    assert transport.typed_line(target, "tail -f /w/t.log") == \
+        "ssh -F '/etc/my ssh/config' -p 2222 root@gpu1 'tail -f /w/t.log'"
+    hop = rewrite.Hop("ssh", ("ssh", *rewrite.ssh_extra(), "-T", "root@gpu1"), "gpu1")
+    assert rewrite.typed_line((hop,), "true") == "ssh -F '/etc/my ssh/config' root@gpu1 true"
+    monkeypatch.delenv("DFDOCTOR_SSH_CONFIG")
+    assert transport.typed_line(target, "true") == "ssh -p 2222 root@gpu1 true"
