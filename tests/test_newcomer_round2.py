@@ -4,7 +4,10 @@ next step, help with examples, and the secrets a log holds."""
 from __future__ import annotations
 
 import re
+import shutil
 import sys
+
+import pytest
 
 from conftest import run_dfdoctor
 
@@ -59,3 +62,25 @@ def test_printed_ssh_lines_keep_the_config_dfdoctors_ssh_used(monkeypatch):
     assert rewrite.typed_line((hop,), "true") == "ssh -F '/etc/my ssh/config' root@gpu1 true"
     monkeypatch.delenv("DFDOCTOR_SSH_CONFIG")
     assert transport.typed_line(target, "true") == "ssh -p 2222 root@gpu1 true"
+
+
+def test_sizes_are_said_in_units_a_person_reads():
+    from dfdoctor.numbers import size_words
+    from dfdoctor.rows import Difference
+    assert [size_words(k) for k in (12341892, 65536, 8000000, 512, 1536)] == \
+        ["11.8 GiB", "64 MiB", "7.6 GiB", "512 KiB", "1.5 MiB"]
+    d = Difference("fact", "dev_shm_kb", "12341892", 2, (("ssh://n4", "65536"),))
+    assert d.sentence() == "/dev/shm size: 11.8 GiB on 2 targets; 64 MiB on ssh://n4"
+    assert d.to_dict()["usual"] == "12341892"  # JSON keeps the raw value
+
+
+@pytest.mark.skipif(not shutil.which("sbatch"), reason="no Slurm client here")
+def test_the_slurm_oversize_request_gives_one_fix_in_gib(tmp_path):
+    """sbatch --test-only's refusal and slurm.partition's reading of it gave two near-identical fixes, and the
+    sizes in MiB. Only the two checks that ask the controller run (nothing is submitted, no node is used)."""
+    (tmp_path / "job.sbatch").write_text("#!/bin/bash\npython3 train.py\n")
+    res = run_dfdoctor("check", "--only", "slurm.submission", "--only", "slurm.partition", "--", "sbatch",
+                       "--mem=500000", "job.sbatch", cwd=tmp_path)
+    assert res.returncode == 1 and "[never-starts]" in res.stdout, res.stdout + res.stderr
+    assert res.stdout.count("Ask for what") == 1, res.stdout
+    assert "MiB per node" not in res.stdout and re.search(r"asks for 48\d GiB of memory per node", res.stdout)
