@@ -40,6 +40,7 @@ PREEMPTED = "preempted"  # a higher-priority job took the job's nodes (PREEMPTED
 STEP_FAILED = "step-failed"  # the batch script exited 0 while one of its srun steps failed (DerivedExitCode)
 NEVER_STARTS = "never-starts"  # the job asks for what its partition can never give: it would pend forever
 SBATCH_REFUSED = "sbatch-refused"  # sbatch itself refuses the submission (CRLF, no #!, a bad option value...)
+CANCELLED = "cancelled"  # someone cancelled the job (scancel; sacct says by whom): nothing failed in the job
 # What training jobs die of at run time, read from their exception (doctor/diagnose/rules_runtime.py).
 CUDA_OOM = "cuda-oom"
 CUDA_ERROR = "cuda-error"

@@ -84,3 +84,19 @@ def test_the_slurm_oversize_request_gives_one_fix_in_gib(tmp_path):
     assert res.returncode == 1 and "[never-starts]" in res.stdout, res.stdout + res.stderr
     assert res.stdout.count("Ask for what") == 1, res.stdout
     assert "MiB per node" not in res.stdout and re.search(r"asks for 48\d GiB of memory per node", res.stdout)
+
+
+@pytest.mark.skipif(not shutil.which("scontrol"), reason="no Slurm client here")
+def test_a_job_slurm_does_not_know_is_one_clear_line(tmp_path):
+    res = run_dfdoctor("status", "slurm:99999999", cwd=tmp_path)
+    assert "Slurm does not know job 99999999" in res.stdout and "ExitCode ?" not in res.stdout, res.stdout
+    assert "| " not in res.stdout, res.stdout
+
+
+def test_a_cancelled_slurm_job_has_a_cause_id():
+    from dfdoctor import causes
+    from dfdoctor.slurm import job as slurm_job
+    from dfdoctor.slurm.rules import Seen, judge
+    f = slurm_job.JobFacts("171", state="CANCELLED", exit_code="0:15", state_detail="by 0", run_time="00:00:05")
+    v = judge(Seen(job=f))
+    assert v.state == "failed" and v.cause == causes.CANCELLED == "cancelled" and "cancelled by" in v.summary
