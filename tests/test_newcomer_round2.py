@@ -100,3 +100,12 @@ def test_a_cancelled_slurm_job_has_a_cause_id():
     f = slurm_job.JobFacts("171", state="CANCELLED", exit_code="0:15", state_detail="by 0", run_time="00:00:05")
     v = judge(Seen(job=f))
     assert v.state == "failed" and v.cause == causes.CANCELLED == "cancelled" and "cancelled by" in v.summary
+
+
+def test_report_of_a_running_verdict_says_it_is_of_its_time(tmp_path):
+    res = run_dfdoctor("launch", "--watch", "0", "--log", "t.log", "--", sys.executable, "-c", "print('x')",
+                       cwd=tmp_path)
+    assert res.returncode == 0 and "RUNNING" in res.stdout, res.stdout + res.stderr
+    run = next((tmp_path / ".dfdoctor" / "runs").iterdir()).name
+    shown = run_dfdoctor("report", "-q", run, cwd=tmp_path)
+    assert "This is the report saved at " in shown.stdout and f"`dfdoctor status {run}` looks again" in shown.stdout

@@ -195,9 +195,21 @@ def report_cmd(opts: dict[str, Any]) -> int:
     source, report, prints = _load_saved(opts["source"])
     guard(pairs, run_folders=(source.parent,) if is_run_dir(source.parent) else ())
     guard_outputs([o for _, o in pairs if o is not None], [("the report read", source)])
+    _say_when_saved(report)
     level = opts.get("fail_on") or "error"
     emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level, prints=prints)
     return exit_code(report, level)
+
+
+def _say_when_saved(report: Report) -> None:
+    """A saved verdict of a job still running is of its time: the job may have ended since (`report` read
+    "RUNNING" for a run that had completed). It says so, and which command looks again."""
+    v = report.verdict
+    if v.state != "running":
+        return
+    again = f"`dfdoctor status {report.run['id']}`" if report.run.get("id") else "`dfdoctor status`"
+    when = f" at {report.finished_at}" if report.finished_at else ""
+    v.summary = f"{v.summary} This is the report saved{when}: {again} looks again.".lstrip()
 
 
 main.add_command(launch, "launch")
