@@ -109,3 +109,18 @@ def test_report_of_a_running_verdict_says_it_is_of_its_time(tmp_path):
     run = next((tmp_path / ".dfdoctor" / "runs").iterdir()).name
     shown = run_dfdoctor("report", "-q", run, cwd=tmp_path)
     assert "This is the report saved at " in shown.stdout and f"`dfdoctor status {run}` looks again" in shown.stdout
+
+
+def test_github_summary_code_spans_are_raw_and_its_last_line_points_at_nothing_below():
+    from dfdoctor.model import CheckRecord, Report, Status, Verdict
+    from dfdoctor.render import github
+    rec = CheckRecord(id="log.writable", phase="pre", status=Status.FAIL, cause="log-dir-missing",
+                      summary="a shell's `> LOG` fails before Python starts, while a < b outside")
+    rep = Report(tool_version="0", target="local", command=["python3", "t.py"], started_at="", finished_at="",
+                 verdict=Verdict("failed", "log-dir-missing",
+                                                 "the log's folder is missing (log.writable; 1 more problem(s) below)"),
+                 checks=[rec], mode="check")
+    row = next(line for line in github.summary(rep).splitlines() if line.startswith("| ") and "log.writable" in line)
+    assert "`> LOG`" in row and "&gt; LOG" not in row and "a &lt; b" in row, row
+    last = github.render(rep).splitlines()[-1]
+    assert last.endswith("(log.writable; 1 more problem(s))") and "below" not in last, last
