@@ -72,7 +72,10 @@ def test_quiet_is_the_verdict_line_and_a_files_only_run_still_prints_it(two_miss
     assert quiet.stdout.splitlines() == [quiet.stdout.strip()]
     assert quiet.stdout.startswith("dfdoctor check: FAILED [")
     # the line stands alone: it counts the other problems, it does not point below it (round 5 left "below")
-    assert re.search(r"; \d+ more problem\(s\)\)$", quiet.stdout.strip()) and "below" not in quiet.stdout, quiet.stdout
+    assert re.search(r"; \d+ more problem\(s\)\); fix: ", quiet.stdout) and "below" not in quiet.stdout, quiet.stdout
+    # round 9: the line carries the fix (pip lines merged, as the full output's)
+    assert re.search(r"; fix: \S+ -m pip install dfd-nc-wandb dfd-nc-transformers==4\.44\.0 \(and 1 more\)$",
+                     quiet.stdout.strip()), quiet.stdout
     html = _check(two_missing, "--format", "html", "--output", "r.html")
     assert html.returncode == 1 and (two_missing / "r.html").stat().st_size > 1000
     assert html.stdout.startswith("dfdoctor check: FAILED [") and "r.html" in html.stdout

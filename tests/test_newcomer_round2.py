@@ -124,3 +124,16 @@ def test_github_summary_code_spans_are_raw_and_its_last_line_points_at_nothing_b
     assert "`> LOG`" in row and "&gt; LOG" not in row and "a &lt; b" in row, row
     last = github.render(rep).splitlines()[-1]
     assert last.endswith("(log.writable; 1 more problem(s))") and "below" not in last, last
+
+
+def test_launch_q_is_one_line_with_the_run_id_and_the_next_step(tmp_path):
+    res = run_dfdoctor("launch", "-q", "--watch", "0", "--log", "t.log", "--", sys.executable, "-c", "print('x')",
+                       cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    run = next((tmp_path / ".dfdoctor" / "runs").iterdir()).name
+    (line,) = res.stdout.splitlines()
+    assert line.startswith("dfdoctor launch: RUNNING: ") and f"; run {run}; next: " in line, line
+    blocked = run_dfdoctor("launch", "-q", "--log", "nolog/t.log", "--", sys.executable, "-c", "pass", cwd=tmp_path)
+    (line,) = blocked.stdout.splitlines()
+    assert line.startswith("dfdoctor launch: FAILED [log-dir-missing]") and line.endswith(
+        f"; fix: mkdir -p {tmp_path}/nolog"), line

@@ -70,7 +70,7 @@ def render(report: Report, verbose: bool = False, color: bool = False, quiet: bo
     escaped, so only our own colour codes reach the terminal."""
     report = _visible_all(report)
     if quiet:
-        return _paint(verdict_line(report), report.verdict.state, color, bold=True) + "\n"
+        return _paint(quiet_line(report), report.verdict.state, color, bold=True) + "\n"
     width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 120))
     out: list[str] = []
     v = report.verdict
@@ -142,6 +142,19 @@ def verdict_line(report: Report) -> str:
     summary = " ".join((summary or "").split())
     summary = _BELOW.sub(r"\1)", summary)  # the line stands alone: nothing is below it
     return f"dfdoctor {report.mode}: {_head(report)}" + (f": {summary}" if summary else "")
+
+
+def quiet_line(report: Report) -> str:
+    """`-q`'s one line: the verdict, the run's id (where the job started), and the first fix or next step (how
+    many more, when there are; the full report has them)."""
+    line = verdict_line(report).rstrip(".")
+    if report.run.get("id"):
+        line += f"; run {report.run['id']}"
+    fixes = [" ".join(f.split()) for f in report_fixes(report)]
+    if fixes:
+        more = f" (and {len(fixes) - 1} more)" if len(fixes) > 1 else ""
+        line += f"; {fix_word(report.verdict.state)}: {fixes[0]}{more}"
+    return line
 
 
 _BELOW = re.compile(r"(; \d+ more problem\(s\)) below\)")
