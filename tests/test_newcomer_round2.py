@@ -137,3 +137,37 @@ def test_launch_q_is_one_line_with_the_run_id_and_the_next_step(tmp_path):
     (line,) = blocked.stdout.splitlines()
     assert line.startswith("dfdoctor launch: FAILED [log-dir-missing]") and line.endswith(
         f"; fix: mkdir -p {tmp_path}/nolog"), line
+
+
+def test_every_subcommand_s_help_shows_examples_of_itself():
+    from dfdoctor.cli.main import main
+    assert set(main.commands) >= {"check", "launch", "status", "report", "env", "list-checks"}
+    for name in main.commands:
+        res = run_dfdoctor(name, "--help")
+        assert res.returncode == 0, res.stderr
+        shown = res.stdout.split("Examples:", 1)
+        assert len(shown) == 2 and f"dfdoctor {name}" in shown[1], f"`dfdoctor {name} --help` shows no example"
+
+
+def test_output_help_names_every_extension_and_strategy_help_says_each_value():
+    from dfdoctor.render import EXTENSIONS
+    from dfdoctor.targets.strategies import STRATEGIES
+    check = " ".join(run_dfdoctor("check", "--help").stdout.split())
+    assert all(ext in check for ext in EXTENSIONS) and ".sarif sarif" in check
+    launch = " ".join(run_dfdoctor("launch", "--help").stdout.split())
+    for s in STRATEGIES:  # each value with what it does, not a bare name such as `amp`
+        assert f"{s.name}: " in launch.replace("- ", "-"), s.name
+    assert "amp: in the background with a plain `CMD &`" in launch
+
+
+def test_only_and_skip_complete_check_ids():
+    for cmd, opt in (("check", "--only"), ("launch", "--skip"), ("check", "--skip")):
+        res = run_dfdoctor(env={"_DFDOCTOR_COMPLETE": "bash_complete", "COMP_WORDS": f"dfdoctor {cmd} {opt} cu",
+                                "COMP_CWORD": "3"})
+        assert res.stdout.split() == ["plain,cuda.*", "plain,cuda.init", "plain,cuda.nccl"], res.stdout
+
+
+def test_list_checks_titles_are_in_one_case_style():
+    import json
+    rows = json.loads(run_dfdoctor("list-checks", "--format", "json").stdout)["checks"]
+    assert rows and all(r["title"][:1].isupper() for r in rows), [r["title"] for r in rows]

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 from dfdoctor import __version__
-from dfdoctor.cli.options import pass_opts
+from dfdoctor.cli.options import examples, pass_opts
 from dfdoctor.engine import build_context, target_connection
 from dfdoctor.probe import run_probe
 from dfdoctor.redact import Redactor
@@ -49,7 +49,7 @@ def facts_block(facts: dict[str, Any], *, python: str, how: str, target: str) ->
     return "\n".join(f"{k + ':':<{width + 1}} {v}" for k, v in lines) + "\n"
 
 
-@click.command("env", context_settings={**CONTEXT, "allow_interspersed_args": False})
+@click.command("env", context_settings={**CONTEXT, "allow_interspersed_args": False}, epilog=examples("env"))
 @click.option("--python", "python", help="The training interpreter (default: the one COMMAND names, else python3).")
 @click.option("--target", default="local", show_default=True, help="Where the job runs (as for check).")
 @click.option("--cwd", type=click.Path(), default=None, help="The job's working directory (default: here).")

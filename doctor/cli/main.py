@@ -18,6 +18,7 @@ from dfdoctor.cache import cache_dir, private_dir
 from dfdoctor.cli.env import env_cmd
 from dfdoctor.cli.launch import launch, status
 from dfdoctor.cli.options import (
+    examples,
     fleet_options,
     launch_options,
     name_config,
@@ -78,7 +79,7 @@ def main(ctx: click.Context) -> None:
         click.echo(ctx.get_help())
 
 
-@main.command("check", context_settings={**CONTEXT, "allow_interspersed_args": False})
+@main.command("check", context_settings={**CONTEXT, "allow_interspersed_args": False}, epilog=examples("check"))
 @launch_options
 @fleet_options
 @click.option("--slurm-nodes", default=None, metavar="N|all",
@@ -148,7 +149,7 @@ def _check_nodes(opts: dict[str, Any], command: list[str], started: str) -> tupl
     return report, level
 
 
-@main.command("list-checks")
+@main.command("list-checks", epilog=examples("list-checks"))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def list_checks(fmt: str) -> int:
     """Every check: id, title, phase(s), source (built-in or the plugin's distribution)."""
@@ -185,7 +186,7 @@ def _load_saved(spec: Optional[str]) -> tuple[Path, Report, Any]:
         raise click.UsageError(f"{path}: not a readable dfdoctor result ({exc})") from None
 
 
-@main.command("report")
+@main.command("report", epilog=examples("report"))
 @click.argument("source", required=False)
 @output_options
 @pass_opts

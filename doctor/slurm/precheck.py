@@ -268,7 +268,7 @@ def training_checks_on_node(sub: Submission, cwd: Path, env: dict[str, str],
     """The usual checks of the script's training command, run by dfdoctor on a node of the partition."""
     train = script.find(sub.script_text)
     if train is None:
-        return [CheckRecord(id="slurm.training", phase="pre", status=Status.SKIP, title="training command",
+        return [CheckRecord(id="slurm.training", phase="pre", status=Status.SKIP, title="Training command",
                             summary="No python/torchrun line found in the batch script: its checks were not run.")]
     workdir = sub.workdir or str(cwd)
     job_env = jobenv.of(sub, env, cwd)
@@ -284,7 +284,7 @@ def training_checks_on_node(sub: Submission, cwd: Path, env: dict[str, str],
     except ValueError:
         doc = None
     if not doc:
-        return [CheckRecord(id="slurm.training", phase="pre", status=Status.SKIP, title="training command",
+        return [CheckRecord(id="slurm.training", phase="pre", status=Status.SKIP, title="Training command",
                             summary=f"The checks of `{train.line}` could not run on a node: "
                                     f"{a.said or 'no answer'}",
                             evidence=[shlex.join(argv)])]
@@ -297,7 +297,7 @@ def training_checks_on_node(sub: Submission, cwd: Path, env: dict[str, str],
         r.evidence = list(r.evidence) + [f"run with the job's environment: {job_env.said}"]
         recs.append(r)
     if job_env.problem:
-        recs.append(CheckRecord(id="slurm.training", phase="pre", status=Status.WARN, title="training command",
+        recs.append(CheckRecord(id="slurm.training", phase="pre", status=Status.WARN, title="Training command",
                                 summary=f"{job_env.problem}; the node checks ran with what the job will get."))
     return recs
 
