@@ -241,7 +241,7 @@ def test_plain_status_prefers_a_run_of_this_folder(tmp_path):
 def test_env_block_has_the_training_interpreter_s_torch(tmp_path):
     res = run_dfdoctor("env", "--", sys.executable, "train.py", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
-    facts = dict(line.split(": ", 1) for line in res.stdout.splitlines())
+    facts = dict(line.split(": ", 1) for line in res.stdout.split("\n\n")[0].splitlines())  # then the libraries
     facts = {k.rstrip(":").strip(): v.strip() for k, v in facts.items()}
     real = subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__, torch.cuda.is_available())"],
                           capture_output=True, text=True, check=True).stdout.split()

@@ -171,3 +171,17 @@ def test_list_checks_titles_are_in_one_case_style():
     import json
     rows = json.loads(run_dfdoctor("list-checks", "--format", "json").stdout)["checks"]
     assert rows and all(r["title"][:1].isupper() for r in rows), [r["title"] for r in rows]
+
+
+def test_env_says_the_distribution_the_cpu_and_the_requirements_versions(tmp_path):
+    (tmp_path / "requirements.txt").write_text("pytest>=1\ndfd-nc-absent==1.0\n")
+    res = run_dfdoctor("env", "--", sys.executable, "train.py", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    pretty = next(line.split("=", 1)[1].strip().strip('"') for line in open("/etc/os-release")
+                  if line.startswith("PRETTY_NAME="))
+    assert re.search(rf"^distribution: +{re.escape(pretty)}$", res.stdout, re.M), res.stdout
+    assert re.search(r"^CPU: +\S.* \(\d+ CPUs\)$", res.stdout, re.M), res.stdout
+    import importlib.metadata
+    libraries = res.stdout.split("Versions of relevant libraries", 1)[1]
+    assert re.search(rf"^  pytest +{re.escape(importlib.metadata.version('pytest'))}$", libraries, re.M), libraries
+    assert re.search(r"^  dfd-nc-absent +not installed$", libraries, re.M), libraries
