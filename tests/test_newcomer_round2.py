@@ -185,3 +185,30 @@ def test_env_says_the_distribution_the_cpu_and_the_requirements_versions(tmp_pat
     libraries = res.stdout.split("Versions of relevant libraries", 1)[1]
     assert re.search(rf"^  pytest +{re.escape(importlib.metadata.version('pytest'))}$", libraries, re.M), libraries
     assert re.search(r"^  dfd-nc-absent +not installed$", libraries, re.M), libraries
+
+
+def test_log_writable_warns_of_a_secret_value_in_the_log_by_name_only(tmp_path):
+    import json
+    secret = "hf_dfdNcSecretValue0123456789"
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    (tmp_path / "train.log").write_text(f"config: token={secret}\nstep 1\n")
+    res = run_dfdoctor("check", "--only", "log.writable", "--log", "train.log", "--format", "json", "--",
+                       sys.executable, "train.py", cwd=tmp_path, env={"HF_TOKEN": secret})
+    assert secret not in res.stdout + res.stderr
+    (rec,) = json.loads(res.stdout)["checks"]
+    warned = [f for f in rec["findings"] if f["status"] == "warn"]
+    assert len(warned) == 1 and "contains the value of secret variable HF_TOKEN" in warned[0]["summary"], rec
+    # a log without it: no warning
+    (tmp_path / "train.log").write_text("step 1\n")
+    res = run_dfdoctor("check", "--only", "log.writable", "--log", "train.log", "--format", "json", "--",
+                       sys.executable, "train.py", cwd=tmp_path, env={"HF_TOKEN": secret})
+    assert json.loads(res.stdout)["checks"][0]["status"] == "ok", res.stdout
+
+
+def test_a_secret_cut_by_a_read_boundary_is_still_found(tmp_path):
+    from dfdoctor.checks.log_writable import secret_names_in
+    secret = "s3cr3t-value-0123456789"
+    log = tmp_path / "big.log"
+    log.write_bytes(b"x" * ((1 << 20) - 5) + secret.encode() + b"\n")
+    assert secret_names_in(log, {"WANDB_API_KEY": secret, "OTHER_TOKEN": "not-in-the-log-123456"}) == \
+        (["WANDB_API_KEY"], log.stat().st_size)
