@@ -85,7 +85,7 @@ def render(report: Report, verbose: bool = False, color: bool = False, quiet: bo
         for line in v.evidence[:8]:
             out.append("  | " + line)
     raw = fix_sources(report)
-    fixes = combined_fixes(raw) or ([v.fix] if v.fix else [])
+    fixes = report_fixes(report)
     label = fix_word(v.state) + ": "
     for i, fix in enumerate(fixes):
         out.append(_paint("  " + label, "warn", color) + fix if i == 0 else "  " + " " * len(label) + fix)
