@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 OUT    := out
 
-.PHONY: demo test test-fast venv clean
+.PHONY: demo test test-fast venv dist clean
 
 $(STAMP): requirements-dev.txt setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,5 +41,11 @@ test-fast: $(STAMP)
 	$(PRECOMPILE)
 	$(BIN)/pytest -q -n $(TEST_WORKERS) -m "not slow"
 
+# The wheel a machine without the checkout installs (`pip install dist/*.whl`, README *Install*): built by the
+# pip of $(PYTHON), without the dev venv, and alone in dist/ so that glob names one file.
+dist:
+	rm -rf dist
+	$(PYTHON) -m pip wheel --quiet --no-deps --wheel-dir dist .
+
 clean:
-	rm -rf $(VENV) $(OUT) .dfdoctor
+	rm -rf $(VENV) $(OUT) .dfdoctor dist

@@ -135,12 +135,10 @@ def conclude(ctx, p: dict, skipped: list[Skipped], sources: list[str]) -> Iterat
                    fix=f"{py} -m pip install {shlex.quote(c['requirement'].split(';')[0].strip())}"
                        f"   (or reinstall {c['dist']} {c['version']} so pip picks matching versions)",
                    data=data)
+    # Conflicts among distributions the job does not use (on a remote target: mostly the distribution's own
+    # system packages) are no problem of the launch: said in the ok line, listed in its details, never a warning
+    # whose `pip check` fix would be run on the wrong machine.
     others = [c for c in p["conflicts"] if not c["relevant"]]
-    if others:
-        yield warn(f"{len(others)} conflict(s) among installed distributions the job does not seem to use",
-                   causes.DEPENDENCY_MISMATCH, evidence=tuple(_conflict_text(c) for c in others[:MAX_SHOWN]),
-                   fix=f"{py} -m pip check   lists them; reinstall the named packages if the job needs them",
-                   data=data)
     dups = p.get("duplicates") or {}
     if dups:
         ev = tuple(f"{name}: " + ", ".join(f"{d['version']} in {d['location']}" for d in entries)
@@ -160,7 +158,10 @@ def conclude(ctx, p: dict, skipped: list[Skipped], sources: list[str]) -> Iterat
     else:
         summary = (f"no requirements file found; what the job depends on is installed and agrees "
                    f"({p['n_dists']} distributions checked)")
+    if others:
+        summary += f"; {len(others)} conflict(s) among distributions the job does not use (details list them)"
     details = [f"python {p['python']} ({p['executable']}); {p['n_dists']} distributions installed"]
+    details += [f"not the job's: {_conflict_text(c)}" for c in others[:MAX_SHOWN]]
     details += [f"not applicable here: {r['source']}: {r['req']}" for r in na]
     details += [f"not checked: {s.source}: {s.text} ({s.why})" for s in skipped]
     if focus:

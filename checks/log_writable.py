@@ -14,6 +14,8 @@ from pathlib import Path
 from dfdoctor import STATIC, causes, check, error, fail, ok, skip, warn
 from dfdoctor.launchline.commandline import spec_for
 from dfdoctor.probe import run_probe, unreached
+from dfdoctor.redact import name_looks_secret, value_is_maskable
+from dfdoctor.targets import parse_target
 
 # Below these the log (and checkpoints beside it) will soon stop growing: fail under the first, warn under the
 # second. Per-project values: [tool.dfdoctor.checks."log.writable"] min_free_mb / warn_free_mb / min_free_inodes.
@@ -64,6 +66,57 @@ def log_writable(ctx):
         return
     yield from _free_space(ctx, folder, f)
     yield from _buffering(ctx, log)
+    yield from _secrets_in_log(ctx, log)
+
+
+# How much of a log is searched for secret values: the whole of a log up to this size, else its last part (where
+# a job that prints its environment at start-up has usually been rotated past; the report says how much).
+SECRET_SCAN_BYTES = 64 << 20
+
+
+def secret_names_in(path: Path, secrets: dict[str, str], limit: int = SECRET_SCAN_BYTES) -> tuple[list[str], int]:
+    """The names of `secrets` whose value appears in the file (its last `limit` bytes), and the bytes searched.
+    The file is only read."""
+    wanted = {name: value.strip().encode() for name, value in secrets.items()}
+    longest = max(len(v) for v in wanted.values())
+    found: set[str] = set()
+    searched = 0
+    with open(path, "rb") as f:
+        size = f.seek(0, 2)
+        f.seek(max(0, size - limit))
+        tail = b""
+        while len(found) < len(wanted):
+            chunk = f.read(1 << 20)
+            if not chunk:
+                break
+            searched += len(chunk)
+            window = tail + chunk  # a value cut by a chunk's edge is whole in the next window
+            found |= {name for name, value in wanted.items() if name not in found and value in window}
+            tail = window[-(longest - 1):] if longest > 1 else b""
+    return sorted(found), searched
+
+
+def _secrets_in_log(ctx, log: Path):
+    """A log that holds the value of a secret variable of the job's environment (the job printed HF_TOKEN):
+    dfdoctor's reports mask it, the log itself does not, and logs are shared. Said by the variable's name, never
+    its value. On this machine only: the values are not sent anywhere to search a target's log."""
+    if not parse_target(ctx.target or "local").is_local:
+        return
+    secrets = {k: v for k, v in (ctx.env or {}).items()
+               if isinstance(v, str) and name_looks_secret(k) and value_is_maskable(v)}
+    try:
+        if not secrets or not log.is_file():
+            return
+        names, searched = secret_names_in(log, secrets)
+    except OSError:
+        return  # a log that cannot be read here: the checks above said what matters
+    if names:
+        yield warn(f"the log {log} contains the value of secret variable{'s' if len(names) > 1 else ''} "
+                   f"{', '.join(names)} (dfdoctor's reports mask it; the log itself is kept as the job wrote it)",
+                   evidence=(f"searched the last {searched / (1 << 20):.1f} MiB of the log for the values of "
+                             f"{len(secrets)} secret-looking variable(s)",),
+                   fix="Stop the job from printing it (a logged config or environment dump), remove it from the log "
+                       "before sharing it, and rotate the secret if the log has left this machine.")
 
 
 def _not_a_file(log: Path, kind: str, reader: bool | None):

@@ -9,19 +9,19 @@ from dfdoctor.registry import check
 from dfdoctor.slurm import precheck, session
 
 
-@check("slurm.submission", title="what sbatch makes of the submission", scope="slurm", timeout=30)
+@check("slurm.submission", title="What sbatch makes of the submission", scope="slurm", timeout=30)
 def slurm_submission(ctx) -> list[Result]:
     """sbatch's own answer (--test-only), the options and where each came from, the #SBATCH lines it ignores."""
     return precheck.submission(session.submission(ctx), session.asked(ctx))
 
 
-@check("slurm.partition", title="the request against the partition", scope="slurm", timeout=30)
+@check("slurm.partition", title="The request against the partition", scope="slurm", timeout=30)
 def slurm_partition(ctx) -> list[Result]:
     """The partition's limits, explaining what sbatch accepted or refused."""
     return precheck.fits(session.submission(ctx), session.asked(ctx))
 
 
-@check("slurm.output", title="output folders where the job runs", scope="slurm",
+@check("slurm.output", title="Output folders where the job runs", scope="slurm",
        timeout=precheck.SRUN_IMMEDIATE_S + 30)
 def slurm_output(ctx) -> list[Result]:
     """--output/--error folders and --chdir, looked at on a node of the partition."""
@@ -34,7 +34,7 @@ def slurm_gpus(ctx) -> list[Result]:
     return precheck.gpus_vs_torchrun(session.submission(ctx))
 
 
-@check("slurm.training", title="the training command's checks on a node", scope="slurm",
+@check("slurm.training", title="The training command's checks on a node", scope="slurm",
        timeout=precheck.NODE_CHECKS_TIMEOUT_S + 30)
 def slurm_training(ctx) -> list[Result]:
     """The usual checks of the script's training command, run on a node with the job's environment; their
@@ -48,7 +48,7 @@ def slurm_training(ctx) -> list[Result]:
                data={"node_records": [r.to_dict() for r in records]})]
 
 
-@check("slurm.nodes", title="checks on every node (check --slurm-nodes)", scope="slurm-nodes", timeout=600)
+@check("slurm.nodes", title="Checks on every node (check --slurm-nodes)", scope="slurm-nodes", timeout=600)
 def slurm_nodes(ctx) -> list[Result]:
     """The record `check --slurm-nodes N` gives about its own srun (N nodes that can never be had, a node whose
     dfdoctor gave no report); declared here so it is listed, selectable and silenceable."""

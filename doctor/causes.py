@@ -42,6 +42,7 @@ PREEMPTED = "preempted"  # a higher-priority job took the job's nodes (PREEMPTED
 STEP_FAILED = "step-failed"  # the batch script exited 0 while one of its srun steps failed (DerivedExitCode)
 NEVER_STARTS = "never-starts"  # the job asks for what its partition can never give: it would pend forever
 SBATCH_REFUSED = "sbatch-refused"  # sbatch itself refuses the submission (CRLF, no #!, a bad option value...)
+CANCELLED = "cancelled"  # someone cancelled the job (scancel; sacct says by whom): nothing failed in the job
 # What training jobs die of at run time, read from their exception (doctor/diagnose/rules_runtime.py).
 CUDA_OOM = "cuda-oom"
 CUDA_ERROR = "cuda-error"
@@ -85,4 +86,6 @@ DATALOADER_FAILED = "dataloader-failed"  # workers could not start or died
 DDP_UNUSED_PARAMETERS = "ddp-unused-parameters"
 # sbatch refusing the submission (seen by `sbatch --test-only`): nothing would be queued, so nothing could log.
 LAUNCH_BLOCKERS = LAUNCH_BLOCKERS | {SBATCH_REFUSED}
-ALL = frozenset(v for k, v in dict(globals()).items() if k.isupper() and isinstance(v, str) and k != "LAUNCH_BLOCKERS")
+# Blockers past which nothing can start even with --force (no connection to start it over): no --force offer.
+NOTHING_CAN_START = frozenset({TARGET_UNREACHABLE})
+ALL = frozenset(v for k, v in dict(globals()).items() if k.isupper() and isinstance(v, str) and k not in ("LAUNCH_BLOCKERS", "NOTHING_CAN_START"))

@@ -281,8 +281,14 @@ def launch_blockers(records: list[CheckRecord]) -> list[CheckRecord]:
 def not_started(blockers: list[CheckRecord], *, not_done: str, subject: str, force: str) -> Verdict:
     """The verdict of a start refused because of `blockers`: the first one's cause and fix, all of them listed."""
     b = blockers[0]
-    return Verdict("failed", b.cause, f"{not_done}: {b.id} found that {subject} cannot work: {b.summary}", b.fix,
-                   [f"{r.id}: {r.summary}" for r in blockers] + list(b.evidence) + [force])
+    summary = f"{not_done}: {b.id} found that {subject} cannot work: {b.summary}"
+    # said once: the first blocker's summary is the headline, and evidence it already quotes is left out
+    # (an unreachable host's "Could not resolve hostname" was printed four times)
+    said = " ".join(summary.split())
+    evidence = [f"{r.id}: {r.summary}" for r in blockers[1:]] + \
+        [e for e in b.evidence if " ".join(e.split()) not in said]
+    offer = [] if any(r.cause in causes.NOTHING_CAN_START for r in blockers) else [force]
+    return Verdict("failed", b.cause, summary, b.fix, evidence + offer)
 
 
 def verdict_from_checks(records: list[CheckRecord], fail_on_level: str) -> Verdict:

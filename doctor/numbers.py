@@ -18,3 +18,12 @@ def is_whole(text: object) -> bool:
 def whole(text: object, default: Optional[int] = None) -> Optional[int]:
     """The number `text` spells in ASCII digits, else `default`."""
     return int(text) if is_whole(text) else default  # type: ignore[arg-type]
+
+
+def size_words(kib: int) -> str:
+    """A size given in KiB as a person reads it: `11.8 GiB`, `64 MiB`, `512 KiB` (never `12341892`)."""
+    for unit, scale in (("TiB", 1 << 30), ("GiB", 1 << 20), ("MiB", 1 << 10)):
+        if kib >= scale:
+            n = kib / scale
+            return f"{n:.0f} {unit}" if n >= 100 or n == int(n) else f"{n:.1f} {unit}"
+    return f"{kib} KiB"

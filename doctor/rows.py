@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from dfdoctor.model import CheckRecord, Report, TargetRow, Verdict
+from dfdoctor.numbers import is_whole, size_words
 
 # Facts about dfdoctor's own machine, the same in every row: never a difference between targets.
 LOCAL_FACTS = ("host", "os", "dfdoctor_python", "target", "slurm_node")
@@ -36,13 +37,15 @@ class Difference:
 
     def sentence(self) -> str:
         """'imports.smoke: ok on 15 targets; fail on docker://c1 (missing-module: ...)'."""
+        said = (lambda v: fact_words(self.key, v)[1]) if self.what == "fact" else (lambda v: v)
+        key = fact_words(self.key, "")[0] if self.what == "fact" else self.key
         grouped: dict[str, list[str]] = {}
         for t, v in self.outliers:
-            grouped.setdefault(v, []).append(t)
+            grouped.setdefault(said(v), []).append(t)
         rest = "; ".join(f"{v} on {', '.join(ts)}" for v, ts in grouped.items())
         if self.usual_count > 1:
-            return f"{self.key}: {self.usual} on {self.usual_count} targets; {rest}"
-        return f"{self.key}: {rest}"
+            return f"{key}: {said(self.usual)} on {self.usual_count} targets; {rest}"
+        return f"{key}: {rest}"
 
 
 def check_value(rec: Optional[CheckRecord]) -> str:
@@ -57,6 +60,17 @@ def check_value(rec: Optional[CheckRecord]) -> str:
 
 def _fact(value: Any) -> str:
     return value if isinstance(value, str) else repr(value)
+
+
+# Facts whose raw value is a size in KiB (kept so in JSON): said in a unit a person reads, under a plain name.
+_SIZES_KIB = {"dev_shm_kb": "/dev/shm size"}
+
+
+def fact_words(key: str, value: str) -> tuple[str, str]:
+    """(name, value) of a fact as the sentences say it: `dev_shm_kb`, `12341892` -> `/dev/shm size`, `11.8 GiB`."""
+    if key in _SIZES_KIB:
+        return _SIZES_KIB[key], size_words(int(value)) if is_whole(value) else value
+    return key, value
 
 
 def differences(report: Report) -> list[Difference]:

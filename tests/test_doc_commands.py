@@ -32,11 +32,15 @@ from infra.fixtures import Infra, folder_in_container, infra  # noqa: F401
 from infra.slurm_fixtures import Slurm, slurm  # noqa: F401
 
 T = "transcript: tests/test_docs.py"
-NO_INDEX = "not runnable: installs from the public package index, which the test machine cannot reach (the name is checked by tests/test_install_names.py)"
+INSTALL = "elsewhere: tests/test_install_lines.py::test_each_install_line_works_in_a_fresh_venv (then `dfdoctor --version`)"
+GIT_INSTALL = INSTALL + " (YOUR_DFDOCTOR_GIT_URL: a git repository of the checkout)"
 
 COVERAGE: dict[str, str] = {
     # README.md: Install, Quick start
-    "README.md: pip install dfdoctor-launch": NO_INDEX,
+    "README.md: pip install .": INSTALL,
+    "README.md: pip install -e .": INSTALL,
+    "README.md: make dist && pip install dist/*.whl": INSTALL,
+    "README.md: pipx install .": INSTALL + " (pipx installed first into that venv)",
     "README.md: make demo": "substituted: test_the_makefiles_demo_launches_the_trainer (docs/trainer.md's copy of the recipe, compared with the Makefile's by test_trainer_md_shows_the_makefiles_demo)",
     "README.md: make test": "not runnable: it is this test suite",
     "README.md: dfdoctor check --log logs/train.log -- python train.py --lr 3e-4": "run: test_a_local_check_launch_and_status",
@@ -61,9 +65,9 @@ COVERAGE: dict[str, str] = {
     # docs/ci.md
     "docs/ci.md: dfdoctor check --only imports.smoke --format github -- python3 train.py": T,
     "docs/ci.md: pip install -r requirements.txt": "not runnable: the user's own requirements, a CI step before dfdoctor's",
-    "docs/ci.md: pip install dfdoctor-launch": NO_INDEX,
+    "docs/ci.md: pip install \"git+YOUR_DFDOCTOR_GIT_URL\"": GIT_INSTALL,
     "docs/ci.md: dfdoctor check --log logs/train.log --format github --format html --output dfdoctor.html -- python train.py": "run: test_the_ci_steps_write_what_the_ci_reads",
-    "docs/ci.md: python -m venv /tmp/dfdoctor && /tmp/dfdoctor/bin/pip install dfdoctor-launch": NO_INDEX,
+    "docs/ci.md: python -m venv /tmp/dfdoctor && /tmp/dfdoctor/bin/pip install \"git+YOUR_DFDOCTOR_GIT_URL\"": GIT_INSTALL + " (/tmp/dfdoctor: a test folder)",
     "docs/ci.md: /tmp/dfdoctor/bin/dfdoctor check --log logs/train.log --format gitlab --output gl-code-quality-report.json --format junit --output dfdoctor-junit.xml --format html --output dfdoctor.html --format text -- python train.py --config configs/small.yaml": "substituted: test_the_ci_steps_write_what_the_ci_reads (/tmp/dfdoctor/bin: the test's venv)",
     # docs/cuda.md
     "docs/cuda.md: dfdoctor check --only 'cuda*' --require-gpu -- python train.py": "run: test_the_gpu_check_says_what_it_found",

@@ -34,15 +34,14 @@ def test_the_distribution_is_not_the_index_s_other_dfdoctor() -> None:
 
 
 def test_every_install_line_names_the_distribution() -> None:
+    """Where a text names the index's name (the README says it is not published yet), it is this distribution's.
+    The lines a user runs install from a checkout or its repository: tests/test_install_lines.py runs them."""
     name = _distribution()
-    seen = 0
     for path in _texts():
         for m in _PIP.finditer(path.read_text()):
             word = m.group("name")
             if word.lower().startswith("dfdoctor") and not word.lower().startswith("dfdoctor-plugin"):
-                seen += 1
                 assert word == name, f"{path.relative_to(REPO)}: `{m.group(0)}` installs {word}, not {name}"
-    assert seen >= 3  # docs/ci.md (twice) and docs/guard.md at least: the scan did find the lines
 
 
 def test_a_plugin_depends_on_the_distribution() -> None:

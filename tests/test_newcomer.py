@@ -72,7 +72,10 @@ def test_quiet_is_the_verdict_line_and_a_files_only_run_still_prints_it(two_miss
     assert quiet.stdout.splitlines() == [quiet.stdout.strip()]
     assert quiet.stdout.startswith("dfdoctor check: FAILED [")
     # the line stands alone: it counts the other problems, it does not point below it (round 5 left "below")
-    assert re.search(r"; \d+ more problem\(s\)\)$", quiet.stdout.strip()) and "below" not in quiet.stdout, quiet.stdout
+    assert re.search(r"; \d+ more problem\(s\)\); fix: ", quiet.stdout) and "below" not in quiet.stdout, quiet.stdout
+    # round 9: the line carries the fix (pip lines merged, as the full output's)
+    assert re.search(r"; fix: \S+ -m pip install dfd-nc-wandb dfd-nc-transformers==4\.44\.0 \(and 1 more\)$",
+                     quiet.stdout.strip()), quiet.stdout
     html = _check(two_missing, "--format", "html", "--output", "r.html")
     assert html.returncode == 1 and (two_missing / "r.html").stat().st_size > 1000
     assert html.stdout.startswith("dfdoctor check: FAILED [") and "r.html" in html.stdout
@@ -238,7 +241,7 @@ def test_plain_status_prefers_a_run_of_this_folder(tmp_path):
 def test_env_block_has_the_training_interpreter_s_torch(tmp_path):
     res = run_dfdoctor("env", "--", sys.executable, "train.py", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
-    facts = dict(line.split(": ", 1) for line in res.stdout.splitlines())
+    facts = dict(line.split(": ", 1) for line in res.stdout.split("\n\n")[0].splitlines())  # then the libraries
     facts = {k.rstrip(":").strip(): v.strip() for k, v in facts.items()}
     real = subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__, torch.cuda.is_available())"],
                           capture_output=True, text=True, check=True).stdout.split()

@@ -97,7 +97,7 @@ def test_check_reports_matrix_recommends_and_remembers(ssh_config_env, tmp_path,
     assert "a plain `CMD &`" in warn.details and "without sending its output to a log" in warn.details
     assert not any(w in warn.summary + warn.details for w in ("amp", "nohup-bare", "hop "))
     rec = by[Status.OK].data["recommended"]
-    assert rec == (f"ssh -p {infra.port} root@127.0.0.1 \"pct exec 200 -- sh -c 'nohup setsid -f python3 -u "
+    assert rec == (f"ssh -F {infra.ssh_config} -p {infra.port} root@127.0.0.1 \"pct exec 200 -- sh -c 'nohup setsid -f python3 -u "
                    f"train.py </dev/null >/workspace/train.log 2>&1; sleep 1'\"")
     # no --shell-command: this check's line is the report's one fix, rehearsed before it is given; there is no
     # train.py in the folder that line starts in, and the rehearsal saw that, so the line is not offered as working
@@ -238,6 +238,6 @@ def test_recommended_line_is_given_once_its_rehearsal_worked(ssh_config_env, tmp
                   config=cfg)
     ok = [r for r in persistence_session.run(ctx) if r.status == Status.OK][0]
     assert ok.fix == ok.data["recommended"] == (
-        f"ssh -p {infra.port} root@127.0.0.1 \"pct exec 200 -- sh -c 'cd {inside} && nohup setsid -f python3 -u "
+        f"ssh -F {infra.ssh_config} -p {infra.port} root@127.0.0.1 \"pct exec 200 -- sh -c 'cd {inside} && nohup setsid -f python3 -u "
         f"{inside}/train.py --lr 3e-4 </dev/null >{inside}/train.log 2>&1; sleep 1'\""), ok.fix
     assert not list(host_side.glob("*dfdoctor-rh-*")) and not (host_side / "train.log").exists()

@@ -312,7 +312,8 @@ def test_docs_show_the_seed_lines_real_output(infra, seed, dfdoctor):
     line = f"ssh root@dfdoctor-host 'pct exec 200 -- nohup python {work}/train.py > {work}/train.log 2>&1 &'"
     p = dfdoctor("check", "--only", "launch.path", "--shell-command", line, env=infra.env(), timeout=120)
     assert p.returncode == 1, p.stderr
-    shown = p.stdout.replace(work, "/workspace").replace("dfdoctor-host", "HOST").rstrip()
+    # the printed line keeps the test's own ssh config (`-F`), which a user without DFDOCTOR_SSH_CONFIG has not
+    shown = p.stdout.replace(f"-F {infra.ssh_config} ", "").replace(work, "/workspace").replace("dfdoctor-host", "HOST").rstrip()
     shown_line = line.replace(work, "/workspace").replace("dfdoctor-host", "HOST")
     block = f"{BEGIN}\n```\n$ dfdoctor check --only launch.path --shell-command \\\n    \"{shown_line}\"\n{shown}\n```\n{END}"
     text = DOC.read_text()

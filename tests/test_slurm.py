@@ -202,7 +202,7 @@ def test_cancelled_says_by_whom(slurm, tmp_path):
     slurm.cancel(job)
     slurm.wait_state(job, ("CANCELLED",))
     rc, doc, _ = dfd("status", f"slurm:{job}", cwd=tmp_path)
-    assert rc == 1 and "cancelled by root" in doc["verdict"]["summary"]
+    assert rc == 1 and "cancelled by root" in doc["verdict"]["summary"] and doc["verdict"]["cause"] == "cancelled"
 
 
 # Slurm gives -N 2 on one node PartitionNodeLimit or PartitionConfig, depending on when it last looked.

@@ -78,7 +78,7 @@ def test_the_node_with_a_small_dev_shm_is_named_by_its_facts(slurm_pair, tmp_pat
     assert {"kernel", "nvidia_driver"} <= set(env["node:n1"])
     assert "Slurm node n1 answers" in checks_on(doc, "node:n1", "target.reachable")["summary"]
     differs = p.stdout.split("what differs:")[1]
-    assert "dev_shm_kb: " in differs and f"65536 on {small}" in " ".join(differs.split()), p.stdout
+    assert "/dev/shm size: " in differs and f"64 MiB on {small}" in " ".join(differs.split()), p.stdout
     assert "65536" in (tmp_path / "nodes.html").read_text()
 
 

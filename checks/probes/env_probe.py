@@ -9,12 +9,65 @@ import platform
 import subprocess
 import sys
 
-from _probe_support import answer, install_stack_dump
+from _probe_support import answer, install_stack_dump, request
 
 install_stack_dump()
+
+
+def distribution():
+    """/etc/os-release's PRETTY_NAME ("Debian GNU/Linux 12 (bookworm)"), as torch's collect_env says it."""
+    for path in ("/etc/os-release", "/usr/lib/os-release"):
+        try:
+            with open(path) as f:
+                for line in f:
+                    if line.startswith("PRETTY_NAME="):
+                        return line.split("=", 1)[1].strip().strip('"\'')
+        except OSError:
+            continue
+    return None
+
+
+def cpu():
+    """The CPU's model name and how many logical CPUs there are (`Intel(R) Xeon(R) ... (16 CPUs)`)."""
+    name = None
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("model name", "Model", "cpu model")) and ":" in line:
+                    name = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    name = name or platform.processor() or platform.machine()
+    return "%s (%s CPUs)" % (name, os.cpu_count() or "?")
+
+
+def versions(names):
+    """{name: installed version, or None} for each distribution name, from importlib.metadata."""
+    try:
+        from importlib import metadata
+    except ImportError:  # Python < 3.8
+        return {n: "unknown (Python %d.%d has no importlib.metadata)" % sys.version_info[:2] for n in names}
+    out = {}
+    for n in names:
+        try:
+            out[n] = metadata.version(n)
+        except Exception:
+            out[n] = None
+    return out
+
+
+try:
+    wanted = request()
+except (KeyError, OSError, ValueError):
+    wanted = {}
 facts = {"executable": sys.executable, "realpath": os.path.realpath(sys.executable),
          "python": sys.version.replace("\n", " "), "platform": platform.platform(),
+         "distribution": distribution(), "cpu": cpu(),
          "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
+facts["libraries"] = versions(wanted.get("requirements") or [])
+# like collect_env's list: shown when installed, whatever the requirements say
+facts["libraries_seen"] = {n: v for n, v in versions(wanted.get("usual") or []).items() if v}
 facts["torch_error"] = "the torch import did not finish"
 answer(facts)  # what is known if the import hangs
 

@@ -8,7 +8,9 @@ from typing import Any
 
 import click
 from dfdoctor.cli.options import (
+    STRATEGY_HELP,
     Seconds,
+    examples,
     launch_options,
     output_options,
     name_config,
@@ -91,7 +93,7 @@ class MemSize(click.ParamType):
         return int(float(m[1]) * 1024 ** ("_kmgt".index(unit) if unit else 0))
 
 
-@click.command("launch", context_settings={**CONTEXT, "allow_interspersed_args": False})
+@click.command("launch", context_settings={**CONTEXT, "allow_interspersed_args": False}, epilog=examples("launch"))
 @launch_options
 @click.option("--no-redirect", is_flag=True, help="The job writes --log itself; its output stays in the run folder.")
 @click.option("--watch", type=Seconds(positive=False), default=None,
@@ -107,8 +109,7 @@ class MemSize(click.ParamType):
 @click.option("--memory-limit", type=MemSize(), default=None,
               help="Run the job in its own memory cgroup with this limit (e.g. 2G): a real OOM kill, not a dead host.")
 @click.option("--strategy", type=click.Choice(["auto", *BY_NAME]), default="auto", show_default=True,
-              help="With --target: how the recorder is detached there (auto: what persistence.session found best "
-                   "for that target, else the recorder's own SIGHUP-ignoring setsid hand-off).")
+              help=STRATEGY_HELP)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @pass_opts
 def launch(opts: dict[str, Any]) -> int:
@@ -158,7 +159,7 @@ def launch(opts: dict[str, Any]) -> int:
     return exit_code(report, level)
 
 
-@click.command("status", context_settings=CONTEXT)
+@click.command("status", context_settings=CONTEXT, epilog=examples("status"))
 @click.argument("run", required=False)
 @click.option("--cwd", type=click.Path(file_okay=False), default=None,
               help="Where the runs are (.dfdoctor/runs under it; default: here).")

@@ -19,6 +19,7 @@ from dfdoctor.cli.env import env_cmd
 from dfdoctor.cli.launch import launch, status
 from dfdoctor.cli.stop import stop
 from dfdoctor.cli.options import (
+    examples,
     fleet_options,
     launch_options,
     name_config,
@@ -80,7 +81,7 @@ def main(ctx: click.Context) -> None:
         click.echo(ctx.get_help())
 
 
-@main.command("check", context_settings={**CONTEXT, "allow_interspersed_args": False})
+@main.command("check", context_settings={**CONTEXT, "allow_interspersed_args": False}, epilog=examples("check"))
 @launch_options
 @fleet_options
 @click.option("--slurm-nodes", default=None, metavar="N|all",
@@ -150,7 +151,7 @@ def _check_nodes(opts: dict[str, Any], command: list[str], started: str) -> tupl
     return report, level
 
 
-@main.command("list-checks")
+@main.command("list-checks", epilog=examples("list-checks"))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def list_checks(fmt: str) -> int:
     """Every check: id, title, phase(s), source (built-in or the plugin's distribution)."""
@@ -187,7 +188,7 @@ def _load_saved(spec: Optional[str]) -> tuple[Path, Report, Any]:
         raise click.UsageError(f"{path}: not a readable dfdoctor result ({exc})") from None
 
 
-@main.command("report")
+@main.command("report", epilog=examples("report"))
 @click.argument("source", required=False)
 @output_options
 @pass_opts
@@ -197,9 +198,21 @@ def report_cmd(opts: dict[str, Any]) -> int:
     source, report, prints = _load_saved(opts["source"])
     guard(pairs, run_folders=(source.parent,) if is_run_dir(source.parent) else ())
     guard_outputs([o for _, o in pairs if o is not None], [("the report read", source)])
+    _say_when_saved(report)
     level = opts.get("fail_on") or "error"
     emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level, prints=prints)
     return exit_code(report, level)
+
+
+def _say_when_saved(report: Report) -> None:
+    """A saved verdict of a job still running is of its time: the job may have ended since (`report` read
+    "RUNNING" for a run that had completed). It says so, and which command looks again."""
+    v = report.verdict
+    if v.state != "running":
+        return
+    again = f"`dfdoctor status {report.run['id']}`" if report.run.get("id") else "`dfdoctor status`"
+    when = f" at {report.finished_at}" if report.finished_at else ""
+    v.summary = f"{v.summary} This is the report saved{when}: {again} looks again.".lstrip()
 
 
 main.add_command(launch, "launch")

@@ -16,6 +16,56 @@ from dfdoctor.targets.registry import kind_for
 # Every registered kind's spelling, the one that runs here first and marked the default.
 TARGET_SPELLINGS = ", ".join(kind_for(s).usage + (" (default)" if kind_for(s).runs_here else "") for s in KINDS)
 
+# Each command's examples, shown under its --help (a command's options alone did not say how they combine).
+EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
+    "check": (("dfdoctor check --log logs/train.log -- python train.py --lr 3e-4", "checks a launch, starts nothing"),
+              ("dfdoctor check --only 'imports.*' --format html --output check.html -- python train.py",
+               "one check, an HTML report"),
+              ("dfdoctor check --target ssh://me@gpu1 -- python3 /w/train.py", "the checks on another machine"),
+              ("dfdoctor check -- sbatch -p gpu job.sbatch", "a Slurm submission, nothing submitted")),
+    "launch": (("dfdoctor launch --log logs/train.log -- python -u train.py", "instead of nohup ... &"),
+               ("dfdoctor launch -q --watch 0 -- python -u train.py", "one line: verdict, run id, next step"),
+               ("dfdoctor launch -- sbatch -p gpu job.sbatch", "submits, watches, says why it pends or failed")),
+    "status": (("dfdoctor status", "the latest run of this folder (else yours)"),
+               ("dfdoctor status 20260105-101500-ab12", "a run by its id (or a prefix), from any folder"),
+               ("dfdoctor status slurm:4242", "any Slurm job, submitted with dfdoctor or not")),
+    "report": (("dfdoctor report RUN_ID --format html --output report.html", "a saved run, as HTML"),
+               ("dfdoctor report result.json -q", "a saved result's verdict line")),
+    "env": (("dfdoctor env", "the block to paste into a bug report"),
+            ("dfdoctor env -- .venv/bin/python train.py", "with the interpreter and requirements of that job")),
+    "stop": (("dfdoctor stop", "the latest run's job: SIGTERM, 10 s, then SIGKILL to what is left"),
+             ("dfdoctor stop 20261205-1130 --grace 30", "a run by its id, 30 s between SIGTERM and SIGKILL"),
+             ("dfdoctor stop slurm:12345", "scancel, then wait until Slurm says nothing of it runs")),
+    "list-checks": (("dfdoctor list-checks", "id, phases, source and title of every check"),
+                    ("dfdoctor list-checks --format json", "the same for a script")),
+}
+
+
+def examples(command: str) -> str:
+    """The `Examples:` block of `command`'s --help (click's `\\b` keeps its lines as written)."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}\n      # {what}" for line, what in EXAMPLES[command])
+
+
+def complete_check_ids(ctx: Any, param: Any, incomplete: str) -> list[Any]:
+    """`--only <TAB>`, `--skip <TAB>`: the check ids (built-in and plugins') and their families (`cuda.*`)."""
+    from click.shell_completion import CompletionItem
+
+    from dfdoctor.registry import discover  # imported on completion only: start-up stays light
+    checks, _ = discover()
+    ids = sorted({c.id for c in checks} | {c.id.split(".")[0] + ".*" for c in checks})
+    titles = {c.id: c.title for c in checks}
+    return [CompletionItem(i, help=titles.get(i, "")) for i in ids if i.startswith(incomplete)]
+
+
+def _strategy_help() -> str:
+    from dfdoctor.targets.strategies import STRATEGIES
+    return "; ".join(f"{s.name}: {s.words.removeprefix('started ')}" for s in STRATEGIES)
+
+
+STRATEGY_HELP = ("With --target: how the recorder is detached there. auto: what persistence.session "
+                 "found best for that target, else the recorder's own SIGHUP-ignoring setsid hand-off; "
+                 + _strategy_help() + ".")
+
 
 class Seconds(click.ParamType):
     """A finite number of seconds: greater than 0 (`positive`), or 0 or more."""
@@ -45,12 +95,13 @@ def output_options(f: Callable) -> Callable:
                           "position; one may go to the terminal (default: text)."),
         click.option("--output", "outputs", multiple=True, type=click.Path(dir_okay=False),
                      help="File to write a --format to; repeatable. A lone --output takes the format its extension "
-                          "names (.json, .xml, .html, .txt)."),
+                          f"names ({', '.join(f'{e} {f}' for e, f in EXTENSIONS.items())})."),
         click.option("--fail-on", type=click.Choice(["error", "warn"]), default=None,
                      help="Which status makes the exit code 1 (default: error = fail, error or timeout)."),
         click.option("-v", "--verbose", is_flag=True, help="Show details, evidence and durations."),
         click.option("-q", "--quiet", is_flag=True,
-                     help="On the terminal, the verdict line only (files given with --output are written in full)."),
+                     help="On the terminal, one line: the verdict, the run id and the first fix or next step (files "
+                          "given with --output are written in full)."),
     ]):
         f = deco(f)
     return f
@@ -70,8 +121,10 @@ def launch_options(f: Callable) -> Callable:
         click.option("--target", "target", multiple=True,
                      help=f"Where the job runs: {TARGET_SPELLINGS}. `check` takes it repeatedly (one row per "
                           "target); `launch` takes one."),
-        click.option("--only", multiple=True, help="Run only checks whose id matches this glob; repeatable."),
-        click.option("--skip", multiple=True, help="Do not run checks whose id matches this glob; repeatable."),
+        click.option("--only", multiple=True, shell_complete=complete_check_ids,
+                     help="Run only checks whose id matches this glob; repeatable (`dfdoctor list-checks` lists them)."),
+        click.option("--skip", multiple=True, shell_complete=complete_check_ids,
+                     help="Do not run checks whose id matches this glob; repeatable."),
         click.option("--timeout", type=Seconds(positive=True), default=None,
                      help="Time limit of one check in seconds (default: each check's own)."),
         output_options,

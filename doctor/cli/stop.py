@@ -6,18 +6,15 @@ from pathlib import Path
 from typing import Any
 
 import click
-from dfdoctor.cli.options import Seconds, pass_opts
+from dfdoctor.cli.options import Seconds, examples, pass_opts
 from dfdoctor.render.text import visible
 from dfdoctor.run.folder import RunNotFound
 from dfdoctor.stop import GRACE_S, Stopped, stop_run
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
-EPILOG = """\b
-Examples:
-  dfdoctor stop                      the latest run's job: SIGTERM, 10 s, then SIGKILL to what is left
-  dfdoctor stop 20261205-1130 --grace 30
-  dfdoctor stop slurm:12345          scancel, then wait until Slurm says nothing of it runs
+# The exit codes after the examples: stop is the one command whose codes a script must tell apart.
+EPILOG = examples("stop") + """
 
 \b
 Exit codes: 0 nothing of the job is left, 1 something of it survived (named), 2 bad usage, 3 a bug in dfdoctor.

@@ -480,9 +480,10 @@ def typed_line(chain: tuple[Hop, ...], script: str) -> str:
 
 
 def _without_extra(argv: list[str]) -> list[str]:
-    """ssh's words without the options the rehearsal added (and its `-T`)."""
+    """ssh's words without the options the rehearsal added (and its `-T`), but for the config file dfdoctor's ssh
+    used (`-F $DFDOCTOR_SSH_CONFIG`): without it the printed line would not reach where the rehearsal did."""
     ours = ssh_extra()
-    out, i = [], 0
+    out, i = list(ours[:2]) if ours[:1] == ["-F"] else [], 0
     while i < len(argv):
         if argv[i:i + len(ours)] == ours:
             i += len(ours)

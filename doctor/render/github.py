@@ -12,6 +12,7 @@ import re
 
 from dfdoctor.model import Report, Status
 from dfdoctor.render.findings import NO_FILE, Finding, findings, fix_word, level
+from dfdoctor.render.text import verdict_line
 
 ANNOTATIONS_SHOWN = 10
 SUMMARY_LIMIT = 1024 * 1024  # GitHub refuses a step summary over 1 MiB
@@ -66,15 +67,20 @@ def render(report: Report) -> str:
                      + escape_data(f"GitHub shows {ANNOTATIONS_SHOWN} annotations of a step: {more} more "
                                    "finding(s) are in the step summary and the full report (--format json or html)."))
     v = report.verdict
-    last = f"dfdoctor {report.mode}: {v.state.upper()}" + (f" [{v.cause}]" if v.cause else "") + f": {v.summary}"
-    lines.append(inert(escape_data(last)))
+    lines.append(inert(escape_data(verdict_line(report))))  # the last line: no "more problem(s) below" above nothing
     return "\n".join(lines) + "\n"
 
 
 def _cell(s: str, limit: int = 300) -> str:
     s = " ".join((s or "").split())
     s = s if len(s) <= limit else s[:limit - 1] + "…"
-    return s.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;") or " "
+    # prose is escaped for Markdown and HTML; a `code span` in it shows its text as is (`> LOG`, never
+    # `&gt; LOG`): only the table's `|` is escaped there. After an unclosed backtick the rest is prose.
+    parts = s.split("`")
+    spans = [part.replace("|", "\\|") if i % 2 and i < len(parts) - 1 else
+             part.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+             for i, part in enumerate(parts)]
+    return "`".join(spans) or " "
 
 
 def _code(s: str, limit: int = 300) -> str:

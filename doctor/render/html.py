@@ -23,6 +23,7 @@ from dfdoctor import templates as templates_package
 from dfdoctor.model import PROBLEMS, CheckRecord, Report, Status
 from dfdoctor.rows import differences
 from dfdoctor.render.findings import fix_word
+from dfdoctor.render.text import report_fixes
 from markupsafe import Markup, escape
 
 TEMPLATES = Path(templates_package.__file__).resolve().parent
@@ -192,8 +193,18 @@ def check_anchor(rec: CheckRecord) -> str:
     return slug("check", rec.phase, rec.id, *((rec.target,) if rec.target else ()))
 
 
+# Within a heading: failures first, then warnings, then ok, then the skipped ones (folded by the template); the
+# checks' own order within each. Alphabetically, three skipped cards had come before the one that failed.
+_CARD_ORDER = {Status.FAIL: 0, Status.ERROR: 0, Status.TIMEOUT: 0, Status.WARN: 1, Status.OK: 2, Status.SKIP: 3}
+
+
 def check_groups(report: Report) -> list[tuple[str, list[CheckRecord]]]:
-    """The checks under their headings: by phase, and over many targets by target then phase."""
+    """The checks under their headings: by phase, and over many targets by target then phase; failures first."""
+    groups = _check_groups(report)
+    return [(h, sorted(recs, key=lambda c: _CARD_ORDER.get(c.status, 2))) for h, recs in groups]
+
+
+def _check_groups(report: Report) -> list[tuple[str, list[CheckRecord]]]:
     phases = sorted({c.phase for c in report.checks}, key=lambda p: (p != "pre", p))
     words = {"pre": "Pre-launch checks", "post": "Post-launch checks"}
     if not report.targets:
@@ -416,10 +427,12 @@ def render(report: Report, verbose: bool = False) -> str:
         r=report, v=v, verbose=verbose, css=Markup(css), csp=csp(css),
         state_word=STATE_WORDS.get(v.state, v.state.upper()),
         command=shlex.join(str(a) for a in report.command) if report.command else "",
-        fix=fix_markup(v.fix) if v.fix else None, fix_label=fix_word(v.state).capitalize(),
+        fixes=[fix_markup(f) for f in report_fixes(report)], fix_label=fix_word(v.state).capitalize(),
         evidence=evidence, evidence_more=evidence_more,
         timeline=timeline_rows(report.timeline), before_after=before_after(report),
-        groups=[(h, [card(c, shares[id(c)], verbose) for c in recs]) for h, recs in check_groups(report)],
+        groups=[(h, [card(c, shares[id(c)], verbose) for c in recs if c.status != Status.SKIP],
+                 [card(c, shares[id(c)], verbose) for c in recs if c.status == Status.SKIP])
+                for h, recs in check_groups(report)],
         matrix=target_matrix(report),
         counts=counts(report.checks), env_rows=env_rows(report.environment), tables=tables,
         run=run_rows(report.run), run_more=run_rows(report.run, rest=True),

@@ -70,7 +70,7 @@ def render(report: Report, verbose: bool = False, color: bool = False, quiet: bo
     escaped, so only our own colour codes reach the terminal."""
     report = _visible_all(report)
     if quiet:
-        return _paint(verdict_line(report), report.verdict.state, color, bold=True) + "\n"
+        return _paint(quiet_line(report), report.verdict.state, color, bold=True) + "\n"
     width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 120))
     out: list[str] = []
     v = report.verdict
@@ -84,10 +84,8 @@ def render(report: Report, verbose: bool = False, color: bool = False, quiet: bo
     if not from_rows:
         for line in v.evidence[:8]:
             out.append("  | " + line)
-    # the fixes of failures before those of warnings: what blocks the launch is mended first
-    worst_first = sorted(report.checks, key=lambda r: (r.silenced is None, r.status.rank), reverse=True)
-    raw = [f for rec in worst_first for f in _fixes(rec)] if from_rows else ([v.fix] if v.fix else [])
-    fixes = combined_fixes(raw) or ([v.fix] if v.fix else [])
+    raw = fix_sources(report)
+    fixes = report_fixes(report)
     label = fix_word(v.state) + ": "
     for i, fix in enumerate(fixes):
         out.append(_paint("  " + label, "warn", color) + fix if i == 0 else "  " + " " * len(label) + fix)
@@ -101,15 +99,34 @@ def render(report: Report, verbose: bool = False, color: bool = False, quiet: bo
         out.append("")
         idw = max(len(c.id) for c in report.checks)
         said = set(raw)  # a fix said above (alone or within a combined one) is not said again
+        # a finding the verdict's summary already quotes (a blocked launch's) is not said again in its row
+        above = "" if from_rows else " ".join(summary.split())
         skipped = 0
         for rec in report.checks:
             if rec.status == Status.SKIP and not verbose:
                 skipped += 1
                 continue
-            out.extend(_check_lines(rec, idw, width, verbose, color, said=said))
+            out.extend(_check_lines(rec, idw, width, verbose, color, said=said, above=above))
         if skipped:
             out.append(_paint(f"{skipped} skipped: -v says why", "skip", color))
     return "\n".join(out) + "\n"
+
+
+def fix_sources(report: Report) -> list[str]:
+    """The fixes the verdict's fix lines are made of: for `check` on one target every problem's, failures before
+    warnings (what blocks the launch is mended first); else the verdict's own."""
+    v = report.verdict
+    if report.mode == "check" and not report.targets:
+        worst_first = sorted(report.checks, key=lambda r: (r.silenced is None, r.status.rank), reverse=True)
+        return [f for rec in worst_first for f in _fixes(rec)]
+    return [v.fix] if v.fix else []
+
+
+def report_fixes(report: Report) -> list[str]:
+    """The fix lines under the verdict, each once, `pip install` lines into one interpreter merged (every
+    format that shows the verdict's fix shows these)."""
+    v = report.verdict
+    return combined_fixes(fix_sources(report)) or ([v.fix] if v.fix else [])
 
 
 def _head(report: Report) -> str:
@@ -125,6 +142,19 @@ def verdict_line(report: Report) -> str:
     summary = " ".join((summary or "").split())
     summary = _BELOW.sub(r"\1)", summary)  # the line stands alone: nothing is below it
     return f"dfdoctor {report.mode}: {_head(report)}" + (f": {summary}" if summary else "")
+
+
+def quiet_line(report: Report) -> str:
+    """`-q`'s one line: the verdict, the run's id (where the job started), and the first fix or next step (how
+    many more, when there are; the full report has them)."""
+    line = verdict_line(report).rstrip(".")
+    if report.run.get("id"):
+        line += f"; run {report.run['id']}"
+    fixes = [" ".join(f.split()) for f in report_fixes(report)]
+    if fixes:
+        more = f" (and {len(fixes) - 1} more)" if len(fixes) > 1 else ""
+        line += f"; {fix_word(report.verdict.state)}: {fixes[0]}{more}"
+    return line
 
 
 _BELOW = re.compile(r"(; \d+ more problem\(s\)) below\)")
@@ -208,9 +238,10 @@ def _rows(report: Report, width: int, verbose: bool, color: bool) -> list[str]:
 
 
 def _check_lines(rec: CheckRecord, idw: int, width: int, verbose: bool, color: bool,
-                 said: Optional[set[str]] = None) -> list[str]:
-    """One line per finding of the check (its fix under it unless `said` already holds that fix); with
-    `verbose`, its details, evidence and duration."""
+                 said: Optional[set[str]] = None, above: str = "") -> list[str]:
+    """One line per finding of the check (its fix under it unless `said` already holds that fix; its summary
+    replaced by "said above" where the text `above` the table quotes it); with `verbose`, its details, evidence
+    and duration."""
     said = set() if said is None else said
     phase = f"{rec.phase:<4}"
     dur = f" ({rec.duration_s:.2f} s)" if verbose else ""
@@ -222,7 +253,9 @@ def _check_lines(rec: CheckRecord, idw: int, width: int, verbose: bool, color: b
         cause = f" [{f.cause}]" if f.cause and f.status != Status.OK else ""
         # a finding read from code or a script, not observed: it warns at most (docs/checks.md)
         static = " (static reading)" if f.basis != OBSERVED and f.status != Status.OK else ""
-        lines.append(f"{status} {phase} {rec.id:<{idw}}  {f.summary}{cause}{static}{silenced}"
+        quoted = f.status.rank >= Status.WARN.rank and f.summary and " ".join(f.summary.split()) in above
+        lines.append(f"{status} {phase} {rec.id:<{idw}}  {'(said above)' if quoted else f.summary}"
+                     f"{cause}{static}{silenced}"
                      f"{dur if i == 0 else ''}")
         if f.fix and f.status.rank >= Status.WARN.rank and (verbose or f.fix not in said):
             lines.append(f"{pad}fix: {f.fix}")

@@ -111,7 +111,7 @@ def _check_nodes(nodes: str, check_args: list[str], cwd: Path, fail_on_level: st
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     if not rows:
-        rec = CheckRecord(id="slurm.nodes", phase="pre", status=Status.ERROR, title="checks on the nodes",
+        rec = CheckRecord(id="slurm.nodes", phase="pre", status=Status.ERROR, title="Checks on the nodes",
                           summary=f"srun ran the checks on no node: {answer.said or 'rc ' + str(answer.rc)}",
                           fix=f"Run the srun by hand to see why: {shlex.join(answer.argv)}",
                           evidence=[shlex.join(answer.argv)])
@@ -133,7 +133,7 @@ def _never_allocated(nodes: str, partition: Optional[str]) -> Optional[CheckReco
     parts, default, _ = cluster.partitions()
     p = parts.get((partition or default or "").split(",")[0])
     have = f"partition {p.name} has {p.total_nodes} node(s)" if p else "the cluster has fewer"
-    rec = CheckRecord(id="slurm.nodes", phase="pre", status=Status.FAIL, title="checks on the nodes",
+    rec = CheckRecord(id="slurm.nodes", phase="pre", status=Status.FAIL, title="Checks on the nodes",
                       summary=f"--slurm-nodes {nodes}: Slurm can never give {nodes} node(s) at once; {have} "
                               f"(srun --test-only: {asked.words}).",
                       fix=f"Ask for at most {p.total_nodes if p else 'as many'} node(s): "
@@ -151,7 +151,7 @@ def _row(path: Path, err: Path, fail_on_level: str, verdict_from_checks) -> tupl
         node = _node_named_in(err) or f"node {path.stem} of the step"
         name = ROW_PREFIX + node
         said = err.read_text(errors="replace")[-2000:] if err.exists() else ""
-        rec = CheckRecord(id="slurm.nodes", phase="pre", status=Status.ERROR, title="checks on this node",
+        rec = CheckRecord(id="slurm.nodes", phase="pre", status=Status.ERROR, title="Checks on this node",
                           summary=f"dfdoctor's checks on {node} gave no report", details=said, target=name)
         return TargetRow(name, Verdict("failed", None, rec.summary), {}, 0.0), [rec]
     environment = doc.get("environment") or {}

@@ -15,7 +15,7 @@ from typing import Optional
 
 from dfdoctor import causes
 from dfdoctor.model import CheckRecord, Result, Status, fail, ok, skip, warn
-from dfdoctor.numbers import is_whole, whole
+from dfdoctor.numbers import is_whole, size_words, whole
 from dfdoctor.slurm import cluster, commands, jobenv, patterns, script, testonly
 from dfdoctor.slurm.sbatch import Submission
 
@@ -101,7 +101,8 @@ def fits(sub: Submission, asked: Optional[testonly.Asked] = None) -> list[Result
         if cpus > max(n.cpus for n in p.nodes):
             why.append(f"{cpus} CPU(s) per node, its biggest node has {max(n.cpus for n in p.nodes)}")
         if mem and mem > max(n.memory_mib for n in p.nodes):
-            why.append(f"{mem} MiB per node, its biggest node has {max(n.memory_mib for n in p.nodes)} MiB")
+            why.append(f"{size_words(mem * 1024)} of memory per node, its biggest node has "
+                       f"{size_words(max(n.memory_mib for n in p.nodes) * 1024)}")
         if gpus and gpus > max(n.gpus for n in p.nodes):
             why.append(f"{gpus} GPU(s) per node, its nodes have at most {max(n.gpus for n in p.nodes)}")
     limit = cluster.minutes(p.fields.get("MaxTime", ""))
@@ -114,13 +115,12 @@ def fits(sub: Submission, asked: Optional[testonly.Asked] = None) -> list[Result
     if why or (asked is not None and asked.never_starts):
         why = why or [f"what sbatch refuses: {asked.words}"]
         return [_judged(asked, f"The job can never start in partition {first}: it asks for " + "; ".join(why) + ".",
-                     causes.NEVER_STARTS, fix="Ask for what one node of the partition has, or submit to another "
-                     "partition (`sinfo -N -l` lists the nodes).", evidence=ev)]
+                     causes.NEVER_STARTS, fix=testonly.NEVER_STARTS_FIX, evidence=ev)]
     down = [n for n in p.nodes if n.state.startswith(("down", "drain", "fail"))]
     if down and len(down) == len(p.nodes):
         return [warn(f"Every node of partition {first} is down or drained: the job will wait.", evidence=ev)]
     return [ok(f"Partition {first} can run it ({nodes} node(s), {cpus} CPU(s)/node"
-               + (f", {mem} MiB/node" if mem else "") + (f", {gpus} GPU(s)/node" if gpus else "") + ").",
+               + (f", {size_words(mem * 1024)}/node" if mem else "") + (f", {gpus} GPU(s)/node" if gpus else "") + ").",
                evidence=ev)]
 
 
@@ -268,7 +268,7 @@ def training_checks_on_node(sub: Submission, cwd: Path, env: dict[str, str],
     """The usual checks of the script's training command, run by dfdoctor on a node of the partition."""
     train = script.find(sub.script_text)
     if train is None:
-        return [CheckRecord(id="slurm.training", phase="pre", status=Status.SKIP, title="training command",
+        return [CheckRecord(id="slurm.training", phase="pre", status=Status.SKIP, title="Training command",
                             summary="No python/torchrun line found in the batch script: its checks were not run.")]
     workdir = sub.workdir or str(cwd)
     job_env = jobenv.of(sub, env, cwd)
@@ -284,7 +284,7 @@ def training_checks_on_node(sub: Submission, cwd: Path, env: dict[str, str],
     except ValueError:
         doc = None
     if not doc:
-        return [CheckRecord(id="slurm.training", phase="pre", status=Status.SKIP, title="training command",
+        return [CheckRecord(id="slurm.training", phase="pre", status=Status.SKIP, title="Training command",
                             summary=f"The checks of `{train.line}` could not run on a node: "
                                     f"{a.said or 'no answer'}",
                             evidence=[shlex.join(argv)])]
@@ -297,7 +297,7 @@ def training_checks_on_node(sub: Submission, cwd: Path, env: dict[str, str],
         r.evidence = list(r.evidence) + [f"run with the job's environment: {job_env.said}"]
         recs.append(r)
     if job_env.problem:
-        recs.append(CheckRecord(id="slurm.training", phase="pre", status=Status.WARN, title="training command",
+        recs.append(CheckRecord(id="slurm.training", phase="pre", status=Status.WARN, title="Training command",
                                 summary=f"{job_env.problem}; the node checks ran with what the job will get."))
     return recs
 

@@ -216,7 +216,7 @@ def cancelled(s: Seen) -> Optional[Verdict]:
     ran = _seconds(j.run_time)
     when = (f" after it had run {j.run_time}" if ran else " before it started" if ran == 0 and
             s.stdout_exists is not True else "")
-    return Verdict("failed", None, f"Job {j.job_id} was cancelled by {who}{when}.",
+    return Verdict("failed", causes.CANCELLED, f"Job {j.job_id} was cancelled by {who}{when}.",
                    "Nothing failed in the job itself; submit it again if the cancel was a mistake "
                    f"(`sacct -j {j.job_id} --format=JobID,State,Start,End` shows who, by uid, and when).",
                    s.evidence() + _lines(s.output, "CANCELLED AT"))
@@ -395,9 +395,10 @@ def judge(s: Seen) -> Verdict:
             return v
     j = s.job
     if not j.known:
+        # no evidence lines: Slurm gave nothing to show (they read `job 99999 (?): , ExitCode ?`)
         return Verdict("unknown", None, f"Slurm does not know job {j.job_id} (neither scontrol nor sacct has it).",
                        "Check the job id; scontrol forgets jobs MinJobAge after they end, and sacct needs "
-                       "accounting (slurmdbd).", s.evidence())
+                       "accounting (slurmdbd).", [])
     return Verdict("unknown", None, f"Job {j.job_id} is {j.state}, a state dfdoctor has no rule for.",
                    f"See `scontrol show job {j.job_id}` and `sacct -j {j.job_id}`.", s.evidence())
 

@@ -77,6 +77,11 @@ def ask(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> Asked:
     return Asked(commands.run(test_argv(argv), cwd=cwd, env=dict(env)))
 
 
+# One wording for sbatch's refusal and slurm.partition's reading of the same request: the report says it once.
+NEVER_STARTS_FIX = ("Ask for what a node of the partition has, or submit to another partition (`sinfo -N -l` lists "
+                    "the nodes, `scontrol show partition` the limits).")
+
+
 def refusal_fix(asked: Asked, script: Optional[Path], size: int) -> tuple[str, Optional[str]]:
     """(the fix, the cause) for a refusal: sbatch's words name the fault; the fix says how to mend it."""
     w = asked.words
@@ -96,6 +101,5 @@ def refusal_fix(asked: Asked, script: Optional[Path], size: int) -> tuple[str, O
     if "unrecognized option" in w or "invalid option" in w:
         return ("Remove or correct the option sbatch names (`sbatch --help` lists them).", causes.SBATCH_REFUSED)
     if asked.never_starts:
-        return ("Ask for what a node of the partition has, or submit to another partition (`sinfo -N -l` lists "
-                "the nodes, `scontrol show partition` the limits).", causes.NEVER_STARTS)
+        return NEVER_STARTS_FIX, causes.NEVER_STARTS
     return "Fix what sbatch names, then run the check again.", causes.SBATCH_REFUSED

@@ -41,8 +41,8 @@ class Pct(TargetKind):
 
     def reach_fix(self, target: Target) -> str:
         """ssh's fix, and the VMID."""
-        return ("Make `ssh HOST true` work without a prompt (keys, ~/.ssh/config, known_hosts: dfdoctor runs ssh "
-                "with BatchMode=yes), and check the container's VMID (`pct list` on the host).")
+        return (f"Make `{ssh_typed(target, 'true')}` work without a prompt (keys, ~/.ssh/config, known_hosts: "
+                "dfdoctor runs ssh with BatchMode=yes), and check the container's VMID (`pct list` on the host).")
 
     @contextlib.contextmanager
     def connected(self, target: Target) -> Iterator[Optional[str]]:

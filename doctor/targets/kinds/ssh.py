@@ -5,11 +5,13 @@ so the argv is quoted for a POSIX shell once. `pct.py` reuses the parsing and th
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from typing import Iterator, Optional, Sequence
 
 from dfdoctor.shell import join, quote
 from dfdoctor.targets import transport
+from dfdoctor.targets.transport import SSH_CONFIG_ENV
 from dfdoctor.targets.registry import TargetKind, program, usage
 from dfdoctor.targets.target import Target, shown_spec
 
@@ -73,8 +75,8 @@ class Ssh(TargetKind):
 
     def reach_fix(self, target: Target) -> str:
         """In ssh's terms: a prompt-free login."""
-        return ("Make `ssh HOST true` work without a prompt (keys, ~/.ssh/config, known_hosts: dfdoctor runs ssh "
-                "with BatchMode=yes).")
+        return (f"Make `{ssh_typed(target, 'true')}` work without a prompt (keys, ~/.ssh/config, known_hosts: "
+                "dfdoctor runs ssh with BatchMode=yes).")
 
     @contextlib.contextmanager
     def connected(self, target: Target) -> Iterator[Optional[str]]:
@@ -123,6 +125,9 @@ class Ssh(TargetKind):
 
 
 def ssh_typed(target: Target, remote: str) -> str:
-    """`ssh [-p PORT] user@host 'REMOTE'`, as a person types it."""
+    """`ssh [-F CONFIG] [-p PORT] user@host 'REMOTE'`, as a person types it: with the config file dfdoctor's own
+    ssh used ($DFDOCTOR_SSH_CONFIG), without which the printed line would not reach where dfdoctor did."""
+    cfg = os.environ.get(SSH_CONFIG_ENV)
+    config = f"-F {quote(cfg)} " if cfg else ""
     port = f"-p {target.port} " if target.port else ""
-    return f"ssh {port}{target.destination} {quote(remote)}"
+    return f"ssh {config}{port}{target.destination} {quote(remote)}"
