@@ -9,12 +9,17 @@ log folder is not a missing input). Nothing here runs the job's code; a fix that
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 import shlex
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Optional
 
+from dfdoctor import project as project_model
+from dfdoctor.project.paths import path_uses
+from dfdoctor.project.source import Module
 from dfdoctor.diagnose import torch_pairs
 from dfdoctor.diagnose.rules_runtime import Context
 from dfdoctor.diagnose.traceback import PyError, is_library
@@ -47,19 +52,26 @@ def cuda_device(err: PyError, ctx: Context, m: re.Match) -> Told:
         evidence.append(f"{_short(script, ctx)}:{setting[0]}: device = {setting[1]!r}")
     evidence += [f"{_short(script, ctx)}:{n}: device is set to a CUDA device there too" for n in others]
     summary = f"The job asked for a GPU at {err.blame}{where}, but this torch cannot use one."
-    override = _override_flag(script, "device") if script else None
-    given = _given(ctx.argv, "device")
+    proj = project_of(ctx)
+    option = proj.option("device") if proj else None
+    given = proj.given(option) if option else _given(ctx.argv, "device")
     if given is not None:
-        evidence.append(f"the command sets --device={given}")
-    if override and given is None:
-        fix = (f"Run on the CPU: add {override}cpu to the command (this project takes --name=value overrides of its settings), or "
-               "install a CUDA build of torch on a machine with a GPU" + NOT_TRIED + ".")
+        evidence.append(f"the command sets {option.spelled(given) if option else '--device=' + given}")
+    if option is not None:
+        evidence.append(f"{proj.short(proj.root / option.file) if option.file else 'the script'}:{option.line}: "
+                        f"the option {option.flag} (default {option.default!r})" if option.line else
+                        f"the script takes {option.flag}")
+    if option is not None and (given is None or not given.startswith("cpu")):
+        how = (f"replace {option.spelled(given)} with {option.spelled('cpu')}" if given is not None else
+               f"add {option.spelled('cpu')} to the command")
+        fix = (f"Run on the CPU: {how} (an option of this project, {option.flag}), or install a CUDA build of "
+               "torch on a machine with a GPU" + NOT_TRIED + ".")
     elif setting:
         fix = (f"Run on the CPU: set device = 'cpu' at {_short(script, ctx)}:{setting[0]}, or install a CUDA "
                "build of torch on a machine with a GPU" + NOT_TRIED + ".")
     else:
-        fix = ("Run on the CPU (pick the device with torch.cuda.is_available(): "
-               "device = 'cuda' if torch.cuda.is_available() else 'cpu'), or install a CUDA build of torch on a "
+        fix = (f"Run on the CPU: at {err.user_where}, pick the device with torch.cuda.is_available() "
+               "(device = 'cuda' if torch.cuda.is_available() else 'cpu'), or install a CUDA build of torch on a "
                "machine with a GPU" + NOT_TRIED + ".")
     if given is not None and given.startswith("cpu"):
         lines = ", ".join(f"{_short(script, ctx)}:{n}" for n in others)
@@ -76,11 +88,12 @@ def nccl_backend(err: PyError, ctx: Context, m: re.Match) -> Told:
     """The backend the job asked for and how this project changes it (`--backend=gloo`)."""
     script = _user_script(err, ctx)
     setting = _module_assignment(script, "backend") if script else None
-    override = _override_flag(script, "backend") if script else None
+    proj = project_of(ctx)
+    option = proj.option("backend") if proj else None  # only an option the project has: no `--backend` guessed
     evidence = [f"{_short(script, ctx)}:{setting[0]}: backend = {setting[1]!r}"] if setting else []
-    how = f"add {override}gloo to the command" if override else (
+    how = f"add {option.spelled('gloo')} to the command" if option else (
         f"set backend = 'gloo' at {_short(script, ctx)}:{setting[0]}" if setting else
-        "pass backend='gloo' to init_process_group")
+        f"pass backend='gloo' to init_process_group at {err.user_where}")
     cuda = _cuda_assignments(script, "device") if script else []
     fix = (f"On CPUs use the gloo backend: {how}; for NCCL, install a CUDA build of torch on a Linux machine with "
            "GPUs" + NOT_TRIED + ".")
@@ -175,12 +188,22 @@ def input_file(err: PyError, ctx: Context, m: re.Match) -> Optional[Told]:
     evidence.append(f"{missing} does not exist either" if missing else
                     f"its folder {os.path.dirname(full)} exists; the file does not" if not os.path.exists(full)
                     else f"{full} exists now (created since the job died?)")
-    maker = _creator(full, ctx)
-    fix = f"Create {path} before the job starts, or point the job at where it is."
+    proj = project_of(ctx)
+    maker = _creator(full, ctx, proj)
+    option = proj.option_for_path(full) if proj else None
+    point = (f"point {option.flag} at where it is ({option.spelled('PATH')}; "
+             + (f"the command gives {proj.given(option)!r}" if proj.given(option) is not None else
+                f"default {option.default!r}") + (f", {option.where}" if option.where else "") + ")"
+             if option else "point the job at where it is")
+    if option:
+        evidence.append(f"{option.flag} sets this path" + (f" ({option.where})" if option.where else ""))
+    fix = f"Create {path} before the job starts, or {point}."
     if maker:
         evidence.append(f"{_short(maker, ctx)} is beside it and writes {os.path.basename(path)}")
-        fix = (f"Run `python {_short(maker, ctx)}` first (it writes {os.path.basename(path)}), then launch again"
-               + NOT_TRIED + ".")
+        told = _readme_run(proj, maker)
+        fix = (f"Run `{told.text if told else 'python ' + _short(maker, ctx)}` first (it writes "
+               f"{os.path.basename(path)}{'; ' + told.where + ' runs it' if told else ''}), then launch again"
+               + (f", or {point}" if option else "") + NOT_TRIED + ".")
         if "urlopen" in _read(maker) or "requests.get" in _read(maker) or "http" in _read(maker):
             fix += " It downloads its input: run it where there is network, or copy the files it fetches beside it."
     summary = f"The job reads {path} at {err.blame}, and it does not exist (looked for at {full})."
@@ -194,22 +217,80 @@ def _writes(err: PyError) -> bool:
                 re.search(r"\.(?:save|savez|to_csv|write_text|write_bytes|savefig)\(", code))
 
 
-def _creator(full: str, ctx: Context) -> Optional[str]:
-    """A script near the missing file (its folder or its parents up to the job's cwd) that writes its name."""
+def _creator(full: str, ctx: Context, proj: Optional[project_model.Project] = None) -> Optional[str]:
+    """A script that writes the missing file's name: beside it (its folder or its parents up to the job's cwd),
+    or run by the project's README. Never the job's own files: a job that reads or deletes F does not make it."""
     name = os.path.basename(full)
+    own = {os.path.realpath(m.path) for m in proj.files} if proj else set()
+    candidates: list[str] = []
     folder = os.path.dirname(full)
     stop = os.path.realpath(ctx.cwd) if ctx.cwd else None
     for _ in range(4):
         if os.path.isdir(folder):
-            for entry in sorted(os.listdir(folder)):
-                if entry.endswith(".py"):
-                    cand = os.path.join(folder, entry)
-                    if name in _read(cand) or os.path.splitext(name)[0] in _read(cand) and "prepare" in entry:
-                        return cand
+            candidates += [os.path.join(folder, e) for e in sorted(os.listdir(folder)) if e.endswith(".py")]
         if stop and os.path.realpath(folder) == stop or os.path.dirname(folder) == folder:
             break
         folder = os.path.dirname(folder)
+    if proj:
+        for line in proj.readme:
+            candidates += [str(proj.root / os.path.dirname(line.file) / w) for w in line.words if w.endswith(".py")]
+    for cand in candidates:
+        if os.path.realpath(cand) in own or not os.path.isfile(cand):
+            continue
+        if _writes_name(cand, name, ctx):
+            return cand
     return None
+
+
+def _writes_name(path: str, name: str, ctx: Context) -> bool:
+    """The script writes a file called `name` (a write, a save or a download to a path ending in it)."""
+    from_source = Module.read(Path(path), Path(ctx.cwd or "/"))
+    return any(u.mode == "write" and u.hint and os.path.basename(u.hint) == name
+               for u in path_uses(from_source))
+
+
+def _readme_run(proj: Optional[project_model.Project], script: str):
+    """The README line that runs `script`, if one does."""
+    if not proj:
+        return None
+    runs = proj.runs(Path(script))
+    return runs[0] if runs else None
+
+
+def project_of(ctx: Context) -> Optional[project_model.Project]:
+    """The model of the job's project, read from its files here (None when the job ran elsewhere)."""
+    if not ctx.local or not ctx.cwd:
+        return None
+    return _project(tuple(ctx.argv), ctx.cwd)
+
+
+@functools.lru_cache(maxsize=8)
+def _project(argv: tuple[str, ...], cwd: str) -> project_model.Project:
+    return project_model.read(list(argv), cwd)
+
+
+def module_fix(module: str, ctx: Context) -> Optional[str]:
+    """How to make a missing module importable in this project's terms: its own package installs with the
+    project's install line; a distribution known to provide it (a requirements line, a known name) installs by that
+    name; otherwise the project's own install lines, never a guessed name. None when nothing is known."""
+    proj = project_of(ctx)
+    if proj is None or proj.install is None:
+        return None
+    python = _python(ctx)
+    found, why = proj.install.provider(module)
+    if found == "-e":
+        return (f"{why}: install the project into {python}: {proj.install.own_line(python)}" + NOT_TRIED + ".")
+    if found:
+        return f"{shlex.quote(python)} -m pip install {shlex.quote(found)}   ({why})"
+    lines = [f"`{r.text}` ({r.where})" for r in proj.install.readme]
+    if proj.install.packaging:
+        lines.append(f"`{python} -m pip install -e {proj.root}` (its {proj.install.packaging})")
+    if any(f.endswith("requirements.txt") for f, _, _ in proj.install.requirements):
+        lines.append(f"`{python} -m pip install -r {proj.root / next(f for f, _, _ in proj.install.requirements)}`")
+    if not lines:
+        return None
+    return (f"Install what provides {module.split('.')[0]!r} into {python}: {why}; the project installs with "
+            + "; ".join(lines) + NOT_TRIED + ".")
 
 
 # ---- reading the job's own files ---------------------------------------------------------------------------
@@ -253,17 +334,6 @@ def _cuda_assignments(script: str, name: str) -> list[int]:
             if isinstance(text, str) and text.startswith("cuda"):
                 lines.append(node.lineno)
     return sorted(lines)
-
-
-def _override_flag(script: str, name: str) -> Optional[str]:
-    """`--name=` when the script takes command-line overrides of its globals (nanoGPT's configurator.py) or
-    declares the option with argparse."""
-    text = _read(script)
-    if re.search(r"""add_argument\(\s*['"]--%s['"]""" % re.escape(name), text):
-        return f"--{name} "
-    if "configurator.py" in text and os.path.isfile(os.path.join(os.path.dirname(script), "configurator.py")):
-        return f"--{name}="
-    return None
 
 
 def _given(argv: list[str], name: str) -> Optional[str]:
