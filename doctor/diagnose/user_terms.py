@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Optional
 
 from dfdoctor import project as project_model
+from dfdoctor.project.options import read_options
 from dfdoctor.project.paths import path_uses
 from dfdoctor.project.source import Module
 from dfdoctor.diagnose import torch_pairs
@@ -174,6 +175,26 @@ def log_file(err: PyError, ctx: Context, m: re.Match) -> Optional[Told]:
                 f"before {err.user_where}.", evidence)
 
 
+def output_dir(err: PyError, ctx: Context, m: re.Match) -> Optional[Told]:
+    """A save into a folder that does not exist: which option of the project names that path, and the folder to
+    create (for rows whose first group is the missing folder or the file's path)."""
+    path = m.group(1)
+    full = _resolve(path, ctx)
+    proj = project_of(ctx)
+    option = proj.option_for_path(full) if proj else None
+    folder = full if not os.path.splitext(full)[1] else os.path.dirname(full)
+    missing = _first_missing(folder) or folder
+    evidence = [f"{missing} does not exist now"]
+    point = ""
+    if option:
+        given = proj.given(option)
+        evidence.append(f"{option.flag} sets this path ({'the command gives ' + repr(given) if given is not None else 'default ' + repr(option.default)}{', ' + option.where if option.where else ''})")
+        point = f", or point {option.flag} into a folder that exists"
+    return Told("", f"Create the folder before the job starts (mkdir -p {shlex.quote(folder)}){point}, or make the "
+                f"code create it before it saves: os.makedirs(folder, exist_ok=True) before {err.user_where}"
+                + NOT_TRIED + ".", evidence)
+
+
 def input_file(err: PyError, ctx: Context, m: re.Match) -> Optional[Told]:
     """A file the job reads: where it resolves against the job's cwd, and what in the repo creates it."""
     path = m.group(1)
@@ -244,9 +265,17 @@ def _creator(full: str, ctx: Context, proj: Optional[project_model.Project] = No
 
 def _writes_name(path: str, name: str, ctx: Context) -> bool:
     """The script writes a file called `name` (a write, a save or a download to a path ending in it)."""
-    from_source = Module.read(Path(path), Path(ctx.cwd or "/"))
-    return any(u.mode == "write" and u.hint and os.path.basename(u.hint) == name
-               for u in path_uses(from_source))
+    source = Module.read(Path(path), Path(ctx.cwd or "/"))
+    options = read_options(source, ())
+    for use in path_uses(source):
+        if use.mode != "write":
+            continue
+        if use.hint and os.path.basename(use.hint) == name:
+            return True
+        option = options.find(use.dest) if use.dest and not use.hint else None  # open(args.save, 'wb')
+        if option and isinstance(option.default, str) and os.path.basename(option.default) == name:
+            return True
+    return False
 
 
 def _readme_run(proj: Optional[project_model.Project], script: str):
