@@ -54,7 +54,8 @@ def cuda_device(err: PyError, ctx: Context, m: re.Match) -> Told:
     evidence += [f"{_short(script, ctx)}:{n}: device is set to a CUDA device there too" for n in others]
     summary = f"The job asked for a GPU at {err.blame}{where}, but this torch cannot use one."
     proj = project_of(ctx)
-    option = proj.option("device") if proj else None
+    option = (proj.option("device") or (proj.option("trainer.accelerator") if proj.options.kind == "lightning"
+                                        else None)) if proj else None
     given = proj.given(option) if option else _given(ctx.argv, "device")
     if given is not None:
         evidence.append(f"the command sets {option.spelled(given) if option else '--device=' + given}")

@@ -126,6 +126,8 @@ def read_options(script: Module, local: Iterable[Module]) -> Options:
 def _argparse(m: Module) -> list[Option]:
     """`X.add_argument('--a', '-a', dest=..., default=...)` anywhere in the module."""
     out = []
+    if "add_argument" not in m.text:
+        return out
     for node in ast.walk(m.tree) if m.tree is not None else ():
         if isinstance(node, ast.Call) and call_name(node).endswith("add_argument"):
             flags = tuple(a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str))
@@ -144,10 +146,12 @@ def _argparse(m: Module) -> list[Option]:
 def _click(m: Module) -> list[Option]:
     """`@click.option('--a', '-a', default=...)` and `@click.argument('name')` decorators."""
     out = []
+    if "click" not in m.text:
+        return out
     for node in ast.walk(m.tree) if m.tree is not None else ():
         if isinstance(node, ast.Call) and call_name(node) in ("click.option", "option", "click.argument", "argument"):
             words = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-            if not words or "click" not in m.text:
+            if not words:
                 continue
             flags = tuple(w for w in words if w.startswith("-"))
             plain = [w for w in words if not w.startswith("-")]
@@ -162,7 +166,7 @@ def _configurator(m: Module) -> list[Option]:
     """nanoGPT's style: every module-level `name = constant` before the exec of configurator.py is `--name=`."""
     out = []
     for node in m.tree.body:
-        if "configurator.py" in (ast.get_source_segment(m.text, node) or ""):
+        if any(isinstance(n, ast.Constant) and n.value == "configurator.py" for n in ast.walk(node)):
             break  # what is set after the exec is not overridable
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                 and isinstance(node.value, ast.Constant) and not node.targets[0].id.startswith("_"):
