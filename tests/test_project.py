@@ -198,3 +198,10 @@ def test_the_device_fix_uses_the_projects_own_override_in_its_own_spelling(tmp_p
     ctx = Context(argv=["python", "train.py", "--trainer.device=cuda"], cwd=str(tmp_path), python="python")
     told = user_terms.cuda_device(err, ctx, None)
     assert "replace --trainer.device=cuda with --trainer.device=cpu" in told.fix, told.fix
+
+
+def test_the_option_a_mistyped_word_meant_is_named_with_where_it_is_declared(tmp_path):
+    _write(tmp_path, {"main.py": "import argparse\np = argparse.ArgumentParser()\np.add_argument('--epochs')\n"})
+    ctx = Context(argv=["python", "main.py", "--epocs", "6"], cwd=str(tmp_path), python="python")
+    assert user_terms.option_near("--epocs", ctx) == "--epochs (main.py:3)"
+    assert user_terms.option_near("--zzzzzz", ctx) is None

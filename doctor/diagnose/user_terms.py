@@ -60,9 +60,8 @@ def cuda_device(err: PyError, ctx: Context, m: re.Match) -> Told:
     if given is not None:
         evidence.append(f"the command sets {option.spelled(given) if option else '--device=' + given}")
     if option is not None:
-        evidence.append(f"{proj.short(proj.root / option.file) if option.file else 'the script'}:{option.line}: "
-                        f"the option {option.flag} (default {option.default!r})" if option.line else
-                        f"the script takes {option.flag}")
+        evidence.append(f"{option.where}: the option {option.flag} (default {option.default!r})" if option.where
+                        else f"the script takes {option.flag}")
     if option is not None and (given is None or not given.startswith("cpu")):
         how = (f"replace {option.spelled(given)} with {option.spelled('cpu')}" if given is not None else
                f"add {option.spelled('cpu')} to the command")
@@ -299,6 +298,17 @@ def _project(argv: tuple[str, ...], cwd: str) -> project_model.Project:
     return project_model.read(list(argv), cwd)
 
 
+def option_near(word: str, ctx: Context) -> Optional[str]:
+    """The option of the job's project that a mistyped `word` (`--epocs`, `--trainer.max_iter=10`) most likely
+    meant, as the project spells it and with where it is declared; None when none is near or the options are not
+    known (for the bad-argument verdict: the closest valid option)."""
+    proj = project_of(ctx)
+    near = proj.options.closest(word) if proj else None
+    if near is None:
+        return None
+    return near.flag + (f" ({near.where})" if near.where else "")
+
+
 def module_fix(module: str, ctx: Context) -> Optional[str]:
     """How to make a missing module importable in this project's terms: its own package installs with the
     project's install line; a distribution known to provide it (a requirements line, a known name) installs by that
@@ -310,8 +320,9 @@ def module_fix(module: str, ctx: Context) -> Optional[str]:
     found, why = proj.install.provider(module)
     if found == "-e":
         return (f"{why}: install the project into {python}: {proj.install.own_line(python)}" + NOT_TRIED + ".")
-    if found:
-        return f"{shlex.quote(python)} -m pip install {shlex.quote(found)}   ({why})"
+    if found:  # a requirement of the project says why; a known import name is installed as before
+        note = why if why.endswith("names it") else "install it into the interpreter the job runs"
+        return f"{shlex.quote(python)} -m pip install {shlex.quote(found)}   ({note})"
     lines = [f"`{r.text}` ({r.where})" for r in proj.install.readme]
     if proj.install.packaging:
         lines.append(f"`{python} -m pip install -e {proj.root}` (its {proj.install.packaging})")
