@@ -57,7 +57,11 @@ def test_click_options_and_a_lightning_cli_whose_options_are_not_all_in_the_sour
             pass
         """, "light.py": """
         from lightning.pytorch.cli import LightningCLI
-        LightningCLI()
+        from lightning.pytorch import LightningModule
+        class Net(LightningModule):
+            def __init__(self, hidden: int = 64, lr=1e-3):
+                super().__init__()
+        LightningCLI(Net, datamodule_class=None)
         """})
     click_proj = project.read(["python", "cli.py"], tmp_path)
     assert click_proj.options.kind == "click" and click_proj.option("data_dir").flags == ("--data-dir", "-d")
@@ -65,6 +69,7 @@ def test_click_options_and_a_lightning_cli_whose_options_are_not_all_in_the_sour
     assert light.options.kind == "lightning" and not light.options.complete
     assert light.option("trainer.accelerator").spelled("cpu") == "--trainer.accelerator=cpu"
     assert light.options.exists("backend") is None  # not known: never said to be absent
+    assert light.option("model.hidden").default == 64 and light.option("model.lr").where == "light.py:5"
 
 
 def test_a_configurator_takes_the_globals_set_before_its_exec_and_none_after(tmp_path):

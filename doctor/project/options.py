@@ -107,7 +107,7 @@ def read_options(script: Module, local: Iterable[Module]) -> Options:
     if "LightningCLI" in text or ("jsonargparse" in text and "CLI(" in text) or "HfArgumentParser" in text:
         kind = "lightning" if "LightningCLI" in text else "jsonargparse"
         found = tuple(Option((f"--trainer.{k}",), f"trainer.{k}", style="lightning") for k in _LIGHTNING_TRAINER) \
-            if kind == "lightning" else ()
+            + tuple(_lightning_classes(script, modules)) if kind == "lightning" else ()
         return Options(kind, found + tuple(o for m in modules for o in _argparse(m)), complete=False)
     if "merge_from_args" in text:
         return Options("cfgnode", tuple(_cfgnode(script, modules)))
@@ -121,6 +121,37 @@ def read_options(script: Module, local: Iterable[Module]) -> Options:
         return Options("argparse", tuple(argp), complete="parse_known_args" not in text and
                        "add_subparsers" not in text, abbrev="allow_abbrev=False" not in text)
     return Options("none", (), complete="sys.argv" not in text)
+
+
+def _lightning_classes(script: Module, modules: list[Module]) -> list[Option]:
+    """`--model.X` and `--data.X` of `LightningCLI(Model, Data)`: the parameters of each class's __init__, where
+    the class is in the project's own files (a class from an installed package is not read)."""
+    classes = {}
+    for m in modules:
+        for node in ast.walk(m.tree) if m.tree is not None else ():
+            if isinstance(node, ast.ClassDef):
+                classes.setdefault(node.name, (node, m))
+    out = []
+    for node in ast.walk(script.tree):
+        if not (isinstance(node, ast.Call) and call_name(node).endswith("LightningCLI")):
+            continue
+        kw = {k.arg: k.value for k in node.keywords if k.arg}
+        given = list(node.args[:2]) + [None] * (2 - len(node.args[:2]))
+        for section, arg in (("model", kw.get("model_class", given[0])), ("data", kw.get("datamodule_class",
+                                                                                         given[1]))):
+            name = arg.id if isinstance(arg, ast.Name) else arg.attr if isinstance(arg, ast.Attribute) else None
+            if name not in classes:
+                continue
+            cls, m = classes[name]
+            init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+            if init is None:
+                continue
+            params = [a for a in init.args.args[1:] + init.args.kwonlyargs]
+            defaults = [None] * (len(init.args.args[1:]) - len(init.args.defaults)) + list(init.args.defaults) + \
+                list(init.args.kw_defaults)
+            out += [Option((f"--{section}.{a.arg}",), f"{section}.{a.arg}", const(d), "lightning", m.rel, a.lineno)
+                    for a, d in zip(params, defaults)]
+    return out
 
 
 def _argparse(m: Module) -> list[Option]:
