@@ -210,3 +210,14 @@ def test_the_option_a_mistyped_word_meant_is_named_with_where_it_is_declared(tmp
     ctx = Context(argv=["python", "main.py", "--epocs", "6"], cwd=str(tmp_path), python="python")
     assert user_terms.option_near("--epocs", ctx) == "--epochs (main.py:3)"
     assert user_terms.option_near("--zzzzzz", ctx) is None
+
+
+def test_a_job_started_outside_the_readmes_folder_is_told_to_run_both_from_there(tmp_path):
+    _write(tmp_path / "proj", {"README.md": "```\npython make_data.py\npython train.py\n```\n",
+                               "make_data.py": "import torch\ntorch.save([1], open('traindata.pt', 'wb'))\n",
+                               "train.py": "import torch\ndata = torch.load('traindata.pt')\n"})
+    err = _error(tmp_path / "proj" / "train.py", 2, "data = torch.load('traindata.pt')",
+                 "FileNotFoundError: [Errno 2] No such file or directory: 'traindata.pt'")
+    ctx = Context(argv=["python", "proj/train.py"], cwd=str(tmp_path), python="python")
+    told = user_terms.input_file(err, ctx, re.search(r"'([^']+)'", "'traindata.pt'"))
+    assert f"cd {tmp_path / 'proj'} && python make_data.py" in told.fix and "launch it from" in told.fix, told.fix

@@ -220,11 +220,18 @@ def input_file(err: PyError, ctx: Context, m: re.Match) -> Optional[Told]:
         evidence.append(f"{option.flag} sets this path" + (f" ({option.where})" if option.where else ""))
     fix = f"Create {path} before the job starts, or {point}."
     if maker:
-        evidence.append(f"{_short(maker, ctx)} is beside it and writes {os.path.basename(path)}")
+        evidence.append(f"{_short(maker, ctx)} writes {os.path.basename(path)}")
         told = _readme_run(proj, maker)
-        fix = (f"Run `{told.text if told else 'python ' + _short(maker, ctx)}` first (it writes "
-               f"{os.path.basename(path)}{'; ' + told.where + ' runs it' if told else ''}), then launch again"
-               + (f", or {point}" if option else "") + NOT_TRIED + ".")
+        there = str(proj.root / os.path.dirname(told.file)) if told else None
+        if told and not os.path.isabs(path) and ctx.cwd and os.path.realpath(there) != os.path.realpath(ctx.cwd):
+            # the README runs both from its own folder: a relative path written there is not where this job looks
+            fix = (f"Run both as the README does, from {there}: `cd {shlex.quote(there)} && {told.text}` writes "
+                   f"{os.path.basename(path)} there ({told.where}), and the job looks for {path} in the folder it "
+                   f"starts in (now {ctx.cwd}), so launch it from {there} too" + NOT_TRIED + ".")
+        else:
+            fix = (f"Run `{told.text if told else 'python ' + _short(maker, ctx)}` first (it writes "
+                   f"{os.path.basename(path)}{'; ' + told.where + ' runs it' if told else ''}), then launch again"
+                   + (f", or {point}" if option else "") + NOT_TRIED + ".")
         if "urlopen" in _read(maker) or "requests.get" in _read(maker) or "http" in _read(maker):
             fix += " It downloads its input: run it where there is network, or copy the files it fetches beside it."
     summary = f"The job reads {path} at {err.blame}, and it does not exist (looked for at {full})."
