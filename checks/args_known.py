@@ -30,14 +30,17 @@ def args_known(ctx) -> Iterator[Result]:
     if spec.script is None:
         yield skip("the launch runs no script file whose parser could be read")
         return
+    words = list(spec.script_args)
+    words = words[:words.index("--")] if "--" in words else words  # after a lone `--`, every word is positional
+    if not any(w.startswith("--") for w in words):
+        yield skip(f"the command gives {spec.script.name} no options to match")
+        return
     proj = project.read([], ctx.cwd, script=str(spec.script))
     opts = proj.options
     if opts.kind in ("none", "lightning", "jsonargparse") or not opts.complete:
         yield skip(f"{spec.script.name}'s options are not all in its source ({opts.kind} parser"
                    f"{'' if opts.complete else ', read only in part'}): they were not matched")
         return
-    words = list(spec.script_args)
-    words = words[:words.index("--")] if "--" in words else words  # after a lone `--`, every word is positional
     unknown = [(word, opts.closest(word)) for word in words if _unknown(word, opts)]
     if not unknown:
         yield ok(f"every option given is one {spec.script.name} declares ({opts.kind}, {len(opts.options)} "
