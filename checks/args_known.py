@@ -51,7 +51,8 @@ def args_known(ctx) -> Iterator[Result]:
         yield warn(f"{spec.script.name} has no option {word.split('=', 1)[0]}{meant}", basis=STATIC,
                    fix=(f"Use {near.flag} (declared at {near.where})" if near else
                         f"Remove {word.split('=', 1)[0]} or spell it as the script declares it") +
-                   f"; `python {spec.script.name} --help` lists the options where the script has a help.",
+                   (f"; `python {spec.script.name} --help` lists them." if opts.kind in ("argparse", "click")
+                    else f"; this project sets them as `--NAME=VALUE` ({opts.kind})."),
                    evidence=(f"{opts.kind} options read from {spec.script}: " +
                              ", ".join(o.flag for o in opts.options[:30]),))
 

@@ -128,8 +128,9 @@ def read(argv: Sequence[str], cwd: str | Path, script: Optional[str] = None) -> 
 
 
 def _module(path: Path, cwd: Path, root: Path) -> Module:
-    """A source file, named relative to the job's folder when inside it, else to the project's root."""
-    return Module.read(path, cwd if path.is_relative_to(cwd) else root)
+    """A source file, named relative to the job's folder when inside it, else by its full path (a path relative to
+    another folder than the one the user is in is read wrongly)."""
+    return Module.read(path, cwd if path.is_relative_to(cwd) else Path("/"))
 
 
 def _is_install(r: ReadmeLine) -> bool:

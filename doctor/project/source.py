@@ -30,10 +30,8 @@ class Module:
             tree = ast.parse(raw) if raw else None
         except (SyntaxError, ValueError):
             tree = None
-        try:
-            rel = str(path.relative_to(base))
-        except ValueError:
-            rel = str(path)
+        rel = str(path) if base == Path("/") else str(path.relative_to(base)) if path.is_relative_to(base) \
+            else str(path)
         return cls(path, rel, raw, tree)
 
 
