@@ -10,8 +10,8 @@ passes once that cause lands."""
 
 from __future__ import annotations
 
+import functools
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -208,6 +208,18 @@ CASES = [
 ]
 
 
+@functools.lru_cache(maxsize=None)
+def _lacks_torch(python: str) -> bool:
+    """The interpreter starts and has no torch (the system python3 beside the venv)."""
+    try:
+        proc = subprocess.run([python, "-c", "import importlib.util, sys; "
+                               "sys.exit(importlib.util.find_spec('torch') is not None)"], capture_output=True,
+                              timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0
+
+
 def _work(tmp_path: Path, case_project: str) -> Path:
     """A copy of the project in a folder named as its upstream one (the README's paths stay true)."""
     name = {WLM: "word_language_model", TSP: "time_sequence_prediction", DDP: "ddp-tutorial-series",
@@ -228,8 +240,8 @@ def test_a_broken_run_gets_its_cause_in_the_projects_terms(case: Case, tmp_path)
     for step in case.prepare:
         PREPARE[step](work)
     cwd = (work / case.run_in).resolve()
-    if case.argv[0] is None:
-        pytest.skip("no system python3 without torch here")
+    if case.argv[0] == (SYSTEM_PY or "python3") and not _lacks_torch(case.argv[0]):
+        pytest.skip(f"{case.argv[0]} has torch here: no interpreter without it to run this case with")
     env = job_env(**({"PYTHONPATH": str(work)} if case.installed else {}), **case.env)
     try:
         proc, rep = launch_to_end(cwd, *case.argv, watch=case.watch, log=None, env=env)

@@ -221,3 +221,13 @@ def test_a_job_started_outside_the_readmes_folder_is_told_to_run_both_from_there
     ctx = Context(argv=["python", "proj/train.py"], cwd=str(tmp_path), python="python")
     told = user_terms.input_file(err, ctx, re.search(r"'([^']+)'", "'traindata.pt'"))
     assert f"cd {tmp_path / 'proj'} && python make_data.py" in told.fix and "launch it from" in told.fix, told.fix
+
+
+def test_hostile_files_give_a_project_without_options_never_an_exception(tmp_path):
+    _write(tmp_path, {"README.md": "```\n" + "python \"unclosed\n" * 3 + "```\n",
+                      "setup.py": "setup(packages=[", "train.py": "x = " + "(" * 200000 + ")" * 200000 + "\n"})
+    (tmp_path / "bin.py").write_bytes(bytes(range(256)) * 100)
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    for script in ("train.py", "bin.py", "loop", "missing.py"):
+        proj = project.read(["python", script, "--x=1"], tmp_path)
+        assert proj.options.options == () and proj.option("x") is None

@@ -301,8 +301,11 @@ def project_of(ctx: Context) -> Optional[project_model.Project]:
 
 
 @functools.lru_cache(maxsize=8)
-def _project(argv: tuple[str, ...], cwd: str) -> project_model.Project:
-    return project_model.read(list(argv), cwd)
+def _project(argv: tuple[str, ...], cwd: str) -> Optional[project_model.Project]:
+    try:
+        return project_model.read(list(argv), cwd)
+    except (OSError, RecursionError, ValueError):  # files that cannot be read give the generic wording, no verdict lost
+        return None
 
 
 def option_near(word: str, ctx: Context) -> Optional[str]:

@@ -28,7 +28,7 @@ class Module:
             raw = ""
         try:
             tree = ast.parse(raw) if raw else None
-        except (SyntaxError, ValueError):
+        except (SyntaxError, ValueError, RecursionError, MemoryError):  # deep nesting overflows the parser
             tree = None
         rel = str(path) if base == Path("/") else str(path.relative_to(base)) if path.is_relative_to(base) \
             else str(path)
