@@ -75,10 +75,6 @@ class Project:
                     return found
         return None
 
-    def uses_of(self, name: str) -> list[PathUse]:
-        """Where the job's own code touches a file called `name` (its base name)."""
-        return [u for u in self.paths if u.hint and os.path.basename(u.hint.rstrip("/")) == name]
-
     def runs(self, script: Optional[Path] = None) -> list[ReadmeLine]:
         """The README lines that run `script` (default: the job's own)."""
         s = script or self.script

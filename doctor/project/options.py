@@ -15,7 +15,6 @@ from __future__ import annotations
 import ast
 import difflib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterable, Optional
 
 from dfdoctor.project.source import Module, call_name, const
@@ -243,7 +242,3 @@ def _cfg_sets(fn: ast.FunctionDef) -> list[tuple[str, ast.AST, int]]:
                 out.append((".".join(reversed(parts)), node.value, node.lineno))
     return out
 
-
-def script_options(path: Path) -> Options:
-    """The options of one script file alone (no project around it)."""
-    return read_options(Module.read(path, path.parent), ())

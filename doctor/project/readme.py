@@ -94,8 +94,3 @@ def runs_of(lines: list[ReadmeLine], script: str) -> list[ReadmeLine]:
     name = Path(script).name
     return [r for r in lines if any(Path(w).name == name for w in r.words)]
 
-
-def installs(lines: list[ReadmeLine]) -> list[ReadmeLine]:
-    """The README's install lines (`pip install -e .`, `pip install -r requirements.txt`, `conda install ...`)."""
-    return [r for r in lines if len(r.words) > 1 and r.words[0] in ("pip", "pip3", "conda", "uv") and
-            "install" in r.words[:3] or r.words[:3] in (["python", "-m", "pip"], ["python3", "-m", "pip"])]
