@@ -231,3 +231,28 @@ def test_hostile_files_give_a_project_without_options_never_an_exception(tmp_pat
     for script in ("train.py", "bin.py", "loop", "missing.py"):
         proj = project.read(["python", script, "--x=1"], tmp_path)
         assert proj.options.options == () and proj.option("x") is None
+
+
+def test_a_gpu_switch_of_the_command_is_dropped_and_a_cpu_switch_added(tmp_path):
+    _write(tmp_path, {"dcgan.py": """
+        import argparse, torch
+        p = argparse.ArgumentParser()
+        p.add_argument('--cuda', action='store_true', help='enables cuda')
+        p.add_argument('--dist-backend', default='nccl', type=str)
+        opt = p.parse_args()
+        device = torch.device("cuda:0" if opt.cuda else "cpu")
+        """, "mnist.py": """
+        import argparse
+        p = argparse.ArgumentParser()
+        p.add_argument('--no-accel', action='store_true')
+        """})
+    err = _error(tmp_path / "dcgan.py", 8, "netG = Generator(ngpu).to(device)",
+                 "AssertionError: Torch not compiled with CUDA enabled")
+    ctx = Context(argv=["python", "dcgan.py", "--cuda"], cwd=str(tmp_path), python="python")
+    fix = user_terms.cuda_device(err, ctx, None).fix
+    assert "drop --cuda from the command" in fix and "dcgan.py:4" in fix, fix
+    nccl = user_terms.nccl_backend(err, ctx, None).fix
+    assert "add --dist-backend gloo to the command" in nccl, nccl
+    ctx = Context(argv=["python", "mnist.py"], cwd=str(tmp_path), python="python")
+    err = _error(tmp_path / "mnist.py", 4, "model.to('cuda')", "AssertionError: Torch not compiled with CUDA enabled")
+    assert "add --no-accel to the command" in user_terms.cuda_device(err, ctx, None).fix

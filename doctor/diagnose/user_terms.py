@@ -67,6 +67,10 @@ def cuda_device(err: PyError, ctx: Context, m: re.Match) -> Told:
                f"add {option.spelled('cpu')} to the command")
         fix = (f"Run on the CPU: {how} (an option of this project, {option.flag}), or install a CUDA build of "
                "torch on a machine with a GPU" + NOT_TRIED + ".")
+    elif option is None and proj is not None and _device_switch(proj) is not None:
+        how, seen = _device_switch(proj)
+        evidence += seen
+        fix = f"Run on the CPU: {how}, or install a CUDA build of torch on a machine with a GPU" + NOT_TRIED + "."
     elif setting:
         fix = (f"Run on the CPU: set device = 'cpu' at {_short(script, ctx)}:{setting[0]}, or install a CUDA "
                "build of torch on a machine with a GPU" + NOT_TRIED + ".")
@@ -85,12 +89,35 @@ def cuda_device(err: PyError, ctx: Context, m: re.Match) -> Told:
     return Told(summary, fix, evidence)
 
 
+# Options by which projects ask for a GPU (`--cuda`, `--gpu 0`) or for the CPU (`--no-accel`, `--cpu`).
+_ASKS_GPU = ("cuda", "gpu", "gpus", "use_cuda", "use_gpu", "accel", "gpu_id", "gpu_ids", "device_ids")
+_ASKS_CPU = ("cpu", "use_cpu", "no_cuda", "no_accel", "no_gpu", "disable_cuda", "force_cpu", "no_mps")
+
+
+def _device_switch(proj: project_model.Project) -> Optional[tuple[str, list[str]]]:
+    """How this project's own options run it on the CPU when it has no device option: drop the option of the
+    command that asks for a GPU (`--cuda`, `--gpu 0`), else add its CPU switch (`--no-accel`, `--cpu`)."""
+    for name in _ASKS_GPU:
+        option = proj.option(name)
+        words = proj.words_of(option) if option else []
+        if words:
+            return (f"drop {' '.join(words)} from the command (it asks for a GPU; {option.flag} is declared at "
+                    f"{option.where})", [f"the command gives {' '.join(words)}"])
+    for name in _ASKS_CPU:
+        option = proj.option(name)
+        if option is not None and option.switch:
+            return (f"add {option.flag} to the command (an option of this project, {option.where})",
+                    [f"{option.where}: the switch {option.flag}"])
+    return None
+
+
 def nccl_backend(err: PyError, ctx: Context, m: re.Match) -> Told:
     """The backend the job asked for and how this project changes it (`--backend=gloo`)."""
     script = _user_script(err, ctx)
     setting = _module_assignment(script, "backend") if script else None
     proj = project_of(ctx)
-    option = proj.option("backend") if proj else None  # only an option the project has: no `--backend` guessed
+    # only an option the project has (`--backend`, imagenet's `--dist-backend`): no `--backend` guessed
+    option = (proj.option("backend") or proj.options.ending("backend")) if proj else None
     evidence = [f"{_short(script, ctx)}:{setting[0]}: backend = {setting[1]!r}"] if setting else []
     how = f"add {option.spelled('gloo')} to the command" if option else (
         f"set backend = 'gloo' at {_short(script, ctx)}:{setting[0]}" if setting else

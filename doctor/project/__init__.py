@@ -53,6 +53,17 @@ class Project:
                     return a.split("=", 1)[1]
         return None
 
+    def words_of(self, option: Option) -> list[str]:
+        """The words of the command that give `option` (`--gpu 0`, `--cuda`, `--device=cuda`), empty if none."""
+        args = list(self.args)
+        for i, a in enumerate(args):
+            for f in option.flags:
+                if a == f:
+                    return [a] if option.switch or i + 1 >= len(args) else [a, args[i + 1]]
+                if a.startswith(f + "="):
+                    return [a]
+        return []
+
     def option_for_path(self, missing: str) -> Optional[Option]:
         """The option that sets `missing` (absolute, or relative to the job's folder): the one whose given value
         or default is the path or a folder above it, else the one the code joins into a path of that name."""

@@ -35,6 +35,7 @@ class Option:
     style: str = "argparse"  # argparse | click | configurator | cfgnode | lightning
     file: str = ""
     line: int = 0
+    switch: bool = False  # a flag that takes no value (argparse's store_true/store_false, click's is_flag)
 
     @property
     def flag(self) -> str:
@@ -74,6 +75,11 @@ class Options:
                 if sum(_norm(p.dest).rsplit(".", 1)[-1] == want for p in self.options) == 1:
                     return o
         return None
+
+    def ending(self, suffix: str) -> Optional[Option]:
+        """The first option whose name ends with `suffix` ('backend' finds `--dist-backend`)."""
+        want = _norm(suffix)
+        return next((o for o in self.options if _norm(o.dest).endswith(want)), None)
 
     def exists(self, name: str) -> Optional[bool]:
         """True or False when known; None when the source does not list every option."""
@@ -169,7 +175,9 @@ def _argparse(m: Module) -> list[Option]:
                 named = [f for f in flags if f.startswith("--")] or list(flags)
                 dest = named[0].lstrip("-").replace("-", "_")
             out.append(Option(tuple(f for f in flags if f.startswith("-")), dest,
-                              const(kw["default"]) if "default" in kw else None, "argparse", m.rel, node.lineno))
+                              const(kw["default"]) if "default" in kw else None, "argparse", m.rel, node.lineno,
+                              switch=const(kw.get("action")) in ("store_true", "store_false", "store_const",
+                                                                  "count")))
     return out
 
 
@@ -188,7 +196,8 @@ def _click(m: Module) -> list[Option]:
             dest = plain[0] if plain else (flags[0].lstrip("-").split("/")[0].replace("-", "_") if flags else "")
             kw = {k.arg: k.value for k in node.keywords if k.arg}
             out.append(Option(tuple(f.split("/")[0] for f in flags), dest,
-                              const(kw["default"]) if "default" in kw else None, "click", m.rel, node.lineno))
+                              const(kw["default"]) if "default" in kw else None, "click", m.rel, node.lineno,
+                              switch=const(kw.get("is_flag")) is True or any("/" in f for f in flags)))
     return out
 
 
