@@ -37,7 +37,14 @@ def args_known(ctx) -> Iterator[Result]:
         return
     proj = project.read([], ctx.cwd, script=str(spec.script))
     opts = proj.options
-    if opts.kind in ("none", "lightning", "jsonargparse") or not opts.complete:
+    if opts.kind == "none":
+        given = " ".join(w for w in words if w.startswith("--"))
+        yield warn(f"{spec.script.name} reads no command-line options: {given} is ignored", basis=STATIC,
+                   fix=f"Set these in {spec.script.name} itself (it has no parser), or drop them from the command.",
+                   evidence=(f"no parser and no use of sys.argv in {spec.script} or the project's modules it "
+                             "imports",))
+        return
+    if opts.kind in ("other", "lightning", "jsonargparse") or not opts.complete:
         yield skip(f"{spec.script.name}'s options are not all in its source ({opts.kind} parser"
                    f"{'' if opts.complete else ', read only in part'}): they were not matched")
         return

@@ -52,3 +52,14 @@ def test_a_parser_whose_options_are_not_all_in_the_source_is_skipped(tmp_path):
     (tmp_path / "cli.py").write_text("from lightning.pytorch.cli import LightningCLI\nLightningCLI()\n")
     rec = _check(tmp_path, PY, "cli.py", "fit", "--trainer.anything=1")
     assert rec["status"] == "skip" and "not all in its source" in rec["summary"], rec
+
+
+def test_options_given_to_a_script_that_reads_none_warn_that_they_are_ignored(tmp_path):
+    work = tmp_path / "regression"
+    shutil.copytree(CORPUS / "pytorch-examples-regression", work)
+    rec = _check(work, PY, "main.py", "--lr", "0.1")
+    assert rec["status"] == "warn" and "main.py reads no command-line options: --lr is ignored" in rec["summary"]
+    (work / "main.py").write_text("import fire\nfire.Fire(lambda lr=1: lr)\n")  # a parser not read here: unknown
+    assert _check(work, PY, "main.py", "--lr", "0.1")["status"] == "skip"
+    (work / "main.py").write_text("from mytool.cli import main\nmain()\n")  # an installed package may parse argv
+    assert _check(work, PY, "main.py", "--lr", "0.1")["status"] == "skip"

@@ -25,6 +25,31 @@ _LIGHTNING_TRAINER = ("accelerator", "devices", "strategy", "num_nodes", "precis
                       "enable_checkpointing", "log_every_n_steps", "gradient_clip_val", "accumulate_grad_batches")
 
 
+# Words by which a file reads its command line some other way (a library parser, sys.argv by hand).
+_READS_ARGV = ("sys.argv", "argparse", "click", "Fire(", "tyro", "hydra", "absl", "FLAGS", "simple_parsing",
+               "HfArgumentParser", "docopt", "typer", "parse_args", "from_cli", "jsonargparse", "CLI(", "getopt",
+               "configurator.py")
+
+
+# Packages that never read the command line when imported or used as training code does.
+_NO_PARSER = {"__future__", "os", "sys", "math", "time", "random", "itertools", "functools", "collections", "json",
+              "pickle", "io", "re", "typing", "dataclasses", "pathlib", "shutil", "glob", "copy", "string", "csv",
+              "torch", "torchvision", "torchaudio", "numpy", "matplotlib", "pandas", "scipy", "PIL", "tqdm",
+              "einops", "inspect", "abc", "enum", "contextlib", "warnings", "logging", "datetime", "struct",
+              "requests", "urllib", "gzip", "zipfile", "tarfile", "hashlib", "subprocess", "signal", "socket"}
+
+
+def _imported(m: Module) -> set[str]:
+    """The top-level names of the packages a module imports."""
+    out = set()
+    for node in ast.walk(m.tree) if m.tree is not None else ():
+        if isinstance(node, ast.Import):
+            out |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out.add(node.module.split(".")[0])
+    return out
+
+
 @dataclass(frozen=True)
 class Option:
     """One option the script takes: how it is spelled, what it sets, its default and where it is declared."""
@@ -59,7 +84,7 @@ class Option:
 class Options:
     """Every option found, the parser kind, and whether the list is complete."""
 
-    kind: str = "none"  # argparse | click | configurator | cfgnode | lightning | jsonargparse | none
+    kind: str = "none"  # argparse | click | configurator | cfgnode | lightning | jsonargparse | other | none
     options: tuple[Option, ...] = ()
     complete: bool = True  # False: options exist that the source does not list (LightningCLI, CLI(fn))
     abbrev: bool = True  # argparse's allow_abbrev: `--step` is taken for `--steps`
@@ -125,7 +150,12 @@ def read_options(script: Module, local: Iterable[Module]) -> Options:
     if argp:
         return Options("argparse", tuple(argp), complete="parse_known_args" not in text and
                        "add_subparsers" not in text, abbrev="allow_abbrev=False" not in text)
-    return Options("none", (), complete="sys.argv" not in text)
+    # No parser of a kind read here: the script takes no options only if nothing in its files reads the command
+    # line, and every package it imports is one known not to (an installed `cli.main()` may parse sys.argv)
+    reads = any(word in m.text for m in modules for word in _READS_ARGV)
+    local = {m.path.stem for m in modules} | {m.path.parent.name for m in modules}
+    foreign = {name for m in modules for name in _imported(m)} - local - _NO_PARSER
+    return Options("other" if reads or foreign else "none", (), complete=not (reads or foreign))
 
 
 def _lightning_classes(script: Module, modules: list[Module]) -> list[Option]:
