@@ -256,3 +256,22 @@ def test_a_gpu_switch_of_the_command_is_dropped_and_a_cpu_switch_added(tmp_path)
     ctx = Context(argv=["python", "mnist.py"], cwd=str(tmp_path), python="python")
     err = _error(tmp_path / "mnist.py", 4, "model.to('cuda')", "AssertionError: Torch not compiled with CUDA enabled")
     assert "add --no-accel to the command" in user_terms.cuda_device(err, ctx, None).fix
+
+
+def test_a_config_file_of_the_configurator_sets_the_option_that_is_part_of_a_missing_path(tmp_path):
+    _write(tmp_path, {"configurator.py": "", "config/small.py": "dataset = 'tiny'\n", "train.py": """
+        import os
+        import numpy as np
+        dataset = 'openwebtext'
+        exec(open('configurator.py').read())
+        data_dir = os.path.join('data', dataset)
+        train = np.memmap(os.path.join(data_dir, 'train.bin'), dtype=np.uint16, mode='r')
+        """})
+    proj = project.read(["python", "train.py", "config/small.py"], tmp_path)
+    assert proj.given(proj.option("dataset")) == "tiny"
+    err = _error(tmp_path / "train.py", 7, "train = np.memmap(os.path.join(data_dir, 'train.bin'), dtype=np.uint16)",
+                 "FileNotFoundError: [Errno 2] No such file or directory: 'data/tiny/train.bin'")
+    ctx = Context(argv=["python", "train.py", "config/small.py"], cwd=str(tmp_path), python="python")
+    told = user_terms.input_file(err, ctx, re.search(r"'([^']+)'", "'data/tiny/train.bin'"))
+    assert "set --dataset to the one that is there (it is a part of this path, joined at train.py:7; the command " \
+        "sets it to 'tiny'" in told.fix, told.fix

@@ -239,10 +239,13 @@ def input_file(err: PyError, ctx: Context, m: re.Match) -> Optional[Told]:
     proj = project_of(ctx)
     maker = _creator(full, ctx, proj)
     option = proj.option_for_path(full) if proj else None
-    point = (f"point {option.flag} at where it is ({option.spelled('PATH')}; "
-             + (f"the command gives {proj.given(option)!r}" if proj.given(option) is not None else
-                f"default {option.default!r}") + (f", {option.where}" if option.where else "") + ")"
-             if option else "point the job at where it is")
+    value = (f"the command sets it to {proj.given(option)!r}" if proj.given(option) is not None else
+             f"default {option.default!r}") + (f", {option.where}" if option.where else "") if option else ""
+    part = proj.joined_into(full) if option else None
+    point = (f"set {option.flag} to the one that is there (it is a part of this path, joined at {part.where}; "
+             f"{value})" if part and proj.option_for_path(full) is option and not _prefix_of(proj, option, full)
+             else f"point {option.flag} at where it is ({option.spelled('PATH')}; {value})" if option else
+             "point the job at where it is")
     if option:
         evidence.append(f"{option.flag} sets this path" + (f" ({option.where})" if option.where else ""))
     fix = f"Create {path} before the job starts, or {point}."
@@ -263,6 +266,16 @@ def input_file(err: PyError, ctx: Context, m: re.Match) -> Optional[Told]:
             fix += " It downloads its input: run it where there is network, or copy the files it fetches beside it."
     summary = f"The job reads {path} at {err.blame}, and it does not exist (looked for at {full})."
     return Told(summary, fix, evidence)
+
+
+def _prefix_of(proj: project_model.Project, option, full: str) -> bool:
+    """The option's value (given or default) is the path or a folder above it."""
+    for value in (proj.given(option), option.default):
+        if isinstance(value, str) and value.strip():
+            v = os.path.normpath(value if os.path.isabs(value) else os.path.join(str(proj.cwd), value))
+            if full == v or full.startswith(v.rstrip(os.sep) + os.sep):
+                return True
+    return False
 
 
 def _writes(err: PyError) -> bool:

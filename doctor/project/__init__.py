@@ -9,6 +9,7 @@ process must not run user code, and the same reading serves before a launch (che
 
 from __future__ import annotations
 
+import ast
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,12 @@ class Project:
                     return args[i + 1]
                 if a.startswith(f + "="):
                     return a.split("=", 1)[1]
+        if self.options.kind == "configurator":  # nanoGPT's config files on the command set the same globals
+            for a in reversed(args):
+                if a.endswith(".py") and not a.startswith("--"):
+                    value = _config_value(self.cwd / a, option.dest)
+                    if value is not None:
+                        return value
         return None
 
     def words_of(self, option: Option) -> list[str]:
@@ -78,12 +85,16 @@ class Project:
                             best = (len(v), o)
         if best:
             return best[1]
-        name = os.path.basename(full)
+        use = self.joined_into(missing)
+        return self.options.find(use.dest) if use else None
+
+    def joined_into(self, missing: str) -> Optional[PathUse]:
+        """Where the code builds a path of this name from an option (`os.path.join(data_dir, 'train.bin')` with
+        data_dir from `--dataset`): the option is then a part of the path, not the path."""
+        name = os.path.basename(missing)
         for use in self.paths:
-            if use.dest and use.hint and os.path.basename(use.hint) == name:
-                found = self.options.find(use.dest)
-                if found:
-                    return found
+            if use.dest and use.hint and os.path.basename(use.hint) == name and self.options.find(use.dest):
+                return use
         return None
 
     def runs(self, script: Optional[Path] = None) -> list[ReadmeLine]:
@@ -132,6 +143,16 @@ def read(argv: Sequence[str], cwd: str | Path, script: Optional[str] = None) -> 
     uses = tuple(u for m in (main, *local) for u in path_uses(m))
     return Project(cwd, root, path, args, read_options(main, local), tuple(readme), install, uses,
                    (main, *local))
+
+
+def _config_value(path: Path, name: str) -> Optional[str]:
+    """The literal a configurator's config file assigns to `name` (`dataset = 'shakespeare_char'`), as text."""
+    tree = Module.read(path, path.parent).tree
+    for node in tree.body if tree is not None else ():
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets) \
+                and isinstance(node.value, ast.Constant):
+            return str(node.value.value)
+    return None
 
 
 def _module(path: Path, cwd: Path, root: Path) -> Module:
