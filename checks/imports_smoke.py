@@ -18,10 +18,11 @@ from typing import Any, Iterator, Optional
 from dfdoctor import STATIC, Result, Status, causes, check, error, fail, ok, skip, warn
 from dfdoctor.launchline.commandline import LaunchSpec, as_lead, guessed_interpreter, spec_for
 from dfdoctor.probe import ProbeOutcome, run_probe, unreached
-from dfdoctor.diagnose import known_failures, torch_pairs
+from dfdoctor.diagnose import known_failures, torch_pairs, user_terms
 from dfdoctor.diagnose.rules_runtime import Context, Finding
 from dfdoctor.diagnose.traceback import parse_python_error
 from dfdoctor.targets import parse_target
+from dfdoctor.project.install import PIP_NAMES
 
 DEFAULT_TIMEOUT = 90.0  # importing torch on a cold, busy machine can take tens of seconds
 HANG_MARGIN_S = 3.0  # the child dumps its stacks this long before the check's own deadline
@@ -31,12 +32,6 @@ _RUNNER_MODULES = {"torchrun": "torch.distributed.run", "accelerate": "accelerat
 # What a single worker of torchrun/accelerate finds in its environment (only set where the job has none).
 _WORKER_ENV = {"RANK": "0", "LOCAL_RANK": "0", "GROUP_RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1",
                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": "dfdoctor-smoke"}
-# Import names whose distribution is called something else (the usual surprises).
-PIP_NAMES = {"cv2": "opencv-python", "PIL": "Pillow", "yaml": "PyYAML", "sklearn": "scikit-learn",
-             "skimage": "scikit-image", "bs4": "beautifulsoup4", "attr": "attrs", "dateutil": "python-dateutil",
-             "google.protobuf": "protobuf", "jwt": "PyJWT", "Crypto": "pycryptodome", "dotenv": "python-dotenv",
-             "serial": "pyserial", "git": "GitPython", "fitz": "PyMuPDF", "magic": "python-magic",
-             "flash_attn": "flash-attn", "apex": "apex (built from source)", "wandb": "wandb"}
 
 
 @check("imports.smoke", title="The script compiles and its imports load", phases=("pre",), timeout=DEFAULT_TIMEOUT,
@@ -281,9 +276,14 @@ def _missing_fix(ctx, item: dict, request: Optional[dict] = None) -> str:
                     return (f"{top} exists in {root}, but the job's sys.path[0] is {request['path0']}: run from the "
                             f"project root with `python -m`, or set PYTHONPATH={root}")
                 return f"{top} is a local module in {root}, but '{mod}' is not in it: check the module's name and files"
-    paired = torch_pairs.missing_fix(top, ctx.python) if parse_target(ctx.target or "local").is_local else None
+    local = parse_target(ctx.target or "local").is_local
+    paired = torch_pairs.missing_fix(top, ctx.python) if local else None
     if paired:
         return paired
+    in_terms = user_terms.module_fix(mod, Context(argv=list(ctx.command), cwd=str(ctx.cwd), local=local,
+                                                  python=ctx.python)) if local else None
+    if in_terms:
+        return in_terms
     dist = PIP_NAMES.get(mod) or PIP_NAMES.get(top) or top.replace("_", "-")
     return f"{shlex.quote(ctx.python)} -m pip install {dist}   (install it into the interpreter the job runs)"
 

@@ -52,7 +52,8 @@ SHARED_STATE_GROUPS = {
 # test_compile_race and test_trainer are torch.compile runs, each a core's worth of CPU for half a minute or more:
 # on one worker they ran one after another while the other core idled.
 SPREAD_FILES = {"test_doc_commands.py", "test_launch.py", "test_launcher_scripts.py", "test_guard.py",
-                "test_compile_race.py", "test_trainer.py", "test_realworld.py", "test_install_lines.py"}
+                "test_compile_race.py", "test_trainer.py", "test_realworld.py", "test_install_lines.py",
+                "test_corpus.py"}
 # Single tests of a spread file that share a group's state: the docs' sbatch commands run on the single-node Slurm.
 SHARED_STATE_TESTS = {"test_doc_commands.py::test_an_sbatch_check_launch_and_status": "slurm"}
 # The longest units start first, so that none is left running alone at the end: seconds per unit, measured in a

@@ -68,3 +68,13 @@ def test_a_self_opened_log_in_a_missing_folder_is_log_dir_missing_at_the_jobs_li
     assert f"{JOBS / 'own_log_missing_dir.py'}, line 6" in v["summary"], v["summary"]
     assert f"mkdir -p {work / 'outputs' / 'run7'}" in v["fix"], v["fix"]
     assert "logging/__init__.py" not in v["summary"] + v["fix"]
+
+
+def test_an_error_raised_by_the_venvs_torchrun_points_at_the_launch_options_not_at_the_launcher_script():
+    err = parse_python_error('Traceback (most recent call last):\n  File "/w/.venv/bin/torchrun", line 8, in '
+                             '<module>\n    sys.exit(main())\n  File "/w/.venv/lib/python3.11/site-packages/torch/'
+                             'distributed/run.py", line 900, in main\n    run(args)\nValueError: Unsupported '
+                             'nproc_per_node value: gpu\n')
+    fix = blame_fix(err)
+    assert "launcher torchrun itself" in fix and "nproc_per_node value: gpu" in fix, fix
+    assert "/w/.venv/bin" not in fix and "site-packages" not in fix, fix

@@ -9,12 +9,18 @@ log folder is not a missing input). Nothing here runs the job's code; a fix that
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 import shlex
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Optional
 
+from dfdoctor import project as project_model
+from dfdoctor.project.options import read_options
+from dfdoctor.project.paths import path_uses
+from dfdoctor.project.source import Module
 from dfdoctor.diagnose import torch_pairs
 from dfdoctor.diagnose.rules_runtime import Context
 from dfdoctor.diagnose.traceback import PyError, is_library
@@ -47,19 +53,30 @@ def cuda_device(err: PyError, ctx: Context, m: re.Match) -> Told:
         evidence.append(f"{_short(script, ctx)}:{setting[0]}: device = {setting[1]!r}")
     evidence += [f"{_short(script, ctx)}:{n}: device is set to a CUDA device there too" for n in others]
     summary = f"The job asked for a GPU at {err.blame}{where}, but this torch cannot use one."
-    override = _override_flag(script, "device") if script else None
-    given = _given(ctx.argv, "device")
+    proj = project_of(ctx)
+    option = (proj.option("device") or (proj.option("trainer.accelerator") if proj.options.kind == "lightning"
+                                        else None)) if proj else None
+    given = proj.given(option) if option else _given(ctx.argv, "device")
     if given is not None:
-        evidence.append(f"the command sets --device={given}")
-    if override and given is None:
-        fix = (f"Run on the CPU: add {override}cpu to the command (this project takes --name=value overrides of its settings), or "
-               "install a CUDA build of torch on a machine with a GPU" + NOT_TRIED + ".")
+        evidence.append(f"the command sets {option.spelled(given) if option else '--device=' + given}")
+    if option is not None:
+        evidence.append(f"{option.where}: the option {option.flag} (default {option.default!r})" if option.where
+                        else f"the script takes {option.flag}")
+    if option is not None and (given is None or not given.startswith("cpu")):
+        how = (f"replace {option.spelled(given)} with {option.spelled('cpu')}" if given is not None else
+               f"add {option.spelled('cpu')} to the command")
+        fix = (f"Run on the CPU: {how} (an option of this project, {option.flag}), or install a CUDA build of "
+               "torch on a machine with a GPU" + NOT_TRIED + ".")
+    elif option is None and proj is not None and _device_switch(proj) is not None:
+        how, seen = _device_switch(proj)
+        evidence += seen
+        fix = f"Run on the CPU: {how}, or install a CUDA build of torch on a machine with a GPU" + NOT_TRIED + "."
     elif setting:
         fix = (f"Run on the CPU: set device = 'cpu' at {_short(script, ctx)}:{setting[0]}, or install a CUDA "
                "build of torch on a machine with a GPU" + NOT_TRIED + ".")
     else:
-        fix = ("Run on the CPU (pick the device with torch.cuda.is_available(): "
-               "device = 'cuda' if torch.cuda.is_available() else 'cpu'), or install a CUDA build of torch on a "
+        fix = (f"Run on the CPU: at {err.user_where}, pick the device with torch.cuda.is_available() "
+               "(device = 'cuda' if torch.cuda.is_available() else 'cpu'), or install a CUDA build of torch on a "
                "machine with a GPU" + NOT_TRIED + ".")
     if given is not None and given.startswith("cpu"):
         lines = ", ".join(f"{_short(script, ctx)}:{n}" for n in others)
@@ -72,15 +89,39 @@ def cuda_device(err: PyError, ctx: Context, m: re.Match) -> Told:
     return Told(summary, fix, evidence)
 
 
+# Options by which projects ask for a GPU (`--cuda`, `--gpu 0`) or for the CPU (`--no-accel`, `--cpu`).
+_ASKS_GPU = ("cuda", "gpu", "gpus", "use_cuda", "use_gpu", "accel", "gpu_id", "gpu_ids", "device_ids")
+_ASKS_CPU = ("cpu", "use_cpu", "no_cuda", "no_accel", "no_gpu", "disable_cuda", "force_cpu", "no_mps")
+
+
+def _device_switch(proj: project_model.Project) -> Optional[tuple[str, list[str]]]:
+    """How this project's own options run it on the CPU when it has no device option: drop the option of the
+    command that asks for a GPU (`--cuda`, `--gpu 0`), else add its CPU switch (`--no-accel`, `--cpu`)."""
+    for name in _ASKS_GPU:
+        option = proj.option(name)
+        words = proj.words_of(option) if option else []
+        if words:
+            return (f"drop {' '.join(words)} from the command (it asks for a GPU; {option.flag} is declared at "
+                    f"{option.where})", [f"the command gives {' '.join(words)}"])
+    for name in _ASKS_CPU:
+        option = proj.option(name)
+        if option is not None and option.switch:
+            return (f"add {option.flag} to the command (an option of this project, {option.where})",
+                    [f"{option.where}: the switch {option.flag}"])
+    return None
+
+
 def nccl_backend(err: PyError, ctx: Context, m: re.Match) -> Told:
     """The backend the job asked for and how this project changes it (`--backend=gloo`)."""
     script = _user_script(err, ctx)
     setting = _module_assignment(script, "backend") if script else None
-    override = _override_flag(script, "backend") if script else None
+    proj = project_of(ctx)
+    # only an option the project has (`--backend`, imagenet's `--dist-backend`): no `--backend` guessed
+    option = (proj.option("backend") or proj.options.ending("backend")) if proj else None
     evidence = [f"{_short(script, ctx)}:{setting[0]}: backend = {setting[1]!r}"] if setting else []
-    how = f"add {override}gloo to the command" if override else (
+    how = f"add {option.spelled('gloo')} to the command" if option else (
         f"set backend = 'gloo' at {_short(script, ctx)}:{setting[0]}" if setting else
-        "pass backend='gloo' to init_process_group")
+        f"pass backend='gloo' to init_process_group at {err.user_where}")
     cuda = _cuda_assignments(script, "device") if script else []
     fix = (f"On CPUs use the gloo backend: {how}; for NCCL, install a CUDA build of torch on a Linux machine with "
            "GPUs" + NOT_TRIED + ".")
@@ -161,6 +202,26 @@ def log_file(err: PyError, ctx: Context, m: re.Match) -> Optional[Told]:
                 f"before {err.user_where}.", evidence)
 
 
+def output_dir(err: PyError, ctx: Context, m: re.Match) -> Optional[Told]:
+    """A save into a folder that does not exist: which option of the project names that path, and the folder to
+    create (for rows whose first group is the missing folder or the file's path)."""
+    path = m.group(1)
+    full = _resolve(path, ctx)
+    proj = project_of(ctx)
+    option = proj.option_for_path(full) if proj else None
+    folder = full if not os.path.splitext(full)[1] else os.path.dirname(full)
+    missing = _first_missing(folder) or folder
+    evidence = [f"{missing} does not exist now"]
+    point = ""
+    if option:
+        given = proj.given(option)
+        evidence.append(f"{option.flag} sets this path ({'the command gives ' + repr(given) if given is not None else 'default ' + repr(option.default)}{', ' + option.where if option.where else ''})")
+        point = f", or point {option.flag} into a folder that exists"
+    return Told("", f"Create the folder before the job starts (mkdir -p {shlex.quote(folder)}){point}, or make the "
+                f"code create it before it saves: os.makedirs(folder, exist_ok=True) before {err.user_where}"
+                + NOT_TRIED + ".", evidence)
+
+
 def input_file(err: PyError, ctx: Context, m: re.Match) -> Optional[Told]:
     """A file the job reads: where it resolves against the job's cwd, and what in the repo creates it."""
     path = m.group(1)
@@ -175,16 +236,46 @@ def input_file(err: PyError, ctx: Context, m: re.Match) -> Optional[Told]:
     evidence.append(f"{missing} does not exist either" if missing else
                     f"its folder {os.path.dirname(full)} exists; the file does not" if not os.path.exists(full)
                     else f"{full} exists now (created since the job died?)")
-    maker = _creator(full, ctx)
-    fix = f"Create {path} before the job starts, or point the job at where it is."
+    proj = project_of(ctx)
+    maker = _creator(full, ctx, proj)
+    option = proj.option_for_path(full) if proj else None
+    value = (f"the command sets it to {proj.given(option)!r}" if proj.given(option) is not None else
+             f"default {option.default!r}") + (f", {option.where}" if option.where else "") if option else ""
+    part = proj.joined_into(full) if option else None
+    point = (f"set {option.flag} to the one that is there (it is a part of this path, joined at {part.where}; "
+             f"{value})" if part and proj.option_for_path(full) is option and not _prefix_of(proj, option, full)
+             else f"point {option.flag} at where it is ({option.spelled('PATH')}; {value})" if option else
+             "point the job at where it is")
+    if option:
+        evidence.append(f"{option.flag} sets this path" + (f" ({option.where})" if option.where else ""))
+    fix = f"Create {path} before the job starts, or {point}."
     if maker:
-        evidence.append(f"{_short(maker, ctx)} is beside it and writes {os.path.basename(path)}")
-        fix = (f"Run `python {_short(maker, ctx)}` first (it writes {os.path.basename(path)}), then launch again"
-               + NOT_TRIED + ".")
+        evidence.append(f"{_short(maker, ctx)} writes {os.path.basename(path)}")
+        told = _readme_run(proj, maker)
+        there = str(proj.root / os.path.dirname(told.file)) if told else None
+        if told and not os.path.isabs(path) and ctx.cwd and os.path.realpath(there) != os.path.realpath(ctx.cwd):
+            # the README runs both from its own folder: a relative path written there is not where this job looks
+            fix = (f"Run both as the README does, from {there}: `cd {shlex.quote(there)} && {told.text}` writes "
+                   f"{os.path.basename(path)} there ({told.where}), and the job looks for {path} in the folder it "
+                   f"starts in (now {ctx.cwd}), so launch it from {there} too" + NOT_TRIED + ".")
+        else:
+            fix = (f"Run `{told.text if told else 'python ' + _short(maker, ctx)}` first (it writes "
+                   f"{os.path.basename(path)}{'; ' + told.where + ' runs it' if told else ''}), then launch again"
+                   + (f", or {point}" if option else "") + NOT_TRIED + ".")
         if "urlopen" in _read(maker) or "requests.get" in _read(maker) or "http" in _read(maker):
             fix += " It downloads its input: run it where there is network, or copy the files it fetches beside it."
     summary = f"The job reads {path} at {err.blame}, and it does not exist (looked for at {full})."
     return Told(summary, fix, evidence)
+
+
+def _prefix_of(proj: project_model.Project, option, full: str) -> bool:
+    """The option's value (given or default) is the path or a folder above it."""
+    for value in (proj.given(option), option.default):
+        if isinstance(value, str) and value.strip():
+            v = os.path.normpath(value if os.path.isabs(value) else os.path.join(str(proj.cwd), value))
+            if full == v or full.startswith(v.rstrip(os.sep) + os.sep):
+                return True
+    return False
 
 
 def _writes(err: PyError) -> bool:
@@ -194,22 +285,103 @@ def _writes(err: PyError) -> bool:
                 re.search(r"\.(?:save|savez|to_csv|write_text|write_bytes|savefig)\(", code))
 
 
-def _creator(full: str, ctx: Context) -> Optional[str]:
-    """A script near the missing file (its folder or its parents up to the job's cwd) that writes its name."""
+def _creator(full: str, ctx: Context, proj: Optional[project_model.Project] = None) -> Optional[str]:
+    """A script that writes the missing file's name: beside it (its folder or its parents up to the job's cwd),
+    or run by the project's README. Never the job's own files: a job that reads or deletes F does not make it."""
     name = os.path.basename(full)
+    own = {os.path.realpath(m.path) for m in proj.files} if proj else set()
+    candidates: list[str] = []
     folder = os.path.dirname(full)
     stop = os.path.realpath(ctx.cwd) if ctx.cwd else None
     for _ in range(4):
         if os.path.isdir(folder):
-            for entry in sorted(os.listdir(folder)):
-                if entry.endswith(".py"):
-                    cand = os.path.join(folder, entry)
-                    if name in _read(cand) or os.path.splitext(name)[0] in _read(cand) and "prepare" in entry:
-                        return cand
+            candidates += [os.path.join(folder, e) for e in sorted(os.listdir(folder)) if e.endswith(".py")]
         if stop and os.path.realpath(folder) == stop or os.path.dirname(folder) == folder:
             break
         folder = os.path.dirname(folder)
+    if proj:
+        for line in proj.readme:
+            candidates += [str(proj.root / os.path.dirname(line.file) / w) for w in line.words if w.endswith(".py")]
+    for cand in candidates:
+        if os.path.realpath(cand) in own or not os.path.isfile(cand):
+            continue
+        if _writes_name(cand, name, ctx):
+            return cand
     return None
+
+
+def _writes_name(path: str, name: str, ctx: Context) -> bool:
+    """The script writes a file called `name` (a write, a save or a download to a path ending in it)."""
+    source = Module.read(Path(path), Path(ctx.cwd or "/"))
+    options = read_options(source, ())
+    for use in path_uses(source):
+        if use.mode != "write":
+            continue
+        if use.hint and os.path.basename(use.hint) == name:
+            return True
+        option = options.find(use.dest) if use.dest and not use.hint else None  # open(args.save, 'wb')
+        if option and isinstance(option.default, str) and os.path.basename(option.default) == name:
+            return True
+    return False
+
+
+def _readme_run(proj: Optional[project_model.Project], script: str):
+    """The README line that runs `script`, if one does."""
+    if not proj:
+        return None
+    runs = proj.runs(Path(script))
+    return runs[0] if runs else None
+
+
+def project_of(ctx: Context) -> Optional[project_model.Project]:
+    """The model of the job's project, read from its files here (None when the job ran elsewhere)."""
+    if not ctx.local or not ctx.cwd:
+        return None
+    return _project(tuple(ctx.argv), ctx.cwd)
+
+
+@functools.lru_cache(maxsize=8)
+def _project(argv: tuple[str, ...], cwd: str) -> Optional[project_model.Project]:
+    try:
+        return project_model.read(list(argv), cwd)
+    except (OSError, RecursionError, ValueError):  # files that cannot be read give the generic wording, no verdict lost
+        return None
+
+
+def option_near(word: str, ctx: Context) -> Optional[str]:
+    """The option of the job's project that a mistyped `word` (`--epocs`, `--trainer.max_iter=10`) most likely
+    meant, as the project spells it and with where it is declared; None when none is near or the options are not
+    known (for the bad-argument verdict: the closest valid option)."""
+    proj = project_of(ctx)
+    near = proj.options.closest(word) if proj else None
+    if near is None:
+        return None
+    return near.flag + (f" ({near.where})" if near.where else "")
+
+
+def module_fix(module: str, ctx: Context) -> Optional[str]:
+    """How to make a missing module importable in this project's terms: its own package installs with the
+    project's install line; a distribution known to provide it (a requirements line, a known name) installs by that
+    name; otherwise the project's own install lines, never a guessed name. None when nothing is known."""
+    proj = project_of(ctx)
+    if proj is None or proj.install is None:
+        return None
+    python = _python(ctx)
+    found, why = proj.install.provider(module)
+    if found == "-e":
+        return (f"{why}: install the project into {python}: {proj.install.own_line(python)}" + NOT_TRIED + ".")
+    if found:  # a requirement of the project says why; a known import name is installed as before
+        note = why if why.endswith("names it") else "install it into the interpreter the job runs"
+        return f"{shlex.quote(python)} -m pip install {shlex.quote(found)}   ({note})"
+    lines = [f"`{r.text}` ({r.where})" for r in proj.install.readme]
+    if proj.install.packaging:
+        lines.append(f"`{python} -m pip install -e {proj.root}` (its {proj.install.packaging})")
+    if any(f.endswith("requirements.txt") for f, _, _ in proj.install.requirements):
+        lines.append(f"`{python} -m pip install -r {proj.root / next(f for f, _, _ in proj.install.requirements)}`")
+    if not lines:
+        return None
+    return (f"Install what provides {module.split('.')[0]!r} into {python}: {why}; the project installs with "
+            + "; ".join(lines) + NOT_TRIED + ".")
 
 
 # ---- reading the job's own files ---------------------------------------------------------------------------
@@ -253,17 +425,6 @@ def _cuda_assignments(script: str, name: str) -> list[int]:
             if isinstance(text, str) and text.startswith("cuda"):
                 lines.append(node.lineno)
     return sorted(lines)
-
-
-def _override_flag(script: str, name: str) -> Optional[str]:
-    """`--name=` when the script takes command-line overrides of its globals (nanoGPT's configurator.py) or
-    declares the option with argparse."""
-    text = _read(script)
-    if re.search(r"""add_argument\(\s*['"]--%s['"]""" % re.escape(name), text):
-        return f"--{name} "
-    if "configurator.py" in text and os.path.isfile(os.path.join(os.path.dirname(script), "configurator.py")):
-        return f"--{name}="
-    return None
 
 
 def _given(argv: list[str], name: str) -> Optional[str]:

@@ -16,7 +16,7 @@ from typing import Callable, Optional
 
 from dfdoctor import causes
 from dfdoctor.diagnose import stackclass
-from dfdoctor.diagnose import elastic, known_failures, launcher, rules_runtime, stuck, torch_pairs
+from dfdoctor.diagnose import elastic, known_failures, launcher, rules_runtime, stuck, torch_pairs, user_terms
 from dfdoctor.diagnose.blame import blame_fix
 from dfdoctor.diagnose.guardfix import fix_for, is_trainer
 from dfdoctor.diagnose.recorder_lost import recorder_lost
@@ -282,6 +282,7 @@ def exception_verdict(run: RunRecord, err: PyError, evidence: list[str], who: st
         return Verdict("failed", causes.MISSING_MODULE, f"{who} died at start: module {name!r} is not installed "
                        f"in the training interpreter (imported at {err.blame}).",
                        (not run.is_remote and torch_pairs.missing_fix(name.split(".")[0], _python_of(run))) or
+                       user_terms.module_fix(name, _runtime_context(run)) or
                        f"Install the distribution that provides {name.split('.')[0]!r} into {_python_of(run)} "
                        f"(e.g. {_python_of(run)} -m pip install {name.split('.')[0]}), or fix the import.", evidence)
     evidence = [*err.library_evidence, *evidence]

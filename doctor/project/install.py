@@ -1,0 +1,101 @@
+"""How a project installs, and which distribution provides an import, where that can be known.
+
+Known: the project's own packages (a `mingpt/` folder beside its setup.py is installed with `pip install -e .` in
+its checkout, not from the index, where `mingpt` may be nobody's or a stranger's), a requirements file that names
+the import's distribution, and the import names whose distribution is called otherwise (PIP_NAMES, kept with the
+checks). Anything else is a guess, and a fix says so and names the project's own install lines instead.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from dfdoctor.project.readme import ReadmeLine
+
+# Import names whose distribution is called something else (the usual surprises).
+PIP_NAMES = {"cv2": "opencv-python", "PIL": "Pillow", "yaml": "PyYAML", "sklearn": "scikit-learn",
+             "skimage": "scikit-image", "bs4": "beautifulsoup4", "attr": "attrs", "dateutil": "python-dateutil",
+             "google.protobuf": "protobuf", "jwt": "PyJWT", "Crypto": "pycryptodome", "dotenv": "python-dotenv",
+             "serial": "pyserial", "git": "GitPython", "fitz": "PyMuPDF", "magic": "python-magic",
+             "flash_attn": "flash-attn", "apex": "apex (built from source)", "wandb": "wandb"}
+_MARKERS = ("setup.py", "pyproject.toml", "setup.cfg")
+_REQ = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+@dataclass(frozen=True)
+class Install:
+    """What installs the project: its packaging file, its own top-level packages, its requirements files."""
+
+    root: Path
+    packaging: Optional[str] = None  # 'setup.py' | 'pyproject.toml' | 'setup.cfg', relative to root
+    packages: tuple[str, ...] = ()  # its own import names
+    requirements: tuple[tuple[str, int, str], ...] = ()  # (file, line, requirement)
+    readme: tuple[ReadmeLine, ...] = field(default_factory=tuple)  # the README's install lines
+
+    def own_line(self, python: str) -> str:
+        """The line that installs the project itself, as its README writes it when it does."""
+        for r in self.readme:
+            if "-e" in r.words or "--editable" in r.words:
+                rest = " ".join(shlex.quote(w) for w in r.words[r.words.index("install") + 1:])
+                return f"cd {shlex.quote(str(self.root))} && {shlex.quote(python)} -m pip install {rest}   " \
+                       f"(as {r.where} does)"
+        return f"{shlex.quote(python)} -m pip install -e {shlex.quote(str(self.root))}"
+
+    def provider(self, module: str) -> tuple[Optional[str], str]:
+        """(requirement or install line, how it is known) for a top-level import name; (None, why) when unknown."""
+        top = module.split(".")[0]
+        if top in self.packages:
+            return "-e", f"{top} is this project's own package ({self.packaging or 'its folder'} in {self.root})"
+        for file, line, req in self.requirements:
+            name = _REQ.match(req)
+            if name and _canonical(name.group(1)) in (_canonical(top), _canonical(_known_dist(top) or "")):
+                return req, f"{file}:{line} names it"
+        dist = _known_dist(module) or _known_dist(top)
+        if dist:
+            return dist, f"the import {top!r} comes from the distribution {dist}"
+        return None, (f"which distribution provides {top!r} is not known here (an import name is not always a "
+                      "name on the package index)")
+
+
+def _known_dist(module: str) -> Optional[str]:
+    return PIP_NAMES.get(module)
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def read_install(root: Path, folders: list[Path], readme: list[ReadmeLine]) -> Install:
+    """The packaging of `root` and the requirements files of `folders` (the script's folder up to the root)."""
+    packaging = next((m for m in _MARKERS if (root / m).is_file()), None)
+    packages: list[str] = []
+    if packaging:
+        text = _read(root / packaging)
+        listed = re.search(r"packages\s*=\s*\[([^\]]*)\]", text)
+        if listed:
+            packages = [p.split(".")[0] for p in re.findall(r"""['"]([\w.]+)['"]""", listed.group(1))]
+        if not packages:  # find_packages() or automatic discovery: the folders with an __init__.py
+            packages = sorted(p.parent.name for p in root.glob("*/__init__.py") if p.parent.name not in ("tests",))
+            packages += [p.parent.name for p in root.glob("src/*/__init__.py")]
+    reqs = []
+    for folder in folders:
+        for name in ("requirements.txt", "requirements-dev.txt"):
+            path = folder / name
+            if path.is_file():
+                for n, line in enumerate(_read(path).splitlines(), 1):
+                    line = line.split("#", 1)[0].strip()
+                    if line and not line.startswith("-"):
+                        reqs.append((str(path.relative_to(root)) if path.is_relative_to(root) else str(path), n,
+                                     line))
+    return Install(root, packaging, tuple(dict.fromkeys(packages)), tuple(reqs), tuple(readme))
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")[:1 << 20]
+    except OSError:
+        return ""

@@ -1,0 +1,283 @@
+"""The command-line options a training script takes, read statically from its source (ast), never by running it.
+
+Why static and not `--help` in a probe: a `--help` run executes the script's module-level code (nanoGPT's
+configurator style has no help at all and would start training; many scripts import torch and build models before
+parsing), costs a torch import (the `check` budget is 1.1x `import torch` in all), and is not possible after a
+launch on another machine. The source says the same for the parsers users write: argparse (`add_argument`),
+click (`@click.option`), jsonargparse's own ArgumentParser, nanoGPT's `--key=value` configurator (module-level
+globals, then `exec(open('configurator.py').read())`) and minGPT's CfgNode (`merge_from_args(sys.argv[1:])` over
+`get_config()`). Where the options cannot be known from the source (LightningCLI, `jsonargparse.CLI(fn)`,
+HfArgumentParser over dataclasses), `complete` is False: an option not found is then "not known", never "absent".
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+from dfdoctor.project.source import Module, call_name, const
+
+# The options LightningCLI adds for every Trainer (its documented `--trainer.*` surface), known without running it.
+_LIGHTNING_TRAINER = ("accelerator", "devices", "strategy", "num_nodes", "precision", "max_epochs", "max_steps",
+                      "default_root_dir", "fast_dev_run", "limit_train_batches", "limit_val_batches", "logger",
+                      "enable_checkpointing", "log_every_n_steps", "gradient_clip_val", "accumulate_grad_batches")
+
+
+# Words by which a file reads its command line some other way (a library parser, sys.argv by hand).
+_READS_ARGV = ("sys.argv", "argparse", "click", "Fire(", "tyro", "hydra", "absl", "FLAGS", "simple_parsing",
+               "HfArgumentParser", "docopt", "typer", "parse_args", "from_cli", "jsonargparse", "CLI(", "getopt",
+               "configurator.py")
+
+
+# Packages that never read the command line when imported or used as training code does.
+_NO_PARSER = {"__future__", "os", "sys", "math", "time", "random", "itertools", "functools", "collections", "json",
+              "pickle", "io", "re", "typing", "dataclasses", "pathlib", "shutil", "glob", "copy", "string", "csv",
+              "torch", "torchvision", "torchaudio", "numpy", "matplotlib", "pandas", "scipy", "PIL", "tqdm",
+              "einops", "inspect", "abc", "enum", "contextlib", "warnings", "logging", "datetime", "struct",
+              "requests", "urllib", "gzip", "zipfile", "tarfile", "hashlib", "subprocess", "signal", "socket"}
+
+
+def _imported(m: Module) -> set[str]:
+    """The top-level names of the packages a module imports."""
+    out = set()
+    for node in ast.walk(m.tree) if m.tree is not None else ():
+        if isinstance(node, ast.Import):
+            out |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out.add(node.module.split(".")[0])
+    return out
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option the script takes: how it is spelled, what it sets, its default and where it is declared."""
+
+    flags: tuple[str, ...]  # '--input-file', '-i'; empty for a positional argument
+    dest: str  # the name it sets: 'input_file', 'trainer.device'
+    default: object = None
+    style: str = "argparse"  # argparse | click | configurator | cfgnode | lightning
+    file: str = ""
+    line: int = 0
+    switch: bool = False  # a flag that takes no value (argparse's store_true/store_false, click's is_flag)
+
+    @property
+    def flag(self) -> str:
+        """The long spelling, as a user types it."""
+        longs = [f for f in self.flags if f.startswith("--")]
+        return (longs or list(self.flags) or [self.dest])[0]
+
+    def spelled(self, value: str) -> str:
+        """The option with a value, in the form its parser takes (`--device=cpu` for key=value parsers)."""
+        if self.style in ("configurator", "cfgnode", "lightning"):
+            return f"{self.flag}={value}"
+        return f"{self.flag} {value}"
+
+    @property
+    def where(self) -> str:
+        """file:line of its declaration."""
+        return f"{self.file}:{self.line}" if self.file else ""
+
+
+@dataclass(frozen=True)
+class Options:
+    """Every option found, the parser kind, and whether the list is complete."""
+
+    kind: str = "none"  # argparse | click | configurator | cfgnode | lightning | jsonargparse | other | none
+    options: tuple[Option, ...] = ()
+    complete: bool = True  # False: options exist that the source does not list (LightningCLI, CLI(fn))
+    abbrev: bool = True  # argparse's allow_abbrev: `--step` is taken for `--steps`
+
+    def find(self, name: str) -> Optional[Option]:
+        """The option whose dest or flag is `name` ('device', '--device', 'trainer.device', 'input-file')."""
+        want = _norm(name)
+        for o in self.options:
+            if _norm(o.dest) == want or any(_norm(f) == want for f in o.flags):
+                return o
+        for o in self.options:  # a section's leaf: 'device' finds 'trainer.device' when only one has it
+            if o.style in ("cfgnode", "lightning") and _norm(o.dest).rsplit(".", 1)[-1] == want:
+                if sum(_norm(p.dest).rsplit(".", 1)[-1] == want for p in self.options) == 1:
+                    return o
+        return None
+
+    def ending(self, suffix: str) -> Optional[Option]:
+        """The first option whose name ends with `suffix` ('backend' finds `--dist-backend`)."""
+        want = _norm(suffix)
+        return next((o for o in self.options if _norm(o.dest).endswith(want)), None)
+
+    def exists(self, name: str) -> Optional[bool]:
+        """True or False when known; None when the source does not list every option."""
+        if self.find(name) is not None:
+            return True
+        return False if self.complete else None
+
+    def closest(self, word: str) -> Optional[Option]:
+        """The option a mistyped `word` most likely meant (`--max_iter` → `--trainer.max_iters`)."""
+        want = _norm(word.split("=", 1)[0])
+        names = {}
+        for o in self.options:
+            for n in (o.dest, *o.flags):
+                names.setdefault(_norm(n), o)
+            names.setdefault(_norm(o.dest).rsplit(".", 1)[-1], o)
+        hit = difflib.get_close_matches(want, list(names), n=1, cutoff=0.6)
+        return names[hit[0]] if hit else None
+
+
+def _norm(name: str) -> str:
+    return name.lstrip("-").replace("-", "_").lower()
+
+
+def read_options(script: Module, local: Iterable[Module]) -> Options:
+    """The options of `script`, looking into the project's own modules it imports for parsers and configs."""
+    modules = [script, *local]
+    if script.tree is None:
+        return Options(kind="none", complete=False)
+    text = script.text
+    if "LightningCLI" in text or ("jsonargparse" in text and "CLI(" in text) or "HfArgumentParser" in text:
+        kind = "lightning" if "LightningCLI" in text else "jsonargparse"
+        found = tuple(Option((f"--trainer.{k}",), f"trainer.{k}", style="lightning") for k in _LIGHTNING_TRAINER) \
+            + tuple(_lightning_classes(script, modules)) if kind == "lightning" else ()
+        return Options(kind, found + tuple(o for m in modules for o in _argparse(m)), complete=False)
+    if "merge_from_args" in text:
+        return Options("cfgnode", tuple(_cfgnode(script, modules)))
+    if "configurator.py" in text and "exec(" in text:
+        return Options("configurator", tuple(_configurator(script)))
+    argp = [o for m in modules for o in _argparse(m)]
+    clicks = [o for m in modules for o in _click(m)]
+    if clicks:
+        return Options("click", tuple(clicks))
+    if argp:
+        return Options("argparse", tuple(argp), complete="parse_known_args" not in text and
+                       "add_subparsers" not in text, abbrev="allow_abbrev=False" not in text)
+    # No parser of a kind read here: the script takes no options only if nothing in its files reads the command
+    # line, and every package it imports is one known not to (an installed `cli.main()` may parse sys.argv)
+    reads = any(word in m.text for m in modules for word in _READS_ARGV)
+    local = {m.path.stem for m in modules} | {m.path.parent.name for m in modules}
+    foreign = {name for m in modules for name in _imported(m)} - local - _NO_PARSER
+    return Options("other" if reads or foreign else "none", (), complete=not (reads or foreign))
+
+
+def _lightning_classes(script: Module, modules: list[Module]) -> list[Option]:
+    """`--model.X` and `--data.X` of `LightningCLI(Model, Data)`: the parameters of each class's __init__, where
+    the class is in the project's own files (a class from an installed package is not read)."""
+    classes = {}
+    for m in modules:
+        for node in ast.walk(m.tree) if m.tree is not None else ():
+            if isinstance(node, ast.ClassDef):
+                classes.setdefault(node.name, (node, m))
+    out = []
+    for node in ast.walk(script.tree):
+        if not (isinstance(node, ast.Call) and call_name(node).endswith("LightningCLI")):
+            continue
+        kw = {k.arg: k.value for k in node.keywords if k.arg}
+        given = list(node.args[:2]) + [None] * (2 - len(node.args[:2]))
+        for section, arg in (("model", kw.get("model_class", given[0])), ("data", kw.get("datamodule_class",
+                                                                                         given[1]))):
+            name = arg.id if isinstance(arg, ast.Name) else arg.attr if isinstance(arg, ast.Attribute) else None
+            if name not in classes:
+                continue
+            cls, m = classes[name]
+            init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+            if init is None:
+                continue
+            params = [a for a in init.args.args[1:] + init.args.kwonlyargs]
+            defaults = [None] * (len(init.args.args[1:]) - len(init.args.defaults)) + list(init.args.defaults) + \
+                list(init.args.kw_defaults)
+            out += [Option((f"--{section}.{a.arg}",), f"{section}.{a.arg}", const(d), "lightning", m.rel, a.lineno)
+                    for a, d in zip(params, defaults)]
+    return out
+
+
+def _argparse(m: Module) -> list[Option]:
+    """`X.add_argument('--a', '-a', dest=..., default=...)` anywhere in the module."""
+    out = []
+    if "add_argument" not in m.text:
+        return out
+    for node in ast.walk(m.tree) if m.tree is not None else ():
+        if isinstance(node, ast.Call) and call_name(node).endswith("add_argument"):
+            flags = tuple(a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str))
+            if not flags:
+                continue
+            kw = {k.arg: k.value for k in node.keywords if k.arg}
+            dest = const(kw["dest"]) if "dest" in kw else None
+            if not isinstance(dest, str):
+                named = [f for f in flags if f.startswith("--")] or list(flags)
+                dest = named[0].lstrip("-").replace("-", "_")
+            out.append(Option(tuple(f for f in flags if f.startswith("-")), dest,
+                              const(kw["default"]) if "default" in kw else None, "argparse", m.rel, node.lineno,
+                              switch=const(kw.get("action")) in ("store_true", "store_false", "store_const",
+                                                                  "count")))
+    return out
+
+
+def _click(m: Module) -> list[Option]:
+    """`@click.option('--a', '-a', default=...)` and `@click.argument('name')` decorators."""
+    out = []
+    if "click" not in m.text:
+        return out
+    for node in ast.walk(m.tree) if m.tree is not None else ():
+        if isinstance(node, ast.Call) and call_name(node) in ("click.option", "option", "click.argument", "argument"):
+            words = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            if not words:
+                continue
+            flags = tuple(w for w in words if w.startswith("-"))
+            plain = [w for w in words if not w.startswith("-")]
+            dest = plain[0] if plain else (flags[0].lstrip("-").split("/")[0].replace("-", "_") if flags else "")
+            kw = {k.arg: k.value for k in node.keywords if k.arg}
+            out.append(Option(tuple(f.split("/")[0] for f in flags), dest,
+                              const(kw["default"]) if "default" in kw else None, "click", m.rel, node.lineno,
+                              switch=const(kw.get("is_flag")) is True or any("/" in f for f in flags)))
+    return out
+
+
+def _configurator(m: Module) -> list[Option]:
+    """nanoGPT's style: every module-level `name = constant` before the exec of configurator.py is `--name=`."""
+    out = []
+    for node in m.tree.body:
+        if any(isinstance(n, ast.Constant) and n.value == "configurator.py" for n in ast.walk(node)):
+            break  # what is set after the exec is not overridable
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, ast.Constant) and not node.targets[0].id.startswith("_"):
+            name = node.targets[0].id
+            out.append(Option((f"--{name}",), name, node.value.value, "configurator", m.rel, node.lineno))
+    return out
+
+
+def _cfgnode(script: Module, modules: list[Module]) -> list[Option]:
+    """minGPT's CfgNode: `C.sec.key = v` in get_config(), and `C.sec = Cls.get_default_config()` pulls in the
+    keys `Cls.get_default_config()` sets (in the script or the project's modules)."""
+    defaults = {}  # class name -> [(key, value, module, line)]
+    for m in modules:
+        for cls in (n for n in ast.walk(m.tree) if isinstance(n, ast.ClassDef)) if m.tree is not None else ():
+            for fn in cls.body:
+                if isinstance(fn, ast.FunctionDef) and fn.name == "get_default_config":
+                    defaults[cls.name] = [(k, v, m, ln) for k, v, ln in _cfg_sets(fn)]
+    out = []
+    for fn in (n for n in ast.walk(script.tree) if isinstance(n, ast.FunctionDef) and n.name == "get_config"):
+        for key, value, line in _cfg_sets(fn):
+            if isinstance(value, ast.Call) and call_name(value).endswith(".get_default_config"):
+                cls = call_name(value).split(".")[-2]
+                out += [Option((f"--{key}.{k}",), f"{key}.{k}", const(v), "cfgnode", mm.rel, ln)
+                        for k, v, mm, ln in defaults.get(cls, [])]
+            elif not (isinstance(value, ast.Call) and call_name(value) in ("CN", "CfgNode")):
+                out.append(Option((f"--{key}",), key, const(value), "cfgnode", script.rel, line))
+    seen: dict[str, Option] = {}
+    for o in out:  # a later assignment (get_config overriding a class default) wins, as at run time
+        seen[o.dest] = o
+    return list(seen.values())
+
+
+def _cfg_sets(fn: ast.FunctionDef) -> list[tuple[str, ast.AST, int]]:
+    """(dotted key below the config object, value node, line) of every `C.a.b = value` in the function."""
+    out = []
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute):
+            parts, t = [], node.targets[0]
+            while isinstance(t, ast.Attribute):
+                parts.append(t.attr)
+                t = t.value
+            if isinstance(t, ast.Name):
+                out.append((".".join(reversed(parts)), node.value, node.lineno))
+    return out
+

@@ -1,0 +1,334 @@
+"""dfdoctor on a corpus of public training projects (tests/corpus/, each with its LICENSE; tests/corpus/README.md
+names the repository and commit of each), broken the ways users break real runs: a missing data path, a missing
+output folder, a bad argument, a missing dependency, a GPU asked for on a CPU machine, an option the project does
+not have. Each case runs the project's unmodified code as its README runs it, through a real `dfdoctor launch`,
+on synthetic data made here; the healthy runs must pass `dfdoctor check`.
+
+A case whose cause is issue 32's other part (a cause read from an assert, a bad argument, an optional dependency
+named in a message, a job that did nothing, the rendezvous) is xfail with the cause it needs, not strict: it
+passes once that cause lands."""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+from dfdoctor import causes
+from jobs.harness import PY, dfdoctor, job_env, kill_runs, launch_to_end
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+TORCHRUN = str(Path(sys.executable).parent / "torchrun")
+SYSTEM_PY = shutil.which("python3", path="/usr/bin:/bin")
+pytestmark = pytest.mark.slow
+
+
+# ---- synthetic data, made the way each project expects it ---------------------------------------------------
+def _words(n: int, seed: int) -> str:
+    """`n` lines of pseudo-words (a tiny wikitext), deterministic."""
+    vocab = ["the", "model", "learns", "a", "word", "of", "text", "from", "data", "and", "<unk>", "=", "@-@"]
+    x, lines = seed, []
+    for _ in range(n):
+        words = []
+        for _ in range(12):
+            x = (x * 1103515245 + 12345) % (1 << 31)
+            words.append(vocab[x % len(vocab)])
+        lines.append(" " + " ".join(words) + " ")
+    return "\n".join(lines) + "\n"
+
+
+def _wikitext(work: Path) -> None:
+    data = work / "data" / "wikitext-2"
+    data.mkdir(parents=True, exist_ok=True)
+    for i, split in enumerate(("train", "valid", "test")):
+        (data / f"{split}.txt").write_text(_words(60 if split == "train" else 20, i))
+
+
+def _shakespeare(work: Path) -> None:
+    """input.txt where chargpt reads it: the folder it runs in (projects/chargpt, as its readme runs it)."""
+    (work / "projects" / "chargpt" / "input.txt").write_text("First Citizen:\nBefore we proceed any further, hear me speak.\n" * 40)
+
+
+def _sine(work: Path) -> None:
+    """traindata.pt as the README makes it: by running the project's own generate_sine_wave.py."""
+    subprocess.run([PY, "generate_sine_wave.py"], cwd=work, check=True, capture_output=True, timeout=120)
+
+
+def _not_a_checkpoint(work: Path) -> None:
+    (work / "traindata.pt").write_text("<html>404 Not Found</html>\n")
+
+
+def _no_valid_split(work: Path) -> None:
+    _wikitext(work)
+    (work / "data" / "wikitext-2" / "valid.txt").unlink()
+
+
+PREPARE = {"wikitext": _wikitext, "shakespeare": _shakespeare, "sine": _sine, "not-a-checkpoint": _not_a_checkpoint,
+           "no-valid-split": _no_valid_split}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One broken run of a corpus project."""
+
+    id: str
+    project: str  # folder under tests/corpus
+    argv: tuple[str, ...]  # PY / TORCHRUN stand for the interpreter and its torchrun
+    cause: str
+    run_in: str = ""  # the job's folder, relative to the project's copy ('..': the folder above it)
+    prepare: tuple[str, ...] = ()
+    installed: bool = False  # the project's own package importable (as after its README's `pip install -e .`)
+    said: tuple[str, ...] = ()  # in the summary or the evidence
+    fix: tuple[str, ...] = ()  # in the fix
+    not_fix: tuple[str, ...] = ()  # never in the fix
+    needs: Optional[str] = None  # the cause of issue 32's other part this case waits for (xfail)
+    watch: float = 40
+    env: dict = field(default_factory=dict)
+
+
+WLM, TSP, DDP = "pytorch-examples-word_language_model", "pytorch-examples-time_sequence_prediction", \
+    "pytorch-examples-ddp-tutorial-series"
+MINGPT, MAKEMORE, REGRESSION = "minGPT", "makemore", "pytorch-examples-regression"
+ASSERT = "input-missing read from `assert os.path.exists(path)` (the path and the option that set it)"
+BADARG = "bad-argument: argparse's exit 2 named, with the closest valid option"
+# The cause ids issue 32's other part adds (their names as they land may differ: the lead flips these cases).
+BAD_ARGS, DID_NOTHING, RENDEZVOUS = "bad-arguments", "did-nothing", "rendezvous-waiting"
+SMALL = ("--epochs", "1", "--emsize", "16", "--nhid", "16")  # the README's line, shortened to one tiny epoch
+NOT_SITE = ("site-packages", "/bin/torchrun")
+
+CASES = [
+    # ---- word_language_model: `python main.py --accel --epochs 6` (README.md:7) ---------------------------------
+    Case("wlm-no-data", WLM, (PY, "main.py", "--accel", "--epochs", "6"), causes.INPUT_MISSING,
+         said=("data/wikitext-2/train.txt",), fix=("--data",), needs=ASSERT),
+    Case("wlm-wrong-data-option", WLM, (PY, "main.py", "--accel", "--data", "./data/wikitext-103"),
+         causes.INPUT_MISSING, prepare=("wikitext",), said=("wikitext-103",), fix=("--data",), needs=ASSERT),
+    Case("wlm-one-split-missing", WLM, (PY, "main.py", "--accel", "--epochs", "6"), causes.INPUT_MISSING,
+         prepare=("no-valid-split",), said=("valid.txt",), fix=("--data",), needs=ASSERT),
+    Case("wlm-from-parent-folder", WLM, (PY, "word_language_model/main.py", "--accel"), causes.INPUT_MISSING,
+         run_in="..", prepare=("wikitext",), said=("data/wikitext-2",), fix=("--data",), needs=ASSERT),
+    Case("wlm-mistyped-option", WLM, (PY, "main.py", "--accel", "--epocs", "6"), BAD_ARGS, prepare=("wikitext",), said=("--epocs",),
+         fix=("--epochs",), needs=BADARG),
+    Case("wlm-save-into-missing-folder", WLM, (PY, "main.py", *SMALL, "--save", "checkpoints/model.pt"),
+         causes.OUTPUT_DIR_MISSING, prepare=("wikitext",), said=("checkpoints",), fix=("--save", "mkdir -p"),
+         not_fix=NOT_SITE, needs="the save-folder-missing row naming refine='output_dir' (known_failures.py)"),
+    Case("wlm-generate-before-training", WLM, (PY, "generate.py", "--accel"), causes.INPUT_MISSING,
+         prepare=("wikitext",), said=("model.pt", "generate.py"),
+         fix=("python main.py --accel --epochs 6", "README.md:7", "--checkpoint")),
+    Case("wlm-generate-checkpoint-option", WLM, (PY, "generate.py", "--checkpoint", "runs/best.pt"),
+         causes.INPUT_MISSING, prepare=("wikitext",), said=("runs/best.pt",), fix=("--checkpoint",),
+         not_fix=("python generate.py",)),
+    Case("wlm-heads-do-not-divide", WLM, (PY, "main.py", "--model", "Transformer", "--nhead", "3", *SMALL),
+         causes.CRASHED, prepare=("wikitext",), said=("model.py",), not_fix=NOT_SITE),
+    Case("wlm-without-torch", WLM, (SYSTEM_PY or "python3", "main.py", "--accel"), causes.MISSING_MODULE,
+         prepare=("wikitext",), said=("torch",), fix=("torch>=2.6", "requirements.txt:1")),
+    Case("wlm-zero-epochs-reads-its-own-output", WLM, (PY, "main.py", "--epochs", "0", "--emsize", "16", "--nhid",
+                                                     "16"), causes.INPUT_MISSING, prepare=("wikitext",),
+         said=("model.pt",), fix=("--save",), not_fix=("python main.py",)),
+    # ---- time_sequence_prediction: `python generate_sine_wave.py` then `python train.py` -------------------------
+    Case("tsp-train-before-generate", TSP, (PY, "train.py"), causes.INPUT_MISSING, said=("traindata.pt", "train.py"),
+         fix=("python generate_sine_wave.py", "README.md:8")),
+    Case("tsp-from-parent-folder", TSP, (PY, "time_sequence_prediction/train.py"), causes.INPUT_MISSING,
+         run_in="..", said=("traindata.pt",), fix=("time_sequence_prediction && python generate_sine_wave.py",
+                                                    "launch it from"), not_fix=("python train.py", "python time_seq")),
+    Case("tsp-steps-not-a-number", TSP, (PY, "train.py", "--steps", "ten"), BAD_ARGS, prepare=("sine",),
+         said=("--steps",), needs=BADARG),
+    Case("tsp-unknown-option", TSP, (PY, "train.py", "--epochs", "3"), BAD_ARGS, prepare=("sine",),
+         said=("--epochs",), fix=("--steps",), needs=BADARG),
+    Case("tsp-readme-lines-on-torch-2.6-and-later", TSP, (PY, "train.py"), causes.CHECKPOINT_INCOMPATIBLE,
+         prepare=("sine",), said=("train.py, line 47",), fix=("add_safe_globals", "weights_only=False"),
+         not_fix=NOT_SITE),  # its requirements.txt pins torch<2.6: torch.load's weights_only default refuses numpy
+    Case("tsp-data-is-not-a-checkpoint", TSP, (PY, "train.py"), causes.CHECKPOINT_INCOMPATIBLE,
+         prepare=("not-a-checkpoint",), said=("train.py",), not_fix=NOT_SITE),
+    Case("tsp-without-torch", TSP, (SYSTEM_PY or "python3", "train.py"), causes.MISSING_MODULE,
+         said=("torch",), fix=("requirements.txt",)),
+    # ---- ddp-tutorial-series: `python single_gpu.py 50 10`, `torchrun --nproc_per_node=N multigpu_torchrun.py 50 10`
+    Case("ddp-single-gpu-on-cpu", DDP, (PY, "single_gpu.py", "50", "10"), causes.CUDA_UNAVAILABLE,
+         said=("single_gpu.py",), not_fix=("--device", *NOT_SITE),
+         needs="a known_failures row for torch 2.9+'s `Cannot access accelerator device when none is available` "
+               "(model.to(0) on a CPU build)"),
+    Case("ddp-single-gpu-missing-arguments", DDP, (PY, "single_gpu.py"), BAD_ARGS,
+         said=("total_epochs",), needs=BADARG),
+    Case("ddp-single-gpu-bad-batch-size", DDP, (PY, "single_gpu.py", "50", "10", "--batch_size", "big"),
+         BAD_ARGS, said=("--batch_size",), needs=BADARG),
+    Case("ddp-torchrun-on-cpu", DDP, (TORCHRUN, "--standalone", "--nproc_per_node=2", "multigpu_torchrun.py", "5", "1"),
+         causes.CUDA_UNAVAILABLE, said=("multigpu_torchrun.py",), not_fix=("--backend", "--device", *NOT_SITE)),
+    Case("ddp-torchrun-nproc-gpu", DDP, (TORCHRUN, "--standalone", "--nproc_per_node=gpu", "multigpu_torchrun.py",
+                                         "5", "1"), causes.CUDA_UNAVAILABLE, not_fix=NOT_SITE,
+         needs="nproc_per_node=gpu on a CPU machine blamed on the user's line, not the venv's torchrun"),
+    Case("ddp-torchrun-script-without-torchrun", DDP, (PY, "multigpu_torchrun.py", "5", "1"),
+         causes.DISTRIBUTED_ENV_MISSING, said=("LOCAL_RANK",), fix=("torchrun",)),
+    Case("ddp-multinode-without-torchrun", DDP, (PY, "multinode.py", "5", "1"), causes.DISTRIBUTED_ENV_MISSING,
+         said=("LOCAL_RANK",), fix=("torchrun",)),
+    Case("ddp-multinode-on-cpu", DDP, (TORCHRUN, "--standalone", "--nproc_per_node=2", "multinode.py", "5", "1"),
+         causes.CUDA_UNAVAILABLE, said=("multinode.py",), not_fix=("--backend", *NOT_SITE)),
+    Case("ddp-torchrun-missing-argument", DDP, (TORCHRUN, "--standalone", "--nproc_per_node=2",
+                                                "multigpu_torchrun.py", "5"), BAD_ARGS,
+         said=("save_every",), needs=BADARG),
+    Case("ddp-multigpu-spawns-nothing", DDP, (PY, "multigpu.py", "5", "1"), DID_NOTHING,
+         needs="did-nothing: mp.spawn of torch.cuda.device_count() == 0 processes exits 0 at once"),
+    Case("ddp-two-nodes-on-one", DDP, (TORCHRUN, "--nnodes=2", "--nproc_per_node=1", "--rdzv-backend=c10d",
+                                       "--rdzv-endpoint=127.0.0.1:0", "multinode.py", "5", "1"),
+         RENDEZVOUS, watch=8, needs="the rendezvous: torchrun waits for a second node that never comes"),
+    Case("ddp-without-torch", DDP, (SYSTEM_PY or "python3", "single_gpu.py", "50", "10"), causes.MISSING_MODULE,
+         said=("torch",), fix=("torch>=1.11.0",)),
+    # ---- minGPT: `pip install -e .`, then `python chargpt.py` in projects/chargpt ---------------------------------
+    Case("mingpt-not-installed", MINGPT, (PY, "chargpt.py"), causes.MISSING_MODULE, run_in="projects/chargpt",
+         said=("mingpt",), fix=("pip install -e .", "README.md:24"), not_fix=("pip install mingpt",)),
+    Case("mingpt-no-input", MINGPT, (PY, "chargpt.py"), causes.INPUT_MISSING, run_in="projects/chargpt",
+         installed=True, said=("input.txt", "chargpt.py"), not_fix=("python chargpt.py",)),
+    Case("mingpt-from-the-root", MINGPT, (PY, "projects/chargpt/chargpt.py"), causes.INPUT_MISSING,
+         installed=True, said=("input.txt",), not_fix=("python projects/chargpt/chargpt.py", "python chargpt.py")),
+    Case("mingpt-device-cuda", MINGPT, (PY, "chargpt.py", "--trainer.device=cuda"), causes.CUDA_UNAVAILABLE,
+         run_in="projects/chargpt", installed=True, prepare=("shakespeare",),
+         fix=("--trainer.device=cpu",), not_fix=("--device=cpu", *NOT_SITE)),
+    Case("mingpt-mistyped-key", MINGPT, (PY, "chargpt.py", "--trainer.max_iter=10"), BAD_ARGS,
+         run_in="projects/chargpt", installed=True, prepare=("shakespeare",), fix=("--trainer.max_iters",),
+         needs=BADARG),
+    Case("mingpt-argument-without-value", MINGPT, (PY, "chargpt.py", "--trainer.max_iters", "10"), BAD_ARGS,
+         run_in="projects/chargpt", installed=True, prepare=("shakespeare",), fix=("--trainer.max_iters=10",),
+         needs=BADARG),
+    Case("mingpt-without-torch", MINGPT, (SYSTEM_PY or "python3", "chargpt.py"), causes.MISSING_MODULE,
+         run_in="projects/chargpt", installed=True, said=("torch",), not_fix=("pip install mingpt",)),
+    # ---- makemore: `python makemore.py -i names.txt -o names` -----------------------------------------------------
+    Case("makemore-without-tensorboard", MAKEMORE, (PY, "makemore.py", "-i", "names.txt", "-o", "names"),
+         causes.MISSING_MODULE, said=("makemore.py, line 28", "tensorboard"), fix=("pip install tensorboard",),
+         not_fix=NOT_SITE),
+    Case("makemore-device-cuda", MAKEMORE, (PY, "makemore.py", "-i", "names.txt", "--device", "cuda"),
+         causes.MISSING_MODULE, fix=("tensorboard",)),  # the import fails before the device is used
+    # ---- regression: `python main.py` --------------------------------------------------------------------------
+    Case("regression-without-torch", REGRESSION, (SYSTEM_PY or "python3", "main.py"), causes.MISSING_MODULE,
+         said=("torch",), fix=("requirements.txt",)),
+]
+
+
+@functools.lru_cache(maxsize=None)
+def _lacks_torch(python: str) -> bool:
+    """The interpreter starts and has no torch (the system python3 beside the venv)."""
+    try:
+        proc = subprocess.run([python, "-c", "import importlib.util, sys; "
+                               "sys.exit(importlib.util.find_spec('torch') is not None)"], capture_output=True,
+                              timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0
+
+
+def _work(tmp_path: Path, case_project: str) -> Path:
+    """A copy of the project in a folder named as its upstream one (the README's paths stay true)."""
+    name = {WLM: "word_language_model", TSP: "time_sequence_prediction", DDP: "ddp-tutorial-series",
+            REGRESSION: "regression"}.get(case_project, case_project)
+    work = tmp_path / name
+    shutil.copytree(CORPUS / case_project, work)
+    return work
+
+
+def _param(case: Case):
+    marks = [pytest.mark.xfail(reason=f"needs {case.needs}", strict=False)] if case.needs else []
+    return pytest.param(case, id=case.id, marks=marks)
+
+
+@pytest.mark.parametrize("case", [_param(c) for c in CASES])
+def test_a_broken_run_gets_its_cause_in_the_projects_terms(case: Case, tmp_path):
+    work = _work(tmp_path, case.project)
+    for step in case.prepare:
+        PREPARE[step](work)
+    cwd = (work / case.run_in).resolve()
+    if case.argv[0] == (SYSTEM_PY or "python3") and not _lacks_torch(case.argv[0]):
+        pytest.skip(f"{case.argv[0]} has torch here: no interpreter without it to run this case with")
+    env = job_env(**({"PYTHONPATH": str(work)} if case.installed else {}), **case.env)
+    try:
+        proc, rep = launch_to_end(cwd, *case.argv, watch=case.watch, log=None, env=env)
+        v = rep["verdict"]
+        said = "\n".join([v["summary"], *v["evidence"]])
+        assert v["cause"] == case.cause, (v["cause"], v["summary"], v["fix"])
+        assert proc.returncode == 1 or v["state"] == "failed", v
+        for text in case.said:
+            assert text in said or text in v["fix"], (text, said)
+        for text in case.fix:
+            assert text in v["fix"], (text, v["fix"])
+        for text in case.not_fix:
+            assert text not in v["fix"], (text, v["fix"])
+    finally:
+        kill_runs(cwd)
+
+
+HEALTHY = [
+    ("wlm-readme-line", WLM, "", (PY, "main.py", "--accel", "--epochs", "6"), ("wikitext",), False),
+    ("wlm-readme-transformer-line", WLM, "", (PY, "main.py", "--accel", "--epochs", "6", "--model", "Transformer",
+                                              "--lr", "5"), ("wikitext",), False),
+    ("regression-readme-line", REGRESSION, "", (PY, "main.py"), (), False),
+    ("mingpt-readme-line", MINGPT, "projects/chargpt", (PY, "chargpt.py"), ("shakespeare",), True),
+]
+
+
+@pytest.mark.parametrize("name,project,run_in,argv,prepare,installed", HEALTHY, ids=[h[0] for h in HEALTHY])
+def test_no_healthy_corpus_job_fails_check(name, project, run_in, argv, prepare, installed, tmp_path):
+    work = _work(tmp_path, project)
+    for step in prepare:
+        PREPARE[step](work)
+    cwd = work / run_in
+    env = job_env(**({"PYTHONPATH": str(work)} if installed else {}))
+    proc = dfdoctor("check", "--cwd", str(cwd), "--format", "json", "--", *argv, cwd=cwd, env=env)
+    rep = json.loads(proc.stdout)
+    bad = [(c["id"], c["status"], c["summary"]) for c in rep["checks"] if c["status"] in ("fail", "error")]
+    assert proc.returncode == 0 and not bad, bad
+
+
+BROKEN_BEFORE = [
+    # makemore imports torch.utils.tensorboard at its top; tensorboard is not installed
+    ("makemore-import", MAKEMORE, (PY, "makemore.py", "-i", "names.txt", "-o", "names"), "imports.smoke",
+     causes.MISSING_MODULE, "makemore.py:28"),
+    # time_sequence_prediction pins torch<2.6 (torch.load's weights_only default); torch 2.13 is installed
+    ("tsp-requirements", TSP, (PY, "train.py"), "deps.requirements", causes.DEPENDENCY_MISMATCH,
+     "requirements.txt:1"),
+]
+
+
+@pytest.mark.parametrize("name,project,argv,check,cause,said", BROKEN_BEFORE, ids=[b[0] for b in BROKEN_BEFORE])
+def test_a_broken_project_fails_check_before_the_launch(name, project, argv, check, cause, said, tmp_path):
+    work = _work(tmp_path, project)
+    proc = dfdoctor("check", "--cwd", str(work), "--only", check, "--format", "json", "--", *argv, cwd=work)
+    rec = json.loads(proc.stdout)["checks"][0]
+    assert proc.returncode == 1 and rec["status"] == "fail" and rec["cause"] == cause, rec
+    assert said in json.dumps(rec), rec
+
+
+def test_the_corpus_keeps_its_licenses_and_sources():
+    """Every project copy carries its LICENSE and is named in tests/corpus/README.md with its commit."""
+    readme = (CORPUS / "README.md").read_text()
+    for folder in sorted(p for p in CORPUS.iterdir() if p.is_dir()):
+        assert (folder / "LICENSE").is_file(), folder
+        assert f"| {folder.name}/ |" in readme, folder.name
+    assert len(CASES) + len(BROKEN_BEFORE) >= 40
+
+
+def test_project_model_reads_each_corpus_project(tmp_path):
+    """The project model (doctor/project) on the corpus: parser kind, options, README lines, install, paths."""
+    from dfdoctor import project
+
+    copies = {name: _work(tmp_path, name) for name in (WLM, MINGPT, MAKEMORE, DDP, TSP)}
+    wlm = project.read(["python", "main.py"], copies[WLM])
+    assert wlm.options.kind == "argparse" and wlm.option("data").default == "./data/wikitext-2"
+    assert wlm.option("--log-interval").dest == "log_interval" and wlm.option("device") is None
+    assert [r.where for r in wlm.runs()][:2] == ["README.md:7", "README.md:8"]
+    assert wlm.option_for_path(str(copies[WLM] / "data/wikitext-2/valid.txt")).flag == "--data"
+    gpt = project.read(["python", "chargpt.py"], copies[MINGPT] / "projects/chargpt")
+    assert gpt.root == copies[MINGPT] and gpt.options.kind == "cfgnode"
+    assert gpt.option("trainer.device").default == "auto" and gpt.option("device").flag == "--trainer.device"
+    assert gpt.options.closest("--trainer.max_iter").flag == "--trainer.max_iters"
+    assert gpt.install.provider("mingpt.model")[0] == "-e" and "pip install -e ." in gpt.install.own_line("py")
+    assert any(u.mode == "read" and u.hint == "input.txt" and u.dest is None for u in gpt.paths)
+    mm = project.read(["python", "makemore.py", "-i", "x.txt"], copies[MAKEMORE])
+    assert mm.given(mm.option("input-file")) == "x.txt" and mm.option("-o").dest == "work_dir"
+    assert mm.option_for_path(str(copies[MAKEMORE] / "x.txt")).flag == "--input-file"
+    ddp = project.read(["python", "single_gpu.py"], copies[DDP])
+    assert ddp.options.kind == "argparse" and ddp.option("backend") is None and ddp.option("device") is None
+    tsp = project.read(["python", "train.py"], copies[TSP])
+    assert tsp.install.provider("torch")[0] == "torch<2.6" and tsp.install.provider("tensorboard")[0] is None

@@ -1,0 +1,277 @@
+"""The model of the user's project (doctor/project): its parser's options, its README's lines, how it installs, the
+paths its code touches; and the fixes written with it (doctor/diagnose/user_terms.py), each on a small project
+written here the way public projects write it."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+from dfdoctor import project
+from dfdoctor.diagnose import user_terms
+from dfdoctor.diagnose.rules_runtime import Context
+from dfdoctor.diagnose.traceback import parse_python_error
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+def _error(file: Path, line: int, code: str, headline: str) -> object:
+    return parse_python_error(f'Traceback (most recent call last):\n  File "{file}", line {line}, in <module>\n'
+                              f"    {code}\n{headline}\n")
+
+
+def test_argparse_options_with_short_flags_defaults_and_the_value_the_command_gives(tmp_path):
+    _write(tmp_path, {"train.py": """
+        import argparse
+        p = argparse.ArgumentParser()
+        p.add_argument('--input-file', '-i', type=str, default='names.txt')
+        p.add_argument('--work-dir', '-o', default='out')
+        p.add_argument('total_epochs', type=int)
+        args = p.parse_args()
+        """})
+    proj = project.read(["python", "train.py", "5", "-i", "data/x.txt"], tmp_path)
+    opt = proj.option("input_file")
+    assert proj.options.kind == "argparse" and proj.options.complete
+    assert opt.flags == ("--input-file", "-i") and opt.default == "names.txt" and opt.where == "train.py:4"
+    assert proj.given(opt) == "data/x.txt" and proj.option("-o").dest == "work_dir"
+    assert proj.option("device") is None and proj.options.exists("device") is False
+    assert proj.option_for_path(str(tmp_path / "data/x.txt")) == opt
+    assert proj.options.closest("--work_directory").flag == "--work-dir"
+    assert opt.spelled("y.txt") == "--input-file y.txt"
+
+
+def test_click_options_and_a_lightning_cli_whose_options_are_not_all_in_the_source(tmp_path):
+    _write(tmp_path, {"cli.py": """
+        import click
+        @click.command()
+        @click.option('--lr', default=0.1)
+        @click.option('--data-dir', '-d', default='data')
+        def main(lr, data_dir):
+            pass
+        """, "light.py": """
+        from lightning.pytorch.cli import LightningCLI
+        from lightning.pytorch import LightningModule
+        class Net(LightningModule):
+            def __init__(self, hidden: int = 64, lr=1e-3):
+                super().__init__()
+        LightningCLI(Net, datamodule_class=None)
+        """})
+    click_proj = project.read(["python", "cli.py"], tmp_path)
+    assert click_proj.options.kind == "click" and click_proj.option("data_dir").flags == ("--data-dir", "-d")
+    light = project.read(["python", "light.py"], tmp_path)
+    assert light.options.kind == "lightning" and not light.options.complete
+    assert light.option("trainer.accelerator").spelled("cpu") == "--trainer.accelerator=cpu"
+    assert light.options.exists("backend") is None  # not known: never said to be absent
+    assert light.option("model.hidden").default == 64 and light.option("model.lr").where == "light.py:5"
+
+
+def test_a_configurator_takes_the_globals_set_before_its_exec_and_none_after(tmp_path):
+    _write(tmp_path, {"configurator.py": "", "train.py": """
+        out_dir = 'out'
+        device = 'cuda'
+        backend = 'nccl'
+        exec(open('configurator.py').read())
+        later = 1
+        """})
+    proj = project.read(["python", "train.py"], tmp_path)
+    assert proj.options.kind == "configurator"
+    assert proj.option("device").spelled("cpu") == "--device=cpu" and proj.option("later") is None
+
+
+def test_readme_run_and_install_lines_and_the_projects_own_package(tmp_path):
+    _write(tmp_path, {"setup.py": "from setuptools import setup\nsetup(name='x', packages=['mypkg'])\n",
+                      "mypkg/__init__.py": "", "README.md": """
+        Install:
+        ```
+        $ pip install -e .
+        ```
+        ```bash
+        CUDA_VISIBLE_DEVICES=0 python scripts/run.py --epochs 6   # train
+        torchrun --nproc_per_node=2 scripts/run.py
+        ```
+        Not a command: python is great.
+        """, "scripts/run.py": "import mypkg\n", "scripts/requirements.txt": "numpy==2.0  # pinned\n"})
+    proj = project.read(["python", "run.py"], tmp_path / "scripts")
+    assert proj.root == tmp_path and proj.install.packaging == "setup.py" and proj.install.packages == ("mypkg",)
+    assert [r.text for r in proj.runs()] == ["CUDA_VISIBLE_DEVICES=0 python scripts/run.py --epochs 6",
+                                             "torchrun --nproc_per_node=2 scripts/run.py"]
+    assert [r.where for r in proj.install.readme] == ["README.md:4"]
+    assert proj.install.provider("mypkg.sub")[0] == "-e"
+    assert proj.install.provider("numpy") == ("numpy==2.0", "scripts/requirements.txt:1 names it")
+    assert proj.install.provider("cv2")[0] == "opencv-python"
+    assert proj.install.provider("mystery")[0] is None
+    assert "pip install -e ." in proj.install.own_line("/v/bin/python") and "README.md:4" in \
+        proj.install.own_line("/v/bin/python")
+
+
+def test_the_paths_the_code_reads_writes_and_deletes_with_the_option_that_sets_each(tmp_path):
+    _write(tmp_path, {"train.py": """
+        import argparse, os, torch
+        p = argparse.ArgumentParser()
+        p.add_argument('--save', default='model.pt')
+        p.add_argument('--data', default='./data')
+        args = p.parse_args()
+        x = torch.load(os.path.join(args.data, 'train.pt'))
+        with open(args.save, 'wb') as f:
+            torch.save(x, f)
+        os.remove('stale.lock')
+        """})
+    proj = project.read(["python", "train.py"], tmp_path)
+    uses = {(u.mode, u.hint, u.dest) for u in proj.paths}
+    assert ("read", "train.pt", "data") in uses and ("write", None, "save") in uses
+    assert ("delete", "stale.lock", None) in uses
+    assert proj.option_for_path(str(tmp_path / "data" / "train.pt")).flag == "--data"
+
+
+def test_the_nccl_fix_names_no_backend_option_the_script_does_not_have(tmp_path):
+    _write(tmp_path, {"ddp.py": """
+        import os, torch
+        from torch.distributed import init_process_group
+        def ddp_setup():
+            init_process_group(backend="nccl")
+        """})
+    err = _error(tmp_path / "ddp.py", 5, 'init_process_group(backend="nccl")',
+                 "RuntimeError: Distributed package doesn't have NCCL built in")
+    ctx = Context(argv=["python", "ddp.py"], cwd=str(tmp_path), python="python")
+    told = user_terms.nccl_backend(err, ctx, re.search("NCCL", "NCCL"))
+    assert "--backend" not in told.fix and "backend='gloo'" in told.fix and "ddp.py, line 5" in told.fix, told.fix
+
+
+def test_a_job_that_only_reads_and_deletes_a_file_is_never_named_as_its_maker(tmp_path):
+    _write(tmp_path, {"train.py": """
+        import os
+        data = open('cache.bin', 'rb').read()
+        os.remove('cache.bin')
+        """, "notes.py": "print('cache.bin is made elsewhere')\n"})
+    err = _error(tmp_path / "train.py", 3, "data = open('cache.bin', 'rb').read()",
+                 "FileNotFoundError: [Errno 2] No such file or directory: 'cache.bin'")
+    ctx = Context(argv=["python", "train.py"], cwd=str(tmp_path), python="python")
+    told = user_terms.input_file(err, ctx, re.search(r"'([^']+)'", "'cache.bin'"))
+    assert "Run `python" not in told.fix and "Create cache.bin" in told.fix, told.fix
+
+
+def test_the_script_the_readme_runs_first_is_named_with_its_line(tmp_path):
+    _write(tmp_path, {"README.md": "```\npython make_data.py\npython train.py\n```\n",
+                      "make_data.py": "import torch\ntorch.save([1], open('traindata.pt', 'wb'))\n",
+                      "train.py": "import torch\ndata = torch.load('traindata.pt')\n"})
+    err = _error(tmp_path / "train.py", 2, "data = torch.load('traindata.pt')",
+                 "FileNotFoundError: [Errno 2] No such file or directory: 'traindata.pt'")
+    ctx = Context(argv=["python", "train.py"], cwd=str(tmp_path), python="python")
+    told = user_terms.input_file(err, ctx, re.search(r"'([^']+)'", "'traindata.pt'"))
+    assert "Run `python make_data.py` first" in told.fix and "README.md:2 runs it" in told.fix, told.fix
+
+
+def test_a_missing_module_of_the_projects_own_package_installs_the_project_not_a_name(tmp_path):
+    _write(tmp_path, {"setup.py": "from setuptools import setup\nsetup(name='minGPT', packages=['mingpt'])\n",
+                      "mingpt/__init__.py": "", "README.md": "```\npip install -e .\n```\n",
+                      "projects/chargpt/chargpt.py": "from mingpt.model import GPT\n"})
+    ctx = Context(argv=["python", "chargpt.py"], cwd=str(tmp_path / "projects" / "chargpt"), python="/v/bin/python")
+    fix = user_terms.module_fix("mingpt.model", ctx)
+    assert f"cd {tmp_path} && /v/bin/python -m pip install -e ." in fix and "pip install mingpt" not in fix, fix
+    unknown = user_terms.module_fix("somelib", ctx)
+    assert "pip install somelib" not in unknown and "not known here" in unknown and "README.md:2" in unknown
+
+
+def test_the_device_fix_uses_the_projects_own_override_in_its_own_spelling(tmp_path):
+    _write(tmp_path, {"train.py": """
+        import sys
+        from trainer import Trainer
+        def get_config():
+            C = CN()
+            C.trainer = Trainer.get_default_config()
+            return C
+        config = get_config()
+        config.merge_from_args(sys.argv[1:])
+        """, "trainer.py": """
+        class Trainer:
+            @staticmethod
+            def get_default_config():
+                C = CN()
+                C.device = 'auto'
+                C.max_iters = None
+                return C
+        """})
+    err = _error(tmp_path / "trainer.py", 9, "self.model = self.model.to(self.device)",
+                 "AssertionError: Torch not compiled with CUDA enabled")
+    ctx = Context(argv=["python", "train.py", "--trainer.device=cuda"], cwd=str(tmp_path), python="python")
+    told = user_terms.cuda_device(err, ctx, None)
+    assert "replace --trainer.device=cuda with --trainer.device=cpu" in told.fix, told.fix
+
+
+def test_the_option_a_mistyped_word_meant_is_named_with_where_it_is_declared(tmp_path):
+    _write(tmp_path, {"main.py": "import argparse\np = argparse.ArgumentParser()\np.add_argument('--epochs')\n"})
+    ctx = Context(argv=["python", "main.py", "--epocs", "6"], cwd=str(tmp_path), python="python")
+    assert user_terms.option_near("--epocs", ctx) == "--epochs (main.py:3)"
+    assert user_terms.option_near("--zzzzzz", ctx) is None
+
+
+def test_a_job_started_outside_the_readmes_folder_is_told_to_run_both_from_there(tmp_path):
+    _write(tmp_path / "proj", {"README.md": "```\npython make_data.py\npython train.py\n```\n",
+                               "make_data.py": "import torch\ntorch.save([1], open('traindata.pt', 'wb'))\n",
+                               "train.py": "import torch\ndata = torch.load('traindata.pt')\n"})
+    err = _error(tmp_path / "proj" / "train.py", 2, "data = torch.load('traindata.pt')",
+                 "FileNotFoundError: [Errno 2] No such file or directory: 'traindata.pt'")
+    ctx = Context(argv=["python", "proj/train.py"], cwd=str(tmp_path), python="python")
+    told = user_terms.input_file(err, ctx, re.search(r"'([^']+)'", "'traindata.pt'"))
+    assert f"cd {tmp_path / 'proj'} && python make_data.py" in told.fix and "launch it from" in told.fix, told.fix
+
+
+def test_hostile_files_give_a_project_without_options_never_an_exception(tmp_path):
+    _write(tmp_path, {"README.md": "```\n" + "python \"unclosed\n" * 3 + "```\n",
+                      "setup.py": "setup(packages=[", "train.py": "x = " + "(" * 200000 + ")" * 200000 + "\n"})
+    (tmp_path / "bin.py").write_bytes(bytes(range(256)) * 100)
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    for script in ("train.py", "bin.py", "loop", "missing.py"):
+        proj = project.read(["python", script, "--x=1"], tmp_path)
+        assert proj.options.options == () and proj.option("x") is None
+
+
+def test_a_gpu_switch_of_the_command_is_dropped_and_a_cpu_switch_added(tmp_path):
+    _write(tmp_path, {"dcgan.py": """
+        import argparse, torch
+        p = argparse.ArgumentParser()
+        p.add_argument('--cuda', action='store_true', help='enables cuda')
+        p.add_argument('--dist-backend', default='nccl', type=str)
+        opt = p.parse_args()
+        device = torch.device("cuda:0" if opt.cuda else "cpu")
+        """, "mnist.py": """
+        import argparse
+        p = argparse.ArgumentParser()
+        p.add_argument('--no-accel', action='store_true')
+        """})
+    err = _error(tmp_path / "dcgan.py", 8, "netG = Generator(ngpu).to(device)",
+                 "AssertionError: Torch not compiled with CUDA enabled")
+    ctx = Context(argv=["python", "dcgan.py", "--cuda"], cwd=str(tmp_path), python="python")
+    fix = user_terms.cuda_device(err, ctx, None).fix
+    assert "drop --cuda from the command" in fix and "dcgan.py:4" in fix, fix
+    nccl = user_terms.nccl_backend(err, ctx, None).fix
+    assert "add --dist-backend gloo to the command" in nccl, nccl
+    ctx = Context(argv=["python", "mnist.py"], cwd=str(tmp_path), python="python")
+    err = _error(tmp_path / "mnist.py", 4, "model.to('cuda')", "AssertionError: Torch not compiled with CUDA enabled")
+    assert "add --no-accel to the command" in user_terms.cuda_device(err, ctx, None).fix
+
+
+def test_a_config_file_of_the_configurator_sets_the_option_that_is_part_of_a_missing_path(tmp_path):
+    _write(tmp_path, {"configurator.py": "", "config/small.py": "dataset = 'tiny'\n", "train.py": """
+        import os
+        import numpy as np
+        dataset = 'openwebtext'
+        exec(open('configurator.py').read())
+        data_dir = os.path.join('data', dataset)
+        train = np.memmap(os.path.join(data_dir, 'train.bin'), dtype=np.uint16, mode='r')
+        """})
+    proj = project.read(["python", "train.py", "config/small.py"], tmp_path)
+    assert proj.given(proj.option("dataset")) == "tiny"
+    err = _error(tmp_path / "train.py", 7, "train = np.memmap(os.path.join(data_dir, 'train.bin'), dtype=np.uint16)",
+                 "FileNotFoundError: [Errno 2] No such file or directory: 'data/tiny/train.bin'")
+    ctx = Context(argv=["python", "train.py", "config/small.py"], cwd=str(tmp_path), python="python")
+    told = user_terms.input_file(err, ctx, re.search(r"'([^']+)'", "'data/tiny/train.bin'"))
+    assert "set --dataset to the one that is there (it is a part of this path, joined at train.py:7; the command " \
+        "sets it to 'tiny'" in told.fix, told.fix
