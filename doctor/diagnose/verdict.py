@@ -18,6 +18,7 @@ from dfdoctor import causes
 from dfdoctor.diagnose import stackclass
 from dfdoctor.diagnose import elastic, known_failures, launcher, rules_runtime, stuck, torch_pairs
 from dfdoctor.diagnose.blame import blame_fix
+from dfdoctor.diagnose.did_nothing import did_nothing
 from dfdoctor.diagnose.guardfix import fix_for, is_trainer
 from dfdoctor.diagnose.recorder_lost import recorder_lost
 from dfdoctor.diagnose.run_dir_full import run_dir_full
@@ -414,7 +415,7 @@ def exited_cleanly(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdic
                        f"its output went to {elsewhere[0]}, not to {run.spec.get('log') or 'the expected log'}.",
                        _ELSEWHERE_FIX, [_status_line(ex), *[f"seen while it ran: {w}" for w in elsewhere]])
     if wrote:
-        return Verdict("ok", None, f"The job ran to completion (exit status 0 after {ex.get('wall_s')} s).",
+        return did_nothing(run) or Verdict("ok", None, f"The job ran to completion (exit status 0 after {ex.get('wall_s')} s).",
                        "", [_status_line(ex), f"output: {run.output_bytes()} bytes"])
     only = " but warnings" if run.output_bytes() else ""
     return Verdict("failed", causes.EXITED_EARLY, f"The job exited with status 0 after {ex.get('wall_s')} s "
