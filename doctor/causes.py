@@ -83,6 +83,8 @@ DATALOADER_FAILED = "dataloader-failed"  # workers could not start or died
 DDP_UNUSED_PARAMETERS = "ddp-unused-parameters"
 # A job that exited 0 quickly without doing any work, printing why (doctor/diagnose/did_nothing.py).
 DID_NOTHING = "did-nothing"
+# The job's own argument parser refused its command line (exit 2): the argument, and the closest valid option.
+BAD_ARGUMENTS = "bad-arguments"
 # sbatch refusing the submission (seen by `sbatch --test-only`): nothing would be queued, so nothing could log.
 LAUNCH_BLOCKERS = LAUNCH_BLOCKERS | {SBATCH_REFUSED}
 ALL = frozenset(v for k, v in dict(globals()).items() if k.isupper() and isinstance(v, str) and k != "LAUNCH_BLOCKERS")

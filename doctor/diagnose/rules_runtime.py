@@ -205,8 +205,9 @@ def shm_exhausted(err: PyError, ctx: Context) -> Optional[Finding]:
     evidence = [f"message: {l.strip()[:300]}" for l in (err.text.splitlines()[:2])]
     if ctx.local:
         evidence.append(_df_line("/dev/shm", "now"))
-    return Finding(causes.SHM_EXHAUSTED, "DataLoader workers ran out of shared memory (/dev/shm): a worker died "
-                   "handing a batch over.", "Give the job more shared memory: `docker run --shm-size=8g` (or "
+    who = "DataLoader workers ran out of shared memory (/dev/shm): a worker died handing a batch over" if \
+        "DataLoader" in text or "torch_" in text else f"The job ran out of shared memory (/dev/shm) at {err.user_where}"
+    return Finding(causes.SHM_EXHAUSTED, f"{who}.", "Give the job more shared memory: `docker run --shm-size=8g` (or "
                    "--ipc=host); in Kubernetes an emptyDir with medium: Memory mounted at /dev/shm. Or use fewer "
                    "DataLoader workers (num_workers), smaller batches, or num_workers=0.", evidence)
 
@@ -238,6 +239,8 @@ def _nofile(ctx: Context) -> Optional[str]:
 
 
 _ENOSPC = ("No space left on device", "Errno 28", "Disk quota exceeded", "Errno 122")
+_SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")  # numpy's tofile on a full file system: no errno
+_SHM_ROOTS = ("/dev/shm", "/run/shm")
 _TORCH_WRITER = ("PytorchStreamWriter failed writing", "file write failed", "unexpected pos")
 _PATH = re.compile(r"""['"](/[^'"\n]+)['"]""")
 
@@ -248,8 +251,15 @@ def disk_full(err: PyError, ctx: Context) -> Optional[Finding]:
     text = err.text
     paths = _candidate_paths(err, ctx)
     full = [p for p in paths if ctx.local and (_free(p) or 0) < (1 << 20) and _free(p) is not None]
+    short = _SHORT_WRITE.search(text)
+    if (any(m in text for m in _ENOSPC) or short) and not full:
+        shm = _shm_target(err, ctx)
+        if shm:
+            return _shm_write_full(err, ctx, shm)
     if any(m in text for m in _ENOSPC):
         proven = "the error says so"
+    elif short:
+        proven = f"a write stopped short ({short.group(0)}): the file system had no more room"
     elif any(m in text for m in _TORCH_WRITER) and full:
         proven = f"torch.save's writer failed, and the file system of {full[0]} has {_free(full[0])} bytes free now"
     else:
@@ -263,6 +273,64 @@ def disk_full(err: PyError, ctx: Context) -> Optional[Finding]:
                    else "") + f" (at {err.user_where}).", f"Free space there (df -h {folder}; df -i for inodes), write "
                    "checkpoints to a file system with room, or keep fewer of them (delete old checkpoints "
                    "before saving a new one).", evidence)
+
+
+def _shm_target(err: PyError, ctx: Context) -> Optional[str]:
+    """The shared-memory path a failed write went to: named in the error, its code line, the lines before it, the
+    command or the job's environment (CACHE_DIR=/dev/shm/x), or, failing those, written in the failing frame's
+    source (a default such as `cache = os.environ.get("CACHE_DIR", "/dev/shm/cache")`). /dev/shm is a tmpfs in
+    memory, sized apart from every disk (a container's --shm-size): a full one is not a full disk."""
+    said = "\n".join([err.text, err.code or "", err.user_code or "", *err.tail, *err.before.splitlines()[-5:],
+                      *ctx.argv, *ctx.env.values()])
+    roots = "|".join(map(re.escape, _SHM_ROOTS))
+    found = re.findall(r"(?<![\w.])((?:%s)(?:/[\w.@%%+-]+)*)" % roots, said)
+    source = err.user_frame[0] if err.user_frame else err.file
+    if ctx.local and source and os.path.isfile(source):
+        try:
+            with open(source, errors="replace") as f:
+                found += re.findall(r"""['"]((?:%s)(?:/[^'"\n]*)?)['"]""" % roots, f.read(1 << 20))
+        except OSError:
+            pass
+    return max(found, key=len) if found else None  # the most precise of them: /dev/shm/cache over /dev/shm
+
+
+def _shm_write_full(err: PyError, ctx: Context, path: str) -> Finding:
+    """A write into /dev/shm that found no room: shared memory ran out, not a disk."""
+    evidence = [f"message: {err.headline[:300]}", f"the write went to shared memory: {path}"]
+    if ctx.local:
+        evidence.append(_df_line("/dev/shm", "now (dfdoctor's view; a container or namespace has its own)"))
+    return Finding(causes.SHM_EXHAUSTED, f"The job ran out of shared memory writing under {path} (at "
+                   f"{err.user_where}): /dev/shm is a tmpfs in RAM, sized apart from the disks.",
+                   "Give the job more shared memory (`docker run --shm-size=8g` or --ipc=host; in Kubernetes an "
+                   "emptyDir with medium: Memory at /dev/shm), or write that data to a disk folder instead of "
+                   f"{path} (not tried).", evidence)
+
+
+# a call that writes a file, on the job's own line: open(.., 'w'/'wb'/'a'/'x'), a save, a dump, a to_*
+_WRITES = re.compile(r"""\bopen\(.*,\s*(?:mode\s*=\s*)?['"][rbt+]*[wax]|\.(?:save|savez\w*|savetxt|savefig|"""
+                     r"""to_csv|to_json|to_parquet|to_pickle|write_text|write_bytes|save_pretrained)\(|"""
+                     r"""\b(?:torch|np|numpy|pickle|json|joblib)\.(?:save|dump)\(""")
+
+
+def output_dir_missing(err: PyError, ctx: Context) -> Optional[Finding]:
+    """`FileNotFoundError: ... 'out/run1/model.bin'` raised by the job's own write (open(path, 'wb'), np.save,
+    df.to_csv...), whose folder does not exist: the output folder is missing, not an input."""
+    m = re.search(r"No such file or directory: '([^']+)'", err.text)
+    code = err.user_code or err.code or ""
+    if not m or not _WRITES.search(code) or m.group(1).endswith(".log"):
+        return None  # a log opened in a missing folder is log-dir-missing (known_failures)
+    path = m.group(1)
+    folder = os.path.dirname(path) or "."
+    where = folder if os.path.isabs(folder) or not ctx.cwd else os.path.join(ctx.cwd, folder)
+    evidence = [f"message: {err.headline[:300]}", f"the job's line writes: {code.strip()[:200]}"]
+    if ctx.local:
+        if os.path.isdir(where):
+            return None  # the folder is there: something else is missing (a dangling link, a race)
+        evidence.append(f"{where} does not exist now")
+    return Finding(causes.OUTPUT_DIR_MISSING, f"The job writes {path} at {err.user_where}, and its folder {folder} "
+                   "does not exist.", f"Create the folder before the job writes (mkdir -p {shlex.quote(folder)}, or "
+                   "os.makedirs(folder, exist_ok=True) before the write), or point the job's output at an existing "
+                   "folder.", evidence)
 
 
 def _candidate_paths(err: PyError, ctx: Context) -> list[str]:
@@ -349,7 +417,8 @@ def collective_timeout(err: PyError, ctx: Context) -> Optional[Finding]:
 
 
 READERS: list[Callable[[PyError, Context], Optional[Finding]]] = [
-    cuda_oom, cuda_error, shm_exhausted, fd_exhausted, disk_full, download_failed, collective_timeout]
+    cuda_oom, cuda_error, shm_exhausted, fd_exhausted, disk_full, download_failed, collective_timeout,
+    output_dir_missing]
 
 
 def classify(err: PyError, ctx: Context) -> Optional[Finding]:

@@ -17,6 +17,7 @@ from typing import Callable, Optional
 from dfdoctor import causes
 from dfdoctor.diagnose import stackclass
 from dfdoctor.diagnose import elastic, known_failures, launcher, rules_runtime, stuck, torch_pairs
+from dfdoctor.diagnose.bad_arguments import bad_arguments
 from dfdoctor.diagnose.blame import blame_fix
 from dfdoctor.diagnose.did_nothing import did_nothing
 from dfdoctor.diagnose.guardfix import fix_for, is_trainer
@@ -432,7 +433,7 @@ def exited_nonzero(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdic
     if not ex or not ex.get("exit_code"):
         return None
     tail = [l for l in run.stream("stderr").strip().splitlines() + run.stream("stdout").strip().splitlines() if l.strip()]
-    return Verdict("failed", causes.CRASHED, f"The job exited with status {ex['exit_code']} after {ex.get('wall_s')} s"
+    return bad_arguments(run) or Verdict("failed", causes.CRASHED, f"The job exited with status {ex['exit_code']} after {ex.get('wall_s')} s"
                    + ("." if tail else " without writing anything."),
                    "Read the end of the log; run the command by hand in its cwd to see what it reports.",
                    [_status_line(ex), *[f"last output: {l}" for l in tail[-2:]]])
