@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -17,8 +19,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def work(tmp_path):
-    for name in ("shm_cache.py", "writes_missing_dir.py"):
-        shutil.copy(JOBS / name, tmp_path / name)
+    for name in ("shm_cache.py", "writes_missing_dir.py", "asserts_data.py", "needs_extra/train.py",
+                 "needs_extra/framework.py", "ddp_cpu/positional.py"):
+        shutil.copy(JOBS / name, tmp_path / Path(name).name)
     yield tmp_path
     kill_runs(tmp_path)
 
@@ -59,3 +62,32 @@ def test_an_unrecognized_argument_is_named_with_the_closest_option(work):
     v = rep["verdict"]
     assert proc.returncode == 1 and v["cause"] == causes.BAD_ARGUMENTS, v
     assert "--outdir=ckpt" in v["summary"] and "write --out-dir=ckpt instead of --outdir=ckpt" in v["fix"], v
+
+
+@pytest.mark.parametrize("args, path, option", [
+    ((), "data/shakespeare/train.bin", "--data-dir (default 'data/shakespeare')"),
+    (("--data-dir", "/nonexistent/corpus"), "/nonexistent/corpus/train.bin", "--data-dir /nonexistent/corpus"),
+])
+def test_a_bare_assert_that_a_path_exists_names_the_path_and_its_option(work, args, path, option):
+    _, rep = launch(work, PY, "asserts_data.py", *args, watch=60)
+    v = rep["verdict"]
+    assert v["cause"] == causes.INPUT_MISSING, v
+    assert f"checks that {path} exists at" in v["summary"] and "asserts_data.py, line 14" in v["summary"], v
+    assert any(option in e for e in v["evidence"]), v["evidence"]
+    assert "--data-dir" in v["fix"], v["fix"]
+
+
+def test_a_framework_naming_its_missing_extra_gives_its_install_line(work):
+    _, rep = launch(work, PY, "train.py", watch=60)
+    v = rep["verdict"]
+    assert v["cause"] == causes.DEPENDENCY_MISSING, v
+    assert "pip install 'jsonargparse[signatures]>=4.27.7'" in v["fix"], v["fix"]
+
+
+def test_one_rank_per_gpu_without_gpus_blames_the_launch_line_not_torchrun(work):
+    torchrun = str(Path(sys.executable).parent / "torchrun")
+    _, rep = launch(work, torchrun, "--nproc_per_node=gpu", "positional.py", watch=60)
+    v = rep["verdict"]
+    assert v["cause"] == causes.CUDA_UNAVAILABLE, v
+    assert "(--nproc_per_node=gpu)" in v["summary"] and "bin/torchrun" not in v["summary"], v["summary"]
+    assert "--nproc_per_node=2" in v["fix"] and "site-packages" not in v["fix"] and "bin/" not in v["fix"], v["fix"]

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import re
 from pathlib import Path
 from typing import Optional
+
+from dfdoctor.diagnose.static_value import command_option, has_configurator, parser_option
 
 # torch's own choice when init_process_group is given no backend (torch.distributed.Backend.default_device_backend_map)
 TORCH_DEFAULT_WITH_GPU = "cuda:nccl,cpu:gloo"
@@ -47,9 +48,9 @@ def uses_nccl(backend: str) -> bool:
 
 def read_backend(command: list[str], cwd: Path) -> Optional[BackendReading]:
     """The backend the job's ranks will use, and why; None when that is not plain."""
-    given = _option_value(command, ("backend", "dist-backend", "dist_backend"))
+    given = command_option(command, ("backend", "dist-backend", "dist_backend"))
     if given:
-        value, spelled = given
+        value, spelled = given[0].lower(), given[1]
         return BackendReading(value, value, f"the command passes {spelled}", spelled.split("=")[0].split()[0])
     script = next((cwd / a for a in command if a.endswith(".py") and (cwd / a).is_file()), None)
     if script is None:
@@ -148,56 +149,31 @@ def _name_value(name: str, tree: ast.AST, command: list[str], depth: int):
     value, line = min(values, key=lambda r: r[1])
     # a configurator (nanoGPT's `exec(open('configurator.py').read())`) lets `--backend=gloo` override a module-level
     # name of the same spelling
-    option = f"--{name}" if _has_configurator(tree) and any(
+    option = f"--{name}" if has_configurator(tree) and any(
         isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)
         for n in getattr(tree, "body", ())) else None
-    given = _option_value(command, (name,)) if option else None
+    given = command_option(command, (name,)) if option else None
     if given:
-        return given[0], given[0], line, f"sets {name}, which the command overrides with {given[1]}", option
+        return given[0].lower(), given[0].lower(), line, f"sets {name}, which the command overrides with {given[1]}", option
     if value[0] == value[1] and value[3].startswith("calls init_process_group with the backend "):
         return value[0], value[1], line, f"sets {name} = {value[0]!r} and the command does not override it", option
     return value[0], value[1], value[2] or line, value[3], option or value[4]
 
 
-def _has_configurator(tree: ast.AST) -> bool:
-    """Whether the script execs a configurator that sets its module-level names from `--name=value`."""
-    return any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.endswith("configurator.py")
-               for n in ast.walk(tree))
-
-
 def _option_default(attr: str, tree: ast.AST, command: list[str]):
     """The value of the parser option whose destination is `attr`: the command's, else the option's default."""
-    spellings = {attr, attr.replace("_", "-")}
-    given = _option_value(command, tuple(spellings))
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and _called(node) == "add_argument"):
-            continue
-        flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-        dest = next((k.value.value for k in node.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)),
-                    None)
-        if dest != attr and not {f.lstrip("-") for f in flags} & spellings:
-            continue
-        if given:
-            return (given[0], given[0], node.lineno, f"takes the backend from an option the command sets: {given[1]}",
-                    flags[0] if flags else None)
-        default = next((k.value for k in node.keywords if k.arg == "default"), None)
-        if isinstance(default, ast.Constant) and isinstance(default.value, str) and default.value:
-            v = default.value.lower()
-            flag = flags[0] if flags else attr
-            return (v, v, node.lineno, f"gives {flag} the default {default.value!r} and the command does not override it",
-                    flag if flag.startswith("-") else None)
+    found = parser_option(tree, attr)
+    if found is None:
         return _UNREAD
+    node, flags = found
+    flag = flags[0] if flags else attr
+    given = command_option(command, tuple(f.lstrip("-") for f in flags if f.startswith("-")))
+    if given:
+        v = given[0].lower()
+        return v, v, node.lineno, f"takes the backend from an option the command sets: {given[1]}", flag
+    default = next((k.value for k in node.keywords if k.arg == "default"), None)
+    if isinstance(default, ast.Constant) and isinstance(default.value, str) and default.value:
+        v = default.value.lower()
+        return (v, v, node.lineno, f"gives {flag} the default {default.value!r} and the command does not override it",
+                flag if flag.startswith("-") else None)
     return _UNREAD
-
-
-def _option_value(command: list[str], names: tuple[str, ...]) -> Optional[tuple[str, str]]:
-    """(value, as spelled) of `--NAME=V` or `--NAME V` in the command."""
-    for i, word in enumerate(command):
-        for name in names:
-            m = re.fullmatch(rf"--{re.escape(name)}(?:=(.+))?", word)
-            if not m:
-                continue
-            value = m.group(1) if m.group(1) is not None else (command[i + 1] if i + 1 < len(command) else "")
-            if value and not value.startswith("-"):
-                return value.lower(), f"--{name}={value}" if m.group(1) is not None else f"--{name} {value}"
-    return None

@@ -8,6 +8,7 @@ the machine now (free space, GPU processes) is added as evidence and said to be 
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shlex
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from dfdoctor import causes
+from dfdoctor.diagnose.static_value import Reading
 from dfdoctor.diagnose.traceback import PyError
 from dfdoctor.numbers import is_whole
 
@@ -306,6 +308,76 @@ def _shm_write_full(err: PyError, ctx: Context, path: str) -> Finding:
                    f"{path} (not tried).", evidence)
 
 
+def gpu_ranks_without_gpus(err: PyError, ctx: Context) -> Optional[Finding]:
+    """torchrun's `--nproc_per_node=gpu` (one rank per GPU) where torch sees none: torchrun itself raises
+    "Cuda is not available." from its own code, so the line at fault is the user's launch line, not torchrun's."""
+    frames = [code or "" for _, _, code in err.frames] + [f for f, _, _ in err.frames]
+    if "Cuda is not available" not in err.text or not any("determine_local_world_size" in f or
+                                                              "run.py" in f for f in frames):
+        return None
+    asked = next((a for i, a in enumerate(ctx.argv) if re.fullmatch(r"--nproc[_-]per[_-]node(?:=gpu)?", a) and
+                  (a.endswith("=gpu") or ctx.argv[i + 1:i + 2] == ["gpu"])), "--nproc_per_node=gpu")
+    typed = asked if asked.endswith("=gpu") else f"{asked} gpu"
+    launcher = os.path.basename(ctx.argv[0]) if ctx.argv else "torchrun"
+    return Finding(causes.CUDA_UNAVAILABLE, f"The launch line asks {launcher} for one rank per GPU ({typed}), and "
+                   "torch sees no GPU here: torchrun stopped before starting any rank.",
+                   f"Give the number of ranks instead of `gpu` (e.g. {typed.replace('gpu', '2')}, with the gloo "
+                   "backend on CPUs), or run where torch sees GPUs (a CUDA build of torch, CUDA_VISIBLE_DEVICES); "
+                   "`dfdoctor check --only cuda.init` says what torch sees (not tried).",
+                   [f"message: {err.headline[:300]}", f"the launch line: {' '.join(ctx.argv)[:300]}"])
+
+
+_ASSERT_EXISTS = re.compile(r"^\s*assert\s+(?:os\.path\.(?:exists|isfile|isdir|lexists)\((?P<arg>.+?)\)|"
+                            r"(?:Path|pathlib\.Path)\((?P<arg2>.+?)\)\.(?:exists|is_file|is_dir)\(\)|"
+                            r"(?P<arg3>[\w.]+)\.(?:exists|is_file|is_dir)\(\))\s*(?:,|$)")
+
+
+def assert_path_missing(err: PyError, ctx: Context) -> Optional[Finding]:
+    """`assert os.path.exists(path)` failed: a bare AssertionError that names no path. The path is read from the
+    assert's own expression, followed through the script (its assignments, its options and their defaults, and
+    the command's values): input-missing with the path and the option that sets it."""
+    if not err.exc_type.endswith("AssertionError") or not err.user_frame:
+        return None
+    m = _ASSERT_EXISTS.match(err.user_code or "")
+    if not m:
+        return None
+    expr_text = m.group("arg") or m.group("arg2") or m.group("arg3")
+    source, line = err.user_frame
+    path, options = _static_path(source, line, expr_text, ctx) if ctx.local else (None, [])
+    full = path if path is None or os.path.isabs(path) or not ctx.cwd else os.path.join(ctx.cwd, path)
+    if full and os.path.exists(full):
+        return None  # it is there now: the assert failed on something else (a path the job made later?)
+    evidence = [f"the assert: {(err.user_code or '').strip()[:200]}"]
+    if path:
+        evidence.append(f"{expr_text} is {path!r} (read from the script and the command)" +
+                        (f"; looked for at {full}: missing" if full else ""))
+    else:
+        evidence.append(f"the value of {expr_text} could not be read from the script: it is computed")
+    if options:
+        evidence.append(f"set by {', '.join(options)}")
+    what = f"{path}" if path else f"the path in `{expr_text}`"
+    summary = f"The job checks that {what} exists at {err.user_where}, and it does not" + \
+        (f" (looked for at {full})." if path and full != path else ".")
+    fix = f"Create {what} before the job starts, or point the job at where it is" + \
+        (f" with {options[0].split(' (')[0]}" if options else "") + " (not tried)."
+    if options and "(default" not in options[0]:
+        fix = f"{options[0]} names a path that does not exist: point it at where the data is (not tried)."
+    return Finding(causes.INPUT_MISSING, summary, fix, evidence)
+
+
+def _static_path(source: str, line: int, expr_text: str, ctx: Context) -> tuple[Optional[str], list[str]]:
+    """The value of the assert's path expression, read statically from the job's source and command line."""
+    try:
+        with open(source, errors="replace") as f:
+            tree = ast.parse(f.read())
+        expr = ast.parse(expr_text.strip(), mode="eval").body
+    except (OSError, SyntaxError, ValueError):
+        return None, []
+    reading = Reading(tree, list(ctx.argv))
+    value = reading.value(expr)
+    return value, list(dict.fromkeys(reading.options))
+
+
 # a call that writes a file, on the job's own line: open(.., 'w'/'wb'/'a'/'x'), a save, a dump, a to_*
 _WRITES = re.compile(r"""\bopen\(.*,\s*(?:mode\s*=\s*)?['"][rbt+]*[wax]|\.(?:save|savez\w*|savetxt|savefig|"""
                      r"""to_csv|to_json|to_parquet|to_pickle|write_text|write_bytes|save_pretrained)\(|"""
@@ -417,7 +489,7 @@ def collective_timeout(err: PyError, ctx: Context) -> Optional[Finding]:
 
 
 READERS: list[Callable[[PyError, Context], Optional[Finding]]] = [
-    cuda_oom, cuda_error, shm_exhausted, fd_exhausted, disk_full, download_failed, collective_timeout,
+    gpu_ranks_without_gpus, assert_path_missing, cuda_oom, cuda_error, shm_exhausted, fd_exhausted, disk_full, download_failed, collective_timeout,
     output_dir_missing]
 
 
