@@ -663,7 +663,7 @@ RULES: list[Callable[[RunRecord, Optional[LiveFacts]], Optional[Verdict]]] = [
     log_write_failed, exited_cleanly, exited_nonzero,
     run_dir_full, recorder_lost,
     recorder_vanished,
-    running, deadlock_in_stacks, stuck_in_stacks, log_elsewhere, output_buffered, stalled_after_logging, import_hang,
+    running, elastic.rendezvous_wait, deadlock_in_stacks, stuck_in_stacks, log_elsewhere, output_buffered, stalled_after_logging, import_hang,
 ]
 
 
