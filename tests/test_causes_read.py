@@ -54,7 +54,7 @@ def test_open_wb_into_a_missing_folder_is_output_dir_missing(work):
     v = rep["verdict"]
     assert v["cause"] == causes.OUTPUT_DIR_MISSING, v
     assert "out/run1/model.bin" in v["summary"] and "writes_missing_dir.py, line 10" in v["summary"], v["summary"]
-    assert "mkdir -p out/run1" in v["fix"], v["fix"]
+    assert "mkdir -p out/run1" in v["fix"] and "pass --out-dir=AN_EXISTING_FOLDER" in v["fix"], v["fix"]
 
 
 def test_an_unrecognized_argument_is_named_with_the_closest_option(work):

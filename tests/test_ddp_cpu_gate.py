@@ -15,6 +15,7 @@ import pytest
 from dfdoctor import causes
 from dfdoctor.diagnose.pg_backend import read_backend
 from jobs.harness import JOBS, dfdoctor, job_env
+from test_realworld import REALWORLD
 
 TORCHRUN = str(Path(sys.executable).parent / "torchrun")
 DDP = JOBS / "ddp_cpu"
@@ -95,3 +96,18 @@ def test_check_still_fails_the_job_that_cannot_run_here_and_says_where_it_sets_t
     rec = _nccl(rep)
     assert proc.returncode == 1 and rec["status"] == "fail" and rec["cause"] == causes.NCCL_FAILED, rec
     assert "--dist-backend=gloo" in rec["fix"] and "option.py:8" in rec["fix"], rec["fix"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(REALWORLD is None, reason="../shared/realworld (nanoGPT) is not beside the repo")
+def test_nanogpt_under_torchrun_passes_with_its_own_override_and_is_told_it_without(tmp_path):
+    """Unmodified nanoGPT: `backend = 'nccl'` at train.py:70, overridden by its configurator's --backend=gloo."""
+    work = tmp_path / "nanoGPT"
+    shutil.copytree(REALWORLD / "nanoGPT", work)
+    line = ("train.py", "config/train_shakespeare_char.py", "--device=cpu", "--compile=False")
+    proc, rep = _check(work, *line, "--backend=gloo")
+    assert proc.returncode == 0 and _nccl(rep)["status"] == "ok", _nccl(rep)
+    proc, rep = _check(work, *line)
+    rec = _nccl(rep)
+    assert proc.returncode == 1 and rec["cause"] == causes.NCCL_FAILED, rec
+    assert "adding --backend=gloo to the command (train.py:70 sets backend = 'nccl'" in rec["fix"], rec["fix"]

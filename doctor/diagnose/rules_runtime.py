@@ -311,9 +311,9 @@ def _shm_write_full(err: PyError, ctx: Context, path: str) -> Finding:
 def gpu_ranks_without_gpus(err: PyError, ctx: Context) -> Optional[Finding]:
     """torchrun's `--nproc_per_node=gpu` (one rank per GPU) where torch sees none: torchrun itself raises
     "Cuda is not available." from its own code, so the line at fault is the user's launch line, not torchrun's."""
-    frames = [code or "" for _, _, code in err.frames] + [f for f, _, _ in err.frames]
-    if "Cuda is not available" not in err.text or not any("determine_local_world_size" in f or
-                                                              "run.py" in f for f in frames):
+    torchrun = any("determine_local_world_size" in (code or "") or f.replace("\\", "/").endswith(
+        "torch/distributed/run.py") for f, _, code in err.frames)
+    if "Cuda is not available" not in err.text or not torchrun:
         return None
     asked = next((a for i, a in enumerate(ctx.argv) if re.fullmatch(r"--nproc[_-]per[_-]node(?:=gpu)?", a) and
                   (a.endswith("=gpu") or ctx.argv[i + 1:i + 2] == ["gpu"])), "--nproc_per_node=gpu")
@@ -399,10 +399,32 @@ def output_dir_missing(err: PyError, ctx: Context) -> Optional[Finding]:
         if os.path.isdir(where):
             return None  # the folder is there: something else is missing (a dangling link, a race)
         evidence.append(f"{where} does not exist now")
+    options = _options_of(path, code, err, ctx) if ctx.local else []
+    point = f"pass {options[0].split(' (')[0].split('=')[0].split()[0]}=AN_EXISTING_FOLDER" if options else \
+        "point the job's output at an existing folder"
+    if options:
+        evidence.append(f"the path comes from {', '.join(options)}")
     return Finding(causes.OUTPUT_DIR_MISSING, f"The job writes {path} at {err.user_where}, and its folder {folder} "
                    "does not exist.", f"Create the folder before the job writes (mkdir -p {shlex.quote(folder)}, or "
-                   "os.makedirs(folder, exist_ok=True) before the write), or point the job's output at an existing "
-                   "folder.", evidence)
+                   f"os.makedirs(folder, exist_ok=True) before the write), or {point} (not tried).", evidence)
+
+
+def _options_of(path: str, code: str, err: PyError, ctx: Context) -> list[str]:
+    """The command-line options that set `path`, read from the failing line's call (its argument whose value,
+    followed through the script, is that path): `--out-dir (default 'out/run1')`."""
+    text = code.strip()
+    try:
+        line = ast.parse(text + "\n    pass" if text.endswith(":") else text)
+        with open(err.user_frame[0] if err.user_frame else err.file or "", errors="replace") as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError):
+        return []
+    for call in (n for n in ast.walk(line) if isinstance(n, ast.Call)):
+        for arg in call.args:
+            reading = Reading(tree, list(ctx.argv))
+            if reading.value(arg) == path and reading.options:
+                return list(dict.fromkeys(reading.options))
+    return []
 
 
 def _candidate_paths(err: PyError, ctx: Context) -> list[str]:
