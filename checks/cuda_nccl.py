@@ -26,7 +26,7 @@ import time
 from typing import Iterator, Optional
 
 from dfdoctor import causes, check, error, fail, ok, skip, warn
-from dfdoctor.diagnose.foretold import launch_backend
+from dfdoctor.diagnose.pg_backend import read_backend, uses_nccl
 from dfdoctor.launchline.commandline import as_lead
 from dfdoctor.model import Result
 from dfdoctor.numbers import whole
@@ -61,12 +61,6 @@ def cuda_nccl(ctx) -> Iterator[Result]:
 
 def _nccl(ctx) -> Iterator[Result]:
     """The findings of cuda.nccl, in the training interpreter (which may be a guess: see cuda_nccl)."""
-    asked_backend = _opt(ctx, "backend", "DFDOCTOR_NCCL_BACKEND")
-    backend = str(asked_backend or "nccl")
-    read = launch_backend(list(ctx.command), ctx.cwd) if asked_backend is None and \
-        expectation(ctx, "cuda.nccl").nproc else None
-    if read and read[0] == "gloo":  # the ranks of this launch form a gloo group: test that one, not NCCL
-        backend = "gloo"
     try:
         hang_rank = _rank_opt(ctx, "hang_rank", "DFDOCTOR_NCCL_HANG_RANK")
         fail_rank = _rank_opt(ctx, "fail_rank", "DFDOCTOR_NCCL_FAIL_RANK")
@@ -80,6 +74,7 @@ def _nccl(ctx) -> Iterator[Result]:
     if unreachable:
         yield unreachable
         return
+    backend, backend_why, option = _backend(ctx, vis)
     world, why = _world_size(ctx, vis, backend, asked)
     step = _step(ctx)
     if isinstance(step, str):
@@ -95,12 +90,37 @@ def _nccl(ctx) -> Iterator[Result]:
     budget = max(2.0, limit - 1.5 - (time.monotonic() - started))  # the runner's deadline stays ahead of ours
     outcomes = _run_ranks(ctx, layout, backend, (hang_rank, fail_rank), budget)
     ranks = [_rank_view(layout.first + r, out, vis, layout) for r, out in enumerate(outcomes)]
-    data = {"nccl": {"backend": backend, "world_size": layout.world, "why": why, "injected_hang_rank": hang_rank,
-                     "injected_fail_rank": fail_rank, "visible": list(vis.visible), "ranks": ranks}}
+    data = {"nccl": {"backend": backend, "backend_why": backend_why, "backend_option": option,
+                     "world_size": layout.world, "why": why,
+                     "injected_hang_rank": hang_rank, "injected_fail_rank": fail_rank, "visible": list(vis.visible), "ranks": ranks}}
     if step is not None:
         data["nccl"]["nodes"] = {"names": list(step.nodes), "this": step.nodes[step.index],
                                  "ranks_per_node": world, "master": f"{step.head_addr}:{step.port}"}
     yield _verdict(ranks, layout, backend, limit, data)
+
+
+def _backend(ctx, vis: Visibility) -> tuple[str, str, Optional[str]]:
+    """The backend to test, why, and the job's option that sets it (if it has one): the one asked for, else the
+    one the launched job's ranks will form.
+
+    The job's own backend is read in every form (dfdoctor.diagnose.pg_backend); where it cannot be read and no GPU
+    is visible, its ranks can only form a gloo group, so gloo is tested: an NCCL failure the job would never meet
+    must not fail a healthy CPU job.
+    """
+    asked = _opt(ctx, "backend", "DFDOCTOR_NCCL_BACKEND")
+    if asked:
+        return str(asked), "the backend asked for (backend / DFDOCTOR_NCCL_BACKEND)", None
+    if not expectation(ctx, "cuda.nccl").nproc:
+        return "nccl", "the GPUs' own backend", None
+    gpu = bool(vis.visible)
+    read = read_backend(list(ctx.command), ctx.cwd)
+    if read:
+        return read.on(gpu), f"the job's: {read.why}" + ("" if gpu or read.with_gpu == read.without_gpu
+                                                          else " (no GPU is visible here)"), read.option
+    if not gpu:
+        return "gloo", ("the job's backend is not set plainly in its script (its framework or a module starts the "
+                        "group), and with no GPU visible its ranks can only form a gloo group"), None
+    return "nccl", "the job's backend is not set plainly in its script, and GPUs are visible", None
 
 
 class Layout:
@@ -162,7 +182,7 @@ def _world_size(ctx, vis: Visibility, backend: str, asked: Optional[int] = None)
     nproc = expectation(ctx, "cuda.nccl").nproc
     if nproc:
         return nproc, f"the launch asks for --nproc_per_node {nproc}"
-    if backend != "nccl":
+    if not uses_nccl(backend):
         return 2, "two CPU ranks for the gloo backend"
     n = len(vis.visible)
     shown = "" if vis.variable is None else f" with CUDA_VISIBLE_DEVICES={vis.variable}"
@@ -257,7 +277,9 @@ def _label(r: dict) -> str:
 def _verdict(ranks: list[dict], layout: Layout, backend: str, limit: float, data: dict) -> Result:
     """Name the culprit ranks: those that failed on their own, else the hung ones at the earliest stage."""
     world = layout.world
-    lines = tuple(_rank_line(r) for r in ranks)
+    said = data.get("nccl") or {}
+    lines = ((f"backend {backend}: {said['backend_why']}",) if said.get("backend_why") else ()) + \
+        tuple(_rank_line(r) for r in ranks)
     bad = [r for r in ranks if r["state"] in ("error", "died", "wrong")]
     hung = [r for r in ranks if r["state"] == "hung"]
     waited = [r for r in ranks if r["state"] == "waited"]
@@ -271,7 +293,7 @@ def _verdict(ranks: list[dict], layout: Layout, backend: str, limit: float, data
         return fail(f"{names} failed in {first['stage']}{_injected(first, 'fail')}: {what}{tail}",
                     causes.NCCL_FAILED,
                     evidence=lines + tuple(first.get("traceback") or first.get("stderr") or ()), data=data,
-                    fix=_fix(first))
+                    fix=_fix(first, said.get("backend_why") or "", said.get("backend_option")))
     if hung:
         earliest = min(_order(r["stage"]) for r in hung)
         culprits = [r for r in hung if _order(r["stage"]) == earliest]
@@ -389,8 +411,9 @@ def _rank_line(r: dict) -> str:
     return f"{line}: {extra}" if extra else line
 
 
-def _fix(r: dict) -> str:
-    """What to do about a rank that failed on its own."""
+def _fix(r: dict, backend_why: str = "", option: Optional[str] = None) -> str:
+    """What to do about a rank that failed on its own (`backend_why`: where the job sets its backend; `option`:
+    the job's own command-line option that sets it, which its script was seen to read)."""
     err = (r.get("error") or "").lower()
     if r.get("unreachable"):
         u = r["unreachable"]
@@ -412,9 +435,12 @@ def _fix(r: dict) -> str:
         return ("make every node start as many ranks: the same number of visible GPUs on each (a node with one "
                 "fewer has lost a GPU: nvidia-smi there), or the same --nproc_per_node / world_size")
     if "cpu-only torch" in err or "nccl built in" in err:
-        return ("this torch has no CUDA, so no NCCL group can form here: run the ranks with the gloo backend on "
-                "CPUs (init_process_group(backend='gloo'), or the project's own backend option, e.g. "
-                "--backend=gloo), or install a CUDA build of torch on a machine with GPUs")
+        where = backend_why.removeprefix("the job's: ") if backend_why.startswith("the job's: ") else ""
+        how = f"where the job sets it ({where})" if where else "where the job sets it (init_process_group's backend)"
+        if option:
+            how = f"by adding {option}=gloo to the command ({where}; not tried)"
+        return (f"this torch has no CUDA, so no NCCL group can form here: run the ranks with the gloo backend on "
+                f"CPUs, {how}, or install a CUDA build of torch on a machine with GPUs")
     if "torch sees" in err or "invalid device ordinal" in err or "no cuda gpus" in err:
         return "start no more ranks than visible GPUs (torchrun --nproc_per_node), and check CUDA_VISIBLE_DEVICES"
     if r["state"] == "wrong":

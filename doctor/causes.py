@@ -84,6 +84,10 @@ AUTOGRAD_ERROR = "autograd-error"  # in-place modification, backward twice, a lo
 INDEX_OUT_OF_RANGE = "index-out-of-range"  # a label or token id outside the model's range
 DATALOADER_FAILED = "dataloader-failed"  # workers could not start or died
 DDP_UNUSED_PARAMETERS = "ddp-unused-parameters"
+# A job that exited 0 quickly without doing any work, printing why (doctor/diagnose/did_nothing.py).
+DID_NOTHING = "did-nothing"
+# The job's own argument parser refused its command line (exit 2): the argument, and the closest valid option.
+BAD_ARGUMENTS = "bad-arguments"
 # sbatch refusing the submission (seen by `sbatch --test-only`): nothing would be queued, so nothing could log.
 LAUNCH_BLOCKERS = LAUNCH_BLOCKERS | {SBATCH_REFUSED}
 # Blockers past which nothing can start even with --force (no connection to start it over): no --force offer.

@@ -28,6 +28,7 @@ RANK = int(os.environ.get("RANK", "0"))
 WORLD = int(os.environ.get("WORLD_SIZE", "1"))
 LOCAL_RANK = int(os.environ.get("LOCAL_RANK", str(RANK)))
 BACKEND = os.environ.get("DFDOCTOR_NCCL_BACKEND", "nccl")
+USES_NCCL = "nccl" in BACKEND.lower()  # "nccl", or a device map such as "cuda:nccl,cpu:gloo"
 LOCAL_WORLD = int(os.environ.get("LOCAL_WORLD_SIZE", str(WORLD)))
 # In one group over a Slurm allocation: this node's place, and every node's name in order (else unset).
 NODE = int(os.environ.get("DFDOCTOR_NCCL_NODE", "0"))
@@ -146,7 +147,7 @@ def list_gpus() -> dict:
 
 def ready_gpu(torch):
     """Bind this rank to its GPU and touch it (or the CPU for gloo); fault injection happens here too."""
-    if BACKEND == "nccl":
+    if USES_NCCL:
         stage("cuda device")
         count = torch.cuda.device_count() if torch.version.cuda else 0
         if LOCAL_RANK >= count:
@@ -287,7 +288,7 @@ def main() -> int:
         watch_for_failures(dist, datetime)
         kwargs = dict(backend=BACKEND, store=dist.PrefixStore("pg", store), rank=RANK, world_size=WORLD,
                       timeout=datetime.timedelta(seconds=left()))
-        if BACKEND == "nccl":
+        if USES_NCCL:
             kwargs["device_id"] = device  # eager communicator init: a broken NCCL shows up here, not later
         try:
             dist.init_process_group(**kwargs)
@@ -298,14 +299,14 @@ def main() -> int:
         t = time.monotonic()
         x = torch.full((1 << 16,), float(RANK + 1), device=device)
         dist.all_reduce(x)
-        if BACKEND == "nccl":
+        if USES_NCCL:
             torch.cuda.synchronize(device)
         expected = WORLD * (WORLD + 1) / 2
         STATE["all_reduce"] = {"expected": expected, "min": float(x.min().item()), "max": float(x.max().item()),
                                "seconds": round(time.monotonic() - t, 4)}
         STATE["correct"] = STATE["all_reduce"]["min"] == expected == STATE["all_reduce"]["max"]
         stage("barrier")
-        if BACKEND == "nccl":
+        if USES_NCCL:
             dist.barrier(device_ids=[LOCAL_RANK])
         else:
             dist.barrier()

@@ -3,6 +3,7 @@ lines about a pid. Standard library only (part of the recorder)."""
 
 import errno
 import os
+import time
 
 from dfdoctor.agent.procfs import read_text
 
@@ -50,6 +51,55 @@ def make_limited_cgroup(version, parent, name, limit):
     with open(os.path.join(d, "memory.limit_in_bytes" if version == 1 else "memory.max"), "w") as f:
         f.write(str(int(limit)))
     return d
+
+
+CGROUP_PREFIX = "dfdoctor-"  # every child cgroup a --memory-limit makes: dfdoctor-RUN_ID
+SWEEP_AGE_S = 60.0  # an empty one this old belongs to an ended run (a new one is empty only until its job joins)
+
+
+def remove_cgroup(path, wait_s=3.0):
+    """Remove a child cgroup we made, once its tasks have left: the processes of a job killed by the OOM killer
+    or a signal take a moment to leave it, and rmdir fails (EBUSY) until they have. None once removed (or gone),
+    else the reason it stays (a process of the job still in it)."""
+    deadline = time.time() + wait_s
+    while True:
+        try:
+            os.rmdir(path)
+            return None
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno != errno.EBUSY or time.time() >= deadline:
+                return exc.strerror or str(exc)
+        time.sleep(0.05)
+
+
+def _empty(path):
+    """Whether no process is in the cgroup (cgroup.procs lists none)."""
+    text = read_text(os.path.join(path, "cgroup.procs"))
+    return text is not None and not text.strip()
+
+
+def sweep_cgroups(parents, ended=(), min_age_s=SWEEP_AGE_S):
+    """Remove the empty dfdoctor-* cgroups under `parents` that ended runs left (a recorder that was SIGKILLed,
+    a job whose processes outlived its recorder): those named after a run in `ended` at once, any other once it
+    is older than min_age_s. Returns the paths removed."""
+    removed = []
+    now = time.time()
+    for parent in dict.fromkeys(p for p in parents if p):
+        try:
+            names = [n for n in os.listdir(parent) if n.startswith(CGROUP_PREFIX)]
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(parent, name)
+            try:
+                old = now - os.stat(path).st_mtime >= min_age_s
+            except OSError:
+                continue
+            if (name[len(CGROUP_PREFIX):] in ended or old) and _empty(path) and remove_cgroup(path, 0) is None:
+                removed.append(path)
+    return removed
 
 
 def kernel_oom_lines(pid):

@@ -30,7 +30,8 @@ from dfdoctor.agent.atomic import replace_atomically
 from dfdoctor.agent.ending import become_subreaper, how_ended, reap, returncode, writing_elsewhere
 from dfdoctor.agent.loop_lines import LoopLines, progress_lines
 from dfdoctor.agent.names import RUN_ENV
-from dfdoctor.agent.memory import kernel_oom_lines, make_limited_cgroup, memory_cgroup, oom_counters
+from dfdoctor.agent.memory import (kernel_oom_lines, make_limited_cgroup, memory_cgroup, oom_counters,
+                                   remove_cgroup as rmdir_cgroup)
 from dfdoctor.agent.procfs import (group_members, job_outputs, pipe_holders, proc_start_time, proc_usage,
                                    read_text, readlink)
 from dfdoctor.agent.record import CappedCopy, Masker, Record, RunDirSpace
@@ -488,10 +489,9 @@ class Recorder:
         """Remove the child cgroup we made (only possible once nothing is left in it)."""
         mem = getattr(self, "mem", None)
         if mem and mem[2]:
-            try:
-                os.rmdir(mem[1])
-            except OSError as exc:
-                self.record.event("cgroup-left", cgroup=mem[1], error=exc.strerror)
+            error = rmdir_cgroup(mem[1])
+            if error:  # `dfdoctor status` sweeps it once it is empty (memory.sweep_cgroups)
+                self.record.event("cgroup-left", cgroup=mem[1], error=error)
 
 
 def _still_open(fds):

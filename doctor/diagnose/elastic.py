@@ -13,6 +13,8 @@ import signal as _signal
 from dataclasses import dataclass, field
 from typing import Optional
 
+from dfdoctor import causes
+from dfdoctor.model import Verdict
 from dfdoctor.diagnose.traceback import (RANK_PREFIX, PyError, parse_python_error, rank_output,
                                          ranks_with_traceback)
 
@@ -165,3 +167,81 @@ def _from_error_file(path: str) -> Optional[PyError]:
 def is_elastic(text: str) -> bool:
     """The output is that of a torchrun agent whose workers failed."""
     return ROOT_CAUSE in text or "ChildFailedError" in text
+
+
+# ---- a torchrun waiting in its rendezvous ----------------------------------------------------------------
+RDZV_FRAMES = ("elastic/rendezvous/", "next_rendezvous", "_rendezvous (")
+RDZV_DEFAULT_TIMEOUT_S = 600  # torch's join_timeout (dynamic) and timeout (static) when --rdzv-conf sets none
+_TORCHRUN_OPTS = ("nnodes", "rdzv_backend", "rdzv_endpoint", "rdzv_conf", "master_addr", "master_port", "node_rank",
+                  "rdzv_id", "nproc_per_node", "standalone")
+
+
+def torchrun_options(argv: list[str]) -> dict[str, str]:
+    """torchrun's own options (dashes and underscores alike, `--x=v` or `--x v`), up to the script it runs."""
+    out: dict[str, str] = {}
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word.endswith(".py") or word in ("-m", "--module"):
+            break
+        m = re.fullmatch(r"--([\w-]+)(?:=(.*))?", word)
+        if m:
+            name = m.group(1).replace("-", "_")
+            if name in _TORCHRUN_OPTS:
+                if m.group(2) is not None or name == "standalone":
+                    out[name] = m.group(2) if m.group(2) is not None else ""
+                elif i + 1 < len(argv):
+                    out[name] = argv[i + 1]
+                    i += 1
+        i += 1
+    return out
+
+
+def rendezvous_wait(run, live) -> Optional[Verdict]:
+    """torchrun (or `python -m torch.distributed.run`) alive and silent in its rendezvous, its stacks say so: it
+    waits for nodes that have not joined. Name how many it asks for, where it waits, and how long it will."""
+    if live is None or not live.stacks:
+        return None
+    argv = list(run.spec.get("argv") or [])
+    if not any(a.endswith("torchrun") or a == "torch.distributed.run" for a in argv[:4]):
+        return None
+    waiting = [st for st in live.stacks if any(f in _main_thread(st.text) for f in RDZV_FRAMES)]
+    opts = torchrun_options(argv)
+    nnodes = opts.get("nnodes", "1")
+    least = nnodes.split(":")[0]
+    # only torchrun itself, its main thread in the rendezvous, asking for more than one node: the ranks of a
+    # started job (each its own process) are judged by their own stacks (diagnose/stuck.py)
+    if not waiting or len(live.stacks) != len(waiting) or nnodes.split(":")[-1] in ("", "1"):
+        return None
+    backend = opts.get("rdzv_backend", "static")
+    endpoint = opts.get("rdzv_endpoint") or (f"{opts.get('master_addr', '127.0.0.1')}:"
+                                             f"{opts.get('master_port', '29500')}")
+    conf = dict(kv.split("=", 1) for kv in opts.get("rdzv_conf", "").split(",") if "=" in kv)
+    key = "timeout" if backend == "static" else "join_timeout"
+    timeout = int(conf[key]) if conf.get(key, "").isdigit() else RDZV_DEFAULT_TIMEOUT_S
+    spawned_t = float((run.spawned or {}).get("t") or live.observed_at)
+    waited = max(0.0, live.observed_at - spawned_t)
+    left = max(0.0, timeout - waited)
+    joined = "1 of 2 nodes has joined (this one)" if least == "2" else \
+        f"this node has joined, and {least} are needed" if least.isdigit() else "this node has joined"
+    setting = "--rdzv-conf timeout=SECONDS" if backend == "static" else "--rdzv-conf join_timeout=SECONDS"
+    lines = [line.strip() for st in waiting for line in st.text.splitlines() if "(" in line]
+    frame = next((l for l in lines if "next_rendezvous" in l), next((l for l in lines if "rendezvous" in l), ""))
+    summary = (f"torchrun waits in its rendezvous for nodes that have not come: --nnodes={nnodes} asks for "
+               f"{least} node{'s' if least != '1' else ''}, and {joined}. It waits at {endpoint} ({backend} "
+               f"rendezvous) and gives up after {timeout} s ({left:.0f} s from now).")
+    fix = (f"Start the same torchrun line on the other node{'s' if least != '2' else ''}, with the same "
+           f"--rdzv-endpoint={endpoint} (reachable from there: not 127.0.0.1 or localhost) and the same --rdzv-id; "
+           f"or, for one node, run with --nnodes=1 (or --standalone). The wait's limit is {setting} (not tried).")
+    evidence = [f"the launch line: --nnodes={nnodes}, rdzv backend {backend}, endpoint {endpoint}"
+                + (f", rdzv conf {opts['rdzv_conf']}" if opts.get("rdzv_conf") else f" ({key} not set: torch's "
+                   f"default {RDZV_DEFAULT_TIMEOUT_S} s)"),
+                f"waiting for {waited:.0f} s; no rank has started on this node (torchrun is its only process)",
+                *([f"it waits in {frame}"] if frame else [])]
+    return Verdict("failed", causes.RANK_MISSING, summary, fix, evidence + live.notes)
+
+
+def _main_thread(text: str) -> str:
+    """The main thread's frames in a py-spy dump (all of it when the dump names no threads)."""
+    m = re.search(r'^Thread [^\n]*"MainThread"\n((?:[ \t]+\S[^\n]*\n?)*)', text, re.M)
+    return m.group(1) if m else ("" if "Thread " in text else text)

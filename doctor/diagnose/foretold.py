@@ -9,7 +9,6 @@ command overrides it). Anything less only warns, as the check itself already doe
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import re
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Optional
 
 from dfdoctor import causes
 from dfdoctor.model import CheckRecord, Status, Verdict
+from dfdoctor.diagnose.pg_backend import read_backend
 
 # Pre-launch checks whose finding of one cause foretells a verdict of another.
 RELATED = {causes.DEPENDENCY_MISMATCH: {causes.IMPORT_ERROR, causes.DEPENDENCY_MISMATCH},
@@ -69,40 +69,6 @@ def certain(records: list[CheckRecord], command: list[str], cwd: Path) -> list[C
 
 
 def _uses_nccl(command: list[str], cwd: Path) -> Optional[str]:
-    """Why the job will initialise NCCL, or None when that is not plain."""
-    read = launch_backend(command, cwd)
-    return read[1] if read and read[0] == "nccl" else None
-
-
-def launch_backend(command: list[str], cwd: Path) -> Optional[tuple[str, str]]:
-    """The process-group backend the job will use, and why: its command says so (`--backend=gloo`), or its script
-    sets one backend (a module-level `backend = 'nccl'`, or `init_process_group(backend='gloo')`) and the command
-    does not override it; None when that is not plain (several backends, a computed one, no script)."""
-    line = " ".join(command)
-    given = re.search(r"--(?:dist[-_])?backend[= ](\w+)", line)
-    if given:
-        return given.group(1), f"the command passes {given.group(0)}"
-    script = next((cwd / a for a in command if a.endswith(".py") and (cwd / a).is_file()), None)
-    if script is None:
-        return None
-    try:
-        tree = ast.parse(script.read_text(errors="replace"))
-    except (SyntaxError, ValueError, OSError):
-        return None
-    backends = set()
-    where = None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "backend" for t in node.targets):
-            value = node.value.value if isinstance(node.value, ast.Constant) else None
-            backends.add(value)
-            where = where or (node.lineno, value)
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == \
-                "init_process_group":
-            for kw in node.keywords:
-                if kw.arg == "backend" and isinstance(kw.value, ast.Constant):
-                    backends.add(kw.value.value)
-                    where = where or (node.lineno, kw.value.value)
-    if len(backends) == 1 and where and isinstance(where[1], str):
-        return where[1], (f"{script.name}:{where[0]} sets backend = {where[1]!r} and the command does not "
-                          "override it")
-    return None
+    """Why the job will initialise NCCL whatever the machine, or None when that is not plain."""
+    read = read_backend(command, cwd)
+    return read.why if read and read.always_nccl() else None

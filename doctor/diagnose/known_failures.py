@@ -159,6 +159,14 @@ CORPUS: tuple[Known, ...] = (
       "{m2} has no {m1} (imported at {blame}): the installed {m2} is older or newer than the code expects.",
       "Install the version of the package the project pins (its requirements file), e.g. `pip install "
       "'{m2top}==VERSION'`.", UNCHECKED, types=("ImportError",)),
+    K("named-install-line", causes.DEPENDENCY_MISSING,
+      r"""pip install (?:-U |--upgrade )?["'`]?([A-Za-z0-9][\w.-]*(?:\[[\w,.-]+\])?(?:[<>=!~]=?[\w.*+]+"""
+      r"""(?:,[<>=!~]=?[\w.*+]+)*)?)""",
+      "The code at {blame} needs {m1}, which is not installed: its own message names the install line.",
+      "Install it in the training interpreter as the message says: pip install '{m1}' (the line the library "
+      "printed; not tried).",
+      UNCHECKED, types=("ImportError", "ModuleNotFoundError", "RuntimeError", "MisconfigurationException",
+                        "PackageNotFoundError")),
     K("triton-missing", causes.DEPENDENCY_MISSING, r"Cannot find a working triton installation",
       "torch.compile at {blame} needs Triton for GPU kernels, and it is not installed.",
       "Install the triton that comes with this torch (pip install torch from the CUDA index brings it), or run "

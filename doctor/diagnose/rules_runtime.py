@@ -8,6 +8,7 @@ the machine now (free space, GPU processes) is added as evidence and said to be 
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shlex
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from dfdoctor import causes
+from dfdoctor.diagnose.static_value import Reading
 from dfdoctor.diagnose.traceback import PyError
 from dfdoctor.numbers import is_whole
 
@@ -205,8 +207,9 @@ def shm_exhausted(err: PyError, ctx: Context) -> Optional[Finding]:
     evidence = [f"message: {l.strip()[:300]}" for l in (err.text.splitlines()[:2])]
     if ctx.local:
         evidence.append(_df_line("/dev/shm", "now"))
-    return Finding(causes.SHM_EXHAUSTED, "DataLoader workers ran out of shared memory (/dev/shm): a worker died "
-                   "handing a batch over.", "Give the job more shared memory: `docker run --shm-size=8g` (or "
+    who = "DataLoader workers ran out of shared memory (/dev/shm): a worker died handing a batch over" if \
+        "DataLoader" in text or "torch_" in text else f"The job ran out of shared memory (/dev/shm) at {err.user_where}"
+    return Finding(causes.SHM_EXHAUSTED, f"{who}.", "Give the job more shared memory: `docker run --shm-size=8g` (or "
                    "--ipc=host); in Kubernetes an emptyDir with medium: Memory mounted at /dev/shm. Or use fewer "
                    "DataLoader workers (num_workers), smaller batches, or num_workers=0.", evidence)
 
@@ -238,6 +241,8 @@ def _nofile(ctx: Context) -> Optional[str]:
 
 
 _ENOSPC = ("No space left on device", "Errno 28", "Disk quota exceeded", "Errno 122")
+_SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")  # numpy's tofile on a full file system: no errno
+_SHM_ROOTS = ("/dev/shm", "/run/shm")
 _TORCH_WRITER = ("PytorchStreamWriter failed writing", "file write failed", "unexpected pos")
 _PATH = re.compile(r"""['"](/[^'"\n]+)['"]""")
 
@@ -248,8 +253,15 @@ def disk_full(err: PyError, ctx: Context) -> Optional[Finding]:
     text = err.text
     paths = _candidate_paths(err, ctx)
     full = [p for p in paths if ctx.local and (_free(p) or 0) < (1 << 20) and _free(p) is not None]
+    short = _SHORT_WRITE.search(text)
+    if (any(m in text for m in _ENOSPC) or short) and not full:
+        shm = _shm_target(err, ctx)
+        if shm:
+            return _shm_write_full(err, ctx, shm)
     if any(m in text for m in _ENOSPC):
         proven = "the error says so"
+    elif short:
+        proven = f"a write stopped short ({short.group(0)}): the file system had no more room"
     elif any(m in text for m in _TORCH_WRITER) and full:
         proven = f"torch.save's writer failed, and the file system of {full[0]} has {_free(full[0])} bytes free now"
     else:
@@ -263,6 +275,156 @@ def disk_full(err: PyError, ctx: Context) -> Optional[Finding]:
                    else "") + f" (at {err.user_where}).", f"Free space there (df -h {folder}; df -i for inodes), write "
                    "checkpoints to a file system with room, or keep fewer of them (delete old checkpoints "
                    "before saving a new one).", evidence)
+
+
+def _shm_target(err: PyError, ctx: Context) -> Optional[str]:
+    """The shared-memory path a failed write went to: named in the error, its code line, the lines before it, the
+    command or the job's environment (CACHE_DIR=/dev/shm/x), or, failing those, written in the failing frame's
+    source (a default such as `cache = os.environ.get("CACHE_DIR", "/dev/shm/cache")`). /dev/shm is a tmpfs in
+    memory, sized apart from every disk (a container's --shm-size): a full one is not a full disk."""
+    said = "\n".join([err.text, err.code or "", err.user_code or "", *err.tail, *err.before.splitlines()[-5:],
+                      *ctx.argv, *ctx.env.values()])
+    roots = "|".join(map(re.escape, _SHM_ROOTS))
+    found = re.findall(r"(?<![\w.])((?:%s)(?:/[\w.@%%+-]+)*)" % roots, said)
+    source = err.user_frame[0] if err.user_frame else err.file
+    if ctx.local and source and os.path.isfile(source):
+        try:
+            with open(source, errors="replace") as f:
+                found += re.findall(r"""['"]((?:%s)(?:/[^'"\n]*)?)['"]""" % roots, f.read(1 << 20))
+        except OSError:
+            pass
+    return max(found, key=len) if found else None  # the most precise of them: /dev/shm/cache over /dev/shm
+
+
+def _shm_write_full(err: PyError, ctx: Context, path: str) -> Finding:
+    """A write into /dev/shm that found no room: shared memory ran out, not a disk."""
+    evidence = [f"message: {err.headline[:300]}", f"the write went to shared memory: {path}"]
+    if ctx.local:
+        evidence.append(_df_line("/dev/shm", "now (dfdoctor's view; a container or namespace has its own)"))
+    return Finding(causes.SHM_EXHAUSTED, f"The job ran out of shared memory writing under {path} (at "
+                   f"{err.user_where}): /dev/shm is a tmpfs in RAM, sized apart from the disks.",
+                   "Give the job more shared memory (`docker run --shm-size=8g` or --ipc=host; in Kubernetes an "
+                   "emptyDir with medium: Memory at /dev/shm), or write that data to a disk folder instead of "
+                   f"{path} (not tried).", evidence)
+
+
+def gpu_ranks_without_gpus(err: PyError, ctx: Context) -> Optional[Finding]:
+    """torchrun's `--nproc_per_node=gpu` (one rank per GPU) where torch sees none: torchrun itself raises
+    "Cuda is not available." from its own code, so the line at fault is the user's launch line, not torchrun's."""
+    torchrun = any("determine_local_world_size" in (code or "") or f.replace("\\", "/").endswith(
+        "torch/distributed/run.py") for f, _, code in err.frames)
+    if "Cuda is not available" not in err.text or not torchrun:
+        return None
+    asked = next((a for i, a in enumerate(ctx.argv) if re.fullmatch(r"--nproc[_-]per[_-]node(?:=gpu)?", a) and
+                  (a.endswith("=gpu") or ctx.argv[i + 1:i + 2] == ["gpu"])), "--nproc_per_node=gpu")
+    typed = asked if asked.endswith("=gpu") else f"{asked} gpu"
+    launcher = os.path.basename(ctx.argv[0]) if ctx.argv else "torchrun"
+    return Finding(causes.CUDA_UNAVAILABLE, f"The launch line asks {launcher} for one rank per GPU ({typed}), and "
+                   "torch sees no GPU here: torchrun stopped before starting any rank.",
+                   f"Give the number of ranks instead of `gpu` (e.g. {typed.replace('gpu', '2')}, with the gloo "
+                   "backend on CPUs), or run where torch sees GPUs (a CUDA build of torch, CUDA_VISIBLE_DEVICES); "
+                   "`dfdoctor check --only cuda.init` says what torch sees (not tried).",
+                   [f"message: {err.headline[:300]}", f"the launch line: {' '.join(ctx.argv)[:300]}"])
+
+
+_ASSERT_EXISTS = re.compile(r"^\s*assert\s+(?:os\.path\.(?:exists|isfile|isdir|lexists)\((?P<arg>.+?)\)|"
+                            r"(?:Path|pathlib\.Path)\((?P<arg2>.+?)\)\.(?:exists|is_file|is_dir)\(\)|"
+                            r"(?P<arg3>[\w.]+)\.(?:exists|is_file|is_dir)\(\))\s*(?:,|$)")
+
+
+def assert_path_missing(err: PyError, ctx: Context) -> Optional[Finding]:
+    """`assert os.path.exists(path)` failed: a bare AssertionError that names no path. The path is read from the
+    assert's own expression, followed through the script (its assignments, its options and their defaults, and
+    the command's values): input-missing with the path and the option that sets it."""
+    if not err.exc_type.endswith("AssertionError") or not err.user_frame:
+        return None
+    m = _ASSERT_EXISTS.match(err.user_code or "")
+    if not m:
+        return None
+    expr_text = m.group("arg") or m.group("arg2") or m.group("arg3")
+    source, line = err.user_frame
+    path, options = _static_path(source, line, expr_text, ctx) if ctx.local else (None, [])
+    full = path if path is None or os.path.isabs(path) or not ctx.cwd else os.path.join(ctx.cwd, path)
+    if full and os.path.exists(full):
+        return None  # it is there now: the assert failed on something else (a path the job made later?)
+    evidence = [f"the assert: {(err.user_code or '').strip()[:200]}"]
+    if path:
+        evidence.append(f"{expr_text} is {path!r} (read from the script and the command)" +
+                        (f"; looked for at {full}: missing" if full else ""))
+    else:
+        evidence.append(f"the value of {expr_text} could not be read from the script: it is computed")
+    if options:
+        evidence.append(f"set by {', '.join(options)}")
+    what = f"{path}" if path else f"the path in `{expr_text}`"
+    summary = f"The job checks that {what} exists at {err.user_where}, and it does not" + \
+        (f" (looked for at {full})." if path and full != path else ".")
+    fix = f"Create {what} before the job starts, or point the job at where it is" + \
+        (f" with {options[0].split(' (')[0]}" if options else "") + " (not tried)."
+    if options and "(default" not in options[0]:
+        fix = f"{options[0]} names a path that does not exist: point it at where the data is (not tried)."
+    return Finding(causes.INPUT_MISSING, summary, fix, evidence)
+
+
+def _static_path(source: str, line: int, expr_text: str, ctx: Context) -> tuple[Optional[str], list[str]]:
+    """The value of the assert's path expression, read statically from the job's source and command line."""
+    try:
+        with open(source, errors="replace") as f:
+            tree = ast.parse(f.read())
+        expr = ast.parse(expr_text.strip(), mode="eval").body
+    except (OSError, SyntaxError, ValueError):
+        return None, []
+    reading = Reading(tree, list(ctx.argv))
+    value = reading.value(expr)
+    return value, list(dict.fromkeys(reading.options))
+
+
+# a call that writes a file, on the job's own line: open(.., 'w'/'wb'/'a'/'x'), a save, a dump, a to_*
+_WRITES = re.compile(r"""\bopen\(.*,\s*(?:mode\s*=\s*)?['"][rbt+]*[wax]|\.(?:save|savez\w*|savetxt|savefig|"""
+                     r"""to_csv|to_json|to_parquet|to_pickle|write_text|write_bytes|save_pretrained)\(|"""
+                     r"""\b(?:torch|np|numpy|pickle|json|joblib)\.(?:save|dump)\(""")
+
+
+def output_dir_missing(err: PyError, ctx: Context) -> Optional[Finding]:
+    """`FileNotFoundError: ... 'out/run1/model.bin'` raised by the job's own write (open(path, 'wb'), np.save,
+    df.to_csv...), whose folder does not exist: the output folder is missing, not an input."""
+    m = re.search(r"No such file or directory: '([^']+)'", err.text)
+    code = err.user_code or err.code or ""
+    if not m or not _WRITES.search(code) or m.group(1).endswith(".log"):
+        return None  # a log opened in a missing folder is log-dir-missing (known_failures)
+    path = m.group(1)
+    folder = os.path.dirname(path) or "."
+    where = folder if os.path.isabs(folder) or not ctx.cwd else os.path.join(ctx.cwd, folder)
+    evidence = [f"message: {err.headline[:300]}", f"the job's line writes: {code.strip()[:200]}"]
+    if ctx.local:
+        if os.path.isdir(where):
+            return None  # the folder is there: something else is missing (a dangling link, a race)
+        evidence.append(f"{where} does not exist now")
+    options = _options_of(path, code, err, ctx) if ctx.local else []
+    point = f"pass {options[0].split(' (')[0].split('=')[0].split()[0]}=AN_EXISTING_FOLDER" if options else \
+        "point the job's output at an existing folder"
+    if options:
+        evidence.append(f"the path comes from {', '.join(options)}")
+    return Finding(causes.OUTPUT_DIR_MISSING, f"The job writes {path} at {err.user_where}, and its folder {folder} "
+                   "does not exist.", f"Create the folder before the job writes (mkdir -p {shlex.quote(folder)}, or "
+                   f"os.makedirs(folder, exist_ok=True) before the write), or {point} (not tried).", evidence)
+
+
+def _options_of(path: str, code: str, err: PyError, ctx: Context) -> list[str]:
+    """The command-line options that set `path`, read from the failing line's call (its argument whose value,
+    followed through the script, is that path): `--out-dir (default 'out/run1')`."""
+    text = code.strip()
+    try:
+        line = ast.parse(text + "\n    pass" if text.endswith(":") else text)
+        with open(err.user_frame[0] if err.user_frame else err.file or "", errors="replace") as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError):
+        return []
+    for call in (n for n in ast.walk(line) if isinstance(n, ast.Call)):
+        for arg in call.args:
+            reading = Reading(tree, list(ctx.argv))
+            if reading.value(arg) == path and reading.options:
+                return list(dict.fromkeys(reading.options))
+    return []
 
 
 def _candidate_paths(err: PyError, ctx: Context) -> list[str]:
@@ -349,7 +511,8 @@ def collective_timeout(err: PyError, ctx: Context) -> Optional[Finding]:
 
 
 READERS: list[Callable[[PyError, Context], Optional[Finding]]] = [
-    cuda_oom, cuda_error, shm_exhausted, fd_exhausted, disk_full, download_failed, collective_timeout]
+    gpu_ranks_without_gpus, assert_path_missing, cuda_oom, cuda_error, shm_exhausted, fd_exhausted, disk_full, download_failed, collective_timeout,
+    output_dir_missing]
 
 
 def classify(err: PyError, ctx: Context) -> Optional[Finding]:

@@ -17,7 +17,9 @@ from typing import Callable, Optional
 from dfdoctor import causes
 from dfdoctor.diagnose import stackclass
 from dfdoctor.diagnose import elastic, known_failures, launcher, rules_runtime, stuck, torch_pairs, user_terms
+from dfdoctor.diagnose.bad_arguments import bad_arguments
 from dfdoctor.diagnose.blame import blame_fix
+from dfdoctor.diagnose.did_nothing import did_nothing
 from dfdoctor.diagnose.guardfix import fix_for, is_trainer
 from dfdoctor.diagnose.recorder_lost import recorder_lost
 from dfdoctor.diagnose.run_dir_full import run_dir_full
@@ -416,7 +418,7 @@ def exited_cleanly(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdic
                        f"its output went to {elsewhere[0]}, not to {run.spec.get('log') or 'the expected log'}.",
                        _ELSEWHERE_FIX, [_status_line(ex), *[f"seen while it ran: {w}" for w in elsewhere]])
     if wrote:
-        return Verdict("ok", None, f"The job ran to completion (exit status 0 after {ex.get('wall_s')} s).",
+        return did_nothing(run) or Verdict("ok", None, f"The job ran to completion (exit status 0 after {ex.get('wall_s')} s).",
                        "", [_status_line(ex), f"output: {run.output_bytes()} bytes"])
     only = " but warnings" if run.output_bytes() else ""
     return Verdict("failed", causes.EXITED_EARLY, f"The job exited with status 0 after {ex.get('wall_s')} s "
@@ -433,7 +435,7 @@ def exited_nonzero(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdic
     if not ex or not ex.get("exit_code"):
         return None
     tail = [l for l in run.stream("stderr").strip().splitlines() + run.stream("stdout").strip().splitlines() if l.strip()]
-    return Verdict("failed", causes.CRASHED, f"The job exited with status {ex['exit_code']} after {ex.get('wall_s')} s"
+    return bad_arguments(run) or Verdict("failed", causes.CRASHED, f"The job exited with status {ex['exit_code']} after {ex.get('wall_s')} s"
                    + ("." if tail else " without writing anything."),
                    "Read the end of the log; run the command by hand in its cwd to see what it reports.",
                    [_status_line(ex), *[f"last output: {l}" for l in tail[-2:]]])
@@ -665,7 +667,7 @@ RULES: list[Callable[[RunRecord, Optional[LiveFacts]], Optional[Verdict]]] = [
     log_write_failed, exited_cleanly, exited_nonzero,
     run_dir_full, recorder_lost,
     recorder_vanished,
-    running, deadlock_in_stacks, stuck_in_stacks, log_elsewhere, output_buffered, stalled_after_logging, import_hang,
+    running, elastic.rendezvous_wait, deadlock_in_stacks, stuck_in_stacks, log_elsewhere, output_buffered, stalled_after_logging, import_hang,
 ]
 
 

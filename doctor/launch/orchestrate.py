@@ -25,6 +25,7 @@ from dfdoctor.engine import (
     target_connection,
 )
 from dfdoctor.launch import remote_run
+from dfdoctor.launch.cgroups import sweep_left_cgroups
 from dfdoctor.launch.local import POLL_S, Spawner, observe, spawn_detached, start, watch
 from dfdoctor.launch.remote import POLL_S as REMOTE_POLL_S
 from dfdoctor.launch.remote import RemoteRun
@@ -201,6 +202,7 @@ def run_status(cwd: Path, ref: Optional[str] = None, cfg: Optional[Config] = Non
     cfg = cfg or Config()
     started = now_iso()
     run_dir = find_run(cwd, ref)
+    sweep_left_cgroups(cwd)
     run = record.load(run_dir)
     spec = run.spec
     ctx = Context(command=list(spec.get("argv") or []), cwd=Path(spec.get("cwd") or cwd),

@@ -1,0 +1,57 @@
+"""A torchrun started on one node with --nnodes=2 waits in its rendezvous for a node that never comes: the verdict
+names what is missing (1 of 2 nodes), where it waits (the rendezvous endpoint) and how long it will (the rdzv
+timeout), from torchrun's own arguments and its stacks; not "0 of 2 ranks alive", not an import hang, not
+output-buffered. Real torchrun, both rendezvous kinds (c10d and the static default)."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from dfdoctor import causes
+from dfdoctor.diagnose.elastic import torchrun_options
+from jobs.harness import JOBS, kill_runs, launch
+
+TORCHRUN = str(Path(sys.executable).parent / "torchrun")
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_torchrun_options_are_read_up_to_the_script():
+    opts = torchrun_options(["torchrun", "--nnodes", "1:2", "--rdzv-backend=c10d", "--rdzv_endpoint", "h:1",
+                             "--rdzv-conf=join_timeout=60", "train.py", "--nnodes=9"])
+    assert opts == {"nnodes": "1:2", "rdzv_backend": "c10d", "rdzv_endpoint": "h:1", "rdzv_conf": "join_timeout=60"}
+
+
+@pytest.fixture
+def work(tmp_path):
+    shutil.copy(JOBS / "ddp_cpu" / "positional.py", tmp_path / "train.py")
+    yield tmp_path
+    kill_runs(tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["c10d", "static"])
+def test_one_node_of_two_waits_in_the_rendezvous_and_the_verdict_says_for_what_where_and_how_long(work, kind):
+    port = _port()
+    if kind == "c10d":
+        rdzv = ["--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv-conf=join_timeout=300"]
+        limit = "gives up after 300 s"
+    else:
+        rdzv = ["--node_rank=0", "--master_addr=127.0.0.1", f"--master_port={port}"]
+        limit = "gives up after 600 s"
+    proc, rep = launch(work, TORCHRUN, "--nnodes=2", "--nproc_per_node=1", *rdzv, "train.py", watch=20)
+    v = rep["verdict"]
+    assert proc.returncode == 1 and v["cause"] == causes.RANK_MISSING, v
+    assert "--nnodes=2 asks for 2 nodes, and 1 of 2 nodes has joined" in v["summary"], v["summary"]
+    assert f"waits at 127.0.0.1:{port} ({kind} rendezvous)" in v["summary"] and limit in v["summary"], v["summary"]
+    assert "0 of 2" not in v["summary"] and "--nnodes=1" in v["fix"], v
+    assert any("rendezvous" in e and "waits in" in e for e in v["evidence"]), v["evidence"]
