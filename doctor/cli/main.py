@@ -50,7 +50,7 @@ from dfdoctor.registry import discover
 from dfdoctor.rows import verdict_over_rows
 from dfdoctor.run.folder import find_run, is_run_dir, runs_root
 from dfdoctor.run.masks import load_prints
-from dfdoctor.safefile import guard_outputs
+from dfdoctor.safefile import guard_outputs, read_user_file
 from dfdoctor.slurm import nodes as slurm_nodes
 from dfdoctor.slurm import orchestrate as slurm
 
@@ -178,8 +178,9 @@ def _load_saved(spec: Optional[str]) -> tuple[Path, Report, Any]:
             raise click.UsageError(str(exc)) from None
     if path.is_dir():
         path = path / "report.json"
+    data = read_user_file(path, str(path))
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(data.decode("utf-8"))
         return path, Report.from_dict(doc), load_prints(path.parent)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise click.UsageError(f"{path}: not a readable dfdoctor result ({exc})") from None
