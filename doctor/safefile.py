@@ -72,14 +72,10 @@ def write_through(path: Path, text: str, *, stall_s: float = STALL_S) -> None:
 def open_summary(path: str) -> int:
     """A file descriptor to append to $GITHUB_STEP_SUMMARY: only a plain file GitHub made for the step, never
     through a symlink (it could lead to the --log or any other file) nor into a hard-linked one, never blocking
-    on a FIFO. OSError otherwise."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-                     | os.O_NOCTTY, 0o666)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise OSError(errno.ELOOP, "it is a symlink: not followed") from None
-        raise
+    on a FIFO. OSError otherwise. No folder on its way may be a symlink either (a link to the folder of the
+    --log would lead the summary into a file of the same name there)."""
+    fd = open_without_symlinks(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC
+                               | os.O_NOCTTY, 0o666)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -87,6 +83,31 @@ def open_summary(path: str) -> int:
         if st.st_nlink > 1:
             raise OSError(errno.EMLINK, "it has other names (a hard link): it may be another file")
         os.set_blocking(fd, True)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_without_symlinks(path: str, flags: int, mode: int = 0o666) -> int:
+    """os.open that follows no symlink anywhere on the path, component by component from the root through
+    O_PATH descriptors (what openat2's RESOLVE_NO_SYMLINKS does, which Python does not offer): a link swapped in
+    between two steps cannot redirect it. OSError(ELOOP) names the link."""
+    parts = Path(os.path.abspath(path)).parts
+    fd = os.open(parts[0], os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for i, name in enumerate(parts[1:], 1):
+            last = i == len(parts) - 1
+            try:
+                nfd = os.open(name, (flags if last else os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) | os.O_NOFOLLOW,
+                              mode, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(os.path.join(*parts[:i + 1])):
+                    where = "it is a symlink" if last else f"{os.path.join(*parts[:i + 1])} is a symlink"
+                    raise OSError(errno.ELOOP, f"{where}: not followed") from None
+                raise
+            os.close(fd)
+            fd = nfd
         return fd
     except BaseException:
         os.close(fd)
