@@ -237,9 +237,14 @@ def _standard_streams() -> None:
 
 def _say(message: str) -> None:
     """One line on stderr (escaped: it may quote what the user typed, which must not read as a GitHub workflow
-    command); a stderr that cannot take it is dropped."""
+    command; masked: what the user typed may hold a password, `--python postgres://u:pw@db/x`); a stderr that
+    cannot take it is dropped."""
     try:
-        click.echo(inert(visible(message)), err=True)
+        masked = Redactor.from_env(dict(os.environ)).text(message)
+    except Exception:  # masking must not hide the error: say it without what the user typed
+        masked = message.split(":", 2)[0] + ": (message not shown: it could not be masked)"
+    try:
+        click.echo(inert(visible(masked)), err=True)
     except OSError:
         discard_stream(sys.stderr)
 
