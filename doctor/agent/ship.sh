@@ -13,6 +13,10 @@ if [ -z "$d" ]; then
   root=$cwd/.dfdoctor/runs
   if [ -d "$cwd" ] && mkdir -p "$root" 2>/dev/null && mkdir "$root/$id" 2>/dev/null; then d=$root/$id
   else d=$(mktemp -d "${TMPDIR:-/tmp}/dfdoctor-run.XXXXXXXX") || exit 97; root=; fi
+  # as pytest does for its cache: `git add -A` on the target must not stage run folders (made once, never rewritten)
+  # (set -C: O_EXCL, so neither an existing file nor a planted symlink is written through)
+  [ -n "$root" ] && (set -C; umask 022; printf '%s\n*\n' "# Created by dfdoctor: run folders hold the output of jobs \
+and are not for version control." > "$cwd/.dfdoctor/.gitignore") 2>/dev/null
   # keep the newest $8 run folders there; an older one goes only once its recorder wrote its last word
   n=0
   [ -n "$root" ] && for r in $(ls -1 "$root" 2>/dev/null | grep -E '^[0-9]{8}-[0-9]{6}-[0-9a-f]+$' | sort -r); do
