@@ -38,6 +38,7 @@ from dfdoctor.launch.orchestrate import (
 from dfdoctor.launch.settle import SETTLE_S
 from dfdoctor.run.folder import DEFAULT_KEEP, RunNotFound, find_run, runs_root
 from dfdoctor.slurm import orchestrate as slurm
+from dfdoctor.terminate import EXIT as TERMINATED_EXIT, sigterm_as_interrupt, still_running_line
 from dfdoctor.targets.strategies import BY_NAME
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
@@ -147,7 +148,7 @@ def launch(opts: dict[str, Any]) -> int:
                        settle=opts["settle"] if opts["settle"] is not None else float(cfg.get("settle", SETTLE_S)))
     level = fail_on(opts, cfg)
     # the verdict is printed while the ssh connection is still open: closing it takes a second or so
-    with target_connection(ctx):
+    with target_connection(ctx), sigterm_as_interrupt() as seen:  # SIGTERM ends the watch as Ctrl-C does
         try:
             report = run_launch(ctx, cfg, lo)
         except FileExistsError as exc:
@@ -155,6 +156,10 @@ def launch(opts: dict[str, Any]) -> int:
         name_config(report, cfg)
         emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level,
              env=ctx.env)
+    if seen.terminated:
+        ended = report.run.get("exit_code") is not None or report.run.get("signal") is not None
+        click.echo(still_running_line(report.run, ctx.target, ended), err=True)
+        return TERMINATED_EXIT
     return exit_code(report, level)
 
 

@@ -53,6 +53,7 @@ from dfdoctor.run.masks import load_prints
 from dfdoctor.safefile import guard_outputs, read_user_file
 from dfdoctor.slurm import nodes as slurm_nodes
 from dfdoctor.slurm import orchestrate as slurm
+from dfdoctor.terminate import EXIT as TERMINATED_EXIT, Terminated
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -265,7 +266,10 @@ def run(argv: Optional[list[str]] = None) -> int:
         return rv if isinstance(rv, int) else 0
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as exc:  # click's word for Ctrl-C, or SIGTERM before a job was started
+        if isinstance(exc.__cause__, Terminated):
+            _say("dfdoctor: interrupted (SIGTERM)")
+            return TERMINATED_EXIT
         _say("dfdoctor: interrupted")
         return 130
     except click.UsageError as exc:
