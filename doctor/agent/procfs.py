@@ -202,3 +202,63 @@ def pipe_holders(fds, exclude=()):
         if links & wanted:
             out.append(proc_entry(int(n)))
     return out[:20]
+
+
+# The variable the recorder gives the job: a nonce also written into the run folder's record, so that a process
+# can be proved to be this run's job (a forged run folder naming any pid proves nothing).
+NONCE_VAR = "DFDOCTOR_RUN_NONCE"
+
+
+def proc_cmdline(pid):
+    """The process's argv words, or None when it is gone or cannot be read."""
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            data = f.read()
+    except (OSError, TypeError):
+        return None
+    return [w.decode("utf-8", "surrogateescape") for w in data.split(b"\0") if w]
+
+
+def proc_environ_value(pid, name):
+    """One variable of the environment the process was started with (readable by its own user and root only),
+    or None."""
+    try:
+        with open("/proc/%d/environ" % pid, "rb") as f:
+            data = f.read()
+    except (OSError, TypeError):
+        return None
+    prefix = name.encode() + b"="
+    for entry in data.split(b"\0"):
+        if entry.startswith(prefix):
+            return entry[len(prefix):].decode("utf-8", "surrogateescape")
+    return None
+
+
+def is_recorder_of(rec, run_dir):
+    """Whether the recorder a record's "recorder" event names runs now as the recorder of `run_dir`: the same
+    pid and start time, and its command line names that very folder (the recorder, and its stand-in, a fork of
+    it, run `... recorder RUN_DIR`). A forged record naming another process fails this."""
+    pid = rec.get("pid") if rec else None
+    if not isinstance(pid, int) or isinstance(pid, bool) or proc_start_time(pid) != rec.get("start_ticks"):
+        return False
+    want = os.path.realpath(run_dir)
+    return any(os.path.isabs(w) and os.path.realpath(w) == want for w in proc_cmdline(pid) or ())
+
+
+def is_job_of(spawned, rec, run_dir):
+    """Whether the job a record's "spawned" event names runs now as this run's job: the same pid and start time,
+    and either the nonce of the recorder's event in its environment, or (a run recorded before the nonce, or a
+    job that cleared its environment) a session that is the proved recorder's own (no process can join another
+    session: setsid(2))."""
+    pid = spawned.get("pid") if spawned else None
+    if not isinstance(pid, int) or isinstance(pid, bool) or proc_start_time(pid) != spawned.get("start_ticks"):
+        return False
+    nonce = (rec or {}).get("nonce")
+    if nonce and proc_environ_value(pid, NONCE_VAR) == nonce:
+        return True
+    fields = stat_fields(pid)
+    try:
+        session = int(fields[3]) if fields else None
+    except (ValueError, IndexError):
+        return False
+    return session is not None and session == (rec or {}).get("sid") and is_recorder_of(rec, run_dir)

@@ -29,7 +29,7 @@ from dfdoctor.agent.atomic import replace_atomically
 from dfdoctor.agent.ending import become_subreaper, how_ended, reap, returncode, writing_elsewhere
 from dfdoctor.agent.loop_lines import LoopLines, progress_lines
 from dfdoctor.agent.memory import kernel_oom_lines, make_limited_cgroup, memory_cgroup, oom_counters
-from dfdoctor.agent.procfs import (group_members, job_outputs, pipe_holders, proc_start_time, proc_usage,
+from dfdoctor.agent.procfs import (NONCE_VAR, group_members, job_outputs, pipe_holders, proc_start_time, proc_usage,
                                    read_text, readlink)
 from dfdoctor.agent.record import CappedCopy, Masker, Record, RunDirSpace
 from dfdoctor.agent.session import detach, keep_spec, read_spec
@@ -77,6 +77,9 @@ class Recorder:
         self.last_record_beat = 0.0
         self.last_outputs = None
         self.snapshots_done = 0
+        # given to the job in its environment and written in the "recorder" event: what proves later that a
+        # process is this run's job (procfs.is_job_of), whatever a forged run folder names
+        self.nonce = os.urandom(16).hex()
 
     # -- signals ------------------------------------------------------------------------------------------
     def install_signals(self):
@@ -128,7 +131,7 @@ class Recorder:
             boot_id=(read_text("/proc/sys/kernel/random/boot_id") or "").strip() or None,
             pid_ns=readlink("/proc/self/ns/pid"), cgroup=(read_text("/proc/self/cgroup") or "").strip(),
             python=sys.executable, python_version=sys.version.split()[0], uid=os.getuid(), tty=tty,
-            launcher=self.spec.get("launcher"), run_id=self.spec.get("run_id"))
+            launcher=self.spec.get("launcher"), run_id=self.spec.get("run_id"), nonce=self.nonce)
 
     def open_log(self):
         """Open --log for appending, as `>> LOG` would; on failure record why and do not start the job."""
@@ -173,7 +176,8 @@ class Recorder:
 
         try:
             self.job = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, preexec_fn=child_setup, close_fds=True)
+                                        stderr=subprocess.PIPE, preexec_fn=child_setup, close_fds=True,
+                                        env=dict(os.environ, **{NONCE_VAR: self.nonce}))
         except OSError as exc:
             self.record.event("spawn-failed", sync=True, argv=argv, cwd=cwd, errno=exc.errno,
                               errname=errno.errorcode.get(exc.errno, "?"), strerror=exc.strerror,
@@ -220,6 +224,7 @@ class Recorder:
                 os._exit(0)
         os.close(r)
         self.stand_in = (pid, w)
+        self.record.event("stand-in", pid=pid, start_ticks=proc_start_time(pid))
 
     def stand_in_pids(self):
         return (self.stand_in[0],) if getattr(self, "stand_in", None) else ()
