@@ -21,6 +21,9 @@ TAIL_SEGMENTS = 2  # a capped stream copy: NAME.log (its head), then NAME.tail.0
 # not have by chance.
 MARKER = ".dfdoctor-run"
 MARKER_TEXT = "dfdoctor run folder, id "
+# On a target: the login shell's umask, written by ship.sh before it takes 077 for the run folder; the recorder
+# gives it back to the job and its --log.
+JOB_UMASK = "job.umask"
 
 # The files of a remote run folder that are copied into its local copy; the local spec.json (which names the
 # target) and launcher.jsonl (dfdoctor's own notes) are this machine's.

@@ -29,6 +29,7 @@ from dfdoctor.agent.atomic import replace_atomically
 from dfdoctor.agent.ending import become_subreaper, how_ended, reap, returncode, writing_elsewhere
 from dfdoctor.agent.loop_lines import LoopLines, progress_lines
 from dfdoctor.agent.memory import kernel_oom_lines, make_limited_cgroup, memory_cgroup, oom_counters
+from dfdoctor.agent.names import JOB_UMASK
 from dfdoctor.agent.procfs import (NONCE_VAR, group_members, job_outputs, pipe_holders, proc_start_time, proc_usage,
                                    read_text, readlink)
 from dfdoctor.agent.record import CappedCopy, Masker, Record, RunDirSpace
@@ -47,6 +48,17 @@ WATCHED_SIGNALS = ("SIGHUP", "SIGINT", "SIGTERM", "SIGQUIT", "SIGPIPE", "SIGUSR1
                    "SIGXCPU", "SIGTSTP", "SIGTTIN", "SIGTTOU")
 FORWARDED = ("SIGINT", "SIGTERM", "SIGQUIT")  # passed on to the job's process group, which then exits
 SNAPSHOT_AT = (1.0, 3.0, 10.0, 30.0)  # seconds after the start when we note where the job's output goes
+
+
+def login_umask(run_dir):
+    """The umask of the login shell on a target, as ship.sh kept it in the run folder (it then took 077 for the
+    folder itself), or None: a local recorder already has the user's umask."""
+    text = (read_text(os.path.join(run_dir, JOB_UMASK)) or "").strip()
+    try:
+        mask = int(text, 8)
+    except ValueError:
+        return None
+    return mask if 0 <= mask <= 0o777 else None
 
 
 class Recorder:
@@ -80,6 +92,7 @@ class Recorder:
         # given to the job in its environment and written in the "recorder" event: what proves later that a
         # process is this run's job (procfs.is_job_of), whatever a forged run folder names
         self.nonce = os.urandom(16).hex()
+        self.job_umask = login_umask(run_dir)
 
     # -- signals ------------------------------------------------------------------------------------------
     def install_signals(self):
@@ -139,7 +152,13 @@ class Recorder:
             return True
         try:
             # O_NONBLOCK: a FIFO that nothing reads fails now (ENXIO) instead of blocking the recorder for ever
-            fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK, 0o644)
+            old_umask = os.umask(self.job_umask) if self.job_umask is not None else None
+            try:
+                fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK,
+                             0o644)
+            finally:
+                if old_umask is not None:
+                    os.umask(old_umask)
             os.set_blocking(fd, True)
             self.log_fd = fd
         except OSError as exc:
@@ -165,11 +184,14 @@ class Recorder:
         self.mem = (mem_version, job_cgroup, job_cgroup != mem_dir)
         oom_before = oom_counters(mem_version, job_cgroup)
         join = os.path.join(job_cgroup, "cgroup.procs") if self.mem[2] else None
+        job_umask = self.job_umask
 
         def child_setup():
             """In the job's process before exec: own process group, SIGHUP ignored, memory cgroup joined."""
             os.setpgid(0, 0)
             signal.signal(signal.SIGHUP, signal.SIG_IGN)  # nohup semantics for the job itself
+            if job_umask is not None:  # the login shell's, not the 077 of the run folder (ship.sh)
+                os.umask(job_umask)
             if join:
                 with open(join, "w") as f:
                     f.write(str(os.getpid()))

@@ -6,6 +6,8 @@
 # capitals (RUN_DIR_MARK, MARKER_NAME, ...) are filled in by ship_script.
 py=$1; cwd=$2; id=$3; d=$4; spec=$5; line=$6
 command -v "$py" >/dev/null 2>&1 || py=python3
+# the login shell's umask, for the job and its --log (the recorder reads JOB_UMASK_NAME): 077 is for our folder only
+job_umask=$(umask)
 umask 077
 if [ -z "$d" ]; then
   # a folder of its own per run: under the job's cwd, else a fresh `mktemp -d` (never a fixed shared path
@@ -32,6 +34,7 @@ if [ "$(cat "$d/MARKER_NAME" 2>/dev/null)" != "MARKER_TEXT$id" ] && [ -n "$(ls -
 fi
 [ -e "$d/record.jsonl" ] && { printf '%s already holds a run (record.jsonl)\n' "$d" >&2; exit 98; }
 printf '%s%s' "MARKER_TEXT" "$id" > "$d/MARKER_NAME" || exit 97
+printf '%s' "$job_umask" > "$d/JOB_UMASK_NAME" || exit 97
 # paths go out with printf '%s' (dash's echo rewrites backslashes), each closed by END_MARK: a path may hold a newline
 printf 'RUN_DIR_MARK%sEND_MARK\n' "$d"; printf 'PY_MARK%sEND_MARK\n' "$py"
 [ "$7" = 1 ] && exit 0
