@@ -242,7 +242,9 @@ def is_recorder_of(rec, run_dir):
     if not isinstance(pid, int) or isinstance(pid, bool) or proc_start_time(pid) != rec.get("start_ticks"):
         return False
     want = os.path.realpath(run_dir)
-    return any(os.path.isabs(w) and os.path.realpath(w) == want for w in proc_cmdline(pid) or ())
+    here = readlink("/proc/%d/cwd" % pid)  # a relative RUN_DIR (a relative --cwd on a target) is the recorder's
+    return any(os.path.realpath(w if os.path.isabs(w) else os.path.join(here, w)) == want
+               for w in proc_cmdline(pid) or () if os.path.isabs(w) or here)
 
 
 def is_job_of(spawned, rec, run_dir):
