@@ -46,6 +46,7 @@ _TRIVIAL = frozenset({"", "0", "1", "true", "false", "yes", "no", "on", "off", "
 _MIN_VALUE_LEN = 4
 # The shortest piece of a known secret masked on its own (Redactor.pieces): shorter ones say too little to hide.
 _PIECE_MIN = 4
+_SPACE = re.compile(r"\s")
 
 # camelCase boundaries are marked before the split: Python 3.6's re.split ignores empty matches
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -386,17 +387,18 @@ class Redactor:
         for anchor in heads[0] | tails[0]:
             start = s.find(anchor)
             while start >= 0:
+                # a beginning runs to the end of its word (the cut), an end from the start of its word: one
+                # candidate each, looked up in the set of pieces
                 if anchor in heads[0] and (start == 0 or not s[start - 1].isalnum()):
-                    stop = max((start + k for k in heads[1] if start + k <= len(s)
-                                and s[start:start + k] in heads[2]
-                                and (start + k == len(s) or s[start + k].isspace())), default=None)
-                    if stop is not None:
+                    space = _SPACE.search(s, start)
+                    stop = space.start() if space else len(s)
+                    if s[start:stop] in heads[2]:
                         spans.append((start, stop))
                 end = start + len(anchor)
                 if anchor in tails[0] and (end == len(s) or not s[end].isalnum()):
-                    begin = min((end - k for k in tails[1] if end - k >= 0 and s[end - k:end] in tails[2]
-                                 and (end - k == 0 or s[end - k - 1].isspace())), default=None)
-                    if begin is not None:
+                    lo = max(0, end - heads[1] - 1)
+                    begin = max(s.rfind(c, lo, end) for c in " \t\n\r\f\v") + 1
+                    if s[begin:end] in tails[2]:
                         spans.append((begin, end))
                 start = s.find(anchor, start + 1)
         if not spans:
@@ -410,8 +412,8 @@ class Redactor:
                 at = stop
         return "".join(out) + s[at:]
 
-    def _piece_sets(self) -> "Tuple[Tuple[Set[str], List[int], Set[str]], Tuple[Set[str], List[int], Set[str]]]":
-        """For `pieces`: (the first _PIECE_MIN characters of each beginning, the piece lengths, the beginnings of
+    def _piece_sets(self) -> "Tuple[Tuple[Set[str], int, Set[str]], Tuple[Set[str], int, Set[str]]]":
+        """For `pieces`: (the first _PIECE_MIN characters of each beginning, the longest piece, the beginnings of
         the secret's forms that count as pieces), and the same for their ends; made again when a secret is added."""
         if self._pieces is None or self._pieces[0] is not self._value_pattern():
             heads, tails, lengths = set(), set(), set()
@@ -421,8 +423,9 @@ class Redactor:
                     heads.add(form[:k])
                     tails.add(form[-k:])
                     lengths.add(k)
-            self._pieces = (self._value_pattern(), ({h[:_PIECE_MIN] for h in heads}, sorted(lengths), heads),
-                            ({t[-_PIECE_MIN:] for t in tails}, sorted(lengths), tails))
+            longest = max(lengths, default=0)
+            self._pieces = (self._value_pattern(), ({h[:_PIECE_MIN] for h in heads}, longest, heads),
+                            ({t[-_PIECE_MIN:] for t in tails}, longest, tails))
         return self._pieces[1], self._pieces[2]
 
     def learn_prints(self, prints: Optional["SecretPrints"], obj: Any) -> None:
