@@ -8,7 +8,12 @@ from __future__ import annotations
 import os
 import signal
 from contextlib import contextmanager
-from typing import Any, Iterator
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+from dfdoctor.run import record
+from dfdoctor.run.folder import list_runs
+from dfdoctor.run.record import RunRecord
 
 EXIT = 128 + signal.SIGTERM
 
@@ -53,8 +58,17 @@ def still_running_line(run: dict[str, Any], target: str, finished: bool) -> str:
     if not run_id:
         return "dfdoctor: terminated (SIGTERM) before the job was started: nothing runs."
     look = f"`dfdoctor status {run_id}` looks again"
-    if finished or not pid:
+    if finished:
         return f"dfdoctor: terminated (SIGTERM) while watching run {run_id}; the job had ended. {look}."
     where = "" if target == "local" else f" on {target}"
+    if not pid:
+        return f"dfdoctor: terminated (SIGTERM) just after starting run {run_id}{where}: {look}."
     return (f"dfdoctor: terminated (SIGTERM) while watching; the job was started and still runs{where} (run "
             f"{run_id}, pid {pid}): {look}; `kill -TERM -- -{int(pid)}`{where} stops it (its process group).")
+
+
+def started_since(before: set[Path], cwd: Path, run_dir: Optional[Path]) -> Optional[RunRecord]:
+    """The run this launch started, when SIGTERM came outside the watch (just after the start, or during the
+    post-launch checks): the run folder that was not there before, or the --run-dir."""
+    new = [p for p in ([run_dir] if run_dir else list_runs(cwd)) if p not in before and (p / "record.jsonl").exists()]
+    return record.load(new[-1]) if new else None

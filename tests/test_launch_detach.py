@@ -120,3 +120,25 @@ def test_sigterm_during_the_watch_says_the_job_runs_on_and_how_to_stop_it_then_e
         if p.poll() is None:
             p.kill()
         kill_runs(work)
+
+
+def test_sigterm_just_after_the_start_still_names_the_run_and_exits_143(work):
+    """Outside the watch (--watch 0: the post-launch checks run at once), SIGTERM still says which run it left."""
+    import subprocess
+    import sys
+
+    (work / "quiet.py").write_text("import time\ntime.sleep(60)\n")
+    p = subprocess.Popen([DFDOCTOR, "launch", "--no-check", "--watch", "0", "--", sys.executable, "quiet.py"],
+                         cwd=work, env=job_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_for(lambda: any('"spawned"' in r.read_text() for r in work.glob(".dfdoctor/runs/*/record.jsonl")),
+                        60, step=0.01)
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+        run = run_record.load(next(work.glob(".dfdoctor/runs/*")))
+        assert p.returncode == 143, out + err
+        assert f"`dfdoctor status {run.id}` looks again" in err, err
+    finally:
+        if p.poll() is None:
+            p.kill()
+        kill_runs(work)
