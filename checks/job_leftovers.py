@@ -33,8 +33,9 @@ def job_leftovers(ctx):
         yield ok("nothing of the job was left running when it ended")
         return
     where = ctx.run.get("target")
+    nonce = (run.recorder or {}).get("nonce")  # what proves a process is the job's (procfs.is_job_of)
     if where:
-        out = run_probe(ctx, "leftovers_probe.py", request=recorded, timeout=15)
+        out = run_probe(ctx, "leftovers_probe.py", request={"starts": recorded, "nonce": nonce}, timeout=15)
         unreachable = unreached(ctx, out)
         if unreachable:
             yield unreachable
@@ -45,7 +46,7 @@ def job_leftovers(ctx):
             return
         alive = out.payload["alive"]
     else:
-        alive = still_running(recorded)
+        alive = still_running(recorded, nonce)
     # A process left writing its own output file is the work the command handed off (the verdict judges it),
     # not a straggler to kill.
     work = {p["pid"] for p in run.exit.get("left_writing") or []}
@@ -57,10 +58,18 @@ def job_leftovers(ctx):
                  f"{len(recorded)} process(es) were left in the job's group when it ended; none runs now")
         return
     pids = [a["pid"] for a in alive]
+    proved = [a["pid"] for a in alive if a.get("proved")]
     on = f" on {where}" if where else ""
+    # `dfdoctor stop` is offered only when every one carries the run's marker: a forged run folder can name any process
+    stop = (f"Stop them before relaunching: `dfdoctor stop {ctx.run.get('id') or ctx.run['dir']}` ends each one "
+            f"proven the job's{on}; they may hold GPU memory, ports or locks. Make the job join its workers "
+            "before it exits.") if len(proved) == len(pids) else (
+            f"Look at {' '.join(map(str, pids))}{on} before stopping anything: "
+            + ("only " + ' '.join(map(str, proved)) + " carries" if proved else "none carries")
+            + " this run's mark in its environment, so the rest are not proved to be the job's (a recycled start "
+            "time, an older record, or a run folder that is not what it claims). Make the job join its workers "
+            "before it exits.")
     yield warn(f"{len(alive)} process(es) of the job still run{on} after it ended: {', '.join(map(str, pids))}",
-               evidence=tuple(f"pid {a['pid']}: {a['cmdline']}" for a in alive),
-               fix=f"Stop them before relaunching: `dfdoctor stop {ctx.run.get('id') or ctx.run['dir']}` ends each one "
-                   f"proven the job's{on}; they may hold GPU memory, ports or locks. Make the job join its workers "
-                   "before it exits.",
-               data={"leftovers": pids})
+               evidence=tuple(f"pid {a['pid']}: {a['cmdline']}" + ("" if a.get("proved") else " (not proved the job's)")
+                              for a in alive),
+               fix=stop, data={"leftovers": pids, "proved": proved})

@@ -17,6 +17,7 @@ KILLED_ON_SESSION_EXIT = "killed-on-session-exit"
 LOG_DIR_MISSING = "log-dir-missing"
 LOG_NOT_WRITABLE = "log-not-writable"
 DISK_FULL = "disk-full"
+READ_ONLY_FS = "read-only-fs"  # the job wrote into a read-only file system (EROFS)
 LOG_ELSEWHERE = "log-elsewhere"
 OUTPUT_BUFFERED = "output-buffered"
 DEPENDENCY_MISSING = "dependency-missing"

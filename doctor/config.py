@@ -1,16 +1,21 @@
 """Project configuration: `[tool.dfdoctor]` in pyproject.toml, or `dfdoctor.toml`, in the job's cwd or the
-first folder above it that has one (up to the project's root)."""
+first folder above it that has one (up to the project's root), never a file another user could have planted."""
 
 from __future__ import annotations
 
 import fnmatch
 import math
+import os
+import pwd
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 import tomllib
+from dfdoctor.errors import UsageError
 from dfdoctor.model import CheckRecord
+from dfdoctor.safefile import read_user_file
 
 KNOWN_KEYS = {"fail-on", "timeout", "only", "skip", "silence", "checks", "watch", "keep-runs"}
 
@@ -42,6 +47,9 @@ class Config:
     path: Optional[Path] = None
     values: dict[str, Any] = field(default_factory=dict)
     silences: list[Silence] = field(default_factory=list)
+    # "FILE: why" for each config file the walk passed by without reading it (another user's, or above a folder
+    # others may write), so the report says why a file the user sees was not used.
+    skipped: list[str] = field(default_factory=list)
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)
@@ -50,14 +58,27 @@ class Config:
 def load(cwd: Path) -> Config:
     """The project's settings: from `cwd` up to the project root, the first folder with a `dfdoctor.toml`
     (preferred) or a pyproject.toml that has `[tool.dfdoctor]`, as ruff and pytest find theirs. The walk stops at
-    the folder holding `.git` (the checkout's root) or at the file system's root."""
+    the folder holding `.git` (the checkout's root) or at the file system's root.
+
+    Git's answer to CVE-2022-24765, for the same reason (a file planted in a parent folder others may write would
+    silence every check, skip them, or prune the user's runs): a file not owned by the user or root is skipped,
+    and the walk stops at a folder others may write (world- or group-writable, or another user's), after its own
+    files. Each skipped file is named in `Config.skipped` with the reason."""
+    skipped: list[str] = []
     for folder in _upwards(cwd):
-        found = _read(folder)
+        found = _read(folder, skipped)
         if found is not None:
+            found.skipped = skipped
             return found
         if (folder / ".git").exists():
             break
-    return Config()
+        writers = _others_may_write(folder)
+        if writers:
+            above = [n for n in ("dfdoctor.toml", "pyproject.toml") for f in folder.parents if (f / n).is_file()]
+            if above:
+                skipped.append(f"not looked above {folder}: {writers}")
+            break
+    return Config(skipped=skipped)
 
 
 def _upwards(cwd: Path) -> list[Path]:
@@ -68,15 +89,61 @@ def _upwards(cwd: Path) -> list[Path]:
     return [start, *start.parents]
 
 
-def _read(folder: Path) -> Optional[Config]:
-    """The settings of one folder, or None when it has none (a pyproject.toml without [tool.dfdoctor])."""
+def _trusted(uid: int) -> bool:
+    return uid in (os.geteuid(), 0)
+
+
+def _owner(uid: int) -> str:
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
+
+
+def _others_may_write(folder: Path) -> Optional[str]:
+    """Why users other than this one (or root) may write into `folder`, or None when they may not."""
+    try:
+        st = folder.stat()
+    except OSError:
+        return None
+    if not _trusted(st.st_uid):
+        return f"it belongs to {_owner(st.st_uid)}"
+    if st.st_mode & stat.S_IWOTH:
+        return "everyone may write it" + (" (sticky, as /tmp)" if st.st_mode & stat.S_ISVTX else "")
+    if st.st_mode & stat.S_IWGRP and st.st_gid != os.getegid():
+        return f"group {st.st_gid} may write it"
+    return None
+
+
+def _foreign(path: Path) -> Optional[str]:
+    """Why `path` may have been planted by another user: it (or the symlink that names it) is not this user's
+    nor root's. None when it is trusted."""
+    try:
+        link, target = path.lstat(), path.stat()
+    except OSError:
+        return None
+    for st in (link, target):
+        if not _trusted(st.st_uid):
+            return f"owned by {_owner(st.st_uid)}, not by you or root"
+    return None
+
+
+def _read(folder: Path, skipped: list[str]) -> Optional[Config]:
+    """The settings of one folder, or None when it has none (a pyproject.toml without [tool.dfdoctor], or only
+    another user's files, which are added to `skipped`)."""
     for name, table in (("dfdoctor.toml", None), ("pyproject.toml", ("tool", "dfdoctor"))):
         path = folder / name
         if not path.is_file():
             continue
+        foreign = _foreign(path)
+        if foreign:
+            skipped.append(f"{path}: {foreign}")
+            continue
         try:
-            doc = tomllib.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            doc = tomllib.loads(read_user_file(path, f"config {path}", pipes=False).decode("utf-8"))
+        except UsageError as exc:
+            raise ConfigError(str(exc)) from None
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"cannot read {path}: {exc}") from None
         tool = doc.get("tool")
         if tool is not None and not isinstance(tool, dict):

@@ -26,7 +26,7 @@ from dfdoctor.render.github import SUMMARY_LIMIT, inert, summary
 from dfdoctor.render.text import color_wanted, verdict_line, visible
 from dfdoctor.render.undecodable import shown_all
 from dfdoctor.runner import run_checks
-from dfdoctor.safefile import guard_outputs, open_summary, write_atomically
+from dfdoctor.safefile import guard_outputs, open_summary, regular_file_problem, write_atomically
 from dfdoctor.targets import parse_target, shown_spec, transport
 
 
@@ -111,12 +111,14 @@ def build_context(opts: dict[str, Any], command: list[str]) -> tuple[Context, Co
     reqs = []
     for r in opts.get("requirements") or ():
         p = Path(r) if Path(r).is_absolute() else cwd / r
-        if not remote and not p.is_file():
-            raise UsageError(f"--requirements {r}: no such file")
+        problem = None if remote else regular_file_problem(p)
+        if problem:
+            raise UsageError(f"--requirements {r}: {problem}")
         reqs.append(p)
     launcher = opts.get("launcher")
-    if launcher and not remote and not (cwd / launcher).is_file():
-        raise UsageError(f"--launcher {launcher}: no such file")
+    problem = regular_file_problem(cwd / launcher) if launcher and not remote else None
+    if problem:
+        raise UsageError(f"--launcher {launcher}: {problem}")
     timeout = opts.get("timeout")
     if timeout is None and cfg.get("timeout") is not None:
         timeout = float(cfg.get("timeout"))

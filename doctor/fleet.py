@@ -48,7 +48,7 @@ from dfdoctor.model import CheckRecord, Report, Status, TargetRow, Verdict
 from dfdoctor.registry import Check
 from dfdoctor.rows import verdict_over_rows
 from dfdoctor.runner import WRAP_UP_S, effective_timeout, flush_quietly
-from dfdoctor.safefile import write_atomically
+from dfdoctor.safefile import read_user_file, write_atomically
 
 DEFAULT_PARALLEL = 8
 # Checks mostly wait (on ssh, on the target's interpreters): a few per core keep a controller busy, not swamped.
@@ -59,11 +59,13 @@ SLACK_S = 30.0
 
 
 def read_targets_file(path: str) -> list[str]:
-    """One target spec per line; blank lines and `#` comments ignored. Unreadable: a usage error."""
+    """One target spec per line; blank lines and `#` comments ignored. Unreadable, not a file or FIFO, too large,
+    or a FIFO no one writes to: a usage error."""
+    data = read_user_file(Path(path), f"--targets-file {path}")
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--targets-file {path}: cannot read it ({exc.__class__.__name__}: {exc})") from None
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"--targets-file {path}: cannot read it (not UTF-8: {exc})") from None
     specs = []
     for line in text.splitlines():
         line = line.split("#", 1)[0].strip()

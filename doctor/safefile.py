@@ -1,5 +1,6 @@
-"""Writing files without harming the user's: atomic replacement through a temp file no one can predict, and
-the test that an output would not land on a file the user named for something else."""
+"""Reading and writing files without harming the user's: atomic replacement through a temp file no one can
+predict, the test that an output would not land on a file the user named for something else, and the one bounded
+read of a file the user named (never a device, never more than a few MiB, never waiting for ever on a FIFO)."""
 
 from __future__ import annotations
 
@@ -71,14 +72,10 @@ def write_through(path: Path, text: str, *, stall_s: float = STALL_S) -> None:
 def open_summary(path: str) -> int:
     """A file descriptor to append to $GITHUB_STEP_SUMMARY: only a plain file GitHub made for the step, never
     through a symlink (it could lead to the --log or any other file) nor into a hard-linked one, never blocking
-    on a FIFO. OSError otherwise."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-                     | os.O_NOCTTY, 0o666)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise OSError(errno.ELOOP, "it is a symlink: not followed") from None
-        raise
+    on a FIFO. OSError otherwise. No folder on its way may be a symlink either (a link to the folder of the
+    --log would lead the summary into a file of the same name there)."""
+    fd = open_without_symlinks(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC
+                               | os.O_NOCTTY, 0o666)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -86,6 +83,31 @@ def open_summary(path: str) -> int:
         if st.st_nlink > 1:
             raise OSError(errno.EMLINK, "it has other names (a hard link): it may be another file")
         os.set_blocking(fd, True)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_without_symlinks(path: str, flags: int, mode: int = 0o666) -> int:
+    """os.open that follows no symlink anywhere on the path, component by component from the root through
+    O_PATH descriptors (what openat2's RESOLVE_NO_SYMLINKS does, which Python does not offer): a link swapped in
+    between two steps cannot redirect it. OSError(ELOOP) names the link."""
+    parts = Path(os.path.abspath(path)).parts
+    fd = os.open(parts[0], os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for i, name in enumerate(parts[1:], 1):
+            last = i == len(parts) - 1
+            try:
+                nfd = os.open(name, (flags if last else os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) | os.O_NOFOLLOW,
+                              mode, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(os.path.join(*parts[:i + 1])):
+                    where = "it is a symlink" if last else f"{os.path.join(*parts[:i + 1])} is a symlink"
+                    raise OSError(errno.ELOOP, f"{where}: not followed") from None
+                raise
+            os.close(fd)
+            fd = nfd
         return fd
     except BaseException:
         os.close(fd)
@@ -128,3 +150,93 @@ def guard_outputs(outputs: Iterable[str], files: Iterable[tuple[str, Path]] = ()
                 raise UsageError(f"--output {out} is inside {what} ({d}), which dfdoctor keeps for itself; "
                                  "choose another --output")
         seen.append((f"--output {out}", real, ident))
+
+
+# The most a file the user names as input (--targets-file, a config, a saved report) may hold: any of them is a few
+# KiB; /dev/zero or a 3 GB file must not grow dfdoctor until the OOM killer fires on a shared machine.
+READ_LIMIT = 8 << 20
+# How long a FIFO or pipe may give nothing before the read gives up: `--targets-file <(cmd)` waits for its writer
+# while that writes, a FIFO nothing writes to does not hang.
+READ_STALL_S = 10.0
+
+
+def kind_of(mode: int) -> str:
+    """What a non-regular file is, in the user's words."""
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISFIFO, "a FIFO")):
+        if test(mode):
+            return name
+    return "not a plain file"
+
+
+def regular_file_problem(path: Path) -> Optional[str]:
+    """Why `path` (followed through links) is not a regular file to read, or None when it is one."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as exc:
+        return f"cannot read it ({exc.strerror or exc})"
+    if stat.S_ISREG(st.st_mode):
+        return None
+    return f"not a regular file ({kind_of(st.st_mode)})"
+
+
+def read_user_file(path: Path, what: str, *, limit: int = READ_LIMIT, stall_s: float = READ_STALL_S,
+                   pipes: bool = True) -> bytes:
+    """The bytes of a file the user named as input, `what` naming it in the error ("--targets-file x").
+
+    A regular file, or (with `pipes`) a FIFO or pipe such as bash's `<(cmd)`, read until its writer closes it;
+    anything else (/dev/zero, a directory, a socket) is refused. More than `limit` bytes, or a FIFO that gives
+    nothing for `stall_s`, is refused too: UsageError (exit 2) with the reason, never a hang nor a huge read.
+    """
+    try:
+        # O_NONBLOCK: opening a FIFO for reading does not wait for a writer (the poll below waits, with a deadline).
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except FileNotFoundError:
+        raise UsageError(f"{what}: no such file") from None
+    except OSError as exc:
+        raise UsageError(f"{what}: cannot read it ({exc.strerror or exc})") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISREG(mode):
+            os.set_blocking(fd, True)
+            data = _read_at_most(fd, limit, None)
+        elif stat.S_ISFIFO(mode) and pipes:
+            data = _read_at_most(fd, limit, stall_s)
+        else:
+            raise UsageError(f"{what}: not a regular file ({kind_of(mode)}); name a file")
+    except OSError as exc:
+        raise UsageError(f"{what}: cannot read it ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+    if data is None:
+        raise UsageError(f"{what}: nothing was written to it for {stall_s:.0f} s (a FIFO no one writes to?)")
+    if len(data) > limit:
+        raise UsageError(f"{what}: larger than {limit >> 20} MiB, more than such a file holds; name the right file")
+    return data
+
+
+def _read_at_most(fd: int, limit: int, stall_s: Optional[float]) -> Optional[bytes]:
+    """Up to `limit` + 1 bytes (one more says "too large"); from a FIFO (`stall_s` given), None when no byte came for
+    `stall_s`. Linux reports a FIFO's end only once a writer has come and gone, so the poll waits for the writer."""
+    chunks: list[bytes] = []
+    size = 0
+    poller = select.poll() if stall_s is not None else None
+    if poller is not None:
+        poller.register(fd, select.POLLIN)
+    while size <= limit:
+        if poller is not None:
+            if not poller.poll(stall_s * 1000):
+                return None
+            try:
+                chunk = os.read(fd, min(65536, limit + 1 - size))
+            except BlockingIOError:
+                continue
+        else:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)

@@ -189,3 +189,14 @@ def test_ci_formats_over_many_targets_name_the_target():
     gh = parse_workflow_command(render(rep, "github").splitlines()[0])
     assert "on ssh://b" in gh["title"] and gh["line"] == "2"
     assert "| `ssh://b` |" in summary(rep)
+
+
+def test_github_writes_no_raw_control_character_into_file_or_message():
+    """Round 3: a path's raw ESC reached `file=` and the message; it is written out as \\x1b there."""
+    r = _many_problems(1)
+    r.command = ["python", "/data/e\x1bvil/train.py"]
+    r.checks[0].summary = "problem in e\x1bvil and \x07 bell"
+    out = render(r, "github")
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", out.replace("\n", "")), out
+    cmd = parse_workflow_command(next(ln for ln in out.splitlines() if ln.startswith("::")))
+    assert cmd["file"] == "/data/e\\x1bvil/train.py" and "\\x07 bell" in cmd["message"]

@@ -3,7 +3,9 @@ what it expects, never read another way (a string `skip = "cuda.*"` once skipped
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import string
 import sys
 from pathlib import Path
@@ -193,3 +195,79 @@ def test_any_config_is_used_or_refused_never_a_crash(tmp_path, doc):
         if key in ("only", "skip"):
             assert isinstance(v, list) and all(isinstance(x, str) for x in v)
     assert isinstance(Context(cwd=Path(".")).config, dict)
+
+
+# --- round 3 of do-no-harm: git's CVE-2022-24765 answer for the config walk-up -----------------------------------
+
+NOBODY = 65534
+SILENCE_ALL = 'silence = [{check = "*", reason = "planted"}]\n'
+
+
+def _shared_tree(tmp_path: Path, mode: int = 0o1777, owner_of_config: int = NOBODY) -> Path:
+    """tmp/shared (a folder others may write, with `mode`) holding a config of `owner_of_config`, and below it a
+    project folder of the user's with a script that fails imports.smoke."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(mode)
+    cfg = shared / "dfdoctor.toml"
+    cfg.write_text(SILENCE_ALL)
+    os.chown(cfg, owner_of_config, owner_of_config)
+    proj = shared / "proj"
+    proj.mkdir()
+    (proj / "broken.py").write_text("import nosuchmodule_xyz\n")
+    return proj
+
+
+def test_a_config_planted_by_another_user_in_a_sticky_folder_is_skipped_and_named(tmp_path):
+    proj = _shared_tree(tmp_path)
+    cfg = load(proj)
+    assert cfg.path is None and cfg.values == {}
+    assert cfg.skipped == [f"{proj.parent / 'dfdoctor.toml'}: owned by nobody (uid {NOBODY}), not by you or root"]
+    r = run_dfdoctor("check", "--only", "imports.smoke", "--", "python3", "broken.py", cwd=proj)
+    assert r.returncode == 1, r.stdout + r.stderr  # the broken import is not silenced by the planted file
+    assert f"config not used: {proj.parent / 'dfdoctor.toml'}: owned by nobody" in r.stdout
+    r = run_dfdoctor("check", "--only", "imports.smoke", "--format", "json", "--", "python3", "broken.py", cwd=proj)
+    doc = json.loads(r.stdout)
+    assert "config" not in doc["environment"]
+    assert doc["environment"]["config_skipped"] == cfg.skipped
+
+
+def test_the_users_own_config_in_that_folder_is_still_read(tmp_path):
+    proj = _shared_tree(tmp_path, owner_of_config=os.geteuid())
+    assert load(proj).path == proj.parent / "dfdoctor.toml"
+
+
+def test_a_symlink_planted_by_another_user_to_a_root_file_is_skipped(tmp_path):
+    proj = _shared_tree(tmp_path, owner_of_config=os.geteuid())
+    real = tmp_path / "root.toml"
+    (proj.parent / "dfdoctor.toml").rename(real)
+    (proj.parent / "dfdoctor.toml").symlink_to(real)
+    os.lchown(proj.parent / "dfdoctor.toml", NOBODY, NOBODY)
+    assert load(proj).path is None
+
+
+@pytest.mark.parametrize("mode, group, why", [
+    (0o1777, None, "everyone may write it (sticky, as /tmp)"),
+    (0o777, None, "everyone may write it"),
+    (0o775, NOBODY, f"group {NOBODY} may write it"),
+])
+def test_the_walk_stops_at_a_folder_others_may_write(tmp_path, mode, group, why):
+    (tmp_path / "dfdoctor.toml").write_text(SILENCE_ALL)  # the user's own, but above the open folder
+    open_ = tmp_path / "open"
+    open_.mkdir()
+    open_.chmod(mode)
+    if group is not None:
+        os.chown(open_, -1, group)
+    proj = open_ / "proj"
+    proj.mkdir()
+    cfg = load(proj)
+    assert cfg.path is None
+    assert cfg.skipped == [f"not looked above {open_}: {why}"]
+
+
+def test_a_huge_or_device_config_is_refused_with_the_reason(tmp_path):
+    big = tmp_path / "dfdoctor.toml"
+    with open(big, "wb") as f:
+        f.truncate(3 << 30)  # sparse: 3 GB that cost no disk
+    with pytest.raises(ConfigError, match="larger than 8 MiB"):
+        load(tmp_path)

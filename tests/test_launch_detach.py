@@ -95,3 +95,50 @@ def test_control_a_plain_background_job_dies_with_the_session(work):
     if alive:
         os.kill(pid, signal.SIGKILL)
     assert not alive, "a plain background job survived the hang-up: the detach tests prove nothing here"
+
+
+def test_sigterm_during_the_watch_says_the_job_runs_on_and_how_to_stop_it_then_exits_143(work):
+    """Round 3: SIGTERM (a CI job's timeout) exited 143 without a word while the job ran on."""
+    import subprocess
+    import sys
+
+    (work / "quiet.py").write_text("import time\nprint('started', flush=True)\ntime.sleep(60)\n")
+    p = subprocess.Popen([DFDOCTOR, "launch", "--no-check", "--watch", "40", "--", sys.executable, "quiet.py"],
+                         cwd=work, env=job_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_for(lambda: any(work.glob(".dfdoctor/runs/*/stdout.log")) and b"started" in next(
+            work.glob(".dfdoctor/runs/*/stdout.log")).read_bytes(), 60)
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+        run = run_record.load(next(work.glob(".dfdoctor/runs/*")))
+        assert p.returncode == 143, out + err
+        assert "dfdoctor launch:" in out  # the verdict of what was seen, as on Ctrl-C
+        assert (f"the job was started and still runs (run {run.id}, pid {run.job_pid}): `dfdoctor status {run.id}` "
+                f"looks again; `dfdoctor stop {run.id}` stops it") in err, err
+        assert proc_start_time(run.job_pid) == run.spawned["start_ticks"], "the job runs on"
+    finally:
+        if p.poll() is None:
+            p.kill()
+        kill_runs(work)
+
+
+def test_sigterm_just_after_the_start_still_names_the_run_and_exits_143(work):
+    """Outside the watch (--watch 0: the post-launch checks run at once), SIGTERM still says which run it left."""
+    import subprocess
+    import sys
+
+    (work / "quiet.py").write_text("import time\ntime.sleep(60)\n")
+    p = subprocess.Popen([DFDOCTOR, "launch", "--no-check", "--watch", "0", "--", sys.executable, "quiet.py"],
+                         cwd=work, env=job_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_for(lambda: any('"spawned"' in r.read_text() for r in work.glob(".dfdoctor/runs/*/record.jsonl")),
+                        60, step=0.01)
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+        run = run_record.load(next(work.glob(".dfdoctor/runs/*")))
+        assert p.returncode == 143, out + err
+        assert f"`dfdoctor status {run.id}` looks again" in err, err
+    finally:
+        if p.poll() is None:
+            p.kill()
+        kill_runs(work)

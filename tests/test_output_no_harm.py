@@ -55,6 +55,19 @@ def test_the_step_summary_is_never_appended_through_a_symlink_into_the_log(tmp_p
     assert b"symlink" in p.stderr
 
 
+def test_the_step_summary_is_never_appended_through_a_symlinked_folder_into_the_log(tmp_path):
+    """Round 3: O_NOFOLLOW guards the last name only; a folder linked to the log's made `summary.md` there."""
+    (tmp_path / "logs").mkdir()
+    log = tmp_path / "logs" / "summary.md"
+    log.write_text("epoch 1\n")
+    (tmp_path / "step").symlink_to(tmp_path / "logs")
+    p = dfdoctor_b(["check", *QUICK, "--log", str(log), "--format", "github", "--", "python3", "t.py"],
+                   cwd=tmp_path, env=job_env(GITHUB_STEP_SUMMARY=str(tmp_path / "step" / "summary.md")), timeout=60)
+    assert p.returncode in (0, 1), p.stderr
+    assert log.read_text() == "epoch 1\n"
+    assert f"{tmp_path / 'step'} is a symlink: not followed".encode() in p.stderr
+
+
 def test_the_step_summary_is_appended_to_the_plain_file_github_made(tmp_path):
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")

@@ -57,8 +57,9 @@ def test_secrets_are_masked_in_the_record(tmp_path):
            "DB_URL": "postgres://trainer:hunter22@db/x"}
     run = _record(tmp_path, "pass", env=env)
     recorded = run.spawned["env"]
-    assert recorded["HF_TOKEN"] == "***" and "hunter22" not in recorded["DB_URL"]
-    assert recorded["PWD"] == str(tmp_path), "harmless names stay readable"
+    # round 3: only what a diagnosis reads is kept (docs/files.md), never a secret-named one even if it matched
+    assert "HF_TOKEN" not in recorded and "DB_URL" not in recorded and "PWD" not in recorded
+    assert recorded["PATH"] == "/usr/bin:/bin", "what a diagnosis reads stays readable"
     assert "hf_abcdefghijklmnopqrstuvwxyz" not in (run.dir / "record.jsonl").read_text()
 
 

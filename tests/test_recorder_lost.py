@@ -42,21 +42,29 @@ def _alive(pid: int) -> bool:
         return f.read().rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def test_killing_only_the_recorder_leaves_the_job_running_and_is_named(tmp_path):
+def _launch_printer(tmp_path, log=None) -> tuple[dict, object, dict]:
+    """Launch the printer (into `log` when given): its report, its run folder, its record's events by name."""
     (tmp_path / "printer.py").write_text(PRINTER)
+    p = dfdoctor("launch", "--no-check", "--watch", "3", *(["--log", str(log)] if log else []), "--format", "json",
+                 "--", sys.executable, "printer.py", cwd=tmp_path, env=job_env(), timeout=120)
+    run_dir = next((tmp_path / ".dfdoctor" / "runs").iterdir())
+    return json.loads(p.stdout), run_dir, {e["event"]: e for e in reversed(_events(run_dir))}
+
+
+def _lost_and_still_logging(run_dir, log, job_pid: int) -> None:
+    assert _wait(lambda: any(e["event"] == "recorder-lost" for e in _events(run_dir)))
+    size = log.stat().st_size
+    assert _wait(lambda: log.stat().st_size > size + 200)  # the job goes on printing into its log
+    assert _alive(job_pid)
+
+
+def test_killing_only_the_recorder_leaves_the_job_running_and_is_named(tmp_path):
     log = tmp_path / "train.log"
     try:
-        p = dfdoctor("launch", "--no-check", "--watch", "3", "--log", str(log), "--format", "json", "--",
-                     sys.executable, "printer.py", cwd=tmp_path, env=job_env(), timeout=120)
-        rep = json.loads(p.stdout)
-        run_dir = next((tmp_path / ".dfdoctor" / "runs").iterdir())
+        rep, run_dir, ev = _launch_printer(tmp_path, log)
         job_pid = rep["run"]["pid"]
-        recorder_pid = next(e for e in _events(run_dir) if e["event"] == "recorder")["pid"]
-        os.kill(recorder_pid, signal.SIGKILL)
-        assert _wait(lambda: any(e["event"] == "recorder-lost" for e in _events(run_dir)))
-        size = log.stat().st_size
-        assert _wait(lambda: log.stat().st_size > size + 200)  # the job goes on printing into its log
-        assert _alive(job_pid)
+        os.kill(ev["recorder"]["pid"], signal.SIGKILL)
+        _lost_and_still_logging(run_dir, log, job_pid)
 
         v = json.loads(dfdoctor("status", "--format", "json", cwd=tmp_path, env=job_env()).stdout)["verdict"]
         assert v["state"] == "running" and "recorder was killed" in v["summary"], v
@@ -66,5 +74,38 @@ def test_killing_only_the_recorder_leaves_the_job_running_and_is_named(tmp_path)
         assert _wait(lambda: any(e["event"] == "stand-in-end" for e in _events(run_dir)))
         v = json.loads(dfdoctor("status", "--format", "json", cwd=tmp_path, env=job_env()).stdout)["verdict"]
         assert v["state"] == "unknown" and "after its recorder was killed" in v["summary"], v
+    finally:
+        kill_runs(tmp_path)
+
+
+def test_killing_the_recorders_process_group_leaves_the_stand_in_to_name_it(tmp_path):
+    """Round 3 (round 2's N15, partly fixed): the stand-in shared the recorder's process group, so `kill -9
+    -PGID` took both; the job then died of its broken pipe, and the verdict blamed a session end or a hard kill
+    of the job. The stand-in has a group of its own now: it notes the loss, the job runs on."""
+    log = tmp_path / "train.log"
+    try:
+        rep, run_dir, ev = _launch_printer(tmp_path, log)
+        assert os.getpgid(ev["stand-in"]["pid"]) != ev["recorder"]["pgid"]
+        os.killpg(ev["recorder"]["pgid"], signal.SIGKILL)
+        _lost_and_still_logging(run_dir, log, rep["run"]["pid"])
+        v = json.loads(dfdoctor("status", "--format", "json", cwd=tmp_path, env=job_env()).stdout)["verdict"]
+        assert v["state"] == "running" and "recorder was killed" in v["summary"], v
+        assert v["cause"] not in ("killed-on-session-exit", "killed-by-signal"), v
+    finally:
+        kill_runs(tmp_path)
+
+
+def test_a_recorder_and_stand_in_killed_at_once_are_both_named(tmp_path):
+    """Both killed by pid: nothing is left to note it; the verdict names the stand-in gone too and says the job,
+    had it outlived them, died of its broken pipe (not that a session end killed it)."""
+    try:
+        _, _, ev = _launch_printer(tmp_path)
+        stand_in = ev["stand-in"]
+        for pid in (ev["recorder"]["pid"], stand_in["pid"]):
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(1.0)
+        v = json.loads(dfdoctor("status", "--format", "json", cwd=tmp_path, env=job_env()).stdout)["verdict"]
+        assert any(f"its stand-in (pid {stand_in['pid']}) is gone too" in e for e in v["evidence"]), v
+        assert any("broken output pipe" in e for e in v["evidence"]), v
     finally:
         kill_runs(tmp_path)

@@ -45,16 +45,22 @@ def test_fetch_script_reads_liveness_fds_and_stacks(tmp_path, monkeypatch):
     from dfdoctor.launch.remote import live_facts
     from dfdoctor.launch.remote_run import fetch
 
+    from dfdoctor.agent.procfs import NONCE_VAR
+
     elsewhere = tmp_path / "elsewhere.log"
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    # a live run is proved (round 3): a "recorder" whose command line names the run folder, a job with its nonce
+    recorder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", str(run_dir)],
+                                stdin=subprocess.DEVNULL)
     with open(elsewhere, "w") as out:
         job = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], stdout=out,
-                               stdin=subprocess.DEVNULL)
+                               stdin=subprocess.DEVNULL, env={**os.environ, NONCE_VAR: "n0nce"})
     try:
         time.sleep(0.3)
-        run_dir = tmp_path / "run"
-        run_dir.mkdir()
         (run_dir / "spec.json").write_text(json.dumps({"log": str(tmp_path / "train.log")}))
-        events = [{"event": "recorder", "pid": os.getpid(), "start_ticks": proc_start_time(os.getpid())},
+        events = [{"event": "recorder", "pid": recorder.pid, "start_ticks": proc_start_time(recorder.pid),
+                   "nonce": "n0nce"},
                   {"event": "spawned", "pid": job.pid, "start_ticks": proc_start_time(job.pid)}]
         (run_dir / "record.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
         monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
@@ -68,5 +74,6 @@ def test_fetch_script_reads_liveness_fds_and_stacks(tmp_path, monkeypatch):
         answer = fetch("local", str(run_dir), python=sys.executable, live=True)
         assert not answer["job_alive"] and "live" not in answer and "stderr.log" in answer["files"]
     finally:
-        job.kill()
-        job.wait()
+        for p in (job, recorder):
+            p.kill()
+            p.wait()

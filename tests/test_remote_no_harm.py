@@ -76,3 +76,37 @@ def test_a_remote_run_dir_with_someone_elses_files_is_refused(infra, there, dfdo
     assert rep["verdict"]["state"] == "failed" and "not empty" in json.dumps(rep["verdict"]), rep["verdict"]
     assert (theirs / "agent.pyz").read_text() == "print('not yours')\n"
     assert sorted(x.name for x in theirs.iterdir()) == ["agent.pyz"]
+
+
+def test_the_job_on_an_ssh_target_writes_with_the_login_umask_not_077(infra, tmp_path, dfdoctor):
+    """Round 3: ship.sh's `umask 077` (for the run folder) reached the job, so its log and every checkpoint it
+    wrote were private to the user, where a team shares them through group permissions."""
+    import os
+    import time
+
+    got = infra.ssh("umask")
+    assert got.returncode == 0, got.stderr
+    login = int(got.stdout.strip(), 8)
+    assert login != 0o077, "the test needs a login umask other than 077 to tell them apart"
+    work = tmp_path / "work"
+    work.mkdir()
+    work.chmod(0o755)
+    local = tmp_path / "local"
+    local.mkdir()
+    (work / "job.py").write_text("open('ckpt.pt', 'w').write('weights')\nprint('saved', flush=True)\n")
+    p = dfdoctor("launch", "--target", infra.ssh_target, "--no-check", "--format", "json", "--watch", "15",
+                 "--cwd", str(work), "--log", str(work / "train.log"), "--", "python3", "job.py", cwd=local,
+                 env=infra.env(), timeout=120)
+    assert p.returncode in (0, 1), p.stderr
+    deadline = time.monotonic() + 20
+    while not (work / "ckpt.pt").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    rep = json.loads(p.stdout)
+    assert rep["run"]["remote_dir"].startswith(str(work)), rep["run"]
+
+    def mode(path: Path) -> int:
+        return os.stat(path).st_mode & 0o777
+
+    assert mode(work / "ckpt.pt") == 0o666 & ~login, oct(mode(work / "ckpt.pt"))
+    assert mode(work / "train.log") == 0o644 & ~login, oct(mode(work / "train.log"))
+    assert mode(Path(rep["run"]["remote_dir"])) == 0o700  # the run folder itself stays private

@@ -51,6 +51,27 @@ def test_disk_full_while_saving_a_checkpoint(work, small_fs, how):
     assert str(small_fs) in v["summary"] and "ckpt_disk_full.py" in v["summary"]
     assert f"df -h {small_fs}" in v["fix"]
     assert "step 19" in (work / "train.log").read_text(), "the job logged for a while first"
+    # round 3: where (the folder, its file system, its size and what is free) and the line that wrote there
+    assert f"into {small_fs}, on the file system mounted at {small_fs} (0.5 MiB, " in v["summary"], v["summary"]
+    assert any(e.startswith("the write: ") and "ckpt_disk_full.py, line" in e for e in v["evidence"]), v["evidence"]
+
+
+def test_a_read_only_file_system_is_not_called_full(work, tmp_path):
+    """Round 3: EROFS reports no free space; "free space there" would not help."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mnt = tmp_path / "ro"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=512k", "tmpfs", str(mnt)], check=True)
+    try:
+        _, rep = launch_to_end(work, *job("ckpt_disk_full.py", str(mnt), "--json"), watch=30)
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+    v, text = rep["verdict"], text_of(rep)
+    assert v["cause"] == "read-only-fs", text
+    assert f"could not write into {mnt}: its file system is read-only (mounted at {mnt})" in v["summary"], text
+    assert "free space" not in v["summary"].lower() and "df -h" not in v["fix"], text
+    assert any(e.startswith("the write: ") and "open(path" in e for e in v["evidence"]), text
 
 
 def test_download_fails_offline(work):

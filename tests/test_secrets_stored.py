@@ -235,3 +235,83 @@ def test_a_real_job_writing_its_secret_in_pieces_and_encodings_leaks_it_nowhere(
         assert b"connecting with ***" in (next(work.rglob("stdout.log"))).read_bytes()
     finally:
         kill_runs(work)
+
+
+SPLIT_JOB = r'''
+import os, sys, time
+s = os.environ["DB_PASSWORD"]
+half = len(s) // 2
+sys.stdout.write("token: " + s[:half]); sys.stdout.flush()        # half to stdout, no line end
+time.sleep(0.3)
+sys.stderr.write(s[half:] + "\n"); sys.stderr.flush()              # the rest to stderr
+time.sleep(0.3)
+sys.stdout.write("\nagain " + s[:half] + "\n"); sys.stdout.flush()  # the same stream, two writes, a line apart
+time.sleep(1.5)
+sys.stdout.write(s[half:] + " done\n"); sys.stdout.flush()
+'''
+
+
+def test_a_secret_split_across_stdout_and_stderr_or_across_two_lines_leaves_no_half(tmp_path, own_cache_dir):
+    """Round 3 (round 2's N4, partly fixed): each stream was masked alone, so stdout.log kept the first half and
+    stderr.log the second, and two lines of one stream kept both halves."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "job.py").write_text(SPLIT_JOB)
+    try:
+        res = subprocess.run([DFDOCTOR, "launch", "--no-check", "--watch", "10", "--log", "job.log", "--", sys.executable,
+                              "job.py"], cwd=work, env=job_env(DB_PASSWORD=LONG), capture_output=True, timeout=120)
+        assert res.returncode == 0, res.stdout + res.stderr
+        half = len(LONG) // 2
+        files = [p for p in work.rglob("*") if p.is_file() and p.name not in ("job.py", "job.log")]
+        kept = b"".join(p.read_bytes() for p in files)
+        assert LONG[:half].encode() not in kept and LONG[half:].encode() not in kept
+        assert LONG[half:].encode() not in res.stdout + res.stderr
+        assert b"token: ***" in next(work.rglob("stdout.log")).read_bytes()
+        assert next(work.rglob("stderr.log")).read_bytes().startswith(b"***\n")
+    finally:
+        kill_runs(work)
+
+
+WEBHOOK = "https://hooks.slack.com/services/T0AAAA1XY/B0BBBB2ZQ/abcdefghijklmnopqrstuvwx"
+CONNINFO = "host=db user=app pass=Kq7sv2LmnWx9"
+
+
+def test_the_record_keeps_only_the_environment_a_diagnosis_reads_and_the_folder_is_git_ignored(tmp_path,
+                                                                                             own_cache_dir):
+    """Round 3: record.jsonl kept the job's whole environment; a Slack webhook and a conninfo password (names and
+    shapes no rule knows) were stored in clear, and `git add -A` staged the run folder."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "job.py").write_text("print('hello')\n")
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    env = job_env(NOTIFY_URL=WEBHOOK, APP_DB=CONNINFO, CUDA_VISIBLE_DEVICES="0,1", MASTER_PORT="29500",
+                  HTTPS_PROXY="http://bob:Pr0xyPw77@proxy.corp:3128", NCCL_DEBUG="INFO")
+    try:
+        res = subprocess.run([DFDOCTOR, "launch", "--no-check", "--watch", "5", "--", sys.executable, "job.py"],
+                             cwd=work, env=env, capture_output=True, timeout=120)
+        assert res.returncode == 0, res.stdout + res.stderr
+        files = [p for p in (work / ".dfdoctor").rglob("*") if p.is_file()]
+        for secret in ("abcdefghijklmnopqrstuvwx", "Kq7sv2LmnWx9", "Pr0xyPw77"):
+            assert [str(p) for p in files if secret.encode() in p.read_bytes()] == [], secret
+        spawned = next(json.loads(ln) for ln in next(work.rglob("record.jsonl")).read_text().splitlines()
+                       if '"spawned"' in ln)
+        kept = spawned["env"]
+        assert kept["CUDA_VISIBLE_DEVICES"] == "0,1" and kept["MASTER_PORT"] == "29500" and kept["NCCL_DEBUG"] == "INFO"
+        assert kept["HTTPS_PROXY"] == "http://***@proxy.corp:3128" and "PATH" in kept
+        assert "NOTIFY_URL" not in kept and "APP_DB" not in kept and "HOME" not in kept
+        assert (work / ".dfdoctor" / ".gitignore").read_text().endswith("\n*\n")
+        staged = subprocess.run(["git", "-C", str(work), "add", "-A", "--dry-run"], capture_output=True, text=True)
+        assert ".dfdoctor" not in staged.stdout and "job.py" in staged.stdout
+    finally:
+        kill_runs(work)
+
+
+def test_a_piece_is_masked_only_at_a_cut_and_long_enough_to_say_something():
+    from dfdoctor.agent.mask import Redactor
+
+    r = Redactor({"DB_PASSWORD": LONG})
+    assert r.pieces("login=" + LONG[:9]) == "login=***"              # a beginning that ends the write
+    assert r.pieces(LONG[-12:] + " rest\n") == "*** rest\n"          # an end that begins a line
+    assert r.pieces("x" + LONG[:9]) == "x" + LONG[:9]                # inside a word: not a cut
+    assert r.pieces(LONG[:5] + "\n") == LONG[:5] + "\n"              # 5 of 25 characters: says too little
+    assert r.pieces("nothing here\n") == "nothing here\n"

@@ -199,6 +199,8 @@ def test_an_array_with_one_failed_task_fails_and_names_it(slurm, tmp_path):
     rc, doc, _ = dfd("status", f"slurm:{job}", cwd=tmp_path)
     v = doc["verdict"]
     assert rc == 1 and v["cause"] == "missing-module" and "4 task(s): 3 completed, 1 failed" in v["summary"], v
+    rc, doc, err = dfd("status", f"slurm:{job}_2", cwd=tmp_path)  # the task the verdict named (round 3: exit 2)
+    assert rc == 1 and doc["verdict"]["cause"] == "missing-module", (err, doc["verdict"])
 
 
 def test_an_array_whose_tasks_all_complete_is_ok(slurm, tmp_path):
@@ -212,7 +214,7 @@ def test_an_array_whose_tasks_all_complete_is_ok(slurm, tmp_path):
 
 # ---- 8. smaller faults ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("ref", ["slurm:0", "slurm:000"])
+@pytest.mark.parametrize("ref", ["slurm:0", "slurm:000", "slurm:0_1", "slurm:12_x", "slurm:_1"])
 def test_job_id_zero_is_a_usage_error(ref, tmp_path):
     p = subprocess.run(DFDOCTOR + ["status", ref], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "1 or more" in p.stderr, p.stderr

@@ -44,6 +44,9 @@ _NOT_SECRET = frozenset({"pwd", "oldpwd", "ssh_auth_sock", "xauthority", "gpg_ag
 _TRIVIAL = frozenset({"", "0", "1", "true", "false", "yes", "no", "on", "off", "none", "null", "nil", "n/a",
                       "unset", "default", "auto", "local", "localhost", "root", "admin", "user", "test"})
 _MIN_VALUE_LEN = 4
+# The shortest piece of a known secret masked on its own (Redactor.pieces): shorter ones say too little to hide.
+_PIECE_MIN = 4
+_SPACE = re.compile(r"\s")
 
 # camelCase boundaries are marked before the split: Python 3.6's re.split ignores empty matches
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -255,6 +258,7 @@ class Redactor:
         for label, value in (secrets or {}).items():
             self.add(label, value)
         self._pattern: Optional[re.Pattern[str]] = None
+        self._pieces = None  # type: Optional[tuple]
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "Redactor":
@@ -367,6 +371,62 @@ class Redactor:
                     longest = k
                     break
         return longest
+
+    def pieces(self, s: str) -> str:
+        """`s` (a stretch of one output stream, already masked by `text`) with a piece of a known secret masked
+        too where a write could have cut it: a secret's beginning that ends the stretch, a line or a word, and a
+        secret's end that begins one. A job that writes half its token to stdout and the rest to stderr, or ends
+        a line in the middle of it, leaves no half that two files would put back together. A piece counts from
+        `_PIECE_MIN` characters and a third of the secret (a word that merely begins like a long token stays)."""
+        if not s or not self._secrets:
+            return s
+        heads, tails = self._piece_sets()
+        spans = []
+        # each anchor (a piece's first or last _PIECE_MIN characters) found by str's own search: in the usual
+        # output there is none, and the pieces are looked at only where one is
+        for anchor in heads[0] | tails[0]:
+            start = s.find(anchor)
+            while start >= 0:
+                # a beginning runs to the end of its word (the cut), an end from the start of its word: one
+                # candidate each, looked up in the set of pieces
+                if anchor in heads[0] and (start == 0 or not s[start - 1].isalnum()):
+                    space = _SPACE.search(s, start)
+                    stop = space.start() if space else len(s)
+                    if s[start:stop] in heads[2]:
+                        spans.append((start, stop))
+                end = start + len(anchor)
+                if anchor in tails[0] and (end == len(s) or not s[end].isalnum()):
+                    lo = max(0, end - heads[1] - 1)
+                    begin = max(s.rfind(c, lo, end) for c in " \t\n\r\f\v") + 1
+                    if s[begin:end] in tails[2]:
+                        spans.append((begin, end))
+                start = s.find(anchor, start + 1)
+        if not spans:
+            return s
+        out, at = [], 0
+        for begin, stop in sorted(spans):
+            if begin >= at:
+                out.append(s[at:begin] + MASK)
+                at = stop
+            elif stop > at:
+                at = stop
+        return "".join(out) + s[at:]
+
+    def _piece_sets(self) -> "Tuple[Tuple[Set[str], int, Set[str]], Tuple[Set[str], int, Set[str]]]":
+        """For `pieces`: (the first _PIECE_MIN characters of each beginning, the longest piece, the beginnings of
+        the secret's forms that count as pieces), and the same for their ends; made again when a secret is added."""
+        if self._pieces is None or self._pieces[0] is not self._value_pattern():
+            heads, tails, lengths = set(), set(), set()
+            for form in set(self._secrets.values()):
+                shortest = max(_PIECE_MIN, -(-len(form) // 3))
+                for k in range(shortest, len(form)):
+                    heads.add(form[:k])
+                    tails.add(form[-k:])
+                    lengths.add(k)
+            longest = max(lengths, default=0)
+            self._pieces = (self._value_pattern(), ({h[:_PIECE_MIN] for h in heads}, longest, heads),
+                            ({t[-_PIECE_MIN:] for t in tails}, longest, tails))
+        return self._pieces[1], self._pieces[2]
 
     def learn_prints(self, prints: Optional["SecretPrints"], obj: Any) -> None:
         """Add every substring of the strings in `obj` that `prints` recognises as a secret of the launch."""

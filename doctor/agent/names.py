@@ -21,6 +21,9 @@ TAIL_SEGMENTS = 2  # a capped stream copy: NAME.log (its head), then NAME.tail.0
 # not have by chance.
 MARKER = ".dfdoctor-run"
 MARKER_TEXT = "dfdoctor run folder, id "
+# On a target: the login shell's umask, written by ship.sh before it takes 077 for the run folder; the recorder
+# gives it back to the job and its --log.
+JOB_UMASK = "job.umask"
 
 # The environment variable the recorder gives the job: "RUN_ID:NONCE", a nonce drawn afresh for each run and kept in
 # the record's "spawned" event. Every process of the job inherits it (ranks in sessions of their own, a daemon a

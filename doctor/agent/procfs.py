@@ -4,6 +4,8 @@ that the recorder, the target agent and dfdoctor itself share."""
 
 import os
 
+from dfdoctor.agent.names import RUN_ENV
+
 LOG_SUFFIXES = (".log", ".txt", ".out", ".err", ".jsonl")
 
 
@@ -219,3 +221,66 @@ def pipe_holders(fds, exclude=()):
         if links & wanted:
             out.append(proc_entry(int(n)))
     return out[:20]
+
+
+# The variable the recorder gives the job: the run's marker (names.RUN_ENV, "RUN_ID:NONCE"), also written into the
+# run folder's record as its "nonce", so that a process can be proved to be this run's job (a forged run folder
+# naming any pid proves nothing).
+NONCE_VAR = RUN_ENV
+
+
+def proc_cmdline(pid):
+    """The process's argv words, or None when it is gone or cannot be read."""
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            data = f.read()
+    except (OSError, TypeError):
+        return None
+    return [w.decode("utf-8", "surrogateescape") for w in data.split(b"\0") if w]
+
+
+def proc_environ_value(pid, name):
+    """One variable of the environment the process was started with (readable by its own user and root only),
+    or None."""
+    try:
+        with open("/proc/%d/environ" % pid, "rb") as f:
+            data = f.read()
+    except (OSError, TypeError):
+        return None
+    prefix = name.encode() + b"="
+    for entry in data.split(b"\0"):
+        if entry.startswith(prefix):
+            return entry[len(prefix):].decode("utf-8", "surrogateescape")
+    return None
+
+
+def is_recorder_of(rec, run_dir):
+    """Whether the recorder a record's "recorder" event names runs now as the recorder of `run_dir`: the same
+    pid and start time, and its command line names that very folder (the recorder, and its stand-in, a fork of
+    it, run `... recorder RUN_DIR`). A forged record naming another process fails this."""
+    pid = rec.get("pid") if rec else None
+    if not isinstance(pid, int) or isinstance(pid, bool) or proc_start_time(pid) != rec.get("start_ticks"):
+        return False
+    want = os.path.realpath(run_dir)
+    here = readlink("/proc/%d/cwd" % pid)  # a relative RUN_DIR (a relative --cwd on a target) is the recorder's
+    return any(os.path.realpath(w if os.path.isabs(w) else os.path.join(here, w)) == want
+               for w in proc_cmdline(pid) or () if os.path.isabs(w) or here)
+
+
+def is_job_of(spawned, rec, run_dir):
+    """Whether the job a record's "spawned" event names runs now as this run's job: the same pid and start time,
+    and either the nonce of the recorder's event in its environment, or (a run recorded before the nonce, or a
+    job that cleared its environment) a session that is the proved recorder's own (no process can join another
+    session: setsid(2))."""
+    pid = spawned.get("pid") if spawned else None
+    if not isinstance(pid, int) or isinstance(pid, bool) or proc_start_time(pid) != spawned.get("start_ticks"):
+        return False
+    nonce = (rec or {}).get("nonce")
+    if nonce and proc_environ_value(pid, NONCE_VAR) == nonce:
+        return True
+    fields = stat_fields(pid)
+    try:
+        session = int(fields[3]) if fields else None
+    except (ValueError, IndexError):
+        return False
+    return session is not None and session == (rec or {}).get("sid") and is_recorder_of(rec, run_dir)

@@ -12,6 +12,49 @@ RESERVE_BYTES = 64 << 10  # room kept in the run folder for the record when its 
 PENDING_CAP = 64 << 10  # bytes of an unfinished line held back so a secret is never masked in two halves
 
 
+# The job's environment is recorded only as far as a diagnosis reads it (docs/files.md lists these): a variable
+# named here, or one that begins with a prefix here. Anything else (a webhook URL, a database conninfo) never
+# reaches the run folder, whatever its name or shape. Readers: diagnose/rules_runtime.py (CUDA_VISIBLE_DEVICES,
+# the proxies and HF_ENDPOINT/HF_HUB_OFFLINE), stuck.py and the rank readers (RANK and its kin, which they read
+# from /proc of the live job, not from here), and the person reading record.jsonl.
+KEPT_ENV_PREFIXES = ("CUDA_", "NCCL_", "TORCH_", "TORCHELASTIC_", "PYTORCH_", "PYTHON", "SLURM_", "OMP_", "NVIDIA_",
+                     "GLOO_", "MKL_")
+KEPT_ENV_NAMES = frozenset((
+    "PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "TMPDIR",
+    "RANK", "LOCAL_RANK", "GROUP_RANK", "ROLE_RANK", "NODE_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
+    "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR", "MASTER_PORT",
+    "HF_ENDPOINT", "HF_HUB_OFFLINE", "HF_HOME", "HF_HUB_CACHE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE",
+))
+PROXY_NAMES = frozenset(n for p in ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "ftp_proxy")
+                        for n in (p, p.upper()))
+
+
+def kept_env(env, secret_name=lambda name: False):
+    """The part of `env` a diagnosis reads: the names above, never one whose name looks secret (a Hugging Face
+    key among the HF_ names), proxies with their credentials cut out (`http://user:pw@proxy:3128` -> `http://***@proxy:3128`)."""
+    out = {}
+    for k, v in env.items():
+        if secret_name(k):
+            continue
+        if k in PROXY_NAMES:
+            out[k] = _without_credentials(v)
+        elif k in KEPT_ENV_NAMES or k.startswith(KEPT_ENV_PREFIXES):
+            out[k] = v
+    return out
+
+
+def _without_credentials(value):
+    """A proxy URL (or a comma list of them, as no_proxy) with every `user[:password]@` replaced by `***@`."""
+    parts = []
+    for part in value.split(","):
+        scheme, sep, rest = part.rpartition("://")
+        host = rest.split("/", 1)[0]
+        if "@" in host:
+            rest = "***@" + rest[len(host.rsplit("@", 1)[0]) + 1:]
+        parts.append(scheme + sep + rest)
+    return ",".join(parts)
+
+
 class Masker:
     """What the recorder writes down, masked: the secrets of its environment and of the job's argv, and the
     patterns every dfdoctor output is masked by (`dfdoctor.agent.mask`). Without the rules (a broken copy) every
@@ -41,15 +84,27 @@ class Masker:
         return obj
 
     def env(self, env):
-        """An environment with secret-named values and secret values masked."""
-        return self.redactor.env(env) if self.redactor is not None else {k: "***" for k in env}
+        """The part of an environment a diagnosis reads (`kept_env`), secret values masked in it too."""
+        if self.redactor is None:
+            return {k: "***" for k in kept_env(env)}
+        from dfdoctor.agent.mask import name_looks_secret  # here: a copy without the rules must still record
 
-    def data(self, data):
-        """Bytes the job wrote, masked (undecodable bytes kept as they are)."""
+        return self.redactor.env(kept_env(env, name_looks_secret))
+
+    def data(self, data, pieces=True):
+        """Bytes the job wrote, masked (undecodable bytes kept as they are), pieces of a known secret too: the
+        rest of it may have gone to the other stream (`mask.Redactor.pieces`)."""
         if self.redactor is None:
             return b"*** (output not kept: masking rules unavailable)\n" if data else data
-        text = data.decode("utf-8", "surrogateescape")
-        return self.redactor.text(text).encode("utf-8", "surrogateescape")
+        text = self.redactor.text(data.decode("utf-8", "surrogateescape"))
+        return (self.redactor.pieces(text) if pieces else text).encode("utf-8", "surrogateescape")
+
+    def pieces(self, masked):
+        """Masked bytes with the pieces of a known secret masked too (`mask.Redactor.pieces`)."""
+        if self.redactor is None or not masked:
+            return masked
+        text = masked.decode("utf-8", "surrogateescape")
+        return self.redactor.pieces(text).encode("utf-8", "surrogateescape")
 
     def held_back(self, masked):
         """How many bytes at the end of masked output could begin a secret (redact.Redactor.held_back)."""
@@ -175,12 +230,13 @@ class CappedCopy:
 
     def _keep_masked(self, data, final=False):
         """Keep `data` masked, all but its end when that could begin a secret: that end waits (in `pending`)
-        for what follows, so a secret cut by a flush, whether by time or by size, is masked whole."""
-        masked = self.masker.data(data)
+        for what follows, so a secret cut by a flush, whether by time or by size, is masked whole. Pieces of a
+        secret are masked in what is kept only (the end that waits may still be completed)."""
+        masked = self.masker.data(data, pieces=False)
         held = 0 if final else self.masker.held_back(masked)
         if held:
             self.pending, masked = masked[-held:], masked[:-held]
-        self._keep(masked)
+        self._keep(self.masker.pieces(masked))
 
     def _keep(self, data):
         """Write `data`: in the head while it has room, else in the current tail segment; nothing once the run

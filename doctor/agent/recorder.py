@@ -15,7 +15,6 @@ RUN_DIR/heartbeat is replaced atomically every second; capped copies of the job'
 to RUN_DIR/{stdout,stderr}.log (head) and *.tail.{0,1} (the newest bytes).
 """
 
-import binascii
 import errno
 import json
 import os
@@ -29,9 +28,9 @@ import time
 from dfdoctor.agent.atomic import replace_atomically
 from dfdoctor.agent.ending import become_subreaper, how_ended, reap, returncode, writing_elsewhere
 from dfdoctor.agent.loop_lines import LoopLines, progress_lines
-from dfdoctor.agent.names import RUN_ENV
 from dfdoctor.agent.memory import (kernel_oom_lines, make_limited_cgroup, memory_cgroup, oom_counters,
                                    remove_cgroup as rmdir_cgroup)
+from dfdoctor.agent.names import JOB_UMASK, RUN_ENV
 from dfdoctor.agent.procfs import (group_members, job_outputs, pipe_holders, proc_start_time, proc_usage,
                                    read_text, readlink)
 from dfdoctor.agent.record import CappedCopy, Masker, Record, RunDirSpace
@@ -50,6 +49,17 @@ WATCHED_SIGNALS = ("SIGHUP", "SIGINT", "SIGTERM", "SIGQUIT", "SIGPIPE", "SIGUSR1
                    "SIGXCPU", "SIGTSTP", "SIGTTIN", "SIGTTOU")
 FORWARDED = ("SIGINT", "SIGTERM", "SIGQUIT")  # passed on to the job's process group, which then exits
 SNAPSHOT_AT = (1.0, 3.0, 10.0, 30.0)  # seconds after the start when we note where the job's output goes
+
+
+def login_umask(run_dir):
+    """The umask of the login shell on a target, as ship.sh kept it in the run folder (it then took 077 for the
+    folder itself), or None: a local recorder already has the user's umask."""
+    text = (read_text(os.path.join(run_dir, JOB_UMASK)) or "").strip()
+    try:
+        mask = int(text, 8)
+    except ValueError:
+        return None
+    return mask if 0 <= mask <= 0o777 else None
 
 
 class Recorder:
@@ -80,6 +90,11 @@ class Recorder:
         self.last_record_beat = 0.0
         self.last_outputs = None
         self.snapshots_done = 0
+        # the run's marker "RUN_ID:NONCE" (names.RUN_ENV), given to the job in its environment and written in the
+        # "recorder" and "spawned" events: what proves later that a process is this run's job (procfs.is_job_of,
+        # `dfdoctor stop`), whatever a forged run folder names
+        self.nonce = "%s:%s" % (spec.get("run_id") or "", os.urandom(16).hex())
+        self.job_umask = login_umask(run_dir)
 
     # -- signals ------------------------------------------------------------------------------------------
     def install_signals(self):
@@ -131,7 +146,7 @@ class Recorder:
             boot_id=(read_text("/proc/sys/kernel/random/boot_id") or "").strip() or None,
             pid_ns=readlink("/proc/self/ns/pid"), cgroup=(read_text("/proc/self/cgroup") or "").strip(),
             python=sys.executable, python_version=sys.version.split()[0], uid=os.getuid(), tty=tty,
-            launcher=self.spec.get("launcher"), run_id=self.spec.get("run_id"))
+            launcher=self.spec.get("launcher"), run_id=self.spec.get("run_id"), nonce=self.nonce)
 
     def open_log(self):
         """Open --log for appending, as `>> LOG` would; on failure record why and do not start the job."""
@@ -139,7 +154,13 @@ class Recorder:
             return True
         try:
             # O_NONBLOCK: a FIFO that nothing reads fails now (ENXIO) instead of blocking the recorder for ever
-            fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK, 0o644)
+            old_umask = os.umask(self.job_umask) if self.job_umask is not None else None
+            try:
+                fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK,
+                             0o644)
+            finally:
+                if old_umask is not None:
+                    os.umask(old_umask)
             os.set_blocking(fd, True)
             self.log_fd = fd
         except OSError as exc:
@@ -165,17 +186,19 @@ class Recorder:
         self.mem = (mem_version, job_cgroup, job_cgroup != mem_dir)
         oom_before = oom_counters(mem_version, job_cgroup)
         join = os.path.join(job_cgroup, "cgroup.procs") if self.mem[2] else None
+        job_umask = self.job_umask
 
         def child_setup():
             """In the job's process before exec: own process group, SIGHUP ignored, memory cgroup joined."""
             os.setpgid(0, 0)
             signal.signal(signal.SIGHUP, signal.SIG_IGN)  # nohup semantics for the job itself
+            if job_umask is not None:  # the login shell's, not the 077 of the run folder (ship.sh)
+                os.umask(job_umask)
             if join:
                 with open(join, "w") as f:
                     f.write(str(os.getpid()))
 
-        # the run's marker in the job's environment: what proves later that a process is this run's (names.RUN_ENV)
-        marker = "%s:%s" % (self.spec.get("run_id") or "", binascii.hexlify(os.urandom(8)).decode())
+        marker = self.nonce
         try:
             self.job = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, preexec_fn=child_setup, close_fds=True,
@@ -226,6 +249,7 @@ class Recorder:
                 os._exit(0)
         os.close(r)
         self.stand_in = (pid, w)
+        self.record.event("stand-in", pid=pid, start_ticks=proc_start_time(pid))
 
     def stand_in_pids(self):
         return (self.stand_in[0],) if getattr(self, "stand_in", None) else ()

@@ -19,7 +19,7 @@ import zipfile
 from pathlib import Path
 
 from dfdoctor.agent.__main__ import PARTS, TOO_OLD  # noqa: F401 (TOO_OLD: the words of a python too old, for probe.py)
-from dfdoctor.agent.names import MARKER, MARKER_TEXT  # the run folder's marker, which ship.sh writes on a target
+from dfdoctor.agent.names import JOB_UMASK, MARKER, MARKER_TEXT  # the run folder's marker and the login umask, which ship.sh writes on a target
 
 AGENT_DIR = Path(__file__).resolve().parent
 LOADER = AGENT_DIR / "__main__.py"
@@ -93,7 +93,8 @@ def ship_script() -> str:
         lines.pop(0)
     text = "".join(lines)
     for word, value in (("RUN_DIR_MARK", RUN_DIR_MARK), ("PID_MARK", PID_MARK), ("PY_MARK", PY_MARK),
-                        ("END_MARK", END_MARK), ("MARKER_NAME", MARKER), ("MARKER_TEXT", MARKER_TEXT)):
+                        ("END_MARK", END_MARK), ("MARKER_NAME", MARKER), ("MARKER_TEXT", MARKER_TEXT),
+                        ("JOB_UMASK_NAME", JOB_UMASK)):
         text = text.replace(word, value)
     return text
 

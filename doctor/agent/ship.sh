@@ -6,6 +6,8 @@
 # capitals (RUN_DIR_MARK, MARKER_NAME, ...) are filled in by ship_script.
 py=$1; cwd=$2; id=$3; d=$4; spec=$5; line=$6
 command -v "$py" >/dev/null 2>&1 || py=python3
+# the login shell's umask, for the job and its --log (the recorder reads JOB_UMASK_NAME): 077 is for our folder only
+job_umask=$(umask)
 umask 077
 if [ -z "$d" ]; then
   # a folder of its own per run: under the job's cwd, else a fresh `mktemp -d` (never a fixed shared path
@@ -13,6 +15,10 @@ if [ -z "$d" ]; then
   root=$cwd/.dfdoctor/runs
   if [ -d "$cwd" ] && mkdir -p "$root" 2>/dev/null && mkdir "$root/$id" 2>/dev/null; then d=$root/$id
   else d=$(mktemp -d "${TMPDIR:-/tmp}/dfdoctor-run.XXXXXXXX") || exit 97; root=; fi
+  # as pytest does for its cache: `git add -A` on the target must not stage run folders (made once, never rewritten)
+  # (set -C: O_EXCL, so neither an existing file nor a planted symlink is written through)
+  [ -n "$root" ] && (set -C; umask 022; printf '%s\n*\n' "# Created by dfdoctor: run folders hold the output of jobs \
+and are not for version control." > "$cwd/.dfdoctor/.gitignore") 2>/dev/null
   # keep the newest $8 run folders there; an older one goes only once its recorder wrote its last word
   n=0
   [ -n "$root" ] && for r in $(ls -1 "$root" 2>/dev/null | grep -E '^[0-9]{8}-[0-9]{6}-[0-9a-f]+$' | sort -r); do
@@ -28,6 +34,7 @@ if [ "$(cat "$d/MARKER_NAME" 2>/dev/null)" != "MARKER_TEXT$id" ] && [ -n "$(ls -
 fi
 [ -e "$d/record.jsonl" ] && { printf '%s already holds a run (record.jsonl)\n' "$d" >&2; exit 98; }
 printf '%s%s' "MARKER_TEXT" "$id" > "$d/MARKER_NAME" || exit 97
+printf '%s' "$job_umask" > "$d/JOB_UMASK_NAME" || exit 97
 # paths go out with printf '%s' (dash's echo rewrites backslashes), each closed by END_MARK: a path may hold a newline
 printf 'RUN_DIR_MARK%sEND_MARK\n' "$d"; printf 'PY_MARK%sEND_MARK\n' "$py"
 [ "$7" = 1 ] && exit 0

@@ -15,6 +15,13 @@ def stand_in(alive_r, pipes, log_fd, record_path, recorder_pid):
     normally, end of file that it died. Then record that, relay `pipes` to `log_fd` until they close, and record
     when they did (the job's exit status only its parent, the lost recorder, could have seen)."""
     signal.set_wakeup_fd(-1)
+    # A process group of its own: `kill -9 -PGID` of the recorder's group (a user's, a shell's job control, a
+    # supervisor's) kills the recorder, not its stand-in, which then notes the loss. Killed with it, nothing
+    # would be left to tell the recorder's loss from a kill of the whole job (round 3, N15).
+    try:
+        os.setpgid(0, 0)
+    except OSError:
+        pass
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, signal.SIG_DFL)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)

@@ -20,7 +20,8 @@ import sys
 import time
 
 from dfdoctor.agent import ranks as agent_ranks
-from dfdoctor.agent.procfs import buffers_stdout, job_outputs, proc_cpu_s, proc_ppid, proc_start_time, stat_fields
+from dfdoctor.agent.procfs import (buffers_stdout, is_job_of, is_recorder_of, job_outputs, proc_cpu_s, proc_ppid,
+                                   stat_fields)
 from dfdoctor.agent.waits import wait_fds
 
 MARK = "@@dfdoctor-answer@@"
@@ -54,12 +55,6 @@ def events(text):
     return out
 
 
-def same_process(e):
-    """Whether the process a record event names still runs (its pid, with the same start time)."""
-    pid = e.get("pid") if e else None
-    return isinstance(pid, int) and proc_start_time(pid) == e.get("start_ticks")
-
-
 def tree(root):
     """The job's process and its descendants, breadth first, at most MAX_PROCESSES."""
     kids = {}
@@ -81,8 +76,8 @@ def fetch(d, live, full, ranks=False):
     ev = events(rd(os.path.join(d, "record.jsonl")))
     rec, sp = ev.get("recorder"), ev.get("spawned")
     ans = {"boot_id": (rd("/proc/sys/kernel/random/boot_id") or "").strip() or None,
-           "recorder_alive": bool(rec and "recorder-exit" not in ev and same_process(rec)),
-           "job_alive": bool(sp and "exit" not in ev and same_process(sp)), "files": {}}
+           "recorder_alive": bool(rec and "recorder-exit" not in ev and is_recorder_of(rec, d)),
+           "job_alive": bool(sp and "exit" not in ev and is_job_of(sp, rec, d)), "files": {}}
     record = rd(os.path.join(d, "record.jsonl"))
     finished = "exit" in events(record) or "recorder-exit" in events(record)
     ans["files"]["record.jsonl"] = record

@@ -15,6 +15,8 @@ from dfdoctor.cli.options import examples, pass_opts
 from dfdoctor.engine import build_context, target_connection
 from dfdoctor.probe import run_probe
 from dfdoctor.redact import Redactor
+from dfdoctor.render.text import visible
+from dfdoctor.render.undecodable import shown
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 PROBE_TIMEOUT_S = 90.0  # importing torch from a cold disk or network file system can take a minute
@@ -48,8 +50,14 @@ def facts_block(facts: dict[str, Any], *, python: str, how: str, target: str, so
                is not None else "(not set)"),
               ("NVIDIA driver", shown(facts.get("driver")))]
     width = max(len(k) for k, _ in lines)
-    text = "\n".join(f"{k + ':':<{width + 1}} {v}" for k, v in lines) + "\n"
+    text = "\n".join(f"{k + ':':<{width + 1}} {_one_line(v)}" for k, v in lines) + "\n"
     return text + libraries_block(facts, sources)
+
+
+def _one_line(value: str) -> str:
+    """A value on its own line, whatever it holds: CUDA_VISIBLE_DEVICES="0\\n" would break the block, an ESC
+    repaint the terminal; both are written out as \\xNN, and a byte that was not UTF-8 as well."""
+    return visible(shown(value)).replace("\n", "\\x0a")
 
 
 def libraries_block(facts: dict[str, Any], sources: list[str]) -> str:

@@ -38,8 +38,10 @@ from dfdoctor.launch.orchestrate import (
     run_status,
 )
 from dfdoctor.launch.settle import SETTLE_S
-from dfdoctor.run.folder import DEFAULT_KEEP, RunNotFound, find_run, runs_root
+from dfdoctor.run.folder import DEFAULT_KEEP, RunNotFound, find_run, list_runs, runs_root
 from dfdoctor.slurm import orchestrate as slurm
+from dfdoctor.terminate import (EXIT as TERMINATED_EXIT, Terminated, sigterm_as_interrupt, started_since,
+                                still_running_line)
 from dfdoctor.targets.strategies import BY_NAME
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
@@ -148,14 +150,26 @@ def launch(opts: dict[str, Any]) -> int:
                        settle=opts["settle"] if opts["settle"] is not None else float(cfg.get("settle", SETTLE_S)))
     level = fail_on(opts, cfg)
     # the verdict is printed while the ssh connection is still open: closing it takes a second or so
-    with target_connection(ctx):
+    here = ctx.cwd if ctx.target == "local" else Path.cwd()  # where this launch's run folder goes (a copy, remote)
+    before = set(list_runs(here))
+    with target_connection(ctx), sigterm_as_interrupt() as seen:  # SIGTERM ends the watch as Ctrl-C does
         try:
             report = run_launch(ctx, cfg, lo)
         except FileExistsError as exc:
             raise click.UsageError(str(exc)) from None
+        except Terminated:  # outside the watch: before the start (nothing runs), or after it (say which run)
+            run = started_since(before, here, run_dir)
+            if run is None:
+                raise
+            click.echo(still_running_line({"id": run.id, "pid": run.job_pid}, ctx.target, run.finished), err=True)
+            return TERMINATED_EXIT
         name_config(report, cfg)
         emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level,
              env=ctx.env)
+    if seen.terminated:
+        ended = report.run.get("exit_code") is not None or report.run.get("signal") is not None
+        click.echo(still_running_line(report.run, ctx.target, ended), err=True)
+        return TERMINATED_EXIT
     return exit_code(report, level)
 
 

@@ -52,9 +52,10 @@ from dfdoctor.registry import discover
 from dfdoctor.rows import verdict_over_rows
 from dfdoctor.run.folder import find_run, is_run_dir, runs_root
 from dfdoctor.run.masks import load_prints
-from dfdoctor.safefile import guard_outputs
+from dfdoctor.safefile import guard_outputs, read_user_file
 from dfdoctor.slurm import nodes as slurm_nodes
 from dfdoctor.slurm import orchestrate as slurm
+from dfdoctor.terminate import EXIT as TERMINATED_EXIT, Terminated
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -181,8 +182,9 @@ def _load_saved(spec: Optional[str]) -> tuple[Path, Report, Any]:
             raise click.UsageError(str(exc)) from None
     if path.is_dir():
         path = path / "report.json"
+    data = read_user_file(path, str(path))
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(data.decode("utf-8"))
         return path, Report.from_dict(doc), load_prints(path.parent)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise click.UsageError(f"{path}: not a readable dfdoctor result ({exc})") from None
@@ -252,9 +254,14 @@ def _standard_streams() -> None:
 
 def _say(message: str) -> None:
     """One line on stderr (escaped: it may quote what the user typed, which must not read as a GitHub workflow
-    command); a stderr that cannot take it is dropped."""
+    command; masked: what the user typed may hold a password, `--python postgres://u:pw@db/x`); a stderr that
+    cannot take it is dropped."""
     try:
-        click.echo(inert(visible(message)), err=True)
+        masked = Redactor.from_env(dict(os.environ)).text(message)
+    except Exception:  # masking must not hide the error: say it without what the user typed
+        masked = message.split(":", 2)[0] + ": (message not shown: it could not be masked)"
+    try:
+        click.echo(inert(visible(masked)), err=True)
     except OSError:
         discard_stream(sys.stderr)
 
@@ -275,7 +282,10 @@ def run(argv: Optional[list[str]] = None) -> int:
         return rv if isinstance(rv, int) else 0
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as exc:  # click's word for Ctrl-C, or SIGTERM before a job was started
+        if isinstance(exc.__cause__, Terminated):
+            _say("dfdoctor: interrupted (SIGTERM)")
+            return TERMINATED_EXIT
         _say("dfdoctor: interrupted")
         return 130
     except click.UsageError as exc:

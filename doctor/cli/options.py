@@ -201,6 +201,9 @@ def pass_opts(f: Callable) -> Callable:
 
 
 def name_config(report: Any, cfg: Any) -> None:
-    """The report says which config file it used (found from --cwd up to the project's root), when one was."""
+    """The report says which config file it used (found from --cwd up to the project's root), when one was, and
+    which it passed by without reading (another user's file: `config.load`), with why."""
     if getattr(cfg, "path", None) is not None:
         report.environment["config"] = str(cfg.path)
+    if getattr(cfg, "skipped", None):
+        report.environment["config_skipped"] = list(cfg.skipped)

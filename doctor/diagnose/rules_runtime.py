@@ -243,15 +243,21 @@ def _nofile(ctx: Context) -> Optional[str]:
 _ENOSPC = ("No space left on device", "Errno 28", "Disk quota exceeded", "Errno 122")
 _SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")  # numpy's tofile on a full file system: no errno
 _SHM_ROOTS = ("/dev/shm", "/run/shm")
+_EROFS = ("Read-only file system", "Errno 30")
 _TORCH_WRITER = ("PytorchStreamWriter failed writing", "file write failed", "unexpected pos")
 _PATH = re.compile(r"""['"](/[^'"\n]+)['"]""")
 
 
 def disk_full(err: PyError, ctx: Context) -> Optional[Finding]:
     """ENOSPC while writing (a checkpoint, a cache), or torch.save's writer failing on a file system that is
-    full now."""
+    full now: named by the folder that filled, its file system (where it is mounted, its size, what is free) and
+    the line that wrote there. A read-only file system (EROFS, or a writer failing on one) is said as such: it
+    reports no free space, and freeing space would not help."""
     text = err.text
     paths = _candidate_paths(err, ctx)
+    read_only = [p for p in paths if ctx.local and _read_only(p)]
+    if any(m in text for m in _EROFS) or (any(m in text for m in _TORCH_WRITER) and read_only):
+        return _read_only_finding(err, ctx, (read_only or paths or [None])[0])
     full = [p for p in paths if ctx.local and (_free(p) or 0) < (1 << 20) and _free(p) is not None]
     short = _SHORT_WRITE.search(text)
     if (any(m in text for m in _ENOSPC) or short) and not full:
@@ -267,14 +273,75 @@ def disk_full(err: PyError, ctx: Context) -> Optional[Finding]:
     else:
         return None
     where = (full or paths or [None])[0]
-    evidence = [f"message: {err.headline[:300]}", proven]
-    if where and ctx.local:
-        evidence.append(_df_line(where, "now"))
-    folder = shlex.quote(where if os.path.isdir(where) else os.path.dirname(where)) if where else "THE_FOLDER"
-    return Finding(causes.DISK_FULL, "The job ran out of disk space while writing" + (f" under {where}" if where
-                   else "") + f" (at {err.user_where}).", f"Free space there (df -h {folder}; df -i for inodes), write "
-                   "checkpoints to a file system with room, or keep fewer of them (delete old checkpoints "
-                   "before saving a new one).", evidence)
+    folder = _folder(where) if where else None
+    evidence = [f"message: {err.headline[:300]}", proven, _wrote_at(err)]
+    if folder and ctx.local:
+        evidence.append(_df_line(folder, "now"))
+    fs = f", on {_mount_words(folder)}" if folder and ctx.local else ""
+    return Finding(causes.DISK_FULL, f"The job ran out of disk space while writing"
+                   + (f" into {folder}{fs}" if folder else "") + f" (at {err.user_where}).",
+                   f"Free space on the file system of {folder or 'the folder it writes to'} "
+                   f"(df -h {shlex.quote(folder or '.')}; df -i for inodes), write checkpoints to a file system "
+                   "with room, or keep fewer of them (delete old checkpoints before saving a new one).", evidence)
+
+
+def _read_only_finding(err: PyError, ctx: Context, where: Optional[str]) -> Finding:
+    folder = _folder(where) if where else None
+    mount = _mount_point(folder) if folder and ctx.local else None
+    evidence = [f"message: {err.headline[:300]}", _wrote_at(err)]
+    if mount:
+        evidence.append(f"{mount} is mounted read-only")
+    return Finding(causes.READ_ONLY_FS, "The job could not write" + (f" into {folder}" if folder else "")
+                   + f": its file system is read-only{f' (mounted at {mount})' if mount else ''} "
+                   f"(at {err.user_where}).", "Write checkpoints and outputs to a writable file system (a scratch "
+                   "or home folder), or mount this one read-write; free space would not help.", evidence)
+
+
+def _folder(path: str) -> str:
+    """The folder a write went into: the path itself when it is one, else its parent."""
+    return path if os.path.isdir(path) else (os.path.dirname(path) or path)
+
+
+def _wrote_at(err: PyError) -> str:
+    """The line of the job's own code that made the write, with its source when the traceback showed it."""
+    code = err.user_code if err.user_frame else err.code
+    return f"the write: {err.user_where}" + (f": {code.strip()}" if code else "")
+
+
+def _existing(path: str) -> str:
+    p = path
+    while p and not os.path.exists(p):
+        p = os.path.dirname(p)
+    return p or "/"
+
+
+def _mount_point(path: str) -> str:
+    """The mount point of the file system holding `path` (its nearest existing folder)."""
+    p = os.path.realpath(_existing(path))
+    while not os.path.ismount(p):
+        p = os.path.dirname(p)
+    return p
+
+
+def _read_only(path: str) -> bool:
+    try:
+        return bool(os.statvfs(_existing(path)).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _mount_words(path: str) -> str:
+    """`the file system mounted at M (SIZE, FREE free now)`, for a summary."""
+    try:
+        st = os.statvfs(_existing(path))
+    except OSError:
+        return f"the file system mounted at {_mount_point(path)}"
+    total, free = st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
+    return f"the file system mounted at {_mount_point(path)} ({_size(total)}, {_size(free)} free now)"
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
 
 
 def _shm_target(err: PyError, ctx: Context) -> Optional[str]:

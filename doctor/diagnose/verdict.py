@@ -449,6 +449,11 @@ def recorder_vanished(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Ver
     hb = (run.heartbeat or {}).get("t") or run.recorder["t"]
     evidence = [f"the recorder (pid {run.recorder['pid']}) is gone without writing the job's exit",
                 f"its last heartbeat: {_clock(hb)}"]
+    stand_in = run.first("stand-in")
+    if stand_in:  # in a group of its own since round 3: a kill of the recorder's group leaves it to say so
+        evidence.append(f"its stand-in (pid {stand_in.get('pid')}) is gone too, without noting the loss: both were "
+                        "killed at once (the whole tree, or the two by pid); a job that outlived them would have "
+                        "died at its next print, of its broken output pipe")
     if run.job_alive():
         return Verdict("running", None, "The job still runs, but its recorder was killed: its output is no longer "
                        "copied to the log.", "Relaunch with `dfdoctor launch` if you need its output.", evidence)
@@ -474,9 +479,11 @@ def recorder_vanished(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Ver
                        "Keep the session open, or start the job outside it: a systemd unit "
                        "(systemd-run --unit train ...), tmux on the host, or `pct exec` with a service inside "
                        "the container; with logind, KillUserProcesses=no.", evidence)
-    return Verdict("failed", causes.KILLED_BY_SIGNAL, "The job and its recorder were killed hard (SIGKILL or a "
-                   "cgroup kill) at about the time of the last heartbeat; the launching session was not ending "
-                   "then.", "Find who kills whole process trees here: a scheduler, an OOM daemon (systemd-oomd, "
+    who = ("The recorder and its stand-in were killed hard (SIGKILL or a cgroup kill) at about the time of the "
+           "last heartbeat, and the job is gone: killed with them, or dead of its broken output pipe at its next "
+           "print" if stand_in else "The job and its recorder were killed hard (SIGKILL or a cgroup kill) at about "
+           "the time of the last heartbeat")
+    return Verdict("failed", causes.KILLED_BY_SIGNAL, who + "; the launching session was not ending then.", "Find who kills whole process trees here: a scheduler, an OOM daemon (systemd-oomd, "
                    "earlyoom), or a user's kill -9; check dmesg and the journal around that time.", evidence)
 
 

@@ -12,7 +12,7 @@ import re
 
 from dfdoctor.model import Report, Status
 from dfdoctor.render.findings import NO_FILE, Finding, findings, fix_word, level
-from dfdoctor.render.text import verdict_line
+from dfdoctor.render.text import verdict_line, visible
 
 ANNOTATIONS_SHOWN = 10
 SUMMARY_LIMIT = 1024 * 1024  # GitHub refuses a step summary over 1 MiB
@@ -22,8 +22,9 @@ _STATES = {"ok": "✅ OK", "running": "✅ RUNNING", "failed": "❌ FAILED", "un
 
 
 def escape_data(s: str) -> str:
-    """A workflow command's message, as GitHub's toolkit escapes it."""
-    return (s or "").replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A workflow command's message, as GitHub's toolkit escapes it, and every other control character (a path's
+    raw ESC would repaint the log page's terminal view) written out as `\\xNN`."""
+    return visible((s or "").replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def escape_property(s: str) -> str:

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 from dfdoctor.model import Report, Status
 from dfdoctor.render.findings import fix_word
 
-# XML 1.0 cannot carry most control characters; captured output often has them (ANSI colours, \x00).
-_XML_BAD = {i: "\ufffd" for i in range(32) if i not in (9, 10, 13)}
+# XML 1.0 carries only its Char production (#x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] |
+# [#x10000-#x10FFFF]): captured output has control characters (ANSI colours, \x00), a path may hold U+FFFE or a
+# lone surrogate (a byte that was not UTF-8). Anything else would make the report unparseable (Jenkins fails it,
+# GitLab drops it), so it becomes U+FFFD.
+_NOT_XML_CHAR = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def _clean(s: str) -> str:
-    return (s or "").translate(_XML_BAD)
+    return _NOT_XML_CHAR.sub("\ufffd", s or "")
 
 
 def _verdict_suite(root: ET.Element, report: Report, totals: dict[str, int]) -> None:
@@ -83,4 +87,5 @@ def render(report: Report, verbose: bool = False, fail_on: str = "error") -> str
     for k, v in totals.items():
         root.set(k, str(v))
     ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    # cleaned once more whole: a target's name, a plugin's check id or a cause reach attributes too
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + _clean(ET.tostring(root, encoding="unicode")) + "\n"

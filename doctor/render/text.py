@@ -93,6 +93,8 @@ def render(report: Report, verbose: bool = False, color: bool = False, quiet: bo
         out.append(f"  run: {report.run.get('dir')}")
     if report.environment.get("config"):
         out.append(f"  config: {report.environment['config']}")
+    for skipped in report.environment.get("config_skipped") or ():
+        out.append(f"  config not used: {skipped}")
     if report.targets:
         out.extend(_rows(report, width, verbose, color))
     elif report.checks:

@@ -33,6 +33,23 @@ def runs_root(cwd: Path) -> Path:
     return Path(cwd) / RUNS_SUBDIR
 
 
+GITIGNORE = "# Created by dfdoctor: run folders hold the output of jobs and are not for version control.\n*\n"
+
+
+def ignore_all(folder: Path) -> None:
+    """`.dfdoctor/.gitignore` with `*`, as pytest, mypy and ruff put into their cache folders: `git add -A` must
+    not stage run folders. Made only when missing (O_EXCL), never rewritten; a folder that cannot take it is left
+    as it is (the launch goes on)."""
+    try:
+        fd = os.open(folder / ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+    except OSError:
+        return
+    try:
+        os.write(fd, GITIGNORE.encode())
+    finally:
+        os.close(fd)
+
+
 def new_run(cwd: Path, run_dir: Optional[Path] = None) -> tuple[str, Path]:
     """Create a fresh private (0700) run folder, marked as dfdoctor's, and return (id, path).
 
@@ -58,6 +75,7 @@ def new_run(cwd: Path, run_dir: Optional[Path] = None) -> tuple[str, Path]:
     try:
         root = runs_root(cwd)
         root.mkdir(parents=True, exist_ok=True)
+        ignore_all(root.parent)
         path = root / run_id
         path.mkdir(mode=0o700)
     except OSError:

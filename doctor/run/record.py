@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import psutil
-from dfdoctor.agent.procfs import proc_start_time, read_text
+from dfdoctor.agent.procfs import is_job_of, is_recorder_of, proc_start_time, read_text
 from dfdoctor.run import events
 from dfdoctor.agent.names import (
     HEARTBEAT,
@@ -101,7 +101,8 @@ class RunRecord:
         return self.spawned["pid"] if self.spawned else None
 
     def recorder_alive(self) -> bool:
-        """The recorder process of this run still runs (same pid, start time and boot)."""
+        """The recorder process of this run still runs (same pid, start time and boot) and is the recorder of
+        this very folder (its command line names it): a forged folder naming any pid proves nothing."""
         rec = self.recorder
         if not rec or self.first("recorder-exit"):
             return False
@@ -109,10 +110,12 @@ class RunRecord:
             return bool(self.remote.get("recorder_alive"))
         if rec.get("boot_id") and rec["boot_id"] != (read_text("/proc/sys/kernel/random/boot_id") or "").strip():
             return False
-        return proc_start_time(rec["pid"]) == rec.get("start_ticks")
+        return is_recorder_of(rec, str(self.dir))
 
     def job_alive(self) -> bool:
-        """The job's main process still runs (same pid and start time)."""
+        """The job's main process still runs (same pid and start time), proved to be this run's job: the nonce of
+        the record in its environment, or the session of this folder's live recorder (`procfs.is_job_of`).
+        Only a proved job is looked at with py-spy, or named as one to stop."""
         sp = self.spawned
         if sp and self.exit and self.handoff_open:  # the work goes on in what it handed off to
             return self.recorder_alive()
@@ -123,7 +126,7 @@ class RunRecord:
         if self.recorder and self.recorder.get("boot_id") and \
                 self.recorder["boot_id"] != (read_text("/proc/sys/kernel/random/boot_id") or "").strip():
             return False
-        return proc_start_time(sp["pid"]) == sp.get("start_ticks")
+        return is_job_of(sp, self.recorder, str(self.dir))
 
     def output_bytes(self) -> int:
         """How many bytes the job wrote to stdout and stderr so far."""

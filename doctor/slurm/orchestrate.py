@@ -159,8 +159,10 @@ def status(cwd: Path, ref: Optional[str], watch_s: float) -> Report:
     started = now_iso()
     if ref and ref.startswith("slurm:"):
         job_id, spec, folder = ref.split(":", 1)[1], {}, None
-        if not is_whole(job_id) or int(job_id) <= 0:
-            raise UsageError(f"{ref}: a Slurm job id is a number, 1 or more (slurm:12345)")
+        # an array task is JOB_TASK, as the array launch's own verdict names it (slurm:263_1)
+        if not all(is_whole(part) for part in job_id.split("_", 1)) or int(job_id.split("_", 1)[0]) <= 0:
+            raise UsageError(f"{ref}: a Slurm job id is a number, 1 or more, or JOB_TASK for an array task "
+                             "(slurm:12345, slurm:263_1)")
         paths: dict[str, str] = {}
     else:
         folder = find_run(cwd, ref)

@@ -1,0 +1,74 @@
+"""SIGTERM during a launch, taken as Ctrl-C is: a CI job's timeout sends it, and the job dfdoctor started runs on
+without it. The watch ends (as on Ctrl-C), the verdict of what was seen is printed, then one line says that the job
+still runs, its run id and how to look again or stop it, and dfdoctor exits 143 as a process ended by SIGTERM does.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+from dfdoctor.run import record
+from dfdoctor.run.folder import list_runs
+from dfdoctor.run.record import RunRecord
+
+EXIT = 128 + signal.SIGTERM
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM raised where Ctrl-C would be: the watch catches both and judges what it saw."""
+
+
+class Seen:
+    """Whether SIGTERM came while `sigterm_as_interrupt` was in force."""
+
+    def __init__(self) -> None:
+        self.terminated = False
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[Seen]:
+    """While in force, the first SIGTERM raises `Terminated` in this process (a later one is only noted: the
+    verdict is being printed). A forked child that inherited the handler dies of SIGTERM as before."""
+    me, seen = os.getpid(), Seen()
+
+    def on_term(signum: int, frame: Any) -> None:
+        if os.getpid() != me:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        if not seen.terminated:
+            seen.terminated = True
+            raise Terminated()
+
+    old = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def still_running_line(run: dict[str, Any], target: str, finished: bool) -> str:
+    """What dfdoctor says after the verdict when SIGTERM ended its watch: the job's run id, and whether it runs on
+    (how to look again and how to stop it) or had already ended."""
+    run_id, pid = run.get("id"), run.get("pid")
+    if not run_id:
+        return "dfdoctor: terminated (SIGTERM) before the job was started: nothing runs."
+    look = f"`dfdoctor status {run_id}` looks again"
+    if finished:
+        return f"dfdoctor: terminated (SIGTERM) while watching run {run_id}; the job had ended. {look}."
+    where = "" if target == "local" else f" on {target}"
+    if not pid:
+        return f"dfdoctor: terminated (SIGTERM) just after starting run {run_id}{where}: {look}."
+    return (f"dfdoctor: terminated (SIGTERM) while watching; the job was started and still runs{where} (run "
+            f"{run_id}, pid {pid}): {look}; `dfdoctor stop {run_id}` stops it.")
+
+
+def started_since(before: set[Path], cwd: Path, run_dir: Optional[Path]) -> Optional[RunRecord]:
+    """The run this launch started, when SIGTERM came outside the watch (just after the start, or during the
+    post-launch checks): the run folder that was not there before, or the --run-dir."""
+    new = [p for p in ([run_dir] if run_dir else list_runs(cwd)) if p not in before and (p / "record.jsonl").exists()]
+    return record.load(new[-1]) if new else None
