@@ -18,6 +18,7 @@ from dfdoctor.model import STATIC, Result, fail, ok, skip, warn
 from dfdoctor.registry import check
 from dfdoctor.rehearse import fix as rehearsed_fix
 from dfdoctor.rehearse import judge
+from dfdoctor.rehearse.rewrite import STANDS_IN
 from dfdoctor.rehearse.runner import Rehearsal, rehearse
 
 @check("launch.path", title="Launch line, hop by hop, rehearsed", phases=("pre",), timeout=40)
@@ -44,8 +45,11 @@ def launch_path(ctx) -> Iterator[Result]:
         yield from _reading(a, data, hops, why)
         return
     observed = judge.findings(r, log)
+    unsure = list(r.plan.uncertain) if r.plan else []
+    # a failure seen while a part that may change what the job finds was not run is not an observed failure of
+    # the line (REHEARSAL.md): it is said, as a warning, with what was not run
     fx = rehearsed_fix.find(r, log, cwd=_local_cwd(ctx), launcher=str(ctx.launcher) if ctx.launcher else None,
-                            launcher_text=launcher_text) if observed else None
+                            launcher_text=launcher_text) if observed and not unsure else None
     facts = tuple(judge.facts(r))
     data["rehearsal"] = {"line": r.plan.line if r.plan else None, "facts": list(facts), "seconds": round(r.seconds, 2),
                          "not_rehearsed": [list(x) for x in (r.plan.not_rehearsed if r.plan else [])]}
@@ -54,6 +58,12 @@ def launch_path(ctx) -> Iterator[Result]:
                        "facts": judge.facts(fx.rehearsal) if fx.rehearsal else []}
         data["corrected"] = fx.line if fx.works else None
     for o in observed:
+        if unsure:
+            yield warn(f"not rehearsed in full: {o.summary}, but {unsure[0]}, so this was not observed of your line",
+                       o.cause, details="\n".join([o.details, "Not rehearsed: " + "; ".join(unsure) + "."]).strip(),
+                       fix="not tried (the line was not rehearsed in full)", evidence=facts + hops, data=data,
+                       basis=STATIC)
+            continue
         yield fail(o.summary, o.cause, details=o.details, fix=fx.words() if fx else "", evidence=facts + hops,
                    data=data)
     for f in a.findings:
@@ -64,10 +74,23 @@ def launch_path(ctx) -> Iterator[Result]:
         advice = f.fix if f.fix and f.fix != a.corrected else (fx.words() if fx else "")
         yield warn(f"on {a.hops[f.hop].where}: {f.summary}", f.cause, details=f.details,
                    fix=advice, evidence=hops, data=data, basis=STATIC)
+    skipped = _not_rehearsed(r)
+    if skipped:
+        yield warn(f"not rehearsed: {skipped}", None, evidence=facts + hops, data=data, basis=STATIC,
+                   details="A rehearsal runs only what it has proved harmless (docs/checks.md#launchpath): what it "
+                           "did not run, it cannot vouch for.")
     if not observed:
         where = r.plan.job.where if r.plan and r.plan.job else "?"
         yield ok(f"rehearsed: the job starts in {where}, outlives its session and writes its log",
                  evidence=facts + hops, data=data)
+
+
+def _not_rehearsed(r: Rehearsal) -> str:
+    """What of the line the rehearsal did not run, and why, in one line (the sentinel standing in for the
+    training program is the rehearsal itself, not a part left out)."""
+    parts = [f"{cmd}, because {why}" for cmd, why in (r.plan.not_rehearsed if r.plan else [])
+             if not why.startswith(STANDS_IN)]
+    return "; ".join(dict.fromkeys(parts))
 
 
 def _rehearse(ctx, launcher_text: Optional[str]) -> Optional[Rehearsal]:
@@ -91,9 +114,10 @@ def _reading(a: Analysis, data: dict, hops: tuple, why: str) -> Iterator[Result]
     note = f"could not rehearse the line: {why}"
     data["rehearsal"] = {"line": None, "why_not": why}
     data["untried"] = a.corrected
-    if not a.findings:
-        yield ok(f"the job ({_job(a)}) is detached and logs where you expect (read, not rehearsed: {why})"
-                 if a.job else "no problem found on the launch path", evidence=hops + (note,), data=data)
+    if not a.findings:  # read, not run: never a pass (REHEARSAL.md)
+        yield warn(f"not rehearsed: {why}" + (f" (read without running it: the job ({_job(a)}) looks detached and "
+                                              "logging where you expect)" if a.job else ""),
+                   None, evidence=hops + (note,), data=data, basis=STATIC)
         return
     for f in a.findings:
         make = fail if f.status == "fail" else warn  # a static basis makes a fail a warn (model.Result)

@@ -1,0 +1,69 @@
+"""Cleanup a check's worker registers before it makes something that must not outlive it (a rehearsal's
+sentinel, folder, renamed logs, tmux server), for the parent to run when it kills that worker (Ctrl-C, SIGTERM,
+a deadline): a SIGKILLed worker runs no `finally`.
+
+A registration is one file under a private folder, named by the worker's pid, holding the argv lists to run;
+the worker removes it once it cleaned up itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Optional
+
+CLEAN_S = 8.0  # one cleanup command (a session through the line's hops) at most
+
+
+def _folder() -> Path:
+    d = Path(tempfile.gettempdir()) / f"dfdoctor-leftovers-{os.getuid()}"
+    d.mkdir(mode=0o700, exist_ok=True)
+    return d
+
+
+def register(key: str, argvs: list[list[str]], cwd: Optional[str] = None) -> Path:
+    """Record what to run if this process is killed before `done(path)`."""
+    path = _folder() / f"{os.getpid()}-{key}.json"
+    path.write_text(json.dumps({"argvs": argvs, "cwd": cwd}))
+    return path
+
+
+def done(path: Path) -> None:
+    """The process cleaned up itself: nothing to run for it."""
+    try:
+        path.unlink()
+    except OSError:
+        pass
+
+
+def clean(pid: int) -> None:
+    """Run what a killed process `pid` registered (in parallel, each bounded), then forget it."""
+    try:
+        found = list(_folder().glob(f"{pid}-*.json"))
+    except OSError:
+        return
+    runs = []
+    for path in found:
+        try:
+            rec = json.loads(path.read_text())
+        except (OSError, ValueError):
+            rec = {"argvs": []}
+        runs += [(argv, rec.get("cwd")) for argv in rec.get("argvs", [])]
+        done(path)
+    if runs:
+        with ThreadPoolExecutor(max_workers=len(runs)) as pool:
+            list(pool.map(lambda r: run_quietly(*r), runs))
+
+
+def run_quietly(argv: list[str], cwd: Optional[str] = None) -> str:
+    """One cleanup command: no input, bounded, its words returned (never raises)."""
+    try:
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=CLEAN_S, cwd=cwd,
+                           start_new_session=True)
+        return p.stdout.decode(errors="replace")
+    except (OSError, subprocess.SubprocessError):
+        return ""
