@@ -12,8 +12,12 @@ mine=" $$ "; a=$$
 while [ "${a:-0}" -gt 1 ]; do
   a=$(sed 's/^.*) [A-Za-z] \([0-9]*\) .*/\1/' "/proc/$a/stat" 2>/dev/null); mine="$mine$a "
 done
+# A container's processes are seen from its host too: each place kills only those of its own pid namespace (the
+# sweep of the container's place, running beside this one, kills the others).
+ns=$(readlink /proc/$$/ns/pid 2>/dev/null)
 for c in $(grep -laF "$m" /proc/[0-9]*/cmdline 2>/dev/null); do
   p=${c#/proc/}; p=${p%/cmdline}
+  [ "$(readlink "/proc/$p/ns/pid" 2>/dev/null)" = "$ns" ] || continue
   case "$mine" in *" $p "*) continue ;; esac
   case "$(tr '\0' ' ' < "$c" 2>/dev/null)" in *"# dfdoctor rehearsal: "*) continue ;; esac
   kill -9 "$p" 2>/dev/null && echo "==killed $p"
