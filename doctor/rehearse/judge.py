@@ -89,6 +89,12 @@ def findings(r: Rehearsal, expected_log: Optional[str] = None) -> list[Observed]
                                 f"`{what}` does not exist where your line runs it: the job cannot start",
                                 f"It said: {_plain(missing.group(0), suffix)}"))
             return out
+        error = _error_said(r.output, suffix)
+        if error:  # the line itself stopped, and said why (tmux: "duplicate session: NAME")
+            out.append(Observed(causes.EXITED_EARLY, job.where,
+                                f"the line stopped before the job started; it said: {error}",
+                                "The rehearsal ran the line as you typed it; the job never started."))
+            return out
         out.append(Observed(causes.KILLED_ON_SESSION_EXIT, job.where,
                             "the job never got to run: the session ended first and took it down with it",
                             "The line returned, and nothing of the job remained: no process, no output, not even "
@@ -131,6 +137,17 @@ def findings(r: Rehearsal, expected_log: Optional[str] = None) -> list[Observed]
             out.append(Observed(causes.LOG_ELSEWHERE, job.where,
                                 f"the job's output goes to {path}, not to the log {expected_log}"))
     return out
+
+
+_ERROR_WORDS = re.compile(r"duplicate session|error|not found|denied|No such|cannot|can't|failed|usage:|invalid|"
+                          r"unknown option|refused|not permitted", re.I)
+
+
+def _error_said(output: str, suffix: str) -> str:
+    """The last line of the terminal that reads as an error (a command's own words), with the rehearsal's names
+    taken out."""
+    lines = [ln.strip() for ln in output.splitlines() if _ERROR_WORDS.search(ln)]
+    return _plain(lines[-1], suffix) if lines else ""
 
 
 def _held(r: Rehearsal) -> str:

@@ -241,6 +241,15 @@ class _Rewriter:
         """A file the command writes: renamed with the rehearsal's suffix; a dynamic path expanded at its hop."""
         if not (r.to_file and r.start >= 0):
             return
+        if r.target.startswith("/dev/") and not r.target_dynamic:
+            return  # a device or one of the shell's own descriptors (/dev/stdout, /dev/tty): no file to rename
+        if r.target.startswith("/proc/") and not r.target_dynamic:
+            # another process's output (`> /proc/1/fd/1`: the container's main process, so `docker logs`): the
+            # sentinel's words never go there; what it would have reached is said, not observed
+            edits.append((r.end - len(r.target_raw), r.end, "/dev/null"))
+            self.plan.not_rehearsed.append((r.raw, "it writes into another process's output (for /proc/1/fd/1: "
+                                            "the container's log); the rehearsal wrote to /dev/null instead"))
+            return
         if not r.target_dynamic:
             self.plan.logs.append(Log(r.target, r.target + self.plan.suffix, chain, where, state["cwd"]))
             edits.append((r.end, r.end, self.plan.suffix))
@@ -420,7 +429,7 @@ class _Rewriter:
     def ssh(self, words: list[Word], chain: tuple[Hop, ...], where: str, edits: list) -> None:
         """`ssh [opts] dest CMD...`: options first, then the remote command in the login shell there."""
         argv = [w.value for w in words]
-        i, opts, remote_tty = 1, [], False
+        i, opts, remote_tty, forks = 1, [], False, []
         while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":
             if argv[i] == "--":
                 i += 1
@@ -433,7 +442,9 @@ class _Rewriter:
                     break
                 if ch == "t":
                     self.plan.uses_tty = remote_tty = True
-            opts.append(a)
+                if ch == "f" and i not in forks:
+                    forks.append(i)
+            opts.append(a.replace("f", "", 1) if i in forks else a)
             if takes and i + 1 < len(argv):
                 opts.append(argv[i + 1])
                 i += 1
@@ -443,6 +454,13 @@ class _Rewriter:
         dest = argv[i]
         host = dest.rpartition("@")[2]
         session_opts = [o for o in opts if not (o.startswith("-") and set(o[1:]) <= {"t", "T"})]
+        if forks:
+            # `ssh -f` forks into the background once logged in, in a session of its own, stdin from /dev/null:
+            # `setsid -f ssh -n` does that before logging in, so the rehearsal's terminal closing does not end it
+            # while it logs in, as a user's terminal left open would not
+            edits.append((words[0].start, words[0].start, "setsid -f "))
+            for at in forks:
+                edits.append((words[at].start, words[at].end, quote(argv[at].replace("f", "n", 1))))
         hop = Hop(hop_kind(argv).scheme, ("ssh", *ssh_extra(), "-T", *session_opts, dest), host)
         edits.append((words[0].end, words[0].end, " " + join(ssh_extra())))
         remote = words[i + 1:]
@@ -472,7 +490,14 @@ class _Rewriter:
         """`tmux new -d [-s S] CMD`: one word is run by the default shell; several are exec'd. The server is a
         private one (`-L MARK`), killed after: the user's own sessions and names are never touched."""
         argv = [w.value for w in words]
-        edits.append((words[0].end, words[0].end, f" -L {self.plan.mark}"))
+        name = next((argv[j + 1] for j in range(2, len(argv) - 1) if argv[j] == "-s"), None)
+        if name and not words[argv.index("-s") + 1].dynamic:
+            # the user's own server is only asked (read-only) whether the name is taken, as `tmux new` would find
+            guard = (f'if tmux has-session -t "=$1" 2>/dev/null; then echo "duplicate session: $1" >&2; exit 1; fi; '
+                     f'shift; exec tmux -L {self.plan.mark} "$@"')
+            edits.append((words[0].start, words[0].end, f"sh -c {quote(guard)} sh {quote(name)}"))
+        else:
+            edits.append((words[0].end, words[0].end, f" -L {self.plan.mark}"))
         self.plan.multiplexers.append((chain, "tmux"))
         i = 2
         while i < len(argv) and argv[i].startswith("-"):
