@@ -114,10 +114,6 @@ def _reading(a: Analysis, data: dict, hops: tuple, why: str) -> Iterator[Result]
     note = f"could not rehearse the line: {why}"
     data["rehearsal"] = {"line": None, "why_not": why}
     data["untried"] = a.corrected
-    # read, not run: never a pass, never an observed failure (REHEARSAL.md)
-    yield warn(f"not rehearsed: {why}" + (f" (read without running it: the job ({_job(a)}) looks detached and "
-                                          "logging where you expect)" if a.job and not a.findings else ""),
-               None, evidence=hops + (note,), data=data, basis=STATIC)
     for f in a.findings:
         make = fail if f.status == "fail" else warn  # a static basis makes a fail a warn (model.Result)
         yield make(f"on {a.hops[f.hop].where}: {f.summary}", f.cause,
@@ -125,6 +121,10 @@ def _reading(a: Analysis, data: dict, hops: tuple, why: str) -> Iterator[Result]
                    fix=f"not tried (no rehearsal could run): {f.fix}" if f.fix else "",
                    evidence=hops + (f"the reading says: {'fails' if f.status == 'fail' else 'may fail'}", note),
                    data=data, basis=STATIC)
+    # read, not run: never a pass, never an observed failure (REHEARSAL.md)
+    yield warn(f"not rehearsed: {why}" + (f" (read without running it: the job ({_job(a)}) looks detached and "
+                                          "logging where you expect)" if a.job and not a.findings else ""),
+               None, evidence=hops + (note,), data=data, basis=STATIC)
 
 
 def _job(a: Analysis) -> str:
