@@ -9,10 +9,13 @@ only when it worked."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Iterator, Optional
 
 from dfdoctor import causes
+from dfdoctor.launchline.hops import base
 from dfdoctor.launchline.launchpath import Analysis, analyse, read_launcher
+from dfdoctor.launchline.wrappers import SHELLS, read_shell
 from dfdoctor.shell import join, quote
 from dfdoctor.model import STATIC, Result, fail, ok, skip, warn
 from dfdoctor.registry import check
@@ -23,23 +26,26 @@ from dfdoctor.rehearse.runner import Rehearsal, rehearse
 
 @check("launch.path", title="Launch line, hop by hop, rehearsed", phases=("pre",), timeout=40)
 def launch_path(ctx) -> Iterator[Result]:
-    """Explain `--shell-command` / `--launcher` hop by hop, rehearse it, and give the one fix seen to work."""
-    if not ctx.shell_command and not ctx.launcher:
+    """Explain `--shell-command` / `--launcher` hop by hop, rehearse it, and give the one fix seen to work. A
+    launcher given as the command (`check -- ./launch.sh`, `check -- bash launch.sh`) is read as --launcher is."""
+    launcher = ctx.launcher or _launcher_of_command(ctx)
+    if not ctx.shell_command and not launcher:
         yield skip("no --shell-command or --launcher given: nothing to analyse")
         return
     launcher_text = None
-    if ctx.launcher:
+    if launcher:
         try:
-            launcher_text = read_launcher(str(ctx.abspath(ctx.launcher)))
+            launcher_text = read_launcher(str(ctx.abspath(launcher)))
         except OSError as exc:
-            yield warn(f"cannot read the launcher {ctx.launcher}: {exc.strerror or exc}", None,
+            yield warn(f"cannot read the launcher {launcher}: {exc.strerror or exc}", None,
                        fix="Pass the launcher script's path as it exists on this machine.")
     log = str(ctx.log) if ctx.log else None
-    a = analyse(ctx.shell_command, str(ctx.launcher) if ctx.launcher else None, launcher_text, log)
+    typed = ctx.shell_command or (join(ctx.command) if launcher and not ctx.launcher else None)
+    a = analyse(typed, str(launcher) if launcher else None, launcher_text, log)
     data = _data(a)
     hops = tuple(f"hop {h.index} ({h.where}, parsed by {h.parsed_by}, tty {'yes' if h.tty else 'no'}): "
                  f"{h.command}" for h in a.hops)
-    r = _rehearse(ctx, launcher_text)
+    r = _rehearse(ctx, typed, launcher, launcher_text)
     if r is None or r.unobservable:
         why = r.unobservable if r is not None else "only a line typed on this machine can be rehearsed"
         yield from _reading(a, data, hops, why)
@@ -48,7 +54,7 @@ def launch_path(ctx) -> Iterator[Result]:
     unsure = list(r.plan.uncertain) if r.plan else []
     # a failure seen while a part that may change what the job finds was not run is not an observed failure of
     # the line (REHEARSAL.md): it is said, as a warning, with what was not run
-    fx = rehearsed_fix.find(r, log, cwd=_local_cwd(ctx), launcher=str(ctx.launcher) if ctx.launcher else None,
+    fx = rehearsed_fix.find(r, log, cwd=_local_cwd(ctx), launcher=str(launcher) if launcher else None,
                             launcher_text=launcher_text) if observed and not unsure else None
     facts = tuple(judge.facts(r))
     data["rehearsal"] = {"line": r.plan.line if r.plan else None, "facts": list(facts), "seconds": round(r.seconds, 2),
@@ -93,15 +99,40 @@ def _not_rehearsed(r: Rehearsal) -> str:
     return "; ".join(dict.fromkeys(parts))
 
 
-def _rehearse(ctx, launcher_text: Optional[str]) -> Optional[Rehearsal]:
+def _rehearse(ctx, typed: Optional[str], launcher, launcher_text: Optional[str]) -> Optional[Rehearsal]:
     """Rehearse the line the user types (or, alone, `bash LAUNCHER` on this machine)."""
-    line = ctx.shell_command
-    if not line and ctx.launcher and launcher_text is not None and ctx.target == "local":
-        line = f"bash {quote(str(ctx.abspath(ctx.launcher)))}"
+    line = typed
+    if not line and launcher and launcher_text is not None and ctx.target == "local":
+        line = f"bash {quote(str(ctx.abspath(launcher)))}"
     if not line:
         return None
-    return rehearse(line, cwd=_local_cwd(ctx), launcher=str(ctx.launcher) if ctx.launcher else None,
+    return rehearse(line, cwd=_local_cwd(ctx), launcher=str(launcher) if launcher else None,
                     launcher_text=launcher_text)
+
+
+def _launcher_of_command(ctx) -> Optional[Path]:
+    """The shell script the command runs on this machine (`./launch.sh`, `bash -e launch.sh`), if it is one."""
+    argv = list(ctx.command or [])
+    if not argv or ctx.target != "local":
+        return None
+    if base(argv[0]) in SHELLS:
+        call = read_shell(argv)
+        if call.command_string or call.script_at is None:
+            return None
+        word = argv[call.script_at]
+    else:
+        word = argv[0]
+    path = ctx.abspath(word)
+    if not path.is_file():
+        return None
+    if base(argv[0]) in SHELLS or path.suffix in (".sh", ".bash"):
+        return path
+    try:
+        first = path.read_bytes()[:128].split(b"\n", 1)[0].decode(errors="replace")
+    except OSError:
+        return None
+    return path if first.startswith("#!") and base(first[2:].split()[-1] if first[2:].split() else "") in SHELLS \
+        else None
 
 
 def _local_cwd(ctx) -> Optional[str]:

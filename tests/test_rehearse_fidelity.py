@@ -120,3 +120,13 @@ def test_a_taken_tmux_name_is_named_as_the_cause(dfdoctor, work):
         assert f"duplicate session: {name}" in rec["summary"], rec
     finally:
         subprocess.run(["tmux", "kill-session", "-t", f"={name}"])
+
+
+@pytest.mark.parametrize("command", [["./launch.sh"], ["bash", "launch.sh"]])
+def test_a_launcher_given_as_the_command_is_rehearsed(dfdoctor, work, command):
+    (work / "launch.sh").write_text("#!/bin/bash\ncd \"$(dirname \"$0\")\"\nnohup python3 -u t.py > logs/t.log 2>&1 &\n")
+    (work / "launch.sh").chmod(0o755)
+    p = dfdoctor("check", "--only", "launch.path", "--format", "json", "--", *command, cwd=work, timeout=120)
+    rec = [c for c in json.loads(p.stdout)["checks"] if c["id"] == "launch.path"][0]
+    assert p.returncode == 1 and rec["cause"] == causes.LOG_DIR_MISSING and rec["basis"] == "observed", rec
+    assert sorted(f.name for f in work.iterdir()) == ["launch.sh", "t.py"]
