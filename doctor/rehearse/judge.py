@@ -74,9 +74,10 @@ def findings(r: Rehearsal, expected_log: Optional[str] = None) -> list[Observed]
         if have.get(word) == "" and said:
             others = [w for w in ("python3", "python") if w != word and have.get(w)]
             also = f" ({', '.join(others)} does)" if others else ""
+            uses = f" The fix uses {others[0]}, the interpreter that exists there." if others else ""
             out.append(Observed(causes.COMMAND_NOT_FOUND, job.where,
                                 f"`{word}` does not exist in {job.where}{also}: the job cannot start",
-                                f"It said: {_plain(said[-1], suffix)}"))
+                                f"It said: {_plain(said[-1], suffix)}.{uses}"))
             return out
         if said:
             out.append(Observed(causes.COMMAND_NOT_FOUND, job.where, f"the job could not start in {job.where}",
