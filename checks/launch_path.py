@@ -51,6 +51,10 @@ def launch_path(ctx) -> Iterator[Result]:
         yield from _reading(a, data, hops, why)
         return
     observed = judge.findings(r, log)
+    if launcher and not ctx.launcher and not ctx.shell_command:
+        # the command is what `dfdoctor launch` starts, detached under its recorder: whether a terminal's session
+        # ending would take it down is no question for it; all else the rehearsal saw is
+        observed = [o for o in observed if o.cause != causes.KILLED_ON_SESSION_EXIT]
     unsure = list(r.plan.uncertain) if r.plan else []
     # a failure seen while a part that may change what the job finds was not run is not an observed failure of
     # the line (REHEARSAL.md): it is said, as a warning, with what was not run

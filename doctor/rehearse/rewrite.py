@@ -580,7 +580,8 @@ class _Rewriter:
                 first = words[k + script_at - (1 if argv[script_at - 1] in ("-m", "-c") else 0)]
                 edits.append((first.start, words[k + script_at].end, self.plan.sentinel))
         script = argv[script_at] if script_at is not None else None
-        is_file = script is not None and argv[script_at - 1] not in ("-m", "-c")
+        # a script path with `$` in it is what that shell expands, unknown here: not looked for (never guessed)
+        is_file = script is not None and argv[script_at - 1] not in ("-m", "-c") and not words[k + script_at].dynamic
         self.plan.job = Job(argv, interpreter, chain, where, state["cwd"], script,
                             runner if runner in RUNNERS else "python", list(state.get("setup", [])), is_file,
                             self.launcher_job)
