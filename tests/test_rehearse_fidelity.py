@@ -15,6 +15,7 @@ import pytest
 from dfdoctor import causes
 from dfdoctor.shell import quote
 from infra.fixtures import Infra, docker_infra, infra, kill_naming  # noqa: F401
+from infra.slurm_fixtures import slurm  # noqa: F401
 
 TRAIN = "import time\nfor i in range(400):\n    print('step', i, flush=True)\n    time.sleep(0.1)\n"
 
@@ -130,3 +131,15 @@ def test_a_launcher_given_as_the_command_is_rehearsed(dfdoctor, work, command):
     rec = [c for c in json.loads(p.stdout)["checks"] if c["id"] == "launch.path"][0]
     assert p.returncode == 1 and rec["cause"] == causes.LOG_DIR_MISSING and rec["basis"] == "observed", rec
     assert sorted(f.name for f in work.iterdir()) == ["launch.sh", "t.py"]
+
+
+@pytest.mark.slow
+def test_env_before_sbatch_is_a_slurm_submission_with_that_env(slurm, tmp_path, dfdoctor):
+    """`env SBATCH_PARTITION=x sbatch job.sbatch`: read through `env` to sbatch, which is asked with that variable
+    (it was passed as OK, and Slurm then failed the job)."""
+    (tmp_path / "job.sbatch").write_text("#!/bin/bash\npython3 -c 'print(1)'\n")
+    p = dfdoctor("check", "--only", "slurm.*", "--format", "json", "--", "env", "SBATCH_PARTITION=nosuch-dfd",
+                 "sbatch", "job.sbatch", cwd=tmp_path, timeout=200)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 1 and "invalid partition" in doc["verdict"]["summary"], doc["verdict"]
+    assert any(c["id"] == "slurm.submission" for c in doc["checks"])
