@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -19,21 +20,44 @@ from typing import Optional
 CLEAN_S = 8.0  # one cleanup command (a session through the line's hops) at most
 
 
-def _folder() -> Path:
+def _folder() -> Optional[Path]:
+    """The private folder, or None when it is not ours alone: what is in it is run, so no one else may write it
+    (a shared /tmp: another user could plant a folder, a symlink, or a file in it)."""
     d = Path(tempfile.gettempdir()) / f"dfdoctor-leftovers-{os.getuid()}"
-    d.mkdir(mode=0o700, exist_ok=True)
+    try:
+        d.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    try:
+        st = os.lstat(d)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return None
     return d
 
 
-def register(key: str, argvs: list[list[str]], cwd: Optional[str] = None) -> Path:
-    """Record what to run if this process is killed before `done(path)`."""
-    path = _folder() / f"{os.getpid()}-{key}.json"
-    path.write_text(json.dumps({"argvs": argvs, "cwd": cwd}))
+def register(key: str, argvs: list[list[str]], cwd: Optional[str] = None) -> Optional[Path]:
+    """Record what to run if this process is killed before `done(path)` (None: no private folder to record in)."""
+    d = _folder()
+    if d is None:
+        return None
+    path = d / f"{os.getpid()}-{key}.json"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps({"argvs": argvs, "cwd": cwd}))
+    except OSError:
+        return None
     return path
 
 
-def done(path: Path) -> None:
+def done(path: Optional[Path]) -> None:
     """The process cleaned up itself: nothing to run for it."""
+    if path is None:
+        return
     try:
         path.unlink()
     except OSError:
@@ -42,8 +66,11 @@ def done(path: Path) -> None:
 
 def clean(pid: int) -> None:
     """Run what a killed process `pid` registered (in parallel, each bounded), then forget it."""
+    d = _folder()
+    if d is None:
+        return
     try:
-        found = list(_folder().glob(f"{pid}-*.json"))
+        found = [p for p in d.glob(f"{pid}-*.json") if os.lstat(p).st_uid == os.getuid()]
     except OSError:
         return
     runs = []
