@@ -9,43 +9,57 @@ only when it worked."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Iterator, Optional
 
 from dfdoctor import causes
+from dfdoctor.launchline.hops import base
 from dfdoctor.launchline.launchpath import Analysis, analyse, read_launcher
+from dfdoctor.launchline.wrappers import SHELLS, read_shell
 from dfdoctor.shell import join, quote
 from dfdoctor.model import STATIC, Result, fail, ok, skip, warn
 from dfdoctor.registry import check
 from dfdoctor.rehearse import fix as rehearsed_fix
 from dfdoctor.rehearse import judge
+from dfdoctor.rehearse.rewrite import STANDS_IN
 from dfdoctor.rehearse.runner import Rehearsal, rehearse
 
 @check("launch.path", title="Launch line, hop by hop, rehearsed", phases=("pre",), timeout=40)
 def launch_path(ctx) -> Iterator[Result]:
-    """Explain `--shell-command` / `--launcher` hop by hop, rehearse it, and give the one fix seen to work."""
-    if not ctx.shell_command and not ctx.launcher:
+    """Explain `--shell-command` / `--launcher` hop by hop, rehearse it, and give the one fix seen to work. A
+    launcher given as the command (`check -- ./launch.sh`, `check -- bash launch.sh`) is read as --launcher is."""
+    launcher = ctx.launcher or _launcher_of_command(ctx)
+    if not ctx.shell_command and not launcher:
         yield skip("no --shell-command or --launcher given: nothing to analyse")
         return
     launcher_text = None
-    if ctx.launcher:
+    if launcher:
         try:
-            launcher_text = read_launcher(str(ctx.abspath(ctx.launcher)))
+            launcher_text = read_launcher(str(ctx.abspath(launcher)))
         except OSError as exc:
-            yield warn(f"cannot read the launcher {ctx.launcher}: {exc.strerror or exc}", None,
+            yield warn(f"cannot read the launcher {launcher}: {exc.strerror or exc}", None,
                        fix="Pass the launcher script's path as it exists on this machine.")
     log = str(ctx.log) if ctx.log else None
-    a = analyse(ctx.shell_command, str(ctx.launcher) if ctx.launcher else None, launcher_text, log)
+    typed = ctx.shell_command or (join(ctx.command) if launcher and not ctx.launcher else None)
+    a = analyse(typed, str(launcher) if launcher else None, launcher_text, log)
     data = _data(a)
     hops = tuple(f"hop {h.index} ({h.where}, parsed by {h.parsed_by}, tty {'yes' if h.tty else 'no'}): "
                  f"{h.command}" for h in a.hops)
-    r = _rehearse(ctx, launcher_text)
+    r = _rehearse(ctx, typed, launcher, launcher_text)
     if r is None or r.unobservable:
         why = r.unobservable if r is not None else "only a line typed on this machine can be rehearsed"
         yield from _reading(a, data, hops, why)
         return
     observed = judge.findings(r, log)
-    fx = rehearsed_fix.find(r, log, cwd=_local_cwd(ctx), launcher=str(ctx.launcher) if ctx.launcher else None,
-                            launcher_text=launcher_text) if observed else None
+    if launcher and not ctx.launcher and not ctx.shell_command:
+        # the command is what `dfdoctor launch` starts, detached under its recorder: whether a terminal's session
+        # ending would take it down is no question for it; all else the rehearsal saw is
+        observed = [o for o in observed if o.cause != causes.KILLED_ON_SESSION_EXIT]
+    unsure = list(r.plan.uncertain) if r.plan else []
+    # a failure seen while a part that may change what the job finds was not run is not an observed failure of
+    # the line (REHEARSAL.md): it is said, as a warning, with what was not run
+    fx = rehearsed_fix.find(r, log, cwd=_local_cwd(ctx), launcher=str(launcher) if launcher else None,
+                            launcher_text=launcher_text) if observed and not unsure else None
     facts = tuple(judge.facts(r))
     data["rehearsal"] = {"line": r.plan.line if r.plan else None, "facts": list(facts), "seconds": round(r.seconds, 2),
                          "not_rehearsed": [list(x) for x in (r.plan.not_rehearsed if r.plan else [])]}
@@ -54,6 +68,12 @@ def launch_path(ctx) -> Iterator[Result]:
                        "facts": judge.facts(fx.rehearsal) if fx.rehearsal else []}
         data["corrected"] = fx.line if fx.works else None
     for o in observed:
+        if unsure:
+            yield warn(f"not rehearsed in full: {o.summary}, but {unsure[0]}, so this was not observed of your line",
+                       o.cause, details="\n".join([o.details, "Not rehearsed: " + "; ".join(unsure) + "."]).strip(),
+                       fix="not tried (the line was not rehearsed in full)", evidence=facts + hops, data=data,
+                       basis=STATIC)
+            continue
         yield fail(o.summary, o.cause, details=o.details, fix=fx.words() if fx else "", evidence=facts + hops,
                    data=data)
     for f in a.findings:
@@ -64,21 +84,59 @@ def launch_path(ctx) -> Iterator[Result]:
         advice = f.fix if f.fix and f.fix != a.corrected else (fx.words() if fx else "")
         yield warn(f"on {a.hops[f.hop].where}: {f.summary}", f.cause, details=f.details,
                    fix=advice, evidence=hops, data=data, basis=STATIC)
+    skipped = _not_rehearsed(r)
+    if skipped:
+        yield warn(f"not rehearsed: {skipped}", None, evidence=facts + hops, data=data, basis=STATIC,
+                   details="A rehearsal runs only what it has proved harmless (docs/checks.md#launchpath): what it "
+                           "did not run, it cannot vouch for.")
     if not observed:
         where = r.plan.job.where if r.plan and r.plan.job else "?"
         yield ok(f"rehearsed: the job starts in {where}, outlives its session and writes its log",
                  evidence=facts + hops, data=data)
 
 
-def _rehearse(ctx, launcher_text: Optional[str]) -> Optional[Rehearsal]:
+def _not_rehearsed(r: Rehearsal) -> str:
+    """What of the line the rehearsal did not run, and why, in one line (the sentinel standing in for the
+    training program is the rehearsal itself, not a part left out)."""
+    parts = [f"{cmd}, because {why}" for cmd, why in (r.plan.not_rehearsed if r.plan else [])
+             if not why.startswith(STANDS_IN)]
+    return "; ".join(dict.fromkeys(parts))
+
+
+def _rehearse(ctx, typed: Optional[str], launcher, launcher_text: Optional[str]) -> Optional[Rehearsal]:
     """Rehearse the line the user types (or, alone, `bash LAUNCHER` on this machine)."""
-    line = ctx.shell_command
-    if not line and ctx.launcher and launcher_text is not None and ctx.target == "local":
-        line = f"bash {quote(str(ctx.abspath(ctx.launcher)))}"
+    line = typed
+    if not line and launcher and launcher_text is not None and ctx.target == "local":
+        line = f"bash {quote(str(ctx.abspath(launcher)))}"
     if not line:
         return None
-    return rehearse(line, cwd=_local_cwd(ctx), launcher=str(ctx.launcher) if ctx.launcher else None,
+    return rehearse(line, cwd=_local_cwd(ctx), launcher=str(launcher) if launcher else None,
                     launcher_text=launcher_text)
+
+
+def _launcher_of_command(ctx) -> Optional[Path]:
+    """The shell script the command runs on this machine (`./launch.sh`, `bash -e launch.sh`), if it is one."""
+    argv = list(ctx.command or [])
+    if not argv or ctx.target != "local":
+        return None
+    if base(argv[0]) in SHELLS:
+        call = read_shell(argv)
+        if call.command_string or call.script_at is None:
+            return None
+        word = argv[call.script_at]
+    else:
+        word = argv[0]
+    path = ctx.abspath(word)
+    if not path.is_file():
+        return None
+    if base(argv[0]) in SHELLS or path.suffix in (".sh", ".bash"):
+        return path
+    try:
+        first = path.read_bytes()[:128].split(b"\n", 1)[0].decode(errors="replace")
+    except OSError:
+        return None
+    return path if first.startswith("#!") and base(first[2:].split()[-1] if first[2:].split() else "") in SHELLS \
+        else None
 
 
 def _local_cwd(ctx) -> Optional[str]:
@@ -91,10 +149,6 @@ def _reading(a: Analysis, data: dict, hops: tuple, why: str) -> Iterator[Result]
     note = f"could not rehearse the line: {why}"
     data["rehearsal"] = {"line": None, "why_not": why}
     data["untried"] = a.corrected
-    if not a.findings:
-        yield ok(f"the job ({_job(a)}) is detached and logs where you expect (read, not rehearsed: {why})"
-                 if a.job else "no problem found on the launch path", evidence=hops + (note,), data=data)
-        return
     for f in a.findings:
         make = fail if f.status == "fail" else warn  # a static basis makes a fail a warn (model.Result)
         yield make(f"on {a.hops[f.hop].where}: {f.summary}", f.cause,
@@ -102,6 +156,10 @@ def _reading(a: Analysis, data: dict, hops: tuple, why: str) -> Iterator[Result]
                    fix=f"not tried (no rehearsal could run): {f.fix}" if f.fix else "",
                    evidence=hops + (f"the reading says: {'fails' if f.status == 'fail' else 'may fail'}", note),
                    data=data, basis=STATIC)
+    # read, not run: never a pass, never an observed failure (REHEARSAL.md)
+    yield warn(f"not rehearsed: {why}" + (f" (read without running it: the job ({_job(a)}) looks detached and "
+                                          "logging where you expect)" if a.job and not a.findings else ""),
+               None, evidence=hops + (note,), data=data, basis=STATIC)
 
 
 def _job(a: Analysis) -> str:

@@ -44,8 +44,9 @@ def log_writable(ctx):
         yield error(f"could not examine {log} where the job runs: {why or 'the probe gave no answer'}")
         return
     folder = Path(f["folder"])
+    where = _where(ctx)
     if not f["folder_exists"]:
-        yield fail(f"the log's folder {folder} does not exist, so the log cannot be opened: a shell's `> LOG` "
+        yield fail(f"the log's folder {folder} does not exist{where}, so the log cannot be opened: a shell's `> LOG` "
                    "fails before Python starts, and `dfdoctor launch` would have nowhere to write it",
                    causes.LOG_DIR_MISSING, evidence=(f"nearest existing folder: {f['nearest_existing']}",),
                    fix=f"mkdir -p {_q(folder)}")
@@ -167,7 +168,7 @@ def _free_space(ctx, folder: Path, f: dict):
         yield warn(f"{free_mb:.0f} MiB free where the log goes ({folder}); a long run may fill it",
                    causes.DISK_FULL, data={"disk": facts}, fix="free space before a long run")
     else:
-        yield ok(f"{ctx.log} can be written ({free_mb / 1024:.1f} GiB free)", data={"disk": facts})
+        yield ok(f"{ctx.log} can be written{_where(ctx)} ({free_mb / 1024:.1f} GiB free)", data={"disk": facts})
 
 
 def _buffering(ctx, log: Path):
@@ -190,3 +191,14 @@ def _buffering(ctx, log: Path):
 
 def _q(p: Path) -> str:
     return shlex.quote(str(p))
+
+
+def _where(ctx) -> str:
+    """Where the probe looked, in words (` in container 200 on root@host (ssh, then pct exec)`), so that this row
+    and launch.path's, which may look on another hop, each say where; nothing on this machine."""
+    if ctx.target in (None, "", "local"):
+        return ""
+    try:
+        return f" in {parse_target(ctx.target).describe()}"
+    except ValueError:
+        return f" on {ctx.target}"

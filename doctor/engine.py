@@ -129,9 +129,32 @@ def build_context(opts: dict[str, Any], command: list[str]) -> tuple[Context, Co
                   launcher=(cwd / launcher) if launcher else None, require_gpu=bool(opts.get("require_gpu")),
                   target=target, timeout=timeout, config=cfg.values)
     ctx.cwd_note = cwd_note
+    submitted = env_before_sbatch(ctx.command)
+    if submitted is not None:  # `env SBATCH_PARTITION=x sbatch job.sbatch`: a Slurm submission, with that env
+        ctx.command, assigned = submitted
+        ctx.env = {**ctx.env, **assigned}
     if typed is not None:
         ctx.typed_line = typed.line
     return ctx, cfg
+
+
+def env_before_sbatch(command: list[str]) -> Optional[tuple[list[str], dict[str, str]]]:
+    """`env [VAR=V...] sbatch ...` (or `VAR=V sbatch ...`): the sbatch command and the variables it is given, read
+    through the wrapper table (launchline/wrappers.py); None for anything else (an `env -i`, `-u`, `-C`: not a
+    plain environment to add)."""
+    from dfdoctor.launchline.wrappers import name_of, read_through  # start-up: see default_python
+    words, assigned = list(command), {}
+    while words and "=" in words[0] and words[0].split("=", 1)[0].isidentifier():
+        k, v = words.pop(0).split("=", 1)
+        assigned[k] = v
+    through = read_through(words)
+    if through.unknown or any(name != "env" or any(w != "env" and "=" not in w for w in ws[1:])
+                              for name, ws, _ in through.wrappers):
+        return None
+    rest = words[through.index:]
+    if not (assigned or through.wrappers) or not rest or name_of(rest[0]) != "sbatch":
+        return None
+    return rest, {**assigned, **through.env}
 
 
 def _typed_line(opts: dict[str, Any], command: list[str]):

@@ -14,13 +14,14 @@ import os
 import selectors
 import signal
 import sys
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import psutil
-from dfdoctor import causes
+from dfdoctor import causes, leftovers
 from dfdoctor.capture import DEFAULT_LIMIT, CappedBuffer
 from dfdoctor.errors import CheckCannotRun
 from dfdoctor.agent.ending import become_subreaper
@@ -73,6 +74,7 @@ def run_checks(checks: list[Check], ctx, phase: str, *, jobs: Optional[int] = No
     done: dict[str, CheckRecord] = {}
     sel = selectors.DefaultSelector()
     jobs = jobs or max(1, len(pending))
+    previous = _term_as_interrupt()
     try:
         while pending or running:
             while pending and len(running) < jobs:
@@ -99,14 +101,28 @@ def run_checks(checks: list[Check], ctx, phase: str, *, jobs: Optional[int] = No
                 if progress:
                     progress("done", w.check, finished)
     finally:
-        for w in running.values():  # interrupted (Ctrl-C): nothing we started may outlive us
+        for w in running.values():  # interrupted (Ctrl-C, SIGTERM): nothing we started may outlive us
             _kill_tree(w.pid)
             try:
                 os.waitpid(w.pid, 0)
             except ChildProcessError:
                 pass
+            leftovers.clean(w.pid)  # what it made elsewhere (a rehearsal's sentinel, over its hops)
         sel.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return [done[c.id] for c in checks if c.id in done]
+
+
+def _term_as_interrupt():
+    """SIGTERM ends a run as Ctrl-C does, so that the workers are ended and cleaned up after (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, stop)
 
 
 def _start(chk: Check, ctx, phase: str, output_limit: int) -> _Worker:
@@ -215,6 +231,7 @@ def _poll(sel: selectors.BaseSelector, w: _Worker) -> Optional[CheckRecord]:
         w.timed_out = True
         _kill_tree(w.pid)
         _, w.exit_status = os.waitpid(w.pid, 0)
+        leftovers.clean(w.pid)
     if w.exit_status is None:
         return None
     # The worker is gone: take what is left in the pipes, then stop listening (a grandchild that escaped

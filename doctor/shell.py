@@ -9,7 +9,7 @@ parameter expansion; `$(...)` and backquotes are kept as opaque text).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional, Union
 
 CONTROL_OPS = ("&&", "||", ";;", "|&", ";", "&", "|", "(", ")")
@@ -33,6 +33,8 @@ class Word:
     raw: str
     quoted: bool = False
     dynamic: bool = False  # contains $var, $(...) or `...`: the value is only a guess
+    # contains $(...), $((...)) or `...` outside single quotes: expanding it runs commands (doctor/rehearse/prove)
+    substitution: bool = False
     # Where `raw` lies in the text that was tokenized: a rehearsal splices its edits there (doctor/rehearse).
     start: int = field(default=-1, compare=False)
     end: int = field(default=-1, compare=False)
@@ -50,6 +52,10 @@ class Redirect:
     end: int = field(default=-1, compare=False)
     target_raw: str = field(default="", compare=False)  # the target word as typed (quotes kept)
     target_dynamic: bool = field(default=False, compare=False)  # holds $var, $(...) or `...` outside '...'
+    target_substitution: bool = field(default=False, compare=False)  # holds $(...) or `...` outside '...'
+    # a here-document's body, and whether the shell expands it (an unquoted delimiter: `$(...)` in it runs)
+    body: str = field(default="", compare=False)
+    body_expands: bool = field(default=False, compare=False)
 
     @property
     def fds(self) -> tuple[int, ...]:
@@ -86,6 +92,7 @@ class Command:
     words: list[Word] = field(default_factory=list)
     redirects: list[Redirect] = field(default_factory=list)
     assignments: list[str] = field(default_factory=list)
+    assignment_words: list[Word] = field(default_factory=list)  # the same, as words (where they lie, what they hold)
     sep: str = ""  # the operator after it: && || | ; & \n or "" at the end
     line: int = 1
     # The compound commands it sits in, outermost first: "if", "while", "until", "for", "case", "function",
@@ -100,6 +107,11 @@ class Command:
     def argv(self) -> list[str]:
         """The argument vector as the program receives it."""
         return [w.value for w in self.words]
+
+    def span(self) -> tuple[int, int]:
+        """Where the whole command (assignments, words, redirects) lies in the text it was parsed from."""
+        parts = [*self.assignment_words, *self.words, *self.redirects]
+        return min(p.start for p in parts), max(p.end for p in parts)
 
     def text(self) -> str:
         """The command as typed (assignments, words, redirects)."""
@@ -154,7 +166,7 @@ def tokenize(s: str) -> list[Token]:
     """Split shell text into words, redirects and operators (newlines kept as `Op('\\n')`)."""
     toks: list[Token] = []
     i, n = 0, len(s)
-    pending_heredocs: list[tuple[str, bool]] = []
+    pending_heredocs: list[tuple[str, bool, int]] = []  # (delimiter, <<-, index of its Redirect token)
     while i < n:
         ch = s[i]
         if ch == "\\" and i + 1 < n and s[i + 1] == "\n":
@@ -166,13 +178,19 @@ def tokenize(s: str) -> list[Token]:
         if ch == "\n":
             toks.append(Op("\n"))
             i += 1
-            for delim, strip in pending_heredocs:  # a here-document's body is data, not commands
+            for delim, strip, at in pending_heredocs:  # a here-document's body is data, not commands
+                body = []
                 while i < n:
                     end = s.find("\n", i)
                     line = s[i:] if end < 0 else s[i:end]
                     i = n if end < 0 else end + 1
                     if (line.lstrip("\t") if strip else line) == delim:
                         break
+                    body.append(line)
+                r = toks[at]
+                assert isinstance(r, Redirect)
+                toks[at] = replace(r, body="\n".join(body), body_expands=not r.target_raw or r.target_raw == r.target
+                                   and "\\" not in r.target_raw)
             pending_heredocs = []
             continue
         if ch == "#":
@@ -190,8 +208,9 @@ def tokenize(s: str) -> list[Token]:
             if target is None:
                 raise ShellSyntaxError(f"redirect {op!r} has no target")
             if op in ("<<", "<<-"):
-                pending_heredocs.append((target.value, op == "<<-"))
-            toks.append(Redirect(fd, op, target.value, s[i:j2], i, j2, target.raw, target.dynamic))
+                pending_heredocs.append((target.value, op == "<<-", len(toks)))
+            toks.append(Redirect(fd, op, target.value, s[i:j2], i, j2, target.raw, target.dynamic,
+                                 target.substitution))
             i = j2
             continue
         op = next((o for o in CONTROL_OPS if s.startswith(o, i)), None)
@@ -209,7 +228,7 @@ def _read_word(s: str, i: int) -> tuple[Optional[Word], int]:
     """Read one word starting at s[i]; return it (None if at a metacharacter) and the index after it."""
     n, start = len(s), i
     out: list[str] = []
-    quoted = dynamic = False
+    quoted = dynamic = subst = False
     while i < n:
         ch = s[i]
         if ch in " \t\r\n;&|<>()":
@@ -246,10 +265,11 @@ def _read_word(s: str, i: int) -> tuple[Optional[Word], int]:
                 if s[j] == "$" and s.startswith("$(", j):
                     k = _read_quoted_subst(s, j)
                     buf.append(s[j:k])
-                    dynamic, j = True, k
+                    dynamic, subst, j = True, True, k
                     continue
                 if s[j] in "$`":
                     dynamic = True
+                    subst = subst or s[j] == "`"
                 buf.append(s[j])
                 j += 1
             if j >= n:
@@ -265,13 +285,13 @@ def _read_word(s: str, i: int) -> tuple[Optional[Word], int]:
         elif ch == "$" and s.startswith("$(", i):
             k = _read_quoted_subst(s, i)
             out.append(s[i:k])
-            dynamic, i = True, k
+            dynamic, subst, i = True, True, k
         elif ch == "`":
             j = s.find("`", i + 1)
             if j < 0:
                 raise ShellSyntaxError("unterminated ` quote")
             out.append(s[i:j + 1])
-            dynamic, i = True, j + 1
+            dynamic, subst, i = True, True, j + 1
         else:
             if ch == "$" or (ch == "~" and i == start):
                 dynamic = True
@@ -279,7 +299,7 @@ def _read_word(s: str, i: int) -> tuple[Optional[Word], int]:
             i += 1
     if i == start:
         return None, i
-    return Word("".join(out), s[start:i], quoted, dynamic, start, i), i
+    return Word("".join(out), s[start:i], quoted, dynamic, subst, start, i), i
 
 
 def parse(s: str) -> list[Pipeline]:
@@ -354,6 +374,7 @@ def parse(s: str) -> list[Pipeline]:
             if not cmd.words and _ASSIGNMENT.match(tok.raw):  # `A="x y"`: the name itself is never quoted
                 begin()
                 cmd.assignments.append(tok.raw)
+                cmd.assignment_words.append(tok)
                 continue
             begin()
             cmd.words.append(tok)
@@ -374,6 +395,7 @@ def parse(s: str) -> list[Pipeline]:
                     continue  # the `()` of a function definition
                 if stack and stack[-1] == "case":
                     cmd.words, cmd.assignments, cmd.redirects = [], [], []  # `pattern)`: not a command
+                    cmd.assignment_words = []
                     continue
                 end_command(";")
                 end_list(False)

@@ -131,6 +131,7 @@ def test_seed_line_with_python_where_only_python3_exists(infra, seed, dfdoctor):
     assert rec["status"] == "fail" and rec["basis"] == "observed"
     assert rec["cause"] == causes.COMMAND_NOT_FOUND
     assert "`python` does not exist in container 200" in rec["summary"] and "python3 does" in rec["summary"]
+    assert "The fix uses python3" in rec["details"], rec
     fix = rec["data"]["fix"]
     assert fix["works"] and "python3 -u" in fix["line"] and " python " not in fix["line"], fix
     assert not Path(log).exists() and not list(Path("/tmp").glob(f"{Path(work).name}.log.dfdoctor-rh-*"))
@@ -237,6 +238,7 @@ def test_the_seed_line_after_dashdash_for_check(infra, seed, dfdoctor):
     assert doc["verdict"]["cause"] == causes.LOG_DIR_MISSING and "dfdoctor-host" in doc["verdict"]["summary"]
     log = [c for c in doc["checks"] if c["id"] == "log.writable"][0]
     assert log["status"] == "ok", log  # the log the line names, checked in the container, where it exists
+    assert "in container 200 on" in log["summary"], log  # each row says where it looked
     _nothing_left(infra, work)
 
 

@@ -23,12 +23,12 @@ from typing import Mapping, Optional, Sequence
 from dfdoctor.launchline.envs import env_prefix
 from dfdoctor.launchline.expand import Unknown
 from dfdoctor.launchline.walk import WalkState, start_state, walk
+from dfdoctor.launchline.wrappers import SHELLS, read_through
 
 MAX_LAUNCHER_DEPTH = 4  # a launcher that calls a launcher that calls ... python
 MAX_LAUNCHER_BYTES = 256 * 1024  # a "launcher" bigger than this is not a launcher we can read sensibly
 
 _PYTHON_RE = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?[mw]?$")
-_SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"}
 _ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _TORCHRUN_MODULES = {"torch.distributed.run", "torch.distributed.launch"}
 _ACCELERATE_MODULES = {"accelerate.commands.launch", "accelerate.commands.accelerate_cli", "accelerate"}
@@ -44,12 +44,6 @@ _ACCELERATE_FLAGS = {"--cpu", "--multi_gpu", "--multi-gpu", "--tpu", "--ipex", "
                      "--quiet", "--same_network", "--same-network", "--tpu_use_cluster", "--tpu_use_sudo",
                      "--downcast_bf16", "--dynamo_use_fullgraph", "--dynamo_use_dynamic",
                      "--enable_cpu_affinity", "--enable-cpu-affinity", "-h", "--help"}
-# Words that run the rest of the line as a command: {name: options that take a value}.
-_WRAPPERS: dict[str, set[str]] = {
-    "nohup": set(), "exec": {"-a"}, "setsid": set(), "time": {"-f", "-o"}, "command": set(),
-    "nice": {"-n"}, "ionice": {"-c", "-n", "-p"}, "stdbuf": {"-i", "-o", "-e"}, "chrt": set(),
-    "taskset": set(), "numactl": set(), "sudo": {"-u", "-g", "-C", "-h", "-p"}, "builtin": set(),
-}
 
 
 @dataclass(frozen=True)
@@ -181,7 +175,7 @@ def _parse(argv: list[str], cwd: Path, env: dict[str, str], depth: int, extra_en
         return _missing(replace(base, runner="other"), Unknown(head, f"the command `{head}`: {head.why}"))
     name = os.path.basename(head)
 
-    if name in _SHELLS:
+    if name in SHELLS:
         return _shell(words, cwd, env, depth, extra_env, orig, base)
     if name in _ENV_RUNNERS and len(words) > 1 and words[1] == "run" and depth < MAX_LAUNCHER_DEPTH:
         tool, problem = _resolve_exe(head, cwd, run_env)
@@ -208,7 +202,7 @@ def _parse(argv: list[str], cwd: Path, env: dict[str, str], depth: int, extra_en
             py = _interpreter_of(exe, cwd, run_env)
             return replace(base, runner="python", python=py, script=Path(exe), script_args=words[1:],
                            unbuffered="-u" in shebang[1:] or _env_unbuffered(run_env))
-        if interp in _SHELLS or shebang[0].endswith("/env") and shebang[-1] in _SHELLS:
+        if interp in SHELLS or shebang[0].endswith("/env") and shebang[-1] in SHELLS:
             shell = shebang[-1] if shebang[0].endswith("/env") else shebang[0]
             return _follow_launcher(Path(exe), words[1:], orig, cwd, env, depth, extra_env,
                                     zero=head if "/" in head else exe, bash=_is_bash(shell))
@@ -273,47 +267,24 @@ def _env_runner(name: str, args: list[str], cwd: Path, env: dict[str, str], dept
 
 
 def _strip_prefixes(argv: list[str]) -> tuple[list[str], dict[str, str]]:
-    """Drop `env`, `A=1` assignments and wrappers like `nohup`/`exec`; return the real command and the env."""
+    """Drop `A=1` assignments and read through wrappers (`env A=1`, `nohup`, `taskset -c 0`, ...: one table,
+    launchline/wrappers.py); return the real command and the env. A wrapper option the table does not know
+    stops the reading at that wrapper: what it runs is not guessed."""
     words = list(argv)
     assigned: dict[str, str] = {}
-    changed = True
-    while words and changed:
-        changed = False
+    while words:
         while words and _ASSIGN_RE.match(words[0]):
             k, v = words.pop(0).split("=", 1)
             assigned[k] = v
-            changed = True
-        if words and os.path.basename(words[0]) == "env":
-            words.pop(0)
-            while words and (words[0].startswith("-") or _ASSIGN_RE.match(words[0])):
-                w = words.pop(0)
-                if w in ("-u", "--unset", "-C", "--chdir", "-S") and words:
-                    words.pop(0)
-                elif _ASSIGN_RE.match(w):
-                    k, v = w.split("=", 1)
-                    assigned[k] = v
-            changed = True
-        if words and os.path.basename(words[0]) in _WRAPPERS:
-            name = os.path.basename(words.pop(0))
-            takes_value = _WRAPPERS[name]
-            while words and words[0].startswith("-") and words[0] != "--":
-                w = words.pop(0)
-                if w in takes_value and words:
-                    words.pop(0)
-            if words and words[0] == "--":
-                words.pop(0)
-            if name in ("taskset", "chrt") and words:  # taskset MASK cmd, chrt PRIO cmd
-                words.pop(0)
-            changed = True
-        if words and os.path.basename(words[0]) == "timeout":
-            words.pop(0)
-            while words and words[0].startswith("-"):
-                w = words.pop(0)
-                if w in ("-s", "--signal", "-k", "--kill-after") and words:
-                    words.pop(0)
-            if words:
-                words.pop(0)  # the duration
-            changed = True
+        through = read_through(words)
+        if not through.wrappers:
+            break
+        assigned.update(through.env)
+        if through.unknown:
+            last = through.wrappers[-1]
+            words = words[last[2] + len(last[1]):]
+            break
+        words = words[through.index:]
     return words, assigned
 
 
@@ -580,7 +551,7 @@ def _runs_something(words: list, cwd, env: Mapping[str, str]) -> bool:
     if isinstance(stripped[0], Unknown):
         return True
     name = os.path.basename(stripped[0])
-    if _PYTHON_RE.match(name) or name in ("torchrun", "accelerate") or name in _SHELLS or name in _ENV_RUNNERS:
+    if _PYTHON_RE.match(name) or name in ("torchrun", "accelerate") or name in SHELLS or name in _ENV_RUNNERS:
         return True
     if name in _NOT_THE_JOB:
         return False

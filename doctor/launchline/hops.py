@@ -6,10 +6,8 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Optional
 
-# Commands that run the next word as a program, possibly after options of their own.
-WRAPPERS = {"nohup", "setsid", "exec", "env", "sudo", "nice", "stdbuf", "timeout", "time", "command",
-            "ionice", "chrt", "taskset", "numactl", "caffeinate", "unbuffer"}
-SHELLS = {"sh", "bash", "dash", "zsh", "ash", "ksh", "busybox"}
+from dfdoctor.launchline.wrappers import SHELLS  # noqa: F401 (one list of shells, re-exported)
+
 BUILTINS = {"cd", "export", "source", ".", "set", "ulimit", "alias", "unset", "pushd", "popd", "umask"}
 NOT_A_JOB = BUILTINS | {"echo", "printf", "mkdir", "sleep", "tee", "cat", "true", "false", "test", "[",
                         "touch", "rm", "cp", "mv", "ls", "wait", "trap", "read", "shift", "conda", "module",

@@ -13,13 +13,13 @@ import posixpath
 from typing import Optional
 
 from dfdoctor import causes
+from dfdoctor.launchline.wrappers import read_shell, read_through
 from dfdoctor.launchline.hops import (
     BUILTINS,
     LOCAL,
     NOT_A_JOB,
     SHELLS,
     SSH_OPTS_WITH_ARG,
-    WRAPPERS,
     Analysis,
     Fd,
     Finding,
@@ -177,30 +177,16 @@ class _Walker:
         return fds
 
     def _strip_wrappers(self, argv: list[str]) -> tuple[list[str], list[str]]:
-        """Peel nohup, setsid, env, sudo, ... off argv; return the real command and the wrappers seen."""
-        seen: list[str] = []
-        i = 0
-        while i < len(argv) and base(argv[i]) in WRAPPERS:
-            w = base(argv[i])
-            i += 1
-            flags = []
-            while i < len(argv) and argv[i].startswith("-") and argv[i] != "--":
-                flags.append(argv[i])
-                takes = (w == "nice" and argv[i] == "-n") or (w == "sudo" and argv[i] in ("-u", "-g")) \
-                    or (w == "taskset" and argv[i] == "-c") or (w in ("ionice",) and argv[i] in ("-c", "-n"))
-                i += 2 if takes else 1
-            if i < len(argv) and argv[i] == "--":
-                i += 1
-            if w == "env":
-                while i < len(argv) and "=" in argv[i]:
-                    i += 1
-            if w in ("timeout", "taskset", "chrt") and i < len(argv):
-                i += 1
-            if w == "setsid" and any("f" in f.lstrip("-") or f == "--fork" for f in flags):
-                seen.append("setsid -f")
-            else:
-                seen.append(w)
-        return argv[i:], seen
+        """Read through nohup, setsid, env, sudo, taskset, ... (launchline/wrappers.py); return the real command and
+        the wrappers seen. A wrapper option the table does not know stops there: what follows is not guessed at."""
+        through = read_through(argv)
+        seen = ["setsid -f" if name == "setsid" and any(w in ("-f", "--fork") or (w.startswith("-") and not
+                                                                                   w.startswith("--") and "f" in w)
+                                                          for w in words[1:]) else name
+                for name, words, _ in through.wrappers]
+        if through.unknown:
+            return argv[through.wrappers[-1][2] + len(through.wrappers[-1][1]) if through.wrappers else 0:], seen
+        return argv[through.index:], seen
 
     # -- hops that move the command -----------------------------------------------------------------------
     def _ssh(self, argv: list[str], frame: Frame, h: int) -> Optional[Frame]:
@@ -289,11 +275,10 @@ class _Walker:
                       f"{tool} gets one word {quote(first)} as the program name: no shell splits it",
                       fix=f"{join(prefix)} sh -c {quote(first)}")
             return sub
-        if base(first) in SHELLS and "-c" in "".join(a for a in inner[1:3] if a.startswith("-")):
-            k = next(i for i, a in enumerate(inner) if a.startswith("-") and "c" in a)
-            if k + 1 < len(inner):
-                self.shell(inner[k + 1], sub, f"{base(first)} -c in {where}")
-                return sub
+        call = read_shell(inner) if base(first) in SHELLS else None
+        if call and call.command_string and call.script_at is not None:  # options read by name (`--rcfile F`)
+            self.shell(inner[call.script_at], sub, f"{base(first)} -c in {where}")
+            return sub
         self.run(inner, [], sub, hh)
         return sub
 
@@ -334,8 +319,9 @@ class _Walker:
         if name == "screen":
             self._screen(argv, frame, h)
             return
-        if name in SHELLS and len(argv) > 2 and argv[1].startswith("-") and "c" in argv[1]:
-            self.shell(argv[2], frame, f"{name} -c on {frame.where}")
+        call = read_shell(argv) if name in SHELLS else None
+        if call and call.command_string and call.script_at is not None:  # options read by name (`--rcfile F`)
+            self.shell(argv[call.script_at], frame, f"{name} -c on {frame.where}")
             return
         if name in NOT_A_JOB:
             return

@@ -8,6 +8,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import Optional
 
+from dfdoctor.launchline.wrappers import read_shell
 from dfdoctor.launchline.hops import LOCAL, base
 from dfdoctor.launchline.launchpath import analyse
 from dfdoctor.shell import join
@@ -38,7 +39,7 @@ def is_launch_line(command: list[str]) -> bool:
         return True
     name = base(command[0])
     if name in ("sh", "bash", "dash"):
-        return any(a.startswith("-") and "c" in a for a in command[1:2])
+        return read_shell(command).command_string  # options read by name: `--rcfile F` is no `-c`
     return name in DETACHERS
 
 

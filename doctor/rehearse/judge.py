@@ -74,9 +74,10 @@ def findings(r: Rehearsal, expected_log: Optional[str] = None) -> list[Observed]
         if have.get(word) == "" and said:
             others = [w for w in ("python3", "python") if w != word and have.get(w)]
             also = f" ({', '.join(others)} does)" if others else ""
+            uses = f" The fix uses {others[0]}, the interpreter that exists there." if others else ""
             out.append(Observed(causes.COMMAND_NOT_FOUND, job.where,
                                 f"`{word}` does not exist in {job.where}{also}: the job cannot start",
-                                f"It said: {_plain(said[-1], suffix)}"))
+                                f"It said: {_plain(said[-1], suffix)}.{uses}"))
             return out
         if said:
             out.append(Observed(causes.COMMAND_NOT_FOUND, job.where, f"the job could not start in {job.where}",
@@ -88,6 +89,12 @@ def findings(r: Rehearsal, expected_log: Optional[str] = None) -> list[Observed]
             out.append(Observed(causes.COMMAND_NOT_FOUND, job.where,
                                 f"`{what}` does not exist where your line runs it: the job cannot start",
                                 f"It said: {_plain(missing.group(0), suffix)}"))
+            return out
+        error = _error_said(r.output, suffix)
+        if error:  # the line itself stopped, and said why (tmux: "duplicate session: NAME")
+            out.append(Observed(causes.EXITED_EARLY, job.where,
+                                f"the line stopped before the job started; it said: {error}",
+                                "The rehearsal ran the line as you typed it; the job never started."))
             return out
         out.append(Observed(causes.KILLED_ON_SESSION_EXIT, job.where,
                             "the job never got to run: the session ended first and took it down with it",
@@ -131,6 +138,17 @@ def findings(r: Rehearsal, expected_log: Optional[str] = None) -> list[Observed]
             out.append(Observed(causes.LOG_ELSEWHERE, job.where,
                                 f"the job's output goes to {path}, not to the log {expected_log}"))
     return out
+
+
+_ERROR_WORDS = re.compile(r"duplicate session|error|not found|denied|No such|cannot|can't|failed|usage:|invalid|"
+                          r"unknown option|refused|not permitted", re.I)
+
+
+def _error_said(output: str, suffix: str) -> str:
+    """The last line of the terminal that reads as an error (a command's own words), with the rehearsal's names
+    taken out."""
+    lines = [ln.strip() for ln in output.splitlines() if _ERROR_WORDS.search(ln)]
+    return _plain(lines[-1], suffix) if lines else ""
 
 
 def _held(r: Rehearsal) -> str:

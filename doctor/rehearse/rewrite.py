@@ -20,22 +20,40 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from dfdoctor.launchline.hops import BUILTINS, PYTHONS, SHELLS, SSH_OPTS_WITH_ARG, base
-from dfdoctor.shell import Command, ShellSyntaxError, Word, join, parse, quote
+from dfdoctor.launchline.hops import PYTHONS, SSH_OPTS_WITH_ARG, base
+from dfdoctor.launchline.wrappers import SHELLS, read_shell, read_through
+from dfdoctor.rehearse import prove
+from dfdoctor.shell import Command, Redirect, ShellSyntaxError, Word, join, parse, quote
 from dfdoctor.targets.registry import hop_kind, kind_for
 
 SSH_CONFIG_ENV = "DFDOCTOR_SSH_CONFIG"
 CONNECT_TIMEOUT_S = 5
-# Plumbing that runs for real (REHEARSAL.md): builtins that change the shell's state or print, detachers.
-KEPT = BUILTINS | {"true", "false", ":", "echo", "printf", "test", "[", "wait", "disown", "trap", "shopt",
-                   "exit", "return", "local", "declare", "readonly", "umask", "ulimit"}
-WRAPPERS = {"nohup", "setsid", "exec", "env", "nice", "stdbuf", "ionice", "taskset", "chrt", "numactl",
-            "command", "time", "timeout"}
+# Plumbing that runs (REHEARSAL.md), once its words are proved harmless (prove.py): builtins that change only the
+# shell's own state or print, and detachers. Not here, so never run: `trap` (its action runs later), `source`/`.`
+# (a file's lines), `eval`, `alias`, `read` (waits for input).
+RUNS = {"cd", "pushd", "popd", "export", "set", "unset", "umask", "ulimit", "true", "false", ":", "echo",
+        "printf", "test", "[", "wait", "disown", "shopt", "exit", "return", "local", "declare", "readonly",
+        "typeset"}
+# What, when not run, may change what the job finds (its folder, its environment, its files): a rehearsal that
+# skipped one of these cannot observe a failure of the line, only warn about it (judge.py).
+STATEFUL = {"cd", "pushd", "popd", "export", "set", "source", ".", "eval", "alias", "declare", "typeset",
+            "readonly", "local", "mkdir", "ln", "cp", "mv", "touch", "install", "rsync", "tar", "unzip", "conda",
+            "module", "ml", "hash", "unset"}
 RUNNERS = ("torchrun", "accelerate", "deepspeed")
+STANDS_IN = "the sentinel stands in for"  # a not-rehearsed entry that is the rehearsal itself, not a part left out
 LAUNCHER_SUFFIXES = (".sh", ".bash")
+_JOB_WORD = re.compile(r"(^|[\s/'\"(])(python[\d.]*|pypy\d*|torchrun|accelerate|deepspeed)(\s|$)")
+# a redirect's target a hop may expand before the rehearsal: literal text and plain variables, nothing that runs
+_PLAIN_DYNAMIC = re.compile(r'(?:[A-Za-z0-9_./@%+,:=~"-]|\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\})+')
+_VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+# nohup writes nohup.out in the folder it starts in (else in $HOME) when its stdout is a terminal: the rehearsal
+# points that output at a renamed file first, as nohup would have, so the user's nohup.out is never appended to.
+NOHUP_OUT = ('if [ -t 1 ]; then {{ exec >>nohup.out{sfx}; }} 2>/dev/null || exec >>"$HOME/nohup.out{sfx}"; fi; '
+             'exec "$@"')
 
 
 class CannotRehearse(ValueError):
@@ -61,7 +79,9 @@ class Log:
     chain: tuple[Hop, ...]
     where: str
     cwd: Optional[str]
-    dynamic: bool = False
+    dynamic: bool = False  # its path was not known before the rehearsal (left to the look at the job's fds)
+    what: str = "redirect"  # redirect | tee | nohup.out | screen log | lock file | time -o
+    in_home: bool = False  # relative to $HOME at that place (nohup's fallback), not to `cwd`
 
 
 @dataclass
@@ -90,6 +110,15 @@ class Plan:
     logs: list[Log] = field(default_factory=list)
     not_rehearsed: list[tuple[str, str]] = field(default_factory=list)  # (command, why)
     uses_tty: bool = False
+    # what was not run and may change what the job finds (a `cd`, a `source`, a `mkdir`): why, in words; a
+    # failure seen without it is not an observed failure of the line (judge.py)
+    uncertain: list[str] = field(default_factory=list)
+    multiplexers: list[tuple[tuple, str]] = field(default_factory=list)  # (chain, "tmux" | "screen") started
+
+    @property
+    def mark(self) -> str:
+        """The word every name the rehearsal makes carries (its folder, renamed files, tmux socket, screen)."""
+        return f"dfdoctor-rh-{self.tag}"
 
     @property
     def folder(self) -> str:
@@ -118,25 +147,31 @@ def ssh_extra() -> list[str]:
 
 
 class _Rewriter:
-    """One pass over the line. `chosen` is the index of the Python command the sentinel replaces (the last)."""
+    """One pass over the line. `chosen` is the index of the Python command the sentinel replaces (the last).
+    `expanded` holds what each dynamic redirect target expanded to at its hop (the first pass collects them in
+    `dynamic`, the runner expands them there, the second pass writes the values in)."""
 
-    def __init__(self, plan: Plan, chosen: Optional[int], launcher: Optional[str], launcher_text: Optional[str]):
+    def __init__(self, plan: Plan, chosen: Optional[int], launcher: Optional[str], launcher_text: Optional[str],
+                 expanded: Optional[dict] = None):
         self.plan = plan
         self.chosen = chosen
         self.jobs_seen = 0
         self.launcher = launcher
         self.launcher_text = launcher_text
         self.launcher_job: Optional[Job] = None
+        self.expanded = expanded
+        self.dynamic: list[tuple[tuple[Hop, ...], str]] = []  # (chain, the text to expand there)
 
     # -- a shell parses text ------------------------------------------------------------------------------
-    def text(self, text: str, chain: tuple[Hop, ...], where: str, cwd: Optional[str] = None) -> str:
-        """Rewrite shell text parsed at one hop; return the new text."""
+    def text(self, text: str, chain: tuple[Hop, ...], where: str, cwd: Optional[str] = None,
+             tty: bool = True) -> str:
+        """Rewrite shell text parsed at one hop (`tty`: its stdout may be a terminal); return the new text."""
         try:
             pipelines = parse(text)
         except ShellSyntaxError as exc:
             raise CannotRehearse(f"the shell on {where} cannot parse this line: {exc}") from None
         edits: list[tuple[int, int, str]] = []
-        state = {"cwd": cwd, "setup": []}
+        state = {"cwd": cwd, "setup": [], "vars": {}, "tty": tty}
         for p in pipelines:
             for c in p.commands:
                 self.command(c, chain, where, state, edits)
@@ -144,27 +179,133 @@ class _Rewriter:
             text = text[:start] + new + text[end:]
         return text
 
+    def skip(self, c: Command, edits: list, why: str, *, stateful: bool = False) -> None:
+        """Do not run this command: `:` takes its place (words, assignments and redirects), and the report says
+        what was not run and why."""
+        start, end = c.span()
+        # a here-document's body follows the line: it stays a here-document (its delimiter quoted, so nothing in
+        # it expands), else its lines would be read as commands
+        docs = "".join(f" {r.op}{quote_delimiter(r.target)}" for r in c.redirects if r.op in ("<<", "<<-"))
+        edits.append((start, end, ":" + docs))
+        self.plan.not_rehearsed.append((_short(c.text()), why))
+        if stateful:
+            self.plan.uncertain.append(f"`{_short(c.text())}` was not run ({why})")
+
     def command(self, c: Command, chain: tuple[Hop, ...], where: str, state: dict, edits: list) -> None:
-        """One simple command: its redirects, then its words."""
+        """One simple command: what it sits in, whether its words are proved harmless, its redirects, its words."""
+        if c.header:  # a `for` loop's list: expanded when the loop starts
+            why = prove.unproved(c)
+            if why:
+                raise CannotRehearse(f"a `for` loop's list: {why}")
+            return
+        loop = next((n for n in c.nest if n in ("while", "until")), None)
+        if loop:
+            raise CannotRehearse(f"the line has a `{loop}` loop, whose body dfdoctor does not expand: a rehearsal "
+                                 "runs only what it has proved harmless")
+        inside = next((n for n in c.nest if n in ("for", "function")), None)
+        if inside:
+            what = "a `for` loop" if inside == "for" else "a function"
+            if _JOB_WORD.search(c.text()):
+                raise CannotRehearse(f"the job starts inside {what} ({_short(c.text())}), which dfdoctor does not "
+                                     "expand: a rehearsal runs only what it has proved harmless")
+            self.skip(c, edits, f"inside {what}, which dfdoctor does not expand", stateful=True)
+            return
+        why = prove.unproved(c)
+        if why:
+            argv = [w.value for w in c.words]
+            first = argv[read_through(argv).index:][:1]
+            if not (first and (base(first[0]).startswith(PYTHONS) or base(first[0]) in RUNNERS)):
+                if _JOB_WORD.search(c.text()):  # a hop, a shell or tmux that carries the job
+                    raise CannotRehearse(f"{why}, in `{_short(c.text())}`")
+                self.skip(c, edits, why, stateful=not c.words or base(first[0] if first else "") in STATEFUL)
+                return
+            if any(r.target_substitution or r.body_expands for r in c.redirects):
+                raise CannotRehearse(f"{why}, in `{_short(c.text())}`")
+        for w in c.assignment_words:  # `A=$(cmd) python t.py`: the job keeps the name, never the command
+            if not prove.harmless_word(w):
+                name, _, value = w.raw.partition("=")
+                edits.append((w.start, w.end, f"{name}={quote(value)}"))
+                self.plan.not_rehearsed.append((w.raw, "a command substitution, which the shell would run"))
         for r in c.redirects:
-            if r.to_file and r.start >= 0:
-                self.plan.logs.append(Log(r.target, r.target + self.plan.suffix, chain, where, state["cwd"],
-                                          r.target_dynamic))
-                edits.append((r.end, r.end, self.plan.suffix))
+            self.redirect(r, chain, where, state, edits)
+        tty = state["tty"] and not any(1 in r.fds for r in c.redirects)
         if c.words:
-            self.words(c.words, chain, where, state, edits, c.text())
+            self.words(c.words, chain, where, state, edits, c.text(), tty)
         elif c.assignments:
             state["setup"].append(" ".join(c.assignments))
+            for w in c.assignment_words:
+                name, _, value = w.value.partition("=")
+                state["vars"][name] = None if w.dynamic else value
+
+    def redirect(self, r: Redirect, chain: tuple[Hop, ...], where: str, state: dict, edits: list) -> None:
+        """A file the command writes: renamed with the rehearsal's suffix; a dynamic path expanded at its hop."""
+        if not (r.to_file and r.start >= 0):
+            return
+        if r.target.startswith("/dev/") and not r.target_dynamic:
+            return  # a device or one of the shell's own descriptors (/dev/stdout, /dev/tty): no file to rename
+        if r.target.startswith("/proc/") and not r.target_dynamic:
+            # another process's output (`> /proc/1/fd/1`: the container's main process, so `docker logs`): the
+            # sentinel's words never go there; what it would have reached is said, not observed
+            edits.append((r.end - len(r.target_raw), r.end, "/dev/null"))
+            self.plan.not_rehearsed.append((r.raw, "it writes into another process's output (for /proc/1/fd/1: "
+                                            "the container's log); the rehearsal wrote to /dev/null instead"))
+            return
+        if not r.target_dynamic:
+            self.plan.logs.append(Log(r.target, r.target + self.plan.suffix, chain, where, state["cwd"]))
+            edits.append((r.end, r.end, self.plan.suffix))
+            return
+        raw = r.target_raw
+        if not _PLAIN_DYNAMIC.fullmatch(raw):
+            raise CannotRehearse(f"the log's path {raw} holds more than plain variables: dfdoctor cannot know "
+                                 "which file it names without running it")
+        known = state["vars"]
+        for name in _VAR.findall(raw):
+            if name in known and known[name] is None:
+                raise CannotRehearse(f"the log's path {raw} uses ${name}, which the line sets to a value dfdoctor "
+                                     "cannot know without running it")
+        text = _VAR.sub(lambda m: known[m.group(1)] if m.group(1) in known else m.group(0), raw)
+        if self.expanded is None:  # the first pass: collect it, for the runner to expand at that hop
+            self.dynamic.append((chain, text))
+            self.plan.logs.append(Log(raw, raw + self.plan.suffix, chain, where, state["cwd"], dynamic=True))
+            edits.append((r.end, r.end, self.plan.suffix))
+            return
+        value = self.expanded.get((chain, text))
+        if not value:
+            raise CannotRehearse(f"the log's path {raw} could not be expanded on {where}")
+        self.plan.logs.append(Log(raw, value + self.plan.suffix, chain, where, state["cwd"]))
+        edits.append((r.end - len(raw), r.end, quote(value + self.plan.suffix)))
+
+    def output_word(self, word: Word, chain: tuple[Hop, ...], where: str, state: dict, edits: list,
+                    what: str) -> None:
+        """A word naming a file a command writes (tee's, screen's -Logfile, flock's): renamed like a redirect's."""
+        if word.dynamic:
+            raise CannotRehearse(f"{what} {word.raw} is a path with `$` in it: dfdoctor expands only a redirect's")
+        self.plan.logs.append(Log(word.value, word.value + self.plan.suffix, chain, where, state["cwd"],
+                                  what=what))
+        edits.append((word.start, word.end, quote(word.value + self.plan.suffix)))
 
     def words(self, words: list[Word], chain: tuple[Hop, ...], where: str, state: dict, edits: list,
-              shown: str) -> None:
-        """Words a program receives (exec'd, or after a shell's parsing): find what they run."""
-        k = _past_wrappers([w.value for w in words])
+              shown: str, tty: bool = True) -> None:
+        """Words a program receives (exec'd, or after a shell's parsing): find what they run. `tty`: their stdout
+        may be a terminal (nohup then writes nohup.out)."""
+        argv = [w.value for w in words]
+        through = read_through(argv)
+        k = through.index
+        if through.unknown:
+            if _JOB_WORD.search(" ".join(argv)):
+                raise CannotRehearse(f"{through.unknown}: dfdoctor cannot tell what it runs")
+            self.skip_words(words, edits, shown, through.unknown)
+            return
         if k >= len(words):
             return
-        argv = [w.value for w in words[k:]]
+        for at in through.outputs:  # `flock FILE`, `time -o FILE`: files the wrappers create
+            self.output_word(words[at], chain, where, state, edits, "the file")
+        for wname, _, at in through.wrappers:
+            if wname == "sudo":  # never a password prompt: the rehearsal waits for no input
+                edits.append((words[at].end, words[at].end, " -n"))
+        argv = argv[k:]
         name = base(argv[0])
-        if name == "cd":
+        if name in ("cd", "pushd") and k == 0:
             d = argv[1] if len(argv) > 1 else None
             if d and d.startswith("/"):
                 state["cwd"] = d
@@ -173,21 +314,32 @@ class _Rewriter:
             else:
                 state["cwd"] = d
             return
-        if name in ("source", ".", "export") and k == 0 and len(argv) > 1:
-            state.setdefault("setup", []).append(" ".join([".", *(w.raw for w in words[1:])]) if name != "export"
-                                                 else " ".join(w.raw for w in words))
+        if name == "export" and k == 0 and len(argv) > 1:
+            state["setup"].append(" ".join(w.raw for w in words))
+            for w in words[1:]:
+                if "=" in w.value:
+                    var, _, value = w.value.partition("=")
+                    state["vars"][var] = None if w.dynamic else value
+        if name in ("source", ".") and k == 0:
+            self.source(words, chain, where, state, edits, shown)
+            return
         kind = hop_kind(argv)
         if kind is not None and kind.hop_takes_one_string:
             self.ssh(words[k:], chain, where, edits)
             return
         if kind is not None:
-            self.container(words[k:], chain, where, edits)
+            self.container(words[k:], chain, where, edits, tty)
             return
-        if name == "pct":  # not `pct exec`: enters no container; left as it is, as it always was
+        if name == "pct":  # not `pct exec`: enters no container; not run
+            self.skip_words(words, edits, shown, "a `pct` command that enters no container")
             return
-        if name in SHELLS and len(argv) > 2 and argv[1].startswith("-") and "c" in argv[1]:
-            self.nested(words[k + 2], chain, where, edits, state["cwd"])
-            return
+        if name in SHELLS:
+            call = read_shell(argv)
+            if call.unknown:
+                raise CannotRehearse(call.unknown)
+            if call.command_string and call.script_at is not None:
+                self.nested(words[k + call.script_at], chain, where, edits, state["cwd"], tty)
+                return
         if name == "tmux" and argv[1:2] and argv[1] in ("new", "new-session"):
             self.plan.uses_tty = True
             self.tmux(words[k:], chain, where, state, edits)
@@ -195,27 +347,89 @@ class _Rewriter:
         if name == "screen":
             self.screen(words[k:], chain, where, state, edits)
             return
+        if name == "tee":
+            self.tee(words[k:], chain, where, state, edits, shown)
+            return
         if self._is_launcher(argv):
-            self.launcher_words(words, k, chain, where, state, edits)
+            self.launcher_words(words, k, chain, where, {**state, "tty": tty}, edits)
             return
         if name.startswith(PYTHONS) or name in RUNNERS:
+            for wname, ws, at in through.wrappers:
+                if wname == "srun":  # the program would run on a node; here it runs where srun was typed
+                    self.plan.not_rehearsed.append((join(ws), f"{through.elsewhere}; the rehearsal runs the "
+                                                    "program where srun was typed, without srun"))
+                    edits.append((words[at].start, words[at + len(ws) - 1].end, "env"))
+                if wname == "nohup" and tty:
+                    self.nohup_out(words[at], chain, where, state, edits)
+            if through.cwd:
+                state = {**state, "cwd": through.cwd if through.cwd.startswith("/") or not state["cwd"]
+                         else posixpath.join(state["cwd"], through.cwd)}
             self.job(words, k, chain, where, state, edits, shown)
             return
-        if name in KEPT or (name == "sleep" and _short_sleep(argv)):
+        if name in RUNS or (name == "sleep" and _short_sleep(argv)):
             return
+        self.skip_words(words, edits, shown, _why_not(name), stateful=name in STATEFUL)
+
+    def skip_words(self, words: list[Word], edits: list, shown: str, why: str, *, stateful: bool = False) -> None:
+        """Do not run these words: `:` takes their place (their redirects stay, renamed)."""
         edits.append((words[0].start, words[-1].end, ":"))
-        self.plan.not_rehearsed.append((shown, _why_not(name)))
+        self.plan.not_rehearsed.append((shown, why))
+        if stateful:
+            self.plan.uncertain.append(f"`{_short(shown)}` was not run ({why})")
+
+    def source(self, words: list[Word], chain: tuple[Hop, ...], where: str, state: dict, edits: list,
+               shown: str) -> None:
+        """`source FILE`: a file's lines are not run. A venv's `bin/activate` is stood in for by what it is known
+        to do (VIRTUAL_ENV, PATH); anything else is not rehearsed, and what follows may differ."""
+        state["setup"].append(" ".join([".", *(w.raw for w in words[1:])]))
+        path = words[1].value if len(words) > 1 else ""
+        if len(words) == 2 and not words[1].dynamic and path.endswith("/bin/activate"):
+            venv = posixpath.dirname(posixpath.dirname(path)) or "."
+            if not venv.startswith("/") and state["cwd"] and state["cwd"].startswith("/"):
+                venv = posixpath.normpath(posixpath.join(state["cwd"], venv))
+            edits.append((words[0].start, words[-1].end,
+                          f'export VIRTUAL_ENV={quote(venv)} PATH={quote(venv + "/bin")}:"$PATH"'))
+            self.plan.not_rehearsed.append((shown, "a file's lines are not run; what a venv's activate does "
+                                            "(VIRTUAL_ENV, PATH) was set in its place"))
+            return
+        self.skip_words(words, edits, shown, "a sourced file's lines are not run (they may run any command)",
+                        stateful=True)
+
+    def tee(self, words: list[Word], chain: tuple[Hop, ...], where: str, state: dict, edits: list,
+            shown: str) -> None:
+        """`tee [-a] FILE...`: runs, writing renamed files."""
+        files = []
+        for w in words[1:]:
+            if w.value in ("-a", "--append", "-i", "--ignore-interrupts", "-p") or w.value.startswith("--output-error"):
+                continue
+            if w.value.startswith("-"):
+                self.skip_words(words, edits, shown, f"tee's option {w.value} is not one dfdoctor knows")
+                return
+            files.append(w)
+        for w in files:
+            self.output_word(w, chain, where, state, edits, "tee's file")
+
+    def nohup_out(self, word: Word, chain: tuple[Hop, ...], where: str, state: dict, edits: list) -> None:
+        """`nohup CMD` with its stdout not redirected: where that is a terminal, nohup appends to nohup.out; the
+        rehearsal opens a renamed one first (in the same folder, else in $HOME, as nohup would)."""
+        guard = NOHUP_OUT.format(sfx=self.plan.suffix)
+        edits.append((word.start, word.start, f"sh -c {quote(guard)} sh "))
+        self.plan.logs.append(Log("nohup.out", "nohup.out" + self.plan.suffix, chain, where, state["cwd"],
+                                  what="nohup.out"))
+        self.plan.logs.append(Log("nohup.out", "nohup.out" + self.plan.suffix, chain, where, None,
+                                  what="nohup.out", in_home=True))
 
     # -- hops ---------------------------------------------------------------------------------------------
-    def nested(self, word: Word, chain: tuple[Hop, ...], where: str, edits: list, cwd: Optional[str]) -> None:
+    def nested(self, word: Word, chain: tuple[Hop, ...], where: str, edits: list, cwd: Optional[str],
+               tty: bool = True) -> None:
         """A word that another shell parses at the same place (`sh -c WORD`, tmux's one-word command)."""
-        new = self.text(word.value, chain, where, cwd)
+        new = self.text(word.value, chain, where, cwd, tty)
         _put_back(word, new, edits)
 
     def ssh(self, words: list[Word], chain: tuple[Hop, ...], where: str, edits: list) -> None:
         """`ssh [opts] dest CMD...`: options first, then the remote command in the login shell there."""
         argv = [w.value for w in words]
-        i, opts = 1, []
+        i, opts, remote_tty, forks = 1, [], False, []
         while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":
             if argv[i] == "--":
                 i += 1
@@ -227,8 +441,10 @@ class _Rewriter:
                     takes = j == len(a) - 1  # `-p 22` takes the next word; `-p22` holds its value
                     break
                 if ch == "t":
-                    self.plan.uses_tty = True
-            opts.append(a)
+                    self.plan.uses_tty = remote_tty = True
+                if ch == "f" and i not in forks:
+                    forks.append(i)
+            opts.append(a.replace("f", "", 1) if i in forks else a)
             if takes and i + 1 < len(argv):
                 opts.append(argv[i + 1])
                 i += 1
@@ -238,10 +454,19 @@ class _Rewriter:
         dest = argv[i]
         host = dest.rpartition("@")[2]
         session_opts = [o for o in opts if not (o.startswith("-") and set(o[1:]) <= {"t", "T"})]
+        if forks:
+            # `ssh -f` forks into the background once logged in, in a session of its own, stdin from /dev/null:
+            # `setsid -f ssh -n` does that before logging in, so the rehearsal's terminal closing does not end it
+            # while it logs in, as a user's terminal left open would not
+            edits.append((words[0].start, words[0].start, "setsid -f "))
+            for at in forks:
+                edits.append((words[at].start, words[at].end, quote(argv[at].replace("f", "n", 1))))
         hop = Hop(hop_kind(argv).scheme, ("ssh", *ssh_extra(), "-T", *session_opts, dest), host)
         edits.append((words[0].end, words[0].end, " " + join(ssh_extra())))
         remote = words[i + 1:]
-        new = self.text(" ".join(w.value for w in remote), (*chain, hop), host)
+        # the remote command's stdout is the ssh channel, a terminal only with -t
+        new = self.text(" ".join(w.value for w in remote), (*chain, hop), host,
+                        tty=remote_tty)
         if len(remote) == 1:
             _put_back(remote[0], new, edits)
         elif new != " ".join(w.value for w in remote):
@@ -250,7 +475,7 @@ class _Rewriter:
                                      "rewrite it without changing where they expand")
             edits.append((remote[0].start, remote[-1].end, quote(new)))
 
-    def container(self, words: list[Word], chain: tuple[Hop, ...], where: str, edits: list) -> None:
+    def container(self, words: list[Word], chain: tuple[Hop, ...], where: str, edits: list, tty: bool = True) -> None:
         """`pct exec N --`, `lxc-attach -n N --`, `docker exec C`: the words are exec'd there, no shell."""
         argv = [w.value for w in words]
         name, first = _container_split(argv)
@@ -259,11 +484,21 @@ class _Rewriter:
         kind = hop_kind(argv)
         inside = f"container {name}" + (f" on {where}" if chain else "")
         self.words(words[first:], (*chain, Hop(kind.scheme, tuple(kind.session_hop(argv[:first])), inside)), inside,
-                   {"cwd": None, "setup": []}, edits, " ".join(argv[first:]))
+                   {"cwd": None, "setup": [], "vars": {}, "tty": tty}, edits, " ".join(argv[first:]), tty)
 
     def tmux(self, words: list[Word], chain: tuple[Hop, ...], where: str, state: dict, edits: list) -> None:
-        """`tmux new -d [-s S] CMD`: one word is run by the default shell; several are exec'd."""
+        """`tmux new -d [-s S] CMD`: one word is run by the default shell; several are exec'd. The server is a
+        private one (`-L MARK`), killed after: the user's own sessions and names are never touched."""
         argv = [w.value for w in words]
+        name = next((argv[j + 1] for j in range(2, len(argv) - 1) if argv[j] == "-s"), None)
+        if name and not words[argv.index("-s") + 1].dynamic:
+            # the user's own server is only asked (read-only) whether the name is taken, as `tmux new` would find
+            guard = (f'if tmux has-session -t "=$1" 2>/dev/null; then echo "duplicate session: $1" >&2; exit 1; fi; '
+                     f'shift; exec tmux -L {self.plan.mark} "$@"')
+            edits.append((words[0].start, words[0].end, f"sh -c {quote(guard)} sh {quote(name)}"))
+        else:
+            edits.append((words[0].end, words[0].end, f" -L {self.plan.mark}"))
+        self.plan.multiplexers.append((chain, "tmux"))
         i = 2
         while i < len(argv) and argv[i].startswith("-"):
             if argv[i][-1] in "scnxyeEFtf" and argv[i] not in ("-d", "-P", "-A", "-D", "-X"):
@@ -273,18 +508,38 @@ class _Rewriter:
         if len(rest) == 1:
             self.nested(rest[0], chain, f"tmux pane on {where}", edits, state["cwd"])
         elif rest:
-            self.words(rest, chain, f"tmux pane on {where}", dict(state), edits, join(argv[i:]))
+            self.words(rest, chain, f"tmux pane on {where}", {**state, "tty": True}, edits, join(argv[i:]))
 
     def screen(self, words: list[Word], chain: tuple[Hop, ...], where: str, state: dict, edits: list) -> None:
-        """`screen -dmS S CMD...`: the words are exec'd in a window."""
+        """`screen -dmS S CMD...`: the words are exec'd in a window. Its sockets go to a private SCREENDIR, its
+        session name and its log file (`-L`, `-Logfile F`) are renamed: nothing of the user's is touched."""
         argv = [w.value for w in words]
-        i = 1
+        edits.append((words[0].start, words[0].start, f"env SCREENDIR=/tmp/{self.plan.mark}.screen "))
+        self.plan.multiplexers.append((chain, "screen"))
+        i, logfile = 1, False
         while i < len(argv) and argv[i].startswith("-"):
-            if argv[i].endswith("S") or argv[i] in ("-c", "-Logfile", "-t"):
-                i += 1
+            a = argv[i]
+            if a == "-Logfile" and i + 1 < len(argv):
+                self.output_word(words[i + 1], chain, where, state, edits, "screen's log")
+                logfile = True
+                i += 2
+                continue
+            if a.endswith("S") and i + 1 < len(argv):
+                edits.append((words[i + 1].end, words[i + 1].end, self.plan.suffix))
+                i += 2
+                continue
+            if a in ("-c", "-t", "-p", "-h", "-e", "-T", "-X") or a.endswith(("c", "t", "p", "h", "e", "T")) and \
+                    not a.startswith("--"):
+                i += 2
+                continue
             i += 1
+        if any(a.startswith("-") and "L" in a[1:] and a != "-Logfile" for a in argv[1:i]) and not logfile:
+            # `screen -L` logs to screenlog.0 in the folder it starts in: a renamed file instead
+            edits.append((words[0].end, words[0].end, f" -Logfile screenlog.0{self.plan.suffix}"))
+            self.plan.logs.append(Log("screenlog.0", "screenlog.0" + self.plan.suffix, chain, where, state["cwd"],
+                                      what="screen's log"))
         if words[i:]:
-            self.words(words[i:], chain, f"screen window on {where}", dict(state), edits, join(argv[i:]))
+            self.words(words[i:], chain, f"screen window on {where}", {**state, "tty": True}, edits, join(argv[i:]))
 
     # -- the job ------------------------------------------------------------------------------------------
     def job(self, words: list[Word], k: int, chain: tuple[Hop, ...], where: str, state: dict, edits: list,
@@ -301,13 +556,21 @@ class _Rewriter:
             return
         runner = base(argv[0])
         script_at = _script_index(argv)
+        for i, w in enumerate(words):
+            if prove.harmless_word(w):
+                continue
+            if script_at is None or i <= k + script_at:
+                raise CannotRehearse(f"`{_short(w.raw)}` runs a command when the shell expands it, in `{shown}`")
+            edits.append((w.start, w.end, quote(w.raw)))  # the job keeps the argument's place, never its command
+            self.plan.not_rehearsed.append((w.raw, "a command substitution in the job's arguments, which the "
+                                            "shell would run; the sentinel got the text as typed"))
         if runner in RUNNERS:
             # torchrun and friends are the training program too: the sentinel stands in for the whole launcher
             end = words[k + script_at] if script_at is not None else words[-1]
             edits.append((words[k].start, end.end, f"python3 {self.plan.sentinel}"))
             self.plan.not_rehearsed.append((join(argv[:(script_at or 0) + 1]),
-                                            f"{runner} itself (its ranks and rendezvous) is not started; "
-                                            "python3 runs the sentinel in its place"))
+                                            f"{STANDS_IN} {runner} itself (its ranks and rendezvous are "
+                                            "not started; python3 runs the sentinel in its place)"))
             interpreter = "python3"
         else:
             interpreter = argv[0]
@@ -317,7 +580,8 @@ class _Rewriter:
                 first = words[k + script_at - (1 if argv[script_at - 1] in ("-m", "-c") else 0)]
                 edits.append((first.start, words[k + script_at].end, self.plan.sentinel))
         script = argv[script_at] if script_at is not None else None
-        is_file = script is not None and argv[script_at - 1] not in ("-m", "-c")
+        # a script path with `$` in it is what that shell expands, unknown here: not looked for (never guessed)
+        is_file = script is not None and argv[script_at - 1] not in ("-m", "-c") and not words[k + script_at].dynamic
         self.plan.job = Job(argv, interpreter, chain, where, state["cwd"], script,
                             runner if runner in RUNNERS else "python", list(state.get("setup", [])), is_file,
                             self.launcher_job)
@@ -339,7 +603,7 @@ class _Rewriter:
         self.launcher_text = None  # followed once
         self.launcher_job = Job(argv, argv[0], chain, where, state["cwd"], argv[at - k], "launcher",
                                 list(state.get("setup", [])), True)
-        new = self.text(text, chain, where, state["cwd"])
+        new = self.text(text, chain, where, state["cwd"], state.get("tty", True))
         shell = base(argv[0]) if base(argv[0]) in SHELLS else _shebang(text)
         edits.append((words[k].start, words[at].end, f"{shell} -c {quote(new)} {words[at].raw}"))
 
@@ -352,17 +616,30 @@ def _shebang(text: str) -> str:
     return name if name in SHELLS else "sh"
 
 
-def plan(line: str, tag: str, *, launcher: Optional[str] = None, launcher_text: Optional[str] = None) -> Plan:
-    """The rehearsal line for `line`; CannotRehearse says why there is none."""
+def plan(line: str, tag: str, *, launcher: Optional[str] = None, launcher_text: Optional[str] = None,
+         expand=None) -> Plan:
+    """The rehearsal line for `line`; CannotRehearse says why there is none. `expand(chain, texts)` expands
+    redirect targets with variables at the hop `chain` reaches (a list of values, one per text); without it
+    they keep their variables and only the look at the job's descriptors finds them."""
     probe = Plan(tag, line)
     first = _Rewriter(probe, None, launcher, launcher_text)
     first.text(line, (), "your machine")
     if first.jobs_seen == 0 and launcher_text is None:
         raise CannotRehearse("the line starts no Python program (python, torchrun, accelerate, deepspeed) for the "
                              "sentinel to stand in for")
+    expanded = None
+    if first.dynamic and expand is not None:
+        expanded = {}
+        by_chain: dict[tuple, list[str]] = {}
+        for chain, text in first.dynamic:
+            by_chain.setdefault(chain, []).append(text)
+        for chain, texts in by_chain.items():
+            texts = list(dict.fromkeys(texts))
+            values = expand(chain, texts)
+            expanded.update({(chain, t): v for t, v in zip(texts, values)})
     chosen = max(first.jobs_seen - 1, 0)
     out = Plan(tag, line)
-    second = _Rewriter(out, chosen, launcher, launcher_text)
+    second = _Rewriter(out, chosen, launcher, launcher_text, expanded)
     out.line = second.text(line, (), "your machine")
     if out.job is None:
         raise CannotRehearse("no Python command found to stand the sentinel in for")
@@ -393,26 +670,6 @@ def _same_specials(old: str, new: str) -> bool:
     return all(old.count(ch) == new.count(ch) for ch in '"$`\\')
 
 
-def _past_wrappers(argv: list[str]) -> int:
-    """Index of the first word that is not a wrapper (nohup, setsid -f, env A=B, nice -n 5, ...) or its option."""
-    i = 0
-    while i < len(argv) and base(argv[i]) in WRAPPERS:
-        w = base(argv[i])
-        i += 1
-        while i < len(argv) and argv[i].startswith("-") and argv[i] != "--":
-            takes = (w == "nice" and argv[i] == "-n") or (w in ("ionice",) and argv[i] in ("-c", "-n")) \
-                or (w == "taskset" and argv[i] == "-c") or (w == "timeout" and argv[i] in ("-s", "-k"))
-            i += 2 if takes else 1
-        if i < len(argv) and argv[i] == "--":
-            i += 1
-        if w == "env":
-            while i < len(argv) and "=" in argv[i]:
-                i += 1
-        if w in ("timeout", "taskset", "chrt") and i < len(argv):
-            i += 1
-    return i
-
-
 def _script_index(argv: list[str]) -> Optional[int]:
     """Where the script (or `-m module` / `-c code`'s value) is in a Python or runner command."""
     name = base(argv[0])
@@ -440,6 +697,17 @@ def _container_split(argv: list[str]) -> tuple[Optional[str], int]:
     return kind.hop_split(argv) if kind is not None else (None, len(argv))
 
 
+def quote_delimiter(delim: str) -> str:
+    """A here-document's delimiter, quoted so that its body is not expanded."""
+    return "'" + delim + "'" if "'" not in delim else '"' + delim + '"'
+
+
+def _short(text: str) -> str:
+    """A command as typed, shortened for a report."""
+    text = " ".join(text.split())
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _short_sleep(argv: list[str]) -> bool:
     """A `sleep` short enough to keep inside the rehearsal's bound (the fix's own `sleep 1`)."""
     try:
@@ -454,7 +722,11 @@ def _why_not(name: str) -> str:
         return "it changes your files; the rehearsal assumes it succeeds"
     if name in ("git", "pip", "pip3", "conda", "uv", "wget", "curl", "apt", "apt-get", "make"):
         return "it fetches, installs or builds; the rehearsal assumes it succeeds"
-    return "not plumbing of the launch (only hops, detachers, cd/export/source and redirects run); " \
+    if name == "trap":
+        return "a trap's action runs a command later (on exit or a signal)"
+    if name == "eval":
+        return "eval runs text as commands"
+    return "not plumbing of the launch (only hops, detachers, cd/export and redirects run); " \
            "the rehearsal assumes it succeeds"
 
 

@@ -27,12 +27,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from dfdoctor import leftovers
 from dfdoctor.rehearse import rewrite
 from dfdoctor.rehearse.rewrite import CannotRehearse, Hop, Plan
+from dfdoctor.shell import join, quote
 
 HERE = Path(__file__).resolve().parent
 SENTINEL = (HERE / "sentinel.py").read_text()
 LOOK = (HERE / "look.sh").read_text()
+SWEEP = (HERE / "sweep.sh").read_text()
+EXPAND = 'for t in "$@"; do eval "f=$t"; printf "%s\\0" "$f"; done'  # texts rewrite.py proved plain
 PLACE = 'umask 077; mkdir "$1" && cat > "$1/sentinel.py" && printf %s "$2" > "$1/script" && echo placed'
 BUDGET_S = 10.0
 PLACE_S = 6.0  # one session to the job's place: ssh + pct exec take seconds on a loaded machine
@@ -55,6 +59,7 @@ class Place:
     have: dict[str, str] = field(default_factory=dict)
     logs: dict[str, tuple[Optional[int], str]] = field(default_factory=dict)  # renamed path -> (size, head)
     error: str = ""
+    swept: bool = False  # sweep.sh ran there after the look
 
 
 @dataclass
@@ -72,6 +77,7 @@ class Rehearsal:
     places: list[Place] = field(default_factory=list)
     seconds: float = 0.0
     left_behind: list[str] = field(default_factory=list)
+    swept: list[str] = field(default_factory=list)  # what the last sweep still found to kill or remove
 
     @property
     def budget(self) -> float:
@@ -104,28 +110,80 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
     out = Rehearsal(line)
     tag = tag or uuid.uuid4().hex[:10]
     try:
-        plan = rewrite.plan(line, tag, launcher=launcher, launcher_text=launcher_text)
+        plan = rewrite.plan(line, tag, launcher=launcher, launcher_text=launcher_text,
+                            expand=lambda chain, texts: _expand(chain, texts, cwd))
     except CannotRehearse as exc:
         out.unobservable = str(exc)
         return out
     out.plan = plan
     job = plan.job
     assert job is not None
-    script = job.script if job.script_is_file else ""
-    placed = _run(rewrite.session_argv(job.chain, ["sh", "-c", PLACE, "sh", plan.folder, script or ""]),
-                  stdin=SENTINEL.encode(), timeout=PLACE_S, cwd=cwd)
-    if "placed" not in placed.stdout:
-        out.unobservable = _unreachable(job.chain, placed)
-        out.seconds = time.monotonic() - began
-        return out
-    out.slack = min(SLACK_MAX_S, 2 * placed.duration)  # type: ignore[attr-defined]
+    sweeps = _sweeps(plan)
+    registered = leftovers.register(plan.mark, [rewrite.session_argv(chain, words) for chain, words in sweeps.items()],
+                                    cwd)  # run by the parent if this worker dies before it cleaned up
+    previous = _interruptible()
     try:
+        script = job.script if job.script_is_file else ""
+        placed = _run(rewrite.session_argv(job.chain, ["sh", "-c", PLACE, "sh", plan.folder, script or ""]),
+                      stdin=SENTINEL.encode(), timeout=PLACE_S, cwd=cwd)
+        if "placed" not in placed.stdout:
+            out.unobservable = _unreachable(job.chain, placed)
+            return out
+        out.slack = min(SLACK_MAX_S, 2 * placed.duration)  # type: ignore[attr-defined]
         _run_line(out, plan.line, cwd)
         time.sleep(SETTLE_S)
+        for chain in _look_everywhere(out, plan, cwd, deadline=began + out.budget, sweeps=sweeps):
+            sweeps.pop(chain)  # swept by its look
     finally:
-        _look_everywhere(out, plan, cwd, deadline=began + out.budget)
-    out.seconds = time.monotonic() - began
+        # Ctrl-C, SIGTERM, a hop that failed, a place no look went to: nothing of it stays (REHEARSAL.md)
+        with ThreadPoolExecutor(max_workers=max(1, len(sweeps))) as pool:
+            said = list(pool.map(lambda item: leftovers.run_quietly(rewrite.session_argv(*item), cwd),
+                                 sweeps.items()))
+        leftovers.done(registered)
+        _restore(previous)
+        out.swept = [ln for text in said for ln in text.splitlines() if ln.startswith(("==killed", "==removed"))]
+        out.seconds = time.monotonic() - began
     return out
+
+
+def _sweeps(plan: Plan) -> dict[tuple, list[str]]:
+    """The words that remove what the rehearsal made, for each place it made something (sweep.sh)."""
+    places: dict[tuple, list[str]] = {plan.job.chain: []} if plan.job else {}
+    for chain, _ in plan.multiplexers:
+        places.setdefault(chain, [])
+    for log in plan.logs:
+        places.setdefault(log.chain, []).extend(["~" if log.in_home else (log.cwd or ""), log.renamed[
+            :-len(plan.suffix)] if log.renamed.endswith(plan.suffix) else log.renamed])
+    return {chain: ["sh", "-c", SWEEP, "sh", plan.tag, *files] for chain, files in places.items()}
+
+
+def _interruptible():
+    """SIGTERM ends a rehearsal the way Ctrl-C does (its `finally` cleans up); only the main thread can say so."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    return signal.signal(signal.SIGTERM, stop)
+
+
+def _restore(previous) -> None:
+    if previous is not None:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _expand(chain: tuple[Hop, ...], texts: list[str], cwd: Optional[str]) -> list[str]:
+    """What each text (a redirect target of plain words and variables, proved so by rewrite.py) is at that hop,
+    by the shell of a session there; CannotRehearse when it cannot be asked."""
+    p = _run(rewrite.session_argv(chain, ["sh", "-c", EXPAND, "sh", *texts]), timeout=PLACE_S, cwd=cwd)
+    values = p.stdout.split("\0")[:-1]
+    if p.returncode != 0 or len(values) != len(texts):
+        raise CannotRehearse(f"could not expand {', '.join(texts)} where the line writes it: "
+                             f"{(p.stderr or '').strip()[-200:] or f'exit status {p.returncode}'}")
+    return values
 
 
 def _unreachable(chain: tuple[Hop, ...], p: subprocess.CompletedProcess) -> str:
@@ -233,13 +291,15 @@ def _run_line(out: Rehearsal, line: str, cwd: Optional[str]) -> None:
     out.output = re.sub(r"\n?" + re.escape(marker) + r" \d+\n?", "\n", text).strip("\n")
 
 
-def _look_everywhere(out: Rehearsal, plan: Plan, cwd: Optional[str], *, deadline: float) -> None:
-    """Look at (and clean) every place the rehearsal touched: the job's, and each one a redirect wrote at."""
+def _look_everywhere(out: Rehearsal, plan: Plan, cwd: Optional[str], *, deadline: float,
+                     sweeps: dict[tuple, list[str]]) -> list[tuple]:
+    """Look at (and clean) every place the rehearsal touched: the job's, and each one a redirect wrote at; the
+    sweep of each place runs in the same session, after its look. Returns the places swept so."""
     job = plan.job
     assert job is not None
     places: dict[tuple, dict] = {job.chain: {"folder": plan.folder, "logs": [], "where": job.where}}
     for log in plan.logs:
-        if log.dynamic:
+        if log.dynamic or log.in_home:
             continue
         places.setdefault(log.chain, {"folder": "", "logs": [], "where": log.where})["logs"].append(log)
     words = " ".join(dict.fromkeys([job.interpreter, "python3", "python"]))
@@ -249,7 +309,8 @@ def _look_everywhere(out: Rehearsal, plan: Plan, cwd: Optional[str], *, deadline
         args = [what["folder"], words]
         for log in what["logs"]:
             args += [log.cwd or "", log.renamed]
-        p = _run(rewrite.session_argv(chain, ["sh", "-c", LOOK, "sh", *args]), cwd=cwd,
+        both = f"sh -c {quote(LOOK)} sh {join(args)}; {join(sweeps[chain])}"
+        p = _run(rewrite.session_argv(chain, ["sh", "-c", both]), cwd=cwd,
                  timeout=max(2.5, deadline - time.monotonic()))
         return _read_look(what["where"], p)
 
@@ -258,6 +319,7 @@ def _look_everywhere(out: Rehearsal, plan: Plan, cwd: Optional[str], *, deadline
     for place in out.places:
         if place.error:
             out.left_behind.append(f"{place.where}: {place.error}")
+    return [chain for chain, place in zip(places, out.places) if place.swept]
 
 
 _SECTION = re.compile(r"^==(\w+) ?(.*)$")
@@ -298,6 +360,7 @@ def _read_look(where: str, p: subprocess.CompletedProcess) -> Place:
                     body.append(lines[i])
                     i += 1
                 place.logs[path] = (int(size) if size.isdigit() else 0, "\n".join(body))
+    place.swept = "==swept" in p.stdout
     if "==done" not in p.stdout:
         place.error = (p.stderr.strip().splitlines() or [f"the look exited {p.returncode}"])[-1]
     return place
