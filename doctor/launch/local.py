@@ -24,6 +24,7 @@ from dfdoctor.agent import ship
 from dfdoctor.agent.procfs import buffers_stdout, job_outputs, proc_start_time
 from dfdoctor.diagnose import jobstacks, launcher, stackclass, stacks, stuck
 from dfdoctor.launch import rhythm, settle
+from dfdoctor.progress import WatchLine, seconds
 from dfdoctor.run import record
 from dfdoctor.run.folder import RunFolder
 from dfdoctor.run.live import LiveFacts
@@ -170,12 +171,16 @@ def watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stead
     load = load or record.load
     look = look or observe
     t0 = time.monotonic()
+    line = WatchLine()
     try:
         return _watch(run_dir, proc, watch_s, steady_s, t0, load, look, poll_s, sample,
-                      max(0.0, min(settle_s, watch_s)), settler)
+                      max(0.0, min(settle_s, watch_s)), settler, line)
     except KeyboardInterrupt:  # Ctrl-C ends the watch, not the job: judge what we have
+        line.close()
         run = load(run_dir)
         return run, (None if run.finished else look(run, time.monotonic() - t0))
+    finally:
+        line.close()  # before the verdict: nothing of the line stays above it
 
 
 def _settled_facts(facts: Optional[LiveFacts]) -> Optional[LiveFacts]:
@@ -207,13 +212,14 @@ def _age(run: RunRecord) -> float:
 
 
 def _running_unless_stuck(run: RunRecord, run_dir: Path, load: Loader, sample: Optional[Sampler], watched_s: float,
-                          settle_s: float, settling: settle.Settling,
-                          looping: Optional[str]) -> tuple[RunRecord, Optional[LiveFacts]]:
+                          settle_s: float, settling: settle.Settling, looping: Optional[str],
+                          line: WatchLine) -> tuple[RunRecord, Optional[LiveFacts]]:
     """The verdict of a settled job, after one look at the stacks of every process (two samples a second apart):
     threads in a compile-lock cycle while other threads still print (the bundled trainer without its guard, on
     an H200) are a deadlock, not a running job; a job that ended during the look is judged by its end."""
     if sample is None:
         return run, _running(run, watched_s, settle_s, settling, looping)
+    line.say("it looks settled; one look at the stacks of its processes first", force=True)
     facts = sample(run, watched_s)
     run = load(run_dir)
     if facts is not None and facts.classified is not None:
@@ -253,7 +259,7 @@ def _talking_for(run: RunRecord) -> float:
 def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, steady_s: float,
            t0: float, load: Loader, look: Looker, poll_s: float,
            sample: Optional[Sampler], settle_s: float,
-           settler: Optional[Settler]) -> tuple[RunRecord, Optional[LiveFacts]]:
+           settler: Optional[Settler], line: WatchLine) -> tuple[RunRecord, Optional[LiveFacts]]:
     """The watch loop itself; `watch` adds Ctrl-C handling."""
     growth: list[tuple[float, int]] = []  # (when, progress) each time we saw the output grow
     handoff: Optional[tuple[float, int]] = None  # (when, progress) as we saw the command exit and hand off
@@ -312,9 +318,13 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
                 settle.about_to_end(hb, settle_s) is None and \
                 (settling.since is None or wall - settling.since >= settle_s)
             if ripe and unsettled is None and (settler is None or last_settle_check == now) and run.job_alive():
-                return _running_unless_stuck(run, run_dir, load, sample, now - t0, settle_s, settling, looping)
+                return _running_unless_stuck(run, run_dir, load, sample, now - t0, settle_s, settling, looping, line)
+            last_line = silent if hb.get("last_output_t") or done else None
+            line.say(_waiting_for(run, hb, done, steady, settle_s, unsettled), last_line)
             if sample is not None and silent >= rhythm.sample_after(hb) and now - last_sample >= SAMPLE_S and \
                     run.job_alive():
+                line.say(f"silent for {seconds(silent)}: looking at the stacks of its processes", last_line,
+                         force=True)
                 facts = sample(run, now - t0)
                 last_sample = time.monotonic()
                 if facts is not None and _last_output(load(run_dir)) != _last_output(run):
@@ -323,13 +333,32 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
                     return load(run_dir), facts
             if now - t0 >= watch_s:
                 if steady and unsettled is None and run.job_alive():  # the settle time ends with the watch
-                    return _running_unless_stuck(run, run_dir, load, sample, now - t0, settle_s, settling, looping)
+                    return _running_unless_stuck(run, run_dir, load, sample, now - t0, settle_s, settling, looping,
+                                                 line)
+                line.say("the watch is over: a last look at the job", last_line, force=True)
                 facts = look(run, now - t0)
                 if facts is not None:
                     facts.unsettled = unsettled
                 if facts is not None or now - t0 >= watch_s + 2.0:  # None: it just died, its exit is on the way
                     return run, facts
+        else:
+            line.say("starting the job")
         time.sleep(poll_s)
+
+
+def _waiting_for(run: RunRecord, hb: dict[str, Any], done: int, steady: bool, settle_s: float,
+                 unsettled: Optional[str]) -> str:
+    """What the watch waits for now, in the words of the progress line."""
+    if not done and not hb.get("first_output_t"):
+        return "waiting for its first output"
+    if unsettled is not None:
+        return f"waiting for all its processes to start ({unsettled})"
+    ending = settle.about_to_end(hb, settle_s)
+    if ending is not None:
+        return f"{ending}: waiting for what follows"
+    if not steady:
+        return "waiting for its output to come steadily"
+    return f"waiting for {settle_s:g} s of steady output ({seconds(min(_talking_for(run), settle_s))} so far)"
 
 
 def _running(run: RunRecord, watched_s: float, settle_s: float, settling: settle.Settling,
