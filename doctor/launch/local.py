@@ -366,10 +366,11 @@ def _running(run: RunRecord, watched_s: float, settle_s: float, settling: settle
     """The facts of a job that is running: growing at its rhythm, settled (`looping`: the evidence that it is
     in its loop, when that, not the settle time, showed it past its start)."""
     facts = LiveFacts(pid=run.job_pid, watched_s=watched_s, growing=True)
-    age, talking = _age(run), _talking_for(run)
-    past = f"; {looping}" if looping is not None and talking < settle_s else ""
-    facts.notes = [f"alive {age:.1f} s, printing for {talking:.1f} s (settle time {settle_s:g} s){past}",
-                   f"it {rhythm.words(run.heartbeat, _clock(run), (run.spawned or {}).get('t'))}"] + settling.notes
+    talking = _talking_for(run)
+    past = f"; {looping}" if looping is not None and talking < settle_s else \
+        f" (running is said after {settle_s:g} s of output)"
+    facts.notes = [f"it has printed for {talking:.0f} s{past}", f"it {rhythm.pace_words(run.heartbeat)}"] + \
+        settling.notes
     return facts
 
 
@@ -405,7 +406,7 @@ def _judge(run: RunRecord, facts: LiveFacts, samples: list) -> None:
     facts.job = samples
     hb = run.heartbeat or {}
     facts.quiet_s = rhythm.silent_for(hb, time.time(), (run.spawned or {}).get("t"), run.spec.get("log"))
-    facts.rhythm = rhythm.words(hb, time.time(), (run.spawned or {}).get("t"))
+    facts.rhythm = rhythm.words(hb, time.time(), (run.spawned or {}).get("t"), run.spec.get("log"))
     facts.quiet = facts.quiet_s >= rhythm.sample_after(hb)
     cycle = _cycle("\n\n".join(s.text for s in facts.stacks))
     if cycle is not None and samples:
