@@ -22,7 +22,8 @@ import psutil
 from dfdoctor import causes
 from dfdoctor.agent import ship
 from dfdoctor.agent.procfs import buffers_stdout, job_outputs, proc_start_time
-from dfdoctor.diagnose import jobstacks, launcher, stackclass, stacks, stuck
+from dfdoctor.diagnose import jobstacks, launcher, stacks, stuck
+from dfdoctor.diagnose.look import blocked, classified_as, cycle_in, judge_wait
 from dfdoctor.launch import rhythm, settle
 from dfdoctor.progress import WatchLine, seconds
 from dfdoctor.run import record
@@ -39,8 +40,6 @@ STEADY_BURSTS = 3  # ...seen growing this many separate times (the recorder's he
 START_TIMEOUT_S = 10.0  # the recorder must say hello within this, or it is broken
 SAMPLE_S = 4.0  # a quiet job's stacks are sampled at most this often during the watch
 CYCLE_EVENT = "compile-deadlock-seen"  # launcher.jsonl: when a lock cycle was first seen, and its signature
-BLOCKING_FRAMES = ("acquire", "wait", "join", "_wait_for_tstate_lock", "recv", "recv_into", "accept", "barrier",
-                   "init_process_group", "_lazy_init", "get", "lockf", "flock", "connect")
 
 Spawner = Callable[..., subprocess.Popen]  # (argv, env, cwd, out_path, stdin_data=None) -> Popen
 
@@ -408,9 +407,9 @@ def _judge(run: RunRecord, facts: LiveFacts, samples: list) -> None:
     facts.quiet_s = rhythm.silent_for(hb, time.time(), (run.spawned or {}).get("t"), run.spec.get("log"))
     facts.rhythm = rhythm.words(hb, time.time(), (run.spawned or {}).get("t"), run.spec.get("log"))
     facts.quiet = facts.quiet_s >= rhythm.sample_after(hb)
-    cycle = _cycle("\n\n".join(s.text for s in facts.stacks))
+    cycle = cycle_in("\n\n".join(s.text for s in facts.stacks))
     if cycle is not None and samples:
-        first = _cycle("\n\n".join(s.looks[0].stacks.text for s in samples if s.python and s.looks))
+        first = cycle_in("\n\n".join(s.looks[0].stacks.text for s in samples if s.python and s.looks))
         if first is None or first.signature() != cycle.signature():
             cycle = None  # passing through, not stuck: the two looks differ
     if cycle is not None:
@@ -419,11 +418,8 @@ def _judge(run: RunRecord, facts: LiveFacts, samples: list) -> None:
         _note_cycle(run, cycle)
         facts.stuck_since = _seen_since(run, cycle.signature())
         return
-    if samples and facts.quiet:  # a wait explains a silence; a job that logs at its pace has none to explain
-        try:
-            facts.stuck = stuck.judge(samples, facts.quiet_s, flushed=bool(hb.get("stdout_flushed")))
-        except Exception as exc:  # a classifier bug must not cost us the verdict
-            facts.notes.append(f"the stack classifier failed: {type(exc).__name__}: {exc}")
+    # a wait explains a silence; a job that logs at its pace has none to explain
+    judge_wait(facts, samples, facts.quiet_s, local=True, flushed=bool(hb.get("stdout_flushed")))
 
 
 def sample_stuck(run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
@@ -437,20 +433,6 @@ def sample_stuck(run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
                                            processes=len(facts.job), quiet_s=round(facts.quiet_s or 0.0, 1),
                                            waits=[s.wait.kind for s in stuck.seen(facts.job)], finding=finding)
     return _settled_facts(facts)
-
-
-def _cycle(text: str):
-    """The compile-lock cycle in a stack dump (py-spy's qualified names or faulthandler's bare ones: the one
-    parser reads both), or None."""
-    try:
-        return stackclass.find_cycle(text)
-    except Exception:  # a classifier bug must not cost us the verdict
-        return None
-
-
-def classified_as(cycle) -> tuple[str, str]:
-    """(cause, headline) of a lock cycle, as LiveFacts.classified holds it."""
-    return causes.COMPILE_DEADLOCK, cycle.headline()
 
 
 def _note_cycle(run: RunRecord, cycle) -> None:
@@ -490,14 +472,5 @@ def _look_at_python(p: psutil.Process, facts: LiveFacts) -> None:
     if "python" not in exe:
         return
     facts.python = True
-    if buffers_stdout(p.pid, cmd, environ) and not _blocked(facts):
+    if buffers_stdout(p.pid, cmd, environ) and not blocked(facts):
         facts.buffered = True
-
-
-def _blocked(facts: LiveFacts) -> bool:
-    """The main thread waits on a lock, a join, a socket or a collective: stuck, not busy working."""
-    for st in facts.stacks:
-        main = stackclass.main_thread(st.text)
-        if main and main.frames and main.frames[0].func in BLOCKING_FRAMES:
-            return True
-    return False
