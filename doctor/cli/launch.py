@@ -35,7 +35,7 @@ from dfdoctor.launch.orchestrate import (
     run_launch,
     run_status,
 )
-from dfdoctor.launch.settle import SETTLE_S
+from dfdoctor.watch.settle import SETTLE_S
 from dfdoctor.run.folder import DEFAULT_KEEP, RunNotFound, find_run, runs_root
 from dfdoctor.slurm import orchestrate as slurm
 from dfdoctor.targets.strategies import BY_NAME

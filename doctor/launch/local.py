@@ -24,7 +24,8 @@ from dfdoctor.agent import ship
 from dfdoctor.agent.procfs import buffers_stdout, job_outputs, proc_start_time
 from dfdoctor.diagnose import jobstacks, launcher, stacks, stuck
 from dfdoctor.diagnose.look import blocked, classified_as, cycle_in, judge_wait
-from dfdoctor.launch import rhythm, settle
+from dfdoctor.watch import rhythm, settle
+from dfdoctor.watch.policy import STEADY_S, Decision, Observation, Policy
 from dfdoctor.progress import WatchLine, seconds
 from dfdoctor.run import record
 from dfdoctor.run.folder import RunFolder
@@ -35,10 +36,7 @@ from dfdoctor.run.record import RunRecord
 from dfdoctor.safefile import write_atomically
 
 POLL_S = 0.05  # how often the watcher reads the record: bounds the verdict's latency after a death
-STEADY_S = 2.0  # output must keep coming for this long before we call the job running
-STEADY_BURSTS = 3  # ...seen growing this many separate times (the recorder's heartbeat counts once a second)
 START_TIMEOUT_S = 10.0  # the recorder must say hello within this, or it is broken
-SAMPLE_S = 4.0  # a quiet job's stacks are sampled at most this often during the watch
 CYCLE_EVENT = "compile-deadlock-seen"  # launcher.jsonl: when a lock cycle was first seen, and its signature
 
 Spawner = Callable[..., subprocess.Popen]  # (argv, env, cwd, out_path, stdin_data=None) -> Popen
@@ -259,15 +257,14 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
            t0: float, load: Loader, look: Looker, poll_s: float,
            sample: Optional[Sampler], settle_s: float,
            settler: Optional[Settler], line: WatchLine) -> tuple[RunRecord, Optional[LiveFacts]]:
-    """The watch loop itself; `watch` adds Ctrl-C handling."""
-    growth: list[tuple[float, int]] = []  # (when, progress) each time we saw the output grow
+    """The watch loop itself: it observes the run (through `load`, `settler`) and acts on what the policy
+    (dfdoctor.watch.policy) decides; `watch` adds Ctrl-C handling."""
+    policy = Policy(watch_s, settle_s, steady_s)
     handoff: Optional[tuple[float, int]] = None  # (when, progress) as we saw the command exit and hand off
-    last_sample = t0 - SAMPLE_S
     wall0 = time.time()
     settling = settle.Settling()
     unsettled: Optional[str] = None
     last_settle_check = 0.0
-    revived = False  # the output came back after a silence: its pace over the job's life says nothing of now
     while True:
         run = load(run_dir)
         now = time.monotonic()
@@ -280,68 +277,57 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
             (run.recorder is not None and not run.recorder_alive())
         if recorder_gone or (run.recorder is None and now - t0 > START_TIMEOUT_S):
             return load(run_dir), None
-        if run.spawned is not None:
-            done = progress(run)
-            hb, wall = run.heartbeat or {}, time.time()
-            if done > (growth[-1][1] if growth else 0):
-                if growth and now - growth[-1][0] >= rhythm.quiet_after(hb):
-                    # output back after a silence (a compile, a busy index build): one line is not steady output
-                    # again; the job shows its pace anew, or dies in the seconds after that line
-                    growth, revived = [], True
-                growth.append((now, done))
-            if run.handoff_open:
-                # What holds the pipes (a daemon, or only a stray worker) must show it works: output within
-                # steady_s, or the verdict is given on the command's own exit without waiting out the watch.
-                handoff = handoff or (now, done)
-                if done <= handoff[1] and now - handoff[0] >= steady_s:
-                    return run, None
-            if watch_s <= 0:  # --watch 0: started is all we wait for
-                return run, LiveFacts(pid=run.job_pid, watched_s=0.0)
-            silent = rhythm.silent_for(hb, _clock(run), run.spawned.get("t"),
-                                       None if run.is_remote else run.spec.get("log"))
-            # a few separate bursts of output spread over steady_s, not one banner (or output at the job's own
-            # rhythm), from a job that has lived past the settle time with all its processes started
-            # (the rhythm counts only from a heartbeat written since the watch began: the recorder lives now)
-            steady = ((len(growth) >= STEADY_BURSTS and now - growth[0][0] >= steady_s) or
-                      (not revived and rhythm.interval(hb) is not None and (hb.get("t") or 0) > wall0)) and \
-                rhythm.still_growing(hb, silent)
-            if settler is not None and now - last_settle_check >= 1.0 and run.job_alive():
-                last_settle_check = now
-                unsettled = settler(run, settling, steady)  # every second: a rank that dies is seen to go
-            # the settle time runs from the job's first output (a job in its loop is past its start sooner), and
-            # for torchrun again from when every rank was seen past init_process_group: a rank that dies in its
-            # first seconds of training is not missed. A loop about to reach its total is a phase: what follows
-            # it (a compile that hangs, a crash) is waited for.
-            looping = settle.in_its_loop(hb, settle_s) if steady else None
-            ripe = steady and (_talking_for(run) >= settle_s or looping is not None) and \
-                settle.about_to_end(hb, settle_s) is None and \
-                (settling.since is None or wall - settling.since >= settle_s)
-            if ripe and unsettled is None and (settler is None or last_settle_check == now) and run.job_alive():
-                return _running_unless_stuck(run, run_dir, load, sample, now - t0, settle_s, settling, looping, line)
-            last_line = silent if hb.get("last_output_t") or done else None
-            line.say(_waiting_for(run, hb, done, steady, settle_s, unsettled), last_line)
-            if sample is not None and silent >= rhythm.sample_after(hb) and now - last_sample >= SAMPLE_S and \
-                    run.job_alive():
-                line.say(f"silent for {seconds(silent)}: looking at the stacks of its processes", last_line,
-                         force=True)
-                facts = sample(run, now - t0)
-                last_sample = time.monotonic()
-                if facts is not None and _last_output(load(run_dir)) != _last_output(run):
-                    facts = None  # it wrote while we looked: the wait we saw follows output, it explains no silence
-                if facts is not None and not _compiling(facts):  # a compile ends by itself, or shows its cycle
-                    return load(run_dir), facts
-            if now - t0 >= watch_s:
-                if steady and unsettled is None and run.job_alive():  # the settle time ends with the watch
-                    return _running_unless_stuck(run, run_dir, load, sample, now - t0, settle_s, settling, looping,
-                                                 line)
-                line.say("the watch is over: a last look at the job", last_line, force=True)
-                facts = look(run, now - t0)
-                if facts is not None:
-                    facts.unsettled = unsettled
-                if facts is not None or now - t0 >= watch_s + 2.0:  # None: it just died, its exit is on the way
-                    return run, facts
-        else:
+        if run.spawned is None:
             line.say("starting the job")
+            time.sleep(poll_s)
+            continue
+        done = progress(run)
+        hb, wall = run.heartbeat or {}, time.time()
+        if run.handoff_open:
+            # What holds the pipes (a daemon, or only a stray worker) must show it works: output within
+            # steady_s, or the verdict is given on the command's own exit without waiting out the watch.
+            handoff = handoff or (now, done)
+            if done <= handoff[1] and now - handoff[0] >= steady_s:
+                return run, None
+        if watch_s <= 0:  # --watch 0: started is all we wait for
+            return run, LiveFacts(pid=run.job_pid, watched_s=0.0)
+        silent = rhythm.silent_for(hb, _clock(run), run.spawned.get("t"),
+                                   None if run.is_remote else run.spec.get("log"))
+        alive = run.job_alive()
+        # the rhythm counts only from a heartbeat written since the watch began: the recorder lives now
+        seen = Observation(t=now - t0, alive=alive, progress=done, silent_s=silent, talking_s=_talking_for(run),
+                           heartbeat=hb, fresh=(hb.get("t") or 0) > wall0, can_sample=sample is not None)
+        steady = policy.see(seen)
+        if settler is not None and now - last_settle_check >= 1.0 and alive:
+            last_settle_check = now
+            unsettled = settler(run, settling, steady)  # every second: a rank that dies is seen to go
+        seen.unsettled, seen.settle_checked = unsettled, settler is None or last_settle_check == now
+        seen.ranks_settled_s = None if settling.since is None else wall - settling.since
+        decision = policy.decide(seen)
+        if decision is Decision.RUNNING:
+            return _running_unless_stuck(run, run_dir, load, sample, now - t0, settle_s, settling, policy.looping,
+                                         line)
+        last_line = silent if hb.get("last_output_t") or done else None
+        line.say(_waiting_for(run, hb, done, steady, settle_s, unsettled), last_line)
+        if decision is Decision.SAMPLE:
+            line.say(f"silent for {seconds(silent)}: looking at the stacks of its processes", last_line, force=True)
+            facts = sample(run, now - t0)
+            policy.sampled(time.monotonic() - t0)
+            if facts is not None and _last_output(load(run_dir)) != _last_output(run):
+                facts = None  # it wrote while we looked: the wait we saw follows output, it explains no silence
+            if facts is not None and not _compiling(facts):  # a compile ends by itself, or shows its cycle
+                return load(run_dir), facts
+            decision = policy.decide(seen)  # the watch may be over: what was seen before the look says so
+            if decision is Decision.RUNNING:  # (only at its end: the output was steady)
+                return _running_unless_stuck(run, run_dir, load, sample, now - t0, settle_s, settling,
+                                             policy.looping, line)
+        if decision is Decision.OUT_OF_TIME:
+            line.say("the watch is over: a last look at the job", last_line, force=True)
+            facts = look(run, now - t0)
+            if facts is not None:
+                facts.unsettled = unsettled
+            if facts is not None or now - t0 >= watch_s + 2.0:  # None: it just died, its exit is on the way
+                return run, facts
         time.sleep(poll_s)
 
 

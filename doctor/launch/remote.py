@@ -16,7 +16,8 @@ from typing import Any, Optional
 
 from dfdoctor.diagnose.look import blocked, classified_as, cycle_in, idle, judge_wait, samples_of
 from dfdoctor.diagnose.stacks import Stacks
-from dfdoctor.launch import remote_run, rhythm, settle
+from dfdoctor.launch import remote_run
+from dfdoctor.watch import rhythm, settle
 from dfdoctor.run import record
 from dfdoctor.run.live import LiveFacts
 from dfdoctor.run.record import RunRecord

@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional
 from dfdoctor import causes
 from dfdoctor.agent.loop_lines import LoopLines, progress_lines
 from dfdoctor.agent.record import Masker
-from dfdoctor.launch import rhythm, settle
+from dfdoctor.watch import rhythm, settle
 from dfdoctor.numbers import is_whole
 from dfdoctor.progress import WatchLine, seconds
 from dfdoctor.slurm import commands, job, patterns
@@ -60,7 +60,7 @@ def read_tail(path: str) -> tuple[Optional[bool], str]:
 
 class OutputLoop:
     """The job's loop read from its output file as it grows, as the recorder's heartbeat gives it to a launch:
-    a job in its loop is past its start before the settle time ends (dfdoctor.launch.settle.in_its_loop)."""
+    a job in its loop is past its start before the settle time ends (dfdoctor.watch.settle.in_its_loop)."""
 
     def __init__(self) -> None:
         self.path, self.offset, self.partial, self.lines = "", 0, b"", LoopLines()
