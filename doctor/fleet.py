@@ -45,10 +45,12 @@ from dfdoctor.engine import (
 from dfdoctor.errors import UsageError
 from dfdoctor.agent.ending import become_subreaper
 from dfdoctor.model import CheckRecord, Report, Status, TargetRow, Verdict
+from dfdoctor.progress import StatusLine, seconds
 from dfdoctor.registry import Check
 from dfdoctor.rows import verdict_over_rows
 from dfdoctor.runner import WRAP_UP_S, effective_timeout, flush_quietly
 from dfdoctor.safefile import read_user_file, write_atomically
+from dfdoctor.targets.target import shown_spec
 
 DEFAULT_PARALLEL = 8
 # Checks mostly wait (on ssh, on the target's interpreters): a few per core keep a controller busy, not swamped.
@@ -125,6 +127,8 @@ def run_targets(contexts: list[Context], checks: list[Check], broken: list[Check
     pending = list(enumerate(contexts))
     running: dict[int, _Child] = {}
     results: dict[int, tuple[TargetRow, list[CheckRecord]]] = {}
+    line = StatusLine()  # the forked pipelines write to files: the parent alone shows how far they are
+    counts = (0, 0)
     try:
         while pending or running:
             while pending and len(running) < max(1, parallel):
@@ -133,6 +137,8 @@ def run_targets(contexts: list[Context], checks: list[Check], broken: list[Check
                 pid = _fork_one(ctx, checks, broken, cfg, tmp / f"{i}.json", tmp / f"{i}.err", lanes)
                 now = time.monotonic()
                 running[pid] = _Child(ctx.target, i, pid, now, now + limit)
+            _show(line, len(contexts), len(results), running, force=(len(results), len(running)) != counts)
+            counts = (len(results), len(running))  # a target started or ended: drawn at once
             time.sleep(0.02)
             for pid, child in list(running.items()):
                 status = _reaped(pid)
@@ -145,6 +151,7 @@ def run_targets(contexts: list[Context], checks: list[Check], broken: list[Check
                 del running[pid]
                 results[child.index] = _row(child, status, tmp, fail_on_level, verdict_from_checks)
     finally:
+        line.close()
         for pid in running:  # interrupted: nothing we started may outlive us
             _kill_tree(pid)
             _reaped(pid, block=True)
@@ -157,6 +164,15 @@ def run_targets(contexts: list[Context], checks: list[Check], broken: list[Check
         rows.append(row)
         records.extend(recs)
     return rows, records
+
+
+def _show(line: StatusLine, total: int, done: int, running: dict[int, _Child], force: bool) -> None:
+    """`checking 3 targets: 1 of 3 done; running: ssh://a 12 s, ...` on the terminal."""
+    now = time.monotonic()
+    names = ", ".join(f"{shown_spec(c.spec)} {seconds(now - c.started)}" for c in list(running.values())[:3])
+    more = f" and {len(running) - 3} more" if len(running) > 3 else ""
+    line.show(f"dfdoctor: checking {total} targets: {done} of {total} done" + (f"; running: {names}{more}" if names
+                                                                                 else ""), force=force)
 
 
 def _fork_one(ctx: Context, checks: list[Check], broken: list[CheckRecord], cfg: Config, out: Path,

@@ -102,7 +102,7 @@ COVERAGE: dict[str, str] = {
     "docs/trainer.md: python -m dfdoctor.trainer --preset race --no-compile-guard": "elsewhere: tests/test_trainer.py::test_race_preset_crashes_without_the_guard_and_trains_with_it",
     "docs/trainer.md: trainer/launch.sh [options]": "elsewhere: tests/test_trainer.py::test_launcher_script_passes_arguments ([options]: --help)",
     "docs/trainer.md: mkdir -p out/demo": "substituted: test_the_makefiles_demo_launches_the_trainer (out/: a test folder)",
-    "docs/trainer.md: .venv/bin/dfdoctor launch --log out/demo/train.log --watch 120 --format text --format json --output out/launch.json --format html --output out/launch.html -- .venv/bin/python -u -m dfdoctor.trainer --preset tiny --out out/demo/ckpt": "substituted: test_the_makefiles_demo_launches_the_trainer (.venv/bin: the test's venv; out/: a test folder)",
+    "docs/trainer.md: .venv/bin/dfdoctor launch --log out/demo/train.log --watch 120 --format text --format json --output out/launch.json --format html --output out/launch.html -- .venv/bin/python -u -m dfdoctor.trainer --preset tiny --target-steps 3000 --out out/demo/ckpt": "substituted: test_the_makefiles_demo_launches_the_trainer (.venv/bin: the test's venv; out/: a test folder)",
 }
 KINDS = ("transcript", "run", "substituted", "elsewhere", "not runnable")
 
@@ -365,7 +365,7 @@ def test_the_makefiles_demo_launches_the_trainer(tmp_path):
     expect(run_shown("docs/trainer.md: mkdir -p out/demo", tmp_path), 0)
     ran = run_shown("docs/trainer.md: .venv/bin/dfdoctor launch --log out/demo/train.log --watch 120 --format text "
                     "--format json --output out/launch.json --format html --output out/launch.html -- "
-                    ".venv/bin/python -u -m dfdoctor.trainer --preset tiny --out out/demo/ckpt",
+                    ".venv/bin/python -u -m dfdoctor.trainer --preset tiny --target-steps 3000 --out out/demo/ckpt",
                     tmp_path, subst={".venv/bin/": f"{BIN}/"}, timeout=500)
     try:
         expect(ran, 0, r"^dfdoctor launch: (OK|RUNNING)$", r"^ok +pre +compile\.race ")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dfdoctor.agent import loop_lines
 from dfdoctor.agent.loop_lines import LoopLines, shape_of
 from dfdoctor.agent.record import Masker
-from dfdoctor.launch import settle
+from dfdoctor.watch import settle
 
 
 def _printed(lines: list[tuple[bytes, float]]) -> LoopLines:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import re
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from dfdoctor.engine import headline
 from dfdoctor.model import CheckRecord, Report, Status, Verdict
 from dfdoctor.render import render
 from dfdoctor.render.text import combined_fixes
+from support.tty import on_tty
 
 SGR = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -103,21 +103,7 @@ def test_force_color_colours_a_pipe_and_no_color_wins(two_missing):
 
 
 def _on_tty(args, cwd) -> str:
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.chdir(cwd)
-        os.execve(DFDOCTOR, [DFDOCTOR, *args], {**os.environ, "NO_COLOR": "1", "TERM": "xterm"})
-    chunks = []
-    while True:
-        try:
-            data = os.read(fd, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.waitpid(pid, 0)
-    return b"".join(chunks).decode(errors="replace")
+    return on_tty([DFDOCTOR, *args], cwd, env={**os.environ, "NO_COLOR": "1", "TERM": "xterm"})
 
 
 def test_progress_lines_are_gone_when_the_checks_are_done(two_missing):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -15,6 +16,7 @@ import pytest
 
 from dfdoctor.slurm import patterns, sbatch, script
 from infra.slurm_fixtures import slurm  # noqa: F401
+from support.tty import left_on_screen, on_tty
 
 DFDOCTOR = [sys.executable, "-m", "dfdoctor"]
 
@@ -240,6 +242,21 @@ def test_running_with_its_log_growing_then_status_later(slurm, tmp_path):
     slurm.wait_state(job, ("CANCELLED",))
     rc, later, _ = dfd("status", cwd=tmp_path)  # the latest run: this one, judged again now it ended
     assert rc == 1 and "cancelled" in later["verdict"]["summary"]
+
+
+def test_the_watch_shows_the_queue_then_the_output_on_a_terminal(slurm, tmp_path):
+    env = {**{k: v for k, v in os.environ.items() if k != "CI"}, "TERM": "xterm", "NO_COLOR": "1"}
+    pending = on_tty([*DFDOCTOR, "launch", "--no-check", "--watch", "5", "--", "sbatch", "-c", "64", "-o", "o-%j.log",
+                      str(job_script(tmp_path, "true\n"))], tmp_path, env=env)
+    assert "dfdoctor launch: PENDING" in pending and re.search(r"watching the job for \d+ s: in Slurm's queue", pending)
+    s = job_script(tmp_path, "sleep 1; for i in $(seq 1 60); do echo step $i; sleep 0.3; done\n", name="grows.sbatch")
+    out = on_tty([*DFDOCTOR, "launch", "--no-check", "--settle", "3", "--", "sbatch", "-o", "g-%j.log", str(s)],
+                 tmp_path, env=env)
+    assert "dfdoctor launch: RUNNING" in out, out
+    said = re.findall(r"watching the job for \d+ s: ([^\r\x1b]*)", out)
+    assert any(w.startswith(f"running on {slurm.node}: waiting for 3 s of steady output") for w in said), said
+    for shown in (pending, out):
+        assert not [line for line in left_on_screen(shown) if "watching the job" in line], shown
 
 
 def test_completed_job_and_status_of_a_job_submitted_elsewhere(slurm, tmp_path):

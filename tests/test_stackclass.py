@@ -162,7 +162,7 @@ def test_the_main_thread_of_a_real_py_spy_dump(tmp_path):
     from dfdoctor.diagnose.stackclass import main_thread
     from dfdoctor.diagnose.verdict import _innermost
     from dfdoctor.run.live import LiveFacts
-    from dfdoctor.launch.local import _blocked
+    from dfdoctor.diagnose.look import blocked as _blocked
 
     if not stacks.py_spy():
         pytest.skip("py-spy is not installed")

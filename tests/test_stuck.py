@@ -135,12 +135,16 @@ def test_a_flock_held_by_another_process(work):
         holder.wait()
 
 
-def test_a_sleeping_script_is_named_and_not_called_running(work):
+def test_a_sleeping_script_is_said_silent_where_it_sleeps_and_is_no_failure(work):
+    """Issue 34: a job that printed once and sleeps through its setup is alive and nothing shows it broken:
+    `running` (exit 0) with where it sleeps, one age in plain words, and no "settle time"."""
     t0 = time.monotonic()
     proc, rep = launch(work, *job("sleeps.py"), watch=60)
     v = rep["verdict"]
-    assert v["state"] == "unknown" and v["cause"] == "sleeping", text_of(rep)
-    assert "time.sleep at <module>" in v["summary"] and "sleeps.py:5" in v["summary"], v["summary"]
+    assert proc.returncode == 0 and v["state"] == "running" and v["cause"] == "sleeping", text_of(rep)
+    assert re.search(r"silent: no line for \d+ s: time\.sleep, called from \S*sleeps\.py:5\.$", v["summary"]), v
+    assert re.match(r"running for \d+ s; last line \d+ s ago$", v["evidence"][0]), text_of(rep)
+    assert not any("settle time" in e for e in v["evidence"]), text_of(rep)
     _named(rep, time.monotonic() - t0)
 
 
@@ -172,11 +176,11 @@ def test_settle_time_holds_running_back_and_is_capped_by_the_watch(work):
     proc, rep = launch(work, *job("no_step_line.py", "30"), watch=30, extra=("--settle", "6"))
     took = time.monotonic() - t0
     assert rep["verdict"]["state"] == "running" and took >= 6, (took, text_of(rep))
-    assert any("settle time 6 s" in e for e in rep["verdict"]["evidence"])
+    assert any("running is said after 6 s of output" in e for e in rep["verdict"]["evidence"]), text_of(rep)
     assert not any("in its loop" in e for e in rep["verdict"]["evidence"]), text_of(rep)
     proc, rep = launch(work, *job("no_step_line.py", "30"), watch=5, log="other.log", extra=("--settle", "60"))
     assert rep["verdict"]["state"] == "running", text_of(rep)
-    assert any("settle time 5 s" in e for e in rep["verdict"]["evidence"]), text_of(rep)
+    assert any("running is said after 5 s of output" in e for e in rep["verdict"]["evidence"]), text_of(rep)
 
 
 def test_a_job_in_its_loop_is_running_before_its_settle_time(work):
@@ -196,7 +200,7 @@ def test_a_warm_up_about_to_end_is_not_the_loop_and_the_silence_after_it_is_name
     t0 = time.monotonic()
     proc, rep = launch(work, *job("warmup_then_sleeps.py"), watch=60)
     v = rep["verdict"]
-    assert v["state"] == "unknown" and v["cause"] == "sleeping", text_of(rep)
+    assert v["state"] == "running" and v["cause"] == "sleeping" and "silent" in v["summary"], text_of(rep)
     assert not any("in its loop" in e for e in v["evidence"]), text_of(rep)
     _named(rep, time.monotonic() - t0, quiet_from=12.0)
 

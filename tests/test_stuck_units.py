@@ -7,7 +7,7 @@ from pathlib import Path
 
 from dfdoctor.diagnose import launcher, waits
 from dfdoctor.diagnose.kernelwait import KernelWait
-from dfdoctor.launch import rhythm, settle
+from dfdoctor.watch import rhythm, settle
 
 SITE = "/usr/lib/python3/site-packages"
 RANK0_RENDEZVOUS = f"""Thread 10 (idle): "MainThread"

@@ -4,7 +4,7 @@ A training job prints one line per step or per few steps ("step 120: loss 2.31, 
 line (the line with its numbers taken out) has come back several times over a few seconds, the job is in its
 loop: past its imports, its model build and the opening of its data, where start-up failures happen. The
 recorder feeds every progress line here and puts the best loop in its heartbeat; dfdoctor's settle check reads
-it there (`dfdoctor.launch.settle.in_its_loop`), as does the Slurm watch from the job's output file.
+it there (`dfdoctor.watch.settle.in_its_loop`), as does the Slurm watch from the job's output file.
 
 A burst (a table of layers printed at once) is not a loop: the settle check asks for repeats spread over
 seconds. Lines updated with carriage returns (progress bars) never end in a newline until they are done, so

@@ -1,5 +1,5 @@
 """On a target, beside `target_agent.py` (standard library, Python 3.6+): torchrun's agent in a job's tree, how
-many local ranks it was asked for, and each rank alive now, looked at once. dfdoctor.launch.settle decides from
+many local ranks it was asked for, and each rank alive now, looked at once. dfdoctor.watch.settle decides from
 this, as it does from this machine's /proc for a local job, whether every rank is alive and past
 init_process_group before it says "running".
 """

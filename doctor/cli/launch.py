@@ -37,7 +37,7 @@ from dfdoctor.launch.orchestrate import (
     run_launch,
     run_status,
 )
-from dfdoctor.launch.settle import SETTLE_S
+from dfdoctor.watch.settle import SETTLE_S
 from dfdoctor.run.folder import DEFAULT_KEEP, RunNotFound, find_run, list_runs, runs_root
 from dfdoctor.slurm import orchestrate as slurm
 from dfdoctor.terminate import (EXIT as TERMINATED_EXIT, Terminated, sigterm_as_interrupt, started_since,

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 import click
+from dfdoctor import progress
 from dfdoctor.fleet import DEFAULT_PARALLEL
 from dfdoctor.render import EXTENSIONS, FORMATS
 from dfdoctor.targets import KINDS, shown_spec
@@ -196,6 +197,7 @@ def pass_opts(f: Callable) -> Callable:
     """Collect click's keyword arguments into one dict as the first argument."""
     @functools.wraps(f)
     def wrapper(**kwargs: Any) -> Any:
+        progress.quiet = bool(kwargs.get("quiet"))  # -q: no progress line either
         return f(kwargs)
     return wrapper
 

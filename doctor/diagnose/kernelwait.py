@@ -27,6 +27,7 @@ _AARCH64 = {63: "read", 73: "ppoll", 67: "pread64", 65: "readv", 101: "nanosleep
 SYSCALLS = _AARCH64 if platform.machine() in ("aarch64", "arm64") else _X86_64
 READS = {"read", "pread64", "readv", "recvfrom", "recvmsg"}
 POLLS = {"poll", "ppoll"}
+SELECTS = {"select", "pselect6"}  # wget and older tools wait on a socket in these
 SLEEPS = {"nanosleep", "clock_nanosleep"}
 F_SETLKW, F_OFD_SETLKW = 7, 38
 
@@ -59,6 +60,21 @@ def _fd_target(pid: int, fd: int) -> Optional[str]:
         return os.readlink(f"/proc/{pid}/fd/{fd}")
     except OSError:
         return None
+
+
+def _select_fd(pid: int, nfds: int, pointer: int) -> Optional[int]:
+    """The lowest descriptor in a select() set (an fd_set bitmap of nfds bits, read from the process's memory);
+    None for an empty set (select used as a sleep) or one that cannot be read."""
+    if not pointer or not 0 < nfds <= 1024:
+        return None
+    try:
+        with open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
+            mem.seek(pointer)
+            bits = mem.read((nfds + 7) // 8)
+    except (OSError, ValueError, OverflowError):
+        return None
+    return next((i * 8 + b for i, byte in enumerate(bits) for b in range(8) if byte >> b & 1 and i * 8 + b < nfds),
+                None)
 
 
 def _poll_fds(pid: int, pointer: int, count: int) -> list[int]:
@@ -126,6 +142,8 @@ def kernel_wait(pid: int) -> KernelWait:
     elif name in POLLS:
         fds = [f for f in _poll_fds(pid, args[0], args[1]) if f >= 0]
         fd = fds[0] if fds else None
+    elif name in SELECTS:
+        fd = _select_fd(pid, args[0], args[1]) or _select_fd(pid, args[0], args[2])  # read set, else write set
     if name == "fcntl" and args[1] not in (F_SETLKW, F_OFD_SETLKW):
         fd = None
     target = _fd_target(pid, fd) if fd is not None and fd < 1 << 20 else None

@@ -104,7 +104,7 @@ def judge(samples: list[ProcessSample], quiet_s: float, local: bool = True,
     n = max(1, len(ordered))
     frames = max(1, min(EXCERPT_FRAMES, (EVIDENCE_BUDGET - 3 * n) // n))
     excerpts = [excerpt(s, frames) for s in ordered]
-    heads = [e[0] for e in excerpts] if n <= 6 else []  # a big job: each excerpt's first line is its summary
+    heads = [e[0] for e in excerpts] if 1 < n <= 6 else []  # a big job: each excerpt's first line is its summary
     lines = heads + [line for e in excerpts for line in e]
     pids = " ".join(str(s.proc.pid) for s in all_seen if not s.proc.gone)
     lines.append(f"{WHOLE_JOB}{pids}")
@@ -299,7 +299,7 @@ def _single_wait(all_seen: list[Seen], quiet_s: float, local: bool = True) -> Op
                            f"at {s.at()}{held}", "Stop or wait for the process that holds the lock (named here), "
                            "or give this run a lock file of its own.", [f"{who}: {k.words() if k else w.detail}"])
         if w.kind == waits.SLEEP:
-            return Finding("unknown", causes.SLEEPING, f"{who} is alive and asleep in time.sleep at {s.at()}; "
+            return Finding("running", causes.SLEEPING, f"{who} is alive and asleep in time.sleep at {s.at()}; "
                            f"nothing was written for {quiet_s:.0f} s", "Nothing is broken that dfdoctor can see: "
                            "the job sleeps where its code says. Follow it with `dfdoctor status` later.", [])
         if w.kind == waits.SOCKET:

@@ -16,7 +16,8 @@ from typing import Callable, Optional
 
 from dfdoctor import causes
 from dfdoctor.diagnose import stackclass
-from dfdoctor.diagnose import elastic, known_failures, launcher, rules_runtime, stuck, torch_pairs, user_terms
+from dfdoctor.diagnose import (elastic, known_failures, launcher, rules_runtime, silence, stuck, torch_pairs,
+                               user_terms)
 from dfdoctor.diagnose.bad_arguments import bad_arguments
 from dfdoctor.diagnose.blame import blame_fix
 from dfdoctor.diagnose.did_nothing import did_nothing
@@ -512,8 +513,7 @@ def running(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
     return Verdict("running", None, f"The job is running and its log is growing (pid {live.pid}).",
                    f"Follow it with `{_follow(run)}`; "
                    f"`dfdoctor status {run.id}` diagnoses it again later.",
-                   [f"pid {live.pid} alive after {live.watched_s:.1f} s", f"output so far: {run.output_bytes()} bytes"]
-                   + live.notes)
+                   [_ages(run, live), f"output so far: {run.output_bytes()} bytes"] + live.notes)
 
 
 def _follow(run: RunRecord) -> str:
@@ -543,6 +543,8 @@ def stuck_in_stacks(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdi
     if live is None or live.stuck is None:
         return None
     f = live.stuck
+    if f.cause == causes.SLEEPING:  # where its code says: nothing shows it broken
+        return silent(run, live)
     quiet = [f"no output for {live.quiet_s:.0f} s; the job {live.rhythm}"] if live.quiet_s is not None else []
     stop = [f"to stop the whole job, each process proven the run's first: `dfdoctor stop {run.id}`"]
     return Verdict(f.state, f.cause, f"{f.headline}.", f.fix, quiet + f.lines + stop + live.notes)
@@ -560,13 +562,17 @@ def log_elsewhere(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict
 
 
 def output_buffered(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
-    """A busy Python job whose redirected stdout sits in its block buffer: the log stays empty."""
-    if live is None or not live.buffered or _written(run) > 0 or _in_import(live):
+    """A busy Python job whose redirected stdout sits in its block buffer: the log stays empty. Where its
+    processes were sampled, a buffered one must be seen working (moving between the looks): one that waits in
+    the same place (for its child, a socket, a timer) has nothing in its buffer to explain its silence."""
+    if live is None or not live.buffered or _written(run) > 0 or silence.in_import(live.stacks):
+        return None
+    if live.job and not any(s.proc.python and s.proc.buffered and not s.steady for s in stuck.seen(live.job)):
         return None
     return Verdict("failed", causes.OUTPUT_BUFFERED, f"The job runs (pid {live.pid}) but its log is still empty "
-                   "after {:.0f} s: Python block-buffers stdout when it is not a terminal.".format(live.watched_s),
+                   f"after {_seconds(_silent_s(run, live))}: Python block-buffers stdout when it is not a terminal.",
                    "Run Python with -u or set PYTHONUNBUFFERED=1 (or print(..., flush=True)).",
-                   [f"pid {live.pid} alive, 0 bytes written after {live.watched_s:.1f} s",
+                   [_ages(run, live),
                     "stdout is a pipe/file, not a terminal; no -u, no PYTHONUNBUFFERED",
                     *_stack_evidence(live)[:8]])
 
@@ -587,29 +593,56 @@ def stalled_after_logging(run: RunRecord, live: Optional[LiveFacts]) -> Optional
                        f"Follow it with `{_follow(run)}`; `dfdoctor status {run.id}` looks again.",
                        [f"the job {live.rhythm}", *[line for s in stuck.seen(live.job) for line in stuck.excerpt(s)],
                         *live.notes])
-    if live.job and live.quiet:  # every process sampled; none showed a wait it could prove: say what each does
-        quiet = f"no output for {live.quiet_s:.0f} s" if live.quiet_s is not None else "no recent output"
-        return Verdict("unknown", None, f"The job is alive (pid {live.pid}) and wrote {_written(run)} bytes, but "
-                       f"{quiet}, longer than its own rhythm; its stacks show no known wait.",
-                       f"Follow it with `dfdoctor status {run.id}`; the stacks of each process are below.",
-                       [f"the job {live.rhythm}", *[line for s in stuck.seen(live.job) for line in stuck.excerpt(s)],
-                        *live.notes])
+    if live.job and live.quiet:  # every process sampled; none showed a wait it could prove: say where it is
+        return silent(run, live)
     return Verdict("running", None, f"The job is running (pid {live.pid}); it wrote {_written(run)} bytes, "
                    "though its log did not grow lately.",
                    f"Follow it with `dfdoctor status {run.id}`; if it stays quiet, look at its stacks (py-spy dump "
-                   f"--pid {live.pid}).", [f"pid {live.pid} alive after {live.watched_s:.1f} s",
-                                           *_stack_evidence(live)[:12]])
+                   f"--pid {live.pid}).", [_ages(run, live), *_stack_evidence(live)[:12]])
 
 
 def import_hang(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
-    """Alive, silent, not working for a log: stuck before it wrote anything. The stacks say where."""
-    if live is None:
+    """Alive, silent, inside an import: stuck before it wrote anything. The stacks say where. Only an import
+    that a stack shows is one (`sleep 30`, a quiet rsync, a job waiting for its children are not)."""
+    if live is None or not silence.in_import(live.stacks):
         return None
     where = _innermost(live)
     return Verdict("failed", causes.IMPORT_HANG, f"The job is alive (pid {live.pid}) but has written nothing in "
-                   f"{live.watched_s:.0f} s" + (f"; it waits in {where}." if where else "."),
+                   f"the {_seconds(_silent_s(run, live))} since its start" + (f"; it waits in {where}." if where else "."),
                    "Look at the stacks: a hanging import, CUDA/NCCL init or a lock. Fix what the innermost "
-                   "frame waits on; `dfdoctor check` runs the imports alone with a timeout.", _stack_evidence(live))
+                   "frame waits on; `dfdoctor check` runs the imports alone with a timeout.",
+                   [_ages(run, live), *_stack_evidence(live)])
+
+
+def silent(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """A live job that is silent and that nothing shows to be broken: running, with where it is, for how long
+    it has been silent, and whether its output waits in a block buffer (`sleeping` when it sleeps where its
+    code says). A failure is only what a look proves; this is a report of where it is."""
+    if live is None:
+        return None
+    at = silence.place(live.job, live.stacks, run.spec.get("cwd"))
+    hb = run.heartbeat or {}
+    buffered = (live.buffered or any(p.buffered for p in live.job)) and not hb.get("stdout_flushed")
+    quiet = _silent_s(run, live)
+    wrote = _written(run) > 0
+    where = f": {at.words}" if at is not None else ""
+    summary = (f"The job is running (pid {live.pid}) but silent: " + (f"no line for {_seconds(quiet)}" if wrote else
+               f"nothing written in the {_seconds(quiet)} since its start") + f"{where}." +
+               (" Its output is block-buffered: what it printed may still wait in its buffer." if buffered else ""))
+    evidence = [_ages(run, live)]
+    if buffered:
+        evidence.append("its output is block-buffered: Python without -u or PYTHONUNBUFFERED, stdout not a terminal")
+    elif live.python:
+        evidence.append("its output is not held in a block buffer (-u, PYTHONUNBUFFERED or flushed lines)")
+    if at is not None and not at.python:
+        evidence.append("the process it waits in is not Python: its stack cannot be read, the kernel says what "
+                        "it waits on")
+    evidence += [line for s in stuck.seen(live.job) for line in stuck.excerpt(s)] or _stack_evidence(live)[:12]
+    fix = (f"Nothing that dfdoctor can see is broken: it waits where its code says. `dfdoctor status {run.id}` "
+           "looks again" + ("; run Python with -u (or PYTHONUNBUFFERED=1) to see each line as it is printed "
+                            "(not tried)." if buffered else "."))
+    return Verdict("running", causes.SLEEPING if at is not None and at.sleeping else None, summary, fix,
+                   evidence + live.notes)
 
 
 def recorder_lost_at_start(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
@@ -674,7 +707,9 @@ RULES: list[Callable[[RunRecord, Optional[LiveFacts]], Optional[Verdict]]] = [
     log_write_failed, exited_cleanly, exited_nonzero,
     run_dir_full, recorder_lost,
     recorder_vanished,
-    running, elastic.rendezvous_wait, deadlock_in_stacks, stuck_in_stacks, log_elsewhere, output_buffered, stalled_after_logging, import_hang,
+from dfdoctor.diagnose import (elastic, known_failures, launcher, rules_runtime, silence, stuck, torch_pairs,
+                               user_terms)
+from dfdoctor.diagnose.bad_arguments import bad_arguments
 ]
 
 
@@ -729,6 +764,41 @@ def _written(run: RunRecord) -> int:
     return run.output_bytes() + grown
 
 
+def _now_there(run: RunRecord, live: LiveFacts) -> float:
+    """Now on the clock of the job's machine: a target's last heartbeat, or the look's time here."""
+    return float((run.heartbeat or {}).get("t") or live.observed_at) if run.is_remote else live.observed_at
+
+
+def _silent_s(run: RunRecord, live: LiveFacts) -> float:
+    """Seconds since the job's last output (since its start when it wrote none): its own log's last change
+    counts, as the recorder's relay does; never the length of dfdoctor's own watch."""
+    hb = run.heartbeat or {}
+    started = (run.spawned or {}).get("t")
+    last = hb.get("last_output_t") or started
+    log = None if run.is_remote else run.spec.get("log")
+    if log and _written(run) > run.output_bytes():  # the job writes that log itself
+        try:
+            last = max(last or 0.0, os.stat(log).st_mtime)
+        except OSError:
+            pass
+    return max(0.0, _now_there(run, live) - last) if last else 0.0
+
+
+def _ages(run: RunRecord, live: LiveFacts) -> str:
+    """One age, in the user's words: `running for 11 s; last line 1 s ago` (`no line yet` when it wrote none)."""
+    started = (run.spawned or {}).get("t")
+    ran = f"running for {_seconds(_now_there(run, live) - started)}" if started else f"alive (pid {live.pid})"
+    if _written(run) == 0:
+        return f"{ran}; no line yet"
+    return f"{ran}; last line {_seconds(_silent_s(run, live))} ago"
+
+
+def _seconds(s: float) -> str:
+    """`7 s`, `2 min 05 s`."""
+    s = max(0, int(round(s)))
+    return f"{s} s" if s < 60 else f"{s // 60} min {s % 60:02d} s"
+
+
 def _status_line(ex: dict) -> str:
     """One evidence line: exit status or signal, wall time, peak RSS and CPU."""
     how = f"signal {ex['signal']}" if ex.get("signal") else f"status {ex.get('exit_code')}"
@@ -764,11 +834,6 @@ def _stack_evidence(live: LiveFacts) -> list[str]:
             out.append(f"stacks of pid {st.pid} from the kernel ({st.error}):")
         out += st.text.splitlines()[:40]
     return out
-
-
-def _in_import(live: LiveFacts) -> bool:
-    """Some thread of the job is inside the import machinery."""
-    return any("importlib._bootstrap" in st.text for st in live.stacks)
 
 
 def _innermost(live: LiveFacts) -> Optional[str]:

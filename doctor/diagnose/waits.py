@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from dfdoctor.diagnose.kernelwait import POLLS, READS, SLEEPS, KernelWait
+from dfdoctor.diagnose.kernelwait import POLLS, READS, SELECTS, SLEEPS, KernelWait
 from dfdoctor.diagnose.stackclass import Frame, ThreadStack, parse
 
 RENDEZVOUS = "rendezvous"  # inside init_process_group, waiting for the other ranks
@@ -134,7 +134,7 @@ def _by_kernel(k: KernelWait, frames: tuple[Frame, ...], user: Optional[Frame]) 
     if k.syscall in SLEEPS or (k.syscall in ("select", "pselect6") and k.fd is None and
                                any(f.func == "sleep" for f in frames[:2])):
         return Wait(SLEEP, top, user, "time.sleep" if frames else f"asleep in {k.syscall}")
-    if k.is_socket and k.syscall in READS | POLLS | {"accept", "accept4"}:
+    if k.is_socket and k.syscall in READS | POLLS | SELECTS | {"accept", "accept4"}:
         return Wait(SOCKET, top, user, k.peer or k.target or "a socket")
     if k.syscall in ("wait4", "waitid"):
         return Wait(CHILD, top, user, "")

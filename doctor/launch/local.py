@@ -22,8 +22,11 @@ import psutil
 from dfdoctor import causes
 from dfdoctor.agent import ship
 from dfdoctor.agent.procfs import buffers_stdout, job_outputs, proc_start_time
-from dfdoctor.diagnose import jobstacks, launcher, stackclass, stacks, stuck
-from dfdoctor.launch import rhythm, settle
+from dfdoctor.diagnose import jobstacks, launcher, stacks, stuck
+from dfdoctor.diagnose.look import blocked, classified_as, cycle_in, judge_wait
+from dfdoctor.watch import rhythm, settle
+from dfdoctor.watch.policy import STEADY_S, Decision, Observation, Policy
+from dfdoctor.progress import WatchLine, seconds
 from dfdoctor.run import record
 from dfdoctor.run.folder import RunFolder
 from dfdoctor.run.live import LiveFacts
@@ -33,13 +36,8 @@ from dfdoctor.run.record import RunRecord
 from dfdoctor.safefile import write_atomically
 
 POLL_S = 0.05  # how often the watcher reads the record: bounds the verdict's latency after a death
-STEADY_S = 2.0  # output must keep coming for this long before we call the job running
-STEADY_BURSTS = 3  # ...seen growing this many separate times (the recorder's heartbeat counts once a second)
 START_TIMEOUT_S = 10.0  # the recorder must say hello within this, or it is broken
-SAMPLE_S = 4.0  # a quiet job's stacks are sampled at most this often during the watch
 CYCLE_EVENT = "compile-deadlock-seen"  # launcher.jsonl: when a lock cycle was first seen, and its signature
-BLOCKING_FRAMES = ("acquire", "wait", "join", "_wait_for_tstate_lock", "recv", "recv_into", "accept", "barrier",
-                   "init_process_group", "_lazy_init", "get", "lockf", "flock", "connect")
 
 Spawner = Callable[..., subprocess.Popen]  # (argv, env, cwd, out_path, stdin_data=None) -> Popen
 
@@ -170,12 +168,16 @@ def watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stead
     load = load or record.load
     look = look or observe
     t0 = time.monotonic()
+    line = WatchLine()
     try:
         return _watch(run_dir, proc, watch_s, steady_s, t0, load, look, poll_s, sample,
-                      max(0.0, min(settle_s, watch_s)), settler)
+                      max(0.0, min(settle_s, watch_s)), settler, line)
     except KeyboardInterrupt:  # Ctrl-C ends the watch, not the job: judge what we have
+        line.close()
         run = load(run_dir)
         return run, (None if run.finished else look(run, time.monotonic() - t0))
+    finally:
+        line.close()  # before the verdict: nothing of the line stays above it
 
 
 def _settled_facts(facts: Optional[LiveFacts]) -> Optional[LiveFacts]:
@@ -207,13 +209,14 @@ def _age(run: RunRecord) -> float:
 
 
 def _running_unless_stuck(run: RunRecord, run_dir: Path, load: Loader, sample: Optional[Sampler], watched_s: float,
-                          settle_s: float, settling: settle.Settling,
-                          looping: Optional[str]) -> tuple[RunRecord, Optional[LiveFacts]]:
+                          settle_s: float, settling: settle.Settling, looping: Optional[str],
+                          line: WatchLine) -> tuple[RunRecord, Optional[LiveFacts]]:
     """The verdict of a settled job, after one look at the stacks of every process (two samples a second apart):
     threads in a compile-lock cycle while other threads still print (the bundled trainer without its guard, on
     an H200) are a deadlock, not a running job; a job that ended during the look is judged by its end."""
     if sample is None:
         return run, _running(run, watched_s, settle_s, settling, looping)
+    line.say("it looks settled; one look at the stacks of its processes first", force=True)
     facts = sample(run, watched_s)
     run = load(run_dir)
     if facts is not None and facts.classified is not None:
@@ -253,16 +256,15 @@ def _talking_for(run: RunRecord) -> float:
 def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, steady_s: float,
            t0: float, load: Loader, look: Looker, poll_s: float,
            sample: Optional[Sampler], settle_s: float,
-           settler: Optional[Settler]) -> tuple[RunRecord, Optional[LiveFacts]]:
-    """The watch loop itself; `watch` adds Ctrl-C handling."""
-    growth: list[tuple[float, int]] = []  # (when, progress) each time we saw the output grow
+           settler: Optional[Settler], line: WatchLine) -> tuple[RunRecord, Optional[LiveFacts]]:
+    """The watch loop itself: it observes the run (through `load`, `settler`) and acts on what the policy
+    (dfdoctor.watch.policy) decides; `watch` adds Ctrl-C handling."""
+    policy = Policy(watch_s, settle_s, steady_s)
     handoff: Optional[tuple[float, int]] = None  # (when, progress) as we saw the command exit and hand off
-    last_sample = t0 - SAMPLE_S
     wall0 = time.time()
     settling = settle.Settling()
     unsettled: Optional[str] = None
     last_settle_check = 0.0
-    revived = False  # the output came back after a silence: its pace over the job's life says nothing of now
     while True:
         run = load(run_dir)
         now = time.monotonic()
@@ -275,61 +277,73 @@ def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stea
             (run.recorder is not None and not run.recorder_alive())
         if recorder_gone or (run.recorder is None and now - t0 > START_TIMEOUT_S):
             return load(run_dir), None
-        if run.spawned is not None:
-            done = progress(run)
-            hb, wall = run.heartbeat or {}, time.time()
-            if done > (growth[-1][1] if growth else 0):
-                if growth and now - growth[-1][0] >= rhythm.quiet_after(hb):
-                    # output back after a silence (a compile, a busy index build): one line is not steady output
-                    # again; the job shows its pace anew, or dies in the seconds after that line
-                    growth, revived = [], True
-                growth.append((now, done))
-            if run.handoff_open:
-                # What holds the pipes (a daemon, or only a stray worker) must show it works: output within
-                # steady_s, or the verdict is given on the command's own exit without waiting out the watch.
-                handoff = handoff or (now, done)
-                if done <= handoff[1] and now - handoff[0] >= steady_s:
-                    return run, None
-            if watch_s <= 0:  # --watch 0: started is all we wait for
-                return run, LiveFacts(pid=run.job_pid, watched_s=0.0)
-            silent = rhythm.silent_for(hb, _clock(run), run.spawned.get("t"),
-                                       None if run.is_remote else run.spec.get("log"))
-            # a few separate bursts of output spread over steady_s, not one banner (or output at the job's own
-            # rhythm), from a job that has lived past the settle time with all its processes started
-            # (the rhythm counts only from a heartbeat written since the watch began: the recorder lives now)
-            steady = ((len(growth) >= STEADY_BURSTS and now - growth[0][0] >= steady_s) or
-                      (not revived and rhythm.interval(hb) is not None and (hb.get("t") or 0) > wall0)) and \
-                rhythm.still_growing(hb, silent)
-            if settler is not None and now - last_settle_check >= 1.0 and run.job_alive():
-                last_settle_check = now
-                unsettled = settler(run, settling, steady)  # every second: a rank that dies is seen to go
-            # the settle time runs from the job's first output (a job in its loop is past its start sooner), and
-            # for torchrun again from when every rank was seen past init_process_group: a rank that dies in its
-            # first seconds of training is not missed. A loop about to reach its total is a phase: what follows
-            # it (a compile that hangs, a crash) is waited for.
-            looping = settle.in_its_loop(hb, settle_s) if steady else None
-            ripe = steady and (_talking_for(run) >= settle_s or looping is not None) and \
-                settle.about_to_end(hb, settle_s) is None and \
-                (settling.since is None or wall - settling.since >= settle_s)
-            if ripe and unsettled is None and (settler is None or last_settle_check == now) and run.job_alive():
-                return _running_unless_stuck(run, run_dir, load, sample, now - t0, settle_s, settling, looping)
-            if sample is not None and silent >= rhythm.sample_after(hb) and now - last_sample >= SAMPLE_S and \
-                    run.job_alive():
-                facts = sample(run, now - t0)
-                last_sample = time.monotonic()
-                if facts is not None and _last_output(load(run_dir)) != _last_output(run):
-                    facts = None  # it wrote while we looked: the wait we saw follows output, it explains no silence
-                if facts is not None and not _compiling(facts):  # a compile ends by itself, or shows its cycle
-                    return load(run_dir), facts
-            if now - t0 >= watch_s:
-                if steady and unsettled is None and run.job_alive():  # the settle time ends with the watch
-                    return _running_unless_stuck(run, run_dir, load, sample, now - t0, settle_s, settling, looping)
-                facts = look(run, now - t0)
-                if facts is not None:
-                    facts.unsettled = unsettled
-                if facts is not None or now - t0 >= watch_s + 2.0:  # None: it just died, its exit is on the way
-                    return run, facts
+        if run.spawned is None:
+            line.say("starting the job")
+            time.sleep(poll_s)
+            continue
+        done = progress(run)
+        hb, wall = run.heartbeat or {}, time.time()
+        if run.handoff_open:
+            # What holds the pipes (a daemon, or only a stray worker) must show it works: output within
+            # steady_s, or the verdict is given on the command's own exit without waiting out the watch.
+            handoff = handoff or (now, done)
+            if done <= handoff[1] and now - handoff[0] >= steady_s:
+                return run, None
+        if watch_s <= 0:  # --watch 0: started is all we wait for
+            return run, LiveFacts(pid=run.job_pid, watched_s=0.0)
+        silent = rhythm.silent_for(hb, _clock(run), run.spawned.get("t"),
+                                   None if run.is_remote else run.spec.get("log"))
+        alive = run.job_alive()
+        # the rhythm counts only from a heartbeat written since the watch began: the recorder lives now
+        seen = Observation(t=now - t0, alive=alive, progress=done, silent_s=silent, talking_s=_talking_for(run),
+                           heartbeat=hb, fresh=(hb.get("t") or 0) > wall0, can_sample=sample is not None)
+        steady = policy.see(seen)
+        if settler is not None and now - last_settle_check >= 1.0 and alive:
+            last_settle_check = now
+            unsettled = settler(run, settling, steady)  # every second: a rank that dies is seen to go
+        seen.unsettled, seen.settle_checked = unsettled, settler is None or last_settle_check == now
+        seen.ranks_settled_s = None if settling.since is None else wall - settling.since
+        decision = policy.decide(seen)
+        if decision is Decision.RUNNING:
+            return _running_unless_stuck(run, run_dir, load, sample, now - t0, settle_s, settling, policy.looping,
+                                         line)
+        last_line = silent if hb.get("last_output_t") or done else None
+        line.say(_waiting_for(run, hb, done, steady, settle_s, unsettled), last_line)
+        if decision is Decision.SAMPLE:
+            line.say(f"silent for {seconds(silent)}: looking at the stacks of its processes", last_line, force=True)
+            facts = sample(run, now - t0)
+            policy.sampled(time.monotonic() - t0)
+            if facts is not None and _last_output(load(run_dir)) != _last_output(run):
+                facts = None  # it wrote while we looked: the wait we saw follows output, it explains no silence
+            if facts is not None and not _compiling(facts):  # a compile ends by itself, or shows its cycle
+                return load(run_dir), facts
+            decision = policy.decide(seen)  # the watch may be over: what was seen before the look says so
+            if decision is Decision.RUNNING:  # (only at its end: the output was steady)
+                return _running_unless_stuck(run, run_dir, load, sample, now - t0, settle_s, settling,
+                                             policy.looping, line)
+        if decision is Decision.OUT_OF_TIME:
+            line.say("the watch is over: a last look at the job", last_line, force=True)
+            facts = look(run, now - t0)
+            if facts is not None:
+                facts.unsettled = unsettled
+            if facts is not None or now - t0 >= watch_s + 2.0:  # None: it just died, its exit is on the way
+                return run, facts
         time.sleep(poll_s)
+
+
+def _waiting_for(run: RunRecord, hb: dict[str, Any], done: int, steady: bool, settle_s: float,
+                 unsettled: Optional[str]) -> str:
+    """What the watch waits for now, in the words of the progress line."""
+    if not done and not hb.get("first_output_t"):
+        return "waiting for its first output"
+    if unsettled is not None:
+        return f"waiting for all its processes to start ({unsettled})"
+    ending = settle.about_to_end(hb, settle_s)
+    if ending is not None:
+        return f"{ending}: waiting for what follows"
+    if not steady:
+        return "waiting for its output to come steadily"
+    return f"waiting for {settle_s:g} s of steady output ({seconds(min(_talking_for(run), settle_s))} so far)"
 
 
 def _running(run: RunRecord, watched_s: float, settle_s: float, settling: settle.Settling,
@@ -337,10 +351,11 @@ def _running(run: RunRecord, watched_s: float, settle_s: float, settling: settle
     """The facts of a job that is running: growing at its rhythm, settled (`looping`: the evidence that it is
     in its loop, when that, not the settle time, showed it past its start)."""
     facts = LiveFacts(pid=run.job_pid, watched_s=watched_s, growing=True)
-    age, talking = _age(run), _talking_for(run)
-    past = f"; {looping}" if looping is not None and talking < settle_s else ""
-    facts.notes = [f"alive {age:.1f} s, printing for {talking:.1f} s (settle time {settle_s:g} s){past}",
-                   f"it {rhythm.words(run.heartbeat, _clock(run), (run.spawned or {}).get('t'))}"] + settling.notes
+    talking = _talking_for(run)
+    past = f"; {looping}" if looping is not None and talking < settle_s else \
+        f" (running is said after {settle_s:g} s of output)"
+    facts.notes = [f"it has printed for {talking:.0f} s{past}", f"it {rhythm.pace_words(run.heartbeat)}"] + \
+        settling.notes
     return facts
 
 
@@ -376,11 +391,11 @@ def _judge(run: RunRecord, facts: LiveFacts, samples: list) -> None:
     facts.job = samples
     hb = run.heartbeat or {}
     facts.quiet_s = rhythm.silent_for(hb, time.time(), (run.spawned or {}).get("t"), run.spec.get("log"))
-    facts.rhythm = rhythm.words(hb, time.time(), (run.spawned or {}).get("t"))
+    facts.rhythm = rhythm.words(hb, time.time(), (run.spawned or {}).get("t"), run.spec.get("log"))
     facts.quiet = facts.quiet_s >= rhythm.sample_after(hb)
-    cycle = _cycle("\n\n".join(s.text for s in facts.stacks))
+    cycle = cycle_in("\n\n".join(s.text for s in facts.stacks))
     if cycle is not None and samples:
-        first = _cycle("\n\n".join(s.looks[0].stacks.text for s in samples if s.python and s.looks))
+        first = cycle_in("\n\n".join(s.looks[0].stacks.text for s in samples if s.python and s.looks))
         if first is None or first.signature() != cycle.signature():
             cycle = None  # passing through, not stuck: the two looks differ
     if cycle is not None:
@@ -389,11 +404,8 @@ def _judge(run: RunRecord, facts: LiveFacts, samples: list) -> None:
         _note_cycle(run, cycle)
         facts.stuck_since = _seen_since(run, cycle.signature())
         return
-    if samples and facts.quiet:  # a wait explains a silence; a job that logs at its pace has none to explain
-        try:
-            facts.stuck = stuck.judge(samples, facts.quiet_s, flushed=bool(hb.get("stdout_flushed")))
-        except Exception as exc:  # a classifier bug must not cost us the verdict
-            facts.notes.append(f"the stack classifier failed: {type(exc).__name__}: {exc}")
+    # a wait explains a silence; a job that logs at its pace has none to explain
+    judge_wait(facts, samples, facts.quiet_s, local=True, flushed=bool(hb.get("stdout_flushed")))
 
 
 def sample_stuck(run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
@@ -407,20 +419,6 @@ def sample_stuck(run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
                                            processes=len(facts.job), quiet_s=round(facts.quiet_s or 0.0, 1),
                                            waits=[s.wait.kind for s in stuck.seen(facts.job)], finding=finding)
     return _settled_facts(facts)
-
-
-def _cycle(text: str):
-    """The compile-lock cycle in a stack dump (py-spy's qualified names or faulthandler's bare ones: the one
-    parser reads both), or None."""
-    try:
-        return stackclass.find_cycle(text)
-    except Exception:  # a classifier bug must not cost us the verdict
-        return None
-
-
-def classified_as(cycle) -> tuple[str, str]:
-    """(cause, headline) of a lock cycle, as LiveFacts.classified holds it."""
-    return causes.COMPILE_DEADLOCK, cycle.headline()
 
 
 def _note_cycle(run: RunRecord, cycle) -> None:
@@ -460,14 +458,5 @@ def _look_at_python(p: psutil.Process, facts: LiveFacts) -> None:
     if "python" not in exe:
         return
     facts.python = True
-    if buffers_stdout(p.pid, cmd, environ) and not _blocked(facts):
+    if buffers_stdout(p.pid, cmd, environ) and not blocked(facts):
         facts.buffered = True
-
-
-def _blocked(facts: LiveFacts) -> bool:
-    """The main thread waits on a lock, a join, a socket or a collective: stuck, not busy working."""
-    for st in facts.stacks:
-        main = stackclass.main_thread(st.text)
-        if main and main.frames and main.frames[0].func in BLOCKING_FRAMES:
-            return True
-    return False

@@ -30,7 +30,7 @@ from dfdoctor.launch.local import POLL_S, Spawner, observe, spawn_detached, star
 from dfdoctor.launch.remote import POLL_S as REMOTE_POLL_S
 from dfdoctor.launch.remote import RemoteRun
 from dfdoctor.launch.report import save_report
-from dfdoctor.launch.settle import SETTLE_S
+from dfdoctor.watch.settle import SETTLE_S
 from dfdoctor.model import CheckRecord, Report, Verdict
 from dfdoctor.registry import discover, select
 from dfdoctor.run import record

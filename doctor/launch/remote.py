@@ -14,13 +14,10 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from dfdoctor.diagnose import stuck
-from dfdoctor.diagnose.jobstacks import Look, ProcessSample
-from dfdoctor.diagnose.kernelwait import from_raw
+from dfdoctor.diagnose.look import blocked, classified_as, cycle_in, idle, judge_wait, samples_of
 from dfdoctor.diagnose.stacks import Stacks
-from dfdoctor.launch import remote_run, rhythm, settle
-from dfdoctor.launch.local import _blocked, _cycle, classified_as
-from dfdoctor.numbers import whole
+from dfdoctor.launch import remote_run
+from dfdoctor.watch import rhythm, settle
 from dfdoctor.run import record
 from dfdoctor.run.live import LiveFacts
 from dfdoctor.run.record import RunRecord
@@ -92,27 +89,6 @@ def may_run_torchrun(argv: list[str]) -> bool:
         first in ("sh", "bash", "dash", "zsh", "env", "srun", "mpirun", "nohup") or first.endswith(".sh")
 
 
-def samples_of(answer: Optional[dict[str, Any]]) -> list[ProcessSample]:
-    """The agent's raw looks as the ProcessSamples dfdoctor.diagnose.stuck reads."""
-    if not answer:
-        return []
-    out = []
-    for pr in answer.get("procs") or []:
-        env = pr.get("env") or {}
-        s = ProcessSample(int(pr["pid"]), pr.get("ppid"), list(pr.get("cmdline") or []), bool(pr.get("python")),
-                          rank=whole(env.get("RANK", ""), None) if "LOCAL_RANK" in env else None,
-                          local_rank=whole(env.get("LOCAL_RANK", ""), None),
-                          world_size=whole(env.get("WORLD_SIZE", ""), None), buffered=bool(pr.get("buffered")),
-                          gone=bool(pr.get("gone")))
-        for lk in pr.get("looks") or []:
-            text = lk.get("stack") or ""
-            st = Stacks(s.pid, text, "py-spy") if text else Stacks(s.pid, "", "kernel", "no Python stack there")
-            s.looks.append(Look(st, from_raw(lk.get("syscall") or "", lk.get("fds") or {}, answer.get("locks") or ""),
-                                lk.get("cpu_s"), lk.get("switches")))
-        out.append(s)
-    return out
-
-
 def judge_samples(run: RunRecord, live: LiveFacts, answer: Optional[dict[str, Any]]) -> None:
     """Fill a remote look's facts from the agent's samples, on the target's clock."""
     samples = samples_of(answer)
@@ -124,11 +100,7 @@ def judge_samples(run: RunRecord, live: LiveFacts, answer: Optional[dict[str, An
     live.quiet_s = rhythm.silent_for(hb, now, (run.spawned or {}).get("t"))
     live.rhythm = rhythm.words(hb, now, (run.spawned or {}).get("t"))
     live.quiet = live.quiet_s >= rhythm.sample_after(hb)
-    if live.quiet and not live.classified:
-        try:
-            live.stuck = stuck.judge(samples, live.quiet_s, local=False, flushed=bool(hb.get("stdout_flushed")))
-        except Exception as exc:  # a classifier bug must not cost us the verdict
-            live.notes.append(f"the stack classifier failed: {type(exc).__name__}: {exc}")
+    judge_wait(live, samples, live.quiet_s, local=False, flushed=bool(hb.get("stdout_flushed")))
 
 
 def live_facts(facts: Optional[dict[str, Any]], watched_s: float) -> Optional[LiveFacts]:
@@ -139,18 +111,10 @@ def live_facts(facts: Optional[dict[str, Any]], watched_s: float) -> Optional[Li
                      cpu_s=facts.get("cpu_s"))
     live.stacks = [Stacks(s["pid"], s["text"], s.get("tool") or "kernel", s.get("error"))
                    for s in facts.get("stacks") or []]
-    cycle = _cycle("\n\n".join(s.text for s in live.stacks if s.tool == "py-spy"))
+    cycle = cycle_in("\n\n".join(s.text for s in live.stacks if s.tool == "py-spy"))
     if cycle is not None:
         live.classified, live.cycle_detail = classified_as(cycle), cycle.detail()
     live.stdout_targets = [(int(p), int(fd), str(t)) for p, fd, t in facts.get("stdout_targets") or []]
     live.other_logs = [(int(p), str(t), int(size)) for p, t, size in facts.get("other_logs") or []]
-    live.buffered = bool(facts.get("buffered")) and not _blocked(live) and not _idle(live)
+    live.buffered = bool(facts.get("buffered")) and not blocked(live) and not idle(live)
     return live
-
-
-def _idle(live: LiveFacts) -> bool:
-    """Without Python stacks, CPU time is what tells a busy job (output sitting in its buffer) from one that
-    waits (an import, a lock, a socket): under 5 % of one core over the watch is waiting."""
-    if any(s.tool == "py-spy" for s in live.stacks) or live.cpu_s is None or live.watched_s <= 0:
-        return False
-    return live.cpu_s < 0.05 * live.watched_s

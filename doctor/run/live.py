@@ -29,7 +29,7 @@ class LiveFacts:
     job: list = field(default_factory=list)  # jobstacks.ProcessSample of every process of the tree
     stuck: Optional[Any] = None  # stuck.Finding: a wait the stacks of all processes prove
     quiet_s: Optional[float] = None  # seconds since the job's last output
-    rhythm: str = ""  # the job's own pace, in words (launch/rhythm.py)
+    rhythm: str = ""  # the job's own pace, in words (watch/rhythm.py)
     notes: list[str] = field(default_factory=list)  # evidence the watch adds (settling, rhythm)
-    quiet: bool = False  # silent for longer than its own rhythm (launch/rhythm.py)
+    quiet: bool = False  # silent for longer than its own rhythm (watch/rhythm.py)
     unsettled: Optional[str] = None  # why the watch did not call it settled (a rank missing, one that died)

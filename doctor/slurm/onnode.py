@@ -17,7 +17,7 @@ from typing import Any, Optional
 from dfdoctor.agent import ship
 from dfdoctor.diagnose import stacks, stuck
 from dfdoctor.diagnose.jobstacks import ProcessSample
-from dfdoctor.launch.remote import samples_of
+from dfdoctor.diagnose.look import samples_of
 from dfdoctor.agent.target_agent import MARK
 from dfdoctor.slurm import commands
 from dfdoctor.slurm.job import OWN_STEP

@@ -12,8 +12,9 @@ from typing import Any, Callable, Optional
 from dfdoctor import causes
 from dfdoctor.agent.loop_lines import LoopLines, progress_lines
 from dfdoctor.agent.record import Masker
-from dfdoctor.launch import rhythm, settle
+from dfdoctor.watch import rhythm, settle
 from dfdoctor.numbers import is_whole
+from dfdoctor.progress import WatchLine, seconds
 from dfdoctor.slurm import commands, job, patterns
 from dfdoctor.slurm.rules import Seen, judge
 
@@ -59,7 +60,7 @@ def read_tail(path: str) -> tuple[Optional[bool], str]:
 
 class OutputLoop:
     """The job's loop read from its output file as it grows, as the recorder's heartbeat gives it to a launch:
-    a job in its loop is past its start before the settle time ends (dfdoctor.launch.settle.in_its_loop)."""
+    a job in its loop is past its start before the settle time ends (dfdoctor.watch.settle.in_its_loop)."""
 
     def __init__(self) -> None:
         self.path, self.offset, self.partial, self.lines = "", 0, b"", LoopLines()
@@ -183,6 +184,17 @@ def quiet_for(path: str, since_seen: Optional[float]) -> float:
     return max(ours, by_mtime)
 
 
+def _waiting_for(first_output: Optional[float], now: float, hb: dict[str, Any], settle_s: float, node: str) -> str:
+    """What the watch of a running job waits for, in the words of the progress line."""
+    on = f" on {node}" if node and node != "(null)" else ""
+    if first_output is None:
+        return f"running{on}: waiting for its first output"
+    ending = settle.about_to_end(hb, settle_s)
+    if ending is not None:
+        return f"running{on}: {ending}: waiting for what follows"
+    return f"running{on}: waiting for {settle_s:g} s of steady output ({seconds(min(now - first_output, settle_s))} so far)"
+
+
 def watch(job_id: str, paths: dict[str, str], watch_s: float,
           on_event: Callable[[str, dict], None] = lambda name, data: None,
           sampler: Optional[Callable[[str, str, float], Any]] = None, settle_s: float = 0.0) -> Seen:
@@ -192,6 +204,16 @@ def watch(job_id: str, paths: dict[str, str], watch_s: float,
     as running only once the job has printed for `settle_s` (from the first output we saw; never past the watch):
     a job that prints a line and then waits is looked at, not called running after its first line, and one
     whose Python and CUDA take 6 s to come up is not called running 4 s into its start."""
+    line = WatchLine()
+    try:
+        return _watch(job_id, paths, watch_s, on_event, sampler, settle_s, line)
+    finally:
+        line.close()  # before the verdict: nothing of the progress line stays above it
+
+
+def _watch(job_id: str, paths: dict[str, str], watch_s: float, on_event: Callable[[str, dict], None],
+           sampler: Optional[Callable[[str, str, float], Any]], settle_s: float, line: WatchLine) -> Seen:
+    """The watch loop itself, its progress shown on `line`."""
     start = time.monotonic()
     end = start + watch_s
     last_state = None
@@ -213,6 +235,9 @@ def watch(job_id: str, paths: dict[str, str], watch_s: float,
             on_event("slurm-ended", {"state": seen.job.state, "exit_code": seen.job.exit_code,
                                      "end_time": seen.job.end_time})
             return seen
+        if f.state != "RUNNING":
+            line.say(f"in Slurm's queue ({f.reason})" if f.state == "PENDING" and f.reason and f.reason != "None"
+                     else "in Slurm's queue" if f.state == "PENDING" else f"Slurm says {f.state or 'nothing yet'}")
         if f.state == "PENDING":
             seen = look(job_id, paths)
             if judge(seen).cause or time.monotonic() >= end:
@@ -235,8 +260,12 @@ def watch(job_id: str, paths: dict[str, str], watch_s: float,
                 changed = (now, size)
             node = (f.raw.get("BatchHost") or "").strip()
             quiet = quiet_for(out, changed[0])
+            last_line = quiet if size > 0 else None
+            if line.enabled:  # the loop's best shape is worked out only for a line someone reads
+                line.say(_waiting_for(first_output, now, loop.heartbeat(pace), settle_s, node), last_line)
             if sampler is not None and node and node != "(null)" and quiet >= rhythm.sample_after(pace) and \
                     (last_sample is None or now - last_sample >= SAMPLE_EVERY_S):
+                line.say(f"silent for {seconds(quiet)}: looking at its stacks on {node}", last_line, force=True)
                 node_look = sampler(job_id, node, quiet)
                 last_sample = time.monotonic()
                 on_event("stacks-sampled", {"node": node, "took_s": round(node_look.took_s, 2),

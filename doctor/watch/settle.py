@@ -28,7 +28,7 @@ import psutil
 from dfdoctor.agent.ranks import nproc as expected_ranks  # one reading of torchrun's line, here and on targets
 from dfdoctor.diagnose import jobstacks, waits
 from dfdoctor.diagnose.waits import classify
-from dfdoctor.launch import rhythm
+from dfdoctor.watch import rhythm
 
 SETTLE_S = 10.0
 LOOP_REPEATS = 5  # one shape of line printed this many times...

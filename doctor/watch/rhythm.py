@@ -61,11 +61,20 @@ def sample_after(hb: Optional[dict[str, Any]]) -> float:
     return min(quiet_after(hb), SAMPLE_CAP_S)
 
 
-def words(hb: Optional[dict[str, Any]], now: float, started: Optional[float]) -> str:
-    """`prints every ~5.0 s; last output 2.1 s ago`, for evidence."""
+def words(hb: Optional[dict[str, Any]], now: float, started: Optional[float], log: Optional[str] = None) -> str:
+    """`prints every ~5.0 s; last output 2.1 s ago`, for evidence (`has written nothing yet` when it wrote
+    nothing: the time since its start is no output's age)."""
+    pace = pace_words(hb)
+    silent = silent_for(hb, now, started, log)
+    if not (hb or {}).get("last_output_t") and started is not None and silent >= now - started:
+        return f"{pace}; it has written nothing in the {silent:.0f} s since its start"
+    return f"{pace}; last output {silent:.1f} s ago"
+
+
+def pace_words(hb: Optional[dict[str, Any]]) -> str:
+    """`prints every ~5.0 s`, or `has no steady rhythm yet`."""
     every = interval(hb)
-    pace = f"prints every ~{_seconds(every)}" if every is not None else "has no steady rhythm yet"
-    return f"{pace}; last output {silent_for(hb, now, started):.1f} s ago"
+    return f"prints every ~{_seconds(every)}" if every is not None else "has no steady rhythm yet"
 
 
 def _seconds(every: float) -> str:

@@ -1,0 +1,86 @@
+"""What one look at a live job means, wherever it was taken: this machine (py-spy and /proc), a target (its
+agent's answers) or a Slurm node (the agent run there by srun). The watch of each place hands its looks here;
+the reading is one: a compile-lock cycle, a wait the stacks of every process prove, a main thread that waits
+(so a block buffer explains nothing), a job that spends no CPU.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from dfdoctor import causes
+from dfdoctor.diagnose import stackclass, stuck
+from dfdoctor.diagnose.jobstacks import Look, ProcessSample
+from dfdoctor.diagnose.kernelwait import from_raw
+from dfdoctor.diagnose.stacks import Stacks
+from dfdoctor.numbers import whole
+from dfdoctor.run.live import LiveFacts
+
+# A main thread whose innermost frame is one of these waits (a lock, a join, a socket, a collective): stuck or
+# idle, not busy working with its output in a buffer.
+BLOCKING_FRAMES = ("acquire", "wait", "join", "_wait_for_tstate_lock", "recv", "recv_into", "accept", "barrier",
+                   "init_process_group", "_lazy_init", "get", "lockf", "flock", "connect")
+IDLE_CPU_SHARE = 0.05  # under 5 % of one core over the watch: a job without Python stacks waits
+
+
+def cycle_in(text: str):
+    """The compile-lock cycle in a stack dump (py-spy's qualified names or faulthandler's bare ones: the one
+    parser reads both), or None."""
+    try:
+        return stackclass.find_cycle(text)
+    except Exception:  # a classifier bug must not cost us the verdict
+        return None
+
+
+def classified_as(cycle) -> tuple[str, str]:
+    """(cause, headline) of a lock cycle, as LiveFacts.classified holds it."""
+    return causes.COMPILE_DEADLOCK, cycle.headline()
+
+
+def blocked(facts: LiveFacts) -> bool:
+    """The main thread waits on a lock, a join, a socket or a collective: stuck, not busy working."""
+    for st in facts.stacks:
+        main = stackclass.main_thread(st.text)
+        if main and main.frames and main.frames[0].func in BLOCKING_FRAMES:
+            return True
+    return False
+
+
+def idle(live: LiveFacts) -> bool:
+    """Without Python stacks, CPU time is what tells a busy job (output sitting in its buffer) from one that
+    waits (an import, a lock, a socket): under IDLE_CPU_SHARE of one core over the watch is waiting."""
+    if any(s.tool == "py-spy" for s in live.stacks) or live.cpu_s is None or live.watched_s <= 0:
+        return False
+    return live.cpu_s < IDLE_CPU_SHARE * live.watched_s
+
+
+def judge_wait(live: LiveFacts, samples: list[ProcessSample], quiet_s: float, *, local: bool,
+               flushed: bool) -> None:
+    """Name the wait the samples of every process prove (live.stuck), for a job silent past its rhythm."""
+    if not samples or not live.quiet or live.classified:
+        return
+    try:
+        live.stuck = stuck.judge(samples, quiet_s, local=local, flushed=flushed)
+    except Exception as exc:  # a classifier bug must not cost us the verdict
+        live.notes.append(f"the stack classifier failed: {type(exc).__name__}: {exc}")
+
+
+def samples_of(answer: Optional[dict[str, Any]]) -> list[ProcessSample]:
+    """An agent's raw looks (a target's, a Slurm node's) as the ProcessSamples dfdoctor.diagnose.stuck reads."""
+    if not answer:
+        return []
+    out = []
+    for pr in answer.get("procs") or []:
+        env = pr.get("env") or {}
+        s = ProcessSample(int(pr["pid"]), pr.get("ppid"), list(pr.get("cmdline") or []), bool(pr.get("python")),
+                          rank=whole(env.get("RANK", ""), None) if "LOCAL_RANK" in env else None,
+                          local_rank=whole(env.get("LOCAL_RANK", ""), None),
+                          world_size=whole(env.get("WORLD_SIZE", ""), None), buffered=bool(pr.get("buffered")),
+                          gone=bool(pr.get("gone")))
+        for lk in pr.get("looks") or []:
+            text = lk.get("stack") or ""
+            st = Stacks(s.pid, text, "py-spy") if text else Stacks(s.pid, "", "kernel", "no Python stack there")
+            s.looks.append(Look(st, from_raw(lk.get("syscall") or "", lk.get("fds") or {}, answer.get("locks") or ""),
+                                lk.get("cpu_s"), lk.get("switches")))
+        out.append(s)
+    return out

@@ -1,0 +1,109 @@
+"""The watch's policy: what to do next, from what the watch sees now. Observations go in, a decision comes out;
+no clock is read and nothing is done here, so the rules are tested with observations they are handed.
+
+A source (this machine's processes, a target's agent, ...) observes; the watch's driver acts on the decision:
+  WAIT        nothing certain yet: look again after the poll interval
+  SAMPLE      the job is silent past its own rhythm: look at the stacks of all its processes
+  RUNNING     settled, its output growing at its pace: one look at the stacks first, then `running`
+  OUT_OF_TIME the watch is over: judge the job as it is now
+(the driver says ENDED and STUCK itself: a death is read from the record, a wait from a look's finding).
+
+The rules are those of docs/launch.md: output is steady when it grew in a few separate bursts over STEADY_S, or at
+a rhythm the job showed since the watch began; output back after a silence longer than the job's quiet time must
+show its pace again; `running` needs the settle time of output (from the first line) or the job's loop, no loop
+about to reach its total, and for torchrun every rank settled for the settle time again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Optional
+
+from dfdoctor.watch import rhythm, settle
+
+STEADY_S = 2.0  # output must keep coming for this long before we call the job running
+STEADY_BURSTS = 3  # ...seen growing this many separate times (the recorder's heartbeat counts once a second)
+SAMPLE_S = 4.0  # a quiet job's stacks are sampled at most this often during the watch
+
+
+class Decision(Enum):
+    WAIT = "wait"
+    SAMPLE = "sample"
+    RUNNING = "running"
+    OUT_OF_TIME = "out of time"
+
+
+@dataclass
+class Observation:
+    """What a source saw of a live job at one moment. `t`: seconds since the watch began (the watch's clock);
+    the other times are the job's machine's, already made into ages."""
+
+    t: float
+    alive: bool  # the job (not only its recorder) is alive
+    progress: int  # lines that show progress so far (or the bytes its own log grew by)
+    silent_s: float  # since its last output (since its start when it wrote none)
+    talking_s: float  # since its first output (its age before it wrote any)
+    heartbeat: dict[str, Any] = field(default_factory=dict)  # the pace and the loop (rhythm, settle read them)
+    fresh: bool = False  # the heartbeat was written since the watch began (its rhythm is the job's pace now)
+    unsettled: Optional[str] = None  # why not every process it should have is up (None: nothing to wait for)
+    settle_checked: bool = True  # the settle check ran on this observation (it runs once a second)
+    ranks_settled_s: Optional[float] = None  # seconds since every rank was seen past init_process_group
+    can_sample: bool = True  # its stacks can be looked at from here
+
+
+class Policy:
+    """One watch's memory between observations (the output's growth, when it last looked) and its rules."""
+
+    def __init__(self, watch_s: float, settle_s: float, steady_s: float = STEADY_S) -> None:
+        self.watch_s, self.settle_s, self.steady_s = watch_s, max(0.0, min(settle_s, watch_s)), steady_s
+        self.growth: list[tuple[float, int]] = []  # (when, progress) each time the output was seen to grow
+        self.revived = False  # the output came back after a silence: its pace over the job's life says nothing
+        self.last_sample = -SAMPLE_S
+        self.steady = False  # as of the last observation (the progress line says what it waits for)
+        self.looping: Optional[str] = None  # the evidence that the job is in its loop, when that showed it
+        self._seen: Optional[Observation] = None  # the observation `see` took in last
+
+    def see(self, o: Observation) -> bool:
+        """Take in an observation's output; whether the output is steady now (the settle check looks deeper at
+        the ranks once it is: its answer goes into the observation that `decide` is then handed)."""
+        if o.progress > (self.growth[-1][1] if self.growth else 0):
+            if self.growth and o.t - self.growth[-1][0] >= rhythm.quiet_after(o.heartbeat):
+                # output back after a silence (a compile, a busy index build): one line is not steady output
+                # again; the job shows its pace anew, or dies in the seconds after that line
+                self.growth, self.revived = [], True
+            self.growth.append((o.t, o.progress))
+        hb = o.heartbeat
+        self.steady = ((len(self.growth) >= STEADY_BURSTS and o.t - self.growth[0][0] >= self.steady_s) or
+                       (not self.revived and rhythm.interval(hb) is not None and o.fresh)) and \
+            rhythm.still_growing(hb, o.silent_s)
+        self._seen = o
+        return self.steady
+
+    def decide(self, o: Observation) -> Decision:
+        """What to do after this observation (`see` took it in first; `decide` alone sees it too)."""
+        if self._seen is not o:
+            self.see(o)
+            self._seen = o
+        hb = o.heartbeat
+        # the settle time runs from the job's first output (a job in its loop is past its start sooner), and for
+        # torchrun again from when every rank was seen past init_process_group: a rank that dies in its first
+        # seconds of training is not missed. A loop about to reach its total is a phase: what follows it (a
+        # compile that hangs, a crash) is waited for.
+        self.looping = settle.in_its_loop(hb, self.settle_s) if self.steady else None
+        ripe = self.steady and (o.talking_s >= self.settle_s or self.looping is not None) and \
+            settle.about_to_end(hb, self.settle_s) is None and \
+            (o.ranks_settled_s is None or o.ranks_settled_s >= self.settle_s)
+        if ripe and o.unsettled is None and o.settle_checked and o.alive:
+            return Decision.RUNNING
+        if o.can_sample and o.alive and o.silent_s >= rhythm.sample_after(hb) and o.t - self.last_sample >= SAMPLE_S:
+            return Decision.SAMPLE
+        if o.t >= self.watch_s:
+            if self.steady and o.unsettled is None and o.alive:  # the settle time ends with the watch
+                return Decision.RUNNING
+            return Decision.OUT_OF_TIME
+        return Decision.WAIT
+
+    def sampled(self, t: float) -> None:
+        """A look at the stacks was taken at `t` (the next comes SAMPLE_S later at the soonest)."""
+        self.last_sample = t
