@@ -98,7 +98,7 @@ def test_check_reports_matrix_recommends_and_remembers(ssh_config_env, tmp_path,
     assert not any(w in warn.summary + warn.details for w in ("amp", "nohup-bare", "hop "))
     rec = by[Status.OK].data["recommended"]
     assert rec == (f"ssh -p {infra.port} root@127.0.0.1 \"pct exec 200 -- sh -c 'nohup setsid -f python3 -u "
-                   f"train.py </dev/null >/workspace/train.log 2>&1; sleep 1'\"")
+                   f"train.py </dev/null >>/workspace/train.log 2>&1; sleep 1'\"")
     # no --shell-command: this check's line is the report's one fix, rehearsed before it is given; there is no
     # train.py in the folder that line starts in, and the rehearsal saw that, so the line is not offered as working
     assert by[Status.OK].fix == warn.fix == f"no working line found; tried: {rec} (the script train.py is not there: " \
@@ -239,5 +239,5 @@ def test_recommended_line_is_given_once_its_rehearsal_worked(ssh_config_env, tmp
     ok = [r for r in persistence_session.run(ctx) if r.status == Status.OK][0]
     assert ok.fix == ok.data["recommended"] == (
         f"ssh -p {infra.port} root@127.0.0.1 \"pct exec 200 -- sh -c 'cd {inside} && nohup setsid -f python3 -u "
-        f"{inside}/train.py --lr 3e-4 </dev/null >{inside}/train.log 2>&1; sleep 1'\""), ok.fix
+        f"{inside}/train.py --lr 3e-4 </dev/null >>{inside}/train.log 2>&1; sleep 1'\""), ok.fix
     assert not list(host_side.glob("*dfdoctor-rh-*")) and not (host_side / "train.log").exists()
