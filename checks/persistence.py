@@ -43,12 +43,12 @@ def persistence_session(ctx) -> Iterator[Result]:
         return
     configured = ctx.option(CHECK_ID, "strategies")  # e.g. ["nohup-setsid-f", "tmux"]
     mode, trials, why = _what_to_ask(ctx, target, configured)
-    if mode == "none":
-        yield skip(why)
-        return
-    with transport.connected(target) as conn_error:
+    with transport.connected(target) as conn_error:  # the run's shared connection: no cost when it is open
         if conn_error:
             yield cannot_reach(target, conn_error)
+            return
+        if mode == "none":
+            yield skip(why)
             return
         interpreters = ("python3", "python", *([ctx.python] if ctx.python else []))
         # the matrix asked for by name is observed now; what a launch or a line needs is reused while true
