@@ -105,7 +105,7 @@ def main() -> None:
                               "--format", "json", "--", "python3", "-u", f"{inside}/t.py"]
                     for row, argv, e in (("launch, checked (cache cold)", launch, env),
                                          ("launch, checked (cache warm)", launch, dict(env, XDG_CACHE_HOME=warm[name])),
-                                         ("launch --no-check", launch[:3] + ["--no-check"] + launch[3:], env)):
+                                         ("launch --no-check", launch[:4] + ["--no-check"] + launch[4:], env)):
                         if row.endswith("(cache warm)") and rnd == 0:  # the first fills the cache: not counted
                             subprocess.run(argv, env=e, cwd=tmp, capture_output=True, timeout=180)
                             (host_side / "stop").touch(); time.sleep(1.0); (host_side / "stop").unlink()
