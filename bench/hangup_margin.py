@@ -28,8 +28,6 @@ LINES = {
     "ssh -tt, plain & on the host": "ssh -tt root@dfdoctor-host 'python3 -u {work}/t.py & sleep 0.5'",
     "ssh -tt + pct exec, plain &": "ssh -tt root@dfdoctor-host \"pct exec 200 -- sh -c 'python3 -u {work}/t.py & "
                                    "sleep 0.5'\"",
-    "ssh -tt + pct exec -t, plain &": "ssh -tt root@dfdoctor-host \"pct exec 200 -t -- sh -c 'python3 -u {work}/t.py & "
-                                      "sleep 0.5'\"",
 }
 
 
