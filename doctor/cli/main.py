@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import click
-from dfdoctor import __version__
+from dfdoctor import __version__, probe_server
 from dfdoctor.cache import cache_dir, private_dir
 from dfdoctor.cli.env import env_cmd
 from dfdoctor.cli.options import (
@@ -122,9 +122,11 @@ def check_cmd(opts: dict[str, Any]) -> int:
         from dfdoctor.slurm import orchestrate as slurm  # start-up: it brings the launch pipeline (see _Commands)
         records = slurm.check_records(ctx, tuple(opts.get("only") or ()), tuple(opts.get("skip") or ()), cfg)
     else:
-        checks, broken = choose_checks(opts, cfg, "pre")
-        with target_connection(ctx):
-            records = broken + run_phase(ctx, checks, "pre", cfg)
+        # with every check, some import torch: their server starts before the checks are chosen
+        with probe_server.early(ctx, wanted=not ctx.only):
+            checks, broken = choose_checks(opts, cfg, "pre")
+            with target_connection(ctx):
+                records = broken + run_phase(ctx, checks, "pre", cfg)
     level = fail_on(opts, cfg)
     report = Report(tool_version=__version__, target=ctx.target, command=command, started_at=started,
                     finished_at=now_iso(), verdict=verdict_from_checks(records, level), checks=records,
