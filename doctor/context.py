@@ -35,6 +35,9 @@ class Context:
     config: dict[str, Any] = field(default_factory=dict)
     cwd_note: str = ""  # how the cwd was chosen on a target without --cwd, in words
     typed_line: Optional[str] = None  # the launch line given after `--`, when the job was read out of it
+    launching: bool = False  # `dfdoctor launch` will start the job itself (with `strategy` on a target)
+    strategy: str = "auto"  # launch --strategy: how the recorder is detached on a target
+    only: tuple[str, ...] = ()  # the checks asked for by name (--only, or the config's `only`)
 
     def option(self, check_id: str, name: str, default: Any = None) -> Any:
         """A per-check setting from `[tool.dfdoctor.checks."<id>"]` in the config."""

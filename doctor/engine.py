@@ -129,6 +129,8 @@ def build_context(opts: dict[str, Any], command: list[str]) -> tuple[Context, Co
                   launcher=(cwd / launcher) if launcher else None, require_gpu=bool(opts.get("require_gpu")),
                   target=target, timeout=timeout, config=cfg.values)
     ctx.cwd_note = cwd_note
+    ctx.launching, ctx.strategy = bool(opts.get("launching")), opts.get("strategy") or "auto"
+    ctx.only = tuple(opts.get("only") or ()) or tuple(cfg.get("only") or ())
     submitted = env_before_sbatch(ctx.command)
     if submitted is not None:  # `env SBATCH_PARTITION=x sbatch job.sbatch`: a Slurm submission, with that env
         ctx.command, assigned = submitted

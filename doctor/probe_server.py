@@ -59,16 +59,18 @@ class Server:
 
 
 _active: Optional[Server] = None  # set before the check workers fork: they inherit it
+# A server started before its phase's checks were chosen (`early`): (process, folder, socket, env, python)
+_early: Optional[tuple[subprocess.Popen, str, str, dict[str, str], str]] = None
 
 
-@contextlib.contextmanager
-def serving(ctx, wanted: bool) -> Iterator[Optional[Server]]:
-    """Keep a probe server for the training interpreter while the block runs (when `wanted` and local)."""
-    global _active
-    if (not wanted or _active is not None or (getattr(ctx, "target", "local") or "local") != "local"
-            or os.environ.get("DFDOCTOR_PROBE_SERVER") == "0"):  # the escape hatch: every probe fresh
-        yield None
-        return
+def _wanted_here(ctx) -> bool:
+    """Whether a server can serve this context's probes at all (local, not switched off)."""
+    return ((getattr(ctx, "target", "local") or "local") == "local"
+            and os.environ.get("DFDOCTOR_PROBE_SERVER") != "0")  # the escape hatch: every probe fresh
+
+
+def _spawn(ctx) -> tuple[Optional[subprocess.Popen], str, str, dict[str, str]]:
+    """Start a server for the training interpreter (None when it cannot start: each probe says so itself)."""
     folder = tempfile.mkdtemp(prefix="dfdoctor-probes-")
     path = os.path.join(folder, "s")
     env = {**ctx.env, "PYTHONDONTWRITEBYTECODE": "1"}
@@ -78,24 +80,67 @@ def serving(ctx, wanted: bool) -> Iterator[Optional[Server]]:
             proc = subprocess.Popen([ctx.python, str(SERVER), path], cwd=ctx.cwd, env=env, start_new_session=True,
                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         except OSError:
-            proc = None  # the interpreter cannot start: each probe says so in its own words
+            proc = None
+    return proc, folder, path, env
+
+
+def _stop(proc: Optional[subprocess.Popen], folder: str, path: str, *, at_once: bool = False) -> None:
+    """End a server and what it forked (`at_once`: without waiting for it to leave by itself, as one still
+    importing torch would not), and remove its socket and folder."""
+    if proc is not None:
+        proc.stdin.close()  # its signal to kill what it forked and leave
+        try:
+            proc.wait(timeout=0 if at_once else 2.0)
+        except subprocess.TimeoutExpired:
+            pass
+        kill_group(proc.pid)
+        proc.wait()
+    for leftover in (path, folder):
+        with contextlib.suppress(OSError):
+            os.unlink(leftover) if leftover == path else os.rmdir(leftover)
+
+
+@contextlib.contextmanager
+def early(ctx, wanted: bool) -> Iterator[None]:
+    """Start the server (when `wanted`) for the phase run inside the block before its checks are discovered and
+    chosen: importing torch there is most of a local `check`'s time, and nothing else need come first (0.1 s of
+    checks' imports and choosing ran before it, a third of dfdoctor's own cost over `import torch`, round 9).
+    `serving` takes it over, or stops it when no chosen check imports torch; one that nothing took over (the
+    block raised first) is stopped on the way out."""
+    global _early
+    if wanted and _early is None and _active is None and _wanted_here(ctx):
+        proc, folder, path, env = _spawn(ctx)
+        _early = (proc, folder, path, env, ctx.python) if proc is not None else None
+        if proc is None:
+            _stop(None, folder, path)
+    try:
+        yield
+    finally:
+        left, _early = _early, None
+        if left is not None:
+            _stop(left[0], left[1], left[2], at_once=True)
+
+
+@contextlib.contextmanager
+def serving(ctx, wanted: bool) -> Iterator[Optional[Server]]:
+    """Keep a probe server for the training interpreter while the block runs (when `wanted` and local)."""
+    global _active, _early
+    early, _early = _early, None
+    if early is not None and not (wanted and _active is None and _wanted_here(ctx) and early[4] == ctx.python
+                                  and early[3] == {**ctx.env, "PYTHONDONTWRITEBYTECODE": "1"}):
+        _stop(early[0], early[1], early[2], at_once=True)  # started for a phase that did not want it after all
+        early = None
+    if early is None and (not wanted or _active is not None or not _wanted_here(ctx)):
+        yield None
+        return
+    proc, folder, path, env = early[:4] if early is not None else _spawn(ctx)
     try:
         if proc is not None:
             _active = Server(proc.pid, path, env, ctx.python)
         yield _active
     finally:
         _active = None
-        if proc is not None:
-            proc.stdin.close()  # its signal to kill what it forked and leave
-            try:
-                proc.wait(timeout=2.0)
-            except subprocess.TimeoutExpired:
-                pass
-            kill_group(proc.pid)
-            proc.wait()
-        for leftover in (path, folder):
-            with contextlib.suppress(OSError):
-                os.unlink(leftover) if leftover == path else os.rmdir(leftover)
+        _stop(proc, folder, path)
 
 
 def serves(python: str, env: dict[str, str], script: str = "") -> bool:

@@ -82,17 +82,24 @@ class BrokenPlugin:
     error: str
 
 
-def _distribution_name(ep: metadata.EntryPoint) -> str:
+def _distribution_name(ep: metadata.EntryPoint, names: dict) -> str:
+    """The name of the distribution that registered `ep`. `dist.name` parses its whole METADATA file each time:
+    read once per distribution (`names`), not once per check (18 parses were 0.02 s of `check`'s start, round 9)."""
     dist = getattr(ep, "dist", None)
-    return dist.name if dist is not None else "unknown"
+    if dist is None:
+        return "unknown"
+    if id(dist) not in names:
+        names[id(dist)] = (dist, dist.name)  # the object is kept with its name, so its id is not reused
+    return names[id(dist)][1]
 
 
 def discover() -> tuple[list[Check], list[BrokenPlugin]]:
     """Load every check registered under the `dfdoctor.checks` entry-point group, sorted by id."""
     checks: dict[str, Check] = {}
     broken: list[BrokenPlugin] = []
+    names: dict = {}
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        dist = _distribution_name(ep)
+        dist = _distribution_name(ep, names)
         source = "built-in" if dist in _OWN_NAMES else dist
         try:
             obj = ep.load()

@@ -98,7 +98,7 @@ def test_check_reports_matrix_recommends_and_remembers(ssh_config_env, tmp_path,
     assert not any(w in warn.summary + warn.details for w in ("amp", "nohup-bare", "hop "))
     rec = by[Status.OK].data["recommended"]
     assert rec == (f"ssh -F {infra.ssh_config} -p {infra.port} root@127.0.0.1 \"pct exec 200 -- sh -c 'nohup setsid -f python3 -u "
-                   f"train.py </dev/null >/workspace/train.log 2>&1; sleep 1'\"")
+                   f"train.py </dev/null >>/workspace/train.log 2>&1; sleep 1'\"")
     # no --shell-command: this check's line is the report's one fix, rehearsed before it is given; there is no
     # train.py in the folder that line starts in, and the rehearsal saw that, so the line is not offered as working
     assert by[Status.OK].fix == warn.fix == f"no working line found; tried: {rec} (the script train.py is not there: " \
@@ -239,5 +239,71 @@ def test_recommended_line_is_given_once_its_rehearsal_worked(ssh_config_env, tmp
     ok = [r for r in persistence_session.run(ctx) if r.status == Status.OK][0]
     assert ok.fix == ok.data["recommended"] == (
         f"ssh -F {infra.ssh_config} -p {infra.port} root@127.0.0.1 \"pct exec 200 -- sh -c 'cd {inside} && nohup setsid -f python3 -u "
-        f"{inside}/train.py --lr 3e-4 </dev/null >{inside}/train.log 2>&1; sleep 1'\""), ok.fix
+        f"{inside}/train.py --lr 3e-4 </dev/null >>{inside}/train.log 2>&1; sleep 1'\""), ok.fix
     assert not list(host_side.glob("*dfdoctor-rh-*")) and not (host_side / "train.log").exists()
+
+
+def _no_experiment_dirs(infra: Infra) -> set:
+    return {d.name for d in (infra.rootfs() / "tmp").glob("dfdoctor-persist.*")}
+
+
+def test_check_without_a_line_of_the_users_asks_nothing(ssh_config_env, tmp_path, monkeypatch):
+    """No --shell-command, --launcher or line after `--`: there is nothing of the user's to judge, and `launch`
+    observes its own start; the check says why it asked nothing, and never passes."""
+    infra = ssh_config_env
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    from dfdoctor.checks.persistence import persistence_session
+    before = _no_experiment_dirs(infra)
+    began = time.monotonic()
+    results = persistence_session.run(Context(target=infra.pct_target, python="python3",
+                                              command=["python3", "-u", "/w/train.py"]))
+    assert [r.status for r in results] == [Status.SKIP], results
+    assert "no launch line of yours to judge" in results[0].summary and "--only persistence.session" in results[0].summary
+    assert time.monotonic() - began < 5 and _no_experiment_dirs(infra) == before  # no sentinel was started
+
+
+def test_launch_observes_its_own_start_once_and_reuses_it(ssh_config_env, tmp_path, monkeypatch):
+    """`launch --target`: one trial, the way that launch starts its recorder (the recorder's own detach when
+    nothing was found or asked); a second launch reuses the answer and says how old it is, until what keys it
+    (the boot id, the interpreters) changes."""
+    infra = ssh_config_env
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    from dfdoctor.checks.persistence import persistence_session
+    ctx = Context(target=infra.pct_target, python="python3", command=["python3", "-u", "/w/train.py"],
+                  launching=True, strategy="auto")
+    first = persistence_session.run(ctx)
+    assert [r.status for r in first] == [Status.OK], first
+    assert [(r["strategy"], r["tty"]) for r in first[0].data["matrix"]] == [("dfdoctor", "no")]
+    assert "the way this launch starts its recorder there" in first[0].summary and "1 trial(s)" in first[0].summary
+    assert first[0].data["cached"] is False
+    second = persistence_session.run(ctx)
+    assert [r.status for r in second] == [Status.OK] and second[0].data["cached"] is True
+    assert "s ago and reused (same boot, same interpreters)" in second[0].summary
+    key = second[0].data["key"]
+    assert len(key["boot_id"]) >= 8 and any(i.startswith("python3 /") for i in key["interpreters"])
+    assert any("from dfdoctor's cache" in e and key["boot_id"] in e for e in second[0].evidence)
+    # another boot (or interpreter) is another key: observed anew
+    real = persistence.identity
+    monkeypatch.setattr(persistence, "identity", lambda t, i=("python3",): dict(real(t, i), boot_id="rebooted-0000"))
+    third = persistence_session.run(ctx)
+    assert third[0].status == Status.OK and third[0].data["cached"] is False
+    # --strategy names the one way asked
+    asked = persistence_session.run(Context(target=infra.pct_target, python="python3", launching=True,
+                                            strategy="nohup-setsid-f-wait"))
+    assert [r["strategy"] for r in asked[0].data["matrix"]] == ["nohup-setsid-f-wait"]
+
+
+def test_a_users_line_is_tried_only_the_way_it_starts_its_job(ssh_config_env, tmp_path, monkeypatch):
+    infra = ssh_config_env
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    from dfdoctor.checks.persistence import persistence_session
+    line = "ssh -tt root@127.0.0.1 'pct exec 200 -- nohup python3 /w/train.py > /w/train.log 2>&1 &'"
+    results = persistence_session.run(Context(target=infra.pct_target, python="python3", shell_command=line,
+                                              command=["python3", "/w/train.py"]))
+    rows = [(r["strategy"], r["tty"]) for res in results for r in res.data["matrix"]]
+    assert set(rows) == {("nohup", "yes")} and len(rows) == len(results), results
+    assert all(not r.fix or "launch.path" in r.fix for r in results)  # launch.path's fix is the report's one
+    # a line that runs its job in the foreground detaches nothing: nothing to try, said as a skip
+    fg = persistence_session.run(Context(target=infra.pct_target, python="python3", command=["python3", "/w/t.py"],
+                                         shell_command="ssh root@127.0.0.1 'pct exec 200 -- python3 /w/t.py'"))
+    assert [r.status for r in fg] == [Status.SKIP] and "foreground" in fg[0].summary

@@ -206,3 +206,30 @@ def test_the_server_leaves_without_tearing_its_interpreter_down(tmp_path):
     p = subprocess.Popen([sys.executable, "-c", "pass"], env=ctx.env)
     p.wait()
     assert str(p.pid) in os.listdir(marks)
+
+
+def _gone(pid: int) -> bool:
+    return not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_a_server_started_before_the_checks_are_chosen_serves_their_phase(tmp_path, ctx):
+    """`check` starts the server before it discovers and chooses its checks (`early`): the phase takes that
+    very server over; a phase that wants none, or a block that raises first, stops it at once."""
+    script = probe(tmp_path, "where.py", WHERE)
+    with probe_server.early(ctx, wanted=True):
+        early_pid = probe_server._early[0].pid
+        with probe_server.serving(ctx, wanted=True) as server:
+            assert server.pid == early_pid
+            warmed(ctx, tmp_path)
+            assert answer(run_probe(ctx, script, timeout=60))["ppid"] == early_pid
+    assert _gone(early_pid)
+    with probe_server.early(ctx, wanted=True):
+        unwanted = probe_server._early[0].pid
+        began = time.monotonic()
+        with probe_server.serving(ctx, wanted=False) as server:
+            assert server is None and _gone(unwanted) and time.monotonic() - began < 1.5
+    with pytest.raises(RuntimeError):
+        with probe_server.early(ctx, wanted=True):
+            raised = probe_server._early[0].pid
+            raise RuntimeError("a bug before the phase")
+    assert _gone(raised) and probe_server._early is None

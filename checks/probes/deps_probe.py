@@ -73,14 +73,18 @@ def installed():
     first, dups = {}, {}
     for dist in metadata.distributions():
         try:
-            name = dist.metadata["Name"]
+            # parsed once: `dist.version` and `dist.requires` parse the whole METADATA file again on each use
+            # (a third of the probe's CPU, measured in round 9)
+            md = dist.metadata
+            name = md["Name"]
         except Exception:  # noqa: BLE001 - a broken dist-info
             name = None
         if not name:
             continue
         key = canonical(name)
         loc = str(getattr(dist, "_path", ""))
-        entry = {"name": name, "version": dist.version, "location": os.path.dirname(loc), "dist": dist}
+        entry = {"name": name, "version": md["Version"], "location": os.path.dirname(loc), "dist": dist,
+                 "metadata": md}
         if key in first:
             if os.path.realpath(first[key]["location"]) != os.path.realpath(entry["location"]) or \
                     first[key]["version"] != entry["version"]:
@@ -92,15 +96,19 @@ def installed():
 
 def public(entry):
     """An installed-distribution entry without the live object, for JSON."""
-    return {k: v for k, v in entry.items() if k != "dist"}
+    return {k: v for k, v in entry.items() if k not in ("dist", "metadata", "requires")}
 
 
 def requires_of(entry):
-    """The Requires-Dist lines of an installed distribution."""
-    try:
-        return entry["dist"].requires or []
-    except Exception:  # noqa: BLE001
-        return []
+    """The Requires-Dist lines of an installed distribution (as `Distribution.requires`: METADATA's, else an
+    egg-info's requires.txt), read once."""
+    if "requires" not in entry:
+        try:
+            reqs = entry["metadata"].get_all("Requires-Dist") if "metadata" in entry else None
+            entry["requires"] = list(reqs) if reqs is not None else list(entry["dist"].requires or [])
+        except Exception:  # noqa: BLE001
+            entry["requires"] = []
+    return entry["requires"]
 
 
 def marker_true(req, extra):
@@ -190,13 +198,38 @@ def conflicts(dists, req_mod, version_mod):
     return found, graph
 
 
-def imported_distributions(modules):
+def top_level_names(dists):
+    """module -> the distributions whose top_level.txt names it."""
+    mapping = {}
+    for entry in dists.values():
+        try:
+            text = entry["dist"].read_text("top_level.txt") or ""
+        except Exception:  # noqa: BLE001
+            continue
+        for mod in text.split():
+            mapping.setdefault(mod, []).append(entry["name"])
+    return mapping
+
+
+def importable(module):
+    """Whether this interpreter finds the top-level module (without importing it)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except Exception:  # noqa: BLE001 - a broken package still counts: the full finder decides
+        return True
+
+
+def imported_distributions(modules, dists=None):
     """The distributions that provide the top-level modules the script imports (Python 3.10+; else none)."""
     finder = getattr(metadata, "packages_distributions", None)
     if finder is None or not modules:
         return []
     try:
-        mapping = finder()
+        # top_level.txt names most distributions' modules in one short read; the full finder reads every RECORD
+        # (0.04 s CPU of a 0.15 s probe, round 9), so it runs only for a module found here that none names
+        mapping = top_level_names(dists or {})
+        if any(m not in mapping and importable(m) for m in modules):
+            mapping = finder()
     except Exception:  # noqa: BLE001 - a broken RECORD somewhere must not stop the check
         return []
     found = []
@@ -249,7 +282,7 @@ def main():
             roots.add(canonical(name))
             out.setdefault("focus", {})[name] = dists[canonical(name)]["version"]
     stated = set(roots)  # what the requirements and the focus name, apart from what reading the script found
-    for dist_name in imported_distributions(spec.get("modules") or []):
+    for dist_name in imported_distributions(spec.get("modules") or [], dists):
         roots.add(canonical(dist_name))
         out.setdefault("imported", []).append(dist_name)
     found, graph = conflicts(dists, req_mod, version_mod)

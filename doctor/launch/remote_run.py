@@ -18,7 +18,7 @@ from dfdoctor.agent import ship
 from dfdoctor.agent.ship import END_MARK, PID_MARK, PY_MARK, RUN_DIR_MARK
 from dfdoctor.command import ProbeOutcome, run_command
 from dfdoctor.targets import Target, parse_target, transport
-from dfdoctor.targets.strategies import BY_NAME, best_for
+from dfdoctor.targets.strategies import BY_NAME, DEFAULT, best_for, for_launch
 
 
 def _num(v: Optional[str]) -> Optional[int]:
@@ -27,7 +27,7 @@ def _num(v: Optional[str]) -> Optional[int]:
 
 
 # ---- the flight recorder on a target (`dfdoctor launch --target`) ---------------------------------------
-DEFAULT_STRATEGY = "dfdoctor"  # the recorder's own --detach: SIGHUP ignored before fork, setsid, fds to files
+DEFAULT_STRATEGY = DEFAULT  # the recorder's own --detach: SIGHUP ignored before fork, setsid, fds to files
 
 
 @dataclass
@@ -51,7 +51,7 @@ def ship_recorder(target_spec: str, *, spec: dict, run_id: str, cwd: str, python
                   timeout: float = 30.0) -> Shipped:
     """Send the agent over stdin into a run folder on the target and start it detached there, with the
     strategy asked for (`auto`: the one `persistence.session` remembered, else the recorder's own detach)."""
-    name = strategy if strategy and strategy != "auto" else (best_for(target_spec) or DEFAULT_STRATEGY)
+    name = for_launch(target_spec, strategy)
     began = time.monotonic()
     shipped = Shipped(target_spec, run_dir, python, name, "")
     line = ""

@@ -1,15 +1,43 @@
-# dfdoctor rehearsal: look at one place after the line's session ended, then remove what the rehearsal made.
-# Run by `sh -s` at that place (through the line's own hops) with arguments:
+# dfdoctor rehearsal: look at one place while the line runs and after its session ended, then remove what the
+# rehearsal made. Run by `sh -s` at that place (through the line's own hops), started before the line, with arguments:
 #   $1  the sentinel's folder ("" where there is none)   $2  interpreter words to look up ("python3 python")
 #   then pairs: a folder the path is relative to ("" = where the session starts) and a renamed log path.
+# It waits for events, not for time. While the line runs it says "==started" as soon as the sentinel has started.
+# The runner then writes one line on stdin when the line's session has ended: two counts of ticks (TICK_S each),
+# what is left of the margin the hang-up race needs, and of the wait for a sentinel that has not started (EOF,
+# when the runner is gone, means look now). After the margin the sentinel counts as alive at its next heartbeat,
+# and as gone as soon as it wrote how it ended or its process is gone.
 # Prints sections "==NAME" that doctor/rehearse/runner.py reads. Never touches a path without the rehearsal's tag.
 d=$1; words=$2; shift 2
+tick=0.05
 if [ -n "$d" ] && [ -d "$d" ]; then
+  exec 3<&0
+  ( IFS= read -r w <&3; echo "${w:-0 0}" > "$d/.ended" ) &
+  said=
+  while [ -d "$d" ] && [ ! -s "$d/.ended" ]; do
+    [ -z "$said" ] && [ -e "$d/start.json" ] && echo "==started" && said=1
+    sleep $tick
+  done
+  read -r mt nt < "$d/.ended" 2>/dev/null
+  i=0; b1=; pid=; seen=
+  while [ -d "$d" ] && [ ! -e "$d/end.json" ]; do
+    if [ -e "$d/start.json" ]; then
+      [ -z "$pid" ] && pid=$(sed -n 's/.*"pid": \([0-9]*\).*/\1/p' "$d/start.json" 2>/dev/null)
+      if [ -n "$pid" ] && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q "$d/"; then seen=1
+      elif [ -n "$seen" ]; then break; fi   # it was running here and is gone
+      if [ "$i" -ge "${mt:-0}" ]; then
+        b=$(cat "$d/beat" 2>/dev/null)
+        if [ -z "$b1" ]; then b1=${b:-none}; elif [ "$b" != "$b1" ]; then break; fi
+      fi
+      [ "$i" -ge $((${mt:-0} + 20)) ] && break   # no heartbeat for a second: the process check below decides
+    elif [ "$i" -ge "${nt:-0}" ]; then break; fi
+    sleep $tick; i=$((i+1))
+  done
   echo "==start"; cat "$d/start.json" 2>/dev/null; echo
-  b1=$(cat "$d/beat" 2>/dev/null); sleep 0.6; b2=$(cat "$d/beat" 2>/dev/null)
+  b2=$(cat "$d/beat" 2>/dev/null)
   echo "==beats ${b1:-none} ${b2:-none}"
   pid=$(sed -n 's/.*"pid": \([0-9]*\).*/\1/p' "$d/start.json" 2>/dev/null)
-  # alive: the sentinel's own process still runs (a loaded machine may not let it beat within 0.6 s)
+  # alive: the sentinel's own process still runs (a loaded machine may not let it beat in time)
   state=$(sed -n 's/^[^)]*) \([A-Z]\).*/\1/p' "/proc/$pid/stat" 2>/dev/null)
   if [ -n "$pid" ] && [ -n "$state" ] && [ "$state" != Z ] && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q "$d/"; then
     echo "==alive yes"; else echo "==alive no"; fi
@@ -17,7 +45,6 @@ if [ -n "$d" ] && [ -d "$d" ]; then
   # the renamed files the sentinel's own fds point to: their path is known here even where the line's was not
   fdlogs=$(grep -o '"target": "[^"]*[.]dfdoctor-rh-[^"]*"' "$d/start.json" 2>/dev/null | sed 's/^"target": "//; s/"$//' | sort -u)
   touch "$d/stop" 2>/dev/null
-  sleep 0.3
   if [ -n "$pid" ] && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q "$d/"; then
     kill -9 "$pid" 2>/dev/null && echo "==killed $pid"
   fi
@@ -32,6 +59,8 @@ if [ -n "$d" ] && [ -d "$d" ]; then
     [ -f "$f" ] || continue
     echo "==log $f $(wc -c < "$f" | tr -d ' ')"; head -c 2000 "$f"; echo; rm -f "$f"
   done
+else
+  IFS= read -r w || true  # a place without a sentinel looks once the session has ended
 fi
 for w in $words; do
   echo "==have $w $(command -v "$w" 2>/dev/null)"

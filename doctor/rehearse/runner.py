@@ -20,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import termios
+import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -42,8 +43,14 @@ BUDGET_S = 10.0
 PLACE_S = 6.0  # one session to the job's place: ssh + pct exec take seconds on a loaded machine
 RETURN_S = 3.5  # a line whose session has not returned by then (plus slack) is held open: ended as Ctrl-C would
 SLACK_MAX_S = 10.0
-DRAIN_S = 0.8  # the terminal stays open this long after the shell returned, as a user's window does
-SETTLE_S = 1.0  # the sentinel must still beat this long after its session ended to count as alive
+DRAIN_S = 0.8  # the terminal stays open this long after the shell returned, as a user's window does...
+START_DRAIN_S = 0.2  # ...or only this long after the sentinel started (its first words reach the terminal)
+SETTLE_S = 0.5  # the margin of the hang-up race: a heartbeat counts once written this long after the session
+# ended. Measured (bench/hangup_margin.py): a job the end of its session kills is dead within 0.01 s of it here;
+# the rest is for a real network, where a remote sshd learns of a closed connection a round trip later.
+NO_START_S = 1.0  # a sentinel not started this long after the line returned never started (seen: within 0.3 s,
+# on a machine loaded 3 runs a core; before, the look came 2.3 s after the return)
+TICK_S = 0.05  # how often look.sh reads the sentinel's files while it waits (its `tick`)
 TTY_ENV = {"TERM": "xterm"}
 
 
@@ -73,6 +80,8 @@ class Rehearsal:
     returncode: Optional[int] = None
     held: bool = False  # the session did not return by itself
     returned_s: Optional[float] = None
+    returned_at: Optional[float] = None  # when the line's shell returned (time.monotonic())
+    ended_at: Optional[float] = None  # when the line's terminal hung up (time.monotonic())
     slack: float = 0.0  # extra patience earned by a slow hop: twice what placing the sentinel took
     places: list[Place] = field(default_factory=list)
     seconds: float = 0.0
@@ -130,10 +139,13 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
             out.unobservable = _unreachable(job.chain, placed)
             return out
         out.slack = min(SLACK_MAX_S, 2 * placed.duration)  # type: ignore[attr-defined]
-        _run_line(out, plan.line, cwd)
-        time.sleep(SETTLE_S)
-        for chain in _look_everywhere(out, plan, cwd, deadline=began + out.budget, sweeps=sweeps):
-            sweeps.pop(chain)  # swept by its look
+        started = _Started()
+        looks = _start_looks(plan, cwd, started, sweeps)  # they wait, at each place, for the sentinel and the end
+        try:
+            _run_line(out, plan.line, cwd, started)
+        finally:
+            for chain in _finish_looks(out, looks, deadline=began + out.budget):
+                sweeps.pop(chain)  # swept by its look
     finally:
         # Ctrl-C, SIGTERM, a hop that failed, a place no look went to: nothing of it stays (REHEARSAL.md)
         with ThreadPoolExecutor(max_workers=max(1, len(sweeps))) as pool:
@@ -231,12 +243,20 @@ def _shell() -> str:
 
 # The user's own terminal outlives the line: a leader shell runs the line, says when it returned, and keeps the
 # terminal open a moment (late words of a background job show there) before it exits and the terminal hangs up.
-LEADER = '"$0" -c "$1"; rc=$?; printf "\\n%s %s\\n" "$2" "$rc"; sleep "$3"'
+# Its pause is the `sleep` it execs: the runner ends it early, once the sentinel has started (START_DRAIN_S).
+LEADER = '"$0" -c "$1"; rc=$?; printf "\\n%s %s\\n" "$2" "$rc"; exec sleep "$3"'
 
 
-def _run_line(out: Rehearsal, line: str, cwd: Optional[str]) -> None:
+class _Started(threading.Event):
+    """Set when a look saw the sentinel start; `at` says when (time.monotonic())."""
+
+    at: float = 0.0
+
+
+def _run_line(out: Rehearsal, line: str, cwd: Optional[str], started: Optional[_Started] = None) -> None:
     """Run the rewritten line in a shell that has a terminal of its own, as a user's does; when the line is done
-    (or held open past RETURN_S, then ended as Ctrl-C and closing the window would), the terminal hangs up."""
+    (or held open past RETURN_S, then ended as Ctrl-C and closing the window would), the terminal hangs up: DRAIN_S
+    after the line returned, or START_DRAIN_S after the sentinel started if that came first."""
     master, slave = pty.openpty()
     began = time.monotonic()
     marker = f"==dfdoctor-returned-{uuid.uuid4().hex[:8]}"
@@ -271,10 +291,15 @@ def _run_line(out: Rehearsal, line: str, cwd: Optional[str]) -> None:
                 break
             chunks.append(chunk)
             if out.returned_s is None and marker.encode() in b"".join(chunks):
-                out.returned_s = time.monotonic() - began
+                out.returned_at = time.monotonic()
+                out.returned_s = out.returned_at - began
                 deadline = time.monotonic() + DRAIN_S + 0.5
         if not sel.get_map():
             break
+        if out.returned_s is not None and started is not None and started.is_set() and \
+                time.monotonic() >= started.at + START_DRAIN_S and proc.poll() is None:
+            _kill(proc.pid)  # the leader's pause ends: the session leader exits, as when the sleep is over
+            deadline = time.monotonic() + 0.5
     sel.close()
     if proc.poll() is None and out.returned_s is None:
         out.held = True
@@ -285,16 +310,77 @@ def _run_line(out: Rehearsal, line: str, cwd: Optional[str]) -> None:
         _killpg(proc.pid)
         proc.wait()
     os.close(master)  # the terminal hangs up: SIGHUP to whatever still has it as its controlling terminal
+    out.ended_at = time.monotonic()
     text = b"".join(chunks).decode(errors="replace").replace("\r\n", "\n")
     m = re.search(re.escape(marker) + r" (\d+)", text)
     out.returncode = int(m.group(1)) if m else proc.returncode
     out.output = re.sub(r"\n?" + re.escape(marker) + r" \d+\n?", "\n", text).strip("\n")
 
 
-def _look_everywhere(out: Rehearsal, plan: Plan, cwd: Optional[str], *, deadline: float,
-                     sweeps: dict[tuple, list[str]]) -> list[tuple]:
-    """Look at (and clean) every place the rehearsal touched: the job's, and each one a redirect wrote at; the
-    sweep of each place runs in the same session, after its look. Returns the places swept so."""
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class _Look:
+    """One look session (look.sh at one place), started before the line: it says when the sentinel started,
+    and looks once told that the line's session ended."""
+
+    def __init__(self, chain: tuple, where: str, argv: list[str], cwd: Optional[str], started: Optional[_Started]):
+        self.chain, self.where, self.argv, self.started = chain, where, argv, started
+        self.out: list[bytes] = []
+        self.err = b""
+        self.proc: Optional[subprocess.Popen] = None
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, start_new_session=True, cwd=cwd)
+        except OSError as exc:
+            self.err = f"{argv[0]}: {exc.strerror or exc}".encode()
+            return
+        self.readers = [threading.Thread(target=self._read_out, daemon=True),
+                        threading.Thread(target=self._read_err, daemon=True)]
+        for t in self.readers:
+            t.start()
+
+    def _read_out(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            self.out.append(raw)
+            if raw.startswith(b"==started") and self.started is not None and not self.started.is_set():
+                self.started.at = time.monotonic()
+                self.started.set()
+
+    def _read_err(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        self.err = self.proc.stderr.read()
+
+    def finish(self, told: str, timeout: float) -> subprocess.CompletedProcess:
+        """Tell it the session ended (`told`: look.sh's two tick counts), and read what it found."""
+        if self.proc is None:
+            return subprocess.CompletedProcess(self.argv, 127, "", self.err.decode(errors="replace"))
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(told.encode())
+            self.proc.stdin.close()
+        except OSError:
+            pass  # it ended already (an unreachable hop): what it said is read below
+        try:
+            self.proc.wait(timeout=max(0.5, timeout))
+        except subprocess.TimeoutExpired:
+            _killpg(self.proc.pid)
+            self.proc.wait()
+            self.proc.returncode = -9
+        for t in self.readers:
+            t.join(timeout=2)
+        return subprocess.CompletedProcess(self.argv, self.proc.returncode, b"".join(self.out).decode(errors="replace"),
+                                           self.err.decode(errors="replace"))
+
+
+def _start_looks(plan: Plan, cwd: Optional[str], started: _Started, sweeps: dict[tuple, list[str]]) -> list[_Look]:
+    """A look at every place the rehearsal touches: the job's (first), and each one a redirect wrote at; the
+    sweep of each place runs in the same session, after its look."""
     job = plan.job
     assert job is not None
     places: dict[tuple, dict] = {job.chain: {"folder": plan.folder, "logs": [], "where": job.where}}
@@ -303,23 +389,35 @@ def _look_everywhere(out: Rehearsal, plan: Plan, cwd: Optional[str], *, deadline
             continue
         places.setdefault(log.chain, {"folder": "", "logs": [], "where": log.where})["logs"].append(log)
     words = " ".join(dict.fromkeys([job.interpreter, "python3", "python"]))
-
-    def look(item: tuple) -> Place:
-        chain, what = item
+    looks = []
+    for chain, what in places.items():
         args = [what["folder"], words]
         for log in what["logs"]:
             args += [log.cwd or "", log.renamed]
         both = f"sh -c {quote(LOOK)} sh {join(args)}; {join(sweeps[chain])}"
-        p = _run(rewrite.session_argv(chain, ["sh", "-c", both]), cwd=cwd,
-                 timeout=max(2.5, deadline - time.monotonic()))
-        return _read_look(what["where"], p)
+        looks.append(_Look(chain, what["where"], rewrite.session_argv(chain, ["sh", "-c", both]), cwd,
+                           started if what["folder"] else None))
+    return looks
 
-    with ThreadPoolExecutor(max_workers=len(places)) as pool:
-        out.places = list(pool.map(look, places.items()))
+
+def _ticks(seconds: float) -> int:
+    return max(0, int(seconds / TICK_S + 0.999))
+
+
+def _finish_looks(out: Rehearsal, looks: list[_Look], *, deadline: float) -> list[tuple]:
+    """Tell every look that the line's session ended, with what is left of the margin of the hang-up race and
+    of the wait for a sentinel that has not started (their own connection time already counts), and read them.
+    Returns the places their sessions swept."""
+    now = time.monotonic()
+    ended = out.ended_at or now
+    told = f"{_ticks(SETTLE_S - (now - ended))} {_ticks(NO_START_S - (now - (out.returned_at or ended)))}\n"
+    with ThreadPoolExecutor(max_workers=max(1, len(looks))) as pool:
+        out.places = list(pool.map(lambda look: _read_look(look.where, look.finish(
+            told, max(2.5, deadline - time.monotonic()))), looks))
     for place in out.places:
         if place.error:
             out.left_behind.append(f"{place.where}: {place.error}")
-    return [chain for chain, place in zip(places, out.places) if place.swept]
+    return [look.chain for look, place in zip(looks, out.places) if place.swept]
 
 
 _SECTION = re.compile(r"^==(\w+) ?(.*)$")

@@ -26,6 +26,7 @@ from dfdoctor.diagnose.stopped import stop_note, stopped_verdict
 from dfdoctor.run import events
 from dfdoctor.slurm import onnode, patterns, precheck, sbatch, session, watch
 from dfdoctor.slurm.job import split_exit
+from dfdoctor.slurm.sbatch import is_slurm  # noqa: F401  (cli.launch asks it here)
 from dfdoctor.slurm.job import facts as job_facts
 from dfdoctor.slurm.rules import Seen, judge
 
@@ -37,11 +38,6 @@ def sbatch_default_output(sub: sbatch.Submission) -> str:
 def submission_of(ctx: Context) -> sbatch.Submission:
     """The submission a Context names: `-- sbatch ...`, or `--launcher job.sbatch`."""
     return session.submission(ctx)
-
-
-def is_slurm(ctx: Context) -> bool:
-    """Whether the launch under examination is an sbatch submission."""
-    return sbatch.is_sbatch(ctx.command) or (not ctx.command and sbatch.is_batch_script(ctx.launcher))
 
 
 def _wanted(only: tuple[str, ...], skip: tuple[str, ...]):

@@ -233,3 +233,8 @@ def is_batch_script(path: Optional[Path]) -> bool:
         return bool(directives(path.read_text(errors="replace")[:65536])) or path.suffix == ".sbatch"
     except OSError:
         return False
+
+
+def is_slurm(ctx) -> bool:
+    """Whether the launch under examination (a `Context`) is an sbatch submission."""
+    return is_sbatch(ctx.command) or (not ctx.command and is_batch_script(ctx.launcher))

@@ -16,15 +16,20 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
+from dfdoctor import cache
 from dfdoctor.shell import quote
 from dfdoctor.targets import Target, transport
-from dfdoctor.targets.strategies import PREFERENCE, STRATEGIES, Strategy
+from dfdoctor.targets.strategies import BY_NAME, PREFERENCE, STRATEGIES, Strategy
 
 BEAT_S = 0.25
 MAX_BEATS = 120  # 30 s: a sentinel never outlives the probe by long, whatever happens to dfdoctor
 RETURN_TIMEOUT_S = 4.0  # a session that has not returned by then is "held open" and gets closed, like Ctrl-C
-SETTLE_S = 1.0  # how long after its session ended a sentinel must still beat to count as a survivor
+SETTLE_S = 0.5  # the margin: how long after its session ended a sentinel must still beat to count as a survivor
+# (the hang-up race: bench/hangup_margin.py measured under 0.01 s here; the rest is for a round trip on a network)
+POLL_S = 0.05  # how often the look reads the heartbeats while it waits for the next one
 PARALLEL = 8  # sessions at once: below OpenSSH's default MaxSessions (10) on a shared connection
+CACHE_KIND = "target-detach"
+REUSE_S = 86400.0  # an answer is reused for a day while its key holds (same boot, same interpreters)
 
 SENTINEL = f"""#!/bin/sh
 # dfdoctor persistence sentinel: beats into a file, writes nothing else, ends by itself.
@@ -53,14 +58,38 @@ else for c in /proc/[0-9]*/comm; do [ "$(cat "$c" 2>/dev/null)" = atd ] && echo 
 true
 """
 
-CHECK = """d=$1; shift
+# The look waits for events, not for time: first until the margin the hang-up race needs has passed since the
+# last session ended (`$2`, what is left of it when the look starts: its own connection time counts), then for
+# each sentinel's next heartbeat. A beat written after the margin is a survivor; one that has not come within
+# three beats is gone. The pid files cannot say so: a session may run in a PID namespace of its own.
+CHECK = """d=$1; wait=$2; shift 2
+[ "$wait" = 0 ] || sleep "$wait"
 for n in "$@"; do eval "a_$(echo "$n" | tr -c 'a-zA-Z0-9\\n' _)=$(cat "$d/$n.hb" 2>/dev/null || echo x)"; done
-sleep {gap}
+i=0
+while [ $i -lt {polls} ]; do
+  moved=1
+  for n in "$@"; do
+    v=$(echo "$n" | tr -c 'a-zA-Z0-9\\n' _); eval "a=\\$a_$v"
+    [ "$(cat "$d/$n.hb" 2>/dev/null || echo x)" = "$a" ] && moved=0 && break
+  done
+  [ $moved = 1 ] && break
+  sleep {poll}; i=$((i+1))
+done
 for n in "$@"; do
   v=$(echo "$n" | tr -c 'a-zA-Z0-9\\n' _); eval "a=\\$a_$v"; b=$(cat "$d/$n.hb" 2>/dev/null || echo x)
   log=none
   if [ -s "$d/$n/log" ]; then log=log; elif [ -s "$d/$n/nohup.out" ]; then log=nohup.out; fi
   echo "$n first=$a now=$b log=$log"
+done
+"""
+
+# What would change a target's answer: a reboot (its boot id; for a container, the host kernel's) and the
+# interpreters the trials and the recorder run under (resolved path, size and mtime: an upgrade changes them).
+IDENTITY = """cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo unknown
+for w in "$@"; do
+  p=$(command -v "$w" 2>/dev/null) || { echo "$w -"; continue; }
+  r=$(readlink -f "$p" 2>/dev/null || echo "$p")
+  echo "$w $r $(stat -c %s-%Y "$r" 2>/dev/null)"
 done
 """
 
@@ -119,6 +148,19 @@ class Trial:
                 "log": {"log": "where redirected", "nohup.out": "nohup.out", "none": "none"}[self.log],
                 "error": self.stderr.strip().splitlines()[-1][:160] if self.stderr.strip() else ""}
 
+    def to_json(self) -> dict:
+        """Everything the check reads of a trial, for the cache."""
+        return {"strategy": self.strategy.name, "tty": self.tty, "pause": self.pause, "name": self.name,
+                "returned_s": self.returned_s, "held": self.held, "rc": self.rc, "stderr": self.stderr,
+                "survived": self.survived, "log": self.log, "held_after": self.held_after}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Trial":
+        """A trial read back from the cache."""
+        return cls(BY_NAME[d["strategy"]], bool(d["tty"]), float(d["pause"]), str(d["name"]),
+                   d.get("returned_s"), bool(d.get("held")), d.get("rc"), str(d.get("stderr") or ""),
+                   d.get("survived"), str(d.get("log") or "none"), held_after=float(d.get("held_after") or 0))
+
 
 @dataclass
 class Outcome:
@@ -134,6 +176,21 @@ class Outcome:
     left_behind: Optional[int] = None
     error: Optional[str] = None
     unreachable: Optional[str] = None  # the transport's own words when the target could not be reached at all
+    identity: Optional[dict] = None  # what the answer is keyed by (boot id, interpreters); None: not reusable
+    cached_at: Optional[float] = None  # when the reused answer was observed (epoch seconds); None: observed now
+
+    def to_json(self) -> dict:
+        """The outcome for the cache."""
+        return {"target": self.target, "facts": self.facts, "trials": [t.to_json() for t in self.trials],
+                "skipped": self.skipped, "best": self.best, "best_needs_no_tty": self.best_needs_no_tty,
+                "seconds": self.seconds, "left_behind": self.left_behind}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Outcome":
+        """An outcome read back from the cache."""
+        return cls(str(d["target"]), dict(d.get("facts") or {}), [Trial.from_json(t) for t in d["trials"]],
+                   dict(d.get("skipped") or {}), d.get("best"), bool(d.get("best_needs_no_tty")),
+                   float(d.get("seconds") or 0), d.get("left_behind"))
 
     @property
     def matrix(self) -> list[dict]:
@@ -259,13 +316,45 @@ def run(target: Target, *, ttys: Sequence[bool] = (False, True), pauses: Sequenc
         with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
             list(pool.map(lambda t: _start(target, t, d, python, slack), longest_first))
         last = max((t.ended_at for t in res.trials), default=time.monotonic())
-        time.sleep(max(0.0, last + SETTLE_S - time.monotonic()))
-        _look(target, res, d)
+        _look(target, res, d, wait=max(0.0, last + SETTLE_S - time.monotonic()))
     finally:
         res.left_behind = _clean(target, watchdog, cleanup, d)
     res.best, res.best_needs_no_tty = _best(res.trials)
     res.seconds = time.monotonic() - began
     return res
+
+
+def identity(target: Target, interpreters: Sequence[str] = ("python3", "python")) -> Optional[dict]:
+    """What the target's answers are keyed by: its boot id and each interpreter's identity (one short session);
+    None where it cannot be read, and then nothing is reused."""
+    out = _call(target, IDENTITY, list(dict.fromkeys(interpreters)), timeout=15)
+    lines = out.stdout.splitlines()
+    if out.returncode != 0 or not lines or len(lines[0].strip()) < 8:
+        return None
+    return {"boot_id": lines[0].strip(), "interpreters": [ln.strip() for ln in lines[1:]]}
+
+
+def observe(target: Target, *, only: Optional[Sequence[str]] = None, ttys: Sequence[bool] = (False, True),
+            pauses: Sequence[float] = (0.0, 0.5), interpreters: Sequence[str] = ("python3", "python"),
+            reuse_s: float = REUSE_S) -> Outcome:
+    """`run`, observed once and reused while its key holds (the target, its boot id, the interpreters, the
+    trials asked for) and it is younger than `reuse_s`; `cached_at` says when a reused answer was observed."""
+    ident = identity(target, interpreters) if reuse_s > 0 else None
+    key = None if ident is None else {"target": str(target), **ident, "only": sorted(only) if only else None,
+                                      "ttys": [bool(t) for t in ttys], "pauses": [float(p) for p in pauses]}
+    hit = cache.lookup(CACHE_KIND, key, reuse_s) if key else None
+    if hit:
+        try:
+            out = Outcome.from_json(hit[0])
+            out.identity, out.cached_at = ident, hit[1]
+            return out
+        except (KeyError, TypeError, ValueError):
+            pass  # an entry of another version: observe again
+    out = run(target, only=only, ttys=ttys, pauses=pauses)
+    out.identity = ident
+    if key and not out.error and not out.unreachable and out.left_behind == 0 and out.trials:
+        cache.store(CACHE_KIND, key, out.to_json())
+    return out
 
 
 def _clean(target: Target, watchdog: subprocess.Popen, cleanup: str, d: str) -> Optional[int]:
@@ -282,10 +371,12 @@ def _clean(target: Target, watchdog: subprocess.Popen, cleanup: str, d: str) -> 
     return int(left[-1].split("=")[1]) if left else None
 
 
-def _look(target: Target, res: Outcome, d: str) -> None:
-    """A fresh session: which heartbeats still move, and where each log landed."""
+def _look(target: Target, res: Outcome, d: str, wait: float = 0.0) -> None:
+    """A fresh session, once `wait` (what is left of the margin) has passed: which heartbeats still move, and
+    where each log landed."""
     names = [t.name for t in res.trials]
-    out = _call(target, CHECK.format(gap=BEAT_S * 3), [d, *names], timeout=15)
+    script = CHECK.format(polls=int(BEAT_S * 3 / POLL_S), poll=POLL_S)
+    out = _call(target, script, [d, f"{wait:.2f}", *names], timeout=15 + wait)
     seen = {}
     for ln in out.stdout.splitlines():
         parts = ln.split()

@@ -33,15 +33,15 @@ class Strategy:
         """The shell line that starts argv this way, logging to `log`."""
         cmd = join(list(argv))
         return self.template.format(cmd=cmd, log=quote(log), name=quote(f"dfdoctor-{name}"),
-                                    qcmd=quote(f"{cmd} >{quote(log)} 2>&1"), python=quote(python),
+                                    qcmd=quote(f"{cmd} >>{quote(log)} 2>&1"), python=quote(python),
                                     detach=quote(ship.detach_code()))
 
 
 STRATEGIES: tuple[Strategy, ...] = (
-    Strategy("nohup-setsid-f", "nohup setsid -f {cmd} </dev/null >{log} 2>&1", ("nohup", "setsid"),
+    Strategy("nohup-setsid-f", "nohup setsid -f {cmd} </dev/null >>{log} 2>&1", ("nohup", "setsid"),
              note="new session, no terminal, every fd redirected: nothing ties it to the session",
              words="started in a session of its own with `nohup setsid -f`, every output sent to the log"),
-    Strategy("nohup-setsid-f-wait", "nohup setsid -f {cmd} </dev/null >{log} 2>&1; sleep 1", ("nohup", "setsid"),
+    Strategy("nohup-setsid-f-wait", "nohup setsid -f {cmd} </dev/null >>{log} 2>&1; sleep 1", ("nohup", "setsid"),
              note="the same, then a pause: lxc-attach with a pty (pct exec under ssh -t) kills the attached "
                   "process group as it returns, which can catch the forked child before its setsid()",
              words="started in a session of its own with `nohup setsid -f`, every output sent to the log, then a one-second pause before the session ends"),
@@ -53,7 +53,7 @@ STRATEGIES: tuple[Strategy, ...] = (
     Strategy("dfdoctor", "{python} -c {detach} {log} {cmd}", ("python",),
              note="what `dfdoctor launch` does: SIGHUP ignored before fork, new session",
              words="started by dfdoctor's own hand-off (the way `dfdoctor launch` starts a job)"),
-    Strategy("double-fork", "( {cmd} </dev/null >{log} 2>&1 & )", note="orphaned at once, but same session",
+    Strategy("double-fork", "( {cmd} </dev/null >>{log} 2>&1 & )", note="orphaned at once, but same session",
              words="started in the background from a sub-shell, `( CMD & )`"),
     Strategy("at", "printf '%s\\n' {qcmd} | at now 2>/dev/null", ("at", "atd"), handoff=True,
              note="atd runs it outside the session; starts within a second or so",
@@ -61,13 +61,13 @@ STRATEGIES: tuple[Strategy, ...] = (
     Strategy("systemd-run", "systemd-run --quiet --collect --unit {name} sh -c {qcmd}", ("systemd",),
              handoff=True, note="only where systemd is PID 1",
              words="handed to systemd (`systemd-run`)"),
-    Strategy("setsid-nohup", "setsid nohup {cmd} >{log} 2>&1 &", ("nohup", "setsid"),
+    Strategy("setsid-nohup", "setsid nohup {cmd} >>{log} 2>&1 &", ("nohup", "setsid"),
              words="started in the background with `setsid nohup CMD &`"),
-    Strategy("nohup", "nohup {cmd} >{log} 2>&1 &", ("nohup",),
+    Strategy("nohup", "nohup {cmd} >>{log} 2>&1 &", ("nohup",),
              words="started in the background with `nohup CMD &`"),
     Strategy("nohup-bare", "nohup {cmd} &", ("nohup",), note="no redirects: output to nohup.out or the session",
              words="started with `nohup CMD &` without sending its output to a log"),
-    Strategy("amp", "{cmd} >{log} 2>&1 &", note="plain background job",
+    Strategy("amp", "{cmd} >>{log} 2>&1 &", note="plain background job",
              words="started in the background with a plain `CMD &`"),
 )
 BY_NAME = {s.name: s for s in STRATEGIES}
@@ -75,6 +75,15 @@ BY_NAME = {s.name: s for s in STRATEGIES}
 # can end the job before its setsid() (docs/targets.md), so which of the two "survived" would change from run
 # to run on a loaded machine; with the pause first the answer is the same every time.
 PREFERENCE = ["nohup-setsid-f-wait", *(s.name for s in STRATEGIES if s.name != "nohup-setsid-f-wait")]
+
+
+DEFAULT = "dfdoctor"  # `launch --target`'s own way when nothing else was asked or found: the recorder's detach
+
+
+def for_launch(target: str, asked: Optional[str] = None) -> str:
+    """The strategy `launch --target` starts its recorder with: the one asked for, or (`auto`) the one
+    `persistence.session` found best for the target, else the recorder's own detach."""
+    return asked if asked and asked != "auto" else (best_for(target) or DEFAULT)
 
 
 def state_file() -> Path:

@@ -1,0 +1,33 @@
+"""The rehearsal's look waits for events, not for time: the terminal hangs up as soon as the sentinel has started
+(not a fixed pause after the line returned), and a job is known alive at its first heartbeat after the margin of
+the hang-up race, dead as soon as it is gone (bench/hangup_margin.py measures that margin)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from dfdoctor.rehearse.runner import DRAIN_S, SETTLE_S, rehearse
+
+
+def test_the_terminal_hangs_up_once_the_sentinel_has_started(tmp_path: Path):
+    (tmp_path / "train.py").write_text("print('never run: the sentinel stands in for it')\n")
+    line = (f"cd {tmp_path} && nohup setsid -f python3 -u {tmp_path}/train.py </dev/null >>{tmp_path}/train.log "
+            "2>&1; sleep 1")
+    r = rehearse(line)
+    assert r.started and r.alive, (r.places, r.output)
+    # the sentinel started during the line's own `sleep 1`: no pause after the return (it was DRAIN_S, 0.8 s)
+    assert r.ended_at - r.returned_at < DRAIN_S / 2, r.ended_at - r.returned_at
+    assert not list(tmp_path.glob("*dfdoctor-rh-*")) and not (tmp_path / "train.log").exists()
+
+
+def test_a_job_the_hangup_kills_is_seen_dead_without_waiting_for_heartbeats(tmp_path: Path):
+    """A plain `&` in a terminal dies of SIGHUP as the terminal hangs up: its own word (end.json) ends the
+    look's wait at once, well before the margin and a second without heartbeats would have."""
+    (tmp_path / "train.py").write_text("print('never run')\n")
+    r = rehearse(f"python3 -u {tmp_path}/train.py & sleep 0.5")
+    looked = time.monotonic() - r.ended_at
+    p = r.job_place
+    assert r.started and not r.alive and p.end and p.end.get("how") == "signal", (p, r.output)
+    # before: 1 s for the job to outlive its session, heartbeats 0.6 s apart and 0.3 s to stop, after the hang-up
+    assert looked < 2 * SETTLE_S, looked
