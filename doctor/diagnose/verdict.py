@@ -707,9 +707,8 @@ RULES: list[Callable[[RunRecord, Optional[LiveFacts]], Optional[Verdict]]] = [
     log_write_failed, exited_cleanly, exited_nonzero,
     run_dir_full, recorder_lost,
     recorder_vanished,
-from dfdoctor.diagnose import (elastic, known_failures, launcher, rules_runtime, silence, stuck, torch_pairs,
-                               user_terms)
-from dfdoctor.diagnose.bad_arguments import bad_arguments
+    running, elastic.rendezvous_wait, deadlock_in_stacks, stuck_in_stacks, log_elsewhere, output_buffered,
+    stalled_after_logging, import_hang, silent,
 ]
 
 
