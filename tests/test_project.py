@@ -208,7 +208,8 @@ def test_the_device_fix_uses_the_projects_own_override_in_its_own_spelling(tmp_p
 def test_the_option_a_mistyped_word_meant_is_named_with_where_it_is_declared(tmp_path):
     _write(tmp_path, {"main.py": "import argparse\np = argparse.ArgumentParser()\np.add_argument('--epochs')\n"})
     ctx = Context(argv=["python", "main.py", "--epocs", "6"], cwd=str(tmp_path), python="python")
-    assert user_terms.option_near("--epocs", ctx) == "--epochs (main.py:3)"
+    near = user_terms.option_near("--epocs", ctx)
+    assert (near.flag, near.where) == ("--epochs", "main.py:3")
     assert user_terms.option_near("--zzzzzz", ctx) is None
 
 
@@ -275,3 +276,36 @@ def test_a_config_file_of_the_configurator_sets_the_option_that_is_part_of_a_mis
     told = user_terms.input_file(err, ctx, re.search(r"'([^']+)'", "'data/tiny/train.bin'"))
     assert "set --dataset to the one that is there (it is a part of this path, joined at train.py:7; the command " \
         "sets it to 'tiny'" in told.fix, told.fix
+
+
+def test_a_refusal_whose_usage_lists_no_options_names_the_projects_closest_one(tmp_path):
+    """click's usage says only `[OPTIONS]`: the closest valid option comes from the project model, with where it
+    is declared (the usage alone gives nothing to compare with)."""
+    from dfdoctor.diagnose.bad_arguments import refused
+
+    _write(tmp_path, {"train.py": "import click\n@click.command()\n@click.option('--learning-rate', default=0.1)\n"
+                                  "def main(learning_rate):\n    pass\n"})
+    ctx = Context(argv=["python", "train.py", "--learnin-rate", "3"], cwd=str(tmp_path), python="python")
+    text = "Usage: train.py [OPTIONS]\nTry 'train.py --help' for help.\n\nError: No such option: --learnin-rate\n"
+    v = refused(text, ctx, "exit status 2")
+    assert v.cause == "bad-arguments" and "--learnin-rate" in v.summary
+    assert "write --learning-rate instead of --learnin-rate" in v.fix and "train.py:3" in v.fix, v.fix
+
+
+def test_a_key_value_config_that_raises_on_an_argument_is_a_bad_argument(tmp_path):
+    """nanoGPT's configurator raises (it does not exit 2) on a key it lacks, and on `--key value` written with a
+    space: both are bad-arguments with the project's spelling, read from the message naming the argument."""
+    from dfdoctor.diagnose.bad_arguments import config_refused
+
+    _write(tmp_path, {"train.py": "max_iters = 100\nbatch_size = 12\nexec(open('configurator.py').read())\n"})
+    for argv, message, want in [
+        (["--max_iter=10"], "ValueError: Unknown config key: max_iter", "Write --max_iters=10 instead of --max_iter=10"),
+        (["--max_iters", "10"], "AssertionError: expecting each override arg to be of form --arg=value, got --max_iters",
+         "Write --max_iters=10 instead of --max_iters 10"),
+    ]:
+        err = _error(tmp_path / "train.py", 3, "exec(open('configurator.py').read())", message)
+        found = config_refused(err, Context(argv=["python", "train.py", *argv], cwd=str(tmp_path), python="python"))
+        assert found is not None and found.cause == "bad-arguments", message
+        assert want in found.fix and "train.py" in found.summary, found
+    err = _error(tmp_path / "train.py", 3, "x = 1", "ValueError: math domain error")
+    assert config_refused(err, Context(argv=["python", "train.py", "--max_iters=1"], cwd=str(tmp_path))) is None

@@ -208,7 +208,7 @@ def output_dir(err: PyError, ctx: Context, m: re.Match) -> Optional[Told]:
     path = m.group(1)
     full = _resolve(path, ctx)
     proj = project_of(ctx)
-    option = proj.option_for_path(full) if proj else None
+    option = (proj.option_for_path(full) or proj.option_inside(full)) if proj else None
     folder = full if not os.path.splitext(full)[1] else os.path.dirname(full)
     missing = _first_missing(folder) or folder
     evidence = [f"{missing} does not exist now"]
@@ -348,15 +348,12 @@ def _project(argv: tuple[str, ...], cwd: str) -> Optional[project_model.Project]
         return None
 
 
-def option_near(word: str, ctx: Context) -> Optional[str]:
+def option_near(word: str, ctx: Context):
     """The option of the job's project that a mistyped `word` (`--epocs`, `--trainer.max_iter=10`) most likely
-    meant, as the project spells it and with where it is declared; None when none is near or the options are not
-    known (for the bad-argument verdict: the closest valid option)."""
+    meant (a project_model Option: its flag as the project spells it, and where it is declared); None when none is
+    near or the options are not known (for the bad-argument verdict: the closest valid option)."""
     proj = project_of(ctx)
-    near = proj.options.closest(word) if proj else None
-    if near is None:
-        return None
-    return near.flag + (f" ({near.where})" if near.where else "")
+    return proj.options.closest(word) if proj else None
 
 
 def module_fix(module: str, ctx: Context) -> Optional[str]:
