@@ -96,7 +96,6 @@ class Case:
 WLM, TSP, DDP = "pytorch-examples-word_language_model", "pytorch-examples-time_sequence_prediction", \
     "pytorch-examples-ddp-tutorial-series"
 MINGPT, MAKEMORE, REGRESSION = "minGPT", "makemore", "pytorch-examples-regression"
-ASSERT = "input-missing read from `assert os.path.exists(path)` (the path and the option that set it)"
 BADARG = "bad-argument: argparse's exit 2 named, with the closest valid option"
 BAD_ARGS, DID_NOTHING = causes.BAD_ARGUMENTS, causes.DID_NOTHING
 SMALL = ("--epochs", "1", "--emsize", "16", "--nhid", "16")  # the README's line, shortened to one tiny epoch
@@ -105,13 +104,13 @@ NOT_SITE = ("site-packages", "/bin/torchrun")
 CASES = [
     # ---- word_language_model: `python main.py --accel --epochs 6` (README.md:7) ---------------------------------
     Case("wlm-no-data", WLM, (PY, "main.py", "--accel", "--epochs", "6"), causes.INPUT_MISSING,
-         said=("data/wikitext-2/train.txt",), fix=("--data",), needs=ASSERT),
+         said=("data/wikitext-2/train.txt",), fix=("--data",)),
     Case("wlm-wrong-data-option", WLM, (PY, "main.py", "--accel", "--data", "./data/wikitext-103"),
-         causes.INPUT_MISSING, prepare=("wikitext",), said=("wikitext-103",), fix=("--data",), needs=ASSERT),
+         causes.INPUT_MISSING, prepare=("wikitext",), said=("wikitext-103",), fix=("--data",)),
     Case("wlm-one-split-missing", WLM, (PY, "main.py", "--accel", "--epochs", "6"), causes.INPUT_MISSING,
-         prepare=("no-valid-split",), said=("valid.txt",), fix=("--data",), needs=ASSERT),
+         prepare=("no-valid-split",), said=("valid.txt",), fix=("--data",)),
     Case("wlm-from-parent-folder", WLM, (PY, "word_language_model/main.py", "--accel"), causes.INPUT_MISSING,
-         run_in="..", prepare=("wikitext",), said=("data/wikitext-2",), fix=("--data",), needs=ASSERT),
+         run_in="..", prepare=("wikitext",), said=("data/wikitext-2",), fix=("--data",)),
     Case("wlm-mistyped-option", WLM, (PY, "main.py", "--accel", "--epocs", "6"), BAD_ARGS, prepare=("wikitext",), said=("--epocs",),
          fix=("--epochs",)),
     Case("wlm-save-into-missing-folder", WLM, (PY, "main.py", *SMALL, "--save", "checkpoints/model.pt"),

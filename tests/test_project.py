@@ -309,3 +309,27 @@ def test_a_key_value_config_that_raises_on_an_argument_is_a_bad_argument(tmp_pat
         assert want in found.fix and "train.py" in found.summary, found
     err = _error(tmp_path / "train.py", 3, "x = 1", "ValueError: math domain error")
     assert config_refused(err, Context(argv=["python", "train.py", "--max_iters=1"], cwd=str(tmp_path))) is None
+
+
+def test_an_asserted_path_is_followed_through_the_calls_the_traceback_shows(tmp_path):
+    """word_language_model's `assert os.path.exists(path)` in `tokenize(self, path)`: the traceback's frames say
+    which call passed `path` (`self.tokenize(os.path.join(path, 'valid.txt'))` in `Corpus(args.data)`), the
+    source what each passed: the path and the option that set it, though the exception carries neither."""
+    from dfdoctor.diagnose.rules_runtime import assert_path_missing
+
+    _write(tmp_path, {"main.py": "import argparse, data\np = argparse.ArgumentParser()\n"
+                                 "p.add_argument('--data', default='./data/wikitext-2')\nargs = p.parse_args()\n"
+                                 "corpus = data.Corpus(args.data)\n",
+                      "data.py": "import os\nclass Corpus:\n    def __init__(self, path):\n"
+                                 "        self.train = self.tokenize(os.path.join(path, 'train.txt'))\n"
+                                 "        self.valid = self.tokenize(os.path.join(path, 'valid.txt'))\n"
+                                 "    def tokenize(self, path):\n        assert os.path.exists(path)\n"})
+    text = (f'Traceback (most recent call last):\n  File "{tmp_path}/main.py", line 5, in <module>\n'
+            "    corpus = data.Corpus(args.data)\n"
+            f'  File "{tmp_path}/data.py", line 5, in __init__\n'
+            "    self.valid = self.tokenize(os.path.join(path, 'valid.txt'))\n"
+            f'  File "{tmp_path}/data.py", line 7, in tokenize\n    assert os.path.exists(path)\nAssertionError\n')
+    ctx = Context(argv=["python", "main.py", "--data", "corpus"], cwd=str(tmp_path), python="python")
+    found = assert_path_missing(parse_python_error(text), ctx)
+    assert found.cause == "input-missing" and "corpus/valid.txt" in found.summary and "data.py, line 7" in found.summary
+    assert "--data corpus names a path that does not exist" in found.fix, found.fix

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from dfdoctor import causes
-from dfdoctor.diagnose.static_value import Reading
+from dfdoctor.diagnose.static_value import Reading, traced_value
 from dfdoctor.diagnose.traceback import PyError
 from dfdoctor.numbers import is_whole
 
@@ -343,8 +343,9 @@ def assert_path_missing(err: PyError, ctx: Context) -> Optional[Finding]:
         return None
     expr_text = m.group("arg") or m.group("arg2") or m.group("arg3")
     source, line = err.user_frame
-    path, options = _static_path(source, line, expr_text, ctx) if ctx.local else (None, [])
-    full = path if path is None or os.path.isabs(path) or not ctx.cwd else os.path.join(ctx.cwd, path)
+    path, options = _static_path(err, expr_text, ctx) if ctx.local else (None, [])
+    full = path if path is None or os.path.isabs(path) or not ctx.cwd else \
+        os.path.normpath(os.path.join(ctx.cwd, path))
     if full and os.path.exists(full):
         return None  # it is there now: the assert failed on something else (a path the job made later?)
     evidence = [f"the assert: {(err.user_code or '').strip()[:200]}"]
@@ -365,17 +366,24 @@ def assert_path_missing(err: PyError, ctx: Context) -> Optional[Finding]:
     return Finding(causes.INPUT_MISSING, summary, fix, evidence)
 
 
-def _static_path(source: str, line: int, expr_text: str, ctx: Context) -> tuple[Optional[str], list[str]]:
-    """The value of the assert's path expression, read statically from the job's source and command line."""
+def _static_path(err: PyError, expr_text: str, ctx: Context) -> tuple[Optional[str], list[str]]:
+    """The value of the assert's path expression, read statically from the job's source and command line,
+    following a parameter into the frames that called it."""
     try:
-        with open(source, errors="replace") as f:
-            tree = ast.parse(f.read())
         expr = ast.parse(expr_text.strip(), mode="eval").body
-    except (OSError, SyntaxError, ValueError):
+    except (SyntaxError, ValueError):
         return None, []
-    reading = Reading(tree, list(ctx.argv))
-    value = reading.value(expr)
-    return value, list(dict.fromkeys(reading.options))
+    frames = [(_resolve_in(f[0], ctx), f[1], f[2]) for f in err.frames if not f[0].startswith("<")]
+    user = (_resolve_in(err.user_frame[0], ctx), err.user_frame[1])
+    index = next((i for i in range(len(frames) - 1, -1, -1) if tuple(frames[i][:2]) == user), None)
+    if index is None:
+        frames, index = [(user[0], user[1], err.user_code)], 0
+    return traced_value(frames, index, expr, list(ctx.argv))
+
+
+def _resolve_in(path: str, ctx: Context) -> str:
+    """A traceback's file as the job saw it: a relative one against its working folder."""
+    return path if os.path.isabs(path) or not ctx.cwd else os.path.join(ctx.cwd, path)
 
 
 # a call that writes a file, on the job's own line: open(.., 'w'/'wb'/'a'/'x'), a save, a dump, a to_*
