@@ -19,7 +19,7 @@ from dfdoctor.diagnose import stackclass
 from dfdoctor.diagnose import elastic, known_failures, launcher, rules_runtime, stuck, torch_pairs, user_terms
 from dfdoctor.diagnose.bad_arguments import config_refused, refused
 from dfdoctor.diagnose.blame import blame_fix
-from dfdoctor.diagnose.did_nothing import did_nothing
+from dfdoctor.diagnose.did_nothing import did_nothing, spawned_none
 from dfdoctor.diagnose.guardfix import fix_for, is_trainer
 from dfdoctor.diagnose.recorder_lost import recorder_lost
 from dfdoctor.diagnose.run_dir_full import run_dir_full
@@ -426,7 +426,7 @@ def exited_cleanly(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdic
         return did_nothing(run) or Verdict("ok", None, f"The job ran to completion (exit status 0 after {ex.get('wall_s')} s).",
                        "", [_status_line(ex), f"output: {run.output_bytes()} bytes"])
     only = " but warnings" if run.output_bytes() else ""
-    return Verdict("failed", causes.EXITED_EARLY, f"The job exited with status 0 after {ex.get('wall_s')} s "
+    return spawned_none(run) or Verdict("failed", causes.EXITED_EARLY, f"The job exited with status 0 after {ex.get('wall_s')} s "
                    f"without writing anything{only}.", "Make sure the script calls its entry point (an "
                    "`if __name__ == \"__main__\": main()` block) and that the command runs the right file.",
                    [_status_line(ex), "stdout was empty; stderr held only warnings" if only else
