@@ -4,9 +4,7 @@ output folder, a bad argument, a missing dependency, a GPU asked for on a CPU ma
 not have. Each case runs the project's unmodified code as its README runs it, through a real `dfdoctor launch`,
 on synthetic data made here; the healthy runs must pass `dfdoctor check`.
 
-A case whose cause is issue 32's other part (a cause read from an assert, a bad argument, an optional dependency
-named in a message, a job that did nothing, the rendezvous) is xfail with the cause it needs, not strict: it
-passes once that cause lands."""
+A case dfdoctor cannot yet get right is xfail (`needs`: what it waits for), not strict; none is now."""
 
 from __future__ import annotations
 
