@@ -159,3 +159,19 @@ def test_a_device_index_on_a_cpu_build_is_cuda_unavailable_in_the_projects_terms
     found = _local(text, tmp_path, "python", "train.py")
     assert found.cause == causes.CUDA_UNAVAILABLE and f"{tmp_path}/train.py" in found.summary
     assert "add --cpu to the command" in found.fix and "--device" not in found.fix
+
+
+@pytest.mark.parametrize("source, argv, want", [
+    ("compile = True\nexec(open('configurator.py').read())\n", (), "add --compile=False to the command"),
+    ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--compile', action='store_true')\n",
+     ("--compile",), "drop --compile from the command"),
+    ("import torch\nmodel = torch.compile(torch.nn.Linear(2, 2))\n", (), "skip the torch.compile call at train.py:2"),
+])
+def test_without_a_compiler_the_fix_runs_without_torch_compile_in_the_projects_terms(tmp_path, source, argv, want):
+    """Only an option the project has (`--compile=False` is nanoGPT's), else the line that compiles."""
+    (tmp_path / "train.py").write_text(source)
+    text = (SAMPLES / "compiler-missing.txt").read_text().replace("/home/ana/proj", str(tmp_path))
+    found = _local(text, tmp_path, "python", "train.py", *argv)
+    assert found.cause == causes.BUILD_ENV_MISSING and want in found.fix, found.fix
+    if "torch.compile(" in source:  # no option: none named
+        assert "--compile" not in found.fix

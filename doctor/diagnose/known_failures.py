@@ -190,8 +190,8 @@ CORPUS: tuple[Known, ...] = (
       r"InvalidCxxCompiler|No working C compiler found|Failed to find C compiler|gcc: not found|"
       r"(?:g\+\+|c\+\+|cc): No such file or directory",
       "torch.compile (or an extension build) at {blame} needs a C/C++ compiler, and none works here.",
-      "Install one (apt-get install build-essential), or run without torch.compile (e.g. --compile=False).",
-      UNCHECKED),
+      "Install one (apt-get install build-essential), or run without torch.compile.",
+      UNCHECKED, refine="without_compile"),
     K("dynamo-python-unsupported", causes.COMPILE_FAILED,
       r"(?:Dynamo|torch\.compile) is not supported on Python 3\.\d+",
       "torch.compile at {blame} does not support this Python version in the installed torch.",
