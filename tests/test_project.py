@@ -333,3 +333,25 @@ def test_an_asserted_path_is_followed_through_the_calls_the_traceback_shows(tmp_
     found = assert_path_missing(parse_python_error(text), ctx)
     assert found.cause == "input-missing" and "corpus/valid.txt" in found.summary and "data.py, line 7" in found.summary
     assert "--data corpus names a path that does not exist" in found.fix, found.fix
+
+
+def test_a_download_the_job_makes_itself_names_its_url_and_the_files_that_skip_it(tmp_path):
+    """pytorch/examples' gat: `if os.path.isfile(...cora.content) ...: else: requests.get(cora_url)`, with requests
+    installed by `pip install --target` (no site-packages in its path: its dist-info says it is a package). The
+    verdict blames the job's line and says what to put where, not a Hugging Face cache."""
+    from dfdoctor.diagnose.rules_runtime import download_failed
+
+    _write(tmp_path, {"main.py": "import os, requests\nurl = 'https://data.example.org/cora.tgz'\npath = './cora'\n"
+                                 "if os.path.isfile(os.path.join(path, 'cora.content')):\n    print('there')\n"
+                                 "else:\n    with requests.get(url, stream=True) as f:\n        pass\n",
+                      "site/requests/adapters.py": "", "site/requests-2.34.2.dist-info/METADATA": ""})
+    text = (f'Traceback (most recent call last):\n  File "{tmp_path}/main.py", line 7, in <module>\n'
+            "    with requests.get(url, stream=True) as f:\n"
+            f'  File "{tmp_path}/site/requests/adapters.py", line 729, in send\n'
+            "    raise ConnectionError(e, request=request)\n"
+            "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='data.example.org', port=443): Max retries "
+            "exceeded with url: /cora.tgz (Caused by NameResolutionError(\"Name or service not known\"))\n")
+    found = download_failed(parse_python_error(text), Context(argv=["python", "main.py"], cwd=str(tmp_path)))
+    assert found.cause == "download-failed" and f"{tmp_path}/main.py, line 7" in found.summary, found.summary
+    assert "Fetch https://data.example.org/cora.tgz" in found.fix and "./cora/cora.content exist" in found.fix
+    assert "main.py:4 then skips the download" in found.fix and "HF_" not in found.fix, found.fix
