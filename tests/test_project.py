@@ -355,3 +355,35 @@ def test_a_download_the_job_makes_itself_names_its_url_and_the_files_that_skip_i
     assert found.cause == "download-failed" and f"{tmp_path}/main.py, line 7" in found.summary, found.summary
     assert "Fetch https://data.example.org/cora.tgz" in found.fix and "./cora/cora.content exist" in found.fix
     assert "main.py:4 then skips the download" in found.fix and "HF_" not in found.fix, found.fix
+
+
+def test_a_refusal_names_where_the_parser_declares_its_options_and_a_device_request_it_lacks(tmp_path):
+    """pytorch/examples' gat, as users break it: `--device cuda` for a script that picks its device itself (its
+    own switch is --no-accel), and a value of the wrong type: the user's file and line, never only `main.py`."""
+    from dfdoctor.diagnose.bad_arguments import refused
+
+    _write(tmp_path, {"main.py": "import argparse\np = argparse.ArgumentParser()\n"
+                                 "p.add_argument('--epochs', type=int, default=300)\n"
+                                 "p.add_argument('--no-accel', action='store_true')\nargs = p.parse_args()\n"})
+    usage = "usage: main.py [-h] [--epochs EPOCHS] [--no-accel]\n"
+    ctx = Context(argv=["python", "main.py", "--device", "cuda"], cwd=str(tmp_path), python="python")
+    v = refused(usage + "main.py: error: unrecognized arguments: --device cuda\n", ctx, "exit status 2")
+    assert "its options are declared at main.py:3-4" in v.summary, v.summary
+    assert "Drop --device cuda from the command" in v.fix and "--no-accel at main.py:4" in v.fix, v.fix
+    ctx = Context(argv=["python", "main.py", "--epochs", "ten"], cwd=str(tmp_path), python="python")
+    v = refused(usage + "main.py: error: argument --epochs: invalid int value: 'ten'\n", ctx, "exit status 2")
+    assert "--epochs is declared at main.py:3" in v.summary, v.summary
+
+
+def test_a_download_whose_files_are_beside_the_script_says_to_launch_from_there(tmp_path):
+    from dfdoctor.diagnose.rules_runtime import download_failed
+
+    _write(tmp_path, {"gat/main.py": "import os, requests\nif os.path.isfile('./cora/cora.content'):\n    pass\n"
+                                     "else:\n    requests.get('https://data.example.org/cora.tgz')\n",
+                      "gat/cora/cora.content": "1 0 a\n"})
+    text = (f'Traceback (most recent call last):\n  File "{tmp_path}/gat/main.py", line 5, in <module>\n'
+            "    requests.get('https://data.example.org/cora.tgz')\n"
+            "requests.exceptions.ConnectionError: Max retries exceeded with url: /cora.tgz (Name or service not "
+            "known)\n")
+    found = download_failed(parse_python_error(text), Context(argv=["python", "gat/main.py"], cwd=str(tmp_path)))
+    assert f"Launch it from {tmp_path}/gat" in found.fix and "./cora/cora.content are there" in found.fix, found.fix

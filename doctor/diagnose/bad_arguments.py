@@ -77,14 +77,44 @@ def refused(text: str, ctx: Context, status: str) -> Optional[Verdict]:
                                                                                        else ""))
     what = f"{m.group('args').strip()}" if kind == "unrecognized" else f"{m.group('args')} ({m.group('why').strip()})"
     said = "does not know" if kind == "unrecognized" else "refused"
-    summary = f"{where} {said} {what}: the job stopped before it started (exit status 2)."
+    declared = _declared(proj, m.group("args").split()[0].split("=")[0] if kind == "invalid" else None)
+    summary = f"{where} {said} {what}: the job stopped before it started (exit status 2)" + \
+        (f"; {declared}." if declared else ".")
     if hints:
         fix = "; ".join(f"write {good} instead of {arg} ({why})" for arg, good, why in hints) + "; not tried."
     elif kind == "invalid":
         fix = f"Give {m.group('args')} a value it accepts: {m.group('why').strip()}."
+    elif proj is not None and proj.options.complete and proj.options.options and \
+            any(a.split("=")[0].lstrip("-").replace("-", "_") in _DEVICE_WORDS for a in bad):
+        own = [o for o in proj.options.options if o.dest.lower() in _DEVICE_WORDS + _CPU_WORDS]
+        fix = (f"Drop {m.group('args').strip()} from the command: {where} has no such option and picks its device "
+               "itself" + (" (its own device options: " + ", ".join(f"{o.flag} at {o.where}" for o in own) + ")"
+                           if own else "") + "; not tried.")
     else:
         fix = "Drop the arguments it does not know, or spell them as its usage lists them (`--help` shows them all)."
     return Verdict("failed", causes.BAD_ARGUMENTS, summary, fix, evidence)
+
+
+# Options by which users ask for a device, and those by which projects run on the CPU (user_terms' device switch).
+_DEVICE_WORDS = ("device", "devices", "gpu", "gpus", "cuda", "accelerator", "accel", "gpu_id", "gpu_ids", "use_gpu",
+                 "use_cuda")
+_CPU_WORDS = ("cpu", "use_cpu", "no_cuda", "no_accel", "no_gpu", "disable_cuda", "force_cpu", "no_mps")
+
+
+def _declared(proj, name: Optional[str]) -> str:
+    """Where the script's parser declares its options (the one named, else all of them): the user's file and
+    line for a refusal that prints no traceback."""
+    if proj is None or proj.script is None:
+        return ""
+    option = proj.option(name) if name else None
+    if option is not None and option.where:
+        return f"{option.flag} is declared at {option.where}"
+    lines = sorted(o.line for o in proj.options.options if o.line and o.file and
+                   proj.short(proj.script) == o.file)
+    if not lines:
+        return ""
+    span = f"{lines[0]}" if lines[0] == lines[-1] else f"{lines[0]}-{lines[-1]}"
+    return f"its options are declared at {proj.short(proj.script)}:{span}"
 
 
 def config_refused(err: PyError, ctx: Context) -> Optional[Finding]:

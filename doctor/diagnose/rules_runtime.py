@@ -530,7 +530,14 @@ def _own_download(err: PyError, ctx: Context) -> Optional[tuple[Optional[str], s
     guard = _download_guard(tree, line, ctx)
     evidence = [f"{short}:{line} downloads " + (url or "(the URL is computed)")]
     where = f"in the job's folder {ctx.cwd}" if ctx.cwd else "where the job looks"
-    if guard:
+    there = os.path.dirname(file)
+    if guard and ctx.cwd and os.path.realpath(there) != os.path.realpath(ctx.cwd) and \
+            all(os.path.exists(os.path.join(there, p)) for p in guard[1] if not os.path.isabs(p)):
+        at, paths = guard  # the files are there, beside the script: the job was started from another folder
+        evidence.append(f"{short}:{at} skips the download when {', '.join(paths)} exist; they do in {there}")
+        fix = (f"Launch it from {there} (`cd {shlex.quote(there)}`): {', '.join(paths)} are there, and the job "
+               f"looks for them in the folder it starts in (now {ctx.cwd}), so it downloaded instead (not tried).")
+    elif guard:
         at, paths = guard
         evidence.append(f"{short}:{at} skips the download when {', '.join(paths)} exist")
         fix = (f"Fetch {url or 'the file it downloads'} where there is network and unpack it {where}, so that "
