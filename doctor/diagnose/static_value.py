@@ -13,6 +13,8 @@ import os
 import re
 from typing import Callable, Optional
 
+from dfdoctor.project.options import argparse_calls
+
 
 def command_option(command: list[str], names: tuple[str, ...]) -> Optional[tuple[str, str]]:
     """(value, as spelled) of `--NAME=V` or `--NAME V` in the command, for any of `names` (without dashes)."""
@@ -28,16 +30,11 @@ def command_option(command: list[str], names: tuple[str, ...]) -> Optional[tuple
 
 
 def parser_option(tree: ast.AST, attr: str) -> Optional[tuple[ast.Call, list[str]]]:
-    """The `add_argument` call whose destination is `attr` (`--data-dir` for args.data_dir), with its flags."""
-    spellings = {attr, attr.replace("_", "-")}
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument"):
-            continue
-        flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-        dest = next((k.value.value for k in node.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)),
-                    None)
-        if dest == attr or {f.lstrip("-") for f in flags} & spellings:
-            return node, flags
+    """The `add_argument` call whose destination is `attr` (`--data-dir` for args.data_dir), with its flags: the
+    project model's reading of the parser (doctor/project/options.py), so both read a script's options alike."""
+    for node, option in argparse_calls(tree):
+        if option.dest == attr:
+            return node, [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
     return None
 
 
