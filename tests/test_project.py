@@ -303,10 +303,12 @@ def test_a_key_value_config_that_raises_on_an_argument_is_a_bad_argument(tmp_pat
         (["--max_iters", "10"], "AssertionError: expecting each override arg to be of form --arg=value, got --max_iters",
          "Write --max_iters=10 instead of --max_iters 10"),
     ]:
-        err = _error(tmp_path / "train.py", 3, "exec(open('configurator.py').read())", message)
+        err = parse_python_error(f'Traceback (most recent call last):\n  File "{tmp_path}/train.py", line 3, in '
+                                 "<module>\n    exec(open('configurator.py').read())\n  File \"<string>\", line 47, "
+                                 f"in <module>\n{message}\n")
         found = config_refused(err, Context(argv=["python", "train.py", *argv], cwd=str(tmp_path), python="python"))
         assert found is not None and found.cause == "bad-arguments", message
-        assert want in found.fix and "train.py" in found.summary, found
+        assert want in found.fix and f"{tmp_path}/train.py, line 3" in found.summary, found
     err = _error(tmp_path / "train.py", 3, "x = 1", "ValueError: math domain error")
     assert config_refused(err, Context(argv=["python", "train.py", "--max_iters=1"], cwd=str(tmp_path))) is None
 

@@ -18,7 +18,7 @@ from typing import Optional
 from dfdoctor import causes
 from dfdoctor.diagnose import user_terms
 from dfdoctor.diagnose.rules_runtime import Context, Finding
-from dfdoctor.diagnose.traceback import PyError
+from dfdoctor.diagnose.traceback import PyError, is_library
 from dfdoctor.model import Verdict
 
 _REFUSED = [
@@ -136,6 +136,7 @@ def config_refused(err: PyError, ctx: Context) -> Optional[Finding]:
         value = word.split("=", 1)[1] if "=" in word else (args[i + 1] if i + 1 < len(args) and
                                                            not args[i + 1].startswith("--") else None)
         evidence = [f"message: {err.headline[:300]}", f"the command gives {word}"]
+        at = _real_blame(err)
         if known is not None and "=" not in word:
             good = known.spelled(value if value is not None else "VALUE")
             given = f"{word} {value}" if value is not None else word
@@ -144,11 +145,22 @@ def config_refused(err: PyError, ctx: Context) -> Optional[Finding]:
         else:
             near = user_terms.option_near(key, ctx)
             if near is None:
-                return Finding(causes.BAD_ARGUMENTS, f"The job's configuration refused {word} at {err.blame}: "
+                return Finding(causes.BAD_ARGUMENTS, f"The job's configuration refused {word} at {at}: "
                                f"{err.message}", f"Drop {word}, or spell it as one of the script's options "
                                "(its config, not `--help`, lists them); not tried.", evidence)
             good, given = near.spelled(value if value is not None else "VALUE"), word
             why = f"the closest option of this project" + (f", declared at {near.where}" if near.where else "")
-        return Finding(causes.BAD_ARGUMENTS, f"The job's configuration refused {given} at {err.blame}: "
+        return Finding(causes.BAD_ARGUMENTS, f"The job's configuration refused {given} at {at}: "
                        f"{err.message}", f"Write {good} instead of {given} ({why}); not tried.", evidence)
     return None
+
+
+def _real_blame(err: PyError) -> str:
+    """The job's line in a file: nanoGPT's configurator runs as exec'd text (`<string>`), so the line that runs
+    it (`exec(open('configurator.py').read())` in train.py) is named instead."""
+    if err.user_frame and not err.user_frame[0].startswith("<"):
+        return err.blame
+    for file, line, code in reversed(err.frames):
+        if not file.startswith("<") and not is_library(file):
+            return f"{file}, line {line}" + (f" (`{code.strip()}`)" if code else "")
+    return err.blame
