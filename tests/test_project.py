@@ -389,3 +389,25 @@ def test_a_download_whose_files_are_beside_the_script_says_to_launch_from_there(
             "known)\n")
     found = download_failed(parse_python_error(text), Context(argv=["python", "gat/main.py"], cwd=str(tmp_path)))
     assert f"Launch it from {tmp_path}/gat" in found.fix and "./cora/cora.content are there" in found.fix, found.fix
+
+
+def test_an_assert_naming_a_missing_data_folder_is_input_missing_with_the_readmes_steps(tmp_path):
+    """llama2.c: `assert len(shard_filenames) > 0, f"No bin files found in {bin_dir}"`, and a README that runs
+    `python tinystories.py download` and `... pretokenize` before `python train.py`."""
+    from dfdoctor.diagnose.rules_runtime import assert_names_missing_data
+
+    _write(tmp_path, {"train.py": "import tinystories\n", "tinystories.py": "x = 1\n", "setup.py": "",
+                      "README.md": "```bash\npython tinystories.py download\npython tinystories.py pretokenize\n```\n"
+                                   "Then train:\n```bash\npython train.py\n```\n"})
+    text = (f'Traceback (most recent call last):\n  File "{tmp_path}/tinystories.py", line 205, in __iter__\n'
+            '    assert len(shard_filenames)>0, f"No bin files found in {bin_dir}"\n'
+            "AssertionError: No bin files found in data/TinyStories_all_data\n")
+    found = assert_names_missing_data(parse_python_error(text), Context(argv=["python", "train.py"],
+                                                                        cwd=str(tmp_path)))
+    assert found.cause == "input-missing" and "tinystories.py, line 205" in found.summary, found
+    assert "`python tinystories.py download` (README.md:2), then `python tinystories.py pretokenize` " \
+           "(README.md:3)" in found.fix, found.fix
+    (tmp_path / "data" / "TinyStories_all_data").mkdir(parents=True)
+    (tmp_path / "data" / "TinyStories_all_data" / "data00.bin").write_text("x")
+    err = parse_python_error(text.replace("No bin files found in", "Bad shape of"))
+    assert assert_names_missing_data(err, Context(argv=["python", "train.py"], cwd=str(tmp_path))) is None
