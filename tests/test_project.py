@@ -394,7 +394,7 @@ def test_a_download_whose_files_are_beside_the_script_says_to_launch_from_there(
 def test_an_assert_naming_a_missing_data_folder_is_input_missing_with_the_readmes_steps(tmp_path):
     """llama2.c: `assert len(shard_filenames) > 0, f"No bin files found in {bin_dir}"`, and a README that runs
     `python tinystories.py download` and `... pretokenize` before `python train.py`."""
-    from dfdoctor.diagnose.rules_runtime import assert_names_missing_data
+    from dfdoctor.diagnose.data_missing import assert_names_missing_data
 
     _write(tmp_path, {"train.py": "import tinystories\n", "tinystories.py": "x = 1\n", "setup.py": "",
                       "README.md": "```bash\npython tinystories.py download\npython tinystories.py pretokenize\n```\n"

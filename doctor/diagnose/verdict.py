@@ -18,6 +18,7 @@ from dfdoctor import causes
 from dfdoctor.diagnose import stackclass
 from dfdoctor.diagnose import elastic, known_failures, launcher, rules_runtime, stuck, torch_pairs, user_terms
 from dfdoctor.diagnose.bad_arguments import config_refused, refused
+from dfdoctor.diagnose.data_missing import assert_names_missing_data
 from dfdoctor.diagnose.blame import blame_fix
 from dfdoctor.diagnose.did_nothing import did_nothing, spawned_none
 from dfdoctor.diagnose.guardfix import fix_for, is_trainer
@@ -269,7 +270,8 @@ def exception_verdict(run: RunRecord, err: PyError, evidence: list[str], who: st
     """The verdict for the exception `who` died of: a run-time cause its words prove (rules_runtime), a
     syntax error, a missing module, or a crash before or after the job started logging."""
     seen = _runtime_context(run)
-    found = rules_runtime.classify(err, seen) or config_refused(err, seen) or known_failures.classify(err, seen)
+    found = rules_runtime.classify(err, seen) or config_refused(err, seen) or assert_names_missing_data(err, seen) \
+        or known_failures.classify(err, seen)
     if found is not None:
         return Verdict("failed", found.cause, found.summary if who == "The job" else
                        f"{who.rstrip(',')}: {found.summary}",
