@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
+from dfdoctor import project
 from dfdoctor.launchline.commandline import guessed_interpreter, spec_for
 from dfdoctor.model import OBSERVED, STATIC
 
@@ -198,14 +199,23 @@ def expectation(ctx, check_id: str = "cuda.init") -> Expectation:
         source = _read(script)
         default = _default_device(source, ctx.command)
         if default:
+            option = _device_option(ctx, script)
             return Expectation("expected", f"{script.name}:{default[0]} sets device = {default[1]!r} and the command "
-                               "does not override it" + (" (this script takes --device=cpu)"
-                                                         if "configurator.py" in source or "'--device'" in source
-                                                         else ""), _nproc(ctx))
+                               "does not override it" + (f" (this script takes {option.spelled('cpu')})"
+                                                         if option is not None else ""), _nproc(ctx))
         m = _SCRIPT_CUDA.search(source)
         if m and not _SCRIPT_FALLBACK.search(source):
             return Expectation("hinted", f"{script.name} uses CUDA ({m.group(0)!r}) with no CPU fallback", _nproc(ctx))
     return Expectation(None, "nothing in the launch asks for a GPU", _nproc(ctx))
+
+
+def _device_option(ctx, script: Path):
+    """The script's own device option (`--device`, a configurator's `device`), read by the project model; None
+    when it has none (a word `--device` elsewhere in its text is not an option)."""
+    try:
+        return project.read(ctx.command, ctx.cwd, script=str(script)).option("device")
+    except (OSError, RecursionError, ValueError):
+        return None
 
 
 def _default_device(source: str, command: list[str]) -> Optional[tuple[int, str]]:

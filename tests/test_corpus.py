@@ -4,9 +4,7 @@ output folder, a bad argument, a missing dependency, a GPU asked for on a CPU ma
 not have. Each case runs the project's unmodified code as its README runs it, through a real `dfdoctor launch`,
 on synthetic data made here; the healthy runs must pass `dfdoctor check`.
 
-A case whose cause is issue 32's other part (a cause read from an assert, a bad argument, an optional dependency
-named in a message, a job that did nothing, the rendezvous) is xfail with the cause it needs, not strict: it
-passes once that cause lands."""
+A case dfdoctor cannot yet get right is xfail (`needs`: what it waits for), not strict; none is now."""
 
 from __future__ import annotations
 
@@ -96,28 +94,26 @@ class Case:
 WLM, TSP, DDP = "pytorch-examples-word_language_model", "pytorch-examples-time_sequence_prediction", \
     "pytorch-examples-ddp-tutorial-series"
 MINGPT, MAKEMORE, REGRESSION = "minGPT", "makemore", "pytorch-examples-regression"
-ASSERT = "input-missing read from `assert os.path.exists(path)` (the path and the option that set it)"
 BADARG = "bad-argument: argparse's exit 2 named, with the closest valid option"
-# The cause ids issue 32's other part adds (their names as they land may differ: the lead flips these cases).
-BAD_ARGS, DID_NOTHING, RENDEZVOUS = "bad-arguments", "did-nothing", "rendezvous-waiting"
+BAD_ARGS, DID_NOTHING = causes.BAD_ARGUMENTS, causes.DID_NOTHING
 SMALL = ("--epochs", "1", "--emsize", "16", "--nhid", "16")  # the README's line, shortened to one tiny epoch
 NOT_SITE = ("site-packages", "/bin/torchrun")
 
 CASES = [
     # ---- word_language_model: `python main.py --accel --epochs 6` (README.md:7) ---------------------------------
     Case("wlm-no-data", WLM, (PY, "main.py", "--accel", "--epochs", "6"), causes.INPUT_MISSING,
-         said=("data/wikitext-2/train.txt",), fix=("--data",), needs=ASSERT),
+         said=("data/wikitext-2/train.txt",), fix=("--data",)),
     Case("wlm-wrong-data-option", WLM, (PY, "main.py", "--accel", "--data", "./data/wikitext-103"),
-         causes.INPUT_MISSING, prepare=("wikitext",), said=("wikitext-103",), fix=("--data",), needs=ASSERT),
+         causes.INPUT_MISSING, prepare=("wikitext",), said=("wikitext-103",), fix=("--data",)),
     Case("wlm-one-split-missing", WLM, (PY, "main.py", "--accel", "--epochs", "6"), causes.INPUT_MISSING,
-         prepare=("no-valid-split",), said=("valid.txt",), fix=("--data",), needs=ASSERT),
+         prepare=("no-valid-split",), said=("valid.txt",), fix=("--data",)),
     Case("wlm-from-parent-folder", WLM, (PY, "word_language_model/main.py", "--accel"), causes.INPUT_MISSING,
-         run_in="..", prepare=("wikitext",), said=("data/wikitext-2",), fix=("--data",), needs=ASSERT),
+         run_in="..", prepare=("wikitext",), said=("data/wikitext-2",), fix=("--data",)),
     Case("wlm-mistyped-option", WLM, (PY, "main.py", "--accel", "--epocs", "6"), BAD_ARGS, prepare=("wikitext",), said=("--epocs",),
-         fix=("--epochs",), needs=BADARG),
+         fix=("--epochs",)),
     Case("wlm-save-into-missing-folder", WLM, (PY, "main.py", *SMALL, "--save", "checkpoints/model.pt"),
          causes.OUTPUT_DIR_MISSING, prepare=("wikitext",), said=("checkpoints",), fix=("--save", "mkdir -p"),
-         not_fix=NOT_SITE, needs="the save-folder-missing row naming refine='output_dir' (known_failures.py)"),
+         not_fix=NOT_SITE),
     Case("wlm-generate-before-training", WLM, (PY, "generate.py", "--accel"), causes.INPUT_MISSING,
          prepare=("wikitext",), said=("model.pt", "generate.py"),
          fix=("python main.py --accel --epochs 6", "README.md:7", "--checkpoint")),
@@ -138,9 +134,9 @@ CASES = [
          run_in="..", said=("traindata.pt",), fix=("time_sequence_prediction && python generate_sine_wave.py",
                                                     "launch it from"), not_fix=("python train.py", "python time_seq")),
     Case("tsp-steps-not-a-number", TSP, (PY, "train.py", "--steps", "ten"), BAD_ARGS, prepare=("sine",),
-         said=("--steps",), needs=BADARG),
+         said=("--steps",)),
     Case("tsp-unknown-option", TSP, (PY, "train.py", "--epochs", "3"), BAD_ARGS, prepare=("sine",),
-         said=("--epochs",), fix=("--steps",), needs=BADARG),
+         said=("--epochs",), fix=("--steps",)),
     Case("tsp-readme-lines-on-torch-2.6-and-later", TSP, (PY, "train.py"), causes.CHECKPOINT_INCOMPATIBLE,
          prepare=("sine",), said=("train.py, line 47",), fix=("add_safe_globals", "weights_only=False"),
          not_fix=NOT_SITE),  # its requirements.txt pins torch<2.6: torch.load's weights_only default refuses numpy
@@ -150,18 +146,15 @@ CASES = [
          said=("torch",), fix=("requirements.txt",)),
     # ---- ddp-tutorial-series: `python single_gpu.py 50 10`, `torchrun --nproc_per_node=N multigpu_torchrun.py 50 10`
     Case("ddp-single-gpu-on-cpu", DDP, (PY, "single_gpu.py", "50", "10"), causes.CUDA_UNAVAILABLE,
-         said=("single_gpu.py",), not_fix=("--device", *NOT_SITE),
-         needs="a known_failures row for torch 2.9+'s `Cannot access accelerator device when none is available` "
-               "(model.to(0) on a CPU build)"),
+         said=("single_gpu.py",), not_fix=("--device", *NOT_SITE)),
     Case("ddp-single-gpu-missing-arguments", DDP, (PY, "single_gpu.py"), BAD_ARGS,
-         said=("total_epochs",), needs=BADARG),
+         said=("total_epochs",)),
     Case("ddp-single-gpu-bad-batch-size", DDP, (PY, "single_gpu.py", "50", "10", "--batch_size", "big"),
-         BAD_ARGS, said=("--batch_size",), needs=BADARG),
+         BAD_ARGS, said=("--batch_size",)),
     Case("ddp-torchrun-on-cpu", DDP, (TORCHRUN, "--standalone", "--nproc_per_node=2", "multigpu_torchrun.py", "5", "1"),
          causes.CUDA_UNAVAILABLE, said=("multigpu_torchrun.py",), not_fix=("--backend", "--device", *NOT_SITE)),
     Case("ddp-torchrun-nproc-gpu", DDP, (TORCHRUN, "--standalone", "--nproc_per_node=gpu", "multigpu_torchrun.py",
-                                         "5", "1"), causes.CUDA_UNAVAILABLE, not_fix=NOT_SITE,
-         needs="nproc_per_node=gpu on a CPU machine blamed on the user's line, not the venv's torchrun"),
+                                         "5", "1"), causes.CUDA_UNAVAILABLE, not_fix=NOT_SITE),
     Case("ddp-torchrun-script-without-torchrun", DDP, (PY, "multigpu_torchrun.py", "5", "1"),
          causes.DISTRIBUTED_ENV_MISSING, said=("LOCAL_RANK",), fix=("torchrun",)),
     Case("ddp-multinode-without-torchrun", DDP, (PY, "multinode.py", "5", "1"), causes.DISTRIBUTED_ENV_MISSING,
@@ -170,12 +163,12 @@ CASES = [
          causes.CUDA_UNAVAILABLE, said=("multinode.py",), not_fix=("--backend", *NOT_SITE)),
     Case("ddp-torchrun-missing-argument", DDP, (TORCHRUN, "--standalone", "--nproc_per_node=2",
                                                 "multigpu_torchrun.py", "5"), BAD_ARGS,
-         said=("save_every",), needs=BADARG),
+         said=("save_every",)),
     Case("ddp-multigpu-spawns-nothing", DDP, (PY, "multigpu.py", "5", "1"), DID_NOTHING,
-         needs="did-nothing: mp.spawn of torch.cuda.device_count() == 0 processes exits 0 at once"),
+         said=("multigpu.py:", "no GPU"), fix=("multigpu.py:",)),
     Case("ddp-two-nodes-on-one", DDP, (TORCHRUN, "--nnodes=2", "--nproc_per_node=1", "--rdzv-backend=c10d",
                                        "--rdzv-endpoint=127.0.0.1:0", "multinode.py", "5", "1"),
-         RENDEZVOUS, watch=8, needs="the rendezvous: torchrun waits for a second node that never comes"),
+         causes.RANK_MISSING, watch=8, said=("--nnodes=2", "1 of 2"), fix=("--nnodes=1",)),
     Case("ddp-without-torch", DDP, (SYSTEM_PY or "python3", "single_gpu.py", "50", "10"), causes.MISSING_MODULE,
          said=("torch",), fix=("torch>=1.11.0",)),
     # ---- minGPT: `pip install -e .`, then `python chargpt.py` in projects/chargpt ---------------------------------
@@ -189,11 +182,9 @@ CASES = [
          run_in="projects/chargpt", installed=True, prepare=("shakespeare",),
          fix=("--trainer.device=cpu",), not_fix=("--device=cpu", *NOT_SITE)),
     Case("mingpt-mistyped-key", MINGPT, (PY, "chargpt.py", "--trainer.max_iter=10"), BAD_ARGS,
-         run_in="projects/chargpt", installed=True, prepare=("shakespeare",), fix=("--trainer.max_iters",),
-         needs=BADARG),
+         run_in="projects/chargpt", installed=True, prepare=("shakespeare",), fix=("--trainer.max_iters",)),
     Case("mingpt-argument-without-value", MINGPT, (PY, "chargpt.py", "--trainer.max_iters", "10"), BAD_ARGS,
-         run_in="projects/chargpt", installed=True, prepare=("shakespeare",), fix=("--trainer.max_iters=10",),
-         needs=BADARG),
+         run_in="projects/chargpt", installed=True, prepare=("shakespeare",), fix=("--trainer.max_iters=10",)),
     Case("mingpt-without-torch", MINGPT, (SYSTEM_PY or "python3", "chargpt.py"), causes.MISSING_MODULE,
          run_in="projects/chargpt", installed=True, said=("torch",), not_fix=("pip install mingpt",)),
     # ---- makemore: `python makemore.py -i names.txt -o names` -----------------------------------------------------

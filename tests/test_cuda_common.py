@@ -135,3 +135,18 @@ def test_stack_excerpt_puts_the_main_thread_first():
     stack = stack_excerpt(stderr)
     assert stack[0].startswith("Current thread") and "line 38 in _init" in stack[1]
     assert any("threading.py" in l for l in stack)
+
+
+@pytest.mark.parametrize("source, said", [
+    # an argparse --device: the project's own spelling
+    ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--device', default='cuda')\n"
+     "device = 'cuda'\n", " (this script takes --device cpu)"),
+    # nanoGPT's configurator: key=value
+    ("device = 'cuda'\nexec(open('configurator.py').read())\n", " (this script takes --device=cpu)"),
+    # the word '--device' in a message is no option: nothing is claimed
+    ("device = 'cuda'\nprint('pass --device to the other tool')\nprint('--device')\n", ""),
+])
+def test_a_cuda_default_names_the_device_option_only_where_the_project_has_one(tmp_path: Path, source, said):
+    (tmp_path / "train.py").write_text(source)
+    exp = expectation(Context(command=["python", "train.py"], cwd=tmp_path, env={}))
+    assert exp.level == "expected" and exp.reason.endswith("does not override it" + said), exp.reason

@@ -63,7 +63,7 @@ def real(tmp_path_factory) -> dict:
     return {"work": str(work), **json.loads(out.stdout)}
 
 
-REAL = ["torch-not-compiled-with-cuda", "cuda-call-on-cpu-build", "nccl-not-built", "env-var-expected", "rank-keyerror",
+REAL = ["torch-not-compiled-with-cuda", "no-accelerator", "cuda-call-on-cpu-build", "nccl-not-built", "env-var-expected", "rank-keyerror",
         "process-group-not-initialized", "port-in-use", "weights-only-refused", "state-dict-size-mismatch",
         "state-dict-keys", "checkpoint-truncated", "invalid-load-key", "cuda-home-missing", "cannot-import-name",
         "worker-exited", "save-folder-missing", "numpy-removed-alias", "matmul-shapes",
@@ -128,3 +128,50 @@ def test_torch_pairs_name_the_release_and_the_index_of_the_installed_torch():
     assert torch_pairs.install_line("2.4.0+cu121", ["torchaudio"], "py").endswith(
         "torchaudio==2.4.0+cu121 --index-url https://download.pytorch.org/whl/cu121")
     assert torch_pairs.install_line("2.6.0", ["torchvision"], "py") == "py -m pip install torch==2.6.0 torchvision==0.21.0"
+
+
+def _local(text: str, tmp_path, *argv: str):
+    err = parse_python_error(text)
+    return known_failures.classify(err, Context(cwd=str(tmp_path), local=True, argv=list(argv)))
+
+
+def test_a_save_into_a_missing_folder_names_the_option_that_sets_the_path(tmp_path):
+    """torch.save's own words ("Parent directory X does not exist") and the project's --save (the output_dir
+    refiner): the fix says which option of this project names the path."""
+    (tmp_path / "main.py").write_text("import argparse\np = argparse.ArgumentParser()\n"
+                                      "p.add_argument('--save', type=str, default='model.pt')\n")
+    text = (f'Traceback (most recent call last):\n  File "{tmp_path}/main.py", line 9, in <module>\n'
+            "    torch.save(model, f)\n"
+            '  File "/v/lib/python3.11/site-packages/torch/serialization.py", line 9, in save\n    raise\n'
+            "RuntimeError: Parent directory checkpoints does not exist.\n")
+    found = _local(text, tmp_path, "python", "main.py", "--save", "checkpoints/model.pt")
+    assert found.cause == causes.OUTPUT_DIR_MISSING
+    assert "point --save into a folder that exists" in found.fix and f"mkdir -p {tmp_path}/checkpoints" in found.fix
+    assert any("--save sets this path (the command gives 'checkpoints/model.pt'" in e for e in found.evidence)
+
+
+def test_a_device_index_on_a_cpu_build_is_cuda_unavailable_in_the_projects_terms(tmp_path):
+    """torch 2.9+'s `model.to(0)` on a CPU build: cuda-unavailable at the job's line, and the fix uses the
+    project's own device switch where it has one (here --cpu), never a --device it lacks."""
+    (tmp_path / "train.py").write_text("import argparse\np = argparse.ArgumentParser()\n"
+                                       "p.add_argument('--cpu', action='store_true')\n")
+    text = (SAMPLES / "no-accelerator.txt").read_text().replace("/home/ana/proj", str(tmp_path))
+    found = _local(text, tmp_path, "python", "train.py")
+    assert found.cause == causes.CUDA_UNAVAILABLE and f"{tmp_path}/train.py" in found.summary
+    assert "add --cpu to the command" in found.fix and "--device" not in found.fix
+
+
+@pytest.mark.parametrize("source, argv, want", [
+    ("compile = True\nexec(open('configurator.py').read())\n", (), "add --compile=False to the command"),
+    ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--compile', action='store_true')\n",
+     ("--compile",), "drop --compile from the command"),
+    ("import torch\nmodel = torch.compile(torch.nn.Linear(2, 2))\n", (), "skip the torch.compile call at train.py:2"),
+])
+def test_without_a_compiler_the_fix_runs_without_torch_compile_in_the_projects_terms(tmp_path, source, argv, want):
+    """Only an option the project has (`--compile=False` is nanoGPT's), else the line that compiles."""
+    (tmp_path / "train.py").write_text(source)
+    text = (SAMPLES / "compiler-missing.txt").read_text().replace("/home/ana/proj", str(tmp_path))
+    found = _local(text, tmp_path, "python", "train.py", *argv)
+    assert found.cause == causes.BUILD_ENV_MISSING and want in found.fix, found.fix
+    if "torch.compile(" in source:  # no option: none named
+        assert "--compile" not in found.fix

@@ -208,7 +208,8 @@ def test_the_device_fix_uses_the_projects_own_override_in_its_own_spelling(tmp_p
 def test_the_option_a_mistyped_word_meant_is_named_with_where_it_is_declared(tmp_path):
     _write(tmp_path, {"main.py": "import argparse\np = argparse.ArgumentParser()\np.add_argument('--epochs')\n"})
     ctx = Context(argv=["python", "main.py", "--epocs", "6"], cwd=str(tmp_path), python="python")
-    assert user_terms.option_near("--epocs", ctx) == "--epochs (main.py:3)"
+    near = user_terms.option_near("--epocs", ctx)
+    assert (near.flag, near.where) == ("--epochs", "main.py:3")
     assert user_terms.option_near("--zzzzzz", ctx) is None
 
 
@@ -275,3 +276,138 @@ def test_a_config_file_of_the_configurator_sets_the_option_that_is_part_of_a_mis
     told = user_terms.input_file(err, ctx, re.search(r"'([^']+)'", "'data/tiny/train.bin'"))
     assert "set --dataset to the one that is there (it is a part of this path, joined at train.py:7; the command " \
         "sets it to 'tiny'" in told.fix, told.fix
+
+
+def test_a_refusal_whose_usage_lists_no_options_names_the_projects_closest_one(tmp_path):
+    """click's usage says only `[OPTIONS]`: the closest valid option comes from the project model, with where it
+    is declared (the usage alone gives nothing to compare with)."""
+    from dfdoctor.diagnose.bad_arguments import refused
+
+    _write(tmp_path, {"train.py": "import click\n@click.command()\n@click.option('--learning-rate', default=0.1)\n"
+                                  "def main(learning_rate):\n    pass\n"})
+    ctx = Context(argv=["python", "train.py", "--learnin-rate", "3"], cwd=str(tmp_path), python="python")
+    text = "Usage: train.py [OPTIONS]\nTry 'train.py --help' for help.\n\nError: No such option: --learnin-rate\n"
+    v = refused(text, ctx, "exit status 2")
+    assert v.cause == "bad-arguments" and "--learnin-rate" in v.summary
+    assert "write --learning-rate instead of --learnin-rate" in v.fix and "train.py:3" in v.fix, v.fix
+
+
+def test_a_key_value_config_that_raises_on_an_argument_is_a_bad_argument(tmp_path):
+    """nanoGPT's configurator raises (it does not exit 2) on a key it lacks, and on `--key value` written with a
+    space: both are bad-arguments with the project's spelling, read from the message naming the argument."""
+    from dfdoctor.diagnose.bad_arguments import config_refused
+
+    _write(tmp_path, {"train.py": "max_iters = 100\nbatch_size = 12\nexec(open('configurator.py').read())\n"})
+    for argv, message, want in [
+        (["--max_iter=10"], "ValueError: Unknown config key: max_iter", "Write --max_iters=10 instead of --max_iter=10"),
+        (["--max_iters", "10"], "AssertionError: expecting each override arg to be of form --arg=value, got --max_iters",
+         "Write --max_iters=10 instead of --max_iters 10"),
+    ]:
+        err = parse_python_error(f'Traceback (most recent call last):\n  File "{tmp_path}/train.py", line 3, in '
+                                 "<module>\n    exec(open('configurator.py').read())\n  File \"<string>\", line 47, "
+                                 f"in <module>\n{message}\n")
+        found = config_refused(err, Context(argv=["python", "train.py", *argv], cwd=str(tmp_path), python="python"))
+        assert found is not None and found.cause == "bad-arguments", message
+        assert want in found.fix and f"{tmp_path}/train.py, line 3" in found.summary, found
+    err = _error(tmp_path / "train.py", 3, "x = 1", "ValueError: math domain error")
+    assert config_refused(err, Context(argv=["python", "train.py", "--max_iters=1"], cwd=str(tmp_path))) is None
+
+
+def test_an_asserted_path_is_followed_through_the_calls_the_traceback_shows(tmp_path):
+    """word_language_model's `assert os.path.exists(path)` in `tokenize(self, path)`: the traceback's frames say
+    which call passed `path` (`self.tokenize(os.path.join(path, 'valid.txt'))` in `Corpus(args.data)`), the
+    source what each passed: the path and the option that set it, though the exception carries neither."""
+    from dfdoctor.diagnose.rules_runtime import assert_path_missing
+
+    _write(tmp_path, {"main.py": "import argparse, data\np = argparse.ArgumentParser()\n"
+                                 "p.add_argument('--data', default='./data/wikitext-2')\nargs = p.parse_args()\n"
+                                 "corpus = data.Corpus(args.data)\n",
+                      "data.py": "import os\nclass Corpus:\n    def __init__(self, path):\n"
+                                 "        self.train = self.tokenize(os.path.join(path, 'train.txt'))\n"
+                                 "        self.valid = self.tokenize(os.path.join(path, 'valid.txt'))\n"
+                                 "    def tokenize(self, path):\n        assert os.path.exists(path)\n"})
+    text = (f'Traceback (most recent call last):\n  File "{tmp_path}/main.py", line 5, in <module>\n'
+            "    corpus = data.Corpus(args.data)\n"
+            f'  File "{tmp_path}/data.py", line 5, in __init__\n'
+            "    self.valid = self.tokenize(os.path.join(path, 'valid.txt'))\n"
+            f'  File "{tmp_path}/data.py", line 7, in tokenize\n    assert os.path.exists(path)\nAssertionError\n')
+    ctx = Context(argv=["python", "main.py", "--data", "corpus"], cwd=str(tmp_path), python="python")
+    found = assert_path_missing(parse_python_error(text), ctx)
+    assert found.cause == "input-missing" and "corpus/valid.txt" in found.summary and "data.py, line 7" in found.summary
+    assert "--data corpus names a path that does not exist" in found.fix, found.fix
+
+
+def test_a_download_the_job_makes_itself_names_its_url_and_the_files_that_skip_it(tmp_path):
+    """pytorch/examples' gat: `if os.path.isfile(...cora.content) ...: else: requests.get(cora_url)`, with requests
+    installed by `pip install --target` (no site-packages in its path: its dist-info says it is a package). The
+    verdict blames the job's line and says what to put where, not a Hugging Face cache."""
+    from dfdoctor.diagnose.rules_runtime import download_failed
+
+    _write(tmp_path, {"main.py": "import os, requests\nurl = 'https://data.example.org/cora.tgz'\npath = './cora'\n"
+                                 "if os.path.isfile(os.path.join(path, 'cora.content')):\n    print('there')\n"
+                                 "else:\n    with requests.get(url, stream=True) as f:\n        pass\n",
+                      "site/requests/adapters.py": "", "site/requests-2.34.2.dist-info/METADATA": ""})
+    text = (f'Traceback (most recent call last):\n  File "{tmp_path}/main.py", line 7, in <module>\n'
+            "    with requests.get(url, stream=True) as f:\n"
+            f'  File "{tmp_path}/site/requests/adapters.py", line 729, in send\n'
+            "    raise ConnectionError(e, request=request)\n"
+            "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='data.example.org', port=443): Max retries "
+            "exceeded with url: /cora.tgz (Caused by NameResolutionError(\"Name or service not known\"))\n")
+    found = download_failed(parse_python_error(text), Context(argv=["python", "main.py"], cwd=str(tmp_path)))
+    assert found.cause == "download-failed" and f"{tmp_path}/main.py, line 7" in found.summary, found.summary
+    assert "Fetch https://data.example.org/cora.tgz" in found.fix and "./cora/cora.content exist" in found.fix
+    assert "main.py:4 then skips the download" in found.fix and "HF_" not in found.fix, found.fix
+
+
+def test_a_refusal_names_where_the_parser_declares_its_options_and_a_device_request_it_lacks(tmp_path):
+    """pytorch/examples' gat, as users break it: `--device cuda` for a script that picks its device itself (its
+    own switch is --no-accel), and a value of the wrong type: the user's file and line, never only `main.py`."""
+    from dfdoctor.diagnose.bad_arguments import refused
+
+    _write(tmp_path, {"main.py": "import argparse\np = argparse.ArgumentParser()\n"
+                                 "p.add_argument('--epochs', type=int, default=300)\n"
+                                 "p.add_argument('--no-accel', action='store_true')\nargs = p.parse_args()\n"})
+    usage = "usage: main.py [-h] [--epochs EPOCHS] [--no-accel]\n"
+    ctx = Context(argv=["python", "main.py", "--device", "cuda"], cwd=str(tmp_path), python="python")
+    v = refused(usage + "main.py: error: unrecognized arguments: --device cuda\n", ctx, "exit status 2")
+    assert "its options are declared at main.py:3-4" in v.summary, v.summary
+    assert "Drop --device cuda from the command" in v.fix and "--no-accel at main.py:4" in v.fix, v.fix
+    ctx = Context(argv=["python", "main.py", "--epochs", "ten"], cwd=str(tmp_path), python="python")
+    v = refused(usage + "main.py: error: argument --epochs: invalid int value: 'ten'\n", ctx, "exit status 2")
+    assert "--epochs is declared at main.py:3" in v.summary, v.summary
+
+
+def test_a_download_whose_files_are_beside_the_script_says_to_launch_from_there(tmp_path):
+    from dfdoctor.diagnose.rules_runtime import download_failed
+
+    _write(tmp_path, {"gat/main.py": "import os, requests\nif os.path.isfile('./cora/cora.content'):\n    pass\n"
+                                     "else:\n    requests.get('https://data.example.org/cora.tgz')\n",
+                      "gat/cora/cora.content": "1 0 a\n"})
+    text = (f'Traceback (most recent call last):\n  File "{tmp_path}/gat/main.py", line 5, in <module>\n'
+            "    requests.get('https://data.example.org/cora.tgz')\n"
+            "requests.exceptions.ConnectionError: Max retries exceeded with url: /cora.tgz (Name or service not "
+            "known)\n")
+    found = download_failed(parse_python_error(text), Context(argv=["python", "gat/main.py"], cwd=str(tmp_path)))
+    assert f"Launch it from {tmp_path}/gat" in found.fix and "./cora/cora.content are there" in found.fix, found.fix
+
+
+def test_an_assert_naming_a_missing_data_folder_is_input_missing_with_the_readmes_steps(tmp_path):
+    """llama2.c: `assert len(shard_filenames) > 0, f"No bin files found in {bin_dir}"`, and a README that runs
+    `python tinystories.py download` and `... pretokenize` before `python train.py`."""
+    from dfdoctor.diagnose.data_missing import assert_names_missing_data
+
+    _write(tmp_path, {"train.py": "import tinystories\n", "tinystories.py": "x = 1\n", "setup.py": "",
+                      "README.md": "```bash\npython tinystories.py download\npython tinystories.py pretokenize\n```\n"
+                                   "Then train:\n```bash\npython train.py\n```\n"})
+    text = (f'Traceback (most recent call last):\n  File "{tmp_path}/tinystories.py", line 205, in __iter__\n'
+            '    assert len(shard_filenames)>0, f"No bin files found in {bin_dir}"\n'
+            "AssertionError: No bin files found in data/TinyStories_all_data\n")
+    found = assert_names_missing_data(parse_python_error(text), Context(argv=["python", "train.py"],
+                                                                        cwd=str(tmp_path)))
+    assert found.cause == "input-missing" and "tinystories.py, line 205" in found.summary, found
+    assert "`python tinystories.py download` (README.md:2), then `python tinystories.py pretokenize` " \
+           "(README.md:3)" in found.fix, found.fix
+    (tmp_path / "data" / "TinyStories_all_data").mkdir(parents=True)
+    (tmp_path / "data" / "TinyStories_all_data" / "data00.bin").write_text("x")
+    err = parse_python_error(text.replace("No bin files found in", "Bad shape of"))
+    assert assert_names_missing_data(err, Context(argv=["python", "train.py"], cwd=str(tmp_path))) is None

@@ -79,7 +79,9 @@ def test_download_fails_offline(work):
     v, text = rep["verdict"], text_of(rep)
     assert v["cause"] == "download-failed", text
     assert "models.dfdoctor.invalid" in v["summary"]
-    assert "HF_HUB_OFFLINE=1" in v["fix"] and "dfdoctor check" not in v["fix"]
+    # its own urlopen, not a hub's: the fix names the URL and the job's line, no Hugging Face cache
+    assert "https://models.dfdoctor.invalid/resnet18/weights.pth" in v["fix"] and "download_offline.py:9" in v["fix"]
+    assert "HF_HUB_OFFLINE" not in v["fix"] and "dfdoctor check" not in v["fix"]
 
 
 def test_sigterm_from_outside_is_not_a_crash(work):

@@ -15,7 +15,9 @@ called idle:
 from __future__ import annotations
 
 import ast
+import glob
 import os
+import shutil
 import re
 import time
 from pathlib import Path
@@ -76,6 +78,65 @@ def did_nothing(run: RunRecord) -> Optional[Verdict]:
     return Verdict("failed", causes.DID_NOTHING,
                    f"The job exited with status 0 after {wall} s without doing any work; {who}: {reason!r}.",
                    fix, evidence)
+
+
+def spawned_none(run: RunRecord) -> Optional[Verdict]:
+    """`did-nothing` for a job that starts one process per GPU (`mp.spawn(main, nprocs=world_size)` with
+    `world_size = torch.cuda.device_count()`, PyTorch's DDP tutorial) where no GPU is: it started no process,
+    printed nothing and exited 0. The count comes from the script; that this machine has no GPU is observed (the
+    job's CUDA_VISIBLE_DEVICES hides every one, or nvidia-smi lists none, or no /dev/nvidia device exists)."""
+    ex = run.exit or {}
+    if ex.get("exit_code") != 0 or run.is_remote or run.output_bytes() or _gpus_visible(run) != 0:
+        return None
+    spawned = run.spawned or {}
+    cwd = Path(spawned.get("cwd") or ".")
+    script = next((cwd / a for a in spawned.get("argv") or [] if a.endswith(".py") and (cwd / a).is_file()), None)
+    try:
+        tree = ast.parse(script.read_text(errors="replace")) if script else None
+    except (SyntaxError, ValueError, OSError):
+        tree = None
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)) if tree is not None else ():
+        if getattr(call.func, "attr", getattr(call.func, "id", "")) not in ("spawn", "start_processes"):
+            continue
+        nprocs = next((k.value for k in call.keywords if k.arg == "nprocs"), call.args[2] if len(call.args) > 2
+                      else None)
+        counted = _device_count_at(tree, nprocs)
+        if counted is None:
+            continue
+        where = f"{script.name}:{call.lineno}"
+        return Verdict("failed", causes.DID_NOTHING,
+                       f"The job exited with status 0 after {ex.get('wall_s')} s without doing any work: it starts one "
+                       f"process per GPU at {where} (nprocs from torch.cuda.device_count() at {script.name}:"
+                       f"{counted}), and this machine has no GPU, so it started none.",
+                       f"Run it where torch sees GPUs (one process each), or make {script.name}:{counted} start a "
+                       "fixed number of processes with the gloo backend and the CPU device on a machine without "
+                       "GPUs (not tried).",
+                       [f"exit status 0 after {ex.get('wall_s')} s", "no output at all",
+                        f"{where}: {ast.unparse(call)[:200]}", "GPUs visible to the job: none"])
+    return None
+
+
+def _device_count_at(tree: ast.AST, expr: Optional[ast.AST]) -> Optional[int]:
+    """The line of `torch.cuda.device_count()` that `expr` is (directly, or the one assignment of its name)."""
+    if isinstance(expr, ast.Call) and getattr(expr.func, "attr", "") == "device_count":
+        return expr.lineno
+    if isinstance(expr, ast.Name):
+        sets = [n for n in ast.walk(tree) if isinstance(n, ast.Assign) and
+                any(isinstance(t, ast.Name) and t.id == expr.id for t in n.targets)]
+        if len(sets) == 1 and isinstance(sets[0].value, ast.Call) and \
+                getattr(sets[0].value.func, "attr", "") == "device_count":
+            return sets[0].lineno
+    return None
+
+
+def _gpus_visible(run: RunRecord) -> Optional[int]:
+    """0 where the job could see no GPU (observed), None where that is not known."""
+    env = (run.spawned or {}).get("env") or {}
+    if env.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
+        return 0
+    if shutil.which("nvidia-smi"):
+        return None  # a GPU driver is here: the count is torch's to say, not this reading's
+    return 0 if not glob.glob("/dev/nvidia[0-9]*") else None
 
 
 def _lines(text: str) -> list[str]:

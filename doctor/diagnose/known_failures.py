@@ -47,6 +47,12 @@ CORPUS: tuple[Known, ...] = (
       "Run on the CPU (set the job's device to 'cpu'), or install a CUDA build of torch (from "
       "https://download.pytorch.org/whl/cu12X) on a machine with a GPU.",
       "https://github.com/karpathy/nanoGPT/issues/281", refine="cuda_device"),
+    # torch 2.9+ for an integer device (`model.to(0)`, PyTorch's DDP tutorial) where no accelerator is built in
+    K("no-accelerator", causes.CUDA_UNAVAILABLE, r"Cannot access accelerator device when none is available",
+      "The job asked for a GPU at {blame} (a device index such as model.to(0)), but this torch has no "
+      "accelerator: a CPU-only build, or no GPU visible.",
+      "Run on the CPU (give the job the device 'cpu' instead of the index), or install a CUDA build of torch on a "
+      "machine with a GPU.", UNCHECKED, types=("RuntimeError",), refine="cuda_device"),
     K("cuda-call-on-cpu-build", causes.CUDA_UNAVAILABLE, r"module 'torch\._C' has no attribute '_cuda_\w+'",
       "The job made a CUDA call at {blame}, and this torch is a CPU-only build (it has no CUDA functions).",
       "Run on the CPU (skip torch.cuda calls when the device is 'cpu'), or install a CUDA build of torch on a "
@@ -184,8 +190,8 @@ CORPUS: tuple[Known, ...] = (
       r"InvalidCxxCompiler|No working C compiler found|Failed to find C compiler|gcc: not found|"
       r"(?:g\+\+|c\+\+|cc): No such file or directory",
       "torch.compile (or an extension build) at {blame} needs a C/C++ compiler, and none works here.",
-      "Install one (apt-get install build-essential), or run without torch.compile (e.g. --compile=False).",
-      UNCHECKED),
+      "Install one (apt-get install build-essential), or run without torch.compile.",
+      UNCHECKED, refine="without_compile"),
     K("dynamo-python-unsupported", causes.COMPILE_FAILED,
       r"(?:Dynamo|torch\.compile) is not supported on Python 3\.\d+",
       "torch.compile at {blame} does not support this Python version in the installed torch.",
@@ -235,7 +241,7 @@ CORPUS: tuple[Known, ...] = (
       r"Parent directory (\S+) does not exist",
       "The job saves to {m1} at {blame}, and that folder does not exist.",
       "Create the folder before saving (os.makedirs(folder, exist_ok=True)), or point the output option at an "
-      "existing one.", UNCHECKED),
+      "existing one.", UNCHECKED, refine="output_dir"),
     K("torchvision-dataset-not-found", causes.INPUT_MISSING,
       r"Dataset not found or corrupted\. You can use download=True to download it",
       "The data set read at {blame} is not on disk.",

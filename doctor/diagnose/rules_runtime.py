@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from dfdoctor import causes
-from dfdoctor.diagnose.static_value import Reading
+from dfdoctor.diagnose.static_value import Reading, traced_value
 from dfdoctor.diagnose.traceback import PyError
 from dfdoctor.numbers import is_whole
 
@@ -410,8 +410,9 @@ def assert_path_missing(err: PyError, ctx: Context) -> Optional[Finding]:
         return None
     expr_text = m.group("arg") or m.group("arg2") or m.group("arg3")
     source, line = err.user_frame
-    path, options = _static_path(source, line, expr_text, ctx) if ctx.local else (None, [])
-    full = path if path is None or os.path.isabs(path) or not ctx.cwd else os.path.join(ctx.cwd, path)
+    path, options = _static_path(err, expr_text, ctx) if ctx.local else (None, [])
+    full = path if path is None or os.path.isabs(path) or not ctx.cwd else \
+        os.path.normpath(os.path.join(ctx.cwd, path))
     if full and os.path.exists(full):
         return None  # it is there now: the assert failed on something else (a path the job made later?)
     evidence = [f"the assert: {(err.user_code or '').strip()[:200]}"]
@@ -432,17 +433,24 @@ def assert_path_missing(err: PyError, ctx: Context) -> Optional[Finding]:
     return Finding(causes.INPUT_MISSING, summary, fix, evidence)
 
 
-def _static_path(source: str, line: int, expr_text: str, ctx: Context) -> tuple[Optional[str], list[str]]:
-    """The value of the assert's path expression, read statically from the job's source and command line."""
+def _static_path(err: PyError, expr_text: str, ctx: Context) -> tuple[Optional[str], list[str]]:
+    """The value of the assert's path expression, read statically from the job's source and command line,
+    following a parameter into the frames that called it."""
     try:
-        with open(source, errors="replace") as f:
-            tree = ast.parse(f.read())
         expr = ast.parse(expr_text.strip(), mode="eval").body
-    except (OSError, SyntaxError, ValueError):
+    except (SyntaxError, ValueError):
         return None, []
-    reading = Reading(tree, list(ctx.argv))
-    value = reading.value(expr)
-    return value, list(dict.fromkeys(reading.options))
+    frames = [(_resolve_in(f[0], ctx), f[1], f[2]) for f in err.frames if not f[0].startswith("<")]
+    user = (_resolve_in(err.user_frame[0], ctx), err.user_frame[1])
+    index = next((i for i in range(len(frames) - 1, -1, -1) if tuple(frames[i][:2]) == user), None)
+    if index is None:
+        frames, index = [(user[0], user[1], err.user_code)], 0
+    return traced_value(frames, index, expr, list(ctx.argv))
+
+
+def _resolve_in(path: str, ctx: Context) -> str:
+    """A traceback's file as the job saw it: a relative one against its working folder."""
+    return path if os.path.isabs(path) or not ctx.cwd else os.path.join(ctx.cwd, path)
 
 
 # a call that writes a file, on the job's own line: open(.., 'w'/'wb'/'a'/'x'), a save, a dump, a to_*
@@ -548,12 +556,80 @@ def download_failed(err: PyError, ctx: Context) -> Optional[Finding]:
     evidence = [f"message: {err.headline[:300]}"]
     proxy = [k for k in ("HTTPS_PROXY", "https_proxy", "HF_ENDPOINT", "HF_HUB_OFFLINE") if k in ctx.env]
     evidence += [f"{k}={ctx.env[k]!r} in the job's environment" for k in proxy]
-    return Finding(causes.DOWNLOAD_FAILED, "A download failed: this machine could not reach "
-                   + (target or "the server") + f" ({hit}).",
-                   "Fetch the files where there is network (`huggingface-cli download`, or the same script "
-                   "once), copy the cache here (HF_HOME, TORCH_HOME, the datasets cache) and run with "
-                   "HF_HUB_OFFLINE=1; or point HTTPS_PROXY / HF_ENDPOINT at a proxy or mirror reachable from "
-                   "this machine.", evidence)
+    hub = any(w in text or any(w in f for f, _, _ in err.frames) for w in ("huggingface", "transformers",
+                                                                            "/datasets/", "HF_HUB", "hf_hub"))
+    told = None if hub or not ctx.local else _own_download(err, ctx)
+    if told is None:
+        return Finding(causes.DOWNLOAD_FAILED, "A download failed at " + err.blame + ": this machine could not "
+                       "reach " + (target or "the server") + f" ({hit}).",
+                       "Fetch the files where there is network (`huggingface-cli download`, or the same script "
+                       "once), copy the cache here (HF_HOME, TORCH_HOME, the datasets cache) and run with "
+                       "HF_HUB_OFFLINE=1; or point HTTPS_PROXY / HF_ENDPOINT at a proxy or mirror reachable from "
+                       "this machine.", evidence)
+    url, fix, more = told
+    return Finding(causes.DOWNLOAD_FAILED, f"The job downloads {url or target or 'its data'} at {err.blame}, and "
+                   f"this machine could not reach {target or 'the server'} ({hit}).", fix, evidence + more)
+
+
+def _own_download(err: PyError, ctx: Context) -> Optional[tuple[Optional[str], str, list[str]]]:
+    """A download the job's own code makes (requests.get, urlopen, a plain URL): the URL read from its line, and
+    the files whose presence makes the job skip it (`if os.path.isfile(os.path.join(path, 'cora.content')) ...
+    else: download`), so the fix says what to put where, in the job's terms. None when the line is not read."""
+    if not err.user_frame:
+        return None
+    frames = [(_resolve_in(f[0], ctx), f[1], f[2]) for f in err.frames if not f[0].startswith("<")]
+    file, line = _resolve_in(err.user_frame[0], ctx), err.user_frame[1]
+    index = next((i for i in range(len(frames) - 1, -1, -1) if tuple(frames[i][:2]) == (file, line)), None)
+    try:
+        with open(file, errors="replace") as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    url = None
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.lineno == line]
+    for call in calls:
+        for arg in call.args[:1]:
+            value = traced_value(frames, index, arg, list(ctx.argv))[0] if index is not None else \
+                Reading(tree, list(ctx.argv)).value(arg)
+            if value and value.startswith(("http://", "https://", "ftp://")):
+                url = value
+    short = os.path.relpath(file, ctx.cwd) if ctx.cwd and file.startswith(ctx.cwd.rstrip("/") + "/") else file
+    guard = _download_guard(tree, line, ctx)
+    evidence = [f"{short}:{line} downloads " + (url or "(the URL is computed)")]
+    where = f"in the job's folder {ctx.cwd}" if ctx.cwd else "where the job looks"
+    there = os.path.dirname(file)
+    if guard and ctx.cwd and os.path.realpath(there) != os.path.realpath(ctx.cwd) and \
+            all(os.path.exists(os.path.join(there, p)) for p in guard[1] if not os.path.isabs(p)):
+        at, paths = guard  # the files are there, beside the script: the job was started from another folder
+        evidence.append(f"{short}:{at} skips the download when {', '.join(paths)} exist; they do in {there}")
+        fix = (f"Launch it from {there} (`cd {shlex.quote(there)}`): {', '.join(paths)} are there, and the job "
+               f"looks for them in the folder it starts in (now {ctx.cwd}), so it downloaded instead (not tried).")
+    elif guard:
+        at, paths = guard
+        evidence.append(f"{short}:{at} skips the download when {', '.join(paths)} exist")
+        fix = (f"Fetch {url or 'the file it downloads'} where there is network and unpack it {where}, so that "
+               f"{', '.join(paths)} exist: {short}:{at} then skips the download; or point HTTPS_PROXY at a proxy "
+               "reachable from this machine (not tried).")
+    else:
+        fix = (f"Fetch {url or 'the file it downloads'} where there is network and make the job read the local "
+               f"copy instead of downloading it at {short}:{line}, or point HTTPS_PROXY at a proxy reachable from "
+               "this machine (not tried).")
+    return url, fix, evidence
+
+
+def _download_guard(tree: ast.AST, line: int, ctx: Context) -> Optional[tuple[int, list[str]]]:
+    """(line, paths) of the `if` around the download that tests for files being there already."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If) or not node.lineno < line <= (node.end_lineno or node.lineno):
+            continue
+        tests = [c for c in ast.walk(node.test) if isinstance(c, ast.Call) and
+                 getattr(c.func, "attr", getattr(c.func, "id", "")) in ("exists", "isfile", "isdir", "is_file",
+                                                                         "is_dir") and c.args]
+        reading = Reading(tree, list(ctx.argv))
+        paths = [v for v in (reading.value(c.args[0]) for c in tests) if v]
+        if paths:
+            return node.lineno, paths
+    return None
 
 
 # ---- collectives --------------------------------------------------------------------------------------

@@ -11,7 +11,9 @@ from __future__ import annotations
 import ast
 import os
 import re
-from typing import Optional
+from typing import Callable, Optional
+
+from dfdoctor.project.options import argparse_calls
 
 
 def command_option(command: list[str], names: tuple[str, ...]) -> Optional[tuple[str, str]]:
@@ -28,16 +30,11 @@ def command_option(command: list[str], names: tuple[str, ...]) -> Optional[tuple
 
 
 def parser_option(tree: ast.AST, attr: str) -> Optional[tuple[ast.Call, list[str]]]:
-    """The `add_argument` call whose destination is `attr` (`--data-dir` for args.data_dir), with its flags."""
-    spellings = {attr, attr.replace("_", "-")}
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument"):
-            continue
-        flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-        dest = next((k.value.value for k in node.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)),
-                    None)
-        if dest == attr or {f.lstrip("-") for f in flags} & spellings:
-            return node, flags
+    """The `add_argument` call whose destination is `attr` (`--data-dir` for args.data_dir), with its flags: the
+    project model's reading of the parser (doctor/project/options.py), so both read a script's options alike."""
+    for node, option in argparse_calls(tree):
+        if option.dest == attr:
+            return node, [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
     return None
 
 
@@ -48,10 +45,12 @@ def has_configurator(tree: ast.AST) -> bool:
 
 
 class Reading:
-    """A string expression's value, and the options of the command line that set part of it."""
+    """A string expression's value, and the options of the command line that set part of it. `bound` gives the
+    value of a function's parameters where the caller is known (a traceback's frames: see `traced_value`)."""
 
-    def __init__(self, tree: ast.AST, command: list[str]):
-        self.tree, self.command = tree, command
+    def __init__(self, tree: ast.AST, command: list[str],
+                 bound: Optional[dict[str, Callable[[], tuple[Optional[str], list[str]]]]] = None):
+        self.tree, self.command, self.bound = tree, command, bound or {}
         self.options: list[str] = []  # "--data-dir (default 'data')": what the user can change
 
     def value(self, expr: ast.AST, depth: int = 0) -> Optional[str]:
@@ -83,7 +82,12 @@ class Reading:
         return None
 
     def _name(self, name: str, depth: int) -> Optional[str]:
-        """Every assignment to `name` in the script gives the same value (a configurator's override first)."""
+        """Every assignment to `name` in the script gives the same value (a configurator's override first); a
+        parameter whose caller is known has the value its caller passed."""
+        if name in self.bound:
+            value, options = self.bound[name]()
+            self.options += options
+            return value
         module_level = any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
                                                              for t in n.targets) for n in getattr(self.tree, "body", ()))
         if module_level and has_configurator(self.tree):
@@ -116,3 +120,73 @@ class Reading:
         if value is not None:
             self.options.append(f"{flag} (default {value!r})")
         return value
+
+
+def traced_value(frames: list[tuple[str, int, Optional[str]]], index: int, expr: ast.AST, command: list[str],
+                 depth: int = 0) -> tuple[Optional[str], list[str]]:
+    """The value of `expr` at frame `index` of a traceback (outermost first), and the options that set it: a
+    parameter of the frame's function is followed into its caller's frame, where the call passed it (wlm's
+    `assert os.path.exists(path)` in `tokenize(self, path)`, called as `self.tokenize(os.path.join(path,
+    'train.txt'))` in `Corpus(args.data)`). The traceback says which call ran, the source what it passed."""
+    file, line, _ = frames[index]
+    tree = _parse(file)
+    if tree is None:
+        return None, []
+    bound = {}
+    fn, cls = _function_at(tree, line)
+    if fn is not None and index > 0 and depth < 6:
+        caller = _parse(frames[index - 1][0])
+        call = _call_at(caller, frames[index - 1][1], cls.name if cls is not None and fn.name == "__init__"
+                        else fn.name) if caller is not None else None
+        if call is not None:
+            params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+            if cls is not None and params and not any(getattr(d, "id", "") == "staticmethod"
+                                                      for d in fn.decorator_list):
+                params = params[1:]  # self / cls: the call does not pass it
+            given = {p: a for p, a in zip(params, call.args) if not isinstance(a, ast.Starred)}
+            given.update({k.arg: k.value for k in call.keywords if k.arg})
+            for name, arg in given.items():
+                bound[name] = (lambda a=arg: traced_value(frames, index - 1, a, command, depth + 1))
+    reading = Reading(tree, command, bound)
+    value = reading.value(expr)
+    return value, list(dict.fromkeys(reading.options))
+
+
+def _parse(file: str) -> Optional[ast.AST]:
+    try:
+        with open(file, errors="replace") as f:
+            return ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+def _function_at(tree: ast.AST, line: int):
+    """(the innermost function whose body holds `line`, the class it is a method of, or None)."""
+    best, owner = None, None
+    stack = [(tree, None)]
+    while stack:
+        node, cls = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                    child.lineno <= line <= (child.end_lineno or child.lineno):
+                if best is None or child.lineno >= best.lineno:
+                    best, owner = child, cls
+                stack.append((child, None))
+            elif isinstance(child, ast.ClassDef):
+                stack.append((child, child))
+            else:
+                stack.append((child, cls))
+    return best, owner
+
+
+def _call_at(tree: ast.AST, line: int, name: str) -> Optional[ast.Call]:
+    """The one call of `name` (`tokenize`, `self.tokenize`, `data.Corpus`) in the statement at `line`."""
+    stmts = [n for n in ast.walk(tree) if isinstance(n, ast.stmt) and n.lineno <= line <= (n.end_lineno or n.lineno)
+             and not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.While,
+                                    ast.With, ast.Try))]
+    if not stmts:
+        return None
+    stmt = min(stmts, key=lambda n: (n.end_lineno or n.lineno) - n.lineno)
+    calls = [c for c in ast.walk(stmt) if isinstance(c, ast.Call) and
+             getattr(c.func, "attr", getattr(c.func, "id", None)) == name]
+    return calls[0] if len(calls) == 1 else None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 from dataclasses import dataclass
 from typing import Optional
@@ -118,7 +120,27 @@ def _library(path: str) -> bool:
     if path in ("<string>", "<stdin>"):  # `python -c`, exec() of the job's own text (nanoGPT's configurator)
         return False
     return ("site-packages/" in path or "dist-packages/" in path or path.startswith("<") or
-            re.search(r"/lib/python3\.?\d*/", path, re.IGNORECASE) is not None)
+            re.search(r"/lib/python3\.?\d*/", path, re.IGNORECASE) is not None or _installed_elsewhere(path))
+
+
+@functools.lru_cache(maxsize=256)
+def _installed_elsewhere(path: str) -> bool:
+    """A file of a package pip installed outside site-packages (`pip install --target DIR`, put on PYTHONPATH):
+    its top folder has a `NAME-VERSION.dist-info` beside it. Looked at on this machine only."""
+    p = os.path.dirname(path)
+    for _ in range(4):
+        parent, name = os.path.dirname(p), os.path.basename(p)
+        if not name or parent == p:
+            return False
+        want = name.lower().replace("-", "_")
+        try:
+            if any(e.endswith(".dist-info") and e.lower().replace("-", "_").startswith(want + "_")
+                   for e in os.listdir(parent)):
+                return True
+        except OSError:
+            return False
+        p = parent
+    return False
 
 
 def is_library(path: str) -> bool:

@@ -131,6 +131,30 @@ def nccl_backend(err: PyError, ctx: Context, m: re.Match) -> Told:
     return Told("", fix, evidence)
 
 
+def without_compile(err: PyError, ctx: Context, m: re.Match) -> Told:
+    """How this project runs without torch.compile: its own option (nanoGPT's `--compile=False`, an argparse
+    `--compile` switch the command gives, a `--no-compile`), else the line that calls torch.compile."""
+    proj = project_of(ctx)
+    off = ""
+    option = proj.option("compile") if proj else None
+    words = proj.words_of(option) if option else []
+    if option is not None and option.switch and words:
+        off = f"drop {' '.join(words)} from the command (the option {option.flag}, {option.where})"
+    elif option is not None and not option.switch:
+        off = f"add {option.spelled('False')} to the command (an option of this project, {option.where})"
+    elif proj is not None and proj.option("no_compile") is not None:
+        off = f"add {proj.option('no_compile').flag} to the command ({proj.option('no_compile').where})"
+    elif proj is not None:
+        line = next((f"{m_.rel}:{n.lineno}" for m_ in proj.files if m_.tree is not None for n in ast.walk(m_.tree)
+                     if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "compile"
+                     and getattr(n.func.value, "id", "") == "torch"), None)
+        off = f"skip the torch.compile call at {line}" if line else ""
+    if not off:
+        return Told()
+    return Told("", "Install a C/C++ compiler (apt-get install build-essential), or run without torch.compile: "
+                + off + NOT_TRIED + ".", [])
+
+
 # ---- packages ------------------------------------------------------------------------------------------
 def torch_pair(err: PyError, ctx: Context, m: re.Match) -> Told:
     """The torchvision (and torchaudio) paired with the torch this job's interpreter has, from torch's index."""
@@ -208,7 +232,7 @@ def output_dir(err: PyError, ctx: Context, m: re.Match) -> Optional[Told]:
     path = m.group(1)
     full = _resolve(path, ctx)
     proj = project_of(ctx)
-    option = proj.option_for_path(full) if proj else None
+    option = (proj.option_for_path(full) or proj.option_inside(full)) if proj else None
     folder = full if not os.path.splitext(full)[1] else os.path.dirname(full)
     missing = _first_missing(folder) or folder
     evidence = [f"{missing} does not exist now"]
@@ -348,15 +372,12 @@ def _project(argv: tuple[str, ...], cwd: str) -> Optional[project_model.Project]
         return None
 
 
-def option_near(word: str, ctx: Context) -> Optional[str]:
+def option_near(word: str, ctx: Context):
     """The option of the job's project that a mistyped `word` (`--epocs`, `--trainer.max_iter=10`) most likely
-    meant, as the project spells it and with where it is declared; None when none is near or the options are not
-    known (for the bad-argument verdict: the closest valid option)."""
+    meant (a project_model Option: its flag as the project spells it, and where it is declared); None when none is
+    near or the options are not known (for the bad-argument verdict: the closest valid option)."""
     proj = project_of(ctx)
-    near = proj.options.closest(word) if proj else None
-    if near is None:
-        return None
-    return near.flag + (f" ({near.where})" if near.where else "")
+    return proj.options.closest(word) if proj else None
 
 
 def module_fix(module: str, ctx: Context) -> Optional[str]:

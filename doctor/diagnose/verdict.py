@@ -18,9 +18,10 @@ from dfdoctor import causes
 from dfdoctor.diagnose import stackclass
 from dfdoctor.diagnose import (elastic, known_failures, launcher, rules_runtime, silence, stuck, torch_pairs,
                                user_terms)
-from dfdoctor.diagnose.bad_arguments import bad_arguments
+from dfdoctor.diagnose.bad_arguments import config_refused, refused
+from dfdoctor.diagnose.data_missing import assert_names_missing_data
 from dfdoctor.diagnose.blame import blame_fix
-from dfdoctor.diagnose.did_nothing import did_nothing
+from dfdoctor.diagnose.did_nothing import did_nothing, spawned_none
 from dfdoctor.diagnose.guardfix import fix_for, is_trainer
 from dfdoctor.diagnose.recorder_lost import recorder_lost
 from dfdoctor.diagnose.run_dir_full import run_dir_full
@@ -270,7 +271,8 @@ def exception_verdict(run: RunRecord, err: PyError, evidence: list[str], who: st
     """The verdict for the exception `who` died of: a run-time cause its words prove (rules_runtime), a
     syntax error, a missing module, or a crash before or after the job started logging."""
     seen = _runtime_context(run)
-    found = rules_runtime.classify(err, seen) or known_failures.classify(err, seen)
+    found = rules_runtime.classify(err, seen) or config_refused(err, seen) or assert_names_missing_data(err, seen) \
+        or known_failures.classify(err, seen)
     if found is not None:
         return Verdict("failed", found.cause, found.summary if who == "The job" else
                        f"{who.rstrip(',')}: {found.summary}",
@@ -332,6 +334,11 @@ def elastic_rank_failed(run: RunRecord, live: Optional[LiveFacts]) -> Optional[V
                         "it was exiting")
         how = f"{err.exc_type}, then {row.signal} while exiting"
     if err is None:
+        told = refused(elastic.before_agent(stderr), _runtime_context(run), _status_line(ex)) \
+            if row and row.exitcode == 2 else None
+        if told is not None:  # the rank's own parser refused the command (argparse exits 2)
+            told.evidence.insert(0, evidence[0])
+            return told
         hint = ("" if row and row.error_file else " Decorate the entry point with @record (from "
                 "torch.distributed.elastic.multiprocessing.errors import record) so torchrun keeps its traceback.")
         last = [l for l in elastic.before_agent(stderr).splitlines() if l.strip() and not _AGENT_LINE.match(l)]
@@ -422,7 +429,7 @@ def exited_cleanly(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdic
         return did_nothing(run) or Verdict("ok", None, f"The job ran to completion (exit status 0 after {ex.get('wall_s')} s).",
                        "", [_status_line(ex), f"output: {run.output_bytes()} bytes"])
     only = " but warnings" if run.output_bytes() else ""
-    return Verdict("failed", causes.EXITED_EARLY, f"The job exited with status 0 after {ex.get('wall_s')} s "
+    return spawned_none(run) or Verdict("failed", causes.EXITED_EARLY, f"The job exited with status 0 after {ex.get('wall_s')} s "
                    f"without writing anything{only}.", "Make sure the script calls its entry point (an "
                    "`if __name__ == \"__main__\": main()` block) and that the command runs the right file.",
                    [_status_line(ex), "stdout was empty; stderr held only warnings" if only else
@@ -436,7 +443,8 @@ def exited_nonzero(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdic
     if not ex or not ex.get("exit_code"):
         return None
     tail = [l for l in run.stream("stderr").strip().splitlines() + run.stream("stdout").strip().splitlines() if l.strip()]
-    return bad_arguments(run) or Verdict("failed", causes.CRASHED, f"The job exited with status {ex['exit_code']} after {ex.get('wall_s')} s"
+    return (ex.get("exit_code") == 2 and refused(run.stream("stderr"), _runtime_context(run), _status_line(ex))) \
+        or Verdict("failed", causes.CRASHED, f"The job exited with status {ex['exit_code']} after {ex.get('wall_s')} s"
                    + ("." if tail else " without writing anything."),
                    "Read the end of the log; run the command by hand in its cwd to see what it reports.",
                    [_status_line(ex), *[f"last output: {l}" for l in tail[-2:]]])

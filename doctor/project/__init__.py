@@ -88,6 +88,18 @@ class Project:
         use = self.joined_into(missing)
         return self.options.find(use.dest) if use else None
 
+    def option_inside(self, folder: str) -> Optional[Option]:
+        """The option whose value (given, else its default) is a path inside `folder` (`--save checkpoints/m.pt`
+        for a missing `checkpoints`): a missing output folder named by the folder alone, not the file."""
+        top = os.path.normpath(folder if os.path.isabs(folder) else os.path.join(self.cwd, folder))
+        for o in self.options.options:
+            value = self.given(o) if self.given(o) is not None else o.default
+            if isinstance(value, str) and value.strip():
+                v = os.path.normpath(value if os.path.isabs(value) else os.path.join(self.cwd, value))
+                if v.startswith(top.rstrip(os.sep) + os.sep):
+                    return o
+        return None
+
     def joined_into(self, missing: str) -> Optional[PathUse]:
         """Where the code builds a path of this name from an option (`os.path.join(data_dir, 'train.bin')` with
         data_dir from `--dataset`): the option is then a part of the path, not the path."""

@@ -191,10 +191,16 @@ def _lightning_classes(script: Module, modules: list[Module]) -> list[Option]:
 
 def _argparse(m: Module) -> list[Option]:
     """`X.add_argument('--a', '-a', dest=..., default=...)` anywhere in the module."""
+    if "add_argument" not in m.text or m.tree is None:
+        return []
+    return [o for _, o in argparse_calls(m.tree, m.rel)]
+
+
+def argparse_calls(tree: ast.AST, rel: str = "") -> list[tuple[ast.Call, Option]]:
+    """Every `add_argument` call of a parsed file with the Option it declares (the call too: a reader that
+    follows a default's expression, not only its constant, needs it)."""
     out = []
-    if "add_argument" not in m.text:
-        return out
-    for node in ast.walk(m.tree) if m.tree is not None else ():
+    for node in ast.walk(tree):
         if isinstance(node, ast.Call) and call_name(node).endswith("add_argument"):
             flags = tuple(a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str))
             if not flags:
@@ -204,10 +210,10 @@ def _argparse(m: Module) -> list[Option]:
             if not isinstance(dest, str):
                 named = [f for f in flags if f.startswith("--")] or list(flags)
                 dest = named[0].lstrip("-").replace("-", "_")
-            out.append(Option(tuple(f for f in flags if f.startswith("-")), dest,
-                              const(kw["default"]) if "default" in kw else None, "argparse", m.rel, node.lineno,
-                              switch=const(kw.get("action")) in ("store_true", "store_false", "store_const",
-                                                                  "count")))
+            out.append((node, Option(tuple(f for f in flags if f.startswith("-")), dest,
+                                     const(kw["default"]) if "default" in kw else None, "argparse", rel, node.lineno,
+                                     switch=const(kw.get("action")) in ("store_true", "store_false", "store_const",
+                                                                         "count"))))
     return out
 
 

@@ -24,6 +24,10 @@ def torch_not_compiled_with_cuda():
     model.to("cuda")
 
 
+def no_accelerator():
+    nn.Linear(2, 2).to(0)  # PyTorch's DDP tutorial: model.to(gpu_id)
+
+
 def cuda_call_on_cpu_build():
     torch.cuda.set_device("cuda:0")
 
