@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Optional
 
 from dfdoctor import leftovers
-from dfdoctor.rehearse import rewrite
+from dfdoctor.rehearse import rewrite, wall
 from dfdoctor.rehearse.rewrite import CannotRehearse, Hop, Plan
 from dfdoctor.shell import join, quote
 
@@ -78,6 +78,7 @@ class Rehearsal:
     seconds: float = 0.0
     left_behind: list[str] = field(default_factory=list)
     swept: list[str] = field(default_factory=list)  # what the last sweep still found to kill or remove
+    wall: str = ""  # what the second wall on this machine covered, or why there was none (wall.py)
 
     @property
     def budget(self) -> float:
@@ -131,6 +132,7 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
             return out
         out.slack = min(SLACK_MAX_S, 2 * placed.duration)  # type: ignore[attr-defined]
         _run_line(out, plan.line, cwd)
+        out.wall = wall.state(plan.tag)
         time.sleep(SETTLE_S)
         for chain in _look_everywhere(out, plan, cwd, deadline=began + out.budget, sweeps=sweeps):
             sweeps.pop(chain)  # swept by its look
@@ -149,6 +151,8 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
 def _sweeps(plan: Plan) -> dict[tuple, list[str]]:
     """The words that remove what the rehearsal made, for each place it made something (sweep.sh)."""
     places: dict[tuple, list[str]] = {plan.job.chain: []} if plan.job else {}
+    if wall.why_not_here() is None:
+        places.setdefault((), [])  # the second wall's upper layers on this machine (wall.py)
     for chain, _ in plan.multiplexers:
         places.setdefault(chain, [])
     for log in plan.logs:
@@ -245,7 +249,10 @@ def _run_line(out: Rehearsal, line: str, cwd: Optional[str]) -> None:
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
     try:
-        proc = subprocess.Popen(["sh", "-c", LEADER, _shell(), line, marker, str(DRAIN_S)], stdin=slave,
+        leader = ["sh", "-c", LEADER, _shell(), line, marker, str(DRAIN_S)]
+        if out.plan is not None and wall.why_not_here() is None:
+            leader = wall.argv(out.plan, leader)  # the same process, in a mount namespace of its own
+        proc = subprocess.Popen(leader, stdin=slave,
                                 stdout=slave, stderr=slave, cwd=cwd, start_new_session=True,
                                 preexec_fn=controlling, env={**os.environ, **TTY_ENV})
     except OSError as exc:
@@ -309,7 +316,7 @@ def _look_everywhere(out: Rehearsal, plan: Plan, cwd: Optional[str], *, deadline
         args = [what["folder"], words]
         for log in what["logs"]:
             args += [log.cwd or "", log.renamed]
-        both = f"sh -c {quote(LOOK)} sh {join(args)}; {join(sweeps[chain])}"
+        both = f"sh -c {quote(wall.SURFACE)} sh {plan.tag}; sh -c {quote(LOOK)} sh {join(args)}; {join(sweeps[chain])}"
         p = _run(rewrite.session_argv(chain, ["sh", "-c", both]), cwd=cwd,
                  timeout=max(2.5, deadline - time.monotonic()))
         return _read_look(what["where"], p)
