@@ -64,7 +64,7 @@ def test_a_write_the_analysis_missed_is_thrown_away(work):
     folder, home = work
     r = rehearse(_missed(home), cwd=str(folder))
     time.sleep(0.3)
-    assert r.wall.startswith("second wall on your machine"), judge.facts(r)
+    assert "your machine: up, over /" in r.wall, judge.facts(r)
     assert sorted(p.name for p in folder.iterdir()) == ["F", "t.py"], judge.facts(r)
     assert (folder / "F").read_text() == "the user's file\n"
     assert not home.exists()
@@ -79,14 +79,14 @@ def test_without_the_wall_the_missed_write_is_done(work, monkeypatch):
     monkeypatch.setattr(wall, "why_not_here", lambda: "switched off by the test")
     r = rehearse(_missed(home), cwd=str(folder))
     assert not (folder / "F").exists() and home.exists(), judge.facts(r)
-    assert "no second wall on your machine (switched off by the test)" in r.wall
+    assert "your machine: none (switched off by the test)" in r.wall, r.wall
 
 
 def test_the_wall_changes_nothing_the_rehearsal_observes(tmp_path):
     """A missing log folder is still missing (an observed failure), the session's folder is where it was."""
     (tmp_path / "t.py").write_text(TRAIN)
     r = rehearse("nohup python3 -u t.py > nologs/t.log 2>&1 &", cwd=str(tmp_path))
-    assert r.wall.startswith("second wall"), judge.facts(r)
+    assert "your machine: up" in r.wall, judge.facts(r)
     assert [f.cause for f in judge.findings(r)] == [causes.LOG_DIR_MISSING], judge.facts(r)
     r = rehearse("mkdir -p logs; nohup python3 -u t.py > t.log 2>&1 &", cwd=str(tmp_path))
     assert judge.passed(r) and r.job_place.start["cwd"] == str(tmp_path), judge.facts(r)

@@ -60,6 +60,7 @@ class Place:
     logs: dict[str, tuple[Optional[int], str]] = field(default_factory=dict)  # renamed path -> (size, head)
     error: str = ""
     swept: bool = False  # sweep.sh ran there after the look
+    walls: list[str] = field(default_factory=list)  # what sweep.sh said of the second walls there (wall.py)
 
 
 @dataclass
@@ -131,8 +132,7 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
             out.unobservable = _unreachable(job.chain, placed)
             return out
         out.slack = min(SLACK_MAX_S, 2 * placed.duration)  # type: ignore[attr-defined]
-        _run_line(out, plan.line, cwd)
-        out.wall = wall.state(plan.tag)
+        _run_line(out, plan.walled_line or plan.line, cwd)
         time.sleep(SETTLE_S)
         for chain in _look_everywhere(out, plan, cwd, deadline=began + out.budget, sweeps=sweeps):
             sweeps.pop(chain)  # swept by its look
@@ -144,6 +144,9 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
         leftovers.done(registered)
         _restore(previous)
         out.swept = [ln for text in said for ln in text.splitlines() if ln.startswith(("==killed", "==removed"))]
+        walls = [*(w for place in out.places for w in place.walls),
+                 *(ln[len("==wall "):] for text in said for ln in text.splitlines() if ln.startswith("==wall "))]
+        out.wall = wall.evidence(plan, dict(w.partition(" ")[::2] for w in walls))
         out.seconds = time.monotonic() - began
     return out
 
@@ -151,8 +154,8 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
 def _sweeps(plan: Plan) -> dict[tuple, list[str]]:
     """The words that remove what the rehearsal made, for each place it made something (sweep.sh)."""
     places: dict[tuple, list[str]] = {plan.job.chain: []} if plan.job else {}
-    if wall.why_not_here() is None:
-        places.setdefault((), [])  # the second wall's upper layers on this machine (wall.py)
+    for chain in [()] * (wall.why_not_here() is None) + plan.walls:
+        places.setdefault(chain, [])  # the second wall's upper layers there (wall.py)
     for chain, _ in plan.multiplexers:
         places.setdefault(chain, [])
     for log in plan.logs:
@@ -352,6 +355,8 @@ def _read_look(where: str, p: subprocess.CompletedProcess) -> Place:
         elif name == "beats":
             parts = rest.split()
             place.beats = (parts[0], parts[1]) if len(parts) == 2 else ("none", "none")
+        elif name == "wall":
+            place.walls.append(rest.strip())
         elif name == "alive":
             place.running = rest.strip() == "yes"
         elif name == "have":

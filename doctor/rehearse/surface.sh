@@ -3,8 +3,9 @@
 # `sh -c` at that place before the look, with the rehearsal's tag. Nothing else leaves the wall: every other
 # write stays in its upper layer, which sweep.sh removes. A file is carried only into a folder that really exists
 # and only where nothing (not even a link) is in its place.
-m=dfdoctor-rh-$1; W=/dev/shm/$m.wall
-[ -f "$W/map" ] || exit 0
+m=dfdoctor-rh-$1
+for W in /dev/shm/$m.wall*; do
+[ -f "$W/map" ] || continue
 while read -r n d; do
   [ -d "$W/u/$n" ] || continue
   (cd "$W/u/$n" && find . -type f -name "*.$m") | while IFS= read -r f; do
@@ -12,4 +13,5 @@ while read -r n d; do
     [ -d "$(dirname "$t")" ] && [ ! -e "$t" ] && [ ! -L "$t" ] && cp "$W/u/$n/$f" "$t" && echo "==surfaced $t"
   done
 done < "$W/map"
+done
 exit 0

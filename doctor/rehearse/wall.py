@@ -18,16 +18,19 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from dfdoctor.rehearse.rewrite import Plan
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dfdoctor.rehearse.rewrite import Plan
 
 HERE = Path(__file__).resolve().parent
 WALL = (HERE / "wall.sh").read_text()
 SURFACE = (HERE / "surface.sh").read_text()
 
 
-def folder(tag: str) -> str:
-    """Where the wall keeps its views and upper layers at a place."""
-    return f"/dev/shm/dfdoctor-rh-{tag}.wall"
+def folder(tag: str, depth: int = 0) -> str:
+    """Where the wall keeps its views and upper layers at the place `depth` hops away."""
+    return f"/dev/shm/dfdoctor-rh-{tag}.wall{depth}"
 
 
 def why_not_here() -> Optional[str]:
@@ -43,7 +46,7 @@ def why_not_here() -> Optional[str]:
     return None
 
 
-def folders(plan: Plan, chain: tuple = ()) -> list[str]:
+def folders(plan: "Plan", chain: tuple = ()) -> list[str]:
     """The folders the line touches at the place `chain` reaches, as the line names them (relative ones are
     relative to where its session starts; wall.sh resolves them there): where the job starts and its script, the
     folders its redirects write into."""
@@ -64,29 +67,32 @@ def _join(cwd: Optional[str], path: str) -> str:
     return posixpath.normpath(posixpath.join(cwd, path)) if cwd else path
 
 
-def argv(plan: Plan, command: list[str]) -> list[str]:
+def argv(plan: "Plan", command: list[str]) -> list[str]:
     """`command`, to be run at this machine inside the wall (as itself where the wall cannot stand)."""
-    return ["sh", "-c", WALL, "sh", plan.tag, *folders(plan), "--", *command]
+    return ["sh", "-c", WALL, "sh", plan.tag, "0", *folders(plan), "--", *command]
 
 
-def state(tag: str) -> str:
-    """One line of evidence: what the wall at this machine covered, or why it did not stand."""
-    why = why_not_here()
-    if why:
-        return f"no second wall on your machine ({why}): only the analysis kept the line from your files"
-    w = Path(folder(tag))
-    off = _read(w / "off")
-    if off or not (w / "on").exists():
-        return (f"no second wall on your machine ({off or 'it could not be set up'}): only the analysis kept the "
-                "line from your files")
-    covered = [ln.partition(" ")[2] for ln in _read(w / "map").splitlines() if ln.strip()]
-    return (f"second wall on your machine: the line ran in a private mount namespace; its writes to "
-            f"{', '.join(covered)} went to a throw-away overlay (hops beyond this machine have no wall of their "
-            "own)")
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return ""
+def evidence(plan: "Plan", said: dict[str, str]) -> str:
+    """One line of evidence: at each place the line ran, what the wall covered or why there was none. `said`:
+    depth -> what sweep.sh found there ("up FOLDERS" or "off WHY")."""
+    chains: dict[tuple, None] = {(): None}
+    for chain in [plan.job.chain if plan.job else (), *(log.chain for log in plan.logs),
+                  *(c for c, _ in plan.multiplexers)]:
+        chains.update({tuple(chain[:i]): None for i in range(1, len(chain) + 1)})
+    parts = []
+    for chain in chains:
+        where = chain[-1].where if chain else "your machine"
+        seen = said.get(str(len(chain)), "") if not chain or chain in plan.walls else ""
+        if seen.startswith("up "):
+            parts.append(f"{where}: up, over {', '.join(seen[3:].split())}")
+            continue
+        if seen.startswith("off"):
+            why = seen[4:].strip() or "it could not be set up"
+        elif not chain:
+            why = why_not_here() or "it did not report"
+        elif chain in plan.walls:
+            why = "it did not report"
+        else:
+            why = "the line's quoting there cannot carry it"
+        parts.append(f"{where}: none ({why})")
+    return "second wall (writes the analysis missed go to a throw-away overlay): " + "; ".join(parts)

@@ -1,23 +1,26 @@
 # dfdoctor rehearsal's second wall: run a command in a private mount namespace where the user's folders are
 # covered by an overlay whose upper layer is thrown away, so a write the analysis missed never reaches them.
-# Run by `sh -c` at the place the line runs, as: sh -c WALL sh TAG DIR... -- COMMAND...
+# Run by `sh -c` at the place the line runs, as: sh -c WALL sh TAG N DIR... -- COMMAND... (or -- -c TEXT)
 #   TAG   the rehearsal's tag; its private folder /tmp/dfdoctor-rh-TAG stays the real one (the look reads it)
+#   N     the place's depth in the line's hops (0: this machine): one machine reached twice keeps two walls
 #   DIR   folders the line touches (its cwd, its redirects' folders, the job's script's folder), absolute or
 #         relative to where the session starts; the session's folder, $HOME and /tmp are always covered
 # COMMAND is exec'd (same process, same session): only its mounts differ. Where the wall cannot stand (not root,
 # no unshare, no /dev/shm, a refused mount) COMMAND runs as it would have, and $W/off says why. Every folder looks
 # as before (a missing one is still missing, an existing one still writable); writes land in $W/u/N instead, and
 # sweep.sh removes $W. The rehearsal's own renamed files are carried out of $W by surface.sh, for the look.
-m=dfdoctor-rh-$1; shift
-W=/dev/shm/$m.wall
+m=dfdoctor-rh-$1; W=/dev/shm/$m.wall$2; shift 2
 dirs="$PWD
 $HOME
 /tmp"
 while [ $# -gt 0 ] && [ "$1" != -- ]; do dirs="$dirs
 $1"; shift; done
 shift
-if [ "$(id -u)" != 0 ] || ! command -v unshare >/dev/null 2>&1 || [ ! -d /dev/shm ]; then exec "$@"; fi
-mkdir -m 700 "$W" 2>/dev/null || exec "$@"
+# `-c TEXT`: the text a login shell would have run (an ssh hop's remote command), run by that same shell
+[ "$1" = -c ] && set -- "${SHELL:-sh}" -c "$2"
+[ -d /dev/shm ] && mkdir -m 700 "$W" 2>/dev/null || exec "$@"
+if [ "$(id -u)" != 0 ]; then echo "not root here" > "$W/off"; exec "$@"; fi
+if ! command -v unshare >/dev/null 2>&1; then echo "no unshare (util-linux) here" > "$W/off"; exec "$@"; fi
 if ! unshare --mount true 2>/dev/null; then
   echo "a private mount namespace was refused here (unshare --mount)" > "$W/off"; exec "$@"
 fi
