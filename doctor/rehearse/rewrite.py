@@ -473,8 +473,7 @@ class _Rewriter:
         new = self.text(" ".join(w.value for w in remote), (*chain, hop), host,
                         tty=remote_tty)
         if self.walls:  # the login shell there runs the wall, which runs the text by that same shell
-            walled = f"sh -c {quote(wall.WALL)} sh {self.plan.tag} {len(chain) + 1} {join(wall.folders(self.plan, (*chain, hop)))} " \
-                     f"-- -c {quote(new)}"
+            walled = f"{wall.prefix(self.plan, (*chain, hop))} -c {quote(new)}"
             try:
                 self.put_remote(remote, walled, edits)
                 self.plan.walls.append((*chain, hop))
@@ -505,8 +504,7 @@ class _Rewriter:
         self.words(words[first:], there, inside, {"cwd": None, "setup": [], "vars": {}, "tty": tty}, edits,
                    " ".join(argv[first:]), tty)
         if self.walls:  # the words are exec'd by the wall there (an edit at their start, applied last: outermost)
-            edits.append((words[first].start, words[first].start, f"sh -c {quote(wall.WALL)} sh {self.plan.tag} "
-                          f"{len(there)} {join(wall.folders(self.plan, there))} -- "))
+            edits.append((words[first].start, words[first].start, wall.prefix(self.plan, there) + " "))
             self.plan.walls.append(there)
 
     def tmux(self, words: list[Word], chain: tuple[Hop, ...], where: str, state: dict, edits: list) -> None:

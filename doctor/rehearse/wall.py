@@ -16,15 +16,16 @@ import posixpath
 import shutil
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from typing import TYPE_CHECKING
+from dfdoctor.shell import join
 
 if TYPE_CHECKING:
     from dfdoctor.rehearse.rewrite import Plan
 
 HERE = Path(__file__).resolve().parent
-WALL = (HERE / "wall.sh").read_text()
+# without its comments: it travels inside the line, once per hop, quoted again at each
+WALL = "\n".join(ln for ln in (HERE / "wall.sh").read_text().splitlines() if not ln.lstrip().startswith("#"))
 SURFACE = (HERE / "surface.sh").read_text()
 
 
@@ -65,6 +66,11 @@ def folders(plan: "Plan", chain: tuple = ()) -> list[str]:
 
 def _join(cwd: Optional[str], path: str) -> str:
     return posixpath.normpath(posixpath.join(cwd, path)) if cwd else path
+
+
+def prefix(plan: "Plan", chain: tuple) -> str:
+    """The words that run what follows them inside the wall at the place `chain` reaches (shell text)."""
+    return join(["sh", "-c", WALL, "sh", plan.tag, str(len(chain)), *folders(plan, chain), "--"])
 
 
 def argv(plan: "Plan", command: list[str]) -> list[str]:

@@ -52,7 +52,9 @@ done <<END
 $all
 END
 keep=/tmp/$m
-if [ -d "$keep" ]; then mkdir -p "$W/k" && mount --bind "$keep" "$W/k" || { echo "$keep could not be kept" > "$W/off"; exec "$@"; }; fi
+if [ -d "$keep" ]; then
+  mkdir -p "$W/k" && mount --bind "$keep" "$W/k" || { echo "$keep could not be kept" > "$W/off"; exec "$@"; }
+fi
 while read -r n d; do
   mount -t overlay dfdoctor-wall -o "lowerdir=$W/l/$n,upperdir=$W/u/$n,workdir=$W/w/$n" "$d" 2>/dev/null ||
     { echo "an overlay over $d was refused" > "$W/off"; exec "$@"; }
