@@ -7,6 +7,8 @@ carried out for the look (surface.sh); sweep.sh removes the upper layers with th
 Built at this machine, around the shell that runs the line. The hops the line makes (ssh, pct exec, docker exec)
 run beyond it without a wall of their own: their writes are guarded by the analysis alone, and the evidence says
 so.
+
+`plan` below is a rewrite.Plan, not imported by name: rewrite.py imports this module to put the wall into hops.
 """
 
 from __future__ import annotations
@@ -16,12 +18,9 @@ import posixpath
 import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 from dfdoctor.shell import join
-
-if TYPE_CHECKING:
-    from dfdoctor.rehearse.rewrite import Plan
 
 HERE = Path(__file__).resolve().parent
 # without its comments: it travels inside the line, once per hop, quoted again at each
@@ -47,7 +46,7 @@ def why_not_here() -> Optional[str]:
     return None
 
 
-def folders(plan: "Plan", chain: tuple = ()) -> list[str]:
+def folders(plan, chain: tuple = ()) -> list[str]:
     """The folders the line touches at the place `chain` reaches, as the line names them (relative ones are
     relative to where its session starts; wall.sh resolves them there): where the job starts and its script, the
     folders its redirects write into."""
@@ -68,17 +67,17 @@ def _join(cwd: Optional[str], path: str) -> str:
     return posixpath.normpath(posixpath.join(cwd, path)) if cwd else path
 
 
-def prefix(plan: "Plan", chain: tuple) -> str:
+def prefix(plan, chain: tuple) -> str:
     """The words that run what follows them inside the wall at the place `chain` reaches (shell text)."""
     return join(["sh", "-c", WALL, "sh", plan.tag, str(len(chain)), *folders(plan, chain), "--"])
 
 
-def argv(plan: "Plan", command: list[str]) -> list[str]:
+def argv(plan, command: list[str]) -> list[str]:
     """`command`, to be run at this machine inside the wall (as itself where the wall cannot stand)."""
     return ["sh", "-c", WALL, "sh", plan.tag, "0", *folders(plan), "--", *command]
 
 
-def evidence(plan: "Plan", said: dict[str, str]) -> str:
+def evidence(plan, said: dict[str, str]) -> str:
     """One line of evidence: at each place the line ran, what the wall covered or why there was none. `said`:
     depth -> what sweep.sh found there ("up FOLDERS" or "off WHY")."""
     chains: dict[tuple, None] = {(): None}
