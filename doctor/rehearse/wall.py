@@ -4,9 +4,10 @@ covered by an overlay with a throw-away upper layer, so that a write the analysi
 the user's files (wall.sh). The rehearsal's own private folder stays the real one, and its renamed files are
 carried out for the look (surface.sh); sweep.sh removes the upper layers with the rest.
 
-Built at this machine, around the shell that runs the line. The hops the line makes (ssh, pct exec, docker exec)
-run beyond it without a wall of their own: their writes are guarded by the analysis alone, and the evidence says
-so.
+A wall stands at each place the line runs: this machine (around the shell that runs the line, runner.py), each
+ssh host (around the remote command, by the same login shell) and each container a hop enters (around the words
+it execs), rewrite.py. Where one cannot stand (not root, no unshare, a container that refuses mount namespaces, a
+quoting that cannot carry it) the line runs there as it would have, and the evidence says so (`evidence`).
 
 `plan` below is a rewrite.Plan, not imported by name: rewrite.py imports this module to put the wall into hops.
 """
