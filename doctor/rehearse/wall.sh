@@ -51,6 +51,18 @@ while IFS= read -r d; do
 done <<END
 $all
 END
+# the sockets listening under a covered folder (tmux's, an ssh agent's): one cannot connect through an overlay,
+# so each is bound through as it is (what a line asks a server is not a write the wall is for)
+awk 'NR > 1 && $8 ~ /^\// { print $8 }' /proc/net/unix 2>/dev/null | sort -u > "$W/sockets.all"
+s=0
+while IFS= read -r p; do
+  [ -S "$p" ] || continue
+  while read -r n d; do
+    case "$p" in "$d"/*) ;; *) continue ;; esac
+    s=$((s + 1)); : > "$W/s$s" && mount --bind "$p" "$W/s$s" && printf '%s %s\n' "$s" "$p" >> "$W/sockets"
+    break
+  done < "$W/map"
+done < "$W/sockets.all"
 keep=/tmp/$m
 if [ -d "$keep" ]; then
   mkdir -p "$W/k" && mount --bind "$keep" "$W/k" || { echo "$keep could not be kept" > "$W/off"; exec "$@"; }
@@ -59,6 +71,9 @@ while read -r n d; do
   mount -t overlay dfdoctor-wall -o "lowerdir=$W/l/$n,upperdir=$W/u/$n,workdir=$W/w/$n" "$d" 2>/dev/null ||
     { echo "an overlay over $d was refused" > "$W/off"; exec "$@"; }
 done < "$W/map"
+if [ -f "$W/sockets" ]; then
+  while read -r s p; do mount --bind "$W/s$s" "$p" 2>/dev/null; done < "$W/sockets"
+fi
 # the sentinel's private folder is the real one: the look, outside this namespace, reads what it wrote
 if [ -d "$W/k" ]; then mount --bind "$W/k" "$keep" || { echo "$keep could not be kept" > "$W/off"; exec "$@"; }; fi
 # the session's folder anew through the overlays: the folder it held is the one below them
