@@ -97,7 +97,7 @@ def evidence(plan, said: dict[str, str]) -> str:
         elif not chain:
             why = why_not_here() or "it did not report"
         elif chain in plan.walls:
-            why = "it did not report"
+            why = "it did not report: the line may not have got there"
         else:
             why = "the line's quoting there cannot carry it"
         parts.append(f"{where}: none ({why})")
