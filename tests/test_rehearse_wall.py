@@ -6,6 +6,7 @@ observes is the same, and nothing of the wall stays: no upper folder, no process
 from __future__ import annotations
 
 import os
+import shutil
 import time
 import uuid
 from pathlib import Path
@@ -16,6 +17,8 @@ import pytest
 from dfdoctor import causes
 from dfdoctor.rehearse import judge, rewrite, wall
 from dfdoctor.rehearse.runner import rehearse
+from dfdoctor.shell import quote
+from infra.fixtures import infra, kill_naming  # noqa: F401
 
 pytestmark = pytest.mark.skipif(wall.why_not_here() is not None, reason=f"no wall here: {wall.why_not_here()}")
 
@@ -92,3 +95,33 @@ def test_the_wall_changes_nothing_the_rehearsal_observes(tmp_path):
     assert judge.passed(r) and r.job_place.start["cwd"] == str(tmp_path), judge.facts(r)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.py"]
     _nothing_left(r)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["ssh", "pct"])
+def test_a_write_the_analysis_missed_is_thrown_away_at_the_ssh_host_and_in_the_container(infra, target,
+                                                                                         monkeypatch):
+    """The same missed writes, at the ssh host (its remote command inside the wall) and inside container 200
+    (pct exec's words inside the wall there)."""
+    monkeypatch.setenv("DFDOCTOR_SSH_CONFIG", str(infra.ssh_config))
+    monkeypatch.setattr(rewrite, "RUNS", rewrite.RUNS | {"rm", "touch"})
+    path = f"/tmp/dfd-wall-{uuid.uuid4().hex[:8]}"
+    here = (infra.rootfs() if target == "pct" else Path("/")) / path.lstrip("/")
+    here.mkdir()
+    (here / "t.py").write_text(TRAIN)
+    (here / "F").write_text("the user's file\n")
+    inner = f"cd {path} && rm -f F; touch made; nohup python3 -u t.py > t.log 2>&1 &"
+    line = (f"ssh root@dfdoctor-host {quote(inner)}" if target == "ssh" else
+            f"ssh root@dfdoctor-host {quote(f'pct exec {infra.vmid} -- sh -c {quote(inner)}')}")
+    try:
+        r = rehearse(line)
+        time.sleep(0.3)
+        where = "dfdoctor-host" if target == "ssh" else f"container {infra.vmid} on dfdoctor-host"
+        assert f"{where}: up, over " in r.wall, judge.facts(r)
+        assert sorted(p.name for p in here.iterdir()) == ["F", "t.py"], judge.facts(r)
+        assert r.started and r.alive, judge.facts(r)
+        _nothing_left(r)
+        assert r.plan.tag not in infra.container("ls -a /dev/shm /tmp").stdout  # the container's own /dev/shm
+    finally:
+        kill_naming(path)
+        shutil.rmtree(here, ignore_errors=True)
