@@ -79,7 +79,7 @@ class Rehearsal:
     seconds: float = 0.0
     left_behind: list[str] = field(default_factory=list)
     swept: list[str] = field(default_factory=list)  # what the last sweep still found to kill or remove
-    wall: str = ""  # what the second wall on this machine covered, or why there was none (wall.py)
+    wall: str = ""  # what the second wall covered at each place, or why there was none (wall.py)
 
     @property
     def budget(self) -> float:
