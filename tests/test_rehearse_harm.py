@@ -79,6 +79,7 @@ def _nothing_left(place: Place, r) -> None:
         assert not list((root / "root").glob(f"*{mark}*")), root
         assert not list((root / "tmp").glob(f"tmux-*/{mark}")), root
     assert not [f for f in place.here.iterdir() if "dfdoctor-rh-" in f.name]
+    assert not list(Path("/dev/shm").glob(f"{mark}.wall*"))  # the second wall's layers here and at the ssh host
 
 
 def _alive(p) -> bool:
@@ -204,6 +205,7 @@ def test_an_interrupted_check_leaves_nothing(infra, how, tmp_path):
             time.sleep(0.1)
         assert not [q.info["cmdline"] for q in procs_naming(mark) if _alive(q)]
         assert not list(Path("/tmp").glob(f"{mark}*")) and not list(work.glob(f"*{mark}*")), list(work.iterdir())
+        assert not list(Path("/dev/shm").glob(f"{mark}.wall*"))  # the second wall's layers (wall.py)
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)

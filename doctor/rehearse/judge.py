@@ -210,6 +210,8 @@ def facts(r: Rehearsal) -> list[str]:
         lines.append(f"not rehearsed: {cmd} ({why})")
     if r.output.strip():
         lines.append("the terminal showed: " + _plain(" | ".join(r.output.strip().splitlines()[-3:]), plan.suffix))
+    if r.wall:
+        lines.append(r.wall)
     lines.append(f"rehearsal time: {r.seconds:.1f} s")
     return lines
 

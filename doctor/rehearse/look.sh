@@ -10,6 +10,8 @@
 # Prints sections "==NAME" that doctor/rehearse/runner.py reads. Never touches a path without the rehearsal's tag.
 d=$1; words=$2; shift 2
 tick=0.05
+# the rehearsal's renamed files, carried out of the second wall (surface.sh) before they are read
+surface() { [ -n "${DFDOCTOR_RH_SURFACE:-}" ] && sh -c "$DFDOCTOR_RH_SURFACE" sh "$DFDOCTOR_RH_TAG"; }
 if [ -n "$d" ] && [ -d "$d" ]; then
   exec 3<&0
   ( IFS= read -r w <&3; echo "${w:-0 0}" > "$d/.ended" ) &
@@ -55,12 +57,14 @@ if [ -n "$d" ] && [ -d "$d" ]; then
     case "$cmd" in *"$d/"*) ;; *) continue ;; esac
     p=${c#/proc/}; p=${p%/cmdline}; [ "$p" != "$$" ] && kill -9 "$p" 2>/dev/null && echo "==killed $p"
   done
+  surface
   [ -n "$fdlogs" ] && printf '%s\n' "$fdlogs" | while IFS= read -r f; do
     [ -f "$f" ] || continue
     echo "==log $f $(wc -c < "$f" | tr -d ' ')"; head -c 2000 "$f"; echo; rm -f "$f"
   done
 else
   IFS= read -r w || true  # a place without a sentinel looks once the session has ended
+  surface
 fi
 for w in $words; do
   echo "==have $w $(command -v "$w" 2>/dev/null)"

@@ -26,7 +26,7 @@ from typing import Optional
 
 from dfdoctor.launchline.hops import PYTHONS, SSH_OPTS_WITH_ARG, base
 from dfdoctor.launchline.wrappers import SHELLS, read_shell, read_through
-from dfdoctor.rehearse import prove
+from dfdoctor.rehearse import prove, wall
 from dfdoctor.shell import Command, Redirect, ShellSyntaxError, Word, join, parse, quote
 from dfdoctor.targets.registry import hop_kind, kind_for
 
@@ -114,6 +114,10 @@ class Plan:
     # failure seen without it is not an observed failure of the line (judge.py)
     uncertain: list[str] = field(default_factory=list)
     multiplexers: list[tuple[tuple, str]] = field(default_factory=list)  # (chain, "tmux" | "screen") started
+    # the line as run: `line` with each ssh hop's remote command inside the second wall (wall.py); `line` is the
+    # one shown. "" where no hop could take one.
+    walled_line: str = ""
+    walls: list[tuple] = field(default_factory=list)  # the ssh places whose remote command got a wall
 
     @property
     def mark(self) -> str:
@@ -152,8 +156,9 @@ class _Rewriter:
     `dynamic`, the runner expands them there, the second pass writes the values in)."""
 
     def __init__(self, plan: Plan, chosen: Optional[int], launcher: Optional[str], launcher_text: Optional[str],
-                 expanded: Optional[dict] = None):
+                 expanded: Optional[dict] = None, walls: bool = False):
         self.plan = plan
+        self.walls = walls
         self.chosen = chosen
         self.jobs_seen = 0
         self.launcher = launcher
@@ -467,6 +472,18 @@ class _Rewriter:
         # the remote command's stdout is the ssh channel, a terminal only with -t
         new = self.text(" ".join(w.value for w in remote), (*chain, hop), host,
                         tty=remote_tty)
+        if self.walls:  # the login shell there runs the wall, which runs the text by that same shell
+            walled = f"{wall.prefix(self.plan, (*chain, hop))} -c {quote(new)}"
+            try:
+                self.put_remote(remote, walled, edits)
+                self.plan.walls.append((*chain, hop))
+                return
+            except CannotRehearse:
+                pass  # quoting that cannot carry the wall: that hop runs without it (the evidence says so)
+        self.put_remote(remote, new, edits)
+
+    def put_remote(self, remote: list[Word], new: str, edits: list) -> None:
+        """Put the rewritten remote command back into ssh's words."""
         if len(remote) == 1:
             _put_back(remote[0], new, edits)
         elif new != " ".join(w.value for w in remote):
@@ -483,8 +500,12 @@ class _Rewriter:
             return
         kind = hop_kind(argv)
         inside = f"container {name}" + (f" on {where}" if chain else "")
-        self.words(words[first:], (*chain, Hop(kind.scheme, tuple(kind.session_hop(argv[:first])), inside)), inside,
-                   {"cwd": None, "setup": [], "vars": {}, "tty": tty}, edits, " ".join(argv[first:]), tty)
+        there = (*chain, Hop(kind.scheme, tuple(kind.session_hop(argv[:first])), inside))
+        self.words(words[first:], there, inside, {"cwd": None, "setup": [], "vars": {}, "tty": tty}, edits,
+                   " ".join(argv[first:]), tty)
+        if self.walls:  # the words are exec'd by the wall there (an edit at their start, applied last: outermost)
+            edits.append((words[first].start, words[first].start, wall.prefix(self.plan, there) + " "))
+            self.plan.walls.append(there)
 
     def tmux(self, words: list[Word], chain: tuple[Hop, ...], where: str, state: dict, edits: list) -> None:
         """`tmux new -d [-s S] CMD`: one word is run by the default shell; several are exec'd. The server is a
@@ -643,6 +664,14 @@ def plan(line: str, tag: str, *, launcher: Optional[str] = None, launcher_text: 
     out.line = second.text(line, (), "your machine")
     if out.job is None:
         raise CannotRehearse("no Python command found to stand the sentinel in for")
+    walled = Plan(tag, line)  # the same pass again, each ssh hop's remote command inside the second wall
+    try:
+        walled.line = _Rewriter(walled, chosen, launcher, launcher_text, expanded, walls=True).text(line, (),
+                                                                                                   "your machine")
+    except CannotRehearse:
+        walled.walls = []
+    if walled.walls:
+        out.walled_line, out.walls = walled.line, walled.walls
     return out
 
 

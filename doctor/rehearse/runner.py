@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Optional
 
 from dfdoctor import leftovers
-from dfdoctor.rehearse import rewrite
+from dfdoctor.rehearse import rewrite, wall
 from dfdoctor.rehearse.rewrite import CannotRehearse, Hop, Plan
 from dfdoctor.shell import join, quote
 
@@ -67,6 +67,7 @@ class Place:
     logs: dict[str, tuple[Optional[int], str]] = field(default_factory=dict)  # renamed path -> (size, head)
     error: str = ""
     swept: bool = False  # sweep.sh ran there after the look
+    walls: list[str] = field(default_factory=list)  # what sweep.sh said of the second walls there (wall.py)
 
 
 @dataclass
@@ -87,6 +88,7 @@ class Rehearsal:
     seconds: float = 0.0
     left_behind: list[str] = field(default_factory=list)
     swept: list[str] = field(default_factory=list)  # what the last sweep still found to kill or remove
+    wall: str = ""  # what the second wall covered at each place, or why there was none (wall.py)
 
     @property
     def budget(self) -> float:
@@ -142,7 +144,7 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
         started = _Started()
         looks = _start_looks(plan, cwd, started, sweeps)  # they wait, at each place, for the sentinel and the end
         try:
-            _run_line(out, plan.line, cwd, started)
+            _run_line(out, plan.walled_line or plan.line, cwd, started)
         finally:
             for chain in _finish_looks(out, looks, deadline=began + out.budget):
                 sweeps.pop(chain)  # swept by its look
@@ -154,6 +156,9 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
         leftovers.done(registered)
         _restore(previous)
         out.swept = [ln for text in said for ln in text.splitlines() if ln.startswith(("==killed", "==removed"))]
+        walls = [*(w for place in out.places for w in place.walls),
+                 *(ln[len("==wall "):] for text in said for ln in text.splitlines() if ln.startswith("==wall "))]
+        out.wall = wall.evidence(plan, dict(w.partition(" ")[::2] for w in walls))
         out.seconds = time.monotonic() - began
     return out
 
@@ -161,6 +166,8 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
 def _sweeps(plan: Plan) -> dict[tuple, list[str]]:
     """The words that remove what the rehearsal made, for each place it made something (sweep.sh)."""
     places: dict[tuple, list[str]] = {plan.job.chain: []} if plan.job else {}
+    for chain in [()] * (wall.why_not_here() is None) + plan.walls:
+        places.setdefault(chain, [])  # the second wall's upper layers there (wall.py)
     for chain, _ in plan.multiplexers:
         places.setdefault(chain, [])
     for log in plan.logs:
@@ -265,7 +272,10 @@ def _run_line(out: Rehearsal, line: str, cwd: Optional[str], started: Optional[_
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
     try:
-        proc = subprocess.Popen(["sh", "-c", LEADER, _shell(), line, marker, str(DRAIN_S)], stdin=slave,
+        leader = ["sh", "-c", LEADER, _shell(), line, marker, str(DRAIN_S)]
+        if out.plan is not None and wall.why_not_here() is None:
+            leader = wall.argv(out.plan, leader)  # the same process, in a mount namespace of its own
+        proc = subprocess.Popen(leader, stdin=slave,
                                 stdout=slave, stderr=slave, cwd=cwd, start_new_session=True,
                                 preexec_fn=controlling, env={**os.environ, **TTY_ENV})
     except OSError as exc:
@@ -394,7 +404,10 @@ def _start_looks(plan: Plan, cwd: Optional[str], started: _Started, sweeps: dict
         args = [what["folder"], words]
         for log in what["logs"]:
             args += [log.cwd or "", log.renamed]
-        both = f"sh -c {quote(LOOK)} sh {join(args)}; {join(sweeps[chain])}"
+        # the look carries the rehearsal's own files out of the second wall once the line's session ended (its
+        # wait): DFDOCTOR_RH_SURFACE, read by look.sh
+        both = (f"DFDOCTOR_RH_SURFACE={quote(wall.SURFACE)} DFDOCTOR_RH_TAG={plan.tag} sh -c {quote(LOOK)} sh "
+                f"{join(args)}; {join(sweeps[chain])}")
         looks.append(_Look(chain, what["where"], rewrite.session_argv(chain, ["sh", "-c", both]), cwd,
                            started if what["folder"] else None))
     return looks
@@ -443,6 +456,8 @@ def _read_look(where: str, p: subprocess.CompletedProcess) -> Place:
         elif name == "beats":
             parts = rest.split()
             place.beats = (parts[0], parts[1]) if len(parts) == 2 else ("none", "none")
+        elif name == "wall":
+            place.walls.append(rest.strip())
         elif name == "alive":
             place.running = rest.strip() == "yes"
         elif name == "have":

@@ -55,7 +55,8 @@ def _fd(fd):
     if target.startswith("/") and not target.startswith("/dev/pts") and target != "/dev/null":
         try:
             here = os.stat(target)
-            info["visible_here"] = (here.st_dev, here.st_ino) == (st.st_dev, st.st_ino)
+            info["visible_here"] = (here.st_dev, here.st_ino) == (st.st_dev, st.st_ino) or (
+                here.st_ino == st.st_ino and _walled(target))
         except OSError:
             info["visible_here"] = False  # opened in another mount namespace: the host's file, not ours
         info["kind"] = "file"
@@ -70,6 +71,24 @@ def _fd(fd):
     else:
         info["kind"] = "other"
     return info
+
+
+def _walled(path):
+    """Whether `path` lies under the rehearsal's second wall (an overlay named dfdoctor-wall, wall.sh): a file
+    opened for writing there reports another device than its path does, though it is the same file."""
+    best, walled = "", False
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                parts = line.split()
+                if "-" not in parts:
+                    continue
+                mp, rest = parts[4], parts[parts.index("-") + 1:]
+                if (path + "/").startswith(mp.rstrip("/") + "/") and len(mp) >= len(best):
+                    best, walled = mp, rest[:2] == ["overlay", "dfdoctor-wall"]
+    except (OSError, IndexError):
+        return False
+    return walled
 
 
 def _container():

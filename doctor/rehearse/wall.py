@@ -1,0 +1,104 @@
+"""The rehearsal's second wall (shared/REHEARSAL.md): where the line runs as root on Linux with `unshare`, it runs
+in a private mount namespace whose user folders (its cwd, its redirects' and script's folders, $HOME, /tmp) are
+covered by an overlay with a throw-away upper layer, so that a write the analysis missed lands there, never in
+the user's files (wall.sh). The rehearsal's own private folder stays the real one, and its renamed files are
+carried out for the look (surface.sh); sweep.sh removes the upper layers with the rest.
+
+A wall stands at each place the line runs: this machine (around the shell that runs the line, runner.py), each
+ssh host (around the remote command, by the same login shell) and each container a hop enters (around the words
+it execs), rewrite.py. Where one cannot stand (not root, no unshare, a container that refuses mount namespaces, a
+quoting that cannot carry it) the line runs there as it would have, and the evidence says so (`evidence`).
+
+`plan` below is a rewrite.Plan, not imported by name: rewrite.py imports this module to put the wall into hops.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import shutil
+import sys
+from pathlib import Path
+from typing import Optional
+
+from dfdoctor.shell import join
+
+HERE = Path(__file__).resolve().parent
+# without its comments: it travels inside the line, once per hop, quoted again at each
+WALL = "\n".join(ln for ln in (HERE / "wall.sh").read_text().splitlines() if not ln.lstrip().startswith("#"))
+SURFACE = (HERE / "surface.sh").read_text()
+
+
+def folder(tag: str, depth: int = 0) -> str:
+    """Where the wall keeps its views and upper layers at the place `depth` hops away."""
+    return f"/dev/shm/dfdoctor-rh-{tag}.wall{depth}"
+
+
+def why_not_here() -> Optional[str]:
+    """Why no wall can stand on this machine (None: it can be tried)."""
+    if not sys.platform.startswith("linux"):
+        return "not Linux"
+    if os.geteuid() != 0:
+        return "dfdoctor does not run as root"
+    if not shutil.which("unshare"):
+        return "no `unshare` (util-linux)"
+    if not os.path.isdir("/dev/shm"):
+        return "no /dev/shm"
+    return None
+
+
+def folders(plan, chain: tuple = ()) -> list[str]:
+    """The folders the line touches at the place `chain` reaches, as the line names them (relative ones are
+    relative to where its session starts; wall.sh resolves them there): where the job starts and its script, the
+    folders its redirects write into."""
+    out = []
+    job = plan.job
+    if job is not None and job.chain == chain:
+        if job.cwd:
+            out.append(job.cwd)
+        if job.script and job.script_is_file:
+            out.append(_join(job.cwd, posixpath.dirname(job.script) or "."))
+    for log in plan.logs:
+        if log.chain == chain and not log.in_home:
+            out.append(_join(log.cwd, posixpath.dirname(log.renamed) or "."))
+    return list(dict.fromkeys(d for d in out if d))
+
+
+def _join(cwd: Optional[str], path: str) -> str:
+    return posixpath.normpath(posixpath.join(cwd, path)) if cwd else path
+
+
+def prefix(plan, chain: tuple) -> str:
+    """The words that run what follows them inside the wall at the place `chain` reaches (shell text)."""
+    return join(["sh", "-c", WALL, "sh", plan.tag, str(len(chain)), *folders(plan, chain), "--"])
+
+
+def argv(plan, command: list[str]) -> list[str]:
+    """`command`, to be run at this machine inside the wall (as itself where the wall cannot stand)."""
+    return ["sh", "-c", WALL, "sh", plan.tag, "0", *folders(plan), "--", *command]
+
+
+def evidence(plan, said: dict[str, str]) -> str:
+    """One line of evidence: at each place the line ran, what the wall covered or why there was none. `said`:
+    depth -> what sweep.sh found there ("up FOLDERS" or "off WHY")."""
+    chains: dict[tuple, None] = {(): None}
+    for chain in [plan.job.chain if plan.job else (), *(log.chain for log in plan.logs),
+                  *(c for c, _ in plan.multiplexers)]:
+        chains.update({tuple(chain[:i]): None for i in range(1, len(chain) + 1)})
+    parts = []
+    for chain in chains:
+        where = chain[-1].where if chain else "your machine"
+        seen = said.get(str(len(chain)), "") if not chain or chain in plan.walls else ""
+        if seen.startswith("up "):
+            parts.append(f"{where}: up, over {', '.join(seen[3:].split())}")
+            continue
+        if seen.startswith("off"):
+            why = seen[4:].strip() or "it could not be set up"
+        elif not chain:
+            why = why_not_here() or "it did not report"
+        elif chain in plan.walls:
+            why = "it did not report: the line may not have got there"
+        else:
+            why = "the line's quoting there cannot carry it"
+        parts.append(f"{where}: none ({why})")
+    return "second wall (writes the analysis missed go to a throw-away overlay): " + "; ".join(parts)
