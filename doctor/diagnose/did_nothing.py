@@ -176,7 +176,9 @@ def _files_written(run: RunRecord) -> Optional[list[str]]:
     if run.is_remote or not spawned.get("cwd"):
         return None
     cwd = Path(spawned["cwd"])
-    start, end = float(spawned.get("t") or 0) - 1.0, float((run.exit or {}).get("t") or time.time()) + 1.0
+    # from the spawn on (mtimes are exact to the nanosecond here): a file the user wrote a second before the launch
+    # (the job's own script, copied in) is not the job's work; the end keeps a second for writes still in flight
+    start, end = float(spawned.get("t") or 0) - 0.05, float((run.exit or {}).get("t") or time.time()) + 1.0
     named = [cwd / a.split("=", 1)[-1] for a in spawned.get("argv") or [] if a]
     roots = [cwd] + [p for p in named if p.is_dir() and cwd not in p.resolve().parents and p.resolve() != cwd]
     ignore = {str(run.dir), str(spawned.get("log") or "")}
