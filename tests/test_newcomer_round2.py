@@ -127,8 +127,9 @@ def test_github_summary_code_spans_are_raw_and_its_last_line_points_at_nothing_b
 
 
 def test_launch_q_is_one_line_with_the_run_id_and_the_next_step(tmp_path):
-    res = run_dfdoctor("launch", "-q", "--watch", "0", "--log", "t.log", "--", sys.executable, "-c", "print('x')",
-                       cwd=tmp_path)
+    # a job that outlives the (zero) watch: `print('x')` alone ended before a loaded machine's launch looked at it
+    res = run_dfdoctor("launch", "-q", "--watch", "0", "--log", "t.log", "--", sys.executable, "-c",
+                       "import time; print('x'); time.sleep(5)", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     run = next((tmp_path / ".dfdoctor" / "runs").iterdir()).name
     (line,) = res.stdout.splitlines()
