@@ -53,9 +53,9 @@ def test_checks_look_inside_the_container(docker_infra, work, dfdoctor):
 
 def test_launch_in_the_container_outlives_dfdoctor_and_status_follows(docker_infra, work, dfdoctor):
     inside, host_side, local = work
-    (host_side / "train.py").write_text(HEALTHY.format(n=100))
-    # the job lives 10 s: a short settle, so it is judged alive (4 s was outlived by a launch on a loaded machine,
-    # parallel workers included: the job had ended before it was looked for)
+    (host_side / "train.py").write_text(HEALTHY.format(n=200))
+    # the job lives 20 s: a short settle, so it is judged alive (4 s, then 10 s, were outlived by a launch on a
+    # loaded machine, parallel workers included: the job had ended before it was looked for)
     p = dfdoctor("launch", "--target", docker_infra.docker_target, "--no-check", "--cwd", inside, "--log",
                  f"{inside}/train.log", "--watch", "10", "--settle", "2", "--format", "json", "--", "python3",
                  "train.py", cwd=local, timeout=60)
@@ -65,13 +65,13 @@ def test_launch_in_the_container_outlives_dfdoctor_and_status_follows(docker_inf
     assert rep["run"]["target"] == docker_infra.docker_target
     # dfdoctor is gone; the job still runs and logs in the container
     assert procs_naming(f"{inside}/.dfdoctor/runs") and "step" in (host_side / "train.log").read_text()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 45
     while procs_naming(f"{inside}/.dfdoctor/runs") and time.monotonic() < deadline:
         time.sleep(0.3)
     p = dfdoctor("status", "--format", "json", cwd=local, timeout=60)
     st = json.loads(p.stdout)
     assert p.returncode == 0 and st["verdict"]["state"] == "ok" and st["run"]["exit_code"] == 0, st["verdict"]
-    assert "step 99" in (host_side / "train.log").read_text()
+    assert "step 199" in (host_side / "train.log").read_text()
 
 
 def test_a_job_that_cannot_import_is_named_in_the_container(docker_infra, work, dfdoctor):
