@@ -184,7 +184,9 @@ def test_the_ranks_a_sigkill_of_torchrun_left_running_are_stopped(work):
     ranks = [p for p in _job_processes(run_dir) if p.pid != torchrun.pid]
     assert len(ranks) == 2 and wait_for(lambda: not torchrun.is_running() or torchrun.status() == "zombie", 5)
     time.sleep(1)
-    assert all(r.is_running() for r in ranks)  # left behind, as measured
+    # left behind, as measured (a rank may end on its own meanwhile on a loaded machine: what is left is stopped)
+    ranks = [r for r in ranks if r.is_running() and r.status() != "zombie"]
+    assert ranks, "no rank outlived torchrun's SIGKILL"
     p = _stop(work, run_dir.name)
     assert p.returncode == 0 and all(f"stopped pid {r.pid} (SIGTERM)" in p.stdout for r in ranks), p.stdout
     assert _none_left(ranks, 1.0) and f"already gone: pid {torchrun.pid}" in p.stdout, p.stdout

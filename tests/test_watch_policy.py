@@ -83,3 +83,15 @@ def test_ranks_not_all_up_hold_running_back_even_at_the_end_of_the_watch():
     assert p.decide(obs(5.0, 20, 0.1, 5.0, hb(20, 0.0, 5.0), ranks_settled_s=1.0)) is Decision.WAIT  # too recent
     assert p.decide(obs(10.0, 40, 0.1, 10.0, hb(40, 0.0, 10.0),
                         unsettled="rank 1 (pid 42) ended while dfdoctor watched")) is Decision.OUT_OF_TIME
+
+
+def test_a_watch_that_began_late_still_sees_the_silence_before_one_line():
+    """CI, under the whole suite's load: the watch began when the job had printed its index lines and had been
+    quiet for 11 s; it saw those lines as one growth, then one line a second later, and called the job running
+    on the rhythm that line stretched (it died 3 s later). The job's own silence counts, from before the watch."""
+    p = Policy(watch_s=40, settle_s=10)
+    before = hb(5, -12.5, -11.3)  # five lines over 1.2 s: a burst, no rhythm; silent since
+    assert p.decide(obs(0.5, 5, 11.8, 13.0, before, fresh=True)) is not Decision.RUNNING
+    after = hb(6, -12.5, 1.3)  # the one line after the silence: a mean interval of 2.8 s now
+    assert p.decide(obs(1.5, 6, 0.2, 14.0, after, fresh=True)) is not Decision.RUNNING
+    assert p.decide(obs(2.5, 6, 1.2, 15.0, after, fresh=True)) is not Decision.RUNNING

@@ -68,7 +68,8 @@ class Policy:
         """Take in an observation's output; whether the output is steady now (the settle check looks deeper at
         the ranks once it is: its answer goes into the observation that `decide` is then handed)."""
         if o.progress > (self.growth[-1][1] if self.growth else 0):
-            if self.growth and o.t - self.growth[-1][0] >= rhythm.quiet_after(o.heartbeat):
+            if self.growth and self._silence_before(o) >= rhythm.quiet_after(self._seen.heartbeat if self._seen
+                                                                                  else o.heartbeat):
                 # output back after a silence (a compile, a busy index build): one line is not steady output
                 # again; the job shows its pace anew, or dies in the seconds after that line
                 self.growth, self.revived = [], True
@@ -79,6 +80,18 @@ class Policy:
             rhythm.still_growing(hb, o.silent_s)
         self._seen = o
         return self.steady
+
+    def _silence_before(self, o: Observation) -> float:
+        """How long the job was silent before the output `o` shows: the gap the watch saw between two growths, or
+        the job's own silence at the last observation, which runs from before the watch began (a watch that
+        started late saw the job's first lines and its long silence as one growth; CI: then the one line after
+        the silence counted as steady output). Measured against the job's rhythm before that line: the line
+        itself stretches the rhythm it is judged by."""
+        gap = o.t - self.growth[-1][0]
+        prev = self._seen
+        if prev is not None:
+            gap = max(gap, prev.silent_s + (o.t - prev.t) - o.silent_s)
+        return gap
 
     def decide(self, o: Observation) -> Decision:
         """What to do after this observation (`see` took it in first; `decide` alone sees it too)."""
