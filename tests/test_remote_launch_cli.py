@@ -45,7 +45,7 @@ def test_fetch_script_reads_liveness_fds_and_stacks(tmp_path, monkeypatch):
     from dfdoctor.launch.remote import live_facts
     from dfdoctor.launch.remote_run import fetch
 
-    from dfdoctor.agent.procfs import NONCE_VAR
+    from dfdoctor.agent.names import RUN_ENV
 
     elsewhere = tmp_path / "elsewhere.log"
     run_dir = tmp_path / "run"
@@ -55,7 +55,7 @@ def test_fetch_script_reads_liveness_fds_and_stacks(tmp_path, monkeypatch):
                                 stdin=subprocess.DEVNULL)
     with open(elsewhere, "w") as out:
         job = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], stdout=out,
-                               stdin=subprocess.DEVNULL, env={**os.environ, NONCE_VAR: "n0nce"})
+                               stdin=subprocess.DEVNULL, env={**os.environ, RUN_ENV: "n0nce"})
     try:
         time.sleep(0.3)
         (run_dir / "spec.json").write_text(json.dumps({"log": str(tmp_path / "train.log")}))

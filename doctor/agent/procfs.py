@@ -223,12 +223,6 @@ def pipe_holders(fds, exclude=()):
     return out[:20]
 
 
-# The variable the recorder gives the job: the run's marker (names.RUN_ENV, "RUN_ID:NONCE"), also written into the
-# run folder's record as its "nonce", so that a process can be proved to be this run's job (a forged run folder
-# naming any pid proves nothing).
-NONCE_VAR = RUN_ENV
-
-
 def proc_cmdline(pid):
     """The process's argv words, or None when it is gone or cannot be read."""
     try:
@@ -276,7 +270,7 @@ def is_job_of(spawned, rec, run_dir):
     if not isinstance(pid, int) or isinstance(pid, bool) or proc_start_time(pid) != spawned.get("start_ticks"):
         return False
     nonce = (rec or {}).get("nonce")
-    if nonce and proc_environ_value(pid, NONCE_VAR) == nonce:
+    if nonce and proc_environ_value(pid, RUN_ENV) == nonce:
         return True
     fields = stat_fields(pid)
     try:

@@ -23,7 +23,8 @@ import sys
 import time
 
 from dfdoctor.agent.names import MARKER, MARKER_TEXT, RECORD, RUN_ENV
-from dfdoctor.agent.procfs import cmdline, environ, proc_entry, proc_ppid, proc_start_time, proc_state, read_text
+from dfdoctor.agent.procfs import (cmdline, environ, is_recorder_of, proc_entry, proc_ppid, proc_start_time,
+                                   proc_state, read_text)
 from dfdoctor.agent.target_agent import MARK
 
 GRACE_S = 10.0  # between SIGTERM and SIGKILL (`dfdoctor stop --grace`)
@@ -70,18 +71,13 @@ def alive(entry):
 
 
 def the_recorder(run_dir, events):
-    """The run's recorder as an entry, when it still runs and is proven to be this folder's: the pid and start
-    time the record gives it, and a command line that names this folder. None otherwise."""
+    """The run's recorder as an entry, when it still runs and is proven to be this folder's (procfs.is_recorder_of:
+    the pid and start time the record gives it, and a command line that names this folder). None otherwise."""
     rec = first(events, "recorder")
-    if not rec or first(events, "recorder-exit") or not isinstance(rec.get("pid"), int):
+    if not rec or first(events, "recorder-exit") or not is_recorder_of(rec, run_dir):
         return None
     entry = proc_entry(rec["pid"])
-    if entry["start_ticks"] is None or entry["start_ticks"] != rec.get("start_ticks") or not alive(entry):
-        return None
-    here = os.path.realpath(run_dir)
-    if not any(os.path.realpath(a) == here for a in cmdline(rec["pid"]) if "/" in a):
-        return None
-    return entry
+    return entry if alive(entry) else None
 
 
 def processes():
