@@ -55,6 +55,18 @@ def test_rank_that_raises_then_aborts_is_named_with_its_exception(work):
     assert "ValueError, then SIGABRT while exiting" in v["summary"], text
 
 
+def test_rank_that_only_lost_its_peer_is_not_the_cause(work):
+    """torchrun saw rank 0 end first, with gloo's "Connection closed by peer": that rank is a casualty. The cause
+    is rank 1's own ValueError, printed before it closed its process group (CI saw this order under load)."""
+    _, rep = launch_to_end(work, *_torchrun("ddp_rank_raises.py", "casualty"), watch=60)
+    v, text = rep["verdict"], text_of(rep)
+    assert "torchrun's first observed failure: rank 0 (" in text, text  # so the path under test was taken
+    assert v["cause"] == "crashed" and v["summary"].startswith("Rank 1 ("), text
+    assert "ValueError: shard 7 is missing on rank 1" in v["summary"], text
+    assert "ValueError, then SIGTERM from torchrun" in v["summary"], text
+    assert any("rank 0 (local rank 0" in e and "only lost its peer" in e for e in v["evidence"]), text
+
+
 def test_record_error_file_is_read(work):
     _, rep = launch_to_end(work, *_torchrun("ddp_rank_raises.py", "record"), watch=60)
     text = text_of(rep)

@@ -103,8 +103,9 @@ def test_a_cancelled_slurm_job_has_a_cause_id():
 
 
 def test_report_of_a_running_verdict_says_it_is_of_its_time(tmp_path):
-    res = run_dfdoctor("launch", "--watch", "0", "--log", "t.log", "--", sys.executable, "-c", "print('x')",
-                       cwd=tmp_path)
+    # a job that outlives the (zero) watch: `print('x')` alone ended before a loaded machine's launch looked at it
+    res = run_dfdoctor("launch", "--watch", "0", "--log", "t.log", "--", sys.executable, "-c",
+                       "import time; print('x'); time.sleep(5)", cwd=tmp_path)
     assert res.returncode == 0 and "RUNNING" in res.stdout, res.stdout + res.stderr
     run = next((tmp_path / ".dfdoctor" / "runs").iterdir()).name
     shown = run_dfdoctor("report", "-q", run, cwd=tmp_path)

@@ -19,6 +19,7 @@ from dfdoctor.diagnose.traceback import (RANK_PREFIX, PyError, parse_python_erro
                                          ranks_with_traceback)
 
 ROOT_CAUSE = "Root Cause (first observed failure):"
+FAILURES = "Failures:"
 AGENT_FAILED = re.compile(r"elastic/multiprocessing/api\.py:\d+\] failed \(exitcode")
 FIELD = re.compile(r"^\s{2}(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s?(?P<value>.*)$")
 
@@ -64,20 +65,55 @@ class RankFailure:
 def root_cause(text: str) -> Optional[RankFailure]:
     """The row under torchrun's "Root Cause (first observed failure)", or None when the output has none."""
     at = text.rfind(ROOT_CAUSE)
-    if at < 0:
-        return None
-    row = RankFailure()
+    return _rows(text[at + len(ROOT_CAUSE):])[0] if at >= 0 else None
+
+
+def other_failures(text: str) -> list[RankFailure]:
+    """The rows under torchrun's "Failures:" (the ranks it saw fail after the root cause, or that it ended)."""
+    at, end = text.rfind(FAILURES), text.rfind(ROOT_CAUSE)
+    return [r for r in _rows(text[at + len(FAILURES):end]) if r.rank is not None] if 0 <= at < end else []
+
+
+def _rows(text: str) -> list[RankFailure]:
+    """The `[N]:` rows of one section of torchrun's table, up to the section's end."""
+    rows = [RankFailure()]
     key = None
-    for line in text[at + len(ROOT_CAUSE):].splitlines()[1:]:
-        if line.startswith("====="):
+    for line in text.splitlines()[1:]:
+        if line.startswith(("=====", "-----")):
             break
+        if re.match(r"^\[\d+\]:\s*$", line):
+            if rows[-1].rank is not None:
+                rows.append(RankFailure())
+            continue
         m = FIELD.match(line)
         if m:
             key, value = m["key"], m["value"].strip()
-            _set(row, key, value)
+            _set(rows[-1], key, value)
         elif key == "traceback" and line.startswith("  ") and line.strip():
-            row.traceback.append(line[2:])
-    return row
+            rows[-1].traceback.append(line[2:])
+    return rows
+
+
+# A collective that failed because another rank went away first: the rank that printed it is a casualty, not the
+# cause (gloo: "Connection closed by peer ... typically caused by a remote worker crashing"; NCCL: "remote process
+# exited or there was a network error").
+PEER_GONE = re.compile(r"Connection closed by peer|Connection reset by peer|remote worker crash|"
+                       r"remote process exited|Broken pipe|NCCL communicator was aborted")
+
+
+def behind_a_casualty(text: str, row: Optional[RankFailure], err: Optional[PyError]
+                      ) -> Optional[tuple[RankFailure, PyError, str]]:
+    """When the rank torchrun saw fail first only lost its peer, the rank that raised an error of its own:
+    its row (from torchrun's "Failures:"), its exception and where that was read. None when there is none."""
+    if row is None or err is None or not PEER_GONE.search(err.headline + "\n" + "\n".join(err.after)):
+        return None
+    for other in other_failures(text):
+        if other.rank == row.rank:
+            continue
+        own = parse_python_error(rank_output(text, other.rank))
+        if own and not PEER_GONE.search(own.headline + "\n" + "\n".join(own.after)):
+            return other, own, f"{_FROM_RANK_LINES}{other.rank}] lines of the output"
+    return None
 
 
 def _set(row: RankFailure, key: str, value: str) -> None:

@@ -325,7 +325,13 @@ def elastic_rank_failed(run: RunRecord, live: Optional[LiveFacts]) -> Optional[V
     how = row.how if row else "an unknown exit"
     evidence = [f"torchrun's first observed failure: {who}, {how}" if row else
                 "torchrun printed no root-cause table; the first rank with a traceback is taken"]
-    if row and row.signal:
+    cause = elastic.behind_a_casualty(stderr, row, err)
+    if cause is not None:  # the first rank torchrun saw end only lost its peer: the peer's own error is the cause
+        evidence.append(f"{who} only lost its peer ({err.headline[:160]}); {cause[0].who} raised its own error")
+        row, err, source = cause
+        # torchrun ends the ranks still running once one failed: that SIGTERM is not how this one failed
+        who, how = row.who, (f"{err.exc_type}, then {row.signal} from torchrun" if row.signal else row.how)
+    if row and row.signal and cause is None:
         if not (row.signal in FATAL_SIGNALS and err is not None and elastic.from_the_rank(source)):
             return _rank_signal_verdict(run, row, evidence + [_status_line(ex)])
         # The rank raised first and faulted while exiting (a process group torn down at interpreter exit,

@@ -3,10 +3,13 @@ Under torchrun the verdict is rank 1's ValueError, not the agent's ChildFailedEr
 argument the entry point is decorated with @record, so torchrun keeps the rank's error file. With `early`,
 rank 1 fails before init_process_group, as torch.cuda.set_device(LOCAL_RANK) does with fewer GPUs than ranks;
 torch.distributed then prints its traceback without the `[rank1]:` prefix. With `abort`, rank 1 raises and then
-dies with SIGABRT while exiting, as a process group torn down at interpreter exit sometimes does."""
+dies with SIGABRT while exiting, as a process group torn down at interpreter exit sometimes does. With `casualty`,
+rank 1 raises, closes its process group and lingers: rank 0's barrier fails with gloo's "Connection closed by peer"
+and torchrun sees rank 0 end first, as CI once saw on a loaded machine."""
 import atexit
 import os
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -23,6 +26,9 @@ def main():
     if rank == 1:
         if sys.argv[1:] == ["abort"]:
             atexit.register(os.abort)
+        if sys.argv[1:] == ["casualty"]:
+            atexit.register(time.sleep, 4)  # registered first, so it runs after the process group is closed
+            atexit.register(dist.destroy_process_group)
         raise ValueError("shard 7 is missing on rank 1")
     dist.barrier()
     dist.destroy_process_group()
