@@ -110,6 +110,7 @@ def test_report_of_a_running_verdict_says_it_is_of_its_time(tmp_path):
     run = next((tmp_path / ".dfdoctor" / "runs").iterdir()).name
     shown = run_dfdoctor("report", "-q", run, cwd=tmp_path)
     assert "This is the report saved at " in shown.stdout and f"`dfdoctor status {run}` looks again" in shown.stdout
+    assert run_dfdoctor("stop", run, cwd=tmp_path).returncode == 0  # nothing of the job outlives the test
 
 
 def test_github_summary_code_spans_are_raw_and_its_last_line_points_at_nothing_below():
@@ -135,6 +136,7 @@ def test_launch_q_is_one_line_with_the_run_id_and_the_next_step(tmp_path):
     run = next((tmp_path / ".dfdoctor" / "runs").iterdir()).name
     (line,) = res.stdout.splitlines()
     assert line.startswith("dfdoctor launch: RUNNING: ") and f"; run {run}; next: " in line, line
+    assert run_dfdoctor("stop", run, cwd=tmp_path).returncode == 0  # nothing of the job outlives the test
     blocked = run_dfdoctor("launch", "-q", "--log", "nolog/t.log", "--", sys.executable, "-c", "pass", cwd=tmp_path)
     (line,) = blocked.stdout.splitlines()
     assert line.startswith("dfdoctor launch: FAILED [log-dir-missing]") and line.endswith(
