@@ -205,10 +205,6 @@ def test_a_warm_up_about_to_end_is_not_the_loop_and_the_silence_after_it_is_name
     _named(rep, time.monotonic() - t0, quiet_from=12.0)
 
 
-@pytest.mark.xfail(strict=False, reason="passes alone; under the whole suite's load (3 of 3 full runs this round) "
-                   "the watch said running one line after the silence. The likely path (a watch that began late "
-                   "missed the silence) is fixed and pinned in test_watch_policy; non-strict until a whole run "
-                   "under load confirms it (#34)")
 def test_one_line_after_a_long_silence_is_not_output_growing_again(work):
     """Output counted since the start made one line after 12 quiet seconds steady again: the job was called
     running at that line, though it died 3 s later. After a silence the job shows its pace anew."""
