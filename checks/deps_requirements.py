@@ -99,6 +99,7 @@ def conclude(ctx, p: dict, skipped: list[Skipped], sources: list[str]) -> Iterat
             "requirements": p["results"], "packaging": p.get("packaging")}
     bad = False
     shown = 0
+    whole = _whole_file_fixes(ctx, p["results"])
     for r in p["results"]:
         if r["status"] in ("missing", "mismatch"):
             shown += 1
@@ -108,19 +109,21 @@ def conclude(ctx, p: dict, skipped: list[Skipped], sources: list[str]) -> Iterat
             bad = True
             yield fail(f"{r['name']} is not installed in {p['executable']} ({r['source']}: {r['req']})",
                        causes.DEPENDENCY_MISSING, evidence=(f"{r['source']}: {r['req']}",),
-                       fix=_paired_fix(ctx, p, r["name"]) or f"{py} -m pip install {shlex.quote(_pin(r))}", data=data)
+                       fix=whole.get(_file_of(r)) or _paired_fix(ctx, p, r["name"])
+                       or f"{py} -m pip install {shlex.quote(_pin(r))}", data=data)
         elif r["status"] == "mismatch":
             bad = True
             yield fail(f"{r['name']} {r['installed']} is installed, but {r['source']} requires {r['req']}",
                        causes.DEPENDENCY_MISMATCH,
                        evidence=(f"{r['source']}: {r['req']}", f"installed: {r['name']} {r['installed']} in {r['location']}"),
-                       fix=f"{py} -m pip install {shlex.quote(_pin(r))}", data=data)
+                       fix=whole.get(_file_of(r)) or f"{py} -m pip install {shlex.quote(_pin(r))}", data=data)
         elif r["status"] == "unparsable":
             yield warn(f"{r['source']}: cannot parse requirement {r['req']!r} ({(r.get('error') or '').splitlines()[0]})",
                        fix="Write it as PEP 508 (e.g. name>=1.2; python_version >= \"3.10\").", data=data)
     if shown > MAX_SHOWN:
         yield fail(f"... and {shown - MAX_SHOWN} more requirement(s) missing or mismatched",
-                   causes.DEPENDENCY_MISSING, fix=f"{py} -m pip install -r <your requirements file>", data=data)
+                   causes.DEPENDENCY_MISSING, fix=next(iter(whole.values()), f"{py} -m pip install -r <your requirements file>"),
+                   data=data)
     for finding in _unpaired(ctx, p, data):
         bad = bad or finding.status.value == "fail"
         yield finding
@@ -363,6 +366,39 @@ def _conflict_text(c: dict) -> str:
     if c["problem"] == "missing":
         return f"{c['dist']} {c['version']} requires {req}, which is not installed"
     return f"{c['dist']} {c['version']} requires {req}, but {c['name']} {c['installed']} is installed"
+
+
+def _file_of(r: dict) -> str:
+    """The requirements file a probe result came from (its source is `FILE:LINE`)."""
+    return r["source"].rsplit(":", 1)[0]
+
+
+def _whole_file_fixes(ctx, results: list[dict]) -> dict[str, str]:
+    """For a requirements file with two or more lines missing or mismatched that the project's README installs
+    with `pip install -r FILE`, that line (in the job's interpreter) rather than a list of names copied out of it:
+    {file: fix}. Only where the README says so: a file with `--hash` lines or `-e .` may not install as a whole."""
+    bad: dict[str, int] = {}
+    for r in results:
+        if r["status"] in ("missing", "mismatch") and _file_of(r).endswith(".txt"):
+            bad[_file_of(r)] = bad.get(_file_of(r), 0) + 1
+    readme = _readme_install_lines(ctx) if any(n > 1 for n in bad.values()) else []
+    fixes = {}
+    for file, n in bad.items():
+        if n > 1:
+            said = next((r for r in readme if "-r" in r.words and Path(r.words[-1]).name == Path(file).name), None)
+            if said:
+                fixes[file] = (f"{shlex.quote(ctx.python)} -m pip install -r {shlex.quote(file)}   ({n} of its lines "
+                               f"are missing or mismatched; {said.file}:{said.line} installs with `{said.text}`)")
+    return fixes
+
+
+def _readme_install_lines(ctx) -> list:
+    """The install lines the job's project's README shows (none when it cannot be read)."""
+    from dfdoctor import project
+    try:
+        return list(project.read(list(ctx.command or []), ctx.cwd or ".").install.readme)
+    except Exception:  # noqa: BLE001 - a project that cannot be read gives the plain fix, no finding lost
+        return []
 
 
 def _label(path: Path, cwd: Path) -> str:

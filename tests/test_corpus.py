@@ -279,6 +279,9 @@ BROKEN_BEFORE = [
     # time_sequence_prediction pins torch<2.6 (torch.load's weights_only default); torch 2.13 is installed
     ("tsp-requirements", TSP, (PY, "train.py"), "deps.requirements", causes.DEPENDENCY_MISMATCH,
      "requirements.txt:1"),
+    # llm.c's train_gpt2.py before `pip install -r requirements.txt`: tiktoken, transformers, datasets are missing
+    ("llmc-requirements", "llm.c", (PY, "train_gpt2.py"), "deps.requirements", causes.DEPENDENCY_MISSING,
+     "-m pip install -r requirements.txt   ("),
 ]
 
 
@@ -289,6 +292,23 @@ def test_a_broken_project_fails_check_before_the_launch(name, project, argv, che
     rec = json.loads(proc.stdout)["checks"][0]
     assert proc.returncode == 1 and rec["status"] == "fail" and rec["cause"] == cause, rec
     assert said in json.dumps(rec), rec
+
+
+def test_a_project_missing_many_requirements_is_told_its_own_install_line(tmp_path):
+    """llm.c's README installs with `pip install -r requirements.txt`; six names copied out of that file into one
+    pip line, next to the import's own `pip install tiktoken`, are not its terms. One line is shown: the file's."""
+    work = _work(tmp_path, "llm.c")
+    proc = dfdoctor("check", "--cwd", str(work), "--format", "json", "--", PY, "train_gpt2.py", cwd=work)
+    rep = json.loads(proc.stdout)
+    assert proc.returncode == 1 and rep["verdict"]["cause"] == causes.MISSING_MODULE, rep["verdict"]
+    deps = {c["fix"] for c in rep["checks"] if c["id"] == "deps.requirements" and c["status"] == "fail"}
+    (fix,) = deps
+    assert fix.startswith(f"{PY} -m pip install -r requirements.txt   (") and \
+        "README.md:25 installs with `pip install -r requirements.txt`" in fix, fix
+    shown = dfdoctor("check", "--cwd", str(work), "--", PY, "train_gpt2.py", cwd=work).stdout
+    fixes = shown.split("\n\n")[0].split("fix: ", 1)[1]
+    assert "install tiktoken" not in fixes and fixes.count("-m pip install") == 1 and "-r requirements.txt" in fixes, \
+        shown
 
 
 def test_the_corpus_keeps_its_licenses_and_sources():

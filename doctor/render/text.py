@@ -165,6 +165,8 @@ _BELOW = re.compile(r"(; \d+ more problem\(s\)) below\)")
 # `... pip install a b==1   (a note)`: the command, and the note after it
 _PIP = re.compile(r"^(?P<pre>.*?\bpip3? install)(?P<pkgs>(?: +[^\s-][^\s]*)+?)(?P<note> {2,}\(.*\))?\s*$")
 _PROJECT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
+_PIP_R = re.compile(r"^(?P<pre>.*?\bpip3? install) -r (?P<file>\S+)")  # a requirements file's own install line
+_NAMED_BY = re.compile(r"\((?P<file>\S+):\d+ names it\)")  # the note of a name taken from a requirements line
 
 
 def combined_fixes(fixes: list[str]) -> list[str]:
@@ -172,9 +174,13 @@ def combined_fixes(fixes: list[str]) -> list[str]:
     (`pip install wandb transformers==4.44.0`), a pinned requirement winning over the bare name of a project."""
     out: list[Any] = []
     pips: dict[str, dict[str, Any]] = {}
+    whole = {(m["pre"], m["file"]) for m in (_PIP_R.match((f or "").strip()) for f in fixes) if m}  # `pip install -r FILE` lines
     for fix in fixes:
         fix = (fix or "").strip()
         m = _PIP.match(fix) if "\n" not in fix else None
+        named = _NAMED_BY.search(m["note"] or "") if m else None
+        if named and (m["pre"], named["file"]) in whole:  # the whole file's line installs it already
+            continue
         if m is None:
             if fix and fix not in out:
                 out.append(fix)
