@@ -9,9 +9,11 @@ from dfdoctor.watch.policy import SAMPLE_S, Decision, Observation, Policy
 T0 = 1_000_000.0  # the job's machine's wall clock at the watch's start
 
 
-def hb(lines: int, first: Optional[float] = None, last: Optional[float] = None, loop: Optional[dict] = None) -> dict:
-    """A recorder's heartbeat: `lines` progress lines between `first` and `last` (seconds into the watch)."""
-    out: dict = {"progress_lines": lines}
+def hb(lines: int, first: Optional[float] = None, last: Optional[float] = None, loop: Optional[dict] = None,
+       gap: Optional[float] = None) -> dict:
+    """A recorder's heartbeat: `lines` progress lines between `first` and `last` (seconds into the watch), the last
+    output `gap` seconds after the one before it."""
+    out: dict = {"progress_lines": lines, "silence_before_last_s": gap}
     if first is not None:
         out.update(first_output_t=T0 + first, last_output_t=T0 + (last if last is not None else first))
     if loop:
@@ -95,3 +97,18 @@ def test_a_watch_that_began_late_still_sees_the_silence_before_one_line():
     after = hb(6, -12.5, 1.3)  # the one line after the silence: a mean interval of 2.8 s now
     assert p.decide(obs(1.5, 6, 0.2, 14.0, after, fresh=True)) is not Decision.RUNNING
     assert p.decide(obs(2.5, 6, 1.2, 15.0, after, fresh=True)) is not Decision.RUNNING
+
+
+def test_a_watch_that_began_after_the_silence_still_sees_it():
+    """CI, 5 of 16 runs under load: the watch's first look came after the job's index lines, its 12 s silence and
+    the one line after it; the mean interval (13.5 s over 6 lines: "prints every ~2.3 s") hid the silence and the
+    job was called running a second later (it died 3 s after). The recorder notes the silence before the last
+    output, so the one line is no pace."""
+    p = Policy(watch_s=40, settle_s=10)
+    after = hb(7, -14.0, -0.5, gap=12.0)
+    for t in (0.5, 1.0, 1.5, 2.0):
+        assert p.decide(obs(t, 7, t + 0.5, 14.0 + t, after, fresh=True)) is not Decision.RUNNING
+    assert p.revived
+    steady = hb(7, -14.0, -0.5, gap=0.3)  # the same lines with no silence before the last: a pace, running
+    q = Policy(watch_s=40, settle_s=10)
+    assert q.decide(obs(0.5, 7, 1.0, 14.5, steady, fresh=True)) is Decision.RUNNING

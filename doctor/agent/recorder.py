@@ -81,6 +81,7 @@ class Recorder:
         self.log_state = None  # (exists, size) as last seen
         self.first_output = {}
         self.last_output_t = None
+        self.silence_before_last = None  # seconds between the last output and the one before it
         self.partial = {}
         self.progress_lines = 0
         self.stdout_flushed = False  # the job's stdout delivered bytes before a block buffer was full
@@ -289,6 +290,8 @@ class Recorder:
                     self.record.event("log-write-failed", sync=True, errno=exc.errno,
                                       errname=errno.errorcode.get(exc.errno, "?"), strerror=exc.strerror)
         now = time.time()
+        if self.last_output_t is not None:
+            self.silence_before_last = round(now - self.last_output_t, 3)
         self.last_output_t = now
         if name not in self.first_output:
             self.first_output[name] = now
@@ -342,7 +345,7 @@ class Recorder:
                 "stdout_bytes": self._total("stdout"), "stderr_bytes": self._total("stderr"),
                 "stdout_flushed": self.stdout_flushed,
                 "progress_lines": self.progress_lines, "first_output_t": min(self.first_output.values()) if self.first_output else None,
-                "last_output_t": self.last_output_t, "loop": self.loop.best(self.masker.value),
+                "last_output_t": self.last_output_t, "silence_before_last_s": self.silence_before_last, "loop": self.loop.best(self.masker.value),
                 "recorder_usage": proc_usage(os.getpid())}
         self.note_full()
         try:

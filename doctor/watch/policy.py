@@ -73,6 +73,8 @@ class Policy:
                 # output back after a silence (a compile, a busy index build): one line is not steady output
                 # again; the job shows its pace anew, or dies in the seconds after that line
                 self.growth, self.revived = [], True
+            elif not self.growth and rhythm.came_back(o.heartbeat):  # the silence came before the watch began
+                self.revived = True
             self.growth.append((o.t, o.progress))
         hb = o.heartbeat
         self.steady = ((len(self.growth) >= STEADY_BURSTS and o.t - self.growth[0][0] >= self.steady_s) or

@@ -55,6 +55,18 @@ def quiet_after(hb: Optional[dict[str, Any]]) -> float:
     return GRACE_S if every is None else max(GRACE_S, RHYTHMS * every + HEARTBEAT_S)
 
 
+def came_back(hb: Optional[dict[str, Any]]) -> bool:
+    """Whether the job's last output came after a silence longer than its quiet time before it (a compile, a busy
+    index build): the mean interval then hides the silence, and one line after it is no pace. The recorder notes
+    that silence itself, so a watch that began after it still sees it."""
+    hb = hb or {}
+    gap, last = hb.get("silence_before_last_s"), hb.get("last_output_t")
+    if not gap or last is None:
+        return False
+    before = dict(hb, last_output_t=last - gap, progress_lines=max(0, int(hb.get("progress_lines") or 0) - 1))
+    return gap >= quiet_after(before)
+
+
 def sample_after(hb: Optional[dict[str, Any]]) -> float:
     """How long into a silence the stacks are sampled: the job's quiet time, capped (sampling only names a wait
     the stacks prove, so looking early costs a dump, never a wrong verdict)."""
