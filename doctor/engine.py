@@ -7,6 +7,7 @@ import contextlib
 import datetime as _dt
 import os
 import platform
+import re
 import shutil
 import socket
 import sys
@@ -351,11 +352,15 @@ COMMANDS = frozenset({"sbatch", "srun", "salloc", "scontrol", "sacct", "torchrun
                       "setsid", "tmux", "screen", "nvidia-smi", "py-spy"})
 
 
+# "datasets is not installed in ...", "numpy 2.4.6 is installed, but ...": a distribution's name, spelled as pip does
+_PACKAGE_FIRST = re.compile(r"^[\w.-]+ (?:[\w.+!-]+ )?is (?:not )?installed\b")
+
+
 def headline(summary: str) -> str:
     """A check's summary as the verdict's first sentence: its first letter capitalised, unless its first word is
     a command, a path or a file name (`sbatch`, `/opt/venv/bin/python`, `train.py`), which keeps its spelling."""
     word = summary.split(" ", 1)[0].strip("`'\":,;")
-    if word in COMMANDS or "/" in word or "." in word.rstrip("."):
+    if word in COMMANDS or "/" in word or "." in word.rstrip(".") or _PACKAGE_FIRST.match(summary):
         return summary
     return summary[:1].upper() + summary[1:]
 

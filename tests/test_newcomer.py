@@ -269,3 +269,5 @@ def test_a_headline_keeps_a_command_or_file_name_as_spelled():
     assert headline("train.py raises ImportError") == "train.py raises ImportError"
     assert headline("/opt/venv/bin/python cannot start") == "/opt/venv/bin/python cannot start"
     assert headline("nothing in the launch asks for a GPU") == "Nothing in the launch asks for a GPU"
+    assert headline("datasets is not installed in /v/bin/python") == "datasets is not installed in /v/bin/python"
+    assert headline("numpy 2.4.6 is installed, but requirements.txt:2 requires numpy<2").startswith("numpy 2.4.6")
