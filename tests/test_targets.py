@@ -91,7 +91,7 @@ def test_hostile_words_arrive_intact_on_every_hop(ssh_config_env):
     for p in pwned:
         p.unlink(missing_ok=True)
     for spec in _targets(infra):
-        out = run_on_target(Context(target=spec), ["printf", "<%s>\\n", *HOSTILE], timeout=20)
+        out = run_on_target(Context(target=parse_target(spec)), ["printf", "<%s>\\n", *HOSTILE], timeout=20)
         assert out.returncode == 0, (spec, out.stderr)
         assert out.stdout == "".join(f"<{w}>\n" for w in HOSTILE), spec
     assert not any(p.exists() for p in pwned), "a hop ran a word as a command"
@@ -101,7 +101,7 @@ def test_probe_runs_in_the_targets_python_over_stdin(ssh_config_env, tmp_path):
     infra = ssh_config_env
     probe = Path(__file__).parent / "infra" / "echo_probe.py"
     for spec in _targets(infra):
-        ctx = Context(target=spec, python="python3")
+        ctx = Context(target=parse_target(spec), python="python3")
         out = run_probe(ctx, probe, ["a b", "$(x); 'y"], timeout=10, env=dict(os.environ, DFD_TEST_VAR="v 1"))
         assert out.spawn_error is None and out.returncode == 0, (spec, out.stderr)
         assert out.payload["args"] == ["a b", "$(x); 'y"]
@@ -121,7 +121,7 @@ def test_hung_remote_probe_gives_stacks_and_leaves_nothing(ssh_config_env):
     probe = Path(__file__).parent / "infra" / "echo_probe.py"
     start = time.monotonic()
     token = f"hang-{os.getpid()}-{time.time_ns()}"
-    out = run_probe(Context(target=infra.pct_target, python="python3"), probe, ["--hang", token], timeout=1.5)
+    out = run_probe(Context(target=parse_target(infra.pct_target), python="python3"), probe, ["--hang", token], timeout=1.5)
     assert out.timed_out and out.returncode == -9
     assert "echo_probe.py" in out.stderr and "in <module>" in out.stderr  # faulthandler's stacks came back
     assert time.monotonic() - start < 8
@@ -169,11 +169,11 @@ def test_unreachable_host_is_a_finding_in_sshs_words(dfdoctor, infra):
 def test_reachable_target_and_missing_python(ssh_config_env, dfdoctor):
     infra = ssh_config_env
     from dfdoctor.checks.target_reachable import target_reachable
-    r = target_reachable.run(Context(target=infra.pct_target, python="python3"))
+    r = target_reachable.run(Context(target=parse_target(infra.pct_target), python="python3"))
     assert r[0].status == Status.OK and r[0].data["python"] == "/usr/bin/python3"
-    r = target_reachable.run(Context(target=infra.pct_target, python="python9"))
+    r = target_reachable.run(Context(target=parse_target(infra.pct_target), python="python9"))
     assert r[0].status == Status.FAIL and "no python9" in r[0].summary
-    r = target_reachable.run(Context(target="lxc://no-such-ct", python="python3"))
+    r = target_reachable.run(Context(target=parse_target("lxc://no-such-ct"), python="python3"))
     assert r[0].status == Status.FAIL and "Failed to get" in r[0].summary
 
 
@@ -190,7 +190,7 @@ def test_shared_connection_opens_and_closes(ssh_config_env):
         assert os.path.exists(sock)
         start = time.monotonic()
         for _ in range(5):
-            assert run_on_target(Context(target=str(t)), ["true"], timeout=10).returncode == 0
+            assert run_on_target(Context(target=t), ["true"], timeout=10).returncode == 0
         shared = time.monotonic() - start
     assert not os.path.exists(sock) and transport.SHARED_ENV not in os.environ
     masters = [p for p in psutil.process_iter(["cmdline"]) if sock in " ".join(p.info["cmdline"] or [])]
@@ -208,7 +208,7 @@ def test_two_runs_never_share_or_close_each_others_connection(ssh_config_env):
                              env=infra.env())
     assert other.stdout.readline().strip() == "up"
     with transport.connected(t):
-        slow = run_on_target(Context(target=str(t)), ["sh", "-c", "sleep 2; echo done"], timeout=10)
+        slow = run_on_target(Context(target=t), ["sh", "-c", "sleep 2; echo done"], timeout=10)
     other.wait(timeout=10)
     assert slow.returncode == 0 and slow.stdout.strip() == "done", slow.stderr
 
