@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -14,6 +15,7 @@ import psutil
 import pytest
 
 from dfdoctor.context import Context
+from dfdoctor.engine import build_context
 from dfdoctor.model import Status
 from dfdoctor.probe import run_on_target, run_probe
 from dfdoctor.targets import Target, parse_target
@@ -65,6 +67,33 @@ def test_parse_target_rejects_with_one_clear_line(spec, words):
 def test_malformed_target_is_usage_error_exit_2(dfdoctor):
     p = dfdoctor("check", "--target", "pct://root@pve/abc")
     assert p.returncode == 2 and "VMID" in p.stderr
+
+
+def test_the_context_carries_the_target_parsed_once(tmp_path):
+    ctx, _ = build_context({"target": "LXC://box/"}, ["python3", "/w/t.py"])
+    assert ctx.target == Target("lxc", name="box") and str(ctx.target) == "lxc://box"  # one spelling, for reports
+    assert not ctx.target.runs_here and ctx.cwd == Path("/w")  # a path there: nothing resolved here
+    typed, _ = build_context({}, ["ssh", "-p", "2222", "root@pve", "pct exec 200 -- python3 /w/t.py"])
+    assert typed.target == parse_target("pct://root@pve:2222/200")  # the line's hops, parsed as --target is
+    given, _ = build_context({"target": "docker://t1"}, ["ssh", "root@pve", "python3 /w/t.py"])
+    assert str(given.target) == "docker://t1"  # a --target naming another machine wins over the line's hops
+    with pytest.raises(TypeError):  # a spec string would be compared as text again
+        Context(target="ssh://gpu1")
+
+
+def test_a_spec_with_spaces_around_local_is_this_machine(tmp_path, dfdoctor):
+    """Compared as text, `--target ' local'` was another machine named ' local': the report said so, and the job's
+    folder became "the home folder of the target's user"; parsed, it is this machine, in this folder."""
+    (tmp_path / "t.py").write_text("pass\n")
+    p = dfdoctor("check", "--only", "log.writable", "--target", " local", "--format", "json", "--", "python3", "t.py",
+                 cwd=tmp_path)
+    doc = json.loads(p.stdout)
+    assert (doc["target"], doc["environment"]["cwd"]) == ("local", str(tmp_path.resolve())), p.stderr
+
+
+def test_a_launch_line_whose_hops_name_a_malformed_target_is_one_line_exit_2(tmp_path, dfdoctor):
+    p = dfdoctor("check", "--", "ssh", "-p", "0", "gpu1", "python3 t.py", cwd=tmp_path)
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and "port must be a number" in p.stderr, p.stderr
 
 
 def test_wrap_quotes_once_for_ssh_and_not_again_below_it():
