@@ -14,7 +14,6 @@ from typing import Iterator
 from dfdoctor import STATIC, Result, check, ok, skip, warn
 from dfdoctor import project
 from dfdoctor.launchline.commandline import spec_for
-from dfdoctor.targets import parse_target
 
 
 @check("args.known", title="The script takes the options the command gives it", phases=("pre",), timeout=10)
@@ -23,7 +22,7 @@ def args_known(ctx) -> Iterator[Result]:
     if not ctx.command:
         yield skip("no command given, so there are no options to match")
         return
-    if not parse_target(ctx.target or "local").is_local:
+    if not ctx.target.runs_here:
         yield skip("the entry script lives on the target; its parser was not read from here")
         return
     spec = spec_for(ctx)

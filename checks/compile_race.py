@@ -49,7 +49,7 @@ def compile_race(ctx) -> Iterator:
     the guard in the training interpreter."""
     spec = spec_for(ctx)
     trainer = guardfix.is_trainer(ctx.command)
-    found = compile_scan.scan(source_files(spec, ctx.cwd, ctx.python if ctx.target == "local" else None))
+    found = compile_scan.scan(source_files(spec, ctx.cwd, ctx.python if ctx.target.runs_here else None))
     if trainer:
         _read_trainer(spec.script_args or ctx.command, found)
     fix = guardfix.fix_for(trainer, _entry_names(found))
@@ -167,7 +167,7 @@ def reproduce(ctx, unguarded: bool, found: compile_scan.Scan, fix: str) -> Itera
     if bare and bare[0].payload is None and "No module named 'torch'" in bare[0].stderr:
         yield skip(f"torch is not installed in the training interpreter {ctx.python}; nothing to reproduce")
         return
-    local = (getattr(ctx, "target", "local") or "local") == "local"
+    local = ctx.target.runs_here
     # the guard as the user's code imports it there; where it cannot, this very file, shipped beside the probe
     with_guard = base + ["--guard", "exclusive-compile", "--guard-file", str(GUARD_FILE) if local else SHIPPED_GUARD]
     guarded = _series(ctx, with_guard, runs, deadline, budget_end, files={SHIPPED_GUARD: GUARD_FILE})
@@ -182,7 +182,7 @@ def _cache_key(ctx, base: list[str], runs: int) -> Optional[dict]:
     if not out.payload or not out.payload.get("torch_origin"):
         return None
     probe = Path(__file__).parent / "probes" / "compile_race_probe.py"
-    return {"target": str(getattr(ctx, "target", "local") or "local"), "interpreter": out.payload,
+    return {"target": str(ctx.target), "interpreter": out.payload,
             "argv": base, "runs": runs, "probe": cache.key_of(probe.read_text()),
             "guard": cache.key_of(GUARD_FILE.read_text())}
 

@@ -150,7 +150,7 @@ class Layout:
 def _step(ctx) -> "Optional[slurm_step.Step] | str":
     """The Slurm step to span, when `check --slurm-nodes` asked for one group over its nodes (else None)."""
     env = ctx.env
-    if env.get(slurm_step.ACROSS_NODES) != "1" or (ctx.target or "local") != "local":
+    if env.get(slurm_step.ACROSS_NODES) != "1" or not ctx.target.runs_here:
         return None
     count = env.get("SLURM_STEP_NUM_NODES") or env.get("SLURM_NNODES") or "1"
     if whole(count, 1) < 2:
@@ -191,7 +191,7 @@ def _world_size(ctx, vis: Visibility, backend: str, asked: Optional[int] = None)
 
 def _free_port(ctx) -> int:
     """A TCP port for the rendezvous: free here now for a local job; a random high one on a remote target."""
-    if (ctx.target or "local") != "local":
+    if not ctx.target.runs_here:
         return random.randint(20000, 59999)  # we cannot bind on the target; a clash shows as rank 0's error
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -208,7 +208,7 @@ def _run_ranks(ctx, layout: Layout, backend: str, faults: tuple[Optional[int], O
     port = layout.port or _free_port(ctx)
     outcomes: list[Optional[ProbeOutcome]] = [None] * layout.local
     # On this machine the probe shares our clock: it counts its budget from now, not from when it started
-    sent_at = {"DFDOCTOR_NCCL_SENT_AT": f"{time.time():.3f}"} if (ctx.target or "local") == "local" else {}
+    sent_at = {"DFDOCTOR_NCCL_SENT_AT": f"{time.time():.3f}"} if ctx.target.runs_here else {}
 
     def one(local: int) -> None:
         rank = layout.first + local

@@ -24,7 +24,6 @@ from dfdoctor import OBSERVED, STATIC, Result, causes, check, error, fail, ok, s
 from dfdoctor.launchline.commandline import as_lead, guessed_interpreter, spec_for
 from dfdoctor.probe import run_probe, unreached
 from dfdoctor.diagnose import torch_pairs
-from dfdoctor.targets import parse_target
 
 MAX_INCLUDE_DEPTH = 8
 MAX_SHOWN = 10
@@ -57,7 +56,7 @@ class Skipped:
 def deps_requirements(ctx) -> Iterator[Result]:
     """Check the requirements and the installed distributions' own pins inside the training interpreter."""
     spec = spec_for(ctx)
-    remote = not parse_target(ctx.target or "local").is_local
+    remote = not ctx.target.runs_here
     if not remote and (ctx.command or ctx.launcher) and not spec.exists and spec.python is None and \
             spec.runner in ("python", "torchrun", "accelerate"):
         yield skip(f"the interpreter the command names cannot be found ({spec.problem}); imports.smoke reports it, "

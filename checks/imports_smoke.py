@@ -21,7 +21,6 @@ from dfdoctor.probe import ProbeOutcome, run_probe, unreached
 from dfdoctor.diagnose import known_failures, torch_pairs, user_terms
 from dfdoctor.diagnose.rules_runtime import Context, Finding
 from dfdoctor.diagnose.traceback import parse_python_error
-from dfdoctor.targets import parse_target
 from dfdoctor.project.install import PIP_NAMES
 
 DEFAULT_TIMEOUT = 90.0  # importing torch on a cold, busy machine can take tens of seconds
@@ -42,7 +41,7 @@ def imports_smoke(ctx) -> Iterator[Result]:
         yield skip("no command given (dfdoctor check -- python train.py), so there is no script to try")
         return
     spec = spec_for(ctx)
-    remote = not parse_target(ctx.target or "local").is_local
+    remote = not ctx.target.runs_here
     if not spec.exists and remote and spec.script is None and spec.module is None and spec.code is None:
         yield skip(f"the launch cannot be followed from here ({spec.problem}); on a remote target the launcher "
                    "lives there: launch.path analyses it", data={"launch": _spec_data(spec)})
@@ -261,7 +260,7 @@ def _known(ctx, item: dict) -> Optional[Finding]:
     err = parse_python_error(item.get("traceback") or "")
     if err is None:
         return None
-    local = parse_target(ctx.target or "local").is_local
+    local = ctx.target.runs_here
     return known_failures.classify(err, Context(cwd=str(ctx.cwd), local=local, python=ctx.python if local else None))
 
 
@@ -276,7 +275,7 @@ def _missing_fix(ctx, item: dict, request: Optional[dict] = None) -> str:
                     return (f"{top} exists in {root}, but the job's sys.path[0] is {request['path0']}: run from the "
                             f"project root with `python -m`, or set PYTHONPATH={root}")
                 return f"{top} is a local module in {root}, but '{mod}' is not in it: check the module's name and files"
-    local = parse_target(ctx.target or "local").is_local
+    local = ctx.target.runs_here
     paired = torch_pairs.missing_fix(top, ctx.python) if local else None
     if paired:
         return paired

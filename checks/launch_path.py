@@ -106,7 +106,7 @@ def _not_rehearsed(r: Rehearsal) -> str:
 def _rehearse(ctx, typed: Optional[str], launcher, launcher_text: Optional[str]) -> Optional[Rehearsal]:
     """Rehearse the line the user types (or, alone, `bash LAUNCHER` on this machine)."""
     line = typed
-    if not line and launcher and launcher_text is not None and ctx.target == "local":
+    if not line and launcher and launcher_text is not None and ctx.target.runs_here:
         line = f"bash {quote(str(ctx.abspath(launcher)))}"
     if not line:
         return None
@@ -117,7 +117,7 @@ def _rehearse(ctx, typed: Optional[str], launcher, launcher_text: Optional[str])
 def _launcher_of_command(ctx) -> Optional[Path]:
     """The shell script the command runs on this machine (`./launch.sh`, `bash -e launch.sh`), if it is one."""
     argv = list(ctx.command or [])
-    if not argv or ctx.target != "local":
+    if not argv or not ctx.target.runs_here:
         return None
     if base(argv[0]) in SHELLS:
         call = read_shell(argv)
@@ -141,7 +141,7 @@ def _launcher_of_command(ctx) -> Optional[Path]:
 
 def _local_cwd(ctx) -> Optional[str]:
     """Where the user's own shell runs the line: here, in --cwd when the job is local."""
-    return str(ctx.cwd) if ctx.target == "local" and ctx.cwd.is_dir() else None
+    return str(ctx.cwd) if ctx.target.runs_here and ctx.cwd.is_dir() else None
 
 
 def _reading(a: Analysis, data: dict, hops: tuple, why: str) -> Iterator[Result]:

@@ -15,7 +15,6 @@ from dfdoctor import STATIC, causes, check, error, fail, ok, skip, warn
 from dfdoctor.launchline.commandline import spec_for
 from dfdoctor.probe import run_probe, unreached
 from dfdoctor.redact import name_looks_secret, value_is_maskable
-from dfdoctor.targets import parse_target
 
 # Below these the log (and checkpoints beside it) will soon stop growing: fail under the first, warn under the
 # second. Per-project values: [tool.dfdoctor.checks."log.writable"] min_free_mb / warn_free_mb / min_free_inodes.
@@ -101,7 +100,7 @@ def _secrets_in_log(ctx, log: Path):
     """A log that holds the value of a secret variable of the job's environment (the job printed HF_TOKEN):
     dfdoctor's reports mask it, the log itself does not, and logs are shared. Said by the variable's name, never
     its value. On this machine only: the values are not sent anywhere to search a target's log."""
-    if not parse_target(ctx.target or "local").is_local:
+    if not ctx.target.runs_here:
         return
     secrets = {k: v for k, v in (ctx.env or {}).items()
                if isinstance(v, str) and name_looks_secret(k) and value_is_maskable(v)}
@@ -196,9 +195,4 @@ def _q(p: Path) -> str:
 def _where(ctx) -> str:
     """Where the probe looked, in words (` in container 200 on root@host (ssh, then pct exec)`), so that this row
     and launch.path's, which may look on another hop, each say where; nothing on this machine."""
-    if ctx.target in (None, "", "local"):
-        return ""
-    try:
-        return f" in {parse_target(ctx.target).describe()}"
-    except ValueError:
-        return f" on {ctx.target}"
+    return "" if ctx.target.runs_here else f" in {ctx.target.describe()}"

@@ -24,7 +24,7 @@ from dfdoctor.registry import check
 from dfdoctor.shell import quote
 from dfdoctor.rehearse import judge
 from dfdoctor.rehearse.runner import rehearse
-from dfdoctor.targets import parse_target, persistence, strategies, transport
+from dfdoctor.targets import persistence, strategies, transport
 
 CHECK_ID = "persistence.session"
 PTY_WORDS = ("create window failed", "fork failed", "No space left on device", "open terminal failed",
@@ -36,8 +36,8 @@ HANDOFFS = {"setsid -f": "nohup-setsid-f", "tmux": "tmux", "screen": "screen"}
 @check(CHECK_ID, title="Which launch survives the session", phases=("pre",), timeout=75)
 def persistence_session(ctx) -> Iterator[Result]:
     """Try the launch strategies the run can use through the real chain; recommend the one that survives."""
-    target = parse_target(ctx.target)
-    if target.is_local:
+    target = ctx.target
+    if target.runs_here:
         yield skip("the target is this machine: `dfdoctor launch` detaches the job itself "
                    "(use --target to probe a remote session)")
         return

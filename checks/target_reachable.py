@@ -11,7 +11,6 @@ from dfdoctor import causes
 from dfdoctor.model import Result, fail, ok, skip
 from dfdoctor.probe import reach_fix, run_on_target
 from dfdoctor.registry import check
-from dfdoctor.targets import parse_target
 
 # Besides the ping and the interpreter: facts that tell targets apart when many are checked at once (one's
 # kernel, one's driver, one's /dev/shm), each cheap and read the same way in busybox.
@@ -37,9 +36,9 @@ def answer(stdout: str) -> tuple[str, dict[str, str]]:
 @check("target.reachable", title="The target answers", phases=("pre", "post"), timeout=20)
 def target_reachable(ctx) -> Iterator[Result]:
     """Run one tiny command on the target: a dead host or a missing interpreter is said in the tool's own words."""
-    target = parse_target(ctx.target)
-    node = ctx.env.get("SLURMD_NODENAME") if target.is_local else None
-    if target.is_local and not node:
+    target = ctx.target
+    node = ctx.env.get("SLURMD_NODENAME") if target.runs_here else None
+    if target.runs_here and not node:
         yield skip("the target is this machine")
         return
     where = f"Slurm node {node}" if node else target.describe()

@@ -13,7 +13,6 @@ from typing import Iterator, Optional
 
 from dfdoctor import Result, check, ok, skip, warn
 from dfdoctor.launchline.commandline import spec_for
-from dfdoctor.targets import parse_target
 
 RECORD_MODULE = "torch.distributed.elastic.multiprocessing.errors"
 FIX = ("Decorate the entry point: `from torch.distributed.elastic.multiprocessing.errors import record`, then "
@@ -32,7 +31,7 @@ def torchrun_record(ctx) -> Iterator[Result]:
     if spec.runner not in ("torchrun", "accelerate"):
         yield skip("the launch does not go through torchrun or accelerate")
         return
-    if not parse_target(ctx.target or "local").is_local:
+    if not ctx.target.runs_here:
         yield skip("the entry script lives on the target; it was not read from here")
         return
     if spec.script is None:

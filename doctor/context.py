@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from dfdoctor.targets.target import Target
+
 
 @dataclass
 class Context:
@@ -14,7 +16,9 @@ class Context:
 
     `command` is the job's argv (may be empty for a bare `dfdoctor check`). `python` is the training
     interpreter: every check that imports torch or user code runs there, in a subprocess, never in
-    dfdoctor's own process. `run` is filled in the post phase: the run folder, pid and record.
+    dfdoctor's own process. `run` is filled in the post phase: the run folder, pid and record. `target` is
+    the parsed `--target`, parsed once where the context is built (`engine.build_context`): whether the job runs
+    here is `ctx.target.runs_here`, its spelling for a report `str(ctx.target)`.
     """
 
     command: list[str] = field(default_factory=list)
@@ -27,7 +31,7 @@ class Context:
     shell_command: Optional[str] = None
     launcher: Optional[Path] = None
     require_gpu: bool = False
-    target: str = "local"
+    target: Target = field(default_factory=Target)
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     phase: str = "pre"
     timeout: Optional[float] = None
@@ -38,6 +42,10 @@ class Context:
     launching: bool = False  # `dfdoctor launch` will start the job itself (with `strategy` on a target)
     strategy: str = "auto"  # launch --strategy: how the recorder is detached on a target
     only: tuple[str, ...] = ()  # the checks asked for by name (--only, or the config's `only`)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.target, Target):  # a spec string here would be compared as text again
+            raise TypeError(f"Context.target is a Target (targets.parse_target), not {type(self.target).__name__}")
 
     def option(self, check_id: str, name: str, default: Any = None) -> Any:
         """A per-check setting from `[tool.dfdoctor.checks."<id>"]` in the config."""

@@ -28,7 +28,7 @@ from dfdoctor.render.text import color_wanted, verdict_line, visible
 from dfdoctor.render.undecodable import shown_all
 from dfdoctor.runner import run_checks
 from dfdoctor.safefile import guard_outputs, open_summary, regular_file_problem, write_atomically
-from dfdoctor.targets import parse_target, shown_spec, transport
+from dfdoctor.targets import Target, parse_target, shown_spec, transport
 
 
 def now_iso() -> str:
@@ -77,16 +77,12 @@ def _named_python(command: list[str]) -> Optional[str]:
 
 def build_context(opts: dict[str, Any], command: list[str]) -> tuple[Context, Config]:
     """Turn CLI options and config into a Context; bad input raises UsageError (exit 2)."""
-    typed = _typed_line(opts, command)
+    given = target_option(opts.get("target"))
+    typed = _typed_line(opts, command, given)
     if typed is not None:
         command = typed.command
-    target = opts.get("target") or "local"
-    remote = target != "local"
-    if remote:
-        try:
-            parse_target(target)
-        except ValueError as exc:
-            raise UsageError(f"--target {shown_spec(target)}: {exc}") from None
+    target = typed.target if typed is not None and given.runs_here else given
+    remote = not target.runs_here
     # On a remote target --cwd, --python and the log are paths THERE: nothing about them is checked here.
     cwd_note = ""
     if remote and not opts.get("cwd"):
@@ -141,6 +137,15 @@ def build_context(opts: dict[str, Any], command: list[str]) -> tuple[Context, Co
     return ctx, cfg
 
 
+def target_option(spec: Optional[str]) -> Target:
+    """`--target SPEC` parsed (none: this machine): the one Target a command's context carries. A malformed spec
+    is bad usage: one line, exit 2."""
+    try:
+        return parse_target(spec)
+    except ValueError as exc:
+        raise UsageError(f"--target {shown_spec(spec or '')}: {exc}") from None
+
+
 def env_before_sbatch(command: list[str]) -> Optional[tuple[list[str], dict[str, str]]]:
     """`env [VAR=V...] sbatch ...` (or `VAR=V sbatch ...`): the sbatch command and the variables it is given, read
     through the wrapper table (launchline/wrappers.py); None for anything else (an `env -i`, `-u`, `-C`: not a
@@ -160,22 +165,24 @@ def env_before_sbatch(command: list[str]) -> Optional[tuple[list[str], dict[str,
     return rest, {**assigned, **through.env}
 
 
-def _typed_line(opts: dict[str, Any], command: list[str]):
+def _typed_line(opts: dict[str, Any], command: list[str], given: Target):
     """A launch line given after `--` (ssh, pct exec, docker exec, nohup, tmux, sh -c ...): its hops give the
-    target, its innermost Python command is the job, its redirect the log and its `cd` the cwd, unless the
-    options say otherwise. `check` rehearses the line itself too; `launch` replaces it (opts["launching"])."""
+    target (unless `given`, the --target, is another machine), its innermost Python command is the job, its
+    redirect the log and its `cd` the cwd, unless the options say otherwise. `check` rehearses the line itself
+    too; `launch` replaces it (opts["launching"])."""
     from dfdoctor.launchline import typed as typed_lines  # start-up: see default_python
     if opts.get("shell_command") or not typed_lines.is_launch_line(command):
         return None
-    t = typed_lines.read(command)
+    try:
+        t = typed_lines.read(command)
+    except ValueError as exc:  # its hops name a target that is no target (`ssh -p 0 h ...`)
+        raise UsageError(f"the launch line's target: {exc}") from None
     if t is None:
         return None
-    if opts.get("launching") and t.target == "local":
+    if opts.get("launching") and t.target.runs_here:
         # a line that stays on this machine (`sh -c`, `nohup`, a pipe, `exec > log`) is launched as typed: the
         # recorder watches it and what it hands off, so its own plumbing is judged as it really runs
         return None
-    if (opts.get("target") or "local") == "local":
-        opts["target"] = t.target
     if not opts.get("log") and t.log:
         opts["log"] = t.log
     if not opts.get("cwd") and t.cwd:
@@ -185,7 +192,7 @@ def _typed_line(opts: dict[str, Any], command: list[str]):
     return t
 
 
-def remote_cwd(command: list[str], target: str) -> tuple[Path, str]:
+def remote_cwd(command: list[str], target: Target) -> tuple[Path, str]:
     """The job's folder on a target when no --cwd is given: never this machine's. The folder of an absolute
     script path, else where a session there starts (the target user's home); and which, in words."""
     script = next((w for w in command[1:] if w.endswith(".py") and w.startswith("/")), None)
@@ -198,7 +205,7 @@ def remote_cwd(command: list[str], target: str) -> tuple[Path, str]:
 def users_files(ctx: Context) -> list[tuple[str, Path]]:
     """The files the user named for the launch itself (--log, --launcher, --requirements, every word of the
     command that names a file here: the script, the interpreter, a config): an --output must never be one."""
-    if ctx.target != "local":
+    if not ctx.target.runs_here:
         return []  # paths there; an --output is a path here
     files = [("--log", ctx.log)] if ctx.log else []
     files += [("--launcher", ctx.launcher)] if ctx.launcher else []
@@ -225,10 +232,10 @@ def guard(pairs: list[tuple[str, Optional[str]]], ctx: Optional[Context] = None,
 @contextlib.contextmanager
 def target_connection(ctx: Context) -> Iterator[None]:
     """Share one ssh connection among every check of this run (the checks' forked workers inherit it)."""
-    if ctx.target == "local":
+    if ctx.target.runs_here:
         yield
         return
-    with transport.connected(parse_target(ctx.target)):
+    with transport.connected(ctx.target):
         yield  # a connection that fails is reported by target.reachable and each probe, in ssh's words
 
 
@@ -372,7 +379,8 @@ def environment_facts(ctx: Optional[Context], records: list[CheckRecord]) -> dic
     if os.environ.get("SLURMD_NODENAME"):  # a Slurm node's name need not be its host's (several on one host)
         env["slurm_node"] = os.environ["SLURMD_NODENAME"]
     if ctx is not None:
-        env.update({"training_python": ctx.python, "cwd": ctx.cwd_note or str(ctx.cwd), "target": ctx.target})
+        env.update({"training_python": ctx.python, "cwd": ctx.cwd_note or str(ctx.cwd),
+                    "target": str(ctx.target)})
     for r in records:
         extra = r.data.get("environment")
         if isinstance(extra, dict):

@@ -136,7 +136,7 @@ def run_targets(contexts: list[Context], checks: list[Check], broken: list[Check
                 limit = deadline_for(checks, ctx, lanes)
                 pid = _fork_one(ctx, checks, broken, cfg, tmp / f"{i}.json", tmp / f"{i}.err", lanes)
                 now = time.monotonic()
-                running[pid] = _Child(ctx.target, i, pid, now, now + limit)
+                running[pid] = _Child(str(ctx.target), i, pid, now, now + limit)
             _show(line, len(contexts), len(results), running, force=(len(results), len(running)) != counts)
             counts = (len(results), len(running))  # a target started or ended: drawn at once
             time.sleep(0.02)
@@ -316,7 +316,7 @@ def check_many(opts: dict, command: list[str], specs: list[str], started: str,
     checks, broken = choose_checks(opts, cfg, "pre")
     level = fail_on(opts, cfg)
     rows, records = run_targets(contexts, checks, broken, cfg, level, opts.get("parallel") or DEFAULT_PARALLEL)
-    report = Report(tool_version=version, target=", ".join(specs), command=command, started_at=started,
+    report = Report(tool_version=version, target=", ".join(str(c.target) for c in contexts), command=command, started_at=started,
                     finished_at=now_iso(), verdict=verdict_over_rows(rows), checks=records, timeline=[],
                     environment=environment_facts(None, []), mode="check", targets=rows)
     return report, level, contexts[0].env

@@ -23,7 +23,7 @@ from dfdoctor.agent import ship
 from dfdoctor.command import ProbeOutcome, run_command
 from dfdoctor.errors import CheckCannotRun
 from dfdoctor.model import Result, error
-from dfdoctor.targets import Target, parse_target, remote_probe, transport
+from dfdoctor.targets import Target, remote_probe, transport
 
 PROBES_DIR = Path(_probes_pkg.__file__).resolve().parent
 
@@ -35,7 +35,7 @@ def unreached(ctx, out: ProbeOutcome) -> Optional[Result]:
     check alone still says what is wrong; `target.reachable` gives the same words as a `fail` with its fix.
     """
     err = out.extra.get("transport_error")
-    return cannot_reach(parse_target(getattr(ctx, "target", "local") or "local"), err) if err else None
+    return cannot_reach(ctx.target, err) if err else None
 
 
 def cannot_reach(target: Target, words: str) -> Result:
@@ -62,8 +62,8 @@ def run_probe(ctx, script: str | os.PathLike, args: Sequence[str] = (), *, timeo
     path = Path(script)
     if not path.is_absolute() and not path.exists():
         path = PROBES_DIR / path
-    target = parse_target(getattr(ctx, "target", "local") or "local")
-    if target.is_local:
+    target = ctx.target
+    if target.runs_here:
         outcome = _run_probe_here(ctx, path, args, timeout=timeout, env=env, cwd=cwd, request=request)
     else:
         outcome = _run_probe_on(target, ctx, path, args, timeout=timeout or ctx.timeout or 60.0, env=env, cwd=cwd,
@@ -175,7 +175,7 @@ def _run_probe_on(target: Target, ctx, path: Path, args: Sequence[str], *, timeo
 def run_on_target(ctx, argv: Sequence[str], *, timeout: float, tty: bool = False,
                   stdin_data: Optional[bytes] = None) -> ProbeOutcome:
     """Run argv where the job runs (`ctx.target`), every word intact; ssh's own words on a failed connection."""
-    target = parse_target(getattr(ctx, "target", "local") or "local")
+    target = ctx.target
     outcome = run_command(transport.wrap(target, argv, tty=tty), timeout=timeout, stdin_data=stdin_data,
                           stack_signal=target.kind_class.stack_signal())
     err = transport.transport_error(target, outcome.returncode, outcome.stderr)

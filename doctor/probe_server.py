@@ -65,8 +65,7 @@ _early: Optional[tuple[subprocess.Popen, str, str, dict[str, str], str]] = None
 
 def _wanted_here(ctx) -> bool:
     """Whether a server can serve this context's probes at all (local, not switched off)."""
-    return ((getattr(ctx, "target", "local") or "local") == "local"
-            and os.environ.get("DFDOCTOR_PROBE_SERVER") != "0")  # the escape hatch: every probe fresh
+    return ctx.target.runs_here and os.environ.get("DFDOCTOR_PROBE_SERVER") != "0"  # the escape hatch: every probe fresh
 
 
 def _spawn(ctx) -> tuple[Optional[subprocess.Popen], str, str, dict[str, str]]:

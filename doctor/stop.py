@@ -65,9 +65,9 @@ def stop_run(cwd: Path, ref: Optional[str], grace_s: float = GRACE_S) -> Stopped
             return Stopped(run.id, "in Slurm", error="sbatch refused this job: nothing was submitted")
         return _slurm(run.id, str(slurm_job), grace_s, run_dir)
     if run.is_remote and not run.spec.get("remote_dir"):
-        return Stopped(run.id, f"on {run.spec['target']}", error="its recorder never started there: no job to stop")
+        return Stopped(run.id, f"on {run.target}", error="its recorder never started there: no job to stop")
     if run.is_remote:
-        target = run.spec["target"]
+        target = run.target
         with target_connection(Context(target=target)):
             answer = remote_run.stop(target, run.spec["remote_dir"], python=run.spec.get("remote_python") or
                                      "python3", grace_s=grace_s)

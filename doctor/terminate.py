@@ -14,6 +14,7 @@ from typing import Any, Iterator, Optional
 from dfdoctor.run import record
 from dfdoctor.run.folder import list_runs
 from dfdoctor.run.record import RunRecord
+from dfdoctor.targets import Target
 
 EXIT = 128 + signal.SIGTERM
 
@@ -51,7 +52,7 @@ def sigterm_as_interrupt() -> Iterator[Seen]:
         signal.signal(signal.SIGTERM, old)
 
 
-def still_running_line(run: dict[str, Any], target: str, finished: bool) -> str:
+def still_running_line(run: dict[str, Any], target: Target, finished: bool) -> str:
     """What dfdoctor says after the verdict when SIGTERM ended its watch: the job's run id, and whether it runs on
     (how to look again and how to stop it) or had already ended."""
     run_id, pid = run.get("id"), run.get("pid")
@@ -60,7 +61,7 @@ def still_running_line(run: dict[str, Any], target: str, finished: bool) -> str:
     look = f"`dfdoctor status {run_id}` looks again"
     if finished:
         return f"dfdoctor: terminated (SIGTERM) while watching run {run_id}; the job had ended. {look}."
-    where = "" if target == "local" else f" on {target}"
+    where = "" if target.runs_here else f" on {target}"
     if not pid:
         return f"dfdoctor: terminated (SIGTERM) just after starting run {run_id}{where}: {look}."
     return (f"dfdoctor: terminated (SIGTERM) while watching; the job was started and still runs{where} (run "

@@ -11,13 +11,14 @@ from dfdoctor.checks.cuda_init import cuda_init
 from dfdoctor.checks.cuda_nccl import cuda_nccl
 from dfdoctor import Status, causes
 from dfdoctor.context import Context
+from dfdoctor.targets import parse_target
 from infra.fixtures import Infra, infra, ssh_config_env  # noqa: F401
 
 pytestmark = pytest.mark.slow
 
 
 def test_cuda_init_runs_in_the_container(ssh_config_env: Infra) -> None:
-    ctx = Context(python="python3", target=ssh_config_env.pct_target, timeout=30, require_gpu=True)
+    ctx = Context(python="python3", target=parse_target(ssh_config_env.pct_target), timeout=30, require_gpu=True)
     (r,) = list(cuda_init.run(ctx))
     assert r.status is Status.FAIL and r.cause == causes.CUDA_UNAVAILABLE, r
     # this machine's venv has a (CPU) torch; the container's python3 has none, so the answer came from there
@@ -27,6 +28,6 @@ def test_cuda_init_runs_in_the_container(ssh_config_env: Infra) -> None:
 
 
 def test_cuda_nccl_lists_the_containers_gpus(ssh_config_env: Infra) -> None:
-    ctx = Context(python="python3", target=ssh_config_env.pct_target, timeout=30)
+    ctx = Context(python="python3", target=parse_target(ssh_config_env.pct_target), timeout=30)
     (r,) = list(cuda_nccl.run(ctx))
     assert r.status is Status.SKIP and "0 GPUs visible" in r.summary, r

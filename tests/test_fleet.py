@@ -24,6 +24,7 @@ from dfdoctor.model import CheckRecord, Report, Status, TargetRow, Verdict, fail
 from dfdoctor.registry import check
 from dfdoctor.render import render
 from dfdoctor.rows import differences, verdict_over_rows
+from dfdoctor.targets import parse_target
 from infra.fixtures import Infra, docker_infra, infra  # noqa: F401
 
 UNREACHABLE = "ssh://root@127.0.0.1:1"
@@ -125,19 +126,19 @@ def test_one_target_keeps_the_plain_report(tmp_path):
 # --- running side by side: the kill path --------------------------------------------------------------------
 @check("fleettest.sleepy", title="sleeps on one target", timeout=60)
 def _sleepy(ctx):
-    if ctx.target == "lxc://slow":
+    if str(ctx.target) == "lxc://slow":
         time.sleep(60)
     yield ok("fine")
 
 
 @check("fleettest.fails", title="fails on one target", timeout=10)
 def _fails(ctx):
-    yield fail("broken here", causes.IMPORT_ERROR) if ctx.target == "lxc://bad" else ok("fine")
+    yield fail("broken here", causes.IMPORT_ERROR) if str(ctx.target) == "lxc://bad" else ok("fine")
 
 
 def test_a_target_that_overruns_its_deadline_is_its_own_row_and_leaves_nothing(monkeypatch):
     monkeypatch.setattr(fleet, "deadline_for", lambda checks, ctx, lanes=None: 3.0)
-    contexts = [Context(target=t, command=["python3", "t.py"]) for t in ("lxc://ok", "lxc://slow", "lxc://bad")]
+    contexts = [Context(target=parse_target(t), command=["python3", "t.py"]) for t in ("lxc://ok", "lxc://slow", "lxc://bad")]
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     started = time.monotonic()
     rows, records = fleet.run_targets(contexts, [_sleepy, _fails], [], Config(), "error", parallel=3)
@@ -164,7 +165,7 @@ def test_parallel_bound_holds(monkeypatch):
         return real(*a, **kw)
 
     monkeypatch.setattr(fleet, "_fork_one", counting)
-    contexts = [Context(target=f"lxc://t{i}", command=["python3", "t.py"]) for i in range(5)]
+    contexts = [Context(target=parse_target(f"lxc://t{i}"), command=["python3", "t.py"]) for i in range(5)]
     rows, _ = fleet.run_targets(contexts, [_fails], [], Config(), "error", parallel=2)
     assert len(rows) == 5 and max(seen) <= 1  # at most one other running when a second starts
 
@@ -197,7 +198,7 @@ def test_lanes_bound_how_many_checks_one_target_runs_at_once(monkeypatch, tmp_pa
     log = tmp_path / "lanes.log"
     monkeypatch.setenv("DFD_LANES_LOG", str(log))
     monkeypatch.setattr(fleet, "lanes_per_target", lambda targets, parallel, cores=None: lanes)
-    contexts = [Context(target=t, command=["python3", "t.py"]) for t in ("lxc://a", "lxc://b")]
+    contexts = [Context(target=parse_target(t), command=["python3", "t.py"]) for t in ("lxc://a", "lxc://b")]
     rows, records = fleet.run_targets(contexts, LANE_CHECKS, [], Config(), "error", parallel=2)
     assert [r.verdict.state for r in rows] == ["ok", "ok"] and len(records) == 6
     assert [r.id for r in records if r.target == "lxc://a"] == [c.id for c in LANE_CHECKS]  # in check order
@@ -217,7 +218,7 @@ def test_a_target_unreachable_in_one_lane_is_reported_as_a_single_run_reports_it
     log = tmp_path / "lanes.log"
     monkeypatch.setenv("DFD_LANES_LOG", str(log))
     monkeypatch.setattr(fleet, "lanes_per_target", lambda targets, parallel, cores=None: 1)
-    ctx = Context(target=UNREACHABLE, command=["python3", "t.py"])
+    ctx = Context(target=parse_target(UNREACHABLE), command=["python3", "t.py"])
     rows, records = fleet.run_targets([ctx], [target_reachable, *LANE_CHECKS], [], Config(), "error", parallel=1)
     assert rows[0].verdict.cause == causes.TARGET_UNREACHABLE
     assert [(r.id, r.status) for r in records][0] == ("target.reachable", Status.FAIL)

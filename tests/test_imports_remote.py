@@ -12,6 +12,7 @@ from dfdoctor.checks.deps_requirements import deps_requirements
 from dfdoctor.checks.imports_smoke import imports_smoke
 from dfdoctor import Status, causes
 from dfdoctor.context import Context
+from dfdoctor.targets import parse_target
 from infra.fixtures import Infra, infra, ssh_config_env  # noqa: F401
 
 SAMPLES = Path(__file__).resolve().parent / "samples"
@@ -44,7 +45,7 @@ def remote_project(ssh_config_env: Infra):
 def test_missing_module_found_in_the_container(ssh_config_env, remote_project) -> None:
     proj = remote_project("missing_module")
     assert not proj.exists()  # only the container has it
-    ctx = Context(command=["python3", "train.py"], cwd=proj, python="python3", target=ssh_config_env.pct_target,
+    ctx = Context(command=["python3", "train.py"], cwd=proj, python="python3", target=parse_target(ssh_config_env.pct_target),
                   timeout=30)
     r = worst(imports_smoke.run(ctx))
     assert (r.status, r.cause) == (Status.FAIL, causes.MISSING_MODULE), r
@@ -53,7 +54,7 @@ def test_missing_module_found_in_the_container(ssh_config_env, remote_project) -
 
 def test_script_missing_in_the_container_is_command_not_found(ssh_config_env, remote_project) -> None:
     proj = remote_project("missing_module")
-    ctx = Context(command=["python3", "trian.py"], cwd=proj, python="python3", target=ssh_config_env.pct_target,
+    ctx = Context(command=["python3", "trian.py"], cwd=proj, python="python3", target=parse_target(ssh_config_env.pct_target),
                   timeout=30)
     r = worst(imports_smoke.run(ctx))
     assert (r.status, r.cause) == (Status.FAIL, causes.COMMAND_NOT_FOUND)
@@ -62,7 +63,7 @@ def test_script_missing_in_the_container_is_command_not_found(ssh_config_env, re
 
 def test_deps_scan_runs_in_the_containers_python(ssh_config_env, tmp_path) -> None:
     (tmp_path / "requirements.txt").write_text("dflash-kernels-not-installed>=1\n")
-    ctx = Context(command=["python3", "train.py"], cwd=tmp_path, python="python3", target=ssh_config_env.pct_target,
+    ctx = Context(command=["python3", "train.py"], cwd=tmp_path, python="python3", target=parse_target(ssh_config_env.pct_target),
                   timeout=30)
     results = deps_requirements.run(ctx)
     r = worst(results)

@@ -86,7 +86,7 @@ def test_check_reports_matrix_recommends_and_remembers(ssh_config_env, tmp_path,
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     from dfdoctor.checks.persistence import persistence_session
     cfg = {"checks": {"persistence.session": {"strategies": ["nohup-setsid-f-wait", "amp", "nohup-bare"]}}}
-    ctx = Context(target=infra.pct_target, python="python3", command=["python3", "-u", "train.py"],
+    ctx = Context(target=parse_target(infra.pct_target), python="python3", command=["python3", "-u", "train.py"],
                   log=Path("/workspace/train.log"), config=cfg)
     results = persistence_session.run(ctx)
     by = {r.status: r for r in results}
@@ -142,7 +142,7 @@ def test_nothing_survives_is_a_failure_with_the_cause(ssh_config_env, tmp_path, 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     from dfdoctor.checks.persistence import persistence_session
     cfg = {"checks": {"persistence.session": {"strategies": ["nohup-setsid-f", "amp"]}}}
-    results = persistence_session.run(Context(target="ssh://dfdoctor-killall", python="python3", config=cfg))
+    results = persistence_session.run(Context(target=parse_target("ssh://dfdoctor-killall"), python="python3", config=cfg))
     f = [r for r in results if r.status == Status.FAIL]
     assert f and f[0].cause == causes.KILLED_ON_SESSION_EXIT and "kills everything" in f[0].summary
 
@@ -152,7 +152,7 @@ def test_pty_exhaustion_is_named(ssh_config_env, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     from dfdoctor.checks.persistence import persistence_session
     cfg = {"checks": {"persistence.session": {"strategies": ["tmux", "nohup-setsid-f"]}}}
-    ctx = Context(target=f"pct://root@127.0.0.1:{infra.port}/{infra.vmid_pty1}", python="python3", config=cfg)
+    ctx = Context(target=parse_target(f"pct://root@127.0.0.1:{infra.port}/{infra.vmid_pty1}"), python="python3", config=cfg)
     results = persistence_session.run(ctx)
     pty = [r for r in results if r.cause == causes.PTY_EXHAUSTED]
     assert pty and "create window failed" in pty[0].summary
@@ -216,7 +216,7 @@ def test_same_answer_twice_on_a_loaded_machine(ssh_config_env, tmp_path, monkeyp
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     from dfdoctor.checks.persistence import persistence_session
     cfg = {"checks": {"persistence.session": {"strategies": ["nohup-setsid-f", "nohup-setsid-f-wait", "nohup", "amp"]}}}
-    ctx = Context(target=infra.pct_target, python="python3", command=["python3", "-u", "/w/train.py"],
+    ctx = Context(target=parse_target(infra.pct_target), python="python3", command=["python3", "-u", "/w/train.py"],
                   shell_command="ssh root@127.0.0.1 'pct exec 200 -- python3 /w/train.py'", config=cfg)
     seen = []
     for _ in range(2):
@@ -234,7 +234,7 @@ def test_recommended_line_is_given_once_its_rehearsal_worked(ssh_config_env, tmp
     from dfdoctor.checks.persistence import persistence_session
     cfg = {"checks": {"persistence.session": {"strategies": ["nohup-setsid-f-wait", "amp"]}}}
     # `python` where the container only has python3: the line uses python3, the script's folder, an absolute log
-    ctx = Context(target=infra.pct_target, python="python", command=["python", f"{inside}/train.py", "--lr", "3e-4"],
+    ctx = Context(target=parse_target(infra.pct_target), python="python", command=["python", f"{inside}/train.py", "--lr", "3e-4"],
                   config=cfg)
     ok = [r for r in persistence_session.run(ctx) if r.status == Status.OK][0]
     assert ok.fix == ok.data["recommended"] == (
@@ -255,7 +255,7 @@ def test_check_without_a_line_of_the_users_asks_nothing(ssh_config_env, tmp_path
     from dfdoctor.checks.persistence import persistence_session
     before = _no_experiment_dirs(infra)
     began = time.monotonic()
-    results = persistence_session.run(Context(target=infra.pct_target, python="python3",
+    results = persistence_session.run(Context(target=parse_target(infra.pct_target), python="python3",
                                               command=["python3", "-u", "/w/train.py"]))
     assert [r.status for r in results] == [Status.SKIP], results
     assert "no launch line of yours to judge" in results[0].summary and "--only persistence.session" in results[0].summary
@@ -269,7 +269,7 @@ def test_launch_observes_its_own_start_once_and_reuses_it(ssh_config_env, tmp_pa
     infra = ssh_config_env
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     from dfdoctor.checks.persistence import persistence_session
-    ctx = Context(target=infra.pct_target, python="python3", command=["python3", "-u", "/w/train.py"],
+    ctx = Context(target=parse_target(infra.pct_target), python="python3", command=["python3", "-u", "/w/train.py"],
                   launching=True, strategy="auto")
     first = persistence_session.run(ctx)
     assert [r.status for r in first] == [Status.OK], first
@@ -288,7 +288,7 @@ def test_launch_observes_its_own_start_once_and_reuses_it(ssh_config_env, tmp_pa
     third = persistence_session.run(ctx)
     assert third[0].status == Status.OK and third[0].data["cached"] is False
     # --strategy names the one way asked
-    asked = persistence_session.run(Context(target=infra.pct_target, python="python3", launching=True,
+    asked = persistence_session.run(Context(target=parse_target(infra.pct_target), python="python3", launching=True,
                                             strategy="nohup-setsid-f-wait"))
     assert [r["strategy"] for r in asked[0].data["matrix"]] == ["nohup-setsid-f-wait"]
 
@@ -298,12 +298,12 @@ def test_a_users_line_is_tried_only_the_way_it_starts_its_job(ssh_config_env, tm
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     from dfdoctor.checks.persistence import persistence_session
     line = "ssh -tt root@127.0.0.1 'pct exec 200 -- nohup python3 /w/train.py > /w/train.log 2>&1 &'"
-    results = persistence_session.run(Context(target=infra.pct_target, python="python3", shell_command=line,
+    results = persistence_session.run(Context(target=parse_target(infra.pct_target), python="python3", shell_command=line,
                                               command=["python3", "/w/train.py"]))
     rows = [(r["strategy"], r["tty"]) for res in results for r in res.data["matrix"]]
     assert set(rows) == {("nohup", "yes")} and len(rows) == len(results), results
     assert all(not r.fix or "launch.path" in r.fix for r in results)  # launch.path's fix is the report's one
     # a line that runs its job in the foreground detaches nothing: nothing to try, said as a skip
-    fg = persistence_session.run(Context(target=infra.pct_target, python="python3", command=["python3", "/w/t.py"],
+    fg = persistence_session.run(Context(target=parse_target(infra.pct_target), python="python3", command=["python3", "/w/t.py"],
                                          shell_command="ssh root@127.0.0.1 'pct exec 200 -- python3 /w/t.py'"))
     assert [r.status for r in fg] == [Status.SKIP] and "foreground" in fg[0].summary

@@ -44,6 +44,7 @@ def test_fetch_script_reads_liveness_fds_and_stacks(tmp_path, monkeypatch):
     from dfdoctor.agent.procfs import proc_start_time
     from dfdoctor.launch.remote import live_facts
     from dfdoctor.launch.remote_run import fetch
+    from dfdoctor.targets import Target
 
     from dfdoctor.agent.names import RUN_ENV
 
@@ -64,14 +65,14 @@ def test_fetch_script_reads_liveness_fds_and_stacks(tmp_path, monkeypatch):
                   {"event": "spawned", "pid": job.pid, "start_ticks": proc_start_time(job.pid)}]
         (run_dir / "record.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
         monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
-        answer = fetch("local", str(run_dir), python=sys.executable, live=True)
+        answer = fetch(Target(), str(run_dir), python=sys.executable, live=True)
         assert answer["recorder_alive"] and answer["job_alive"], answer
         live = live_facts(answer["live"], 3.0)
         assert live.pid == job.pid and (job.pid, 1, str(elsewhere)) in live.stdout_targets
         assert live.stacks and live.stacks[0].tool == "py-spy" and "sleep" in live.stacks[0].text
         job.kill()
         job.wait()
-        answer = fetch("local", str(run_dir), python=sys.executable, live=True)
+        answer = fetch(Target(), str(run_dir), python=sys.executable, live=True)
         assert not answer["job_alive"] and "live" not in answer and "stderr.log" in answer["files"]
     finally:
         for p in (job, recorder):

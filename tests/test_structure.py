@@ -1,7 +1,9 @@
-"""The shape of the package: no import cycle among dfdoctor's modules, and each one imports on its own."""
+"""The shape of the package: no import cycle among dfdoctor's modules, each one imports on its own, and whether
+the target is this machine is asked of the parsed Target, never of the spec's spelling."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 
@@ -109,3 +111,44 @@ def test_verdict_state_is_an_enum_and_json_keeps_the_word():
     import pytest
     with pytest.raises(ValueError):
         Verdict("half-done")
+
+
+# The one place the word `local` of a --target is read: the parser itself.
+PARSES_THE_SPEC = ("dfdoctor.targets", "parse_target")
+
+
+def _compares_with_local(tree: ast.AST, skip: str = "") -> list[int]:
+    """The lines of `tree` that compare something with the text "local" (`==`, `!=`, `in`, `not in`, a tuple,
+    list or set that holds it, nested too), outside the function named `skip`."""
+    skipped = {id(n) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name == skip
+               for n in ast.walk(f)}
+    lines = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare) or id(node) in skipped:
+            continue
+        for side in (node.left, *node.comparators):
+            words = ast.walk(side) if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side]
+            if any(isinstance(w, ast.Constant) and w.value == "local" for w in words):
+                lines.append(node.lineno)
+    return lines
+
+
+def test_the_finder_of_compares_with_local_finds_them():
+    src = ("a = ctx.target == 'local'\nb = spec not in (None, '', 'local')\nc = 'local' != t\n"
+           "d = {'target': 'local'}\ne = x.get('target') or 'local'\nf = given in ((), ('local',))\n"
+           "def parse_target(s):\n    return s == 'local'\n")
+    assert _compares_with_local(ast.parse(src)) == [1, 2, 3, 6, 8]
+    assert _compares_with_local(ast.parse(src), skip="parse_target") == [1, 2, 3, 6]
+
+
+def test_whether_the_target_is_this_machine_is_asked_of_the_target():
+    """`Context.target` is a parsed Target (issue #34): "is the job here?" is `target.runs_here`, one property with
+    one meaning. A spec compared with "local" as text (20 places in 9 files before) misses `--target ' local'`
+    and answers nothing about a kind that also runs here; only `parse_target` reads the word."""
+    found = []
+    for name, path in import_graph.module_files().items():
+        skip = PARSES_THE_SPEC[1] if name == PARSES_THE_SPEC[0] else ""
+        found += [f"{path.relative_to(import_graph.REPO)}:{line}"
+                  for line in _compares_with_local(ast.parse(path.read_text(encoding="utf-8")), skip)]
+    assert found == []
+    assert _compares_with_local(ast.parse(import_graph.module_files()[PARSES_THE_SPEC[0]].read_text()))  # it is there

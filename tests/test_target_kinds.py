@@ -78,17 +78,17 @@ def test_not_hops():
     # podman exec is read like docker's by the launch-path explanation, but reaches no --target
     assert container_split(["podman", "exec", "c", "x"]) == ("c", 3, "docker")
     assert container_split(["lxc-attach", "-n", "box", "--", "x"]) == ("box", 4, "lxc")
-    assert target_of([("docker", ["podman", "exec", "c"])]) == "local"
+    assert target_of([("docker", ["podman", "exec", "c"])]).runs_here
 
 
 def test_the_chain_of_hops_names_the_target_each_kind_reaches():
     a = analyse("ssh -p 2222 root@pve 'pct exec 200 -- python3 t.py > t.log'")
     assert [k for k, _ in a.job.frame.chain] == ["ssh", "pct"]
-    assert target_of(a.job.frame.chain) == "pct://root@pve:2222/200"
+    assert str(target_of(a.job.frame.chain)) == "pct://root@pve:2222/200"
     a = analyse("docker exec -i trainer python3 t.py")
-    assert target_of(a.job.frame.chain) == "docker://trainer"
+    assert str(target_of(a.job.frame.chain)) == "docker://trainer"
     a = analyse("lxc-attach -n box -- python3 t.py")
-    assert target_of(a.job.frame.chain) == "lxc://box"
+    assert str(target_of(a.job.frame.chain)) == "lxc://box"
 
 
 def test_transport_asks_the_kind():
@@ -146,7 +146,8 @@ def test_the_k8s_class_on_paper_works_on_examples():
     assert k8s.is_hop(hop) and not k8s.is_hop(["kubectl", "get", "pods"])
     assert k8s.hop_split(hop) == ("trainer-0", 9)
     assert k8s.hop_split(["kubectl", "exec", "trainer-0", "python3"]) == ("trainer-0", 3)
-    assert k8s.hop_target("local", hop[:9]) == "k8s://ml/trainer-0/main"
+    assert k8s.hop_target(Target(), hop[:9]) == "k8s://ml/trainer-0/main"
+    assert k8s.hop_target(parse_target("ssh://h"), hop[:9]) is None  # kubectl on another machine: no spec
     assert k8s.session_hop(hop[:9])[:3] == ["kubectl", "exec", "-i"] and "-it" not in k8s.session_hop(hop[:9])
     assert type(k8s).ship is TargetKind.ship  # shipping is the base class's: stdin through `kubectl exec -i`
 
@@ -154,8 +155,8 @@ def test_the_k8s_class_on_paper_works_on_examples():
 def test_a_typed_launch_line_names_its_target_through_the_kinds():
     from dfdoctor.launchline.typed import is_launch_line, read
     typed = read(["ssh", "-p", "2222", "root@pve", "pct exec 200 -- nohup python3 /w/t.py > /w/t.log 2>&1 &"])
-    assert (typed.target, typed.command, typed.log) == ("pct://root@pve:2222/200", ["python3", "/w/t.py"], "/w/t.log")
-    assert read(["docker", "exec", "-d", "trainer", "python3", "t.py"]).target == "docker://trainer"
+    assert (str(typed.target), typed.command, typed.log) == ("pct://root@pve:2222/200", ["python3", "/w/t.py"], "/w/t.log")
+    assert str(read(["docker", "exec", "-d", "trainer", "python3", "t.py"]).target) == "docker://trainer"
     launch_lines = [["ssh", "h", "x"], ["pct", "exec", "1"], ["pct", "list"], ["docker", "exec", "c", "x"],
                     ["lxc-attach", "-n", "a"], ["nohup", "x"], ["sh", "-c", "x"]]
     jobs = [["docker", "run", "x"], ["python3", "t.py"], ["podman", "exec", "c", "x"], ["bash", "t.sh"]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -14,6 +15,7 @@ import psutil
 import pytest
 
 from dfdoctor.context import Context
+from dfdoctor.engine import build_context
 from dfdoctor.model import Status
 from dfdoctor.probe import run_on_target, run_probe
 from dfdoctor.targets import Target, parse_target
@@ -67,6 +69,33 @@ def test_malformed_target_is_usage_error_exit_2(dfdoctor):
     assert p.returncode == 2 and "VMID" in p.stderr
 
 
+def test_the_context_carries_the_target_parsed_once(tmp_path):
+    ctx, _ = build_context({"target": "LXC://box/"}, ["python3", "/w/t.py"])
+    assert ctx.target == Target("lxc", name="box") and str(ctx.target) == "lxc://box"  # one spelling, for reports
+    assert not ctx.target.runs_here and ctx.cwd == Path("/w")  # a path there: nothing resolved here
+    typed, _ = build_context({}, ["ssh", "-p", "2222", "root@pve", "pct exec 200 -- python3 /w/t.py"])
+    assert typed.target == parse_target("pct://root@pve:2222/200")  # the line's hops, parsed as --target is
+    given, _ = build_context({"target": "docker://t1"}, ["ssh", "root@pve", "python3 /w/t.py"])
+    assert str(given.target) == "docker://t1"  # a --target naming another machine wins over the line's hops
+    with pytest.raises(TypeError):  # a spec string would be compared as text again
+        Context(target="ssh://gpu1")
+
+
+def test_a_spec_with_spaces_around_local_is_this_machine(tmp_path, dfdoctor):
+    """Compared as text, `--target ' local'` was another machine named ' local': the report said so, and the job's
+    folder became "the home folder of the target's user"; parsed, it is this machine, in this folder."""
+    (tmp_path / "t.py").write_text("pass\n")
+    p = dfdoctor("check", "--only", "log.writable", "--target", " local", "--format", "json", "--", "python3", "t.py",
+                 cwd=tmp_path)
+    doc = json.loads(p.stdout)
+    assert (doc["target"], doc["environment"]["cwd"]) == ("local", str(tmp_path.resolve())), p.stderr
+
+
+def test_a_launch_line_whose_hops_name_a_malformed_target_is_one_line_exit_2(tmp_path, dfdoctor):
+    p = dfdoctor("check", "--", "ssh", "-p", "0", "gpu1", "python3 t.py", cwd=tmp_path)
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and "port must be a number" in p.stderr, p.stderr
+
+
 def test_wrap_quotes_once_for_ssh_and_not_again_below_it():
     t = parse_target("pct://root@pve:2222/200")
     argv = transport.wrap(t, ["echo", "a b"])
@@ -91,7 +120,7 @@ def test_hostile_words_arrive_intact_on_every_hop(ssh_config_env):
     for p in pwned:
         p.unlink(missing_ok=True)
     for spec in _targets(infra):
-        out = run_on_target(Context(target=spec), ["printf", "<%s>\\n", *HOSTILE], timeout=20)
+        out = run_on_target(Context(target=parse_target(spec)), ["printf", "<%s>\\n", *HOSTILE], timeout=20)
         assert out.returncode == 0, (spec, out.stderr)
         assert out.stdout == "".join(f"<{w}>\n" for w in HOSTILE), spec
     assert not any(p.exists() for p in pwned), "a hop ran a word as a command"
@@ -101,7 +130,7 @@ def test_probe_runs_in_the_targets_python_over_stdin(ssh_config_env, tmp_path):
     infra = ssh_config_env
     probe = Path(__file__).parent / "infra" / "echo_probe.py"
     for spec in _targets(infra):
-        ctx = Context(target=spec, python="python3")
+        ctx = Context(target=parse_target(spec), python="python3")
         out = run_probe(ctx, probe, ["a b", "$(x); 'y"], timeout=10, env=dict(os.environ, DFD_TEST_VAR="v 1"))
         assert out.spawn_error is None and out.returncode == 0, (spec, out.stderr)
         assert out.payload["args"] == ["a b", "$(x); 'y"]
@@ -121,7 +150,7 @@ def test_hung_remote_probe_gives_stacks_and_leaves_nothing(ssh_config_env):
     probe = Path(__file__).parent / "infra" / "echo_probe.py"
     start = time.monotonic()
     token = f"hang-{os.getpid()}-{time.time_ns()}"
-    out = run_probe(Context(target=infra.pct_target, python="python3"), probe, ["--hang", token], timeout=1.5)
+    out = run_probe(Context(target=parse_target(infra.pct_target), python="python3"), probe, ["--hang", token], timeout=1.5)
     assert out.timed_out and out.returncode == -9
     assert "echo_probe.py" in out.stderr and "in <module>" in out.stderr  # faulthandler's stacks came back
     assert time.monotonic() - start < 8
@@ -169,11 +198,11 @@ def test_unreachable_host_is_a_finding_in_sshs_words(dfdoctor, infra):
 def test_reachable_target_and_missing_python(ssh_config_env, dfdoctor):
     infra = ssh_config_env
     from dfdoctor.checks.target_reachable import target_reachable
-    r = target_reachable.run(Context(target=infra.pct_target, python="python3"))
+    r = target_reachable.run(Context(target=parse_target(infra.pct_target), python="python3"))
     assert r[0].status == Status.OK and r[0].data["python"] == "/usr/bin/python3"
-    r = target_reachable.run(Context(target=infra.pct_target, python="python9"))
+    r = target_reachable.run(Context(target=parse_target(infra.pct_target), python="python9"))
     assert r[0].status == Status.FAIL and "no python9" in r[0].summary
-    r = target_reachable.run(Context(target="lxc://no-such-ct", python="python3"))
+    r = target_reachable.run(Context(target=parse_target("lxc://no-such-ct"), python="python3"))
     assert r[0].status == Status.FAIL and "Failed to get" in r[0].summary
 
 
@@ -190,7 +219,7 @@ def test_shared_connection_opens_and_closes(ssh_config_env):
         assert os.path.exists(sock)
         start = time.monotonic()
         for _ in range(5):
-            assert run_on_target(Context(target=str(t)), ["true"], timeout=10).returncode == 0
+            assert run_on_target(Context(target=t), ["true"], timeout=10).returncode == 0
         shared = time.monotonic() - start
     assert not os.path.exists(sock) and transport.SHARED_ENV not in os.environ
     masters = [p for p in psutil.process_iter(["cmdline"]) if sock in " ".join(p.info["cmdline"] or [])]
@@ -208,7 +237,7 @@ def test_two_runs_never_share_or_close_each_others_connection(ssh_config_env):
                              env=infra.env())
     assert other.stdout.readline().strip() == "up"
     with transport.connected(t):
-        slow = run_on_target(Context(target=str(t)), ["sh", "-c", "sleep 2; echo done"], timeout=10)
+        slow = run_on_target(Context(target=t), ["sh", "-c", "sleep 2; echo done"], timeout=10)
     other.wait(timeout=10)
     assert slow.returncode == 0 and slow.stdout.strip() == "done", slow.stderr
 

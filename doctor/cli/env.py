@@ -112,7 +112,7 @@ def env_cmd(opts: dict[str, Any]) -> int:
     """The environment as one text block to paste into a bug report: torch, CUDA, driver, Python, the
     distribution, the CPU, the interpreter used, the target, dfdoctor's version, and the versions of the job's
     requirements (installed or not). COMMAND (after --) picks the interpreter as check does."""
-    ctx, _ = build_context({**opts, "target": opts.get("target") or "local"}, list(opts["command"]))
+    ctx, _ = build_context(opts, list(opts["command"]))
     how = "--python" if opts.get("python") else ("named by the command" if opts["command"] else "python3 on PATH")
     names, sources = requirement_names(ctx)
     with target_connection(ctx):
@@ -124,6 +124,6 @@ def env_cmd(opts: dict[str, Any]) -> int:
     elif not outcome.payload:
         facts["torch_error"] = (outcome.spawn_error or outcome.stderr.strip()[-300:]
                                 or f"the probe gave no answer (exit {outcome.returncode})")
-    text = facts_block(facts, python=ctx.python or "python3", how=how, target=ctx.target, sources=sources)
+    text = facts_block(facts, python=ctx.python or "python3", how=how, target=str(ctx.target), sources=sources)
     click.echo(Redactor.from_env(dict(ctx.env or {})).text(text), nl=False)
     return 0

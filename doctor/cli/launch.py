@@ -124,10 +124,10 @@ def launch(opts: dict[str, Any]) -> int:
     if ctx.typed_line:
         click.echo(f"dfdoctor launch: instead of your line, starting {join(ctx.command)} on {ctx.target} under the "
                    f"flight recorder" + (f", its output appended to {ctx.log}" if ctx.log else "")
-                   + (f", in {ctx.cwd_note or ctx.cwd}" if ctx.target != "local" else ""), err=True)
+                   + (f", in {ctx.cwd_note or ctx.cwd}" if not ctx.target.runs_here else ""), err=True)
     run_dir = Path(opts["run_dir"]).absolute() if opts["run_dir"] else None
-    guard(pairs, ctx, (runs_root(ctx.cwd if ctx.target == "local" else Path.cwd()),
-                       *((run_dir,) if run_dir and ctx.target == "local" else ())))
+    guard(pairs, ctx, (runs_root(ctx.cwd if ctx.target.runs_here else Path.cwd()),
+                       *((run_dir,) if run_dir and ctx.target.runs_here else ())))
     if slurm.is_slurm(ctx):  # sbatch: submit, watch through scontrol/sacct, judge
         watch_s = opts["watch"] if opts["watch"] is not None else float(cfg.get("watch", DEFAULT_WATCH_S))
         report = slurm.launch(ctx, watch_s=watch_s, run_dir=run_dir, force=opts["force"],
@@ -139,7 +139,7 @@ def launch(opts: dict[str, Any]) -> int:
         emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level,
              env=ctx.env)
         return exit_code(report, level)
-    if ctx.target == "local" and opts["strategy"] != "auto":
+    if ctx.target.runs_here and opts["strategy"] != "auto":
         raise click.UsageError("--strategy applies to a job on a --target; a local launch always detaches itself")
     only, skip = check_selection(opts, cfg)
     watch_s = opts["watch"] if opts["watch"] is not None else float(cfg.get("watch", DEFAULT_WATCH_S))
@@ -150,7 +150,7 @@ def launch(opts: dict[str, Any]) -> int:
                        settle=opts["settle"] if opts["settle"] is not None else float(cfg.get("settle", SETTLE_S)))
     level = fail_on(opts, cfg)
     # the verdict is printed while the ssh connection is still open: closing it takes a second or so
-    here = ctx.cwd if ctx.target == "local" else Path.cwd()  # where this launch's run folder goes (a copy, remote)
+    here = ctx.cwd if ctx.target.runs_here else Path.cwd()  # where this launch's run folder goes (a copy, remote)
     before = set(list_runs(here))
     with target_connection(ctx), sigterm_as_interrupt() as seen:  # SIGTERM ends the watch as Ctrl-C does
         try:

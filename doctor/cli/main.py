@@ -38,6 +38,7 @@ from dfdoctor.engine import (
     now_iso,
     run_phase,
     target_connection,
+    target_option,
     verdict_from_checks,
 )
 from dfdoctor.errors import UsageError
@@ -132,7 +133,7 @@ def check_cmd(opts: dict[str, Any]) -> int:
             with target_connection(ctx):
                 records = broken + run_phase(ctx, checks, "pre", cfg)
     level = fail_on(opts, cfg)
-    report = Report(tool_version=__version__, target=ctx.target, command=command, started_at=started,
+    report = Report(tool_version=__version__, target=str(ctx.target), command=command, started_at=started,
                     finished_at=now_iso(), verdict=verdict_from_checks(records, level), checks=records,
                     timeline=[], environment=environment_facts(ctx, records), mode="check")
     if not command and not ctx.shell_command and not ctx.launcher:  # a line or a launcher is a launch to check
@@ -158,7 +159,7 @@ def _check_nodes(opts: dict[str, Any], command: list[str], started: str) -> tupl
     nodes_opt = opts["slurm_nodes"]
     if nodes_opt != "all" and whole(nodes_opt, 0) < 1:
         raise click.UsageError(f"--slurm-nodes {nodes_opt}: a node count (2) or `all`")
-    if tuple(opts.get("target") or ()) not in ((), ("local",)):
+    if not all(target_option(spec).runs_here for spec in opts.get("target") or ()):
         raise click.UsageError("--slurm-nodes runs on the allocation's nodes; it takes no --target")
     level = opts.get("fail_on") or "error"
     rows, records, answer, _ = slurm_nodes.check_nodes(

@@ -30,7 +30,7 @@ from dfdoctor.diagnose.traceback import PyError, parse_python_error  # noqa: F40
 from dfdoctor.model import Verdict
 from dfdoctor.run.live import LiveFacts
 from dfdoctor.run.record import RunRecord, still_runs
-from dfdoctor.targets import parse_target, transport
+from dfdoctor.targets import Target, transport
 
 FX_RACE_MARKERS = ("Detected that you are using FX to symbolically trace a dynamo-optimized function",
                    "CURRENT_PATCHER is None")
@@ -490,7 +490,7 @@ def recorder_vanished(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Ver
         evidence.append(f"{what} at {_clock(t)}, {hb - t:+.1f} s from the last heartbeat")
         return Verdict("failed", causes.KILLED_ON_SESSION_EXIT, "The job and its recorder were killed when the "
                        "session that launched them ended (a session- or cgroup-wide kill, which no detaching "
-                       "escapes).", _handoff_fix(run.spec.get("target")) if run.is_remote else
+                       "escapes).", _handoff_fix(run.target) if run.is_remote else
                        "Keep the session open, or start the job outside it: a systemd unit "
                        "(systemd-run --unit train ...), tmux on the host, or `pct exec` with a service inside "
                        "the container; with logind, KillUserProcesses=no.", evidence)
@@ -535,7 +535,7 @@ def _follow(run: RunRecord) -> str:
     if not run.is_remote:
         return f"tail -f {shlex.quote(str(run.spec.get('log') or run.dir / 'stdout.log'))}"
     log = run.spec.get("log") or f"{run.spec.get('remote_dir')}/stdout.log"
-    return transport.typed_line(parse_target(run.spec["target"]), f"tail -f {shlex.quote(log)}")
+    return transport.typed_line(run.target, f"tail -f {shlex.quote(log)}")
 
 
 def deadlock_in_stacks(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
@@ -666,7 +666,7 @@ def recorder_lost_at_start(run: RunRecord, live: Optional[LiveFacts]) -> Optiona
     if not run.is_remote or run.recorder is not None or not launched or launched.get("error") or \
             (run.remote or {}).get("error") or _recorder_output(run):
         return None
-    target, strategy = run.spec.get("target"), launched.get("strategy")
+    target, strategy = run.target, launched.get("strategy")
     pid = f" (pid {launched['recorder_pid']} there)" if launched.get("recorder_pid") else ""
     return Verdict("failed", causes.KILLED_ON_SESSION_EXIT, f"The recorder was started detached on {target}{pid}, "
                    "but it was gone before it wrote a word: the end of the starting session killed it, and the "
@@ -677,7 +677,7 @@ def recorder_lost_at_start(run: RunRecord, live: Optional[LiveFacts]) -> Optiona
                     f"{run.spec.get('remote_dir')}/record.jsonl on the target: empty; recorder.out: empty"])
 
 
-def _handoff_fix(target: Optional[str]) -> str:
+def _handoff_fix(target: Target) -> str:
     """What to do when a target's sessions kill everything they started."""
     return ("Hand the job to a daemon that runs outside the session: `--strategy tmux` with a tmux server already "
             "running there, or systemd-run where systemd is PID 1; `dfdoctor check --target "

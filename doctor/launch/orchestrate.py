@@ -73,7 +73,7 @@ def run_launch(ctx: Context, cfg: Optional[Config] = None, opts: LaunchOptions =
                spawner: Spawner = spawn_detached) -> Report:
     """Pre-launch checks, the detached start, the watch, the post-launch checks: the launch's Report."""
     cfg = cfg or Config()
-    if ctx.target != "local":
+    if not ctx.target.runs_here:
         return run_launch_remote(ctx, cfg, opts)
     started = now_iso()
     records, timeline, blocked = _pre(ctx, cfg, opts, started)
@@ -160,17 +160,17 @@ def run_launch_remote(ctx: Context, cfg: Config, opts: LaunchOptions) -> Report:
         log = str(ctx.abspath(ctx.log)) if ctx.log else None
         spec = {"run_id": run_id, "argv": list(ctx.command), "cwd": str(ctx.cwd), "log": log,
                 "redirect": not ctx.no_redirect, "memory_limit": opts.memory_limit, "python": ctx.python,
-                "watch_pids": [], "launcher": {"target": ctx.target, "local_pid": os.getpid()},
+                "watch_pids": [], "launcher": {"target": str(ctx.target), "local_pid": os.getpid()},
                 "started_by": "dfdoctor launch --target"}
         shipped = remote_run.ship_recorder(ctx.target, spec=spec, run_id=run_id, cwd=str(ctx.cwd),
                                            python=ctx.python, strategy=opts.strategy,
                                            run_dir=str(opts.run_dir) if opts.run_dir else None,
                                            keep=opts.keep_runs)
-        local_spec = dict(spec, target=ctx.target, remote_dir=shipped.run_dir, remote_python=shipped.python,
+        local_spec = dict(spec, target=str(ctx.target), remote_dir=shipped.run_dir, remote_python=shipped.python,
                           strategy=shipped.strategy, strategy_line=shipped.line)
         write_atomically(run_dir / SPEC, json.dumps(masked(local_spec, ctx.env, ctx.command), indent=1),
                          private=True)
-        folder.append_event("launched", recorder_pid=shipped.pid, argv=list(ctx.command), target=ctx.target,
+        folder.append_event("launched", recorder_pid=shipped.pid, argv=list(ctx.command), target=str(ctx.target),
                             remote_dir=shipped.run_dir, strategy=shipped.strategy,
                             session_s=round(shipped.session_s, 3), error=shipped.error,
                             recorder_fallback=shipped.fallback_from)
@@ -207,7 +207,7 @@ def run_status(cwd: Path, ref: Optional[str] = None, cfg: Optional[Config] = Non
     spec = run.spec
     ctx = Context(command=list(spec.get("argv") or []), cwd=Path(spec.get("cwd") or cwd),
                   python=spec.get("python") or "python3", log=Path(spec["log"]) if spec.get("log") else None,
-                  no_redirect=not spec.get("redirect", True), target=spec.get("target") or "local")
+                  no_redirect=not spec.get("redirect", True), target=run.target)
     with target_connection(ctx):
         load, look, sample, settler = record.load, observe, None, None
         if run.is_remote and spec.get("remote_dir"):  # read the record where the job runs, into the copy here
@@ -306,7 +306,7 @@ def _event(name: str, detail: str) -> dict[str, Any]:
 def _report(ctx: Context, mode: str, started: str, verdict: Verdict, records: list[CheckRecord],
             timeline: list[dict[str, Any]], run: Optional[RunRecord]) -> Report:
     """Assemble the Report of a launch or status run."""
-    return Report(tool_version=__version__, target=ctx.target, command=list(ctx.command), started_at=started,
+    return Report(tool_version=__version__, target=str(ctx.target), command=list(ctx.command), started_at=started,
                   finished_at=now_iso(), verdict=verdict, checks=records,
                   timeline=timeline + [_event("verdict", f"{verdict.state} {verdict.cause or ''}".strip())],
                   run=run_info(run), environment=environment_facts(ctx, records), mode=mode)
@@ -314,5 +314,4 @@ def _report(ctx: Context, mode: str, started: str, verdict: Verdict, records: li
 
 def run_connection(cwd: Path, ref: Optional[str]) -> Any:
     """A shared connection to the target of the run `ref` names (nothing for a local run)."""
-    spec = record.load(find_run(cwd, ref)).spec
-    return target_connection(Context(target=spec.get("target") or "local"))
+    return target_connection(Context(target=record.load(find_run(cwd, ref)).target))

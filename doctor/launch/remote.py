@@ -21,6 +21,7 @@ from dfdoctor.watch import rhythm, settle
 from dfdoctor.run import record
 from dfdoctor.run.live import LiveFacts
 from dfdoctor.run.record import RunRecord
+from dfdoctor.targets import Target
 
 POLL_S = 0.1  # between looks; each look is itself a session on the target (~0.1-0.4 s)
 RETRY_S = 0.3  # one failed look is tried again before the run counts as unreadable
@@ -29,7 +30,7 @@ RETRY_S = 0.3  # one failed look is tried again before the run counts as unreada
 class RemoteRun:
     """A run whose job lives on a target: how to read its folder there into the local copy."""
 
-    def __init__(self, target: str, remote_dir: str, python: str = "python3") -> None:
+    def __init__(self, target: Target, remote_dir: str, python: str = "python3") -> None:
         """Nothing is fetched yet."""
         self.target = target
         self.remote_dir = remote_dir
@@ -39,7 +40,7 @@ class RemoteRun:
     @classmethod
     def of(cls, run: RunRecord) -> "RemoteRun":
         """The remote handle of a local run folder that names its target."""
-        return cls(run.spec["target"], run.spec["remote_dir"], run.spec.get("remote_python") or "python3")
+        return cls(run.target, run.spec["remote_dir"], run.spec.get("remote_python") or "python3")
 
     def load(self, run_dir: Path, *, live: bool = False, full: bool = False) -> RunRecord:
         """Fetch the run folder from the target, mirror it here, and read it with the target's liveness."""

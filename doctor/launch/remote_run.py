@@ -17,7 +17,7 @@ from typing import Optional
 from dfdoctor.agent import ship
 from dfdoctor.agent.ship import END_MARK, PID_MARK, PY_MARK, RUN_DIR_MARK
 from dfdoctor.command import ProbeOutcome, run_command
-from dfdoctor.targets import Target, parse_target, transport
+from dfdoctor.targets import Target, transport
 from dfdoctor.targets.strategies import BY_NAME, DEFAULT, best_for, for_launch
 
 
@@ -34,7 +34,7 @@ DEFAULT_STRATEGY = DEFAULT  # the recorder's own --detach: SIGHUP ignored before
 class Shipped:
     """A recorder started on a target: its run folder there, its pid (when it said), how it was detached."""
 
-    target: str
+    target: Target
     run_dir: Optional[str]
     python: str
     strategy: str
@@ -46,18 +46,18 @@ class Shipped:
     unreachable: bool = False  # the error is the connection's own (ssh exit 255, lxc-attach could not attach)
 
 
-def ship_recorder(target_spec: str, *, spec: dict, run_id: str, cwd: str, python: str = "python3",
+def ship_recorder(target: Target, *, spec: dict, run_id: str, cwd: str, python: str = "python3",
                   strategy: Optional[str] = None, run_dir: Optional[str] = None, keep: int = 20,
                   timeout: float = 30.0) -> Shipped:
     """Send the agent over stdin into a run folder on the target and start it detached there, with the
     strategy asked for (`auto`: the one `persistence.session` remembered, else the recorder's own detach)."""
-    name = for_launch(target_spec, strategy)
+    name = for_launch(str(target), strategy)
     began = time.monotonic()
-    shipped = Shipped(target_spec, run_dir, python, name, "")
+    shipped = Shipped(target, run_dir, python, name, "")
     line = ""
     if name != DEFAULT_STRATEGY:
         # the strategy's line names the run folder and the interpreter: learn both there first
-        _ship_session(target_spec, [python, cwd, run_id, run_dir or "", "", "", "1", str(keep)], None, timeout, shipped)
+        _ship_session(target, [python, cwd, run_id, run_dir or "", "", "", "1", str(keep)], None, timeout, shipped)
         if shipped.error:
             return shipped
         line = BY_NAME[name].line([shipped.python, f"{shipped.run_dir}/{ship.ZIP_NAME}", "recorder",
@@ -66,14 +66,14 @@ def ship_recorder(target_spec: str, *, spec: dict, run_id: str, cwd: str, python
                                   python=shipped.python)
         shipped.line = line
     args = [cwd, run_id, shipped.run_dir or "", json.dumps(spec), line, "0", str(keep)]
-    _ship_session(target_spec, [shipped.python, *args], ship.bundle("recorder"), timeout, shipped)
+    _ship_session(target, [shipped.python, *args], ship.bundle("recorder"), timeout, shipped)
     if name == DEFAULT_STRATEGY and shipped.pid is None and shipped.run_dir and shipped.python != "python3" and \
             not shipped.unreachable:
         # the training interpreter cannot run even the standard-library recorder (too old, broken): the
         # target's python3 can. ship.sh refuses a folder that holds a record already, so never two recorders.
         failed = shipped.error
         shipped.error, shipped.python = None, "python3"
-        _ship_session(target_spec, ["python3", cwd, run_id, shipped.run_dir, *args[3:]], ship.bundle("recorder"),
+        _ship_session(target, ["python3", cwd, run_id, shipped.run_dir, *args[3:]], ship.bundle("recorder"),
                       timeout, shipped)
         shipped.fallback_from = failed or "no pid"
     if not shipped.error and name == DEFAULT_STRATEGY and shipped.pid is None:
@@ -82,11 +82,10 @@ def ship_recorder(target_spec: str, *, spec: dict, run_id: str, cwd: str, python
     return shipped
 
 
-def _ship_session(target_spec: str, args: list[str], stdin: Optional[bytes], timeout: float,
+def _ship_session(target: Target, args: list[str], stdin: Optional[bytes], timeout: float,
                   shipped: Shipped) -> None:
     """One run of ship.sh on the target; what it printed (folder, python, pid) or its error goes into `shipped`."""
 
-    target = parse_target(target_spec)
     out = run_command(transport.wrap(target, ["sh", "-c", ship.ship_script(), "sh", *args]), timeout=timeout,
                       stdin_data=stdin, stack_signal=None)
     for mark, value in re.findall(f"({re.escape(RUN_DIR_MARK)}|{re.escape(PY_MARK)})(.*?){re.escape(END_MARK)}",
@@ -106,7 +105,7 @@ def _ship_session(target_spec: str, args: list[str], stdin: Optional[bytes], tim
             out.stderr.strip()[-400:] or f"the starting session exited {out.returncode} without starting the recorder"
 
 
-def fetch(target_spec: str, run_dir: str, *, python: str = "python3", live: bool = False, full: bool = False,
+def fetch(target: Target, run_dir: str, *, python: str = "python3", live: bool = False, full: bool = False,
           timeout: float = 20.0, ranks: bool = False) -> dict:
     """One session on the target: the run folder's files and whether its recorder and job still live.
 
@@ -114,7 +113,6 @@ def fetch(target_spec: str, run_dir: str, *, python: str = "python3", live: bool
     when asked and it runs); on failure `{"error": "..."}` in ssh's or the shell's own words.
     """
 
-    target = parse_target(target_spec)
     argv = transport.wrap(target, ship.stdin_argv(python, "target-agent", run_dir, "1" if live else "0",
                                                   "1" if full else "0", *(["1"] if ranks else [])))
     out = run_command(argv, timeout=timeout + (25 if live else 0), stdin_data=ship.stdin_line("target-agent"),
@@ -122,10 +120,9 @@ def fetch(target_spec: str, run_dir: str, *, python: str = "python3", live: bool
     return _answer(target, out, timeout)
 
 
-def stop(target_spec: str, run_dir: str, *, python: str = "python3", grace_s: float) -> dict:
+def stop(target: Target, run_dir: str, *, python: str = "python3", grace_s: float) -> dict:
     """One session on the target that ends the run's job there (the agent's `stop` part, dfdoctor.agent.stop):
     its answer, or `{"error": "..."}` as `fetch` gives it."""
-    target = parse_target(target_spec)
     argv = transport.wrap(target, ship.stdin_argv(python, "stop", run_dir, f"{grace_s:g}"))
     timeout = grace_s + 30.0  # the grace, then SIGKILL's and the recorder's few seconds, then the session's own
     out = run_command(argv, timeout=timeout, stdin_data=ship.stdin_line("stop"), stack_signal=None)

@@ -12,6 +12,7 @@ from dfdoctor.launchline.wrappers import read_shell
 from dfdoctor.launchline.hops import LOCAL, base
 from dfdoctor.launchline.launchpath import analyse
 from dfdoctor.shell import join
+from dfdoctor.targets import Target, parse_target
 from dfdoctor.targets.registry import hop_kind, kind_for
 
 # Besides a hop of a target kind (ssh, pct exec, lxc-attach, docker exec): a command line whose program is one of
@@ -24,7 +25,7 @@ class TypedLaunch:
     """What a typed launch line says: the line, where its job runs, the job, its cwd and log (None: unknown)."""
 
     line: str
-    target: str
+    target: Target
     command: list[str]
     cwd: Optional[str]
     log: Optional[str]
@@ -44,7 +45,7 @@ def is_launch_line(command: list[str]) -> bool:
 
 
 def read(command: list[str]) -> Optional[TypedLaunch]:
-    """Follow the line's hops; None when no job is found in it."""
+    """Follow the line's hops; None when no job is found in it (ValueError: the hops name a malformed target)."""
     line = join(command)
     a = analyse(line)
     if a.job is None or not a.job.argv:
@@ -59,9 +60,12 @@ def read(command: list[str]) -> Optional[TypedLaunch]:
                        frame.where if frame.where != LOCAL else "this machine")
 
 
-def target_of(chain: list[tuple[str, list[str]]]) -> str:
-    """The `--target` a chain of hops reaches (each hop's kind says where it leads from the spec so far)."""
-    spec = "local"
+def target_of(chain: list[tuple[str, list[str]]]) -> Target:
+    """The `--target` a chain of hops reaches (each hop's kind says where it leads from the target so far); a hop
+    that names a malformed target (`ssh -p 0 h`) raises ValueError in parse_target's one line."""
+    reached = Target()
     for scheme, prefix in chain:
-        spec = kind_for(scheme).hop_target(spec, prefix) or spec
-    return spec
+        spec = kind_for(scheme).hop_target(reached, prefix)
+        if spec is not None:
+            reached = parse_target(spec)
+    return reached

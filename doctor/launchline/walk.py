@@ -31,6 +31,8 @@ _REDIRECT_HEAD = re.compile(r"^\d*(&>>|&>|<<<|<<-|<<|>>|>\||>&|<&|<>|>|<)\s*")
 _INERT = {"echo", "printf", "true", ":", "trap", "ulimit", "umask", "wait", "sleep", "shopt", "date",
           "hostname", "pwd", "hash", "alias", "nvidia-smi", "ls", "cat", "sync", "printenv", "which",
           "type", "command", "module", "ml", "nproc", "free", "df", "id", "whoami", "uname", "env"}
+# The shell's builtins that assign (and may export) the variables named after them.
+_DECLARES = frozenset({"export", "declare", "typeset", "local", "readonly"})
 _WHY_COND = {"if": "inside an `if`", "while": "inside a `while` loop", "until": "inside an `until` loop",
              "for": "inside a `for` loop", "case": "inside a `case`", "function": "inside a function"}
 
@@ -209,7 +211,7 @@ def _command(c: Command, state: WalkState, follow: Follow, depth: int, cond: Opt
         state.notes.append(f"line {c.line}: `{c.text()}` was not followed ({head.why})")
         return None
     name = os.path.basename(head)
-    if name in ("export", "declare", "typeset", "local", "readonly"):
+    if name in _DECLARES:
         flags = [w for w in words[1:] if str(w).startswith(("-", "+"))]
         for raw in [w.raw for w in c.words[1:] if not w.raw.startswith(("-", "+"))]:
             m = _ASSIGN.match(raw)

@@ -24,6 +24,7 @@ from dfdoctor.agent.names import (
     stream_tail,
 )
 from dfdoctor.safefile import write_atomically
+from dfdoctor.targets import Target, parse_target
 
 
 @dataclass
@@ -40,9 +41,14 @@ class RunRecord:
     remote: Optional[dict[str, Any]] = None
 
     @property
+    def target(self) -> Target:
+        """Where the job runs: the spec's `--target`, as dfdoctor wrote it there (none: this machine)."""
+        return parse_target(self.spec.get("target"))
+
+    @property
     def is_remote(self) -> bool:
-        """The job runs on another target; this folder is the local copy of its record."""
-        return self.spec.get("target") not in (None, "local")
+        """The job runs on another target (`not target.runs_here`); this folder is the local copy of its record."""
+        return not self.target.runs_here
 
     def boot_id(self) -> Optional[str]:
         """The current boot id where the job runs (this machine's, or the target's as last fetched)."""

@@ -89,7 +89,7 @@ def check_records(ctx: Context, only: tuple[str, ...] = (), skip: tuple[str, ...
 
 def _report(ctx: Context, mode: str, started: str, verdict: Verdict, records: list[CheckRecord],
             timeline: list[dict], run: dict[str, Any]) -> Report:
-    return Report(tool_version=__version__, target=ctx.target, command=list(ctx.command), started_at=started,
+    return Report(tool_version=__version__, target=str(ctx.target), command=list(ctx.command), started_at=started,
                   finished_at=now_iso(), verdict=verdict, checks=records,
                   timeline=timeline + [_event("verdict", f"{verdict.state} {verdict.cause or ''}".strip())],
                   run=run, environment=environment_facts(ctx, records), mode=mode)

@@ -18,7 +18,8 @@ USAGE = usage()
 
 def parse_target(spec: Optional[str]) -> Target:
     """Parse a `--target` spec; a malformed one raises ValueError with one clear line (never quoting a password
-    written into the spec)."""
+    written into the spec). No spec is this machine. The one place the word `local` is read: everywhere else
+    asks the parsed Target (`runs_here`), never compares text (tests/test_structure.py)."""
     spec = (spec or "local").strip()
     if spec == "local":
         return Target()

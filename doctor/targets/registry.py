@@ -103,9 +103,9 @@ class TargetKind:
         """Whether the hop's own options hand the command to a daemon that discards its output (`docker exec -d`)."""
         return False
 
-    def hop_target(self, outer: str, prefix: Sequence[str]) -> Optional[str]:
-        """The `--target` spec that this hop's `prefix` reaches from `outer` (the spec reached so far); None when
-        it reaches no target dfdoctor can name (the spec stays `outer`)."""
+    def hop_target(self, outer: "Target", prefix: Sequence[str]) -> Optional[str]:
+        """The `--target` spec that this hop's `prefix` reaches from `outer` (the target reached so far: the local
+        one before any hop); None when it reaches no target dfdoctor can name (the target stays `outer`)."""
         return None
 
     def session_hop(self, prefix: Sequence[str]) -> list[str]:

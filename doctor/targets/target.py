@@ -31,8 +31,11 @@ class Target:
         return registry.kind_for(self.kind)
 
     @property
-    def is_local(self) -> bool:
-        """Whether the job runs on this machine, in this namespace."""
+    def runs_here(self) -> bool:
+        """Whether the job runs on this machine, in this namespace (the `local` kind): paths, pids and the
+        interpreter are this machine's, probes run in-process. An `lxc://` container is on this machine too, but
+        in a namespace of its own: it does not run here. The one question "is the target this machine?" in
+        dfdoctor; nothing compares a spec with "local" (tests/test_structure.py)."""
         return self.kind_class.runs_here
 
     @property

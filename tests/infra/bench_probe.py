@@ -30,7 +30,7 @@ def main() -> None:
                 t = parse_target(spec)
                 with (transport.connected(t) if shared else _null()):
                     start = time.monotonic()
-                    out = run_probe(Context(target=spec, python=sys.executable if spec == "local" else "python3"),
+                    out = run_probe(Context(target=t, python=sys.executable if t.runs_here else "python3"),
                                     PROBE, ["x"], timeout=10)
                     times.setdefault(key, []).append(time.monotonic() - start)
                 assert out.payload and out.payload["args"] == ["x"], (spec, out.stderr)

@@ -88,9 +88,9 @@ class Docker(TargetKind):
         return any(a in ("-d", "--detach") or (a.startswith("-") and not a.startswith("--") and "d" in a)
                    for a in prefix[2:])
 
-    def hop_target(self, outer: str, prefix: Sequence[str]) -> Optional[str]:
+    def hop_target(self, outer: Target, prefix: Sequence[str]) -> Optional[str]:
         """From this machine only: docker://CONTAINER (a `podman exec` hop, read like this one, is no docker)."""
-        if outer != "local" or program(prefix) != "docker":
+        if not outer.runs_here or program(prefix) != "docker":
             return None
         return f"docker://{exec_split(prefix)[0] or ''}"
 

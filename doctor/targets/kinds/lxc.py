@@ -86,9 +86,9 @@ class Lxc(TargetKind):
             i += 1
         return cname, min(i + 1, len(argv))
 
-    def hop_target(self, outer: str, prefix: Sequence[str]) -> Optional[str]:
+    def hop_target(self, outer: Target, prefix: Sequence[str]) -> Optional[str]:
         """From this machine only: lxc://NAME (a container on another host has no spec of its own)."""
-        if outer != "local":
+        if not outer.runs_here:
             return None
         name, _ = self.hop_split(prefix)
         return f"lxc://{name}" if name else None

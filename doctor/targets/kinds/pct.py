@@ -5,6 +5,7 @@ group as its command returns."""
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 from typing import Iterator, Optional, Sequence
 
 from dfdoctor.shell import quote
@@ -72,8 +73,8 @@ class Pct(TargetKind):
             return None, len(argv)
         return argv[2], 4 if list(argv[3:4]) == ["--"] else 3
 
-    def hop_target(self, outer: str, prefix: Sequence[str]) -> Optional[str]:
-        """After an ssh hop: pct://user@host/VMID."""
-        if outer.startswith("ssh://") and len(prefix) > 2:
-            return "pct://" + outer[len("ssh://"):] + "/" + prefix[2]
+    def hop_target(self, outer: Target, prefix: Sequence[str]) -> Optional[str]:
+        """After an ssh hop: pct://user@host:port/VMID."""
+        if outer.kind == Ssh.scheme and len(prefix) > 2:
+            return f"{spell_host(replace(outer, kind=self.scheme))}/{prefix[2]}"
         return None

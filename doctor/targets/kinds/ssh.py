@@ -103,7 +103,7 @@ class Ssh(TargetKind):
         """`ssh ...`."""
         return program(argv) == "ssh"
 
-    def hop_target(self, outer: str, prefix: Sequence[str]) -> Optional[str]:
+    def hop_target(self, outer: Target, prefix: Sequence[str]) -> Optional[str]:
         """`ssh -p 2222 -l root host` -> ssh://root@host:2222 (a later ssh hop replaces an earlier one)."""
         dest, user, port = prefix[-1], None, None
         i = 1
