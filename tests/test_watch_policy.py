@@ -112,3 +112,19 @@ def test_a_watch_that_began_after_the_silence_still_sees_it():
     steady = hb(7, -14.0, -0.5, gap=0.3)  # the same lines with no silence before the last: a pace, running
     q = Policy(watch_s=40, settle_s=10)
     assert q.decide(obs(0.5, 7, 1.0, 14.5, steady, fresh=True)) is Decision.RUNNING
+
+
+def test_the_end_of_a_silence_seen_before_its_line_is_counted_is_not_steady_output():
+    """Seen with a recorder's log: 6 lines in the job's first 2 s (three bursts), 12 s of silence, then the log
+    changed (silent 0) while the heartbeat still counted 6 lines. The bursts from before the silence made the job
+    steady at once and it was called running; it died 3 s later."""
+    p = Policy(watch_s=40, settle_s=10)
+    for t, n in ((0.3, 1), (1.2, 5), (2.2, 6)):
+        p.decide(obs(t, n, 0.0, t - 0.1, hb(n, 0.2, t - 0.1, gap=0.3), can_sample=False))
+    for t in (4.0, 8.0, 13.7):
+        assert p.decide(obs(t, 6, t - 2.1, t, hb(6, 0.2, 2.1, gap=0.3), can_sample=False)) is Decision.WAIT
+    assert p.decide(obs(13.8, 6, 0.0, 13.7, hb(6, 0.2, 2.1, gap=0.3), can_sample=False)) is not Decision.RUNNING
+    assert p.revived
+    after = hb(7, 0.2, 13.8, gap=11.7)
+    for t in (14.3, 15.0, 16.0):
+        assert p.decide(obs(t, 7, t - 13.8, t, after, can_sample=False)) is not Decision.RUNNING

@@ -58,6 +58,7 @@ class Policy:
     def __init__(self, watch_s: float, settle_s: float, steady_s: float = STEADY_S) -> None:
         self.watch_s, self.settle_s, self.steady_s = watch_s, max(0.0, min(settle_s, watch_s)), steady_s
         self.growth: list[tuple[float, int]] = []  # (when, progress) each time the output was seen to grow
+        self.level = 0  # the progress seen last (what the next growth is counted from)
         self.revived = False  # the output came back after a silence: its pace over the job's life says nothing
         self.last_sample = -SAMPLE_S
         self.steady = False  # as of the last observation (the progress line says what it waits for)
@@ -67,7 +68,13 @@ class Policy:
     def see(self, o: Observation) -> bool:
         """Take in an observation's output; whether the output is steady now (the settle check looks deeper at
         the ranks once it is: its answer goes into the observation that `decide` is then handed)."""
-        if o.progress > (self.growth[-1][1] if self.growth else 0):
+        prev = self._seen
+        if prev is not None and o.silent_s < prev.silent_s and prev.silent_s >= rhythm.quiet_after(prev.heartbeat):
+            # output back after a silence, seen in its time (the log's, the heartbeat's) before its lines are
+            # counted: the bursts from before the silence say nothing of the job now (CI: they made it steady at
+            # the first sign of the one line after a 12 s silence, and the job died 3 s later)
+            self.growth, self.revived = [], True
+        if o.progress > self.level:
             if self.growth and self._silence_before(o) >= rhythm.quiet_after(self._seen.heartbeat if self._seen
                                                                                   else o.heartbeat):
                 # output back after a silence (a compile, a busy index build): one line is not steady output
@@ -76,6 +83,7 @@ class Policy:
             elif not self.growth and rhythm.came_back(o.heartbeat):  # the silence came before the watch began
                 self.revived = True
             self.growth.append((o.t, o.progress))
+            self.level = o.progress
         hb = o.heartbeat
         self.steady = ((len(self.growth) >= STEADY_BURSTS and o.t - self.growth[0][0] >= self.steady_s) or
                        (not self.revived and rhythm.interval(hb) is not None and o.fresh)) and \
