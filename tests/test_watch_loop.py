@@ -168,3 +168,12 @@ def test_the_line_says_the_age_of_the_last_output_only_of_a_job_that_wrote():
     run(FakeSource(lambda t: Ended("done") if t >= 1.0 else one_line_then_silence(t), clock2), clock2,
         line=WatchLine(buf2, enabled=True))
     assert "last line 0 s ago" in buf2.getvalue()
+
+
+def test_an_end_at_the_first_observation_still_says_what_the_watch_waited_for():
+    """A job Slurm will never start ends the watch at once: the line still says it was in the queue (a person
+    saw the verdict come from somewhere), and is erased by the caller before the verdict."""
+    clock, buf = Clock(), io.StringIO()
+    src = FakeSource(lambda t: Ended("never-starts", "in Slurm's queue (PartitionConfig)"), clock)
+    assert run(src, clock, line=WatchLine(buf, enabled=True)) == "never-starts"
+    assert "watching the job for 0 s: in Slurm's queue (PartitionConfig)" in buf.getvalue()

@@ -59,10 +59,19 @@ def judge_wait(live: LiveFacts, samples: list[ProcessSample], quiet_s: float, *,
     """Name the wait the samples of every process prove (live.stuck), for a job silent past its rhythm."""
     if not samples or not live.quiet or live.classified:
         return
+    live.stuck, failed = proven_wait(samples, quiet_s, local=local, flushed=flushed)
+    if failed:
+        live.notes.append(failed)
+
+
+def proven_wait(samples: list[ProcessSample], quiet_s: float, *, local: bool,
+                flushed: bool = False) -> tuple[Optional[stuck.Finding], Optional[str]]:
+    """(the wait the samples of every process prove, None: none; the classifier's own failure in words, None:
+    it did not fail): one reading for a look here, on a target and on a Slurm node."""
     try:
-        live.stuck = stuck.judge(samples, quiet_s, local=local, flushed=flushed)
+        return stuck.judge(samples, quiet_s, local=local, flushed=flushed), None
     except Exception as exc:  # a classifier bug must not cost us the verdict
-        live.notes.append(f"the stack classifier failed: {type(exc).__name__}: {exc}")
+        return None, f"the stack classifier failed: {type(exc).__name__}: {exc}"
 
 
 def samples_of(answer: Optional[dict[str, Any]]) -> list[ProcessSample]:

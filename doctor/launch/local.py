@@ -162,23 +162,17 @@ def watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stead
     a quiet job's stacks (default here: every process of its tree with py-spy; none on a --target).
     `settle_s` (capped at the watch) is how long a job must have lived before it is called running.
     """
-    here = look is None or look is observe  # this machine's /proc: its processes can be sampled and settled
-    if sample is None and here:
-        sample = sample_stuck if stacks.py_spy() else None
-    if settler is None and here:
-        settler = lambda run, st, deep: settle.settled(run.job_pid, st, deep) if run.job_pid else None  # noqa: E731
-    load = load or record.load
-    look = look or observe
+    read = _readers(load, look, sample, settler)
     t0 = time.monotonic()
     line = WatchLine()
     settle_s = max(0.0, min(settle_s, watch_s))
-    source = RunSource(run_dir, proc, watch_s, steady_s, settle_s, Readers(load, look, sample, settler), line)
     try:
-        return drive(source, Policy(watch_s, settle_s, steady_s), line, poll_s)
+        return drive(RunSource(run_dir, proc, watch_s, steady_s, settle_s, read, line),
+                     Policy(watch_s, settle_s, steady_s), line, poll_s)
     except KeyboardInterrupt:  # Ctrl-C ends the watch, not the job: judge what we have
         line.close()
-        run = load(run_dir)
-        return run, (None if run.finished else look(run, time.monotonic() - t0))
+        run = read.load(run_dir)
+        return run, (None if run.finished else read.look(run, time.monotonic() - t0))
     finally:
         line.close()  # before the verdict: nothing of the line stays above it
 
@@ -193,6 +187,23 @@ class Readers:
     look: Looker
     sample: Optional[Sampler]
     settler: Optional[Settler]
+
+
+def _readers(load: Optional[Loader], look: Optional[Looker], sample: Optional[Sampler],
+             settler: Optional[Settler]) -> Readers:
+    """The readers handed in, and this machine's for those that were not: its run folder and /proc, where a
+    job's processes can be sampled (with py-spy) and its ranks settled."""
+    here = look is None or look is observe
+    if sample is None and here:
+        sample = sample_stuck if stacks.py_spy() else None
+    if settler is None and here:
+        settler = _settled_here
+    return Readers(load or record.load, look or observe, sample, settler)
+
+
+def _settled_here(run: RunRecord, state: settle.Settling, deep: bool) -> Optional[str]:
+    """The settle check on this machine's processes (None: settled, or nothing to wait for)."""
+    return settle.settled(run.job_pid, state, deep) if run.job_pid else None
 
 
 class RunSource:

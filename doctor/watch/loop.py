@@ -24,6 +24,7 @@ class Ended:
     """The watch is over, and this is what it saw (the source's own result: a run and its facts, a Slurm job)."""
 
     result: Any
+    said: Optional[str] = None  # what the watch waited for until this end, for the progress line (Slurm's queue)
 
 
 class Source(Protocol):
@@ -60,6 +61,8 @@ def drive(source: Source, policy: Policy, line: WatchLine, poll_s: float,
     while True:
         seen = source.observe(clock() - t0)
         if isinstance(seen, Ended):
+            if seen.said:
+                line.say(seen.said)
             return seen.result
         if isinstance(seen, Observation):
             ended = _act(source, policy, line, seen, lambda: clock() - t0)
