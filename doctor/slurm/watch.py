@@ -259,17 +259,7 @@ class SlurmSource:
     def _output(self, t: float, f: job.JobFacts) -> Observation:
         """What the running job's output file shows now."""
         self.out = f.stdout or self.paths.get("stdout", "")
-        self.size = _size(self.out)
-        if self.size > 0 and self.first_output is None:
-            self.first_output = t  # the settle time counts from here: starting Python and CUDA is not running
-        if self.changed is None or self.changed[1] != self.size:
-            if self.changed is not None and self.size > self.changed[1]:  # each growth seen: one line of its pace
-                self.pace["progress_lines"] = int(self.pace.get("progress_lines") or 0) + 1
-                self.pace.setdefault("first_output_t", time.time())
-                self.pace["last_output_t"] = time.time()
-                self.loop.read(self.out)
-                self.grown_at = t
-            self.changed = (t, self.size)
+        self._count_growth(t, _size(self.out))
         self.node = (f.raw.get("BatchHost") or "").strip()
         self.stacks_where = f" on {self.node}" if self.node else ""
         talking = t - self.first_output if self.first_output is not None else 0.0
@@ -277,6 +267,21 @@ class SlurmSource:
                            silent_s=quiet_for(self.out, t - self.changed[0]), talking_s=talking,
                            heartbeat=self.loop.heartbeat(self.pace), fresh=True, wrote=self.size > 0,
                            can_sample=self.sampler is not None and self.node not in ("", "(null)"))
+
+    def _count_growth(self, t: float, size: int) -> None:
+        """Take in the output file's size now: each growth seen is one line of its pace, as the recorder's
+        heartbeat counts a launch's lines, and what was added is read for the job's loop."""
+        self.size = size
+        if size > 0 and self.first_output is None:
+            self.first_output = t  # the settle time counts from here: starting Python and CUDA is not running
+        if self.changed is not None and size > self.changed[1]:
+            self.pace["progress_lines"] = int(self.pace.get("progress_lines") or 0) + 1
+            self.pace.setdefault("first_output_t", time.time())
+            self.pace["last_output_t"] = time.time()
+            self.loop.read(self.out)
+            self.grown_at = t
+        if self.changed is None or self.changed[1] != size:
+            self.changed = (t, size)
 
     def settle(self, o: Observation, steady: bool) -> None:
         """Nothing to settle beyond the output: Slurm starts the job's processes, the batch script its ranks."""
