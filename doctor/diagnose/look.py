@@ -32,6 +32,17 @@ def cycle_in(text: str):
         return None
 
 
+def lasting_cycle(seen: list[Stacks], samples: list[ProcessSample]):
+    """The compile-lock cycle in the stacks `seen` (the last look at each process); with `samples`, each process
+    looked at twice a second apart, only one that the first look showed too (one passing through is not stuck)."""
+    cycle = cycle_in("\n\n".join(s.text for s in seen))
+    if cycle is not None and samples:
+        first = cycle_in("\n\n".join(s.looks[0].stacks.text for s in samples if s.python and s.looks))
+        if first is None or first.signature() != cycle.signature():
+            return None  # passing through, not stuck: the two looks differ
+    return cycle
+
+
 def classified_as(cycle) -> tuple[str, str]:
     """(cause, headline) of a lock cycle, as LiveFacts.classified holds it."""
     return causes.COMPILE_DEADLOCK, cycle.headline()

@@ -24,7 +24,7 @@ from dfdoctor import causes
 from dfdoctor.agent import ship
 from dfdoctor.agent.procfs import buffers_stdout, job_outputs, proc_start_time
 from dfdoctor.diagnose import jobstacks, launcher, stacks, stuck
-from dfdoctor.diagnose.look import blocked, classified_as, cycle_in, judge_wait
+from dfdoctor.diagnose.look import blocked, classified_as, judge_wait, lasting_cycle
 from dfdoctor.watch import rhythm, settle
 from dfdoctor.watch.loop import Ended, drive
 from dfdoctor.watch.policy import STEADY_S, Observation, Policy
@@ -433,11 +433,7 @@ def _judge(run: RunRecord, facts: LiveFacts, samples: list) -> None:
     facts.quiet_s = rhythm.silent_for(hb, time.time(), (run.spawned or {}).get("t"), run.spec.get("log"))
     facts.rhythm = rhythm.words(hb, time.time(), (run.spawned or {}).get("t"), run.spec.get("log"))
     facts.quiet = facts.quiet_s >= rhythm.sample_after(hb)
-    cycle = cycle_in("\n\n".join(s.text for s in facts.stacks))
-    if cycle is not None and samples:
-        first = cycle_in("\n\n".join(s.looks[0].stacks.text for s in samples if s.python and s.looks))
-        if first is None or first.signature() != cycle.signature():
-            cycle = None  # passing through, not stuck: the two looks differ
+    cycle = lasting_cycle(facts.stacks, samples)
     if cycle is not None:
         facts.classified = classified_as(cycle)
         facts.cycle_detail = cycle.detail()
