@@ -225,6 +225,7 @@ class RunSource:
         self.last_settle_check = -1.0
 
     def observe(self, t: float) -> Union[Observation, Ended, str]:
+        """The run as its record (here, or mirrored from the target) says it is now."""
         run = self.run = self.read.load(self.run_dir)
         said = self._no_live_job(run, t)
         if said is not None:
@@ -267,6 +268,7 @@ class RunSource:
         return done <= self.handoff[1] and t - self.handoff[0] >= self.steady_s
 
     def settle(self, o: Observation, steady: bool) -> None:
+        """Ask the settler once a second whether every rank is up and past init_process_group."""
         if self.read.settler is not None and o.t - self.last_settle_check >= 1.0 and o.alive:
             self.last_settle_check = o.t
             self.unsettled = self.read.settler(self.run, self.settling, steady)  # a rank that dies is seen to go
@@ -275,9 +277,12 @@ class RunSource:
         o.ranks_settled_s = None if self.settling.since is None else time.time() - self.settling.since
 
     def waiting_for(self, o: Observation, steady: bool) -> str:
+        """What the watch waits for, in the words of the progress line."""
         return _waiting_for(self.run, o.heartbeat, o.progress, steady, self.settle_s, self.unsettled)
 
     def sample(self, o: Observation) -> Optional[tuple[RunRecord, LiveFacts]]:
+        """A look at the stacks of every process: the run and the wait it proves, unless the job wrote meanwhile
+        or only compiles (then None: watch on)."""
         facts = self.read.sample(self.run, o.t)
         if facts is not None and _last_output(self.read.load(self.run_dir)) != _last_output(self.run):
             return None  # it wrote while we looked: the wait we saw follows output, it explains no silence
@@ -286,10 +291,12 @@ class RunSource:
         return None
 
     def running(self, o: Observation, looping: Optional[str]) -> tuple[RunRecord, Optional[LiveFacts]]:
+        """A settled job: running, unless one look at its stacks shows a lock cycle, or it ended meanwhile."""
         return _running_unless_stuck(self.run, self.run_dir, self.read.load, self.read.sample, o.t, self.settle_s,
                                      self.settling, looping, self.line)
 
     def out_of_time(self, o: Observation) -> Optional[tuple[RunRecord, Optional[LiveFacts]]]:
+        """A last look at the live job; None while a job that just died has its end on the way."""
         facts = self.read.look(self.run, o.t)
         if facts is not None:
             facts.unsettled = self.unsettled

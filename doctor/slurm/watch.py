@@ -239,6 +239,7 @@ class SlurmSource:
         self.node_look = None  # onnode.NodeLook: the last look on its node
 
     def observe(self, t: float) -> Union[Observation, Ended, str]:
+        """The job as scontrol says it is now: ended (sacct settles it), in the queue, or running."""
         f = self.facts = job.facts(self.job_id, with_sacct=False)
         if f.state != self.last_state:
             self.on_event("slurm-state", {"state": f.state, "reason": f.reason, "nodes": f.nodes})
@@ -287,9 +288,11 @@ class SlurmSource:
         """Nothing to settle beyond the output: Slurm starts the job's processes, the batch script its ranks."""
 
     def waiting_for(self, o: Observation, steady: bool) -> str:
+        """What the watch waits for, in the words of the progress line."""
         return _waiting_for(self.first_output, o.t, o.heartbeat, self.settle_s, self.node)
 
     def sample(self, o: Observation) -> Optional[Seen]:
+        """A look at its processes on its node: the job with the wait it proves, or None (watch on)."""
         self.node_look = look_ = self.sampler(self.job_id, self.node, o.silent_s)
         self.on_event("stacks-sampled", {"node": self.node, "took_s": round(look_.took_s, 2),
                                          "processes": len(look_.samples), "quiet_s": round(o.silent_s, 1),
@@ -304,12 +307,14 @@ class SlurmSource:
         return seen
 
     def running(self, o: Observation, looping: Optional[str]) -> Seen:
+        """The job with its output growing (and the loop that showed it past its start)."""
         seen = look(self.job_id, self.paths)
         seen.growing, seen.watched_s = True, o.t
         seen.notes = seen.notes + ([f"ran {_ran_s(self.facts):.0f} s; {looping}"] if looping else [])
         return seen
 
     def out_of_time(self, o: Observation) -> Seen:
+        """The job as it is at the watch's end, its output growing if it grew in the last GROW_S."""
         seen = self._seen(o.t)
         # grown within the last GROW_S: growing, though too briefly for the policy to call it steady
         seen.growing = self.grown_at is not None and o.t - self.grown_at < GROW_S
