@@ -33,6 +33,20 @@ def test_diagnose_reads_runs_through_run_and_never_imports_launch():
     assert _crossings("dfdoctor.run", "dfdoctor.diagnose") == []
 
 
+def test_one_watch_loop_for_every_kind_of_job():
+    """Issue 34: the loop of a watch is written once (dfdoctor.watch.loop) and asks the policy for its decisions;
+    the watches of launch/ (this machine, a target) and slurm/ hand it a source and run no loop of their own. The
+    loop imports no source (each is handed in)."""
+    g, modules = import_graph.graph(top_only=False), import_graph.module_files()
+    assert _crossings("dfdoctor.watch", "dfdoctor.launch") == []
+    assert _crossings("dfdoctor.watch", "dfdoctor.slurm") == []
+    deciders = sorted(n for n, path in modules.items() if ".decide(" in path.read_text() or "Decision." in
+                      path.read_text())
+    assert deciders == ["dfdoctor.watch.loop", "dfdoctor.watch.policy"], deciders
+    assert {n for n, deps in g.items() if "dfdoctor.watch.loop" in deps} >= {"dfdoctor.launch.local",
+                                                                           "dfdoctor.slurm.watch"}
+
+
 def test_no_import_cycle_between_floors():
     """Each subpackage as one node (a floor), each module of the top package as another: no two floors import each
     other, directly or around a loop (before round 6: diagnose <-> launch <-> runindex)."""

@@ -32,6 +32,17 @@ def cycle_in(text: str):
         return None
 
 
+def lasting_cycle(seen: list[Stacks], samples: list[ProcessSample]):
+    """The compile-lock cycle in the stacks `seen` (the last look at each process); with `samples`, each process
+    looked at twice a second apart, only one that the first look showed too (one passing through is not stuck)."""
+    cycle = cycle_in("\n\n".join(s.text for s in seen))
+    if cycle is not None and samples:
+        first = cycle_in("\n\n".join(s.looks[0].stacks.text for s in samples if s.python and s.looks))
+        if first is None or first.signature() != cycle.signature():
+            return None  # passing through, not stuck: the two looks differ
+    return cycle
+
+
 def classified_as(cycle) -> tuple[str, str]:
     """(cause, headline) of a lock cycle, as LiveFacts.classified holds it."""
     return causes.COMPILE_DEADLOCK, cycle.headline()
@@ -59,10 +70,19 @@ def judge_wait(live: LiveFacts, samples: list[ProcessSample], quiet_s: float, *,
     """Name the wait the samples of every process prove (live.stuck), for a job silent past its rhythm."""
     if not samples or not live.quiet or live.classified:
         return
+    live.stuck, failed = proven_wait(samples, quiet_s, local=local, flushed=flushed)
+    if failed:
+        live.notes.append(failed)
+
+
+def proven_wait(samples: list[ProcessSample], quiet_s: float, *, local: bool,
+                flushed: bool = False) -> tuple[Optional[stuck.Finding], Optional[str]]:
+    """(the wait the samples of every process prove, None: none; the classifier's own failure in words, None:
+    it did not fail): one reading for a look here, on a target and on a Slurm node."""
     try:
-        live.stuck = stuck.judge(samples, quiet_s, local=local, flushed=flushed)
+        return stuck.judge(samples, quiet_s, local=local, flushed=flushed), None
     except Exception as exc:  # a classifier bug must not cost us the verdict
-        live.notes.append(f"the stack classifier failed: {type(exc).__name__}: {exc}")
+        return None, f"the stack classifier failed: {type(exc).__name__}: {exc}"
 
 
 def samples_of(answer: Optional[dict[str, Any]]) -> list[ProcessSample]:

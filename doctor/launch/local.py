@@ -15,17 +15,19 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 import psutil
 from dfdoctor import causes
 from dfdoctor.agent import ship
 from dfdoctor.agent.procfs import buffers_stdout, job_outputs, proc_start_time
 from dfdoctor.diagnose import jobstacks, launcher, stacks, stuck
-from dfdoctor.diagnose.look import blocked, classified_as, cycle_in, judge_wait
+from dfdoctor.diagnose.look import blocked, classified_as, judge_wait, lasting_cycle
 from dfdoctor.watch import rhythm, settle
-from dfdoctor.watch.policy import STEADY_S, Decision, Observation, Policy
+from dfdoctor.watch.loop import Ended, drive
+from dfdoctor.watch.policy import STEADY_S, Observation, Policy
 from dfdoctor.progress import WatchLine, seconds
 from dfdoctor.run import record
 from dfdoctor.run.folder import RunFolder
@@ -160,24 +162,147 @@ def watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, stead
     a quiet job's stacks (default here: every process of its tree with py-spy; none on a --target).
     `settle_s` (capped at the watch) is how long a job must have lived before it is called running.
     """
-    here = look is None or look is observe  # this machine's /proc: its processes can be sampled and settled
+    read = _readers(load, look, sample, settler)
+    t0 = time.monotonic()
+    line = WatchLine()
+    settle_s = max(0.0, min(settle_s, watch_s))
+    try:
+        return drive(RunSource(run_dir, proc, watch_s, steady_s, settle_s, read, line),
+                     Policy(watch_s, settle_s, steady_s), line, poll_s)
+    except KeyboardInterrupt:  # Ctrl-C ends the watch, not the job: judge what we have
+        line.close()
+        run = read.load(run_dir)
+        return run, (None if run.finished else read.look(run, time.monotonic() - t0))
+    finally:
+        line.close()  # before the verdict: nothing of the line stays above it
+
+
+@dataclass
+class Readers:
+    """How a run is read: its record (`load`), a look at its live job (`look`), a look at a silent job's stacks
+    that names a wait (`sample`, None: none can be taken), its ranks' settling (`settler`, None: nothing to
+    settle). This machine's, or a --target's (launch/remote.RemoteRun's)."""
+
+    load: Loader
+    look: Looker
+    sample: Optional[Sampler]
+    settler: Optional[Settler]
+
+
+def _readers(load: Optional[Loader], look: Optional[Looker], sample: Optional[Sampler],
+             settler: Optional[Settler]) -> Readers:
+    """The readers handed in, and this machine's for those that were not: its run folder and /proc, where a
+    job's processes can be sampled (with py-spy) and its ranks settled."""
+    here = look is None or look is observe
     if sample is None and here:
         sample = sample_stuck if stacks.py_spy() else None
     if settler is None and here:
-        settler = lambda run, st, deep: settle.settled(run.job_pid, st, deep) if run.job_pid else None  # noqa: E731
-    load = load or record.load
-    look = look or observe
-    t0 = time.monotonic()
-    line = WatchLine()
-    try:
-        return _watch(run_dir, proc, watch_s, steady_s, t0, load, look, poll_s, sample,
-                      max(0.0, min(settle_s, watch_s)), settler, line)
-    except KeyboardInterrupt:  # Ctrl-C ends the watch, not the job: judge what we have
-        line.close()
-        run = load(run_dir)
-        return run, (None if run.finished else look(run, time.monotonic() - t0))
-    finally:
-        line.close()  # before the verdict: nothing of the line stays above it
+        settler = _settled_here
+    return Readers(load or record.load, look or observe, sample, settler)
+
+
+def _settled_here(run: RunRecord, state: settle.Settling, deep: bool) -> Optional[str]:
+    """The settle check on this machine's processes (None: settled, or nothing to wait for)."""
+    return settle.settled(run.job_pid, state, deep) if run.job_pid else None
+
+
+class RunSource:
+    """The watch's source (dfdoctor.watch.loop.Source) for a launched run: its record, read here or mirrored
+    from a --target, and the looks `Readers` take. It ends the watch itself where the record says so: the job
+    ended, its recorder is gone or never started, what a launcher handed off to shows no output."""
+
+    stacks_where = ""
+
+    def __init__(self, run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, steady_s: float,
+                 settle_s: float, read: Readers, line: WatchLine) -> None:
+        self.run_dir, self.proc, self.read, self.line = run_dir, proc, read, line
+        self.watch_s, self.steady_s, self.settle_s = watch_s, steady_s, settle_s
+        self.wall0 = time.time()
+        self.run: Optional[RunRecord] = None  # as the last observation read it
+        self.handoff: Optional[tuple[float, int]] = None  # (when, progress) as we saw the command exit and hand off
+        self.settling = settle.Settling()
+        self.unsettled: Optional[str] = None
+        self.last_settle_check = -1.0
+
+    def observe(self, t: float) -> Union[Observation, Ended, str]:
+        """The run as its record (here, or mirrored from the target) says it is now."""
+        run = self.run = self.read.load(self.run_dir)
+        said = self._no_live_job(run, t)
+        if said is not None:
+            return said
+        done = progress(run)
+        if self._handed_off_in_vain(run, t, done):
+            return Ended((run, None))
+        if self.watch_s <= 0:  # --watch 0: started is all we wait for
+            return Ended((run, LiveFacts(pid=run.job_pid, watched_s=0.0)))
+        hb = run.heartbeat or {}
+        silent = rhythm.silent_for(hb, _clock(run), run.spawned.get("t"),
+                                   None if run.is_remote else run.spec.get("log"))
+        # the rhythm counts only from a heartbeat written since the watch began: the recorder lives now
+        return Observation(t=t, alive=run.job_alive(), progress=done, silent_s=silent, talking_s=_talking_for(run),
+                           heartbeat=hb, fresh=(hb.get("t") or 0) > self.wall0,
+                           can_sample=self.read.sample is not None, wrote=bool(hb.get("last_output_t") or done))
+
+    def _no_live_job(self, run: RunRecord, t: float) -> Optional[Union[Ended, str]]:
+        """What the record says when there is no live job to observe: it ended, its recorder is gone or never
+        started (the watch's end), or it is starting (words for the progress line). None: a job to observe."""
+        if run.finished:
+            if _left_running(run) and _age(run) < self.settle_s and t < self.watch_s:
+                return "its command exited 0: waiting for what it left running"  # the trainer too must settle
+            return Ended((run, None))
+        recorder_gone = (self.proc.poll() is not None) if self.proc is not None else \
+            (run.recorder is not None and not run.recorder_alive())
+        if recorder_gone or (run.recorder is None and t > START_TIMEOUT_S):
+            return Ended((self.read.load(self.run_dir), None))
+        if run.spawned is None:
+            return "starting the job"
+        return None
+
+    def _handed_off_in_vain(self, run: RunRecord, t: float, done: int) -> bool:
+        """The command exited and handed its output pipes on; what holds them (a daemon, or only a stray worker)
+        must show it works: output within steady_s, or the verdict is given on the command's own exit without
+        waiting out the watch."""
+        if not run.handoff_open:
+            return False
+        self.handoff = self.handoff or (t, done)
+        return done <= self.handoff[1] and t - self.handoff[0] >= self.steady_s
+
+    def settle(self, o: Observation, steady: bool) -> None:
+        """Ask the settler once a second whether every rank is up and past init_process_group."""
+        if self.read.settler is not None and o.t - self.last_settle_check >= 1.0 and o.alive:
+            self.last_settle_check = o.t
+            self.unsettled = self.read.settler(self.run, self.settling, steady)  # a rank that dies is seen to go
+        o.unsettled = self.unsettled
+        o.settle_checked = self.read.settler is None or self.last_settle_check == o.t
+        o.ranks_settled_s = None if self.settling.since is None else time.time() - self.settling.since
+
+    def waiting_for(self, o: Observation, steady: bool) -> str:
+        """What the watch waits for, in the words of the progress line."""
+        return _waiting_for(self.run, o.heartbeat, o.progress, steady, self.settle_s, self.unsettled)
+
+    def sample(self, o: Observation) -> Optional[tuple[RunRecord, LiveFacts]]:
+        """A look at the stacks of every process: the run and the wait it proves, unless the job wrote meanwhile
+        or only compiles (then None: watch on)."""
+        facts = self.read.sample(self.run, o.t)
+        if facts is not None and _last_output(self.read.load(self.run_dir)) != _last_output(self.run):
+            return None  # it wrote while we looked: the wait we saw follows output, it explains no silence
+        if facts is not None and not _compiling(facts):  # a compile ends by itself, or shows its cycle
+            return self.read.load(self.run_dir), facts
+        return None
+
+    def running(self, o: Observation, looping: Optional[str]) -> tuple[RunRecord, Optional[LiveFacts]]:
+        """A settled job: running, unless one look at its stacks shows a lock cycle, or it ended meanwhile."""
+        return _running_unless_stuck(self.run, self.run_dir, self.read.load, self.read.sample, o.t, self.settle_s,
+                                     self.settling, looping, self.line)
+
+    def out_of_time(self, o: Observation) -> Optional[tuple[RunRecord, Optional[LiveFacts]]]:
+        """A last look at the live job; None while a job that just died has its end on the way."""
+        facts = self.read.look(self.run, o.t)
+        if facts is not None:
+            facts.unsettled = self.unsettled
+        if facts is not None or o.t >= self.watch_s + 2.0:  # None: it just died, its exit is on the way
+            return self.run, facts
+        return None
 
 
 def _settled_facts(facts: Optional[LiveFacts]) -> Optional[LiveFacts]:
@@ -253,84 +378,6 @@ def _talking_for(run: RunRecord) -> float:
     return max(0.0, _clock(run) - first) if first else _age(run)
 
 
-def _watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, steady_s: float,
-           t0: float, load: Loader, look: Looker, poll_s: float,
-           sample: Optional[Sampler], settle_s: float,
-           settler: Optional[Settler], line: WatchLine) -> tuple[RunRecord, Optional[LiveFacts]]:
-    """The watch loop itself: it observes the run (through `load`, `settler`) and acts on what the policy
-    (dfdoctor.watch.policy) decides; `watch` adds Ctrl-C handling."""
-    policy = Policy(watch_s, settle_s, steady_s)
-    handoff: Optional[tuple[float, int]] = None  # (when, progress) as we saw the command exit and hand off
-    wall0 = time.time()
-    settling = settle.Settling()
-    unsettled: Optional[str] = None
-    last_settle_check = 0.0
-    while True:
-        run = load(run_dir)
-        now = time.monotonic()
-        if run.finished:
-            if _left_running(run) and _age(run) < settle_s and now - t0 < watch_s:
-                time.sleep(poll_s)  # a launcher's exit 0 left the trainer running: it too must settle
-                continue
-            return run, None
-        recorder_gone = (proc.poll() is not None) if proc is not None else \
-            (run.recorder is not None and not run.recorder_alive())
-        if recorder_gone or (run.recorder is None and now - t0 > START_TIMEOUT_S):
-            return load(run_dir), None
-        if run.spawned is None:
-            line.say("starting the job")
-            time.sleep(poll_s)
-            continue
-        done = progress(run)
-        hb, wall = run.heartbeat or {}, time.time()
-        if run.handoff_open:
-            # What holds the pipes (a daemon, or only a stray worker) must show it works: output within
-            # steady_s, or the verdict is given on the command's own exit without waiting out the watch.
-            handoff = handoff or (now, done)
-            if done <= handoff[1] and now - handoff[0] >= steady_s:
-                return run, None
-        if watch_s <= 0:  # --watch 0: started is all we wait for
-            return run, LiveFacts(pid=run.job_pid, watched_s=0.0)
-        silent = rhythm.silent_for(hb, _clock(run), run.spawned.get("t"),
-                                   None if run.is_remote else run.spec.get("log"))
-        alive = run.job_alive()
-        # the rhythm counts only from a heartbeat written since the watch began: the recorder lives now
-        seen = Observation(t=now - t0, alive=alive, progress=done, silent_s=silent, talking_s=_talking_for(run),
-                           heartbeat=hb, fresh=(hb.get("t") or 0) > wall0, can_sample=sample is not None)
-        steady = policy.see(seen)
-        if settler is not None and now - last_settle_check >= 1.0 and alive:
-            last_settle_check = now
-            unsettled = settler(run, settling, steady)  # every second: a rank that dies is seen to go
-        seen.unsettled, seen.settle_checked = unsettled, settler is None or last_settle_check == now
-        seen.ranks_settled_s = None if settling.since is None else wall - settling.since
-        decision = policy.decide(seen)
-        if decision is Decision.RUNNING:
-            return _running_unless_stuck(run, run_dir, load, sample, now - t0, settle_s, settling, policy.looping,
-                                         line)
-        last_line = silent if hb.get("last_output_t") or done else None
-        line.say(_waiting_for(run, hb, done, steady, settle_s, unsettled), last_line)
-        if decision is Decision.SAMPLE:
-            line.say(f"silent for {seconds(silent)}: looking at the stacks of its processes", last_line, force=True)
-            facts = sample(run, now - t0)
-            policy.sampled(time.monotonic() - t0)
-            if facts is not None and _last_output(load(run_dir)) != _last_output(run):
-                facts = None  # it wrote while we looked: the wait we saw follows output, it explains no silence
-            if facts is not None and not _compiling(facts):  # a compile ends by itself, or shows its cycle
-                return load(run_dir), facts
-            decision = policy.decide(seen)  # the watch may be over: what was seen before the look says so
-            if decision is Decision.RUNNING:  # (only at its end: the output was steady)
-                return _running_unless_stuck(run, run_dir, load, sample, now - t0, settle_s, settling,
-                                             policy.looping, line)
-        if decision is Decision.OUT_OF_TIME:
-            line.say("the watch is over: a last look at the job", last_line, force=True)
-            facts = look(run, now - t0)
-            if facts is not None:
-                facts.unsettled = unsettled
-            if facts is not None or now - t0 >= watch_s + 2.0:  # None: it just died, its exit is on the way
-                return run, facts
-        time.sleep(poll_s)
-
-
 def _waiting_for(run: RunRecord, hb: dict[str, Any], done: int, steady: bool, settle_s: float,
                  unsettled: Optional[str]) -> str:
     """What the watch waits for now, in the words of the progress line."""
@@ -393,11 +440,7 @@ def _judge(run: RunRecord, facts: LiveFacts, samples: list) -> None:
     facts.quiet_s = rhythm.silent_for(hb, time.time(), (run.spawned or {}).get("t"), run.spec.get("log"))
     facts.rhythm = rhythm.words(hb, time.time(), (run.spawned or {}).get("t"), run.spec.get("log"))
     facts.quiet = facts.quiet_s >= rhythm.sample_after(hb)
-    cycle = cycle_in("\n\n".join(s.text for s in facts.stacks))
-    if cycle is not None and samples:
-        first = cycle_in("\n\n".join(s.looks[0].stacks.text for s in samples if s.python and s.looks))
-        if first is None or first.signature() != cycle.signature():
-            cycle = None  # passing through, not stuck: the two looks differ
+    cycle = lasting_cycle(facts.stacks, samples)
     if cycle is not None:
         facts.classified = classified_as(cycle)
         facts.cycle_detail = cycle.detail()

@@ -17,7 +17,7 @@ from typing import Any, Optional
 from dfdoctor.agent import ship
 from dfdoctor.diagnose import stacks, stuck
 from dfdoctor.diagnose.jobstacks import ProcessSample
-from dfdoctor.diagnose.look import samples_of
+from dfdoctor.diagnose.look import proven_wait, samples_of
 from dfdoctor.agent.target_agent import MARK
 from dfdoctor.slurm import commands
 from dfdoctor.slurm.job import OWN_STEP
@@ -70,9 +70,7 @@ def look(job_id: str, node: str, quiet_s: float) -> NodeLook:
     seen = NodeLook(node)
     seen.samples, seen.error = sample(job_id, node)
     if seen.samples:
-        try:
-            seen.finding = stuck.judge(seen.samples, quiet_s, local=False)
-        except Exception as exc:  # a classifier bug must not cost us the verdict
-            seen.error = f"the stack classifier failed: {type(exc).__name__}: {exc}"
+        seen.finding, failed = proven_wait(seen.samples, quiet_s, local=False)
+        seen.error = failed or seen.error
     seen.took_s = time.monotonic() - began
     return seen

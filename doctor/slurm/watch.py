@@ -7,22 +7,21 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 from dfdoctor import causes
 from dfdoctor.agent.loop_lines import LoopLines, progress_lines
 from dfdoctor.agent.record import Masker
-from dfdoctor.watch import rhythm, settle
+from dfdoctor.watch import settle
+from dfdoctor.watch.loop import Ended, drive
+from dfdoctor.watch.policy import Observation, Policy
 from dfdoctor.numbers import is_whole
 from dfdoctor.progress import WatchLine, seconds
 from dfdoctor.slurm import commands, job, patterns
 from dfdoctor.slurm.rules import Seen, judge
 
 POLL_S = 0.2
-GROW_S = 2.0  # how long a running job's output is watched for growth
-# output quiet past its own rhythm (rhythm.sample_after: 3 of its intervals, at least 5 s, at most 15 s): the
-# job's processes are looked at on its node
-SAMPLE_EVERY_S = 5.0  # and again after as long, while it stays quiet (each look costs its node ~1-2 s)
+GROW_S = 2.0  # output that grew within this long before the watch's end still grows (the policy's steady time)
 READ_LIMIT = 256 << 10
 
 
@@ -172,11 +171,10 @@ def _ran_s(f: job.JobFacts) -> float:
     return float(((d * 24 + h) * 60 + mi) * 60 + sec)
 
 
-def quiet_for(path: str, since_seen: Optional[float]) -> float:
-    """Seconds the output file has not changed: the longer of what we watched (`since_seen`, our clock) and
-    its age by mtime (the writer's clock; an empty file's mtime is the job's start). A file that does not
+def quiet_for(path: str, ours: float) -> float:
+    """Seconds the output file has not changed: the longer of what we watched (`ours`: since we saw it change)
+    and its age by mtime (the writer's clock; an empty file's mtime is the job's start). A file that does not
     exist has only our own watch."""
-    ours = time.monotonic() - since_seen if since_seen is not None else 0.0
     try:
         by_mtime = time.time() - os.path.getmtime(path)
     except OSError:
@@ -195,6 +193,13 @@ def _waiting_for(first_output: Optional[float], now: float, hb: dict[str, Any], 
     return f"running{on}: waiting for {settle_s:g} s of steady output ({seconds(min(now - first_output, settle_s))} so far)"
 
 
+def _queue_words(f: job.JobFacts) -> str:
+    """Where Slurm holds a job that does not run yet, for the progress line."""
+    if f.state == "PENDING":
+        return f"in Slurm's queue ({f.reason})" if f.reason and f.reason != "None" else "in Slurm's queue"
+    return f"Slurm says {f.state or 'nothing yet'}"
+
+
 def watch(job_id: str, paths: dict[str, str], watch_s: float,
           on_event: Callable[[str, dict], None] = lambda name, data: None,
           sampler: Optional[Callable[[str, str, float], Any]] = None, settle_s: float = 0.0) -> Seen:
@@ -203,104 +208,123 @@ def watch(job_id: str, paths: dict[str, str], watch_s: float,
     output stays quiet is looked at on its node: a wait its stacks prove ends the watch. Growing output counts
     as running only once the job has printed for `settle_s` (from the first output we saw; never past the watch):
     a job that prints a line and then waits is looked at, not called running after its first line, and one
-    whose Python and CUDA take 6 s to come up is not called running 4 s into its start."""
+    whose Python and CUDA take 6 s to come up is not called running 4 s into its start. The watch is the one of
+    every job (dfdoctor.watch.loop, its policy dfdoctor.watch.policy); `SlurmSource` is what it sees."""
     line = WatchLine()
+    source = SlurmSource(job_id, paths, watch_s, on_event, sampler, settle_s)
     try:
-        return _watch(job_id, paths, watch_s, on_event, sampler, settle_s, line)
+        return drive(source, Policy(watch_s, settle_s, GROW_S), line, POLL_S)
     finally:
         line.close()  # before the verdict: nothing of the progress line stays above it
 
 
-def _watch(job_id: str, paths: dict[str, str], watch_s: float, on_event: Callable[[str, dict], None],
-           sampler: Optional[Callable[[str, str, float], Any]], settle_s: float, line: WatchLine) -> Seen:
-    """The watch loop itself, its progress shown on `line`."""
-    start = time.monotonic()
-    end = start + watch_s
-    last_state = None
-    grow_from: Optional[tuple[float, int]] = None
-    changed: Optional[tuple[float, int]] = None  # (when we saw the output's size last change, that size)
-    last_sample: Optional[float] = None
-    node_look = None
-    pace: dict[str, Any] = {}  # the output's growth as the recorder's heartbeat counts lines: its rhythm
-    loop = OutputLoop()
-    first_output: Optional[float] = None  # when we first saw the output file hold something (our clock)
-    revived: Optional[float] = None  # when its output came back after a silence longer than its quiet time
-    while True:
-        f = job.facts(job_id, with_sacct=False)
-        if f.state != last_state:
-            on_event("slurm-state", {"state": f.state, "reason": f.reason, "nodes": f.nodes})
-            last_state = f.state
+class SlurmSource:
+    """The watch's source (dfdoctor.watch.loop.Source) for a Slurm job: scontrol while Slurm holds it, sacct once
+    it ended (the watch's end), its output file as it grows (counted as the recorder's heartbeat counts a
+    launch's lines: each growth seen is one line of its pace, its loop read from what was added), and a look at
+    its processes on its node (`sampler`). Only Slurm's own states are its rules: the queue, an end."""
+
+    def __init__(self, job_id: str, paths: dict[str, str], watch_s: float, on_event: Callable[[str, dict], None],
+                 sampler: Optional[Callable[[str, str, float], Any]], settle_s: float) -> None:
+        self.job_id, self.paths, self.watch_s, self.on_event = job_id, paths, watch_s, on_event
+        self.sampler, self.settle_s = sampler, max(0.0, min(settle_s, watch_s))
+        self.facts: Optional[job.JobFacts] = None  # scontrol's, as the last observation read them
+        self.last_state: Optional[str] = None
+        self.out, self.size, self.node, self.stacks_where = "", -1, "", ""
+        self.changed: Optional[tuple[float, int]] = None  # (when we saw the output's size last change, that size)
+        self.grown_at: Optional[float] = None  # when we last saw it grow
+        self.first_output: Optional[float] = None  # when we first saw the output file hold something
+        self.pace: dict[str, Any] = {}  # the output's growth as the recorder's heartbeat counts lines: its rhythm
+        self.loop = OutputLoop()
+        self.node_look = None  # onnode.NodeLook: the last look on its node
+
+    def observe(self, t: float) -> Union[Observation, Ended, str]:
+        """The job as scontrol says it is now: ended (sacct settles it), in the queue, or running."""
+        f = self.facts = job.facts(self.job_id, with_sacct=False)
+        if f.state != self.last_state:
+            self.on_event("slurm-state", {"state": f.state, "reason": f.reason, "nodes": f.nodes})
+            self.last_state = f.state
         if f.ended or not f.known or f.failed_tasks:  # one failed task fails an array: no need to wait
-            seen = look(job_id, paths, settle=True)
-            on_event("slurm-ended", {"state": seen.job.state, "exit_code": seen.job.exit_code,
-                                     "end_time": seen.job.end_time})
-            return seen
-        if f.state != "RUNNING":
-            line.say(f"in Slurm's queue ({f.reason})" if f.state == "PENDING" and f.reason and f.reason != "None"
-                     else "in Slurm's queue" if f.state == "PENDING" else f"Slurm says {f.state or 'nothing yet'}")
+            seen = look(self.job_id, self.paths, settle=True)
+            self.on_event("slurm-ended", {"state": seen.job.state, "exit_code": seen.job.exit_code,
+                                          "end_time": seen.job.end_time})
+            return Ended(seen)
         if f.state == "PENDING":
-            seen = look(job_id, paths)
-            if judge(seen).cause or time.monotonic() >= end:
-                return seen
-        if f.state == "RUNNING":
-            out = f.stdout or paths.get("stdout", "")
-            size = _size(out)
-            now = time.monotonic()
-            if size > 0 and first_output is None:
-                first_output = now  # the settle time counts from here: starting Python and CUDA is not running
-            if changed is None or changed[1] != size:
-                if changed is not None and size > changed[1] and now - changed[0] >= rhythm.quiet_after(pace) \
-                        and first_output is not None and first_output < changed[0]:
-                    revived = now  # back after a silence: one line is not growth again until it shows its pace
-                if changed is not None and size > changed[1]:  # each growth seen counts as one line of its pace
-                    pace["progress_lines"] = int(pace.get("progress_lines") or 0) + 1
-                    pace.setdefault("first_output_t", time.time())
-                    pace["last_output_t"] = time.time()
-                    loop.read(out)
-                changed = (now, size)
-            node = (f.raw.get("BatchHost") or "").strip()
-            quiet = quiet_for(out, changed[0])
-            last_line = quiet if size > 0 else None
-            if line.enabled:  # the loop's best shape is worked out only for a line someone reads
-                line.say(_waiting_for(first_output, now, loop.heartbeat(pace), settle_s, node), last_line)
-            if sampler is not None and node and node != "(null)" and quiet >= rhythm.sample_after(pace) and \
-                    (last_sample is None or now - last_sample >= SAMPLE_EVERY_S):
-                line.say(f"silent for {seconds(quiet)}: looking at its stacks on {node}", last_line, force=True)
-                node_look = sampler(job_id, node, quiet)
-                last_sample = time.monotonic()
-                on_event("stacks-sampled", {"node": node, "took_s": round(node_look.took_s, 2),
-                                            "processes": len(node_look.samples), "quiet_s": round(quiet, 1),
-                                            "finding": node_look.finding.cause if node_look.finding else None,
-                                            "error": node_look.error})
-                if node_look.finding is not None and _size(out) != size:
-                    node_look.finding = None  # it wrote while we looked: the wait we saw follows output
-                if node_look.finding is not None and node_look.finding.cause != causes.COMPILE_WORKERS_WAIT:
-                    # (a compile ends by itself or shows its lock cycle: that wait is the verdict only at the end)
-                    seen = look(job_id, paths)
-                    seen.node_look, seen.quiet_s, seen.watched_s = node_look, quiet, time.monotonic() - start
-                    return seen
-            if grow_from is None or grow_from[1] < 0:  # the window starts once the file exists
-                grow_from = (now, size)
-            elif now - grow_from[0] >= GROW_S:  # a window long enough that a job about to die is seen dying
-                hb = loop.heartbeat(pace)
-                looping = settle.in_its_loop(hb, settle_s) if size > grow_from[1] else None
-                talking = now - first_output if first_output is not None else 0.0
-                ripe = (talking >= settle_s or looping is not None) and settle.about_to_end(hb, settle_s) is None \
-                    and (revived is None or grow_from[0] >= revived)  # it grew again in a window after that line
-                if size > grow_from[1] and (ripe or now >= end):
-                    seen = look(job_id, paths)
-                    seen.growing, seen.watched_s = True, now - grow_from[0]
-                    seen.notes = seen.notes + ([f"ran {_ran_s(f):.0f} s; {looping}"] if looping else [])
-                    return seen
-                if now >= end:
-                    seen = look(job_id, paths)
-                    seen.growing, seen.watched_s = False, now - grow_from[0]
-                    seen.node_look, seen.quiet_s = node_look, quiet
-                    return seen
-                grow_from = (now, size)
-        if time.monotonic() >= end:
-            seen = look(job_id, paths)
-            seen.watched_s = time.monotonic() - start
-            seen.node_look = node_look
-            return seen
-        time.sleep(POLL_S)
+            seen = look(self.job_id, self.paths)
+            if judge(seen).cause or t >= self.watch_s:  # pending for a reason that never clears
+                return Ended(seen, _queue_words(f))
+        if f.state != "RUNNING":
+            return Ended(self._seen(t)) if t >= self.watch_s else _queue_words(f)
+        return self._output(t, f)
+
+    def _output(self, t: float, f: job.JobFacts) -> Observation:
+        """What the running job's output file shows now."""
+        self.out = f.stdout or self.paths.get("stdout", "")
+        self._count_growth(t, _size(self.out))
+        self.node = (f.raw.get("BatchHost") or "").strip()
+        self.stacks_where = f" on {self.node}" if self.node else ""
+        talking = t - self.first_output if self.first_output is not None else 0.0
+        return Observation(t=t, alive=True, progress=int(self.pace.get("progress_lines") or 0),
+                           silent_s=quiet_for(self.out, t - self.changed[0]), talking_s=talking,
+                           heartbeat=self.loop.heartbeat(self.pace), fresh=True, wrote=self.size > 0,
+                           can_sample=self.sampler is not None and self.node not in ("", "(null)"))
+
+    def _count_growth(self, t: float, size: int) -> None:
+        """Take in the output file's size now: each growth seen is one line of its pace, as the recorder's
+        heartbeat counts a launch's lines, and what was added is read for the job's loop."""
+        self.size = size
+        if size > 0 and self.first_output is None:
+            self.first_output = t  # the settle time counts from here: starting Python and CUDA is not running
+        if self.changed is not None and size > self.changed[1]:
+            self.pace["progress_lines"] = int(self.pace.get("progress_lines") or 0) + 1
+            self.pace.setdefault("first_output_t", time.time())
+            self.pace["last_output_t"] = time.time()
+            self.loop.read(self.out)
+            self.grown_at = t
+        if self.changed is None or self.changed[1] != size:
+            self.changed = (t, size)
+
+    def settle(self, o: Observation, steady: bool) -> None:
+        """Nothing to settle beyond the output: Slurm starts the job's processes, the batch script its ranks."""
+
+    def waiting_for(self, o: Observation, steady: bool) -> str:
+        """What the watch waits for, in the words of the progress line."""
+        return _waiting_for(self.first_output, o.t, o.heartbeat, self.settle_s, self.node)
+
+    def sample(self, o: Observation) -> Optional[Seen]:
+        """A look at its processes on its node: the job with the wait it proves, or None (watch on)."""
+        self.node_look = look_ = self.sampler(self.job_id, self.node, o.silent_s)
+        self.on_event("stacks-sampled", {"node": self.node, "took_s": round(look_.took_s, 2),
+                                         "processes": len(look_.samples), "quiet_s": round(o.silent_s, 1),
+                                         "finding": look_.finding.cause if look_.finding else None,
+                                         "error": look_.error})
+        if look_.finding is not None and _size(self.out) != self.size:
+            look_.finding = None  # it wrote while we looked: the wait we saw follows output
+        if look_.finding is None or look_.finding.cause == causes.COMPILE_WORKERS_WAIT:
+            return None  # (a compile ends by itself or shows its lock cycle: that wait is the verdict only at the end)
+        seen = self._seen(o.t)
+        seen.quiet_s = o.silent_s
+        return seen
+
+    def running(self, o: Observation, looping: Optional[str]) -> Seen:
+        """The job with its output growing (and the loop that showed it past its start)."""
+        seen = look(self.job_id, self.paths)
+        seen.growing, seen.watched_s = True, o.t
+        seen.notes = seen.notes + ([f"ran {_ran_s(self.facts):.0f} s; {looping}"] if looping else [])
+        return seen
+
+    def out_of_time(self, o: Observation) -> Seen:
+        """The job as it is at the watch's end, its output growing if it grew in the last GROW_S."""
+        seen = self._seen(o.t)
+        # grown within the last GROW_S: growing, though too briefly for the policy to call it steady
+        seen.growing = self.grown_at is not None and o.t - self.grown_at < GROW_S
+        seen.quiet_s = o.silent_s
+        return seen
+
+    def _seen(self, t: float) -> Seen:
+        """The job and its files as they are now, with what the watch saw: for how long it has watched the output
+        not grow, and its last look on the node."""
+        seen = look(self.job_id, self.paths)
+        seen.watched_s = t - self.grown_at if self.grown_at is not None else t
+        seen.node_look = self.node_look
+        return seen

@@ -1,12 +1,14 @@
 """The watch's policy: what to do next, from what the watch sees now. Observations go in, a decision comes out;
 no clock is read and nothing is done here, so the rules are tested with observations they are handed.
 
-A source (this machine's processes, a target's agent, ...) observes; the watch's driver acts on the decision:
+A source (this machine's processes, a target's agent, Slurm) observes; the watch's driver (loop.py) acts on the
+decision:
   WAIT        nothing certain yet: look again after the poll interval
   SAMPLE      the job is silent past its own rhythm: look at the stacks of all its processes
   RUNNING     settled, its output growing at its pace: one look at the stacks first, then `running`
   OUT_OF_TIME the watch is over: judge the job as it is now
-(the driver says ENDED and STUCK itself: a death is read from the record, a wait from a look's finding).
+(the source says ENDED and STUCK itself: a death is read from the record or from Slurm, a wait from a look's
+finding).
 
 The rules are those of docs/launch.md: output is steady when it grew in a few separate bursts over STEADY_S, or at
 a rhythm the job showed since the watch began; output back after a silence longer than the job's quiet time must
@@ -50,6 +52,7 @@ class Observation:
     settle_checked: bool = True  # the settle check ran on this observation (it runs once a second)
     ranks_settled_s: Optional[float] = None  # seconds since every rank was seen past init_process_group
     can_sample: bool = True  # its stacks can be looked at from here
+    wrote: bool = False  # it wrote output (the progress line gives the age of its last)
 
 
 class Policy:
