@@ -32,6 +32,8 @@ from dfdoctor import leftovers
 from dfdoctor.rehearse import rewrite, wall
 from dfdoctor.rehearse.rewrite import CannotRehearse, Hop, Plan
 from dfdoctor.shell import join, quote
+from dfdoctor.targets import transport
+from dfdoctor.targets.target import Target
 
 HERE = Path(__file__).resolve().parent
 SENTINEL = (HERE / "sentinel.py").read_text()
@@ -130,12 +132,12 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
     job = plan.job
     assert job is not None
     sweeps = _sweeps(plan)
-    registered = leftovers.register(plan.mark, [rewrite.session_argv(chain, words) for chain, words in sweeps.items()],
+    registered = leftovers.register(plan.mark, [_session(chain, words) for chain, words in sweeps.items()],
                                     cwd)  # run by the parent if this worker dies before it cleaned up
     previous = _interruptible()
     try:
         script = job.script if job.script_is_file else ""
-        placed = _run(rewrite.session_argv(job.chain, ["sh", "-c", PLACE, "sh", plan.folder, script or ""]),
+        placed = _run(_session(job.chain, ["sh", "-c", PLACE, "sh", plan.folder, script or ""]),
                       stdin=SENTINEL.encode(), timeout=PLACE_S, cwd=cwd)
         if "placed" not in placed.stdout:
             out.unobservable = _unreachable(job.chain, placed)
@@ -151,7 +153,7 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
     finally:
         # Ctrl-C, SIGTERM, a hop that failed, a place no look went to: nothing of it stays (REHEARSAL.md)
         with ThreadPoolExecutor(max_workers=max(1, len(sweeps))) as pool:
-            said = list(pool.map(lambda item: leftovers.run_quietly(rewrite.session_argv(*item), cwd),
+            said = list(pool.map(lambda item: leftovers.run_quietly(_session(*item), cwd),
                                  sweeps.items()))
         leftovers.done(registered)
         _restore(previous)
@@ -161,6 +163,49 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
         out.wall = wall.evidence(plan, dict(w.partition(" ")[::2] for w in walls))
         out.seconds = time.monotonic() - began
     return out
+
+
+def _session(chain: tuple[Hop, ...], argv: list[str]) -> list[str]:
+    """The local argv of one of dfdoctor's own sessions (placing, looking, sweeping, expanding) at the place
+    `chain` reaches: over the run's shared ssh connection to the first hop when one is open for that very
+    destination (transport.connected, the check run's ControlMaster), so that it costs no ssh login; ssh falls
+    back to a login of its own when the master is gone. The line itself is never multiplexed: it logs in as the
+    user's does, and its session's end is what the rehearsal observes."""
+    words = rewrite.session_argv(chain, argv)
+    socket = _shared_socket(chain[0]) if chain else None
+    return [words[0], "-o", f"ControlPath={socket}", *words[1:]] if socket else words
+
+
+def _shared_socket(hop: Hop) -> Optional[str]:
+    """The open ControlMaster socket of this run for an ssh hop's destination, if the hop adds nothing but a
+    user and a port to it (any other option of the user's may reach elsewhere or otherwise: it logs in itself)."""
+    ours = ["ssh", *rewrite.ssh_extra(), "-T"]
+    if hop.kind != "ssh" or list(hop.argv[:len(ours)]) != ours:
+        return None
+    opts, dest = list(hop.argv[len(ours):-1]), hop.argv[-1]
+    user, _, host = dest.rpartition("@")
+    port = None
+    while opts:
+        opt = opts.pop(0)
+        if opt == "-F" and opts and opts[0] == os.environ.get(rewrite.SSH_CONFIG_ENV):
+            opts.pop(0)  # the config dfdoctor's own ssh reads (a printed fix names it)
+            continue
+        if opt in ("-p", "-l") and opts:
+            value = opts.pop(0)
+        elif opt[:2] in ("-p", "-l") and len(opt) > 2:
+            opt, value = opt[:2], opt[2:]
+        else:
+            return None
+        if opt == "-l":
+            if user and user != value:
+                return None  # which of the two ssh takes is its own business
+            user = value
+        elif value.isascii() and value.isdigit():
+            port = int(value)
+        else:
+            return None
+    path = transport.control_path(Target(kind="ssh", host=host, user=user or None, port=port))
+    return path if path and os.path.exists(path) else None
 
 
 def _sweeps(plan: Plan) -> dict[tuple, list[str]]:
@@ -197,7 +242,7 @@ def _restore(previous) -> None:
 def _expand(chain: tuple[Hop, ...], texts: list[str], cwd: Optional[str]) -> list[str]:
     """What each text (a redirect target of plain words and variables, proved so by rewrite.py) is at that hop,
     by the shell of a session there; CannotRehearse when it cannot be asked."""
-    p = _run(rewrite.session_argv(chain, ["sh", "-c", EXPAND, "sh", *texts]), timeout=PLACE_S, cwd=cwd)
+    p = _run(_session(chain, ["sh", "-c", EXPAND, "sh", *texts]), timeout=PLACE_S, cwd=cwd)
     values = p.stdout.split("\0")[:-1]
     if p.returncode != 0 or len(values) != len(texts):
         raise CannotRehearse(f"could not expand {', '.join(texts)} where the line writes it: "
@@ -389,8 +434,9 @@ class _Look:
 
 
 def _start_looks(plan: Plan, cwd: Optional[str], started: _Started, sweeps: dict[tuple, list[str]]) -> list[_Look]:
-    """A look at every place the rehearsal touches: the job's (first), and each one a redirect wrote at; the
-    sweep of each place runs in the same session, after its look."""
+    """A look at every place the rehearsal touches: the job's (first), each one a redirect wrote at, and each
+    other remote place it must sweep (a second wall's layers, a multiplexer's server); the sweep of each place runs
+    in the same session, after its look, so that no place needs a login of its own once the line is done."""
     job = plan.job
     assert job is not None
     places: dict[tuple, dict] = {job.chain: {"folder": plan.folder, "logs": [], "where": job.where}}
@@ -398,6 +444,9 @@ def _start_looks(plan: Plan, cwd: Optional[str], started: _Started, sweeps: dict
         if log.dynamic or log.in_home:
             continue
         places.setdefault(log.chain, {"folder": "", "logs": [], "where": log.where})["logs"].append(log)
+    for chain in sweeps:
+        if chain:  # this machine's sweep needs no session: it runs after the looks
+            places.setdefault(chain, {"folder": "", "logs": [], "where": chain[-1].where})
     words = " ".join(dict.fromkeys([job.interpreter, "python3", "python"]))
     looks = []
     for chain, what in places.items():
@@ -408,7 +457,7 @@ def _start_looks(plan: Plan, cwd: Optional[str], started: _Started, sweeps: dict
         # wait): DFDOCTOR_RH_SURFACE, read by look.sh
         both = (f"DFDOCTOR_RH_SURFACE={quote(wall.SURFACE)} DFDOCTOR_RH_TAG={plan.tag} sh -c {quote(LOOK)} sh "
                 f"{join(args)}; {join(sweeps[chain])}")
-        looks.append(_Look(chain, what["where"], rewrite.session_argv(chain, ["sh", "-c", both]), cwd,
+        looks.append(_Look(chain, what["where"], _session(chain, ["sh", "-c", both]), cwd,
                            started if what["folder"] else None))
     return looks
 
