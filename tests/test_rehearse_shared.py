@@ -1,17 +1,22 @@
-"""A rehearsal's own sessions (placing the sentinel, the looks, the sweeps) ride the check run's shared ssh
-connection when the line's first hop goes to that very destination, so a rehearsal pays one login, the line's
-own; the line itself always logs in as the user's does (its session's end is what is observed). Over the real
-chain: sshd on 127.0.0.1 -> `pct exec` -> lxc-attach -> container 200."""
+"""A rehearsal opens one session per place it touches (the job's look places the sentinel first, each look sweeps
+its place after), and those ride the check run's shared ssh connection when the line's first hop goes to that
+very destination, so a rehearsal pays one login, the line's own; the line itself always logs in as the user's
+does (its session's end is what is observed). Over the real chain: sshd on 127.0.0.1 -> `pct exec` ->
+lxc-attach -> container 200."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
+import time
 import uuid
+from pathlib import Path
 
+import psutil
 import pytest
 
-from dfdoctor import causes
+from dfdoctor import causes, leftovers
 from dfdoctor.rehearse import judge, rewrite, runner
 from dfdoctor.rehearse.rewrite import Hop
 from dfdoctor.targets import parse_target, transport
@@ -64,8 +69,9 @@ def test_own_sessions_ride_the_runs_connection_and_the_line_logs_in_itself(ssh_c
         socket = transport.control_path(target)
         shared, argvs = _rehearse_recorded(line)
     own = _ssh_sessions(argvs)
-    # placing, the look in the container, the look at the host (the log's place, its wall): all over the master
-    assert len(own) >= 3 and all(f"ControlPath={socket}" in a for a in own), own
+    # one session per place, all over the master: the container's look (which places the sentinel first) and the
+    # host's (the log's place, its wall); nothing logs in after the line to sweep
+    assert len(own) == 2 and all(f"ControlPath={socket}" in a for a in own), own
     leaders = [a for a in argvs if a[:2] == ["sh", "-c"] and runner.LEADER in a]
     assert leaders and not any("ControlPath" in w for a in leaders for w in a), leaders
     # the same observation as without a shared connection: the host's shell could not open the log
@@ -103,3 +109,26 @@ def test_a_hop_with_options_of_its_own_logs_in_itself(ssh_config_env, opts):
     with transport.connected(target):
         assert runner._shared_socket(plain) == transport.control_path(target)
         assert runner._shared_socket(hop) is None
+
+
+def test_a_place_not_reached_in_time_is_said_and_nothing_stays(infra, seed, tmp_path, monkeypatch):
+    """The look that places the sentinel is still logging in after PLACE_S (an ssh that takes 8 s): the rehearsal
+    says so, as it did when placing had a session of its own, runs nothing, and leaves nothing there."""
+    work, inside = seed
+    proxy = Path(__file__).parent / "support" / "slow_proxy.py"
+    config = tmp_path / "ssh_config"
+    config.write_text(f"Host slow-host\n  HostName 127.0.0.1\n  Port {infra.port}\n"
+                      f"  ProxyCommand {sys.executable} {proxy} 8 %h %p\n"
+                      f"  HostKeyAlias [127.0.0.1]:{infra.port}\n" + infra.ssh_config.read_text()
+                      .replace("Host 127.0.0.1 localhost", "Host 127.0.0.1 localhost slow-host"))
+    monkeypatch.setenv("DFDOCTOR_SSH_CONFIG", str(config))
+    began = time.monotonic()
+    r, argvs = _rehearse_recorded(f"ssh root@slow-host 'pct exec 200 -- nohup python3 {work}/train.py "
+                                  f"> {work}/train.log 2>&1 &'")
+    assert r.unobservable and "container 200 on slow-host" in r.unobservable, r.unobservable
+    assert r.returned_s is None and not any(runner.LEADER in a for a in argvs)  # the line never ran
+    assert time.monotonic() - began < runner.PLACE_S + leftovers.CLEAN_S + 5
+    time.sleep(1)
+    assert not [p for p in procs_naming(r.plan.tag) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not (infra.rootfs() / "tmp" / f"dfdoctor-rh-{r.plan.tag}").exists()
+    assert not list(inside.iterdir())[1:], list(inside.iterdir())

@@ -40,7 +40,13 @@ SENTINEL = (HERE / "sentinel.py").read_text()
 LOOK = (HERE / "look.sh").read_text()
 SWEEP = (HERE / "sweep.sh").read_text()
 EXPAND = 'for t in "$@"; do eval "f=$t"; printf "%s\\0" "$f"; done'  # texts rewrite.py proved plain
-PLACE = 'umask 077; mkdir "$1" && cat > "$1/sentinel.py" && printf %s "$2" > "$1/script" && echo placed'
+# Run first by the look at the job's place, in the look's own session: the sentinel arrives on the look's stdin,
+# up to a line of its own ($3), read by the shell's `read` (which takes no byte past that line: what follows on
+# stdin is the runner's word that the line's session ended, for the look).
+PLACE = ('# dfdoctor rehearsal: place the sentinel\n'
+         'umask 077; mkdir "$1" || exit 1; got=\n'
+         'while IFS= read -r l; do [ "$l" = "$3" ] && got=1 && break; printf "%s\\n" "$l"; done > "$1/sentinel.py"\n'
+         '[ -n "$got" ] && printf %s "$2" > "$1/script" && echo ==placed')
 BUDGET_S = 10.0
 PLACE_S = 6.0  # one session to the job's place: ssh + pct exec take seconds on a loaded machine
 RETURN_S = 3.5  # a line whose session has not returned by then (plus slack) is held open: ended as Ctrl-C would
@@ -136,19 +142,19 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
                                     cwd)  # run by the parent if this worker dies before it cleaned up
     previous = _interruptible()
     try:
-        script = job.script if job.script_is_file else ""
-        placed = _run(_session(job.chain, ["sh", "-c", PLACE, "sh", plan.folder, script or ""]),
-                      stdin=SENTINEL.encode(), timeout=PLACE_S, cwd=cwd)
-        if "placed" not in placed.stdout:
-            out.unobservable = _unreachable(job.chain, placed)
-            return out
-        out.slack = min(SLACK_MAX_S, 2 * placed.duration)  # type: ignore[attr-defined]
         started = _Started()
-        looks = _start_looks(plan, cwd, started, sweeps)  # they wait, at each place, for the sentinel and the end
+        placing = time.monotonic()
+        # they wait, at each place, for the sentinel and the end; the job's places the sentinel first
+        looks = _start_looks(plan, cwd, started, sweeps)
         try:
+            if not looks[0].placed.wait(PLACE_S) or not looks[0].placed_ok:
+                out.unobservable = _unreachable(job.chain, _abandon(looks))
+                looks = []  # each swept its place; the `finally` below sweeps every place again, in its own sessions
+                return out
+            out.slack = min(SLACK_MAX_S, 2 * (time.monotonic() - placing))
             _run_line(out, plan.walled_line or plan.line, cwd, started)
         finally:
-            for chain in _finish_looks(out, looks, deadline=began + out.budget):
+            for chain in _finish_looks(out, looks, deadline=began + out.budget) if looks else ():
                 sweeps.pop(chain)  # swept by its look
     finally:
         # Ctrl-C, SIGTERM, a hop that failed, a place no look went to: nothing of it stays (REHEARSAL.md)
@@ -383,17 +389,28 @@ class _Look:
     """One look session (look.sh at one place), started before the line: it says when the sentinel started,
     and looks once told that the line's session ended."""
 
-    def __init__(self, chain: tuple, where: str, argv: list[str], cwd: Optional[str], started: Optional[_Started]):
+    def __init__(self, chain: tuple, where: str, argv: list[str], cwd: Optional[str], started: Optional[_Started],
+                 first: bytes = b""):
         self.chain, self.where, self.argv, self.started = chain, where, argv, started
         self.out: list[bytes] = []
         self.err = b""
         self.proc: Optional[subprocess.Popen] = None
+        self.placed = threading.Event()  # set once it said `==placed`, or ended without saying it
+        self.placed_ok = False
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE, start_new_session=True, cwd=cwd)
         except OSError as exc:
             self.err = f"{argv[0]}: {exc.strerror or exc}".encode()
+            self.placed.set()
             return
+        if first:  # the sentinel, for PLACE: a pipe's buffer holds it, so this does not wait for the far end
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.write(first)
+                self.proc.stdin.flush()
+            except OSError:
+                pass  # it ended already: what it said is read
         self.readers = [threading.Thread(target=self._read_out, daemon=True),
                         threading.Thread(target=self._read_err, daemon=True)]
         for t in self.readers:
@@ -403,9 +420,13 @@ class _Look:
         assert self.proc is not None and self.proc.stdout is not None
         for raw in self.proc.stdout:
             self.out.append(raw)
+            if raw.startswith(b"==placed"):
+                self.placed_ok = True
+                self.placed.set()
             if raw.startswith(b"==started") and self.started is not None and not self.started.is_set():
                 self.started.at = time.monotonic()
                 self.started.set()
+        self.placed.set()
 
     def _read_err(self) -> None:
         assert self.proc is not None and self.proc.stderr is not None
@@ -457,9 +478,29 @@ def _start_looks(plan: Plan, cwd: Optional[str], started: _Started, sweeps: dict
         # wait): DFDOCTOR_RH_SURFACE, read by look.sh
         both = (f"DFDOCTOR_RH_SURFACE={quote(wall.SURFACE)} DFDOCTOR_RH_TAG={plan.tag} sh -c {quote(LOOK)} sh "
                 f"{join(args)}; {join(sweeps[chain])}")
+        first = b""
+        if what["folder"]:  # the job's place: its session places the sentinel first (no login of its own)
+            end = f"==end of the sentinel {plan.tag}"
+            script = job.script if job.script_is_file else ""
+            both = f"sh -c {quote(PLACE)} sh {join([plan.folder, script or '', end])} && {both}"
+            first = SENTINEL.rstrip("\n").encode() + f"\n{end}\n".encode()
         looks.append(_Look(chain, what["where"], _session(chain, ["sh", "-c", both]), cwd,
-                           started if what["folder"] else None))
+                           started if what["folder"] else None, first))
     return looks
+
+
+def _abandon(looks: list[_Look]) -> subprocess.CompletedProcess:
+    """The sentinel could not be placed: end every look at once (each sweeps its place on the way out), and
+    say what the job's look said."""
+    late = not looks[0].placed.is_set()
+    for look in looks if late else ():  # still on its way after PLACE_S: a hop that is slow, hangs, or waits for
+        if look.proc is not None:       # input; the others go the same way (the `finally` sweeps every place)
+            _killpg(look.proc.pid)
+    with ThreadPoolExecutor(max_workers=len(looks)) as pool:
+        done = list(pool.map(lambda look: look.finish("0 0\n", 2.5), looks))
+    if late:
+        done[0].returncode = -9
+    return done[0]
 
 
 def _ticks(seconds: float) -> int:
