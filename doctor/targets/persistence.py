@@ -54,8 +54,10 @@ for t in nohup setsid tmux screen at python3 python systemd-run; do
 done
 echo "pid1=$(cat /proc/1/comm 2>/dev/null)"
 # atd may run outside this session's PID namespace, where /proc cannot see it: its pid file says so too
-if [ -s /run/atd.pid ] || [ -s /var/run/atd.pid ]; then echo "have=atd"
-else for c in /proc/[0-9]*/comm; do [ "$(cat "$c" 2>/dev/null)" = atd ] && echo "have=atd" && break; done; fi
+# (one grep over every process's name: a `cat` per process took a tenth of a second on a loaded host)
+if [ -s /run/atd.pid ] || [ -s /var/run/atd.pid ] || grep -qx atd /proc/[0-9]*/comm 2>/dev/null; then
+  echo "have=atd"
+fi
 true
 """
 
@@ -117,9 +119,10 @@ fi
 sleep {beat}
 kill_ours
 rm -rf "$d"
-left=0
-for c in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < "$c" 2>/dev/null | grep -q "$d/s" && left=$((left+1)); done
-echo "left=$left"
+# one grep over every command line (two processes for each one took a tenth of a second on a loaded host); its
+# pattern's `[s]` keeps the grep from finding itself
+left=$(grep -l "$d/[s]" /proc/[0-9]*/cmdline 2>/dev/null | wc -l)
+echo "left=$((left))"
 """
 
 
