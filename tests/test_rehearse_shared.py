@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import psutil
 import pytest
@@ -115,13 +113,7 @@ def test_a_place_not_reached_in_time_is_said_and_nothing_stays(infra, seed, tmp_
     """The look that places the sentinel is still logging in after PLACE_S (an ssh that takes 8 s): the rehearsal
     says so, as it did when placing had a session of its own, runs nothing, and leaves nothing there."""
     work, inside = seed
-    proxy = Path(__file__).parent / "support" / "slow_proxy.py"
-    config = tmp_path / "ssh_config"
-    config.write_text(f"Host slow-host\n  HostName 127.0.0.1\n  Port {infra.port}\n"
-                      f"  ProxyCommand {sys.executable} {proxy} 8 %h %p\n"
-                      f"  HostKeyAlias [127.0.0.1]:{infra.port}\n" + infra.ssh_config.read_text()
-                      .replace("Host 127.0.0.1 localhost", "Host 127.0.0.1 localhost slow-host"))
-    monkeypatch.setenv("DFDOCTOR_SSH_CONFIG", str(config))
+    monkeypatch.setenv("DFDOCTOR_SSH_CONFIG", str(infra.slow_ssh_config(tmp_path, 8)))
     began = time.monotonic()
     r, argvs = _rehearse_recorded(f"ssh root@slow-host 'pct exec 200 -- nohup python3 {work}/train.py "
                                   f"> {work}/train.log 2>&1 &'")
