@@ -11,8 +11,9 @@ import re
 import shutil
 import socket
 import sys
+import threading
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from dfdoctor import causes, probe_server
 from dfdoctor.config import Config, ConfigError, apply_silences, load
@@ -237,6 +238,21 @@ def target_connection(ctx: Context) -> Iterator[None]:
         return
     with transport.connected(ctx.target):
         yield  # a connection that fails is reported by target.reachable and each probe, in ssh's words
+
+
+@contextlib.contextmanager
+def target_connection_meanwhile(ctx: Context) -> Iterator[Callable[[], None]]:
+    """`target_connection`, whose ssh login runs beside the block's first steps that need no target (choosing the
+    checks): the block calls the `ready` it is given before its first step that goes there. The login is done
+    (or failed) before `ready` returns, so no thread runs when the checks' workers are forked."""
+    stack = contextlib.ExitStack()
+    opened = threading.Thread(target=stack.enter_context, args=(target_connection(ctx),), daemon=True)
+    with stack:
+        opened.start()
+        try:
+            yield opened.join
+        finally:
+            opened.join()
 
 
 def fail_on(opts: dict[str, Any], cfg: Config) -> str:

@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -294,13 +293,7 @@ def test_a_slow_login_is_not_a_session_held_open(infra, seed, tmp_path, monkeypa
     """An ssh that takes 4 s to log in (a loaded machine, a far host): the seed line is still judged on what the
     host's shell said, not cut off as a session held open (which read as killed-on-session-exit; CI saw it)."""
     work, _ = seed
-    proxy = Path(__file__).parent / "support" / "slow_proxy.py"
-    config = tmp_path / "ssh_config"
-    config.write_text(f"Host slow-host\n  HostName 127.0.0.1\n  Port {infra.port}\n"
-                      f"  ProxyCommand {sys.executable} {proxy} 4 %h %p\n"
-                      f"  HostKeyAlias [127.0.0.1]:{infra.port}\n" + infra.ssh_config.read_text()
-                      .replace("Host 127.0.0.1 localhost", "Host 127.0.0.1 localhost slow-host"))
-    monkeypatch.setenv("DFDOCTOR_SSH_CONFIG", str(config))
+    monkeypatch.setenv("DFDOCTOR_SSH_CONFIG", str(infra.slow_ssh_config(tmp_path, 4)))
     r = rehearse(f"ssh root@slow-host 'pct exec 200 -- nohup python3 {work}/train.py > {work}/train.log 2>&1 &'")
     assert r.slack >= 8 and r.seconds <= r.budget + 1, (r.slack, r.seconds)
     assert [f.cause for f in judge.findings(r)] == [causes.LOG_DIR_MISSING], judge.facts(r)

@@ -31,3 +31,17 @@ def test_a_job_the_hangup_kills_is_seen_dead_without_waiting_for_heartbeats(tmp_
     assert r.started and not r.alive and p.end and p.end.get("how") == "signal", (p, r.output)
     # before: 1 s for the job to outlive its session, heartbeats 0.6 s apart and 0.3 s to stop, after the hang-up
     assert looked < 2 * SETTLE_S, looked
+
+
+def test_a_surviving_job_is_judged_only_after_the_margin_and_a_heartbeat_after_it(tmp_path: Path):
+    """The margin of the hang-up race is kept in real time (look.sh reads /proc/uptime): the look does not call the
+    job alive before SETTLE_S after the hang-up, and it saw a heartbeat written after that; nor does it stretch
+    the margin by counting its own turns (a turn forks several processes: under load 0.5 s took a second)."""
+    (tmp_path / "train.py").write_text("print('never run')\n")
+    r = rehearse(f"cd {tmp_path} && nohup setsid -f python3 -u {tmp_path}/train.py </dev/null "
+                 f">>{tmp_path}/train.log 2>&1; sleep 1")
+    looked = time.monotonic() - r.ended_at
+    p = r.job_place
+    assert r.alive and p.running and not p.end, (p, r.output)
+    assert "none" not in p.beats and p.beats[0] != p.beats[1], p.beats  # a beat after the margin was seen
+    assert SETTLE_S <= looked < SETTLE_S + 1.0, looked

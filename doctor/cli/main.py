@@ -37,7 +37,7 @@ from dfdoctor.engine import (
     guard,
     now_iso,
     run_phase,
-    target_connection,
+    target_connection_meanwhile,
     target_option,
     verdict_from_checks,
 )
@@ -128,10 +128,10 @@ def check_cmd(opts: dict[str, Any]) -> int:
         records = slurm.check_records(ctx, tuple(opts.get("only") or ()), tuple(opts.get("skip") or ()), cfg)
     else:
         # with every check, some import torch: their server starts before the checks are chosen
-        with probe_server.early(ctx, wanted=not ctx.only):
-            checks, broken = choose_checks(opts, cfg, "pre")
-            with target_connection(ctx):
-                records = broken + run_phase(ctx, checks, "pre", cfg)
+        with probe_server.early(ctx, wanted=not ctx.only), target_connection_meanwhile(ctx) as ready:
+            checks, broken = choose_checks(opts, cfg, "pre")  # while ssh logs in to a --target
+            ready()
+            records = broken + run_phase(ctx, checks, "pre", cfg)
     level = fail_on(opts, cfg)
     report = Report(tool_version=__version__, target=str(ctx.target), command=command, started_at=started,
                     finished_at=now_iso(), verdict=verdict_from_checks(records, level), checks=records,

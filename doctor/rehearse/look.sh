@@ -12,6 +12,11 @@ d=$1; words=$2; shift 2
 tick=0.05
 # the rehearsal's renamed files, carried out of the second wall (surface.sh) before they are read
 surface() { [ -n "${DFDOCTOR_RH_SURFACE:-}" ] && sh -c "$DFDOCTOR_RH_SURFACE" sh "$DFDOCTOR_RH_TAG"; }
+# c: now, in centiseconds (/proc/uptime, read by the shell itself), else the loop's turns in ticks of 5 cs
+clock() {
+  c=; read -r c _ 2>/dev/null < /proc/uptime
+  case "$c" in [1-9]*.[0-9][0-9]) c=${c%.*}${c#*.} ;; *) c=$((i * 5)) ;; esac
+}
 if [ -n "$d" ] && [ -d "$d" ]; then
   exec 3<&0
   ( IFS= read -r w <&3; echo "${w:-0 0}" > "$d/.ended" ) &
@@ -21,18 +26,23 @@ if [ -n "$d" ] && [ -d "$d" ]; then
     sleep $tick
   done
   read -r mt nt < "$d/.ended" 2>/dev/null
+  # the waits are kept in real time, in centiseconds of /proc/uptime (no fork): on a loaded machine one turn of
+  # this loop takes well over a tick, and counting turns stretched the margin (0.5 s became a second). Where
+  # /proc/uptime cannot be read, turns are counted as before.
   i=0; b1=; pid=; seen=
+  clock; m_at=$((c + ${mt:-0} * 5)); n_at=$((c + ${nt:-0} * 5))
   while [ -d "$d" ] && [ ! -e "$d/end.json" ]; do
+    clock
     if [ -e "$d/start.json" ]; then
       [ -z "$pid" ] && pid=$(sed -n 's/.*"pid": \([0-9]*\).*/\1/p' "$d/start.json" 2>/dev/null)
       if [ -n "$pid" ] && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q "$d/"; then seen=1
       elif [ -n "$seen" ]; then break; fi   # it was running here and is gone
-      if [ "$i" -ge "${mt:-0}" ]; then
-        b=$(cat "$d/beat" 2>/dev/null)
-        if [ -z "$b1" ]; then b1=${b:-none}; elif [ "$b" != "$b1" ]; then break; fi
+      if [ "$c" -ge "$m_at" ]; then
+        b=; read -r b 2>/dev/null < "$d/beat"   # the last beat has no newline: read says so, and keeps it
+        if [ -z "$b1" ]; then b1=${b:-none}; elif [ -n "$b" ] && [ "$b" != "$b1" ]; then break; fi
       fi
-      [ "$i" -ge $((${mt:-0} + 20)) ] && break   # no heartbeat for a second: the process check below decides
-    elif [ "$i" -ge "${nt:-0}" ]; then break; fi
+      [ "$c" -ge $((m_at + 100)) ] && break   # no heartbeat for a second: the process check below decides
+    elif [ "$c" -ge "$n_at" ]; then break; fi
     sleep $tick; i=$((i+1))
   done
   echo "==start"; cat "$d/start.json" 2>/dev/null; echo

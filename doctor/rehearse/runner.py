@@ -32,13 +32,21 @@ from dfdoctor import leftovers
 from dfdoctor.rehearse import rewrite, wall
 from dfdoctor.rehearse.rewrite import CannotRehearse, Hop, Plan
 from dfdoctor.shell import join, quote
+from dfdoctor.targets import transport
+from dfdoctor.targets.target import Target
 
 HERE = Path(__file__).resolve().parent
 SENTINEL = (HERE / "sentinel.py").read_text()
 LOOK = (HERE / "look.sh").read_text()
 SWEEP = (HERE / "sweep.sh").read_text()
 EXPAND = 'for t in "$@"; do eval "f=$t"; printf "%s\\0" "$f"; done'  # texts rewrite.py proved plain
-PLACE = 'umask 077; mkdir "$1" && cat > "$1/sentinel.py" && printf %s "$2" > "$1/script" && echo placed'
+# Run first by the look at the job's place, in the look's own session: the sentinel arrives on the look's stdin,
+# up to a line of its own ($3), read by the shell's `read` (which takes no byte past that line: what follows on
+# stdin is the runner's word that the line's session ended, for the look).
+PLACE = ('# dfdoctor rehearsal: place the sentinel\n'
+         'umask 077; mkdir "$1" || exit 1; got=\n'
+         'while IFS= read -r l; do [ "$l" = "$3" ] && got=1 && break; printf "%s\\n" "$l"; done > "$1/sentinel.py"\n'
+         '[ -n "$got" ] && printf %s "$2" > "$1/script" && echo ==placed')
 BUDGET_S = 10.0
 PLACE_S = 6.0  # one session to the job's place: ssh + pct exec take seconds on a loaded machine
 RETURN_S = 3.5  # a line whose session has not returned by then (plus slack) is held open: ended as Ctrl-C would
@@ -130,28 +138,28 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
     job = plan.job
     assert job is not None
     sweeps = _sweeps(plan)
-    registered = leftovers.register(plan.mark, [rewrite.session_argv(chain, words) for chain, words in sweeps.items()],
+    registered = leftovers.register(plan.mark, [_session(chain, words) for chain, words in sweeps.items()],
                                     cwd)  # run by the parent if this worker dies before it cleaned up
     previous = _interruptible()
     try:
-        script = job.script if job.script_is_file else ""
-        placed = _run(rewrite.session_argv(job.chain, ["sh", "-c", PLACE, "sh", plan.folder, script or ""]),
-                      stdin=SENTINEL.encode(), timeout=PLACE_S, cwd=cwd)
-        if "placed" not in placed.stdout:
-            out.unobservable = _unreachable(job.chain, placed)
-            return out
-        out.slack = min(SLACK_MAX_S, 2 * placed.duration)  # type: ignore[attr-defined]
         started = _Started()
-        looks = _start_looks(plan, cwd, started, sweeps)  # they wait, at each place, for the sentinel and the end
+        placing = time.monotonic()
+        # they wait, at each place, for the sentinel and the end; the job's places the sentinel first
+        looks = _start_looks(plan, cwd, started, sweeps)
         try:
+            if not looks[0].placed.wait(PLACE_S) or not looks[0].placed_ok:
+                out.unobservable = _unreachable(job.chain, _abandon(looks))
+                looks = []  # each swept its place; the `finally` below sweeps every place again, in its own sessions
+                return out
+            out.slack = min(SLACK_MAX_S, 2 * (time.monotonic() - placing))
             _run_line(out, plan.walled_line or plan.line, cwd, started)
         finally:
-            for chain in _finish_looks(out, looks, deadline=began + out.budget):
+            for chain in _finish_looks(out, looks, deadline=began + out.budget) if looks else ():
                 sweeps.pop(chain)  # swept by its look
     finally:
         # Ctrl-C, SIGTERM, a hop that failed, a place no look went to: nothing of it stays (REHEARSAL.md)
         with ThreadPoolExecutor(max_workers=max(1, len(sweeps))) as pool:
-            said = list(pool.map(lambda item: leftovers.run_quietly(rewrite.session_argv(*item), cwd),
+            said = list(pool.map(lambda item: leftovers.run_quietly(_session(*item), cwd),
                                  sweeps.items()))
         leftovers.done(registered)
         _restore(previous)
@@ -161,6 +169,49 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
         out.wall = wall.evidence(plan, dict(w.partition(" ")[::2] for w in walls))
         out.seconds = time.monotonic() - began
     return out
+
+
+def _session(chain: tuple[Hop, ...], argv: list[str]) -> list[str]:
+    """The local argv of one of dfdoctor's own sessions (placing, looking, sweeping, expanding) at the place
+    `chain` reaches: over the run's shared ssh connection to the first hop when one is open for that very
+    destination (transport.connected, the check run's ControlMaster), so that it costs no ssh login; ssh falls
+    back to a login of its own when the master is gone. The line itself is never multiplexed: it logs in as the
+    user's does, and its session's end is what the rehearsal observes."""
+    words = rewrite.session_argv(chain, argv)
+    socket = _shared_socket(chain[0]) if chain else None
+    return [words[0], "-o", f"ControlPath={socket}", *words[1:]] if socket else words
+
+
+def _shared_socket(hop: Hop) -> Optional[str]:
+    """The open ControlMaster socket of this run for an ssh hop's destination, if the hop adds nothing but a
+    user and a port to it (any other option of the user's may reach elsewhere or otherwise: it logs in itself)."""
+    ours = ["ssh", *rewrite.ssh_extra(), "-T"]
+    if hop.kind != "ssh" or list(hop.argv[:len(ours)]) != ours:
+        return None
+    opts, dest = list(hop.argv[len(ours):-1]), hop.argv[-1]
+    user, _, host = dest.rpartition("@")
+    port = None
+    while opts:
+        opt = opts.pop(0)
+        if opt == "-F" and opts and opts[0] == os.environ.get(rewrite.SSH_CONFIG_ENV):
+            opts.pop(0)  # the config dfdoctor's own ssh reads (a printed fix names it)
+            continue
+        if opt in ("-p", "-l") and opts:
+            value = opts.pop(0)
+        elif opt[:2] in ("-p", "-l") and len(opt) > 2:
+            opt, value = opt[:2], opt[2:]
+        else:
+            return None
+        if opt == "-l":
+            if user and user != value:
+                return None  # which of the two ssh takes is its own business
+            user = value
+        elif value.isascii() and value.isdigit():
+            port = int(value)
+        else:
+            return None
+    path = transport.control_path(Target(kind="ssh", host=host, user=user or None, port=port))
+    return path if path and os.path.exists(path) else None
 
 
 def _sweeps(plan: Plan) -> dict[tuple, list[str]]:
@@ -197,7 +248,7 @@ def _restore(previous) -> None:
 def _expand(chain: tuple[Hop, ...], texts: list[str], cwd: Optional[str]) -> list[str]:
     """What each text (a redirect target of plain words and variables, proved so by rewrite.py) is at that hop,
     by the shell of a session there; CannotRehearse when it cannot be asked."""
-    p = _run(rewrite.session_argv(chain, ["sh", "-c", EXPAND, "sh", *texts]), timeout=PLACE_S, cwd=cwd)
+    p = _run(_session(chain, ["sh", "-c", EXPAND, "sh", *texts]), timeout=PLACE_S, cwd=cwd)
     values = p.stdout.split("\0")[:-1]
     if p.returncode != 0 or len(values) != len(texts):
         raise CannotRehearse(f"could not expand {', '.join(texts)} where the line writes it: "
@@ -338,17 +389,28 @@ class _Look:
     """One look session (look.sh at one place), started before the line: it says when the sentinel started,
     and looks once told that the line's session ended."""
 
-    def __init__(self, chain: tuple, where: str, argv: list[str], cwd: Optional[str], started: Optional[_Started]):
+    def __init__(self, chain: tuple, where: str, argv: list[str], cwd: Optional[str], started: Optional[_Started],
+                 first: bytes = b""):
         self.chain, self.where, self.argv, self.started = chain, where, argv, started
         self.out: list[bytes] = []
         self.err = b""
         self.proc: Optional[subprocess.Popen] = None
+        self.placed = threading.Event()  # set once it said `==placed`, or ended without saying it
+        self.placed_ok = False
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE, start_new_session=True, cwd=cwd)
         except OSError as exc:
             self.err = f"{argv[0]}: {exc.strerror or exc}".encode()
+            self.placed.set()
             return
+        if first:  # the sentinel, for PLACE: a pipe's buffer holds it, so this does not wait for the far end
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.write(first)
+                self.proc.stdin.flush()
+            except OSError:
+                pass  # it ended already: what it said is read
         self.readers = [threading.Thread(target=self._read_out, daemon=True),
                         threading.Thread(target=self._read_err, daemon=True)]
         for t in self.readers:
@@ -358,9 +420,13 @@ class _Look:
         assert self.proc is not None and self.proc.stdout is not None
         for raw in self.proc.stdout:
             self.out.append(raw)
+            if raw.startswith(b"==placed"):
+                self.placed_ok = True
+                self.placed.set()
             if raw.startswith(b"==started") and self.started is not None and not self.started.is_set():
                 self.started.at = time.monotonic()
                 self.started.set()
+        self.placed.set()
 
     def _read_err(self) -> None:
         assert self.proc is not None and self.proc.stderr is not None
@@ -389,8 +455,9 @@ class _Look:
 
 
 def _start_looks(plan: Plan, cwd: Optional[str], started: _Started, sweeps: dict[tuple, list[str]]) -> list[_Look]:
-    """A look at every place the rehearsal touches: the job's (first), and each one a redirect wrote at; the
-    sweep of each place runs in the same session, after its look."""
+    """A look at every place the rehearsal touches: the job's (first), each one a redirect wrote at, and each
+    other remote place it must sweep (a second wall's layers, a multiplexer's server); the sweep of each place runs
+    in the same session, after its look, so that no place needs a login of its own once the line is done."""
     job = plan.job
     assert job is not None
     places: dict[tuple, dict] = {job.chain: {"folder": plan.folder, "logs": [], "where": job.where}}
@@ -398,6 +465,9 @@ def _start_looks(plan: Plan, cwd: Optional[str], started: _Started, sweeps: dict
         if log.dynamic or log.in_home:
             continue
         places.setdefault(log.chain, {"folder": "", "logs": [], "where": log.where})["logs"].append(log)
+    for chain in sweeps:
+        if chain:  # this machine's sweep needs no session: it runs after the looks
+            places.setdefault(chain, {"folder": "", "logs": [], "where": chain[-1].where})
     words = " ".join(dict.fromkeys([job.interpreter, "python3", "python"]))
     looks = []
     for chain, what in places.items():
@@ -408,9 +478,29 @@ def _start_looks(plan: Plan, cwd: Optional[str], started: _Started, sweeps: dict
         # wait): DFDOCTOR_RH_SURFACE, read by look.sh
         both = (f"DFDOCTOR_RH_SURFACE={quote(wall.SURFACE)} DFDOCTOR_RH_TAG={plan.tag} sh -c {quote(LOOK)} sh "
                 f"{join(args)}; {join(sweeps[chain])}")
-        looks.append(_Look(chain, what["where"], rewrite.session_argv(chain, ["sh", "-c", both]), cwd,
-                           started if what["folder"] else None))
+        first = b""
+        if what["folder"]:  # the job's place: its session places the sentinel first (no login of its own)
+            end = f"==end of the sentinel {plan.tag}"
+            script = job.script if job.script_is_file else ""
+            both = f"sh -c {quote(PLACE)} sh {join([plan.folder, script or '', end])} && {both}"
+            first = SENTINEL.rstrip("\n").encode() + f"\n{end}\n".encode()
+        looks.append(_Look(chain, what["where"], _session(chain, ["sh", "-c", both]), cwd,
+                           started if what["folder"] else None, first))
     return looks
+
+
+def _abandon(looks: list[_Look]) -> subprocess.CompletedProcess:
+    """The sentinel could not be placed: end every look at once (each sweeps its place on the way out), and
+    say what the job's look said."""
+    late = not looks[0].placed.is_set()
+    for look in looks if late else ():  # still on its way after PLACE_S: a hop that is slow, hangs, or waits for
+        if look.proc is not None:       # input; the others go the same way (the `finally` sweeps every place)
+            _killpg(look.proc.pid)
+    with ThreadPoolExecutor(max_workers=len(looks)) as pool:
+        done = list(pool.map(lambda look: look.finish("0 0\n", 2.5), looks))
+    if late:
+        done[0].returncode = -9
+    return done[0]
 
 
 def _ticks(seconds: float) -> int:

@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 
-BEAT_S = 0.25
+BEAT_S = 0.1  # after the margin of the hang-up race, the look waits for the next beat: at most this long
 MAX_S = 20.0
 HERE = os.path.dirname(os.path.abspath(__file__))
 

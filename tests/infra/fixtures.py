@@ -13,6 +13,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -80,6 +81,17 @@ class Infra:
     def env(self) -> dict[str, str]:
         """The environment under which dfdoctor finds this infrastructure's ssh_config."""
         return dict(os.environ, DFDOCTOR_SSH_CONFIG=str(self.ssh_config))
+
+    def slow_ssh_config(self, folder: Path, seconds: float) -> Path:
+        """An ssh_config in `folder` whose host `slow-host` is this sshd, reached `seconds` late (a loaded machine
+        or a far host, made exact by tests/support/slow_proxy.py)."""
+        proxy = HERE.parent / "support" / "slow_proxy.py"
+        config = folder / "ssh_config"
+        config.write_text(f"Host slow-host\n  HostName 127.0.0.1\n  Port {self.port}\n"
+                          f"  ProxyCommand {sys.executable} {proxy} {seconds:g} %h %p\n"
+                          f"  HostKeyAlias [127.0.0.1]:{self.port}\n" + self.ssh_config.read_text()
+                          .replace("Host 127.0.0.1 localhost", "Host 127.0.0.1 localhost slow-host"))
+        return config
 
 
 def _unavailable(reason: str):
