@@ -256,14 +256,14 @@ def test_check_chooses_its_checks_while_ssh_logs_in(infra, tmp_path, monkeypatch
     monkeypatch.setenv("DFDOCTOR_SSH_CONFIG", str(infra.slow_ssh_config(tmp_path, 2)))
     t = parse_target("ssh://root@slow-host")
     began = time.monotonic()
-    with target_connection_meanwhile(Context(target=str(t))) as ready:
+    with target_connection_meanwhile(Context(target=t)) as ready:
         assert time.monotonic() - began < 1.0  # the block runs while ssh is still logging in
         ready()
         assert time.monotonic() - began >= 2.0
         socket = transport.control_path(t)
         assert socket and os.path.exists(socket)
         took = time.monotonic()
-        p = run_on_target(Context(target=str(t)), ["true"], timeout=10)
+        p = run_on_target(Context(target=t), ["true"], timeout=10)
         assert p.returncode == 0 and time.monotonic() - took < 1.5, p.stderr  # over the master: no 2 s login
     assert not os.path.exists(socket)
 
