@@ -13,7 +13,9 @@ OUT    := out
 $(RUNSTAMP): requirements-run.txt setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check -r requirements-run.txt
-	$(BIN)/pip uninstall -q -y dfdoctor 2>/dev/null || true  # the distribution's old name (now dfdoctor-launch)
+# (the distribution's old name, now dfdoctor-launch, is asked of the venv's Python first: pip takes a second)
+	$(BIN)/python -c "import importlib.metadata as m; m.distribution('dfdoctor')" 2>/dev/null && \
+	    $(BIN)/pip uninstall -q -y dfdoctor || true
 	$(BIN)/pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(RUNSTAMP)
 
