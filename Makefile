@@ -20,7 +20,8 @@ $(RUNSTAMP): requirements-run.txt setup.cfg pyproject.toml
 # (the distribution's old name, now dfdoctor-launch, is asked of the venv's Python first: pip takes a second)
 	$(BIN)/python -c "import importlib.metadata as m; m.distribution('dfdoctor')" 2>/dev/null && \
 	    $(BIN)/pip uninstall -q -y dfdoctor || true
-	$(BIN)/pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+# (-qq: the pip of today relays setuptools' warning about editable installs, a screenful a newcomer need not read)
+	$(BIN)/pip install -qq --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(RUNSTAMP)
 
 # Everything `make test` needs: the above, then the test tools.
