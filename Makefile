@@ -35,7 +35,7 @@ venv: $(STAMP)
 # steps (the preset has 120) its first phase is a loop of half a minute or more, so the verdict `running` is known
 # within seconds of its start and dfdoctor returns; the job goes on (its drafters compile, then train) and ends by
 # itself: `dfdoctor status` says so later. With 120 steps every phase ended within the settle time, and the watch
-# waited for the whole job (93 s of a 2 min 58 s first run).
+# waited for the whole job (93 s of a 2 min 58 s first run). A fresh clone's `make demo`: docs/trainer.md.
 demo: $(RUNSTAMP)
 	mkdir -p $(OUT)/demo
 	$(BIN)/dfdoctor launch --log $(OUT)/demo/train.log --watch 120 --format text \
