@@ -41,7 +41,7 @@ demo: $(RUNSTAMP)
 	$(BIN)/dfdoctor launch --log $(OUT)/demo/train.log --watch 120 --format text \
 	    --format json --output $(OUT)/launch.json --format html --output $(OUT)/launch.html \
 	    -- $(BIN)/python -u -m dfdoctor.trainer --preset tiny --target-steps 3000 --out $(OUT)/demo/ckpt
-	@echo "report: $(OUT)/launch.html   (later: $(BIN)/dfdoctor status)"
+	@echo "report: $(OUT)/launch.html   (later: $(BIN)/dfdoctor status; $(BIN)/dfdoctor stop ends the job while it runs)"
 
 # The suite runs in parallel workers (pytest-xdist; tests/conftest.py decides which tests share one): most of it
 # waits on subprocesses, targets and Slurm, so more workers than the 2 cores of CI's machine pay. TEST_WORKERS=0 runs
