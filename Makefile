@@ -2,16 +2,31 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
+RUNSTAMP := $(VENV)/.run-installed
 STAMP  := $(VENV)/.installed
 OUT    := out
 
 .PHONY: demo test test-fast venv dist clean
 
-$(STAMP): requirements-dev.txt setup.cfg pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+# What `make demo` needs: dfdoctor (editable) and the trainer's torch, nothing the tests alone use (on a fresh
+# clone the test tools were a quarter of the demo's install time). The venv is made without a pip, and the pip of
+# $(PYTHON) installs pip into it as a package (`pip --python`, pip 22.3 and later): 3 s where `python -m venv`'s
+# ensurepip took 8 on a fresh clone here. Without such a pip, ensurepip does it, as `python -m venv` would.
+$(RUNSTAMP): requirements-run.txt setup.cfg pyproject.toml
+	test -x $(BIN)/python || { $(PYTHON) -m venv --without-pip $(VENV) && \
+	    { $(PYTHON) -m pip --python $(BIN)/python install -q --disable-pip-version-check pip 2>/dev/null || \
+	      $(BIN)/python -m ensurepip --upgrade --default-pip >/dev/null; }; }
+	$(BIN)/pip install -q --disable-pip-version-check -r requirements-run.txt
+# (the distribution's old name, now dfdoctor-launch, is asked of the venv's Python first: pip takes a second)
+	$(BIN)/python -c "import importlib.metadata as m; m.distribution('dfdoctor')" 2>/dev/null && \
+	    $(BIN)/pip uninstall -q -y dfdoctor || true
+# (-qq: the pip of today relays setuptools' warning about editable installs, a screenful a newcomer need not read)
+	$(BIN)/pip install -qq --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $(RUNSTAMP)
+
+# Everything `make test` needs: the above, then the test tools.
+$(STAMP): $(RUNSTAMP) requirements-dev.txt
 	$(BIN)/pip install -q --disable-pip-version-check -r requirements-dev.txt
-	$(BIN)/pip uninstall -q -y dfdoctor 2>/dev/null || true  # the distribution's old name (now dfdoctor-launch)
-	$(BIN)/pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -20,13 +35,13 @@ venv: $(STAMP)
 # steps (the preset has 120) its first phase is a loop of half a minute or more, so the verdict `running` is known
 # within seconds of its start and dfdoctor returns; the job goes on (its drafters compile, then train) and ends by
 # itself: `dfdoctor status` says so later. With 120 steps every phase ended within the settle time, and the watch
-# waited for the whole job (93 s of a 2 min 58 s first run).
-demo: $(STAMP)
+# waited for the whole job (93 s of a 2 min 58 s first run). A fresh clone's `make demo`: docs/trainer.md.
+demo: $(RUNSTAMP)
 	mkdir -p $(OUT)/demo
 	$(BIN)/dfdoctor launch --log $(OUT)/demo/train.log --watch 120 --format text \
 	    --format json --output $(OUT)/launch.json --format html --output $(OUT)/launch.html \
 	    -- $(BIN)/python -u -m dfdoctor.trainer --preset tiny --target-steps 3000 --out $(OUT)/demo/ckpt
-	@echo "report: $(OUT)/launch.html   (later: $(BIN)/dfdoctor status)"
+	@echo "report: $(OUT)/launch.html   (later: $(BIN)/dfdoctor status; $(BIN)/dfdoctor stop ends the job while it runs)"
 
 # The suite runs in parallel workers (pytest-xdist; tests/conftest.py decides which tests share one): most of it
 # waits on subprocesses, targets and Slurm, so more workers than the 2 cores of CI's machine pay. TEST_WORKERS=0 runs

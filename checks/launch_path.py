@@ -69,6 +69,7 @@ def launch_path(ctx) -> Iterator[Result]:
         data["corrected"] = fx.line if fx.works else None
     for o in observed:
         if unsure:
+            data["not_rehearsed"] = "; ".join(unsure)  # check's verdict: not OK, the line was not seen to work
             yield warn(f"not rehearsed in full: {o.summary}, but {unsure[0]}, so this was not observed of your line",
                        o.cause, details="\n".join([o.details, "Not rehearsed: " + "; ".join(unsure) + "."]).strip(),
                        fix="not tried (the line was not rehearsed in full)", evidence=facts + hops, data=data,
@@ -86,6 +87,7 @@ def launch_path(ctx) -> Iterator[Result]:
                    fix=advice, evidence=hops, data=data, basis=STATIC)
     skipped = _not_rehearsed(r)
     if skipped:
+        data["not_rehearsed"] = skipped
         yield warn(f"not rehearsed: {skipped}", None, evidence=facts + hops, data=data, basis=STATIC,
                    details="A rehearsal runs only what it has proved harmless (docs/checks.md#launchpath): what it "
                            "did not run, it cannot vouch for.")
@@ -148,6 +150,7 @@ def _reading(a: Analysis, data: dict, hops: tuple, why: str) -> Iterator[Result]
     """No rehearsal: the reading's findings as warnings, each saying why it could not be observed."""
     note = f"could not rehearse the line: {why}"
     data["rehearsal"] = {"line": None, "why_not": why}
+    data["not_rehearsed"] = why
     data["untried"] = a.corrected
     for f in a.findings:
         make = fail if f.status == "fail" else warn  # a static basis makes a fail a warn (model.Result)

@@ -342,6 +342,18 @@ def not_started(blockers: list[CheckRecord], *, not_done: str, subject: str, for
     return Verdict("failed", b.cause, summary, b.fix, evidence + offer)
 
 
+def not_rehearsed(warns: list[CheckRecord]) -> str:
+    """What launch.path could not rehearse of the user's launch line, in a sentence ("" when it rehearsed all of
+    it, or was not asked to): the whole line, or the parts of it that did not run."""
+    for r in warns:
+        what = r.data.get("not_rehearsed") if r.id == "launch.path" else None
+        if what:
+            whole = (r.data.get("rehearsal") or {}).get("line") is None
+            return f"Your launch line was not rehearsed ({what}): it was read, not run" if whole else \
+                f"Part of your launch line was not rehearsed ({what}), so the whole line was not seen to work"
+    return ""
+
+
 def verdict_from_checks(records: list[CheckRecord], fail_on_level: str) -> Verdict:
     """`check`'s verdict: ok, or failed with the worst finding's cause, summary and fix."""
     problems = [r for r in records if counts_as_problem(r, fail_on_level)]
@@ -350,8 +362,12 @@ def verdict_from_checks(records: list[CheckRecord], fail_on_level: str) -> Verdi
         note = f"; {len(warns)} warning(s)" if warns else ""
         ran = sum(1 for r in records if r.status != Status.SKIP)  # a skipped check found nothing: not "no problem"
         skipped = f" ({len(records) - ran} skipped)" if ran < len(records) else ""
-        return Verdict("ok", None, f"{ran} check(s) found no problem that blocks the launch{skipped}{note}.",
-                       evidence=[f"{r.id}: {r.summary}" for r in warns])
+        found = f"{ran} check(s) found no problem that blocks the launch{skipped}{note}."
+        untried = not_rehearsed(warns)
+        if untried:  # what was not run is never a pass: not OK, though nothing was found (exit 0 all the same)
+            return Verdict("unknown", None, f"{untried}. {found}",
+                           evidence=[f"{r.id}: {r.summary}" for r in warns])
+        return Verdict("ok", None, found, evidence=[f"{r.id}: {r.summary}" for r in warns])
     blockers = [r for r in problems if r.cause in causes.LAUNCH_BLOCKERS and r.observed]
     # launch.path's rehearsal of the user's own line, when it failed, is the most direct answer: it leads
     first = max(blockers or problems, key=lambda r: (r.status in (Status.FAIL,), r.status.rank,

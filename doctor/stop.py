@@ -19,8 +19,8 @@ from dfdoctor.engine import target_connection
 from dfdoctor.errors import UsageError
 from dfdoctor.launch import remote_run
 from dfdoctor.numbers import is_whole
-from dfdoctor.run import record
-from dfdoctor.run.folder import RunFolder, find_run
+from dfdoctor.run import index, record
+from dfdoctor.run.folder import RunFolder, RunNotFound, find_run, latest_from
 from dfdoctor.slurm import stop as slurm_stop
 
 GRACE_S = agent_stop.GRACE_S
@@ -42,6 +42,7 @@ class Stopped:
     was_running: bool = False
     error: Optional[str] = None  # the stop could not be done at all (the target did not answer, scancel refused)
     slurm: Optional[slurm_stop.Cancelled] = None
+    chosen: str = ""  # why this run, when the user named none ("the latest run launched from DIR")
 
     @property
     def clean(self) -> bool:
@@ -51,13 +52,29 @@ class Stopped:
 
 
 def stop_run(cwd: Path, ref: Optional[str], grace_s: float = GRACE_S) -> Stopped:
-    """Stop the job of the run `ref` names (the latest when None; `slurm:JOBID` for any Slurm job)."""
+    """Stop the job of the run `ref` names (`slurm:JOBID` for any Slurm job). None: the latest run launched from
+    `cwd`, never one launched elsewhere (status may look at your latest anywhere; a stop ends a job, so it takes
+    only what this folder launched, and says which)."""
     if ref and ref.startswith("slurm:"):
         job_id = ref.split(":", 1)[1]
         if not is_whole(job_id) or int(job_id) <= 0:
             raise UsageError(f"{ref}: a Slurm job id is a number, 1 or more (slurm:12345)")
         return _slurm(ref, job_id, grace_s, None)
-    run_dir = find_run(cwd, ref)
+    if ref:
+        return _stop(find_run(cwd, ref), grace_s)
+    run_dir = latest_from(cwd)
+    if run_dir is None:
+        elsewhere = index.latest()
+        raise RunNotFound(f"no run was launched from {cwd}, so none is stopped: name the one to stop, `dfdoctor "
+                          "stop RUN`" + (f" (your latest run anywhere is {elsewhere}: `dfdoctor stop {elsewhere.name}`)"
+                                         if elsewhere is not None else ""))
+    out = _stop(run_dir, grace_s)
+    out.chosen = f"the latest run launched from {cwd}"
+    return out
+
+
+def _stop(run_dir: Path, grace_s: float) -> Stopped:
+    """Stop the job of the run in `run_dir`, where it runs."""
     run = record.load(run_dir)
     slurm_job = (run.spec.get("slurm") or {}).get("job_id")
     if "slurm" in run.spec:

@@ -6,7 +6,7 @@ the `git+` URL of docs/ci.md can name it), with a fresh venv's `bin` first on PA
 packages of any other environment), and must leave a `dfdoctor` on PATH, outside the checkout's own venv, whose
 `--version` answers. What keeps it fast and offline after the first run: pip takes every distribution from a
 wheelhouse that `pip download` fills once per session (from pip's cache after the first time) with the versions
-requirements-dev.txt pins, through PIP_NO_INDEX and PIP_FIND_LINKS in the environment; the line itself is not
+requirements-run.txt pins, through PIP_NO_INDEX and PIP_FIND_LINKS in the environment; the line itself is not
 changed. About 10 s a line."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ NOT_DFDOCTOR = {
 }
 # The user's own values in an install line, and what stands in for them here.
 GIT_URL = "YOUR_DFDOCTOR_GIT_URL"
-# dfdoctor's own dependencies at the versions the dev venv pins and the build backend; then pipx, and the pip it
+# dfdoctor's own dependencies at the versions requirements-run.txt pins and the build backend; then pipx, and the pip it
 # puts in its shared venv, for `pipx install`.
 WHEELHOUSE_NAMES = ("click", "psutil", "jinja2", "markupsafe", "packaging", "py-spy", "setuptools", "wheel")
 
@@ -43,7 +43,7 @@ def install_lines() -> list:
 
 def _pins() -> list[str]:
     pins = []
-    for line in (REPO / "requirements-dev.txt").read_text().splitlines():
+    for line in (REPO / "requirements-run.txt").read_text().splitlines():
         name = line.split("==")[0].strip().lower()
         if "==" in line and name in WHEELHOUSE_NAMES:
             pins.append(line.strip())

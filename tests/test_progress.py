@@ -60,12 +60,29 @@ def test_no_line_without_a_terminal_in_ci_or_under_q(work):
         assert "watching" not in out and ERASE not in out, out
 
 
+def _two_targets(*extra: str) -> list[str]:
+    return [DFDOCTOR, "check", *extra, "--target", "local", "--target", UNREACHABLE, "--only", "target.*",
+            "--only", "log.*", "--", sys.executable, "-c", "pass"]
+
+
 def test_a_check_on_two_targets_counts_the_targets_done(tmp_path):
-    out = on_tty([DFDOCTOR, "check", "--target", "local", "--target", UNREACHABLE, "--only", "target.*",
-                  "--only", "log.*", "--", sys.executable, "-c", "pass"], tmp_path, env=_env())
+    out = on_tty(_two_targets(), tmp_path, env=_env())
     assert "dfdoctor check: FAILED" in out, out
     assert re.search(r"dfdoctor: checking 2 targets: [01] of 2 done; running: (local|ssh://)", out), out
     assert not [line for line in left_on_screen(out) if "checking 2 targets" in line], out
+    verdict_at = out.index("dfdoctor check: FAILED")
+    assert out.rfind(ERASE, 0, verdict_at) > out.rfind("checking 2 targets", 0, verdict_at), "erased before"
+    assert "] running:" not in out, "a target's own pipeline drew its checks' line over the targets' one"
+
+
+def test_a_check_on_two_targets_draws_nothing_off_a_terminal_in_ci_or_under_q(tmp_path):
+    piped = subprocess.run(_two_targets(), cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=120)
+    assert piped.stdout.startswith("dfdoctor check: FAILED"), piped.stdout + piped.stderr
+    assert ERASE not in piped.stdout + piped.stderr and "checking 2 targets" not in piped.stderr, piped.stderr
+    for extra, env in ((("-q",), _env()), ((), _env(CI="true"))):
+        out = on_tty(_two_targets(*extra), tmp_path, env=env)
+        assert "dfdoctor check: FAILED" in out.splitlines()[0], out
+        assert "checking 2 targets" not in out and ERASE not in out, out
 
 
 def test_a_status_line_is_one_line_throttled_and_erased():

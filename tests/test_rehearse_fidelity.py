@@ -143,3 +143,26 @@ def test_env_before_sbatch_is_a_slurm_submission_with_that_env(slurm, tmp_path, 
     doc = json.loads(p.stdout)
     assert p.returncode == 1 and "invalid partition" in doc["verdict"]["summary"], doc["verdict"]
     assert any(c["id"] == "slurm.submission" for c in doc["checks"])
+
+
+def test_a_check_whose_line_was_not_rehearsed_in_full_is_not_called_ok(dfdoctor, work):
+    """What was not run is never a pass: a line whose trap was not rehearsed, or a line that could not be
+    rehearsed at all, is `unknown` with a headline saying so, not "OK ... 1 warning(s)"; nothing was found wrong,
+    so the exit code stays 0 (1 under --fail-on warn). A line rehearsed whole is still OK."""
+    whole = f"cd {work} && nohup setsid -f python3 -u t.py </dev/null >> t.log 2>&1"
+    part = f"trap 'true' EXIT; {whole}"
+    unreachable = f"ssh root@no-such-host.invalid 'cd {work} && nohup python3 -u t.py > t.log 2>&1 &'"
+    text = ("--format", "text", "--format", "json", "--output", str(work / "r.json"))
+    p, _ = _check(dfdoctor, whole, work)
+    assert p.returncode == 0 and json.loads(p.stdout)["verdict"]["state"] == "ok", p.stdout
+    for line, said in ((part, "Part of your launch line was not rehearsed (trap"),
+                       (unreachable, "Your launch line was not rehearsed (")):
+        p = dfdoctor("check", "--only", "launch.path", "--shell-command", line, *text, cwd=work, timeout=120)
+        v = json.loads((work / "r.json").read_text())["verdict"]
+        assert p.returncode == 0 and v["state"] == "unknown" and v["summary"].startswith(said), (p.stdout, v)
+        head = p.stdout.splitlines()
+        assert head[0] == "dfdoctor check: UNKNOWN" and said in " ".join(head[1:3]), p.stdout
+        assert "OK" not in head[0]
+        p = dfdoctor("check", "-q", "--fail-on", "warn", "--only", "launch.path", "--shell-command", line, cwd=work,
+                     timeout=120)
+        assert p.returncode == 1, p.stdout

@@ -268,6 +268,7 @@ def test_a_dependency_wait_names_the_job_it_waits_for(slurm, tmp_path):
         v = doc["verdict"]
         assert v["state"] == "pending" and f"job {first} (afterok:{first}" in v["summary"], v
         assert f"squeue -j {first}" in v["fix"] and "IDS" not in v["fix"]
+        assert f"`dfdoctor stop {doc['run']['id']}`" in v["fix"], v  # a pending job may be ended too
     finally:
         slurm.cancel(first)
 
@@ -328,6 +329,8 @@ def test_a_running_job_gets_a_next_line_that_follows_its_output(slurm, tmp_path)
     try:
         assert doc["verdict"]["state"] == "running"
         assert f"tail -f {tmp_path}/run-{job}.log" in doc["verdict"]["fix"], doc["verdict"]
+        # ending it: the stop that cancels it and notes it in the run folder, so status says who stopped it
+        assert doc["verdict"]["fix"].endswith(f"To end the whole job: `dfdoctor stop {doc['run']['id']}`."), doc["verdict"]
     finally:
         slurm.cancel(job)
 

@@ -18,7 +18,7 @@ import pytest
 from dfdoctor.agent.names import MARKER, MARKER_TEXT, RUN_ENV
 from dfdoctor.agent.procfs import environ, proc_start_time
 from dfdoctor.run import record
-from jobs.harness import PY, dfdoctor, job, kill_runs, launch, status, text_of, wait_for
+from jobs.harness import PY, dfdoctor, job, job_env, kill_runs, launch, status, text_of, wait_for
 
 TORCHRUN = [PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
 
@@ -223,3 +223,47 @@ def test_a_target_that_cannot_be_reached_is_not_stopped_and_says_so(work):
     p = _stop(work)
     assert p.returncode == 1 and "on ssh://root@127.0.0.1:1" in p.stdout and "NOT stopped: " in p.stdout, p.stdout
     assert not (d / "launcher.jsonl").exists()  # nothing was stopped: no note that says so
+
+
+def test_a_running_verdict_offers_the_stop_that_ends_it(work):
+    """A running job's verdict, at launch and at status, ends its fix with `dfdoctor stop RUN`; that very line
+    ends the job (advice that said `kill PID` ended one process and left the rest)."""
+    _, rep = launch(work, *job("healthy.py", "120"), watch=3, extra=("--settle", "0"))
+    run_dir = Path(rep["run"]["dir"])
+    procs = _job_processes(run_dir)
+    assert rep["verdict"]["state"] == "running" and procs, text_of(rep)
+    advice = f"`dfdoctor stop {run_dir.name}`"
+    assert rep["verdict"]["fix"].endswith(f"To end the whole job: {advice}."), rep["verdict"]["fix"]
+    _, st = status(work)
+    assert st["verdict"]["state"] == "running" and advice in st["verdict"]["fix"], st["verdict"]
+    p = _stop(work, *advice.strip("`").split()[2:], "--grace", "2")
+    assert p.returncode == 0 and _none_left(procs), p.stdout + p.stderr
+
+
+def test_stop_without_a_run_takes_the_latest_run_of_its_folder_never_one_launched_elsewhere(tmp_path):
+    """`dfdoctor stop` names no run: it takes the latest run launched from --cwd and says so; a folder that
+    launched nothing stops nothing (status may show your latest run anywhere; a stop must not end it)."""
+    env = job_env(XDG_STATE_HOME=str(tmp_path / "state"))  # an index of runs of this test's own
+    here, there, empty = (tmp_path / name for name in ("here", "there", "empty"))
+    for d in (here, there, empty):
+        d.mkdir()
+    try:
+        _, mine = launch(here, *job("healthy.py", "120"), watch=2, extra=("--settle", "0"), env=env)
+        _, theirs = launch(there, *job("healthy.py", "120"), watch=2, extra=("--settle", "0"), env=env)
+        mine_dir, theirs_dir = Path(mine["run"]["dir"]), Path(theirs["run"]["dir"])
+        mine_procs, theirs_procs = _job_processes(mine_dir), _job_processes(theirs_dir)
+        assert mine_procs and theirs_procs, (text_of(mine), text_of(theirs))
+
+        p = dfdoctor("stop", "--cwd", str(empty), cwd=empty, env=env, timeout=90)
+        assert p.returncode == 2 and f"no run was launched from {empty}" in p.stderr, p.stderr
+        assert f"`dfdoctor stop {theirs_dir.name}`" in p.stderr, p.stderr  # how to stop the latest, if meant
+        assert all(q.is_running() for q in mine_procs + theirs_procs), "a folder with no runs stopped a job"
+
+        p = dfdoctor("stop", "--cwd", str(here), "--grace", "2", cwd=here, env=env, timeout=90)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert p.stdout.splitlines()[0] == f"dfdoctor stop: run {mine_dir.name} (the latest run launched from {here})"
+        assert _none_left(mine_procs), p.stdout
+        assert all(q.is_running() for q in theirs_procs), "the latest run of another folder was stopped"
+    finally:
+        kill_runs(here)
+        kill_runs(there)

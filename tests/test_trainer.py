@@ -91,6 +91,17 @@ def test_eager_run_trains_logs_and_checkpoints(tmp_path: Path) -> None:
     assert (tmp_path / "target.pt").exists() and not list(tmp_path.glob("*.tmp"))
 
 
+def test_a_cpu_run_computes_each_op_on_one_thread_unless_omp_num_threads_says_otherwise(tmp_path: Path) -> None:
+    """The tiny models gain nothing from a team of threads per op, and a team stalls whenever another process
+    holds a core (25 target steps took 15 s with torch's 2 threads on the loaded 2-core machine, 300 took 9 s
+    with 1): one thread per op on a CPU, unless the user's OMP_NUM_THREADS says how many."""
+    args = ("--no-compile", "--drafters", "1", "--steps", "1", "--target-steps", "1", "--out", str(tmp_path))
+    r = trainer(*args, timeout=120)
+    assert r.returncode == 0 and ", 1 CPU thread(s) per op," in r.stdout, r.stdout + r.stderr[-2000:]
+    r = trainer(*args, timeout=120, env={"OMP_NUM_THREADS": "2"})
+    assert r.returncode == 0 and ", 2 CPU thread(s) per op," in r.stdout, r.stdout + r.stderr[-2000:]
+
+
 @pytest.mark.slow
 def test_compiled_guarded_run_trains(tmp_path: Path) -> None:
     """The default: inductor in 3 drafter threads with the guard; loss falls, exit 0."""

@@ -28,6 +28,11 @@ class Config:
     steps: int = 150
     lr: float = 3e-3
     log_every: int = 25
+    # torch's intra-op threads on a CPU (0: torch's default, one per core). These models are tiny: an op gains
+    # nothing from a team of threads, and a team stalls whenever another process holds a core (measured, 2-core
+    # machine at load 7: 25 target steps in 15 s with torch's 2 threads, 300 in 9 s with 1). OMP_NUM_THREADS, when
+    # set, wins.
+    cpu_threads: int = 1
     ckpt_every: int = 50
     seed: int = 0
     out: str = "runs/trainer"

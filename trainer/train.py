@@ -121,9 +121,11 @@ def run(cfg: Config) -> int:
     """The whole run; returns the process exit status (1 when any drafter failed)."""
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
+    if cfg.device == "cpu" and cfg.cpu_threads > 0 and not os.environ.get("OMP_NUM_THREADS"):
+        torch.set_num_threads(cfg.cpu_threads)  # config.py says why
     log(f"trainer starting: torch {torch.__version__}, device {cfg.device}, attention "
         f"{cfg.resolved_attention()}, compile {cfg.compile} ({cfg.backend}), guard "
-        f"{cfg.guard}, {cfg.drafters} drafter threads, out {out}")
+        f"{cfg.guard}, {cfg.drafters} drafter threads, {torch.get_num_threads()} CPU thread(s) per op, out {out}")
     guard_mod.apply_compile_guard(cfg.guard)
     text = generate_corpus(seed=cfg.seed)
     vocab = Vocab.from_text(text)

@@ -29,9 +29,10 @@ Exit codes: 0 nothing of the job is left, 1 something of it survived (named), 2 
               help="Seconds between SIGTERM and SIGKILL (a Slurm job: Slurm's own KillWait, waited for on top).")
 @pass_opts
 def stop(opts: dict[str, Any]) -> int:
-    """End every process of RUN's job (default: the latest run), here, on its --target, or in Slurm: torchrun's
-    ranks in their own sessions and what a launcher backgrounded included. Only processes proven to be the
-    job's are signalled. RUN: a run id (or its start), a run folder, or slurm:JOBID."""
+    """End every process of RUN's job, here, on its --target, or in Slurm: torchrun's ranks in their own sessions
+    and what a launcher backgrounded included. Only processes proven to be the job's are signalled. RUN: a run id
+    (or its start), a run folder, or slurm:JOBID; none: the latest run launched from --cwd (never one launched
+    elsewhere), named in the first line."""
     cwd = Path(opts["cwd"] or ".").resolve()
     try:
         done = stop_run(cwd, opts["run"], opts["grace"])
@@ -45,7 +46,7 @@ def stop(opts: dict[str, Any]) -> int:
 def lines(done: Stopped, grace_s: float) -> list[str]:
     """What the stop did, a line per process, and the outcome last."""
     where = f" {done.where}" if done.where else ""
-    out = [f"dfdoctor stop: run {done.run}{where}"]
+    out = [f"dfdoctor stop: run {done.run}{where}" + (f" ({done.chosen})" if done.chosen else "")]
     if done.slurm is not None:
         c = done.slurm
         if c.said:

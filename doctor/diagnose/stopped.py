@@ -1,8 +1,12 @@
-"""The user ended the job with `dfdoctor stop`: say so, before any rule reads the SIGTERM it died of as a failure.
+"""`dfdoctor stop` as verdicts say it: the job the user ended with it, and how to end a job that still runs.
 
+The user ended the job with `dfdoctor stop`: say so, before any rule reads the SIGTERM it died of as a failure.
 The stop is dfdoctor's own note in the run folder (launcher.jsonl, "stopped", written by `dfdoctor.stop`), kept
 only when the job was running when it was stopped: a stop of what a finished job left behind changes nothing of
 how the job itself ended.
+
+A job still running or queued (`running`, `pending`) gets `dfdoctor stop RUN` at the end of its fix (`offer_stop`):
+"kill PID" would end one process and leave torchrun's ranks and what a launcher backgrounded running.
 """
 
 from __future__ import annotations
@@ -41,6 +45,20 @@ def stopped_verdict(note: dict[str, Any], run_id: str, evidence: list[str]) -> V
            if left else "Nothing to fix: you stopped it. Launch it again when you want it to run.")
     return Verdict("ok", causes.STOPPED_BY_USER, f"The job was stopped by you at {at} (`dfdoctor stop`).", fix,
                    lines + evidence)
+
+
+# the states of a job that still runs or waits to run: the ones a user may want to end
+LIVE_STATES = ("running", "pending")
+
+
+def offer_stop(verdict: Verdict, ref: str) -> Verdict:
+    """`verdict` with `dfdoctor stop REF` ending its fix when its job still runs or waits (REF: the run's id, or
+    slurm:JOBID for a Slurm job no run folder holds); a fix that already names `dfdoctor stop` is left as it is."""
+    if str(verdict.state) not in LIVE_STATES or "dfdoctor stop" in verdict.fix:
+        return verdict
+    fix = verdict.fix.rstrip()
+    verdict.fix = (f"{fix} " if fix else "") + f"To end the whole job: `dfdoctor stop {ref}`."
+    return verdict
 
 
 def stopped_by_user(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:

@@ -25,7 +25,7 @@ from dfdoctor.diagnose.did_nothing import did_nothing, spawned_none
 from dfdoctor.diagnose.guardfix import fix_for, is_trainer
 from dfdoctor.diagnose.recorder_lost import recorder_lost
 from dfdoctor.diagnose.run_dir_full import run_dir_full
-from dfdoctor.diagnose.stopped import stopped_by_user
+from dfdoctor.diagnose.stopped import offer_stop, stopped_by_user
 from dfdoctor.diagnose.traceback import PyError, parse_python_error  # noqa: F401 (part of this module's API)
 from dfdoctor.model import Verdict
 from dfdoctor.run.live import LiveFacts
@@ -731,7 +731,7 @@ def diagnose(run: RunRecord, live: Optional[LiveFacts] = None) -> Verdict:
     for rule in RULES:
         verdict = rule(run, live)
         if verdict is not None:
-            return verdict
+            return offer_stop(verdict, run.id)
     return Verdict("unknown", None, "dfdoctor could not tell what happened to this run.",
                    f"Look in the run folder {run.dir} (record.jsonl, stderr.log).",
                    [f"events: {', '.join(e['event'] for e in run.events[-8:])}"])

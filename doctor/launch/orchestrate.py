@@ -14,6 +14,7 @@ from dfdoctor import __version__
 from dfdoctor.config import Config
 from dfdoctor.context import Context
 from dfdoctor.diagnose import foretold
+from dfdoctor.diagnose.stopped import offer_stop
 from dfdoctor.diagnose.verdict import diagnose
 from dfdoctor.engine import (
     broken_plugin_records,
@@ -109,8 +110,9 @@ def run_launch(ctx: Context, cfg: Optional[Config] = None, opts: LaunchOptions =
 def _verdict(run: RunRecord, live: Any, watch_s: float, where: str, folders: list[str]) -> Verdict:
     """The diagnosis; for a live job started with --watch 0, plainly "started, not watched"."""
     if watch_s <= 0 and not run.finished and live is not None:
-        return Verdict("running", None, f"The job was started{where} (pid {run.job_pid}) and not watched "
-                       "(--watch 0).", f"`dfdoctor status {run.id}` diagnoses it later.", folders)
+        return offer_stop(Verdict("running", None, f"The job was started{where} (pid {run.job_pid}) and not "
+                                  "watched (--watch 0).", f"`dfdoctor status {run.id}` diagnoses it later.", folders),
+                          run.id)
     return diagnose(run, live)
 
 

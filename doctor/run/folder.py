@@ -151,6 +151,13 @@ def find_run(cwd: Path, ref: Optional[str] = None) -> Path:
     return latest
 
 
+def latest_from(cwd: Path) -> Optional[Path]:
+    """The latest run launched from `cwd`, never one launched elsewhere: its own run folders, else the index's
+    latest whose launch was made there (its folder elsewhere, --run-dir). None when there is none."""
+    runs = list_runs(cwd)
+    return runs[-1] if runs else index.latest(cwd=cwd)
+
+
 class RunFolder:
     """One run folder as this process writes it: dfdoctor's notes (launcher.jsonl) go through one masker, built
     from this shell's secrets the first time a note is written, and the launch's fingerprints (masks.json) are

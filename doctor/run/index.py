@@ -98,9 +98,12 @@ def find(ref: str) -> list[Path]:
     return list(found.values())
 
 
-def latest() -> Optional[Path]:
-    """The user's latest run whose folder still exists."""
+def latest(cwd: Optional[Path] = None) -> Optional[Path]:
+    """The user's latest run whose folder still exists; with `cwd`, the latest launched from that folder."""
+    want = str(Path(cwd).absolute()) if cwd is not None else None
     for doc in reversed(entries()):
+        if want is not None and doc.get("cwd") != want:
+            continue
         path = _live(doc)
         if path is not None:
             return path

@@ -22,7 +22,7 @@ from dfdoctor.registry import discover, select
 from dfdoctor.run.folder import RunFolder, RunNotFound, find_run, new_run
 from dfdoctor.run.masks import masked
 from dfdoctor.agent.names import LAUNCHER, SPEC
-from dfdoctor.diagnose.stopped import stop_note, stopped_verdict
+from dfdoctor.diagnose.stopped import offer_stop, stop_note, stopped_verdict
 from dfdoctor.run import events
 from dfdoctor.slurm import onnode, patterns, precheck, sbatch, session, watch
 from dfdoctor.slurm.job import split_exit
@@ -143,7 +143,7 @@ def launch(ctx: Context, *, watch_s: float, run_dir: Optional[Path] = None, forc
     except KeyboardInterrupt:
         _interrupted_after_submission(job_id, folder)
         raise
-    verdict = judge(seen)
+    verdict = offer_stop(judge(seen), run_id)
     report = _report(ctx, "launch", started, verdict, records, timeline, _run(spec, folder, seen))
     save_report(folder, report)
     RunFolder.at(folder).append_event("detached", verdict=verdict.state, cause=verdict.cause)
@@ -173,7 +173,7 @@ def status(cwd: Path, ref: Optional[str], watch_s: float) -> Report:
     if not seen.job.stdout and ref and ref.startswith("slurm:") and seen.job.ended:
         seen.notes.append("Slurm no longer records where this job wrote (scontrol forgets StdOut after MinJobAge "
                           "and sacct 22.05 never has it): its output file was not read")
-    verdict = judge(seen)
+    verdict = offer_stop(judge(seen), (spec.get("run_id") or folder.name) if folder is not None else f"slurm:{job_id}")
     note = stop_note(events.read(folder / LAUNCHER)) if folder is not None else None
     if note is not None and seen.job.state == "CANCELLED":  # the cancel was `dfdoctor stop`'s: the user's own
         verdict = stopped_verdict(note, spec.get("run_id") or folder.name, seen.evidence())

@@ -363,7 +363,7 @@ def running(s: Seen) -> Optional[Verdict]:
     follow = f"`tail -f {shlex.quote(j.stdout)}` follows it" if j.stdout else "`dfdoctor status` looks again"
     if s.growing:
         return Verdict("running", None, f"Job {j.job_id} is running on {j.nodes} and its output file grows.",
-                       f"{follow}; `scancel {j.job_id}` stops it.", s.evidence())
+                       f"{follow}.", s.evidence())  # ending it: orchestrate adds `dfdoctor stop RUN`
     still = f"has not grown in {s.watched_s:.0f} s" if s.stdout_exists else "does not exist yet"
     return Verdict("running", None, f"Job {j.job_id} is {j.state} on {j.nodes}; its output file {still}.",
                    f"{follow}; `dfdoctor status` looks again; an output that stays empty under Python is usually "
