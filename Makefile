@@ -11,10 +11,11 @@ OUT    := out
 # What `make demo` needs: dfdoctor (editable) and the trainer's torch, nothing the tests alone use (on a fresh
 # clone the test tools were a quarter of the demo's install time). The venv is made without a pip, and the pip of
 # $(PYTHON) installs pip into it as a package (`pip --python`, pip 22.3 and later): 3 s where `python -m venv`'s
-# ensurepip took 8 on a fresh clone here. Without such a pip, ensurepip does it, as `python -m venv` would.
+# ensurepip took 8 on a fresh clone here (pinned, as every install here is). Without such a pip, ensurepip does it,
+# as `python -m venv` would.
 $(RUNSTAMP): requirements-run.txt setup.cfg pyproject.toml
 	test -x $(BIN)/python || { $(PYTHON) -m venv --without-pip $(VENV) && \
-	    { $(PYTHON) -m pip --python $(BIN)/python install -q --disable-pip-version-check pip 2>/dev/null || \
+	    { $(PYTHON) -m pip --python $(BIN)/python install -q --disable-pip-version-check pip==26.3 2>/dev/null || \
 	      $(BIN)/python -m ensurepip --upgrade --default-pip >/dev/null; }; }
 	$(BIN)/pip install -q --disable-pip-version-check -r requirements-run.txt
 # (the distribution's old name, now dfdoctor-launch, is asked of the venv's Python first: pip takes a second)
