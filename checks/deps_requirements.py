@@ -175,6 +175,10 @@ def conclude(ctx, p: dict, skipped: list[Skipped], sources: list[str],
     if sources:
         summary = (f"{n_req} requirement(s) from {', '.join(sources)} satisfied in Python {p['python']}"
                    + (f" ({len(na)} not applicable here)" if na else ""))
+    elif not ctx.target.runs_here:
+        # collect() reads files on this machine: the job's folder on the target was not looked in
+        summary = (f"the requirements files in {ctx.cwd} on the target were not read (give them with --requirements "
+                   f"FILE from this machine); what is installed there agrees ({p['n_dists']} distributions checked)")
     else:
         summary = (f"no requirements file found; what the job depends on is installed and agrees "
                    f"({p['n_dists']} distributions checked)")
