@@ -237,6 +237,8 @@ CASES = [
          prepare=("cora",), fix=("Launch it from", "/gat")),
     Case("gat-readme-usage-no-cuda", GAT, (PY, "main.py", "--epochs", "300", "--no-cuda"), BAD_ARGS,
          prepare=("cora",), said=("--no-cuda",), fix=("--no-accel",)),  # README.md's usage block still lists it
+    Case("gat-script-name-typo", GAT, (PY, "mian.py", "--epochs", "300"), causes.COMMAND_NOT_FOUND,
+         said=("mian.py",), fix=("main.py is: run `", "main.py --epochs 300`", "not tried")),
     Case("gat-heads-do-not-divide", GAT, (PY, "main.py", "--epochs", "3", "--num-heads", "3", "--concat-heads"),
          causes.CRASHED, prepare=("cora",), said=("main.py, line 41",), not_fix=NOT_SITE),
     Case("gat-system-python", GAT, (SYSTEM_PY or "python3", *GAT_README[1:]), causes.MISSING_MODULE,

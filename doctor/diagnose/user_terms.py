@@ -9,6 +9,7 @@ log folder is not a missing input). Nothing here runs the job's code; a fix that
 from __future__ import annotations
 
 import ast
+import difflib
 import functools
 import os
 import re
@@ -326,6 +327,21 @@ def _relaunched(ctx: Context, there: str) -> str:
         inside = full and os.path.isfile(full) and os.path.dirname(os.path.realpath(full)) == os.path.realpath(there)
         words.append(os.path.basename(full) if inside and w != ctx.argv[0] else w)
     return " ".join(shlex.quote(w) for w in words)
+
+
+def mistyped_script(script: str, argv: list[str]) -> Optional[str]:
+    """For a script that is not there (`mian.py`), the file beside where it was looked for whose name is closest
+    (`main.py`), as a fix with the command that runs it; None when no name is close (or the folder is not here)."""
+    path = Path(script)
+    try:
+        names = [e.name for e in path.parent.iterdir() if e.is_file() and e.suffix == path.suffix]
+    except OSError:
+        return None
+    near = difflib.get_close_matches(path.name, names, n=1, cutoff=0.75)
+    if not near:
+        return None
+    typed = [str(Path(a).with_name(near[0])) if Path(a).name == path.name else a for a in argv]
+    return f"{path.name} is not in {path.parent}, {near[0]} is: run `{shlex.join(typed)}` (not tried)"
 
 
 def _prefix_of(proj: project_model.Project, option, full: str) -> bool:
