@@ -406,6 +406,17 @@ def test_a_switch_that_turns_cuda_off_is_no_request_for_a_gpu(tmp_path):
     assert rec["status"] == "skip" and "needs one" not in rec["summary"], rec
 
 
+def test_torchrun_of_a_script_that_is_not_distributed_runs_it_once_per_process(tmp_path):
+    """gat under `torchrun --nproc_per_node=2`: it never forms a group, so both processes train the whole model; the
+    launch was called running with every rank "past init_process_group", and the check asked for @record."""
+    work = _work(tmp_path, GAT)
+    proc = dfdoctor("check", "--cwd", str(work), "--only", "torchrun.record", "--format", "json", "--", TORCHRUN,
+                    "--standalone", "--nproc_per_node=2", *GAT_README[1:4], cwd=work)
+    (rec,) = json.loads(proc.stdout)["checks"]
+    assert rec["status"] == "warn" and "main.py never uses torch.distributed" in rec["summary"], rec
+    assert rec["fix"].startswith("Run it as one process: `python main.py --epochs 300` (as README.md:66"), rec
+
+
 def test_a_broken_corpus_job_on_a_pct_container(infra, tmp_path):
     """gat copied into the LXC container behind `pct exec`, whose python3 has none of its requirements, launched
     there as a user would: not launched, the missing import named at its line in the container, and
