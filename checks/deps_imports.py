@@ -80,8 +80,9 @@ def _imports(tree: Optional[ast.AST]) -> list[str]:
 
 
 def _local(top: str, roots: list[Path]) -> bool:
-    """A module of the project itself (a file or a package folder beside the script, in cwd or the root)."""
-    return any((r / f"{top}.py").is_file() or (r / top).is_dir() for r in roots)
+    """A module of the project itself (a file or a package folder beside the script, in cwd or the root). A folder
+    without Python files is not one: `wandb/` holds wandb's runs, and `import wandb` is the distribution's."""
+    return any((r / f"{top}.py").is_file() or (r / top).is_dir() and any((r / top).glob("*.py")) for r in roots)
 
 
 def _dists_of(module: str) -> set[str]:

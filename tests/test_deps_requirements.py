@@ -342,6 +342,8 @@ def test_a_missing_requirement_the_job_never_imports_warns_and_one_it_imports_fa
     {"train.py": "import importlib\nmod = importlib.import_module('data' + 'sets')\n"},
     # the project's own module imports it: the job's code is more than the script
     {"train.py": "import numpy\nfrom prep import load\n", "prep.py": "import datasets\n"},
+    # a folder of the same name without Python files (a cache, wandb's runs) is not the project's module
+    {"train.py": "import numpy\n\ndef load():\n    import datasets\n", "datasets/cache-0001.arrow": ""},
 ])
 def test_a_missing_requirement_stays_a_failure_where_the_reading_cannot_rule_it_out(venv, files) -> None:
     py, site, proj = venv
@@ -350,6 +352,7 @@ def test_a_missing_requirement_stays_a_failure_where_the_reading_cannot_rule_it_
     (site / "numpy" / "__init__.py").write_text("")
     (proj / "requirements.txt").write_text("numpy\ndatasets\n")
     for name, text in files.items():
+        (proj / name).parent.mkdir(parents=True, exist_ok=True)
         (proj / name).write_text(text)
     (r,) = [r for r in run_check(py, proj) if r.cause == causes.DEPENDENCY_MISSING]
     assert r.status is Status.FAIL and r.summary.startswith("datasets is not installed"), r
