@@ -171,6 +171,9 @@ _WEAK = [
 _SCRIPT_CUDA = re.compile(r"""\.cuda\(|["']cuda(:\d+)?["']|device\s*=\s*["']cuda""")
 _SCRIPT_FALLBACK = re.compile(r"cuda\.is_available\(")
 _NPROC = re.compile(r"--nproc[-_]per[-_]node[= ]+(\d+)")
+# A switch that turns the GPU off (`--no-cuda`, `--disable_cuda`, `--without-gpu`) asks for no GPU: it is taken out
+# before the command is read (pytorch/examples' gat lists `--no-cuda` in its README; it is no request for CUDA).
+_NEGATED = re.compile(r"--(?:no|disable|without)[-_][\w-]*")
 
 
 def expectation(ctx, check_id: str = "cuda.init") -> Expectation:
@@ -191,7 +194,7 @@ def expectation(ctx, check_id: str = "cuda.init") -> Expectation:
     for rules, level in ((_STRONG, "expected"), (_WEAK, "hinted")):
         for where, text in texts:
             for rx, what in rules:
-                m = rx.search(text)
+                m = rx.search(_NEGATED.sub(" ", text))
                 if m:
                     return Expectation(level, f"{where} {what} ({m.group(0).strip()!r})", _nproc(ctx))
     script = _script(ctx)

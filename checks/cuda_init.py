@@ -8,7 +8,7 @@ broken or hangs is always a `fail`.
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Sequence
 
 from dfdoctor import causes, check, fail, ok, skip, warn
 from dfdoctor.launchline.commandline import as_lead
@@ -118,7 +118,7 @@ def _not_usable(facts: dict, vis: Visibility, exp: Expectation, data: dict) -> R
     found = bool(facts.get("available") and facts.get("device_count"))
     if reasons and not found:
         evidence = tuple(reasons[1:]) + ((f"torch says: {init_error}",) if init_error else ())
-        return _unavailable(exp, reasons[0], data, evidence=evidence, fix=_fix_for(reasons[0], facts, vis))
+        return _unavailable(exp, reasons[0], data, evidence=evidence, fix=_fix_for(reasons[0], facts, vis, reasons))
     # torch found GPUs (or nothing explains why not), yet CUDA will not start: CUDA's own error is the finding
     mismatch = driver_mismatch(facts)
     summary = f"CUDA initialisation failed: {init_error or 'torch sees no GPU although the driver lists one'}"
@@ -238,11 +238,16 @@ def driver_mismatch(facts: dict) -> Optional[str]:
     return None
 
 
-def _fix_for(reason: str, facts: dict, vis: Visibility) -> str:
-    """The one action that removes the first reason."""
+def _fix_for(reason: str, facts: dict, vis: Visibility, reasons: Sequence[str] = ()) -> str:
+    """The one action that removes the first reason (and, for a CPU-only torch on a machine without a driver, the
+    machine too: a CUDA build of torch alone would find no GPU here)."""
     if "CPU-only" in reason:
         cuda = (facts.get("libcuda") or {}).get("driver_cuda")
         tag = f"cu{cuda.replace('.', '')}" if cuda else "cu126"
+        if any(r.startswith("no NVIDIA driver") for r in reasons):
+            return (f"run on a machine with a GPU: this one has no NVIDIA driver, so a CUDA build of torch would find "
+                    f"no GPU here either; there, install one (pip install torch --index-url "
+                    f"https://download.pytorch.org/whl/{tag})")
         return (f"install a CUDA build of torch matching the driver, e.g. pip install torch "
                 f"--index-url https://download.pytorch.org/whl/{tag}")
     if reason.startswith("no NVIDIA driver"):

@@ -24,6 +24,7 @@ from dfdoctor import OBSERVED, STATIC, Result, causes, check, error, fail, ok, s
 from dfdoctor.launchline.commandline import as_lead, guessed_interpreter, spec_for
 from dfdoctor.probe import run_probe, unreached
 from dfdoctor.diagnose import torch_pairs
+from dfdoctor.checks.deps_imports import JobImports, read_job_imports
 
 MAX_INCLUDE_DEPTH = 8
 MAX_SHOWN = 10
@@ -65,9 +66,11 @@ def deps_requirements(ctx) -> Iterator[Result]:
     reqs, skipped, problems, sources = collect(ctx)
     for p in problems:
         yield p
+    reading = None if remote else read_job_imports(spec.script, ctx.cwd)
     request = {"requirements": [{"req": r.text, "source": r.source, "constraint": r.constraint} for r in reqs],
                "packaging_dir": PACKAGING_DIR, "focus": list(FOCUS),
-               "modules": [] if remote else script_modules(spec)}
+               "modules": [] if remote else script_modules(spec),
+               "job_modules": list(reading.modules) if reading else []}
     out = run_probe(ctx, "deps_probe.py", request=request, timeout=max(2.0, float(ctx.timeout or 30) - 1.0))
     unreachable = unreached(ctx, out)
     if unreachable:
@@ -88,23 +91,38 @@ def deps_requirements(ctx) -> Iterator[Result]:
         yield skip(f"cannot evaluate requirements in {ctx.python}: {p['error']}",
                    fix=f"{shlex.quote(ctx.python)} -m pip install packaging")
         return
-    yield from as_lead(conclude(ctx, p, skipped, sources), guessed_interpreter(ctx, spec))
+    yield from as_lead(conclude(ctx, p, skipped, sources, reading), guessed_interpreter(ctx, spec))
 
 
-def conclude(ctx, p: dict, skipped: list[Skipped], sources: list[str]) -> Iterator[Result]:
-    """Findings from the probe's answer: missing, mismatched, conflicting and duplicated distributions."""
+def conclude(ctx, p: dict, skipped: list[Skipped], sources: list[str],
+             reading: Optional[JobImports] = None) -> Iterator[Result]:
+    """Findings from the probe's answer: missing, mismatched, conflicting and duplicated distributions. A missing
+    requirement that the job's code never imports (`reading`, deps_imports.py) warns instead of failing."""
     py = shlex.quote(ctx.python)
     data = {"python": p["executable"], "python_version": p["python"], "sources": sources,
             "requirements": p["results"], "packaging": p.get("packaging")}
     bad = False
     shown = 0
     whole = _whole_file_fixes(ctx, p["results"])
+    missing = [r["name"] for r in p["results"] if r["status"] == "missing"]
     for r in p["results"]:
         if r["status"] in ("missing", "mismatch"):
             shown += 1
             if shown > MAX_SHOWN:
                 continue
-        if r["status"] == "missing":
+        if r["status"] == "missing" and reading is not None and \
+                reading.softens(r["name"], missing, p.get("unfound") or []):
+            readers = reading.files[0] + (" and the project's modules it imports never import" if reading.files[1:]
+                                          else " never imports")
+            yield warn(f"{r['name']} is not installed in {p['executable']} ({r['source']}: {r['req']}), but "
+                       f"{readers} it (a static reading): this launch does not need it",
+                       causes.DEPENDENCY_MISSING, basis=STATIC,
+                       evidence=(f"{r['source']}: {r['req']}",
+                                 "imports read: " + (", ".join(reading.modules) or "none") + " in "
+                                 + ", ".join(reading.files)),
+                       fix=whole.get(_file_of(r)) or f"{py} -m pip install {shlex.quote(_pin(r))}   (for the "
+                       f"project's other scripts: {reading.files[0]} does not import it)", data=data)
+        elif r["status"] == "missing":
             bad = True
             yield fail(f"{r['name']} is not installed in {p['executable']} ({r['source']}: {r['req']})",
                        causes.DEPENDENCY_MISSING, evidence=(f"{r['source']}: {r['req']}",),
@@ -157,6 +175,10 @@ def conclude(ctx, p: dict, skipped: list[Skipped], sources: list[str]) -> Iterat
     if sources:
         summary = (f"{n_req} requirement(s) from {', '.join(sources)} satisfied in Python {p['python']}"
                    + (f" ({len(na)} not applicable here)" if na else ""))
+    elif not ctx.target.runs_here:
+        # collect() reads files on this machine: the job's folder on the target was not looked in
+        summary = (f"the requirements files in {ctx.cwd} on the target were not read (give them with --requirements "
+                   f"FILE from this machine); what is installed there agrees ({p['n_dists']} distributions checked)")
     else:
         summary = (f"no requirements file found; what the job depends on is installed and agrees "
                    f"({p['n_dists']} distributions checked)")

@@ -52,7 +52,7 @@ def imports_smoke(ctx) -> Iterator[Result]:
     if not spec.exists and not remote:  # a fully resolved path that is not there: an observation
         yield fail(f"the launch command cannot start: {spec.problem}", causes.COMMAND_NOT_FOUND,
                    evidence=(f"command: {shlex.join(spec.argv)}",) + ((f"launcher line: {spec.line}",) if spec.line else ()),
-                   fix=_not_found_fix(spec), data={"launch": _spec_data(spec)})
+                   fix=_not_found_fix(spec, local=True), data={"launch": _spec_data(spec)})
         return
     if not spec.is_python:
         yield skip(f"{spec.argv[0] if spec.argv else 'the command'} is not a Python command dfdoctor can follow",
@@ -287,14 +287,18 @@ def _missing_fix(ctx, item: dict, request: Optional[dict] = None) -> str:
     return f"{shlex.quote(ctx.python)} -m pip install {dist}   (install it into the interpreter the job runs)"
 
 
-def _not_found_fix(spec: LaunchSpec) -> str:
-    """What to do about a command, interpreter, script or launcher that is not there."""
+def _not_found_fix(spec: LaunchSpec, local: bool = False) -> str:
+    """What to do about a command, interpreter, script or launcher that is not there (a script, on this machine:
+    the file of its folder whose name is closest, `main.py` for `mian.py`, seen to be there)."""
     problem = spec.problem or ""
     if "CRLF" in problem and spec.launcher is not None:
         return f"sed -i 's/\\r$//' {shlex.quote(str(spec.launcher))}   (or save it with Unix line endings)"
     if "not executable" in problem:
         return f"chmod +x {shlex.quote(problem.split(':')[0])}, or run it with its interpreter (bash x.sh / python x.py)"
     if spec.script is not None and "script" in problem:
+        near = user_terms.mistyped_script(str(spec.script), spec.argv) if local else None
+        if near is not None:
+            return near
         return f"check the path and the job's working directory (--cwd); {spec.script} is not there"
     if "command not found" in problem:
         return ("the command is not on the job's PATH: use the interpreter's absolute path "

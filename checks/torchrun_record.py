@@ -4,17 +4,30 @@ Without `@record` on the entry point, torchrun's failure report says `error_file
 traceback see ...": the rank's own exception is only in the interleaved output. This check reads the entry
 script (a static reading, so it can only warn) for `record` from torch.distributed.elastic.multiprocessing.errors
 applied to a function: as a decorator, or called on one (`record(main)()`).
+
+Before that: a script that never uses torch.distributed (pytorch/examples' gat under `torchrun
+--nproc_per_node=2`) is not made distributed by torchrun: each process runs the whole job on its own. Where
+neither the script nor the project's modules it imports name anything distributed, that is the warning, not @record.
 """
 
 from __future__ import annotations
 
 import ast
+import re
+import shlex
 from typing import Iterator, Optional
 
 from dfdoctor import Result, check, ok, skip, warn
+from dfdoctor import project
 from dfdoctor.launchline.commandline import spec_for
 
 RECORD_MODULE = "torch.distributed.elastic.multiprocessing.errors"
+# What a script that takes part in a torchrun/accelerate group names somewhere: torch.distributed and its
+# environment, or a framework that forms the group itself (accelerate, Lightning, HF Trainer, DeepSpeed, Fabric).
+_DISTRIBUTED = re.compile(r"torch\.distributed|init_process_group|DistributedDataParallel|\bDDP\b|LOCAL_RANK|"
+                          r"\bRANK\b|WORLD_SIZE|accelerate|lightning|deepspeed|\bTrainer\b|fabric|horovod|"
+                          r"torch_xla|dist\.")
+_NPROC = re.compile(r"--nproc[-_]per[-_]node[= ](\S+)|--num[-_]processes[= ](\S+)")
 FIX = ("Decorate the entry point: `from torch.distributed.elastic.multiprocessing.errors import record`, then "
        "`@record` on the function the `if __name__ == \"__main__\":` block calls (e.g. `main`). torchrun then "
        "keeps each failed rank's traceback in an error file and prints it under \"Root Cause\".")
@@ -43,6 +56,10 @@ def torchrun_record(ctx) -> Iterator[Result]:
     except (OSError, SyntaxError, ValueError) as e:
         yield skip(f"{spec.script} could not be read or parsed ({type(e).__name__}); imports.smoke says more")
         return
+    alone = _not_distributed(ctx, spec)
+    if alone:
+        yield alone
+        return
     found = recorded(tree)
     if found:
         yield ok(f"{spec.script.name} applies @record to {found}", data={"script": str(spec.script)})
@@ -52,6 +69,34 @@ def torchrun_record(ctx) -> Iterator[Result]:
                evidence=(f"script: {spec.script}", f"no use of record from {RECORD_MODULE} was found in it "
                          "(a static reading: a wrapper defined elsewhere is not followed)"),
                data={"script": str(spec.script)})
+
+
+def _not_distributed(ctx, spec) -> Optional[Result]:
+    """A warning when more than one process is asked for and neither the script nor the project's modules it
+    imports name anything distributed (a static reading); None otherwise."""
+    words = " ".join(ctx.command or [])
+    m = _NPROC.search(words)
+    count = (m.group(1) or m.group(2)) if m else None
+    if count in ("1", None) and spec.runner == "torchrun":
+        return None  # one process (torchrun's default): nothing runs twice
+    try:
+        proj = project.read(list(ctx.command or []), ctx.cwd, script=str(spec.script))
+    except (OSError, RecursionError, ValueError):
+        return None
+    if not proj.files or any(_DISTRIBUTED.search(m.text) for m in proj.files):
+        return None
+    n = count if count and count.isdigit() else "N"
+    readme = next((r for r in proj.runs() if r.words and r.words[0].startswith("python")), None)
+    alone = "python " + shlex.join([proj.short(spec.script), *spec.script_args])
+    return warn(f"{spec.script.name} never uses torch.distributed: {spec.runner} starts {n} copies of it, each running "
+                "the whole job on its own (the same training done {n} times over)".replace("{n}", n),
+                fix=f"Run it as one process: `{alone}`" + (f" (as {readme.where} runs it, with python)" if readme else "")
+                + "; or make it "
+                "distributed (init_process_group, DistributedSampler, DDP) before launching it with "
+                f"{spec.runner} (not tried).",
+                evidence=(f"read: {', '.join(m.rel for m in proj.files)}; none names torch.distributed, "
+                          "init_process_group, DDP, RANK/LOCAL_RANK/WORLD_SIZE or a framework that forms the group "
+                          "(a static reading)",), data={"script": str(spec.script)})
 
 
 def recorded(tree: ast.Module) -> Optional[str]:

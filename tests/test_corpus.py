@@ -20,6 +20,7 @@ from typing import Optional
 import pytest
 
 from dfdoctor import causes
+from infra.fixtures import infra  # noqa: F401 - the real sshd + LXC + pct infrastructure, for the pct case
 from jobs.harness import PY, dfdoctor, job_env, kill_runs, launch_to_end
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -68,8 +69,41 @@ def _no_valid_split(work: Path) -> None:
     (work / "data" / "wikitext-2" / "valid.txt").unlink()
 
 
+def _cora(work: Path) -> None:
+    """./cora/cora.content and cora.cites as gat's main.py reads them (tab-separated ids, 0/1 words, a class; cited
+    and citing ids): 1,700 papers, since it trains on the nodes after the first 1,600 of a random order."""
+    x, ids = 7, [1000 + 7 * i for i in range(1700)]
+    classes = ("Case_Based", "Genetic_Algorithms", "Neural_Networks", "Theory")
+    rows, cites = [], []
+    for i in ids:
+        words = []
+        for _ in range(24):
+            x = (x * 1103515245 + 12345) % (1 << 31)
+            words.append("1" if x % 9 == 0 else "0")
+        rows.append("\t".join([str(i), *words, classes[x % len(classes)]]))
+    for k in range(3 * len(ids)):
+        x = (x * 1103515245 + 12345) % (1 << 31)
+        cites.append(f"{ids[k % len(ids)]}\t{ids[x % len(ids)]}")
+    (work / "cora").mkdir(exist_ok=True)
+    (work / "cora" / "cora.content").write_text("\n".join(rows) + "\n")
+    (work / "cora" / "cora.cites").write_text("\n".join(cites) + "\n")
+
+
+def _binarized_mnist(work: Path) -> None:
+    """binarized_mnist.npz as pytorch-made's README downloads it: train_data and valid_data, 784 pixels of 0/1."""
+    subprocess.run([PY, "-c", "import numpy as np; r = np.random.default_rng(0); "
+                    "np.savez('binarized_mnist.npz', train_data=(r.random((200, 784)) < .2).astype(np.float32), "
+                    "valid_data=(r.random((100, 784)) < .2).astype(np.float32))"], cwd=work, check=True, timeout=60)
+
+
+def _tiny_shakespeare(work: Path) -> None:
+    """input.txt beside ng-video-lecture's scripts, as the repository ships it (a small one here)."""
+    (work / "input.txt").write_text("First Citizen:\nBefore we proceed any further, hear me speak.\n" * 200)
+
+
 PREPARE = {"wikitext": _wikitext, "shakespeare": _shakespeare, "sine": _sine, "not-a-checkpoint": _not_a_checkpoint,
-           "no-valid-split": _no_valid_split}
+           "no-valid-split": _no_valid_split, "cora": _cora, "binarized-mnist": _binarized_mnist,
+           "tiny-shakespeare": _tiny_shakespeare}
 
 
 @dataclass(frozen=True)
@@ -94,6 +128,9 @@ class Case:
 WLM, TSP, DDP = "pytorch-examples-word_language_model", "pytorch-examples-time_sequence_prediction", \
     "pytorch-examples-ddp-tutorial-series"
 MINGPT, MAKEMORE, REGRESSION = "minGPT", "makemore", "pytorch-examples-regression"
+GAT, MADE, NGVL = "pytorch-examples-gat", "pytorch-made", "ng-video-lecture"
+GAT_README = (PY, "main.py", "--epochs", "300", "--lr", "0.005", "--l2", "5e-4", "--dropout-p", "0.6", "--num-heads",
+              "8", "--hidden-dim", "64", "--val-every", "20")  # README.md:66
 BADARG = "bad-argument: argparse's exit 2 named, with the closest valid option"
 BAD_ARGS, DID_NOTHING = causes.BAD_ARGUMENTS, causes.DID_NOTHING
 SMALL = ("--epochs", "1", "--emsize", "16", "--nhid", "16")  # the README's line, shortened to one tiny epoch
@@ -193,6 +230,35 @@ CASES = [
          not_fix=NOT_SITE),
     Case("makemore-device-cuda", MAKEMORE, (PY, "makemore.py", "-i", "names.txt", "--device", "cuda"),
          causes.MISSING_MODULE, fix=("tensorboard",)),  # the import fails before the device is used
+    # ---- gat: `pip install -r requirements.txt`, then the README line (README.md:66), Cora beside it or downloaded
+    Case("gat-offline-without-cora", GAT, GAT_README, causes.DOWNLOAD_FAILED, said=("cora.tgz", "main.py, line 337"),
+         fix=("./cora/cora.content", "main.py:333 then skips the download"), not_fix=("HF_",)),
+    Case("gat-from-parent-folder", GAT, (PY, "gat/main.py", "--epochs", "300"), causes.DOWNLOAD_FAILED, run_in="..",
+         prepare=("cora",), fix=("Launch it from", "/gat")),
+    Case("gat-readme-usage-no-cuda", GAT, (PY, "main.py", "--epochs", "300", "--no-cuda"), BAD_ARGS,
+         prepare=("cora",), said=("--no-cuda",), fix=("--no-accel",)),  # README.md's usage block still lists it
+    Case("gat-script-name-typo", GAT, (PY, "mian.py", "--epochs", "300"), causes.COMMAND_NOT_FOUND,
+         said=("mian.py",), fix=("main.py is: run `", "main.py --epochs 300`", "not tried")),
+    Case("gat-heads-do-not-divide", GAT, (PY, "main.py", "--epochs", "3", "--num-heads", "3", "--concat-heads"),
+         causes.CRASHED, prepare=("cora",), said=("main.py, line 41",), not_fix=NOT_SITE),
+    Case("gat-system-python", GAT, (SYSTEM_PY or "python3", *GAT_README[1:]), causes.MISSING_MODULE,
+         prepare=("cora",), said=("requests",), fix=("requirements.txt:2",)),  # numpy and torch missing too
+    # ---- pytorch-made: `python run.py --data-path binarized_mnist.npz -q 500` (README.md:15) -------------------
+    Case("made-data-not-downloaded", MADE, (PY, "run.py", "--data-path", "binarized_mnist.npz", "-q", "500"),
+         causes.INPUT_MISSING, said=("binarized_mnist.npz", "run.py, line 72"), fix=("--data-path",)),
+    Case("made-without-data-path", MADE, (PY, "run.py", "-q", "500"), BAD_ARGS, said=("-d/--data-path",),
+         fix=("--data-path binarized_mnist.npz", "README.md:15")),
+    # run.py calls .cuda() at 74, 75 and 81 and has no device option: editing the first line alone fails at the next
+    Case("made-on-a-cpu-machine", MADE, (PY, "run.py", "--data-path", "binarized_mnist.npz", "-q", "500"),
+         causes.CUDA_UNAVAILABLE, prepare=("binarized-mnist",), said=("run.py, line 74",),
+         fix=("lines 74, 75, 81", "machine with a GPU", "not try"), not_fix=("--device", "--no-cuda", *NOT_SITE)),
+    # ---- ng-video-lecture: `python gpt.py` in its folder, input.txt beside it -----------------------------------
+    Case("ngvl-from-parent-folder", NGVL, (PY, "ng-video-lecture/gpt.py"), causes.INPUT_MISSING, run_in="..",
+         prepare=("tiny-shakespeare",), said=("input.txt", "gpt.py, line 22"),
+         fix=("Launch it from", "ng-video-lecture && ", " gpt.py`", "not try"),
+         not_fix=("ng-video-lecture/gpt.py", "point the job")),
+    Case("ngvl-bigram-without-input", NGVL, (PY, "bigram.py"), causes.INPUT_MISSING, said=("input.txt",),
+         not_fix=("Launch it from",)),
     # ---- regression: `python main.py` --------------------------------------------------------------------------
     Case("regression-without-torch", REGRESSION, (SYSTEM_PY or "python3", "main.py"), causes.MISSING_MODULE,
          said=("torch",), fix=("requirements.txt",)),
@@ -214,7 +280,7 @@ def _lacks_torch(python: str) -> bool:
 def _work(tmp_path: Path, case_project: str) -> Path:
     """A copy of the project in a folder named as its upstream one (the README's paths stay true)."""
     name = {WLM: "word_language_model", TSP: "time_sequence_prediction", DDP: "ddp-tutorial-series",
-            REGRESSION: "regression"}.get(case_project, case_project)
+            REGRESSION: "regression", GAT: "gat"}.get(case_project, case_project)
     work = tmp_path / name
     shutil.copytree(CORPUS / case_project, work)
     return work
@@ -256,6 +322,8 @@ HEALTHY = [
                                               "--lr", "5"), ("wikitext",), False),
     ("regression-readme-line", REGRESSION, "", (PY, "main.py"), (), False),
     ("mingpt-readme-line", MINGPT, "projects/chargpt", (PY, "chargpt.py"), ("shakespeare",), True),
+    ("gat-readme-line", GAT, "", GAT_README, ("cora",), False),
+    ("ngvl-bigram", NGVL, "", (PY, "bigram.py"), ("tiny-shakespeare",), False),
 ]
 
 
@@ -279,8 +347,9 @@ BROKEN_BEFORE = [
     # time_sequence_prediction pins torch<2.6 (torch.load's weights_only default); torch 2.13 is installed
     ("tsp-requirements", TSP, (PY, "train.py"), "deps.requirements", causes.DEPENDENCY_MISMATCH,
      "requirements.txt:1"),
-    # llm.c's train_gpt2.py before `pip install -r requirements.txt`: tiktoken, transformers, datasets are missing
-    ("llmc-requirements", "llm.c", (PY, "train_gpt2.py"), "deps.requirements", causes.DEPENDENCY_MISSING,
+    # llm.c's train_gpt2.py before `pip install -r requirements.txt`: numpy<2 (numpy 2 is installed) and tiktoken
+    # and transformers, which it imports, are missing (tqdm and datasets too, which it never imports: warnings)
+    ("llmc-requirements", "llm.c", (PY, "train_gpt2.py"), "deps.requirements", causes.DEPENDENCY_MISMATCH,
      "-m pip install -r requirements.txt   ("),
 ]
 
@@ -309,6 +378,61 @@ def test_a_project_missing_many_requirements_is_told_its_own_install_line(tmp_pa
     fixes = shown.split("\n\n")[0].split("fix: ", 1)[1]
     assert "install tiktoken" not in fixes and fixes.count("-m pip install") == 1 and "-r requirements.txt" in fixes, \
         shown
+
+
+def test_a_requirement_the_script_never_imports_does_not_block_its_launch(tmp_path):
+    """llm.c's requirements.txt serves the whole repository: `datasets` and `tqdm` are imported only by its data
+    scripts (dev/data/), never by train_gpt2.py. Their absence is observed, their need only the file's say: warnings,
+    while tiktoken (imported under `__main__`) and transformers (imported in from_pretrained) stay failures."""
+    work = _work(tmp_path, "llm.c")
+    proc = dfdoctor("check", "--cwd", str(work), "--only", "deps.requirements", "--format", "json", "--", PY,
+                    "train_gpt2.py", cwd=work)
+    findings = json.loads(proc.stdout)["checks"][0]["findings"]
+    status = {f["summary"].split()[0]: (f["status"], f.get("basis")) for f in findings
+              if f.get("cause") == causes.DEPENDENCY_MISSING}
+    assert status["datasets"] == ("warn", "static") and status["tqdm"] == ("warn", "static"), status
+    assert status["tiktoken"][0] == "fail" and status["transformers"][0] == "fail", status
+    said = next(f for f in findings if f["summary"].startswith("datasets"))
+    assert "train_gpt2.py never imports it" in said["summary"] and "requirements.txt:6" in said["summary"], said
+
+
+def test_a_switch_that_turns_cuda_off_is_no_request_for_a_gpu(tmp_path):
+    """gat's README lists `--no-cuda` (the script renamed it `--no-accel`): cuda.init read the word `cuda` in it as
+    the launch asking for a GPU, and warned with a CUDA torch to install. A person reads it as the opposite."""
+    work = _work(tmp_path, GAT)
+    proc = dfdoctor("check", "--cwd", str(work), "--only", "cuda.init", "--format", "json", "--", PY, "main.py",
+                    "--no-cuda", cwd=work)
+    (rec,) = json.loads(proc.stdout)["checks"]
+    assert rec["status"] == "skip" and "needs one" not in rec["summary"], rec
+
+
+def test_torchrun_of_a_script_that_is_not_distributed_runs_it_once_per_process(tmp_path):
+    """gat under `torchrun --nproc_per_node=2`: it never forms a group, so both processes train the whole model; the
+    launch was called running with every rank "past init_process_group", and the check asked for @record."""
+    work = _work(tmp_path, GAT)
+    proc = dfdoctor("check", "--cwd", str(work), "--only", "torchrun.record", "--format", "json", "--", TORCHRUN,
+                    "--standalone", "--nproc_per_node=2", *GAT_README[1:4], cwd=work)
+    (rec,) = json.loads(proc.stdout)["checks"]
+    assert rec["status"] == "warn" and "main.py never uses torch.distributed" in rec["summary"], rec
+    assert rec["fix"].startswith("Run it as one process: `python main.py --epochs 300` (as README.md:66"), rec
+
+
+def test_a_broken_corpus_job_on_a_pct_container(infra, tmp_path):
+    """gat copied into the LXC container behind `pct exec`, whose python3 has none of its requirements, launched
+    there as a user would: not launched, the missing import named at its line in the container, and
+    deps.requirements saying it did not read the requirements file there rather than that there is none."""
+    from infra.fixtures import folder_in_container
+
+    with folder_in_container(infra, tmp_path, "corpus-gat-") as box:
+        shutil.copytree(CORPUS / GAT, box.host_side / "gat")
+        proc = dfdoctor("launch", "--target", infra.pct_target, "--watch", "20", "--format", "json", "--",
+                        "python3", f"{box.inside}/gat/main.py", *GAT_README[2:], cwd=box.local, env=box.env)
+        rep = json.loads(proc.stdout)
+        v = rep["verdict"]
+        assert proc.returncode == 1 and v["cause"] == causes.MISSING_MODULE, v
+        assert "requests" in v["summary"] and f"{box.inside}/gat/main.py:3" in v["summary"], v["summary"]
+        (deps,) = [c for c in rep["checks"] if c["id"] == "deps.requirements"]
+        assert "no requirements file found" not in deps["summary"] and "were not read" in deps["summary"], deps
 
 
 def test_the_corpus_keeps_its_licenses_and_sources():

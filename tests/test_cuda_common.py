@@ -92,6 +92,10 @@ def test_probe_env_applies_what_the_command_line_sets(tmp_path):
     (["torchrun", "--nproc_per_node", "4", "train.py"], "hinted"),
     (["python", "train.py", "--lr", "3e-4"], None),
     (["python", "train.py", "--precuda_thing"], None),
+    # a switch that turns CUDA off is no request for it (gat's README lists --no-cuda)
+    (["python", "main.py", "--epochs", "300", "--no-cuda"], None),
+    (["python", "main.py", "--disable_cuda", "--no-nccl"], None),
+    (["python", "main.py", "--no-cuda", "--device", "cuda"], "expected"),
 ])
 def test_expectation_from_the_command(command, level, tmp_path):
     ctx = Context(command=command, cwd=tmp_path, env={})

@@ -45,6 +45,8 @@ def test_cpu_only_torch_fails_when_a_gpu_is_required():
     assert r.status is Status.FAIL and r.cause == causes.CUDA_UNAVAILABLE
     assert "CPU-only" in r.summary and "download.pytorch.org/whl/cu" in r.fix
     assert any("--require-gpu" in e for e in r.evidence)
+    if any(e.startswith("no NVIDIA driver") for e in r.evidence):  # this machine: no GPU for a CUDA torch to find
+        assert r.fix.startswith("run on a machine with a GPU: this one has no NVIDIA driver"), r.fix
 
 
 def test_command_naming_cuda_warns_and_says_so():

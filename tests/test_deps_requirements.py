@@ -314,3 +314,45 @@ def test_a_probe_request_of_megabytes_reaches_the_probe(tmp_path):
     ctx = Context(command=[], cwd=tmp_path, python=sys.executable, env=dict(os.environ), timeout=30)
     out = run_probe(ctx, probe, request={"blob": ["x" * 100] * 20000 + ["end"]})
     assert out.payload == {"n": 20001, "last": "end"}, (out.stderr, out.spawn_error)
+
+
+def test_a_missing_requirement_the_job_never_imports_warns_and_one_it_imports_fails(venv) -> None:
+    """llm.c lists `datasets`, which only its data scripts import: that it is missing is observed, that the job
+    needs it is only the file's say, and the job's imports (read with ast) say otherwise: a warning. A missing
+    distribution whose name an import carries (`yaml` for PyYAML) stays a failure."""
+    py, site, proj = venv
+    install_dist(site, "numpy", "2.1.0", top_level=("numpy",))
+    (site / "numpy").mkdir()  # importable in the venv's interpreter
+    (site / "numpy" / "__init__.py").write_text("")
+    (proj / "requirements.txt").write_text("numpy\ndatasets\nPyYAML\n")
+    (proj / "train.py").write_text("import os\nimport numpy as np\n\ndef cfg():\n    import yaml\n")
+    results = run_check(py, proj)
+    status = {r.summary.split()[0]: r for r in results if r.cause == causes.DEPENDENCY_MISSING}
+    assert status["datasets"].status is Status.WARN and status["datasets"].basis == "static", status["datasets"]
+    assert "train.py never imports it" in status["datasets"].summary
+    assert status["PyYAML"].status is Status.FAIL  # `import yaml` cannot be found and PyYAML provides it
+    (proj / "train.py").write_text("import numpy\n")
+    assert all(r.status in (Status.OK, Status.WARN) for r in run_check(py, proj))  # nothing blocks the launch
+
+
+@pytest.mark.parametrize("files", [
+    # an import nobody can find, and no missing requirement is named after it: any of them may provide it
+    {"train.py": "import numpy\nimport fancy_loader\n"},
+    # an import computed at run time: the reading is not complete
+    {"train.py": "import importlib\nmod = importlib.import_module('data' + 'sets')\n"},
+    # the project's own module imports it: the job's code is more than the script
+    {"train.py": "import numpy\nfrom prep import load\n", "prep.py": "import datasets\n"},
+    # a folder of the same name without Python files (a cache, wandb's runs) is not the project's module
+    {"train.py": "import numpy\n\ndef load():\n    import datasets\n", "datasets/cache-0001.arrow": ""},
+])
+def test_a_missing_requirement_stays_a_failure_where_the_reading_cannot_rule_it_out(venv, files) -> None:
+    py, site, proj = venv
+    install_dist(site, "numpy", "2.1.0", top_level=("numpy",))
+    (site / "numpy").mkdir()
+    (site / "numpy" / "__init__.py").write_text("")
+    (proj / "requirements.txt").write_text("numpy\ndatasets\n")
+    for name, text in files.items():
+        (proj / name).parent.mkdir(parents=True, exist_ok=True)
+        (proj / name).write_text(text)
+    (r,) = [r for r in run_check(py, proj) if r.cause == causes.DEPENDENCY_MISSING]
+    assert r.status is Status.FAIL and r.summary.startswith("datasets is not installed"), r

@@ -295,3 +295,13 @@ def test_a_guard_is_judged_by_its_own_condition(sample) -> None:
     # where the guard holds (RANK set, LOCAL_RANK not): the branch runs, and what it reads must be there
     r = worst(run_check([PY, "train.py"], proj, env={"RANK": "0"}))
     assert r.status is Status.FAIL and "LOCAL_RANK" in r.summary and "reads the environment" in r.summary, r
+
+
+def test_a_mistyped_script_name_names_the_file_beside_it(tmp_path: Path) -> None:
+    """`python mian.py` where main.py is (gat, as a newcomer types it): the file that is there, with the command
+    to run it; a name close to none (zzz.py) keeps the plain fix."""
+    (tmp_path / "main.py").write_text("print('hi')\n")
+    (r,) = run_check([PY, "mian.py", "--epochs", "3"], tmp_path)
+    assert r.cause == causes.COMMAND_NOT_FOUND and f"main.py is: run `{PY} main.py --epochs 3` (not tried)" in r.fix, r.fix
+    (r,) = run_check([PY, "zzz.py"], tmp_path)
+    assert r.cause == causes.COMMAND_NOT_FOUND and "is: run" not in r.fix and "--cwd" in r.fix, r.fix

@@ -411,3 +411,30 @@ def test_an_assert_naming_a_missing_data_folder_is_input_missing_with_the_readme
     (tmp_path / "data" / "TinyStories_all_data" / "data00.bin").write_text("x")
     err = parse_python_error(text.replace("No bin files found in", "Bad shape of"))
     assert assert_names_missing_data(err, Context(argv=["python", "train.py"], cwd=str(tmp_path))) is None
+
+
+def test_an_input_beside_the_script_of_a_job_started_elsewhere_says_to_launch_from_there(tmp_path):
+    """ng-video-lecture's gpt.py opens 'input.txt' from the folder it starts in; run as `python ng/gpt.py` from
+    the folder above, the file is there beside the script: the fix is that folder, with the command as typed there."""
+    _write(tmp_path, {"ng/gpt.py": "import torch\nwith open('input.txt') as f:\n    text = f.read()\n",
+                      "ng/input.txt": "hello\n"})
+    err = _error(tmp_path / "ng" / "gpt.py", 2, "with open('input.txt') as f:",
+                 "FileNotFoundError: [Errno 2] No such file or directory: 'input.txt'")
+    ctx = Context(argv=["python", "ng/gpt.py", "--x"], cwd=str(tmp_path), python="python")
+    told = user_terms.input_file(err, ctx, re.search(r"'([^']+)'", "'input.txt'"))
+    assert f"`cd {tmp_path}/ng && python gpt.py --x`" in told.fix and "did not try" in told.fix, told.fix
+    (tmp_path / "ng" / "input.txt").unlink()  # nowhere: no folder to launch from
+    told = user_terms.input_file(err, ctx, re.search(r"'([^']+)'", "'input.txt'"))
+    assert "Launch it from" not in told.fix and "Create input.txt" in told.fix, told.fix
+
+
+def test_a_script_without_a_device_option_names_every_cuda_call_to_change(tmp_path):
+    """pytorch-made's run.py: `.cuda()` at three lines, no device option. Editing the line that failed alone fails
+    at the next; the fix names them all and that the project runs as written only on a GPU."""
+    _write(tmp_path, {"run.py": "import torch\ntorch.cuda.manual_seed_all(42)\nx = torch.zeros(2).cuda()\n"
+                                "y = torch.ones(2).cuda()\nmodel = torch.nn.Linear(2, 2)\nmodel.cuda()\n"})
+    err = _error(tmp_path / "run.py", 3, "x = torch.zeros(2).cuda()",
+                 "AssertionError: Torch not compiled with CUDA enabled")
+    fix = user_terms.cuda_device(err, Context(argv=["python", "run.py"], cwd=str(tmp_path), python="python"),
+                                 None).fix
+    assert "calls .cuda() at lines 3, 4, 6" in fix and "machine with a GPU" in fix and "did not try" in fix, fix

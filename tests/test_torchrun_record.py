@@ -46,3 +46,18 @@ def test_torchrun_console_script_and_plain_python(tmp_path):
     torchrun = shutil.which("torchrun") or str(Path(sys.executable).with_name("torchrun"))
     assert _check(tmp_path, PLAIN, torchrun, "--nproc_per_node", "2")["status"] == "warn"
     assert _check(tmp_path, PLAIN, sys.executable)["status"] == "skip"
+
+
+def test_a_script_that_never_uses_torch_distributed_is_said_to_run_once_per_process(tmp_path):
+    """pytorch/examples' gat under `torchrun --nproc_per_node 2`: nothing in it forms a group, so torchrun runs the
+    whole job twice. That is the warning (with the one-process line), not @record; one process is no such case."""
+    single = "import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument('--epochs')\n" \
+             "args = p.parse_args()\nprint(torch.zeros(1))\n"
+    c = _check(tmp_path, single, *TORCHRUN)
+    assert c["status"] == "warn" and "never uses torch.distributed" in c["summary"] and "2 copies" in c["summary"], c
+    assert c["fix"].startswith("Run it as one process: `python train.py`") and "not tried" in c["fix"], c["fix"]
+    one = _check(tmp_path, single, sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "1")
+    assert "@record" in one["fix"] and "never uses" not in one["summary"], one
+    (tmp_path / "dist_utils.py").write_text("import os\nrank = int(os.environ['LOCAL_RANK'])\n")
+    c = _check(tmp_path, "import dist_utils\n" + single, *TORCHRUN)  # a project module reads the group's rank
+    assert "@record" in c["fix"], c

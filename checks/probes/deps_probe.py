@@ -10,8 +10,10 @@ file is the fallback. Markers are therefore evaluated for THIS interpreter: its 
 machine.
 
 Input (JSON in the file $DFDOCTOR_PROBE_IN): {"requirements": [{"req": "torch>=2.4", "source": "requirements.txt:3",
-"constraint": false}], "packaging_dir": "...", "focus": ["torch"], "modules": ["numpy", ...]}: `modules` are
-the top-level modules the script imports; their distributions count as what the job depends on.
+"constraint": false}], "packaging_dir": "...", "focus": ["torch"], "modules": ["numpy", ...], "job_modules": [...]}:
+`modules` are the top-level modules the script imports; their distributions count as what the job depends on;
+`job_modules` those the script and the project's modules it imports import, answered with the ones not found here
+(`unfound`).
 """
 
 import importlib
@@ -285,6 +287,8 @@ def main():
     for dist_name in imported_distributions(spec.get("modules") or [], dists):
         roots.add(canonical(dist_name))
         out.setdefault("imported", []).append(dist_name)
+    # the job's imports this interpreter cannot find: a missing requirement may provide one under another name
+    out["unfound"] = [m for m in spec.get("job_modules") or [] if not importable(m)]
     found, graph = conflicts(dists, req_mod, version_mod)
     relevant = closure(roots, graph)
     named = closure(stated, graph)

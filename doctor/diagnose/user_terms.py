@@ -9,6 +9,7 @@ log folder is not a missing input). Nothing here runs the job's code; a fix that
 from __future__ import annotations
 
 import ast
+import difflib
 import functools
 import os
 import re
@@ -74,6 +75,14 @@ def cuda_device(err: PyError, ctx: Context, m: re.Match) -> Told:
     elif setting:
         fix = (f"Run on the CPU: set device = 'cpu' at {_short(script, ctx)}:{setting[0]}, or install a CUDA "
                "build of torch on a machine with a GPU" + NOT_TRIED + ".")
+    elif script and len(_cuda_calls(script)) > 1:
+        # no option, no device variable: each `.cuda()` is a line to change, and changing the first alone fails
+        # at the next (pytorch-made's run.py: 74, 75, 81); the project runs as written only on a GPU
+        lines = ", ".join(str(n) for n in _cuda_calls(script))
+        evidence.append(f"{_short(script, ctx)} moves to CUDA with .cuda() at lines {lines} and has no device option")
+        fix = (f"{_short(script, ctx)} has no option for the device and calls .cuda() at lines {lines}: run it on a "
+               "machine with a GPU and a CUDA build of torch, or change each of those lines to a device picked with "
+               "torch.cuda.is_available()" + NOT_TRIED + ".")
     else:
         fix = (f"Run on the CPU: at {err.user_where}, pick the device with torch.cuda.is_available() "
                "(device = 'cuda' if torch.cuda.is_available() else 'cpu'), or install a CUDA build of torch on a "
@@ -273,6 +282,13 @@ def input_file(err: PyError, ctx: Context, m: re.Match) -> Optional[Told]:
     if option:
         evidence.append(f"{option.flag} sets this path" + (f" ({option.where})" if option.where else ""))
     fix = f"Create {path} before the job starts, or {point}."
+    there = _beside_script(path, err, ctx)
+    if there and not maker:
+        # the file is there, next to the code that opens it: the job was started from another folder
+        evidence.append(f"{path} exists in {there}, the folder of {os.path.basename(err.user_frame[0])}")
+        fix = (f"Launch it from {there}: `cd {shlex.quote(there)} && {_relaunched(ctx, there)}`; {path} is there, "
+               f"and the job looks for it in the folder it starts in (now {ctx.cwd})"
+               + (f"; or {point}" if option else "") + NOT_TRIED + ".")
     if maker:
         evidence.append(f"{_short(maker, ctx)} writes {os.path.basename(path)}")
         told = _readme_run(proj, maker)
@@ -290,6 +306,42 @@ def input_file(err: PyError, ctx: Context, m: re.Match) -> Optional[Told]:
             fix += " It downloads its input: run it where there is network, or copy the files it fetches beside it."
     summary = f"The job reads {path} at {err.blame}, and it does not exist (looked for at {full})."
     return Told(summary, fix, evidence)
+
+
+def _beside_script(path: str, err: PyError, ctx: Context) -> Optional[str]:
+    """The folder of the job's file that opened `path` (relative) when `path` exists there and the job started in
+    another folder; else None."""
+    if os.path.isabs(path) or not err.user_frame or not ctx.cwd:
+        return None
+    there = os.path.dirname(_resolve(err.user_frame[0], ctx))
+    if os.path.realpath(there) == os.path.realpath(ctx.cwd) or not os.path.exists(os.path.join(there, path)):
+        return None
+    return there
+
+
+def _relaunched(ctx: Context, there: str) -> str:
+    """The job's command as typed in `there`: each word naming a file there (its script) made relative to it."""
+    words = []
+    for w in ctx.argv:
+        full = _resolve(w, ctx) if not w.startswith("-") else ""
+        inside = full and os.path.isfile(full) and os.path.dirname(os.path.realpath(full)) == os.path.realpath(there)
+        words.append(os.path.basename(full) if inside and w != ctx.argv[0] else w)
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def mistyped_script(script: str, argv: list[str]) -> Optional[str]:
+    """For a script that is not there (`mian.py`), the file beside where it was looked for whose name is closest
+    (`main.py`), as a fix with the command that runs it; None when no name is close (or the folder is not here)."""
+    path = Path(script)
+    try:
+        names = [e.name for e in path.parent.iterdir() if e.is_file() and e.suffix == path.suffix]
+    except OSError:
+        return None
+    near = difflib.get_close_matches(path.name, names, n=1, cutoff=0.75)
+    if not near:
+        return None
+    typed = [str(Path(a).with_name(near[0])) if Path(a).name == path.name else a for a in argv]
+    return f"{path.name} is not in {path.parent}, {near[0]} is: run `{shlex.join(typed)}` (not tried)"
 
 
 def _prefix_of(proj: project_model.Project, option, full: str) -> bool:
@@ -446,6 +498,16 @@ def _cuda_assignments(script: str, name: str) -> list[int]:
             if isinstance(text, str) and text.startswith("cuda"):
                 lines.append(node.lineno)
     return sorted(lines)
+
+
+def _cuda_calls(script: str) -> list[int]:
+    """Lines of the script that call `.cuda()` on something (`x.cuda()`, `model.cuda()`; not `torch.cuda.f()`)."""
+    try:
+        tree = ast.parse(_read(script))
+    except (SyntaxError, ValueError):
+        return []
+    return sorted({n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call) and
+                   isinstance(n.func, ast.Attribute) and n.func.attr == "cuda"})
 
 
 def _given(argv: list[str], name: str) -> Optional[str]:

@@ -251,8 +251,12 @@ def command_not_found_status(run: RunRecord, live: Optional[LiveFacts]) -> Optio
     script_missing = "can't open file" in stderr and ex.get("exit_code") == 2
     if not (script_missing or (ex.get("exit_code") in (126, 127) and _via_shell(run))):
         return None
+    named = re.search(r"can't open file '([^']+)'", stderr) if script_missing and not run.is_remote else None
+    near = user_terms.mistyped_script(named.group(1), list(run.spec.get("argv") or [])) \
+        if named and os.path.isabs(named.group(1)) else None
     return Verdict("failed", causes.COMMAND_NOT_FOUND, f"The command or script could not be found or run: {last}",
-                   "Check the path (relative paths resolve against --cwd), its spelling and that it is executable.",
+                   near or "Check the path (relative paths resolve against --cwd), its spelling and that it is "
+                   "executable.",
                    [last, _status_line(ex), f"command: {_cmd(run)}", f"cwd: {run.spawned.get('cwd')}"])
 
 
