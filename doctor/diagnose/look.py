@@ -32,9 +32,17 @@ def cycle_in(text: str):
         return None
 
 
+def last_stacks(samples: list[ProcessSample]) -> list[Stacks]:
+    """The last look at each Python process of a sample: the stacks a lock cycle is read from."""
+    return [s.last.stacks for s in samples if s.python and s.last is not None]
+
+
 def lasting_cycle(seen: list[Stacks], samples: list[ProcessSample]):
-    """The compile-lock cycle in the stacks `seen` (the last look at each process); with `samples`, each process
-    looked at twice a second apart, only one that the first look showed too (one passing through is not stuck)."""
+    """The compile-lock cycle a look shows, read the same way wherever it was taken (this machine, a target's
+    agent): with `samples`, each process looked at twice a second apart, the cycle in their last looks that the
+    first looks showed too (one passing through is not stuck); without, the cycle in the one look `seen`."""
+    if samples:
+        seen = last_stacks(samples)
     cycle = cycle_in("\n\n".join(s.text for s in seen))
     if cycle is not None and samples:
         first = cycle_in("\n\n".join(s.looks[0].stacks.text for s in samples if s.python and s.looks))
