@@ -1,7 +1,7 @@
 """What one look at a live job means, wherever it was taken: this machine (py-spy and /proc), a target (its
 agent's answers) or a Slurm node (the agent run there by srun). The watch of each place hands its looks here;
-the reading is one: a compile-lock cycle, a wait the stacks of every process prove, a main thread that waits
-(so a block buffer explains nothing), a job that spends no CPU.
+the reading is one: a compile-lock cycle both samples show, a wait the stacks of every process prove, a main
+thread that waits (so a block buffer explains nothing), a job that spends no CPU.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 from dfdoctor import causes
 from dfdoctor.diagnose import stackclass, stuck
+from dfdoctor.diagnose.guardfix import fix_for, is_trainer
 from dfdoctor.diagnose.jobstacks import Look, ProcessSample
 from dfdoctor.diagnose.kernelwait import from_raw
 from dfdoctor.diagnose.stacks import Stacks
@@ -91,6 +92,17 @@ def proven_wait(samples: list[ProcessSample], quiet_s: float, *, local: bool,
         return stuck.judge(samples, quiet_s, local=local, flushed=flushed), None
     except Exception as exc:  # a classifier bug must not cost us the verdict
         return None, f"the stack classifier failed: {type(exc).__name__}: {exc}"
+
+
+def named_wait(samples: list[ProcessSample], quiet_s: float, *,
+               local: bool) -> tuple[Optional[stuck.Finding], Optional[str]]:
+    """What the samples of every process name, as a Finding, for a look with no run of ours to note it in (a
+    Slurm node's): the lock cycle both samples show (compile-deadlock), else the wait they prove (proven_wait)."""
+    cycle = lasting_cycle([], samples)
+    if cycle is not None:
+        trainer = any(is_trainer(s.cmdline) for s in samples)  # its fix is a switch of its own
+        return stuck.Finding("failed", causes.COMPILE_DEADLOCK, cycle.headline(), fix_for(trainer), cycle.detail()), None
+    return proven_wait(samples, quiet_s, local=local)
 
 
 def samples_of(answer: Optional[dict[str, Any]]) -> list[ProcessSample]:
