@@ -1,6 +1,6 @@
 """A compile-lock cycle on a --target is read as one on this machine is (issue 34): from the agent's two looks at
-every process a second apart, the cycle both show, never from one look. Real jobs (tests/jobs/) in the real LXC
-container behind the `pct` shim, with py-spy beside the job's python there (the container has none of its own)."""
+every process a second apart, the cycle both show, never from one look. Real jobs (tests/jobs/) on the real
+targets of tests/infra: the LXC container behind the `pct` shim, and this machine behind sshd."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -18,42 +19,68 @@ from dfdoctor.diagnose.stacks import py_spy
 from dfdoctor.launch.reading import CYCLE_EVENT
 from dfdoctor.launch.remote import RemoteRun
 from infra.fixtures import Infra, folder_in_container, infra  # noqa: F401
+from jobs.harness import PY, kill_runs
 
 pytestmark = pytest.mark.slow
 
 JOBS = Path(__file__).resolve().parent / "jobs"
 
 
-@pytest.fixture
-def there(infra: Infra, tmp_path: Path):
-    """A folder in container 200 (a hostile name) holding the lock-cycle jobs and their stand-in torch, a python
-    with py-spy beside it (where the agent looks), and a local folder for dfdoctor; every job cleaned up after."""
+@dataclass
+class There:
+    """Where the job runs: its folder there, the python there with py-spy beside it (where the agent looks), the
+    target, and a local folder and environment for dfdoctor."""
+
+    target: str
+    inside: str
+    python: str
+    local: Path
+    env: dict
+
+
+def _jobs_into(folder: Path) -> None:
+    """The lock-cycle jobs and their stand-in torch."""
+    for name in ("compile_deadlock.py", "compile_cycle_passes.py"):
+        shutil.copy(JOBS / name, folder / name)
+    shutil.copytree(JOBS / "deadlock_fake", folder / "deadlock_fake")
+
+
+@pytest.fixture(params=["pct", "ssh"])
+def there(request, infra: Infra, tmp_path: Path):
+    """The LXC container behind the `pct` shim (a folder with a hostile name, py-spy put beside a python of the
+    folder's own: the container has none), or this machine behind sshd (dfdoctor's python, py-spy beside it);
+    every job cleaned up after."""
     if py_spy() is None:
-        pytest.skip("py-spy is not installed here: nothing to put in the container")
+        pytest.skip("py-spy is not installed here: nothing for the agent to read stacks with")
+    if request.param == "ssh":
+        folder, local = tmp_path / "there", tmp_path / "here"
+        folder.mkdir()
+        local.mkdir()
+        _jobs_into(folder)
+        yield There(infra.ssh_target, str(folder), PY, local, dict(infra.env(), XDG_CACHE_HOME=str(local / "cache")))
+        kill_runs(tmp_path)
+        return
     # hostile, though with no parenthesis or colon: a py-spy frame line `func (FILE:LINE)` is read with a FILE
     # that has neither (diagnose/stackclass.py), so no stack would be read at all
     with folder_in_container(infra, tmp_path, "dfd cy ;'") as f:
-        for name in ("compile_deadlock.py", "compile_cycle_passes.py"):
-            shutil.copy(JOBS / name, f.host_side / name)
-        shutil.copytree(JOBS / "deadlock_fake", f.host_side / "deadlock_fake")
+        _jobs_into(f.host_side)
         (f.host_side / "bin").mkdir()
         shutil.copy(py_spy(), f.host_side / "bin" / "py-spy")
         (f.host_side / "bin" / "python3").symlink_to("/usr/bin/python3")
-        yield f
+        yield There(infra.pct_target, f.inside, f"{f.inside}/bin/python3", f.local, f.env)
 
 
-def _launch(dfdoctor, infra: Infra, f, job: str, watch: str) -> tuple[int, dict]:
-    """`dfdoctor launch --target pct://... JOB` with the python that has py-spy beside it, from the local folder."""
-    p = dfdoctor("launch", "--target", infra.pct_target, "--format", "json", "--no-check", "--watch", watch,
-                 "--cwd", f.inside, "--", f"{f.inside}/bin/python3", f"{f.inside}/{job}", cwd=f.local, env=f.env,
-                 timeout=150)
+def _launch(dfdoctor, f: There, job: str, watch: str) -> tuple[int, dict]:
+    """`dfdoctor launch --target T JOB` with the python that has py-spy beside it, from the local folder."""
+    p = dfdoctor("launch", "--target", f.target, "--format", "json", "--no-check", "--watch", watch,
+                 "--cwd", f.inside, "--", f.python, f"{f.inside}/{job}", cwd=f.local, env=f.env, timeout=150)
     assert p.returncode in (0, 1), p.stderr
     return p.returncode, json.loads(p.stdout)
 
 
-def test_a_deadlock_in_the_container_is_named_and_status_says_since_when(infra, there, dfdoctor):
+def test_a_deadlock_there_is_named_and_status_says_since_when(there, dfdoctor):
     t0 = time.monotonic()
-    rc, rep = _launch(dfdoctor, infra, there, "compile_deadlock.py", "120")
+    rc, rep = _launch(dfdoctor, there, "compile_deadlock.py", "120")
     took = time.monotonic() - t0
     v = rep["verdict"]
     assert rc == 1 and v["cause"] == causes.COMPILE_DEADLOCK, (v["summary"], v["evidence"])
@@ -71,11 +98,11 @@ def test_a_deadlock_in_the_container_is_named_and_status_says_since_when(infra, 
     assert int(re.search(r"at least (\d+) s", since).group(1)) >= 2, since
 
 
-def test_a_cycle_that_one_look_shows_and_the_next_does_not_is_not_a_deadlock(infra, there, dfdoctor, monkeypatch):
+def test_a_cycle_that_one_look_shows_and_the_next_does_not_is_not_a_deadlock(there, dfdoctor, monkeypatch):
     """The job passes through the cycle for 0.8 s every 2.5 s while it prints its steps: running. One look of
     the agent's (its dump, or either of its two samples) shows the cycle about one time in four, which the
     target's old reading, from its one dump, named compile-deadlock; the reading of this machine does not."""
-    rc, rep = _launch(dfdoctor, infra, there, "compile_cycle_passes.py", "30")
+    rc, rep = _launch(dfdoctor, there, "compile_cycle_passes.py", "30")
     v = rep["verdict"]
     assert rc == 0 and v["state"] == "running" and v["cause"] is None, (v["summary"], v["evidence"])
     run_dir = Path(rep["run"]["dir"])
