@@ -78,3 +78,61 @@ def test_fetch_script_reads_liveness_fds_and_stacks(tmp_path, monkeypatch):
         for p in (job, recorder):
             p.kill()
             p.wait()
+
+
+# py-spy's dump (--full-filenames) of tests/jobs/compile_deadlock.py, and of the same job between two holds
+CYCLE = """Thread 101 (idle): "MainThread"
+    ConvertFrame.__call__ (/w/deadlock_fake/torch/_dynamo/convert_frame.py:15)
+    <module> (/w/compile_deadlock.py:15)
+Thread 102 (idle): "drafter-0"
+    Condition.wait (/usr/lib/python3.11/threading.py:324)
+    Event.wait (/usr/lib/python3.11/threading.py:622)
+    grad (/w/deadlock_fake/torch/autograd/__init__.py:8)
+    _compile (/w/deadlock_fake/torch/_dynamo/convert_frame.py:10)
+    Thread.run (/usr/lib/python3.11/threading.py:975)"""
+NO_CYCLE = """Thread 101 (idle): "MainThread"
+    <module> (/w/compile_cycle_passes.py:30)
+Thread 102 (idle): "drafter-0"
+    drafter (/w/compile_cycle_passes.py:23)
+    Thread.run (/usr/lib/python3.11/threading.py:975)"""
+
+
+def _agent_answer(dump: str, first: str, second: str) -> dict:
+    """A target agent's `live` answer about a one-process job: its dump, and its two looks a second apart."""
+    look = lambda stack: {"syscall": "202 0x0", "fds": {}, "stack": stack, "cpu_s": 0.1, "switches": 5}  # noqa: E731
+    return {"pid": 101, "python": True, "cpu_s": 0.1, "stdout_targets": [], "other_logs": [],
+            "stacks": [{"pid": 101, "text": dump, "tool": "py-spy"}],
+            "samples": {"procs": [{"pid": 101, "ppid": 1, "cmdline": ["python3", "/w/compile_deadlock.py"],
+                                   "python": True, "env": {}, "looks": [look(first), look(second)]}],
+                        "locks": ""}}
+
+
+def test_a_target_reads_a_lock_cycle_from_both_of_its_looks_as_here(tmp_path):
+    """Issue 34: the target's reading was its one dump; it is now the local one (launch/reading.judge), the
+    cycle both samples show, noted in the local copy as here. tests/test_remote_cycle.py does it for real."""
+    from dfdoctor.launch.reading import CYCLE_EVENT, judge
+    from dfdoctor.launch.remote import live_facts
+    from dfdoctor.diagnose.look import samples_of
+    from dfdoctor.run import record
+
+    run_id, run_dir = new_run(tmp_path)
+    (run_dir / "spec.json").write_text(json.dumps({"run_id": run_id, "argv": ["python3", "/w/compile_deadlock.py"],
+                                                   "cwd": "/w", "target": "ssh://root@h", "remote_dir": "/w/r"}))
+    run = record.load(run_dir)
+    assert run.is_remote
+
+    def read(answer: dict):
+        live = live_facts(answer, 5.0)
+        judge(record.load(run_dir), live, samples_of(answer["samples"]))
+        return live
+
+    passing = read(_agent_answer(CYCLE, NO_CYCLE, CYCLE))  # the dump and the last look show it, the first not
+    assert passing.classified is None and not (run_dir / "launcher.jsonl").exists(), passing.classified
+    assert read(_agent_answer(CYCLE, CYCLE, NO_CYCLE)).classified is None
+    stuck = read(_agent_answer(NO_CYCLE, CYCLE, CYCLE))  # both looks show it: stuck, whatever the dump caught
+    assert stuck.classified and stuck.classified[0] == "compile-deadlock", stuck.classified
+    assert any("thread drafter-0 holds compile_lock" in line for line in stuck.cycle_detail), stuck.cycle_detail
+    notes = [json.loads(line) for line in (run_dir / "launcher.jsonl").read_text().splitlines()]
+    assert [e["event"] for e in notes] == [CYCLE_EVENT]
+    again = read(_agent_answer(CYCLE, CYCLE, CYCLE))
+    assert again.stuck_since == notes[0]["t"], "the second sighting says since when, as for a run here"

@@ -189,3 +189,22 @@ def test_a_wait_seen_just_after_a_batch_job_wrote_explains_no_silence(slurm, tmp
     finally:
         slurm.cancel(job)
         slurm.wait_state(job, ("CANCELLED", "COMPLETED", "FAILED"))
+
+
+@pytest.mark.slow
+def test_a_lock_cycle_on_the_node_is_named_as_here(slurm, tmp_path):
+    """The compile-lock cycle (stand-ins for torch's frames, tests/jobs/deadlock_fake/) read on the node as a look
+    here reads it, from both of its samples: compile-deadlock (issue 34: it was `running`, exit 0, "no wait
+    proven", with the cycle in the evidence)."""
+    rc, doc, took = _launch(tmp_path, f"{PY} -u {JOBS / 'compile_deadlock.py'}\n")
+    try:
+        v, text = doc["verdict"], _text(doc)
+        assert rc == 1 and (v["state"], v["cause"]) == ("failed", "compile-deadlock"), text
+        assert v["summary"].startswith(f"Job {job_of(doc)} on {slurm.node}, its output file") and \
+            v["summary"].endswith("2 threads are deadlocked in torch.compile: compile_lock held while waiting on "
+                                  "the autograd engine"), v["summary"]
+        assert any("thread drafter-0 holds compile_lock" in e for e in v["evidence"]), text
+        assert "compile_guard" in v["fix"] and f"scancel {job_of(doc)}" in v["fix"], v["fix"]
+        assert took < NAMED_WITHIN_S + 10, (took, text)
+    finally:
+        _cancel(slurm, doc)

@@ -234,7 +234,7 @@ def test_a_wait_seen_just_after_the_job_wrote_explains_no_silence(work):
         return local.sample_stuck(run, watched_s)
 
     try:
-        run, facts = local.watch(run_dir, proc, 40.0, sample=sample)
+        run, facts = local.watch(local.RunSource(run_dir, proc, 40.0, sample=sample))
         assert facts is not None and facts.stuck is not None and facts.stuck.cause == "sleeping", facts
         assert len(looks) >= 2, "the look the job wrote during was taken as the verdict"
     finally:

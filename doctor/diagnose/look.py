@@ -1,7 +1,7 @@
 """What one look at a live job means, wherever it was taken: this machine (py-spy and /proc), a target (its
 agent's answers) or a Slurm node (the agent run there by srun). The watch of each place hands its looks here;
-the reading is one: a compile-lock cycle, a wait the stacks of every process prove, a main thread that waits
-(so a block buffer explains nothing), a job that spends no CPU.
+the reading is one: a compile-lock cycle both samples show, a wait the stacks of every process prove, a main
+thread that waits (so a block buffer explains nothing), a job that spends no CPU.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 from dfdoctor import causes
 from dfdoctor.diagnose import stackclass, stuck
+from dfdoctor.diagnose.guardfix import fix_for, is_trainer
 from dfdoctor.diagnose.jobstacks import Look, ProcessSample
 from dfdoctor.diagnose.kernelwait import from_raw
 from dfdoctor.diagnose.stacks import Stacks
@@ -32,9 +33,17 @@ def cycle_in(text: str):
         return None
 
 
+def last_stacks(samples: list[ProcessSample]) -> list[Stacks]:
+    """The last look at each Python process of a sample: the stacks a lock cycle is read from."""
+    return [s.last.stacks for s in samples if s.python and s.last is not None]
+
+
 def lasting_cycle(seen: list[Stacks], samples: list[ProcessSample]):
-    """The compile-lock cycle in the stacks `seen` (the last look at each process); with `samples`, each process
-    looked at twice a second apart, only one that the first look showed too (one passing through is not stuck)."""
+    """The compile-lock cycle a look shows, read the same way wherever it was taken (this machine, a target's
+    agent): with `samples`, each process looked at twice a second apart, the cycle in their last looks that the
+    first looks showed too (one passing through is not stuck); without, the cycle in the one look `seen`."""
+    if samples:
+        seen = last_stacks(samples)
     cycle = cycle_in("\n\n".join(s.text for s in seen))
     if cycle is not None and samples:
         first = cycle_in("\n\n".join(s.looks[0].stacks.text for s in samples if s.python and s.looks))
@@ -83,6 +92,17 @@ def proven_wait(samples: list[ProcessSample], quiet_s: float, *, local: bool,
         return stuck.judge(samples, quiet_s, local=local, flushed=flushed), None
     except Exception as exc:  # a classifier bug must not cost us the verdict
         return None, f"the stack classifier failed: {type(exc).__name__}: {exc}"
+
+
+def named_wait(samples: list[ProcessSample], quiet_s: float, *,
+               local: bool) -> tuple[Optional[stuck.Finding], Optional[str]]:
+    """What the samples of every process name, as a Finding, for a look with no run of ours to note it in (a
+    Slurm node's): the lock cycle both samples show (compile-deadlock), else the wait they prove (proven_wait)."""
+    cycle = lasting_cycle([], samples)
+    if cycle is not None:
+        trainer = any(is_trainer(s.cmdline) for s in samples)  # its fix is a switch of its own
+        return stuck.Finding("failed", causes.COMPILE_DEADLOCK, cycle.headline(), fix_for(trainer), cycle.detail()), None
+    return proven_wait(samples, quiet_s, local=local)
 
 
 def samples_of(answer: Optional[dict[str, Any]]) -> list[ProcessSample]:

@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
@@ -24,7 +23,8 @@ from dfdoctor import causes
 from dfdoctor.agent import ship
 from dfdoctor.agent.procfs import buffers_stdout, job_outputs, proc_start_time
 from dfdoctor.diagnose import jobstacks, launcher, stacks, stuck
-from dfdoctor.diagnose.look import blocked, classified_as, judge_wait, lasting_cycle
+from dfdoctor.diagnose.look import blocked
+from dfdoctor.launch.reading import clock, judge, own_log
 from dfdoctor.watch import rhythm, settle
 from dfdoctor.watch.loop import Ended, drive
 from dfdoctor.watch.policy import STEADY_S, Observation, Policy
@@ -39,7 +39,6 @@ from dfdoctor.safefile import write_atomically
 
 POLL_S = 0.05  # how often the watcher reads the record: bounds the verdict's latency after a death
 START_TIMEOUT_S = 10.0  # the recorder must say hello within this, or it is broken
-CYCLE_EVENT = "compile-deadlock-seen"  # launcher.jsonl: when a lock cycle was first seen, and its signature
 
 Spawner = Callable[..., subprocess.Popen]  # (argv, env, cwd, out_path, stdin_data=None) -> Popen
 
@@ -144,79 +143,44 @@ def progress(run: RunRecord) -> int:
     return int(hb.get("progress_lines") or 0)
 
 
-Loader = Callable[[Path], RunRecord]
-Looker = Callable[[RunRecord, float], Optional[LiveFacts]]
 Sampler = Callable[[RunRecord, float], Optional[LiveFacts]]  # a quiet live job: facts when its stacks name a wait
-Settler = Callable[[RunRecord, settle.Settling, bool], Optional[str]]  # why not settled yet (None: settled)
 
 
-def watch(run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, steady_s: float = STEADY_S,
-          load: Optional[Loader] = None, look: Optional[Looker] = None,
-          poll_s: float = POLL_S, sample: Optional[Sampler] = None, settle_s: float = settle.SETTLE_S,
-          settler: Optional[Settler] = None) -> tuple[RunRecord, Optional[LiveFacts]]:
-    """Follow the record until the verdict is certain: a death, a settled job with steady output, a wait that
-    the stacks of all its processes prove (two looks a second apart), or the end of the watch.
-
-    `load` reads the run as it is now and `look` examines a live job (defaults: this machine's run folder
-    and /proc); a run on a --target passes ones that read the record through the transport. `sample` looks at
-    a quiet job's stacks (default here: every process of its tree with py-spy; none on a --target).
-    `settle_s` (capped at the watch) is how long a job must have lived before it is called running.
-    """
-    read = _readers(load, look, sample, settler)
+def watch(source: "RunSource") -> tuple[RunRecord, Optional[LiveFacts]]:
+    """Follow a launched run's record until the verdict is certain: a death, a settled job with steady output, a
+    wait that the stacks of all its processes prove (two looks a second apart), or the end of the watch. The
+    source says where the run is read: this machine (`RunSource`), or a --target (`launch/remote.TargetSource`)."""
     t0 = time.monotonic()
-    line = WatchLine()
-    settle_s = max(0.0, min(settle_s, watch_s))
+    source.line = WatchLine()  # from now: it says how long the watch has run
     try:
-        return drive(RunSource(run_dir, proc, watch_s, steady_s, settle_s, read, line),
-                     Policy(watch_s, settle_s, steady_s), line, poll_s)
+        return drive(source, Policy(source.watch_s, source.settle_s, source.steady_s), source.line, source.poll_s)
     except KeyboardInterrupt:  # Ctrl-C ends the watch, not the job: judge what we have
-        line.close()
-        run = read.load(run_dir)
-        return run, (None if run.finished else read.look(run, time.monotonic() - t0))
+        source.line.close()
+        run = source.load()
+        return run, (None if run.finished else source.look(run, time.monotonic() - t0))
     finally:
-        line.close()  # before the verdict: nothing of the line stays above it
-
-
-@dataclass
-class Readers:
-    """How a run is read: its record (`load`), a look at its live job (`look`), a look at a silent job's stacks
-    that names a wait (`sample`, None: none can be taken), its ranks' settling (`settler`, None: nothing to
-    settle). This machine's, or a --target's (launch/remote.RemoteRun's)."""
-
-    load: Loader
-    look: Looker
-    sample: Optional[Sampler]
-    settler: Optional[Settler]
-
-
-def _readers(load: Optional[Loader], look: Optional[Looker], sample: Optional[Sampler],
-             settler: Optional[Settler]) -> Readers:
-    """The readers handed in, and this machine's for those that were not: its run folder and /proc, where a
-    job's processes can be sampled (with py-spy) and its ranks settled."""
-    here = look is None or look is observe
-    if sample is None and here:
-        sample = sample_stuck if stacks.py_spy() else None
-    if settler is None and here:
-        settler = _settled_here
-    return Readers(load or record.load, look or observe, sample, settler)
-
-
-def _settled_here(run: RunRecord, state: settle.Settling, deep: bool) -> Optional[str]:
-    """The settle check on this machine's processes (None: settled, or nothing to wait for)."""
-    return settle.settled(run.job_pid, state, deep) if run.job_pid else None
+        source.line.close()  # before the verdict: nothing of the line stays above it
 
 
 class RunSource:
-    """The watch's source (dfdoctor.watch.loop.Source) for a launched run: its record, read here or mirrored
-    from a --target, and the looks `Readers` take. It ends the watch itself where the record says so: the job
-    ended, its recorder is gone or never started, what a launcher handed off to shows no output."""
+    """The watch's source (dfdoctor.watch.loop.Source) for a run launched on this machine: its record in the run
+    folder, its processes in /proc, their stacks with py-spy. It ends the watch itself where the record says so:
+    the job ended, its recorder is gone or never started, what a launcher handed off to shows no output.
+
+    Where the run is read is said by four methods (`load`, `look`, `look_for_wait`, `ranks_unsettled`, with
+    `can_sample`); a run on a --target is the source that reads them there (`launch/remote.TargetSource`).
+    `settle_s` (capped at the watch) is how long a job must have lived before it is called running; `sample`
+    looks at a quiet job's stacks (default: every process of its tree with py-spy, when there is one)."""
 
     stacks_where = ""
+    poll_s = POLL_S  # between two reads of the record
 
-    def __init__(self, run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, steady_s: float,
-                 settle_s: float, read: Readers, line: WatchLine) -> None:
-        self.run_dir, self.proc, self.read, self.line = run_dir, proc, read, line
-        self.watch_s, self.steady_s, self.settle_s = watch_s, steady_s, settle_s
+    def __init__(self, run_dir: Path, proc: Optional[subprocess.Popen], watch_s: float, *,
+                 steady_s: float = STEADY_S, settle_s: float = settle.SETTLE_S,
+                 sample: Optional[Sampler] = None) -> None:
+        self.run_dir, self.proc, self.line = run_dir, proc, WatchLine(enabled=False)  # watch() gives it one
+        self.watch_s, self.steady_s, self.settle_s = watch_s, steady_s, max(0.0, min(settle_s, watch_s))
+        self.sampler = sample or (sample_stuck if stacks.py_spy() else None)
         self.wall0 = time.time()
         self.run: Optional[RunRecord] = None  # as the last observation read it
         self.handoff: Optional[tuple[float, int]] = None  # (when, progress) as we saw the command exit and hand off
@@ -224,9 +188,34 @@ class RunSource:
         self.unsettled: Optional[str] = None
         self.last_settle_check = -1.0
 
+    # where the run is read: here (a TargetSource reads them on its target)
+
+    def load(self) -> RunRecord:
+        """The run as its record says it is now."""
+        return record.load(self.run_dir)
+
+    def look(self, run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
+        """A look at the live job (None: it is not alive)."""
+        return observe(run, watched_s)
+
+    @property
+    def can_sample(self) -> bool:
+        """Whether the stacks of its processes can be looked at."""
+        return self.sampler is not None
+
+    def look_for_wait(self, run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
+        """A look at the stacks of a quiet job: its facts when they prove a wait, else None."""
+        return self.sampler(run, watched_s) if self.sampler is not None else None
+
+    def ranks_unsettled(self, run: RunRecord, state: settle.Settling, deep: bool) -> Optional[str]:
+        """Why not every rank is up and past init_process_group yet (None: settled, or nothing to wait for)."""
+        return settle.settled(run.job_pid, state, deep) if run.job_pid else None
+
+    # the watch's source
+
     def observe(self, t: float) -> Union[Observation, Ended, str]:
         """The run as its record (here, or mirrored from the target) says it is now."""
-        run = self.run = self.read.load(self.run_dir)
+        run = self.run = self.load()
         said = self._no_live_job(run, t)
         if said is not None:
             return said
@@ -236,12 +225,11 @@ class RunSource:
         if self.watch_s <= 0:  # --watch 0: started is all we wait for
             return Ended((run, LiveFacts(pid=run.job_pid, watched_s=0.0)))
         hb = run.heartbeat or {}
-        silent = rhythm.silent_for(hb, _clock(run), run.spawned.get("t"),
-                                   None if run.is_remote else run.spec.get("log"))
+        silent = rhythm.silent_for(hb, clock(run), run.spawned.get("t"), own_log(run))
         # the rhythm counts only from a heartbeat written since the watch began: the recorder lives now
         return Observation(t=t, alive=run.job_alive(), progress=done, silent_s=silent, talking_s=_talking_for(run),
                            heartbeat=hb, fresh=(hb.get("t") or 0) > self.wall0,
-                           can_sample=self.read.sample is not None, wrote=bool(hb.get("last_output_t") or done))
+                           can_sample=self.can_sample, wrote=bool(hb.get("last_output_t") or done))
 
     def _no_live_job(self, run: RunRecord, t: float) -> Optional[Union[Ended, str]]:
         """What the record says when there is no live job to observe: it ended, its recorder is gone or never
@@ -253,7 +241,7 @@ class RunSource:
         recorder_gone = (self.proc.poll() is not None) if self.proc is not None else \
             (run.recorder is not None and not run.recorder_alive())
         if recorder_gone or (run.recorder is None and t > START_TIMEOUT_S):
-            return Ended((self.read.load(self.run_dir), None))
+            return Ended((self.load(), None))
         if run.spawned is None:
             return "starting the job"
         return None
@@ -269,11 +257,11 @@ class RunSource:
 
     def settle(self, o: Observation, steady: bool) -> None:
         """Ask the settler once a second whether every rank is up and past init_process_group."""
-        if self.read.settler is not None and o.t - self.last_settle_check >= 1.0 and o.alive:
+        if o.t - self.last_settle_check >= 1.0 and o.alive:
             self.last_settle_check = o.t
-            self.unsettled = self.read.settler(self.run, self.settling, steady)  # a rank that dies is seen to go
+            self.unsettled = self.ranks_unsettled(self.run, self.settling, steady)  # a rank that dies is seen to go
         o.unsettled = self.unsettled
-        o.settle_checked = self.read.settler is None or self.last_settle_check == o.t
+        o.settle_checked = self.last_settle_check == o.t
         o.ranks_settled_s = None if self.settling.since is None else time.time() - self.settling.since
 
     def waiting_for(self, o: Observation, steady: bool) -> str:
@@ -283,21 +271,31 @@ class RunSource:
     def sample(self, o: Observation) -> Optional[tuple[RunRecord, LiveFacts]]:
         """A look at the stacks of every process: the run and the wait it proves, unless the job wrote meanwhile
         or only compiles (then None: watch on)."""
-        facts = self.read.sample(self.run, o.t)
-        if facts is not None and _last_output(self.read.load(self.run_dir)) != _last_output(self.run):
+        facts = self.look_for_wait(self.run, o.t)
+        if facts is not None and _last_output(self.load()) != _last_output(self.run):
             return None  # it wrote while we looked: the wait we saw follows output, it explains no silence
         if facts is not None and not _compiling(facts):  # a compile ends by itself, or shows its cycle
-            return self.read.load(self.run_dir), facts
+            return self.load(), facts
         return None
 
     def running(self, o: Observation, looping: Optional[str]) -> tuple[RunRecord, Optional[LiveFacts]]:
-        """A settled job: running, unless one look at its stacks shows a lock cycle, or it ended meanwhile."""
-        return _running_unless_stuck(self.run, self.run_dir, self.read.load, self.read.sample, o.t, self.settle_s,
-                                     self.settling, looping, self.line)
+        """A settled job: running, after one look at the stacks of every process (two samples a second apart):
+        threads in a compile-lock cycle while other threads still print (the bundled trainer without its guard, on
+        an H200) are a deadlock, not a running job; a job that ended during the look is judged by its end."""
+        if not self.can_sample:
+            return self.run, _running(self.run, o.t, self.settle_s, self.settling, looping)
+        self.line.say("it looks settled; one look at the stacks of its processes first", force=True)
+        facts = self.look_for_wait(self.run, o.t)
+        run = self.load()
+        if facts is not None and facts.classified is not None:
+            return run, facts
+        if run.finished:
+            return run, None
+        return run, _running(run, o.t, self.settle_s, self.settling, looping)
 
     def out_of_time(self, o: Observation) -> Optional[tuple[RunRecord, Optional[LiveFacts]]]:
         """A last look at the live job; None while a job that just died has its end on the way."""
-        facts = self.read.look(self.run, o.t)
+        facts = self.look(self.run, o.t)
         if facts is not None:
             facts.unsettled = self.unsettled
         if facts is not None or o.t >= self.watch_s + 2.0:  # None: it just died, its exit is on the way
@@ -319,36 +317,10 @@ def _left_running(run: RunRecord) -> bool:
     return bool(left) and ex.get("exit_code") == 0 and not run.is_remote and launcher.still_running(left)
 
 
-def _clock(run: RunRecord) -> float:
-    """Now, on the clock of the machine the job runs on: ours, or for a run on a --target its last heartbeat's
-    time (the record's times are the target's; its clock may differ from ours)."""
-    if run.is_remote:
-        return float((run.heartbeat or {}).get("t") or time.time())
-    return time.time()
-
-
 def _age(run: RunRecord) -> float:
     """Seconds the job has lived (from the recorder's spawn event, on the job's machine's clock)."""
     t = (run.spawned or {}).get("t")
-    return max(0.0, _clock(run) - t) if t else 0.0
-
-
-def _running_unless_stuck(run: RunRecord, run_dir: Path, load: Loader, sample: Optional[Sampler], watched_s: float,
-                          settle_s: float, settling: settle.Settling, looping: Optional[str],
-                          line: WatchLine) -> tuple[RunRecord, Optional[LiveFacts]]:
-    """The verdict of a settled job, after one look at the stacks of every process (two samples a second apart):
-    threads in a compile-lock cycle while other threads still print (the bundled trainer without its guard, on
-    an H200) are a deadlock, not a running job; a job that ended during the look is judged by its end."""
-    if sample is None:
-        return run, _running(run, watched_s, settle_s, settling, looping)
-    line.say("it looks settled; one look at the stacks of its processes first", force=True)
-    facts = sample(run, watched_s)
-    run = load(run_dir)
-    if facts is not None and facts.classified is not None:
-        return run, facts
-    if run.finished:
-        return run, None
-    return run, _running(run, watched_s, settle_s, settling, looping)
+    return max(0.0, clock(run) - t) if t else 0.0
 
 
 def _compiling(facts: LiveFacts) -> bool:
@@ -362,7 +334,7 @@ def _last_output(run: RunRecord) -> Optional[float]:
     """When the job last wrote: as its recorder saw it (the heartbeat, rewritten each second) or, here, as its
     log's last change shows it (the recorder writes there at once, and so does a job that keeps its own log)."""
     last = (run.heartbeat or {}).get("last_output_t")
-    log = None if run.is_remote else run.spec.get("log")
+    log = own_log(run)
     if log:
         try:
             last = max(last or 0.0, os.stat(log).st_mtime)
@@ -375,7 +347,7 @@ def _talking_for(run: RunRecord) -> float:
     """Seconds since the job's first output (its age, before it printed anything): a start that spends its first
     seconds importing torch and bringing CUDA up has not begun the part where start-up failures show."""
     first = (run.heartbeat or {}).get("first_output_t")
-    return max(0.0, _clock(run) - first) if first else _age(run)
+    return max(0.0, clock(run) - first) if first else _age(run)
 
 
 def _waiting_for(run: RunRecord, hb: dict[str, Any], done: int, steady: bool, settle_s: float,
@@ -414,7 +386,11 @@ def observe(run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
         return None
     facts = LiveFacts(pid=pid, watched_s=watched_s)
     samples = jobstacks.sample_job(pid) if stacks.py_spy() else []
-    _judge(run, facts, samples)
+    if samples:
+        facts.stacks = [s.last.stacks for s in samples if s.python and s.last is not None][:stacks.MAX_PROCESSES * 4]
+    else:
+        facts.stacks = stacks.dump_tree(pid)
+    judge(run, facts, samples)
     tree = _tree(pid)
     outputs = job_outputs([p.pid for p in tree], run.dir, run.spec.get("log"), pid, sizes=True)
     facts.stdout_targets = [tuple(s) for s in outputs["streams"]]
@@ -429,28 +405,6 @@ def observe(run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
     return facts
 
 
-def _judge(run: RunRecord, facts: LiveFacts, samples: list) -> None:
-    """Fill the facts from a sample of the job's processes: their stacks, a lock cycle, a proven wait."""
-    if samples:
-        facts.stacks = [s.last.stacks for s in samples if s.python and s.last is not None][:stacks.MAX_PROCESSES * 4]
-    else:
-        facts.stacks = stacks.dump_tree(run.job_pid)
-    facts.job = samples
-    hb = run.heartbeat or {}
-    facts.quiet_s = rhythm.silent_for(hb, time.time(), (run.spawned or {}).get("t"), run.spec.get("log"))
-    facts.rhythm = rhythm.words(hb, time.time(), (run.spawned or {}).get("t"), run.spec.get("log"))
-    facts.quiet = facts.quiet_s >= rhythm.sample_after(hb)
-    cycle = lasting_cycle(facts.stacks, samples)
-    if cycle is not None:
-        facts.classified = classified_as(cycle)
-        facts.cycle_detail = cycle.detail()
-        _note_cycle(run, cycle)
-        facts.stuck_since = _seen_since(run, cycle.signature())
-        return
-    # a wait explains a silence; a job that logs at its pace has none to explain
-    judge_wait(facts, samples, facts.quiet_s, local=True, flushed=bool(hb.get("stdout_flushed")))
-
-
 def sample_stuck(run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
     """Sample a quiet job's processes; its facts when the stacks prove a wait (a lock cycle, a rank missing, a
     lock, stdin...), else None (keep watching)."""
@@ -462,22 +416,6 @@ def sample_stuck(run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
                                            processes=len(facts.job), quiet_s=round(facts.quiet_s or 0.0, 1),
                                            waits=[s.wait.kind for s in stuck.seen(facts.job)], finding=finding)
     return _settled_facts(facts)
-
-
-def _note_cycle(run: RunRecord, cycle) -> None:
-    """Note the first sighting of each lock cycle in the run folder, so a later `status` can say since when the
-    threads are stuck."""
-    signature = cycle.signature()
-    if _seen_since(run, signature) is None:
-        RunFolder.at(run.dir).append_event(CYCLE_EVENT, signature=[list(x) for x in signature],
-                                           headline=cycle.headline())
-
-
-def _seen_since(run: RunRecord, signature: tuple) -> Optional[float]:
-    """When this same cycle was first seen (launcher.jsonl), or None."""
-    want = [list(x) for x in signature]
-    return next((e.get("t") for e in run.launcher if e.get("event") == CYCLE_EVENT and e.get("signature") == want),
-                None)
 
 
 def _tree(pid: int) -> list[psutil.Process]:

@@ -27,8 +27,7 @@ from dfdoctor.engine import (
 )
 from dfdoctor.launch import remote_run
 from dfdoctor.launch.cgroups import sweep_left_cgroups
-from dfdoctor.launch.local import POLL_S, Spawner, observe, spawn_detached, start, watch
-from dfdoctor.launch.remote import POLL_S as REMOTE_POLL_S
+from dfdoctor.launch.local import RunSource, Spawner, spawn_detached, start, watch
 from dfdoctor.launch.remote import RemoteRun
 from dfdoctor.launch.report import save_report
 from dfdoctor.watch.settle import SETTLE_S
@@ -96,7 +95,7 @@ def run_launch(ctx: Context, cfg: Optional[Config] = None, opts: LaunchOptions =
                           "launch again.", [f"{type(exc).__name__}: {exc}"])
         return _report(ctx, "launch", started, verdict, records, timeline, None)
     prune(ctx.cwd, opts.keep_runs)  # after the start, so the new run counts and is never the one pruned
-    run, live = watch(run_dir, proc, opts.watch, settle_s=opts.settle)
+    run, live = watch(RunSource(run_dir, proc, opts.watch, settle_s=opts.settle))
     verdict = foretold.link(_verdict(run, live, opts.watch, "", [f"run folder: {run.dir}"]), records)
     verdict.evidence += _line_notes(ctx, records)
     records += _post(ctx, run, opts.only, opts.skip, cfg, report_broken=opts.no_check)
@@ -186,8 +185,7 @@ def run_launch_remote(ctx: Context, cfg: Config, opts: LaunchOptions) -> Report:
             report = _report(ctx, "launch", started, verdict, records, timeline + run_timeline(run), run)
             return save_report(run_dir, report)
         remote = RemoteRun(ctx.target, shipped.run_dir, shipped.python)
-        run, live = watch(run_dir, None, opts.watch, load=remote.load, look=remote.look, poll_s=REMOTE_POLL_S,
-                          settle_s=opts.settle, sample=remote.sample, settler=remote.settle)
+        run, live = watch(remote.source(run_dir, opts.watch, settle_s=opts.settle))
         verdict = foretold.link(_verdict(run, live, opts.watch, f" on {ctx.target}",
                                          [f"run folder there: {shipped.run_dir}", f"local copy: {run.dir}"]), records)
         verdict.evidence += _line_notes(ctx, records)
@@ -211,18 +209,17 @@ def run_status(cwd: Path, ref: Optional[str] = None, cfg: Optional[Config] = Non
                   python=spec.get("python") or "python3", log=Path(spec["log"]) if spec.get("log") else None,
                   no_redirect=not spec.get("redirect", True), target=run.target)
     with target_connection(ctx):
-        load, look, sample, settler = record.load, observe, None, None
+        source = RunSource(run_dir, None, watch_s)
         if run.is_remote and spec.get("remote_dir"):  # read the record where the job runs, into the copy here
             remote = RemoteRun.of(run)
-            load, look, sample, settler = remote.load, remote.look, remote.sample, remote.settle
+            source = remote.source(run_dir, watch_s)
             run = remote.load(run_dir, full=True)
         live = None
         if not run.finished and run.recorder_alive():
             if watch_s > 0:
-                run, live = watch(run_dir, None, watch_s, load=load, look=look, sample=sample,
-                                  poll_s=REMOTE_POLL_S if run.is_remote else POLL_S, settler=settler)
+                run, live = watch(source)
             else:  # no time to see output grow: judge by what the job looks like now
-                live = look(run, 0.0)
+                live = source.look(run, 0.0)
         verdict = foretold.link(diagnose(run, live), _launch_pre_checks(run_dir))
         records = _post(ctx, run, only, skip, cfg, report_broken=True)
     return save_report(run_dir, _report(ctx, "status", started, verdict, records, run_timeline(run), run))

@@ -2,9 +2,10 @@
 
 The recorder travels to the target's python over stdin and starts itself detached there
 (`dfdoctor.launch.remote_run.ship_recorder`), into a run folder beside the job (`<cwd>/.dfdoctor/runs/<id>`
-there). The watcher reads that folder through the transport, one short session per look, and mirrors it
-into the local run folder, so `launch.watch` and `diagnose` work on it exactly as on a local run; only
-"is it alive" comes from the target's /proc instead of ours.
+there). The watch's source for it, `TargetSource`, reads that folder through the transport, one short session per
+look, and mirrors it into the local run folder, so the watch and `diagnose` work on it exactly as on a local run;
+only "is it alive" and the looks at its processes come from the target's agent instead of our /proc, and a look
+is read as one taken here is (`launch/reading.py`).
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from dfdoctor.diagnose.look import blocked, classified_as, cycle_in, idle, judge_wait, samples_of
+from dfdoctor.diagnose.look import blocked, idle, samples_of
 from dfdoctor.diagnose.stacks import Stacks
 from dfdoctor.launch import remote_run
-from dfdoctor.watch import rhythm, settle
+from dfdoctor.launch.local import RunSource
+from dfdoctor.launch.reading import judge
+from dfdoctor.watch import settle
 from dfdoctor.run import record
 from dfdoctor.run.live import LiveFacts
 from dfdoctor.run.record import RunRecord
@@ -54,13 +57,19 @@ class RemoteRun:
         facts = {k: answer.get(k) for k in ("recorder_alive", "job_alive", "boot_id", "error") if k in answer}
         return record.load(run_dir, remote=facts)
 
+    def source(self, run_dir: Path, watch_s: float, *, settle_s: float = settle.SETTLE_S) -> "TargetSource":
+        """The watch's source for this run, read into the local copy `run_dir`."""
+        return TargetSource(self, run_dir, watch_s, settle_s=settle_s)
+
     def look(self, run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
         """Examine the live job there: where its output goes, what it writes, the stacks and system calls of
-        every process of its tree, looked at twice (a wait they prove is judged here, as for a local job)."""
+        every process of its tree, looked at twice; read here as a look taken here is (a lock cycle both looks
+        show, a wait they prove: `launch/reading.judge`)."""
         run = self.load(run.dir, live=True)
-        live = live_facts(self.last.get("live"), watched_s)
+        answer = self.last.get("live")
+        live = live_facts(answer, watched_s)
         if live is not None:
-            judge_samples(run, live, (self.last.get("live") or {}).get("samples"))
+            judge(run, live, samples_of((answer or {}).get("samples")))
         return live
 
     def settle(self, run: RunRecord, state: settle.Settling, deep: bool = True) -> Optional[str]:
@@ -90,32 +99,39 @@ def may_run_torchrun(argv: list[str]) -> bool:
         first in ("sh", "bash", "dash", "zsh", "env", "srun", "mpirun", "nohup") or first.endswith(".sh")
 
 
-def judge_samples(run: RunRecord, live: LiveFacts, answer: Optional[dict[str, Any]]) -> None:
-    """Fill a remote look's facts from the agent's samples, on the target's clock."""
-    samples = samples_of(answer)
-    if not samples:
-        return
-    hb = run.heartbeat or {}
-    now = float(hb.get("t") or time.time())
-    live.job = samples
-    live.quiet_s = rhythm.silent_for(hb, now, (run.spawned or {}).get("t"))
-    live.rhythm = rhythm.words(hb, now, (run.spawned or {}).get("t"))
-    live.quiet = live.quiet_s >= rhythm.sample_after(hb)
-    judge_wait(live, samples, live.quiet_s, local=False, flushed=bool(hb.get("stdout_flushed")))
-
-
 def live_facts(facts: Optional[dict[str, Any]], watched_s: float) -> Optional[LiveFacts]:
-    """The target's answer about a live job as the LiveFacts the rules read (None: it was not alive)."""
+    """The target's answer about a live job as the LiveFacts the rules read (None: it was not alive); its stacks,
+    not yet judged."""
     if not facts:
         return None
     live = LiveFacts(pid=facts["pid"], watched_s=watched_s, python=bool(facts.get("python")),
                      cpu_s=facts.get("cpu_s"))
     live.stacks = [Stacks(s["pid"], s["text"], s.get("tool") or "kernel", s.get("error"))
                    for s in facts.get("stacks") or []]
-    cycle = cycle_in("\n\n".join(s.text for s in live.stacks if s.tool == "py-spy"))
-    if cycle is not None:
-        live.classified, live.cycle_detail = classified_as(cycle), cycle.detail()
     live.stdout_targets = [(int(p), int(fd), str(t)) for p, fd, t in facts.get("stdout_targets") or []]
     live.other_logs = [(int(p), str(t), int(size)) for p, t, size in facts.get("other_logs") or []]
     live.buffered = bool(facts.get("buffered")) and not blocked(live) and not idle(live)
     return live
+
+
+class TargetSource(RunSource):
+    """The watch's source for a run on a --target: a RunSource whose record, looks and ranks are read there, by
+    the target's agent over the transport (`RemoteRun`), into the local copy of the run folder."""
+
+    poll_s = POLL_S  # between looks; each look is itself a session on the target
+
+    def __init__(self, remote: RemoteRun, run_dir: Path, watch_s: float, *, settle_s: float = settle.SETTLE_S) -> None:
+        super().__init__(run_dir, None, watch_s, settle_s=settle_s, sample=remote.sample)
+        self.remote = remote
+
+    def load(self) -> RunRecord:
+        """The run folder there, mirrored here, with the target's liveness."""
+        return self.remote.load(self.run_dir)
+
+    def look(self, run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
+        """A look at the live job there."""
+        return self.remote.look(run, watched_s)
+
+    def ranks_unsettled(self, run: RunRecord, state: settle.Settling, deep: bool) -> Optional[str]:
+        """torchrun's ranks there, as its agent saw them."""
+        return self.remote.settle(run, state, deep)

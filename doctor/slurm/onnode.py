@@ -17,7 +17,7 @@ from typing import Any, Optional
 from dfdoctor.agent import ship
 from dfdoctor.diagnose import stacks, stuck
 from dfdoctor.diagnose.jobstacks import ProcessSample
-from dfdoctor.diagnose.look import proven_wait, samples_of
+from dfdoctor.diagnose.look import named_wait, samples_of
 from dfdoctor.agent.target_agent import MARK
 from dfdoctor.slurm import commands
 from dfdoctor.slurm.job import OWN_STEP
@@ -64,13 +64,14 @@ def sample(job_id: str, node: str, timeout: float = TIMEOUT_S) -> tuple[list[Pro
 
 
 def look(job_id: str, node: str, quiet_s: float) -> NodeLook:
-    """Sample the job on its node and judge the stacks as a local job's (the pids are the node's, so a lock
-    holder is named only when it is one of the job's own processes)."""
+    """Sample the job on its node and judge the stacks as a local job's: a lock cycle both looks show, else the
+    wait they prove (the pids are the node's, so a lock holder is named only when it is one of the job's own
+    processes)."""
     began = time.monotonic()
     seen = NodeLook(node)
     seen.samples, seen.error = sample(job_id, node)
     if seen.samples:
-        seen.finding, failed = proven_wait(seen.samples, quiet_s, local=False)
+        seen.finding, failed = named_wait(seen.samples, quiet_s, local=False)
         seen.error = failed or seen.error
     seen.took_s = time.monotonic() - began
     return seen
