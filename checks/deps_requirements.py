@@ -21,6 +21,7 @@ from typing import Iterator, Optional
 import packaging
 import tomllib
 from dfdoctor import OBSERVED, STATIC, Result, causes, check, error, fail, ok, skip, warn
+from dfdoctor import project as project_model
 from dfdoctor.launchline.commandline import as_lead, guessed_interpreter, spec_for
 from dfdoctor.probe import run_probe, unreached
 from dfdoctor.diagnose import torch_pairs
@@ -415,9 +416,8 @@ def _whole_file_fixes(ctx, results: list[dict]) -> dict[str, str]:
 
 def _readme_install_lines(ctx) -> list:
     """The install lines the job's project's README shows (none when it cannot be read)."""
-    from dfdoctor import project
     try:
-        return list(project.read(list(ctx.command or []), ctx.cwd or ".").install.readme)
+        return list(project_model.read(list(ctx.command or []), ctx.cwd or ".").install.readme)
     except Exception:  # noqa: BLE001 - a project that cannot be read gives the plain fix, no finding lost
         return []
 
