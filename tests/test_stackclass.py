@@ -182,3 +182,25 @@ def test_the_main_thread_of_a_real_py_spy_dump(tmp_path):
     finally:
         p.kill()
         p.wait()
+
+
+def test_a_real_dump_of_a_job_in_a_folder_with_parentheses_and_colons_is_read(tmp_path) -> None:
+    """py-spy (as dfdoctor runs it) writes `func (PATH:LINE)`; a job kept in `runs (v2):old` had no frame read at all, so no wait or cycle
+    of it could be named, here or on a target."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    if not Path(spy).exists():
+        pytest.skip("py-spy is not installed")
+    folder = tmp_path / "runs (v2):old $(x)"
+    folder.mkdir()
+    script = folder / "job.py"
+    script.write_text("import time\n\ndef wait_for_data():\n    time.sleep(60)\n\nprint('up', flush=True)\nwait_for_data()\n")
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "up"
+        dump = subprocess.run([spy, "dump", "--full-filenames", "--pid", str(proc.pid)], capture_output=True, text=True, timeout=60)
+        assert dump.returncode == 0, dump.stderr
+        frames = [f for t in parse(dump.stdout) for f in t.frames]
+        assert any(f.file == str(script) and f.func == "wait_for_data" and f.line == 4 for f in frames), dump.stdout
+    finally:
+        proc.kill()
+        proc.wait()

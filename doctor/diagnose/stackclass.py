@@ -23,7 +23,7 @@ _FH_STACK = re.compile(r'^Stack \(most recent call first\):')
 _FH_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+|\?\?\?) in (?P<func>\S+)')
 # py-spy dump: 'Thread 1234 (idle): "MainThread"' / '    func (path/file.py:12)'
 _PS_THREAD = re.compile(r'^Thread (0x[0-9a-fA-F]+|\d+) \((?P<state>[^)]*)\)(?::\s*"(?P<name>[^"]*)")?')
-_PS_FRAME = re.compile(r'^\s+(?P<func>\S+) \((?P<file>[^():]+):(?P<line>\d+)\)\s*$')
+_PS_FRAME = re.compile(r'^\s+(?P<func>\S+) \((?P<file>.+):(?P<line>\d+)\)\s*$')  # a path may hold ( ) and :
 
 
 @dataclass(frozen=True)
