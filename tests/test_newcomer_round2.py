@@ -218,3 +218,14 @@ def test_a_secret_cut_by_a_read_boundary_is_still_found(tmp_path):
     log.write_bytes(b"x" * ((1 << 20) - 5) + secret.encode() + b"\n")
     assert secret_names_in(log, {"WANDB_API_KEY": secret, "OTHER_TOKEN": "not-in-the-log-123456"}) == \
         (["WANDB_API_KEY"], log.stat().st_size)
+
+
+def test_a_launch_refused_for_two_missing_modules_gives_one_line_that_installs_both(tmp_path):
+    """Only the first blocker's `pip install einops` was shown: the user mended one module per launch."""
+    (tmp_path / "train.py").write_text("import einops\nimport tiktoken\nprint('ok')\n")
+    (tmp_path / "requirements.txt").write_text("einops\ntiktoken\n")
+    res = run_dfdoctor("launch", "--log", "t.log", "--", sys.executable, "train.py", cwd=tmp_path)
+    assert res.returncode == 1 and "Not launched" in res.stdout, res.stdout + res.stderr
+    (fix,) = [line for line in res.stdout.splitlines() if line.lstrip().startswith("fix: ")]
+    assert re.search(r"-m pip install einops tiktoken\b", fix), res.stdout
+    assert not (tmp_path / ".dfdoctor" / "runs").exists() or not any((tmp_path / ".dfdoctor" / "runs").iterdir())

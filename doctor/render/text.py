@@ -121,6 +121,11 @@ def fix_sources(report: Report) -> list[str]:
     if report.mode == "check" and not report.targets:
         worst_first = sorted(report.checks, key=lambda r: (r.silenced is None, r.status.rank), reverse=True)
         return [f for rec in worst_first for f in _fixes(rec)]
+    if report.mode == "launch" and v.state == "failed" and not report.targets and not (report.run or {}).get("pid"):
+        # refused before the start: every blocker's fix, the headline's first (two missing modules were mended
+        # one launch at a time)
+        blockers = [r for r in report.checks if r.status.rank >= Status.FAIL.rank and r.silenced is None]
+        return ([v.fix] if v.fix else []) + [f for rec in blockers for f in _fixes(rec)]
     return [v.fix] if v.fix else []
 
 
