@@ -359,7 +359,9 @@ def verdict_from_checks(records: list[CheckRecord], fail_on_level: str) -> Verdi
     problems = [r for r in records if counts_as_problem(r, fail_on_level)]
     if not problems:
         warns = [r for r in records if r.status == Status.WARN and not r.silenced]
-        note = f"; {len(warns)} warning(s)" if warns else ""
+        # counted as the report lists them: a check's findings each on a line of their own (3 lines, "1 warning")
+        said = sum(max(1, sum(1 for f in r.findings if f.status == Status.WARN)) for r in warns)
+        note = f"; {said} warning(s)" if warns else ""
         ran = sum(1 for r in records if r.status != Status.SKIP)  # a skipped check found nothing: not "no problem"
         skipped = f" ({len(records) - ran} skipped)" if ran < len(records) else ""
         found = f"{ran} check(s) found no problem that blocks the launch{skipped}{note}."

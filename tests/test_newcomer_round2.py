@@ -229,3 +229,13 @@ def test_a_launch_refused_for_two_missing_modules_gives_one_line_that_installs_b
     (fix,) = [line for line in res.stdout.splitlines() if line.lstrip().startswith("fix: ")]
     assert re.search(r"-m pip install einops tiktoken\b", fix), res.stdout
     assert not (tmp_path / ".dfdoctor" / "runs").exists() or not any((tmp_path / ".dfdoctor" / "runs").iterdir())
+
+
+def test_the_check_counts_the_warnings_it_lists(tmp_path):
+    """Two warning lines under one check were counted as "1 warning(s)": the count is of the lines shown."""
+    (tmp_path / "train.py").write_text("print('ok')\n")
+    (tmp_path / "requirements.txt").write_text("einops\ntiktoken\n")  # missing, and never imported: two warnings
+    res = run_dfdoctor("check", "--", sys.executable, "train.py", cwd=tmp_path)
+    shown = [line for line in res.stdout.splitlines() if line.startswith("WARN ")]
+    assert res.returncode == 0 and len(shown) == 2, res.stdout
+    assert "; 2 warning(s)." in res.stdout, res.stdout
