@@ -177,3 +177,11 @@ def test_an_end_at_the_first_observation_still_says_what_the_watch_waited_for():
     src = FakeSource(lambda t: Ended("never-starts", "in Slurm's queue (PartitionConfig)"), clock)
     assert run(src, clock, line=WatchLine(buf, enabled=True)) == "never-starts"
     assert "watching the job for 0 s: in Slurm's queue (PartitionConfig)" in buf.getvalue()
+
+
+def test_a_targets_source_says_where_it_looks_at_the_stacks(tmp_path):
+    """The progress line said "looking at the stacks of its processes" for a job on a container as for one here."""
+    from dfdoctor.launch.remote import RemoteRun
+    from dfdoctor.targets import parse_target
+    src = RemoteRun(parse_target("pct://root@box/200"), "/root/.dfdoctor/runs/x").source(tmp_path, 10.0)
+    assert src.stacks_where == " on pct://root@box/200"

@@ -123,6 +123,7 @@ class TargetSource(RunSource):
     def __init__(self, remote: RemoteRun, run_dir: Path, watch_s: float, *, settle_s: float = settle.SETTLE_S) -> None:
         super().__init__(run_dir, None, watch_s, settle_s=settle_s, sample=remote.sample)
         self.remote = remote
+        self.stacks_where = f" on {remote.target}"  # the progress line says where the look is taken
 
     def load(self) -> RunRecord:
         """The run folder there, mirrored here, with the target's liveness."""
