@@ -135,6 +135,8 @@ def ranks_settled(agent_pid: int, want: int, samples: list[jobstacks.ProcessSamp
         return f"rank(s) {', '.join(map(str, sorted(inside)))} still in init_process_group"
     if state.since is None:
         state.since = time.time()
-    state.notes = [f"torchrun pid {agent_pid}: {len(samples)} of {want} ranks alive and past init_process_group "
-                   f"{time.time() - state.since:.1f} s"]
+    # "not waiting in", not "past": a script that never calls init_process_group (gat under torchrun) is in no
+    # rendezvous either, and was said to be past one
+    state.notes = [f"torchrun pid {agent_pid}: {len(samples)} of {want} ranks alive, none waiting in "
+                   f"init_process_group, for {time.time() - state.since:.1f} s"]
     return None
