@@ -348,7 +348,8 @@ def test_a_local_check_launch_and_status(tmp_path):
 
         # README's stop: the latest run's job ends, and its status says who stopped it
         ran = run_shown("README.md: dfdoctor stop", here)
-        expect(ran, 0, rf"^dfdoctor stop: run {latest}$", r"^stopped pid \d+ \(SIGTERM\): .*train\.py$",
+        expect(ran, 0, rf"^dfdoctor stop: run {latest} \(the latest run launched from {re.escape(str(here))}\)$",
+               r"^stopped pid \d+ \(SIGTERM\): .*train\.py$",
                r"^nothing of the job is left$")
         expect(run_shown("docs/launch.md: dfdoctor status", here), 0, r"^dfdoctor status: OK \[stopped-by-user\]$")
     finally:
