@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from dfdoctor import project
-from dfdoctor.project.install import PIP_NAMES, _canonical
+from dfdoctor.project.install import PIP_NAMES, canonical
+from dfdoctor.project.readme import ReadmeLine
 
 _DYNAMIC = re.compile(r"\bimport_module\(|\b__import__\(")
 
@@ -36,16 +37,17 @@ class JobImports:
     modules: tuple[str, ...]
     files: tuple[str, ...]  # as shown to the user: the script first
     dynamic: bool  # some import is computed: the reading cannot be complete
+    install_lines: tuple[ReadmeLine, ...] = ()  # the install lines of the project's README, read with it
 
     def names(self, dist: str) -> bool:
         """Whether some import of the job is named after the distribution `dist` (its name or a known import name)."""
-        return any(_canonical(dist) in _dists_of(m) for m in self.modules)
+        return any(canonical(dist) in _dists_of(m) for m in self.modules)
 
     def softens(self, dist: str, missing: Iterable[str], unfound: Iterable[str]) -> bool:
         """The missing `dist` is not the job's: no import is named after it, no import is computed, and every
         import the interpreter cannot find is named after one of the `missing` distributions."""
         missing = list(missing)
-        explained = all(any(_canonical(d) in _dists_of(m) for d in missing) for m in unfound)
+        explained = all(any(canonical(d) in _dists_of(m) for d in missing) for m in unfound)
         return not self.dynamic and explained and not self.names(dist)
 
 
@@ -66,7 +68,8 @@ def read_job_imports(script: Optional[Path], cwd: Path) -> Optional[JobImports]:
             if top not in modules and not _local(top, roots):
                 modules.append(top)
     return JobImports(tuple(modules), tuple(m.rel for m in proj.files),
-                      any(_DYNAMIC.search(m.text) for m in proj.files))
+                      any(_DYNAMIC.search(m.text) for m in proj.files),
+                      proj.install.readme if proj.install else ())
 
 
 def _imports(tree: Optional[ast.AST]) -> list[str]:
@@ -87,4 +90,4 @@ def _local(top: str, roots: list[Path]) -> bool:
 
 def _dists_of(module: str) -> set[str]:
     """The distribution names an import name may be installed as (canonical)."""
-    return {_canonical(module)} | ({_canonical(PIP_NAMES[module])} if module in PIP_NAMES else set())
+    return {canonical(module)} | ({canonical(PIP_NAMES[module])} if module in PIP_NAMES else set())

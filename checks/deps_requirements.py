@@ -16,16 +16,16 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Sequence
 
 import packaging
 import tomllib
 from dfdoctor import OBSERVED, STATIC, Result, causes, check, error, fail, ok, skip, warn
-from dfdoctor import project as project_model
 from dfdoctor.launchline.commandline import as_lead, guessed_interpreter, spec_for
 from dfdoctor.probe import run_probe, unreached
 from dfdoctor.diagnose import torch_pairs
 from dfdoctor.checks.deps_imports import JobImports, read_job_imports
+from dfdoctor.project.readme import ReadmeLine
 
 MAX_INCLUDE_DEPTH = 8
 MAX_SHOWN = 10
@@ -104,7 +104,7 @@ def conclude(ctx, p: dict, skipped: list[Skipped], sources: list[str],
             "requirements": p["results"], "packaging": p.get("packaging")}
     bad = False
     shown = 0
-    whole = _whole_file_fixes(ctx, p["results"])
+    whole = _whole_file_fixes(ctx, p["results"], reading.install_lines if reading else ())
     missing = [r["name"] for r in p["results"] if r["status"] == "missing"]
     for r in p["results"]:
         if r["status"] in ("missing", "mismatch"):
@@ -395,15 +395,15 @@ def _file_of(r: dict) -> str:
     return r["source"].rsplit(":", 1)[0]
 
 
-def _whole_file_fixes(ctx, results: list[dict]) -> dict[str, str]:
+def _whole_file_fixes(ctx, results: list[dict], readme: Sequence[ReadmeLine]) -> dict[str, str]:
     """For a requirements file with two or more lines missing or mismatched that the project's README installs
     with `pip install -r FILE`, that line (in the job's interpreter) rather than a list of names copied out of it:
-    {file: fix}. Only where the README says so: a file with `--hash` lines or `-e .` may not install as a whole."""
+    {file: fix}. Only where the README says so (`readme`: its install lines, read with the job's imports): a file
+    with `--hash` lines or `-e .` may not install as a whole."""
     bad: dict[str, int] = {}
     for r in results:
         if r["status"] in ("missing", "mismatch") and _file_of(r).endswith(".txt"):
             bad[_file_of(r)] = bad.get(_file_of(r), 0) + 1
-    readme = _readme_install_lines(ctx) if any(n > 1 for n in bad.values()) else []
     fixes = {}
     for file, n in bad.items():
         if n > 1:
@@ -412,14 +412,6 @@ def _whole_file_fixes(ctx, results: list[dict]) -> dict[str, str]:
                 fixes[file] = (f"{shlex.quote(ctx.python)} -m pip install -r {shlex.quote(file)}   ({n} of its lines "
                                f"are missing or mismatched; {said.file}:{said.line} installs with `{said.text}`)")
     return fixes
-
-
-def _readme_install_lines(ctx) -> list:
-    """The install lines the job's project's README shows (none when it cannot be read)."""
-    try:
-        return list(project_model.read(list(ctx.command or []), ctx.cwd or ".").install.readme)
-    except Exception:  # noqa: BLE001 - a project that cannot be read gives the plain fix, no finding lost
-        return []
 
 
 def _label(path: Path, cwd: Path) -> str:

@@ -52,7 +52,7 @@ class Install:
             return "-e", f"{top} is this project's own package ({self.packaging or 'its folder'} in {self.root})"
         for file, line, req in self.requirements:
             name = _REQ.match(req)
-            if name and _canonical(name.group(1)) in (_canonical(top), _canonical(_known_dist(top) or "")):
+            if name and canonical(name.group(1)) in (canonical(top), canonical(_known_dist(top) or "")):
                 return req, f"{file}:{line} names it"
         dist = _known_dist(module) or _known_dist(top)
         if dist:
@@ -65,7 +65,7 @@ def _known_dist(module: str) -> Optional[str]:
     return PIP_NAMES.get(module)
 
 
-def _canonical(name: str) -> str:
+def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
