@@ -81,6 +81,7 @@ def run_checks(checks: list[Check], ctx, phase: str, *, jobs: Optional[int] = No
                 chk = pending.pop(0)
                 w = _start(chk, ctx, phase, output_limit)
                 running[w.pid] = w
+                _raise_held_sigterm()
                 sel.register(w.result_fd, selectors.EVENT_READ, (w, "result"))
                 sel.register(w.output_fd, selectors.EVENT_READ, (w, "output"))
                 if progress:
@@ -114,15 +115,47 @@ def run_checks(checks: list[Check], ctx, phase: str, *, jobs: Optional[int] = No
     return [done[c.id] for c in checks if c.id in done]
 
 
+class _Forking:
+    """Whether the main thread is inside `os.fork()`. Python runs the SIGTERM handler at the next bytecode, which
+    can be inside the fork's at-fork hooks (logging's `_releaseLock`), where any exception is printed and dropped:
+    the run went on and exited 0. So a SIGTERM that comes while forking is held and raised once the worker is
+    registered (and so ended with the rest)."""
+
+    active = False
+    held: Optional[tuple] = None
+
+
+_forking = _Forking()
+
+
 def _term_as_interrupt():
-    """SIGTERM ends a run as Ctrl-C does, so that the workers are ended and cleaned up after (main thread only)."""
+    """SIGTERM ends a run as Ctrl-C does, so that the workers are ended and cleaned up after (main thread only).
+    A handler already in force (a launch's, which notes the SIGTERM to name its run) is called first."""
     if threading.current_thread() is not threading.main_thread():
         return None
+    me = os.getpid()
+    previous = signal.getsignal(signal.SIGTERM)
 
     def stop(signum, frame):
+        if os.getpid() != me:  # a worker between its fork and its own signal set-up: die as SIGTERM says
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        if _forking.active:
+            _forking.held = (signum, frame)
+            return
+        if callable(previous):
+            previous(signum, frame)
         raise KeyboardInterrupt
 
-    return signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGTERM, stop)
+    return previous
+
+
+def _raise_held_sigterm() -> None:
+    held, _forking.held = _forking.held, None
+    if held is not None:
+        signal.getsignal(signal.SIGTERM)(*held)
 
 
 def _start(chk: Check, ctx, phase: str, output_limit: int) -> _Worker:
@@ -131,7 +164,11 @@ def _start(chk: Check, ctx, phase: str, output_limit: int) -> _Worker:
     out_r, out_w = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
-    pid = os.fork()
+    _forking.active = True
+    try:
+        pid = os.fork()
+    finally:
+        _forking.active = False
     if pid == 0:  # the worker: never returns into the caller's code
         status = 70
         try:

@@ -142,3 +142,42 @@ def test_sigterm_just_after_the_start_still_names_the_run_and_exits_143(work):
         if p.poll() is None:
             p.kill()
         kill_runs(work)
+
+
+def test_sigterm_inside_a_checks_fork_is_not_lost(tmp_path):
+    """CI saw it: SIGTERM came while the post-launch checks forked a worker. Python ran the handler inside logging's
+    at-fork hook, which prints and drops any exception, so the launch went on and exited 0. Here the signal is
+    sent from that very hook, every time: the launch's own handler must still hear it, and the worker be ended."""
+    import subprocess
+    import sys
+
+    code = """
+import os, signal, time
+from pathlib import Path
+from dfdoctor import runner
+from dfdoctor.context import Context
+from dfdoctor.registry import Check
+from dfdoctor.terminate import Terminated, sigterm_as_interrupt
+
+sent = []
+def term_once():
+    if not sent:
+        sent.append(1)
+        os.kill(os.getpid(), signal.SIGTERM)
+os.register_at_fork(after_in_parent=term_once)
+
+def slow(ctx):
+    time.sleep(20)
+    return []
+t0 = time.monotonic()
+with sigterm_as_interrupt() as seen:
+    try:
+        runner.run_checks([Check("slow.one", "slow", ("post",), 60.0, slow)], Context(cwd=Path(".")), "post")
+        print("ran on")
+    except Terminated:
+        print("terminated")
+print("seen", seen.terminated, "in", round(time.monotonic() - t0))
+"""
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "terminated" in res.stdout and "seen True in 0" in res.stdout, res.stdout + res.stderr[-2000:]
