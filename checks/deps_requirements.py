@@ -22,8 +22,9 @@ import packaging
 import tomllib
 from dfdoctor import OBSERVED, STATIC, Result, causes, check, error, fail, ok, skip, warn
 from dfdoctor.launchline.commandline import as_lead, guessed_interpreter, spec_for
-from dfdoctor.probe import run_probe, unreached
+from dfdoctor.probe import unreached
 from dfdoctor.diagnose import torch_pairs
+from dfdoctor.checks import deps_answer
 from dfdoctor.checks.deps_imports import JobImports, read_job_imports
 from dfdoctor.project.readme import ReadmeLine
 
@@ -72,7 +73,7 @@ def deps_requirements(ctx) -> Iterator[Result]:
                "packaging_dir": PACKAGING_DIR, "focus": list(FOCUS),
                "modules": [] if remote else script_modules(spec),
                "job_modules": list(reading.modules) if reading else []}
-    out = run_probe(ctx, "deps_probe.py", request=request, timeout=max(2.0, float(ctx.timeout or 30) - 1.0))
+    out, read_at = deps_answer.ask(ctx, request, timeout=max(2.0, float(ctx.timeout or 30) - 1.0))
     unreachable = unreached(ctx, out)
     if unreachable:
         yield unreachable
@@ -92,6 +93,8 @@ def deps_requirements(ctx) -> Iterator[Result]:
         yield skip(f"cannot evaluate requirements in {ctx.python}: {p['error']}",
                    fix=f"{shlex.quote(ctx.python)} -m pip install packaging")
         return
+    if read_at is not None:
+        p = {**p, "read_at": read_at}
     yield from as_lead(conclude(ctx, p, skipped, sources, reading), guessed_interpreter(ctx, spec))
 
 
@@ -101,7 +104,7 @@ def conclude(ctx, p: dict, skipped: list[Skipped], sources: list[str],
     requirement that the job's code never imports (`reading`, deps_imports.py) warns instead of failing."""
     py = shlex.quote(ctx.python)
     data = {"python": p["executable"], "python_version": p["python"], "sources": sources,
-            "requirements": p["results"], "packaging": p.get("packaging")}
+            "requirements": p["results"], "packaging": p.get("packaging"), "installed_read_at": p.get("read_at")}
     bad = False
     shown = 0
     whole = _whole_file_fixes(ctx, p["results"], reading.install_lines if reading else ())
@@ -185,7 +188,9 @@ def conclude(ctx, p: dict, skipped: list[Skipped], sources: list[str],
                    f"({p['n_dists']} distributions checked)")
     if others:
         summary += f"; {len(others)} conflict(s) among distributions the job does not use (details list them)"
-    details = [f"python {p['python']} ({p['executable']}); {p['n_dists']} distributions installed"]
+    details = [f"python {p['python']} ({p['executable']}); {p['n_dists']} distributions installed"
+               + (f" ({deps_answer.age_words(p['read_at'])}; nothing on its import path has changed since)"
+                  if p.get("read_at") else "")]
     details += [f"not the job's: {_conflict_text(c)}" for c in others[:MAX_SHOWN]]
     details += [f"not applicable here: {r['source']}: {r['req']}" for r in na]
     details += [f"not checked: {s.source}: {s.text} ({s.why})" for s in skipped]

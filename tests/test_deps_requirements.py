@@ -356,3 +356,30 @@ def test_a_missing_requirement_stays_a_failure_where_the_reading_cannot_rule_it_
         (proj / name).write_text(text)
     (r,) = [r for r in run_check(py, proj) if r.cause == causes.DEPENDENCY_MISSING]
     assert r.status is Status.FAIL and r.summary.startswith("datasets is not installed"), r
+
+
+def test_what_is_installed_is_reused_only_until_something_is_installed_or_removed(venv) -> None:
+    """The probe's answer is kept (a tenth of `import torch` saved per check) and reused while no folder on the
+    interpreter's import path changed: an install or an uninstall between two checks is observed, never guessed."""
+    import shutil
+
+    py, site, proj = venv
+    install_dist(site, "safetensors", "0.4.5")
+    (proj / "requirements.txt").write_text("numpy>=1.26\nsafetensors\n")
+
+    def reading():
+        results = run_check(py, proj)
+        missing = sorted(r.summary.split()[0] for r in by_cause(results, causes.DEPENDENCY_MISSING))
+        return missing, results[0].data["installed_read_at"], results
+
+    assert reading()[:2] == (["numpy"], None)  # observed
+    missing, read_at, results = reading()
+    assert missing == ["numpy"] and read_at is not None  # reused: nothing was installed
+    install_dist(site, "numpy", "2.1.0")
+    missing, read_at, results = reading()
+    assert missing == [] and read_at is None and [r.status for r in results] == [Status.OK], results
+    missing, read_at, results = reading()
+    assert read_at is not None and "nothing on its import path has changed since" in results[0].details
+    shutil.rmtree(next(site.glob("safetensors-*.dist-info")))
+    missing, read_at, _ = reading()
+    assert missing == ["safetensors"] and read_at is None

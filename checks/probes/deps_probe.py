@@ -254,9 +254,29 @@ def closure(roots, graph):
     return seen
 
 
+def path_state():
+    """[folder, mtime_ns or None] for each place on the import path, and the user's site folder (present or not):
+    installing or removing anything changes one of them, so an answer is reused only while none changed
+    (checks/deps_answer.py)."""
+    places = list(sys.path)
+    try:
+        import site
+        places.append(site.getusersitepackages())
+    except Exception:  # noqa: BLE001 - no site module (python -S): nothing more to watch
+        pass
+    state = []
+    for place in dict.fromkeys(os.path.abspath(p or os.curdir) for p in places):
+        try:
+            state.append([place, os.stat(place).st_mtime_ns])
+        except OSError:
+            state.append([place, None])
+    return state
+
+
 def main():
     """Evaluate the requirements, scan for conflicts and duplicates, answer."""
     install_stack_dump()
+    before = path_state()  # taken first: a change while the distributions are read shows up as a change later
     spec = request()
     out = {"python": sys.version.split()[0], "executable": sys.executable, "results": [], "conflicts": [],
            "duplicates": {}, "closure": [], "n_dists": 0}
@@ -297,6 +317,7 @@ def main():
         c["stated"] = canonical(c["dist"]) in named  # False: relevant only through the script's imports
     out["conflicts"] = found
     out["closure"] = sorted(relevant)
+    out["path_state"] = before
     answer(out)
 
 
