@@ -154,11 +154,17 @@ def main() -> None:
     torch_wall, torch_cpu = med["import torch"]["-"]["wall_s"], med["import torch"]["-"]["cpu_s"]
     ratios = {v: {"wall": round(med[f"local check ({v})"]["-"]["wall_s"] / torch_wall, 3),
                   "cpu": round(med[f"local check ({v})"]["-"]["cpu_s"] / torch_cpu, 3)} for v in paths}
+    # the machine's speed drifts by a fifth within minutes (a firecracker VM): each check is also set against the
+    # `import torch` of its own rotation, and the median of those ratios is reported beside the ratio of medians
+    t = rows["import torch"]["-"]
+    paired = {v: {k: round(statistics.median(c / i for c, i in zip(rows[f"local check ({v})"]["-"][k], t[k])), 3)
+                  for k in ("wall", "cpu")} for v in paths}
     result = {"before": args.before, "after": args.after, "rounds": args.rounds, "pairs": args.pairs,
               "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cpus": os.cpu_count(),
               "load_1min": {"min": round(min(loads), 2), "median": round(statistics.median(loads), 2),
                             "max": round(max(loads), 2)},
-              "medians": med, "local_check_over_import_torch": ratios}
+              "medians": med, "local_check_over_import_torch": ratios,
+              "local_check_over_import_torch_paired": paired}
     text = json.dumps(result, indent=1)
     print(text)
     if args.out:
