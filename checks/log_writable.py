@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
+from typing import Optional
 
-from dfdoctor import STATIC, causes, check, error, fail, ok, skip, warn
+from dfdoctor import STATIC, causes, check, error, fail, ok, warn
 from dfdoctor.launchline.commandline import spec_for
 from dfdoctor.probe import run_probe, unreached
 from dfdoctor.redact import name_looks_secret, value_is_maskable
@@ -25,12 +26,13 @@ MIN_FREE_INODES = 1000
 _NO_SPACE = {"ENOSPC", "EDQUOT"}
 
 
-@check("log.writable", title="The log file can be written", phases=("pre", "post"), timeout=10)
+def _no_log(ctx) -> Optional[str]:
+    return "no --log given, so there is no log file to check" if ctx.log is None else None
+
+
+@check("log.writable", title="The log file can be written", phases=("pre", "post"), timeout=10, not_applicable=_no_log)
 def log_writable(ctx):
     """Probe the log's folder, the log itself, free space and buffering, where the job runs."""
-    if ctx.log is None:
-        yield skip("no --log given, so there is no log file to check")
-        return
     log = ctx.abspath(ctx.log)
     outcome = run_probe(ctx, "log_probe.py", [str(log)], timeout=min(ctx.timeout or 10, 10))
     f = outcome.payload

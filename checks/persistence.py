@@ -33,14 +33,17 @@ PTY_WORDS = ("create window failed", "fork failed", "No space left on device", "
 HANDOFFS = {"setsid -f": "nohup-setsid-f", "tmux": "tmux", "screen": "screen"}
 
 
-@check(CHECK_ID, title="Which launch survives the session", phases=("pre",), timeout=75)
+def _here(ctx) -> Optional[str]:
+    if ctx.target.runs_here:
+        return ("the target is this machine: `dfdoctor launch` detaches the job itself "
+                "(use --target to probe a remote session)")
+    return None
+
+
+@check(CHECK_ID, title="Which launch survives the session", phases=("pre",), timeout=75, not_applicable=_here)
 def persistence_session(ctx) -> Iterator[Result]:
     """Try the launch strategies the run can use through the real chain; recommend the one that survives."""
     target = ctx.target
-    if target.runs_here:
-        yield skip("the target is this machine: `dfdoctor launch` detaches the job itself "
-                   "(use --target to probe a remote session)")
-        return
     configured = ctx.option(CHECK_ID, "strategies")  # e.g. ["nohup-setsid-f", "tmux"]
     mode, trials, why = _what_to_ask(ctx, target, configured)
     with transport.connected(target) as conn_error:  # the run's shared connection: no cost when it is open

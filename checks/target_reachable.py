@@ -5,10 +5,10 @@ command reports the node's kernel, driver and /dev/shm, so the rows of an alloca
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Optional
 
 from dfdoctor import causes
-from dfdoctor.model import Result, fail, ok, skip
+from dfdoctor.model import Result, fail, ok
 from dfdoctor.probe import reach_fix, run_on_target
 from dfdoctor.registry import check
 
@@ -33,14 +33,18 @@ def answer(stdout: str) -> tuple[str, dict[str, str]]:
     return python, facts
 
 
-@check("target.reachable", title="The target answers", phases=("pre", "post"), timeout=20)
+def _here(ctx) -> Optional[str]:
+    """This machine (outside a Slurm node's srun) needs no answer from a target."""
+    if ctx.target.runs_here and not ctx.env.get("SLURMD_NODENAME"):
+        return "the target is this machine"
+    return None
+
+
+@check("target.reachable", title="The target answers", phases=("pre", "post"), timeout=20, not_applicable=_here)
 def target_reachable(ctx) -> Iterator[Result]:
     """Run one tiny command on the target: a dead host or a missing interpreter is said in the tool's own words."""
     target = ctx.target
     node = ctx.env.get("SLURMD_NODENAME") if target.runs_here else None
-    if target.runs_here and not node:
-        yield skip("the target is this machine")
-        return
     where = f"Slurm node {node}" if node else target.describe()
     python = ctx.python or "python3"
     out = run_on_target(ctx, ["sh", "-c", PING, "sh", python], timeout=15)

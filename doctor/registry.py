@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from importlib import metadata
 from typing import Callable, Iterable, Iterator, Optional, Union
 
-from dfdoctor.model import Result
+from dfdoctor.model import Result, Status
 
 ENTRY_POINT_GROUP = "dfdoctor.checks"
 # dfdoctor's own distribution, as setup.cfg names it: its checks are built-in. Never `dfdoctor`: that name on the
@@ -40,9 +40,16 @@ class Check:
     # "any": every launch; "slurm": only an sbatch submission (docs/slurm.md), which runs them itself;
     # "slurm-nodes": the record `check --slurm-nodes` gives about its srun (listed, never run by the runner).
     scope: str = "any"
+    # Why the check does not apply, read from the context alone (no file, no process, no network), else None. The
+    # runner asks it before it forks a worker: a check that cannot apply costs no process (most of a local
+    # `check`'s are skipped: no --log, no --target, no launch line).
+    not_applicable: Optional[Callable[..., Optional[str]]] = None
 
     def run(self, ctx) -> list[Result]:
         """Call the check and collect what it yields (a generator, a single Result, or None)."""
+        why = self.not_applicable(ctx) if self.not_applicable else None
+        if why:
+            return [Result(Status.SKIP, why)]
         out = self.func(ctx)
         if out is None:
             return []
@@ -55,8 +62,10 @@ SCOPES = ("any", "slurm", "slurm-nodes")
 
 
 def check(id: str, *, title: str, phases: Iterable[str] = ("pre",), timeout: float = 30.0,
-          scope: str = "any", imports_torch: bool = False) -> Callable[[CheckFunc], Check]:
-    """Declare a check. The function takes a `Context` and yields `Result`s (see `dfdoctor.model`)."""
+          scope: str = "any", imports_torch: bool = False,
+          not_applicable: Optional[Callable[..., Optional[str]]] = None) -> Callable[[CheckFunc], Check]:
+    """Declare a check. The function takes a `Context` and yields `Result`s (see `dfdoctor.model`).
+    `not_applicable(ctx)`: why it does not apply (said as its skip, without a worker process), else None."""
     if scope not in SCOPES:
         raise ValueError(f"check {id}: scope must be one of {SCOPES}, got {scope!r}")
     phases = tuple(phases)
@@ -68,7 +77,7 @@ def check(id: str, *, title: str, phases: Iterable[str] = ("pre",), timeout: flo
 
     def wrap(func: CheckFunc) -> Check:
         return Check(id=id, title=title, phases=phases, timeout=float(timeout), func=func, scope=scope,
-                     imports_torch=imports_torch)
+                     imports_torch=imports_torch, not_applicable=not_applicable)
 
     return wrap
 

@@ -79,6 +79,12 @@ def run_checks(checks: list[Check], ctx, phase: str, *, jobs: Optional[int] = No
         while pending or running:
             while pending and len(running) < jobs:
                 chk = pending.pop(0)
+                skipped = _not_applicable(chk, ctx, phase)
+                if skipped is not None:
+                    done[chk.id] = skipped
+                    if progress:
+                        progress("done", chk, skipped)
+                    continue
                 w = _start(chk, ctx, phase, output_limit)
                 running[w.pid] = w
                 _raise_held_sigterm()
@@ -158,6 +164,20 @@ def _raise_held_sigterm() -> None:
         signal.getsignal(signal.SIGTERM)(*held)
 
 
+def _not_applicable(chk: Check, ctx, phase: str) -> Optional[CheckRecord]:
+    """The skip record of a check that says from the context alone that it does not apply; None to run it (a
+    `not_applicable` that raises is run in its worker, where the same call becomes the check's `error`)."""
+    if chk.not_applicable is None:
+        return None
+    try:
+        why = chk.not_applicable(ctx)
+    except Exception:
+        return None
+    if not why:
+        return None
+    return CheckRecord.from_results(chk.id, phase, chk.title, [Result(Status.SKIP, str(why))], 0.0, output="")
+
+
 def _start(chk: Check, ctx, phase: str, output_limit: int) -> _Worker:
     limit = effective_timeout(chk, ctx)
     res_r, res_w = os.pipe()
@@ -191,7 +211,8 @@ def _start(chk: Check, ctx, phase: str, output_limit: int) -> _Worker:
             status = 0
         finally:
             flush_quietly()
-            _kill_descendants(os.getpid())
+            if _has_children():
+                _kill_descendants(os.getpid())
             os._exit(status)
     os.close(res_w)
     os.close(out_w)
@@ -219,7 +240,8 @@ def _work(chk: Check, ctx, res_w: int) -> None:
             data = data[os.write(res_w, data):]
 
     try:
-        out = chk.func(ctx)
+        why = chk.not_applicable(ctx) if chk.not_applicable else None
+        out = Result(Status.SKIP, str(why)) if why else chk.func(ctx)  # streamed as yielded: a timeout keeps them
         if isinstance(out, Result):
             out = [out]
         for r in out or ():
@@ -328,6 +350,16 @@ def _signal_name(num: int) -> str:
         return signal.Signals(num).name
     except ValueError:
         return f"signal {num}"
+
+
+def _has_children() -> bool:
+    """Whether this process has a child, alive or not yet reaped (it is a subreaper: every orphan of its tree is
+    one). Without one, the walk over every process on the machine is skipped (most checks start none)."""
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return True
 
 
 def _kill_descendants(pid: int) -> None:
