@@ -406,6 +406,16 @@ def test_a_switch_that_turns_cuda_off_is_no_request_for_a_gpu(tmp_path):
     assert rec["status"] == "skip" and "needs one" not in rec["summary"], rec
 
 
+def test_the_gate_offers_the_renamed_switch_as_the_launch_does(tmp_path):
+    """Before a launch, args.known offered nothing for `--no-cuda` (gat renamed it `--no-accel`; the launch's own
+    verdict offered it): the two readings compare the names the same way now."""
+    work = _work(tmp_path, GAT)
+    proc = dfdoctor("check", "--cwd", str(work), "--only", "args.known", "--format", "json", "--", PY, "main.py",
+                    "--epochs", "300", "--no-cuda", cwd=work)
+    (rec,) = json.loads(proc.stdout)["checks"]
+    assert "--no-cuda" in rec["summary"] and "--no-accel" in rec["fix"], rec
+
+
 def test_torchrun_of_a_script_that_is_not_distributed_runs_it_once_per_process(tmp_path):
     """gat under `torchrun --nproc_per_node=2`: it never forms a group, so both processes train the whole model; the
     launch was called running with every rank "past init_process_group", and the check asked for @record."""

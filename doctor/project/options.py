@@ -121,7 +121,13 @@ class Options:
                 names.setdefault(_norm(n), o)
             names.setdefault(_norm(o.dest).rsplit(".", 1)[-1], o)
         hit = difflib.get_close_matches(want, list(names), n=1, cutoff=0.6)
-        return names[hit[0]] if hit else None
+        if hit:
+            return names[hit[0]]
+        # then as the usage lists them, dashes kept (as the launch's verdict matches them): `--no-cuda` is close to
+        # `--no-accel` there (0.63) and not once the dashes are gone (`no_cuda`, `no_accel`: 0.53)
+        flags = {f.lower().replace("_", "-"): o for o in self.options for f in o.flags if f.startswith("--")}
+        hit = difflib.get_close_matches(word.split("=", 1)[0].lower().replace("_", "-"), list(flags), n=1, cutoff=0.6)
+        return flags[hit[0]] if hit else None
 
 
 def _norm(name: str) -> str:
