@@ -229,15 +229,18 @@ def collect(ctx) -> tuple[list[Requirement], list[Skipped], list[Result], list[s
     problems: list[Result] = []
     sources: list[str] = []
     files: list[tuple[Path, bool]] = []
+    # On a --target, ctx.cwd names a folder there: a folder of that name here is another machine's (its files
+    # would be checked against the target's interpreter). Only --requirements files, read here, are read then.
+    here = ctx.target.runs_here
     default_txt = ctx.cwd / "requirements.txt"
-    if default_txt.is_file():
+    if here and default_txt.is_file():
         files.append((default_txt, False))
     for f in ctx.requirements or []:
-        path = ctx.abspath(f)
+        path = ctx.abspath(f) if here else Path(f).resolve()
         if path not in [x for x, _ in files]:
             files.append((path, True))
     pyproject = ctx.cwd / "pyproject.toml"
-    if pyproject.is_file() and pyproject not in [x for x, _ in files]:
+    if here and pyproject.is_file() and pyproject not in [x for x, _ in files]:
         files.append((pyproject, False))
     for path, explicit in files:
         if not path.is_file():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -32,3 +33,27 @@ def test_log_is_checked_in_the_container_not_here(infra: Infra, tmp_path):
 def test_malformed_target_is_a_usage_error(tmp_path):
     res = run_dfdoctor("check", "--target", "pct://host", cwd=tmp_path)
     assert res.returncode == 2 and "--target pct://host" in res.stderr and len(res.stderr.splitlines()) == 1
+
+
+def test_requirements_of_the_targets_folder_are_not_read_from_a_folder_of_that_name_here(infra: Infra, tmp_path):
+    """--cwd names the folder on the target. A folder of the same name here is another machine's: its
+    requirements.txt was checked against the container's python3 and failed the gate. Only --requirements files,
+    which are this machine's by definition, are read here."""
+    env = {"DFDOCTOR_SSH_CONFIG": str(infra.ssh_config)}
+    there = infra.rootfs() / str(tmp_path).lstrip("/")
+    there.mkdir(parents=True)
+    try:
+        (tmp_path / "requirements.txt").write_text("dfdoctor-no-such-distribution-here\n")
+        res = run_dfdoctor("check", "--target", infra.pct_target, "--only", "deps.requirements", "--cwd",
+                           str(tmp_path), "--format", "json", "--", "python3", "-c", "pass", cwd=tmp_path, env=env)
+        rec = json.loads(res.stdout)["checks"][0]
+        assert res.returncode == 0 and rec["status"] == "ok" and "were not read" in rec["summary"], rec
+        (tmp_path / "extra.txt").write_text("dfdoctor-no-such-distribution-here\n")
+        res = run_dfdoctor("check", "--target", infra.pct_target, "--only", "deps.requirements", "--cwd",
+                           str(tmp_path), "--requirements", str(tmp_path / "extra.txt"), "--format", "json", "--",
+                           "python3", "-c", "pass", cwd=tmp_path, env=env)
+        rec = json.loads(res.stdout)["checks"][0]
+        assert res.returncode == 1 and rec["cause"] == "dependency-missing", rec
+        assert "extra.txt" in rec["summary"] and "requirements.txt" not in rec["summary"], rec
+    finally:
+        shutil.rmtree(there, ignore_errors=True)

@@ -62,9 +62,10 @@ def test_script_missing_in_the_container_is_command_not_found(ssh_config_env, re
 
 
 def test_deps_scan_runs_in_the_containers_python(ssh_config_env, tmp_path) -> None:
+    # given with --requirements (a file of this machine's): the folder of --cwd is the container's
     (tmp_path / "requirements.txt").write_text("dflash-kernels-not-installed>=1\n")
     ctx = Context(command=["python3", "train.py"], cwd=tmp_path, python="python3", target=parse_target(ssh_config_env.pct_target),
-                  timeout=30)
+                  requirements=[str(tmp_path / "requirements.txt")], timeout=30)
     results = deps_requirements.run(ctx)
     r = worst(results)
     if r.status is Status.SKIP:  # the container's python is older than 3.8: said, not guessed
