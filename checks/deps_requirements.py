@@ -24,7 +24,8 @@ from dfdoctor import OBSERVED, STATIC, Result, causes, check, error, fail, ok, s
 from dfdoctor.launchline.commandline import as_lead, guessed_interpreter, spec_for
 from dfdoctor.probe import unreached
 from dfdoctor.diagnose import torch_pairs
-from dfdoctor.checks import deps_answer
+from dfdoctor.checks import deps_answer, target_files
+from dfdoctor.checks.target_files import HERE, Files
 from dfdoctor.checks.deps_imports import JobImports, read_job_imports
 from dfdoctor.project.readme import ReadmeLine
 
@@ -179,12 +180,9 @@ def conclude(ctx, p: dict, skipped: list[Skipped], sources: list[str],
     if sources:
         summary = (f"{n_req} requirement(s) from {', '.join(sources)} satisfied in Python {p['python']}"
                    + (f" ({len(na)} not applicable here)" if na else ""))
-    elif not ctx.target.runs_here:
-        # collect() reads files on this machine: the job's folder on the target was not looked in
-        summary = (f"the requirements files in {ctx.cwd} on the target were not read (give them with --requirements "
-                   f"FILE from this machine); what is installed there agrees ({p['n_dists']} distributions checked)")
     else:
-        summary = (f"no requirements file found; what the job depends on is installed and agrees "
+        where = "" if ctx.target.runs_here else f" in {ctx.cwd} on the target"
+        summary = (f"no requirements file found{where}; what the job depends on is installed and agrees "
                    f"({p['n_dists']} distributions checked)")
     if others:
         summary += f"; {len(others)} conflict(s) among distributions the job does not use (details list them)"
@@ -228,30 +226,35 @@ def collect(ctx) -> tuple[list[Requirement], list[Skipped], list[Result], list[s
     skipped: list[Skipped] = []
     problems: list[Result] = []
     sources: list[str] = []
-    files: list[tuple[Path, bool]] = []
-    # On a --target, ctx.cwd names a folder there: a folder of that name here is another machine's (its files
-    # would be checked against the target's interpreter). Only --requirements files, read here, are read then.
+    files: list[tuple[Path, Files]] = []
+    # On a --target, ctx.cwd names a folder there: its files are read there (target_files.py), never from a folder
+    # of that name here (another machine's). --requirements files are this machine's.
     here = ctx.target.runs_here
+    there = HERE if here else target_files.fetch(ctx, [ctx.cwd / "requirements.txt", ctx.cwd / "pyproject.toml"],
+                                                 includes=_includes_of, depth=MAX_INCLUDE_DEPTH)
+    if there.problem:
+        problems.append(warn(f"the requirements files in {ctx.cwd} on the target could not be read: {there.problem}",
+                             fix="Give them with --requirements FILE from this machine."))
     default_txt = ctx.cwd / "requirements.txt"
-    if here and default_txt.is_file():
-        files.append((default_txt, False))
+    if there.text(default_txt) is not None:
+        files.append((default_txt, there))
     for f in ctx.requirements or []:
         path = ctx.abspath(f) if here else Path(f).resolve()
         if path not in [x for x, _ in files]:
-            files.append((path, True))
+            files.append((path, HERE))
     pyproject = ctx.cwd / "pyproject.toml"
-    if here and pyproject.is_file() and pyproject not in [x for x, _ in files]:
-        files.append((pyproject, False))
-    for path, explicit in files:
-        if not path.is_file():
+    if there.text(pyproject) is not None and pyproject not in [x for x, _ in files]:
+        files.append((pyproject, there))
+    for path, view in files:
+        if view.text(path) is None:
             problems.append(error(f"requirements file {path} does not exist", fix="check the --requirements path"))
             continue
         label = _label(path, ctx.cwd)
         try:
             if path.name == "pyproject.toml" or path.suffix == ".toml":
-                got = read_pyproject(path, label)
+                got = read_pyproject(path, label, view)
             else:
-                got = read_requirements(path, ctx.cwd, ctx.env)
+                got = read_requirements(path, ctx.cwd, ctx.env, files=view)
         except (OSError, ValueError, tomllib.TOMLDecodeError) as exc:
             problems.append(warn(f"cannot read {label}: {exc}", fix="fix the file's syntax"))
             continue
@@ -264,9 +267,10 @@ def collect(ctx) -> tuple[list[Requirement], list[Skipped], list[Result], list[s
     return reqs, skipped, problems, sources
 
 
-def read_pyproject(path: Path, label: str) -> Optional[tuple[list[Requirement], list[Skipped]]]:
+def read_pyproject(path: Path, label: str, files: Optional[Files] = None) -> Optional[tuple[list[Requirement],
+                                                                                     list[Skipped]]]:
     """`[project] dependencies` of a pyproject.toml (None when it declares none)."""
-    doc = tomllib.loads(path.read_text())
+    doc = tomllib.loads((files or HERE).text(path) or "")
     project = doc.get("project") or {}
     deps = project.get("dependencies")
     if deps is None:
@@ -281,28 +285,30 @@ _ENV_VAR = re.compile(r"\$\{([A-Z0-9_]+)\}")
 
 
 def read_requirements(path: Path, cwd: Path, env: dict[str, str], constraint: bool = False,
-                      depth: int = 0, seen: Optional[set[Path]] = None) -> tuple[list[Requirement], list[Skipped]]:
-    """Parse a pip requirements file: comments, continuations, -r/-c includes, options, -e and local paths."""
+                      depth: int = 0, seen: Optional[set] = None,
+                      files: Optional[Files] = None) -> tuple[list[Requirement], list[Skipped]]:
+    """Parse a pip requirements file: comments, continuations, -r/-c includes, options, -e and local paths.
+    `files`: where the files are read (this machine's by default, or what was fetched from a target)."""
+    files = files or HERE
     seen = set() if seen is None else seen
-    real = path.resolve()
+    real = files.key(path)
     if real in seen or depth > MAX_INCLUDE_DEPTH:
         return [], []
     seen.add(real)
     reqs: list[Requirement] = []
     skipped: list[Skipped] = []
     label = _label(path, cwd)
-    for lineno, line in _logical_lines(path.read_text(errors="replace")):
+    for lineno, line in _logical_lines(files.text(path) or ""):
         source = f"{label}:{lineno}"
         line = _ENV_VAR.sub(lambda m: env.get(m.group(1), m.group(0)), line)
         inc_m = _INCLUDE.match(line)
         if inc_m:
             is_c = inc_m.group(1) in ("-c", "--constraint")
-            target = inc_m.group(2).strip()
-            inc = Path(target) if os.path.isabs(target) else path.parent / target
-            if not inc.is_file():
+            inc = _include_path(path, inc_m.group(2))
+            if files.text(inc) is None:
                 skipped.append(Skipped(line, source, f"included file {inc} not found"))
                 continue
-            r, s = read_requirements(inc, cwd, env, constraint or is_c, depth + 1, seen)
+            r, s = read_requirements(inc, cwd, env, constraint or is_c, depth + 1, seen, files)
             reqs += r
             skipped += s
             continue
@@ -318,6 +324,24 @@ def read_requirements(path: Path, cwd: Path, env: dict[str, str], constraint: bo
         line = re.sub(r"\s--\S+(\s|$)", " ", line).strip()  # per-requirement options like --global-option
         reqs.append(Requirement(re.sub(r"\s+", " ", line), source, constraint))
     return reqs, skipped
+
+
+def _include_path(path: Path, target: str) -> Path:
+    """Where an `-r`/`-c` line of `path` points: absolute, or beside the including file."""
+    target = target.strip()
+    return Path(target) if os.path.isabs(target) else path.parent / target
+
+
+def _includes_of(path: Path, text: str, env: dict[str, str]) -> list[Path]:
+    """The files a requirements file includes (what must be fetched with it from a target)."""
+    if path.name == "pyproject.toml":
+        return []
+    found = []
+    for _, line in _logical_lines(text):
+        m = _INCLUDE.match(_ENV_VAR.sub(lambda v: env.get(v.group(1), v.group(0)), line))
+        if m:
+            found.append(_include_path(path, m.group(2)))
+    return found
 
 
 def _logical_lines(text: str) -> Iterator[tuple[int, str]]:

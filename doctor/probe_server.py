@@ -45,7 +45,7 @@ LAZY_PREFIXES = ("NCCL_", "NVSHMEM_", "TORCHELASTIC_", "DFDOCTOR_")
 MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes
 # dfdoctor's probes that never import torch: the server saves them nothing but a bare interpreter's start (tens of
 # milliseconds), and while it is still importing torch they would wait for it. They start fresh, beside it.
-WITHOUT_TORCH = frozenset({"deps_probe.py", "log_probe.py", "leftovers_probe.py"})
+WITHOUT_TORCH = frozenset({"deps_probe.py", "log_probe.py", "leftovers_probe.py", "text_files_probe.py"})
 
 
 @dataclass(frozen=True)

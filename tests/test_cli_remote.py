@@ -35,10 +35,10 @@ def test_malformed_target_is_a_usage_error(tmp_path):
     assert res.returncode == 2 and "--target pct://host" in res.stderr and len(res.stderr.splitlines()) == 1
 
 
-def test_requirements_of_the_targets_folder_are_not_read_from_a_folder_of_that_name_here(infra: Infra, tmp_path):
+def test_requirements_are_read_in_the_targets_folder_not_in_a_folder_of_that_name_here(infra: Infra, tmp_path):
     """--cwd names the folder on the target. A folder of the same name here is another machine's: its
-    requirements.txt was checked against the container's python3 and failed the gate. Only --requirements files,
-    which are this machine's by definition, are read here."""
+    requirements.txt was checked against the container's python3 and failed the gate, while the container's own
+    was never read. The target's files (and what they include) are read there; --requirements files here."""
     env = {"DFDOCTOR_SSH_CONFIG": str(infra.ssh_config)}
     there = infra.rootfs() / str(tmp_path).lstrip("/")
     there.mkdir(parents=True)
@@ -47,7 +47,16 @@ def test_requirements_of_the_targets_folder_are_not_read_from_a_folder_of_that_n
         res = run_dfdoctor("check", "--target", infra.pct_target, "--only", "deps.requirements", "--cwd",
                            str(tmp_path), "--format", "json", "--", "python3", "-c", "pass", cwd=tmp_path, env=env)
         rec = json.loads(res.stdout)["checks"][0]
-        assert res.returncode == 0 and rec["status"] == "ok" and "were not read" in rec["summary"], rec
+        assert res.returncode == 0 and rec["status"] == "ok", rec
+        assert f"no requirements file found in {tmp_path} on the target" in rec["summary"], rec
+        (there / "requirements.txt").write_text("# the container's\n-r more.txt\n")
+        (there / "more.txt").write_text("dfdoctor-missing-in-the-container>=1\n")
+        res = run_dfdoctor("check", "--target", infra.pct_target, "--only", "deps.requirements", "--cwd",
+                           str(tmp_path), "--format", "json", "--", "python3", "-c", "pass", cwd=tmp_path, env=env)
+        rec = json.loads(res.stdout)["checks"][0]
+        assert res.returncode == 1 and rec["cause"] == "dependency-missing", rec
+        assert "dfdoctor-missing-in-the-container" in rec["summary"] and "more.txt:1" in rec["summary"], rec
+        (there / "requirements.txt").unlink()
         (tmp_path / "extra.txt").write_text("dfdoctor-no-such-distribution-here\n")
         res = run_dfdoctor("check", "--target", infra.pct_target, "--only", "deps.requirements", "--cwd",
                            str(tmp_path), "--requirements", str(tmp_path / "extra.txt"), "--format", "json", "--",
