@@ -51,6 +51,7 @@ from dfdoctor.rows import verdict_over_rows
 from dfdoctor.runner import WRAP_UP_S, effective_timeout, flush_quietly
 from dfdoctor.safefile import read_user_file, write_atomically
 from dfdoctor.targets.target import shown_spec
+from dfdoctor.terminate import forking, raise_held_sigterm, sigterm_interrupts
 
 DEFAULT_PARALLEL = 8
 # Checks mostly wait (on ssh, on the target's interpreters): a few per core keep a controller busy, not swamped.
@@ -129,35 +130,37 @@ def run_targets(contexts: list[Context], checks: list[Check], broken: list[Check
     results: dict[int, tuple[TargetRow, list[CheckRecord]]] = {}
     line = StatusLine()  # the forked pipelines write to files: the parent alone shows how far they are
     counts = (0, 0)
-    try:
-        while pending or running:
-            while pending and len(running) < max(1, parallel):
-                i, ctx = pending.pop(0)
-                limit = deadline_for(checks, ctx, lanes)
-                pid = _fork_one(ctx, checks, broken, cfg, tmp / f"{i}.json", tmp / f"{i}.err", lanes)
-                now = time.monotonic()
-                running[pid] = _Child(str(ctx.target), i, pid, now, now + limit)
-            _show(line, len(contexts), len(results), running, force=(len(results), len(running)) != counts)
-            counts = (len(results), len(running))  # a target started or ended: drawn at once
-            time.sleep(0.02)
-            for pid, child in list(running.items()):
-                status = _reaped(pid)
-                if status is None and time.monotonic() < child.deadline:
-                    continue
-                if status is None:
-                    _kill_tree(pid)
-                    child.killed = True
-                    status = _reaped(pid, block=True)
-                del running[pid]
-                results[child.index] = _row(child, status, tmp, fail_on_level, verdict_from_checks)
-    finally:
-        line.close()
-        for pid in running:  # interrupted: nothing we started may outlive us
-            _kill_tree(pid)
-            _reaped(pid, block=True)
-        for f in tmp.iterdir():
-            f.unlink()
-        tmp.rmdir()
+    with sigterm_interrupts():  # SIGTERM (a CI job's timeout) ends every target's child, as Ctrl-C does
+        try:
+            while pending or running:
+                while pending and len(running) < max(1, parallel):
+                    i, ctx = pending.pop(0)
+                    limit = deadline_for(checks, ctx, lanes)
+                    pid = _fork_one(ctx, checks, broken, cfg, tmp / f"{i}.json", tmp / f"{i}.err", lanes)
+                    now = time.monotonic()
+                    running[pid] = _Child(str(ctx.target), i, pid, now, now + limit)
+                    raise_held_sigterm()
+                _show(line, len(contexts), len(results), running, force=(len(results), len(running)) != counts)
+                counts = (len(results), len(running))  # a target started or ended: drawn at once
+                time.sleep(0.02)
+                for pid, child in list(running.items()):
+                    status = _reaped(pid)
+                    if status is None and time.monotonic() < child.deadline:
+                        continue
+                    if status is None:
+                        _kill_tree(pid)
+                        child.killed = True
+                        status = _reaped(pid, block=True)
+                    del running[pid]
+                    results[child.index] = _row(child, status, tmp, fail_on_level, verdict_from_checks)
+        finally:
+            line.close()
+            for pid in running:  # interrupted: nothing we started may outlive us
+                _kill_tree(pid)
+                _reaped(pid, block=True)
+            for f in tmp.iterdir():
+                f.unlink()
+            tmp.rmdir()
     rows, records = [], []
     for i in sorted(results):
         row, recs = results[i]
@@ -179,7 +182,8 @@ def _fork_one(ctx: Context, checks: list[Check], broken: list[CheckRecord], cfg:
               err: Path, lanes: int) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
-    pid = os.fork()
+    with forking():
+        pid = os.fork()
     if pid:
         return pid
     status = 70

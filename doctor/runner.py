@@ -14,7 +14,6 @@ import os
 import selectors
 import signal
 import sys
-import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from dfdoctor.errors import CheckCannotRun
 from dfdoctor.agent.ending import become_subreaper
 from dfdoctor.model import CheckRecord, Result, Status
 from dfdoctor.registry import Check
+from dfdoctor.terminate import forking, raise_held_sigterm, sigterm_interrupts
 
 # A worker may overrun its check's timeout by this much to report a probe that timed out inside it.
 WRAP_UP_S = 1.5
@@ -74,94 +74,49 @@ def run_checks(checks: list[Check], ctx, phase: str, *, jobs: Optional[int] = No
     done: dict[str, CheckRecord] = {}
     sel = selectors.DefaultSelector()
     jobs = jobs or max(1, len(pending))
-    previous = _term_as_interrupt()
-    try:
-        while pending or running:
-            while pending and len(running) < jobs:
-                chk = pending.pop(0)
-                skipped = _not_applicable(chk, ctx, phase)
-                if skipped is not None:
-                    done[chk.id] = skipped
+    with sigterm_interrupts():  # SIGTERM ends the run as Ctrl-C does: the workers are ended and cleaned up after
+        try:
+            while pending or running:
+                while pending and len(running) < jobs:
+                    chk = pending.pop(0)
+                    skipped = _not_applicable(chk, ctx, phase)
+                    if skipped is not None:
+                        done[chk.id] = skipped
+                        if progress:
+                            progress("done", chk, skipped)
+                        continue
+                    w = _start(chk, ctx, phase, output_limit)
+                    running[w.pid] = w
+                    raise_held_sigterm()
+                    sel.register(w.result_fd, selectors.EVENT_READ, (w, "result"))
+                    sel.register(w.output_fd, selectors.EVENT_READ, (w, "output"))
                     if progress:
-                        progress("done", chk, skipped)
-                    continue
-                w = _start(chk, ctx, phase, output_limit)
-                running[w.pid] = w
-                _raise_held_sigterm()
-                sel.register(w.result_fd, selectors.EVENT_READ, (w, "result"))
-                sel.register(w.output_fd, selectors.EVENT_READ, (w, "output"))
+                        progress("start", chk, None)
+                now = time.monotonic()
+                wait = min([w.deadline - now for w in running.values()] + [0.1])
+                for key, _ in sel.select(timeout=max(0.0, wait)):
+                    w, kind = key.data
+                    _drain(sel, w, kind)
                 if progress:
-                    progress("start", chk, None)
-            now = time.monotonic()
-            wait = min([w.deadline - now for w in running.values()] + [0.1])
-            for key, _ in sel.select(timeout=max(0.0, wait)):
-                w, kind = key.data
-                _drain(sel, w, kind)
-            if progress:
-                progress("tick", None, None)
-            for w in list(running.values()):
-                finished = _poll(sel, w)
-                if finished is None:
-                    continue
-                del running[w.pid]
-                done[w.check.id] = finished
-                if progress:
-                    progress("done", w.check, finished)
-    finally:
-        for w in running.values():  # interrupted (Ctrl-C, SIGTERM): nothing we started may outlive us
-            _kill_tree(w.pid)
-            try:
-                os.waitpid(w.pid, 0)
-            except ChildProcessError:
-                pass
-            leftovers.clean(w.pid)  # what it made elsewhere (a rehearsal's sentinel, over its hops)
-        sel.close()
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+                    progress("tick", None, None)
+                for w in list(running.values()):
+                    finished = _poll(sel, w)
+                    if finished is None:
+                        continue
+                    del running[w.pid]
+                    done[w.check.id] = finished
+                    if progress:
+                        progress("done", w.check, finished)
+        finally:
+            for w in running.values():  # interrupted (Ctrl-C, SIGTERM): nothing we started may outlive us
+                _kill_tree(w.pid)
+                try:
+                    os.waitpid(w.pid, 0)
+                except ChildProcessError:
+                    pass
+                leftovers.clean(w.pid)  # what it made elsewhere (a rehearsal's sentinel, over its hops)
+            sel.close()
     return [done[c.id] for c in checks if c.id in done]
-
-
-class _Forking:
-    """Whether the main thread is inside `os.fork()`. Python runs the SIGTERM handler at the next bytecode, which
-    can be inside the fork's at-fork hooks (logging's `_releaseLock`), where any exception is printed and dropped:
-    the run went on and exited 0. So a SIGTERM that comes while forking is held and raised once the worker is
-    registered (and so ended with the rest)."""
-
-    active = False
-    held: Optional[tuple] = None
-
-
-_forking = _Forking()
-
-
-def _term_as_interrupt():
-    """SIGTERM ends a run as Ctrl-C does, so that the workers are ended and cleaned up after (main thread only).
-    A handler already in force (a launch's, which notes the SIGTERM to name its run) is called first."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    me = os.getpid()
-    previous = signal.getsignal(signal.SIGTERM)
-
-    def stop(signum, frame):
-        if os.getpid() != me:  # a worker between its fork and its own signal set-up: die as SIGTERM says
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
-            return
-        if _forking.active:
-            _forking.held = (signum, frame)
-            return
-        if callable(previous):
-            previous(signum, frame)
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, stop)
-    return previous
-
-
-def _raise_held_sigterm() -> None:
-    held, _forking.held = _forking.held, None
-    if held is not None:
-        signal.getsignal(signal.SIGTERM)(*held)
 
 
 def _not_applicable(chk: Check, ctx, phase: str) -> Optional[CheckRecord]:
@@ -184,11 +139,8 @@ def _start(chk: Check, ctx, phase: str, output_limit: int) -> _Worker:
     out_r, out_w = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
-    _forking.active = True
-    try:
+    with forking():
         pid = os.fork()
-    finally:
-        _forking.active = False
     if pid == 0:  # the worker: never returns into the caller's code
         status = 70
         try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Optional
@@ -50,6 +51,66 @@ def sigterm_as_interrupt() -> Iterator[Seen]:
         yield seen
     finally:
         signal.signal(signal.SIGTERM, old)
+
+
+class _Forking:
+    """Whether the main thread is inside `os.fork()` (`forking`), and a SIGTERM that came meanwhile."""
+
+    active = False
+    held: Optional[tuple] = None
+
+
+_FORKING = _Forking()
+
+
+@contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """While in force (main thread only), SIGTERM raises KeyboardInterrupt as Ctrl-C would, so the `finally` blocks
+    of whatever started processes end them (a CI job's timeout sends SIGTERM: the checks' workers, a fleet's
+    per-target children and their ssh masters were left running). A handler already in force is called first (a
+    launch's notes the SIGTERM to name its run). A SIGTERM inside `forking()` is held for `raise_held_sigterm`."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    me, previous = os.getpid(), signal.getsignal(signal.SIGTERM)
+
+    def stop(signum: int, frame: Any) -> None:
+        if os.getpid() != me:  # a child between its fork and its own signal set-up: die as SIGTERM says
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        if _FORKING.active:
+            _FORKING.held = (signum, frame)
+            return
+        if callable(previous):
+            previous(signum, frame)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def forking() -> Iterator[None]:
+    """Around `os.fork()`. Python runs a signal handler at the next bytecode, which can be inside the fork's at-fork
+    hooks (logging's `_releaseLock`), where any exception is printed and dropped: a SIGTERM there was lost (CI's
+    launch exited 0 for 143). So it is held, and `raise_held_sigterm` raises it once the child is registered."""
+    _FORKING.active = True
+    try:
+        yield
+    finally:
+        _FORKING.active = False
+
+
+def raise_held_sigterm() -> None:
+    """Raise a SIGTERM held while forking (the caller has registered its child, so it is ended with the rest)."""
+    held, _FORKING.held = _FORKING.held, None
+    handler = signal.getsignal(signal.SIGTERM)
+    if held is not None and callable(handler):
+        handler(*held)
 
 
 def still_running_line(run: dict[str, Any], target: Target, finished: bool) -> str:

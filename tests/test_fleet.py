@@ -271,3 +271,40 @@ def test_many_real_targets_one_row_each_the_odd_one_named(docker_infra, three_wo
     text = dfdoctor("report", str(tmp_path / "r.json")).stdout
     differs = text.split("what differs:")[1]
     assert "imports.smoke" in differs and "on lxc://201" in differs and UNREACHABLE in differs
+
+
+def test_sigterm_ends_every_targets_child_and_leaves_nothing(tmp_path):
+    """A CI job's timeout sends SIGTERM: `check --targets-file` died at once, and each target's child (with its ssh)
+    and the results folder stayed behind. Now SIGTERM ends them as Ctrl-C does. The targets are ssh servers that
+    accept and never speak, so the checks are still running when the signal comes."""
+    import signal
+    import socket
+    import subprocess
+    import tempfile
+
+    from conftest import DFDOCTOR
+
+    listeners = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]
+    (tmp_path / "targets.txt").write_text("".join(f"ssh://root@127.0.0.1:{s.getsockname()[1]}\n" for s in listeners))
+    (tmp_path / "t.py").write_text("print(1)\n")
+    before = set(Path(tempfile.gettempdir()).glob("dfdoctor-fleet-*"))
+    p = subprocess.Popen([DFDOCTOR, "check", "--targets-file", "targets.txt", "--", "python3", "t.py"], cwd=tmp_path,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        kids: list[psutil.Process] = []
+        while time.monotonic() < deadline and not any(k.name() == "ssh" for k in kids):
+            time.sleep(0.05)
+            kids = psutil.Process(p.pid).children(recursive=True)
+        assert len([k for k in kids if k.name() == "ssh"]) >= 1, kids
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=30)
+        assert p.returncode == 130 and "interrupted" in err, (p.returncode, err)
+        gone, alive = psutil.wait_procs(kids, timeout=10)
+        assert not alive, [a.cmdline() for a in alive]
+        assert set(Path(tempfile.gettempdir()).glob("dfdoctor-fleet-*")) <= before
+    finally:
+        if p.poll() is None:
+            p.kill()
+        for s in listeners:
+            s.close()
