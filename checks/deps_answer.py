@@ -30,7 +30,7 @@ def ask(ctx, request: dict[str, Any], timeout: float) -> tuple[ProbeOutcome, Opt
     """The probe's outcome, and when it was observed if it was reused (None: observed now)."""
     key = _key(ctx, request)
     hit = cache.lookup(CACHE_KIND, key, MAX_AGE_S) if key else None
-    if hit and unchanged(hit[0].get("path_state")):
+    if hit and isinstance(hit[0], dict) and unchanged(hit[0].get("path_state")):
         return ProbeOutcome(argv=[], returncode=0, stdout="", stderr="", duration_s=0.0, payload=hit[0]), hit[1]
     out = run_probe(ctx, "deps_probe.py", request=request, timeout=timeout)
     if key and out.returncode == 0 and not out.timed_out and out.payload and out.payload.get("path_state") \

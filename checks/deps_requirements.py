@@ -236,17 +236,17 @@ def collect(ctx) -> tuple[list[Requirement], list[Skipped], list[Result], list[s
         problems.append(warn(f"the requirements files in {ctx.cwd} on the target could not be read: {there.problem}",
                              fix="Give them with --requirements FILE from this machine."))
     default_txt = ctx.cwd / "requirements.txt"
-    if there.text(default_txt) is not None:
+    if there.has(default_txt):
         files.append((default_txt, there))
     for f in ctx.requirements or []:
         path = ctx.abspath(f) if here else Path(f).resolve()
         if path not in [x for x, _ in files]:
             files.append((path, HERE))
     pyproject = ctx.cwd / "pyproject.toml"
-    if there.text(pyproject) is not None and pyproject not in [x for x, _ in files]:
+    if there.has(pyproject) and pyproject not in [x for x, _ in files]:
         files.append((pyproject, there))
     for path, view in files:
-        if view.text(path) is None:
+        if not view.has(path):
             problems.append(error(f"requirements file {path} does not exist", fix="check the --requirements path"))
             continue
         label = _label(path, ctx.cwd)
@@ -305,7 +305,7 @@ def read_requirements(path: Path, cwd: Path, env: dict[str, str], constraint: bo
         if inc_m:
             is_c = inc_m.group(1) in ("-c", "--constraint")
             inc = _include_path(path, inc_m.group(2))
-            if files.text(inc) is None:
+            if not files.has(inc):
                 skipped.append(Skipped(line, source, f"included file {inc} not found"))
                 continue
             r, s = read_requirements(inc, cwd, env, constraint or is_c, depth + 1, seen, files)

@@ -23,6 +23,9 @@ class Files(Protocol):
 
     problem: Optional[str]
 
+    def has(self, path: Path) -> bool:
+        """Whether the file is there (a regular file)."""
+
     def text(self, path: Path) -> Optional[str]:
         """The file's text; None when it is not there (or not a readable regular file)."""
 
@@ -34,6 +37,9 @@ class _Here:
     """This machine's files."""
 
     problem: Optional[str] = None
+
+    def has(self, path: Path) -> bool:
+        return path.is_file()
 
     def text(self, path: Path) -> Optional[str]:
         try:
@@ -54,6 +60,9 @@ class Fetched:
     def __init__(self) -> None:
         self.texts: dict[str, Optional[str]] = {}
         self.problem: Optional[str] = None
+
+    def has(self, path: Path) -> bool:
+        return self.text(path) is not None
 
     def text(self, path: Path) -> Optional[str]:
         return self.texts.get(self.key(path))

@@ -45,11 +45,16 @@ class Check:
     # `check`'s are skipped: no --log, no --target, no launch line).
     not_applicable: Optional[Callable[..., Optional[str]]] = None
 
+    def skip_for(self, ctx) -> Optional[Result]:
+        """The skip of a check that says it does not apply to `ctx` (`not_applicable`), else None."""
+        why = self.not_applicable(ctx) if self.not_applicable else None
+        return Result(Status.SKIP, str(why)) if why else None
+
     def run(self, ctx) -> list[Result]:
         """Call the check and collect what it yields (a generator, a single Result, or None)."""
-        why = self.not_applicable(ctx) if self.not_applicable else None
-        if why:
-            return [Result(Status.SKIP, why)]
+        skipped = self.skip_for(ctx)
+        if skipped:
+            return [skipped]
         out = self.func(ctx)
         if out is None:
             return []

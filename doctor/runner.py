@@ -122,15 +122,11 @@ def run_checks(checks: list[Check], ctx, phase: str, *, jobs: Optional[int] = No
 def _not_applicable(chk: Check, ctx, phase: str) -> Optional[CheckRecord]:
     """The skip record of a check that says from the context alone that it does not apply; None to run it (a
     `not_applicable` that raises is run in its worker, where the same call becomes the check's `error`)."""
-    if chk.not_applicable is None:
-        return None
     try:
-        why = chk.not_applicable(ctx)
+        skipped = chk.skip_for(ctx)
     except Exception:
         return None
-    if not why:
-        return None
-    return CheckRecord.from_results(chk.id, phase, chk.title, [Result(Status.SKIP, str(why))], 0.0, output="")
+    return CheckRecord.from_results(chk.id, phase, chk.title, [skipped], 0.0, output="") if skipped else None
 
 
 def _start(chk: Check, ctx, phase: str, output_limit: int) -> _Worker:
@@ -192,8 +188,7 @@ def _work(chk: Check, ctx, res_w: int) -> None:
             data = data[os.write(res_w, data):]
 
     try:
-        why = chk.not_applicable(ctx) if chk.not_applicable else None
-        out = Result(Status.SKIP, str(why)) if why else chk.func(ctx)  # streamed as yielded: a timeout keeps them
+        out = chk.skip_for(ctx) or chk.func(ctx)  # streamed as yielded: a timeout keeps what came before it
         if isinstance(out, Result):
             out = [out]
         for r in out or ():
