@@ -31,6 +31,16 @@ class Seen:
         self.terminated = False
 
 
+def _a_child_dies(parent: int) -> bool:
+    """In a forked child that still has `parent`'s handler (between its fork and its own signal set-up): die of
+    SIGTERM as a process without a handler does, and say so. False in `parent` itself."""
+    if os.getpid() == parent:
+        return False
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+    return True
+
+
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[Seen]:
     """While in force, the first SIGTERM raises `Terminated` in this process (a later one is only noted: the
@@ -38,9 +48,7 @@ def sigterm_as_interrupt() -> Iterator[Seen]:
     me, seen = os.getpid(), Seen()
 
     def on_term(signum: int, frame: Any) -> None:
-        if os.getpid() != me:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
+        if _a_child_dies(me):
             return
         if not seen.terminated:
             seen.terminated = True
@@ -75,9 +83,7 @@ def sigterm_interrupts() -> Iterator[None]:
     me, previous = os.getpid(), signal.getsignal(signal.SIGTERM)
 
     def stop(signum: int, frame: Any) -> None:
-        if os.getpid() != me:  # a child between its fork and its own signal set-up: die as SIGTERM says
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
+        if _a_child_dies(me):
             return
         if _FORKING.active:
             _FORKING.held = (signum, frame)
