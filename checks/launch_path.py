@@ -59,7 +59,7 @@ def launch_path(ctx) -> Iterator[Result]:
     # a failure seen while a part that may change what the job finds was not run is not an observed failure of
     # the line (REHEARSAL.md): it is said, as a warning, with what was not run
     fx = rehearsed_fix.find(r, log, cwd=_local_cwd(ctx), launcher=str(launcher) if launcher else None,
-                            launcher_text=launcher_text) if observed and not unsure else None
+                            launcher_text=launcher_text, folder=_remote_cwd(ctx)) if observed and not unsure else None
     facts = tuple(judge.facts(r))
     data["rehearsal"] = {"line": r.plan.line if r.plan else None, "facts": list(facts), "seconds": round(r.seconds, 2),
                          "not_rehearsed": [list(x) for x in (r.plan.not_rehearsed if r.plan else [])]}
@@ -144,6 +144,12 @@ def _launcher_of_command(ctx) -> Optional[Path]:
 def _local_cwd(ctx) -> Optional[str]:
     """Where the user's own shell runs the line: here, in --cwd when the job is local."""
     return str(ctx.cwd) if ctx.target.runs_here and ctx.cwd.is_dir() else None
+
+
+def _remote_cwd(ctx) -> Optional[str]:
+    """The job's folder on a target, as --cwd (or the line's `cd`) gave it: a place the fix looks for the script."""
+    given = str(ctx.cwd) if ctx.cwd else ""
+    return given if not ctx.target.runs_here and given.startswith("/") else None
 
 
 def _reading(a: Analysis, data: dict, hops: tuple, why: str) -> Iterator[Result]:

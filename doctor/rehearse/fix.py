@@ -4,14 +4,17 @@ when its rehearsal passed; otherwise what was tried and why it did not work."""
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 from dfdoctor import causes
 from dfdoctor.shell import join, quote
-from dfdoctor.rehearse import judge, rewrite
+from dfdoctor.rehearse import changes, judge, rewrite
 from dfdoctor.rehearse.runner import Rehearsal, rehearse
 from dfdoctor.targets.registry import kind_for
+
+RUN_FIRST = "run first: "  # a line of a fix to run before the line itself
+CHANGED = "changed: "  # the line of a fix that says what changed of the user's line, and why
 
 
 @dataclass
@@ -22,41 +25,31 @@ class Fix:
     works: bool
     why_not: str = ""
     rehearsal: Optional[Rehearsal] = None
+    first: list[str] = field(default_factory=list)  # lines to run before it (a folder to create), at the hop
+    changes: list[str] = field(default_factory=list)  # what was changed of the user's line, and why: a clause each
 
     def words(self) -> str:
-        """The fix as a report prints it."""
+        """The fix as a report prints it: the lines to run first (each marked), the line, what changed."""
         if self.works:
-            return self.line
+            return "\n".join([*(f"{RUN_FIRST}{ln}" for ln in self.first), self.line,
+                              *([CHANGED + "; ".join(self.changes)] if self.changes else [])])
         return f"no working line found; tried: {self.line} ({self.why_not})" if self.line else \
             f"no working line found: {self.why_not}"
 
 
-def compose(r: Rehearsal, log: Optional[str] = None) -> Optional[str]:
+def compose(r: Rehearsal, log: Optional[str] = None, *, folder: Optional[str] = None) -> Optional[str]:
     """A line that starts the same job at the same place, detached from every session, logging to an absolute
-    path, with an interpreter that exists there; None when there is nothing to compose it from."""
+    path, with an interpreter that exists there; None when there is nothing to compose it from. `folder`: the
+    folder to start the job in (a candidate of the search), else the one the line or the rehearsal gives."""
     plan = r.plan
     if plan is None or plan.job is None:
         return None
     job = plan.job
     if job.launcher is not None:  # the job came out of a launcher script: the fix starts the launcher
         return _launcher_line(job.launcher, r, log)
-    place = r.job_place
-    have = place.have if place else {}
-    interpreter = job.interpreter
-    if job.runner == "python" and have.get(interpreter) == "":
-        interpreter = next((w for w in ("python3", "python") if have.get(w)), interpreter)
-    seen = (place.start or {}) if place else {}
-    cwd = job.cwd if job.cwd and job.cwd.startswith("/") else None
-    if cwd is None and job.script and job.script.startswith("/"):
-        cwd = posixpath.dirname(job.script)
-    cwd = cwd or seen.get("cwd")
-    typed = log or next((lg.typed for lg in plan.logs if not lg.dynamic), None)
-    if typed is None:
-        stem = posixpath.splitext(posixpath.basename(job.script or "train"))[0]
-        typed = f"{stem}.log"
-    if not typed.startswith("/"):
-        base_dir = job.cwd if job.cwd and job.cwd.startswith("/") else cwd
-        typed = posixpath.join(base_dir, typed) if base_dir else typed
+    interpreter = _interpreter(r)
+    cwd = folder or _folder(r)
+    typed = _log_path(r, log, cwd)
     argv = [interpreter, *job.argv[1:]]
     options = argv[1:argv.index(job.script)] if job.script in argv else argv[1:]
     if job.runner == "python" and "-u" not in options:
@@ -71,6 +64,41 @@ def compose(r: Rehearsal, log: Optional[str] = None) -> Optional[str]:
     if cwd:
         core = f"cd {quote(cwd)} && {core}"
     return rewrite.typed_line(job.chain, core)
+
+
+def _interpreter(r: Rehearsal) -> str:
+    """The line's interpreter word, or the one that exists at the job's place when it does not."""
+    job = r.plan.job
+    place = r.job_place
+    have = place.have if place else {}
+    if job.runner == "python" and have.get(job.interpreter) == "":
+        return next((w for w in ("python3", "python") if have.get(w)), job.interpreter)
+    return job.interpreter
+
+
+def _folder(r: Rehearsal) -> Optional[str]:
+    """The folder the line gives the job (its absolute `cd`, its absolute script's), else where the rehearsal saw
+    it start."""
+    job = r.plan.job
+    if job.cwd and job.cwd.startswith("/"):
+        return job.cwd
+    if job.script and job.script.startswith("/"):
+        return posixpath.dirname(job.script)
+    place = r.job_place
+    return ((place.start or {}) if place else {}).get("cwd")
+
+
+def _log_path(r: Rehearsal, log: Optional[str], cwd: Optional[str]) -> str:
+    """The log the fixed line appends to: the one asked for or typed, made absolute against the job's folder."""
+    job = r.plan.job
+    typed = log or next((lg.typed for lg in r.plan.logs if not lg.dynamic), None)
+    if typed is None:
+        stem = posixpath.splitext(posixpath.basename(job.script or "train"))[0]
+        typed = f"{stem}.log"
+    if not typed.startswith("/"):
+        base_dir = job.cwd if job.cwd and job.cwd.startswith("/") else cwd
+        typed = posixpath.join(base_dir, typed) if base_dir else typed
+    return typed
 
 
 def _launcher_line(launcher, r: Rehearsal, log: Optional[str]) -> str:
@@ -93,22 +121,81 @@ def _launcher_line(launcher, r: Rehearsal, log: Optional[str]) -> str:
     return rewrite.typed_line(launcher.chain, core)
 
 
+# at most this many candidate lines are rehearsed (each ~3 s), within launch.path's own bound
+MAX_TRIES = 4
+
+
 def find(r: Rehearsal, log: Optional[str] = None, *, cwd: Optional[str] = None, launcher: Optional[str] = None,
-         launcher_text: Optional[str] = None) -> Optional[Fix]:
-    """Compose the fix and rehearse it; None when the rehearsal could not observe anything to fix."""
+         launcher_text: Optional[str] = None, folder: Optional[str] = None) -> Optional[Fix]:
+    """Search for the line that works, each candidate rehearsed: the folders that may hold the script (the
+    line's own, the log's, the folders the line names, `folder` (--cwd), where a session starts), with the
+    interpreter that exists there; a log folder missing at the job's place becomes a line to run first. None
+    when the rehearsal could not observe anything to fix."""
     if r.plan is None or r.unobservable:
         return None
     line = compose(r, log)
     if line is None:
         return Fix("", False, "the line's job could not be found")
-    tried = rehearse(line, cwd=cwd, launcher=launcher, launcher_text=launcher_text)
+    first: Optional[Fix] = None
+    seen = (r.job_place.start or {}) if r.job_place else {}
+    started_in = seen.get("cwd")  # where the job starts without a `cd`, for the clause that says why one was added
+    for place in candidates(r, log, folder)[:MAX_TRIES]:
+        if place is None and seen.get("script_found") is False:
+            continue  # the user's own line showed the script is not where a session starts
+        fx = _try(r, log, place, started_in, cwd=cwd, launcher=launcher, launcher_text=launcher_text)
+        if fx.works:
+            return fx
+        first = first or fx
+        tried = fx.rehearsal
+        at = (tried.job_place.start or {}) if tried and tried.job_place else {}
+        started_in = started_in or (at.get("cwd") if place is None else None)
+        if at.get("script_found") is False or (place and tried and not tried.started and
+                                               any("cd" in ln and place in ln for ln in tried.output.splitlines())):
+            continue  # not this folder: the script is not in it, or it does not exist there
+        break  # the script was found (or no rehearsal got that far): another folder changes nothing
+    return first or Fix(line, False, "no folder to start the job in holds the script")
+
+
+def candidates(r: Rehearsal, log: Optional[str], folder: Optional[str]) -> list[Optional[str]]:
+    """The folders to start the job in, most likely first. A relative script is looked for in the line's own
+    folder, the log's, the folders the line names and --cwd; None is "where the rehearsal saw it start"."""
+    job = r.plan.job
+    if job.launcher is not None or not job.script or job.script.startswith("/") or not job.script_is_file or \
+            (job.cwd and job.cwd.startswith("/")):
+        return [None]
+    logs = [lg.typed for lg in r.plan.logs if not lg.dynamic] + ([log] if log else [])
+    # the log's folder and the one above it (`> /workspace/x/train.log` for /workspace/train.py)
+    logs += [posixpath.dirname(p) for p in logs if p.startswith("/")]
+    named = [w for w in r.line.replace("'", " ").replace('"', " ").split() if w.startswith("/") and len(w) > 1]
+    found = [posixpath.dirname(p) for p in logs if p.startswith("/")] + \
+        [w.rstrip("/") if not posixpath.splitext(w)[1] else posixpath.dirname(w) for w in named] + \
+        ([folder] if folder and folder.startswith("/") else [])
+    folders = [f for f in found if f and f != "/" and not f.startswith(("/dev", "/proc", "/usr/bin", "/bin"))]
+    # where a session starts comes first: what the user meant, and where it starts is then seen, not guessed
+    return [None, *dict.fromkeys(folders)]
+
+
+def _try(r: Rehearsal, log: Optional[str], folder: Optional[str], started_in: Optional[str], **where) -> Fix:
+    """Compose the line for one folder and rehearse it; a log folder missing at the job's place is rehearsed with
+    the log in /tmp and given as a line to run first (dfdoctor never creates your folders)."""
+    line = compose(r, log, folder=folder)
+    assert line is not None
+    tried = rehearse(line, **where)
     if judge.passed(tried):
-        return Fix(line, True, rehearsal=tried)
+        return Fix(line, True, rehearsal=tried, changes=changes.said(r, tried, folder=folder, started_in=started_in))
     problems = judge.findings(tried, log)
     why = problems[0].summary if problems else (tried.unobservable or "its rehearsal did not keep the job alive "
                                                 "and logging")
-    if problems and problems[0].cause == causes.LOG_DIR_MISSING:
-        folder = next((posixpath.dirname(lg.typed) for lg in (tried.plan.logs if tried.plan else [])), "")
-        why += f"; create the folder first (`mkdir -p {quote(folder)}` on {problems[0].where}), dfdoctor never creates " \
-               "your folders" if folder else ""
+    job = r.plan.job
+    if problems and problems[0].cause == causes.LOG_DIR_MISSING and problems[0].where == job.where:
+        missing = posixpath.dirname(_log_path(r, log, folder or _folder(r)))
+        stand_in = "/tmp/" + posixpath.basename(_log_path(r, log, folder or _folder(r)))
+        again = rehearse(compose(r, stand_in, folder=folder) or line, **where)
+        if judge.passed(again):
+            make = rewrite.typed_line(job.chain, f"mkdir -p {quote(missing)}")
+            return Fix(line, True, rehearsal=again, first=[make],
+                       changes=[changes.folder_missing(missing, job.where), *changes.said(r, again, folder=folder,
+                                                                                     started_in=started_in)])
+        why += f"; create the folder first (`{rewrite.typed_line(job.chain, 'mkdir -p ' + quote(missing))}`), " \
+               "dfdoctor never creates your folders"
     return Fix(line, False, why, tried)
