@@ -64,7 +64,8 @@ def launch_path(ctx) -> Iterator[Result]:
     data["rehearsal"] = {"line": r.plan.line if r.plan else None, "facts": list(facts), "seconds": round(r.seconds, 2),
                          "not_rehearsed": [list(x) for x in (r.plan.not_rehearsed if r.plan else [])]}
     if fx is not None:
-        data["fix"] = {"line": fx.line, "works": fx.works, "why_not": fx.why_not,
+        data["fix"] = {"line": fx.line, "works": fx.works, "why_not": fx.why_not, "first": fx.first,
+                       "changes": fx.changes, "interpreter": fx.interpreter,
                        "facts": judge.facts(fx.rehearsal) if fx.rehearsal else []}
         data["corrected"] = fx.line if fx.works else None
     for o in observed:

@@ -14,7 +14,9 @@ from dfdoctor.registry import check
 
 # Besides the ping and the interpreter: facts that tell targets apart when many are checked at once (one's
 # kernel, one's driver, one's /dev/shm), each cheap and read the same way in busybox.
-PING = ('echo dfdoctor-ping; command -v "$1" || echo "no-python:$1"; '
+# Where the named interpreter is missing, the one that is there is said (`python` missing, /usr/bin/python3 there:
+# the target answers, and the missing word is imports.smoke's finding, not "no python").
+PING = ('echo dfdoctor-ping; command -v "$1" || { echo "no-python:$1"; command -v python3 || command -v python; }; '
         'echo "fact:kernel=$(uname -r 2>/dev/null)"; '
         'echo "fact:nvidia_driver=$(cat /sys/module/nvidia/version 2>/dev/null || echo none)"; '
         "echo \"fact:dev_shm_kb=$(df -Pk /dev/shm 2>/dev/null | awk 'NR==2{print $2}')\"")
@@ -24,7 +26,7 @@ def answer(stdout: str) -> tuple[str, dict[str, str]]:
     """The interpreter's path and the facts from PING's output."""
     lines = stdout.splitlines()
     after = lines[lines.index("dfdoctor-ping") + 1:] if "dfdoctor-ping" in lines else lines
-    python = next((ln.strip() for ln in after if ln.strip() and not ln.startswith("fact:")), "")
+    python = next((ln.strip() for ln in after if ln.strip() and not ln.startswith(("fact:", "no-python:"))), "")
     facts = {}
     for ln in after:
         if ln.startswith("fact:") and "=" in ln:
@@ -61,12 +63,14 @@ def target_reachable(ctx) -> Iterator[Result]:
                    evidence=tuple(out.stderr.strip().splitlines()[-3:]),
                    fix=reach_fix(target))
         return
-    if f"no-python:{python}" in out.stdout:
+    found, facts = answer(out.stdout)
+    missing = f"no-python:{python}" in out.stdout
+    if missing and not found.startswith("/"):
         yield fail(f"no {python} on {where}: dfdoctor's probes run in the target's python",
                    fix="Pass --python with the training interpreter's path on the target.")
         return
-    found, facts = answer(out.stdout)
-    yield ok(f"{where} answers in {out.duration_s:.2f} s; python: {found}",
+    note = f" ({python} is not there)" if missing else ""
+    yield ok(f"{where} answers in {out.duration_s:.2f} s; python: {found}{note}",
              data={"target": str(target), "python": found, "seconds": round(out.duration_s, 3),
                    "environment": {"target_python": found, **facts}})
 

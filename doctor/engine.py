@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
-from dfdoctor import causes, probe_server
+from dfdoctor import causes, probe_server, root_causes
 from dfdoctor.config import Config, ConfigError, apply_silences, load
 from dfdoctor.context import Context
 from dfdoctor.errors import UsageError
@@ -299,7 +299,7 @@ def run_phase(ctx: Context, checks: list[Check], phase: str, cfg: Config,
     finally:
         progress.close()
     apply_silences(records, cfg.silences)
-    return one_unreachable_target(records)
+    return root_causes.one_missing_interpreter(one_unreachable_target(records))
 
 
 def one_unreachable_target(records: list[CheckRecord]) -> list[CheckRecord]:

@@ -161,7 +161,8 @@ def _run_probe_on(target: Target, ctx, path: Path, args: Sequence[str], *, timeo
         return outcome
     if trailer is None:
         if outcome.returncode in (126, 127) or "not found" in outcome.stderr or "No such file" in outcome.stderr:
-            outcome.spawn_error = f"no interpreter {python!r} on {target.describe()}: {outcome.stderr.strip()[-300:]}"
+            said = _LXC_SOURCE.sub("", outcome.stderr.strip()[-300:])
+            outcome.spawn_error = f"no interpreter {python!r} on {target.describe()}: {said}"
         return outcome
     outcome.returncode = trailer.get("rc")
     outcome.timed_out = outcome.timed_out or bool(trailer.get("timed_out"))
@@ -170,6 +171,11 @@ def _run_probe_on(target: Target, ctx, path: Path, args: Sequence[str], *, timeo
     except ValueError:
         outcome.payload = None
     return outcome
+
+
+# lxc-attach's own source position before its words (`../src/lxc/attach.c: lxc_attach_run_command: 1841 `): no
+# help to a reader of a headline
+_LXC_SOURCE = re.compile(r"(?:\S+/)?\w+\.c: \w+: \d+ ")
 
 
 def run_on_target(ctx, argv: Sequence[str], *, timeout: float, tty: bool = False,

@@ -27,6 +27,7 @@ class Fix:
     rehearsal: Optional[Rehearsal] = None
     first: list[str] = field(default_factory=list)  # lines to run before it (a folder to create), at the hop
     changes: list[str] = field(default_factory=list)  # what was changed of the user's line, and why: a clause each
+    interpreter: dict = field(default_factory=dict)  # {"from": "python", "to": "python3"} where it swapped one
 
     def words(self) -> str:
         """The fix as a report prints it: the lines to run first (each marked), the line, what changed."""
@@ -180,20 +181,22 @@ def _try(r: Rehearsal, log: Optional[str], folder: Optional[str], started_in: Op
     the log in /tmp and given as a line to run first (dfdoctor never creates your folders)."""
     line = compose(r, log, folder=folder)
     assert line is not None
+    job = r.plan.job
+    swap = {"from": job.interpreter, "to": _interpreter(r)} if _interpreter(r) != job.interpreter else {}
     tried = rehearse(line, **where)
     if judge.passed(tried):
-        return Fix(line, True, rehearsal=tried, changes=changes.said(r, tried, folder=folder, started_in=started_in))
+        return Fix(line, True, rehearsal=tried, changes=changes.said(r, tried, folder=folder, started_in=started_in),
+                   interpreter=swap)
     problems = judge.findings(tried, log)
     why = problems[0].summary if problems else (tried.unobservable or "its rehearsal did not keep the job alive "
                                                 "and logging")
-    job = r.plan.job
     if problems and problems[0].cause == causes.LOG_DIR_MISSING and problems[0].where == job.where:
         missing = posixpath.dirname(_log_path(r, log, folder or _folder(r)))
         stand_in = "/tmp/" + posixpath.basename(_log_path(r, log, folder or _folder(r)))
         again = rehearse(compose(r, stand_in, folder=folder) or line, **where)
         if judge.passed(again):
             make = rewrite.typed_line(job.chain, f"mkdir -p {quote(missing)}")
-            return Fix(line, True, rehearsal=again, first=[make],
+            return Fix(line, True, rehearsal=again, first=[make], interpreter=swap,
                        changes=[changes.folder_missing(missing, job.where), *changes.said(r, again, folder=folder,
                                                                                      started_in=started_in)])
         why += f"; create the folder first (`{rewrite.typed_line(job.chain, 'mkdir -p ' + quote(missing))}`), " \

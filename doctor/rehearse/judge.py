@@ -52,13 +52,14 @@ def findings(r: Rehearsal, expected_log: Optional[str] = None) -> list[Observed]
         shown = "; ".join(ln.replace(suffix, "") for ln in lines)
         if lines and _MISSING.search(" ".join(lines)):
             folder = posixpath.dirname(log.typed) or "."
-            meant = (f" Your job was meant to run in {job.where}, but `> {log.typed}` is read by the shell on "
-                     f"{log.where}, before the command that enters {job.where.split(' on ')[0]} starts: that "
-                     "command runs no shell of its own.") if log.where != job.where else ""
+            # why, in the default text (issue 39: it was said only under -v)
+            meant = (f" (`> {log.typed}` is read by the shell on {log.where} before the command that enters "
+                     f"{job.where.split(' on ')[0]} starts: that command runs no shell of its own)"
+                     ) if log.where != job.where else ""
             out.append(Observed(causes.LOG_DIR_MISSING, log.where,
                                 f"the shell on {log.where} could not open the log {log.typed}: the folder {folder} "
-                                f"does not exist there, so nothing was started",
-                                f"It said: {shown}.{meant}"))
+                                f"does not exist there, so nothing was started{meant}",
+                                f"It said: {shown}."))
         elif lines and _DENIED.search(" ".join(lines)):
             out.append(Observed(causes.LOG_NOT_WRITABLE, log.where,
                                 f"the shell on {log.where} may not write the log {log.typed}, so nothing was started",

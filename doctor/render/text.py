@@ -87,8 +87,11 @@ def render(report: Report, verbose: bool = False, color: bool = False, quiet: bo
     raw = fix_sources(report)
     fixes = report_fixes(report)
     label = fix_word(v.state) + ": "
-    for i, fix in enumerate(fixes):
-        out.append(_paint("  " + label, "warn", color) + fix if i == 0 else "  " + " " * len(label) + fix)
+    pad = "  " + " " * len(label)
+    for i, line in enumerate(ln for fix in fixes for ln in fix.splitlines() if ln.strip()):
+        # a fix of several lines (a line to run first, the line, what changed): each its own, what changed indented
+        shown = ("  " + line) if line.startswith("changed: ") else line
+        out.append(_paint("  " + label, "warn", color) + shown if i == 0 else pad + shown)
     if report.run.get("dir"):
         out.append(f"  run: {report.run.get('dir')}")
     if report.environment.get("config"):
@@ -119,8 +122,15 @@ def fix_sources(report: Report) -> list[str]:
     warnings (what blocks the launch is mended first); else the verdict's own."""
     v = report.verdict
     if report.mode == "check" and not report.targets:
+        # the headline's fix first; each other failure's labelled with the check whose finding it fixes; a
+        # warning's advice stays under that warning's row (issue 39: six fix lines buried the one that mattered)
         worst_first = sorted(report.checks, key=lambda r: (r.silenced is None, r.status.rank), reverse=True)
-        return [f for rec in worst_first for f in _fixes(rec)]
+        problems = [rec for rec in worst_first if rec.status.rank > Status.WARN.rank and rec.silenced is None]
+        if not problems:
+            return [f for rec in worst_first for f in _fixes(rec)]
+        head = [v.fix] if v.fix else []
+        return head + [f if f in head or not head else f"for {rec.id}: {f}"
+                       for rec in problems for f in _failure_fixes(rec) if f not in head]
     if report.mode == "launch" and v.state == "failed" and not report.targets and not (report.run or {}).get("pid"):
         # refused before the start: every blocker's fix, the headline's first (two missing modules were mended
         # one launch at a time)
@@ -157,11 +167,19 @@ def quiet_line(report: Report) -> str:
     line = verdict_line(report).rstrip(".")
     if report.run.get("id"):
         line += f"; run {report.run['id']}"
-    fixes = [" ".join(f.split()) for f in report_fixes(report)]
+    fixes = [_pasted(f) for f in report_fixes(report)]
     if fixes:
         more = f" (and {len(fixes) - 1} more)" if len(fixes) > 1 else ""
         line += f"; {fix_word(report.verdict.state)}: {fixes[0]}{more}"
     return line
+
+
+def _pasted(fix: str) -> str:
+    """A fix as one line: its lines to run first and the line, joined by `&&` so that it pastes as one; what
+    changed is left to the full report."""
+    lines = [ln for ln in fix.splitlines() if ln.strip() and not ln.startswith("changed: ")]
+    lines = [ln[len("run first: "):] if ln.startswith("run first: ") else ln for ln in lines]
+    return " && ".join(" ".join(ln.split()) for ln in lines) if len(lines) > 1 else " ".join(" ".join(lines).split())
 
 
 _BELOW = re.compile(r"(; \d+ more problem\(s\)) below\)")
@@ -214,6 +232,12 @@ def _fixes(rec: CheckRecord) -> list[str]:
     if rec.status.rank < Status.WARN.rank:
         return []
     return [f.fix for f in _problems(rec) if f.fix] or ([rec.fix] if rec.fix else [])
+
+
+def _failure_fixes(rec: CheckRecord) -> list[str]:
+    """The fixes of a record's failures and errors (its warnings' advice stays under their rows)."""
+    found = [f.fix for f in rec.findings if f.status.rank > Status.WARN.rank and f.fix]
+    return found or ([rec.fix] if rec.fix and not rec.findings else [])
 
 
 def _rows(report: Report, width: int, verbose: bool, color: bool) -> list[str]:
