@@ -201,4 +201,5 @@ def _try(r: Rehearsal, log: Optional[str], folder: Optional[str], started_in: Op
                                                                                      started_in=started_in)])
         why += f"; create the folder first (`{rewrite.typed_line(job.chain, 'mkdir -p ' + quote(missing))}`), " \
                "dfdoctor never creates your folders"
+        tried = again  # what the line did once past the folder (its script found or not) decides the search
     return Fix(line, False, why, tried)

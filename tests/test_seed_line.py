@@ -1,0 +1,129 @@
+"""The seed's line word for word (issue 39): `ssh root@HOST 'pct exec 200 -- nohup python train.py > LOG 2>&1 &'`,
+a relative script and `python` where container 200 has only `python3`, over the real sshd + LXC + pct of
+tests/infra. `check` must end with lines that, pasted in order through a real shell, start the job and its log
+grows; and one missing interpreter is no four failures.
+
+Each test names its folder uniquely (others share the container) and kills the job it started."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from dfdoctor import causes
+from infra.fixtures import Infra, growing, infra, kill_naming, procs_naming  # noqa: F401
+
+pytestmark = pytest.mark.slow
+
+TRAIN = "import time\nfor i in range(4000):\n    print('step', i, flush=True)\n    time.sleep(0.1)\n"
+
+
+@pytest.fixture
+def workspace(infra: Infra):
+    """A folder in container 200 only (not on the host), holding train.py: the seed's /workspace."""
+    name = f"dfd-seed-{uuid.uuid4().hex[:8]}"
+    inside = infra.rootfs() / "tmp" / name
+    inside.mkdir()
+    (inside / "train.py").write_text(TRAIN)
+    yield f"/tmp/{name}", inside
+    for q in _logging_to(name):  # the pasted job: `python3 -u train.py`, its folder only in its descriptors
+        q.kill()
+    kill_naming(f"/tmp/{name}")
+    shutil.rmtree(inside, ignore_errors=True)
+
+
+def _logging_to(name: str) -> list:
+    """The processes whose stdout is a file in the folder `name` (the job a pasted line started)."""
+    out = []
+    for q in procs_naming("train.py"):
+        try:
+            if name in os.readlink(f"/proc/{q.pid}/fd/1"):
+                out.append(q)
+        except OSError:
+            pass
+    return out
+
+
+def _check(dfdoctor, infra: Infra, line: str, *extra: str) -> subprocess.CompletedProcess:
+    return dfdoctor("check", *extra, "--", "ssh", "root@dfdoctor-host", line, env=infra.env(), timeout=180)
+
+
+def _paste(line: str) -> subprocess.CompletedProcess:
+    """The printed line through a real shell, as a user pastes it."""
+    return subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+
+
+def _job_runs_and_logs(log: Path, mark: str) -> None:
+    deadline = time.monotonic() + 20
+    while not (log.exists() and log.stat().st_size > 0) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert log.exists(), f"the pasted line made no log {log}"
+    assert growing(log, wait=3), "the log does not grow"
+    assert _logging_to(mark), "the job is gone"
+
+
+def _quiet_fix(p: subprocess.CompletedProcess) -> str:
+    """The line `-q` prints to paste."""
+    assert "; fix: " in p.stdout, p.stdout
+    return p.stdout.strip().split("; fix: ", 1)[1].split(" (and ", 1)[0]
+
+
+def test_the_seed_line_as_typed_gets_one_line_to_paste_that_works(infra, workspace, dfdoctor):
+    work, inside = workspace
+    line = f"pct exec 200 -- nohup python train.py > {work}/train.log 2>&1 &"
+    p = _check(dfdoctor, infra, line, "--format", "json")
+    assert p.returncode == 1, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["verdict"]["cause"] == causes.LOG_DIR_MISSING
+    # one finding per cause: the missing `python` is a clause of the fix, no failure of its own
+    bad = [(c["id"], c["status"], c["summary"]) for c in doc["checks"] if c["status"] in ("fail", "error")]
+    assert [b[0] for b in bad] == ["launch.path"], bad
+    reach = next(c for c in doc["checks"] if c["id"] == "target.reachable")
+    assert reach["status"] == "ok" and "/usr/bin/python3" in reach["summary"], reach
+    for c in doc["checks"]:
+        if c["id"] in ("imports.smoke", "log.writable"):
+            assert c["status"] == "skip" and c["summary"].startswith("not examined: "), c
+    rec = next(c for c in doc["checks"] if c["id"] == "launch.path" and c["status"] == "fail")
+    fix = rec["data"]["fix"]
+    assert fix["works"] and fix["interpreter"] == {"from": "python", "to": "python3"}, fix
+    assert f"cd {work}" in fix["line"] and "python3 -u train.py" in fix["line"], fix
+    said = " ".join(fix["changes"])
+    assert "`python` → `python3`" in said and f"`cd {work}`" in said and "/root" in said, said
+    assert doc["verdict"]["fix"].splitlines()[0] == fix["line"]  # the headline's fix first: the line to paste
+    # -q prints the line to paste; pasted, the job starts and its log grows in the container
+    q = _check(dfdoctor, infra, line, "-q")
+    pasted = _quiet_fix(q)
+    assert pasted == fix["line"], (pasted, fix["line"])
+    ran = _paste(pasted)
+    assert ran.returncode == 0, ran.stderr
+    _job_runs_and_logs(inside / "train.log", inside.name)
+
+
+def test_the_seed_line_with_its_log_folder_missing_in_the_container_too(infra, workspace, dfdoctor):
+    work, inside = workspace
+    line = f"pct exec 200 -- nohup python train.py > {work}/run7/train.log 2>&1 &"
+    p = _check(dfdoctor, infra, line, "--format", "json")
+    assert p.returncode == 1, p.stderr
+    doc = json.loads(p.stdout)
+    rec = next(c for c in doc["checks"] if c["id"] == "launch.path" and c["status"] == "fail")
+    fix = rec["data"]["fix"]
+    assert fix["works"], fix
+    assert not (inside / "run7").exists(), "dfdoctor created the user's folder"
+    # the folder is created on the hop where it is missing, never by a bare `mkdir` on this machine
+    assert len(fix["first"]) == 1 and fix["first"][0].startswith("ssh ") and "pct exec 200" in fix["first"][0]
+    assert f"mkdir -p {work}/run7" in fix["first"][0], fix
+    text = doc["verdict"]["fix"].splitlines()
+    assert text[0] == "run first: " + fix["first"][0] and text[1] == fix["line"], text
+    # pasted in order (as -q prints them, joined by &&): the folder is made in the container and the job logs
+    pasted = _quiet_fix(_check(dfdoctor, infra, line, "-q"))
+    assert pasted == f"{fix['first'][0]} && {fix['line']}"
+    ran = _paste(pasted)
+    assert ran.returncode == 0, ran.stderr
+    _job_runs_and_logs(inside / "run7" / "train.log", inside.name)
