@@ -127,3 +127,28 @@ def test_the_seed_line_with_its_log_folder_missing_in_the_container_too(infra, w
     ran = _paste(pasted)
     assert ran.returncode == 0, ran.stderr
     _job_runs_and_logs(inside / "run7" / "train.log", inside.name)
+
+
+def test_the_users_hop_options_reach_the_same_place_for_every_check(infra, workspace, dfdoctor, tmp_path):
+    """`ssh -F FILE ...` without dfdoctor's own config: target.reachable and the probes go where the line goes
+    (they said "Could not resolve hostname"), and the printed line names the file once."""
+    work, inside = workspace
+    config = tmp_path / "ssh_config"
+    shutil.copy(infra.ssh_config, config)
+    env = {k: v for k, v in os.environ.items() if k != "DFDOCTOR_SSH_CONFIG"}
+    line = f"pct exec 200 -- nohup python3 {work}/train.py > {work}/train.log 2>&1 &"
+    p = dfdoctor("check", "--format", "json", "--", "ssh", "-F", str(config), "root@dfdoctor-host", line, env=env,
+                 timeout=180)
+    doc = json.loads(p.stdout)
+    reach = next(c for c in doc["checks"] if c["id"] == "target.reachable")
+    assert reach["status"] == "ok", reach
+    fix = next(c for c in doc["checks"] if c["id"] == "launch.path" and c["status"] == "fail")["data"]["fix"]
+    assert fix["works"] and fix["line"].count("-F ") == 1 and f"-F {config}" in fix["line"], fix
+
+
+def test_hop_options_never_carry_one_that_runs_a_command_here():
+    from dfdoctor.targets.kinds.ssh import hop_options
+
+    prefix = ["ssh", "-F", "cfg", "-i", "key", "-J", "jump", "-oProxyCommand=nc %h %p", "-o", "LocalCommand=x",
+              "-o", "Port=2", "-t", "host"]
+    assert hop_options(prefix) == ("-F", "cfg", "-i", "key", "-J", "jump", "-o", "Port=2")

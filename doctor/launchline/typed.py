@@ -5,7 +5,7 @@ the log the user will look at."""
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 from dfdoctor.launchline.wrappers import read_shell
@@ -13,6 +13,7 @@ from dfdoctor.launchline.hops import LOCAL, base
 from dfdoctor.launchline.launchpath import analyse
 from dfdoctor.shell import join
 from dfdoctor.targets import Target, parse_target
+from dfdoctor.targets.kinds.ssh import hop_options
 from dfdoctor.targets.registry import hop_kind, kind_for
 
 # Besides a hop of a target kind (ssh, pct exec, lxc-attach, docker exec): a command line whose program is one of
@@ -63,9 +64,13 @@ def read(command: list[str]) -> Optional[TypedLaunch]:
 def target_of(chain: list[tuple[str, list[str]]]) -> Target:
     """The `--target` a chain of hops reaches (each hop's kind says where it leads from the target so far); a hop
     that names a malformed target (`ssh -p 0 h`) raises ValueError in parse_target's one line."""
-    reached = Target()
+    reached, options = Target(), ()
     for scheme, prefix in chain:
         spec = kind_for(scheme).hop_target(reached, prefix)
         if spec is not None:
             reached = parse_target(spec)
+        if scheme == "ssh":  # the user's own ways of reaching that host, for every check that goes there
+            options = hop_options(prefix)
+    if options and reached.kind in ("ssh", "pct"):
+        reached = replace(reached, extra=(*reached.extra, ("ssh_options", join(list(options)))))
     return reached

@@ -782,9 +782,10 @@ def typed_line(chain: tuple[Hop, ...], script: str) -> str:
 
 def _without_extra(argv: list[str]) -> list[str]:
     """ssh's words without the options the rehearsal added (and its `-T`), but for the config file dfdoctor's ssh
-    used (`-F $DFDOCTOR_SSH_CONFIG`): without it the printed line would not reach where the rehearsal did."""
+    used (`-F $DFDOCTOR_SSH_CONFIG`): without it the printed line would not reach where the rehearsal did. Where
+    the user's hop names its own `-F`, that one is the line's (never `ssh -F X -F X`)."""
     ours = ssh_extra()
-    out, i = list(ours[:2]) if ours[:1] == ["-F"] else [], 0
+    out, i = [], 0
     while i < len(argv):
         if argv[i:i + len(ours)] == ours:
             i += len(ours)
@@ -794,4 +795,5 @@ def _without_extra(argv: list[str]) -> list[str]:
             continue
         out.append(argv[i])
         i += 1
-    return out
+    users_config = any(a.startswith("-F") for a in out[:-1])
+    return (list(ours[:2]) if ours[:1] == ["-F"] and not users_config else []) + out

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shlex
 import re
 import shutil
 import signal
@@ -36,7 +37,7 @@ def control_path(target: Target) -> Optional[str]:
     shared = os.environ.get(SHARED_ENV)
     if not shared:
         return None
-    key = f"{target.destination}:{target.port or ''}:{os.environ.get(SSH_CONFIG_ENV, '')}"
+    key = f"{target.destination}:{target.port or ''}:{os.environ.get(SSH_CONFIG_ENV, '')}:{target.part('ssh_options') or ''}"
     return os.path.join(shared, hashlib.sha1(key.encode()).hexdigest()[:16])
 
 
@@ -53,6 +54,10 @@ def ssh_options(target: Target, *, master: str = "no") -> list[str]:
     path = control_path(target)
     if path:
         argv += ["-o", f"ControlPath={path}"]
+    # the user's own hop options (`-F FILE -i KEY -J JUMP -o K=V`): after dfdoctor's, which ssh takes first for
+    # each -o; the user's -F, given last, is the one ssh reads
+    words = target.part("ssh_options")
+    argv += shlex.split(words) if words else []
     if target.port:
         argv += ["-p", str(target.port)]
     if target.user:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shlex
 from typing import Iterator, Optional, Sequence
 
 from dfdoctor.shell import join, quote
@@ -125,9 +126,46 @@ class Ssh(TargetKind):
 
 
 def ssh_typed(target: Target, remote: str) -> str:
-    """`ssh [-F CONFIG] [-p PORT] user@host 'REMOTE'`, as a person types it: with the config file dfdoctor's own
-    ssh used ($DFDOCTOR_SSH_CONFIG), without which the printed line would not reach where dfdoctor did."""
+    """`ssh [-F CONFIG] [-p PORT] [USER'S OPTIONS] user@host 'REMOTE'`, as a person types it: with the config file
+    dfdoctor's own ssh used ($DFDOCTOR_SSH_CONFIG) unless the user's hop names its own, without which the printed
+    line would not reach where dfdoctor did."""
+    users = user_options(target)
     cfg = os.environ.get(SSH_CONFIG_ENV)
-    config = f"-F {quote(cfg)} " if cfg else ""
+    config = f"-F {quote(cfg)} " if cfg and "-F" not in users else ""
     port = f"-p {target.port} " if target.port else ""
-    return f"ssh {config}{port}{target.destination} {quote(remote)}"
+    mine = f"{join(users)} " if users else ""
+    return f"ssh {config}{port}{mine}{target.destination} {quote(remote)}"
+
+
+# ssh options of a user's hop that say how to reach the same place, kept for every check that goes there (issue
+# 39); those that run a command on this machine are never taken from a line (ProxyCommand, LocalCommand, ...)
+_WITH_VALUE = {"-F", "-i", "-J", "-o"}
+_RUNS_HERE = {"proxycommand", "localcommand", "permitlocalcommand", "knownhostscommand", "remotecommand",
+              "proxyusefdpass"}
+
+
+def hop_options(prefix: Sequence[str]) -> tuple[str, ...]:
+    """The options of an `ssh ... host` hop that reach the same place (-F, -i, -J, -o KEY=VALUE), in order;
+    never one that runs a command here."""
+    out: list[str] = []
+    i = 1
+    while i < len(prefix) - 1:
+        a = prefix[i]
+        value = prefix[i + 1] if a in _WITH_VALUE and i + 1 < len(prefix) - 1 else None
+        if value is None and len(a) > 2 and a[:2] in _WITH_VALUE:
+            a, value = a[:2], a[2:]
+            i -= 1
+        if value is not None:
+            key = re.split(r"[=\s]", value.strip(), 1)[0].lower()
+            if not (a == "-o" and key in _RUNS_HERE):
+                out += [a, value]
+            i += 2
+            continue
+        i += 1
+    return tuple(out)
+
+
+def user_options(target: Target) -> list[str]:
+    """The user's own hop options a target carries (see hop_options)."""
+    words = target.part("ssh_options")
+    return shlex.split(words) if words else []
