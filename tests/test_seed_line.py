@@ -152,3 +152,30 @@ def test_hop_options_never_carry_one_that_runs_a_command_here():
     prefix = ["ssh", "-F", "cfg", "-i", "key", "-J", "jump", "-oProxyCommand=nc %h %p", "-o", "LocalCommand=x",
               "-o", "Port=2", "-t", "host"]
     assert hop_options(prefix) == ("-F", "cfg", "-i", "key", "-J", "jump", "-o", "Port=2")
+
+
+def test_a_launcher_that_cds_first_gets_the_folder_its_log_is_really_in(infra, workspace, dfdoctor, tmp_path):
+    """`cd code` then `> outputs/run7/train.log`: the folder to create is code/outputs/run7 in the container, on
+    the hop (it was a bare `mkdir -p outputs/run7`), and the launcher's own failure is read from its output (the
+    "tried" line blamed the session's end)."""
+    work, inside = workspace
+    (inside / "code").mkdir()
+    shutil.move(str(inside / "train.py"), str(inside / "code" / "train.py"))
+    text = "#!/bin/sh\ncd code\nnohup python3 train.py > outputs/run7/train.log 2>&1 &\n"
+    (inside / "launch.sh").write_text(text)
+    (tmp_path / "launch.sh").write_text(text)
+    line = f'pct exec 200 -- sh -c "cd {work} && sh launch.sh"'
+    p = _check(dfdoctor, infra, line, "--launcher", str(tmp_path / "launch.sh"), "--format", "json")
+    doc = json.loads(p.stdout)
+    rec = next(c for c in doc["checks"] if c["id"] == "launch.path" and c["status"] == "fail")
+    assert rec["cause"] == causes.LOG_DIR_MISSING and f"{work}/code/outputs/run7" in rec["summary"], rec
+    fix = rec["data"]["fix"]
+    assert fix["works"], fix
+    assert fix["first"] and fix["first"][0].startswith("ssh ") and f"mkdir -p {work}/code/outputs/run7" in \
+        fix["first"][0], fix
+    assert "outputs/run7" not in fix["line"], fix  # the launcher's output goes next to it, not into the job's log
+    assert not (inside / "code" / "outputs").exists(), "dfdoctor created the user's folder"
+    pasted = _quiet_fix(_check(dfdoctor, infra, line, "-q", "--launcher", str(tmp_path / "launch.sh")))
+    ran = _paste(pasted)
+    assert ran.returncode == 0, ran.stderr
+    _job_runs_and_logs(inside / "code" / "outputs" / "run7" / "train.log", inside.name)

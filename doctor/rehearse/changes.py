@@ -31,7 +31,7 @@ def said(r: Rehearsal, tried: Rehearsal, *, folder: Optional[str] = None, starte
     pause = any(kind_for(hop.kind).detach_needs_pause for hop in job.chain)
     out.append("`nohup setsid -f … </dev/null`: the job leaves the session that started it"
                + ("; `sleep 1`: lets it get away before the hop ends what it started" if pause else ""))
-    if job.runner == "python" and "-u" not in job.argv[1:job.argv.index(job.script) if job.script in job.argv
+    if job.launcher is None and job.runner == "python" and "-u" not in job.argv[1:job.argv.index(job.script) if job.script in job.argv
                                                          else None]:
         out.append("`-u`: Python writes each line to the log at once, not in blocks")
     return out

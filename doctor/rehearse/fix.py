@@ -106,9 +106,12 @@ def _launcher_line(launcher, r: Rehearsal, log: Optional[str]) -> str:
     """The launcher itself, detached from every session, its output appended to an absolute log."""
     plan = r.plan
     cwd = launcher.cwd if launcher.cwd and launcher.cwd.startswith("/") else None
-    # the log of the line that ran the launcher (the first redirect, read before the launcher's own)
-    outer = [lg.typed for lg in plan.logs if not lg.dynamic] if plan else []
-    typed = log or (outer[0] if outer else posixpath.splitext(launcher.script or "launch")[0] + ".out")
+    # the log of the line that ran the launcher (never one of the launcher's own redirects: those are its job's)
+    outer = [lg.typed for lg in plan.logs if not lg.dynamic and not lg.in_launcher] if plan else []
+    inner = {lg.typed for lg in plan.logs if lg.in_launcher} if plan else set()
+    typed = (outer[0] if outer else None) or (log if log and log not in inner and not any(
+        lg.absolute == log for lg in plan.logs if lg.in_launcher) else None) or \
+        posixpath.splitext(launcher.script or "launch")[0] + ".out"
     if not typed.startswith("/") and not cwd and launcher.script and launcher.script.startswith("/"):
         cwd = posixpath.dirname(launcher.script)
     if not typed.startswith("/") and cwd:
@@ -191,15 +194,32 @@ def _try(r: Rehearsal, log: Optional[str], folder: Optional[str], started_in: Op
     why = problems[0].summary if problems else (tried.unobservable or "its rehearsal did not keep the job alive "
                                                 "and logging")
     if problems and problems[0].cause == causes.LOG_DIR_MISSING and problems[0].where == job.where:
-        missing = posixpath.dirname(_log_path(r, log, folder or _folder(r)))
-        stand_in = "/tmp/" + posixpath.basename(_log_path(r, log, folder or _folder(r)))
-        again = rehearse(compose(r, stand_in, folder=folder) or line, **where)
-        if judge.passed(again):
-            make = rewrite.typed_line(job.chain, f"mkdir -p {quote(missing)}")
+        made = problems[0].path or _log_path(r, log, folder or _folder(r))
+        missing = posixpath.dirname(made)
+        make = rewrite.typed_line(job.chain, f"mkdir -p {quote(missing)}")
+        again = _with_log_in_tmp(r, log, folder, problems[0], where)
+        if again is not None and judge.passed(again):
             return Fix(line, True, rehearsal=again, first=[make], interpreter=swap,
                        changes=[changes.folder_missing(missing, job.where), *changes.said(r, again, folder=folder,
                                                                                      started_in=started_in)])
-        why += f"; create the folder first (`{rewrite.typed_line(job.chain, 'mkdir -p ' + quote(missing))}`), " \
-               "dfdoctor never creates your folders"
-        tried = again  # what the line did once past the folder (its script found or not) decides the search
+        why += f"; create the folder first (`{make}`), dfdoctor never creates your folders"
+        tried = again or tried  # what the line did once past the folder (its script found or not) decides the search
     return Fix(line, False, why, tried)
+
+
+def _with_log_in_tmp(r: Rehearsal, log: Optional[str], folder: Optional[str], missing, where: dict
+                     ) -> Optional[Rehearsal]:
+    """The same fix rehearsed with the log whose folder is missing moved to /tmp: all of it but the folder is then
+    seen to work. In a launcher, its redirect's path is swapped in the text the rehearsal runs (the user's script
+    is never touched); None where that path is not written once in it."""
+    job = r.plan.job
+    failed = next((lg for lg in r.plan.logs if lg.absolute == missing.path or lg.typed == missing.path), None)
+    stand_in = "/tmp/" + posixpath.basename(missing.path or _log_path(r, log, folder or _folder(r)))
+    if job.launcher is None:
+        return rehearse(compose(r, stand_in, folder=folder) or "", **where)
+    text = where.get("launcher_text") or ""
+    typed = failed.typed if failed is not None else None
+    if not typed or text.count(typed) != 1:
+        return None
+    line = compose(r, log, folder=folder)
+    return rehearse(line or "", **{**where, "launcher_text": text.replace(typed, stand_in)})

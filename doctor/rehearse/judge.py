@@ -27,6 +27,7 @@ class Observed:
     where: str
     summary: str
     details: str = ""
+    path: Optional[str] = None  # the file it is about, absolute where its folder is known (a log that failed)
 
 
 def _user_path(path: str, suffix: str) -> str:
@@ -48,10 +49,13 @@ def findings(r: Rehearsal, expected_log: Optional[str] = None) -> list[Observed]
     suffix = plan.suffix
     words_everywhere = r.output + "\n" + "\n".join(head for p in r.places for _, head in p.logs.values())
     for log in plan.logs:
-        lines = _said(r.output, log.renamed)
+        # what the shell said may be in a log of the line (a launcher's redirect fails into the launcher's output)
+        lines = _said(words_everywhere, log.renamed)
         shown = "; ".join(ln.replace(suffix, "") for ln in lines)
         if lines and _MISSING.search(" ".join(lines)):
             folder = posixpath.dirname(log.typed) or "."
+            if log.absolute and log.absolute != log.typed:  # `cd code` then `> outputs/x.log`: say which folder
+                folder += f" ({posixpath.dirname(log.absolute)})"
             # why, in the default text (issue 39: it was said only under -v)
             meant = (f" (`> {log.typed}` is read by the shell on {log.where} before the command that enters "
                      f"{job.where.split(' on ')[0]} starts: that command runs no shell of its own)"
@@ -59,7 +63,7 @@ def findings(r: Rehearsal, expected_log: Optional[str] = None) -> list[Observed]
             out.append(Observed(causes.LOG_DIR_MISSING, log.where,
                                 f"the shell on {log.where} could not open the log {log.typed}: the folder {folder} "
                                 f"does not exist there, so nothing was started{meant}",
-                                f"It said: {shown}."))
+                                f"It said: {shown}.", log.absolute))
         elif lines and _DENIED.search(" ".join(lines)):
             out.append(Observed(causes.LOG_NOT_WRITABLE, log.where,
                                 f"the shell on {log.where} may not write the log {log.typed}, so nothing was started",

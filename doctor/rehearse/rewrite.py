@@ -82,6 +82,15 @@ class Log:
     dynamic: bool = False  # its path was not known before the rehearsal (left to the look at the job's fds)
     what: str = "redirect"  # redirect | tee | nohup.out | screen log | lock file | time -o
     in_home: bool = False  # relative to $HOME at that place (nohup's fallback), not to `cwd`
+    in_launcher: bool = False  # written by a line of the launcher script, not by the line that started it
+
+    @property
+    def absolute(self) -> Optional[str]:
+        """The path the shell opened, where its folder is known (None otherwise)."""
+        if self.typed.startswith("/"):
+            return self.typed
+        return posixpath.normpath(posixpath.join(self.cwd, self.typed)) if self.cwd and self.cwd.startswith("/") \
+            else None
 
 
 @dataclass
@@ -624,7 +633,10 @@ class _Rewriter:
         self.launcher_text = None  # followed once
         self.launcher_job = Job(argv, argv[0], chain, where, state["cwd"], argv[at - k], "launcher",
                                 list(state.get("setup", [])), True)
+        first = len(self.plan.logs)
         new = self.text(text, chain, where, state["cwd"], state.get("tty", True))
+        for lg in self.plan.logs[first:]:  # the launcher's own redirects (the line's are the launcher's output)
+            lg.in_launcher = True
         shell = base(argv[0]) if base(argv[0]) in SHELLS else _shebang(text)
         edits.append((words[k].start, words[at].end, f"{shell} -c {quote(new)} {words[at].raw}"))
 
