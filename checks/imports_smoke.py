@@ -120,7 +120,11 @@ def _conclude(ctx, spec: LaunchSpec, out: ProbeOutcome, hang_s: float, request: 
         yield _no_answer(ctx, spec, out, hang_s, launch)
         return
     if p.get("not_found"):
-        yield fail(f"the launch command cannot start: script not found: {p['not_found']}", causes.COMMAND_NOT_FOUND,
+        looked = "" if str(p["not_found"]).startswith("/") else \
+            f" (looked for it in {p.get('cwd') or ctx.cwd}" + ("" if ctx.target.runs_here else
+                                                             f" on {ctx.target.describe()}") + ")"
+        yield fail(f"the launch command cannot start: script not found: {p['not_found']}{looked}",
+                   causes.COMMAND_NOT_FOUND,
                    evidence=(f"command: {shlex.join(spec.argv)}",), fix=_not_found_fix(spec), data=launch)
         return
     request = {**request, "path0": p.get("path0") or str(ctx.cwd)}

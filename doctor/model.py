@@ -250,6 +250,8 @@ class Report:
     environment: dict[str, Any] = field(default_factory=dict)
     mode: str = "check"  # check | launch | status
     targets: list[TargetRow] = field(default_factory=list)  # empty unless the report covers many targets
+    # the user's launch line as typed, where `command` is the job dfdoctor found in it (issue 39: it was gone)
+    command_as_typed: str = ""
 
     def checks_of(self, target: str) -> list[CheckRecord]:
         """The records of one row of a report over many targets."""
@@ -263,6 +265,8 @@ class Report:
              "timeline": list(self.timeline), "run": dict(self.run), "environment": dict(self.environment)}
         if self.targets:
             d["targets"] = [t.to_dict() for t in self.targets]
+        if self.command_as_typed:
+            d["command_as_typed"] = self.command_as_typed
         return d
 
     @classmethod
@@ -280,7 +284,8 @@ class Report:
                    checks=[CheckRecord.from_dict(c) for c in d.get("checks") or []],
                    timeline=list(d.get("timeline") or []), run=dict(d.get("run") or {}),
                    environment=dict(d.get("environment") or {}), mode=d.get("mode") or "check",
-                   targets=[TargetRow.from_dict(t) for t in d.get("targets") or []])
+                   targets=[TargetRow.from_dict(t) for t in d.get("targets") or []],
+                   command_as_typed=d.get("command_as_typed") or "")
 
 
 # The shape of a `dfdoctor/1` document, as far as dfdoctor reads it back: a field may be missing or null (its
@@ -300,6 +305,7 @@ _FINDING = {"status": _Required(_STR), "summary": _STR, "cause": _STR, "details"
 _VERDICT = {"state": _STR, "cause": _STR, "summary": _STR, "fix": _STR, "evidence": [_STR]}
 _REPORT_SHAPE = {
     "schema": _STR, "tool": {"name": _STR, "version": _STR}, "mode": _STR, "target": _STR, "command": [_STR],
+    "command_as_typed": _STR,
     "started_at": _STR, "finished_at": _STR, "verdict": _VERDICT,
     "checks": [{"id": _Required(_STR), "phase": _STR, "status": _Required(_STR), "summary": _STR, "cause": _STR,
                 "details": _STR, "fix": _STR, "evidence": [_STR], "data": _ANY_OBJ, "duration_s": _NUM,

@@ -53,6 +53,7 @@ def main():
         script = spec.get("script")
         if script and not os.path.exists(script):
             out["not_found"] = script
+            out["cwd"] = os.getcwd()  # where a relative one was looked for, for the finding to say
             faulthandler.cancel_dump_traceback_later()
             answer(out)
             return

@@ -28,7 +28,6 @@ from dfdoctor.engine import (
     guard,
     target_connection,
 )
-from dfdoctor.shell import join
 from dfdoctor.launch.orchestrate import (
     DEFAULT_WATCH_S,
     STATUS_WATCH_S,
@@ -122,9 +121,8 @@ def launch(opts: dict[str, Any]) -> int:
     opts["launching"] = True  # a launch line after `--` is replaced by dfdoctor's own start, not rehearsed
     ctx, cfg = build_context(opts, command)
     if ctx.typed_line:
-        click.echo(f"dfdoctor launch: instead of your line, starting {join(ctx.command)} on {ctx.target} under the "
-                   f"flight recorder" + (f", its output appended to {ctx.log}" if ctx.log else "")
-                   + (f", in {ctx.cwd_note or ctx.cwd}" if not ctx.target.runs_here else ""), err=True)
+        from dfdoctor.launchline.typed import launch_note  # start-up: see engine.default_python
+        click.echo(launch_note(ctx), err=True)
     run_dir = Path(opts["run_dir"]).absolute() if opts["run_dir"] else None
     guard(pairs, ctx, (runs_root(ctx.cwd if ctx.target.runs_here else Path.cwd()),
                        *((run_dir,) if run_dir and ctx.target.runs_here else ())))
@@ -155,6 +153,7 @@ def launch(opts: dict[str, Any]) -> int:
     with target_connection(ctx), sigterm_as_interrupt() as seen:  # SIGTERM ends the watch as Ctrl-C does
         try:
             report = run_launch(ctx, cfg, lo)
+            report.command_as_typed = ctx.typed_line or ""  # the user's line stays in every output (issue 39)
         except FileExistsError as exc:
             raise click.UsageError(str(exc)) from None
         except Terminated:  # outside the watch: before the start (nothing runs), or after it (say which run)

@@ -135,7 +135,8 @@ def check_cmd(opts: dict[str, Any]) -> int:
     level = fail_on(opts, cfg)
     report = Report(tool_version=__version__, target=str(ctx.target), command=command, started_at=started,
                     finished_at=now_iso(), verdict=verdict_from_checks(records, level), checks=records,
-                    timeline=[], environment=environment_facts(ctx, records), mode="check")
+                    timeline=[], environment=environment_facts(ctx, records), mode="check",
+                    command_as_typed=ctx.typed_line or "")
     if not command and not ctx.shell_command and not ctx.launcher:  # a line or a launcher is a launch to check
         report.verdict = no_launch_checked(report.verdict, records)
     name_config(report, cfg)

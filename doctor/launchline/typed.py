@@ -74,3 +74,16 @@ def target_of(chain: list[tuple[str, list[str]]]) -> Target:
     if options and reached.kind in ("ssh", "pct"):
         reached = replace(reached, extra=(*reached.extra, ("ssh_options", join(list(options)))))
     return reached
+
+
+def launch_note(ctx) -> str:
+    """What `launch` says before it starts a job read out of a typed line: the line as typed, what reads wrong in
+    it (the reading's failures: a `>` opened by another host's shell, a job that dies with its session), and
+    what dfdoctor starts instead."""
+    a = analyse(ctx.typed_line)
+    wrong = [f"  - on {a.hops[f.hop].where}: {f.summary}" for f in a.findings if f.status == "fail"]
+    where = f", in {ctx.cwd_note or ctx.cwd}" if not ctx.target.runs_here else ""
+    return "\n".join([f"dfdoctor launch: your line: {ctx.typed_line}",
+                      *(["  what is wrong with it (read, not run):", *wrong] if wrong else []),
+                      f"  instead, starting {join(ctx.command)} on {ctx.target} under the flight recorder"
+                      + (f", its output appended to {ctx.log}" if ctx.log else "") + where])

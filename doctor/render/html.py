@@ -427,6 +427,7 @@ def render(report: Report, verbose: bool = False) -> str:
         r=report, v=v, verbose=verbose, css=Markup(css), csp=csp(css),
         state_word=STATE_WORDS.get(v.state, v.state.upper()),
         command=shlex.join(str(a) for a in report.command) if report.command else "",
+        command_as_typed=report.command_as_typed,
         fixes=[fix_markup(f) for f in report_fixes(report)], fix_label=fix_word(v.state).capitalize(),
         evidence=evidence, evidence_more=evidence_more,
         timeline=timeline_rows(report.timeline), before_after=before_after(report),
