@@ -179,3 +179,25 @@ def test_a_launcher_that_cds_first_gets_the_folder_its_log_is_really_in(infra, w
     ran = _paste(pasted)
     assert ran.returncode == 0, ran.stderr
     _job_runs_and_logs(inside / "code" / "outputs" / "run7" / "train.log", inside.name)
+
+
+def test_launch_of_the_seed_line_keeps_it_and_ends_with_a_line_that_works(infra, workspace, dfdoctor, tmp_path):
+    """`launch` of the exact line: the line as typed in the report (JSON `command_as_typed`, HTML's Command), what
+    reads wrong in it in the default text, and, refused, the line seen to work first among the fixes."""
+    work, inside = workspace
+    line = f"pct exec 200 -- nohup python train.py > {work}/train.log 2>&1 &"
+    typed = f"ssh root@dfdoctor-host '{line}'"
+    p = dfdoctor("launch", "--format", "json", "--output", str(tmp_path / "r.json"), "--format", "html", "--output",
+                 str(tmp_path / "r.html"), "--format", "text", "--", "ssh", "root@dfdoctor-host", line,
+                 env=infra.env(), timeout=240, cwd=tmp_path)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert f"your line: {typed}" in p.stderr and "is parsed by the shell on dfdoctor-host" in p.stderr, p.stderr
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["command_as_typed"] == typed and doc["command"] == ["python", "train.py"], doc["command"]
+    html = (tmp_path / "r.html").read_text()
+    assert html.index("nohup python train.py &gt;") < html.index("<dt>Ran</dt>"), "the line as typed comes first"
+    pasted = doc["verdict"]["fix"].splitlines()[0]
+    assert pasted.startswith("ssh ") and "python3 -u train.py" in pasted, doc["verdict"]["fix"]
+    ran = _paste(pasted)
+    assert ran.returncode == 0, ran.stderr
+    _job_runs_and_logs(inside / "train.log", inside.name)

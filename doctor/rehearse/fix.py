@@ -223,3 +223,12 @@ def _with_log_in_tmp(r: Rehearsal, log: Optional[str], folder: Optional[str], mi
         return None
     line = compose(r, log, folder=folder)
     return rehearse(line or "", **{**where, "launcher_text": text.replace(typed, stand_in)})
+
+
+def for_typed_line(line: str, log: Optional[str] = None, folder: Optional[str] = None) -> Optional[Fix]:
+    """The user's typed line rehearsed and, where it was seen to fail, the line that works searched for (what
+    `launch` offers when it will not start a job read out of that line); None where nothing was seen to fail."""
+    r = rehearse(line)
+    if r.plan is None or r.unobservable or not judge.findings(r, log):
+        return None
+    return find(r, log, folder=folder)
