@@ -155,7 +155,7 @@ def launch(opts: dict[str, Any]) -> int:
             report = run_launch(ctx, cfg, lo)
             report.command_as_typed = ctx.typed_line or ""  # the user's line stays in every output (issue 39)
             if ctx.typed_line and report.verdict.state == "failed" and not report.run.get("pid"):
-                from dfdoctor.launchline.typed import offer_working_line  # start-up: see engine.default_python
+                from dfdoctor.rehearse.fix import offer_working_line  # start-up: see engine.default_python
                 offer_working_line(ctx, report)
         except FileExistsError as exc:
             raise click.UsageError(str(exc)) from None

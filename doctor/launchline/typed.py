@@ -88,16 +88,3 @@ def launch_note(ctx) -> str:
                       f"  instead, starting {join(ctx.command)} on {ctx.target} under the flight recorder"
                       + (f", its output appended to {ctx.log}" if ctx.log else "") + where])
 
-
-def offer_working_line(ctx, report) -> None:
-    """A launch refused for a job read out of a typed line: the user's line rehearsed, and the line seen to work
-    (the fix search of launch.path) put first among the fixes, as the line to paste."""
-    from dfdoctor.rehearse.fix import for_typed_line  # the rehearsal, only when a refused launch needs it
-
-    folder = str(ctx.cwd) if not ctx.target.runs_here and str(ctx.cwd).startswith("/") else None
-    fx = for_typed_line(ctx.typed_line, str(ctx.log) if ctx.log else None, folder)
-    if fx is None or not fx.works:
-        return
-    v = report.verdict
-    v.evidence = [*v.evidence, "your line was rehearsed: the fix's line was seen to start the job and fill its log"]
-    v.fix = fx.words()  # the blockers' own fixes follow it (render.text.fix_sources)

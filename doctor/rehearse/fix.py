@@ -232,3 +232,15 @@ def for_typed_line(line: str, log: Optional[str] = None, folder: Optional[str] =
     if r.plan is None or r.unobservable or not judge.findings(r, log):
         return None
     return find(r, log, folder=folder)
+
+
+def offer_working_line(ctx, report) -> None:
+    """A launch refused for a job read out of a typed line: the user's line rehearsed, and the line seen to work
+    (the fix search of launch.path) put first among the fixes, as the line to paste."""
+    folder = str(ctx.cwd) if not ctx.target.runs_here and str(ctx.cwd).startswith("/") else None
+    fx = for_typed_line(ctx.typed_line, str(ctx.log) if ctx.log else None, folder)
+    if fx is None or not fx.works:
+        return
+    v = report.verdict
+    v.evidence = [*v.evidence, "your line was rehearsed: the fix's line was seen to start the job and fill its log"]
+    v.fix = fx.words()  # the blockers' own fixes follow it (render.text.fix_sources)

@@ -129,8 +129,7 @@ def fix_sources(report: Report) -> list[str]:
         if not problems:
             return [f for rec in worst_first for f in _fixes(rec)]
         head = [v.fix] if v.fix else []
-        return head + [f if f in head or not head else f"for {rec.id}: {f}"
-                       for rec in problems for f in _failure_fixes(rec) if f not in head]
+        return head + [f for rec in problems for f in _failure_fixes(rec) if f not in head]
     if report.mode == "launch" and v.state == "failed" and not report.targets and not (report.run or {}).get("pid"):
         # refused before the start: every blocker's fix, the headline's first (two missing modules were mended
         # one launch at a time)
@@ -143,7 +142,22 @@ def report_fixes(report: Report) -> list[str]:
     """The fix lines under the verdict, each once, `pip install` lines into one interpreter merged (every
     format that shows the verdict's fix shows these)."""
     v = report.verdict
-    return combined_fixes(fix_sources(report)) or ([v.fix] if v.fix else [])
+    return _labelled(report, combined_fixes(fix_sources(report))) or ([v.fix] if v.fix else [])
+
+
+def _labelled(report: Report, fixes: list[str]) -> list[str]:
+    """`check`'s fix lines after the headline's, each that is one failure's own fix labelled with its check, as a
+    note after the command (`mkdir -p logs   (for log.writable)`): the line stays one to paste."""
+    if report.mode != "check" or report.targets or not fixes:
+        return fixes
+    owner = {}
+    for rec in report.checks:
+        if rec.status.rank > Status.WARN.rank and rec.silenced is None:
+            for f in _failure_fixes(rec):
+                owner.setdefault(f.strip(), rec.id)
+    first = fixes[0]
+    return [first] + [f"{f}   (for {owner[f]})" if f in owner and "\n" not in f and not _NOTE.search(f) and
+                      owner[f] != owner.get(first) else f for f in fixes[1:]]
 
 
 def _head(report: Report) -> str:
@@ -182,6 +196,7 @@ def _pasted(fix: str) -> str:
     return " && ".join(" ".join(ln.split()) for ln in lines) if len(lines) > 1 else " ".join(" ".join(lines).split())
 
 
+_NOTE = re.compile(r" {2,}\(.*\)$")  # a fix's note after its command (`   (requirements.txt:2 names it)`)
 _BELOW = re.compile(r"(; \d+ more problem\(s\)) below\)")
 
 
@@ -212,6 +227,8 @@ def combined_fixes(fixes: list[str]) -> list[str]:
         if group is None:
             group = pips[m["pre"]] = {"pkgs": {}, "note": m["note"] or ""}
             out.append(group)
+        elif group["note"] != (m["note"] or ""):
+            group["note"] = ""  # merged from lines that said different things: a note of one would mislead
         for spec in m["pkgs"].split():
             key = _PROJECT.match(spec)
             name = key.group().lower().replace("_", "-") if key else spec
