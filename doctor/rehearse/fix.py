@@ -4,6 +4,7 @@ when its rehearsal passed; otherwise what was tried and why it did not work."""
 from __future__ import annotations
 
 import posixpath
+import time
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -125,8 +126,10 @@ def _launcher_line(launcher, r: Rehearsal, log: Optional[str]) -> str:
     return rewrite.typed_line(launcher.chain, core)
 
 
-# at most this many candidate lines are rehearsed (each ~3 s), within launch.path's own bound
+# at most this many candidate lines are rehearsed (each ~3 s), and none is begun after SEARCH_S: the search stays
+# within launch.path's own bound (40 s) on a loaded machine
 MAX_TRIES = 4
+SEARCH_S = 18.0
 
 
 def find(r: Rehearsal, log: Optional[str] = None, *, cwd: Optional[str] = None, launcher: Optional[str] = None,
@@ -143,9 +146,12 @@ def find(r: Rehearsal, log: Optional[str] = None, *, cwd: Optional[str] = None, 
     first: Optional[Fix] = None
     seen = (r.job_place.start or {}) if r.job_place else {}
     started_in = seen.get("cwd")  # where the job starts without a `cd`, for the clause that says why one was added
+    began = time.monotonic()
     for place in candidates(r, log, folder)[:MAX_TRIES]:
         if place is None and seen.get("script_found") is False:
             continue  # the user's own line showed the script is not where a session starts
+        if first is not None and time.monotonic() - began > SEARCH_S:
+            break
         fx = _try(r, log, place, started_in, cwd=cwd, launcher=launcher, launcher_text=launcher_text)
         if fx.works:
             return fx
@@ -174,7 +180,8 @@ def candidates(r: Rehearsal, log: Optional[str], folder: Optional[str]) -> list[
     found = [posixpath.dirname(p) for p in logs if p.startswith("/")] + \
         [w.rstrip("/") if not posixpath.splitext(w)[1] else posixpath.dirname(w) for w in named] + \
         ([folder] if folder and folder.startswith("/") else [])
-    folders = [f for f in found if f and f != "/" and not f.startswith(("/dev", "/proc", "/usr/bin", "/bin"))]
+    folders = [f for f in found if f and f != "/" and not f.startswith(("/dev", "/proc", "/usr/bin", "/bin"))
+               and not posixpath.basename(f).startswith("python")]  # a venv's interpreter is no folder
     # where a session starts comes first: what the user meant, and where it starts is then seen, not guessed
     return [None, *dict.fromkeys(folders)]
 
