@@ -247,7 +247,8 @@ def test_the_seed_line_after_dashdash_for_launch(infra, seed, dfdoctor, tmp_path
                  "ssh", "root@dfdoctor-host", f"pct exec 200 -- nohup python3 {work}/train.py > {work}/train.log 2>&1 &",
                  env=infra.env(), timeout=180, cwd=tmp_path)
     try:
-        assert "instead of your line, starting python3 " + f"{work}/train.py on pct://root@dfdoctor-host/200" in p.stderr
+        assert "your line: ssh root@dfdoctor-host 'pct exec 200 -- nohup python3 " in p.stderr, p.stderr
+        assert "instead, starting python3 " + f"{work}/train.py on pct://root@dfdoctor-host/200" in p.stderr
         doc = json.loads(p.stdout)
         assert p.returncode == 0, (doc["verdict"], p.stderr[-2000:])
         assert growing(inside / "train.log", wait=3), "the log the line names grows in the container"
