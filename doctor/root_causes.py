@@ -31,7 +31,7 @@ def one_missing_interpreter(records: list[CheckRecord]) -> list[CheckRecord]:
         if r.id == "launch.path" or (r is root and not swap) or r.status not in _STOPPED or r.silenced:
             continue
         if r is root or _stopped_by(r, word):
-            r.status, r.cause, r.fix, r.findings, r.basis = Status.SKIP, None, "", [], r.basis
+            r.status, r.cause, r.fix, r.findings = Status.SKIP, None, "", []
             r.summary = f"not examined: {cause}"
     return records
 
