@@ -21,6 +21,7 @@ from dfdoctor.probe import ProbeOutcome, run_probe, unreached
 from dfdoctor.diagnose import known_failures, torch_pairs, user_terms
 from dfdoctor.diagnose.rules_runtime import Context, Finding
 from dfdoctor.diagnose.traceback import parse_python_error
+from dfdoctor.project import typos
 from dfdoctor.project.install import PIP_NAMES
 
 DEFAULT_TIMEOUT = 90.0  # importing torch on a cold, busy machine can take tens of seconds
@@ -228,7 +229,9 @@ def _failed_import(ctx, item: dict, request: dict, launch: dict) -> Result:
         mod = item.get("missing") or item["name"]
         related = mod == item["name"] or mod.startswith(item["name"] + ".") or item["name"].startswith(mod + ".")
         via = "" if related else f" (needed by {item['name']})"
-        return fail(f"No module named '{mod}'{via}, imported at {_loc(item)}", causes.MISSING_MODULE,
+        mean = typos.module_question(mod, item.get("near")) if not _declared(ctx, mod) else None
+        return fail(f"No module named '{mod}'{via}, imported at {_loc(item)}" + (f": {mean}" if mean else ""),
+                    causes.MISSING_MODULE,
                     evidence=tuple(ev), details=item["traceback"], fix=_missing_fix(ctx, item, request), data=data)
     if item["status"] == "syntax" and item.get("syntax"):
         s = item["syntax"]
@@ -243,6 +246,10 @@ def _failed_import(ctx, item: dict, request: dict, launch: dict) -> Result:
                     f"{_first_line(item['message'])} at start-up", causes.IMPORT_ERROR, evidence=tuple(ev[:1]), details=item["traceback"],
                     fix="This module-level statement runs before anything is logged. Give the job what it expects "
                         "(a variable, a file; torchrun sets RANK/LOCAL_RANK), or read it with a default.", data=data)
+    typo = typos.name_words(item.get("near_name"), _loc(item))
+    if typo is not None:  # before the corpus, which reads any missing name as another version of the package
+        return fail(f"import of {item['name']} raises {item['exception']}: {typo[0]}", causes.IMPORT_ERROR,
+                    evidence=tuple(ev), details=item["traceback"], fix=typo[1], data=data)
     known = _known(ctx, item)
     if known is not None:
         return fail(f"import of {item['name']} raises {item['exception']}: {_first_line(item['message'])}: "
@@ -276,6 +283,9 @@ def _missing_fix(ctx, item: dict, request: Optional[dict] = None) -> str:
                             f"project root with `python -m`, or set PYTHONPATH={root}")
                 return f"{top} is a local module in {root}, but '{mod}' is not in it: check the module's name and files"
     local = ctx.target.runs_here
+    typo = typos.module_fix(mod, item.get("near"), _loc(item), _declared(ctx, mod))
+    if typo:
+        return typo
     paired = torch_pairs.missing_fix(top, ctx.python) if local else None
     if paired:
         return paired
@@ -284,7 +294,14 @@ def _missing_fix(ctx, item: dict, request: Optional[dict] = None) -> str:
     if in_terms:
         return in_terms
     dist = PIP_NAMES.get(mod) or PIP_NAMES.get(top) or top.replace("_", "-")
-    return f"{shlex.quote(ctx.python)} -m pip install {dist}   (install it into the interpreter the job runs)"
+    return (f"{shlex.quote(ctx.python)} -m pip install {dist}   (install it into the interpreter the job runs; "
+            "nothing installed there has a name close to it; not tried)")
+
+
+def _declared(ctx, module: str) -> Optional[str]:
+    """Where the job's project declares the module's distribution (None: it does not, or it was not read)."""
+    proj = user_terms.project_of(Context(argv=list(ctx.command), cwd=str(ctx.cwd), local=ctx.target.runs_here))
+    return proj.install.declares(module) if proj is not None and proj.install is not None else None
 
 
 def _not_found_fix(spec: LaunchSpec, local: bool = False) -> str:
