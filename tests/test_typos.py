@@ -40,7 +40,8 @@ def test_a_mistyped_module_offers_the_installed_one_and_never_installs_the_typo(
     assert "train.py:1" in r.fix and "pip install numpyy" in r.fix and "does not offer" in r.fix
     assert "-m pip install" not in r.fix
     # the same import where the project declares the name: it is installed as the project declares it
-    (r,) = smoke(project(tmp_path, "import numpyy as np\n", requirements__txt="numpyy==1.0\n"))
+    (tmp_path / "declared").mkdir()
+    (r,) = smoke(project(tmp_path / "declared", "import numpyy as np\n", requirements__txt="numpyy==1.0\n"))
     assert "did you mean" not in r.summary
     assert "-m pip install numpyy==1.0" in r.fix and "requirements.txt:1 names it" in r.fix
 
