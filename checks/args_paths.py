@@ -41,8 +41,8 @@ def args_paths(ctx) -> Iterator[Result]:
     yield from problems
     if not problems:
         looked = len(list(_read_options(proj))) + len(_log_uses(proj))
-        yield ok(f"{looked} path(s) the command gives or the code logs to exist" if looked else
-                 "the command gives no option the code opens as a file", basis=STATIC)
+        yield ok(f"{looked} path(s) the command gives or the code logs to exist", basis=STATIC) if looked else \
+            skip("the command gives no option the code opens as a file, and the code opens no log of its own")
 
 
 def _with_args(proj: project.Project, args: list[str]) -> project.Project:

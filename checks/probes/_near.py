@@ -44,7 +44,13 @@ def version_of(top):
         return "standard library"
     try:
         import importlib.metadata as md
-        dists = md.packages_distributions().get(top) or [top]
+    except ImportError:  # Python before 3.8
+        return None
+    try:
+        dists = md.packages_distributions().get(top) or [top]  # 3.10+
+    except Exception:  # noqa: BLE001
+        dists = [top]
+    try:
         return md.version(dists[0])
     except Exception:  # noqa: BLE001 - no metadata (a folder on PYTHONPATH): installed, version unknown
         return None
