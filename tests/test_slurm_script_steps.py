@@ -73,3 +73,19 @@ def test_a_missing_venv_is_named_and_the_cd_is_followed_to_the_script(slurm, tmp
     assert f"python3 -m venv {work}/.venv" in f["fix"]
     imp = next(c for c in doc["checks"] if c["id"] == "imports.smoke")  # train.py found in the cd's folder
     assert rc == 1 and "nosuch_in_steps_dfd" in imp["summary"], imp["summary"]
+
+
+@pytest.mark.slow
+def test_the_launch_verdict_names_the_line_the_script_stopped_at(slurm, tmp_path):
+    s = job(tmp_path, "set -euo pipefail\necho starting\ncd /data/drafter-nowhere\npython3 train.py\n")
+    out = tmp_path / "launch.json"
+    subprocess.run(DFDOCTOR + ["launch", "--no-check", "--watch", "90", "--format", "json", "--output", str(out),
+                               "--", "sbatch", str(s)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    v = json.loads(out.read_text())["verdict"]
+    assert v["cause"] == "input-missing", v  # not `crashed` with "read the end of the .out file"
+    assert v["summary"].startswith(f"job.sbatch line 6: cd /data/drafter-nowhere: no such folder on node {slurm.node}")
+    s.write_text(s.read_text().replace("cd /data/drafter-nowhere", "source .venv-nowhere/bin/activate"))
+    subprocess.run(DFDOCTOR + ["launch", "--no-check", "--watch", "90", "--format", "json", "--output", str(out),
+                               "--", "sbatch", str(s)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    v = json.loads(out.read_text())["verdict"]
+    assert v["cause"] == "command-not-found" and "line 6: source .venv-nowhere/bin/activate" in v["summary"], v
