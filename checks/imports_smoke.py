@@ -246,7 +246,7 @@ def _failed_import(ctx, item: dict, request: dict, launch: dict) -> Result:
                     f"{_first_line(item['message'])} at start-up", causes.IMPORT_ERROR, evidence=tuple(ev[:1]), details=item["traceback"],
                     fix="This module-level statement runs before anything is logged. Give the job what it expects "
                         "(a variable, a file; torchrun sets RANK/LOCAL_RANK), or read it with a default.", data=data)
-    typo = typos.name_words(item.get("near_name"), _loc(item))
+    typo = typos.name_words(item.get("near_name"), _loc(item), _pin(ctx, item))
     if typo is not None:  # before the corpus, which reads any missing name as another version of the package
         return fail(f"import of {item['name']} raises {item['exception']}: {typo[0]}", causes.IMPORT_ERROR,
                     evidence=tuple(ev), details=item["traceback"], fix=typo[1], data=data)
@@ -296,6 +296,13 @@ def _missing_fix(ctx, item: dict, request: Optional[dict] = None) -> str:
     dist = PIP_NAMES.get(mod) or PIP_NAMES.get(top) or top.replace("_", "-")
     return (f"{shlex.quote(ctx.python)} -m pip install {dist}   (install it into the interpreter the job runs; "
             "nothing installed there has a name close to it; not tried)")
+
+
+def _pin(ctx, item: dict) -> Optional[tuple[str, str]]:
+    """The project's `NAME==VERSION` pin of the distribution a `from MODULE import NAME` reads from."""
+    module = (item.get("near_name") or {}).get("module")
+    proj = user_terms.project_of(Context(argv=list(ctx.command), cwd=str(ctx.cwd), local=ctx.target.runs_here))
+    return typos.pin_of(proj.install if proj else None, module) if module else None
 
 
 def _declared(ctx, module: str) -> Optional[str]:

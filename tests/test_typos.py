@@ -100,3 +100,17 @@ def test_the_launch_verdict_says_the_same(dfdoctor, tmp_path: Path) -> None:
     v = json.loads(res.stdout)["verdict"]
     assert v["cause"] == causes.IMPORT_ERROR
     assert "collections has no `OrderdDict`; did you mean `OrderedDict`? (t2.py:1)" in v["summary"]
+
+
+def test_a_name_absent_from_the_installed_version_is_a_mismatch_only_where_a_pin_disagrees(tmp_path: Path) -> None:
+    import numpy
+    (tmp_path / "free").mkdir()
+    (r,) = smoke(project(tmp_path / "free", "from numpy import NoSuchThingAtAll\n"))
+    assert (r.status, r.cause) == (Status.FAIL, causes.IMPORT_ERROR)
+    assert f"numpy has no `NoSuchThingAtAll`, and no name close to it, in the installed numpy {numpy.__version__}" \
+        in r.summary
+    assert "pins no version" in r.fix and "pip" not in r.fix
+    (tmp_path / "pinned").mkdir()
+    (r,) = smoke(project(tmp_path / "pinned", "from numpy import NoSuchThingAtAll\n",
+                         requirements__txt="numpy==1.26.4\n"))
+    assert r.cause == causes.DEPENDENCY_MISMATCH  # the project pins another numpy than the installed one

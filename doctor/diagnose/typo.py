@@ -13,6 +13,7 @@ import re
 from typing import Optional
 
 from dfdoctor import causes
+from dfdoctor.diagnose import user_terms
 from dfdoctor.diagnose.rules_runtime import Context, Finding
 from dfdoctor.diagnose.traceback import PyError
 from dfdoctor.project import typos
@@ -38,7 +39,8 @@ def missing_name(err: PyError, ctx: Context) -> Optional[Finding]:
     if m is None or not err.exc_type.endswith("ImportError") or not ctx.local or not ctx.python:
         return None
     near = typos.ask(ctx.python, ["name", m.group(2), m.group(1)], cwd=ctx.cwd, env=ctx.env or None)
-    words = typos.name_words(near, _where(err, ctx))
+    proj = user_terms.project_of(ctx)
+    words = typos.name_words(near, _where(err, ctx), typos.pin_of(proj.install if proj else None, m.group(2)))
     if words is None:
         return None
     return Finding(causes.IMPORT_ERROR, f"The job died at start: {words[0]}.", words[1])

@@ -69,10 +69,16 @@ def _mean(names: list[dict]) -> str:
     return "did you mean " + " or ".join(f"`{n['name']}`" for n in names[:2]) + "?"
 
 
-def name_words(near_name: Optional[dict], where: str) -> Optional[tuple[str, str]]:
-    """(summary, fix) for `from MODULE import NAME` where the installed MODULE defines a name close to NAME."""
-    if not near_name or not near_name.get("near"):
+def name_words(near_name: Optional[dict], where: str, pin: Optional[tuple[str, str]] = None
+               ) -> Optional[tuple[str, str]]:
+    """(summary, fix) for `from MODULE import NAME` where the installed MODULE lacks NAME: the close name it
+    defines; or, with none close and no pin of the project that disagrees with the installed version (`pin`:
+    (where, version)), that the installed version lacks it, without a reinstall. None: a pin disagrees, so
+    the known dependency-mismatch reading applies."""
+    if not near_name:
         return None
+    if not near_name.get("near"):
+        return _absent(near_name, where, pin)
     module, wrong, right = near_name["module"], near_name["name"], near_name["near"][0]
     version = f" {near_name['version']}" if near_name.get("version") else ""
     owner = f"standard library's {module}" if version == " standard library" else \
@@ -97,3 +103,29 @@ def ask(python: str, args: list[str], cwd: Optional[str] = None, env: Optional[d
         return None
     return found if isinstance(found, dict) else None
 
+
+
+def _absent(near_name: dict, where: str, pin: Optional[tuple[str, str]]) -> Optional[tuple[str, str]]:
+    """No name close to the missing one: another version may have it, but only a pin that disagrees says so."""
+    module, wrong, version = near_name["module"], near_name["name"], near_name.get("version")
+    top = module.split(".")[0]
+    if not version or version == "standard library" or (pin and pin[1] != version):
+        return None
+    pinned = f"{pin[0]} pins this version" if pin else "the project pins no version of it"
+    return (f"{module} has no `{wrong}`, and no name close to it, in the installed {top} {version} ({where})",
+            f"Check `{wrong}` at {where} against {top}'s documentation for {version}: {pinned}, so dfdoctor offers "
+            "no reinstall (none was tried); if the code was written for another version, pin that one in the "
+            "project's requirements.")
+
+
+def pin_of(install, module: str) -> Optional[tuple[str, str]]:
+    """(where, version) of the project's `NAME==VERSION` requirement for a module's distribution, if any."""
+    if install is None:
+        return None
+    where = install.declares(module)
+    if where is None:
+        return None
+    for file, line, req in install.requirements:
+        if f"{file}:{line}" == where and "==" in req:
+            return where, req.split("==", 1)[1].split(";")[0].split(",")[0].strip()
+    return None
