@@ -10,8 +10,10 @@ import never returns (`import-hang`, with every thread's stack).
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import sys
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -231,8 +233,8 @@ def _failed_import(ctx, item: dict, request: dict, launch: dict) -> Result:
         via = "" if related else f" (needed by {item['name']})"
         mean = typos.module_question(mod, item.get("near")) if not _declared(ctx, mod) else None
         return fail(f"No module named '{mod}'{via}, imported at {_loc(item)}" + (f": {mean}" if mean else ""),
-                    causes.MISSING_MODULE,
-                    evidence=tuple(ev), details=item["traceback"], fix=_missing_fix(ctx, item, request), data=data)
+                    causes.MISSING_MODULE, evidence=tuple(ev), details=item["traceback"],
+                    fix=_missing_fix(ctx, item, request) + _own_venv_note(ctx), data=data)
     if item["status"] == "syntax" and item.get("syntax"):
         s = item["syntax"]
         ev += [f"{s['file']}:{s['line']}: {s['msg']}", "    " + (s.get("text") or "").strip()]
@@ -303,6 +305,20 @@ def _pin(ctx, item: dict) -> Optional[tuple[str, str]]:
     module = (item.get("near_name") or {}).get("module")
     proj = user_terms.project_of(Context(argv=list(ctx.command), cwd=str(ctx.cwd), local=ctx.target.runs_here))
     return typos.pin_of(proj.install if proj else None, module) if module else None
+
+
+def _own_venv_note(ctx) -> str:
+    """dfdoctor's own virtual environment is active in the shell (VIRTUAL_ENV is its prefix) and the job's
+    `python` is that venv's: the job would run there, without its packages. Say so, rather than have them
+    installed into dfdoctor's venv."""
+    venv = ctx.env.get("VIRTUAL_ENV")
+    if not venv or not ctx.target.runs_here or not ctx.python or sys.prefix == sys.base_prefix:
+        return ""
+    if os.path.realpath(venv) != os.path.realpath(sys.prefix) or \
+            os.path.dirname(os.path.abspath(ctx.python)) != os.path.join(sys.prefix, "bin"):
+        return ""
+    return (f" Note: {ctx.python} is dfdoctor's own virtual environment ({venv}), active in this shell: "
+            "`deactivate` it before checking and launching, or pass --python with the job's interpreter.")
 
 
 def _declared(ctx, module: str) -> Optional[str]:

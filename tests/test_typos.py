@@ -114,3 +114,15 @@ def test_a_name_absent_from_the_installed_version_is_a_mismatch_only_where_a_pin
     (r,) = smoke(project(tmp_path / "pinned", "from numpy import NoSuchThingAtAll\n",
                          requirements__txt="numpy==1.26.4\n"))
     assert r.cause == causes.DEPENDENCY_MISMATCH  # the project pins another numpy than the installed one
+
+
+def test_dfdoctors_own_active_venv_shadowing_the_jobs_python_is_said(tmp_path: Path) -> None:
+    if sys.prefix == sys.base_prefix:
+        pytest.skip("the tests do not run in a virtual environment")
+    (tmp_path / "train.py").write_text("import qwzxv_not_anywhere\n")
+    ctx = Context(command=["python", "train.py"], cwd=tmp_path, python=PY, timeout=90,
+                  env={"PATH": f"{Path(PY).parent}:/usr/bin:/bin", "VIRTUAL_ENV": sys.prefix})
+    (r,) = [r for r in imports_smoke.run(ctx) if r.status is not Status.OK]
+    assert f"is dfdoctor's own virtual environment ({sys.prefix})" in r.fix and "`deactivate`" in r.fix
+    (r,) = smoke(tmp_path)  # no venv active: no such note
+    assert "dfdoctor's own" not in r.fix
