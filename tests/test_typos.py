@@ -126,3 +126,14 @@ def test_dfdoctors_own_active_venv_shadowing_the_jobs_python_is_said(tmp_path: P
     assert f"is dfdoctor's own virtual environment ({sys.prefix})" in r.fix and "`deactivate`" in r.fix
     (r,) = smoke(tmp_path)  # no venv active: no such note
     assert "dfdoctor's own" not in r.fix
+
+
+def test_a_real_distribution_beside_a_standard_module_is_not_taken_for_a_typo() -> None:
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("_near_under_test",
+                                                  Path(__file__).resolve().parent.parent / "checks/probes/_near.py")
+    near = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(near)
+    assert near.close("timm", {"time", "torch", "tempfile"}) == []  # timm is a model library, not `time`
+    assert near.close("torchh", {"time", "torch"}) == ["torch"]
+    assert near.close("Torch", {"torch", "torchvision"}) == ["torch"]

@@ -16,7 +16,9 @@ import pkgutil
 import sys
 
 MAX_NEAR = 3
-CUTOFF = 0.75  # torchh/torch 0.91, transfomers/transformers 0.95, functionl/functional 0.95, numpyy/numpy 0.91
+# torchh/torch 0.91, transfomers/transformers 0.95, functionl/functional 0.95, numpyy/numpy 0.91; below it:
+# timm/time 0.75, a real distribution beside a standard module
+CUTOFF = 0.8
 
 
 def close(word, candidates):
@@ -75,6 +77,8 @@ def near_module(name):
         found = close(parts[0], top_level_modules())
         return {"parent": None, "near": [{"name": n, "version": version_of(n)} for n in found]}
     pname, mod = parent
+    if getattr(mod, "__file__", None) is None:  # a namespace package (google.*): its parts are distributions
+        return {"parent": None, "near": []}
     word = parts[len(pname.split("."))]
     subs = submodules(mod)
     found = close(word, subs | set(n for n in dir(mod) if not n.startswith("_")))

@@ -62,7 +62,8 @@ def module_fix(missing: str, near: Optional[dict], where: str, declared: Optiona
         return None
     return (f"Fix the import at {where}: {module_question(missing, near)} `{missing.split('.')[0]}` is not a name "
             f"this project declares (requirements, pyproject, README install lines), so dfdoctor does not offer "
-            f"`pip install {missing.split('.')[0]}`: on the package index that name may be an unrelated project.")
+            f"`pip install {missing.split('.')[0]}`: on the package index that name may be an unrelated project. "
+            f"If `{missing.split('.')[0]}` is what the code means, declare it in the project's requirements first.")
 
 
 def _mean(names: list[dict]) -> str:
