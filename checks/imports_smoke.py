@@ -231,7 +231,7 @@ def _failed_import(ctx, item: dict, request: dict, launch: dict) -> Result:
         mod = item.get("missing") or item["name"]
         related = mod == item["name"] or mod.startswith(item["name"] + ".") or item["name"].startswith(mod + ".")
         via = "" if related else f" (needed by {item['name']})"
-        mean = typos.module_question(mod, item.get("near")) if not _declared(ctx, mod) else None
+        mean = typos.module_question(mod, item.get("near")) if _typed(item) and not _declared(ctx, mod) else None
         return fail(f"No module named '{mod}'{via}, imported at {_loc(item)}" + (f": {mean}" if mean else ""),
                     causes.MISSING_MODULE, evidence=tuple(ev), details=item["traceback"],
                     fix=_missing_fix(ctx, item, request) + _own_venv_note(ctx), data=data)
@@ -285,7 +285,7 @@ def _missing_fix(ctx, item: dict, request: Optional[dict] = None) -> str:
                             f"project root with `python -m`, or set PYTHONPATH={root}")
                 return f"{top} is a local module in {root}, but '{mod}' is not in it: check the module's name and files"
     local = ctx.target.runs_here
-    typo = typos.module_fix(mod, item.get("near"), _loc(item), _declared(ctx, mod))
+    typo = typos.module_fix(mod, item.get("near"), _typo_loc(item), _declared(ctx, mod)) if _typed(item) else None
     if typo:
         return typo
     paired = torch_pairs.missing_fix(top, ctx.python) if local else None
@@ -296,8 +296,27 @@ def _missing_fix(ctx, item: dict, request: Optional[dict] = None) -> str:
     if in_terms:
         return in_terms
     dist = PIP_NAMES.get(mod) or PIP_NAMES.get(top) or top.replace("_", "-")
+    looked = _typed(item) and isinstance(item.get("near"), dict) and not item["near"].get("near")
     return (f"{shlex.quote(ctx.python)} -m pip install {dist}   (install it into the interpreter the job runs; "
-            "nothing installed there has a name close to it; not tried)")
+            + ("nothing installed there has a name close to it; " if looked else "") + "not tried)")
+
+
+def _typed(item: dict) -> bool:
+    """The missing module is named by the job's own code (`import torchh` in train.py or in a module of the
+    project), so a typo there is the job's; one an installed library imports (`tokenizers`, by transformers)
+    is not."""
+    mod, name = item.get("missing") or item["name"], item["name"]
+    raised_in = (item.get("where") or {}).get("file") or ""
+    return mod == name or name.startswith(mod + ".") or \
+        bool(raised_in) and not raised_in.startswith("<") and "-packages" not in raised_in
+
+
+def _typo_loc(item: dict) -> str:
+    """Where the mistyped name is written: the job's import line, or the line of the project's module under it."""
+    w = item.get("where") or {}
+    if w.get("file") and (w["file"], w.get("line")) != (item.get("file"), item.get("line")):
+        return f"{w['file']}:{w['line']}"
+    return _loc(item)
 
 
 def _pin(ctx, item: dict) -> Optional[tuple[str, str]]:

@@ -137,3 +137,23 @@ def test_a_real_distribution_beside_a_standard_module_is_not_taken_for_a_typo() 
     assert near.close("timm", {"time", "torch", "tempfile"}) == []  # timm is a model library, not `time`
     assert near.close("torchh", {"time", "torch"}) == ["torch"]
     assert near.close("Torch", {"torch", "torchvision"}) == ["torch"]
+
+
+def test_only_the_projects_own_lines_are_read_as_typos(tmp_path: Path) -> None:
+    site = tmp_path / "lib" / "site-packages" / "fakelib_dfd"
+    site.mkdir(parents=True)
+    (site / "__init__.py").write_text("import numpyy\n")  # an installed library's own import: not the job's typo
+    proj = tmp_path / "proj"
+    (proj / "mypkg").mkdir(parents=True)
+    (proj / "mypkg" / "__init__.py").write_text("import os\nimport numpyy\n")  # the project's module: its typo
+    (proj / "train.py").write_text("import fakelib_dfd\n")
+    (proj / "t2.py").write_text("import mypkg\n")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site.parent)}
+    ctx = Context(command=[PY, "train.py"], cwd=proj, python=PY, env=env, timeout=90)
+    (r,) = [r for r in imports_smoke.run(ctx) if r.status is not Status.OK]
+    assert "(needed by fakelib_dfd)" in r.summary and "did you mean" not in r.summary
+    assert "nothing installed there has a name close" not in r.fix  # it was not looked at: not claimed
+    ctx = Context(command=[PY, "t2.py"], cwd=proj, python=PY, env=env, timeout=90)
+    (r,) = [r for r in imports_smoke.run(ctx) if r.status is not Status.OK]
+    assert "did you mean `numpy` (installed," in r.summary
+    assert r.fix.startswith(f"Fix the import at {proj / 'mypkg' / '__init__.py'}:2:"), r.fix

@@ -24,7 +24,7 @@ _NO_NAME = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
 def missing_module(err: PyError, ctx: Context, name: str, declared: Optional[str]) -> Optional[tuple[str, str]]:
     """(question, fix) for a missing module that an installed name is close to (or a submodule an installed
     package lacks); None when the job ran elsewhere, nothing is close, or the project declares the name."""
-    if not ctx.local or not ctx.python:
+    if not ctx.local or not ctx.python or err.in_library:  # a library's own import is no typo of the job's
         return None
     near = typos.ask(ctx.python, ["module", name], cwd=ctx.cwd, env=ctx.env or None)
     fix = typos.module_fix(name, near, _where(err, ctx), declared)
