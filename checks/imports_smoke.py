@@ -10,8 +10,10 @@ import never returns (`import-hang`, with every thread's stack).
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import sys
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -21,6 +23,7 @@ from dfdoctor.probe import ProbeOutcome, run_probe, unreached
 from dfdoctor.diagnose import known_failures, torch_pairs, user_terms
 from dfdoctor.diagnose.rules_runtime import Context, Finding
 from dfdoctor.diagnose.traceback import parse_python_error
+from dfdoctor.project import typos
 from dfdoctor.project.install import PIP_NAMES
 
 DEFAULT_TIMEOUT = 90.0  # importing torch on a cold, busy machine can take tens of seconds
@@ -232,8 +235,10 @@ def _failed_import(ctx, item: dict, request: dict, launch: dict) -> Result:
         mod = item.get("missing") or item["name"]
         related = mod == item["name"] or mod.startswith(item["name"] + ".") or item["name"].startswith(mod + ".")
         via = "" if related else f" (needed by {item['name']})"
-        return fail(f"No module named '{mod}'{via}, imported at {_loc(item)}", causes.MISSING_MODULE,
-                    evidence=tuple(ev), details=item["traceback"], fix=_missing_fix(ctx, item, request), data=data)
+        mean = typos.module_question(mod, item.get("near")) if _typed(item) and not _declared(ctx, mod) else None
+        return fail(f"No module named '{mod}'{via}, imported at {_loc(item)}" + (f": {mean}" if mean else ""),
+                    causes.MISSING_MODULE, evidence=tuple(ev), details=item["traceback"],
+                    fix=_missing_fix(ctx, item, request) + _own_venv_note(ctx), data=data)
     if item["status"] == "syntax" and item.get("syntax"):
         s = item["syntax"]
         ev += [f"{s['file']}:{s['line']}: {s['msg']}", "    " + (s.get("text") or "").strip()]
@@ -247,6 +252,10 @@ def _failed_import(ctx, item: dict, request: dict, launch: dict) -> Result:
                     f"{_first_line(item['message'])} at start-up", causes.IMPORT_ERROR, evidence=tuple(ev[:1]), details=item["traceback"],
                     fix="This module-level statement runs before anything is logged. Give the job what it expects "
                         "(a variable, a file; torchrun sets RANK/LOCAL_RANK), or read it with a default.", data=data)
+    typo = typos.name_words(item.get("near_name"), _loc(item), _pin(ctx, item))
+    if typo is not None:  # before the corpus, which reads any missing name as another version of the package
+        return fail(f"import of {item['name']} raises {item['exception']}: {typo[0]}", causes.IMPORT_ERROR,
+                    evidence=tuple(ev), details=item["traceback"], fix=typo[1], data=data)
     known = _known(ctx, item)
     if known is not None:
         return fail(f"import of {item['name']} raises {item['exception']}: {_first_line(item['message'])}: "
@@ -280,6 +289,9 @@ def _missing_fix(ctx, item: dict, request: Optional[dict] = None) -> str:
                             f"project root with `python -m`, or set PYTHONPATH={root}")
                 return f"{top} is a local module in {root}, but '{mod}' is not in it: check the module's name and files"
     local = ctx.target.runs_here
+    typo = typos.module_fix(mod, item.get("near"), _typo_loc(item), _declared(ctx, mod)) if _typed(item) else None
+    if typo:
+        return typo
     paired = torch_pairs.missing_fix(top, ctx.python) if local else None
     if paired:
         return paired
@@ -288,7 +300,54 @@ def _missing_fix(ctx, item: dict, request: Optional[dict] = None) -> str:
     if in_terms:
         return in_terms
     dist = PIP_NAMES.get(mod) or PIP_NAMES.get(top) or top.replace("_", "-")
-    return f"{shlex.quote(ctx.python)} -m pip install {dist}   (install it into the interpreter the job runs)"
+    looked = _typed(item) and isinstance(item.get("near"), dict) and not item["near"].get("near")
+    return (f"{shlex.quote(ctx.python)} -m pip install {dist}   (install it into the interpreter the job runs; "
+            + ("nothing installed there has a name close to it; " if looked else "") + "not tried)")
+
+
+def _typed(item: dict) -> bool:
+    """The missing module is named by the job's own code (`import torchh` in train.py or in a module of the
+    project), so a typo there is the job's; one an installed library imports (`tokenizers`, by transformers)
+    is not."""
+    mod, name = item.get("missing") or item["name"], item["name"]
+    raised_in = (item.get("where") or {}).get("file") or ""
+    return mod == name or name.startswith(mod + ".") or \
+        bool(raised_in) and not raised_in.startswith("<") and "-packages" not in raised_in
+
+
+def _typo_loc(item: dict) -> str:
+    """Where the mistyped name is written: the job's import line, or the line of the project's module under it."""
+    w = item.get("where") or {}
+    if w.get("file") and (w["file"], w.get("line")) != (item.get("file"), item.get("line")):
+        return f"{w['file']}:{w['line']}"
+    return _loc(item)
+
+
+def _pin(ctx, item: dict) -> Optional[tuple[str, str]]:
+    """The project's `NAME==VERSION` pin of the distribution a `from MODULE import NAME` reads from."""
+    module = (item.get("near_name") or {}).get("module")
+    proj = user_terms.project_of(Context(argv=list(ctx.command), cwd=str(ctx.cwd), local=ctx.target.runs_here))
+    return typos.pin_of(proj.install if proj else None, module) if module else None
+
+
+def _own_venv_note(ctx) -> str:
+    """dfdoctor's own virtual environment is active in the shell (VIRTUAL_ENV is its prefix) and the job's
+    `python` is that venv's: the job would run there, without its packages. Say so, rather than have them
+    installed into dfdoctor's venv."""
+    venv = ctx.env.get("VIRTUAL_ENV")
+    if not venv or not ctx.target.runs_here or not ctx.python or sys.prefix == sys.base_prefix:
+        return ""
+    if os.path.realpath(venv) != os.path.realpath(sys.prefix) or \
+            os.path.dirname(os.path.abspath(ctx.python)) != os.path.join(sys.prefix, "bin"):
+        return ""
+    return (f" Note: {ctx.python} is dfdoctor's own virtual environment ({venv}), active in this shell: "
+            "`deactivate` it before checking and launching, or pass --python with the job's interpreter.")
+
+
+def _declared(ctx, module: str) -> Optional[str]:
+    """Where the job's project declares the module's distribution (None: it does not, or it was not read)."""
+    proj = user_terms.project_of(Context(argv=list(ctx.command), cwd=str(ctx.cwd), local=ctx.target.runs_here))
+    return proj.install.declares(module) if proj is not None and proj.install is not None else None
 
 
 def _not_found_fix(spec: LaunchSpec, local: bool = False) -> str:

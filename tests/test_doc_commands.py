@@ -66,9 +66,9 @@ COVERAGE: dict[str, str] = {
     "docs/ci.md: dfdoctor check --only imports.smoke --format github -- python3 train.py": T,
     "docs/ci.md: pip install -r requirements.txt": "not runnable: the user's own requirements, a CI step before dfdoctor's",
     "docs/ci.md: pip install \"git+YOUR_DFDOCTOR_GIT_URL\"": GIT_INSTALL,
-    "docs/ci.md: dfdoctor check --log logs/train.log --format github --format html --output dfdoctor.html -- python train.py": "run: test_the_ci_steps_write_what_the_ci_reads",
+    "docs/ci.md: dfdoctor check --requirements requirements.txt --skip 'cuda.*' --format github --format html --output dfdoctor.html -- python train.py --config configs/small.yaml": "run: test_the_ci_steps_write_what_the_ci_reads",
     "docs/ci.md: python -m venv /tmp/dfdoctor && /tmp/dfdoctor/bin/pip install \"git+YOUR_DFDOCTOR_GIT_URL\"": GIT_INSTALL + " (/tmp/dfdoctor: a test folder)",
-    "docs/ci.md: /tmp/dfdoctor/bin/dfdoctor check --log logs/train.log --format gitlab --output gl-code-quality-report.json --format junit --output dfdoctor-junit.xml --format html --output dfdoctor.html --format text -- python train.py --config configs/small.yaml": "substituted: test_the_ci_steps_write_what_the_ci_reads (/tmp/dfdoctor/bin: the test's venv)",
+    "docs/ci.md: /tmp/dfdoctor/bin/dfdoctor check --requirements requirements.txt --skip 'cuda.*' --format gitlab --output gl-code-quality-report.json --format junit --output dfdoctor-junit.xml --format html --output dfdoctor.html --format text -- python train.py --config configs/small.yaml": "substituted: test_the_ci_steps_write_what_the_ci_reads (/tmp/dfdoctor/bin: the test's venv)",
     # docs/cuda.md
     "docs/cuda.md: dfdoctor check --only 'cuda*' --require-gpu -- python train.py": "run: test_the_gpu_check_says_what_it_found",
     "docs/cuda.md: .venv/bin/pytest tests/test_cuda*.py -q": "not runnable: it is part of this test suite",
@@ -269,18 +269,21 @@ def test_the_gpu_check_says_what_it_found(tmp_path):
 
 
 def test_the_ci_steps_write_what_the_ci_reads(tmp_path):
-    (tmp_path / "train.py").write_text("import argparse\n")
-    (tmp_path / "logs").mkdir()
+    (tmp_path / "train.py").write_text("import argparse\np = argparse.ArgumentParser()\np.add_argument('--config')\n"
+                                       "open(p.parse_args().config).read()\n")
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "small.yaml").write_text("lr: 1\n")
+    (tmp_path / "requirements.txt").write_text("")
     summary_file = tmp_path / "step-summary.md"
-    ran = run_shown("docs/ci.md: dfdoctor check --log logs/train.log --format github --format html --output "
-                    "dfdoctor.html -- python train.py", tmp_path,
+    ran = run_shown("docs/ci.md: dfdoctor check --requirements requirements.txt --skip 'cuda.*' --format github "
+                    "--format html --output dfdoctor.html -- python train.py --config configs/small.yaml", tmp_path,
                     env={"GITHUB_STEP_SUMMARY": str(summary_file)}, timeout=180)
     expect(ran, 0, r"^dfdoctor check: OK")
     assert "<html" in (tmp_path / "dfdoctor.html").read_text()[:500].lower()
     assert "dfdoctor" in summary_file.read_text()
-    gitlab = ("docs/ci.md: /tmp/dfdoctor/bin/dfdoctor check --log logs/train.log --format gitlab --output "
-              "gl-code-quality-report.json --format junit --output dfdoctor-junit.xml --format html --output "
-              "dfdoctor.html --format text -- python train.py --config configs/small.yaml")
+    gitlab = ("docs/ci.md: /tmp/dfdoctor/bin/dfdoctor check --requirements requirements.txt --skip 'cuda.*' "
+              "--format gitlab --output gl-code-quality-report.json --format junit --output dfdoctor-junit.xml "
+              "--format html --output dfdoctor.html --format text -- python train.py --config configs/small.yaml")
     (tmp_path / "train.py").write_text("import wandb\n")  # a finding, so the code-quality report says something
     ran = run_shown(gitlab, tmp_path, subst={"/tmp/dfdoctor/bin/": f"{BIN}/"}, timeout=180)
     expect(ran, 1, r"^dfdoctor check: FAILED \[missing-module\]", r"^FAIL +pre +imports\.smoke ")

@@ -267,3 +267,14 @@ def test_stop_without_a_run_takes_the_latest_run_of_its_folder_never_one_launche
     finally:
         kill_runs(here)
         kill_runs(there)
+
+
+@pytest.mark.slow
+def test_stop_q_says_the_run_and_the_outcome_in_one_line(work):
+    run_dir = _started(work, PY, "-c", "import time; time.sleep(300)")
+    procs = _job_processes(run_dir)
+    p = _stop(work, "-q")
+    assert p.returncode == 0, p.stdout + p.stderr
+    (line,) = p.stdout.splitlines()
+    assert line.startswith("dfdoctor stop: run ") and line.endswith(": nothing of the job is left"), line
+    assert _none_left(procs)

@@ -17,6 +17,7 @@ import faulthandler
 import importlib
 import importlib.util
 import os
+import re
 import sys
 import time
 import traceback
@@ -26,6 +27,7 @@ if HERE in sys.path:  # the probe's own folder must not shadow the job's modules
     sys.path.remove(HERE)
 sys.path.insert(0, HERE)
 from _probe_support import answer, install_stack_dump, request  # noqa: E402
+import _near  # noqa: E402
 
 sys.path.remove(HERE)
 
@@ -265,7 +267,7 @@ def lazy_missing(files, root):
                 found = None
             if found is None:
                 missing.append({"name": name, "missing": top, "file": path, "line": line,
-                                "text": source_line(path, line)})
+                                "text": source_line(path, line), "near": safe_near(_near.near_module, top)})
     return missing
 
 
@@ -491,10 +493,33 @@ def failure(name, file, line, text, kind, exc, seconds):
     d = {"name": name, "file": file, "line": line, "text": text, "kind": kind, "status": status,
          "exception": type(exc).__name__, "message": str(exc), "missing": getattr(exc, "name", None),
          "where": where, "traceback": "\n".join(tail[-TB_TAIL_LINES:]), "seconds": round(seconds, 3)}
+    d.update(near_names(exc, status))
     if isinstance(exc, SyntaxError):
         d["syntax"] = {"file": exc.filename, "line": exc.lineno, "offset": exc.offset,
                        "text": (exc.text or "").rstrip("\n"), "msg": exc.msg}
     return d
+
+
+def near_names(exc, status):
+    """What is installed close to a module that is not found, or to a name a module does not define: a typo's
+    answer (`torchh` is `torch`), observed here, where the job's imports are."""
+    if status == "missing" and getattr(exc, "name", None):
+        return {"near": safe_near(_near.near_module, exc.name)}
+    m = CANNOT_IMPORT.match(str(exc)) if type(exc) is ImportError else None
+    if m:
+        return {"near_name": safe_near(_near.near_name, m.group(2), m.group(1))}
+    return {}
+
+
+CANNOT_IMPORT = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
+
+
+def safe_near(fn, *args):
+    """The near names, or None when looking raised: a suggestion is never worth a failed probe."""
+    try:
+        return fn(*args)
+    except Exception:  # noqa: BLE001
+        return None
 
 
 if __name__ == "__main__":

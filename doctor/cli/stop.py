@@ -27,6 +27,8 @@ Exit codes: 0 nothing of the job is left, 1 something of it survived (named), 2 
               help="Where the runs are (.dfdoctor/runs under it; default: here).")
 @click.option("--grace", type=Seconds(positive=False), default=GRACE_S, show_default=True,
               help="Seconds between SIGTERM and SIGKILL (a Slurm job: Slurm's own KillWait, waited for on top).")
+@click.option("-q", "--quiet", is_flag=True,
+              help="One line: the run and the outcome (what survived, when something did).")
 @pass_opts
 def stop(opts: dict[str, Any]) -> int:
     """End every process of RUN's job, here, on its --target, or in Slurm: torchrun's ranks in their own sessions
@@ -38,7 +40,10 @@ def stop(opts: dict[str, Any]) -> int:
         done = stop_run(cwd, opts["run"], opts["grace"])
     except RunNotFound as exc:
         raise click.UsageError(str(exc)) from None
-    for line in lines(done, opts["grace"]):
+    said = lines(done, opts["grace"])
+    if opts.get("quiet"):  # the run, then the outcome: the last line
+        said = [f"{said[0]}: {said[-1]}"] if len(said) > 1 else said
+    for line in said:
         click.echo(visible(line))  # a command line may hold terminal escapes: they are shown, never obeyed
     return 0 if done.clean else 1
 

@@ -16,7 +16,7 @@ from typing import Callable, Optional
 
 from dfdoctor import causes
 from dfdoctor.diagnose import stackclass
-from dfdoctor.diagnose import (elastic, known_failures, launcher, rules_runtime, silence, stuck, torch_pairs,
+from dfdoctor.diagnose import (elastic, known_failures, launcher, rules_runtime, silence, stuck, torch_pairs, typo,
                                user_terms)
 from dfdoctor.diagnose.bad_arguments import config_refused, refused
 from dfdoctor.diagnose.data_missing import assert_names_missing_data
@@ -276,7 +276,7 @@ def exception_verdict(run: RunRecord, err: PyError, evidence: list[str], who: st
     syntax error, a missing module, or a crash before or after the job started logging."""
     seen = _runtime_context(run)
     found = rules_runtime.classify(err, seen) or config_refused(err, seen) or assert_names_missing_data(err, seen) \
-        or known_failures.classify(err, seen)
+        or typo.missing_name(err, seen) or known_failures.classify(err, seen)
     if found is not None:
         return Verdict("failed", found.cause, found.summary if who == "The job" else
                        f"{who.rstrip(',')}: {found.summary}",
@@ -288,6 +288,12 @@ def exception_verdict(run: RunRecord, err: PyError, evidence: list[str], who: st
     module = re.search(r"No module named '([^']+)'", err.message)
     if err.exc_type.endswith(("ModuleNotFoundError", "ImportError")) and module:
         name = module.group(1)
+        proj = user_terms.project_of(seen)
+        mistyped = typo.missing_module(err, seen, name, proj.install.declares(name) if proj and proj.install else None)
+        if mistyped is not None:
+            return Verdict("failed", causes.MISSING_MODULE, f"{who} died at start: module {name!r} is not installed "
+                           f"in the training interpreter (imported at {err.blame})"
+                           + (f": {mistyped[0]}" if mistyped[0] else "."), mistyped[1], evidence)
         return Verdict("failed", causes.MISSING_MODULE, f"{who} died at start: module {name!r} is not installed "
                        f"in the training interpreter (imported at {err.blame}).",
                        (not run.is_remote and torch_pairs.missing_fix(name.split(".")[0], _python_of(run))) or

@@ -45,6 +45,23 @@ class Install:
                        f"(as {r.where} does)"
         return f"{shlex.quote(python)} -m pip install -e {shlex.quote(str(self.root))}"
 
+    def declares(self, module: str) -> Optional[str]:
+        """Where the project names the distribution of a top-level import (`requirements.txt:3`, `README.md:12`,
+        `pyproject.toml`), or None: only a declared name may be installed from the index by its own name, since
+        an undeclared one close to an installed module is a typo, and on the index it may be a stranger's."""
+        top = module.split(".")[0]
+        wanted = {canonical(top), canonical(_known_dist(top) or top)}
+        for file, line, req in self.requirements:
+            name = _REQ.match(req)
+            if name and canonical(name.group(1)) in wanted:
+                return f"{file}:{line}"
+        for r in self.readme:
+            if any(m and canonical(m.group(1)) in wanted for m in map(_REQ.match, r.words[1:])):
+                return r.where
+        if self.packaging == "pyproject.toml" and wanted & _pyproject_dependencies(self.root / self.packaging):
+            return "pyproject.toml"
+        return None
+
     def provider(self, module: str) -> tuple[Optional[str], str]:
         """(requirement or install line, how it is known) for a top-level import name; (None, why) when unknown."""
         top = module.split(".")[0]
@@ -92,6 +109,20 @@ def read_install(root: Path, folders: list[Path], readme: list[ReadmeLine]) -> I
                         reqs.append((str(path.relative_to(root)) if path.is_relative_to(root) else str(path), n,
                                      line))
     return Install(root, packaging, tuple(dict.fromkeys(packages)), tuple(reqs), tuple(readme))
+
+
+def _pyproject_dependencies(path: Path) -> set[str]:
+    """The canonical names in a pyproject.toml's dependency lists (project.dependencies, optional ones)."""
+    try:
+        import tomllib
+        data = tomllib.loads(_read(path))
+    except (ImportError, ValueError):
+        return set()
+    proj = data.get("project") if isinstance(data.get("project"), dict) else {}
+    reqs = list(proj.get("dependencies") or [])
+    for extra in (proj.get("optional-dependencies") or {}).values():
+        reqs += list(extra or [])
+    return {canonical(m.group(1)) for m in (_REQ.match(str(r)) for r in reqs) if m}
 
 
 def _read(path: Path) -> str:

@@ -21,6 +21,8 @@ _CALLS = {
     "os.makedirs": ("mkdir", 0), "os.mkdir": ("mkdir", 0), "mkdir": ("mkdir", -1),
     "os.remove": ("delete", 0), "os.unlink": ("delete", 0), "shutil.rmtree": ("delete", 0), "unlink": ("delete", -1),
     "os.path.exists": ("check", 0), "os.path.isfile": ("check", 0), "os.path.isdir": ("check", 0),
+    # a log the code opens itself: its folder must exist before the first line is logged
+    "logging.basicConfig": ("log", 99), "logging.FileHandler": ("log", 0), "FileHandler": ("log", 0),
 }
 # Names that are modules, not the object holding the options.
 _MODULES = {"os", "np", "numpy", "torch", "sys", "shutil", "json", "pd", "Path", "pathlib", "math", "time"}
@@ -32,7 +34,7 @@ class PathUse:
 
     file: str
     line: int
-    mode: str  # read | write | mkdir | delete | check
+    mode: str  # read | write | mkdir | delete | check | log
     hint: Optional[str]  # the last literal part of the path: 'train.bin', 'traindata.pt', './data/wikitext-2'
     dest: Optional[str]  # the option or config key the path comes from: 'data', 'system.work_dir'
 

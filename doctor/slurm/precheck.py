@@ -193,7 +193,8 @@ def srun_prefix(sub: Submission, *, job_name: str = f"{TAG}-check") -> list[str]
     return argv
 
 
-_FOLDERS = r'''echo "node $(hostname -s)"; for d in "$@"; do if [ -d "$d" ]; then if [ -w "$d" ]; then printf 'ok %s\n' "$d"; else printf 'notwritable %s\n' "$d"; fi; else printf 'missing %s\n' "$d"; fi; done'''
+# Each argument is a folder (exists? writable?) or, as `f:PATH`, a file that must exist (a venv's activate).
+_FOLDERS = r'''echo "node $(hostname -s)"; for d in "$@"; do case "$d" in f:*) if [ -f "${d#f:}" ]; then printf 'ok %s\n' "$d"; else printf 'missing %s\n' "$d"; fi; continue;; esac; if [ -d "$d" ]; then if [ -w "$d" ]; then printf 'ok %s\n' "$d"; else printf 'notwritable %s\n' "$d"; fi; else printf 'missing %s\n' "$d"; fi; done'''
 
 
 def folders_where_it_runs(sub: Submission, cwd: Path) -> list[Result]:
@@ -213,7 +214,8 @@ def folders_where_it_runs(sub: Submission, cwd: Path) -> list[Result]:
             continue
         folder = folder if folder.startswith("/") else str(Path(work_abs) / folder)
         wanted.append((role, resolved, folder))
-    dirs = [work_abs] + [f for _, _, f in wanted if f]
+    steps = _steps_with_paths(sub, work_abs)
+    dirs = [work_abs] + [f for _, _, f in wanted if f] + [p for _, p in steps]
     a = commands.run(srun_prefix(sub) + ["sh", "-c", _FOLDERS, "sh", *dirs], timeout=SRUN_IMMEDIATE_S + 20)
     seen: dict[str, str] = {}
     node = None
@@ -229,8 +231,9 @@ def folders_where_it_runs(sub: Submission, cwd: Path) -> list[Result]:
                             "may not share this file system",)
     if not node:
         for d in dirs:
-            p = Path(d)
-            seen[d] = "ok" if p.is_dir() and _writable(p) else ("notwritable" if p.is_dir() else "missing")
+            p = Path(d[2:] if d.startswith("f:") else d)
+            seen[d] = ("ok" if p.is_file() else "missing") if d.startswith("f:") else \
+                "ok" if p.is_dir() and _writable(p) else ("notwritable" if p.is_dir() else "missing")
     results: list[Result] = []
     if seen.get(work_abs) == "missing":
         mk = fail if node else warn
@@ -256,7 +259,52 @@ def folders_where_it_runs(sub: Submission, cwd: Path) -> list[Result]:
         else:
             results.append(ok(f"{role} {resolved}: folder {folder} exists and is writable {where}.",
                               evidence=note))
+    results += _missing_steps(sub, steps, seen, node, where, note)
     return results
+
+
+def _steps_with_paths(sub: Submission, work_abs: str) -> list[tuple[script.Step, str]]:
+    """The script's `cd`s and venv activations before its training command, each with the path to look at on
+    the node (a `cd` is followed: `cd /data/x; source .venv/bin/activate` looks for /data/x/.venv/bin/activate)."""
+    out, folder = [], work_abs
+    for step in script.prelude(sub.script_text or ""):
+        path = script.resolve(step.path, folder)
+        if step.kind == "cd":
+            out.append((step, path))
+            folder = path
+        else:
+            out.append((step, "f:" + path))
+    return out
+
+
+def _missing_steps(sub: Submission, steps: list, seen: dict[str, str], node: Optional[str], where: str,
+                   note: tuple) -> list[Result]:
+    """A failure for each `cd` or `source .../activate` whose target is not on the node (a warning where no node
+    was reached, or where the script goes on after it: no `set -e`)."""
+    name = sub.script.name if sub.script is not None else "the batch script"
+    out: list[Result] = []
+    for step, path in steps:
+        if seen.get(path) != "missing":
+            continue
+        if out and out[-1].status is Status.FAIL:
+            break  # the script stopped at the step before: what follows it never runs
+        mk = fail if node and step.stops else warn
+        then = ("the script stops there, before its training command and before any output of it"
+                if step.stops else "the script goes on without it (no `set -e`)")
+        if step.kind == "cd":
+            out.append(mk(f"{name} line {step.number}: cd {step.path}: no such folder {where}; {then}.",
+                          causes.INPUT_MISSING, evidence=(f"{name}:{step.number}: {step.line}", *note),
+                          fix=f"Create {path} where the job runs (on the file system the nodes share), or fix "
+                              f"the path in {name} line {step.number}."))
+        else:
+            venv = str(Path(path[2:]).parent.parent)
+            out.append(mk(f"{name} line {step.number}: {step.line}: no such file {where} (no virtual environment "
+                          f"at {venv}); {then}, and python would not be the venv's.", causes.COMMAND_NOT_FOUND,
+                          evidence=(f"{name}:{step.number}: {step.line}", *note),
+                          fix=f"Create the environment where the job runs (python3 -m venv {venv} && {venv}/bin/pip "
+                              f"install -r requirements.txt; not tried), or fix the path in {name} line "
+                              f"{step.number}."))
+    return out
 
 
 def _writable(p: Path) -> bool:
@@ -270,7 +318,13 @@ def training_checks_on_node(sub: Submission, cwd: Path, env: dict[str, str],
     if train is None:
         return [CheckRecord(id="slurm.training", phase="pre", status=Status.SKIP, title="Training command",
                             summary="No python/torchrun line found in the batch script: its checks were not run.")]
-    workdir = sub.workdir or str(cwd)
+    workdir = script.folder_after(sub.script_text or "", sub.workdir or str(cwd))  # where its `cd`s lead
+    if workdir != (sub.workdir or str(cwd)) and not Path(workdir).is_dir():
+        # srun would start the checks in /tmp instead, and blame the script's path for the missing folder
+        return [CheckRecord(id="slurm.training", phase="pre", status=Status.SKIP, title="Training command",
+                            summary=f"The script changes into {workdir} before its training command, and that "
+                                    "folder is not on this host: the command's checks were not run "
+                                    "(slurm.output says whether it is on a node).")]
     job_env = jobenv.of(sub, env, cwd)
     check = [sys.executable, "-m", "dfdoctor", "check", "--format", "json"]
     for s in skip_ids:

@@ -311,6 +311,38 @@ def command_not_found(s: Seen) -> Optional[Verdict]:
                    s.evidence())
 
 
+# bash's words for a failed `cd` or `source` of the batch script (Slurm runs it as .../slurm_script)
+_SCRIPT_STEP = re.compile(r"line (\d+): (?:cd: )?(\S+): No such file or directory")
+
+
+def script_step_failed(s: Seen) -> Optional[Verdict]:
+    """The batch script stopped at a `cd` into a missing folder or a `source` of a missing venv (set -e): the
+    line and what is missing, not a crash to read up on."""
+    j = s.job
+    if j.state != "FAILED":
+        return None
+    for line in s.output.splitlines():
+        m = _SCRIPT_STEP.search(line) if "slurm_script" in line or j.command and j.command in line else None
+        if m is None:
+            continue
+        number, path = m.group(1), m.group(2)
+        name = os.path.basename(j.command.split()[0]) if j.command else "the batch script"
+        node = j.nodes or "its node"
+        if " cd: " in line:
+            return Verdict("failed", causes.INPUT_MISSING, f"{name} line {number}: cd {path}: no such folder on "
+                           f"node {node}; the script stopped there, before its training command.",
+                           f"Create {path} on the file system the nodes share, or fix line {number} of {name}; "
+                           "`dfdoctor check -- sbatch ...` looks for it on a node before submitting.",
+                           s.evidence() + [line.strip()])
+        if path.endswith("/activate"):
+            return Verdict("failed", causes.COMMAND_NOT_FOUND, f"{name} line {number}: source {path}: no such file "
+                           f"on node {node} (no virtual environment there); the script stopped there.",
+                           f"Create the environment where the job runs, or fix line {number} of {name}; "
+                           "`dfdoctor check -- sbatch ...` looks for it on a node before submitting.",
+                           s.evidence() + [line.strip()])
+    return None
+
+
 def failed_otherwise(s: Seen) -> Optional[Verdict]:
     j = s.job
     if j.state not in ("FAILED", "BOOT_FAIL", "DEADLINE"):
@@ -381,7 +413,7 @@ def completed(s: Seen) -> Optional[Verdict]:
 
 RULES: list[Rule] = [array_tasks, pending_job, output_not_opened, chdir_failed, out_of_memory, time_limit, preempted,
                      node_failure, cancelled, step_failed, python_traceback, command_not_found, killed_by_signal,
-                     failed_otherwise, stuck_on_its_node, running, completed]
+                     script_step_failed, failed_otherwise, stuck_on_its_node, running, completed]
 
 
 def judge(s: Seen) -> Verdict:

@@ -3,6 +3,7 @@ torchrun` or `python -m`, with srun's own options taken off."""
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from dataclasses import dataclass
@@ -39,6 +40,86 @@ def find(text: str) -> Optional[Training]:
             if found:
                 return found
     return None
+
+
+@dataclass(frozen=True)
+class Step:
+    """A command of the script before its training command whose target must exist on the node: a `cd DIR`, or
+    a `source VENV/bin/activate`. `stops`: a failure there ends the script (`set -e`, `cd X || exit`, `cd X &&`)."""
+
+    number: int  # the line's number in the script (its #! line is 1)
+    line: str
+    kind: str  # cd | activate
+    path: str  # as written
+    stops: bool
+
+
+def prelude(text: str) -> list[Step]:
+    """The literal `cd` and `source .../activate` commands the script runs before its training command (a path
+    with `$` or a backquote depends on the job's environment and is left out)."""
+    steps: list[Step] = []
+    errexit = False
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError:
+            continue
+        segments = _segments(words)
+        for i, segment in enumerate(segments):
+            if _training(segment, line):
+                return steps
+            errexit = errexit or _sets_errexit(segment)
+            step = _step(segment, number, line, errexit or _guarded(words, i))
+            if step is not None:
+                steps.append(step)
+    return steps
+
+
+def folder_after(text: str, workdir: str) -> str:
+    """The folder the training command runs in: `workdir` moved by the script's literal `cd`s before it."""
+    folder = workdir
+    for step in prelude(text):
+        if step.kind == "cd":
+            folder = resolve(step.path, folder)
+    return folder
+
+
+def resolve(path: str, folder: str) -> str:
+    """A path of the script, against the folder it is in at that line."""
+    return os.path.normpath(path if path.startswith("/") else os.path.join(folder, path))
+
+
+def _step(words: list[str], number: int, line: str, stops: bool) -> Optional[Step]:
+    if len(words) == 2 and words[0] in ("cd", "pushd") and not any(c in words[1] for c in "$`~") \
+            and words[1] != "-":
+        return Step(number, line, "cd", words[1], stops)
+    if len(words) == 2 and words[0] in ("source", ".") and words[1].endswith("/activate") \
+            and not any(c in words[1] for c in "$`~"):
+        return Step(number, line, "activate", words[1], stops)
+    return None
+
+
+def _sets_errexit(words: list[str]) -> bool:
+    """`set -e`, `set -euo pipefail`, `set -o errexit`."""
+    if not words or words[0] != "set":
+        return False
+    return any(w.startswith("-") and not w.startswith("--") and "e" in w[1:] and w != "-o" for w in words[1:]) or \
+        any(a == "-o" and b == "errexit" for a, b in zip(words[1:], words[2:]))
+
+
+def _guarded(words: list[str], index: int) -> bool:
+    """The index-th simple command of the line is followed by `&&` or by `|| exit`: a failure there ends the
+    script or skips what comes next."""
+    ops = [w for w in words if w in (";", "&&", "||", "|", "&")]
+    if index < len(ops) and ops[index] == "&&":
+        return True
+    if index < len(ops) and ops[index] == "||":
+        after = words[words.index("||") + 1:] if "||" in words else []
+        return bool(after) and after[0] in ("exit", "return")
+    return False
 
 
 def _training(words: list[str], line: str) -> Optional[Training]:

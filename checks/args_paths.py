@@ -1,0 +1,134 @@
+"""args.paths: do the files the command names, and the log folder the code names, exist?
+
+`--data data/train.jsonl` (missing) and `--config configs/small.yml` (the file is `.yaml`) end the job a second
+after the launch, after a queue wait and a torch import. The project model (doctor/project) knows which options
+are paths the code opens for reading (`open(args.config)`, `torch.load(args.ckpt)`, `os.path.join(args.data_dir,
+'train.bin')`) and which log file the code opens itself (`logging.basicConfig(filename='logs/train.log')`). Each
+such path is looked at on this machine, against the job's folder. The code is read, not run (the open may sit
+under a branch the job never takes), so a missing path is a warning, with the closest file that does exist.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import shlex
+from pathlib import Path
+from typing import Iterator, Optional
+
+from dfdoctor import STATIC, Result, causes, check, ok, skip, warn
+from dfdoctor import project
+from dfdoctor.launchline.commandline import spec_for
+
+
+@check("args.paths", title="The files the command names and the code opens exist", phases=("pre",), timeout=10)
+def args_paths(ctx) -> Iterator[Result]:
+    """Match each option the command gives with the code's reads of it, and look at each path read."""
+    if not ctx.command:
+        yield skip("no command given, so there are no paths to look at")
+        return
+    if not ctx.target.runs_here:
+        yield skip("the job's files live on the target; they were not looked at from here")
+        return
+    spec = spec_for(ctx)
+    if spec.script is None or not Path(spec.script).is_file():
+        yield skip("the launch runs no script file whose reads could be followed")
+        return
+    cwd = Path(spec.cwd or ctx.cwd)
+    proj = project.read([str(spec.script), *spec.script_args], cwd, script=str(spec.script))
+    proj = _with_args(proj, spec.script_args)
+    problems = list(_missing_inputs(proj, cwd)) + list(_missing_log_folders(proj, cwd))
+    yield from problems
+    if not problems:
+        looked = len(list(_read_options(proj))) + len(_log_uses(proj))
+        yield ok(f"{looked} path(s) the command gives or the code logs to exist", basis=STATIC) if looked else \
+            skip("the command gives no option the code opens as a file, and the code opens no log of its own")
+
+
+def _with_args(proj: project.Project, args: list[str]) -> project.Project:
+    """The project with the command's own arguments (read() was given the script alone)."""
+    from dataclasses import replace
+    return replace(proj, args=tuple(args))
+
+
+def _read_options(proj: project.Project) -> Iterator[tuple[project.Option, str, project.PathUse]]:
+    """(option, value given, the code's read of it) for each option the command gives that the code opens."""
+    for o in proj.options.options:
+        value = proj.given(o)
+        if not value or value.startswith(("s3://", "gs://", "http://", "https://", "hf://")):
+            continue
+        use = next((u for u in proj.paths if u.mode == "read" and u.dest and
+                    (u.dest == o.dest or u.dest.rsplit(".", 1)[-1] == o.dest)), None)
+        if use is not None:
+            yield o, value, use
+
+
+def _missing_inputs(proj: project.Project, cwd: Path) -> Iterator[Result]:
+    """A warning for each path option whose value is not there (a file, or the folder a file is joined into)."""
+    for o, value, use in _read_options(proj):
+        path = Path(os.path.expanduser(value))
+        full = path if path.is_absolute() else cwd / path
+        joined = use.hint is not None  # os.path.join(args.data_dir, 'train.bin'): the value is a folder
+        if full.exists():
+            continue
+        near = closest(full)
+        meant = f"; did you mean {_rel(near, cwd)}?" if near else ""
+        kind = "folder" if joined else "file"
+        yield warn(f"{o.flag} {value}: no such {kind} (relative to {cwd}){meant}", causes.INPUT_MISSING,
+                   basis=STATIC,
+                   evidence=(f"{use.where}: the code opens the value of {o.flag}" +
+                             (f", joined with {use.hint!r}" if joined else ""),
+                             f"command: ... {shlex.join(proj.words_of(o))}"),
+                   fix=(f"Pass {o.spelled(_rel(near, cwd))} (that {'folder' if near.is_dir() else 'file'} exists)"
+                        if near else f"Create {value} or pass the path where it is") +
+                       "; the code was read, not run, so whether this branch runs was not seen.")
+
+
+def _log_uses(proj: project.Project) -> list[project.PathUse]:
+    """The log files the code opens itself with a literal path (`logging.basicConfig(filename='logs/x.log')`)."""
+    return [u for u in proj.paths if u.mode == "log" and u.hint and not u.dest]
+
+
+def _missing_log_folders(proj: project.Project, cwd: Path) -> Iterator[Result]:
+    """A warning for each log file the code opens in a folder that does not exist (and nothing creates)."""
+    made = {os.path.normpath(u.hint) for u in proj.paths if u.mode == "mkdir" and u.hint}
+    for use in _log_uses(proj):
+        folder = os.path.dirname(use.hint)
+        if not folder or (cwd / folder).is_dir() or os.path.normpath(folder) in made:
+            continue
+        yield warn(f"{use.where} logs to {use.hint}, and the folder {folder} does not exist (relative to {cwd})",
+                   causes.LOG_DIR_MISSING, basis=STATIC, evidence=(f"{use.where}: the code opens {use.hint}",),
+                   fix=f"Create it before the launch (mkdir -p {shlex.quote(folder)}), or in the code before "
+                       f"the logging set-up: os.makedirs({folder!r}, exist_ok=True); not tried.")
+
+
+def closest(full: Path) -> Optional[Path]:
+    """The existing file or folder whose name is closest to a missing one: in its folder (`small.yml` ->
+    `small.yaml`), or, when the folder is missing too, the closest folder beside it holding that name."""
+    parent = full.parent
+    if parent.is_dir():
+        return _near_in(parent, full.name)
+    grand = parent.parent
+    if grand.is_dir():
+        folder = _near_in(grand, parent.name)
+        if folder is not None and folder.is_dir():
+            return folder / full.name if (folder / full.name).exists() else folder
+    return None
+
+
+def _near_in(folder: Path, name: str) -> Optional[Path]:
+    try:
+        entries = [e.name for e in os.scandir(folder)][:5000]
+    except OSError:
+        return None
+    stem = name.rsplit(".", 1)[0]
+    same_stem = [e for e in entries if e.rsplit(".", 1)[0] == stem and e != name]
+    found = same_stem or difflib.get_close_matches(name, entries, n=1, cutoff=0.75)
+    return folder / found[0] if found else None
+
+
+def _rel(path: Path, cwd: Path) -> str:
+    try:
+        return str(path.relative_to(cwd))
+    except ValueError:
+        return str(path)
