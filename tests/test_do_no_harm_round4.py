@@ -1,0 +1,52 @@
+"""Do no harm, round 4 (issue 40, the findings outside the rehearsal): each test reproduces one finding of the
+fourth hostile review on the real thing (real jobs, real signals, real files) and holds its fix."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import psutil
+import pytest
+
+from dfdoctor.agent.names import RUN_ENV
+from dfdoctor.agent.procfs import environ
+from dfdoctor.run import record
+from jobs.harness import dfdoctor, job, kill_runs, launch, text_of, wait_for
+
+
+def _job_processes(run_dir: Path) -> list[psutil.Process]:
+    """Every live process that carries the run's marker."""
+    marker = record.load(run_dir).spawned["marker"]
+    out = []
+    for p in psutil.process_iter():
+        try:
+            if (environ(p.pid) or {}).get(RUN_ENV) == marker and p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except psutil.Error:
+            continue
+    return out
+
+
+# -- S17: a copy of the project folder never stops the original's job ------------------------------------------
+@pytest.mark.slow
+def test_stop_in_a_cp_a_copy_of_the_project_does_not_stop_the_originals_job(tmp_path):
+    exp_a, exp_b = tmp_path / "expA", tmp_path / "expB"
+    exp_a.mkdir()
+    try:
+        _, rep = launch(exp_a, *job("sleeps.py"), watch=3, extra=("--settle", "0"))
+        run_dir = Path(rep["run"]["dir"])
+        assert record.load(run_dir).job_alive(), text_of(rep)
+        procs = _job_processes(run_dir)
+        assert procs
+        subprocess.run(["cp", "-a", str(exp_a), str(exp_b)], check=True)
+        p = dfdoctor("stop", "--cwd", str(exp_b), "--grace", "1", cwd=exp_b, timeout=90)
+        assert "stopped pid" not in p.stdout, p.stdout
+        assert all(q.is_running() and q.status() != psutil.STATUS_ZOMBIE for q in procs), \
+            "a stop in the copy ended the original's job"
+        p = dfdoctor("stop", "--cwd", str(exp_a), "--grace", "1", cwd=exp_a, timeout=90)  # the original does
+        assert p.returncode == 0 and "stopped pid" in p.stdout, p.stdout
+    finally:
+        kill_runs(exp_a)
