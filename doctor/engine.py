@@ -8,6 +8,7 @@ import datetime as _dt
 import os
 import platform
 import re
+import shlex
 import shutil
 import socket
 import sys
@@ -214,12 +215,33 @@ def users_files(ctx: Context) -> list[tuple[str, Path]]:
     # what dfdoctor reads from --cwd without being told: the default requirements and its config
     files += [(name, ctx.cwd / name) for name in ("requirements.txt", "pyproject.toml", "dfdoctor.toml")
               if (ctx.cwd / name).is_file()]
-    for word in ctx.command:
+    # a word holding a shell line (`bash -c 'python t.py >> train.log'`), and --shell-command, name files too
+    lines = [w for w in ctx.command if any(c in w for c in SHELL_CHARS)] + [ctx.shell_command or ""]
+    for word in ctx.command + [w for line in lines for w in _line_words(line)]:
         for part in (word, word.partition("=")[2]):  # `--config=cfg.yaml` names a file too
             p = ctx.cwd / part if part else None
             if p is not None and p.is_file():
                 files.append((f"the command's {part}", p))
     return files
+
+
+SHELL_CHARS = " \t\n<>|;&"
+
+
+def _line_words(line: Optional[str], depth: int = 0) -> list[str]:
+    """The words of a shell line (a typed line, --shell-command), its redirections' files split off their
+    operators (`>>train.log`: `train.log`), and those of a line inside it (`bash -c '... 2>> err.log'`): what may
+    name a file the line writes or reads. Unbalanced quotes: its blank-separated words."""
+    if not line or depth > 3:
+        return []
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        words = list(lexer)
+    except ValueError:
+        words = line.split()
+    return words + [w for word in words if any(c in word for c in SHELL_CHARS)
+                    for w in _line_words(word, depth + 1)]
 
 
 def guard(pairs: list[tuple[str, Optional[str]]], ctx: Optional[Context] = None,

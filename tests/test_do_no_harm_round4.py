@@ -50,3 +50,29 @@ def test_stop_in_a_cp_a_copy_of_the_project_does_not_stop_the_originals_job(tmp_
         assert p.returncode == 0 and "stopped pid" in p.stdout, p.stdout
     finally:
         kill_runs(exp_a)
+
+
+# -- S18: --output never replaces the targets file, nor a file the line's own redirections name -----------------
+def _check(work: Path, *args: str) -> subprocess.CompletedProcess:
+    return dfdoctor("check", "--cwd", str(work), "--only", "log.writable", *args, cwd=work, timeout=120)
+
+
+def test_an_output_naming_the_targets_file_is_refused_and_the_file_survives(tmp_path):
+    (tmp_path / "t.py").write_text("print('hi')\n")
+    targets = tmp_path / "targets.txt"
+    targets.write_text("local\n")
+    p = _check(tmp_path, "--targets-file", str(targets), "--format", "json", "--output", str(targets),
+               "--", "python3", "t.py")
+    assert p.returncode == 2 and "--targets-file" in p.stderr, p.stdout + p.stderr
+    assert targets.read_text() == "local\n"
+
+
+@pytest.mark.parametrize("line", [["python3 t.py >>train.log 2>&1"],
+                                  ["bash", "-c", "python3 t.py > out.log 2>> train.log"]])
+def test_an_output_naming_the_lines_own_append_log_is_refused_and_the_log_survives(tmp_path, line):
+    (tmp_path / "t.py").write_text("print('hi')\n")
+    log = tmp_path / "train.log"
+    log.write_text("step 1 loss 2.3\n")
+    p = _check(tmp_path, "--format", "json", "--output", str(log), "--", *line)
+    assert p.returncode == 2 and "it would be overwritten" in p.stderr, p.stdout + p.stderr
+    assert log.read_text() == "step 1 loss 2.3\n"
