@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import psutil
@@ -76,3 +77,31 @@ def test_an_output_naming_the_lines_own_append_log_is_refused_and_the_log_surviv
     p = _check(tmp_path, "--format", "json", "--output", str(log), "--", *line)
     assert p.returncode == 2 and "it would be overwritten" in p.stderr, p.stdout + p.stderr
     assert log.read_text() == "step 1 loss 2.3\n"
+
+
+# -- S20: a launch never prunes the run folder another dfdoctor process still works on ----------------------------
+HOLDER = """
+import json, sys, time
+from pathlib import Path
+from dfdoctor.run.folder import new_run
+run_id, path = new_run(Path(sys.argv[1]))  # as `dfdoctor launch` makes its run folder
+(path / "spec.json").write_text(json.dumps({"run_id": run_id, "argv": ["true"]}))
+print(path, flush=True)
+time.sleep(600)  # its job ended; it is still writing its report
+"""
+
+
+@pytest.mark.slow
+def test_a_launch_with_keep_runs_1_never_prunes_the_run_folder_another_launch_still_reports_on(tmp_path):
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        first = Path(holder.stdout.readline().strip())
+        assert first.is_dir()
+        _, rep = launch(tmp_path, *job("exited_early.py"), watch=2, extra=("--keep-runs", "1"))
+        assert Path(rep["run"]["dir"]).is_dir()
+        assert first.is_dir(), "the second launch pruned the run folder the first one still works on"
+    finally:
+        holder.kill()
+        holder.wait()
+    _, rep = launch(tmp_path, *job("exited_early.py"), watch=2, extra=("--keep-runs", "1"))
+    assert not first.exists(), "once its process ended, the old run folder is pruned as before"
