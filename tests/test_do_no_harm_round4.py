@@ -15,6 +15,7 @@ import pytest
 from dfdoctor.agent.names import RUN_ENV
 from dfdoctor.agent.procfs import environ
 from dfdoctor.run import record
+from infra.fixtures import infra, ssh_config_env  # noqa: F401
 from jobs.harness import dfdoctor, job, kill_runs, launch, text_of, wait_for
 
 
@@ -105,3 +106,45 @@ def test_a_launch_with_keep_runs_1_never_prunes_the_run_folder_another_launch_st
         holder.wait()
     _, rep = launch(tmp_path, *job("exited_early.py"), watch=2, extra=("--keep-runs", "1"))
     assert not first.exists(), "once its process ended, the old run folder is pruned as before"
+
+
+# -- S19: the shared ssh connection never outlives dfdoctor, even after a SIGKILL ---------------------------------
+CONNECTS = """
+import os, sys, time
+from dfdoctor.targets import parse_target, transport
+t = parse_target(sys.argv[1])
+with transport.connected(t) as err:
+    print(err or transport.control_path(t), flush=True)
+    time.sleep(600)
+"""
+
+
+@pytest.mark.slow
+def test_a_sigkill_inside_a_shared_ssh_connection_leaves_no_ssh_master_behind(ssh_config_env):
+    infra = ssh_config_env
+    holder = subprocess.Popen([sys.executable, "-c", CONNECTS, infra.ssh_target], stdout=subprocess.PIPE, text=True,
+                              env=infra.env())
+    sock = holder.stdout.readline().strip()
+    assert os.path.exists(sock), sock  # logged in: the master serves its socket
+
+    def masters() -> list[psutil.Process]:
+        out = []
+        for p in psutil.process_iter(["cmdline"]):
+            if sock in " ".join(p.info["cmdline"] or []) and p.pid != holder.pid:
+                out.append(p)
+        return out
+
+    found = masters()
+    assert found, "no ssh master found for the socket"
+    holder.kill()  # SIGKILL: no finally of dfdoctor's runs
+    holder.wait()
+    try:
+        assert wait_for(lambda: not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in found), 15), \
+            f"the ssh master outlived dfdoctor: {[p.pid for p in found]}"
+        assert wait_for(lambda: not os.path.exists(os.path.dirname(sock)), 5), "the socket's folder was left"
+    finally:
+        for p in found:
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
