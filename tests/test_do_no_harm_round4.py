@@ -148,3 +148,18 @@ def test_a_sigkill_inside_a_shared_ssh_connection_leaves_no_ssh_master_behind(ss
                 p.kill()
             except psutil.Error:
                 pass
+
+
+# -- S13: a token as a URL's user part is never printed ------------------------------------------------------------
+@pytest.mark.parametrize("url", ["git+https://Zq8s3cr3tT0kenValue9876@git.example.com/org/private.git",
+                                 "https://Zq8s3cr3tT0kenValue9876:@pypi.example.com/simple/private-pkg/"])
+def test_a_token_as_a_urls_user_part_in_requirements_is_masked_everywhere(tmp_path, url):
+    (tmp_path / "t.py").write_text("print('hi')\n")
+    (tmp_path / "requirements.txt").write_text(f"{url}\nnot a requirement at all ((\n")
+    out = tmp_path / "r.json"
+    p = dfdoctor("check", "--cwd", str(tmp_path), "--only", "deps.requirements", "-v", "--format", "text",
+                 "--format", "json", "--output", "-", "--output", str(out), "--", "python3", "t.py", cwd=tmp_path)
+    assert p.returncode in (0, 1), p.stdout + p.stderr
+    said = p.stdout + p.stderr + out.read_text()
+    assert "requirements.txt" in said
+    assert "Zq8s3cr3tT0kenValue9876" not in said, said
