@@ -152,6 +152,37 @@ def guard_outputs(outputs: Iterable[str], files: Iterable[tuple[str, Path]] = ()
         seen.append((f"--output {out}", real, ident))
 
 
+def read_head(path: os.PathLike[str] | str, limit: int) -> Optional[bytes]:
+    """At most `limit` + 1 bytes from the start of a file dfdoctor found itself (a README, a source file, an
+    `-r` include): one more than `limit` says it is larger, never a whole file of unknown size (`-r
+    data/corpus.txt` of 512 MiB). None when it is no regular file (a FIFO is never waited on) or cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def read_head_text(path: os.PathLike[str] | str, limit: int) -> Optional[str]:
+    """`read_head`'s first `limit` bytes as text (undecodable bytes replaced); None as read_head."""
+    data = read_head(path, limit)
+    return None if data is None else data[:limit].decode("utf-8", "replace")
+
+
 # The most a file the user names as input (--targets-file, a config, a saved report) may hold: any of them is a few
 # KiB; /dev/zero or a 3 GB file must not grow dfdoctor until the OOM killer fires on a shared machine.
 READ_LIMIT = 8 << 20

@@ -163,3 +163,50 @@ def test_a_token_as_a_urls_user_part_in_requirements_is_masked_everywhere(tmp_pa
     said = p.stdout + p.stderr + out.read_text()
     assert "requirements.txt" in said
     assert "Zq8s3cr3tT0kenValue9876" not in said, said
+
+
+# -- S14: a private key named by `-r` is never quoted -----------------------------------------------------------
+KEY_LINE = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW"
+
+
+def test_a_private_key_included_by_dash_r_is_not_read_and_never_printed(tmp_path):
+    (tmp_path / "t.py").write_text("print('hi')\n")
+    (tmp_path / "keys").mkdir()
+    (tmp_path / "keys" / "deploy_key").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n" + (KEY_LINE + "\n") * 5 +
+                                                  "-----END OPENSSH PRIVATE KEY-----\n")
+    (tmp_path / "requirements.txt").write_text("-r keys/deploy_key\n")
+    out = tmp_path / "r.json"
+    p = dfdoctor("check", "--cwd", str(tmp_path), "--only", "deps.requirements", "-v", "--format", "text",
+                 "--format", "json", "--output", "-", "--output", str(out), "--", "python3", "t.py", cwd=tmp_path)
+    said = p.stdout + p.stderr + out.read_text()
+    assert p.returncode in (0, 1) and "keys/deploy_key" in said, said
+    assert KEY_LINE[:20] not in said and "cannot parse requirement" not in said, said
+    assert "PEM block" in said, said
+
+
+# -- S15: a huge file named by `-r` is never read whole -------------------------------------------------------------
+MAXRSS = """
+import resource, subprocess, sys
+p = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, p.returncode)
+print(p.stdout + p.stderr)
+"""
+
+
+@pytest.mark.slow
+def test_a_512_mib_file_included_by_dash_r_is_not_read_whole(tmp_path):
+    (tmp_path / "t.py").write_text("print('hi')\n")
+    (tmp_path / "data").mkdir()
+    with open(tmp_path / "data" / "corpus.txt", "wb") as f:  # sparse: 512 MiB of "a"-free text costs no disk
+        f.truncate(512 << 20)
+    (tmp_path / "requirements.txt").write_text("-r data/corpus.txt\n")
+    (tmp_path / "README.md").write_text("```\npip install -r data/corpus.txt\n```\n")
+    from jobs.harness import DFDOCTOR
+    p = subprocess.run([sys.executable, "-c", MAXRSS, DFDOCTOR, "check", "--cwd", str(tmp_path), "--only",
+                        "deps.requirements", "-v", "--", "python3", "t.py"], capture_output=True, text=True,
+                       cwd=tmp_path, timeout=300)
+    first, _, said = p.stdout.partition("\n")
+    maxrss_kib, rc = (int(x) for x in first.split())
+    assert rc in (0, 1), said
+    assert "data/corpus.txt" in said and "not read" in said, said
+    assert maxrss_kib < 300 * 1024, f"dfdoctor grew to {maxrss_kib >> 10} MiB reading the file"
