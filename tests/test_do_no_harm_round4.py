@@ -210,3 +210,14 @@ def test_a_512_mib_file_included_by_dash_r_is_not_read_whole(tmp_path):
     assert rc in (0, 1), said
     assert "data/corpus.txt" in said and "not read" in said, said
     assert maxrss_kib < 300 * 1024, f"dfdoctor grew to {maxrss_kib >> 10} MiB reading the file"
+
+
+# -- S16: a README code line of 200,000 blanks is read at once ------------------------------------------------------
+@pytest.mark.slow
+def test_a_readme_code_line_of_200000_blanks_does_not_hang_the_check(tmp_path):
+    (tmp_path / "t.py").write_text("import argparse\nargparse.ArgumentParser().parse_args()\n")
+    (tmp_path / "README.md").write_text("```\npython t.py" + " " * 200_000 + "--epochs 3\n```\n")
+    p = dfdoctor("check", "--cwd", str(tmp_path), "--only", "deps.requirements", "--timeout", "30", "--",
+                 "python3", "t.py", cwd=tmp_path, timeout=90)
+    assert p.returncode in (0, 1), p.stdout + p.stderr
+    assert "could not look" not in p.stdout and "timed out" not in p.stdout, p.stdout

@@ -75,7 +75,8 @@ def _commands(path: Path, root: Path) -> list[ReadmeLine]:
 def _command(line: str) -> Optional[str]:
     """The command in one code line, or None when it runs nothing of interest."""
     line = re.sub(r"^(?:\(\w+\)\s*)?[$>#%]\s+", "", line)  # prompts: `$ `, `(venv) $ `
-    line = re.sub(r"\s+#.*$", "", line).strip()
+    comment = re.search(r"\s#", line)  # a trailing comment: `\s+#.*$` backtracks over every blank run (quadratic)
+    line = (line[:comment.start()] if comment else line).strip()
     words = line.split()
     i = 0
     while i < len(words) and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[i]):  # CUDA_VISIBLE_DEVICES=0 python ...
