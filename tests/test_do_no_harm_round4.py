@@ -221,3 +221,27 @@ def test_a_readme_code_line_of_200000_blanks_does_not_hang_the_check(tmp_path):
                  "python3", "t.py", cwd=tmp_path, timeout=90)
     assert p.returncode in (0, 1), p.stdout + p.stderr
     assert "could not look" not in p.stdout and "timed out" not in p.stdout, p.stdout
+
+
+# -- S8, S9: imports.smoke compiles what Python compiles, as Python compiles it ------------------------------------
+def _smoke(work: Path) -> subprocess.CompletedProcess:
+    return dfdoctor("check", "--cwd", str(work), "--only", "imports.smoke", "--", "python3", "main.py", cwd=work,
+                    timeout=120)
+
+
+def test_a_valid_1500_term_concatenation_is_no_syntax_error(tmp_path):
+    (tmp_path / "concat.py").write_text("X = " + " + ".join(['"a"'] * 1500) + "\n")
+    (tmp_path / "main.py").write_text("import concat\nprint(len(concat.X))\n")
+    assert subprocess.run(["python3", "main.py"], cwd=tmp_path, capture_output=True, text=True).stdout == "1500\n"
+    p = _smoke(tmp_path)
+    assert p.returncode == 0 and "syntax" not in p.stdout.lower(), p.stdout + p.stderr
+
+
+def test_a_module_imported_only_for_a_newer_python_is_not_compiled_here(tmp_path):
+    (tmp_path / "main.py").write_text("import sys\nif sys.version_info >= (3, 99):\n    import future_only\n"
+                                      "else:\n    import today\nprint(today.Alias)\n")
+    (tmp_path / "future_only.py").write_text("type Alias = int\nmatch = => 3\n")  # no Python today compiles it
+    (tmp_path / "today.py").write_text("Alias = int\n")
+    assert subprocess.run(["python3", "main.py"], cwd=tmp_path, capture_output=True).returncode == 0
+    p = _smoke(tmp_path)
+    assert p.returncode == 0 and "future_only" not in p.stdout, p.stdout + p.stderr
