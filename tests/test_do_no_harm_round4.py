@@ -245,3 +245,39 @@ def test_a_module_imported_only_for_a_newer_python_is_not_compiled_here(tmp_path
     assert subprocess.run(["python3", "main.py"], cwd=tmp_path, capture_output=True).returncode == 0
     p = _smoke(tmp_path)
     assert p.returncode == 0 and "future_only" not in p.stdout, p.stdout + p.stderr
+
+
+# -- S7: the installed-packages answer is not reused after a .pth file is rewritten in place ----------------------
+def _dist(where: Path, version: str) -> None:
+    info = where / f"foo_pkg-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: foo-pkg\nVersion: {version}\n")
+    (where / "foo_pkg").mkdir()
+    (where / "foo_pkg" / "__init__.py").write_text("")
+
+
+@pytest.mark.slow
+def test_the_installed_answer_is_read_again_after_a_pth_file_is_rewritten_in_place(tmp_path):
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    site = next(venv.glob("lib/python3*/site-packages"))
+    _dist(tmp_path / "one", "1.0")
+    _dist(tmp_path / "two", "2.0")
+    pth = site / "extra.pth"
+    pth.write_text(str(tmp_path / "one") + "\n")
+    (tmp_path / "t.py").write_text("import foo_pkg\n")
+    (tmp_path / "requirements.txt").write_text("foo-pkg==1.0\n")
+
+    def check() -> subprocess.CompletedProcess:
+        return dfdoctor("check", "--cwd", str(tmp_path), "--only", "deps.requirements", "--python",
+                        str(venv / "bin" / "python"), "--", str(venv / "bin" / "python"), "t.py", cwd=tmp_path,
+                        timeout=120)
+
+    p = check()
+    assert p.returncode == 0, p.stdout + p.stderr
+    site_mtime = site.stat().st_mtime_ns
+    with open(pth, "r+") as f:  # in place: the folder's mtime does not change
+        f.write(str(tmp_path / "two") + "\n")
+    assert site.stat().st_mtime_ns == site_mtime
+    p = check()
+    assert p.returncode == 1 and "2.0" in p.stdout, p.stdout + p.stderr

@@ -273,10 +273,34 @@ def path_state():
     return state
 
 
+def pth_state():
+    """[file, sha1 of its bytes] for each `.pth` file of the site folders on the import path: a `.pth` rewritten in
+    place (no folder's mtime changes) moves what is importable, so an answer is reused only while each reads the
+    same (checks/deps_answer.py)."""
+    import hashlib
+    state = []
+    for place in dict.fromkeys(os.path.abspath(p or os.curdir) for p in sys.path):
+        if os.path.basename(place) not in ("site-packages", "dist-packages"):
+            continue
+        try:
+            names = sorted(n for n in os.listdir(place) if n.endswith(".pth"))
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(place, name)
+            try:
+                with open(path, "rb") as f:
+                    state.append([path, hashlib.sha1(f.read(1 << 20)).hexdigest()])
+            except OSError:
+                state.append([path, None])
+    return state
+
+
 def main():
     """Evaluate the requirements, scan for conflicts and duplicates, answer."""
     install_stack_dump()
     before = path_state()  # taken first: a change while the distributions are read shows up as a change later
+    pth_before = pth_state()
     spec = request()
     out = {"python": sys.version.split()[0], "executable": sys.executable, "results": [], "conflicts": [],
            "duplicates": {}, "closure": [], "n_dists": 0}
@@ -318,6 +342,7 @@ def main():
     out["conflicts"] = found
     out["closure"] = sorted(relevant)
     out["path_state"] = before
+    out["pth_state"] = pth_before
     answer(out)
 
 
