@@ -281,3 +281,13 @@ def test_the_installed_answer_is_read_again_after_a_pth_file_is_rewritten_in_pla
     assert site.stat().st_mtime_ns == site_mtime
     p = check()
     assert p.returncode == 1 and "2.0" in p.stdout, p.stdout + p.stderr
+
+
+# -- R17: deleting a file that is not there is no missing input -------------------------------------------------
+@pytest.mark.parametrize("call", ['os.remove("stale.lock")', 'pathlib.Path("stale.lock").unlink()'])
+def test_deleting_a_missing_file_is_not_read_as_a_missing_input(tmp_path, call):
+    (tmp_path / "t.py").write_text(f"import os, pathlib\nprint('start', flush=True)\n{call}\n")
+    _, rep = launch(tmp_path, "python3", "t.py", watch=10)
+    v = rep["verdict"]
+    assert v["cause"] != "input-missing" and "deletes stale.lock" in v["summary"], text_of(rep)
+    assert "Create" not in v["fix"] and "missing_ok=True" in v["fix"], text_of(rep)
