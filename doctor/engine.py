@@ -29,7 +29,7 @@ from dfdoctor.render.github import SUMMARY_LIMIT, inert, summary
 from dfdoctor.render.text import color_wanted, verdict_line, visible
 from dfdoctor.render.undecodable import shown_all
 from dfdoctor.runner import run_checks
-from dfdoctor.safefile import guard_outputs, open_summary, regular_file_problem, write_atomically
+from dfdoctor.safefile import guard_outputs, one_of, open_summary, regular_file_problem, write_atomically
 from dfdoctor.targets import Target, parse_target, shown_spec, transport
 
 
@@ -244,12 +244,35 @@ def _line_words(line: Optional[str], depth: int = 0) -> list[str]:
                     for w in _line_words(word, depth + 1)]
 
 
+# The files the user named for this run's launch (users_files), kept by `guard` for the step summary: GitHub's
+# $GITHUB_STEP_SUMMARY pointed at one of them must not be appended to (append_step_summary).
+_NAMED: list[tuple[str, Path]] = []
+
+
 def guard(pairs: list[tuple[str, Optional[str]]], ctx: Optional[Context] = None,
           run_folders: tuple[Path, ...] = ()) -> None:
     """Exit 2 before any work when an --output would overwrite a file the user named, or land in a run
     folder (see `dfdoctor.safefile.guard_outputs`)."""
-    guard_outputs([o for _, o in pairs if o is not None], users_files(ctx) if ctx else [],
-                  [("a run folder", d) for d in run_folders])
+    named = users_files(ctx) if ctx else []
+    _NAMED[:] = named
+    guard_outputs([o for _, o in pairs if o is not None], named, [("a run folder", d) for d in run_folders])
+
+
+def named_in_report(report: Report) -> list[tuple[str, Path]]:
+    """The files a report names as the user's: the run's log, and the command's words that name a file in the
+    job's folder on this machine (its script, a config)."""
+    out: list[tuple[str, Path]] = []
+    log = (report.run or {}).get("log")
+    if log and not (report.run or {}).get("remote_dir"):
+        out.append(("the job's log", Path(log)))
+    cwd = (report.environment or {}).get("cwd")
+    if report.target == "local" and cwd and os.path.isabs(cwd):
+        lines = [w for w in report.command if any(c in w for c in SHELL_CHARS)]
+        for word in list(report.command) + [w for line in lines for w in _line_words(line)]:
+            for part in (word, word.partition("=")[2]):
+                if part and os.path.isfile(os.path.join(cwd, part)):
+                    out.append((f"the command's {part}", Path(cwd) / part))
+    return out
 
 
 @contextlib.contextmanager
@@ -519,6 +542,12 @@ def append_step_summary(safe: Report) -> None:
         return
     try:
         fd = open_summary(path)
+        what = one_of(path, _NAMED + named_in_report(safe))  # opened through no symlink: `path` is that file
+        if what:  # a hostile or mistaken environment: appending would write into the user's own file
+            os.close(fd)
+            sys.stderr.write(inert(visible(f"dfdoctor: $GITHUB_STEP_SUMMARY ({path}) is {what}: the summary is not "
+                                           "appended to it")) + "\n")
+            return
         with os.fdopen(fd, "a", encoding="utf-8", errors="surrogateescape") as f:
             used = os.fstat(fd).st_size
             text = summary(safe, limit=max(0, SUMMARY_LIMIT - used - 1))

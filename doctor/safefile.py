@@ -131,6 +131,17 @@ def _inside(path: str, folder: str) -> bool:
         return False
 
 
+def one_of(path: str, files: Iterable[tuple[str, Path]]) -> Optional[str]:
+    """What names `path` among `files` ((what, path) pairs), whatever symlinks, `..` or hard links lead there:
+    the `what` of the first that is the same file; None when none is."""
+    real, ident = _identity(Path(path))
+    for what, p in files:
+        g_real, g_ident = _identity(Path(p))
+        if real == g_real or (ident is not None and ident == g_ident):
+            return what
+    return None
+
+
 def guard_outputs(outputs: Iterable[str], files: Iterable[tuple[str, Path]] = (),
                   folders: Iterable[tuple[str, Path]] = ()) -> None:
     """Refuse (UsageError, exit 2) an --output that would overwrite one of the user's `files` (named, e.g.

@@ -291,3 +291,29 @@ def test_deleting_a_missing_file_is_not_read_as_a_missing_input(tmp_path, call):
     v = rep["verdict"]
     assert v["cause"] != "input-missing" and "deletes stale.lock" in v["summary"], text_of(rep)
     assert "Create" not in v["fix"] and "missing_ok=True" in v["fix"], text_of(rep)
+
+
+# -- N17: $GITHUB_STEP_SUMMARY is never one of the user's files ----------------------------------------------------
+@pytest.mark.parametrize("aimed_at", ["t.py", "train.log", "cfg.yaml"])
+def test_a_step_summary_aimed_at_the_users_script_log_or_config_is_not_appended_to(tmp_path, aimed_at):
+    (tmp_path / "t.py").write_text("print('hi')\n")
+    (tmp_path / "train.log").write_text("step 1 loss 2.3\n")
+    (tmp_path / "cfg.yaml").write_text("lr: 0.1\n")
+    before = (tmp_path / aimed_at).read_bytes()
+    env = dict(os.environ, GITHUB_STEP_SUMMARY=str(tmp_path / aimed_at), GITHUB_ACTIONS="true")
+    p = dfdoctor("check", "--cwd", str(tmp_path), "--only", "log.writable", "--log", str(tmp_path / "train.log"),
+                 "--format", "github", "--", "python3", "t.py", "--config=cfg.yaml", cwd=tmp_path, env=env)
+    assert p.returncode in (0, 1), p.stdout + p.stderr
+    assert (tmp_path / aimed_at).read_bytes() == before, "the step summary was appended to the user's file"
+    assert "the summary is not appended" in p.stderr, p.stderr
+
+
+def test_the_step_summary_is_still_appended_to_githubs_own_file(tmp_path):
+    (tmp_path / "t.py").write_text("print('hi')\n")
+    summary = tmp_path / "step_summary"
+    summary.write_text("")
+    env = dict(os.environ, GITHUB_STEP_SUMMARY=str(summary), GITHUB_ACTIONS="true")
+    p = dfdoctor("check", "--cwd", str(tmp_path), "--only", "log.writable", "--format", "github", "--",
+                 "python3", "t.py", cwd=tmp_path, env=env)
+    assert p.returncode in (0, 1), p.stdout + p.stderr
+    assert "dfdoctor" in summary.read_text()
