@@ -266,7 +266,11 @@ def named_in_report(report: Report) -> list[tuple[str, Path]]:
     if log and not (report.run or {}).get("remote_dir"):
         out.append(("the job's log", Path(log)))
     cwd = (report.environment or {}).get("cwd")
-    if report.target == "local" and cwd and os.path.isabs(cwd):
+    try:
+        here = parse_target(report.target or "local").runs_here
+    except ValueError:
+        here = False
+    if here and cwd and os.path.isabs(cwd):
         lines = [w for w in report.command if any(c in w for c in SHELL_CHARS)]
         for word in list(report.command) + [w for line in lines for w in _line_words(line)]:
             for part in (word, word.partition("=")[2]):
