@@ -274,25 +274,27 @@ def path_state():
 
 
 def pth_state():
-    """[file, sha1 of its bytes] for each `.pth` file of the site folders on the import path: a `.pth` rewritten in
-    place (no folder's mtime changes) moves what is importable, so an answer is reused only while each reads the
-    same (checks/deps_answer.py)."""
+    """[file, sha1 of its bytes] for each file that decides the import path without a folder's mtime changing
+    when it is rewritten in place: the `.pth` files (and sitecustomize/usercustomize) of the site folders on the
+    import path, and the venv's pyvenv.cfg (include-system-site-packages). An answer is reused only while each
+    reads the same (checks/deps_answer.py)."""
     import hashlib
-    state = []
+    files = [os.path.join(sys.prefix, "pyvenv.cfg")]
     for place in dict.fromkeys(os.path.abspath(p or os.curdir) for p in sys.path):
         if os.path.basename(place) not in ("site-packages", "dist-packages"):
             continue
         try:
-            names = sorted(n for n in os.listdir(place) if n.endswith(".pth"))
+            files += [os.path.join(place, n) for n in sorted(os.listdir(place))
+                      if n.endswith(".pth") or n in ("sitecustomize.py", "usercustomize.py")]
         except OSError:
             continue
-        for name in names:
-            path = os.path.join(place, name)
-            try:
-                with open(path, "rb") as f:
-                    state.append([path, hashlib.sha1(f.read(1 << 20)).hexdigest()])
-            except OSError:
-                state.append([path, None])
+    state = []
+    for path in files:  # a missing one (no venv) is kept as None: one made later is a change
+        try:
+            with open(path, "rb") as f:
+                state.append([path, hashlib.sha1(f.read(1 << 20)).hexdigest()])
+        except OSError:
+            state.append([path, None])
     return state
 
 
