@@ -4,13 +4,15 @@ deps.requirements' probe starts a fresh interpreter and reads every installed di
 0.14 s of CPU on a 51-distribution venv, a tenth of `import torch` (round 11), for an answer that stays the same
 until something is installed or removed. Installing or removing anything (pip, conda, a `.pth` file, an editable
 checkout's dist-info) creates or deletes an entry in a folder on the interpreter's import path, which changes
-that folder's mtime. So the answer is kept together with the mtime of each of those folders, and it is reused
-only while every one is still as it was, for the same interpreter file, request and environment, and for at most
-MAX_AGE_S. Only this machine's interpreter: a target's folders are not stat-ed from here.
+that folder's mtime; rewriting a `.pth` file in place changes none, so each `.pth` file's bytes are kept too (a
+hash). So the answer is kept together with the mtime of each of those folders and the hash of each `.pth` file,
+and it is reused only while every one is still as it was, for the same interpreter file, request and
+environment, and for at most MAX_AGE_S. Only this machine's interpreter: a target's folders are not stat-ed from here.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from typing import Any, Optional
@@ -30,7 +32,8 @@ def ask(ctx, request: dict[str, Any], timeout: float) -> tuple[ProbeOutcome, Opt
     """The probe's outcome, and when it was observed if it was reused (None: observed now)."""
     key = _key(ctx, request)
     hit = cache.lookup(CACHE_KIND, key, MAX_AGE_S) if key else None
-    if hit and isinstance(hit[0], dict) and unchanged(hit[0].get("path_state")):
+    if hit and isinstance(hit[0], dict) and unchanged(hit[0].get("path_state")) and \
+            pth_unchanged(hit[0].get("pth_state")):
         return ProbeOutcome(argv=[], returncode=0, stdout="", stderr="", duration_s=0.0, payload=hit[0]), hit[1]
     out = run_probe(ctx, "deps_probe.py", request=request, timeout=timeout)
     if key and out.returncode == 0 and not out.timed_out and out.payload and out.payload.get("path_state") \
@@ -64,6 +67,25 @@ def unchanged(path_state: Any) -> bool:
         except (OSError, TypeError, ValueError):
             return False
         if now != mtime_ns:
+            return False
+    return True
+
+
+def pth_unchanged(pth_state: Any) -> bool:
+    """Whether every `.pth` file the probe read on the import path still reads the same (a `.pth` rewritten in
+    place changes no folder's mtime, yet moves what is importable). An answer without them is not reused."""
+    if not isinstance(pth_state, list):
+        return False
+    for item in pth_state:
+        try:
+            path, digest = item
+            with open(path, "rb") as f:
+                now: Optional[str] = hashlib.sha1(f.read(1 << 20)).hexdigest()
+        except FileNotFoundError:
+            now = None
+        except (OSError, TypeError, ValueError):
+            return False
+        if now != digest:
             return False
     return True
 

@@ -23,6 +23,7 @@ import tomllib
 from dfdoctor import OBSERVED, STATIC, Result, causes, check, error, fail, ok, skip, warn
 from dfdoctor.launchline.commandline import as_lead, guessed_interpreter, spec_for
 from dfdoctor.probe import unreached
+from dfdoctor.safefile import read_head
 from dfdoctor.diagnose import torch_pairs
 from dfdoctor.checks import deps_answer, target_files
 from dfdoctor.checks.target_files import HERE, Files
@@ -31,6 +32,7 @@ from dfdoctor.project.readme import ReadmeLine
 
 MAX_INCLUDE_DEPTH = 8
 MAX_SHOWN = 10
+SCRIPT_LIMIT = 1 << 20  # a script larger than this is not read for its imports (nor held whole in memory)
 # Always followed, requirements file or not: the job is a training job, and torch's pins are where
 # environments break (a triton, nvidia-* or sympy that pip let drift).
 FOCUS = ("torch",)
@@ -201,9 +203,12 @@ def script_modules(spec) -> list[str]:
     """Top-level modules the script imports (read with ast, never run): their distributions are the job's too."""
     if spec.script is None or not spec.script.is_file() or spec.script.suffix not in ("", ".py"):
         return []
+    raw = read_head(spec.script, SCRIPT_LIMIT)  # never the whole of a file of unknown size
+    if raw is None or len(raw) > SCRIPT_LIMIT:
+        return []
     try:
-        tree = ast.parse(spec.script.read_bytes())
-    except (SyntaxError, ValueError, OSError):
+        tree = ast.parse(raw)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []  # imports.smoke reports a script that does not compile
     names: list[str] = []
     for node in ast.walk(tree):
@@ -298,6 +303,9 @@ def read_requirements(path: Path, cwd: Path, env: dict[str, str], constraint: bo
     reqs: list[Requirement] = []
     skipped: list[Skipped] = []
     label = _label(path, cwd)
+    why = _not_requirements(path, files) if depth == 0 else None  # an include is judged at its `-r` line
+    if why:
+        return [], [Skipped(label, label, why)]
     for lineno, line in _logical_lines(files.text(path) or ""):
         source = f"{label}:{lineno}"
         line = _ENV_VAR.sub(lambda m: env.get(m.group(1), m.group(0)), line)
@@ -307,6 +315,10 @@ def read_requirements(path: Path, cwd: Path, env: dict[str, str], constraint: bo
             inc = _include_path(path, inc_m.group(2))
             if not files.has(inc):
                 skipped.append(Skipped(line, source, f"included file {inc} not found"))
+                continue
+            why = _not_requirements(inc, files)
+            if why:  # never its lines in a report: `-r keys/deploy_key` would print the key
+                skipped.append(Skipped(line, source, why))
                 continue
             r, s = read_requirements(inc, cwd, env, constraint or is_c, depth + 1, seen, files)
             reqs += r
@@ -324,6 +336,20 @@ def read_requirements(path: Path, cwd: Path, env: dict[str, str], constraint: bo
         line = re.sub(r"\s--\S+(\s|$)", " ", line).strip()  # per-requirement options like --global-option
         reqs.append(Requirement(re.sub(r"\s+", " ", line), source, constraint))
     return reqs, skipped
+
+
+_ARMOR = re.compile(r"^-----BEGIN [A-Z0-9 ]+-----", re.M)
+
+
+def _not_requirements(path: Path, files: Files) -> Optional[str]:
+    """Why a file that is there is not read as requirements, or None: too large to be one (`-r data/corpus.txt`,
+    never read whole), or a PEM block (`-r keys/deploy_key`: a private key, whose lines must never be quoted)."""
+    text = files.text(path)
+    if text is None:
+        return f"not a regular file of at most {target_files.MAX_BYTES >> 20} MiB: not a requirements file, not read"
+    if _ARMOR.search(text):
+        return "it holds a PEM block (a key or certificate), not requirements: not read"
+    return None
 
 
 def _include_path(path: Path, target: str) -> Path:

@@ -23,6 +23,7 @@ from dfdoctor.rehearse import fix as rehearsed_fix
 from dfdoctor.rehearse import judge
 from dfdoctor.rehearse.rewrite import STANDS_IN
 from dfdoctor.rehearse.runner import Rehearsal, rehearse
+from dfdoctor.safefile import read_head
 
 @check("launch.path", title="Launch line, hop by hop, rehearsed", phases=("pre",), timeout=40)
 def launch_path(ctx) -> Iterator[Result]:
@@ -134,10 +135,10 @@ def _launcher_of_command(ctx) -> Optional[Path]:
         return None
     if base(argv[0]) in SHELLS or path.suffix in (".sh", ".bash"):
         return path
-    try:
-        first = path.read_bytes()[:128].split(b"\n", 1)[0].decode(errors="replace")
-    except OSError:
+    head = read_head(path, 128)  # the shebang line: never the whole file
+    if head is None:
         return None
+    first = head[:128].split(b"\n", 1)[0].decode(errors="replace")
     return path if first.startswith("#!") and base(first[2:].split()[-1] if first[2:].split() else "") in SHELLS \
         else None
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional, Protocol
 
 from dfdoctor.probe import run_probe, unreached
+from dfdoctor.safefile import read_head
 
 MAX_BYTES = 1 << 20  # a requirements file is a few KiB; a larger "requirements.txt" is not one
 TIMEOUT_S = 15.0
@@ -42,10 +43,10 @@ class _Here:
         return path.is_file()
 
     def text(self, path: Path) -> Optional[str]:
-        try:
-            return path.read_text(errors="replace") if path.is_file() else None
-        except OSError:
-            return None
+        data = read_head(path, MAX_BYTES)  # never the whole of a file of unknown size (`-r data/corpus.txt`)
+        if data is None or len(data) > MAX_BYTES:
+            return None  # not there, not a regular file, or too large to be a requirements file
+        return data.decode("utf-8", "replace")
 
     def key(self, path: Path) -> object:
         return path.resolve()

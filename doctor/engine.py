@@ -8,6 +8,7 @@ import datetime as _dt
 import os
 import platform
 import re
+import shlex
 import shutil
 import socket
 import sys
@@ -28,7 +29,7 @@ from dfdoctor.render.github import SUMMARY_LIMIT, inert, summary
 from dfdoctor.render.text import color_wanted, verdict_line, visible
 from dfdoctor.render.undecodable import shown_all
 from dfdoctor.runner import run_checks
-from dfdoctor.safefile import guard_outputs, open_summary, regular_file_problem, write_atomically
+from dfdoctor.safefile import guard_outputs, one_of, open_summary, regular_file_problem, write_atomically
 from dfdoctor.targets import Target, parse_target, shown_spec, transport
 
 
@@ -214,7 +215,9 @@ def users_files(ctx: Context) -> list[tuple[str, Path]]:
     # what dfdoctor reads from --cwd without being told: the default requirements and its config
     files += [(name, ctx.cwd / name) for name in ("requirements.txt", "pyproject.toml", "dfdoctor.toml")
               if (ctx.cwd / name).is_file()]
-    for word in ctx.command:
+    # a word holding a shell line (`bash -c 'python t.py >> train.log'`), and --shell-command, name files too
+    lines = [w for w in ctx.command if any(c in w for c in SHELL_CHARS)] + [ctx.shell_command or ""]
+    for word in ctx.command + [w for line in lines for w in _line_words(line)]:
         for part in (word, word.partition("=")[2]):  # `--config=cfg.yaml` names a file too
             p = ctx.cwd / part if part else None
             if p is not None and p.is_file():
@@ -222,12 +225,58 @@ def users_files(ctx: Context) -> list[tuple[str, Path]]:
     return files
 
 
+SHELL_CHARS = " \t\n<>|;&"
+
+
+def _line_words(line: Optional[str], depth: int = 0) -> list[str]:
+    """The words of a shell line (a typed line, --shell-command), its redirections' files split off their
+    operators (`>>train.log`: `train.log`), and those of a line inside it (`bash -c '... 2>> err.log'`): what may
+    name a file the line writes or reads. Unbalanced quotes: its blank-separated words."""
+    if not line or depth > 3:
+        return []
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        words = list(lexer)
+    except ValueError:
+        words = line.split()
+    return words + [w for word in words if any(c in word for c in SHELL_CHARS)
+                    for w in _line_words(word, depth + 1)]
+
+
+# The files the user named for this run's launch (users_files), kept by `guard` for the step summary: GitHub's
+# $GITHUB_STEP_SUMMARY pointed at one of them must not be appended to (append_step_summary).
+_NAMED: list[tuple[str, Path]] = []
+
+
 def guard(pairs: list[tuple[str, Optional[str]]], ctx: Optional[Context] = None,
           run_folders: tuple[Path, ...] = ()) -> None:
     """Exit 2 before any work when an --output would overwrite a file the user named, or land in a run
     folder (see `dfdoctor.safefile.guard_outputs`)."""
-    guard_outputs([o for _, o in pairs if o is not None], users_files(ctx) if ctx else [],
-                  [("a run folder", d) for d in run_folders])
+    named = users_files(ctx) if ctx else []
+    _NAMED[:] = named
+    guard_outputs([o for _, o in pairs if o is not None], named, [("a run folder", d) for d in run_folders])
+
+
+def named_in_report(report: Report) -> list[tuple[str, Path]]:
+    """The files a report names as the user's: the run's log, and the command's words that name a file in the
+    job's folder on this machine (its script, a config)."""
+    out: list[tuple[str, Path]] = []
+    log = (report.run or {}).get("log")
+    if log and not (report.run or {}).get("remote_dir"):
+        out.append(("the job's log", Path(log)))
+    cwd = (report.environment or {}).get("cwd")
+    try:
+        here = parse_target(report.target or "local").runs_here
+    except ValueError:
+        here = False
+    if here and cwd and os.path.isabs(cwd):
+        lines = [w for w in report.command if any(c in w for c in SHELL_CHARS)]
+        for word in list(report.command) + [w for line in lines for w in _line_words(line)]:
+            for part in (word, word.partition("=")[2]):
+                if part and os.path.isfile(os.path.join(cwd, part)):
+                    out.append((f"the command's {part}", Path(cwd) / part))
+    return out
 
 
 @contextlib.contextmanager
@@ -497,6 +546,12 @@ def append_step_summary(safe: Report) -> None:
         return
     try:
         fd = open_summary(path)
+        what = one_of(path, _NAMED + named_in_report(safe))  # opened through no symlink: `path` is that file
+        if what:  # a hostile or mistaken environment: appending would write into the user's own file
+            os.close(fd)
+            sys.stderr.write(inert(visible(f"dfdoctor: $GITHUB_STEP_SUMMARY ({path}) is {what}: the summary is not "
+                                           "appended to it")) + "\n")
+            return
         with os.fdopen(fd, "a", encoding="utf-8", errors="surrogateescape") as f:
             used = os.fstat(fd).st_size
             text = summary(safe, limit=max(0, SUMMARY_LIMIT - used - 1))

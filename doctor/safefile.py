@@ -131,6 +131,17 @@ def _inside(path: str, folder: str) -> bool:
         return False
 
 
+def one_of(path: str, files: Iterable[tuple[str, Path]]) -> Optional[str]:
+    """What names `path` among `files` ((what, path) pairs), whatever symlinks, `..` or hard links lead there:
+    the `what` of the first that is the same file; None when none is."""
+    real, ident = _identity(Path(path))
+    for what, p in files:
+        g_real, g_ident = _identity(Path(p))
+        if real == g_real or (ident is not None and ident == g_ident):
+            return what
+    return None
+
+
 def guard_outputs(outputs: Iterable[str], files: Iterable[tuple[str, Path]] = (),
                   folders: Iterable[tuple[str, Path]] = ()) -> None:
     """Refuse (UsageError, exit 2) an --output that would overwrite one of the user's `files` (named, e.g.
@@ -150,6 +161,37 @@ def guard_outputs(outputs: Iterable[str], files: Iterable[tuple[str, Path]] = ()
                 raise UsageError(f"--output {out} is inside {what} ({d}), which dfdoctor keeps for itself; "
                                  "choose another --output")
         seen.append((f"--output {out}", real, ident))
+
+
+def read_head(path: os.PathLike[str] | str, limit: int) -> Optional[bytes]:
+    """At most `limit` + 1 bytes from the start of a file dfdoctor found itself (a README, a source file, an
+    `-r` include): one more than `limit` says it is larger, never a whole file of unknown size (`-r
+    data/corpus.txt` of 512 MiB). None when it is no regular file (a FIFO is never waited on) or cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def read_head_text(path: os.PathLike[str] | str, limit: int) -> Optional[str]:
+    """`read_head`'s first `limit` bytes as text (undecodable bytes replaced); None as read_head."""
+    data = read_head(path, limit)
+    return None if data is None else data[:limit].decode("utf-8", "replace")
 
 
 # The most a file the user names as input (--targets-file, a config, a saved report) may hold: any of them is a few

@@ -273,10 +273,36 @@ def path_state():
     return state
 
 
+def pth_state():
+    """[file, sha1 of its bytes] for each file that decides the import path without a folder's mtime changing
+    when it is rewritten in place: the `.pth` files (and sitecustomize/usercustomize) of the site folders on the
+    import path, and the venv's pyvenv.cfg (include-system-site-packages). An answer is reused only while each
+    reads the same (checks/deps_answer.py)."""
+    import hashlib
+    files = [os.path.join(sys.prefix, "pyvenv.cfg")]
+    for place in dict.fromkeys(os.path.abspath(p or os.curdir) for p in sys.path):
+        if os.path.basename(place) not in ("site-packages", "dist-packages"):
+            continue
+        try:
+            files += [os.path.join(place, n) for n in sorted(os.listdir(place))
+                      if n.endswith(".pth") or n in ("sitecustomize.py", "usercustomize.py")]
+        except OSError:
+            continue
+    state = []
+    for path in files:  # a missing one (no venv) is kept as None: one made later is a change
+        try:
+            with open(path, "rb") as f:
+                state.append([path, hashlib.sha1(f.read(1 << 20)).hexdigest()])
+        except OSError:
+            state.append([path, None])
+    return state
+
+
 def main():
     """Evaluate the requirements, scan for conflicts and duplicates, answer."""
     install_stack_dump()
     before = path_state()  # taken first: a change while the distributions are read shows up as a change later
+    pth_before = pth_state()
     spec = request()
     out = {"python": sys.version.split()[0], "executable": sys.executable, "results": [], "conflicts": [],
            "duplicates": {}, "closure": [], "n_dists": 0}
@@ -318,6 +344,7 @@ def main():
     out["conflicts"] = found
     out["closure"] = sorted(relevant)
     out["path_state"] = before
+    out["pth_state"] = pth_before
     answer(out)
 
 

@@ -139,28 +139,37 @@ def read(path):
 
 
 def compile_file(path, source, out):
-    """Compile one file; record a syntax error (file, line, caret); return its AST or None."""
+    """Compile one file as Python will (its text, not its AST: compiling a tree recurses through it, and a valid
+    1,500-term concatenation overflows that); record a syntax error (file, line, caret); return its AST or None.
+    A file this interpreter cannot compile or parse for want of stack (RecursionError) is a note, "could not
+    check": it proves nothing about the job."""
     out["compiled"].append(path)
     if isinstance(source, Exception):
         out["syntax_errors"].append({"file": path, "line": 1, "offset": None, "text": "", "msg": str(source)})
         return None
     try:
-        tree = ast.parse(source, path)
-        compile(tree, path, "exec")  # some errors ('return' outside function) only show when compiling
-        return tree
+        compile(source, path, "exec", dont_inherit=True)
+        return ast.parse(source, path)
     except SyntaxError as exc:
         out["syntax_errors"].append({"file": exc.filename or path, "line": exc.lineno, "offset": exc.offset,
                                      "end_offset": getattr(exc, "end_offset", None),
                                      "text": (exc.text or "").rstrip("\n"), "msg": exc.msg})
-    except (ValueError, RecursionError) as exc:  # null bytes, absurd nesting
+    except ValueError as exc:  # null bytes: Python refuses the file too
         out["syntax_errors"].append({"file": path, "line": 1, "offset": None, "text": "", "msg": str(exc)})
+    except (RecursionError, MemoryError) as exc:
+        out["notes"].append("%s could not be checked: reading it overflowed this probe (%s: %s)"
+                            % (path, type(exc).__name__, exc))
     return None
 
 
 def imported_names(tree, package):
-    """Every module a file imports (absolute names, relative ones resolved), with line numbers."""
+    """Every module a file imports (absolute names, relative ones resolved), with line numbers; not those of a
+    branch this interpreter never takes (`if sys.version_info >= (3, 12):` on 3.11: version_dead)."""
     found = []
+    dead = version_dead(tree)
     for node in ast.walk(tree):
+        if id(node) in dead:
+            continue
         if isinstance(node, ast.Import):
             for alias in node.names:
                 found.append((alias.name, node.lineno))
@@ -173,6 +182,38 @@ def imported_names(tree, package):
                 if alias.name != "*":
                     found.append((base + "." + alias.name if base else alias.name, node.lineno))
     return found
+
+
+def version_dead(tree):
+    """The ids of the statements (and what they hold) under an `if` on the interpreter's version or platform
+    (`sys.version_info >= (3, 12)`, `sys.platform == "win32"`) in the branch this interpreter never takes: a
+    module imported only there is never compiled by this Python, whatever syntax it uses."""
+    dead = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If) or not is_version_test(node.test):
+            continue
+        try:
+            taken = bool(eval(compile(ast.Expression(body=node.test), "<guard>", "eval"), {"sys": sys}))
+        except Exception:  # noqa: BLE001 - a test that raises here is one we cannot judge: both branches count
+            continue
+        for stmt in (node.orelse if taken else node.body):
+            dead.update(id(n) for n in ast.walk(stmt))
+    return dead
+
+
+def is_version_test(test):
+    """A test that reads only `sys.version_info`/`sys.platform` and constants, compared."""
+    saw = False
+    for n in ast.walk(test):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "sys":
+            if n.attr not in ("version_info", "platform", "hexversion"):
+                return False
+            saw = True
+        elif isinstance(n, ast.Name) and n.id != "sys":
+            return False
+        elif isinstance(n, (ast.Call, ast.Lambda, getattr(ast, "NamedExpr", ast.Lambda))):
+            return False
+    return saw
 
 
 def resolve_relative(module, level, package):
@@ -340,6 +381,8 @@ def import_plan(body, kind, ns=None, main_file="", out=None):
                         "only the imports of its branch were tried"))
                 for item in import_plan(taken, kind, ns, main_file, out):
                     yield item
+                if is_version_test(node.test):
+                    continue  # the other branch is for another Python or platform: this one never runs it
                 guard = source_line(main_file, node.lineno).rstrip(":")
                 for item in import_plan(other, weaker, ns, main_file, out):
                     if isinstance(item[0], (ast.Import, ast.ImportFrom)):

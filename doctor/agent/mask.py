@@ -4,7 +4,8 @@ Masked, wherever they appear (summaries, evidence, captured stdout/stderr, trace
 - the values of environment variables whose names look secret (HF_TOKEN, WANDB_API_KEY, AWS_SECRET_ACCESS_KEY,
   PGPASSWORD, ...), taken from the environment given to `from_env` and from any secret-named key in the report;
 - `NAME=value` / `"name": "value"` / `--name value` where NAME looks secret;
-- passwords in URLs (`scheme://user:PASSWORD@host`) and `Authorization:` header values;
+- the whole userinfo of a URL (`https://TOKEN@host`, `https://user:PASSWORD@host`; an ssh URL's login name
+  stays, its password not) and `Authorization:` header values;
 - PEM private key blocks;
 - well-known token shapes (GitHub, Hugging Face, OpenAI/Anthropic, AWS access key ids, Slack, Google, GitLab,
   npm, PyPI, Stripe, JWTs).
@@ -86,6 +87,11 @@ def value_is_maskable(value: str) -> bool:
 _PRIVATE_KEY = re.compile(
     r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----.*?(?:-----END \1-----|\Z)", re.S)
 _URL_PASSWORD = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/?#@'\"<>]*:)([^\s@/?#'\"<>]+)(@)")
+# The whole userinfo of a URL: `https://TOKEN@host` and `https://TOKEN:@host` carry the secret as the user part.
+# Not for the schemes whose user part is a login name (an ssh user, dfdoctor's own --target spellings): there only
+# a password is masked (_URL_PASSWORD).
+_URL_USERINFO = re.compile(r"\b((?![a-zA-Z0-9+.-]*(?:ssh|sftp|scp|pct|lxc|docker)://)[a-zA-Z][a-zA-Z0-9+.-]*://)"
+                           r"([^\s/?#@'\"<>]+)(@)")
 _AUTH_HEADER = re.compile(r"(?i)\b((?:proxy-)?authorization\s*[:=]\s*(?:(?:bearer|basic|token|digest)\s+)?)"
                           r"([^\s'\",;]+)")
 _BEARER = re.compile(r"\b(Bearer\s+)([A-Za-z0-9._~+/-]{16,}=*)")
@@ -299,6 +305,7 @@ class Redactor:
         if pattern is not None:
             s = pattern.sub(MASK, s)
         if "://" in low:
+            s = _URL_USERINFO.sub(lambda m: m.group(1) + (m.group(2) if m.group(2) == MASK else MASK) + m.group(3), s)
             s = _URL_PASSWORD.sub(lambda m: m.group(1) + MASK + m.group(3), s)
         if "authorization" in low:
             s = _AUTH_HEADER.sub(lambda m: m.group(1) + MASK, s)
@@ -353,6 +360,10 @@ class Redactor:
                     self.add(m.group("name").lstrip("-"), next(v for v in m.group("v1", "v2", "v3") if v is not None))
             for m in _URL_PASSWORD.finditer(word):
                 self.add("url-password", m.group(2))
+            for m in _URL_USERINFO.finditer(word):  # `https://TOKEN@` and `https://TOKEN:@`: the user part
+                user, _, password = m.group(2).partition(":")
+                if not password:
+                    self.add("url-user", user)
             after_option = word.startswith("-") and "=" not in word and name_looks_secret(word)
 
     @property

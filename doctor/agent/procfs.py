@@ -100,6 +100,16 @@ def readlink(path):
         return None
 
 
+def folder_identity(path):
+    """A folder's (device, inode) as a list (JSON keeps it so), or None: what tells the run folder the recorder
+    wrote into from a copy of it (`cp -a` keeps every byte and name, never the inode); a `mv` keeps it."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_dev, st.st_ino]
+
+
 def file_size(path):
     """A file's size in bytes, -1 when it cannot be read."""
     try:

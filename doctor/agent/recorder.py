@@ -31,8 +31,8 @@ from dfdoctor.agent.loop_lines import LoopLines, progress_lines
 from dfdoctor.agent.memory import (kernel_oom_lines, make_limited_cgroup, memory_cgroup, oom_counters,
                                    remove_cgroup as rmdir_cgroup)
 from dfdoctor.agent.names import JOB_UMASK, RUN_ENV
-from dfdoctor.agent.procfs import (group_members, job_outputs, pipe_holders, proc_start_time, proc_usage,
-                                   read_text, readlink)
+from dfdoctor.agent.procfs import (folder_identity, group_members, job_outputs, pipe_holders, proc_start_time,
+                                   proc_usage, read_text, readlink)
 from dfdoctor.agent.record import CappedCopy, Masker, Record, RunDirSpace
 from dfdoctor.agent.session import detach, keep_spec, read_spec
 from dfdoctor.agent.standin import stand_in
@@ -223,7 +223,8 @@ class Recorder:
                           log=self.log_path,
                           redirect=bool(self.spec.get("redirect", True)), oom_before=oom_before,
                           memory_cgroup=job_cgroup, cgroup_version=mem_version,
-                          start_ticks=proc_start_time(self.job.pid), marker=marker)
+                          start_ticks=proc_start_time(self.job.pid), marker=marker,
+                          folder=folder_identity(self.run_dir))
         for name, pipe in (("stdout", self.job.stdout), ("stderr", self.job.stderr)):
             os.set_blocking(pipe.fileno(), False)
             self.copies[pipe.fileno()] = (name, CappedCopy(self.run_dir, name, self.masker, self.space))

@@ -7,8 +7,9 @@ Which processes are the job's is proven, never taken from the run folder's word 
 reused): a process is the job's when
 - its own environment carries the run's marker (names.RUN_ENV), which the recorder drew for this run, kept in the
   record, and gave the job; every process of the job inherits it, torchrun's ranks in sessions of their own and
-  the daemon a launcher backgrounded included; the marker must name the folder's own run id (a record copied
-  into another folder proves nothing there); or
+  the daemon a launcher backgrounded included; the marker must name the folder's own run id and the record
+  must be this very folder's (its device and inode: a record copied into another folder, or a `cp -a` of the
+  project, proves nothing there); or
 - it descends from the run's recorder (a subreaper: the job's orphans become its children), the recorder itself
   proven by its pid, its start time and a command line that names this very folder.
 Each is signalled only while its start time is still the one it was found with. SIGTERM first, to all of them
@@ -23,8 +24,8 @@ import sys
 import time
 
 from dfdoctor.agent.names import MARKER, MARKER_TEXT, RECORD, RUN_ENV
-from dfdoctor.agent.procfs import (cmdline, environ, is_recorder_of, proc_entry, proc_ppid, proc_start_time,
-                                   proc_state, read_text)
+from dfdoctor.agent.procfs import (cmdline, environ, folder_identity, is_recorder_of, proc_entry, proc_ppid,
+                                   proc_start_time, proc_state, read_text)
 from dfdoctor.agent.target_agent import MARK
 
 GRACE_S = 10.0  # between SIGTERM and SIGKILL (`dfdoctor stop --grace`)
@@ -57,9 +58,12 @@ def folder_run_id(run_dir):
 
 
 def run_marker(run_dir, events):
-    """The marker value the job's processes carry, when the record has one for this folder's run."""
+    """The marker value the job's processes carry, when the record has one for this very folder's run: its id,
+    and the folder the recorder wrote into (device and inode; a `cp -a` of the project copies the id too)."""
     spawned = first(events, "spawned") or {}
     marker, run_id = spawned.get("marker"), folder_run_id(run_dir)
+    if spawned.get("folder") is None or spawned.get("folder") != folder_identity(run_dir):
+        return None
     if isinstance(marker, str) and run_id and marker.startswith(run_id + ":") and len(marker) > len(run_id) + 8:
         return marker
     return None

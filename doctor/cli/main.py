@@ -111,6 +111,8 @@ def check_cmd(opts: dict[str, Any]) -> int:
     started = now_iso()
     pairs = validate_outputs(opts)
     command = list(opts["command"])
+    if opts.get("targets_file"):  # read before the checks, written over by an --output naming it: refused first
+        guard_outputs([o for _, o in pairs if o is not None], [("--targets-file", Path(opts["targets_file"]))])
     specs = target_specs(tuple(opts.get("target") or ()), opts.get("targets_file"))
     if len(specs) > 1 or opts.get("targets_file"):
         report, level, env = check_many(opts, command, specs, started, __version__)

@@ -247,6 +247,11 @@ CORPUS: tuple[Known, ...] = (
       "The data set read at {blame} is not on disk.",
       "Pass download=True once where there is network, or copy the data set into the root folder the job names.",
       UNCHECKED),
+    K("delete-missing-file", causes.CRASHED, r"No such file or directory: '([^']+)'",
+      "The job deletes {m1} at {blame}, and it is not there: the deletion fails, nothing the job reads is missing.",
+      "Let the deletion allow a missing file: Path(p).unlink(missing_ok=True), or os.remove(p) inside "
+      "try/except FileNotFoundError (dfdoctor did not try this fix).",
+      UNCHECKED, types=("FileNotFoundError",), refine="deleted_file"),
     K("input-file-missing", causes.INPUT_MISSING, r"No such file or directory: '([^']+)'",
       "The job reads {m1} at {blame}, and it does not exist.",
       "Create the file first, or point the job at where it is.",

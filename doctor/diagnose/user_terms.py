@@ -255,11 +255,20 @@ def output_dir(err: PyError, ctx: Context, m: re.Match) -> Optional[Told]:
                 + NOT_TRIED + ".", evidence)
 
 
+def deleted_file(err: PyError, ctx: Context, m: re.Match) -> Optional[Told]:
+    """A deletion of a file that is not there (`os.remove('stale.lock')`): None when the failing call deletes
+    nothing (then it is a read: input_file)."""
+    if not _deletes(err):
+        return None
+    full = _resolve(m.group(1), ctx)
+    return Told("", "", [f"{err.user_where}: `{(err.user_code or '').strip()}` deletes {full}"])
+
+
 def input_file(err: PyError, ctx: Context, m: re.Match) -> Optional[Told]:
     """A file the job reads: where it resolves against the job's cwd, and what in the repo creates it."""
     path = m.group(1)
-    if _writes(err):
-        return None  # opening for writing in a missing folder is not a missing input
+    if _writes(err) or _deletes(err):
+        return None  # opening for writing in a missing folder, or deleting, is not a missing input
     if any(f.replace("\\", "/").endswith("/subprocess.py") for f, _, _ in err.frames):
         return None  # a program the job runs (subprocess) is not a file it reads
     full = _resolve(path, ctx)
@@ -359,6 +368,15 @@ def _writes(err: PyError) -> bool:
     code = err.user_code or ""
     return bool(re.search(r"""open\([^)]*,\s*(?:mode\s*=\s*)?['"][wax]""", code) or
                 re.search(r"\.(?:save|savez|to_csv|write_text|write_bytes|savefig)\(", code))
+
+
+_DELETES = re.compile(r"(?:\bos\.(?:remove|unlink|rmdir)|\bshutil\.rmtree|\.unlink|\.rmdir|^\s*(?:remove|unlink|rmtree)"
+                      r")\s*\(")
+
+
+def _deletes(err: PyError) -> bool:
+    """The failing call deletes: os.remove/unlink/rmdir, shutil.rmtree, Path.unlink/rmdir in the user's line."""
+    return bool(_DELETES.search(err.user_code or ""))
 
 
 def _creator(full: str, ctx: Context, proj: Optional[project_model.Project] = None) -> Optional[str]:

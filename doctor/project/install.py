@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 from dfdoctor.project.readme import ReadmeLine
+from dfdoctor.safefile import read_head_text
 
 # Import names whose distribution is called something else (the usual surprises).
 PIP_NAMES = {"cv2": "opencv-python", "PIL": "Pillow", "yaml": "PyYAML", "sklearn": "scikit-learn",
@@ -126,7 +127,4 @@ def _pyproject_dependencies(path: Path) -> set[str]:
 
 
 def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")[:1 << 20]
-    except OSError:
-        return ""
+    return read_head_text(path, 1 << 20) or ""  # never the whole of a file of unknown size

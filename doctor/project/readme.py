@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from dfdoctor.safefile import read_head_text
+
 _RUNNERS = ("python", "python3", "torchrun", "accelerate", "deepspeed", "bash", "sh", "srun", "sbatch")
 _NAMES = ("README.md", "readme.md", "README.rst", "README", "README.txt", "Readme.md")
 
@@ -48,9 +50,8 @@ def readme_lines(folders: list[Path], root: Path) -> list[ReadmeLine]:
 
 
 def _commands(path: Path, root: Path) -> list[ReadmeLine]:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")[:1 << 20]
-    except OSError:
+    text = read_head_text(path, 1 << 20)  # never the whole of a file of unknown size
+    if text is None:
         return []
     try:
         rel = str(path.relative_to(root))
@@ -74,7 +75,8 @@ def _commands(path: Path, root: Path) -> list[ReadmeLine]:
 def _command(line: str) -> Optional[str]:
     """The command in one code line, or None when it runs nothing of interest."""
     line = re.sub(r"^(?:\(\w+\)\s*)?[$>#%]\s+", "", line)  # prompts: `$ `, `(venv) $ `
-    line = re.sub(r"\s+#.*$", "", line).strip()
+    comment = re.search(r"\s#", line)  # a trailing comment: `\s+#.*$` backtracks over every blank run (quadratic)
+    line = (line[:comment.start()] if comment else line).strip()
     words = line.split()
     i = 0
     while i < len(words) and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[i]):  # CUDA_VISIBLE_DEVICES=0 python ...

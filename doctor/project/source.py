@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from dfdoctor.safefile import read_head_text
+
 _LIMIT = 1 << 20  # a source file larger than this is not a training script worth parsing
 
 
@@ -22,10 +24,7 @@ class Module:
     @classmethod
     def read(cls, path: Path, base: Path) -> "Module":
         """Read and parse `path`; an unreadable or broken file has no tree."""
-        try:
-            raw = path.read_bytes()[:_LIMIT].decode("utf-8", "replace")
-        except OSError:
-            raw = ""
+        raw = read_head_text(path, _LIMIT) or ""  # never the whole of a file of unknown size
         try:
             tree = ast.parse(raw) if raw else None
         except (SyntaxError, ValueError, RecursionError, MemoryError):  # deep nesting overflows the parser

@@ -69,6 +69,7 @@ def new_run(cwd: Path, run_dir: Optional[Path] = None) -> tuple[str, Path]:
                 raise FileExistsError(f"--run-dir {path} {what}: choose a new or empty folder") from None
             os.chmod(path, 0o700)
         marker.write(path, run_id)
+        marker.hold(path)  # until this process ends: another launch's pruning leaves it alone
         RunFolder.forget(path)  # a new run in a folder this process wrote before: nothing of that run is kept
         index.record(run_id, path, cwd)
         return run_id, path
@@ -83,6 +84,7 @@ def new_run(cwd: Path, run_dir: Optional[Path] = None) -> tuple[str, Path]:
         fallback.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = Path(tempfile.mkdtemp(prefix=run_id + "-", dir=fallback))
     marker.write(path, run_id)
+    marker.hold(path)  # until this process ends: another launch's pruning leaves it alone
     index.record(run_id, path, cwd)
     return run_id, path
 
@@ -109,10 +111,13 @@ def list_runs(cwd: Path) -> list[Path]:
 
 
 def prune(cwd: Path, keep: int = DEFAULT_KEEP) -> list[Path]:
-    """Delete the oldest run folders beyond `keep`, never one whose recorder still runs; return those deleted."""
+    """Delete the oldest run folders beyond `keep`, never one whose recorder still runs nor one a dfdoctor process
+    still works on (its launch writing the report after the job ended: marker.in_use); return those deleted."""
     runs = list_runs(cwd)
     removed = []
     for path in runs[: max(0, len(runs) - max(1, keep))]:
+        if marker.in_use(path):
+            continue
         run = record.load(path)
         if run.recorder_alive() or (run.is_remote and not run.finished):
             continue  # a remote run's liveness is not known here: keep its copy until its record says it ended
@@ -124,7 +129,14 @@ def prune(cwd: Path, keep: int = DEFAULT_KEEP) -> list[Path]:
 
 
 def find_run(cwd: Path, ref: Optional[str] = None) -> Path:
-    """The run folder `ref` names (a path, an id or an id prefix); the latest run when `ref` is None."""
+    """The run folder `ref` names (a path, an id or an id prefix); the latest run when `ref` is None. This process
+    holds it from now on (marker.hold): `status` writing its report there is never pruned under it."""
+    path = _find_run(cwd, ref)
+    marker.hold(path)
+    return path
+
+
+def _find_run(cwd: Path, ref: Optional[str] = None) -> Path:
     if ref:
         p = Path(ref)
         if p.is_dir() and is_run_dir(p):

@@ -20,6 +20,7 @@ from typing import Iterator, Optional, Sequence
 
 from dfdoctor.agent.procfs import proc_state
 from dfdoctor.shell import quote  # noqa: F401  (tests quote with it)
+from dfdoctor.targets import master_watch
 from dfdoctor.targets.target import Target
 
 CONNECT_TIMEOUT_S = 8
@@ -96,7 +97,8 @@ def connected(target: Target) -> contextlib.AbstractContextManager[Optional[str]
 def ssh_master(target: Target, timeout: float = CONNECT_TIMEOUT_S + 4) -> Iterator[Optional[str]]:
     """Share one ssh connection between every step inside the block; yields ssh's error if it cannot connect.
 
-    The master is closed on the way out (and killed if it does not go), so no ssh process outlives dfdoctor.
+    The master is closed on the way out (and killed if it does not go), so no ssh process outlives dfdoctor;
+    should dfdoctor be killed (SIGKILL) inside the block, its watchman ends the master (`master_watch`).
     A block inside another one for the same run reuses the outer connection.
     """
     opened_dir = None
@@ -118,10 +120,12 @@ def ssh_master(target: Target, timeout: float = CONNECT_TIMEOUT_S + 4) -> Iterat
     except subprocess.TimeoutExpired:
         err = f"ssh did not connect within {timeout:.0f} s"
     master = _master_pid(target)
+    watchman = master_watch.watch(master, opened_dir) if master else None  # ends it should dfdoctor be killed
     try:
         yield err
     finally:
         close(target, master)
+        master_watch.release(watchman)
         if opened_dir:
             os.environ.pop(SHARED_ENV, None)
             shutil.rmtree(opened_dir, ignore_errors=True)
