@@ -83,7 +83,8 @@ def refused(text: str, ctx: Context, status: str) -> Optional[Verdict]:
     if hints:
         fix = "; ".join(f"write {good} instead of {arg} ({why})" for arg, good, why in hints) + "; not tried."
     elif kind == "invalid":
-        fix = f"Give {m.group('args')} a value it accepts: {m.group('why').strip()}."
+        fix = _choice_fix(m.group("args"), m.group("why")) or \
+            f"Give {m.group('args')} a value it accepts: {m.group('why').strip()}."
     elif proj is not None and proj.options.complete and proj.options.options and \
             any(a.split("=")[0].lstrip("-").replace("-", "_") in _DEVICE_WORDS for a in bad):
         own = [o for o in proj.options.options if o.dest.lower() in _DEVICE_WORDS + _CPU_WORDS]
@@ -93,6 +94,24 @@ def refused(text: str, ctx: Context, status: str) -> Optional[Verdict]:
     else:
         fix = "Drop the arguments it does not know, or spell them as its usage lists them (`--help` shows them all)."
     return Verdict("failed", causes.BAD_ARGUMENTS, summary, fix, evidence)
+
+
+_CHOICE = re.compile(r"invalid choice: '(?P<value>[^']*)' \(choose from (?P<choices>.+)\)")
+
+
+def _choice_fix(flag: str, why: str) -> str:
+    """argparse's `invalid choice: 'mnst' (choose from 'fake', 'folder', 'mnist')`: the closest choice it lists."""
+    m = _CHOICE.search(why)
+    if m is None:
+        return ""
+    choices = [c.strip().strip("'\"") for c in m.group("choices").split(",")]
+    near = difflib.get_close_matches(m.group("value"), choices, n=1, cutoff=0.5) or \
+        [c for c in choices if c.lower() == m.group("value").lower()]
+    flag = flag.split("/")[-1]
+    if not near:
+        return f"Give {flag} one of the choices its parser lists: {', '.join(choices)}; not tried."
+    return (f"Write {flag} {near[0]} instead of {flag} {m.group('value')} (the closest of the choices its parser "
+            f"lists: {', '.join(choices)}); not tried.")
 
 
 # Options by which users ask for a device, and those by which projects run on the CPU (user_terms' device switch).

@@ -20,6 +20,7 @@ from dfdoctor.diagnose import (elastic, known_failures, launcher, rules_runtime,
                                user_terms)
 from dfdoctor.diagnose.bad_arguments import config_refused, refused
 from dfdoctor.diagnose.config_files import hydra_refused, yaml_broken
+from dfdoctor.diagnose.value_refused import value_refused
 from dfdoctor.diagnose.data_missing import assert_names_missing_data
 from dfdoctor.diagnose.blame import blame_fix
 from dfdoctor.diagnose.did_nothing import did_nothing, spawned_none
@@ -277,7 +278,8 @@ def exception_verdict(run: RunRecord, err: PyError, evidence: list[str], who: st
     syntax error, a missing module, or a crash before or after the job started logging."""
     seen = _runtime_context(run)
     found = rules_runtime.classify(err, seen) or config_refused(err, seen) or yaml_broken(err, seen) \
-        or hydra_refused(err.text, seen) or assert_names_missing_data(err, seen) or known_failures.classify(err, seen)
+        or hydra_refused(err.text, seen) or assert_names_missing_data(err, seen) or known_failures.classify(err, seen) \
+        or value_refused(err, seen)
     if found is not None:
         return Verdict("failed", found.cause, found.summary if who == "The job" else
                        f"{who.rstrip(',')}: {found.summary}",
