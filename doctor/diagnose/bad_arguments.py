@@ -40,7 +40,7 @@ def refused(text: str, ctx: Context, status: str) -> Optional[Verdict]:
         if m:
             break
     else:
-        return None
+        return _fire_refused(text, ctx, status)
     usage = text[:m.start()]
     options = list(dict.fromkeys(o for o in _OPTION.findall(usage[usage.rfind("usage:"):] if "usage:" in usage
                                                             else usage) if o not in ("-h", "--help")))
@@ -93,6 +93,37 @@ def refused(text: str, ctx: Context, status: str) -> Optional[Verdict]:
                            if own else "") + "; not tried.")
     else:
         fix = "Drop the arguments it does not know, or spell them as its usage lists them (`--help` shows them all)."
+    return Verdict("failed", causes.BAD_ARGUMENTS, summary, fix, evidence)
+
+
+_FIRE = re.compile(r"^ERROR: Could not consume arg: (?P<arg>\S+)$", re.M)
+
+
+def _fire_refused(text: str, ctx: Context, status: str) -> Optional[Verdict]:
+    """`fire` calls the function with the arguments it recognises and only then finds one it cannot consume
+    (`ERROR: Could not consume arg: --epoch=3`, status 2): the job ran, with that parameter at its default. Its
+    usage then lists the methods of what the function returned, not the options, so the closest option is the
+    project model's (the function's parameters)."""
+    m = _FIRE.search(text)
+    if m is None:
+        return None
+    arg = m.group("arg")
+    proj = user_terms.project_of(ctx)
+    near = proj.options.closest(arg) if proj is not None and proj.options.kind == "fire" else None
+    value = arg.split("=", 1)[1] if "=" in arg else None
+    evidence = [status, f"fire said: {m.group(0).strip()}"]
+    ran = ""
+    if near is not None:
+        evidence.append(f"{near.flag} is a parameter of the function fire runs, declared at {near.where}"
+                        + (f" (default {near.default!r})" if near.default is not None else ""))
+        ran = f"; the job ran with {near.dest}={near.default!r}, its default" if near.default is not None else ""
+    summary = f"fire could not use {arg}: the function ran without it and fire refused it at the end (exit " \
+              f"status 2){ran}."
+    if near is not None and near.flag != arg.split("=", 1)[0]:
+        fix = f"Write {near.spelled(value) if value is not None else near.flag} instead of {arg} (the closest " \
+              f"parameter of the function fire runs, declared at {near.where}); not tried."
+    else:
+        fix = "Spell the argument as a parameter of the function fire runs (`--help` lists them); not tried."
     return Verdict("failed", causes.BAD_ARGUMENTS, summary, fix, evidence)
 
 
