@@ -71,6 +71,10 @@ CASES = [
     Case("gan-data-folder-typo", "gan", (PY, "main.py", "--device", "cpu", "--dataset", "folder", "--dataroot",
                                          "./dta"), causes.INPUT_MISSING, (_data_folder,), said=("./dta",),
          fix=("--dataroot ./data instead of --dataroot ./dta",)),
+    # ---- LightningCLI-style jsonargparse keys: `python main.py --trainer.max_epochs=2` -------------------------
+    Case("jsonargparse-unknown-trainer-key", "lightning-cli", (PY, "main.py", "--trainer.gpus=1"),
+         causes.BAD_ARGUMENTS, said=("main.py's parser does not know --trainer.gpus=1",),
+         fix=("--trainer.devices=1 instead of --trainer.gpus=1",)),
     # ---- a fire CLI: `python train.py --lr=0.05 --epochs=3` ---------------------------------------------------
     Case("fire-flag-typo", "fire-cli", (PY, "train.py", "--epoch=3", "--lr=0.05"), causes.BAD_ARGUMENTS,
          said=("--epoch=3", "epochs=2, its default"), fix=("--epochs=3 instead of --epoch=3", "train.py:6")),

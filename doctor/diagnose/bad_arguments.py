@@ -2,7 +2,8 @@
 closest valid option.
 
 argparse (and jsonargparse, LightningCLI) print their usage and `PROG: error: unrecognized arguments: --epoch 3`
-and exit 2; click prints `Error: No such option: --epoch` (with its own "Did you mean"). The valid options are the
+(jsonargparse 4.x without the PROG) and exit 2; click prints `Error: No such option: --epoch` (with its own "Did
+you mean"). The valid options are the
 ones the parser listed in its usage on this very run; where the usage does not list them (click's `[OPTIONS]`, a
 usage cut short) the project model's options (doctor/project, read from the script's source) say which is closest,
 with the file and line that declares it. Key=value parsers (minGPT's CfgNode, nanoGPT's configurator) raise instead
@@ -22,10 +23,11 @@ from dfdoctor.diagnose.traceback import PyError, is_library
 from dfdoctor.model import Verdict
 
 _REFUSED = [
-    (re.compile(r"^(?:\[rank\d+\]:)?(?P<prog>\S+): error: unrecognized arguments: (?P<args>.+)$", re.M | re.I),
+    (re.compile(r"^(?:\[rank\d+\]:)?(?:(?P<prog>\S+): )?error: unrecognized arguments: (?P<args>.+)$", re.M | re.I),
      "unrecognized"),
-    (re.compile(r"^(?:\[rank\d+\]:)?(?P<prog>\S+): error: argument (?P<args>\S+): (?P<why>.+)$", re.M), "invalid"),
-    (re.compile(r"^(?:\[rank\d+\]:)?(?P<prog>\S+): error: the following arguments are required: (?P<args>.+)$",
+    (re.compile(r"^(?:\[rank\d+\]:)?(?:(?P<prog>\S+): )?error: argument (?P<args>\S+): (?P<why>.+)$", re.M),
+     "invalid"),
+    (re.compile(r"^(?:\[rank\d+\]:)?(?:(?P<prog>\S+): )?error: the following arguments are required: (?P<args>.+)$",
                 re.M), "required"),
     (re.compile(r"^(?:\[rank\d+\]:)?Error: No such option: (?P<args>\S+)(?P<why>.*)$", re.M), "unrecognized"),
 ]
@@ -45,8 +47,9 @@ def refused(text: str, ctx: Context, status: str) -> Optional[Verdict]:
     options = list(dict.fromkeys(o for o in _OPTION.findall(usage[usage.rfind("usage:"):] if "usage:" in usage
                                                             else usage) if o not in ("-h", "--help")))
     line = m.group(0).strip()
-    where = m.groupdict().get("prog") or "the job's parser"
     proj = user_terms.project_of(ctx)
+    where = m.groupdict().get("prog") or (f"{proj.short(proj.script)}'s parser" if proj and proj.script else
+                                          "the job's parser")
     evidence = [status, f"the parser said: {line}"]
     if kind == "required":
         names = [a for a in re.split(r"[,\s]+", m.group("args")) if a]
