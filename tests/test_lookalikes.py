@@ -75,6 +75,9 @@ CASES = [
     Case("jsonargparse-unknown-trainer-key", "lightning-cli", (PY, "main.py", "--trainer.gpus=1"),
          causes.BAD_ARGUMENTS, said=("main.py's parser does not know --trainer.gpus=1",),
          fix=("--trainer.devices=1 instead of --trainer.gpus=1",)),
+    # ---- a trainer whose --device defaults to cuda, on this CPU-only torch: `python train.py --epochs 2` --------
+    Case("cuda-default-seeded-generator", "cuda-default", (PY, "train.py", "--epochs", "2"), causes.CUDA_UNAVAILABLE,
+         said=("train.py, line 13", "--device (default 'cuda')"), fix=("add --device cpu",)),
     # ---- a fire CLI: `python train.py --lr=0.05 --epochs=3` ---------------------------------------------------
     Case("fire-flag-typo", "fire-cli", (PY, "train.py", "--epoch=3", "--lr=0.05"), causes.BAD_ARGUMENTS,
          said=("--epoch=3", "epochs=2, its default"), fix=("--epochs=3 instead of --epoch=3", "train.py:6")),
