@@ -133,8 +133,9 @@ def test_a_project_module_put_on_sys_path_by_its_own_helper_never_blocks_the_lau
     (work / "pkg" / "__init__.py").write_text("")
     (work / "pkg" / "mod.py").write_text("X = 1\n")
     (work / "tools" / "train.py").write_text(
-        "import os\nimport sys\n\n\ndef _root():\n    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))"
-        "\n\n\nsys.path.insert(0, _root())\nfrom pkg.mod import X  # noqa: E402\n\nprint('trained', X)\n")
+        "import os\nimport sys\n\n\ndef _root():\n"
+        "    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))\n\n\n"
+        "sys.path.insert(0, _root())\nfrom pkg.mod import X  # noqa: E402\n\nprint('trained', X)\n")
     proc = dfdoctor("check", "--cwd", str(work), "--only", "imports.smoke", "--format", "json", "--", PY,
                     "tools/train.py", cwd=work)
     (rec,) = json.loads(proc.stdout)["checks"]

@@ -457,7 +457,8 @@ def exited_nonzero(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdic
         return None
     tail = [l for l in run.stream("stderr").strip().splitlines() + run.stream("stdout").strip().splitlines() if l.strip()]
     return (ex.get("exit_code") == 2 and refused(run.stream("stderr"), _runtime_context(run), _status_line(ex))) \
-        or _said_by_hydra(run) or Verdict("failed", causes.CRASHED, f"The job exited with status {ex['exit_code']} after {ex.get('wall_s')} s"
+        or _said_by_hydra(run) \
+        or Verdict("failed", causes.CRASHED, f"The job exited with status {ex['exit_code']} after {ex.get('wall_s')} s"
                    + ("." if tail else " without writing anything."),
                    "Read the end of the log; run the command by hand in its cwd to see what it reports.",
                    [_status_line(ex), *[f"last output: {l}" for l in tail[-2:]]])
