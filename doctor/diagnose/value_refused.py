@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import os
 import re
 from pathlib import Path
 from typing import Optional
@@ -26,6 +27,9 @@ from dfdoctor.diagnose.traceback import PyError, is_library
 _NOT_OURS = ("FileNotFoundError", "OSError", "PermissionError", "IsADirectoryError", "NotADirectoryError",
              "ModuleNotFoundError", "ImportError", "OutOfMemoryError", "SyntaxError")
 _PATHISH = re.compile(r"\b(?:exists|isdir|isfile|listdir|glob|open)\b|os\.path|Path\(")
+# a value ending so names a file (timm's model names have dots too: `vit_base_patch16_224.augreg_in21k`)
+_FILE_SUFFIXES = {".pt", ".pth", ".ckpt", ".bin", ".safetensors", ".txt", ".csv", ".json", ".yaml", ".yml", ".npz",
+                  ".npy", ".pkl", ".h5", ".tar", ".gz", ".zip", ".jpg", ".png", ".py", ".log"}
 _QUOTED = re.compile(r"'([^'\s]{1,60})'|\"([^\"\s]{1,60})\"")
 
 
@@ -44,9 +48,8 @@ def value_refused(err: PyError, ctx: Context) -> Optional[Finding]:
 def _asserted(err: PyError, proj, given) -> Optional[Finding]:
     """The job's own failing line reads the option (`opt.imageSize`, `args.image_size`) and is no path check."""
     code = err.user_code or ""
-    if not code or _PATHISH.search(code) or not (code.startswith("assert") or code.startswith("raise")
-                                                 or err.exc_type.endswith("AssertionError")):
-        return None
+    if not code.startswith(("assert", "raise")) or _PATHISH.search(code):
+        return None  # a library's own assert under a call that passes the option could name the wrong one
     hit = next(((o, v) for o, v in given if re.search(rf"\.{re.escape(o.dest)}\b", code)), None)
     if hit is None:
         return None
@@ -67,8 +70,9 @@ def _named(err: PyError, proj, given) -> Optional[Finding]:
     """The exception's message quotes the value the command gave an option (`Unknown model (dcgann)`)."""
     text = err.text
     for option, value in given:
-        if len(value) < 3 or value.replace(".", "").replace("-", "").isdigit() or "/" in value:
-            continue
+        if len(value) < 3 or value.replace(".", "").replace("-", "").isdigit() or "/" in value or \
+                os.path.splitext(value)[1].lower() in _FILE_SUFFIXES:
+            continue  # a number, or a path: a message quoting a file is about the file, not a registry's names
         if not re.search(rf"(?<![\w.-]){re.escape(value)}(?![\w-])", text):
             continue
         accepted = _listed(text, value) or _registered(err) or []
