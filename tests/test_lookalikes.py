@@ -47,6 +47,7 @@ class Case:
     prepare: tuple = ()
     said: tuple[str, ...] = ()  # in the summary or the evidence
     fix: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
 
 
 CASES = [
@@ -54,6 +55,9 @@ CASES = [
     Case("hydra-override-of-an-absent-key", "hydra-template", (PY, "src/train.py", "data.batchsize=8"),
          causes.BAD_ARGUMENTS, (_tiny_tensors,), said=("data.batchsize", "configs/data/tiny.yaml:2"),
          fix=("data.batch_size=8 instead of data.batchsize=8",)),
+    Case("hydra-override-of-an-absent-key-full-error", "hydra-template", (PY, "src/train.py", "data.batchsize=8"),
+         causes.BAD_ARGUMENTS, (_tiny_tensors,), said=("data.batchsize",),
+         fix=("data.batch_size=8 instead of data.batchsize=8",), env=(("HYDRA_FULL_ERROR", "1"),)),
     Case("hydra-group-option-missing", "hydra-template", (PY, "src/train.py", "trainer=gpus"), causes.BAD_ARGUMENTS,
          (_tiny_tensors,), said=("trainer=gpus", "cpu, gpu"), fix=("trainer=gpu instead of trainer=gpus",)),
     Case("hydra-yaml-indentation", "hydra-template", (PY, "src/train.py"), causes.CONFIG_INVALID,
@@ -96,7 +100,7 @@ def test_a_broken_run_is_named_in_the_projects_terms(case: Case, tmp_path):
     for step in case.prepare:
         step(work)
     try:
-        proc, rep = launch_to_end(work, *case.argv, watch=40, log=None, env=job_env())
+        proc, rep = launch_to_end(work, *case.argv, watch=40, log=None, env=job_env(**dict(case.env)))
         v = rep["verdict"]
         said = "\n".join([v["summary"], *v["evidence"]])
         assert v["cause"] == case.cause, (v["cause"], v["summary"], v["fix"])

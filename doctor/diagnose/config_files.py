@@ -20,7 +20,9 @@ from dfdoctor.diagnose.traceback import PyError
 from dfdoctor.project import configs
 
 _MARK = re.compile(r'in "(?P<file>[^"]+\.ya?ml)", line (?P<line>\d+), column (?P<col>\d+)')
-_OVERRIDE = re.compile(r"Could not override '(?P<key>[^']+)'\.[\s\S]{0,400}?Key '(?P<leaf>[^']+)' is not in struct")
+_OVERRIDE = re.compile(r"Could not override '(?P<key>[^']+)'")
+# omegaconf's reason, printed after hydra's line, or before it (in the chained traceback of HYDRA_FULL_ERROR=1)
+_ABSENT = re.compile(r"Key '(?P<leaf>[^']+)' is not in struct")
 _NO_OPTION = re.compile(r"Could not (?:find|load) '(?P<group>[^']+)/(?P<opt>[^'/]+)'[\s\S]{0,300}?"
                         r"Available options in '[^']+':\n(?P<opts>(?:[ \t]+\S[^\n]*\n?)+)")
 
@@ -58,9 +60,9 @@ def hydra_refused(text: str, ctx: Context) -> Optional[Finding]:
 
 
 def _override_refused(text: str, ctx: Context) -> Optional[Finding]:
-    m = _OVERRIDE.search(text)
-    if m is None:
-        return None
+    m, absent = _OVERRIDE.search(text), _ABSENT.search(text)
+    if m is None or absent is None:
+        return None  # an override of a key that exists, refused for its value, is another matter
     key = m.group("key")
     word = next((a for a in ctx.argv if a.lstrip("+~").split("=", 1)[0] == key), key)
     value = word.split("=", 1)[1] if "=" in word else None
@@ -69,7 +71,7 @@ def _override_refused(text: str, ctx: Context) -> Optional[Finding]:
     known = configs.keys(folder) if folder is not None else []
     parent = key.rpartition(".")[0]
     near = _closest(key, [k for k in known if k.name.rpartition(".")[0] == parent]) or _closest(key, known)
-    evidence = [f"hydra said: Could not override '{key}'. ... Key '{m.group('leaf')}' is not in struct"]
+    evidence = [f"hydra said: Could not override '{key}'. ... Key '{absent.group('leaf')}' is not in struct"]
     summary = f"Hydra refused the override {word}: the config has no key {key}" + \
         (f"; the closest is {near.name}, set at {near.where(folder.parent)}" if near else "") + "."
     if near is not None:

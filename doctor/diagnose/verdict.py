@@ -278,7 +278,7 @@ def exception_verdict(run: RunRecord, err: PyError, evidence: list[str], who: st
     syntax error, a missing module, or a crash before or after the job started logging."""
     seen = _runtime_context(run)
     found = rules_runtime.classify(err, seen) or config_refused(err, seen) or yaml_broken(err, seen) \
-        or hydra_refused(err.text, seen) or assert_names_missing_data(err, seen) or known_failures.classify(err, seen) \
+        or hydra_refused(f"{err.before}\n{err.text}", seen) or assert_names_missing_data(err, seen) or known_failures.classify(err, seen) \
         or value_refused(err, seen)
     if found is not None:
         return Verdict("failed", found.cause, found.summary if who == "The job" else
