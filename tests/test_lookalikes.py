@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from dfdoctor import causes
-from jobs.harness import PY, dfdoctor, job_env, kill_runs, launch_to_end
+from jobs.harness import PY, dfdoctor, job_env, kill_runs, launch, launch_to_end
 
 LOOKALIKES = Path(__file__).resolve().parent / "lookalikes"
 pytestmark = pytest.mark.slow
@@ -148,5 +148,39 @@ def test_a_project_module_put_on_sys_path_by_its_own_helper_never_blocks_the_lau
     try:
         proc, rep = launch_to_end(work, PY, "tools/train.py", watch=20, log=None, check=True, env=job_env())
         assert rep["verdict"]["state"] == "ok", rep["verdict"]
+    finally:
+        kill_runs(work)
+
+
+SPAWN = (PY, "main.py", "--multiprocessing-distributed", "--rank", "0")  # imagenet's README line, one node
+
+
+@pytest.mark.parametrize("argv,said,fix", [
+    # two nodes asked for, the second never started: the store listens here, rank 0 waits for the other
+    (("--dist-url", "tcp://127.0.0.1:{port}", "--world-size", "2"),
+     ("rendezvous tcp://127.0.0.1:{port} (--dist-url)", "--world-size 2", "--rank 0", "listens on this machine"),
+     ("--rank 1", "not 127.0.0.1", "--world-size 1")),
+    # the project's own default --dist-url (an address nobody serves) never changed: the TCPStore client retries
+    (("--world-size", "1"), ("tcp://224.66.41.62:23456", "its default, main.py:15", "failed to connect"),
+     ("Give --dist-url the address of the node that runs rank 0", "--dist-url tcp://127.0.0.1:23456")),
+], ids=["second-node-never-started", "default-dist-url-unreachable"])
+def test_a_spawned_rendezvous_that_never_completes_is_named_with_its_options(argv, said, fix, tmp_path):
+    """pytorch/examples' imagenet style: mp.spawn, then init_process_group(init_method=args.dist_url, ...), no
+    torchrun (so no RANK in the environment). Was `running` (silent, or its log growing with TCPStore retries)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    work = _work(tmp_path, "spawn-dist-url")
+    try:
+        proc, rep = launch(work, *SPAWN, *[a.format(port=port) for a in argv], watch=30, log=None, env=job_env())
+        v = rep["verdict"]
+        text = "\n".join([v["summary"], *v["evidence"]])
+        assert v["cause"] == causes.RANK_MISSING and v["state"] == "failed", (v["cause"], v["summary"])
+        for s in said:
+            assert s.format(port=port) in text, (s, text)
+        for s in fix:
+            assert s in v["fix"], (s, v["fix"])
     finally:
         kill_runs(work)

@@ -20,6 +20,7 @@ from dfdoctor.diagnose import (elastic, known_failures, launcher, rules_runtime,
                                user_terms)
 from dfdoctor.diagnose.bad_arguments import config_refused, refused
 from dfdoctor.diagnose.config_files import hydra_refused, yaml_broken
+from dfdoctor.diagnose.spawn_rendezvous import spawn_rendezvous_wait
 from dfdoctor.diagnose.value_refused import value_refused
 from dfdoctor.diagnose.data_missing import assert_names_missing_data
 from dfdoctor.diagnose.blame import blame_fix
@@ -464,6 +465,11 @@ def exited_nonzero(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdic
                    [_status_line(ex), *[f"last output: {l}" for l in tail[-2:]]])
 
 
+def spawned_rendezvous(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """Processes started without torchrun waiting in init_process_group's tcp:// rendezvous (spawn_rendezvous)."""
+    return spawn_rendezvous_wait(run, live, _runtime_context(run))
+
+
 def _said_by_hydra(run: RunRecord) -> Optional[Verdict]:
     """Hydra's refusal of an override, printed without a traceback (status 1), in its own words."""
     found = hydra_refused(run.stream("stderr"), _runtime_context(run))
@@ -736,7 +742,7 @@ RULES: list[Callable[[RunRecord, Optional[LiveFacts]], Optional[Verdict]]] = [
     log_write_failed, exited_cleanly, exited_nonzero,
     run_dir_full, recorder_lost,
     recorder_vanished,
-    running, elastic.rendezvous_wait, deadlock_in_stacks, stuck_in_stacks, log_elsewhere, output_buffered,
+    spawned_rendezvous, running, elastic.rendezvous_wait, deadlock_in_stacks, stuck_in_stacks, log_elsewhere, output_buffered,
     stalled_after_logging, import_hang, silent,
 ]
 
