@@ -23,7 +23,7 @@ from dfdoctor.probe import ProbeOutcome, run_probe, unreached
 from dfdoctor.diagnose import known_failures, torch_pairs, user_terms
 from dfdoctor.diagnose.rules_runtime import Context, Finding
 from dfdoctor.diagnose.traceback import parse_python_error
-from dfdoctor.project import typos
+from dfdoctor.project import runtime_path, typos
 from dfdoctor.project.install import PIP_NAMES
 
 DEFAULT_TIMEOUT = 90.0  # importing torch on a cold, busy machine can take tens of seconds
@@ -233,6 +233,9 @@ def _failed_import(ctx, item: dict, request: dict, launch: dict) -> Result:
     data = {**launch, "import": item["name"], "missing": item.get("missing")}
     if item["status"] == "missing":
         mod = item.get("missing") or item["name"]
+        own = _own_module_at_run_time(ctx, mod, request, item, ev, data)
+        if own is not None:
+            return own
         related = mod == item["name"] or mod.startswith(item["name"] + ".") or item["name"].startswith(mod + ".")
         via = "" if related else f" (needed by {item['name']})"
         mean = typos.module_question(mod, item.get("near")) if _typed(item) and not _declared(ctx, mod) else None
@@ -265,6 +268,28 @@ def _failed_import(ctx, item: dict, request: dict, launch: dict) -> Result:
                 causes.IMPORT_ERROR, evidence=tuple(ev), details=item["traceback"],
                 fix="Read the traceback's last lines: the exception is raised while the module loads, before the "
                     "job can write its log. Fix it there, or move that work out of module level.", data=data)
+
+
+def _own_module_at_run_time(ctx, mod: str, request: dict, item: dict, ev: list, data: dict) -> Optional[Result]:
+    """A module the project itself provides, above the script's folder, which the project puts on sys.path at run
+    time in a way the probe could not run (a helper of its own, its Makefile's PYTHONPATH): the import failing here
+    is a reading of how the job starts, not what it does, so it warns and never blocks the launch."""
+    if not ctx.target.runs_here or not request.get("path0") or not item.get("file"):
+        return None
+    folder = runtime_path.provider(mod, Path(request["path0"]))
+    if folder is None:
+        return None
+    line = runtime_path.setup_line([Path(item["file"])], folder)
+    if line is None:
+        return None
+    top = mod.split(".")[0]
+    return warn(f"No module named '{mod}' where Python starts {_short(item['file'], ctx.cwd)} (sys.path[0] is "
+                f"{request['path0']}), but {top} is the project's own, in {folder}, and the project puts that "
+                f"folder on sys.path at run time ({line}): not judged before the launch", causes.MISSING_MODULE,
+                evidence=tuple(ev) + (line,), details=item["traceback"],
+                fix=f"Nothing to change if the job imports {top} once its path set-up ran (the launch shows it); "
+                    f"if it does not, set PYTHONPATH={folder} or run it from {folder} with `python -m`.",
+                data=data, basis=STATIC)
 
 
 def _known(ctx, item: dict) -> Optional[Finding]:

@@ -89,6 +89,8 @@ DDP_UNUSED_PARAMETERS = "ddp-unused-parameters"
 DID_NOTHING = "did-nothing"
 # The job's own argument parser refused its command line (exit 2): the argument, and the closest valid option.
 BAD_ARGUMENTS = "bad-arguments"
+# A config file the job loads does not parse (a yaml indentation error): the file, line, and what loaded it.
+CONFIG_INVALID = "config-invalid"
 # sbatch refusing the submission (seen by `sbatch --test-only`): nothing would be queued, so nothing could log.
 LAUNCH_BLOCKERS = LAUNCH_BLOCKERS | {SBATCH_REFUSED}
 # Blockers past which nothing can start even with --force (no connection to start it over): no --force offer.

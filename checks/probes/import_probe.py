@@ -448,8 +448,26 @@ def handles_import_error(node):
     return False
 
 
+# Helpers that find the project's root by a marker file and put it on sys.path (lightning-hydra-template's
+# `rootutils.setup_root(__file__, indicator=".project-root", pythonpath=True)`): the job imports `src.x` only after.
+ROOT_SETUP = {"setup_root", "set_root"}
+
+
+def sets_up_root(value):
+    """`rootutils.setup_root(...)` / `pyrootutils.setup_root(...)` (a call, or its result assigned)."""
+    if not isinstance(value, ast.Call):
+        return False
+    f = value.func
+    name = f.attr if isinstance(f, ast.Attribute) else (f.id if isinstance(f, ast.Name) else "")
+    owner = f.value.id if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) else ""
+    return name in ROOT_SETUP and (owner.endswith("rootutils") or not owner)
+
+
 def is_preparation(node):
-    """Statements that set up imports and are safe to run: sys.path edits, env settings, path constants."""
+    """Statements that set up imports and are safe to run: sys.path edits, env settings, path constants, and a
+    root-finding helper's call."""
+    if isinstance(node, (ast.Expr, ast.Assign)) and sets_up_root(node.value):
+        return True
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
         f = node.value.func
         target = ast.dump(f)

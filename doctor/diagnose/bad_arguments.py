@@ -2,7 +2,8 @@
 closest valid option.
 
 argparse (and jsonargparse, LightningCLI) print their usage and `PROG: error: unrecognized arguments: --epoch 3`
-and exit 2; click prints `Error: No such option: --epoch` (with its own "Did you mean"). The valid options are the
+(jsonargparse 4.x without the PROG) and exit 2; click prints `Error: No such option: --epoch` (with its own "Did
+you mean"). The valid options are the
 ones the parser listed in its usage on this very run; where the usage does not list them (click's `[OPTIONS]`, a
 usage cut short) the project model's options (doctor/project, read from the script's source) say which is closest,
 with the file and line that declares it. Key=value parsers (minGPT's CfgNode, nanoGPT's configurator) raise instead
@@ -22,10 +23,11 @@ from dfdoctor.diagnose.traceback import PyError, is_library
 from dfdoctor.model import Verdict
 
 _REFUSED = [
-    (re.compile(r"^(?:\[rank\d+\]:)?(?P<prog>\S+): error: unrecognized arguments: (?P<args>.+)$", re.M | re.I),
+    (re.compile(r"^(?:\[rank\d+\]:)?(?:(?P<prog>\S+): )?error: unrecognized arguments: (?P<args>.+)$", re.M | re.I),
      "unrecognized"),
-    (re.compile(r"^(?:\[rank\d+\]:)?(?P<prog>\S+): error: argument (?P<args>\S+): (?P<why>.+)$", re.M), "invalid"),
-    (re.compile(r"^(?:\[rank\d+\]:)?(?P<prog>\S+): error: the following arguments are required: (?P<args>.+)$",
+    (re.compile(r"^(?:\[rank\d+\]:)?(?:(?P<prog>\S+): )?error: argument (?P<args>\S+): (?P<why>.+)$", re.M),
+     "invalid"),
+    (re.compile(r"^(?:\[rank\d+\]:)?(?:(?P<prog>\S+): )?error: the following arguments are required: (?P<args>.+)$",
                 re.M), "required"),
     (re.compile(r"^(?:\[rank\d+\]:)?Error: No such option: (?P<args>\S+)(?P<why>.*)$", re.M), "unrecognized"),
 ]
@@ -40,13 +42,14 @@ def refused(text: str, ctx: Context, status: str) -> Optional[Verdict]:
         if m:
             break
     else:
-        return None
+        return _fire_refused(text, ctx, status)
     usage = text[:m.start()]
     options = list(dict.fromkeys(o for o in _OPTION.findall(usage[usage.rfind("usage:"):] if "usage:" in usage
                                                             else usage) if o not in ("-h", "--help")))
     line = m.group(0).strip()
-    where = m.groupdict().get("prog") or "the job's parser"
     proj = user_terms.project_of(ctx)
+    where = m.groupdict().get("prog") or (f"{proj.short(proj.script)}'s parser" if proj and proj.script else
+                                          "the job's parser")
     evidence = [status, f"the parser said: {line}"]
     if kind == "required":
         names = [a for a in re.split(r"[,\s]+", m.group("args")) if a]
@@ -83,7 +86,8 @@ def refused(text: str, ctx: Context, status: str) -> Optional[Verdict]:
     if hints:
         fix = "; ".join(f"write {good} instead of {arg} ({why})" for arg, good, why in hints) + "; not tried."
     elif kind == "invalid":
-        fix = f"Give {m.group('args')} a value it accepts: {m.group('why').strip()}."
+        fix = _choice_fix(m.group("args"), m.group("why")) or \
+            f"Give {m.group('args')} a value it accepts: {m.group('why').strip()}."
     elif proj is not None and proj.options.complete and proj.options.options and \
             any(a.split("=")[0].lstrip("-").replace("-", "_") in _DEVICE_WORDS for a in bad):
         own = [o for o in proj.options.options if o.dest.lower() in _DEVICE_WORDS + _CPU_WORDS]
@@ -93,6 +97,55 @@ def refused(text: str, ctx: Context, status: str) -> Optional[Verdict]:
     else:
         fix = "Drop the arguments it does not know, or spell them as its usage lists them (`--help` shows them all)."
     return Verdict("failed", causes.BAD_ARGUMENTS, summary, fix, evidence)
+
+
+_FIRE = re.compile(r"^ERROR: Could not consume arg: (?P<arg>\S+)$", re.M)
+
+
+def _fire_refused(text: str, ctx: Context, status: str) -> Optional[Verdict]:
+    """`fire` calls the function with the arguments it recognises and only then finds one it cannot consume
+    (`ERROR: Could not consume arg: --epoch=3`, status 2): the job ran, with that parameter at its default. Its
+    usage then lists the methods of what the function returned, not the options, so the closest option is the
+    project model's (the function's parameters)."""
+    m = _FIRE.search(text)
+    if m is None:
+        return None
+    arg = m.group("arg")
+    proj = user_terms.project_of(ctx)
+    near = proj.options.closest(arg) if proj is not None and proj.options.kind == "fire" else None
+    value = arg.split("=", 1)[1] if "=" in arg else None
+    evidence = [status, f"fire said: {m.group(0).strip()}"]
+    ran = ""
+    if near is not None:
+        evidence.append(f"{near.flag} is a parameter of the function fire runs, declared at {near.where}"
+                        + (f" (default {near.default!r})" if near.default is not None else ""))
+        ran = f"; the job ran with {near.dest}={near.default!r}, its default" if near.default is not None else ""
+    summary = f"fire could not use {arg}: the function ran without it and fire refused it at the end (exit " \
+              f"status 2){ran}."
+    if near is not None and near.flag != arg.split("=", 1)[0]:
+        fix = f"Write {near.spelled(value) if value is not None else near.flag} instead of {arg} (the closest " \
+              f"parameter of the function fire runs, declared at {near.where}); not tried."
+    else:
+        fix = "Spell the argument as a parameter of the function fire runs (`--help` lists them); not tried."
+    return Verdict("failed", causes.BAD_ARGUMENTS, summary, fix, evidence)
+
+
+_CHOICE = re.compile(r"invalid choice: '(?P<value>[^']*)' \(choose from (?P<choices>.+)\)")
+
+
+def _choice_fix(flag: str, why: str) -> str:
+    """argparse's `invalid choice: 'mnst' (choose from 'fake', 'folder', 'mnist')`: the closest choice it lists."""
+    m = _CHOICE.search(why)
+    if m is None:
+        return ""
+    choices = [c.strip().strip("'\"") for c in m.group("choices").split(",")]
+    near = difflib.get_close_matches(m.group("value"), choices, n=1, cutoff=0.5) or \
+        [c for c in choices if c.lower() == m.group("value").lower()]
+    flag = flag.split("/")[-1]
+    if not near:
+        return f"Give {flag} one of the choices its parser lists: {', '.join(choices)}; not tried."
+    return (f"Write {flag} {near[0]} instead of {flag} {m.group('value')} (the closest of the choices its parser "
+            f"lists: {', '.join(choices)}); not tried.")
 
 
 # Options by which users ask for a device, and those by which projects run on the CPU (user_terms' device switch).

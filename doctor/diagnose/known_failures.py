@@ -58,6 +58,12 @@ CORPUS: tuple[Known, ...] = (
       "Run on the CPU (skip torch.cuda calls when the device is 'cpu'), or install a CUDA build of torch on a "
       "machine with a GPU.", "https://github.com/ShomyLiu/pytorch-relation-extraction/issues/58",
       types=("AttributeError",), refine="cuda_device"),
+    # torch.Generator(device='cuda') on a CPU-only build: a long message about linkers, not about the GPU asked for
+    K("cuda-generator-on-cpu-build", causes.CUDA_UNAVAILABLE, r"Cannot get CUDA generator without ATen_cuda library",
+      "The job asked for a CUDA random generator at {blame}, and this torch is a CPU-only build (it has no CUDA "
+      "library; the message's advice about linkers is for people building torch).",
+      "Run on the CPU (create the generator on the device 'cpu'), or install a CUDA build of torch on a machine "
+      "with a GPU.", UNCHECKED, types=("RuntimeError",), refine="cuda_device"),
     K("no-nvidia-driver", causes.CUDA_UNAVAILABLE, r"Found no NVIDIA driver on your system",
       "The job asked for a GPU at {blame}, but no NVIDIA driver is loaded on this machine.",
       "Run where a GPU and its driver are (nvidia-smi must list it; in a container, start it with --gpus all), "

@@ -291,6 +291,10 @@ def input_file(err: PyError, ctx: Context, m: re.Match) -> Optional[Told]:
     if option:
         evidence.append(f"{option.flag} sets this path" + (f" ({option.where})" if option.where else ""))
     fix = f"Create {path} before the job starts, or {point}."
+    typo = _mistyped_value(proj, option, full) if option else None
+    if typo:
+        evidence.append(typo[1])
+        fix = typo[0] + NOT_TRIED + "."
     there = _beside_script(path, err, ctx)
     if there and not maker:
         # the file is there, next to the code that opens it: the job was started from another folder
@@ -552,6 +556,27 @@ def _resolve(path: str, ctx: Context) -> str:
     if os.path.isabs(path) or not ctx.cwd:
         return os.path.normpath(path)
     return os.path.normpath(os.path.join(ctx.cwd, path))
+
+
+def _mistyped_value(proj, option, full: str) -> Optional[tuple[str, str]]:
+    """(fix, evidence) when the path the command gives `option` is missing and the closest name beside its first
+    missing part exists (`--dataroot ./dta` where ./data is): the typo, corrected in the command's own value."""
+    given = proj.given(option)
+    missing = _first_missing(full) if given is not None else None
+    if not missing or os.path.basename(missing) not in given:
+        return None
+    parent, name = os.path.dirname(missing), os.path.basename(missing)
+    try:
+        names = [e.name for e in os.scandir(parent) if not e.name.startswith(".")][:500]
+    except OSError:
+        return None
+    near = difflib.get_close_matches(name, names, n=1, cutoff=0.7)
+    if not near:
+        return None
+    fixed = given[::-1].replace(name[::-1], near[0][::-1], 1)[::-1]  # the last occurrence: the missing part
+    return (f"Write {option.flag} {fixed} instead of {option.flag} {given}: {os.path.join(parent, near[0])} exists "
+            f"and {missing} does not (the closest name in {parent})",
+            f"{os.path.join(parent, near[0])} exists: the closest name to {name} in {parent}")
 
 
 def _first_missing(folder: str) -> Optional[str]:

@@ -19,6 +19,9 @@ from dfdoctor.diagnose import stackclass
 from dfdoctor.diagnose import (elastic, known_failures, launcher, rules_runtime, silence, stuck, torch_pairs, typo,
                                user_terms)
 from dfdoctor.diagnose.bad_arguments import config_refused, refused
+from dfdoctor.diagnose.config_files import hydra_refused, yaml_broken
+from dfdoctor.diagnose.spawn_rendezvous import spawn_rendezvous_wait
+from dfdoctor.diagnose.value_refused import value_refused
 from dfdoctor.diagnose.data_missing import assert_names_missing_data
 from dfdoctor.diagnose.blame import blame_fix
 from dfdoctor.diagnose.did_nothing import did_nothing, spawned_none
@@ -275,8 +278,9 @@ def exception_verdict(run: RunRecord, err: PyError, evidence: list[str], who: st
     """The verdict for the exception `who` died of: a run-time cause its words prove (rules_runtime), a
     syntax error, a missing module, or a crash before or after the job started logging."""
     seen = _runtime_context(run)
-    found = rules_runtime.classify(err, seen) or config_refused(err, seen) or assert_names_missing_data(err, seen) \
-        or typo.missing_name(err, seen) or known_failures.classify(err, seen)
+    found = rules_runtime.classify(err, seen) or config_refused(err, seen) or yaml_broken(err, seen) \
+        or hydra_refused(f"{err.before}\n{err.text}", seen) or assert_names_missing_data(err, seen) \
+        or typo.missing_name(err, seen) or known_failures.classify(err, seen) or value_refused(err, seen)
     if found is not None:
         return Verdict("failed", found.cause, found.summary if who == "The job" else
                        f"{who.rstrip(',')}: {found.summary}",
@@ -460,10 +464,23 @@ def exited_nonzero(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdic
         return None
     tail = [l for l in run.stream("stderr").strip().splitlines() + run.stream("stdout").strip().splitlines() if l.strip()]
     return (ex.get("exit_code") == 2 and refused(run.stream("stderr"), _runtime_context(run), _status_line(ex))) \
+        or _said_by_hydra(run) \
         or Verdict("failed", causes.CRASHED, f"The job exited with status {ex['exit_code']} after {ex.get('wall_s')} s"
                    + ("." if tail else " without writing anything."),
                    "Read the end of the log; run the command by hand in its cwd to see what it reports.",
                    [_status_line(ex), *[f"last output: {l}" for l in tail[-2:]]])
+
+
+def spawned_rendezvous(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """Processes started without torchrun waiting in init_process_group's tcp:// rendezvous (spawn_rendezvous)."""
+    return spawn_rendezvous_wait(run, live, _runtime_context(run))
+
+
+def _said_by_hydra(run: RunRecord) -> Optional[Verdict]:
+    """Hydra's refusal of an override, printed without a traceback (status 1), in its own words."""
+    found = hydra_refused(run.stream("stderr"), _runtime_context(run))
+    return Verdict("failed", found.cause, found.summary, found.fix, [*found.evidence, _status_line(run.exit)]) \
+        if found else None
 
 
 # ---- rules for a recorder that vanished ---------------------------------------------------------------
@@ -731,7 +748,7 @@ RULES: list[Callable[[RunRecord, Optional[LiveFacts]], Optional[Verdict]]] = [
     log_write_failed, exited_cleanly, exited_nonzero,
     run_dir_full, recorder_lost,
     recorder_vanished,
-    running, elastic.rendezvous_wait, deadlock_in_stacks, stuck_in_stacks, log_elsewhere, output_buffered,
+    spawned_rendezvous, running, elastic.rendezvous_wait, deadlock_in_stacks, stuck_in_stacks, log_elsewhere, output_buffered,
     stalled_after_logging, import_hang, silent,
 ]
 

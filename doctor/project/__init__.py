@@ -182,7 +182,7 @@ def _root(folder: Path, cwd: Path) -> Path:
     """The project's root: the nearest folder up from the script with packaging or .git, else the script's own."""
     p = folder
     for _ in range(_UP + 1):
-        if any((p / m).exists() for m in ("setup.py", "pyproject.toml", "setup.cfg", ".git")):
+        if any((p / m).exists() for m in ("setup.py", "pyproject.toml", "setup.cfg", ".git", ".project-root")):
             return p
         if p.parent == p:
             break

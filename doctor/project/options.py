@@ -57,7 +57,7 @@ class Option:
     flags: tuple[str, ...]  # '--input-file', '-i'; empty for a positional argument
     dest: str  # the name it sets: 'input_file', 'trainer.device'
     default: object = None
-    style: str = "argparse"  # argparse | click | configurator | cfgnode | lightning
+    style: str = "argparse"  # argparse | click | configurator | cfgnode | lightning | fire
     file: str = ""
     line: int = 0
     switch: bool = False  # a flag that takes no value (argparse's store_true/store_false, click's is_flag)
@@ -70,7 +70,7 @@ class Option:
 
     def spelled(self, value: str) -> str:
         """The option with a value, in the form its parser takes (`--device=cpu` for key=value parsers)."""
-        if self.style in ("configurator", "cfgnode", "lightning"):
+        if self.style in ("configurator", "cfgnode", "lightning", "fire"):
             return f"{self.flag}={value}"
         return f"{self.flag} {value}"
 
@@ -84,7 +84,7 @@ class Option:
 class Options:
     """Every option found, the parser kind, and whether the list is complete."""
 
-    kind: str = "none"  # argparse | click | configurator | cfgnode | lightning | jsonargparse | other | none
+    kind: str = "none"  # argparse | click | configurator | cfgnode | lightning | jsonargparse | fire | other | none
     options: tuple[Option, ...] = ()
     complete: bool = True  # False: options exist that the source does not list (LightningCLI, CLI(fn))
     abbrev: bool = True  # argparse's allow_abbrev: `--step` is taken for `--steps`
@@ -145,6 +145,9 @@ def read_options(script: Module, local: Iterable[Module]) -> Options:
         found = tuple(Option((f"--trainer.{k}",), f"trainer.{k}", style="lightning") for k in _LIGHTNING_TRAINER) \
             + tuple(_lightning_classes(script, modules)) if kind == "lightning" else ()
         return Options(kind, found + tuple(o for m in modules for o in _argparse(m)), complete=False)
+    fired = _fire(script, modules) if "Fire(" in text else None
+    if fired is not None:
+        return Options("fire", tuple(fired))
     if "merge_from_args" in text:
         return Options("cfgnode", tuple(_cfgnode(script, modules)))
     if "configurator.py" in text and "exec(" in text:
@@ -162,6 +165,38 @@ def read_options(script: Module, local: Iterable[Module]) -> Options:
     local = {m.path.stem for m in modules} | {m.path.parent.name for m in modules}
     foreign = {name for m in modules for name in _imported(m)} - local - _NO_PARSER
     return Options("other" if reads or foreign else "none", (), complete=not (reads or foreign))
+
+
+def _fire(script: Module, modules: list[Module]) -> Optional[list[Option]]:
+    """`fire.Fire(train)`: the function's parameters are its options (`--lr=0.1`, `--batch_size=16`); a class's
+    are its __init__'s. None when what Fire is given is not a function or class of the project's files (a dict,
+    an object, nothing: fire then exposes the whole module)."""
+    target = None
+    for node in ast.walk(script.tree):
+        if isinstance(node, ast.Call) and call_name(node).split(".")[-1] == "Fire" and node.args and \
+                isinstance(node.args[0], ast.Name):
+            target = node.args[0].id
+    if target is None:
+        return None
+    for m in modules:
+        for node in m.tree.body if m.tree is not None else ():
+            if isinstance(node, ast.ClassDef) and node.name == target:
+                node = next((f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+                if node is None:
+                    return None
+                return _params(node, m, skip=1)
+            if isinstance(node, ast.FunctionDef) and node.name == target:
+                return _params(node, m, skip=0)
+    return None
+
+
+def _params(fn: ast.FunctionDef, m: Module, skip: int) -> list[Option]:
+    """A function's parameters as fire's `--name` options, with their defaults and lines."""
+    args = fn.args.args[skip:]
+    defaults = [None] * (len(args) - len(fn.args.defaults)) + list(fn.args.defaults)
+    pairs = list(zip(args, defaults)) + list(zip(fn.args.kwonlyargs, fn.args.kw_defaults))
+    return [Option((f"--{a.arg}",), a.arg, const(d) if d is not None else None, "fire", m.rel, a.lineno,
+                   switch=isinstance(const(d) if d is not None else None, bool)) for a, d in pairs]
 
 
 def _lightning_classes(script: Module, modules: list[Module]) -> list[Option]:

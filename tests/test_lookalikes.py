@@ -1,0 +1,186 @@
+"""dfdoctor on projects written in the styles of public training code it was never tuned to (tests/lookalikes/,
+its README names the style each follows): a hydra template that puts its root on sys.path at run time, a dcgan-like
+argparse GAN with a model registry, a `fire` CLI. Each is run as its README would run it, broken the way users
+break it, through a real `dfdoctor launch` (or `check`), on synthetic data made here; the healthy launch must be
+neither blocked nor failed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from dfdoctor import causes
+from jobs.harness import PY, dfdoctor, job_env, kill_runs, launch, launch_to_end
+
+LOOKALIKES = Path(__file__).resolve().parent / "lookalikes"
+pytestmark = pytest.mark.slow
+
+
+def _tiny_tensors(work: Path) -> None:
+    """data/train.pt as the hydra template's TinyData reads it: 64 rows of 8 features and a 0/1 label."""
+    (work / "data").mkdir(exist_ok=True)
+    subprocess.run([PY, "-c", "import torch; torch.manual_seed(0); torch.save({'x': torch.randn(64, 8), "
+                    "'y': torch.randint(0, 2, (64,))}, 'data/train.pt')"], cwd=work, check=True, timeout=120)
+
+
+def _data_folder(work: Path) -> None:
+    (work / "data").mkdir(exist_ok=True)
+
+
+def _misindented_config(work: Path) -> None:
+    """configs/data/tiny.yaml with batch_size indented under data_dir's plain value, as a hand edit leaves it."""
+    _tiny_tensors(work)
+    (work / "configs/data/tiny.yaml").write_text("data_dir: ${oc.env:PROJECT_ROOT}/data\n  batch_size: 16\n")
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    project: str
+    argv: tuple[str, ...]
+    cause: str
+    prepare: tuple = ()
+    said: tuple[str, ...] = ()  # in the summary or the evidence
+    fix: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+
+
+CASES = [
+    # ---- hydra template: `python src/train.py` from the project's root ------------------------------------------
+    Case("hydra-override-of-an-absent-key", "hydra-template", (PY, "src/train.py", "data.batchsize=8"),
+         causes.BAD_ARGUMENTS, (_tiny_tensors,), said=("data.batchsize", "configs/data/tiny.yaml:2"),
+         fix=("data.batch_size=8 instead of data.batchsize=8",)),
+    Case("hydra-override-of-an-absent-key-full-error", "hydra-template", (PY, "src/train.py", "data.batchsize=8"),
+         causes.BAD_ARGUMENTS, (_tiny_tensors,), said=("data.batchsize",),
+         fix=("data.batch_size=8 instead of data.batchsize=8",), env=(("HYDRA_FULL_ERROR", "1"),)),
+    Case("hydra-group-option-missing", "hydra-template", (PY, "src/train.py", "trainer=gpus"), causes.BAD_ARGUMENTS,
+         (_tiny_tensors,), said=("trainer=gpus", "cpu, gpu"), fix=("trainer=gpu instead of trainer=gpus",)),
+    Case("hydra-yaml-indentation", "hydra-template", (PY, "src/train.py"), causes.CONFIG_INVALID,
+         (_misindented_config,), said=("configs/data/tiny.yaml", "line 2", "data=tiny", "configs/train.yaml:2"),
+         fix=("configs/data/tiny.yaml at line 2",)),
+    # ---- dcgan-like GAN: `python main.py --dataset fake --device cpu` -------------------------------------------
+    Case("gan-choice-typo", "gan", (PY, "main.py", "--device", "cpu", "--dataset", "mnst"), causes.BAD_ARGUMENTS,
+         said=("--dataset",), fix=("--dataset mnist instead of --dataset mnst",)),
+    Case("gan-value-the-code-asserts-on", "gan", (PY, "main.py", "--device", "cpu", "--imageSize", "20"),
+         causes.BAD_ARGUMENTS, said=("--imageSize 20", "main.py, line 21"),
+         fix=("Give --imageSize a value for which `opt.imageSize % 16 == 0` holds", "default 16", "main.py:13")),
+    Case("gan-model-the-registry-lacks", "gan", (PY, "main.py", "--device", "cpu", "--netG", "dcgann"),
+         causes.BAD_ARGUMENTS, said=("--netG dcgann", "Unknown model (dcgann)", "main.py, line 30"),
+         fix=("--netG dcgan instead of --netG dcgann", "mlp")),
+    Case("gan-data-folder-typo", "gan", (PY, "main.py", "--device", "cpu", "--dataset", "folder", "--dataroot",
+                                         "./dta"), causes.INPUT_MISSING, (_data_folder,), said=("./dta",),
+         fix=("--dataroot ./data instead of --dataroot ./dta",)),
+    # ---- LightningCLI-style jsonargparse keys: `python main.py --trainer.max_epochs=2` -------------------------
+    Case("jsonargparse-unknown-trainer-key", "lightning-cli", (PY, "main.py", "--trainer.gpus=1"),
+         causes.BAD_ARGUMENTS, said=("main.py's parser does not know --trainer.gpus=1",),
+         fix=("--trainer.devices=1 instead of --trainer.gpus=1",)),
+    # ---- a trainer whose --device defaults to cuda, on this CPU-only torch: `python train.py --epochs 2` --------
+    Case("cuda-default-seeded-generator", "cuda-default", (PY, "train.py", "--epochs", "2"), causes.CUDA_UNAVAILABLE,
+         said=("train.py, line 13", "--device (default 'cuda')"), fix=("add --device cpu",)),
+    # ---- a fire CLI: `python train.py --lr=0.05 --epochs=3` ---------------------------------------------------
+    Case("fire-flag-typo", "fire-cli", (PY, "train.py", "--epoch=3", "--lr=0.05"), causes.BAD_ARGUMENTS,
+         said=("--epoch=3", "epochs=2, its default"), fix=("--epochs=3 instead of --epoch=3", "train.py:6")),
+]
+
+
+def _work(tmp_path: Path, project: str) -> Path:
+    work = tmp_path / project
+    shutil.copytree(LOOKALIKES / project, work)
+    return work
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_a_broken_run_is_named_in_the_projects_terms(case: Case, tmp_path):
+    work = _work(tmp_path, case.project)
+    for step in case.prepare:
+        step(work)
+    try:
+        proc, rep = launch_to_end(work, *case.argv, watch=40, log=None, env=job_env(**dict(case.env)))
+        v = rep["verdict"]
+        said = "\n".join([v["summary"], *v["evidence"]])
+        assert v["cause"] == case.cause, (v["cause"], v["summary"], v["fix"])
+        for text in case.said:
+            assert text in said, (text, said)
+        for text in case.fix:
+            assert text in v["fix"], (text, v["fix"])
+    finally:
+        kill_runs(work)
+
+
+def test_a_root_put_on_sys_path_at_run_time_passes_check_and_launches(tmp_path):
+    """The hydra template's src/train.py calls rootutils.setup_root(__file__, pythonpath=True) before `from src.data
+    import ...`: imports.smoke failed it with No module named 'src' and `launch` refused the README's own command."""
+    work = _work(tmp_path, "hydra-template")
+    _tiny_tensors(work)
+    proc = dfdoctor("check", "--cwd", str(work), "--format", "json", "--", PY, "src/train.py", cwd=work)
+    rep = json.loads(proc.stdout)
+    (smoke,) = [c for c in rep["checks"] if c["id"] == "imports.smoke"]
+    assert proc.returncode == 0 and smoke["status"] == "ok", smoke
+    try:
+        proc, rep = launch_to_end(work, PY, "src/train.py", watch=40, log=None, check=True, env=job_env())
+        assert rep["verdict"]["state"] == "ok", rep["verdict"]
+    finally:
+        kill_runs(work)
+
+
+def test_a_project_module_put_on_sys_path_by_its_own_helper_never_blocks_the_launch(tmp_path):
+    """tools/train.py does `sys.path.insert(0, _root())` with a helper of its own (which the probe does not run),
+    then imports the project's package: not importable in the probe, importable in the job. A warning, no block."""
+    work = tmp_path / "proj"
+    (work / "pkg").mkdir(parents=True)
+    (work / "tools").mkdir()
+    (work / "pkg" / "__init__.py").write_text("")
+    (work / "pkg" / "mod.py").write_text("X = 1\n")
+    (work / "tools" / "train.py").write_text(
+        "import os\nimport sys\n\n\ndef _root():\n"
+        "    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))\n\n\n"
+        "sys.path.insert(0, _root())\nfrom pkg.mod import X  # noqa: E402\n\nprint('trained', X)\n")
+    proc = dfdoctor("check", "--cwd", str(work), "--only", "imports.smoke", "--format", "json", "--", PY,
+                    "tools/train.py", cwd=work)
+    (rec,) = json.loads(proc.stdout)["checks"]
+    assert proc.returncode == 0 and rec["status"] == "warn" and rec.get("basis") == "static", rec
+    assert "tools/train.py:9: sys.path.insert(0, _root())" in rec["summary"], rec
+    try:
+        proc, rep = launch_to_end(work, PY, "tools/train.py", watch=20, log=None, check=True, env=job_env())
+        assert rep["verdict"]["state"] == "ok", rep["verdict"]
+    finally:
+        kill_runs(work)
+
+
+SPAWN = (PY, "main.py", "--multiprocessing-distributed", "--rank", "0")  # imagenet's README line, one node
+
+
+@pytest.mark.parametrize("argv,said,fix", [
+    # two nodes asked for, the second never started: the store listens here, rank 0 waits for the other
+    (("--dist-url", "tcp://127.0.0.1:{port}", "--world-size", "2"),
+     ("rendezvous tcp://127.0.0.1:{port} (--dist-url)", "--world-size 2", "--rank 0", "listens on this machine"),
+     ("--rank 1", "not 127.0.0.1", "--world-size 1")),
+    # the project's own default --dist-url (an address nobody serves) never changed: the TCPStore client retries
+    (("--world-size", "1"), ("tcp://224.66.41.62:23456", "its default, main.py:15", "failed to connect"),
+     ("Give --dist-url the address of the node that runs rank 0", "--dist-url tcp://127.0.0.1:23456")),
+], ids=["second-node-never-started", "default-dist-url-unreachable"])
+def test_a_spawned_rendezvous_that_never_completes_is_named_with_its_options(argv, said, fix, tmp_path):
+    """pytorch/examples' imagenet style: mp.spawn, then init_process_group(init_method=args.dist_url, ...), no
+    torchrun (so no RANK in the environment). Was `running` (silent, or its log growing with TCPStore retries)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    work = _work(tmp_path, "spawn-dist-url")
+    try:
+        proc, rep = launch(work, *SPAWN, *[a.format(port=port) for a in argv], watch=30, log=None, env=job_env())
+        v = rep["verdict"]
+        text = "\n".join([v["summary"], *v["evidence"]])
+        assert v["cause"] == causes.RANK_MISSING and v["state"] == "failed", (v["cause"], v["summary"])
+        for s in said:
+            assert s.format(port=port) in text, (s, text)
+        for s in fix:
+            assert s in v["fix"], (s, v["fix"])
+    finally:
+        kill_runs(work)
