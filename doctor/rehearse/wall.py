@@ -1,7 +1,7 @@
 """The rehearsal's second wall (shared/REHEARSAL.md): where the line runs as root on Linux with `unshare`, it runs
-in a private mount namespace whose user folders (its cwd, its redirects' and script's folders, $HOME, /tmp) are
-covered by an overlay with a throw-away upper layer, so that a write the analysis missed lands there, never in
-the user's files (wall.sh). The rehearsal's own private folder stays the real one, and its renamed files are
+in a private mount namespace where every writable mount that place can see (read from its own mountinfo: /,
+/tmp, /var, /dev/shm, /home, /srv, ...) is covered by an overlay with a throw-away upper layer, so that a write
+the analysis missed lands there, never in anything real (wall.sh). The rehearsal's own private folder stays the real one, and its renamed files are
 carried out for the look (surface.sh); sweep.sh removes the upper layers with the rest.
 
 A wall stands at each place the line runs: this machine (around the shell that runs the line, runner.py), each
@@ -15,7 +15,6 @@ quoting that cannot carry it) the line runs there as it would have, and the evid
 from __future__ import annotations
 
 import os
-import posixpath
 import shutil
 import sys
 from pathlib import Path
@@ -47,35 +46,14 @@ def why_not_here() -> Optional[str]:
     return None
 
 
-def folders(plan, chain: tuple = ()) -> list[str]:
-    """The folders the line touches at the place `chain` reaches, as the line names them (relative ones are
-    relative to where its session starts; wall.sh resolves them there): where the job starts and its script, the
-    folders its redirects write into."""
-    out = []
-    job = plan.job
-    if job is not None and job.chain == chain:
-        if job.cwd:
-            out.append(job.cwd)
-        if job.script and job.script_is_file:
-            out.append(_join(job.cwd, posixpath.dirname(job.script) or "."))
-    for log in plan.logs:
-        if log.chain == chain and not log.in_home:
-            out.append(_join(log.cwd, posixpath.dirname(log.renamed) or "."))
-    return list(dict.fromkeys(d for d in out if d))
-
-
-def _join(cwd: Optional[str], path: str) -> str:
-    return posixpath.normpath(posixpath.join(cwd, path)) if cwd else path
-
-
 def prefix(plan, chain: tuple) -> str:
     """The words that run what follows them inside the wall at the place `chain` reaches (shell text)."""
-    return join(["sh", "-c", WALL, "sh", plan.tag, str(len(chain)), *folders(plan, chain), "--"])
+    return join(["sh", "-c", WALL, "sh", plan.tag, str(len(chain)), "--"])
 
 
 def argv(plan, command: list[str]) -> list[str]:
     """`command`, to be run at this machine inside the wall (as itself where the wall cannot stand)."""
-    return ["sh", "-c", WALL, "sh", plan.tag, "0", *folders(plan), "--", *command]
+    return ["sh", "-c", WALL, "sh", plan.tag, "0", "--", *command]
 
 
 def evidence(plan, said: dict[str, str]) -> str:
