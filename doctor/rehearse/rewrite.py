@@ -511,20 +511,18 @@ class _Rewriter:
         """`tmux new -d [-s S] CMD`: one word is run by the default shell; several are exec'd. The server is a
         private one (`-L MARK`), killed after: the user's own sessions and names are never touched."""
         argv = [w.value for w in words]
-        name = next((argv[j + 1] for j in range(2, len(argv) - 1) if argv[j] == "-s"), None)
-        if name and not words[argv.index("-s") + 1].dynamic:
+        i, name_at = _tmux_options(argv)
+        # the private server reads no configuration file: a user's ~/.tmux.conf may run commands (run-shell)
+        private = f"-L {self.plan.mark} -f /dev/null"
+        if name_at is not None and not words[name_at[0]].dynamic:
+            name = argv[name_at[0]][name_at[1]:]
             # the user's own server is only asked (read-only) whether the name is taken, as `tmux new` would find
             guard = (f'if tmux has-session -t "=$1" 2>/dev/null; then echo "duplicate session: $1" >&2; exit 1; fi; '
-                     f'shift; exec tmux -L {self.plan.mark} "$@"')
+                     f'shift; exec tmux {private} "$@"')
             edits.append((words[0].start, words[0].end, f"sh -c {quote(guard)} sh {quote(name)}"))
         else:
-            edits.append((words[0].end, words[0].end, f" -L {self.plan.mark}"))
+            edits.append((words[0].end, words[0].end, " " + private))
         self.plan.multiplexers.append((chain, "tmux"))
-        i = 2
-        while i < len(argv) and argv[i].startswith("-"):
-            if argv[i][-1] in "scnxyeEFtf" and argv[i] not in ("-d", "-P", "-A", "-D", "-X"):
-                i += 1
-            i += 1
         rest = words[i:]
         if len(rest) == 1:
             self.nested(rest[0], chain, f"tmux pane on {where}", edits, state["cwd"])
@@ -627,6 +625,29 @@ class _Rewriter:
         new = self.text(text, chain, where, state["cwd"], state.get("tty", True))
         shell = base(argv[0]) if base(argv[0]) in SHELLS else _shebang(text)
         edits.append((words[k].start, words[at].end, f"{shell} -c {quote(new)} {words[at].raw}"))
+
+
+# tmux new-session's options that take a value (`-s NAME`, `-sNAME`, `-ds NAME`)
+_TMUX_VALUED = "cefFnstxy"
+
+
+def _tmux_options(argv: list[str]) -> tuple[int, Optional[tuple[int, int]]]:
+    """Where `tmux new [OPTIONS] CMD...`'s command starts, and where the session's name (-s) is: the word's index
+    and the offset of the name in it (a glued `-sNAME`, a clustered `-dsNAME`), as tmux's getopt reads them."""
+    i, name = 2, None
+    while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":
+        if argv[i] == "--":
+            return i + 1, name
+        word = argv[i]
+        for k in range(1, len(word)):
+            if word[k] in _TMUX_VALUED:
+                at = (i, k + 1) if k + 1 < len(word) else (i + 1, 0)
+                if word[k] == "s" and at[0] < len(argv):
+                    name = at
+                i = at[0]
+                break
+        i += 1
+    return i, name
 
 
 def _shebang(text: str) -> str:

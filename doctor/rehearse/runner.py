@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Optional
 
 from dfdoctor import leftovers
-from dfdoctor.rehearse import rewrite, wall
+from dfdoctor.rehearse import prove, rewrite, wall
 from dfdoctor.rehearse.rewrite import CannotRehearse, Hop, Plan
 from dfdoctor.shell import join, quote
 from dfdoctor.targets import transport
@@ -311,6 +311,13 @@ class _Started(threading.Event):
     at: float = 0.0
 
 
+def _clean_env() -> dict[str, str]:
+    """The environment the line's shell starts with: the user's, without the files a non-interactive shell would
+    source behind the reader's back (BASH_ENV, ENV) and the options bash would import (REHEARSAL.md)."""
+    env = {k: v for k, v in os.environ.items() if k not in prove.CODE_VARS and not k.startswith("BASH_FUNC_")}
+    return {**env, **TTY_ENV}
+
+
 def _run_line(out: Rehearsal, line: str, cwd: Optional[str], started: Optional[_Started] = None) -> None:
     """Run the rewritten line in a shell that has a terminal of its own, as a user's does; when the line is done
     (or held open past RETURN_S, then ended as Ctrl-C and closing the window would), the terminal hangs up: DRAIN_S
@@ -328,7 +335,7 @@ def _run_line(out: Rehearsal, line: str, cwd: Optional[str], started: Optional[_
             leader = wall.argv(out.plan, leader)  # the same process, in a mount namespace of its own
         proc = subprocess.Popen(leader, stdin=slave,
                                 stdout=slave, stderr=slave, cwd=cwd, start_new_session=True,
-                                preexec_fn=controlling, env={**os.environ, **TTY_ENV})
+                                preexec_fn=controlling, env=_clean_env())
     except OSError as exc:
         os.close(master)
         os.close(slave)

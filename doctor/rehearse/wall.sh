@@ -11,6 +11,8 @@
 # differ. Where the wall cannot stand (not root, no unshare, a refused mount) COMMAND runs as it would have, and
 # $W/off says why. sweep.sh unmounts and removes $W; surface.sh carries the rehearsal's renamed files out of it.
 m=dfdoctor-rh-$1; W=/dev/shm/$m.wall$2; shift 2
+# no shell started from here sources a file behind the reader's back, walled or not
+unset BASH_ENV ENV
 while [ $# -gt 0 ] && [ "$1" != -- ]; do shift; done
 shift
 # `-c TEXT`: the text a login shell would have run (an ssh hop's remote command), run by that same shell

@@ -1,0 +1,92 @@
+"""Round 4 of the hostile review, the reader's half (issue 40, shared/REHEARSAL.md): ways a line runs a value as
+code with no `$(` in sight (S5: `declare -i`, a substring's offset, an array's index, PS4 under xtrace, `printf
+-v`, `test -v`, `${x@P}`, `${!x}`), a file every shell sources (S6: BASH_ENV), a pure-looking lookup that changes
+the machine (S4: `hostname NAME`), and tmux's spellings of a session's name (S11). The second wall is switched off
+here: the reader alone must not run them (the wall holds what it misses, tests/test_rehearse_wall_mounts.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+
+import pytest
+
+from dfdoctor.rehearse import judge, prove, rewrite, wall
+from dfdoctor.rehearse.runner import rehearse
+from dfdoctor.shell import parse, quote
+
+TRAIN = "import time\nfor i in range(400):\n    print('step', i, flush=True)\n    time.sleep(0.1)\n"
+JOB = "nohup python3 -u t.py > t.log 2>&1 &"
+HOOK = "$(touch PWNED)"
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch):
+    monkeypatch.setattr(wall, "why_not_here", lambda: "switched off by the test")
+    (tmp_path / "t.py").write_text(TRAIN)
+    return tmp_path
+
+
+@pytest.mark.parametrize("setup", [
+    f"declare -i N='a[{HOOK}]'",
+    f"S='a[{HOOK}]'; echo ${{RANDOM:S:1}}",
+    f"I='a[{HOOK}]'; echo ${{a[I]}}",
+    f"PS4='+{HOOK}'; set -x",
+    f"printf -v 'a[{HOOK}]' x",
+    f"test -v 'a[{HOOK}]'",
+    f"P='{HOOK}'; echo ${{P@P}}",
+    f"R='a[{HOOK}]'; echo ${{!R}}",
+], ids=["declare-i", "substring-offset", "array-index", "ps4-xtrace", "printf-v", "test-v", "prompt", "indirect"])
+def test_a_value_run_as_code_is_not_run(work, setup):
+    r = rehearse(f"{setup}; {JOB}", cwd=str(work))
+    assert not (work / "PWNED").exists(), judge.facts(r)
+    assert r.started, judge.facts(r)  # the job itself is still rehearsed
+
+
+def test_bash_env_is_not_sourced(work, monkeypatch):
+    """S6: `export BASH_ENV=envrc.sh; bash -c '…'` sourced the file for real; also one dfdoctor inherited."""
+    (work / "envrc.sh").write_text("touch PWNED\n")
+    r = rehearse(f"export BASH_ENV=envrc.sh; bash -c {quote(JOB)}", cwd=str(work))
+    assert not (work / "PWNED").exists(), judge.facts(r)
+    assert any("BASH_ENV" in why for _, why in r.plan.not_rehearsed), r.plan.not_rehearsed
+    monkeypatch.setenv("BASH_ENV", str(work / "envrc.sh"))
+    r = rehearse(f"bash -c {quote(JOB)}", cwd=str(work))
+    assert not (work / "PWNED").exists() and r.started, judge.facts(r)
+
+
+def test_hostname_and_date_are_pure_only_when_they_read():
+    """S4: `$(hostname NAME)` counted as pure and renamed the host (as root); `date -s` would set the clock."""
+    changes = ["hostname NAME", "hostname -b NAME", "date -s 2020-01-01", "date 010100002020"]
+    reads = ["hostname", "hostname -s", "date +%F", "date -u +%s"]
+    assert [t for t in changes + reads if prove.harmless_text(t)] == reads
+
+
+@pytest.mark.parametrize("spelling", ["-ds {name}", "-d -s{name}", "-ds{name}"])
+def test_every_spelling_of_a_taken_tmux_name_is_probed(work, spelling):
+    """S11: `tmux new -ds NAME` (clustered) and `-sNAME` (glued) missed the duplicate-session probe."""
+    name = f"dfd{uuid.uuid4().hex[:6]}"
+    subprocess.run(["tmux", "new", "-d", "-s", name, "sleep 60"], check=True)
+    try:
+        r = rehearse(f"tmux new {spelling.format(name=name)} {quote(f'python3 -u {work}/t.py > {work}/t.log 2>&1')}",
+                     cwd=str(work))
+        assert f"duplicate session: {name}" in r.output, judge.facts(r)
+        assert not r.started, judge.facts(r)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", f"={name}"])
+
+
+def test_the_private_tmux_server_reads_no_configuration(work, monkeypatch):
+    """A user's ~/.tmux.conf may run commands (`run-shell`): the rehearsal's private server starts with -f /dev/null."""
+    home = work / "home"
+    home.mkdir()
+    (home / ".tmux.conf").write_text(f"run-shell 'touch {work}/PWNED'\n")
+    monkeypatch.setenv("HOME", str(home))
+    r = rehearse(f"tmux new -d {quote(f'python3 -u {work}/t.py > {work}/t.log 2>&1')}", cwd=str(work))
+    assert r.started, judge.facts(r)
+    assert not (work / "PWNED").exists(), judge.facts(r)
+
+
+def test_the_tmux_options_are_read_as_tmux_reads_them():
+    plan = rewrite.plan("tmux new -dsNAME -c /w python3 t.py", "t0")
+    assert "sh NAME" in plan.line and "-f /dev/null" in plan.line, plan.line
+    assert parse(plan.line)  # still a line a shell reads
