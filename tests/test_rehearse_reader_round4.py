@@ -14,6 +14,7 @@ import pytest
 from dfdoctor.rehearse import judge, prove, rewrite, wall
 from dfdoctor.rehearse.runner import rehearse
 from dfdoctor.shell import parse, quote
+from infra.fixtures import infra  # noqa: F401
 
 TRAIN = "import time\nfor i in range(400):\n    print('step', i, flush=True)\n    time.sleep(0.1)\n"
 JOB = "nohup python3 -u t.py > t.log 2>&1 &"
@@ -90,3 +91,43 @@ def test_the_tmux_options_are_read_as_tmux_reads_them():
     plan = rewrite.plan("tmux new -dsNAME -c /w python3 t.py", "t0")
     assert "sh NAME" in plan.line and "-f /dev/null" in plan.line, plan.line
     assert parse(plan.line)  # still a line a shell reads
+
+
+@pytest.fixture
+def ssh_work(infra, work, monkeypatch):  # noqa: F811
+    """A folder at the ssh host (this machine's sshd), the infrastructure's ssh configuration, no wall here."""
+    monkeypatch.setenv("DFDOCTOR_SSH_CONFIG", str(infra.ssh_config))
+    return work
+
+
+def _remote(work) -> str:
+    return quote(f"cd {work} && {JOB}")
+
+
+@pytest.mark.slow
+def test_ssh_runs_no_local_command_of_the_users_options(ssh_work):
+    """S3: `ssh -o PermitLocalCommand=yes -o LocalCommand=…` ran it during a check: now off, and said so."""
+    r = rehearse(f"ssh -o PermitLocalCommand=yes -o 'LocalCommand=touch {ssh_work}/PWNED' root@dfdoctor-host "
+                 f"{_remote(ssh_work)}", cwd=str(ssh_work))
+    assert r.started, judge.facts(r)
+    assert not (ssh_work / "PWNED").exists(), judge.facts(r)
+    assert any("PermitLocalCommand=no" in why for _, why in r.plan.not_rehearsed), r.plan.not_rehearsed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["proxy", "known-hosts", "match-exec", "config-proxy"])
+def test_an_ssh_hop_that_would_run_a_local_command_is_not_rehearsed(ssh_work, infra, how):  # noqa: F811
+    """S3: `-o ProxyCommand=…` ran even when the report said "read, not run"; so would a KnownHostsCommand, or a
+    `-F` file's `Match exec` (which ssh runs while reading it, -G too) or its ProxyCommand."""
+    hook = f"touch {ssh_work}/PWNED"
+    cfg = ssh_work / "user_ssh_config"
+    proxy = "ProxyCommand=sh -c " + quote(hook + "; exec nc %h %p")
+    known = "KnownHostsCommand=/bin/sh -c " + quote(hook)
+    opts = {"proxy": f"-o {quote(proxy)}", "known-hosts": f"-o {quote(known)}",
+            "match-exec": f"-F {cfg}", "config-proxy": f"-F {cfg}"}[how]
+    first = {"match-exec": f"Match exec \"{hook}\"\n  User root\n",
+             "config-proxy": f"Host dfdoctor-host\n  ProxyCommand sh -c '{hook}; exec nc %h %p'\n"}.get(how, "")
+    cfg.write_text(first + infra.ssh_config.read_text())
+    r = rehearse(f"ssh {opts} root@dfdoctor-host {_remote(ssh_work)}", cwd=str(ssh_work))
+    assert not (ssh_work / "PWNED").exists(), judge.facts(r)
+    assert r.unobservable and "ssh" in r.unobservable and not r.started, judge.facts(r)

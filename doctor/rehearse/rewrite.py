@@ -26,7 +26,7 @@ from typing import Optional
 
 from dfdoctor.launchline.hops import PYTHONS, SSH_OPTS_WITH_ARG, base
 from dfdoctor.launchline.wrappers import SHELLS, read_shell, read_through
-from dfdoctor.rehearse import prove, wall
+from dfdoctor.rehearse import prove, sshlocal, wall
 from dfdoctor.shell import Command, Redirect, ShellSyntaxError, Word, join, parse, quote
 from dfdoctor.targets.registry import hop_kind, kind_for
 
@@ -147,7 +147,7 @@ def ssh_extra() -> list[str]:
     if cfg:
         extra += ["-F", cfg]
     return extra + ["-o", "BatchMode=yes", "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}", "-o", "ControlMaster=no",
-                    "-o", "ServerAliveInterval=3", "-o", "ServerAliveCountMax=2"]
+                    "-o", "ServerAliveInterval=3", "-o", "ServerAliveCountMax=2", *sshlocal.OFF]
 
 
 class _Rewriter:
@@ -459,6 +459,13 @@ class _Rewriter:
         dest = argv[i]
         host = dest.rpartition("@")[2]
         session_opts = [o for o in opts if not (o.startswith("-") and set(o[1:]) <= {"t", "T"})]
+        # the ssh client runs no local command of the user's (sshlocal.py): LocalCommand is off, the rest refused
+        why = sshlocal.why_not((*ssh_extra(), *session_opts), dest, local=not chain)
+        if why:
+            raise CannotRehearse(why)
+        if any(key == "localcommand" for key, _ in sshlocal.options(tuple(opts))):
+            self.plan.not_rehearsed.append((f"ssh to {host}: LocalCommand", "ssh runs it on the machine it starts "
+                                            "on; the rehearsal's ssh ran with PermitLocalCommand=no"))
         if forks:
             # `ssh -f` forks into the background once logged in, in a session of its own, stdin from /dev/null:
             # `setsid -f ssh -n` does that before logging in, so the rehearsal's terminal closing does not end it
