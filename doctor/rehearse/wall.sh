@@ -69,7 +69,8 @@ done 3< mounts
 awk 'NR > 1 && $8 ~ /^\// { print $8 }' /proc/net/unix 2>/dev/null | sort -u | {
   s=0
   while IFS= read -r p; do
-    [ -S "$p" ] || continue
+    # its physical path: a link on the way (/var/run -> /run) would lead out of the new root
+    p=$(readlink -f "$p" 2>/dev/null) && [ -S "$p" ] || continue
     s=$((s + 1)); : > "t/s$s" && mount --bind "$p" "t/s$s" 2>/dev/null && printf '%s %s\n' "$s" "$p" >> sockets
   done
 }
