@@ -6,8 +6,10 @@ here: the reader alone must not run them (the wall holds what it misses, tests/t
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -131,3 +133,32 @@ def test_an_ssh_hop_that_would_run_a_local_command_is_not_rehearsed(ssh_work, in
     r = rehearse(f"ssh {opts} root@dfdoctor-host {_remote(ssh_work)}", cwd=str(ssh_work))
     assert not (ssh_work / "PWNED").exists(), judge.facts(r)
     assert r.unobservable and "ssh" in r.unobservable and not r.started, judge.facts(r)
+
+
+@pytest.fixture
+def shm_folder():
+    folder = Path("/dev/shm") / f"dfd-rd4-{uuid.uuid4().hex[:8]}"
+    folder.mkdir()
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_log_under_dev_shm_is_renamed_and_a_device_is_not(work, shm_folder):
+    """S1: `> /dev/shm/train.log` was taken for a device by its /dev/ prefix: neither renamed nor walled, the last
+    run's log was replaced. The hop says what a path under /dev is (stat there)."""
+    log = shm_folder / "train.log"
+    log.write_text("the previous run's log\n")
+    r = rehearse(f"nohup python3 -u t.py > {log} 2>&1 &", cwd=str(work))
+    assert r.started and f"{log}.dfdoctor-rh-" in r.plan.line, judge.facts(r)
+    assert log.read_text() == "the previous run's log\n"
+    assert sorted(p.name for p in shm_folder.iterdir()) == ["train.log"]
+    r = rehearse("nohup python3 -u t.py > /dev/ptmx 2>&1 &", cwd=str(work))
+    assert "> /dev/ptmx " in r.plan.line, r.plan.line  # a device there: written as the line would
+
+
+def test_a_read_write_redirect_is_a_write(work):
+    """S2: `1<>train.log` was not counted as a write: the log was overwritten in place."""
+    (work / "train.log").write_text("the previous run's log\n")
+    r = rehearse("nohup python3 -u t.py 1<>train.log 2>&1 &", cwd=str(work))
+    assert r.started, judge.facts(r)
+    assert (work / "train.log").read_text() == "the previous run's log\n"

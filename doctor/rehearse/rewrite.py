@@ -56,6 +56,15 @@ NOHUP_OUT = ('if [ -t 1 ]; then {{ exec >>nohup.out{sfx}; }} 2>/dev/null || exec
              'exec "$@"')
 
 
+# a redirect's target that is the shell's own (bash opens /dev/fd/N, /dev/stdout, /dev/tcp/... itself) or a device
+# on every machine; any other path under /dev is asked at its hop whether it is a device there
+_SHELLS_OWN = re.compile(r"/dev/(null|zero|full|tty|stdin|stdout|stderr|fd/\d+|(tcp|udp)/.+)")
+
+
+class Device(str):
+    """A redirect's target that a hop found to be a device, a pipe or a socket (runner.EXPAND)."""
+
+
 class CannotRehearse(ValueError):
     """The line cannot be rewritten faithfully; the message says why, in words."""
 
@@ -246,8 +255,8 @@ class _Rewriter:
         """A file the command writes: renamed with the rehearsal's suffix; a dynamic path expanded at its hop."""
         if not (r.to_file and r.start >= 0):
             return
-        if r.target.startswith("/dev/") and not r.target_dynamic:
-            return  # a device or one of the shell's own descriptors (/dev/stdout, /dev/tty): no file to rename
+        if _SHELLS_OWN.fullmatch(r.target) and not r.target_dynamic:
+            return  # one of the shell's own descriptors, or a device everywhere: no file to rename
         if r.target.startswith("/proc/") and not r.target_dynamic:
             # another process's output (`> /proc/1/fd/1`: the container's main process, so `docker logs`): the
             # sentinel's words never go there; what it would have reached is said, not observed
@@ -255,11 +264,13 @@ class _Rewriter:
             self.plan.not_rehearsed.append((r.raw, "it writes into another process's output (for /proc/1/fd/1: "
                                             "the container's log); the rehearsal wrote to /dev/null instead"))
             return
-        if not r.target_dynamic:
+        if not r.target_dynamic and not r.target.startswith("/dev/"):
             self.plan.logs.append(Log(r.target, r.target + self.plan.suffix, chain, where, state["cwd"]))
             edits.append((r.end, r.end, self.plan.suffix))
             return
-        raw = r.target_raw
+        # a path the hop must be asked about: what a variable holds there, and whether a path under /dev is a
+        # device there (/dev/shm/train.log is a user's file: S1), judged by the hop itself (runner.EXPAND)
+        raw = r.target_raw if r.target_dynamic else quote(r.target)
         if not _PLAIN_DYNAMIC.fullmatch(raw):
             raise CannotRehearse(f"the log's path {raw} holds more than plain variables: dfdoctor cannot know "
                                  "which file it names without running it")
@@ -277,8 +288,12 @@ class _Rewriter:
         value = self.expanded.get((chain, text))
         if not value:
             raise CannotRehearse(f"the log's path {raw} could not be expanded on {where}")
+        if isinstance(value, Device):
+            if r.target_dynamic:  # the device it names there, as the shell would have opened it
+                edits.append((r.end - len(r.target_raw), r.end, quote(value)))
+            return
         self.plan.logs.append(Log(raw, value + self.plan.suffix, chain, where, state["cwd"]))
-        edits.append((r.end - len(raw), r.end, quote(value + self.plan.suffix)))
+        edits.append((r.end - len(r.target_raw), r.end, quote(value + self.plan.suffix)))
 
     def output_word(self, word: Word, chain: tuple[Hop, ...], where: str, state: dict, edits: list,
                     what: str) -> None:

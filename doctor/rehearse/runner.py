@@ -39,7 +39,10 @@ HERE = Path(__file__).resolve().parent
 SENTINEL = (HERE / "sentinel.py").read_text()
 LOOK = (HERE / "look.sh").read_text()
 SWEEP = (HERE / "sweep.sh").read_text()
-EXPAND = 'for t in "$@"; do eval "f=$t"; printf "%s\\0" "$f"; done'  # texts rewrite.py proved plain
+# texts rewrite.py proved plain, each said with what it names there: "d" a device, a pipe or a socket (the line's
+# words go there as they would: nothing to rename), "f" anything else
+EXPAND = ('for t in "$@"; do eval "f=$t"; k=f; { [ -c "$f" ] || [ -b "$f" ] || [ -p "$f" ] || [ -S "$f" ]; } && k=d; '
+          'printf "%s\\0%s\\0" "$k" "$f"; done')
 # Run first by the look at the job's place, in the look's own session: the sentinel arrives on the look's stdin,
 # up to a line of its own ($3), read by the shell's `read` (which takes no byte past that line: what follows on
 # stdin is the runner's word that the line's session ended, for the look).
@@ -249,8 +252,9 @@ def _expand(chain: tuple[Hop, ...], texts: list[str], cwd: Optional[str]) -> lis
     """What each text (a redirect target of plain words and variables, proved so by rewrite.py) is at that hop,
     by the shell of a session there; CannotRehearse when it cannot be asked."""
     p = _run(_session(chain, ["sh", "-c", EXPAND, "sh", *texts]), timeout=PLACE_S, cwd=cwd)
-    values = p.stdout.split("\0")[:-1]
-    if p.returncode != 0 or len(values) != len(texts):
+    said = p.stdout.split("\0")[:-1]
+    values = [rewrite.Device(v) if k == "d" else v for k, v in zip(said[::2], said[1::2])]
+    if p.returncode != 0 or len(said) != 2 * len(texts):
         raise CannotRehearse(f"could not expand {', '.join(texts)} where the line writes it: "
                              f"{(p.stderr or '').strip()[-200:] or f'exit status {p.returncode}'}")
     return values
