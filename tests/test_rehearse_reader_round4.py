@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from dfdoctor import causes
 from dfdoctor.rehearse import judge, prove, rewrite, wall
 from dfdoctor.rehearse.runner import rehearse
 from dfdoctor.shell import parse, quote
-from infra.fixtures import infra  # noqa: F401
+from infra.fixtures import docker_infra, infra, kill_naming  # noqa: F401
 
 TRAIN = "import time\nfor i in range(400):\n    print('step', i, flush=True)\n    time.sleep(0.1)\n"
 JOB = "nohup python3 -u t.py > t.log 2>&1 &"
@@ -162,3 +163,30 @@ def test_a_read_write_redirect_is_a_write(work):
     r = rehearse("nohup python3 -u t.py 1<>train.log 2>&1 &", cwd=str(work))
     assert r.started, judge.facts(r)
     assert (work / "train.log").read_text() == "the previous run's log\n"
+
+
+def test_screen_logging_to_the_log_is_not_log_elsewhere(work):
+    """R7: `screen -L -Logfile F` was failed as log-elsewhere though screen writes the job's output there."""
+    name = f"dfd{uuid.uuid4().hex[:6]}"
+    r = rehearse(f"screen -L -Logfile train.log -dmS {name} python3 -u t.py", cwd=str(work))
+    assert r.started, judge.facts(r)
+    assert causes.LOG_ELSEWHERE not in [f.cause for f in judge.findings(r, expected_log="train.log")], judge.facts(r)
+
+
+@pytest.mark.slow
+def test_docker_proc_1_fd_1_is_not_blamed_on_dfdoctors_dev_null(docker_infra):  # noqa: F811
+    """R4: `> /proc/1/fd/1` in a docker container (the container's log) was failed as log-elsewhere, blaming the
+    /dev/null the rehearsal wrote to in its place."""
+    name = f"dfd-rd4-{uuid.uuid4().hex[:8]}"
+    ws = docker_infra.docker_workspace / name
+    ws.mkdir()
+    (ws / "t.py").write_text(TRAIN)
+    try:
+        inner = f"nohup python3 -u /workspace/{name}/t.py > /proc/1/fd/1 2>&1 &"
+        r = rehearse(f"docker exec {docker_infra.docker_name} sh -c {quote(inner)}")
+        assert r.started, judge.facts(r)
+        found = judge.findings(r, expected_log="/proc/1/fd/1")
+        assert causes.LOG_ELSEWHERE not in [f.cause for f in found], judge.facts(r)
+    finally:
+        kill_naming(name)
+        shutil.rmtree(ws, ignore_errors=True)
