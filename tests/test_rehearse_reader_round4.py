@@ -190,3 +190,13 @@ def test_docker_proc_1_fd_1_is_not_blamed_on_dfdoctors_dev_null(docker_infra):  
     finally:
         kill_naming(name)
         shutil.rmtree(ws, ignore_errors=True)
+
+
+def test_pwd_in_a_log_path_is_the_folder_after_cd(work):
+    """S10: `cd sub && … > "$PWD/logs/x.log"` expanded $PWD where the session started: a false log-dir-missing."""
+    (work / "sub" / "logs").mkdir(parents=True)
+    (work / "sub" / "t.py").write_text(TRAIN)
+    r = rehearse('cd sub && nohup python3 -u t.py > "$PWD/logs/x.log" 2>&1 &', cwd=str(work))
+    assert r.started and judge.passed(r), judge.facts(r)
+    assert f"{work}/sub/logs/x.log.dfdoctor-rh-" in r.plan.line, r.plan.line
+    assert sorted(p.name for p in (work / "sub" / "logs").iterdir()) == []

@@ -333,6 +333,7 @@ class _Rewriter:
                 state["cwd"] = posixpath.normpath(posixpath.join(state["cwd"], d))
             else:
                 state["cwd"] = d
+            state["vars"]["PWD"] = _pwd_after_cd(state["cwd"], d, len(words) > 1 and words[1].dynamic)
             return
         if name == "export" and k == 0 and len(argv) > 1:
             state["setup"].append(" ".join(w.raw for w in words))
@@ -670,6 +671,16 @@ def _tmux_options(argv: list[str]) -> tuple[int, Optional[tuple[int, int]]]:
                 break
         i += 1
     return i, name
+
+
+def _pwd_after_cd(cwd: Optional[str], typed: Optional[str], dynamic: bool) -> Optional[str]:
+    """What `$PWD` is after a `cd`, as text a hop expands where the line's session starts (a redirect's
+    `"$PWD/logs/x.log"` after `cd sub` names sub/logs, S10); None: unknown (`cd $DIR`, `cd -`)."""
+    if dynamic or typed == "-" or quote(cwd or ".") != (cwd or "."):  # (a name that needs quotes: unknown too)
+        return None
+    if typed is None:
+        return "${HOME}"
+    return cwd if cwd and cwd.startswith("/") else "${PWD}/" + (cwd or ".")
 
 
 def _shebang(text: str) -> str:
