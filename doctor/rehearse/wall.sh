@@ -80,7 +80,7 @@ if [ -d "$keep" ]; then
 fi
 # the new root, t/r, built shortest path first (a mount inside another comes back on top of the other's layer):
 # an overlay over each covered folder, its throw-away copy over each covered file, every kept mount as it is.
-# The line then runs chrooted there: a mount stacked over / itself would not be seen (a process's root is the
+# The line then runs chrooted there: a mount stacked over / alone would not be seen (a process's root is the
 # mount below it).
 grep -q '^[0-9]* [ck] /$' views || { echo "no view of / could be taken" > off; exec "$@"; }
 command -v chroot >/dev/null 2>&1 || { echo "no chroot here" > off; exec "$@"; }
@@ -105,7 +105,9 @@ if [ -d t/k ]; then mount --bind t/k "t/r$keep" || { echo "$keep could not be ke
 # the session's folder anew through the layers: the folder it held is the one below them
 [ -d "t/r$here" ] || { echo "the session's folder $here could not be entered through the wall" > off; exec "$@"; }
 echo up > on
-cd t/r && exec chroot . sh -c 'cd "$1" && shift && exec "$@"' sh "$here" "$@"
+# the new root moved onto / (as switch_root does): a file the line opens is then named from outside this
+# namespace as the line named it (/proc/PID/fd), not by its place under $W
+cd t/r && { mount --move . / 2>/dev/null; exec chroot . sh -c 'cd "$1" && shift && exec "$@"' sh "$here" "$@"; }
 EOF
 )
 exec unshare --mount --propagation private sh -c "$inner" sh "$W" "$m" "$@"
