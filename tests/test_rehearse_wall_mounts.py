@@ -113,3 +113,4 @@ def test_missed_writes_into_every_mount_are_thrown_away_at_the_ssh_host_and_in_t
         assert r.plan.tag not in infra.container("ls -a /dev/shm /tmp").stdout
     finally:
         _cleanup(place, mark)
+

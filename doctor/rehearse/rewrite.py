@@ -122,6 +122,9 @@ class Plan:
     # what was not run and may change what the job finds (a `cd`, a `source`, a `mkdir`): why, in words; a
     # failure seen without it is not an observed failure of the line (judge.py)
     uncertain: list[str] = field(default_factory=list)
+    # what the reader found hiding code (a command it did not run for it): with no wall to hold what the reading
+    # may miss, such a line is not rehearsed at all (runner.py)
+    hides: list[str] = field(default_factory=list)
     multiplexers: list[tuple[tuple, str]] = field(default_factory=list)  # (chain, "tmux" | "screen") started
     # the line as run: `line` with each ssh hop's remote command inside the second wall (wall.py); `line` is the
     # one shown. "" where no hop could take one.
@@ -232,6 +235,7 @@ class _Rewriter:
                 if _JOB_WORD.search(c.text()):  # a hop, a shell or tmux that carries the job
                     raise CannotRehearse(f"{why}, in `{_short(c.text())}`")
                 self.skip(c, edits, why, stateful=not c.words or base(first[0] if first else "") in STATEFUL)
+                self.plan.hides.append(why)
                 return
             if any(r.target_substitution or r.body_expands for r in c.redirects):
                 raise CannotRehearse(f"{why}, in `{_short(c.text())}`")

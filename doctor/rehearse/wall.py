@@ -78,5 +78,5 @@ def evidence(plan, said: dict[str, str]) -> str:
             why = "it did not report: the line may not have got there"
         else:
             why = "the line's quoting there cannot carry it"
-        parts.append(f"{where}: none ({why})")
+        parts.append(f"{where}: rehearsed without a wall ({why})")
     return "second wall (writes the analysis missed go to a throw-away overlay): " + "; ".join(parts)
