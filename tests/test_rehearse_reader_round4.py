@@ -6,6 +6,7 @@ here: the reader alone must not run them (the wall holds what it misses, tests/t
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import uuid
@@ -201,3 +202,13 @@ def test_pwd_in_a_log_path_is_the_folder_after_cd(work):
     assert r.started and judge.passed(r), judge.facts(r)
     assert f"{work}/sub/logs/x.log.dfdoctor-rh-" in r.plan.line, r.plan.line
     assert sorted(p.name for p in (work / "sub" / "logs").iterdir()) == []
+
+
+def test_a_name_that_is_not_utf8_is_rehearsed(work):
+    """S12: non-UTF-8 bytes in a script's or a log's name: the sentinel died reading the script's name, a false
+    killed-on-session-exit."""
+    (work / os.fsdecode(b"t\xff.py")).write_text(TRAIN)
+    r = rehearse(os.fsdecode(b"nohup python3 -u t\xff.py > l\xff.log 2>&1 &"), cwd=str(work))
+    assert r.started and judge.passed(r), judge.facts(r)
+    assert not judge.findings(r), judge.facts(r)
+    assert sorted(os.fsencode(p.name) for p in work.iterdir()) == [b"t.py", b"t\xff.py"]
