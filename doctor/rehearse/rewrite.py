@@ -480,7 +480,8 @@ class _Rewriter:
         host = dest.rpartition("@")[2]
         session_opts = [o for o in opts if not (o.startswith("-") and set(o[1:]) <= {"t", "T"})]
         # the ssh client runs no local command of the user's (sshlocal.py): LocalCommand is off, the rest refused
-        why = sshlocal.why_not((*ssh_extra(), *session_opts), dest, local=not chain)
+        why = sshlocal.why_not(tuple(session_opts), dest, local=not chain,
+                               own_config=os.environ.get(SSH_CONFIG_ENV))
         if why:
             raise CannotRehearse(why)
         if any(key == "localcommand" for key, _ in sshlocal.options(tuple(opts))):

@@ -35,15 +35,17 @@ _G_TIMEOUT_S = 5.0
 _G_KEEPS = set("FoJlp46")
 
 
-def why_not(opts: tuple[str, ...], dest: str, local: bool) -> Optional[str]:
+def why_not(opts: tuple[str, ...], dest: str, local: bool, own_config: Optional[str] = None) -> Optional[str]:
     """Why this ssh hop would run a local command of the user's (None: it would not, with OFF given first).
-    `opts`: the options as the line gives them (an option's value as its own word or glued); `local`: the ssh
-    client runs on this machine."""
+    `opts`: the user's options as the line gives them (an option's value as its own word or glued); `local`: the
+    ssh client runs on this machine; `own_config`: the configuration file dfdoctor's own ssh is given first
+    (DFDOCTOR_SSH_CONFIG: the one read unless the line gives its own -F; whoever set it trusts it)."""
     given = options(opts)
     for key, value in given:
         if key in RUNS_LOCALLY and value.lower() != "none":
             return f"ssh to {dest} is given `-o {key}`: ssh would run `{value}` on the machine it starts on"
-    if not local:
+    named = [value for ch, value in _flags(opts) if ch == "F"]
+    if not local or own_config and (not named or named[-1] == own_config):
         return None
     for path in _config_files(opts):
         if _has_match_exec(path):
