@@ -7,6 +7,7 @@ and the user's files there survive."""
 from __future__ import annotations
 
 import subprocess
+import shutil
 import time
 import uuid
 
@@ -15,7 +16,7 @@ import pytest
 from dfdoctor.rehearse import judge, rewrite, wall
 from dfdoctor.rehearse.runner import rehearse
 from dfdoctor.shell import quote
-from infra.fixtures import infra, kill_naming  # noqa: F401
+from infra.fixtures import docker_infra, infra, kill_naming  # noqa: F401
 from test_rehearse_wall import TRAIN, _nothing_left
 
 pytestmark = pytest.mark.skipif(wall.why_not_here() is not None, reason=f"no wall here: {wall.why_not_here()}")
@@ -114,3 +115,24 @@ def test_missed_writes_into_every_mount_are_thrown_away_at_the_ssh_host_and_in_t
     finally:
         _cleanup(place, mark)
 
+
+
+@pytest.mark.slow
+def test_a_line_hiding_code_is_not_run_in_a_container_without_a_wall(docker_infra, monkeypatch):  # noqa: F811
+    """Where no wall can stand (a docker container that refuses a mount namespace), a line the reader found hiding
+    code is not rehearsed there at all: the missed write (`touch`, let through as plumbing) is never done, and
+    nothing is said to have been observed."""
+    monkeypatch.setattr(rewrite, "RUNS", rewrite.RUNS | {"touch"})
+    name = f"dfd-wallm-{uuid.uuid4().hex[:8]}"
+    ws = docker_infra.docker_workspace / name
+    ws.mkdir()
+    (ws / "t.py").write_text(TRAIN)
+    try:
+        inner = (f"cd /workspace/{name} && declare -i N=1; touch made; "
+                 "nohup python3 -u t.py > t.log 2>&1 &")
+        r = rehearse(f"docker exec {docker_infra.docker_name} sh -c {quote(inner)}")
+        assert sorted(p.name for p in ws.iterdir()) == ["t.py"], judge.facts(r)
+        assert "no wall could stand at container" in r.unobservable and not judge.findings(r), judge.facts(r)
+    finally:
+        kill_naming(name)
+        shutil.rmtree(ws, ignore_errors=True)

@@ -125,6 +125,7 @@ class Plan:
     # what the reader found hiding code (a command it did not run for it): with no wall to hold what the reading
     # may miss, such a line is not rehearsed at all (runner.py)
     hides: list[str] = field(default_factory=list)
+    strict: bool = False  # its walls run nothing where they cannot stand (the line hides code: wall.sh's `strict`)
     multiplexers: list[tuple[tuple, str]] = field(default_factory=list)  # (chain, "tmux" | "screen") started
     # the line as run: `line` with each ssh hop's remote command inside the second wall (wall.py); `line` is the
     # one shown. "" where no hop could take one.
@@ -724,6 +725,7 @@ def plan(line: str, tag: str, *, launcher: Optional[str] = None, launcher_text: 
     if out.job is None:
         raise CannotRehearse("no Python command found to stand the sentinel in for")
     walled = Plan(tag, line)  # the same pass again, each ssh hop's remote command inside the second wall
+    walled.strict = bool(out.hides)
     try:
         walled.line = _Rewriter(walled, chosen, launcher, launcher_text, expanded, walls=True).text(line, (),
                                                                                                    "your machine")

@@ -174,6 +174,8 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
         walls = [*(w for place in out.places for w in place.walls),
                  *(ln[len("==wall "):] for text in said for ln in text.splitlines() if ln.startswith("==wall "))]
         out.wall = wall.evidence(plan, dict(w.partition(" ")[::2] for w in walls))
+        # a line that hides code ran nowhere its wall could not stand: not rehearsed there, never a failure seen
+        out.unobservable = out.unobservable or wall.refused(plan, dict(w.partition(" ")[::2] for w in walls)) or ""
         out.seconds = time.monotonic() - began
     return out
 

@@ -48,23 +48,46 @@ def why_not_here() -> Optional[str]:
 
 def prefix(plan, chain: tuple) -> str:
     """The words that run what follows them inside the wall at the place `chain` reaches (shell text)."""
-    return join(["sh", "-c", WALL, "sh", plan.tag, str(len(chain)), "--"])
+    return join(["sh", "-c", WALL, "sh", plan.tag, str(len(chain)), *_strict(plan), "--"])
 
 
 def argv(plan, command: list[str]) -> list[str]:
     """`command`, to be run at this machine inside the wall (as itself where the wall cannot stand)."""
-    return ["sh", "-c", WALL, "sh", plan.tag, "0", "--", *command]
+    return ["sh", "-c", WALL, "sh", plan.tag, "0", *_strict(plan), "--", *command]
+
+
+def _strict(plan) -> list[str]:
+    """`strict` where the line hides code the reader did not run: no wall there, no line run there."""
+    return ["strict"] if plan.strict or plan.hides else []
+
+
+def refused(plan, said: dict[str, str]) -> Optional[str]:
+    """Why the line was not rehearsed at a place whose wall could not stand (wall.sh's `strict`), if so."""
+    if not (plan.strict or plan.hides):
+        return None
+    for depth, seen in sorted(said.items()):
+        if seen.startswith("off"):
+            where = next((c[-1].where for c in _chains(plan) if c and str(len(c)) == depth), "your machine")
+            return (f"no wall could stand at {where} ({seen[4:].strip() or 'it could not be set up'}) to hold "
+                    f"what the reading of the line may miss, and the line hides code: "
+                    f"{(plan.hides or ['a command the reader did not run'])[0]}")
+    return None
+
+
+def _chains(plan) -> list[tuple]:
+    """Every place the line runs at: this machine, and each hop's chain the job, a log or a multiplexer reaches."""
+    chains: dict[tuple, None] = {(): None}
+    for chain in [plan.job.chain if plan.job else (), *(log.chain for log in plan.logs),
+                  *(c for c, _ in plan.multiplexers)]:
+        chains.update({tuple(chain[:i]): None for i in range(1, len(chain) + 1)})
+    return list(chains)
 
 
 def evidence(plan, said: dict[str, str]) -> str:
     """One line of evidence: at each place the line ran, what the wall covered or why there was none. `said`:
     depth -> what sweep.sh found there ("up FOLDERS" or "off WHY")."""
-    chains: dict[tuple, None] = {(): None}
-    for chain in [plan.job.chain if plan.job else (), *(log.chain for log in plan.logs),
-                  *(c for c, _ in plan.multiplexers)]:
-        chains.update({tuple(chain[:i]): None for i in range(1, len(chain) + 1)})
     parts = []
-    for chain in chains:
+    for chain in _chains(plan):
         where = chain[-1].where if chain else "your machine"
         seen = said.get(str(len(chain)), "") if not chain or chain in plan.walls else ""
         if seen.startswith("up "):

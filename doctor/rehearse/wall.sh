@@ -1,6 +1,6 @@
 # dfdoctor rehearsal's second wall: run a command in a private mount namespace where every writable mount this
 # place can see is covered by a throw-away layer, so a write the analysis missed never reaches anything real.
-# Run by `sh -c` at the place the line runs, as: sh -c WALL sh TAG N -- COMMAND... (or -- -c TEXT)
+# Run by `sh -c` at the place the line runs, as: sh -c WALL sh TAG N [strict] -- COMMAND... (or -- -c TEXT)
 #   TAG   the rehearsal's tag; its private folder /tmp/dfdoctor-rh-TAG stays the real one (the look reads it)
 #   N     the place's depth in the line's hops (0: this machine): one machine reached twice keeps two walls
 # The mounts are read from this place's /proc/self/mountinfo, never from a list: each writable mount of a
@@ -13,24 +13,27 @@
 m=dfdoctor-rh-$1; W=/dev/shm/$m.wall$2; shift 2
 # no shell started from here sources a file behind the reader's back, walled or not
 unset BASH_ENV ENV
-while [ $# -gt 0 ] && [ "$1" != -- ]; do shift; done
+# `strict`: where the wall cannot stand, the command does not run at all (exit 1, $W/off says why): the line
+# hides code the reader did not run, and nothing would hold what it may have missed
+nowall=
+while [ $# -gt 0 ] && [ "$1" != -- ]; do [ "$1" = strict ] && nowall=false; shift; done
 shift
 # `-c TEXT`: the text a login shell would have run (an ssh hop's remote command), run by that same shell
 [ "$1" = -c ] && set -- "${SHELL:-sh}" -c "$2"
-[ -d /dev/shm ] && mkdir -m 700 "$W" 2>/dev/null || exec "$@"
-if [ "$(id -u)" != 0 ]; then echo "not root here" > "$W/off"; exec "$@"; fi
-if ! command -v unshare >/dev/null 2>&1; then echo "no unshare (util-linux) here" > "$W/off"; exec "$@"; fi
+[ -d /dev/shm ] && mkdir -m 700 "$W" 2>/dev/null || exec $nowall "$@"
+if [ "$(id -u)" != 0 ]; then echo "not root here" > "$W/off"; exec $nowall "$@"; fi
+if ! command -v unshare >/dev/null 2>&1; then echo "no unshare (util-linux) here" > "$W/off"; exec $nowall "$@"; fi
 if ! unshare --mount true 2>/dev/null; then
-  echo "a private mount namespace was refused here (unshare --mount)" > "$W/off"; exec "$@"
+  echo "a private mount namespace was refused here (unshare --mount)" > "$W/off"; exec $nowall "$@"
 fi
 # the layers' own tmpfs, under a private mount of $W (it reaches no other namespace); sweep.sh unmounts both
 mkdir -m 700 "$W/t" && mount --bind "$W" "$W" && mount --make-private "$W" &&
   mount -t tmpfs -o mode=700 dfdoctor-wall "$W/t" 2>/dev/null ||
-  { echo "no tmpfs for the throw-away layers could be mounted here" > "$W/off"; exec "$@"; }
+  { echo "no tmpfs for the throw-away layers could be mounted here" > "$W/off"; exec $nowall "$@"; }
 inner=$(cat <<'EOF'
-W=$1 m=$2 here=$PWD; shift 2
+W=$1 m=$2 nowall=$3 here=$PWD; shift 3
 # the wall's own files are named relative to $W; the new root is built under t/r, real paths are never mounted on
-cd "$W" || exec "$@"
+cd "$W" || exec $nowall "$@"
 # each mount point (its topmost entry) with what to do: "c" cover, "k" keep as it is; "?" a writable mount whose
 # name a line of text cannot carry, a hole: no wall then
 awk -v own="/dev/shm/dfdoctor-rh-" '
@@ -47,8 +50,8 @@ awk -v own="/dev/shm/dfdoctor-rh-" '
     what[mp] = keep ? "k" : mp ~ /^[ \t]|[ \t]$|\n/ ? "?" : "c"
     if (!(mp in seen)) { seen[mp] = 1; order[++n] = mp } }
   END { for (i = 1; i <= n; i++) print length(order[i]) " " what[order[i]] " " order[i] }' /proc/self/mountinfo |
-  sort -n | cut -d' ' -f2- > mounts && [ -s mounts ] || { echo "the mounts here could not be read" > off; exec "$@"; }
-if grep -q '^?' mounts; then echo "a writable mount here has a name the wall cannot carry" > off; exec "$@"; fi
+  sort -n | cut -d' ' -f2- > mounts && [ -s mounts ] || { echo "the mounts here could not be read" > off; exec $nowall "$@"; }
+if grep -q '^?' mounts; then echo "a writable mount here has a name the wall cannot carry" > off; exec $nowall "$@"; fi
 # a view of each mount as it is, taken before any layer hides what lies below it: a covered folder's (its lower
 # layer), a throw-away copy of a covered file, the mount itself for one kept (put back where a layer hides it; a
 # kept mount that cannot be viewed stays hidden: the line sees the covered folder below it, which holds no harm)
@@ -63,7 +66,7 @@ while read -r k d <&3; do
   else : > "t/l$n" && mount --bind "$d" "t/l$n" 2>/dev/null || continue; k=k; fi
   printf '%s %s %s\n' "$n" "$k" "$d" >> views
 done 3< mounts
-[ -z "$why" ] || { echo "$why" > off; exec "$@"; }
+[ -z "$why" ] || { echo "$why" > off; exec $nowall "$@"; }
 # the sockets listening under a covered folder (tmux's, an ssh agent's): one cannot connect through an overlay,
 # so each is bound through as it is (what a line asks a server is not a write the wall is for)
 awk 'NR > 1 && $8 ~ /^\// { print $8 }' /proc/net/unix 2>/dev/null | sort -u | {
@@ -76,14 +79,14 @@ awk 'NR > 1 && $8 ~ /^\// { print $8 }' /proc/net/unix 2>/dev/null | sort -u | {
 }
 keep=/tmp/$m
 if [ -d "$keep" ]; then
-  mkdir t/k && mount --bind "$keep" t/k || { echo "$keep could not be kept" > off; exec "$@"; }
+  mkdir t/k && mount --bind "$keep" t/k || { echo "$keep could not be kept" > off; exec $nowall "$@"; }
 fi
 # the new root, t/r, built shortest path first (a mount inside another comes back on top of the other's layer):
 # an overlay over each covered folder, its throw-away copy over each covered file, every kept mount as it is.
 # The line then runs chrooted there: a mount stacked over / alone would not be seen (a process's root is the
 # mount below it).
-grep -q '^[0-9]* [ck] /$' views || { echo "no view of / could be taken" > off; exec "$@"; }
-command -v chroot >/dev/null 2>&1 || { echo "no chroot here" > off; exec "$@"; }
+grep -q '^[0-9]* [ck] /$' views || { echo "no view of / could be taken" > off; exec $nowall "$@"; }
+command -v chroot >/dev/null 2>&1 || { echo "no chroot here" > off; exec $nowall "$@"; }
 mkdir t/r
 while read -r n k d <&3; do
   r=t/r${d%/}
@@ -96,18 +99,18 @@ while read -r n k d <&3; do
     printf '%s %s\n' "$n" "$d" >> files
   else mount --bind "t/l$n" "$r" 2>/dev/null || [ "$d" != / ] || { why="/ could not be viewed"; break; }; fi
 done 3< views
-[ -z "$why" ] || { echo "$why" > off; exec "$@"; }
+[ -z "$why" ] || { echo "$why" > off; exec $nowall "$@"; }
 if [ -f sockets ]; then
   while read -r s p <&3; do mount --bind "t/s$s" "t/r$p" 2>/dev/null; done 3< sockets
 fi
 # the sentinel's private folder is the real one: the look, outside this namespace, reads what it wrote
-if [ -d t/k ]; then mount --bind t/k "t/r$keep" || { echo "$keep could not be kept" > off; exec "$@"; }; fi
+if [ -d t/k ]; then mount --bind t/k "t/r$keep" || { echo "$keep could not be kept" > off; exec $nowall "$@"; }; fi
 # the session's folder anew through the layers: the folder it held is the one below them
-[ -d "t/r$here" ] || { echo "the session's folder $here could not be entered through the wall" > off; exec "$@"; }
+[ -d "t/r$here" ] || { echo "the session's folder $here could not be entered through the wall" > off; exec $nowall "$@"; }
 echo up > on
 # the new root moved onto / (as switch_root does): a file the line opens is then named from outside this
 # namespace as the line named it (/proc/PID/fd), not by its place under $W
 cd t/r && { mount --move . / 2>/dev/null; exec chroot . sh -c 'cd "$1" && shift && exec "$@"' sh "$here" "$@"; }
 EOF
 )
-exec unshare --mount --propagation private sh -c "$inner" sh "$W" "$m" "$@"
+exec unshare --mount --propagation private sh -c "$inner" sh "$W" "$m" "$nowall" "$@"
