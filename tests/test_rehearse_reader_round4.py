@@ -35,13 +35,14 @@ def work(tmp_path, monkeypatch):
 @pytest.mark.parametrize("setup", [
     f"declare -i N='a[{HOOK}]'",
     f"S='a[{HOOK}]'; echo ${{RANDOM:S:1}}",
+    f"S='a[{HOOK}]'; echo ${{RANDOM:$S:1}}",
     f"I='a[{HOOK}]'; echo ${{a[I]}}",
     f"PS4='+{HOOK}'; set -x",
     f"printf -v 'a[{HOOK}]' x",
     f"test -v 'a[{HOOK}]'",
     f"P='{HOOK}'; echo ${{P@P}}",
     f"R='a[{HOOK}]'; echo ${{!R}}",
-], ids=["declare-i", "substring-offset", "array-index", "ps4-xtrace", "printf-v", "test-v", "prompt", "indirect"])
+], ids=["declare-i", "substring-offset", "substring-offset-expanded", "array-index", "ps4-xtrace", "printf-v", "test-v", "prompt", "indirect"])
 def test_a_value_run_as_code_is_not_run(work, setup):
     """Without a wall here, a line found hiding code is not rehearsed at all; with one, the rest of it is."""
     r = rehearse(f"{setup}; {JOB}", cwd=str(work))

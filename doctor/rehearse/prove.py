@@ -33,7 +33,7 @@ CODE_VARS = {"BASH_ENV", "ENV", "PS0", "PS1", "PS2", "PS3", "PS4", "PROMPT_COMMA
 # builtins whose arguments name variables (an indexed name evaluates its index as arithmetic)
 _NAMERS = {"declare", "typeset", "local", "readonly", "export", "unset"}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_PARAM = re.compile(r"\$\{(!?)(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])(\[[^]]*\])?([^}$]*)")
+_PARAM = re.compile(r"\$\{(!?)(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])(\[[^]]*\])?([^}]*)")
 
 
 def substitutions(raw: str, *, single_quotes: bool = True) -> list[str]:
