@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -72,7 +73,7 @@ def test_hostname_and_date_are_pure_only_when_they_read():
 def test_every_spelling_of_a_taken_tmux_name_is_probed(work, spelling):
     """S11: `tmux new -ds NAME` (clustered) and `-sNAME` (glued) missed the duplicate-session probe."""
     name = f"dfd{uuid.uuid4().hex[:6]}"
-    subprocess.run(["tmux", "new", "-d", "-s", name, "sleep 60"], check=True)
+    _user_tmux_session(name)
     try:
         r = rehearse(f"tmux new {spelling.format(name=name)} {quote(f'python3 -u {work}/t.py > {work}/t.log 2>&1')}",
                      cwd=str(work))
@@ -80,6 +81,16 @@ def test_every_spelling_of_a_taken_tmux_name_is_probed(work, spelling):
         assert not r.started, judge.facts(r)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", f"={name}"])
+
+
+def _user_tmux_session(name: str) -> None:
+    """A session of the user's own tmux server (its start is retried: under load, or while another test's server
+    exits, `tmux new` may fail once)."""
+    deadline = time.monotonic() + 20
+    while subprocess.run(["tmux", "has-session", "-t", f"={name}"], capture_output=True).returncode != 0:
+        assert time.monotonic() < deadline, "tmux could not start a session"
+        if subprocess.run(["tmux", "new", "-d", "-s", name, "sleep 60"], capture_output=True).returncode != 0:
+            time.sleep(0.2)
 
 
 def test_the_private_tmux_server_reads_no_configuration(work, monkeypatch):
