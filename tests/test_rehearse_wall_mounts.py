@@ -10,6 +10,7 @@ import subprocess
 import shutil
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -136,3 +137,22 @@ def test_a_line_hiding_code_is_not_run_in_a_container_without_a_wall(docker_infr
     finally:
         kill_naming(name)
         shutil.rmtree(ws, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_a_line_hiding_code_is_not_run_at_a_host_its_quoting_keeps_unwalled(infra, monkeypatch):  # noqa: F811
+    """An ssh remote command whose quoting cannot carry the wall (a `"..."` word with `$` in it) runs there without
+    one: a line the reader found hiding code is then not rehearsed at all, and the missed write is never done."""
+    monkeypatch.setenv("DFDOCTOR_SSH_CONFIG", str(infra.ssh_config))
+    monkeypatch.setattr(rewrite, "RUNS", rewrite.RUNS | {"touch"})
+    folder = Path(f"/tmp/dfd-wallm-{uuid.uuid4().hex[:8]}")
+    folder.mkdir()
+    (folder / "t.py").write_text(TRAIN)
+    try:
+        r = rehearse(f'ssh root@dfdoctor-host "cd {folder} && declare -i N=1; touch made$HOME_SUFFIX; '
+                     'nohup python3 -u t.py > t.log 2>&1 &"')
+        assert sorted(p.name for p in folder.iterdir()) == ["t.py"], judge.facts(r)
+        assert "quoting cannot carry a wall to dfdoctor-host" in r.unobservable, judge.facts(r)
+    finally:
+        kill_naming(folder.name)
+        shutil.rmtree(folder, ignore_errors=True)

@@ -137,9 +137,10 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
     except CannotRehearse as exc:
         out.unobservable = str(exc)
         return out
-    if plan.hides and wall.why_not_here() is not None:
-        out.unobservable = (f"no wall can stand on this machine ({wall.why_not_here()}) to hold what the reading "
-                            f"of the line may miss, and the line hides code: {plan.hides[0]}")
+    unwalled = wall.unwalled(plan)
+    if unwalled:
+        out.unobservable = (f"{unwalled} to hold what the reading of the line may miss, and the line hides code: "
+                            f"{plan.hides[0]}")
         return out
     out.plan = plan
     job = plan.job

@@ -61,6 +61,18 @@ def _strict(plan) -> list[str]:
     return ["strict"] if plan.strict or plan.hides else []
 
 
+def unwalled(plan) -> Optional[str]:
+    """Before the line runs: why a line that hides code cannot be rehearsed behind a wall at every place (None:
+    it can be tried, or it hides nothing)."""
+    if not plan.hides:
+        return None
+    why = why_not_here()
+    if why:
+        return f"no wall can stand on this machine ({why})"
+    bare = next((c for c in _chains(plan) if c and c not in plan.walls), None)
+    return f"the line's quoting cannot carry a wall to {bare[-1].where}" if bare else None
+
+
 def refused(plan, said: dict[str, str]) -> Optional[str]:
     """Why the line was not rehearsed at a place whose wall could not stand (wall.sh's `strict`), if so."""
     if not (plan.strict or plan.hides):
