@@ -69,7 +69,8 @@ class Redirect:
     @property
     def to_file(self) -> Optional[str]:
         """The file this redirect writes to, if it writes to one (not a dup like `2>&1`, not /dev/null)."""
-        if self.op in (">", ">>", ">|", "&>", "&>>") or (self.op == ">&" and not self.target.isdigit()
+        # `<>` opens for reading and writing (creating the file, writing in place): a write like the others
+        if self.op in (">", ">>", ">|", "&>", "&>>", "<>") or (self.op == ">&" and not self.target.isdigit()
                                                           and self.target != "-"):
             return None if self.target == "/dev/null" else self.target
         return None

@@ -10,6 +10,8 @@ import signal
 import sys
 import time
 
+import pytest
+
 from jobs.harness import dfdoctor, job_env, kill_runs
 
 PRINTER = """
@@ -107,5 +109,21 @@ def test_a_recorder_and_stand_in_killed_at_once_are_both_named(tmp_path):
         v = json.loads(dfdoctor("status", "--format", "json", cwd=tmp_path, env=job_env()).stdout)["verdict"]
         assert any(f"its stand-in (pid {stand_in['pid']}) is gone too" in e for e in v["evidence"]), v
         assert any("broken output pipe" in e for e in v["evidence"]), v
+    finally:
+        kill_runs(tmp_path)
+
+
+@pytest.mark.slow
+def test_a_recorder_and_stand_in_killed_by_pid_are_no_session_end(tmp_path):
+    """Round 2's N15: killed together by pid right after `launch` returned, while the launching session still runs,
+    they were named killed-on-session-exit, though no session ended."""
+    try:
+        _, _, ev = _launch_printer(tmp_path)
+        for pid in (ev["recorder"]["pid"], ev["stand-in"]["pid"]):
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(1.0)
+        v = json.loads(dfdoctor("status", "--format", "json", cwd=tmp_path, env=job_env()).stdout)["verdict"]
+        assert v["cause"] != "killed-on-session-exit", v
+        assert any("no session end killed them" in e for e in v["evidence"]), v
     finally:
         kill_runs(tmp_path)

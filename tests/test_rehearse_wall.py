@@ -82,7 +82,7 @@ def test_without_the_wall_the_missed_write_is_done(work, monkeypatch):
     monkeypatch.setattr(wall, "why_not_here", lambda: "switched off by the test")
     r = rehearse(_missed(home), cwd=str(folder))
     assert not (folder / "F").exists() and home.exists(), judge.facts(r)
-    assert "your machine: none (switched off by the test)" in r.wall, r.wall
+    assert "your machine: rehearsed without a wall (switched off by the test)" in r.wall, r.wall
 
 
 def test_the_wall_changes_nothing_the_rehearsal_observes(tmp_path):

@@ -15,6 +15,7 @@ import time
 from typing import Callable, Optional
 
 from dfdoctor import causes
+from dfdoctor.agent.procfs import proc_start_time
 from dfdoctor.diagnose import stackclass
 from dfdoctor.diagnose import (elastic, known_failures, launcher, rules_runtime, silence, stuck, torch_pairs, typo,
                                user_terms)
@@ -512,6 +513,9 @@ def recorder_vanished(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Ver
         ends += [(e["t"], f"the session that started it on {run.spec.get('target')} ended") for e in run.launcher
                  if e["event"] == "launched"]
     near = [(t, what) for t, what in ends if -1.5 <= hb - t <= SESSION_GRACE_S]
+    if near and _session_lives(run):
+        near = []  # dfdoctor returned, but the session that launched it still runs: no session end killed them
+        evidence.append("the session that launched them still runs: no session end killed them (killed by pid)")
     if near:
         t, what = min(near)
         evidence.append(f"{what} at {_clock(t)}, {hb - t:+.1f} s from the last heartbeat")
@@ -702,6 +706,15 @@ def recorder_lost_at_start(run: RunRecord, live: Optional[LiveFacts]) -> Optiona
                    [f"started with strategy {strategy}; the starting session returned after "
                     f"{launched.get('session_s')} s without an error",
                     f"{run.spec.get('remote_dir')}/record.jsonl on the target: empty; recorder.out: empty"])
+
+
+def _session_lives(run: RunRecord) -> bool:
+    """Whether the session that launched a run on this machine still runs now (the same process, by its start
+    time): the recorder and its stand-in killed then by pid are not a session's end (round 2's N15)."""
+    if run.is_remote:
+        return False
+    return any(w.get("role") == "session" and w.get("start_ticks") is not None
+               and proc_start_time(w["pid"]) == w["start_ticks"] for w in run.spec.get("watch_pids") or [])
 
 
 def _handoff_fix(target: Target) -> str:

@@ -134,7 +134,8 @@ def findings(r: Rehearsal, expected_log: Optional[str] = None) -> list[Observed]
                             f"the job runs in {job.where}, but its output goes to {path} on {opened}: looking for "
                             f"it in {job.where} finds nothing",
                             f"The `>` was read by the shell on {opened}, not in {job.where}."))
-    elif fd1.get("kind") in ("tty", "socket", "pipe", "null") and expected_log:
+    elif fd1.get("kind") in ("tty", "socket", "pipe", "null") and expected_log and \
+            not _written_by_the_line(plan, fd1, expected_log):
         out.append(Observed(causes.LOG_ELSEWHERE, job.where,
                             f"the job's output goes to {_fd_words(fd1, suffix)}, not to the log {expected_log}"))
     elif fd1.get("kind") == "file" and expected_log:
@@ -143,6 +144,16 @@ def findings(r: Rehearsal, expected_log: Optional[str] = None) -> list[Observed]
             out.append(Observed(causes.LOG_ELSEWHERE, job.where,
                                 f"the job's output goes to {path}, not to the log {expected_log}"))
     return out
+
+
+def _written_by_the_line(plan, fd1: dict, expected_log: str) -> bool:
+    """Whether the job's output reaches the log by another way than its own descriptor: screen's -Logfile writes
+    it from the terminal the job writes to (R7), or the line's `> /proc/1/fd/1` was pointed at /dev/null by the
+    rehearsal (R4: dfdoctor's own substitute is not the user's mistake)."""
+    if fd1.get("kind") == "null":
+        return any("the rehearsal wrote to /dev/null instead" in why for _, why in plan.not_rehearsed)
+    name = posixpath.basename(expected_log)
+    return any(lg.what == "screen's log" and posixpath.basename(lg.typed) == name for lg in plan.logs)
 
 
 _ERROR_WORDS = re.compile(r"duplicate session|error|not found|denied|No such|cannot|can't|failed|usage:|invalid|"

@@ -26,7 +26,7 @@ from typing import Optional
 
 from dfdoctor.launchline.hops import PYTHONS, SSH_OPTS_WITH_ARG, base
 from dfdoctor.launchline.wrappers import SHELLS, read_shell, read_through
-from dfdoctor.rehearse import prove, wall
+from dfdoctor.rehearse import prove, sshlocal, wall
 from dfdoctor.shell import Command, Redirect, ShellSyntaxError, Word, join, parse, quote
 from dfdoctor.targets.registry import hop_kind, kind_for
 
@@ -54,6 +54,15 @@ _VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 # points that output at a renamed file first, as nohup would have, so the user's nohup.out is never appended to.
 NOHUP_OUT = ('if [ -t 1 ]; then {{ exec >>nohup.out{sfx}; }} 2>/dev/null || exec >>"$HOME/nohup.out{sfx}"; fi; '
              'exec "$@"')
+
+
+# a redirect's target that is the shell's own (bash opens /dev/fd/N, /dev/stdout, /dev/tcp/... itself) or a device
+# on every machine; any other path under /dev is asked at its hop whether it is a device there
+_SHELLS_OWN = re.compile(r"/dev/(null|zero|full|tty|stdin|stdout|stderr|fd/\d+|(tcp|udp)/.+)")
+
+
+class Device(str):
+    """A redirect's target that a hop found to be a device, a pipe or a socket (runner.EXPAND)."""
 
 
 class CannotRehearse(ValueError):
@@ -122,6 +131,10 @@ class Plan:
     # what was not run and may change what the job finds (a `cd`, a `source`, a `mkdir`): why, in words; a
     # failure seen without it is not an observed failure of the line (judge.py)
     uncertain: list[str] = field(default_factory=list)
+    # what the reader found hiding code (a command it did not run for it): with no wall to hold what the reading
+    # may miss, such a line is not rehearsed at all (runner.py)
+    hides: list[str] = field(default_factory=list)
+    strict: bool = False  # its walls run nothing where they cannot stand (the line hides code: wall.sh's `strict`)
     multiplexers: list[tuple[tuple, str]] = field(default_factory=list)  # (chain, "tmux" | "screen") started
     # the line as run: `line` with each ssh hop's remote command inside the second wall (wall.py); `line` is the
     # one shown. "" where no hop could take one.
@@ -156,7 +169,7 @@ def ssh_extra() -> list[str]:
     if cfg:
         extra += ["-F", cfg]
     return extra + ["-o", "BatchMode=yes", "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}", "-o", "ControlMaster=no",
-                    "-o", "ServerAliveInterval=3", "-o", "ServerAliveCountMax=2"]
+                    "-o", "ServerAliveInterval=3", "-o", "ServerAliveCountMax=2", *sshlocal.OFF]
 
 
 class _Rewriter:
@@ -232,6 +245,7 @@ class _Rewriter:
                 if _JOB_WORD.search(c.text()):  # a hop, a shell or tmux that carries the job
                     raise CannotRehearse(f"{why}, in `{_short(c.text())}`")
                 self.skip(c, edits, why, stateful=not c.words or base(first[0] if first else "") in STATEFUL)
+                self.plan.hides.append(why)
                 return
             if any(r.target_substitution or r.body_expands for r in c.redirects):
                 raise CannotRehearse(f"{why}, in `{_short(c.text())}`")
@@ -255,8 +269,8 @@ class _Rewriter:
         """A file the command writes: renamed with the rehearsal's suffix; a dynamic path expanded at its hop."""
         if not (r.to_file and r.start >= 0):
             return
-        if r.target.startswith("/dev/") and not r.target_dynamic:
-            return  # a device or one of the shell's own descriptors (/dev/stdout, /dev/tty): no file to rename
+        if _SHELLS_OWN.fullmatch(r.target) and not r.target_dynamic:
+            return  # one of the shell's own descriptors, or a device everywhere: no file to rename
         if r.target.startswith("/proc/") and not r.target_dynamic:
             # another process's output (`> /proc/1/fd/1`: the container's main process, so `docker logs`): the
             # sentinel's words never go there; what it would have reached is said, not observed
@@ -264,11 +278,13 @@ class _Rewriter:
             self.plan.not_rehearsed.append((r.raw, "it writes into another process's output (for /proc/1/fd/1: "
                                             "the container's log); the rehearsal wrote to /dev/null instead"))
             return
-        if not r.target_dynamic:
+        if not r.target_dynamic and not r.target.startswith("/dev/"):
             self.plan.logs.append(Log(r.target, r.target + self.plan.suffix, chain, where, state["cwd"]))
             edits.append((r.end, r.end, self.plan.suffix))
             return
-        raw = r.target_raw
+        # a path the hop must be asked about: what a variable holds there, and whether a path under /dev is a
+        # device there (/dev/shm/train.log is a user's file: S1), judged by the hop itself (runner.EXPAND)
+        raw = r.target_raw if r.target_dynamic else quote(r.target)
         if not _PLAIN_DYNAMIC.fullmatch(raw):
             raise CannotRehearse(f"the log's path {raw} holds more than plain variables: dfdoctor cannot know "
                                  "which file it names without running it")
@@ -286,8 +302,12 @@ class _Rewriter:
         value = self.expanded.get((chain, text))
         if not value:
             raise CannotRehearse(f"the log's path {raw} could not be expanded on {where}")
+        if isinstance(value, Device):
+            if r.target_dynamic:  # the device it names there, as the shell would have opened it
+                edits.append((r.end - len(r.target_raw), r.end, quote(value)))
+            return
         self.plan.logs.append(Log(raw, value + self.plan.suffix, chain, where, state["cwd"]))
-        edits.append((r.end - len(raw), r.end, quote(value + self.plan.suffix)))
+        edits.append((r.end - len(r.target_raw), r.end, quote(value + self.plan.suffix)))
 
     def output_word(self, word: Word, chain: tuple[Hop, ...], where: str, state: dict, edits: list,
                     what: str) -> None:
@@ -327,6 +347,7 @@ class _Rewriter:
                 state["cwd"] = posixpath.normpath(posixpath.join(state["cwd"], d))
             else:
                 state["cwd"] = d
+            state["vars"]["PWD"] = _pwd_after_cd(state["cwd"], d, len(words) > 1 and words[1].dynamic)
             return
         if name == "export" and k == 0 and len(argv) > 1:
             state["setup"].append(" ".join(w.raw for w in words))
@@ -468,6 +489,14 @@ class _Rewriter:
         dest = argv[i]
         host = dest.rpartition("@")[2]
         session_opts = [o for o in opts if not (o.startswith("-") and set(o[1:]) <= {"t", "T"})]
+        # the ssh client runs no local command of the user's (sshlocal.py): LocalCommand is off, the rest refused
+        why = sshlocal.why_not(tuple(session_opts), dest, local=not chain,
+                               own_config=os.environ.get(SSH_CONFIG_ENV))
+        if why:
+            raise CannotRehearse(why)
+        if any(key == "localcommand" for key, _ in sshlocal.options(tuple(opts))):
+            self.plan.not_rehearsed.append((f"ssh to {host}: LocalCommand", "ssh runs it on the machine it starts "
+                                            "on; the rehearsal's ssh ran with PermitLocalCommand=no"))
         if forks:
             # `ssh -f` forks into the background once logged in, in a session of its own, stdin from /dev/null:
             # `setsid -f ssh -n` does that before logging in, so the rehearsal's terminal closing does not end it
@@ -520,20 +549,18 @@ class _Rewriter:
         """`tmux new -d [-s S] CMD`: one word is run by the default shell; several are exec'd. The server is a
         private one (`-L MARK`), killed after: the user's own sessions and names are never touched."""
         argv = [w.value for w in words]
-        name = next((argv[j + 1] for j in range(2, len(argv) - 1) if argv[j] == "-s"), None)
-        if name and not words[argv.index("-s") + 1].dynamic:
+        i, name_at = _tmux_options(argv)
+        # the private server reads no configuration file: a user's ~/.tmux.conf may run commands (run-shell)
+        private = f"-L {self.plan.mark} -f /dev/null"
+        if name_at is not None and not words[name_at[0]].dynamic:
+            name = argv[name_at[0]][name_at[1]:]
             # the user's own server is only asked (read-only) whether the name is taken, as `tmux new` would find
             guard = (f'if tmux has-session -t "=$1" 2>/dev/null; then echo "duplicate session: $1" >&2; exit 1; fi; '
-                     f'shift; exec tmux -L {self.plan.mark} "$@"')
+                     f'shift; exec tmux {private} "$@"')
             edits.append((words[0].start, words[0].end, f"sh -c {quote(guard)} sh {quote(name)}"))
         else:
-            edits.append((words[0].end, words[0].end, f" -L {self.plan.mark}"))
+            edits.append((words[0].end, words[0].end, " " + private))
         self.plan.multiplexers.append((chain, "tmux"))
-        i = 2
-        while i < len(argv) and argv[i].startswith("-"):
-            if argv[i][-1] in "scnxyeEFtf" and argv[i] not in ("-d", "-P", "-A", "-D", "-X"):
-                i += 1
-            i += 1
         rest = words[i:]
         if len(rest) == 1:
             self.nested(rest[0], chain, f"tmux pane on {where}", edits, state["cwd"])
@@ -641,6 +668,39 @@ class _Rewriter:
         edits.append((words[k].start, words[at].end, f"{shell} -c {quote(new)} {words[at].raw}"))
 
 
+# tmux new-session's options that take a value (`-s NAME`, `-sNAME`, `-ds NAME`)
+_TMUX_VALUED = "cefFnstxy"
+
+
+def _tmux_options(argv: list[str]) -> tuple[int, Optional[tuple[int, int]]]:
+    """Where `tmux new [OPTIONS] CMD...`'s command starts, and where the session's name (-s) is: the word's index
+    and the offset of the name in it (a glued `-sNAME`, a clustered `-dsNAME`), as tmux's getopt reads them."""
+    i, name = 2, None
+    while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":
+        if argv[i] == "--":
+            return i + 1, name
+        word = argv[i]
+        for k in range(1, len(word)):
+            if word[k] in _TMUX_VALUED:
+                at = (i, k + 1) if k + 1 < len(word) else (i + 1, 0)
+                if word[k] == "s" and at[0] < len(argv):
+                    name = at
+                i = at[0]
+                break
+        i += 1
+    return i, name
+
+
+def _pwd_after_cd(cwd: Optional[str], typed: Optional[str], dynamic: bool) -> Optional[str]:
+    """What `$PWD` is after a `cd`, as text a hop expands where the line's session starts (a redirect's
+    `"$PWD/logs/x.log"` after `cd sub` names sub/logs, S10); None: unknown (`cd $DIR`, `cd -`)."""
+    if dynamic or typed == "-" or quote(cwd or ".") != (cwd or "."):  # (a name that needs quotes: unknown too)
+        return None
+    if typed is None:
+        return "${HOME}"
+    return cwd if cwd and cwd.startswith("/") else "${PWD}/" + (cwd or ".")
+
+
 def _shebang(text: str) -> str:
     """The shell a script's first line names (`#!/usr/bin/env bash`, `#!/bin/sh`), else sh."""
     first = text.splitlines()[0] if text.startswith("#!") else ""
@@ -677,6 +737,7 @@ def plan(line: str, tag: str, *, launcher: Optional[str] = None, launcher_text: 
     if out.job is None:
         raise CannotRehearse("no Python command found to stand the sentinel in for")
     walled = Plan(tag, line)  # the same pass again, each ssh hop's remote command inside the second wall
+    walled.strict = bool(out.hides)
     try:
         walled.line = _Rewriter(walled, chosen, launcher, launcher_text, expanded, walls=True).text(line, (),
                                                                                                    "your machine")

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Optional
 
 from dfdoctor import leftovers
-from dfdoctor.rehearse import rewrite, wall
+from dfdoctor.rehearse import prove, rewrite, wall
 from dfdoctor.rehearse.rewrite import CannotRehearse, Hop, Plan
 from dfdoctor.shell import join, quote
 from dfdoctor.targets import transport
@@ -39,7 +39,10 @@ HERE = Path(__file__).resolve().parent
 SENTINEL = (HERE / "sentinel.py").read_text()
 LOOK = (HERE / "look.sh").read_text()
 SWEEP = (HERE / "sweep.sh").read_text()
-EXPAND = 'for t in "$@"; do eval "f=$t"; printf "%s\\0" "$f"; done'  # texts rewrite.py proved plain
+# texts rewrite.py proved plain, each said with what it names there: "d" a device, a pipe or a socket (the line's
+# words go there as they would: nothing to rename), "f" anything else
+EXPAND = ('for t in "$@"; do eval "f=$t"; k=f; { [ -c "$f" ] || [ -b "$f" ] || [ -p "$f" ] || [ -S "$f" ]; } && k=d; '
+          'printf "%s\\0%s\\0" "$k" "$f"; done')
 # Run first by the look at the job's place, in the look's own session: the sentinel arrives on the look's stdin,
 # up to a line of its own ($3), read by the shell's `read` (which takes no byte past that line: what follows on
 # stdin is the runner's word that the line's session ended, for the look).
@@ -134,6 +137,11 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
     except CannotRehearse as exc:
         out.unobservable = str(exc)
         return out
+    unwalled = wall.unwalled(plan)
+    if unwalled:
+        out.unobservable = (f"{unwalled} to hold what the reading of the line may miss, and the line hides code: "
+                            f"{plan.hides[0]}")
+        return out
     out.plan = plan
     job = plan.job
     assert job is not None
@@ -167,6 +175,8 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
         walls = [*(w for place in out.places for w in place.walls),
                  *(ln[len("==wall "):] for text in said for ln in text.splitlines() if ln.startswith("==wall "))]
         out.wall = wall.evidence(plan, dict(w.partition(" ")[::2] for w in walls))
+        # a line that hides code ran nowhere its wall could not stand: not rehearsed there, never a failure seen
+        out.unobservable = out.unobservable or wall.refused(plan, dict(w.partition(" ")[::2] for w in walls)) or ""
         out.seconds = time.monotonic() - began
     return out
 
@@ -249,8 +259,9 @@ def _expand(chain: tuple[Hop, ...], texts: list[str], cwd: Optional[str]) -> lis
     """What each text (a redirect target of plain words and variables, proved so by rewrite.py) is at that hop,
     by the shell of a session there; CannotRehearse when it cannot be asked."""
     p = _run(_session(chain, ["sh", "-c", EXPAND, "sh", *texts]), timeout=PLACE_S, cwd=cwd)
-    values = p.stdout.split("\0")[:-1]
-    if p.returncode != 0 or len(values) != len(texts):
+    said = p.stdout.split("\0")[:-1]
+    values = [rewrite.Device(v) if k == "d" else v for k, v in zip(said[::2], said[1::2])]
+    if p.returncode != 0 or len(said) != 2 * len(texts):
         raise CannotRehearse(f"could not expand {', '.join(texts)} where the line writes it: "
                              f"{(p.stderr or '').strip()[-200:] or f'exit status {p.returncode}'}")
     return values
@@ -311,6 +322,13 @@ class _Started(threading.Event):
     at: float = 0.0
 
 
+def _clean_env() -> dict[str, str]:
+    """The environment the line's shell starts with: the user's, without the files a non-interactive shell would
+    source behind the reader's back (BASH_ENV, ENV) and the options bash would import (REHEARSAL.md)."""
+    env = {k: v for k, v in os.environ.items() if k not in prove.CODE_VARS and not k.startswith("BASH_FUNC_")}
+    return {**env, **TTY_ENV}
+
+
 def _run_line(out: Rehearsal, line: str, cwd: Optional[str], started: Optional[_Started] = None) -> None:
     """Run the rewritten line in a shell that has a terminal of its own, as a user's does; when the line is done
     (or held open past RETURN_S, then ended as Ctrl-C and closing the window would), the terminal hangs up: DRAIN_S
@@ -328,7 +346,7 @@ def _run_line(out: Rehearsal, line: str, cwd: Optional[str], started: Optional[_
             leader = wall.argv(out.plan, leader)  # the same process, in a mount namespace of its own
         proc = subprocess.Popen(leader, stdin=slave,
                                 stdout=slave, stderr=slave, cwd=cwd, start_new_session=True,
-                                preexec_fn=controlling, env={**os.environ, **TTY_ENV})
+                                preexec_fn=controlling, env=_clean_env())
     except OSError as exc:
         os.close(master)
         os.close(slave)

@@ -161,8 +161,9 @@ def main():
         "fds": [_fd(0), _fd(1), _fd(2)], "started_at": T0,
     }
     try:  # the script the sentinel stands in for: is it where the job would look for it?
-        with open(os.path.join(HERE, "script")) as f:
-            script = f.read()
+        # a name's bytes as the file system holds them (not UTF-8 is no reason to die: S12)
+        with open(os.path.join(HERE, "script"), "rb") as f:
+            script = os.fsdecode(f.read())
         if script:
             start["script"] = script
             start["script_found"] = os.path.isfile(script)

@@ -7,10 +7,10 @@ m=dfdoctor-rh-$1
 for W in /dev/shm/$m.wall*; do
 [ -f "$W/map" ] || continue
 while read -r n d; do
-  [ -d "$W/u/$n" ] || continue
-  (cd "$W/u/$n" && find . -type f -name "*.$m") | while IFS= read -r f; do
+  [ -d "$W/t/u$n" ] || continue
+  (cd "$W/t/u$n" && find . -type f -name "*.$m") | while IFS= read -r f; do
     f=${f#./}; t=$d/$f
-    [ -d "$(dirname "$t")" ] && [ ! -e "$t" ] && [ ! -L "$t" ] && cp "$W/u/$n/$f" "$t" && echo "==surfaced $t"
+    [ -d "$(dirname "$t")" ] && [ ! -e "$t" ] && [ ! -L "$t" ] && cp "$W/t/u$n/$f" "$t" && echo "==surfaced $t"
   done
 done < "$W/map"
 done

@@ -23,14 +23,14 @@ for c in $(grep -laF "$m" /proc/[0-9]*/cmdline 2>/dev/null); do
   kill -9 "$p" 2>/dev/null && echo "==killed $p"
 done
 rm -rf "/tmp/$m" "/tmp/$m.screen" "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$m" 2>/dev/null
-# the second wall (wall.sh): its views (l/N, k) are bare folders here, but inside the wall's own namespace they are
-# the user's folders: they are only ever removed empty, and the rest only once they are gone
+# the second wall (wall.sh): its views of the user's mounts exist only inside the wall's own namespace; here $W
+# is a private bind of itself with the layers' tmpfs on $W/t, both unmounted before anything is removed
 for W in /dev/shm/$m.wall*; do
   [ -d "$W" ] || continue
   if [ -f "$W/on" ] && [ ! -f "$W/off" ]; then echo "==wall ${W##*.wall} up $(cut -d' ' -f2- "$W/map" | tr '\n' ' ')"
   else echo "==wall ${W##*.wall} off $(cat "$W/off" 2>/dev/null)"; fi
-  for x in "$W"/l/* "$W/l" "$W/k"; do [ -d "$x" ] && rmdir "$x" 2>/dev/null; done
-  [ -e "$W/l" ] || [ -e "$W/k" ] || { rm -rf "$W" && echo "==removed $W"; }
+  umount -l "$W/t" 2>/dev/null; umount -l "$W" 2>/dev/null
+  grep -qF "$W" /proc/self/mountinfo || { rm -rf "$W" && echo "==removed $W"; }
 done
 while [ $# -ge 2 ]; do
   dir=$1; f="$2.$m"; shift 2

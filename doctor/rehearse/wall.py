@@ -1,7 +1,7 @@
 """The rehearsal's second wall (shared/REHEARSAL.md): where the line runs as root on Linux with `unshare`, it runs
-in a private mount namespace whose user folders (its cwd, its redirects' and script's folders, $HOME, /tmp) are
-covered by an overlay with a throw-away upper layer, so that a write the analysis missed lands there, never in
-the user's files (wall.sh). The rehearsal's own private folder stays the real one, and its renamed files are
+in a private mount namespace where every writable mount that place can see (read from its own mountinfo: /,
+/tmp, /var, /dev/shm, /home, /srv, ...) is covered by an overlay with a throw-away upper layer, so that a write
+the analysis missed lands there, never in anything real (wall.sh). The rehearsal's own private folder stays the real one, and its renamed files are
 carried out for the look (surface.sh); sweep.sh removes the upper layers with the rest.
 
 A wall stands at each place the line runs: this machine (around the shell that runs the line, runner.py), each
@@ -15,7 +15,6 @@ quoting that cannot carry it) the line runs there as it would have, and the evid
 from __future__ import annotations
 
 import os
-import posixpath
 import shutil
 import sys
 from pathlib import Path
@@ -47,46 +46,60 @@ def why_not_here() -> Optional[str]:
     return None
 
 
-def folders(plan, chain: tuple = ()) -> list[str]:
-    """The folders the line touches at the place `chain` reaches, as the line names them (relative ones are
-    relative to where its session starts; wall.sh resolves them there): where the job starts and its script, the
-    folders its redirects write into."""
-    out = []
-    job = plan.job
-    if job is not None and job.chain == chain:
-        if job.cwd:
-            out.append(job.cwd)
-        if job.script and job.script_is_file:
-            out.append(_join(job.cwd, posixpath.dirname(job.script) or "."))
-    for log in plan.logs:
-        if log.chain == chain and not log.in_home:
-            out.append(_join(log.cwd, posixpath.dirname(log.renamed) or "."))
-    return list(dict.fromkeys(d for d in out if d))
-
-
-def _join(cwd: Optional[str], path: str) -> str:
-    return posixpath.normpath(posixpath.join(cwd, path)) if cwd else path
-
-
 def prefix(plan, chain: tuple) -> str:
     """The words that run what follows them inside the wall at the place `chain` reaches (shell text)."""
-    return join(["sh", "-c", WALL, "sh", plan.tag, str(len(chain)), *folders(plan, chain), "--"])
+    return join(["sh", "-c", WALL, "sh", plan.tag, str(len(chain)), *_strict(plan), "--"])
 
 
 def argv(plan, command: list[str]) -> list[str]:
     """`command`, to be run at this machine inside the wall (as itself where the wall cannot stand)."""
-    return ["sh", "-c", WALL, "sh", plan.tag, "0", *folders(plan), "--", *command]
+    return ["sh", "-c", WALL, "sh", plan.tag, "0", *_strict(plan), "--", *command]
+
+
+def _strict(plan) -> list[str]:
+    """`strict` where the line hides code the reader did not run: no wall there, no line run there."""
+    return ["strict"] if plan.strict or plan.hides else []
+
+
+def unwalled(plan) -> Optional[str]:
+    """Before the line runs: why a line that hides code cannot be rehearsed behind a wall at every place (None:
+    it can be tried, or it hides nothing)."""
+    if not plan.hides:
+        return None
+    why = why_not_here()
+    if why:
+        return f"no wall can stand on this machine ({why})"
+    bare = next((c for c in _chains(plan) if c and c not in plan.walls), None)
+    return f"the line's quoting cannot carry a wall to {bare[-1].where}" if bare else None
+
+
+def refused(plan, said: dict[str, str]) -> Optional[str]:
+    """Why the line was not rehearsed at a place whose wall could not stand (wall.sh's `strict`), if so."""
+    if not (plan.strict or plan.hides):
+        return None
+    for depth, seen in sorted(said.items()):
+        if seen.startswith("off"):
+            where = next((c[-1].where for c in _chains(plan) if c and str(len(c)) == depth), "your machine")
+            return (f"no wall could stand at {where} ({seen[4:].strip() or 'it could not be set up'}) to hold "
+                    f"what the reading of the line may miss, and the line hides code: "
+                    f"{(plan.hides or ['a command the reader did not run'])[0]}")
+    return None
+
+
+def _chains(plan) -> list[tuple]:
+    """Every place the line runs at: this machine, and each hop's chain the job, a log or a multiplexer reaches."""
+    chains: dict[tuple, None] = {(): None}
+    for chain in [plan.job.chain if plan.job else (), *(log.chain for log in plan.logs),
+                  *(c for c, _ in plan.multiplexers)]:
+        chains.update({tuple(chain[:i]): None for i in range(1, len(chain) + 1)})
+    return list(chains)
 
 
 def evidence(plan, said: dict[str, str]) -> str:
     """One line of evidence: at each place the line ran, what the wall covered or why there was none. `said`:
     depth -> what sweep.sh found there ("up FOLDERS" or "off WHY")."""
-    chains: dict[tuple, None] = {(): None}
-    for chain in [plan.job.chain if plan.job else (), *(log.chain for log in plan.logs),
-                  *(c for c, _ in plan.multiplexers)]:
-        chains.update({tuple(chain[:i]): None for i in range(1, len(chain) + 1)})
     parts = []
-    for chain in chains:
+    for chain in _chains(plan):
         where = chain[-1].where if chain else "your machine"
         seen = said.get(str(len(chain)), "") if not chain or chain in plan.walls else ""
         if seen.startswith("up "):
@@ -100,5 +113,5 @@ def evidence(plan, said: dict[str, str]) -> str:
             why = "it did not report: the line may not have got there"
         else:
             why = "the line's quoting there cannot carry it"
-        parts.append(f"{where}: none ({why})")
+        parts.append(f"{where}: rehearsed without a wall ({why})")
     return "second wall (writes the analysis missed go to a throw-away overlay): " + "; ".join(parts)

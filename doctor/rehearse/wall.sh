@@ -1,85 +1,116 @@
-# dfdoctor rehearsal's second wall: run a command in a private mount namespace where the user's folders are
-# covered by an overlay whose upper layer is thrown away, so a write the analysis missed never reaches them.
-# Run by `sh -c` at the place the line runs, as: sh -c WALL sh TAG N DIR... -- COMMAND... (or -- -c TEXT)
+# dfdoctor rehearsal's second wall: run a command in a private mount namespace where every writable mount this
+# place can see is covered by a throw-away layer, so a write the analysis missed never reaches anything real.
+# Run by `sh -c` at the place the line runs, as: sh -c WALL sh TAG N [strict] -- COMMAND... (or -- -c TEXT)
 #   TAG   the rehearsal's tag; its private folder /tmp/dfdoctor-rh-TAG stays the real one (the look reads it)
 #   N     the place's depth in the line's hops (0: this machine): one machine reached twice keeps two walls
-#   DIR   folders the line touches (its cwd, its redirects' folders, the job's script's folder), absolute or
-#         relative to where the session starts; the session's folder, $HOME and /tmp are always covered
-# COMMAND is exec'd (same process, same session): only its mounts differ. Where the wall cannot stand (not root,
-# no unshare, no /dev/shm, a refused mount) COMMAND runs as it would have, and $W/off says why. Every folder looks
-# as before (a missing one is still missing, an existing one still writable); writes land in $W/u/N instead, and
-# sweep.sh removes $W. The rehearsal's own renamed files are carried out of $W by surface.sh, for the look.
+# The mounts are read from this place's /proc/self/mountinfo, never from a list: each writable mount of a
+# filesystem that holds files (/, /tmp, /var, /dev/shm, /home, /srv, a docker volume, ...) gets an overlay whose
+# upper layer lies in a tmpfs of the wall's own ($W/t: no layer overlaps the folder it covers, /dev/shm included);
+# a writable file mounted on its own (docker's /etc/hosts) gets a throw-away copy. /proc, /sys, devices, read-only
+# mounts and the like are put back as they are. COMMAND is exec'd (same process, same session): only its mounts
+# differ. Where the wall cannot stand (not root, no unshare, a refused mount) COMMAND runs as it would have, and
+# $W/off says why. sweep.sh unmounts and removes $W; surface.sh carries the rehearsal's renamed files out of it.
 m=dfdoctor-rh-$1; W=/dev/shm/$m.wall$2; shift 2
-dirs="$PWD
-$HOME
-/tmp"
-while [ $# -gt 0 ] && [ "$1" != -- ]; do dirs="$dirs
-$1"; shift; done
+# no shell started from here sources a file behind the reader's back, walled or not
+unset BASH_ENV ENV
+# `strict`: where the wall cannot stand, the command does not run at all (exit 1, $W/off says why): the line
+# hides code the reader did not run, and nothing would hold what it may have missed
+nowall=
+while [ $# -gt 0 ] && [ "$1" != -- ]; do [ "$1" = strict ] && nowall=false; shift; done
 shift
 # `-c TEXT`: the text a login shell would have run (an ssh hop's remote command), run by that same shell
 [ "$1" = -c ] && set -- "${SHELL:-sh}" -c "$2"
-[ -d /dev/shm ] && mkdir -m 700 "$W" 2>/dev/null || exec "$@"
-if [ "$(id -u)" != 0 ]; then echo "not root here" > "$W/off"; exec "$@"; fi
-if ! command -v unshare >/dev/null 2>&1; then echo "no unshare (util-linux) here" > "$W/off"; exec "$@"; fi
+[ -d /dev/shm ] && mkdir -m 700 "$W" 2>/dev/null || exec $nowall "$@"
+if [ "$(id -u)" != 0 ]; then echo "not root here" > "$W/off"; exec $nowall "$@"; fi
+if ! command -v unshare >/dev/null 2>&1; then echo "no unshare (util-linux) here" > "$W/off"; exec $nowall "$@"; fi
 if ! unshare --mount true 2>/dev/null; then
-  echo "a private mount namespace was refused here (unshare --mount)" > "$W/off"; exec "$@"
+  echo "a private mount namespace was refused here (unshare --mount)" > "$W/off"; exec $nowall "$@"
 fi
+# the layers' own tmpfs, under a private mount of $W (it reaches no other namespace); sweep.sh unmounts both
+mkdir -m 700 "$W/t" && mount --bind "$W" "$W" && mount --make-private "$W" &&
+  mount -t tmpfs -o mode=700 dfdoctor-wall "$W/t" 2>/dev/null ||
+  { echo "no tmpfs for the throw-away layers could be mounted here" > "$W/off"; exec $nowall "$@"; }
 inner=$(cat <<'EOF'
-W=$1 m=$2 dirs=$3; shift 3
-# each folder: its physical path, else its nearest existing ancestor; never /, /proc, /sys, /dev, /run
-want=$(printf '%s\n' "$dirs" | while IFS= read -r d; do
-  [ -n "$d" ] || continue
-  while [ ! -d "$d" ] && [ "$d" != / ] && [ "$d" != . ]; do d=$(dirname "$d"); done
-  d=$(cd "$d" 2>/dev/null && pwd -P) || continue
-  case "$d" in /|/proc|/proc/*|/sys|/sys/*|/dev|/dev/*|/run|/run/*) continue ;; esac
-  echo "$d"
-done | sort -u)
-# a folder inside another is covered by it; a mount inside a covered folder gets an overlay of its own (an
-# overlay does not reach into the mounts below its lower folder: they would look empty)
-top=$(printf '%s\n' "$want" | awk 'NF { for (i in k) if (index($0 "/", k[i] "/") == 1) next; k[NR] = $0; print }')
-all=$(awk -v tops="$top" 'BEGIN { n = split(tops, t, "\n") }
-  $5 !~ /\\/ && $5 !~ /^\/(proc|sys|dev|run)\// { for (i = 1; i <= n; i++) if (index($5, t[i] "/") == 1) print $5 }
-  END { for (i = 1; i <= n; i++) print t[i] }' /proc/self/mountinfo | sort -u | awk '{ print length($0) " " $0 }' |
-  sort -n | cut -d' ' -f2-)
-# a view of each folder as it is, taken before any overlay hides what lies below it
-n=0
-while IFS= read -r d; do
-  [ -d "$d" ] || continue
+W=$1 m=$2 nowall=$3 here=$PWD; shift 3
+# the wall's own files are named relative to $W; the new root is built under t/r, real paths are never mounted on
+cd "$W" || exec $nowall "$@"
+# each mount point (its topmost entry) with what to do: "c" cover, "k" keep as it is; "?" a writable mount whose
+# name a line of text cannot carry, a hole: no wall then
+awk -v own="/dev/shm/dfdoctor-rh-" '
+  function unesc(s,   out, i, c) { out = ""
+    for (i = 1; i <= length(s); i++) { c = substr(s, i, 1)
+      if (c == "\\" && substr(s, i + 1, 3) ~ /^[0-7][0-7][0-7]$/) {
+        c = sprintf("%c", substr(s, i + 1, 1) * 64 + substr(s, i + 2, 1) * 8 + substr(s, i + 3, 1)); i += 3 }
+      out = out c }
+    return out }
+  { for (i = 7; i <= NF && $i != "-"; i++) ; fs = $(i + 1); mp = unesc($5)
+    if (index(mp, own) == 1) next
+    keep = $6 !~ /^rw(,|$)/ || mp ~ /^\/(proc|sys)(\/|$)/ ||
+      fs ~ /^(proc|sysfs|devtmpfs|devpts|cgroup|cgroup2|mqueue|debugfs|tracefs|securityfs|pstore|bpf|fusectl|configfs|autofs|binfmt_misc|nsfs|efivarfs|selinuxfs|rpc_pipefs|hugetlbfs|fuse\.lxcfs|squashfs|iso9660)$/
+    what[mp] = keep ? "k" : mp ~ /^[ \t]|[ \t]$|\n/ ? "?" : "c"
+    if (!(mp in seen)) { seen[mp] = 1; order[++n] = mp } }
+  END { for (i = 1; i <= n; i++) print length(order[i]) " " what[order[i]] " " order[i] }' /proc/self/mountinfo |
+  sort -n | cut -d' ' -f2- > mounts && [ -s mounts ] || { echo "the mounts here could not be read" > off; exec $nowall "$@"; }
+if grep -q '^?' mounts; then echo "a writable mount here has a name the wall cannot carry" > off; exec $nowall "$@"; fi
+# a view of each mount as it is, taken before any layer hides what lies below it: a covered folder's (its lower
+# layer), a throw-away copy of a covered file, the mount itself for one kept (put back where a layer hides it; a
+# kept mount that cannot be viewed stays hidden: the line sees the covered folder below it, which holds no harm)
+why= n=0
+while read -r k d <&3; do
   n=$((n + 1))
-  mkdir -p "$W/l/$n" "$W/u/$n" "$W/w/$n" && mount --bind "$d" "$W/l/$n" &&
-    printf '%s %s\n' "$n" "$d" >> "$W/map" || { echo "no view of $d could be taken" > "$W/off"; exec "$@"; }
-done <<END
-$all
-END
+  if [ "$k" = c ] && [ -d "$d" ]; then
+    mkdir "t/l$n" && mount --bind "$d" "t/l$n" 2>/dev/null || { why="no view of $d could be taken"; break; }
+  elif [ "$k" = c ] && [ -f "$d" ] && [ ! -L "$d" ]; then
+    cp -p "$d" "t/l$n" 2>/dev/null || { why="no throw-away copy of $d could be made"; break; }
+  elif [ -d "$d" ]; then mkdir "t/l$n" && mount --bind "$d" "t/l$n" 2>/dev/null || continue; k=k
+  else : > "t/l$n" && mount --bind "$d" "t/l$n" 2>/dev/null || continue; k=k; fi
+  printf '%s %s %s\n' "$n" "$k" "$d" >> views
+done 3< mounts
+[ -z "$why" ] || { echo "$why" > off; exec $nowall "$@"; }
 # the sockets listening under a covered folder (tmux's, an ssh agent's): one cannot connect through an overlay,
 # so each is bound through as it is (what a line asks a server is not a write the wall is for)
-awk 'NR > 1 && $8 ~ /^\// { print $8 }' /proc/net/unix 2>/dev/null | sort -u > "$W/sockets.all"
-s=0
-while IFS= read -r p; do
-  [ -S "$p" ] || continue
-  while read -r n d; do
-    case "$p" in "$d"/*) ;; *) continue ;; esac
-    s=$((s + 1)); : > "$W/s$s" && mount --bind "$p" "$W/s$s" && printf '%s %s\n' "$s" "$p" >> "$W/sockets"
-    break
-  done < "$W/map"
-done < "$W/sockets.all"
+awk 'NR > 1 && $8 ~ /^\// { print $8 }' /proc/net/unix 2>/dev/null | sort -u | {
+  s=0
+  while IFS= read -r p; do
+    # its physical path: a link on the way (/var/run -> /run) would lead out of the new root
+    p=$(readlink -f "$p" 2>/dev/null) && [ -S "$p" ] || continue
+    s=$((s + 1)); : > "t/s$s" && mount --bind "$p" "t/s$s" 2>/dev/null && printf '%s %s\n' "$s" "$p" >> sockets
+  done
+}
 keep=/tmp/$m
 if [ -d "$keep" ]; then
-  mkdir -p "$W/k" && mount --bind "$keep" "$W/k" || { echo "$keep could not be kept" > "$W/off"; exec "$@"; }
+  mkdir t/k && mount --bind "$keep" t/k || { echo "$keep could not be kept" > off; exec $nowall "$@"; }
 fi
-while read -r n d; do
-  mount -t overlay dfdoctor-wall -o "lowerdir=$W/l/$n,upperdir=$W/u/$n,workdir=$W/w/$n" "$d" 2>/dev/null ||
-    { echo "an overlay over $d was refused" > "$W/off"; exec "$@"; }
-done < "$W/map"
-if [ -f "$W/sockets" ]; then
-  while read -r s p; do mount --bind "$W/s$s" "$p" 2>/dev/null; done < "$W/sockets"
+# the new root, t/r, built shortest path first (a mount inside another comes back on top of the other's layer):
+# an overlay over each covered folder, its throw-away copy over each covered file, every kept mount as it is.
+# The line then runs chrooted there: a mount stacked over / alone would not be seen (a process's root is the
+# mount below it).
+grep -q '^[0-9]* [ck] /$' views || { echo "no view of / could be taken" > off; exec $nowall "$@"; }
+command -v chroot >/dev/null 2>&1 || { echo "no chroot here" > off; exec $nowall "$@"; }
+mkdir t/r
+while read -r n k d <&3; do
+  r=t/r${d%/}
+  if [ "$k" = c ] && [ -d "t/l$n" ]; then
+    mkdir "t/u$n" "t/w$n" && mount -t overlay dfdoctor-wall \
+      -o "lowerdir=t/l$n,upperdir=t/u$n,workdir=t/w$n" "$r" 2>/dev/null || { why="an overlay over $d was refused"; break; }
+    printf '%s %s\n' "$n" "$d" >> map
+  elif [ "$k" = c ]; then
+    mount --bind "t/l$n" "$r" 2>/dev/null || { why="no throw-away copy of $d could be put in its place"; break; }
+    printf '%s %s\n' "$n" "$d" >> files
+  else mount --bind "t/l$n" "$r" 2>/dev/null || [ "$d" != / ] || { why="/ could not be viewed"; break; }; fi
+done 3< views
+[ -z "$why" ] || { echo "$why" > off; exec $nowall "$@"; }
+if [ -f sockets ]; then
+  while read -r s p <&3; do mount --bind "t/s$s" "t/r$p" 2>/dev/null; done 3< sockets
 fi
 # the sentinel's private folder is the real one: the look, outside this namespace, reads what it wrote
-if [ -d "$W/k" ]; then mount --bind "$W/k" "$keep" || { echo "$keep could not be kept" > "$W/off"; exec "$@"; }; fi
-# the session's folder anew through the overlays: the folder it held is the one below them
-cd "$PWD" || { echo "the session's folder $PWD could not be entered through the wall" > "$W/off"; exec "$@"; }
-echo up > "$W/on"
-exec "$@"
+if [ -d t/k ]; then mount --bind t/k "t/r$keep" || { echo "$keep could not be kept" > off; exec $nowall "$@"; }; fi
+# the session's folder anew through the layers: the folder it held is the one below them
+[ -d "t/r$here" ] || { echo "the session's folder $here could not be entered through the wall" > off; exec $nowall "$@"; }
+echo up > on
+# the new root moved onto / (as switch_root does): a file the line opens is then named from outside this
+# namespace as the line named it (/proc/PID/fd), not by its place under $W
+cd t/r && { mount --move . / 2>/dev/null; exec chroot . sh -c 'cd "$1" && shift && exec "$@"' sh "$here" "$@"; }
 EOF
 )
-exec unshare --mount --propagation private sh -c "$inner" sh "$W" "$m" "$dirs" "$@"
+exec unshare --mount --propagation private sh -c "$inner" sh "$W" "$m" "$nowall" "$@"
