@@ -13,8 +13,8 @@ from typing import Optional
 
 import psutil
 from dfdoctor import causes
-from dfdoctor.diagnose import waits
-from dfdoctor.diagnose.jobstacks import ProcessSample
+from dfdoctor.diagnose import threadwaits, waits
+from dfdoctor.diagnose.jobstacks import ProcessSample, exit_words
 from dfdoctor.diagnose.waits import Wait, classify, main_of
 from dfdoctor.agent.ranks import nproc as expected_ranks
 
@@ -58,6 +58,32 @@ class Seen:
         """The same wait in every look, whatever the CPU: NCCL (and a lazily started group) waits for a peer by
         spinning, so a rank stuck in init_process_group or a collective can burn a core and never move."""
         return len(self.waits) >= 2 and len({w.key() for w in self.waits}) == 1
+
+    @property
+    def spins_in_place(self) -> bool:
+        """Seen in the same wait in every look where spinning is how that wait waits (NCCL, a CUDA synchronise):
+        its CPU time is no progress."""
+        return self.same_place and self.wait.kind in (waits.CUDA_SYNC, waits.RENDEZVOUS, waits.COLLECTIVE)
+
+    def moved(self) -> Optional[str]:
+        """The progress the looks show, in words (None: none): a stack that changed in any thread, CPU time that
+        grew, a main thread woken again and again (a download that trickles in). A wait that spins counts no CPU."""
+        looks = [lk for lk in self.proc.looks if lk.stacks.text]
+        if len(looks) >= 2 and threadwaits.signature(looks[0].stacks.text) != threadwaits.signature(looks[-1].stacks.text):
+            return f"{self.proc.name()}: its stacks moved between two looks"
+        if self.spins_in_place:
+            return None
+        spent, woke = self.proc.cpu_spent(), self.proc.wakeups()
+        if spent is not None and spent > 0.3:
+            return f"{self.proc.name()}: {spent:.1f} s of CPU between two looks"
+        if woke is not None and woke > WAKEUPS_STILL:
+            return f"{self.proc.name()}: its main thread woke {woke} times between two looks"
+        return None
+
+    def threads(self) -> list[threadwaits.ThreadWait]:
+        """Every thread's wait in the last look."""
+        look = self.proc.last
+        return threadwaits.threads_of(look.stacks.text, look.kernel.syscall) if look and look.stacks.text else []
 
     def at(self) -> str:
         """`ddp.py:3 (<module>)`: the user's line where it is, else the innermost frame."""
@@ -108,8 +134,10 @@ def judge(samples: list[ProcessSample], quiet_s: float, local: bool = True,
     lines = heads + [line for e in excerpts for line in e]
     pids = " ".join(str(s.proc.pid) for s in all_seen if not s.proc.gone)
     lines.append(f"{WHOLE_JOB}{pids}")
+    dead = [p for p in samples if p.exited]  # children that died and were never reaped
     rules = (_rank_missing, _collective_hang, _ranks_ended_without_peer, _dataloader,
-             *(() if flushed else (_buffered,)), _single_wait)
+             *(() if flushed else (_buffered,)), lambda a, q: every_thread_waits(a, dead),
+             lambda a, q: _workers_died(a, dead), _single_wait)
     for rule in rules:
         found = rule(all_seen, quiet_s) if rule is not _single_wait else rule(all_seen, quiet_s, local)
         if found is not None:
@@ -335,3 +363,81 @@ def _buffered(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
                            "Run Python with -u or set PYTHONUNBUFFERED=1 (or print(..., flush=True)).",
                            ["stdout is a pipe/file, not a terminal; no -u, no PYTHONUNBUFFERED"])
     return None
+
+
+def progress(all_seen: list[Seen]) -> list[str]:
+    """What the looks show moving in the job, in words (empty: nothing moved)."""
+    return [m for m in (s.moved() for s in all_seen if not s.proc.gone) if m]
+
+
+def _dead_words(dead: list[ProcessSample]) -> str:
+    return ", ".join(f"pid {p.pid} ({exit_words(p.exited)})" for p in dead)
+
+
+def _workers_died(all_seen: list[Seen], dead: list[ProcessSample]) -> Optional[Finding]:
+    """Child processes died and nobody reaped them (zombies) while every live process of the job stays still: a
+    supervisor that sleeps on while its workers are gone. The verdict adds the workers' own traceback."""
+    alive = [s for s in all_seen if not s.proc.gone]
+    if not dead or not alive or progress(all_seen):
+        return None
+    parents = sorted({p.ppid for p in dead if p.ppid is not None})
+    waiting = [s for s in alive if s.proc.pid in parents] or alive
+    head = (f"{len(dead)} worker process(es) of the job died ({_dead_words(dead)}) and were never reaped, while "
+            f"{waiting[0].proc.name()} goes on at {waiting[0].at()} without them")
+    fix = ("The workers' own error is below: fix it. Have the supervisor wait for its workers (join(), "
+           "Popen.wait(), os.waitpid) and fail when one fails, instead of sleeping on without them.")
+    return Finding("failed", causes.WORKERS_DIED, head, fix, [f"dead child {_dead_words([p])} of pid {p.ppid}, "
+                                                              "a zombie: its parent never reaped it" for p in dead])
+
+
+def every_thread_waits(all_seen: list[Seen], dead: list[ProcessSample]) -> Optional[Finding]:
+    """Every thread of every live process waits on something only the job itself could end (an Event, a
+    Condition, a join, a lock, a queue or pipe read), and nothing moved between the looks: the job is stuck.
+    Said with each wait, its line, and why nothing can end it."""
+    alive = [s for s in all_seen if not s.proc.gone]
+    if not alive or progress(all_seen) or any(not s.proc.python and s.wait.kind != waits.CHILD for s in alive):
+        return None
+    threads = {s.proc.pid: s.threads() for s in alive if s.proc.python}
+    everyone = [t for ts in threads.values() for t in ts]
+    if not everyone or any(t.kind not in threadwaits.INNER for t in everyone):
+        return None
+    where = [f"{s.proc.name()} thread {t.thread}: {t.words()}" for s in alive for t in threads.get(s.proc.pid, [])]
+    cycle = threadwaits.lock_cycle(everyone)
+    if cycle is not None:
+        held = "; ".join(f"thread {t.thread} holds `{next(h for h in t.holds if any(c.lock == h for c in cycle))}` "
+                         f"and waits for `{t.lock}` at {t.at.short() if t.at else '?'}" for t in cycle)
+        head = f"{'two' if len(cycle) == 2 else len(cycle)} threads hold each other's lock: {held}"
+        return Finding("failed", causes.WAITING_ON_LOCK, head, _LOCK_ORDER_FIX, where)
+    first = next(t for t in everyone if t.kind != threadwaits.JOIN) if any(
+        t.kind != threadwaits.JOIN for t in everyone) else everyone[0]
+    head = f"{_who(alive, everyone)} {first.words()}: {_nothing_ends(first, everyone, dead)}"
+    cause = causes.WAITING_ON_LOCK if first.kind == threadwaits.LOCK else causes.STUCK
+    return Finding("failed", cause, head, _STUCK_FIX, where)
+
+
+def _who(alive: list[Seen], everyone: list[threadwaits.ThreadWait]) -> str:
+    """`The job (its only thread)`, `The job (every one of its 3 threads)`."""
+    if len(everyone) == 1:
+        return f"{alive[0].proc.name()}, in its only thread,"
+    return f"every thread of the job waits ({len(everyone)} in {len(alive)} process(es)); its"
+
+
+def _nothing_ends(first: threadwaits.ThreadWait, everyone: list[threadwaits.ThreadWait],
+                  dead: list[ProcessSample]) -> str:
+    """What could end the wait, and why it will not."""
+    alone = len(everyone) == 1
+    if first.kind == threadwaits.PIPE and dead:
+        return f"the process that wrote to it is gone ({_dead_words(dead)})" + \
+            ("" if alone else "; every other thread of the job waits too")
+    if first.kind == threadwaits.EVENT:
+        return "nothing can set it" if alone else "every thread that could set it waits too"
+    if first.kind == threadwaits.LOCK:
+        return "no other thread can release it" if alone else "every thread that could release it waits too"
+    return "nothing else in the job runs to end it" if alone else "every thread that could end it waits too"
+
+
+_LOCK_ORDER_FIX = ("Take the locks in one order in every thread (or hold one at a time); a `timeout=` on "
+                   "acquire() makes such a wait fail instead of hanging. The lines are below.")
+_STUCK_FIX = ("Nothing in the job can end this wait: make sure what it waits for happens (the thread or "
+              "process that should set, put, write or release is named below, or is gone), and give the wait a "
+              "timeout so it fails instead of hanging.")
