@@ -68,6 +68,8 @@ class Seen:
     def moved(self) -> Optional[str]:
         """The progress the looks show, in words (None: none): a stack that changed in any thread, CPU time that
         grew, a main thread woken again and again (a download that trickles in). A wait that spins counts no CPU."""
+        if any(w.kind in (waits.AGENT, waits.CHILD) for w in self.waits):
+            return None  # a supervisor's own loop (torchrun's agent, a shell waiting for its child) is not the job's
         looks = [lk for lk in self.proc.looks if lk.stacks.text]
         if len(looks) >= 2 and threadwaits.signature(looks[0].stacks.text) != threadwaits.signature(looks[-1].stacks.text):
             return f"{self.proc.name()}: its stacks moved between two looks"
@@ -305,9 +307,11 @@ def _holder(pid: int) -> str:
 def _single_wait(all_seen: list[Seen], quiet_s: float, local: bool = True) -> Optional[Finding]:
     """One process waits on something named by the kernel: stdin, a file lock, a timer, a socket, the GPU."""
     order = (waits.STDIN, waits.LOCK, waits.CUDA_SYNC, waits.COMPILE, waits.SOCKET, waits.SLEEP)
-    candidates = [s for s in all_seen if s.steady and not s.proc.gone and s.proc.python and s.wait.kind in order]
+    candidates = [s for s in all_seen if (s.steady or s.spins_in_place) and not s.proc.gone and s.proc.python
+                  and s.wait.kind in order]
     moving = [s for s in _ranks(all_seen) if not s.steady]
-    if moving:  # another rank still imports or works: one rank's timer or download is no verdict on the job yet
+    if moving or progress(all_seen):  # another process imports or works (a rank, torch.compile's workers): one
+        # process's timer, download or compile wait is no verdict on the job yet
         candidates = [s for s in candidates if s.wait.kind in (waits.STDIN, waits.LOCK)]
     for s in sorted(candidates, key=lambda s: order.index(s.wait.kind)):
         w, who = s.wait, s.proc.name()
@@ -336,15 +340,34 @@ def _single_wait(all_seen: list[Seen], quiet_s: float, local: bool = True) -> Op
                            "pre-download the files (or set HF_HUB_OFFLINE=1 with a local cache) and set a timeout "
                            "on the request.", [f"{who}: {k.words() if k else w.detail}"])
         if w.kind == waits.CUDA_SYNC:
-            return Finding("unknown", causes.CUDA_SYNC_WAIT, f"{who} waits in CUDA synchronisation at {s.at()}: "
-                           "the GPU has not finished its queued work", "A GPU kernel or a collective on another "
-                           "stream does not finish: look at the other ranks here and at `nvidia-smi`; run with "
-                           "CUDA_LAUNCH_BLOCKING=1 to find the kernel.", [])
+            busy = gpu_busy() if local else ""
+            return Finding("unknown", causes.CUDA_SYNC_WAIT, f"{who} waits in CUDA synchronisation at {s.at()} "
+                           f"for {quiet_s:.0f} s" + (f" while {busy}: a kernel that does not end (a collective "
+                                                     "waiting for a peer, an endless loop in a kernel)" if busy else
+                                                     ": the GPU has not finished its queued work"),
+                           "A GPU kernel or a collective on another stream does not finish: look at the other ranks "
+                           "here and at `nvidia-smi`; run with CUDA_LAUNCH_BLOCKING=1 to find the kernel.",
+                           [f"the GPUs: {busy}"] if busy else [])
         if w.kind == waits.COMPILE:
             return Finding("unknown", causes.COMPILE_WORKERS_WAIT, f"{who} waits for torch.compile's worker "
                            f"processes at {s.at()}", "Compiling can take minutes; if it never ends, set "
                            "TORCHINDUCTOR_COMPILE_THREADS=1 to compile in the process itself and see where.", [])
     return None
+
+
+def gpu_busy() -> str:
+    """`GPU 0 is 100 % busy`, from nvidia-smi here ('' when no GPU is busy or nvidia-smi cannot say): with the
+    host waiting in a synchronise, a GPU at full use is running the kernel that does not end."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=index,utilization.gpu", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=5).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    rows = [[x.strip() for x in line.split(",")] for line in out.splitlines() if line.count(",") == 1]
+    busy = [f"GPU {i} is {u} % busy" for i, u in rows if u.isdigit() and int(u) >= 90]
+    return ", ".join(busy)
 
 
 def _buffered(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
