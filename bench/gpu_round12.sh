@@ -23,13 +23,14 @@ command -v py-spy >/dev/null && py-spy --version || t "WARNING: no py-spy: stack
 W=$(mktemp -d /tmp/round12.XXXXXX); cd "$W"
 
 cat > kernel_never_ends.py <<'EOF'
-import torch
+import time, torch
 x = torch.randn(1024, 1024, device="cuda")
-for step in range(30):
+for step in range(80):  # in its loop: launch may call it running while it prints (it is, then)
     y = (x @ x).sum().item()
     print(f"step {step}: loss {y:.3f}", flush=True)
     torch.cuda._sleep(50_000_000)  # ~0.03 s of GPU time: the step
     torch.cuda.synchronize()
+    time.sleep(0.07)
 torch.cuda._sleep(1 << 62)  # a kernel that does not end
 torch.cuda.synchronize()
 EOF
