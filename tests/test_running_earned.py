@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from dfdoctor.diagnose import stacks
+from infra.slurm_fixtures import slurm  # noqa: F401
 from jobs.harness import job, kill_runs, launch, status, text_of
 
 pytestmark = [pytest.mark.slow,
@@ -143,3 +144,26 @@ def test_a_download_that_trickles_in_stays_running(work):
         kill_runs(work)
         server.shutdown()
         server.server_close()
+
+
+# ---- in a Slurm job: the same rules on its node's look --------------------------------------------------
+@pytest.mark.parametrize("name,cause,words", [
+    ("waits_on_event.py", "stuck", ("in its only thread, waits on an Event", "nothing can set it")),
+    ("lock_order_deadlock.py", "waiting-on-lock", ("two threads hold each other's lock",
+                                                   "thread loader holds `data` and waits for `model`")),
+])
+def test_a_stuck_batch_job_is_named_from_its_node(slurm, tmp_path, name, cause, words):  # noqa: F811
+    from test_slurm_stuck import _cancel, _env, _text
+    from test_slurm import dfd, job_script
+
+    script = job_script(tmp_path, f"python3 -u {job(name)[1]}\n")
+    rc, doc, err = dfd("launch", "--no-check", "--watch", "60", "--format", "text", "--", "sbatch", "-o",
+                       "o-%j.log", str(script), cwd=tmp_path, env=_env())
+    assert doc, err
+    try:
+        v, text = doc["verdict"], _text(doc)
+        assert rc == 1 and (v["state"], v["cause"]) == ("failed", cause), text
+        for w in words:
+            assert w in text, text
+    finally:
+        _cancel(slurm, doc)
