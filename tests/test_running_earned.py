@@ -15,7 +15,7 @@ import pytest
 
 from dfdoctor.diagnose import stacks
 from infra.slurm_fixtures import slurm  # noqa: F401
-from jobs.harness import job, kill_runs, launch, status, text_of
+from jobs.harness import job, job_env, kill_runs, launch, status, text_of
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not stacks.py_spy(), reason="py-spy reads the stacks of the silent job")]
@@ -103,6 +103,16 @@ def test_an_evaluation_that_computes_without_printing_stays_running(work):
     v = _running(proc, rep)
     assert "silent" in v["summary"] or "working" in v["summary"], text_of(rep)
     assert "makes progress" in v["summary"] or "working on the CPU" in v["summary"], text_of(rep)
+
+
+def test_a_silent_torch_compile_before_the_first_line_stays_running(work):
+    """(Unbuffered: without -u a silence of 10 s in a working Python is output-buffered, a question of its own.)"""
+    pytest.importorskip("torch")
+    proc, rep = launch(work, *job("compiles_silently.py"), watch=8, env=job_env(PYTHONUNBUFFERED="1"))
+    v = _running(proc, rep)
+    assert v["cause"] != "import-hang", text_of(rep)
+    proc, rep = status(work)
+    _running(proc, rep)
 
 
 def test_a_slow_logger_stays_running(work):

@@ -626,8 +626,8 @@ def stalled_after_logging(run: RunRecord, live: Optional[LiveFacts]) -> Optional
 def import_hang(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
     """Alive, silent, inside an import: stuck before it wrote anything. The stacks say where. Only an import
     that a stack shows is one (`sleep 30`, a quiet rsync, a job waiting for its children are not)."""
-    if live is None or not silence.in_import(live.stacks):
-        return None
+    if live is None or not silence.in_import(live.stacks) or stuck.progress(stuck.seen(live.job)):
+        return None  # (one that moves is importing: torch.compile imports as it goes, a loaded machine is slow)
     where = _innermost(live)
     return Verdict("failed", causes.IMPORT_HANG, f"The job is alive (pid {live.pid}) but has written nothing in "
                    f"the {_seconds(_silent_s(run, live))} since its start" + (f"; it waits in {where}." if where else "."),
@@ -667,6 +667,8 @@ def silent(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
     if moved and not (at is not None and at.sleeping):  # progress seen, not a wait: say so, not where it waits
         summary = (f"The job is running (pid {live.pid}) and silent for {_seconds(quiet)}, but it makes progress: "
                    f"{moved[0].split(': ', 1)[-1]}.")
+        fix = f"Nothing that dfdoctor can see is broken: it works without printing. `dfdoctor status {run.id}` " \
+            "looks again."
     if at is not None and at.sleeping or moved or not live.quiet:  # asleep where its code says, seen to move,
         # or silent no longer than its rhythm allows (--watch 0 did not look): nothing says otherwise
         return Verdict("running", causes.SLEEPING if at is not None and at.sleeping else None, summary, fix,
