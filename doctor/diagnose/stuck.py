@@ -420,6 +420,9 @@ def every_thread_waits(all_seen: list[Seen], dead: list[ProcessSample]) -> Optio
     alive = [s for s in all_seen if not s.proc.gone]
     if not alive or progress(all_seen) or any(not s.proc.python and s.wait.kind != waits.CHILD for s in alive):
         return None
+    if any(s.wait.kind == waits.IMPORT or (s.proc.last and "_find_and_load" in s.proc.last.stacks.text)
+           for s in alive):
+        return None  # a wait inside an import is import-hang's to name (the verdict's own rule)
     threads = {s.proc.pid: s.threads() for s in alive if s.proc.python}
     everyone = [t for ts in threads.values() for t in ts]
     if not everyone or any(t.kind not in threadwaits.INNER for t in everyone):
