@@ -418,34 +418,40 @@ def every_thread_waits(all_seen: list[Seen], dead: list[ProcessSample]) -> Optio
     Condition, a join, a lock, a queue or pipe read), and nothing moved between the looks: the job is stuck.
     Said with each wait, its line, and why nothing can end it."""
     alive = [s for s in all_seen if not s.proc.gone]
-    if not alive or progress(all_seen) or any(not s.proc.python and s.wait.kind != waits.CHILD for s in alive):
+    if not _all_still(alive):
         return None
-    if any(s.wait.kind == waits.IMPORT or (s.proc.last and "_find_and_load" in s.proc.last.stacks.text)
-           for s in alive):
-        return None  # a wait inside an import is import-hang's to name (the verdict's own rule)
-    threads = {s.proc.pid: s.threads() for s in alive if s.proc.python}
-    everyone = [t for ts in threads.values() for t in ts]
+    threads = [(s, t) for s in alive if s.proc.python for t in s.threads()]
+    everyone = [t for _, t in threads]
     if not everyone or any(t.kind not in threadwaits.INNER for t in everyone):
         return None
-    where = [f"{s.proc.name()} thread {t.thread}: {t.words()}" for s in alive for t in threads.get(s.proc.pid, [])]
+    where = [f"{s.proc.name()} thread {t.thread}: {t.words()}" for s, t in threads]
     cycle = threadwaits.lock_cycle(everyone)
     if cycle is not None:
-        held = "; ".join(f"thread {t.thread} holds `{next(h for h in t.holds if any(c.lock == h for c in cycle))}` "
-                         f"and waits for `{t.lock}` at {t.at.short() if t.at else '?'}" for t in cycle)
-        head = f"{'two' if len(cycle) == 2 else len(cycle)} threads hold each other's lock: {held}"
-        return Finding("failed", causes.WAITING_ON_LOCK, head, _LOCK_ORDER_FIX, where)
-    first = next(t for t in everyone if t.kind != threadwaits.JOIN) if any(
-        t.kind != threadwaits.JOIN for t in everyone) else everyone[0]
-    head = f"{_who(alive, everyone)} {first.words()}: {_nothing_ends(first, everyone, dead)}"
+        return Finding("failed", causes.WAITING_ON_LOCK, _cycle_words(cycle), _LOCK_ORDER_FIX, where)
+    s, first = next(((s, t) for s, t in threads if t.kind != threadwaits.JOIN), threads[0])  # a join waits on
+    who = f"{s.proc.name()}, in its only thread," if len(everyone) == 1 else \
+        f"every thread of the job waits ({len(everyone)} in {len(alive)} process(es)); thread {first.thread} of " \
+        f"{s.proc.name()}"
+    head = f"{who} {first.words()}: {_nothing_ends(first, everyone, dead)}"
     cause = causes.WAITING_ON_LOCK if first.kind == threadwaits.LOCK else causes.STUCK
     return Finding("failed", cause, head, _STUCK_FIX, where)
 
 
-def _who(alive: list[Seen], everyone: list[threadwaits.ThreadWait]) -> str:
-    """`The job (its only thread)`, `The job (every one of its 3 threads)`."""
-    if len(everyone) == 1:
-        return f"{alive[0].proc.name()}, in its only thread,"
-    return f"every thread of the job waits ({len(everyone)} in {len(alive)} process(es)); its"
+def _all_still(alive: list[Seen]) -> bool:
+    """Every live process is Python (or a shell waiting for its child), none moved, none inside an import (a
+    wait there is import-hang's to name)."""
+    if not alive or progress(alive) or any(not s.proc.python and s.wait.kind != waits.CHILD for s in alive):
+        return False
+    return not any(s.wait.kind == waits.IMPORT or (s.proc.last and "_find_and_load" in s.proc.last.stacks.text)
+                   for s in alive)
+
+
+def _cycle_words(cycle: list[threadwaits.ThreadWait]) -> str:
+    """`two threads hold each other's lock: thread a holds `x` and waits for `y` at ...; thread b ...`."""
+    locks = {t.lock for t in cycle}
+    held = "; ".join(f"thread {t.thread} holds `{next(h for h in t.holds if h in locks)}` and waits for `{t.lock}` "
+                     f"at {t.at.short() if t.at else '?'}" for t in cycle)
+    return f"{'two' if len(cycle) == 2 else len(cycle)} threads hold each other's lock: {held}"
 
 
 def _nothing_ends(first: threadwaits.ThreadWait, everyone: list[threadwaits.ThreadWait],
