@@ -250,3 +250,34 @@ def test_an_event_waits_in_a_condition_and_is_called_an_event():
     text = _dump(("MainThread", [f"wait ({lib}:{cond})", f"wait ({lib}:{ev})", "<module> (/tmp/job.py:5)"]))
     (t,) = threadwaits.threads_of(text, "futex")
     assert t.kind == "Event" and t.words().startswith("waits on an Event at <module> (/tmp/job.py:5)")
+
+
+def _still(pid: int, text: str, cpu: tuple[float, float] = (1.0, 1.0)):
+    """A process looked at twice, the same stacks both times, `cpu` seconds spent at each look."""
+    from dfdoctor.diagnose.jobstacks import Look, ProcessSample
+    from dfdoctor.diagnose.kernelwait import KernelWait
+    from dfdoctor.diagnose.stacks import Stacks
+
+    p = ProcessSample(pid, 1, ["python", "job.py"], True)
+    p.looks = [Look(Stacks(pid, text, "py-spy"), KernelWait("futex"), c, 10) for c in cpu]
+    return p
+
+
+def test_every_thread_waiting_is_stuck_only_while_nothing_moves():
+    """Issue 41: a main thread joining a worker that waits on an Event nobody sets: stuck, said with the Event's
+    thread and why nothing ends it; the same stacks with CPU spent between the looks: no finding (progress)."""
+    import threading as th
+
+    from dfdoctor.diagnose import stuck
+
+    lib = th.__file__
+    lines = open(lib).read().splitlines()
+    ev = next(i for i, line in enumerate(lines, 1) if "signaled = self._cond.wait(timeout)" in line)
+    text = _dump(("MainThread", [f"Thread._wait_for_tstate_lock ({lib}:1139)", f"Thread.join ({lib}:1119)",
+                                 "<module> (/tmp/job.py:9)"]),
+                 ("worker", [f"Condition.wait ({lib}:327)", f"Event.wait ({lib}:{ev})", "work (/tmp/job.py:4)"]))
+    found = stuck.judge([_still(7, text)], 30.0)
+    assert found is not None and (found.state, found.cause) == ("failed", "stuck"), found
+    assert found.headline == ("every thread of the job waits (2 in 1 process(es)); thread worker of pid 7 (python) "
+                              "waits on an Event at work (/tmp/job.py:4): every thread that could set it waits too")
+    assert stuck.judge([_still(7, text, cpu=(1.0, 1.9))], 30.0) is None  # it spent CPU: not stuck
