@@ -177,3 +177,21 @@ def test_a_stuck_batch_job_is_named_from_its_node(slurm, tmp_path, name, cause, 
             assert w in text, text
     finally:
         _cancel(slurm, doc)
+
+
+def test_a_quiet_batch_job_that_nothing_moves_is_unknown_not_running(slurm, tmp_path):  # noqa: F811
+    """No wait named on the node, and nothing moved between the two looks: `unknown`, exit 1 (it was `running`,
+    "no wait proven", exit 0)."""
+    from test_slurm_stuck import _cancel, _env, _text
+    from test_slurm import dfd, job_script
+
+    script = job_script(tmp_path, f"python3 -u {job('reads_own_pipe.py')[1]}\n")
+    rc, doc, err = dfd("launch", "--no-check", "--watch", "30", "--format", "text", "--", "sbatch", "-o",
+                       "o-%j.log", str(script), cwd=tmp_path, env=_env())
+    assert doc, err
+    try:
+        v = doc["verdict"]
+        assert rc == 1 and v["state"] == "unknown", _text(doc)
+        assert "nothing moved between two looks" in v["summary"], _text(doc)
+    finally:
+        _cancel(slurm, doc)
