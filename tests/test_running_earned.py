@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from dfdoctor.diagnose import stacks
+from infra.fixtures import infra  # noqa: F401
 from infra.slurm_fixtures import slurm  # noqa: F401
 from jobs.harness import job, job_env, kill_runs, launch, status, text_of
 
@@ -195,3 +196,31 @@ def test_a_quiet_batch_job_that_nothing_moves_is_unknown_not_running(slurm, tmp_
         assert "nothing moved between two looks" in v["summary"], _text(doc)
     finally:
         _cancel(slurm, doc)
+
+
+# ---- on a --target (this machine behind sshd): the agent's looks, read by the same rules ----------------
+@pytest.mark.parametrize("name,cause,words", [
+    ("waits_on_event.py", "stuck", ("in its only thread, waits on an Event", "nothing can set it")),
+    ("lock_order_deadlock.py", "waiting-on-lock", ("two threads hold each other's lock",)),
+])
+def test_a_stuck_job_on_a_target_is_named(infra, tmp_path, dfdoctor, name, cause, words):  # noqa: F811
+    import json
+    import shutil
+
+    from jobs.harness import JOBS, PY
+
+    there, here = tmp_path / "there", tmp_path / "here"
+    there.mkdir()
+    here.mkdir()
+    shutil.copy(JOBS / name, there / name)
+    env = dict(infra.env(), XDG_CACHE_HOME=str(here / "cache"))
+    try:
+        p = dfdoctor("launch", "--target", infra.ssh_target, "--format", "json", "--no-check", "--watch", "30",
+                     "--cwd", str(there), "--", PY, str(there / name), cwd=here, env=env, timeout=150)
+        v = json.loads(p.stdout)["verdict"]
+        text = "\n".join([v["summary"], *v["evidence"]])
+        assert p.returncode == 1 and (v["state"], v["cause"]) == ("failed", cause), text
+        for w in words:
+            assert w in text, text
+    finally:
+        kill_runs(tmp_path)
