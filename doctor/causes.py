@@ -62,6 +62,8 @@ SLEEPING = "sleeping"  # asleep in time.sleep or a `sleep` command (state runnin
 WAITING_ON_NETWORK = "waiting-on-network"  # blocked reading a socket (a download, a remote service)
 CUDA_SYNC_WAIT = "cuda-sync-wait"  # blocked in CUDA synchronisation: the GPU has not finished
 COMPILE_WORKERS_WAIT = "compile-workers-wait"  # waiting for torch.compile's worker processes
+STUCK = "stuck"  # every thread of every process waits (Event, Condition, join, queue, pipe) and nothing moved
+WORKERS_DIED = "workers-died"  # worker processes died unreaped while the job sleeps on (no traceback of theirs)
 
 ALL = frozenset(v for k, v in dict(globals()).items() if k.isupper() and isinstance(v, str))
 

@@ -49,14 +49,18 @@ def test_a_python_setup_that_runs_a_quiet_child_names_the_child_and_the_line_tha
     assert "started by setup() at " in v["summary"] and "spawns_quiet_child.py:6" in v["summary"], v["summary"]
 
 
-def test_a_launcher_in_a_quiet_wget(work):
+def test_a_launcher_in_a_quiet_wget_that_never_gets_an_answer_is_unknown_with_its_wait_named(work):
+    """Issue 41: running is earned. Nothing moves (no stack changes, no CPU, no byte comes): dfdoctor cannot tell
+    whether that read ends, so `unknown` (exit 1) with the wait named, never green."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(1)  # the kernel accepts the connection; nothing ever answers
     try:
         port = server.getsockname()[1]
         proc, rep = launch(work, "sh", str(JOBS / "fetch_never_answered.sh"), str(port), watch=8)
-        v = _silent(rep, proc)
+        v = rep["verdict"]
+        assert proc.returncode == 1 and v["state"] == "unknown", text_of(rep)
+        assert "The job is alive" in v["summary"] and "nothing moved between two looks" in v["summary"], v
         assert "`wget" in v["summary"] and "not a Python process" in v["summary"], v["summary"]
         assert f"a read from 127.0.0.1:{port}" in v["summary"], v["summary"]
     finally:

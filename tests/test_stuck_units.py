@@ -203,3 +203,81 @@ def test_a_fast_rhythm_is_said_in_milliseconds():
     slow = {"progress_lines": 5, "first_output_t": 0.0, "last_output_t": 20.0}
     assert rhythm.words(fast, 3.3, 0.0).startswith("prints every ~31 ms;")
     assert rhythm.words(slow, 23.0, 0.0).startswith("prints every ~5.0 s;")
+
+
+def _dump(*threads: tuple[str, list[str]]) -> str:
+    """A py-spy dump of the threads given (name, frames innermost first)."""
+    out = ["Process 1: python x.py", ""]
+    for i, (name, frames) in enumerate(threads):
+        out.append(f'Thread {100 + i} (idle): "{name}"')
+        out += [f"    {f}" for f in frames]
+    return "\n".join(out)
+
+
+def test_every_thread_is_read_with_its_lock_and_the_locks_it_holds(tmp_path: Path):
+    """Issue 41: py-spy shows no C frame; the user's own line and the `with` blocks around it say which lock a
+    thread waits for and which it holds; two threads holding each other's lock are a cycle."""
+    from dfdoctor.diagnose import threadwaits
+
+    src = tmp_path / "deadlock.py"
+    src.write_text("import threading\na, b = threading.Lock(), threading.Lock()\n\n\ndef one():\n    with a:\n"
+                   "        x = 1\n        with b:\n            pass\n\n\ndef two():\n    with b:\n"
+                   "        with a:\n            pass\n")
+    lib = "/usr/lib/python3.11/threading.py"
+    text = _dump(("MainThread", [f"Thread._wait_for_tstate_lock ({lib}:1139)", f"Thread.join ({lib}:1119)",
+                                 f"<module> ({src}:20)"]),
+                 ("one", [f"one ({src}:8)", f"Thread.run ({lib}:982)"]),
+                 ("two", [f"two ({src}:14)", f"Thread.run ({lib}:982)"]))
+    got = threadwaits.threads_of(text, "futex")
+    assert [(t.thread, t.kind, t.lock, t.holds) for t in got] == [
+        ("MainThread", "join", "", ()), ("one", "lock", "b", ("a",)), ("two", "lock", "a", ("b",))]
+    cycle = threadwaits.lock_cycle(got)
+    assert cycle is not None and {t.thread for t in cycle} == {"one", "two"}
+    free = threadwaits.threads_of(_dump(("one", [f"one ({src}:8)"]), ("two", [f"two ({src}:13)"])))
+    assert threadwaits.lock_cycle(free) is None  # two waits at `with b` hold nothing the other wants
+
+
+def test_an_event_waits_in_a_condition_and_is_called_an_event():
+    """The bare names of some dumps (`wait`, `wait`) are qualified from threading.py itself."""
+    import threading as th
+
+    from dfdoctor.diagnose import threadwaits
+
+    lib = th.__file__
+    lines = open(lib).read().splitlines()
+    ev = next(i for i, line in enumerate(lines, 1) if "signaled = self._cond.wait(timeout)" in line)
+    cond = next(i for i, line in enumerate(lines, 1) if "waiter.acquire()" in line)
+    text = _dump(("MainThread", [f"wait ({lib}:{cond})", f"wait ({lib}:{ev})", "<module> (/tmp/job.py:5)"]))
+    (t,) = threadwaits.threads_of(text, "futex")
+    assert t.kind == "Event" and t.words().startswith("waits on an Event at <module> (/tmp/job.py:5)")
+
+
+def _still(pid: int, text: str, cpu: tuple[float, float] = (1.0, 1.0)):
+    """A process looked at twice, the same stacks both times, `cpu` seconds spent at each look."""
+    from dfdoctor.diagnose.jobstacks import Look, ProcessSample
+    from dfdoctor.diagnose.kernelwait import KernelWait
+    from dfdoctor.diagnose.stacks import Stacks
+
+    p = ProcessSample(pid, 1, ["python", "job.py"], True)
+    p.looks = [Look(Stacks(pid, text, "py-spy"), KernelWait("futex"), c, 10) for c in cpu]
+    return p
+
+
+def test_every_thread_waiting_is_stuck_only_while_nothing_moves():
+    """Issue 41: a main thread joining a worker that waits on an Event nobody sets: stuck, said with the Event's
+    thread and why nothing ends it; the same stacks with CPU spent between the looks: no finding (progress)."""
+    import threading as th
+
+    from dfdoctor.diagnose import stuck
+
+    lib = th.__file__
+    lines = open(lib).read().splitlines()
+    ev = next(i for i, line in enumerate(lines, 1) if "signaled = self._cond.wait(timeout)" in line)
+    text = _dump(("MainThread", [f"Thread._wait_for_tstate_lock ({lib}:1139)", f"Thread.join ({lib}:1119)",
+                                 "<module> (/tmp/job.py:9)"]),
+                 ("worker", [f"Condition.wait ({lib}:327)", f"Event.wait ({lib}:{ev})", "work (/tmp/job.py:4)"]))
+    found = stuck.judge([_still(7, text)], 30.0)
+    assert found is not None and (found.state, found.cause) == ("failed", "stuck"), found
+    assert found.headline == ("every thread of the job waits (2 in 1 process(es)); thread worker of pid 7 (python) "
+                              "waits on an Event at work (/tmp/job.py:4): every thread that could set it waits too")
+    assert stuck.judge([_still(7, text, cpu=(1.0, 1.9))], 30.0) is None  # it spent CPU: not stuck

@@ -128,3 +128,26 @@ def test_the_end_of_a_silence_seen_before_its_line_is_counted_is_not_steady_outp
     after = hb(7, 0.2, 13.8, gap=11.7)
     for t in (14.3, 15.0, 16.0):
         assert p.decide(obs(t, 7, t - 13.8, t, after, can_sample=False)) is not Decision.RUNNING
+
+
+def test_a_job_that_printed_every_tenth_of_a_second_and_stopped_is_not_growing_two_seconds_later():
+    """Issue 41: ten lines a second for 12 s, then nothing. Two seconds of silence are twenty of its own periods:
+    not steady, never RUNNING; the stacks are looked at once it is quiet."""
+    p = Policy(watch_s=60, settle_s=10)
+    for i in range(1, 24):  # printing, watched from its start, not yet past its settle time
+        p.see(obs(i * 0.5, i * 5, 0.05, i * 0.5, hb(i * 5, 0.0, i * 0.5)))
+    stopped = hb(120, 0.0, 12.0)  # its last line at 12 s
+    assert p.decide(obs(14.0, 120, 2.0, 14.0, stopped)) is Decision.WAIT  # was RUNNING: "its log is growing"
+    assert not p.steady
+    assert p.decide(obs(17.5, 120, 5.5, 17.5, stopped)) is Decision.SAMPLE
+
+
+def test_decide_is_small_rules():
+    """Policy.decide stays small (issue 41): it asks its rules in turn, each one short."""
+    import ast
+    import inspect
+    import textwrap
+
+    src = textwrap.dedent(inspect.getsource(Policy.decide))
+    branches = sum(isinstance(n, (ast.If, ast.For, ast.While, ast.BoolOp, ast.IfExp)) for n in ast.walk(ast.parse(src)))
+    assert branches <= 4, branches

@@ -51,6 +51,7 @@ class ProcessSample:
     joined: Optional[bool] = None  # holds a connection to that store (it called init_process_group); None: unknown
     looks: list[Look] = field(default_factory=list)
     gone: bool = False  # ended between the two samples
+    exited: Optional[int] = None  # a dead child nobody reaped (a zombie): its wait status (exit code << 8, or signal)
 
     @property
     def last(self) -> Optional[Look]:
@@ -91,8 +92,10 @@ def tree(pid: int) -> list[psutil.Process]:
 
 
 def describe(p: psutil.Process) -> Optional[ProcessSample]:
-    """Who a process is: its command, whether it runs Python, its rank."""
+    """Who a process is: its command, whether it runs Python, its rank (a zombie: a dead child with its exit)."""
     try:
+        if p.status() == psutil.STATUS_ZOMBIE:
+            return ProcessSample(p.pid, p.ppid(), [], False, gone=True, exited=exit_status(p.pid))
         cmd = p.cmdline()
         exe = os.path.basename(p.exe() or (cmd[0] if cmd else ""))
         ppid = p.ppid()
@@ -113,6 +116,23 @@ def describe(p: psutil.Process) -> Optional[ProcessSample]:
         except Exception:  # reading another process's fds can race its exit
             sample.buffered = False
     return sample
+
+
+def exit_status(pid: int) -> Optional[int]:
+    """A zombie's wait status, as its parent would reap it (/proc/PID/stat's exit_code field, Linux 3.5+)."""
+    try:
+        text = open(f"/proc/{pid}/stat").read()
+    except OSError:
+        return None
+    fields = text.rsplit(")", 1)[-1].split()
+    return whole(fields[-1], None) if len(fields) >= 50 else None
+
+
+def exit_words(status: Optional[int]) -> str:
+    """`exit 3`, `killed by signal 9`, for a wait status."""
+    if status is None:
+        return "exit unknown"
+    return f"killed by signal {status & 0x7f}" if status & 0x7f else f"exit {status >> 8}"
 
 
 def joined_store(p: psutil.Process, port: Optional[int]) -> Optional[bool]:
@@ -163,7 +183,8 @@ def _safe_look(s: ProcessSample, timeout: float) -> Look:
 
 
 def _round(samples: list[ProcessSample], pool: ThreadPoolExecutor, timeout: float) -> None:
-    """One look at every process, in parallel."""
+    """One look at every process, in parallel (a zombie has nothing to look at: its exit is what it says)."""
+    samples = [s for s in samples if s.exited is None]
     for s, look in zip(samples, pool.map(lambda s: _safe_look(s, timeout), samples)):
         if not psutil.pid_exists(s.pid):
             s.gone = True

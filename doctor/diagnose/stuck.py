@@ -13,8 +13,8 @@ from typing import Optional
 
 import psutil
 from dfdoctor import causes
-from dfdoctor.diagnose import waits
-from dfdoctor.diagnose.jobstacks import ProcessSample
+from dfdoctor.diagnose import threadwaits, waits
+from dfdoctor.diagnose.jobstacks import ProcessSample, exit_words
 from dfdoctor.diagnose.waits import Wait, classify, main_of
 from dfdoctor.agent.ranks import nproc as expected_ranks
 
@@ -58,6 +58,34 @@ class Seen:
         """The same wait in every look, whatever the CPU: NCCL (and a lazily started group) waits for a peer by
         spinning, so a rank stuck in init_process_group or a collective can burn a core and never move."""
         return len(self.waits) >= 2 and len({w.key() for w in self.waits}) == 1
+
+    @property
+    def spins_in_place(self) -> bool:
+        """Seen in the same wait in every look where spinning is how that wait waits (NCCL, a CUDA synchronise):
+        its CPU time is no progress."""
+        return self.same_place and self.wait.kind in (waits.CUDA_SYNC, waits.RENDEZVOUS, waits.COLLECTIVE)
+
+    def moved(self) -> Optional[str]:
+        """The progress the looks show, in words (None: none): a stack that changed in any thread, CPU time that
+        grew, a main thread woken again and again (a download that trickles in). A wait that spins counts no CPU."""
+        if any(w.kind in (waits.AGENT, waits.CHILD) for w in self.waits):
+            return None  # a supervisor's own loop (torchrun's agent, a shell waiting for its child) is not the job's
+        looks = [lk for lk in self.proc.looks if lk.stacks.text]
+        if len(looks) >= 2 and threadwaits.signature(looks[0].stacks.text) != threadwaits.signature(looks[-1].stacks.text):
+            return f"{self.proc.name()}: its stacks moved between two looks"
+        if self.spins_in_place:
+            return None
+        spent, woke = self.proc.cpu_spent(), self.proc.wakeups()
+        if spent is not None and spent > 0.3:
+            return f"{self.proc.name()}: {spent:.1f} s of CPU between two looks"
+        if woke is not None and woke > WAKEUPS_STILL:
+            return f"{self.proc.name()}: its main thread woke {woke} times between two looks"
+        return None
+
+    def threads(self) -> list[threadwaits.ThreadWait]:
+        """Every thread's wait in the last look."""
+        look = self.proc.last
+        return threadwaits.threads_of(look.stacks.text, look.kernel.syscall) if look and look.stacks.text else []
 
     def at(self) -> str:
         """`ddp.py:3 (<module>)`: the user's line where it is, else the innermost frame."""
@@ -108,8 +136,10 @@ def judge(samples: list[ProcessSample], quiet_s: float, local: bool = True,
     lines = heads + [line for e in excerpts for line in e]
     pids = " ".join(str(s.proc.pid) for s in all_seen if not s.proc.gone)
     lines.append(f"{WHOLE_JOB}{pids}")
+    dead = [p for p in samples if p.exited]  # children that died and were never reaped
     rules = (_rank_missing, _collective_hang, _ranks_ended_without_peer, _dataloader,
-             *(() if flushed else (_buffered,)), _single_wait)
+             *(() if flushed else (_buffered,)), lambda a, q: every_thread_waits(a, dead),
+             lambda a, q: _workers_died(a, dead), _single_wait)
     for rule in rules:
         found = rule(all_seen, quiet_s) if rule is not _single_wait else rule(all_seen, quiet_s, local)
         if found is not None:
@@ -277,9 +307,11 @@ def _holder(pid: int) -> str:
 def _single_wait(all_seen: list[Seen], quiet_s: float, local: bool = True) -> Optional[Finding]:
     """One process waits on something named by the kernel: stdin, a file lock, a timer, a socket, the GPU."""
     order = (waits.STDIN, waits.LOCK, waits.CUDA_SYNC, waits.COMPILE, waits.SOCKET, waits.SLEEP)
-    candidates = [s for s in all_seen if s.steady and not s.proc.gone and s.proc.python and s.wait.kind in order]
+    candidates = [s for s in all_seen if (s.steady or s.spins_in_place) and not s.proc.gone and s.proc.python
+                  and s.wait.kind in order]
     moving = [s for s in _ranks(all_seen) if not s.steady]
-    if moving:  # another rank still imports or works: one rank's timer or download is no verdict on the job yet
+    if moving or progress(all_seen):  # another process imports or works (a rank, torch.compile's workers): one
+        # process's timer, download or compile wait is no verdict on the job yet
         candidates = [s for s in candidates if s.wait.kind in (waits.STDIN, waits.LOCK)]
     for s in sorted(candidates, key=lambda s: order.index(s.wait.kind)):
         w, who = s.wait, s.proc.name()
@@ -308,15 +340,34 @@ def _single_wait(all_seen: list[Seen], quiet_s: float, local: bool = True) -> Op
                            "pre-download the files (or set HF_HUB_OFFLINE=1 with a local cache) and set a timeout "
                            "on the request.", [f"{who}: {k.words() if k else w.detail}"])
         if w.kind == waits.CUDA_SYNC:
-            return Finding("unknown", causes.CUDA_SYNC_WAIT, f"{who} waits in CUDA synchronisation at {s.at()}: "
-                           "the GPU has not finished its queued work", "A GPU kernel or a collective on another "
-                           "stream does not finish: look at the other ranks here and at `nvidia-smi`; run with "
-                           "CUDA_LAUNCH_BLOCKING=1 to find the kernel.", [])
+            busy = gpu_busy() if local else ""
+            return Finding("unknown", causes.CUDA_SYNC_WAIT, f"{who} waits in CUDA synchronisation at {s.at()} "
+                           f"for {quiet_s:.0f} s" + (f" while {busy}: a kernel that does not end (a collective "
+                                                     "waiting for a peer, an endless loop in a kernel)" if busy else
+                                                     ": the GPU has not finished its queued work"),
+                           "A GPU kernel or a collective on another stream does not finish: look at the other ranks "
+                           "here and at `nvidia-smi`; run with CUDA_LAUNCH_BLOCKING=1 to find the kernel.",
+                           [f"the GPUs: {busy}"] if busy else [])
         if w.kind == waits.COMPILE:
             return Finding("unknown", causes.COMPILE_WORKERS_WAIT, f"{who} waits for torch.compile's worker "
                            f"processes at {s.at()}", "Compiling can take minutes; if it never ends, set "
                            "TORCHINDUCTOR_COMPILE_THREADS=1 to compile in the process itself and see where.", [])
     return None
+
+
+def gpu_busy() -> str:
+    """`GPU 0 is 100 % busy`, from nvidia-smi here ('' when no GPU is busy or nvidia-smi cannot say): with the
+    host waiting in a synchronise, a GPU at full use is running the kernel that does not end."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=index,utilization.gpu", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=5).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    rows = [[x.strip() for x in line.split(",")] for line in out.splitlines() if line.count(",") == 1]
+    busy = [f"GPU {i} is {u} % busy" for i, u in rows if u.isdigit() and int(u) >= 90]
+    return ", ".join(busy)
 
 
 def _buffered(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
@@ -335,3 +386,90 @@ def _buffered(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
                            "Run Python with -u or set PYTHONUNBUFFERED=1 (or print(..., flush=True)).",
                            ["stdout is a pipe/file, not a terminal; no -u, no PYTHONUNBUFFERED"])
     return None
+
+
+def progress(all_seen: list[Seen]) -> list[str]:
+    """What the looks show moving in the job, in words (empty: nothing moved)."""
+    return [m for m in (s.moved() for s in all_seen if not s.proc.gone) if m]
+
+
+def _dead_words(dead: list[ProcessSample]) -> str:
+    return ", ".join(f"pid {p.pid} ({exit_words(p.exited)})" for p in dead)
+
+
+def _workers_died(all_seen: list[Seen], dead: list[ProcessSample]) -> Optional[Finding]:
+    """Child processes died and nobody reaped them (zombies) while every live process of the job stays still: a
+    supervisor that sleeps on while its workers are gone. The verdict adds the workers' own traceback."""
+    alive = [s for s in all_seen if not s.proc.gone]
+    if not dead or not alive or progress(all_seen):
+        return None
+    parents = sorted({p.ppid for p in dead if p.ppid is not None})
+    waiting = [s for s in alive if s.proc.pid in parents] or alive
+    head = (f"{len(dead)} worker process(es) of the job died ({_dead_words(dead)}) and were never reaped, while "
+            f"{waiting[0].proc.name()} goes on at {waiting[0].at()} without them")
+    fix = ("The workers' own error is below: fix it. Have the supervisor wait for its workers (join(), "
+           "Popen.wait(), os.waitpid) and fail when one fails, instead of sleeping on without them.")
+    return Finding("failed", causes.WORKERS_DIED, head, fix, [f"dead child {_dead_words([p])} of pid {p.ppid}, "
+                                                              "a zombie: its parent never reaped it" for p in dead])
+
+
+def every_thread_waits(all_seen: list[Seen], dead: list[ProcessSample]) -> Optional[Finding]:
+    """Every thread of every live process waits on something only the job itself could end (an Event, a
+    Condition, a join, a lock, a queue or pipe read), and nothing moved between the looks: the job is stuck.
+    Said with each wait, its line, and why nothing can end it."""
+    alive = [s for s in all_seen if not s.proc.gone]
+    if not _all_still(alive):
+        return None
+    threads = [(s, t) for s in alive if s.proc.python for t in s.threads()]
+    everyone = [t for _, t in threads]
+    if not everyone or any(t.kind not in threadwaits.INNER for t in everyone):
+        return None
+    where = [f"{s.proc.name()} thread {t.thread}: {t.words()}" for s, t in threads]
+    cycle = threadwaits.lock_cycle(everyone)
+    if cycle is not None:
+        return Finding("failed", causes.WAITING_ON_LOCK, _cycle_words(cycle), _LOCK_ORDER_FIX, where)
+    s, first = next(((s, t) for s, t in threads if t.kind != threadwaits.JOIN), threads[0])  # a join waits on
+    who = f"{s.proc.name()}, in its only thread," if len(everyone) == 1 else \
+        f"every thread of the job waits ({len(everyone)} in {len(alive)} process(es)); thread {first.thread} of " \
+        f"{s.proc.name()}"
+    head = f"{who} {first.words()}: {_nothing_ends(first, everyone, dead)}"
+    cause = causes.WAITING_ON_LOCK if first.kind == threadwaits.LOCK else causes.STUCK
+    return Finding("failed", cause, head, _STUCK_FIX, where)
+
+
+def _all_still(alive: list[Seen]) -> bool:
+    """Every live process is Python (or a shell waiting for its child), none moved, none inside an import (a
+    wait there is import-hang's to name)."""
+    if not alive or progress(alive) or any(not s.proc.python and s.wait.kind != waits.CHILD for s in alive):
+        return False
+    return not any(s.wait.kind == waits.IMPORT or (s.proc.last and "_find_and_load" in s.proc.last.stacks.text)
+                   for s in alive)
+
+
+def _cycle_words(cycle: list[threadwaits.ThreadWait]) -> str:
+    """`two threads hold each other's lock: thread a holds `x` and waits for `y` at ...; thread b ...`."""
+    locks = {t.lock for t in cycle}
+    held = "; ".join(f"thread {t.thread} holds `{next(h for h in t.holds if h in locks)}` and waits for `{t.lock}` "
+                     f"at {t.at.short() if t.at else '?'}" for t in cycle)
+    return f"{'two' if len(cycle) == 2 else len(cycle)} threads hold each other's lock: {held}"
+
+
+def _nothing_ends(first: threadwaits.ThreadWait, everyone: list[threadwaits.ThreadWait],
+                  dead: list[ProcessSample]) -> str:
+    """What could end the wait, and why it will not."""
+    alone = len(everyone) == 1
+    if first.kind == threadwaits.PIPE and dead:
+        return f"the process that wrote to it is gone ({_dead_words(dead)})" + \
+            ("" if alone else "; every other thread of the job waits too")
+    if first.kind == threadwaits.EVENT:
+        return "nothing can set it" if alone else "every thread that could set it waits too"
+    if first.kind == threadwaits.LOCK:
+        return "no other thread can release it" if alone else "every thread that could release it waits too"
+    return "nothing else in the job runs to end it" if alone else "every thread that could end it waits too"
+
+
+_LOCK_ORDER_FIX = ("Take the locks in one order in every thread (or hold one at a time); a `timeout=` on "
+                   "acquire() makes such a wait fail instead of hanging. The lines are below.")
+_STUCK_FIX = ("Nothing in the job can end this wait: make sure what it waits for happens (the thread or "
+              "process that should set, put, write or release is named below, or is gone), and give the wait a "
+              "timeout so it fails instead of hanging.")

@@ -592,6 +592,10 @@ def stuck_in_stacks(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdi
         return silent(run, live)
     quiet = [f"no output for {live.quiet_s:.0f} s; the job {live.rhythm}"] if live.quiet_s is not None else []
     stop = [f"to stop the whole job, each process proven the run's first: `dfdoctor stop {run.id}`"]
+    err = parse_python_error(run.stream("stderr")) if f.cause == causes.WORKERS_DIED else None
+    if err is not None:  # the workers' own traceback says what they died of
+        v = exception_verdict(run, err, [*err.tail, *f.lines], "A worker of the job", _started_logging(run, err))
+        return Verdict("failed", v.cause, f"{f.headline}. {v.summary}", v.fix, quiet + v.evidence + stop)
     return Verdict(f.state, f.cause, f"{f.headline}.", f.fix, quiet + f.lines + stop + live.notes)
 
 
@@ -638,7 +642,7 @@ def stalled_after_logging(run: RunRecord, live: Optional[LiveFacts]) -> Optional
                        f"Follow it with `{_follow(run)}`; `dfdoctor status {run.id}` looks again.",
                        [f"the job {live.rhythm}", *[line for s in stuck.seen(live.job) for line in stuck.excerpt(s)],
                         *live.notes])
-    if live.job and live.quiet:  # every process sampled; none showed a wait it could prove: say where it is
+    if live.quiet:  # every process sampled; none showed a wait it could prove: say where it is
         return silent(run, live)
     return Verdict("running", None, f"The job is running (pid {live.pid}); it wrote {_written(run)} bytes, "
                    "though its log did not grow lately.",
@@ -649,8 +653,8 @@ def stalled_after_logging(run: RunRecord, live: Optional[LiveFacts]) -> Optional
 def import_hang(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
     """Alive, silent, inside an import: stuck before it wrote anything. The stacks say where. Only an import
     that a stack shows is one (`sleep 30`, a quiet rsync, a job waiting for its children are not)."""
-    if live is None or not silence.in_import(live.stacks):
-        return None
+    if live is None or not silence.in_import(live.stacks) or stuck.progress(stuck.seen(live.job)):
+        return None  # (one that moves is importing: torch.compile imports as it goes, a loaded machine is slow)
     where = _innermost(live)
     return Verdict("failed", causes.IMPORT_HANG, f"The job is alive (pid {live.pid}) but has written nothing in "
                    f"the {_seconds(_silent_s(run, live))} since its start" + (f"; it waits in {where}." if where else "."),
@@ -686,8 +690,24 @@ def silent(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
     fix = (f"Nothing that dfdoctor can see is broken: it waits where its code says. `dfdoctor status {run.id}` "
            "looks again" + ("; run Python with -u (or PYTHONUNBUFFERED=1) to see each line as it is printed "
                             "(not tried)." if buffered else "."))
-    return Verdict("running", causes.SLEEPING if at is not None and at.sleeping else None, summary, fix,
-                   evidence + live.notes)
+    moved = stuck.progress(stuck.seen(live.job))
+    if moved and not (at is not None and at.sleeping):  # progress seen, not a wait: say so, not where it waits
+        summary = (f"The job is running (pid {live.pid}) and silent for {_seconds(quiet)}, but it makes progress: "
+                   f"{moved[0].split(': ', 1)[-1]}.")
+        fix = f"Nothing that dfdoctor can see is broken: it works without printing. `dfdoctor status {run.id}` " \
+            "looks again."
+    if at is not None and at.sleeping or moved or not live.quiet:  # asleep where its code says, seen to move,
+        # or silent no longer than its rhythm allows (--watch 0 did not look): nothing says otherwise
+        return Verdict("running", causes.SLEEPING if at is not None and at.sleeping else None, summary, fix,
+                       moved + evidence + live.notes)
+    # running is earned: silent past its rhythm and nothing seen to move (no stack changed, no CPU spent)
+    return Verdict("unknown", None, summary.replace(f"The job is running (pid {live.pid}) but silent",
+                                                    f"The job is alive (pid {live.pid}) but silent", 1).rstrip(".") +
+                   "; nothing moved between two looks (no stack changed, no CPU spent), and dfdoctor cannot tell "
+                   "whether that wait ends.", f"Look at what it waits on (below); `dfdoctor status {run.id}` looks "
+                   "again, and `dfdoctor stop` ends it." + (" Run Python with -u (or PYTHONUNBUFFERED=1) to see "
+                                                         "each line as it is printed (not tried)." if buffered else ""),
+                   evidence + ([] if live.job else ["its stacks could not be looked at (py-spy)"]) + live.notes)
 
 
 def recorder_lost_at_start(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:

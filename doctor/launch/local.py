@@ -278,7 +278,7 @@ class RunSource:
             return self.load(), facts
         return None
 
-    def running(self, o: Observation, looping: Optional[str]) -> tuple[RunRecord, Optional[LiveFacts]]:
+    def running(self, o: Observation, looping: Optional[str]) -> Optional[tuple[RunRecord, Optional[LiveFacts]]]:
         """A settled job: running, after one look at the stacks of every process (two samples a second apart):
         threads in a compile-lock cycle while other threads still print (the bundled trainer without its guard, on
         an H200) are a deadlock, not a running job; a job that ended during the look is judged by its end."""
@@ -291,6 +291,9 @@ class RunSource:
             return run, facts
         if run.finished:
             return run, None
+        if not rhythm.still_growing(run.heartbeat, rhythm.silent_for(run.heartbeat, clock(run),
+                                                                    (run.spawned or {}).get("t"), own_log(run))):
+            return None  # its output stopped while we looked: never called growing after that (issue 41)
         return run, _running(run, o.t, self.settle_s, self.settling, looping)
 
     def out_of_time(self, o: Observation) -> Optional[tuple[RunRecord, Optional[LiveFacts]]]:

@@ -393,6 +393,12 @@ def running(s: Seen) -> Optional[Verdict]:
         s.notes = s.notes + ([f"on {s.node_look.node}: {s.node_look.error}"] if s.node_look.error else
                              [f"its processes on {s.node_look.node} (no wait proven):"] + s.node_look.lines())
     follow = f"`tail -f {shlex.quote(j.stdout)}` follows it" if j.stdout else "`dfdoctor status` looks again"
+    if s.node_look is not None and not s.growing and s.node_look.samples and \
+            not stuck.progress(stuck.seen(s.node_look.samples)):  # running is earned (issue 41): none seen
+        return Verdict("unknown", None, f"Job {j.job_id} is {j.state} on {j.nodes}, but its output is quiet and "
+                       "nothing moved between two looks at its processes (no stack changed, no CPU spent): "
+                       "dfdoctor cannot tell whether it goes on.", f"{follow}; `dfdoctor status` looks again; "
+                       f"`scancel {j.job_id}` stops it.", s.evidence())
     if s.growing:
         return Verdict("running", None, f"Job {j.job_id} is running on {j.nodes} and its output file grows.",
                        f"{follow}.", s.evidence())  # ending it: orchestrate adds `dfdoctor stop RUN`

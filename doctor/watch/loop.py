@@ -48,7 +48,8 @@ class Source(Protocol):
         """Look at the stacks of the silent job: the watch's result when the look proves a wait, else None."""
 
     def running(self, o: Observation, looping: Optional[str]) -> Any:
-        """The result for a job the policy calls running (`looping`: the evidence that it is in its loop)."""
+        """The result for a job the policy calls running (`looping`: the evidence that it is in its loop); None
+        when the output stopped meanwhile (its look takes a second or more): the watch goes on."""
 
     def out_of_time(self, o: Observation) -> Optional[Any]:
         """The result once the watch is over (None: not yet certain, observe once more)."""
@@ -80,7 +81,7 @@ def _act(source: Source, policy: Policy, line: WatchLine, o: Observation,
     source.settle(o, steady)
     decision = policy.decide(o)
     if decision is Decision.RUNNING:
-        return Ended(source.running(o, policy.looping))
+        return _running(source, o, policy.looping)
     last_line = o.silent_s if o.wrote else None
     line.say(source.waiting_for(o, steady), last_line)
     if decision is Decision.SAMPLE:
@@ -92,9 +93,15 @@ def _act(source: Source, policy: Policy, line: WatchLine, o: Observation,
             return Ended(found)
         decision = policy.decide(o)  # the watch may be over: what was seen before the look says so
         if decision is Decision.RUNNING:  # (only at its end: the output was steady)
-            return Ended(source.running(o, policy.looping))
+            return _running(source, o, policy.looping)
     if decision is Decision.OUT_OF_TIME:
         line.say("the watch is over: a last look at the job", last_line, force=True)
         result = source.out_of_time(o)
         return None if result is None else Ended(result)
     return None
+
+
+def _running(source: Source, o: Observation, looping: Optional[str]) -> Optional[Ended]:
+    """The watch's end on a job the policy calls running, unless the source saw its output stop meanwhile."""
+    result = source.running(o, looping)
+    return None if result is None else Ended(result)

@@ -107,28 +107,49 @@ class Policy:
         return gap
 
     def decide(self, o: Observation) -> Decision:
-        """What to do after this observation (`see` took it in first; `decide` alone sees it too)."""
+        """What to do after this observation (`see` took it in first; `decide` alone sees it too): the first of
+        the rules below that speaks, else WAIT."""
         if self._seen is not o:
             self.see(o)
-            self._seen = o
-        hb = o.heartbeat
-        # the settle time runs from the job's first output (a job in its loop is past its start sooner), and for
-        # torchrun again from when every rank was seen past init_process_group: a rank that dies in its first
-        # seconds of training is not missed. A loop about to reach its total is a phase: what follows it (a
-        # compile that hangs, a crash) is waited for.
-        self.looping = settle.in_its_loop(hb, self.settle_s) if self.steady else None
-        ripe = self.steady and (o.talking_s >= self.settle_s or self.looping is not None) and \
-            settle.about_to_end(hb, self.settle_s) is None and \
-            (o.ranks_settled_s is None or o.ranks_settled_s >= self.settle_s)
-        if ripe and o.unsettled is None and o.settle_checked and o.alive:
-            return Decision.RUNNING
-        if o.can_sample and o.alive and o.silent_s >= rhythm.sample_after(hb) and o.t - self.last_sample >= SAMPLE_S:
-            return Decision.SAMPLE
-        if o.t >= self.watch_s:
-            if self.steady and o.unsettled is None and o.alive:  # the settle time ends with the watch
-                return Decision.RUNNING
-            return Decision.OUT_OF_TIME
+        self.looping = settle.in_its_loop(o.heartbeat, self.settle_s) if self.steady else None
+        for rule in (self._settled, self._silent_past_its_rhythm, self._watch_over):
+            decision = rule(o)
+            if decision is not None:
+                return decision
         return Decision.WAIT
+
+    def _ripe(self, o: Observation) -> bool:
+        """Steady output past the settle time, which runs from the job's first output (a job in its loop is past
+        its start sooner) and for torchrun again from when every rank was seen past init_process_group (a rank
+        that dies in its first seconds of training is not missed); no loop about to reach its total (a phase:
+        what follows it, a compile that hangs or a crash, is waited for)."""
+        if not self.steady:
+            return False
+        past_start = o.talking_s >= self.settle_s or self.looping is not None
+        ranks_settled = o.ranks_settled_s is None or o.ranks_settled_s >= self.settle_s
+        return past_start and ranks_settled and settle.about_to_end(o.heartbeat, self.settle_s) is None
+
+    def _settled(self, o: Observation) -> Optional[Decision]:
+        """RUNNING: ripe, every process it should have up (checked on this very observation), alive."""
+        if self._ripe(o) and o.unsettled is None and o.settle_checked and o.alive:
+            return Decision.RUNNING
+        return None
+
+    def _silent_past_its_rhythm(self, o: Observation) -> Optional[Decision]:
+        """SAMPLE: silent past its own rhythm, and the last look is SAMPLE_S old."""
+        due = o.t - self.last_sample >= SAMPLE_S
+        if o.can_sample and o.alive and due and o.silent_s >= rhythm.sample_after(o.heartbeat):
+            return Decision.SAMPLE
+        return None
+
+    def _watch_over(self, o: Observation) -> Optional[Decision]:
+        """At the watch's end: RUNNING when the output is steady now (the settle time ends with the watch),
+        else OUT_OF_TIME (judge the job as it is)."""
+        if o.t < self.watch_s:
+            return None
+        if self.steady and o.unsettled is None and o.alive:
+            return Decision.RUNNING
+        return Decision.OUT_OF_TIME
 
     def sampled(self, t: float) -> None:
         """A look at the stacks was taken at `t` (the next comes SAMPLE_S later at the soonest)."""

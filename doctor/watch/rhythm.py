@@ -29,9 +29,10 @@ def interval(hb: Optional[dict[str, Any]]) -> Optional[float]:
 
 
 def still_growing(hb: Optional[dict[str, Any]], silent: float) -> bool:
-    """Whether a silence this long is still within the job's pace (at most 3 s for a job that prints often)."""
+    """Whether a silence this long is still within the job's pace: its own rhythm once it has one (a job that
+    prints every 0.1 s and has been silent for 2 s is not growing: issue 41), GROWING_S before that."""
     every = interval(hb)
-    return silent < max(GROWING_S, (RHYTHMS * every + HEARTBEAT_S) if every is not None else 0.0)
+    return silent < ((RHYTHMS * every + HEARTBEAT_S) if every is not None else GROWING_S)
 
 
 def silent_for(hb: Optional[dict[str, Any]], now: float, started: Optional[float],
