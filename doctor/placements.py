@@ -12,10 +12,10 @@ from typing import Any, Optional
 from dfdoctor.agent.names import SPEC
 from dfdoctor.placing import Placement
 from dfdoctor.run.folder import RunNotFound, find_run
-
 from dfdoctor.slurm.placement import SLURM
 
 ALL: tuple[Placement, ...] = (SLURM,)
+
 
 def of_line(ctx: Any) -> Optional[Placement]:
     """The placement whose launch line (or --launcher) `ctx` holds."""
