@@ -11,10 +11,11 @@ from typing import Any, Optional
 
 from dfdoctor.agent.names import SPEC
 from dfdoctor.placing import Placement
+from dfdoctor.ray.placement import RAY
 from dfdoctor.run.folder import RunNotFound, find_run
 from dfdoctor.slurm.placement import SLURM
 
-ALL: tuple[Placement, ...] = (SLURM,)
+ALL: tuple[Placement, ...] = (SLURM, RAY)
 
 
 def of_line(ctx: Any) -> Optional[Placement]:
