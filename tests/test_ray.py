@@ -165,3 +165,14 @@ def test_a_job_whose_driver_prints_steps_is_running_and_status_by_ray_id_sees_it
     # any Ray job, by its id (the address from RAY_ADDRESS, as Ray's own CLI takes it)
     said = _stop(head, tmp_path, f"ray:{job}", {**head.env, "RAY_ADDRESS": head.address})
     assert f"stopped Ray job {job}" in said and "Ray now says STOPPED" in said, said
+
+
+@pytest.mark.slow
+def test_a_task_waiting_for_cpus_an_actor_holds_is_pending_and_names_the_actor(head, tmp_path):
+    wd = _folder(tmp_path, "ray_no_capacity.py")
+    doc, took, _ = _launch(head, wd, "--", "python", "ray_no_capacity.py")
+    v = doc["verdict"]
+    assert v["state"] == "pending" and v["cause"] == "ray-pending-no-capacity", v
+    assert "CPU=1" in v["summary"] and "ParameterServer" in v["summary"] and "CPU 2/2" in v["summary"], v
+    said = _stop(head, wd, doc["run"]["id"])
+    assert "Ray now says STOPPED" in said
