@@ -176,3 +176,40 @@ def test_a_task_waiting_for_cpus_an_actor_holds_is_pending_and_names_the_actor(h
     assert "CPU=1" in v["summary"] and "ParameterServer" in v["summary"] and "CPU 2/2" in v["summary"], v
     said = _stop(head, wd, doc["run"]["id"])
     assert "Ray now says STOPPED" in said
+
+
+@pytest.mark.slow
+def test_check_says_the_cluster_refuses_a_missing_or_wrong_token(head, tmp_path):
+    """The head has token auth on (tests/support/ray_head.py); its token is in its HOME, where the other tests
+    find it as Ray's own CLI does."""
+    wd = _folder(tmp_path, "ray_steps.py")
+    line = ["check", "--format", "json", "--", *_submit(head, "--", "python", "ray_steps.py")]
+    empty = tmp_path / "home"
+    empty.mkdir()
+    # (the words are checked without "token": RAY_AUTH_MODE=token is taken for a secret, and its value masked)
+    for env, words, code in (({"HOME": str(empty)}, " was found", 401),
+                             ({"RAY_AUTH_TOKEN": "0" * 64}, " is not its", 403)):
+        p = run_dfdoctor(*line, cwd=wd, env={**head.env, **env}, timeout=TIMEOUT_S)
+        rec = {r["id"]: r for r in json.loads(p.stdout)["checks"]}["ray.address"]
+        assert p.returncode == 1 and rec["status"] == "fail" and words in rec["summary"], rec
+        assert f"refused us ({code})" in rec["summary"] and rec["cause"] == "target-unreachable"
+    p = run_dfdoctor(*line, cwd=wd, env=head.env, timeout=TIMEOUT_S)
+    assert {r["id"]: r for r in json.loads(p.stdout)["checks"]}["ray.address"]["status"] == "ok", p.stdout
+
+
+@pytest.mark.slow
+def test_an_entrypoint_no_node_can_hold_is_named_when_forced_and_stop_says_what_it_could_not_do(head, tmp_path):
+    wd = _folder(tmp_path, "ray_steps.py")
+    t0 = time.monotonic()
+    p = run_dfdoctor("launch", "--force", "--watch", WATCH, "--format", "json", "--",
+                     *_submit(head, "--entrypoint-num-gpus", "1", "--", "python", "ray_steps.py"),
+                     cwd=wd, env=head.env, timeout=TIMEOUT_S)
+    doc = json.loads(p.stdout)
+    print(f"verdict {doc['verdict']['cause']} after {time.monotonic() - t0:.1f} s")
+    v = doc["verdict"]
+    assert v["cause"] == "ray-infeasible-resources" and "the job's entrypoint asks for GPU=1" in v["summary"], v
+    assert doc["run"]["ray"]["status"] == "PENDING"
+    q = run_dfdoctor("stop", "--grace", "1", doc["run"]["id"], cwd=wd, env=head.env, timeout=120)
+    assert q.returncode == 1, q.stdout  # something of the job is left, and said
+    assert "it is still PENDING: Ray cannot stop a job whose entrypoint was never placed" in q.stdout, q.stdout
+    assert "_ray_internal_job_actor_" in q.stdout and "NOT stopped" in q.stdout

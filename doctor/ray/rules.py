@@ -13,7 +13,6 @@ from dfdoctor.model import Verdict
 
 MISSING = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
 OOM_WORDS = ("OutOfMemoryError", "memory monitor", "due to memory pressure")
-PIP_ERROR = re.compile(r"^.*\b(ERROR: .*|error: .*)$", re.M)
 WAITING = ("PENDING_NODE_ASSIGNMENT", "PENDING_ARGS_AVAIL", "PENDING_CREATION", "DEPENDENCIES_UNREADY",
            "PENDING_ACTOR_TASK_ARGS_FETCH", "PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY")
 NO_CAPACITY_S = 5.0  # how long a feasible request must wait before it is called waiting for capacity
@@ -76,8 +75,8 @@ def _misses(want: dict[str, Any], nodes: list[dict[str, Any]]) -> dict[str, floa
 
 
 def _pending(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [r for r in rows if str(r.get("state")) in WAITING or str(r.get("state")) == "PENDING_CREATION"
-            or (str(r.get("state")) == "DEPENDENCIES_UNREADY")]
+    """The tasks or actors that wait to be placed."""
+    return [r for r in rows if str(r.get("state")) in WAITING]
 
 
 def _who(row: dict[str, Any]) -> str:
@@ -87,7 +86,8 @@ def _who(row: dict[str, Any]) -> str:
 def runtime_env_failed(s: Seen) -> Optional[Verdict]:
     if not s.env_error and s.job.get("error_type") != "RUNTIME_ENV_SETUP_FAILURE":
         return None
-    said = s.env_error or (s.job.get("message") or "").strip().splitlines()[-1:][0] if (s.env_error or s.job.get("message")) else "?"
+    message = (s.job.get("message") or "").strip().splitlines()
+    said = s.env_error or (message[-1] if message else "?")
     return Verdict("failed", causes.RAY_RUNTIME_ENV_FAILED,
                    f"Ray could not set up the job's runtime environment: {said}",
                    "Fix the runtime_env (its pip list or requirements file: the line above is pip's own) and "

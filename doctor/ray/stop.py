@@ -24,12 +24,15 @@ class RayStopped(Ended):
     """What the stop endpoint did to one Ray job, and the job API's status afterwards."""
 
     address: str = DEFAULT_ADDRESS
+    asked: bool = False  # the stop endpoint was posted to (what it did not do is then `said`)
 
     @property
     def was_running(self) -> bool:
         return self.state_before in ("PENDING", "RUNNING")
 
     def lines(self) -> list[str]:
+        if self.said and self.asked:  # the NOT stopped line says why
+            return [f"asked Ray to stop job {self.job_id} (it was {self.state_before}) through its stop endpoint"]
         if self.said:
             return [f"Ray did not stop job {self.job_id}: {self.said}"]
         if not self.was_running:
@@ -67,6 +70,7 @@ def stop(job_id: str, grace_s: float, address: str, env: Mapping[str, str]) -> R
     except ApiError as exc:
         out.said = exc.said
         return out
+    out.asked = True
     deadline = time.monotonic() + grace_s + RAY_STOP_S
     while True:
         try:

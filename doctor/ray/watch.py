@@ -6,6 +6,7 @@ not used: what Ray's APIs say ends the watch, or the watch's own time does."""
 from __future__ import annotations
 
 import re
+import time
 from typing import Any, Callable, Optional, Union
 
 from dfdoctor.progress import WatchLine
@@ -41,8 +42,15 @@ class RaySource:
         self.grew = 0  # how many looks found the driver's output longer than the one before
         self.waiting_since: Optional[float] = None
         self.status = ""
+        self.looked_at = time.monotonic()
+
+    def pause(self, poll_s: float) -> None:
+        """The loop's sleep: the rest of the second the last look began in (a look asks several APIs, and under
+        load takes a good part of a second: a fixed sleep after it would look every 1.5 s)."""
+        time.sleep(max(0.05, poll_s - (time.monotonic() - self.looked_at)))
 
     def look(self, t: float) -> Seen:
+        self.looked_at = time.monotonic()
         s = self.seen
         try:
             s.job = self.api.job(self.job_id)
@@ -144,6 +152,6 @@ def watch(api: Api, job_id: str, seen: Seen, watch_s: float, settle_s: float = 0
     source = RaySource(api, job_id, seen, watch_s, settle_s, on_event, env_logs or logs.SetupLogs(api))
     line = WatchLine()
     try:
-        return drive(source, Policy(watch_s, settle_s), line, POLL_S)
+        return drive(source, Policy(watch_s, settle_s), line, POLL_S, sleep=source.pause)
     finally:
         line.close()  # before the verdict: nothing of the progress line stays above it

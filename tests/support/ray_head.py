@@ -1,7 +1,11 @@
 """A real Ray head for the tests, private in every way: its own ports (free ones, asked of the kernel), its own
 --temp-dir, its own HOME (a `ray.init()` writes ~/.ray/auth_token, which turns token auth on for every later head
 of that user: RAY-FACTS.md). It is ended by its own processes (each carries a marker in its environment), never by
-`ray stop`, which ends every Ray process of the machine."""
+`ray stop`, which ends every Ray process of the machine.
+
+The head has token auth on (RAY_AUTH_MODE=token), its token in the private HOME's ~/.ray/auth_token, as a user's
+head is once a `ray.init()` has written that file: every HTTP call then needs the token, and dfdoctor must find it
+where Ray's own tools do."""
 
 from __future__ import annotations
 
@@ -88,8 +92,10 @@ def start(python_bin: Path) -> Head:
     temp = Path(tempfile.mkdtemp(prefix="dfray", dir="/tmp"))
     home = Path(tempfile.mkdtemp(prefix="dfrayhome", dir="/tmp"))
     mark = uuid.uuid4().hex
+    (home / ".ray").mkdir(mode=0o700)
+    (home / ".ray" / "auth_token").write_text(uuid.uuid4().hex + uuid.uuid4().hex)
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
-    env.update(HOME=str(home), **{MARK: mark}, RAY_USAGE_STATS_ENABLED="0",
+    env.update(HOME=str(home), **{MARK: mark}, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="token",
                PATH=f"{python_bin.parent}{os.pathsep}{env.get('PATH', '')}")
     argv = [str(python_bin.parent / "ray"), "start", "--head", "--num-cpus", "2", "--num-gpus", "0",
             "--disable-usage-stats", f"--temp-dir={temp}", "--include-dashboard=true",
