@@ -1,10 +1,11 @@
 """`dfdoctor stop [RUN]`: end every process of a run's job, where it runs, and write the stop into its run folder.
 
 Where: this machine (the agent's `stop` part runs in this process), the run's --target (the same part, sent
-there over one session), or a placement's scheduler (Slurm's `scancel`, Ray's stop endpoint: `dfdoctor.placements`). Which processes are the job's is proven
-where they run (`dfdoctor.agent.stop`), never taken from the run folder's word. The stop is noted in the run
-folder's launcher.jsonl ("stopped"), which `status` reads to say "stopped by you at HH:MM" (cause
-`stopped-by-user`, `dfdoctor.diagnose.stopped`). The CLI only prints what `stop_run` returns.
+there over one session), or a placement's scheduler (Slurm's `scancel`, Ray's stop endpoint:
+`dfdoctor.placements`). Which processes are the job's is proven where they run (`dfdoctor.agent.stop`), never
+taken from the run folder's word. The stop is noted in the run folder's launcher.jsonl ("stopped"), which
+`status` reads to say "stopped by you at HH:MM" (cause `stopped-by-user`, `dfdoctor.diagnose.stopped`). The
+CLI only prints what `stop_run` returns.
 """
 
 from __future__ import annotations
@@ -51,9 +52,9 @@ class Stopped:
 
 
 def stop_run(cwd: Path, ref: Optional[str], grace_s: float = GRACE_S) -> Stopped:
-    """Stop the job of the run `ref` names (`PREFIX:JOBID` for any job of a placement: slurm:42). None: the latest run launched from
-    `cwd`, never one launched elsewhere (status may look at your latest anywhere; a stop ends a job, so it takes
-    only what this folder launched, and says which)."""
+    """Stop the job of the run `ref` names (`PREFIX:JOBID` for any job of a placement: slurm:42, ray:ID). None:
+    the latest run launched from `cwd`, never one launched elsewhere (status may look at your latest anywhere; a
+    stop ends a job, so it takes only what this folder launched, and says which)."""
     named = placements.of_prefix(ref)
     if named is not None and ref:
         return _placed(named, ref, named.job_of(ref), grace_s, None, None)
@@ -77,7 +78,8 @@ def _stop(run_dir: Path, grace_s: float) -> Stopped:
     if placement is not None:
         job_id = placement.job_in_spec(run.spec)
         if not job_id:
-            return Stopped(run.id, placement.where, error=f"{placement.submitter} refused this job: nothing was submitted")
+            return Stopped(run.id, placement.where,
+                           error=f"{placement.submitter} refused this job: nothing was submitted")
         return _placed(placement, run.id, job_id, grace_s, run_dir, run.spec)
     if run.is_remote and not run.spec.get("remote_dir"):
         return Stopped(run.id, f"on {run.target}", error="its recorder never started there: no job to stop")

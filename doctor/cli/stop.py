@@ -31,8 +31,8 @@ Exit codes: 0 nothing of the job is left, 1 something of it survived (named), 2 
 def stop(opts: dict[str, Any]) -> int:
     """End every process of RUN's job, here, on its --target, or in Slurm: torchrun's ranks in their own sessions
     and what a launcher backgrounded included. Only processes proven to be the job's are signalled. RUN: a run id
-    (or its start), a run folder, slurm:JOBID or ray:JOB_ID; none: the latest run launched from --cwd (never one launched
-    elsewhere), named in the first line."""
+    (or its start), a run folder, slurm:JOBID or ray:JOB_ID; none: the latest run launched from --cwd (never one
+    launched elsewhere), named in the first line."""
     cwd = Path(opts["cwd"] or ".").resolve()
     try:
         done = stop_run(cwd, opts["run"], opts["grace"])
