@@ -12,11 +12,13 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -37,25 +39,29 @@ CASES = {
 }
 
 
-def _get(url: str):
-    with urllib.request.urlopen(url, timeout=5) as r:
+def _get(url: str, token: str):
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})  # the head has token auth on
+    with urllib.request.urlopen(req, timeout=5) as r:
         return json.loads(r.read())
 
 
-def ray_first_word(address: str, job_id: str, words, out: dict, stop: threading.Event) -> None:
+def ray_first_word(address: str, token: str, job_id: str, words, out: dict, stop: threading.Event) -> None:
     """When Ray first says it: `words` in the job's message/error_type or in its driver's log."""
     t_end = time.time() + RAY_LIMIT_S + 60
     while not stop.is_set() and time.time() < t_end:
         try:
-            job = _get(f"{address}/api/jobs/{job_id}")
+            job = _get(f"{address}/api/jobs/{job_id}", token)
             text = f"{job.get('error_type') or ''} {job.get('message') or ''}"
             if job.get("status") in ("FAILED", "SUCCEEDED", "STOPPED"):
-                text += " " + _get(f"{address}/api/jobs/{job_id}/logs").get("logs", "")
+                text += " " + _get(f"{address}/api/jobs/{job_id}/logs", token).get("logs", "")
                 out.setdefault("ended", time.time())
             elif job.get("status") == "RUNNING":
-                text += " " + _get(f"{address}/api/jobs/{job_id}/logs").get("logs", "")
+                text += " " + _get(f"{address}/api/jobs/{job_id}/logs", token).get("logs", "")
             if words and words in text and "said" not in out:
                 out["said"] = time.time()
+        except urllib.error.HTTPError as exc:
+            if exc.code in (401, 403):
+                raise  # a watcher that cannot read Ray would report "never"
         except OSError:
             pass
         if "said" in out or "ended" in out:
@@ -71,7 +77,8 @@ def one(head, case: str, work: Path) -> dict:
     job_id = f"bench-{case}-{int(time.time())}"
     seen: dict = {}
     stop = threading.Event()
-    watcher = threading.Thread(target=ray_first_word, args=(head.address, job_id, words, seen, stop))
+    token = (head.home / ".ray" / "auth_token").read_text().strip()
+    watcher = threading.Thread(target=ray_first_word, args=(head.address, token, job_id, words, seen, stop))
     watcher.start()
     p = subprocess.run([str(REPO / ".venv/bin/dfdoctor"), "launch", "--watch", "300", "--format", "json", "--",
                         "ray", "job", "submit", "--address", head.address, "--working-dir", ".",
@@ -97,6 +104,7 @@ def main() -> None:
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "ray_first_words.json"))
     ap.add_argument("cases", nargs="*", default=list(CASES))
     a = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the head is ended (finally) on a kill too
     work = Path(tempfile.mkdtemp(prefix="rayfw"))
     t0 = time.monotonic()
     head = ray_head.start(REPO / ".venv" / "bin" / "python")
