@@ -23,6 +23,7 @@ from pathlib import Path
 import psutil
 
 MARK = "DFDOCTOR_TEST_RAY_HEAD"
+WORKER_PORTS = 100
 START_TIMEOUT_S = 120  # 4.5-13 s measured; far more under a loaded CI machine
 PORT_NAMES = ("--port", "--dashboard-port", "--node-manager-port", "--object-manager-port",
               "--ray-client-server-port", "--dashboard-agent-listen-port", "--dashboard-agent-grpc-port",
@@ -40,6 +41,15 @@ def _free_ports(n: int) -> list[int]:
     finally:
         for s in socks:
             s.close()
+
+
+def _worker_ports(taken: set[int]) -> int:
+    """The first of WORKER_PORTS ports for the head's workers: none of them one of its other ports (Ray refuses
+    to start when they overlap), the first one free now."""
+    while True:
+        lo = _free_ports(1)[0]
+        if lo + WORKER_PORTS < 65536 and not any(lo <= p < lo + WORKER_PORTS for p in taken):
+            return lo
 
 
 @dataclass
@@ -84,10 +94,25 @@ class Head:
         shutil.rmtree(self.home, ignore_errors=True)
 
 
-def start(python_bin: Path) -> Head:
-    """`ray start --head --num-cpus 2` of the venv of `python_bin`, on free ports, its temp dir and HOME its own."""
+def start(python_bin: Path, tries: int = 3) -> Head:
+    """`ray start --head --num-cpus 2` of the venv of `python_bin`, on free ports, its temp dir and HOME its own.
+    A port free when chosen may be taken before Ray binds it (other tests run meanwhile): then new ports."""
+    for attempt in range(tries):
+        try:
+            return _start(python_bin)
+        except PortTaken:
+            if attempt == tries - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+class PortTaken(RuntimeError):
+    """`ray start` failed on a port."""
+
+
+def _start(python_bin: Path) -> Head:
     ports = dict(zip(PORT_NAMES, _free_ports(len(PORT_NAMES))))
-    lo = _free_ports(1)[0]
+    lo = _worker_ports(set(ports.values()))
     # a short temp dir: Ray's unix sockets live under it, and a socket path has at most 107 characters
     temp = Path(tempfile.mkdtemp(prefix="dfray", dir="/tmp"))
     home = Path(tempfile.mkdtemp(prefix="dfrayhome", dir="/tmp"))
@@ -99,14 +124,16 @@ def start(python_bin: Path) -> Head:
                PATH=f"{python_bin.parent}{os.pathsep}{env.get('PATH', '')}")
     argv = [str(python_bin.parent / "ray"), "start", "--head", "--num-cpus", "2", "--num-gpus", "0",
             "--disable-usage-stats", f"--temp-dir={temp}", "--include-dashboard=true",
-            "--dashboard-host=127.0.0.1", f"--min-worker-port={lo}", f"--max-worker-port={lo + 200}",
+            "--dashboard-host=127.0.0.1", f"--min-worker-port={lo}", f"--max-worker-port={lo + WORKER_PORTS - 1}",
             *[f"{k}={v}" for k, v in ports.items()]]
     head = Head(f"http://127.0.0.1:{ports['--dashboard-port']}", home, temp, env, mark)
     try:
         p = subprocess.run(argv, env=env, cwd=home, capture_output=True, text=True, timeout=START_TIMEOUT_S,
                            stdin=subprocess.DEVNULL)
         if p.returncode != 0:
-            raise RuntimeError(f"ray start failed ({p.returncode}): {p.stderr[-2000:]}")
+            said = f"ray start failed ({p.returncode}): {p.stderr[-2000:]}"
+            taken = any(w in p.stderr for w in ("port number", "already in use", "Address in use"))
+            raise PortTaken(said) if taken else RuntimeError(said)
     except BaseException:
         head.end()
         raise
