@@ -105,10 +105,10 @@ def main() -> None:
     ap.add_argument("cases", nargs="*", default=list(CASES))
     a = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the head is ended (finally) on a kill too
-    work = Path(tempfile.mkdtemp(prefix="rayfw"))
     t0 = time.monotonic()
     head = ray_head.start(REPO / ".venv" / "bin" / "python")
     started = time.monotonic() - t0
+    work = Path(tempfile.mkdtemp(prefix="rayfw"))
     try:
         rows = [one(head, c, work) for c in a.cases]
     finally:
