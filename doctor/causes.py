@@ -93,8 +93,16 @@ DID_NOTHING = "did-nothing"
 BAD_ARGUMENTS = "bad-arguments"
 # A config file the job loads does not parse (a yaml indentation error): the file, line, and what loaded it.
 CONFIG_INVALID = "config-invalid"
-# sbatch refusing the submission (seen by `sbatch --test-only`): nothing would be queued, so nothing could log.
-LAUNCH_BLOCKERS = LAUNCH_BLOCKERS | {SBATCH_REFUSED}
+# Ray (docs/ray.md): what a Ray cluster does to a job submitted with `ray job submit`, read over its HTTP APIs.
+RAY_INFEASIBLE_RESOURCES = "ray-infeasible-resources"  # a request no node has: it pends forever
+RAY_PENDING_NO_CAPACITY = "ray-pending-no-capacity"  # a request a node could hold waits: its resources are taken
+RAY_RUNTIME_ENV_FAILED = "ray-runtime-env-failed"  # the runtime_env (pip, working_dir) could not be set up
+RAY_ACTOR_DIED = "ray-actor-died"  # the job SUCCEEDED (its driver exited 0) while its tasks or actors failed
+RAY_ACTOR_OOM = "ray-actor-oom"  # Ray's memory monitor killed a worker
+# sbatch refusing the submission (seen by `sbatch --test-only`): nothing would be queued, so nothing could log;
+# a Ray entrypoint asking for what no node has would pend forever.
+LAUNCH_BLOCKERS = LAUNCH_BLOCKERS | {SBATCH_REFUSED, RAY_INFEASIBLE_RESOURCES}
 # Blockers past which nothing can start even with --force (no connection to start it over): no --force offer.
 NOTHING_CAN_START = frozenset({TARGET_UNREACHABLE})
 ALL = frozenset(v for k, v in dict(globals()).items() if k.isupper() and isinstance(v, str) and k not in ("LAUNCH_BLOCKERS", "NOTHING_CAN_START"))
+

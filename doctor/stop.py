@@ -1,10 +1,11 @@
 """`dfdoctor stop [RUN]`: end every process of a run's job, where it runs, and write the stop into its run folder.
 
 Where: this machine (the agent's `stop` part runs in this process), the run's --target (the same part, sent
-there over one session), or Slurm (`scancel`, `dfdoctor.slurm.stop`). Which processes are the job's is proven
-where they run (`dfdoctor.agent.stop`), never taken from the run folder's word. The stop is noted in the run
-folder's launcher.jsonl ("stopped"), which `status` reads to say "stopped by you at HH:MM" (cause
-`stopped-by-user`, `dfdoctor.diagnose.stopped`). The CLI only prints what `stop_run` returns.
+there over one session), or a placement's scheduler (Slurm's `scancel`, Ray's stop endpoint:
+`dfdoctor.placements`). Which processes are the job's is proven where they run (`dfdoctor.agent.stop`), never
+taken from the run folder's word. The stop is noted in the run folder's launcher.jsonl ("stopped"), which
+`status` reads to say "stopped by you at HH:MM" (cause `stopped-by-user`, `dfdoctor.diagnose.stopped`). The
+CLI only prints what `stop_run` returns.
 """
 
 from __future__ import annotations
@@ -16,12 +17,11 @@ from typing import Any, Optional
 from dfdoctor.agent import stop as agent_stop
 from dfdoctor.context import Context
 from dfdoctor.engine import target_connection
-from dfdoctor.errors import UsageError
 from dfdoctor.launch import remote_run
-from dfdoctor.numbers import is_whole
+from dfdoctor.placing import Ended, Placement
+from dfdoctor import placements
 from dfdoctor.run import index, record
 from dfdoctor.run.folder import RunFolder, RunNotFound, find_run, latest_from
-from dfdoctor.slurm import stop as slurm_stop
 
 GRACE_S = agent_stop.GRACE_S
 
@@ -31,8 +31,8 @@ class Stopped:
     """What a stop did: the processes it ended (each with the signal that ended it), those of the record already
     gone, those named but not proven the job's (left alone), and what is still there."""
 
-    run: str  # the run id, or slurm:JOBID
-    where: str  # "" (this machine), "on TARGET", or "in Slurm"
+    run: str  # the run id, or PREFIX:JOBID (slurm:42)
+    where: str  # "" (this machine), "on TARGET", or the placement's ("in Slurm")
     stopped: list[dict[str, Any]] = field(default_factory=list)
     gone: list[dict[str, Any]] = field(default_factory=list)
     unproven: list[dict[str, Any]] = field(default_factory=list)
@@ -41,25 +41,23 @@ class Stopped:
     recorder: Optional[str] = None
     was_running: bool = False
     error: Optional[str] = None  # the stop could not be done at all (the target did not answer, scancel refused)
-    slurm: Optional[slurm_stop.Cancelled] = None
+    placed: Optional[Ended] = None  # what a placement's scheduler did (Slurm's scancel, Ray's stop)
     chosen: str = ""  # why this run, when the user named none ("the latest run launched from DIR")
 
     @property
     def clean(self) -> bool:
         """Nothing of the job is left (exit 0)."""
         return self.error is None and not self.survived and self.recorder != "survived" and \
-            (self.slurm is None or self.slurm.done)
+            (self.placed is None or self.placed.done)
 
 
 def stop_run(cwd: Path, ref: Optional[str], grace_s: float = GRACE_S) -> Stopped:
-    """Stop the job of the run `ref` names (`slurm:JOBID` for any Slurm job). None: the latest run launched from
-    `cwd`, never one launched elsewhere (status may look at your latest anywhere; a stop ends a job, so it takes
-    only what this folder launched, and says which)."""
-    if ref and ref.startswith("slurm:"):
-        job_id = ref.split(":", 1)[1]
-        if not is_whole(job_id) or int(job_id) <= 0:
-            raise UsageError(f"{ref}: a Slurm job id is a number, 1 or more (slurm:12345)")
-        return _slurm(ref, job_id, grace_s, None)
+    """Stop the job of the run `ref` names (`PREFIX:JOBID` for any job of a placement: slurm:42, ray:ID). None:
+    the latest run launched from `cwd`, never one launched elsewhere (status may look at your latest anywhere; a
+    stop ends a job, so it takes only what this folder launched, and says which)."""
+    named = placements.of_prefix(ref)
+    if named is not None and ref:
+        return _placed(named, ref, named.job_of(ref), grace_s, None, None)
     if ref:
         return _stop(find_run(cwd, ref), grace_s)
     run_dir = latest_from(cwd)
@@ -76,11 +74,13 @@ def stop_run(cwd: Path, ref: Optional[str], grace_s: float = GRACE_S) -> Stopped
 def _stop(run_dir: Path, grace_s: float) -> Stopped:
     """Stop the job of the run in `run_dir`, where it runs."""
     run = record.load(run_dir)
-    slurm_job = (run.spec.get("slurm") or {}).get("job_id")
-    if "slurm" in run.spec:
-        if not slurm_job:
-            return Stopped(run.id, "in Slurm", error="sbatch refused this job: nothing was submitted")
-        return _slurm(run.id, str(slurm_job), grace_s, run_dir)
+    placement = placements.of_spec(run.spec)
+    if placement is not None:
+        job_id = placement.job_in_spec(run.spec)
+        if not job_id:
+            return Stopped(run.id, placement.where,
+                           error=f"{placement.submitter} refused this job: nothing was submitted")
+        return _placed(placement, run.id, job_id, grace_s, run_dir, run.spec)
     if run.is_remote and not run.spec.get("remote_dir"):
         return Stopped(run.id, f"on {run.target}", error="its recorder never started there: no job to stop")
     if run.is_remote:
@@ -104,10 +104,11 @@ def _stop(run_dir: Path, grace_s: float) -> Stopped:
     return out
 
 
-def _slurm(run: str, job_id: str, grace_s: float, run_dir: Optional[Path]) -> Stopped:
-    """scancel, waited for; noted in the run folder when there is one."""
-    c = slurm_stop.scancel(job_id, grace_s)
-    out = Stopped(run, "in Slurm", was_running=c.was_running and not c.said, slurm=c, error=c.said or None)
+def _placed(placement: Placement, run: str, job_id: str, grace_s: float, run_dir: Optional[Path],
+            spec: Optional[dict[str, Any]]) -> Stopped:
+    """The placement's own stop (scancel), waited for; noted in the run folder when there is one."""
+    c = placement.stop(job_id, grace_s, spec)
+    out = Stopped(run, placement.where, was_running=c.was_running and not c.said, placed=c, error=c.said or None)
     if run_dir is not None and not c.said:
         _note(run_dir, out, grace_s)
     return out
@@ -129,6 +130,5 @@ def _note(run_dir: Path, out: Stopped, grace_s: float) -> None:
         "stopped", by="dfdoctor stop", grace_s=grace_s, was_running=out.was_running, recorder=out.recorder,
         stopped=[{k: p.get(k) for k in ("pid", "cmdline", "signal", "why")} for p in out.stopped],
         survived=[{k: p.get(k) for k in ("pid", "cmdline")} for p in out.survived],
-        slurm=None if out.slurm is None else {"job_id": out.slurm.job_id, "before": out.slurm.state_before,
-                                              "after": out.slurm.state_after, "left": out.slurm.left})
+        **(out.placed.note() if out.placed is not None else {}))
 

@@ -38,7 +38,8 @@ from dfdoctor.launch.orchestrate import (
 )
 from dfdoctor.watch.settle import SETTLE_S
 from dfdoctor.run.folder import DEFAULT_KEEP, RunNotFound, find_run, list_runs, runs_root
-from dfdoctor.slurm import orchestrate as slurm
+from dfdoctor import placements
+from dfdoctor.placing import LaunchAsk
 from dfdoctor.terminate import (EXIT as TERMINATED_EXIT, Terminated, sigterm_as_interrupt, started_since,
                                 still_running_line)
 from dfdoctor.targets.strategies import BY_NAME
@@ -126,12 +127,13 @@ def launch(opts: dict[str, Any]) -> int:
     run_dir = Path(opts["run_dir"]).absolute() if opts["run_dir"] else None
     guard(pairs, ctx, (runs_root(ctx.cwd if ctx.target.runs_here else Path.cwd()),
                        *((run_dir,) if run_dir and ctx.target.runs_here else ())))
-    if slurm.is_slurm(ctx):  # sbatch: submit, watch through scontrol/sacct, judge
+    placement = placements.of_line(ctx)
+    if placement is not None:  # a scheduler's line (sbatch, ray job submit): it submits, watches and judges
         watch_s = opts["watch"] if opts["watch"] is not None else float(cfg.get("watch", DEFAULT_WATCH_S))
-        report = slurm.launch(ctx, watch_s=watch_s, run_dir=run_dir, force=opts["force"],
-                              no_check=opts["no_check"], only=tuple(opts.get("only") or ()), skip=tuple(opts.get("skip") or ()),
-                              cfg=cfg, settle_s=opts["settle"] if opts["settle"] is not None else
-                              float(cfg.get("settle", SETTLE_S)))
+        report = placement.launch(ctx, LaunchAsk(
+            watch_s=watch_s, run_dir=run_dir, force=opts["force"], no_check=opts["no_check"],
+            only=tuple(opts.get("only") or ()), skip=tuple(opts.get("skip") or ()), cfg=cfg,
+            settle_s=opts["settle"] if opts["settle"] is not None else float(cfg.get("settle", SETTLE_S))))
         level = fail_on(opts, cfg)
         name_config(report, cfg)
         emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level,
@@ -194,8 +196,9 @@ def status(opts: dict[str, Any]) -> int:
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     level = fail_on(opts, cfg)
-    if slurm.is_slurm_run(cwd, opts["run"]):  # slurm:JOBID, or a run `launch -- sbatch` made
-        report = slurm.status(cwd, opts["run"], opts["watch"])
+    placement = placements.of_ref(cwd, opts["run"])
+    if placement is not None:  # slurm:JOBID, ray:ID, or a run a placement's launch made
+        report = placement.status(cwd, opts["run"], opts["watch"])
         name_config(report, cfg)
         emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level)
         return exit_code(report, level)

@@ -54,7 +54,7 @@ from dfdoctor.run.folder import find_run, is_run_dir, runs_root
 from dfdoctor.run.masks import load_prints
 from dfdoctor.safefile import guard_outputs, read_user_file
 from dfdoctor.slurm import nodes as slurm_nodes
-from dfdoctor.slurm.sbatch import is_slurm
+from dfdoctor import placements
 from dfdoctor.terminate import EXIT as TERMINATED_EXIT, Terminated
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
@@ -125,9 +125,9 @@ def check_cmd(opts: dict[str, Any]) -> int:
     opts["target"] = specs[0]
     ctx, cfg = build_context(opts, command)
     guard(pairs, ctx, (runs_root(ctx.cwd),))
-    if is_slurm(ctx):  # an sbatch submission: its own checks, and the usual ones on a compute node
-        from dfdoctor.slurm import orchestrate as slurm  # start-up: it brings the launch pipeline (see _Commands)
-        records = slurm.check_records(ctx, tuple(opts.get("only") or ()), tuple(opts.get("skip") or ()), cfg)
+    placement = placements.of_line(ctx)
+    if placement is not None:  # a scheduler's line (sbatch, ray job submit): its own checks
+        records = placement.check(ctx, tuple(opts.get("only") or ()), tuple(opts.get("skip") or ()), cfg)
     else:
         # with every check, some import torch: their server starts before the checks are chosen
         with probe_server.early(ctx, wanted=not ctx.only), target_connection_meanwhile(ctx) as ready:

@@ -33,8 +33,8 @@ Exit codes: 0 nothing of the job is left, 1 something of it survived (named), 2 
 def stop(opts: dict[str, Any]) -> int:
     """End every process of RUN's job, here, on its --target, or in Slurm: torchrun's ranks in their own sessions
     and what a launcher backgrounded included. Only processes proven to be the job's are signalled. RUN: a run id
-    (or its start), a run folder, or slurm:JOBID; none: the latest run launched from --cwd (never one launched
-    elsewhere), named in the first line."""
+    (or its start), a run folder, slurm:JOBID or ray:JOB_ID; none: the latest run launched from --cwd (never one
+    launched elsewhere), named in the first line."""
     cwd = Path(opts["cwd"] or ".").resolve()
     try:
         done = stop_run(cwd, opts["run"], opts["grace"])
@@ -52,15 +52,8 @@ def lines(done: Stopped, grace_s: float) -> list[str]:
     """What the stop did, a line per process, and the outcome last."""
     where = f" {done.where}" if done.where else ""
     out = [f"dfdoctor stop: run {done.run}{where}" + (f" ({done.chosen})" if done.chosen else "")]
-    if done.slurm is not None:
-        c = done.slurm
-        if c.said:
-            out.append(f"scancel {c.job_id} refused: {c.said}")
-        elif not c.was_running:
-            out.append(f"Slurm job {c.job_id} was already {c.state_before.lower()}: nothing to cancel")
-        else:
-            out.append(f"cancelled Slurm job {c.job_id} (it was {c.state_before}); Slurm now says "
-                       f"{c.state_after or 'nothing'}" + (f"; still in its queue: {', '.join(c.left)}" if c.left else ""))
+    if done.placed is not None:  # what the scheduler did, in its words (dfdoctor.placing.Ended)
+        out += done.placed.lines()
     for p in done.stopped:
         how = {"SIGTERM": "SIGTERM", "SIGKILL": f"SIGKILL, still there {grace_s:g} s after SIGTERM"}.get(
             p.get("signal") or "", "it ended with the job before its signal")
@@ -80,10 +73,10 @@ def lines(done: Stopped, grace_s: float) -> list[str]:
         left = [f"pid {p['pid']} ({p.get('cmdline') or '?'})" for p in done.survived]
         if done.recorder == "survived":
             left.append("the run's recorder")
-        if done.slurm is not None and done.slurm.left:
-            left.append(f"Slurm job {done.slurm.job_id} ({', '.join(done.slurm.left)})")
+        if done.placed is not None and done.placed.left:
+            left.append(done.placed.left_words())
         out.append("STILL RUNNING after SIGKILL: " + ", ".join(left))
-    elif not done.stopped and done.slurm is None:
+    elif not done.stopped and done.placed is None:
         out.append("nothing of the job was running")
     else:
         out.append("nothing of the job is left")

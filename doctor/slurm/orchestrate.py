@@ -19,14 +19,13 @@ from dfdoctor.model import CheckRecord, Report, Verdict
 from dfdoctor.numbers import is_whole
 from dfdoctor.safefile import write_atomically
 from dfdoctor.registry import discover, select
-from dfdoctor.run.folder import RunFolder, RunNotFound, find_run, new_run
+from dfdoctor.run.folder import RunFolder, find_run, new_run
 from dfdoctor.run.masks import masked
 from dfdoctor.agent.names import LAUNCHER, SPEC
 from dfdoctor.diagnose.stopped import offer_stop, stop_note, stopped_verdict
 from dfdoctor.run import events
 from dfdoctor.slurm import onnode, patterns, precheck, sbatch, session, watch
 from dfdoctor.slurm.job import split_exit
-from dfdoctor.slurm.sbatch import is_slurm  # noqa: F401  (cli.launch asks it here)
 from dfdoctor.slurm.job import facts as job_facts
 from dfdoctor.slurm.rules import Seen, judge
 
@@ -198,17 +197,6 @@ def _interrupted_after_submission(job_id: str, folder: Path) -> None:
         RunFolder.at(folder).append_event("interrupted", job_id=job_id, state=state)
     except OSError:
         pass
-
-
-def is_slurm_run(cwd: Path, ref: Optional[str]) -> bool:
-    """Whether `status REF` means a Slurm job (slurm:ID, or a run folder of an sbatch launch)."""
-    if ref and ref.startswith("slurm:"):
-        return True
-    try:
-        folder = find_run(cwd, ref)
-        return "slurm" in json.loads((folder / SPEC).read_text())
-    except (RunNotFound, OSError, ValueError):
-        return False
 
 
 def _run(spec: dict, folder: Optional[Path], seen: Optional[Seen]) -> dict[str, Any]:

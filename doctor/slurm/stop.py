@@ -8,8 +8,10 @@ job has left squeue (no longer COMPLETING, so nothing of it runs on a node) and 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
+from dfdoctor.placing import Ended
 from dfdoctor.slurm import commands
 from dfdoctor.slurm.job import facts
 
@@ -18,23 +20,30 @@ KILL_WAIT_S = 30.0  # Slurm's default KillWait: between its SIGTERM and its SIGK
 
 
 @dataclass
-class Cancelled:
-    """What `scancel` did to one job, and what Slurm said of it afterwards."""
-
-    job_id: str
-    state_before: str
-    state_after: str = ""
-    said: str = ""  # scancel's own words when it refused
-    left: list[str] = field(default_factory=list)  # what squeue still shows of the job (STATE on NODES)
+class Cancelled(Ended):
+    """What `scancel` did to one job, and what Slurm said of it afterwards (`left`: what squeue still shows of
+    the job, STATE on NODES; `said`: scancel's own words when it refused). Done: it left squeue and its state is
+    final."""
 
     @property
     def was_running(self) -> bool:
         return self.state_before in ("RUNNING", "PENDING", "SUSPENDED", "CONFIGURING", "REQUEUED")
 
-    @property
-    def done(self) -> bool:
-        """Nothing of the job is left: it left squeue and its state is final."""
-        return not self.left and not self.said
+    def lines(self) -> list[str]:
+        if self.said:
+            return [f"scancel {self.job_id} refused: {self.said}"]
+        if not self.was_running:
+            return [f"Slurm job {self.job_id} was already {self.state_before.lower()}: nothing to cancel"]
+        return [f"cancelled Slurm job {self.job_id} (it was {self.state_before}); Slurm now says "
+                f"{self.state_after or 'nothing'}" + (f"; still in its queue: {', '.join(self.left)}"
+                                                      if self.left else "")]
+
+    def left_words(self) -> str:
+        return f"Slurm job {self.job_id} ({', '.join(self.left)})"
+
+    def note(self) -> dict[str, Any]:
+        return {"slurm": {"job_id": self.job_id, "before": self.state_before, "after": self.state_after,
+                          "left": self.left}}
 
 
 def queued(job_id: str) -> list[str]:

@@ -1,0 +1,49 @@
+"""Ray as a placement (`dfdoctor.placing`): a `ray job submit` line, `ray:JOB_ID`, and the run folders
+`launch -- ray job submit` made. The answers are this package's (orchestrate.py, stop.py), imported when asked."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Optional
+
+from dfdoctor.errors import UsageError
+from dfdoctor.placing import LaunchAsk, Placement
+from dfdoctor.ray.submit import is_ray_submit
+
+
+class Ray(Placement):
+    name = "ray"
+    where = "in Ray"
+    submitter = "ray job submit"
+
+    def claims(self, ctx: Any) -> bool:
+        return is_ray_submit(ctx.command)
+
+    def job_of(self, ref: str) -> str:
+        job_id = ref.split(":", 1)[1]
+        if not job_id or "/" in job_id:
+            raise UsageError(f"{ref}: name the Ray job (ray:raysubmit_XXXX, as `ray job list` shows it)")
+        return job_id
+
+    def check(self, ctx: Any, only: tuple[str, ...], skip: tuple[str, ...], cfg: Any) -> list:
+        from dfdoctor.ray import orchestrate
+        return orchestrate.check_records(ctx, only, skip)
+
+    def launch(self, ctx: Any, ask: LaunchAsk) -> Any:
+        from dfdoctor.ray import orchestrate
+        return orchestrate.launch(ctx, ask)
+
+    def status(self, cwd: Path, ref: Optional[str], watch_s: float) -> Any:
+        from dfdoctor.ray import orchestrate
+        return orchestrate.status(cwd, ref, watch_s)
+
+    def stop(self, job_id: str, grace_s: float, spec: Optional[dict[str, Any]] = None) -> Any:
+        """Ray's stop endpoint, at the address of the run's line (a `ray:ID`: RAY_ADDRESS or Ray's default)."""
+        from dfdoctor.ray import stop, submit
+        address = ((spec or {}).get("ray") or {}).get("address") or \
+            submit.parse(["ray", "job", "submit"], Path("."), os.environ).address
+        return stop.stop(job_id, grace_s, address, dict(os.environ))
+
+
+RAY = Ray()

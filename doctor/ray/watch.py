@@ -1,0 +1,157 @@
+"""Watch a Ray job over HTTP, about once a second, as a source of the one watch loop (`watch/loop.py`): each look
+asks the job API, the state API (its tasks, actors, placement groups; the nodes' resources) and, while the job
+pends or failed, the runtime env's setup log, then hands the sight to `rules.judge`. The loop's output policy is
+not used: what Ray's APIs say ends the watch, or the watch's own time does."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any, Callable, Optional, Union
+
+from dfdoctor.progress import WatchLine
+from dfdoctor.ray import logs
+from dfdoctor.ray.api import Api, ApiError
+from dfdoctor.ray.rules import WAITING, Seen, at_the_end, judge
+from dfdoctor.watch.loop import Ended, drive
+from dfdoctor.watch.policy import Observation, Policy
+
+POLL_S = 1.0
+# Ray's own lines in a driver's log (its logger's, the job manager's, the autoscaler's, which every driver of the
+# cluster is sent): they are no progress of the job.
+RAY_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\s+(?:INFO|WARNING|ERROR|DEBUG) |Running entrypoint "
+                      r"for job |(?:\x1b?\[\d+m)?\(autoscaler )")
+
+
+def own_lines(text: str) -> int:
+    """How many lines of a driver's log are the program's own."""
+    return sum(1 for line in text.splitlines() if line.strip() and not RAY_LINE.match(line))
+
+
+class RaySource:
+    """One Ray job, looked at once per poll; `Ended((seen, verdict))` once a rule speaks or the watch is over."""
+
+    stacks_where = ""
+
+    def __init__(self, api: Api, job_id: str, seen: Seen, watch_s: float, settle_s: float,
+                 on_event: Callable[[str, str], None], env_logs: logs.SetupLogs) -> None:
+        self.api, self.job_id, self.seen = api, job_id, seen
+        self.watch_s, self.settle_s, self.on_event = watch_s, settle_s, on_event
+        self.env_logs = env_logs
+        self.log_size: Optional[int] = None
+        self.grew = 0  # how many looks found the driver's output longer than the one before
+        self.waiting_since: Optional[float] = None
+        self.status = ""
+        self.looked_at = time.monotonic()
+
+    def pause(self, poll_s: float) -> None:
+        """The loop's sleep: the rest of the second the last look began in (a look asks several APIs, and under
+        load takes a good part of a second: a fixed sleep after it would look every 1.5 s)."""
+        time.sleep(max(0.05, poll_s - (time.monotonic() - self.looked_at)))
+
+    def look(self, t: float) -> Seen:
+        self.looked_at = time.monotonic()
+        s = self.seen
+        try:
+            s.job = self.api.job(self.job_id)
+        except ApiError as exc:
+            if exc.status is None or exc.status in (401, 403):
+                s.unreachable = exc.said
+                return s
+            s.job = {}
+        if s.status != self.status:
+            self.on_event("ray", f"status={s.status}")
+            self.status = s.status
+        try:
+            if not s.nodes or int(t) % 10 == 0:
+                s.nodes = self.api.listed("nodes")
+            driver = s.job.get("job_id")
+            by_job = {"filter_keys": "job_id", "filter_predicates": "=", "filter_values": driver} if driver else {}
+            s.tasks = self.api.listed("tasks", **by_job) if driver else []
+            s.actors = self.api.listed("actors", **by_job) if driver else []
+            s.groups = self.api.listed("placement_groups") if driver and s.status == "RUNNING" else []
+            self._demand(s)
+        except ApiError:
+            pass  # the state API may lag the job API: the next look asks again
+        if s.status in ("PENDING", "FAILED") or s.job.get("error_type") == "RUNTIME_ENV_SETUP_FAILURE":
+            s.env_error, s.env_log = self.env_logs.error(pip_packages(s.job))
+        self._output(s)
+        self._waiting(s, t)
+        return s
+
+    def _output(self, s: Seen) -> None:
+        if s.status not in ("RUNNING", "SUCCEEDED", "FAILED", "STOPPED"):
+            return
+        try:
+            s.logs = self.api.job_logs(self.job_id)
+        except ApiError:
+            return
+        size = own_lines(s.logs)
+        if self.log_size is not None and size > self.log_size:
+            self.grew += 1
+        # progress is the program's own output grown at two looks at least: one line, then an exit, is no loop
+        s.growing = self.grew >= 2
+        self.log_size = size
+
+    def _demand(self, s: Seen) -> None:
+        """What waits for resources, and the cluster's use of them (`ray status`'s numbers); the live actors
+        (who holds them) once something waits."""
+        report = ((self.api.get("/api/cluster_status").get("data") or {}).get("clusterStatus") or {}).get(
+            "loadMetricsReport") or {}
+        s.usage = {k: v for k, v in (report.get("usage") or {}).items() if isinstance(v, list) and len(v) == 2}
+        s.demand = [d[0] for d in report.get("resourceDemand") or [] if d and isinstance(d[0], dict)]
+        s.holders = self.api.listed("actors", filter_keys="state", filter_predicates="=",
+                                    filter_values="ALIVE") if s.demand else []
+
+    def _waiting(self, s: Seen, t: float) -> None:
+        waits = [r for r in s.tasks + s.actors if str(r.get("state")) in WAITING]
+        if waits or s.demand or s.status == "PENDING":
+            self.waiting_since = t if self.waiting_since is None else self.waiting_since
+            s.waited_s = t - self.waiting_since
+        else:
+            self.waiting_since, s.waited_s = None, 0.0
+
+    # ---- the loop's Source
+    def observe(self, t: float) -> Union[Observation, Ended, str]:
+        s = self.look(t)
+        v = judge(s)
+        if v is not None and (str(v.state) != "running" or t >= min(self.settle_s, self.watch_s)):
+            return Ended((s, v))
+        if t >= self.watch_s:
+            return Ended((s, at_the_end(s)), said="the watch is over")
+        return f"Ray says the job is {s.status or 'not known yet'}"
+
+    def settle(self, o: Observation, steady: bool) -> None:  # never asked: observe gives no Observation
+        return None
+
+    def waiting_for(self, o: Observation, steady: bool) -> str:
+        return ""
+
+    def sample(self, o: Observation) -> Optional[Any]:
+        return None
+
+    def running(self, o: Observation, looping: Optional[str]) -> Any:
+        return None
+
+    def out_of_time(self, o: Observation) -> Optional[Any]:
+        return None
+
+
+def pip_packages(job: dict[str, Any]) -> list[str]:
+    """The runtime env's pip list, as the job API shows it (a list, or {"packages": [...]})."""
+    pip = (job.get("runtime_env") or {}).get("pip")
+    pip = pip.get("packages") if isinstance(pip, dict) else pip
+    return [str(p) for p in pip] if isinstance(pip, list) else []
+
+
+def watch(api: Api, job_id: str, seen: Seen, watch_s: float, settle_s: float = 0.0,
+          on_event: Callable[[str, str], None] = lambda n, d: None,
+          env_logs: Optional[logs.SetupLogs] = None) -> tuple[Seen, Any]:
+    """Watch until Ray's answers give a verdict or `watch_s` is over: (what was seen, the verdict). `env_logs`:
+    the setup logs as they were before the launch (None: a status, which does not read them)."""
+    source = RaySource(api, job_id, seen, watch_s, settle_s, on_event, env_logs or logs.SetupLogs(api))
+    line = WatchLine()
+    try:
+        return drive(source, Policy(watch_s, settle_s), line, POLL_S, sleep=source.pause)
+    finally:
+        line.close()  # before the verdict: nothing of the progress line stays above it

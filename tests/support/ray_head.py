@@ -1,0 +1,140 @@
+"""A real Ray head for the tests, private in every way: its own ports (free ones, asked of the kernel), its own
+--temp-dir, its own HOME (a `ray.init()` writes ~/.ray/auth_token, which turns token auth on for every later head
+of that user: RAY-FACTS.md). It is ended by its own processes (each carries a marker in its environment), never by
+`ray stop`, which ends every Ray process of the machine.
+
+The head has token auth on (RAY_AUTH_MODE=token), its token in the private HOME's ~/.ray/auth_token, as a user's
+head is once a `ray.init()` has written that file: every HTTP call then needs the token, and dfdoctor must find it
+where Ray's own tools do."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+MARK = "DFDOCTOR_TEST_RAY_HEAD"
+WORKER_PORTS = 100
+START_TIMEOUT_S = 120  # 4.5-13 s measured; far more under a loaded CI machine
+PORT_NAMES = ("--port", "--dashboard-port", "--node-manager-port", "--object-manager-port",
+              "--ray-client-server-port", "--dashboard-agent-listen-port", "--dashboard-agent-grpc-port",
+              "--metrics-export-port", "--runtime-env-agent-port")
+
+
+def _free_ports(n: int) -> list[int]:
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _worker_ports(taken: set[int]) -> int:
+    """The first of WORKER_PORTS ports for the head's workers: none of them one of its other ports (Ray refuses
+    to start when they overlap), the first one free now."""
+    while True:
+        lo = _free_ports(1)[0]
+        if lo + WORKER_PORTS < 65536 and not any(lo <= p < lo + WORKER_PORTS for p in taken):
+            return lo
+
+
+@dataclass
+class Head:
+    """A started head: its job API's address, the HOME and environment its tests submit with."""
+
+    address: str
+    home: Path
+    temp: Path
+    env: dict
+    mark: str
+
+    def processes(self) -> list[psutil.Process]:
+        found = []
+        for p in psutil.process_iter(["pid"]):
+            try:
+                if p.environ().get(MARK) == self.mark and p.status() != psutil.STATUS_ZOMBIE:
+                    found.append(p)
+            except (psutil.Error, OSError):
+                continue
+        return found
+
+    def end(self) -> None:
+        """SIGTERM to every process of this head, then SIGKILL to those still there 10 s later."""
+        left = self.processes()
+        for p in left:
+            try:
+                p.send_signal(signal.SIGTERM)
+            except psutil.Error:
+                pass
+        deadline = time.monotonic() + 10
+        while left and time.monotonic() < deadline:
+            time.sleep(0.2)
+            left = self.processes()
+        for p in left:
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+        psutil.wait_procs(left, timeout=5)
+        shutil.rmtree(self.temp, ignore_errors=True)
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+def start(python_bin: Path, tries: int = 3) -> Head:
+    """`ray start --head --num-cpus 2` of the venv of `python_bin`, on free ports, its temp dir and HOME its own.
+    A port free when chosen may be taken before Ray binds it (other tests run meanwhile): then new ports."""
+    for attempt in range(tries):
+        try:
+            return _start(python_bin)
+        except PortTaken:
+            if attempt == tries - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+class PortTaken(RuntimeError):
+    """`ray start` failed on a port."""
+
+
+def _start(python_bin: Path) -> Head:
+    ports = dict(zip(PORT_NAMES, _free_ports(len(PORT_NAMES))))
+    lo = _worker_ports(set(ports.values()))
+    # a short temp dir: Ray's unix sockets live under it, and a socket path has at most 107 characters
+    temp = Path(tempfile.mkdtemp(prefix="dfray", dir="/tmp"))
+    home = Path(tempfile.mkdtemp(prefix="dfrayhome", dir="/tmp"))
+    mark = uuid.uuid4().hex
+    (home / ".ray").mkdir(mode=0o700)
+    (home / ".ray" / "auth_token").write_text(uuid.uuid4().hex + uuid.uuid4().hex)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env.update(HOME=str(home), **{MARK: mark}, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="token",
+               PATH=f"{python_bin.parent}{os.pathsep}{env.get('PATH', '')}")
+    argv = [str(python_bin.parent / "ray"), "start", "--head", "--num-cpus", "2", "--num-gpus", "0",
+            "--disable-usage-stats", f"--temp-dir={temp}", "--include-dashboard=true",
+            "--dashboard-host=127.0.0.1", f"--min-worker-port={lo}", f"--max-worker-port={lo + WORKER_PORTS - 1}",
+            *[f"{k}={v}" for k, v in ports.items()]]
+    head = Head(f"http://127.0.0.1:{ports['--dashboard-port']}", home, temp, env, mark)
+    try:
+        p = subprocess.run(argv, env=env, cwd=home, capture_output=True, text=True, timeout=START_TIMEOUT_S,
+                           stdin=subprocess.DEVNULL)
+        if p.returncode != 0:
+            said = f"ray start failed ({p.returncode}): {p.stderr[-2000:]}"
+            taken = any(w in p.stderr for w in ("port number", "already in use", "Address in use"))
+            raise PortTaken(said) if taken else RuntimeError(said)
+    except BaseException:
+        head.end()
+        raise
+    return head

@@ -1,0 +1,215 @@
+"""Ray as a placement, against a real Ray 2.60 head (tests/support/ray_head.py): one head for the whole file (a
+head is ~630 MiB and 4.5-13 s to start), which is one unit of the test scheduler (tests/conftest.py), so one
+worker holds it. Each launch is a real `ray job submit` of a real driver in tests/jobs/ray_*.py."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import run_dfdoctor
+from dfdoctor.ray import submit
+from support import ray_head
+
+JOBS = Path(__file__).parent / "jobs"
+WATCH = "300"  # the verdicts come in seconds; a loaded CI machine sets up a Ray worker in tens
+TIMEOUT_S = 420
+
+
+@pytest.fixture(scope="session")
+def head():
+    h = ray_head.start(Path(sys.executable))
+    yield h
+    h.end()
+    assert h.processes() == [], "the test's Ray head left processes"
+
+
+def _folder(tmp_path: Path, *jobs: str) -> Path:
+    wd = tmp_path / "proj"
+    wd.mkdir()
+    for j in jobs:
+        shutil.copy(JOBS / j, wd / j)
+    return wd
+
+
+def _submit(head, *rest: str) -> list[str]:
+    return ["ray", "job", "submit", "--address", head.address, "--working-dir", ".", *rest]
+
+
+def _launch(head, wd: Path, *line: str) -> tuple[dict, float, str]:
+    t0 = time.monotonic()
+    p = run_dfdoctor("launch", "--watch", WATCH, "--format", "json", "--", *_submit(head, *line), cwd=wd,
+                     env=head.env, timeout=TIMEOUT_S)
+    took = time.monotonic() - t0
+    doc = json.loads(p.stdout)
+    print(f"verdict {doc['verdict']['state']} {doc['verdict']['cause']} after {took:.1f} s")
+    return doc, took, p.stderr
+
+
+def _stop(head, wd: Path, ref: str, env: dict | None = None) -> str:
+    p = run_dfdoctor("stop", ref, cwd=wd, env=env or head.env, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p.stdout
+
+
+def test_a_ray_submit_line_is_read_as_rays_cli_reads_it(tmp_path):
+    line = ["ray", "job", "submit", "--address=http://h:8265", "--working-dir", "src", "--entrypoint-num-gpus",
+            "2", "--runtime-env-json", '{"pip": ["x==1"]}', "--", "python", "train.py", "--lr", "1"]
+    sub = submit.parse(line, tmp_path, {"RAY_ADDRESS": "http://other:8265"})
+    assert (sub.address, sub.address_from) == ("http://h:8265", "--address")
+    assert sub.working_dir == tmp_path / "src" and sub.script == "train.py" and sub.wants == {"GPU": 2.0}
+    assert sub.entrypoint == ["python", "train.py", "--lr", "1"]
+    again = submit.with_id(sub, "dfdoctor-1")
+    assert again[:6] == ["ray", "job", "submit", "--no-wait", "--submission-id", "dfdoctor-1"]
+    assert again[6:] == line[3:]
+    env_only = submit.parse(["ray", "job", "submit", "--", "python", "t.py"], tmp_path, {"RAY_ADDRESS": "h:1"})
+    assert (env_only.address, env_only.address_from) == ("h:1", "RAY_ADDRESS")
+    assert submit.http_address(env_only.address) == "http://h:1"
+
+
+def test_check_says_nothing_answers_at_the_address(tmp_path):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # a port nothing listens on
+    wd = _folder(tmp_path, "ray_steps.py")
+    p = run_dfdoctor("check", "--format", "json", "--", "ray", "job", "submit", "--address",
+                     f"http://127.0.0.1:{port}", "--working-dir", ".", "--", "python", "ray_steps.py", cwd=wd)
+    doc = json.loads(p.stdout)
+    rec = {r["id"]: r for r in doc["checks"]}
+    assert p.returncode == 1 and rec["ray.address"]["status"] == "fail", p.stdout
+    assert rec["ray.address"]["cause"] == "target-unreachable" and "Connection refused" in \
+        " ".join(rec["ray.address"]["evidence"])
+    assert rec["ray.resources"]["status"] == "skip"
+
+
+@pytest.mark.slow
+def test_check_blocks_an_entrypoint_no_node_can_hold_and_a_script_not_in_the_working_dir(head, tmp_path):
+    wd = _folder(tmp_path, "ray_steps.py")
+    p = run_dfdoctor("check", "--format", "json", "--", *_submit(head, "--entrypoint-num-gpus", "1", "--",
+                                                                 "python", "ray_stepz.py"),
+                     cwd=wd, env=head.env, timeout=TIMEOUT_S)
+    rec = {r["id"]: r for r in json.loads(p.stdout)["checks"]}
+    assert p.returncode == 1 and rec["ray.address"]["status"] == "ok", p.stdout
+    assert rec["ray.resources"]["status"] == "fail" and rec["ray.resources"]["cause"] == "ray-infeasible-resources"
+    assert "GPU=1" in rec["ray.resources"]["summary"] and "CPU=2" in " ".join(rec["ray.resources"]["evidence"])
+    assert rec["ray.script"]["status"] == "fail" and "ray_stepz.py is not in the working_dir" in \
+        rec["ray.script"]["summary"]
+    # and launch submits nothing: Ray would hold it PENDING for 15 minutes and its stop could not end it
+    q = run_dfdoctor("launch", "--format", "json", "--", *_submit(head, "--entrypoint-num-gpus", "1", "--",
+                                                                  "python", "ray_steps.py"),
+                     cwd=wd, env=head.env, timeout=TIMEOUT_S)
+    doc = json.loads(q.stdout)
+    assert q.returncode == 1 and doc["verdict"]["cause"] == "ray-infeasible-resources", q.stdout
+    assert "Not submitted" in doc["verdict"]["summary"] and not (wd / ".dfdoctor" / "runs").exists()
+
+
+@pytest.mark.slow
+def test_a_task_no_node_can_place_is_named_while_ray_says_running_and_stop_ends_the_job(head, tmp_path):
+    wd = _folder(tmp_path, "ray_gpu_task.py")
+    doc, took, _ = _launch(head, wd, "--", "python", "ray_gpu_task.py")
+    v = doc["verdict"]
+    assert v["cause"] == "ray-infeasible-resources" and "train_step asks for GPU=1" in v["summary"], v
+    assert doc["run"]["ray"]["status"] == "RUNNING"  # Ray's own word: it would never say more
+    said = _stop(head, wd, doc["run"]["id"])
+    assert "it was RUNNING" in said and "Ray now says STOPPED" in said and "nothing of the job is left" in said
+    p = run_dfdoctor("status", doc["run"]["id"], "--format", "json", cwd=wd, env=head.env, timeout=TIMEOUT_S)
+    assert json.loads(p.stdout)["verdict"]["cause"] == "stopped-by-user"
+
+
+@pytest.mark.slow
+def test_a_missing_module_of_the_driver_is_named(head, tmp_path):
+    wd = _folder(tmp_path, "ray_missing_module.py")
+    doc, took, _ = _launch(head, wd, "--", "python", "ray_missing_module.py")
+    v = doc["verdict"]
+    assert v["cause"] == "missing-module" and "dfdoctor_no_such_module_for_ray" in v["summary"], v
+    assert doc["run"]["exit_code"] == 1
+
+
+@pytest.mark.slow
+def test_tasks_that_failed_under_a_job_ray_calls_succeeded_are_named(head, tmp_path):
+    wd = _folder(tmp_path, "ray_tasks_fail.py")
+    doc, took, _ = _launch(head, wd, "--", "python", "ray_tasks_fail.py")
+    v = doc["verdict"]
+    assert doc["run"]["ray"]["status"] == "SUCCEEDED" and doc["run"]["exit_code"] == 0, v
+    assert v["state"] == "failed" and v["cause"] == "ray-actor-died", v
+    assert "2 task(s)" in v["summary"] and "bad record" in v["summary"] and "ray.get" in v["fix"]
+
+
+@pytest.mark.slow
+def test_a_runtime_env_pip_failure_is_named_in_pips_own_words(head, tmp_path):
+    wd = _folder(tmp_path, "ray_steps.py")
+    doc, took, _ = _launch(head, wd, "--runtime-env-json", '{"pip": ["dfdoctor-no-such-package==0.0.1"]}', "--",
+                           "python", "ray_steps.py")
+    v = doc["verdict"]
+    assert v["cause"] == "ray-runtime-env-failed", v
+    assert "No matching distribution found for dfdoctor-no-such-package==0.0.1" in v["summary"] or \
+        "Could not find a version that satisfies the requirement dfdoctor-no-such-package==0.0.1" in v["summary"]
+
+
+@pytest.mark.slow
+def test_a_job_whose_driver_prints_steps_is_running_and_status_by_ray_id_sees_it(head, tmp_path):
+    wd = _folder(tmp_path, "ray_steps.py")
+    doc, took, _ = _launch(head, wd, "--", "python", "ray_steps.py")
+    assert doc["verdict"]["state"] == "running" and doc["run"]["ray"]["status"] == "RUNNING", doc["verdict"]
+    job = doc["run"]["ray"]["job_id"]
+    p = run_dfdoctor("status", f"ray:{job}", "--watch", "60", "--format", "json", cwd=tmp_path,
+                     env={**head.env, "RAY_ADDRESS": head.address}, timeout=TIMEOUT_S)
+    assert json.loads(p.stdout)["verdict"]["state"] == "running", p.stdout
+    # any Ray job, by its id (the address from RAY_ADDRESS, as Ray's own CLI takes it)
+    said = _stop(head, tmp_path, f"ray:{job}", {**head.env, "RAY_ADDRESS": head.address})
+    assert f"stopped Ray job {job}" in said and "Ray now says STOPPED" in said, said
+
+
+@pytest.mark.slow
+def test_a_task_waiting_for_cpus_an_actor_holds_is_pending_and_names_the_actor(head, tmp_path):
+    wd = _folder(tmp_path, "ray_no_capacity.py")
+    doc, took, _ = _launch(head, wd, "--", "python", "ray_no_capacity.py")
+    v = doc["verdict"]
+    assert v["state"] == "pending" and v["cause"] == "ray-pending-no-capacity", v
+    assert "CPU=1" in v["summary"] and "ParameterServer" in v["summary"] and "CPU 2/2" in v["summary"], v
+    said = _stop(head, wd, doc["run"]["id"])
+    assert "Ray now says STOPPED" in said
+
+
+@pytest.mark.slow
+def test_check_says_the_cluster_refuses_a_missing_or_wrong_token(head, tmp_path):
+    """The head has token auth on (tests/support/ray_head.py); its token is in its HOME, where the other tests
+    find it as Ray's own CLI does."""
+    wd = _folder(tmp_path, "ray_steps.py")
+    line = ["check", "--format", "json", "--", *_submit(head, "--", "python", "ray_steps.py")]
+    empty = tmp_path / "home"
+    empty.mkdir()
+    # (the words are checked without "token": RAY_AUTH_MODE=token is taken for a secret, and its value masked)
+    for env, words, code in (({"HOME": str(empty)}, " was found", 401),
+                             ({"RAY_AUTH_TOKEN": "0" * 64}, " is not its", 403)):
+        p = run_dfdoctor(*line, cwd=wd, env={**head.env, **env}, timeout=TIMEOUT_S)
+        rec = {r["id"]: r for r in json.loads(p.stdout)["checks"]}["ray.address"]
+        assert p.returncode == 1 and rec["status"] == "fail" and words in rec["summary"], rec
+        assert f"refused us ({code})" in rec["summary"] and rec["cause"] == "target-unreachable"
+    p = run_dfdoctor(*line, cwd=wd, env=head.env, timeout=TIMEOUT_S)
+    assert {r["id"]: r for r in json.loads(p.stdout)["checks"]}["ray.address"]["status"] == "ok", p.stdout
+
+
+@pytest.mark.slow
+def test_an_entrypoint_no_node_can_hold_is_named_when_forced_and_stop_says_what_it_could_not_do(head, tmp_path):
+    wd = _folder(tmp_path, "ray_steps.py")
+    t0 = time.monotonic()
+    p = run_dfdoctor("launch", "--force", "--watch", WATCH, "--format", "json", "--",
+                     *_submit(head, "--entrypoint-num-gpus", "1", "--", "python", "ray_steps.py"),
+                     cwd=wd, env=head.env, timeout=TIMEOUT_S)
+    doc = json.loads(p.stdout)
+    print(f"verdict {doc['verdict']['cause']} after {time.monotonic() - t0:.1f} s")
+    v = doc["verdict"]
+    assert v["cause"] == "ray-infeasible-resources" and "the job's entrypoint asks for GPU=1" in v["summary"], v
+    assert doc["run"]["ray"]["status"] == "PENDING"
+    q = run_dfdoctor("stop", "--grace", "1", doc["run"]["id"], cwd=wd, env=head.env, timeout=120)
+    assert q.returncode == 1, q.stdout  # something of the job is left, and said
+    assert "it is still PENDING: Ray cannot stop a job whose entrypoint was never placed" in q.stdout, q.stdout
+    assert "_ray_internal_job_actor_" in q.stdout and "NOT stopped" in q.stdout
