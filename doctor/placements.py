@@ -22,6 +22,7 @@ def of_line(ctx: Any) -> Optional[Placement]:
     """The placement whose launch line (or --launcher) `ctx` holds."""
     return next((p for p in ALL if p.claims(ctx)), None)
 
+
 def of_prefix(ref: Optional[str]) -> Optional[Placement]:
     """The placement a `PREFIX:JOB_ID` reference names (`slurm:42`)."""
     if not ref or ":" not in ref:
@@ -29,9 +30,11 @@ def of_prefix(ref: Optional[str]) -> Optional[Placement]:
     prefix = ref.split(":", 1)[0]
     return next((p for p in ALL if p.name == prefix), None)
 
+
 def of_spec(spec: dict[str, Any]) -> Optional[Placement]:
     """The placement that made a run folder (its spec)."""
     return next((p for p in ALL if p.claims_spec(spec)), None)
+
 
 def of_ref(cwd: Path, ref: Optional[str]) -> Optional[Placement]:
     """Whose `status REF` is: a `PREFIX:ID`, or a run folder a placement's launch made."""
