@@ -59,7 +59,7 @@ EOF
 
 run() {  # NAME WATCH STATUS_AFTER -- command...
   local name=$1 watch=$2 after=$3; shift 4
-  mkdir -p "$W/$name"
+  mkdir -p "$W/$name"; cp "$W"/*.py "$W/$name/"  # the job runs in its own folder (--cwd)
   t "== $name: launch --watch $watch"
   dfdoctor launch --cwd "$W/$name" --no-check --watch "$watch" --format json --output "$OUT/$name.json" \
     --format text -- "$@"; t "$name: launch exit $?"
@@ -72,7 +72,7 @@ run() {  # NAME WATCH STATUS_AFTER -- command...
 run kernel-never-ends 20 10 -- python3 -u kernel_never_ends.py
 # the compile is silent for a minute or more: launch and status look during it, a last status after it
 run autotune-compile 15 20 -- python3 -u autotune.py  # (stops it at the end: run once more, to its first lines)
-mkdir -p "$W/autotune-late"; t "== autotune-compile again: launch --watch 300 (to its first lines)"
+mkdir -p "$W/autotune-late"; cp "$W"/*.py "$W/autotune-late/"; t "== autotune-compile again: launch --watch 300 (to its first lines)"
 dfdoctor launch --cwd "$W/autotune-late" --no-check --watch 300 -- python3 -u autotune.py; t "launch exit $?"
 dfdoctor status --cwd "$W/autotune-late"; t "status exit $?"
 dfdoctor stop --cwd "$W/autotune-late" >/dev/null 2>&1
