@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import sys
+
+from conftest import run_dfdoctor
 from dfdoctor.engine import verdict_from_checks
 from dfdoctor.model import CheckRecord, Status
 
@@ -20,3 +24,19 @@ def test_fail_on_warn_headline_names_the_first_warning_not_a_check_that_could_no
     assert any(e.startswith("deps.requirements (error)") for e in v.evidence), v.evidence
     # under the default level the warnings do not count, and the error alone is "could not look"
     assert verdict_from_checks(records, "error").state == "unknown"
+
+
+def test_a_missing_module_is_not_blamed_on_the_stdlib_modules_of_its_import_line(tmp_path):
+    """`import os, time, torch` without torch said "No module named 'torch' (needed by os, time, torch)"."""
+    (tmp_path / "train.py").write_text("import os, time, dfd_g2_absent\nprint('training')\n")
+    (tmp_path / "mylib").mkdir()
+    (tmp_path / "mylib" / "__init__.py").write_text("import dfd_g2_absent\n")
+    (tmp_path / "train2.py").write_text("import os, time, mylib\n")
+    for script, said in (("train.py", "No module named 'dfd_g2_absent', imported at"),
+                         ("train2.py", "No module named 'dfd_g2_absent' (needed by mylib), imported at")):
+        res = run_dfdoctor("check", "--only", "imports.smoke", "--format", "json", "--", sys.executable, script,
+                           cwd=tmp_path)
+        assert res.returncode == 1, res.stderr
+        rec = json.loads(res.stdout)["checks"][0]
+        assert rec["cause"] == "missing-module" and rec["summary"].startswith(said), rec["summary"]
+        assert "os" not in rec["summary"].split("needed by")[-1].split(")")[0].split(", ")
