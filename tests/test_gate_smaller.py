@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
 from conftest import run_dfdoctor
 from dfdoctor.engine import verdict_from_checks
 from dfdoctor.model import CheckRecord, Status
@@ -40,3 +41,26 @@ def test_a_missing_module_is_not_blamed_on_the_stdlib_modules_of_its_import_line
         rec = json.loads(res.stdout)["checks"][0]
         assert rec["cause"] == "missing-module" and rec["summary"].startswith(said), rec["summary"]
         assert "os" not in rec["summary"].split("needed by")[-1].split(")")[0].split(", ")
+
+
+_GLOO = ("import torch\nimport torch.distributed as dist\n\ndist.init_process_group({backend})\n"
+         "t = torch.ones(1)\ndist.all_reduce(t)\nprint(t, flush=True)\n")
+
+
+@pytest.mark.slow
+def test_a_gloo_job_under_torchrun_gets_no_cuda_advice(tmp_path):
+    """A CPU job (gloo, no CUDA named) started by torchrun was told "no usable GPU ... install a CUDA build of
+    torch": torchrun is no hint of a GPU when the script's ranks form a gloo group."""
+    (tmp_path / "train.py").write_text(_GLOO.format(backend='"gloo"'))
+    (tmp_path / "train_nccl.py").write_text(_GLOO.format(backend='backend="nccl"'))
+    runs = {}
+    for script in ("train.py", "train_nccl.py"):
+        res = run_dfdoctor("check", "--only", "cuda.init", "--format", "json", "--", sys.executable, "-m",
+                           "torch.distributed.run", "--nproc_per_node", "2", script, cwd=tmp_path)
+        runs[script] = json.loads(res.stdout)["checks"][0]
+    gloo = runs["train.py"]
+    assert gloo["status"] in ("skip", "ok"), gloo
+    assert "cuda" not in gloo["fix"].lower() and "nccl" not in gloo["fix"].lower(), gloo
+    if runs["train_nccl.py"]["status"] != "ok":  # no usable GPU here: the NCCL job is still told so
+        assert runs["train_nccl.py"]["status"] == "warn", runs["train_nccl.py"]
+        assert "gloo backend" in gloo["summary"], gloo["summary"]
