@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import run_dfdoctor
@@ -64,3 +66,21 @@ def test_a_gloo_job_under_torchrun_gets_no_cuda_advice(tmp_path):
     if runs["train_nccl.py"]["status"] != "ok":  # no usable GPU here: the NCCL job is still told so
         assert runs["train_nccl.py"]["status"] == "warn", runs["train_nccl.py"]
         assert "gloo backend" in gloo["summary"], gloo["summary"]
+
+
+@pytest.mark.slow
+def test_a_job_waiting_in_accept_waits_for_a_client_on_its_port_not_for_a_download(tmp_path):
+    """A server in accept() was "waits for data from socket:[N] (a download or a remote service)", with advice
+    to pre-download files; it waits for a client to connect on the port it listens on."""
+    from jobs.harness import job, kill_runs, launch, text_of
+
+    try:
+        proc, rep = launch(tmp_path, *job("listens.py"), watch=60)
+        v = rep["verdict"]
+        said = (Path(rep["run"]["dir"]) / "stdout.log").read_text()
+        port = re.search(r"listening on port (\d+)", said).group(1)
+        assert v["state"] == "unknown" and v["cause"] == "waiting-on-network", text_of(rep)
+        assert f"waits for a client to connect on 127.0.0.1:{port}" in v["summary"], v["summary"]
+        assert "listens.py:8" in v["summary"] and "download" not in v["fix"].lower(), (v["summary"], v["fix"])
+    finally:
+        kill_runs(tmp_path)
