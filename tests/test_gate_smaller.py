@@ -84,3 +84,24 @@ def test_a_job_waiting_in_accept_waits_for_a_client_on_its_port_not_for_a_downlo
         assert "listens.py:8" in v["summary"] and "download" not in v["fix"].lower(), (v["summary"], v["fix"])
     finally:
         kill_runs(tmp_path)
+
+
+@pytest.mark.slow
+def test_status_from_a_folder_with_no_run_says_first_whose_run_it_shows(tmp_path):
+    """From a folder where nothing was launched, `status` showed another folder's run as if it were this one's."""
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}  # an index of this test's runs alone
+    (tmp_path / "a").mkdir()
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "a" / "train.py").write_text("print('x')\n")
+    res = run_dfdoctor("launch", "--no-check", "--watch", "2", "--format", "json", "--", sys.executable,
+                       "train.py", cwd=tmp_path / "a", env=env)
+    run_id = json.loads(res.stdout)["run"]["id"]
+    text = run_dfdoctor("status", cwd=tmp_path / "empty", env=env).stdout
+    first = " ".join(text.split("dfdoctor status:")[0].split())
+    assert first == (f"No run was launched from {tmp_path / 'empty'}: this is your latest run, {run_id}, "
+                     f"launched from {tmp_path / 'a'}."), text
+    doc = json.loads(run_dfdoctor("status", "--format", "json", cwd=tmp_path / "empty", env=env).stdout)
+    assert doc["run"]["id"] == run_id and doc["run"]["chosen"] == first
+    # from the run's own folder nothing is said before the verdict
+    own = run_dfdoctor("status", cwd=tmp_path / "a", env=env).stdout
+    assert own.startswith("dfdoctor status:") and "No run was launched" not in own, own

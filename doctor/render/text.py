@@ -74,6 +74,8 @@ def render(report: Report, verbose: bool = False, color: bool = False, quiet: bo
     width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 120))
     out: list[str] = []
     v = report.verdict
+    if report.run.get("chosen"):  # whose run this is comes before what became of it
+        out.extend(textwrap.wrap(report.run["chosen"], width, break_long_words=False, break_on_hyphens=False))
     out.append(_paint(f"dfdoctor {report.mode}: {_head(report)}", v.state, color, bold=True))
     # `check` on one target: the verdict's evidence is the rows below, said once there, not three times
     from_rows = report.mode == "check" and not report.targets
