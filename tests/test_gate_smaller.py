@@ -105,3 +105,27 @@ def test_status_from_a_folder_with_no_run_says_first_whose_run_it_shows(tmp_path
     # from the run's own folder nothing is said before the verdict
     own = run_dfdoctor("status", cwd=tmp_path / "a", env=env).stdout
     assert own.startswith("dfdoctor status:") and "No run was launched" not in own, own
+
+
+@pytest.mark.slow
+def test_report_of_a_saved_running_verdict_says_so_beside_the_verdict_not_in_it(tmp_path):
+    """`report` appended "This is the report saved at ..." to the verdict's summary, the HTML's H1."""
+    from dfdoctor.render import html as html_render
+
+    res = run_dfdoctor("launch", "--watch", "0", "--log", "t.log", "--", sys.executable, "-c",
+                       "import time; print('x'); time.sleep(6)", cwd=tmp_path)
+    assert res.returncode == 0 and "RUNNING" in res.stdout, res.stdout + res.stderr
+    run = next((tmp_path / ".dfdoctor" / "runs").iterdir()).name
+    try:
+        page = run_dfdoctor("report", "--format", "html", run, cwd=tmp_path).stdout
+        h1 = re.search(r'<h1 id="verdict-summary">(.*?)</h1>', page, re.S).group(1)
+        assert "report saved" not in h1, h1
+        note = re.search(r'<p class="run-note" id="verdict-as-of">(.*?)</p>', page, re.S).group(1)
+        assert "This is the report saved at " in note and f"dfdoctor status {run}" in note, note
+        assert "as of" not in [k for k, _ in html_render.run_rows({"as_of": "x"}, rest=True)]
+        doc = json.loads(run_dfdoctor("report", "--format", "json", run, cwd=tmp_path).stdout)
+        assert "report saved" not in doc["verdict"]["summary"] and "report saved" in doc["run"]["as_of"]
+        text = run_dfdoctor("report", run, cwd=tmp_path).stdout
+        assert "This is the report saved at " in text, text
+    finally:
+        assert run_dfdoctor("stop", run, cwd=tmp_path).returncode == 0

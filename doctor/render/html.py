@@ -374,11 +374,13 @@ def env_rows(env: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 RUN_FIRST = ("id", "dir", "pid", "exit_code", "signal", "log")
+RUN_NOTES = ("chosen", "as_of")  # sentences shown beside the verdict, not rows of facts
 
 
 def run_rows(run: dict[str, Any], rest: bool = False) -> list[tuple[str, str]]:
     """The run facts people look for (or, with `rest`, the others), as label/value pairs, empties left out."""
-    keys = [k for k in run if k not in RUN_FIRST] if rest else [k for k in RUN_FIRST if k in run]
+    keys = [k for k in run if k not in RUN_FIRST and k not in RUN_NOTES] if rest else \
+        [k for k in RUN_FIRST if k in run]
     return [(k.replace("_", " "), clean(run[k]) if isinstance(run[k], str) else fmt_cell(run[k]))
             for k in keys if run[k] not in (None, "", [], {})]
 
