@@ -129,3 +129,24 @@ def test_report_of_a_saved_running_verdict_says_so_beside_the_verdict_not_in_it(
         assert "This is the report saved at " in text, text
     finally:
         assert run_dfdoctor("stop", run, cwd=tmp_path).returncode == 0
+
+
+def test_an_impossible_slurm_start_time_is_not_repeated_as_a_time(tmp_path):
+    """sbatch --test-only answered a start in year 6109 (no node could take the job: all drained); dfdoctor said
+    "would start at 6109-..." as if it were a time."""
+    from dfdoctor.model import Status as S
+    from dfdoctor.slurm import commands, precheck, sbatch, testonly
+
+    (tmp_path / "job.sbatch").write_text("#!/bin/bash\n#SBATCH --job-name=train\nsrun python train.py\n")
+    sub = sbatch.parse(["sbatch", "job.sbatch"], tmp_path, {})
+
+    def answered(at: str) -> list:
+        line = f"sbatch: Job 171 to start at {at} using 1 processors on nodes node1 in partition debug\n"
+        return precheck.submission(sub, testonly.Asked(commands.Answer(("sbatch",), 0, "", line)))
+
+    far = answered("6109-04-19T08:12:44")
+    assert len(far) == 1 and far[0].status == S.WARN, far
+    assert "6109" not in far[0].summary and "names no time it would start" in far[0].summary, far[0].summary
+    assert "sinfo -N -l" in far[0].fix
+    near = answered("2026-12-06T04:05:00")
+    assert near[0].status == S.OK and "would start at 2026-12-06T04:05:00 on node1" in near[0].summary, near
