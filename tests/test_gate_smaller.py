@@ -150,3 +150,27 @@ def test_an_impossible_slurm_start_time_is_not_repeated_as_a_time(tmp_path):
     assert "sinfo -N -l" in far[0].fix
     near = answered("2026-12-06T04:05:00")
     assert near[0].status == S.OK and "would start at 2026-12-06T04:05:00 on node1" in near[0].summary, near
+
+
+def test_html_folds_raw_json_data_and_never_cuts_the_hop_list():
+    """The raw JSON of a check's data stood open in its details; the hop list was cut like any table (rows past a
+    share of the page, commands past 300 characters) while it is the one the user reads to find the broken hop."""
+    from dfdoctor.model import Report, Verdict
+    from dfdoctor.render import html as html_render
+
+    long_cmd = "python -u train.py " + " ".join(f"--opt{i}=value{i}" for i in range(60))  # ~900 characters
+    hops = [{"hop": i, "where": "this shell", "parsed by": "bash", "tty": "no", "command": f"{long_cmd} #{i}",
+             "note": ""} for i in range(6)]
+    records = [CheckRecord("launch.path", "pre", Status.WARN, "a hop is wrong", data={"hops": hops, "line": "x"})]
+    # many other wide tables: each gets only a share of the page's budget for tables
+    records += [CheckRecord(f"other.{n}", "pre", Status.OK, "fine",
+                            data={"rows": [{"k": "v" * 290, "w": "u" * 290} for _ in range(200)]}) for n in range(12)]
+    report = Report(tool_version="x", target="local", command=["python", "train.py"], started_at="",
+                    finished_at="", verdict=Verdict("ok", None, "fine"), checks=records, mode="check")
+    page = html_render.render(report)
+    hop_table = re.search(r'id="t-pre-launch\.path-hops".*?</table>', page, re.S).group(0)
+    for i in range(6):
+        assert f"{long_cmd} #{i}" in hop_table, i
+    assert "more rows in the JSON result" not in hop_table
+    assert re.search(r'<details class="data"><summary>Data \(raw JSON\)</summary>\s*<pre class="data">', page)
+    assert not re.search(r'<h4>Data</h4>', page)
