@@ -174,3 +174,28 @@ def test_html_folds_raw_json_data_and_never_cuts_the_hop_list():
     assert "more rows in the JSON result" not in hop_table
     assert re.search(r'<details class="data"><summary>Data \(raw JSON\)</summary>\s*<pre class="data">', page)
     assert not re.search(r'<h4>Data</h4>', page)
+
+
+def test_compile_race_progress_says_what_it_does_and_that_its_answer_is_kept(monkeypatch):
+    """`[4/5] running: compile.race 41s` for a minute said nothing of what it did, nor that it is done once."""
+    import io
+
+    from dfdoctor import progress
+    from dfdoctor.registry import discover
+
+    race = next(c for c in discover()[0] if c.id == "compile.race")
+    quick = next(c for c in discover()[0] if c.id == "log.writable")
+    clock = [1000.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
+    buf = io.StringIO()
+    p = progress.Progress(5, buf, enabled=True)
+    p("start", quick, None)
+    p("start", race, None)
+    clock[0] += 1.0
+    p("tick", None, None)
+    assert "reproduces" not in buf.getvalue()  # a second in: the ids alone
+    clock[0] += 40.0
+    p("end", quick, None)
+    line = buf.getvalue().split(progress.ERASE)[-1]
+    assert line.startswith("[1/5] running: compile.race 41s: reproduces the torch.compile thread race"), line
+    assert "answer is kept" in line and len(line) <= progress.WIDTH
