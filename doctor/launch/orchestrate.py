@@ -232,7 +232,8 @@ def run_status(cwd: Path, ref: Optional[str] = None, cfg: Optional[Config] = Non
 def whose_run(cwd: Path, ref: Optional[str], run_dir: Path, launched_from: Optional[str]) -> str:
     """Which run `status` shows when none was named and none was launched from here: the user's latest, launched
     elsewhere (said before its verdict, which is not this folder's). '' when the run is this folder's."""
-    if ref or not launched_from or Path(launched_from).resolve() == cwd.resolve():
+    if ref or not launched_from or Path(launched_from).resolve() == cwd.resolve() or \
+            run_dir.resolve().is_relative_to(runs_root(cwd).resolve()):  # a remote run's cwd is the target's
         return ""
     return f"No run was launched from {cwd}: this is your latest run, {run_dir.name}, launched from {launched_from}."
 
