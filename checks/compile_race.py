@@ -43,7 +43,8 @@ SHIPPED_GUARD = "dfdoctor_guard.py"
 
 
 @check(CHECK_ID, title="Concurrent torch.compile in threads: reproduce the race, prove the guard",
-       phases=("pre",), timeout=150, imports_torch=True)
+       phases=("pre",), timeout=150, imports_torch=True,
+       doing="reproduces the torch.compile thread race without and with the guard (its answer is kept a week)")
 def compile_race(ctx) -> Iterator:
     """Read the code for threads that run compiled code unguarded, then reproduce the race without and with
     the guard in the training interpreter."""

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from dfdoctor import project
+from dfdoctor.diagnose.pg_backend import read_backend, uses_nccl
 from dfdoctor.launchline.commandline import guessed_interpreter, spec_for
 from dfdoctor.model import OBSERVED, STATIC
 
@@ -191,13 +192,15 @@ def expectation(ctx, check_id: str = "cuda.init") -> Expectation:
     launcher = _read(ctx.abspath(ctx.launcher)) if ctx.launcher else ""
     if launcher:
         texts.append((f"the launcher {ctx.launcher}", launcher))
+    script = _script(ctx)
     for rules, level in ((_STRONG, "expected"), (_WEAK, "hinted")):
         for where, text in texts:
             for rx, what in rules:
                 m = rx.search(_NEGATED.sub(" ", text))
+                if m and level == "hinted" and _cpu_ranks(ctx, script):
+                    return Expectation(None, f"{where} {what}, but {_cpu_ranks(ctx, script)}", _nproc(ctx))
                 if m:
                     return Expectation(level, f"{where} {what} ({m.group(0).strip()!r})", _nproc(ctx))
-    script = _script(ctx)
     if script is not None:
         source = _read(script)
         default = _default_device(source, ctx.command)
@@ -210,6 +213,19 @@ def expectation(ctx, check_id: str = "cuda.init") -> Expectation:
         if m and not _SCRIPT_FALLBACK.search(source):
             return Expectation("hinted", f"{script.name} uses CUDA ({m.group(0)!r}) with no CPU fallback", _nproc(ctx))
     return Expectation(None, "nothing in the launch asks for a GPU", _nproc(ctx))
+
+
+def _cpu_ranks(ctx, script: Optional[Path]) -> str:
+    """Why a distributed launcher's ranks need no GPU ('' unless plain): the script asks for the gloo backend
+    whatever the machine and names no CUDA, so torchrun is no hint of one and no CUDA advice is owed."""
+    if script is None:
+        return ""
+    reading = read_backend(ctx.command, ctx.cwd)
+    if reading is None or uses_nccl(reading.with_gpu) or uses_nccl(reading.without_gpu):
+        return ""
+    if _SCRIPT_CUDA.search(_read(script)):
+        return ""
+    return f"its ranks use the {reading.with_gpu} backend ({reading.why}) and {script.name} names no CUDA"
 
 
 def _device_option(ctx, script: Path):

@@ -419,10 +419,12 @@ def verdict_from_checks(records: list[CheckRecord], fail_on_level: str) -> Verdi
             return Verdict("unknown", None, f"{untried}. {found}",
                            evidence=[f"{r.id}: {r.summary}" for r in warns])
         return Verdict("ok", None, found, evidence=[f"{r.id}: {r.summary}" for r in warns])
-    blockers = [r for r in problems if r.cause in causes.LAUNCH_BLOCKERS and r.observed]
-    # launch.path's rehearsal of the user's own line, when it failed, is the most direct answer: it leads
-    first = max(blockers or problems, key=lambda r: (r.status in (Status.FAIL,), r.status.rank,
-                                                     r.id == "launch.path" and r.observed))
+    blockers = launch_blockers(problems)  # a warning never blocks, though --fail-on warn counts it
+    # launch.path's rehearsal of the user's own line, when it failed, is the most direct answer: it leads. A
+    # finding (a failure, or under --fail-on warn a warning) leads over a check that could not look: the
+    # headline names what was found, in the order the report lists it
+    first = max(blockers or problems, key=lambda r: (r.status in (Status.FAIL,), r.status == Status.WARN,
+                                                     r.status.rank, r.id == "launch.path" and r.observed))
     evidence = [f"{r.id} ({r.status.value}): {r.summary}" for r in problems]
     if all(r.status in (Status.ERROR, Status.TIMEOUT) for r in problems):
         # Checks that could not look found nothing wrong with the launch: not known to work, not known to fail.

@@ -16,6 +16,7 @@ from dfdoctor.model import CheckRecord
 from dfdoctor.registry import Check
 
 REDRAW_S = 0.25  # at most four rewrites a second: enough to see the seconds count, cheap on a slow terminal
+DOING_AFTER_S = 3.0  # a check running this long has its `doing` said on the line
 WIDTH = 200  # characters of a line at most (a terminal narrower than that wraps it; erasing then fails)
 ERASE = "\r\x1b[2K"
 
@@ -97,11 +98,13 @@ class Progress:
         self.line = StatusLine(stream, enabled)
         self.total = total
         self.running: dict[str, float] = {}
+        self.doing: dict[str, str] = {}
         self.done = 0
 
     def __call__(self, event: str, chk: Optional[Check], rec: Optional[CheckRecord]) -> None:
         if event == "start":
             self.running[chk.id] = time.monotonic()
+            self.doing[chk.id] = chk.doing
         elif event != "tick":
             self.running.pop(chk.id, None)
             self.done += 1  # its line is not kept: the report below says it, once
@@ -111,7 +114,11 @@ class Progress:
         if not self.line.enabled:
             return
         now = time.monotonic()
-        names = ", ".join(f"{cid} {now - t:.0f}s" for cid, t in list(self.running.items())[:4])
+        # a slow check comes first, with what it does in its words: a bare id for a minute says nothing
+        slow = next((c for c, t in self.running.items() if self.doing.get(c) and now - t >= DOING_AFTER_S), None)
+        order = sorted(self.running.items(), key=lambda item: item[0] != slow)[:4]
+        names = ", ".join(f"{cid} {now - t:.0f}s" + (f": {self.doing[cid]};" if cid == slow else "")
+                          for cid, t in order).replace(";,", ";")
         self.line.show(f"[{self.done}/{self.total}] " + (f"running: {names}" if names else "checks done"), force=force)
 
     def close(self) -> None:

@@ -44,6 +44,8 @@ class Check:
     # runner asks it before it forks a worker: a check that cannot apply costs no process (most of a local
     # `check`'s are skipped: no --log, no --target, no launch line).
     not_applicable: Optional[Callable[..., Optional[str]]] = None
+    # What a slow check is doing, for the progress line while it runs ("" for a quick one, whose id says enough)
+    doing: str = ""
 
     def skip_for(self, ctx) -> Optional[Result]:
         """The skip of a check that says it does not apply to `ctx` (`not_applicable`), else None."""
@@ -68,7 +70,8 @@ SCOPES = ("any", "slurm", "slurm-nodes")
 
 def check(id: str, *, title: str, phases: Iterable[str] = ("pre",), timeout: float = 30.0,
           scope: str = "any", imports_torch: bool = False,
-          not_applicable: Optional[Callable[..., Optional[str]]] = None) -> Callable[[CheckFunc], Check]:
+          not_applicable: Optional[Callable[..., Optional[str]]] = None,
+          doing: str = "") -> Callable[[CheckFunc], Check]:
     """Declare a check. The function takes a `Context` and yields `Result`s (see `dfdoctor.model`).
     `not_applicable(ctx)`: why it does not apply (said as its skip, without a worker process), else None."""
     if scope not in SCOPES:
@@ -82,7 +85,7 @@ def check(id: str, *, title: str, phases: Iterable[str] = ("pre",), timeout: flo
 
     def wrap(func: CheckFunc) -> Check:
         return Check(id=id, title=title, phases=phases, timeout=float(timeout), func=func, scope=scope,
-                     imports_torch=imports_torch, not_applicable=not_applicable)
+                     imports_torch=imports_torch, not_applicable=not_applicable, doing=doing)
 
     return wrap
 

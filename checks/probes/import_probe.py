@@ -528,11 +528,19 @@ def run_import(out, name, file, line, text, kind, fn):
     try:
         fn()
     except BaseException as exc:  # noqa: B902 - SystemExit and KeyboardInterrupt at import time count too
-        out["imports"].append(failure(name, file, line, text, kind, exc, time.time() - t0))
+        out["imports"].append(failure(blamed(name), file, line, text, kind, exc, time.time() - t0))
     else:
         out["imports"].append({"name": name, "file": file, "line": line, "text": text, "kind": kind,
                                "status": "ok", "seconds": round(time.time() - t0, 3)})
     print(MARK, "done", name, flush=True, file=sys.stderr)
+
+
+def blamed(label):
+    """Of `import os, time, torch` that failed, the module that did: Python imports them in order and stops at
+    the first that raises, so it is the first not loaded (os and time are in sys.modules, torch is not). A
+    module that needs a missing one is then named alone, never the statement's other modules."""
+    names = label.split(", ")
+    return next((n for n in names if n not in sys.modules), label) if len(names) > 1 else label
 
 
 def failure(name, file, line, text, kind, exc, seconds):

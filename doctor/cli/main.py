@@ -236,7 +236,8 @@ def _say_when_saved(report: Report) -> None:
         return
     again = f"`dfdoctor status {report.run['id']}`" if report.run.get("id") else "`dfdoctor status`"
     when = f" at {report.finished_at}" if report.finished_at else ""
-    v.summary = f"{v.summary} This is the report saved{when}: {again} looks again.".lstrip()
+    # beside the verdict, not in it: the summary is the HTML's H1, and this sentence is about the report
+    report.run["as_of"] = f"This is the report saved{when}: {again} looks again."
 
 
 main.add_command(env_cmd, "env")

@@ -41,6 +41,7 @@ class KernelWait:
     target: Optional[str] = None  # /proc/PID/fd/N: a path, "pipe:[...]", "socket:[...]", /dev/pts/N
     holder: Optional[int] = None  # the pid holding the lock it waits for
     peer: Optional[str] = None  # host:port at the other end of its socket
+    listening: Optional[str] = None  # host:port its socket listens on: a server waiting for a client, no download
 
     @property
     def is_socket(self) -> bool:
@@ -49,7 +50,7 @@ class KernelWait:
     def words(self) -> str:
         """`read(fd 0 -> pipe:[123])`, as an evidence line says it."""
         on = f"fd {self.fd} -> {self.target}" if self.fd is not None else ""
-        extra = f", peer {self.peer}" if self.peer else ""
+        extra = f", peer {self.peer}" if self.peer else f", listening on {self.listening}" if self.listening else ""
         extra += f", lock held by pid {self.holder}" if self.holder else ""
         return f"{self.syscall}({on}{extra})"
 
@@ -114,13 +115,20 @@ def lock_holder(path_target: Optional[str], waiter: int) -> Optional[int]:
 
 def _peer(pid: int, fd: int) -> Optional[str]:
     """The remote address of a connected socket, host:port."""
+    return _socket_ends(pid, fd)[0]
+
+
+def _socket_ends(pid: int, fd: int) -> tuple[Optional[str], Optional[str]]:
+    """(the remote address of a connected socket, the local address of a listening one), host:port each."""
     try:
         for c in psutil.Process(pid).net_connections(kind="inet"):
             if c.fd == fd and c.raddr:
-                return f"{c.raddr.ip}:{c.raddr.port}"
+                return f"{c.raddr.ip}:{c.raddr.port}", None
+            if c.fd == fd and c.status == psutil.CONN_LISTEN and c.laddr:
+                return None, f"{c.laddr.ip}:{c.laddr.port}"
     except (psutil.Error, AttributeError):
         pass
-    return None
+    return None, None
 
 
 def kernel_wait(pid: int) -> KernelWait:
@@ -148,8 +156,8 @@ def kernel_wait(pid: int) -> KernelWait:
         fd = None
     target = _fd_target(pid, fd) if fd is not None and fd < 1 << 20 else None
     holder = lock_holder(target, pid) if name in ("flock", "fcntl") else None
-    peer = _peer(pid, fd) if target and target.startswith("socket:") else None
-    return KernelWait(name, fd, target, holder, peer)
+    peer, listening = _socket_ends(pid, fd) if target and target.startswith("socket:") else (None, None)
+    return KernelWait(name, fd, target, holder, peer, listening)
 
 
 def from_raw(syscall: str, fds: dict, locks: str) -> KernelWait:

@@ -60,6 +60,8 @@ def _said(s: Seen, cwd: Optional[str]) -> str:
     what = _WHAT.get(w.kind, w.kind)
     if w.kind in (waits.SOCKET,) and w.detail:
         what = f"a read from {w.detail}"
+    elif w.kind == waits.LISTEN and w.detail:
+        what = f"a wait for a client on {w.detail}"
     elif w.kind == waits.SLEEP and w.detail and w.detail != "time.sleep":
         what = w.detail  # "asleep in clock_nanosleep": the kernel's word, no Python stack to say more
     elif w.kind == waits.IDLE and w.detail:
@@ -86,7 +88,7 @@ def _line(f: stackclass.Frame, cwd: Optional[str]) -> str:
     return f"{path}:{f.line}"
 
 
-_WHAT = {waits.SLEEP: "time.sleep", waits.SOCKET: "a read from a socket", waits.CHILD: "a wait for its child process",
+_WHAT = {waits.SLEEP: "time.sleep", waits.SOCKET: "a read from a socket", waits.LISTEN: "a wait for a client", waits.CHILD: "a wait for its child process",
          waits.IMPORT: "an import", waits.WORKING: "work on the CPU", waits.STDIN: "a read from stdin",
          waits.LOCK: "a wait for a file lock", waits.IDLE: "a wait", waits.CUDA_SYNC: "CUDA synchronisation",
          waits.COMPILE: "a wait for torch.compile's workers", waits.DATALOADER: "a wait for a DataLoader batch",

@@ -306,7 +306,7 @@ def _holder(pid: int) -> str:
 
 def _single_wait(all_seen: list[Seen], quiet_s: float, local: bool = True) -> Optional[Finding]:
     """One process waits on something named by the kernel: stdin, a file lock, a timer, a socket, the GPU."""
-    order = (waits.STDIN, waits.LOCK, waits.CUDA_SYNC, waits.COMPILE, waits.SOCKET, waits.SLEEP)
+    order = (waits.STDIN, waits.LOCK, waits.CUDA_SYNC, waits.COMPILE, waits.LISTEN, waits.SOCKET, waits.SLEEP)
     candidates = [s for s in all_seen if (s.steady or s.spins_in_place) and not s.proc.gone and s.proc.python
                   and s.wait.kind in order]
     moving = [s for s in _ranks(all_seen) if not s.steady]
@@ -334,6 +334,12 @@ def _single_wait(all_seen: list[Seen], quiet_s: float, local: bool = True) -> Op
             return Finding("running", causes.SLEEPING, f"{who} is alive and asleep in time.sleep at {s.at()}; "
                            f"nothing was written for {quiet_s:.0f} s", "Nothing is broken that dfdoctor can see: "
                            "the job sleeps where its code says. Follow it with `dfdoctor status` later.", [])
+        if w.kind == waits.LISTEN:
+            return Finding("unknown", causes.WAITING_ON_NETWORK, f"{who} waits for a client to connect on "
+                           f"{w.detail} at {s.at()} (it serves; nothing is being downloaded)",
+                           f"Nothing has connected to {w.detail}: start the client or the other processes that "
+                           "should connect to it, and check that they are given this host and port.",
+                           [f"{who}: {k.words() if k else w.detail}"])
         if w.kind == waits.SOCKET:
             return Finding("unknown", causes.WAITING_ON_NETWORK, f"{who} waits for data from {w.detail} at "
                            f"{s.at()} (a download or a remote service)", "Check that the host answers from here; "

@@ -22,6 +22,7 @@ STDIN = "stdin"
 LOCK = "lock"
 SLEEP = "sleep"
 SOCKET = "socket"
+LISTEN = "listen"  # a server's accept(): it waits for a client to connect, nothing to download
 COMPILE = "compile-workers"
 CUDA_SYNC = "cuda-sync"
 CHILD = "child"  # waits for a child process to end (a launcher, torchrun's agent)
@@ -134,6 +135,8 @@ def _by_kernel(k: KernelWait, frames: tuple[Frame, ...], user: Optional[Frame]) 
     if k.syscall in SLEEPS or (k.syscall in ("select", "pselect6") and k.fd is None and
                                any(f.func == "sleep" for f in frames[:2])):
         return Wait(SLEEP, top, user, "time.sleep" if frames else f"asleep in {k.syscall}")
+    if k.is_socket and k.listening and k.syscall in POLLS | SELECTS | {"accept", "accept4"}:
+        return Wait(LISTEN, top, user, k.listening)
     if k.is_socket and k.syscall in READS | POLLS | SELECTS | {"accept", "accept4"}:
         return Wait(SOCKET, top, user, k.peer or k.target or "a socket")
     if k.syscall in ("wait4", "waitid"):

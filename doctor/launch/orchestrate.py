@@ -222,7 +222,20 @@ def run_status(cwd: Path, ref: Optional[str] = None, cfg: Optional[Config] = Non
                 live = source.look(run, 0.0)
         verdict = foretold.link(diagnose(run, live), _launch_pre_checks(run_dir))
         records = _post(ctx, run, only, skip, cfg, report_broken=True)
-    return save_report(run_dir, _report(ctx, "status", started, verdict, records, run_timeline(run), run))
+    shown = save_report(run_dir, _report(ctx, "status", started, verdict, records, run_timeline(run), run))
+    whose = whose_run(cwd, ref, run_dir, spec.get("cwd"))
+    if whose:  # said on screen only: the saved report is the run's, wherever it is shown from later
+        shown.run["chosen"] = whose
+    return shown
+
+
+def whose_run(cwd: Path, ref: Optional[str], run_dir: Path, launched_from: Optional[str]) -> str:
+    """Which run `status` shows when none was named and none was launched from here: the user's latest, launched
+    elsewhere (said before its verdict, which is not this folder's). '' when the run is this folder's."""
+    if ref or not launched_from or Path(launched_from).resolve() == cwd.resolve() or \
+            run_dir.resolve().is_relative_to(runs_root(cwd).resolve()):  # a remote run's cwd is the target's
+        return ""
+    return f"No run was launched from {cwd}: this is your latest run, {run_dir.name}, launched from {launched_from}."
 
 
 def _keep_pre_checks(run_dir: Path, report: Report) -> None:

@@ -43,6 +43,8 @@ FINDINGS_MAX = 50
 LINE_MAX = 1_000
 TABLE_ROWS = 200
 CELL_MAX = 300
+# Tables shown whole whatever the budget: a launch line's hops are few, and a cut one hides where the line broke
+WHOLE_TABLES = ("hops",)
 
 STATE_WORDS = {"ok": "OK", "running": "RUNNING", "failed": "FAILED", "unknown": "UNKNOWN"}
 STATUS_WORDS = {"ok": "OK", "skip": "SKIP", "warn": "WARN", "fail": "FAIL", "timeout": "TIMEOUT", "error": "ERROR"}
@@ -134,7 +136,7 @@ def fmt_duration(seconds: Optional[float]) -> str:
     return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
 
 
-def fmt_cell(v: Any) -> str:
+def fmt_cell(v: Any, cap: int = CELL_MAX) -> str:
     """A table cell: yes/no for booleans, compact JSON for nested values, capped."""
     if v is None:
         s = ""
@@ -147,7 +149,7 @@ def fmt_cell(v: Any) -> str:
     else:
         s = str(v)
     s = clean(s)
-    return s if len(s) <= CELL_MAX else s[:CELL_MAX - 1] + "…"
+    return s if len(s) <= cap else s[:cap - 1] + "…"
 
 
 def is_table(v: Any) -> bool:
@@ -155,19 +157,20 @@ def is_table(v: Any) -> bool:
     return isinstance(v, list) and bool(v) and all(isinstance(x, dict) for x in v)
 
 
-def _cells(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[str]], list[int]]:
+def _cells(rows: list[dict[str, Any]], cap: int = CELL_MAX) -> tuple[list[str], list[list[str]], list[int]]:
     """Columns (union of keys, in order of first appearance), formatted rows, and each row's weight on the page."""
     cols: list[str] = []
     for r in rows:
         cols.extend(k for k in r if k not in cols)
-    cells = [[fmt_cell(r.get(c)) for c in cols] for r in rows[:TABLE_ROWS]]
+    cells = [[fmt_cell(r.get(c), cap) for c in cols] for r in rows[:TABLE_ROWS]]
     # '<td></td>' per cell and '<tr></tr>\n' per row
     return cols, cells, [sum(len(escape(c)) + 9 for c in row) + 10 for row in cells]
 
 
-def table(rows: list[dict[str, Any]], budget: int = TABLE_MAX) -> dict[str, Any]:
-    """A table of as many rows as fit `budget`."""
-    cols, cells, weights = _cells(rows)
+def table(rows: list[dict[str, Any]], budget: int = TABLE_MAX, whole: bool = False) -> dict[str, Any]:
+    """A table of as many rows as fit `budget` (`whole`: every row, each cell in full)."""
+    cols, cells, weights = _cells(rows, 1 << 30 if whole else CELL_MAX)  # whole: never a cell cut
+    budget = sum(weights) if whole else budget
     shown: list[list[str]] = []
     used = 0
     for row, weight in zip(cells, weights):
@@ -374,11 +377,13 @@ def env_rows(env: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 RUN_FIRST = ("id", "dir", "pid", "exit_code", "signal", "log")
+RUN_NOTES = ("chosen", "as_of")  # sentences shown beside the verdict, not rows of facts
 
 
 def run_rows(run: dict[str, Any], rest: bool = False) -> list[tuple[str, str]]:
     """The run facts people look for (or, with `rest`, the others), as label/value pairs, empties left out."""
-    keys = [k for k in run if k not in RUN_FIRST] if rest else [k for k in RUN_FIRST if k in run]
+    keys = [k for k in run if k not in RUN_FIRST and k not in RUN_NOTES] if rest else \
+        [k for k in RUN_FIRST if k in run]
     return [(k.replace("_", " "), clean(run[k]) if isinstance(run[k], str) else fmt_cell(run[k]))
             for k in keys if run[k] not in (None, "", [], {})]
 
@@ -420,7 +425,7 @@ def render(report: Report, verbose: bool = False) -> str:
     found = [(c, k, val) for c in report.checks for k, val in c.data.items() if is_table(val)]
     table_shares = fair_shares([table_size(val) for _, _, val in found], TABLES_BUDGET, TABLE_MAX)
     tables = [{"anchor": slug("t", c.phase, c.id, *((c.target,) if c.target else ()), k), "check": c,
-               "check_anchor": check_anchor(c), "key": k, "table": table(val, share)}
+               "check_anchor": check_anchor(c), "key": k, "table": table(val, share, k in WHOLE_TABLES)}
               for (c, k, val), share in zip(found, table_shares)]
     evidence, evidence_more = lines_within(v.evidence, VERDICT_EVIDENCE_MAX)
     return env.get_template("report.html.j2").render(

@@ -74,6 +74,8 @@ def render(report: Report, verbose: bool = False, color: bool = False, quiet: bo
     width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 120))
     out: list[str] = []
     v = report.verdict
+    if report.run.get("chosen"):  # whose run this is comes before what became of it
+        out.extend(textwrap.wrap(report.run["chosen"], width, break_long_words=False, break_on_hyphens=False))
     out.append(_paint(f"dfdoctor {report.mode}: {_head(report)}", v.state, color, bold=True))
     # `check` on one target: the verdict's evidence is the rows below, said once there, not three times
     from_rows = report.mode == "check" and not report.targets
@@ -81,6 +83,9 @@ def render(report: Report, verbose: bool = False, color: bool = False, quiet: bo
     if summary:
         out.extend(textwrap.wrap(summary, width, initial_indent="  ", subsequent_indent="  ",
                                    break_long_words=False, break_on_hyphens=False))  # a path stays whole)
+    if report.run.get("as_of"):  # a saved verdict of a job that may have changed since
+        out.extend(textwrap.wrap(report.run["as_of"], width, initial_indent="  ", subsequent_indent="  ",
+                                 break_long_words=False, break_on_hyphens=False))
     if not from_rows:
         for line in v.evidence[:8]:
             out.append("  | " + line)
@@ -179,6 +184,8 @@ def quiet_line(report: Report) -> str:
     """`-q`'s one line: the verdict, the run's id (where the job started), and the first fix or next step (how
     many more, when there are; the full report has them)."""
     line = verdict_line(report).rstrip(".")
+    if report.run.get("as_of"):
+        line += ". " + report.run["as_of"].rstrip(".")
     if report.run.get("id"):
         line += f"; run {report.run['id']}"
     fixes = [_pasted(f) for f in report_fixes(report)]

@@ -45,9 +45,14 @@ def submission(sub: Submission, asked: Optional[testonly.Asked] = None) -> list[
                                            *ev)))
     elif asked is not None and asked.accepted:
         st = asked.start or {}
-        said = (f"sbatch --test-only accepts it: job {sub.job_name!r} would start at {st.get('at')} on "
+        when = "" if asked.start_unknown else f" at {st.get('at')}"
+        said = (f"sbatch --test-only accepts it: job {sub.job_name!r} would start{when} on "
                 f"{st.get('nodes')} in partition {st.get('partition')} ({st.get('cpus')} CPU(s))")
-        if asked.warnings:
+        if asked.start_unknown:
+            out.append(warn(f"{said}, but sbatch names no time it would start: no node can take it now, so it "
+                            "would wait in the queue", fix="`sinfo -N -l` shows why the nodes cannot take it (down, "
+                            "drained, reserved); submit when one can, or to another partition.", evidence=tuple(ev)))
+        elif asked.warnings:
             out.append(warn(f"{said}, after changing the request: {'; '.join(asked.warnings)}.",
                             fix="Ask for what sbatch will give (its warning names the change), so the job's "
                                 "shape is the one you meant.", evidence=tuple(ev)))

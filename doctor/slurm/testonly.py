@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
@@ -14,6 +15,9 @@ from dfdoctor.slurm import commands
 
 _WILL_START = re.compile(r"Job (\d+) to start at (\S+) using (\d+) processors? on nodes (\S+) in partition (\S+)")
 _PREFIX = re.compile(r"^(sbatch: (error: |Warning: |warning: )?|allocation failure: )")
+# Slurm answers a start far in the future (year 6109 was seen) when no node can take the job now (every one down or
+# drained): that is no time, and is not repeated to the user as one.
+_FAR_YEARS = 5
 # Slurm refuses a script over SchedulerParameters' max_script_size (4 MiB unless set) with this error code's
 # generic text, which names no script at all.
 MAX_SCRIPT_DEFAULT = 4 << 20
@@ -46,6 +50,12 @@ class Asked:
         """{'at', 'cpus', 'nodes', 'partition'} from "Job N to start at T using C processors on nodes X in ..."."""
         m = _WILL_START.search(self.answer.err + self.answer.out)
         return dict(zip(("at", "cpus", "nodes", "partition"), m.groups()[1:])) if m else None
+
+    @property
+    def start_unknown(self) -> bool:
+        """sbatch accepted the job but its start time is years away: a placeholder, not an estimate."""
+        year = re.match(r"(\d{4})-", (self.start or {}).get("at") or "")
+        return bool(year) and int(year.group(1)) > datetime.now().year + _FAR_YEARS
 
     @property
     def warnings(self) -> list[str]:
