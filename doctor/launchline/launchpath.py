@@ -161,7 +161,9 @@ class _Walker:
             nxt = p.commands[ci + 1].argv
             files = [a for a in nxt[1:] if not a.startswith("-")]
             if nxt[:1] == ["tee"] and files:
-                fds[1] = Fd("file", h, frame.where, files[0])
+                appends = any(a in ("-a", "--append") or (a.startswith("-") and not a.startswith("--") and "a" in a)
+                              for a in nxt[1:])
+                fds[1] = Fd("file", h, frame.where, files[0], append=appends)
             if cmd.sep == "|&" and nxt[:1] == ["tee"] and files:
                 fds[2] = fds[1]
         for r in cmd.redirects:
@@ -173,7 +175,7 @@ class _Walker:
                 elif r.target == "/dev/null":
                     fds[fd] = Fd("null", h, frame.where)
                 elif r.op.startswith(">") or r.op.startswith("&"):
-                    fds[fd] = Fd("file", h, frame.where, r.target)
+                    fds[fd] = Fd("file", h, frame.where, r.target, append=r.op in (">>", "&>>"))
         return fds
 
     def _strip_wrappers(self, argv: list[str]) -> tuple[list[str], list[str]]:

@@ -1,0 +1,56 @@
+"""Do no harm in the advice (issue 40, round 5): a fix line dfdoctor prints, run as printed, never costs the user
+a file: it keeps the user's append, and a line dfdoctor cannot rehearse is never passed as OK. Each test runs the
+real CLI (or the printed line, in bash) on real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from dfdoctor.shell import quote
+
+DFDOCTOR = str(Path(sys.executable).parent / "dfdoctor")
+
+
+def _launch_path(work: Path, line: str) -> dict:
+    """`dfdoctor check --only launch.path --shell-command LINE` in `work`: launch.path's record and the exit code."""
+    out = work / "report.json"
+    p = subprocess.run([DFDOCTOR, "check", "--cwd", str(work), "--only", "launch.path", "--shell-command", line,
+                        "--format", "json", "--output", str(out)], cwd=work, capture_output=True, text=True,
+                       timeout=120)
+    doc = json.loads(out.read_text())
+    rec = next(c for c in doc["checks"] if c["id"] == "launch.path")
+    return {**rec, "rc": p.returncode}
+
+
+# -- S21: a "not tried" line keeps the user's `>>` ----------------------------------------------------------------
+def test_a_not_tried_fix_line_keeps_the_users_append_and_the_log_survives_it(tmp_path):
+    """The line goes through a host dfdoctor cannot reach, so no rehearsal runs and the reading's line is printed
+    as not tried. Run as printed (through ssh/pct stand-ins that keep each hop's parsing), it must append to the
+    user's log, never empty it."""
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "train.py").write_text("print('step 2')\n")
+    log = work / "train.log"
+    log.write_text("step 1 of yesterday's run\n")
+    remote = f"pct exec 200 -- nohup {sys.executable} {quote(str(work / 'train.py'))} >> {quote(str(log))} 2>&1 &"
+    rec = _launch_path(work, "ssh root@HOST " + quote(remote))
+    untried = rec["data"]["untried"]
+    assert untried and rec["data"]["corrected"] is None, rec
+    assert f">>{quote(str(log))}" in untried, untried
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "ssh").write_text('#!/bin/sh\nshift\nexec sh -c "$*"\n')  # the remote login shell parses the words
+    (bindir / "pct").write_text('#!/bin/sh\nshift 3\nexec "$@"\n')  # pct exec: exec's its words, no shell
+    for f in bindir.iterdir():
+        f.chmod(0o755)
+    subprocess.run(["bash", "-c", untried], env=dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}"),
+                   timeout=30, check=True)
+    deadline = time.monotonic() + 30
+    while "step 2" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert log.read_text() == "step 1 of yesterday's run\nstep 2\n"
