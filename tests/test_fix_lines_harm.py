@@ -54,3 +54,37 @@ def test_a_not_tried_fix_line_keeps_the_users_append_and_the_log_survives_it(tmp
     while "step 2" not in log.read_text() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert log.read_text() == "step 1 of yesterday's run\nstep 2\n"
+
+
+# -- R3: a program outside the wrapper table is never passed; a missing log folder under it is still observed -----
+WRAPPED = ["mpirun -np 1 python3 t.py > logs/x.log", "xvfb-run -a python3 t.py > logs/x.log 2>&1",
+           "strace -f -o F python3 t.py > logs/x.log"]
+
+
+def test_an_unknown_wrapper_with_a_missing_log_folder_fails_on_what_the_shell_did(tmp_path):
+    """The shell opens `> logs/x.log` before any command of the line runs: a missing folder is observed whatever
+    the wrapper would have done. The wrapper itself is never run (strace's -o F is not written)."""
+    (tmp_path / "t.py").write_text("print('step 1')\n")
+    for line in WRAPPED:
+        rec = _launch_path(tmp_path, line)
+        assert rec["rc"] == 1 and rec["status"] == "fail" and rec["cause"] == "log-dir-missing", (line, rec)
+        fails = [f for f in rec["findings"] if f["status"] == "fail"]
+        assert "mkdir -p logs" in fails[0]["fix"] and "not tried" in fails[0]["fix"], fails
+        assert any(f["summary"].startswith("not rehearsed:") and line.split()[0] in f["summary"]
+                   for f in [rec, *rec["findings"]]), rec["findings"]
+    assert not (tmp_path / "F").exists() and not (tmp_path / "logs").exists()
+
+
+def test_an_unknown_wrapper_whose_log_folder_exists_is_not_rehearsed_never_ok(tmp_path):
+    """Detached and logging, the job rehearsed without its wrapper would pass: the line still is not."""
+    (tmp_path / "t.py").write_text("print('step 1')\n")
+    (tmp_path / "logs").mkdir()
+    for wrapped in WRAPPED:
+        run, log = wrapped.split(" > ")[0], str(tmp_path / "logs" / "x.log")
+        line = f"nohup setsid -f {run.replace('python3', 'python3 -u')} </dev/null > {log} 2>&1"
+        rec = _launch_path(tmp_path, line)
+        said = [rec, *rec["findings"]]  # a check's one result is the record itself (findings: [])
+        assert rec["status"] == "warn" and rec["rc"] == 0, (line, rec)
+        assert not any(f["status"] == "ok" for f in said), (line, said)
+        assert any(f["summary"].startswith("not rehearsed") for f in said), said
+    assert not (tmp_path / "F").exists() and list((tmp_path / "logs").iterdir()) == []

@@ -134,6 +134,9 @@ class Plan:
     # what the reader found hiding code (a command it did not run for it): with no wall to hold what the reading
     # may miss, such a line is not rehearsed at all (runner.py)
     hides: list[str] = field(default_factory=list)
+    # a program outside the wrapper table that runs the job (`mpirun -np 1`, `xvfb-run -a`, `strace -o F`): not
+    # run, so the line is never passed; only what the shell does before any command (its redirects) is observed
+    wrapped: list[str] = field(default_factory=list)
     strict: bool = False  # its walls run nothing where they cannot stand (the line hides code: wall.sh's `strict`)
     multiplexers: list[tuple[tuple, str]] = field(default_factory=list)  # (chain, "tmux" | "screen") started
     # the line as run: `line` with each ssh hop's remote command inside the second wall (wall.py); `line` is the
@@ -403,7 +406,26 @@ class _Rewriter:
             return
         if name in RUNS or (name == "sleep" and _short_sleep(argv)):
             return
+        if self.unknown_wrapper(words, k, chain, where, state, edits, shown):
+            return
         self.skip_words(words, edits, shown, _why_not(name), stateful=name in STATEFUL)
+
+    def unknown_wrapper(self, words: list[Word], k: int, chain: tuple[Hop, ...], where: str, state: dict,
+                        edits: list, shown: str) -> bool:
+        """A program the wrapper table does not know, running the job (`mpirun -np 1 python3 t.py`): it is not
+        run (what it does is not known: `strace -o F` writes F), the job runs without it, and the plan says the
+        line was not rehearsed; its redirects, opened by the shell before any command, still are."""
+        at = next((i for i in range(k + 1, len(words)) if not words[i].dynamic and
+                   (base(words[i].value).startswith(PYTHONS) or base(words[i].value) in RUNNERS)), None)
+        if at is None:
+            return False
+        wrapper = join([w.value for w in words[k:at]])
+        edits.append((words[k].start, words[at - 1].end, "env"))
+        self.plan.not_rehearsed.append((_short(wrapper), f"`{base(words[k].value)}` is no wrapper dfdoctor knows: "
+                                        "what it does to the job was not run (the job was rehearsed without it)"))
+        self.plan.wrapped.append(f"`{_short(wrapper)}` was not run (dfdoctor does not know what it does)")
+        self.job(words, at, chain, where, state, edits, shown)
+        return True
 
     def skip_words(self, words: list[Word], edits: list, shown: str, why: str, *, stateful: bool = False) -> None:
         """Do not run these words: `:` takes their place (their redirects stay, renamed)."""
