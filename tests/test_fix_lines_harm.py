@@ -88,3 +88,25 @@ def test_an_unknown_wrapper_whose_log_folder_exists_is_not_rehearsed_never_ok(tm
         assert not any(f["status"] == "ok" for f in said), (line, said)
         assert any(f["summary"].startswith("not rehearsed") for f in said), said
     assert not (tmp_path / "F").exists() and list((tmp_path / "logs").iterdir()) == []
+
+
+# -- S10: a fix never names `$VAR` text as a path -----------------------------------------------------------------
+def test_a_fix_for_a_pwd_log_after_cd_names_the_expanded_folder_and_works_as_printed(tmp_path):
+    """`cd sub && … > "$PWD/logs/x.log"`: the folder to create and the log of the fix are the paths the shell
+    opened (sub/logs), never `'T/sub/"$PWD/logs'`; run as printed, they start the job and fill that log."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "t.py").write_text("print('step 1', flush=True)\n")
+    rec = _launch_path(tmp_path, 'cd sub && python3 t.py > "$PWD/logs/x.log" 2>&1 &')
+    assert rec["cause"] == "log-dir-missing" and rec["status"] == "fail", rec
+    fx = rec["data"]["fix"]
+    assert fx["works"] and "$" not in fx["line"] + " ".join(fx["first"]), fx
+    assert fx["first"] == [f"mkdir -p {quote(str(tmp_path / 'sub' / 'logs'))}"], fx
+    assert not (tmp_path / "sub" / "logs").exists()  # dfdoctor never creates the user's folders
+    for line in [*fx["first"], fx["line"]]:
+        subprocess.run(["bash", "-c", line], cwd=tmp_path, timeout=30, check=True)
+    log = tmp_path / "sub" / "logs" / "x.log"
+    deadline = time.monotonic() + 30
+    while not (log.exists() and "step 1" in log.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert log.read_text() == "step 1\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "sub"]

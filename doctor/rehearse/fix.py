@@ -93,7 +93,7 @@ def _folder(r: Rehearsal) -> Optional[str]:
 def _log_path(r: Rehearsal, log: Optional[str], cwd: Optional[str]) -> str:
     """The log the fixed line appends to: the one asked for or typed, made absolute against the job's folder."""
     job = r.plan.job
-    typed = log or next((lg.typed for lg in r.plan.logs if not lg.dynamic), None)
+    typed = log or next((lg.path for lg in r.plan.logs if not lg.dynamic), None)
     if typed is None:
         stem = posixpath.splitext(posixpath.basename(job.script or "train"))[0]
         typed = f"{stem}.log"
@@ -108,7 +108,7 @@ def _launcher_line(launcher, r: Rehearsal, log: Optional[str]) -> str:
     plan = r.plan
     cwd = launcher.cwd if launcher.cwd and launcher.cwd.startswith("/") else None
     # the log of the line that ran the launcher (never one of the launcher's own redirects: those are its job's)
-    outer = [lg.typed for lg in plan.logs if not lg.dynamic and not lg.in_launcher] if plan else []
+    outer = [lg.path for lg in plan.logs if not lg.dynamic and not lg.in_launcher] if plan else []
     inner = {lg.typed for lg in plan.logs if lg.in_launcher} if plan else set()
     typed = (outer[0] if outer else None) or (log if log and log not in inner and not any(
         lg.absolute == log for lg in plan.logs if lg.in_launcher) else None) or \
@@ -173,7 +173,7 @@ def candidates(r: Rehearsal, log: Optional[str], folder: Optional[str]) -> list[
     if job.launcher is not None or not job.script or job.script.startswith("/") or not job.script_is_file or \
             (job.cwd and job.cwd.startswith("/")):
         return [None]
-    logs = [lg.typed for lg in r.plan.logs if not lg.dynamic] + ([log] if log else [])
+    logs = [lg.path for lg in r.plan.logs if not lg.dynamic] + ([log] if log else [])
     # the log's folder and the one above it (`> /workspace/x/train.log` for /workspace/train.py)
     logs += [posixpath.dirname(p) for p in logs if p.startswith("/")]
     named = [w for w in r.line.replace("'", " ").replace('"', " ").split() if w.startswith("/") and len(w) > 1]

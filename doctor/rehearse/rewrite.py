@@ -92,13 +92,20 @@ class Log:
     what: str = "redirect"  # redirect | tee | nohup.out | screen log | lock file | time -o
     in_home: bool = False  # relative to $HOME at that place (nohup's fallback), not to `cwd`
     in_launcher: bool = False  # written by a line of the launcher script, not by the line that started it
+    value: Optional[str] = None  # a path with variables as its hop expanded it (`"$PWD/x.log"`: /w/sub/x.log)
+
+    @property
+    def path(self) -> str:
+        """The file's path with no shell text in it: as expanded at its hop, else as typed (a fix names this one,
+        never `"$PWD/…"` text, S10)."""
+        return self.value or self.typed
 
     @property
     def absolute(self) -> Optional[str]:
         """The path the shell opened, where its folder is known (None otherwise)."""
-        if self.typed.startswith("/"):
-            return self.typed
-        return posixpath.normpath(posixpath.join(self.cwd, self.typed)) if self.cwd and self.cwd.startswith("/") \
+        if self.path.startswith("/"):
+            return self.path
+        return posixpath.normpath(posixpath.join(self.cwd, self.path)) if self.cwd and self.cwd.startswith("/") \
             else None
 
 
@@ -309,7 +316,7 @@ class _Rewriter:
             if r.target_dynamic:  # the device it names there, as the shell would have opened it
                 edits.append((r.end - len(r.target_raw), r.end, quote(value)))
             return
-        self.plan.logs.append(Log(raw, value + self.plan.suffix, chain, where, state["cwd"]))
+        self.plan.logs.append(Log(raw, value + self.plan.suffix, chain, where, state["cwd"], value=value))
         edits.append((r.end - len(r.target_raw), r.end, quote(value + self.plan.suffix)))
 
     def output_word(self, word: Word, chain: tuple[Hop, ...], where: str, state: dict, edits: list,
