@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from dfdoctor.shell import quote
 
 DFDOCTOR = str(Path(sys.executable).parent / "dfdoctor")
@@ -110,3 +112,30 @@ def test_a_fix_for_a_pwd_log_after_cd_names_the_expanded_folder_and_works_as_pri
         time.sleep(0.1)
     assert log.read_text() == "step 1\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "sub"]
+
+
+@pytest.mark.parametrize("typed, lands", [('"$PWD/logs/x.log"', "w/sub/logs/x.log"), ("~/x.log", "home/x.log")])
+def test_a_not_tried_line_logs_where_the_users_variable_or_tilde_path_named(tmp_path, typed, lands):
+    """No rehearsal can run (an unreachable host): the reading's line, run as printed through an ssh stand-in
+    whose login shell parses the words, writes the file the user's `$PWD/…` or `~/…` named, not a file literally
+    called `$PWD` or `~`."""
+    sub = tmp_path / "w" / "sub"
+    (sub / "logs").mkdir(parents=True)
+    (tmp_path / "home").mkdir()
+    (sub / "t.py").write_text("print('step 1', flush=True)\n")
+    remote = f"cd {quote(str(sub))} && {sys.executable} t.py > {typed} 2>&1 &"
+    rec = _launch_path(tmp_path / "w", "ssh root@HOST " + quote(remote))
+    untried = rec["data"]["untried"]
+    assert untried and rec["data"]["corrected"] is None, rec
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "ssh").write_text('#!/bin/sh\nshift\nexec sh -c "$*"\n')
+    (bindir / "ssh").chmod(0o755)
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", HOME=str(tmp_path / "home"))
+    subprocess.run(["bash", "-c", untried], env=env, cwd=tmp_path, timeout=30, check=True)
+    log = tmp_path / lands
+    deadline = time.monotonic() + 30
+    while not (log.exists() and "step 1" in log.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert log.read_text() == "step 1\n", untried
+    assert not any("$" in p.name or p.name == "~" for p in tmp_path.rglob("*")), untried
