@@ -139,3 +139,22 @@ def test_a_not_tried_line_logs_where_the_users_variable_or_tilde_path_named(tmp_
         time.sleep(0.1)
     assert log.read_text() == "step 1\n", untried
     assert not any("$" in p.name or p.name == "~" for p in tmp_path.rglob("*")), untried
+
+
+# -- S12: a fix names the very file whose name is not UTF-8 -------------------------------------------------------
+def test_a_fix_for_names_that_are_not_utf8_names_the_same_files_as_printed(tmp_path):
+    """The report shows a byte that is not UTF-8 as `\\xNN`: the fix, run as printed (from the JSON report), must
+    start that script and fill that log, not files whose names hold a backslash."""
+    (tmp_path / os.fsdecode(b"t\xff.py")).write_text("print('step 1', flush=True)\n")
+    rec = _launch_path(tmp_path, os.fsdecode(b"nohup python3 -u t\xff.py > logs/l\xff.log 2>&1 &"))
+    assert rec["cause"] == "log-dir-missing" and rec["status"] == "fail", rec
+    fx = rec["data"]["fix"]
+    assert fx["works"] and fx["first"] == ["mkdir -p logs"], fx
+    for line in [*fx["first"], fx["line"]]:
+        subprocess.run(["bash", "-c", line], cwd=tmp_path, timeout=30, check=True)
+    log = tmp_path / "logs" / os.fsdecode(b"l\xff.log")
+    deadline = time.monotonic() + 30
+    while not (log.exists() and "step 1" in log.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert log.read_text() == "step 1\n", fx
+    assert sorted(os.fsencode(p.name) for p in (tmp_path / "logs").iterdir()) == [b"l\xff.log"]
