@@ -158,3 +158,20 @@ def test_a_fix_for_names_that_are_not_utf8_names_the_same_files_as_printed(tmp_p
         time.sleep(0.1)
     assert log.read_text() == "step 1\n", fx
     assert sorted(os.fsencode(p.name) for p in (tmp_path / "logs").iterdir()) == [b"l\xff.log"]
+
+
+# -- a --launcher file is read bounded ------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_a_huge_launcher_file_is_not_read_whole(tmp_path):
+    """`--launcher` naming a 384 MiB file by mistake: at most a launch script's worth of it is read (it was read
+    whole, then decoded: ~1 GiB resident on a shared machine)."""
+    big = tmp_path / "launch.sh"
+    with open(big, "wb") as f:
+        f.truncate(384 << 20)  # sparse: no disk used
+    probe = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:], capture_output=True, text=True, "
+             "timeout=300); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); print(p.stdout)")
+    p = subprocess.run([sys.executable, "-c", probe, DFDOCTOR, "check", "--cwd", str(tmp_path), "--only",
+                        "launch.path", "--launcher", str(big)], capture_output=True, text=True, timeout=400)
+    peak_kib, said = p.stdout.split("\n", 1)
+    assert int(peak_kib) < 250 * 1024, (peak_kib, said)
+    assert "cannot read the launcher" in said and "larger than" in said, said
