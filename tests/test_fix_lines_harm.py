@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from dfdoctor.shell import quote
+from infra.fixtures import infra  # noqa: F401
 
 DFDOCTOR = str(Path(sys.executable).parent / "dfdoctor")
 
@@ -175,3 +176,27 @@ def test_a_huge_launcher_file_is_not_read_whole(tmp_path):
     peak_kib, said = p.stdout.split("\n", 1)
     assert int(peak_kib) < 250 * 1024, (peak_kib, said)
     assert "cannot read the launcher" in said and "larger than" in said, said
+
+
+# -- ssh's own log (`-E FILE`) is never appended to by a rehearsal --------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("opt", ["-v -E {log}", "-vE{log}", "-fvE {log}"])
+def test_a_rehearsal_never_appends_to_the_ssh_clients_own_log(infra, tmp_path, opt):
+    """`ssh -v -E FILE`: ssh appends its debug lines to FILE, a file of the user's; the rehearsal's ssh (and every
+    session of dfdoctor's own to that host) writes them to /dev/null."""
+    work = tmp_path / "w"
+    (work / "logs").mkdir(parents=True)
+    (work / "t.py").write_text("print('step 1', flush=True)\n")
+    ssh_log = tmp_path / "ssh.log"
+    ssh_log.write_text("the user's ssh log\n")
+    line = (f"ssh {opt.format(log=quote(str(ssh_log)))} root@dfdoctor-host "
+            f"{quote(f'cd {work} && nohup setsid -f python3 -u t.py </dev/null > {work}/logs/x.log 2>&1')}")
+    out = tmp_path / "report.json"
+    p = subprocess.run([DFDOCTOR, "check", "--only", "launch.path", "--shell-command", line, "--format", "json",
+                        "--output", str(out)], cwd=tmp_path, capture_output=True, text=True, timeout=180,
+                       env={**os.environ, "DFDOCTOR_SSH_CONFIG": str(infra.ssh_config)})
+    rec = next(c for c in json.loads(out.read_text())["checks"] if c["id"] == "launch.path")
+    assert rec["data"]["rehearsal"]["line"], rec  # it was rehearsed
+    assert ssh_log.read_text() == "the user's ssh log\n"
+    assert "-E" in json.dumps(rec["data"]["rehearsal"]["not_rehearsed"]), (p.stdout, rec)
+    assert list((work / "logs").iterdir()) == []

@@ -503,6 +503,9 @@ class _Rewriter:
             for j, ch in enumerate(a[1:], 1):
                 if ch in SSH_OPTS_WITH_ARG:
                     takes = j == len(a) - 1  # `-p 22` takes the next word; `-p22` holds its value
+                    if ch == "E" and not takes:  # `-Efile`: ssh's own log, glued
+                        a = argv[i] = self.ssh_log(a[j + 1:], a[:j + 1] + "/dev/null", words[i], edits,
+                                                   whole=not forks or forks[-1] != i)
                     break
                 if ch == "t":
                     self.plan.uses_tty = remote_tty = True
@@ -510,6 +513,8 @@ class _Rewriter:
                     forks.append(i)
             opts.append(a.replace("f", "", 1) if i in forks else a)
             if takes and i + 1 < len(argv):
+                if a.endswith("E"):  # `-E FILE`
+                    argv[i + 1] = self.ssh_log(argv[i + 1], "/dev/null", words[i + 1], edits)
                 opts.append(argv[i + 1])
                 i += 1
             i += 1
@@ -548,6 +553,14 @@ class _Rewriter:
             except CannotRehearse:
                 pass  # quoting that cannot carry the wall: that hop runs without it (the evidence says so)
         self.put_remote(remote, new, edits)
+
+    def ssh_log(self, path: str, new: str, word: Word, edits: list, whole: bool = True) -> str:
+        """ssh's `-E FILE`: ssh appends its own messages to FILE, a user's file; the rehearsal's ssh writes them
+        to /dev/null (`whole`: this edit replaces the word; else the `-f` edit of the same word carries it)."""
+        if whole:
+            edits.append((word.start, word.end, quote(new)))
+        self.plan.not_rehearsed.append((f"ssh -E {path}", "ssh's own log: the rehearsal's ssh wrote it to /dev/null"))
+        return new
 
     def put_remote(self, remote: list[Word], new: str, edits: list) -> None:
         """Put the rewritten remote command back into ssh's words."""
