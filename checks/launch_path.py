@@ -57,10 +57,13 @@ def launch_path(ctx) -> Iterator[Result]:
         # ending would take it down is no question for it; all else the rehearsal saw is
         observed = [o for o in observed if o.cause != causes.KILLED_ON_SESSION_EXIT]
     unsure = list(r.plan.uncertain) if r.plan else []
+    wrapped = list(r.plan.wrapped) if r.plan else []
     # a failure seen while a part that may change what the job finds was not run is not an observed failure of
-    # the line (REHEARSAL.md): it is said, as a warning, with what was not run
+    # the line (REHEARSAL.md): it is said, as a warning, with what was not run. A program the wrapper table does
+    # not know was not run either: no fix line is composed without it
     fx = rehearsed_fix.find(r, log, cwd=_local_cwd(ctx), launcher=str(launcher) if launcher else None,
-                            launcher_text=launcher_text, folder=_remote_cwd(ctx)) if observed and not unsure else None
+                            launcher_text=launcher_text, folder=_remote_cwd(ctx)) \
+        if observed and not unsure and not wrapped else None
     facts = tuple(judge.facts(r))
     data["rehearsal"] = {"line": r.plan.line if r.plan else None, "facts": list(facts), "seconds": round(r.seconds, 2),
                          "not_rehearsed": [list(x) for x in (r.plan.not_rehearsed if r.plan else [])]}
@@ -70,15 +73,19 @@ def launch_path(ctx) -> Iterator[Result]:
                        "facts": judge.facts(fx.rehearsal) if fx.rehearsal else []}
         data["corrected"] = fx.line if fx.works else None
     for o in observed:
-        if unsure:
-            data["not_rehearsed"] = "; ".join(unsure)  # check's verdict: not OK, the line was not seen to work
-            yield warn(f"not rehearsed in full: {o.summary}, but {unsure[0]}, so this was not observed of your line",
-                       o.cause, details="\n".join([o.details, "Not rehearsed: " + "; ".join(unsure) + "."]).strip(),
+        # the shell opens a line's redirects before any of its commands runs: a log it could not open is observed
+        # whatever the unknown program would have done
+        not_run = unsure or ([] if o.cause in _OPENED_FIRST else wrapped)
+        if not_run:
+            data["not_rehearsed"] = "; ".join(not_run)  # check's verdict: not OK, the line was not seen to work
+            yield warn(f"not rehearsed in full: {o.summary}, but {not_run[0]}, so this was not observed of your "
+                       "line", o.cause, details="\n".join([o.details, "Not rehearsed: " + "; ".join(not_run) + "."]
+                                                        ).strip(),
                        fix="not tried (the line was not rehearsed in full)", evidence=facts + hops, data=data,
                        basis=STATIC)
             continue
-        yield fail(o.summary, o.cause, details=o.details, fix=fx.words() if fx else "", evidence=facts + hops,
-                   data=data)
+        advice = fx.words() if fx else _untried_folder(o, r, wrapped)
+        yield fail(o.summary, o.cause, details=o.details, fix=advice, evidence=facts + hops, data=data)
     for f in a.findings:
         # The reading's "may fail" findings stay as warnings beside what was seen (a `cd` not joined with `&&`,
         # buffering); its "fails" ones were put to the test, and what the rehearsal saw replaces them.
@@ -93,10 +100,25 @@ def launch_path(ctx) -> Iterator[Result]:
         yield warn(f"not rehearsed: {skipped}", None, evidence=facts + hops, data=data, basis=STATIC,
                    details="A rehearsal runs only what it has proved harmless (docs/checks.md#launchpath): what it "
                            "did not run, it cannot vouch for.")
-    if not observed:
+    if not observed and not wrapped:  # a program dfdoctor did not run is never passed
         where = r.plan.job.where if r.plan and r.plan.job else "?"
         yield ok(f"rehearsed: the job starts in {where}, outlives its session and writes its log",
                  evidence=facts + hops, data=data)
+
+
+# what the shell does before any command of the line runs: observed even where a command was not run
+_OPENED_FIRST = (causes.LOG_DIR_MISSING, causes.LOG_NOT_WRITABLE)
+
+
+def _untried_folder(o, r: Rehearsal, wrapped: list[str]) -> str:
+    """The advice for a log folder missing in a line whose job runs under a program dfdoctor did not run: no line
+    composed without that program, only the folder to create, not tried."""
+    path = o.path or next((lg.typed for lg in r.plan.logs if lg.where == o.where and not lg.dynamic), None)
+    if not wrapped or o.cause != causes.LOG_DIR_MISSING or not path or "/" not in path:
+        return ""
+    folder = path.rsplit("/", 1)[0] or "/"
+    return (f"create the log's folder first (`mkdir -p {quote(folder)}` on {o.where}); not tried: "
+            f"{wrapped[0]}, so no line was rehearsed without it")
 
 
 def _not_rehearsed(r: Rehearsal) -> str:

@@ -436,6 +436,26 @@ def quote(s: str) -> str:
     return "'" + s.replace("'", "'\"'\"'") + "'"
 
 
+_UNDECODABLE = re.compile("[\udc80-\udcff]")
+
+
+def quote_typed(s: str) -> str:
+    """`quote` for a line a person copies: a word with bytes that are not UTF-8 (lone surrogates here) in `$'…'`,
+    where the `\\xNN` a report shows for each names that byte (in '…' it is four other characters: the line would
+    name another file, S12). bash, zsh and ksh read it; dfdoctor's own `sh -c` sessions never get it."""
+    if not _UNDECODABLE.search(s):
+        return quote(s)
+    return "$'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def join_typed(argv: list[str]) -> str:
+    """`join` with `quote_typed`'s words."""
+    words = [quote_typed(a) for a in argv]
+    if argv and not _UNDECODABLE.search(argv[0]):
+        words[0] = join(argv[:1])  # a first word with `=` stays no assignment
+    return " ".join(words)
+
+
 def join(argv: list[str]) -> str:
     """Quote and join an argument vector into one shell line (a first word with `=` would be an assignment)."""
     return " ".join(f"'{a}'" if i == 0 and "=" in a and "'" not in a else quote(a) for i, a in enumerate(argv))

@@ -56,6 +56,7 @@ class Fd:
     hop: int
     where: str
     path: str = ""
+    append: bool = False  # the user's redirect appends (`>>`, `&>>`, `tee -a`): a fix line must append too
 
     def describe(self) -> str:
         """In words, for evidence lines."""

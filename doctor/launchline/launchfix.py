@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import posixpath
+import re
 from typing import Optional
 
 from dfdoctor import causes
@@ -89,6 +90,20 @@ def _tty_on_path(f: Frame) -> bool:
     return f.tty and f.where != LOCAL and f.handoff == ""
 
 
+# a path of plain words and variables (`$PWD/logs/x.log`, `${RUN}/x.log`): the shell expands it, as it did the user's
+_PLAIN_VARS = re.compile(r"[\w./${}-]+")
+
+
+def _path_word(path: str) -> str:
+    """The log's path as a shell word that names what the user's redirect named: `~/` and variables are left to
+    the shell (quoted, `'$PWD/x.log'` and `'~/x.log'` would name other files), all else quoted."""
+    if path.startswith("~/"):
+        return "~/" + quote(path[2:])
+    if "$" in path and _PLAIN_VARS.fullmatch(path):
+        return f'"{path}"'
+    return quote(path)
+
+
 def corrected_line(job: Job, log: Optional[str]) -> str:
     """The launch line that survives the session and logs where you look, through the same hops."""
     argv, assignments, frame = job.argv, job.assignments, job.frame
@@ -100,13 +115,15 @@ def corrected_line(job: Job, log: Optional[str]) -> str:
     cwd = frame.cwd
     path = log or (out.path if out and out.kind == "file" else None)
     inner = job.frame.fds.get(1)
+    # a line that appends to its log keeps appending: `>` would empty the user's log when the fix is run
+    append = bool(out and out.kind == "file" and out.append and path == out.path)
     if not path and job.entry and inner is not None and inner.kind == "file":
         # The launcher already sends the job's output to its log; the launcher's own messages (a failing
         # `source`, a missing folder) go next to the launcher, so neither truncates the other.
         launcher = next((a for a in argv if a.endswith(".sh")), argv[-1])
         path = posixpath.splitext(launcher)[0] + ".out"
     elif not path and inner is not None and inner.kind == "file":
-        path = inner.path
+        path, append = inner.path, inner.append
         if not path.startswith(("/", "~", "$")) and job.frame.cwd and job.frame.cwd.startswith("/"):
             path = posixpath.join(job.frame.cwd, path)
     if path and not path.startswith(("/", "~", "$")):
@@ -118,7 +135,7 @@ def corrected_line(job: Job, log: Optional[str]) -> str:
             argv.insert(1, "-u")
         else:
             assignments = [*assignments, "PYTHONUNBUFFERED=1"]
-    line = " ".join([*assignments, "nohup setsid -f", join(argv), "</dev/null", f">{quote(path)}", "2>&1"])
+    line = " ".join([*assignments, "nohup setsid -f", join(argv), "</dev/null", f"{'>>' if append else '>'}{_path_word(path)}", "2>&1"])
     if cwd:
         line = f"cd {quote(cwd)} && {line}"
     for scheme, prefix in reversed(frame.chain):

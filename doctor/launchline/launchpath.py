@@ -8,6 +8,7 @@ one corrected line to copy.
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
 from typing import Optional
@@ -31,6 +32,7 @@ from dfdoctor.launchline.hops import (
     is_python,
 )
 from dfdoctor.launchline.launchfix import judge, pick_job
+from dfdoctor.safefile import read_head
 from dfdoctor.shell import (
     Command,
     Pipeline,
@@ -161,7 +163,9 @@ class _Walker:
             nxt = p.commands[ci + 1].argv
             files = [a for a in nxt[1:] if not a.startswith("-")]
             if nxt[:1] == ["tee"] and files:
-                fds[1] = Fd("file", h, frame.where, files[0])
+                appends = any(a in ("-a", "--append") or (a.startswith("-") and not a.startswith("--") and "a" in a)
+                              for a in nxt[1:])
+                fds[1] = Fd("file", h, frame.where, files[0], append=appends)
             if cmd.sep == "|&" and nxt[:1] == ["tee"] and files:
                 fds[2] = fds[1]
         for r in cmd.redirects:
@@ -173,7 +177,7 @@ class _Walker:
                 elif r.target == "/dev/null":
                     fds[fd] = Fd("null", h, frame.where)
                 elif r.op.startswith(">") or r.op.startswith("&"):
-                    fds[fd] = Fd("file", h, frame.where, r.target)
+                    fds[fd] = Fd("file", h, frame.where, r.target, append=r.op in (">>", "&>>"))
         return fds
 
     def _strip_wrappers(self, argv: list[str]) -> tuple[list[str], list[str]]:
@@ -429,7 +433,19 @@ def analyse(shell_command: Optional[str] = None, launcher: Optional[str] = None,
 
 
 
+# the most of a --launcher file read: a launch script is a few KiB; a file the user names by mistake (a checkpoint,
+# /dev/zero, a FIFO) must neither grow dfdoctor nor hang it (safefile.read_head)
+LAUNCHER_LIMIT = 1 << 20
+
+
 def read_launcher(path: str) -> str:
-    """The launcher's text (it is only read, never run)."""
-    with open(os.path.expanduser(path), encoding="utf-8", errors="replace") as fh:
-        return fh.read()
+    """The launcher's text (it is only read, never run); OSError when it cannot be read, is no regular file, or
+    is larger than any launch script (LAUNCHER_LIMIT)."""
+    where = os.path.expanduser(path)
+    os.stat(where)  # a missing file says so in the OS's own words
+    data = read_head(where, LAUNCHER_LIMIT)
+    if data is None:
+        raise OSError(errno.EINVAL, "not a regular file that can be read")
+    if len(data) > LAUNCHER_LIMIT:
+        raise OSError(errno.EFBIG, f"larger than {LAUNCHER_LIMIT >> 20} MiB: not a launch script")
+    return data.decode("utf-8", "replace")

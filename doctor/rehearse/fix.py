@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from dfdoctor import causes
-from dfdoctor.shell import join, quote
+from dfdoctor.shell import join_typed, quote_typed
 from dfdoctor.rehearse import changes, judge, rewrite
 from dfdoctor.rehearse.runner import Rehearsal, rehearse
 from dfdoctor.targets.registry import kind_for
@@ -56,7 +56,7 @@ def compose(r: Rehearsal, log: Optional[str] = None, *, folder: Optional[str] = 
     options = argv[1:argv.index(job.script)] if job.script in argv else argv[1:]
     if job.runner == "python" and "-u" not in options:
         argv.insert(1, "-u")
-    core = f"nohup setsid -f {join(argv)} </dev/null >>{quote(typed)} 2>&1"
+    core = f"nohup setsid -f {join_typed(argv)} </dev/null >>{quote_typed(typed)} 2>&1"
     if any(kind_for(hop.kind).detach_needs_pause for hop in job.chain):
         # lxc-attach (pct exec) given a terminal ends the attached process group as soon as its command
         # returns, which can catch the forked job before its setsid(): a pause lets it get away (docs/targets.md)
@@ -64,7 +64,7 @@ def compose(r: Rehearsal, log: Optional[str] = None, *, folder: Optional[str] = 
     # what the line set up for the job at its shell (a venv's activate, exports) comes along, in order
     core = " && ".join([*job.setup, core]) if job.setup else core
     if cwd:
-        core = f"cd {quote(cwd)} && {core}"
+        core = f"cd {quote_typed(cwd)} && {core}"
     return rewrite.typed_line(job.chain, core)
 
 
@@ -93,7 +93,7 @@ def _folder(r: Rehearsal) -> Optional[str]:
 def _log_path(r: Rehearsal, log: Optional[str], cwd: Optional[str]) -> str:
     """The log the fixed line appends to: the one asked for or typed, made absolute against the job's folder."""
     job = r.plan.job
-    typed = log or next((lg.typed for lg in r.plan.logs if not lg.dynamic), None)
+    typed = log or next((lg.path for lg in r.plan.logs if not lg.dynamic), None)
     if typed is None:
         stem = posixpath.splitext(posixpath.basename(job.script or "train"))[0]
         typed = f"{stem}.log"
@@ -108,7 +108,7 @@ def _launcher_line(launcher, r: Rehearsal, log: Optional[str]) -> str:
     plan = r.plan
     cwd = launcher.cwd if launcher.cwd and launcher.cwd.startswith("/") else None
     # the log of the line that ran the launcher (never one of the launcher's own redirects: those are its job's)
-    outer = [lg.typed for lg in plan.logs if not lg.dynamic and not lg.in_launcher] if plan else []
+    outer = [lg.path for lg in plan.logs if not lg.dynamic and not lg.in_launcher] if plan else []
     inner = {lg.typed for lg in plan.logs if lg.in_launcher} if plan else set()
     typed = (outer[0] if outer else None) or (log if log and log not in inner and not any(
         lg.absolute == log for lg in plan.logs if lg.in_launcher) else None) or \
@@ -117,12 +117,12 @@ def _launcher_line(launcher, r: Rehearsal, log: Optional[str]) -> str:
         cwd = posixpath.dirname(launcher.script)
     if not typed.startswith("/") and cwd:
         typed = posixpath.join(cwd, typed)
-    core = f"nohup setsid -f {join(launcher.argv)} </dev/null >>{quote(typed)} 2>&1"
+    core = f"nohup setsid -f {join_typed(launcher.argv)} </dev/null >>{quote_typed(typed)} 2>&1"
     if any(kind_for(hop.kind).detach_needs_pause for hop in launcher.chain):
         core += "; sleep 1"
     core = " && ".join([*launcher.setup, core]) if launcher.setup else core
     if cwd:
-        core = f"cd {quote(cwd)} && {core}"
+        core = f"cd {quote_typed(cwd)} && {core}"
     return rewrite.typed_line(launcher.chain, core)
 
 
@@ -173,7 +173,7 @@ def candidates(r: Rehearsal, log: Optional[str], folder: Optional[str]) -> list[
     if job.launcher is not None or not job.script or job.script.startswith("/") or not job.script_is_file or \
             (job.cwd and job.cwd.startswith("/")):
         return [None]
-    logs = [lg.typed for lg in r.plan.logs if not lg.dynamic] + ([log] if log else [])
+    logs = [lg.path for lg in r.plan.logs if not lg.dynamic] + ([log] if log else [])
     # the log's folder and the one above it (`> /workspace/x/train.log` for /workspace/train.py)
     logs += [posixpath.dirname(p) for p in logs if p.startswith("/")]
     named = [w for w in r.line.replace("'", " ").replace('"', " ").split() if w.startswith("/") and len(w) > 1]
@@ -203,7 +203,7 @@ def _try(r: Rehearsal, log: Optional[str], folder: Optional[str], started_in: Op
     if problems and problems[0].cause == causes.LOG_DIR_MISSING and problems[0].where == job.where:
         made = problems[0].path or _log_path(r, log, folder or _folder(r))
         missing = posixpath.dirname(made)
-        make = rewrite.typed_line(job.chain, f"mkdir -p {quote(missing)}")
+        make = rewrite.typed_line(job.chain, f"mkdir -p {quote_typed(missing)}")
         again = _with_log_in_tmp(r, log, folder, problems[0], where)
         if again is not None and judge.passed(again):
             return Fix(line, True, rehearsal=again, first=[make], interpreter=swap,

@@ -53,8 +53,8 @@ def findings(r: Rehearsal, expected_log: Optional[str] = None) -> list[Observed]
         lines = _said(words_everywhere, log.renamed)
         shown = "; ".join(ln.replace(suffix, "") for ln in lines)
         if lines and _MISSING.search(" ".join(lines)):
-            folder = posixpath.dirname(log.typed) or "."
-            if log.absolute and log.absolute != log.typed:  # `cd code` then `> outputs/x.log`: say which folder
+            folder = posixpath.dirname(log.path) or "."
+            if log.absolute and log.absolute != log.path:  # `cd code` then `> outputs/x.log`: say which folder
                 folder += f" ({posixpath.dirname(log.absolute)})"
             # why, in the default text (issue 39: it was said only under -v)
             meant = (f" (`> {log.typed}` is read by the shell on {log.where} before the command that enters "

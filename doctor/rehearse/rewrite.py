@@ -92,13 +92,20 @@ class Log:
     what: str = "redirect"  # redirect | tee | nohup.out | screen log | lock file | time -o
     in_home: bool = False  # relative to $HOME at that place (nohup's fallback), not to `cwd`
     in_launcher: bool = False  # written by a line of the launcher script, not by the line that started it
+    value: Optional[str] = None  # a path with variables as its hop expanded it (`"$PWD/x.log"`: /w/sub/x.log)
+
+    @property
+    def path(self) -> str:
+        """The file's path with no shell text in it: as expanded at its hop, else as typed (a fix names this one,
+        never `"$PWD/…"` text, S10)."""
+        return self.value or self.typed
 
     @property
     def absolute(self) -> Optional[str]:
         """The path the shell opened, where its folder is known (None otherwise)."""
-        if self.typed.startswith("/"):
-            return self.typed
-        return posixpath.normpath(posixpath.join(self.cwd, self.typed)) if self.cwd and self.cwd.startswith("/") \
+        if self.path.startswith("/"):
+            return self.path
+        return posixpath.normpath(posixpath.join(self.cwd, self.path)) if self.cwd and self.cwd.startswith("/") \
             else None
 
 
@@ -134,6 +141,9 @@ class Plan:
     # what the reader found hiding code (a command it did not run for it): with no wall to hold what the reading
     # may miss, such a line is not rehearsed at all (runner.py)
     hides: list[str] = field(default_factory=list)
+    # a program outside the wrapper table that runs the job (`mpirun -np 1`, `xvfb-run -a`, `strace -o F`): not
+    # run, so the line is never passed; only what the shell does before any command (its redirects) is observed
+    wrapped: list[str] = field(default_factory=list)
     strict: bool = False  # its walls run nothing where they cannot stand (the line hides code: wall.sh's `strict`)
     multiplexers: list[tuple[tuple, str]] = field(default_factory=list)  # (chain, "tmux" | "screen") started
     # the line as run: `line` with each ssh hop's remote command inside the second wall (wall.py); `line` is the
@@ -306,7 +316,7 @@ class _Rewriter:
             if r.target_dynamic:  # the device it names there, as the shell would have opened it
                 edits.append((r.end - len(r.target_raw), r.end, quote(value)))
             return
-        self.plan.logs.append(Log(raw, value + self.plan.suffix, chain, where, state["cwd"]))
+        self.plan.logs.append(Log(raw, value + self.plan.suffix, chain, where, state["cwd"], value=value))
         edits.append((r.end - len(r.target_raw), r.end, quote(value + self.plan.suffix)))
 
     def output_word(self, word: Word, chain: tuple[Hop, ...], where: str, state: dict, edits: list,
@@ -403,7 +413,26 @@ class _Rewriter:
             return
         if name in RUNS or (name == "sleep" and _short_sleep(argv)):
             return
+        if self.unknown_wrapper(words, k, chain, where, state, edits, shown):
+            return
         self.skip_words(words, edits, shown, _why_not(name), stateful=name in STATEFUL)
+
+    def unknown_wrapper(self, words: list[Word], k: int, chain: tuple[Hop, ...], where: str, state: dict,
+                        edits: list, shown: str) -> bool:
+        """A program the wrapper table does not know, running the job (`mpirun -np 1 python3 t.py`): it is not
+        run (what it does is not known: `strace -o F` writes F), the job runs without it, and the plan says the
+        line was not rehearsed; its redirects, opened by the shell before any command, still are."""
+        at = next((i for i in range(k + 1, len(words)) if not words[i].dynamic and
+                   (base(words[i].value).startswith(PYTHONS) or base(words[i].value) in RUNNERS)), None)
+        if at is None:
+            return False
+        wrapper = join([w.value for w in words[k:at]])
+        edits.append((words[k].start, words[at - 1].end, "env"))
+        self.plan.not_rehearsed.append((_short(wrapper), f"`{base(words[k].value)}` is no wrapper dfdoctor knows: "
+                                        "what it does to the job was not run (the job was rehearsed without it)"))
+        self.plan.wrapped.append(f"`{_short(wrapper)}` was not run (dfdoctor does not know what it does)")
+        self.job(words, at, chain, where, state, edits, shown)
+        return True
 
     def skip_words(self, words: list[Word], edits: list, shown: str, why: str, *, stateful: bool = False) -> None:
         """Do not run these words: `:` takes their place (their redirects stay, renamed)."""
@@ -474,6 +503,9 @@ class _Rewriter:
             for j, ch in enumerate(a[1:], 1):
                 if ch in SSH_OPTS_WITH_ARG:
                     takes = j == len(a) - 1  # `-p 22` takes the next word; `-p22` holds its value
+                    if ch == "E" and not takes:  # `-Efile`: ssh's own log, glued
+                        a = argv[i] = self.ssh_log(a[j + 1:], a[:j + 1] + "/dev/null", words[i], edits,
+                                                   whole=not forks or forks[-1] != i)
                     break
                 if ch == "t":
                     self.plan.uses_tty = remote_tty = True
@@ -481,6 +513,8 @@ class _Rewriter:
                     forks.append(i)
             opts.append(a.replace("f", "", 1) if i in forks else a)
             if takes and i + 1 < len(argv):
+                if a.endswith("E"):  # `-E FILE`
+                    argv[i + 1] = self.ssh_log(argv[i + 1], "/dev/null", words[i + 1], edits)
                 opts.append(argv[i + 1])
                 i += 1
             i += 1
@@ -519,6 +553,14 @@ class _Rewriter:
             except CannotRehearse:
                 pass  # quoting that cannot carry the wall: that hop runs without it (the evidence says so)
         self.put_remote(remote, new, edits)
+
+    def ssh_log(self, path: str, new: str, word: Word, edits: list, whole: bool = True) -> str:
+        """ssh's `-E FILE`: ssh appends its own messages to FILE, a user's file; the rehearsal's ssh writes them
+        to /dev/null (`whole`: this edit replaces the word; else the `-f` edit of the same word carries it)."""
+        if whole:
+            edits.append((word.start, word.end, quote(new)))
+        self.plan.not_rehearsed.append((f"ssh -E {path}", "ssh's own log: the rehearsal's ssh wrote it to /dev/null"))
+        return new
 
     def put_remote(self, remote: list[Word], new: str, edits: list) -> None:
         """Put the rewritten remote command back into ssh's words."""

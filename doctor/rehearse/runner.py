@@ -293,7 +293,8 @@ def _run(argv: list[str], *, timeout: float, stdin: bytes = b"", cwd: Optional[s
         _killpg(p.pid)
         so, se = p.communicate()
         p.returncode = -9
-    done = subprocess.CompletedProcess(argv, p.returncode, so.decode(errors="replace"), se.decode(errors="replace"))
+    done = subprocess.CompletedProcess(argv, p.returncode, so.decode("utf-8", "surrogateescape"),
+                                   se.decode("utf-8", "surrogateescape"))
     done.duration = time.monotonic() - began  # type: ignore[attr-defined]
     return done
 
@@ -390,7 +391,8 @@ def _run_line(out: Rehearsal, line: str, cwd: Optional[str], started: Optional[_
         proc.wait()
     os.close(master)  # the terminal hangs up: SIGHUP to whatever still has it as its controlling terminal
     out.ended_at = time.monotonic()
-    text = b"".join(chunks).decode(errors="replace").replace("\r\n", "\n")
+    # bytes that are not UTF-8 stay the same bytes (a log's name the shell quotes back is matched against it, S12)
+    text = b"".join(chunks).decode("utf-8", "surrogateescape").replace("\r\n", "\n")
     m = re.search(re.escape(marker) + r" (\d+)", text)
     out.returncode = int(m.group(1)) if m else proc.returncode
     out.output = re.sub(r"\n?" + re.escape(marker) + r" \d+\n?", "\n", text).strip("\n")

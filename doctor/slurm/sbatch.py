@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
+from dfdoctor.safefile import read_head_text
+
 # long name -> short letter, for the options whose value we use (or must skip over when reading argv).
 _SHORT = {"J": "job-name", "o": "output", "e": "error", "D": "chdir", "p": "partition", "N": "nodes",
           "n": "ntasks", "c": "cpus-per-task", "t": "time", "G": "gpus", "d": "dependency", "a": "array",
@@ -229,10 +231,8 @@ def is_batch_script(path: Optional[Path]) -> bool:
     """Whether a --launcher is a batch script (it has #SBATCH lines)."""
     if path is None:
         return False
-    try:
-        return bool(directives(path.read_text(errors="replace")[:65536])) or path.suffix == ".sbatch"
-    except OSError:
-        return False
+    head = read_head_text(path, 65536)  # its head only: a file named by mistake is never read whole
+    return head is not None and (bool(directives(head)) or path.suffix == ".sbatch")
 
 
 def is_slurm(ctx) -> bool:
