@@ -184,3 +184,38 @@ def test_a_spawned_rendezvous_that_never_completes_is_named_with_its_options(arg
             assert s in v["fix"], (s, v["fix"])
     finally:
         kill_runs(work)
+
+
+def _in_a_small_dev_shm(*argv: str) -> list[str]:
+    """argv run in a mount namespace of its own whose /dev/shm is a full 64 KiB tmpfs: what a container started
+    without --shm-size looks like once its 64 MB are taken (the machine's own /dev/shm is left alone)."""
+    fill = "dd if=/dev/zero of=/dev/shm/fill bs=4k count=64 2>/dev/null"
+    return ["unshare", "-m", "--propagation", "private", "sh", "-c",
+            f'mount -t tmpfs -o size=64k tmpfs /dev/shm && {{ {fill}; true; }} && exec "$@"', "sh", *argv]
+
+
+def test_a_full_dev_shm_met_by_a_semaphore_is_shm_exhausted_with_the_workers_option(tmp_path):
+    """DataLoader(num_workers=args.workers) creates its queues' semaphores (SemLock, a file in /dev/shm): with
+    /dev/shm full that fails with `OSError: [Errno 28] No space left on device` naming no path, which was read as
+    disk-full with a checkpoint-cleanup fix."""
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "-m", "true"]).returncode != 0:
+        pytest.skip("needs root to mount a small tmpfs over /dev/shm in a mount namespace")
+    from jobs.harness import DFDOCTOR
+
+    work = _work(tmp_path, "shm-workers")
+    out = work / "report.json"
+    try:
+        proc = subprocess.run(_in_a_small_dev_shm(DFDOCTOR, "launch", "--cwd", str(work), "--watch", "40",
+                                                  "--no-check", "--format", "json", "--output", str(out), "--",
+                                                  PY, "train.py", "--epochs", "2"),
+                              cwd=work, env=job_env(), capture_output=True, text=True, timeout=240)
+        assert out.exists(), (proc.returncode, proc.stdout, proc.stderr)
+        v = json.loads(out.read_text())["verdict"]
+        said = "\n".join([v["summary"], *v["evidence"]])
+        assert v["cause"] == causes.SHM_EXHAUSTED, (v["cause"], v["summary"], v["fix"])
+        for text in ("multiprocessing semaphore (SemLock)", "train.py, line 24", "No space left on device"):
+            assert text in said, (text, said)
+        for text in ("--shm-size", "fewer DataLoader workers (--workers, default 4)"):
+            assert text in v["fix"], (text, v["fix"])
+    finally:
+        kill_runs(work)

@@ -199,11 +199,15 @@ SHM_MARKERS = ("out of shared memory", "shared memory limit", "unable to allocat
 
 def shm_exhausted(err: PyError, ctx: Context) -> Optional[Finding]:
     """DataLoader workers die with a bus error (or "unable to write to file </torch_...>") when /dev/shm is
-    too small for the batches they hand over."""
+    too small for the batches they hand over; or creating a multiprocessing lock or queue fails with ENOSPC (a
+    POSIX semaphore is a file in /dev/shm, and the message names no path, so it read as a full disk)."""
     text = err.text + "\n" + "\n".join(_near(ctx.output, "DataLoader worker"))
     bus = "DataLoader worker" in text and ("Bus error" in text or "shared memory" in text)
-    if not bus and not any(m in text for m in SHM_MARKERS):
+    semaphore = _shm_object(err)
+    if not bus and not semaphore and not any(m in text for m in SHM_MARKERS):
         return None
+    if semaphore:
+        return _shm_semaphore_full(err, ctx, semaphore)
     evidence = [f"message: {l.strip()[:300]}" for l in (err.text.splitlines()[:2])]
     if ctx.local:
         evidence.append(_df_line("/dev/shm", "now"))
@@ -212,6 +216,59 @@ def shm_exhausted(err: PyError, ctx: Context) -> Optional[Finding]:
     return Finding(causes.SHM_EXHAUSTED, f"{who}.", "Give the job more shared memory: `docker run --shm-size=8g` (or "
                    "--ipc=host); in Kubernetes an emptyDir with medium: Memory mounted at /dev/shm. Or use fewer "
                    "DataLoader workers (num_workers), smaller batches, or num_workers=0.", evidence)
+
+
+# The standard library's and torch's frames that create objects in /dev/shm: a semaphore (SemLock, behind every
+# multiprocessing Lock, Queue and DataLoader worker queue) or a shared-memory block.
+_SHM_CREATORS = (("multiprocessing/synchronize.py", "a multiprocessing semaphore (SemLock)"),
+                 ("multiprocessing/shared_memory.py", "a multiprocessing shared-memory block"),
+                 ("multiprocessing/heap.py", "a multiprocessing shared heap"),
+                 ("torch/multiprocessing/reductions.py", "a tensor shared with another process"))
+
+
+def _shm_object(err: PyError) -> Optional[str]:
+    """What the job was creating in /dev/shm when ENOSPC came: read from the frame that raised it."""
+    if not any(m in err.text for m in _ENOSPC[:2]):
+        return None
+    for file, _, code in reversed(err.frames):
+        path = file.replace("\\", "/")
+        what = next((w for tail, w in _SHM_CREATORS if path.endswith(tail)), None)
+        if what or "SemLock(" in (code or ""):
+            return what or _SHM_CREATORS[0][1]
+    return None
+
+
+def _shm_semaphore_full(err: PyError, ctx: Context, what: str) -> Finding:
+    """ENOSPC creating a semaphore or shared block: /dev/shm is full, with the project's own workers option."""
+    evidence = [f"message: {err.headline[:300]}", f"raised creating {what}, which lives in /dev/shm",
+                f"the job's line: {err.user_where}" + (f": {err.user_code.strip()}" if err.user_code else "")]
+    if ctx.local:
+        evidence.append(_df_line("/dev/shm", "now (dfdoctor's view; a container or namespace has its own)"))
+    workers = _workers_option(ctx)
+    fewer = f"fewer DataLoader workers ({workers}), or none" if workers else \
+        "fewer DataLoader workers (num_workers), or num_workers=0"
+    if workers:
+        evidence.append(f"the project's option for DataLoader workers: {workers}")
+    return Finding(causes.SHM_EXHAUSTED, f"Shared memory (/dev/shm) is full: the job could not create {what} at "
+                   f"{err.user_where}. /dev/shm is a tmpfs in RAM sized apart from the disks (a container's "
+                   "--shm-size), so this is not a full disk.",
+                   "Give the job more shared memory: `docker run --shm-size=8g` (or --ipc=host); in Kubernetes an "
+                   f"emptyDir with medium: Memory mounted at /dev/shm; or use {fewer}; remove stale files left in "
+                   "/dev/shm by killed jobs (not tried).", evidence)
+
+
+def _workers_option(ctx: Context) -> Optional[str]:
+    """The project's option that sets its DataLoader workers (`--workers`, `--num_workers`, default shown)."""
+    from dfdoctor.diagnose.user_terms import project_of  # user_terms reads findings of this module
+
+    proj = project_of(ctx)
+    if proj is None:
+        return None
+    opt = next((o for o in proj.options.options if "worker" in o.dest.lower()), None)
+    if opt is None:
+        return None
+    flag = next((f for f in opt.flags if f.startswith("--")), opt.flags[0] if opt.flags else opt.dest)
+    return f"{flag}, default {opt.default!r}" if opt.default is not None else flag
 
 
 def fd_exhausted(err: PyError, ctx: Context) -> Optional[Finding]:
