@@ -93,6 +93,9 @@ DID_NOTHING = "did-nothing"
 BAD_ARGUMENTS = "bad-arguments"
 # A config file the job loads does not parse (a yaml indentation error): the file, line, and what loaded it.
 CONFIG_INVALID = "config-invalid"
+# A loop that spins over a DataLoader yielding no batch (a validation split smaller than one batch): seen from the
+# stacks at the `for` head in every look, the body never (doctor/diagnose/empty_loop.py).
+DATA_EMPTY = "data-empty"
 # sbatch refusing the submission (seen by `sbatch --test-only`): nothing would be queued, so nothing could log.
 LAUNCH_BLOCKERS = LAUNCH_BLOCKERS | {SBATCH_REFUSED}
 # Blockers past which nothing can start even with --force (no connection to start it over): no --force offer.

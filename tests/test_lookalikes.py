@@ -219,3 +219,23 @@ def test_a_full_dev_shm_met_by_a_semaphore_is_shm_exhausted_with_the_workers_opt
             assert text in v["fix"], (text, v["fix"])
     finally:
         kill_runs(work)
+
+
+def test_a_validation_split_smaller_than_one_batch_is_named_as_an_empty_loader_not_buffering(tmp_path):
+    """100 rows, --val-split 0.1 and --batch-size 16 with drop_last=True: the validation loader has no batch, and
+    `cycle(val_dl)` loops over it forever, silent and busy, which was called output-buffered."""
+    work = _work(tmp_path, "val-split")
+    (work / "data").mkdir()
+    subprocess.run([PY, "-c", "import torch; torch.manual_seed(0); torch.save({'x': torch.randn(100, 4), "
+                    "'y': torch.randn(100)}, 'data/train.pt')"], cwd=work, check=True, timeout=120)
+    try:
+        proc, rep = launch(work, PY, "train.py", "--steps", "100", watch=60, log=None, env=job_env())
+        v = rep["verdict"]
+        said = "\n".join([v["summary"], *v["evidence"]])
+        assert v["cause"] == causes.DATA_EMPTY and v["state"] == "failed", (v["cause"], v["summary"])
+        for text in ("`for data in dl:`", "`val_dl`", "train.py:31", "--val-split 0.1, its default",
+                     "--batch-size 16, its default"):
+            assert text in said, (text, said)
+        assert "drop_last=False" in v["fix"] and "--val-split 0.1" in v["fix"], v["fix"]
+    finally:
+        kill_runs(work)

@@ -13,7 +13,7 @@ from typing import Optional
 
 import psutil
 from dfdoctor import causes
-from dfdoctor.diagnose import threadwaits, waits
+from dfdoctor.diagnose import empty_loop, threadwaits, waits
 from dfdoctor.diagnose.jobstacks import ProcessSample, exit_words
 from dfdoctor.diagnose.waits import Wait, classify, main_of
 from dfdoctor.agent.ranks import nproc as expected_ranks
@@ -137,7 +137,7 @@ def judge(samples: list[ProcessSample], quiet_s: float, local: bool = True,
     pids = " ".join(str(s.proc.pid) for s in all_seen if not s.proc.gone)
     lines.append(f"{WHOLE_JOB}{pids}")
     dead = [p for p in samples if p.exited]  # children that died and were never reaped
-    rules = (_rank_missing, _collective_hang, _ranks_ended_without_peer, _dataloader,
+    rules = (_rank_missing, _collective_hang, _ranks_ended_without_peer, _dataloader, empty_loop.empty_loader,
              *(() if flushed else (_buffered,)), lambda a, q: every_thread_waits(a, dead),
              lambda a, q: _workers_died(a, dead), _single_wait)
     for rule in rules:
