@@ -15,17 +15,15 @@ import os
 from typing import Optional
 
 import psutil
-from dfdoctor import causes
 from dfdoctor.diagnose.waits import is_library, main_of
 
 _LOADER = "torch/utils/data/"
 _FOLLOW = 4  # how many assignments back the loader's construction is read for the options it uses
 
 
-def empty_loader(all_seen, quiet_s: float):
-    """The Finding for a process seen at a `for` head over a DataLoader in every look, working; else None."""
-    from dfdoctor.diagnose.stuck import Finding  # stuck.py runs this rule among its own
-
+def empty_loader(all_seen) -> Optional[tuple[str, str, list[str]]]:
+    """(headline, fix, evidence) for a process seen at a `for` head over a DataLoader in every look, working; else
+    None. stuck.py runs it among its rules (it passes its Seen processes), before calling a busy silence buffered."""
     for s in all_seen:
         spun = _spinning_for(s)
         if spun is None:
@@ -48,7 +46,7 @@ def empty_loader(all_seen, quiet_s: float):
                "fail when len(loader) == 0 instead of looping (not tried).")
         if said:
             lines.append(f"the options its construction reads: {said}")
-        return Finding("failed", causes.DATA_EMPTY, head, fix, lines)
+        return head, fix, lines
     return None
 
 

@@ -259,10 +259,13 @@ def _shm_semaphore_full(err: PyError, ctx: Context, what: str) -> Finding:
 
 def _workers_option(ctx: Context) -> Optional[str]:
     """The project's option that sets its DataLoader workers (`--workers`, `--num_workers`, default shown)."""
-    from dfdoctor.diagnose.user_terms import project_of  # user_terms reads findings of this module
+    from dfdoctor import project as project_model  # read only when this finding is made
 
-    proj = project_of(ctx)
-    if proj is None:
+    if not ctx.local or not ctx.cwd:
+        return None
+    try:
+        proj = project_model.read(list(ctx.argv), ctx.cwd)
+    except (OSError, RecursionError, ValueError):
         return None
     opt = next((o for o in proj.options.options if "worker" in o.dest.lower()), None)
     if opt is None:
