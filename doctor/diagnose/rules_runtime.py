@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from dfdoctor import causes
+from dfdoctor.diagnose import download_root
 from dfdoctor.diagnose.static_value import Reading, traced_value
 from dfdoctor.diagnose.traceback import PyError
 from dfdoctor.numbers import is_whole
@@ -655,7 +656,19 @@ def _own_download(err: PyError, ctx: Context) -> Optional[tuple[Optional[str], s
                 url = value
     short = os.path.relpath(file, ctx.cwd) if ctx.cwd and file.startswith(ctx.cwd.rstrip("/") + "/") else file
     guard = _download_guard(tree, line, ctx)
-    evidence = [f"{short}:{line} downloads " + (url or "(the URL is computed)")]
+    printed = [m.group(0) for m in _URL.finditer(ctx.output + "\n" + err.before) if not m.group(1)]
+    evidence = [f"{short}:{line} downloads " + (url or "(the URL is computed)" + (
+        f"; the job printed {printed[-1]} before it failed" if printed else ""))]
+    url = url or (printed[-1] if printed else None)
+    root = download_root.data_folder_option(frames, list(ctx.argv), ctx.cwd)
+    if root and not guard:
+        flag, value, at = root
+        evidence.append(f"{at} asks for the download (download=True) into the data folder {flag} names ({value})")
+        fix = (f"Fetch {url or 'the files it downloads'} where there is network and put them in the data folder "
+               f"{flag} names (now {value}): {at} downloads only what is not there yet; or give {flag} a copy of "
+               "the data set made elsewhere, or point HTTPS_PROXY at a proxy reachable from this machine (not "
+               "tried).")
+        return url, fix, evidence
     where = f"in the job's folder {ctx.cwd}" if ctx.cwd else "where the job looks"
     there = os.path.dirname(file)
     if guard and ctx.cwd and os.path.realpath(there) != os.path.realpath(ctx.cwd) and \

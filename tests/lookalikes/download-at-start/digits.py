@@ -9,7 +9,7 @@ from torch.utils.data import Dataset
 
 
 class TinyDigits(Dataset):
-    mirrors = ["https://tiny-digits.example.org/"]
+    mirrors = ["https://tiny-digits.invalid/"]
     resources = ["tiny-digits.pt"]
 
     def __init__(self, root, train=True, download=False):
