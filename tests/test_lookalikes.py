@@ -244,3 +244,20 @@ def test_a_validation_split_smaller_than_one_batch_is_named_as_an_empty_loader_n
         assert "drop_last=False" in v["fix"] and "--val-split 0.1" in v["fix"], v["fix"]
     finally:
         kill_runs(work)
+
+
+def test_more_nodes_than_started_here_is_a_rendezvous_waiting_for_the_others_not_buffering(tmp_path):
+    """`--trainer.num_nodes=2` on one machine: the world size counts a second node nobody starts, and the one process
+    waits in init_process_group's env:// rendezvous (Lightning's DDP without a scheduler)."""
+    work = _work(tmp_path, "lightning-nodes")
+    try:
+        proc, rep = launch(work, PY, "main.py", "--trainer.num_nodes=2", watch=40, log=None, env=job_env())
+        v = rep["verdict"]
+        said = "\n".join([v["summary"], *v["evidence"]])
+        assert v["cause"] == causes.RANK_MISSING and v["state"] == "failed", (v["cause"], v["summary"])
+        for text in ("for 1 more process(es)", "world size is 2 (--trainer.num_nodes=2)", "env:// rendezvous",
+                     "MEMBER: 1/2"):
+            assert text in said, (text, said)
+        assert "--trainer.num_nodes=1" in v["fix"] and "NODE_RANK" in v["fix"], v["fix"]
+    finally:
+        kill_runs(work)
