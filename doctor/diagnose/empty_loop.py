@@ -17,7 +17,12 @@ from typing import Optional
 import psutil
 from dfdoctor.diagnose.waits import is_library, main_of
 
-_LOADER = "torch/utils/data/"
+_ITER = "torch/utils/data/dataloader.py"
+_PASS_START = {"__iter__", "_get_iterator", "__init__", "_reset", "_next_index"}  # a pass begins or asks its sampler
+# The only frames under the `for` head when a pass has no batch: the loader's own iterator, its sampler, the
+# profiler's record_function around __next__. A loader with data shows fetch.py, collate.py, a dataset's
+# __getitem__ or a worker queue there.
+_EMPTY_PASS = (_ITER, "torch/utils/data/sampler.py", "torch/autograd/profiler.py", "torch/_ops.py")
 _FOLLOW = 4  # how many assignments back the loader's construction is read for the options it uses
 
 
@@ -35,7 +40,7 @@ def empty_loader(all_seen) -> Optional[tuple[str, str, list[str]]]:
                 f"{f'`{name}` ' if name else ''}yields no batch, so the loop starts pass after pass of an empty "
                 f"DataLoader, using CPU and printing nothing (not a buffered stdout)")
         lines = [f"every look ({len(s.proc.looks)}) shows the main thread at {user.short()} with torch's "
-                 "DataLoader starting a pass under it; the loop's body was never seen"]
+                 "DataLoader starting a pass under it and no batch fetched; the loop's body was never seen"]
         if caller is not None:
             lines.append(f"the loop is driven from {caller.short()}" + (f", over `{name}`" if name else ""))
         if built:
@@ -63,9 +68,11 @@ def _spinning_for(s):
     if any(i is None for i in users):
         return None
     heads = {(m.frames[i].file, m.frames[i].line) for m, i in zip(mains, users)}
-    if len(heads) != 1 or not any(any(_LOADER in f.file.replace("\\", "/") for f in m.frames[:i])
-                                  for m, i in zip(mains, users)):
+    inner = [f for m, i in zip(mains, users) for f in m.frames[:i]]
+    if len(heads) != 1 or not any(f.func in _PASS_START and f.file.replace("\\", "/").endswith(_ITER) for f in inner):
         return None
+    if any(not f.file.replace("\\", "/").endswith(_EMPTY_PASS) for f in inner):
+        return None  # a batch being fetched, collated or waited for: the loader has data, the loop is data-bound
     main, i = mains[-1], users[-1]
     user = main.frames[i]
     loop = _for_head(user.file, user.line)
