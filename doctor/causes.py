@@ -93,6 +93,9 @@ DID_NOTHING = "did-nothing"
 BAD_ARGUMENTS = "bad-arguments"
 # A config file the job loads does not parse (a yaml indentation error): the file, line, and what loaded it.
 CONFIG_INVALID = "config-invalid"
+# A loop that spins over a DataLoader yielding no batch (a validation split smaller than one batch): seen from the
+# stacks at the `for` head in every look, the body never (doctor/diagnose/empty_loop.py).
+DATA_EMPTY = "data-empty"
 # Ray (docs/ray.md): what a Ray cluster does to a job submitted with `ray job submit`, read over its HTTP APIs.
 RAY_INFEASIBLE_RESOURCES = "ray-infeasible-resources"  # a request no node has: it pends forever
 RAY_PENDING_NO_CAPACITY = "ray-pending-no-capacity"  # a request a node could hold waits: its resources are taken

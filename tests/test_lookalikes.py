@@ -82,6 +82,11 @@ CASES = [
     # ---- a trainer whose --device defaults to cuda, on this CPU-only torch: `python train.py --epochs 2` --------
     Case("cuda-default-seeded-generator", "cuda-default", (PY, "train.py", "--epochs", "2"), causes.CUDA_UNAVAILABLE,
          said=("train.py, line 13", "--device (default 'cuda')"), fix=("add --device cpu",)),
+    # ---- mnist-like: the data set downloads itself into --data-dir at start; this machine has no network --------
+    Case("offline-download-at-start", "download-at-start", (PY, "main.py", "--epochs", "1"), causes.DOWNLOAD_FAILED,
+         said=("digits.py, line 39", "main.py:19 asks for the download (download=True) into the data folder "
+               "--data-dir names (../data, its default)"),
+         fix=("put them in the data folder --data-dir names (now ../data, its default)",)),
     # ---- a fire CLI: `python train.py --lr=0.05 --epochs=3` ---------------------------------------------------
     Case("fire-flag-typo", "fire-cli", (PY, "train.py", "--epoch=3", "--lr=0.05"), causes.BAD_ARGUMENTS,
          said=("--epoch=3", "epochs=2, its default"), fix=("--epochs=3 instead of --epoch=3", "train.py:6")),
@@ -182,5 +187,77 @@ def test_a_spawned_rendezvous_that_never_completes_is_named_with_its_options(arg
             assert s.format(port=port) in text, (s, text)
         for s in fix:
             assert s in v["fix"], (s, v["fix"])
+    finally:
+        kill_runs(work)
+
+
+def _in_a_small_dev_shm(*argv: str) -> list[str]:
+    """argv run in a mount namespace of its own whose /dev/shm is a full 64 KiB tmpfs: what a container started
+    without --shm-size looks like once its 64 MB are taken (the machine's own /dev/shm is left alone)."""
+    fill = "dd if=/dev/zero of=/dev/shm/fill bs=4k count=64 2>/dev/null"
+    return ["unshare", "-m", "--propagation", "private", "sh", "-c",
+            f'mount -t tmpfs -o size=64k tmpfs /dev/shm && {{ {fill}; true; }} && exec "$@"', "sh", *argv]
+
+
+def test_a_full_dev_shm_met_by_a_semaphore_is_shm_exhausted_with_the_workers_option(tmp_path):
+    """DataLoader(num_workers=args.workers) creates its queues' semaphores (SemLock, a file in /dev/shm): with
+    /dev/shm full that fails with `OSError: [Errno 28] No space left on device` naming no path, which was read as
+    disk-full with a checkpoint-cleanup fix."""
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "-m", "true"]).returncode != 0:
+        pytest.skip("needs root to mount a small tmpfs over /dev/shm in a mount namespace")
+    from jobs.harness import DFDOCTOR
+
+    work = _work(tmp_path, "shm-workers")
+    out = work / "report.json"
+    try:
+        proc = subprocess.run(_in_a_small_dev_shm(DFDOCTOR, "launch", "--cwd", str(work), "--watch", "40",
+                                                  "--no-check", "--format", "json", "--output", str(out), "--",
+                                                  PY, "train.py", "--epochs", "2"),
+                              cwd=work, env=job_env(), capture_output=True, text=True, timeout=240)
+        assert out.exists(), (proc.returncode, proc.stdout, proc.stderr)
+        v = json.loads(out.read_text())["verdict"]
+        said = "\n".join([v["summary"], *v["evidence"]])
+        assert v["cause"] == causes.SHM_EXHAUSTED, (v["cause"], v["summary"], v["fix"])
+        for text in ("multiprocessing semaphore (SemLock)", "train.py, line 24", "No space left on device"):
+            assert text in said, (text, said)
+        for text in ("--shm-size", "fewer DataLoader workers (--workers, default 4)"):
+            assert text in v["fix"], (text, v["fix"])
+    finally:
+        kill_runs(work)
+
+
+def test_a_validation_split_smaller_than_one_batch_is_named_as_an_empty_loader_not_buffering(tmp_path):
+    """100 rows, --val-split 0.1 and --batch-size 16 with drop_last=True: the validation loader has no batch, and
+    `cycle(val_dl)` loops over it forever, silent and busy, which was called output-buffered."""
+    work = _work(tmp_path, "val-split")
+    (work / "data").mkdir()
+    subprocess.run([PY, "-c", "import torch; torch.manual_seed(0); torch.save({'x': torch.randn(100, 4), "
+                    "'y': torch.randn(100)}, 'data/train.pt')"], cwd=work, check=True, timeout=120)
+    try:
+        proc, rep = launch(work, PY, "train.py", "--steps", "100", watch=60, log=None, env=job_env())
+        v = rep["verdict"]
+        said = "\n".join([v["summary"], *v["evidence"]])
+        assert v["cause"] == causes.DATA_EMPTY and v["state"] == "failed", (v["cause"], v["summary"])
+        for text in ("`for data in dl:`", "`val_dl`", "train.py:31", "--val-split 0.1, its default",
+                     "--batch-size 16, its default"):
+            assert text in said, (text, said)
+        assert "drop_last=False" in v["fix"] and "--val-split 0.1" in v["fix"], v["fix"]
+    finally:
+        kill_runs(work)
+
+
+def test_more_nodes_than_started_here_is_a_rendezvous_waiting_for_the_others_not_buffering(tmp_path):
+    """`--trainer.num_nodes=2` on one machine: the world size counts a second node nobody starts, and the one process
+    waits in init_process_group's env:// rendezvous (Lightning's DDP without a scheduler)."""
+    work = _work(tmp_path, "lightning-nodes")
+    try:
+        proc, rep = launch(work, PY, "main.py", "--trainer.num_nodes=2", watch=40, log=None, env=job_env())
+        v = rep["verdict"]
+        said = "\n".join([v["summary"], *v["evidence"]])
+        assert v["cause"] == causes.RANK_MISSING and v["state"] == "failed", (v["cause"], v["summary"])
+        for text in ("for 1 more process(es)", "world size is 2 (--trainer.num_nodes=2)", "env:// rendezvous",
+                     "MEMBER: 1/2"):
+            assert text in said, (text, said)
+        assert "--trainer.num_nodes=1" in v["fix"] and "NODE_RANK" in v["fix"], v["fix"]
     finally:
         kill_runs(work)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from dfdoctor import causes
+from dfdoctor.diagnose import download_root
 from dfdoctor.diagnose.static_value import Reading, traced_value
 from dfdoctor.diagnose.traceback import PyError
 from dfdoctor.numbers import is_whole
@@ -199,11 +200,15 @@ SHM_MARKERS = ("out of shared memory", "shared memory limit", "unable to allocat
 
 def shm_exhausted(err: PyError, ctx: Context) -> Optional[Finding]:
     """DataLoader workers die with a bus error (or "unable to write to file </torch_...>") when /dev/shm is
-    too small for the batches they hand over."""
+    too small for the batches they hand over; or creating a multiprocessing lock or queue fails with ENOSPC (a
+    POSIX semaphore is a file in /dev/shm, and the message names no path, so it read as a full disk)."""
     text = err.text + "\n" + "\n".join(_near(ctx.output, "DataLoader worker"))
     bus = "DataLoader worker" in text and ("Bus error" in text or "shared memory" in text)
-    if not bus and not any(m in text for m in SHM_MARKERS):
+    semaphore = _shm_object(err)
+    if not bus and not semaphore and not any(m in text for m in SHM_MARKERS):
         return None
+    if semaphore:
+        return _shm_semaphore_full(err, ctx, semaphore)
     evidence = [f"message: {l.strip()[:300]}" for l in (err.text.splitlines()[:2])]
     if ctx.local:
         evidence.append(_df_line("/dev/shm", "now"))
@@ -212,6 +217,62 @@ def shm_exhausted(err: PyError, ctx: Context) -> Optional[Finding]:
     return Finding(causes.SHM_EXHAUSTED, f"{who}.", "Give the job more shared memory: `docker run --shm-size=8g` (or "
                    "--ipc=host); in Kubernetes an emptyDir with medium: Memory mounted at /dev/shm. Or use fewer "
                    "DataLoader workers (num_workers), smaller batches, or num_workers=0.", evidence)
+
+
+# The standard library's and torch's frames that create objects in /dev/shm: a semaphore (SemLock, behind every
+# multiprocessing Lock, Queue and DataLoader worker queue) or a shared-memory block.
+_SHM_CREATORS = (("multiprocessing/synchronize.py", "a multiprocessing semaphore (SemLock)"),
+                 ("multiprocessing/shared_memory.py", "a multiprocessing shared-memory block"),
+                 ("multiprocessing/heap.py", "a multiprocessing shared heap"),
+                 ("torch/multiprocessing/reductions.py", "a tensor shared with another process"))
+
+
+def _shm_object(err: PyError) -> Optional[str]:
+    """What the job was creating in /dev/shm when ENOSPC came: read from the frame that raised it."""
+    if not any(m in err.text for m in _ENOSPC[:2]):
+        return None
+    for file, _, code in reversed(err.frames):
+        path = file.replace("\\", "/")
+        what = next((w for tail, w in _SHM_CREATORS if path.endswith(tail)), None)
+        if what or "SemLock(" in (code or ""):
+            return what or _SHM_CREATORS[0][1]
+    return None
+
+
+def _shm_semaphore_full(err: PyError, ctx: Context, what: str) -> Finding:
+    """ENOSPC creating a semaphore or shared block: /dev/shm is full, with the project's own workers option."""
+    evidence = [f"message: {err.headline[:300]}", f"raised creating {what}, which lives in /dev/shm",
+                f"the job's line: {err.user_where}" + (f": {err.user_code.strip()}" if err.user_code else "")]
+    if ctx.local:
+        evidence.append(_df_line("/dev/shm", "now (dfdoctor's view; a container or namespace has its own)"))
+    workers = _workers_option(ctx)
+    fewer = f"fewer DataLoader workers ({workers}), or none" if workers else \
+        "fewer DataLoader workers (num_workers), or num_workers=0"
+    if workers:
+        evidence.append(f"the project's option for DataLoader workers: {workers}")
+    return Finding(causes.SHM_EXHAUSTED, f"Shared memory (/dev/shm) is full: the job could not create {what} at "
+                   f"{err.user_where}. /dev/shm is a tmpfs in RAM sized apart from the disks (a container's "
+                   "--shm-size), so this is not a full disk.",
+                   "Give the job more shared memory: `docker run --shm-size=8g` (or --ipc=host); in Kubernetes an "
+                   f"emptyDir with medium: Memory mounted at /dev/shm; or use {fewer}; remove stale files left in "
+                   "/dev/shm by killed jobs (not tried).", evidence)
+
+
+def _workers_option(ctx: Context) -> Optional[str]:
+    """The project's option that sets its DataLoader workers (`--workers`, `--num_workers`, default shown)."""
+    from dfdoctor import project as project_model  # read only when this finding is made
+
+    if not ctx.local or not ctx.cwd:
+        return None
+    try:
+        proj = project_model.read(list(ctx.argv), ctx.cwd)
+    except (OSError, RecursionError, ValueError):
+        return None
+    opt = next((o for o in proj.options.options if "worker" in o.dest.lower()), None)
+    if opt is None:
+        return None
+    flag = next((f for f in opt.flags if f.startswith("--")), opt.flags[0] if opt.flags else opt.dest)
+    return f"{flag}, default {opt.default!r}" if opt.default is not None else flag
 
 
 def fd_exhausted(err: PyError, ctx: Context) -> Optional[Finding]:
@@ -595,7 +656,19 @@ def _own_download(err: PyError, ctx: Context) -> Optional[tuple[Optional[str], s
                 url = value
     short = os.path.relpath(file, ctx.cwd) if ctx.cwd and file.startswith(ctx.cwd.rstrip("/") + "/") else file
     guard = _download_guard(tree, line, ctx)
-    evidence = [f"{short}:{line} downloads " + (url or "(the URL is computed)")]
+    printed = [m.group(0) for m in _URL.finditer(ctx.output + "\n" + err.before) if not m.group(1)]
+    evidence = [f"{short}:{line} downloads " + (url or "(the URL is computed)" + (
+        f"; the job printed {printed[-1]} before it failed" if printed else ""))]
+    url = url or (printed[-1] if printed else None)
+    root = download_root.data_folder_option(frames, list(ctx.argv), ctx.cwd)
+    if root and not guard:
+        flag, value, at = root
+        evidence.append(f"{at} asks for the download (download=True) into the data folder {flag} names ({value})")
+        fix = (f"Fetch {url or 'the files it downloads'} where there is network and put them in the data folder "
+               f"{flag} names (now {value}): {at} downloads only what is not there yet; or give {flag} a copy of "
+               "the data set made elsewhere, or point HTTPS_PROXY at a proxy reachable from this machine (not "
+               "tried).")
+        return url, fix, evidence
     where = f"in the job's folder {ctx.cwd}" if ctx.cwd else "where the job looks"
     there = os.path.dirname(file)
     if guard and ctx.cwd and os.path.realpath(there) != os.path.realpath(ctx.cwd) and \

@@ -13,7 +13,7 @@ from typing import Optional
 
 import psutil
 from dfdoctor import causes
-from dfdoctor.diagnose import threadwaits, waits
+from dfdoctor.diagnose import empty_loop, threadwaits, waits
 from dfdoctor.diagnose.jobstacks import ProcessSample, exit_words
 from dfdoctor.diagnose.waits import Wait, classify, main_of
 from dfdoctor.agent.ranks import nproc as expected_ranks
@@ -137,7 +137,7 @@ def judge(samples: list[ProcessSample], quiet_s: float, local: bool = True,
     pids = " ".join(str(s.proc.pid) for s in all_seen if not s.proc.gone)
     lines.append(f"{WHOLE_JOB}{pids}")
     dead = [p for p in samples if p.exited]  # children that died and were never reaped
-    rules = (_rank_missing, _collective_hang, _ranks_ended_without_peer, _dataloader,
+    rules = (_rank_missing, _collective_hang, _ranks_ended_without_peer, _dataloader, _empty_loader,
              *(() if flushed else (_buffered,)), lambda a, q: every_thread_waits(a, dead),
              lambda a, q: _workers_died(a, dead), _single_wait)
     for rule in rules:
@@ -374,6 +374,12 @@ def gpu_busy() -> str:
     rows = [[x.strip() for x in line.split(",")] for line in out.splitlines() if line.count(",") == 1]
     busy = [f"GPU {i} is {u} % busy" for i, u in rows if u.isdigit() and int(u) >= 90]
     return ", ".join(busy)
+
+
+def _empty_loader(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
+    """A busy silence that is a loop over a DataLoader with no batch, not a block buffer (diagnose/empty_loop.py)."""
+    found = empty_loop.empty_loader(all_seen)
+    return Finding("failed", causes.DATA_EMPTY, *found) if found else None
 
 
 def _buffered(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:

@@ -21,6 +21,7 @@ from dfdoctor.diagnose import (elastic, known_failures, launcher, rules_runtime,
                                user_terms)
 from dfdoctor.diagnose.bad_arguments import config_refused, refused
 from dfdoctor.diagnose.config_files import hydra_refused, yaml_broken
+from dfdoctor.diagnose.env_rendezvous import env_rendezvous_wait
 from dfdoctor.diagnose.spawn_rendezvous import spawn_rendezvous_wait
 from dfdoctor.diagnose.value_refused import value_refused
 from dfdoctor.diagnose.data_missing import assert_names_missing_data
@@ -474,7 +475,8 @@ def exited_nonzero(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdic
 
 def spawned_rendezvous(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
     """Processes started without torchrun waiting in init_process_group's tcp:// rendezvous (spawn_rendezvous)."""
-    return spawn_rendezvous_wait(run, live, _runtime_context(run))
+    ctx = _runtime_context(run)
+    return spawn_rendezvous_wait(run, live, ctx) or env_rendezvous_wait(run, live, ctx)
 
 
 def _said_by_hydra(run: RunRecord) -> Optional[Verdict]:
