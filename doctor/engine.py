@@ -214,18 +214,27 @@ def users_files(ctx: Context) -> list[tuple[str, Path]]:
     files += [("--requirements", r) for r in ctx.requirements]
     # what dfdoctor reads from --cwd without being told: the default requirements and its config
     files += [(name, ctx.cwd / name) for name in ("requirements.txt", "pyproject.toml", "dfdoctor.toml")
-              if (ctx.cwd / name).is_file()]
+              if _is_file(ctx.cwd / name)]
     # a word holding a shell line (`bash -c 'python t.py >> train.log'`), and --shell-command, name files too
     lines = [w for w in ctx.command if any(c in w for c in SHELL_CHARS)] + [ctx.shell_command or ""]
     for word in ctx.command + [w for line in lines for w in _line_words(line)]:
         for part in (word, word.partition("=")[2]):  # `--config=cfg.yaml` names a file too
             p = ctx.cwd / part if part else None
-            if p is not None and p.is_file():
+            if p is not None and _is_file(p):
                 files.append((f"the command's {part}", p))
     return files
 
 
 SHELL_CHARS = " \t\n<>|;&"
+
+
+def _is_file(p: Path) -> bool:
+    """Whether `p` is a regular file here; a path that may not be looked at (`/proc/1/fd/1` of a line aimed at a
+    container's log, not ours to stat) is none of the user's files here, never a crash."""
+    try:
+        return p.is_file()
+    except OSError:
+        return False
 
 
 def _line_words(line: Optional[str], depth: int = 0) -> list[str]:
