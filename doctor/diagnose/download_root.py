@@ -9,6 +9,7 @@ import os
 from typing import Optional, Sequence
 
 from dfdoctor.diagnose.traceback import is_library
+from dfdoctor.project.source import tree_of
 
 _NAMESPACES = ("args", "opt", "opts", "cfg", "config", "FLAGS", "hparams")
 
@@ -33,10 +34,8 @@ def data_folder_option(frames: Sequence[tuple[str, int, Optional[str]]], argv: l
 
 def _download_call(file: str, line: int) -> Optional[ast.Call]:
     """The call at `line` that passes download=True (or download=<something true-looking>)."""
-    try:
-        with open(file, errors="replace") as f:
-            tree = ast.parse(f.read())
-    except (OSError, SyntaxError, ValueError):
+    tree = tree_of(file)
+    if tree is None:
         return None
     for n in ast.walk(tree):
         if isinstance(n, ast.Call) and n.lineno <= line <= (n.end_lineno or n.lineno) and \

@@ -16,6 +16,7 @@ from typing import Optional
 
 import psutil
 from dfdoctor.diagnose.waits import is_library, main_of
+from dfdoctor.project.source import tree_of
 
 _ITER = "torch/utils/data/dataloader.py"
 _PASS_START = {"__iter__", "_get_iterator", "__init__", "_reset", "_next_index"}  # a pass begins or asks its sampler
@@ -88,7 +89,7 @@ def _user_index(frames) -> Optional[int]:
 
 def _for_head(file: str, line: int) -> Optional[str]:
     """`for data in dl:` when `line` of `file` is the head of a for loop."""
-    tree = _parse(file)
+    tree = tree_of(file)
     node = next((n for n in ast.walk(tree) if isinstance(n, ast.For) and n.lineno == line), None) if tree else None
     return f"for {ast.unparse(node.target)} in {ast.unparse(node.iter)}:" if node else None
 
@@ -97,7 +98,7 @@ def _loader_name(caller) -> Optional[str]:
     """The variable the caller's line hands the loop (`next(val_dl)` -> val_dl; `for b in loader` -> loader)."""
     if caller is None:
         return None
-    tree = _parse(caller.file)
+    tree = tree_of(caller.file)
     if tree is None:
         return None
     for n in ast.walk(tree):
@@ -116,7 +117,7 @@ def _options(s, caller, name: Optional[str]) -> tuple[list[str], Optional[str]]:
     function; and file:line of the loader's assignment."""
     if caller is None or name is None:
         return [], None
-    tree = _parse(caller.file)
+    tree = tree_of(caller.file)
     fn = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
                and n.lineno <= caller.line <= (n.end_lineno or n.lineno)), tree) if tree else None
     if fn is None:
@@ -163,10 +164,3 @@ def _in_project_terms(s, attrs: list[str]) -> list[str]:
         out.append(f"{opt.flag} {given}" if given is not None else f"{opt.flag} {opt.default}, its default")
     return out
 
-
-def _parse(file: str) -> Optional[ast.AST]:
-    try:
-        with open(file, errors="replace") as f:
-            return ast.parse(f.read())
-    except (OSError, SyntaxError, ValueError):
-        return None

@@ -22,6 +22,7 @@ from dfdoctor.diagnose import download_root
 from dfdoctor.diagnose.static_value import Reading, traced_value
 from dfdoctor.diagnose.traceback import PyError
 from dfdoctor.numbers import is_whole
+from dfdoctor.project.source import tree_of
 
 _SIZE = r"[\d.]+ [KMGTP]?i?B|\d+ bytes"
 
@@ -551,9 +552,10 @@ def _options_of(path: str, code: str, err: PyError, ctx: Context) -> list[str]:
     text = code.strip()
     try:
         line = ast.parse(text + "\n    pass" if text.endswith(":") else text)
-        with open(err.user_frame[0] if err.user_frame else err.file or "", errors="replace") as f:
-            tree = ast.parse(f.read())
-    except (OSError, SyntaxError, ValueError):
+    except (SyntaxError, ValueError):
+        return []
+    tree = tree_of(err.user_frame[0] if err.user_frame else err.file or "")
+    if tree is None:
         return []
     for call in (n for n in ast.walk(line) if isinstance(n, ast.Call)):
         for arg in call.args:
@@ -641,10 +643,8 @@ def _own_download(err: PyError, ctx: Context) -> Optional[tuple[Optional[str], s
     frames = [(_resolve_in(f[0], ctx), f[1], f[2]) for f in err.frames if not f[0].startswith("<")]
     file, line = _resolve_in(err.user_frame[0], ctx), err.user_frame[1]
     index = next((i for i in range(len(frames) - 1, -1, -1) if tuple(frames[i][:2]) == (file, line)), None)
-    try:
-        with open(file, errors="replace") as f:
-            tree = ast.parse(f.read())
-    except (OSError, SyntaxError, ValueError):
+    tree = tree_of(file)
+    if tree is None:
         return None
     url = None
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.lineno == line]

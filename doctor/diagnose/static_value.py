@@ -14,6 +14,7 @@ import re
 from typing import Callable, Optional
 
 from dfdoctor.project.options import argparse_calls
+from dfdoctor.project.source import tree_of
 
 
 def command_option(command: list[str], names: tuple[str, ...]) -> Optional[tuple[str, str]]:
@@ -129,13 +130,13 @@ def traced_value(frames: list[tuple[str, int, Optional[str]]], index: int, expr:
     `assert os.path.exists(path)` in `tokenize(self, path)`, called as `self.tokenize(os.path.join(path,
     'train.txt'))` in `Corpus(args.data)`). The traceback says which call ran, the source what it passed."""
     file, line, _ = frames[index]
-    tree = _parse(file)
+    tree = tree_of(file)
     if tree is None:
         return None, []
     bound = {}
     fn, cls = _function_at(tree, line)
     if fn is not None and index > 0 and depth < 6:
-        caller = _parse(frames[index - 1][0])
+        caller = tree_of(frames[index - 1][0])
         call = _call_at(caller, frames[index - 1][1], cls.name if cls is not None and fn.name == "__init__"
                         else fn.name) if caller is not None else None
         if call is not None:
@@ -150,14 +151,6 @@ def traced_value(frames: list[tuple[str, int, Optional[str]]], index: int, expr:
     reading = Reading(tree, command, bound)
     value = reading.value(expr)
     return value, list(dict.fromkeys(reading.options))
-
-
-def _parse(file: str) -> Optional[ast.AST]:
-    try:
-        with open(file, errors="replace") as f:
-            return ast.parse(f.read())
-    except (OSError, SyntaxError, ValueError):
-        return None
 
 
 def _function_at(tree: ast.AST, line: int):

@@ -34,6 +34,12 @@ class Module:
         return cls(path, rel, raw, tree)
 
 
+def tree_of(path: "str | Path") -> Optional[ast.Module]:
+    """The parsed tree of one source file a job's stack or traceback names: read bounded, as every file dfdoctor
+    finds itself; None when it is unreadable, too deep for the parser or not Python."""
+    return Module.read(Path(path), Path("/")).tree
+
+
 def call_name(node: ast.Call) -> str:
     """The dotted name of what is called: 'parser.add_argument', 'torch.load', 'open'."""
     parts = []

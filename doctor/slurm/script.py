@@ -7,7 +7,7 @@ import os
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Optional
+from typing import Iterator, Optional
 
 from dfdoctor.slurm.sbatch import read_options
 
@@ -27,19 +27,25 @@ class Training:
 
 def find(text: str) -> Optional[Training]:
     """The first line of the script that runs Python or a torch launcher (None when there is none)."""
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        try:
-            words = shlex.split(line, comments=True)
-        except ValueError:
-            continue
+    for _, line, words in _commands(text):
         for segment in _segments(words):
             found = _training(segment, line)
             if found:
                 return found
     return None
+
+
+def _commands(text: str) -> Iterator[tuple[int, str, list[str]]]:
+    """Each line of the script that holds a command: its number (the #! line is 1), its text and its words (a
+    line shlex cannot split, an unclosed quote, is no command it can read)."""
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            yield number, line, shlex.split(line, comments=True)
+        except ValueError:
+            continue
 
 
 @dataclass(frozen=True)
@@ -59,14 +65,7 @@ def prelude(text: str) -> list[Step]:
     with `$` or a backquote depends on the job's environment and is left out)."""
     steps: list[Step] = []
     errexit = False
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        try:
-            words = shlex.split(line, comments=True)
-        except ValueError:
-            continue
+    for number, line, words in _commands(text):
         segments = _segments(words)
         for i, segment in enumerate(segments):
             if _training(segment, line):
