@@ -12,24 +12,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from dfdoctor.agent.names import RUN_ENV
-from dfdoctor.agent.procfs import environ
 from dfdoctor.run import record
 from infra.fixtures import infra, ssh_config_env  # noqa: F401
 from jobs.harness import dfdoctor, job, kill_runs, launch, text_of, wait_for
-
-
-def _job_processes(run_dir: Path) -> list[psutil.Process]:
-    """Every live process that carries the run's marker."""
-    marker = record.load(run_dir).spawned["marker"]
-    out = []
-    for p in psutil.process_iter():
-        try:
-            if (environ(p.pid) or {}).get(RUN_ENV) == marker and p.status() != psutil.STATUS_ZOMBIE:
-                out.append(p)
-        except psutil.Error:
-            continue
-    return out
+from test_stop import _job_processes  # the one reader of a run's processes, as test_stop_remote uses it
 
 
 # -- S17: a copy of the project folder never stops the original's job ------------------------------------------
