@@ -4,14 +4,31 @@ masked. `launch`, `status` and their sbatch forms (slurm/orchestrate.py) all sav
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
+from typing import Any, Optional
 
-from dfdoctor.engine import redacted
-from dfdoctor.model import Report
+from dfdoctor import __version__
+from dfdoctor.engine import environment_facts, now_iso, redacted
+from dfdoctor.model import CheckRecord, Report, Verdict
 from dfdoctor.render import render
 from dfdoctor.run.folder import RunFolder
 from dfdoctor.agent.names import REPORT_HTML, REPORT_JSON
 from dfdoctor.safefile import write_atomically
+
+
+def timeline_event(name: str, detail: str, t: Optional[float] = None) -> dict[str, Any]:
+    """One entry of a report's timeline (now, unless `t` says when)."""
+    return {"t": round(t or time.time(), 3), "event": name, "detail": detail}
+
+
+def placed_report(ctx: Any, mode: str, started: str, verdict: Verdict, records: list[CheckRecord],
+                  timeline: list[dict], run: dict[str, Any]) -> Report:
+    """The report of a launch or status a placement (Slurm, Ray) made: its timeline ends with the verdict."""
+    return Report(tool_version=__version__, target=str(ctx.target), command=list(ctx.command), started_at=started,
+                  finished_at=now_iso(), verdict=verdict, checks=records,
+                  timeline=timeline + [timeline_event("verdict", f"{verdict.state} {verdict.cause or ''}".strip())],
+                  run=run, environment=environment_facts(ctx, records), mode=mode)
 
 
 def save_report(run_dir: Path, report: Report) -> Report:

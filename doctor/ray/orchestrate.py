@@ -9,17 +9,16 @@ from __future__ import annotations
 import fnmatch
 import json
 import subprocess
-import time
 from pathlib import Path
 from typing import Any, Optional
 
-from dfdoctor import __version__, causes
+from dfdoctor import causes
 from dfdoctor.agent.names import LAUNCHER, SPEC
 from dfdoctor.context import Context
 from dfdoctor.diagnose.stopped import offer_stop, stop_note, stopped_verdict
-from dfdoctor.engine import environment_facts, launch_blockers, not_started, now_iso
+from dfdoctor.engine import launch_blockers, not_started, now_iso
 from dfdoctor.errors import UsageError
-from dfdoctor.launch.report import save_report
+from dfdoctor.launch.report import placed_report as _report, save_report, timeline_event as _event
 from dfdoctor.model import CheckRecord, Report, Verdict
 from dfdoctor.placing import LaunchAsk
 from dfdoctor.ray import logs, precheck, submit
@@ -46,18 +45,6 @@ def check_records(ctx: Context, only: tuple[str, ...] = (), skip: tuple[str, ...
         return (not only or any(fnmatch.fnmatchcase(cid, p) for p in only)) and \
             not any(fnmatch.fnmatchcase(cid, p) for p in skip)
     return precheck.records(sub, api_of(sub, ctx.env), wanted)
-
-
-def _event(name: str, detail: str) -> dict[str, Any]:
-    return {"t": round(time.time(), 3), "event": name, "detail": detail}
-
-
-def _report(ctx: Context, mode: str, started: str, verdict: Verdict, records: list[CheckRecord],
-            timeline: list[dict], run: dict[str, Any]) -> Report:
-    return Report(tool_version=__version__, target=str(ctx.target), command=list(ctx.command), started_at=started,
-                  finished_at=now_iso(), verdict=verdict, checks=records,
-                  timeline=timeline + [_event("verdict", f"{verdict.state} {verdict.cause or ''}".strip())],
-                  run=run, environment=environment_facts(ctx, records), mode=mode)
 
 
 def _run(spec: dict[str, Any], folder: Optional[Path], seen: Optional[Seen]) -> dict[str, Any]:

@@ -5,16 +5,15 @@ from __future__ import annotations
 import fnmatch
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any, Optional
 
-from dfdoctor import __version__, causes
+from dfdoctor import causes
 from dfdoctor.context import Context
 from dfdoctor.config import Config, apply_silences
-from dfdoctor.engine import check_selection, environment_facts, launch_blockers, not_started, now_iso, run_phase
+from dfdoctor.engine import check_selection, launch_blockers, not_started, now_iso, run_phase
 from dfdoctor.errors import UsageError
-from dfdoctor.launch.report import save_report
+from dfdoctor.launch.report import placed_report as _report, save_report, timeline_event as _event
 from dfdoctor.model import CheckRecord, Report, Verdict
 from dfdoctor.numbers import is_whole
 from dfdoctor.safefile import write_atomically
@@ -84,18 +83,6 @@ def check_records(ctx: Context, only: tuple[str, ...] = (), skip: tuple[str, ...
             records.append(r)
     apply_silences(records, cfg.silences)
     return records
-
-
-def _report(ctx: Context, mode: str, started: str, verdict: Verdict, records: list[CheckRecord],
-            timeline: list[dict], run: dict[str, Any]) -> Report:
-    return Report(tool_version=__version__, target=str(ctx.target), command=list(ctx.command), started_at=started,
-                  finished_at=now_iso(), verdict=verdict, checks=records,
-                  timeline=timeline + [_event("verdict", f"{verdict.state} {verdict.cause or ''}".strip())],
-                  run=run, environment=environment_facts(ctx, records), mode=mode)
-
-
-def _event(name: str, detail: str, t: Optional[float] = None) -> dict[str, Any]:
-    return {"t": round(t or time.time(), 3), "event": name, "detail": detail}
 
 
 def launch(ctx: Context, *, watch_s: float, run_dir: Optional[Path] = None, force: bool = False,
