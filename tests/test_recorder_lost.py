@@ -127,3 +127,26 @@ def test_a_recorder_and_stand_in_killed_by_pid_are_no_session_end(tmp_path):
         assert any("no session end killed them" in e for e in v["evidence"]), v
     finally:
         kill_runs(tmp_path)
+
+
+@pytest.mark.slow
+def test_a_launch_from_inits_session_killed_by_pid_is_no_session_end(tmp_path):
+    """CI's round 12 failure: a runner started by pid 1 without a session of its own (sid 1) records no session
+    to watch, so `launch` returning looked like the session's end. Init's session never ends while the machine
+    runs. The record is written as such a launch writes it (launcher sid 1, no session among the watched pids):
+    a test process cannot join pid 1's session."""
+    try:
+        _, run_dir, ev = _launch_printer(tmp_path)
+        for pid in (ev["recorder"]["pid"], ev["stand-in"]["pid"]):
+            os.kill(pid, signal.SIGKILL)
+        spec_file = run_dir / "spec.json"
+        spec = json.loads(spec_file.read_text())
+        spec["launcher"]["sid"] = 1
+        spec["watch_pids"] = [w for w in spec["watch_pids"] if w["role"] != "session"]
+        spec_file.write_text(json.dumps(spec))
+        time.sleep(1.0)
+        v = json.loads(dfdoctor("status", "--format", "json", cwd=tmp_path, env=job_env()).stdout)["verdict"]
+        assert v["cause"] != "killed-on-session-exit", v
+        assert any("no session end killed them" in e for e in v["evidence"]), v
+    finally:
+        kill_runs(tmp_path)

@@ -735,6 +735,8 @@ def _session_lives(run: RunRecord) -> bool:
     time): the recorder and its stand-in killed then by pid are not a session's end (round 2's N15)."""
     if run.is_remote:
         return False
+    if (run.spec.get("launcher") or {}).get("sid") == 1:
+        return True  # launched from init's own session (a CI runner, a container's entry point): it never ends
     return any(w.get("role") == "session" and w.get("start_ticks") is not None
                and proc_start_time(w["pid"]) == w["start_ticks"] for w in run.spec.get("watch_pids") or [])
 
