@@ -19,6 +19,7 @@ RESERVED = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", 
 # Used with fullmatch: `$` would also match before a trailing newline and let "word\n" through unquoted.
 _SAFE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")  # no `~`: a shell expands it at a word's start and after `=`
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_ARRAY_START = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")  # what comes before a compound assignment's `(`
 
 
 class ShellSyntaxError(ValueError):
@@ -232,6 +233,11 @@ def _read_word(s: str, i: int) -> tuple[Optional[Word], int]:
     quoted = dynamic = subst = False
     while i < n:
         ch = s[i]
+        if ch == "(" and _ARRAY_START.fullmatch(s[start:i]):
+            j = _array_end(s, i)  # `a=(1 2)`: one word, as bash reads it (a compound assignment, not a subshell)
+            out.append(s[i:j])
+            dynamic, subst, i = True, subst or "$(" in s[i:j] or "`" in s[i:j] or "[" in s[i:j], j
+            continue
         if ch in " \t\r\n;&|<>()":
             break
         if ch == "'":
@@ -301,6 +307,26 @@ def _read_word(s: str, i: int) -> tuple[Optional[Word], int]:
     if i == start:
         return None, i
     return Word("".join(out), s[start:i], quoted, dynamic, subst, start, i), i
+
+
+def _array_end(s: str, i: int) -> int:
+    """Index just past the `)` closing the compound assignment `(...)` that starts at s[i], quotes and `$(...)`
+    respected."""
+    j = i + 1
+    while j < len(s):
+        if s[j] == ")":
+            return j + 1
+        if s[j] in "'\"" or s[j] == "`":
+            k = s.find(s[j], j + 1)
+            if k < 0:
+                raise ShellSyntaxError(f"unterminated {s[j]} quote")
+            j = k + 1
+            continue
+        if s.startswith("$(", j):
+            j = _read_quoted_subst(s, j)
+            continue
+        j += 2 if s[j] == "\\" else 1
+    raise ShellSyntaxError("unterminated ( ... ) in an array assignment")
 
 
 def parse(s: str) -> list[Pipeline]:

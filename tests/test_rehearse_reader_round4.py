@@ -43,12 +43,24 @@ def work(tmp_path, monkeypatch):
     f"test -v 'a[{HOOK}]'",
     f"P='{HOOK}'; echo ${{P@P}}",
     f"R='a[{HOOK}]'; echo ${{!R}}",
-], ids=["declare-i", "substring-offset", "substring-offset-expanded", "array-index", "ps4-xtrace", "printf-v", "test-v", "prompt", "indirect"])
+    f"I='a[{HOOK}]'; declare -a A=([I]=1)",
+], ids=["declare-i", "substring-offset", "substring-offset-expanded", "array-index", "ps4-xtrace", "printf-v", "test-v",
+        "prompt", "indirect", "compound-index"])
 def test_a_value_run_as_code_is_not_run(work, setup):
     """Without a wall here, a line found hiding code is not rehearsed at all; with one, the rest of it is."""
     r = rehearse(f"{setup}; {JOB}", cwd=str(work))
     assert not (work / "PWNED").exists(), judge.facts(r)
     assert "no wall can stand on this machine" in r.unobservable and not r.started, judge.facts(r)
+
+
+@pytest.mark.parametrize("setup", ["declare -a A=(1 2)", "A=(1)", "A+=(\"a b\" c)"])
+def test_an_array_assignment_is_one_word_and_the_line_stays_a_line(work, setup):
+    """`declare -a A=(1)` was read as `A=`, `(`, `1`, `)`: skipped, it left `:)` behind, a syntax error that made
+    the rehearsal fail where the user's line works. An array without indexes runs no code: it is rehearsed."""
+    plan = rewrite.plan(f"{setup}; {JOB}", "t0")
+    assert subprocess.run(["bash", "-n", "-c", plan.line]).returncode == 0, plan.line
+    r = rehearse(f"{setup}; {JOB}", cwd=str(work))
+    assert r.started, judge.facts(r)
 
 
 def test_bash_env_is_not_sourced(work, monkeypatch):

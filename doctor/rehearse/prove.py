@@ -151,6 +151,11 @@ def runs_a_value(c: Command) -> Optional[str]:
         names += argv[2:3]
     if cmd in ("test", "[") and "-v" in argv:
         names += argv[argv.index("-v") + 1:argv.index("-v") + 2]
+    values = [*c.assignments, *(a for a in argv[1:] if cmd in _NAMERS and "=" in a)]
+    for value in values:
+        array = value.partition("=")[2]
+        if array.startswith("(") and "[" in array:  # `a=([i]=1)`: an element's index is arithmetic, as in a[i]
+            return f"`{_first(value)}`: an array element's index is arithmetic, which may run a command"
     for name in names:
         if name in CODE_VARS:
             return f"`{name}` holds code the shell runs later (a prompt or a file every shell sources)"
