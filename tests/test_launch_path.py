@@ -226,3 +226,15 @@ def test_docker_exec_detached_discards_output():
     assert a.corrected == "docker exec -d trainer sh -c 'nohup setsid -f python -u train.py </dev/null >/tmp/train.log 2>&1'"
     ok = analyse("docker exec -it trainer sh -c 'cd /w && nohup setsid -f python -u t.py </dev/null >/w/t.log 2>&1'")
     assert ok.findings == []
+
+
+@pytest.mark.parametrize("redirect", [">", ">>", "2>", "&>>"])
+def test_the_moved_redirect_is_quoted_as_the_user_typed_it(redirect):
+    """The clause quoted every redirect as `> FILE`, also a `>>` that appends (the fix keeps appending)."""
+    from dfdoctor.rehearse import changes, rewrite
+    from dfdoctor.rehearse.runner import Rehearsal
+
+    line = f"ssh root@gpu1 'python3 -u t.py' {redirect} train.log"
+    plan = rewrite.plan(line, "t0")
+    said = changes.said(Rehearsal(line, plan=plan), Rehearsal(line, plan=plan))
+    assert any(f"your `{redirect} train.log` was read by the shell on your machine" in c for c in said), said

@@ -25,7 +25,7 @@ def said(r: Rehearsal, tried: Rehearsal, *, folder: Optional[str] = None, starte
         out.append(f"`cd {folder}`: {was}, where {job.script} is not; {folder} holds it")
     for lg in r.plan.logs:
         if not lg.dynamic and lg.where != job.where:
-            out.append(f"the redirect moved inside {job.where}: your `> {lg.typed}` was read by the shell on "
+            out.append(f"the redirect moved inside {job.where}: your `{lg.op} {lg.typed}` was read by the shell on "
                        f"{lg.where}, before {job.where.split(' on ')[0]} was entered")
             break
     pause = any(kind_for(hop.kind).detach_needs_pause for hop in job.chain)

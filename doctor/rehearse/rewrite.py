@@ -93,6 +93,7 @@ class Log:
     in_home: bool = False  # relative to $HOME at that place (nohup's fallback), not to `cwd`
     in_launcher: bool = False  # written by a line of the launcher script, not by the line that started it
     value: Optional[str] = None  # a path with variables as its hop expanded it (`"$PWD/x.log"`: /w/sub/x.log)
+    op: str = ">"  # the redirect as typed before its path (`>>`, `2>`, `&>`), for a report that quotes it
 
     @property
     def path(self) -> str:
@@ -289,7 +290,8 @@ class _Rewriter:
                                             "the container's log); the rehearsal wrote to /dev/null instead"))
             return
         if not r.target_dynamic and not r.target.startswith("/dev/"):
-            self.plan.logs.append(Log(r.target, r.target + self.plan.suffix, chain, where, state["cwd"]))
+            self.plan.logs.append(Log(r.target, r.target + self.plan.suffix, chain, where, state["cwd"],
+                                      op=_typed_op(r)))
             edits.append((r.end, r.end, self.plan.suffix))
             return
         # a path the hop must be asked about: what a variable holds there, and whether a path under /dev is a
@@ -306,7 +308,8 @@ class _Rewriter:
         text = _VAR.sub(lambda m: known[m.group(1)] if m.group(1) in known else m.group(0), raw)
         if self.expanded is None:  # the first pass: collect it, for the runner to expand at that hop
             self.dynamic.append((chain, text))
-            self.plan.logs.append(Log(raw, raw + self.plan.suffix, chain, where, state["cwd"], dynamic=True))
+            self.plan.logs.append(Log(raw, raw + self.plan.suffix, chain, where, state["cwd"], dynamic=True,
+                                      op=_typed_op(r)))
             edits.append((r.end, r.end, self.plan.suffix))
             return
         value = self.expanded.get((chain, text))
@@ -316,7 +319,8 @@ class _Rewriter:
             if r.target_dynamic:  # the device it names there, as the shell would have opened it
                 edits.append((r.end - len(r.target_raw), r.end, quote(value)))
             return
-        self.plan.logs.append(Log(raw, value + self.plan.suffix, chain, where, state["cwd"], value=value))
+        self.plan.logs.append(Log(raw, value + self.plan.suffix, chain, where, state["cwd"], value=value,
+                                  op=_typed_op(r)))
         edits.append((r.end - len(r.target_raw), r.end, quote(value + self.plan.suffix)))
 
     def output_word(self, word: Word, chain: tuple[Hop, ...], where: str, state: dict, edits: list,
@@ -741,6 +745,11 @@ def _pwd_after_cd(cwd: Optional[str], typed: Optional[str], dynamic: bool) -> Op
     if typed is None:
         return "${HOME}"
     return cwd if cwd and cwd.startswith("/") else "${PWD}/" + (cwd or ".")
+
+
+def _typed_op(r: Redirect) -> str:
+    """`>>`, `2>`, `&>`: the redirect as typed before its target."""
+    return f"{'' if r.fd is None else r.fd}{r.op}"
 
 
 def _shebang(text: str) -> str:
