@@ -3,6 +3,7 @@ fourth hostile review on the real thing (real jobs, real signals, real files) an
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -34,6 +35,12 @@ def test_stop_in_a_cp_a_copy_of_the_project_does_not_stop_the_originals_job(tmp_
         assert "stopped pid" not in p.stdout, p.stdout
         assert all(q.is_running() and q.status() != psutil.STATUS_ZOMBIE for q in procs), \
             "a stop in the copy ended the original's job"
+        # the copy says it is one: not the job's folder, never "running" (a job it cannot see) nor "killed"
+        copied = record.load(next((exp_b / ".dfdoctor" / "runs").iterdir()))
+        assert not copied.job_alive(), "the copy's record claims the original's job"
+        v = json.loads(dfdoctor("status", "--cwd", str(exp_b), "--format", "json", cwd=exp_b, timeout=90).stdout)
+        assert v["verdict"]["state"] == "unknown" and "is a copy" in v["verdict"]["summary"], v["verdict"]
+        assert str(exp_a) in v["verdict"]["fix"], v["verdict"]
         p = dfdoctor("stop", "--cwd", str(exp_a), "--grace", "1", cwd=exp_a, timeout=90)  # the original does
         assert p.returncode == 0 and "stopped pid" in p.stdout, p.stdout
     finally:

@@ -273,12 +273,14 @@ def is_recorder_of(rec, run_dir):
 
 def is_job_of(spawned, rec, run_dir):
     """Whether the job a record's "spawned" event names runs now as this run's job: the same pid and start time,
-    and either the nonce of the recorder's event in its environment, or (a run recorded before the nonce, or a
+    the very folder its recorder wrote into (not a copy), and either the nonce of the recorder's event in its environment, or (a run recorded before the nonce, or a
     job that cleared its environment) a session that is the proved recorder's own (no process can join another
     session: setsid(2))."""
     pid = spawned.get("pid") if spawned else None
     if not isinstance(pid, int) or isinstance(pid, bool) or proc_start_time(pid) != spawned.get("start_ticks"):
         return False
+    if spawned.get("folder") is not None and spawned["folder"] != folder_identity(run_dir):
+        return False  # a copy of the run folder (`cp -a` of the project): the job is the original folder's
     nonce = (rec or {}).get("nonce")
     if nonce and proc_environ_value(pid, RUN_ENV) == nonce:
         return True

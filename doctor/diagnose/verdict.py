@@ -15,7 +15,7 @@ import time
 from typing import Callable, Optional
 
 from dfdoctor import causes
-from dfdoctor.agent.procfs import proc_start_time
+from dfdoctor.agent.procfs import folder_identity, proc_start_time
 from dfdoctor.diagnose import stackclass
 from dfdoctor.diagnose import (elastic, known_failures, launcher, rules_runtime, silence, stuck, torch_pairs, typo,
                                user_terms)
@@ -777,8 +777,23 @@ def target_unreachable(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Ve
                    [f"reading {run.spec.get('remote_dir')} there: {run.remote['error']}"])
 
 
+def copied_run_folder(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """A run folder copied with its project (`cp -a expA expB`) while the job ran: every byte and name is the
+    original's, never the folder (its inode), so the job and its recorder are not this folder's to judge. Said
+    as such, not as a recorder killed hard."""
+    sp = run.spawned
+    if run.is_remote or run.finished or not sp or sp.get("folder") is None or \
+            sp["folder"] == folder_identity(str(run.dir)):
+        return None
+    return Verdict("unknown", None, f"This run folder is a copy of the one its recorder writes (the job was "
+                   f"started in {sp.get('cwd')}): this copy cannot say how the job is now.",
+                   f"Run `dfdoctor status --cwd {sp.get('cwd')}` (the original project) for the live job.",
+                   [f"{run.dir} is not the folder the recorder wrote into (another device/inode: a copy, not a "
+                    "move); its record stops where the copy was made"])
+
+
 RULES: list[Callable[[RunRecord, Optional[LiveFacts]], Optional[Verdict]]] = [
-    target_unreachable, stopped_by_user,
+    target_unreachable, copied_run_folder, stopped_by_user,
     recorder_lost_at_start, recorder_never_started, log_could_not_open, spawn_failed,
     handed_off, left_writing, oom_killed, fx_trace_race, command_not_found_status, elastic_rank_failed,
     python_exception, died_from_signal,
