@@ -28,6 +28,7 @@ from dfdoctor.render import render
 from dfdoctor.render.github import SUMMARY_LIMIT, inert, summary
 from dfdoctor.render.text import color_wanted, verdict_line, visible
 from dfdoctor.render.undecodable import shown_all
+from dfdoctor.run.folder import runs_root
 from dfdoctor.runner import run_checks
 from dfdoctor.safefile import guard_outputs, one_of, open_summary, regular_file_problem, write_atomically
 from dfdoctor.targets import Target, parse_target, shown_spec, transport
@@ -265,6 +266,15 @@ def guard(pairs: list[tuple[str, Optional[str]]], ctx: Optional[Context] = None,
     named = users_files(ctx) if ctx else []
     _NAMED[:] = named
     guard_outputs([o for _, o in pairs if o is not None], named, [("a run folder", d) for d in run_folders])
+
+
+def guard_many(pairs: list[tuple[str, Optional[str]]], contexts: list[Context]) -> None:
+    """`guard` for `check` on several targets: an --output may overwrite none of the files any of their lines
+    names, nor land in a run folder of any of them."""
+    named = [n for ctx in contexts for n in users_files(ctx)]
+    guard_outputs([o for _, o in pairs if o is not None], named,
+                  [("a run folder", runs_root(ctx.cwd)) for ctx in contexts])
+    _NAMED[:] = named
 
 
 def named_in_report(report: Report) -> list[tuple[str, Path]]:

@@ -36,6 +36,7 @@ from dfdoctor.engine import (
     choose_checks,
     environment_facts,
     fail_on,
+    guard_many,
     now_iso,
     one_unreachable_target,
     run_phase,
@@ -310,13 +311,15 @@ def _tail(path: Path, limit: int = 4000) -> str:
 
 
 
-def check_many(opts: dict, command: list[str], specs: list[str], started: str,
-               version: str) -> tuple[Report, str, dict]:
-    """`check` on every spec: one row each, one verdict for all. Bad usage for any target stops before any runs."""
+def check_many(opts: dict, command: list[str], specs: list[str], started: str, version: str,
+               pairs: list = ()) -> tuple[Report, str, dict]:
+    """`check` on every spec: one row each, one verdict for all. Bad usage for any target stops before any runs,
+    and so does an --output (`pairs`) that would overwrite a file any of the lines names."""
     contexts = []
     for spec in specs:
         ctx, cfg = build_context({**opts, "target": spec}, command)
         contexts.append(ctx)
+    guard_many(list(pairs), contexts)
     checks, broken = choose_checks(opts, cfg, "pre")
     level = fail_on(opts, cfg)
     rows, records = run_targets(contexts, checks, broken, cfg, level, opts.get("parallel") or DEFAULT_PARALLEL)

@@ -310,3 +310,17 @@ def test_the_step_summary_is_still_appended_to_githubs_own_file(tmp_path):
                  "python3", "t.py", cwd=tmp_path, env=env)
     assert p.returncode in (0, 1), p.stdout + p.stderr
     assert "dfdoctor" in summary.read_text()
+
+
+def test_an_output_naming_the_lines_own_log_is_refused_with_several_targets_too(tmp_path, ssh_config_env):
+    """`check` on several targets took another road (fleet.check_many) that never guarded --output against the
+    files the lines name: with `local` among the targets, the line's own log here was overwritten by the report."""
+    (tmp_path / "t.py").write_text("print('hi')\n")
+    log = tmp_path / "train.log"
+    log.write_text("step 1 loss 2.3\n")
+    targets = tmp_path / "targets.txt"
+    targets.write_text("local\nssh://root@dfdoctor-host\n")
+    p = _check(tmp_path, "--targets-file", str(targets), "--format", "json", "--output", str(log),
+               "--", "python3 t.py >>train.log 2>&1")
+    assert p.returncode == 2 and "it would be overwritten" in p.stderr, p.stdout + p.stderr
+    assert log.read_text() == "step 1 loss 2.3\n"

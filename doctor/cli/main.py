@@ -115,7 +115,7 @@ def check_cmd(opts: dict[str, Any]) -> int:
         guard_outputs([o for _, o in pairs if o is not None], [("--targets-file", Path(opts["targets_file"]))])
     specs = target_specs(tuple(opts.get("target") or ()), opts.get("targets_file"))
     if len(specs) > 1 or opts.get("targets_file"):
-        report, level, env = check_many(opts, command, specs, started, __version__)
+        report, level, env = check_many(opts, command, specs, started, __version__, pairs)
         emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level, env=env)
         return exit_code(report, level)
     if opts.get("slurm_nodes"):
