@@ -40,7 +40,7 @@ class There:
 
 def _jobs_into(folder: Path) -> None:
     """The lock-cycle jobs and their stand-in torch."""
-    for name in ("compile_deadlock.py", "compile_cycle_passes.py"):
+    for name in ("compile_deadlock.py", "compile_cycle_passes.py", "lock_order_deadlock.py"):
         shutil.copy(JOBS / name, folder / name)
     shutil.copytree(JOBS / "deadlock_fake", folder / "deadlock_fake")
 
@@ -127,3 +127,14 @@ def test_a_cycle_that_one_look_shows_and_the_next_does_not_is_not_a_deadlock(the
         if in_the_dump:
             break
     assert one_look, "no look of twelve showed the passing cycle: the job did not do what it is for"
+
+
+def test_a_lock_order_deadlock_there_is_named_from_the_files_there(there, dfdoctor):
+    """Which lock a thread waits for is read from its line (`with model:`): the file was read on this machine,
+    where a container's /tmp/x/job.py is not, so on pct the deadlock came out `unknown`. The agent sends the
+    user's files its stacks name back with its looks."""
+    rc, rep = _launch(dfdoctor, there, "lock_order_deadlock.py", "30")
+    v = rep["verdict"]
+    text = "\n".join([v["summary"], *v["evidence"]])
+    assert rc == 1 and (v["state"], v["cause"]) == ("failed", causes.WAITING_ON_LOCK), text
+    assert "two threads hold each other's lock" in text and "`model`" in text and "`data`" in text, text

@@ -14,6 +14,7 @@ last word into what is sent back.
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -28,6 +29,9 @@ MARK = "@@dfdoctor-answer@@"
 LIMIT = 64 << 10  # bytes of each output stream sent back
 MAX_PROCESSES = 16  # of the job's tree looked at
 MAX_STACKS = 4  # py-spy takes up to 5 s a process
+MAX_SOURCES, SOURCE_LIMIT = 8, 256 << 10  # the user's files a look's stacks name, sent back whole or not at all
+_FRAME_FILE = re.compile(r"\((/[^()]+?\.py):\d+\)")  # py-spy's `func (FILE:LINE)`
+_LIBRARY = ("/site-packages/", "/dist-packages/", "/lib/python3", "/torch/")  # as diagnose/waits.is_library
 
 
 def rd(path, n=None):
@@ -167,7 +171,27 @@ def sample(pids, spy):
             pr["gone"] = not os.path.exists("/proc/%d" % pr["pid"])
         if i == 0:
             time.sleep(max(0.0, 1.0 - (time.time() - began)))
-    return {"procs": procs, "locks": rd("/proc/locks") or ""}
+    return {"procs": procs, "locks": rd("/proc/locks") or "", "sources": sources(procs)}
+
+
+def sources(procs):
+    """The text of the user's own files the looks' stacks name, as they are where the job runs: which lock a
+    `with data:` line waits for is read from the line itself (diagnose/threadwaits), and the job's files are
+    here, not where dfdoctor reads the answer (a container's /tmp/x/train.py is no file on the laptop)."""
+    out = {}
+    for pr in procs:
+        for lk in pr["looks"]:
+            for path in _FRAME_FILE.findall(lk.get("stack") or ""):
+                if path in out or len(out) >= MAX_SOURCES or any(part in path for part in _LIBRARY):
+                    continue
+                try:
+                    with open(path, "rb") as f:
+                        data = f.read(SOURCE_LIMIT + 1)
+                except OSError:
+                    continue
+                if len(data) <= SOURCE_LIMIT:
+                    out[path] = data.decode("utf-8", "replace")
+    return out
 
 
 def py_spy_dump(spy, p, nonblocking=False):

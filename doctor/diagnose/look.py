@@ -119,7 +119,9 @@ def samples_of(answer: Optional[dict[str, Any]]) -> list[ProcessSample]:
                           gone=bool(pr.get("gone")))
         for lk in pr.get("looks") or []:
             text = lk.get("stack") or ""
-            st = Stacks(s.pid, text, "py-spy") if text else Stacks(s.pid, "", "kernel", "no Python stack there")
+            there = dict(answer.get("sources") or {})  # the files as they are where it runs, never read here
+            st = Stacks(s.pid, text, "py-spy", sources=there) if text else \
+                Stacks(s.pid, "", "kernel", "no Python stack there", sources=there)
             s.looks.append(Look(st, from_raw(lk.get("syscall") or "", lk.get("fds") or {}, answer.get("locks") or ""),
                                 lk.get("cpu_s"), lk.get("switches")))
         out.append(s)

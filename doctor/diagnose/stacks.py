@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -31,6 +31,9 @@ class Stacks:
     text: str
     tool: str  # py-spy | kernel
     error: Optional[str] = None
+    # The user's files as they are where the process runs ({path: text}, from a target's agent); None: it runs
+    # here, and its files are read here.
+    sources: Optional[dict] = field(default=None, compare=False)
 
 
 def py_spy() -> Optional[str]:

@@ -85,7 +85,8 @@ class Seen:
     def threads(self) -> list[threadwaits.ThreadWait]:
         """Every thread's wait in the last look."""
         look = self.proc.last
-        return threadwaits.threads_of(look.stacks.text, look.kernel.syscall) if look and look.stacks.text else []
+        return threadwaits.threads_of(look.stacks.text, look.kernel.syscall, look.stacks.sources) \
+            if look and look.stacks.text else []
 
     def at(self) -> str:
         """`ddp.py:3 (<module>)`: the user's line where it is, else the innermost frame."""

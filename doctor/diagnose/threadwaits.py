@@ -108,8 +108,9 @@ def _library_wait(frames: tuple[Frame, ...]) -> Optional[str]:
     return None
 
 
-def read(t: ThreadStack, syscall: str = "") -> ThreadWait:
-    """One thread's wait from its frames (`syscall`: the kernel's word for it, where known: the main thread's)."""
+def read(t: ThreadStack, syscall: str = "", sources: Optional[dict] = None) -> ThreadWait:
+    """One thread's wait from its frames (`syscall`: the kernel's word for it, where known: the main thread's;
+    `sources`: the user's files as they are where the process runs, None when it runs here)."""
     user = user_frame(t.frames)
     if t.state in ("active", "gil"):
         return ThreadWait(_name(t), WORKING, user)
@@ -118,19 +119,19 @@ def read(t: ThreadStack, syscall: str = "") -> ThreadWait:
         return ThreadWait(_name(t), kind, user)
     if not t.frames or user is None or t.frames[0] != user:
         return ThreadWait(_name(t), OTHER, user)
-    said = source_wait(user.file, user.line)
+    said = source_wait(user.file, user.line, sources)
     if said is None or syscall in ("clock_nanosleep", "nanosleep"):
         return ThreadWait(_name(t), SLEEP if said == SLEEP or "sleep" in syscall else OTHER, user)
     kind, lock = said
-    holds = tuple(h for f in t.frames if not is_library(f) for h in held_at(f.file, f.line))
+    holds = tuple(h for f in t.frames if not is_library(f) for h in held_at(f.file, f.line, sources))
     return ThreadWait(_name(t), kind, user, lock, holds)
 
 
-def threads_of(stacks_text: str, main_syscall: str = "") -> list[ThreadWait]:
-    """Every thread of one dump, read."""
+def threads_of(stacks_text: str, main_syscall: str = "", sources: Optional[dict] = None) -> list[ThreadWait]:
+    """Every thread of one dump, read (`sources`: as for `read`)."""
     out = []
     for t in parse(stacks_text):
-        out.append(read(t, main_syscall if t.ident == "MainThread" else ""))
+        out.append(read(t, main_syscall if t.ident == "MainThread" else "", sources))
     return out
 
 
@@ -149,18 +150,35 @@ def _tree(path: str) -> Optional[ast.Module]:
         return None
 
 
-def _withs(path: str) -> list[ast.With]:
-    tree = _tree(path)
+@functools.lru_cache(maxsize=64)
+def _tree_of_text(path: str, text: str) -> Optional[ast.Module]:
+    try:
+        return ast.parse(text, path)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _tree_in(path: str, sources: Optional[dict]) -> Optional[ast.Module]:
+    """The file's syntax tree: from `sources` for a process that runs elsewhere (a path there may name another
+    file here, or none), else read here."""
+    if sources is None:
+        return _tree(path)
+    text = sources.get(path)
+    return _tree_of_text(path, text) if isinstance(text, str) else None
+
+
+def _withs(path: str, sources: Optional[dict] = None) -> list[ast.With]:
+    tree = _tree_in(path, sources)
     return [n for n in ast.walk(tree) if isinstance(n, ast.With)] if tree is not None else []
 
 
-def source_wait(path: str, line: int) -> Optional[tuple[str, str]]:
+def source_wait(path: str, line: int, sources: Optional[dict] = None) -> Optional[tuple[str, str]]:
     """(kind, lock) that the statement at `path:line` waits in: a `with X:` or `X.acquire()` (a lock), a
     `.wait()` (a Condition or Event), a `sleep(` (time.sleep); None when the file or line says nothing."""
-    tree = _tree(path)
+    tree = _tree_in(path, sources)
     if tree is None:
         return None
-    for n in _withs(path):
+    for n in _withs(path, sources):
         if n.lineno == line and n.items:
             return LOCK, ast.unparse(n.items[0].context_expr)
     for n in ast.walk(tree):
@@ -175,10 +193,10 @@ def source_wait(path: str, line: int) -> Optional[tuple[str, str]]:
     return None
 
 
-def held_at(path: str, line: int) -> list[str]:
+def held_at(path: str, line: int, sources: Optional[dict] = None) -> list[str]:
     """The locks of the `with` blocks whose body holds `path:line` (the thread holds them there)."""
     out = []
-    for n in _withs(path):
+    for n in _withs(path, sources):
         if n.body and n.body[0].lineno <= line <= (n.end_lineno or n.lineno) and n.lineno != line:
             out += [ast.unparse(i.context_expr) for i in n.items]
     return out
