@@ -202,6 +202,9 @@ def test_a_quiet_batch_job_that_nothing_moves_is_unknown_not_running(slurm, tmp_
 @pytest.mark.parametrize("name,cause,words", [
     ("waits_on_event.py", "stuck", ("in its only thread, waits on an Event", "nothing can set it")),
     ("lock_order_deadlock.py", "waiting-on-lock", ("two threads hold each other's lock",)),
+    # the agent reports a dead child nobody reaped (a zombie) with its exit, as a look here does; the workers' own
+    # traceback names the cause (crashed), as here
+    ("supervisor_workers_died.py", "crashed", ("2 worker process(es) of the job died", "(exit 1)", "KeyError")),
 ])
 def test_a_stuck_job_on_a_target_is_named(infra, tmp_path, dfdoctor, name, cause, words):  # noqa: F811
     import json

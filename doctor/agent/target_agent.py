@@ -161,12 +161,19 @@ def sample(pids, spy):
         except OSError:
             exe = os.path.basename(cmd[0])
         ppid = proc_ppid(p)
+        st = stat_fields(p)
+        if st and st[0] == "Z":  # a dead child nobody reaped: its exit status is all it has left to say
+            procs.append({"pid": p, "ppid": ppid, "zombie": True, "looks": [], "gone": True,
+                          "exited": int(st[-1]) if len(st) >= 50 and st[-1].lstrip("-").isdigit() else None})
+            continue
         procs.append({"pid": p, "ppid": ppid, "cmdline": [c for c in cmd if c], "python": "python" in exe,
                       "env": {k: env[k] for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE") if k in env},
                       "buffered": "python" in exe and buffers_stdout(p, cmd, env), "looks": []})
     for i in (0, 1):
         began = time.time()
         for pr in procs:
+            if pr.get("zombie"):
+                continue
             pr["looks"].append(one_look(pr["pid"], spy if pr["python"] else None))
             pr["gone"] = not os.path.exists("/proc/%d" % pr["pid"])
         if i == 0:

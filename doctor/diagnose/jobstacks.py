@@ -52,6 +52,7 @@ class ProcessSample:
     looks: list[Look] = field(default_factory=list)
     gone: bool = False  # ended between the two samples
     exited: Optional[int] = None  # a dead child nobody reaped (a zombie): its wait status (exit code << 8, or signal)
+    here: bool = True  # a process of this machine (psutil may look at it again); False: a target's, as its agent saw it
 
     @property
     def last(self) -> Optional[Look]:

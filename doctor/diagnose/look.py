@@ -111,12 +111,16 @@ def samples_of(answer: Optional[dict[str, Any]]) -> list[ProcessSample]:
         return []
     out = []
     for pr in answer.get("procs") or []:
+        if pr.get("zombie"):  # a dead child nobody reaped there: its exit is all it says (as jobstacks.describe)
+            out.append(ProcessSample(int(pr["pid"]), pr.get("ppid"), [], False, gone=True, exited=pr.get("exited"),
+                                     here=False))
+            continue
         env = pr.get("env") or {}
         s = ProcessSample(int(pr["pid"]), pr.get("ppid"), list(pr.get("cmdline") or []), bool(pr.get("python")),
                           rank=whole(env.get("RANK", ""), None) if "LOCAL_RANK" in env else None,
                           local_rank=whole(env.get("LOCAL_RANK", ""), None),
                           world_size=whole(env.get("WORLD_SIZE", ""), None), buffered=bool(pr.get("buffered")),
-                          gone=bool(pr.get("gone")))
+                          gone=bool(pr.get("gone")), here=False)
         for lk in pr.get("looks") or []:
             text = lk.get("stack") or ""
             there = dict(answer.get("sources") or {})  # the files as they are where it runs, never read here

@@ -270,7 +270,7 @@ def _dataloader(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
         if not (s.steady and s.wait.kind == waits.DATALOADER):
             continue
         workers = [w for w in _workers_of(all_seen, s.proc.pid) if w.wait.kind == waits.DATALOADER_WORKER]
-        dead = [w for w in workers if w.proc.gone or _zombie(w.proc.pid)]
+        dead = [w for w in workers if w.proc.gone or w.proc.exited is not None or (w.proc.here and _zombie(w.proc.pid))]
         if dead:
             head = f"{s.proc.name()} waits for a batch, and its DataLoader worker pid {dead[0].proc.pid} died"
             where = [f"worker pid {w.proc.pid} is gone" for w in dead]
