@@ -199,14 +199,17 @@ def test_a_quiet_batch_job_that_nothing_moves_is_unknown_not_running(slurm, tmp_
 
 
 # ---- on a --target (this machine behind sshd): the agent's looks, read by the same rules ----------------
-@pytest.mark.parametrize("name,cause,words", [
-    ("waits_on_event.py", "stuck", ("in its only thread, waits on an Event", "nothing can set it")),
-    ("lock_order_deadlock.py", "waiting-on-lock", ("two threads hold each other's lock",)),
+@pytest.mark.parametrize("name,state,cause,words", [
+    ("waits_on_event.py", "failed", "stuck", ("in its only thread, waits on an Event", "nothing can set it")),
+    ("lock_order_deadlock.py", "failed", "waiting-on-lock", ("two threads hold each other's lock",)),
     # the agent reports a dead child nobody reaped (a zombie) with its exit, as a look here does; the workers' own
     # traceback names the cause (crashed), as here
-    ("supervisor_workers_died.py", "crashed", ("2 worker process(es) of the job died", "(exit 1)", "KeyError")),
+    ("supervisor_workers_died.py", "failed", "crashed", ("2 worker process(es) of the job died", "(exit 1)",
+                                                        "KeyError")),
+    # a server in accept() there: the agent reads the port it listens on from the target's socket table
+    ("listens.py", "unknown", "waiting-on-network", ("waits for a client to connect on 127.0.0.1:", "listens.py:8")),
 ])
-def test_a_stuck_job_on_a_target_is_named(infra, tmp_path, dfdoctor, name, cause, words):  # noqa: F811
+def test_a_stuck_job_on_a_target_is_named(infra, tmp_path, dfdoctor, name, state, cause, words):  # noqa: F811
     import json
     import shutil
 
@@ -222,7 +225,7 @@ def test_a_stuck_job_on_a_target_is_named(infra, tmp_path, dfdoctor, name, cause
                      "--cwd", str(there), "--", PY, str(there / name), cwd=here, env=env, timeout=150)
         v = json.loads(p.stdout)["verdict"]
         text = "\n".join([v["summary"], *v["evidence"]])
-        assert p.returncode == 1 and (v["state"], v["cause"]) == ("failed", cause), text
+        assert p.returncode == 1 and (v["state"], v["cause"]) == (state, cause), text
         for w in words:
             assert w in text, text
     finally:

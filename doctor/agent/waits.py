@@ -44,6 +44,12 @@ def _address(hex_addr):
 
 def socket_peer(pid, inode):
     """host:port at the other end of the connected TCP socket with this inode, or None."""
+    return _socket_ends(pid, inode)[0]
+
+
+def _socket_ends(pid, inode):
+    """(host:port at the other end of the connected TCP socket with this inode, host:port it listens on when it
+    is a listening one): a server in accept() waits for a client, nothing is downloaded."""
     for table in ("tcp", "tcp6"):
         try:
             with open("/proc/%d/net/%s" % (pid, table)) as f:
@@ -52,16 +58,16 @@ def socket_peer(pid, inode):
             continue
         for row in rows:
             cols = row.split()
-            if len(cols) > 9 and cols[9] == str(inode) and cols[3] != _LISTEN:
+            if len(cols) > 9 and cols[9] == str(inode):
                 try:
-                    return _address(cols[2])
+                    return (None, _address(cols[1])) if cols[3] == _LISTEN else (_address(cols[2]), None)
                 except ValueError:
-                    return None
-    return None
+                    return None, None
+    return None, None
 
 
 def wait_fds(pid, syscall):
-    """{fd: [what it points at, its inode, its socket peer or None]} for fd 0 and the descriptor the system call
+    """{fd: [what it points at, its inode, its socket peer or None, the address it listens on or None]} for fd 0 and the descriptor the system call
     `syscall` (/proc/PID/syscall's text) waits on, and {"poll": [fds]} for a poll()."""
     parts = syscall.split()
     fds, wanted = {}, [0]
@@ -82,5 +88,5 @@ def wait_fds(pid, syscall):
             inode = os.stat("/proc/%d/fd/%d" % (pid, fd)).st_ino
         except OSError:
             continue
-        fds[str(fd)] = [link, inode, socket_peer(pid, inode) if link.startswith("socket:") else None]
+        fds[str(fd)] = [link, inode, *(_socket_ends(pid, inode) if link.startswith("socket:") else (None, None))]
     return fds

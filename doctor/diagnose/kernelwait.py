@@ -162,7 +162,7 @@ def kernel_wait(pid: int) -> KernelWait:
 
 def from_raw(syscall: str, fds: dict, locks: str) -> KernelWait:
     """The same reading from what a target's agent sent back: /proc/PID/syscall's text, {fd: [link, inode,
-    socket peer]} for the descriptors it read (with "poll": [fds] for a poll; the peer from the target's own
+    socket peer, address listened on]} for the descriptors it read (with "poll": [fds] for a poll; the peer from the target's own
     socket tables, by doctor/agent/waits.py), and /proc/locks there."""
     fields = syscall.split()
     if not fields or fields[0] == "running":
@@ -178,7 +178,7 @@ def from_raw(syscall: str, fds: dict, locks: str) -> KernelWait:
     if name == "fcntl" and args[1] not in (F_SETLKW, F_OFD_SETLKW):
         fd = None
     entry = list(fds.get(str(fd)) or []) if fd is not None else []
-    link, inode, peer = (entry + [None, None, None])[:3]
+    link, inode, peer, listening = (entry + [None, None, None, None])[:4]
     holder = None
     if name in ("flock", "fcntl") and inode:
         for line in locks.splitlines():
@@ -186,4 +186,5 @@ def from_raw(syscall: str, fds: dict, locks: str) -> KernelWait:
             if len(parts) >= 6 and parts[1] != "->" and parts[5].split(":")[-1] == str(inode):
                 holder = int(parts[4]) if parts[4].isdigit() else None
                 break
-    return KernelWait(name, fd, link, holder, peer if link and str(link).startswith("socket:") else None)
+    on_socket = bool(link and str(link).startswith("socket:"))
+    return KernelWait(name, fd, link, holder, peer if on_socket else None, listening if on_socket else None)
