@@ -1,17 +1,19 @@
-"""Where a job runs, as one interface: a placement (Slurm, Ray, ...) claims a launch line or a `status`/`stop`
-reference, checks before the launch, starts the job, watches it (a source handed to `watch/loop.py`), judges it
-and stops it. The commands ask the placements (`dfdoctor.placements`) and never name a scheduler themselves.
+"""Where a job runs, as one interface: a placement (this machine, a --target, Slurm, Ray, ...) claims a launch line
+or a `status`/`stop` reference, checks before the launch, starts the job, watches and judges it, and stops it. The
+launch sequence itself is written once (`launch/pipeline.py`) and asks the placement at each step; the commands
+ask the registry (`dfdoctor.placements`) and never name a scheduler or a target kind themselves.
 
-This machine and the --target kinds are the pipeline a line falls to when no placement claims it
-(`launch/orchestrate.py`); a target kind is the other axis (how to reach one machine, `targets/kinds/`).
+A target kind (ssh, pct, lxc, docker: `targets/kinds/`) is the other axis: how to reach one machine. Every kind is
+run by the one --target placement (`launch/places.py`), which asks the kind's class.
 This module is the interface alone: it imports no placement, so each placement's package can import it.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, ContextManager, Optional
 
 
 @dataclass
@@ -26,12 +28,39 @@ class LaunchAsk:
     skip: tuple[str, ...] = ()
     cfg: Any = None
     settle_s: float = 0.0
+    keep_runs: int = 0  # how many run folders to keep (0: the default)
+    memory_limit: Optional[int] = None  # this machine only: the job's own memory cgroup
+    strategy: str = "auto"  # a --target only: how the recorder is detached there
+
+
+@dataclass
+class Started:
+    """What a placement's `start` made: its run folder, and either a refusal (the job never began: its verdict,
+    the report's run object, more timeline) or its own handle on the job, for its `watch`."""
+
+    run_id: str
+    run_dir: Optional[Path]  # None: not even a run folder could be made (nothing is saved)
+    refused: Any = None  # a Verdict when the job was not started
+    run: dict[str, Any] = field(default_factory=dict)  # the report's run object of a refusal
+    timeline: list[dict[str, Any]] = field(default_factory=list)
+    handle: Any = None  # the placement's own: a process, a shipped recorder, a job id
+
+
+@dataclass
+class Judged:
+    """What a placement's `watch` made of the job: the verdict, the report's run object, and what it adds to the
+    timeline and to the checks (post-launch checks)."""
+
+    verdict: Any
+    run: dict[str, Any]
+    timeline: list[dict[str, Any]] = field(default_factory=list)
+    records: list[Any] = field(default_factory=list)
 
 
 @dataclass
 class Ended:
     """What a placement's stop did to the job where the placement runs it (Slurm's scancel, Ray's stop
-    endpoint): `dfdoctor.stop` wraps it in its `Stopped`, and prints `lines()`."""
+    endpoint): `stop_job` wraps it in a `Stopped`, and `dfdoctor stop` prints its `lines()`."""
 
     job_id: str
     state_before: str
@@ -61,44 +90,137 @@ class Ended:
         return {}
 
 
-class Placement:
-    """Where a job runs. A subclass answers each question for its scheduler; `dfdoctor.placements.ALL` holds one
-    instance of each. The references it owns are `PREFIX:JOB_ID` (`slurm:42`, `ray:raysubmit_X`); the run
-    folders it makes hold `spec[name]`."""
+@dataclass
+class Stopped:
+    """What a stop did: the processes it ended (each with the signal that ended it), those of the record already
+    gone, those named but not proven the job's (left alone), and what is still there."""
 
-    name = ""  # the reference prefix and the run spec's key ("slurm", "ray")
+    run: str  # the run id, or PREFIX:JOBID (slurm:42)
+    where: str  # "" (this machine), "on TARGET", or the placement's ("in Slurm")
+    stopped: list[dict[str, Any]] = field(default_factory=list)
+    gone: list[dict[str, Any]] = field(default_factory=list)
+    unproven: list[dict[str, Any]] = field(default_factory=list)
+    survived: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    recorder: Optional[str] = None
+    was_running: bool = False
+    error: Optional[str] = None  # the stop could not be done at all (the target did not answer, scancel refused)
+    placed: Optional[Ended] = None  # what a placement's scheduler did (Slurm's scancel, Ray's stop)
+    chosen: str = ""  # why this run, when the user named none ("the latest run launched from DIR")
+
+    @property
+    def clean(self) -> bool:
+        """Nothing of the job is left (exit 0)."""
+        return self.error is None and not self.survived and self.recorder != "survived" and \
+            (self.placed is None or self.placed.done)
+
+
+class Placement:
+    """Where a job runs. A subclass answers each question for its place; `dfdoctor.placements.ALL` holds one
+    instance of each, asked in order (this machine last: it claims what no other does). A scheduler's references
+    are `PREFIX:JOB_ID` (`slurm:42`, `ray:raysubmit_X`); the run folders it makes hold `spec[name]`. The defaults
+    here are a scheduler's (a job submitted to something that runs it, stopped by a job id)."""
+
+    name = ""  # the reference prefix and the run spec's key ("slurm", "ray"); "" takes no PREFIX:ID reference
     where = ""  # for `dfdoctor stop`'s first line: "in Slurm"
     submitter = ""  # what submits its jobs, as the user knows it: "sbatch"
+    # how a launch the pre-launch checks stopped is worded (`engine.not_started`)
+    not_started_words = {"not_done": "Not submitted", "subject": "the job", "force": "--force submits anyway"}
+    sigterm_ends_watch = False  # SIGTERM during the launch ends the watch as Ctrl-C does (the verdict is printed)
 
+    # ---- which launches, references and run folders are its own -------------------------------------------
     def claims(self, ctx: Any) -> bool:
         """Whether the launch line (or --launcher) of `ctx` is this placement's."""
         raise NotImplementedError
 
     def claims_spec(self, spec: dict[str, Any]) -> bool:
         """Whether a run folder's spec is of a launch this placement made."""
-        return self.name in spec
+        return bool(self.name) and self.name in spec
 
     def job_of(self, ref: str) -> str:
         """The job id a `PREFIX:ID` reference names; a UsageError when it cannot be one."""
-        raise NotImplementedError
-
-    def check(self, ctx: Any, only: tuple[str, ...], skip: tuple[str, ...], cfg: Any) -> list:
-        """The pre-launch checks of the line (CheckRecords)."""
-        raise NotImplementedError
-
-    def launch(self, ctx: Any, ask: LaunchAsk) -> Any:
-        """Check, start, watch and judge: the launch's Report (saved in its run folder)."""
-        raise NotImplementedError
-
-    def status(self, cwd: Path, ref: Optional[str], watch_s: float) -> Any:
-        """`status PREFIX:ID` or `status RUN` of a run this placement launched: a Report."""
-        raise NotImplementedError
-
-    def stop(self, job_id: str, grace_s: float, spec: Optional[dict[str, Any]] = None) -> Ended:
-        """End the job where it runs, and say what is left of it (`spec`: its run folder's, when it has one)."""
         raise NotImplementedError
 
     def job_in_spec(self, spec: dict[str, Any]) -> Optional[str]:
         """The job id a run folder's spec holds (None: the scheduler refused it, nothing was submitted)."""
         job = (spec.get(self.name) or {}).get("job_id")
         return str(job) if job else None
+
+    # ---- check ------------------------------------------------------------------------------------------
+    def check_options(self) -> list:
+        """Options of its own that `dfdoctor check` takes (click decorators; Slurm's --slurm-nodes)."""
+        return []
+
+    def check_instead(self, opts: dict[str, Any], command: list[str], started: str) -> Optional[tuple[Any, str]]:
+        """`dfdoctor check` done its own way when one of its `check_options` asks (a report and the --fail-on
+        level); None: the usual check of the line."""
+        return None
+
+    def check(self, ctx: Any, only: tuple[str, ...], skip: tuple[str, ...], cfg: Any) -> list:
+        """`dfdoctor check` of the line: the pre-launch checks (CheckRecords)."""
+        raise NotImplementedError
+
+    # ---- launch: the steps `launch/pipeline.py` takes, in order --------------------------------------------
+    def prepare(self, ctx: Any, ask: LaunchAsk) -> LaunchAsk:
+        """The ask as this placement takes it (the config's check selection, ...); a UsageError for an option
+        that does not apply here."""
+        return ask
+
+    def connected(self, ctx: Any) -> ContextManager[Any]:
+        """What stays open for the whole launch (one ssh connection to a --target)."""
+        return contextlib.nullcontext()
+
+    def pre_checks(self, ctx: Any, ask: LaunchAsk) -> list:
+        """The checks run before the launch (those of `check`, unless the placement runs others)."""
+        return self.check(ctx, ask.only, ask.skip, ask.cfg)
+
+    def blockers(self, ctx: Any, records: list) -> list:
+        """The findings that stop the launch (unless --force)."""
+        from dfdoctor.engine import launch_blockers  # start-up: `--help` loads no check machinery
+        return launch_blockers(records)
+
+    def start(self, ctx: Any, ask: LaunchAsk, timeline: list[dict[str, Any]]) -> Started:
+        """Make the run folder and start (or submit) the job; events go on `timeline`."""
+        raise NotImplementedError
+
+    def watch(self, ctx: Any, ask: LaunchAsk, job: Started, records: list,
+              timeline: list[dict[str, Any]]) -> Judged:
+        """Watch the started job (a source handed to `watch/loop.py`) and judge it; `records`: the pre-launch
+        checks, which the verdict may name as its cause foretold."""
+        raise NotImplementedError
+
+    def finish(self, ctx: Any, report: Any) -> None:
+        """Last words on the saved report, shown only (the line as typed, a working line offered)."""
+
+    # ---- status and stop ----------------------------------------------------------------------------------
+    def status(self, cwd: Path, ref: Optional[str], watch_s: float, cfg: Any = None,
+               only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> Any:
+        """`status PREFIX:ID` or `status RUN` of a run this placement launched: a Report."""
+        raise NotImplementedError
+
+    def run_folders(self, cwd: Path, ref: Optional[str]) -> tuple[Path, ...]:
+        """The run folder `status REF` reads (none for a `PREFIX:ID` reference): no --output may land in it."""
+        if ref and self.name and ref.startswith(f"{self.name}:"):
+            return ()
+        from dfdoctor.run.folder import find_run  # start-up, as above
+        return (find_run(cwd, ref),)
+
+    def connected_to_run(self, cwd: Path, ref: Optional[str]) -> ContextManager[Any]:
+        """What stays open while `status REF` looks, until its verdict is printed."""
+        return contextlib.nullcontext()
+
+    def stop(self, job_id: str, grace_s: float, spec: Optional[dict[str, Any]] = None) -> Ended:
+        """End the job where it runs, and say what is left of it (`spec`: its run folder's, when it has one)."""
+        raise NotImplementedError
+
+    def stop_job(self, run: str, job_id: str, grace_s: float, spec: Optional[dict[str, Any]] = None) -> Stopped:
+        """`stop PREFIX:ID`, or the job of run `run`: the placement's own stop, waited for."""
+        c = self.stop(job_id, grace_s, spec)
+        return Stopped(run, self.where, was_running=c.was_running and not c.said, placed=c, error=c.said or None)
+
+    def stop_run(self, run_dir: Path, run: Any, grace_s: float) -> Stopped:
+        """Stop the job of the run folder `run_dir` (its RunRecord `run`), where it runs."""
+        job_id = self.job_in_spec(run.spec)
+        if not job_id:
+            return Stopped(run.id, self.where, error=f"{self.submitter} refused this job: nothing was submitted")
+        return self.stop_job(run.id, job_id, grace_s, run.spec)

@@ -166,3 +166,87 @@ def test_whether_the_target_is_this_machine_is_asked_of_the_target():
                   for line in _compares_with_local(ast.parse(path.read_text(encoding="utf-8")), skip)]
     assert found == []
     assert _compares_with_local(ast.parse(import_graph.module_files()[PARSES_THE_SPEC[0]].read_text()))  # it is there
+
+
+# The commands: they ask `dfdoctor.placements` where a job runs, and name no place themselves (issue 42).
+COMMANDS = ("dfdoctor.cli.", "dfdoctor.stop")
+
+
+def _places() -> tuple[set[str], set[str]]:
+    """The words that name a place: each scheduler's name (its reference prefix, `slurm`) and each target kind's
+    scheme but this machine's (`ssh`, `pct`, ...); and the modules that are a place's own (a scheduler's
+    subpackage, `dfdoctor.slurm`; the kinds' modules, `dfdoctor.targets.kinds`)."""
+    from dfdoctor import placements
+    from dfdoctor.targets import KINDS, kind_for
+
+    names = {p.name for p in placements.ALL if p.name}
+    words = names | {s for s in KINDS if not kind_for(s).runs_here}
+    return words, {f"dfdoctor.{n}" for n in names} | {"dfdoctor.targets.kinds"}
+
+
+def _names_a_place(name: str, tree: ast.AST, words: set[str], own: set[str]) -> list[str]:
+    """Where the module `name` (its `tree`) names a place: an import of a place's own module, an identifier that
+    holds a place's word (`is_slurm`, `slurm_nodes`), or a text compared with one or tested as its prefix
+    (`== "slurm"`, `.startswith("ray:")`, `in ("ssh", "pct")`)."""
+    def wordy(text: str) -> bool:
+        low = text.lower()
+        return any(low == w or low.startswith((f"{w}:", f"{w}_")) or low.endswith(f"_{w}") or f"_{w}_" in low
+                   or low.startswith(f"is_{w}") for w in words)
+
+    def texts(node: ast.AST) -> list[str]:
+        return [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    found = []
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.ImportFrom) and node.module:
+            full = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            found += [f"{name}:{line}: imports {m}" for m in full
+                      if any(m == o or m.startswith(f"{o}.") for o in own)][:1]
+        elif isinstance(node, ast.Import):
+            found += [f"{name}:{line}: imports {a.name}" for a in node.names
+                      if any(a.name == o or a.name.startswith(f"{o}.") for o in own)]
+        elif isinstance(node, ast.Name) and wordy(node.id) or isinstance(node, ast.Attribute) and wordy(node.attr):
+            found.append(f"{name}:{line}: {getattr(node, 'id', None) or node.attr}")
+        elif isinstance(node, ast.Compare):
+            found += [f"{name}:{line}: compares {t!r}" for t in texts(node) if wordy(t)]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in ("startswith", "endswith", "get", "__contains__"):
+            found += [f"{name}:{line}: {node.func.attr}({t!r})" for a in node.args for t in texts(a) if wordy(t)]
+        elif isinstance(node, ast.Subscript):
+            found += [f"{name}:{line}: [{t!r}]" for t in texts(node.slice) if wordy(t)]
+    return found
+
+
+def test_the_finder_of_a_place_named_finds_them():
+    src = ("from dfdoctor.slurm import nodes\nimport dfdoctor.targets.kinds.ssh\nif is_slurm(ctx): pass\n"
+           "a = opts['slurm_nodes']\nb = ref.startswith('ray:')\nc = t.kind in ('ssh', 'pct')\n"
+           "d = spec.get('slurm')\ne = kind == 'docker'\nf = 'slurm:4242 is an example'\ng = ctx.target.runs_here\n")
+    words, own = {"slurm", "ray", "ssh", "pct", "docker"}, {"dfdoctor.slurm", "dfdoctor.targets.kinds"}
+    assert sorted({int(f.split(":")[1]) for f in _names_a_place("m", ast.parse(src), words, own)}) == \
+        [1, 2, 3, 4, 5, 6, 7, 8]
+
+
+def test_no_command_names_a_scheduler_or_a_target_kind():
+    """`check`, `launch`, `status` and `stop` ask the registry (`placements.of_line`, `of_ref`, `of_prefix`,
+    `of_spec`) and hand what it gives to one pipeline: no cli module and no `dfdoctor.stop` imports a scheduler's
+    package or a kind's module, calls a scheduler's own test (`is_slurm`), or compares a text with a place's name
+    (before: `if slurm.is_slurm(ctx)` doors, a fallback path for this machine and the targets, and
+    `check --slurm-nodes` handled in cli/main.py). Adding a placement is its subpackage and one line in ALL."""
+    words, own = _places()
+    assert {"slurm", "ray", "ssh", "pct", "lxc", "docker"} <= words  # the rule is about something real
+    found = []
+    for name, path in import_graph.module_files().items():
+        if name.startswith(COMMANDS[0]) or name == COMMANDS[1]:
+            found += _names_a_place(name, ast.parse(path.read_text(encoding="utf-8")), words, own)
+    assert found == []
+
+
+def test_every_scheduler_is_a_subpackage_with_one_registration():
+    """A scheduler's placement lives in its own subpackage (`dfdoctor.NAME.placement`), registered once in ALL;
+    this machine and the targets are the two placements of the recorder (`dfdoctor.launch.places`), last."""
+    from dfdoctor import placements
+
+    named = [p for p in placements.ALL if p.name]
+    assert [type(p).__module__ for p in named] == [f"dfdoctor.{p.name}.placement" for p in named]
+    assert len({p.name for p in named}) == len(named) >= 2
+    assert [type(p).__module__ for p in placements.ALL[len(named):]] == ["dfdoctor.launch.places"] * 2

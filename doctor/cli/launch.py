@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
 from typing import Any
@@ -19,60 +20,18 @@ from dfdoctor.cli.options import (
     validate_outputs,
 )
 from dfdoctor.config import load
-from dfdoctor.engine import (
-    build_context,
-    check_selection,
-    emit,
-    exit_code,
-    fail_on,
-    guard,
-    target_connection,
-)
-from dfdoctor.launch.orchestrate import (
-    DEFAULT_WATCH_S,
-    STATUS_WATCH_S,
-    LaunchOptions,
-    run_connection,
-    run_launch,
-    run_status,
-)
+from dfdoctor.engine import build_context, emit, exit_code, fail_on, guard
+from dfdoctor.launch import pipeline
+from dfdoctor.launch.orchestrate import DEFAULT_WATCH_S, STATUS_WATCH_S
 from dfdoctor.watch.settle import SETTLE_S
-from dfdoctor.run.folder import DEFAULT_KEEP, RunNotFound, find_run, list_runs, runs_root
+from dfdoctor.run.folder import DEFAULT_KEEP, RunNotFound, list_runs, runs_root
 from dfdoctor import placements
 from dfdoctor.placing import LaunchAsk
-from dfdoctor.terminate import (EXIT as TERMINATED_EXIT, Terminated, sigterm_as_interrupt, started_since,
+from dfdoctor.terminate import (EXIT as TERMINATED_EXIT, Seen, Terminated, sigterm_as_interrupt, started_since,
                                 still_running_line)
 from dfdoctor.targets.strategies import BY_NAME
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 # ---- command line -------------------------------------------------------------------------------------
@@ -127,38 +86,19 @@ def launch(opts: dict[str, Any]) -> int:
     run_dir = Path(opts["run_dir"]).absolute() if opts["run_dir"] else None
     guard(pairs, ctx, (runs_root(ctx.cwd if ctx.target.runs_here else Path.cwd()),
                        *((run_dir,) if run_dir and ctx.target.runs_here else ())))
-    placement = placements.of_line(ctx)
-    if placement is not None:  # a scheduler's line (sbatch, ray job submit): it submits, watches and judges
-        watch_s = opts["watch"] if opts["watch"] is not None else float(cfg.get("watch", DEFAULT_WATCH_S))
-        report = placement.launch(ctx, LaunchAsk(
-            watch_s=watch_s, run_dir=run_dir, force=opts["force"], no_check=opts["no_check"],
-            only=tuple(opts.get("only") or ()), skip=tuple(opts.get("skip") or ()), cfg=cfg,
-            settle_s=opts["settle"] if opts["settle"] is not None else float(cfg.get("settle", SETTLE_S))))
-        level = fail_on(opts, cfg)
-        name_config(report, cfg)
-        emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level,
-             env=ctx.env)
-        return exit_code(report, level)
-    if ctx.target.runs_here and opts["strategy"] != "auto":
-        raise click.UsageError("--strategy applies to a job on a --target; a local launch always detaches itself")
-    only, skip = check_selection(opts, cfg)
-    watch_s = opts["watch"] if opts["watch"] is not None else float(cfg.get("watch", DEFAULT_WATCH_S))
-    lo = LaunchOptions(watch=watch_s, run_dir=run_dir,
-                       keep_runs=opts["keep_runs"] or int(cfg.get("keep-runs", DEFAULT_KEEP)),
-                       force=opts["force"], no_check=opts["no_check"], memory_limit=opts["memory_limit"],
-                       only=only, skip=skip, strategy=opts["strategy"],
-                       settle=opts["settle"] if opts["settle"] is not None else float(cfg.get("settle", SETTLE_S)))
+    placement = placements.of_line(ctx)  # this machine, a --target, or a scheduler's line (sbatch, ray job submit)
+    ask = LaunchAsk(watch_s=opts["watch"] if opts["watch"] is not None else float(cfg.get("watch", DEFAULT_WATCH_S)),
+                    run_dir=run_dir, force=opts["force"], no_check=opts["no_check"],
+                    only=tuple(opts.get("only") or ()), skip=tuple(opts.get("skip") or ()), cfg=cfg,
+                    settle_s=opts["settle"] if opts["settle"] is not None else float(cfg.get("settle", SETTLE_S)),
+                    keep_runs=opts["keep_runs"] or 0, memory_limit=opts["memory_limit"], strategy=opts["strategy"])
     level = fail_on(opts, cfg)
     # the verdict is printed while the ssh connection is still open: closing it takes a second or so
     here = ctx.cwd if ctx.target.runs_here else Path.cwd()  # where this launch's run folder goes (a copy, remote)
     before = set(list_runs(here))
-    with target_connection(ctx), sigterm_as_interrupt() as seen:  # SIGTERM ends the watch as Ctrl-C does
+    with placement.connected(ctx), _sigterm_watch(placement) as seen:  # SIGTERM ends the watch as Ctrl-C does
         try:
-            report = run_launch(ctx, cfg, lo)
-            report.command_as_typed = ctx.typed_line or ""  # the user's line stays in every output (issue 39)
-            if ctx.typed_line and report.verdict.state == "failed" and not report.run.get("pid"):
-                from dfdoctor.rehearse.fix import offer_working_line  # start-up: see engine.default_python
-                offer_working_line(ctx, report)
+            report = pipeline.launch(placement, ctx, ask)
         except FileExistsError as exc:
             raise click.UsageError(str(exc)) from None
         except Terminated:  # outside the watch: before the start (nothing runs), or after it (say which run)
@@ -175,6 +115,12 @@ def launch(opts: dict[str, Any]) -> int:
         click.echo(still_running_line(report.run, ctx.target, ended), err=True)
         return TERMINATED_EXIT
     return exit_code(report, level)
+
+
+def _sigterm_watch(placement: Any) -> Any:
+    """SIGTERM taken as Ctrl-C for a placement whose job runs on without dfdoctor (`sigterm_ends_watch`);
+    otherwise nothing changes (a noted Seen that never sees it)."""
+    return sigterm_as_interrupt() if placement.sigterm_ends_watch else contextlib.nullcontext(Seen())
 
 
 @click.command("status", context_settings=CONTEXT, epilog=examples("status"))
@@ -196,21 +142,14 @@ def status(opts: dict[str, Any]) -> int:
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     level = fail_on(opts, cfg)
-    placement = placements.of_ref(cwd, opts["run"])
-    if placement is not None:  # slurm:JOBID, ray:ID, or a run a placement's launch made
-        report = placement.status(cwd, opts["run"], opts["watch"])
-        name_config(report, cfg)
-        emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level)
-        return exit_code(report, level)
-    only, skip = check_selection(opts, cfg)
+    placement = placements.of_ref(cwd, opts["run"])  # slurm:JOBID, ray:ID, or the placement that made the run
     try:
-        guard(pairs, run_folders=(find_run(cwd, opts["run"]),))
-        with run_connection(cwd, opts["run"]):  # open until the verdict is printed, as for launch
-            report = run_status(cwd, opts["run"], cfg, opts["watch"], only, skip)
+        guard(pairs, run_folders=placement.run_folders(cwd, opts["run"]))
+        with placement.connected_to_run(cwd, opts["run"]):  # open until the verdict is printed, as for launch
+            report = placement.status(cwd, opts["run"], opts["watch"], cfg, tuple(opts.get("only") or ()),
+                                      tuple(opts.get("skip") or ()))
             name_config(report, cfg)
             emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level)
     except RunNotFound as exc:
         raise click.UsageError(str(exc)) from None
     return exit_code(report, level)
-
-

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import click
-from dfdoctor import __version__, probe_server
+from dfdoctor import __version__
 from dfdoctor.cache import cache_dir, private_dir
 from dfdoctor.cli.env import env_cmd
 from dfdoctor.cli.options import (
@@ -28,7 +28,6 @@ from dfdoctor.cli.options import (
 )
 from dfdoctor.engine import (
     build_context,
-    choose_checks,
     emit,
     environment_facts,
     exit_code,
@@ -36,24 +35,18 @@ from dfdoctor.engine import (
     fail_on,
     guard,
     now_iso,
-    run_phase,
-    target_connection_meanwhile,
-    target_option,
     verdict_from_checks,
 )
 from dfdoctor.errors import UsageError
 from dfdoctor.fleet import check_many, target_specs
 from dfdoctor.model import Report, Verdict
-from dfdoctor.numbers import whole
 from dfdoctor.redact import Redactor
 from dfdoctor.render.github import inert
 from dfdoctor.render.text import visible
 from dfdoctor.registry import discover
-from dfdoctor.rows import verdict_over_rows
 from dfdoctor.run.folder import find_run, is_run_dir, runs_root
 from dfdoctor.run.masks import load_prints
 from dfdoctor.safefile import guard_outputs, read_user_file
-from dfdoctor.slurm import nodes as slurm_nodes
 from dfdoctor import placements
 from dfdoctor.terminate import EXIT as TERMINATED_EXIT, Terminated
 
@@ -101,9 +94,7 @@ def main(ctx: click.Context) -> None:
 @main.command("check", context_settings={**CONTEXT, "allow_interspersed_args": False}, epilog=examples("check"))
 @launch_options
 @fleet_options
-@click.option("--slurm-nodes", default=None, metavar="N|all",
-              help="Run the checks on every node of a Slurm allocation through one `srun --ntasks-per-node=1`: "
-                   "N nodes of a new allocation, or `all` inside salloc/a batch job; a row per node.")
+@placements.check_options  # a placement's own ways to check (Slurm: --slurm-nodes)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @pass_opts
 def check_cmd(opts: dict[str, Any]) -> int:
@@ -118,22 +109,16 @@ def check_cmd(opts: dict[str, Any]) -> int:
         report, level, env = check_many(opts, command, specs, started, __version__, pairs)
         emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level, env=env)
         return exit_code(report, level)
-    if opts.get("slurm_nodes"):
-        report, level = _check_nodes(opts, command, started)
+    instead = placements.check_instead(opts, command, started)  # `check --slurm-nodes`: a row per node
+    if instead is not None:
+        report, level = instead
         emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level)
         return exit_code(report, level)
     opts["target"] = specs[0]
     ctx, cfg = build_context(opts, command)
     guard(pairs, ctx, (runs_root(ctx.cwd),))
-    placement = placements.of_line(ctx)
-    if placement is not None:  # a scheduler's line (sbatch, ray job submit): its own checks
-        records = placement.check(ctx, tuple(opts.get("only") or ()), tuple(opts.get("skip") or ()), cfg)
-    else:
-        # with every check, some import torch: their server starts before the checks are chosen
-        with probe_server.early(ctx, wanted=not ctx.only), target_connection_meanwhile(ctx) as ready:
-            checks, broken = choose_checks(opts, cfg, "pre")  # while ssh logs in to a --target
-            ready()
-            records = broken + run_phase(ctx, checks, "pre", cfg)
+    # this machine, a --target, or a scheduler's line (sbatch, ray job submit): each has its own checks
+    records = placements.of_line(ctx).check(ctx, tuple(opts.get("only") or ()), tuple(opts.get("skip") or ()), cfg)
     level = fail_on(opts, cfg)
     report = Report(tool_version=__version__, target=str(ctx.target), command=command, started_at=started,
                     finished_at=now_iso(), verdict=verdict_from_checks(records, level), checks=records,
@@ -155,23 +140,6 @@ def no_launch_checked(verdict: Verdict, records: list) -> Verdict:
     return dataclasses.replace(verdict, summary=f"{said} {rest}".strip(),
                                fix=verdict.fix or ("to check a launch, give its command after --: "
                                                    "dfdoctor check -- python train.py"))
-
-
-def _check_nodes(opts: dict[str, Any], command: list[str], started: str) -> tuple[Report, str]:
-    """`check --slurm-nodes`: the checks on every node of an allocation, one row per node."""
-    nodes_opt = opts["slurm_nodes"]
-    if nodes_opt != "all" and whole(nodes_opt, 0) < 1:
-        raise click.UsageError(f"--slurm-nodes {nodes_opt}: a node count (2) or `all`")
-    if not all(target_option(spec).runs_here for spec in opts.get("target") or ()):
-        raise click.UsageError("--slurm-nodes runs on the allocation's nodes; it takes no --target")
-    level = opts.get("fail_on") or "error"
-    rows, records, answer, _ = slurm_nodes.check_nodes(
-        nodes_opt, slurm_nodes.forwarded(opts) + ["--", *command], Path(opts.get("cwd") or ".").resolve(),
-        level, verdict_from_checks)
-    report = Report(tool_version=__version__, target=f"slurm ({len(rows)} node(s))", command=command,
-                    started_at=started, finished_at=now_iso(), verdict=verdict_over_rows(rows), checks=records,
-                    timeline=[], environment=environment_facts(None, []), mode="check", targets=rows)
-    return report, level
 
 
 @main.command("list-checks", epilog=examples("list-checks"))

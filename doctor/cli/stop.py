@@ -9,7 +9,8 @@ import click
 from dfdoctor.cli.options import Seconds, examples, pass_opts
 from dfdoctor.render.text import visible
 from dfdoctor.run.folder import RunNotFound
-from dfdoctor.stop import GRACE_S, Stopped, stop_run
+from dfdoctor.placing import Stopped
+from dfdoctor.stop import GRACE_S, stop_run
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 

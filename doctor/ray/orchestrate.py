@@ -1,4 +1,5 @@
-"""`check`, `launch` and `status` for a `ray job submit` line, end to end; the CLI only parses and prints.
+"""`check`, the launch's start and watch (the steps `launch/pipeline.py` asks for), and `status` for a
+`ray job submit` line; the CLI only parses and prints.
 
 The submission is the user's own line, run here with `--no-wait` (dfdoctor watches instead) and a
 `--submission-id` dfdoctor chose (unless the line has one): Ray's CLI packs and uploads the working_dir as it
@@ -16,11 +17,11 @@ from dfdoctor import causes
 from dfdoctor.agent.names import LAUNCHER, SPEC
 from dfdoctor.context import Context
 from dfdoctor.diagnose.stopped import offer_stop, stop_note, stopped_verdict
-from dfdoctor.engine import launch_blockers, not_started, now_iso
+from dfdoctor.engine import now_iso
 from dfdoctor.errors import UsageError
 from dfdoctor.launch.report import placed_report as _report, save_report, timeline_event as _event
 from dfdoctor.model import CheckRecord, Report, Verdict
-from dfdoctor.placing import LaunchAsk
+from dfdoctor.placing import Judged, LaunchAsk, Started
 from dfdoctor.ray import logs, precheck, submit
 from dfdoctor.ray.api import Api
 from dfdoctor.ray.rules import Seen
@@ -57,16 +58,9 @@ def _run(spec: dict[str, Any], folder: Optional[Path], seen: Optional[Seen]) -> 
     return info
 
 
-def launch(ctx: Context, ask: LaunchAsk) -> Report:
-    """Check, submit the line (--no-wait, our submission id), watch over HTTP, judge."""
-    started = now_iso()
+def start(ctx: Context, ask: LaunchAsk, timeline: list[dict[str, Any]]) -> Started:
+    """Submit the line (--no-wait, our submission id) into a new run folder; a failed submission is the verdict."""
     sub = submit.parse(ctx.command, ctx.cwd, ctx.env)
-    records = [] if ask.no_check else check_records(ctx, ask.only, ask.skip)
-    timeline = [_event("pre-checks", f"{len(records)} check(s)")]
-    blockers = launch_blockers(records)
-    if blockers and not ask.force:
-        v = not_started(blockers, not_done="Not submitted", subject="the job", force="--force submits anyway")
-        return _report(ctx, "launch", started, v, records, timeline, _run({}, None, None))
     run_id, folder = new_run(ctx.cwd, ask.run_dir)
     job_id = submit.submission_id(sub, f"dfdoctor-{run_id}")
     argv = submit.with_id(sub, job_id)
@@ -80,18 +74,18 @@ def launch(ctx: Context, ask: LaunchAsk) -> Report:
                             "ray": {"job_id": job_id if ok else None, "address": sub.address, "submit": said[-2000:]}}
     write_atomically(folder / SPEC, json.dumps(masked(spec, ctx.env, argv), indent=1), private=True)
     if not ok:
-        report = _report(ctx, "launch", started, _refused(said, sub), records, timeline, _run(spec, folder, None))
-        save_report(folder, report)
-        return report
+        return Started(run_id, folder, refused=_refused(said, sub), run=_run(spec, folder, None))
     RunFolder.at(folder).append_event("submitted", job_id=job_id, address=sub.address)
+    return Started(run_id, folder, handle=(sub, api, env_logs, job_id, spec))
+
+
+def watch_job(ask: LaunchAsk, job: Started, timeline: list[dict[str, Any]]) -> Judged:
+    """Watch the submitted job over HTTP, about once a second, and judge it."""
+    sub, api, env_logs, job_id, spec = job.handle
     seen = Seen(job_id, sub.address, wants=sub.wants)
     seen, verdict = watch(api, job_id, seen, ask.watch_s, ask.settle_s,
                           on_event=lambda n, d: timeline.append(_event(n, d)), env_logs=env_logs)
-    verdict = offer_stop(verdict, run_id)
-    report = _report(ctx, "launch", started, verdict, records, timeline, _run(spec, folder, seen))
-    save_report(folder, report)
-    RunFolder.at(folder).append_event("detached", verdict=verdict.state, cause=verdict.cause)
-    return report
+    return Judged(offer_stop(verdict, job.run_id), _run(spec, job.run_dir, seen))
 
 
 def _submit(argv: list[str], ctx: Context) -> tuple[str, bool]:

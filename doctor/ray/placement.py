@@ -1,5 +1,6 @@
 """Ray as a placement (`dfdoctor.placing`): a `ray job submit` line, `ray:JOB_ID`, and the run folders
-`launch -- ray job submit` made. The answers are this package's (orchestrate.py, stop.py), imported when asked."""
+`launch -- ray job submit` made. The answers are this package's (orchestrate.py, stop.py), imported when asked;
+the launch sequence that asks them is `launch/pipeline.py`'s."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from dfdoctor.errors import UsageError
-from dfdoctor.placing import LaunchAsk, Placement
+from dfdoctor.placing import Judged, LaunchAsk, Placement, Started
 from dfdoctor.ray.submit import is_ray_submit
 
 
@@ -30,11 +31,16 @@ class Ray(Placement):
         from dfdoctor.ray import orchestrate
         return orchestrate.check_records(ctx, only, skip)
 
-    def launch(self, ctx: Any, ask: LaunchAsk) -> Any:
+    def start(self, ctx: Any, ask: LaunchAsk, timeline: list) -> Started:
         from dfdoctor.ray import orchestrate
-        return orchestrate.launch(ctx, ask)
+        return orchestrate.start(ctx, ask, timeline)
 
-    def status(self, cwd: Path, ref: Optional[str], watch_s: float) -> Any:
+    def watch(self, ctx: Any, ask: LaunchAsk, job: Started, records: list, timeline: list) -> Judged:
+        from dfdoctor.ray import orchestrate
+        return orchestrate.watch_job(ask, job, timeline)
+
+    def status(self, cwd: Path, ref: Optional[str], watch_s: float, cfg: Any = None,
+               only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> Any:
         from dfdoctor.ray import orchestrate
         return orchestrate.status(cwd, ref, watch_s)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -27,6 +27,23 @@ from dfdoctor.safefile import write_atomically
 from dfdoctor.targets import Target, parse_target
 
 
+TARGET_PARTS = "target_parts"
+
+
+def target_parts(target: Target) -> dict[str, Any]:
+    """What a run spec keeps of a target beside its spelling: the parts `str(target)` leaves out, such as the
+    user's own ssh options of a typed hop (-F, -i, -J, -o), without which `status` and `stop` would not reach
+    where the launch did."""
+    return {TARGET_PARTS: [list(p) for p in target.extra]} if target.extra else {}
+
+
+def target_of_spec(spec: dict[str, Any]) -> Target:
+    """The target a run spec names: its spelling parsed, its kept parts put back."""
+    target = parse_target(spec.get("target"))
+    kept = tuple((str(k), str(v)) for k, v in spec.get(TARGET_PARTS) or ())
+    return replace(target, extra=(*target.extra, *(p for p in kept if p not in target.extra))) if kept else target
+
+
 @dataclass
 class RunRecord:
     """Everything a run folder says about one launch."""
@@ -42,8 +59,9 @@ class RunRecord:
 
     @property
     def target(self) -> Target:
-        """Where the job runs: the spec's `--target`, as dfdoctor wrote it there (none: this machine)."""
-        return parse_target(self.spec.get("target"))
+        """Where the job runs: the spec's `--target`, as dfdoctor wrote it there (none: this machine), with the
+        parts its spelling leaves out (`target_parts`)."""
+        return target_of_spec(self.spec)
 
     @property
     def is_remote(self) -> bool:

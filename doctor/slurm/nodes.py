@@ -14,13 +14,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from dfdoctor import causes
 from dfdoctor.config import Config, apply_silences
 from dfdoctor.config import load as load_config
 from dfdoctor.errors import UsageError
-from dfdoctor.model import CheckRecord, Status, TargetRow, Verdict
+from dfdoctor.model import CheckRecord, Report, Status, TargetRow, Verdict
 from dfdoctor.numbers import whole
 from dfdoctor.slurm import cluster, commands, step, testonly
 
@@ -173,3 +173,23 @@ def _node_named_in(err: Path) -> Optional[str]:
     except OSError:
         return None
     return first if first and " " not in first else None
+
+
+def check_report(opts: dict, command: list[str], started: str) -> tuple[Any, str]:
+    """`check --slurm-nodes`: the checks on every node of an allocation, one row per node; the report and the
+    --fail-on level."""
+    from dfdoctor import __version__
+    from dfdoctor.engine import environment_facts, now_iso, target_option, verdict_from_checks
+    from dfdoctor.rows import verdict_over_rows
+    nodes_opt = opts["slurm_nodes"]
+    if nodes_opt != "all" and whole(nodes_opt, 0) < 1:
+        raise UsageError(f"--slurm-nodes {nodes_opt}: a node count (2) or `all`")
+    if not all(target_option(spec).runs_here for spec in opts.get("target") or ()):
+        raise UsageError("--slurm-nodes runs on the allocation's nodes; it takes no --target")
+    level = opts.get("fail_on") or "error"
+    rows, records, answer, _ = check_nodes(nodes_opt, forwarded(opts) + ["--", *command],
+                                           Path(opts.get("cwd") or ".").resolve(), level, verdict_from_checks)
+    report = Report(tool_version=__version__, target=f"slurm ({len(rows)} node(s))", command=command,
+                    started_at=started, finished_at=now_iso(), verdict=verdict_over_rows(rows), checks=records,
+                    timeline=[], environment=environment_facts(None, []), mode="check", targets=rows)
+    return report, level

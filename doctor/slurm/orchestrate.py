@@ -1,4 +1,5 @@
-"""`check`, `launch` and `status` for an sbatch submission, end to end; the CLI only parses and prints."""
+"""`check`, the launch's start and watch (the steps `launch/pipeline.py` asks for), and `status` for an sbatch
+submission; the CLI only parses and prints."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from typing import Any, Optional
 from dfdoctor import causes
 from dfdoctor.context import Context
 from dfdoctor.config import Config, apply_silences
-from dfdoctor.engine import check_selection, launch_blockers, not_started, now_iso, run_phase
+from dfdoctor.engine import check_selection, now_iso, run_phase
 from dfdoctor.errors import UsageError
 from dfdoctor.launch.report import placed_report as _report, save_report, timeline_event as _event
 from dfdoctor.model import CheckRecord, Report, Verdict
 from dfdoctor.numbers import is_whole
+from dfdoctor.placing import Judged, LaunchAsk, Started
 from dfdoctor.safefile import write_atomically
 from dfdoctor.registry import discover, select
 from dfdoctor.run.folder import RunFolder, find_run, new_run
@@ -85,22 +87,10 @@ def check_records(ctx: Context, only: tuple[str, ...] = (), skip: tuple[str, ...
     return records
 
 
-def launch(ctx: Context, *, watch_s: float, run_dir: Optional[Path] = None, force: bool = False,
-           no_check: bool = False, only: tuple[str, ...] = (), skip: tuple[str, ...] = (),
-           cfg: Optional[Config] = None, settle_s: float = 0.0) -> Report:
-    """Check, submit with --parsable, record where Slurm will write, watch, and judge (running: its output
-    grows once it has printed for `settle_s`, never longer than the watch)."""
-    started = now_iso()
-    sub = submission_of(ctx)
+def start(ctx: Context, ask: LaunchAsk, timeline: list[dict[str, Any]]) -> Started:
+    """Submit with --parsable into a new run folder; sbatch's refusal is the verdict."""
     argv = list(ctx.command) if sbatch.is_sbatch(ctx.command) else ["sbatch", str(ctx.launcher)]
-    records = [] if no_check else check_records(ctx, only, skip, cfg)
-    timeline = [_event("pre-checks", f"{len(records)} check(s)")]
-    blockers = launch_blockers(records)
-    if blockers and not force:
-        v = not_started(blockers, not_done="Not submitted", subject="the job", force="--force submits anyway")
-        return _report(ctx, "launch", started, v, records, timeline, {"dir": None, "pid": None,
-                                                                       "exit_code": None, "signal": None})
-    run_id, folder = new_run(ctx.cwd, run_dir)
+    run_id, folder = new_run(ctx.cwd, ask.run_dir)
     RunFolder.at(folder).keep_prints(ctx.env, argv)
     job_id, answer = watch.submit(argv, ctx.cwd, ctx.env)
     timeline.append(_event("submitted", f"job {job_id}" if job_id else f"sbatch refused: {answer.said}"))
@@ -113,9 +103,15 @@ def launch(ctx: Context, *, watch_s: float, run_dir: Optional[Path] = None, forc
                     f"sbatch refused the job: {answer.said}",
                     "Fix what sbatch names; `dfdoctor check -- sbatch ...` compares the request with the "
                     "partition.", [f"{' '.join(answer.argv)}: rc {answer.rc}", answer.said])
-        report = _report(ctx, "launch", started, v, records, timeline, _run(spec, folder, None))
-        save_report(folder, report)
-        return report
+        return Started(run_id, folder, refused=v, run=_run(spec, folder, None))
+    return Started(run_id, folder, handle=(job_id, spec, argv))
+
+
+def watch_job(ctx: Context, ask: LaunchAsk, job: Started, timeline: list[dict[str, Any]]) -> Judged:
+    """Record where Slurm will write, watch, and judge (running: its output grows once it has printed for
+    `settle_s`, never longer than the watch)."""
+    job_id, spec, argv = job.handle
+    sub, folder = submission_of(ctx), job.run_dir
     pats = {"output_pattern": sub.get("output") or sbatch_default_output(sub), "error_pattern": sub.get("error") or ""}
     try:
         first = watch.look(job_id, pats)
@@ -123,17 +119,13 @@ def launch(ctx: Context, *, watch_s: float, run_dir: Optional[Path] = None, forc
         spec["slurm"].update(paths)
         write_atomically(folder / SPEC, json.dumps(masked(spec, ctx.env, argv), indent=1), private=True)
         RunFolder.at(folder).append_event("submitted", job_id=job_id, **paths)
-        seen = watch.watch(job_id, paths, watch_s, on_event=lambda n, d: timeline.append(
+        seen = watch.watch(job_id, paths, ask.watch_s, on_event=lambda n, d: timeline.append(
             _event(n, " ".join(f"{k}={v}" for k, v in d.items() if v))), sampler=onnode.look,
-            settle_s=min(settle_s, watch_s))
+            settle_s=min(ask.settle_s, ask.watch_s))
     except KeyboardInterrupt:
         _interrupted_after_submission(job_id, folder)
         raise
-    verdict = offer_stop(judge(seen), run_id)
-    report = _report(ctx, "launch", started, verdict, records, timeline, _run(spec, folder, seen))
-    save_report(folder, report)
-    RunFolder.at(folder).append_event("detached", verdict=verdict.state, cause=verdict.cause)
-    return report
+    return Judged(offer_stop(judge(seen), job.run_id), _run(spec, folder, seen))
 
 
 def status(cwd: Path, ref: Optional[str], watch_s: float) -> Report:

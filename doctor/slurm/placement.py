@@ -1,6 +1,7 @@
 """Slurm as a placement (`dfdoctor.placing`): an sbatch line or `--launcher job.sbatch`, `slurm:JOBID`, and the
-run folders `launch -- sbatch` made. Each answer is the Slurm package's own (orchestrate.py, stop.py); the heavy
-modules are imported when asked, so `dfdoctor --help` does not load the launch pipeline."""
+run folders `launch -- sbatch` made. Each answer is the Slurm package's own (orchestrate.py, stop.py); the launch
+sequence that asks them is `launch/pipeline.py`'s. The heavy modules are imported when asked, so `dfdoctor --help`
+does not load the launch pipeline."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any, Optional
 
 from dfdoctor.errors import UsageError
 from dfdoctor.numbers import is_whole
-from dfdoctor.placing import LaunchAsk, Placement
+from dfdoctor.placing import Judged, LaunchAsk, Placement, Started
 from dfdoctor.slurm.sbatch import is_slurm
 
 
@@ -27,17 +28,38 @@ class Slurm(Placement):
             raise UsageError(f"{ref}: a Slurm job id is a number, 1 or more (slurm:12345)")
         return job_id
 
+    def check_options(self) -> list:
+        import click  # start-up: only the CLI asks
+        return [click.option("--slurm-nodes", default=None, metavar="N|all",
+                             help="Run the checks on every node of a Slurm allocation through one "
+                                  "`srun --ntasks-per-node=1`: N nodes of a new allocation, or `all` inside "
+                                  "salloc/a batch job; a row per node.")]
+
+    def check_instead(self, opts: dict[str, Any], command: list[str], started: str) -> Optional[tuple[Any, str]]:
+        if not opts.get("slurm_nodes"):
+            return None
+        from dfdoctor.slurm import nodes
+        return nodes.check_report(opts, command, started)
+
     def check(self, ctx: Any, only: tuple[str, ...], skip: tuple[str, ...], cfg: Any) -> list:
         from dfdoctor.slurm import orchestrate  # start-up: it brings the launch pipeline
         return orchestrate.check_records(ctx, only, skip, cfg)
 
-    def launch(self, ctx: Any, ask: LaunchAsk) -> Any:
+    def prepare(self, ctx: Any, ask: LaunchAsk) -> LaunchAsk:
         from dfdoctor.slurm import orchestrate
-        return orchestrate.launch(ctx, watch_s=ask.watch_s, run_dir=ask.run_dir, force=ask.force,
-                                  no_check=ask.no_check, only=ask.only, skip=ask.skip, cfg=ask.cfg,
-                                  settle_s=ask.settle_s)
+        orchestrate.submission_of(ctx)  # read before the checks: a line sbatch cannot take is bad usage first
+        return ask
 
-    def status(self, cwd: Path, ref: Optional[str], watch_s: float) -> Any:
+    def start(self, ctx: Any, ask: LaunchAsk, timeline: list) -> Started:
+        from dfdoctor.slurm import orchestrate
+        return orchestrate.start(ctx, ask, timeline)
+
+    def watch(self, ctx: Any, ask: LaunchAsk, job: Started, records: list, timeline: list) -> Judged:
+        from dfdoctor.slurm import orchestrate
+        return orchestrate.watch_job(ctx, ask, job, timeline)
+
+    def status(self, cwd: Path, ref: Optional[str], watch_s: float, cfg: Any = None,
+               only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> Any:
         from dfdoctor.slurm import orchestrate
         return orchestrate.status(cwd, ref, watch_s)
 

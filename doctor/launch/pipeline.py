@@ -1,0 +1,63 @@
+"""The launch sequence, written once for every placement (this machine, a --target, Slurm, Ray): pre-launch
+checks, and the launch stopped by a finding that guarantees failure; the start; the watch and the verdict; the
+report saved in the run folder, with the pre-launch findings `status` links its verdict to, and the note that
+dfdoctor returned. Each step asks the placement (`dfdoctor.placing.Placement`); nothing here names one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from dfdoctor.agent.names import PRE_CHECKS
+from dfdoctor.engine import not_started, now_iso
+from dfdoctor.launch.report import placed_report, save_report, timeline_event
+from dfdoctor.model import Report
+from dfdoctor.placing import LaunchAsk, Placement
+from dfdoctor.run.folder import RunFolder
+from dfdoctor.safefile import write_atomically
+
+NOT_STARTED_RUN = {"dir": None, "pid": None, "exit_code": None, "signal": None}  # the run object: no job
+
+
+def launch(placement: Placement, ctx: Any, ask: LaunchAsk) -> Report:
+    """Check, start, watch and judge the launch of `ctx` where `placement` runs it: the launch's Report, saved
+    (masked) in its run folder when the job was started."""
+    report = _launch(placement, ctx, placement.prepare(ctx, ask))
+    placement.finish(ctx, report)
+    return report
+
+
+def _launch(placement: Placement, ctx: Any, ask: LaunchAsk) -> Report:
+    with placement.connected(ctx):  # one ssh connection for the checks, the start and every look
+        started = now_iso()
+        records: list = []
+        timeline: list[dict[str, Any]] = []
+        if not ask.no_check:
+            records = placement.pre_checks(ctx, ask)
+            timeline.append(timeline_event("pre-checks", f"{len(records)} check(s)"))
+            blockers = placement.blockers(ctx, records)
+            if blockers and not ask.force:
+                verdict = not_started(blockers, **placement.not_started_words)
+                return placed_report(ctx, "launch", started, verdict, records, timeline, dict(NOT_STARTED_RUN))
+        job = placement.start(ctx, ask, timeline)
+        if job.refused is not None:  # nothing runs: the refusal is the verdict
+            report = placed_report(ctx, "launch", started, job.refused, records, timeline + job.timeline,
+                                   job.run or dict(NOT_STARTED_RUN))
+            return save_report(job.run_dir, report) if job.run_dir is not None else report
+        judged = placement.watch(ctx, ask, job, records, timeline)
+    report = save_report(job.run_dir, placed_report(ctx, "launch", started, judged.verdict, records + judged.records,
+                                                    timeline + judged.timeline, judged.run))
+    keep_pre_checks(job.run_dir, report)
+    RunFolder.at(job.run_dir).append_event("detached", verdict=judged.verdict.state, cause=judged.verdict.cause)
+    return report
+
+
+def keep_pre_checks(run_dir: Path, report: Report) -> None:
+    """Keep the launch's pre-launch findings (masked, as saved in its report) for `status` to connect its verdict
+    to them later; report.json itself is rewritten by every status."""
+    pre = [c.to_dict() for c in report.checks if c.phase == "pre"]
+    try:
+        write_atomically(run_dir / PRE_CHECKS, json.dumps(pre, default=str), private=True)
+    except OSError:
+        pass  # only the link to the pre-launch checks is lost; save_report already reported a full disk

@@ -1,0 +1,206 @@
+"""The answers of this machine's and a --target's placements (`launch/places.py`): the job started under dfdoctor's
+flight recorder, here or shipped to the target and detached there, its record read back (over the kind's
+transport) and judged by the same rules. Imported when a placement is first asked, not at start-up."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Optional
+
+from dfdoctor.agent import stop as agent_stop
+from dfdoctor.agent.names import SPEC
+from dfdoctor.config import Config
+from dfdoctor.context import Context
+from dfdoctor.diagnose import foretold
+from dfdoctor.engine import check_selection, choose_checks, launch_blockers, run_phase, target_connection
+from dfdoctor.launch import orchestrate, remote_run
+from dfdoctor.launch.local import RunSource, start, watch
+from dfdoctor.launch.remote import RemoteRun
+from dfdoctor.model import Verdict
+from dfdoctor.placing import Judged, LaunchAsk, Started, Stopped
+from dfdoctor.run import record
+from dfdoctor.run.folder import DEFAULT_KEEP, RunFolder, find_run, new_run, prune, runs_root
+from dfdoctor.run.masks import masked
+from dfdoctor.safefile import write_atomically
+
+
+# ---- what this machine and a --target share ---------------------------------------------------------------
+def check(ctx: Any, only: tuple[str, ...], skip: tuple[str, ...], cfg: Any) -> list:
+    """`dfdoctor check`: every registered check; with some that import torch, their server starts before the
+    checks are chosen, and ssh logs in to a --target meanwhile."""
+    from dfdoctor import probe_server  # start-up: it is the check command's alone
+    from dfdoctor.engine import target_connection_meanwhile
+    with probe_server.early(ctx, wanted=not ctx.only), target_connection_meanwhile(ctx) as ready:
+        checks, broken = choose_checks({"only": only, "skip": skip}, cfg, "pre")
+        ready()
+        return broken + run_phase(ctx, checks, "pre", cfg)
+
+
+def prepare(ask: LaunchAsk) -> LaunchAsk:
+    """The config's --only/--skip joined to the command line's (an --only that matches nothing: bad usage), and
+    its keep-runs."""
+    cfg = ask.cfg or Config()
+    only, skip = check_selection({"only": ask.only, "skip": ask.skip}, cfg)
+    return replace(ask, only=only, skip=skip, cfg=cfg, keep_runs=ask.keep_runs or int(cfg.get("keep-runs",
+                                                                                           DEFAULT_KEEP)))
+
+
+def pre_checks(ctx: Any, ask: LaunchAsk) -> list:
+    checks, broken = orchestrate.checks_of("pre", ask.only, ask.skip)
+    return broken + run_phase(ctx, checks, "pre", ask.cfg)
+
+
+def blockers(ctx: Any, records: list) -> list:
+    """Those that guarantee failure, less what the rehearsal found in a --shell-command line this launch does not
+    run (reported, never blocking), plus what a known failure foretells of the command."""
+    return [r for r in launch_blockers(records) if not orchestrate.about_a_line_not_run(ctx, r)] + \
+        foretold.certain(records, list(ctx.command), ctx.cwd)
+
+
+def judged(ctx: Any, ask: LaunchAsk, run: Any, live: Any, records: list, where: str, folders: list[str]) -> Judged:
+    """The verdict (linked to a pre-launch finding that foretold it), then the post-launch checks."""
+    verdict = foretold.link(orchestrate.verdict_of(run, live, ask.watch_s, where, folders), records)
+    verdict.evidence += orchestrate.line_notes(ctx, records)
+    post = orchestrate.post_checks(ctx, run, ask.only, ask.skip, ask.cfg, report_broken=ask.no_check)
+    return Judged(verdict, orchestrate.run_info(run), orchestrate.run_timeline(run), post)
+
+
+def finish(ctx: Any, report: Any) -> None:
+    """The user's typed line stays in every output (issue 39); a typed line that failed before its job started is
+    offered a line that works, when one was seen to."""
+    report.command_as_typed = ctx.typed_line or ""
+    if ctx.typed_line and report.verdict.state == "failed" and not report.run.get("pid"):
+        from dfdoctor.rehearse.fix import offer_working_line  # start-up: see engine.default_python
+        offer_working_line(ctx, report)
+
+
+def status(cwd: Path, ref: Optional[str], watch_s: float, cfg: Any, only: tuple[str, ...],
+           skip: tuple[str, ...]) -> Any:
+    cfg = cfg or Config()
+    only, skip = check_selection({"only": only, "skip": skip}, cfg)
+    return orchestrate.run_status(cwd, ref, cfg, watch_s, only, skip)
+
+
+def run_folders(cwd: Path, ref: Optional[str]) -> tuple[Path, ...]:
+    return (find_run(cwd, ref),)
+
+
+def connected_to_run(cwd: Path, ref: Optional[str]) -> Any:
+    return orchestrate.run_connection(cwd, ref)
+
+
+# ---- this machine -----------------------------------------------------------------------------------------
+def start_here(ctx: Any, ask: LaunchAsk) -> Started:
+    """The recorder started detached here (it starts the job), in a new run folder."""
+    log = ctx.abspath(ctx.log) if ctx.log else None
+    run_dir = None
+    try:
+        run_id, run_dir = new_run(ctx.cwd, ask.run_dir)
+        RunFolder.at(run_dir).keep_prints(ctx.env, ctx.command)
+        proc = start(ctx.command, cwd=ctx.cwd, env=ctx.env, python=ctx.python, run_id=run_id, run_dir=run_dir,
+                     log=log, redirect=not ctx.no_redirect, memory_limit=ask.memory_limit)
+    except FileExistsError:
+        raise
+    except OSError as exc:  # the job was not started: nothing runs without a record
+        where = run_dir or ask.run_dir or runs_root(ctx.cwd)
+        verdict = Verdict("failed", None, f"Not launched: the run folder {where} could not be written "
+                          f"({exc.strerror or exc}).", "Free space there or choose a writable --run-dir, then "
+                          "launch again.", [f"{type(exc).__name__}: {exc}"])
+        return Started("", None, refused=verdict)
+    prune(ctx.cwd, ask.keep_runs)  # after the start, so the new run counts and is never the one pruned
+    return Started(run_id, run_dir, handle=proc)
+
+
+def watch_here(ctx: Any, ask: LaunchAsk, job: Started, records: list) -> Judged:
+    run, live = watch(RunSource(job.run_dir, job.handle, ask.watch_s, settle_s=ask.settle_s))
+    out = judged(ctx, ask, run, live, records, "", [f"run folder: {run.dir}"])
+    job.handle.poll()  # reap a recorder that already finished
+    return out
+
+
+def stop_here(run_dir: Path, run: Any, grace_s: float) -> Stopped:
+    """The agent's stop, in this process: it proves which processes are the job's where they run."""
+    return _stopped(run_dir, run.id, "", agent_stop.stop(str(run_dir), grace_s))
+
+
+# ---- a --target of any kind -------------------------------------------------------------------------------
+def connected_there(ctx: Any) -> Any:
+    return target_connection(ctx)
+
+
+def start_there(ctx: Any, ask: LaunchAsk) -> Started:
+    """The recorder shipped to the target and detached there; the run folder here is the local copy of its record
+    (its spec names the target with every part its spelling leaves out: `record.target_parts`)."""
+    run_id, run_dir = new_run(Path.cwd())
+    folder = RunFolder.at(run_dir)
+    folder.keep_prints(ctx.env, ctx.command)
+    log = str(ctx.abspath(ctx.log)) if ctx.log else None
+    spec = {"run_id": run_id, "argv": list(ctx.command), "cwd": str(ctx.cwd), "log": log,
+            "redirect": not ctx.no_redirect, "memory_limit": ask.memory_limit, "python": ctx.python,
+            "watch_pids": [], "launcher": {"target": str(ctx.target), "local_pid": os.getpid()},
+            "started_by": "dfdoctor launch --target"}
+    shipped = remote_run.ship_recorder(ctx.target, spec=spec, run_id=run_id, cwd=str(ctx.cwd),
+                                       python=ctx.python, strategy=ask.strategy,
+                                       run_dir=str(ask.run_dir) if ask.run_dir else None, keep=ask.keep_runs)
+    local_spec = dict(spec, target=str(ctx.target), remote_dir=shipped.run_dir, remote_python=shipped.python,
+                      strategy=shipped.strategy, strategy_line=shipped.line, **record.target_parts(ctx.target))
+    write_atomically(run_dir / SPEC, json.dumps(masked(local_spec, ctx.env, ctx.command), indent=1), private=True)
+    folder.append_event("launched", recorder_pid=shipped.pid, argv=list(ctx.command), target=str(ctx.target),
+                        remote_dir=shipped.run_dir, strategy=shipped.strategy,
+                        session_s=round(shipped.session_s, 3), error=shipped.error,
+                        recorder_fallback=shipped.fallback_from)
+    prune(Path.cwd(), ask.keep_runs)
+    if shipped.error:
+        verdict = Verdict("failed", None, f"The recorder could not be started on {ctx.target}: the job was "
+                          "not launched.", "Make the target reachable and its python3 runnable "
+                          "(`dfdoctor check --target ...` says which), then launch again.",
+                          [f"starting session ({shipped.strategy}): {shipped.error}"])
+        run = record.load(run_dir)
+        return Started(run_id, run_dir, refused=verdict, run=orchestrate.run_info(run),
+                       timeline=orchestrate.run_timeline(run))
+    return Started(run_id, run_dir, handle=shipped)
+
+
+def watch_there(ctx: Any, ask: LaunchAsk, job: Started, records: list) -> Judged:
+    shipped = job.handle
+    remote = RemoteRun(ctx.target, shipped.run_dir, shipped.python)
+    run, live = watch(remote.source(job.run_dir, ask.watch_s, settle_s=ask.settle_s))
+    return judged(ctx, ask, run, live, records, f" on {ctx.target}",
+                  [f"run folder there: {shipped.run_dir}", f"local copy: {run.dir}"])
+
+
+def stop_there(run_dir: Path, run: Any, grace_s: float) -> Stopped:
+    """The agent's stop, sent to the target over one session; the record's last words fetched into the copy."""
+    target = run.target
+    where = f"on {target}"
+    if not run.spec.get("remote_dir"):
+        return Stopped(run.id, where, error="its recorder never started there: no job to stop")
+    python = run.spec.get("remote_python") or "python3"
+    with target_connection(Context(target=target)):
+        answer = remote_run.stop(target, run.spec["remote_dir"], python=python, grace_s=grace_s)
+        fetched = remote_run.fetch(target, run.spec["remote_dir"], python=python, full=True)
+    if "error" not in fetched:  # the record's last words (the job's end) into the local copy
+        record.mirror(run_dir, fetched)
+    return _stopped(run_dir, run.id, where, answer)
+
+
+def _stopped(run_dir: Path, run: str, where: str, answer: dict[str, Any]) -> Stopped:
+    """The agent's answer as a Stopped, its command lines masked."""
+    if "error" in answer:
+        return Stopped(run, where, error=answer["error"])
+    answer = _masked(run_dir, answer)
+    return Stopped(run, where, answer["stopped"], answer["gone"], answer["unproven"], answer["survived"],
+                   answer["errors"], answer["recorder"], bool(answer["was_running"] and answer["stopped"]))
+
+
+def _masked(run_dir: Path, answer: dict[str, Any]) -> dict[str, Any]:
+    """The agent's answer with the launch's secrets masked: it names processes by their raw command lines."""
+    folder = RunFolder.at(run_dir)
+    red = folder.masker()
+    red.learn_prints(folder.prints, answer)
+    for e in answer.get("stopped") or []:
+        red.learn_argv((e.get("cmdline") or "").split())
+    return red.value(answer)
