@@ -113,37 +113,29 @@ def test_a_recorder_and_stand_in_killed_at_once_are_both_named(tmp_path):
         kill_runs(tmp_path)
 
 
+def _as_launched_from_inits_session(run_dir) -> None:
+    """The record as a launch from pid 1's own session writes it (launcher sid 1, no session among the watched
+    pids): CI's runner starts dfdoctor so, and a test process cannot join pid 1's session."""
+    spec_file = run_dir / "spec.json"
+    spec = json.loads(spec_file.read_text())
+    spec["launcher"]["sid"] = 1
+    spec["watch_pids"] = [w for w in spec["watch_pids"] if w["role"] != "session"]
+    spec_file.write_text(json.dumps(spec))
+
+
 @pytest.mark.slow
-def test_a_recorder_and_stand_in_killed_by_pid_are_no_session_end(tmp_path):
+@pytest.mark.parametrize("session", ["its own", "init's"])
+def test_a_recorder_and_stand_in_killed_by_pid_are_no_session_end(tmp_path, session):
     """Round 2's N15: killed together by pid right after `launch` returned, while the launching session still runs,
-    they were named killed-on-session-exit, though no session ended."""
-    try:
-        _, _, ev = _launch_printer(tmp_path)
-        for pid in (ev["recorder"]["pid"], ev["stand-in"]["pid"]):
-            os.kill(pid, signal.SIGKILL)
-        time.sleep(1.0)
-        v = json.loads(dfdoctor("status", "--format", "json", cwd=tmp_path, env=job_env()).stdout)["verdict"]
-        assert v["cause"] != "killed-on-session-exit", v
-        assert any("no session end killed them" in e for e in v["evidence"]), v
-    finally:
-        kill_runs(tmp_path)
-
-
-@pytest.mark.slow
-def test_a_launch_from_inits_session_killed_by_pid_is_no_session_end(tmp_path):
-    """CI's round 12 failure: a runner started by pid 1 without a session of its own (sid 1) records no session
-    to watch, so `launch` returning looked like the session's end. Init's session never ends while the machine
-    runs. The record is written as such a launch writes it (launcher sid 1, no session among the watched pids):
-    a test process cannot join pid 1's session."""
+    they were named killed-on-session-exit, though no session ended. CI's round 12 failure: launched from init's
+    session (sid 1), no session was recorded to watch, and `launch` returning looked like the session's end;
+    init's session never ends while the machine runs."""
     try:
         _, run_dir, ev = _launch_printer(tmp_path)
         for pid in (ev["recorder"]["pid"], ev["stand-in"]["pid"]):
             os.kill(pid, signal.SIGKILL)
-        spec_file = run_dir / "spec.json"
-        spec = json.loads(spec_file.read_text())
-        spec["launcher"]["sid"] = 1
-        spec["watch_pids"] = [w for w in spec["watch_pids"] if w["role"] != "session"]
-        spec_file.write_text(json.dumps(spec))
+        if session == "init's":
+            _as_launched_from_inits_session(run_dir)
         time.sleep(1.0)
         v = json.loads(dfdoctor("status", "--format", "json", cwd=tmp_path, env=job_env()).stdout)["verdict"]
         assert v["cause"] != "killed-on-session-exit", v
