@@ -3,6 +3,7 @@ local gate does, `status` re-reads a job's end, the timeline's precision and its
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -46,3 +47,23 @@ def test_an_import_seen_to_fail_blocks_the_launch(work, lib, said):
     smoke = next(c for c in rep["checks"] if c["id"] == "imports.smoke")
     assert smoke["status"] == "warn", smoke
     assert rep["run"]["pid"] is not None and not rep["verdict"]["summary"].startswith("Not launched"), text_of(rep)
+
+
+# c. One precision in the timeline (JSON and HTML), and the pre-launch checks where they began.
+
+def test_the_timeline_has_one_precision_and_its_pre_checks_where_they_began(work):
+    (work / "train.py").write_text("print('trained', flush=True)\n")
+    html = work / "report.html"
+    proc, rep = launch(work, sys.executable, "train.py", check=True, watch=15,
+                       extra=("--only", "imports.smoke", "--format", "html", "--output", str(html)))
+    timeline = rep["timeline"]
+    assert all(round(e["t"], 3) == e["t"] for e in timeline), [e["t"] for e in timeline]
+    pre = next(e for e in timeline if e["event"] == "pre-checks")
+    smoke = next(c for c in rep["checks"] if c["id"] == "imports.smoke")
+    first_of_job = min(e["t"] for e in timeline if e["event"] not in ("pre-checks",))
+    # stamped when they began: the checks' own time fits between that stamp and the job's first event
+    assert pre["t"] + smoke["duration_s"] <= first_of_job + 0.01, (pre, smoke["duration_s"], timeline)
+    took = re.search(r"in (\d+\.\d{3}) s$", pre["detail"])
+    assert took and float(took[1]) >= smoke["duration_s"] - 0.01, pre
+    offsets = re.findall(r'<span class="t">([^<]*)</span>', html.read_text())
+    assert offsets and all(re.fullmatch(r"\+\d+\.\d{3} s|\+\d+ min \d\d\.\d{3} s", o) for o in offsets), offsets

@@ -29,7 +29,7 @@ from dfdoctor.launch import remote_run
 from dfdoctor.launch.cgroups import sweep_left_cgroups
 from dfdoctor.launch.local import RunSource, Spawner, spawn_detached, start, watch
 from dfdoctor.launch.remote import RemoteRun
-from dfdoctor.launch.report import save_report
+from dfdoctor.launch.report import TIMELINE_DIGITS, checks_event, save_report, timeline_event
 from dfdoctor.watch.settle import SETTLE_S
 from dfdoctor.model import CheckRecord, Report, Verdict
 from dfdoctor.registry import discover, select
@@ -122,9 +122,10 @@ def _pre(ctx: Context, cfg: Config, opts: LaunchOptions,
     timeline: list[dict[str, Any]] = []
     if opts.no_check:
         return records, timeline, None
+    began = time.time()
     checks, broken = _checks("pre", opts.only, opts.skip)
     records = broken + run_phase(ctx, checks, "pre", cfg)
-    timeline.append(_event("pre-checks", f"{len(records)} check(s)"))
+    timeline.append(checks_event(records, began))
     blockers = [r for r in launch_blockers(records) if not _about_a_line_not_run(ctx, r)] + \
         foretold.certain(records, list(ctx.command), ctx.cwd)
     if blockers and not opts.force:
@@ -286,7 +287,7 @@ def run_timeline(run: RunRecord) -> list[dict[str, Any]]:
     for e in sorted(run.events + run.launcher, key=lambda e: e["t"]):
         detail = _DETAIL.get(e["event"], lambda e: "")(e)
         if e["event"] in _DETAIL:
-            out.append({"t": e["t"], "event": e["event"], "detail": detail})
+            out.append({"t": round(e["t"], TIMELINE_DIGITS), "event": e["event"], "detail": detail})
     return out
 
 
@@ -310,9 +311,6 @@ _DETAIL = {
 }
 
 
-def _event(name: str, detail: str) -> dict[str, Any]:
-    """A timeline entry of dfdoctor's own, stamped now."""
-    return {"t": round(time.time(), 3), "event": name, "detail": detail}
 
 
 def _report(ctx: Context, mode: str, started: str, verdict: Verdict, records: list[CheckRecord],
@@ -320,7 +318,7 @@ def _report(ctx: Context, mode: str, started: str, verdict: Verdict, records: li
     """Assemble the Report of a launch or status run."""
     return Report(tool_version=__version__, target=str(ctx.target), command=list(ctx.command), started_at=started,
                   finished_at=now_iso(), verdict=verdict, checks=records,
-                  timeline=timeline + [_event("verdict", f"{verdict.state} {verdict.cause or ''}".strip())],
+                  timeline=timeline + [timeline_event("verdict", f"{verdict.state} {verdict.cause or ''}".strip())],
                   run=run_info(run), environment=environment_facts(ctx, records), mode=mode)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import subprocess
+import time
 from pathlib import Path
 from typing import Any, Optional
 
@@ -18,7 +19,7 @@ from dfdoctor.context import Context
 from dfdoctor.diagnose.stopped import offer_stop, stop_note, stopped_verdict
 from dfdoctor.engine import launch_blockers, not_started, now_iso
 from dfdoctor.errors import UsageError
-from dfdoctor.launch.report import placed_report as _report, save_report, timeline_event as _event
+from dfdoctor.launch.report import checks_event, placed_report as _report, save_report, timeline_event as _event
 from dfdoctor.model import CheckRecord, Report, Verdict
 from dfdoctor.placing import LaunchAsk
 from dfdoctor.ray import logs, precheck, submit
@@ -61,8 +62,9 @@ def launch(ctx: Context, ask: LaunchAsk) -> Report:
     """Check, submit the line (--no-wait, our submission id), watch over HTTP, judge."""
     started = now_iso()
     sub = submit.parse(ctx.command, ctx.cwd, ctx.env)
+    began = time.time()
     records = [] if ask.no_check else check_records(ctx, ask.only, ask.skip)
-    timeline = [_event("pre-checks", f"{len(records)} check(s)")]
+    timeline = [checks_event(records, began)]
     blockers = launch_blockers(records)
     if blockers and not ask.force:
         v = not_started(blockers, not_done="Not submitted", subject="the job", force="--force submits anyway")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any, Optional
 
@@ -13,7 +14,7 @@ from dfdoctor.context import Context
 from dfdoctor.config import Config, apply_silences
 from dfdoctor.engine import check_selection, launch_blockers, not_started, now_iso, run_phase
 from dfdoctor.errors import UsageError
-from dfdoctor.launch.report import placed_report as _report, save_report, timeline_event as _event
+from dfdoctor.launch.report import checks_event, placed_report as _report, save_report, timeline_event as _event
 from dfdoctor.model import CheckRecord, Report, Verdict
 from dfdoctor.numbers import is_whole
 from dfdoctor.safefile import write_atomically
@@ -93,8 +94,9 @@ def launch(ctx: Context, *, watch_s: float, run_dir: Optional[Path] = None, forc
     started = now_iso()
     sub = submission_of(ctx)
     argv = list(ctx.command) if sbatch.is_sbatch(ctx.command) else ["sbatch", str(ctx.launcher)]
+    began = time.time()
     records = [] if no_check else check_records(ctx, only, skip, cfg)
-    timeline = [_event("pre-checks", f"{len(records)} check(s)")]
+    timeline = [checks_event(records, began)]
     blockers = launch_blockers(records)
     if blockers and not force:
         v = not_started(blockers, not_done="Not submitted", subject="the job", force="--force submits anyway")
