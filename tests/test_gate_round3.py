@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.harness import kill_runs, launch, text_of
+from jobs.harness import kill_runs, launch, status, text_of, wait_for
 
 
 @pytest.fixture
@@ -67,3 +67,42 @@ def test_the_timeline_has_one_precision_and_its_pre_checks_where_they_began(work
     assert took and float(took[1]) >= smoke["duration_s"] - 0.01, pre
     offsets = re.findall(r'<span class="t">([^<]*)</span>', html.read_text())
     assert offsets and all(re.fullmatch(r"\+\d+\.\d{3} s|\+\d+ min \d\d\.\d{3} s", o) for o in offsets), offsets
+
+
+# a. `status` while a DDP job's ranks end one after another: the end is read again before `unknown`.
+
+_DDP_ENDING = """import os, time
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+r = dist.get_rank()
+for i in range(3):
+    t = torch.ones(1)
+    dist.all_reduce(t)
+    print(f"rank {r} step {i}", flush=True)
+    time.sleep(0.3)
+dist.destroy_process_group()
+time.sleep(0.2 + 9 * (1 - r))  # rank 1 leaves first; rank 0 saves its checkpoint last
+print(f"rank {r} done", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_status_while_a_ddp_jobs_ranks_end_one_after_another_never_guesses(work):
+    """Rank 1 had left (its process group destroyed, so no connection to the store) while rank 0 finished: status
+    said `unknown` (1 of 2 ranks alive) or, worse, `rank-missing` (rank 0 "never joined"), about a job that
+    ended 0 seconds later. Each status in that window says the job runs, or that it ended once it did; `unknown`
+    only after reading the end again."""
+    (work / "train.py").write_text(_DDP_ENDING)
+    launch(work, sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "train.py",
+           watch=0)
+    log = work / "train.log"
+    assert wait_for(lambda: log.exists() and "rank 1 done" in log.read_text(), 120), \
+        log.read_text() if log.exists() else "no log"
+    said = []
+    while "rank 0 done" not in log.read_text() or not said:
+        proc, rep = status(work)
+        v = rep["verdict"]
+        said.append(f"{v['state']} [{v['cause']}]: {v['summary']}")
+        assert v["cause"] != "rank-missing" and (v["state"] in ("running", "ok") or v["state"] == "unknown" and any(
+            e.startswith("read again") for e in v["evidence"])), text_of(rep)
+    assert wait_for(lambda: status(work)[1]["verdict"]["state"] == "ok", 60), said
