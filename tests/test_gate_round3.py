@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from infra.slurm_fixtures import slurm  # noqa: F401
 from jobs.harness import kill_runs, launch, status, text_of, wait_for
+from test_slurm import job_script, launch as slurm_launch
 
 
 @pytest.fixture
@@ -106,3 +108,25 @@ def test_status_while_a_ddp_jobs_ranks_end_one_after_another_never_guesses(work)
         assert v["cause"] != "rank-missing" and (v["state"] in ("running", "ok") or v["state"] == "unknown" and any(
             e.startswith("read again") for e in v["evidence"])), text_of(rep)
     assert wait_for(lambda: status(work)[1]["verdict"]["state"] == "ok", 60), said
+
+
+# f. The Slurm verdict of a missing module says a typo as the local gate does, asked on the job's node.
+
+@pytest.mark.slow
+def test_a_slurm_job_dead_of_a_typo_is_told_the_installed_name_not_to_install_it(slurm, tmp_path):
+    (tmp_path / "train.py").write_text("import jsonn\nprint('training')\n")
+    (tmp_path / "declared.py").write_text("import dfd_g3_declared\n")
+    (tmp_path / "requirements.txt").write_text("dfd_g3_declared==1.0\n")
+    typo = job_script(tmp_path, "srun python3 train.py\n")
+    doc = slurm_launch(tmp_path, "-o", "o-%j.log", str(typo))
+    v = doc["verdict"]
+    assert v["cause"] == "missing-module", v
+    assert "No module named 'jsonn', imported at train.py:1: did you mean `json` (installed, standard library)" \
+        in v["summary"], v["summary"]
+    assert v["fix"].startswith("Fix the import at train.py:1: did you mean `json`") and "Install 'jsonn'" not in \
+        v["fix"] and re.search(r"Asked on \S+, in python3\.$", v["fix"]), v["fix"]
+    # a name the project declares is still installed, as the local gate says
+    declared = job_script(tmp_path, "srun python3 declared.py\n", name="declared.sbatch")
+    v = slurm_launch(tmp_path, "-o", "d-%j.log", str(declared))["verdict"]
+    assert v["cause"] == "missing-module" and "Install 'dfd_g3_declared'" in v["fix"], v
+    assert "requirements.txt:1 declares it" in v["fix"], v["fix"]
