@@ -3,12 +3,13 @@ local gate does, `status` re-reads a job's end, the timeline's precision and its
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
 
 import pytest
-
+from conftest import run_dfdoctor
 from infra.slurm_fixtures import slurm  # noqa: F401
 from jobs.harness import kill_runs, launch, status, text_of, wait_for
 from test_slurm import job_script, launch as slurm_launch
@@ -130,3 +131,38 @@ def test_a_slurm_job_dead_of_a_typo_is_told_the_installed_name_not_to_install_it
     v = slurm_launch(tmp_path, "-o", "d-%j.log", str(declared))["verdict"]
     assert v["cause"] == "missing-module" and "Install 'dfd_g3_declared'" in v["fix"], v
     assert "requirements.txt:1 declares it" in v["fix"], v["fix"]
+
+
+# d. args.paths fails where the script is proved to open the path on every run; else it warns.
+
+_PARSE = ("import argparse, os\np = argparse.ArgumentParser()\np.add_argument('--config', default='configs/base.yaml')\n")
+_READS = {
+    # proved: main() always called under the __main__ guard, open(...) on its only path
+    "main": ("def main():\n    args = p.parse_args()\n    with open(args.config) as f:\n        print(f.read())\n\n"
+             "if __name__ == '__main__':\n    main()\n", "fail"),
+    # not proved: under a branch, after an existence check, in a try, or written by the code first
+    "branch": ("args = p.parse_args()\nif os.environ.get('USE_CONFIG'):\n    print(open(args.config).read())\n",
+               "warn"),
+    "exists": ("def main():\n    args = p.parse_args()\n    if not os.path.exists(args.config):\n        return\n"
+               "    print(open(args.config).read())\n\nmain()\n", "warn"),
+    "try": ("args = p.parse_args()\ntry:\n    cfg = open(args.config).read()\nexcept OSError:\n    cfg = ''\n",
+            "warn"),
+    "written": ("args = p.parse_args()\nopen(args.config, 'w').write('lr: 1')\ncfg = open(args.config).read()\n",
+                "warn"),
+}
+
+
+def test_a_missing_path_fails_only_where_the_script_is_proved_to_open_it(tmp_path):
+    for case, (body, status) in _READS.items():
+        work = tmp_path / case
+        (work / "configs").mkdir(parents=True)
+        (work / "configs" / "small.yaml").write_text("lr: 1\n")
+        (work / "train.py").write_text(_PARSE + body)
+        res = run_dfdoctor("check", "--only", "args.paths", "--format", "json", "--", sys.executable, "train.py",
+                           "--config", "configs/small.yml", cwd=work)
+        (chk,) = [c for c in json.loads(res.stdout)["checks"] if c["id"] == "args.paths"]
+        assert chk["status"] == status and chk["cause"] == "input-missing", (case, chk)
+        assert "did you mean configs/small.yaml?" in chk["summary"], chk["summary"]  # the closest file, offered
+        assert "Pass --config configs/small.yaml (that file exists)" in chk["fix"], chk["fix"]
+        assert res.returncode == (1 if status == "fail" else 0), (case, res.stdout[-2000:])
+        assert (chk["basis"] == "observed") == (status == "fail"), (case, chk)
