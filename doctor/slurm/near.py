@@ -44,6 +44,14 @@ class Near:
     declared: Optional[str] = None
 
 
+def ask_for(s: Any) -> None:
+    """Ask for the job (s: a rules.Seen), and for the array task its verdict reads, when it died of a missing
+    module; the answers go in `s.near` and `s.task.near`."""
+    s.near = of_seen(s)
+    if s.task is not None:
+        s.task.near = of_seen(s.task)
+
+
 def of_seen(s: Any) -> Optional[Near]:
     """For a job that ended (s: a rules.Seen) with `No module named 'X'` in its own output, the answer for X;
     None for any other end (nothing is asked)."""
@@ -67,8 +75,10 @@ def ask(job: Any, err: PyError, name: str) -> Near:
     near.declared = _declared(train, folder, name)
     if err.in_library:
         near.why_not = "a library imports it, not the job's own code"
+    elif text is None:
+        near.why_not = f"the batch script {job.command or '?'} could not be read here"
     elif train is None:
-        near.why_not = f"the batch script {job.command or '?'} could not be read for its python line"
+        near.why_not = "the batch script has no python line dfdoctor can follow"
     elif not _is_python(train.argv[0]):
         near.why_not = f"its training line starts {train.argv[0]}, not python, so its interpreter is not known here"
     elif not node or any(c in node for c in "[,"):

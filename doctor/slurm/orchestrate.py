@@ -131,7 +131,7 @@ def launch(ctx: Context, *, watch_s: float, run_dir: Optional[Path] = None, forc
     except KeyboardInterrupt:
         _interrupted_after_submission(job_id, folder)
         raise
-    seen.near = near.of_seen(seen)  # a missing module's typo, asked on its node as the gate asks here
+    near.ask_for(seen)  # a missing module's typo, asked on its node as the gate asks here
     verdict = offer_stop(judge(seen), run_id)
     report = _report(ctx, "launch", started, verdict, records, timeline, _run(spec, folder, seen))
     save_report(folder, report)
@@ -162,7 +162,7 @@ def status(cwd: Path, ref: Optional[str], watch_s: float) -> Report:
     if not seen.job.stdout and ref and ref.startswith("slurm:") and seen.job.ended:
         seen.notes.append("Slurm no longer records where this job wrote (scontrol forgets StdOut after MinJobAge "
                           "and sacct 22.05 never has it): its output file was not read")
-    seen.near = near.of_seen(seen)  # a missing module's typo, asked on its node as the gate asks here
+    near.ask_for(seen)  # a missing module's typo, asked on its node as the gate asks here
     verdict = offer_stop(judge(seen), (spec.get("run_id") or folder.name) if folder is not None else f"slurm:{job_id}")
     note = stop_note(events.read(folder / LAUNCHER)) if folder is not None else None
     if note is not None and seen.job.state == "CANCELLED":  # the cancel was `dfdoctor stop`'s: the user's own
