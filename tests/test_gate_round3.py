@@ -166,3 +166,16 @@ def test_a_missing_path_fails_only_where_the_script_is_proved_to_open_it(tmp_pat
         assert "Pass --config configs/small.yaml (that file exists)" in chk["fix"], chk["fix"]
         assert res.returncode == (1 if status == "fail" else 0), (case, res.stdout[-2000:])
         assert (chk["basis"] == "observed") == (status == "fail"), (case, chk)
+
+
+# e. "Another version has the name" is dependency-mismatch only where a pin of the project disagrees.
+
+@pytest.mark.slow
+def test_a_name_an_installed_package_lacks_is_no_version_mismatch_without_a_pin(slurm, tmp_path):
+    """A Slurm job dead of `cannot import name` from an installed package was told dependency-mismatch, "install
+    the version the project pins", for a project that pins nothing: a guess. Nothing established it."""
+    job = job_script(tmp_path, f"srun {sys.executable} -c 'from numpy import NoSuchThingAtAll'\n")
+    v = slurm_launch(tmp_path, "-o", "o-%j.log", str(job))["verdict"]
+    assert v["cause"] == "import-error", v
+    assert "whether another version of numpy has it was not established" in v["summary"], v["summary"]
+    assert "pip install" not in v["fix"] and "none was tried" in v["fix"], v["fix"]
