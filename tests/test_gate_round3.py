@@ -1,5 +1,6 @@
-"""Issue 43, what round 2 left: an observed import failure blocks a launch, the Slurm verdict says a typo as the
-local gate does, `status` re-reads a job's end, the timeline's precision and its pre-checks' real start."""
+"""Issue 43, what round 2 left: `status` re-reads a DDP job's end (a), an observed import failure blocks a launch
+(b), the timeline's one precision and its pre-checks' real start (c), args.paths fails on a read proved to run (d),
+dependency-mismatch only where a pin establishes it (e), the Slurm verdict says a typo as the local gate does (f)."""
 
 from __future__ import annotations
 
