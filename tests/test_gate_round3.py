@@ -25,6 +25,7 @@ def work(tmp_path: Path):
 
 # b. An import failure seen by imports.smoke blocks the launch, as a missing interpreter does.
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lib,said", [
     ("from os import dfd_no_such_name\n", "ImportError"),  # an ImportError raised by the project's own code
     ("CONFIG = {'lr': 0.1}\nBATCH = CONFIG['batch_size']\n", "KeyError"),  # module-level code that raises
@@ -55,6 +56,7 @@ def test_an_import_seen_to_fail_blocks_the_launch(work, lib, said):
 
 # c. One precision in the timeline (JSON and HTML), and the pre-launch checks where they began.
 
+@pytest.mark.slow
 def test_the_timeline_has_one_precision_and_its_pre_checks_where_they_began(work):
     (work / "train.py").write_text("print('trained', flush=True)\n")
     html = work / "report.html"
@@ -153,6 +155,7 @@ _READS = {
 }
 
 
+@pytest.mark.slow
 def test_a_missing_path_fails_only_where_the_script_is_proved_to_open_it(tmp_path):
     for case, (body, status) in _READS.items():
         work = tmp_path / case
