@@ -5,7 +5,9 @@ after the launch, after a queue wait and a torch import. The project model (doct
 are paths the code opens for reading (`open(args.config)`, `torch.load(args.ckpt)`, `os.path.join(args.data_dir,
 'train.bin')`) and which log file the code opens itself (`logging.basicConfig(filename='logs/train.log')`). Each
 such path is looked at on this machine, against the job's folder. The code is read, not run (the open may sit
-under a branch the job never takes), so a missing path is a warning, with the closest file that does exist.
+under a branch the job never takes), so a missing path is a warning, with the closest file that does exist; it
+fails only where the script is proved to open it on every run (project/reach.py: at module level, or in the
+`main()` it always calls, with no branch, existence check, try or exit on the way).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import shlex
 from pathlib import Path
 from typing import Iterator, Optional
 
-from dfdoctor import STATIC, Result, causes, check, ok, skip, warn
+from dfdoctor import OBSERVED, STATIC, Result, causes, check, fail, ok, skip, warn
 from dfdoctor import project
 from dfdoctor.launchline.commandline import spec_for
 
@@ -37,7 +39,7 @@ def args_paths(ctx) -> Iterator[Result]:
     cwd = Path(spec.cwd or ctx.cwd)
     proj = project.read([str(spec.script), *spec.script_args], cwd, script=str(spec.script))
     proj = _with_args(proj, spec.script_args)
-    problems = list(_missing_inputs(proj, cwd)) + list(_missing_log_folders(proj, cwd))
+    problems = list(_missing_inputs(proj, cwd, Path(spec.script))) + list(_missing_log_folders(proj, cwd))
     yield from problems
     if not problems:
         looked = len(list(_read_options(proj))) + len(_log_uses(proj))
@@ -63,8 +65,9 @@ def _read_options(proj: project.Project) -> Iterator[tuple[project.Option, str, 
             yield o, value, use
 
 
-def _missing_inputs(proj: project.Project, cwd: Path) -> Iterator[Result]:
-    """A warning for each path option whose value is not there (a file, or the folder a file is joined into)."""
+def _missing_inputs(proj: project.Project, cwd: Path, script: Path) -> Iterator[Result]:
+    """For each path option whose value is not there (a file, or the folder a file is joined into): a failure
+    where the script is proved to read it on every run, else a warning (the read may sit under a branch)."""
     for o, value, use in _read_options(proj):
         path = Path(os.path.expanduser(value))
         full = path if path.is_absolute() else cwd / path
@@ -74,14 +77,28 @@ def _missing_inputs(proj: project.Project, cwd: Path) -> Iterator[Result]:
         near = closest(full)
         meant = f"; did you mean {_rel(near, cwd)}?" if near else ""
         kind = "folder" if joined else "file"
-        yield warn(f"{o.flag} {value}: no such {kind} (relative to {cwd}){meant}", causes.INPUT_MISSING,
-                   basis=STATIC,
-                   evidence=(f"{use.where}: the code opens the value of {o.flag}" +
-                             (f", joined with {use.hint!r}" if joined else ""),
-                             f"command: ... {shlex.join(proj.words_of(o))}"),
-                   fix=(f"Pass {o.spelled(_rel(near, cwd))} (that {'folder' if near.is_dir() else 'file'} exists)"
-                        if near else f"Create {value} or pass the path where it is") +
-                       "; the code was read, not run, so whether this branch runs was not seen.")
+        always = _read_on_every_run(proj, use, cwd, script)
+        pass_it = (f"Pass {o.spelled(_rel(near, cwd))} (that {'folder' if near.is_dir() else 'file'} exists)"
+                   if near else f"Create {value} or pass the path where it is")
+        yield (fail if always else warn)(
+            f"{o.flag} {value}: no such {kind} (relative to {cwd}){meant}" +
+            (f"; {use.where} opens it on every run" if always else ""), causes.INPUT_MISSING,
+            basis=OBSERVED if always else STATIC,
+            evidence=(f"{use.where}: the code opens the value of {o.flag}" +
+                      (f", joined with {use.hint!r}" if joined else "") +
+                      (" (at module level, or in a function the script always calls, with no branch, existence "
+                       "check, try or exit before it)" if always else ""),
+                      f"command: ... {shlex.join(proj.words_of(o))}"),
+            fix=pass_it + ("; not tried." if always else
+                           "; the code was read, not run, so whether this branch runs was not seen."))
+
+
+def _read_on_every_run(proj: project.Project, use: project.PathUse, cwd: Path, script: Path) -> bool:
+    """The read is in the script the command runs, on every run of it (project/reach.py), and nothing in the
+    project writes, creates or fetches that path first: its absence now is its absence then."""
+    if not use.always or (cwd / use.file).resolve() != script.resolve():
+        return False
+    return not any(u.mode in ("write", "mkdir") and u.dest == use.dest for u in proj.paths)
 
 
 def _log_uses(proj: project.Project) -> list[project.PathUse]:

@@ -299,7 +299,8 @@ def _known(ctx, item: dict) -> Optional[Finding]:
     if err is None:
         return None
     local = ctx.target.runs_here
-    return known_failures.classify(err, Context(cwd=str(ctx.cwd), local=local, python=ctx.python if local else None))
+    return known_failures.classify(err, Context(argv=list(ctx.command), cwd=str(ctx.cwd), local=local,
+                                                python=ctx.python if local else None))
 
 
 def _missing_fix(ctx, item: dict, request: Optional[dict] = None) -> str:

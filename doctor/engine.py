@@ -389,12 +389,25 @@ def counts_as_problem(rec: CheckRecord, fail_on_level: str) -> bool:
     return rec.status in PROBLEMS or (fail_on_level == "warn" and rec.status == Status.WARN)
 
 
+# Checks that try the job's own start in its interpreter (its imports, with its cwd, environment and sys.path):
+# an import they saw fail, whatever it raised (an ImportError of the project's code, a KeyError of module-level
+# code), is raised by the job at the same line before it writes a log, as a missing module is (issue 43). An
+# import that only did not finish within the probe's time (import-hang) is not seen to fail: it does not block.
+STARTS_TRIED = frozenset({"imports.smoke"})
+
+
 def launch_blockers(records: list[CheckRecord]) -> list[CheckRecord]:
     """The findings after which a launch cannot produce a log: a problem (not silenced) whose cause is one of
-    `causes.LAUNCH_BLOCKERS` and that rests on an observation (a static reading only ever warns, see
-    model.Result). `launch` and a Slurm submission stop on the first unless --force."""
-    return [r for r in records if r.cause in causes.LAUNCH_BLOCKERS and r.status in PROBLEMS and r.observed
-            and not r.silenced]
+    `causes.LAUNCH_BLOCKERS`, or an import of the job seen to fail (STARTS_TRIED), and that rests on an
+    observation (a static reading only ever warns, see model.Result). `launch` and a Slurm submission stop on
+    the first unless --force."""
+    return [r for r in records if (r.cause in causes.LAUNCH_BLOCKERS and r.status in PROBLEMS or _start_failed(r))
+            and r.observed and not r.silenced]
+
+
+def _start_failed(r: CheckRecord) -> bool:
+    """An import of the job's start tried in its interpreter and seen to fail (not merely to take too long)."""
+    return r.id in STARTS_TRIED and r.status == Status.FAIL and r.cause != causes.IMPORT_HANG
 
 
 def not_started(blockers: list[CheckRecord], *, not_done: str, subject: str, force: str) -> Verdict:

@@ -48,7 +48,9 @@ def run(tmp_path: Path, *args: str):
 def test_a_missing_data_file_and_a_mistyped_config_are_named_with_the_file_that_exists(tmp_path: Path) -> None:
     results = run(proj(tmp_path), "--data", "data/train.jsonl", "--config", "configs/small.yml")
     by_flag = {r.summary.split()[0]: r for r in results}
-    assert {r.status for r in results} == {Status.WARN} and {r.cause for r in results} == {causes.INPUT_MISSING}
+    # both are opened at module level with nothing before them that branches: proved read on every run (issue 43
+    # d), so they fail (tests/test_gate_round3.py has the reads that stay warnings)
+    assert {r.status for r in results} == {Status.FAIL} and {r.cause for r in results} == {causes.INPUT_MISSING}
     assert "--data data/train.jsonl: no such file" in by_flag["--data"].summary
     assert "did you mean configs/small.yaml?" in by_flag["--config"].summary
     assert "Pass --config configs/small.yaml (that file exists)" in by_flag["--config"].fix
@@ -85,4 +87,4 @@ def test_check_names_them_before_the_launch(dfdoctor, tmp_path: Path) -> None:
                    "configs/small.yml", cwd=p)
     doc = json.loads(res.stdout)
     (chk,) = [c for c in doc["checks"] if c["id"] == "args.paths"]
-    assert chk["status"] == "warn" and "did you mean configs/small.yaml?" in chk["summary"]
+    assert chk["status"] == "fail" and "did you mean configs/small.yaml?" in chk["summary"]

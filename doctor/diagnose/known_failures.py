@@ -166,11 +166,16 @@ CORPUS: tuple[Known, ...] = (
       "The code at {blame} uses np.{m1}, which NumPy 1.24 removed.",
       "Use the builtin ({m1}) or np.{m1}64/np.{m1}_ at that line, or pin numpy<1.24 for code you cannot change.",
       UNCHECKED),
-    K("cannot-import-name", causes.DEPENDENCY_MISMATCH,
-      r"cannot import name '(\w+)' from '([\w.]+)' \([^)]*(?:site|dist)-packages",
-      "{m2} has no {m1} (imported at {blame}): the installed {m2} is older or newer than the code expects.",
-      "Install the version of the package the project pins (its requirements file), e.g. `pip install "
-      "'{m2top}==VERSION'`.", UNCHECKED, types=("ImportError",)),
+    # Another version of the package may have the name; only a pin of the project that disagrees with the installed
+    # version establishes it (asking the index which versions have a name would mean fetching each version's
+    # files): the refiner makes it dependency-mismatch then, and leaves it an import-error otherwise.
+    K("cannot-import-name", causes.IMPORT_ERROR,
+      r"cannot import name '(\w+)' from '([\w.]+)' \(([^)]*(?:site|dist)-packages[^)]*)\)",
+      "{m2} has no {m1} (imported at {blame}); whether another version of {m2top} has it was not established "
+      "(no pin of the project disagrees with the installed version).",
+      "Check `{m1}` against the documentation of the installed {m2top}; if the code was written for another "
+      "version, pin that one in the project's requirements (dfdoctor offers no reinstall, and none was tried).",
+      UNCHECKED, types=("ImportError",), refine="pin_disagrees"),
     K("named-install-line", causes.DEPENDENCY_MISSING,
       r"""pip install (?:-U |--upgrade )?["'`]?([A-Za-z0-9][\w.-]*(?:\[[\w,.-]+\])?(?:[<>=!~]=?[\w.*+]+"""
       r"""(?:,[<>=!~]=?[\w.*+]+)*)?)""",
@@ -398,7 +403,7 @@ def _finding(row: Known, m: re.Match, groups: list, err: PyError, ctx: Context) 
         summary = told.summary or summary
         fix = told.fix or fix
         evidence += told.evidence
-    return Finding(row.cause, summary, fix, evidence)
+    return Finding(told.cause if refiner is not None and told.cause else row.cause, summary, fix, evidence)
 
 
 def _fill(template: str, **values: str) -> str:

@@ -13,7 +13,7 @@ from typing import Optional
 
 import psutil
 from dfdoctor import causes
-from dfdoctor.diagnose import empty_loop, threadwaits, waits
+from dfdoctor.diagnose import empty_loop, init_ahead, threadwaits, waits
 from dfdoctor.diagnose.jobstacks import ProcessSample, exit_words
 from dfdoctor.diagnose.waits import Wait, classify, main_of
 from dfdoctor.agent.ranks import nproc as expected_ranks
@@ -237,7 +237,7 @@ def _ranks_ended_without_peer(all_seen: list[Seen], quiet_s: float) -> Optional[
         mine = [s for s in _ranks(all_seen) if s.proc.ppid == agent.proc.pid]
         ended = sorted(set(range(want)) - {s.proc.local_rank for s in mine})
         behind = [s for s in mine if s.steady and s.wait.kind not in (waits.RENDEZVOUS, waits.COLLECTIVE)
-                  and s.proc.joined is not True]
+                  and s.proc.joined is not True and init_ahead.ahead(s.wait.user)]
         if not ended or not behind:
             continue
         world = max((s.proc.world_size or 0 for s in mine), default=0)

@@ -19,10 +19,13 @@ from pathlib import Path
 from typing import Optional
 
 from dfdoctor import project as project_model
+from dfdoctor.causes import DEPENDENCY_MISMATCH
 from dfdoctor.project.options import read_options
 from dfdoctor.project.paths import path_uses
+from dfdoctor.project import typos
+from dfdoctor.project.install import PIP_NAMES
 from dfdoctor.project.source import Module
-from dfdoctor.diagnose import torch_pairs
+from dfdoctor.diagnose import installed_version, torch_pairs
 from dfdoctor.diagnose.rules_runtime import Context
 from dfdoctor.diagnose.traceback import PyError, is_library
 
@@ -36,6 +39,7 @@ class Told:
     summary: str = ""
     fix: str = ""
     evidence: list[str] = field(default_factory=list)
+    cause: Optional[str] = None  # another cause than the row's, where the refiner established it
 
 
 # ---- the device ------------------------------------------------------------------------------------------
@@ -181,6 +185,24 @@ def torch_pair(err: PyError, ctx: Context, m: re.Match) -> Told:
     why = f"torchvision {have} is not the one built for torch {torch_v}" if have and paired and \
         not have.startswith(paired) else f"torchvision {have} was built for another torch build (CUDA vs CPU)"
     return Told("", f"{why}; install the pair from torch's own index: {line}" + NOT_TRIED + ".", evidence)
+
+
+# ---- versions ----------------------------------------------------------------------------------------
+def pin_disagrees(err: PyError, ctx: Context, m: re.Match) -> Told:
+    """`cannot import name` from an installed package whose version the project pins otherwise: the mismatch
+    is established (the pin, the installed dist-info), and said so. In any other case the row's words stand."""
+    module, name, path = m.group(2), m.group(1), m.group(3)
+    proj = project_of(ctx)
+    pin = typos.pin_of(proj.install if proj else None, module)
+    top = module.split(".")[0]
+    installed = installed_version.of_module(path, top) if pin and ctx.local else None
+    if pin is None or installed is None or installed == pin[1]:
+        return Told()
+    return Told(f"{module} has no `{name}` (imported at {err.blame}): the installed {top} {installed} is not the "
+                f"{pin[1]} that {pin[0]} pins.",
+                f"Install the version the project pins: {shlex.quote(_python(ctx))} -m pip install "
+                f"'{PIP_NAMES.get(top, top)}=={pin[1]}'{NOT_TRIED}.", [f"{pin[0]} pins {top}=={pin[1]}; installed: {top} {installed}"],
+                DEPENDENCY_MISMATCH)
 
 
 # ---- checkpoints ---------------------------------------------------------------------------------------

@@ -29,6 +29,10 @@ DEFAULT_WATCH_S = 60.0
 
 
 STATUS_WATCH_S = 3.0  # status on a live job: long enough to see its output grow
+# A rank ended while status watched: how long the others are given to end too before it says `unknown`
+# (torchrun exits after its last rank; a DDP job's ranks leave seconds apart, each after its own last step).
+END_GRACE_S = 10.0
+END_POLL_S = 0.25
 
 
 def checks_of(phase: str, only: tuple[str, ...], skip: tuple[str, ...]) -> tuple[list, list[CheckRecord]]:
@@ -84,7 +88,12 @@ def run_status(cwd: Path, ref: Optional[str] = None, cfg: Optional[Config] = Non
                 run, live = watch(source)
             else:  # no time to see output grow: judge by what the job looks like now
                 live = source.look(run, 0.0)
-        verdict = foretold.link(diagnose(run, live), _launch_pre_checks(run_dir))
+        if not run.is_remote and not run.finished and not run.recorder_alive():
+            # read before its recorder ended, which wrote the job's exit as its last act: read again (once it is
+            # gone, nothing changes the record any more), or a job that just ended is a recorder killed hard
+            run = source.load()
+        run, live, verdict = _read_the_end(source, run, live, diagnose(run, live))
+        verdict = foretold.link(verdict, _launch_pre_checks(run_dir))
         records = post_checks(ctx, run, only, skip, cfg, report_broken=True)
     shown = save_report(run_dir, placed_report(ctx, "status", started, verdict, records, run_timeline(run),
                                               run_info(run)))
@@ -92,6 +101,27 @@ def run_status(cwd: Path, ref: Optional[str] = None, cfg: Optional[Config] = Non
     if whose:  # said on screen only: the saved report is the run's, wherever it is shown from later
         shown.run["chosen"] = whose
     return shown
+
+
+def _read_the_end(source: RunSource, run: RunRecord, live: Any, verdict: Verdict) -> tuple[RunRecord, Any, Verdict]:
+    """Before `unknown` about a job whose rank ended while status watched (a DDP job's ranks end one after
+    another: torchrun exits after the last), read the end again: the record until the job's exit is in it, for
+    END_GRACE_S at most. A job that just ended is judged by its end; one that did not is still `unknown`, with
+    what the record and the log say of the ending (which ranks ended, the log's last lines)."""
+    settling = source.settling
+    lost = list(settling.lost) or ([f"{settling.absent} rank(s) no longer run"] if settling.absent else [])
+    if verdict.state != "unknown" or run.finished or not lost:
+        return run, live, verdict
+    deadline = time.monotonic() + END_GRACE_S
+    while time.monotonic() < deadline and not run.finished and run.recorder_alive():
+        time.sleep(END_POLL_S)
+        run = source.load()
+    if not run.finished and run.recorder_alive():
+        tail = [f"the log's last line: {line}" for line in run.stream("stdout", 4096).splitlines()[-3:]]
+        verdict.evidence += [f"read again {END_GRACE_S:.0f} s later: {'; '.join(lost)}, and the job has not "
+                             "ended (its recorder wrote no exit)", *tail]
+        return run, live, verdict
+    return run, None, diagnose(run, None)
 
 
 def whose_run(cwd: Path, ref: Optional[str], run_dir: Path, launched_from: Optional[str]) -> str:
@@ -141,7 +171,7 @@ def run_timeline(run: RunRecord) -> list[dict[str, Any]]:
     for e in sorted(run.events + run.launcher, key=lambda e: e["t"]):
         detail = _DETAIL.get(e["event"], lambda e: "")(e)
         if e["event"] in _DETAIL:
-            out.append({"t": e["t"], "event": e["event"], "detail": detail})
+            out.append({"t": round(e["t"], TIMELINE_DIGITS), "event": e["event"], "detail": detail})
     return out
 
 

@@ -6,12 +6,13 @@ dfdoctor returned. Each step asks the placement (`dfdoctor.placing.Placement`); 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 from dfdoctor.agent.names import PRE_CHECKS
 from dfdoctor.engine import not_started, now_iso
-from dfdoctor.launch.report import placed_report, save_report, timeline_event
+from dfdoctor.launch.report import checks_event, placed_report, save_report
 from dfdoctor.model import Report
 from dfdoctor.placing import LaunchAsk, Placement
 from dfdoctor.run.folder import RunFolder
@@ -34,8 +35,9 @@ def _launch(placement: Placement, ctx: Any, ask: LaunchAsk) -> Report:
         records: list = []
         timeline: list[dict[str, Any]] = []
         if not ask.no_check:
+            began = time.time()
             records = placement.pre_checks(ctx, ask)
-            timeline.append(timeline_event("pre-checks", f"{len(records)} check(s)"))
+            timeline.append(checks_event(records, began))
             blockers = placement.blockers(ctx, records)
             if blockers and not ask.force:
                 verdict = not_started(blockers, **placement.not_started_words)

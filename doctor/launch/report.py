@@ -17,9 +17,19 @@ from dfdoctor.agent.names import REPORT_HTML, REPORT_JSON
 from dfdoctor.safefile import write_atomically
 
 
+TIMELINE_DIGITS = 3  # one precision for every time of a timeline (milliseconds), whoever wrote the event
+
+
 def timeline_event(name: str, detail: str, t: Optional[float] = None) -> dict[str, Any]:
     """One entry of a report's timeline (now, unless `t` says when)."""
-    return {"t": round(t or time.time(), 3), "event": name, "detail": detail}
+    return {"t": round(t or time.time(), TIMELINE_DIGITS), "event": name, "detail": detail}
+
+
+def checks_event(records: list[CheckRecord], began: float) -> dict[str, Any]:
+    """The pre-launch checks' entry, placed when they began (stamped after them, they sat after their own
+    work, a second or more of a launch's start) and saying how long they took."""
+    return timeline_event("pre-checks", f"{len(records)} check(s) in {time.time() - began:.{TIMELINE_DIGITS}f} s",
+                          began)
 
 
 def placed_report(ctx: Any, mode: str, started: str, verdict: Verdict, records: list[CheckRecord],

@@ -8,6 +8,7 @@ import ast
 from dataclasses import dataclass
 from typing import Optional
 
+from dfdoctor.project import reach
 from dfdoctor.project.source import Module, call_name, const
 
 # call name (its last dotted parts) -> (what it does, which positional argument is the path)
@@ -37,6 +38,7 @@ class PathUse:
     mode: str  # read | write | mkdir | delete | check | log
     hint: Optional[str]  # the last literal part of the path: 'train.bin', 'traindata.pt', './data/wikitext-2'
     dest: Optional[str]  # the option or config key the path comes from: 'data', 'system.work_dir'
+    always: bool = False  # the call runs on every run of its file as a script (proved: project/reach.py)
 
     @property
     def where(self) -> str:
@@ -49,6 +51,7 @@ def path_uses(m: Module) -> list[PathUse]:
     if m.tree is None:
         return []
     names = _simple_assignments(m.tree)
+    parents = reach.parents_of(m.tree)
     out = []
     for node in ast.walk(m.tree):
         if not isinstance(node, ast.Call):
@@ -63,7 +66,7 @@ def path_uses(m: Module) -> list[PathUse]:
         hint, dest = _describe(target, names)
         if hint is None and dest is None:
             continue
-        out.append(PathUse(m.rel, node.lineno, mode, hint, dest))
+        out.append(PathUse(m.rel, node.lineno, mode, hint, dest, always=reach.always_runs(m.tree, node, parents)))
     return out
 
 

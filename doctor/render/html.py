@@ -136,6 +136,15 @@ def fmt_duration(seconds: Optional[float]) -> str:
     return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
 
 
+def fmt_offset(seconds: float) -> str:
+    """A time since the timeline's first event, in milliseconds as its clock column is: 0.004 s, 1.200 s,
+    3 min 05.000 s (fmt_duration's three significant digits gave 0.004 s beside 12.3 s and 3.45 s)."""
+    seconds = max(0.0, seconds)
+    if seconds < 120:
+        return f"{seconds:.3f} s"
+    return f"{int(seconds // 60)} min {seconds % 60:06.3f} s"
+
+
 def fmt_cell(v: Any, cap: int = CELL_MAX) -> str:
     """A table cell: yes/no for booleans, compact JSON for nested values, capped."""
     if v is None:
@@ -282,7 +291,7 @@ def timeline_rows(timeline: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         t = e.get("t")
         extra = {k: v for k, v in e.items() if k not in ("t", "event", "detail")}
-        rows.append({"offset": f"+{fmt_duration(t - t0)}" if t0 is not None and isinstance(t, (int, float))
+        rows.append({"offset": f"+{fmt_offset(t - t0)}" if t0 is not None and isinstance(t, (int, float))
                      else "", "clock": clock(t), "event": clean(str(e.get("event", ""))),
                      "detail": clean(str(e.get("detail") or "")),
                      "extra": fmt_cell(extra) if extra else "",

@@ -25,7 +25,7 @@ from dfdoctor.run.masks import masked
 from dfdoctor.agent.names import LAUNCHER, SPEC
 from dfdoctor.diagnose.stopped import offer_stop, stop_note, stopped_verdict
 from dfdoctor.run import events
-from dfdoctor.slurm import onnode, patterns, precheck, sbatch, session, watch
+from dfdoctor.slurm import near, onnode, patterns, precheck, sbatch, session, watch
 from dfdoctor.slurm.job import split_exit
 from dfdoctor.slurm.job import facts as job_facts
 from dfdoctor.slurm.rules import Seen, judge
@@ -125,6 +125,7 @@ def watch_job(ctx: Context, ask: LaunchAsk, job: Started, timeline: list[dict[st
     except KeyboardInterrupt:
         _interrupted_after_submission(job_id, folder)
         raise
+    near.ask_for(seen)  # a missing module's typo, asked on its node as the gate asks here
     return Judged(offer_stop(judge(seen), job.run_id), _run(spec, folder, seen))
 
 
@@ -151,6 +152,7 @@ def status(cwd: Path, ref: Optional[str], watch_s: float) -> Report:
     if not seen.job.stdout and ref and ref.startswith("slurm:") and seen.job.ended:
         seen.notes.append("Slurm no longer records where this job wrote (scontrol forgets StdOut after MinJobAge "
                           "and sacct 22.05 never has it): its output file was not read")
+    near.ask_for(seen)  # a missing module's typo, asked on its node as the gate asks here
     verdict = offer_stop(judge(seen), (spec.get("run_id") or folder.name) if folder is not None else f"slurm:{job_id}")
     note = stop_note(events.read(folder / LAUNCHER)) if folder is not None else None
     if note is not None and seen.job.state == "CANCELLED":  # the cancel was `dfdoctor stop`'s: the user's own

@@ -14,6 +14,7 @@ from dfdoctor import causes
 from dfdoctor.diagnose import known_failures, rules_runtime, stuck
 from dfdoctor.diagnose.traceback import parse_python_error
 from dfdoctor.model import Verdict
+from dfdoctor.project import typos
 from dfdoctor.slurm import efficiency, pending
 from dfdoctor.slurm.job import JobFacts, mib, split_exit
 
@@ -37,6 +38,7 @@ class Seen:
     task: Optional["Seen"] = None  # an array job's first failed task, seen as a job of its own
     node_look: Optional[Any] = None  # onnode.NodeLook: the job's processes sampled on its node while it ran
     quiet_s: float = 0.0  # how long its output had not changed when they were sampled
+    near: Optional[Any] = None  # near.Near: what is installed near a module it died without, asked on its node
 
     @property
     def output(self) -> str:
@@ -237,9 +239,7 @@ def python_traceback(s: Seen) -> Optional[Verdict]:
                        f"Fix the syntax at {err.where}; `python -m py_compile FILE` checks it.", ev)
     mod = re.search(r"No module named '([^']+)'", err.message)
     if err.exc_type.endswith(("ModuleNotFoundError", "ImportError")) and mod:
-        return Verdict("failed", causes.MISSING_MODULE, f"The job died at start on {j.nodes or 'its node'}: "
-                       f"module {mod[1]!r} is not installed where it ran (imported at {err.where}).",
-                       f"Install {mod[1].split('.')[0]!r} in the job's environment on the compute nodes.", ev)
+        return _missing_module(s, err, mod[1], ev)
     ctx = rules_runtime.Context(output=s.stderr_text if j.stderr != j.stdout else s.output,
                                 argv=_words(j.command), local=False,
                                 cwd=j.workdir or None)
@@ -252,6 +252,34 @@ def python_traceback(s: Seen) -> Optional[Verdict]:
     return Verdict("failed", cause, f"{step}Job {j.job_id} " + ("crashed after it started logging" if started
                    else "died while importing or starting") + f": {err.headline} at {err.where}.",
                    f"Fix the error raised at {err.where}; the full traceback is in {j.stderr or j.stdout}.", ev)
+
+
+def _missing_module(s: Seen, err: Any, name: str, ev: list[str]) -> Verdict:
+    """`No module named 'X'`: said with the local gate's typo rule (doctor/project/typos.py), from what is
+    installed near X on the job's node (slurm/near.py, asked before the rules ran: `s.near`). `pip install X`
+    only for a name the project declares, or that nothing installed there is close to."""
+    j, near = s.job, s.near
+    on = j.nodes or "its node"
+    typo = typos.module_fix(name, near.answer, near.where, near.declared) if near and near.answer else None
+    if typo:
+        return Verdict("failed", causes.MISSING_MODULE, f"The job died at start on {on}: No module named "
+                       f"{name!r}, imported at {near.where}: {typos.module_question(name, near.answer) or ''}"
+                       .rstrip(": "), f"{typo} Asked on {near.node}, in {near.python}.", ev)
+    summary = f"The job died at start on {on}: module {name!r} is not installed where it ran (imported at {err.where})."
+    install = f"Install {name.split('.')[0]!r} in the job's environment on the compute nodes"
+    if near is None or near.declared or near.answer is not None:
+        why = (f" ({near.declared} declares it)" if near and near.declared else
+               f" (nothing installed on {near.node} has a name close to it)" if near and near.answer else "")
+        return Verdict("failed", causes.MISSING_MODULE, summary, f"{install}{why}; not tried.", ev)
+    if near.why_not.startswith("a library"):  # a dependency of an installed library: no typo of the job's
+        return Verdict("failed", causes.MISSING_MODULE, summary, f"{install} (a library imports it); not tried.", ev)
+    return Verdict("failed", causes.MISSING_MODULE, summary,
+                   f"Check the import at {near.where}: whether an installed module has a name close to "
+                   f"{name.split('.')[0]!r} was not established ({near.why_not}), and the project does not "
+                   f"declare it, so dfdoctor does not offer `pip install {name.split('.')[0]}` (on the package "
+                   "index that name may be an unrelated project). If it is a typo, fix the name; if it is what the "
+                   "code means, declare it in the project's requirements and install it in the job's environment "
+                   "on the compute nodes (not tried).", ev)
 
 
 def _words(command: str) -> list[str]:

@@ -44,6 +44,7 @@ class Settling:
     lost: list[str] = field(default_factory=list)  # evidence: ranks that died while we watched
     notes: list[str] = field(default_factory=list)  # evidence for "running"
     since: Optional[float] = None  # wall time every rank was first seen alive and past init_process_group
+    absent: int = 0  # ranks torchrun was asked for and does not have, at the last check (a rank that ended)
 
 
 def in_its_loop(hb: Optional[dict[str, Any]], settle_s: float = SETTLE_S) -> Optional[str]:
@@ -116,6 +117,7 @@ def ranks_settled(agent_pid: int, want: int, samples: list[jobstacks.ProcessSamp
     for s in samples:
         state.ranks_seen.setdefault(s.pid, s.rank)
     alive = {s.pid for s in samples}
+    state.absent = max(0, want - len(samples))
     for gone_pid, rank in state.ranks_seen.items():
         if gone_pid not in alive:
             note = f"rank {rank} (pid {gone_pid}) ended while dfdoctor watched"
