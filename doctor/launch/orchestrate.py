@@ -5,6 +5,7 @@ object and timeline; and `status` of such a run, end to end. The launch sequence
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any, Optional
 
@@ -17,7 +18,7 @@ from dfdoctor.engine import broken_plugin_records, launch_blockers, now_iso, run
 from dfdoctor.launch.cgroups import sweep_left_cgroups
 from dfdoctor.launch.local import RunSource, watch
 from dfdoctor.launch.remote import RemoteRun
-from dfdoctor.launch.report import placed_report, save_report
+from dfdoctor.launch.report import TIMELINE_DIGITS, placed_report, save_report
 from dfdoctor.model import CheckRecord, Report, Verdict
 from dfdoctor.registry import discover, select
 from dfdoctor.run import record
