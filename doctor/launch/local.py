@@ -25,6 +25,7 @@ from dfdoctor.agent.procfs import buffers_stdout, job_outputs, proc_start_time
 from dfdoctor.diagnose import jobstacks, launcher, stacks, stuck
 from dfdoctor.diagnose.look import blocked
 from dfdoctor.launch.lookahead import LookAhead
+from dfdoctor.launch.report import prepare_page
 from dfdoctor.launch.reading import clock, judge, own_log
 from dfdoctor.watch import rhythm, settle
 from dfdoctor.watch.loop import Ended, drive
@@ -153,6 +154,7 @@ def watch(source: "RunSource") -> tuple[RunRecord, Optional[LiveFacts]]:
     source says where the run is read: this machine (`RunSource`), or a --target (`launch/remote.TargetSource`)."""
     t0 = time.monotonic()
     source.line = WatchLine()  # from now: it says how long the watch has run
+    prepare_page()  # the report's page is compiled while the watch waits
     try:
         return drive(source, Policy(source.watch_s, source.settle_s, source.steady_s), source.line, source.poll_s)
     except KeyboardInterrupt:  # Ctrl-C ends the watch, not the job: judge what we have
@@ -264,10 +266,12 @@ class RunSource:
         return True
 
     def settle(self, o: Observation, steady: bool) -> None:
-        """Ask the settler once a second whether every rank is up and past init_process_group; on every
-        observation of steady output while it has seen no rank and asking is cheap: `running` needs the answer
-        on its very observation, and waiting for the second put it up to a second late (issue 45)."""
-        every = 0.0 if steady and not self.settling.ranks_seen and self.settle_is_cheap() else 1.0
+        """Ask the settler once a second whether every rank is up and past init_process_group; at once when
+        the output is steady and the job past its start, while it has seen no rank and asking is cheap:
+        `running` needs the answer on its very observation, and waiting for the second put it up to a second
+        late (issue 45). (Not on every observation: the walk of the job's tree reads every process here.)"""
+        ripe = steady and settle.ripe_within(o.heartbeat, o.talking_s, 0.0, self.settle_s)
+        every = 0.0 if ripe and not self.settling.ranks_seen and self.settle_is_cheap() else 1.0
         if o.t - self.last_settle_check >= every and o.alive:
             self.last_settle_check = o.t
             self.unsettled = self.ranks_unsettled(self.run, self.settling, steady)  # a rank that dies is seen to go
