@@ -22,6 +22,7 @@ from dfdoctor.numbers import whole
 
 MAX_PROCESSES = 32  # a node's ranks and their DataLoader workers; beyond that the first ones tell the story
 GAP_S = 1.0  # between the two samples
+AHEAD_GAPS = 3  # a first round taken ahead (launch/lookahead.py) serves a look this many gaps later at the most
 DUMP_TIMEOUT_S = 5.0
 
 
@@ -216,13 +217,14 @@ def sample_job(pid: int, rounds: int = 2, gap_s: float = GAP_S, timeout: float =
                ahead: Optional[Round] = None) -> list[ProcessSample]:
     """Every process of the job's tree, looked at `rounds` times `gap_s` apart (the gap counted from the start of
     one round to the start of the next). `ahead`: a first round taken already, which counts as the first when it
-    saw the very processes the tree has now and began at most two gaps ago (the rounds that follow keep their
-    gap from it; a look's samples are then one to two gaps apart, never less)."""
+    saw the very processes the tree has now and began at most AHEAD_GAPS gaps ago (the rounds that follow keep
+    their gap from it; a look's samples are then one to three gaps apart, never less, as a round that is slow
+    under load stretched them before)."""
     samples = [s for s in (describe(p) for p in tree(pid)) if s is not None]
     if not samples:
         return []
     done, began = 0, None
-    if ahead is not None and time.monotonic() - ahead.began <= 2 * gap_s and \
+    if ahead is not None and time.monotonic() - ahead.began <= AHEAD_GAPS * gap_s and \
             {s.pid for s in ahead.samples} == {s.pid for s in samples}:
         samples, done, began = ahead.samples, 1, ahead.began
         ahead.used = True

@@ -5,7 +5,7 @@ while other threads print is a deadlock, not a running job). Both rounds used to
 ripe, so the verdict came a second and more after the evidence (issue 45). Now the watch takes the first round
 when the job will be ripe within a gap at its pace (settle.ripe_within), again each gap while it is not yet; the
 look then takes only its second round, a gap after the first at the soonest, after ripeness as before. A first
-round that is older than two gaps, or saw other processes than the tree has now, is not used
+round that is older than three gaps, or saw other processes than the tree has now, is not used
 (jobstacks.sample_job): the look takes both rounds then.
 """
 
