@@ -237,3 +237,21 @@ def test_buffered_stdout_is_read_as_the_interpreter_decides(tmp_path, before, af
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_new_progress_line_is_in_the_heartbeat_soon_not_at_the_next_tick(tmp_path):
+    """Issue 45: the watch says `running` on the pace and loop the heartbeat shows; a line waited for the next
+    tick (up to a second). The job prints a line, then reads the heartbeat until it counts that line: each line
+    printed right after a heartbeat is in the next one within NEWS_S (plus a loaded machine's delay), not TICK_S."""
+    from dfdoctor.agent import recorder
+    beat = tmp_path / "run" / "heartbeat"
+    code = (f"import json, time\ndelays = []\nfor k in range(1, 7):\n    print('step', k, flush=True)\n"
+            f"    t = time.monotonic()\n    while time.monotonic() - t < 5:\n        try:\n"
+            f"            if json.load(open({str(beat)!r})).get('progress_lines', 0) >= k:\n                break\n"
+            f"        except (OSError, ValueError):\n            pass\n        time.sleep(0.01)\n"
+            f"    delays.append(time.monotonic() - t)\nprint('delays', json.dumps(delays), flush=True)\n")
+    run = _record(tmp_path, code)
+    said = [ln for ln in run.stream("stdout", 4096).splitlines() if ln.startswith("delays ")]
+    delays = json.loads(said[0].split(" ", 1)[1])
+    later = sorted(delays[1:])  # the first line is in the beat that notes the first output
+    assert later[len(later) // 2] < 0.75 * recorder.TICK_S, delays

@@ -38,6 +38,10 @@ from dfdoctor.agent.session import detach, keep_spec, read_spec
 from dfdoctor.agent.standin import stand_in
 
 TICK_S = 1.0  # heartbeat period; also bounds how stale "alive" can be
+# New progress lines are in the heartbeat this soon, not at the next tick: the watch says `running` on the pace
+# and loop the heartbeat shows, and waiting for the tick put that evidence up to a second late (issue 45). At
+# most this often, so a job that prints thousands of lines a second costs five heartbeats a second, not more.
+NEWS_S = 0.2
 RECORD_HEARTBEAT_S = 15.0  # how often a heartbeat also goes into the append-only record
 DRAIN_S = 0.2  # after the job dies, how long to wait for a grandchild still holding its pipes
 # While the pipes stay open, how long to keep looking for who holds them: a double fork's middle process can exit
@@ -84,6 +88,7 @@ class Recorder:
         self.silence_before_last = None  # seconds between the last output and the one before it
         self.partial = {}
         self.progress_lines = 0
+        self.beaten = (0, 0.0)  # progress_lines and time.monotonic() of the last heartbeat
         self.stdout_flushed = False  # the job's stdout delivered bytes before a block buffer was full
         self.loop = LoopLines()  # the line the job prints on every step: the settle check's sign it is past its start
         self.copies = {}
@@ -339,6 +344,7 @@ class Recorder:
     def beat(self):
         """Replace the heartbeat file; now and then also append a heartbeat to the record."""
         now = time.time()
+        self.beaten = (self.progress_lines, time.monotonic())
         usage = proc_usage(self.job.pid) if self.job and self.job.returncode is None else None
         beat = {"t": round(now, 3), "recorder_pid": os.getpid(), "job_pid": self.job.pid if self.job else None,
                 "job_alive": bool(self.job and self.job.returncode is None), "usage": usage,
@@ -456,8 +462,11 @@ class Recorder:
             self.flush_copies()
             self.beat()
             next_tick = now + TICK_S
+        due = next_tick
+        if self.progress_lines != self.beaten[0]:  # news not in the heartbeat yet: it goes in NEWS_S after the last
+            due = min(due, self.beaten[1] + NEWS_S)
         try:
-            ready, _, _ = select.select(list(open_fds) + [self.wake_r], [], [], max(0.0, next_tick - now))
+            ready, _, _ = select.select(list(open_fds) + [self.wake_r], [], [], max(0.0, due - now))
         except InterruptedError:
             ready = []
         for fd in ready:
@@ -465,6 +474,8 @@ class Recorder:
                 _drain_fd(fd)
             elif not self.relay(fd):
                 open_fds.discard(fd)
+        if self.progress_lines != self.beaten[0] and time.monotonic() >= self.beaten[1] + NEWS_S:
+            self.beat()
         return next_tick
 
     def relay_handoff(self, open_fds, holders):

@@ -22,6 +22,7 @@ from dfdoctor.numbers import whole
 
 MAX_PROCESSES = 32  # a node's ranks and their DataLoader workers; beyond that the first ones tell the story
 GAP_S = 1.0  # between the two samples
+AHEAD_GAPS = 3  # a first round taken ahead (launch/lookahead.py) serves a look this many gaps later at the most
 DUMP_TIMEOUT_S = 5.0
 
 
@@ -192,18 +193,48 @@ def _round(samples: list[ProcessSample], pool: ThreadPoolExecutor, timeout: floa
         s.looks.append(look)
 
 
-def sample_job(pid: int, rounds: int = 2, gap_s: float = GAP_S, timeout: float = DUMP_TIMEOUT_S) -> list[ProcessSample]:
+@dataclass
+class Round:
+    """The first round of a look, taken ahead of it (`first_round`): when it began (time.monotonic()), and what
+    it saw."""
+
+    began: float
+    samples: list[ProcessSample]
+    used: bool = False  # a look took it as its first round
+
+
+def first_round(pid: int, timeout: float = DUMP_TIMEOUT_S) -> Optional[Round]:
+    """One look at every process of the job's tree now, for a `sample_job` to come (None: no process)."""
+    began = time.monotonic()
+    samples = [s for s in (describe(p) for p in tree(pid)) if s is not None]
+    if not samples:
+        return None
+    with ThreadPoolExecutor(max_workers=min(16, len(samples))) as pool:
+        _round(samples, pool, timeout)
+    return Round(began, samples)
+
+
+def sample_job(pid: int, rounds: int = 2, gap_s: float = GAP_S, timeout: float = DUMP_TIMEOUT_S,
+               ahead: Optional[Round] = None) -> list[ProcessSample]:
     """Every process of the job's tree, looked at `rounds` times `gap_s` apart (the gap counted from the start of
-    one round to the start of the next)."""
+    one round to the start of the next). `ahead`: a first round taken already, which counts as the first when it
+    saw the very processes the tree has now and began at most AHEAD_GAPS gaps ago (the rounds that follow keep
+    their gap from it; a look's samples are then one to three gaps apart, never less, as a round that is slow
+    under load stretched them before)."""
     samples = [s for s in (describe(p) for p in tree(pid)) if s is not None]
     if not samples:
         return []
+    done, began = 0, None
+    if ahead is not None and time.monotonic() - ahead.began <= AHEAD_GAPS * gap_s and \
+            {s.pid for s in ahead.samples} == {s.pid for s in samples}:
+        samples, done, began = ahead.samples, 1, ahead.began
+        ahead.used = True
     with ThreadPoolExecutor(max_workers=min(16, len(samples))) as pool:
-        for i in range(rounds):
+        for _ in range(done, rounds):
+            if began is not None:
+                time.sleep(max(0.0, gap_s - (time.monotonic() - began)))
             began = time.monotonic()
             _round(samples, pool, timeout)
-            if i + 1 < rounds:
-                time.sleep(max(0.0, gap_s - (time.monotonic() - began)))
     return samples
 
 

@@ -24,6 +24,8 @@ from dfdoctor.agent import ship
 from dfdoctor.agent.procfs import buffers_stdout, job_outputs, proc_start_time
 from dfdoctor.diagnose import jobstacks, launcher, stacks, stuck
 from dfdoctor.diagnose.look import blocked
+from dfdoctor.launch.lookahead import LookAhead
+from dfdoctor.launch.report import prepare_page
 from dfdoctor.launch.reading import clock, judge, own_log
 from dfdoctor.watch import rhythm, settle
 from dfdoctor.watch.loop import Ended, drive
@@ -152,6 +154,7 @@ def watch(source: "RunSource") -> tuple[RunRecord, Optional[LiveFacts]]:
     source says where the run is read: this machine (`RunSource`), or a --target (`launch/remote.TargetSource`)."""
     t0 = time.monotonic()
     source.line = WatchLine()  # from now: it says how long the watch has run
+    prepare_page()  # the report's page is compiled while the watch waits
     try:
         return drive(source, Policy(source.watch_s, source.settle_s, source.steady_s), source.line, source.poll_s)
     except KeyboardInterrupt:  # Ctrl-C ends the watch, not the job: judge what we have
@@ -159,6 +162,7 @@ def watch(source: "RunSource") -> tuple[RunRecord, Optional[LiveFacts]]:
         run = source.load()
         return run, (None if run.finished else source.look(run, time.monotonic() - t0))
     finally:
+        source.ahead.close()  # a look ahead under way ends here: nothing of it stays running
         source.line.close()  # before the verdict: nothing of the line stays above it
 
 
@@ -187,6 +191,7 @@ class RunSource:
         self.settling = settle.Settling()
         self.unsettled: Optional[str] = None
         self.last_settle_check = -1.0
+        self.ahead = LookAhead()  # the first round of the look `running` waits for, taken as the job ripens
 
     # where the run is read: here (a TargetSource reads them on its target)
 
@@ -255,14 +260,27 @@ class RunSource:
         self.handoff = self.handoff or (t, done)
         return done <= self.handoff[1] and t - self.handoff[0] >= self.steady_s
 
+    def settle_is_cheap(self) -> bool:
+        """Whether asking the settler costs no session and no stack look while no rank was seen (here: a walk
+        of the job's tree)."""
+        return True
+
     def settle(self, o: Observation, steady: bool) -> None:
-        """Ask the settler once a second whether every rank is up and past init_process_group."""
-        if o.t - self.last_settle_check >= 1.0 and o.alive:
+        """Ask the settler once a second whether every rank is up and past init_process_group; at once when
+        the output is steady and the job past its start, while it has seen no rank and asking is cheap:
+        `running` needs the answer on its very observation, and waiting for the second put it up to a second
+        late (issue 45). (Not on every observation: the walk of the job's tree reads every process here.)"""
+        ripe = steady and settle.ripe_within(o.heartbeat, o.talking_s, 0.0, self.settle_s)
+        every = 0.0 if ripe and not self.settling.ranks_seen and self.settle_is_cheap() else 1.0
+        if o.t - self.last_settle_check >= every and o.alive:
             self.last_settle_check = o.t
             self.unsettled = self.ranks_unsettled(self.run, self.settling, steady)  # a rank that dies is seen to go
         o.unsettled = self.unsettled
         o.settle_checked = self.last_settle_check == o.t
         o.ranks_settled_s = None if self.settling.since is None else time.time() - self.settling.since
+        if steady and o.alive and self.sampler is sample_stuck and self.run.job_pid and \
+                settle.ripe_within(o.heartbeat, o.talking_s, jobstacks.GAP_S, self.settle_s):
+            self.ahead.keep_fresh(self.run.job_pid)  # (lookahead.py)
 
     def waiting_for(self, o: Observation, steady: bool) -> str:
         """What the watch waits for, in the words of the progress line."""
@@ -285,7 +303,9 @@ class RunSource:
         if not self.can_sample:
             return self.run, _running(self.run, o.t, self.settle_s, self.settling, looping)
         self.line.say("it looks settled; one look at the stacks of its processes first", force=True)
-        facts = self.look_for_wait(self.run, o.t)
+        ahead = self.ahead.take()
+        facts = sample_stuck(self.run, o.t, ahead) if ahead is not None and self.sampler is sample_stuck else \
+            self.look_for_wait(self.run, o.t)
         run = self.load()
         if facts is not None and facts.classified is not None:
             return run, facts
@@ -381,14 +401,14 @@ def _running(run: RunRecord, watched_s: float, settle_s: float, settling: settle
     return facts
 
 
-def observe(run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
-    """Look into a live job: the stacks and kernel waits of every process of its tree (twice, a second apart),
-    where its stdout goes, what files it writes."""
+def observe(run: RunRecord, watched_s: float, ahead: Optional[jobstacks.Round] = None) -> Optional[LiveFacts]:
+    """Look into a live job: the stacks and kernel waits of every process of its tree (twice, a second apart;
+    `ahead`: the first of the two, taken already), where its stdout goes, what files it writes."""
     pid = run.job_pid
     if pid is None or not run.job_alive():
         return None
     facts = LiveFacts(pid=pid, watched_s=watched_s)
-    samples = jobstacks.sample_job(pid) if stacks.py_spy() else []
+    samples = jobstacks.sample_job(pid, ahead=ahead) if stacks.py_spy() else []
     if samples:
         facts.stacks = [s.last.stacks for s in samples if s.python and s.last is not None][:stacks.MAX_PROCESSES * 4]
     else:
@@ -408,16 +428,18 @@ def observe(run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
     return facts
 
 
-def sample_stuck(run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
+def sample_stuck(run: RunRecord, watched_s: float, ahead: Optional[jobstacks.Round] = None) -> Optional[LiveFacts]:
     """Sample a quiet job's processes; its facts when the stacks prove a wait (a lock cycle, a rank missing, a
-    lock, stdin...), else None (keep watching)."""
+    lock, stdin...), else None (keep watching). `ahead`: the look's first round, taken already."""
     t = time.monotonic()
-    facts = observe(run, watched_s)
+    facts = observe(run, watched_s, ahead)
     if facts is not None:  # each look is noted: how long sampling took, what it showed (latency, debugging)
         finding = facts.stuck.cause if facts.stuck else (facts.classified or [None])[0]
         RunFolder.at(run.dir).append_event("stacks-sampled", took_s=round(time.monotonic() - t, 2),
                                            processes=len(facts.job), quiet_s=round(facts.quiet_s or 0.0, 1),
-                                           waits=[s.wait.kind for s in stuck.seen(facts.job)], finding=finding)
+                                           waits=[s.wait.kind for s in stuck.seen(facts.job)], finding=finding,
+                                           **({"first_round_s_before": round(t - ahead.began, 2)}
+                                              if ahead is not None and ahead.used else {}))
     return _settled_facts(facts)
 
 

@@ -136,3 +136,7 @@ class TargetSource(RunSource):
     def ranks_unsettled(self, run: RunRecord, state: settle.Settling, deep: bool) -> Optional[str]:
         """torchrun's ranks there, as its agent saw them."""
         return self.remote.settle(run, state, deep)
+
+    def settle_is_cheap(self) -> bool:
+        """A line that may run torchrun is asked about its ranks in a session there: once a second is enough."""
+        return not may_run_torchrun(list((self.run.spec if self.run else {}).get("argv") or []))

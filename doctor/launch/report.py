@@ -4,6 +4,7 @@ masked. `launch`, `status` and their sbatch forms (slurm/orchestrate.py) all sav
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any, Optional
@@ -11,7 +12,7 @@ from typing import Any, Optional
 from dfdoctor import __version__
 from dfdoctor.engine import environment_facts, now_iso, redacted
 from dfdoctor.model import CheckRecord, Report, Verdict
-from dfdoctor.render import render
+from dfdoctor.render import prepare, render
 from dfdoctor.run.folder import RunFolder
 from dfdoctor.agent.names import REPORT_HTML, REPORT_JSON
 from dfdoctor.safefile import write_atomically
@@ -39,6 +40,18 @@ def placed_report(ctx: Any, mode: str, started: str, verdict: Verdict, records: 
                   finished_at=now_iso(), verdict=verdict, checks=records,
                   timeline=timeline + [timeline_event("verdict", f"{verdict.state} {verdict.cause or ''}".strip())],
                   run=run, environment=environment_facts(ctx, records), mode=mode)
+
+
+def prepare_page() -> None:
+    """Import and compile what `save_report`'s HTML needs, in a thread, while the launch watches the job (the
+    watch mostly waits); save_report renders with it, or compiles what it has not yet."""
+    def work() -> None:
+        try:
+            prepare("html")
+        except Exception:  # save_report then compiles the page itself, and says what failed
+            pass
+
+    threading.Thread(target=work, name="dfdoctor-prepare-page", daemon=True).start()
 
 
 def save_report(run_dir: Path, report: Report) -> Report:

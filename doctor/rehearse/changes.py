@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from dfdoctor.rehearse import pause
 from dfdoctor.rehearse.runner import Rehearsal
-from dfdoctor.targets.registry import kind_for
 
 
 def said(r: Rehearsal, tried: Rehearsal, *, folder: Optional[str] = None, started_in: Optional[str] = None) -> list[str]:
@@ -28,9 +28,9 @@ def said(r: Rehearsal, tried: Rehearsal, *, folder: Optional[str] = None, starte
             out.append(f"the redirect moved inside {job.where}: your `{lg.op} {lg.typed}` was read by the shell on "
                        f"{lg.where}, before {job.where.split(' on ')[0]} was entered")
             break
-    pause = any(kind_for(hop.kind).detach_needs_pause for hop in job.chain)
     out.append("`nohup setsid -f … </dev/null`: the job leaves the session that started it"
-               + ("; `sleep 1`: lets it get away before the hop ends what it started" if pause else ""))
+               + ("; `sleep 1`: lets it get away before the hop ends what it started"
+                  if pause.needed(job.chain) else ""))
     if job.launcher is None and job.runner == "python" and "-u" not in job.argv[1:job.argv.index(job.script) if job.script in job.argv
                                                          else None]:
         out.append("`-u`: Python writes each line to the log at once, not in blocks")

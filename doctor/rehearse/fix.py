@@ -10,9 +10,8 @@ from typing import Optional
 
 from dfdoctor import causes
 from dfdoctor.shell import join_typed, quote_typed
-from dfdoctor.rehearse import changes, judge, rewrite
+from dfdoctor.rehearse import changes, judge, pause, rewrite
 from dfdoctor.rehearse.runner import Rehearsal, rehearse
-from dfdoctor.targets.registry import kind_for
 
 RUN_FIRST = "run first: "  # a line of a fix to run before the line itself
 CHANGED = "changed: "  # the line of a fix that says what changed of the user's line, and why
@@ -57,9 +56,9 @@ def compose(r: Rehearsal, log: Optional[str] = None, *, folder: Optional[str] = 
     if job.runner == "python" and "-u" not in options:
         argv.insert(1, "-u")
     core = f"nohup setsid -f {join_typed(argv)} </dev/null >>{quote_typed(typed)} 2>&1"
-    if any(kind_for(hop.kind).detach_needs_pause for hop in job.chain):
+    if pause.needed(job.chain):
         # lxc-attach (pct exec) given a terminal ends the attached process group as soon as its command
-        # returns, which can catch the forked job before its setsid(): a pause lets it get away (docs/targets.md)
+        # returns, which can catch the forked job before its setsid(): a pause lets it get away (pause.py)
         core += "; sleep 1"
     # what the line set up for the job at its shell (a venv's activate, exports) comes along, in order
     core = " && ".join([*job.setup, core]) if job.setup else core
@@ -118,7 +117,7 @@ def _launcher_line(launcher, r: Rehearsal, log: Optional[str]) -> str:
     if not typed.startswith("/") and cwd:
         typed = posixpath.join(cwd, typed)
     core = f"nohup setsid -f {join_typed(launcher.argv)} </dev/null >>{quote_typed(typed)} 2>&1"
-    if any(kind_for(hop.kind).detach_needs_pause for hop in launcher.chain):
+    if pause.needed(launcher.chain):
         core += "; sleep 1"
     core = " && ".join([*launcher.setup, core]) if launcher.setup else core
     if cwd:

@@ -904,6 +904,11 @@ def typed_line(chain: tuple[Hop, ...], script: str) -> str:
     return line
 
 
+def user_ssh_words(hop: Hop) -> list[str]:
+    """An ssh hop's words as a fix line types them: the user's options and the destination (no `ssh`)."""
+    return _without_extra(list(hop.argv[1:]))
+
+
 def _without_extra(argv: list[str]) -> list[str]:
     """ssh's words without the options the rehearsal added (and its `-T`), but for the config file dfdoctor's ssh
     used (`-F $DFDOCTOR_SSH_CONFIG`): without it the printed line would not reach where the rehearsal did. Where

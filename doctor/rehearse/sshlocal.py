@@ -148,3 +148,11 @@ def _effective(opts: tuple[str, ...], dest: str) -> Optional[dict[str, str]]:
         key, _, value = line.partition(" ")
         out.setdefault(key.lower(), value.strip())
     return out
+
+
+def requests_tty(opts: tuple[str, ...], dest: str) -> Optional[bool]:
+    """Whether an ssh with these options, given a remote command and typed in a terminal, asks for a terminal
+    there by its configuration (`RequestTTY yes` or `force`, which `ssh -G` says `true` and `force`); None where
+    `ssh -G` could not say."""
+    conf = _effective(tuple(opts), dest)
+    return None if conf is None else conf.get("requesttty", "auto") not in ("auto", "no", "false")

@@ -20,6 +20,13 @@ def renderer(fmt: str) -> Callable[..., str]:
     return import_module(f"{__name__}.{_MODULES[fmt]}").render
 
 
+def prepare(fmt: str) -> None:
+    """Import a format's renderer and let it prepare what every report needs (html: its compiled templates)."""
+    module = import_module(f"{__name__}.{_MODULES[fmt]}")
+    if hasattr(module, "prepare"):
+        module.prepare()
+
+
 def render(report: Report, fmt: str, **options) -> str:
     """Render `report` as `fmt`, passing each renderer only the options it takes (verbose, color, fail_on)."""
     fn = renderer(fmt)

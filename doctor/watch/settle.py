@@ -68,6 +68,22 @@ def in_its_loop(hb: Optional[dict[str, Any]], settle_s: float = SETTLE_S) -> Opt
     return f'in its loop: "{shape}" printed {count} times over {last - first:.1f} s'
 
 
+def ripe_within(hb: Optional[dict[str, Any]], talking_s: float, within_s: float, settle_s: float = SETTLE_S) -> bool:
+    """Whether the job, going on at its pace, is past its start within `within_s`: its settle time runs out, or
+    its loop, projected that far at the pace its lines show, is the job's loop then (a look may be prepared)."""
+    if talking_s + within_s >= settle_s:
+        return True
+    hb = hb or {}
+    loop = hb.get("loop") or {}
+    count, first, last = int(loop.get("count") or 0), loop.get("first_t"), loop.get("last_t")
+    if count < 2 or first is None or last is None or last <= first:
+        return False
+    every = (last - first) / (count - 1)
+    more = int(within_s / every)
+    ahead = dict(loop, count=count + more, last_t=last + more * every)
+    return in_its_loop(dict(hb, loop=ahead, last_output_t=last + more * every), settle_s) is not None
+
+
 def about_to_end(hb: Optional[dict[str, Any]], settle_s: float = SETTLE_S) -> Optional[str]:
     """Words for a loop that counts towards a total it reaches within `settle_s` at the pace its first and
     latest lines show (`target step 260/300`): a phase about to end, after which the job does something else

@@ -1,0 +1,69 @@
+"""The fix's `; sleep 1` after its detached start only where a terminal reaches an lxc-attach (issue 45): over the
+real chain, ssh without a terminal -> `pct exec` -> lxc-attach leaves a `nohup setsid -f` job alone, every time,
+so the seed's fix needs no pause; lxc-attach typed at a prompt (tests/test_rehearse.py) keeps it."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from dfdoctor.rehearse import judge, pause
+from dfdoctor.rehearse.fix import find
+from dfdoctor.rehearse.rewrite import Hop
+from dfdoctor.rehearse.runner import rehearse
+from infra.fixtures import Infra, infra, kill_naming, procs_naming, ssh_config_env  # noqa: F401
+
+TRAIN = "import time\nfor i in range(400):\n    print('step', i, flush=True)\n    time.sleep(0.1)\n"
+
+
+def _ssh(*opts: str) -> Hop:
+    return Hop("ssh", ("ssh", "-T", *opts, "root@dfdoctor-host"), "dfdoctor-host")
+
+
+PCT = Hop("pct", ("pct", "exec", "200", "--"), "container 200 on dfdoctor-host")
+LXC = Hop("lxc", ("lxc-attach", "-n", "200", "--"), "container 200")
+
+
+def test_a_pause_only_where_a_terminal_reaches_lxc_attach(ssh_config_env):
+    assert pause.needed((LXC,))  # typed at a prompt: lxc-attach has the terminal
+    assert not pause.needed((_ssh(), PCT))  # ssh with a remote command and no -t: no terminal there
+    assert pause.needed((_ssh("-o", "RequestTTY=force"), PCT))  # the configuration asks for one
+    assert pause.needed((_ssh("-o", "RequestTTY=yes"), PCT))
+    assert not pause.needed((_ssh(),))  # no container hop: nothing to pause for
+
+
+@pytest.fixture
+def seed(infra: Infra):
+    """A folder in container 200 only (not on the host), holding train.py: the seed's /workspace."""
+    name = f"dfd-pause-{uuid.uuid4().hex[:8]}"
+    work = f"/tmp/{name}"
+    inside = infra.rootfs() / "tmp" / name
+    inside.mkdir()
+    (inside / "train.py").write_text(TRAIN)
+    yield work, inside
+    kill_naming(work)
+    shutil.rmtree(inside, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_the_seed_fix_has_no_pause_and_its_job_outlives_the_hop(infra, ssh_config_env, seed):
+    """The seed's line: its fix, found and rehearsed, has no `sleep 1`; the detached start it makes over ssh and
+    pct exec leaves the job running every time (10 starts, no pause, nothing in between)."""
+    work, inside = seed
+    r = rehearse(f"ssh root@dfdoctor-host 'pct exec 200 -- nohup python3 {work}/train.py > {work}/train.log 2>&1 &'")
+    fx = find(r)
+    assert fx is not None and fx.works, fx and fx.words()
+    assert "sleep" not in fx.line and not any("sleep 1" in c for c in fx.changes), fx.words()
+    assert judge.passed(fx.rehearsal) and fx.rehearsal.alive, judge.facts(fx.rehearsal)
+    marks = [f"{work}/s{i}-{uuid.uuid4().hex[:6]}" for i in range(10)]
+    for m in marks:
+        line = f"pct exec 200 -- sh -c 'nohup setsid -f python3 -c \"import time; time.sleep(60)\" {m} </dev/null >>{work}/x.log 2>&1'"
+        subprocess.run(["ssh", "-F", ssh_config_env.ssh_config, "root@dfdoctor-host", line], check=True, timeout=60,
+                       stdin=subprocess.DEVNULL, capture_output=True)
+    time.sleep(1.0)  # a second after the last hop returned: nothing ended them meanwhile
+    alive = [m for m in marks if any(p.is_running() for p in procs_naming(m))]
+    assert alive == marks, f"{len(marks) - len(alive)} of {len(marks)} detached jobs did not outlive the hop"
