@@ -186,9 +186,9 @@ def test_check_says_the_cluster_refuses_a_missing_or_wrong_token(head, tmp_path)
     line = ["check", "--format", "json", "--", *_submit(head, "--", "python", "ray_steps.py")]
     empty = tmp_path / "home"
     empty.mkdir()
-    # (the words are checked without "token": RAY_AUTH_MODE=token is taken for a secret, and its value masked)
-    for env, words, code in (({"HOME": str(empty)}, " was found", 401),
-                             ({"RAY_AUTH_TOKEN": "0" * 64}, " is not its", 403)):
+    # (RAY_AUTH_MODE=token names a mode, not a secret: the word "token" is said, not masked)
+    for env, words, code in (({"HOME": str(empty)}, "it has token auth on and no token was found", 401),
+                             ({"RAY_AUTH_TOKEN": "0" * 64}, "it has token auth on and our token is not its", 403)):
         p = run_dfdoctor(*line, cwd=wd, env={**head.env, **env}, timeout=TIMEOUT_S)
         rec = {r["id"]: r for r in json.loads(p.stdout)["checks"]}["ray.address"]
         assert p.returncode == 1 and rec["status"] == "fail" and words in rec["summary"], rec
