@@ -102,6 +102,10 @@ RAY_PENDING_NO_CAPACITY = "ray-pending-no-capacity"  # a request a node could ho
 RAY_RUNTIME_ENV_FAILED = "ray-runtime-env-failed"  # the runtime_env (pip, working_dir) could not be set up
 RAY_ACTOR_DIED = "ray-actor-died"  # the job SUCCEEDED (its driver exited 0) while its tasks or actors failed
 RAY_ACTOR_OOM = "ray-actor-oom"  # Ray's memory monitor killed a worker
+# A driver's `ray.init()` that started a private local Ray instance instead of joining the cluster meant (the one
+# its job was submitted to, or RAY_ADDRESS/--target): Ray's own "Started a local Ray instance" line, and no driver
+# of the job connected to the cluster (the job API's job_id is empty).
+RAY_WRONG_CLUSTER = "ray-wrong-cluster"
 # sbatch refusing the submission (seen by `sbatch --test-only`): nothing would be queued, so nothing could log;
 # a Ray entrypoint asking for what no node has would pend forever.
 LAUNCH_BLOCKERS = LAUNCH_BLOCKERS | {SBATCH_REFUSED, RAY_INFEASIBLE_RESOURCES}

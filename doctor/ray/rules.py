@@ -15,6 +15,8 @@ MISSING = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
 OOM_WORDS = ("OutOfMemoryError", "memory monitor", "due to memory pressure")
 WAITING = ("PENDING_NODE_ASSIGNMENT", "PENDING_ARGS_AVAIL", "PENDING_CREATION", "DEPENDENCIES_UNREADY",
            "PENDING_ACTOR_TASK_ARGS_FETCH", "PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY")
+# Ray's INFO line when `ray.init()` starts an instance of its own instead of joining one (worker.py)
+LOCAL_START = re.compile(r"^.*\bStarted a local Ray instance\b.*$", re.M)
 NO_CAPACITY_S = 5.0  # how long a feasible request must wait before it is called waiting for capacity
 
 
@@ -93,6 +95,25 @@ def runtime_env_failed(s: Seen) -> Optional[Verdict]:
                    "Fix the runtime_env (its pip list or requirements file: the line above is pip's own) and "
                    "submit again; `pip install` the same list in a fresh venv shows the same error in seconds.",
                    s.evidence() + ([f"{s.env_log}: {s.env_error}"] if s.env_error else []))
+
+
+def wrong_cluster(s: Seen) -> Optional[Verdict]:
+    """The job's driver started a private local Ray instance: Ray says so in the driver's log, and the job API
+    shows no driver of the job connected to the cluster. Its tasks run beside the head on none of the cluster's
+    resources, and the working_dir it was given lives in the cluster's store, not the private one's (the
+    private instance then fails to "download" it, and Ray's message blames an expired package)."""
+    started = LOCAL_START.search(s.logs)
+    if started is None or s.job.get("job_id") or s.status not in ("RUNNING", "SUCCEEDED", "FAILED", "STOPPED"):
+        return None
+    return Verdict("failed", causes.RAY_WRONG_CLUSTER,
+                   f"The job's driver did not join the Ray cluster at {s.address}: its `ray.init()` started a "
+                   "private local Ray instance beside it, so nothing of the job runs on the cluster's nodes.",
+                   "Call `ray.init()` with no address (in a job Ray sets RAY_ADDRESS to the cluster) or "
+                   "`ray.init(address=\"auto\")`; drop `address=\"local\"` and any other address; not tried."
+                   + (f" `dfdoctor stop ray:{s.job_id}` ends this one." if s.status == "RUNNING" else ""),
+                   s.evidence() + [f"the driver's log: {started[0].strip()[:300]}",
+                                   f"Ray job {s.job_id}: no driver connected to the cluster (the job API's job_id "
+                                   "is empty)"])
 
 
 def infeasible(s: Seen) -> Optional[Verdict]:
@@ -224,7 +245,7 @@ def running(s: Seen) -> Optional[Verdict]:
 
 
 RULES: tuple[Callable[[Seen], Optional[Verdict]], ...] = (
-    runtime_env_failed, infeasible, actor_oom, missing_module, actor_died, failed, ended_ok, pending_no_capacity,
+    wrong_cluster, runtime_env_failed, infeasible, actor_oom, missing_module, actor_died, failed, ended_ok, pending_no_capacity,
     running)
 
 
