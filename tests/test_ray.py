@@ -213,3 +213,71 @@ def test_an_entrypoint_no_node_can_hold_is_named_when_forced_and_stop_says_what_
     assert q.returncode == 1, q.stdout  # something of the job is left, and said
     assert "it is still PENDING: Ray cannot stop a job whose entrypoint was never placed" in q.stdout, q.stdout
     assert "_ray_internal_job_actor_" in q.stdout and "NOT stopped" in q.stdout
+
+
+@pytest.mark.slow
+def test_a_driver_that_starts_a_private_ray_instance_is_the_wrong_cluster(head, tmp_path):
+    """`ray.init(address="local")` in a job's driver: Ray says "Started a local Ray instance" as an INFO line, the
+    job stays RUNNING, and later fails blaming an expired package (the private instance has not the working_dir
+    the cluster has). dfdoctor names the cluster it did not join."""
+    wd = _folder(tmp_path, "ray_private_cluster.py")
+    doc, took, _ = _launch(head, wd, "--", "python", "ray_private_cluster.py")
+    v = doc["verdict"]
+    assert v["cause"] == "ray-wrong-cluster" and f"did not join the Ray cluster at {head.address}" in v["summary"], v
+    assert any("Started a local Ray instance" in e for e in v["evidence"]), v
+    assert any("no driver connected to the cluster" in e for e in v["evidence"]) and 'address=\"local\"' in v["fix"]
+    assert doc["run"]["ray"]["driver_job_id"] is None
+    _stop(head, wd, doc["run"]["id"])
+
+
+@pytest.mark.slow
+def test_stop_lists_a_detached_actor_left_alive_and_status_says_the_stop_in_rays_terms(head, tmp_path):
+    wd = _folder(tmp_path, "ray_detached.py")
+    doc, took, _ = _launch(head, wd, "--", "python", "ray_detached.py")
+    assert doc["verdict"]["state"] == "running", doc["verdict"]
+    job = doc["run"]["ray"]["job_id"]
+    p = run_dfdoctor("stop", doc["run"]["id"], cwd=wd, env=head.env, timeout=120)
+    assert p.returncode == 1, p.stdout  # the job is STOPPED, its detached actor lives on: said, and exit 1
+    assert "Ray now says STOPPED" in p.stdout and "left alive: detached actor Cache dfdoctor_test/" \
+        "dfdoctor_test_cache (ALIVE" in p.stdout, p.stdout
+    assert "ray.kill(ray.get_actor('dfdoctor_test_cache', namespace='dfdoctor_test'))" in p.stdout
+    q = run_dfdoctor("status", doc["run"]["id"], "--format", "json", cwd=wd, env=head.env, timeout=TIMEOUT_S)
+    v = json.loads(q.stdout)["verdict"]
+    assert v["cause"] == "stopped-by-user" and v["summary"].startswith(f"Ray job {job} was stopped by you"), v
+    assert any(f"Ray's stop endpoint for job {job} (it was RUNNING; Ray then said STOPPED)" in e
+               for e in v["evidence"]) and "ray job submit" in v["fix"], v
+    # the fix it printed, done from a driver of the cluster (a job of its own): then nothing of the job is left
+    kill = run_dfdoctor("launch", "--watch", WATCH, "--format", "json", "--", *_submit(
+        head, "--", "python", "-c", "import ray; ray.init(); ray.kill(ray.get_actor('dfdoctor_test_cache', "
+        "namespace='dfdoctor_test')); print('killed')"), cwd=wd, env=head.env, timeout=TIMEOUT_S)
+    assert json.loads(kill.stdout)["verdict"]["state"] == "ok", kill.stdout
+    again = run_dfdoctor("stop", doc["run"]["id"], cwd=wd, env=head.env, timeout=120)
+    assert again.returncode == 0 and "nothing to stop" in again.stdout and "left alive" not in again.stdout, \
+        again.stdout
+
+
+def _memory_used() -> tuple[float, int]:
+    """The machine's memory in use, as Ray's memory monitor counts it (MemTotal - MemAvailable), and its total."""
+    info = {line.split(":")[0]: int(line.split()[1]) << 10 for line in Path("/proc/meminfo").read_text().splitlines()}
+    return (info["MemTotal"] - info["MemAvailable"]) / info["MemTotal"], info["MemTotal"]
+
+
+@pytest.mark.slow
+def test_a_task_rays_memory_monitor_kills_is_named_with_its_numbers(tmp_path):
+    """A real kill by Ray's memory monitor, on a head of its own whose threshold (RAY_memory_usage_threshold) is
+    a little above what the machine uses as it starts (the machine is shared: 8 % of it, about 1.9 GB here, covers
+    the head and leaves the task a GiB or so to allocate before the kill). The task allocates 128 MiB at a time
+    until killed (at most 6 GiB)."""
+    used, total = _memory_used()
+    if total * (1 - used) < 8 << 30:
+        pytest.skip(f"only {total * (1 - used) / 2**30:.1f} GiB free here: the test allocates up to 6 GiB")
+    h = ray_head.start(Path(sys.executable), settings={"RAY_memory_usage_threshold": f"{used + 0.08:.3f}"})
+    try:
+        wd = _folder(tmp_path, "ray_memory_hog.py")
+        doc, took, _ = _launch(h, wd, "--", "python", "ray_memory_hog.py", "6144")
+    finally:
+        h.end()
+    v = doc["verdict"]
+    assert v["cause"] == "ray-actor-oom" and v["summary"].startswith("Ray's memory monitor killed hog: it held "), v
+    assert "the node was at " in v["summary"] and "threshold" in v["summary"], v
+    assert any("Selected to kill" in e and "task name=hog" in e for e in v["evidence"]), v

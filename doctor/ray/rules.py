@@ -12,7 +12,12 @@ from dfdoctor import causes
 from dfdoctor.model import Verdict
 
 MISSING = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
-OOM_WORDS = ("OutOfMemoryError", "memory monitor", "due to memory pressure")
+# how a task or actor the memory monitor killed reads in the state API (error_type OUT_OF_MEMORY, and its message
+# "N worker(s) were killed due to the node running low on memory" in 2.60; older Rays' words too)
+OOM_WORDS = ("OUT_OF_MEMORY", "running low on memory", "OutOfMemoryError", "memory monitor", "due to memory pressure")
+# the memory monitor's own numbers in that message: the node's use against its limit, and the worker it chose
+OOM_NODE = re.compile(r"Memory on the node \(IP: [^)]*\) was ([^\n(]+)(?:\(([\d.]+)\))?")
+OOM_THRESHOLD = re.compile(r"exceeded threshold of \d+B \(([\d.]+% of \d+B limit)\)")
 WAITING = ("PENDING_NODE_ASSIGNMENT", "PENDING_ARGS_AVAIL", "PENDING_CREATION", "DEPENDENCIES_UNREADY",
            "PENDING_ACTOR_TASK_ARGS_FETCH", "PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY")
 # Ray's INFO line when `ray.init()` starts an instance of its own instead of joining one (worker.py)
@@ -151,13 +156,28 @@ def actor_oom(s: Seen) -> Optional[Verdict]:
     for row in s.actors + s.tasks:
         text = " ".join(str(row.get(k) or "") for k in ("death_cause", "error_message", "error_type"))
         if any(w in text for w in OOM_WORDS):
-            line = next((l.strip() for l in text.splitlines() if "memory" in l.lower()), text.strip()[:300])
-            return Verdict("failed", causes.RAY_ACTOR_OOM,
-                           f"Ray's memory monitor killed {_who(row)}: {line[:400]}",
+            return Verdict("failed", causes.RAY_ACTOR_OOM, f"Ray's memory monitor killed {_who(row)}"
+                           f"{_oom_numbers(text, _who(row))}",
                            "Give it less to hold at once or ask for memory (`memory=` in its options) so Ray "
-                           "places it where it fits; RAY_memory_usage_threshold moves the kill point.",
-                           s.evidence())
+                           "places it where it fits; RAY_memory_usage_threshold moves the kill point; not tried.",
+                           s.evidence() + [l.strip()[:400] for l in text.splitlines()
+                                           if "Selected to kill" in l or "OOM kill reason" in l][:4])
     return None
+
+
+def _oom_numbers(text: str, who: str) -> str:
+    """What the monitor says of the kill: the worker's own memory, the node's use against its limit."""
+    chosen = next((l for l in text.splitlines() if "Selected to kill" in l and f"name={who}" in l), "")
+    own = re.search(r"actual memory used=([\d.]+\s*[KMGT]?B)", chosen)
+    node, threshold = OOM_NODE.search(text), OOM_THRESHOLD.search(text)
+    said = [f"it held {own[1]}" if own else "",
+            f"the node was at {node[1].strip()}" if node else "",
+            f"over the monitor's threshold of {threshold[1]}" if threshold else ""]
+    said = [x for x in said if x]
+    if said:
+        return ": " + ", ".join(said) + "."
+    line = next((l.strip() for l in text.splitlines() if "memory" in l.lower()), text.strip())
+    return f": {line[:400]}"
 
 
 def missing_module(s: Seen) -> Optional[Verdict]:

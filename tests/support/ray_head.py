@@ -19,6 +19,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import psutil
 
@@ -94,12 +95,13 @@ class Head:
         shutil.rmtree(self.home, ignore_errors=True)
 
 
-def start(python_bin: Path, tries: int = 3) -> Head:
+def start(python_bin: Path, tries: int = 3, settings: Optional[dict] = None) -> Head:
     """`ray start --head --num-cpus 2` of the venv of `python_bin`, on free ports, its temp dir and HOME its own.
-    A port free when chosen may be taken before Ray binds it (other tests run meanwhile): then new ports."""
+    A port free when chosen may be taken before Ray binds it (other tests run meanwhile): then new ports.
+    `settings`: Ray's own RAY_* variables for the head (e.g. its memory monitor's threshold)."""
     for attempt in range(tries):
         try:
-            return _start(python_bin)
+            return _start(python_bin, settings or {})
         except PortTaken:
             if attempt == tries - 1:
                 raise
@@ -110,7 +112,7 @@ class PortTaken(RuntimeError):
     """`ray start` failed on a port."""
 
 
-def _start(python_bin: Path) -> Head:
+def _start(python_bin: Path, settings: dict) -> Head:
     ports = dict(zip(PORT_NAMES, _free_ports(len(PORT_NAMES))))
     lo = _worker_ports(set(ports.values()))
     # a short temp dir: Ray's unix sockets live under it, and a socket path has at most 107 characters
@@ -128,7 +130,7 @@ def _start(python_bin: Path) -> Head:
             *[f"{k}={v}" for k, v in ports.items()]]
     head = Head(f"http://127.0.0.1:{ports['--dashboard-port']}", home, temp, env, mark)
     try:
-        p = subprocess.run(argv, env=env, cwd=home, capture_output=True, text=True, timeout=START_TIMEOUT_S,
+        p = subprocess.run(argv, env={**env, **settings}, cwd=home, capture_output=True, text=True, timeout=START_TIMEOUT_S,
                            stdin=subprocess.DEVNULL)
         if p.returncode != 0:
             said = f"ray start failed ({p.returncode}): {p.stderr[-2000:]}"
