@@ -70,8 +70,15 @@ class Placement:
     where = ""  # for `dfdoctor stop`'s first line: "in Slurm"
     submitter = ""  # what submits its jobs, as the user knows it: "sbatch"
 
+    target_scheme = ""  # a `--target SCHEME://...` that names this placement's cluster, not a machine ("ray")
+
     def claims(self, ctx: Any) -> bool:
         """Whether the launch line (or --launcher) of `ctx` is this placement's."""
+        raise NotImplementedError
+
+    def line_for_target(self, spec: str, command: list[str]) -> list[str]:
+        """The launch line `--target SPEC -- COMMAND` means (its `target_scheme`): one `claims` takes. A
+        UsageError when the spec or the command cannot be one."""
         raise NotImplementedError
 
     def claims_spec(self, spec: dict[str, Any]) -> bool:

@@ -251,7 +251,12 @@ def test_stop_lists_a_detached_actor_left_alive_and_status_says_the_stop_in_rays
         head, "--", "python", "-c", "import ray; ray.init(); ray.kill(ray.get_actor('dfdoctor_test_cache', "
         "namespace='dfdoctor_test')); print('killed')"), cwd=wd, env=head.env, timeout=TIMEOUT_S)
     assert json.loads(kill.stdout)["verdict"]["state"] == "ok", kill.stdout
-    again = run_dfdoctor("stop", doc["run"]["id"], cwd=wd, env=head.env, timeout=120)
+    deadline = time.monotonic() + 60  # the actor's death reaches the state API a moment after ray.kill returns
+    while True:
+        again = run_dfdoctor("stop", doc["run"]["id"], cwd=wd, env=head.env, timeout=120)
+        if again.returncode == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(1)
     assert again.returncode == 0 and "nothing to stop" in again.stdout and "left alive" not in again.stdout, \
         again.stdout
 
@@ -281,3 +286,37 @@ def test_a_task_rays_memory_monitor_kills_is_named_with_its_numbers(tmp_path):
     assert v["cause"] == "ray-actor-oom" and v["summary"].startswith("Ray's memory monitor killed hog: it held "), v
     assert "the node was at " in v["summary"] and "threshold" in v["summary"], v
     assert any("Selected to kill" in e and "task name=hog" in e for e in v["evidence"]), v
+
+
+def test_a_ray_target_is_the_heads_job_server_and_never_ray_clients_port(tmp_path):
+    """`--target ray://HEAD[:PORT]` names the head's job server (8265 by default); to Ray, ray://HOST:10001 is
+    its Client server, which takes no job: refused, with the difference said. A line with another --address is
+    two clusters."""
+    from dfdoctor.ray import targets
+    assert targets.line_for("ray://head", ["python", "t.py"]) == [
+        "ray", "job", "submit", "--address", "http://head:8265", "--working-dir", ".", "--", "python", "t.py"]
+    assert targets.line_for("ray://h:9000", ["ray", "job", "submit", "--", "python", "t.py"])[:5] == [
+        "ray", "job", "submit", "--address", "http://h:9000"]
+    for spec, line, words in (("ray://127.0.0.1:10001", ["python", "t.py"], "10001 is Ray Client's port"),
+                              ("ray://127.0.0.1:9", ["ray", "job", "submit", "--address", "http://x:8265", "--",
+                                                     "python", "t.py"], "name two clusters")):
+        p = run_dfdoctor("check", "--target", spec, "--", *line, cwd=tmp_path)
+        assert p.returncode == 2 and words in p.stderr, p.stderr
+
+
+@pytest.mark.slow
+def test_check_and_launch_with_a_ray_target_submit_to_that_head(head, tmp_path):
+    wd = _folder(tmp_path, "ray_missing_module.py")
+    target = "ray://" + head.address.split("://", 1)[1]
+    p = run_dfdoctor("check", "--format", "json", "--target", target, "--", "python", "ray_missing_module.py",
+                     cwd=wd, env=head.env, timeout=TIMEOUT_S)
+    doc = json.loads(p.stdout)
+    rec = {r["id"]: r for r in doc["checks"]}
+    assert p.returncode == 0 and rec["ray.address"]["status"] == "ok" and head.address in \
+        rec["ray.address"]["summary"], p.stdout
+    assert rec["ray.cli"]["status"] == "ok" and rec["ray.script"]["status"] == "ok", p.stdout
+    q = run_dfdoctor("launch", "--watch", WATCH, "--format", "json", "--target", target, "--", "python",
+                     "ray_missing_module.py", cwd=wd, env=head.env, timeout=TIMEOUT_S)
+    doc = json.loads(q.stdout)
+    assert doc["verdict"]["cause"] == "missing-module" and doc["run"]["ray"]["address"] == head.address, q.stdout
+    assert doc["command"][:7] == ["ray", "job", "submit", "--address", head.address, "--working-dir", "."]

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import shutil
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional
 
 from dfdoctor import causes
 from dfdoctor.model import STATIC, CheckRecord, Status
@@ -27,6 +28,16 @@ def _rec(cid: str, status: Status, summary: str, cause: Optional[str] = None, fi
     if basis:
         r.basis = basis
     return r
+
+
+def cli(sub: RaySubmission, env: Mapping[str, str]) -> CheckRecord:
+    """Ray's CLI is here: it packs the working_dir and submits (a `--target ray://` line runs it too)."""
+    found = shutil.which(sub.argv[0], path=env.get("PATH"))
+    if found:
+        return _rec("ray.cli", Status.OK, f"Ray's CLI: {found}")
+    return _rec("ray.cli", Status.FAIL, f"`{sub.argv[0]}` (Ray's CLI, which submits the job) is not on PATH here",
+                causes.COMMAND_NOT_FOUND, "Install it where you submit from: `pip install 'ray[default]'` (the "
+                "cluster's Ray version), or put its venv's bin on PATH.")
 
 
 def address(sub: RaySubmission, api: Api) -> CheckRecord:
@@ -137,11 +148,13 @@ def upload_size(root: Path, excludes: list[str]) -> tuple[int, int]:
     return size, files
 
 
-def records(sub: RaySubmission, api: Api, wanted: Callable[[str], bool]) -> list[CheckRecord]:
+def records(sub: RaySubmission, api: Api, wanted: Callable[[str], bool],
+            env: Optional[Mapping[str, str]] = None) -> list[CheckRecord]:
     """Every Ray check `wanted` picks, in the order a reader follows; the address first (the others ask it)."""
     out: list[CheckRecord] = []
     reached = True
-    for cid, run in (("ray.address", lambda: address(sub, api)), ("ray.resources", lambda: resources(sub, api)),
+    for cid, run in (("ray.cli", lambda: cli(sub, env if env is not None else os.environ)),
+                     ("ray.address", lambda: address(sub, api)), ("ray.resources", lambda: resources(sub, api)),
                      ("ray.working_dir", lambda: working_dir(sub)), ("ray.script", lambda: script(sub))):
         if not wanted(cid):
             continue
