@@ -8,7 +8,9 @@ import json
 import shutil
 import socket
 import sys
+import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -227,7 +229,50 @@ def test_a_driver_that_starts_a_private_ray_instance_is_the_wrong_cluster(head, 
     assert any("Started a local Ray instance" in e for e in v["evidence"]), v
     assert any("no driver connected to the cluster" in e for e in v["evidence"]) and 'address=\"local\"' in v["fix"]
     assert doc["run"]["ray"]["driver_job_id"] is None
-    _stop(head, wd, doc["run"]["id"])
+    assert _ray_status(head, doc["run"]["ray"]["job_id"]) == "FAILED"  # by itself: its finally removes its temp dir
+
+
+def _ray_status(head, job_id: str, timeout_s: float = 180) -> str:
+    """The job's final status, as the job API says it (polled until it is final)."""
+    token = (head.home / ".ray" / "auth_token").read_text().strip()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        req = urllib.request.Request(f"{head.address}/api/jobs/{job_id}", headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            status = json.loads(r.read())["status"]
+        if status in ("FAILED", "SUCCEEDED", "STOPPED") or time.monotonic() > deadline:
+            return status
+        time.sleep(0.5)
+
+
+@pytest.mark.slow
+def test_a_driver_run_here_says_which_cluster_it_joined_or_that_it_started_a_private_one(head, tmp_path):
+    """`launch -- python train.py` whose script calls `ray.init()`: with RAY_ADDRESS set to the head, the report
+    says the cluster it joined (Ray's own "Connecting to existing Ray cluster" line); a script that starts a
+    private instance all the same (`address="local"`) is ray-wrong-cluster."""
+    wd = _folder(tmp_path, "ray_steps.py", "ray_private_cluster.py")
+    private = Path(tempfile.mkdtemp(prefix="dfrw", dir="/tmp"))  # short: Ray's socket paths live under it
+    env = {**head.env, "RAY_ADDRESS": head.gcs, "DFDOCTOR_TEST_RAY_TMP": str(private)}
+    try:
+        p = run_dfdoctor("launch", "--watch", WATCH, "--format", "json", "--", sys.executable, "ray_steps.py",
+                         cwd=wd, env=env, timeout=TIMEOUT_S)
+        doc = json.loads(p.stdout)
+        _stop(head, wd, doc["run"]["id"], env)
+        assert doc["verdict"]["state"] == "running", doc["verdict"]
+        port = head.gcs.rsplit(":", 1)[1]
+        joined = [e for e in doc["verdict"]["evidence"] if e.startswith("ray: ")]
+        assert len(joined) == 1 and "ray.init() joined the Ray cluster at " in joined[0] and f":{port} " in \
+            joined[0] and f"the address {head.gcs} from RAY_ADDRESS" in joined[0], joined
+        q = run_dfdoctor("launch", "--watch", WATCH, "--format", "json", "--", sys.executable,
+                         "ray_private_cluster.py", cwd=wd, env=env, timeout=TIMEOUT_S)
+        doc = json.loads(q.stdout)
+        _stop(head, wd, doc["run"]["id"], env)
+        v = doc["verdict"]
+        assert v["cause"] == "ray-wrong-cluster" and f"did not join the Ray cluster at {head.gcs}" in v["summary"], v
+        assert any("started a private local Ray instance" in e and f"RAY_ADDRESS was {head.gcs}" in e
+                   for e in v["evidence"]), v
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
 
 
 @pytest.mark.slow

@@ -62,6 +62,7 @@ class Head:
     temp: Path
     env: dict
     mark: str
+    gcs: str = ""  # the GCS address a driver joins (RAY_ADDRESS): 127.0.0.1:PORT
 
     def processes(self) -> list[psutil.Process]:
         found = []
@@ -128,7 +129,7 @@ def _start(python_bin: Path, settings: dict) -> Head:
             "--disable-usage-stats", f"--temp-dir={temp}", "--include-dashboard=true",
             "--dashboard-host=127.0.0.1", f"--min-worker-port={lo}", f"--max-worker-port={lo + WORKER_PORTS - 1}",
             *[f"{k}={v}" for k, v in ports.items()]]
-    head = Head(f"http://127.0.0.1:{ports['--dashboard-port']}", home, temp, env, mark)
+    head = Head(f"http://127.0.0.1:{ports['--dashboard-port']}", home, temp, env, mark, f"127.0.0.1:{ports['--port']}")
     try:
         p = subprocess.run(argv, env={**env, **settings}, cwd=home, capture_output=True, text=True, timeout=START_TIMEOUT_S,
                            stdin=subprocess.DEVNULL)
