@@ -44,9 +44,9 @@ def _submit(head, *rest: str) -> list[str]:
     return ["ray", "job", "submit", "--address", head.address, "--working-dir", ".", *rest]
 
 
-def _launch(head, wd: Path, *line: str) -> tuple[dict, float, str]:
+def _launch(head, wd: Path, *line: str, dfdoctor: tuple[str, ...] = ()) -> tuple[dict, float, str]:
     t0 = time.monotonic()
-    p = run_dfdoctor("launch", "--watch", WATCH, "--format", "json", "--", *_submit(head, *line), cwd=wd,
+    p = run_dfdoctor("launch", "--watch", WATCH, "--format", "json", *dfdoctor, "--", *_submit(head, *line), cwd=wd,
                      env=head.env, timeout=TIMEOUT_S)
     took = time.monotonic() - t0
     doc = json.loads(p.stdout)
@@ -148,7 +148,7 @@ def test_tasks_that_failed_under_a_job_ray_calls_succeeded_are_named(head, tmp_p
 def test_a_runtime_env_pip_failure_is_named_in_pips_own_words(head, tmp_path):
     wd = _folder(tmp_path, "ray_steps.py")
     doc, took, _ = _launch(head, wd, "--runtime-env-json", '{"pip": ["dfdoctor-no-such-package==0.0.1"]}', "--",
-                           "python", "ray_steps.py")
+                           "python", "ray_steps.py", dfdoctor=("--skip", "ray.requirements"))  # the watch's word
     v = doc["verdict"]
     assert v["cause"] == "ray-runtime-env-failed", v
     assert "No matching distribution found for dfdoctor-no-such-package==0.0.1" in v["summary"] or \
@@ -365,3 +365,33 @@ def test_check_and_launch_with_a_ray_target_submit_to_that_head(head, tmp_path):
     doc = json.loads(q.stdout)
     assert doc["verdict"]["cause"] == "missing-module" and doc["run"]["ray"]["address"] == head.address, q.stdout
     assert doc["command"][:7] == ["ray", "job", "submit", "--address", head.address, "--working-dir", "."]
+
+
+@pytest.mark.slow
+def test_a_requirements_file_not_there_and_a_pin_no_index_has_are_said_before_the_submission(head, tmp_path):
+    """Ray's CLI reads a runtime env's requirements file here (missing: the submission fails); a pin no index has
+    fails on the node only after Ray's retries (49-99 s here). Each name is asked of the index as pip asks it."""
+    wd = _folder(tmp_path, "ray_steps.py")
+
+    def line(*rest: str) -> list[str]:
+        return [*rest, "--format", "json", "--", *_submit(head, "--runtime-env-json", '{"pip": "reqs.txt"}', "--",
+                                                          "python", "ray_steps.py")]
+    p = run_dfdoctor(*line("check"), cwd=wd, env=head.env, timeout=TIMEOUT_S)
+    rec = {r["id"]: r for r in json.loads(p.stdout)["checks"]}["ray.requirements"]
+    assert p.returncode == 1 and rec["status"] == "fail" and rec["cause"] == "input-missing", rec
+    assert f"requirements file {wd / 'reqs.txt'} is not there" in rec["summary"]
+    (wd / "reqs.txt").write_text("# the job's pins\npackaging>=20\ndfdoctor-no-such-package==0.0.1\n")
+    p = run_dfdoctor(*line("check"), cwd=wd, env=head.env, timeout=TIMEOUT_S)
+    rec = {r["id"]: r for r in json.loads(p.stdout)["checks"]}["ray.requirements"]
+    if rec["status"] == "skip":
+        pytest.skip(f"no package index answers here: {rec['evidence']}")
+    assert rec["status"] == "fail" and rec["cause"] == "ray-runtime-env-failed", rec
+    assert "no distribution for 1 of the runtime env's 2 pin(s)" in rec["summary"], rec
+    assert rec["evidence"][0] == "dfdoctor-no-such-package==0.0.1: ERROR: No matching distribution found for " \
+        "dfdoctor-no-such-package", rec
+    t0 = time.monotonic()
+    q = run_dfdoctor(*line("launch"), cwd=wd, env=head.env, timeout=TIMEOUT_S)
+    doc = json.loads(q.stdout)
+    assert q.returncode == 1 and doc["verdict"]["cause"] == "ray-runtime-env-failed", doc["verdict"]
+    assert "Not submitted" in doc["verdict"]["summary"] and not (wd / ".dfdoctor" / "runs").exists()
+    print(f"named before the submission in {time.monotonic() - t0:.1f} s")

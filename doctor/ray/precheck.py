@@ -1,6 +1,7 @@
-"""The checks of a `ray job submit` line before it is submitted, each a short story: the address answers and
-takes our token; the entrypoint's request fits a node; the working_dir exists, is under the job server's upload
-limit, and holds the script. What is observed (an answer, a file that is not there, the nodes' totals) may fail;
+"""The checks of a `ray job submit` line before it is submitted, each a short story: Ray's CLI is here; the
+address answers and takes our token; the entrypoint's request fits a node; the working_dir exists, is under the
+job server's upload limit, and holds the script; the runtime env's pip list is there and the index has its pins
+(pins.py). What is observed (an answer, a file that is not there, the nodes' totals) may fail;
 what is only read (an upload size from our reading of .gitignore) warns."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Callable, Mapping, Optional
 
 from dfdoctor import causes
 from dfdoctor.model import STATIC, CheckRecord, Status
+from dfdoctor.ray import pins
 from dfdoctor.ray.api import Api, ApiError
 from dfdoctor.ray.rules import _misses
 from dfdoctor.ray.submit import RaySubmission
@@ -155,7 +157,8 @@ def records(sub: RaySubmission, api: Api, wanted: Callable[[str], bool],
     reached = True
     for cid, run in (("ray.cli", lambda: cli(sub, env if env is not None else os.environ)),
                      ("ray.address", lambda: address(sub, api)), ("ray.resources", lambda: resources(sub, api)),
-                     ("ray.working_dir", lambda: working_dir(sub)), ("ray.script", lambda: script(sub))):
+                     ("ray.working_dir", lambda: working_dir(sub)), ("ray.script", lambda: script(sub)),
+                     ("ray.requirements", lambda: pins.check(sub, env if env is not None else os.environ))):
         if not wanted(cid):
             continue
         if cid == "ray.resources" and not reached:
