@@ -265,8 +265,8 @@ def running(s: Seen) -> Optional[Verdict]:
 
 
 RULES: tuple[Callable[[Seen], Optional[Verdict]], ...] = (
-    wrong_cluster, runtime_env_failed, infeasible, actor_oom, missing_module, actor_died, failed, ended_ok, pending_no_capacity,
-    running)
+    wrong_cluster, runtime_env_failed, infeasible, actor_oom, missing_module, actor_died, failed, ended_ok,
+    pending_no_capacity, running)
 
 
 def judge(s: Seen) -> Optional[Verdict]:

@@ -131,8 +131,8 @@ def _start(python_bin: Path, settings: dict) -> Head:
             *[f"{k}={v}" for k, v in ports.items()]]
     head = Head(f"http://127.0.0.1:{ports['--dashboard-port']}", home, temp, env, mark, f"127.0.0.1:{ports['--port']}")
     try:
-        p = subprocess.run(argv, env={**env, **settings}, cwd=home, capture_output=True, text=True, timeout=START_TIMEOUT_S,
-                           stdin=subprocess.DEVNULL)
+        p = subprocess.run(argv, env={**env, **settings}, cwd=home, capture_output=True, text=True,
+                           timeout=START_TIMEOUT_S, stdin=subprocess.DEVNULL)
         if p.returncode != 0:
             said = f"ray start failed ({p.returncode}): {p.stderr[-2000:]}"
             taken = any(w in p.stderr for w in ("port number", "already in use", "Address in use"))
