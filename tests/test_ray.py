@@ -286,6 +286,7 @@ def test_stop_lists_a_detached_actor_left_alive_and_status_says_the_stop_in_rays
     assert "Ray now says STOPPED" in p.stdout and "left alive: detached actor Cache dfdoctor_test/" \
         "dfdoctor_test_cache (ALIVE" in p.stdout, p.stdout
     assert "ray.kill(ray.get_actor('dfdoctor_test_cache', namespace='dfdoctor_test'))" in p.stdout
+    assert p.stdout.strip().splitlines()[-1].startswith("STILL RUNNING after the stop: Ray job "), p.stdout
     q = run_dfdoctor("status", doc["run"]["id"], "--format", "json", cwd=wd, env=head.env, timeout=TIMEOUT_S)
     v = json.loads(q.stdout)["verdict"]
     assert v["cause"] == "stopped-by-user" and v["summary"].startswith(f"Ray job {job} was stopped by you"), v
