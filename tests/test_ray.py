@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import socket
 import sys
 import tempfile
@@ -396,3 +397,25 @@ def test_a_requirements_file_not_there_and_a_pin_no_index_has_are_said_before_th
     assert q.returncode == 1 and doc["verdict"]["cause"] == "ray-runtime-env-failed", doc["verdict"]
     assert "Not submitted" in doc["verdict"]["summary"] and not (wd / ".dfdoctor" / "runs").exists()
     print(f"named before the submission in {time.monotonic() - t0:.1f} s")
+
+
+@pytest.mark.slow
+def test_the_watch_looks_again_as_soon_as_the_job_api_says_the_job_ended(head, tmp_path):
+    """Between two looks the job API alone is asked every 0.2 s: a pause of 60 s ends once Ray says FAILED (a
+    driver that dies of a missing module), so the verdict is not a second late."""
+    from dfdoctor.ray.api import Api
+    from dfdoctor.ray.rules import Seen
+    from dfdoctor.ray.watch import RaySource
+    from dfdoctor.ray import logs
+    wd = _folder(tmp_path, "ray_missing_module.py")
+    job = f"dfdoctor-test-quick-{time.time_ns()}"
+    p = subprocess.run([*_submit(head, "--no-wait", "--submission-id", job, "--", "python", "ray_missing_module.py")],
+                       cwd=wd, env=head.env, capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert p.returncode == 0, p.stderr
+    api = Api(head.address, submit.token(head.env))
+    source = RaySource(api, job, Seen(job, head.address), 300, 0, lambda n, d: None, logs.SetupLogs(api))
+    t0 = time.monotonic()
+    source.pause(60.0)
+    took = time.monotonic() - t0
+    assert api.job(job)["status"] == "FAILED" and took < 50, took  # 60 s: no quick look
+    print(f"the pause ended {took:.1f} s after the submission returned")
