@@ -15,6 +15,11 @@ MISSING = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
 # how a task or actor the memory monitor killed reads in the state API (error_type OUT_OF_MEMORY, and its message
 # "N worker(s) were killed due to the node running low on memory" in 2.60; older Rays' words too)
 OOM_WORDS = ("OUT_OF_MEMORY", "running low on memory", "OutOfMemoryError", "memory monitor", "due to memory pressure")
+# what the driver raises when a task it waits on was killed so (ray.get), in the job's message and log: Ray's
+# own exception, never a CUDA OutOfMemoryError
+RAY_OOM_RAISED = ("ray.exceptions.OutOfMemoryError", "killed due to the node running low on memory")
+OOM_VICTIM = re.compile(r"Selected to kill: \((?:Task|Actor\([^)]*\)): job ID=[^,]*, lease ID=[^,]*, "
+                        r"task name=(?!_ray_internal)([^,]+),")
 # the memory monitor's own numbers in that message: the node's use against its limit, and the worker it chose
 OOM_NODE = re.compile(r"Memory on the node \(IP: [^)]*\) was ([^\n(]+)(?:\(([\d.]+)\))?")
 OOM_THRESHOLD = re.compile(r"exceeded threshold of \d+B \(([\d.]+% of \d+B limit)\)")
@@ -153,16 +158,25 @@ def _infeasible(s: Seen, who: str, short: dict[str, float], what: str) -> Verdic
 
 
 def actor_oom(s: Seen) -> Optional[Verdict]:
+    """A task or actor the memory monitor killed: its row in the state API, or (the state API's task events come
+    a second or so after the job's FAILED) the driver's own error, Ray's OutOfMemoryError, in the job's message."""
     for row in s.actors + s.tasks:
         text = " ".join(str(row.get(k) or "") for k in ("death_cause", "error_message", "error_type"))
         if any(w in text for w in OOM_WORDS):
-            return Verdict("failed", causes.RAY_ACTOR_OOM, f"Ray's memory monitor killed {_who(row)}"
-                           f"{_oom_numbers(text, _who(row))}",
-                           "Give it less to hold at once or ask for memory (`memory=` in its options) so Ray "
-                           "places it where it fits; RAY_memory_usage_threshold moves the kill point; not tried.",
-                           s.evidence() + [l.strip()[:400] for l in text.splitlines()
-                                           if "Selected to kill" in l or "OOM kill reason" in l][:4])
+            return _oom(s, _who(row), text)
+    said = (s.job.get("message") or "") + "\n" + s.logs
+    if s.status == "FAILED" and any(w in said for w in RAY_OOM_RAISED):
+        victim = OOM_VICTIM.search(said)
+        return _oom(s, victim[1] if victim else "a worker of the job", said)
     return None
+
+
+def _oom(s: Seen, who: str, text: str) -> Verdict:
+    return Verdict("failed", causes.RAY_ACTOR_OOM, f"Ray's memory monitor killed {who}{_oom_numbers(text, who)}",
+                   "Give it less to hold at once or ask for memory (`memory=` in its options) so Ray places it "
+                   "where it fits; RAY_memory_usage_threshold moves the kill point; not tried.",
+                   s.evidence() + [l.strip()[:400] for l in text.splitlines()
+                                   if "Selected to kill" in l or "OOM kill reason" in l][:4])
 
 
 def _oom_numbers(text: str, who: str) -> str:
