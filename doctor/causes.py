@@ -102,9 +102,14 @@ RAY_PENDING_NO_CAPACITY = "ray-pending-no-capacity"  # a request a node could ho
 RAY_RUNTIME_ENV_FAILED = "ray-runtime-env-failed"  # the runtime_env (pip, working_dir) could not be set up
 RAY_ACTOR_DIED = "ray-actor-died"  # the job SUCCEEDED (its driver exited 0) while its tasks or actors failed
 RAY_ACTOR_OOM = "ray-actor-oom"  # Ray's memory monitor killed a worker
+# A driver's `ray.init()` that started a private local Ray instance instead of joining the cluster meant (the one
+# its job was submitted to, or RAY_ADDRESS/--target): Ray's own "Started a local Ray instance" line, and no driver
+# of the job connected to the cluster (the job API's job_id is empty).
+RAY_WRONG_CLUSTER = "ray-wrong-cluster"
 # sbatch refusing the submission (seen by `sbatch --test-only`): nothing would be queued, so nothing could log;
-# a Ray entrypoint asking for what no node has would pend forever.
-LAUNCH_BLOCKERS = LAUNCH_BLOCKERS | {SBATCH_REFUSED, RAY_INFEASIBLE_RESOURCES}
+# a Ray entrypoint asking for what no node has would pend forever; a runtime env pip cannot resolve here would
+# fail on the node after Ray's retries (ray.requirements).
+LAUNCH_BLOCKERS = LAUNCH_BLOCKERS | {SBATCH_REFUSED, RAY_INFEASIBLE_RESOURCES, RAY_RUNTIME_ENV_FAILED}
 # Blockers past which nothing can start even with --force (no connection to start it over): no --force offer.
 NOTHING_CAN_START = frozenset({TARGET_UNREACHABLE})
 ALL = frozenset(v for k, v in dict(globals()).items() if k.isupper() and isinstance(v, str) and k not in ("LAUNCH_BLOCKERS", "NOTHING_CAN_START"))

@@ -39,6 +39,17 @@ def of_line(ctx: Any) -> Placement:
     return next((p for p in ALL if p.claims(ctx)), HERE)
 
 
+def through_target(spec: Optional[str], command: list[str]) -> tuple[Optional[str], list[str]]:
+    """A `--target` that names a placement's cluster (`ray://HEAD`) is no machine: (no target, the placement's
+    own line for the command). Any other: (it, the command) as given."""
+    scheme = (spec or "").partition("://")[0].lower()
+    placement = next((p for p in ALL if p.target_scheme and "://" in (spec or "") and p.target_scheme == scheme),
+                     None)
+    if placement is None:
+        return spec, command
+    return None, placement.line_for_target(str(spec), command)
+
+
 def of_prefix(ref: Optional[str]) -> Optional[Placement]:
     """The placement a `PREFIX:JOB_ID` reference names (`slurm:42`)."""
     if not ref or ":" not in ref:

@@ -128,9 +128,16 @@ class Placement:
     not_started_words = {"not_done": "Not submitted", "subject": "the job", "force": "--force submits anyway"}
     sigterm_ends_watch = False  # SIGTERM during the launch ends the watch as Ctrl-C does (the verdict is printed)
 
+    target_scheme = ""  # a `--target SCHEME://...` that names this placement's cluster, not a machine ("ray")
+
     # ---- which launches, references and run folders are its own -------------------------------------------
     def claims(self, ctx: Any) -> bool:
         """Whether the launch line (or --launcher) of `ctx` is this placement's."""
+        raise NotImplementedError
+
+    def line_for_target(self, spec: str, command: list[str]) -> list[str]:
+        """The launch line `--target SPEC -- COMMAND` means (its `target_scheme`): one `claims` takes. A
+        UsageError when the spec or the command cannot be one."""
         raise NotImplementedError
 
     def claims_spec(self, spec: dict[str, Any]) -> bool:

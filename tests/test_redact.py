@@ -243,3 +243,22 @@ def test_redact_loads_standalone_under_an_old_interpreter() -> None:
     res = subprocess.run([olds[0], "-c", code], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "t *** postgres://***@h"
+
+
+def test_a_setting_named_in_a_mode_variable_is_not_a_secret_but_an_opaque_value_there_is() -> None:
+    """RAY_AUTH_MODE=token names Ray's auth mode: masking its value hid the word "token" in every sentence
+    ("it has token auth on"). A plain word under a *_MODE/_TYPE/_METHOD name is a setting; anything that could be
+    an opaque string there, and the secrets beside it, stay masked."""
+    secret = "9c1f0e5d7b3a4c2e8f6d0a1b2c3d4e5f"
+    r = Redactor.from_env({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secret, "SIDECAR_AUTH_MODE": "x9f8s7d6f5a4",
+                           "TOKEN_TYPE": "Bearer"})
+    said = r.text(f"the head has token auth on (RAY_AUTH_MODE=token), token {secret}, mode x9f8s7d6f5a4")
+    assert said == f"the head has token auth on (RAY_AUTH_MODE=token), token {MASK}, mode {MASK}", said
+    assert r.labels == ["RAY_AUTH_TOKEN", "SIDECAR_AUTH_MODE"]
+    assert r.env({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secret}) == {"RAY_AUTH_MODE": "token",
+                                                                           "RAY_AUTH_TOKEN": MASK}
+    assert r.argv(["x", "--auth-mode", "token", "--auth-token", "hunter2hunter2"]) == \
+        ["x", "--auth-mode", "token", "--auth-token", MASK]
+    learned = Redactor({})
+    learned.learn({"env": {"RAY_AUTH_MODE": "token", "GH_TOKEN": "abcd1234wxyz"}})
+    assert learned.text("token abcd1234wxyz") == f"token {MASK}"

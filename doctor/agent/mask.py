@@ -71,6 +71,21 @@ def name_looks_secret(name: str) -> bool:
 _GENERIC = frozenset({"key", "keys", "pass", "sig", "pat", "auth", "otp", "cookie"})
 
 
+# A name whose last word is one of these holds a choice among named settings (RAY_AUTH_MODE=token,
+# TOKEN_TYPE=Bearer, PASSWORD_METHOD=scram): its value is a setting's name, not a secret, so a word such as `token`
+# is not masked in every sentence that says it. Only a plain word counts (`_CHOICE_VALUE`): anything that could be
+# an opaque string under such a name is still masked.
+_CHOICE_WORDS = frozenset({"mode", "type", "method", "scheme", "kind"})
+_CHOICE_VALUE = re.compile(r"[A-Za-z][A-Za-z_-]{0,23}")
+
+
+def holds_a_choice(name: str, value: str) -> bool:
+    """Whether `name=value` names a setting (RAY_AUTH_MODE=token) rather than holding a secret."""
+    words = [w for w in _NON_ALNUM.split(_CAMEL_BOUNDARY.sub("_", name)) if w]
+    return bool(words) and words[-1].lower() in _CHOICE_WORDS and \
+        bool(_CHOICE_VALUE.fullmatch(value.strip().rstrip(").]}")))  # prose closes a bracket after it
+
+
 def key_looks_secret(name: str) -> bool:
     """Like `name_looks_secret`, but a bare generic word in lower case (a dict key `key`) does not count."""
     return name not in _GENERIC and name_looks_secret(name)
@@ -232,6 +247,8 @@ def _assignment_ok(m: "re.Match[str]") -> bool:
     quoted = m.group("v1") is not None or m.group("v2") is not None
     if quoted and not (m.group("v1") or m.group("v2")):
         return False  # password = "": nothing to hide
+    if holds_a_choice(name, next(v for v in m.group("v1", "v2", "v3") if v is not None)):
+        return False  # RAY_AUTH_MODE=token: a setting's name
     if name in _GENERIC and not quoted:
         return False  # `key=lambda r: r.rank` in a traceback is code, not a secret
     if not quoted and _looks_like_code(name, m.group("v3"), spaced=m.group("sep") != m.group("sep").strip()):
@@ -269,7 +286,8 @@ class Redactor:
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "Redactor":
         """A redactor for the values of every secret-looking variable in `env`."""
-        return cls({k: v for k, v in env.items() if isinstance(v, str) and name_looks_secret(k)})
+        return cls({k: v for k, v in env.items() if isinstance(v, str) and name_looks_secret(k)
+                    and not holds_a_choice(k, v)})
 
     def add(self, label: str, value: str) -> None:
         """Also mask `value` (and its URL-encoded, JSON-escaped, hex and base64 forms) from now on."""
@@ -316,20 +334,21 @@ class Redactor:
 
     def env(self, env: Mapping[str, str]) -> Dict[str, str]:
         """An environment dump with secret-named values replaced and other values masked as text."""
-        return {k: (MASK if name_looks_secret(k) and isinstance(v, str) and v else self.text(v))
-                for k, v in env.items()}
+        return {k: (MASK if name_looks_secret(k) and isinstance(v, str) and v and not holds_a_choice(k, v)
+                    else self.text(v)) for k, v in env.items()}
 
     def argv(self, argv: Iterable[str]) -> List[str]:
         """A command line with the value after `--token`/`--password`/... masked, and every word as text."""
         out: List[str] = []
-        hide_next = False
+        hide_next, option = False, ""
         for word in argv:
-            if hide_next and isinstance(word, str):
+            if hide_next and isinstance(word, str) and not holds_a_choice(option, word):
                 out.append(MASK)
             else:
                 out.append(self.text(word) if isinstance(word, str) else word)
             hide_next = isinstance(word, str) and word.startswith("-") and "=" not in word \
                 and name_looks_secret(word)
+            option = word if isinstance(word, str) else ""
         return out
 
     def value(self, obj: Any) -> Any:
@@ -338,7 +357,7 @@ class Redactor:
             return self.text(obj)
         if isinstance(obj, Mapping):
             return {k: (MASK if isinstance(k, str) and isinstance(v, str) and v and key_looks_secret(k)
-                        else self.value(v)) for k, v in obj.items()}
+                        and not holds_a_choice(k, v) else self.value(v)) for k, v in obj.items()}
         if isinstance(obj, (list, tuple)):
             if obj and all(isinstance(x, str) for x in obj):
                 return self.argv(obj)
@@ -348,12 +367,12 @@ class Redactor:
     def learn_argv(self, argv: Iterable[str]) -> None:
         """Add the secret values a command line holds: the word after `--token`/`--password`/..., the value of
         `--token=V` and `NAME=V` words with secret names (also inside a `sh -c` line), URL passwords."""
-        after_option = False
+        after_option, option = False, ""
         for word in argv:
             if not isinstance(word, str):
                 after_option = False
                 continue
-            if after_option:
+            if after_option and not holds_a_choice(option, word):  # `--auth-mode token` names a setting
                 self.add("argv", word)
             for m in _ASSIGNMENT.finditer(word):
                 if _assignment_ok(m):
@@ -364,7 +383,7 @@ class Redactor:
                 user, _, password = m.group(2).partition(":")
                 if not password:
                     self.add("url-user", user)
-            after_option = word.startswith("-") and "=" not in word and name_looks_secret(word)
+            after_option, option = word.startswith("-") and "=" not in word and name_looks_secret(word), word
 
     @property
     def values(self) -> List[str]:
@@ -452,7 +471,8 @@ class Redactor:
         if isinstance(obj, Mapping):
             for k, v in obj.items():
                 if isinstance(k, str) and isinstance(v, str) and key_looks_secret(k):
-                    self.add(k, v)
+                    if not holds_a_choice(k, v):
+                        self.add(k, v)
                 else:
                     self.learn(v)
         elif isinstance(obj, (list, tuple)):

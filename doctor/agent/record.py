@@ -24,6 +24,7 @@ KEPT_ENV_NAMES = frozenset((
     "RANK", "LOCAL_RANK", "GROUP_RANK", "ROLE_RANK", "NODE_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
     "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR", "MASTER_PORT",
     "HF_ENDPOINT", "HF_HUB_OFFLINE", "HF_HOME", "HF_HUB_CACHE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE",
+    "RAY_ADDRESS",  # the Ray cluster a driver is meant to join (diagnose/ray_driver.py)
 ))
 PROXY_NAMES = frozenset(n for p in ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "ftp_proxy")
                         for n in (p, p.upper()))

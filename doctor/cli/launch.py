@@ -78,6 +78,7 @@ def launch(opts: dict[str, Any]) -> int:
     pairs = validate_outputs(opts)
     command = list(opts["command"])
     opts["target"] = single_target(opts, "launch")
+    opts["target"], command = placements.through_target(opts["target"], command)  # ray://HEAD: Ray's own line
     opts["launching"] = True  # a launch line after `--` is replaced by dfdoctor's own start, not rehearsed
     ctx, cfg = build_context(opts, command)
     if ctx.typed_line:

@@ -115,6 +115,7 @@ def check_cmd(opts: dict[str, Any]) -> int:
         emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level)
         return exit_code(report, level)
     opts["target"] = specs[0]
+    opts["target"], command = placements.through_target(opts["target"], command)  # ray://HEAD: Ray's own line
     ctx, cfg = build_context(opts, command)
     guard(pairs, ctx, (runs_root(ctx.cwd),))
     # this machine, a --target, or a scheduler's line (sbatch, ray job submit): each has its own checks

@@ -76,7 +76,8 @@ def lines(done: Stopped, grace_s: float) -> list[str]:
             left.append("the run's recorder")
         if done.placed is not None and done.placed.left:
             left.append(done.placed.left_words())
-        out.append("STILL RUNNING after SIGKILL: " + ", ".join(left))
+        after = "SIGKILL" if done.survived or done.recorder == "survived" else "the stop"  # a scheduler's: no kill
+        out.append(f"STILL RUNNING after {after}: " + ", ".join(left))
     elif not done.stopped and done.placed is None:
         out.append("nothing of the job was running")
     else:

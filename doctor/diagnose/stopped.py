@@ -35,16 +35,20 @@ def stopped_verdict(note: dict[str, Any], run_id: str, evidence: list[str]) -> V
     slurm = note.get("slurm") or {}
     if slurm:
         how = f"scancel of Slurm job {slurm.get('job_id')} (it was {slurm.get('before')})"
+    words = note.get("words") or {}  # a placement's own terms for its stop (Ray's: its stop endpoint)
+    how = words.get("how") or how
     left = note.get("survived") or []
     lines = [f"stopped at {time.strftime('%H:%M:%S', time.localtime(note['t']))} by `dfdoctor stop`"
              + (f": {how}" if how else "")]
     lines += [f"pid {p.get('pid')} ({p.get('signal') or 'ended with the job'}): {p.get('cmdline') or '?'}"
               for p in procs[:16]]
     lines += [f"STILL RUNNING after the stop: pid {p.get('pid')}: {p.get('cmdline') or '?'}" for p in left]
+    lines += words.get("left") or []
+    again = words.get("again") or "Launch it again when you want it to run."
     fix = (f"Nothing to fix: you stopped it. `dfdoctor stop {run_id}` again ends what survived."
-           if left else "Nothing to fix: you stopped it. Launch it again when you want it to run.")
-    return Verdict("ok", causes.STOPPED_BY_USER, f"The job was stopped by you at {at} (`dfdoctor stop`).", fix,
-                   lines + evidence)
+           if left else f"Nothing to fix: you stopped it. {again}")
+    return Verdict("ok", causes.STOPPED_BY_USER, f"{words.get('what') or 'The job'} was stopped by you at {at} "
+                   "(`dfdoctor stop`).", fix, lines + evidence)
 
 
 # the states of a job that still runs or waits to run: the ones a user may want to end

@@ -16,7 +16,7 @@ from typing import Callable, Optional
 
 from dfdoctor import causes
 from dfdoctor.agent.procfs import folder_identity, proc_start_time
-from dfdoctor.diagnose import stackclass
+from dfdoctor.diagnose import ray_driver, stackclass
 from dfdoctor.diagnose import (elastic, known_failures, launcher, rules_runtime, silence, stuck, torch_pairs, typo,
                                user_terms)
 from dfdoctor.diagnose.bad_arguments import config_refused, refused
@@ -796,7 +796,7 @@ RULES: list[Callable[[RunRecord, Optional[LiveFacts]], Optional[Verdict]]] = [
     target_unreachable, copied_run_folder, stopped_by_user,
     recorder_lost_at_start, recorder_never_started, log_could_not_open, spawn_failed,
     handed_off, left_writing, oom_killed, fx_trace_race, command_not_found_status, elastic_rank_failed,
-    python_exception, died_from_signal,
+    python_exception, died_from_signal, ray_driver.wrong_cluster,
     log_write_failed, exited_cleanly, exited_nonzero,
     run_dir_full, recorder_lost,
     recorder_vanished,
@@ -810,7 +810,7 @@ def diagnose(run: RunRecord, live: Optional[LiveFacts] = None) -> Verdict:
     for rule in RULES:
         verdict = rule(run, live)
         if verdict is not None:
-            return offer_stop(verdict, run.id)
+            return offer_stop(ray_driver.with_evidence(verdict, run), run.id)  # a Ray driver: which cluster
     return Verdict("unknown", None, "dfdoctor could not tell what happened to this run.",
                    f"Look in the run folder {run.dir} (record.jsonl, stderr.log).",
                    [f"events: {', '.join(e['event'] for e in run.events[-8:])}"])

@@ -45,7 +45,7 @@ def check_records(ctx: Context, only: tuple[str, ...] = (), skip: tuple[str, ...
     def wanted(cid: str) -> bool:
         return (not only or any(fnmatch.fnmatchcase(cid, p) for p in only)) and \
             not any(fnmatch.fnmatchcase(cid, p) for p in skip)
-    return precheck.records(sub, api_of(sub, ctx.env), wanted)
+    return precheck.records(sub, api_of(sub, ctx.env), wanted, ctx.env)
 
 
 def _run(spec: dict[str, Any], folder: Optional[Path], seen: Optional[Seen]) -> dict[str, Any]:

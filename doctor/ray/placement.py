@@ -17,9 +17,15 @@ class Ray(Placement):
     name = "ray"
     where = "in Ray"
     submitter = "ray job submit"
+    target_scheme = "ray"
 
     def claims(self, ctx: Any) -> bool:
         return is_ray_submit(ctx.command)
+
+    def line_for_target(self, spec: str, command: list[str]) -> list[str]:
+        """`--target ray://HEAD[:8265]`: the `ray job submit` line to that head's job server (targets.py)."""
+        from dfdoctor.ray import targets
+        return targets.line_for(spec, command)
 
     def job_of(self, ref: str) -> str:
         job_id = ref.split(":", 1)[1]

@@ -1,18 +1,21 @@
-"""The checks of a `ray job submit` line before it is submitted, each a short story: the address answers and
-takes our token; the entrypoint's request fits a node; the working_dir exists, is under the job server's upload
-limit, and holds the script. What is observed (an answer, a file that is not there, the nodes' totals) may fail;
+"""The checks of a `ray job submit` line before it is submitted, each a short story: Ray's CLI is here; the
+address answers and takes our token; the entrypoint's request fits a node; the working_dir exists, is under the
+job server's upload limit, and holds the script; the runtime env's pip list is there and the index has its pins
+(pins.py). What is observed (an answer, a file that is not there, the nodes' totals) may fail;
 what is only read (an upload size from our reading of .gitignore) warns."""
 
 from __future__ import annotations
 
 import fnmatch
 import os
+import shutil
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional
 
 from dfdoctor import causes
 from dfdoctor.model import STATIC, CheckRecord, Status
+from dfdoctor.ray import pins
 from dfdoctor.ray.api import Api, ApiError
 from dfdoctor.ray.rules import _misses
 from dfdoctor.ray.submit import RaySubmission
@@ -27,6 +30,16 @@ def _rec(cid: str, status: Status, summary: str, cause: Optional[str] = None, fi
     if basis:
         r.basis = basis
     return r
+
+
+def cli(sub: RaySubmission, env: Mapping[str, str]) -> CheckRecord:
+    """Ray's CLI is here: it packs the working_dir and submits (a `--target ray://` line runs it too)."""
+    found = shutil.which(sub.argv[0], path=env.get("PATH"))
+    if found:
+        return _rec("ray.cli", Status.OK, f"Ray's CLI: {found}")
+    return _rec("ray.cli", Status.FAIL, f"`{sub.argv[0]}` (Ray's CLI, which submits the job) is not on PATH here",
+                causes.COMMAND_NOT_FOUND, "Install it where you submit from: `pip install 'ray[default]'` (the "
+                "cluster's Ray version), or put its venv's bin on PATH.")
 
 
 def address(sub: RaySubmission, api: Api) -> CheckRecord:
@@ -137,12 +150,15 @@ def upload_size(root: Path, excludes: list[str]) -> tuple[int, int]:
     return size, files
 
 
-def records(sub: RaySubmission, api: Api, wanted: Callable[[str], bool]) -> list[CheckRecord]:
+def records(sub: RaySubmission, api: Api, wanted: Callable[[str], bool],
+            env: Optional[Mapping[str, str]] = None) -> list[CheckRecord]:
     """Every Ray check `wanted` picks, in the order a reader follows; the address first (the others ask it)."""
     out: list[CheckRecord] = []
     reached = True
-    for cid, run in (("ray.address", lambda: address(sub, api)), ("ray.resources", lambda: resources(sub, api)),
-                     ("ray.working_dir", lambda: working_dir(sub)), ("ray.script", lambda: script(sub))):
+    for cid, run in (("ray.cli", lambda: cli(sub, env if env is not None else os.environ)),
+                     ("ray.address", lambda: address(sub, api)), ("ray.resources", lambda: resources(sub, api)),
+                     ("ray.working_dir", lambda: working_dir(sub)), ("ray.script", lambda: script(sub)),
+                     ("ray.requirements", lambda: pins.check(sub, env if env is not None else os.environ))):
         if not wanted(cid):
             continue
         if cid == "ray.resources" and not reached:

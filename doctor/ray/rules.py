@@ -12,9 +12,21 @@ from dfdoctor import causes
 from dfdoctor.model import Verdict
 
 MISSING = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
-OOM_WORDS = ("OutOfMemoryError", "memory monitor", "due to memory pressure")
+# how a task or actor the memory monitor killed reads in the state API (error_type OUT_OF_MEMORY, and its message
+# "N worker(s) were killed due to the node running low on memory" in 2.60; older Rays' words too)
+OOM_WORDS = ("OUT_OF_MEMORY", "running low on memory", "OutOfMemoryError", "memory monitor", "due to memory pressure")
+# what the driver raises when a task it waits on was killed so (ray.get), in the job's message and log: Ray's
+# own exception, never a CUDA OutOfMemoryError
+RAY_OOM_RAISED = ("ray.exceptions.OutOfMemoryError", "killed due to the node running low on memory")
+OOM_VICTIM = re.compile(r"Selected to kill: \((?:Task|Actor\([^)]*\)): job ID=[^,]*, lease ID=[^,]*, "
+                        r"task name=(?!_ray_internal)([^,]+),")
+# the memory monitor's own numbers in that message: the node's use against its limit, and the worker it chose
+OOM_NODE = re.compile(r"Memory on the node \(IP: [^)]*\) was ([^\n(]+)(?:\(([\d.]+)\))?")
+OOM_THRESHOLD = re.compile(r"exceeded threshold of \d+B \(([\d.]+% of \d+B limit)\)")
 WAITING = ("PENDING_NODE_ASSIGNMENT", "PENDING_ARGS_AVAIL", "PENDING_CREATION", "DEPENDENCIES_UNREADY",
            "PENDING_ACTOR_TASK_ARGS_FETCH", "PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY")
+# Ray's INFO line when `ray.init()` starts an instance of its own instead of joining one (worker.py)
+LOCAL_START = re.compile(r"^.*\bStarted a local Ray instance\b.*$", re.M)
 NO_CAPACITY_S = 5.0  # how long a feasible request must wait before it is called waiting for capacity
 
 
@@ -95,6 +107,25 @@ def runtime_env_failed(s: Seen) -> Optional[Verdict]:
                    s.evidence() + ([f"{s.env_log}: {s.env_error}"] if s.env_error else []))
 
 
+def wrong_cluster(s: Seen) -> Optional[Verdict]:
+    """The job's driver started a private local Ray instance: Ray says so in the driver's log, and the job API
+    shows no driver of the job connected to the cluster. Its tasks run beside the head on none of the cluster's
+    resources, and the working_dir it was given lives in the cluster's store, not the private one's (the
+    private instance then fails to "download" it, and Ray's message blames an expired package)."""
+    started = LOCAL_START.search(s.logs)
+    if started is None or s.job.get("job_id") or s.status not in ("RUNNING", "SUCCEEDED", "FAILED", "STOPPED"):
+        return None
+    return Verdict("failed", causes.RAY_WRONG_CLUSTER,
+                   f"The job's driver did not join the Ray cluster at {s.address}: its `ray.init()` started a "
+                   "private local Ray instance beside it, so nothing of the job runs on the cluster's nodes.",
+                   "Call `ray.init()` with no address (in a job Ray sets RAY_ADDRESS to the cluster) or "
+                   "`ray.init(address=\"auto\")`; drop `address=\"local\"` and any other address; not tried."
+                   + (f" `dfdoctor stop ray:{s.job_id}` ends this one." if s.status == "RUNNING" else ""),
+                   s.evidence() + [f"the driver's log: {started[0].strip()[:300]}",
+                                   f"Ray job {s.job_id}: no driver connected to the cluster (the job API's job_id "
+                                   "is empty)"])
+
+
 def infeasible(s: Seen) -> Optional[Verdict]:
     """A request no node has: the entrypoint's own, a task's, an actor's, or a placement group's."""
     if s.status == "PENDING":
@@ -127,16 +158,40 @@ def _infeasible(s: Seen, who: str, short: dict[str, float], what: str) -> Verdic
 
 
 def actor_oom(s: Seen) -> Optional[Verdict]:
+    """A task or actor the memory monitor killed: its row in the state API, or (the state API's task events come
+    a second or so after the job's FAILED) the driver's own error, Ray's OutOfMemoryError, in the job's message."""
     for row in s.actors + s.tasks:
         text = " ".join(str(row.get(k) or "") for k in ("death_cause", "error_message", "error_type"))
         if any(w in text for w in OOM_WORDS):
-            line = next((l.strip() for l in text.splitlines() if "memory" in l.lower()), text.strip()[:300])
-            return Verdict("failed", causes.RAY_ACTOR_OOM,
-                           f"Ray's memory monitor killed {_who(row)}: {line[:400]}",
-                           "Give it less to hold at once or ask for memory (`memory=` in its options) so Ray "
-                           "places it where it fits; RAY_memory_usage_threshold moves the kill point.",
-                           s.evidence())
+            return _oom(s, _who(row), text)
+    said = (s.job.get("message") or "") + "\n" + s.logs
+    if s.status == "FAILED" and any(w in said for w in RAY_OOM_RAISED):
+        victim = OOM_VICTIM.search(said)
+        return _oom(s, victim[1] if victim else "a worker of the job", said)
     return None
+
+
+def _oom(s: Seen, who: str, text: str) -> Verdict:
+    return Verdict("failed", causes.RAY_ACTOR_OOM, f"Ray's memory monitor killed {who}{_oom_numbers(text, who)}",
+                   "Give it less to hold at once or ask for memory (`memory=` in its options) so Ray places it "
+                   "where it fits; RAY_memory_usage_threshold moves the kill point; not tried.",
+                   s.evidence() + [l.strip()[:400] for l in text.splitlines()
+                                   if "Selected to kill" in l or "OOM kill reason" in l][:4])
+
+
+def _oom_numbers(text: str, who: str) -> str:
+    """What the monitor says of the kill: the worker's own memory, the node's use against its limit."""
+    chosen = next((l for l in text.splitlines() if "Selected to kill" in l and f"name={who}" in l), "")
+    own = re.search(r"actual memory used=([\d.]+\s*[KMGT]?B)", chosen)
+    node, threshold = OOM_NODE.search(text), OOM_THRESHOLD.search(text)
+    said = [f"it held {own[1]}" if own else "",
+            f"the node was at {node[1].strip()}" if node else "",
+            f"over the monitor's threshold of {threshold[1]}" if threshold else ""]
+    said = [x for x in said if x]
+    if said:
+        return ": " + ", ".join(said) + "."
+    line = next((l.strip() for l in text.splitlines() if "memory" in l.lower()), text.strip())
+    return f": {line[:400]}"
 
 
 def missing_module(s: Seen) -> Optional[Verdict]:
@@ -224,8 +279,8 @@ def running(s: Seen) -> Optional[Verdict]:
 
 
 RULES: tuple[Callable[[Seen], Optional[Verdict]], ...] = (
-    runtime_env_failed, infeasible, actor_oom, missing_module, actor_died, failed, ended_ok, pending_no_capacity,
-    running)
+    wrong_cluster, runtime_env_failed, infeasible, actor_oom, missing_module, actor_died, failed, ended_ok,
+    pending_no_capacity, running)
 
 
 def judge(s: Seen) -> Optional[Verdict]:

@@ -17,6 +17,18 @@ from dfdoctor.watch.loop import Ended, drive
 from dfdoctor.watch.policy import Observation, Policy
 
 POLL_S = 1.0
+# Between two looks, the job API alone is asked this often: a job that ends (FAILED on a missing module, a crash)
+# is looked at at once, not at the next second. One small GET (the job's row in Ray's store) a time.
+QUICK_S = 0.2
+FINAL = ("SUCCEEDED", "FAILED", "STOPPED")
+# A driver whose output ends in Python's report of an exception is likely exiting; Ray's FAILED comes once its
+# supervisor saw the process end (0.4-0.7 s later here: the driver's own exit, then Ray's). The job API is then
+# asked this often, for at most EXIT_WAIT_S: the verdict waits for Ray's word, never less, and not a poll more.
+EXIT_POLL_S = 0.025
+EXIT_WAIT_S = 3.0
+QUICK_LOG_MAX = 256 << 10  # the driver's output is read between looks only while it is this small
+TRACEBACK_END = re.compile(r"Traceback \(most recent call last\):\n(?:[ \t].*\n)+\w[\w.]*(?:Error|Exception|Exit)"
+                           r"\b[^\n]*\s*$")
 # Ray's own lines in a driver's log (its logger's, the job manager's, the autoscaler's, which every driver of the
 # cluster is sent): they are no progress of the job.
 RAY_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\s+(?:INFO|WARNING|ERROR|DEBUG) |Running entrypoint "
@@ -43,11 +55,50 @@ class RaySource:
         self.waiting_since: Optional[float] = None
         self.status = ""
         self.looked_at = time.monotonic()
+        self.quick_log: Optional[int] = 0  # the driver's output's size at the last quick read (None: too big)
+        self.waited_for = -1  # the output's size when its ending traceback was last waited on
 
     def pause(self, poll_s: float) -> None:
         """The loop's sleep: the rest of the second the last look began in (a look asks several APIs, and under
-        load takes a good part of a second: a fixed sleep after it would look every 1.5 s)."""
-        time.sleep(max(0.05, poll_s - (time.monotonic() - self.looked_at)))
+        load takes a good part of a second: a fixed sleep after it would look every 1.5 s), cut short when the
+        job API says the job ended meanwhile: Ray's own first word on a failed driver is that status."""
+        end = self.looked_at + poll_s
+        while True:
+            left = end - time.monotonic()
+            if left <= 0.05:
+                time.sleep(max(0.0, left))
+                return
+            time.sleep(min(QUICK_S, left))
+            if self._ended():
+                return
+
+    def _ended(self) -> bool:
+        """The job reached a final status since the last look (a quick look at the job API, and at the driver's
+        output while it is small: one that ends in a traceback has its end waited for closely)."""
+        if self.status in FINAL:
+            return False
+        try:
+            status = str(self.api.job(self.job_id).get("status") or "")
+            if status in FINAL:
+                return True
+            if status != "RUNNING" or self.quick_log is None:
+                return False
+            text = self.api.job_logs(self.job_id)
+        except ApiError:
+            return False
+        self.quick_log = len(text) if len(text) < QUICK_LOG_MAX else None
+        if len(text) == self.waited_for or not TRACEBACK_END.search(text[-20000:]):
+            return False
+        self.waited_for = len(text)  # a printed traceback the program lives on after is waited for once
+        deadline = time.monotonic() + EXIT_WAIT_S
+        while time.monotonic() < deadline:
+            time.sleep(EXIT_POLL_S)
+            try:
+                if str(self.api.job(self.job_id).get("status") or "") in FINAL:
+                    return True
+            except ApiError:
+                return False
+        return False
 
     def look(self, t: float) -> Seen:
         self.looked_at = time.monotonic()

@@ -19,6 +19,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import psutil
 
@@ -61,6 +62,7 @@ class Head:
     temp: Path
     env: dict
     mark: str
+    gcs: str = ""  # the GCS address a driver joins (RAY_ADDRESS): 127.0.0.1:PORT
 
     def processes(self) -> list[psutil.Process]:
         found = []
@@ -94,12 +96,13 @@ class Head:
         shutil.rmtree(self.home, ignore_errors=True)
 
 
-def start(python_bin: Path, tries: int = 3) -> Head:
+def start(python_bin: Path, tries: int = 3, settings: Optional[dict] = None) -> Head:
     """`ray start --head --num-cpus 2` of the venv of `python_bin`, on free ports, its temp dir and HOME its own.
-    A port free when chosen may be taken before Ray binds it (other tests run meanwhile): then new ports."""
+    A port free when chosen may be taken before Ray binds it (other tests run meanwhile): then new ports.
+    `settings`: Ray's own RAY_* variables for the head (e.g. its memory monitor's threshold)."""
     for attempt in range(tries):
         try:
-            return _start(python_bin)
+            return _start(python_bin, settings or {})
         except PortTaken:
             if attempt == tries - 1:
                 raise
@@ -110,7 +113,7 @@ class PortTaken(RuntimeError):
     """`ray start` failed on a port."""
 
 
-def _start(python_bin: Path) -> Head:
+def _start(python_bin: Path, settings: dict) -> Head:
     ports = dict(zip(PORT_NAMES, _free_ports(len(PORT_NAMES))))
     lo = _worker_ports(set(ports.values()))
     # a short temp dir: Ray's unix sockets live under it, and a socket path has at most 107 characters
@@ -126,10 +129,10 @@ def _start(python_bin: Path) -> Head:
             "--disable-usage-stats", f"--temp-dir={temp}", "--include-dashboard=true",
             "--dashboard-host=127.0.0.1", f"--min-worker-port={lo}", f"--max-worker-port={lo + WORKER_PORTS - 1}",
             *[f"{k}={v}" for k, v in ports.items()]]
-    head = Head(f"http://127.0.0.1:{ports['--dashboard-port']}", home, temp, env, mark)
+    head = Head(f"http://127.0.0.1:{ports['--dashboard-port']}", home, temp, env, mark, f"127.0.0.1:{ports['--port']}")
     try:
-        p = subprocess.run(argv, env=env, cwd=home, capture_output=True, text=True, timeout=START_TIMEOUT_S,
-                           stdin=subprocess.DEVNULL)
+        p = subprocess.run(argv, env={**env, **settings}, cwd=home, capture_output=True, text=True,
+                           timeout=START_TIMEOUT_S, stdin=subprocess.DEVNULL)
         if p.returncode != 0:
             said = f"ray start failed ({p.returncode}): {p.stderr[-2000:]}"
             taken = any(w in p.stderr for w in ("port number", "already in use", "Address in use"))
