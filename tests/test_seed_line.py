@@ -146,6 +146,31 @@ def test_the_users_hop_options_reach_the_same_place_for_every_check(infra, works
     assert fix["works"] and fix["line"].count("-F ") == 1 and f"-F {config}" in fix["line"], fix
 
 
+def test_the_seed_line_runs_the_projects_venv_when_only_it_has_the_module(infra, workspace, dfdoctor):
+    """`python train.py` where container 200's python3 lacks a module train.py imports and the project's venv
+    beside it (a real `python3 -m venv`, made in the container) has it: the line to paste runs the venv's python,
+    says why, and pasted through a real shell it starts the job and its log grows (the system's python3 would die
+    of ModuleNotFoundError)."""
+    work, inside = workspace
+    mod = f"dfd_only_in_venv_{inside.name[-8:]}"
+    made = infra.container(f"cd {work} && python3 -m venv --without-pip .venv && "
+                           f"d=$(echo .venv/lib/python3*/site-packages) && echo 'X = 1' > \"$d/{mod}.py\"")
+    assert made.returncode == 0, made.stderr
+    (inside / "train.py").write_text(f"import {mod}\n" + TRAIN)
+    line = f"pct exec 200 -- nohup python train.py > {work}/train.log 2>&1 &"
+    p = _check(dfdoctor, infra, line, "--only", "launch.path", "--format", "json")
+    doc = json.loads(p.stdout)
+    fix = next(c for c in doc["checks"] if c["id"] == "launch.path" and c["status"] == "fail")["data"]["fix"]
+    venv = f"{work}/.venv/bin/python"
+    assert fix["works"] and fix["interpreter"] == {"from": "python", "to": venv}, fix
+    assert f"{venv} -u train.py" in fix["line"] and f"cd {work}" in fix["line"], fix
+    said = " ".join(fix["changes"])
+    assert f"`python` → `{venv}`: the project's venv" in said and mod in said, said
+    ran = _paste(fix["line"])
+    assert ran.returncode == 0, ran.stderr
+    _job_runs_and_logs(inside / "train.log", inside.name)
+
+
 def test_hop_options_never_carry_one_that_runs_a_command_here():
     from dfdoctor.targets.kinds.ssh import hop_options
 

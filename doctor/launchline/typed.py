@@ -13,7 +13,6 @@ from dfdoctor.launchline.hops import LOCAL, base
 from dfdoctor.launchline.launchpath import analyse
 from dfdoctor.shell import join
 from dfdoctor.targets import Target, parse_target
-from dfdoctor.targets.kinds.ssh import hop_options
 from dfdoctor.targets.registry import hop_kind, kind_for
 
 # Besides a hop of a target kind (ssh, pct exec, lxc-attach, docker exec): a command line whose program is one of
@@ -66,12 +65,14 @@ def target_of(chain: list[tuple[str, list[str]]]) -> Target:
     that names a malformed target (`ssh -p 0 h`) raises ValueError in parse_target's one line."""
     reached, options = Target(), ()
     for scheme, prefix in chain:
-        spec = kind_for(scheme).hop_target(reached, prefix)
+        kind = kind_for(scheme)
+        spec = kind.hop_target(reached, prefix)
         if spec is not None:
             reached = parse_target(spec)
-        if scheme == "ssh":  # the user's own ways of reaching that host, for every check that goes there
-            options = hop_options(prefix)
-    if options and reached.kind in ("ssh", "pct"):
+        own = kind.hop_login_options(prefix)  # the user's own ways of reaching that host, for every check there
+        if own is not None:
+            options = own
+    if options and kind_for(reached.kind).reached_over_ssh:
         reached = replace(reached, extra=(*reached.extra, ("ssh_options", join(list(options)))))
     return reached
 

@@ -42,3 +42,9 @@ def folder_missing(folder: str, where: str) -> str:
     return (f"run first `mkdir -p {folder}` in {where}: the log's folder is not there (not run by dfdoctor, which "
             f"never creates your folders; the line was rehearsed with its log in /tmp)")
 
+
+
+def venv(typed: str, python: str, system: str, missing: list[str]) -> str:
+    """The clause for the project's venv in place of the system's interpreter (rehearse/venvs.py)."""
+    return (f"`{typed}` → `{python}`: the project's venv; the system {system} has no "
+            f"{', '.join(missing[:3])}{' …' if len(missing) > 3 else ''}")

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import posixpath
 import time
+from functools import partial
 from dataclasses import dataclass, field
 from typing import Optional
 
 from dfdoctor import causes
 from dfdoctor.shell import join_typed, quote_typed
-from dfdoctor.rehearse import changes, judge, pause, rewrite
+from dfdoctor.rehearse import changes, judge, pause, rewrite, venvs
 from dfdoctor.rehearse.runner import Rehearsal, rehearse
 
 RUN_FIRST = "run first: "  # a line of a fix to run before the line itself
@@ -38,17 +39,19 @@ class Fix:
             f"no working line found: {self.why_not}"
 
 
-def compose(r: Rehearsal, log: Optional[str] = None, *, folder: Optional[str] = None) -> Optional[str]:
+def compose(r: Rehearsal, log: Optional[str] = None, *, folder: Optional[str] = None,
+            python: Optional[str] = None) -> Optional[str]:
     """A line that starts the same job at the same place, detached from every session, logging to an absolute
     path, with an interpreter that exists there; None when there is nothing to compose it from. `folder`: the
-    folder to start the job in (a candidate of the search), else the one the line or the rehearsal gives."""
+    folder to start the job in (a candidate of the search), else the one the line or the rehearsal gives;
+    `python`: the interpreter to run it with (a venv's, a candidate of the search)."""
     plan = r.plan
     if plan is None or plan.job is None:
         return None
     job = plan.job
     if job.launcher is not None:  # the job came out of a launcher script: the fix starts the launcher
         return _launcher_line(job.launcher, r, log)
-    interpreter = _interpreter(r)
+    interpreter = python or _interpreter(r)
     cwd = folder or _folder(r)
     typed = _log_path(r, log, cwd)
     argv = [interpreter, *job.argv[1:]]
@@ -146,14 +149,20 @@ def find(r: Rehearsal, log: Optional[str] = None, *, cwd: Optional[str] = None, 
     seen = (r.job_place.start or {}) if r.job_place else {}
     started_in = seen.get("cwd")  # where the job starts without a `cd`, for the clause that says why one was added
     began = time.monotonic()
+    where = {"cwd": cwd, "launcher": launcher, "launcher_text": launcher_text}
+    tries = 0
     for place in candidates(r, log, folder)[:MAX_TRIES]:
         if place is None and seen.get("script_found") is False:
             continue  # the user's own line showed the script is not where a session starts
         if first is not None and time.monotonic() - began > SEARCH_S:
             break
-        fx = _try(r, log, place, started_in, cwd=cwd, launcher=launcher, launcher_text=launcher_text)
+        fx = _try(r, log, place, started_in, **where)
+        tries += 1
         if fx.works:
-            return fx
+            # the project's venv in place of a system python that lacks the script's modules: one more rehearsal,
+            # within the search's bounds
+            within = tries < MAX_TRIES and time.monotonic() - began <= SEARCH_S
+            return (within and venvs.instead(r, fx, partial(_try, r, log, place, started_in, **where))) or fx
         first = first or fx
         tried = fx.rehearsal
         at = (tried.job_place.start or {}) if tried and tried.job_place else {}
@@ -185,13 +194,16 @@ def candidates(r: Rehearsal, log: Optional[str], folder: Optional[str]) -> list[
     return [None, *dict.fromkeys(folders)]
 
 
-def _try(r: Rehearsal, log: Optional[str], folder: Optional[str], started_in: Optional[str], **where) -> Fix:
-    """Compose the line for one folder and rehearse it; a log folder missing at the job's place is rehearsed with
-    the log in /tmp and given as a line to run first (dfdoctor never creates your folders)."""
-    line = compose(r, log, folder=folder)
+def _try(r: Rehearsal, log: Optional[str], folder: Optional[str], started_in: Optional[str], *,
+         python: Optional[str] = None, **where) -> Fix:
+    """Compose the line for one folder (and interpreter: `python`, a venv's) and rehearse it; a log folder missing
+    at the job's place is rehearsed with the log in /tmp and given as a line to run first (dfdoctor never creates
+    your folders)."""
+    line = compose(r, log, folder=folder, python=python)
     assert line is not None
     job = r.plan.job
-    swap = {"from": job.interpreter, "to": _interpreter(r)} if _interpreter(r) != job.interpreter else {}
+    chosen = python or _interpreter(r)
+    swap = {"from": job.interpreter, "to": chosen} if chosen != job.interpreter else {}
     tried = rehearse(line, **where)
     if judge.passed(tried):
         return Fix(line, True, rehearsal=tried, changes=changes.said(r, tried, folder=folder, started_in=started_in),
@@ -203,7 +215,7 @@ def _try(r: Rehearsal, log: Optional[str], folder: Optional[str], started_in: Op
         made = problems[0].path or _log_path(r, log, folder or _folder(r))
         missing = posixpath.dirname(made)
         make = rewrite.typed_line(job.chain, f"mkdir -p {quote_typed(missing)}")
-        again = _with_log_in_tmp(r, log, folder, problems[0], where)
+        again = _with_log_in_tmp(r, log, folder, problems[0], where, python)
         if again is not None and judge.passed(again):
             return Fix(line, True, rehearsal=again, first=[make], interpreter=swap,
                        changes=[changes.folder_missing(missing, job.where), *changes.said(r, again, folder=folder,
@@ -213,8 +225,8 @@ def _try(r: Rehearsal, log: Optional[str], folder: Optional[str], started_in: Op
     return Fix(line, False, why, tried)
 
 
-def _with_log_in_tmp(r: Rehearsal, log: Optional[str], folder: Optional[str], missing, where: dict
-                     ) -> Optional[Rehearsal]:
+def _with_log_in_tmp(r: Rehearsal, log: Optional[str], folder: Optional[str], missing, where: dict,
+                     python: Optional[str] = None) -> Optional[Rehearsal]:
     """The same fix rehearsed with the log whose folder is missing moved to /tmp: all of it but the folder is then
     seen to work. In a launcher, its redirect's path is swapped in the text the rehearsal runs (the user's script
     is never touched); None where that path is not written once in it."""
@@ -222,7 +234,7 @@ def _with_log_in_tmp(r: Rehearsal, log: Optional[str], folder: Optional[str], mi
     failed = next((lg for lg in r.plan.logs if lg.absolute == missing.path or lg.typed == missing.path), None)
     stand_in = "/tmp/" + posixpath.basename(missing.path or _log_path(r, log, folder or _folder(r)))
     if job.launcher is None:
-        return rehearse(compose(r, stand_in, folder=folder) or "", **where)
+        return rehearse(compose(r, stand_in, folder=folder, python=python) or "", **where)
     text = where.get("launcher_text") or ""
     typed = failed.typed if failed is not None else None
     if not typed or text.count(typed) != 1:

@@ -18,6 +18,7 @@ it (the rehearsal is bounded well below that), so it removes its folder itself.
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -116,6 +117,75 @@ def _container():
     return ""
 
 
+# the folders a project keeps its virtual environment in, beside its script or one folder up (its root), and a
+# README's `source .venv/bin/activate` (a pyvenv.cfg beside bin/ proves one: a folder named env proves nothing)
+VENVS = (".venv", "venv", "env")
+_ACTIVATE = re.compile(r"(?:^|[\s;&|(])(?:source|\.)\s+([^\s;&|'\"`$~]+)/bin/activate")
+SCRIPT_MAX = 512 * 1024  # a script larger than this is not read for its imports
+
+
+def _project(script, start):
+    """What the fix search asks of the script's place (fix.py): the modules its top-level imports name that this
+    interpreter cannot find (found, not imported: nothing of the user's runs), and the virtual environments of the
+    script's folder and the one above it, each as its python's path."""
+    path = os.path.abspath(script)
+    try:
+        with open(path, "rb") as f:
+            text = f.read(SCRIPT_MAX + 1)
+    except OSError:
+        return
+    if len(text) <= SCRIPT_MAX:
+        start["modules_missing"] = _missing(text, os.path.dirname(path))
+    start["venvs"] = _venvs([os.path.dirname(path), os.path.dirname(os.path.dirname(path))])
+
+
+def _missing(text, folder):
+    """The top-level modules of the script's module-level imports that this interpreter cannot find."""
+    import ast
+    import importlib.util
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    names = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            names += [a.name.split(".")[0] for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.append(node.module.split(".")[0])
+    sys.path.insert(0, folder)  # the script's own folder comes first, as when it runs
+    try:
+        out = []
+        for name in dict.fromkeys(names):
+            try:
+                if name not in sys.builtin_module_names and importlib.util.find_spec(name) is None:
+                    out.append(name)
+            except (ImportError, ValueError):
+                out.append(name)
+        return out
+    finally:
+        sys.path.pop(0)
+
+
+def _venvs(folders):
+    """The pythons of the virtual environments in `folders` (a pyvenv.cfg beside bin/ proves one)."""
+    out = []
+    for folder in dict.fromkeys(f for f in folders if f and f != "/"):
+        named = list(VENVS)
+        for readme in ("README.md", "README.rst", "README.txt", "README"):
+            try:
+                with open(os.path.join(folder, readme), errors="replace") as f:
+                    named += _ACTIVATE.findall(f.read(256 * 1024))
+            except OSError:
+                continue
+        for v in dict.fromkeys(named):
+            root = os.path.normpath(os.path.join(folder, v))
+            python = os.path.join(root, "bin", "python")
+            if os.path.isfile(os.path.join(root, "pyvenv.cfg")) and os.access(python, os.X_OK) and python not in out:
+                out.append(python)
+    return out
+
+
 def _tty_name():
     """The controlling terminal, if any (from /proc: os.ttyname needs the terminal on an fd)."""
     try:
@@ -167,6 +237,8 @@ def main():
         if script:
             start["script"] = script
             start["script_found"] = os.path.isfile(script)
+            if start["script_found"]:
+                _project(script, start)
     except OSError:
         pass
     _write("start.json", start)

@@ -30,6 +30,9 @@ class TargetKind:
     detach_needs_pause: bool = False
     hop_tool: str = ""          # the program of the hop, for messages (`pct`, `lxc-attach`, `docker`)
     hop_note: str = ""          # what the hop does with the words, for the launch-path explanation
+    # A target of this kind is reached through ssh: the options of the user's own ssh hop (-F, -i, -J, -o) reach
+    # it as they reached the line's host (issue 39: every check goes where the line goes).
+    reached_over_ssh: bool = False
 
     # -- reach ----------------------------------------------------------------------------------------
     def parse(self, spec: str, rest: str) -> "Target":
@@ -106,6 +109,11 @@ class TargetKind:
     def hop_target(self, outer: "Target", prefix: Sequence[str]) -> Optional[str]:
         """The `--target` spec that this hop's `prefix` reaches from `outer` (the target reached so far: the local
         one before any hop); None when it reaches no target dfdoctor can name (the target stays `outer`)."""
+        return None
+
+    def hop_login_options(self, prefix: Sequence[str]) -> Optional[tuple[str, ...]]:
+        """The options of this hop that say how to reach its host, for every check that goes there (ssh's -F, -i,
+        -J, -o); None for a hop that logs in nowhere (the options kept so far stay)."""
         return None
 
     def session_hop(self, prefix: Sequence[str]) -> list[str]:

@@ -22,6 +22,7 @@ class Pct(TargetKind):
     usage = "pct://[user@]host[:port]/VMID"
     detach_needs_pause = True
     hop_tool = "pct"
+    reached_over_ssh = True  # ssh to the Proxmox host, then pct exec
     hop_note = "pct exec = exec lxc-attach -n VMID -- CMD: no shell; the words are exec'd as they are"
 
     def parse(self, spec: str, rest: str) -> Target:

@@ -58,6 +58,7 @@ class Ssh(TargetKind):
     hop_takes_one_string = True
     hop_tool = "ssh"
     hop_note = "ssh: the remote login shell parses ONE string"
+    reached_over_ssh = True
 
     def parse(self, spec: str, rest: str) -> Target:
         """`[user@]host[:port]`, no path."""
@@ -103,6 +104,10 @@ class Ssh(TargetKind):
     def is_hop(self, argv: Sequence[str]) -> bool:
         """`ssh ...`."""
         return program(argv) == "ssh"
+
+    def hop_login_options(self, prefix: Sequence[str]) -> Optional[tuple[str, ...]]:
+        """`ssh -F cfg -i key host`: -F cfg -i key (hop_options: never one that runs a command here)."""
+        return hop_options(prefix)
 
     def hop_target(self, outer: Target, prefix: Sequence[str]) -> Optional[str]:
         """`ssh -p 2222 -l root host` -> ssh://root@host:2222 (a later ssh hop replaces an earlier one)."""
