@@ -115,21 +115,29 @@ def _torchrun_with(rank1: str, kernel: KernelWait, joined, nproc: int = 2) -> li
     return [agent, r1]
 
 
-def test_a_rank_left_behind_by_ranks_that_ended_is_rank_missing_only_if_it_never_joined():
+def test_a_rank_left_behind_by_ranks_that_ended_is_rank_missing_only_if_it_never_joined(tmp_path):
+    """Rank 1 asleep at line 9 of a script whose init_process_group comes at line 11 (diagnose/init_ahead.py: a
+    rank past every such call, or whose file cannot be read, has left the group rather than never joined it)."""
     from dfdoctor.diagnose import stuck
 
+    script = tmp_path / "skip.py"
+    script.write_text("import time\n" * 8 + "time.sleep(600)\n\nimport torch.distributed as dist; "
+                      "dist.init_process_group('gloo')\n")
+    rank1 = USER_LINE.replace("/home/u/skip.py", str(script))
     asleep = KernelWait("clock_nanosleep")
-    found = stuck.judge(_torchrun_with(USER_LINE, asleep, joined=False), 20.0)
+    found = stuck.judge(_torchrun_with(rank1, asleep, joined=False), 20.0)
     assert found.cause == "rank-missing" and found.state == "failed", found
     assert found.headline.startswith("rank 1 never joined the process group; rank 0 already ended")
     assert any("no connection to the rendezvous store localhost:29500" in line for line in found.lines)
     # unknown sockets (a target): still named, without the claim about the store
-    found = stuck.judge(_torchrun_with(USER_LINE, asleep, joined=None), 20.0)
+    found = stuck.judge(_torchrun_with(rank1, asleep, joined=None), 20.0)
     assert found.cause == "rank-missing" and not any("rendezvous store" in line for line in found.lines)
     # it joined (a connection to the store) and rank 0 finished first: its own wait, no missing rank
-    assert stuck.judge(_torchrun_with(USER_LINE, asleep, joined=True), 20.0).cause == "sleeping"
+    assert stuck.judge(_torchrun_with(rank1, asleep, joined=True), 20.0).cause == "sleeping"
+    # past its file's init_process_group (or in a file not readable here): it left the group, no missing rank
+    assert stuck.judge(_torchrun_with(USER_LINE, asleep, joined=False), 20.0).cause == "sleeping"
     # four local ranks asked for, rank 1 alone left: ranks 0, 2, 3 ended
-    found = stuck.judge(_torchrun_with(USER_LINE, asleep, joined=False, nproc=4), 20.0)
+    found = stuck.judge(_torchrun_with(rank1, asleep, joined=False, nproc=4), 20.0)
     assert "ranks 0, 2, 3 already ended" in found.headline, found.headline
 
 

@@ -14,7 +14,6 @@ last word into what is sent back.
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -30,7 +29,6 @@ LIMIT = 64 << 10  # bytes of each output stream sent back
 MAX_PROCESSES = 16  # of the job's tree looked at
 MAX_STACKS = 4  # py-spy takes up to 5 s a process
 MAX_SOURCES, SOURCE_LIMIT = 8, 256 << 10  # the user's files a look's stacks name, sent back whole or not at all
-_FRAME_FILE = re.compile(r"\((/[^()]+?\.py):\d+\)")  # py-spy's `func (FILE:LINE)`
 _LIBRARY = ("/site-packages/", "/dist-packages/", "/lib/python3", "/torch/")  # as diagnose/waits.is_library
 
 
@@ -188,7 +186,7 @@ def sources(procs):
     out = {}
     for pr in procs:
         for lk in pr["looks"]:
-            for path in _FRAME_FILE.findall(lk.get("stack") or ""):
+            for path in frame_files(lk.get("stack") or ""):
                 if path in out or len(out) >= MAX_SOURCES or any(part in path for part in _LIBRARY):
                     continue
                 try:
@@ -199,6 +197,19 @@ def sources(procs):
                 if len(data) <= SOURCE_LIMIT:
                     out[path] = data.decode("utf-8", "replace")
     return out
+
+
+def frame_files(stack):
+    """The absolute .py files of a py-spy dump's frame lines (`    func (FILE:LINE)`, as stackclass reads them; the
+    agent keeps no patterns of its own: tests/test_recorder.py)."""
+    for line in stack.splitlines():
+        line = line.rstrip()
+        at = line.rfind(" (")
+        if at < 0 or not line.endswith(")"):
+            continue
+        path, _, number = line[at + 2:-1].rpartition(":")
+        if path.startswith("/") and path.endswith(".py") and number.isdigit():
+            yield path
 
 
 def py_spy_dump(spy, p, nonblocking=False):
