@@ -261,3 +261,35 @@ def test_more_nodes_than_started_here_is_a_rendezvous_waiting_for_the_others_not
         assert "--trainer.num_nodes=1" in v["fix"] and "NODE_RANK" in v["fix"], v["fix"]
     finally:
         kill_runs(work)
+
+
+def _devices_read_at_run_time(work: Path) -> None:
+    """main.py as trainers write it whose processes a node comes from the machine at run time (its CPUs, like
+    Lightning's devices="auto"), with no device option and no MEMBER line printed: nothing says the world size."""
+    src = (work / "main.py").read_text()
+    src = src.replace('parser.add_argument("--trainer.devices", type=int, default=1)\n', "")
+    src = src.replace("trainer.devices", "PER_NODE")
+    src = src.replace("def setup_ddp(trainer):", "PER_NODE = max(2, len(os.sched_getaffinity(0)))\n\n\n"
+                      "def setup_ddp(trainer):")
+    src = src.replace('    print(f"Initializing distributed', '    # print(f"Initializing distributed')
+    assert src.count("PER_NODE") == 3 and "--trainer.devices" not in src, src
+    (work / "main.py").write_text(src)
+
+
+def test_a_world_size_whose_processes_a_node_are_not_read_is_said_not_established_not_counted_as_one(tmp_path):
+    """`--trainer.num_nodes=2` where the processes a node runs are the machine's (no device option, no MEMBER line):
+    the second node is named missing, and the world size is said not established instead of 2 x 1."""
+    work = _work(tmp_path, "lightning-nodes")
+    _devices_read_at_run_time(work)
+    try:
+        proc, rep = launch(work, PY, "main.py", "--trainer.num_nodes=2", watch=40, log=None, env=job_env())
+        v = rep["verdict"]
+        said = "\n".join([v["summary"], *v["evidence"]])
+        assert v["cause"] == causes.RANK_MISSING and v["state"] == "failed", (v["cause"], v["summary"])
+        for text in ("1 more node(s)", "--trainer.num_nodes=2 asks for 2 nodes", "world size was not established",
+                     "processes per node: not established"):
+            assert text in said, (text, said)
+        assert "1 more process(es)" not in said and "world size is 2" not in said, said
+        assert "--trainer.num_nodes=1" in v["fix"] and "NODE_RANK" in v["fix"], v["fix"]
+    finally:
+        kill_runs(work)
