@@ -83,10 +83,13 @@ CASES = [
     Case("cuda-default-seeded-generator", "cuda-default", (PY, "train.py", "--epochs", "2"), causes.CUDA_UNAVAILABLE,
          said=("train.py, line 13", "--device (default 'cuda')"), fix=("add --device cpu",)),
     # ---- mnist-like: the data set downloads itself into --data-dir at start; this machine has no network --------
+    # the URL is computed (mirror + name) and printed on stdout only (`Downloading https://...`): read from there
     Case("offline-download-at-start", "download-at-start", (PY, "main.py", "--epochs", "1"), causes.DOWNLOAD_FAILED,
          said=("digits.py, line 39", "main.py:19 asks for the download (download=True) into the data folder "
-               "--data-dir names (../data, its default)"),
-         fix=("put them in the data folder --data-dir names (now ../data, its default)",)),
+               "--data-dir names (../data, its default)",
+               "the job printed https://tiny-digits.invalid/tiny-digits.pt before it failed"),
+         fix=("Fetch https://tiny-digits.invalid/tiny-digits.pt where there is network",
+              "put them in the data folder --data-dir names (now ../data, its default)")),
     # ---- a fire CLI: `python train.py --lr=0.05 --epochs=3` ---------------------------------------------------
     Case("fire-flag-typo", "fire-cli", (PY, "train.py", "--epoch=3", "--lr=0.05"), causes.BAD_ARGUMENTS,
          said=("--epoch=3", "epochs=2, its default"), fix=("--epochs=3 instead of --epoch=3", "train.py:6")),

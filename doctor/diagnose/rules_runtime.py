@@ -48,6 +48,7 @@ class Context:
     local: bool = True
     cwd: Optional[str] = None  # the job's working folder, against which its relative paths resolve
     python: Optional[str] = None  # the training interpreter
+    stdout: str = ""  # the job's stdout, where a trainer prints what it does (`Downloading https://...`)
 
 
 # ---- GPU memory ---------------------------------------------------------------------------------------
@@ -614,7 +615,8 @@ def download_failed(err: PyError, ctx: Context) -> Optional[Finding]:
     if not hit:
         return None
     urls = [m.group(1) or m.group(0) for m in _URL.finditer(err.text)] or \
-        [m.group(1) or m.group(0) for m in _URL.finditer(ctx.output)]
+        [m.group(1) or m.group(0) for m in _URL.finditer(ctx.output)] or \
+        [m.group(0) for m in _URL.finditer(ctx.stdout) if not m.group(1)]
     target = urls[-1] if urls else None
     evidence = [f"message: {err.headline[:300]}"]
     proxy = [k for k in ("HTTPS_PROXY", "https_proxy", "HF_ENDPOINT", "HF_HUB_OFFLINE") if k in ctx.env]
@@ -656,7 +658,8 @@ def _own_download(err: PyError, ctx: Context) -> Optional[tuple[Optional[str], s
                 url = value
     short = os.path.relpath(file, ctx.cwd) if ctx.cwd and file.startswith(ctx.cwd.rstrip("/") + "/") else file
     guard = _download_guard(tree, line, ctx)
-    printed = [m.group(0) for m in _URL.finditer(ctx.output + "\n" + err.before) if not m.group(1)]
+    printed = [m.group(0) for m in _URL.finditer(ctx.output + "\n" + err.before) if not m.group(1)] or \
+        [m.group(0) for m in _URL.finditer(ctx.stdout) if not m.group(1)]  # `print(f"Downloading {url}")`
     evidence = [f"{short}:{line} downloads " + (url or "(the URL is computed)" + (
         f"; the job printed {printed[-1]} before it failed" if printed else ""))]
     url = url or (printed[-1] if printed else None)
