@@ -7,6 +7,7 @@ neither blocked nor failed."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -90,6 +91,14 @@ CASES = [
                "the job printed https://tiny-digits.invalid/tiny-digits.pt before it failed"),
          fix=("Fetch https://tiny-digits.invalid/tiny-digits.pt where there is network",
               "put them in the data folder --data-dir names (now ../data, its default)")),
+    # ---- timm-like: `./distributed_train.sh 2 ARGS` runs torchrun --nproc_per_node=$NUM_PROC; --device cuda ------
+    Case("launcher-script-on-a-cpu-machine", "launcher-script",
+         ("./distributed_train.sh", "2", "--data-dir", "data", "--epochs", "1"), causes.NCCL_FAILED, (_tiny_tensors,),
+         said=("distributed_train.sh's argument 1 (2 here) is the --nproc_per_node of the torchrun line it runs",),
+         fix=("start one process, which forms no process group, the project's own way: `./distributed_train.sh 1 "
+              "--data-dir data --epochs 1 --device cpu`", "add --dist-backend gloo to the command and --device cpu",
+              "not try"),
+         env=(("PATH", f"{Path(PY).parent}:{os.environ.get('PATH', '')}"),)),
     # ---- a fire CLI: `python train.py --lr=0.05 --epochs=3` ---------------------------------------------------
     Case("fire-flag-typo", "fire-cli", (PY, "train.py", "--epoch=3", "--lr=0.05"), causes.BAD_ARGUMENTS,
          said=("--epoch=3", "epochs=2, its default"), fix=("--epochs=3 instead of --epoch=3", "train.py:6")),

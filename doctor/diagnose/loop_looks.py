@@ -73,7 +73,7 @@ class Reading:
 
     @property
     def undecided(self) -> bool:
-        """A pass seen and nothing against it, but not yet enough to say so: another look may decide."""
+        """A `for` head seen and nothing against it, but not yet enough to say so: another look may decide."""
         return self.head is not None and not self.ruled_out and not self.proven
 
 
@@ -82,7 +82,10 @@ def read(looks) -> Reading:
     mains = [main_of(lk.stacks.text) if lk.stacks.text else None for lk in looks]
     frames = [m.frames if m is not None else () for m in mains]
     unread = sum(1 for fr in frames if not fr)
-    heads = Counter(h for h in (_head_at(f) for f in frames) if h is not None)
+    # the head most looks show with the DataLoader under it; else one shown bare (caught between two calls into
+    # the loader, or read half-way): not proof of anything, a reason to look again
+    heads = Counter(h for h in (_head_at(f) for f in frames) if h is not None) or \
+        Counter(h for h in (_head_at(f, bare=True) for f in frames) if h is not None)
     if not heads:
         return Reading(kinds=[NOTHING] * len(looks), unread=unread)
     head = heads.most_common(1)[0][0]
@@ -127,10 +130,11 @@ def _head_index(frames: tuple, head: Head) -> Optional[int]:
     return next((k for k, f in enumerate(frames) if f.file == head.file and f.line == head.line), None)
 
 
-def _head_at(frames: tuple) -> Optional[Head]:
-    """The `for` head the innermost user frame of a look stands on, with the DataLoader under it."""
+def _head_at(frames: tuple, bare: bool = False) -> Optional[Head]:
+    """The `for` head the innermost user frame of a look stands on, with the DataLoader under it (`bare`: with
+    or without it)."""
     k = next((k for k, f in enumerate(frames) if not is_library(f)), None)
-    if k is None or not any(_path(f).endswith(LOADER) for f in frames[:k]):
+    if k is None or not (bare or any(_path(f).endswith(LOADER) for f in frames[:k])):
         return None
     return for_head(frames[k].file, frames[k].line)
 
