@@ -60,14 +60,21 @@ def _failed_look(pid: int) -> jobstacks.Look:
 @pytest.mark.slow
 def test_a_look_that_could_not_be_taken_leaves_the_empty_loader_named_not_a_buffered_stdout(spinning):
     """Two real looks a second apart, the second one failed as py-spy fails under load: the failed look is ignored
-    and more looks are taken, so the job is still named an empty loader, not a buffered stdout (CI's failure of
-    test_a_validation_split_smaller_than_one_batch_is_named_as_an_empty_loader_not_buffering)."""
+    and more looks are taken, so the job is still named an empty loader, never a buffered stdout (CI's failure of
+    test_a_validation_split_smaller_than_one_batch_is_named_as_an_empty_loader_not_buffering). Before, a failed
+    look dropped the finding every time."""
     assert _in_the_loop(spinning.pid), "the job never reached its loop"
-    samples = jobstacks.sample_job(spinning.pid)
-    job = next(s for s in samples if s.pid == spinning.pid)
-    assert job.buffered and len(job.looks) == 2
-    job.looks[-1] = _failed_look(spinning.pid)
-    found = stuck.judge(samples, quiet_s=11.0)
-    assert found is not None and found.cause == causes.DATA_EMPTY, (found and found.cause, found and found.headline)
+    said = []
+    for _ in range(3):  # a loaded machine may leave one round undecided (nothing said: the watch looks again)
+        samples = jobstacks.sample_job(spinning.pid)
+        job = next(s for s in samples if s.pid == spinning.pid)
+        assert job.buffered and len(job.looks) == 2
+        job.looks[-1] = _failed_look(spinning.pid)
+        found = stuck.judge(samples, quiet_s=11.0)
+        said.append(found.cause if found else None)
+        assert said[-1] in (None, causes.DATA_EMPTY), (said, found.headline)
+        if found is not None:
+            break
+    assert found is not None and found.cause == causes.DATA_EMPTY, said
     assert "`for data in dl:`" in found.headline and any("could not be read" in line for line in found.lines), \
         found.lines

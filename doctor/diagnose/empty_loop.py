@@ -20,7 +20,7 @@ from dfdoctor.diagnose import loop_looks
 from dfdoctor.project.source import tree_of
 
 _FOLLOW = 4  # how many assignments back the loader's construction is read for the options it uses
-MORE_LOOKS = 4  # at most per process, when the looks the watch took leave it undecided (loop_looks.py says when)
+MORE_LOOKS = 6  # at most per process, when the looks the watch took leave it undecided (loop_looks.py says when)
 MORE_LOOKS_S = 6.0  # and for all the job's processes together, only while this much time has not passed
 LOOK_GAP_S = 0.3  # between two of them: a pass of an empty loader takes about a millisecond
 UNDECIDED = "undecided"  # a pass seen and nothing against it, not yet enough: neither this nor a buffered stdout

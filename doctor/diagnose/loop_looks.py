@@ -6,7 +6,7 @@ pausing it, fails now and then, or catches the loop in a frame nobody listed (`<
 dispatch). So no single look decides. A look that shows nothing is ignored; a look that shows data flowing (a
 batch fetched, collated, a dataset's `__getitem__`, a worker's queue, the loop's body, or the process gone on
 elsewhere) rules the empty loader out; the empty loader is proven by two looks or more at the same `for` head with
-a pass of the DataLoader under it, one of them caught starting a pass. Short of that, the reading is undecided:
+a pass of the DataLoader under it, one of them caught starting a pass (or four, none caught starting). Short of that, the reading is undecided:
 the caller may look again.
 """
 
@@ -29,6 +29,7 @@ _FETCH_FILES = ("torch/utils/data/_utils/fetch.py", "torch/utils/data/_utils/col
 _FETCH_FUNCS = {"__getitem__", "__getitems__", "_get_data", "_try_get_data", "_process_data"}
 
 PASS, FETCH, MOVED, NOTHING = "pass", "fetch", "moved", "nothing"
+CLEAN_PASSES = 4  # passes that prove it without one caught starting
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,10 @@ class Reading:
 
     @property
     def proven(self) -> bool:
-        return self.head is not None and not self.ruled_out and self.passes >= 2 and self.started
+        """Two passes, one caught starting; or, where every look caught the loader inside `__next__` (a loaded
+        machine spends a pass in the profiler's record_function), CLEAN_PASSES of them and never a batch."""
+        return self.head is not None and not self.ruled_out and \
+            (self.passes >= 2 and self.started or self.passes >= CLEAN_PASSES)
 
     @property
     def undecided(self) -> bool:
