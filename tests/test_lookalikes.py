@@ -91,6 +91,10 @@ CASES = [
                "the job printed https://tiny-digits.invalid/tiny-digits.pt before it failed"),
          fix=("Fetch https://tiny-digits.invalid/tiny-digits.pt where there is network",
               "put them in the data folder --data-dir names (now ../data, its default)")),
+    # ---- build-nanogpt-like: its eval helper loads a tokenizer at import, fetched with requests (tiktoken's way) --
+    Case("offline-tokenizer-at-import", "encoding-at-import", (PY, "train_gpt2.py"), causes.DOWNLOAD_FAILED,
+         said=("the error names https://bpe-files.invalid/gpt-2/encodings/main/vocab.bpe",),
+         fix=("Fetch https://bpe-files.invalid/gpt-2/encodings/main/vocab.bpe where there is network",)),
     # ---- timm-like: `./distributed_train.sh 2 ARGS` runs torchrun --nproc_per_node=$NUM_PROC; --device cuda ------
     Case("launcher-script-on-a-cpu-machine", "launcher-script",
          ("./distributed_train.sh", "2", "--data-dir", "data", "--epochs", "1"), causes.NCCL_FAILED, (_tiny_tensors,),

@@ -614,7 +614,7 @@ def download_failed(err: PyError, ctx: Context) -> Optional[Finding]:
     hit = next((m for m in _NET if m in text), None)
     if not hit:
         return None
-    urls = [m.group(1) or m.group(0) for m in _URL.finditer(err.text)] or \
+    urls = _pool_urls(err.text) or [m.group(1) or m.group(0) for m in _URL.finditer(err.text)] or \
         [m.group(1) or m.group(0) for m in _URL.finditer(ctx.output)] or \
         [m.group(0) for m in _URL.finditer(ctx.stdout) if not m.group(1)]
     target = urls[-1] if urls else None
@@ -634,6 +634,20 @@ def download_failed(err: PyError, ctx: Context) -> Optional[Finding]:
     url, fix, more = told
     return Finding(causes.DOWNLOAD_FAILED, f"The job downloads {url or target or 'its data'} at {err.blame}, and "
                    f"this machine could not reach {target or 'the server'} ({hit}).", fix, evidence + more)
+
+
+_POOL = re.compile(r"(HTTPS?)ConnectionPool\(host='([^']+)', port=(\d+)\): Max retries exceeded with url: (/\S*)")
+
+
+def _pool_urls(text: str) -> list[str]:
+    """The URLs urllib3 names in pieces (`HTTPSConnectionPool(host='h', port=443): Max retries exceeded with url:
+    /p`), whole again: `https://h/p` (the port only where it is not the scheme's own)."""
+    out = []
+    for scheme, host, port, path in _POOL.findall(text):
+        scheme = scheme.lower()
+        at = "" if (scheme, port) in (("https", "443"), ("http", "80")) else f":{port}"
+        out.append(f"{scheme}://{host}{at}{path}")
+    return out
 
 
 def _own_download(err: PyError, ctx: Context) -> Optional[tuple[Optional[str], str, list[str]]]:
@@ -660,9 +674,11 @@ def _own_download(err: PyError, ctx: Context) -> Optional[tuple[Optional[str], s
     guard = _download_guard(tree, line, ctx)
     printed = [m.group(0) for m in _URL.finditer(ctx.output + "\n" + err.before) if not m.group(1)] or \
         [m.group(0) for m in _URL.finditer(ctx.stdout) if not m.group(1)]  # `print(f"Downloading {url}")`
+    named = _pool_urls(err.text)  # urllib3's own words for what it could not reach
     evidence = [f"{short}:{line} downloads " + (url or "(the URL is computed)" + (
-        f"; the job printed {printed[-1]} before it failed" if printed else ""))]
-    url = url or (printed[-1] if printed else None)
+        f"; the job printed {printed[-1]} before it failed" if printed else
+        f"; the error names {named[-1]}" if named else ""))]
+    url = url or (printed[-1] if printed else None) or (named[-1] if named else None)
     root = download_root.data_folder_option(frames, list(ctx.argv), ctx.cwd)
     if root and not guard:
         flag, value, at = root
