@@ -309,3 +309,17 @@ def test_a_world_size_whose_processes_a_node_are_not_read_is_said_not_establishe
         assert "--trainer.num_nodes=1" in v["fix"] and "NODE_RANK" in v["fix"], v["fix"]
     finally:
         kill_runs(work)
+
+
+def test_a_download_at_import_is_named_by_check_as_a_download_with_its_url_not_an_import_error(tmp_path):
+    """build-nanogpt's hellaswag.py loads its tokenizer at import (tiktoken fetches it with requests): imports.smoke
+    sees the import fail here, offline, and names it download-failed with the URL urllib3's message gives, not
+    import-error with "read the traceback"."""
+    work = _work(tmp_path, "encoding-at-import")
+    proc = dfdoctor("check", "--cwd", str(work), "--format", "json", "--", PY, "train_gpt2.py", cwd=work)
+    rep = json.loads(proc.stdout)
+    (smoke,) = [c for c in rep["checks"] if c["id"] == "imports.smoke"]
+    assert smoke["status"] == "fail" and smoke["cause"] == causes.DOWNLOAD_FAILED, (smoke["cause"], smoke["summary"])
+    assert "Fetch https://bpe-files.invalid/gpt-2/encodings/main/vocab.bpe where there is network" in smoke["fix"], \
+        smoke["fix"]
+    assert "huggingface" not in smoke["fix"], smoke["fix"]

@@ -624,6 +624,12 @@ def download_failed(err: PyError, ctx: Context) -> Optional[Finding]:
     hub = any(w in text or any(w in f for f, _, _ in err.frames) for w in ("huggingface", "transformers",
                                                                             "/datasets/", "HF_HUB", "hf_hub"))
     told = None if hub or not ctx.local else _own_download(err, ctx)
+    if told is None and not hub:  # no hub's cache to name, and the line that downloads was not read
+        return Finding(causes.DOWNLOAD_FAILED, "A download failed at " + err.blame + ": this machine could not "
+                       "reach " + (target or "the server") + f" ({hit}).",
+                       f"Fetch {target or 'the files it downloads'} where there is network and make the job read "
+                       "the local copy (its library's cache folder, or a path of its own), or point HTTPS_PROXY at a "
+                       "proxy reachable from this machine (not tried).", evidence)
     if told is None:
         return Finding(causes.DOWNLOAD_FAILED, "A download failed at " + err.blame + ": this machine could not "
                        "reach " + (target or "the server") + f" ({hit}).",
