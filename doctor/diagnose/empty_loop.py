@@ -35,7 +35,7 @@ def empty_loader(all_seen, look_again: Optional[Callable] = None) -> Union[None,
     for s in all_seen:
         reading = _reading(s, look_again, deadline)
         if reading is None or not reading.proven:
-            undecided |= reading is not None and reading.undecided
+            undecided |= reading is not None and reading.leaning
             continue
         return _named(s, reading)
     return UNDECIDED if undecided else None

@@ -80,6 +80,12 @@ class Reading:
         """A `for` head seen and nothing against it, but not yet enough to say so: another look may decide."""
         return self.head is not None and not self.ruled_out and not self.proven
 
+    @property
+    def leaning(self) -> bool:
+        """Undecided with a pass of the DataLoader seen: enough to hold back another reading (a buffered stdout)
+        for this round; a bare `for` head alone (`for i in range(n)` in a busy job) is not."""
+        return self.undecided and self.passes >= 1
+
 
 def read(looks) -> Reading:
     """The reading of a process's looks (jobstacks.Look), against the `for` head most of them show."""
