@@ -20,7 +20,7 @@ from typing import Any, Iterator, Optional
 from dfdoctor import STATIC, Result, Status, causes, check, error, fail, ok, skip, warn
 from dfdoctor.launchline.commandline import LaunchSpec, as_lead, guessed_interpreter, spec_for
 from dfdoctor.probe import ProbeOutcome, run_probe, unreached
-from dfdoctor.diagnose import known_failures, torch_pairs, user_terms
+from dfdoctor.diagnose import known_failures, rules_runtime, torch_pairs, user_terms
 from dfdoctor.diagnose.rules_runtime import Context, Finding
 from dfdoctor.diagnose.traceback import parse_python_error
 from dfdoctor.project import runtime_path, typos
@@ -294,13 +294,14 @@ def _own_module_at_run_time(ctx, mod: str, request: dict, item: dict, ev: list, 
 
 def _known(ctx, item: dict) -> Optional[Finding]:
     """What the corpus of real failures knows of the exception an import raised (a torchvision not paired with
-    torch, a numpy ABI break, an extension built for another torch), in the job's own terms."""
+    torch, a numpy ABI break, an extension built for another torch), in the job's own terms; else a download the
+    import made that could not reach its host (a tokenizer fetched at import: build-nanogpt's hellaswag.py)."""
     err = parse_python_error(item.get("traceback") or "")
     if err is None:
         return None
     local = ctx.target.runs_here
-    return known_failures.classify(err, Context(argv=list(ctx.command), cwd=str(ctx.cwd), local=local,
-                                                python=ctx.python if local else None))
+    told = Context(argv=list(ctx.command), cwd=str(ctx.cwd), local=local, python=ctx.python if local else None)
+    return known_failures.classify(err, told) or rules_runtime.download_failed(err, told)
 
 
 def _missing_fix(ctx, item: dict, request: Optional[dict] = None) -> str:

@@ -7,6 +7,7 @@ neither blocked nor failed."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -83,10 +84,25 @@ CASES = [
     Case("cuda-default-seeded-generator", "cuda-default", (PY, "train.py", "--epochs", "2"), causes.CUDA_UNAVAILABLE,
          said=("train.py, line 13", "--device (default 'cuda')"), fix=("add --device cpu",)),
     # ---- mnist-like: the data set downloads itself into --data-dir at start; this machine has no network --------
+    # the URL is computed (mirror + name) and printed on stdout only (`Downloading https://...`): read from there
     Case("offline-download-at-start", "download-at-start", (PY, "main.py", "--epochs", "1"), causes.DOWNLOAD_FAILED,
          said=("digits.py, line 39", "main.py:19 asks for the download (download=True) into the data folder "
-               "--data-dir names (../data, its default)"),
-         fix=("put them in the data folder --data-dir names (now ../data, its default)",)),
+               "--data-dir names (../data, its default)",
+               "the job printed https://tiny-digits.invalid/tiny-digits.pt before it failed"),
+         fix=("Fetch https://tiny-digits.invalid/tiny-digits.pt where there is network",
+              "put them in the data folder --data-dir names (now ../data, its default)")),
+    # ---- build-nanogpt-like: its eval helper loads a tokenizer at import, fetched with requests (tiktoken's way) --
+    Case("offline-tokenizer-at-import", "encoding-at-import", (PY, "train_gpt2.py"), causes.DOWNLOAD_FAILED,
+         said=("the error names https://bpe-files.invalid/gpt-2/encodings/main/vocab.bpe",),
+         fix=("Fetch https://bpe-files.invalid/gpt-2/encodings/main/vocab.bpe where there is network",)),
+    # ---- timm-like: `./distributed_train.sh 2 ARGS` runs torchrun --nproc_per_node=$NUM_PROC; --device cuda ------
+    Case("launcher-script-on-a-cpu-machine", "launcher-script",
+         ("./distributed_train.sh", "2", "--data-dir", "data", "--epochs", "1"), causes.NCCL_FAILED, (_tiny_tensors,),
+         said=("distributed_train.sh's argument 1 (2 here) is the --nproc_per_node of the torchrun line it runs",),
+         fix=("start one process, which forms no process group, the project's own way: `./distributed_train.sh 1 "
+              "--data-dir data --epochs 1 --device cpu`", "add --dist-backend gloo to the command and --device cpu",
+              "not try"),
+         env=(("PATH", f"{Path(PY).parent}:{os.environ.get('PATH', '')}"),)),
     # ---- a fire CLI: `python train.py --lr=0.05 --epochs=3` ---------------------------------------------------
     Case("fire-flag-typo", "fire-cli", (PY, "train.py", "--epoch=3", "--lr=0.05"), causes.BAD_ARGUMENTS,
          said=("--epoch=3", "epochs=2, its default"), fix=("--epochs=3 instead of --epoch=3", "train.py:6")),
@@ -261,3 +277,49 @@ def test_more_nodes_than_started_here_is_a_rendezvous_waiting_for_the_others_not
         assert "--trainer.num_nodes=1" in v["fix"] and "NODE_RANK" in v["fix"], v["fix"]
     finally:
         kill_runs(work)
+
+
+def _devices_read_at_run_time(work: Path) -> None:
+    """main.py as trainers write it whose processes a node comes from the machine at run time (its CPUs, like
+    Lightning's devices="auto"), with no device option and no MEMBER line printed: nothing says the world size."""
+    src = (work / "main.py").read_text()
+    src = src.replace('parser.add_argument("--trainer.devices", type=int, default=1)\n', "")
+    src = src.replace("trainer.devices", "PER_NODE")
+    src = src.replace("def setup_ddp(trainer):", "PER_NODE = max(2, len(os.sched_getaffinity(0)))\n\n\n"
+                      "def setup_ddp(trainer):")
+    src = src.replace('    print(f"Initializing distributed', '    # print(f"Initializing distributed')
+    assert src.count("PER_NODE") == 3 and "--trainer.devices" not in src, src
+    (work / "main.py").write_text(src)
+
+
+def test_a_world_size_whose_processes_a_node_are_not_read_is_said_not_established_not_counted_as_one(tmp_path):
+    """`--trainer.num_nodes=2` where the processes a node runs are the machine's (no device option, no MEMBER line):
+    the second node is named missing, and the world size is said not established instead of 2 x 1."""
+    work = _work(tmp_path, "lightning-nodes")
+    _devices_read_at_run_time(work)
+    try:
+        proc, rep = launch(work, PY, "main.py", "--trainer.num_nodes=2", watch=40, log=None, env=job_env())
+        v = rep["verdict"]
+        said = "\n".join([v["summary"], *v["evidence"]])
+        assert v["cause"] == causes.RANK_MISSING and v["state"] == "failed", (v["cause"], v["summary"])
+        for text in ("1 more node(s)", "--trainer.num_nodes=2 asks for 2 nodes", "world size was not established",
+                     "processes per node: not established"):
+            assert text in said, (text, said)
+        assert "1 more process(es)" not in said and "world size is 2" not in said, said
+        assert "--trainer.num_nodes=1" in v["fix"] and "NODE_RANK" in v["fix"], v["fix"]
+    finally:
+        kill_runs(work)
+
+
+def test_a_download_at_import_is_named_by_check_as_a_download_with_its_url_not_an_import_error(tmp_path):
+    """build-nanogpt's hellaswag.py loads its tokenizer at import (tiktoken fetches it with requests): imports.smoke
+    sees the import fail here, offline, and names it download-failed with the URL urllib3's message gives, not
+    import-error with "read the traceback"."""
+    work = _work(tmp_path, "encoding-at-import")
+    proc = dfdoctor("check", "--cwd", str(work), "--format", "json", "--", PY, "train_gpt2.py", cwd=work)
+    rep = json.loads(proc.stdout)
+    (smoke,) = [c for c in rep["checks"] if c["id"] == "imports.smoke"]
+    assert smoke["status"] == "fail" and smoke["cause"] == causes.DOWNLOAD_FAILED, (smoke["cause"], smoke["summary"])
+    assert "Fetch https://bpe-files.invalid/gpt-2/encodings/main/vocab.bpe where there is network" in smoke["fix"], \
+        smoke["fix"]
+    assert "huggingface" not in smoke["fix"], smoke["fix"]

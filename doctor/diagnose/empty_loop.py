@@ -3,8 +3,8 @@
 The shape: `def cycle(dl): while True: for data in dl: yield data` (or `while step < steps: for batch in loader`)
 over a loader with no batch (a validation split smaller than one batch with drop_last=True, a split of 0 rows).
 The process burns a core and prints nothing, which reads like a block-buffered stdout; the stacks say otherwise:
-in every look the user's innermost frame is the `for` line itself, with torch's DataLoader starting a new pass
-under it. Named with the loader the loop runs over (the variable at the caller's line) and the options its
+the looks that can be read show the user's innermost frame at the `for` line itself, with torch's DataLoader
+starting a new pass under it, and none shows a batch fetched or the loop's body (loop_looks.py reads them). Named with the loader the loop runs over (the variable at the caller's line) and the options its
 construction reads, so the fix is said in the project's terms.
 """
 
@@ -12,86 +12,73 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import Optional
+import time
+from typing import Callable, Optional, Union
 
 import psutil
-from dfdoctor.diagnose.waits import is_library, main_of
+from dfdoctor.diagnose import loop_looks
 from dfdoctor.project.source import tree_of
 
-_ITER = "torch/utils/data/dataloader.py"
-_PASS_START = {"__iter__", "_get_iterator", "__init__", "_reset", "_next_index"}  # a pass begins or asks its sampler
-# The only frames under the `for` head when a pass has no batch: the loader's own iterator, its sampler, the
-# profiler's record_function around __next__. A loader with data shows fetch.py, collate.py, a dataset's
-# __getitem__ or a worker queue there.
-_EMPTY_PASS = (_ITER, "torch/utils/data/sampler.py", "torch/autograd/profiler.py", "torch/_ops.py")
 _FOLLOW = 4  # how many assignments back the loader's construction is read for the options it uses
+MORE_LOOKS = 6  # at most per process, when the looks the watch took leave it undecided (loop_looks.py says when)
+MORE_LOOKS_S = 6.0  # and for all the job's processes together, only while this much time has not passed
+LOOK_GAP_S = 0.3  # between two of them: a pass of an empty loader takes about a millisecond
+UNDECIDED = "undecided"  # a pass seen and nothing against it, not yet enough: neither this nor a buffered stdout
 
 
-def empty_loader(all_seen) -> Optional[tuple[str, str, list[str]]]:
-    """(headline, fix, evidence) for a process seen at a `for` head over a DataLoader in every look, working; else
-    None. stuck.py runs it among its rules (it passes its Seen processes), before calling a busy silence buffered."""
+def empty_loader(all_seen, look_again: Optional[Callable] = None) -> Union[None, str, tuple[str, str, list[str]]]:
+    """(headline, fix, evidence) for a process whose looks prove it spins at a `for` head over a DataLoader with no
+    batch; UNDECIDED when they lean that way without proving it; else None. stuck.py runs it among its rules (it
+    passes its Seen processes, and `look_again(seen)` to take one more look at a process here), before calling a
+    busy silence buffered."""
+    undecided, deadline = False, time.monotonic() + MORE_LOOKS_S
     for s in all_seen:
-        spun = _spinning_for(s)
-        if spun is None:
+        reading = _reading(s, look_again, deadline)
+        if reading is None or not reading.proven:
+            undecided |= reading is not None and reading.leaning
             continue
-        user, caller, loop = spun
-        name = _loader_name(caller)
-        options, built = _options(s, caller, name)
-        head = (f"{s.proc.name()} loops at {user.short()} (`{loop}`) and never enters the loop's body: the loader "
-                f"{f'`{name}` ' if name else ''}yields no batch, so the loop starts pass after pass of an empty "
-                f"DataLoader, using CPU and printing nothing (not a buffered stdout)")
-        lines = [f"every look ({len(s.proc.looks)}) shows the main thread at {user.short()} with torch's "
-                 "DataLoader starting a pass under it and no batch fetched; the loop's body was never seen"]
-        if caller is not None:
-            lines.append(f"the loop is driven from {caller.short()}" + (f", over `{name}`" if name else ""))
-        if built:
-            lines.append(f"`{name}` is built at {built}")
-        said = "; ".join(options)
-        fix = ("Make the loader yield at least one batch: a larger split or a smaller batch size" +
-               (f" (now {said})" if said else "") + ", or drop_last=False for a split smaller than one batch; and "
-               "fail when len(loader) == 0 instead of looping (not tried).")
-        if said:
-            lines.append(f"the options its construction reads: {said}")
-        return head, fix, lines
-    return None
+        return _named(s, reading)
+    return UNDECIDED if undecided else None
 
 
-def _spinning_for(s):
-    """(the user's frame, the frame that drives it, the `for` line) when every look shows the same `for` head
-    over a DataLoader and the process works; None otherwise."""
+def _reading(s, look_again: Optional[Callable], deadline: float) -> Optional[loop_looks.Reading]:
+    """The reading of a working Python process's looks, with more looks taken while it is undecided (or some
+    look could not be read and none showed a pass) and `look_again` is given, up to MORE_LOOKS before `deadline`
+    (shared by the job's processes: a py-spy that never reads them costs this once a round)."""
     if s.proc.gone or not s.proc.python or s.steady:
         return None
-    looks = [lk for lk in s.proc.looks if lk.stacks.text]
-    mains = [main_of(lk.stacks.text) for lk in looks]
-    if len(mains) < 2 or any(m is None for m in mains):
-        return None
-    users = [_user_index(m.frames) for m in mains]
-    if any(i is None for i in users):
-        return None
-    heads = {(m.frames[i].file, m.frames[i].line) for m, i in zip(mains, users)}
-    inner = [f for m, i in zip(mains, users) for f in m.frames[:i]]
-    if len(heads) != 1 or not any(f.func in _PASS_START and f.file.replace("\\", "/").endswith(_ITER) for f in inner):
-        return None
-    if any(not f.file.replace("\\", "/").endswith(_EMPTY_PASS) for f in inner):
-        return None  # a batch being fetched, collated or waited for: the loader has data, the loop is data-bound
-    main, i = mains[-1], users[-1]
-    user = main.frames[i]
-    loop = _for_head(user.file, user.line)
-    if loop is None:
-        return None
-    caller = next((f for f in main.frames[i + 1:] if not is_library(f)), None)
-    return user, caller, loop
+    reading, taken = loop_looks.read(s.proc.looks), 0
+    while (reading.undecided or reading.blind) and look_again is not None and \
+            taken < MORE_LOOKS and time.monotonic() < deadline and not s.proc.gone:
+        time.sleep(LOOK_GAP_S)
+        look_again(s)
+        taken += 1
+        reading = loop_looks.read(s.proc.looks)
+    return reading
 
 
-def _user_index(frames) -> Optional[int]:
-    return next((k for k, f in enumerate(frames) if not is_library(f)), None)
-
-
-def _for_head(file: str, line: int) -> Optional[str]:
-    """`for data in dl:` when `line` of `file` is the head of a for loop."""
-    tree = tree_of(file)
-    node = next((n for n in ast.walk(tree) if isinstance(n, ast.For) and n.lineno == line), None) if tree else None
-    return f"for {ast.unparse(node.target)} in {ast.unparse(node.iter)}:" if node else None
+def _named(s, reading: loop_looks.Reading) -> tuple[str, str, list[str]]:
+    """The finding in the project's terms: the loop, the loader it runs over, the options that built it."""
+    user, caller, loop = reading.user, reading.caller, reading.head.words
+    name = _loader_name(caller)
+    options, built = _options(s, caller, name)
+    head = (f"{s.proc.name()} loops at {user.short()} (`{loop}`) and never enters the loop's body: the loader "
+            f"{f'`{name}` ' if name else ''}yields no batch, so the loop starts pass after pass of an empty "
+            f"DataLoader, using CPU and printing nothing (not a buffered stdout)")
+    unread = f"; {reading.unread} could not be read" if reading.unread else ""
+    lines = [f"{reading.passes} of {len(reading.kinds)} looks show the main thread at {user.short()} with torch's "
+             f"DataLoader starting a pass under it and no batch fetched; none showed the loop's body{unread}"]
+    if caller is not None:
+        lines.append(f"the loop is driven from {caller.short()}" + (f", over `{name}`" if name else ""))
+    if built:
+        lines.append(f"`{name}` is built at {built}")
+    said = "; ".join(options)
+    fix = ("Make the loader yield at least one batch: a larger split or a smaller batch size" +
+           (f" (now {said})" if said else "") + ", or drop_last=False for a split smaller than one batch; and "
+           "fail when len(loader) == 0 instead of looping (not tried).")
+    if said:
+        lines.append(f"the options its construction reads: {said}")
+    return head, fix, lines
 
 
 def _loader_name(caller) -> Optional[str]:

@@ -48,6 +48,7 @@ class Context:
     local: bool = True
     cwd: Optional[str] = None  # the job's working folder, against which its relative paths resolve
     python: Optional[str] = None  # the training interpreter
+    stdout: str = ""  # the job's stdout, where a trainer prints what it does (`Downloading https://...`)
 
 
 # ---- GPU memory ---------------------------------------------------------------------------------------
@@ -613,8 +614,9 @@ def download_failed(err: PyError, ctx: Context) -> Optional[Finding]:
     hit = next((m for m in _NET if m in text), None)
     if not hit:
         return None
-    urls = [m.group(1) or m.group(0) for m in _URL.finditer(err.text)] or \
-        [m.group(1) or m.group(0) for m in _URL.finditer(ctx.output)]
+    urls = _pool_urls(err.text) or [m.group(1) or m.group(0) for m in _URL.finditer(err.text)] or \
+        [m.group(1) or m.group(0) for m in _URL.finditer(ctx.output)] or \
+        [m.group(0) for m in _URL.finditer(ctx.stdout) if not m.group(1)]
     target = urls[-1] if urls else None
     evidence = [f"message: {err.headline[:300]}"]
     proxy = [k for k in ("HTTPS_PROXY", "https_proxy", "HF_ENDPOINT", "HF_HUB_OFFLINE") if k in ctx.env]
@@ -622,6 +624,12 @@ def download_failed(err: PyError, ctx: Context) -> Optional[Finding]:
     hub = any(w in text or any(w in f for f, _, _ in err.frames) for w in ("huggingface", "transformers",
                                                                             "/datasets/", "HF_HUB", "hf_hub"))
     told = None if hub or not ctx.local else _own_download(err, ctx)
+    if told is None and not hub:  # no hub's cache to name, and the line that downloads was not read
+        return Finding(causes.DOWNLOAD_FAILED, "A download failed at " + err.blame + ": this machine could not "
+                       "reach " + (target or "the server") + f" ({hit}).",
+                       f"Fetch {target or 'the files it downloads'} where there is network and make the job read "
+                       "the local copy (its library's cache folder, or a path of its own), or point HTTPS_PROXY at a "
+                       "proxy reachable from this machine (not tried).", evidence)
     if told is None:
         return Finding(causes.DOWNLOAD_FAILED, "A download failed at " + err.blame + ": this machine could not "
                        "reach " + (target or "the server") + f" ({hit}).",
@@ -632,6 +640,20 @@ def download_failed(err: PyError, ctx: Context) -> Optional[Finding]:
     url, fix, more = told
     return Finding(causes.DOWNLOAD_FAILED, f"The job downloads {url or target or 'its data'} at {err.blame}, and "
                    f"this machine could not reach {target or 'the server'} ({hit}).", fix, evidence + more)
+
+
+_POOL = re.compile(r"(HTTPS?)ConnectionPool\(host='([^']+)', port=(\d+)\): Max retries exceeded with url: (/\S*)")
+
+
+def _pool_urls(text: str) -> list[str]:
+    """The URLs urllib3 names in pieces (`HTTPSConnectionPool(host='h', port=443): Max retries exceeded with url:
+    /p`), whole again: `https://h/p` (the port only where it is not the scheme's own)."""
+    out = []
+    for scheme, host, port, path in _POOL.findall(text):
+        scheme = scheme.lower()
+        at = "" if (scheme, port) in (("https", "443"), ("http", "80")) else f":{port}"
+        out.append(f"{scheme}://{host}{at}{path}")
+    return out
 
 
 def _own_download(err: PyError, ctx: Context) -> Optional[tuple[Optional[str], str, list[str]]]:
@@ -656,10 +678,13 @@ def _own_download(err: PyError, ctx: Context) -> Optional[tuple[Optional[str], s
                 url = value
     short = os.path.relpath(file, ctx.cwd) if ctx.cwd and file.startswith(ctx.cwd.rstrip("/") + "/") else file
     guard = _download_guard(tree, line, ctx)
-    printed = [m.group(0) for m in _URL.finditer(ctx.output + "\n" + err.before) if not m.group(1)]
+    printed = [m.group(0) for m in _URL.finditer(ctx.output + "\n" + err.before) if not m.group(1)] or \
+        [m.group(0) for m in _URL.finditer(ctx.stdout) if not m.group(1)]  # `print(f"Downloading {url}")`
+    named = _pool_urls(err.text)  # urllib3's own words for what it could not reach
     evidence = [f"{short}:{line} downloads " + (url or "(the URL is computed)" + (
-        f"; the job printed {printed[-1]} before it failed" if printed else ""))]
-    url = url or (printed[-1] if printed else None)
+        f"; the job printed {printed[-1]} before it failed" if printed else
+        f"; the error names {named[-1]}" if named else ""))]
+    url = url or (printed[-1] if printed else None) or (named[-1] if named else None)
     root = download_root.data_folder_option(frames, list(ctx.argv), ctx.cwd)
     if root and not guard:
         flag, value, at = root

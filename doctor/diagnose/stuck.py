@@ -14,7 +14,7 @@ from typing import Optional
 import psutil
 from dfdoctor import causes
 from dfdoctor.diagnose import empty_loop, init_ahead, threadwaits, waits
-from dfdoctor.diagnose.jobstacks import ProcessSample, exit_words
+from dfdoctor.diagnose.jobstacks import ProcessSample, exit_words, look_once
 from dfdoctor.diagnose.waits import Wait, classify, main_of
 from dfdoctor.agent.ranks import nproc as expected_ranks
 
@@ -33,6 +33,11 @@ class Finding:
     headline: str
     fix: str
     lines: list[str] = field(default_factory=list)
+
+
+# A rule's "nothing is said yet": its looks lean its way without proving it, so no later rule (a buffered stdout)
+# may speak over it; the watch looks again.
+_UNDECIDED = Finding("undecided", None, "", "")
 
 
 @dataclass
@@ -138,11 +143,13 @@ def judge(samples: list[ProcessSample], quiet_s: float, local: bool = True,
     pids = " ".join(str(s.proc.pid) for s in all_seen if not s.proc.gone)
     lines.append(f"{WHOLE_JOB}{pids}")
     dead = [p for p in samples if p.exited]  # children that died and were never reaped
-    rules = (_rank_missing, _collective_hang, _ranks_ended_without_peer, _dataloader, _empty_loader,
-             *(() if flushed else (_buffered,)), lambda a, q: every_thread_waits(a, dead),
-             lambda a, q: _workers_died(a, dead), _single_wait)
+    rules = (_rank_missing, _collective_hang, _ranks_ended_without_peer, _dataloader,
+             lambda a, q: _empty_loader(a, q, local), *(() if flushed else (_buffered,)),
+             lambda a, q: every_thread_waits(a, dead), lambda a, q: _workers_died(a, dead), _single_wait)
     for rule in rules:
         found = rule(all_seen, quiet_s) if rule is not _single_wait else rule(all_seen, quiet_s, local)
+        if found is _UNDECIDED:
+            return None  # the looks lean one way without proving it: the watch looks again, nothing is said yet
         if found is not None:
             found.lines = found.lines + lines
             return found
@@ -377,10 +384,21 @@ def gpu_busy() -> str:
     return ", ".join(busy)
 
 
-def _empty_loader(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
-    """A busy silence that is a loop over a DataLoader with no batch, not a block buffer (diagnose/empty_loop.py)."""
-    found = empty_loop.empty_loader(all_seen)
+def _empty_loader(all_seen: list[Seen], quiet_s: float, local: bool) -> Optional[Finding]:
+    """A busy silence that is a loop over a DataLoader with no batch, not a block buffer (diagnose/empty_loop.py):
+    more looks are taken here when those taken leave it undecided (`local`: the pids are this machine's);
+    _UNDECIDED when they still do."""
+    found = empty_loop.empty_loader(all_seen, _look_again if local else None)
+    if found == empty_loop.UNDECIDED:
+        return _UNDECIDED
     return Finding("failed", causes.DATA_EMPTY, *found) if found else None
+
+
+def _look_again(s: Seen) -> None:
+    """One more look at one process, its wait read as the others were."""
+    look_once([s.proc])
+    if s.proc.looks:
+        s.waits.append(classify(s.proc.last.stacks.text, s.proc.last.kernel))
 
 
 def _buffered(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:

@@ -25,7 +25,7 @@ from dfdoctor.project.paths import path_uses
 from dfdoctor.project import typos
 from dfdoctor.project.install import PIP_NAMES
 from dfdoctor.project.source import Module
-from dfdoctor.diagnose import installed_version, torch_pairs
+from dfdoctor.diagnose import installed_version, launcher_procs, torch_pairs
 from dfdoctor.diagnose.rules_runtime import Context
 from dfdoctor.diagnose.traceback import PyError, is_library
 
@@ -136,12 +136,30 @@ def nccl_backend(err: PyError, ctx: Context, m: re.Match) -> Told:
         f"set backend = 'gloo' at {_short(script, ctx)}:{setting[0]}" if setting else
         f"pass backend='gloo' to init_process_group at {err.user_where}")
     cuda = _cuda_assignments(script, "device") if script else []
-    fix = (f"On CPUs use the gloo backend: {how}; for NCCL, install a CUDA build of torch on a Linux machine with "
-           "GPUs" + NOT_TRIED + ".")
+    device = _cuda_default(proj)
+    if device is not None:  # the ranks would fail next on that device, gloo or not
+        how += f" and {device.spelled('cpu')} (its --device defaults to {device.default!r})"
+        evidence.append(f"{device.where}: the option {device.flag} (default {device.default!r})")
+    one = launcher_procs.one_process(list(ctx.argv), ctx.cwd)
+    alone = ""
+    if one is not None:
+        line = one[0] + (f" {device.spelled('cpu')}" if device is not None else "")
+        alone = f"; or start one process, which forms no process group, the project's own way: `{line}` ({one[1]})"
+        evidence.append(one[1])
+    fix = (f"On CPUs use the gloo backend: {how}{alone}; for NCCL, install a CUDA build of torch on a Linux machine "
+           "with GPUs" + NOT_TRIED + ".")
     if cuda:
         fix += (" This script also sets a CUDA device (" + ", ".join(f"{_short(script, ctx)}:{n}" for n in cuda)
                 + "): with gloo on a machine without GPUs it fails there next unless that line picks the CPU.")
     return Told("", fix, evidence)
+
+
+def _cuda_default(proj) -> Optional[project_model.Option]:
+    """The project's --device option when it defaults to CUDA and the command does not set it."""
+    option = proj.option("device") if proj else None
+    if option is None or not str(option.default or "").startswith("cuda") or proj.given(option) is not None:
+        return None
+    return option
 
 
 def without_compile(err: PyError, ctx: Context, m: re.Match) -> Told:

@@ -319,10 +319,12 @@ def exception_verdict(run: RunRecord, err: PyError, evidence: list[str], who: st
 
 
 def _runtime_context(run: RunRecord) -> rules_runtime.Context:
-    """What the run-time readers may look at: the output, the command, the job's environment, where it ran."""
+    """What the run-time readers may look at: the output (stderr, and stdout where trainers print what they
+    fetch), the command, the job's environment, where it ran."""
     return rules_runtime.Context(output=run.stream("stderr", 1 << 20), argv=list(run.spec.get("argv") or []),
                                  env=dict((run.spawned or {}).get("env") or {}), local=not run.is_remote,
-                                 cwd=run.spec.get("cwd"), python=run.spec.get("python"))
+                                 cwd=run.spec.get("cwd"), python=run.spec.get("python"),
+                                 stdout=run.stream("stdout", 1 << 20))
 
 
 def elastic_rank_failed(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
