@@ -4,7 +4,6 @@ so the seed's fix needs no pause; lxc-attach typed at a prompt (tests/test_rehea
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import time
 import uuid
@@ -15,9 +14,8 @@ from dfdoctor.rehearse import judge, pause
 from dfdoctor.rehearse.fix import find
 from dfdoctor.rehearse.rewrite import Hop
 from dfdoctor.rehearse.runner import rehearse
-from infra.fixtures import Infra, infra, kill_naming, procs_naming, ssh_config_env  # noqa: F401
-
-TRAIN = "import time\nfor i in range(400):\n    print('step', i, flush=True)\n    time.sleep(0.1)\n"
+from infra.fixtures import infra, procs_naming, ssh_config_env  # noqa: F401
+from test_rehearse import seed  # noqa: F401  (a folder in container 200 only, holding train.py)
 
 
 def _ssh(*opts: str) -> Hop:
@@ -36,20 +34,6 @@ def test_a_pause_only_where_a_terminal_reaches_lxc_attach(ssh_config_env):
     assert not pause.needed((_ssh(),))  # no container hop: nothing to pause for
 
 
-@pytest.fixture
-def seed(infra: Infra):
-    """A folder in container 200 only (not on the host), holding train.py: the seed's /workspace."""
-    name = f"dfd-pause-{uuid.uuid4().hex[:8]}"
-    work = f"/tmp/{name}"
-    inside = infra.rootfs() / "tmp" / name
-    inside.mkdir()
-    (inside / "train.py").write_text(TRAIN)
-    yield work, inside
-    kill_naming(work)
-    shutil.rmtree(inside, ignore_errors=True)
-
-
-@pytest.mark.slow
 def test_the_seed_fix_has_no_pause_and_its_job_outlives_the_hop(infra, ssh_config_env, seed):
     """The seed's line: its fix, found and rehearsed, has no `sleep 1`; the detached start it makes over ssh and
     pct exec leaves the job running every time (10 starts, no pause, nothing in between)."""
