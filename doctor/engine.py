@@ -263,18 +263,19 @@ def guard(pairs: list[tuple[str, Optional[str]]], ctx: Optional[Context] = None,
           run_folders: tuple[Path, ...] = ()) -> None:
     """Exit 2 before any work when an --output would overwrite a file the user named, or land in a run
     folder (see `dfdoctor.safefile.guard_outputs`)."""
-    named = users_files(ctx) if ctx else []
-    _NAMED[:] = named
-    guard_outputs([o for _, o in pairs if o is not None], named, [("a run folder", d) for d in run_folders])
+    _guard(pairs, users_files(ctx) if ctx else [], run_folders)
 
 
 def guard_many(pairs: list[tuple[str, Optional[str]]], contexts: list[Context]) -> None:
     """`guard` for `check` on several targets: an --output may overwrite none of the files any of their lines
     names, nor land in a run folder of any of them."""
-    named = [n for ctx in contexts for n in users_files(ctx)]
-    guard_outputs([o for _, o in pairs if o is not None], named,
-                  [("a run folder", runs_root(ctx.cwd)) for ctx in contexts])
+    _guard(pairs, [n for ctx in contexts for n in users_files(ctx)], tuple(runs_root(c.cwd) for c in contexts))
+
+
+def _guard(pairs: list[tuple[str, Optional[str]]], named: list[tuple[str, Path]],
+           run_folders: tuple[Path, ...]) -> None:
     _NAMED[:] = named
+    guard_outputs([o for _, o in pairs if o is not None], named, [("a run folder", d) for d in run_folders])
 
 
 def named_in_report(report: Report) -> list[tuple[str, Path]]:

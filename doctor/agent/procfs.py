@@ -110,6 +110,13 @@ def folder_identity(path):
     return [st.st_dev, st.st_ino]
 
 
+def is_a_copy(spawned, run_dir):
+    """Whether `run_dir` is a copy of the run folder its recorder wrote into (`cp -a` of the project while the job
+    ran): the record's "spawned" event names that folder by identity, and this one is another (a record made
+    before it was noted says nothing: False)."""
+    return bool(spawned) and spawned.get("folder") is not None and spawned["folder"] != folder_identity(run_dir)
+
+
 def file_size(path):
     """A file's size in bytes, -1 when it cannot be read."""
     try:
@@ -279,8 +286,8 @@ def is_job_of(spawned, rec, run_dir):
     pid = spawned.get("pid") if spawned else None
     if not isinstance(pid, int) or isinstance(pid, bool) or proc_start_time(pid) != spawned.get("start_ticks"):
         return False
-    if spawned.get("folder") is not None and spawned["folder"] != folder_identity(run_dir):
-        return False  # a copy of the run folder (`cp -a` of the project): the job is the original folder's
+    if is_a_copy(spawned, run_dir):
+        return False  # the job is the original folder's
     nonce = (rec or {}).get("nonce")
     if nonce and proc_environ_value(pid, RUN_ENV) == nonce:
         return True

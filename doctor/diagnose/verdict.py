@@ -15,7 +15,7 @@ import time
 from typing import Callable, Optional
 
 from dfdoctor import causes
-from dfdoctor.agent.procfs import folder_identity, proc_start_time
+from dfdoctor.agent.procfs import is_a_copy, proc_start_time
 from dfdoctor.diagnose import ray_driver, stackclass
 from dfdoctor.diagnose import (elastic, known_failures, launcher, rules_runtime, silence, stuck, torch_pairs, typo,
                                user_terms)
@@ -784,8 +784,7 @@ def copied_run_folder(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Ver
     original's, never the folder (its inode), so the job and its recorder are not this folder's to judge. Said
     as such, not as a recorder killed hard."""
     sp = run.spawned
-    if run.is_remote or run.finished or not sp or sp.get("folder") is None or \
-            sp["folder"] == folder_identity(str(run.dir)):
+    if run.is_remote or run.finished or not is_a_copy(sp, str(run.dir)):
         return None
     return Verdict("unknown", None, f"This run folder is a copy of the one its recorder writes (the job was "
                    f"started in {sp.get('cwd')}): this copy cannot say how the job is now.",
