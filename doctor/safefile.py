@@ -174,14 +174,7 @@ def read_head(path: os.PathLike[str] | str, limit: int) -> Optional[bytes]:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        chunks, size = [], 0
-        while size <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        return b"".join(chunks)
+        return _read_at_most(fd, limit, None)
     except OSError:
         return None
     finally:
