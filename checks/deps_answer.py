@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from dfdoctor import cache
 from dfdoctor.command import ProbeOutcome
@@ -56,36 +56,33 @@ def _key(ctx, request: dict[str, Any]) -> Optional[dict[str, Any]]:
 
 def unchanged(path_state: Any) -> bool:
     """Whether every folder the probe saw on the import path (and each it saw missing) is still as it was."""
-    if not isinstance(path_state, list) or not path_state:
-        return False
-    for item in path_state:
-        try:
-            path, mtime_ns = item
-            now = os.stat(path).st_mtime_ns
-        except FileNotFoundError:
-            now = None
-        except (OSError, TypeError, ValueError):
-            return False
-        if now != mtime_ns:
-            return False
-    return True
+    return isinstance(path_state, list) and bool(path_state) and _all_as_noted(path_state,
+                                                                                 lambda p: os.stat(p).st_mtime_ns)
 
 
 def pth_unchanged(pth_state: Any) -> bool:
     """Whether every `.pth` file the probe read on the import path still reads the same (a `.pth` rewritten in
     place changes no folder's mtime, yet moves what is importable). An answer without them is not reused."""
-    if not isinstance(pth_state, list):
-        return False
-    for item in pth_state:
+    return isinstance(pth_state, list) and _all_as_noted(pth_state, _digest)
+
+
+def _digest(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha1(f.read(1 << 20)).hexdigest()
+
+
+def _all_as_noted(state: list, now_of: Callable[[str], Any]) -> bool:
+    """Whether each (path, value) noted still reads the same by `now_of` (None for a path now missing); a malformed
+    item or an unreadable path is a change."""
+    for item in state:
         try:
-            path, digest = item
-            with open(path, "rb") as f:
-                now: Optional[str] = hashlib.sha1(f.read(1 << 20)).hexdigest()
+            path, noted = item
+            now = now_of(path)
         except FileNotFoundError:
             now = None
         except (OSError, TypeError, ValueError):
             return False
-        if now != digest:
+        if now != noted:
             return False
     return True
 
