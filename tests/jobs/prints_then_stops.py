@@ -4,7 +4,7 @@ import time
 
 lock = threading.Lock()
 for step in range(30):
-    print(f"step {step}: loss {1.0 / (step + 1):.4f}", flush=True)
+    print(f"step {step}/30: loss {1.0 / (step + 1):.4f}", flush=True)
     time.sleep(0.1)
 lock.acquire()
 lock.acquire()  # never returns
