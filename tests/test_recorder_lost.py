@@ -113,29 +113,31 @@ def test_a_recorder_and_stand_in_killed_at_once_are_both_named(tmp_path):
         kill_runs(tmp_path)
 
 
-def _as_launched_from_inits_session(run_dir) -> None:
-    """The record as a launch from pid 1's own session writes it (launcher sid 1, no session among the watched
-    pids): CI's runner starts dfdoctor so, and a test process cannot join pid 1's session."""
+def _as_launched_from_session(run_dir, sid: int) -> None:
+    """The record as a launch from a session it cannot watch writes it (no session among the watched pids): pid 1's
+    own (sid 1), or one whose leader lies outside this PID namespace (sid 0: CI's runner, under an exec agent that
+    is pid 1 with sid 0); a test process can join neither."""
     spec_file = run_dir / "spec.json"
     spec = json.loads(spec_file.read_text())
-    spec["launcher"]["sid"] = 1
+    spec["launcher"]["sid"] = sid
     spec["watch_pids"] = [w for w in spec["watch_pids"] if w["role"] != "session"]
     spec_file.write_text(json.dumps(spec))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("session", ["its own", "init's"])
+@pytest.mark.parametrize("session", ["its own", "init's", "outside the namespace"])
 def test_a_recorder_and_stand_in_killed_by_pid_are_no_session_end(tmp_path, session):
     """Round 2's N15: killed together by pid right after `launch` returned, while the launching session still runs,
     they were named killed-on-session-exit, though no session ended. CI's round 12 failure: launched from init's
     session (sid 1), no session was recorded to watch, and `launch` returning looked like the session's end;
-    init's session never ends while the machine runs."""
+    init's session never ends while the machine runs. Round 13's: CI's sessions have sid 0 (the leader is outside the
+    PID namespace), and `launch`, which did not lead that session, returning was again taken for its end."""
     try:
         _, run_dir, ev = _launch_printer(tmp_path)
         for pid in (ev["recorder"]["pid"], ev["stand-in"]["pid"]):
             os.kill(pid, signal.SIGKILL)
-        if session == "init's":
-            _as_launched_from_inits_session(run_dir)
+        if session != "its own":
+            _as_launched_from_session(run_dir, 1 if session == "init's" else 0)
         time.sleep(1.0)
         v = json.loads(dfdoctor("status", "--format", "json", cwd=tmp_path, env=job_env()).stdout)["verdict"]
         assert v["cause"] != "killed-on-session-exit", v

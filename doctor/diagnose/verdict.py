@@ -511,8 +511,10 @@ def recorder_vanished(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Ver
                        evidence + ["the boot id changed since the launch"])
     ends = [(e["t"], f"the launching {e.get('role')} (pid {e.get('pid')}) ended") for e in run.all("launcher-gone")
             if e.get("role") == "session"]
-    ends += [(e["t"], "dfdoctor launch returned to the launching session") for e in run.launcher
-             if e["event"] == "detached"]
+    returned = [(e["t"], "dfdoctor launch returned to the launching session") for e in run.launcher
+                if e["event"] == "detached"]
+    if _launcher_led_its_session(run):  # its return was the session's end; else the session is watched above
+        ends += returned
     if run.is_remote:  # on a target, the session that matters is the one that started the recorder there
         ends += [(e["t"], f"the session that started it on {run.spec.get('target')} ended") for e in run.launcher
                  if e["event"] == "launched"]
@@ -520,6 +522,11 @@ def recorder_vanished(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Ver
     if near and _session_lives(run):
         near = []  # dfdoctor returned, but the session that launched it still runs: no session end killed them
         evidence.append("the session that launched them still runs: no session end killed them (killed by pid)")
+    elif not near and not run.is_remote and any(-1.5 <= hb - t <= SESSION_GRACE_S for t, _ in returned):
+        sid = (run.spec.get("launcher") or {}).get("sid")
+        where = " (its leader lies outside this PID namespace)" if sid == 0 else ""
+        evidence.append(f"dfdoctor launch returned then, but it did not lead its session {sid}{where} and no end "
+                        "of that session was seen: no session end killed them (killed by pid)")
     if near:
         t, what = min(near)
         evidence.append(f"{what} at {_clock(t)}, {hb - t:+.1f} s from the last heartbeat")
@@ -730,6 +737,17 @@ def recorder_lost_at_start(run: RunRecord, live: Optional[LiveFacts]) -> Optiona
                    [f"started with strategy {strategy}; the starting session returned after "
                     f"{launched.get('session_s')} s without an error",
                     f"{run.spec.get('remote_dir')}/record.jsonl on the target: empty; recorder.out: empty"])
+
+
+def _launcher_led_its_session(run: RunRecord) -> bool:
+    """Whether `dfdoctor launch` was its session's leader (`ssh HOST dfdoctor launch ...`, `setsid`), so that its
+    return ended the session. Launched from a session it did not lead, the session's end is what the recorder
+    watched (launcher-gone); one it could not watch (sid 0: the leader lies outside this PID namespace, as under a
+    container's exec agent; sid 1: init's own) did not end when dfdoctor returned (CI's rounds 12 and 13)."""
+    launcher = run.spec.get("launcher") or {}
+    if "sid" not in launcher:
+        return True  # a record older than the launcher facts: its return is all that dates the session
+    return launcher.get("sid") == launcher.get("pid")
 
 
 def _session_lives(run: RunRecord) -> bool:
