@@ -144,7 +144,7 @@ def test_ssh_runs_no_local_command_of_the_users_options(ssh_work):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("how", ["proxy", "known-hosts", "match-exec", "config-proxy"])
+@pytest.mark.parametrize("how", ["proxy", "known-hosts", "match-exec", "match-exec-equals", "config-proxy"])
 def test_an_ssh_hop_that_would_run_a_local_command_is_not_rehearsed(ssh_work, infra, how):  # noqa: F811
     """S3: `-o ProxyCommand=…` ran even when the report said "read, not run"; so would a KnownHostsCommand, or a
     `-F` file's `Match exec` (which ssh runs while reading it, -G too) or its ProxyCommand."""
@@ -153,13 +153,27 @@ def test_an_ssh_hop_that_would_run_a_local_command_is_not_rehearsed(ssh_work, in
     proxy = "ProxyCommand=sh -c " + quote(hook + "; exec nc %h %p")
     known = "KnownHostsCommand=/bin/sh -c " + quote(hook)
     opts = {"proxy": f"-o {quote(proxy)}", "known-hosts": f"-o {quote(known)}",
-            "match-exec": f"-F {cfg}", "config-proxy": f"-F {cfg}"}[how]
+            "match-exec": f"-F {cfg}", "match-exec-equals": f"-F {cfg}", "config-proxy": f"-F {cfg}"}[how]
     first = {"match-exec": f"Match exec \"{hook}\"\n  User root\n",
+             "match-exec-equals": f"Match=exec \"{hook}\"\n  User root\n",  # ssh reads it as `Match exec`
              "config-proxy": f"Host dfdoctor-host\n  ProxyCommand sh -c '{hook}; exec nc %h %p'\n"}.get(how, "")
     cfg.write_text(first + infra.ssh_config.read_text())
     r = rehearse(f"ssh {opts} root@dfdoctor-host {_remote(ssh_work)}", cwd=str(ssh_work))
     assert not (ssh_work / "PWNED").exists(), judge.facts(r)
     assert r.unobservable and "ssh" in r.unobservable and not r.started, judge.facts(r)
+
+
+@pytest.mark.slow
+def test_no_ssh_of_a_check_runs_the_local_command_of_a_lines_config_file(ssh_work, infra, dfdoctor):  # noqa: F811
+    """A `-F` file with `PermitLocalCommand yes` + `LocalCommand`: the rehearsal's ssh had it off, but the
+    connection the other checks share (and target.reachable's) read the same file and ran it on this machine."""
+    cfg = ssh_work / "user_ssh_config"
+    cfg.write_text(f"Host dfdoctor-host\n  PermitLocalCommand yes\n  LocalCommand touch {ssh_work}/PWNED\n"
+                   + infra.ssh_config.read_text())
+    p = dfdoctor("check", "--", "ssh", "-F", str(cfg), "root@dfdoctor-host", f"cd {ssh_work} && {JOB}",
+                 env=infra.env(), timeout=180)
+    assert "target.reachable" in p.stdout and p.returncode in (0, 1), p.stdout + p.stderr
+    assert not (ssh_work / "PWNED").exists(), p.stdout
 
 
 @pytest.fixture

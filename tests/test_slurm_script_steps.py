@@ -48,6 +48,19 @@ def test_the_steps_before_the_training_command_are_read():
     assert [s.stops for s in script.prelude("cd a\ncd b || exit 1\ncd $X\npython t.py\n")] == [False, True]
 
 
+def test_a_python_line_inside_if_then_fi_is_the_training_command():
+    """A python line under `if …; then …; fi` (one line or several), as an `if`'s condition or in a loop's body is
+    still the command the script runs; a `cd` under an `if` is no step the script surely takes."""
+    for text, argv in [("if [ -f x ]; then srun python train.py --lr 1; fi\n", ("python", "train.py", "--lr", "1")),
+                       ("if srun python3 t.py; then echo ok; fi\n", ("python3", "t.py")),
+                       ("if true\nthen python3 t.py\nelse python3 u.py\nfi\n", ("python3", "t.py")),
+                       ("for s in 1 2; do torchrun --nproc_per_node 2 t.py --seed $s; done\n",
+                        ("torchrun", "--nproc_per_node", "2", "t.py", "--seed", "$s"))]:
+        found = script.find("#!/bin/bash\nset -e\n" + text)
+        assert found is not None and found.argv == argv, (text, found)
+    assert script.prelude("if [ -d /scratch ]; then cd /scratch; fi\npython3 t.py\n") == []
+
+
 @pytest.mark.slow
 def test_a_missing_cd_target_is_named_on_the_node_before_submission(slurm, tmp_path):
     s = job(tmp_path, "set -euo pipefail\necho starting\ncd /data/drafter-nowhere\npython3 train.py\n")

@@ -25,7 +25,8 @@ from dfdoctor.launchline.hops import SSH_OPTS_WITH_ARG
 
 OFF = ["-o", "PermitLocalCommand=no"]  # every rehearsed ssh's first word on local commands
 RUNS_LOCALLY = ("proxycommand", "knownhostscommand")
-_MATCH_EXEC = re.compile(r"^\s*match\b.*?(^|\s|!)exec\b", re.IGNORECASE)
+# ssh reads `Match=exec "cmd"` as `Match exec "cmd"` (one `=` may part a keyword from its arguments)
+_MATCH_EXEC = re.compile(r"^\s*match(?=[\s=]).*?(?<=[\s=!])exec\b", re.IGNORECASE)
 _INCLUDE = re.compile(r"^\s*include\s+(.+)$", re.IGNORECASE)
 _KEY_VALUE = re.compile(r"\s*([A-Za-z]+)\s*(?:=\s*|\s+)(.*)$", re.DOTALL)
 _MAX_BYTES = 1 << 20

@@ -13,6 +13,9 @@ from dfdoctor.slurm.sbatch import read_options
 
 _PY = re.compile(r"^python[\d.]*$")
 _TRAINERS = {"torchrun", "accelerate", "deepspeed"}
+# words before a command that still run it: prefixes, and the reserved words of `if …; then …; else …; fi`,
+# loops and groups (`if [ -f x ]; then srun python train.py; fi` runs python; `if python t.py; then` too)
+_LEADS = {"exec", "time", "nohup", "if", "then", "elif", "else", "while", "until", "do", "!", "{"}
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,7 @@ def _guarded(words: list[str], index: int) -> bool:
 def _training(words: list[str], line: str) -> Optional[Training]:
     """The training command in one simple command, if it is one."""
     under_srun = False
-    while words and (words[0] in ("exec", "time", "nohup") or "=" in words[0] and not words[0].startswith("-")):
+    while words and (words[0] in _LEADS or "=" in words[0] and not words[0].startswith("-")):
         words = words[1:]
     if words and words[0].split("/")[-1] == "srun":
         _, rest, _ = read_options(words[1:])

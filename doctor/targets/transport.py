@@ -50,7 +50,9 @@ def ssh_options(target: Target, *, master: str = "no") -> list[str]:
         argv += ["-F", cfg]
     # ControlMaster=no even without a socket of ours: a user's `ControlPersist` must not turn one of our
     # commands into a master that outlives dfdoctor.
-    argv += ["-o", "BatchMode=yes", "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}",
+    # PermitLocalCommand=no: a LocalCommand in the user's ssh_config (or a line's -F file) runs on this machine at
+    # every login; none of dfdoctor's connections may run one (a command line's -o beats every config file)
+    argv += ["-o", "PermitLocalCommand=no", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}",
              "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3", "-o", f"ControlMaster={master}"]
     path = control_path(target)
     if path:
