@@ -323,3 +323,8 @@ def test_a_download_at_import_is_named_by_check_as_a_download_with_its_url_not_a
     assert "Fetch https://bpe-files.invalid/gpt-2/encodings/main/vocab.bpe where there is network" in smoke["fix"], \
         smoke["fix"]
     assert "huggingface" not in smoke["fix"], smoke["fix"]
+    # the project's own line that downloads, deep under thirty lines of requests' frames, is named (the probe kept
+    # the traceback's tail only: "a download failed at requests/adapters.py, line 729")
+    assert "bpe.py, line 14 (`resp = requests.get(blobpath, timeout=30)`)" in smoke["summary"], smoke["summary"]
+    assert "at bpe.py:14" in smoke["fix"] and "adapters.py" not in smoke["summary"], smoke
+    assert 'hellaswag.py", line 4, in <module>' in smoke["details"], smoke["details"]

@@ -34,6 +34,7 @@ sys.path.remove(HERE)
 MARK = "[dfdoctor-import]"
 MAX_LOCAL_FILES = 400
 TB_TAIL_LINES = 25
+MAX_OWN_FRAMES = 30  # the job's own frames kept above the tail (a deep recursion of its own keeps its last ones)
 # Names a module-level assignment may use and still count as "preparing imports" (so it is safe to run).
 SAFE_NAMES = {"os", "sys", "Path", "pathlib", "__file__", "str", "abspath", "dirname", "join", "realpath",
               "osp", "path", "PurePath", "expanduser", "resolve", "parent", "parents", "int", "float", "bool"}
@@ -543,12 +544,39 @@ def blamed(label):
     return next((n for n in names if n not in sys.modules), label) if len(names) > 1 else label
 
 
+def kept_traceback(frames, exc):
+    """The traceback as Python prints it, bounded: its header, every frame of the job's own code (the line of the
+    user's that led into a library: hellaswag.py:62 above thirty frames of requests), and its last lines; the
+    library frames between them are counted, not kept."""
+    texts = traceback.format_list(frames)
+    last = traceback.format_exception_only(type(exc), exc)
+    budget = TB_TAIL_LINES - sum(t.count("\n") for t in last)
+    tail = len(texts)
+    while tail > 0 and budget - texts[tail - 1].count("\n") >= 0:
+        tail -= 1
+        budget -= texts[tail].count("\n")
+    tail = min(tail, len(texts) - 1) if texts else 0  # the innermost frame, whatever its length
+    own = [i for i in range(tail) if not _library_file(frames[i].filename)][-MAX_OWN_FRAMES:]
+    out = ["Traceback (most recent call last):\n"]
+    shown = 0
+    for i in own + list(range(tail, len(texts))):
+        if i > shown:
+            out.append("  [... %d frame(s) of installed packages or the standard library ...]\n" % (i - shown))
+        out.append(texts[i])
+        shown = i + 1
+    return "".join(out + last).rstrip("\n")
+
+
+def _library_file(path):
+    """A frame of installed packages or the standard library (as dfdoctor's traceback reader tells them)."""
+    path = path.replace("\\", "/")
+    return "site-packages/" in path or "dist-packages/" in path or path.startswith("<") or \
+        re.search(r"/lib/python3\.?\d*/", path, re.IGNORECASE) is not None
+
+
 def failure(name, file, line, text, kind, exc, seconds):
     """Describe a failed import: which module is missing or what raised, and where."""
     all_frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != __file__]
-    tb = ["Traceback (most recent call last):\n"] + traceback.format_list(all_frames) + \
-        traceback.format_exception_only(type(exc), exc)
-    tail = "".join(tb).splitlines()
     frames = [f for f in all_frames if "importlib._bootstrap" not in f.filename]
     where = None
     if frames:
@@ -561,7 +589,7 @@ def failure(name, file, line, text, kind, exc, seconds):
         status = "syntax"
     d = {"name": name, "file": file, "line": line, "text": text, "kind": kind, "status": status,
          "exception": type(exc).__name__, "message": str(exc), "missing": getattr(exc, "name", None),
-         "where": where, "traceback": "\n".join(tail[-TB_TAIL_LINES:]), "seconds": round(seconds, 3)}
+         "where": where, "traceback": kept_traceback(all_frames, exc), "seconds": round(seconds, 3)}
     d.update(near_names(exc, status))
     if isinstance(exc, SyntaxError):
         d["syntax"] = {"file": exc.filename, "line": exc.lineno, "offset": exc.offset,
