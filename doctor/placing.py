@@ -140,6 +140,11 @@ class Placement:
         UsageError when the spec or the command cannot be one."""
         raise NotImplementedError
 
+    def report_target(self, ctx: Any) -> str:
+        """Where the job runs, as the report's `target` says it: the --target by default; a cluster this
+        placement submits to names itself (Ray: the head the line submits to)."""
+        return str(ctx.target)
+
     def claims_spec(self, spec: dict[str, Any]) -> bool:
         """Whether a run folder's spec is of a launch this placement made."""
         return bool(self.name) and self.name in spec

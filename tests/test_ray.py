@@ -344,6 +344,9 @@ def test_a_ray_target_is_the_heads_job_server_and_never_ray_clients_port(tmp_pat
         "ray", "job", "submit", "--address", "http://head:8265", "--working-dir", ".", "--", "python", "t.py"]
     assert targets.line_for("ray://h:9000", ["ray", "job", "submit", "--", "python", "t.py"])[:5] == [
         "ray", "job", "submit", "--address", "http://h:9000"]
+    # and back: the report's target for a line's address (one ray:// cannot say stays the job API's URL)
+    assert [targets.spelled(a) for a in ("http://h:8265", "h:9000", "https://h:443", "http://h")] == [
+        "ray://h:8265", "ray://h:9000", "https://h:443", "http://h"]
     for spec, line, words in (("ray://127.0.0.1:10001", ["python", "t.py"], "10001 is Ray Client's port"),
                               ("ray://127.0.0.1:9", ["ray", "job", "submit", "--address", "http://x:8265", "--",
                                                      "python", "t.py"], "name two clusters")):
@@ -362,11 +365,15 @@ def test_check_and_launch_with_a_ray_target_submit_to_that_head(head, tmp_path):
     assert p.returncode == 0 and rec["ray.address"]["status"] == "ok" and head.address in \
         rec["ray.address"]["summary"], p.stdout
     assert rec["ray.cli"]["status"] == "ok" and rec["ray.script"]["status"] == "ok", p.stdout
+    assert doc["target"] == target, doc["target"]  # the cluster it goes to, never `local`
     q = run_dfdoctor("launch", "--watch", WATCH, "--format", "json", "--target", target, "--", "python",
                      "ray_missing_module.py", cwd=wd, env=head.env, timeout=TIMEOUT_S)
     doc = json.loads(q.stdout)
     assert doc["verdict"]["cause"] == "missing-module" and doc["run"]["ray"]["address"] == head.address, q.stdout
     assert doc["command"][:7] == ["ray", "job", "submit", "--address", head.address, "--working-dir", "."]
+    assert doc["target"] == target, doc["target"]
+    s = run_dfdoctor("status", "--format", "json", cwd=wd, env=head.env, timeout=TIMEOUT_S)
+    assert json.loads(s.stdout)["target"] == target, s.stdout
 
 
 @pytest.mark.slow

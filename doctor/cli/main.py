@@ -119,9 +119,10 @@ def check_cmd(opts: dict[str, Any]) -> int:
     ctx, cfg = build_context(opts, command)
     guard(pairs, ctx, (runs_root(ctx.cwd),))
     # this machine, a --target, or a scheduler's line (sbatch, ray job submit): each has its own checks
-    records = placements.of_line(ctx).check(ctx, tuple(opts.get("only") or ()), tuple(opts.get("skip") or ()), cfg)
+    placement = placements.of_line(ctx)
+    records = placement.check(ctx, tuple(opts.get("only") or ()), tuple(opts.get("skip") or ()), cfg)
     level = fail_on(opts, cfg)
-    report = Report(tool_version=__version__, target=str(ctx.target), command=command, started_at=started,
+    report = Report(tool_version=__version__, target=placement.report_target(ctx), command=command, started_at=started,
                     finished_at=now_iso(), verdict=verdict_from_checks(records, level), checks=records,
                     timeline=[], environment=environment_facts(ctx, records), mode="check",
                     command_as_typed=ctx.typed_line or "")

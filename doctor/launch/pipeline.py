@@ -41,15 +41,17 @@ def _launch(placement: Placement, ctx: Any, ask: LaunchAsk) -> Report:
             blockers = placement.blockers(ctx, records)
             if blockers and not ask.force:
                 verdict = not_started(blockers, **placement.not_started_words)
-                return placed_report(ctx, "launch", started, verdict, records, timeline, dict(NOT_STARTED_RUN))
+                return placed_report(ctx, "launch", started, verdict, records, timeline, dict(NOT_STARTED_RUN),
+                                     placement.report_target(ctx))
         job = placement.start(ctx, ask, timeline)
         if job.refused is not None:  # nothing runs: the refusal is the verdict
             report = placed_report(ctx, "launch", started, job.refused, records, timeline + job.timeline,
-                                   job.run or dict(NOT_STARTED_RUN))
+                                   job.run or dict(NOT_STARTED_RUN), placement.report_target(ctx))
             return save_report(job.run_dir, report) if job.run_dir is not None else report
         judged = placement.watch(ctx, ask, job, records, timeline)
     report = save_report(job.run_dir, placed_report(ctx, "launch", started, judged.verdict, records + judged.records,
-                                                    timeline + judged.timeline, judged.run))
+                                                    timeline + judged.timeline, judged.run,
+                                                    placement.report_target(ctx)))
     keep_pre_checks(job.run_dir, report)
     RunFolder.at(job.run_dir).append_event("detached", verdict=judged.verdict.state, cause=judged.verdict.cause)
     return report

@@ -34,9 +34,10 @@ def checks_event(records: list[CheckRecord], began: float) -> dict[str, Any]:
 
 
 def placed_report(ctx: Any, mode: str, started: str, verdict: Verdict, records: list[CheckRecord],
-                  timeline: list[dict], run: dict[str, Any]) -> Report:
-    """The report of a launch or status a placement (Slurm, Ray) made: its timeline ends with the verdict."""
-    return Report(tool_version=__version__, target=str(ctx.target), command=list(ctx.command), started_at=started,
+                  timeline: list[dict], run: dict[str, Any], target: Optional[str] = None) -> Report:
+    """The report of a launch or status a placement (Slurm, Ray) made: its timeline ends with the verdict.
+    `target`: where the job runs, as the placement says it (`Placement.report_target`; ctx's --target if None)."""
+    return Report(tool_version=__version__, target=target or str(ctx.target), command=list(ctx.command), started_at=started,
                   finished_at=now_iso(), verdict=verdict, checks=records,
                   timeline=timeline + [timeline_event("verdict", f"{verdict.state} {verdict.cause or ''}".strip())],
                   run=run, environment=environment_facts(ctx, records), mode=mode)

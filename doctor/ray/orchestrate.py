@@ -22,7 +22,7 @@ from dfdoctor.errors import UsageError
 from dfdoctor.launch.report import placed_report as _report, save_report, timeline_event as _event
 from dfdoctor.model import CheckRecord, Report, Verdict
 from dfdoctor.placing import Judged, LaunchAsk, Started
-from dfdoctor.ray import logs, precheck, submit
+from dfdoctor.ray import logs, precheck, submit, targets
 from dfdoctor.ray.api import Api
 from dfdoctor.ray.rules import Seen
 from dfdoctor.ray.watch import watch
@@ -132,7 +132,7 @@ def status(cwd: Path, ref: Optional[str], watch_s: float) -> Report:
     if not job_id:
         v = Verdict("failed", None, f"`ray job submit` did not submit this job: {spec['ray'].get('submit', '')[-300:]}",
                     "Submit it again.")
-        return _report(ctx, "status", started, v, [], [], _run(spec, folder, None))
+        return _report(ctx, "status", started, v, [], [], _run(spec, folder, None), targets.spelled(address))
     api = Api(submit.http_address(address), submit.token(dict(os.environ)))
     seen, verdict = watch(api, job_id, Seen(job_id, address), watch_s)
     run_ref = (spec.get("run_id") or folder.name) if folder is not None else f"ray:{job_id}"
@@ -140,7 +140,7 @@ def status(cwd: Path, ref: Optional[str], watch_s: float) -> Report:
     note = stop_note(events.read(folder / LAUNCHER)) if folder is not None else None
     if note is not None and seen.status == "STOPPED":  # the stop was `dfdoctor stop`'s: the user's own
         verdict = stopped_verdict(note, run_ref, seen.evidence())
-    report = _report(ctx, "status", started, verdict, [], [], _run(spec, folder, seen))
+    report = _report(ctx, "status", started, verdict, [], [], _run(spec, folder, seen), targets.spelled(address))
     if folder is not None:
         save_report(folder, report)
     return report

@@ -22,6 +22,11 @@ class Ray(Placement):
     def claims(self, ctx: Any) -> bool:
         return is_ray_submit(ctx.command)
 
+    def report_target(self, ctx: Any) -> str:
+        """`ray://HEAD:PORT`: the head the line submits to (never `local`, where only `ray job submit` runs)."""
+        from dfdoctor.ray import submit, targets
+        return targets.spelled(submit.parse(ctx.command, ctx.cwd, ctx.env).address)
+
     def line_for_target(self, spec: str, command: list[str]) -> list[str]:
         """`--target ray://HEAD[:8265]`: the `ray job submit` line to that head's job server (targets.py)."""
         from dfdoctor.ray import targets

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dfdoctor.errors import UsageError
-from dfdoctor.ray.submit import is_ray_submit, parse
+from dfdoctor.ray.submit import http_address, is_ray_submit, parse
 
 JOB_SERVER_PORT = 8265
 CLIENT_PORT = 10001  # Ray Client's port: what `ray://` means to Ray itself
@@ -29,6 +29,15 @@ def address_of(spec: str) -> str:
                          f"dfdoctor submits through the head's job server: --target ray://{host} (port "
                          f"{JOB_SERVER_PORT}) or ray://{host}:PORT with its --dashboard-port")
     return f"http://{host}:{port if colon else JOB_SERVER_PORT}"
+
+
+def spelled(address: str) -> str:
+    """The `--target` that names the cluster whose job server is at `address` (`ray://HEAD:PORT`); an address that
+    no such spec can carry (https, a path) as its job API's URL."""
+    url = http_address(address)
+    rest = url.split("://", 1)[1]
+    plain = url.startswith("http://") and ":" in rest and not any(c in rest for c in "/@[")  # ray:// means 8265
+    return f"ray://{rest}" if plain else url
 
 
 def line_for(spec: str, command: list[str]) -> list[str]:
