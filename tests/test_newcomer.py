@@ -64,6 +64,13 @@ def test_combined_fixes_keep_other_fixes_and_interpreters_apart():
              "/v/bin/python -m pip install --user c"]
     assert combined_fixes(fixes) == ["/v/bin/python -m pip install a b==2 A_x", "mkdir -p logs",
                                      "/w/bin/python -m pip install a", "/v/bin/python -m pip install --user c"]
+    # one command that two findings give with different notes (deps.requirements and imports.smoke of a missing
+    # torchvision: the torch-paired line with --index-url, which the pip merge does not read) is said once
+    paired = "/v/bin/python -m pip install torch==2.13.0+cpu torchvision==0.28.0+cpu --index-url " \
+             "https://download.pytorch.org/whl/cpu"
+    assert combined_fixes([f"{paired}   (paired with the installed torch; dfdoctor did not run it)",
+                           f"{paired}   (paired with the installed torch)", "mkdir -p logs"]) == [
+        f"{paired}   (paired with the installed torch; dfdoctor did not run it)", "mkdir -p logs"]
 
 
 def test_quiet_is_the_verdict_line_and_a_files_only_run_still_prints_it(two_missing):

@@ -227,7 +227,9 @@ def combined_fixes(fixes: list[str]) -> list[str]:
         if named and (m["pre"], named["file"]) in whole:  # the whole file's line installs it already
             continue
         if m is None:
-            if fix and fix not in out:
+            # one command said by two findings with different notes (deps.requirements' and imports.smoke's
+            # torch-paired install line) is one fix: the first said stays
+            if fix and _NOTE.sub("", fix) not in {_NOTE.sub("", f) for f in out if isinstance(f, str)}:
                 out.append(fix)
             continue
         group = pips.get(m["pre"])
