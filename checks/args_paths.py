@@ -42,7 +42,8 @@ def args_paths(ctx) -> Iterator[Result]:
     problems = list(_missing_inputs(proj, cwd, Path(spec.script))) + list(_missing_log_folders(proj, cwd))
     yield from problems
     if not problems:
-        looked = len(list(_read_options(proj))) + len(_log_uses(proj))
+        looked = sum(1 for _, _, u in _read_options(proj) if u.under is not None and not _made_by_the_code(proj, u)) \
+            + len(_log_uses(proj))
         yield ok(f"{looked} path(s) the command gives or the code logs to exist", basis=STATIC) if looked else \
             skip("the command gives no option the code opens as a file, and the code opens no log of its own")
 
@@ -69,7 +70,9 @@ def _missing_inputs(proj: project.Project, cwd: Path, script: Path) -> Iterator[
     """For each path option whose value is not there (a file, or the folder a file is joined into): a failure
     where the script is proved to read it on every run, else a warning (the read may sit under a branch)."""
     for o, value, use in _read_options(proj):
-        path = Path(os.path.expanduser(value))
+        if use.under is None or _made_by_the_code(proj, use):
+            continue  # where the value lands cannot be read, or the code creates that folder itself
+        path = Path(os.path.expanduser(use.under + value))  # nanoGPT's --dataset: under data/
         full = path if path.is_absolute() else cwd / path
         joined = use.hint is not None  # os.path.join(args.data_dir, 'train.bin'): the value is a folder
         if full.exists():
@@ -78,10 +81,12 @@ def _missing_inputs(proj: project.Project, cwd: Path, script: Path) -> Iterator[
         meant = f"; did you mean {_rel(near, cwd)}?" if near else ""
         kind = "folder" if joined else "file"
         always = _read_on_every_run(proj, use, cwd, script)
-        pass_it = (f"Pass {o.spelled(_rel(near, cwd))} (that {'folder' if near.is_dir() else 'file'} exists)"
-                   if near else f"Create {value} or pass the path where it is")
+        pass_it = (f"Pass {o.spelled(_rel(near, cwd)[len(use.under):] if _rel(near, cwd).startswith(use.under) else _rel(near, cwd))} "
+                   f"(that {'folder' if near.is_dir() else 'file'} exists)"
+                   if near else f"Create {_rel(full, cwd)} or pass the path where it is")
         yield (fail if always else warn)(
-            f"{o.flag} {value}: no such {kind} (relative to {cwd}){meant}" +
+            f"{o.flag} {value}: no such {kind}" + (f" {_rel(full, cwd)}" if use.under else "") +
+            f" (relative to {cwd}){meant}" +
             (f"; {use.where} opens it on every run" if always else ""), causes.INPUT_MISSING,
             basis=OBSERVED if always else STATIC,
             evidence=(f"{use.where}: the code opens the value of {o.flag}" +
@@ -91,6 +96,12 @@ def _missing_inputs(proj: project.Project, cwd: Path, script: Path) -> Iterator[
                       f"command: ... {shlex.join(proj.words_of(o))}"),
             fix=pass_it + ("; not tried." if always else
                            "; the code was read, not run, so whether this branch runs was not seen."))
+
+
+def _made_by_the_code(proj: project.Project, use: project.PathUse) -> bool:
+    """The value names a folder the code creates itself (`os.makedirs(out_dir)`, nanoGPT's --out_dir): its absence
+    before the launch is no problem, and "create it" no advice."""
+    return use.hint is not None and any(u.mode == "mkdir" and u.dest == use.dest for u in proj.paths)
 
 
 def _read_on_every_run(proj: project.Project, use: project.PathUse, cwd: Path, script: Path) -> bool:

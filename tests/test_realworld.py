@@ -92,6 +92,21 @@ def test_nanogpt_without_prepared_data_is_input_missing_with_the_script_that_mak
     assert "python data/shakespeare_char/prepare.py" in v["fix"] and "numpy" not in v["fix"], v["fix"]
 
 
+def test_nanogpt_args_paths_look_where_the_code_joins_the_value_and_leave_the_folder_it_makes(nanogpt):
+    """nanoGPT reads `os.path.join('data', dataset)` and makes its --out_dir itself: `check` of the README's line
+    said "--dataset shakespeare_char: no such folder (relative to the project)" and "Create out-shakespeare-char"."""
+    line = (PY, "train.py", "config/train_shakespeare_char.py", "--device=cpu", "--compile=False")
+    proc = dfdoctor("check", "--cwd", str(nanogpt), "--only", "args.paths", "--format", "json", "--", *line,
+                    cwd=nanogpt)
+    rec = json.loads(proc.stdout)["checks"][0]
+    assert rec["status"] == "ok", [rec["summary"], *[f["summary"] for f in rec["findings"]]]
+    proc = dfdoctor("check", "--cwd", str(nanogpt), "--only", "args.paths", "--format", "json", "--", *line,
+                    "--dataset=shakespeare_chr", cwd=nanogpt)
+    rec = json.loads(proc.stdout)["checks"][0]
+    assert rec["status"] == "warn" and "no such folder data/shakespeare_chr" in rec["summary"], rec
+    assert "did you mean data/shakespeare_char?" in rec["summary"] and "--dataset=shakespeare_char " in rec["fix"], rec
+
+
 def test_nanogpt_torchrun_nccl_on_cpu_is_blocked_then_forced_and_linked_to_the_check(nanogpt):
     command = (TORCHRUN, "--standalone", "--nproc_per_node=2", "train.py", "config/train_shakespeare_char.py",
                "--device=cpu", "--compile=False")

@@ -39,6 +39,9 @@ class PathUse:
     hint: Optional[str]  # the last literal part of the path: 'train.bin', 'traindata.pt', './data/wikitext-2'
     dest: Optional[str]  # the option or config key the path comes from: 'data', 'system.work_dir'
     always: bool = False  # the call runs on every run of its file as a script (proved: project/reach.py)
+    # what the code puts before the option's value: "" where the value starts the path, "data/" for nanoGPT's
+    # `os.path.join('data', dataset)`, None where it cannot be read (a variable part before it)
+    under: Optional[str] = ""
 
     @property
     def where(self) -> str:
@@ -66,7 +69,8 @@ def path_uses(m: Module) -> list[PathUse]:
         hint, dest = _describe(target, names)
         if hint is None and dest is None:
             continue
-        out.append(PathUse(m.rel, node.lineno, mode, hint, dest, always=reach.always_runs(m.tree, node, parents)))
+        out.append(PathUse(m.rel, node.lineno, mode, hint, dest, always=reach.always_runs(m.tree, node, parents),
+                           under=_under(target, names) if dest else ""))
     return out
 
 
@@ -133,6 +137,37 @@ def _describe(node: ast.AST, names: dict[str, ast.AST], depth: int = 0) -> tuple
         left, right = _describe(node.left, names, depth + 1), _describe(node.right, names, depth + 1)
         return right[0] or left[0], left[1] or right[1]
     return None, None
+
+
+def _under(node: ast.AST, names: dict[str, ast.AST], depth: int = 0) -> Optional[str]:
+    """The literal path the code puts before the option's value in a path expression ("" when the value leads,
+    "data/" for `os.path.join('data', dataset)`, None when a part before it is not a literal)."""
+    if depth > 3:
+        return None
+    if isinstance(node, ast.Name):
+        return _under(names[node.id], names, depth + 1) if node.id in names and \
+            not isinstance(names[node.id], ast.Constant) else ""
+    if isinstance(node, ast.Attribute):
+        return ""
+    if isinstance(node, ast.JoinedStr):  # f"data/{args.dataset}/x"
+        before = ""
+        for v in node.values:
+            if isinstance(v, ast.FormattedValue):
+                sub = _under(v.value, names, depth + 1) if _describe(v.value, names, depth + 1)[1] else None
+                return None if sub is None else before + sub
+            before += v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else ""
+        return None
+    parts = node.args if isinstance(node, ast.Call) else [node.left, node.right] \
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) else []
+    before = []
+    for part in parts:  # os.path.join('data', dataset, 'x'), Path('data') / args.dataset
+        if _describe(part, names, depth + 1)[1]:
+            sub = _under(part, names, depth + 1)
+            return None if sub is None else "".join(p.rstrip("/") + "/" for p in before) + sub
+        if not (isinstance(part, ast.Constant) and isinstance(part.value, str)):
+            return None
+        before.append(part.value)
+    return None
 
 
 def _simple_assignments(tree: ast.Module) -> dict[str, ast.AST]:
