@@ -9,7 +9,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from dfdoctor import project
 from dfdoctor.diagnose.pg_backend import read_backend, uses_nccl
@@ -209,6 +209,11 @@ def expectation(ctx, check_id: str = "cuda.init") -> Expectation:
             return Expectation("expected", f"{script.name}:{default[0]} sets device = {default[1]!r} and the command "
                                "does not override it" + (f" (this script takes {option.spelled('cpu')})"
                                                          if option is not None else ""), _nproc(ctx))
+        chosen = _device_chosen(ctx)
+        if chosen is not None and not chosen[1].lower().startswith("cuda"):
+            # makemore's `--device` defaults to 'cpu': its `if args.device.startswith('cuda')` is no use of CUDA
+            return Expectation(None, f"{script.name}'s {chosen[0].flag} is {chosen[1]!r} here (its "
+                               f"{'value' if chosen[2] else 'default'}): CUDA only where it is asked for", _nproc(ctx))
         m = _SCRIPT_CUDA.search(source)
         if m and not _SCRIPT_FALLBACK.search(source):
             return Expectation("hinted", f"{script.name} uses CUDA ({m.group(0)!r}) with no CPU fallback", _nproc(ctx))
@@ -235,6 +240,19 @@ def _device_option(ctx, script: Path):
         return project.read(ctx.command, ctx.cwd, script=str(script)).option("device")
     except (OSError, RecursionError, ValueError):
         return None
+
+
+def _device_chosen(ctx) -> Optional[tuple[Any, str, bool]]:
+    """(the script's device option, the value this command gives it or else its default, whether given); None
+    when the script has no such option or its value is not text."""
+    try:
+        proj = project.read(ctx.command, ctx.cwd)
+    except (OSError, RecursionError, ValueError):
+        return None
+    option = proj.option("device")
+    given = proj.given(option) if option is not None else None
+    value = given if given is not None else option.default if option is not None else None
+    return (option, value, given is not None) if isinstance(value, str) and value else None
 
 
 def _default_device(source: str, command: list[str]) -> Optional[tuple[int, str]]:

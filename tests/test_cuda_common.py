@@ -122,6 +122,20 @@ def test_script_that_needs_cuda_without_fallback_hints(tmp_path: Path):
     assert expectation(Context(command=["python", "portable.py"], cwd=tmp_path, env={})).level is None
 
 
+def test_a_device_option_that_defaults_to_cpu_asks_for_no_gpu(tmp_path: Path):
+    """karpathy/makemore: `--device` defaults to 'cpu', and `if args.device.startswith('cuda'):
+    torch.cuda.synchronize()` only follows it; `check` of its README line warned "no usable GPU: makemore.py uses
+    CUDA ('cuda') with no CPU fallback" on a CPU machine. A `--device cuda` on the command still asks for one."""
+    (tmp_path / "makemore.py").write_text(
+        "import argparse\nimport torch\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--device', type=str, default='cpu', help='cpu|cuda|cuda:2|mps')\n"
+        "args = parser.parse_args()\nif args.device.startswith('cuda'):\n    torch.cuda.synchronize()\n")
+    quiet = expectation(Context(command=["python", "makemore.py", "-i", "names.txt"], cwd=tmp_path, env={}))
+    assert quiet.level is None and "--device is 'cpu' here (its default)" in quiet.reason, quiet.reason
+    asked = expectation(Context(command=["python", "makemore.py", "--device", "cuda"], cwd=tmp_path, env={}))
+    assert asked.level == "expected", asked.reason
+
+
 def test_launcher_script_is_read(tmp_path: Path):
     (tmp_path / "run.sh").write_text("#!/bin/sh\nexport CUDA_VISIBLE_DEVICES=0,1\npython train.py\n")
     exp = expectation(Context(launcher=Path("run.sh"), cwd=tmp_path, env={}))
