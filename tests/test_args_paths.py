@@ -67,6 +67,23 @@ def test_a_folder_the_code_joins_a_file_into_and_paths_that_exist(tmp_path: Path
     assert r.status is Status.OK
 
 
+def test_a_path_passed_to_a_function_of_the_script_is_followed_to_its_open(tmp_path: Path) -> None:
+    """karpathy/makemore: `create_datasets(args.input_file)`, then `open(input_file)` inside it; `-i name.txt`
+    (the file is names.txt) passed check with "the command gives no option the code opens as a file"."""
+    (tmp_path / "names.txt").write_text("emma\nolivia\n")
+    (tmp_path / "train.py").write_text(
+        "import argparse\n\n\ndef create_datasets(input_file, split=0.1):\n    with open(input_file, 'r') as f:\n"
+        "        return f.read().splitlines()\n\n\nif __name__ == '__main__':\n"
+        "    parser = argparse.ArgumentParser()\n"
+        "    parser.add_argument('--input-file', '-i', type=str, default='names.txt')\n"
+        "    args = parser.parse_args()\n    words = create_datasets(args.input_file)\n")
+    (r,) = run(tmp_path, "-i", "name.txt")
+    assert r.status in (Status.WARN, Status.FAIL) and r.cause == causes.INPUT_MISSING, r.summary
+    assert r.summary.startswith("--input-file name.txt: no such file") and "did you mean names.txt?" in r.summary
+    (r,) = run(tmp_path, "-i", "names.txt")
+    assert r.status is Status.OK, r.summary
+
+
 def test_a_log_the_code_opens_in_a_missing_folder_gets_a_relative_makedirs(tmp_path: Path) -> None:
     p = proj(tmp_path, log='logging.basicConfig(filename="logs/train.log", level=logging.INFO)')
     (r,) = [r for r in run(p, "--config", "configs/small.yaml", "--data", "configs/small.yaml")

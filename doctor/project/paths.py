@@ -56,6 +56,7 @@ def path_uses(m: Module) -> list[PathUse]:
     names = _simple_assignments(m.tree)
     parents = reach.parents_of(m.tree)
     out = []
+    seen: dict[ast.AST, dict[str, ast.AST]] = {}
     for node in ast.walk(m.tree):
         if not isinstance(node, ast.Call):
             continue
@@ -66,11 +67,12 @@ def path_uses(m: Module) -> list[PathUse]:
         target = _arg(node, name, arg)
         if target is None:
             continue
-        hint, dest = _describe(target, names)
+        scope = _in_function(node, parents, m.tree, names, seen)
+        hint, dest = _describe(target, scope)
         if hint is None and dest is None:
             continue
         out.append(PathUse(m.rel, node.lineno, mode, hint, dest, always=reach.always_runs(m.tree, node, parents),
-                           under=_under(target, names) if dest else ""))
+                           under=_under(target, scope) if dest else ""))
     return out
 
 
@@ -137,6 +139,30 @@ def _describe(node: ast.AST, names: dict[str, ast.AST], depth: int = 0) -> tuple
         left, right = _describe(node.left, names, depth + 1), _describe(node.right, names, depth + 1)
         return right[0] or left[0], left[1] or right[1]
     return None, None
+
+
+def _in_function(node: ast.AST, parents: dict, tree: ast.Module, names: dict[str, ast.AST],
+                 seen: dict[ast.AST, dict[str, ast.AST]]) -> dict[str, ast.AST]:
+    """The names a path expression inside a function may use: the module's, with each parameter of the function
+    bound to what a call of it in the module passes (makemore's `create_datasets(args.input_file)`, then
+    `open(input_file)` inside it: the option's value)."""
+    func = node
+    while func in parents and not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        func = parents[func]
+    if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return names
+    if func not in seen:
+        params = [a.arg for a in func.args.posonlyargs + func.args.args]
+        passed: dict[str, ast.AST] = {}
+        for call in ast.walk(tree):
+            if isinstance(call, ast.Call) and call_name(call) == func.name:
+                for param, value in zip(params, call.args):
+                    passed.setdefault(param, value)
+                for k in call.keywords:
+                    if k.arg in params:
+                        passed.setdefault(k.arg, k.value)
+        seen[func] = {**names, **passed}
+    return seen[func]
 
 
 def _under(node: ast.AST, names: dict[str, ast.AST], depth: int = 0) -> Optional[str]:
