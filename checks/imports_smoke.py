@@ -135,7 +135,9 @@ def _conclude(ctx, spec: LaunchSpec, out: ProbeOutcome, hang_s: float, request: 
     if p["syntax_errors"]:
         yield _syntax_error(p["syntax_errors"], launch)
         return
-    failures = [i for i in p["imports"] if i["status"] != "ok"]
+    refused = [i for i in p["imports"] if i["status"] == "refused"]
+    yield from (_refused(ctx, item, launch) for item in refused[:MAX_FAILURES_SHOWN])
+    failures = [i for i in p["imports"] if i["status"] not in ("ok", "refused")]
     required = [i for i in failures if i["kind"] == "required"]
     for item in required[:MAX_FAILURES_SHOWN]:
         yield _failed_import(ctx, item, request, launch)
@@ -168,6 +170,21 @@ def _conclude(ctx, spec: LaunchSpec, out: ProbeOutcome, hang_s: float, request: 
     yield ok(summary,
              details=details, data={**launch, "imports": [{k: i[k] for k in ("name", "kind", "status", "seconds")}
                                                         for i in p["imports"]]})
+
+
+def _refused(ctx, item: dict, launch: dict) -> Result:
+    """An import whose module-level code writes a file (the last run's log, a folder of the project): the probe
+    stopped it there, since a check writes none of the user's files, so that import was not judged. Never a
+    failure: the job itself may write there."""
+    w = item.get("where") or {}
+    at = f" at {_short(w['file'], ctx.cwd)}:{w['line']} (`{w['text']}`)" if w.get("file") else ""
+    return warn(f"import of {item['name']} writes {item['refused']}{at}: a check writes none of your files, so it "
+                "was stopped there and what it imports after that line was not tried", None,
+                evidence=(f"{_loc(item)}: {item['text']}",), details=item.get("traceback", ""),
+                fix="Nothing to fix for the check; `dfdoctor launch` runs it for real. Writing at import time "
+                    "(a log opened with filemode='w', a folder emptied) also runs in every process that "
+                    "imports the module: moving it under `if __name__ == \"__main__\":` keeps it to the job.",
+                data=launch, basis=STATIC)
 
 
 def _no_answer(ctx, spec: LaunchSpec, out: ProbeOutcome, hang_s: float, launch: dict) -> Result:

@@ -305,3 +305,32 @@ def test_a_mistyped_script_name_names_the_file_beside_it(tmp_path: Path) -> None
     assert r.cause == causes.COMMAND_NOT_FOUND and f"main.py is: run `{PY} main.py --epochs 3` (not tried)" in r.fix, r.fix
     (r,) = run_check([PY, "zzz.py"], tmp_path)
     assert r.cause == causes.COMMAND_NOT_FOUND and "is: run" not in r.fix and "--cwd" in r.fix, r.fix
+
+
+def test_module_level_code_that_writes_the_users_files_is_stopped_and_said_not_judged(tmp_path):
+    """An import runs the project's module-level code: `logging.basicConfig(filename='train.log', filemode='w')` in
+    a helper emptied the last run's log during `check`, and a module-level rmtree emptied a folder. The probe
+    stops each such write where it is made: the files survive, the import is a warning (not judged), never a
+    failure; writing to /dev/null and a library's new cache file still work."""
+    cache, project = tmp_path / "cache-elsewhere", tmp_path / "project"
+    project.mkdir()
+    (project / "train.log").write_text("previous run: step 99000 loss 0.1\n")
+    (project / "outputs").mkdir()
+    (project / "outputs" / "ckpt.pt").write_text("weights")
+    (project / "logsetup.py").write_text(
+        "import logging\nlogging.basicConfig(filename='train.log', filemode='w', level=logging.INFO)\n")
+    (project / "clean.py").write_text("import shutil\nshutil.rmtree('outputs', ignore_errors=False)\n")
+    (project / "quiet.py").write_text(
+        f"import os\nNULL = open(os.devnull, 'w')\nos.makedirs({str(cache)!r} + '/x', exist_ok=True)\n"
+        f"open({str(cache)!r} + '/x/index.json', 'w').write('{{}}')\n")
+    (project / "train.py").write_text("import logsetup\nimport clean\nimport quiet\nprint('training')\n")
+    cache.mkdir()  # outside the project: a library's cache folder, where a new file may be made
+    results = run_check([PY, "train.py"], project)
+    assert (project / "train.log").read_text() == "previous run: step 99000 loss 0.1\n"
+    assert (project / "outputs" / "ckpt.pt").read_text() == "weights"
+    said = {r.summary.split(" writes ")[0]: r for r in results if r.status == Status.WARN}
+    assert set(said) == {"import of logsetup", "import of clean"}, [r.summary for r in results]
+    assert f"writes {project / 'train.log'} at logsetup.py:2 (`logging.basicConfig(" in \
+        said["import of logsetup"].summary
+    assert all(r.status in (Status.OK, Status.WARN) for r in results), [(r.status, r.summary) for r in results]
+    assert (cache / "x" / "index.json").exists()  # quiet.py loaded: a new file outside the project is written

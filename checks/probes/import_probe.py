@@ -18,6 +18,7 @@ import importlib
 import importlib.util
 import os
 import re
+import stat
 import sys
 import time
 import traceback
@@ -81,14 +82,103 @@ def main():
         faulthandler.cancel_dump_traceback_later()
         answer(out)  # the launch dies compiling; importing would only repeat it
         return
+    guard_writes([path0, os.getcwd()])  # the imports run the project's module-level code: none of it may write
     for name in spec.get("pre_imports") or []:
         run_import(out, name, None, None, "import %s (by the launcher itself)" % name, "required",
                    lambda n=name: importlib.import_module(n))
     if tree is not None:
         run_module_imports(tree, main_file, package, out)
+    GUARD["on"] = False
     out["lazy_missing"] = lazy_missing(files, path0)
     faulthandler.cancel_dump_traceback_later()
     answer(out)
+
+
+class NotWritten(PermissionError):
+    """A write of the job's import-time code that the check refused (a check never writes the user's files)."""
+
+
+GUARD = {"on": False}
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_CHANGES = ("os.remove", "os.rmdir", "os.truncate", "shutil.rmtree", "os.chmod", "os.chown", "os.utime")
+
+
+def guard_writes(roots):
+    """From here on, this process may not write, truncate, delete, rename or touch a file that exists, nor create
+    anything in the job's own folders (`roots`): a module whose import runs `logging.basicConfig(filename=
+    'train.log', filemode='w')` would empty the last run's log during `check`. Such a call raises NotWritten where
+    it is made; the import then fails with it and is reported as not judged. A new file elsewhere (a library's
+    cache) goes through. Python 3.8+ (audit hooks: PEP 578); C code writing on its own is not seen."""
+    if not hasattr(sys, "addaudithook"):
+        return
+    home = os.path.realpath(os.path.expanduser("~"))
+    roots = {os.path.realpath(r) for r in roots if r} - {home, "/"}
+    made = set()  # what this process created itself, under the guard: its own to change again
+    own = os.environ.get("DFDOCTOR_PROBE_OUT") or ""
+
+    def inside(path):
+        real = os.path.realpath(path)
+        return any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+
+    def ours(path):  # created under the guard, or inside a folder that was (a TemporaryDirectory)
+        real = os.path.realpath(path)
+        return any(real == m or real.startswith(m.rstrip(os.sep) + os.sep) for m in made)
+
+    def new_file(path):
+        if ours(path):
+            return True
+        if os.path.lexists(path) or inside(path):
+            return False
+        made.add(os.path.realpath(path))
+        return True
+
+    def refuse(path, what):
+        raise NotWritten(13, "dfdoctor's check lets no import %s" % what, path)
+
+    def hook(event, args):
+        if not GUARD["on"] or event not in _EVENTS or not args or isinstance(args[0], int):
+            return
+        path = _at(args[0], args[-1] if event in _CHANGES + ("os.rename",) else None)
+        if own and (path == own or path.startswith(own + ".")) or _a_device(path):
+            return
+        if event == "open":
+            if (args[2] or 0) & _WRITE_FLAGS or isinstance(args[1], str) and any(c in args[1] for c in "wax+"):
+                if not new_file(path):
+                    refuse(path, "write %s" % path)
+        elif event in ("os.rename", "os.link", "os.symlink"):
+            dest = _at(args[1], args[3] if event == "os.rename" else None) if not isinstance(args[1], int) else ""
+            if event == "os.rename" and not ours(path) or dest and not new_file(dest):
+                refuse(dest or path, "move or link onto %s" % (dest or path))
+        elif event == "os.mkdir":
+            if not os.path.lexists(path) and not new_file(path):  # an existing one: mkdir fails by itself
+                refuse(path, "create %s" % path)
+        elif not ours(path):
+            refuse(path, "change or remove %s" % path)
+
+    GUARD["on"] = True
+    sys.addaudithook(hook)
+
+
+_EVENTS = {"open", "os.rename", "os.link", "os.symlink", "os.mkdir"} | set(_CHANGES)
+
+
+def _at(path, dir_fd):
+    """A path an audited call names, relative to its dir_fd where it has one (shutil.rmtree's unlinks)."""
+    path = os.fsdecode(path)
+    if isinstance(dir_fd, int) and not os.path.isabs(path):
+        try:
+            return os.path.join(os.readlink("/proc/self/fd/%d" % dir_fd), path)
+        except OSError:
+            pass
+    return path
+
+
+def _a_device(path):
+    """/dev/null, a terminal, a pipe: writing there changes no file."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode) and not stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def locate_main(spec, out):
@@ -583,12 +673,18 @@ def failure(name, file, line, text, kind, exc, seconds):
         f = frames[-1]
         where = {"file": f.filename, "line": f.lineno, "text": (f.line or "").strip()}
     status = "error"
-    if isinstance(exc, ModuleNotFoundError):
+    if isinstance(exc, NotWritten):
+        status = "refused"
+        own = [f for f in frames if not _library_file(f.filename)]
+        if own:  # the project's line that led to the write (logging.basicConfig's own frame is the library's)
+            where = {"file": own[-1].filename, "line": own[-1].lineno, "text": (own[-1].line or "").strip()}
+    elif isinstance(exc, ModuleNotFoundError):
         status = "missing"
     elif isinstance(exc, SyntaxError):
         status = "syntax"
     d = {"name": name, "file": file, "line": line, "text": text, "kind": kind, "status": status,
          "exception": type(exc).__name__, "message": str(exc), "missing": getattr(exc, "name", None),
+         "refused": getattr(exc, "filename", None) if isinstance(exc, NotWritten) else None,
          "where": where, "traceback": kept_traceback(all_frames, exc), "seconds": round(seconds, 3)}
     d.update(near_names(exc, status))
     if isinstance(exc, SyntaxError):
