@@ -100,10 +100,33 @@ def launch_path(ctx) -> Iterator[Result]:
         yield warn(f"not rehearsed: {skipped}", None, evidence=facts + hops, data=data, basis=STATIC,
                    details="A rehearsal runs only what it has proved harmless (docs/checks.md#launchpath): what it "
                            "did not run, it cannot vouch for.")
+    held = _held_open(r, data, facts + hops) if not observed and not wrapped else None
+    if held:
+        yield held
     if not observed and not wrapped:  # a program dfdoctor did not run is never passed
         where = r.plan.job.where if r.plan and r.plan.job else "?"
         yield ok(f"rehearsed: the job starts in {where}, outlives its session and writes its log",
                  evidence=facts + hops, data=data)
+
+
+def _held_open(r: Rehearsal, data: dict, evidence: tuple) -> Optional[Result]:
+    """The job started and outlived its session, but the session did not return by itself: the line typed
+    waits (ssh does not give the prompt back) until the job ends, hours for a training run. Seen, so a warning,
+    with what held it: the job's own descriptors, else the shell that waits for it (the static reading's
+    "not on a part of an `&&` list", dropped once the job was seen to survive the session's end)."""
+    p = r.job_place
+    if not (r.held and r.started and r.alive and p and p.start):
+        return None
+    fds = p.start.get("fds") or [{}, {}, {}]
+    held = [name for name, fd in zip(("input", "output", "error output"), fds)
+            if (fd or {}).get("kind") in ("socket", "pipe", "tty")]
+    which = f"the job keeps the session's {' and '.join(held)} open" if held else \
+        "a shell of your line that waits for the job keeps the session's output open: `cd … && cmd > LOG &` puts " \
+        "the whole list in the background, and only `cmd` has the redirect"
+    return warn(f"rehearsed: the job starts and outlives its session, but your line does not return until the job "
+                f"ends ({which}): the prompt would not come back", None, evidence=evidence, data=data,
+                fix="Redirect the whole part you put in the background, `( … ) > LOG 2>&1 < /dev/null &`, so that "
+                    "nothing of the session is left to it; not tried.")
 
 
 # what the shell does before any command of the line runs: observed even where a command was not run

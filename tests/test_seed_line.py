@@ -226,3 +226,21 @@ def test_launch_of_the_seed_line_keeps_it_and_ends_with_a_line_that_works(infra,
     ran = _paste(pasted)
     assert ran.returncode == 0, ran.stderr
     _job_runs_and_logs(inside / "train.log", inside.name)
+
+
+def test_a_background_and_list_whose_shell_holds_ssh_open_is_said(infra, dfdoctor, tmp_path):
+    """`ssh HOST 'cd DIR && nohup python3 t.py > LOG 2>&1 &'`: the whole `&&` list goes to the background, its
+    shell keeps ssh's output, and ssh does not return until the job ends (hours); the rehearsal saw the session
+    held and the job survive it, and `check` said OK with no word of it. With `;` the line returns: nothing said."""
+    (tmp_path / "t.py").write_text(TRAIN)
+    try:
+        for sep, said in (("&&", True), (";", False)):
+            line = f"cd {tmp_path} {sep} nohup python3 -u t.py > {tmp_path}/t.log 2>&1 &"
+            doc = json.loads(_check(dfdoctor, infra, line, "--only", "launch.path", "--format", "json").stdout)
+            (rec,) = doc["checks"]
+            held = [f for f in rec.get("findings") or [rec] if "does not return until the job ends" in f["summary"]]
+            assert bool(held) is said, (sep, [f["summary"] for f in rec.get("findings") or [rec]])
+            if said:
+                assert held[0]["status"] == "warn" and "`( … ) > LOG 2>&1 < /dev/null &`" in held[0]["fix"], held
+    finally:
+        kill_naming(str(tmp_path))
