@@ -26,7 +26,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from dfdoctor import leftovers
 from dfdoctor.rehearse import prove, rewrite, wall
@@ -126,8 +126,10 @@ class Rehearsal:
 
 
 def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = None,
-             launcher_text: Optional[str] = None, tag: Optional[str] = None) -> Rehearsal:
-    """Rehearse `line` (see the module docstring); never raises for what the line or its hops do."""
+             launcher_text: Optional[str] = None, tag: Optional[str] = None,
+             planned: Optional[Callable[[Plan], None]] = None) -> Rehearsal:
+    """Rehearse `line` (see the module docstring); never raises for what the line or its hops do. `planned` is
+    told the plan once it is made, before anything runs (fix.Ahead starts the fix's rehearsal beside this one)."""
     began = time.monotonic()
     out = Rehearsal(line)
     tag = tag or uuid.uuid4().hex[:10]
@@ -145,6 +147,8 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
     out.plan = plan
     job = plan.job
     assert job is not None
+    if planned is not None:
+        planned(plan)
     sweeps = _sweeps(plan)
     registered = leftovers.register(plan.mark, [_session(chain, words) for chain, words in sweeps.items()],
                                     cwd)  # run by the parent if this worker dies before it cleaned up
