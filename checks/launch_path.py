@@ -48,10 +48,12 @@ def launch_path(ctx) -> Iterator[Result]:
     hops = tuple(f"hop {h.index} ({h.where}, parsed by {h.parsed_by}, tty {'yes' if h.tty else 'no'}): "
                  f"{h.command}" for h in a.hops)
     where = {"cwd": _local_cwd(ctx), "launcher": str(launcher) if launcher else None, "launcher_text": launcher_text}
-    # where the reading says the line fails, the fix's first line is rehearsed beside it (ahead.py)
-    ahead = Ahead(log, **where) if any(f.status == "fail" for f in a.findings) else None
+    line = _line(ctx, typed, launcher, launcher_text)
+    # where the reading says the line fails, the fix's lines are rehearsed beside it (ahead.py)
+    ahead = Ahead(line, log, _remote_cwd(ctx), **where) if line and any(f.status == "fail" for f in a.findings) \
+        else None
     try:
-        r = _rehearse(ctx, typed, launcher, launcher_text, ahead)
+        r = rehearse(line, planned=ahead.planned if ahead else None, **where) if line else None
         seen = _seen(ctx, r, log, launcher, where, ahead) if r is not None and not r.unobservable else None
     finally:
         if ahead is not None:
@@ -144,16 +146,11 @@ def _not_rehearsed(r: Rehearsal) -> str:
     return "; ".join(dict.fromkeys(parts))
 
 
-def _rehearse(ctx, typed: Optional[str], launcher, launcher_text: Optional[str],
-              ahead: Optional[Ahead] = None) -> Optional[Rehearsal]:
-    """Rehearse the line the user types (or, alone, `bash LAUNCHER` on this machine); `ahead` is told its plan."""
-    line = typed
-    if not line and launcher and launcher_text is not None and ctx.target.runs_here:
-        line = f"bash {quote(str(ctx.abspath(launcher)))}"
-    if not line:
-        return None
-    return rehearse(line, cwd=_local_cwd(ctx), launcher=str(launcher) if launcher else None,
-                    launcher_text=launcher_text, planned=ahead.planned if ahead is not None else None)
+def _line(ctx, typed: Optional[str], launcher, launcher_text: Optional[str]) -> Optional[str]:
+    """The line to rehearse: the one the user types (or, alone, `bash LAUNCHER` on this machine)."""
+    if not typed and launcher and launcher_text is not None and ctx.target.runs_here:
+        return f"bash {quote(str(ctx.abspath(launcher)))}"
+    return typed or None
 
 
 def _launcher_of_command(ctx) -> Optional[Path]:

@@ -1,14 +1,16 @@
-"""The fix's first line, rehearsed beside the user's own line instead of after it.
+"""The fix's lines, rehearsed beside the user's own line instead of after it.
 
-A line that fails is rehearsed, then the fix search (fix.find) composes its first candidate from what that
-rehearsal saw and rehearses it: two rehearsals one after the other, each mostly a wait on sessions (the seed line's
-check spent 2 s in each). The first candidate needs little of what the user's rehearsal sees: its plan (the job, its
-hops, its logs), and only where the line does not say them, the interpreter that exists at the job's place and the
-folder the job started in. So, where the reading already says the line fails, the candidate is composed from the
-plan alone as soon as the user's line is planned, and rehearsed in a thread beside it. fix.find takes that rehearsal
-only for the very line it composes from what was seen, and rehearses its own otherwise, as before: the fix printed,
-and the rehearsal that proves it, are the same either way. Each rehearsal has its own tag, sentinel, renamed logs,
-wall and cleanup (leftovers.register, by this worker's pid): the two do not see each other.
+A line that fails is rehearsed, then the fix search (fix.find) composes its candidates, one folder at a time, from
+what that rehearsal saw, and rehearses each: rehearsals one after the other, each mostly a wait on sessions (the
+seed line's check spent 2 s in each, three of them where the script is relative). A candidate needs little of what
+the user's rehearsal sees: its plan (the job, its hops, its logs), the interpreter words that exist at the job's
+place, and, where the line does not say it, the folder the job started in. So, where the reading already says the
+line fails, the first candidate is composed from the plan alone as soon as the user's line is planned, and the
+first TRIES candidates once the sentinel is placed and the place said which interpreters it has; each
+is rehearsed in a thread beside the user's line. fix.find takes such a rehearsal only for the very line it composes
+from what was seen, and rehearses its own otherwise, as before: the fix printed, and the rehearsal that proves it,
+are the same either way. Each rehearsal has its own tag, sentinel, renamed logs, wall and cleanup
+(leftovers.register, by this worker's pid): they do not see each other.
 """
 
 from __future__ import annotations
@@ -18,50 +20,62 @@ from typing import Optional
 
 from dfdoctor.rehearse import fix
 from dfdoctor.rehearse.rewrite import Plan
-from dfdoctor.rehearse.runner import Rehearsal, rehearse
+from dfdoctor.rehearse.runner import Place, Rehearsal, rehearse
 
+# the candidates rehearsed ahead: where a session starts, then the likeliest folder (the search seldom needs a
+# third; each one more is a rehearsal's load beside the others on a small machine)
+TRIES = 2
 JOIN_S = 60.0  # a rehearsal ends within its budget (10 s, plus a slow hop's slack, plus its sweep): a bound only
 
 
-class Ahead:
-    """One fix line rehearsed ahead (`planned` is runner.rehearse's hook); `take` hands its rehearsal to the
-    search, `close` waits for it (nothing of it outlives the check)."""
+class _Run(threading.Thread):
+    """One candidate line, rehearsed in its own thread."""
 
-    def __init__(self, log: Optional[str], **where):
-        self.log, self.where = log, where
-        self.line: Optional[str] = None
-        self._thread: Optional[threading.Thread] = None
-        self._got: Optional[Rehearsal] = None
+    def __init__(self, line: str, where: dict):
+        super().__init__(name="fix-ahead", daemon=True)
+        self.line, self.where = line, where
+        self.got: Optional[Rehearsal] = None
 
-    def planned(self, plan: Plan) -> None:
-        """The user's line is planned: compose the first candidate from the plan alone and rehearse it beside."""
-        if plan.uncertain or plan.wrapped:
-            return  # the search does not run for such a line (launch.path): nothing to rehearse ahead
+    def run(self) -> None:
         try:
-            line = fix.compose(Rehearsal("", plan=plan), self.log)  # no places: nothing seen yet
-        except Exception:  # noqa: BLE001  (a speculation only: the search composes its own line after)
-            return
-        if not line:
-            return
-        self.line = line
-        self._thread = threading.Thread(target=self._run, args=(line,), name="fix-ahead", daemon=True)
-        self._thread.start()
-
-    def _run(self, line: str) -> None:
-        try:
-            self._got = rehearse(line, **self.where)
+            self.got = rehearse(self.line, **self.where)
         except Exception:  # noqa: BLE001  (the search rehearses the line itself then)
-            self._got = None
+            self.got = None
+
+
+class Ahead:
+    """The fix's candidate lines rehearsed ahead (`planned` is runner.rehearse's hook); `take` hands one to the
+    search, `close` waits for them all (nothing of them outlives the check)."""
+
+    def __init__(self, line: str, log: Optional[str], folder: Optional[str] = None, **where):
+        self.line, self.log, self.folder, self.where = line, log, folder, where
+        self.runs: dict[str, _Run] = {}
+
+    def planned(self, plan: Plan, have: Optional[dict]) -> None:
+        """The user's line is planned (`have` None: the first candidate only), or its sentinel placed (`have`: the
+        interpreter words there): rehearse the candidates not yet begun."""
+        if plan.uncertain or plan.wrapped or plan.job is None:
+            return  # the search does not run for such a line (launch.path): nothing to rehearse ahead
+        seen = Rehearsal(self.line, plan=plan, places=[Place(plan.job.where, have=have)] if have is not None else [])
+        try:
+            folders = fix.candidates(seen, self.log, self.folder)[:TRIES]
+            lines = [fix.compose(seen, self.log, folder=f) for f in (folders if have is not None else folders[:1])]
+        except Exception:  # noqa: BLE001  (a speculation only: the search composes its own lines after)
+            return
+        for line in lines:
+            if line and line not in self.runs:
+                self.runs[line] = _Run(line, self.where)
+                self.runs[line].start()
 
     def take(self, line: str) -> Optional[Rehearsal]:
-        """The rehearsal of `line` if it is the one rehearsed ahead (once), else None."""
-        if line != self.line or self._thread is None:
+        """The rehearsal of `line` if it was rehearsed ahead (once), else None."""
+        run = self.runs.pop(line, None)
+        if run is None:
             return None
-        self.line = None
-        self._thread.join(JOIN_S)
-        return self._got
+        run.join(JOIN_S)
+        return run.got
 
     def close(self) -> None:
-        """Wait for the rehearsal ahead to end (its `finally` sweeps what it made), used or not."""
-        if self._thread is not None:
-            self._thread.join(JOIN_S)
+        """Wait for every rehearsal ahead not taken to end (its `finally` sweeps what it made)."""
+        for run in self.runs.values():
+            run.join(JOIN_S)
