@@ -68,15 +68,10 @@ def deps_requirements(ctx) -> Iterator[Result]:
         yield skip(f"the interpreter the command names cannot be found ({spec.problem}); imports.smoke reports it, "
                    "and checking another interpreter's packages would mislead")
         return
-    reqs, skipped, problems, sources = collect(ctx)
+    reading = None if remote else read_job_imports(spec.script, ctx.cwd)
+    (_, skipped, problems, sources), (out, read_at) = _asked(ctx, spec, reading)
     for p in problems:
         yield p
-    reading = None if remote else read_job_imports(spec.script, ctx.cwd)
-    request = {"requirements": [{"req": r.text, "source": r.source, "constraint": r.constraint} for r in reqs],
-               "packaging_dir": PACKAGING_DIR, "focus": list(FOCUS),
-               "modules": [] if remote else script_modules(spec),
-               "job_modules": list(reading.modules) if reading else []}
-    out, read_at = deps_answer.ask(ctx, request, timeout=max(2.0, float(ctx.timeout or 30) - 1.0))
     unreachable = unreached(ctx, out)
     if unreachable:
         yield unreachable
@@ -99,6 +94,39 @@ def deps_requirements(ctx) -> Iterator[Result]:
     if read_at is not None:
         p = {**p, "read_at": read_at}
     yield from as_lead(conclude(ctx, p, skipped, sources, reading), guessed_interpreter(ctx, spec))
+
+
+def _asked(ctx, spec, reading: Optional[JobImports]):
+    """The requirements (`collect`) and the probe's outcome for them, with when it was observed if reused.
+
+    On a --target the requirement files are read there in the probe's own round trip (its `read`): it is asked
+    first for the requirements known before they are read (this machine's --requirements files), and its answer
+    stands where the files it read add none (no requirements.txt there, a pyproject.toml without dependencies);
+    else it is asked again for the whole list. The answer kept is always the one for the very list reported."""
+    timeout = max(2.0, float(ctx.timeout or 30) - 1.0)
+    if ctx.target.runs_here:
+        got = collect(ctx)
+        return got, deps_answer.ask(ctx, _request(ctx, got[0], spec, reading), timeout)
+    paths = _target_paths(ctx)
+    before = _request(ctx, collect(ctx, target_files.Fetched())[0], spec, reading)  # as if the target had none
+    first = deps_answer.ask(ctx, {**before, "read": target_files.request(paths)}, timeout)
+    got = collect(ctx, target_files.fetch(ctx, paths, includes=_includes_of, depth=MAX_INCLUDE_DEPTH,
+                                          first=first[0]))
+    wanted = _request(ctx, got[0], spec, reading)
+    return got, (first if wanted == before else deps_answer.ask(ctx, wanted, timeout))
+
+
+def _request(ctx, reqs: list[Requirement], spec, reading: Optional[JobImports]) -> dict:
+    """What the dependency probe is asked (deps_probe.py)."""
+    return {"requirements": [{"req": r.text, "source": r.source, "constraint": r.constraint} for r in reqs],
+            "packaging_dir": PACKAGING_DIR, "focus": list(FOCUS),
+            "modules": script_modules(spec) if ctx.target.runs_here else [],
+            "job_modules": list(reading.modules) if reading else []}
+
+
+def _target_paths(ctx) -> list[Path]:
+    """The requirement files read in the job's folder on a target."""
+    return [ctx.cwd / "requirements.txt", ctx.cwd / "pyproject.toml"]
 
 
 def conclude(ctx, p: dict, skipped: list[Skipped], sources: list[str],
@@ -225,8 +253,9 @@ def script_modules(spec) -> list[str]:
     return names
 
 
-def collect(ctx) -> tuple[list[Requirement], list[Skipped], list[Result], list[str]]:
-    """Requirements from the default files in ctx.cwd and from ctx.requirements, with problems found reading them."""
+def collect(ctx, there: Optional[Files] = None) -> tuple[list[Requirement], list[Skipped], list[Result], list[str]]:
+    """Requirements from the default files in ctx.cwd and from ctx.requirements, with problems found reading them.
+    `there`: the target's files, when they were read already (else they are fetched here)."""
     reqs: list[Requirement] = []
     skipped: list[Skipped] = []
     problems: list[Result] = []
@@ -235,8 +264,9 @@ def collect(ctx) -> tuple[list[Requirement], list[Skipped], list[Result], list[s
     # On a --target, ctx.cwd names a folder there: its files are read there (target_files.py), never from a folder
     # of that name here (another machine's). --requirements files are this machine's.
     here = ctx.target.runs_here
-    there = HERE if here else target_files.fetch(ctx, [ctx.cwd / "requirements.txt", ctx.cwd / "pyproject.toml"],
-                                                 includes=_includes_of, depth=MAX_INCLUDE_DEPTH)
+    if there is None:
+        there = HERE if here else target_files.fetch(ctx, _target_paths(ctx), includes=_includes_of,
+                                                     depth=MAX_INCLUDE_DEPTH)
     if there.problem:
         problems.append(warn(f"the requirements files in {ctx.cwd} on the target could not be read: {there.problem}",
                              fix="Give them with --requirements FILE from this machine."))

@@ -21,6 +21,7 @@ from dfdoctor.model import STATIC, Result, fail, ok, skip, warn
 from dfdoctor.registry import check
 from dfdoctor.rehearse import fix as rehearsed_fix
 from dfdoctor.rehearse import judge
+from dfdoctor.rehearse.ahead import Ahead
 from dfdoctor.rehearse.rewrite import STANDS_IN
 from dfdoctor.rehearse.runner import Rehearsal, rehearse
 from dfdoctor.safefile import read_head
@@ -46,24 +47,22 @@ def launch_path(ctx) -> Iterator[Result]:
     data = _data(a)
     hops = tuple(f"hop {h.index} ({h.where}, parsed by {h.parsed_by}, tty {'yes' if h.tty else 'no'}): "
                  f"{h.command}" for h in a.hops)
-    r = _rehearse(ctx, typed, launcher, launcher_text)
-    if r is None or r.unobservable:
+    where = {"cwd": _local_cwd(ctx), "launcher": str(launcher) if launcher else None, "launcher_text": launcher_text}
+    line = _line(ctx, typed, launcher, launcher_text)
+    # where the reading says the line fails, the fix's lines are rehearsed beside it (ahead.py)
+    ahead = Ahead(line, log, _remote_cwd(ctx), **where) if line and any(f.status == "fail" for f in a.findings) \
+        else None
+    try:
+        r = rehearse(line, planned=ahead.planned if ahead else None, **where) if line else None
+        seen = _seen(ctx, r, log, launcher, where, ahead) if r is not None and not r.unobservable else None
+    finally:
+        if ahead is not None:
+            ahead.close()
+    if seen is None:
         why = r.unobservable if r is not None else "only a line typed on this machine can be rehearsed"
         yield from _reading(a, data, hops, why)
         return
-    observed = judge.findings(r, log)
-    if launcher and not ctx.launcher and not ctx.shell_command:
-        # the command is what `dfdoctor launch` starts, detached under its recorder: whether a terminal's session
-        # ending would take it down is no question for it; all else the rehearsal saw is
-        observed = [o for o in observed if o.cause != causes.KILLED_ON_SESSION_EXIT]
-    unsure = list(r.plan.uncertain) if r.plan else []
-    wrapped = list(r.plan.wrapped) if r.plan else []
-    # a failure seen while a part that may change what the job finds was not run is not an observed failure of
-    # the line (REHEARSAL.md): it is said, as a warning, with what was not run. A program the wrapper table does
-    # not know was not run either: no fix line is composed without it
-    fx = rehearsed_fix.find(r, log, cwd=_local_cwd(ctx), launcher=str(launcher) if launcher else None,
-                            launcher_text=launcher_text, folder=_remote_cwd(ctx)) \
-        if observed and not unsure and not wrapped else None
+    observed, unsure, wrapped, fx = seen
     facts = tuple(judge.facts(r))
     data["rehearsal"] = {"line": r.plan.line if r.plan else None, "facts": list(facts), "seconds": round(r.seconds, 2),
                          "not_rehearsed": [list(x) for x in (r.plan.not_rehearsed if r.plan else [])]}
@@ -129,6 +128,24 @@ def _held_open(r: Rehearsal, data: dict, evidence: tuple) -> Optional[Result]:
                     "nothing of the session is left to it; not tried.")
 
 
+def _seen(ctx, r: Rehearsal, log: Optional[str], launcher, where: dict, ahead: Optional[Ahead]):
+    """What the rehearsal saw fail, what of the line it could not run (unsure, wrapped), and the fix searched for
+    where a failure was seen of a line run in full."""
+    observed = judge.findings(r, log)
+    if launcher and not ctx.launcher and not ctx.shell_command:
+        # the command is what `dfdoctor launch` starts, detached under its recorder: whether a terminal's session
+        # ending would take it down is no question for it; all else the rehearsal saw is
+        observed = [o for o in observed if o.cause != causes.KILLED_ON_SESSION_EXIT]
+    unsure = list(r.plan.uncertain) if r.plan else []
+    wrapped = list(r.plan.wrapped) if r.plan else []
+    # a failure seen while a part that may change what the job finds was not run is not an observed failure of
+    # the line (REHEARSAL.md): it is said, as a warning, with what was not run. A program the wrapper table does
+    # not know was not run either: no fix line is composed without it
+    fx = rehearsed_fix.find(r, log, folder=_remote_cwd(ctx), ahead=ahead, **where) \
+        if observed and not unsure and not wrapped else None
+    return observed, unsure, wrapped, fx
+
+
 # what the shell does before any command of the line runs: observed even where a command was not run
 _OPENED_FIRST = (causes.LOG_DIR_MISSING, causes.LOG_NOT_WRITABLE)
 
@@ -152,15 +169,11 @@ def _not_rehearsed(r: Rehearsal) -> str:
     return "; ".join(dict.fromkeys(parts))
 
 
-def _rehearse(ctx, typed: Optional[str], launcher, launcher_text: Optional[str]) -> Optional[Rehearsal]:
-    """Rehearse the line the user types (or, alone, `bash LAUNCHER` on this machine)."""
-    line = typed
-    if not line and launcher and launcher_text is not None and ctx.target.runs_here:
-        line = f"bash {quote(str(ctx.abspath(launcher)))}"
-    if not line:
-        return None
-    return rehearse(line, cwd=_local_cwd(ctx), launcher=str(launcher) if launcher else None,
-                    launcher_text=launcher_text)
+def _line(ctx, typed: Optional[str], launcher, launcher_text: Optional[str]) -> Optional[str]:
+    """The line to rehearse: the one the user types (or, alone, `bash LAUNCHER` on this machine)."""
+    if not typed and launcher and launcher_text is not None and ctx.target.runs_here:
+        return f"bash {quote(str(ctx.abspath(launcher)))}"
+    return typed or None
 
 
 def _launcher_of_command(ctx) -> Optional[Path]:

@@ -1,8 +1,9 @@
 """Small text files read where they are: on this machine, or fetched from a --target in one probe round trip.
 
 A check that reads the job's files (a requirements file and what it includes) reads them through a `Files`:
-`HERE` reads this machine's; `fetch` asks the target for the named files (text_files_probe.py), then for the
-files those include, one round trip per level, and answers from what came back. A folder on this machine named
+`HERE` reads this machine's; `fetch` asks the target for the named files (text_files_probe.py, or another probe
+that read them in its own round trip), then for the files those include, one round trip per level, and answers
+from what came back. A folder on this machine named
 like the target's is never read for it: it belongs to another machine.
 """
 
@@ -12,11 +13,17 @@ import posixpath
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Protocol
 
+from dfdoctor.command import ProbeOutcome
 from dfdoctor.probe import run_probe, unreached
 from dfdoctor.safefile import read_head
 
 MAX_BYTES = 1 << 20  # a requirements file is a few KiB; a larger "requirements.txt" is not one
 TIMEOUT_S = 15.0
+
+
+def request(paths: Iterable[Path]) -> dict:
+    """What text_files_probe.py (or deps_probe.py's `read`) is asked for `paths`."""
+    return {"paths": list(dict.fromkeys(posixpath.normpath(str(p)) for p in paths)), "max_bytes": MAX_BYTES}
 
 
 class Files(Protocol):
@@ -73,16 +80,19 @@ class Fetched:
 
 
 def fetch(ctx, paths: Iterable[Path], *, includes: Callable[[Path, str, dict], list[Path]],
-          depth: int) -> Fetched:
-    """`paths` on ctx's target, and the files their texts include (`includes`), up to `depth` levels deep."""
+          depth: int, first: Optional[ProbeOutcome] = None) -> Fetched:
+    """`paths` on ctx's target, and the files their texts include (`includes`), up to `depth` levels deep.
+    `first`: the outcome of a probe that read `paths` already, in its own round trip (`request(paths)` under
+    its `read`, as deps_probe.py does): its `files` are the first level's answer."""
     got = Fetched()
     wanted = [Path(p) for p in paths]
     for _ in range(depth + 1):
         ask = list(dict.fromkeys(got.key(p) for p in wanted if got.key(p) not in got.texts))
         if not ask:
             break
-        out = run_probe(ctx, "text_files_probe.py", request={"paths": ask, "max_bytes": MAX_BYTES},
-                        timeout=min(TIMEOUT_S, float(ctx.timeout or TIMEOUT_S)))
+        out = first or run_probe(ctx, "text_files_probe.py", request=request(ask),
+                                 timeout=min(TIMEOUT_S, float(ctx.timeout or TIMEOUT_S)))
+        first = None
         answer = (out.payload or {}).get("files")
         if not isinstance(answer, dict):
             if unreached(ctx, out) is None:  # an unreachable target is said once, by the check's next probe

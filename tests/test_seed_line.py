@@ -106,6 +106,23 @@ def test_the_seed_line_as_typed_gets_one_line_to_paste_that_works(infra, workspa
     _job_runs_and_logs(inside / "train.log", inside.name)
 
 
+def test_the_fixs_rehearsals_run_beside_the_lines_own(infra, workspace, dfdoctor):
+    """Issue 45: the line's rehearsal, then each candidate fix's, one after the other, took most of the seed line's
+    check. The candidates are rehearsed beside the line's own (rehearse/ahead.py): launch.path takes less than the
+    line's rehearsal and the working fix's together, and the fix is the one the search finds after it."""
+    work, inside = workspace
+    line = f"pct exec 200 -- nohup python train.py > {work}/train.log 2>&1 &"
+    p = _check(dfdoctor, infra, line, "--only", "launch.path", "--format", "json")
+    doc = json.loads(p.stdout)
+    rec = next(c for c in doc["checks"] if c["id"] == "launch.path" and c["status"] == "fail")
+    fix = rec["data"]["fix"]
+    assert fix["works"] and f"cd {work}" in fix["line"] and "python3 -u train.py" in fix["line"], fix
+    took = [float(f.split(": ", 1)[1].rstrip(" s")) for f in fix["facts"] if f.startswith("rehearsal time: ")]
+    assert len(took) == 1, fix["facts"]
+    assert rec["duration_s"] < rec["data"]["rehearsal"]["seconds"] + took[0], (rec["duration_s"], took)
+    assert not list(inside.glob("*dfdoctor-rh-*")), "a rehearsal left a file behind"
+
+
 def test_the_seed_line_with_its_log_folder_missing_in_the_container_too(infra, workspace, dfdoctor):
     work, inside = workspace
     line = f"pct exec 200 -- nohup python train.py > {work}/run7/train.log 2>&1 &"

@@ -13,7 +13,9 @@ Input (JSON in the file $DFDOCTOR_PROBE_IN): {"requirements": [{"req": "torch>=2
 "constraint": false}], "packaging_dir": "...", "focus": ["torch"], "modules": ["numpy", ...], "job_modules": [...]}:
 `modules` are the top-level modules the script imports; their distributions count as what the job depends on;
 `job_modules` those the script and the project's modules it imports import, answered with the ones not found here
-(`unfound`).
+(`unfound`). On a --target, `read` ({"paths": [...], "max_bytes": N}) names the job's requirement files there:
+they are read first, as text_files_probe.py reads them, and answered under `files`, so that they travel in this
+probe's own round trip (deps.requirements asks again only where they add requirements).
 """
 
 import importlib
@@ -28,6 +30,7 @@ if HERE in sys.path:  # the probe's folder must not count as a place distributio
 sys.path.insert(0, HERE)
 import _pep508  # noqa: E402  (the last resort when no `packaging` loads here)
 from _probe_support import answer, install_stack_dump, request  # noqa: E402
+import text_files_probe  # noqa: E402  (the requirement files, read as that probe reads them)
 
 sys.path.remove(HERE)
 
@@ -306,6 +309,8 @@ def main():
     spec = request()
     out = {"python": sys.version.split()[0], "executable": sys.executable, "results": [], "conflicts": [],
            "duplicates": {}, "closure": [], "n_dists": 0}
+    if spec.get("read"):  # first: they are answered whatever this interpreter can evaluate
+        out["files"] = text_files_probe.files(spec["read"])
     if metadata is None:
         out["error"] = "importlib.metadata needs Python 3.8 or newer (this is %s)" % out["python"]
         answer(out)

@@ -34,10 +34,14 @@ def read(path, max_bytes):
     return {"text": data.decode("utf-8", "replace")}
 
 
-def main():
-    spec = request()
+def files(spec):
+    """The answer's `files`, for a request {"paths": [...], "max_bytes": N} (deps_probe.py asks it too)."""
     max_bytes = int(spec.get("max_bytes") or 1 << 20)
-    answer({"files": dict((p, read(p, max_bytes)) for p in spec.get("paths") or [])})
+    return dict((p, read(p, max_bytes)) for p in spec.get("paths") or [])
+
+
+def main():
+    answer({"files": files(request())})
 
 
 if __name__ == "__main__":

@@ -135,11 +135,12 @@ SEARCH_S = 18.0
 
 
 def find(r: Rehearsal, log: Optional[str] = None, *, cwd: Optional[str] = None, launcher: Optional[str] = None,
-         launcher_text: Optional[str] = None, folder: Optional[str] = None) -> Optional[Fix]:
+         launcher_text: Optional[str] = None, folder: Optional[str] = None, ahead=None) -> Optional[Fix]:
     """Search for the line that works, each candidate rehearsed: the folders that may hold the script (the
     line's own, the log's, the folders the line names, `folder` (--cwd), where a session starts), with the
     interpreter that exists there; a log folder missing at the job's place becomes a line to run first. None
-    when the rehearsal could not observe anything to fix."""
+    when the rehearsal could not observe anything to fix. `ahead` (ahead.Ahead): a candidate already rehearsed
+    beside `r`, taken for that very line."""
     if r.plan is None or r.unobservable:
         return None
     line = compose(r, log)
@@ -149,7 +150,7 @@ def find(r: Rehearsal, log: Optional[str] = None, *, cwd: Optional[str] = None, 
     seen = (r.job_place.start or {}) if r.job_place else {}
     started_in = seen.get("cwd")  # where the job starts without a `cd`, for the clause that says why one was added
     began = time.monotonic()
-    where = {"cwd": cwd, "launcher": launcher, "launcher_text": launcher_text}
+    where = {"cwd": cwd, "launcher": launcher, "launcher_text": launcher_text, "ahead": ahead}
     tries = 0
     for place in candidates(r, log, folder)[:MAX_TRIES]:
         if place is None and seen.get("script_found") is False:
@@ -195,7 +196,7 @@ def candidates(r: Rehearsal, log: Optional[str], folder: Optional[str]) -> list[
 
 
 def _try(r: Rehearsal, log: Optional[str], folder: Optional[str], started_in: Optional[str], *,
-         python: Optional[str] = None, **where) -> Fix:
+         python: Optional[str] = None, ahead=None, **where) -> Fix:
     """Compose the line for one folder (and interpreter: `python`, a venv's) and rehearse it; a log folder missing
     at the job's place is rehearsed with the log in /tmp and given as a line to run first (dfdoctor never creates
     your folders)."""
@@ -204,7 +205,7 @@ def _try(r: Rehearsal, log: Optional[str], folder: Optional[str], started_in: Op
     job = r.plan.job
     chosen = python or _interpreter(r)
     swap = {"from": job.interpreter, "to": chosen} if chosen != job.interpreter else {}
-    tried = rehearse(line, **where)
+    tried = (ahead.take(line) if ahead is not None else None) or rehearse(line, **where)
     if judge.passed(tried):
         return Fix(line, True, rehearsal=tried, changes=changes.said(r, tried, folder=folder, started_in=started_in),
                    interpreter=swap)

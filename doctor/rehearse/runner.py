@@ -26,7 +26,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from dfdoctor import leftovers
 from dfdoctor.rehearse import prove, rewrite, wall
@@ -45,11 +45,15 @@ EXPAND = ('for t in "$@"; do eval "f=$t"; k=f; { [ -c "$f" ] || [ -b "$f" ] || [
           'printf "%s\\0%s\\0" "$k" "$f"; done')
 # Run first by the look at the job's place, in the look's own session: the sentinel arrives on the look's stdin,
 # up to a line of its own ($3), read by the shell's `read` (which takes no byte past that line: what follows on
-# stdin is the runner's word that the line's session ended, for the look).
+# stdin is the runner's word that the line's session ended, for the look). It says which interpreter words ($4)
+# exist there (as look.sh does at the end, in the same session) before the line runs: the fix's lines are composed
+# from them while the line runs (ahead.py).
 PLACE = ('# dfdoctor rehearsal: place the sentinel\n'
          'umask 077; mkdir "$1" || exit 1; got=\n'
          'while IFS= read -r l; do [ "$l" = "$3" ] && got=1 && break; printf "%s\\n" "$l"; done > "$1/sentinel.py"\n'
-         '[ -n "$got" ] && printf %s "$2" > "$1/script" && echo ==placed')
+         '[ -n "$got" ] && printf %s "$2" > "$1/script" || exit 1\n'
+         'for w in $4; do echo "==have $w $(command -v "$w" 2>/dev/null)"; done\n'
+         'echo ==placed')
 BUDGET_S = 10.0
 PLACE_S = 6.0  # one session to the job's place: ssh + pct exec take seconds on a loaded machine
 RETURN_S = 3.5  # a line whose session has not returned by then (plus slack) is held open: ended as Ctrl-C would
@@ -126,8 +130,11 @@ class Rehearsal:
 
 
 def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = None,
-             launcher_text: Optional[str] = None, tag: Optional[str] = None) -> Rehearsal:
-    """Rehearse `line` (see the module docstring); never raises for what the line or its hops do."""
+             launcher_text: Optional[str] = None, tag: Optional[str] = None,
+             planned: Optional[Callable[[Plan, Optional[dict]], None]] = None) -> Rehearsal:
+    """Rehearse `line` (see the module docstring); never raises for what the line or its hops do. `planned` is
+    told the plan once it is made, before anything runs, then again with the interpreter words that exist at the
+    job's place once the sentinel is placed there (ahead.Ahead starts the fix's rehearsals beside this one)."""
     began = time.monotonic()
     out = Rehearsal(line)
     tag = tag or uuid.uuid4().hex[:10]
@@ -145,6 +152,8 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
     out.plan = plan
     job = plan.job
     assert job is not None
+    if planned is not None:
+        planned(plan, None)
     sweeps = _sweeps(plan)
     registered = leftovers.register(plan.mark, [_session(chain, words) for chain, words in sweeps.items()],
                                     cwd)  # run by the parent if this worker dies before it cleaned up
@@ -160,6 +169,8 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
                 looks = []  # each swept its place; the `finally` below sweeps every place again, in its own sessions
                 return out
             out.slack = min(SLACK_MAX_S, 2 * (time.monotonic() - placing))
+            if planned is not None:
+                planned(plan, dict(looks[0].have))
             _run_line(out, plan.walled_line or plan.line, cwd, started)
         finally:
             for chain in _finish_looks(out, looks, deadline=began + out.budget) if looks else ():
@@ -417,6 +428,7 @@ class _Look:
         self.proc: Optional[subprocess.Popen] = None
         self.placed = threading.Event()  # set once it said `==placed`, or ended without saying it
         self.placed_ok = False
+        self.have: dict[str, str] = {}  # the interpreter words PLACE found there, before `==placed`
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE, start_new_session=True, cwd=cwd)
@@ -440,6 +452,9 @@ class _Look:
         assert self.proc is not None and self.proc.stdout is not None
         for raw in self.proc.stdout:
             self.out.append(raw)
+            if raw.startswith(b"==have ") and not self.placed.is_set():
+                word, _, path = raw[len(b"==have "):].decode(errors="replace").partition(" ")
+                self.have[word] = path.strip()
             if raw.startswith(b"==placed"):
                 self.placed_ok = True
                 self.placed.set()
@@ -502,7 +517,7 @@ def _start_looks(plan: Plan, cwd: Optional[str], started: _Started, sweeps: dict
         if what["folder"]:  # the job's place: its session places the sentinel first (no login of its own)
             end = f"==end of the sentinel {plan.tag}"
             script = job.script if job.script_is_file else ""
-            both = f"sh -c {quote(PLACE)} sh {join([plan.folder, script or '', end])} && {both}"
+            both = f"sh -c {quote(PLACE)} sh {join([plan.folder, script or '', end, words])} && {both}"
             first = SENTINEL.rstrip("\n").encode() + f"\n{end}\n".encode()
         looks.append(_Look(chain, what["where"], _session(chain, ["sh", "-c", both]), cwd,
                            started if what["folder"] else None, first))
