@@ -57,7 +57,8 @@ def test_a_python_line_inside_if_then_fi_is_the_training_command():
                        ("for s in 1 2; do torchrun --nproc_per_node 2 t.py --seed $s; done\n",
                         ("torchrun", "--nproc_per_node", "2", "t.py", "--seed", "$s"))]:
         found = script.find("#!/bin/bash\nset -e\n" + text)
-        assert found is not None and found.argv == argv, (text, found)
+        assert found is not None and found.argv == argv and found.guarded, (text, found)
+    assert not script.find("if true; then echo; fi\nsrun python3 t.py\n").guarded  # after the block: always runs
     assert script.prelude("if [ -d /scratch ]; then cd /scratch; fi\npython3 t.py\n") == []
 
 

@@ -10,11 +10,12 @@ import os
 import shlex
 import uuid
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
 from dfdoctor import causes
-from dfdoctor.model import CheckRecord, Result, Status, fail, ok, skip, warn
+from dfdoctor.model import STATIC, CheckRecord, Result, Status, fail, ok, skip, warn
 from dfdoctor.numbers import is_whole, size_words, whole
 from dfdoctor.slurm import cluster, commands, jobenv, patterns, script, testonly
 from dfdoctor.slurm.sbatch import Submission
@@ -351,6 +352,8 @@ def training_checks_on_node(sub: Submission, cwd: Path, env: dict[str, str],
     recs = []
     for c in doc.get("checks") or []:
         r = CheckRecord.from_dict(c)
+        if train.guarded:
+            r = _a_lead(r, train.line)
         r.summary = f"on {node}: {r.summary}"
         r.data = dict(r.data, node=node, job_environment=job_env.said)
         r.evidence = list(r.evidence) + [f"run with the job's environment: {job_env.said}"]
@@ -359,6 +362,19 @@ def training_checks_on_node(sub: Submission, cwd: Path, env: dict[str, str],
         recs.append(CheckRecord(id="slurm.training", phase="pre", status=Status.WARN, title="Training command",
                                 summary=f"{job_env.problem}; the node checks ran with what the job will get."))
     return recs
+
+
+def _a_lead(r: CheckRecord, line: str) -> CheckRecord:
+    """A finding about a training line the script runs only under a condition (`if`, a loop, `case`: an array's
+    task, a file's presence): what was seen is true of that line, but the job may never run it, so it warns and
+    never stops the submission."""
+    if r.status != Status.FAIL:
+        return r
+    why = f"the script runs `{line}` only under a condition dfdoctor did not judge"
+    r.findings = [replace(f, status=Status.WARN, basis=STATIC) if f.status == Status.FAIL else f for f in r.findings]
+    r.status, r.basis = Status.WARN, STATIC
+    r.evidence = list(r.evidence) + [why]
+    return r
 
 
 def ask_once(sub: Submission, cwd: Path, env: dict[str, str]) -> Optional[testonly.Asked]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator, Optional
 
 from dfdoctor.slurm.sbatch import read_options
@@ -16,6 +16,8 @@ _TRAINERS = {"torchrun", "accelerate", "deepspeed"}
 # words before a command that still run it: prefixes, and the reserved words of `if …; then …; else …; fi`,
 # loops and groups (`if [ -f x ]; then srun python train.py; fi` runs python; `if python t.py; then` too)
 _LEADS = {"exec", "time", "nohup", "if", "then", "elif", "else", "while", "until", "do", "!", "{"}
+_CONDITIONS = {"if", "then", "elif", "else", "while", "until", "do"}  # a command after one runs only if ...
+_OPENS, _CLOSES = {"if", "while", "until", "for", "case"}, {"fi", "done", "esac"}
 
 
 @dataclass(frozen=True)
@@ -26,15 +28,19 @@ class Training:
     line: str
     srun: bool
     nproc_per_node: Optional[str] = None
+    guarded: bool = False  # under an `if`, a loop or a `case`: the script may not run it (or run it for some tasks)
 
 
 def find(text: str) -> Optional[Training]:
-    """The first line of the script that runs Python or a torch launcher (None when there is none)."""
+    """The first line of the script that runs Python or a torch launcher (None when there is none), `guarded`
+    where it sits under an `if`, a loop or a `case` (`if [ $SLURM_ARRAY_TASK_ID = 3 ]; then python3 …; fi`)."""
+    depth = 0
     for _, line, words in _commands(text):
         for segment in _segments(words):
             found = _training(segment, line)
             if found:
-                return found
+                return replace(found, guarded=depth > 0 or segment[0] in _CONDITIONS)
+            depth += (segment[0] in _OPENS) - (segment[0] in _CLOSES)
     return None
 
 
