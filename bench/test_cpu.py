@@ -75,6 +75,30 @@ def _test_of(current: str) -> str:
     return current.rsplit(" (", 1)[0]  # "path::name (call)" -> "path::name"
 
 
+def _own_cpu_by_kind(log: Path) -> tuple[collections.Counter, collections.Counter]:
+    """Each exited process's own CPU (not its children's), by kind: a dfdoctor command, a process that imported
+    torch, an xdist worker, or another Python of the venv."""
+    import ast
+    cpu: collections.Counter = collections.Counter()
+    count: collections.Counter = collections.Counter()
+    for line in (log.read_text().splitlines() if log.exists() else []):
+        event, _pid, argv, _current, own, extra = ast.literal_eval(line)
+        if event != "exit":
+            continue
+        words = [a.rsplit("/", 1)[-1] for a in argv]
+        if words[1:2] == ["dfdoctor"] or words[1:3] == ["-m", "dfdoctor"]:
+            kind = "dfdoctor " + " ".join(words[2:3] if words[1] == "dfdoctor" else words[3:4])
+        elif "exec(eval(sys.stdin.readline()))" in " ".join(argv):
+            kind = "xdist worker"
+        elif "torch" in extra.split(","):
+            kind = "other, imported torch"
+        else:
+            kind = "other"
+        cpu[kind] += own
+        count[kind] += 1
+    return cpu, count
+
+
 def summary(out: Path) -> None:
     sys.path.insert(0, str(REPO / "tests"))
     from conftest import work_unit
@@ -98,6 +122,7 @@ def summary(out: Path) -> None:
             for flag in filter(None, extra.split(",")):
                 starts[test][flag] += 1
                 kinds[flag] += 1
+    by_kind, by_kind_n = _own_cpu_by_kind(log)
     units: collections.Counter = collections.Counter()
     unit_wall: collections.Counter = collections.Counter()
     for t in tests:
@@ -106,6 +131,9 @@ def summary(out: Path) -> None:
     total = sum(t["cpu_s"] for t in tests)
     print(f"{len(tests)} tests, {total:.1f} CPU-s in the tests' cgroups, {sum(t['wall_s'] for t in tests):.1f} "
           f"wall-s summed; Python starts: {dict(kinds)}")
+    print("\nown CPU-s of the venv's Python processes that exited normally, by kind (count, mean):")
+    for kind, cpu in by_kind.most_common(12):
+        print(f"  {cpu:8.1f} {by_kind_n[kind]:5d} {cpu / by_kind_n[kind]:5.2f}  {kind}")
     print("\nunits by CPU-s (wall-s):")
     for unit, cpu in units.most_common(25):
         print(f"  {cpu:8.1f} ({unit_wall[unit]:7.1f})  {unit}")
