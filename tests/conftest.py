@@ -25,6 +25,10 @@ os.environ[SESSION_MARK] = uuid.uuid4().hex
 import tempfile  # noqa: E402
 os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="dfdoctor-test-state-")
 
+# Per-test CPU seconds (bench/test_cpu.py sets the folder): tests/support/cpu_meter.py.
+if os.environ.get("DFDOCTOR_CPU_METER"):
+    pytest_plugins = ["support.cpu_meter"]
+
 
 # ---- parallel runs: `make test` spreads the tests over pytest-xdist workers ------------------------------------
 # A file's tests run on one worker, in order: module fixtures (a wheel, a browser) are built once, and tests that

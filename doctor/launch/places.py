@@ -33,7 +33,8 @@ class _Recorded(Placement):
             return False
 
     def check(self, ctx: Any, only: tuple[str, ...], skip: tuple[str, ...], cfg: Any) -> list:
-        return _recorded().check(ctx, only, skip, cfg)
+        from dfdoctor.launch import checked  # start-up: `check` runs the checks, never the launch pipeline
+        return checked.check(ctx, only, skip, cfg)
 
     def prepare(self, ctx: Any, ask: LaunchAsk) -> LaunchAsk:
         return _recorded().prepare(ask)

@@ -15,7 +15,7 @@ from dfdoctor.agent.names import SPEC
 from dfdoctor.config import Config
 from dfdoctor.context import Context
 from dfdoctor.diagnose import foretold
-from dfdoctor.engine import check_selection, choose_checks, launch_blockers, run_phase, target_connection
+from dfdoctor.engine import check_selection, launch_blockers, run_phase, target_connection
 from dfdoctor.launch import orchestrate, remote_run
 from dfdoctor.launch.local import RunSource, start, watch
 from dfdoctor.launch.remote import RemoteRun
@@ -27,18 +27,7 @@ from dfdoctor.run.masks import masked
 from dfdoctor.safefile import write_atomically
 
 
-# ---- what this machine and a --target share ---------------------------------------------------------------
-def check(ctx: Any, only: tuple[str, ...], skip: tuple[str, ...], cfg: Any) -> list:
-    """`dfdoctor check`: every registered check; with some that import torch, their server starts before the
-    checks are chosen, and ssh logs in to a --target meanwhile."""
-    from dfdoctor import probe_server  # start-up: it is the check command's alone
-    from dfdoctor.engine import target_connection_meanwhile
-    with probe_server.early(ctx, wanted=not ctx.only), target_connection_meanwhile(ctx) as ready:
-        checks, broken = choose_checks({"only": only, "skip": skip}, cfg, "pre")
-        ready()
-        return broken + run_phase(ctx, checks, "pre", cfg)
-
-
+# ---- what this machine and a --target share (their `check` is launch/checked.py's) ------------------------
 def prepare(ask: LaunchAsk) -> LaunchAsk:
     """The config's --only/--skip joined to the command line's (an --only that matches nothing: bad usage), and
     its keep-runs."""
