@@ -24,7 +24,7 @@ from dfdoctor.agent import ship
 from dfdoctor.agent.procfs import buffers_stdout, job_outputs, proc_start_time
 from dfdoctor.diagnose import jobstacks, launcher, stacks, stuck
 from dfdoctor.diagnose.look import blocked
-from dfdoctor.launch.lookahead import LookAhead
+from dfdoctor.launch.lookahead import AHEAD_S, LookAhead
 from dfdoctor.launch.report import prepare_page
 from dfdoctor.launch.reading import clock, judge, own_log
 from dfdoctor.watch import rhythm, settle
@@ -278,9 +278,13 @@ class RunSource:
         o.unsettled = self.unsettled
         o.settle_checked = self.last_settle_check == o.t
         o.ranks_settled_s = None if self.settling.since is None else time.time() - self.settling.since
-        if steady and o.alive and self.sampler is sample_stuck and self.run.job_pid and \
-                settle.ripe_within(o.heartbeat, o.talking_s, jobstacks.GAP_S, self.settle_s):
-            self.ahead.keep_fresh(self.run.job_pid)  # (lookahead.py)
+        # (lookahead.py) from before the output counts as steady (2 s of it), which came a gap or less before
+        # the loop's 3 s: the first round was then younger than a gap when the job ripened; still growing, so
+        # that a burst of lines followed by silence costs a round or two, not one every two seconds
+        if o.alive and self.sampler is sample_stuck and self.run.job_pid and \
+                rhythm.still_growing(o.heartbeat, o.silent_s) and \
+                settle.ripe_within(o.heartbeat, o.talking_s, AHEAD_S, self.settle_s):
+            self.ahead.keep_fresh(self.run.job_pid)
 
     def waiting_for(self, o: Observation, steady: bool) -> str:
         """What the watch waits for, in the words of the progress line."""
