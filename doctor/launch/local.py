@@ -113,12 +113,14 @@ def start(command: list[str], *, cwd: Path, env: dict[str, str], python: str, ru
     raw = json.dumps(spec).encode()
     interp = recorder_python(python, env)
     out = run_dir / RECORDER_OUT
-    proc = spawner(ship.here_argv(interp, "recorder", str(run_dir), "-"), env, cwd, out, stdin_data=raw)
+    # (-S: the recorder needs the standard library alone, and the job's start waits for it)
+    proc = spawner(ship.here_argv(interp, "recorder", str(run_dir), "-", site=False), env, cwd, out, stdin_data=raw)
     folder = RunFolder.at(run_dir)
     if interp != sys.executable and _failed_to_start(proc, run_dir):
         # the training interpreter could not run even the standard-library recorder: use ours
         folder.append_event("recorder-fallback", python=interp, output=out.read_text(errors="replace")[-2000:])
-        proc = spawner(ship.here_argv(sys.executable, "recorder", str(run_dir), "-"), env, cwd, out, stdin_data=raw)
+        proc = spawner(ship.here_argv(sys.executable, "recorder", str(run_dir), "-", site=False), env, cwd, out,
+                       stdin_data=raw)
     folder.append_event("launched", recorder_pid=proc.pid, argv=list(command))
     return proc
 
