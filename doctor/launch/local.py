@@ -150,14 +150,17 @@ def progress(run: RunRecord) -> int:
 Sampler = Callable[[RunRecord, float], Optional[LiveFacts]]  # a quiet live job: facts when its stacks name a wait
 
 
-def watch(source: "RunSource") -> tuple[RunRecord, Optional[LiveFacts]]:
+def watch(source: "RunSource", meanwhile: Optional[Callable[[], None]] = None) -> tuple[RunRecord, Optional[LiveFacts]]:
     """Follow a launched run's record until the verdict is certain: a death, a settled job with steady output, a
     wait that the stacks of all its processes prove (two looks a second apart), or the end of the watch. The
-    source says where the run is read: this machine (`RunSource`), or a --target (`launch/remote.TargetSource`)."""
+    source says where the run is read: this machine (`RunSource`), or a --target (`launch/remote.TargetSource`).
+    `meanwhile` is work the verdict needs that is done while the job starts (it has not printed yet)."""
     t0 = time.monotonic()
     source.line = WatchLine()  # from now: it says how long the watch has run
     prepare_page()  # the report's page is compiled while the watch waits
     try:
+        if meanwhile is not None:
+            meanwhile()
         return drive(source, Policy(source.watch_s, source.settle_s, source.steady_s), source.line, source.poll_s)
     except KeyboardInterrupt:  # Ctrl-C ends the watch, not the job: judge what we have
         source.line.close()

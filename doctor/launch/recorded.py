@@ -14,7 +14,6 @@ from dfdoctor.agent import stop as agent_stop
 from dfdoctor.agent.names import SPEC
 from dfdoctor.config import Config
 from dfdoctor.context import Context
-from dfdoctor.diagnose import foretold
 from dfdoctor.engine import check_selection, choose_checks, launch_blockers, run_phase, target_connection
 from dfdoctor.launch import orchestrate, remote_run
 from dfdoctor.launch.local import RunSource, start, watch
@@ -56,15 +55,32 @@ def pre_checks(ctx: Any, ask: LaunchAsk) -> list:
 def blockers(ctx: Any, records: list) -> list:
     """Those that guarantee failure, less what the rehearsal found in a --shell-command line this launch does not
     run (reported, never blocking), plus what a known failure foretells of the command."""
+    from dfdoctor.diagnose import foretold  # start-up: see orchestrate.verdict_modules
     return [r for r in launch_blockers(records) if not orchestrate.about_a_line_not_run(ctx, r)] + \
         foretold.certain(records, list(ctx.command), ctx.cwd)
 
 
-def judged(ctx: Any, ask: LaunchAsk, run: Any, live: Any, records: list, where: str, folders: list[str]) -> Judged:
+class Meanwhile:
+    """What the verdict needs, loaded while the job starts (`load`, the watch's `meanwhile`), neither before the
+    start, where it delayed the job, nor after the watch, between the verdict and its report (issue 45): the
+    diagnosis' modules and the post-launch checks (every check is imported to find those: 0.2-0.4 s)."""
+
+    def __init__(self, ask: LaunchAsk) -> None:
+        self.ask, self.post_checks = ask, None
+
+    def load(self) -> None:
+        orchestrate.verdict_modules()
+        self.post_checks = orchestrate.checks_of("post", self.ask.only, self.ask.skip)
+
+
+def judged(ctx: Any, ask: LaunchAsk, run: Any, live: Any, records: list, where: str, folders: list[str],
+           loaded: Optional[Meanwhile] = None) -> Judged:
     """The verdict (linked to a pre-launch finding that foretold it), then the post-launch checks."""
+    from dfdoctor.diagnose import foretold  # start-up: see orchestrate.verdict_modules
     verdict = foretold.link(orchestrate.verdict_of(run, live, ask.watch_s, where, folders), records)
     verdict.evidence += orchestrate.line_notes(ctx, records)
-    post = orchestrate.post_checks(ctx, run, ask.only, ask.skip, ask.cfg, report_broken=ask.no_check)
+    post = orchestrate.post_checks(ctx, run, ask.only, ask.skip, ask.cfg, report_broken=ask.no_check,
+                                   loaded=loaded.post_checks if loaded is not None else None)
     return Judged(verdict, orchestrate.run_info(run), orchestrate.run_timeline(run), post)
 
 
@@ -115,8 +131,9 @@ def start_here(ctx: Any, ask: LaunchAsk) -> Started:
 
 
 def watch_here(ctx: Any, ask: LaunchAsk, job: Started, records: list) -> Judged:
-    run, live = watch(RunSource(job.run_dir, job.handle, ask.watch_s, settle_s=ask.settle_s))
-    out = judged(ctx, ask, run, live, records, "", [f"run folder: {run.dir}"])
+    loaded = Meanwhile(ask)
+    run, live = watch(RunSource(job.run_dir, job.handle, ask.watch_s, settle_s=ask.settle_s), meanwhile=loaded.load)
+    out = judged(ctx, ask, run, live, records, "", [f"run folder: {run.dir}"], loaded)
     job.handle.poll()  # reap a recorder that already finished
     return out
 
@@ -167,9 +184,10 @@ def start_there(ctx: Any, ask: LaunchAsk) -> Started:
 def watch_there(ctx: Any, ask: LaunchAsk, job: Started, records: list) -> Judged:
     shipped = job.handle
     remote = RemoteRun(ctx.target, shipped.run_dir, shipped.python)
-    run, live = watch(remote.source(job.run_dir, ask.watch_s, settle_s=ask.settle_s))
+    loaded = Meanwhile(ask)
+    run, live = watch(remote.source(job.run_dir, ask.watch_s, settle_s=ask.settle_s), meanwhile=loaded.load)
     return judged(ctx, ask, run, live, records, f" on {ctx.target}",
-                  [f"run folder there: {shipped.run_dir}", f"local copy: {run.dir}"])
+                  [f"run folder there: {shipped.run_dir}", f"local copy: {run.dir}"], loaded)
 
 
 def stop_there(run_dir: Path, run: Any, grace_s: float) -> Stopped:
