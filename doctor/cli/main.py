@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import importlib
 import json
 import os
@@ -301,4 +302,8 @@ def run(argv: Optional[list[str]] = None) -> int:
 
 def entry() -> None:
     """Console-script entry point."""
-    sys.exit(run())
+    code = run()
+    # The process ends now: its last garbage collection walked every object of the ~600 modules a launch loads,
+    # 0.15 s between the report and the return (issue 45). Frozen, they are left to the exit, as they would be.
+    gc.freeze()
+    sys.exit(code)
