@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass, replace
-from importlib import metadata
-from typing import Callable, Iterable, Iterator, Optional, Union
+from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 from dfdoctor.model import Result, Status
 
@@ -99,7 +98,7 @@ class BrokenPlugin:
     error: str
 
 
-def _distribution_name(ep: metadata.EntryPoint, names: dict) -> str:
+def _distribution_name(ep: Any, names: dict) -> str:
     """The name of the distribution that registered `ep`. `dist.name` parses its whole METADATA file each time:
     read once per distribution (`names`), not once per check (18 parses were 0.02 s of `check`'s start, round 9)."""
     dist = getattr(ep, "dist", None)
@@ -115,6 +114,9 @@ def discover() -> tuple[list[Check], list[BrokenPlugin]]:
     checks: dict[str, Check] = {}
     broken: list[BrokenPlugin] = []
     names: dict = {}
+    # start-up: importlib.metadata (zipfile, email, ...) was a tenth of what `launch` imported before its job
+    # started, where no check is loaded (issue 45)
+    from importlib import metadata
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         dist = _distribution_name(ep, names)
         source = "built-in" if dist in _OWN_NAMES else dist
