@@ -22,12 +22,9 @@ from dfdoctor.registry import discover, select
 from dfdoctor.run import record
 from dfdoctor.run.folder import find_run, runs_root
 from dfdoctor.agent.names import PRE_CHECKS, RECORD
+from dfdoctor.placing import DEFAULT_WATCH_S, STATUS_WATCH_S  # noqa: F401  (the CLI's defaults, said here too)
 from dfdoctor.run.record import RunRecord
 
-DEFAULT_WATCH_S = 60.0
-
-
-STATUS_WATCH_S = 3.0  # status on a live job: long enough to see its output grow
 # A rank ended while status watched: how long the others are given to end too before it says `unknown`
 # (torchrun exits after its last rank; a DDP job's ranks leave seconds apart, each after its own last step).
 END_GRACE_S = 10.0
