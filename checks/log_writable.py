@@ -34,7 +34,7 @@ def _no_log(ctx) -> Optional[str]:
 def log_writable(ctx):
     """Probe the log's folder, the log itself, free space and buffering, where the job runs."""
     log = ctx.abspath(ctx.log)
-    outcome = run_probe(ctx, "log_probe.py", [str(log)], timeout=min(ctx.timeout or 10, 10))
+    outcome = run_probe(ctx, "log_probe.py", [str(log)], timeout=min(ctx.timeout or 10, 10), site=False)
     f = outcome.payload
     unreachable = unreached(ctx, outcome)
     if unreachable:

@@ -331,10 +331,13 @@ def fail_on(opts: dict[str, Any], cfg: Config) -> str:
 
 def check_selection(opts: dict[str, Any], cfg: Config,
                     checks: Optional[list[Check]] = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """--only/--skip from the command line and the config; an --only that matches nothing is bad usage."""
-    checks = discover()[0] if checks is None else checks
+    """--only/--skip from the command line and the config; an --only that matches nothing is bad usage (the
+    checks are loaded only to tell that: with no --only, nothing is imported)."""
     only = tuple(opts.get("only") or ()) or tuple(cfg.get("only") or ())
     skip_ = tuple(opts.get("skip") or ()) + tuple(cfg.get("skip") or ())
+    if not only:
+        return only, skip_
+    checks = discover()[0] if checks is None else checks
     missing = list(unmatched(only, checks))
     if missing:
         ids = ", ".join(c.id for c in checks)

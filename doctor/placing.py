@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ContextManager, Optional
 
+DEFAULT_WATCH_S = 60.0  # `launch`'s watch
+STATUS_WATCH_S = 3.0  # status on a live job: long enough to see its output grow
+
 
 @dataclass
 class LaunchAsk:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Iterator, Optional, Union
+from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 from dfdoctor.model import Result, Status
 
@@ -98,7 +98,7 @@ class BrokenPlugin:
     error: str
 
 
-def _distribution_name(ep: "metadata.EntryPoint", names: dict) -> str:
+def _distribution_name(ep: Any, names: dict) -> str:
     """The name of the distribution that registered `ep`. `dist.name` parses its whole METADATA file each time:
     read once per distribution (`names`), not once per check (18 parses were 0.02 s of `check`'s start, round 9)."""
     dist = getattr(ep, "dist", None)
@@ -111,8 +111,9 @@ def _distribution_name(ep: "metadata.EntryPoint", names: dict) -> str:
 
 def discover() -> tuple[list[Check], list[BrokenPlugin]]:
     """Load every check registered under the `dfdoctor.checks` entry-point group, sorted by id."""
-    # importlib.metadata (with email, zipfile and csv) is imported here, not with the package: `status`, `stop` and
-    # every training process that imports dfdoctor.guard never look for checks (0.05 CPU-s of each start, round 14)
+    # importlib.metadata (with email, zipfile and csv) is imported here, not with the package: `status`, `stop`,
+    # `launch` before its job started and every training process that imports dfdoctor.guard never look for checks
+    # (0.05 CPU-s of each start, a tenth of what `launch` imported before its job started: round 14, issue 45)
     from importlib import metadata
 
     checks: dict[str, Check] = {}

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from dfdoctor.diagnose import jobstacks, stacks
+from dfdoctor.launch.lookahead import LookAhead
 from dfdoctor.watch import settle
 from jobs.harness import job, kill_runs, launch
 
@@ -65,6 +66,22 @@ def test_a_stale_round_is_not_used(sleeper):
     ahead.began -= (jobstacks.AHEAD_GAPS + 1) * jobstacks.GAP_S  # too old: a look of its own
     samples = jobstacks.sample_job(sleeper.pid, ahead=ahead)
     assert not ahead.used and len(samples[0].looks) == 2 and samples[0].looks[0] is not ahead.samples[0].looks[0]
+
+
+@needs_py_spy
+def test_the_look_takes_a_round_a_gap_old_from_a_watch_that_kept_them_fresh(sleeper):
+    """The watch asks for fresh rounds on every observation (every 0.05 s) while the job ripens; at the ripening
+    line, 2.5 s on, the look is handed a round that is a gap old already (it waits for none of the gap). Rounds
+    renewed every gap handed it one 0.5 s old: the look waited out the other half (issue 45)."""
+    ahead = LookAhead()
+    began = time.monotonic()
+    while time.monotonic() - began < 2.5:
+        ahead.keep_fresh(sleeper.pid)
+        time.sleep(0.05)
+    taken = ahead.take()
+    ahead.close()
+    assert taken is not None and time.monotonic() - taken.began >= jobstacks.GAP_S, \
+        (taken and time.monotonic() - taken.began)
 
 
 @pytest.fixture

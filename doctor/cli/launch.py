@@ -22,11 +22,10 @@ from dfdoctor.cli.options import (
 from dfdoctor.config import load
 from dfdoctor.engine import build_context, emit, exit_code, fail_on, guard
 from dfdoctor.launch import pipeline
-from dfdoctor.launch.orchestrate import DEFAULT_WATCH_S, STATUS_WATCH_S
 from dfdoctor.watch.settle import SETTLE_S
 from dfdoctor.run.folder import DEFAULT_KEEP, RunNotFound, list_runs, runs_root
 from dfdoctor import placements
-from dfdoctor.placing import LaunchAsk
+from dfdoctor.placing import DEFAULT_WATCH_S, STATUS_WATCH_S, LaunchAsk
 from dfdoctor.terminate import (EXIT as TERMINATED_EXIT, Seen, Terminated, sigterm_as_interrupt, started_since,
                                 still_running_line)
 from dfdoctor.targets.strategies import BY_NAME

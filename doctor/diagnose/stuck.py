@@ -13,7 +13,7 @@ from typing import Optional
 
 import psutil
 from dfdoctor import causes
-from dfdoctor.diagnose import empty_loop, init_ahead, threadwaits, waits
+from dfdoctor.diagnose import init_ahead, threadwaits, waits
 from dfdoctor.diagnose.jobstacks import ProcessSample, exit_words, look_once
 from dfdoctor.diagnose.waits import Wait, classify, main_of
 from dfdoctor.agent.ranks import nproc as expected_ranks
@@ -388,6 +388,9 @@ def _empty_loader(all_seen: list[Seen], quiet_s: float, local: bool) -> Optional
     """A busy silence that is a loop over a DataLoader with no batch, not a block buffer (diagnose/empty_loop.py):
     more looks are taken here when those taken leave it undecided (`local`: the pids are this machine's);
     _UNDECIDED when they still do."""
+    # start-up: empty_loop reads the project's source (dfdoctor.project, a fifth of what `launch` imported before
+    # its job started, issue 45); it is wanted only on a silent job's look
+    from dfdoctor.diagnose import empty_loop
     found = empty_loop.empty_loader(all_seen, _look_again if local else None)
     if found == empty_loop.UNDECIDED:
         return _UNDECIDED

@@ -11,9 +11,7 @@ from typing import Any, Optional
 
 from dfdoctor.config import Config
 from dfdoctor.context import Context
-from dfdoctor.diagnose import foretold
 from dfdoctor.diagnose.stopped import offer_stop
-from dfdoctor.diagnose.verdict import diagnose
 from dfdoctor.engine import broken_plugin_records, launch_blockers, now_iso, run_phase, target_connection
 from dfdoctor.launch.cgroups import sweep_left_cgroups
 from dfdoctor.launch.local import RunSource, watch
@@ -24,12 +22,9 @@ from dfdoctor.registry import discover, select
 from dfdoctor.run import record
 from dfdoctor.run.folder import find_run, runs_root
 from dfdoctor.agent.names import PRE_CHECKS, RECORD
+from dfdoctor.placing import DEFAULT_WATCH_S, STATUS_WATCH_S  # noqa: F401  (the CLI's defaults, said here too)
 from dfdoctor.run.record import RunRecord
 
-DEFAULT_WATCH_S = 60.0
-
-
-STATUS_WATCH_S = 3.0  # status on a live job: long enough to see its output grow
 # A rank ended while status watched: how long the others are given to end too before it says `unknown`
 # (torchrun exits after its last rank; a DDP job's ranks leave seconds apart, each after its own last step).
 END_GRACE_S = 10.0
@@ -49,7 +44,19 @@ def verdict_of(run: RunRecord, live: Any, watch_s: float, where: str, folders: l
         return offer_stop(Verdict("running", None, f"The job was started{where} (pid {run.job_pid}) and not "
                                   "watched (--watch 0).", f"`dfdoctor status {run.id}` diagnoses it later.", folders),
                           run.id)
+    return _diagnose(run, live)
+
+
+def _diagnose(run: RunRecord, live: Any) -> Verdict:
+    """The diagnosis (diagnose/verdict.py), imported when first asked: see verdict_modules."""
+    from dfdoctor.diagnose.verdict import diagnose  # start-up: see verdict_modules
     return diagnose(run, live)
+
+
+def verdict_modules() -> None:
+    """Import what a verdict needs (the diagnosis and its readings, 0.1-0.2 s): `launch` does it while the job
+    starts (launch/recorded.Meanwhile), not before the start, where it delayed the job, nor after the watch."""
+    from dfdoctor.diagnose import foretold, verdict  # noqa: F401
 
 
 def about_a_line_not_run(ctx: Context, r: CheckRecord) -> bool:
@@ -93,7 +100,8 @@ def run_status(cwd: Path, ref: Optional[str] = None, cfg: Optional[Config] = Non
             # read before its recorder ended, which wrote the job's exit as its last act: read again (once it is
             # gone, nothing changes the record any more), or a job that just ended is a recorder killed hard
             run = source.load()
-        run, live, verdict = _read_the_end(source, run, live, diagnose(run, live))
+        from dfdoctor.diagnose import foretold  # start-up: see verdict_modules
+        run, live, verdict = _read_the_end(source, run, live, _diagnose(run, live))
         verdict = foretold.link(verdict, _launch_pre_checks(run_dir))
         records = post_checks(ctx, run, only, skip, cfg, report_broken=True)
     shown = save_report(run_dir, placed_report(ctx, "status", started, verdict, records, run_timeline(run),
@@ -122,7 +130,7 @@ def _read_the_end(source: RunSource, run: RunRecord, live: Any, verdict: Verdict
         verdict.evidence += [f"read again {END_GRACE_S:.0f} s later: {'; '.join(lost)}, and the job has not "
                              "ended (its recorder wrote no exit)", *tail]
         return run, live, verdict
-    return run, None, diagnose(run, None)
+    return run, None, _diagnose(run, None)
 
 
 def whose_run(cwd: Path, ref: Optional[str], run_dir: Path, launched_from: Optional[str]) -> str:
@@ -144,11 +152,13 @@ def _launch_pre_checks(run_dir: Path) -> list[CheckRecord]:
 
 
 def post_checks(ctx: Context, run: RunRecord, only: tuple[str, ...], skip: tuple[str, ...],
-          cfg: Config, *, report_broken: bool = False) -> list[CheckRecord]:
+                cfg: Config, *, report_broken: bool = False,
+                loaded: Optional[tuple[list, list[CheckRecord]]] = None) -> list[CheckRecord]:
     """The post-launch checks, told about the run through ctx.run. Broken plugins are reported once per report:
-    by the pre-launch phase for `launch`, here for `status` (report_broken)."""
+    by the pre-launch phase for `launch`, here for `status` (report_broken). `loaded`: `checks_of`'s answer for
+    them, taken earlier."""
     ctx.run = run_info(run)
-    checks, broken = checks_of("post", only, skip)
+    checks, broken = loaded if loaded is not None else checks_of("post", only, skip)
     return (broken if report_broken else []) + (run_phase(ctx, checks, "post", cfg) if checks else [])
 
 

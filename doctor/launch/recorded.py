@@ -6,19 +6,17 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
-from dfdoctor.agent import stop as agent_stop
 from dfdoctor.agent.names import SPEC
 from dfdoctor.config import Config
 from dfdoctor.context import Context
-from dfdoctor.diagnose import foretold
 from dfdoctor.engine import check_selection, launch_blockers, run_phase, target_connection
-from dfdoctor.launch import orchestrate, remote_run
-from dfdoctor.launch.local import RunSource, start, watch
-from dfdoctor.launch.remote import RemoteRun
+from dfdoctor.launch import remote_run
+from dfdoctor.launch.spawn import start
 from dfdoctor.model import Verdict
 from dfdoctor.placing import Judged, LaunchAsk, Started, Stopped
 from dfdoctor.run import record
@@ -27,7 +25,16 @@ from dfdoctor.run.masks import masked
 from dfdoctor.safefile import write_atomically
 
 
+def _orchestrate() -> Any:
+    """launch/orchestrate.py and the watch's modules it brings, imported once the job started: before the start
+    they delayed the job (a fifth of what `launch --no-check` imported first: issue 45)."""
+    from dfdoctor.launch import orchestrate  # start-up: see the docstring
+    return orchestrate
+
+
 # ---- what this machine and a --target share (their `check` is launch/checked.py's) ------------------------
+
+
 def prepare(ask: LaunchAsk) -> LaunchAsk:
     """The config's --only/--skip joined to the command line's (an --only that matches nothing: bad usage), and
     its keep-runs."""
@@ -38,22 +45,52 @@ def prepare(ask: LaunchAsk) -> LaunchAsk:
 
 
 def pre_checks(ctx: Any, ask: LaunchAsk) -> list:
-    checks, broken = orchestrate.checks_of("pre", ask.only, ask.skip)
+    checks, broken = _orchestrate().checks_of("pre", ask.only, ask.skip)
     return broken + run_phase(ctx, checks, "pre", ask.cfg)
 
 
 def blockers(ctx: Any, records: list) -> list:
     """Those that guarantee failure, less what the rehearsal found in a --shell-command line this launch does not
     run (reported, never blocking), plus what a known failure foretells of the command."""
-    return [r for r in launch_blockers(records) if not orchestrate.about_a_line_not_run(ctx, r)] + \
+    from dfdoctor.diagnose import foretold  # start-up: see orchestrate.verdict_modules
+    return [r for r in launch_blockers(records) if not _orchestrate().about_a_line_not_run(ctx, r)] + \
         foretold.certain(records, list(ctx.command), ctx.cwd)
 
 
-def judged(ctx: Any, ask: LaunchAsk, run: Any, live: Any, records: list, where: str, folders: list[str]) -> Judged:
+class Meanwhile:
+    """What the verdict needs, loaded in a thread while the job starts and the watch goes on: the diagnosis'
+    modules and the post-launch checks (every check is imported to find those: 0.2-0.4 s). Before the start it
+    delayed the job, after the watch the verdict's report (issue 45); in the watch's own thread, a watch of a
+    job that ripens sooner than it loads (a loaded machine) was held up by it."""
+
+    def __init__(self, ask: LaunchAsk) -> None:
+        self.ask, self.loaded = ask, None
+        self.thread = threading.Thread(target=self._load, name="dfdoctor-meanwhile", daemon=True)
+        self.thread.start()
+
+    def _load(self) -> None:
+        try:
+            orchestrate = _orchestrate()
+            orchestrate.verdict_modules()
+            self.loaded = orchestrate.checks_of("post", self.ask.only, self.ask.skip)
+        except Exception:  # the verdict loads what it needs itself then, and says what failed
+            self.loaded = None
+
+    def post_checks(self) -> Optional[tuple[list, list]]:
+        """`orchestrate.checks_of("post", ...)`'s answer, once loaded (None: load them now)."""
+        self.thread.join()
+        return self.loaded
+
+
+def judged(ctx: Any, ask: LaunchAsk, run: Any, live: Any, records: list, where: str, folders: list[str],
+           loaded: Optional[Meanwhile] = None) -> Judged:
     """The verdict (linked to a pre-launch finding that foretold it), then the post-launch checks."""
+    from dfdoctor.diagnose import foretold  # start-up: see orchestrate.verdict_modules
+    orchestrate = _orchestrate()
     verdict = foretold.link(orchestrate.verdict_of(run, live, ask.watch_s, where, folders), records)
     verdict.evidence += orchestrate.line_notes(ctx, records)
-    post = orchestrate.post_checks(ctx, run, ask.only, ask.skip, ask.cfg, report_broken=ask.no_check)
+    post = orchestrate.post_checks(ctx, run, ask.only, ask.skip, ask.cfg, report_broken=ask.no_check,
+                                   loaded=loaded.post_checks() if loaded is not None else None)
     return Judged(verdict, orchestrate.run_info(run), orchestrate.run_timeline(run), post)
 
 
@@ -70,7 +107,7 @@ def status(cwd: Path, ref: Optional[str], watch_s: float, cfg: Any, only: tuple[
            skip: tuple[str, ...]) -> Any:
     cfg = cfg or Config()
     only, skip = check_selection({"only": only, "skip": skip}, cfg)
-    return orchestrate.run_status(cwd, ref, cfg, watch_s, only, skip)
+    return _orchestrate().run_status(cwd, ref, cfg, watch_s, only, skip)
 
 
 def run_folders(cwd: Path, ref: Optional[str]) -> tuple[Path, ...]:
@@ -78,7 +115,7 @@ def run_folders(cwd: Path, ref: Optional[str]) -> tuple[Path, ...]:
 
 
 def connected_to_run(cwd: Path, ref: Optional[str]) -> Any:
-    return orchestrate.run_connection(cwd, ref)
+    return _orchestrate().run_connection(cwd, ref)
 
 
 # ---- this machine -----------------------------------------------------------------------------------------
@@ -104,14 +141,17 @@ def start_here(ctx: Any, ask: LaunchAsk) -> Started:
 
 
 def watch_here(ctx: Any, ask: LaunchAsk, job: Started, records: list) -> Judged:
+    from dfdoctor.launch.local import RunSource, watch  # start-up: see _orchestrate
+    loaded = Meanwhile(ask)
     run, live = watch(RunSource(job.run_dir, job.handle, ask.watch_s, settle_s=ask.settle_s))
-    out = judged(ctx, ask, run, live, records, "", [f"run folder: {run.dir}"])
+    out = judged(ctx, ask, run, live, records, "", [f"run folder: {run.dir}"], loaded)
     job.handle.poll()  # reap a recorder that already finished
     return out
 
 
 def stop_here(run_dir: Path, run: Any, grace_s: float) -> Stopped:
     """The agent's stop, in this process: it proves which processes are the job's where they run."""
+    from dfdoctor.agent import stop as agent_stop  # start-up: `stop` alone needs it
     return _stopped(run_dir, run.id, "", agent_stop.stop(str(run_dir), grace_s))
 
 
@@ -148,17 +188,20 @@ def start_there(ctx: Any, ask: LaunchAsk) -> Started:
                           "(`dfdoctor check --target ...` says which), then launch again.",
                           [f"starting session ({shipped.strategy}): {shipped.error}"])
         run = record.load(run_dir)
-        return Started(run_id, run_dir, refused=verdict, run=orchestrate.run_info(run),
-                       timeline=orchestrate.run_timeline(run))
+        return Started(run_id, run_dir, refused=verdict, run=_orchestrate().run_info(run),
+                       timeline=_orchestrate().run_timeline(run))
     return Started(run_id, run_dir, handle=shipped)
 
 
 def watch_there(ctx: Any, ask: LaunchAsk, job: Started, records: list) -> Judged:
+    from dfdoctor.launch.local import watch  # start-up: see _orchestrate
+    from dfdoctor.launch.remote import RemoteRun
     shipped = job.handle
     remote = RemoteRun(ctx.target, shipped.run_dir, shipped.python)
+    loaded = Meanwhile(ask)
     run, live = watch(remote.source(job.run_dir, ask.watch_s, settle_s=ask.settle_s))
     return judged(ctx, ask, run, live, records, f" on {ctx.target}",
-                  [f"run folder there: {shipped.run_dir}", f"local copy: {run.dir}"])
+                  [f"run folder there: {shipped.run_dir}", f"local copy: {run.dir}"], loaded)
 
 
 def stop_there(run_dir: Path, run: Any, grace_s: float) -> Stopped:

@@ -12,6 +12,9 @@ from dfdoctor import causes
 from dfdoctor.model import Verdict
 
 MISSING = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
+# Python's report of an exception at the very end of a driver's output: its traceback, the exception's line last
+ENDING_TRACEBACK = re.compile(r"Traceback \(most recent call last\):\n(?:[ \t].*\n)+\w[\w.]*(?:Error|Exception|Exit)"
+                              r"\b[^\n]*\s*$")
 # how a task or actor the memory monitor killed reads in the state API (error_type OUT_OF_MEMORY, and its message
 # "N worker(s) were killed due to the node running low on memory" in 2.60; older Rays' words too)
 OOM_WORDS = ("OUT_OF_MEMORY", "running low on memory", "OutOfMemoryError", "memory monitor", "due to memory pressure")
@@ -194,15 +197,33 @@ def _oom_numbers(text: str, who: str) -> str:
     return f": {line[:400]}"
 
 
+def ending_traceback(text: str) -> Optional[str]:
+    """The traceback a driver's output ends in (nothing after it: the exception ended the driver), else None."""
+    m = ENDING_TRACEBACK.search(text[-20000:])
+    return m[0] if m else None
+
+
 def missing_module(s: Seen) -> Optional[Verdict]:
-    m = MISSING.search(s.job.get("message") or "") or MISSING.search(s.logs)
-    if s.status != "FAILED" or not m:
+    """A module the driver (or a task it waits on) cannot import: in Ray's FAILED message or the driver's log,
+    or, while Ray still says RUNNING, in the traceback its driver's output ends in: Ray's first word on it, which
+    its FAILED follows once its supervisor sees the driver's exit (0.4-0.7 s later here: issue 45)."""
+    if s.status == "FAILED":
+        m = MISSING.search(s.job.get("message") or "") or MISSING.search(s.logs)
+    elif s.status == "RUNNING":
+        m = MISSING.search(ending_traceback(s.logs) or "")
+    else:
         return None
+    if not m:
+        return None
+    early = [] if s.status == "FAILED" else [
+        "the driver's output ends in Python's traceback of it; Ray still said RUNNING (it says FAILED once its "
+        "supervisor sees the driver exit)"]
     return Verdict("failed", causes.MISSING_MODULE,
-                   f"The job's driver died: No module named '{m[1]}' on the cluster.",
+                   f"The job's driver {'died' if s.status == 'FAILED' else 'failed'}: No module named '{m[1]}' on "
+                   "the cluster.",
                    f"Add it to the job's runtime env (`--runtime-env-json '{{\"pip\": [\"{m[1].split('.')[0]}\"]}}'`)"
                    " or install it on every node; not tried.",
-                   s.evidence() + [m[0]])
+                   s.evidence() + [m[0]] + early)
 
 
 def actor_died(s: Seen) -> Optional[Verdict]:

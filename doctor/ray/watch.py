@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional, Union
 from dfdoctor.progress import WatchLine
 from dfdoctor.ray import logs
 from dfdoctor.ray.api import Api, ApiError
-from dfdoctor.ray.rules import WAITING, Seen, at_the_end, judge
+from dfdoctor.ray.rules import MISSING, WAITING, Seen, at_the_end, ending_traceback, judge
 from dfdoctor.watch.loop import Ended, drive
 from dfdoctor.watch.policy import Observation, Policy
 
@@ -21,14 +21,19 @@ POLL_S = 1.0
 # is looked at at once, not at the next second. One small GET (the job's row in Ray's store) a time.
 QUICK_S = 0.2
 FINAL = ("SUCCEEDED", "FAILED", "STOPPED")
+# In the first TAIL_FOR_S of its RUNNING, while it is small, the driver's output is read this often between
+# looks: where start-up failures show, Ray's first word on one is the driver's traceback in that output (a
+# missing module), and a read every QUICK_S found it 0.1 s late in the mean, after a watcher that polls at 0.2 s
+# as often as not (issue 45). One GET of the output a time, for seconds.
+TAIL_S = 0.05
+TAIL_FOR_S = 30.0
 # A driver whose output ends in Python's report of an exception is likely exiting; Ray's FAILED comes once its
-# supervisor saw the process end (0.4-0.7 s later here: the driver's own exit, then Ray's). The job API is then
-# asked this often, for at most EXIT_WAIT_S: the verdict waits for Ray's word, never less, and not a poll more.
+# supervisor saw the process end (0.4-0.7 s later here: the driver's own exit, then Ray's). Unless the traceback
+# names the cause itself (rules.missing_module), the job API is then asked this often, for at most EXIT_WAIT_S:
+# the verdict waits for Ray's word, never less, and not a poll more.
 EXIT_POLL_S = 0.025
 EXIT_WAIT_S = 3.0
 QUICK_LOG_MAX = 256 << 10  # the driver's output is read between looks only while it is this small
-TRACEBACK_END = re.compile(r"Traceback \(most recent call last\):\n(?:[ \t].*\n)+\w[\w.]*(?:Error|Exception|Exit)"
-                           r"\b[^\n]*\s*$")
 # Ray's own lines in a driver's log (its logger's, the job manager's, the autoscaler's, which every driver of the
 # cluster is sent): they are no progress of the job.
 RAY_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\s+(?:INFO|WARNING|ERROR|DEBUG) |Running entrypoint "
@@ -57,38 +62,57 @@ class RaySource:
         self.looked_at = time.monotonic()
         self.quick_log: Optional[int] = 0  # the driver's output's size at the last quick read (None: too big)
         self.waited_for = -1  # the output's size when its ending traceback was last waited on
+        self.running_since: Optional[float] = None  # when a look first found the job RUNNING (time.monotonic())
+        self.asked_at = 0.0  # when the quick read last asked the job API
+        self.last_words: Optional[str] = None  # the driver's output, ending in a traceback that names the cause
+        self.quick_job: dict[str, Any] = {}  # the job API's row as the quick read last had it
 
     def pause(self, poll_s: float) -> None:
         """The loop's sleep: the rest of the second the last look began in (a look asks several APIs, and under
         load takes a good part of a second: a fixed sleep after it would look every 1.5 s), cut short when the
-        job API says the job ended meanwhile: Ray's own first word on a failed driver is that status."""
+        job API says the job ended meanwhile (Ray's own first word on a failed driver is that status), or when the
+        driver's output ends in a traceback that names the cause (its first word on a missing module)."""
         end = self.looked_at + poll_s
         while True:
             left = end - time.monotonic()
             if left <= 0.05:
                 time.sleep(max(0.0, left))
                 return
-            time.sleep(min(QUICK_S, left))
+            time.sleep(min(TAIL_S if self._tailing() else QUICK_S, left))
             if self._ended():
                 return
 
+    def _tailing(self) -> bool:
+        """Whether the driver's output is read every TAIL_S now: RUNNING for less than TAIL_FOR_S, still small."""
+        return self.running_since is not None and time.monotonic() - self.running_since < TAIL_FOR_S and \
+            self.quick_log is not None
+
     def _ended(self) -> bool:
-        """The job reached a final status since the last look (a quick look at the job API, and at the driver's
-        output while it is small: one that ends in a traceback has its end waited for closely)."""
+        """The job reached a final status since the last look (a quick look at the job API, every QUICK_S), or
+        its driver's output (read while it is small) ends in a traceback: one that names the cause ends the pause
+        at once, any other has its end waited for closely."""
         if self.status in FINAL:
             return False
         try:
-            status = str(self.api.job(self.job_id).get("status") or "")
-            if status in FINAL:
-                return True
-            if status != "RUNNING" or self.quick_log is None:
-                return False
+            if not self._tailing() or time.monotonic() - self.asked_at >= QUICK_S:
+                self.asked_at = time.monotonic()
+                self.quick_job = self.api.job(self.job_id)
+                status = str(self.quick_job.get("status") or "")
+                if status in FINAL:
+                    return True
+                if status != "RUNNING" or self.quick_log is None:
+                    return False
+                self.running_since = self.running_since or time.monotonic()
             text = self.api.job_logs(self.job_id)
         except ApiError:
             return False
         self.quick_log = len(text) if len(text) < QUICK_LOG_MAX else None
-        if len(text) == self.waited_for or not TRACEBACK_END.search(text[-20000:]):
+        said = ending_traceback(text)
+        if len(text) == self.waited_for or said is None:
             return False
+        if MISSING.search(said):
+            self.last_words = text  # the next look judges it: rules.missing_module
+            return True
         self.waited_for = len(text)  # a printed traceback the program lives on after is waited for once
         deadline = time.monotonic() + EXIT_WAIT_S
         while time.monotonic() < deadline:
@@ -103,6 +127,11 @@ class RaySource:
     def look(self, t: float) -> Seen:
         self.looked_at = time.monotonic()
         s = self.seen
+        if self.last_words is not None and self.quick_job.get("status") == "RUNNING":
+            # its traceback names the cause, read with Ray saying RUNNING: judged now, on that (rules.missing_module)
+            s.job, s.logs = self.quick_job, self.last_words
+            self._status(s)
+            return s
         try:
             s.job = self.api.job(self.job_id)
         except ApiError as exc:
@@ -110,9 +139,7 @@ class RaySource:
                 s.unreachable = exc.said
                 return s
             s.job = {}
-        if s.status != self.status:
-            self.on_event("ray", f"status={s.status}")
-            self.status = s.status
+        self._status(s)
         try:
             if not s.nodes or int(t) % 10 == 0:
                 s.nodes = self.api.listed("nodes")
@@ -129,6 +156,14 @@ class RaySource:
         self._output(s)
         self._waiting(s, t)
         return s
+
+    def _status(self, s: Seen) -> None:
+        """Note the job's status: its change in the timeline, when it first ran."""
+        if s.status != self.status:
+            self.on_event("ray", f"status={s.status}")
+            self.status = s.status
+        if s.status == "RUNNING":
+            self.running_since = self.running_since or time.monotonic()
 
     def _output(self, s: Seen) -> None:
         if s.status not in ("RUNNING", "SUCCEEDED", "FAILED", "STOPPED"):
