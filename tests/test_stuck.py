@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from dfdoctor.diagnose.stuck import WHOLE_JOB
-from dfdoctor.launch import local
+from dfdoctor.launch import local, spawn
 from jobs.harness import PY, job, kill_runs, launch, status, text_of, wait_for
 
 TORCHRUN = [PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]  # a free port each
@@ -220,7 +220,7 @@ def test_a_wait_seen_just_after_the_job_wrote_explains_no_silence(work):
     from a look over a true silence."""
     run_dir = work / "run"
     run_dir.mkdir()
-    proc = local.start(job("wakes_on_usr1.py"), cwd=work, env=dict(os.environ), python=PY, run_id="wakes",
+    proc = spawn.start(job("wakes_on_usr1.py"), cwd=work, env=dict(os.environ), python=PY, run_id="wakes",
                        run_dir=run_dir, log=None)
     beat = lambda: json.loads((run_dir / "heartbeat").read_text() or "{}")  # noqa: E731
     looks: list[float] = []
