@@ -178,6 +178,12 @@ def test_busy_job_growing_its_own_log_is_running_without_waiting_out_the_watch(w
     assert time.monotonic() - t0 < 40, "the watch waited to its end for a job whose own log grew"
 
 
+def test_a_tools_log_growing_is_not_the_jobs_own_log(work):
+    """A log a helper process keeps under wandb/ (its heartbeat) grows while the job waits forever: not progress."""
+    proc, rep = launch(work, *job("tool_log.py", str(work)), watch=15, log=None)
+    assert "its own log" not in rep["verdict"]["summary"], text_of(rep)
+
+
 def test_own_file_handler_without_log_that_ends_is_ok(work):
     """The same job ending by itself with status 0 (25 steps, 5 s) ran to completion: it wrote its own log."""
     proc, rep = launch(work, *job("own_log.py", "train.log", "25"), watch=30, log=None)

@@ -14,12 +14,15 @@ from dfdoctor.model import Verdict
 from dfdoctor.run.live import LiveFacts
 from dfdoctor.run.record import RunRecord
 
+# where tools the job starts keep logs that grow on their own timers (wandb's service, a cache), not its progress
+TOOL_FOLDERS = ("/wandb/", "/.cache/", "/mlruns/", "/torchinductor_", "/.dfdoctor/")
 Sizes = tuple[float, dict[str, tuple[int, int]]]  # (when, {path: (pid, size)})
 
 
 def sizes(files: list) -> Sizes:
     """The sizes of the files a look found open for writing (`job_outputs(..., sizes=True)["files"]`), now."""
-    return time.monotonic(), {path: (pid, size) for pid, path, size in files if size >= 0}
+    return time.monotonic(), {path: (pid, size) for pid, path, size in files
+                              if size >= 0 and not any(t in path for t in TOOL_FOLDERS)}
 
 
 def grown(before: Sizes, after: Sizes) -> dict[str, tuple[int, int, float]]:
