@@ -155,6 +155,62 @@ def test_log_elsewhere_logging_file_handler(work):
     assert str(other) in rep["verdict"]["summary"]
 
 
+def test_own_file_handler_without_log_is_running(work):
+    """Round 14 trial: a job that logs through its own FileHandler (`basicConfig(filename='train.log')`), printing
+    nothing, launched without --log was `failed` `log-elsewhere` (exit 1) while its log grew: that file is its log."""
+    proc, rep = launch(work, *job("own_log.py", "train.log"), watch=4, log=None)
+    assert proc.returncode == 0 and rep["verdict"]["state"] == "running", text_of(rep)
+    assert rep["verdict"]["cause"] is None, text_of(rep)
+    assert "its own log train.log grows" in rep["verdict"]["summary"], text_of(rep)
+    assert f"tail -f {work / 'train.log'}" in rep["verdict"]["fix"]
+
+
+@pytest.mark.parametrize("wait", ["sleep", "busy"])
+def test_own_file_handler_slower_than_the_look_without_log_is_never_failed(work, wait):
+    """A job that logs to its own file every 30 s, less often than the look lasts, launched without --log: no file
+    was expected, so the one it writes is no fault (busy between its lines, it was `failed` `log-elsewhere`, exit 1,
+    from the look that saw the file open but not growing); its progress is said as established or not, never as
+    a failure."""
+    proc, rep = launch(work, *job("own_log.py", "train.log", "1000", wait, "30"), watch=3, log=None)
+    v = rep["verdict"]
+    assert v["state"] != "failed" and v["cause"] != "log-elsewhere", text_of(rep)
+    assert v["state"] == "running" or "not established" in v["summary"], text_of(rep)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("unbuffered", ["", "1"], ids=["buffered", "unbuffered"])
+def test_busy_job_growing_its_own_log_is_running_without_waiting_out_the_watch(work, unbuffered):
+    """A job computing between its lines: without -u it was `output-buffered` (failed: "its log is still empty"),
+    with -u it ran out the whole watch (60 s by default, no wait for the stacks to prove) and was then
+    `log-elsewhere`. A look that sees its own log grow ends the watch, once past the settle time: running."""
+    t0 = time.monotonic()
+    proc, rep = launch(work, *job("own_log.py", "train.log", "1000", "busy"), watch=60, log=None,
+                       env=job_env(PYTHONUNBUFFERED=unbuffered) if unbuffered else None)
+    assert proc.returncode == 0 and "its own log train.log grows" in rep["verdict"]["summary"], text_of(rep)
+    assert time.monotonic() - t0 < 40, "the watch waited to its end for a job whose own log grew"
+
+
+def test_a_tools_log_growing_is_not_the_jobs_own_log(work):
+    """A log a helper process keeps under wandb/ (its heartbeat) grows while the job waits forever: not progress."""
+    proc, rep = launch(work, *job("tool_log.py", str(work)), watch=15, log=None)
+    assert "its own log" not in rep["verdict"]["summary"], text_of(rep)
+
+
+def test_own_file_handler_without_log_that_ends_is_ok(work):
+    """The same job ending by itself with status 0 (25 steps, 5 s) ran to completion: it wrote its own log."""
+    proc, rep = launch(work, *job("own_log.py", "train.log", "25"), watch=30, log=None)
+    assert proc.returncode == 0 and rep["verdict"]["state"] == "ok", text_of(rep)
+    assert "it wrote its own log train.log" in rep["verdict"]["summary"], text_of(rep)
+
+
+def test_own_file_handler_beside_an_empty_log_is_log_elsewhere_not_silent(work):
+    """With --log the same job, looked at between two lines, was `sleeping` ("silent: nothing written", exit 0)
+    while --log stayed empty and its own file grew: the growth seen names where it writes."""
+    proc, rep = launch(work, *job("own_log.py", str(work / "own.log")), watch=6)
+    assert proc.returncode == 1 and rep["verdict"]["cause"] == "log-elsewhere", text_of(rep)
+    assert "stays empty" in text_of(rep) and str(work / "own.log") in rep["verdict"]["summary"], text_of(rep)
+
+
 def test_log_elsewhere_exec_redirect(work):
     other = work / "other.log"
     cmd = f"exec > {other} 2>&1; exec {job('healthy.py')[0]} -u {job('healthy.py')[1]} 20"

@@ -16,7 +16,7 @@ from typing import Callable, Optional
 
 from dfdoctor import causes
 from dfdoctor.agent.procfs import is_a_copy, proc_start_time
-from dfdoctor.diagnose import ray_driver, stackclass
+from dfdoctor.diagnose import own_files, ray_driver, stackclass
 from dfdoctor.diagnose import (elastic, known_failures, launcher, rules_runtime, silence, stuck, torch_pairs, typo,
                                user_terms)
 from dfdoctor.diagnose.bad_arguments import config_refused, refused
@@ -446,7 +446,7 @@ def exited_cleanly(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdic
     wrote = _wrote_own_output(run)
     elsewhere = _elsewhere_in_record(run)
     if not wrote and elsewhere:
-        return Verdict("failed", causes.LOG_ELSEWHERE, f"The job exited with status 0 after {ex.get('wall_s')} s; "
+        return own_files.finished_with_its_own_log(run, _status_line(ex)) or Verdict("failed", causes.LOG_ELSEWHERE, f"The job exited with status 0 after {ex.get('wall_s')} s; "
                        f"its output went to {elsewhere[0]}, not to {run.spec.get('log') or 'the expected log'}.",
                        _ELSEWHERE_FIX, [_status_line(ex), *[f"seen while it ran: {w}" for w in elsewhere]])
     if wrote:
@@ -617,8 +617,25 @@ def log_elsewhere(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict
     where = [f"pid {pid} fd {fd} -> {target}" for pid, fd, target in live.stdout_targets]
     where += [f"pid {pid} has {path} open for writing ({size} bytes)" for pid, path, size in live.other_logs]
     dest = live.stdout_targets[0][2] if live.stdout_targets else live.other_logs[0][1]
+    if not run.spec.get("log"):
+        # no --log: no file was expected, and one the job writes is its log, not a fault; unseen growing (a job
+        # that writes less often than the look lasts), its progress is what was not established (round 14)
+        return Verdict("unknown", None, f"The job runs and writes {dest} itself; that file did not grow while the "
+                       "job was looked at, so its progress was not established.",
+                       f"Follow it: `tail -f {dest}`; `dfdoctor status --watch 30` looks again.", where)
     return Verdict("failed", causes.LOG_ELSEWHERE, f"The job runs, but its output goes to {dest}, not to "
                    f"{run.spec.get('log') or 'the expected log'}.", _ELSEWHERE_FIX, where)
+
+
+def grows_beside_the_log(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
+    """--log given and still empty while a file the job writes itself grew as we looked: `log-elsewhere` before
+    its stacks are read (they show a job between its lines, "silent", while it writes at its pace elsewhere)."""
+    if live is None or not live.grew or not run.spec.get("log") or _written(run) > 0:
+        return None
+    v = log_elsewhere(run, live)
+    grew = [f"{path} grew by {n} bytes in {s:g} s while its processes were looked at (the job runs; --log "
+            f"{run.spec.get('log')} stays empty)" for path, (_, n, s) in live.grew.items()]
+    return v and Verdict(v.state, v.cause, v.summary, v.fix, grew + v.evidence)
 
 
 def output_buffered(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
@@ -819,7 +836,8 @@ RULES: list[Callable[[RunRecord, Optional[LiveFacts]], Optional[Verdict]]] = [
     log_write_failed, exited_cleanly, exited_nonzero,
     run_dir_full, recorder_lost,
     recorder_vanished,
-    spawned_rendezvous, running, elastic.rendezvous_wait, deadlock_in_stacks, stuck_in_stacks, log_elsewhere, output_buffered,
+    spawned_rendezvous, running, elastic.rendezvous_wait, deadlock_in_stacks, own_files.grows_its_own_log,
+    grows_beside_the_log, stuck_in_stacks, log_elsewhere, output_buffered,
     stalled_after_logging, import_hang, silent,
 ]
 

@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional, Union
 import psutil
 from dfdoctor import causes
 from dfdoctor.agent.procfs import buffers_stdout, job_outputs
-from dfdoctor.diagnose import jobstacks, launcher, stacks, stuck
+from dfdoctor.diagnose import jobstacks, launcher, own_files, stacks, stuck
 from dfdoctor.diagnose.look import blocked
 from dfdoctor.launch.lookahead import AHEAD_S, LookAhead
 from dfdoctor.launch.report import prepare_page
@@ -188,6 +188,8 @@ class RunSource:
         """A look at the stacks of every process: the run and the wait it proves, unless the job wrote meanwhile
         or only compiles (then None: watch on)."""
         facts = self.look_for_wait(self.run, o.t)
+        if facts is not None and facts.grew and not self.run.spec.get("log"):  # its own log grew as we looked
+            return (self.load(), facts) if _age(self.run) >= self.settle_s else None  # running, past its start
         if facts is not None and _last_output(self.load()) != _last_output(self.run):
             return None  # it wrote while we looked: the wait we saw follows output, it explains no silence
         if facts is not None and not _compiling(facts):  # a compile ends by itself, or shows its cycle
@@ -306,6 +308,7 @@ def observe(run: RunRecord, watched_s: float, ahead: Optional[jobstacks.Round] =
     if pid is None or not run.job_alive():
         return None
     facts = LiveFacts(pid=pid, watched_s=watched_s)
+    before = _written_files(run, pid)  # sized again after the stacks' look: a file the job writes, seen growing
     samples = jobstacks.sample_job(pid, ahead=ahead) if stacks.py_spy() else []
     if samples:
         facts.stacks = [s.last.stacks for s in samples if s.python and s.last is not None][:stacks.MAX_PROCESSES * 4]
@@ -316,6 +319,7 @@ def observe(run: RunRecord, watched_s: float, ahead: Optional[jobstacks.Round] =
     outputs = job_outputs([p.pid for p in tree], run.dir, run.spec.get("log"), pid, sizes=True)
     facts.stdout_targets = [tuple(s) for s in outputs["streams"]]
     facts.other_logs = [tuple(f) for f in outputs["files"]]
+    facts.grew = own_files.grown(before, _written_files(run, pid))
     for p in tree:
         _look_at_python(p, facts)
     try:
@@ -338,7 +342,15 @@ def sample_stuck(run: RunRecord, watched_s: float, ahead: Optional[jobstacks.Rou
                                            waits=[s.wait.kind for s in stuck.seen(facts.job)], finding=finding,
                                            **({"first_round_s_before": round(t - ahead.began, 2)}
                                               if ahead is not None and ahead.used else {}))
+    if facts is not None and facts.grew and not run.spec.get("log"):
+        return facts  # no --log, and a file the job writes grew as we looked: its own log, progress (own_files)
     return _settled_facts(facts)
+
+
+def _written_files(run: RunRecord, pid: int) -> own_files.Sizes:
+    """The log-like files the job's processes have open for writing, each with its size, now."""
+    files = job_outputs([p.pid for p in _tree(pid)], run.dir, run.spec.get("log"), pid, sizes=True)["files"]
+    return own_files.sizes(files)
 
 
 def _tree(pid: int) -> list[psutil.Process]:

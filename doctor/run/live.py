@@ -19,6 +19,7 @@ class LiveFacts:
     stacks: list = field(default_factory=list)  # diagnose.stacks.Stacks, one per process
     stdout_targets: list[tuple[int, int, str]] = field(default_factory=list)  # (pid, fd, where it points)
     other_logs: list[tuple[int, str, int]] = field(default_factory=list)  # (pid, path, size) open for writing
+    grew: dict[str, tuple[int, float]] = field(default_factory=dict)  # other_logs seen growing in the look: (bytes, s)
     python: bool = False
     buffered: bool = False  # Python, stdout not a tty, neither -u nor PYTHONUNBUFFERED
     cpu_s: Optional[float] = None
