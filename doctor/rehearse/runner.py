@@ -331,7 +331,9 @@ def _shell() -> str:
 
 # The user's own terminal outlives the line: a leader shell runs the line, says when it returned, and keeps the
 # terminal open a moment (late words of a background job show there) before it exits and the terminal hangs up.
-# Its pause is the `sleep` it execs: the runner ends it early, once the sentinel has started (START_DRAIN_S).
+# Its pause is the `sleep` it execs: the runner ends it DRAIN_S after the return, or early, once the sentinel has
+# started (START_DRAIN_S), or later, while the sentinel has not started and a process of the line still runs (a
+# job on its way: under load a python took over DRAIN_S to start, and the hang-up killed it before it ran).
 LEADER = '"$0" -c "$1"; rc=$?; printf "\\n%s %s\\n" "$2" "$rc"; exec sleep "$3"'
 
 
@@ -349,12 +351,12 @@ def _clean_env(tag: str = "") -> dict[str, str]:
     return {**env, **TTY_ENV, **({LINE_ENV: tag} if tag else {})}
 
 
-def _line_lives(tag: str) -> bool:
+def _line_lives(tag: str, but: int = 0) -> bool:
     """Whether a process the line started on this machine still runs (its environment carries LINE_ENV=tag): a
     daemon that left the line's session (`ssh -f`, `setsid`) is found too. A zombie's environment reads empty."""
     mark = f"\0{LINE_ENV}={tag}\0".encode()
     for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
+        if not entry.name.isdigit() or entry.name == str(but):
             continue
         try:
             with open(f"/proc/{entry.name}/environ", "rb") as f:
@@ -393,7 +395,7 @@ def _run_line(out: Rehearsal, line: str, cwd: Optional[str], started: Optional[_
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
     try:
-        leader = ["sh", "-c", LEADER, _shell(), line, marker, str(DRAIN_S)]
+        leader = ["sh", "-c", LEADER, _shell(), line, marker, str(DRAIN_S + RETURN_S + out.slack)]
         if out.plan is not None and wall.why_not_here() is None:
             leader = wall.argv(out.plan, leader)  # the same process, in a mount namespace of its own
         proc = subprocess.Popen(leader, stdin=slave,
@@ -424,11 +426,10 @@ def _run_line(out: Rehearsal, line: str, cwd: Optional[str], started: Optional[_
             if out.returned_s is None and marker.encode() in b"".join(chunks):
                 out.returned_at = time.monotonic()
                 out.returned_s = out.returned_at - began
-                deadline = time.monotonic() + DRAIN_S + 0.5
+                deadline = time.monotonic() + DRAIN_S + RETURN_S + out.slack + 0.5
         if not sel.get_map():
             break
-        if out.returned_s is not None and started is not None and started.is_set() and \
-                time.monotonic() >= started.at + START_DRAIN_S and proc.poll() is None:
+        if out.returned_s is not None and proc.poll() is None and _paused_enough(out, started, proc.pid):
             _kill(proc.pid)  # the leader's pause ends: the session leader exits, as when the sleep is over
             deadline = time.monotonic() + 0.5
     sel.close()
@@ -447,6 +448,17 @@ def _run_line(out: Rehearsal, line: str, cwd: Optional[str], started: Optional[_
     m = re.search(re.escape(marker) + r" (\d+)", text)
     out.returncode = int(m.group(1)) if m else proc.returncode
     out.output = re.sub(r"\n?" + re.escape(marker) + r" \d+\n?", "\n", text).strip("\n")
+
+
+def _paused_enough(out: Rehearsal, started: Optional[_Started], leader: int) -> bool:
+    """Whether the terminal may hang up now, the line having returned: START_DRAIN_S after the sentinel started;
+    else DRAIN_S after the return, unless a process of the line (other than the leader) still runs here."""
+    now = time.monotonic()
+    if started is not None and started.is_set():
+        return now >= started.at + START_DRAIN_S
+    if now < (out.returned_at or now) + DRAIN_S:
+        return False
+    return out.plan is None or not _line_lives(out.plan.tag, but=leader)
 
 
 def _kill(pid: int) -> None:
