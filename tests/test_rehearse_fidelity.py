@@ -166,3 +166,17 @@ def test_a_check_whose_line_was_not_rehearsed_in_full_is_not_called_ok(dfdoctor,
         p = dfdoctor("check", "-q", "--fail-on", "warn", "--only", "launch.path", "--shell-command", line, cwd=work,
                      timeout=120)
         assert p.returncode == 1, p.stdout
+
+
+def test_a_job_a_slow_wrapper_starts_late_is_not_failed(dfdoctor, work):
+    # the job starts 2.5 s after the line returned (as `ssh -f` starts it on a loaded machine): a process of the
+    # line still runs meanwhile, so the rehearsal waits for it instead of saying the job never started
+    slow = work / "slow"
+    slow.mkdir()
+    (slow / "python3").write_text(f"#!/bin/sh\nsleep 2.5\nexec {shutil.which('python3')} \"$@\"\n")
+    (slow / "python3").chmod(0o755)
+    line = f"cd {work} && PATH={slow}:$PATH nohup python3 -u t.py > t.log 2>&1 &"
+    p, rec = _check(dfdoctor, line, work)
+    assert p.returncode == 0 and rec["status"] != "fail", rec
+    assert not any("not rehearsed" in r["summary"] or "had not started" in r["summary"] for r in _rows(rec)), rec
+    assert sorted(f.name for f in work.iterdir()) == ["slow", "t.py"]

@@ -63,8 +63,11 @@ START_DRAIN_S = 0.2  # ...or only this long after the sentinel started (its firs
 SETTLE_S = 0.5  # the margin of the hang-up race: a heartbeat counts once written this long after the session
 # ended. Measured (bench/hangup_margin.py): a job the end of its session kills is dead within 0.01 s of it here;
 # the rest is for a real network, where a remote sshd learns of a closed connection a round trip later.
-NO_START_S = 1.0  # a sentinel not started this long after the line returned never started (seen: within 0.3 s,
-# on a machine loaded 3 runs a core; before, the look came 2.3 s after the return)
+NO_START_S = 1.0  # a sentinel not started this long after the line returned, and after the last process the line
+# started here was gone, never started (seen: within 0.3 s, on a machine loaded 3 runs a core). While a process of
+# the line lives (`ssh -f`'s client still opening its session, a wrapper still on its way to the job) the wait goes
+# on: on a machine loaded 10 runs a core `ssh -f` started the job well over a second after the line returned.
+LINE_ENV = "DFDOCTOR_RH_LINE"  # in the environment of every process the line starts here: how they are found
 TICK_S = 0.05  # how often look.sh reads the sentinel's files while it waits (its `tick`)
 TTY_ENV = {"TERM": "xterm"}
 
@@ -104,6 +107,7 @@ class Rehearsal:
     left_behind: list[str] = field(default_factory=list)
     swept: list[str] = field(default_factory=list)  # what the last sweep still found to kill or remove
     wall: str = ""  # what the second wall covered at each place, or why there was none (wall.py)
+    unstarted_alive: bool = False  # the sentinel had not started by the deadline while the line's processes ran
 
     @property
     def budget(self) -> float:
@@ -173,7 +177,7 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
                 planned(plan, dict(looks[0].have))
             _run_line(out, plan.walled_line or plan.line, cwd, started)
         finally:
-            for chain in _finish_looks(out, looks, deadline=began + out.budget) if looks else ():
+            for chain in _finish_looks(out, looks, started, deadline=began + out.budget) if looks else ():
                 sweeps.pop(chain)  # swept by its look
     finally:
         # Ctrl-C, SIGTERM, a hop that failed, a place no look went to: nothing of it stays (REHEARSAL.md)
@@ -188,6 +192,9 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
         out.wall = wall.evidence(plan, dict(w.partition(" ")[::2] for w in walls))
         # a line that hides code ran nowhere its wall could not stand: not rehearsed there, never a failure seen
         out.unobservable = out.unobservable or wall.refused(plan, dict(w.partition(" ")[::2] for w in walls)) or ""
+        if out.unstarted_alive and not out.started:  # not seen to start, not seen to stop starting: no verdict
+            out.unobservable = out.unobservable or ("the job had not started by the end of the rehearsal's "
+                                                    f"{out.budget:.0f} s, while what the line started still ran")
         out.seconds = time.monotonic() - began
     return out
 
@@ -324,7 +331,9 @@ def _shell() -> str:
 
 # The user's own terminal outlives the line: a leader shell runs the line, says when it returned, and keeps the
 # terminal open a moment (late words of a background job show there) before it exits and the terminal hangs up.
-# Its pause is the `sleep` it execs: the runner ends it early, once the sentinel has started (START_DRAIN_S).
+# Its pause is the `sleep` it execs: the runner ends it DRAIN_S after the return, or early, once the sentinel has
+# started (START_DRAIN_S), or later, while the sentinel has not started and a process of the line still runs (a
+# job on its way: under load a python took over DRAIN_S to start, and the hang-up killed it before it ran).
 LEADER = '"$0" -c "$1"; rc=$?; printf "\\n%s %s\\n" "$2" "$rc"; exec sleep "$3"'
 
 
@@ -334,11 +343,44 @@ class _Started(threading.Event):
     at: float = 0.0
 
 
-def _clean_env() -> dict[str, str]:
+def _clean_env(tag: str = "") -> dict[str, str]:
     """The environment the line's shell starts with: the user's, without the files a non-interactive shell would
-    source behind the reader's back (BASH_ENV, ENV) and the options bash would import (REHEARSAL.md)."""
+    source behind the reader's back (BASH_ENV, ENV) and the options bash would import (REHEARSAL.md); LINE_ENV
+    marks what the line starts (`_line_lives`)."""
     env = {k: v for k, v in os.environ.items() if k not in prove.CODE_VARS and not k.startswith("BASH_FUNC_")}
-    return {**env, **TTY_ENV}
+    return {**env, **TTY_ENV, **({LINE_ENV: tag} if tag else {})}
+
+
+def _line_lives(tag: str, but: int = 0) -> bool:
+    """Whether a process the line started on this machine still runs (its environment carries LINE_ENV=tag): a
+    daemon that left the line's session (`ssh -f`, `setsid`) is found too. A zombie's environment reads empty."""
+    mark = f"\0{LINE_ENV}={tag}\0".encode()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or entry.name == str(but):
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as f:
+                if mark in b"\0" + f.read() + b"\0":
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def _await_start(out: Rehearsal, started: _Started, until: float) -> Optional[float]:
+    """Wait, after the line's session ended, while the sentinel has not started and a process of the line still
+    runs here (it may yet start the job: a fixed wait said "never started" of `ssh -f` on a loaded machine).
+    Returns when the last of them was seen gone (None: none was left), or `until` if one still runs then."""
+    tag = out.plan.tag if out.plan else ""
+    if not tag or started.is_set() or not _line_lives(tag):
+        return None
+    while not started.wait(TICK_S):
+        if not _line_lives(tag):
+            return time.monotonic()
+        if time.monotonic() >= until:
+            out.unstarted_alive = True
+            return until
+    return None
 
 
 def _run_line(out: Rehearsal, line: str, cwd: Optional[str], started: Optional[_Started] = None) -> None:
@@ -353,12 +395,12 @@ def _run_line(out: Rehearsal, line: str, cwd: Optional[str], started: Optional[_
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
     try:
-        leader = ["sh", "-c", LEADER, _shell(), line, marker, str(DRAIN_S)]
+        leader = ["sh", "-c", LEADER, _shell(), line, marker, str(DRAIN_S + RETURN_S + out.slack)]
         if out.plan is not None and wall.why_not_here() is None:
             leader = wall.argv(out.plan, leader)  # the same process, in a mount namespace of its own
         proc = subprocess.Popen(leader, stdin=slave,
                                 stdout=slave, stderr=slave, cwd=cwd, start_new_session=True,
-                                preexec_fn=controlling, env=_clean_env())
+                                preexec_fn=controlling, env=_clean_env(out.plan.tag if out.plan else ""))
     except OSError as exc:
         os.close(master)
         os.close(slave)
@@ -384,11 +426,10 @@ def _run_line(out: Rehearsal, line: str, cwd: Optional[str], started: Optional[_
             if out.returned_s is None and marker.encode() in b"".join(chunks):
                 out.returned_at = time.monotonic()
                 out.returned_s = out.returned_at - began
-                deadline = time.monotonic() + DRAIN_S + 0.5
+                deadline = time.monotonic() + DRAIN_S + RETURN_S + out.slack + 0.5
         if not sel.get_map():
             break
-        if out.returned_s is not None and started is not None and started.is_set() and \
-                time.monotonic() >= started.at + START_DRAIN_S and proc.poll() is None:
+        if out.returned_s is not None and proc.poll() is None and _paused_enough(out, started, proc.pid):
             _kill(proc.pid)  # the leader's pause ends: the session leader exits, as when the sleep is over
             deadline = time.monotonic() + 0.5
     sel.close()
@@ -407,6 +448,17 @@ def _run_line(out: Rehearsal, line: str, cwd: Optional[str], started: Optional[_
     m = re.search(re.escape(marker) + r" (\d+)", text)
     out.returncode = int(m.group(1)) if m else proc.returncode
     out.output = re.sub(r"\n?" + re.escape(marker) + r" \d+\n?", "\n", text).strip("\n")
+
+
+def _paused_enough(out: Rehearsal, started: Optional[_Started], leader: int) -> bool:
+    """Whether the terminal may hang up now, the line having returned: START_DRAIN_S after the sentinel started;
+    else DRAIN_S after the return, unless a process of the line (other than the leader) still runs here."""
+    now = time.monotonic()
+    if started is not None and started.is_set():
+        return now >= started.at + START_DRAIN_S
+    if now < (out.returned_at or now) + DRAIN_S:
+        return False
+    return out.plan is None or not _line_lives(out.plan.tag, but=leader)
 
 
 def _kill(pid: int) -> None:
@@ -542,13 +594,16 @@ def _ticks(seconds: float) -> int:
     return max(0, int(seconds / TICK_S + 0.999))
 
 
-def _finish_looks(out: Rehearsal, looks: list[_Look], *, deadline: float) -> list[tuple]:
+def _finish_looks(out: Rehearsal, looks: list[_Look], started: _Started, *, deadline: float) -> list[tuple]:
     """Tell every look that the line's session ended, with what is left of the margin of the hang-up race and
-    of the wait for a sentinel that has not started (their own connection time already counts), and read them.
-    Returns the places their sessions swept."""
+    of the wait for a sentinel that has not started (counted from the line's return, or from when its last process
+    here was gone: their own connection time already counts), and read them. Returns the places their sessions
+    swept."""
+    quiet = _await_start(out, started, deadline - 2 * NO_START_S) if out.returned_at is not None else None
     now = time.monotonic()
     ended = out.ended_at or now
-    told = f"{_ticks(SETTLE_S - (now - ended))} {_ticks(NO_START_S - (now - (out.returned_at or ended)))}\n"
+    since = max(out.returned_at or ended, quiet or 0.0)
+    told = f"{_ticks(SETTLE_S - (now - ended))} {_ticks(NO_START_S - (now - since))}\n"
     with ThreadPoolExecutor(max_workers=max(1, len(looks))) as pool:
         out.places = list(pool.map(lambda look: _read_look(look.where, look.finish(
             told, max(2.5, deadline - time.monotonic()))), looks))
