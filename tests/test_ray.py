@@ -90,6 +90,8 @@ def test_a_driver_whose_output_ends_in_a_missing_module_is_named_before_ray_says
     v = missing_module(running)
     assert v is not None and v.cause == "missing-module" and "dfdoctor_no_such_module_for_ray" in v.summary, v
     assert any("Ray still said RUNNING" in e for e in v.evidence), v.evidence
+    # a missing name may be a typo: the runtime env's pip line is offered only as what to do if it is meant (#43)
+    assert "typo" in v.fix and "unrelated project" in v.fix and v.fix.index("typo") < v.fix.index("pip"), v.fix
     assert missing_module(Seen("j", "h", job={"status": "RUNNING"}, logs=p.stderr + "step 1: retrying\n")) is None
     assert missing_module(Seen("j", "h", job={"status": "PENDING"}, logs=p.stderr)) is None
 

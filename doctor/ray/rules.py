@@ -221,9 +221,17 @@ def missing_module(s: Seen) -> Optional[Verdict]:
     return Verdict("failed", causes.MISSING_MODULE,
                    f"The job's driver {'died' if s.status == 'FAILED' else 'failed'}: No module named '{m[1]}' on "
                    "the cluster.",
-                   f"Add it to the job's runtime env (`--runtime-env-json '{{\"pip\": [\"{m[1].split('.')[0]}\"]}}'`)"
-                   " or install it on every node; not tried.",
+                   _missing_module_fix(m[1].split('.')[0]),
                    s.evidence() + [m[0]] + early)
+
+
+def _missing_module_fix(top: str) -> str:
+    """Where the module goes, said as a question first: whether `top` is a typo of a module installed on the
+    cluster was not asked there, and on the package index that name may be an unrelated project (issue 43)."""
+    return (f"Check the import first: whether `{top}` is a typo of a module installed on the cluster was not "
+            f"established, and on the package index that name may be an unrelated project. If `{top}` is the "
+            f"package the code means, declare it in the project's requirements and add it to the job's runtime env "
+            f"(`--runtime-env-json '{{\"pip\": [\"{top}\"]}}'`) or install it on every node; not tried.")
 
 
 def actor_died(s: Seen) -> Optional[Verdict]:
