@@ -33,9 +33,14 @@ def grown(before: Sizes, after: Sizes) -> dict[str, tuple[int, int, float]]:
             for path, (pid, size) in new.items() if path in old and size > old[path][1]}
 
 
+def grew_as_looked(run: RunRecord, live: Optional[LiveFacts]) -> bool:
+    """Launched without --log, a file the job writes itself grew while its processes were looked at: progress."""
+    return live is not None and bool(live.grew) and not run.spec.get("log")
+
+
 def grows_its_own_log(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
     """Launched without --log, a file the job writes itself grew while we looked: it runs, and that is its log."""
-    if live is None or not live.grew or run.spec.get("log"):
+    if not grew_as_looked(run, live):
         return None
     path, (pid, grew, secs) = next(iter(live.grew.items()))
     quiet = f"nothing on its stdout/stderr ({run.output_bytes()} bytes)" if not run.output_bytes() else \

@@ -518,11 +518,14 @@ def recorder_vanished(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Ver
     if run.is_remote:  # on a target, the session that matters is the one that started the recorder there
         ends += [(e["t"], f"the session that started it on {run.spec.get('target')} ended") for e in run.launcher
                  if e["event"] == "launched"]
-    near = [(t, what) for t, what in ends if -1.5 <= hb - t <= SESSION_GRACE_S]
+    def at_last_beat(t: float) -> bool:  # an end this close to the last heartbeat may have been what killed them
+        return -1.5 <= hb - t <= SESSION_GRACE_S
+
+    near = [(t, what) for t, what in ends if at_last_beat(t)]
     if near and _session_lives(run):
         near = []  # dfdoctor returned, but the session that launched it still runs: no session end killed them
         evidence.append("the session that launched them still runs: no session end killed them (killed by pid)")
-    elif not near and not run.is_remote and any(-1.5 <= hb - t <= SESSION_GRACE_S for t, _ in returned):
+    elif not near and not run.is_remote and any(at_last_beat(t) for t, _ in returned):
         sid = (run.spec.get("launcher") or {}).get("sid")
         where = " (its leader lies outside this PID namespace)" if sid == 0 else ""
         evidence.append(f"dfdoctor launch returned then, but it did not lead its session {sid}{where} and no end "

@@ -188,7 +188,7 @@ class RunSource:
         """A look at the stacks of every process: the run and the wait it proves, unless the job wrote meanwhile
         or only compiles (then None: watch on)."""
         facts = self.look_for_wait(self.run, o.t)
-        if facts is not None and facts.grew and not self.run.spec.get("log"):  # its own log grew as we looked
+        if own_files.grew_as_looked(self.run, facts):  # its own log grew as we looked
             return (self.load(), facts) if _age(self.run) >= self.settle_s else None  # running, past its start
         if facts is not None and _last_output(self.load()) != _last_output(self.run):
             return None  # it wrote while we looked: the wait we saw follows output, it explains no silence
@@ -319,7 +319,7 @@ def observe(run: RunRecord, watched_s: float, ahead: Optional[jobstacks.Round] =
     outputs = job_outputs([p.pid for p in tree], run.dir, run.spec.get("log"), pid, sizes=True)
     facts.stdout_targets = [tuple(s) for s in outputs["streams"]]
     facts.other_logs = [tuple(f) for f in outputs["files"]]
-    facts.grew = own_files.grown(before, _written_files(run, pid))
+    facts.grew = own_files.grown(before, own_files.sizes(outputs["files"]))  # sized just now, after the stacks
     for p in tree:
         _look_at_python(p, facts)
     try:
@@ -342,7 +342,7 @@ def sample_stuck(run: RunRecord, watched_s: float, ahead: Optional[jobstacks.Rou
                                            waits=[s.wait.kind for s in stuck.seen(facts.job)], finding=finding,
                                            **({"first_round_s_before": round(t - ahead.began, 2)}
                                               if ahead is not None and ahead.used else {}))
-    if facts is not None and facts.grew and not run.spec.get("log"):
+    if own_files.grew_as_looked(run, facts):
         return facts  # no --log, and a file the job writes grew as we looked: its own log, progress (own_files)
     return _settled_facts(facts)
 
