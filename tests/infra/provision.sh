@@ -13,11 +13,8 @@ DIR=${DFDOCTOR_INFRA_DIR:-/var/lib/dfdoctor-infra}
 PORT=${DFDOCTOR_INFRA_SSH_PORT:-47022}
 VMID=${DFDOCTOR_INFRA_VMID:-200}
 VMID_PTY1=${DFDOCTOR_INFRA_VMID_PTY1:-201}
-# Daemons started here must not carry the test session's environment (its leftover-process guard).
 CLEAN_ENV=(env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8)
-# ... nor the provisioning lock's descriptor: a daemon that inherits fd 9 holds the lock for as long as it lives,
-# and every later provisioning (the test session's own, after CI's) waits 120 s and fails.
-start_daemon() { "${CLEAN_ENV[@]}" "$@" 9>&-; }
+source "$(dirname "$0")/daemon.sh"  # start_daemon, detach: daemons without the session's env or the lock's fd
 # Every xdist worker provisions once, while the others' tests already log in, run pct and read the keys: a file
 # they use is replaced in one rename, and only when its content changes (CI saw "Permission denied (publickey)"
 # while authorized_keys was rewritten in place). put FILE MODE < content; CHANGED lists what changed.
@@ -167,11 +164,12 @@ DOCKER_NAME=${DFDOCTOR_INFRA_DOCKER_NAME:-dfdoctor-test}
 docker_problem=""
 provision_docker() {
   command -v dockerd >/dev/null || { docker_problem="dockerd is not installed (apt install docker.io)"; return; }
+  if ! docker info >/dev/null 2>&1 && ! pgrep -x dockerd >/dev/null; then
+    # No bridge, no iptables, the vfs driver: nothing here needs a network or an overlay file system. (A dockerd
+    # that runs but does not answer yet, busy or starting, is waited for below rather than started twice.)
+    detach "$DIR/dockerd.log" dockerd --iptables=false --ip6tables=false --bridge=none --storage-driver=vfs
+  fi
   if ! docker info >/dev/null 2>&1; then
-    # No bridge, no iptables, the vfs driver: nothing here needs a network or an overlay file system.
-    # The subshell that puts it in the background must drop the lock's descriptor too, not only dockerd.
-    (exec 9>&-; start_daemon setsid dockerd --iptables=false --ip6tables=false --bridge=none --storage-driver=vfs \
-       >"$DIR/dockerd.log" 2>&1 &)
     for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
     docker info >/dev/null 2>&1 || { docker_problem="dockerd did not start: $(tail -c 300 "$DIR/dockerd.log" | tr '\n' ' ')"; return; }
   fi

@@ -132,11 +132,9 @@ if [ ! -d "$DIR/db/mysql" ]; then
   mariadb-install-db --user=mysql --datadir="$DIR/db" --auth-root-authentication-method=socket >/dev/null 2>&1
 fi
 if ! alive "$DIR/mysql/mysqld.pid"; then
-  # "${CLEAN_ENV[@]}" itself, not start_daemon: a function sent to the background is a bash subshell that waits
-  # for mariadbd as long as it runs, with the caller's environment (a test session's marker: "left behind").
-  (exec 9>&-; "${CLEAN_ENV[@]}" setsid mariadbd --user=mysql --datadir="$DIR/db" --port="$DB_PORT" \
+  detach /dev/null mariadbd --user=mysql --datadir="$DIR/db" --port="$DB_PORT" \
      --bind-address=127.0.0.1 --socket="$DIR/mysql/mysqld.sock" --pid-file="$DIR/mysql/mysqld.pid" \
-     --log-error="$DIR/mysql/mysqld.log" --skip-name-resolve --innodb-buffer-pool-size=32M >/dev/null 2>&1 &)
+     --log-error="$DIR/mysql/mysqld.log" --skip-name-resolve --innodb-buffer-pool-size=32M
   for _ in $(seq 1 100); do [ -S "$DIR/mysql/mysqld.sock" ] && alive "$DIR/mysql/mysqld.pid" && break; sleep 0.1; done
 fi
 mariadb --socket="$DIR/mysql/mysqld.sock" -u root <<EOF

@@ -1,8 +1,7 @@
 # Shared by slurm.sh and slurm_pair.sh (sourced): starting daemons clean, stopping them, and munged.
 # The caller sets CLEAN_ENV (an `env -i ...` array) before sourcing.
 
-# Daemons must not hold the lock's descriptor (fd 9) for their whole life, nor carry the test session's env.
-start_daemon() { "${CLEAN_ENV[@]}" "$@" 9>&-; }
+source "$(dirname "${BASH_SOURCE[0]}")/daemon.sh"  # start_daemon, detach
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
