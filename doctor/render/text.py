@@ -320,7 +320,9 @@ def _check_lines(rec: CheckRecord, idw: int, width: int, verbose: bool, color: b
         lines.append(f"{status} {phase} {rec.id:<{idw}}  {'(said above)' if quoted else f.summary}"
                      f"{cause}{static}{silenced}"
                      f"{dur if i == 0 else ''}")
-        if f.fix and f.status.rank >= Status.WARN.rank and (verbose or f.fix not in said):
+        # said: the same command said with another note (`(paired with the installed torch)`) is said too
+        if f.fix and f.status.rank >= Status.WARN.rank and (verbose or _NOTE.sub("", f.fix) not in
+                                                            {_NOTE.sub("", x) for x in said}):
             lines.append(f"{pad}fix: {f.fix}")
             said.add(f.fix)
     if verbose:
