@@ -62,6 +62,12 @@ class Option:
     line: int = 0
     switch: bool = False  # a flag that takes no value (argparse's store_true/store_false, click's is_flag)
     kind: str = ""  # the type its value is read as, where the source names a plain one: 'int', 'float'
+    unset: object = None  # a switch's value when not given and no default is written: store_true's False
+
+    @property
+    def value_if_not_given(self) -> object:
+        """What the script reads when the command does not give it: its default, or a switch's own."""
+        return self.default if self.default is not None or not self.switch else self.unset
 
     @property
     def flag(self) -> str:
@@ -291,7 +297,8 @@ def argparse_calls(tree: ast.AST, rel: str = "") -> list[tuple[ast.Call, Option]
                                      const(kw["default"]) if "default" in kw else None, "argparse", rel, node.lineno,
                                      switch=const(kw.get("action")) in ("store_true", "store_false", "store_const",
                                                                          "count"),
-                                     kind=_type_name(kw.get("type")))))
+                                     kind=_type_name(kw.get("type")),
+                                     unset={"store_true": False, "store_false": True}.get(const(kw.get("action"))))))
     return out
 
 
