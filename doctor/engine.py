@@ -371,7 +371,7 @@ def run_phase(ctx: Context, checks: list[Check], phase: str, cfg: Config,
     finally:
         progress.close()
     apply_silences(records, cfg.silences)
-    return root_causes.one_missing_interpreter(one_unreachable_target(records))
+    return root_causes.one_missing_module(root_causes.one_missing_interpreter(one_unreachable_target(records)))
 
 
 def one_unreachable_target(records: list[CheckRecord]) -> list[CheckRecord]:
