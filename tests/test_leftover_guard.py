@@ -3,6 +3,7 @@ still ending by itself a few seconds after the session (a look's ssh session, a 
 is waited for, a zombie has ended, and one that stays is named."""
 import subprocess
 import time
+from typing import Callable
 
 import psutil
 
@@ -10,7 +11,8 @@ import conftest
 from conftest import left_behind, marked_processes
 
 
-def _only(procs: list) -> callable:
+def _only(procs: list) -> Callable[[], list]:
+    """The guard's finder, narrowed to this test's own processes (others of this worker may run)."""
     pids = {p.pid for p in procs}
     return lambda: [p for p in marked_processes() if p.pid in pids]
 
