@@ -17,6 +17,27 @@ clock() {
   c=; read -r c _ 2>/dev/null < /proc/uptime
   case "$c" in [1-9]*.[0-9][0-9]) c=${c%.*}${c#*.} ;; *) c=$((i * 5)) ;; esac
 }
+# lives: a process of the line runs here, in a container of this host too (a host sees their processes). Every
+# process on the line's way to the job carries the rehearsal's mark in its words: the shells that run the line (its
+# text names the sentinel), each hop's command (ssh, pct exec, lxc-attach: the sentinel's path is one of their
+# words) and each process they fork before it execs the next (lxc-attach's attached child is a fork of it, with its
+# words). dfdoctor's own scripts (a look, a sweep: "# dfdoctor rehearsal: ") are not the line's; a zombie's words
+# read empty. The pattern's bracket keeps the mark itself out of grep's own words.
+lives() {
+  for c in $(grep -la "dfdoctor-rh-[$(printf %.1s "$DFDOCTOR_RH_TAG")]${DFDOCTOR_RH_TAG#?}" /proc/[0-9]*/cmdline 2>/dev/null); do
+    case "$(tr '\0' ' ' < "$c" 2>/dev/null)" in ""|*"# dfdoctor rehearsal: "*) continue ;; esac
+    return 0
+  done
+  return 1
+}
+# quiet N: say whether every process of the line here is gone, waiting for it up to N ticks
+quiet() {
+  q=0
+  while lives; do
+    q=$((q + 1)); [ "$q" -gt "${1:-0}" ] && { echo "==quiet no"; return; }; sleep $tick
+  done
+  echo "==quiet yes"
+}
 if [ -n "$d" ] && [ -d "$d" ]; then
   exec 3<&0
   ( IFS= read -r w <&3; echo "${w:-0 0}" > "$d/.ended" ) &
@@ -78,7 +99,9 @@ if [ -n "$d" ] && [ -d "$d" ]; then
     echo "==log $f $(wc -c < "$f" | tr -d ' ')"; head -c 2000 "$f"; echo; rm -f "$f"
   done
 else
-  IFS= read -r w || true  # a place without a sentinel looks once the session has ended
+  # a place without a sentinel looks once the session has ended (the runner's line, or EOF). Before that, the
+  # runner may ask `quiet N`: whether a process of the line still runs here, waited for up to N ticks
+  while IFS= read -r w; do case "$w" in "quiet "*) quiet "${w#quiet }" ;; *) break ;; esac; done
   surface
 fi
 for w in $words; do
