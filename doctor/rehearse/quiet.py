@@ -6,7 +6,8 @@ for that after the line's last process here was gone. Where every place the line
 containers of that host (pct exec, lxc-attach), that host can say instead whether a process of the line still
 runs (look.sh's `quiet`): the host sees its containers' processes, and every process on the way to the job carries
 the rehearsal's mark in its words. The shells that run the line run its text, which names the sentinel; ssh's remote
-command is the login shell's words; `pct exec` is `exec lxc-attach` with the same words, and lxc-attach starts the
+command is the login shell's words (the wall's `sh -c WALL … -c TEXT` there, so only where the wall's quoting
+carries it: a shell that reads the line from its input would not carry it); `pct exec` is `exec lxc-attach` with the same words, and lxc-attach starts the
 command in a fork of itself (its words until it execs the command), then waits for it, terminal or not (pause.py).
 So: nothing of the line here (runner._line_lives), nothing at the host, and no sentinel seen is "never started".
 Other hops (docker exec, kubectl exec: a daemon starts the command, in processes that do not carry the line's
@@ -27,6 +28,8 @@ def host(plan) -> Optional[tuple]:
     if job is None or len(job.chain) < 2 or job.chain[0].kind != "ssh":
         return None  # a job at the ssh host itself is its own look's to say (not asked: the fixed wait stays)
     first = job.chain[:1]
+    if first not in plan.walls:
+        return None  # the host's processes are known by their words only where the ssh hop carries the line's text
     chains = [job.chain, *(log.chain for log in plan.logs), *(chain for chain, _ in plan.multiplexers)]
     for chain in chains:
         if chain and (tuple(chain[:1]) != first or any(hop.kind not in ATTACH_KINDS for hop in chain[1:])):
