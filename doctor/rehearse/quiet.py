@@ -5,13 +5,14 @@ on its way (a background `pct exec … &` whose redirect opened, `ssh -f`). The 
 for that after the line's last process here was gone. Where every place the line reaches is one ssh host and
 containers of that host (pct exec, lxc-attach), that host can say instead whether a process of the line still
 runs (look.sh's `quiet`): the host sees its containers' processes, and every process on the way to the job carries
-the rehearsal's mark in its words. The shells that run the line run its text, which names the sentinel; ssh's remote
-command is the login shell's words (the wall's `sh -c WALL … -c TEXT` there, so only where the wall's quoting
-carries it: a shell that reads the line from its input would not carry it); `pct exec` is `exec lxc-attach` with the same words, and lxc-attach starts the
-command in a fork of itself (its words until it execs the command), then waits for it, terminal or not (pause.py).
-So: nothing of the line here (runner._line_lives), nothing at the host, and no sentinel seen is "never started".
-Other hops (docker exec, kubectl exec: a daemon starts the command, in processes that do not carry the line's
-words; a second ssh host: out of the first's sight) keep the fixed wait.
+the rehearsal's mark in its words. The shells that run the line run its text, which names the sentinel; ssh's
+remote command is the login shell's words (there the wall's `sh -c WALL … -c TEXT`: so only where the wall's
+quoting carries it; a shell that read the line from its input would not carry it); `pct exec` is `exec
+lxc-attach` with the same words, and lxc-attach starts the command in a fork of itself (its words until it execs
+the command), then waits for it, terminal or not (pause.py). A process that leaves lxc-attach behind (killed) is
+still seen: it runs in the container. So: nothing of the line here (runner._line_lives), nothing at the host, and
+no sentinel seen is "never started". Other hops (docker exec, kubectl exec: a daemon starts the command, in
+processes that do not carry the line's words; a second ssh host: out of the first's sight) keep the fixed wait.
 """
 
 from __future__ import annotations

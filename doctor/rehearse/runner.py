@@ -67,6 +67,7 @@ NO_START_S = 1.0  # a sentinel not started this long after the line returned, an
 # started here was gone, never started (seen: within 0.3 s, on a machine loaded 3 runs a core). While a process of
 # the line lives (`ssh -f`'s client still opening its session, a wrapper still on its way to the job) the wait goes
 # on: on a machine loaded 10 runs a core `ssh -f` started the job well over a second after the line returned.
+QUIET_S = 0.2  # how long the host waits, each time it is asked, for the line's last process there to be gone
 LINE_ENV = "DFDOCTOR_RH_LINE"  # in the environment of every process the line starts here: how they are found
 TICK_S = 0.05  # how often look.sh reads the sentinel's files while it waits (its `tick`)
 TTY_ENV = {"TERM": "xterm"}
@@ -432,7 +433,7 @@ def _run_line(out: Rehearsal, line: str, cwd: Optional[str], started: Optional[_
                 deadline = time.monotonic() + DRAIN_S + RETURN_S + out.slack + 0.5
         if not sel.get_map():
             break
-        if out.returned_s is not None and watcher is not None and not watcher.asked:
+        if out.returned_s is not None and watcher is not None and watcher.may_ask(out.returned_at + DRAIN_S):
             _ask_quiet(out, watcher, started, proc.pid)
         if out.returned_s is not None and proc.poll() is None and _paused_enough(out, started, proc.pid, watcher):
             _kill(proc.pid)  # the leader's pause ends: the session leader exits, as when the sleep is over
@@ -464,7 +465,7 @@ def _paused_enough(out: Rehearsal, started: Optional[_Started], leader: int,
     now = time.monotonic()
     if started is not None and started.is_set():
         return now >= started.at + START_DRAIN_S
-    if watcher is not None and watcher.quiet.is_set() and watcher.quiet_yes:
+    if watcher is not None and watcher.quiet_yes:
         out.quiet_at = out.quiet_at or now
         return True
     if now < (out.returned_at or now) + DRAIN_S:
@@ -480,10 +481,11 @@ def _watcher(plan: Plan, looks: list["_Look"]) -> Optional["_Look"]:
 
 def _ask_quiet(out: Rehearsal, watcher: "_Look", started: Optional[_Started], leader: int) -> None:
     """Once the line returned without the sentinel started and nothing of it is left here, ask its host whether
-    anything of it is left there (waited for there as long as the fixed wait would have been)."""
+    anything of it is left there, waited for there QUIET_S at most each time: asked again while the terminal's
+    pause lasts, a question no longer than that keeps the look there from its end (a job still starting)."""
     if (started is not None and started.is_set()) or out.plan is None or _line_lives(out.plan.tag, but=leader):
         return
-    watcher.ask_quiet(_ticks(NO_START_S))
+    watcher.ask_quiet(_ticks(QUIET_S))
 
 
 def _kill(pid: int) -> None:
@@ -505,9 +507,9 @@ class _Look:
         self.proc: Optional[subprocess.Popen] = None
         self.placed = threading.Event()  # set once it said `==placed`, or ended without saying it
         self.placed_ok = False
-        self.asked = False  # asked whether anything of the line is left at its place (`quiet`, look.sh)
-        self.quiet = threading.Event()  # set once it answered (or ended)
-        self.quiet_yes = False
+        self.asking = False  # a question whether anything of the line is left at its place is out (look.sh's quiet)
+        self.quiet_yes = False  # its answer was: nothing
+        self.ended = False
         self.have: dict[str, str] = {}  # the interpreter words PLACE found there, before `==placed`
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -543,24 +545,29 @@ class _Look:
                 self.started.set()
             if raw.startswith(b"==quiet "):
                 self.quiet_yes = raw.split()[-1] == b"yes"
-                self.quiet.set()
+                self.asking = False
         self.placed.set()
-        self.quiet.set()
+        self.ended = True
 
     def _read_err(self) -> None:
         assert self.proc is not None and self.proc.stderr is not None
         self.err = self.proc.stderr.read()
 
+    def may_ask(self, until: float) -> bool:
+        """Whether to ask (again) if anything of the line is left here: no question out, none answered "nothing",
+        the look still there, and before `until`."""
+        return not (self.asking or self.quiet_yes or self.ended) and time.monotonic() < until
+
     def ask_quiet(self, ticks: int) -> None:
-        """Ask whether a process of the line still runs at this place, waited for up to `ticks` there (its
-        answer sets `quiet`; look.sh's `quiet`). Once only."""
-        self.asked = True
+        """Ask whether a process of the line still runs at this place, waited for up to `ticks` there (its answer
+        sets `quiet_yes`; look.sh's `quiet`)."""
+        self.asking = True
         try:
             assert self.proc is not None and self.proc.stdin is not None
             self.proc.stdin.write(f"quiet {ticks}\n".encode())
             self.proc.stdin.flush()
         except (OSError, AssertionError):
-            self.quiet.set()  # it ended already: no answer, the fixed wait stays
+            self.ended = True  # it ended already: no answer, the fixed wait stays
 
     def finish(self, told: str, timeout: float) -> subprocess.CompletedProcess:
         """Tell it the session ended (`told`: look.sh's two tick counts), and read what it found."""
