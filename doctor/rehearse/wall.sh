@@ -95,11 +95,21 @@ done 3< kinds
 # the sockets listening under a covered folder (tmux's, an ssh agent's): one cannot connect through an overlay,
 # so each is bound through as it is (what a line asks a server is not a write the wall is for); their views are
 # taken with the mounts'
-awk 'NR > 1 && $8 ~ /^\// { print $8 }' /proc/net/unix 2>/dev/null | sort -u | {
+# Each by its physical path (a link on the way, /var/run -> /run, would lead out of the new root): all of them by
+# one `realpath` where there is one (a path it cannot resolve, it leaves out), else by one `readlink -f` each.
+physical() {
+  if command -v realpath >/dev/null 2>&1; then
+    u=$1; set --; while IFS= read -r p; do set -- "$@" "$p"; done < "$u"
+    [ $# -eq 0 ] || realpath "$@" 2>/dev/null
+  else
+    while IFS= read -r p; do readlink -f "$p" 2>/dev/null; done < "$1"
+  fi
+}
+awk 'NR > 1 && $8 ~ /^\// { print $8 }' /proc/net/unix 2>/dev/null | sort -u > unix
+physical unix | {
   s=0
   while IFS= read -r p; do
-    # its physical path: a link on the way (/var/run -> /run) would lead out of the new root
-    p=$(readlink -f "$p" 2>/dev/null) && [ -S "$p" ] || continue
+    [ -S "$p" ] || continue
     case "$p" in *"$T"*) continue ;; esac
     s=$((s + 1)); : > "t/s$s" && printf 's%s\tk\t%s\t%s\n' "$s" "$p" "$W/t/s$s" >> want
   done
