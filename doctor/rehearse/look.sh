@@ -17,18 +17,39 @@ clock() {
   c=; read -r c _ 2>/dev/null < /proc/uptime
   case "$c" in [1-9]*.[0-9][0-9]) c=${c%.*}${c#*.} ;; *) c=$((i * 5)) ;; esac
 }
-# lives: a process of the line runs here, in a container of this host too (a host sees their processes). Every
+# lives: a process of the line may run here, in a container of this host too (a host sees their processes). Every
 # process on the line's way to the job carries the rehearsal's mark in its words: the shells that run the line (its
 # text names the sentinel), each hop's command (ssh, pct exec, lxc-attach: the sentinel's path is one of their
 # words) and each process they fork before it execs the next (lxc-attach's attached child is a fork of it, with its
-# words). dfdoctor's own scripts (a look, a sweep: "# dfdoctor rehearsal: ") are not the line's; a zombie's words
-# read empty. The pattern's bracket keeps the mark itself out of grep's own words.
+# words). dfdoctor's own scripts (a look, a sweep: "# dfdoctor rehearsal: ") are not the line's. Words that read
+# empty are a zombie's or a kernel thread's; any other process reads so between two execs: not known, so it may be
+# the line's. One pass over /proc is not a snapshot: a process of the line may fork and exit while it is read (the
+# child's pid was not listed, the parent was gone when read), so the passes go on over the pids that appeared since,
+# until one finds none: every process alive then was read alive, with the words it has had since (its fork's or
+# its exec's, both marked). A grep that cannot say (another grep's options) is not known either. The pattern's
+# bracket keeps the mark itself out of grep's own words.
 lives() {
-  for c in $(grep -la "dfdoctor-rh-[$(printf %.1s "$DFDOCTOR_RH_TAG")]${DFDOCTOR_RH_TAG#?}" /proc/[0-9]*/cmdline 2>/dev/null); do
-    case "$(tr '\0' ' ' < "$c" 2>/dev/null)" in ""|*"# dfdoctor rehearsal: "*) continue ;; esac
-    return 0
+  lv_pat="dfdoctor-rh-[$(printf %.1s "$DFDOCTOR_RH_TAG")]${DFDOCTOR_RH_TAG#?}"
+  [ "$(printf 'dfdoctor-rh-%s\0' "$DFDOCTOR_RH_TAG" | grep -la "$lv_pat" 2>/dev/null; printf '' | grep -La . 2>/dev/null)" = \
+    "(standard input)
+(standard input)" ] || return 0
+  lv_seen=" " lv_k=0
+  while [ "$lv_k" -lt 50 ]; do
+    lv_k=$((lv_k + 1)); set --
+    for lv_c in /proc/[0-9]*/cmdline; do
+      lv_p=${lv_c#/proc/}; lv_p=${lv_p%/cmdline}
+      case "$lv_seen" in *" $lv_p "*) continue ;; esac
+      lv_seen="$lv_seen$lv_p "; set -- "$@" "$lv_c"
+    done
+    [ $# -gt 0 ] || return 1
+    lv_m=$(grep -la "$lv_pat" "$@" 2>/dev/null)
+    [ -n "$lv_m" ] && [ -n "$(grep -La '# dfdoctor rehearsal: ' $lv_m 2>/dev/null)" ] && return 0
+    lv_e=$(grep -La . "$@" 2>/dev/null)
+    set --; for lv_c in $lv_e; do set -- "$@" "${lv_c%cmdline}stat"; done
+    [ $# -gt 0 ] && [ -n "$(awk '{ s = $0; sub(/^.*\) /, "", s); split(s, f, " ")
+      if (f[1] != "Z" && f[1] != "X" && f[2] != 2 && f[2] != 0) print FILENAME }' "$@" 2>/dev/null)" ] && return 0
   done
-  return 1
+  return 0  # processes kept appearing: not known
 }
 # quiet N: say whether every process of the line here is gone, waiting for it up to N ticks
 quiet() {
