@@ -21,7 +21,9 @@ shift
 # `-c TEXT`: the text a login shell would have run (an ssh hop's remote command), run by that same shell
 [ "$1" = -c ] && set -- "${SHELL:-sh}" -c "$2"
 [ -d /dev/shm ] && mkdir -m 700 "$W" 2>/dev/null || exec $nowall "$@"
-if [ "$(id -u)" != 0 ]; then echo "not root here" > "$W/off"; exec $nowall "$@"; fi
+# the effective uid, read by the shell itself (no process), else by `id`
+u=; while read -r k r e _; do [ "$k" = Uid: ] && u=$e && break; done < /proc/self/status 2>/dev/null
+if [ "${u:-$(id -u)}" != 0 ]; then echo "not root here" > "$W/off"; exec $nowall "$@"; fi
 if ! command -v unshare >/dev/null 2>&1; then echo "no unshare (util-linux) here" > "$W/off"; exec $nowall "$@"; fi
 if ! unshare --mount true 2>/dev/null; then
   echo "a private mount namespace was refused here (unshare --mount)" > "$W/off"; exec $nowall "$@"
@@ -81,15 +83,17 @@ mounts_of() {
     ($4 in up)' /proc/self/mountinfo "$1"
 }
 why= n=0 T=$(printf '\t')
-: > want
+# what each view is to be (want), and those a mount makes (views.want: all but the copies)
+: > want; : > views.want
+wants() { printf '%s\t%s\t%s\t%s\n' "$@" >> want; [ "$2" = f ] || printf '%s\t%s\t%s\t%s\n' "$@" >> views.want; }
 while read -r f k d <&3; do
   n=$((n + 1))
-  if [ "$k" = c ] && [ "$f" = d ]; then printf '%s\tc\t%s\t%s\n' "$n" "$d" "$W/t/l$n" >> want
+  if [ "$k" = c ] && [ "$f" = d ]; then wants "$n" c "$d" "$W/t/l$n"
   elif [ "$k" = c ] && [ -f "$d" ] && [ ! -L "$d" ]; then
     cp -p "$d" "t/l$n" 2>/dev/null || { why="no throw-away copy of $d could be made"; break; }
-    printf '%s\tf\t%s\t\n' "$n" "$d" >> want
-  elif [ "$f" = d ]; then printf '%s\tk\t%s\t%s\n' "$n" "$d" "$W/t/l$n" >> want
-  else : > "t/l$n" && printf '%s\tk\t%s\t%s\n' "$n" "$d" "$W/t/l$n" >> want; fi
+    wants "$n" f "$d" ""
+  elif [ "$f" = d ]; then wants "$n" k "$d" "$W/t/l$n"
+  else : > "t/l$n" && wants "$n" k "$d" "$W/t/l$n"; fi
 done 3< kinds
 [ -z "$why" ] || { echo "$why" > off; exec $nowall "$@"; }
 # the sockets listening under a covered folder (tmux's, an ssh agent's): one cannot connect through an overlay,
@@ -111,12 +115,11 @@ physical unix | {
   while IFS= read -r p; do
     [ -S "$p" ] || continue
     case "$p" in *"$T"*) continue ;; esac
-    s=$((s + 1)); : > "t/s$s" && printf 's%s\tk\t%s\t%s\n' "$s" "$p" "$W/t/s$s" >> want
+    s=$((s + 1)); : > "t/s$s" && wants "s$s" k "$p" "$W/t/s$s"
   done
 }
 # the views that stand: a covered folder's that does not leaves no wall; a kept one that does not stays hidden
 # (the line sees the covered folder below it, which holds no harm); a file's copy is made already
-grep -v "^[0-9]*${T}f$T" want > views.want
 why=$(mounts_of views.want | awk -F'\t' 'FILENAME == "-" { up[$1] = 1; next }
   $1 ~ /^s/ { if ($1 in up) print substr($1, 2) " " $3 > "sockets"; next }
   $2 == "c" && !($1 in up) { print "no view of " $3 " could be taken"; exit }
@@ -132,7 +135,6 @@ fi
 # mount below it).
 grep -q '^[0-9]* [ck] /$' views || { echo "no view of / could be taken" > off; exec $nowall "$@"; }
 command -v chroot >/dev/null 2>&1 || { echo "no chroot here" > off; exec $nowall "$@"; }
-mkdir t/r
 : > root; dirs=
 while read -r n k d <&3; do
   if [ "$k" = c ] && [ -d "t/l$n" ]; then
@@ -140,7 +142,7 @@ while read -r n k d <&3; do
   elif [ "$k" = c ]; then printf '%s\tf\t%s\t%s\n' "$n" "$W/t/l$n" "$W/t/r${d%/}" >> root; printf '%s %s\n' "$n" "$d" >> files
   else printf '%s\tk\t%s\t%s\n' "$n" "$W/t/l$n" "$W/t/r${d%/}" >> root; fi
 done 3< views
-[ -z "$dirs" ] || mkdir $dirs || { echo "the layers' folders could not be made" > off; exec $nowall "$@"; }
+mkdir t/r $dirs || { echo "the layers' folders could not be made" > off; exec $nowall "$@"; }
 # each socket's view over the socket itself in the new root (one that does not stand: the server is not reached)
 [ -s sockets ] && while read -r s p <&3; do printf 's%s\tk\t%s\t%s\n' "$s" "$W/t/s$s" "$W/t/r$p" >> root; done 3< sockets
 # an overlay or a copy that does not stand leaves no wall, nor does / not viewed; any other kept mount may be missing
