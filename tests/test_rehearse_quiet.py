@@ -115,3 +115,15 @@ def test_a_job_still_on_its_way_at_the_host_is_seen_started(infra, ssh_config_en
     r = rehearse(f"ssh root@dfdoctor-host 'pct exec 200 -- nohup python3 {work}/train.py > {log} 2>&1 &'")
     assert r.started and r.quiet_at is None, (r.output, judge.facts(r))
     assert causes.KILLED_ON_SESSION_EXIT not in [o.cause for o in judge.findings(r)], judge.facts(r)
+
+
+def test_a_job_started_in_the_container_after_its_session_ended_hangs_the_terminal_up_at_once(infra, ssh_config_env,
+                                                                                            seed):
+    """The seed's fix line: its session over ssh returned before the job started in the container, and nothing of
+    the line runs here: the terminal hangs up as the job is seen started (no START_DRAIN_S), and the job is seen
+    alive and logging as before."""
+    work, _ = seed
+    r = rehearse(f"ssh root@dfdoctor-host \"pct exec 200 -- sh -c 'cd {work} && nohup setsid -f python3 -u "
+                 f"{work}/train.py </dev/null >>{work}/train.log 2>&1'\"")
+    assert judge.passed(r), judge.facts(r)
+    assert r.hangup == "the job started elsewhere, nothing of the line left here", r.hangup

@@ -110,6 +110,7 @@ class Rehearsal:
     wall: str = ""  # what the second wall covered at each place, or why there was none (wall.py)
     unstarted_alive: bool = False  # the sentinel had not started by the deadline while the line's processes ran
     quiet_at: Optional[float] = None  # when nothing of the line was seen left, here or at its host (quiet.py)
+    hangup: str = ""  # why the terminal hung up when it did, the sentinel having started
 
     @property
     def budget(self) -> float:
@@ -458,12 +459,17 @@ def _run_line(out: Rehearsal, line: str, cwd: Optional[str], started: Optional[_
 
 def _paused_enough(out: Rehearsal, started: Optional[_Started], leader: int,
                    watcher: Optional["_Look"] = None) -> bool:
-    """Whether the terminal may hang up now, the line having returned: START_DRAIN_S after the sentinel started;
-    at once where nothing of the line was seen left, here or at its host (no word can reach the terminal, no job
-    start, any more); else DRAIN_S after the return, unless a process of the line (other than the leader) still
-    runs here."""
+    """Whether the terminal may hang up now, the line having returned: once the sentinel started, at once where
+    no process of the line (other than the leader) runs here (the job runs elsewhere and its session is over: no
+    word of it can reach this terminal, and the hang-up reaches nothing of it), else START_DRAIN_S after it
+    started; at once where nothing of the line was seen left, here or at its host (no word can reach the terminal,
+    no job start, any more); else DRAIN_S after the return, unless a process of the line still runs here."""
     now = time.monotonic()
     if started is not None and started.is_set():
+        if out.plan is not None and not _line_lives(out.plan.tag, but=leader):
+            out.hangup = "the job started elsewhere, nothing of the line left here"
+            return True
+        out.hangup = f"{START_DRAIN_S} s after the job started"
         return now >= started.at + START_DRAIN_S
     if watcher is not None and watcher.quiet_yes:
         out.quiet_at = out.quiet_at or now
