@@ -37,7 +37,10 @@ from dfdoctor.targets.target import Target
 
 HERE = Path(__file__).resolve().parent
 SENTINEL = (HERE / "sentinel.py").read_text()
-LOOK = (HERE / "look.sh").read_text()
+# without its comments but the first line (the mark of dfdoctor's own scripts, sweep.sh): it travels in the
+# arguments of every look, quoted again at each hop
+LOOK = "\n".join(ln for i, ln in enumerate((HERE / "look.sh").read_text().splitlines())
+                 if i == 0 or not ln.lstrip().startswith("#")) + "\n"
 SWEEP = (HERE / "sweep.sh").read_text()
 # texts rewrite.py proved plain, each said with what it names there: "d" a device, a pipe or a socket (the line's
 # words go there as they would: nothing to rename), "f" anything else
