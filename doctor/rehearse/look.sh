@@ -17,6 +17,62 @@ clock() {
   c=; read -r c _ 2>/dev/null < /proc/uptime
   case "$c" in [1-9]*.[0-9][0-9]) c=${c%.*}${c#*.} ;; *) c=$((i * 5)) ;; esac
 }
+# lives: a process of the line may run here, in a container of this host too (a host sees their processes). Every
+# process on the line's way to the job carries the rehearsal's mark in its words: the shells that run the line (its
+# text names the sentinel), each hop's command (ssh, pct exec, lxc-attach: the sentinel's path is one of their
+# words) and each process they fork before it execs the next (lxc-attach's attached child is a fork of it, with its
+# words). dfdoctor's own scripts (a look, a sweep: "# dfdoctor rehearsal: ") are not the line's. Words that read
+# empty are a zombie's or a kernel thread's; any other process reads so between two execs: not known, so it may be
+# the line's. One pass over /proc is not a snapshot: a process of the line may fork and exit while it is read (the
+# child's pid was not listed, the parent was gone when read). So the passes go on over the pids that appeared since
+# the last, until every one of a pass was read alive (nothing of the line can have forked out of sight then: what
+# runs now was read, with the words it has had since, its fork's or its exec's, both marked). A grep that cannot say
+# (another grep's options) is not known either. The pattern's bracket keeps the mark itself out of grep's words.
+lives() {
+  lv_pat="dfdoctor-rh-[$(printf %.1s "$DFDOCTOR_RH_TAG")]${DFDOCTOR_RH_TAG#?}"
+  [ "$(printf 'dfdoctor-rh-%s\0' "$DFDOCTOR_RH_TAG" | grep -la "$lv_pat" 2>/dev/null; printf '' | grep -La . 2>/dev/null)" = \
+    "(standard input)
+(standard input)" ] || return 0
+  lv_seen=" " lv_k=0
+  while [ "$lv_k" -lt 50 ]; do
+    lv_k=$((lv_k + 1)); set --
+    for lv_c in /proc/[0-9]*/cmdline; do
+      lv_p=${lv_c#/proc/}; lv_p=${lv_p%/cmdline}
+      case "$lv_seen" in *" $lv_p "*) continue ;; esac
+      lv_seen="$lv_seen$lv_p "; set -- "$@" "$lv_c"
+    done
+    [ $# -gt 0 ] || return 1
+    # the marked ones that are not dfdoctor's own; what grep could not read was gone before it was read
+    lv_m=$(grep -la "$lv_pat" "$@" 2>&1 < /dev/null) lv_gone= lv_n=
+    for lv_c in $lv_m; do case "$lv_c" in /proc/*/cmdline) lv_n="$lv_n $lv_c" ;; *) lv_gone=1 ;; esac; done
+    if [ -n "$lv_n" ]; then
+      for lv_c in $(grep -La '# dfdoctor rehearsal: ' $lv_n 2>&1 < /dev/null); do
+        case "$lv_c" in /proc/*/cmdline) return 0 ;; *) lv_gone=1 ;; esac
+      done
+    fi
+    # the ones whose words read empty: gone (a zombie, or no longer there) or not known (alive: no kernel thread)
+    lv_e=$(grep -La . "$@" 2>&1 < /dev/null)
+    set --
+    for lv_c in $lv_e; do case "$lv_c" in /proc/*/cmdline) set -- "$@" "${lv_c%cmdline}stat" ;; *) lv_gone=1 ;; esac; done
+    if [ $# -gt 0 ]; then
+      for lv_c in $(awk '{ s = $0; sub(/^.*\) /, "", s); split(s, f, " ")
+          if (f[1] == "Z" || f[1] == "X") print "gone"; else if (f[2] != 2 && f[2] != 0) print "unknown" }
+          END { if (NR < ARGC - 1) print "gone" }' "$@" 2>&1 < /dev/null); do
+        [ "$lv_c" = gone ] && lv_gone=1 || return 0  # alive and wordless, or awk could not say: not known
+      done
+    fi
+    [ -n "$lv_gone" ] || return 1
+  done
+  return 0  # processes of the pass kept going before they were read: not known
+}
+# quiet N: say whether every process of the line here is gone, waiting for it up to N ticks
+quiet() {
+  q=0
+  while lives; do
+    q=$((q + 1)); [ "$q" -gt "${1:-0}" ] && { echo "==quiet no"; return; }; sleep $tick
+  done
+  echo "==quiet yes"
+}
 if [ -n "$d" ] && [ -d "$d" ]; then
   exec 3<&0
   ( IFS= read -r w <&3; echo "${w:-0 0}" > "$d/.ended" ) &
@@ -78,7 +134,9 @@ if [ -n "$d" ] && [ -d "$d" ]; then
     echo "==log $f $(wc -c < "$f" | tr -d ' ')"; head -c 2000 "$f"; echo; rm -f "$f"
   done
 else
-  IFS= read -r w || true  # a place without a sentinel looks once the session has ended
+  # a place without a sentinel looks once the session has ended (the runner's line, or EOF). Before that, the
+  # runner may ask `quiet N`: whether a process of the line still runs here, waited for up to N ticks
+  while IFS= read -r w; do case "$w" in "quiet "*) quiet "${w#quiet }" ;; *) break ;; esac; done
   surface
 fi
 for w in $words; do

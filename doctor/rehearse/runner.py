@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from dfdoctor import leftovers
-from dfdoctor.rehearse import prove, rewrite, wall
+from dfdoctor.rehearse import prove, quiet, rewrite, wall
 from dfdoctor.rehearse.rewrite import CannotRehearse, Hop, Plan
 from dfdoctor.shell import join, quote
 from dfdoctor.targets import transport
@@ -37,7 +37,10 @@ from dfdoctor.targets.target import Target
 
 HERE = Path(__file__).resolve().parent
 SENTINEL = (HERE / "sentinel.py").read_text()
-LOOK = (HERE / "look.sh").read_text()
+# without its comments but the first line (the mark of dfdoctor's own scripts, sweep.sh): it travels in the
+# arguments of every look, quoted again at each hop
+LOOK = "\n".join(ln for i, ln in enumerate((HERE / "look.sh").read_text().splitlines())
+                 if i == 0 or not ln.lstrip().startswith("#")) + "\n"
 SWEEP = (HERE / "sweep.sh").read_text()
 # texts rewrite.py proved plain, each said with what it names there: "d" a device, a pipe or a socket (the line's
 # words go there as they would: nothing to rename), "f" anything else
@@ -67,6 +70,7 @@ NO_START_S = 1.0  # a sentinel not started this long after the line returned, an
 # started here was gone, never started (seen: within 0.3 s, on a machine loaded 3 runs a core). While a process of
 # the line lives (`ssh -f`'s client still opening its session, a wrapper still on its way to the job) the wait goes
 # on: on a machine loaded 10 runs a core `ssh -f` started the job well over a second after the line returned.
+QUIET_S = 0.2  # how long the host waits, each time it is asked, for the line's last process there to be gone
 LINE_ENV = "DFDOCTOR_RH_LINE"  # in the environment of every process the line starts here: how they are found
 TICK_S = 0.05  # how often look.sh reads the sentinel's files while it waits (its `tick`)
 TTY_ENV = {"TERM": "xterm"}
@@ -108,6 +112,8 @@ class Rehearsal:
     swept: list[str] = field(default_factory=list)  # what the last sweep still found to kill or remove
     wall: str = ""  # what the second wall covered at each place, or why there was none (wall.py)
     unstarted_alive: bool = False  # the sentinel had not started by the deadline while the line's processes ran
+    quiet_at: Optional[float] = None  # when nothing of the line was seen left, here or at its host (quiet.py)
+    hangup: str = ""  # why the terminal hung up when it did, the sentinel having started
 
     @property
     def budget(self) -> float:
@@ -175,7 +181,7 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
             out.slack = min(SLACK_MAX_S, 2 * (time.monotonic() - placing))
             if planned is not None:
                 planned(plan, dict(looks[0].have))
-            _run_line(out, plan.walled_line or plan.line, cwd, started)
+            _run_line(out, plan.walled_line or plan.line, cwd, started, _watcher(plan, looks))
         finally:
             for chain in _finish_looks(out, looks, started, deadline=began + out.budget) if looks else ():
                 sweeps.pop(chain)  # swept by its look
@@ -383,10 +389,12 @@ def _await_start(out: Rehearsal, started: _Started, until: float) -> Optional[fl
     return None
 
 
-def _run_line(out: Rehearsal, line: str, cwd: Optional[str], started: Optional[_Started] = None) -> None:
+def _run_line(out: Rehearsal, line: str, cwd: Optional[str], started: Optional[_Started] = None,
+              watcher: Optional["_Look"] = None) -> None:
     """Run the rewritten line in a shell that has a terminal of its own, as a user's does; when the line is done
     (or held open past RETURN_S, then ended as Ctrl-C and closing the window would), the terminal hangs up: DRAIN_S
-    after the line returned, or START_DRAIN_S after the sentinel started if that came first."""
+    after the line returned, or START_DRAIN_S after the sentinel started if that came first, or as soon as nothing
+    of the line is left anywhere (`watcher`, the look at its host: quiet.py)."""
     master, slave = pty.openpty()
     began = time.monotonic()
     marker = f"==dfdoctor-returned-{uuid.uuid4().hex[:8]}"
@@ -429,7 +437,9 @@ def _run_line(out: Rehearsal, line: str, cwd: Optional[str], started: Optional[_
                 deadline = time.monotonic() + DRAIN_S + RETURN_S + out.slack + 0.5
         if not sel.get_map():
             break
-        if out.returned_s is not None and proc.poll() is None and _paused_enough(out, started, proc.pid):
+        if out.returned_s is not None and watcher is not None and watcher.may_ask(out.returned_at + DRAIN_S):
+            _ask_quiet(out, watcher, started, proc.pid)
+        if out.returned_s is not None and proc.poll() is None and _paused_enough(out, started, proc.pid, watcher):
             _kill(proc.pid)  # the leader's pause ends: the session leader exits, as when the sleep is over
             deadline = time.monotonic() + 0.5
     sel.close()
@@ -450,15 +460,41 @@ def _run_line(out: Rehearsal, line: str, cwd: Optional[str], started: Optional[_
     out.output = re.sub(r"\n?" + re.escape(marker) + r" \d+\n?", "\n", text).strip("\n")
 
 
-def _paused_enough(out: Rehearsal, started: Optional[_Started], leader: int) -> bool:
-    """Whether the terminal may hang up now, the line having returned: START_DRAIN_S after the sentinel started;
-    else DRAIN_S after the return, unless a process of the line (other than the leader) still runs here."""
+def _paused_enough(out: Rehearsal, started: Optional[_Started], leader: int,
+                   watcher: Optional["_Look"] = None) -> bool:
+    """Whether the terminal may hang up now, the line having returned: once the sentinel started, at once where
+    no process of the line (other than the leader) runs here (the job runs elsewhere and its session is over: no
+    word of it can reach this terminal, and the hang-up reaches nothing of it), else START_DRAIN_S after it
+    started; at once where nothing of the line was seen left, here or at its host (no word can reach the terminal,
+    no job start, any more); else DRAIN_S after the return, unless a process of the line still runs here."""
     now = time.monotonic()
     if started is not None and started.is_set():
+        if out.plan is not None and not _line_lives(out.plan.tag, but=leader):
+            out.hangup = "the job started elsewhere, nothing of the line left here"
+            return True
+        out.hangup = f"{START_DRAIN_S} s after the job started"
         return now >= started.at + START_DRAIN_S
+    if watcher is not None and watcher.quiet_yes:
+        out.quiet_at = out.quiet_at or now
+        return True
     if now < (out.returned_at or now) + DRAIN_S:
         return False
     return out.plan is None or not _line_lives(out.plan.tag, but=leader)
+
+
+def _watcher(plan: Plan, looks: list["_Look"]) -> Optional["_Look"]:
+    """The look that can say whether a process of the line still runs away from this machine (quiet.py)."""
+    chain = quiet.host(plan)
+    return next((look for look in looks if chain and look.chain == chain and look.started is None), None)
+
+
+def _ask_quiet(out: Rehearsal, watcher: "_Look", started: Optional[_Started], leader: int) -> None:
+    """Once the line returned without the sentinel started and nothing of it is left here, ask its host whether
+    anything of it is left there, waited for there QUIET_S at most each time: asked again while the terminal's
+    pause lasts, a question no longer than that keeps the look there from its end (a job still starting)."""
+    if (started is not None and started.is_set()) or out.plan is None or _line_lives(out.plan.tag, but=leader):
+        return
+    watcher.ask_quiet(_ticks(QUIET_S))
 
 
 def _kill(pid: int) -> None:
@@ -480,6 +516,9 @@ class _Look:
         self.proc: Optional[subprocess.Popen] = None
         self.placed = threading.Event()  # set once it said `==placed`, or ended without saying it
         self.placed_ok = False
+        self.asking = False  # a question whether anything of the line is left at its place is out (look.sh's quiet)
+        self.quiet_yes = False  # its answer was: nothing
+        self.ended = False
         self.have: dict[str, str] = {}  # the interpreter words PLACE found there, before `==placed`
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -513,11 +552,31 @@ class _Look:
             if raw.startswith(b"==started") and self.started is not None and not self.started.is_set():
                 self.started.at = time.monotonic()
                 self.started.set()
+            if raw.startswith(b"==quiet "):
+                self.quiet_yes = raw.split()[-1] == b"yes"
+                self.asking = False
         self.placed.set()
+        self.ended = True
 
     def _read_err(self) -> None:
         assert self.proc is not None and self.proc.stderr is not None
         self.err = self.proc.stderr.read()
+
+    def may_ask(self, until: float) -> bool:
+        """Whether to ask (again) if anything of the line is left here: no question out, none answered "nothing",
+        the look still there, and before `until`."""
+        return not (self.asking or self.quiet_yes or self.ended) and time.monotonic() < until
+
+    def ask_quiet(self, ticks: int) -> None:
+        """Ask whether a process of the line still runs at this place, waited for up to `ticks` there (its answer
+        sets `quiet_yes`; look.sh's `quiet`)."""
+        self.asking = True
+        try:
+            assert self.proc is not None and self.proc.stdin is not None
+            self.proc.stdin.write(f"quiet {ticks}\n".encode())
+            self.proc.stdin.flush()
+        except (OSError, AssertionError):
+            self.ended = True  # it ended already: no answer, the fixed wait stays
 
     def finish(self, told: str, timeout: float) -> subprocess.CompletedProcess:
         """Tell it the session ended (`told`: look.sh's two tick counts), and read what it found."""
@@ -599,11 +658,13 @@ def _finish_looks(out: Rehearsal, looks: list[_Look], started: _Started, *, dead
     of the wait for a sentinel that has not started (counted from the line's return, or from when its last process
     here was gone: their own connection time already counts), and read them. Returns the places their sessions
     swept."""
-    quiet = _await_start(out, started, deadline - 2 * NO_START_S) if out.returned_at is not None else None
+    gone = _await_start(out, started, deadline - 2 * NO_START_S) if out.returned_at is not None else None
     now = time.monotonic()
     ended = out.ended_at or now
-    since = max(out.returned_at or ended, quiet or 0.0)
-    told = f"{_ticks(SETTLE_S - (now - ended))} {_ticks(NO_START_S - (now - since))}\n"
+    since = max(out.returned_at or ended, gone or 0.0)
+    # nothing of the line was left anywhere, the sentinel not started: no wait for it, only one look
+    no_start = 0.0 if out.quiet_at is not None else NO_START_S - (now - since)
+    told = f"{_ticks(SETTLE_S - (now - ended))} {_ticks(no_start)}\n"
     with ThreadPoolExecutor(max_workers=max(1, len(looks))) as pool:
         out.places = list(pool.map(lambda look: _read_look(look.where, look.finish(
             told, max(2.5, deadline - time.monotonic()))), looks))

@@ -1,0 +1,129 @@
+"""A failing line's "the job never started" is seen, not waited for (issue 45): where the line reaches one ssh
+host and containers of it, the host's look says when no process of the line is left there (look.sh's `quiet`,
+quiet.py), and the rehearsal then ends without the fixed waits (DRAIN_S, NO_START_S). It says so only once
+nothing of the line is left: a process of the line in a container, also one whose lxc-attach is gone, is seen
+from the host (real lxc-attach, container 200 of tests/infra)."""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from dfdoctor import causes
+from dfdoctor.rehearse import judge, quiet, rewrite
+from dfdoctor.rehearse.runner import LOOK, rehearse
+from infra.fixtures import infra, procs_naming, ssh_config_env  # noqa: F401
+from test_rehearse import seed  # noqa: F401  (a folder in container 200 only, holding train.py)
+
+
+class _Look:
+    """look.sh at this machine (the ssh host of tests/infra is this machine), as a place without a sentinel."""
+
+    def __init__(self, tag: str):
+        self.proc = subprocess.Popen(["sh", "-c", LOOK, "sh", "", "python3"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, env={**os.environ, "DFDOCTOR_RH_TAG": tag})
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(self.proc.stdout, selectors.EVENT_READ)
+
+    def ask(self, ticks: int, within: float = 60.0) -> str:
+        self.proc.stdin.write(f"quiet {ticks}\n".encode())
+        self.proc.stdin.flush()
+        assert self.sel.select(timeout=within), "look.sh did not answer `quiet`"
+        return self.proc.stdout.readline().decode().strip()
+
+    def close(self) -> str:
+        self.proc.stdin.close()
+        out = self.proc.stdout.read().decode()
+        self.proc.wait(timeout=60)
+        self.sel.close()
+        return out
+
+
+def _gone(mark: str, within: float = 30.0) -> None:
+    deadline = time.monotonic() + within
+    while procs_naming(mark) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def test_the_host_says_quiet_only_once_no_process_of_the_line_is_left_in_its_containers(infra):
+    tag = uuid.uuid4().hex[:10]
+    mark = f"/tmp/dfdoctor-rh-{tag}/sentinel.py"  # a word of the line, as the rewritten line names the sentinel
+    look = _Look(tag)
+    try:
+        assert look.ask(0) == "==quiet yes"  # nothing of the line runs: the look does not count itself
+        attach = subprocess.Popen(["lxc-attach", "-n", infra.vmid, "--", "python3", "-c",
+                                   "import time; time.sleep(120)", mark],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 30
+            while len(procs_naming(mark)) < 2 and time.monotonic() < deadline:  # lxc-attach and its command
+                time.sleep(0.1)
+            assert look.ask(2) == "==quiet no"
+            # lxc-attach gone (killed), its command still running in the container: seen from the host
+            os.kill(attach.pid, signal.SIGKILL)
+            attach.wait(timeout=30)
+            assert procs_naming(mark), "the attached command went with lxc-attach: nothing left to see"
+            assert look.ask(2) == "==quiet no"
+        finally:
+            for p in procs_naming(mark):
+                p.kill()
+            if attach.poll() is None:
+                os.killpg(attach.pid, signal.SIGKILL)
+            attach.wait(timeout=30)
+        _gone(mark)
+        assert look.ask(600) == "==quiet yes"  # waited for there, answered as soon as it is gone
+    finally:
+        said = look.close()
+    assert "==done" in said, said
+
+
+def test_the_seed_lines_never_started_is_seen_without_the_fixed_wait(infra, ssh_config_env, seed):
+    """The seed's line fails at the host (its log's folder is only in the container): the host said nothing of the
+    line was left, the terminal hung up then, and the verdict is the same observed failure."""
+    work, _ = seed
+    r = rehearse(f"ssh root@dfdoctor-host 'pct exec 200 -- nohup python3 {work}/train.py > {work}/train.log 2>&1 &'")
+    assert not r.started and r.quiet_at is not None, (r.output, r.places)
+    assert r.ended_at - r.quiet_at < 2.0  # the hang-up followed the answer (not DRAIN_S after the return)
+    assert [o.cause for o in judge.findings(r)] == [causes.LOG_DIR_MISSING], judge.facts(r)
+    assert "the job never started" in judge.facts(r)
+
+
+def test_only_a_host_that_sees_every_place_of_the_line_is_asked(ssh_config_env):
+    def plan(line: str):
+        return rewrite.plan(line, uuid.uuid4().hex[:10], expand=lambda chain, texts: texts)
+
+    seed_like = plan("ssh root@dfdoctor-host 'pct exec 200 -- python3 /w/t.py > /w/t.log 2>&1 &'")
+    assert quiet.host(seed_like) == seed_like.job.chain[:1]
+    assert quiet.host(plan("ssh root@dfdoctor-host 'lxc-attach -n 200 -- python3 /w/t.py'")) is not None
+    assert quiet.host(plan("ssh root@dfdoctor-host 'python3 /w/t.py > /w/t.log 2>&1 &'")) is None  # its own look
+    assert quiet.host(plan("ssh root@dfdoctor-host 'docker exec c python3 /w/t.py'")) is None  # a daemon starts it
+    assert quiet.host(plan("pct exec 200 -- python3 /w/t.py")) is None  # no ssh host
+
+
+@pytest.mark.slow
+def test_a_job_still_on_its_way_at_the_host_is_seen_started(infra, ssh_config_env, seed):
+    """`pct exec … &` with its output in a file at the host: the session returns while lxc-attach is still on its
+    way to the job; the host sees it and the job is seen to start, never said not to."""
+    work, _ = seed
+    log = f"/tmp/dfd-quiet-{uuid.uuid4().hex[:8]}.log"
+    r = rehearse(f"ssh root@dfdoctor-host 'pct exec 200 -- nohup python3 {work}/train.py > {log} 2>&1 &'")
+    assert r.started and r.quiet_at is None, (r.output, judge.facts(r))
+    assert causes.KILLED_ON_SESSION_EXIT not in [o.cause for o in judge.findings(r)], judge.facts(r)
+
+
+def test_a_job_started_in_the_container_after_its_session_ended_hangs_the_terminal_up_at_once(infra, ssh_config_env,
+                                                                                            seed):
+    """The seed's fix line: its session over ssh returned before the job started in the container, and nothing of
+    the line runs here: the terminal hangs up as the job is seen started (no START_DRAIN_S), and the job is seen
+    alive and logging as before."""
+    work, _ = seed
+    r = rehearse(f"ssh root@dfdoctor-host \"pct exec 200 -- sh -c 'cd {work} && nohup setsid -f python3 -u "
+                 f"{work}/train.py </dev/null >>{work}/train.log 2>&1'\"")
+    assert judge.passed(r), judge.facts(r)
+    assert r.hangup == "the job started elsewhere, nothing of the line left here", r.hangup
