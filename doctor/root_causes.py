@@ -12,7 +12,6 @@ from typing import Optional
 
 from dfdoctor import causes
 from dfdoctor.model import CheckRecord, Result, Status
-from dfdoctor.project.install import PIP_NAMES, canonical
 
 # how probe.py says that the interpreter a probe needs could not be started at the target
 _NO_INTERPRETER = re.compile(r"no interpreter '([^']+)' on ")
@@ -69,6 +68,9 @@ def one_missing_module(records: list[CheckRecord]) -> list[CheckRecord]:
                 None)
     if smoke is None or deps is None:
         return records
+    # here, not at the top: engine imports this module on `launch --no-check`'s way to its start, and the project
+    # model is not needed there (tests/test_launch_startup.py)
+    from dfdoctor.project.install import PIP_NAMES, canonical
     failed = {}  # the distribution each failed import comes from -> how imports.smoke said it
     for f in _findings(smoke):
         missing = (f.data or {}).get("missing") if f.status == Status.FAIL and f.cause == causes.MISSING_MODULE else None
@@ -92,6 +94,7 @@ def _findings(r: CheckRecord) -> list:
 
 def _pointer(f, failed: dict) -> object:
     """A missing requirement whose import failed: a warning pointing at that failure; any other finding as it is."""
+    from dfdoctor.project.install import canonical
     m = _NOT_INSTALLED.match(f.summary or "")
     seen = failed.get(canonical(m.group("name"))) if m and f.status == Status.FAIL else None
     if seen is None:

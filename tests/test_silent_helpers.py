@@ -59,3 +59,17 @@ def test_without_py_spy_cpu_no_stack_explains_is_said_so_never_no_cpu_spent_nor_
     assert proc.returncode == 1 and v["state"] == "unknown", text
     assert "it spends CPU, but its stacks could not be read" in v["summary"], text
     assert "py-spy is not installed" in text and "no CPU spent" not in text, text
+
+
+def test_without_py_spy_a_supervisors_polling_is_not_progress_and_a_rank_that_never_joins_is_not_running(work):
+    """torchrun's agent wakes every few tenths of a second to poll its workers: with py-spy that loop is read as
+    the agent's (not the job's); without it, wake-ups no stack explains are no progress either (on an H100 without
+    py-spy, rank 1 asleep and rank 0 spinning in all_reduce was `running [sleeping]`, exit 0; here rank 0 spins in
+    C)."""
+    python = python_without_pyspy(work)
+    torchrun = Path(PY).parent / "torchrun"
+    proc, rep = _dfdoctor_without_pyspy(python, work, "launch", "--no-check", "--watch", "30", "--", str(torchrun),
+                                        "--nproc_per_node", "2", str(JOBS / "rank0_spins_rank1_sleeps.py"))
+    v, text = rep["verdict"], text_of(rep)
+    assert proc.returncode == 1 and v["state"] != "running", text
+    assert "it spends CPU, but its stacks could not be read" in v["summary"], text

@@ -85,7 +85,7 @@ class Seen:
             return None  # CPU, but whether work or a spinning wait (CUDA sync, NCCL) only its stack tells: cpu_unread
         if spent is not None and spent > 0.3:
             return f"{self.proc.name()}: {spent:.1f} s of CPU between two looks"
-        if woke is not None and woke > WAKEUPS_STILL:
+        if woke is not None and woke > WAKEUPS_STILL and not self.unread_python:  # (unread: a poll, or work?)
             return f"{self.proc.name()}: its main thread woke {woke} times between two looks"
         return None
 
