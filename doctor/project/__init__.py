@@ -75,8 +75,8 @@ class Project:
 
     def _not_another(self, word: str, option: Option) -> bool:
         """`word` is no flag of another option (`-lr` declared beside `-l` is its own, not `-l r`)."""
-        name = word.split("=", 1)[0]
-        return not any(name in o.flags for o in self.options.options if o is not option)
+        name = word.split("=", 1)[0]  # (an option read twice, from two readers of one parser, is one option)
+        return name in option.flags or not any(name in o.flags for o in self.options.options if o is not option)
 
     def typed_flag(self, option: Option) -> str:
         """The spelling of `option` the command uses (`-i` where it gives `-i names.txt`), else its long one: a
