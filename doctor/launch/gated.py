@@ -12,6 +12,7 @@ finding as before."""
 from __future__ import annotations
 
 import copy
+import threading
 from typing import Any, Optional
 
 from dfdoctor.engine import finished
@@ -61,3 +62,40 @@ def stop(records: list) -> None:
     """End the checks still running beside a launch that ends without a verdict (nothing, for any other list)."""
     if isinstance(records, PreChecks):
         records.stop()
+
+
+class _Loading:
+    """The pre-launch checks of one --only/--skip, imported in a thread while ssh logs in to the target (each took
+    0.2-0.3 s, one after the other, on the path to the start). Joined before any worker is forked."""
+
+    def __init__(self, only: tuple, skip: tuple) -> None:
+        self.key, self.loaded = (only, skip), None
+        self.thread = threading.Thread(target=self._load, name="dfdoctor-checks-loading", daemon=True)
+        self.thread.start()
+
+    def _load(self) -> None:
+        try:
+            from dfdoctor.launch.orchestrate import checks_of
+            self.loaded = checks_of("pre", *self.key)
+        except Exception:  # loaded again where they are needed, which says what failed
+            self.loaded = None
+
+
+_loading: Optional[_Loading] = None
+
+
+def load_meanwhile(only: tuple, skip: tuple) -> None:
+    """Start importing the pre-launch checks of `only`/`skip` (`loaded` takes them)."""
+    global _loading
+    _loading = _Loading(tuple(only), tuple(skip))
+
+
+def loaded(only: tuple, skip: tuple) -> Optional[tuple[list, list]]:
+    """The checks `load_meanwhile` imported for the same `only`/`skip` (with the broken plugins' records), once
+    imported; None when nothing was started for them (or it failed)."""
+    global _loading
+    loading, _loading = _loading, None
+    if loading is None:
+        return None
+    loading.thread.join()
+    return loading.loaded if loading.key == (tuple(only), tuple(skip)) else None

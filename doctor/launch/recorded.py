@@ -47,10 +47,11 @@ def prepare(ask: LaunchAsk) -> LaunchAsk:
 def pre_checks(ctx: Any, ask: LaunchAsk) -> list:
     """Here, every check run to its end; on a --target, those that can stop the launch (launch/gated.py: the
     others go on beside the start, and `judged` waits for them)."""
-    checks, broken = _orchestrate().checks_of("pre", ask.only, ask.skip)
     if ctx.target.runs_here:  # a local probe server lives only as long as run_phase
+        checks, broken = _orchestrate().checks_of("pre", ask.only, ask.skip)
         return broken + run_phase(ctx, checks, "pre", ask.cfg)
     from dfdoctor.launch import gated  # start-up: a --target launch's alone
+    checks, broken = gated.loaded(ask.only, ask.skip) or _orchestrate().checks_of("pre", ask.only, ask.skip)
     return gated.pre_checks(ctx, checks, broken, ask.cfg)
 
 
