@@ -43,8 +43,10 @@ class PreChecks(list):
 def pre_checks(ctx: Any, checks: list, broken: list[CheckRecord], cfg: Any) -> PreChecks:
     """Run `checks` until those that gate have finished; the others go on beside (see the module's docstring).
     `broken`: the records of check plugins that could not be loaded, first (as `check` reports them)."""
+    from dfdoctor.agent import ship
     from dfdoctor.progress import Progress  # start-up: launch/pipeline.py imports this module for `complete`
     from dfdoctor.runner import run_gated
+    ship.bundle("probe")  # made once, before the workers fork: each made its own (0.015 s of CPU apiece)
     progress = Progress(len(checks))
     try:
         gate, beside = run_gated(checks, ctx, "pre", progress=progress)
