@@ -46,7 +46,7 @@ def pre_checks(ctx: Any, checks: list, broken: list[CheckRecord], cfg: Any) -> P
     from dfdoctor.agent import ship
     from dfdoctor.progress import Progress  # start-up: launch/pipeline.py imports this module for `complete`
     from dfdoctor.runner import run_gated
-    ship.bundle("probe")  # made once, before the workers fork: each made its own (0.015 s of CPU apiece)
+    ship.bundle("probe")  # at once when _Loading made it
     progress = Progress(len(checks))
     try:
         gate, beside = run_gated(checks, ctx, "pre", progress=progress)
@@ -77,8 +77,11 @@ class _Loading:
 
     def _load(self) -> None:
         try:
+            from dfdoctor.launch import recorded  # noqa: F401  (the placement's answers: asked next, for pre_checks)
             from dfdoctor.launch.orchestrate import checks_of
+            from dfdoctor.agent import ship
             self.loaded = checks_of("pre", *self.key)
+            ship.bundle("probe")  # made once, before the workers fork: each made its own (0.015 s of CPU apiece)
         except Exception:  # loaded again where they are needed, which says what failed
             self.loaded = None
 

@@ -87,12 +87,11 @@ class Target(_Recorded):
     def claims(self, ctx: Any) -> bool:
         return not ctx.target.runs_here
 
-    def prepare(self, ctx: Any, ask: LaunchAsk) -> LaunchAsk:
-        ask = super().prepare(ctx, ask)
+    def meanwhile(self, ctx: Any, ask: LaunchAsk) -> None:
         if not ask.no_check:  # the checks are imported while ssh logs in (`connected`, next)
             from dfdoctor.launch import gated  # start-up: see _recorded
-            gated.load_meanwhile(ask.only, ask.skip)
-        return ask
+            asked = self.prepare(ctx, ask)  # the selection pre_checks will be given (prepare again, same answer)
+            gated.load_meanwhile(asked.only, asked.skip)
 
     def connected(self, ctx: Any) -> ContextManager[Any]:
         return _recorded().connected_there(ctx)
