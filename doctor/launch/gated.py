@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from dfdoctor.engine import finished
 from dfdoctor.model import CheckRecord
@@ -70,14 +70,14 @@ class _Loading:
     """The pre-launch checks of one --only/--skip, imported in a thread while ssh logs in to the target (each took
     0.2-0.3 s, one after the other, on the path to the start). Joined before any worker is forked."""
 
-    def __init__(self, only: tuple, skip: tuple) -> None:
-        self.key, self.loaded = (only, skip), None
+    def __init__(self, only: tuple, skip: tuple, also: Callable[[], Any]) -> None:
+        self.key, self.loaded, self.also = (only, skip), None, also
         self.thread = threading.Thread(target=self._load, name="dfdoctor-checks-loading", daemon=True)
         self.thread.start()
 
     def _load(self) -> None:
         try:
-            from dfdoctor.launch import recorded  # noqa: F401  (the placement's answers: asked next, for pre_checks)
+            self.also()
             from dfdoctor.launch.orchestrate import checks_of
             from dfdoctor.agent import ship
             self.loaded = checks_of("pre", *self.key)
@@ -89,10 +89,11 @@ class _Loading:
 _loading: Optional[_Loading] = None
 
 
-def load_meanwhile(only: tuple, skip: tuple) -> None:
-    """Start importing the pre-launch checks of `only`/`skip` (`loaded` takes them)."""
+def load_meanwhile(only: tuple, skip: tuple, also: Callable[[], Any] = lambda: None) -> None:
+    """Start importing the pre-launch checks of `only`/`skip` (`loaded` takes them), after calling `also` (what
+    else the caller needs imported before its start: the placement's module, which imports this one)."""
     global _loading
-    _loading = _Loading(tuple(only), tuple(skip))
+    _loading = _Loading(tuple(only), tuple(skip), also)
 
 
 def loaded(only: tuple, skip: tuple) -> Optional[tuple[list, list]]:

@@ -91,7 +91,7 @@ class Target(_Recorded):
         if not ask.no_check:  # the checks are imported while ssh logs in (`connected`, next)
             from dfdoctor.launch import gated  # start-up: see _recorded
             asked = self.prepare(ctx, ask)  # the selection pre_checks will be given (prepare again, same answer)
-            gated.load_meanwhile(asked.only, asked.skip)
+            gated.load_meanwhile(asked.only, asked.skip, also=_recorded)
 
     def connected(self, ctx: Any) -> ContextManager[Any]:
         return _recorded().connected_there(ctx)
