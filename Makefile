@@ -51,7 +51,13 @@ demo: $(RUNSTAMP)
 TEST_WORKERS ?= 6
 # The tests start dfdoctor hundreds of times; where PYTHONDONTWRITEBYTECODE is set (as on our machines) each
 # start compiled dfdoctor's sources again: 0.3 of 0.45-0.75 CPU-seconds per `check`, measured. Compiled once here.
-PRECOMPILE = $(BIN)/python -m compileall -q doctor checks trainer >/dev/null
+# The HTML report's templates are compiled once too (dfdoctor/render/compiled.py): 0.05 CPU-s of every launch.
+# Each xdist worker also collects every test file, and pytest rewrites the asserts of each (10 CPU-s a worker,
+# 1.6 with the rewritten files cached): one collection writes that cache first (pytest reads it whatever
+# PYTHONDONTWRITEBYTECODE says, and writes it only without it). A file that fails to collect fails in the run itself.
+PRECOMPILE = $(BIN)/python -m compileall -q doctor checks trainer >/dev/null && \
+	$(BIN)/python -c "from dfdoctor.render.html import keep_compiled; keep_compiled()" && \
+	{ PYTHONDONTWRITEBYTECODE= $(BIN)/pytest --collect-only -q -p no:cacheprovider >/dev/null 2>&1 || true; }
 
 test: $(STAMP)
 	$(PRECOMPILE)

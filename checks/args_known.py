@@ -35,13 +35,13 @@ def args_known(ctx) -> Iterator[Result]:
         return
     words = list(spec.script_args)
     words = words[:words.index("--")] if "--" in words else words  # after a lone `--`, every word is positional
-    if not any(w.startswith("--") for w in words):
+    if not any(_option_word(w) for w in words):
         yield skip(f"the command gives {spec.script.name} no options to match")
         return
     proj = project.read([], ctx.cwd, script=str(spec.script))
     opts = proj.options
     if opts.kind == "none":
-        given = " ".join(w for w in words if w.startswith("--"))
+        given = " ".join(w for w in words if _option_word(w))
         yield warn(f"{spec.script.name} reads no command-line options: {given} is ignored", basis=STATIC,
                    fix=f"Set these in {spec.script.name} itself (it has no parser), or drop them from the command.",
                    evidence=(f"no parser and no use of sys.argv in {spec.script} or the project's modules it "
@@ -58,7 +58,8 @@ def args_known(ctx) -> Iterator[Result]:
         return
     for word, near in unknown:
         meant = f"; did you mean {near.flag} ({near.where})?" if near else ""
-        yield warn(f"{spec.script.name} has no option {word.split('=', 1)[0]}{meant}", basis=STATIC,
+        yield warn(f"{spec.script.name} has no option {word.split('=', 1)[0]}{_read_as(word, opts)}{meant}",
+                   basis=STATIC,
                    fix=(f"Use {near.flag} (declared at {near.where})" if near else
                         f"Remove {word.split('=', 1)[0]} or spell it as the script declares it") +
                    (f"; `python {spec.script.name} --help` lists them." if opts.kind in ("argparse", "click")
@@ -67,10 +68,36 @@ def args_known(ctx) -> Iterator[Result]:
                              ", ".join(o.flag for o in opts.options[:30]),))
 
 
-def _unknown(word: str, opts: project.Options) -> bool:
-    """A `--name` word of the command that the parser does not take (argparse's unique prefixes count)."""
-    if not word.startswith("--") or word == "--":
+def _read_as(word: str, opts: project.Options) -> str:
+    """How the parser reads an unknown word that begins with a one-letter flag it has (`-lr` is `-l r`)."""
+    short = next((o for o in opts.options if len(word) > 2 and word[:2] in o.shorts), None)
+    if short is None:
+        return ""
+    if short.switch:
+        return f" ({word[:2]} is {short.flag}, a switch, and the letters after it are not all switches it has)"
+    return (f" ({opts.kind} reads it as {word[:2]} {word[2:].lstrip('=')!r}: {short.flag}"
+            f"{f' takes a value of type {short.kind}' if short.kind else ''})")
+
+
+def _option_word(word: str) -> bool:
+    """A word of the command that a parser reads as an option: `--name`, `-n`, `-n5`; not `-` (stdin), not `--`,
+    not a negative number (`--lr -1e-3`'s value)."""
+    if not word.startswith("-") or word in ("-", "--"):
         return False
+    try:
+        float(word)
+    except ValueError:
+        return True
+    return False
+
+
+def _unknown(word: str, opts: project.Options) -> bool:
+    """An option word of the command that the parser does not take (argparse's unique prefixes count); a word
+    with one dash (`-b 64`, `-lr`) is read as the parser reads its short aliases (fire's are its own: not judged)."""
+    if not _option_word(word):
+        return False
+    if not word.startswith("--"):
+        return opts.kind != "fire" and opts.single_dash(word) is None
     name = word.split("=", 1)[0]
     if opts.find(name) is not None:
         return False

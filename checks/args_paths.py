@@ -85,15 +85,16 @@ def _missing_inputs(proj: project.Project, cwd: Path, script: Path) -> Iterator[
         meant = f"; did you mean {_rel(near, cwd)}?" if near else ""
         kind = "folder" if joined else "file"
         always = _read_on_every_run(proj, use, cwd, script)
-        pass_it = (f"Pass {o.spelled(_rel(near, cwd)[len(use.under):] if _rel(near, cwd).startswith(use.under) else _rel(near, cwd))} "
+        flag = proj.typed_flag(o)  # the user's spelling: `-i nmes.txt` is said as `-i`, not `--input-file`
+        pass_it = (f"Pass {o.spelled(_rel(near, cwd)[len(use.under):] if _rel(near, cwd).startswith(use.under) else _rel(near, cwd), flag)} "
                    f"(that {'folder' if near.is_dir() else 'file'} exists)"
                    if near else f"Create {_rel(full, cwd)} or pass the path where it is")
         yield (fail if always else warn)(
-            f"{o.flag} {value}: no such {kind}" + (f" {_rel(full, cwd)}" if use.under else "") +
+            f"{flag} {value}: no such {kind}" + (f" {_rel(full, cwd)}" if use.under else "") +
             f" (relative to {cwd}){meant}" +
             (f"; {use.where} opens it on every run" if always else ""), causes.INPUT_MISSING,
             basis=OBSERVED if always else STATIC,
-            evidence=(f"{use.where}: the code opens the value of {o.flag}" +
+            evidence=(f"{use.where}: the code opens the value of {o.flag}" + (f" ({flag})" if flag != o.flag else "") +
                       (f", joined with {use.hint!r}" if joined else "") +
                       (" (at module level, or in a function the script always calls, with no branch, existence "
                        "check, try or exit before it)" if always else ""),

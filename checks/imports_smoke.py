@@ -24,6 +24,7 @@ from dfdoctor.diagnose import known_failures, rules_runtime, torch_pairs, user_t
 from dfdoctor.diagnose.rules_runtime import Context, Finding
 from dfdoctor.diagnose.traceback import parse_python_error
 from dfdoctor.project import runtime_path, typos
+from dfdoctor.project.gates import Gate, gate_of, gate_project, holds_by_default
 from dfdoctor.project.install import PIP_NAMES
 
 DEFAULT_TIMEOUT = 90.0  # importing torch on a cold, busy machine can take tens of seconds
@@ -143,17 +144,9 @@ def _conclude(ctx, spec: LaunchSpec, out: ProbeOutcome, hang_s: float, request: 
         yield _failed_import(ctx, item, request, launch)
     guards = p.get("guards") or {}
     for item in [i for i in failures if i["kind"] == "conditional"][:MAX_FAILURES_SHOWN]:
-        guard = guards.get(str(item.get("line")))
-        under = f" under {guard}" if guard else ""
-        yield warn(f"conditional import of {item['name']} fails ({item['exception']}: {item['message']})"
-                   f" at {_loc(item)}{under}; the job breaks if that branch runs",
-                   causes.MISSING_MODULE if item["status"] == "missing" else causes.IMPORT_ERROR,
-                   evidence=(f"{_loc(item)}: {item['text']}",), details=item.get("traceback", ""),
-                   fix=_missing_fix(ctx, item) if item["status"] == "missing" else "", data=launch)
+        yield _conditional(ctx, spec, item, guards.get(str(item.get("line"))), launch)
     for item in (p.get("lazy_missing") or [])[:MAX_FAILURES_SHOWN]:
-        yield warn(f"No module named '{item['missing']}', imported inside a function at {_loc(item)}: "
-                   "the job fails when it gets there", causes.MISSING_MODULE,
-                   evidence=(f"{_loc(item)}: {item['text']}",), fix=_missing_fix(ctx, item, request), data=launch)
+        yield _lazy(ctx, spec, item, request, launch)
     if required:
         return
     loaded = [i for i in p["imports"] if i["status"] == "ok"]
@@ -170,6 +163,64 @@ def _conclude(ctx, spec: LaunchSpec, out: ProbeOutcome, hang_s: float, request: 
     yield ok(summary,
              details=details, data={**launch, "imports": [{k: i[k] for k in ("name", "kind", "status", "seconds")}
                                                         for i in p["imports"]]})
+
+
+def _conditional(ctx, spec: LaunchSpec, item: dict, guard: Optional[str], launch: dict) -> Result:
+    """An import under an `if` that fails. Where the `if` reads an option of the script the launch does not give,
+    and its branch is not taken here (judged by the probe, or on the options' defaults), this launch never gets
+    there: said, with the option that would take it there, and its install is no next step (nanoGPT's `import
+    wandb` under `if wandb_log`: `next: pip install wandb` for a run that logs nowhere)."""
+    under = f" under {guard}" if guard else ""
+    said = f"conditional import of {item['name']} fails ({item['exception']}: {item['message']}) at {_loc(item)}{under}"
+    cause = causes.MISSING_MODULE if item["status"] == "missing" else causes.IMPORT_ERROR
+    fix = _missing_fix(ctx, item) if item["status"] == "missing" else ""
+    evidence = (f"{_loc(item)}: {item['text']}",)
+    gate, given, by_default = _gate(ctx, spec, item)
+    if gate is None or given or (guard is None and by_default is not False):
+        if gate is not None:
+            said += f"; {_short(item['file'], ctx.cwd)} imports it {gate.words()}" + \
+                (f", and this launch gives {gate.option.flag}" if given else "")
+        return warn(f"{said}; the job breaks if that branch runs", cause, evidence=evidence,
+                    details=item.get("traceback", ""), fix=fix, data=launch)
+    said = f"conditional import of {item['name']} fails ({item['exception']}: {item['message']}) at {_loc(item)}"
+    return warn(f"{said}: {_short(item['file'], ctx.cwd)} imports it {gate.words()}; this launch does not give "
+                f"{gate.option.flag}, so it does not get there", cause, evidence=evidence,
+                details=item.get("traceback", ""), fix=_later(gate, fix), data={**launch, "not_reached": True})
+
+
+def _lazy(ctx, spec: LaunchSpec, item: dict, request: dict, launch: dict) -> Result:
+    """A module imported inside a function that is not installed: the job fails when it calls the function,
+    unless every call of it sits under an `if` on an option this launch does not give, false on its default
+    (nanoGPT's transformers, in GPT.from_pretrained, called only for `--init_from=gpt2*`)."""
+    fix = _missing_fix(ctx, item, request)
+    said = f"No module named '{item['missing']}', imported inside a function at {_loc(item)}"
+    evidence = (f"{_loc(item)}: {item['text']}",)
+    gate, given, by_default = _gate(ctx, spec, item)
+    if gate is None or given or by_default is not False:
+        return warn(f"{said}: the job fails when it gets there", causes.MISSING_MODULE, evidence=evidence, fix=fix,
+                    data=launch)
+    return warn(f"{said}, which the job reaches {gate.words()}: this launch does not give {gate.option.flag}, so it "
+                "does not get there", causes.MISSING_MODULE, evidence=evidence, fix=_later(gate, fix),
+                data={**launch, "not_reached": True})
+
+
+def _gate(ctx, spec: LaunchSpec, item: dict) -> tuple[Optional[Gate], bool, Optional[bool]]:
+    """The `if` on an option of the script that the import sits under (or a call of its function does), whether
+    the command gives that option, and whether the `if`'s test holds on the options' defaults (None: not told);
+    (None, False, None) where none is found or the files live elsewhere."""
+    if not ctx.target.runs_here or spec.script is None or not item.get("file") or not item.get("line"):
+        return None, False, None
+    proj = gate_project(ctx, spec)
+    gate = gate_of(proj, item["file"], int(item["line"]))
+    if gate is None:
+        return None, False, None
+    return gate, bool(proj.words_of(gate.option)), holds_by_default(gate, proj)
+
+
+def _later(gate: Gate, fix: str) -> str:
+    """The fix of an import this launch does not reach: nothing now; the install before the option is given."""
+    before = f"Nothing to install for this launch. Before you give {gate.turned_on()}: "
+    return before + fix if fix else before.rstrip(": ") + ", fix this import."
 
 
 def _refused(ctx, item: dict, launch: dict) -> Result:

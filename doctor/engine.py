@@ -377,7 +377,7 @@ def finished(records: list[CheckRecord], cfg: Config) -> list[CheckRecord]:
     """A phase's records as reported: silences applied, then one finding for an unreachable target and one for an
     interpreter that cannot start (each over every record of the phase: it rewrites the others in place)."""
     apply_silences(records, cfg.silences)
-    return root_causes.one_missing_interpreter(one_unreachable_target(records))
+    return root_causes.one_missing_module(root_causes.one_missing_interpreter(one_unreachable_target(records)))
 
 
 def one_unreachable_target(records: list[CheckRecord]) -> list[CheckRecord]:

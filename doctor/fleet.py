@@ -44,7 +44,7 @@ from dfdoctor.engine import (
     verdict_from_checks,
 )
 from dfdoctor.errors import UsageError
-from dfdoctor.agent.ending import become_subreaper
+from dfdoctor.agent.ending import become_subreaper, load_prctl
 from dfdoctor.model import CheckRecord, Report, Status, TargetRow, Verdict
 from dfdoctor.progress import StatusLine, seconds
 from dfdoctor.registry import Check
@@ -183,6 +183,7 @@ def _fork_one(ctx: Context, checks: list[Check], broken: list[CheckRecord], cfg:
               err: Path, lanes: int) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
+    load_prctl()  # once here, not in every child (agent/ending.py)
     with forking():
         pid = os.fork()
     if pid:

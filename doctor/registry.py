@@ -19,6 +19,10 @@ ENTRY_POINT_GROUP = "dfdoctor.checks"
 DISTRIBUTION = "dfdoctor-launch"
 _OWN_NAMES = {DISTRIBUTION, DISTRIBUTION.replace("-", "_")}
 PHASES = ("pre", "post")
+# The built-in checks that run after a launch. `launch` and `status` load only these of dfdoctor's own (a plugin's
+# are all loaded: its phases are known once imported): importing every built-in check to find them was 0.05 of
+# the CPU-seconds of each (issue 45). tests/test_registry_phases.py holds it to the checks' own `phases`.
+BUILT_IN_POST = frozenset({"job.leftovers", "job.resources", "log.writable", "target.reachable"})
 
 CheckFunc = Callable[..., Union[Iterable[Result], Result, None]]
 
@@ -114,19 +118,25 @@ def _distribution_name(ep: Any, names: dict) -> str:
     return names[id(dist)][1]
 
 
-def discover() -> tuple[list[Check], list[BrokenPlugin]]:
-    """Load every check registered under the `dfdoctor.checks` entry-point group, sorted by id."""
+def discover(phase: Optional[str] = None) -> tuple[list[Check], list[BrokenPlugin]]:
+    """Load every check registered under the `dfdoctor.checks` entry-point group, sorted by id. With `phase="post"`,
+    dfdoctor's own checks of the other phase only are left unloaded (BUILT_IN_POST): a caller that selects that
+    phase's checks gets the same ones."""
     # importlib.metadata (with email, zipfile and csv) is imported here, not with the package: `status`, `stop`,
     # `launch` before its job started and every training process that imports dfdoctor.guard never look for checks
     # (0.05 CPU-s of each start, a tenth of what `launch` imported before its job started: round 14, issue 45)
     from importlib import metadata
 
     checks: dict[str, Check] = {}
+    sources: dict[str, str] = {}  # check id -> the source that gave it first, loaded or left unloaded
     broken: list[BrokenPlugin] = []
     names: dict = {}
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         dist = _distribution_name(ep, names)
         source = "built-in" if dist in _OWN_NAMES else dist
+        if phase == "post" and source == "built-in" and ep.name not in BUILT_IN_POST:
+            _claim(ep.name, ep.name, source, sources, broken)  # unloaded, its id still its own (named by its id)
+            continue
         try:
             obj = ep.load()
         except Exception as exc:  # a plugin that fails to import must not take dfdoctor down
@@ -139,11 +149,19 @@ def discover() -> tuple[list[Check], list[BrokenPlugin]]:
             broken.append(BrokenPlugin(ep.name, source, f"entry point {ep.name} = {ep.value} is the check "
                                        f"@check({obj.id!r}): name the entry point {obj.id}"))
             continue
-        if obj.id in checks and checks[obj.id].source != source:
-            broken.append(BrokenPlugin(ep.name, source, f"check id {obj.id} is already provided by {checks[obj.id].source}"))
+        if not _claim(obj.id, ep.name, source, sources, broken):
             continue
         checks[obj.id] = replace(obj, source=source)
     return sorted(checks.values(), key=lambda c: c.id), broken
+
+
+def _claim(check_id: str, name: str, source: str, sources: dict[str, str], broken: list[BrokenPlugin]) -> bool:
+    """Whether `source` may give the check `check_id`: not where another source gave it first (said in `broken`)."""
+    first = sources.setdefault(check_id, source)
+    if first != source:
+        broken.append(BrokenPlugin(name, source, f"check id {check_id} is already provided by {first}"))
+        return False
+    return True
 
 
 def select(checks: list[Check], only: Iterable[str] = (), skip: Iterable[str] = (),

@@ -24,7 +24,7 @@ import psutil
 from dfdoctor import causes, leftovers
 from dfdoctor.capture import DEFAULT_LIMIT, CappedBuffer
 from dfdoctor.errors import CheckCannotRun
-from dfdoctor.agent.ending import become_subreaper
+from dfdoctor.agent.ending import become_subreaper, load_prctl
 from dfdoctor.model import CheckRecord, Result, Status
 from dfdoctor.registry import Check
 from dfdoctor.terminate import forking, raise_held_sigterm, sigterm_interrupts
@@ -210,6 +210,7 @@ def _start(chk: Check, ctx, phase: str, output_limit: int) -> _Worker:
     out_r, out_w = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
+    load_prctl()  # once here, not in every worker (see load_prctl)
     with forking():
         pid = os.fork()
     if pid == 0:  # the worker: never returns into the caller's code

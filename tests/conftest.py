@@ -135,22 +135,26 @@ def marked_processes() -> list[psutil.Process]:
         if p.pid == me:
             continue
         try:
-            if p.environ().get(SESSION_MARK) == os.environ[SESSION_MARK] and p.status() != psutil.STATUS_ZOMBIE:
+            if p.environ().get(SESSION_MARK) == os.environ[SESSION_MARK] and _running(p):
                 found.append(p)
         except (psutil.Error, OSError):
             continue
     return found
 
 
+# A process still ending by itself when the session ends (a look's ssh session after its rehearsal, a daemon's
+# stop, a torch child's teardown) can take several seconds on a loaded 2-core machine (CI: 6 workers); one that is
+# really left (a daemon, a job, a bash waiting for one) outlives any of them. A process is named only when it is
+# still marked, running and no zombie after this grace: a zombie has ended (its parent reaps it), and one that
+# ended between the last look and the naming is no leftover.
+LEFT_GRACE_S = 30.0
+
+
 @pytest.fixture(scope="session", autouse=True)
 def no_leftover_processes():
     """Fail the session if any process started by a test is still alive at the end (then kill it)."""
     yield
-    deadline = time.monotonic() + 5
-    left = marked_processes()
-    while left and time.monotonic() < deadline:
-        time.sleep(0.2)
-        left = marked_processes()
+    left = left_behind(LEFT_GRACE_S)
     named = [f"{p.pid} {_command_of(p)}" for p in left]  # before the kill: a zombie's command cannot be read
     for p in left:
         try:
@@ -158,6 +162,26 @@ def no_leftover_processes():
         except psutil.Error:
             pass
     assert not left, "processes left behind: " + "; ".join(named)
+
+
+def left_behind(grace: float, marked=None) -> list[psutil.Process]:
+    """The marked processes still running `grace` seconds from now (as soon as none is: at once). `marked`: the
+    finder of the candidates (marked_processes; a test narrows it to its own)."""
+    marked = marked or marked_processes
+    deadline = time.monotonic() + grace
+    left = marked()
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = marked()
+    return [p for p in left if _running(p)]
+
+
+def _running(p: psutil.Process) -> bool:
+    """Alive now (the same process: psutil compares its start time), not a zombie nor dead."""
+    try:
+        return p.is_running() and p.status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+    except psutil.Error:
+        return False
 
 
 def _command_of(p: psutil.Process) -> str:

@@ -79,7 +79,9 @@ def test_a_path_passed_to_a_function_of_the_script_is_followed_to_its_open(tmp_p
         "    args = parser.parse_args()\n    words = create_datasets(args.input_file)\n")
     (r,) = run(tmp_path, "-i", "name.txt")
     assert r.status in (Status.WARN, Status.FAIL) and r.cause == causes.INPUT_MISSING, r.summary
-    assert r.summary.startswith("--input-file name.txt: no such file") and "did you mean names.txt?" in r.summary
+    # said with the flag as typed (`-i`), and its long name in the evidence
+    assert r.summary.startswith("-i name.txt: no such file") and "did you mean names.txt?" in r.summary
+    assert "the value of --input-file (-i)" in r.evidence[0], r.evidence
     (r,) = run(tmp_path, "-i", "names.txt")
     assert r.status is Status.OK, r.summary
 

@@ -334,3 +334,44 @@ def test_module_level_code_that_writes_the_users_files_is_stopped_and_said_not_j
         said["import of logsetup"].summary
     assert all(r.status in (Status.OK, Status.WARN) for r in results), [(r.status, r.summary) for r in results]
     assert (cache / "x" / "index.json").exists()  # quiet.py loaded: a new file outside the project is written
+
+
+GATED = """\
+import argparse
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--wandb", action="store_true", help="log to Weights & Biases")
+parser.add_argument("--epochs", type=int, default=1)
+args = parser.parse_args()
+if args.wandb:
+    import dfd_gated_logger_not_installed as logger
+
+
+def main():
+    print("training", args.epochs, flush=True)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_an_import_under_an_option_this_launch_does_not_give_is_no_next_step(dfdoctor, tmp_path: Path) -> None:
+    """`if args.wandb: import ...` with --wandb not given: the job never imports it, so `check`'s next step is no
+    `pip install` (it was); the row names the option that takes the job there, and the install waits for it.
+    Given --wandb, the branch runs: the install is the next step again."""
+    (tmp_path / "train.py").write_text(GATED)
+    quiet = dfdoctor("check", "-q", "--only", "imports.smoke", "--cwd", str(tmp_path), "--", PY, "train.py",
+                     "--epochs", "2", cwd=tmp_path)
+    assert quiet.returncode == 0 and "next:" not in quiet.stdout and "pip install" not in quiet.stdout, quiet.stdout
+    doc = json.loads(dfdoctor("check", "--format", "json", "--only", "imports.smoke", "--cwd", str(tmp_path), "--",
+                              PY, "train.py", "--epochs", "2", cwd=tmp_path).stdout)
+    (rec,) = doc["checks"]
+    assert rec["status"] == "warn" and rec["data"]["not_reached"] is True, rec
+    assert "imports it only when `args.wandb` holds (train.py:7), which --wandb turns on (train.py:4); this " \
+        "launch does not give --wandb, so it does not get there" in rec["summary"], rec["summary"]
+    assert rec["fix"].startswith("Nothing to install for this launch. Before you give --wandb: ") and \
+        "pip install dfd-gated-logger-not-installed" in rec["fix"], rec["fix"]
+    given = dfdoctor("check", "-q", "--only", "imports.smoke", "--cwd", str(tmp_path), "--", PY, "train.py",
+                     "--wandb", cwd=tmp_path)
+    assert "; next: " in given.stdout and "pip install dfd-gated-logger-not-installed" in given.stdout, given.stdout

@@ -35,7 +35,8 @@ def test_seed_line_log_lands_on_the_host():
     assert a.job.argv == ["python", "train.py"] and a.job.frame.where == "container 200 on HOST"
     log = [f for f in a.findings if f.cause == causes.LOG_ELSEWHERE]
     assert log and log[0].status == "fail" and log[0].hop == 1
-    assert "lands on HOST" in log[0].summary
+    assert "parsed by the shell on HOST, before the job starts: if /workspace exists on HOST, the log is written " \
+        "there" in log[0].summary and "if it does not, that shell cannot open it and nothing starts" in log[0].summary
     assert causes.KILLED_ON_SESSION_EXIT not in causes_of(a)  # without a tty the job does survive
     assert a.corrected == FIXED
 

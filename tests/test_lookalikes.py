@@ -22,11 +22,28 @@ LOOKALIKES = Path(__file__).resolve().parent / "lookalikes"
 pytestmark = pytest.mark.slow
 
 
+# The file's data, made once by a real torch (an import of torch, 2 CPU-s, for each of six tests before) and copied:
+# the same seed made the same bytes each time. Set by `_made_once` below: a folder of this module's run.
+_MADE: dict[str, Path] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _made_once(tmp_path_factory):
+    _MADE["folder"] = tmp_path_factory.mktemp("lookalike-data")
+    yield
+    _MADE.clear()
+
+
 def _tiny_tensors(work: Path) -> None:
     """data/train.pt as the hydra template's TinyData reads it: 64 rows of 8 features and a 0/1 label."""
+    made = _MADE["folder"] / "data" / "train.pt"
+    if not made.exists():
+        made.parent.mkdir(exist_ok=True)
+        subprocess.run([PY, "-c", "import torch; torch.manual_seed(0); torch.save({'x': torch.randn(64, 8), "
+                        "'y': torch.randint(0, 2, (64,))}, 'data/train.pt')"], cwd=_MADE["folder"], check=True,
+                       timeout=120)
     (work / "data").mkdir(exist_ok=True)
-    subprocess.run([PY, "-c", "import torch; torch.manual_seed(0); torch.save({'x': torch.randn(64, 8), "
-                    "'y': torch.randint(0, 2, (64,))}, 'data/train.pt')"], cwd=work, check=True, timeout=120)
+    shutil.copyfile(made, work / "data" / "train.pt")
 
 
 def _data_folder(work: Path) -> None:

@@ -112,6 +112,45 @@ def test_check_says_nothing_answers_at_the_address(tmp_path):
     assert rec["ray.resources"]["status"] == "skip"
 
 
+def _free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # a port nothing listens on
+    return port
+
+
+def test_a_runtime_env_file_is_read_as_rays_cli_reads_it_and_the_checks_after_it_see_what_it_holds(tmp_path):
+    """`--runtime-env FILE.yaml` is read here by Ray's CLI before it submits: a file not there or YAML that does
+    not parse fails the submission at once; a good one's working_dir and pip list are what Ray uploads and
+    installs, so ray.working_dir and ray.requirements read them (before, they saw no runtime env at all)."""
+    wd = _folder(tmp_path, "ray_steps.py")
+
+    def checks(*runtime_env: str) -> dict:
+        p = run_dfdoctor("check", "--format", "json", "--", "ray", "job", "submit", "--address",
+                         f"http://127.0.0.1:{_free_port()}", *runtime_env, "--", "python", "ray_steps.py", cwd=wd)
+        return {r["id"]: r for r in json.loads(p.stdout)["checks"]}
+
+    rec = checks("--runtime-env", "env.yaml")["ray.runtime_env"]
+    assert rec["status"] == "fail" and rec["cause"] == "input-missing", rec
+    assert f"--runtime-env {wd / 'env.yaml'} cannot be read here" in rec["summary"], rec
+    (wd / "env.yaml").write_text("working_dir: src\npip:\n  - torch\n - numpy\n")
+    rec = checks("--runtime-env", "env.yaml")["ray.runtime_env"]
+    assert rec["status"] == "fail" and rec["cause"] == "config-invalid", rec
+    assert "is not valid YAML" in rec["summary"] and "line 4" in rec["summary"], rec
+    (wd / "env.yaml").write_text("working_dir: src\npip: reqs.txt\n")
+    rec = checks("--runtime-env", "env.yaml")
+    assert rec["ray.runtime_env"]["status"] == "ok" and rec["ray.runtime_env"]["summary"].endswith("pip, working_dir")
+    assert rec["ray.working_dir"]["status"] == "fail" and f"{wd / 'src'} is not a folder" in \
+        rec["ray.working_dir"]["summary"], rec["ray.working_dir"]
+    assert rec["ray.requirements"]["cause"] == "input-missing" and "reqs.txt is not there" in \
+        rec["ray.requirements"]["summary"], rec["ray.requirements"]
+    both = checks("--runtime-env", "env.yaml", "--runtime-env-json", "{}")["ray.runtime_env"]
+    assert both["status"] == "warn" and "only one of --runtime-env and --runtime-env-json" in both["summary"], both
+    bad_json = checks("--runtime-env-json", "{pip: [x]}")["ray.runtime_env"]
+    assert bad_json["status"] == "fail" and "is not valid JSON" in bad_json["summary"], bad_json
+
+
 @pytest.mark.slow
 def test_check_blocks_an_entrypoint_no_node_can_hold_and_a_script_not_in_the_working_dir(head, tmp_path):
     wd = _folder(tmp_path, "ray_steps.py")

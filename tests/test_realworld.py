@@ -140,6 +140,31 @@ def test_nanogpt_imports_smoke_says_nothing_about_the_ranks_its_guard_sets(nanog
     assert "`if ddp` is false here" in details, details
 
 
+def test_nanogpt_imports_it_never_reaches_are_no_next_step_and_name_the_option_that_reaches_them(nanogpt):
+    """nanoGPT imports wandb only under `if wandb_log and master_process:` and transformers only inside
+    GPT.from_pretrained, which train.py calls only under `elif init_from.startswith('gpt2'):`. `check` of the
+    README's line said `next: pip install wandb transformers`, for a run that reaches neither import."""
+    for name in ("wandb", "transformers"):
+        try:
+            __import__(name)
+            pytest.skip(f"{name} is installed here")
+        except ImportError:
+            pass
+    line = (PY, "train.py", "config/train_shakespeare_char.py", "--device=cpu", "--compile=False")
+    proc = dfdoctor("check", "--cwd", str(nanogpt), "--only", "imports.smoke", "--", *line, cwd=nanogpt)
+    assert proc.returncode == 0 and "next:" not in proc.stdout.split("\n\n")[0], proc.stdout
+    assert "train.py imports it only when `wandb_log and master_process` holds (train.py:245), which --wandb_log " \
+        "decides (train.py:43, False by default); this launch does not give --wandb_log" in proc.stdout, proc.stdout
+    assert "which the job reaches only when `init_from.startswith('gpt2')` holds (train.py:181, the `if` over the " \
+        "call of from_pretrained, model.py:207), which --init_from decides (train.py:41, 'scratch' by default)" \
+        in proc.stdout, proc.stdout
+    assert "fix: Nothing to install for this launch. Before you give --wandb_log=True: " in proc.stdout, proc.stdout
+    quiet = dfdoctor("check", "-q", "--cwd", str(nanogpt), "--only", "imports.smoke", "--", *line,
+                     "--wandb_log=True", cwd=nanogpt)  # now the run gets there: installing wandb is the next step
+    assert "; next: " in quiet.stdout and "pip install wandb" in quiet.stdout and "transformers" not in quiet.stdout, \
+        quiet.stdout
+
+
 def test_mnist_without_torchvision_pins_the_pair_of_the_installed_torch(mnist):
     proc = dfdoctor("check", "--cwd", str(mnist), "--only", "deps.requirements", "--only", "imports.smoke",
                     "--format", "json", "--", PY, "main.py", cwd=mnist)
@@ -153,6 +178,30 @@ def test_mnist_without_torchvision_pins_the_pair_of_the_installed_torch(mnist):
     for rec in recs.values():
         assert torch_pairs.install_line(torch_v, ["torchvision"], PY) in rec["fix"], rec["fix"]
         assert f"torch=={torch_v}" in rec["fix"] and "pip install torchvision " not in rec["fix"], rec["fix"]
+
+
+def test_mnist_without_torchvision_is_one_failing_row_and_the_requirement_points_at_it(mnist):
+    """One missing torchvision was two FAIL rows (deps.requirements' requirements.txt:2 and imports.smoke's
+    main.py:6): one cause, one failure; the requirement's row says it is that same cause, and its fix is not said
+    twice."""
+    try:
+        import torchvision  # noqa: F401
+        pytest.skip("torchvision is installed here")
+    except ImportError:
+        pass
+    line = ("--only", "deps.requirements", "--only", "imports.smoke", "--", PY, "main.py")
+    proc = dfdoctor("check", "--cwd", str(mnist), "--format", "text", *line, cwd=mnist)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    rows = [ln for ln in proc.stdout.splitlines() if ln.startswith(("FAIL", "WARN", "ERROR"))]
+    assert [r.split()[0] for r in rows if "torchvision" in r] == ["WARN", "FAIL"], rows  # deps, then imports
+    assert "No module named 'torchvision', imported at" in rows[1] and "imports.smoke" in rows[1], rows
+    assert "requirements.txt:2: torchvision): the same cause as imports.smoke's failure at main.py:6, said there" \
+        in rows[0], rows
+    assert proc.stdout.count("--index-url https://download.pytorch.org/whl/cpu") == 1, proc.stdout
+    doc = json.loads(dfdoctor("check", "--cwd", str(mnist), "--format", "json", *line, cwd=mnist).stdout)
+    recs = {r["id"]: r for r in doc["checks"]}
+    assert recs["deps.requirements"]["status"] == "warn" and recs["imports.smoke"]["status"] == "fail", recs
+    assert doc["verdict"]["cause"] == causes.MISSING_MODULE and "1 more problem" not in doc["verdict"]["summary"]
 
 
 def test_mnist_with_a_cuda_torchvision_beside_cpu_torch_is_a_dependency_mismatch(mnist, tmp_path):

@@ -234,6 +234,9 @@ def test_launch_of_the_seed_line_keeps_it_and_ends_with_a_line_that_works(infra,
                  env=infra.env(), timeout=240, cwd=tmp_path)
     assert p.returncode == 1, p.stdout + p.stderr
     assert f"your line: {typed}" in p.stderr and "is parsed by the shell on dfdoctor-host" in p.stderr, p.stderr
+    # the folder is only in the container: the host's shell cannot open the log, and nothing lands anywhere
+    assert f"parsed by the shell on dfdoctor-host, where {work} does not exist: that shell cannot open the log" \
+        in p.stderr and "lands on" not in p.stderr and "is written on" not in p.stderr, p.stderr
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["command_as_typed"] == typed and doc["command"] == ["python", "train.py"], doc["command"]
     html = (tmp_path / "r.html").read_text()
@@ -243,6 +246,34 @@ def test_launch_of_the_seed_line_keeps_it_and_ends_with_a_line_that_works(infra,
     ran = _paste(pasted)
     assert ran.returncode == 0, ran.stderr
     _job_runs_and_logs(inside / "train.log", inside.name)
+
+
+def test_launch_says_what_the_hosts_shell_does_with_the_log_as_its_folder_is_there_or_not(infra, workspace,
+                                                                                        monkeypatch):
+    """`launch`'s "what is wrong" said the log "lands on" the host also where the log's folder is only in the
+    container: the host's shell then cannot open it, and nothing starts. The folder is looked at on the host
+    (`test -d` over the user's own hop), and each case said as it is."""
+    from types import SimpleNamespace
+
+    from dfdoctor.launchline.typed import launch_note
+    from dfdoctor.targets import parse_target
+
+    work, inside = workspace
+    monkeypatch.setenv("DFDOCTOR_SSH_CONFIG", infra.env()["DFDOCTOR_SSH_CONFIG"])
+    line = f"ssh root@dfdoctor-host 'pct exec 200 -- nohup python3 train.py > {work}/train.log 2>&1 &'"
+    ctx = SimpleNamespace(typed_line=line, cwd=work, cwd_note=None, target=parse_target(infra.pct_target),
+                          command=["python3", "train.py"], log=None)
+    assert infra.ssh(f"test -d {work}").returncode == 1  # the workspace is the container's only
+    said = launch_note(ctx)
+    assert f"parsed by the shell on dfdoctor-host, where {work} does not exist: that shell cannot open the log " \
+        "(No such file or directory), so nothing starts in container 200" in said, said
+    assert infra.ssh(f"mkdir {work}").returncode == 0  # now the host has that folder too
+    try:
+        said = launch_note(ctx)
+        assert f"parsed by the shell on dfdoctor-host, where {work} exists: its log is written on dfdoctor-host, " \
+            "not in container 200" in said, said
+    finally:
+        infra.ssh(f"rmdir {work}")
 
 
 def test_a_background_and_list_whose_shell_holds_ssh_open_is_said(infra, dfdoctor, tmp_path):

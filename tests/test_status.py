@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
 
+import psutil
 import pytest
 
 from dfdoctor.run import folder, record
@@ -123,3 +125,44 @@ def test_status_of_a_quiet_no_redirect_job_that_wrote_its_own_log(work):
     assert st["verdict"]["state"] in ("running", "unknown") and st["verdict"]["cause"] in (None, "sleeping"), \
         text_of(st)
     assert st["verdict"]["state"] == "running" or "quiet.py:4" in st["verdict"]["summary"], text_of(st)
+
+
+@pytest.mark.slow
+def test_a_recorder_that_ends_while_status_diagnoses_is_read_again_not_called_killed(work, monkeypatch):
+    """status read the record while the recorder still ran (no exit yet); the recorder wrote the job's exit and
+    ended before the diagnosis looked at it: 'the recorder and its stand-in were killed hard' about a job that
+    ended by itself (test_gate_round3's DDP status, under load). The recorder is held (SIGSTOP) across status's
+    read and look, and let go to end as the diagnosis begins: the interleaving load made. The look is told the
+    job is gone (it is: a zombie its held recorder cannot reap yet, which /proc still lists)."""
+    from dfdoctor.launch import local, orchestrate
+
+    ends = "import os, time\nprint('hi', flush=True)\nwhile not os.path.exists('go'):\n    time.sleep(0.05)\n"
+    proc, rep = launch(work, sys.executable, "-c", ends, watch=0)
+    run_dir = Path(rep["run"]["dir"])
+    rec = record.load(run_dir).recorder
+    os.kill(rec["pid"], signal.SIGSTOP)
+    try:
+        job = record.load(run_dir).job_pid
+        (work / "go").touch()
+        assert wait_for(lambda: psutil.Process(job).status() == psutil.STATUS_ZOMBIE, 60), "the job did not end"
+        real, calls = orchestrate._diagnose, []
+
+        def recorder_ends_first(run, live):
+            if not calls:
+                os.kill(rec["pid"], signal.SIGCONT)
+                assert wait_for(lambda: not psutil.pid_exists(rec["pid"]) or
+                                psutil.Process(rec["pid"]).status() == psutil.STATUS_ZOMBIE, 60)
+            calls.append(run.finished)
+            return real(run, live)
+
+        monkeypatch.setattr(orchestrate, "_diagnose", recorder_ends_first)
+        monkeypatch.setattr(local.RunSource, "look", lambda self, run, watched_s: None)
+        got = orchestrate.run_status(work, watch_s=0)
+    finally:
+        try:
+            os.kill(rec["pid"], signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+    v = got.verdict
+    assert calls[0] is False, calls  # the diagnosis began on the record read before the exit
+    assert v.state == "ok" and v.cause != "killed-by-signal", (v.state, v.cause, v.summary)

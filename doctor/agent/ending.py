@@ -50,12 +50,27 @@ def writing_elsewhere(pids, run_dir):
     return out
 
 
+_PRCTL = []  # libc's prctl once loaded (None where there is none): see load_prctl
+
+
+def load_prctl():
+    """Load libc's prctl now. A process that forks workers which each become subreapers loads it once, before its
+    first fork: each worker importing ctypes itself cost 4 ms of CPU, a dozen workers a `check` (issue 45)."""
+    if not _PRCTL:
+        try:
+            import ctypes
+
+            _PRCTL.append(ctypes.CDLL(None, use_errno=True).prctl)
+        except (OSError, AttributeError, ImportError):
+            _PRCTL.append(None)
+
+
 def become_subreaper():
     """Orphans of the job (a daemon it double-forked) become our children, not init's: we can reap them and
     learn how they ended. Linux only; elsewhere nothing changes."""
+    load_prctl()
     try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-    except (OSError, AttributeError, ImportError):
+        if _PRCTL[0] is not None:
+            _PRCTL[0](36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
         pass

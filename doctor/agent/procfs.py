@@ -7,6 +7,16 @@ import os
 from dfdoctor.agent.names import RUN_ENV
 
 LOG_SUFFIXES = (".log", ".txt", ".out", ".err", ".jsonl")
+_TEMP_NAME = set("abcdefghijklmnopqrstuvwxyz0123456789_")  # the letters of Python's tempfile names
+
+
+def made_by_tempfile(path):
+    """A file Python's tempfile named (tmpXXXXXXXX[.suffix]) in a temp folder: a job capturing a helper's output
+    (torch inductor's autotune workers write their stderr there), never a log a user chose and would follow."""
+    folder, name = os.path.split(path)
+    stem = name.split(".", 1)[0]
+    return folder in ("/tmp", "/var/tmp", os.environ.get("TMPDIR", "/tmp").rstrip("/")) and len(stem) == 11 and \
+        stem.startswith("tmp") and set(stem[3:]) <= _TEMP_NAME
 
 
 def stat_fields(pid, tid=None):
@@ -157,7 +167,8 @@ def job_outputs(pids, run_dir, log_path, main_pid=None, sizes=False):
             continue
         for fd in fds:
             target = readlink(base + "/" + fd)
-            if not target or not target.startswith("/") or target.startswith(ours) or target == expected:
+            if not target or not target.startswith("/") or target.startswith(ours) or target == expected or \
+                    made_by_tempfile(target):
                 continue
             if fd in ("1", "2"):
                 if not target.startswith(("/dev/pts", "/dev/tty")) and \

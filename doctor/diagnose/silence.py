@@ -39,7 +39,10 @@ def place(samples: list[ProcessSample], stacks: list, cwd: Optional[str] = None)
     if alive:
         parents = {s.proc.ppid for s in alive}
         leaves = [s for s in alive if s.proc.pid not in parents] or alive
-        leaf = next((s for s in leaves if s.wait.kind not in (waits.CHILD, waits.AGENT)), leaves[0])
+        # a process seen working is where the job is, before a helper child asleep beside it (a compile's
+        # worker pool, a watchdog): the chain of waits is followed only from processes that wait
+        working = [s for s in alive if s.wait.kind not in (waits.CHILD, waits.AGENT) and s.moved()]
+        leaf = next((s for s in working + leaves if s.wait.kind not in (waits.CHILD, waits.AGENT)), leaves[0])
         words = _said(leaf, cwd)
         parent = next((s for s in alive if s.proc.pid == leaf.proc.ppid), None)
         if parent is not None and parent.proc.python and parent.wait.user is not None:

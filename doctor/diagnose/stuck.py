@@ -81,11 +81,29 @@ class Seen:
         if self.spins_in_place:
             return None
         spent, woke = self.proc.cpu_spent(), self.proc.wakeups()
+        if spent is not None and spent > 0.3 and self.unread_python:
+            return None  # CPU, but whether work or a spinning wait (CUDA sync, NCCL) only its stack tells: cpu_unread
         if spent is not None and spent > 0.3:
             return f"{self.proc.name()}: {spent:.1f} s of CPU between two looks"
         if woke is not None and woke > WAKEUPS_STILL:
             return f"{self.proc.name()}: its main thread woke {woke} times between two looks"
         return None
+
+    @property
+    def unread_python(self) -> bool:
+        """A Python process whose stacks no look could read (no py-spy, or py-spy refused): only the kernel's view."""
+        return self.proc.python and not any(lk.stacks.tool == "py-spy" for lk in self.proc.looks)
+
+    def cpu_unread(self) -> Optional[str]:
+        """A Python process seen spending CPU whose stacks could not be read, in words (None: not so): the CPU may
+        be work, or a wait that spins (a CUDA synchronise, an NCCL collective), and only the stack can tell."""
+        spent = self.proc.cpu_spent()
+        if not self.unread_python or spent is None or spent <= 0.3:
+            return None
+        why = next((lk.stacks.error for lk in self.proc.looks if lk.stacks.error), None) or "its stack was not read"
+        return (f"{self.proc.name()} spent {spent:.1f} s of CPU between two looks, but its Python stack could not "
+                f"be read ({why}): work, or a wait that spins (a CUDA synchronise, an NCCL collective), is not "
+                "established")
 
     def threads(self) -> list[threadwaits.ThreadWait]:
         """Every thread's wait in the last look."""

@@ -666,7 +666,9 @@ def stalled_after_logging(run: RunRecord, live: Optional[LiveFacts]) -> Optional
                        f"{live.watched_s:.0f} s: {live.unsettled}.", f"`dfdoctor status {run.id}` looks again.",
                        [f"the job {live.rhythm}", *[line for s in stuck.seen(live.job) for line in stuck.excerpt(s)],
                         *live.notes])
-    busy = [p for p in live.job if p.python and (p.cpu_spent() or 0.0) > 0.3]
+    # (CPU whose stack no look could read is not counted: it may be a wait that spins; silent() says so)
+    busy = [s.proc for s in stuck.seen(live.job) if s.proc.python and (s.proc.cpu_spent() or 0.0) > 0.3 and
+            not s.unread_python]
     if live.job and live.quiet and busy:  # silent but computing: a slow step, an evaluation; not a wait
         return Verdict("running", None, f"The job is running (pid {live.pid}): {len(busy)} of its processes are "
                        f"working on the CPU, though it wrote nothing for {live.quiet_s:.0f} s.",
@@ -731,14 +733,20 @@ def silent(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
         # or silent no longer than its rhythm allows (--watch 0 did not look): nothing says otherwise
         return Verdict("running", causes.SLEEPING if at is not None and at.sleeping else None, summary, fix,
                        moved + evidence + live.notes)
-    # running is earned: silent past its rhythm and nothing seen to move (no stack changed, no CPU spent)
+    # running is earned: silent past its rhythm and nothing seen to move (no stack changed, no CPU spent), or
+    # CPU spent where no stack says whether it is work or a spinning wait
+    unread = [w for w in (s.cpu_unread() for s in stuck.seen(live.job)) if w]
+    still = ("; it spends CPU, but its stacks could not be read, so whether it works or spins in a wait is not "
+             "established" if unread else
+             "; nothing moved between two looks (no stack changed, no CPU spent), and dfdoctor cannot tell whether "
+             "that wait ends")
     return Verdict("unknown", None, summary.replace(f"The job is running (pid {live.pid}) but silent",
                                                     f"The job is alive (pid {live.pid}) but silent", 1).rstrip(".") +
-                   "; nothing moved between two looks (no stack changed, no CPU spent), and dfdoctor cannot tell "
-                   "whether that wait ends.", f"Look at what it waits on (below); `dfdoctor status {run.id}` looks "
+                   still + ".", f"Look at what it waits on (below); `dfdoctor status {run.id}` looks "
                    "again, and `dfdoctor stop` ends it." + (" Run Python with -u (or PYTHONUNBUFFERED=1) to see "
                                                          "each line as it is printed (not tried)." if buffered else ""),
-                   evidence + ([] if live.job else ["its stacks could not be looked at (py-spy)"]) + live.notes)
+                   unread + evidence + ([] if live.job else ["its stacks could not be looked at (py-spy)"]) +
+                   live.notes)
 
 
 def recorder_lost_at_start(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:

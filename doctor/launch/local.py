@@ -309,7 +309,9 @@ def observe(run: RunRecord, watched_s: float, ahead: Optional[jobstacks.Round] =
         return None
     facts = LiveFacts(pid=pid, watched_s=watched_s)
     before = _written_files(run, pid)  # sized again after the stacks' look: a file the job writes, seen growing
-    samples = jobstacks.sample_job(pid, ahead=ahead) if stacks.py_spy() else []
+    # Without py-spy the looks still see each thread's kernel state, its CPU time and its wake-ups: a job that
+    # spends CPU is seen to move, where an unsampled one would be called still ("no CPU spent").
+    samples = jobstacks.sample_job(pid, ahead=ahead)
     if samples:
         facts.stacks = [s.last.stacks for s in samples if s.python and s.last is not None][:stacks.MAX_PROCESSES * 4]
     else:

@@ -34,7 +34,7 @@ END_POLL_S = 0.25
 def checks_of(phase: str, only: tuple[str, ...], skip: tuple[str, ...]) -> tuple[list, list[CheckRecord]]:
     """The registered checks of one phase, filtered by --only/--skip, and an error record per plugin that could
     not be loaded (as `check` reports them)."""
-    checks, broken = discover()
+    checks, broken = discover(phase)
     return select(checks, only, skip, phase), broken_plugin_records(broken, phase)
 
 
@@ -96,12 +96,9 @@ def run_status(cwd: Path, ref: Optional[str] = None, cfg: Optional[Config] = Non
                 run, live = watch(source)
             else:  # no time to see output grow: judge by what the job looks like now
                 live = source.look(run, 0.0)
-        if not run.is_remote and not run.finished and not run.recorder_alive():
-            # read before its recorder ended, which wrote the job's exit as its last act: read again (once it is
-            # gone, nothing changes the record any more), or a job that just ended is a recorder killed hard
-            run = source.load()
         from dfdoctor.diagnose import foretold  # start-up: see verdict_modules
-        run, live, verdict = _read_the_end(source, run, live, _diagnose(run, live))
+        run, verdict = _diagnosed(source, run, live)
+        run, live, verdict = _read_the_end(source, run, live, verdict)
         verdict = foretold.link(verdict, _launch_pre_checks(run_dir))
         records = post_checks(ctx, run, only, skip, cfg, report_broken=True)
     shown = save_report(run_dir, placed_report(ctx, "status", started, verdict, records, run_timeline(run),
@@ -110,6 +107,21 @@ def run_status(cwd: Path, ref: Optional[str] = None, cfg: Optional[Config] = Non
     if whose:  # said on screen only: the saved report is the run's, wherever it is shown from later
         shown.run["chosen"] = whose
     return shown
+
+
+def _diagnosed(source: RunSource, run: RunRecord, live: Any) -> tuple[RunRecord, Verdict]:
+    """The diagnosis of a run read here, on a record read after its recorder was seen gone. A record read while
+    the recorder still ran may lack its last words (the job's exit, written as its last act); diagnosed once the
+    recorder has ended, a job that just ended reads as a recorder killed hard (seen under load, the recorder
+    ending between status's read and the diagnosis's look at it). So the record is read again after the
+    diagnosis looked (once the recorder is gone nothing changes it any more): an exit found then decides."""
+    if not run.is_remote and not run.finished and not run.recorder_alive():
+        run = source.load()
+    verdict = _diagnose(run, live)
+    if run.is_remote or run.finished or live is not None or run.recorder_alive():
+        return run, verdict
+    again = source.load()
+    return (again, _diagnose(again, None)) if again.finished else (run, verdict)
 
 
 def _read_the_end(source: RunSource, run: RunRecord, live: Any, verdict: Verdict) -> tuple[RunRecord, Any, Verdict]:
@@ -130,7 +142,8 @@ def _read_the_end(source: RunSource, run: RunRecord, live: Any, verdict: Verdict
         verdict.evidence += [f"read again {END_GRACE_S:.0f} s later: {'; '.join(lost)}, and the job has not "
                              "ended (its recorder wrote no exit)", *tail]
         return run, live, verdict
-    return run, None, _diagnose(run, None)
+    run, verdict = _diagnosed(source, run, None)
+    return run, None, verdict
 
 
 def whose_run(cwd: Path, ref: Optional[str], run_dir: Path, launched_from: Optional[str]) -> str:

@@ -57,6 +57,8 @@ class Fd:
     where: str
     path: str = ""
     append: bool = False  # the user's redirect appends (`>>`, `&>>`, `tee -a`): a fix line must append too
+    # the hops to the shell that opens it (a Frame's chain, outermost first), so that its folder can be looked at there
+    chain: tuple = field(default=(), compare=False)
 
     def describe(self) -> str:
         """In words, for evidence lines."""

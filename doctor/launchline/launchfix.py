@@ -10,6 +10,7 @@ from dfdoctor import causes
 from dfdoctor.launchline.hops import (
     LOCAL,
     Analysis,
+    Fd,
     Finding,
     Frame,
     Job,
@@ -39,9 +40,7 @@ def judge(analysis: Analysis, job: Job, log: Optional[str]) -> None:
         add_finding(analysis, status, cause, hop, summary, details, fix)
 
     if out and out.kind == "file" and out.where != f.where:
-        find("fail", causes.LOG_ELSEWHERE, out.hop,
-             f"the job runs in {f.where}, but `> {out.path}` is parsed by the shell on {out.where}: its log "
-             f"lands on {out.where}",
+        find("fail", causes.LOG_ELSEWHERE, out.hop, elsewhere(f.where, out),
              details=f"Looking for {out.path} in {f.where} finds nothing (or an older file). Output: "
                      f"{out.describe()}; errors: {err.describe() if err else '?'}.")
     if f.background_at is not None and not f.handoff and _tty_on_path(f):
@@ -85,6 +84,27 @@ def judge(analysis: Analysis, job: Job, log: Optional[str]) -> None:
                                            analysis.corrected or "")
 
 
+def elsewhere(job_where: str, out: Fd, folder_there: Optional[bool] = None) -> str:
+    """What a redirect opened by another hop's shell than the job's does, in words: the shell there opens the file
+    before the command that enters the job's place starts. Where the log's folder exists there, the log is written
+    there; where it does not, that shell cannot open it and runs nothing at all (nothing lands anywhere).
+    `folder_there`: whether the folder was seen there (None: not looked at: both cases are said)."""
+    head = f"the job runs in {job_where}, but `> {out.path}` is parsed by the shell on {out.where}"
+    folder = log_folder(out.path)
+    if folder_there is True:
+        return f"{head}, where {folder} exists: its log is written on {out.where}, not in {job_where}"
+    if folder_there is False:
+        return (f"{head}, where {folder} does not exist: that shell cannot open the log (No such file or directory), "
+                f"so nothing starts in {job_where} and no log is written anywhere")
+    return (f"{head}, before the job starts: if {folder} exists on {out.where}, the log is written there, not in "
+            f"{job_where}; if it does not, that shell cannot open it and nothing starts")
+
+
+def log_folder(path: str) -> str:
+    """The folder a redirect's file is opened in, as the shell there names it (`.` for a bare file name)."""
+    return posixpath.dirname(path) or "."
+
+
 def _tty_on_path(f: Frame) -> bool:
     """Whether the job sits in a remote session that has a tty and was not handed off."""
     return f.tty and f.where != LOCAL and f.handoff == ""
@@ -94,7 +114,7 @@ def _tty_on_path(f: Frame) -> bool:
 _PLAIN_VARS = re.compile(r"[\w./${}-]+")
 
 
-def _path_word(path: str) -> str:
+def path_word(path: str) -> str:
     """The log's path as a shell word that names what the user's redirect named: `~/` and variables are left to
     the shell (quoted, `'$PWD/x.log'` and `'~/x.log'` would name other files), all else quoted."""
     if path.startswith("~/"):
@@ -135,7 +155,7 @@ def corrected_line(job: Job, log: Optional[str]) -> str:
             argv.insert(1, "-u")
         else:
             assignments = [*assignments, "PYTHONUNBUFFERED=1"]
-    line = " ".join([*assignments, "nohup setsid -f", join(argv), "</dev/null", f"{'>>' if append else '>'}{_path_word(path)}", "2>&1"])
+    line = " ".join([*assignments, "nohup setsid -f", join(argv), "</dev/null", f"{'>>' if append else '>'}{path_word(path)}", "2>&1"])
     if cwd:
         line = f"cd {quote(cwd)} && {line}"
     for scheme, prefix in reversed(frame.chain):

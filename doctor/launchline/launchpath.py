@@ -165,7 +165,7 @@ class _Walker:
             if nxt[:1] == ["tee"] and files:
                 appends = any(a in ("-a", "--append") or (a.startswith("-") and not a.startswith("--") and "a" in a)
                               for a in nxt[1:])
-                fds[1] = Fd("file", h, frame.where, files[0], append=appends)
+                fds[1] = Fd("file", h, frame.where, files[0], append=appends, chain=tuple(frame.chain))
             if cmd.sep == "|&" and nxt[:1] == ["tee"] and files:
                 fds[2] = fds[1]
         for r in cmd.redirects:
@@ -177,7 +177,8 @@ class _Walker:
                 elif r.target == "/dev/null":
                     fds[fd] = Fd("null", h, frame.where)
                 elif r.op.startswith(">") or r.op.startswith("&"):
-                    fds[fd] = Fd("file", h, frame.where, r.target, append=r.op in (">>", "&>>"))
+                    fds[fd] = Fd("file", h, frame.where, r.target, append=r.op in (">>", "&>>"),
+                                 chain=tuple(frame.chain))
         return fds
 
     def _strip_wrappers(self, argv: list[str]) -> tuple[list[str], list[str]]:

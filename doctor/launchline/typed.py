@@ -4,20 +4,24 @@ the log the user will look at."""
 
 from __future__ import annotations
 
+import os
 import posixpath
+import subprocess
 from dataclasses import dataclass, replace
 from typing import Optional
 
 from dfdoctor.launchline.wrappers import read_shell
-from dfdoctor.launchline.hops import LOCAL, base
+from dfdoctor.launchline.hops import LOCAL, Fd, base
+from dfdoctor.launchline.launchfix import elsewhere, log_folder, path_word
 from dfdoctor.launchline.launchpath import analyse
 from dfdoctor.shell import join
-from dfdoctor.targets import Target, parse_target
+from dfdoctor.targets import Target, parse_target, transport
 from dfdoctor.targets.registry import hop_kind, kind_for
 
 # Besides a hop of a target kind (ssh, pct exec, lxc-attach, docker exec): a command line whose program is one of
 # these is a launch line, not the job itself. (`pct` alone too: it is followed, and holds no job.)
 DETACHERS = {"nohup", "setsid", "tmux", "screen", "pct"}
+LOOK_S = transport.CONNECT_TIMEOUT_S + 4  # one `test -d` on a host: its connection, and a moment
 
 
 @dataclass(frozen=True)
@@ -82,10 +86,38 @@ def launch_note(ctx) -> str:
     it (the reading's failures: a `>` opened by another host's shell, a job that dies with its session), and
     what dfdoctor starts instead."""
     a = analyse(ctx.typed_line)
-    wrong = [f"  - on {a.hops[f.hop].where}: {f.summary}" for f in a.findings if f.status == "fail"]
+    wrong = [f"  - on {a.hops[f.hop].where}: {_looked_at(a, f.summary)}" for f in a.findings if f.status == "fail"]
     where = f", in {ctx.cwd_note or ctx.cwd}" if not ctx.target.runs_here else ""
     return "\n".join([f"dfdoctor launch: your line: {ctx.typed_line}",
                       *(["  what is wrong with it (read, not run):", *wrong] if wrong else []),
                       f"  instead, starting {join(ctx.command)} on {ctx.target} under the flight recorder"
                       + (f", its output appended to {ctx.log}" if ctx.log else "") + where])
 
+
+
+def _looked_at(a, summary: str) -> str:
+    """The reading's words for a log opened by another hop's shell, once its folder was looked at there: written
+    there, or nothing started at all (the folder is absent on that host: its shell cannot open the log). Any other
+    finding as the reading said it."""
+    job = a.job
+    out = job.frame.fds.get(1) if job is not None else None
+    if out is None or out.kind != "file" or summary != elsewhere(job.frame.where, out):
+        return summary
+    return elsewhere(job.frame.where, out, folder_exists(out))
+
+
+def folder_exists(out: Fd) -> Optional[bool]:
+    """Whether the folder of the file a redirect opens exists where the shell that opens it runs: on this machine,
+    looked at here; else at the place the hops before it reach (`test -d`, through the user's own hop options);
+    None where it could not be looked at (a variable in the path, a host that does not answer)."""
+    folder = log_folder(out.path)
+    if "$" in folder:
+        return None  # expanded by that shell, in its environment: not guessed here
+    if not out.chain:
+        return os.path.isdir(os.path.expanduser(folder))
+    try:
+        argv = transport.shell(target_of(list(out.chain)), f"test -d {path_word(folder)}")
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=LOOK_S)
+    except (ValueError, OSError, subprocess.TimeoutExpired):
+        return None
+    return {0: True, 1: False}.get(done.returncode)

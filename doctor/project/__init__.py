@@ -50,8 +50,9 @@ class Project:
             for f in option.flags:
                 if a == f and i + 1 < len(args):
                     return args[i + 1]
-                if a.startswith(f + "="):
-                    return a.split("=", 1)[1]
+            value = _attached(a, option) if self._not_another(a, option) else None
+            if value is not None:
+                return value
         if self.options.kind == "configurator":  # nanoGPT's config files on the command set the same globals
             for a in reversed(args):
                 if a.endswith(".py") and not a.startswith("--"):
@@ -67,9 +68,25 @@ class Project:
             for f in option.flags:
                 if a == f:
                     return [a] if option.switch or i + 1 >= len(args) else [a, args[i + 1]]
-                if a.startswith(f + "="):
-                    return [a]
+                if a.startswith(f + "=") or (f in option.shorts and a.startswith(f) and not option.switch
+                                             and self._not_another(a, option)):
+                    return [a]  # `-inames.txt`: argparse and click read what follows a one-letter flag as its value
         return []
+
+    def _not_another(self, word: str, option: Option) -> bool:
+        """`word` is no flag of another option (`-lr` declared beside `-l` is its own, not `-l r`)."""
+        name = word.split("=", 1)[0]
+        return not any(name in o.flags for o in self.options.options if o is not option)
+
+    def typed_flag(self, option: Option) -> str:
+        """The spelling of `option` the command uses (`-i` where it gives `-i names.txt`), else its long one: a
+        finding about it quotes the user's own words."""
+        words = self.words_of(option)
+        if words:
+            word = words[0].split("=", 1)[0]
+            return next((f for f in option.flags if word == f), next((f for f in option.shorts
+                                                                      if word.startswith(f)), option.flag))
+        return option.flag
 
     def option_for_path(self, missing: str) -> Optional[Option]:
         """The option that sets `missing` (absolute, or relative to the job's folder): the one whose given value
@@ -155,6 +172,16 @@ def read(argv: Sequence[str], cwd: str | Path, script: Optional[str] = None) -> 
     uses = tuple(u for m in (main, *local) for u in path_uses(m))
     return Project(cwd, root, path, args, read_options(main, local), tuple(readme), install, uses,
                    (main, *local))
+
+
+def _attached(word: str, option: Option) -> Optional[str]:
+    """The value written in one word with its flag: `--device=cpu`, `-i=names.txt`, `-inames.txt`; None for a
+    flag alone (a switch, or a value-taking flag at the end of the command)."""
+    for f in option.flags:
+        if word.startswith(f + "="):
+            return word.split("=", 1)[1]
+    short = next((f for f in option.shorts if word.startswith(f) and len(word) > len(f)), None)
+    return word[len(short):] if short and not option.switch else None
 
 
 def _config_value(path: Path, name: str) -> Optional[str]:

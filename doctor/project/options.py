@@ -61,6 +61,13 @@ class Option:
     file: str = ""
     line: int = 0
     switch: bool = False  # a flag that takes no value (argparse's store_true/store_false, click's is_flag)
+    kind: str = ""  # the type its value is read as, where the source names a plain one: 'int', 'float'
+    unset: object = None  # a switch's value when not given and no default is written: store_true's False
+
+    @property
+    def value_if_not_given(self) -> object:
+        """What the script reads when the command does not give it: its default, or a switch's own."""
+        return self.default if self.default is not None or not self.switch else self.unset
 
     @property
     def flag(self) -> str:
@@ -68,11 +75,18 @@ class Option:
         longs = [f for f in self.flags if f.startswith("--")]
         return (longs or list(self.flags) or [self.dest])[0]
 
-    def spelled(self, value: str) -> str:
-        """The option with a value, in the form its parser takes (`--device=cpu` for key=value parsers)."""
+    def spelled(self, value: str, flag: Optional[str] = None) -> str:
+        """The option with a value, in the form its parser takes (`--device=cpu` for key=value parsers); `flag`:
+        the spelling to use (the short alias the user typed, `-i`), else the long one."""
         if self.style in ("configurator", "cfgnode", "lightning", "fire"):
-            return f"{self.flag}={value}"
-        return f"{self.flag} {value}"
+            return f"{flag or self.flag}={value}"
+        return f"{flag or self.flag} {value}"
+
+    @property
+    def shorts(self) -> tuple[str, ...]:
+        """Its one-letter aliases (`-i`), which take a value written right after them (`-inames.txt`)."""
+        return tuple(f for f in self.flags if len(f) == 2 and f[0] == "-" and f[1] != "-") \
+            if self.style in ("argparse", "click") else ()
 
     @property
     def where(self) -> str:
@@ -105,6 +119,34 @@ class Options:
         """The first option whose name ends with `suffix` ('backend' finds `--dist-backend`)."""
         want = _norm(suffix)
         return next((o for o in self.options if _norm(o.dest).endswith(want)), None)
+
+    def single_dash(self, word: str) -> Optional[Option]:
+        """The option a word with one dash (`-b`, `-b64`, `-lr`, `-i=x`) gives, read as argparse reads it: the
+        flag spelled so exactly, else (argparse, abbreviations allowed) the one single-dash flag it begins, else
+        a one-letter flag followed by its value or by more one-letter switches (`-b64`, `-vq`); None: none."""
+        name = word.split("=", 1)[0]
+        exact = next((o for o in self.options if name in o.flags), None)
+        if exact is not None or self.kind not in ("argparse", "click"):
+            return exact
+        if self.kind == "argparse" and self.abbrev and len(name) > 2:
+            begun = {o for o in self.options for f in o.flags if f[:2] != "--" and f.startswith(name)}
+            if len(begun) == 1:
+                return begun.pop()
+        short = next((o for o in self.options if word[:2] in o.shorts), None) if len(word) > 2 else None
+        return short if short is not None and self._fits(short, word[2:]) else None
+
+    def _fits(self, short: Option, rest: str) -> bool:
+        """What follows a one-letter flag in its word is read as the parser reads it: more one-letter switches
+        after a switch (`-vq`), else its value (`-b64`), which must be of its type (`-lr` is `-l r`: no float)."""
+        if short.switch:
+            return all(any(f"-{c}" in o.shorts and o.switch for o in self.options) for c in rest)
+        value = rest[1:] if rest.startswith("=") else rest
+        if short.kind in ("int", "float"):
+            try:
+                (int if short.kind == "int" else float)(value)
+            except ValueError:
+                return False
+        return True
 
     def exists(self, name: str) -> Optional[bool]:
         """True or False when known; None when the source does not list every option."""
@@ -254,8 +296,16 @@ def argparse_calls(tree: ast.AST, rel: str = "") -> list[tuple[ast.Call, Option]
             out.append((node, Option(tuple(f for f in flags if f.startswith("-")), dest,
                                      const(kw["default"]) if "default" in kw else None, "argparse", rel, node.lineno,
                                      switch=const(kw.get("action")) in ("store_true", "store_false", "store_const",
-                                                                         "count"))))
+                                                                         "count"),
+                                     kind=_type_name(kw.get("type")),
+                                     unset={"store_true": False, "store_false": True}.get(const(kw.get("action"))))))
     return out
+
+
+def _type_name(node: Optional[ast.AST]) -> str:
+    """`type=int` / `type=float` of an add_argument call as 'int' / 'float'; '' for anything else (a function of
+    the project's may take any text)."""
+    return node.id if isinstance(node, ast.Name) and node.id in ("int", "float") else ""
 
 
 def _click(m: Module) -> list[Option]:

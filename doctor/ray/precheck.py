@@ -7,6 +7,7 @@ what is only read (an upload size from our reading of .gitignore) warns."""
 from __future__ import annotations
 
 import fnmatch
+import importlib.util
 import os
 import shutil
 import time
@@ -84,6 +85,36 @@ def resources(sub: RaySubmission, api: Api) -> CheckRecord:
                 ", ".join(f"{k}={v:g}" for k, v in sub.wants.items()), evidence=totals)
 
 
+def runtime_env(sub: RaySubmission) -> CheckRecord:
+    """Ray's CLI builds the runtime env here, before it submits anything: from the YAML file --runtime-env names or
+    from --runtime-env-json. A file that is not there or does not parse fails the submission at once; what it holds
+    (working_dir, excludes, pip) is what the checks after this one read."""
+    given = [o for o in ("--runtime-env", "--runtime-env-json") if o in sub.options]
+    if not given:
+        return _rec("ray.runtime_env", Status.SKIP, "No --runtime-env or --runtime-env-json is given")
+    problem = sub.runtime_env_problem
+    if len(given) == 2:
+        return _rec("ray.runtime_env", Status.WARN, problem, causes.BAD_ARGUMENTS, "Give one of the two (read "
+                    "from Ray's CLI, dashboard_sdk.parse_runtime_env_args; not tried).", basis=STATIC)
+    if problem and "cannot be read" in problem:
+        return _rec("ray.runtime_env", Status.FAIL, problem, causes.INPUT_MISSING, "Give the runtime env file's "
+                    f"path as seen from where `ray job submit` runs ({sub.cwd}); not tried.")
+    if problem:
+        return _rec("ray.runtime_env", Status.FAIL, problem, causes.CONFIG_INVALID, "Mend the runtime env where "
+                    "the error says (PyYAML's and json's own words, as Ray's CLI reads it); not tried.")
+    if given == ["--runtime-env"] and not sub.runtime_env and not _yaml_here():
+        return _rec("ray.runtime_env", Status.WARN, f"--runtime-env {sub.options['--runtime-env']} was not read: "
+                    "PyYAML is not installed in dfdoctor's interpreter, so the checks after this one did not see "
+                    "its working_dir, excludes or pip list", fix="Install PyYAML beside dfdoctor (`pip install "
+                    "pyyaml`), or give the same env as --runtime-env-json; not tried.")
+    source = "--runtime-env-json" if given == ["--runtime-env-json"] else f"--runtime-env {sub.options['--runtime-env']}"
+    return _rec("ray.runtime_env", Status.OK, f"{source}: {', '.join(sorted(sub.runtime_env)) or 'empty'}")
+
+
+def _yaml_here() -> bool:
+    return importlib.util.find_spec("yaml") is not None
+
+
 def working_dir(sub: RaySubmission) -> CheckRecord:
     """The working_dir exists, and what Ray would upload of it is under the job server's limit."""
     wd = sub.working_dir
@@ -157,7 +188,7 @@ def records(sub: RaySubmission, api: Api, wanted: Callable[[str], bool],
     reached = True
     for cid, run in (("ray.cli", lambda: cli(sub, env if env is not None else os.environ)),
                      ("ray.address", lambda: address(sub, api)), ("ray.resources", lambda: resources(sub, api)),
-                     ("ray.working_dir", lambda: working_dir(sub)), ("ray.script", lambda: script(sub)),
+                     ("ray.runtime_env", lambda: runtime_env(sub)), ("ray.working_dir", lambda: working_dir(sub)), ("ray.script", lambda: script(sub)),
                      ("ray.requirements", lambda: pins.check(sub, env if env is not None else os.environ))):
         if not wanted(cid):
             continue

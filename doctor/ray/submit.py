@@ -36,11 +36,21 @@ class RaySubmission:
 
     @property
     def runtime_env(self) -> dict[str, Any]:
-        try:
-            env = json.loads(self.options.get("--runtime-env-json") or "{}")
-        except ValueError:
-            return {}
-        return env if isinstance(env, dict) else {}
+        """The runtime env as Ray's CLI builds it before it submits (dashboard_sdk.parse_runtime_env_args): the YAML
+        file --runtime-env names, read here, or --runtime-env-json; {} where neither is given or it cannot be read
+        (runtime_env_problem then says why)."""
+        return self._runtime_env_read()[0]
+
+    @property
+    def runtime_env_problem(self) -> str:
+        """Why Ray's CLI would refuse the runtime env before it submits anything ('' when it would not)."""
+        return self._runtime_env_read()[1]
+
+    def _runtime_env_read(self) -> tuple[dict[str, Any], str]:
+        if "_runtime_env_cache" not in self.__dict__:  # read once: the file is the user's, it may change under us
+            self.__dict__["_runtime_env_cache"] = _read_runtime_env(self.options.get("--runtime-env"),
+                                                                    self.options.get("--runtime-env-json"), self.cwd)
+        return self.__dict__["_runtime_env_cache"]
 
     def number(self, option: str) -> float:
         try:
@@ -67,6 +77,41 @@ class RaySubmission:
         if words and Path(words[0]).name.startswith("python") and len(words) > 1 and words[1].endswith(".py"):
             return words[1]
         return None
+
+
+def _read_runtime_env(path: Optional[str], as_json: Optional[str], cwd: Path) -> tuple[dict[str, Any], str]:
+    """(the runtime env, '') or ({}, why Ray's CLI would fail on it), in the order its CLI reads them."""
+    if path is not None and as_json is not None:
+        return {}, "Ray's CLI takes only one of --runtime-env and --runtime-env-json, and refuses the line"
+    if path is not None:
+        file = Path(path).expanduser()
+        file = file if file.is_absolute() else cwd / file
+        try:
+            text = file.read_text()
+        except OSError as exc:
+            return {}, f"--runtime-env {file} cannot be read here ({exc.strerror or exc}), where Ray's CLI reads it"
+        try:
+            import yaml  # Ray's CLI reads the file with PyYAML; dfdoctor does not need it otherwise
+        except ImportError:
+            return {}, ""  # not read: the check says so (precheck.runtime_env)
+        try:
+            env = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            return {}, f"--runtime-env {file} is not valid YAML: " + " ".join(str(exc).split())
+        where = f"--runtime-env {file}"
+    elif as_json is not None:
+        try:
+            env = json.loads(as_json)
+        except ValueError as exc:
+            return {}, f"--runtime-env-json is not valid JSON: {exc}"
+        where = "--runtime-env-json"
+    else:
+        return {}, ""
+    if env is None:
+        return {}, ""  # an empty file: Ray submits with no runtime env
+    if not isinstance(env, dict):
+        return {}, f"{where} holds a {type(env).__name__}, where Ray's CLI needs a mapping (pip:, working_dir:, ...)"
+    return env, ""
 
 
 def is_ray_submit(argv: Sequence[str]) -> bool:

@@ -22,6 +22,7 @@ from dfdoctor import __version__
 from dfdoctor import templates as templates_package
 from dfdoctor.model import PROBLEMS, CheckRecord, Report, Status
 from dfdoctor.rows import differences
+from dfdoctor.render import compiled
 from dfdoctor.render.findings import fix_word
 from dfdoctor.render.text import report_fixes
 from markupsafe import Markup, escape
@@ -415,6 +416,7 @@ def _environment() -> jinja2.Environment:
     env.filters["duration"] = fmt_duration
     env.filters["fix"] = fix_markup
     env.globals["slug"] = slug
+    env.bytecode_cache = compiled.KeptCode(TEMPLATES / "__pycache__", compiled.options_key(env))  # see compiled.py
     return env
 
 
@@ -424,6 +426,14 @@ def prepare() -> None:
     env = _environment()
     env.get_template("report.css")
     env.get_template("report.html.j2")
+
+
+def keep_compiled() -> None:
+    """Compile the page's templates into templates/__pycache__, where every later dfdoctor reads them (`make test`
+    runs it, as it runs compileall)."""
+    env = _environment()
+    env.bytecode_cache = compiled.KeptCode(TEMPLATES / "__pycache__", compiled.options_key(env), write=True)
+    prepare()
 
 
 def csp(css: str) -> str:

@@ -131,8 +131,8 @@ def fix_sources(report: Report) -> list[str]:
         # warning's advice stays under that warning's row (issue 39: six fix lines buried the one that mattered)
         worst_first = sorted(report.checks, key=lambda r: (r.silenced is None, r.status.rank), reverse=True)
         problems = [rec for rec in worst_first if rec.status.rank > Status.WARN.rank and rec.silenced is None]
-        if not problems:
-            return [f for rec in worst_first for f in _fixes(rec)]
+        if not problems:  # the next steps: what this launch meets (an import it never reaches is no step of it)
+            return [f for rec in worst_first for f in _fixes(rec, reached_only=True)]
         head = [v.fix] if v.fix else []
         return head + [f for rec in problems for f in _failure_fixes(rec) if f not in head]
     if report.mode == "launch" and v.state == "failed" and not report.targets and not (report.run or {}).get("pid"):
@@ -254,10 +254,15 @@ def _problems(rec: CheckRecord) -> list[Any]:
     return found if found and rec.status.rank >= Status.WARN.rank else [rec]
 
 
-def _fixes(rec: CheckRecord) -> list[str]:
+def _fixes(rec: CheckRecord, reached_only: bool = False) -> list[str]:
+    """A record's fixes at warn or worse; `reached_only`: without those of findings this launch never gets to
+    (`data.not_reached`: an import under an option it does not give)."""
     if rec.status.rank < Status.WARN.rank:
         return []
-    return [f.fix for f in _problems(rec) if f.fix] or ([rec.fix] if rec.fix else [])
+    problems = [f for f in _problems(rec) if not (reached_only and (f.data or {}).get("not_reached"))]
+    if not problems:
+        return []
+    return [f.fix for f in problems if f.fix] or ([rec.fix] if rec.fix else [])
 
 
 def _failure_fixes(rec: CheckRecord) -> list[str]:
@@ -320,7 +325,9 @@ def _check_lines(rec: CheckRecord, idw: int, width: int, verbose: bool, color: b
         lines.append(f"{status} {phase} {rec.id:<{idw}}  {'(said above)' if quoted else f.summary}"
                      f"{cause}{static}{silenced}"
                      f"{dur if i == 0 else ''}")
-        if f.fix and f.status.rank >= Status.WARN.rank and (verbose or f.fix not in said):
+        # said: the same command said with another note (`(paired with the installed torch)`) is said too
+        if f.fix and f.status.rank >= Status.WARN.rank and (verbose or _NOTE.sub("", f.fix) not in
+                                                            {_NOTE.sub("", x) for x in said}):
             lines.append(f"{pad}fix: {f.fix}")
             said.add(f.fix)
     if verbose:
