@@ -9,22 +9,26 @@ the parser cannot be read, it skips and says why.
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Optional
 
 from dfdoctor import STATIC, Result, check, ok, skip, warn
 from dfdoctor import project
 from dfdoctor.launchline.commandline import spec_for
 
 
-@check("args.known", title="The script takes the options the command gives it", phases=("pre",), timeout=10)
+def _nothing_here(ctx) -> Optional[str]:
+    """Why there is no parser to read from here (said without a worker: see Check.not_applicable), else None."""
+    if not ctx.command:
+        return "no command given, so there are no options to match"
+    if not ctx.target.runs_here:
+        return "the entry script lives on the target; its parser was not read from here"
+    return None
+
+
+@check("args.known", title="The script takes the options the command gives it", phases=("pre",), timeout=10,
+       gates=False, not_applicable=_nothing_here)  # a static reading: it gives no cause, so never stops a launch
 def args_known(ctx) -> Iterator[Result]:
     """Read the entry script's parser and match each option of the command against it."""
-    if not ctx.command:
-        yield skip("no command given, so there are no options to match")
-        return
-    if not ctx.target.runs_here:
-        yield skip("the entry script lives on the target; its parser was not read from here")
-        return
     spec = spec_for(ctx)
     if spec.script is None:
         yield skip("the launch runs no script file whose parser could be read")

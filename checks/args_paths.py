@@ -23,15 +23,19 @@ from dfdoctor import project
 from dfdoctor.launchline.commandline import spec_for
 
 
-@check("args.paths", title="The files the command names and the code opens exist", phases=("pre",), timeout=10)
+def _nothing_here(ctx) -> Optional[str]:
+    """Why there are no paths to look at from here (said without a worker: see Check.not_applicable), else None."""
+    if not ctx.command:
+        return "no command given, so there are no paths to look at"
+    if not ctx.target.runs_here:
+        return "the job's files live on the target; they were not looked at from here"
+    return None
+
+
+@check("args.paths", title="The files the command names and the code opens exist", phases=("pre",), timeout=10,
+       not_applicable=_nothing_here)
 def args_paths(ctx) -> Iterator[Result]:
     """Match each option the command gives with the code's reads of it, and look at each path read."""
-    if not ctx.command:
-        yield skip("no command given, so there are no paths to look at")
-        return
-    if not ctx.target.runs_here:
-        yield skip("the job's files live on the target; they were not looked at from here")
-        return
     spec = spec_for(ctx)
     if spec.script is None or not Path(spec.script).is_file():
         yield skip("the launch runs no script file whose reads could be followed")

@@ -26,13 +26,24 @@ from dfdoctor.rehearse.rewrite import STANDS_IN
 from dfdoctor.rehearse.runner import Rehearsal, rehearse
 from dfdoctor.safefile import read_head
 
-@check("launch.path", title="Launch line, hop by hop, rehearsed", phases=("pre",), timeout=40)
+def _no_line(ctx) -> Optional[str]:
+    """No line to analyse, said without a worker (see Check.not_applicable): no --shell-command, no --launcher,
+    and no command that could be a launcher script here (on a target it is never read as one), else None."""
+    if ctx.shell_command or ctx.launcher or (ctx.command and ctx.target.runs_here):
+        return None
+    return NOTHING
+
+
+NOTHING = "no --shell-command or --launcher given: nothing to analyse"
+
+
+@check("launch.path", title="Launch line, hop by hop, rehearsed", phases=("pre",), timeout=40, not_applicable=_no_line)
 def launch_path(ctx) -> Iterator[Result]:
     """Explain `--shell-command` / `--launcher` hop by hop, rehearse it, and give the one fix seen to work. A
     launcher given as the command (`check -- ./launch.sh`, `check -- bash launch.sh`) is read as --launcher is."""
     launcher = ctx.launcher or _launcher_of_command(ctx)
     if not ctx.shell_command and not launcher:
-        yield skip("no --shell-command or --launcher given: nothing to analyse")
+        yield skip(NOTHING)
         return
     launcher_text = None
     if launcher:

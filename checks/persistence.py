@@ -40,7 +40,9 @@ def _here(ctx) -> Optional[str]:
     return None
 
 
-@check(CHECK_ID, title="Which launch survives the session", phases=("pre",), timeout=75, not_applicable=_here)
+# gates=False: its causes (killed-on-session-exit, pty-exhausted) never stop a launch, which observes its own start
+@check(CHECK_ID, title="Which launch survives the session", phases=("pre",), timeout=75, not_applicable=_here,
+       gates=False)
 def persistence_session(ctx) -> Iterator[Result]:
     """Try the launch strategies the run can use through the real chain; recommend the one that survives."""
     target = ctx.target

@@ -34,7 +34,7 @@ FIX = ("Decorate the entry point: `from torch.distributed.elastic.multiprocessin
 
 
 @check("torchrun.record", title="A torchrun entry point records its ranks' errors (@record)", phases=("pre",),
-       timeout=10)
+       timeout=10, gates=False)  # a static reading: it gives no cause, so never stops a launch
 def torchrun_record(ctx) -> Iterator[Result]:
     """Read the script torchrun or accelerate starts for `@record` on its entry point."""
     if not ctx.command and not ctx.launcher:

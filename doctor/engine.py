@@ -370,6 +370,12 @@ def run_phase(ctx: Context, checks: list[Check], phase: str, cfg: Config,
             records = run_checks(checks, ctx, phase, progress=progress, jobs=jobs)
     finally:
         progress.close()
+    return finished(records, cfg)
+
+
+def finished(records: list[CheckRecord], cfg: Config) -> list[CheckRecord]:
+    """A phase's records as reported: silences applied, then one finding for an unreachable target and one for an
+    interpreter that cannot start (each over every record of the phase: it rewrites the others in place)."""
     apply_silences(records, cfg.silences)
     return root_causes.one_missing_module(root_causes.one_missing_interpreter(one_unreachable_target(records)))
 

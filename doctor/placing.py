@@ -181,6 +181,10 @@ class Placement:
         that does not apply here."""
         return ask
 
+    def meanwhile(self, ctx: Any, ask: LaunchAsk) -> None:
+        """Start loading, in a thread, what the launch needs before its start, while `connected` logs in (called
+        just before it): nothing here; a --target's pre-launch checks."""
+
     def connected(self, ctx: Any) -> ContextManager[Any]:
         """What stays open for the whole launch (one ssh connection to a --target)."""
         return contextlib.nullcontext()

@@ -49,6 +49,10 @@ class Check:
     not_applicable: Optional[Callable[..., Optional[str]]] = None
     # What a slow check is doing, for the progress line while it runs ("" for a quick one, whose id says enough)
     doing: str = ""
+    # Whether a finding of it can stop a launch (a cause of causes.LAUNCH_BLOCKERS, one foretold.certain reads, or
+    # imports.smoke's start). A launch on a --target waits for these before its start; one that cannot stop it
+    # (False: declared so only where every cause it gives is known) finishes beside the start, its record the same.
+    gates: bool = True
 
     def skip_for(self, ctx) -> Optional[Result]:
         """The skip of a check that says it does not apply to `ctx` (`not_applicable`), else None."""
@@ -74,9 +78,10 @@ SCOPES = ("any", "slurm", "slurm-nodes")
 def check(id: str, *, title: str, phases: Iterable[str] = ("pre",), timeout: float = 30.0,
           scope: str = "any", imports_torch: bool = False,
           not_applicable: Optional[Callable[..., Optional[str]]] = None,
-          doing: str = "") -> Callable[[CheckFunc], Check]:
+          doing: str = "", gates: bool = True) -> Callable[[CheckFunc], Check]:
     """Declare a check. The function takes a `Context` and yields `Result`s (see `dfdoctor.model`).
-    `not_applicable(ctx)`: why it does not apply (said as its skip, without a worker process), else None."""
+    `not_applicable(ctx)`: why it does not apply (said as its skip, without a worker process), else None.
+    `gates=False`: none of its findings can stop a launch (see Check.gates)."""
     if scope not in SCOPES:
         raise ValueError(f"check {id}: scope must be one of {SCOPES}, got {scope!r}")
     phases = tuple(phases)
@@ -88,7 +93,7 @@ def check(id: str, *, title: str, phases: Iterable[str] = ("pre",), timeout: flo
 
     def wrap(func: CheckFunc) -> Check:
         return Check(id=id, title=title, phases=phases, timeout=float(timeout), func=func, scope=scope,
-                     imports_torch=imports_torch, not_applicable=not_applicable, doing=doing)
+                     imports_torch=imports_torch, not_applicable=not_applicable, doing=doing, gates=gates)
 
     return wrap
 

@@ -14,6 +14,7 @@ import os
 import selectors
 import signal
 import sys
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -70,57 +71,127 @@ def run_checks(checks: list[Check], ctx, phase: str, *, jobs: Optional[int] = No
                progress: Optional[Callable[[str, Optional[Check], Optional[CheckRecord]], None]] = None,
                output_limit: int = DEFAULT_LIMIT) -> list[CheckRecord]:
     """Run `checks` for `phase`; return one record per check, in the order given."""
-    pending = list(checks)
-    running: dict[int, _Worker] = {}
-    done: dict[str, CheckRecord] = {}
-    sel = selectors.DefaultSelector()
-    jobs = jobs or max(1, len(pending))
+    loop = _Loop(checks, ctx, phase, jobs, progress, output_limit)
     with sigterm_interrupts():  # SIGTERM ends the run as Ctrl-C does: the workers are ended and cleaned up after
         try:
-            while pending or running:
-                while pending and len(running) < jobs:
-                    chk = pending.pop(0)
-                    skipped = _not_applicable(chk, ctx, phase)
-                    if skipped is not None:
-                        done[chk.id] = skipped
-                        if progress:
-                            progress("done", chk, skipped)
-                        continue
-                    w = _start(chk, ctx, phase, output_limit)
-                    running[w.pid] = w
-                    raise_held_sigterm()
-                    sel.register(w.result_fd, selectors.EVENT_READ, (w, "result"))
-                    sel.register(w.output_fd, selectors.EVENT_READ, (w, "output"))
-                    if progress:
-                        progress("start", chk, None)
-                now = time.monotonic()
-                # a worker whose pipes both closed is leaving (os._exit closes them): it is reaped a tick later,
-                # not at the next tenth of a second (every run waited up to 0.1 s on its last check, issue 45)
-                leaving = any(not (w.result_open or w.output_open) for w in running.values())
-                wait = min([w.deadline - now for w in running.values()] + [LEAVING_TICK_S if leaving else 0.1])
-                for key, _ in sel.select(timeout=max(0.0, wait)):
-                    w, kind = key.data
-                    _drain(sel, w, kind)
-                if progress:
-                    progress("tick", None, None)
-                for w in list(running.values()):
-                    finished = _poll(sel, w)
-                    if finished is None:
-                        continue
-                    del running[w.pid]
-                    done[w.check.id] = finished
-                    if progress:
-                        progress("done", w.check, finished)
+            loop.run()
         finally:
-            for w in running.values():  # interrupted (Ctrl-C, SIGTERM): nothing we started may outlive us
-                _kill_tree(w.pid)
-                try:
-                    os.waitpid(w.pid, 0)
-                except ChildProcessError:
-                    pass
-                leftovers.clean(w.pid)  # what it made elsewhere (a rehearsal's sentinel, over its hops)
-            sel.close()
-    return [done[c.id] for c in checks if c.id in done]
+            loop.end()
+    return loop.records()
+
+
+def run_gated(checks: list[Check], ctx, phase: str, *,
+              progress: Optional[Callable[[str, Optional[Check], Optional[CheckRecord]], None]] = None,
+              output_limit: int = DEFAULT_LIMIT) -> tuple[list[CheckRecord], "Beside"]:
+    """Start every check at once; return when those that gate (`Check.gates`) have finished: their records, in
+    the order given, and the others, still running in their workers, watched on by a thread (`Beside`). Every
+    worker is forked before this returns, so no thread runs while one is."""
+    loop = _Loop(checks, ctx, phase, None, progress, output_limit)
+    gating = {c.id for c in checks if c.gates}
+    with sigterm_interrupts():
+        try:
+            loop.start_all()  # forked here, in this thread, even when no check gates
+            loop.run(until=lambda: gating <= loop.done.keys())
+        except BaseException:
+            loop.end()
+            raise
+    loop.progress = None  # the progress line is the gate's: its caller closes it now
+    return [loop.done[c.id] for c in checks if c.id in gating], Beside(loop)
+
+
+class Beside:
+    """The checks that cannot stop a launch, run on beside its start by a thread that only reads their pipes and
+    reaps them (it forks nothing); `records` waits for them, `stop` ends them (the launch was interrupted)."""
+
+    def __init__(self, loop: "_Loop") -> None:
+        self.loop = loop
+        self.thread = threading.Thread(target=self._run, name="dfdoctor-checks-beside", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.loop.run()
+        finally:
+            self.loop.end()
+
+    def records(self) -> list[CheckRecord]:
+        """Every check's record (the gate's too), in the order given, once the last one has finished."""
+        self.thread.join()
+        return self.loop.records()
+
+    def stop(self) -> None:
+        """End the checks still running (their workers killed, as an interrupted run's) and wait for that."""
+        self.loop.stopped = True
+        self.thread.join()
+
+
+class _Loop:
+    """The runner's one select loop over its workers, which `run` drives until a condition holds (or all ended)
+    and `end` leaves nothing of (a worker still running is killed, with what it started)."""
+
+    def __init__(self, checks: list[Check], ctx, phase: str, jobs: Optional[int], progress, output_limit: int):
+        self.checks, self.ctx, self.phase, self.progress, self.output_limit = checks, ctx, phase, progress, output_limit
+        self.pending = list(checks)
+        self.running: dict[int, _Worker] = {}
+        self.done: dict[str, CheckRecord] = {}
+        self.sel = selectors.DefaultSelector()
+        self.jobs = jobs or max(1, len(self.pending))
+        self.stopped = False  # set from another thread: `run` returns at its next tick
+
+    def run(self, until: Callable[[], bool] = lambda: False) -> None:
+        while (self.pending or self.running) and not until() and not self.stopped:
+            self.start_all()
+            now = time.monotonic()
+            # a worker whose pipes both closed is leaving (os._exit closes them): it is reaped a tick later,
+            # not at the next tenth of a second (every run waited up to 0.1 s on its last check, issue 45)
+            leaving = any(not (w.result_open or w.output_open) for w in self.running.values())
+            wait = min([w.deadline - now for w in self.running.values()] + [LEAVING_TICK_S if leaving else 0.1])
+            for key, _ in self.sel.select(timeout=max(0.0, wait)):
+                w, kind = key.data
+                _drain(self.sel, w, kind)
+            if self.progress:
+                self.progress("tick", None, None)
+            for w in list(self.running.values()):
+                finished = _poll(self.sel, w)
+                if finished is None:
+                    continue
+                del self.running[w.pid]
+                self.done[w.check.id] = finished
+                if self.progress:
+                    self.progress("done", w.check, finished)
+
+    def start_all(self) -> None:
+        """Start workers for pending checks, as many as `jobs` allows at once."""
+        while self.pending and len(self.running) < self.jobs:
+            chk = self.pending.pop(0)
+            skipped = _not_applicable(chk, self.ctx, self.phase)
+            if skipped is not None:
+                self.done[chk.id] = skipped
+                if self.progress:
+                    self.progress("done", chk, skipped)
+                continue
+            w = _start(chk, self.ctx, self.phase, self.output_limit)
+            self.running[w.pid] = w
+            raise_held_sigterm()
+            self.sel.register(w.result_fd, selectors.EVENT_READ, (w, "result"))
+            self.sel.register(w.output_fd, selectors.EVENT_READ, (w, "output"))
+            if self.progress:
+                self.progress("start", chk, None)
+
+    def end(self) -> None:
+        """Nothing we started may outlive us (interrupted: Ctrl-C, SIGTERM, a stop): each worker left is ended."""
+        for w in self.running.values():
+            _kill_tree(w.pid)
+            try:
+                os.waitpid(w.pid, 0)
+            except ChildProcessError:
+                pass
+            leftovers.clean(w.pid)  # what it made elsewhere (a rehearsal's sentinel, over its hops)
+        self.running.clear()
+        self.sel.close()
+
+    def records(self) -> list[CheckRecord]:
+        return [self.done[c.id] for c in self.checks if c.id in self.done]
 
 
 def _not_applicable(chk: Check, ctx, phase: str) -> Optional[CheckRecord]:

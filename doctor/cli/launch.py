@@ -96,6 +96,7 @@ def launch(opts: dict[str, Any]) -> int:
     # the verdict is printed while the ssh connection is still open: closing it takes a second or so
     here = ctx.cwd if ctx.target.runs_here else Path.cwd()  # where this launch's run folder goes (a copy, remote)
     before = set(list_runs(here))
+    placement.meanwhile(ctx, ask)  # a --target's checks are imported while ssh logs in
     with placement.connected(ctx), _sigterm_watch(placement) as seen:  # SIGTERM ends the watch as Ctrl-C does
         try:
             report = pipeline.launch(placement, ctx, ask)

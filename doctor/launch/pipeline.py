@@ -12,6 +12,7 @@ from typing import Any
 
 from dfdoctor.agent.names import PRE_CHECKS
 from dfdoctor.engine import not_started, now_iso
+from dfdoctor.launch import gated
 from dfdoctor.launch.report import checks_event, placed_report, save_report
 from dfdoctor.model import Report
 from dfdoctor.placing import LaunchAsk, Placement
@@ -34,21 +35,26 @@ def _launch(placement: Placement, ctx: Any, ask: LaunchAsk) -> Report:
         started = now_iso()
         records: list = []
         timeline: list[dict[str, Any]] = []
-        if not ask.no_check:
-            began = time.time()
-            records = placement.pre_checks(ctx, ask)
-            timeline.append(checks_event(records, began))
-            blockers = placement.blockers(ctx, records)
-            if blockers and not ask.force:
-                verdict = not_started(blockers, **placement.not_started_words)
-                return placed_report(ctx, "launch", started, verdict, records, timeline, dict(NOT_STARTED_RUN),
-                                     placement.report_target(ctx))
-        job = placement.start(ctx, ask, timeline)
-        if job.refused is not None:  # nothing runs: the refusal is the verdict
-            report = placed_report(ctx, "launch", started, job.refused, records, timeline + job.timeline,
-                                   job.run or dict(NOT_STARTED_RUN), placement.report_target(ctx))
-            return save_report(job.run_dir, report) if job.run_dir is not None else report
-        judged = placement.watch(ctx, ask, job, records, timeline)
+        try:
+            if not ask.no_check:
+                began = time.time()
+                records = placement.pre_checks(ctx, ask)  # a --target's: those that can stop it (launch/gated.py)
+                timeline.append(checks_event(records, began))
+                blockers = placement.blockers(ctx, records)
+                if blockers and not ask.force:
+                    verdict = not_started(blockers, **placement.not_started_words)
+                    return placed_report(ctx, "launch", started, verdict, gated.complete(records), timeline,
+                                         dict(NOT_STARTED_RUN), placement.report_target(ctx))
+            job = placement.start(ctx, ask, timeline)
+            if job.refused is not None:  # nothing runs: the refusal is the verdict
+                report = placed_report(ctx, "launch", started, job.refused, gated.complete(records),
+                                       timeline + job.timeline, job.run or dict(NOT_STARTED_RUN),
+                                       placement.report_target(ctx))
+                return save_report(job.run_dir, report) if job.run_dir is not None else report
+            judged = placement.watch(ctx, ask, job, records, timeline)  # its verdict waits for every check
+            records = gated.complete(records)
+        finally:
+            gated.stop(records)  # interrupted, or an error: no check runs on without us (nothing once complete)
     report = save_report(job.run_dir, placed_report(ctx, "launch", started, judged.verdict, records + judged.records,
                                                     timeline + judged.timeline, judged.run,
                                                     placement.report_target(ctx)))

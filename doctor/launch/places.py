@@ -87,6 +87,12 @@ class Target(_Recorded):
     def claims(self, ctx: Any) -> bool:
         return not ctx.target.runs_here
 
+    def meanwhile(self, ctx: Any, ask: LaunchAsk) -> None:
+        if not ask.no_check:  # the checks are imported while ssh logs in (`connected`, next)
+            from dfdoctor.launch import gated  # start-up: see _recorded
+            asked = self.prepare(ctx, ask)  # the selection pre_checks will be given (prepare again, same answer)
+            gated.load_meanwhile(asked.only, asked.skip, also=_recorded)
+
     def connected(self, ctx: Any) -> ContextManager[Any]:
         return _recorded().connected_there(ctx)
 

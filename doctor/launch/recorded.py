@@ -45,8 +45,14 @@ def prepare(ask: LaunchAsk) -> LaunchAsk:
 
 
 def pre_checks(ctx: Any, ask: LaunchAsk) -> list:
-    checks, broken = _orchestrate().checks_of("pre", ask.only, ask.skip)
-    return broken + run_phase(ctx, checks, "pre", ask.cfg)
+    """Here, every check run to its end; on a --target, those that can stop the launch (launch/gated.py: the
+    others go on beside the start, and `judged` waits for them)."""
+    if ctx.target.runs_here:  # a local probe server lives only as long as run_phase
+        checks, broken = _orchestrate().checks_of("pre", ask.only, ask.skip)
+        return broken + run_phase(ctx, checks, "pre", ask.cfg)
+    from dfdoctor.launch import gated  # start-up: a --target launch's alone
+    checks, broken = gated.loaded(ask.only, ask.skip) or _orchestrate().checks_of("pre", ask.only, ask.skip)
+    return gated.pre_checks(ctx, checks, broken, ask.cfg)
 
 
 def blockers(ctx: Any, records: list) -> list:
@@ -86,7 +92,9 @@ def judged(ctx: Any, ask: LaunchAsk, run: Any, live: Any, records: list, where: 
            loaded: Optional[Meanwhile] = None) -> Judged:
     """The verdict (linked to a pre-launch finding that foretold it), then the post-launch checks."""
     from dfdoctor.diagnose import foretold  # start-up: see orchestrate.verdict_modules
+    from dfdoctor.launch.gated import complete
     orchestrate = _orchestrate()
+    records = complete(records)  # the checks run beside the start (a --target's) have ended: the verdict reads all
     verdict = foretold.link(orchestrate.verdict_of(run, live, ask.watch_s, where, folders), records)
     verdict.evidence += orchestrate.line_notes(ctx, records)
     post = orchestrate.post_checks(ctx, run, ask.only, ask.skip, ask.cfg, report_broken=ask.no_check,

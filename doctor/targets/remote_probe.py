@@ -37,7 +37,10 @@ def probe_files(script: Path) -> dict[str, str]:
     text = script.read_text()
     files = {script.name: text}
     for sib in [*script.parent.glob("*.py"), SUPPORT]:
-        if sib.name not in files and sib.stem != "__init__" and re.search(rf"\b{re.escape(sib.stem)}\b", text):
+        # the substring first: a pattern compiled per sibling was most of a probe's start on a target (0.02-0.06 s
+        # of CPU in each check's worker, issue 45), and a name the text does not hold cannot match it
+        if sib.name not in files and sib.stem != "__init__" and sib.stem in text and \
+                re.search(rf"\b{re.escape(sib.stem)}\b", text):
             files[sib.name] = sib.read_text()
     return files
 

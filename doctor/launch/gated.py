@@ -1,0 +1,107 @@
+"""A --target launch's pre-launch checks, gated: the job starts once every check that can stop it has finished
+(`Check.gates`); those that cannot (deps.requirements, persistence.session: none of their causes stops a launch)
+run on beside the start and the watch, in the workers forked with the others (runner.run_gated), and their records
+join before the verdict is judged, each the same as if the launch had waited for it (issue 45: on a pct target
+they were most of what a checked launch did before its start).
+
+The gate judges a copy of its records finished on their own (silences, one unreachable target, one missing
+interpreter: each rests on gating checks alone); the records reported are every check's, finished together as
+`run_phase` finishes them, so a record the gate never saw is rewritten by target.reachable's or imports.smoke's
+finding as before."""
+
+from __future__ import annotations
+
+import copy
+import threading
+from typing import Any, Callable, Optional
+
+from dfdoctor.engine import finished
+from dfdoctor.model import CheckRecord
+
+
+class PreChecks(list):
+    """The launch's pre-launch records: those of the gate until `complete` (every check's, in their order)."""
+
+    def __init__(self, broken: list[CheckRecord], gate: list[CheckRecord], beside: Optional[Any], cfg: Any):
+        super().__init__(broken + gate)
+        self.broken, self.beside, self.cfg = broken, beside, cfg
+
+    def complete(self) -> "PreChecks":
+        """Every check's record, once those run beside the start have finished (at once when they have)."""
+        if self.beside is not None:
+            beside, self.beside = self.beside, None
+            self[:] = self.broken + finished(beside.records(), self.cfg)
+        return self
+
+    def stop(self) -> None:
+        """The launch ends without a verdict (interrupted, or an error): the checks beside it are ended."""
+        if self.beside is not None:
+            beside, self.beside = self.beside, None
+            beside.stop()
+
+
+def pre_checks(ctx: Any, checks: list, broken: list[CheckRecord], cfg: Any) -> PreChecks:
+    """Run `checks` until those that gate have finished; the others go on beside (see the module's docstring).
+    `broken`: the records of check plugins that could not be loaded, first (as `check` reports them)."""
+    from dfdoctor.agent import ship
+    from dfdoctor.progress import Progress  # start-up: launch/pipeline.py imports this module for `complete`
+    from dfdoctor.runner import run_gated
+    ship.bundle("probe")  # at once when _Loading made it
+    progress = Progress(len(checks))
+    try:
+        gate, beside = run_gated(checks, ctx, "pre", progress=progress)
+    finally:
+        progress.close()
+    return PreChecks(broken, finished(copy.deepcopy(gate), cfg), beside, cfg)
+
+
+def complete(records: list) -> list:
+    """`records`, every check's (a gated launch's waits for its checks beside the start; any other list is)."""
+    return records.complete() if isinstance(records, PreChecks) else records
+
+
+def stop(records: list) -> None:
+    """End the checks still running beside a launch that ends without a verdict (nothing, for any other list)."""
+    if isinstance(records, PreChecks):
+        records.stop()
+
+
+class _Loading:
+    """The pre-launch checks of one --only/--skip, imported in a thread while ssh logs in to the target (each took
+    0.2-0.3 s, one after the other, on the path to the start). Joined before any worker is forked."""
+
+    def __init__(self, only: tuple, skip: tuple, also: Callable[[], Any]) -> None:
+        self.key, self.loaded, self.also = (only, skip), None, also
+        self.thread = threading.Thread(target=self._load, name="dfdoctor-checks-loading", daemon=True)
+        self.thread.start()
+
+    def _load(self) -> None:
+        try:
+            self.also()
+            from dfdoctor.launch.orchestrate import checks_of
+            from dfdoctor.agent import ship
+            self.loaded = checks_of("pre", *self.key)
+            ship.bundle("probe")  # made once, before the workers fork: each made its own (0.015 s of CPU apiece)
+        except Exception:  # loaded again where they are needed, which says what failed
+            self.loaded = None
+
+
+_loading: Optional[_Loading] = None
+
+
+def load_meanwhile(only: tuple, skip: tuple, also: Callable[[], Any] = lambda: None) -> None:
+    """Start importing the pre-launch checks of `only`/`skip` (`loaded` takes them), after calling `also` (what
+    else the caller needs imported before its start: the placement's module, which imports this one)."""
+    global _loading
+    _loading = _Loading(tuple(only), tuple(skip), also)
+
+
+def loaded(only: tuple, skip: tuple) -> Optional[tuple[list, list]]:
+    """The checks `load_meanwhile` imported for the same `only`/`skip` (with the broken plugins' records), once
+    imported; None when nothing was started for them (or it failed)."""
+    global _loading
+    loading, _loading = _loading, None
+    if loading is None:
+        return None
+    loading.thread.join()
+    return loading.loaded if loading.key == (tuple(only), tuple(skip)) else None
