@@ -97,10 +97,10 @@ def test_a_pct_launch_starts_before_persistence_session_ends_and_reports_it(infr
         pre = {c["id"]: c for c in rep["checks"] if c["phase"] == "pre"}
         assert set(pre) == {"target.reachable", "persistence.session"}
         assert pre["persistence.session"]["status"] == "ok", pre["persistence.session"]
-        began = next(e["t"] for e in rep["timeline"] if e["event"] == "pre-checks")
-        launched = next(e["t"] for e in rep["timeline"] if e["event"] == "launched")
-        # the session's experiment waits out a half-second margin and a heartbeat after its trial: the job was
-        # started while it did, not after it
-        assert launched < began + pre["persistence.session"]["duration_s"], (launched - began, pre)
+        # what the start waited for is the gate's own entry: target.reachable alone, not persistence.session's
+        # experiment (a half-second margin and a heartbeat after its trial). (Compared by clock, a start slower
+        # than that experiment under CI's load failed the test although the gate had not waited for it.)
+        gate = next(e for e in rep["timeline"] if e["event"] == "pre-checks")
+        assert gate["detail"].startswith("1 check(s) in "), gate
         kept = json.loads((Path(rep["run"]["dir"]) / "pre-checks.json").read_text())
         assert {c["id"] for c in kept} == {"target.reachable", "persistence.session"}  # what `status` links to
