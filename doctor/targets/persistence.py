@@ -9,6 +9,7 @@ scratch folder removed in `finally`, and a sentinel stops by itself when its fol
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import time
@@ -300,9 +301,7 @@ def run(target: Target, *, ttys: Sequence[bool] = (False, True), pauses: Sequenc
     cleanup = CLEANUP.format(tag=tag, beat=BEAT_S)
     # The watchdog: a session on the target that waits for EOF on its stdin, then cleans up. Our end of that
     # pipe closes however this process ends (even SIGKILL), so the sentinels never outlive the probe by long.
-    watchdog = subprocess.Popen(transport.wrap(target, ["sh", "-c", "cat >/dev/null\n" + cleanup, "sh", d]),
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)
+    watchdog = _watchdog(target, cleanup, d)
     try:
         for s in STRATEGIES:
             if only and s.name not in only:
@@ -359,6 +358,25 @@ def observe(target: Target, *, only: Optional[Sequence[str]] = None, ttys: Seque
     if key and not out.error and not out.unreachable and out.left_behind == 0 and out.trials:
         cache.store(CACHE_KIND, key, out.to_json())
     return out
+
+
+def _watchdog(target: Target, cleanup: str, d: str, tries: int = 2) -> subprocess.Popen:
+    """The watchdog's session, seen to run on the target (it says `ready` before it waits) before any trial starts:
+    one that never got there (a session refused or an attach that failed, on a busy host) would leave the trials
+    of a probe killed with SIGKILL behind, with nobody to clean them up. Started again once; the last one is
+    returned either way (a probe that ends normally cleans up in a session of its own where it is gone)."""
+    for attempt in range(tries):
+        watchdog = subprocess.Popen(transport.wrap(target, ["sh", "-c", "echo ready\ncat >/dev/null\n" + cleanup,
+                                                            "sh", d]),
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    start_new_session=True)
+        ready, _, _ = select.select([watchdog.stdout], [], [], 15)
+        if ready and os.read(watchdog.stdout.fileno(), 6) == b"ready\n":
+            return watchdog
+        if attempt + 1 < tries:
+            _kill(watchdog)
+            watchdog.wait()
+    return watchdog
 
 
 def _clean(target: Target, watchdog: subprocess.Popen, cleanup: str, d: str) -> Optional[int]:
