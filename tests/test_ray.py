@@ -378,13 +378,15 @@ def _memory_used() -> tuple[float, int]:
 @pytest.mark.slow
 def test_a_task_rays_memory_monitor_kills_is_named_with_its_numbers(tmp_path):
     """A real kill by Ray's memory monitor, on a head of its own whose threshold (RAY_memory_usage_threshold) is
-    a little above what the machine uses as it starts (6 % of it, about 1.4 GB here: the head takes about 0.9 of
-    it). The task allocates 128 MiB at a time until killed, at most 8 GiB and never below 3 GiB available: the
-    machine is shared, and what others use moves by GBs, which the cap leaves room for."""
+    above what the machine uses as it starts (15 % of it, about 3.5 GB here: the head takes about 0.9 of it). The
+    task allocates 128 MiB at a time until killed, at most 8 GiB and never below 3 GiB available: the machine is
+    shared, and what others use moves by GBs, which the cap leaves room for. With 6 % (0.5 GB beyond the head) a
+    full run's other tests once filled the node before the task held anything, and the monitor took Ray's own
+    supervisor of the job (tests/test_ray_oom_victim.py says how that reads)."""
     used, total = _memory_used()
     if total * (1 - used) < 12 << 30:
         pytest.skip(f"only {total * (1 - used) / 2**30:.1f} GiB free here: the test may allocate 8 GiB")
-    h = ray_head.start(Path(sys.executable), settings={"RAY_memory_usage_threshold": f"{used + 0.06:.3f}"})
+    h = ray_head.start(Path(sys.executable), settings={"RAY_memory_usage_threshold": f"{used + 0.15:.3f}"})
     try:
         wd = _folder(tmp_path, "ray_memory_hog.py")
         doc, took, _ = _launch(h, wd, "--", "python", "ray_memory_hog.py", "8192")

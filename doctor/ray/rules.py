@@ -22,7 +22,10 @@ OOM_WORDS = ("OUT_OF_MEMORY", "running low on memory", "OutOfMemoryError", "memo
 # own exception, never a CUDA OutOfMemoryError
 RAY_OOM_RAISED = ("ray.exceptions.OutOfMemoryError", "killed due to the node running low on memory")
 OOM_VICTIM = re.compile(r"Selected to kill: \((?:Task|Actor\([^)]*\)): job ID=[^,]*, lease ID=[^,]*, "
-                        r"task name=(?!_ray_internal)([^,]+),")
+                        r"task name=([^,]+),")
+# the job manager's own actor that runs each job's driver: the monitor takes it where no task of the job is running
+# yet (or none is newer) when the node's memory passes the threshold, e.g. when something outside Ray fills it
+SUPERVISOR = "_ray_internal_job_actor_"
 # the memory monitor's own numbers in that message: the node's use against its limit, and the worker it chose
 OOM_NODE = re.compile(r"Memory on the node \(IP: [^)]*\) was ([^\n(]+)(?:\(([\d.]+)\))?")
 OOM_THRESHOLD = re.compile(r"exceeded threshold of \d+B \(([\d.]+% of \d+B limit)\)")
@@ -169,9 +172,20 @@ def actor_oom(s: Seen) -> Optional[Verdict]:
             return _oom(s, _who(row), text)
     said = (s.job.get("message") or "") + "\n" + s.logs
     if s.status == "FAILED" and any(w in said for w in RAY_OOM_RAISED):
-        victim = OOM_VICTIM.search(said)
-        return _oom(s, victim[1] if victim else "a worker of the job", said)
+        return _oom(s, _victim(said), said)
     return None
+
+
+def _victim(said: str) -> str:
+    """Whom the monitor chose, by the name its message gives: the job's own task or actor first; else Ray's
+    supervisor of the job (then nothing of the user's code held the memory it freed)."""
+    names = OOM_VICTIM.findall(said)
+    own = [n for n in names if not n.startswith("_ray_internal")]
+    if own:
+        return own[0]
+    if any(n.startswith(SUPERVISOR) for n in names):
+        return f"the job's supervisor ({names[0]}, Ray's own actor that runs the driver)"
+    return "a worker of the job"
 
 
 def _oom(s: Seen, who: str, text: str) -> Verdict:
@@ -184,7 +198,8 @@ def _oom(s: Seen, who: str, text: str) -> Verdict:
 
 def _oom_numbers(text: str, who: str) -> str:
     """What the monitor says of the kill: the worker's own memory, the node's use against its limit."""
-    chosen = next((l for l in text.splitlines() if "Selected to kill" in l and f"name={who}" in l), "")
+    name = who.split(" (", 1)[-1].split(",", 1)[0] if who.startswith("the job's supervisor") else who
+    chosen = next((l for l in text.splitlines() if "Selected to kill" in l and f"name={name}," in l), "")
     own = re.search(r"actual memory used=([\d.]+\s*[KMGT]?B)", chosen)
     node, threshold = OOM_NODE.search(text), OOM_THRESHOLD.search(text)
     said = [f"it held {own[1]}" if own else "",
