@@ -119,7 +119,7 @@ class Seen:
 
 def seen(samples: list[ProcessSample]) -> list[Seen]:
     """The waits of every process, look by look."""
-    return [Seen(p, [classify(look.stacks.text, look.kernel) for look in p.looks]) for p in samples if p.looks]
+    return [Seen(p, [classify(look.stacks.text, look.kernel, p.store) for look in p.looks]) for p in samples if p.looks]
 
 
 def excerpt(s: Seen, frames: int = EXCERPT_FRAMES) -> list[str]:
@@ -197,15 +197,25 @@ def _rank_missing(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
     unseen = sorted(set(range(world)) - {s.proc.rank for s in ranks})
     if not absent and not unseen:
         return None
+    by_kernel = all(s.wait.where is None for s in waiting)  # no Python stack: the socket to the store said it
+    if by_kernel and any(s.proc.joined is not False for s in absent):
+        return None  # a rank that holds its store connection (or whose sockets were not read) may be past it
     where = [f"{_names([s.proc.rank])} (pid {s.proc.pid}) is at {s.at()}" +
-             (f", {s.wait.kind}" + (f" [{s.wait.detail}]" if s.wait.detail else "") if s.wait.kind else "")
-             for s in absent]
+             (f", {s.wait.kind}" + (f" [{s.wait.detail}]" if s.wait.detail else "") if s.wait.kind else "") +
+             (f", no connection to the rendezvous store {s.proc.store}" if by_kernel else "") for s in absent]
     if unseen:
         where.append(f"{_names(unseen)}: no such process here (on another node, or it died)")
     missing = [s.proc.rank for s in absent] + unseen
+    them = "it" if len(missing) == 1 else "them"
     head = (f"{_names(missing)} never arrived in init_process_group; {_names([s.proc.rank for s in waiting])} "
-            f"wait{'s' if len(waiting) == 1 else ''} for {'it' if len(missing) == 1 else 'them'} there")
-    fix = ("Make every rank reach init_process_group: the missing rank is stuck before it (its line is below). "
+            f"wait{'s' if len(waiting) == 1 else ''} for {them} there")
+    line = "its line is below"
+    if by_kernel:
+        head = (f"{_names(missing)} never arrived at the rendezvous; {_names([s.proc.rank for s in waiting])} "
+                f"wait{'s' if len(waiting) == 1 else ''} for {them} on the rendezvous store {waiting[0].proc.store} "
+                "(MASTER_ADDR:MASTER_PORT; seen from the kernel: no Python stack was read)")
+        line = f"`py-spy dump --pid {absent[0].proc.pid}` shows its line" if absent else "its line is not known"
+    fix = (f"Make every rank reach init_process_group: the missing rank is stuck before it ({line}). "
            "A rank on another node must be started with the same MASTER_ADDR/MASTER_PORT and --nnodes. Set a "
            "short `timeout=` on init_process_group so such a wait fails instead of hanging.")
     return Finding("failed", causes.RANK_MISSING, head, fix, where)
@@ -419,7 +429,7 @@ def _look_again(s: Seen) -> None:
     """One more look at one process, its wait read as the others were."""
     look_once([s.proc])
     if s.proc.looks:
-        s.waits.append(classify(s.proc.last.stacks.text, s.proc.last.kernel))
+        s.waits.append(classify(s.proc.last.stacks.text, s.proc.last.kernel, s.proc.store))
 
 
 def _buffered(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:

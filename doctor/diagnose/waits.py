@@ -85,8 +85,9 @@ def main_of(stacks_text: str) -> Optional[ThreadStack]:
     return next((t for t in threads if t.ident == "MainThread"), threads[0] if threads else None)
 
 
-def classify(stacks_text: str, kernel: KernelWait) -> Wait:
-    """The main thread's wait, torch's frames first (they say why), then the kernel's (they say on what)."""
+def classify(stacks_text: str, kernel: KernelWait, store: Optional[str] = None) -> Wait:
+    """The main thread's wait, torch's frames first (they say why), then the kernel's (they say on what).
+    `store`: the process's rendezvous store, MASTER_ADDR:MASTER_PORT from its environment (None: not a rank)."""
     main = main_of(stacks_text)
     frames = main.frames if main else ()
     user = user_frame(frames)
@@ -115,6 +116,10 @@ def classify(stacks_text: str, kernel: KernelWait) -> Wait:
             any(f.func == "_find_and_load" for f in frames):
         return Wait(IMPORT, frames[0] if frames else None, user, "")
     by_kernel = _by_kernel(kernel, frames, user)
+    if by_kernel and by_kernel.kind == SOCKET and on_store(kernel, store):
+        # no torch frame said so (no py-spy), but the socket's other end is the rank's own rendezvous store:
+        # what it waits for there is the other ranks, never a download
+        return Wait(RENDEZVOUS, by_kernel.where, user, f"its rendezvous store {store}")
     if by_kernel:
         return by_kernel
     if main is not None and main.state in ("active", "gil"):
@@ -142,6 +147,14 @@ def _by_kernel(k: KernelWait, frames: tuple[Frame, ...], user: Optional[Frame]) 
     if k.syscall in ("wait4", "waitid"):
         return Wait(CHILD, top, user, "")
     return None
+
+
+def on_store(k: KernelWait, store: Optional[str]) -> bool:
+    """The socket the kernel shows the process waiting on leads to the rendezvous store's port (its peer's port is
+    MASTER_PORT; the address is left aside, as jobstacks.joined_store does: MASTER_ADDR may be a name)."""
+    if not (store and k.is_socket and k.peer):
+        return False
+    return k.peer.rsplit(":", 1)[-1] == store.rsplit(":", 1)[-1]
 
 
 def _kernel_words(k: KernelWait) -> str:
