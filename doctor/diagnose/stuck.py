@@ -13,7 +13,7 @@ from typing import Optional
 
 import psutil
 from dfdoctor import causes
-from dfdoctor.diagnose import init_ahead, threadwaits, waits
+from dfdoctor.diagnose import download_cache, init_ahead, threadwaits, waits
 from dfdoctor.diagnose.jobstacks import ProcessSample, exit_words, look_once
 from dfdoctor.diagnose.waits import Wait, classify, main_of
 from dfdoctor.agent.ranks import nproc as expected_ranks
@@ -377,10 +377,7 @@ def _single_wait(all_seen: list[Seen], quiet_s: float, local: bool = True) -> Op
                            "should connect to it, and check that they are given this host and port.",
                            [f"{who}: {k.words() if k else w.detail}"])
         if w.kind == waits.SOCKET:
-            return Finding("unknown", causes.WAITING_ON_NETWORK, f"{who} waits for data from {w.detail} at "
-                           f"{s.at()} (a download or a remote service)", "Check that the host answers from here; "
-                           "pre-download the files (or set HF_HUB_OFFLINE=1 with a local cache) and set a timeout "
-                           "on the request.", [f"{who}: {k.words() if k else w.detail}"])
+            return _socket_wait(s, who, k)
         if w.kind == waits.CUDA_SYNC:
             busy = gpu_busy() if local else ""
             return Finding("unknown", causes.CUDA_SYNC_WAIT, f"{who} waits in CUDA synchronisation at {s.at()} "
@@ -395,6 +392,20 @@ def _single_wait(all_seen: list[Seen], quiet_s: float, local: bool = True) -> Op
                            f"processes at {s.at()}", "Compiling can take minutes; if it never ends, set "
                            "TORCHINDUCTOR_COMPILE_THREADS=1 to compile in the process itself and see where.", [])
     return None
+
+
+def _socket_wait(s: Seen, who: str, k) -> Finding:
+    """A read from a socket that never answers: a download or a remote service. Where the frames that read are a
+    library's that keeps its own cache (tiktoken's BPE files), what it fetches and that cache are named."""
+    w, look = s.wait, s.proc.last
+    main = main_of(look.stacks.text) if look else None
+    lib = download_cache.library_of(f.file for f in main.frames) if main else None
+    what = f"{lib[0]}: a download" if lib else "a download or a remote service"
+    fix = (f"Check that the host answers from here. {lib[1]}" if lib else
+           "Check that the host answers from here; pre-download the files (or set HF_HUB_OFFLINE=1 with a local "
+           "cache) and set a timeout on the request.")
+    return Finding("unknown", causes.WAITING_ON_NETWORK, f"{who} waits for data from {w.detail} at {s.at()} "
+                   f"({what})", fix, [f"{who}: {k.words() if k else w.detail}"])
 
 
 def gpu_busy() -> str:
