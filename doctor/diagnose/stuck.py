@@ -119,7 +119,8 @@ class Seen:
 
 def seen(samples: list[ProcessSample]) -> list[Seen]:
     """The waits of every process, look by look."""
-    return [Seen(p, [classify(look.stacks.text, look.kernel, p.store) for look in p.looks]) for p in samples if p.looks]
+    return [Seen(p, [classify(look.stacks.text, look.kernel, p.store) for look in p.looks])
+            for p in samples if p.looks]
 
 
 def excerpt(s: Seen, frames: int = EXCERPT_FRAMES) -> list[str]:
@@ -197,7 +198,7 @@ def _rank_missing(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
     unseen = sorted(set(range(world)) - {s.proc.rank for s in ranks})
     if not absent and not unseen:
         return None
-    by_kernel = all(s.wait.where is None for s in waiting)  # no Python stack: the socket to the store said it
+    by_kernel = all(s.wait.detail.startswith(waits.STORE_WAIT) for s in waiting)  # no stack: the store's socket
     if by_kernel and any(s.proc.joined is not False for s in absent):
         return None  # a rank that holds its store connection (or whose sockets were not read) may be past it
     where = [f"{_names([s.proc.rank])} (pid {s.proc.pid}) is at {s.at()}" +

@@ -15,6 +15,7 @@ from dfdoctor.diagnose.kernelwait import POLLS, READS, SELECTS, SLEEPS, KernelWa
 from dfdoctor.diagnose.stackclass import Frame, ThreadStack, parse
 
 RENDEZVOUS = "rendezvous"  # inside init_process_group, waiting for the other ranks
+STORE_WAIT = "its rendezvous store"  # a RENDEZVOUS wait's detail when only the kernel's socket showed it
 COLLECTIVE = "collective"  # inside all_reduce, barrier, ...
 DATALOADER = "dataloader"  # the training loop waits for a DataLoader worker's batch
 DATALOADER_WORKER = "dataloader-worker"  # a worker process (what it waits on is in `where`)
@@ -116,10 +117,10 @@ def classify(stacks_text: str, kernel: KernelWait, store: Optional[str] = None) 
             any(f.func == "_find_and_load" for f in frames):
         return Wait(IMPORT, frames[0] if frames else None, user, "")
     by_kernel = _by_kernel(kernel, frames, user)
-    if by_kernel and by_kernel.kind == SOCKET and on_store(kernel, store):
-        # no torch frame said so (no py-spy), but the socket's other end is the rank's own rendezvous store:
-        # what it waits for there is the other ranks, never a download
-        return Wait(RENDEZVOUS, by_kernel.where, user, f"its rendezvous store {store}")
+    if by_kernel and by_kernel.kind == SOCKET and not frames and on_store(kernel, store):
+        # no stack was read (no py-spy), but the socket's other end is the rank's own rendezvous store: what it
+        # waits for there is the other ranks, never a download (a stack that was read says what it does itself)
+        return Wait(RENDEZVOUS, None, None, f"{STORE_WAIT} {store}")
     if by_kernel:
         return by_kernel
     if main is not None and main.state in ("active", "gil"):
