@@ -191,17 +191,41 @@ def _conditional(ctx, spec: LaunchSpec, item: dict, guard: Optional[str], launch
 def _lazy(ctx, spec: LaunchSpec, item: dict, request: dict, launch: dict) -> Result:
     """A module imported inside a function that is not installed: the job fails when it calls the function,
     unless every call of it sits under an `if` on an option this launch does not give, false on its default
-    (nanoGPT's transformers, in GPT.from_pretrained, called only for `--init_from=gpt2*`)."""
+    (nanoGPT's transformers, in GPT.from_pretrained, called only for `--init_from=gpt2*`). An import under an `if`
+    inside the function is one too, said with its `if`: not reached where that `if` (or one above a call) reads
+    an option this launch does not give, else the job fails if that branch runs."""
     fix = _missing_fix(ctx, item, request)
     said = f"No module named '{item['missing']}', imported inside a function at {_loc(item)}"
     evidence = (f"{_loc(item)}: {item['text']}",)
     gate, given, by_default = _gate(ctx, spec, item)
+    if item.get("under"):
+        return _lazy_under_if(said, item["under"], gate, given, by_default, evidence, fix, launch)
     if gate is None or given or by_default is not False:
         return warn(f"{said}: the job fails when it gets there", causes.MISSING_MODULE, evidence=evidence, fix=fix,
                     data=launch)
     return warn(f"{said}, which the job reaches {gate.words()}: this launch does not give {gate.option.flag}, so it "
                 "does not get there", causes.MISSING_MODULE, evidence=evidence, fix=_later(gate, fix),
                 data={**launch, "not_reached": True})
+
+
+def _lazy_under_if(said: str, under: dict, gate: Optional[Gate], given: bool, by_default: Optional[bool],
+                   evidence: tuple, fix: str, launch: dict) -> Result:
+    """A missing module imported under an `if` inside a function: the `if` named, and whether this launch gets
+    there where an option decides it (the `if` itself, or one above a call of the function); else it may."""
+    if gate is None or gate.via:  # the `if` says nothing of the launch, or a gate above a call does
+        said += f" under `{under['text'].rstrip(':')}` (line {under['line']})"
+    if gate is not None and not given and by_default is False:
+        return warn(f"{said}, which the job reaches {gate.words()}: this launch does not give {gate.option.flag}, "
+                    "so it does not get there", causes.MISSING_MODULE, evidence=evidence, fix=_later(gate, fix),
+                    data={**launch, "not_reached": True})
+    if gate is not None and given:
+        return warn(f"{said}, which the job reaches {gate.words()}, and this launch gives {gate.option.flag}: the "
+                    "job fails when it gets there", causes.MISSING_MODULE, evidence=evidence, fix=fix, data=launch)
+    if gate is not None and by_default:
+        return warn(f"{said}, which the job reaches {gate.words()}, as this launch does (its default): the job "
+                    "fails when it gets there", causes.MISSING_MODULE, evidence=evidence, fix=fix, data=launch)
+    return warn(f"{said}: the job fails if that branch runs", causes.MISSING_MODULE, evidence=evidence, fix=fix,
+                data=launch)
 
 
 def _gate(ctx, spec: LaunchSpec, item: dict) -> tuple[Optional[Gate], bool, Optional[bool]]:

@@ -31,7 +31,8 @@ def job_resources(ctx):
     if not ex:
         usage = (run.heartbeat or {}).get("usage") or {}
         if usage:
-            yield ok(f"running: {usage.get('rss', 0) / 2**20:.0f} MiB resident, {usage.get('cpu_s', 0):.1f} s CPU",
+            now = "ended (not reaped yet); at its last heartbeat" if _unreaped(run) else "running"
+            yield ok(f"{now}: {usage.get('rss', 0) / 2**20:.0f} MiB resident, {usage.get('cpu_s', 0):.1f} s CPU",
                      data={"resources": usage})
         else:
             yield skip("the job did not run long enough to measure")
@@ -47,3 +48,15 @@ def job_resources(ctx):
                    data={"resources": facts})
         return
     yield ok(summary, data={"resources": facts})
+
+
+def _unreaped(run) -> bool:
+    """The job's process here has exited and is a zombie (its recorder has not reaped it): not running."""
+    if run.is_remote or not run.job_pid:
+        return False
+    import psutil
+
+    try:
+        return psutil.Process(run.job_pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

@@ -38,9 +38,10 @@ def test_a_helper_captured_in_a_temp_file_is_not_the_jobs_log_and_the_busy_proce
     assert "/tmp/tmp" not in text and "time.sleep" not in v["summary"], text
 
 
-def _dfdoctor_without_pyspy(python: Path, work: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
+def _dfdoctor_without_pyspy(python: Path, work: Path, *args: str,
+                            **env_extra: str) -> tuple[subprocess.CompletedProcess, dict]:
     out = work / f"report-{time.monotonic_ns()}.json"
-    env = job_env(PATH="/usr/local/bin:/usr/bin:/bin")
+    env = job_env(PATH="/usr/local/bin:/usr/bin:/bin", **env_extra)
     p = subprocess.run([str(python), "-m", "dfdoctor", *args[:1], "--cwd", str(work), "--format", "json",
                         "--output", str(out), "--format", "text", *args[1:]], cwd=work, env=env,
                        capture_output=True, text=True, timeout=180)
@@ -73,3 +74,20 @@ def test_without_py_spy_a_supervisors_polling_is_not_progress_and_a_rank_that_ne
     v, text = rep["verdict"], text_of(rep)
     assert proc.returncode == 1 and v["state"] != "running", text
     assert "it spends CPU, but its stacks could not be read" in v["summary"], text
+
+
+def test_without_py_spy_a_rank_polling_its_own_rendezvous_store_waits_for_the_missing_rank_not_a_download(work):
+    """Rank 1 sleeps before init_process_group; rank 0 polls its socket to the rendezvous store, the kernel's
+    only view of it without py-spy. That socket's other end is MASTER_ADDR:MASTER_PORT of rank 0's own
+    environment: a rendezvous wait (rank-missing, as with py-spy), never `waiting-on-network` with a download's
+    fix (HF_HUB_OFFLINE...), as it was in round 15 (its ranks unbuffered; buffered, it was `output-buffered`)."""
+    python = python_without_pyspy(work)
+    torchrun = Path(PY).parent / "torchrun"
+    proc, rep = _dfdoctor_without_pyspy(python, work, "launch", "--no-check", "--watch", "30", "--", str(torchrun),
+                                        "--nproc_per_node", "2", str(JOBS / "ddp_never_joins.py"),
+                                        PYTHONUNBUFFERED="1")
+    v, text = rep["verdict"], text_of(rep)
+    assert proc.returncode == 1 and v["cause"] == "rank-missing", text
+    assert "rank 1 never arrived at the rendezvous; rank 0 waits for it on the rendezvous store" in v["summary"], text
+    assert "HF_HUB_OFFLINE" not in text and "download" not in text, text
+    assert any("rank 1 (pid" in e and "no connection to the rendezvous store" in e for e in v["evidence"]), text

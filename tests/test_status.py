@@ -166,3 +166,35 @@ def test_a_recorder_that_ends_while_status_diagnoses_is_read_again_not_called_ki
     v = got.verdict
     assert calls[0] is False, calls  # the diagnosis began on the record read before the exit
     assert v.state == "ok" and v.cause != "killed-by-signal", (v.state, v.cause, v.summary)
+
+
+@pytest.mark.slow
+def test_a_job_that_ended_while_its_recorder_is_stopped_is_said_ended_not_alive_and_silent(work):
+    """The job exits while its recorder (its parent) is held with SIGSTOP: a zombie nobody reaps, which /proc
+    still lists with the job's start time. `status --watch 0` called it "alive but silent" (round 15); it has
+    ended, and its exit status is not known until it is reaped (none is made up). Let go, the recorder reaps it,
+    writes its exit, and status says how it ended."""
+    ends = "import os, time\nprint('hi', flush=True)\nwhile not os.path.exists('go'):\n    time.sleep(0.05)\n"
+    proc, rep = launch(work, sys.executable, "-c", ends, watch=0)
+    run_dir = Path(rep["run"]["dir"])
+    rec = record.load(run_dir).recorder
+    os.kill(rec["pid"], signal.SIGSTOP)
+    try:
+        job = record.load(run_dir).job_pid
+        (work / "go").touch()
+        assert wait_for(lambda: psutil.Process(job).status() == psutil.STATUS_ZOMBIE, 60), "the job did not end"
+        p, st = status(work, "--watch", "0")
+    finally:
+        os.kill(rec["pid"], signal.SIGCONT)
+    v, text = st["verdict"], text_of(st)
+    assert p.returncode == 1 and v["state"] == "unknown" and v["cause"] is None, text
+    assert v["summary"].startswith(f"The job has ended: its process (pid {job}) exited and is a zombie"), text
+    assert f"its recorder (pid {rec['pid']}) is stopped" in v["summary"], text
+    assert "not known until it is reaped" in v["summary"] and "alive" not in text, text
+    assert st["run"]["exit_code"] is None and st["run"]["signal"] is None, st["run"]
+    assert f"kill -CONT {rec['pid']}" in v["fix"] and "dfdoctor stop" not in v["fix"], v["fix"]
+    res = next(c for c in st["checks"] if c["id"] == "job.resources")
+    assert not res["summary"].startswith("running"), res
+    assert wait_for(lambda: record.load(run_dir).finished, 60), "the recorder did not write the job's exit"
+    p, st = status(work, "--watch", "0")
+    assert p.returncode == 0 and st["verdict"]["state"] == "ok", text_of(st)

@@ -354,42 +354,59 @@ def follow_local(tree, main_file, package, root, out):
 
 
 def function_imports(tree):
-    """Absolute imports that run only when a function is called, unguarded by try/except ImportError or `if`."""
+    """Absolute imports that run only when a function is called, unguarded by try/except ImportError: (name,
+    line, the line of the innermost `if` inside the function they sit under, or None). An `if` never true at run
+    time (TYPE_CHECKING) or a branch this interpreter never takes (a test on its version or platform) hides its
+    imports; any other `if` only makes them conditional: the check says whether this launch reaches them."""
     found = []
 
-    def visit(nodes, in_func, guarded):
-        """Walk statements, noting whether we are in a function and under a guard."""
+    def visit(nodes, in_func, guarded, under):
+        """Walk statements, noting whether we are in a function, under a guard, and under which `if`."""
         for node in nodes:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                visit(node.body, True, guarded)
+                visit(node.body, True, guarded, None)
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 if in_func and not guarded:
                     if isinstance(node, ast.Import):
-                        found.extend((a.name, node.lineno) for a in node.names)
+                        found.extend((a.name, node.lineno, under) for a in node.names)
                     elif not node.level and node.module:
-                        found.append((node.module, node.lineno))
+                        found.append((node.module, node.lineno, under))
             elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
-                visit(node.body, in_func, guarded or handles_import_error(node))
+                visit(node.body, in_func, guarded or handles_import_error(node), under)
                 for h in node.handlers:
-                    visit(h.body, in_func, True)
-                visit(node.orelse + node.finalbody, in_func, guarded)
+                    visit(h.body, in_func, True, under)
+                visit(node.orelse + node.finalbody, in_func, guarded, under)
             elif isinstance(node, ast.If):
-                visit(node.body + node.orelse, in_func, guarded or in_func)
+                visit(live_branches(node), in_func, guarded, node.lineno if in_func else under)
             else:
                 for attr in ("body", "orelse", "finalbody"):
                     inner = getattr(node, attr, None)
                     if isinstance(inner, list):
-                        visit(inner, in_func, guarded)
+                        visit(inner, in_func, guarded, under)
 
-    visit(tree.body, False, False)
+    visit(tree.body, False, False, None)
     return found
+
+
+def live_branches(node):
+    """The statements of an `if` that can run here: none of `if TYPE_CHECKING:`'s body, only the branch this
+    interpreter takes of a test on its version or platform, both branches of any other test."""
+    if is_type_checking(node.test):
+        return node.orelse
+    if is_version_test(node.test):
+        try:
+            taken = bool(eval(compile(ast.Expression(body=node.test), "<guard>", "eval"), {"sys": sys}))
+        except Exception:  # noqa: BLE001 - a test that raises here is one we cannot judge: both branches count
+            return node.body + node.orelse
+        return node.body if taken else node.orelse
+    return node.body + node.orelse
 
 
 def lazy_missing(files, root):
     """Imports inside functions whose top-level package cannot be found at all (checked without importing)."""
     missing = []
     for path, tree, _pkg in files:
-        for name, line in function_imports(tree):
+        for name, line, under in function_imports(tree):
             top = name.split(".")[0]
             if top in sys.modules or top in sys.builtin_module_names or local_file(top, root):
                 continue
@@ -399,7 +416,8 @@ def lazy_missing(files, root):
                 found = None
             if found is None:
                 missing.append({"name": name, "missing": top, "file": path, "line": line,
-                                "text": source_line(path, line), "near": safe_near(_near.near_module, top)})
+                                "text": source_line(path, line), "near": safe_near(_near.near_module, top),
+                                "under": {"line": under, "text": source_line(path, under)} if under else None})
     return missing
 
 

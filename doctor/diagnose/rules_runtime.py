@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from dfdoctor import causes
-from dfdoctor.diagnose import download_root
+from dfdoctor.diagnose import download_cache, download_root
 from dfdoctor.diagnose.static_value import Reading, traced_value
 from dfdoctor.diagnose.traceback import PyError
 from dfdoctor.numbers import is_whole
@@ -621,6 +621,10 @@ def download_failed(err: PyError, ctx: Context) -> Optional[Finding]:
     evidence = [f"message: {err.headline[:300]}"]
     proxy = [k for k in ("HTTPS_PROXY", "https_proxy", "HF_ENDPOINT", "HF_HUB_OFFLINE") if k in ctx.env]
     evidence += [f"{k}={ctx.env[k]!r} in the job's environment" for k in proxy]
+    lib = download_cache.library_of(f for f, _, _ in err.frames)
+    if lib is not None:  # a library with a cache of its own (tiktoken): its variable, not the hub's
+        return Finding(causes.DOWNLOAD_FAILED, f"A download failed at {err.blame} ({lib[0]}): this machine could "
+                       f"not reach {target or 'the server'} ({hit}).", lib[1], evidence)
     hub = any(w in text or any(w in f for f, _, _ in err.frames) for w in ("huggingface", "transformers",
                                                                             "/datasets/", "HF_HUB", "hf_hub"))
     told = None if hub or not ctx.local else _own_download(err, ctx)

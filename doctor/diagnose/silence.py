@@ -63,6 +63,8 @@ def _said(s: Seen, cwd: Optional[str]) -> str:
     what = _WHAT.get(w.kind, w.kind)
     if w.kind in (waits.SOCKET,) and w.detail:
         what = f"a read from {w.detail}"
+    elif w.kind == waits.RENDEZVOUS and w.detail.startswith(waits.STORE_WAIT):
+        what = f"a wait on {w.detail}"  # the kernel's socket to it; no stack says init_process_group
     elif w.kind == waits.LISTEN and w.detail:
         what = f"a wait for a client on {w.detail}"
     elif w.kind == waits.SLEEP and w.detail and w.detail != "time.sleep":

@@ -13,7 +13,7 @@ from typing import Optional
 
 import psutil
 from dfdoctor import causes
-from dfdoctor.diagnose import init_ahead, threadwaits, waits
+from dfdoctor.diagnose import download_cache, init_ahead, threadwaits, waits
 from dfdoctor.diagnose.jobstacks import ProcessSample, exit_words, look_once
 from dfdoctor.diagnose.waits import Wait, classify, main_of
 from dfdoctor.agent.ranks import nproc as expected_ranks
@@ -119,7 +119,8 @@ class Seen:
 
 def seen(samples: list[ProcessSample]) -> list[Seen]:
     """The waits of every process, look by look."""
-    return [Seen(p, [classify(look.stacks.text, look.kernel) for look in p.looks]) for p in samples if p.looks]
+    return [Seen(p, [classify(look.stacks.text, look.kernel, p.store) for look in p.looks])
+            for p in samples if p.looks]
 
 
 def excerpt(s: Seen, frames: int = EXCERPT_FRAMES) -> list[str]:
@@ -197,15 +198,25 @@ def _rank_missing(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
     unseen = sorted(set(range(world)) - {s.proc.rank for s in ranks})
     if not absent and not unseen:
         return None
+    by_kernel = all(s.wait.detail.startswith(waits.STORE_WAIT) for s in waiting)  # no stack: the store's socket
+    if by_kernel and any(s.proc.joined is not False for s in absent):
+        return None  # a rank that holds its store connection (or whose sockets were not read) may be past it
     where = [f"{_names([s.proc.rank])} (pid {s.proc.pid}) is at {s.at()}" +
-             (f", {s.wait.kind}" + (f" [{s.wait.detail}]" if s.wait.detail else "") if s.wait.kind else "")
-             for s in absent]
+             (f", {s.wait.kind}" + (f" [{s.wait.detail}]" if s.wait.detail else "") if s.wait.kind else "") +
+             (f", no connection to the rendezvous store {s.proc.store}" if by_kernel else "") for s in absent]
     if unseen:
         where.append(f"{_names(unseen)}: no such process here (on another node, or it died)")
     missing = [s.proc.rank for s in absent] + unseen
+    them = "it" if len(missing) == 1 else "them"
     head = (f"{_names(missing)} never arrived in init_process_group; {_names([s.proc.rank for s in waiting])} "
-            f"wait{'s' if len(waiting) == 1 else ''} for {'it' if len(missing) == 1 else 'them'} there")
-    fix = ("Make every rank reach init_process_group: the missing rank is stuck before it (its line is below). "
+            f"wait{'s' if len(waiting) == 1 else ''} for {them} there")
+    line = "its line is below"
+    if by_kernel:
+        head = (f"{_names(missing)} never arrived at the rendezvous; {_names([s.proc.rank for s in waiting])} "
+                f"wait{'s' if len(waiting) == 1 else ''} for {them} on the rendezvous store {waiting[0].proc.store} "
+                "(MASTER_ADDR:MASTER_PORT; seen from the kernel: no Python stack was read)")
+        line = f"`py-spy dump --pid {absent[0].proc.pid}` shows its line" if absent else "its line is not known"
+    fix = (f"Make every rank reach init_process_group: the missing rank is stuck before it ({line}). "
            "A rank on another node must be started with the same MASTER_ADDR/MASTER_PORT and --nnodes. Set a "
            "short `timeout=` on init_process_group so such a wait fails instead of hanging.")
     return Finding("failed", causes.RANK_MISSING, head, fix, where)
@@ -367,10 +378,7 @@ def _single_wait(all_seen: list[Seen], quiet_s: float, local: bool = True) -> Op
                            "should connect to it, and check that they are given this host and port.",
                            [f"{who}: {k.words() if k else w.detail}"])
         if w.kind == waits.SOCKET:
-            return Finding("unknown", causes.WAITING_ON_NETWORK, f"{who} waits for data from {w.detail} at "
-                           f"{s.at()} (a download or a remote service)", "Check that the host answers from here; "
-                           "pre-download the files (or set HF_HUB_OFFLINE=1 with a local cache) and set a timeout "
-                           "on the request.", [f"{who}: {k.words() if k else w.detail}"])
+            return _socket_wait(s, who, k)
         if w.kind == waits.CUDA_SYNC:
             busy = gpu_busy() if local else ""
             return Finding("unknown", causes.CUDA_SYNC_WAIT, f"{who} waits in CUDA synchronisation at {s.at()} "
@@ -385,6 +393,20 @@ def _single_wait(all_seen: list[Seen], quiet_s: float, local: bool = True) -> Op
                            f"processes at {s.at()}", "Compiling can take minutes; if it never ends, set "
                            "TORCHINDUCTOR_COMPILE_THREADS=1 to compile in the process itself and see where.", [])
     return None
+
+
+def _socket_wait(s: Seen, who: str, k) -> Finding:
+    """A read from a socket that never answers: a download or a remote service. Where the frames that read are a
+    library's that keeps its own cache (tiktoken's BPE files), what it fetches and that cache are named."""
+    w, look = s.wait, s.proc.last
+    main = main_of(look.stacks.text) if look else None
+    lib = download_cache.library_of(f.file for f in main.frames) if main else None
+    what = f"{lib[0]}: a download" if lib else "a download or a remote service"
+    fix = (f"Check that the host answers from here. {lib[1]}" if lib else
+           "Check that the host answers from here; pre-download the files (or set HF_HUB_OFFLINE=1 with a local "
+           "cache) and set a timeout on the request.")
+    return Finding("unknown", causes.WAITING_ON_NETWORK, f"{who} waits for data from {w.detail} at {s.at()} "
+                   f"({what})", fix, [f"{who}: {k.words() if k else w.detail}"])
 
 
 def gpu_busy() -> str:
@@ -419,7 +441,7 @@ def _look_again(s: Seen) -> None:
     """One more look at one process, its wait read as the others were."""
     look_once([s.proc])
     if s.proc.looks:
-        s.waits.append(classify(s.proc.last.stacks.text, s.proc.last.kernel))
+        s.waits.append(classify(s.proc.last.stacks.text, s.proc.last.kernel, s.proc.store))
 
 
 def _buffered(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:

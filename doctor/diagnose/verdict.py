@@ -31,6 +31,7 @@ from dfdoctor.diagnose.guardfix import fix_for, is_trainer
 from dfdoctor.diagnose.recorder_lost import recorder_lost
 from dfdoctor.diagnose.run_dir_full import run_dir_full
 from dfdoctor.diagnose.stopped import offer_stop, stopped_by_user
+from dfdoctor.diagnose.unreaped import ended_unreaped
 from dfdoctor.diagnose.traceback import PyError, parse_python_error  # noqa: F401 (part of this module's API)
 from dfdoctor.model import Verdict
 from dfdoctor.run.live import LiveFacts
@@ -846,7 +847,7 @@ RULES: list[Callable[[RunRecord, Optional[LiveFacts]], Optional[Verdict]]] = [
     python_exception, died_from_signal, ray_driver.wrong_cluster,
     log_write_failed, exited_cleanly, exited_nonzero,
     run_dir_full, recorder_lost,
-    recorder_vanished,
+    recorder_vanished, ended_unreaped,
     spawned_rendezvous, running, elastic.rendezvous_wait, deadlock_in_stacks, own_files.grows_its_own_log,
     grows_beside_the_log, stuck_in_stacks, log_elsewhere, output_buffered,
     stalled_after_logging, import_hang, silent,

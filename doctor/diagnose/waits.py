@@ -15,6 +15,7 @@ from dfdoctor.diagnose.kernelwait import POLLS, READS, SELECTS, SLEEPS, KernelWa
 from dfdoctor.diagnose.stackclass import Frame, ThreadStack, parse
 
 RENDEZVOUS = "rendezvous"  # inside init_process_group, waiting for the other ranks
+STORE_WAIT = "its rendezvous store"  # a RENDEZVOUS wait's detail when only the kernel's socket showed it
 COLLECTIVE = "collective"  # inside all_reduce, barrier, ...
 DATALOADER = "dataloader"  # the training loop waits for a DataLoader worker's batch
 DATALOADER_WORKER = "dataloader-worker"  # a worker process (what it waits on is in `where`)
@@ -85,8 +86,9 @@ def main_of(stacks_text: str) -> Optional[ThreadStack]:
     return next((t for t in threads if t.ident == "MainThread"), threads[0] if threads else None)
 
 
-def classify(stacks_text: str, kernel: KernelWait) -> Wait:
-    """The main thread's wait, torch's frames first (they say why), then the kernel's (they say on what)."""
+def classify(stacks_text: str, kernel: KernelWait, store: Optional[str] = None) -> Wait:
+    """The main thread's wait, torch's frames first (they say why), then the kernel's (they say on what).
+    `store`: the process's rendezvous store, MASTER_ADDR:MASTER_PORT from its environment (None: not a rank)."""
     main = main_of(stacks_text)
     frames = main.frames if main else ()
     user = user_frame(frames)
@@ -115,6 +117,10 @@ def classify(stacks_text: str, kernel: KernelWait) -> Wait:
             any(f.func == "_find_and_load" for f in frames):
         return Wait(IMPORT, frames[0] if frames else None, user, "")
     by_kernel = _by_kernel(kernel, frames, user)
+    if by_kernel and by_kernel.kind == SOCKET and not frames and on_store(kernel, store):
+        # no stack was read (no py-spy), but the socket's other end is the rank's own rendezvous store: what it
+        # waits for there is the other ranks, never a download (a stack that was read says what it does itself)
+        return Wait(RENDEZVOUS, None, None, f"{STORE_WAIT} {store}")
     if by_kernel:
         return by_kernel
     if main is not None and main.state in ("active", "gil"):
@@ -142,6 +148,14 @@ def _by_kernel(k: KernelWait, frames: tuple[Frame, ...], user: Optional[Frame]) 
     if k.syscall in ("wait4", "waitid"):
         return Wait(CHILD, top, user, "")
     return None
+
+
+def on_store(k: KernelWait, store: Optional[str]) -> bool:
+    """The socket the kernel shows the process waiting on leads to the rendezvous store's port (its peer's port is
+    MASTER_PORT; the address is left aside, as jobstacks.joined_store does: MASTER_ADDR may be a name)."""
+    if not (store and k.is_socket and k.peer):
+        return False
+    return k.peer.rsplit(":", 1)[-1] == store.rsplit(":", 1)[-1]
 
 
 def _kernel_words(k: KernelWait) -> str:

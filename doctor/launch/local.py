@@ -308,6 +308,9 @@ def observe(run: RunRecord, watched_s: float, ahead: Optional[jobstacks.Round] =
     if pid is None or not run.job_alive():
         return None
     facts = LiveFacts(pid=pid, watched_s=watched_s)
+    facts.unreaped = unreaped(pid, (run.recorder or {}).get("pid"))
+    if facts.unreaped is not None:
+        return facts  # it has ended: a zombie has no stack, no output and no file left to look at
     before = _written_files(run, pid)  # sized again after the stacks' look: a file the job writes, seen growing
     # Without py-spy the looks still see each thread's kernel state, its CPU time and its wake-ups: a job that
     # spends CPU is seen to move, where an unsampled one would be called still ("no CPU spent").
@@ -330,6 +333,24 @@ def observe(run: RunRecord, watched_s: float, ahead: Optional[jobstacks.Round] =
     except psutil.Error:
         pass
     return facts
+
+
+def unreaped(pid: int, recorder: Optional[int]) -> Optional[str]:
+    """Why the job's process, ended and a zombie, has not been reaped, in words (None: it is no zombie). Its
+    parent, the recorder, reaps it and writes its exit as its last act; until then /proc still lists it, with
+    the start time that proves it the job's: alive to every other test."""
+    try:
+        if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+            return None
+    except psutil.Error:
+        return None
+    try:
+        state = psutil.Process(recorder).status() if recorder else None
+    except psutil.Error:
+        state = None
+    if state in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
+        return f"its recorder (pid {recorder}) is stopped (SIGSTOP, a debugger, a suspended shell)"
+    return f"its recorder (pid {recorder}) has not reaped it yet" if recorder else "nobody has reaped it yet"
 
 
 def sample_stuck(run: RunRecord, watched_s: float, ahead: Optional[jobstacks.Round] = None) -> Optional[LiveFacts]:

@@ -34,3 +34,4 @@ class LiveFacts:
     notes: list[str] = field(default_factory=list)  # evidence the watch adds (settling, rhythm)
     quiet: bool = False  # silent for longer than its own rhythm (watch/rhythm.py)
     unsettled: Optional[str] = None  # why the watch did not call it settled (a rank missing, one that died)
+    unreaped: Optional[str] = None  # the job's process exited and is a zombie: why nobody reaped it yet, in words

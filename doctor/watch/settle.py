@@ -148,7 +148,7 @@ def ranks_settled(agent_pid: int, want: int, samples: list[jobstacks.ProcessSamp
     if not any(s.looks for s in samples):
         return "not looked at yet"
     inside = [s.rank for s in samples if s.looks and
-              classify(s.looks[-1].stacks.text, s.looks[-1].kernel).kind == waits.RENDEZVOUS]
+              classify(s.looks[-1].stacks.text, s.looks[-1].kernel, s.store).kind == waits.RENDEZVOUS]
     if inside:
         return f"rank(s) {', '.join(map(str, sorted(inside)))} still in init_process_group"
     if state.since is None:

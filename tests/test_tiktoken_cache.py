@@ -1,0 +1,53 @@
+"""A job that waits on tiktoken fetching its BPE file, or fails to, on a machine without network: the fix names
+tiktoken's own cache (TIKTOKEN_CACHE_DIR, by default data-gym-cache in the temp folder), never the Hugging Face
+hub's HF_HUB_OFFLINE, which tiktoken does not read (round 15 named only that). tiktoken is a stand-in with its
+file and function names (tests/jobs/tiktoken_standin: the suite's venv must not have the real one); the job, the
+proxy that never answers and the failure are real."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from dfdoctor.diagnose import stacks
+from jobs.harness import JOBS, PY, job_env, kill_runs, launch, text_of
+
+STANDIN = str(JOBS / "tiktoken_standin")
+
+
+@pytest.fixture
+def work(tmp_path: Path):
+    yield tmp_path
+    kill_runs(tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not stacks.py_spy(), reason="py-spy reads whose frames wait on the socket")
+def test_a_job_waiting_on_tiktokens_download_is_told_tiktokens_cache_not_the_hubs(work):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)  # the kernel accepts the proxy connection; nobody ever answers its CONNECT
+    port = server.getsockname()[1]
+    try:
+        proxy = f"http://127.0.0.1:{port}"
+        env = job_env(PYTHONPATH=STANDIN, HTTPS_PROXY=proxy, https_proxy=proxy, NO_PROXY="", no_proxy="")
+        proc, rep = launch(work, PY, "-u", str(JOBS / "tiktoken_offline.py"), watch=60, env=env)
+    finally:
+        server.close()
+    v, text = rep["verdict"], text_of(rep)
+    assert proc.returncode == 1 and v["state"] == "unknown" and v["cause"] == "waiting-on-network", text
+    assert f"waits for data from 127.0.0.1:{port}" in v["summary"], text
+    assert "(tiktoken fetches its BPE file: a download)" in v["summary"], text
+    assert "TIKTOKEN_CACHE_DIR" in v["fix"] and "data-gym-cache" in v["fix"], v["fix"]
+    assert "HF_HUB_OFFLINE" not in v["fix"], v["fix"]
+
+
+def test_a_job_whose_tiktoken_download_fails_is_told_tiktokens_cache(work):
+    proc, rep = launch(work, PY, "-u", str(JOBS / "tiktoken_offline.py"), watch=30,
+                       env=job_env(PYTHONPATH=STANDIN, HTTPS_PROXY="", https_proxy=""))  # no proxy: no host
+    v, text = rep["verdict"], text_of(rep)
+    assert proc.returncode == 1 and v["cause"] == "download-failed", text
+    assert "openaipublic.dfdoctor.invalid" in v["summary"], text
+    assert "TIKTOKEN_CACHE_DIR" in v["fix"] and "HF_HUB_OFFLINE" not in v["fix"], v["fix"]
