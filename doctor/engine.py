@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import os
-import platform
 import re
 import shlex
 import shutil
@@ -20,6 +19,7 @@ from dfdoctor import causes, probe_server, root_causes
 from dfdoctor.config import Config, ConfigError, apply_silences, load
 from dfdoctor.context import Context
 from dfdoctor.errors import UsageError
+from dfdoctor.hostos import platform_name
 from dfdoctor.model import PROBLEMS, CheckRecord, Report, Status, Verdict
 from dfdoctor.progress import Progress
 from dfdoctor.redact import Redactor
@@ -501,7 +501,7 @@ def headline(summary: str) -> str:
 
 def environment_facts(ctx: Optional[Context], records: list[CheckRecord]) -> dict[str, Any]:
     """Host and interpreter facts for the report, plus what checks learned (their data["environment"])."""
-    env: dict[str, Any] = {"host": socket.gethostname(), "os": platform.platform(),
+    env: dict[str, Any] = {"host": socket.gethostname(), "os": platform_name(),
                            "dfdoctor_python": sys.version.split()[0]}
     if os.environ.get("SLURMD_NODENAME"):  # a Slurm node's name need not be its host's (several on one host)
         env["slurm_node"] = os.environ["SLURMD_NODENAME"]
