@@ -10,8 +10,10 @@ import os
 import selectors
 import signal
 import subprocess
+import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -127,3 +129,55 @@ def test_a_job_started_in_the_container_after_its_session_ended_hangs_the_termin
                  f"{work}/train.py </dev/null >>{work}/train.log 2>&1'\"")
     assert judge.passed(r), judge.facts(r)
     assert r.hangup == "the job started elsewhere, nothing of the line left here", r.hangup
+
+
+
+# A process whose words read empty while it is alive, as any process's do for a moment while it exits (its memory
+# given back before it is a zombie): its argument area made empty (prctl PR_SET_MM_MAP, no privilege needed), then
+# it says so and lives argv[1] seconds.
+_WORDLESS = """
+import ctypes, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+with open("/proc/self/stat") as f:
+    v = [0, 0, 0] + [int(x) if x.lstrip("-").isdigit() else 0 for x in f.read().rsplit(") ", 1)[1].split()]
+libc.sbrk.restype = ctypes.c_void_p
+class Map(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint64) for n in ("start_code", "end_code", "start_data", "end_data", "start_brk",
+                "brk", "start_stack", "arg_start", "arg_end", "env_start", "env_end")] + [
+               ("auxv", ctypes.c_void_p), ("auxv_size", ctypes.c_uint32), ("exe_fd", ctypes.c_uint32)]
+m = Map(v[26], v[27], v[45], v[46], v[47], libc.sbrk(0), v[28], v[48], v[48], v[50], v[51], None, 0, 0xFFFFFFFF)
+if libc.prctl(35, 14, ctypes.byref(m), ctypes.sizeof(m), 0) != 0:  # PR_SET_MM, PR_SET_MM_MAP
+    sys.exit("prctl: errno %d" % ctypes.get_errno())
+print("wordless", flush=True)
+time.sleep(float(sys.argv[1]))
+"""
+
+
+def _wordless(seconds: float) -> subprocess.Popen:
+    p = subprocess.Popen([sys.executable, "-c", _WORDLESS, str(seconds)], stdout=subprocess.PIPE)
+    assert p.stdout.readline() == b"wordless\n"
+    assert not Path(f"/proc/{p.pid}/cmdline").read_bytes()
+    return p
+
+
+def test_a_wordless_process_is_looked_at_again_before_it_is_called_not_known():
+    """Any process of the host can be on its way out during a look, its words empty: under a full run's load one
+    often is, and round 16 saw `quiet no` with nothing of the line anywhere (one such process, gone or reaped
+    before awk read it, was "not known" at once). It is looked at again for a few ticks; one still alive and
+    wordless after them is still not known, as it may be the line's."""
+    look = _Look(uuid.uuid4().hex[:10])
+    try:
+        stays = _wordless(120)
+        try:
+            assert look.ask(0) == "==quiet no"
+        finally:
+            stays.kill()
+            stays.wait(timeout=60)
+        ends = _wordless(0.1)  # ends during the look's second look, and is reaped as a process of ours is
+        try:
+            assert look.ask(0) == "==quiet yes"
+        finally:
+            ends.wait(timeout=60)
+    finally:
+        said = look.close()
+    assert "==done" in said, said

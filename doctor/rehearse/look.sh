@@ -22,8 +22,8 @@ clock() {
 # text names the sentinel), each hop's command (ssh, pct exec, lxc-attach: the sentinel's path is one of their
 # words) and each process they fork before it execs the next (lxc-attach's attached child is a fork of it, with its
 # words). dfdoctor's own scripts (a look, a sweep: "# dfdoctor rehearsal: ") are not the line's. Words that read
-# empty are a zombie's or a kernel thread's; any other process reads so between two execs: not known, so it may be
-# the line's. One pass over /proc is not a snapshot: a process of the line may fork and exit while it is read (the
+# empty are a zombie's or a kernel thread's, or those of a process on its way out (its memory given back first) or
+# between two execs: looked at again for a few ticks, then not known, as it may be the line's. One pass over /proc is not a snapshot: a process of the line may fork and exit while it is read (the
 # child's pid was not listed, the parent was gone when read). So the passes go on over the pids that appeared since
 # the last, until every one of a pass was read alive (nothing of the line can have forked out of sight then: what
 # runs now was read, with the words it has had since, its fork's or its exec's, both marked). A grep that cannot say
@@ -50,20 +50,41 @@ lives() {
         case "$lv_c" in /proc/*/cmdline) return 0 ;; *) lv_gone=1 ;; esac
       done
     fi
-    # the ones whose words read empty: gone (a zombie, or no longer there) or not known (alive: no kernel thread)
-    lv_e=$(grep -La . "$@" 2>&1 < /dev/null)
-    set --
-    for lv_c in $lv_e; do case "$lv_c" in /proc/*/cmdline) set -- "$@" "${lv_c%cmdline}stat" ;; *) lv_gone=1 ;; esac; done
-    if [ $# -gt 0 ]; then
-      for lv_c in $(awk '{ s = $0; sub(/^.*\) /, "", s); split(s, f, " ")
-          if (f[1] == "Z" || f[1] == "X") print "gone"; else if (f[2] != 2 && f[2] != 0) print "unknown" }
-          END { if (NR < ARGC - 1) print "gone" }' "$@" 2>&1 < /dev/null); do
-        [ "$lv_c" = gone ] && lv_gone=1 || return 0  # alive and wordless, or awk could not say: not known
-      done
-    fi
+    # the ones whose words read empty: a zombie's, a kernel thread's, or one exiting (its memory given back) or
+    # between two execs: those are looked at again a few ticks, until each is gone, a zombie, or has words again
+    # (read for the mark); one still alive and wordless then is not known
+    lv_e=$(grep -La . "$@" 2>&1 < /dev/null) lv_w=0
+    while :; do
+      set --
+      for lv_c in $lv_e; do case "$lv_c" in /proc/*/cmdline) set -- "$@" "${lv_c%cmdline}stat" ;; *) lv_gone=1 ;; esac; done
+      [ $# -gt 0 ] || break
+      set -- $(wordless "$@")
+      for lv_c in "$@"; do [ "$lv_c" = gone ] && lv_gone=1; done
+      lv_x=; for lv_c in "$@"; do [ "$lv_c" = gone ] || lv_x="$lv_x ${lv_c%stat}cmdline"; done
+      [ -n "$lv_x" ] || break
+      lv_w=$((lv_w + 1)); [ "$lv_w" -le 10 ] || return 0
+      sleep $tick
+      lv_m=$(grep -la "$lv_pat" $lv_x 2>/dev/null < /dev/null)
+      if [ -n "$lv_m" ]; then
+        for lv_c in $(grep -La '# dfdoctor rehearsal: ' $lv_m 2>&1 < /dev/null); do
+          case "$lv_c" in /proc/*/cmdline) return 0 ;; *) lv_gone=1 ;; esac
+        done
+      fi
+      lv_e=$(grep -La . $lv_x 2>&1 < /dev/null)
+    done
     [ -n "$lv_gone" ] || return 1
   done
   return 0  # processes of the pass kept going before they were read: not known
+}
+# wordless STAT...: of processes whose words read empty, those alive and no kernel thread (their stat path), and
+# `gone` for each that is a zombie or no longer there (read by the shell: awk stops at the first file that vanished)
+wordless() {
+  for wl_f in "$@"; do
+    wl_s=; read -r wl_s 2>/dev/null < "$wl_f" || { echo gone; continue; }
+    wl_s=${wl_s##*) }; wl_st=${wl_s%% *}; wl_s=${wl_s#* }; wl_pp=${wl_s%% *}
+    case "$wl_st" in Z|X|"") echo gone; continue ;; esac
+    case "$wl_pp" in 0|2) ;; *) echo "$wl_f" ;; esac
+  done
 }
 # quiet N: say whether every process of the line here is gone, waiting for it up to N ticks
 quiet() {
