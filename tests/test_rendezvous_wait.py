@@ -5,16 +5,20 @@ output-buffered. Real torchrun, both rendezvous kinds (c10d and the static defau
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from dfdoctor import causes
 from dfdoctor.diagnose.elastic import torchrun_options
-from jobs.harness import JOBS, kill_runs, launch
+from jobs.harness import JOBS, job_env, kill_runs, launch, text_of
+from support.no_pyspy import python_without_pyspy
 
 TORCHRUN = str(Path(sys.executable).parent / "torchrun")
 
@@ -55,3 +59,38 @@ def test_one_node_of_two_waits_in_the_rendezvous_and_the_verdict_says_for_what_w
     assert f"waits at 127.0.0.1:{port} ({kind} rendezvous)" in v["summary"] and limit in v["summary"], v["summary"]
     assert "0 of 2" not in v["summary"] and "--nnodes=1" in v["fix"], v
     assert any("rendezvous" in e and "waits in" in e for e in v["evidence"]), v["evidence"]
+
+
+def _dfdoctor(python: Path, work: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
+    out = work / f"report-{time.monotonic_ns()}.json"
+    p = subprocess.run([str(python), "-m", "dfdoctor", args[0], "--cwd", str(work), "--format", "json", "--output",
+                        str(out), "--format", "text", *args[1:]], cwd=work, env=job_env(PATH="/usr/local/bin:/usr/bin:/bin"),
+                       capture_output=True, text=True, timeout=240)
+    assert out.exists(), p.stdout + p.stderr
+    return p, json.loads(out.read_text())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["c10d", "static"])
+def test_without_py_spy_one_node_of_two_waits_in_the_rendezvous_seen_from_the_kernel_never_running(work, kind):
+    """No py-spy (a view of the venv without it): the agent waits alone, no rank started, polling its rendezvous
+    store. Nothing progresses there; it was `running [sleeping]`, exit 0. From the kernel's view: its connection to
+    the endpoint its command line names, how long it has waited, and that how many nodes joined is not established."""
+    python = python_without_pyspy(work)
+    port = _port()
+    if kind == "c10d":
+        rdzv = ["--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv-conf=join_timeout=300"]
+        limit = "gives up after 300 s"
+    else:
+        rdzv = ["--node_rank=0", "--master_addr=127.0.0.1", f"--master_port={port}"]
+        limit = "gives up after 600 s"
+    proc, rep = _dfdoctor(python, work, "launch", "--no-check", "--watch", "20", "--log", str(work / "train.log"),
+                          "--", TORCHRUN, "--nnodes=2", "--nproc_per_node=1", *rdzv, "train.py")
+    v, text = rep["verdict"], text_of(rep)
+    assert proc.returncode == 1 and v["state"] == "failed" and v["cause"] == causes.RANK_MISSING, text
+    assert "--nnodes=2 asks for 2 nodes" in v["summary"] and limit in v["summary"], v["summary"]
+    assert f"waits at 127.0.0.1:{port} ({kind} rendezvous)" in v["summary"], v["summary"]
+    assert "how many have joined is not established" in v["summary"], v["summary"]
+    assert any(f"a connection to its rendezvous endpoint 127.0.0.1:{port}" in e for e in v["evidence"]), text
+    assert any("no rank has started on this node" in e for e in v["evidence"]), text
+    assert "0 of 2" not in v["summary"] and "--nnodes=1" in v["fix"], text
