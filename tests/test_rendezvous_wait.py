@@ -94,3 +94,39 @@ def test_without_py_spy_one_node_of_two_waits_in_the_rendezvous_seen_from_the_ke
     assert any(f"a connection to its rendezvous endpoint 127.0.0.1:{port}" in e for e in v["evidence"]), text
     assert any("no rank has started on this node" in e for e in v["evidence"]), text
     assert "0 of 2" not in v["summary"] and "--nnodes=1" in v["fix"], text
+
+
+def test_a_targets_agent_alone_whose_sockets_were_not_read_is_not_running_and_its_connection_not_established(
+        tmp_path):
+    """A target's answer (its agent reads no sockets for dfdoctor): torchrun alone in both looks, asleep, no Python
+    stack. Its endpoint is read from its own command line; its connection there is said not established, and so is
+    any progress: `unknown`, never `running [sleeping]` (it was, as without py-spy here)."""
+    from dfdoctor.diagnose.look import samples_of
+    from dfdoctor.diagnose.verdict import diagnose
+    from dfdoctor.launch.reading import judge
+    from dfdoctor.launch.remote import live_facts
+    from dfdoctor.run import record
+    from dfdoctor.run.folder import new_run
+
+    argv = ["torchrun", "--nnodes=2", "--rdzv-backend=c10d", "--rdzv-endpoint=10.0.0.5:29400", "train.py"]
+    run_id, run_dir = new_run(tmp_path)
+    (run_dir / "spec.json").write_text(json.dumps({"run_id": run_id, "argv": argv, "cwd": "/w",
+                                                   "target": "ssh://root@h", "remote_dir": "/w/r"}))
+    events = [{"event": "recorder", "pid": 100, "t": time.time() - 40}, {"event": "spawned", "pid": 101,
+                                                                          "t": time.time() - 40}]
+    (run_dir / "record.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    look = {"syscall": "230 0x0", "fds": {}, "stack": "", "cpu_s": 0.5, "switches": 40}
+    answer = {"pid": 101, "python": True, "cpu_s": 0.5, "stdout_targets": [], "other_logs": [],
+              "stacks": [{"pid": 101, "text": "", "tool": "kernel", "error": "py-spy is not installed"}],
+              "samples": {"procs": [{"pid": 101, "ppid": 1, "cmdline": ["/usr/bin/python3", "/usr/bin/torchrun",
+                                                                          *argv[1:]],
+                                     "python": True, "env": {}, "looks": [look, dict(look, cpu_s=0.51)]}],
+                          "locks": ""}}
+    live = live_facts(answer, 30.0)
+    judge(record.load(run_dir), live, samples_of(answer["samples"]))
+    v = diagnose(record.load(run_dir), live)
+    assert v.state == "unknown" and v.cause is None, v
+    assert "torchrun (pid 101) is alive and silent" in v.summary and "no rank has started" in v.summary, v.summary
+    assert "10.0.0.5:29400 (c10d rendezvous); a connection to it is not established" in v.summary, v.summary
+    assert any("a connection to its rendezvous endpoint 10.0.0.5:29400: not established" in e
+               for e in v.evidence), v.evidence

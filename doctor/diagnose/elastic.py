@@ -346,11 +346,11 @@ def rendezvous_wait_seen_by_kernel(run, live, opts: dict[str, str], ask: _Asked)
               f"on this node; how many have joined is not established (seen from the kernel: no Python stack was "
               f"read).")
     evidence = [ask.launch_line(opts),
-                f"no rank has started on this node: torchrun ({agent.name()}) is the job's only process in every "
-                f"look; {ask.waited:.0f} s since torchrun started (when its rendezvous began is not established)",
+                f"no rank has started on this node: {agent.name()} is the job's only process in every look; "
+                f"{ask.waited:.0f} s since torchrun started (when its rendezvous began is not established)",
                 f"{agent.name()} waits in the kernel: {_kernel_words(agent)}"]
     if agent.on_endpoint is None:
-        summary = (f"torchrun (pid {agent.pid}) is alive but no rank has started on this node: {common} Its "
+        summary = (f"torchrun (pid {agent.pid}) is alive and silent: {common} Its "
                    f"rendezvous endpoint is {endpoint} ({ask.backend} rendezvous); a connection to it is not "
                    f"established (its sockets could not be read), nor any progress.")
         evidence.append(f"a connection to its rendezvous endpoint {endpoint}: not established (its sockets could "
