@@ -5,16 +5,20 @@ output-buffered. Real torchrun, both rendezvous kinds (c10d and the static defau
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from dfdoctor import causes
 from dfdoctor.diagnose.elastic import torchrun_options
-from jobs.harness import JOBS, kill_runs, launch
+from jobs.harness import JOBS, job_env, kill_runs, launch, text_of
+from support.no_pyspy import python_without_pyspy
 
 TORCHRUN = str(Path(sys.executable).parent / "torchrun")
 
@@ -55,3 +59,74 @@ def test_one_node_of_two_waits_in_the_rendezvous_and_the_verdict_says_for_what_w
     assert f"waits at 127.0.0.1:{port} ({kind} rendezvous)" in v["summary"] and limit in v["summary"], v["summary"]
     assert "0 of 2" not in v["summary"] and "--nnodes=1" in v["fix"], v
     assert any("rendezvous" in e and "waits in" in e for e in v["evidence"]), v["evidence"]
+
+
+def _dfdoctor(python: Path, work: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
+    out = work / f"report-{time.monotonic_ns()}.json"
+    p = subprocess.run([str(python), "-m", "dfdoctor", args[0], "--cwd", str(work), "--format", "json", "--output",
+                        str(out), "--format", "text", *args[1:]], cwd=work, env=job_env(PATH="/usr/local/bin:/usr/bin:/bin"),
+                       capture_output=True, text=True, timeout=240)
+    assert out.exists(), p.stdout + p.stderr
+    return p, json.loads(out.read_text())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["c10d", "static"])
+def test_without_py_spy_one_node_of_two_waits_in_the_rendezvous_seen_from_the_kernel_never_running(work, kind):
+    """No py-spy (a view of the venv without it): the agent waits alone, no rank started, polling its rendezvous
+    store. Nothing progresses there; it was `running [sleeping]`, exit 0. From the kernel's view: its connection to
+    the endpoint its command line names, how long it has waited, and that how many nodes joined is not established."""
+    python = python_without_pyspy(work)
+    port = _port()
+    if kind == "c10d":
+        rdzv = ["--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv-conf=join_timeout=300"]
+        limit = "gives up after 300 s"
+    else:
+        rdzv = ["--node_rank=0", "--master_addr=127.0.0.1", f"--master_port={port}"]
+        limit = "gives up after 600 s"
+    proc, rep = _dfdoctor(python, work, "launch", "--no-check", "--watch", "20", "--log", str(work / "train.log"),
+                          "--", TORCHRUN, "--nnodes=2", "--nproc_per_node=1", *rdzv, "train.py")
+    v, text = rep["verdict"], text_of(rep)
+    assert proc.returncode == 1 and v["state"] == "failed" and v["cause"] == causes.RANK_MISSING, text
+    assert "--nnodes=2 asks for 2 nodes" in v["summary"] and limit in v["summary"], v["summary"]
+    assert f"waits at 127.0.0.1:{port} ({kind} rendezvous)" in v["summary"], v["summary"]
+    assert "how many have joined is not established" in v["summary"], v["summary"]
+    assert any(f"a connection to its rendezvous endpoint 127.0.0.1:{port}" in e for e in v["evidence"]), text
+    assert any("no rank has started on this node" in e for e in v["evidence"]), text
+    assert "0 of 2" not in v["summary"] and "--nnodes=1" in v["fix"], text
+
+
+def test_a_targets_agent_alone_whose_sockets_were_not_read_is_not_running_and_its_connection_not_established(
+        tmp_path):
+    """A target's answer (its agent reads no sockets for dfdoctor): torchrun alone in both looks, asleep, no Python
+    stack. Its endpoint is read from its own command line; its connection there is said not established, and so is
+    any progress: `unknown`, never `running [sleeping]` (it was, as without py-spy here)."""
+    from dfdoctor.diagnose.look import samples_of
+    from dfdoctor.diagnose.verdict import diagnose
+    from dfdoctor.launch.reading import judge
+    from dfdoctor.launch.remote import live_facts
+    from dfdoctor.run import record
+    from dfdoctor.run.folder import new_run
+
+    argv = ["torchrun", "--nnodes=2", "--rdzv-backend=c10d", "--rdzv-endpoint=10.0.0.5:29400", "train.py"]
+    run_id, run_dir = new_run(tmp_path)
+    (run_dir / "spec.json").write_text(json.dumps({"run_id": run_id, "argv": argv, "cwd": "/w",
+                                                   "target": "ssh://root@h", "remote_dir": "/w/r"}))
+    events = [{"event": "recorder", "pid": 100, "t": time.time() - 40}, {"event": "spawned", "pid": 101,
+                                                                          "t": time.time() - 40}]
+    (run_dir / "record.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    look = {"syscall": "230 0x0", "fds": {}, "stack": "", "cpu_s": 0.5, "switches": 40}
+    answer = {"pid": 101, "python": True, "cpu_s": 0.5, "stdout_targets": [], "other_logs": [],
+              "stacks": [{"pid": 101, "text": "", "tool": "kernel", "error": "py-spy is not installed"}],
+              "samples": {"procs": [{"pid": 101, "ppid": 1, "cmdline": ["/usr/bin/python3", "/usr/bin/torchrun",
+                                                                          *argv[1:]],
+                                     "python": True, "env": {}, "looks": [look, dict(look, cpu_s=0.51)]}],
+                          "locks": ""}}
+    live = live_facts(answer, 30.0)
+    judge(record.load(run_dir), live, samples_of(answer["samples"]))
+    v = diagnose(record.load(run_dir), live)
+    assert v.state == "unknown" and v.cause is None, v
+    assert "torchrun (pid 101) is alive and silent" in v.summary and "no rank has started" in v.summary, v.summary
+    assert "10.0.0.5:29400 (c10d rendezvous); a connection to it is not established" in v.summary, v.summary
+    assert any("a connection to its rendezvous endpoint 10.0.0.5:29400: not established" in e
+               for e in v.evidence), v.evidence

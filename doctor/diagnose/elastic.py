@@ -233,48 +233,141 @@ def torchrun_options(argv: list[str]) -> dict[str, str]:
     return out
 
 
-def rendezvous_wait(run, live) -> Optional[Verdict]:
-    """torchrun (or `python -m torch.distributed.run`) alive and silent in its rendezvous, its stacks say so: it
-    waits for nodes that have not joined. Name how many it asks for, where it waits, and how long it will."""
-    if live is None or not live.stacks:
-        return None
-    argv = list(run.spec.get("argv") or [])
-    if not any(a.endswith("torchrun") or a == "torch.distributed.run" for a in argv[:4]):
-        return None
-    waiting = [st for st in live.stacks if any(f in _main_thread(st.text) for f in RDZV_FRAMES)]
-    opts = torchrun_options(argv)
+def is_agent(argv: list[str]) -> bool:
+    """The command is torchrun's (or `python -m torch.distributed.run`'s) agent."""
+    return any(a.endswith("torchrun") or a == "torch.distributed.run" for a in argv[:4])
+
+
+def endpoint_of(opts: dict[str, str], env: Optional[dict] = None) -> tuple[str, str]:
+    """(rendezvous backend, endpoint) as torchrun reads them: its options, else its PET_ environment variables,
+    else torch's defaults (static at --master-addr:--master-port, 127.0.0.1:29500; c10d's port 29400)."""
+    env = env or {}
+
+    def given(name: str) -> str:
+        return opts.get(name) or env.get(f"PET_{name.upper()}", "")
+
+    backend = given("rdzv_backend") or "static"
+    endpoint = given("rdzv_endpoint") or f"{given('master_addr') or '127.0.0.1'}:{given('master_port') or '29500'}"
+    if ":" not in endpoint.rsplit("]", 1)[-1]:
+        endpoint += ":29400" if backend == "c10d" else ":29500"
+    return backend, endpoint
+
+
+@dataclass
+class _Asked:
+    """What torchrun's launch line asks of its rendezvous, and how long it has waited by now."""
+
+    nnodes: str
+    least: str
+    backend: str
+    endpoint: str
+    key: str  # the --rdzv-conf setting of its limit: timeout (static) or join_timeout (dynamic)
+    timeout: int
+    waited: float
+    left: float
+
+    @property
+    def setting(self) -> str:
+        return f"--rdzv-conf {self.key}=SECONDS"
+
+    def launch_line(self, opts: dict[str, str]) -> str:
+        return (f"the launch line: --nnodes={self.nnodes}, rdzv backend {self.backend}, endpoint {self.endpoint}"
+                + (f", rdzv conf {opts['rdzv_conf']}" if opts.get("rdzv_conf") else f" ({self.key} not set: "
+                   f"torch's default {RDZV_DEFAULT_TIMEOUT_S} s)"))
+
+    def fix(self) -> str:
+        return (f"Start the same torchrun line on the other node{'s' if self.least != '2' else ''}, with the same "
+                f"--rdzv-endpoint={self.endpoint} (reachable from there: not 127.0.0.1 or localhost) and the same "
+                f"--rdzv-id; or, for one node, run with --nnodes=1 (or --standalone). The wait's limit is "
+                f"{self.setting} (not tried).")
+
+
+def _asked(run, live, opts: dict[str, str]) -> Optional[_Asked]:
+    """The rendezvous the launch line asks for, None when it asks for one node (nothing to wait for)."""
     nnodes = opts.get("nnodes", "1")
-    least = nnodes.split(":")[0]
-    # only torchrun itself, its main thread in the rendezvous, asking for more than one node: the ranks of a
-    # started job (each its own process) are judged by their own stacks (diagnose/stuck.py)
-    if not waiting or len(live.stacks) != len(waiting) or nnodes.split(":")[-1] in ("", "1"):
+    if nnodes.split(":")[-1] in ("", "1"):
         return None
-    backend = opts.get("rdzv_backend", "static")
-    endpoint = opts.get("rdzv_endpoint") or (f"{opts.get('master_addr', '127.0.0.1')}:"
-                                             f"{opts.get('master_port', '29500')}")
+    backend, endpoint = endpoint_of(opts)
     conf = dict(kv.split("=", 1) for kv in opts.get("rdzv_conf", "").split(",") if "=" in kv)
     key = "timeout" if backend == "static" else "join_timeout"
     timeout = int(conf[key]) if conf.get(key, "").isdigit() else RDZV_DEFAULT_TIMEOUT_S
     spawned_t = float((run.spawned or {}).get("t") or live.observed_at)
     waited = max(0.0, live.observed_at - spawned_t)
-    left = max(0.0, timeout - waited)
+    return _Asked(nnodes, nnodes.split(":")[0], backend, endpoint, key, timeout, waited, max(0.0, timeout - waited))
+
+
+def rendezvous_wait(run, live) -> Optional[Verdict]:
+    """torchrun (or `python -m torch.distributed.run`) alive and silent in its rendezvous, its stacks say so: it
+    waits for nodes that have not joined. Name how many it asks for, where it waits, and how long it will."""
+    if live is None:
+        return None
+    argv = list(run.spec.get("argv") or [])
+    if not is_agent(argv):
+        return None
+    opts = torchrun_options(argv)
+    ask = _asked(run, live, opts)
+    if ask is None:
+        return None
+    if not any(st.tool == "py-spy" and st.text for st in live.stacks):
+        return rendezvous_wait_seen_by_kernel(run, live, opts, ask)
+    waiting = [st for st in live.stacks if any(f in _main_thread(st.text) for f in RDZV_FRAMES)]
+    # only torchrun itself, its main thread in the rendezvous: the ranks of a started job (each its own process)
+    # are judged by their own stacks (diagnose/stuck.py)
+    if not waiting or len(live.stacks) != len(waiting):
+        return None
+    least = ask.least
     joined = "1 of 2 nodes has joined (this one)" if least == "2" else \
         f"this node has joined, and {least} are needed" if least.isdigit() else "this node has joined"
-    setting = "--rdzv-conf timeout=SECONDS" if backend == "static" else "--rdzv-conf join_timeout=SECONDS"
     lines = [line.strip() for st in waiting for line in st.text.splitlines() if "(" in line]
     frame = next((l for l in lines if "next_rendezvous" in l), next((l for l in lines if "rendezvous" in l), ""))
-    summary = (f"torchrun waits in its rendezvous for nodes that have not come: --nnodes={nnodes} asks for "
-               f"{least} node{'s' if least != '1' else ''}, and {joined}. It waits at {endpoint} ({backend} "
-               f"rendezvous) and gives up after {timeout} s ({left:.0f} s from now).")
-    fix = (f"Start the same torchrun line on the other node{'s' if least != '2' else ''}, with the same "
-           f"--rdzv-endpoint={endpoint} (reachable from there: not 127.0.0.1 or localhost) and the same --rdzv-id; "
-           f"or, for one node, run with --nnodes=1 (or --standalone). The wait's limit is {setting} (not tried).")
-    evidence = [f"the launch line: --nnodes={nnodes}, rdzv backend {backend}, endpoint {endpoint}"
-                + (f", rdzv conf {opts['rdzv_conf']}" if opts.get("rdzv_conf") else f" ({key} not set: torch's "
-                   f"default {RDZV_DEFAULT_TIMEOUT_S} s)"),
-                f"waiting for {waited:.0f} s; no rank has started on this node (torchrun is its only process)",
+    summary = (f"torchrun waits in its rendezvous for nodes that have not come: --nnodes={ask.nnodes} asks for "
+               f"{least} node{'s' if least != '1' else ''}, and {joined}. It waits at {ask.endpoint} ({ask.backend} "
+               f"rendezvous) and gives up after {ask.timeout} s ({ask.left:.0f} s from now).")
+    evidence = [ask.launch_line(opts),
+                f"waiting for {ask.waited:.0f} s; no rank has started on this node (torchrun is its only process)",
                 *([f"it waits in {frame}"] if frame else [])]
-    return Verdict("failed", causes.RANK_MISSING, summary, fix, evidence + live.notes)
+    return Verdict("failed", causes.RANK_MISSING, summary, ask.fix(), evidence + live.notes)
+
+
+def rendezvous_wait_seen_by_kernel(run, live, opts: dict[str, str], ask: _Asked) -> Optional[Verdict]:
+    """The same wait where no Python stack was read (no py-spy, or one that may not attach): torchrun is the
+    job's only process in every look (no rank started on this node) and the kernel shows it holding a connection
+    to the rendezvous endpoint its own command line names. Nothing progresses there: it polls its store for nodes
+    that have not come. What the kernel cannot show (how many nodes joined, when the rendezvous began) is said
+    not established. Where its sockets could not be read, that is said too, and no failure is claimed."""
+    alive = [s for s in live.job if not s.gone]
+    if len(alive) != 1 or not is_agent(alive[0].cmdline) or len(alive[0].looks) < 2:
+        return None
+    agent = alive[0]
+    if agent.on_endpoint is False:
+        return None  # no connection there: it is somewhere else than its rendezvous (connecting, resolving)
+    least, endpoint = ask.least, agent.endpoint or ask.endpoint
+    common = (f"--nnodes={ask.nnodes} asks for {least} node{'s' if least != '1' else ''}, and no rank has started "
+              f"on this node; how many have joined is not established (seen from the kernel: no Python stack was "
+              f"read).")
+    evidence = [ask.launch_line(opts),
+                f"no rank has started on this node: {agent.name()} is the job's only process in every look; "
+                f"{ask.waited:.0f} s since torchrun started (when its rendezvous began is not established)",
+                f"{agent.name()} waits in the kernel: {_kernel_words(agent)}"]
+    if agent.on_endpoint is None:
+        summary = (f"torchrun (pid {agent.pid}) is alive and silent: {common} Its "
+                   f"rendezvous endpoint is {endpoint} ({ask.backend} rendezvous); a connection to it is not "
+                   f"established (its sockets could not be read), nor any progress.")
+        evidence.append(f"a connection to its rendezvous endpoint {endpoint}: not established (its sockets could "
+                        f"not be read)")
+        return Verdict("unknown", None, summary, ask.fix(), evidence + live.notes)
+    summary = (f"torchrun waits in its rendezvous for nodes that have not come: {common} It waits at {endpoint} "
+               f"({ask.backend} rendezvous) and gives up after {ask.timeout} s (not before {ask.left:.0f} s from "
+               f"now).")
+    evidence.insert(1, f"{agent.name()} holds a connection to its rendezvous endpoint {endpoint} (its sockets, "
+                       "read from the kernel)")
+    return Verdict("failed", causes.RANK_MISSING, summary, ask.fix(), evidence + live.notes)
+
+
+def _kernel_words(s) -> str:
+    """The agent's last kernel wait, and the CPU it spent between the looks."""
+    cpu = s.cpu_spent()
+    return s.last.kernel.words() + (f"; {cpu:.2f} s of CPU between the looks" if cpu is not None else "")
 
 
 def _main_thread(text: str) -> str:

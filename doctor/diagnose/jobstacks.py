@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import psutil
-from dfdoctor.diagnose import stacks
+from dfdoctor.diagnose import elastic, stacks
 from dfdoctor.diagnose.kernelwait import KernelWait, kernel_wait
 from dfdoctor.agent.procfs import buffers_stdout
 from dfdoctor.numbers import whole
@@ -50,6 +50,8 @@ class ProcessSample:
     buffered: bool = False  # Python with stdout block-buffered
     store: Optional[str] = None  # MASTER_ADDR:MASTER_PORT from its environment: where init_process_group connects
     joined: Optional[bool] = None  # holds a connection to that store (it called init_process_group); None: unknown
+    endpoint: Optional[str] = None  # torchrun's agent: its rendezvous endpoint, from its command line or PET_ env
+    on_endpoint: Optional[bool] = None  # the agent holds an established connection there; None: not read
     looks: list[Look] = field(default_factory=list)
     gone: bool = False  # ended between the two samples
     exited: Optional[int] = None  # a dead child nobody reaped (a zombie): its wait status (exit code << 8, or signal)
@@ -113,6 +115,9 @@ def describe(p: psutil.Process) -> Optional[ProcessSample]:
         if sample.rank is not None and env.get("MASTER_PORT"):
             sample.store = f"{env.get('MASTER_ADDR') or '?'}:{env['MASTER_PORT']}"
             sample.joined = joined_store(p, whole(env["MASTER_PORT"], None))
+        elif sample.rank is None and elastic.is_agent(cmd):
+            sample.endpoint = elastic.endpoint_of(elastic.torchrun_options(cmd), env)[1]
+            sample.on_endpoint = connected(p, whole(sample.endpoint.rsplit(":", 1)[-1], None))
         try:
             sample.buffered = buffers_stdout(p.pid, cmd, env)
         except Exception:  # reading another process's fds can race its exit
@@ -145,6 +150,18 @@ def joined_store(p: psutil.Process, port: Optional[int]) -> Optional[bool]:
         return None
     try:
         return any(c.raddr and c.raddr.port == port for c in p.net_connections(kind="tcp"))
+    except (psutil.Error, OSError):
+        return None
+
+
+def connected(p: psutil.Process, port: Optional[int]) -> Optional[bool]:
+    """Whether the process holds an established TCP connection to `port` (torchrun's agent to its rendezvous
+    store: a connect still under way is not one). None when its sockets cannot be read."""
+    if port is None:
+        return None
+    try:
+        return any(c.raddr and c.raddr.port == port and c.status == psutil.CONN_ESTABLISHED
+                   for c in p.net_connections(kind="tcp"))
     except (psutil.Error, OSError):
         return None
 
