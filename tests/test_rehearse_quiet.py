@@ -127,3 +127,38 @@ def test_a_job_started_in_the_container_after_its_session_ended_hangs_the_termin
                  f"{work}/train.py </dev/null >>{work}/train.log 2>&1'\"")
     assert judge.passed(r), judge.facts(r)
     assert r.hangup == "the job started elsewhere, nothing of the line left here", r.hangup
+
+
+# a process of the line that forks and exits over and over: at any time one of it runs, each under a new pid
+_WALKER = ("import os, time\nwhile True:\n    if os.fork():\n        os._exit(0)\n    time.sleep(0.001)\n")
+
+
+def test_a_line_whose_process_forks_and_exits_while_proc_is_read_is_still_seen_alive():
+    """runner._line_lives read /proc once: a process of the line that forked and exited while it was read (its child
+    not listed yet, itself gone or a zombie when read) was missed, and a line still alive was taken for ended (the
+    terminal hung up, "never started" said too soon). Every pass now goes on over the pids that appeared since,
+    until every one of a pass was read alive."""
+    from dfdoctor.rehearse.runner import LINE_ENV, _line_lives
+
+    tag = uuid.uuid4().hex[:10]
+    walker = subprocess.Popen(["python3", "-c", _WALKER], env={**os.environ, LINE_ENV: tag},
+                              start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while walker.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)  # the first walker forks and exits at once: its children walk on
+        missed = sum(not _line_lives(tag) for _ in range(100))
+        assert missed == 0, f"the line was taken for ended {missed} times of 100 while it ran"
+    finally:
+        try:
+            os.killpg(walker.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the walkers are init's children now: seen gone, not waited for
+            try:
+                os.killpg(walker.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+    assert not _line_lives(tag)

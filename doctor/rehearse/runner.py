@@ -72,6 +72,7 @@ NO_START_S = 1.0  # a sentinel not started this long after the line returned, an
 # on: on a machine loaded 10 runs a core `ssh -f` started the job well over a second after the line returned.
 QUIET_S = 0.2  # how long the host waits, each time it is asked, for the line's last process there to be gone
 LINE_ENV = "DFDOCTOR_RH_LINE"  # in the environment of every process the line starts here: how they are found
+PASSES = 50  # passes over /proc at most, while processes of a pass vanish before they are read (`_line_lives`)
 TICK_S = 0.05  # how often look.sh reads the sentinel's files while it waits (its `tick`)
 TTY_ENV = {"TERM": "xterm"}
 
@@ -359,18 +360,44 @@ def _clean_env(tag: str = "") -> dict[str, str]:
 
 def _line_lives(tag: str, but: int = 0) -> bool:
     """Whether a process the line started on this machine still runs (its environment carries LINE_ENV=tag): a
-    daemon that left the line's session (`ssh -f`, `setsid`) is found too. A zombie's environment reads empty."""
+    daemon that left the line's session (`ssh -f`, `setsid`) is found too. One pass over /proc is no snapshot: a
+    process of the line may fork and exit while it is read (its child's pid was not listed yet, and it was gone, or
+    a zombie whose environment reads empty, when read). So, as look.sh's `lives`, the passes go on over the pids
+    that appeared since the last, until every one of a pass was read alive: what runs then was read, with the
+    environment it has had since its fork. Processes that keep forking past PASSES passes are not known: alive."""
     mark = f"\0{LINE_ENV}={tag}\0".encode()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or entry.name == str(but):
-            continue
-        try:
-            with open(f"/proc/{entry.name}/environ", "rb") as f:
-                if mark in b"\0" + f.read() + b"\0":
-                    return True
-        except OSError:
-            continue
-    return False
+    seen = {str(but)}
+    for _ in range(PASSES):
+        fresh = [e.name for e in os.scandir("/proc") if e.name.isdigit() and e.name not in seen]
+        seen.update(fresh)
+        if not fresh:
+            return False
+        vanished = False
+        for pid in fresh:
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    env = f.read()
+            except PermissionError:
+                continue  # another user's: not the line's
+            except OSError:
+                vanished = True  # gone before it was read: it may have forked first
+                continue
+            if mark in b"\0" + env + b"\0":
+                return True
+            if not env and _gone(pid):
+                vanished = True  # a zombie reads empty: it may have forked before it exited
+        if not vanished:
+            return False
+    return True
+
+
+def _gone(pid: str) -> bool:
+    """Whether the process is a zombie or no longer there (a kernel thread's environment reads empty too)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b") ")[2][:1] in (b"Z", b"X", b"")
+    except OSError:
+        return True
 
 
 def _await_start(out: Rehearsal, started: _Started, until: float) -> Optional[float]:
