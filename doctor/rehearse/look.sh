@@ -2,7 +2,8 @@
 # rehearsal made. Run by `sh -s` at that place (through the line's own hops), started before the line, with arguments:
 #   $1  the sentinel's folder ("" where there is none)   $2  interpreter words to look up ("python3 python")
 #   then pairs: a folder the path is relative to ("" = where the session starts) and a renamed log path.
-# It waits for events, not for time. While the line runs it says "==started" as soon as the sentinel has started.
+# It waits for events, not for time. While the line runs it says "==started" as soon as the sentinel has started,
+# with what the sentinel said of itself (start.json, on the same line).
 # The runner then writes one line on stdin when the line's session has ended: two counts of ticks (TICK_S each),
 # what is left of the margin the hang-up race needs, and of the wait for a sentinel that has not started (EOF,
 # when the runner is gone, means look now). After the margin the sentinel counts as alive at its next heartbeat,
@@ -47,7 +48,7 @@ lives() {
     for lv_c in $lv_m; do case "$lv_c" in /proc/*/cmdline) lv_n="$lv_n $lv_c" ;; *) lv_gone=1 ;; esac; done
     if [ -n "$lv_n" ]; then
       for lv_c in $(grep -La '# dfdoctor rehearsal: ' $lv_n 2>&1 < /dev/null); do
-        case "$lv_c" in /proc/*/cmdline) return 0 ;; *) lv_gone=1 ;; esac
+        case "$lv_c" in /proc/*/cmdline) is_but "${lv_c%cmdline}status" || return 0 ;; *) lv_gone=1 ;; esac
       done
     fi
     # the ones whose words read empty: gone (a zombie, or no longer there) or not known (alive: no kernel thread)
@@ -65,9 +66,18 @@ lives() {
   done
   return 0  # processes of the pass kept going before they were read: not known
 }
-# quiet N: say whether every process of the line here is gone, waiting for it up to N ticks
+# is_but STATUS: whether that process is the one `quiet N PID` leaves out: the sentinel, pid PID in the pid
+# namespace of its container (the last of its NSpid, read at the host; one of several: only a process in a
+# namespace of its own, so that no process of the host itself is ever left out)
+is_but() {
+  [ -n "${lv_but:-}" ] || return 1
+  lv_ns=$(sed -n 's/^NSpid:[[:space:]]*//p' "$1" 2>/dev/null)
+  case "$lv_ns" in *[[:space:]]*) [ "${lv_ns##*[[:space:]]}" = "$lv_but" ] ;; *) return 1 ;; esac
+}
+# quiet N [PID]: say whether every process of the line here is gone (but the sentinel, PID in its container: the
+# question asked once it started), waiting for it up to N ticks
 quiet() {
-  q=0
+  q=0; lv_but=${2:-}
   while lives; do
     q=$((q + 1)); [ "$q" -gt "${1:-0}" ] && { echo "==quiet no"; return; }; sleep $tick
   done
@@ -78,7 +88,7 @@ if [ -n "$d" ] && [ -d "$d" ]; then
   ( IFS= read -r w <&3; echo "${w:-0 0}" > "$d/.ended" ) &
   said=
   while [ -d "$d" ] && [ ! -s "$d/.ended" ]; do
-    [ -z "$said" ] && [ -e "$d/start.json" ] && echo "==started" && said=1
+    [ -z "$said" ] && [ -e "$d/start.json" ] && printf '==started %s\n' "$(tr -d '\n' < "$d/start.json" 2>/dev/null)" && said=1
     sleep $tick
   done
   read -r mt nt < "$d/.ended" 2>/dev/null
@@ -136,7 +146,7 @@ if [ -n "$d" ] && [ -d "$d" ]; then
 else
   # a place without a sentinel looks once the session has ended (the runner's line, or EOF). Before that, the
   # runner may ask `quiet N`: whether a process of the line still runs here, waited for up to N ticks
-  while IFS= read -r w; do case "$w" in "quiet "*) quiet "${w#quiet }" ;; *) break ;; esac; done
+  while IFS= read -r w; do case "$w" in "quiet "*) quiet ${w#quiet } ;; *) break ;; esac; done
   surface
 fi
 for w in $words; do

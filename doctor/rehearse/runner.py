@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from dfdoctor import leftovers
-from dfdoctor.rehearse import prove, quiet, rewrite, wall
+from dfdoctor.rehearse import prove, quiet, rewrite, settled, wall
 from dfdoctor.rehearse.rewrite import CannotRehearse, Hop, Plan
 from dfdoctor.shell import join, quote
 from dfdoctor.targets import transport
@@ -545,6 +545,9 @@ class _Look:
         self.placed_ok = False
         self.asking = False  # a question whether anything of the line is left at its place is out (look.sh's quiet)
         self.quiet_yes = False  # its answer was: nothing
+        self.answered = threading.Event()  # set once every `quiet` question asked has its answer (in order)
+        self.questions = self.answers = 0
+        self.start: dict = {}  # what the sentinel said of itself, as its `==started` line carried it
         self.ended = False
         self.have: dict[str, str] = {}  # the interpreter words PLACE found there, before `==placed`
         try:
@@ -577,11 +580,18 @@ class _Look:
                 self.placed_ok = True
                 self.placed.set()
             if raw.startswith(b"==started") and self.started is not None and not self.started.is_set():
+                try:
+                    self.start = json.loads(raw[len(b"==started"):].strip() or b"{}")
+                except ValueError:
+                    self.start = {}
                 self.started.at = time.monotonic()
                 self.started.set()
             if raw.startswith(b"==quiet "):
+                self.answers += 1
                 self.quiet_yes = raw.split()[-1] == b"yes"
-                self.asking = False
+                self.asking = self.answers < self.questions
+                if not self.asking:
+                    self.answered.set()  # the answer to the last question (an earlier one's may come after it's asked)
         self.placed.set()
         self.ended = True
 
@@ -594,13 +604,15 @@ class _Look:
         the look still there, and before `until`."""
         return not (self.asking or self.quiet_yes or self.ended) and time.monotonic() < until
 
-    def ask_quiet(self, ticks: int) -> None:
+    def ask_quiet(self, ticks: int, but: Optional[int] = None) -> None:
         """Ask whether a process of the line still runs at this place, waited for up to `ticks` there (its answer
-        sets `quiet_yes`; look.sh's `quiet`)."""
-        self.asking = True
+        sets `quiet_yes`; look.sh's `quiet`); `but`: the sentinel's pid in its container, left out."""
+        self.asking, self.quiet_yes = True, False
+        self.answered.clear()
+        self.questions += 1
         try:
             assert self.proc is not None and self.proc.stdin is not None
-            self.proc.stdin.write(f"quiet {ticks}\n".encode())
+            self.proc.stdin.write(f"quiet {ticks}{'' if but is None else f' {int(but)}'}\n".encode())
             self.proc.stdin.flush()
         except (OSError, AssertionError):
             self.ended = True  # it ended already: no answer, the fixed wait stays
@@ -691,7 +703,10 @@ def _finish_looks(out: Rehearsal, looks: list[_Look], started: _Started, *, dead
     since = max(out.returned_at or ended, gone or 0.0)
     # nothing of the line was left anywhere, the sentinel not started: no wait for it, only one look
     no_start = 0.0 if out.quiet_at is not None else NO_START_S - (now - since)
-    told = f"{_ticks(SETTLE_S - (now - ended))} {_ticks(no_start)}\n"
+    settle = SETTLE_S - (now - ended)
+    if settle > 0 and _hangup_seen(out, looks, started, until=ended + SETTLE_S):
+        settle = 0.0  # the hang-up's effect was seen at every place it could reach the job: no margin left to wait
+    told = f"{_ticks(settle)} {_ticks(no_start)}\n"
     with ThreadPoolExecutor(max_workers=max(1, len(looks))) as pool:
         out.places = list(pool.map(lambda look: _read_look(look.where, look.finish(
             told, max(2.5, deadline - time.monotonic()))), looks))
@@ -699,6 +714,18 @@ def _finish_looks(out: Rehearsal, looks: list[_Look], started: _Started, *, dead
         if place.error:
             out.left_behind.append(f"{place.where}: {place.error}")
     return [look.chain for look, place in zip(looks, out.places) if place.swept]
+
+
+def _hangup_seen(out: Rehearsal, looks: list[_Look], started: _Started, *, until: float) -> bool:
+    """Whether the end of the line's session was seen to have done all it can to the started sentinel before
+    `until` (the end of the fixed margin): nothing of the line left here, nor at its host but the sentinel itself,
+    which says it is out of reach of anything else (settled.py)."""
+    watcher = _watcher(out.plan, looks) if out.plan is not None else None
+    pid = settled.sentinel_pid(looks[0].start) if looks else None
+    if watcher is None or pid is None or not started.is_set() or _line_lives(out.plan.tag):
+        return False
+    watcher.ask_quiet(_ticks(until - time.monotonic()), but=pid)
+    return watcher.answered.wait(max(0.0, until - time.monotonic()) + TICK_S) and watcher.quiet_yes
 
 
 _SECTION = re.compile(r"^==(\w+) ?(.*)$")
