@@ -72,6 +72,8 @@ NO_START_S = 1.0  # a sentinel not started this long after the line returned, an
 # on: on a machine loaded 10 runs a core `ssh -f` started the job well over a second after the line returned.
 QUIET_S = 0.2  # how long the host waits, each time it is asked, for the line's last process there to be gone
 LINE_ENV = "DFDOCTOR_RH_LINE"  # in the environment of every process the line starts here: how they are found
+LATE_S = 0.5  # after an interruption, the late sweep comes at least this long after the line's last process here
+CLEAN_S = 3.0  # how long the line's processes here may take to be gone once killed, at most
 PASSES = 50  # passes over /proc at most, while processes of a pass vanish before they are read (`_line_lives`)
 TICK_S = 0.05  # how often look.sh reads the sentinel's files while it waits (its `tick`)
 TTY_ENV = {"TERM": "xterm"}
@@ -115,6 +117,9 @@ class Rehearsal:
     unstarted_alive: bool = False  # the sentinel had not started by the deadline while the line's processes ran
     quiet_at: Optional[float] = None  # when nothing of the line was seen left, here or at its host (quiet.py)
     hangup: str = ""  # why the terminal hung up when it did, the sentinel having started
+    settled_at: Optional[float] = None  # when the end of the session was seen to have done all it can (settled.py)
+    ran: bool = False  # the line's own shell was started
+    swept_late: list[str] = field(default_factory=list)  # what the late sweep after an interruption still found
 
     @property
     def budget(self) -> float:
@@ -166,6 +171,8 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
     if planned is not None:
         planned(plan, None)
     sweeps = _sweeps(plan)
+    every = dict(sweeps)  # the late sweep's places, after an interruption: all of them, also those a look swept
+    interrupted = False
     registered = leftovers.register(plan.mark, [_session(chain, words) for chain, words in sweeps.items()],
                                     cwd)  # run by the parent if this worker dies before it cleaned up
     previous = _interruptible()
@@ -186,12 +193,17 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
         finally:
             for chain in _finish_looks(out, looks, started, deadline=began + out.budget) if looks else ():
                 sweeps.pop(chain)  # swept by its look
+    except BaseException:
+        interrupted = True  # Ctrl-C, SIGTERM: the line was cut off wherever it was
+        raise
     finally:
         # Ctrl-C, SIGTERM, a hop that failed, a place no look went to: nothing of it stays (REHEARSAL.md)
         with ThreadPoolExecutor(max_workers=max(1, len(sweeps))) as pool:
             said = list(pool.map(lambda item: leftovers.run_quietly(_session(*item), cwd),
                                  sweeps.items()))
         leftovers.done(registered)
+        if interrupted and out.ran:
+            out.swept_late = _sweep_late(plan.tag, every, cwd, wait=out.slack / 2)
         _restore(previous)
         out.swept = [ln for text in said for ln in text.splitlines() if ln.startswith(("==killed", "==removed"))]
         walls = [*(w for place in out.places for w in place.walls),
@@ -204,6 +216,37 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
                                                     f"{out.budget:.0f} s, while what the line started still ran")
         out.seconds = time.monotonic() - began
     return out
+
+
+def _sweep_late(tag: str, sweeps: dict[tuple, list[str]], cwd: Optional[str], *, wait: float) -> list[str]:
+    """After an interruption, the line was cut off on its way: a session it asked a hop for may start its shell
+    after the sweep (an sshd still setting it up: not yet a process of the line there), and that shell would open
+    the renamed log in the user's folder. So: every process of the line here is ended and seen gone (nothing asks
+    for another session), then, a session's setup time later (`wait`: what placing the sentinel took, LATE_S at
+    least), every place is swept again. Returns what that sweep still found to kill or remove."""
+    _kill_line(tag)
+    until = time.monotonic() + CLEAN_S
+    while _line_lives(tag) and time.monotonic() < until:
+        time.sleep(TICK_S)
+        _kill_line(tag)
+    time.sleep(min(PLACE_S, max(LATE_S, wait)))
+    with ThreadPoolExecutor(max_workers=max(1, len(sweeps))) as pool:
+        said = list(pool.map(lambda item: leftovers.run_quietly(_session(*item), cwd), sweeps.items()))
+    return [ln for text in said for ln in text.splitlines() if ln.startswith(("==killed", "==removed"))]
+
+
+def _kill_line(tag: str) -> None:
+    """SIGKILL to every process the line started on this machine (its environment carries LINE_ENV=tag)."""
+    mark = f"\0{LINE_ENV}={tag}\0".encode()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as f:
+                if mark in b"\0" + f.read() + b"\0":
+                    os.kill(int(entry.name), signal.SIGKILL)
+        except OSError:
+            continue
 
 
 def _session(chain: tuple[Hop, ...], argv: list[str]) -> list[str]:
@@ -442,6 +485,25 @@ def _run_line(out: Rehearsal, line: str, cwd: Optional[str], started: Optional[_
         out.output = f"{_shell()}: {exc.strerror or exc}"
         return
     os.close(slave)
+    out.ran = True
+    try:
+        _read_line(out, proc, master, marker, began, started, watcher)
+    except BaseException:
+        _killpg(proc.pid)  # interrupted: the line's session goes with it (what left it: runner._sweep_late)
+        try:
+            os.close(master)
+        except OSError:
+            pass  # closed already: the terminal had hung up
+        try:
+            proc.wait(timeout=CLEAN_S)
+        except subprocess.TimeoutExpired:
+            pass
+        raise
+
+
+def _read_line(out: Rehearsal, proc: subprocess.Popen, master: int, marker: str, began: float,
+               started: Optional[_Started], watcher: Optional["_Look"]) -> None:
+    """What the line's terminal shows until it hangs up (`_run_line`)."""
     chunks: list[bytes] = []
     sel = selectors.DefaultSelector()
     sel.register(master, selectors.EVENT_READ)
@@ -706,6 +768,7 @@ def _finish_looks(out: Rehearsal, looks: list[_Look], started: _Started, *, dead
     settle = SETTLE_S - (now - ended)
     if settle > 0 and _hangup_seen(out, looks, started, until=ended + SETTLE_S):
         settle = 0.0  # the hang-up's effect was seen at every place it could reach the job: no margin left to wait
+        out.settled_at = time.monotonic()
     told = f"{_ticks(settle)} {_ticks(no_start)}\n"
     with ThreadPoolExecutor(max_workers=max(1, len(looks))) as pool:
         out.places = list(pool.map(lambda look: _read_look(look.where, look.finish(
