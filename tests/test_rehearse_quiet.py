@@ -16,7 +16,7 @@ import uuid
 import pytest
 
 from dfdoctor import causes
-from dfdoctor.rehearse import judge, quiet, rewrite
+from dfdoctor.rehearse import judge, quiet, rewrite, runner, settled
 from dfdoctor.rehearse.runner import LOOK, rehearse
 from infra.fixtures import infra, procs_naming, ssh_config_env  # noqa: F401
 from test_rehearse import seed  # noqa: F401  (a folder in container 200 only, holding train.py)
@@ -127,6 +127,34 @@ def test_a_job_started_in_the_container_after_its_session_ended_hangs_the_termin
                  f"{work}/train.py </dev/null >>{work}/train.log 2>&1'\"")
     assert judge.passed(r), judge.facts(r)
     assert r.hangup == "the job started elsewhere, nothing of the line left here", r.hangup
+
+
+@pytest.mark.slow
+def test_the_fixs_margin_of_the_hangup_race_is_seen_not_waited_for(infra, ssh_config_env, seed, monkeypatch):
+    """The seed's fix line: once its terminal hung up, nothing of the line is left here nor at the host but the job,
+    which has no terminal and writes to a file: every end that could reach it has happened, and the next beat
+    counts. The fixed margin (SETTLE_S, made 5 s here so that waiting for it cannot pass) was waited out before."""
+    monkeypatch.setattr(runner, "SETTLE_S", 5.0)
+    work, _ = seed
+    r = rehearse(f"ssh root@dfdoctor-host \"pct exec 200 -- sh -c 'cd {work} && nohup setsid -f python3 -u "
+                 f"{work}/train.py </dev/null >>{work}/train.log 2>&1'\"")
+    judged = time.monotonic()
+    assert judge.passed(r) and r.alive, judge.facts(r)
+    assert r.settled_at is not None and r.settled_at - r.ended_at < 5.0, (r.settled_at, r.ended_at)
+    assert judged - r.ended_at < 5.0, judged - r.ended_at  # the look and the sweep, not the margin
+
+
+def test_only_a_job_out_of_reach_of_all_but_the_lines_processes_leaves_the_margin_to_observation():
+    good = {"pid": 42, "tty": "", "fds": [{"kind": "null"}, {"kind": "file"}, {"kind": "null"}], "cgroup": ["0::/"]}
+    assert settled.sentinel_pid(good) == 42
+    assert settled.sentinel_pid({**good, "tty": "/dev/pts/3"}) is None  # a terminal's hang-up may come later
+    assert settled.sentinel_pid({**good, "tty": None}) is None  # not known
+    for kind in ("pipe", "socket", "tty", "other"):  # a channel that may close under its next write
+        assert settled.sentinel_pid({**good, "fds": [{"kind": "null"}, {"kind": kind}, {"kind": "file"}]}) is None
+        assert settled.sentinel_pid({**good, "fds": [{"kind": "null"}, {"kind": "file"}, {"kind": kind}]}) is None
+    scope = ["0::/user.slice/user-0.slice/session-4.scope"]  # a logind that ends the session's processes
+    assert settled.sentinel_pid({**good, "cgroup": scope}) is None
+    assert settled.sentinel_pid({**good, "cgroup": None}) is None and settled.sentinel_pid({}) is None
 
 
 # a process of the line that forks and exits over and over: at any time one of it runs, each under a new pid
