@@ -65,7 +65,8 @@ DRAIN_S = 0.8  # the terminal stays open this long after the shell returned, as 
 START_DRAIN_S = 0.2  # ...or only this long after the sentinel started (its first words reach the terminal)
 SETTLE_S = 0.5  # the margin of the hang-up race: a heartbeat counts once written this long after the session
 # ended. Measured (bench/hangup_margin.py): a job the end of its session kills is dead within 0.01 s of it here;
-# the rest is for a real network, where a remote sshd learns of a closed connection a round trip later.
+# the rest is for a real network, where a remote sshd learns of a closed connection a round trip later. Where the
+# end of the session is seen to have done all it can (settled.py), the margin is not waited for.
 NO_START_S = 1.0  # a sentinel not started this long after the line returned, and after the last process the line
 # started here was gone, never started (seen: within 0.3 s, on a machine loaded 3 runs a core). While a process of
 # the line lives (`ssh -f`'s client still opening its session, a wrapper still on its way to the job) the wait goes
