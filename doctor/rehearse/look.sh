@@ -23,8 +23,8 @@ clock() {
 # text names the sentinel), each hop's command (ssh, pct exec, lxc-attach: the sentinel's path is one of their
 # words) and each process they fork before it execs the next (lxc-attach's attached child is a fork of it, with its
 # words). dfdoctor's own scripts (a look, a sweep: "# dfdoctor rehearsal: ") are not the line's. Words that read
-# empty are a zombie's or a kernel thread's; any other process reads so between two execs: not known, so it may be
-# the line's. One pass over /proc is not a snapshot: a process of the line may fork and exit while it is read (the
+# empty are a zombie's or a kernel thread's; any other process reads so between two execs (or on its way out): read
+# again in the next pass, and not known while it reads so (it may be the line's). One pass over /proc is not a snapshot: a process of the line may fork and exit while it is read (the
 # child's pid was not listed, the parent was gone when read). So the passes go on over the pids that appeared since
 # the last, until every one of a pass was read alive (nothing of the line can have forked out of sight then: what
 # runs now was read, with the words it has had since, its fork's or its exec's, both marked). A grep that cannot say
@@ -34,9 +34,9 @@ lives() {
   [ "$(printf 'dfdoctor-rh-%s\0' "$DFDOCTOR_RH_TAG" | grep -la "$lv_pat" 2>/dev/null; printf '' | grep -La . 2>/dev/null)" = \
     "(standard input)
 (standard input)" ] || return 0
-  lv_seen=" " lv_k=0
+  lv_seen=" " lv_k=0 lv_again=
   while [ "$lv_k" -lt 50 ]; do
-    lv_k=$((lv_k + 1)); set --
+    lv_k=$((lv_k + 1)); set -- ${lv_again:-}
     for lv_c in /proc/[0-9]*/cmdline; do
       lv_p=${lv_c#/proc/}; lv_p=${lv_p%/cmdline}
       case "$lv_seen" in *" $lv_p "*) continue ;; esac
@@ -51,18 +51,24 @@ lives() {
         case "$lv_c" in /proc/*/cmdline) is_but "${lv_c%cmdline}status" || return 0 ;; *) lv_gone=1 ;; esac
       done
     fi
-    # the ones whose words read empty: gone (a zombie, or no longer there) or not known (alive: no kernel thread)
+    # the ones whose words read empty: gone (a zombie, or no longer there), a kernel thread, or not known yet (alive,
+    # between an exit and its zombie, or an exec and its words: read again in the next pass, with the new ones)
     lv_e=$(grep -La . "$@" 2>&1 < /dev/null)
     set --
     for lv_c in $lv_e; do case "$lv_c" in /proc/*/cmdline) set -- "$@" "${lv_c%cmdline}stat" ;; *) lv_gone=1 ;; esac; done
+    lv_again=
     if [ $# -gt 0 ]; then
-      for lv_c in $(awk '{ s = $0; sub(/^.*\) /, "", s); split(s, f, " ")
-          if (f[1] == "Z" || f[1] == "X") print "gone"; else if (f[2] != 2 && f[2] != 0) print "unknown" }
-          END { if (NR < ARGC - 1) print "gone" }' "$@" 2>&1 < /dev/null); do
-        [ "$lv_c" = gone ] && lv_gone=1 || return 0  # alive and wordless, or awk could not say: not known
+      # each stat file read by getline: one gone before it was read is said so (awk's own open of it was fatal)
+      for lv_c in $(awk 'BEGIN { for (i = 1; i < ARGC; i++) { f = ARGV[i]
+          if ((getline l < f) <= 0) { print "gone"; continue }
+          close(f); sub(/^.*\) /, "", l); split(l, a, " ")
+          if (a[1] == "Z" || a[1] == "X") print "gone"; else if (a[2] != 2 && a[2] != 0) print "again:" f } }' \
+          "$@" 2>&1 < /dev/null); do
+        case "$lv_c" in gone) lv_gone=1 ;; again:/proc/*/stat) lv_c=${lv_c#again:}; lv_again="$lv_again ${lv_c%stat}cmdline" ;;
+          *) return 0 ;; esac  # awk could not say: not known
       done
     fi
-    [ -n "$lv_gone" ] || return 1
+    [ -n "$lv_gone$lv_again" ] || return 1
   done
   return 0  # processes of the pass kept going before they were read: not known
 }
