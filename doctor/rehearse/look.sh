@@ -69,6 +69,7 @@ lives() {
       done
     fi
     [ -n "$lv_gone$lv_again" ] || return 1
+    [ -z "${lv_until:-}" ] || { clock; [ "$c" -lt "$lv_until" ]; } || return 0  # out of time: not known
   done
   return 0  # processes of the pass kept going before they were read: not known
 }
@@ -82,11 +83,15 @@ is_but() {
 }
 # quiet N [PID]: say whether every process of the line here is gone (but the sentinel, PID in its container: the
 # question asked once it started), waiting for it up to N ticks
+# (by the clock: under a churn of processes a pass of `lives` goes on over the new ones, and N such waits could
+# keep the look from the runner's next word for seconds; a question not answered by then, and 0.2 s, is answered "no")
 quiet() {
-  q=0; lv_but=${2:-}
+  q=0; lv_but=${2:-}; i=0; clock; lv_until=$((c + ${1:-0} * 5 + 20))  # a pass of lives gets 0.2 s at least
   while lives; do
-    q=$((q + 1)); [ "$q" -gt "${1:-0}" ] && { echo "==quiet no"; return; }; sleep $tick
+    q=$((q + 1)); clock; [ "$q" -gt "${1:-0}" ] || [ "$c" -ge "$lv_until" ] && { echo "==quiet no"; lv_until=; return; }
+    sleep $tick
   done
+  lv_until=
   echo "==quiet yes"
 }
 if [ -n "$d" ] && [ -d "$d" ]; then
