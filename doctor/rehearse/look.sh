@@ -4,9 +4,10 @@
 #   then pairs: a folder the path is relative to ("" = where the session starts) and a renamed log path.
 # It waits for events, not for time. While the line runs it says "==started" as soon as the sentinel has started,
 # with what the sentinel said of itself (start.json, on the same line).
-# The runner then writes one line on stdin when the line's session has ended: two counts of ticks (TICK_S each),
-# what is left of the margin the hang-up race needs, and of the wait for a sentinel that has not started (EOF,
-# when the runner is gone, means look now). After the margin the sentinel counts as alive at its next heartbeat,
+# The runner then writes one line on stdin when the line's session has ended: three counts of ticks (TICK_S each),
+# what is left of the margin the hang-up race needs, of the wait for a sentinel that has not started, and of the
+# rehearsal's time (past that wait, a sentinel not started is waited for while a process of the line still runs
+# here: a python still starting on a loaded machine) (EOF, when the runner is gone, means look now). After the margin the sentinel counts as alive at its next heartbeat,
 # and as gone as soon as it wrote how it ended or its process is gone.
 # Prints sections "==NAME" that doctor/rehearse/runner.py reads. Never touches a path without the rehearsal's tag.
 d=$1; words=$2; shift 2
@@ -102,12 +103,12 @@ if [ -n "$d" ] && [ -d "$d" ]; then
     [ -z "$said" ] && [ -e "$d/start.json" ] && printf '==started %s\n' "$(tr -d '\n' < "$d/start.json" 2>/dev/null)" && said=1
     sleep $tick
   done
-  read -r mt nt < "$d/.ended" 2>/dev/null
+  read -r mt nt lt < "$d/.ended" 2>/dev/null
   # the waits are kept in real time, in centiseconds of /proc/uptime (no fork): on a loaded machine one turn of
   # this loop takes well over a tick, and counting turns stretched the margin (0.5 s became a second). Where
   # /proc/uptime cannot be read, turns are counted as before.
   i=0; b1=; pid=; seen=
-  clock; m_at=$((c + ${mt:-0} * 5)); n_at=$((c + ${nt:-0} * 5))
+  clock; m_at=$((c + ${mt:-0} * 5)); n_at=$((c + ${nt:-0} * 5)); l_at=$((c + ${lt:-0} * 5))
   while [ -d "$d" ] && [ ! -e "$d/end.json" ]; do
     clock
     if [ -e "$d/start.json" ]; then
@@ -124,7 +125,7 @@ if [ -n "$d" ] && [ -d "$d" ]; then
         fi
       fi
       [ "$c" -ge $((m_at + 100)) ] && break   # no heartbeat for a second: the process check below decides
-    elif [ "$c" -ge "$n_at" ]; then break; fi
+    elif [ "$c" -ge "$n_at" ]; then [ "$c" -lt "$l_at" ] && lives || break; fi
     sleep $tick; i=$((i+1))
   done
   echo "==start"; cat "$d/start.json" 2>/dev/null; echo

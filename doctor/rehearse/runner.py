@@ -73,6 +73,7 @@ NO_START_S = 1.0  # a sentinel not started this long after the line returned, an
 # on: on a machine loaded 10 runs a core `ssh -f` started the job well over a second after the line returned.
 QUIET_S = 0.2  # how long the host waits, each time it is asked, for the line's last process there to be gone
 LINE_ENV = "DFDOCTOR_RH_LINE"  # in the environment of every process the line starts here: how they are found
+LOOK_END_S = 2.0  # what a look keeps of the rehearsal's time for its report and its sweep
 LATE_S = 0.5  # after an interruption, the late sweep comes at least this long after the line's last process here
 CLEAN_S = 3.0  # how long the line's processes here may take to be gone once killed, at most
 PASSES = 50  # passes over /proc at most, while processes of a pass vanish before they are read (`_line_lives`)
@@ -770,7 +771,10 @@ def _finish_looks(out: Rehearsal, looks: list[_Look], started: _Started, *, dead
     if settle > 0 and _hangup_seen(out, looks, started, until=ended + SETTLE_S):
         settle = 0.0  # the hang-up's effect was seen at every place it could reach the job: no margin left to wait
         out.settled_at = time.monotonic()
-    told = f"{_ticks(settle)} {_ticks(no_start)}\n"
+    # past the wait for a sentinel not started, the job's look waits on while a process of the line runs there (a
+    # python still starting on a loaded machine: "never got to run" was said of the seed's working fix), until the
+    # rehearsal's time is nearly out (what is left of it then reads and sweeps)
+    told = f"{_ticks(settle)} {_ticks(no_start)} {_ticks(deadline - time.monotonic() - LOOK_END_S)}\n"
     with ThreadPoolExecutor(max_workers=max(1, len(looks))) as pool:
         out.places = list(pool.map(lambda look: _read_look(look.where, look.finish(
             told, max(2.5, deadline - time.monotonic()))), looks))
