@@ -6,10 +6,12 @@ rehearsal stays: no process naming its mark, no sentinel folder, no renamed file
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -211,5 +213,57 @@ def test_an_interrupted_check_leaves_nothing(infra, how, tmp_path):
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
+        kill_naming(str(work))
+        subprocess.run(["rm", "-rf", str(work)])
+
+
+# A rehearsal interrupted by SIGINT while its line runs, in a python of its own; once its sweep is done (at
+# leftovers.done), a session to the host opens the renamed log in the user's folder, as the line's own shell does
+# when its sshd started it only after that sweep (a login still being set up when the line was cut off: the real
+# race cannot be timed from outside). Prints the rehearsal's mark.
+_LATE_SHELL = r"""
+import json, os, signal, subprocess, sys, threading, time
+from dfdoctor import leftovers
+from dfdoctor.rehearse import rewrite, runner
+line, log, cfg = sys.argv[1:4]
+plans = []
+plan = rewrite.plan
+rewrite.plan = lambda *a, **k: plans.append(plan(*a, **k)) or plans[-1]
+def interrupt():  # once the line's own shell runs (the looks before it carry the renamed log's name too)
+    while not plans or not runner._line_lives(plans[0].tag):
+        time.sleep(0.02)
+    os.kill(os.getpid(), signal.SIGINT)
+done = leftovers.done
+def late(path):
+    done(path)
+    subprocess.run(["ssh", "-F", cfg, "-o", "BatchMode=yes", "root@dfdoctor-host",
+                    f": > {log}.dfdoctor-rh-{plans[0].tag}"], timeout=60, stdin=subprocess.DEVNULL)
+leftovers.done = late
+threading.Thread(target=interrupt, daemon=True).start()
+try:
+    runner.rehearse(line)
+except KeyboardInterrupt:
+    print(json.dumps({"mark": f"dfdoctor-rh-{plans[0].tag}"}))
+"""
+
+
+@pytest.mark.slow
+def test_a_shell_of_the_line_that_starts_after_an_interrupted_rehearsals_sweep_leaves_nothing(infra, tmp_path):
+    """SIGINT during a rehearsal: its sweep ran, and a shell of the line its sshd started only after that sweep
+    opened the renamed log in the user's folder (`LOG.dfdoctor-rh-TAG`), where it stayed. The line's processes
+    here are ended, and every place is swept again a session's setup time later: nothing is left."""
+    work = Path(f"/tmp/dfd-harm-{uuid.uuid4().hex[:8]}")
+    work.mkdir()
+    (work / "t.py").write_text(TRAIN)
+    line = f"ssh root@dfdoctor-host 'cd {work} && nohup python3 -u t.py > {work}/t.log 2>&1 &'"
+    env = {**os.environ, "DFDOCTOR_SSH_CONFIG": str(infra.ssh_config)}
+    try:
+        p = subprocess.run([sys.executable, "-c", _LATE_SHELL, line, f"{work}/t.log", str(infra.ssh_config)], env=env,
+                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert p.returncode == 0 and p.stdout.strip(), p.stderr
+        mark = json.loads(p.stdout)["mark"]
+        assert not list(work.glob(f"*{mark}*")), list(work.iterdir())
+        assert not [q.info["cmdline"] for q in procs_naming(mark) if _alive(q)]
+    finally:
         kill_naming(str(work))
         subprocess.run(["rm", "-rf", str(work)])

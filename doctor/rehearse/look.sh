@@ -2,10 +2,12 @@
 # rehearsal made. Run by `sh -s` at that place (through the line's own hops), started before the line, with arguments:
 #   $1  the sentinel's folder ("" where there is none)   $2  interpreter words to look up ("python3 python")
 #   then pairs: a folder the path is relative to ("" = where the session starts) and a renamed log path.
-# It waits for events, not for time. While the line runs it says "==started" as soon as the sentinel has started.
-# The runner then writes one line on stdin when the line's session has ended: two counts of ticks (TICK_S each),
-# what is left of the margin the hang-up race needs, and of the wait for a sentinel that has not started (EOF,
-# when the runner is gone, means look now). After the margin the sentinel counts as alive at its next heartbeat,
+# It waits for events, not for time. While the line runs it says "==started" as soon as the sentinel has started,
+# with what the sentinel said of itself (start.json, on the same line).
+# The runner then writes one line on stdin when the line's session has ended: three counts of ticks (TICK_S each),
+# what is left of the margin the hang-up race needs, of the wait for a sentinel that has not started, and of the
+# rehearsal's time (past that wait, a sentinel not started is waited for while a process of the line still runs
+# here: a python still starting on a loaded machine) (EOF, when the runner is gone, means look now). After the margin the sentinel counts as alive at its next heartbeat,
 # and as gone as soon as it wrote how it ended or its process is gone.
 # Prints sections "==NAME" that doctor/rehearse/runner.py reads. Never touches a path without the rehearsal's tag.
 d=$1; words=$2; shift 2
@@ -22,8 +24,8 @@ clock() {
 # text names the sentinel), each hop's command (ssh, pct exec, lxc-attach: the sentinel's path is one of their
 # words) and each process they fork before it execs the next (lxc-attach's attached child is a fork of it, with its
 # words). dfdoctor's own scripts (a look, a sweep: "# dfdoctor rehearsal: ") are not the line's. Words that read
-# empty are a zombie's or a kernel thread's, or those of a process on its way out (its memory given back first) or
-# between two execs: looked at again for a few ticks, then not known, as it may be the line's. One pass over /proc is not a snapshot: a process of the line may fork and exit while it is read (the
+# empty are a zombie's or a kernel thread's; any other process reads so between two execs (or on its way out): read
+# again in the next pass, and not known while it reads so (it may be the line's). One pass over /proc is not a snapshot: a process of the line may fork and exit while it is read (the
 # child's pid was not listed, the parent was gone when read). So the passes go on over the pids that appeared since
 # the last, until every one of a pass was read alive (nothing of the line can have forked out of sight then: what
 # runs now was read, with the words it has had since, its fork's or its exec's, both marked). A grep that cannot say
@@ -33,9 +35,9 @@ lives() {
   [ "$(printf 'dfdoctor-rh-%s\0' "$DFDOCTOR_RH_TAG" | grep -la "$lv_pat" 2>/dev/null; printf '' | grep -La . 2>/dev/null)" = \
     "(standard input)
 (standard input)" ] || return 0
-  lv_seen=" " lv_k=0
+  lv_seen=" " lv_k=0 lv_again=
   while [ "$lv_k" -lt 50 ]; do
-    lv_k=$((lv_k + 1)); set --
+    lv_k=$((lv_k + 1)); set -- ${lv_again:-}
     for lv_c in /proc/[0-9]*/cmdline; do
       lv_p=${lv_c#/proc/}; lv_p=${lv_p%/cmdline}
       case "$lv_seen" in *" $lv_p "*) continue ;; esac
@@ -47,51 +49,50 @@ lives() {
     for lv_c in $lv_m; do case "$lv_c" in /proc/*/cmdline) lv_n="$lv_n $lv_c" ;; *) lv_gone=1 ;; esac; done
     if [ -n "$lv_n" ]; then
       for lv_c in $(grep -La '# dfdoctor rehearsal: ' $lv_n 2>&1 < /dev/null); do
-        case "$lv_c" in /proc/*/cmdline) return 0 ;; *) lv_gone=1 ;; esac
+        case "$lv_c" in /proc/*/cmdline) is_but "${lv_c%cmdline}status" || return 0 ;; *) lv_gone=1 ;; esac
       done
     fi
-    # the ones whose words read empty: a zombie's, a kernel thread's, or one exiting (its memory given back) or
-    # between two execs: those are looked at again a few ticks, until each is gone, a zombie, or has words again
-    # (read for the mark); one still alive and wordless then is not known
-    lv_e=$(grep -La . "$@" 2>&1 < /dev/null) lv_w=0
-    while :; do
-      set --
-      for lv_c in $lv_e; do case "$lv_c" in /proc/*/cmdline) set -- "$@" "${lv_c%cmdline}stat" ;; *) lv_gone=1 ;; esac; done
-      [ $# -gt 0 ] || break
-      set -- $(wordless "$@")
-      for lv_c in "$@"; do [ "$lv_c" = gone ] && lv_gone=1; done
-      lv_x=; for lv_c in "$@"; do [ "$lv_c" = gone ] || lv_x="$lv_x ${lv_c%stat}cmdline"; done
-      [ -n "$lv_x" ] || break
-      lv_w=$((lv_w + 1)); [ "$lv_w" -le 10 ] || return 0
-      sleep $tick
-      lv_m=$(grep -la "$lv_pat" $lv_x 2>/dev/null < /dev/null)
-      if [ -n "$lv_m" ]; then
-        for lv_c in $(grep -La '# dfdoctor rehearsal: ' $lv_m 2>&1 < /dev/null); do
-          case "$lv_c" in /proc/*/cmdline) return 0 ;; *) lv_gone=1 ;; esac
-        done
-      fi
-      lv_e=$(grep -La . $lv_x 2>&1 < /dev/null)
-    done
-    [ -n "$lv_gone" ] || return 1
+    # the ones whose words read empty: gone (a zombie, or no longer there), a kernel thread, or not known yet (alive,
+    # between an exit and its zombie, or an exec and its words: read again in the next pass, with the new ones)
+    lv_e=$(grep -La . "$@" 2>&1 < /dev/null)
+    set --
+    for lv_c in $lv_e; do case "$lv_c" in /proc/*/cmdline) set -- "$@" "${lv_c%cmdline}stat" ;; *) lv_gone=1 ;; esac; done
+    lv_again=
+    if [ $# -gt 0 ]; then
+      # each stat file read by getline: one gone before it was read is said so (awk's own open of it was fatal)
+      for lv_c in $(awk 'BEGIN { for (i = 1; i < ARGC; i++) { f = ARGV[i]
+          if ((getline l < f) <= 0) { print "gone"; continue }
+          close(f); sub(/^.*\) /, "", l); split(l, a, " ")
+          if (a[1] == "Z" || a[1] == "X") print "gone"; else if (a[2] != 2 && a[2] != 0) print "again:" f } }' \
+          "$@" 2>&1 < /dev/null); do
+        case "$lv_c" in gone) lv_gone=1 ;; again:/proc/*/stat) lv_c=${lv_c#again:}; lv_again="$lv_again ${lv_c%stat}cmdline" ;;
+          *) return 0 ;; esac  # awk could not say: not known
+      done
+    fi
+    [ -n "$lv_gone$lv_again" ] || return 1
+    [ -z "${lv_until:-}" ] || { clock; [ "$c" -lt "$lv_until" ]; } || return 0  # out of time: not known
   done
   return 0  # processes of the pass kept going before they were read: not known
 }
-# wordless STAT...: of processes whose words read empty, those alive and no kernel thread (their stat path), and
-# `gone` for each that is a zombie or no longer there (read by the shell: awk stops at the first file that vanished)
-wordless() {
-  for wl_f in "$@"; do
-    wl_s=; read -r wl_s 2>/dev/null < "$wl_f" || { echo gone; continue; }
-    wl_s=${wl_s##*) }; wl_st=${wl_s%% *}; wl_s=${wl_s#* }; wl_pp=${wl_s%% *}
-    case "$wl_st" in Z|X|"") echo gone; continue ;; esac
-    case "$wl_pp" in 0|2) ;; *) echo "$wl_f" ;; esac
-  done
+# is_but STATUS: whether that process is the one `quiet N PID` leaves out: the sentinel, pid PID in the pid
+# namespace of its container (the last of its NSpid, read at the host; one of several: only a process in a
+# namespace of its own, so that no process of the host itself is ever left out)
+is_but() {
+  [ -n "${lv_but:-}" ] || return 1
+  lv_ns=$(sed -n 's/^NSpid:[[:space:]]*//p' "$1" 2>/dev/null)
+  case "$lv_ns" in *[[:space:]]*) [ "${lv_ns##*[[:space:]]}" = "$lv_but" ] ;; *) return 1 ;; esac
 }
-# quiet N: say whether every process of the line here is gone, waiting for it up to N ticks
+# quiet N [PID]: say whether every process of the line here is gone (but the sentinel, PID in its container: the
+# question asked once it started), waiting for it up to N ticks
+# (by the clock: under a churn of processes a pass of `lives` goes on over the new ones, and N such waits could
+# keep the look from the runner's next word for seconds; a question not answered by then, and 0.2 s, is answered "no")
 quiet() {
-  q=0
+  q=0; lv_but=${2:-}; i=0; clock; lv_until=$((c + ${1:-0} * 5 + 20))  # a pass of lives gets 0.2 s at least
   while lives; do
-    q=$((q + 1)); [ "$q" -gt "${1:-0}" ] && { echo "==quiet no"; return; }; sleep $tick
+    q=$((q + 1)); clock; [ "$q" -gt "${1:-0}" ] || [ "$c" -ge "$lv_until" ] && { echo "==quiet no"; lv_until=; return; }
+    sleep $tick
   done
+  lv_until=
   echo "==quiet yes"
 }
 if [ -n "$d" ] && [ -d "$d" ]; then
@@ -99,15 +100,15 @@ if [ -n "$d" ] && [ -d "$d" ]; then
   ( IFS= read -r w <&3; echo "${w:-0 0}" > "$d/.ended" ) &
   said=
   while [ -d "$d" ] && [ ! -s "$d/.ended" ]; do
-    [ -z "$said" ] && [ -e "$d/start.json" ] && echo "==started" && said=1
+    [ -z "$said" ] && [ -e "$d/start.json" ] && printf '==started %s\n' "$(tr -d '\n' < "$d/start.json" 2>/dev/null)" && said=1
     sleep $tick
   done
-  read -r mt nt < "$d/.ended" 2>/dev/null
+  read -r mt nt lt < "$d/.ended" 2>/dev/null
   # the waits are kept in real time, in centiseconds of /proc/uptime (no fork): on a loaded machine one turn of
   # this loop takes well over a tick, and counting turns stretched the margin (0.5 s became a second). Where
   # /proc/uptime cannot be read, turns are counted as before.
   i=0; b1=; pid=; seen=
-  clock; m_at=$((c + ${mt:-0} * 5)); n_at=$((c + ${nt:-0} * 5))
+  clock; m_at=$((c + ${mt:-0} * 5)); n_at=$((c + ${nt:-0} * 5)); l_at=$((c + ${lt:-0} * 5))
   while [ -d "$d" ] && [ ! -e "$d/end.json" ]; do
     clock
     if [ -e "$d/start.json" ]; then
@@ -124,7 +125,7 @@ if [ -n "$d" ] && [ -d "$d" ]; then
         fi
       fi
       [ "$c" -ge $((m_at + 100)) ] && break   # no heartbeat for a second: the process check below decides
-    elif [ "$c" -ge "$n_at" ]; then break; fi
+    elif [ "$c" -ge "$n_at" ]; then [ "$c" -lt "$l_at" ] && lives || break; fi
     sleep $tick; i=$((i+1))
   done
   echo "==start"; cat "$d/start.json" 2>/dev/null; echo
@@ -157,7 +158,7 @@ if [ -n "$d" ] && [ -d "$d" ]; then
 else
   # a place without a sentinel looks once the session has ended (the runner's line, or EOF). Before that, the
   # runner may ask `quiet N`: whether a process of the line still runs here, waited for up to N ticks
-  while IFS= read -r w; do case "$w" in "quiet "*) quiet "${w#quiet }" ;; *) break ;; esac; done
+  while IFS= read -r w; do case "$w" in "quiet "*) quiet ${w#quiet } ;; *) break ;; esac; done
   surface
 fi
 for w in $words; do

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from dfdoctor import leftovers
-from dfdoctor.rehearse import prove, quiet, rewrite, wall
+from dfdoctor.rehearse import prove, quiet, rewrite, settled, wall
 from dfdoctor.rehearse.rewrite import CannotRehearse, Hop, Plan
 from dfdoctor.shell import join, quote
 from dfdoctor.targets import transport
@@ -65,13 +65,18 @@ DRAIN_S = 0.8  # the terminal stays open this long after the shell returned, as 
 START_DRAIN_S = 0.2  # ...or only this long after the sentinel started (its first words reach the terminal)
 SETTLE_S = 0.5  # the margin of the hang-up race: a heartbeat counts once written this long after the session
 # ended. Measured (bench/hangup_margin.py): a job the end of its session kills is dead within 0.01 s of it here;
-# the rest is for a real network, where a remote sshd learns of a closed connection a round trip later.
+# the rest is for a real network, where a remote sshd learns of a closed connection a round trip later. Where the
+# end of the session is seen to have done all it can (settled.py), the margin is not waited for.
 NO_START_S = 1.0  # a sentinel not started this long after the line returned, and after the last process the line
 # started here was gone, never started (seen: within 0.3 s, on a machine loaded 3 runs a core). While a process of
 # the line lives (`ssh -f`'s client still opening its session, a wrapper still on its way to the job) the wait goes
 # on: on a machine loaded 10 runs a core `ssh -f` started the job well over a second after the line returned.
 QUIET_S = 0.2  # how long the host waits, each time it is asked, for the line's last process there to be gone
 LINE_ENV = "DFDOCTOR_RH_LINE"  # in the environment of every process the line starts here: how they are found
+LOOK_END_S = 2.0  # what a look keeps of the rehearsal's time for its report and its sweep
+LATE_S = 0.5  # after an interruption, the late sweep comes at least this long after the line's last process here
+CLEAN_S = 3.0  # how long the line's processes here may take to be gone once killed, at most
+PASSES = 50  # passes over /proc at most, while processes of a pass vanish before they are read (`_line_lives`)
 TICK_S = 0.05  # how often look.sh reads the sentinel's files while it waits (its `tick`)
 TTY_ENV = {"TERM": "xterm"}
 
@@ -114,6 +119,9 @@ class Rehearsal:
     unstarted_alive: bool = False  # the sentinel had not started by the deadline while the line's processes ran
     quiet_at: Optional[float] = None  # when nothing of the line was seen left, here or at its host (quiet.py)
     hangup: str = ""  # why the terminal hung up when it did, the sentinel having started
+    settled_at: Optional[float] = None  # when the end of the session was seen to have done all it can (settled.py)
+    ran: bool = False  # the line's own shell was started
+    swept_late: list[str] = field(default_factory=list)  # what the late sweep after an interruption still found
 
     @property
     def budget(self) -> float:
@@ -165,6 +173,8 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
     if planned is not None:
         planned(plan, None)
     sweeps = _sweeps(plan)
+    every = dict(sweeps)  # the late sweep's places, after an interruption: all of them, also those a look swept
+    interrupted = False
     registered = leftovers.register(plan.mark, [_session(chain, words) for chain, words in sweeps.items()],
                                     cwd)  # run by the parent if this worker dies before it cleaned up
     previous = _interruptible()
@@ -185,12 +195,17 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
         finally:
             for chain in _finish_looks(out, looks, started, deadline=began + out.budget) if looks else ():
                 sweeps.pop(chain)  # swept by its look
+    except BaseException:
+        interrupted = True  # Ctrl-C, SIGTERM: the line was cut off wherever it was
+        raise
     finally:
         # Ctrl-C, SIGTERM, a hop that failed, a place no look went to: nothing of it stays (REHEARSAL.md)
         with ThreadPoolExecutor(max_workers=max(1, len(sweeps))) as pool:
             said = list(pool.map(lambda item: leftovers.run_quietly(_session(*item), cwd),
                                  sweeps.items()))
         leftovers.done(registered)
+        if interrupted and out.ran:
+            out.swept_late = _sweep_late(plan.tag, every, cwd, wait=out.slack / 2)
         _restore(previous)
         out.swept = [ln for text in said for ln in text.splitlines() if ln.startswith(("==killed", "==removed"))]
         walls = [*(w for place in out.places for w in place.walls),
@@ -203,6 +218,37 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
                                                     f"{out.budget:.0f} s, while what the line started still ran")
         out.seconds = time.monotonic() - began
     return out
+
+
+def _sweep_late(tag: str, sweeps: dict[tuple, list[str]], cwd: Optional[str], *, wait: float) -> list[str]:
+    """After an interruption, the line was cut off on its way: a session it asked a hop for may start its shell
+    after the sweep (an sshd still setting it up: not yet a process of the line there), and that shell would open
+    the renamed log in the user's folder. So: every process of the line here is ended and seen gone (nothing asks
+    for another session), then, a session's setup time later (`wait`: what placing the sentinel took, LATE_S at
+    least), every place is swept again. Returns what that sweep still found to kill or remove."""
+    _kill_line(tag)
+    until = time.monotonic() + CLEAN_S
+    while _line_lives(tag) and time.monotonic() < until:
+        time.sleep(TICK_S)
+        _kill_line(tag)
+    time.sleep(min(PLACE_S, max(LATE_S, wait)))
+    with ThreadPoolExecutor(max_workers=max(1, len(sweeps))) as pool:
+        said = list(pool.map(lambda item: leftovers.run_quietly(_session(*item), cwd), sweeps.items()))
+    return [ln for text in said for ln in text.splitlines() if ln.startswith(("==killed", "==removed"))]
+
+
+def _kill_line(tag: str) -> None:
+    """SIGKILL to every process the line started on this machine (its environment carries LINE_ENV=tag)."""
+    mark = f"\0{LINE_ENV}={tag}\0".encode()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as f:
+                if mark in b"\0" + f.read() + b"\0":
+                    os.kill(int(entry.name), signal.SIGKILL)
+        except OSError:
+            continue
 
 
 def _session(chain: tuple[Hop, ...], argv: list[str]) -> list[str]:
@@ -359,18 +405,44 @@ def _clean_env(tag: str = "") -> dict[str, str]:
 
 def _line_lives(tag: str, but: int = 0) -> bool:
     """Whether a process the line started on this machine still runs (its environment carries LINE_ENV=tag): a
-    daemon that left the line's session (`ssh -f`, `setsid`) is found too. A zombie's environment reads empty."""
+    daemon that left the line's session (`ssh -f`, `setsid`) is found too. One pass over /proc is no snapshot: a
+    process of the line may fork and exit while it is read (its child's pid was not listed yet, and it was gone, or
+    a zombie whose environment reads empty, when read). So, as look.sh's `lives`, the passes go on over the pids
+    that appeared since the last, until every one of a pass was read alive: what runs then was read, with the
+    environment it has had since its fork. Processes that keep forking past PASSES passes are not known: alive."""
     mark = f"\0{LINE_ENV}={tag}\0".encode()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or entry.name == str(but):
-            continue
-        try:
-            with open(f"/proc/{entry.name}/environ", "rb") as f:
-                if mark in b"\0" + f.read() + b"\0":
-                    return True
-        except OSError:
-            continue
-    return False
+    seen = {str(but)}
+    for _ in range(PASSES):
+        fresh = [e.name for e in os.scandir("/proc") if e.name.isdigit() and e.name not in seen]
+        seen.update(fresh)
+        if not fresh:
+            return False
+        vanished = False
+        for pid in fresh:
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    env = f.read()
+            except PermissionError:
+                continue  # another user's: not the line's
+            except OSError:
+                vanished = True  # gone before it was read: it may have forked first
+                continue
+            if mark in b"\0" + env + b"\0":
+                return True
+            if not env and _gone(pid):
+                vanished = True  # a zombie reads empty: it may have forked before it exited
+        if not vanished:
+            return False
+    return True
+
+
+def _gone(pid: str) -> bool:
+    """Whether the process is a zombie or no longer there (a kernel thread's environment reads empty too)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b") ")[2][:1] in (b"Z", b"X", b"")
+    except OSError:
+        return True
 
 
 def _await_start(out: Rehearsal, started: _Started, until: float) -> Optional[float]:
@@ -415,6 +487,25 @@ def _run_line(out: Rehearsal, line: str, cwd: Optional[str], started: Optional[_
         out.output = f"{_shell()}: {exc.strerror or exc}"
         return
     os.close(slave)
+    out.ran = True
+    try:
+        _read_line(out, proc, master, marker, began, started, watcher)
+    except BaseException:
+        _killpg(proc.pid)  # interrupted: the line's session goes with it (what left it: runner._sweep_late)
+        try:
+            os.close(master)
+        except OSError:
+            pass  # closed already: the terminal had hung up
+        try:
+            proc.wait(timeout=CLEAN_S)
+        except subprocess.TimeoutExpired:
+            pass
+        raise
+
+
+def _read_line(out: Rehearsal, proc: subprocess.Popen, master: int, marker: str, began: float,
+               started: Optional[_Started], watcher: Optional["_Look"]) -> None:
+    """What the line's terminal shows until it hangs up (`_run_line`)."""
     chunks: list[bytes] = []
     sel = selectors.DefaultSelector()
     sel.register(master, selectors.EVENT_READ)
@@ -518,6 +609,9 @@ class _Look:
         self.placed_ok = False
         self.asking = False  # a question whether anything of the line is left at its place is out (look.sh's quiet)
         self.quiet_yes = False  # its answer was: nothing
+        self.answered = threading.Event()  # set once every `quiet` question asked has its answer (in order)
+        self.questions = self.answers = 0
+        self.start: dict = {}  # what the sentinel said of itself, as its `==started` line carried it
         self.ended = False
         self.have: dict[str, str] = {}  # the interpreter words PLACE found there, before `==placed`
         try:
@@ -550,11 +644,18 @@ class _Look:
                 self.placed_ok = True
                 self.placed.set()
             if raw.startswith(b"==started") and self.started is not None and not self.started.is_set():
+                try:
+                    self.start = json.loads(raw[len(b"==started"):].strip() or b"{}")
+                except ValueError:
+                    self.start = {}
                 self.started.at = time.monotonic()
                 self.started.set()
             if raw.startswith(b"==quiet "):
+                self.answers += 1
                 self.quiet_yes = raw.split()[-1] == b"yes"
-                self.asking = False
+                self.asking = self.answers < self.questions
+                if not self.asking:
+                    self.answered.set()  # the answer to the last question (an earlier one's may come after it's asked)
         self.placed.set()
         self.ended = True
 
@@ -567,13 +668,15 @@ class _Look:
         the look still there, and before `until`."""
         return not (self.asking or self.quiet_yes or self.ended) and time.monotonic() < until
 
-    def ask_quiet(self, ticks: int) -> None:
+    def ask_quiet(self, ticks: int, but: Optional[int] = None) -> None:
         """Ask whether a process of the line still runs at this place, waited for up to `ticks` there (its answer
-        sets `quiet_yes`; look.sh's `quiet`)."""
-        self.asking = True
+        sets `quiet_yes`; look.sh's `quiet`); `but`: the sentinel's pid in its container, left out."""
+        self.asking, self.quiet_yes = True, False
+        self.answered.clear()
+        self.questions += 1
         try:
             assert self.proc is not None and self.proc.stdin is not None
-            self.proc.stdin.write(f"quiet {ticks}\n".encode())
+            self.proc.stdin.write(f"quiet {ticks}{'' if but is None else f' {int(but)}'}\n".encode())
             self.proc.stdin.flush()
         except (OSError, AssertionError):
             self.ended = True  # it ended already: no answer, the fixed wait stays
@@ -664,7 +767,14 @@ def _finish_looks(out: Rehearsal, looks: list[_Look], started: _Started, *, dead
     since = max(out.returned_at or ended, gone or 0.0)
     # nothing of the line was left anywhere, the sentinel not started: no wait for it, only one look
     no_start = 0.0 if out.quiet_at is not None else NO_START_S - (now - since)
-    told = f"{_ticks(SETTLE_S - (now - ended))} {_ticks(no_start)}\n"
+    settle = SETTLE_S - (now - ended)
+    if settle > 0 and _hangup_seen(out, looks, started, until=ended + SETTLE_S):
+        settle = 0.0  # the hang-up's effect was seen at every place it could reach the job: no margin left to wait
+        out.settled_at = time.monotonic()
+    # past the wait for a sentinel not started, the job's look waits on while a process of the line runs there (a
+    # python still starting on a loaded machine: "never got to run" was said of the seed's working fix), until the
+    # rehearsal's time is nearly out (what is left of it then reads and sweeps)
+    told = f"{_ticks(settle)} {_ticks(no_start)} {_ticks(deadline - time.monotonic() - LOOK_END_S)}\n"
     with ThreadPoolExecutor(max_workers=max(1, len(looks))) as pool:
         out.places = list(pool.map(lambda look: _read_look(look.where, look.finish(
             told, max(2.5, deadline - time.monotonic()))), looks))
@@ -672,6 +782,18 @@ def _finish_looks(out: Rehearsal, looks: list[_Look], started: _Started, *, dead
         if place.error:
             out.left_behind.append(f"{place.where}: {place.error}")
     return [look.chain for look, place in zip(looks, out.places) if place.swept]
+
+
+def _hangup_seen(out: Rehearsal, looks: list[_Look], started: _Started, *, until: float) -> bool:
+    """Whether the end of the line's session was seen to have done all it can to the started sentinel before
+    `until` (the end of the fixed margin): nothing of the line left here, nor at its host but the sentinel itself,
+    which says it is out of reach of anything else (settled.py)."""
+    watcher = _watcher(out.plan, looks) if out.plan is not None else None
+    pid = settled.sentinel_pid(looks[0].start) if looks else None
+    if watcher is None or pid is None or not started.is_set() or _line_lives(out.plan.tag):
+        return False
+    watcher.ask_quiet(_ticks(until - time.monotonic()), but=pid)
+    return watcher.answered.wait(max(0.0, until - time.monotonic()) + TICK_S) and watcher.quiet_yes
 
 
 _SECTION = re.compile(r"^==(\w+) ?(.*)$")

@@ -7,7 +7,7 @@ python), so it is written for Python 3.6 and the standard library only.
 
 It writes into its own folder:
   start.json   host, container, cwd, uid, argv, where fds 0-2 point (and whether that file is visible here),
-               session, process group, tty, whether SIGHUP is ignored (nohup);
+               session, process group, tty, whether SIGHUP is ignored (nohup), its cgroups;
   beat         a counter, rewritten every BEAT_S seconds while it lives;
   end.json     how it ended: by itself, by a signal (its name), or because writing its output failed.
 It prints one line on stdout and one on stderr at start, then a line on stdout every beat, as a training job
@@ -186,6 +186,15 @@ def _venvs(folders):
     return out
 
 
+def _cgroup():
+    """The cgroups it runs in, as /proc says them (a login session's scope is ended with its session), or None."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            return f.read().splitlines()
+    except OSError:
+        return None
+
+
 def _tty_name():
     """The controlling terminal, if any (from /proc: os.ttyname needs the terminal on an fd)."""
     try:
@@ -228,7 +237,7 @@ def main():
         "pid": os.getpid(), "ppid": os.getppid(), "host": socket.gethostname(), "container": _container(),
         "cwd": os.getcwd(), "uid": os.getuid(), "argv": sys.argv, "python": sys.executable,
         "sid": os.getsid(0), "pgid": os.getpgid(0), "tty": _tty_name(), "sighup_ignored": hup == signal.SIG_IGN,
-        "fds": [_fd(0), _fd(1), _fd(2)], "started_at": T0,
+        "fds": [_fd(0), _fd(1), _fd(2)], "started_at": T0, "cgroup": _cgroup(),
     }
     try:  # the script the sentinel stands in for: is it where the job would look for it?
         # a name's bytes as the file system holds them (not UTF-8 is no reason to die: S12)
