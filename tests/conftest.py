@@ -35,8 +35,8 @@ if os.environ.get("DFDOCTOR_CPU_METER"):
 # look for "their" processes by a name only their file starts never see a sibling's. Tests that share state beyond
 # their file share one worker. The single-node Slurm's tests are three units that run side by side on the one
 # cluster (its node has CPUs for all of them; tests/infra/slurm_fixtures.py has each test hold the cluster shared,
-# and the few that take the node from the others, such as test_node_failure, hold it alone). The two-node pair is a cluster of its own
-# (its own slurmctld, slurmds and network namespaces; only munged is shared) and its tests are a second unit: the
+# and test_slurm_alone's, which take the node from the others, hold it alone, all in one go). The two-node pair is
+# a cluster of its own (its own slurmctld, slurmds and network namespaces; only munged is shared) and its tests are a second unit: the
 # pair's node quirks are files that every job of the pair reads. test_rehearse asserts that
 # no rehearsal's sentinel runs anywhere once its own is done: the files whose tests rehearse lines
 # (check --shell-command) most run with it, not beside it.
@@ -44,6 +44,7 @@ if os.environ.get("DFDOCTOR_CPU_METER"):
 # pytest 9 no longer reads, so its groups are silently ignored. A scheduler of our own names the units instead.)
 SHARED_STATE_GROUPS = {
     "test_slurm.py": "slurm",
+    "test_slurm_alone.py": "slurm",
     "test_slurm_observed.py": "slurm-observed",
     "test_slurm_stuck.py": "slurm-stuck",
     "test_slurm_stop.py": "slurm-stuck",

@@ -12,7 +12,8 @@ from support.unit_seconds import unit_seconds
 def test_the_single_node_slurm_is_three_units_side_by_side_and_the_pair_has_its_own():
     """The single node's tests share the cluster under its lock (tests/infra/slurm_fixtures.py), three workers at
     once; each file stays on one worker, and units split off `slurm` weigh a share of it until measured."""
-    assert work_unit("tests/test_slurm.py::test_node_failure") == "slurm"
+    assert work_unit("tests/test_slurm.py::test_time_limit") == work_unit("tests/test_slurm_alone.py::test_x") == \
+        "slurm"
     assert work_unit("tests/test_slurm_observed.py::test_x") == "slurm-observed"
     assert work_unit("tests/test_slurm_stuck.py::test_y") == work_unit("tests/test_slurm_stop.py::test_z") == \
         work_unit("tests/test_doc_commands.py::test_an_sbatch_check_launch_and_status") == "slurm-stuck"

@@ -3,10 +3,10 @@ munged, slurmdbd with MariaDB). Import into a test module with
 `from infra.slurm_fixtures import slurm  # noqa: F401`.
 
 Tests on the single-node cluster run side by side (several xdist workers, other sessions on this machine): each
-holds the cluster shared for its duration (`slurm`), and a test that takes the node from the others (stops its
-slurmd, fills all its CPUs, preempts a partition) holds it alone (`slurm_alone`): it waits until no other test
-uses the cluster, and none starts until it is done. Provisioning runs under the same lock, so a set-up never
-restarts the cluster under a test.
+holds the cluster shared for its duration (`slurm`), and the tests that take the node from the others (stop its
+slurmd, fill all its CPUs, preempt a partition) hold it alone (`slurm_alone`, tests/test_slurm_alone.py): they
+wait until no other test uses the cluster, and none starts until they are done. Provisioning runs under the same
+lock, so a set-up never restarts the cluster under a test.
 
 Where Slurm cannot start (not root, packages missing) the tests are skipped with the reason; with
 DFDOCTOR_REQUIRE_INFRA=1 (CI) that is a failure, as for the sshd/LXC infrastructure."""
@@ -135,9 +135,10 @@ def slurm() -> Iterator[Slurm]:
         yield _cluster()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def slurm_alone() -> Iterator[Slurm]:
-    """The real single-node Slurm, with no other test on it: for a test that takes the node from the others."""
+    """The real single-node Slurm, with no other test on it: for tests that take the node from the others. Held
+    for their whole module (tests/test_slurm_alone.py), so the tests beside wait for one drain, not one a test."""
     with _hold(alone=True):
         yield _cluster()
 
