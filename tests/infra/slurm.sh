@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A real single-node Slurm 22.05 for the Slurm tests, without systemd (idempotent, as root, a few seconds):
 #   * munged; a MariaDB of its own (datadir under $DIR, 127.0.0.1:$DB_PORT) and slurmdbd, so sacct answers;
-#   * slurmctld and slurmd on this host, one node with `slurmd -C`'s memory but $CPUS CPUs (config_overrides), so
+#   * slurmctld and slurmd on this host, one node with $CPUS CPUs and at least 16 GiB (config_overrides), so
 #     the Slurm tests of several xdist workers run their jobs side by side instead of queueing behind each other on
 #     this machine's 2 cores; two partitions: `debug` (default) and `urgent`, whose jobs preempt debug's
 #     (PreemptMode=CANCEL), so a preempted job is a real one;
@@ -33,6 +33,7 @@ chmod 755 "$DIR"
 HW=$(slurmd -C | head -1 | sed -e 's/ *$//')
 NODENAME=$(echo "$HW" | sed -e 's/^NodeName=\([^ ]*\).*/\1/')
 MEM=$(echo "$HW" | sed -e 's/.* RealMemory=\([0-9]*\).*/\1/')
+MEM=$((MEM > 16384 ? MEM : 16384))  # a 7 GiB CI machine holds 6 jobs of DefMemPerCPU: jobs use far less than asked
 CPUS=8  # what several workers' jobs at once need (see the top)
 NODE="NodeName=$NODENAME CPUs=$CPUS Boards=1 SocketsPerBoard=1 CoresPerSocket=$CPUS ThreadsPerCore=1 RealMemory=$MEM"
 [ -f "$DIR/dbpass" ] || { head -c 18 /dev/urandom | base64 | tr -d '/+=' > "$DIR/dbpass"; chmod 600 "$DIR/dbpass"; }
