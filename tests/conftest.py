@@ -33,9 +33,10 @@ if os.environ.get("DFDOCTOR_CPU_METER"):
 # ---- parallel runs: `make test` spreads the tests over pytest-xdist workers ------------------------------------
 # A file's tests run on one worker, in order: module fixtures (a wheel, a browser) are built once, and tests that
 # look for "their" processes by a name only their file starts never see a sibling's. Tests that share state beyond
-# their file share one worker. The single-node Slurm's tests are one unit: the node has 2 CPUs (one test's job
-# would wait for another's), and test_node_failure stops its slurmd. The two-node pair is a cluster of its own
-# (its own slurmctld, slurmds and network namespaces; only munged is shared) and its tests are a second unit: the
+# their file share one worker. The single-node Slurm's tests are three units that run side by side on the one
+# cluster (its node has CPUs for all of them; tests/infra/slurm_fixtures.py has each test hold the cluster shared,
+# and test_slurm_alone's, which take the node from the others, hold it alone, all in one go). The two-node pair is
+# a cluster of its own (its own slurmctld, slurmds and network namespaces; only munged is shared) and its tests are a second unit: the
 # pair's node quirks are files that every job of the pair reads. test_rehearse asserts that
 # no rehearsal's sentinel runs anywhere once its own is done: the files whose tests rehearse lines
 # (check --shell-command) most run with it, not beside it.
@@ -43,9 +44,10 @@ if os.environ.get("DFDOCTOR_CPU_METER"):
 # pytest 9 no longer reads, so its groups are silently ignored. A scheduler of our own names the units instead.)
 SHARED_STATE_GROUPS = {
     "test_slurm.py": "slurm",
-    "test_slurm_observed.py": "slurm",
-    "test_slurm_stuck.py": "slurm",
-    "test_slurm_stop.py": "slurm",
+    "test_slurm_alone.py": "slurm",
+    "test_slurm_observed.py": "slurm-observed",
+    "test_slurm_stuck.py": "slurm-stuck",
+    "test_slurm_stop.py": "slurm-stuck",
     "test_slurm_nodes.py": "slurm-pair",
     "test_rehearse.py": "rehearsals",
     "test_launch_path.py": "rehearsals",
@@ -59,7 +61,7 @@ SPREAD_FILES = {"test_doc_commands.py", "test_launch.py", "test_launcher_scripts
                 "test_compile_race.py", "test_trainer.py", "test_realworld.py", "test_install_lines.py",
                 "test_corpus.py"}
 # Single tests of a spread file that share a group's state: the docs' sbatch commands run on the single-node Slurm.
-SHARED_STATE_TESTS = {"test_doc_commands.py::test_an_sbatch_check_launch_and_status": "slurm"}
+SHARED_STATE_TESTS = {"test_doc_commands.py::test_an_sbatch_check_launch_and_status": "slurm-stuck"}
 # The longest units start first, so that none is left running alone at the end: seconds per unit, measured in a
 # full run (tests/support/unit_seconds.py writes the file from a JUnit report; a unit not named is short). Ordering
 # spread tests by their file's total had started the single-node Slurm unit (6 minutes alone) last (round 7).
@@ -79,8 +81,16 @@ def work_unit(nodeid: str) -> str:
     return nodeid if name in SPREAD_FILES else path
 
 
+# Units split off a measured one weigh a share of it until a full run measures them (round 16 split `slurm`).
+SPLIT_OFF = {"slurm-observed": ("slurm", 3), "slurm-stuck": ("slurm", 3)}
+
+
 def _weight(nodeid: str) -> int:
-    return UNIT_SECONDS.get(work_unit(nodeid), 0)
+    unit = work_unit(nodeid)
+    if unit not in UNIT_SECONDS and unit in SPLIT_OFF:
+        whole, parts = SPLIT_OFF[unit]
+        return UNIT_SECONDS.get(whole, 0) // parts
+    return UNIT_SECONDS.get(unit, 0)
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: without it installed, pytest runs the tests serially

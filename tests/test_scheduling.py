@@ -5,16 +5,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import REPO, SHARED_STATE_GROUPS, SHARED_STATE_TESTS, UNIT_SECONDS, work_unit
+from conftest import REPO, SHARED_STATE_GROUPS, SHARED_STATE_TESTS, UNIT_SECONDS, _weight, work_unit
 from support.unit_seconds import unit_seconds
 
 
-def test_everything_on_the_single_node_slurm_shares_one_worker_and_the_pair_has_its_own():
-    on_the_node = ["tests/test_slurm.py::test_node_failure", "tests/test_slurm_observed.py::test_x",
-                   "tests/test_slurm_stuck.py::test_y",
-                   "tests/test_doc_commands.py::test_an_sbatch_check_launch_and_status"]
-    assert {work_unit(n) for n in on_the_node} == {"slurm"}
+def test_the_single_node_slurm_is_three_units_side_by_side_and_the_pair_has_its_own():
+    """The single node's tests share the cluster under its lock (tests/infra/slurm_fixtures.py), three workers at
+    once; each file stays on one worker, and units split off `slurm` weigh a share of it until measured."""
+    assert work_unit("tests/test_slurm.py::test_time_limit") == work_unit("tests/test_slurm_alone.py::test_x") == \
+        "slurm"
+    assert work_unit("tests/test_slurm_observed.py::test_x") == "slurm-observed"
+    assert work_unit("tests/test_slurm_stuck.py::test_y") == work_unit("tests/test_slurm_stop.py::test_z") == \
+        work_unit("tests/test_doc_commands.py::test_an_sbatch_check_launch_and_status") == "slurm-stuck"
     assert work_unit("tests/test_slurm_nodes.py::test_z[drop]") == "slurm-pair"
+    for unit in ("slurm-observed", "slurm-stuck"):
+        assert _weight(f"tests/test_{unit.replace('-', '_')}.py::test_a") == \
+            UNIT_SECONDS.get(unit, UNIT_SECONDS["slurm"] // 3)
     # a spread file's other tests are units of their own; an ordinary file is one unit
     assert work_unit("tests/test_doc_commands.py::test_many_targets_at_once") == \
         "tests/test_doc_commands.py::test_many_targets_at_once"
@@ -37,11 +43,11 @@ def test_unit_seconds_adds_up_a_junit_report_by_unit(tmp_path: Path):
     report = tmp_path / "run.xml"
     report.write_text(
         '<testsuites><testsuite>'
-        '<testcase classname="tests.test_slurm" name="test_a" time="200.5"/>'
+        '<testcase classname="tests.test_slurm_stop" name="test_a" time="200.5"/>'
         '<testcase classname="tests.test_slurm_stuck" name="test_b" time="100"/>'
         '<testcase classname="tests.test_cli" name="test_c" time="3"/>'
         '<testcase classname="tests.test_cli" name="test_d" time="4"/>'
         '<testcase classname="tests.test_guard" name="test_e[x]" time="80"/>'
         '<testcase classname="tests.test_tiny" name="test_f" time="1"/>'
         '</testsuite></testsuites>')
-    assert unit_seconds(report) == {"slurm": 300, "tests/test_guard.py::test_e[x]": 80, "tests/test_cli.py": 7}
+    assert unit_seconds(report) == {"slurm-stuck": 300, "tests/test_guard.py::test_e[x]": 80, "tests/test_cli.py": 7}

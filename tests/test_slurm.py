@@ -266,20 +266,6 @@ def test_completed_job_and_status_of_a_job_submitted_elsewhere(slurm, tmp_path):
     assert rc == 0 and doc["verdict"]["state"] == "ok"
 
 
-def test_preempted_by_a_higher_priority_partition(slurm, tmp_path):
-    low = slurm.sbatch("-p", slurm.partition, "-c", str(slurm.cpus), "--mem=100M", "-o", "low-%j.log",
-                       "--no-requeue", "--wrap", "sleep 60", cwd=tmp_path)
-    slurm.wait_state(low, ("RUNNING",))
-    high = slurm.sbatch("-p", slurm.urgent, "-c", str(slurm.cpus), "--mem=100M", "-o", "high-%j.log",
-                        "--wrap", "sleep 1", cwd=tmp_path)
-    try:
-        slurm.wait_state(low, ("PREEMPTED", "CANCELLED"), timeout=30)
-        rc, doc, _ = dfd("status", f"slurm:{low}", cwd=tmp_path)
-        assert doc["verdict"]["cause"] == "preempted", doc["verdict"]
-    finally:
-        slurm.cancel(low, high)
-
-
 @pytest.mark.slow
 def test_time_limit(slurm, tmp_path):
     """Slurm's own time limit ends the job (TIMEOUT, "DUE TO TIME LIMIT"), watched by launch. The job asks for
@@ -345,45 +331,6 @@ def test_slurm_nodes_all_outside_an_allocation_is_bad_usage(slurm, tmp_path):
     p = subprocess.run([*DFDOCTOR, "check", "--slurm-nodes", "all", "--", "python3", "-c", "1"], cwd=tmp_path,
                        capture_output=True, text=True, timeout=60, env=env)
     assert p.returncode == 2 and "inside an allocation" in p.stderr
-
-
-@pytest.mark.slow
-def test_node_failure(slurm, tmp_path):
-    """slurmd stopped (SIGSTOP) for longer than SlurmdTimeout: slurmctld marks the node down and the job
-    NODE_FAIL; the node comes back (ReturnToService=2) once slurmd answers again."""
-    import signal
-    job = slurm.sbatch("--no-requeue", "-o", "nf-%j.log", "--wrap", "echo start; sleep 120", cwd=tmp_path)
-    slurm.wait_state(job, ("RUNNING",))
-    pid = int((slurm.dir / "slurmd.pid").read_text())
-    os.kill(pid, signal.SIGSTOP)
-    try:
-        assert slurm.wait_state(job, ("NODE_FAIL",), timeout=90) == "NODE_FAIL"
-    finally:
-        os.kill(pid, signal.SIGCONT)
-        end = time.monotonic() + 60
-        while time.monotonic() < end and subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True,
-                                                        text=True).stdout.split()[:1] != ["idle"]:
-            time.sleep(0.5)
-    rc, doc, _ = dfd("status", f"slurm:{job}", cwd=tmp_path)
-    assert rc == 1 and doc["verdict"]["cause"] == "node-failure", doc["verdict"]
-
-
-def test_busy_partition_pends_for_resources_and_check_falls_back_to_the_submit_host(slurm, tmp_path):
-    hog = slurm.sbatch("-c", str(slurm.cpus), "--mem=100M", "-o", "hog-%j.log", "--wrap", "sleep 60", cwd=tmp_path)
-    slurm.wait_state(hog, ("RUNNING",))
-    s = job_script(tmp_path, "echo hi\n")
-    rc, doc, _ = dfd("launch", "--no-check", "--watch", "3", "--", "sbatch", "-o", "o-%j.log", str(s), cwd=tmp_path)
-    try:
-        assert rc == 0 and doc["verdict"]["state"] == "pending" and doc["verdict"]["cause"] is None
-        assert "Resources" in doc["verdict"]["summary"] or "Priority" in doc["verdict"]["summary"]
-    finally:
-        slurm.cancel(job_of(doc))
-    # No node can be had at once: the folders are looked at here, said so, and a missing one only warns.
-    rc, doc, _ = dfd("check", "--only", "slurm.output", "--", "sbatch", "-o", "gone/o.log", str(s), cwd=tmp_path)
-    out = next(c for c in doc["checks"] if c["id"] == "slurm.output")
-    assert out["status"] == "warn" and out["cause"] == "log-dir-missing" and "submit host" in out["summary"]
-    assert "may not share this file system" in json.dumps(out)
-    slurm.cancel(hog)
 
 
 def test_launcher_option_reads_a_batch_script(slurm, tmp_path):

@@ -222,8 +222,11 @@ def test_job_id_zero_is_a_usage_error(ref, tmp_path):
 
 def test_ctrl_c_after_submission_names_the_job_its_state_and_scancel(slurm, tmp_path):
     job_script(tmp_path, "echo start\nsleep 120\n")
+    # Ctrl-C reaches launch as it reaches a user's: a pytest started in the background by a shell ignores SIGINT,
+    # and an ignored signal stays ignored in its children (Python then never raises KeyboardInterrupt)
     p = subprocess.Popen(DFDOCTOR + ["launch", "--no-check", "--watch", "100", "--", "sbatch", "job.sbatch"],
-                         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     end = time.monotonic() + 60
     while time.monotonic() < end and not any('"submitted"' in f.read_text()
                                              for f in tmp_path.glob(".dfdoctor/runs/*/launcher.jsonl")):

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # A real single-node Slurm 22.05 for the Slurm tests, without systemd (idempotent, as root, a few seconds):
 #   * munged; a MariaDB of its own (datadir under $DIR, 127.0.0.1:$DB_PORT) and slurmdbd, so sacct answers;
-#   * slurmctld and slurmd on this host, one node copied from `slurmd -C`, two partitions: `debug` (default) and
-#     `urgent`, whose jobs preempt debug's (PreemptMode=CANCEL), so a preempted job is a real one;
-#   * proctrack/cgroup + task/cgroup on cgroup v1: `--mem` is enforced and an overrun is a real OUT_OF_MEMORY.
+#   * slurmctld and slurmd on this host, one node with $CPUS CPUs and at least 16 GiB (config_overrides), so
+#     the Slurm tests of several xdist workers run their jobs side by side instead of queueing behind each other on
+#     this machine's 2 cores; two partitions: `debug` (default) and `urgent`, whose jobs preempt debug's
+#     (PreemptMode=CANCEL), so a preempted job is a real one;
+#   * proctrack/cgroup + task/cgroup on cgroup v1: `--mem` is enforced and an overrun is a real OUT_OF_MEMORY
+#     (cores are not constrained: a cpuset cannot name CPUs the machine lacks).
 # Config in /etc/slurm (where sbatch, srun and sacct look), state and logs under $DIR. Returns once `sinfo`
 # shows the node idle; prints the env file to source (DFDOCTOR_SLURM_*). Ports: 6817-6819 (Slurm's own) and
 # $DB_PORT for the private MariaDB, none of which the sshd/LXC/docker infrastructure uses.
@@ -11,8 +14,9 @@ set -euo pipefail
 
 DIR=${DFDOCTOR_SLURM_DIR:-/var/lib/dfdoctor-slurm}
 DB_PORT=${DFDOCTOR_SLURM_DB_PORT:-3317}
-CONF=/etc/slurm
-CLEAN_ENV=(env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8)
+CONF=$(dirname "${SLURM_CONF:-/etc/slurm/slurm.conf}")  # another folder only for a second cluster (its own netns)
+CLEAN_ENV=(env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
+           SLURM_CONF="$CONF/slurm.conf")
 source "$(dirname "$0")/slurm_common.sh"  # start_daemon, alive, stop_all, start_munge
 
 [ "$(id -u)" = 0 ] || { echo "slurm.sh: must run as root" >&2; exit 1; }
@@ -26,9 +30,12 @@ mkdir -p "$DIR"/{ctld,spool,db,new} "$CONF"
 chmod 755 "$DIR"
 
 # --- the configuration, written to $DIR/new first: a cluster already running this exact config is kept -----
-NODE=$(slurmd -C | head -1 | sed -e 's/ *$//')
-NODENAME=$(echo "$NODE" | sed -e 's/^NodeName=\([^ ]*\).*/\1/')
-CPUS=$(echo "$NODE" | sed -e 's/.* CPUs=\([0-9]*\).*/\1/')
+HW=$(slurmd -C | head -1 | sed -e 's/ *$//')
+NODENAME=$(echo "$HW" | sed -e 's/^NodeName=\([^ ]*\).*/\1/')
+MEM=$(echo "$HW" | sed -e 's/.* RealMemory=\([0-9]*\).*/\1/')
+MEM=$((MEM > 16384 ? MEM : 16384))  # a 7 GiB CI machine holds 6 jobs of DefMemPerCPU: jobs use far less than asked
+CPUS=8  # what several workers' jobs at once need (see the top)
+NODE="NodeName=$NODENAME CPUs=$CPUS Boards=1 SocketsPerBoard=1 CoresPerSocket=$CPUS ThreadsPerCore=1 RealMemory=$MEM"
 [ -f "$DIR/dbpass" ] || { head -c 18 /dev/urandom | base64 | tr -d '/+=' > "$DIR/dbpass"; chmod 600 "$DIR/dbpass"; }
 DBPASS=$(cat "$DIR/dbpass")
 cat > "$DIR/new/slurm.conf" <<EOF
@@ -55,6 +62,7 @@ PreemptType=preempt/partition_prio
 PreemptMode=CANCEL
 MinJobAge=600
 SlurmdTimeout=10
+SlurmdParameters=config_overrides
 ReturnToService=2
 MpiDefault=none
 DefMemPerCPU=1024
@@ -70,7 +78,7 @@ PartitionName=urgent Nodes=ALL Default=NO MaxTime=INFINITE State=UP PriorityTier
 EOF
 cat > "$DIR/new/cgroup.conf" <<EOF
 CgroupAutomount=yes
-ConstrainCores=yes
+ConstrainCores=no
 ConstrainRAMSpace=yes
 ConstrainSwapSpace=yes
 AllowedSwapSpace=0
@@ -112,7 +120,8 @@ if same && alive "$DIR/slurmctld.pid" && alive "$DIR/slurmd.pid" && alive "$DIR/
   state=$(sinfo -h -n "$NODENAME" -o %t 2>/dev/null | head -1 || true)
   case "$state" in
     idle|mix|alloc|comp) write_env; exit 0 ;;
-    down*|drain*|fail*) scontrol update NodeName="$NODENAME" State=RESUME >/dev/null 2>&1 || true ;;
+    down*|drain*|fail*) scontrol update NodeName="$NODENAME" State=RESUME >/dev/null 2>&1 || true
+      for _ in $(seq 1 50); do node_idle && { write_env; exit 0; }; sleep 0.1; done ;;
   esac
 fi
 

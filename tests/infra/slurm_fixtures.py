@@ -2,11 +2,19 @@
 munged, slurmdbd with MariaDB). Import into a test module with
 `from infra.slurm_fixtures import slurm  # noqa: F401`.
 
+Tests on the single-node cluster run side by side (several xdist workers, other sessions on this machine): each
+holds the cluster shared for its duration (`slurm`), and the tests that take the node from the others (stop its
+slurmd, fill all its CPUs, preempt a partition) hold it alone (`slurm_alone`, tests/test_slurm_alone.py): they
+wait until no other test uses the cluster, and none starts until they are done. Provisioning runs under the same
+lock, so a set-up never restarts the cluster under a test.
+
 Where Slurm cannot start (not root, packages missing) the tests are skipped with the reason; with
 DFDOCTOR_REQUIRE_INFRA=1 (CI) that is a failure, as for the sshd/LXC infrastructure."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import os
 import subprocess
@@ -75,15 +83,64 @@ def _provision() -> Union[Slurm, str]:
                  v["DFDOCTOR_SLURM_PARTITION"], v["DFDOCTOR_SLURM_URGENT"])
 
 
-@pytest.fixture(scope="session")
-def slurm() -> Slurm:
-    """Start (idempotently) and return the real single-node Slurm."""
+LOCK_WAIT_S = 900.0  # a test alone on the cluster takes under a minute; many may queue before it under load
+
+
+def _flock(f, how: int, what: str) -> None:
+    end = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            fcntl.flock(f, how | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > end:
+                pytest.fail(f"the single-node Slurm stayed {what} for {LOCK_WAIT_S:.0f} s")
+            time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def _hold(alone: bool) -> Iterator[None]:
+    """The cluster held shared, or alone: a readers-writer lock of two flocks. The gate, taken by everyone on the
+    way in, keeps a test that waits to be alone from being starved by others that keep arriving."""
+    base = Path(os.environ.get("DFDOCTOR_SLURM_DIR", "/var/lib/dfdoctor-slurm"))
+    if os.geteuid() != 0:  # no cluster for this user (the fixture skips); nothing to lock
+        yield
+        return
+    base.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{base}.gate", "a") as gate, open(f"{base}.users", "a") as users:
+        _flock(gate, fcntl.LOCK_EX, "in another test's hands")
+        try:
+            _flock(users, fcntl.LOCK_EX if alone else fcntl.LOCK_SH, "in use")
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(users, fcntl.LOCK_UN)
+
+
+def _cluster() -> Slurm:
     got = _provision()
     if isinstance(got, str):
         if os.environ.get("DFDOCTOR_REQUIRE_INFRA") == "1":
             pytest.fail(f"Slurm required (DFDOCTOR_REQUIRE_INFRA=1) but unavailable: {got}")
         pytest.skip(f"Slurm unavailable: {got}")
     return got
+
+
+@pytest.fixture
+def slurm() -> Iterator[Slurm]:
+    """Start (idempotently) and return the real single-node Slurm, shared with the tests that run beside."""
+    with _hold(alone=False):
+        yield _cluster()
+
+
+@pytest.fixture(scope="module")
+def slurm_alone() -> Iterator[Slurm]:
+    """The real single-node Slurm, with no other test on it: for tests that take the node from the others. Held
+    for their whole module (tests/test_slurm_alone.py), so the tests beside wait for one drain, not one a test."""
+    with _hold(alone=True):
+        yield _cluster()
 
 
 PAIR_SCRIPT = Path(__file__).resolve().parent / "slurm_pair.sh"
