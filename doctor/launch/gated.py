@@ -11,12 +11,14 @@ finding as before."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import threading
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from dfdoctor.engine import finished
 from dfdoctor.model import CheckRecord
+from dfdoctor.targets import relay
 
 
 class PreChecks(list):
@@ -27,17 +29,21 @@ class PreChecks(list):
         self.broken, self.beside, self.cfg = broken, beside, cfg
 
     def complete(self) -> "PreChecks":
-        """Every check's record, once those run beside the start have finished (at once when they have)."""
+        """Every check's record, once those run beside the start have finished (at once when they have); the
+        relay that carried their probes is ended then."""
         if self.beside is not None:
             beside, self.beside = self.beside, None
             self[:] = self.broken + finished(beside.records(), self.cfg)
+        relay.close(wait=False)  # told to end now; waited for as the connection closes (`relay_meanwhile`)
         return self
 
     def stop(self) -> None:
-        """The launch ends without a verdict (interrupted, or an error): the checks beside it are ended."""
+        """The launch ends without a verdict (interrupted, or an error): the checks beside it are ended, and the
+        relay with what it still runs."""
         if self.beside is not None:
             beside, self.beside = self.beside, None
             beside.stop()
+        relay.close()
 
 
 def pre_checks(ctx: Any, checks: list, broken: list[CheckRecord], cfg: Any) -> PreChecks:
@@ -87,13 +93,33 @@ class _Loading:
 
 
 _loading: Optional[_Loading] = None
+_relay_wanted = False
 
 
 def load_meanwhile(only: tuple, skip: tuple, also: Callable[[], Any] = lambda: None) -> None:
     """Start importing the pre-launch checks of `only`/`skip` (`loaded` takes them), after calling `also` (what
-    else the caller needs imported before its start: the placement's module, which imports this one)."""
-    global _loading
+    else the caller needs imported before its start: the placement's module, which imports this one); the
+    relay is wanted for their probes (`relay_meanwhile`)."""
+    global _loading, _relay_wanted
     _loading = _Loading(tuple(only), tuple(skip), also)
+    _relay_wanted = True
+
+
+@contextlib.contextmanager
+def relay_meanwhile(ctx: Any) -> Iterator[None]:
+    """Inside the launch's shared connection: where its checks run, the relay that carries their probes
+    (targets/relay.py) is opened at once, while they are still being imported, and runs target.reachable's ping
+    first; it is ended when they have all finished (`PreChecks`), and at the latest when the block ends."""
+    global _relay_wanted
+    if _relay_wanted:
+        _relay_wanted = False
+        from dfdoctor.checks.target_reachable import ping_argv
+        python = ctx.python or "python3"
+        relay.open_for(ctx.target, python, ping=tuple(ping_argv(python)))
+    try:
+        yield
+    finally:
+        relay.close()
 
 
 def loaded(only: tuple, skip: tuple) -> Optional[tuple[list, list]]:
