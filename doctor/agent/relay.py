@@ -221,8 +221,9 @@ def kill(pid):
 
 def main(argv=None):
     """argv: [`relay`, the ping's argv...] (no ping when empty)."""
-    relay = Relay(list((argv or [])[1:]))
-    sys.stdout.write(READY + "\n")
+    ping = list((argv or [])[1:])
+    relay = Relay(ping)
+    sys.stdout.write(READY + "\n" + ("" if ping else PING_ID + " null\n"))  # no ping: said at once
     sys.stdout.flush()
     relay.run()
     return 0

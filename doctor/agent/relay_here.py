@@ -146,8 +146,9 @@ class Here(object):
                 self.ask(conn, req)
             return
         rid, _, rest = line.partition(" ")
-        if rid == PING_ID and self.ping is None:
-            self.ping = dict(json.loads(rest), seconds=time.monotonic() - self.began)
+        if rid == PING_ID and self.ping is None:  # null: the relay was started without one
+            pinged = json.loads(rest)
+            self.ping = dict(pinged, seconds=time.monotonic() - self.began) if pinged else False
             for conn in self.ping_asked:
                 self.ask(conn, {"kind": "ping"})
             self.ping_asked = []
