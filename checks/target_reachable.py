@@ -8,20 +8,12 @@ from __future__ import annotations
 from typing import Iterator, Optional
 
 from dfdoctor import causes
-from dfdoctor.model import Result, fail, ok
 from dfdoctor.command import ProbeOutcome
+from dfdoctor.model import Result, fail, ok
 from dfdoctor.probe import reach_fix, run_on_target
 from dfdoctor.registry import check
 from dfdoctor.targets import relay, transport
-
-# Besides the ping and the interpreter: facts that tell targets apart when many are checked at once (one's
-# kernel, one's driver, one's /dev/shm), each cheap and read the same way in busybox.
-# Where the named interpreter is missing, the one that is there is said (`python` missing, /usr/bin/python3 there:
-# the target answers, and the missing word is imports.smoke's finding, not "no python").
-PING = ('echo dfdoctor-ping; command -v "$1" || { echo "no-python:$1"; command -v python3 || command -v python; }; '
-        'echo "fact:kernel=$(uname -r 2>/dev/null)"; '
-        'echo "fact:nvidia_driver=$(cat /sys/module/nvidia/version 2>/dev/null || echo none)"; '
-        "echo \"fact:dev_shm_kb=$(df -Pk /dev/shm 2>/dev/null | awk 'NR==2{print $2}')\"")
+from dfdoctor.targets.ping import PING, ping_argv  # noqa: F401  (PING: read here by tests and readers)
 
 
 def answer(stdout: str) -> tuple[str, dict[str, str]]:
@@ -40,11 +32,6 @@ def answer(stdout: str) -> tuple[str, dict[str, str]]:
 # How long the relay's ping is waited for: it normally comes as the relay starts; one that does not (a hung
 # `df /dev/shm`) leaves the check's own round trip its 15 s within the check's 20.
 PING_WAIT_S = 3.0
-
-
-def ping_argv(python: str) -> list[str]:
-    """The ping as the target runs it."""
-    return ["sh", "-c", PING, "sh", python]
 
 
 def _pinged(ctx, python: str) -> Optional[ProbeOutcome]:

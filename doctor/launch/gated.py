@@ -113,7 +113,7 @@ def relay_meanwhile(ctx: Any) -> Iterator[None]:
     global _relay_wanted
     if _relay_wanted:
         _relay_wanted = False
-        from dfdoctor.checks.target_reachable import ping_argv
+        from dfdoctor.targets.ping import ping_argv
         python = ctx.python or "python3"
         relay.open_for(ctx.target, python, ping=tuple(ping_argv(python)))
     try:
