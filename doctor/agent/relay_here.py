@@ -6,9 +6,11 @@ socket dfdoctor made and handed over (its fd, the first argument). A worker send
 the worker then takes its own session, as before the relay. A worker that goes away before its answer cancels
 its request there (its probe is ended, as a dropped session's is).
 
-stdin (fd 0): the relay's agent line (its zip, for the loader on the target), then nothing until dfdoctor says
-`quit` or goes away (EOF): the session's stdin is then closed, which ends the relay and every probe it runs;
-the session is killed if it is still there GRACE_S later. argv: [`relay-here`, FD, the session's argv...].
+It is started while ssh logs in (its own start is then off the way to the checks): stdin (fd 0) brings the
+session's argv (JSON) once the shared connection is up, then the relay's agent line (its zip, for the loader on
+the target), then nothing until dfdoctor says `quit` or goes away (EOF): the session's stdin is then closed,
+which ends the relay and every probe it runs; the session is killed if it is still there GRACE_S later.
+argv: [`relay-here`, FD].
 """
 
 import json
@@ -27,12 +29,11 @@ READY_WITHIN_S = 10.0  # a relay not ready by then carries nothing: each worker 
 
 
 class Here(object):
-    def __init__(self, argv, listener):
+    def __init__(self, listener):
         self.sel = selectors.DefaultSelector()
         self.listener = listener
-        self.began = time.monotonic()
-        self.session = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL, start_new_session=True)
+        self.began = None
+        self.session = None  # started by dfdoctor's first line (once ssh has logged in)
         self.ready = self.down = self.quit = False
         self.ping = None  # the ping's answer, given once
         self.ping_asked = []
@@ -43,8 +44,18 @@ class Here(object):
         self.out = b""
         self.sel.register(0, selectors.EVENT_READ, "dfdoctor")
         self.sel.register(listener, selectors.EVENT_READ, "listen")
-        self.sel.register(self.session.stdout, selectors.EVENT_READ, "session")
         self.lifeline = b""
+
+    def start(self, argv):
+        """The session that carries the relay (dfdoctor's first line names it)."""
+        self.began = time.monotonic()
+        try:
+            self.session = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            stderr=subprocess.DEVNULL, start_new_session=True)
+        except OSError:
+            return self.fall()
+        self.sel.register(self.session.stdout, selectors.EVENT_READ, "session")
+        return None
 
     # -- dfdoctor's side --------------------------------------------------------------------------------------
     def from_dfdoctor(self):
@@ -58,11 +69,13 @@ class Here(object):
             line, self.lifeline = self.lifeline.split(b"\n", 1)
             if line == b"quit":
                 self.quit = True
+            elif self.session is None and not self.down:  # the session's argv, as JSON
+                self.start(json.loads(line.decode()))
             elif line:  # the agent's line, for the loader on the target
                 self.send(line + b"\n")
 
     def send(self, data):
-        if self.down:
+        if self.down or self.session is None:
             return
         try:
             self.session.stdin.write(data)
@@ -165,8 +178,8 @@ class Here(object):
 
     def run(self):
         while not self.quit:
-            waiting = not (self.ready or self.down)
-            left = self.began + READY_WITHIN_S - time.monotonic()
+            waiting = not (self.ready or self.down) and self.began is not None
+            left = (self.began or 0) + READY_WITHIN_S - time.monotonic()
             if waiting and left <= 0:  # a relay that does not start: the workers take their own sessions
                 self.fall()
                 continue
@@ -185,6 +198,8 @@ class Here(object):
     def end(self):
         """Close the session's stdin (the relay ends its probes and itself); kill what is left GRACE_S later."""
         self.fall()
+        if self.session is None:
+            return
         try:
             self.session.stdin.close()
         except OSError:
@@ -200,12 +215,12 @@ class Here(object):
 
 
 def main(argv):
-    """argv: [`relay-here`, FD (the listening socket), the session's argv...]."""
+    """argv: [`relay-here`, FD (the listening socket)]."""
     for name in ("SIGINT", "SIGHUP", "SIGTERM", "SIGQUIT"):  # dfdoctor ends it (quit, or EOF when it is gone)
         signal.signal(getattr(signal, name), signal.SIG_IGN)
     listener = socket.socket(fileno=int(argv[1]))
     listener.setblocking(False)
-    Here(argv[2:], listener).run()
+    Here(listener).run()
     return 0
 
 

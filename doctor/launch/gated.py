@@ -106,28 +106,23 @@ def load_meanwhile(only: tuple, skip: tuple, also: Callable[[], Any] = lambda: N
 
 
 @contextlib.contextmanager
-def relay_meanwhile(ctx: Any) -> Iterator[None]:
-    """Inside the launch's shared connection: where its checks run, the relay that carries their probes
-    (targets/relay.py) is opened at once, while they are still being imported, and runs target.reachable's ping
-    first; it is ended when they have all finished (`PreChecks`), and at the latest when the block ends."""
+def relay_meanwhile(ctx: Any) -> Iterator[Callable[[], None]]:
+    """Around the launch's shared connection, where its checks run: the relay that carries their probes
+    (targets/relay.py) is prepared before ssh logs in, and opened by the `connected` this yields (called once the
+    connection is up), while the checks are still being imported; it runs target.reachable's ping first. It is
+    ended when the checks have all finished (`PreChecks`), and at the latest when the block ends."""
     global _relay_wanted
-    if _relay_wanted:
-        _relay_wanted = False
-        from dfdoctor.targets.ping import ping_argv
-        python = ctx.python or "python3"
-        relay.open_for(ctx.target, python, ping=tuple(ping_argv(python)))
+    wanted, _relay_wanted = _relay_wanted, False
+    python = ctx.python or "python3"
+
+    def connected() -> None:
+        if wanted:
+            from dfdoctor.targets.ping import ping_argv
+            relay.open_for(ctx.target, python, ping=tuple(ping_argv(python)))
+
+    if wanted:
+        relay.prepare()
     try:
-        yield
+        yield connected
     finally:
         relay.close()
-
-
-def loaded(only: tuple, skip: tuple) -> Optional[tuple[list, list]]:
-    """The checks `load_meanwhile` imported for the same `only`/`skip` (with the broken plugins' records), once
-    imported; None when nothing was started for them (or it failed)."""
-    global _loading
-    loading, _loading = _loading, None
-    if loading is None:
-        return None
-    loading.thread.join()
-    return loading.loaded if loading.key == (tuple(only), tuple(skip)) else None

@@ -167,9 +167,11 @@ def stop_here(run_dir: Path, run: Any, grace_s: float) -> Stopped:
 # ---- a --target of any kind -------------------------------------------------------------------------------
 @contextlib.contextmanager
 def connected_there(ctx: Any) -> Iterator[None]:
-    """The shared connection; a checked launch's relay is opened on it at once (launch/gated.py)."""
+    """The shared connection; a checked launch's relay is opened on it at once (launch/gated.py), its end here
+    started while ssh logs in."""
     from dfdoctor.launch import gated  # start-up: a --target launch's alone
-    with target_connection(ctx), gated.relay_meanwhile(ctx):
+    with gated.relay_meanwhile(ctx) as connected, target_connection(ctx):
+        connected()
         yield
 
 

@@ -1,11 +1,12 @@
 """Several probes carried by one session on a target (issue 45): the relay (`dfdoctor.agent.relay`) runs on the
 target, each probe in a child of its own with its own deadline; its end here (`dfdoctor.agent.relay_here`, a
 small process of its own) holds that session and serves the checks' forked workers on a Unix socket in this run's
-private folder of ssh sockets. Before, each probe was its own ssh session, `pct exec`, agent loader and
+private folder. Before, each probe was its own ssh session, `pct exec`, agent loader and
 bootstrap, and target.reachable's ping one more: the relay's session is opened as soon as ssh has logged in,
 while the checks are still being imported, and runs the ping first.
 
-`open_for` starts it (where a shared connection is held), `close` ends it and everything it runs; a worker asks
+`prepare` starts its end here while ssh logs in, `open_for` its session once a shared connection is held,
+`close` ends it and everything it runs; a worker asks
 with `carry` (a probe's request) or `ping`. Whatever the relay cannot carry (not started, failed, ended, a
 target or python it was not opened for) is None, and the worker takes its own session as before: what a check
 finds never depends on the relay, only how fast it gets there.
@@ -17,9 +18,11 @@ import base64
 import hashlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any, Optional
 
@@ -38,19 +41,26 @@ def key(target: Target, python: str) -> str:
 
 
 class Relay:
-    """The relay's end here, as dfdoctor holds it: the process, the writing end of its stdin, its socket."""
+    """The relay's end here, as dfdoctor holds it: the process, the writing end of its stdin, its socket's
+    private folder."""
 
-    def __init__(self, proc: subprocess.Popen, lifeline: int, path: str) -> None:
-        self.proc, self.lifeline, self.path = proc, lifeline, path
+    def __init__(self, proc: subprocess.Popen, lifeline: int, folder: str) -> None:
+        self.proc, self.lifeline, self.folder = proc, lifeline, folder
+        self.path = os.path.join(folder, "s")
+
+    def say(self, data: bytes) -> None:
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self.lifeline, view):]
+        except OSError:
+            pass  # the relay's end is gone: every worker takes its own session
 
     def quit(self) -> None:
         """Say `quit`: its session's stdin is closed, and the relay ends every probe it runs and itself."""
         if self.lifeline < 0:
             return
-        try:
-            os.write(self.lifeline, b"quit\n")
-        except OSError:
-            pass
+        self.say(b"quit\n")
         os.close(self.lifeline)
         self.lifeline = -1
 
@@ -62,70 +72,72 @@ class Relay:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        try:
-            os.unlink(self.path)
-        except OSError:
-            pass
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 _current: Optional[Relay] = None
+_opened = False
 
 
-def open_for(target: Target, python: str, ping: tuple[str, ...] = ()) -> Optional[Relay]:
-    """Start the relay for `target`'s `python` (the ping's argv run there first, when given), once this run holds
-    a shared connection to it; None where there is none (each probe then takes its own session)."""
-    global _current
-    shared = os.environ.get(transport.SHARED_ENV)
-    master = transport.control_path(target)
-    if _current is not None or not shared or master is None or not os.path.exists(master):
-        return None  # no connection held: the target is reported unreachable by each check, as before
-    path = os.path.join(shared, "relay-" + key(target, python))
+def prepare() -> Optional[Relay]:
+    """Start the relay's end here, which waits for `open_for`: called before ssh logs in, so that its own start
+    (a python) is done meanwhile. None where it cannot be started."""
+    global _current, _opened
+    if _current is not None:
+        return None
+    folder = tempfile.mkdtemp(prefix="dfdoctor-relay-")  # private (0700): only this user reaches the socket
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     r = w = -1
     try:
-        listener.bind(path)
+        listener.bind(os.path.join(folder, "s"))
         listener.listen(64)
         r, w = os.pipe()
-        session = transport.wrap(target, ship.stdin_argv(python, "relay", *ping))
-        proc = subprocess.Popen(ship.here_argv(sys.executable, "relay-here", str(listener.fileno()), *session,
-                                               site=False),
-                                stdin=r, stdout=subprocess.DEVNULL, stderr=None if os.environ.get("DFDOCTOR_RELAY_DEBUG") else subprocess.DEVNULL,
+        proc = subprocess.Popen(ship.here_argv(sys.executable, "relay-here", str(listener.fileno()), site=False),
+                                stdin=r, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 pass_fds=(listener.fileno(),), start_new_session=True)
     except OSError:
         if w >= 0:
             os.close(w)
+        shutil.rmtree(folder, ignore_errors=True)
         return None
     finally:
         listener.close()  # the relay's end holds it now: no worker forked here inherits it
         if r >= 0:
             os.close(r)
-    _current = Relay(proc, w, path)
-    _write_all(w, ship.stdin_line("relay"))
-    os.environ[RELAY_ENV] = f"{key(target, python)} {path}"
+    _current, _opened = Relay(proc, w, folder), False
+    return _current
+
+
+def open_for(target: Target, python: str, ping: tuple[str, ...] = ()) -> Optional[Relay]:
+    """Start the relay for `target`'s `python` (the ping's argv run there first, when given) over this run's
+    shared connection to it (prepared first when `prepare` was not called); None where no connection is held
+    (the target is then reported unreachable by each check, as before) or none can be started."""
+    global _opened
+    master = transport.control_path(target)
+    if master is None or not os.path.exists(master) or _opened:
+        close()
+        return None
+    if _current is None and prepare() is None:
+        return None
+    session = transport.wrap(target, ship.stdin_argv(python, "relay", *ping))
+    _current.say(json.dumps(session).encode() + b"\n" + ship.stdin_line("relay"))
+    _opened = True
+    os.environ[RELAY_ENV] = f"{key(target, python)} {_current.path}"
     return _current
 
 
 def close(wait: bool = True) -> None:
     """End the relay this run started, if any: nothing of it outlives this call, here or on the target. Without
     `wait` it is only told to end (its probes are ended at once); a later `close` waits for it."""
-    global _current
+    global _current, _opened
     os.environ.pop(RELAY_ENV, None)
     if _current is None:
         return
     if not wait:
         _current.quit()
         return
-    relay, _current = _current, None
+    relay, _current, _opened = _current, None, False
     relay.close()
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    try:
-        while view:
-            view = view[os.write(fd, view):]
-    except OSError:
-        pass  # the relay's end is gone: every worker takes its own session
 
 
 def carry(target: Target, python: str, line: bytes, timeout: float, wait_s: float) -> Optional[dict[str, Any]]:
