@@ -200,12 +200,17 @@ def test_an_interrupted_checked_launch_ends_the_relay_here_and_there(infra, tmp_
             mark = f.name[-8:]
             _until(lambda: [p for p in procs_naming(mark) if "import_probe.py" in _cmd(p)], 120,
                    "the import probe never ran in the container")
-            assert [p for p in procs_naming(mark) if " relay-here " in _cmd(p)], "no relay carried it"
+            here = [c for c in psutil.Process(proc.pid).children() if " relay-here " in " ".join(c.cmdline())]
+            assert here and [p for p in procs_naming(mark) if "' relay sh -c " in _cmd(p) or
+                             " relay sh -c " in _cmd(p)], "no relay carried it"
             proc.send_signal(signal.SIGINT)
             proc.communicate(timeout=60)
         finally:
             if proc.poll() is None:
                 proc.kill()
                 proc.communicate()
+        # the relay there, its probe and its session here (they name the folder), and its end here: all ended
         _until(lambda: not procs_naming(f.name[-8:]), 30,
                f"left running after the interrupt: {[_cmd(p)[:200] for p in procs_naming(f.name[-8:])]}")
+        _until(lambda: not here[0].is_running() or here[0].status() == psutil.STATUS_ZOMBIE, 30,
+               "the relay's end here outlived the interrupted launch")

@@ -1,8 +1,8 @@
 """A --target launch's pre-launch checks, gated: the job starts once every check that can stop it has finished
 (`Check.gates`); those that cannot (deps.requirements, persistence.session: none of their causes stops a launch)
-run on beside the start and the watch, in the workers forked with the others (runner.run_gated), and their records
-join before the verdict is judged, each the same as if the launch had waited for it (issue 45: on a pct target
-they were most of what a checked launch did before its start).
+begin once the job has started (`begin`: their sessions took CPU from the start's) and run on beside the watch
+(runner.run_gated), and their records join before the verdict is judged, each the same as if the launch had
+waited for it (issue 45: on a pct target they were most of what a checked launch did before its start).
 
 The gate judges a copy of its records finished on their own (silences, one unreachable target, one missing
 interpreter: each rests on gating checks alone); the records reported are every check's, finished together as
@@ -37,6 +37,11 @@ class PreChecks(list):
         relay.close(wait=False)  # told to end now; waited for as the connection closes (`relay_meanwhile`)
         return self
 
+    def begin(self) -> None:
+        """The start is done: the checks that wait for it begin (forked in this thread, before the watch's)."""
+        if self.beside is not None:
+            self.beside.begin()
+
     def stop(self) -> None:
         """The launch ends without a verdict (interrupted, or an error): the checks beside it are ended, and the
         relay with what it still runs."""
@@ -64,6 +69,12 @@ def pre_checks(ctx: Any, checks: list, broken: list[CheckRecord], cfg: Any) -> P
 def complete(records: list) -> list:
     """`records`, every check's (a gated launch's waits for its checks beside the start; any other list is)."""
     return records.complete() if isinstance(records, PreChecks) else records
+
+
+def begin(records: list) -> None:
+    """After the start: the checks that do not gate begin (nothing for any other list)."""
+    if isinstance(records, PreChecks):
+        records.begin()
 
 
 def stop(records: list) -> None:
@@ -126,3 +137,14 @@ def relay_meanwhile(ctx: Any) -> Iterator[Callable[[], None]]:
         yield connected
     finally:
         relay.close()
+
+
+def loaded(only: tuple, skip: tuple) -> Optional[tuple[list, list]]:
+    """The checks `load_meanwhile` imported for the same `only`/`skip` (with the broken plugins' records), once
+    imported; None when nothing was started for them (or it failed)."""
+    global _loading
+    loading, _loading = _loading, None
+    if loading is None:
+        return None
+    loading.thread.join()
+    return loading.loaded if loading.key == (tuple(only), tuple(skip)) else None
