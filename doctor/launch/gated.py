@@ -124,7 +124,8 @@ def relay_meanwhile(ctx: Any) -> Iterator[Callable[[], None]]:
     connection is up), while the checks are still being imported; it runs target.reachable's ping first. It is
     ended when the checks have all finished (`PreChecks`), and at the latest when the block ends."""
     global _relay_wanted
-    wanted, _relay_wanted = _relay_wanted, False
+    # a relay rides on the shared ssh connection: kinds reached otherwise (lxc, docker) hold none
+    wanted, _relay_wanted = _relay_wanted and ctx.target.kind_class.reached_over_ssh, False
     python = ctx.python or "python3"
 
     def connected() -> None:
