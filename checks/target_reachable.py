@@ -29,9 +29,9 @@ def answer(stdout: str) -> tuple[str, dict[str, str]]:
     return python, facts
 
 
-# How long the relay's ping is waited for: it normally comes as the relay starts; one that does not (a hung
-# `df /dev/shm`) leaves the check's own round trip its 15 s within the check's 20.
-PING_WAIT_S = 3.0
+# How long the relay's ping is waited for: it normally comes as the relay starts (0.1-0.3 s after the connection);
+# one that does not (a hung `df /dev/shm`) leaves the check's own round trip its 15 s within the check's 20.
+PING_WAIT_S = 4.0
 
 
 def _pinged(ctx, python: str) -> Optional[ProbeOutcome]:
