@@ -23,7 +23,7 @@ from dfdoctor.agent import ship
 from dfdoctor.command import ProbeOutcome, run_command
 from dfdoctor.errors import CheckCannotRun
 from dfdoctor.model import Result, error
-from dfdoctor.targets import Target, remote_probe, transport
+from dfdoctor.targets import Target, relay, remote_probe, transport
 
 PROBES_DIR = Path(_probes_pkg.__file__).resolve().parent
 
@@ -149,12 +149,14 @@ def _run_probe_on(target: Target, ctx, path: Path, args: Sequence[str], *, timeo
     wanted = {k: v for k, v in (env or {}).items() if os.environ.get(k) != v}
     wanted.setdefault("PYTHONDONTWRITEBYTECODE", "1")
     python = ctx.python or "python3"
-    data = remote_probe.request(path, args, timeout=timeout, env=wanted, cwd=str(cwd or ctx.cwd or ""),
-                                python=None, extra={n: p.read_text() for n, p in (files or {}).items()},
-                                probe_input=request)
+    asked = dict(timeout=timeout, env=wanted, cwd=str(cwd or ctx.cwd or ""), python=None,
+                 extra={n: p.read_text() for n, p in (files or {}).items()}, probe_input=request)
     # The bootstrap keeps the deadline on the target; the local one only adds room for connecting.
-    outcome = target.kind_class.ship(target, remote_probe.argv(python), data, hold_stdin=True,
-                                     timeout=timeout + transport.CONNECT_TIMEOUT_S + remote_probe.STACK_GRACE_S + 2)
+    wait_s = timeout + transport.CONNECT_TIMEOUT_S + remote_probe.STACK_GRACE_S + 2
+    outcome = _carried(target, python, remote_probe.line(path, args, **asked), timeout, wait_s)
+    if outcome is None:  # no relay to carry it: a session of its own
+        outcome = target.kind_class.ship(target, remote_probe.argv(python), remote_probe.request(path, args, **asked),
+                                         hold_stdin=True, timeout=wait_s)
     stdout, trailer = remote_probe.split_answer(outcome.stdout)
     outcome.stdout = stdout
     outcome.extra["target"] = str(target)
@@ -174,6 +176,19 @@ def _run_probe_on(target: Target, ctx, path: Path, args: Sequence[str], *, timeo
     except ValueError:
         outcome.payload = None
     return outcome
+
+
+def _carried(target: Target, python: str, line: bytes, timeout: float, wait_s: float) -> Optional[ProbeOutcome]:
+    """The probe run by this run's relay on the target (targets/relay.py), as its own session would have told
+    it; None when no relay carries it."""
+    began = time.monotonic()
+    said = relay.carry(target, python, line, timeout, wait_s)
+    if said is None:
+        return None
+    argv = transport.wrap(target, remote_probe.argv(python))
+    if said.get("timed_out"):  # as a session of its own killed at the same deadline
+        return ProbeOutcome(argv, -9, "", "", time.monotonic() - began, timed_out=True)
+    return ProbeOutcome(argv, said["rc"], relay.text(said["out"]), relay.text(said["err"]), time.monotonic() - began)
 
 
 # lxc-attach's own source position before its words (`../src/lxc/attach.c: lxc_attach_run_command: 1841 `): no

@@ -83,29 +83,44 @@ def run_checks(checks: list[Check], ctx, phase: str, *, jobs: Optional[int] = No
 def run_gated(checks: list[Check], ctx, phase: str, *,
               progress: Optional[Callable[[str, Optional[Check], Optional[CheckRecord]], None]] = None,
               output_limit: int = DEFAULT_LIMIT) -> tuple[list[CheckRecord], "Beside"]:
-    """Start every check at once; return when those that gate (`Check.gates`) have finished: their records, in
-    the order given, and the others, still running in their workers, watched on by a thread (`Beside`). Every
-    worker is forked before this returns, so no thread runs while one is."""
-    loop = _Loop(checks, ctx, phase, None, progress, output_limit)
+    """Start the checks that gate (`Check.gates`) at once; return when they have finished: their records, in the
+    order given, and the others (`Beside`), started by its `begin` (the caller's start goes first: on a --target
+    their sessions took CPU from it, issue 45) and then watched on by a thread. Every worker is forked in the
+    caller's thread, before any thread of the runner's runs."""
     gating = {c.id for c in checks if c.gates}
+    loop = _Loop(checks, ctx, phase, None, progress, output_limit)
+    loop.pending = [c for c in checks if c.id in gating]
     with sigterm_interrupts():
         try:
-            loop.start_all()  # forked here, in this thread, even when no check gates
+            loop.start_all()  # forked here, in this thread
             loop.run(until=lambda: gating <= loop.done.keys())
         except BaseException:
             loop.end()
             raise
     loop.progress = None  # the progress line is the gate's: its caller closes it now
-    return [loop.done[c.id] for c in checks if c.id in gating], Beside(loop)
+    return [loop.done[c.id] for c in checks if c.id in gating], Beside(loop, [c for c in checks if c.id not in gating])
 
 
 class Beside:
-    """The checks that cannot stop a launch, run on beside its start by a thread that only reads their pipes and
-    reaps them (it forks nothing); `records` waits for them, `stop` ends them (the launch was interrupted)."""
+    """The checks that cannot stop a launch, run beside its start: `begin` forks their workers (in the caller's
+    thread) and a thread then only reads their pipes and reaps them (it forks nothing); `records` waits for them,
+    `stop` ends them (the launch was interrupted)."""
 
-    def __init__(self, loop: "_Loop") -> None:
-        self.loop = loop
+    def __init__(self, loop: "_Loop", later: list[Check]) -> None:
+        self.loop, self.later = loop, later
         self.thread = threading.Thread(target=self._run, name="dfdoctor-checks-beside", daemon=True)
+
+    def begin(self) -> None:
+        """Fork the checks that wait (at once once only), and watch them in the thread."""
+        if self.thread.is_alive() or self.thread.ident is not None:
+            return
+        self.loop.pending += self.later
+        with sigterm_interrupts():
+            try:
+                self.loop.start_all()
+            except BaseException:
+                self.loop.end()
+                raise
         self.thread.start()
 
     def _run(self) -> None:
@@ -115,13 +130,18 @@ class Beside:
             self.loop.end()
 
     def records(self) -> list[CheckRecord]:
-        """Every check's record (the gate's too), in the order given, once the last one has finished."""
+        """Every check's record (the gate's too), in the order given, once the last one has finished (begun here
+        when they were not)."""
+        self.begin()
         self.thread.join()
         return self.loop.records()
 
     def stop(self) -> None:
         """End the checks still running (their workers killed, as an interrupted run's) and wait for that."""
         self.loop.stopped = True
+        if self.thread.ident is None:  # never begun: nothing of theirs runs, the gate's workers are reaped
+            self.loop.end()
+            return
         self.thread.join()
 
 

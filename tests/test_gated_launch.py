@@ -50,6 +50,8 @@ def test_the_gate_returns_while_a_check_that_cannot_stop_the_launch_still_runs(t
     beside = check("demo.beside", title="beside", gates=False)(_waits_for(go, pid_file))
     gate, later = runner.run_gated([beside, gating], Context(cwd=tmp_path), "pre")
     assert [r.id for r in gate] == ["demo.gating"] and gate[0].status is Status.OK
+    assert not pid_file.exists()  # it begins after the caller's start, not with the gate
+    later.begin()
     assert psutil.pid_exists(_pid(pid_file))  # still waiting for its go file: the gate did not wait for it
     go.touch()
     recs = later.records()
@@ -62,6 +64,7 @@ def test_a_check_beside_an_interrupted_launch_is_ended_with_what_it_started(tmp_
     beside = check("demo.beside", title="beside", gates=False)(_waits_for(go, pid_file))
     gate, later = runner.run_gated([beside], Context(cwd=tmp_path), "pre")
     assert gate == []  # nothing gates: the start need not wait at all
+    later.begin()
     worker = psutil.Process(_pid(pid_file))
     later.stop()
     assert not worker.is_running() or worker.status() == psutil.STATUS_ZOMBIE

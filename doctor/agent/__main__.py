@@ -14,7 +14,8 @@ import sys
 # What an interpreter older than the agent's floor says instead of running a part (probe.py looks for it).
 TOO_OLD = "dfdoctor: this python is older than 3.6, which dfdoctor's probes need: Python "
 PARTS = {"recorder": "dfdoctor.agent.recorder", "target-agent": "dfdoctor.agent.target_agent",
-         "probe": "dfdoctor.agent.probe_bootstrap",
+         "probe": "dfdoctor.agent.probe_bootstrap", "relay": "dfdoctor.agent.relay",
+         "relay-here": "dfdoctor.agent.relay_here",
          "slurm-job": "dfdoctor.agent.slurm_job", "stop": "dfdoctor.agent.stop"}
 
 

@@ -24,7 +24,8 @@ from dfdoctor.agent.names import JOB_UMASK, MARKER, MARKER_TEXT  # the run folde
 AGENT_DIR = Path(__file__).resolve().parent
 LOADER = AGENT_DIR / "__main__.py"
 ZIP_NAME = "agent.pyz"  # what ship.sh names the zip in a target's run folder
-NOT_SHIPPED = {"ship.py", "detach.py"}  # this module, and the strategy's one-off (it travels in a shell line)
+NOT_SHIPPED = {"ship.py", "detach.py", "relay_here.py"}  # this module, the strategy's one-off (it travels in a
+# shell line), and the relay's end here (it runs on this machine only)
 RUN_DIR_MARK = "@@dfdoctor-run-dir@@"
 PID_MARK = "@@dfdoctor-recorder-pid@@"
 PY_MARK = "@@dfdoctor-python@@"

@@ -1,8 +1,8 @@
 """A --target launch's pre-launch checks, gated: the job starts once every check that can stop it has finished
 (`Check.gates`); those that cannot (deps.requirements, persistence.session: none of their causes stops a launch)
-run on beside the start and the watch, in the workers forked with the others (runner.run_gated), and their records
-join before the verdict is judged, each the same as if the launch had waited for it (issue 45: on a pct target
-they were most of what a checked launch did before its start).
+begin once the job has started (`begin`: their sessions took CPU from the start's) and run on beside the watch
+(runner.run_gated), and their records join before the verdict is judged, each the same as if the launch had
+waited for it (issue 45: on a pct target they were most of what a checked launch did before its start).
 
 The gate judges a copy of its records finished on their own (silences, one unreachable target, one missing
 interpreter: each rests on gating checks alone); the records reported are every check's, finished together as
@@ -11,12 +11,14 @@ finding as before."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import threading
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from dfdoctor.engine import finished
 from dfdoctor.model import CheckRecord
+from dfdoctor.targets import relay
 
 
 class PreChecks(list):
@@ -27,17 +29,26 @@ class PreChecks(list):
         self.broken, self.beside, self.cfg = broken, beside, cfg
 
     def complete(self) -> "PreChecks":
-        """Every check's record, once those run beside the start have finished (at once when they have)."""
+        """Every check's record, once those run beside the start have finished (at once when they have); the
+        relay that carried their probes is ended then."""
         if self.beside is not None:
             beside, self.beside = self.beside, None
             self[:] = self.broken + finished(beside.records(), self.cfg)
+        relay.close(wait=False)  # told to end now; waited for as the connection closes (`relay_meanwhile`)
         return self
 
+    def begin(self) -> None:
+        """The start is done: the checks that wait for it begin (forked in this thread, before the watch's)."""
+        if self.beside is not None:
+            self.beside.begin()
+
     def stop(self) -> None:
-        """The launch ends without a verdict (interrupted, or an error): the checks beside it are ended."""
+        """The launch ends without a verdict (interrupted, or an error): the checks beside it are ended, and the
+        relay with what it still runs."""
         if self.beside is not None:
             beside, self.beside = self.beside, None
             beside.stop()
+        relay.close()
 
 
 def pre_checks(ctx: Any, checks: list, broken: list[CheckRecord], cfg: Any) -> PreChecks:
@@ -58,6 +69,12 @@ def pre_checks(ctx: Any, checks: list, broken: list[CheckRecord], cfg: Any) -> P
 def complete(records: list) -> list:
     """`records`, every check's (a gated launch's waits for its checks beside the start; any other list is)."""
     return records.complete() if isinstance(records, PreChecks) else records
+
+
+def begin(records: list) -> None:
+    """After the start: the checks that do not gate begin (nothing for any other list)."""
+    if isinstance(records, PreChecks):
+        records.begin()
 
 
 def stop(records: list) -> None:
@@ -82,18 +99,46 @@ class _Loading:
             from dfdoctor.agent import ship
             self.loaded = checks_of("pre", *self.key)
             ship.bundle("probe")  # made once, before the workers fork: each made its own (0.015 s of CPU apiece)
+            ship.bundle("relay")  # and the relay's, before its session is opened (0.01-0.03 s on the way there)
         except Exception:  # loaded again where they are needed, which says what failed
             self.loaded = None
 
 
 _loading: Optional[_Loading] = None
+_relay_wanted = False
 
 
 def load_meanwhile(only: tuple, skip: tuple, also: Callable[[], Any] = lambda: None) -> None:
     """Start importing the pre-launch checks of `only`/`skip` (`loaded` takes them), after calling `also` (what
-    else the caller needs imported before its start: the placement's module, which imports this one)."""
-    global _loading
+    else the caller needs imported before its start: the placement's module, which imports this one); the
+    relay is wanted for their probes (`relay_meanwhile`)."""
+    global _loading, _relay_wanted
     _loading = _Loading(tuple(only), tuple(skip), also)
+    _relay_wanted = True
+
+
+@contextlib.contextmanager
+def relay_meanwhile(ctx: Any) -> Iterator[Callable[[], None]]:
+    """Around the launch's shared connection, where its checks run: the relay that carries their probes
+    (targets/relay.py) is prepared before ssh logs in, and opened by the `connected` this yields (called once the
+    connection is up), while the checks are still being imported; it runs target.reachable's ping first. It is
+    ended when the checks have all finished (`PreChecks`), and at the latest when the block ends."""
+    global _relay_wanted
+    # a relay rides on the shared ssh connection: kinds reached otherwise (lxc, docker) hold none
+    wanted, _relay_wanted = _relay_wanted and ctx.target.kind_class.reached_over_ssh, False
+    python = ctx.python or "python3"
+
+    def connected() -> None:
+        if wanted:
+            from dfdoctor.targets.ping import ping_argv
+            relay.open_for(ctx.target, python, ping=tuple(ping_argv(python)))
+
+    if wanted:
+        relay.prepare()
+    try:
+        yield connected
+    finally:
+        relay.close()
 
 
 def loaded(only: tuple, skip: tuple) -> Optional[tuple[list, list]]:

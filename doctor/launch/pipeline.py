@@ -46,6 +46,7 @@ def _launch(placement: Placement, ctx: Any, ask: LaunchAsk) -> Report:
                     return placed_report(ctx, "launch", started, verdict, gated.complete(records), timeline,
                                          dict(NOT_STARTED_RUN), placement.report_target(ctx))
             job = placement.start(ctx, ask, timeline)
+            gated.begin(records)  # the checks that cannot stop it, after its start (launch/gated.py)
             if job.refused is not None:  # nothing runs: the refusal is the verdict
                 report = placed_report(ctx, "launch", started, job.refused, gated.complete(records),
                                        timeline + job.timeline, job.run or dict(NOT_STARTED_RUN),

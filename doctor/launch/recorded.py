@@ -4,12 +4,13 @@ transport) and judged by the same rules. Imported when a placement is first aske
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from dfdoctor.agent.names import SPEC
 from dfdoctor.config import Config
@@ -164,8 +165,14 @@ def stop_here(run_dir: Path, run: Any, grace_s: float) -> Stopped:
 
 
 # ---- a --target of any kind -------------------------------------------------------------------------------
-def connected_there(ctx: Any) -> Any:
-    return target_connection(ctx)
+@contextlib.contextmanager
+def connected_there(ctx: Any) -> Iterator[None]:
+    """The shared connection; a checked launch's relay is opened on it at once (launch/gated.py), its end here
+    started while ssh logs in."""
+    from dfdoctor.launch import gated  # start-up: a --target launch's alone
+    with gated.relay_meanwhile(ctx) as connected, target_connection(ctx):
+        connected()
+        yield
 
 
 def start_there(ctx: Any, ask: LaunchAsk) -> Started:

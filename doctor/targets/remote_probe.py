@@ -49,10 +49,18 @@ def request(script: Path, args: Sequence[str], *, timeout: float, env: dict[str,
             python: Optional[str], extra: Optional[dict[str, str]] = None, probe_input: Any = None) -> bytes:
     """What goes down the target's stdin: the agent, then the request (`extra`: more files, by name; the
     probe's own input, which the bootstrap hands over in a file)."""
+    return ship.stdin_line("probe") + line(script, args, timeout=timeout, env=env, cwd=cwd, python=python,
+                                           extra=extra, probe_input=probe_input)
+
+
+def line(script: Path, args: Sequence[str], *, timeout: float, env: dict[str, str], cwd: Optional[str],
+         python: Optional[str], extra: Optional[dict[str, str]] = None, probe_input: Any = None) -> bytes:
+    """The request alone, the line the bootstrap reads after the agent's (what the relay carries:
+    targets/relay.py)."""
     req = {"files": {**probe_files(script), **(extra or {})}, "script": script.name, "args": list(args),
            "timeout": timeout, "grace": STACK_GRACE_S, "env": env, "cwd": cwd, "python": python,
            "input": probe_input}
-    return ship.stdin_line("probe") + _pack(json.dumps(req).encode())
+    return _pack(json.dumps(req).encode())
 
 
 def split_answer(stdout: str) -> tuple[str, Optional[dict[str, Any]]]:
