@@ -13,7 +13,7 @@ from dfdoctor.model import Result, fail, ok
 from dfdoctor.probe import reach_fix, run_on_target
 from dfdoctor.registry import check
 from dfdoctor.targets import relay, transport
-from dfdoctor.targets.ping import PING, ping_argv  # noqa: F401  (PING: read here by tests and readers)  # noqa: F401  (where it was read from before)
+from dfdoctor.targets.ping import PING, ping_argv  # noqa: F401  (PING: read here by tests and readers)
 
 
 def answer(stdout: str) -> tuple[str, dict[str, str]]:
