@@ -190,9 +190,13 @@ def test_busy_job_growing_its_own_log_is_running_without_waiting_out_the_watch(w
     assert time.monotonic() - t0 < 40, "the watch waited to its end for a job whose own log grew"
 
 
-def test_a_tools_log_growing_is_not_the_jobs_own_log(work):
-    """A log a helper process keeps under wandb/ (its heartbeat) grows while the job waits forever: not progress."""
-    proc, rep = launch(work, *job("tool_log.py", str(work)), watch=15, log=None)
+@pytest.mark.parametrize("where", ["wandb/run-1/logs", "session_2026-12-06_14-36-02_676951_6769/logs"],
+                         ids=["wandb", "ray-session"])
+def test_a_tools_log_growing_is_not_the_jobs_own_log(work, where):
+    """A log a helper process keeps under wandb/ (its heartbeat), or under a Ray session's folder (a driver's
+    private Ray instance: its GCS and raylet log from ray.init() on, before Ray's line saying which cluster the
+    driver joined, which a loaded machine delayed past the look), grows while the job waits forever: not progress."""
+    proc, rep = launch(work, *job("tool_log.py", str(work), where), watch=15, log=None)
     assert "its own log" not in rep["verdict"]["summary"], text_of(rep)
 
 

@@ -22,6 +22,7 @@ import pytest
 from dfdoctor.rehearse import judge
 from dfdoctor.rehearse.runner import rehearse
 from dfdoctor.shell import quote
+from dfdoctor.terminal_signals import as_from_a_terminal
 from infra.fixtures import Infra, infra, kill_naming, procs_naming  # noqa: F401
 from conftest import DFDOCTOR
 
@@ -185,8 +186,11 @@ def test_an_interrupted_check_leaves_nothing(infra, how, tmp_path):
     # held open (no nohup, no redirect of stdin): the rehearsal waits its whole RETURN_S with a sentinel running
     line = f"ssh -tt root@dfdoctor-host 'cd {work} && python3 -u t.py > {work}/t.log 2>&1'"
     env = {**os.environ, "DFDOCTOR_SSH_CONFIG": str(infra.ssh_config), "NO_COLOR": "1"}
+    # started as from a terminal, whose Ctrl-C this is: with the SIGINT a runner's shell ignored in its background
+    # jobs (`pytest ... &`) inherited, dfdoctor rightly ignored the Ctrl-C and its check ended by itself (exit 1)
     p = subprocess.Popen([DFDOCTOR, "check", "--only", "launch.path", "--shell-command", line], cwd=tmp_path, env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                         preexec_fn=as_from_a_terminal())
     try:
         mark, deadline = None, time.monotonic() + 30
         while mark is None and time.monotonic() < deadline:

@@ -6,6 +6,7 @@ wrote. (With --log, the same file is `log-elsewhere`: the user reads a log that 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import time
 from typing import Optional
@@ -16,13 +17,22 @@ from dfdoctor.run.record import RunRecord
 
 # where tools the job starts keep logs that grow on their own timers (wandb's service, a cache), not its progress
 TOOL_FOLDERS = ("/wandb/", "/.cache/", "/mlruns/", "/torchinductor_", "/.dfdoctor/")
+# Ray's session folder (its GCS, raylet and the driver's core worker write there on their own timers from the moment
+# ray.init() starts them): on a loaded machine they grew before Ray's own line saying which cluster the driver
+# joined, and the job was called running on them, that line unread (ray-wrong-cluster missed)
+RAY_SESSION = re.compile(r"/session_(?:latest|\d{4}-\d\d-\d\d_[\d_-]+)/")
 Sizes = tuple[float, dict[str, tuple[int, int]]]  # (when, {path: (pid, size)})
 
 
 def sizes(files: list) -> Sizes:
     """The sizes of the files a look found open for writing (`job_outputs(..., sizes=True)["files"]`), now."""
     return time.monotonic(), {path: (pid, size) for pid, path, size in files
-                              if size >= 0 and not any(t in path for t in TOOL_FOLDERS)}
+                              if size >= 0 and not _a_tools(path)}
+
+
+def _a_tools(path: str) -> bool:
+    """A file a tool the job started keeps (its own timers), not the job's log."""
+    return any(t in path for t in TOOL_FOLDERS) or RAY_SESSION.search(path) is not None
 
 
 def grown(before: Sizes, after: Sizes) -> dict[str, tuple[int, int, float]]:

@@ -34,6 +34,7 @@ from dfdoctor.rehearse.rewrite import CannotRehearse, Hop, Plan
 from dfdoctor.shell import join, quote
 from dfdoctor.targets import transport
 from dfdoctor.targets.target import Target
+from dfdoctor.terminal_signals import as_from_a_terminal
 
 HERE = Path(__file__).resolve().parent
 SENTINEL = (HERE / "sentinel.py").read_text()
@@ -471,7 +472,9 @@ def _run_line(out: Rehearsal, line: str, cwd: Optional[str], started: Optional[_
     began = time.monotonic()
     marker = f"==dfdoctor-returned-{uuid.uuid4().hex[:8]}"
 
-    def controlling() -> None:  # in the child: a new session whose controlling terminal is the pty
+    # in the child: a new session whose controlling terminal is the pty, with a terminal's signal dispositions
+    # (dfdoctor under `nohup` or in a script's background would pass on SIGHUP, SIGINT ignored: terminal_signals)
+    def controlling() -> None:
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
     try:
@@ -480,7 +483,7 @@ def _run_line(out: Rehearsal, line: str, cwd: Optional[str], started: Optional[_
             leader = wall.argv(out.plan, leader)  # the same process, in a mount namespace of its own
         proc = subprocess.Popen(leader, stdin=slave,
                                 stdout=slave, stderr=slave, cwd=cwd, start_new_session=True,
-                                preexec_fn=controlling, env=_clean_env(out.plan.tag if out.plan else ""))
+                                preexec_fn=as_from_a_terminal(controlling), env=_clean_env(out.plan.tag if out.plan else ""))
     except OSError as exc:
         os.close(master)
         os.close(slave)

@@ -21,6 +21,7 @@ from dfdoctor import cache
 from dfdoctor.shell import quote
 from dfdoctor.targets import Target, transport
 from dfdoctor.targets.strategies import BY_NAME, PREFERENCE, STRATEGIES, Strategy
+from dfdoctor.terminal_signals import as_from_a_terminal
 
 BEAT_S = 0.1  # after the margin the look waits for each survivor's next beat: at most this long
 MAX_BEATS = 300  # 30 s: a sentinel never outlives the probe by long, whatever happens to dfdoctor
@@ -262,8 +263,9 @@ def _start(target: Target, t: Trial, d: str, python: str, slack: float = 0.0) ->
         script += f"exec sh -c {quote(line)}\n"
     argv = transport.shell(target, script, tty=t.tty)
     start = time.monotonic()
+    # as from a terminal: under `nohup` the trials inherited SIGHUP ignored and `&` survived a tty's hang-up
     p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         start_new_session=True)
+                         start_new_session=True, preexec_fn=as_from_a_terminal())
     try:
         t.held_after = RETURN_TIMEOUT_S + slack + t.pause
         out, err = p.communicate(timeout=t.held_after)
