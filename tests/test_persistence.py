@@ -183,8 +183,9 @@ def test_sentinels_cleaned_up_when_the_probe_is_killed(ssh_config_env):
     before = ours()
     os.kill(p.pid, signal.SIGKILL)  # the probe only: its ssh children see their stdin close
     p.wait()
-    # The EOF travels the probe's pipe, ssh, sshd, pct exec and lxc-attach before the watchdog's `cat` ends: on a
-    # host under a full run's load (16 on 2 cores) that took more than the 8 s this waited once, twice in three runs.
+    # The EOF travels the probe's pipe, ssh, sshd, pct exec and lxc-attach before the watchdog's `cat` ends: 8 s
+    # were not enough in two of three full runs of round 15 (load 16; why was not established), so the wait is
+    # generous and a failure says what was left.
     killed = time.monotonic()
     deadline = killed + 45
     while (sentinels() or any(d.exists() for d in before)) and time.monotonic() < deadline:

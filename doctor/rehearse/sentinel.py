@@ -270,11 +270,6 @@ def main():
             beat += 1
             time.sleep(BEAT_S)
     except (OSError, ValueError) as exc:  # EIO on a hung-up terminal, EPIPE on a closed channel
-        if hup != signal.SIG_IGN:
-            # A terminal's hang-up makes its writes fail first, then signals its session: a print between the two
-            # (seen under load) would be taken for the cause, where the SIGHUP just behind it kills the real job.
-            # Its handler records the signal and ends this process; 0.3 s is ample for a signal already on its way.
-            time.sleep(0.3)
         try:
             _write("end.json", {"how": "write-failed", "error": "%s: %s" % (type(exc).__name__, exc),
                                 "after_s": round(time.time() - T0, 2)})
