@@ -46,12 +46,7 @@ def work(tmp_path):
 @pytest.mark.parametrize("kind", ["c10d", "static"])
 def test_one_node_of_two_waits_in_the_rendezvous_and_the_verdict_says_for_what_where_and_how_long(work, kind):
     port = _port()
-    if kind == "c10d":
-        rdzv = ["--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv-conf=join_timeout=300"]
-        limit = "gives up after 300 s"
-    else:
-        rdzv = ["--node_rank=0", "--master_addr=127.0.0.1", f"--master_port={port}"]
-        limit = "gives up after 600 s"
+    rdzv, limit = _rendezvous(kind, port)
     proc, rep = launch(work, TORCHRUN, "--nnodes=2", "--nproc_per_node=1", *rdzv, "train.py", watch=20)
     v = rep["verdict"]
     assert proc.returncode == 1 and v["cause"] == causes.RANK_MISSING, v
@@ -78,12 +73,7 @@ def test_without_py_spy_one_node_of_two_waits_in_the_rendezvous_seen_from_the_ke
     the endpoint its command line names, how long it has waited, and that how many nodes joined is not established."""
     python = python_without_pyspy(work)
     port = _port()
-    if kind == "c10d":
-        rdzv = ["--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv-conf=join_timeout=300"]
-        limit = "gives up after 300 s"
-    else:
-        rdzv = ["--node_rank=0", "--master_addr=127.0.0.1", f"--master_port={port}"]
-        limit = "gives up after 600 s"
+    rdzv, limit = _rendezvous(kind, port)
     proc, rep = _dfdoctor(python, work, "launch", "--no-check", "--watch", "20", "--log", str(work / "train.log"),
                           "--", TORCHRUN, "--nnodes=2", "--nproc_per_node=1", *rdzv, "train.py")
     v, text = rep["verdict"], text_of(rep)
@@ -130,3 +120,11 @@ def test_a_targets_agent_alone_whose_sockets_were_not_read_is_not_running_and_it
     assert "10.0.0.5:29400 (c10d rendezvous); a connection to it is not established" in v.summary, v.summary
     assert any("a connection to its rendezvous endpoint 10.0.0.5:29400: not established" in e
                for e in v.evidence), v.evidence
+
+
+def _rendezvous(kind: str, port: int) -> tuple:
+    """torchrun's options for a rendezvous of that kind at 127.0.0.1:port, and the words of its time limit."""
+    if kind == "c10d":
+        return (["--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv-conf=join_timeout=300"],
+                "gives up after 300 s")
+    return ["--node_rank=0", "--master_addr=127.0.0.1", f"--master_port={port}"], "gives up after 600 s"

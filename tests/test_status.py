@@ -136,15 +136,8 @@ def test_a_recorder_that_ends_while_status_diagnoses_is_read_again_not_called_ki
     job is gone (it is: a zombie its held recorder cannot reap yet, which /proc still lists)."""
     from dfdoctor.launch import local, orchestrate
 
-    ends = "import os, time\nprint('hi', flush=True)\nwhile not os.path.exists('go'):\n    time.sleep(0.05)\n"
-    proc, rep = launch(work, sys.executable, "-c", ends, watch=0)
-    run_dir = Path(rep["run"]["dir"])
-    rec = record.load(run_dir).recorder
-    os.kill(rec["pid"], signal.SIGSTOP)
+    run_dir, rec, job = _ended_under_a_stopped_recorder(work)
     try:
-        job = record.load(run_dir).job_pid
-        (work / "go").touch()
-        assert wait_for(lambda: psutil.Process(job).status() == psutil.STATUS_ZOMBIE, 60), "the job did not end"
         real, calls = orchestrate._diagnose, []
 
         def recorder_ends_first(run, live):
@@ -174,15 +167,8 @@ def test_a_job_that_ended_while_its_recorder_is_stopped_is_said_ended_not_alive_
     still lists with the job's start time. `status --watch 0` called it "alive but silent" (round 15); it has
     ended, and its exit status is not known until it is reaped (none is made up). Let go, the recorder reaps it,
     writes its exit, and status says how it ended."""
-    ends = "import os, time\nprint('hi', flush=True)\nwhile not os.path.exists('go'):\n    time.sleep(0.05)\n"
-    proc, rep = launch(work, sys.executable, "-c", ends, watch=0)
-    run_dir = Path(rep["run"]["dir"])
-    rec = record.load(run_dir).recorder
-    os.kill(rec["pid"], signal.SIGSTOP)
+    run_dir, rec, job = _ended_under_a_stopped_recorder(work)
     try:
-        job = record.load(run_dir).job_pid
-        (work / "go").touch()
-        assert wait_for(lambda: psutil.Process(job).status() == psutil.STATUS_ZOMBIE, 60), "the job did not end"
         p, st = status(work, "--watch", "0")
     finally:
         os.kill(rec["pid"], signal.SIGCONT)
@@ -198,3 +184,21 @@ def test_a_job_that_ended_while_its_recorder_is_stopped_is_said_ended_not_alive_
     assert wait_for(lambda: record.load(run_dir).finished, 60), "the recorder did not write the job's exit"
     p, st = status(work, "--watch", "0")
     assert p.returncode == 0 and st["verdict"]["state"] == "ok", text_of(st)
+
+
+def _ended_under_a_stopped_recorder(work: Path):
+    """A job that printed a line, then exited while its recorder (its parent) is held with SIGSTOP: a zombie the
+    recorder cannot reap yet. The caller lets the recorder go (SIGCONT)."""
+    ends = "import os, time\nprint('hi', flush=True)\nwhile not os.path.exists('go'):\n    time.sleep(0.05)\n"
+    _, rep = launch(work, sys.executable, "-c", ends, watch=0)
+    run_dir = Path(rep["run"]["dir"])
+    rec = record.load(run_dir).recorder
+    os.kill(rec["pid"], signal.SIGSTOP)
+    try:
+        job = record.load(run_dir).job_pid
+        (work / "go").touch()
+        assert wait_for(lambda: psutil.Process(job).status() == psutil.STATUS_ZOMBIE, 60), "the job did not end"
+    except BaseException:
+        os.kill(rec["pid"], signal.SIGCONT)
+        raise
+    return run_dir, rec, job
