@@ -25,6 +25,7 @@ import sys
 import time
 
 from dfdoctor.agent import probe_bootstrap
+from dfdoctor.agent.ending import returncode
 
 READY = "@@dfdoctor-relay-ready@@"
 PING_ID = "ping"
@@ -192,8 +193,7 @@ class Relay(object):
             c.close_stdin(now)
             del self.children[rid]
             if not self.gone:
-                answer(c, os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode")
-                       else exitcode(status))
+                answer(c, returncode(status))
 
     def run(self):
         while not (self.gone and not self.children):
@@ -203,13 +203,6 @@ class Relay(object):
                 else:
                     self.read_child(key.data, key.fd)
             self.reap()
-
-
-def exitcode(status):
-    """os.waitstatus_to_exitcode of Python 3.9, for older ones."""
-    if os.WIFSIGNALED(status):
-        return -os.WTERMSIG(status)
-    return os.WEXITSTATUS(status)
 
 
 def kill(pid):

@@ -171,9 +171,8 @@ class Here(object):
     def fall(self):
         """The session ended or failed: every worker waiting takes its own session."""
         self.down = True
-        for conn in list(self.conns) + self.ping_asked + [c for c, _ in self.parked]:
-            if conn in self.conns:
-                self.reply(conn, {"down": True})
+        for conn in list(self.conns):  # those waiting for the ping or parked are among them
+            self.reply(conn, {"down": True})
         self.asked, self.ping_asked, self.parked = {}, [], []
 
     def run(self):

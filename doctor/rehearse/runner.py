@@ -201,19 +201,18 @@ def rehearse(line: str, *, cwd: Optional[str] = None, launcher: Optional[str] = 
         raise
     finally:
         # Ctrl-C, SIGTERM, a hop that failed, a place no look went to: nothing of it stays (REHEARSAL.md)
-        with ThreadPoolExecutor(max_workers=max(1, len(sweeps))) as pool:
-            said = list(pool.map(lambda item: leftovers.run_quietly(_session(*item), cwd),
-                                 sweeps.items()))
+        said = _sweep(sweeps, cwd)
         leftovers.done(registered)
         if interrupted and out.ran:
             out.swept_late = _sweep_late(plan.tag, every, cwd, wait=out.slack / 2)
         _restore(previous)
-        out.swept = [ln for text in said for ln in text.splitlines() if ln.startswith(("==killed", "==removed"))]
+        out.swept = _swept(said)
         walls = [*(w for place in out.places for w in place.walls),
                  *(ln[len("==wall "):] for text in said for ln in text.splitlines() if ln.startswith("==wall "))]
-        out.wall = wall.evidence(plan, dict(w.partition(" ")[::2] for w in walls))
+        stood = dict(w.partition(" ")[::2] for w in walls)
+        out.wall = wall.evidence(plan, stood)
         # a line that hides code ran nowhere its wall could not stand: not rehearsed there, never a failure seen
-        out.unobservable = out.unobservable or wall.refused(plan, dict(w.partition(" ")[::2] for w in walls)) or ""
+        out.unobservable = out.unobservable or wall.refused(plan, stood) or ""
         if out.unstarted_alive and not out.started:  # not seen to start, not seen to stop starting: no verdict
             out.unobservable = out.unobservable or ("the job had not started by the end of the rehearsal's "
                                                     f"{out.budget:.0f} s, while what the line started still ran")
@@ -233,8 +232,17 @@ def _sweep_late(tag: str, sweeps: dict[tuple, list[str]], cwd: Optional[str], *,
         time.sleep(TICK_S)
         _kill_line(tag)
     time.sleep(min(PLACE_S, max(LATE_S, wait)))
+    return _swept(_sweep(sweeps, cwd))
+
+
+def _sweep(sweeps: dict[tuple, list[str]], cwd: Optional[str]) -> list[str]:
+    """Each place's sweep session (`sweeps`: its chain and argv), side by side: what each said."""
     with ThreadPoolExecutor(max_workers=max(1, len(sweeps))) as pool:
-        said = list(pool.map(lambda item: leftovers.run_quietly(_session(*item), cwd), sweeps.items()))
+        return list(pool.map(lambda item: leftovers.run_quietly(_session(*item), cwd), sweeps.items()))
+
+
+def _swept(said: list[str]) -> list[str]:
+    """What the sweeps killed or removed, their lines as they said them."""
     return [ln for text in said for ln in text.splitlines() if ln.startswith(("==killed", "==removed"))]
 
 
