@@ -121,7 +121,7 @@ class Rehearsal:
     quiet_at: Optional[float] = None  # when nothing of the line was seen left, here or at its host (quiet.py)
     hangup: str = ""  # why the terminal hung up when it did, the sentinel having started
     settled_at: Optional[float] = None  # when the end of the session was seen to have done all it can (settled.py)
-    ran: bool = False  # the line's own shell was started
+    ran: bool = False  # the line's own shell was started (or may have been: its Popen was interrupted)
     swept_late: list[str] = field(default_factory=list)  # what the late sweep after an interruption still found
 
     @property
@@ -489,16 +489,19 @@ def _run_line(out: Rehearsal, line: str, cwd: Optional[str], started: Optional[_
         leader = ["sh", "-c", LEADER, _shell(), line, marker, str(DRAIN_S + RETURN_S + out.slack)]
         if out.plan is not None and wall.why_not_here() is None:
             leader = wall.argv(out.plan, leader)  # the same process, in a mount namespace of its own
+        # said before Popen: an interruption landing as Popen returns leaves the shell started and unseen here
+        # (the late sweep finds its processes by their environment and sweeps what they may still open)
+        out.ran = True
         proc = subprocess.Popen(leader, stdin=slave,
                                 stdout=slave, stderr=slave, cwd=cwd, start_new_session=True,
                                 preexec_fn=as_from_a_terminal(controlling), env=_clean_env(out.plan.tag if out.plan else ""))
     except OSError as exc:
+        out.ran = False
         os.close(master)
         os.close(slave)
         out.output = f"{_shell()}: {exc.strerror or exc}"
         return
     os.close(slave)
-    out.ran = True
     try:
         _read_line(out, proc, master, marker, began, started, watcher)
     except BaseException:
