@@ -273,8 +273,8 @@ def test_a_shell_of_the_line_that_starts_after_an_interrupted_rehearsals_sweep_l
     line = f"ssh root@dfdoctor-host 'cd {work} && nohup python3 -u t.py > {work}/t.log 2>&1 &'"
     env = {**os.environ, "DFDOCTOR_SSH_CONFIG": str(infra.ssh_config)}
     try:
-        p = subprocess.run([sys.executable, "-c", _LATE_SHELL, line, f"{work}/t.log", str(infra.ssh_config), when], env=env,
-                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        p = subprocess.run([sys.executable, "-c", _LATE_SHELL, line, f"{work}/t.log", str(infra.ssh_config), when],
+                           env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
         assert p.returncode == 0 and p.stdout.strip(), p.stderr
         mark = json.loads(p.stdout)["mark"]
         assert not list(work.glob(f"*{mark}*")), list(work.iterdir())
