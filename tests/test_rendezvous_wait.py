@@ -53,7 +53,19 @@ def test_one_node_of_two_waits_in_the_rendezvous_and_the_verdict_says_for_what_w
     assert "--nnodes=2 asks for 2 nodes, and 1 of 2 nodes has joined" in v["summary"], v["summary"]
     assert f"waits at 127.0.0.1:{port} ({kind} rendezvous)" in v["summary"] and limit in v["summary"], v["summary"]
     assert "0 of 2" not in v["summary"] and "--nnodes=1" in v["fix"], v
+    _fix_in_the_backends_words(v["fix"], kind, port)
     assert any("rendezvous" in e and "waits in" in e for e in v["evidence"]), v["evidence"]
+
+
+def _fix_in_the_backends_words(fix: str, kind: str, port: int) -> None:
+    """The fix names the options the job's own rendezvous meets by (round 17: --rdzv-endpoint was said for the
+    static one too, where torchrun meets at --master-addr:--master-port and each node gives its --node-rank)."""
+    if kind == "c10d":
+        assert f"--rdzv-endpoint=127.0.0.1:{port}" in fix and "--node-rank" not in fix, fix
+    else:
+        assert "--rdzv-endpoint" not in fix and "--rdzv-id" not in fix, fix
+        assert "with --node-rank=1 (this node's is 0)" in fix, fix
+        assert "--master-addr=127.0.0.1 (reachable from there" in fix and f"--master-port={port};" in fix, fix
 
 
 def _dfdoctor(python: Path, work: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
@@ -84,6 +96,7 @@ def test_without_py_spy_one_node_of_two_waits_in_the_rendezvous_seen_from_the_ke
     assert any(f"a connection to its rendezvous endpoint 127.0.0.1:{port}" in e for e in v["evidence"]), text
     assert any("no rank has started on this node" in e for e in v["evidence"]), text
     assert "0 of 2" not in v["summary"] and "--nnodes=1" in v["fix"], text
+    _fix_in_the_backends_words(v["fix"], kind, port)
 
 
 def test_a_targets_agent_alone_whose_sockets_were_not_read_is_not_running_and_its_connection_not_established(

@@ -275,11 +275,32 @@ class _Asked:
                 + (f", rdzv conf {opts['rdzv_conf']}" if opts.get("rdzv_conf") else f" ({self.key} not set: "
                    f"torch's default {RDZV_DEFAULT_TIMEOUT_S} s)"))
 
-    def fix(self) -> str:
-        return (f"Start the same torchrun line on the other node{'s' if self.least != '2' else ''}, with the same "
-                f"--rdzv-endpoint={self.endpoint} (reachable from there: not 127.0.0.1 or localhost) and the same "
-                f"--rdzv-id; or, for one node, run with --nnodes=1 (or --standalone). The wait's limit is "
+    def fix(self, opts: dict[str, str]) -> str:
+        """In the words of the rendezvous the launch line uses: the static one (torchrun's default) meets at
+        --master-addr:--master-port, each node giving its own --node-rank, unless --rdzv-endpoint is given (torch's
+        run.py, get_rdzv_endpoint); c10d and the other dynamic ones at --rdzv-endpoint, under one --rdzv-id."""
+        nodes = f"the other node{'s' if self.least != '2' else ''}"
+        if self.backend == "static" and not opts.get("rdzv_endpoint"):
+            host, _, port = self.endpoint.rpartition(":")
+            start = (f"Start the same torchrun line on {nodes}, {self._node_ranks(opts)}, and the same "
+                     f"--master-addr={host} (reachable from there: not 127.0.0.1 or localhost) and "
+                     f"--master-port={port}")
+        else:
+            start = (f"Start the same torchrun line on {nodes}, with the same --rdzv-endpoint={self.endpoint} "
+                     "(reachable from there: not 127.0.0.1 or localhost) and the same --rdzv-id")
+        return (f"{start}; or, for one node, run with --nnodes=1 (or --standalone). The wait's limit is "
                 f"{self.setting} (not tried).")
+
+    def _node_ranks(self, opts: dict[str, str]) -> str:
+        """The --node-rank each other node gives (static rendezvous: one rank per node), this node's (its
+        --node-rank, 0 where not given) said beside them."""
+        mine = opts.get("node_rank", "0")
+        if not self.least.isdigit() or not mine.isdigit() or int(self.least) > 8:
+            return f"each with its own --node-rank (one of 0 to N-1 for N nodes; this node's is {mine})"
+        others = [str(r) for r in range(int(self.least)) if str(r) != mine]
+        if len(others) == 1:
+            return f"with --node-rank={others[0]} (this node's is {mine})"
+        return f"each with its own --node-rank ({', '.join(others[:-1])} and {others[-1]}; this node's is {mine})"
 
 
 def _asked(run, live, opts: dict[str, str]) -> Optional[_Asked]:
@@ -326,7 +347,7 @@ def rendezvous_wait(run, live) -> Optional[Verdict]:
     evidence = [ask.launch_line(opts),
                 f"waiting for {ask.waited:.0f} s; no rank has started on this node (torchrun is its only process)",
                 *([f"it waits in {frame}"] if frame else [])]
-    return Verdict("failed", causes.RANK_MISSING, summary, ask.fix(), evidence + live.notes)
+    return Verdict("failed", causes.RANK_MISSING, summary, ask.fix(opts), evidence + live.notes)
 
 
 def rendezvous_wait_seen_by_kernel(run, live, opts: dict[str, str], ask: _Asked) -> Optional[Verdict]:
@@ -355,13 +376,13 @@ def rendezvous_wait_seen_by_kernel(run, live, opts: dict[str, str], ask: _Asked)
                    f"established (its sockets could not be read), nor any progress.")
         evidence.append(f"a connection to its rendezvous endpoint {endpoint}: not established (its sockets could "
                         f"not be read)")
-        return Verdict("unknown", None, summary, ask.fix(), evidence + live.notes)
+        return Verdict("unknown", None, summary, ask.fix(opts), evidence + live.notes)
     summary = (f"torchrun waits in its rendezvous for nodes that have not come: {common} It waits at {endpoint} "
                f"({ask.backend} rendezvous) and gives up after {ask.timeout} s (not before {ask.left:.0f} s from "
                f"now).")
     evidence.insert(1, f"{agent.name()} holds a connection to its rendezvous endpoint {endpoint} (its sockets, "
                        "read from the kernel)")
-    return Verdict("failed", causes.RANK_MISSING, summary, ask.fix(), evidence + live.notes)
+    return Verdict("failed", causes.RANK_MISSING, summary, ask.fix(opts), evidence + live.notes)
 
 
 def _kernel_words(s) -> str:
