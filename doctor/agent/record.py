@@ -15,8 +15,9 @@ PENDING_CAP = 64 << 10  # bytes of an unfinished line held back so a secret is n
 # The job's environment is recorded only as far as a diagnosis reads it (docs/files.md lists these): a variable
 # named here, or one that begins with a prefix here. Anything else (a webhook URL, a database conninfo) never
 # reaches the run folder, whatever its name or shape. Readers: diagnose/rules_runtime.py (CUDA_VISIBLE_DEVICES,
-# the proxies and HF_ENDPOINT/HF_HUB_OFFLINE), stuck.py and the rank readers (RANK and its kin, which they read
-# from /proc of the live job, not from here), and the person reading record.jsonl.
+# the proxies and HF_ENDPOINT/HF_HUB_OFFLINE), download_cache.py (tiktoken's TIKTOKEN_CACHE_DIR), stuck.py and the
+# rank readers (RANK and its kin, which they read from /proc of the live job, not from here), and the person
+# reading record.jsonl.
 KEPT_ENV_PREFIXES = ("CUDA_", "NCCL_", "TORCH_", "TORCHELASTIC_", "PYTORCH_", "PYTHON", "SLURM_", "OMP_", "NVIDIA_",
                      "GLOO_", "MKL_")
 KEPT_ENV_NAMES = frozenset((
@@ -24,6 +25,7 @@ KEPT_ENV_NAMES = frozenset((
     "RANK", "LOCAL_RANK", "GROUP_RANK", "ROLE_RANK", "NODE_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
     "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR", "MASTER_PORT",
     "HF_ENDPOINT", "HF_HUB_OFFLINE", "HF_HOME", "HF_HUB_CACHE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE",
+    "TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR",  # tiktoken's cache of its BPE files (diagnose/download_cache.py)
     "RAY_ADDRESS",  # the Ray cluster a driver is meant to join (diagnose/ray_driver.py)
 ))
 PROXY_NAMES = frozenset(n for p in ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "ftp_proxy")

@@ -623,8 +623,9 @@ def download_failed(err: PyError, ctx: Context) -> Optional[Finding]:
     evidence += [f"{k}={ctx.env[k]!r} in the job's environment" for k in proxy]
     lib = download_cache.library_of(f for f, _, _ in err.frames)
     if lib is not None:  # a library with a cache of its own (tiktoken): its variable, not the hub's
+        fix, cache = download_cache.for_the_job(lib[1], ctx.env)
         return Finding(causes.DOWNLOAD_FAILED, f"A download failed at {err.blame} ({lib[0]}): this machine could "
-                       f"not reach {target or 'the server'} ({hit}).", lib[1], evidence)
+                       f"not reach {target or 'the server'} ({hit}).", fix, evidence + cache)
     hub = any(w in text or any(w in f for f, _, _ in err.frames) for w in ("huggingface", "transformers",
                                                                             "/datasets/", "HF_HUB", "hf_hub"))
     told = None if hub or not ctx.local else _own_download(err, ctx)

@@ -16,7 +16,7 @@ from typing import Callable, Optional
 
 from dfdoctor import causes
 from dfdoctor.agent.procfs import is_a_copy, proc_start_time
-from dfdoctor.diagnose import own_files, ray_driver, stackclass
+from dfdoctor.diagnose import download_cache, own_files, ray_driver, stackclass
 from dfdoctor.diagnose import (elastic, known_failures, launcher, rules_runtime, silence, stuck, torch_pairs, typo,
                                user_terms)
 from dfdoctor.diagnose.bad_arguments import config_refused, refused
@@ -611,7 +611,9 @@ def stuck_in_stacks(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdi
     if err is not None:  # the workers' own traceback says what they died of
         v = exception_verdict(run, err, [*err.tail, *f.lines], "A worker of the job", _started_logging(run, err))
         return Verdict("failed", v.cause, f"{f.headline}. {v.summary}", v.fix, quiet + v.evidence + stop)
-    return Verdict(f.state, f.cause, f"{f.headline}.", f.fix, quiet + f.lines + stop + live.notes)
+    # a library's own download cache (tiktoken's) as the job's recorded environment had it
+    fix, cache = download_cache.for_the_job(f.fix, (run.spawned or {}).get("env") or {})
+    return Verdict(f.state, f.cause, f"{f.headline}.", fix, quiet + cache + f.lines + stop + live.notes)
 
 
 def log_elsewhere(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
