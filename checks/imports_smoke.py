@@ -140,8 +140,8 @@ def _conclude(ctx, spec: LaunchSpec, out: ProbeOutcome, hang_s: float, request: 
     yield from (_refused(ctx, item, launch) for item in refused[:MAX_FAILURES_SHOWN])
     failures = [i for i in p["imports"] if i["status"] not in ("ok", "refused")]
     required = [i for i in failures if i["kind"] == "required"]
-    for item in required[:MAX_FAILURES_SHOWN]:
-        yield _failed_import(ctx, item, request, launch)
+    for item, *same in _by_missing_module(required)[:MAX_FAILURES_SHOWN]:
+        yield _failed_import(ctx, item, request, launch, same)
     guards = p.get("guards") or {}
     for item in [i for i in failures if i["kind"] == "conditional"][:MAX_FAILURES_SHOWN]:
         yield _conditional(ctx, spec, item, guards.get(str(item.get("line"))), launch)
@@ -316,22 +316,37 @@ def _syntax_error(errs: list[dict], launch: dict) -> Result:
                 data={**launch, "syntax_errors": errs})
 
 
-def _failed_import(ctx, item: dict, request: dict, launch: dict) -> Result:
-    """One required import that fails: missing-module, syntax-error in an imported module, or import-error."""
-    ev = [f"{_loc(item)}: {item['text']}"] if item.get("file") else [item["text"]]
+def _by_missing_module(required: list[dict]) -> list[list[dict]]:
+    """The failed imports, those of one missing module together (`import torch`, `import torch.nn`, `from torch
+    import optim`: one module to install, said once with every line), in the order the job meets them; any other
+    failure on its own."""
+    groups: dict[object, list[dict]] = {}
+    for n, item in enumerate(required):
+        key = ("missing", item.get("missing") or item["name"]) if item["status"] == "missing" else n
+        groups.setdefault(key, []).append(item)
+    return list(groups.values())
+
+
+def _failed_import(ctx, item: dict, request: dict, launch: dict, same: list[dict] = ()) -> Result:
+    """One required import that fails: missing-module (with the other lines that import the same missing
+    module, `same`), syntax-error in an imported module, or import-error."""
+    ev = [_said_at(item)]
     w = item.get("where")
     if w and (w["file"], w["line"]) != (item.get("file"), item.get("line")):
         ev.append(f"raised at {w['file']}:{w['line']}: {w['text']}")
     data = {**launch, "import": item["name"], "missing": item.get("missing")}
     if item["status"] == "missing":
         mod = item.get("missing") or item["name"]
+        lines, also = _other_lines(item, same, mod)
+        ev += also
+        data["imported_at"] = [_loc(i) for i in (item, *lines)]
         own = _own_module_at_run_time(ctx, mod, request, item, ev, data)
         if own is not None:
             return own
-        related = mod == item["name"] or mod.startswith(item["name"] + ".") or item["name"].startswith(mod + ".")
-        via = "" if related else f" (needed by {item['name']})"
+        via = "" if _related(mod, item["name"]) else f" (needed by {item['name']})"
         mean = typos.module_question(mod, item.get("near")) if _typed(item) and not _declared(ctx, mod) else None
-        return fail(f"No module named '{mod}'{via}, imported at {_loc(item)}" + (f": {mean}" if mean else ""),
+        return fail(f"No module named '{mod}'{via}, imported at {_loc(item)}{_also_at(item, lines)}"
+                    + (f": {mean}" if mean else ""),
                     causes.MISSING_MODULE, evidence=tuple(ev), details=item["traceback"],
                     fix=_missing_fix(ctx, item, request) + _own_venv_note(ctx), data=data)
     if item["status"] == "syntax" and item.get("syntax"):
@@ -529,6 +544,53 @@ def _spec_data(spec: LaunchSpec) -> dict[str, Any]:
             "module": spec.module, "args": spec.script_args, "launcher": str(spec.launcher) if spec.launcher else None,
             "unbuffered": spec.unbuffered, "cwd": str(spec.cwd) if spec.cwd else None,
             "unknown": list(spec.unknown)}
+
+
+def _related(mod: str, name: str) -> bool:
+    """The missing module is the one the import names, or a package or module of it (not one it needs)."""
+    return mod == name or mod.startswith(name + ".") or name.startswith(mod + ".")
+
+
+def _other_lines(first: dict, same: list[dict], mod: str) -> tuple[list[dict], list[str]]:
+    """(the other lines that import the missing module `mod`, each once and not the first's; their evidence)."""
+    seen, lines, evidence = {_loc(first)}, [], []
+    for item in same:
+        at = _line_of(item, mod)
+        if _loc(at) not in seen:
+            seen.add(_loc(at))
+            lines.append(at)
+            evidence.append(f"{_loc(at)}: {at['text']}" + (f" (imported by {_loc(item)})" if at is not item else ""))
+    return lines, evidence
+
+
+def _line_of(item: dict, mod: str) -> dict:
+    """The line that imports the missing module `mod`: the import's own, or, where it imports a module of the
+    project that needs it (`import data`, whose data.py imports torch), the line of that module that raised."""
+    w = item.get("where") or {}
+    return item if _related(mod, item["name"]) or not w.get("file") else w
+
+
+def _said_at(item: dict) -> str:
+    """An import as evidence: `file:line: the line`, or its text when it has no file."""
+    return f"{_loc(item)}: {item['text']}" if item.get("file") else item["text"]
+
+
+def _also_at(first: dict, same: list[dict]) -> str:
+    """The other lines that import the same missing module (each a dict with its file, line and text), after the
+    first one's `file:line`: ` (also lines 3 and 4; /p/data.py:2)`; '' where there are none."""
+    by_file: dict[str, list[str]] = {}
+    for item in same:
+        by_file.setdefault(item.get("file") or "", []).append(str(item.get("line") or item.get("text", "")))
+    parts = []
+    for file, lines in by_file.items():
+        listed = ", ".join(lines[:-1]) + " and " + lines[-1] if len(lines) > 1 else lines[0]
+        if file and file == first.get("file"):
+            parts.append(("lines " if len(lines) > 1 else "line ") + listed)
+        elif file:
+            parts.append(f"{file}:{lines[0]}" if len(lines) == 1 else f"{file} lines {listed}")
+        else:
+            parts.append(listed)
+    return f" (also {'; '.join(parts)})" if parts else ""
 
 
 def _loc(item: dict) -> str:

@@ -431,3 +431,47 @@ def test_an_import_under_an_if_inside_a_function_is_said_reached_or_not(dfdoctor
     assert rec["status"] == "warn" and "not_reached" not in rec["data"], rec
     assert rec["summary"].endswith(", and this launch gives --wandb: the job fails when it gets there"), rec
     assert "pip install dfd-fn-gated-logger-not-installed" in rec["fix"] and "Nothing to" not in rec["fix"], rec
+
+
+MNIST_WITHOUT_ITS_PACKAGE = """\
+import argparse
+import dfd_torch_not_installed
+import dfd_torch_not_installed.nn as nn
+from dfd_torch_not_installed import optim
+import dfd_torch_not_installed.nn.functional as F
+from dfd_vision_not_installed import datasets
+import loaders
+
+
+def main():
+    print("training", flush=True)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_one_finding_per_missing_package_naming_every_line_that_imports_it(tmp_path: Path) -> None:
+    """An mnist example run where its package is not installed: `import torch`, `import torch.nn`, `from torch
+    import optim`... each gave a FAIL row of its own (round 16: 4 rows, 4 times the same install). One finding
+    per missing module, naming every line that imports it (a project module's line too, once), one install."""
+    (tmp_path / "train.py").write_text(MNIST_WITHOUT_ITS_PACKAGE)
+    (tmp_path / "loaders.py").write_text("import dfd_torch_not_installed\n")
+    train, loaders = tmp_path / "train.py", tmp_path / "loaders.py"
+    results = run_check([PY, "train.py"], tmp_path)
+    failed = [r for r in results if r.status is Status.FAIL]
+    assert [r.data["missing"] for r in failed] == ["dfd_torch_not_installed", "dfd_vision_not_installed"], \
+        [r.summary for r in results]
+    torch, vision = failed
+    assert torch.summary == (f"No module named 'dfd_torch_not_installed', imported at {train}:2 (also lines 3, 4 and "
+                             f"5; {loaders}:1)"), torch.summary
+    assert list(torch.evidence) == [f"{train}:2: import dfd_torch_not_installed",
+                                    f"{train}:3: import dfd_torch_not_installed.nn as nn",
+                                    f"{train}:4: from dfd_torch_not_installed import optim",
+                                    f"{train}:5: import dfd_torch_not_installed.nn.functional as F",
+                                    f"{loaders}:1: import dfd_torch_not_installed (imported by {train}:7)"]
+    assert torch.data["imported_at"] == [f"{train}:{n}" for n in (2, 3, 4, 5)] + [f"{loaders}:1"], torch.data
+    assert torch.fix.count("pip install") == 1 and "pip install dfd-torch-not-installed " in torch.fix, torch.fix
+    assert vision.summary == f"No module named 'dfd_vision_not_installed', imported at {train}:6", vision.summary
+    assert vision.data["imported_at"] == [f"{train}:6"]
