@@ -15,7 +15,7 @@ import re
 import shlex
 import sys
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Optional, Sequence
 
 from dfdoctor import STATIC, Result, Status, causes, check, error, fail, ok, skip, warn
 from dfdoctor.launchline.commandline import LaunchSpec, as_lead, guessed_interpreter, spec_for
@@ -327,7 +327,7 @@ def _by_missing_module(required: list[dict]) -> list[list[dict]]:
     return list(groups.values())
 
 
-def _failed_import(ctx, item: dict, request: dict, launch: dict, same: list[dict] = ()) -> Result:
+def _failed_import(ctx, item: dict, request: dict, launch: dict, same: Sequence[dict] = ()) -> Result:
     """One required import that fails: missing-module (with the other lines that import the same missing
     module, `same`), syntax-error in an imported module, or import-error."""
     ev = [_said_at(item)]
@@ -551,7 +551,7 @@ def _related(mod: str, name: str) -> bool:
     return mod == name or mod.startswith(name + ".") or name.startswith(mod + ".")
 
 
-def _other_lines(first: dict, same: list[dict], mod: str) -> tuple[list[dict], list[str]]:
+def _other_lines(first: dict, same: Sequence[dict], mod: str) -> tuple[list[dict], list[str]]:
     """(the other lines that import the missing module `mod`, each once and not the first's; their evidence)."""
     seen, lines, evidence = {_loc(first)}, [], []
     for item in same:
