@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -144,9 +145,20 @@ def summary(out: Path) -> None:
 
 
 if __name__ == "__main__":
+    usage = __doc__.split("\n\n")[1]
+    if sys.argv[1:2] in (["-h"], ["--help"]):
+        print(usage)
+        sys.exit(0)
+    if len(sys.argv) < 2 or sys.argv[1].startswith("-") and sys.argv[1] != "--summary" or \
+            sys.argv[1] == "--summary" and len(sys.argv) != 3:
+        # an option where OUT_DIR goes was once taken for it (`--help`): a full run of the suite in a folder "--help"
+        print(f"usage:\n{usage}", file=sys.stderr)
+        sys.exit(2)
     if sys.argv[1] == "--summary":
         summary(Path(sys.argv[2]))
         sys.exit(0)
+    # SIGTERM (a process group ended from outside) removes the venv's hook as Ctrl-C does: `run`'s finally
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     rc = run(Path(sys.argv[1]), sys.argv[2:])
     summary(Path(sys.argv[1]))
     sys.exit(rc)
