@@ -158,6 +158,31 @@ def test_a_working_job_whose_output_is_buffered(work):
     _named(rep, time.monotonic() - t0)
 
 
+@pytest.mark.slow
+def test_a_job_seen_importing_is_not_called_buffered_for_its_import_time(work):
+    """Round 16 (the public corpus's word_language_model at load 24): a job seen importing for 12 s (torch on a
+    loaded machine), then working 6 s into its block buffer before its save into a missing folder, was called
+    `output-buffered` at the first look past its imports (silent "for 15 s", its start counted). A buffer
+    explains only the silence since a look saw it past its imports: the job reaches its own failure."""
+    proc, rep = launch(work, *job("imports_slowly_then_saves.py", "6"), watch=60, log=None)
+    v = rep["verdict"]
+    assert v["cause"] == "output-dir-missing" and proc.returncode == 1, text_of(rep)
+    assert "checkpoints" in text_of(rep), text_of(rep)
+
+
+@pytest.mark.slow
+def test_a_job_seen_importing_is_called_buffered_once_it_worked_silently_past_its_imports(work):
+    """The same job working on: `output-buffered` once it has been silent BUFFERED_AFTER_S past the look that saw
+    it past its imports, and the evidence says how much of its silence that is."""
+    t0 = time.monotonic()
+    proc, rep = launch(work, *job("imports_slowly_then_saves.py", "600"), watch=60, log=None)
+    v = rep["verdict"]
+    assert v["state"] == "failed" and v["cause"] == "output-buffered", text_of(rep)
+    assert any(re.search(r"\d+ s of that silence since a look saw it past its imports", e) for e in v["evidence"]), \
+        text_of(rep)
+    _named(rep, time.monotonic() - t0)
+
+
 def test_a_job_printing_every_4_s_is_running_for_status(work):
     """status watches 3 s: a job printing every 4 s was 'did not grow lately' on every status."""
     proc, rep = launch(work, *job("prints_every.py", "4"), watch=0)
