@@ -48,4 +48,3 @@ def _note(run: RunRecord, name: str, now: float) -> None:
     """One note in the run folder (for a --target, its local copy); `job_t`: the look's time on the job's clock
     (a target's may differ from ours, whose time the note's `t` is)."""
     RunFolder.at(run.dir).append_event(name, job_t=round(now, 3))
-    run.launcher.append({"event": name, "job_t": round(now, 3)})  # this look's later readers see it too
