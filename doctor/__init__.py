@@ -10,6 +10,7 @@ import sys as _sys  # noqa: E402
 if _os.path.basename(_sys.argv[0] if _sys.argv else "") == "dfdoctor" and \
         _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
     _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT})  # no thread runs yet: the process's mask
+del _signal, _os, _sys
 
 __version__ = "0.1.0"
 
