@@ -1,5 +1,17 @@
 """dfdoctor: why did my training launch produce no log and no process?"""
 
+# First, before any import of ours (each one widens the window): in the console script's process, a Ctrl-C
+# during start-up is held for the command to answer with exit 130, never a traceback from inside an import. An
+# inherited SIG_IGN is left as it is; so is another process that imports dfdoctor (doctor/ctrl_c.py)
+import _signal  # noqa: E402 (the C module: signal.py would import enum first)
+import os as _os  # noqa: E402
+import sys as _sys  # noqa: E402
+
+if _os.path.basename(_sys.argv[0] if _sys.argv else "") == "dfdoctor" and \
+        _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
+    _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT})  # no thread runs yet: the process's mask
+del _signal, _os, _sys
+
 __version__ = "0.1.0"
 
 from dfdoctor.model import OBSERVED, STATIC, Result, Status, error, fail, ok, skip, warn  # noqa: E402

@@ -143,6 +143,44 @@ def test_a_sigkill_inside_a_shared_ssh_connection_leaves_no_ssh_master_behind(ss
                 pass
 
 
+CONNECTS_ONCE = """
+import sys
+from dfdoctor.targets import parse_target, transport
+t = parse_target(sys.argv[1])
+with transport.connected(t) as err:
+    print(err or "connected", flush=True)
+print("closed", flush=True)
+sys.stdin.read()  # dfdoctor runs on after the block, until the test is done looking at its children
+"""
+
+
+def test_the_watchman_of_a_shared_ssh_connection_is_reaped_when_the_block_ends(ssh_config_env):
+    """Round 16: the watchman that ends the master should dfdoctor be killed exits as the block ends, and was
+    left a zombie child of dfdoctor's for as long as dfdoctor ran on. No child of the process is left once it
+    has closed its shared connection (the master, daemonized by `ssh -f`, is no child of its)."""
+    infra = ssh_config_env
+    holder = subprocess.Popen([sys.executable, "-c", CONNECTS_ONCE, infra.ssh_target], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, env=infra.env())
+    try:
+        assert holder.stdout.readline().strip() == "connected"
+        assert holder.stdout.readline().strip() == "closed"
+        me = psutil.Process(holder.pid)
+
+        def children() -> list[tuple[int, str]]:
+            out = []
+            for c in me.children():
+                try:
+                    out.append((c.pid, c.status()))
+                except psutil.NoSuchProcess:
+                    pass
+            return out
+
+        assert wait_for(lambda: not children(), 20), f"children left after the block (pid, state): {children()}"
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+
+
 # -- S13: a token as a URL's user part is never printed ------------------------------------------------------------
 @pytest.mark.parametrize("url", ["git+https://Zq8s3cr3tT0kenValue9876@git.example.com/org/private.git",
                                  "https://Zq8s3cr3tT0kenValue9876:@pypi.example.com/simple/private-pkg/"])

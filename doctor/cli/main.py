@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 import click
-from dfdoctor import __version__
+from dfdoctor import __version__, ctrl_c
 from dfdoctor.cache import cache_dir, private_dir
 from dfdoctor.cli.env import env_cmd
 from dfdoctor.cli.options import (
@@ -294,7 +294,7 @@ def run(argv: Optional[list[str]] = None) -> int:
     """Run the CLI and map every outcome to the exit codes of docs/interface.md: 0, 1, 2 (usage) or 3 (our bug)."""
     _standard_streams()
     try:
-        rv = main.main(args=argv, prog_name="dfdoctor", standalone_mode=False)
+        rv = ctrl_c.command(lambda: main.main(args=argv, prog_name="dfdoctor", standalone_mode=False))
         return rv if isinstance(rv, int) else 0
     except click.exceptions.Exit as exc:
         return exc.exit_code
@@ -333,7 +333,7 @@ def entry() -> None:
     # 0.15 s between the report and the return (issue 45). Frozen, they are not walked; nothing of dfdoctor's
     # waits on that collection (files are closed and processes waited for by the code that opened them).
     gc.freeze()
-    sys.exit(code)
+    sys.exit(ctrl_c.exit_code(code))
 
 
 gc.freeze()  # the modules imported above (see _COLLECTING)

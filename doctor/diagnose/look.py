@@ -75,21 +75,22 @@ def idle(live: LiveFacts) -> bool:
 
 
 def judge_wait(live: LiveFacts, samples: list[ProcessSample], quiet_s: float, *, local: bool,
-               flushed: bool) -> None:
-    """Name the wait the samples of every process prove (live.stuck), for a job silent past its rhythm."""
+               flushed: bool, busy_s: Optional[float] = None) -> None:
+    """Name the wait the samples of every process prove (live.stuck), for a job silent past its rhythm
+    (`busy_s`: the part of its silence a block buffer can explain, stuck.judge)."""
     if not samples or not live.quiet or live.classified:
         return
-    live.stuck, failed = proven_wait(samples, quiet_s, local=local, flushed=flushed)
+    live.stuck, failed = proven_wait(samples, quiet_s, local=local, flushed=flushed, busy_s=busy_s)
     if failed:
         live.notes.append(failed)
 
 
-def proven_wait(samples: list[ProcessSample], quiet_s: float, *, local: bool,
-                flushed: bool = False) -> tuple[Optional[stuck.Finding], Optional[str]]:
+def proven_wait(samples: list[ProcessSample], quiet_s: float, *, local: bool, flushed: bool = False,
+                busy_s: Optional[float] = None) -> tuple[Optional[stuck.Finding], Optional[str]]:
     """(the wait the samples of every process prove, None: none; the classifier's own failure in words, None:
     it did not fail): one reading for a look here, on a target and on a Slurm node."""
     try:
-        return stuck.judge(samples, quiet_s, local=local, flushed=flushed), None
+        return stuck.judge(samples, quiet_s, local=local, flushed=flushed, busy_s=busy_s), None
     except Exception as exc:  # a classifier bug must not cost us the verdict
         return None, f"the stack classifier failed: {type(exc).__name__}: {exc}"
 

@@ -145,11 +145,13 @@ WHOLE_JOB = "the whole job, ranks in sessions of their own included: pids "
 
 
 def judge(samples: list[ProcessSample], quiet_s: float, local: bool = True,
-          flushed: bool = False) -> Optional[Finding]:
+          flushed: bool = False, busy_s: Optional[float] = None) -> Optional[Finding]:
     """The finding the stacks support, or None when they show nothing certain. `local`: the pids are this
     machine's (a lock holder outside the job is looked up here; on a target only the job's own are named).
     `flushed`: the job's stdout was seen to deliver output before a block buffer was full (print(...,
-    flush=True), -u, a logging handler): its silence is not a block buffer, whatever its command line says."""
+    flush=True), -u, a logging handler): its silence is not a block buffer, whatever its command line says.
+    `busy_s`: the part of the silence a block buffer can explain, since the job was seen past its imports
+    (None: all of it)."""
     all_seen = seen(samples)
     ordered = sorted(all_seen, key=lambda s: (s.proc.rank is None, s.proc.rank or 0))  # ranks first
     # one line per process, then each one's stack: the frames shrink with the job so that all of it fits the
@@ -163,7 +165,8 @@ def judge(samples: list[ProcessSample], quiet_s: float, local: bool = True,
     lines.append(f"{WHOLE_JOB}{pids}")
     dead = [p for p in samples if p.exited]  # children that died and were never reaped
     rules = (_rank_missing, _collective_hang, _ranks_ended_without_peer, _dataloader,
-             lambda a, q: _empty_loader(a, q, local), *(() if flushed else (_buffered,)),
+             lambda a, q: _empty_loader(a, q, local),
+             *(() if flushed else (lambda a, q: _buffered(a, q, q if busy_s is None else busy_s),)),
              lambda a, q: every_thread_waits(a, dead), lambda a, q: _workers_died(a, dead), _single_wait)
     for rule in rules:
         found = rule(all_seen, quiet_s) if rule is not _single_wait else rule(all_seen, quiet_s, local)
@@ -444,10 +447,11 @@ def _look_again(s: Seen) -> None:
         s.waits.append(classify(s.proc.last.stacks.text, s.proc.last.kernel, s.proc.store))
 
 
-def _buffered(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
+def _buffered(all_seen: list[Seen], quiet_s: float, busy_s: float) -> Optional[Finding]:
     """A Python process works (on CPU, its stack moving) while its stdout sits in a block buffer. Only after a
-    longer silence: a job that has not printed yet (building a model) looks the same for a while."""
-    if quiet_s < BUFFERED_AFTER_S:
+    longer silence past its imports (`busy_s`): a job that has not printed yet (building a model) looks the same
+    for a while, and one seen importing torch has nothing in its buffer while it does."""
+    if busy_s < BUFFERED_AFTER_S:
         return None
     for s in all_seen:
         spent, woke = s.proc.cpu_spent() or 0.0, s.proc.wakeups() or 0
@@ -458,7 +462,9 @@ def _buffered(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
                            f"woken {woke} times between two looks, at {s.at()}) but nothing reached the log for "
                            f"{quiet_s:.0f} s: Python block-buffers stdout when it is not a terminal",
                            "Run Python with -u or set PYTHONUNBUFFERED=1 (or print(..., flush=True)).",
-                           ["stdout is a pipe/file, not a terminal; no -u, no PYTHONUNBUFFERED"])
+                           ["stdout is a pipe/file, not a terminal; no -u, no PYTHONUNBUFFERED",
+                            *([f"{busy_s:.0f} s of that silence since a look saw it past its imports"]
+                              if busy_s < quiet_s - 0.5 else [])])
     return None
 
 

@@ -13,6 +13,7 @@ from typing import Optional
 
 from dfdoctor.diagnose.jobstacks import ProcessSample
 from dfdoctor.diagnose.look import classified_as, judge_wait, lasting_cycle
+from dfdoctor.launch import past_imports
 from dfdoctor.run.folder import RunFolder
 from dfdoctor.run.live import LiveFacts
 from dfdoctor.run.record import RunRecord
@@ -51,8 +52,12 @@ def judge(run: RunRecord, facts: LiveFacts, samples: list[ProcessSample]) -> Non
         _note_cycle(run, cycle)
         facts.stuck_since = _seen_since(run, cycle.signature())
         return
-    # a wait explains a silence; a job that logs at its pace has none to explain
-    judge_wait(facts, samples, facts.quiet_s, local=not run.is_remote, flushed=bool(hb.get("stdout_flushed")))
+    # a wait explains a silence; a job that logs at its pace has none to explain. A block buffer explains only
+    # the silence since the job was seen past its imports (an import fills no buffer: past_imports.py)
+    since = past_imports.seen_past_since(run, samples, facts.stacks, now)
+    busy_s = facts.quiet_s if since is None else min(facts.quiet_s, max(0.0, now - since))
+    judge_wait(facts, samples, facts.quiet_s, local=not run.is_remote, flushed=bool(hb.get("stdout_flushed")),
+               busy_s=busy_s)
 
 
 def _note_cycle(run: RunRecord, cycle) -> None:

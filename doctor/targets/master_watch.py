@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from typing import Optional
 
 from dfdoctor.agent.procfs import proc_start_time
@@ -45,27 +46,40 @@ if folder:
 """
 
 
-def watch(master: int, folder: Optional[str]) -> Optional[int]:
-    """Start the watchman of `master` (and of the socket `folder` dfdoctor made, removed with it); the writing
-    end of its pipe, for `release` at the block's end. None when it cannot be started (the master is then
-    closed as before, only not on a SIGKILL)."""
+def watch(master: int, folder: Optional[str]) -> Optional["Watchman"]:
+    """Start the watchman of `master` (and of the socket `folder` dfdoctor made, removed with it), for `release`
+    at the block's end. None when it cannot be started (the master is then closed as before, only not on a
+    SIGKILL)."""
     ticks = proc_start_time(master)
     if ticks is None:
         return None
     r, w = os.pipe()  # both close-on-exec: only this process and its forks (the checks' workers) hold `w`
     try:
-        subprocess.Popen([sys.executable, "-I", "-S", "-c", WATCHMAN, str(master), str(ticks), folder or ""],
-                         stdin=r, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
-                         start_new_session=True)
+        proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", WATCHMAN, str(master), str(ticks), folder or ""],
+                                stdin=r, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
+                                start_new_session=True)
     except OSError:
         os.close(w)
         return None
     finally:
         os.close(r)
-    return w
+    return Watchman(w, proc)
 
 
-def release(w: Optional[int]) -> None:
-    """The block is over (its master closed): the watchman, its pipe's end closed, exits at once."""
-    if w is not None:
-        os.close(w)
+class Watchman:
+    """A started watchman: the writing end of its pipe, and the process, ours to reap."""
+
+    def __init__(self, w: int, proc: subprocess.Popen) -> None:
+        self.w, self.proc = w, proc
+
+
+def release(watchman: Optional[Watchman]) -> None:
+    """The block is over (its master closed): the watchman, its pipe's end closed, exits at once, and is reaped
+    as it does (it was left a zombie while dfdoctor ran on). Reaped by a thread that waits for it: the block's
+    end does not wait for its interpreter to get to its read, nor for a fork of ours (a check's worker) that
+    still holds the pipe."""
+    if watchman is None:
+        return
+    os.close(watchman.w)
+    if watchman.proc.poll() is None:
+        threading.Thread(target=watchman.proc.wait, name="dfdoctor-watchman-reaper", daemon=True).start()
