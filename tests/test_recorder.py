@@ -164,13 +164,15 @@ def test_the_record_is_masked_by_the_rules_of_every_output(tmp_path):
 
 def test_the_recorder_keeps_no_rules_of_its_own():
     """One set of rules: the recorder masks with the agent's mask module, nothing else of it has patterns but
-    loop_lines' one pattern of a number (a line's shape, taken from a line masked by mask.py first)."""
+    loop_lines' one pattern of a number (a line's shape, taken from a line masked by mask.py first). A secret's
+    name (`TOKEN`) is mask.py's alone; TIKTOKEN_CACHE_DIR, a variable the record keeps, is not one."""
+    secret_name = re.compile(r"(?<![A-Z])TOKEN")
     for path in ship.shipped_files():
         text = path.read_text()
         if path.name == "loop_lines.py":
-            assert text.count("re.compile") == 1 and "NUMBER = re.compile(" in text and "TOKEN" not in text
+            assert text.count("re.compile") == 1 and "NUMBER = re.compile(" in text and not secret_name.search(text)
         elif path.name != "mask.py":
-            assert "import re\n" not in text and "re.compile" not in text and "TOKEN" not in text, path.name
+            assert "import re\n" not in text and "re.compile" not in text and not secret_name.search(text), path.name
 
 
 def test_a_copy_without_the_rules_writes_nothing_in_clear(tmp_path):
