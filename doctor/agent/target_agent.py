@@ -21,8 +21,8 @@ import time
 
 from dfdoctor.agent import ranks as agent_ranks
 from dfdoctor.agent.procfs import (buffers_stdout, is_job_of, is_recorder_of, job_outputs, proc_cpu_s, proc_ppid,
-                                   stat_fields)
-from dfdoctor.agent.waits import wait_fds
+                                   proc_state, stat_fields)
+from dfdoctor.agent.waits import tcp_connections, wait_fds
 
 MARK = "@@dfdoctor-answer@@"
 LIMIT = 64 << 10  # bytes of each output stream sent back
@@ -30,6 +30,11 @@ MAX_PROCESSES = 16  # of the job's tree looked at
 MAX_STACKS = 4  # py-spy takes up to 5 s a process
 MAX_SOURCES, SOURCE_LIMIT = 8, 256 << 10  # the user's files a look's stacks name, sent back whole or not at all
 _LIBRARY = ("/site-packages/", "/dist-packages/", "/lib/python3", "/torch/")  # as diagnose/waits.is_library
+# The variables of a process's environment the readings need, by name, never the whole environment (it holds
+# secrets): its rank, its rendezvous store (init_process_group's env://), torchrun's rendezvous as its PET_
+# variables give it (dfdoctor.diagnose.elastic.endpoint_of)
+NAMED_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "PET_RDZV_BACKEND",
+             "PET_RDZV_ENDPOINT", "PET_MASTER_ADDR", "PET_MASTER_PORT")
 
 
 def rd(path, n=None):
@@ -92,7 +97,13 @@ def fetch(d, live, full, ranks=False):
             segs = sorted((p for p in segs if os.path.exists(p)), key=lambda p: os.stat(p).st_mtime)
             text = "".join(rd(p, LIMIT) or "" for p in [os.path.join(d, s + ".log")] + segs)
             ans["files"][s + ".log"] = text[-LIMIT:]
-    if live and ans["job_alive"]:
+    if ans["job_alive"]:  # a zombie nobody reaped still passes as alive; its recorder may be stopped (T, t)
+        rpid = (rec or {}).get("pid")
+        ans["job_state"] = proc_state(sp["pid"])
+        ans["recorder_state"] = proc_state(rpid) if isinstance(rpid, int) and ans["recorder_alive"] else None
+    if live and ans["job_alive"] and ans["job_state"] == "Z":
+        ans["live"] = {"pid": sp["pid"], "zombie": True}  # it has ended: nothing of it is left to look at
+    elif live and ans["job_alive"]:
         spec = json.loads(ans["files"]["spec.json"] or "{}")
         ans["live"] = look(sp["pid"], d, spec.get("log"))
     if ranks and ans["job_alive"]:
@@ -165,8 +176,10 @@ def sample(pids, spy):
                           "exited": int(st[-1]) if len(st) >= 50 and st[-1].lstrip("-").isdigit() else None})
             continue
         procs.append({"pid": p, "ppid": ppid, "cmdline": [c for c in cmd if c], "python": "python" in exe,
-                      "env": {k: env[k] for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE") if k in env},
+                      "env": {k: env[k] for k in NAMED_ENV if k in env},
                       "buffered": "python" in exe and buffers_stdout(p, cmd, env), "looks": []})
+        if "python" in exe:  # its sockets' other ends: a rank's rendezvous store, torchrun's endpoint
+            procs[-1]["tcp"] = tcp_connections(p)
     for i in (0, 1):
         began = time.time()
         for pr in procs:
