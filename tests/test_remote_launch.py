@@ -263,7 +263,7 @@ def test_a_job_waiting_on_a_lock_in_the_container_is_named_within_30_s(infra, re
 def test_a_job_that_ended_while_its_recorder_is_stopped_in_the_container_is_said_ended(infra, remote, dfdoctor):
     """As tests/test_status.py's local test, in the container: the job exits while its recorder (its parent) is
     held with SIGSTOP there, a zombie nobody reaps, which the container's /proc still lists with the job's start
-    time. The target's agent sent no process states: `status` called it alive and silent. It now reads the
+    time. The target's agent sent no process states: `status` called it running. It now reads the
     job's state (Z) and its recorder's (T) in the session it already opens, and status says what it says here:
     ended, its exit not known until it is reaped, the recorder to let go (typed through ssh and pct). Let go,
     the recorder reaps it and status says how it ended."""

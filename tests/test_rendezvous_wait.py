@@ -170,6 +170,33 @@ def test_on_an_ssh_target_torchrun_alone_in_its_rendezvous_is_rank_missing_as_he
         assert "0 of 2" not in v["summary"] and "--nnodes=1" in v["fix"], text
 
 
+@pytest.mark.slow
+def test_on_an_ssh_target_a_rank_polling_its_own_store_waits_for_the_missing_rank_not_a_download(
+        infra: Infra, tmp_path, dfdoctor):
+    """tests/test_silent_helpers.py's wait on a --target (no py-spy there): rank 1 sleeps before
+    init_process_group, rank 0 polls its socket to the rendezvous store. Its other end is MASTER_ADDR:MASTER_PORT
+    of rank 0's own environment, which the target's agent did not send: a socket to somewhere, `waiting-on-network`
+    with a download's fix. The agent now sends those named variables and each rank's connections: rank-missing,
+    rank 1 named with no connection to the store, as here."""
+    there, here = tmp_path / "there", tmp_path / "here"
+    there.mkdir()
+    here.mkdir()
+    env = infra.env()
+    try:
+        p = dfdoctor("launch", "--target", infra.ssh_target, "--no-check", "--cwd", str(there), "--watch", "30",
+                     "--format", "json", "--", "env", "PYTHONUNBUFFERED=1", TORCHRUN, "--nproc_per_node", "2",
+                     str(JOBS / "ddp_never_joins.py"), cwd=here, env=env, timeout=180)
+    finally:
+        kill_runs(tmp_path)
+    assert p.stdout.strip(), (p.returncode, p.stderr)
+    rep = json.loads(p.stdout)
+    v, text = rep["verdict"], text_of(rep)
+    assert p.returncode == 1 and v["cause"] == causes.RANK_MISSING, text
+    assert "rank 1 never arrived at the rendezvous; rank 0 waits for it on the rendezvous store" in v["summary"], text
+    assert "HF_HUB_OFFLINE" not in text and "download" not in text, text
+    assert any("rank 1 (pid" in e and "no connection to the rendezvous store" in e for e in v["evidence"]), text
+
+
 def _rendezvous(kind: str, port: int) -> tuple:
     """torchrun's options for a rendezvous of that kind at 127.0.0.1:port, and the words of its time limit."""
     if kind == "c10d":
