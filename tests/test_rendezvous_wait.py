@@ -102,9 +102,10 @@ def test_without_py_spy_one_node_of_two_waits_in_the_rendezvous_seen_from_the_ke
 
 def test_a_targets_agent_alone_whose_sockets_were_not_read_is_not_running_and_its_connection_not_established(
         tmp_path):
-    """A target's answer (its agent reads no sockets for dfdoctor): torchrun alone in both looks, asleep, no Python
-    stack. Its endpoint is read from its own command line; its connection there is said not established, and so is
-    any progress: `unknown`, never `running [sleeping]` (it was, as without py-spy here)."""
+    """A target's answer whose agent read no sockets (an agent before round 17, or sockets it could not read):
+    torchrun alone in both looks, asleep, no Python stack. Its endpoint is read from its own command line; its
+    connection there is said not established, and so is any progress: `unknown`, never `running [sleeping]` (it
+    was, as without py-spy here)."""
     from dfdoctor.diagnose.look import samples_of
     from dfdoctor.diagnose.verdict import diagnose
     from dfdoctor.launch.reading import judge

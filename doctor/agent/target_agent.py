@@ -6,8 +6,10 @@ output goes is read by `procfs.job_outputs`, the one reading of a job's fds that
 this one share.
 
 It answers on stdout after a marker, as one JSON object: the run folder's files, whether its recorder and
-job still live (a pid counts only with the start time the record gave it), and, for a live job when asked, what
-it does now: where its fds 1 and 2 go, other logs it writes, its stacks, whether its Python buffers stdout.
+job still live (a pid counts only with the start time the record gave it) and their process states (a zombie
+job, a stopped recorder), and, for a live job when asked, what it does now: where its fds 1 and 2 go, other logs
+it writes, its stacks, whether its Python buffers stdout, each process's named rendezvous variables and TCP
+connections (what a local look reads with psutil).
 Liveness is looked at BEFORE the record is read for the answer, so a recorder found dead has already written its
 last word into what is sent back.
 """

@@ -121,10 +121,9 @@ def samples_of(answer: Optional[dict[str, Any]]) -> list[ProcessSample]:
                           local_rank=whole(env.get("LOCAL_RANK", ""), None),
                           world_size=whole(env.get("WORLD_SIZE", ""), None), buffered=bool(pr.get("buffered")),
                           gone=bool(pr.get("gone")), here=False)
-        # its store or torchrun's endpoint, as a local look reads them (the agent sent the named variables and
-        # the sockets' other ends; an agent that read no sockets leaves them not established)
-        tcp = pr.get("tcp")
-        read_rendezvous(s, env, lambda: None if tcp is None else [tuple(c) for c in tcp])
+        if s.python:  # its store or torchrun's endpoint, as a local look reads a Python process's (the agent
+            # sent the named variables and the sockets' other ends; none read: not established)
+            read_rendezvous(s, env, lambda tcp=pr.get("tcp"): None if tcp is None else [tuple(c) for c in tcp])
         for lk in pr.get("looks") or []:
             text = lk.get("stack") or ""
             there = dict(answer.get("sources") or {})  # the files as they are where it runs, never read here
