@@ -163,7 +163,7 @@ def one_look(p, spy):
 def sample(pids, spy):
     """Every process of the tree looked at twice, a second apart (dfdoctor.diagnose.jobstacks does the same
     here), with what is known of each: command, parent, rank, buffering."""
-    procs = []
+    procs, tables = [], {}
     for p in pids:
         cmd = (rd("/proc/%d/cmdline" % p) or "").split("\0")
         env = dict(e.split("=", 1) for e in (rd("/proc/%d/environ" % p) or "").split("\0") if "=" in e)
@@ -180,8 +180,8 @@ def sample(pids, spy):
         procs.append({"pid": p, "ppid": ppid, "cmdline": [c for c in cmd if c], "python": "python" in exe,
                       "env": {k: env[k] for k in NAMED_ENV if k in env},
                       "buffered": "python" in exe and buffers_stdout(p, cmd, env), "looks": []})
-        if "python" in exe:  # its sockets' other ends: a rank's rendezvous store, torchrun's endpoint
-            procs[-1]["tcp"] = tcp_connections(p)
+        if "python" in exe and meets_others(cmd, env):  # its sockets' other ends: a rank's store, torchrun's
+            procs[-1]["tcp"] = tcp_connections(p, tables)  # rendezvous endpoint (what the readings ask of them)
     for i in (0, 1):
         began = time.time()
         for pr in procs:
@@ -192,6 +192,15 @@ def sample(pids, spy):
         if i == 0:
             time.sleep(max(0.0, 1.0 - (time.time() - began)))
     return {"procs": procs, "locks": rd("/proc/locks") or "", "sources": sources(procs)}
+
+
+def meets_others(cmd, env):
+    """Whether the process's TCP connections say anything a reading asks: a rank's (RANK and LOCAL_RANK, as
+    jobstacks reads them) with a store (MASTER_PORT), or torchrun's agent (its rendezvous endpoint). Others'
+    sockets are not read: each read of a busy host's table costs milliseconds."""
+    rank = "RANK" in env and "LOCAL_RANK" in env
+    return (rank and bool(env.get("MASTER_PORT"))) or \
+        (not rank and any(t in " ".join(cmd) for t in agent_ranks.TORCHRUN))
 
 
 def sources(procs):

@@ -71,11 +71,12 @@ def _socket_ends(pid, inode):
     return None, None
 
 
-def tcp_connections(pid):
+def tcp_connections(pid, tables):
     """[[host:port at the other end, state], ...] of the process's TCP sockets that have another end (a listening
     one has none), read from its descriptors and its own network namespace's tables: what psutil's
     net_connections gives a local look (dfdoctor.diagnose.jobstacks reads both alike). None when its
-    descriptors cannot be read (another user's process, one that is gone)."""
+    descriptors cannot be read (another user's process, one that is gone). `tables`: the rows read so far, by
+    network namespace (the kernel writes a busy host's table out in milliseconds: once a look is enough)."""
     try:
         inodes = set()
         for fd in os.listdir("/proc/%d/fd" % pid):
@@ -88,20 +89,31 @@ def tcp_connections(pid):
     except OSError:
         return None
     out = []
-    for table in ("tcp", "tcp6") if inodes else ():
-        try:
-            with open("/proc/%d/net/%s" % (pid, table)) as f:
-                rows = f.read().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            cols = row.split()
-            if len(cols) > 9 and cols[9] in inodes and cols[3] != _LISTEN and len(out) < MAX_CONNECTIONS:
-                try:
-                    out.append([_address(cols[2]), _TCP_STATES.get(cols[3], cols[3])])
-                except ValueError:
-                    continue
+    for cols in _tcp_rows(pid, tables) if inodes else ():
+        if cols[9] in inodes and cols[3] != _LISTEN and len(out) < MAX_CONNECTIONS:
+            try:
+                out.append([_address(cols[2]), _TCP_STATES.get(cols[3], cols[3])])
+            except ValueError:
+                continue
     return out
+
+
+def _tcp_rows(pid, tables):
+    """The rows of the process's network namespace's tcp and tcp6 tables, split, read once per namespace."""
+    try:
+        netns = os.readlink("/proc/%d/ns/net" % pid)
+    except OSError:
+        netns = "pid %d" % pid  # not shared with any other: read its own
+    if netns not in tables:
+        rows = []
+        for table in ("tcp", "tcp6"):
+            try:
+                with open("/proc/%d/net/%s" % (pid, table)) as f:
+                    rows += [cols for cols in (row.split() for row in f.read().splitlines()[1:]) if len(cols) > 9]
+            except OSError:
+                continue
+        tables[netns] = rows
+    return tables[netns]
 
 
 def wait_fds(pid, syscall):
