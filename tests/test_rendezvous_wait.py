@@ -153,7 +153,7 @@ def test_on_an_ssh_target_torchrun_alone_in_its_rendezvous_is_rank_missing_as_he
     env = infra.env()
     try:
         p = dfdoctor("launch", "--target", infra.ssh_target, "--no-check", "--cwd", str(there), "--log",
-                     str(there / "train.log"), "--watch", "20", "--format", "json", "--", *job, cwd=here, env=env,
+                     str(there / "train.log"), "--watch", "40", "--format", "json", "--", *job, cwd=here, env=env,
                      timeout=180)
         assert p.stdout.strip(), (p.returncode, p.stderr)
         launched = json.loads(p.stdout)
@@ -184,7 +184,7 @@ def test_on_an_ssh_target_a_rank_polling_its_own_store_waits_for_the_missing_ran
     here.mkdir()
     env = infra.env()
     try:
-        p = dfdoctor("launch", "--target", infra.ssh_target, "--no-check", "--cwd", str(there), "--watch", "30",
+        p = dfdoctor("launch", "--target", infra.ssh_target, "--no-check", "--cwd", str(there), "--watch", "40",
                      "--format", "json", "--", "env", "PYTHONUNBUFFERED=1", TORCHRUN, "--nproc_per_node", "2",
                      str(JOBS / "ddp_never_joins.py"), cwd=here, env=env, timeout=180)
     finally:
