@@ -31,7 +31,7 @@ def job_resources(ctx):
     if not ex:
         usage = (run.heartbeat or {}).get("usage") or {}
         if usage:
-            now = "ended (not reaped yet); at its last heartbeat" if _unreaped(run) else "running"
+            now = "ended (not reaped yet); at its last heartbeat" if _unreaped(run, ctx.run) else "running"
             yield ok(f"{now}: {usage.get('rss', 0) / 2**20:.0f} MiB resident, {usage.get('cpu_s', 0):.1f} s CPU",
                      data={"resources": usage})
         else:
@@ -50,9 +50,12 @@ def job_resources(ctx):
     yield ok(summary, data={"resources": facts})
 
 
-def _unreaped(run) -> bool:
-    """The job's process here has exited and is a zombie (its recorder has not reaped it): not running."""
-    if run.is_remote or not run.job_pid:
+def _unreaped(run, info: dict) -> bool:
+    """The job's process has exited and is a zombie (its recorder has not reaped it): not running. On a target,
+    as its agent read the state there (the report's run object, `info`, says it)."""
+    if run.is_remote:
+        return info.get("job_state") == "Z"
+    if not run.job_pid:
         return False
     import psutil
 

@@ -258,3 +258,48 @@ def test_a_job_waiting_on_a_lock_in_the_container_is_named_within_30_s(infra, re
     assert rc == 1 and v["cause"] == "waiting-on-lock", (v["summary"], v["evidence"])
     assert lock in v["summary"] and "holds it" in v["summary"] and "hold.py" in v["summary"], v["summary"]
     assert took < 40, f"named after {took:.0f} s"
+
+
+def test_a_job_that_ended_while_its_recorder_is_stopped_in_the_container_is_said_ended(infra, remote, dfdoctor):
+    """As tests/test_status.py's local test, in the container: the job exits while its recorder (its parent) is
+    held with SIGSTOP there, a zombie nobody reaps, which the container's /proc still lists with the job's start
+    time. The target's agent sent no process states: `status` called it running. It now reads the
+    job's state (Z) and its recorder's (T) in the session it already opens, and status says what it says here:
+    ended, its exit not known until it is reaped, the recorder to let go (typed through ssh and pct). Let go,
+    the recorder reaps it and status says how it ended."""
+    inside, host_side, local, env = remote
+    (host_side / "train.py").write_text("import os, time\nhere = os.path.dirname(os.path.abspath(__file__))\n"
+                                        "print('hi', flush=True)\n"
+                                        "while not os.path.exists(os.path.join(here, 'go')):\n"
+                                        "    time.sleep(0.05)\n")
+    rc, rep = _launch(dfdoctor, infra, local, env, "--no-check", "--watch", "0", "--cwd", inside, "--", "python3",
+                      f"{inside}/train.py")
+    run = record.load(Path(rep["run"]["dir"]))
+    rec, job = run.recorder["pid"], run.job_pid  # pids in the container's own namespace
+    assert infra.container(f"kill -STOP {rec}").returncode == 0
+    try:
+        (host_side / "go").touch()
+        deadline = time.monotonic() + 60
+        while infra.container(f"cat /proc/{job}/stat").stdout.rsplit(")", 1)[-1].split()[:1] != ["Z"]:
+            assert time.monotonic() < deadline, "the job did not end"
+            time.sleep(0.2)
+        rc, st = _status(dfdoctor, local, env, "--watch", "0")
+    finally:
+        infra.container(f"kill -CONT {rec}")
+    v = st["verdict"]
+    text = "\n".join([v["summary"], v["fix"], *v["evidence"]])
+    assert rc == 1 and v["state"] == "unknown" and v["cause"] is None, text
+    assert v["summary"].startswith(f"The job has ended: its process (pid {job}) exited and is a zombie"), text
+    assert f"its recorder (pid {rec}) is stopped" in v["summary"], text
+    assert "not known until it is reaped" in v["summary"] and "alive" not in text, text
+    assert st["run"]["exit_code"] is None and st["run"]["signal"] is None, st["run"]
+    assert f"pct exec {infra.vmid} -- sh -c" in v["fix"] and f"kill -CONT {rec}" in v["fix"], v["fix"]
+    res = next(c for c in st["checks"] if c["id"] == "job.resources")
+    assert not res["summary"].startswith("running"), res
+    there = host_side / ".dfdoctor" / "runs" / run.id
+    deadline = time.monotonic() + 60
+    while not record.load(there).finished:
+        assert time.monotonic() < deadline, "the recorder did not write the job's exit"
+        time.sleep(0.2)
+    rc, st = _status(dfdoctor, local, env, "--watch", "0")
+    assert rc == 0 and st["verdict"]["state"] == "ok", st["verdict"]

@@ -17,6 +17,7 @@ import pytest
 
 from dfdoctor import causes
 from dfdoctor.diagnose.elastic import torchrun_options
+from infra.fixtures import Infra, infra  # noqa: F401
 from jobs.harness import JOBS, job_env, kill_runs, launch, text_of
 from support.no_pyspy import python_without_pyspy
 
@@ -101,9 +102,10 @@ def test_without_py_spy_one_node_of_two_waits_in_the_rendezvous_seen_from_the_ke
 
 def test_a_targets_agent_alone_whose_sockets_were_not_read_is_not_running_and_its_connection_not_established(
         tmp_path):
-    """A target's answer (its agent reads no sockets for dfdoctor): torchrun alone in both looks, asleep, no Python
-    stack. Its endpoint is read from its own command line; its connection there is said not established, and so is
-    any progress: `unknown`, never `running [sleeping]` (it was, as without py-spy here)."""
+    """A target's answer whose agent read no sockets (an agent before round 17, or sockets it could not read):
+    torchrun alone in both looks, asleep, no Python stack. Its endpoint is read from its own command line; its
+    connection there is said not established, and so is any progress: `unknown`, never `running [sleeping]` (it
+    was, as without py-spy here)."""
     from dfdoctor.diagnose.look import samples_of
     from dfdoctor.diagnose.verdict import diagnose
     from dfdoctor.launch.reading import judge
@@ -133,6 +135,67 @@ def test_a_targets_agent_alone_whose_sockets_were_not_read_is_not_running_and_it
     assert "10.0.0.5:29400 (c10d rendezvous); a connection to it is not established" in v.summary, v.summary
     assert any("a connection to its rendezvous endpoint 10.0.0.5:29400: not established" in e
                for e in v.evidence), v.evidence
+
+
+@pytest.mark.slow
+def test_on_an_ssh_target_torchrun_alone_in_its_rendezvous_is_rank_missing_as_here(infra: Infra, tmp_path, dfdoctor):
+    """The same wait on a --target (tests/infra's sshd: this machine behind a real ssh session, no py-spy there).
+    The target's agent sent only RANK/LOCAL_RANK/WORLD_SIZE, no sockets: `unknown`, "its sockets could not be
+    read". It now sends torchrun's named rendezvous variables and its TCP connections' other ends in the look it
+    already makes, and the local reading names the wait: rank-missing, from launch and from status alike."""
+    there, here = tmp_path / "there", tmp_path / "here"
+    there.mkdir()
+    here.mkdir()
+    shutil.copy(JOBS / "ddp_cpu" / "positional.py", there / "train.py")
+    port = _port()
+    endpoint = f"127.0.0.1:{port}"
+    job = [TORCHRUN, "--nnodes=2", "--nproc_per_node=1", *_rendezvous("c10d", port)[0], "train.py"]
+    env = infra.env()
+    try:
+        p = dfdoctor("launch", "--target", infra.ssh_target, "--no-check", "--cwd", str(there), "--log",
+                     str(there / "train.log"), "--watch", "40", "--format", "json", "--", *job, cwd=here, env=env,
+                     timeout=180)
+        assert p.stdout.strip(), (p.returncode, p.stderr)
+        launched = json.loads(p.stdout)
+        p2 = dfdoctor("status", "--watch", "2", "--format", "json", cwd=here, env=env, timeout=180)
+        assert p2.stdout.strip(), (p2.returncode, p2.stderr)
+        status = json.loads(p2.stdout)
+    finally:
+        kill_runs(tmp_path)
+    for rc, rep in ((p.returncode, launched), (p2.returncode, status)):
+        v, text = rep["verdict"], text_of(rep)
+        assert rc == 1 and v["state"] == "failed" and v["cause"] == causes.RANK_MISSING, text
+        assert "--nnodes=2 asks for 2 nodes" in v["summary"] and "gives up after 300 s" in v["summary"], text
+        assert f"waits at {endpoint} (c10d rendezvous)" in v["summary"], v["summary"]
+        assert any(f"holds a connection to its rendezvous endpoint {endpoint}" in e for e in v["evidence"]), text
+        assert "0 of 2" not in v["summary"] and "--nnodes=1" in v["fix"], text
+
+
+@pytest.mark.slow
+def test_on_an_ssh_target_a_rank_polling_its_own_store_waits_for_the_missing_rank_not_a_download(
+        infra: Infra, tmp_path, dfdoctor):
+    """tests/test_silent_helpers.py's wait on a --target (no py-spy there): rank 1 sleeps before
+    init_process_group, rank 0 polls its socket to the rendezvous store. Its other end is MASTER_ADDR:MASTER_PORT
+    of rank 0's own environment, which the target's agent did not send: a socket to somewhere, `waiting-on-network`
+    with a download's fix. The agent now sends those named variables and each rank's connections: rank-missing,
+    rank 1 named with no connection to the store, as here."""
+    there, here = tmp_path / "there", tmp_path / "here"
+    there.mkdir()
+    here.mkdir()
+    env = infra.env()
+    try:
+        p = dfdoctor("launch", "--target", infra.ssh_target, "--no-check", "--cwd", str(there), "--watch", "40",
+                     "--format", "json", "--", "env", "PYTHONUNBUFFERED=1", TORCHRUN, "--nproc_per_node", "2",
+                     str(JOBS / "ddp_never_joins.py"), cwd=here, env=env, timeout=180)
+    finally:
+        kill_runs(tmp_path)
+    assert p.stdout.strip(), (p.returncode, p.stderr)
+    rep = json.loads(p.stdout)
+    v, text = rep["verdict"], text_of(rep)
+    assert p.returncode == 1 and v["cause"] == causes.RANK_MISSING, text
+    assert "rank 1 never arrived at the rendezvous; rank 0 waits for it on the rendezvous store" in v["summary"], text
+    assert "HF_HUB_OFFLINE" not in text and "download" not in text, text
+    assert any("rank 1 (pid" in e and "no connection to the rendezvous store" in e for e in v["evidence"]), text
 
 
 def _rendezvous(kind: str, port: int) -> tuple:

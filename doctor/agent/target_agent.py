@@ -6,8 +6,10 @@ output goes is read by `procfs.job_outputs`, the one reading of a job's fds that
 this one share.
 
 It answers on stdout after a marker, as one JSON object: the run folder's files, whether its recorder and
-job still live (a pid counts only with the start time the record gave it), and, for a live job when asked, what
-it does now: where its fds 1 and 2 go, other logs it writes, its stacks, whether its Python buffers stdout.
+job still live (a pid counts only with the start time the record gave it) and their process states (a zombie
+job, a stopped recorder), and, for a live job when asked, what it does now: where its fds 1 and 2 go, other logs
+it writes, its stacks, whether its Python buffers stdout, each process's named rendezvous variables and TCP
+connections (what a local look reads with psutil).
 Liveness is looked at BEFORE the record is read for the answer, so a recorder found dead has already written its
 last word into what is sent back.
 """
@@ -21,8 +23,8 @@ import time
 
 from dfdoctor.agent import ranks as agent_ranks
 from dfdoctor.agent.procfs import (buffers_stdout, is_job_of, is_recorder_of, job_outputs, proc_cpu_s, proc_ppid,
-                                   stat_fields)
-from dfdoctor.agent.waits import wait_fds
+                                   proc_state, stat_fields)
+from dfdoctor.agent.waits import tcp_connections, wait_fds
 
 MARK = "@@dfdoctor-answer@@"
 LIMIT = 64 << 10  # bytes of each output stream sent back
@@ -30,6 +32,11 @@ MAX_PROCESSES = 16  # of the job's tree looked at
 MAX_STACKS = 4  # py-spy takes up to 5 s a process
 MAX_SOURCES, SOURCE_LIMIT = 8, 256 << 10  # the user's files a look's stacks name, sent back whole or not at all
 _LIBRARY = ("/site-packages/", "/dist-packages/", "/lib/python3", "/torch/")  # as diagnose/waits.is_library
+# The variables of a process's environment the readings need, by name, never the whole environment (it holds
+# secrets): its rank, its rendezvous store (init_process_group's env://), torchrun's rendezvous as its PET_
+# variables give it (dfdoctor.diagnose.elastic.endpoint_of)
+NAMED_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "PET_RDZV_BACKEND",
+             "PET_RDZV_ENDPOINT", "PET_MASTER_ADDR", "PET_MASTER_PORT")
 
 
 def rd(path, n=None):
@@ -92,7 +99,13 @@ def fetch(d, live, full, ranks=False):
             segs = sorted((p for p in segs if os.path.exists(p)), key=lambda p: os.stat(p).st_mtime)
             text = "".join(rd(p, LIMIT) or "" for p in [os.path.join(d, s + ".log")] + segs)
             ans["files"][s + ".log"] = text[-LIMIT:]
-    if live and ans["job_alive"]:
+    if ans["job_alive"]:  # a zombie nobody reaped still passes as alive; its recorder may be stopped (T, t)
+        rpid = (rec or {}).get("pid")
+        ans["job_state"] = proc_state(sp["pid"])
+        ans["recorder_state"] = proc_state(rpid) if isinstance(rpid, int) and ans["recorder_alive"] else None
+    if live and ans["job_alive"] and ans["job_state"] == "Z":
+        ans["live"] = {"pid": sp["pid"], "zombie": True}  # it has ended: nothing of it is left to look at
+    elif live and ans["job_alive"]:
         spec = json.loads(ans["files"]["spec.json"] or "{}")
         ans["live"] = look(sp["pid"], d, spec.get("log"))
     if ranks and ans["job_alive"]:
@@ -150,7 +163,7 @@ def one_look(p, spy):
 def sample(pids, spy):
     """Every process of the tree looked at twice, a second apart (dfdoctor.diagnose.jobstacks does the same
     here), with what is known of each: command, parent, rank, buffering."""
-    procs = []
+    procs, tables = [], {}
     for p in pids:
         cmd = (rd("/proc/%d/cmdline" % p) or "").split("\0")
         env = dict(e.split("=", 1) for e in (rd("/proc/%d/environ" % p) or "").split("\0") if "=" in e)
@@ -165,8 +178,10 @@ def sample(pids, spy):
                           "exited": int(st[-1]) if len(st) >= 50 and st[-1].lstrip("-").isdigit() else None})
             continue
         procs.append({"pid": p, "ppid": ppid, "cmdline": [c for c in cmd if c], "python": "python" in exe,
-                      "env": {k: env[k] for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE") if k in env},
+                      "env": {k: env[k] for k in NAMED_ENV if k in env},
                       "buffered": "python" in exe and buffers_stdout(p, cmd, env), "looks": []})
+        if "python" in exe and meets_others(cmd, env):  # its sockets' other ends: a rank's store, torchrun's
+            procs[-1]["tcp"] = tcp_connections(p, tables)  # rendezvous endpoint (what the readings ask of them)
     for i in (0, 1):
         began = time.time()
         for pr in procs:
@@ -177,6 +192,15 @@ def sample(pids, spy):
         if i == 0:
             time.sleep(max(0.0, 1.0 - (time.time() - began)))
     return {"procs": procs, "locks": rd("/proc/locks") or "", "sources": sources(procs)}
+
+
+def meets_others(cmd, env):
+    """Whether the process's TCP connections say anything a reading asks: a rank's (RANK and LOCAL_RANK, as
+    jobstacks reads them) with a store (MASTER_PORT), or torchrun's agent (its rendezvous endpoint). Others'
+    sockets are not read: each read of a busy host's table costs milliseconds."""
+    rank = "RANK" in env and "LOCAL_RANK" in env
+    return (rank and bool(env.get("MASTER_PORT"))) or \
+        (not rank and any(t in " ".join(cmd) for t in agent_ranks.TORCHRUN))
 
 
 def sources(procs):

@@ -14,6 +14,11 @@ import struct
 
 _POLLS = {"x86_64": (7, 271), "aarch64": (73,), "arm64": (73,)}  # poll, ppoll (asm/unistd_64.h; generic table)
 _LISTEN = "0A"
+# /proc/net/tcp's state column (include/net/tcp_states.h), in psutil's words: the local reading's
+_TCP_STATES = {"01": "ESTABLISHED", "02": "SYN_SENT", "03": "SYN_RECV", "04": "FIN_WAIT1", "05": "FIN_WAIT2",
+               "06": "TIME_WAIT", "07": "CLOSE", "08": "CLOSE_WAIT", "09": "LAST_ACK", "0A": "LISTEN",
+               "0B": "CLOSING"}
+MAX_CONNECTIONS = 64  # of one process, sent back (a rank's store and peers; NCCL's many sockets are not needed)
 
 
 def _poll_fds(pid, pointer, count):
@@ -64,6 +69,51 @@ def _socket_ends(pid, inode):
                 except ValueError:
                     return None, None
     return None, None
+
+
+def tcp_connections(pid, tables):
+    """[[host:port at the other end, state], ...] of the process's TCP sockets that have another end (a listening
+    one has none), read from its descriptors and its own network namespace's tables: what psutil's
+    net_connections gives a local look (dfdoctor.diagnose.jobstacks reads both alike). None when its
+    descriptors cannot be read (another user's process, one that is gone). `tables`: the rows read so far, by
+    network namespace (the kernel writes a busy host's table out in milliseconds: once a look is enough)."""
+    try:
+        inodes = set()
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            try:
+                link = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+            except OSError:
+                continue  # closed while listed
+            if link.startswith("socket:["):
+                inodes.add(link[len("socket:["):-1])
+    except OSError:
+        return None
+    out = []
+    for cols in _tcp_rows(pid, tables) if inodes else ():
+        if cols[9] in inodes and cols[3] != _LISTEN and len(out) < MAX_CONNECTIONS:
+            try:
+                out.append([_address(cols[2]), _TCP_STATES.get(cols[3], cols[3])])
+            except ValueError:
+                continue
+    return out
+
+
+def _tcp_rows(pid, tables):
+    """The rows of the process's network namespace's tcp and tcp6 tables, split, read once per namespace."""
+    try:
+        netns = os.readlink("/proc/%d/ns/net" % pid)
+    except OSError:
+        netns = "pid %d" % pid  # not shared with any other: read its own
+    if netns not in tables:
+        rows = []
+        for table in ("tcp", "tcp6"):
+            try:
+                with open("/proc/%d/net/%s" % (pid, table)) as f:
+                    rows += [cols for cols in (row.split() for row in f.read().splitlines()[1:]) if len(cols) > 9]
+            except OSError:
+                continue
+        tables[netns] = rows
+    return tables[netns]
 
 
 def wait_fds(pid, syscall):

@@ -12,7 +12,7 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 import psutil
 from dfdoctor.diagnose import elastic, stacks
@@ -112,12 +112,7 @@ def describe(p: psutil.Process) -> Optional[ProcessSample]:
         sample.rank = whole(env["RANK"], None) if "RANK" in env and "LOCAL_RANK" in env else None
         sample.local_rank = whole(env.get("LOCAL_RANK", ""), None)
         sample.world_size = whole(env.get("WORLD_SIZE", ""), None)
-        if sample.rank is not None and env.get("MASTER_PORT"):
-            sample.store = f"{env.get('MASTER_ADDR') or '?'}:{env['MASTER_PORT']}"
-            sample.joined = joined_store(p, whole(env["MASTER_PORT"], None))
-        elif sample.rank is None and elastic.is_agent(cmd):
-            sample.endpoint = elastic.endpoint_of(elastic.torchrun_options(cmd), env)[1]
-            sample.on_endpoint = connected(p, whole(sample.endpoint.rsplit(":", 1)[-1], None))
+        read_rendezvous(sample, env, lambda: tcp_connections(p))
         try:
             sample.buffered = buffers_stdout(p.pid, cmd, env)
         except Exception:  # reading another process's fds can race its exit
@@ -142,28 +137,50 @@ def exit_words(status: Optional[int]) -> str:
     return f"killed by signal {status & 0x7f}" if status & 0x7f else f"exit {status >> 8}"
 
 
-def joined_store(p: psutil.Process, port: Optional[int]) -> Optional[bool]:
+def read_rendezvous(s: ProcessSample, env: dict, connections: Callable[[], Optional[list]]) -> None:
+    """Where the process meets the others, from its environment and its TCP connections: a rank's rendezvous
+    store (MASTER_ADDR:MASTER_PORT) and whether it holds a connection there, or torchrun's agent's rendezvous
+    endpoint and whether it is connected to it. One reading for a process of this machine and one of a target
+    (its agent sends the named variables and the connections, diagnose/look.samples_of). `connections()`:
+    [(host:port at the other end, state), ...], None when its sockets cannot be read; asked only when needed."""
+    if s.rank is not None and env.get("MASTER_PORT"):
+        s.store = f"{env.get('MASTER_ADDR') or '?'}:{env['MASTER_PORT']}"
+        s.joined = joined_store(connections, whole(env["MASTER_PORT"], None))
+    elif s.rank is None and elastic.is_agent(s.cmdline):
+        s.endpoint = elastic.endpoint_of(elastic.torchrun_options(s.cmdline), env)[1]
+        s.on_endpoint = connected(connections, whole(s.endpoint.rsplit(":", 1)[-1], None))
+
+
+def tcp_connections(p: psutil.Process) -> Optional[list]:
+    """[(host:port at the other end, state), ...] of a local process's TCP sockets that have another end; None
+    when its sockets cannot be read."""
+    try:
+        return [(f"{c.raddr.ip}:{c.raddr.port}", c.status) for c in p.net_connections(kind="tcp") if c.raddr]
+    except (psutil.Error, OSError):
+        return None
+
+
+def _ports(connections: Callable[[], Optional[list]], port: Optional[int]) -> Optional[list[str]]:
+    """The states of the connections whose other end is `port`; None when not known."""
+    found = connections() if port is not None else None
+    if found is None:
+        return None
+    return [str(state) for peer, state in found if str(peer).rsplit(":", 1)[-1] == str(port)]
+
+
+def joined_store(connections: Callable[[], Optional[list]], port: Optional[int]) -> Optional[bool]:
     """Whether the process holds a TCP connection to the rendezvous store's port: env:// init_process_group
     connects there and the process group keeps that connection, so a rank without one has not joined (yet).
     None when its sockets cannot be read."""
-    if port is None:
-        return None
-    try:
-        return any(c.raddr and c.raddr.port == port for c in p.net_connections(kind="tcp"))
-    except (psutil.Error, OSError):
-        return None
+    states = _ports(connections, port)
+    return None if states is None else bool(states)
 
 
-def connected(p: psutil.Process, port: Optional[int]) -> Optional[bool]:
+def connected(connections: Callable[[], Optional[list]], port: Optional[int]) -> Optional[bool]:
     """Whether the process holds an established TCP connection to `port` (torchrun's agent to its rendezvous
     store: a connect still under way is not one). None when its sockets cannot be read."""
-    if port is None:
-        return None
-    try:
-        return any(c.raddr and c.raddr.port == port and c.status == psutil.CONN_ESTABLISHED
-                   for c in p.net_connections(kind="tcp"))
-    except (psutil.Error, OSError):
-        return None
+    states = _ports(connections, port)
+    return None if states is None else psutil.CONN_ESTABLISHED in states
 
 
 def _look(s: ProcessSample, timeout: float) -> Look:

@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from dfdoctor import causes
-from dfdoctor.diagnose import elastic, stackclass, stuck
+from dfdoctor.diagnose import stackclass, stuck
 from dfdoctor.diagnose.guardfix import fix_for, is_trainer
-from dfdoctor.diagnose.jobstacks import Look, ProcessSample
+from dfdoctor.diagnose.jobstacks import Look, ProcessSample, read_rendezvous
 from dfdoctor.diagnose.kernelwait import from_raw
 from dfdoctor.diagnose.stacks import Stacks
 from dfdoctor.numbers import whole
@@ -122,8 +122,9 @@ def samples_of(answer: Optional[dict[str, Any]]) -> list[ProcessSample]:
                           local_rank=whole(env.get("LOCAL_RANK", ""), None),
                           world_size=whole(env.get("WORLD_SIZE", ""), None), buffered=bool(pr.get("buffered")),
                           gone=bool(pr.get("gone")), here=False)
-        if s.rank is None and elastic.is_agent(s.cmdline):  # its endpoint as its command line and env say; its
-            s.endpoint = elastic.endpoint_of(elastic.torchrun_options(s.cmdline), env)[1]  # sockets: not read there
+        if s.python:  # its store or torchrun's endpoint, as a local look reads a Python process's (the agent
+            # sent the named variables and the sockets' other ends; none read: not established)
+            read_rendezvous(s, env, lambda tcp=pr.get("tcp"): None if tcp is None else [tuple(c) for c in tcp])
         for lk in pr.get("looks") or []:
             text = lk.get("stack") or ""
             there = dict(answer.get("sources") or {})  # the files as they are where it runs, never read here

@@ -10,9 +10,10 @@ from typing import Any, Callable, Optional, Union
 
 import psutil
 from dfdoctor import causes
-from dfdoctor.agent.procfs import buffers_stdout, job_outputs
+from dfdoctor.agent.procfs import buffers_stdout, job_outputs, proc_state
 from dfdoctor.diagnose import jobstacks, launcher, own_files, stacks, stuck
 from dfdoctor.diagnose.look import blocked
+from dfdoctor.diagnose.unreaped import why as unreaped_why
 from dfdoctor.launch.lookahead import AHEAD_S, LookAhead
 from dfdoctor.launch.report import prepare_page
 from dfdoctor.launch.reading import clock, judge, own_log
@@ -336,21 +337,11 @@ def observe(run: RunRecord, watched_s: float, ahead: Optional[jobstacks.Round] =
 
 
 def unreaped(pid: int, recorder: Optional[int]) -> Optional[str]:
-    """Why the job's process, ended and a zombie, has not been reaped, in words (None: it is no zombie). Its
-    parent, the recorder, reaps it and writes its exit as its last act; until then /proc still lists it, with
-    the start time that proves it the job's: alive to every other test."""
-    try:
-        if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-            return None
-    except psutil.Error:
+    """Why the job's process, ended and a zombie, has not been reaped, in words (None: it is no zombie): the
+    states /proc gives them, read as a target's agent reads them there (diagnose/unreaped.why)."""
+    if proc_state(pid) != "Z":
         return None
-    try:
-        state = psutil.Process(recorder).status() if recorder else None
-    except psutil.Error:
-        state = None
-    if state in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
-        return f"its recorder (pid {recorder}) is stopped (SIGSTOP, a debugger, a suspended shell)"
-    return f"its recorder (pid {recorder}) has not reaped it yet" if recorder else "nobody has reaped it yet"
+    return unreaped_why(recorder, proc_state(recorder) if recorder else None)
 
 
 def sample_stuck(run: RunRecord, watched_s: float, ahead: Optional[jobstacks.Round] = None) -> Optional[LiveFacts]:

@@ -186,6 +186,8 @@ def run_info(run: Optional[RunRecord]) -> dict[str, Any]:
     if run.is_remote:
         info.update(target=run.spec.get("target"), remote_dir=run.spec.get("remote_dir"),
                     strategy=run.spec.get("strategy"))
+        if (run.remote or {}).get("job_state"):  # as the target's agent saw the job (Z: ended, not reaped yet)
+            info["job_state"] = run.remote["job_state"]
     return info
 
 

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+from dfdoctor.diagnose import unreaped
 from dfdoctor.diagnose.look import blocked, idle, samples_of
 from dfdoctor.diagnose.stacks import Stacks
 from dfdoctor.launch import remote_run
@@ -54,7 +55,8 @@ class RemoteRun:
         if "error" not in answer:
             record.mirror(run_dir, answer)
         self.last = answer
-        facts = {k: answer.get(k) for k in ("recorder_alive", "job_alive", "boot_id", "error") if k in answer}
+        facts = {k: answer.get(k) for k in ("recorder_alive", "job_alive", "boot_id", "error", "job_state",
+                                            "recorder_state") if k in answer}
         return record.load(run_dir, remote=facts)
 
     def source(self, run_dir: Path, watch_s: float, *, settle_s: float = settle.SETTLE_S) -> "TargetSource":
@@ -68,7 +70,10 @@ class RemoteRun:
         run = self.load(run.dir, live=True)
         answer = self.last.get("live")
         live = live_facts(answer, watched_s)
-        if live is not None:
+        if live is not None and (answer or {}).get("zombie"):
+            # it has ended, a zombie nobody reaped there (its agent read the states, as launch/local.unreaped here)
+            live.unreaped = unreaped.why((run.recorder or {}).get("pid"), self.last.get("recorder_state"))
+        elif live is not None:
             judge(run, live, samples_of((answer or {}).get("samples")))
         return live
 
