@@ -36,6 +36,17 @@ def test_torchrun_options_are_read_up_to_the_script():
     assert opts == {"nnodes": "1:2", "rdzv_backend": "c10d", "rdzv_endpoint": "h:1", "rdzv_conf": "join_timeout=60"}
 
 
+def test_what_torchrun_was_asked_is_its_command_line_else_its_pet_environment():
+    """torch's run.py reads `PET_` + the option's name for every option it is not given on the command line."""
+    from dfdoctor.diagnose.elastic import torchrun_asked
+
+    env = {"PET_RDZV_BACKEND": "c10d", "PET_RDZV_ENDPOINT": "h:7", "PET_NNODES": "3", "PET_RDZV_CONF": "join_timeout=9",
+           "PET_STANDALONE": "0", "PET_NODE_RANK": "1"}
+    asked = torchrun_asked(["torchrun", "--nnodes=2", "train.py", "--rdzv-backend=static"], env)
+    assert asked == {"nnodes": "2", "rdzv_backend": "c10d", "rdzv_endpoint": "h:7", "rdzv_conf": "join_timeout=9",
+                     "node_rank": "1"}, asked
+
+
 @pytest.fixture
 def work(tmp_path):
     shutil.copy(JOBS / "ddp_cpu" / "positional.py", tmp_path / "train.py")
@@ -56,6 +67,56 @@ def test_one_node_of_two_waits_in_the_rendezvous_and_the_verdict_says_for_what_w
     assert "0 of 2" not in v["summary"] and "--nnodes=1" in v["fix"], v
     _fix_in_the_backends_words(v["fix"], kind, port)
     assert any("rendezvous" in e and "waits in" in e for e in v["evidence"]), v["evidence"]
+
+
+@pytest.mark.slow
+def test_one_node_of_two_whose_c10d_rendezvous_is_given_by_environment_only_is_read_as_c10d(work):
+    """The rendezvous configured by PET_ variables alone (torchrun --nnodes=2 train.py): it was read from the
+    command line alone as static at 127.0.0.1:29500, its limit 600 s, its fix in the static rendezvous' words."""
+    port = _port()
+    env = job_env(PET_RDZV_BACKEND="c10d", PET_RDZV_ENDPOINT=f"127.0.0.1:{port}", PET_RDZV_CONF="join_timeout=300")
+    proc, rep = launch(work, TORCHRUN, "--nnodes=2", "--nproc_per_node=1", "train.py", watch=20, env=env)
+    v = rep["verdict"]
+    assert proc.returncode == 1 and v["cause"] == causes.RANK_MISSING, text_of(rep)
+    assert f"waits at 127.0.0.1:{port} (c10d rendezvous)" in v["summary"], v["summary"]
+    assert "gives up after 300 s" in v["summary"], v["summary"]
+    _fix_in_the_backends_words(v["fix"], "c10d", port)
+
+
+def test_a_targets_agent_sends_the_pet_variables_torchruns_rendezvous_is_read_from(tmp_path):
+    """On a target the agent sends named variables only: those of every rendezvous option torchrun reads from its
+    environment, so a target's torchrun configured by environment is read as here (a real process, looked at by
+    the agent's own code)."""
+    from dfdoctor.agent import target_agent
+    from dfdoctor.diagnose.look import samples_of
+
+    script = tmp_path / "torchrun"
+    script.write_text("import time\ntime.sleep(60)\n")
+    env = dict(job_env(), PET_NNODES="2", PET_RDZV_BACKEND="c10d", PET_RDZV_ENDPOINT="10.0.0.5:29400",
+               PET_RDZV_CONF="join_timeout=77", PET_NODE_RANK="0", PET_RDZV_ID="job7")
+    p = subprocess.Popen([sys.executable, str(script), "--nproc_per_node=1", "train.py"], env=env)
+    try:
+        assert _wait(lambda: "torchrun" in open(f"/proc/{p.pid}/cmdline").read()), "the process did not start"
+        (agent,) = samples_of(target_agent.sample([p.pid], None))
+    finally:
+        p.kill()
+        p.wait()
+    assert agent.asked == {"nproc_per_node": "1", "nnodes": "2", "rdzv_backend": "c10d",
+                           "rdzv_endpoint": "10.0.0.5:29400", "rdzv_conf": "join_timeout=77", "node_rank": "0",
+                           "rdzv_id": "job7"}, agent.asked
+    assert agent.endpoint == "10.0.0.5:29400", agent.endpoint
+
+
+def _wait(ok, timeout: float = 30.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            if ok():
+                return True
+        except OSError:
+            pass
+        time.sleep(0.05)
+    return False
 
 
 def _fix_in_the_backends_words(fix: str, kind: str, port: int) -> None:

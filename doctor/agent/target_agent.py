@@ -34,9 +34,10 @@ MAX_SOURCES, SOURCE_LIMIT = 8, 256 << 10  # the user's files a look's stacks nam
 _LIBRARY = ("/site-packages/", "/dist-packages/", "/lib/python3", "/torch/")  # as diagnose/waits.is_library
 # The variables of a process's environment the readings need, by name, never the whole environment (it holds
 # secrets): its rank, its rendezvous store (init_process_group's env://), torchrun's rendezvous as its PET_
-# variables give it (dfdoctor.diagnose.elastic.endpoint_of)
+# variables give it (dfdoctor.diagnose.elastic.torchrun_asked: each option of its rendezvous it reads)
 NAMED_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "PET_RDZV_BACKEND",
-             "PET_RDZV_ENDPOINT", "PET_MASTER_ADDR", "PET_MASTER_PORT")
+             "PET_RDZV_ENDPOINT", "PET_MASTER_ADDR", "PET_MASTER_PORT", "PET_NNODES", "PET_RDZV_CONF",
+             "PET_NODE_RANK", "PET_RDZV_ID", "PET_NPROC_PER_NODE", "PET_STANDALONE")
 
 
 def rd(path, n=None):

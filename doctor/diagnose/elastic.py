@@ -233,18 +233,35 @@ def torchrun_options(argv: list[str]) -> dict[str, str]:
     return out
 
 
+def torchrun_asked(argv: list[str], env: Optional[dict] = None) -> dict[str, str]:
+    """What torchrun was asked: its options (torchrun_options), and for each option not on its command line its
+    PET_ environment variable (torch's run.py reads `PET_` + the option's name for every option, the command line
+    taking precedence: a rendezvous can be configured by environment only). `--standalone` is a flag there:
+    PET_STANDALONE=1 sets it."""
+    out = torchrun_options(argv)
+    for name in _TORCHRUN_OPTS:
+        value = (env or {}).get(f"PET_{name.upper()}")
+        if name in out or value is None:
+            continue
+        if name != "standalone":
+            out[name] = value
+        elif value.strip().isdigit() and int(value):
+            out[name] = ""
+    return out
+
+
 def is_agent(argv: list[str]) -> bool:
     """The command is torchrun's (or `python -m torch.distributed.run`'s) agent."""
     return any(a.endswith("torchrun") or a == "torch.distributed.run" for a in argv[:4])
 
 
-def endpoint_of(opts: dict[str, str], env: Optional[dict] = None) -> tuple[str, str]:
-    """(rendezvous backend, endpoint) as torchrun reads them: its options, else its PET_ environment variables,
-    else torch's defaults (static at --master-addr:--master-port, 127.0.0.1:29500; c10d's port 29400)."""
-    env = env or {}
+def endpoint_of(opts: dict[str, str]) -> tuple[str, str]:
+    """(rendezvous backend, endpoint) as torchrun reads them from what it was asked (torchrun_asked: its options,
+    else its PET_ environment variables), else torch's defaults (static at --master-addr:--master-port,
+    127.0.0.1:29500; c10d's port 29400)."""
 
     def given(name: str) -> str:
-        return opts.get(name) or env.get(f"PET_{name.upper()}", "")
+        return opts.get(name) or ""
 
     backend = given("rdzv_backend") or "static"
     endpoint = given("rdzv_endpoint") or f"{given('master_addr') or '127.0.0.1'}:{given('master_port') or '29500'}"
@@ -325,7 +342,7 @@ def rendezvous_wait(run, live) -> Optional[Verdict]:
     argv = list(run.spec.get("argv") or [])
     if not is_agent(argv):
         return None
-    opts = torchrun_options(argv)
+    opts = _asked_of_agent(live) or torchrun_options(argv)
     ask = _asked(run, live, opts)
     if ask is None:
         return None
@@ -348,6 +365,12 @@ def rendezvous_wait(run, live) -> Optional[Verdict]:
                 f"waiting for {ask.waited:.0f} s; no rank has started on this node (torchrun is its only process)",
                 *([f"it waits in {frame}"] if frame else [])]
     return Verdict("failed", causes.RANK_MISSING, summary, ask.fix(opts), evidence + live.notes)
+
+
+def _asked_of_agent(live) -> Optional[dict[str, str]]:
+    """What the job's torchrun agent was asked, its PET_ environment read beside its command line where its
+    process was looked at (here from /proc, on a target from the named variables its agent sends)."""
+    return next((s.asked for s in live.job or [] if s.asked is not None), None)
 
 
 def rendezvous_wait_seen_by_kernel(run, live, opts: dict[str, str], ask: _Asked) -> Optional[Verdict]:

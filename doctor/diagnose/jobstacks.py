@@ -50,6 +50,7 @@ class ProcessSample:
     buffered: bool = False  # Python with stdout block-buffered
     store: Optional[str] = None  # MASTER_ADDR:MASTER_PORT from its environment: where init_process_group connects
     joined: Optional[bool] = None  # holds a connection to that store (it called init_process_group); None: unknown
+    asked: Optional[dict] = None  # torchrun's agent: its options, from its command line or PET_ env (elastic)
     endpoint: Optional[str] = None  # torchrun's agent: its rendezvous endpoint, from its command line or PET_ env
     on_endpoint: Optional[bool] = None  # the agent holds an established connection there; None: not read
     looks: list[Look] = field(default_factory=list)
@@ -147,7 +148,8 @@ def read_rendezvous(s: ProcessSample, env: dict, connections: Callable[[], Optio
         s.store = f"{env.get('MASTER_ADDR') or '?'}:{env['MASTER_PORT']}"
         s.joined = joined_store(connections, whole(env["MASTER_PORT"], None))
     elif s.rank is None and elastic.is_agent(s.cmdline):
-        s.endpoint = elastic.endpoint_of(elastic.torchrun_options(s.cmdline), env)[1]
+        s.asked = elastic.torchrun_asked(s.cmdline, env)
+        s.endpoint = elastic.endpoint_of(s.asked)[1]
         s.on_endpoint = connected(connections, whole(s.endpoint.rsplit(":", 1)[-1], None))
 
 
