@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import pytest
 
 from dfdoctor.diagnose.stuck import WHOLE_JOB
 from dfdoctor.launch import local, spawn
-from jobs.harness import PY, job, kill_runs, launch, status, text_of, wait_for
+from jobs.harness import JOBS, PY, job, kill_runs, launch, status, text_of, wait_for
 
 TORCHRUN = [PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]  # a free port each
 NAMED_WITHIN_S = 30.0  # from going quiet to the verdict
@@ -309,3 +310,44 @@ def test_a_download_from_a_host_that_never_answers(work):
         _named(rep, time.monotonic() - t0)
     finally:
         server.close()
+
+
+@pytest.mark.parametrize("script,args,verdict", [("ranks_poll_silently.py", (), ("running", "sleeping")),
+                                                 ("buffered.py", (), ("failed", "output-buffered"))])
+def test_a_loop_of_sleeps_gets_one_verdict_however_far_apart_the_looks(tmp_path, script, args, verdict):
+    """A poll loop of 0.2 s sleeps printing nothing (buffered stdout): its ranks wake 5 times a second, which
+    the looks counted as 5 or 7 wake-ups as they were 1.0 or 1.3 s apart (a look taken ahead makes them up to 3
+    gaps apart), against a threshold of 5: `running [sleeping]` one run, `output-buffered` the next. Asleep in
+    the same time.sleep, no CPU: sleeping, whatever the gap. A loop of 0.05 s sleeps that prints (buffered.py)
+    stays output-buffered at every gap."""
+    from dfdoctor.diagnose import jobstacks, stuck
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    shutil.copy(JOBS / script, tmp_path / script)
+    with open(tmp_path / "out.log", "w") as out:
+        p = subprocess.Popen([PY, str(tmp_path / script), *args], stdout=out, stderr=subprocess.STDOUT, env=env,
+                             cwd=tmp_path)
+    try:
+        wanted = 3 if script.startswith("ranks") else 1
+        assert wait_for(lambda: len(psutil.Process(p.pid).children()) + 1 >= wanted and
+                        _asleep(p.pid, wanted), timeout=60, step=0.2), "the job did not start"
+        for gap in (1.0, 1.5, 2.5):
+            samples = jobstacks.sample_job(p.pid, gap_s=gap)
+            found = stuck.judge(samples, 30.0)
+            woke = [(s.pid, s.wakeups()) for s in samples]  # (what flipped the verdict, said when it fails)
+            assert found is not None and (found.state, found.cause) == verdict, (gap, woke, found)
+    finally:
+        (tmp_path / "stop").touch()  # the ranks end on it, and their parent after them
+        try:
+            p.wait(timeout=5 if script.startswith("ranks") else 0.01)
+        except subprocess.TimeoutExpired:
+            for kid in psutil.Process(p.pid).children():
+                kid.kill()
+            p.kill()
+            p.wait()
+
+
+def _asleep(pid: int, wanted: int) -> bool:
+    """The job's processes are all started and past their imports (in their loop)."""
+    procs = [psutil.Process(pid), *psutil.Process(pid).children()]
+    return len(procs) >= wanted and all(pr.status() == psutil.STATUS_SLEEPING for pr in procs)

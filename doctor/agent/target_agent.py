@@ -158,7 +158,7 @@ def one_look(p, spy):
         if "ctxt_switches:" in line:
             switches += int(line.split(":", 1)[1].strip() or 0)
     return {"syscall": syscall, "fds": fds, "stack": stack["text"] if stack else "", "cpu_s": proc_cpu_s(p),
-            "switches": switches}
+            "switches": switches, "t": time.time()}  # when the switches were read: wake-ups are per second
 
 
 def sample(pids, spy):

@@ -34,6 +34,7 @@ class Look:
     kernel: KernelWait
     cpu_s: Optional[float]
     switches: Optional[int] = None  # the main thread's context switches: a thread that wakes up moves this
+    at: Optional[float] = None  # when `switches` was read (seconds, one clock per process's looks); None: not known
 
 
 @dataclass
@@ -74,6 +75,16 @@ class ProcessSample:
         if len(self.looks) < 2 or self.looks[0].switches is None or self.looks[-1].switches is None:
             return None
         return self.looks[-1].switches - self.looks[0].switches
+
+    def wakeups_per_s(self) -> Optional[float]:
+        """wakeups() per second between the reads of the first and the last look (the gap a look was asked for
+        where the reads' times are not known): a loop of 0.2 s sleeps wakes 5 times a second whether the looks
+        were 1.0 or 1.3 s apart, where the count alone is 5 or 7."""
+        woke = self.wakeups()
+        if woke is None:
+            return None
+        first, last = self.looks[0].at, self.looks[-1].at
+        return woke / (last - first if first is not None and last is not None and last > first else GAP_S)
 
     def name(self) -> str:
         """`pid 42 (rank 1)` or `pid 40 (torchrun)`: how evidence lines name it."""
@@ -195,7 +206,7 @@ def _look(s: ProcessSample, timeout: float) -> Look:
         cpu = t.user + t.system
     except psutil.Error:
         cpu = None
-    return Look(st, kernel, cpu, _switches(s.pid))
+    return Look(st, kernel, cpu, _switches(s.pid), time.monotonic())
 
 
 def _switches(pid: int) -> Optional[int]:

@@ -20,6 +20,11 @@ from dfdoctor.agent.ranks import nproc as expected_ranks
 
 BUFFERED_AFTER_S = 10.0  # silence before a working, block-buffered process is called output-buffered
 WAKEUPS_STILL = 5  # a thread in one long wait is switched in about never; a loop of short sleeps, many times
+# ...but a thread seen asleep in the same time.sleep in every look wakes as often as its sleeps end: that alone is
+# no work, and a poll loop of 0.2 s sleeps (5 a second) counted 5 or 7 wake-ups as the looks were 1.0 or 1.3 s
+# apart, `running [sleeping]` one run and `output-buffered` the next. Asleep there, it is still up to this many
+# wake-ups a second (sleeps of 0.1 s and longer); a loop of shorter sleeps is a loop that works (print, sleep).
+SLEEP_LOOP_STILL_PER_S = 10.0
 EVIDENCE_BUDGET = 52  # evidence lines for the processes (reports show 60; the verdict's own lines come first)
 EXCERPT_FRAMES = 6  # per process, in the evidence: enough to see the wait and the user's line above it
 
@@ -56,7 +61,15 @@ class Seen:
         """The same wait in every look, and (a wait, not work) no more CPU than noise."""
         spent, woke = self.proc.cpu_spent(), self.proc.wakeups()
         return len(self.waits) >= 2 and len({w.key() for w in self.waits}) == 1 and \
-            (spent is None or spent < 0.3) and (woke is None or woke <= WAKEUPS_STILL)
+            (spent is None or spent < 0.3) and (woke is None or woke <= WAKEUPS_STILL or self.sleeps_still)
+
+    @property
+    def sleeps_still(self) -> bool:
+        """Asleep in the same time.sleep in every look, woken no more often than its sleeps end (at most
+        SLEEP_LOOP_STILL_PER_S a second): its wake-ups are its timer's, not work."""
+        rate = self.proc.wakeups_per_s()
+        return self.same_place and self.wait.kind == waits.SLEEP and rate is not None and \
+            rate <= SLEEP_LOOP_STILL_PER_S
 
     @property
     def same_place(self) -> bool:
@@ -85,7 +98,8 @@ class Seen:
             return None  # CPU, but whether work or a spinning wait (CUDA sync, NCCL) only its stack tells: cpu_unread
         if spent is not None and spent > 0.3:
             return f"{self.proc.name()}: {spent:.1f} s of CPU between two looks"
-        if woke is not None and woke > WAKEUPS_STILL and not self.unread_python:  # (unread: a poll, or work?)
+        if woke is not None and woke > WAKEUPS_STILL and not self.unread_python and not self.sleeps_still:
+            # (unread: a poll, or work?)
             return f"{self.proc.name()}: its main thread woke {woke} times between two looks"
         return None
 
