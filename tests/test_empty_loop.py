@@ -9,29 +9,46 @@ import subprocess
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from dfdoctor import causes
 from dfdoctor.diagnose import jobstacks, stacks, stuck
 from dfdoctor.diagnose.kernelwait import KernelWait
 from dfdoctor.diagnose.waits import main_of
-from jobs.harness import PY, job_env
+from jobs.harness import PY, job_env, wait_for
 
 VAL_SPLIT = Path(__file__).resolve().parent / "lookalikes" / "val-split"
 pytestmark = pytest.mark.skipif(stacks.py_spy() is None, reason="py-spy is not installed")
 
 
-@pytest.fixture
-def spinning(tmp_path):
-    """The val-split lookalike running with 100 rows, --val-split 0.1 and --batch-size 16: by its first eval
-    (step 50) it loops over an empty loader forever, its stdout a pipe (block-buffered)."""
+def _started(tmp_path: Path, *args: str):
+    """The val-split lookalike running with 100 rows, --val-split 0.1 and --batch-size 16 (and `args`): by its
+    first eval it loops over an empty loader forever, its stdout a pipe (block-buffered)."""
     work = tmp_path / "val-split"
     shutil.copytree(VAL_SPLIT, work)
     (work / "data").mkdir()
     subprocess.run([PY, "-c", "import torch; torch.manual_seed(0); torch.save({'x': torch.randn(100, 4), "
                     "'y': torch.randn(100)}, 'data/train.pt')"], cwd=work, check=True, timeout=120)
-    proc = subprocess.Popen([PY, "train.py"], cwd=work, env=job_env(), stdout=subprocess.PIPE,
+    return subprocess.Popen([PY, "train.py", *args], cwd=work, env=job_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL)
+
+
+@pytest.fixture
+def spinning(tmp_path):
+    """The val-split job, in its empty loop by its first eval (step 50)."""
+    proc = _started(tmp_path)
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
+@pytest.fixture
+def trains_first(tmp_path):
+    """The val-split job training 20,000 steps (seconds of CPU) before its first eval, whose loader is empty."""
+    proc = _started(tmp_path, "--eval-every", "20000", "--steps", "1000000000")
     try:
         yield proc
     finally:
@@ -40,15 +57,33 @@ def spinning(tmp_path):
 
 
 def _in_the_loop(pid: int, timeout: float = 120.0) -> bool:
-    """Whether a look shows the job past its start (torch's import, the data's load) and in `cycle`."""
+    """Whether a look shows the job past its start (torch's import, the data's load, its training steps) and in
+    `cycle` under its eval's `next(val_dl)`: `cycle` under `next(train_dl)` is a training step, which fetches."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         look = jobstacks.sample_job(pid, rounds=1)[0].last
         main = main_of(look.stacks.text) if look.stacks.text else None
-        if main is not None and any(f.func == "cycle" for f in main.frames):
+        if main is not None and any(f.func == "cycle" for f in main.frames) and \
+                any(f.func == "main" and "next(val_dl)" in _line(f) for f in main.frames):
             return True
         time.sleep(0.5)
     return False
+
+
+def _line(f) -> str:
+    try:
+        return Path(f.file).read_text().splitlines()[f.line - 1]
+    except (OSError, IndexError):
+        return ""
+
+
+def _training(look: jobstacks.Look) -> bool:
+    """Whether a look shows the job in a training step's body (the loss, its backward, the optimiser's step), its
+    main thread's innermost frame of train.py in `main`, importing nothing (the optimiser's first step may)."""
+    main = main_of(look.stacks.text) if look.stacks.text else None
+    mine = [f for f in main.frames if f.file.endswith("train.py")] if main is not None else []
+    return bool(mine) and mine[0].func == "main" and ("loss" in _line(mine[0]) or "opt." in _line(mine[0])) and \
+        not any(f.func == "_find_and_load" for f in main.frames)
 
 
 def _failed_look(pid: int) -> jobstacks.Look:
@@ -78,3 +113,38 @@ def test_a_look_that_could_not_be_taken_leaves_the_empty_loader_named_not_a_buff
     assert found is not None and found.cause == causes.DATA_EMPTY, said
     assert "`for data in dl:`" in found.headline and any("could not be read" in line for line in found.lines), \
         found.lines
+
+
+@pytest.mark.slow
+def test_a_look_that_caught_the_job_training_before_its_empty_eval_is_no_buffered_stdout(trains_first):
+    """The watch's first look caught the job in a training step (at train.py's loss or optimiser lines), the
+    looks after it in its evaluation's empty loop at the same `for` head (`cycle`'s): the training look ruled the
+    empty loader out and the busy silence was called a buffered stdout (CI, a full run under load: `output-buffered
+    (0.3 s of CPU, woken 175 times ... at cycle (train.py:20))`). The looks that show the loop now are the
+    observation; the buffered stdout a guess: nothing is said from these looks (the watch looks again), and a
+    round of fresh looks names the empty loader. Real looks of one job, as the watch took them: the first in
+    training, the second failed (py-spy under load) or read in the loop."""
+    job = None
+    end = time.monotonic() + 120
+    while job is None and time.monotonic() < end and trains_first.poll() is None:
+        s = jobstacks.sample_job(trains_first.pid, rounds=1)[0]
+        job = s if s.last.cpu_s is not None and _training(s.last) else None
+    assert job is not None, "no look caught the job in a training step"
+    trained = job.looks[0]
+    assert _in_the_loop(trains_first.pid), "the job never reached its eval's loop"
+    cpu = lambda: sum(psutil.Process(trains_first.pid).cpu_times()[:2])  # noqa: E731
+    assert wait_for(lambda: cpu() > trained.cpu_s + 0.5, timeout=120, step=0.2), "the job spent no CPU in its loop"
+    said = []
+    for second in (_failed_look(trains_first.pid), None):  # as in CI; then a second look read in the loop
+        job.looks = [trained] if second is None else [trained, second]
+        if second is None:
+            jobstacks.look_once([job])
+        found = stuck.judge([job], quiet_s=11.0)
+        said.append(found.cause if found else None)
+    assert causes.OUTPUT_BUFFERED not in said, said
+    for _ in range(3):  # fresh looks, all in the loop: the empty loader (a loaded machine may leave one undecided)
+        found = stuck.judge(jobstacks.sample_job(trains_first.pid), quiet_s=11.0)
+        said.append(found.cause if found else None)
+        if found is not None:
+            break
+    assert said[2:] and said[-1] == causes.DATA_EMPTY and set(said[2:]) <= {None, causes.DATA_EMPTY}, said

@@ -7,7 +7,9 @@ dispatch). So no single look decides. A look that shows nothing is ignored; a lo
 batch fetched, collated, a dataset's `__getitem__`, a worker's queue, the loop's body, or the process gone on
 elsewhere) rules the empty loader out; the empty loader is proven by two looks or more at the same `for` head with
 a pass of the DataLoader under it, one of them caught starting a pass (or four, none caught starting). Short of that, the reading is undecided:
-the caller may look again.
+the caller may look again. Order counts where the looks disagree: a pass seen after the last look that ruled the
+empty loader out (the job went on from training into an empty evaluation loop) proves nothing, but it is what the
+job does now, so no other reading (a buffered stdout) is taken from those looks.
 """
 
 from __future__ import annotations
@@ -81,10 +83,22 @@ class Reading:
         return self.head is not None and not self.ruled_out and not self.proven
 
     @property
+    def resumed(self) -> bool:
+        """Ruled out by earlier looks only: the looks since the last one that showed data flowing (or the process
+        elsewhere) show a pass at the head and nothing against it. A job that trains over one loader and then
+        evaluates over an empty one at the same `for` head (a `cycle(dl)` helper) reads so when a first look
+        caught it training; so does a loop whose loader is slow to start its next pass. Not proof either way:
+        the looks that show the loop now hold back a buffered stdout, more looks (or the next round) decide."""
+        if not self.ruled_out:
+            return False
+        last = max(i for i, k in enumerate(self.kinds) if k in (FETCH, MOVED))
+        return PASS in self.kinds[last + 1:]
+
+    @property
     def leaning(self) -> bool:
-        """Undecided with a pass of the DataLoader seen: enough to hold back another reading (a buffered stdout)
-        for this round; a bare `for` head alone (`for i in range(n)` in a busy job) is not."""
-        return self.undecided and self.passes >= 1
+        """Undecided with a pass of the DataLoader seen, or resumed: enough to hold back another reading (a
+        buffered stdout) for this round; a bare `for` head alone (`for i in range(n)` in a busy job) is not."""
+        return self.undecided and self.passes >= 1 or self.resumed
 
 
 def read(looks) -> Reading:
