@@ -347,6 +347,41 @@ def test_a_loop_of_sleeps_gets_one_verdict_however_far_apart_the_looks(tmp_path,
             p.wait()
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("script,verdict", [("sleeps_tenths.py", ("running", "sleeping")),
+                                            ("buffered.py", ("failed", "output-buffered"))])
+def test_a_loop_of_tenth_second_sleeps_stays_asleep_under_cpu_load(tmp_path, script, verdict):
+    """A silent loop of 0.1 s sleeps, the sleep-loop rule's edge (10 wake-ups a second), with two CPU hogs (CI's
+    cores) beside it while it is looked at, five times 1.0 to 2.5 s apart: `running [sleeping]` every time. It was
+    `output-buffered` one time in a few: its 10 sleeps ending in 0.99 s were 10.1 a second, load's preemptions of
+    the loop between two sleeps counted as wake-ups, and a look that caught it woken, waiting for a core, was a
+    look elsewhere. A loop of 0.05 s sleeps that prints (buffered.py) stays output-buffered. (The job keeps its
+    priority: niced under the tests beside it, a loop of 0.05 s sleeps wakes 10 times a second or fewer.)"""
+    from dfdoctor.diagnose import jobstacks, stuck
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    shutil.copy(JOBS / script, tmp_path / script)
+    with open(tmp_path / "out.log", "w") as out:
+        p = subprocess.Popen([PY, str(tmp_path / script)], stdout=out, stderr=subprocess.STDOUT, env=env,
+                             cwd=tmp_path)
+    hogs: list[subprocess.Popen] = []
+    try:
+        assert wait_for(lambda: _asleep(p.pid, 1), timeout=60, step=0.2), "the job did not start"
+        hogs = [subprocess.Popen([PY, "-c", "while True: pass"]) for _ in range(2)]  # one per core of CI
+        said = []
+        for gap in (1.0, 1.5, 2.5, 1.0, 1.5):
+            samples = jobstacks.sample_job(p.pid, gap_s=gap)
+            found = stuck.judge(samples, 30.0)
+            said.append((gap, found and (found.state, found.cause),  # and what flipped it, said when it fails
+                         [(s.wakeups(), round(s.looks[-1].at - s.looks[0].at, 3), [w.kind for w in x.waits])
+                          for s, x in zip(samples, stuck.seen(samples))]))
+        assert all(v == verdict for _, v, _ in said), said
+    finally:
+        for q in (*hogs, p):
+            q.kill()
+            q.wait()
+
+
 def _asleep(pid: int, wanted: int) -> bool:
     """The job's processes are all started and past their imports (in their loop)."""
     procs = [psutil.Process(pid), *psutil.Process(pid).children()]

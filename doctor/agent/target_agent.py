@@ -153,12 +153,15 @@ def one_look(p, spy):
     syscall = (rd("/proc/%d/syscall" % p) or "").strip()
     fds = wait_fds(p, syscall)
     stack = py_spy_dump(spy, p, nonblocking=True)[0] if spy else None
-    switches = 0
+    switches, voluntary = 0, None
     for line in (rd("/proc/%d/task/%d/status" % (p, p)) or "").splitlines():
         if "ctxt_switches:" in line:
-            switches += int(line.split(":", 1)[1].strip() or 0)
+            n = int(line.split(":", 1)[1].strip() or 0)
+            switches += n
+            voluntary = n if line.startswith("voluntary_") else voluntary
     return {"syscall": syscall, "fds": fds, "stack": stack["text"] if stack else "", "cpu_s": proc_cpu_s(p),
-            "switches": switches, "t": time.time()}  # when the switches were read: wake-ups are per second
+            "switches": switches, "voluntary": voluntary,  # the voluntary ones: a sleep or a read ended
+            "t": time.time()}  # when the switches were read: wake-ups are per second
 
 
 def sample(pids, spy):

@@ -35,6 +35,7 @@ class Look:
     cpu_s: Optional[float]
     switches: Optional[int] = None  # the main thread's context switches: a thread that wakes up moves this
     at: Optional[float] = None  # when `switches` was read (seconds, one clock per process's looks); None: not known
+    voluntary: Optional[int] = None  # of those, the voluntary ones: the thread blocked (a sleep, a read) and woke
 
 
 @dataclass
@@ -76,15 +77,22 @@ class ProcessSample:
             return None
         return self.looks[-1].switches - self.looks[0].switches
 
-    def wakeups_per_s(self) -> Optional[float]:
-        """wakeups() per second between the reads of the first and the last look (the gap a look was asked for
-        where the reads' times are not known): a loop of 0.2 s sleeps wakes 5 times a second whether the looks
-        were 1.0 or 1.3 s apart, where the count alone is 5 or 7."""
-        woke = self.wakeups()
-        if woke is None:
-            return None
-        first, last = self.looks[0].at, self.looks[-1].at
-        return woke / (last - first if first is not None and last is not None and last > first else GAP_S)
+    def woken_from_waits(self) -> Optional[int]:
+        """Times the main thread blocked (a sleep, a read) and was woken between the first and the last look: its
+        voluntary context switches. The others are preemptions of a thread that runs, which load adds to a loop
+        of sleeps as it runs between them (wakeups() counts both); where a look did not read the voluntary ones
+        (an older agent's), all of them."""
+        first, last = (self.looks[0], self.looks[-1]) if len(self.looks) >= 2 else (None, None)
+        if first is None or first.voluntary is None or last.voluntary is None:
+            return self.wakeups()
+        return last.voluntary - first.voluntary
+
+    def span_s(self) -> float:
+        """Seconds between the reads of the first and the last look (the gap a look was asked for where the reads'
+        times are not known): a loop of 0.2 s sleeps wakes 5 times a second whether the looks were 1.0 or 1.3 s
+        apart, where the count alone is 5 or 7."""
+        first, last = (self.looks[0].at, self.looks[-1].at) if self.looks else (None, None)
+        return last - first if first is not None and last is not None and last > first else GAP_S
 
     def name(self) -> str:
         """`pid 42 (rank 1)` or `pid 40 (torchrun)`: how evidence lines name it."""
@@ -206,20 +214,23 @@ def _look(s: ProcessSample, timeout: float) -> Look:
         cpu = t.user + t.system
     except psutil.Error:
         cpu = None
-    return Look(st, kernel, cpu, _switches(s.pid), time.monotonic())
+    switches, voluntary = _switches(s.pid)
+    return Look(st, kernel, cpu, switches, time.monotonic(), voluntary)
 
 
-def _switches(pid: int) -> Optional[int]:
-    """Voluntary plus involuntary context switches of the main thread (/proc/PID/task/PID/status)."""
+def _switches(pid: int) -> tuple[Optional[int], Optional[int]]:
+    """(voluntary plus involuntary, voluntary) context switches of the main thread (/proc/PID/task/PID/status)."""
     try:
         text = open(f"/proc/{pid}/task/{pid}/status").read()
     except OSError:
-        return None
-    total = 0
+        return None, None
+    total, voluntary = 0, None
     for line in text.splitlines():
-        if line.endswith("ctxt_switches:") or "ctxt_switches:" in line:
-            total += whole(line.split(":", 1)[1].strip(), 0) or 0
-    return total
+        if "ctxt_switches:" in line:
+            n = whole(line.split(":", 1)[1].strip(), 0) or 0
+            total += n
+            voluntary = n if line.startswith("voluntary_") else voluntary
+    return total, voluntary
 
 
 def _safe_look(s: ProcessSample, timeout: float) -> Look:

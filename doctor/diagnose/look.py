@@ -131,6 +131,6 @@ def samples_of(answer: Optional[dict[str, Any]]) -> list[ProcessSample]:
             st = Stacks(s.pid, text, "py-spy", sources=there) if text else \
                 Stacks(s.pid, "", "kernel", "no Python stack there", sources=there)
             s.looks.append(Look(st, from_raw(lk.get("syscall") or "", lk.get("fds") or {}, answer.get("locks") or ""),
-                                lk.get("cpu_s"), lk.get("switches"), lk.get("t")))
+                                lk.get("cpu_s"), lk.get("switches"), lk.get("t"), lk.get("voluntary")))
         out.append(s)
     return out

@@ -24,6 +24,9 @@ WAKEUPS_STILL = 5  # a thread in one long wait is switched in about never; a loo
 # no work, and a poll loop of 0.2 s sleeps (5 a second) counted 5 or 7 wake-ups as the looks were 1.0 or 1.3 s
 # apart, `running [sleeping]` one run and `output-buffered` the next. Asleep there, it is still up to this many
 # wake-ups a second (sleeps of 0.1 s and longer); a loop of shorter sleeps is a loop that works (print, sleep).
+# Counted as the sleeps end: voluntary switches only (load preempts the loop as it runs between two sleeps), and
+# one more than the rate (a loop of 0.1 s sleeps ends 10 of them in 0.95 s where one ends at each edge: it was
+# counted 10.1 a second, `output-buffered`, at every gap).
 SLEEP_LOOP_STILL_PER_S = 10.0
 EVIDENCE_BUDGET = 52  # evidence lines for the processes (reports show 60; the verdict's own lines come first)
 EXCERPT_FRAMES = 6  # per process, in the evidence: enough to see the wait and the user's line above it
@@ -66,10 +69,11 @@ class Seen:
     @property
     def sleeps_still(self) -> bool:
         """Asleep in the same time.sleep in every look, woken no more often than its sleeps end (at most
-        SLEEP_LOOP_STILL_PER_S a second): its wake-ups are its timer's, not work."""
-        rate = self.proc.wakeups_per_s()
-        return self.same_place and self.wait.kind == waits.SLEEP and rate is not None and \
-            rate <= SLEEP_LOOP_STILL_PER_S
+        SLEEP_LOOP_STILL_PER_S a second, and one at the edge of the looks' span): its wake-ups are its timer's,
+        not work."""
+        woke = self.proc.woken_from_waits()
+        return self.same_place and self.wait.kind == waits.SLEEP and woke is not None and \
+            woke <= SLEEP_LOOP_STILL_PER_S * self.proc.span_s() + 1
 
     @property
     def same_place(self) -> bool:
@@ -133,8 +137,26 @@ class Seen:
 
 def seen(samples: list[ProcessSample]) -> list[Seen]:
     """The waits of every process, look by look."""
-    return [Seen(p, [classify(look.stacks.text, look.kernel, p.store) for look in p.looks])
+    return [Seen(p, _between_sleeps(p, [classify(look.stacks.text, look.kernel, p.store) for look in p.looks]))
             for p in samples if p.looks]
+
+
+def _between_sleeps(p: ProcessSample, ws: list[Wait]) -> list[Wait]:
+    """A look that caught a loop of sleeps between two of them, read as the sleep its other looks show: the
+    kernel says its main thread runs (woken, waiting for a core) while its stack is a sleeping look's own, frame
+    for frame. Load stretches that wait: one look in thirty of a silent loop of 0.1 s sleeps under CPU hogs fell
+    there, and the loop was called output-buffered (its CPU and wake-ups still say whether it works)."""
+    i = next((i for i, w in enumerate(ws) if w.kind == waits.SLEEP and p.looks[i].stacks.text), None)
+    frames = _main_frames(p.looks[i]) if i is not None else ()
+    if not frames:
+        return ws
+    return [ws[i] if w.kind != waits.SLEEP and lk.kernel.syscall == "running" and _main_frames(lk) == frames else w
+            for w, lk in zip(ws, p.looks)]
+
+
+def _main_frames(look) -> tuple:
+    main = main_of(look.stacks.text) if look.stacks.text else None
+    return main.frames if main is not None else ()
 
 
 def excerpt(s: Seen, frames: int = EXCERPT_FRAMES) -> list[str]:
