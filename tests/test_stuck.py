@@ -355,9 +355,12 @@ def test_a_loop_of_tenth_second_sleeps_stays_asleep_under_cpu_load(tmp_path, scr
     cores) beside it while it is looked at, five times 1.0 to 2.5 s apart: `running [sleeping]` every time. It was
     `output-buffered` one time in a few: its 10 sleeps ending in 0.99 s were 10.1 a second, load's preemptions of
     the loop between two sleeps counted as wake-ups, and a look that caught it woken, waiting for a core, was a
-    look elsewhere. A loop of 0.05 s sleeps that prints (buffered.py) stays output-buffered. (The job keeps its
-    priority: niced under the tests beside it, a loop of 0.05 s sleeps wakes 10 times a second or fewer.)"""
-    from dfdoctor.diagnose import jobstacks, stuck
+    look elsewhere. A loop of 0.05 s sleeps that prints (buffered.py) stays output-buffered. Looked at by a
+    target's agent (its own code, here), the same: it sends the voluntary switches beside the total. (The job keeps
+    its priority: niced under the tests beside it, a loop of 0.05 s sleeps wakes 10 times a second or fewer.)"""
+    from dfdoctor.agent import target_agent
+    from dfdoctor.diagnose import jobstacks, stacks, stuck
+    from dfdoctor.diagnose.look import samples_of
 
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     shutil.copy(JOBS / script, tmp_path / script)
@@ -369,9 +372,11 @@ def test_a_loop_of_tenth_second_sleeps_stays_asleep_under_cpu_load(tmp_path, scr
         assert wait_for(lambda: _asleep(p.pid, 1), timeout=60, step=0.2), "the job did not start"
         hogs = [subprocess.Popen([PY, "-c", "while True: pass"]) for _ in range(2)]  # one per core of CI
         said = []
-        for gap in (1.0, 1.5, 2.5, 1.0, 1.5):
-            samples = jobstacks.sample_job(p.pid, gap_s=gap)
-            found = stuck.judge(samples, 30.0)
+        for gap in (1.0, 1.5, 2.5, 1.0, "agent", "agent"):
+            samples = jobstacks.sample_job(p.pid, gap_s=gap) if gap != "agent" else \
+                samples_of(target_agent.sample([p.pid], stacks.py_spy()))
+            assert all(lk.voluntary is not None for s in samples for lk in s.looks), (gap, samples)
+            found = stuck.judge(samples, 30.0, local=gap != "agent")
             said.append((gap, found and (found.state, found.cause),  # and what flipped it, said when it fails
                          [(s.wakeups(), round(s.looks[-1].at - s.looks[0].at, 3), [w.kind for w in x.waits])
                           for s, x in zip(samples, stuck.seen(samples))]))
