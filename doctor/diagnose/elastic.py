@@ -214,9 +214,10 @@ _TORCHRUN_OPTS = ("nnodes", "rdzv_backend", "rdzv_endpoint", "rdzv_conf", "maste
 
 
 def torchrun_options(argv: list[str]) -> dict[str, str]:
-    """torchrun's own options (dashes and underscores alike, `--x=v` or `--x v`), up to the script it runs."""
+    """torchrun's own options (dashes and underscores alike, `--x=v` or `--x v`), up to the script it runs: after
+    the agent's own word (`torchrun`, or `python -m torch.distributed.run`, whose `-m` is the interpreter's)."""
     out: dict[str, str] = {}
-    i = 0
+    i = next((n + 1 for n, a in enumerate(argv[:4]) if a.endswith("torchrun") or a == "torch.distributed.run"), 0)
     while i < len(argv):
         word = argv[i]
         if word.endswith(".py") or word in ("-m", "--module"):
