@@ -146,8 +146,8 @@ def _conclude(ctx, spec: LaunchSpec, out: ProbeOutcome, hang_s: float, request: 
     guards = p.get("guards") or {}
     conditional = [i for i in failures if i["kind"] == "conditional"]
     for group in _by_missing_module(conditional)[:MAX_FAILURES_SHOWN]:
-        yield _one_per_module(group, lambda item, also="": _conditional(ctx, spec, item,
-                                                                        guards.get(str(item.get("line"))), launch, also))
+        yield _one_per_module(group, lambda item, also="": _conditional(
+            ctx, spec, item, guards.get(str(item.get("line"))), launch, also))
     for group in _by_missing_module(p.get("lazy_missing") or [])[:MAX_FAILURES_SHOWN]:
         yield _one_per_module(group, lambda item, also="": _lazy(ctx, spec, item, request, launch, also))
     if required:

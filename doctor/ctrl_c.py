@@ -3,10 +3,10 @@
 Python turns SIGINT into KeyboardInterrupt wherever it lands. Inside the imports of start-up (some 600 modules, a
 third of a second on a quiet machine) it escaped as a traceback and the process died of the signal (exit -2); in
 the moments after the command had answered, the same. So:
-- the console script's process holds SIGINT blocked from the package's first line (dfdoctor/__init__.py, the
-  first statements: each import before them would widen the window) until the command starts (`command`, run by
-  cli/main.run): one that came meanwhile is delivered there, as a KeyboardInterrupt the command answers with 130
-  as after start-up;
+- the console script's process (and `python -m dfdoctor`'s) holds SIGINT blocked from the package's first line
+  (dfdoctor/__init__.py, the first statements: each import before them would widen the window) until the command
+  starts (`command`, run by cli/main.run): one that came meanwhile is delivered there, as a KeyboardInterrupt the
+  command answers with 130 as after start-up;
 - from then on, its handler raises KeyboardInterrupt only inside the command (its frame on the interrupted stack:
   the command's `finally` blocks end what it started), and outside it only notes the Ctrl-C (`exit_code`: 130).
   Deciding by the interrupted stack leaves no moment between a switch and the code it guards.
@@ -31,9 +31,14 @@ class _State:
 
 
 def held() -> bool:
-    """SIGINT is blocked in the console script's process: held since the package's first line."""
-    return os.path.basename(sys.argv[0] if sys.argv else "") == SCRIPT and \
+    """SIGINT is blocked in the console script's process (or `python -m dfdoctor`'s, whose argv[0] is then its
+    __main__.py): held since the package's first line."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    return (os.path.basename(argv0) == SCRIPT or os.path.abspath(argv0) == _MAIN) and \
         _signal.SIGINT in _signal.pthread_sigmask(_signal.SIG_BLOCK, set())
+
+
+_MAIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__main__.py")  # `python -m dfdoctor`'s argv[0]
 
 
 def command(run: Callable[[], Any]) -> Any:
