@@ -524,3 +524,39 @@ def test_one_warning_per_missing_package_of_conditional_and_lazy_imports_naming_
                                    f"{train}:15: from dfd_lazy_not_installed import metrics"], lazy.evidence
     assert lazy.data["imported_at"] == [f"{train}:10", f"{train}:15"], lazy.data
     assert cond.fix.count("pip install") == lazy.fix.count("pip install") == 1, (cond.fix, lazy.fix)
+
+
+ONE_PACKAGE_REACHED_ON_ITS_SECOND_LINE = """\
+import argparse
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--wandb", action="store_true")
+
+
+def main():
+    args = parser.parse_args()
+    if args.wandb:
+        import dfd_two_lines_not_installed
+    finish()
+
+
+def finish():
+    import dfd_two_lines_not_installed.sdk
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_one_warning_per_missing_package_says_the_line_the_job_reaches(tmp_path: Path) -> None:
+    """Two lazy imports of one missing module: the first under `if args.wandb` (not given: never reached), the
+    second in a function every run calls. The one warning is in the words of the line the job reaches, never
+    "Nothing to install for this launch"."""
+    (tmp_path / "train.py").write_text(ONE_PACKAGE_REACHED_ON_ITS_SECOND_LINE)
+    train = tmp_path / "train.py"
+    (r,) = [r for r in run_check([PY, "train.py"], tmp_path) if r.status is Status.WARN]
+    assert r.summary == (f"No module named 'dfd_two_lines_not_installed', imported inside a function at {train}:15 "
+                         "(also line 10): the job fails when it gets there"), r.summary
+    assert "not_reached" not in r.data and r.data["imported_at"] == [f"{train}:15", f"{train}:10"], r.data
+    assert "Nothing to install" not in r.fix and "pip install dfd-two-lines-not-installed" in r.fix, r.fix
