@@ -18,8 +18,10 @@ Unix's convention. Another process that imports dfdoctor (a probe, a test) keeps
 from __future__ import annotations
 
 import _signal  # the C module: signal.py would import enum first, a wider window than the one closed here
+import _thread
 import os
 import sys
+import time
 from typing import Any, Callable, Optional
 
 SCRIPT = "dfdoctor"  # the console script's name (setup.cfg); argv[0] of its process
@@ -45,6 +47,7 @@ def command(run: Callable[[], Any]) -> Any:
     """Run the command (`run`) answering Ctrl-C: a Ctrl-C held since start-up is raised here, as KeyboardInterrupt,
     before it begins; one during it is raised where it lands; one after it is only noted."""
     if held():
+        sys.unraisablehook = _unraisable_hook(sys.unraisablehook)
         _signal.signal(_signal.SIGINT, _on_sigint)
         _signal.pthread_sigmask(_signal.SIG_UNBLOCK, {_signal.SIGINT})  # a held Ctrl-C: KeyboardInterrupt now
     return run()
@@ -53,6 +56,30 @@ def command(run: Callable[[], Any]) -> Any:
 def exit_code(code: int) -> int:
     """The process's exit status: 130 when a Ctrl-C came once the command had answered."""
     return INTERRUPTED if _State.noted else code
+
+
+def _unraisable_hook(before: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """sys.unraisablehook: a Ctrl-C raised where Python cannot raise (an at-fork hook such as logging's, run as
+    subprocess forks; a __del__) would be printed as "Exception ignored" and lost, the command running on to the end
+    and exit 0. It is sent again from a thread, a moment later, to land where the command answers it (or, again
+    somewhere it cannot, to be sent again). Any other unraisable exception goes to the hook that was there."""
+    def hook(unraisable: Any) -> None:
+        if unraisable.exc_type is KeyboardInterrupt and _raised_by_us(unraisable.exc_traceback):
+            _thread.start_new_thread(_send_again, ())
+            return
+        before(unraisable)
+    return hook
+
+
+def _raised_by_us(tb: Any) -> bool:
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code is _on_sigint.__code__
+
+
+def _send_again() -> None:
+    time.sleep(0.005)  # (out of the hook that swallowed it, most likely: if not, it is swallowed and sent again)
+    os.kill(os.getpid(), _signal.SIGINT)
 
 
 def _on_sigint(signum: int, frame: Optional[Any]) -> None:

@@ -121,3 +121,57 @@ def _ignored_stays_ignored(how: str) -> None:
     finally:
         out, err = _finish(p)
     assert not held and p.returncode in (0, 1) and "dfdoctor check:" in out, (held, p.returncode, out, err)
+
+
+# A Ctrl-C landing in an at-fork hook (logging's, run as subprocess forks with a preexec_fn): Python prints the
+# KeyboardInterrupt as "Exception ignored" and drops it. Made certain here: a hook of the process's own that sends
+# the SIGINT, so the handler runs inside it. 3 of 60 real Ctrl-Cs of `dfdoctor check` landed there (exit 0).
+AT_FORK = """
+import os, signal, subprocess, sys, time
+sys.argv[0] = "dfdoctor"  # as the console script's process, holding SIGINT from its first line
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+from dfdoctor import ctrl_c
+os.register_at_fork(after_in_parent=lambda: os.kill(os.getpid(), signal.SIGINT))
+
+def run():
+    subprocess.run(["true"], preexec_fn=lambda: None)  # (a preexec_fn: the at-fork hooks run)
+    time.sleep(2)
+    return "completed"
+
+try:
+    print(ctrl_c.command(run))
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+
+
+def test_a_ctrl_c_landing_where_python_cannot_raise_it_still_interrupts_the_command():
+    p = subprocess.run([PY, "-c", AT_FORK], env=job_env(), capture_output=True, text=True, timeout=120,
+                       preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert p.stdout.strip() == "interrupted", (p.returncode, p.stdout, p.stderr[-2000:])
+    assert "Exception ignored" not in p.stderr and "Traceback" not in p.stderr, p.stderr[-2000:]
+
+
+# CPython marks a process "ended by Ctrl-C" when a KeyboardInterrupt leaves an exec() of a string (dataclasses
+# build their methods so: a Ctrl-C during an import lands there), even once it was caught, and `python -m` then
+# kills itself with SIGINT at exit. 4 of 60 real Ctrl-Cs of `python -m dfdoctor check` ended so (exit -2).
+ANSWERED_IN_EXEC = """
+import dfdoctor.cli.main as cli
+
+def run(argv=None):
+    try:
+        exec("raise KeyboardInterrupt")  # where dataclasses' exec was as the Ctrl-C came
+    except KeyboardInterrupt:
+        return 130  # answered, as run() does
+
+cli.run = run
+cli.entry()
+"""
+
+
+def test_python_m_dfdoctor_exits_130_after_a_ctrl_c_answered_inside_an_exec(tmp_path):
+    (tmp_path / "answered").mkdir()
+    (tmp_path / "answered" / "__main__.py").write_text(ANSWERED_IN_EXEC)
+    p = subprocess.run([PY, "-m", "answered"], cwd=tmp_path, env=job_env(), capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 130, (p.returncode, p.stderr[-2000:])
