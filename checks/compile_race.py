@@ -43,8 +43,10 @@ CACHE_KIND = "compile-race"
 GUARD_FILE = Path(guard_module.__file__)
 SHIPPED_GUARD = "dfdoctor_guard.py"
 REPRODUCED = ("race", "deadlock")  # the outcomes of a run that reproduced the failure
-# What every run imports before its threads start (dynamo, the race backend's parts): a probe server imports them
-# once, where it may, so that each of the six runs does not import them again (1.1-1.3 s each on 2 cores).
+# What every run of the race backend imports before its threads start (dynamo, the backend's parts): a probe server
+# imports them once, where it may, so that each run does not import them again (1.1-1.3 s each on 2 cores). Not for
+# inductor or flex: dynamo's import reads inductor's config, and their runs must set TORCHINDUCTOR_FORCE_DISABLE_CACHES
+# before it is read (a warm cache would skip the very compiles that race).
 PRELOAD = ("torch._dynamo", "torch._dynamo.backends.common", "torch.fx.experimental.proxy_tensor")
 
 
@@ -166,7 +168,8 @@ def reproduce(ctx, unguarded: bool, found: compile_scan.Scan, fix: str) -> Itera
         yield _verdict(bare, guarded, unguarded, runs, found, fix, reused_from=stored_at)
         return
     budget_end = time.monotonic() + float(ctx.timeout or 150) - 3.0
-    bare = _series(ctx, base + ["--guard", "none"], runs, deadline, budget_end, until_reproduced=True)
+    preload = PRELOAD if base[1] == "race" else ()
+    bare = _series(ctx, base + ["--guard", "none"], runs, deadline, budget_end, preload, until_reproduced=True)
     unreachable = unreached(ctx, bare[0]) if bare else None
     if unreachable:
         yield unreachable
@@ -177,7 +180,7 @@ def reproduce(ctx, unguarded: bool, found: compile_scan.Scan, fix: str) -> Itera
     local = ctx.target.runs_here
     # the guard as the user's code imports it there; where it cannot, this very file, shipped beside the probe
     with_guard = base + ["--guard", "exclusive-compile", "--guard-file", str(GUARD_FILE) if local else SHIPPED_GUARD]
-    guarded = _series(ctx, with_guard, runs, deadline, budget_end, files={SHIPPED_GUARD: GUARD_FILE})
+    guarded = _series(ctx, with_guard, runs, deadline, budget_end, preload, files={SHIPPED_GUARD: GUARD_FILE})
     if key and _conclusive(bare, guarded, runs):
         cache.store(CACHE_KIND, key, [[_storable(o) for o in bare], [_storable(o) for o in guarded]])
     yield _verdict(bare, guarded, unguarded, runs, found, fix)
@@ -214,7 +217,7 @@ def _storable(o: ProbeOutcome) -> dict:
     return d
 
 
-def _series(ctx, argv: list[str], runs: int, deadline: float, budget_end: float,
+def _series(ctx, argv: list[str], runs: int, deadline: float, budget_end: float, preload: tuple[str, ...] = (),
             files: Optional[dict[str, Path]] = None, until_reproduced: bool = False) -> list[ProbeOutcome]:
     """Up to `runs` probe runs, stopping when the check's own time would run out, and (`until_reproduced`, the
     series without the guard) after the first run that reproduced the race or deadlock: that run is the observed
@@ -225,7 +228,7 @@ def _series(ctx, argv: list[str], runs: int, deadline: float, budget_end: float,
         if left < deadline / 2 + 5:
             break
         out.append(run_probe(ctx, "compile_race_probe.py", argv, timeout=min(deadline + 15.0, left), files=files,
-                             preload=PRELOAD))
+                             preload=preload))
         if until_reproduced and _outcome(out[-1])[0] in REPRODUCED:
             break
     return out
