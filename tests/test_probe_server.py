@@ -235,10 +235,11 @@ def test_a_server_started_before_the_checks_are_chosen_serves_their_phase(tmp_pa
     assert _gone(raised) and probe_server._early is None
 
 
+@pytest.mark.slow
 def test_a_preload_is_imported_once_in_the_server_for_the_forks_after_it(tmp_path, ctx):
     """Round 18: compile.race's runs ask the server to import torch._dynamo before their fork (each run imported
     it again, 1.1-1.3 s); the server imports it once, with a torch built without CUDA and ROCm, and every later
-    fork has it. The race still reproduces there."""
+    fork has it. The race still reproduces there (within 3 runs, as compile.race asks for it)."""
     import torch
 
     if torch.version.cuda or getattr(torch.version, "hip", None):
@@ -247,12 +248,15 @@ def test_a_preload_is_imported_once_in_the_server_for_the_forks_after_it(tmp_pat
     with probe_server.serving(ctx, wanted=True):
         warmed(ctx, tmp_path)
         before = run_probe(ctx, script, timeout=60)
-        asked = run_probe(ctx, "compile_race_probe.py", ["--guard", "none"], timeout=120,
-                          preload=("torch._dynamo",))
+        asked = []
+        while len(asked) < 3 and not any(a.payload and a.payload["outcome"] == "race" for a in asked):
+            asked.append(run_probe(ctx, "compile_race_probe.py", ["--guard", "none"], timeout=120,
+                                   preload=("torch._dynamo",)))
         after = run_probe(ctx, script, timeout=60)
     assert before.extra.get("probe_server") and not answer(before)["dynamo"]
-    assert asked.extra.get("probe_server") and asked.payload["dynamo_preloaded"], asked.stderr[-2000:]
-    assert asked.payload["outcome"] == "race", asked.payload
+    for a in asked:
+        assert a.extra.get("probe_server") and a.payload and a.payload["dynamo_preloaded"], a.stderr[-2000:]
+    assert asked[-1].payload["outcome"] == "race", [a.payload["outcome"] for a in asked]
     assert after.extra.get("probe_server") and answer(after)["dynamo"]
 
 
