@@ -8,6 +8,12 @@ line with the probe's argv, cwd and environment, and carries the write ends of t
 it does a fresh probe), takes those pipes as fds 1 and 2 and runs the probe as `__main__`. The server answers with
 the child's pid, then with its exit status.
 
+A request may name modules to import first (`preload`, compile.race's torch._dynamo: 1.1-1.3 s that each of its
+runs paid again in its fork); the server imports them once, for that probe and every fork after it, only with a
+torch built without CUDA and ROCm (whether importing them starts a GPU driver, which no fork may inherit, is not
+proven; with no GPU build it cannot). A preload that fails leaves the server serving nothing more: each probe then
+starts fresh, as after a failed torch import, so none runs in what a failed import left half-loaded.
+
 It stays single-threaded, so a fork never copies a lock another thread holds. It never initialises CUDA (a probe
 that does so in a child is the first in its process to do it). It exits when dfdoctor closes its stdin, killing
 what it forked; it exits at once (status 3) when torch fails to import, so that no probe ever runs after a failed
@@ -34,6 +40,26 @@ def preload():
         import torch  # noqa: F401  (the point of the server)
     except BaseException:
         return False
+    return True
+
+
+_refusing = [False]  # a preload failed: every request from now on is refused (its probe starts fresh)
+
+
+def preload_first(names):
+    """Import what a request asks for before its fork (see the module's doc); False when the server must not
+    serve it (this or an earlier preload failed)."""
+    torch = sys.modules.get("torch")
+    gpu_build = torch is None or getattr(torch.version, "cuda", None) or getattr(torch.version, "hip", None)
+    if _refusing[0] or not names or gpu_build:
+        return not _refusing[0]
+    import importlib
+    for name in names:
+        try:
+            importlib.import_module(str(name))
+        except BaseException:
+            _refusing[0] = True
+            return False
     return True
 
 
@@ -174,6 +200,11 @@ def start(conn, children, servers_fds):
         conn.close()
         return
     request, (out_fd, err_fd) = got
+    if not preload_first(request.get("preload") or ()):
+        os.close(out_fd)
+        os.close(err_fd)
+        conn.close()  # no pid: the caller starts the probe fresh
+        return
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
