@@ -9,10 +9,13 @@ it does a fresh probe), takes those pipes as fds 1 and 2 and runs the probe as `
 the child's pid, then with its exit status.
 
 A request may name modules to import first (`preload`, compile.race's torch._dynamo: 1.1-1.3 s that each of its
-runs paid again in its fork); the server imports them once, for that probe and every fork after it, only with a
-torch built without CUDA and ROCm (whether importing them starts a GPU driver, which no fork may inherit, is not
-proven; with no GPU build it cannot). A preload that fails leaves the server serving nothing more: each probe then
-starts fresh, as after a failed torch import, so none runs in what a failed import left half-loaded.
+runs paid again in its fork); the server imports them once, for that probe and every fork after it, with a torch
+built for the CPU or CUDA, not ROCm (unproven there). A GPU driver started by them could not be inherited by a fork:
+on an H200 (torch 2.11.0+cu130, bench/gpu_preload_check.py) the preload started no thread and left CUDA
+uninitialised, and a fork made after it started CUDA and ran a compiled function; and the server checks it each
+time (CUDA initialised after a preload: it serves nothing more). A preload that fails leaves the server serving
+nothing more: each probe then starts fresh, as after a failed torch import, so none runs in what a failed import
+left half-loaded.
 
 It stays single-threaded, so a fork never copies a lock another thread holds. It never initialises CUDA (a probe
 that does so in a child is the first in its process to do it). It exits when dfdoctor closes its stdin, killing
@@ -50,8 +53,8 @@ def preload_first(names):
     """Import what a request asks for before its fork (see the module's doc); False when the server must not
     serve it (this or an earlier preload failed)."""
     torch = sys.modules.get("torch")
-    gpu_build = torch is None or getattr(torch.version, "cuda", None) or getattr(torch.version, "hip", None)
-    if _refusing[0] or not names or gpu_build:
+    unproven = torch is None or getattr(torch.version, "hip", None)
+    if _refusing[0] or not names or unproven:
         return not _refusing[0]
     import importlib
     for name in names:
@@ -60,6 +63,9 @@ def preload_first(names):
         except BaseException:
             _refusing[0] = True
             return False
+    if getattr(torch.version, "cuda", None) and torch.cuda.is_initialized():
+        _refusing[0] = True  # (seen not to on an H200, torch 2.11+cu130; a torch that does: no fork may inherit it)
+        return False
     return True
 
 
