@@ -4,7 +4,9 @@ Two parts. Statically (checks/compile_scan.py), it reads (never imports) the lau
 modules, finds the threads that run compiled code and whether each applies the proven guard
 (`dfdoctor.guard.compile_guard`, unconditionally on its path); a reading alone only warns. Then, in the
 training interpreter, it runs the reproduction (checks/probes/compile_race_probe.py: barrier-started threads,
-forward + backward, recompiles) a few times without a guard and as many with `dfdoctor.guard` itself
+forward + backward, recompiles) up to a few times without a guard (stopping at the first run that reproduces
+it: a reproduced race is the observed failure; more runs would only measure its rate) and as many with
+`dfdoctor.guard` itself, every one of them (that the guard held in each is the proof)
 (imported there as the user's code would, or shipped as its one file where that interpreter has no dfdoctor),
 and says how often and how fast the race came and whether the guard held. A reproduced race in code that
 compiles in threads without the proven guard fails. A reproduction that stops progressing is ended at its deadline; its threads' stacks
@@ -40,6 +42,12 @@ DISABLING_ARGS = ("--no-compile-guard",)
 CACHE_KIND = "compile-race"
 GUARD_FILE = Path(guard_module.__file__)
 SHIPPED_GUARD = "dfdoctor_guard.py"
+REPRODUCED = ("race", "deadlock")  # the outcomes of a run that reproduced the failure
+# What every run of the race backend imports before its threads start (dynamo, the backend's parts): a probe server
+# imports them once, where it may, so that each run does not import them again (1.1-1.3 s each on 2 cores). Not for
+# inductor or flex: dynamo's import reads inductor's config, and their runs must set TORCHINDUCTOR_FORCE_DISABLE_CACHES
+# before it is read (a warm cache would skip the very compiles that race).
+PRELOAD = ("torch._dynamo", "torch._dynamo.backends.common", "torch.fx.experimental.proxy_tensor")
 
 
 @check(CHECK_ID, title="Concurrent torch.compile in threads: reproduce the race, prove the guard",
@@ -160,7 +168,8 @@ def reproduce(ctx, unguarded: bool, found: compile_scan.Scan, fix: str) -> Itera
         yield _verdict(bare, guarded, unguarded, runs, found, fix, reused_from=stored_at)
         return
     budget_end = time.monotonic() + float(ctx.timeout or 150) - 3.0
-    bare = _series(ctx, base + ["--guard", "none"], runs, deadline, budget_end)
+    preload = PRELOAD if base[1] == "race" else ()
+    bare = _series(ctx, base + ["--guard", "none"], runs, deadline, budget_end, preload, until_reproduced=True)
     unreachable = unreached(ctx, bare[0]) if bare else None
     if unreachable:
         yield unreachable
@@ -171,7 +180,7 @@ def reproduce(ctx, unguarded: bool, found: compile_scan.Scan, fix: str) -> Itera
     local = ctx.target.runs_here
     # the guard as the user's code imports it there; where it cannot, this very file, shipped beside the probe
     with_guard = base + ["--guard", "exclusive-compile", "--guard-file", str(GUARD_FILE) if local else SHIPPED_GUARD]
-    guarded = _series(ctx, with_guard, runs, deadline, budget_end, files={SHIPPED_GUARD: GUARD_FILE})
+    guarded = _series(ctx, with_guard, runs, deadline, budget_end, preload, files={SHIPPED_GUARD: GUARD_FILE})
     if key and _conclusive(bare, guarded, runs):
         cache.store(CACHE_KIND, key, [[_storable(o) for o in bare], [_storable(o) for o in guarded]])
     yield _verdict(bare, guarded, unguarded, runs, found, fix)
@@ -189,10 +198,16 @@ def _cache_key(ctx, base: list[str], runs: int) -> Optional[dict]:
 
 
 def _conclusive(bare: list[ProbeOutcome], guarded: list[ProbeOutcome], runs: int) -> bool:
-    """Worth reusing: every run happened and ended in race, deadlock or ok (not broken, not slow)."""
-    if len(bare) != runs or len(guarded) != runs:
+    """Worth reusing: the series without the guard ran all its runs or ended at its first reproduction, the
+    guarded one ran all its runs, and every run ended in race, deadlock or ok (not broken, not slow)."""
+    if not _series_done(bare, runs) or len(guarded) != runs:
         return False
     return all(_outcome(o)[0] in ("race", "deadlock", "ok") for o in bare + guarded)
+
+
+def _series_done(bare: list[ProbeOutcome], runs: int) -> bool:
+    """The unguarded series ended as it should: all its runs, or fewer whose last reproduced the failure."""
+    return len(bare) == runs or (0 < len(bare) < runs and _outcome(bare[-1])[0] in REPRODUCED)
 
 
 def _storable(o: ProbeOutcome) -> dict:
@@ -202,15 +217,20 @@ def _storable(o: ProbeOutcome) -> dict:
     return d
 
 
-def _series(ctx, argv: list[str], runs: int, deadline: float, budget_end: float,
-            files: Optional[dict[str, Path]] = None) -> list[ProbeOutcome]:
-    """Up to `runs` probe runs, stopping when the check's own time would run out."""
+def _series(ctx, argv: list[str], runs: int, deadline: float, budget_end: float, preload: tuple[str, ...] = (),
+            files: Optional[dict[str, Path]] = None, until_reproduced: bool = False) -> list[ProbeOutcome]:
+    """Up to `runs` probe runs, stopping when the check's own time would run out, and (`until_reproduced`, the
+    series without the guard) after the first run that reproduced the race or deadlock: that run is the observed
+    failure, and each further one cost the demo's launch 1.8 s (a deadlock on a GPU: its whole deadline)."""
     out: list[ProbeOutcome] = []
     for _ in range(runs):
         left = budget_end - time.monotonic()
         if left < deadline / 2 + 5:
             break
-        out.append(run_probe(ctx, "compile_race_probe.py", argv, timeout=min(deadline + 15.0, left), files=files))
+        out.append(run_probe(ctx, "compile_race_probe.py", argv, timeout=min(deadline + 15.0, left), files=files,
+                             preload=preload))
+        if until_reproduced and _outcome(out[-1])[0] in REPRODUCED:
+            break
     return out
 
 
@@ -234,7 +254,7 @@ def _verdict(bare: list[ProbeOutcome], guarded: list[ProbeOutcome], unguarded: b
     b = [_outcome(o) for o in bare]
     g = [_outcome(o) for o in guarded]
     torch_v = next((o.payload.get("torch") for o in bare + guarded if o.payload), "?")
-    hits = [i for i, (kind, _) in enumerate(b) if kind in ("race", "deadlock")]
+    hits = [i for i, (kind, _) in enumerate(b) if kind in REPRODUCED]
     firsts = [bare[i].payload["first_error_s"] for i in hits
               if bare[i].payload and bare[i].payload.get("first_error_s") is not None]
     deadlocks = [c for kind, c in b + g if kind == "deadlock"]
@@ -263,8 +283,7 @@ def _verdict(bare: list[ProbeOutcome], guarded: list[ProbeOutcome], unguarded: b
         return skip("the reproduction could not run in this interpreter"
                     + (f" (exit {first.returncode})" if first else " (no time left)"),
                     details=first.stderr[-2000:] if first else "", data=data)
-    how = (f"{len(hits)}/{len(bare)} runs" + (f", first failure after a median {data['median_first_error_s']} s"
-                                             if firsts else ""))
+    how = _how(hits, len(bare), firsts, data["median_first_error_s"])
     held = f"dfdoctor.guard held in {len(guarded) - len(g_fail)}/{len(guarded)} runs"
     gm = data["guard_module"]
     if gm and not gm.get("proven_torch"):
@@ -294,6 +313,16 @@ def _verdict(bare: list[ProbeOutcome], guarded: list[ProbeOutcome], unguarded: b
     return ok(summary + "; the launched code applies it: " + found.proven[0], data=data,
               evidence=tuple(found.proven[:3]) + tuple(f"seen, not proven: {s}" if "seen, not proven" not in s
                                                        else s for s in found.seen[:2]) + evidence[:2])
+
+
+def _how(hits: list[int], made: int, firsts: list[float], median: Optional[float]) -> str:
+    """How often it reproduced ("1/1 runs"), how soon, and, where the series ended at its one reproduction, that
+    it stops there (so that "1/1" is not read as one run asked for, nor as a rate)."""
+    when = (f", first failure after {median} s" if len(firsts) == 1 else
+            f", first failure after a median {median} s" if firsts else "")
+    stopped = (" (the runs without the guard stop at the first that reproduces it)"
+               if len(hits) == 1 and hits[0] == made - 1 else "")
+    return f"{len(hits)}/{made} runs{when}{stopped}"
 
 
 def _guard_module(guarded: list[ProbeOutcome]) -> Optional[dict]:

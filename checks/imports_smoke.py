@@ -15,7 +15,8 @@ import re
 import shlex
 import sys
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence
+from dataclasses import replace
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from dfdoctor import STATIC, Result, Status, causes, check, error, fail, ok, skip, warn
 from dfdoctor.launchline.commandline import LaunchSpec, as_lead, guessed_interpreter, spec_for
@@ -143,10 +144,12 @@ def _conclude(ctx, spec: LaunchSpec, out: ProbeOutcome, hang_s: float, request: 
     for item, *same in _by_missing_module(required)[:MAX_FAILURES_SHOWN]:
         yield _failed_import(ctx, item, request, launch, same)
     guards = p.get("guards") or {}
-    for item in [i for i in failures if i["kind"] == "conditional"][:MAX_FAILURES_SHOWN]:
-        yield _conditional(ctx, spec, item, guards.get(str(item.get("line"))), launch)
-    for item in (p.get("lazy_missing") or [])[:MAX_FAILURES_SHOWN]:
-        yield _lazy(ctx, spec, item, request, launch)
+    conditional = [i for i in failures if i["kind"] == "conditional"]
+    for group in _by_missing_module(conditional)[:MAX_FAILURES_SHOWN]:
+        yield _one_per_module(group, lambda item, also="": _conditional(
+            ctx, spec, item, guards.get(str(item.get("line"))), launch, also))
+    for group in _by_missing_module(p.get("lazy_missing") or [])[:MAX_FAILURES_SHOWN]:
+        yield _one_per_module(group, lambda item, also="": _lazy(ctx, spec, item, request, launch, also))
     if required:
         return
     loaded = [i for i in p["imports"] if i["status"] == "ok"]
@@ -165,13 +168,29 @@ def _conclude(ctx, spec: LaunchSpec, out: ProbeOutcome, hang_s: float, request: 
                                                         for i in p["imports"]]})
 
 
-def _conditional(ctx, spec: LaunchSpec, item: dict, guard: Optional[str], launch: dict) -> Result:
+def _one_per_module(group: list[dict], judge: Callable[..., Result]) -> Result:
+    """One warning for the conditional or lazy imports of one missing module (`group`, in the order the job
+    meets them; a failure other than a missing module is a group of one), naming every line: the words are those
+    of the first line the job reaches (its branch is taken, or may be), else of the first line, and the other
+    lines follow its `file:line` (` (also lines 9 and 12)`), each an evidence line, all in `data.imported_at`."""
+    if len(group) == 1:
+        return judge(group[0])
+    lead = next((i for i in group if not judge(i).data.get("not_reached")), group[0])
+    mod = lead.get("missing") or lead["name"]
+    lines, also = _other_lines(lead, [i for i in group if i is not lead], mod)
+    r = judge(lead, _also_at(lead, lines))
+    return replace(r, evidence=tuple(r.evidence) + tuple(also),
+                   data={**r.data, "imported_at": [_loc(i) for i in (lead, *lines)]})
+
+
+def _conditional(ctx, spec: LaunchSpec, item: dict, guard: Optional[str], launch: dict, also: str = "") -> Result:
     """An import under an `if` that fails. Where the `if` reads an option of the script the launch does not give,
     and its branch is not taken here (judged by the probe, or on the options' defaults), this launch never gets
     there: said, with the option that would take it there, and its install is no next step (nanoGPT's `import
     wandb` under `if wandb_log`: `next: pip install wandb` for a run that logs nowhere)."""
     under = f" under {guard}" if guard else ""
-    said = f"conditional import of {item['name']} fails ({item['exception']}: {item['message']}) at {_loc(item)}{under}"
+    said = (f"conditional import of {item['name']} fails ({item['exception']}: {item['message']}) at "
+            f"{_loc(item)}{also}{under}")
     cause = causes.MISSING_MODULE if item["status"] == "missing" else causes.IMPORT_ERROR
     fix = _missing_fix(ctx, item) if item["status"] == "missing" else ""
     evidence = (f"{_loc(item)}: {item['text']}",)
@@ -182,20 +201,20 @@ def _conditional(ctx, spec: LaunchSpec, item: dict, guard: Optional[str], launch
                 (f", and this launch gives {gate.option.flag}" if given else "")
         return warn(f"{said}; the job breaks if that branch runs", cause, evidence=evidence,
                     details=item.get("traceback", ""), fix=fix, data=launch)
-    said = f"conditional import of {item['name']} fails ({item['exception']}: {item['message']}) at {_loc(item)}"
+    said = f"conditional import of {item['name']} fails ({item['exception']}: {item['message']}) at {_loc(item)}{also}"
     return warn(f"{said}: {_short(item['file'], ctx.cwd)} imports it {gate.words()}; this launch does not give "
                 f"{gate.option.flag}, so it does not get there", cause, evidence=evidence,
                 details=item.get("traceback", ""), fix=_later(gate, fix), data={**launch, "not_reached": True})
 
 
-def _lazy(ctx, spec: LaunchSpec, item: dict, request: dict, launch: dict) -> Result:
+def _lazy(ctx, spec: LaunchSpec, item: dict, request: dict, launch: dict, also: str = "") -> Result:
     """A module imported inside a function that is not installed: the job fails when it calls the function,
     unless every call of it sits under an `if` on an option this launch does not give, false on its default
     (nanoGPT's transformers, in GPT.from_pretrained, called only for `--init_from=gpt2*`). An import under an `if`
     inside the function is one too, said with its `if`: not reached where that `if` (or one above a call) reads
     an option this launch does not give, else the job fails if that branch runs."""
     fix = _missing_fix(ctx, item, request)
-    said = f"No module named '{item['missing']}', imported inside a function at {_loc(item)}"
+    said = f"No module named '{item['missing']}', imported inside a function at {_loc(item)}{also}"
     evidence = (f"{_loc(item)}: {item['text']}",)
     gate, given, by_default = _gate(ctx, spec, item)
     if item.get("under"):
@@ -319,10 +338,10 @@ def _syntax_error(errs: list[dict], launch: dict) -> Result:
 def _by_missing_module(required: list[dict]) -> list[list[dict]]:
     """The failed imports, those of one missing module together (`import torch`, `import torch.nn`, `from torch
     import optim`: one module to install, said once with every line), in the order the job meets them; any other
-    failure on its own."""
+    failure on its own. A lazy import (one inside a function) has no status: it is found only when missing."""
     groups: dict[object, list[dict]] = {}
     for n, item in enumerate(required):
-        key = ("missing", item.get("missing") or item["name"]) if item["status"] == "missing" else n
+        key = ("missing", item.get("missing") or item["name"]) if item.get("status", "missing") == "missing" else n
         groups.setdefault(key, []).append(item)
     return list(groups.values())
 

@@ -2,15 +2,19 @@
 
 # First, before any import of ours (each one widens the window): in the console script's process, a Ctrl-C
 # during start-up is held for the command to answer with exit 130, never a traceback from inside an import. An
-# inherited SIG_IGN is left as it is; so is another process that imports dfdoctor (doctor/ctrl_c.py)
+# inherited SIG_IGN is left as it is; so is another process that imports dfdoctor (doctor/ctrl_c.py), a
+# `python -m dfdoctor.MODULE` among them
 import _signal  # noqa: E402 (the C module: signal.py would import enum first)
 import os as _os  # noqa: E402
 import sys as _sys  # noqa: E402
 
-if _os.path.basename(_sys.argv[0] if _sys.argv else "") == "dfdoctor" and \
+# `python -m dfdoctor` too: while runpy finds the module, argv[0] is "-m", and the interpreter's own argv names it
+_m = list(getattr(_sys, "orig_argv", ()))
+_m = _sys.argv[:1] == ["-m"] and ("-mdfdoctor" in _m or "-m" in _m and _m[_m.index("-m") + 1:][:1] == ["dfdoctor"])
+if (_m or _os.path.basename(_sys.argv[0] if _sys.argv else "") == "dfdoctor") and \
         _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
     _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT})  # no thread runs yet: the process's mask
-del _signal, _os, _sys
+del _signal, _os, _sys, _m
 
 __version__ = "0.1.0"
 

@@ -51,7 +51,8 @@ def reach_fix(target: Target) -> str:
 
 def run_probe(ctx, script: str | os.PathLike, args: Sequence[str] = (), *, timeout: Optional[float] = None,
               env: Optional[dict[str, str]] = None, cwd: Optional[os.PathLike] = None,
-              files: Optional[dict[str, Path]] = None, request: Any = None, site: bool = True) -> ProbeOutcome:
+              files: Optional[dict[str, Path]] = None, request: Any = None, site: bool = True,
+              preload: Sequence[str] = ()) -> ProbeOutcome:
     """Run a probe script with the training interpreter (`ctx.python`) in the job's cwd and environment.
 
     `script` is a path, or a bare file name under `checks/probes/`. `files` ({name: path}) travel beside the
@@ -59,14 +60,17 @@ def run_probe(ctx, script: str | os.PathLike, args: Sequence[str] = (), *, timeo
     in a file (`_probe_support.request()`), whatever its size: argv words are for short flags only. The
     probe's JSON answer, if it wrote one, is in `outcome.payload`. Without `site` a probe that needs the
     standard library alone starts here with -S: site-packages' .pth files are not its business, and a fresh
-    interpreter that skips them starts in a fifth of the time.
+    interpreter that skips them starts in a fifth of the time. `preload`: modules that a probe server here
+    imports once before the probe's fork, for the forks after it too (`probe_server.run`); a fresh probe
+    imports them itself.
     """
     path = Path(script)
     if not path.is_absolute() and not path.exists():
         path = PROBES_DIR / path
     target = ctx.target
     if target.runs_here:
-        outcome = _run_probe_here(ctx, path, args, timeout=timeout, env=env, cwd=cwd, request=request, site=site)
+        outcome = _run_probe_here(ctx, path, args, timeout=timeout, env=env, cwd=cwd, request=request, site=site,
+                                  preload=preload)
     else:
         outcome = _run_probe_on(target, ctx, path, args, timeout=timeout or ctx.timeout or 60.0, env=env, cwd=cwd,
                                 files=files, request=request)
@@ -100,7 +104,8 @@ def _probe_not_understood(outcome: ProbeOutcome, path: Path, files: Optional[dic
 
 
 def _run_probe_here(ctx, path: Path, args: Sequence[str], *, timeout: Optional[float], env: Optional[dict[str, str]],
-                    cwd: Optional[os.PathLike], request: Any, site: bool = True) -> ProbeOutcome:
+                    cwd: Optional[os.PathLike], request: Any, site: bool = True,
+                    preload: Sequence[str] = ()) -> ProbeOutcome:
     """Run the probe on this machine, its answer and its input in private temp files."""
     run_env = dict(ctx.env if env is None else env)
     fd, out_path = tempfile.mkstemp(prefix="dfdoctor-probe-", suffix=".json")
@@ -118,7 +123,8 @@ def _run_probe_here(ctx, path: Path, args: Sequence[str], *, timeout: Optional[f
     try:
         outcome = None
         if probe_server.serves(ctx.python, run_env, str(path)):
-            outcome = probe_server.run([str(path), *args], timeout=limit, cwd=cwd or ctx.cwd, env=run_env)
+            outcome = probe_server.run([str(path), *args], timeout=limit, cwd=cwd or ctx.cwd, env=run_env,
+                                       preload=preload)
         if outcome is None:  # no server, or it did not take the probe in time: a fresh interpreter, in what is left
             left = max(1.0, limit - (time.monotonic() - started))
             outcome = run_command([ctx.python, *(() if site else ("-S",)), str(path), *args], timeout=left,

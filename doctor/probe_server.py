@@ -153,10 +153,13 @@ def serves(python: str, env: dict[str, str], script: str = "") -> bool:
 
 
 def run(argv: Sequence[str], *, timeout: float, cwd: os.PathLike | str, env: dict[str, str],
-        limit: int = DEFAULT_LIMIT, stack_signal: Optional[int] = signal.SIGUSR1) -> Optional[ProbeOutcome]:
+        limit: int = DEFAULT_LIMIT, stack_signal: Optional[int] = signal.SIGUSR1,
+        preload: Sequence[str] = ()) -> Optional[ProbeOutcome]:
     """Run a probe script (`argv[0]`) in a fork of the server; None when the server did not take it (the caller
     then runs it fresh, with what is left of its time). The server is given a third of the time to take it:
-    it is still importing torch, and a torch that hangs there is the fresh probe's to find and show."""
+    it is still importing torch, and a torch that hangs there is the fresh probe's to find and show. `preload`:
+    modules the server imports before this fork, kept for the later ones (checks/probes/_probe_server.py says
+    when it does)."""
     server = _active
     if server is None:
         return None
@@ -169,7 +172,8 @@ def run(argv: Sequence[str], *, timeout: float, cwd: os.PathLike | str, env: dic
     err_r, err_w = os.pipe()
     try:
         conn.settimeout(max(0.01, taken_by - time.monotonic()))
-        request = json.dumps({"argv": [str(a) for a in argv], "cwd": str(cwd), "env": env}).encode() + b"\n"
+        request = json.dumps({"argv": [str(a) for a in argv], "cwd": str(cwd), "env": env,
+                              **({"preload": list(preload)} if preload else {})}).encode() + b"\n"
         conn.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", (out_w, err_w)).tobytes())])
         reply = _read_line(conn)
         pid = int(json.loads(reply)["pid"]) if reply else None

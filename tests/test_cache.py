@@ -69,5 +69,7 @@ def test_only_a_conclusive_reproduction_is_kept():
     still_compiling = _outcome({"outcome": "hang", "stacks": "Thread 1:\n  File \"x.py\", line 1 in f\n"})
     assert cr._conclusive([race, race], [fine, fine], 2)
     assert not cr._conclusive([race, race], [fine, still_compiling], 2), "a slow run says nothing lasting"
-    assert not cr._conclusive([race], [fine], 2), "a series cut short by the time budget is not kept"
+    assert not cr._conclusive([race], [fine], 2), "a guarded series cut short by the time budget is not kept"
+    assert not cr._conclusive([fine], [fine, fine], 2), "nor an unguarded one cut short before any reproduction"
+    assert cr._conclusive([race], [fine, fine], 2), "one that ended at its first reproduction is (round 18)"
     assert not cr._conclusive([race, _outcome(None)], [fine, fine], 2), "a broken run is not kept"

@@ -475,3 +475,88 @@ def test_one_finding_per_missing_package_naming_every_line_that_imports_it(tmp_p
     assert torch.fix.count("pip install") == 1 and "pip install dfd-torch-not-installed " in torch.fix, torch.fix
     assert vision.summary == f"No module named 'dfd_vision_not_installed', imported at {train}:6", vision.summary
     assert vision.data["imported_at"] == [f"{train}:6"]
+
+
+CONDITIONAL_AND_LAZY_OF_ONE_PACKAGE = """\
+import os
+
+if os.environ.get("DFD_LOG_NOT_SET"):
+    import dfd_cond_not_installed
+    import dfd_cond_not_installed.sdk as sdk
+    from dfd_cond_not_installed import init
+
+
+def evaluate():
+    import dfd_lazy_not_installed
+    return dfd_lazy_not_installed
+
+
+def score():
+    from dfd_lazy_not_installed import metrics
+    return metrics
+
+
+if __name__ == "__main__":
+    evaluate()
+"""
+
+
+def test_one_warning_per_missing_package_of_conditional_and_lazy_imports_naming_every_line(tmp_path: Path) -> None:
+    """Conditional imports (under an `if`) and lazy ones (inside a function) of one missing module: a warning per
+    line (round 17: three rows for dfd_cond_not_installed, two for dfd_lazy_not_installed, each its install). One
+    per missing module, as for the imports every run meets, naming every line."""
+    (tmp_path / "train.py").write_text(CONDITIONAL_AND_LAZY_OF_ONE_PACKAGE)
+    train = tmp_path / "train.py"
+    warned = [r for r in run_check([PY, "train.py"], tmp_path) if r.status is Status.WARN]
+    assert len(warned) == 2, [r.summary for r in warned]
+    cond, lazy = warned
+    assert cond.cause == lazy.cause == causes.MISSING_MODULE, (cond, lazy)
+    assert cond.summary.startswith("conditional import of dfd_cond_not_installed fails (ModuleNotFoundError: No "
+                                   f"module named 'dfd_cond_not_installed') at {train}:4 (also lines 5 and 6) "
+                                   "under `if os.environ.get"), cond.summary
+    assert list(cond.evidence) == [f"{train}:4: import dfd_cond_not_installed",
+                                   f"{train}:5: import dfd_cond_not_installed.sdk as sdk",
+                                   f"{train}:6: from dfd_cond_not_installed import init"], cond.evidence
+    assert cond.data["imported_at"] == [f"{train}:{n}" for n in (4, 5, 6)], cond.data
+    assert lazy.summary == (f"No module named 'dfd_lazy_not_installed', imported inside a function at {train}:10 "
+                            "(also line 15): the job fails when it gets there"), lazy.summary
+    assert list(lazy.evidence) == [f"{train}:10: import dfd_lazy_not_installed",
+                                   f"{train}:15: from dfd_lazy_not_installed import metrics"], lazy.evidence
+    assert lazy.data["imported_at"] == [f"{train}:10", f"{train}:15"], lazy.data
+    assert cond.fix.count("pip install") == lazy.fix.count("pip install") == 1, (cond.fix, lazy.fix)
+
+
+ONE_PACKAGE_REACHED_ON_ITS_SECOND_LINE = """\
+import argparse
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--wandb", action="store_true")
+
+
+def main():
+    args = parser.parse_args()
+    if args.wandb:
+        import dfd_two_lines_not_installed
+    finish()
+
+
+def finish():
+    import dfd_two_lines_not_installed.sdk
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_one_warning_per_missing_package_says_the_line_the_job_reaches(tmp_path: Path) -> None:
+    """Two lazy imports of one missing module: the first under `if args.wandb` (not given: never reached), the
+    second in a function every run calls. The one warning is in the words of the line the job reaches, never
+    "Nothing to install for this launch"."""
+    (tmp_path / "train.py").write_text(ONE_PACKAGE_REACHED_ON_ITS_SECOND_LINE)
+    train = tmp_path / "train.py"
+    (r,) = [r for r in run_check([PY, "train.py"], tmp_path) if r.status is Status.WARN]
+    assert r.summary == (f"No module named 'dfd_two_lines_not_installed', imported inside a function at {train}:15 "
+                         "(also line 10): the job fails when it gets there"), r.summary
+    assert "not_reached" not in r.data and r.data["imported_at"] == [f"{train}:15", f"{train}:10"], r.data
+    assert "Nothing to install" not in r.fix and "pip install dfd-two-lines-not-installed" in r.fix, r.fix

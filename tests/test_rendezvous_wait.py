@@ -34,6 +34,10 @@ def test_torchrun_options_are_read_up_to_the_script():
     opts = torchrun_options(["torchrun", "--nnodes", "1:2", "--rdzv-backend=c10d", "--rdzv_endpoint", "h:1",
                              "--rdzv-conf=join_timeout=60", "train.py", "--nnodes=9"])
     assert opts == {"nnodes": "1:2", "rdzv_backend": "c10d", "rdzv_endpoint": "h:1", "rdzv_conf": "join_timeout=60"}
+    # `python -m torch.distributed.run`: its -m is the interpreter's (it read no option of such a line)
+    opts = torchrun_options(["/usr/bin/python3", "-m", "torch.distributed.run", "--standalone", "--nnodes=2",
+                             "-m", "train"])
+    assert opts == {"standalone": "", "nnodes": "2"}, opts
 
 
 def test_what_torchrun_was_asked_is_its_command_line_else_its_pet_environment():
@@ -45,6 +49,16 @@ def test_what_torchrun_was_asked_is_its_command_line_else_its_pet_environment():
     asked = torchrun_asked(["torchrun", "--nnodes=2", "train.py", "--rdzv-backend=static"], env)
     assert asked == {"nnodes": "2", "rdzv_backend": "c10d", "rdzv_endpoint": "h:7", "rdzv_conf": "join_timeout=9",
                      "node_rank": "1"}, asked
+
+
+def test_what_torchrun_was_asked_knows_which_options_its_pet_environment_gave():
+    from dfdoctor.diagnose.elastic import endpoint_of, torchrun_asked
+
+    asked = torchrun_asked(["torchrun", "--nnodes=2", "--rdzv-endpoint=h:1", "train.py"],
+                           {"PET_RDZV_ENDPOINT": "e:2", "PET_RDZV_BACKEND": "c10d", "PET_STANDALONE": "1"})
+    assert asked.from_env == {"rdzv_backend": "PET_RDZV_BACKEND", "standalone": "PET_STANDALONE"}, asked.from_env
+    # torch's run.py under --standalone: c10d at localhost:0 (a free port), whatever the endpoint given
+    assert endpoint_of(asked) == ("c10d", "localhost:0"), endpoint_of(asked)
 
 
 @pytest.fixture
@@ -81,6 +95,12 @@ def test_one_node_of_two_whose_c10d_rendezvous_is_given_by_environment_only_is_r
     assert f"waits at 127.0.0.1:{port} (c10d rendezvous)" in v["summary"], v["summary"]
     assert "gives up after 300 s" in v["summary"], v["summary"]
     _fix_in_the_backends_words(v["fix"], "c10d", port)
+    # where each option came from, so the user knows where to change it (round 18: the evidence said
+    # "rdzv backend c10d, endpoint 127.0.0.1:P" as though the command line had said so)
+    assert (f"the launch line: --nnodes=2, rdzv backend c10d (from PET_RDZV_BACKEND), endpoint 127.0.0.1:{port} "
+            "(from PET_RDZV_ENDPOINT), rdzv conf join_timeout=300 (from PET_RDZV_CONF)") in v["evidence"], v["evidence"]
+    assert f"--rdzv-endpoint=127.0.0.1:{port} (set by PET_RDZV_ENDPOINT here)" in v["fix"], v["fix"]
+    assert "--rdzv-conf join_timeout=SECONDS (set by PET_RDZV_CONF here)" in v["fix"], v["fix"]
 
 
 def test_a_targets_agent_sends_the_pet_variables_torchruns_rendezvous_is_read_from(tmp_path):
@@ -130,10 +150,11 @@ def _fix_in_the_backends_words(fix: str, kind: str, port: int) -> None:
         assert "--master-addr=127.0.0.1 (reachable from there" in fix and f"--master-port={port};" in fix, fix
 
 
-def _dfdoctor(python: Path, work: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
+def _dfdoctor(python: Path, work: Path, *args: str, **env: str) -> tuple[subprocess.CompletedProcess, dict]:
     out = work / f"report-{time.monotonic_ns()}.json"
     p = subprocess.run([str(python), "-m", "dfdoctor", args[0], "--cwd", str(work), "--format", "json", "--output",
-                        str(out), "--format", "text", *args[1:]], cwd=work, env=job_env(PATH="/usr/local/bin:/usr/bin:/bin"),
+                        str(out), "--format", "text", *args[1:]], cwd=work,
+                       env=job_env(PATH="/usr/local/bin:/usr/bin:/bin", **env),
                        capture_output=True, text=True, timeout=240)
     assert out.exists(), p.stdout + p.stderr
     return p, json.loads(out.read_text())
@@ -159,6 +180,54 @@ def test_without_py_spy_one_node_of_two_waits_in_the_rendezvous_seen_from_the_ke
     assert any("no rank has started on this node" in e for e in v["evidence"]), text
     assert "0 of 2" not in v["summary"] and "--nnodes=1" in v["fix"], text
     _fix_in_the_backends_words(v["fix"], kind, port)
+
+
+@pytest.mark.slow
+def test_a_standalone_torchrun_asked_for_two_nodes_waits_where_no_node_can_join_and_the_fix_says_so(work):
+    """torch's run.py under --standalone makes the rendezvous c10d at localhost:0 (a free port) under a fresh
+    uuid, and leaves --nnodes as asked: `torchrun --standalone --nnodes=2` waits for a node that cannot come. It
+    was read as static at 127.0.0.1:29500, its fix to start the other node with --master-addr=127.0.0.1 and
+    --master-port=29500, "or --standalone" (which it had)."""
+    proc, rep = launch(work, TORCHRUN, "--standalone", "--nnodes=2", "--nproc_per_node=1", "train.py", watch=20)
+    v, text = rep["verdict"], text_of(rep)
+    assert proc.returncode == 1 and v["cause"] == causes.RANK_MISSING, text
+    assert "--nnodes=2 asks for 2 nodes, and 1 of 2 nodes has joined" in v["summary"], v["summary"]
+    assert ("It waits at localhost, on a free port it picked (the c10d rendezvous of --standalone, under a fresh "
+            "--rdzv-id: no other node can join it) and gives up after 600 s") in v["summary"], v["summary"]
+    assert any(e.startswith("the launch line: --nnodes=2, --standalone: rdzv backend c10d, endpoint localhost:0")
+               for e in v["evidence"]), v["evidence"]
+    _standalone_fix(v["fix"])
+
+
+@pytest.mark.slow
+def test_without_py_spy_a_torchrun_made_standalone_by_its_environment_is_read_so_and_names_the_variables(work):
+    """PET_STANDALONE=1 PET_NNODES=2, no py-spy: the agent holds a connection to the store it serves itself on
+    localhost (a port it picked). It was `running [sleeping]`: the connection was looked for at 127.0.0.1:29500.
+    The evidence and the fix name the variables the options came from."""
+    python = python_without_pyspy(work)
+    proc, rep = _dfdoctor(python, work, "launch", "--no-check", "--watch", "20", "--log", str(work / "train.log"),
+                          "--", TORCHRUN, "--nproc_per_node=1", "train.py", PET_STANDALONE="1", PET_NNODES="2")
+    v, text = rep["verdict"], text_of(rep)
+    assert proc.returncode == 1 and v["state"] == "failed" and v["cause"] == causes.RANK_MISSING, text
+    assert "--nnodes=2 asks for 2 nodes" in v["summary"] and "how many have joined is not established" in \
+        v["summary"], v["summary"]
+    assert "It waits at localhost, on a free port it picked" in v["summary"], v["summary"]
+    assert any("holds a connection to its rendezvous store on localhost (--standalone)" in e
+               for e in v["evidence"]), text
+    assert any(e.startswith("the launch line: --nnodes=2 (from PET_NNODES), --standalone (from PET_STANDALONE): "
+                            "rdzv backend c10d") for e in v["evidence"]), v["evidence"]
+    _standalone_fix(v["fix"])
+    assert "--nnodes=1 (or set PET_NNODES=1: --nnodes=2 came from it)" in v["fix"], v["fix"]
+    assert "drop --standalone (unset PET_STANDALONE, which sets it here)" in v["fix"], v["fix"]
+
+
+def _standalone_fix(fix: str) -> None:
+    """The fix of a --standalone run asked for more nodes: one node drops the count; several drop --standalone
+    and meet at one endpoint. Never --master-addr/--node-rank or this run's own localhost endpoint."""
+    assert fix.startswith("--standalone makes a rendezvous only this node can join"), fix
+    assert "For one node, run with --nnodes=1" in fix and "drop --standalone" in fix, fix
+    assert "--rdzv-endpoint=HOST:PORT" in fix and "--rdzv-conf join_timeout=SECONDS" in fix, fix
+    assert "--master-addr" not in fix and "--node-rank" not in fix and "29500" not in fix, fix
 
 
 def test_a_targets_agent_alone_whose_sockets_were_not_read_is_not_running_and_its_connection_not_established(

@@ -53,6 +53,9 @@ def test_a_rank_that_never_joins_is_named_with_its_line(work):
     assert any("rank 1 (pid" in e and "ddp_never_joins.py:7" in e for e in v["evidence"]), text_of(rep)
     assert any("(rank 0): rendezvous" in e for e in v["evidence"]), text_of(rep)  # every process has its line
     assert any("(torchrun)" in e for e in v["evidence"]), text_of(rep)
+    # --standalone: one node's rendezvous, every rank started here; no other node to start with MASTER_ADDR
+    # (round 18: the fix said "A rank on another node must be started with the same MASTER_ADDR/MASTER_PORT")
+    assert "MASTER_ADDR" not in v["fix"] and "another node" not in v["fix"], v["fix"]
     _named(rep, took)
     pids = _left_alive(rep)
     assert len(pids) >= 3  # torchrun and both ranks, in the stop line

@@ -8,6 +8,15 @@ line with the probe's argv, cwd and environment, and carries the write ends of t
 it does a fresh probe), takes those pipes as fds 1 and 2 and runs the probe as `__main__`. The server answers with
 the child's pid, then with its exit status.
 
+A request may name modules to import first (`preload`, compile.race's torch._dynamo: 1.1-1.3 s that each of its
+runs paid again in its fork); the server imports them once, for that probe and every fork after it, with a torch
+built for the CPU or CUDA, not ROCm (unproven there). A GPU driver started by them could not be inherited by a fork:
+on an H200 (torch 2.11.0+cu130, bench/gpu_preload_check.py) the preload started no thread and left CUDA
+uninitialised, and a fork made after it started CUDA and ran a compiled function; and the server checks it each
+time (CUDA initialised after a preload: it serves nothing more). A preload that fails leaves the server serving
+nothing more: each probe then starts fresh, as after a failed torch import, so none runs in what a failed import
+left half-loaded.
+
 It stays single-threaded, so a fork never copies a lock another thread holds. It never initialises CUDA (a probe
 that does so in a child is the first in its process to do it). It exits when dfdoctor closes its stdin, killing
 what it forked; it exits at once (status 3) when torch fails to import, so that no probe ever runs after a failed
@@ -33,6 +42,29 @@ def preload():
     try:
         import torch  # noqa: F401  (the point of the server)
     except BaseException:
+        return False
+    return True
+
+
+_refusing = [False]  # a preload failed: every request from now on is refused (its probe starts fresh)
+
+
+def preload_first(names):
+    """Import what a request asks for before its fork (see the module's doc); False when the server must not
+    serve it (this or an earlier preload failed)."""
+    torch = sys.modules.get("torch")
+    unproven = torch is None or getattr(torch.version, "hip", None)
+    if _refusing[0] or not names or unproven:
+        return not _refusing[0]
+    import importlib
+    for name in names:
+        try:
+            importlib.import_module(str(name))
+        except BaseException:
+            _refusing[0] = True
+            return False
+    if getattr(torch.version, "cuda", None) and torch.cuda.is_initialized():
+        _refusing[0] = True  # (seen not to on an H200, torch 2.11+cu130; a torch that does: no fork may inherit it)
         return False
     return True
 
@@ -174,6 +206,11 @@ def start(conn, children, servers_fds):
         conn.close()
         return
     request, (out_fd, err_fd) = got
+    if not preload_first(request.get("preload") or ()):
+        os.close(out_fd)
+        os.close(err_fd)
+        conn.close()  # no pid: the caller starts the probe fresh
+        return
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()

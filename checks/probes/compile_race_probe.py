@@ -184,6 +184,7 @@ def main(argv: List[str]) -> int:
     """Run one trial and answer with what happened in every thread."""
     args = parse_args(argv)
     install_stack_dump()
+    preloaded = "torch._dynamo" in sys.modules  # imported by the probe server before this fork
     if args.backend != "race":
         # a warm cache would skip the very compiles that race; read when torch is imported
         os.environ.setdefault("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")
@@ -192,7 +193,7 @@ def main(argv: List[str]) -> int:
 
     base = {"torch": torch.__version__, "backend": args.backend, "threads": args.threads,
             "guard": args.guard, "device": args.device, "python": sys.version.split()[0],
-            "import_s": round(time.monotonic() - t_import, 2)}
+            "import_s": round(time.monotonic() - t_import, 2), "dynamo_preloaded": preloaded}
     barrier = threading.Barrier(args.threads)
     progress = [0] * args.threads
     errors: List[dict] = []

@@ -39,8 +39,20 @@ class ZipFinder(object):
         return None
 
     def exec_module(self, module):
-        name = module.__spec__.origin
-        exec(compile(self.zf.read(name).decode("utf-8"), "<dfdoctor agent>/" + name, "exec"), module.__dict__)
+        exec(self.code(module.__spec__.origin), module.__dict__)
+
+    def code(self, name):
+        """The module's bytecode where the zip has it for this python (`ship.bytecode`: its magic number), else
+        its source compiled."""
+        import importlib.util
+
+        if name + "c" in self.names:
+            data = self.zf.read(name + "c")
+            if data[:4] == importlib.util.MAGIC_NUMBER:
+                import marshal
+
+                return marshal.loads(data[16:])
+        return compile(self.zf.read(name).decode("utf-8"), "<dfdoctor agent>/" + name, "exec")
 
 
 def install(main_file):

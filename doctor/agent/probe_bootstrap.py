@@ -66,30 +66,39 @@ def run_until_deadline(req, d, out):
     py = req["python"] or sys.executable
     p = subprocess.Popen([py, os.path.join(d, req["script"])] + req["args"], cwd=cwd, env=env,
                          stdin=subprocess.DEVNULL, start_new_session=True)
-    gone = threading.Event()  # dfdoctor went away: its end of our stdin closed
-    threading.Thread(target=wait_for_eof, args=(gone,), daemon=True).start()
+    # woken by the probe's exit or dfdoctor going away (its end of our stdin closed), each seen by a thread, not
+    # by a poll: a 0.05 s poll answered every probe up to 0.05 s after it ended (issue 45)
+    woke, exited, gone = threading.Event(), threading.Event(), threading.Event()
+    threading.Thread(target=wait_for_eof, args=(gone, woke), daemon=True).start()
+    threading.Thread(target=wait_for_exit, args=(p, exited, woke), daemon=True).start()
     deadline = time.time() + req["timeout"]
     timed_out = False
-    while p.poll() is None and not gone.is_set():
-        if time.time() > deadline:
+    while not (exited.is_set() or gone.is_set()):
+        left = deadline - time.time()
+        if left <= 0:
             timed_out = True
             kill_group(p.pid, signal.SIGUSR1)  # the probe's stack dump handler
-            end = time.time() + req["grace"]
-            while p.poll() is None and time.time() < end:
-                time.sleep(0.05)
+            exited.wait(req["grace"])
             break
-        time.sleep(0.05)
+        woke.wait(left)
     kill_group(p.pid, signal.SIGKILL)  # whatever the probe started goes with it
     return p.wait(), timed_out
 
 
-def wait_for_eof(gone):
+def wait_for_eof(gone, woke):
     try:
         while os.read(0, 4096):
             pass
     except OSError:
         pass
     gone.set()
+    woke.set()
+
+
+def wait_for_exit(p, exited, woke):
+    p.wait()
+    exited.set()
+    woke.set()
 
 
 def kill_group(pid, sig):

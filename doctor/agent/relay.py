@@ -31,6 +31,8 @@ READY = "@@dfdoctor-relay-ready@@"
 PING_ID = "ping"
 OVERRUN_S = 5.0  # past a request's own deadline and grace: its child is killed (the bootstrap keeps the deadline)
 GONE_GRACE_S = 2.0  # children told to end (stdin closed) get this long before SIGKILL
+TICK_S = 0.05  # how often the children are looked at for deadlines while any runs
+LEAVING_TICK_S = 0.005  # ... and while one that closed its pipes (it is exiting) is not yet reapable
 
 
 class Child(object):
@@ -195,9 +197,17 @@ class Relay(object):
             if not self.gone:
                 answer(c, returncode(status))
 
+    def tick(self):
+        """How long the loop may wait for a pipe: a child whose pipes both closed is exiting (os._exit closed
+        them) but may not be reapable yet; it is looked for again at once, not a whole tick later (the last
+        answer of a checked launch's gate waited up to 0.05 s for it, issue 45)."""
+        if not self.children:
+            return None
+        return LEAVING_TICK_S if any(not c.open for c in self.children.values()) else TICK_S
+
     def run(self):
         while not (self.gone and not self.children):
-            for key, _ in self.sel.select(timeout=0.05 if self.children else None):
+            for key, _ in self.sel.select(timeout=self.tick()):
                 if key.data is None:
                     self.read_stdin()
                 else:

@@ -333,6 +333,11 @@ def entry() -> None:
     # 0.15 s between the report and the return (issue 45). Frozen, they are not walked; nothing of dfdoctor's
     # waits on that collection (files are closed and processes waited for by the code that opened them).
     gc.freeze()
+    # CPython (3.8-3.13): a KeyboardInterrupt raised inside any exec() of a string (dataclasses and namedtuple
+    # build their methods so: a Ctrl-C during an import can land there) marks the process as ended by Ctrl-C
+    # even once it was answered, and `python -m dfdoctor` then killed itself with SIGINT at exit (-2, not 130).
+    # Each exec() of a string clears that mark as it begins.
+    exec("")
     sys.exit(ctrl_c.exit_code(code))
 
 

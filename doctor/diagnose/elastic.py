@@ -207,15 +207,17 @@ def is_elastic(text: str) -> bool:
 
 # ---- a torchrun waiting in its rendezvous ----------------------------------------------------------------
 RDZV_FRAMES = ("elastic/rendezvous/", "next_rendezvous", "_rendezvous (")
+STANDALONE_ENDPOINT = "localhost:0"  # torch's run.py under --standalone: the port is a free one it picks
 RDZV_DEFAULT_TIMEOUT_S = 600  # torch's join_timeout (dynamic) and timeout (static) when --rdzv-conf sets none
 _TORCHRUN_OPTS = ("nnodes", "rdzv_backend", "rdzv_endpoint", "rdzv_conf", "master_addr", "master_port", "node_rank",
                   "rdzv_id", "nproc_per_node", "standalone")
 
 
 def torchrun_options(argv: list[str]) -> dict[str, str]:
-    """torchrun's own options (dashes and underscores alike, `--x=v` or `--x v`), up to the script it runs."""
+    """torchrun's own options (dashes and underscores alike, `--x=v` or `--x v`), up to the script it runs: after
+    the agent's own word (`torchrun`, or `python -m torch.distributed.run`, whose `-m` is the interpreter's)."""
     out: dict[str, str] = {}
-    i = 0
+    i = next((n + 1 for n, a in enumerate(argv[:4]) if a.endswith("torchrun") or a == "torch.distributed.run"), 0)
     while i < len(argv):
         word = argv[i]
         if word.endswith(".py") or word in ("-m", "--module"):
@@ -233,21 +235,44 @@ def torchrun_options(argv: list[str]) -> dict[str, str]:
     return out
 
 
-def torchrun_asked(argv: list[str], env: Optional[dict] = None) -> dict[str, str]:
+class Asked(dict):
+    """What torchrun was asked (option -> value, as torchrun_options names them), and which of them its PET_
+    environment gave (option -> variable): the words say where to change each."""
+
+    def __init__(self, opts=(), from_env: Optional[dict] = None):
+        super().__init__(opts)
+        self.from_env = dict(from_env or {})
+
+
+def torchrun_asked(argv: list[str], env: Optional[dict] = None) -> Asked:
     """What torchrun was asked: its options (torchrun_options), and for each option not on its command line its
     PET_ environment variable (torch's run.py reads `PET_` + the option's name for every option, the command line
     taking precedence: a rendezvous can be configured by environment only). `--standalone` is a flag there:
     PET_STANDALONE=1 sets it."""
-    out = torchrun_options(argv)
+    out = Asked(torchrun_options(argv))
     for name in _TORCHRUN_OPTS:
-        value = (env or {}).get(f"PET_{name.upper()}")
+        var = f"PET_{name.upper()}"
+        value = (env or {}).get(var)
         if name in out or value is None:
             continue
         if name != "standalone":
-            out[name] = value
+            out[name], out.from_env[name] = value, var
         elif value.strip().isdigit() and int(value):
-            out[name] = ""
+            out[name], out.from_env[name] = "", var
     return out
+
+
+def standalone(opts: dict[str, str]) -> bool:
+    """torchrun runs with --standalone (or PET_STANDALONE=1): torch's run.py then makes its rendezvous c10d at
+    localhost:0 (a free port it picks) under a fresh uuid as --rdzv-id, whatever --rdzv-backend, --rdzv-endpoint
+    and --rdzv-id say; --nnodes it leaves as asked (torch 2.13, run.py's run())."""
+    return "standalone" in opts
+
+
+def via(opts: dict[str, str], name: str) -> str:
+    """` (from PET_NNODES)` where the option's value came from torchrun's PET_ environment, else nothing."""
+    var = getattr(opts, "from_env", {}).get(name)
+    return f" (from {var})" if var else ""
 
 
 def is_agent(argv: list[str]) -> bool:
@@ -263,6 +288,8 @@ def endpoint_of(opts: dict[str, str]) -> tuple[str, str]:
     def given(name: str) -> str:
         return opts.get(name) or ""
 
+    if standalone(opts):
+        return "c10d", STANDALONE_ENDPOINT
     backend = given("rdzv_backend") or "static"
     endpoint = given("rdzv_endpoint") or f"{given('master_addr') or '127.0.0.1'}:{given('master_port') or '29500'}"
     if ":" not in endpoint.rsplit("]", 1)[-1]:
@@ -282,31 +309,76 @@ class _Asked:
     timeout: int
     waited: float
     left: float
+    standalone: bool = False
 
     @property
     def setting(self) -> str:
         return f"--rdzv-conf {self.key}=SECONDS"
 
+    def place(self, endpoint: Optional[str] = None) -> str:
+        """Where it waits: `H:P (c10d rendezvous)`; under --standalone its own store, which no node can reach."""
+        if self.standalone:
+            return ("localhost, on a free port it picked (the c10d rendezvous of --standalone, under a fresh "
+                    "--rdzv-id: no other node can join it)")
+        return f"{endpoint or self.endpoint} ({self.backend} rendezvous)"
+
+    def store(self, endpoint: Optional[str] = None) -> str:
+        """The rendezvous a connection is looked for at, in the words of the evidence."""
+        return "its rendezvous store on localhost (--standalone)" if self.standalone else \
+            f"its rendezvous endpoint {endpoint or self.endpoint}"
+
     def launch_line(self, opts: dict[str, str]) -> str:
-        return (f"the launch line: --nnodes={self.nnodes}, rdzv backend {self.backend}, endpoint {self.endpoint}"
-                + (f", rdzv conf {opts['rdzv_conf']}" if opts.get("rdzv_conf") else f" ({self.key} not set: "
-                   f"torch's default {RDZV_DEFAULT_TIMEOUT_S} s)"))
+        """The options the reading rests on, each said with the PET_ variable it came from where it did."""
+        conf = (f", rdzv conf {opts['rdzv_conf']}{via(opts, 'rdzv_conf')}" if opts.get("rdzv_conf") else
+                f" ({self.key} not set: torch's default {RDZV_DEFAULT_TIMEOUT_S} s)")
+        return f"the launch line: --nnodes={self.nnodes}{via(opts, 'nnodes')}, {self._rendezvous(opts)}{conf}"
+
+    def _rendezvous(self, opts: dict[str, str]) -> str:
+        if not self.standalone:
+            return (f"rdzv backend {self.backend}{via(opts, 'rdzv_backend')}, endpoint {self.endpoint}"
+                    f"{_endpoint_via(opts)}")
+        ignored = [f"--{n.replace('_', '-')}={opts[n]}{via(opts, n)}" for n in ("rdzv_backend", "rdzv_endpoint",
+                                                                                "rdzv_id") if opts.get(n)]
+        return (f"--standalone{via(opts, 'standalone')}: rdzv backend c10d, endpoint {STANDALONE_ENDPOINT} (a "
+                "free port torchrun picks), a fresh rdzv id" + (f" ({', '.join(ignored)} ignored under "
+                                                               "--standalone)" if ignored else ""))
 
     def fix(self, opts: dict[str, str]) -> str:
         """In the words of the rendezvous the launch line uses: the static one (torchrun's default) meets at
         --master-addr:--master-port, each node giving its own --node-rank, unless --rdzv-endpoint is given (torch's
-        run.py, get_rdzv_endpoint); c10d and the other dynamic ones at --rdzv-endpoint, under one --rdzv-id."""
+        run.py, get_rdzv_endpoint); c10d and the other dynamic ones at --rdzv-endpoint, under one --rdzv-id;
+        --standalone's at a port of localhost that no other node can reach. An option that came from a PET_
+        variable is said with it: that is where to change it."""
+        if self.standalone:
+            return self._standalone_fix(opts)
         nodes = f"the other node{'s' if self.least != '2' else ''}"
         if self.backend == "static" and not opts.get("rdzv_endpoint"):
             host, _, port = self.endpoint.rpartition(":")
             start = (f"Start the same torchrun line on {nodes}, {self._node_ranks(opts)}, and the same "
-                     f"--master-addr={host} (reachable from there: not 127.0.0.1 or localhost) and "
-                     f"--master-port={port}")
+                     f"--master-addr={host}{_set_by(opts, 'master_addr')} (reachable from there: not 127.0.0.1 or "
+                     f"localhost) and --master-port={port}{_set_by(opts, 'master_port')}")
         else:
-            start = (f"Start the same torchrun line on {nodes}, with the same --rdzv-endpoint={self.endpoint} "
-                     "(reachable from there: not 127.0.0.1 or localhost) and the same --rdzv-id")
-        return (f"{start}; or, for one node, run with --nnodes=1 (or --standalone). The wait's limit is "
-                f"{self.setting} (not tried).")
+            start = (f"Start the same torchrun line on {nodes}, with the same --rdzv-endpoint={self.endpoint}"
+                     f"{_set_by(opts, 'rdzv_endpoint')} (reachable from there: not 127.0.0.1 or localhost) and the "
+                     f"same --rdzv-id{_set_by(opts, 'rdzv_id')}")
+        return (f"{start}; or, for one node, run with {self._one_node(opts)}. The wait's limit is "
+                f"{self.setting}{_set_by(opts, 'rdzv_conf')} (not tried).")
+
+    def _standalone_fix(self, opts: dict[str, str]) -> str:
+        """--standalone is one node's rendezvous (torch's run.py: localhost:0, a fresh --rdzv-id), yet --nnodes
+        asks for more: one node drops the count, several nodes drop --standalone and meet at one endpoint."""
+        drop = " (unset PET_STANDALONE, which sets it here)" if "standalone" in getattr(opts, "from_env", {}) else ""
+        return (f"--standalone makes a rendezvous only this node can join, and --nnodes={self.nnodes} asks for "
+                f"{self.least} nodes. For one node, run with {self._one_node(opts)}; for {self.least} nodes, drop "
+                f"--standalone{drop} and start the same line on every node with --rdzv-backend=c10d, the same "
+                "--rdzv-endpoint=HOST:PORT (an address of one of them that the others reach: not 127.0.0.1 or "
+                f"localhost) and the same --rdzv-id. The wait's limit is {self.setting}{_set_by(opts, 'rdzv_conf')} "
+                "(not tried).")
+
+    def _one_node(self, opts: dict[str, str]) -> str:
+        """--nnodes=1, and the PET_NNODES that gave this launch its count where it did (the command line wins)."""
+        var = getattr(opts, "from_env", {}).get("nnodes")
+        return "--nnodes=1" + (f" (or set {var}=1: --nnodes={self.nnodes} came from it)" if var else "")
 
     def _node_ranks(self, opts: dict[str, str]) -> str:
         """The --node-rank each other node gives (static rendezvous: one rank per node), this node's (its
@@ -320,6 +392,19 @@ class _Asked:
         return f"each with its own --node-rank ({', '.join(others[:-1])} and {others[-1]}; this node's is {mine})"
 
 
+def _endpoint_via(opts: dict[str, str]) -> str:
+    """The PET_ variables the endpoint came from: --rdzv-endpoint's, else --master-addr's and --master-port's."""
+    names = ("rdzv_endpoint",) if opts.get("rdzv_endpoint") else ("master_addr", "master_port")
+    found = [getattr(opts, "from_env", {})[n] for n in names if n in getattr(opts, "from_env", {})]
+    return f" (from {' and '.join(found)})" if found else ""
+
+
+def _set_by(opts: dict[str, str], name: str) -> str:
+    """` (set by PET_RDZV_ENDPOINT here)` in a fix, where the option came from that variable."""
+    var = getattr(opts, "from_env", {}).get(name)
+    return f" (set by {var} here)" if var else ""
+
+
 def _asked(run, live, opts: dict[str, str]) -> Optional[_Asked]:
     """The rendezvous the launch line asks for, None when it asks for one node (nothing to wait for)."""
     nnodes = opts.get("nnodes", "1")
@@ -331,7 +416,8 @@ def _asked(run, live, opts: dict[str, str]) -> Optional[_Asked]:
     timeout = int(conf[key]) if conf.get(key, "").isdigit() else RDZV_DEFAULT_TIMEOUT_S
     spawned_t = float((run.spawned or {}).get("t") or live.observed_at)
     waited = max(0.0, live.observed_at - spawned_t)
-    return _Asked(nnodes, nnodes.split(":")[0], backend, endpoint, key, timeout, waited, max(0.0, timeout - waited))
+    return _Asked(nnodes, nnodes.split(":")[0], backend, endpoint, key, timeout, waited, max(0.0, timeout - waited),
+                  standalone(opts))
 
 
 def rendezvous_wait(run, live) -> Optional[Verdict]:
@@ -359,8 +445,8 @@ def rendezvous_wait(run, live) -> Optional[Verdict]:
     lines = [line.strip() for st in waiting for line in st.text.splitlines() if "(" in line]
     frame = next((l for l in lines if "next_rendezvous" in l), next((l for l in lines if "rendezvous" in l), ""))
     summary = (f"torchrun waits in its rendezvous for nodes that have not come: --nnodes={ask.nnodes} asks for "
-               f"{least} node{'s' if least != '1' else ''}, and {joined}. It waits at {ask.endpoint} ({ask.backend} "
-               f"rendezvous) and gives up after {ask.timeout} s ({ask.left:.0f} s from now).")
+               f"{least} node{'s' if least != '1' else ''}, and {joined}. It waits at {ask.place()} and gives up after "
+               f"{ask.timeout} s ({ask.left:.0f} s from now).")
     evidence = [ask.launch_line(opts),
                 f"waiting for {ask.waited:.0f} s; no rank has started on this node (torchrun is its only process)",
                 *([f"it waits in {frame}"] if frame else [])]
@@ -395,15 +481,15 @@ def rendezvous_wait_seen_by_kernel(run, live, opts: dict[str, str], ask: _Asked)
                 f"{agent.name()} waits in the kernel: {_kernel_words(agent)}"]
     if agent.on_endpoint is None:
         summary = (f"torchrun (pid {agent.pid}) is alive and silent: {common} Its "
-                   f"rendezvous endpoint is {endpoint} ({ask.backend} rendezvous); a connection to it is not "
+                   f"rendezvous endpoint is {ask.place(endpoint)}; a connection to it is not "
                    f"established (its sockets could not be read), nor any progress.")
-        evidence.append(f"a connection to its rendezvous endpoint {endpoint}: not established (its sockets could "
+        evidence.append(f"a connection to {ask.store(endpoint)}: not established (its sockets could "
                         f"not be read)")
         return Verdict("unknown", None, summary, ask.fix(opts), evidence + live.notes)
-    summary = (f"torchrun waits in its rendezvous for nodes that have not come: {common} It waits at {endpoint} "
-               f"({ask.backend} rendezvous) and gives up after {ask.timeout} s (not before {ask.left:.0f} s from "
+    summary = (f"torchrun waits in its rendezvous for nodes that have not come: {common} It waits at "
+               f"{ask.place(endpoint)} and gives up after {ask.timeout} s (not before {ask.left:.0f} s from "
                f"now).")
-    evidence.insert(1, f"{agent.name()} holds a connection to its rendezvous endpoint {endpoint} (its sockets, "
+    evidence.insert(1, f"{agent.name()} holds a connection to {ask.store(endpoint)} (its sockets, "
                        "read from the kernel)")
     return Verdict("failed", causes.RANK_MISSING, summary, ask.fix(opts), evidence + live.notes)
 

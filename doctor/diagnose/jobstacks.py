@@ -168,8 +168,27 @@ def read_rendezvous(s: ProcessSample, env: dict, connections: Callable[[], Optio
         s.joined = joined_store(connections, whole(env["MASTER_PORT"], None))
     elif s.rank is None and elastic.is_agent(s.cmdline):
         s.asked = elastic.torchrun_asked(s.cmdline, env)
+        if elastic.standalone(s.asked):  # its store is its own, on localhost at a port it picked: none is named
+            s.on_endpoint = on_loopback(connections)
+            return
         s.endpoint = elastic.endpoint_of(s.asked)[1]
         s.on_endpoint = connected(connections, whole(s.endpoint.rsplit(":", 1)[-1], None))
+
+
+def on_loopback(connections: Callable[[], Optional[list]]) -> Optional[bool]:
+    """Whether the process holds an established TCP connection to an address of this machine's loopback
+    (torchrun --standalone's agent to the rendezvous store it serves itself, on localhost). None when its sockets
+    cannot be read."""
+    found = connections()
+    if found is None:
+        return None
+    return any(str(state) == psutil.CONN_ESTABLISHED and _loopback(str(peer).rsplit(":", 1)[0])
+               for peer, state in found)
+
+
+def _loopback(host: str) -> bool:
+    host = host.strip("[]")
+    return host.startswith(("127.", "::ffff:127.")) or host in ("::1", "localhost")
 
 
 def tcp_connections(p: psutil.Process) -> Optional[list]:

@@ -13,7 +13,7 @@ from typing import Optional
 
 import psutil
 from dfdoctor import causes
-from dfdoctor.diagnose import download_cache, init_ahead, threadwaits, waits
+from dfdoctor.diagnose import download_cache, elastic, init_ahead, threadwaits, waits
 from dfdoctor.diagnose.jobstacks import ProcessSample, exit_words, look_once
 from dfdoctor.diagnose.waits import Wait, classify, main_of
 from dfdoctor.agent.ranks import nproc as expected_ranks
@@ -256,9 +256,16 @@ def _rank_missing(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
                 "(MASTER_ADDR:MASTER_PORT; seen from the kernel: no Python stack was read)")
         line = f"`py-spy dump --pid {absent[0].proc.pid}` shows its line" if absent else "its line is not known"
     fix = (f"Make every rank reach init_process_group: the missing rank is stuck before it ({line}). "
-           "A rank on another node must be started with the same MASTER_ADDR/MASTER_PORT and --nnodes. Set a "
-           "short `timeout=` on init_process_group so such a wait fails instead of hanging.")
+           + ("" if _standalone(all_seen) else "A rank on another node must be started with the same "
+              "MASTER_ADDR/MASTER_PORT and --nnodes. ") +
+           "Set a short `timeout=` on init_process_group so such a wait fails instead of hanging.")
     return Finding("failed", causes.RANK_MISSING, head, fix, where)
+
+
+def _standalone(all_seen: list[Seen]) -> bool:
+    """The job's torchrun runs with --standalone (or PET_STANDALONE=1): one node's rendezvous, every rank started
+    here, none on another node to start."""
+    return any(s.proc.asked is not None and elastic.standalone(s.proc.asked) for s in all_seen)
 
 
 def _collective_hang(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
