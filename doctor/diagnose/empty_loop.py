@@ -43,14 +43,14 @@ def empty_loader(all_seen, look_again: Optional[Callable] = None) -> Union[None,
 
 def _reading(s, look_again: Optional[Callable], deadline: float) -> Optional[loop_looks.Reading]:
     """The reading of a working Python process's looks, with more looks taken while it is undecided (or some
-    look could not be read and none showed a pass, or the looks since the last against it show passes) and
+    look could not be read and none showed a pass, or a look since the last against it says nothing against it) and
     `look_again` is given, up to MORE_LOOKS before `deadline`
     (shared by the job's processes: a py-spy that never reads them costs this once a round)."""
     if s.proc.gone or not s.proc.python or s.steady:
         return None
     reading, taken = loop_looks.read(s.proc.looks), 0
-    # resumed: a look that disagrees with the passes since may come (a loader slow to start a pass, in a loop
-    # that has batches): say so this round rather than the next
+    # resumed: a look that disagrees with the looks since may come (a loader slow to start a pass, in a loop that
+    # has batches), or one that shows the pass: say so this round rather than the next
     while (reading.undecided or reading.blind or reading.resumed) and look_again is not None and \
             taken < MORE_LOOKS and time.monotonic() < deadline and not s.proc.gone:
         time.sleep(LOOK_GAP_S)

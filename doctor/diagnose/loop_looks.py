@@ -85,14 +85,16 @@ class Reading:
     @property
     def resumed(self) -> bool:
         """Ruled out by earlier looks only: the looks since the last one that showed data flowing (or the process
-        elsewhere) show a pass at the head and nothing against it. A job that trains over one loader and then
-        evaluates over an empty one at the same `for` head (a `cycle(dl)` helper) reads so when a first look
-        caught it training; so does a loop whose loader is slow to start its next pass. Not proof either way:
-        the looks that show the loop now hold back a buffered stdout, more looks (or the next round) decide."""
+        elsewhere) show nothing against the loop (a pass at the head, the head bare, or a look not read). A job
+        that trains over one loader and then evaluates over an empty one at the same `for` head (a `cycle(dl)`
+        helper) reads so when a first look caught it training, the looks after it in the loop or not read (py-spy
+        fails often on a job spinning under load); so does a loop whose loader is slow to start its next pass.
+        Not proof either way: what the job does now was not seen against the loop, so no buffered stdout is
+        taken from these looks; more looks (or the next round) decide."""
         if not self.ruled_out:
             return False
         last = max(i for i, k in enumerate(self.kinds) if k in (FETCH, MOVED))
-        return PASS in self.kinds[last + 1:]
+        return last < len(self.kinds) - 1
 
     @property
     def leaning(self) -> bool:
@@ -105,7 +107,9 @@ def read(looks) -> Reading:
     """The reading of a process's looks (jobstacks.Look), against the `for` head most of them show."""
     mains = [main_of(lk.stacks.text) if lk.stacks.text else None for lk in looks]
     frames = [m.frames if m is not None else () for m in mains]
-    unread = sum(1 for fr in frames if not fr)
+    # a main thread with no frame of the user's (`BatchSampler.__iter__` alone: py-spy read a stack cut short; the
+    # script's own `<module>` is under every whole one) is a look not read, as one with no frame
+    unread = sum(1 for fr in frames if not any(not is_library(f) for f in fr))
     # the head most looks show with the DataLoader under it; else one shown bare (caught between two calls into
     # the loader, or read half-way): not proof of anything, a reason to look again
     heads = Counter(h for h in (_head_at(f) for f in frames) if h is not None) or \
