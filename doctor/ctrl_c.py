@@ -26,6 +26,7 @@ from typing import Any, Callable, Optional
 
 SCRIPT = "dfdoctor"  # the console script's name (setup.cfg); argv[0] of its process
 INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command ended by Ctrl-C
+_MAIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__main__.py")  # `python -m dfdoctor`'s argv[0]
 
 
 class _State:
@@ -38,9 +39,6 @@ def held() -> bool:
     argv0 = sys.argv[0] if sys.argv else ""
     return (os.path.basename(argv0) == SCRIPT or os.path.abspath(argv0) == _MAIN) and \
         _signal.SIGINT in _signal.pthread_sigmask(_signal.SIG_BLOCK, set())
-
-
-_MAIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__main__.py")  # `python -m dfdoctor`'s argv[0]
 
 
 def command(run: Callable[[], Any]) -> Any:

@@ -7,9 +7,9 @@ dispatch). So no single look decides. A look that shows nothing is ignored; a lo
 batch fetched, collated, a dataset's `__getitem__`, a worker's queue, the loop's body, or the process gone on
 elsewhere) rules the empty loader out; the empty loader is proven by two looks or more at the same `for` head with
 a pass of the DataLoader under it, one of them caught starting a pass (or four, none caught starting). Short of that, the reading is undecided:
-the caller may look again. Order counts where the looks disagree: a pass seen after the last look that ruled the
-empty loader out (the job went on from training into an empty evaluation loop) proves nothing, but it is what the
-job does now, so no other reading (a buffered stdout) is taken from those looks.
+the caller may look again. Order counts where the looks disagree: looks after the last one that ruled the empty
+loader out that show nothing against it (the job went on from training into an empty evaluation loop) prove
+nothing, but they are what the job does now, so no other reading (a buffered stdout) is taken from those looks.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from dfdoctor.diagnose.stackclass import Frame
-from dfdoctor.diagnose.waits import is_library, main_of
+from dfdoctor.diagnose.waits import is_library, main_frames
 from dfdoctor.project.source import tree_of
 
 LOADER = "torch/utils/data/dataloader.py"
@@ -91,10 +91,7 @@ class Reading:
         fails often on a job spinning under load); so does a loop whose loader is slow to start its next pass.
         Not proof either way: what the job does now was not seen against the loop, so no buffered stdout is
         taken from these looks; more looks (or the next round) decide."""
-        if not self.ruled_out:
-            return False
-        last = max(i for i, k in enumerate(self.kinds) if k in (FETCH, MOVED))
-        return last < len(self.kinds) - 1
+        return self.ruled_out and self.kinds[-1] not in (FETCH, MOVED)
 
     @property
     def leaning(self) -> bool:
@@ -105,8 +102,7 @@ class Reading:
 
 def read(looks) -> Reading:
     """The reading of a process's looks (jobstacks.Look), against the `for` head most of them show."""
-    mains = [main_of(lk.stacks.text) if lk.stacks.text else None for lk in looks]
-    frames = [m.frames if m is not None else () for m in mains]
+    frames = [main_frames(lk.stacks.text) for lk in looks]
     # a main thread with no frame of the user's (`BatchSampler.__iter__` alone: py-spy read a stack cut short; the
     # script's own `<module>` is under every whole one) is a look not read, as one with no frame
     unread = sum(1 for fr in frames if not any(not is_library(f) for f in fr))

@@ -147,16 +147,11 @@ def _between_sleeps(p: ProcessSample, ws: list[Wait]) -> list[Wait]:
     for frame. Load stretches that wait: one look in thirty of a silent loop of 0.1 s sleeps under CPU hogs fell
     there, and the loop was called output-buffered (its CPU and wake-ups still say whether it works)."""
     i = next((i for i, w in enumerate(ws) if w.kind == waits.SLEEP and p.looks[i].stacks.text), None)
-    frames = _main_frames(p.looks[i]) if i is not None else ()
+    frames = waits.main_frames(p.looks[i].stacks.text) if i is not None else ()
     if not frames:
         return ws
-    return [ws[i] if w.kind != waits.SLEEP and lk.kernel.syscall == "running" and _main_frames(lk) == frames else w
-            for w, lk in zip(ws, p.looks)]
-
-
-def _main_frames(look) -> tuple:
-    main = main_of(look.stacks.text) if look.stacks.text else None
-    return main.frames if main is not None else ()
+    return [ws[i] if w.kind != waits.SLEEP and lk.kernel.syscall == "running" and
+            waits.main_frames(lk.stacks.text) == frames else w for w, lk in zip(ws, p.looks)]
 
 
 def excerpt(s: Seen, frames: int = EXCERPT_FRAMES) -> list[str]:

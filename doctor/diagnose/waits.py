@@ -86,6 +86,12 @@ def main_of(stacks_text: str) -> Optional[ThreadStack]:
     return next((t for t in threads if t.ident == "MainThread"), threads[0] if threads else None)
 
 
+def main_frames(stacks_text: Optional[str]) -> tuple:
+    """The main thread's frames of one look's stacks, innermost first; () where none were read."""
+    main = main_of(stacks_text) if stacks_text else None
+    return main.frames if main is not None else ()
+
+
 def classify(stacks_text: str, kernel: KernelWait, store: Optional[str] = None) -> Wait:
     """The main thread's wait, torch's frames first (they say why), then the kernel's (they say on what).
     `store`: the process's rendezvous store, MASTER_ADDR:MASTER_PORT from its environment (None: not a rank)."""
