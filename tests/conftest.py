@@ -61,7 +61,19 @@ SPREAD_FILES = {"test_doc_commands.py", "test_launch.py", "test_launcher_scripts
                 "test_compile_race.py", "test_trainer.py", "test_realworld.py", "test_install_lines.py",
                 "test_corpus.py"}
 # Single tests of a spread file that share a group's state: the docs' sbatch commands run on the single-node Slurm.
-SHARED_STATE_TESTS = {"test_doc_commands.py::test_an_sbatch_check_launch_and_status": "slurm-stuck"}
+# The spread files' short tests that import torch (and torch._dynamo) into the worker itself share one worker: each
+# worker that imports them pays ~1.8 CPU-s once, and spread one by one they had four workers import them (round 19).
+TORCH_IN_PROCESS = "torch-in-process"
+SHARED_STATE_TESTS = {
+    "test_doc_commands.py::test_an_sbatch_check_launch_and_status": "slurm-stuck",
+    **{f"test_guard.py::{name}": TORCH_IN_PROCESS for name in (
+        "test_install_gates_the_lazy_backward_compile_once_per_process",
+        "test_entry_check_waits_out_another_threads_compile_and_keeps_torchs_answer_otherwise",
+        "test_setup_thread_sets_the_flag_and_copies_shared_config_per_thread",
+        "test_decorator_applies_the_thread_settings_and_returns_the_result")},
+    **{f"test_trainer.py::{name}": TORCH_IN_PROCESS for name in (
+        "test_block_diffusion_mask", "test_flex_and_sdpa_agree_on_cpu", "test_trainer_default_guard_is_the_public_api")},
+}
 # The longest units start first, so that none is left running alone at the end: seconds per unit, measured in a
 # full run (tests/support/unit_seconds.py writes the file from a JUnit report; a unit not named is short). Ordering
 # spread tests by their file's total had started the single-node Slurm unit (6 minutes alone) last (round 7).

@@ -99,7 +99,7 @@ COVERAGE: dict[str, str] = {
     "docs/trainer.md: python -m dfdoctor.trainer": "elsewhere: tests/test_trainer.py::test_compiled_guarded_run_trains (the same config, --steps 60 to keep it short)",
     "docs/trainer.md: python -m dfdoctor.trainer --preset gpu": "not runnable: needs a CUDA GPU (bench/gpu_trainer.sh runs it on the device)",
     "docs/trainer.md: python -m dfdoctor.trainer --no-compile-guard": "not runnable: what it does depends on the machine (GPU: hangs; CPU: docs/trainer.md); its failure is tested with --preset race by tests/test_trainer.py",
-    "docs/trainer.md: python -m dfdoctor.trainer --preset race --no-compile-guard": "elsewhere: tests/test_trainer.py::test_race_preset_crashes_without_the_guard_and_trains_with_it",
+    "docs/trainer.md: python -m dfdoctor.trainer --preset race --no-compile-guard": "elsewhere: tests/test_trainer.py::test_race_preset_crashes_without_the_guard_and_trains_with_it (the same preset, --steps 14: its 7 buckets twice, every compile in it)",
     "docs/trainer.md: trainer/launch.sh [options]": "elsewhere: tests/test_trainer.py::test_launcher_script_passes_arguments ([options]: --help)",
     "docs/trainer.md: mkdir -p out/demo": "substituted: test_the_makefiles_demo_launches_the_trainer (out/: a test folder)",
     "docs/trainer.md: .venv/bin/dfdoctor launch --log out/demo/train.log --watch 120 --format text --format json --output out/launch.json --format html --output out/launch.html -- .venv/bin/python -u -m dfdoctor.trainer --preset tiny --target-steps 3000 --out out/demo/ckpt": "substituted: test_the_makefiles_demo_launches_the_trainer (.venv/bin: the test's venv; out/: a test folder)",

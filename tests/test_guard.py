@@ -245,12 +245,24 @@ def test_user_shaped_script_races_unguarded_and_completes_with_the_guard(tmp_pat
     def run(mode: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, str(script), mode], capture_output=True, text=True, timeout=120)
 
-    bare = [run("none") for _ in range(2)]
-    assert any(r.returncode == 1 and "symbolically trace" in r.stdout + r.stderr for r in bare), \
-        [r.stdout[-300:] for r in bare]
+    bare = _until_it_races([lambda: run("none")] * 2,
+                           lambda r: r.returncode == 1 and "symbolically trace" in r.stdout + r.stderr)
+    assert bare["raced"], [r.stdout[-300:] for r in bare["runs"]]
     for _ in range(2):
         r = run("guard")
         assert r.returncode == 0 and "ERRORS 0" in r.stdout, r.stdout[-500:] + r.stderr[-2000:]
+
+
+def _until_it_races(runs: list, raced) -> dict:
+    """The unguarded runs, one after another, up to the first that races (as compile.race's series without the
+    guard stops): the claim "at least one of N races" is the same, and a run after the first race proves nothing
+    more (each is a fresh interpreter compiling afresh, ~3-4 CPU-s)."""
+    done = []
+    for run in runs:
+        done.append(run())
+        if raced(done[-1]):
+            return {"raced": True, "runs": done}
+    return {"raced": False, "runs": done}
 
 
 def _json_answer(proc: subprocess.CompletedProcess) -> dict:
@@ -285,8 +297,10 @@ def test_installed_gate_covers_lazy_backward_compiles_of_threads_without_the_gua
     without any lock (as aot_eager does). Without it the threads' traces collide; with it every run completes."""
     script = [sys.executable, str(REPO / "bench" / "user_threads.py"), "--backend", "race-unlocked",
               "--deadline", "90"]
-    bare = [_json_answer(subprocess.run(script, capture_output=True, text=True, timeout=150)) for _ in range(2)]
-    assert any(b["outcome"] in ("race", "error") for b in bare), bare
+    bare = _until_it_races([lambda: _json_answer(subprocess.run(script, capture_output=True, text=True,
+                                                                timeout=150))] * 2,
+                           lambda b: b["outcome"] in ("race", "error"))
+    assert bare["raced"], bare["runs"]
     for _ in range(2):
         out = subprocess.run(script + ["--install-only"], capture_output=True, text=True, timeout=150)
         assert _json_answer(out)["outcome"] == "ok", (_json_answer(out), out.stderr[-3000:])

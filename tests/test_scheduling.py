@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import REPO, SHARED_STATE_GROUPS, SHARED_STATE_TESTS, UNIT_SECONDS, _weight, work_unit
+from conftest import (REPO, SHARED_STATE_GROUPS, SHARED_STATE_TESTS, TORCH_IN_PROCESS, UNIT_SECONDS, _weight,
+                      work_unit)
 from support.unit_seconds import unit_seconds
 
 
@@ -25,6 +26,18 @@ def test_the_single_node_slurm_is_three_units_side_by_side_and_the_pair_has_its_
     assert work_unit("tests/test_doc_commands.py::test_many_targets_at_once") == \
         "tests/test_doc_commands.py::test_many_targets_at_once"
     assert work_unit("tests/test_cli.py::test_a") == work_unit("tests/test_cli.py::test_b") == "tests/test_cli.py"
+
+
+def test_the_spread_files_tests_that_import_torch_in_the_worker_share_one():
+    """Each named test exists and imports torch in the worker; they are one unit, the file's others stay spread."""
+    named = [t for t, unit in SHARED_STATE_TESTS.items() if unit == TORCH_IN_PROCESS]
+    assert {work_unit(f"tests/{t}") for t in named} == {TORCH_IN_PROCESS} and len(named) == 7
+    for test in named:
+        path, name = test.split("::")
+        body = (REPO / "tests" / path).read_text().split(f"def {name}(", 1)[1].split("\ndef ", 1)[0]
+        assert "import torch" in body or "dfdoctor.trainer" in body, test
+    assert work_unit("tests/test_guard.py::test_unproven_torch_is_refused_with_a_clear_message") == \
+        "tests/test_guard.py::test_unproven_torch_is_refused_with_a_clear_message"
 
 
 def test_every_measured_unit_still_exists():
