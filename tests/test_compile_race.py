@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from dfdoctor import causes
+from dfdoctor import causes, probe_server
 from dfdoctor.context import Context
 from dfdoctor.model import Status
 from dfdoctor.probe import ProbeOutcome, run_probe
@@ -172,10 +172,14 @@ def test_a_series_ended_at_its_first_reproduction_is_conclusive_and_says_so() ->
 @pytest.mark.slow
 def test_reproduces_in_this_interpreter_and_the_guard_holds(tmp_path: Path, own_cache_dir: Path) -> None:
     """Real torch.compile on CPU: the unguarded script's race reproduces, and that series stops at the first run
-    that reproduces it; the guard holds in every one of its runs."""
+    that reproduces it; the guard holds in every one of its runs. The runs are served as `dfdoctor check` serves
+    them (doctor/engine.py): forks of one interpreter that imported torch once (a probe asked before it is ready
+    runs fresh), not three interpreters each importing torch and dynamo (~2 CPU-s each)."""
     (tmp_path / "train.py").write_text(THREADED)
     t = time.monotonic()
-    rs = results(ctx_for(tmp_path, ["train.py"], runs=2))
+    ctx = ctx_for(tmp_path, ["train.py"], runs=2)
+    with probe_server.serving(ctx, wanted=True):
+        rs = results(ctx)
     final = rs[-1]
     assert final.status == Status.FAIL and final.cause == causes.FX_TRACE_RACE, final
     assert final.data["reproduced"] == 1 and final.data["guard_failures"] == 0 and final.data["guard_runs"] == 2
