@@ -24,7 +24,7 @@ from dfdoctor.probe import ProbeOutcome, run_probe, unreached
 from dfdoctor.diagnose import known_failures, rules_runtime, torch_pairs, user_terms
 from dfdoctor.diagnose.rules_runtime import Context, Finding
 from dfdoctor.diagnose.traceback import parse_python_error
-from dfdoctor.project import runtime_path, typos
+from dfdoctor.project import runtime_path, torch_use, typos
 from dfdoctor.project.gates import Gate, gate_of, gate_project, holds_by_default
 from dfdoctor.project.install import PIP_NAMES
 
@@ -77,7 +77,9 @@ def imports_smoke(ctx) -> Iterator[Result]:
         # torchrun/accelerate give every worker these; module-level code often reads them
         for k, v in _WORKER_ENV.items():
             env.setdefault(k, v)
-    outcome = run_probe(ctx, "import_probe.py", request=request, timeout=hang_s + 1.5, env=env, cwd=cwd)
+    preload = ("torch",) if not remote and torch_use.imports_torch(spec, Path(cwd)) else ()  # imported once, served
+    outcome = run_probe(ctx, "import_probe.py", request=request, timeout=hang_s + 1.5, env=env, cwd=cwd,
+                        preload=preload)
     guessed = guessed_interpreter(ctx, spec)
     for r in _conclude(ctx, spec, outcome, hang_s, request):
         if guessed and r.status == Status.FAIL and r.cause != causes.IMPORT_HANG:
