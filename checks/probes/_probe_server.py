@@ -201,6 +201,15 @@ def send(conn, obj):
         return False
 
 
+def heard(stdin):
+    """Read what dfdoctor said on stdin: False when it closed it (leave); `torch`: the job imports it, so import
+    it now, before a probe asks (see the module's doc)."""
+    said = os.read(stdin, 1024)
+    if said and b"torch" in said:
+        torch_now()
+    return bool(said)
+
+
 def serve(listener):
     """Accept requests and reap children until dfdoctor closes our stdin."""
     children = {}  # pid -> the connection that asked for it
@@ -210,12 +219,8 @@ def serve(listener):
     try:
         while True:
             readable, _, _ = select.select(watching + list(children.values()), [], [], 0.05)
-            if stdin in readable:
-                said = os.read(stdin, 1024)
-                if not said:
-                    return
-                if b"torch" in said:  # the job imports it: import it now, before a probe asks (see the doc)
-                    torch_now()
+            if stdin in readable and not heard(stdin):
+                return
             if listener in readable:
                 try:
                     conn, _ = listener.accept()
