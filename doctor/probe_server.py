@@ -6,7 +6,7 @@ costs as much as the first. While a phase runs a check that may import torch, `s
 the probe's argv, cwd and environment, its stdout and stderr going straight into pipes this process reads, in a
 session of its own that the deadline signals as it would a fresh probe's. The server imports torch once, where
 some probe needs it (its doc says when): a probe asks with `preload`, and when the job's own code imports torch
-(`project.torch_use`) this process tells the server as it starts, so that the import runs while the checks are
+(`torch_use`) this process tells the server as it starts, so that the import runs while the checks are
 still being chosen, as it did when every server imported torch at start-up.
 
 A probe still gets a fresh process when the server cannot serve it as a fresh one would behave: its environment
@@ -35,8 +35,7 @@ import psutil
 import dfdoctor.checks.probes as _probes_pkg
 from dfdoctor.capture import DEFAULT_LIMIT, CappedBuffer
 from dfdoctor.command import ProbeOutcome, kill_group, pump
-from dfdoctor.launchline.commandline import spec_for
-from dfdoctor.project import torch_use
+from dfdoctor.torch_use import command_imports_torch
 
 SERVER = Path(_probes_pkg.__file__).resolve().parent / "_probe_server.py"
 # Variables nothing reads before a probe's own work begins (CUDA, NCCL and the rendezvous read them when they
@@ -92,10 +91,11 @@ def _spawn(ctx) -> tuple[Optional[subprocess.Popen], str, str, dict[str, str]]:
 
 
 def _job_imports_torch(ctx) -> bool:
-    """Whether the job's module level imports torch (imports.smoke will ask the server for it)."""
+    """Whether the job's module level imports torch (imports.smoke will ask the server for it), from its command's
+    words: this runs before the checks' modules are imported, and takes none of them."""
     try:
-        return torch_use.imports_torch(spec_for(ctx), Path(ctx.cwd))
-    except Exception:  # noqa: BLE001 - a command this cannot follow: the probe asks when it comes
+        return command_imports_torch(ctx.command or (), Path(ctx.cwd))
+    except (OSError, ValueError):  # a folder that cannot be read: the probe asks when it comes
         return False
 
 

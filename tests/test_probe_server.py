@@ -327,3 +327,24 @@ def test_a_check_of_a_job_without_torch_imports_torch_in_no_process(tmp_path):
                            capture_output=True, text=True, timeout=300, env=env)
         assert p.returncode == 0, p.stdout + p.stderr
         assert bool(os.listdir(marks)) is imported, (code, os.listdir(marks))
+
+
+def test_what_the_job_imports_at_module_level_decides_whether_torch_is_asked_for(tmp_path):
+    """The reading behind the server's torch import (dfdoctor.torch_use): the module level of the script and of
+    the project's modules it imports, not a function's body; torchrun imports torch itself; `-c` code is read."""
+    from dfdoctor.launchline.commandline import parse
+    from dfdoctor.torch_use import command_imports_torch, imports_torch
+
+    (tmp_path / "model.py").write_text("try:\n    import torch.nn as nn\nexcept ImportError:\n    nn = None\n")
+    (tmp_path / "train.py").write_text("import os\nimport model\n")
+    (tmp_path / "lazy.py").write_text("import os\n\ndef main():\n    import torch\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from torch import nn\n")
+    py = sys.executable
+    cases = {("train.py",): True, ("train.py", "-c", "cfg.yaml"): True, ("lazy.py",): False,
+             ("-c", "import torch.distributed"): True, ("-c", "import os"): False, ("missing.py",): False}
+    for words, imports in cases.items():
+        assert command_imports_torch([py, *words], tmp_path) is imports, words
+        assert imports_torch(parse([py, *words], tmp_path, dict(os.environ)), tmp_path) is imports, words
+    assert command_imports_torch(["torchrun", "--nproc-per-node=2", "lazy.py"], tmp_path)
+    assert imports_torch(parse([py, "-m", "pkg"], tmp_path, dict(os.environ)), tmp_path)
