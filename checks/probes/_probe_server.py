@@ -54,7 +54,10 @@ def preload():
 def torch_at_start():
     """Whether torch is sure to be imported by this phase's probes before any asks: a build with CUDA or HIP, or
     one whose build cannot be read, is imported by cuda.init's probe; a CPU-only build only where a probe needs it."""
-    import _torch_build
+    try:
+        import _torch_build  # beside this file (not on the path under PYTHONSAFEPATH: then torch, as before)
+    except ImportError:
+        return True
     return not _torch_build.cpu_only(_torch_build.read())
 
 
