@@ -2,7 +2,8 @@
 
 It runs `probes/cuda_init_probe.py` in the training interpreter (never torch in dfdoctor's process): the torch
 build, the driver, the device nodes, the visibility variables, then CUDA init and a real allocation, matmul and
-synchronize on every visible GPU. No GPU is a `skip` unless the launch needs one; a GPU that is there but
+synchronize on every visible GPU (a CPU-only build, as its torch/version.py says, is not imported: no GPU can be
+used through it). No GPU is a `skip` unless the launch needs one; a GPU that is there but
 broken or hangs is always a `fail`.
 """
 
@@ -77,7 +78,7 @@ def _hang(facts: dict, out: ProbeOutcome, limit: float, data: dict) -> Result:
     stack = stack_excerpt(out.stderr)
     frame = innermost_frame(stack)
     evidence = (f"stage reached: {where}", *([f"stuck at {frame}"] if frame else ()), *stack)
-    if where in ("start", "import torch"):
+    if where in ("start", "torch build", "import torch"):  # reading torch's files, or importing them
         return fail(f"`import torch` did not finish within {limit:.0f} s in the training interpreter",
                     causes.IMPORT_HANG, evidence=evidence, data=data,
                     details="The probe was killed before CUDA was touched; the stack shows what the import waits on.",
@@ -116,8 +117,9 @@ def _not_usable(facts: dict, vis: Visibility, exp: Expectation, data: dict) -> R
     reasons = unavailable_reasons(facts, vis)
     init_error = facts.get("init_error") or facts.get("available_error")
     found = bool(facts.get("available") and facts.get("device_count"))
+    said = f"torch says: {init_error}" if init_error else facts.get("build_note")  # the build, read from its file
     if reasons and not found:
-        evidence = tuple(reasons[1:]) + ((f"torch says: {init_error}",) if init_error else ())
+        evidence = tuple(reasons[1:]) + ((said,) if said else ())
         return _unavailable(exp, reasons[0], data, evidence=evidence, fix=_fix_for(reasons[0], facts, vis, reasons))
     # torch found GPUs (or nothing explains why not), yet CUDA will not start: CUDA's own error is the finding
     mismatch = driver_mismatch(facts)

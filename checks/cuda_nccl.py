@@ -220,7 +220,8 @@ def _run_ranks(ctx, layout: Layout, backend: str, faults: tuple[Optional[int], O
                               "DFDOCTOR_NCCL_HANG": "1" if rank == faults[0] else "0",
                               "DFDOCTOR_NCCL_FAIL": "1" if rank == faults[1] else "0",
                               **layout.node_env()})
-        outcomes[local] = run_probe(ctx, "cuda_nccl_probe.py", [f"--rank={rank}"], timeout=timeout, env=env)
+        outcomes[local] = run_probe(ctx, "cuda_nccl_probe.py", [f"--rank={rank}"], timeout=timeout, env=env,
+                                    preload=("torch",))  # every rank imports it: once, in a probe server here
 
     threads = [threading.Thread(target=one, args=(r,), name=f"rank{r}", daemon=True) for r in range(layout.local)]
     for t in threads:

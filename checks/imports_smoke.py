@@ -27,6 +27,7 @@ from dfdoctor.diagnose.traceback import parse_python_error
 from dfdoctor.project import runtime_path, typos
 from dfdoctor.project.gates import Gate, gate_of, gate_project, holds_by_default
 from dfdoctor.project.install import PIP_NAMES
+from dfdoctor.torch_use import imports_torch
 
 DEFAULT_TIMEOUT = 90.0  # importing torch on a cold, busy machine can take tens of seconds
 HANG_MARGIN_S = 3.0  # the child dumps its stacks this long before the check's own deadline
@@ -77,7 +78,9 @@ def imports_smoke(ctx) -> Iterator[Result]:
         # torchrun/accelerate give every worker these; module-level code often reads them
         for k, v in _WORKER_ENV.items():
             env.setdefault(k, v)
-    outcome = run_probe(ctx, "import_probe.py", request=request, timeout=hang_s + 1.5, env=env, cwd=cwd)
+    preload = ("torch",) if not remote and imports_torch(spec, Path(cwd)) else ()  # imported once, served
+    outcome = run_probe(ctx, "import_probe.py", request=request, timeout=hang_s + 1.5, env=env, cwd=cwd,
+                        preload=preload)
     guessed = guessed_interpreter(ctx, spec)
     for r in _conclude(ctx, spec, outcome, hang_s, request):
         if guessed and r.status == Status.FAIL and r.cause != causes.IMPORT_HANG:

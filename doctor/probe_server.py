@@ -1,10 +1,13 @@
 """One training interpreter for a phase's probes: torch imported once, each probe a fork of it.
 
 Every probe used to start the training interpreter and import torch again; on a 2-core machine the second import
-costs as much as the first. While a phase runs a check that imports torch, `serving` keeps one interpreter
-(`checks/probes/_probe_server.py`) that has imported it, and `run` hands it a probe: the server forks, the child
-runs the probe with the probe's argv, cwd and environment, its stdout and stderr going straight into pipes this
-process reads, in a session of its own that the deadline signals as it would a fresh probe's.
+costs as much as the first. While a phase runs a check that may import torch, `serving` keeps one interpreter
+(`checks/probes/_probe_server.py`), and `run` hands it a probe: the server forks, the child runs the probe with
+the probe's argv, cwd and environment, its stdout and stderr going straight into pipes this process reads, in a
+session of its own that the deadline signals as it would a fresh probe's. The server imports torch once, where
+some probe needs it (its doc says when): a probe asks with `preload`, and when the job's own code imports torch
+(`torch_use`) this process tells the server as it starts, so that the import runs while the checks are
+still being chosen, as it did when every server imported torch at start-up.
 
 A probe still gets a fresh process when the server cannot serve it as a fresh one would behave: its environment
 differs in a variable that may be read at start-up, the server is not there (a remote target, a Python
@@ -32,6 +35,7 @@ import psutil
 import dfdoctor.checks.probes as _probes_pkg
 from dfdoctor.capture import DEFAULT_LIMIT, CappedBuffer
 from dfdoctor.command import ProbeOutcome, kill_group, pump
+from dfdoctor.torch_use import command_imports_torch
 
 SERVER = Path(_probes_pkg.__file__).resolve().parent / "_probe_server.py"
 # Variables nothing reads before a probe's own work begins (CUDA, NCCL and the rendezvous read them when they
@@ -80,7 +84,19 @@ def _spawn(ctx) -> tuple[Optional[subprocess.Popen], str, str, dict[str, str]]:
                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         except OSError:
             proc = None
+    if proc is not None and _job_imports_torch(ctx):
+        with contextlib.suppress(OSError):  # a server already gone: its probes start fresh
+            os.write(proc.stdin.fileno(), b"torch\n")  # unbuffered: nothing is left for close() to flush
     return proc, folder, path, env
+
+
+def _job_imports_torch(ctx) -> bool:
+    """Whether the job's module level imports torch (imports.smoke will ask the server for it), from its command's
+    words: this runs before the checks' modules are imported, and takes none of them."""
+    try:
+        return command_imports_torch(ctx.command or (), Path(ctx.cwd))
+    except (OSError, ValueError):  # a folder that cannot be read: the probe asks when it comes
+        return False
 
 
 def _stop(proc: Optional[subprocess.Popen], folder: str, path: str, *, at_once: bool = False) -> None:

@@ -3,18 +3,23 @@ hangs (a fake torch, the only part not real), a missing torch and a missing inte
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from dfdoctor.checks.cuda_init import cuda_init
 from dfdoctor import causes
 from dfdoctor.context import Context
 from dfdoctor.model import Status
 from dfdoctor.runner import run_checks
+
+from support.torch_imports import cpu_only_torch, marking, unreadable_build
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_TORCH = ROOT / "tests" / "fakes" / "fake_torch"
@@ -47,6 +52,30 @@ def test_cpu_only_torch_fails_when_a_gpu_is_required():
     assert any("--require-gpu" in e for e in r.evidence)
     if any(e.startswith("no NVIDIA driver") for e in r.evidence):  # this machine: no GPU for a CUDA torch to find
         assert r.fix.startswith("run on a machine with a GPU: this one has no NVIDIA driver"), r.fix
+
+
+def test_a_cpu_only_torch_is_judged_from_its_version_file_without_importing_it(tmp_path: Path):
+    """Round 19: a build whose torch/version.py says no CUDA and no HIP is answered without `import torch` (about a
+    CPU-second), with the verdicts the import gave: the same torch imported through a folder without its version.py
+    (so its build cannot be read) is still imported, and judged alike in every word but the build's line."""
+    build = cpu_only_torch()
+    extra, marks = marking(tmp_path)
+    imported = {"PYTHONPATH": f"{unreadable_build(tmp_path)}:{extra['PYTHONPATH']}"}
+    verdicts = {}
+    for how, more in (("read", {}), ("imported", imported)):
+        for need in (False, True):
+            (r,) = run(Context(python=PYTHON, env=env(**{**extra, **more}), timeout=120, require_gpu=need))
+            verdicts[how, need] = r
+        assert bool(os.listdir(marks)) is (how == "imported"), (how, os.listdir(marks))
+    for need in (False, True):
+        read, imp = verdicts["read", need], verdicts["imported", need]
+        assert (read.status, read.cause, read.summary, read.fix) == (imp.status, imp.cause, imp.summary, imp.fix)
+        assert read.status is (Status.FAIL if need else Status.SKIP)
+        said = f"torch {build['version']} is built without CUDA (torch/version.py)"
+        assert [e for e in read.evidence if e != said] == [e for e in imp.evidence if not e.startswith("torch says:")]
+        assert said in read.evidence and any(e.startswith("torch says: AssertionError") for e in imp.evidence)
+        facts = [{k: v for k, v in r.data["cuda"].items() if k not in ("stages", "probe_s")} for r in (read, imp)]
+        assert facts[0] == facts[1] and facts[0]["torch"] == build["version"]
 
 
 def test_command_naming_cuda_warns_and_says_so():
@@ -150,3 +179,29 @@ def test_no_probe_outlives_the_check(tmp_path: Path):
         except psutil.Error:
             continue
     assert not left
+
+
+@pytest.mark.parametrize("version_py, read", [
+    ("from typing import Optional\n__version__ = '2.5.0+cpu'\ncuda: Optional[str] = None\nhip = None\n",
+     {"version": "2.5.0+cpu", "cuda": None, "hip": None}),
+    ("__version__ = '2.5.0+cu124'\ncuda = '12.4'\nhip = None\n", {"version": "2.5.0+cu124", "cuda": "12.4", "hip": None}),
+    ("import os\n__version__ = '2.5.0'\ncuda = os.environ.get('X')\nhip = None\n", None),  # computed: unknown
+    ("__version__ = '2.5.0'\ncuda = None\nhip = None\ncuda = '12.4'\n", None),  # set twice
+    ("__version__ = '2.5.0'\ncuda = None\nif True:\n    cuda = '12.4'\nhip = None\n", None),
+    ("__version__ = '2.5.0'\ncuda = None\n", None),  # no word on HIP
+    ("__version__ = '2.5.0'\ncuda = None\nhip = None\ndef (\n", None),  # does not parse
+    (None, None),  # no version.py beside torch's __init__.py
+])
+def test_the_torch_build_is_read_from_version_py_or_not_at_all(tmp_path: Path, version_py, read):
+    """What cuda.init's probe and the probe server read of a torch build without importing it: only plain literal
+    assignments of all three names; anything else is unknown (then torch is imported, as before round 19)."""
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text("raise ImportError('never imported here')\n")
+    if version_py is not None:
+        (tmp_path / "torch" / "version.py").write_text(version_py)
+    probes = ROOT / "checks" / "probes"
+    code = f"import json, sys\nsys.path.insert(0, {str(probes)!r})\nimport _torch_build\nb = _torch_build.read()\n" \
+           "print(json.dumps([b and {k: b[k] for k in ('version', 'cuda', 'hip')}, _torch_build.cpu_only(b)]))\n"
+    out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, timeout=60, check=True,
+                         env=env(PYTHONPATH=str(tmp_path)))
+    assert json.loads(out.stdout) == [read, read is not None and read["cuda"] is None]

@@ -18,6 +18,7 @@ from dfdoctor.context import Context
 from dfdoctor.probe import run_probe
 
 from conftest import DFDOCTOR
+from support.torch_imports import cpu_only_torch, marking
 
 # A probe that says where it runs: its parent, and whether torch was already imported before it imported anything.
 WHERE = """
@@ -35,9 +36,9 @@ def probe(tmp_path: Path, name: str, body: str) -> Path:
 
 
 def warmed(ctx, tmp_path: Path) -> None:
-    """Wait until the server has imported torch (a loaded machine may take a while), so that what follows is
-    served whatever the load."""
-    assert run_probe(ctx, probe(tmp_path, "ready.py", "pass\n"), timeout=180).extra.get("probe_server")
+    """Have the server import torch and wait until it has (a loaded machine may take a while), so that what
+    follows is served whatever the load."""
+    assert run_probe(ctx, probe(tmp_path, "ready.py", "pass\n"), timeout=180, preload=("torch",)).extra.get("probe_server")
 
 
 def answer(out) -> dict:
@@ -274,3 +275,76 @@ def test_a_preload_that_fails_sends_every_later_probe_to_a_fresh_process(tmp_pat
         later = run_probe(ctx, script, timeout=60)
     for out in (asked, later):
         assert out.returncode == 0 and not out.extra.get("probe_server") and answer(out)["mark"] == "job"
+
+
+def _torch_mapped(pid: int) -> bool:
+    """Whether torch's own library is loaded in the process (its memory map, as the kernel shows it)."""
+    return "libtorch" in Path(f"/proc/{pid}/maps").read_text()
+
+
+def test_a_cpu_only_torch_is_imported_in_the_server_only_once_a_probe_asks(tmp_path, ctx):
+    """Round 19: a CPU-only torch that no probe needs costs no import (about a CPU-second per phase); the first
+    probe whose request names torch has the server import it before its fork, for the forks after it too."""
+    cpu_only_torch()
+    script = probe(tmp_path, "where.py", WHERE)
+    with probe_server.serving(ctx, wanted=True) as server:
+        before = run_probe(ctx, script, timeout=120)
+        assert not _torch_mapped(server.pid)
+        asked = run_probe(ctx, script, timeout=180, preload=("torch",))
+        after = run_probe(ctx, script, timeout=120)
+        assert _torch_mapped(server.pid)
+    assert before.extra.get("probe_server") and not answer(before)["torch_before"]
+    for out in (asked, after):
+        assert out.extra.get("probe_server") and answer(out)["torch_before"] and answer(out)["ppid"] == server.pid
+
+
+def test_a_job_whose_code_imports_torch_has_the_server_import_it_before_any_probe_asks(tmp_path, ctx):
+    """The job's script imports torch, so imports.smoke will ask: the server starts on it at once (as every server
+    did before round 19), not when the request comes after the checks are chosen."""
+    cpu_only_torch()
+    (tmp_path / "model.py").write_text("import torch.nn as nn\n")
+    (tmp_path / "train.py").write_text("import os\nimport model\n\ndef main():\n    pass\n")
+    quiet = Context(cwd=tmp_path, python=sys.executable, env=ctx.env, command=[sys.executable, "-c", "import os"])
+    job = Context(cwd=tmp_path, python=sys.executable, env=ctx.env, command=[sys.executable, "train.py"])
+    for c, imports in ((quiet, False), (job, True)):
+        with probe_server.serving(c, wanted=True) as server:
+            assert run_probe(c, probe(tmp_path, "ready.py", "pass\n"), timeout=180).extra.get("probe_server")
+            deadline = time.monotonic() + 180
+            while imports and not _torch_mapped(server.pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert _torch_mapped(server.pid) is imports
+
+
+def test_a_check_of_a_job_without_torch_imports_torch_in_no_process(tmp_path):
+    """The whole check, as a user runs it, watched by a hook every Python it starts runs: for a job that does not
+    use a CPU-only torch, no process of dfdoctor's imports it; for one that does, torch is imported (the hook
+    sees it)."""
+    cpu_only_torch()
+    extra, marks = marking(tmp_path)
+    env = {**os.environ, **extra}
+    for code, imported in (("import os", False), ("import torch", True)):
+        p = subprocess.run([DFDOCTOR, "check", "--cwd", str(tmp_path), "--", sys.executable, "-c", code],
+                           capture_output=True, text=True, timeout=300, env=env)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert bool(os.listdir(marks)) is imported, (code, os.listdir(marks))
+
+
+def test_what_the_job_imports_at_module_level_decides_whether_torch_is_asked_for(tmp_path):
+    """The reading behind the server's torch import (dfdoctor.torch_use): the module level of the script and of
+    the project's modules it imports, not a function's body; torchrun imports torch itself; `-c` code is read."""
+    from dfdoctor.launchline.commandline import parse
+    from dfdoctor.torch_use import command_imports_torch, imports_torch
+
+    (tmp_path / "model.py").write_text("try:\n    import torch.nn as nn\nexcept ImportError:\n    nn = None\n")
+    (tmp_path / "train.py").write_text("import os\nimport model\n")
+    (tmp_path / "lazy.py").write_text("import os\n\ndef main():\n    import torch\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from torch import nn\n")
+    py = sys.executable
+    cases = {("train.py",): True, ("train.py", "-c", "cfg.yaml"): True, ("lazy.py",): False,
+             ("-c", "import torch.distributed"): True, ("-c", "import os"): False, ("missing.py",): False}
+    for words, imports in cases.items():
+        assert command_imports_torch([py, *words], tmp_path) is imports, words
+        assert imports_torch(parse([py, *words], tmp_path, dict(os.environ)), tmp_path) is imports, words
+    assert command_imports_torch(["torchrun", "--nproc-per-node=2", "lazy.py"], tmp_path)
+    assert imports_torch(parse([py, "-m", "pkg"], tmp_path, dict(os.environ)), tmp_path)

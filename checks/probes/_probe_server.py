@@ -1,27 +1,32 @@
-"""A fork server in the training interpreter: import torch once, then run each probe in a fork of this process.
+"""A fork server in the training interpreter: torch imported once, each probe run in a fork of this process.
 
 Standard library only, Python 3.6 syntax: it runs in the user's interpreter. dfdoctor starts it once per phase of
-checks (`dfdoctor.probe_server`) with the job's environment and cwd. It imports torch (the cost every
-torch-importing probe would otherwise pay again), then accepts requests on a Unix socket. A request is one JSON
-line with the probe's argv, cwd and environment, and carries the write ends of the probe's stdout and stderr pipes
-(SCM_RIGHTS). The server forks; the child becomes a session of its own (so dfdoctor can signal its whole group, as
-it does a fresh probe), takes those pipes as fds 1 and 2 and runs the probe as `__main__`. The server answers with
-the child's pid, then with its exit status.
+checks (`dfdoctor.probe_server`) with the job's environment and cwd, and it accepts requests on a Unix socket. A
+request is one JSON line with the probe's argv, cwd and environment, and carries the write ends of the probe's
+stdout and stderr pipes (SCM_RIGHTS). The server forks; the child becomes a session of its own (so dfdoctor can
+signal its whole group, as it does a fresh probe), takes those pipes as fds 1 and 2 and runs the probe as
+`__main__`. The server answers with the child's pid, then with its exit status.
 
-A request may name modules to import first (`preload`, compile.race's torch._dynamo: 1.1-1.3 s that each of its
-runs paid again in its fork); the server imports them once, for that probe and every fork after it, with a torch
-built for the CPU or CUDA, not ROCm (unproven there). A GPU driver started by them could not be inherited by a fork:
-on an H200 (torch 2.11.0+cu130, bench/gpu_preload_check.py) the preload started no thread and left CUDA
-uninitialised, and a fork made after it started CUDA and ran a compiled function; and the server checks it each
-time (CUDA initialised after a preload: it serves nothing more). A preload that fails leaves the server serving
-nothing more: each probe then starts fresh, as after a failed torch import, so none runs in what a failed import
-left half-loaded.
+It imports torch (the cost every torch-importing probe would otherwise pay again) only where some probe will:
+at start-up when the build has CUDA or HIP or cannot be read (cuda.init's probe imports it then: `_torch_build`),
+or when dfdoctor writes `torch` on its stdin (the job's own code imports it: imports.smoke will), else before
+forking the first request that asks for it (`preload` naming torch or a module of it). A CPU-only torch that no
+probe needs is never imported (round 19: a check of a job that does not use torch cost about a CPU-second more
+for it).
 
-It stays single-threaded, so a fork never copies a lock another thread holds. It never initialises CUDA (a probe
-that does so in a child is the first in its process to do it). It exits when dfdoctor closes its stdin, killing
-what it forked; it exits at once (status 3) when torch fails to import, so that no probe ever runs after a failed
-import that left torch half-loaded: dfdoctor then runs every probe in a fresh process. It leaves with os._exit:
-the interpreter's teardown of torch took 0.3-0.5 s on a 2-core machine, and every `check` waited for it.
+A request may name more modules to import first (`preload`, compile.race's torch._dynamo: 1.1-1.3 s that each of
+its runs paid again in its fork); the server imports them once, for that probe and every fork after it, with a
+torch built for the CPU or CUDA, not ROCm (unproven there). A GPU driver started by them could not be inherited
+by a fork: on an H200 (torch 2.11.0+cu130, bench/gpu_preload_check.py) the preload started no thread and left CUDA
+uninitialised, and a fork made after it started CUDA and ran a compiled function; and the server checks it after
+every import it makes, torch's own included (CUDA initialised: it serves nothing more). An import that fails
+leaves the server serving nothing more: each probe then starts fresh, so none runs in what a failed import left
+half-loaded; at start-up it exits at once (status 3) instead.
+
+It stays single-threaded, so a fork never copies a lock another thread holds: every import happens in its one
+thread, between requests. It never initialises CUDA (a probe that does so in a child is the first in its process
+to do it). It exits when dfdoctor closes its stdin, killing what it forked. It leaves with os._exit: the
+interpreter's teardown of torch took 0.3-0.5 s on a 2-core machine, and every `check` waited for it.
 """
 
 import array
@@ -46,25 +51,56 @@ def preload():
     return True
 
 
-_refusing = [False]  # a preload failed: every request from now on is refused (its probe starts fresh)
+def torch_at_start():
+    """Whether torch is sure to be imported by this phase's probes before any asks: a build with CUDA or HIP, or
+    one whose build cannot be read, is imported by cuda.init's probe; a CPU-only build only where a probe needs it."""
+    try:
+        import _torch_build  # beside this file (not on the path under PYTHONSAFEPATH: then torch, as before)
+    except ImportError:
+        return True
+    return not _torch_build.cpu_only(_torch_build.read())
+
+
+_refusing = [False]  # an import failed, or left CUDA initialised: every request from now on is refused
+
+
+def cuda_started():
+    """Whether what the server imported initialised CUDA (seen not to on an H200, torch 2.11+cu130; a torch that
+    does: no fork may inherit it)."""
+    cuda = getattr(sys.modules.get("torch"), "cuda", None)
+    try:
+        return bool(cuda is not None and cuda.is_initialized())
+    except BaseException:
+        return True
+
+
+def torch_now():
+    """Import torch in the server now (asked by a request or by dfdoctor); False when the server must serve no
+    more (this or an earlier import failed, or CUDA started)."""
+    if not _refusing[0] and "torch" not in sys.modules and (not preload() or cuda_started()):
+        _refusing[0] = True
+    return not _refusing[0]
 
 
 def preload_first(names):
     """Import what a request asks for before its fork (see the module's doc); False when the server must not
-    serve it (this or an earlier preload failed)."""
+    serve it (this or an earlier import failed)."""
+    names = [str(n) for n in names or ()]
+    if _refusing[0] or (any(n == "torch" or n.startswith("torch.") for n in names) and not torch_now()):
+        return False
     torch = sys.modules.get("torch")
-    unproven = torch is None or getattr(torch.version, "hip", None)
-    if _refusing[0] or not names or unproven:
-        return not _refusing[0]
+    more = [n for n in names if n != "torch"]
+    if not more or torch is None or getattr(torch.version, "hip", None):
+        return True
     import importlib
-    for name in names:
+    for name in more:
         try:
-            importlib.import_module(str(name))
+            importlib.import_module(name)
         except BaseException:
             _refusing[0] = True
             return False
-    if getattr(torch.version, "cuda", None) and torch.cuda.is_initialized():
-        _refusing[0] = True  # (seen not to on an H200, torch 2.11+cu130; a torch that does: no fork may inherit it)
+    if cuda_started():
+        _refusing[0] = True
         return False
     return True
 
@@ -168,6 +204,15 @@ def send(conn, obj):
         return False
 
 
+def heard(stdin):
+    """Read what dfdoctor said on stdin: False when it closed it (leave); `torch`: the job imports it, so import
+    it now, before a probe asks (see the module's doc)."""
+    said = os.read(stdin, 1024)
+    if said and b"torch" in said:
+        torch_now()
+    return bool(said)
+
+
 def serve(listener):
     """Accept requests and reap children until dfdoctor closes our stdin."""
     children = {}  # pid -> the connection that asked for it
@@ -177,7 +222,7 @@ def serve(listener):
     try:
         while True:
             readable, _, _ = select.select(watching + list(children.values()), [], [], 0.05)
-            if stdin in readable and not os.read(stdin, 1024):
+            if stdin in readable and not heard(stdin):
                 return
             if listener in readable:
                 try:
@@ -245,7 +290,7 @@ def main():
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(64)  # callers queue here while torch imports
-    if not preload():
+    if torch_at_start() and (not preload() or cuda_started()):
         sys.exit(3)
     serve(listener)
     # What it forked is gone; leave without tearing torch down (its modules' finalisers and the collection of

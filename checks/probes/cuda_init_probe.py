@@ -2,7 +2,9 @@
 
 Standard library plus torch only. It records the facts that need no CUDA context (device nodes, driver,
 the visibility variables, NVML's device list) in a side thread while `import torch` runs, then initialises
-CUDA and, on every visible device, allocates, multiplies and synchronises. The answer is rewritten after
+CUDA and, on every visible device, allocates, multiplies and synchronises. A torch whose own torch/version.py
+says it is built with neither CUDA nor HIP can use no GPU here, whatever the machine has: that build is
+recorded as read from the file, without importing torch (about a CPU-second; `_torch_build`). The answer is rewritten after
 every stage, so when dfdoctor kills a hung probe the last answer names the stage it hung in.
 """
 
@@ -18,6 +20,7 @@ import traceback
 from typing import List
 
 import _probe_support as support
+import _torch_build
 
 T0 = time.monotonic()
 STATE: dict = {"stage": "start", "stages": [], "pid": os.getpid(), "python": sys.executable,
@@ -227,6 +230,15 @@ def main() -> int:
     stage("start")
     side = threading.Thread(target=host_facts, name="dfdoctor-host-facts", daemon=True)
     side.start()
+    stage("torch build")
+    build = _torch_build.read()
+    if _torch_build.cpu_only(build):
+        publish(torch=dict(file=build["file"], version=build["version"], cuda=None, hip=None, arch_list=[]),
+                available=False, device_count=0, init_ok=False,
+                build_note="torch %s is built without CUDA (torch/version.py)" % build["version"])
+        side.join(10)
+        stage("done")
+        return 0
     stage("import torch")
     try:
         import torch
