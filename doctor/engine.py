@@ -329,26 +329,35 @@ def fail_on(opts: dict[str, Any], cfg: Config) -> str:
     return opts.get("fail_on") or cfg.get("fail-on") or "error"
 
 
+def _globs(opts: dict[str, Any], cfg: Config) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """--only/--skip from the command line and the config."""
+    only = tuple(opts.get("only") or ()) or tuple(cfg.get("only") or ())
+    return only, tuple(opts.get("skip") or ()) + tuple(cfg.get("skip") or ())
+
+
 def check_selection(opts: dict[str, Any], cfg: Config,
                     checks: Optional[list[Check]] = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """--only/--skip from the command line and the config; an --only that matches nothing is bad usage (the
-    checks are loaded only to tell that: with no --only, nothing is imported)."""
-    only = tuple(opts.get("only") or ()) or tuple(cfg.get("only") or ())
-    skip_ = tuple(opts.get("skip") or ()) + tuple(cfg.get("skip") or ())
+    checks are loaded only to tell that: with no --only, nothing is imported; with one, only the built-in checks
+    it matches, and every check to list them where it matches none)."""
+    only, skip_ = _globs(opts, cfg)
     if not only:
         return only, skip_
-    checks = discover()[0] if checks is None else checks
+    checks = discover(only=only)[0] if checks is None else checks
     missing = list(unmatched(only, checks))
     if missing:
-        ids = ", ".join(c.id for c in checks)
+        ids = ", ".join(c.id for c in discover()[0])
         raise UsageError(f"--only {', '.join(missing)} matches no check (checks: {ids})")
     return only, skip_
 
 
 def choose_checks(opts: dict[str, Any], cfg: Config, phase: Optional[str]) -> tuple[list[Check], list[CheckRecord]]:
-    """The checks to run, plus error records for plugins that failed to load."""
-    checks, broken = discover()
-    only, skip_ = check_selection(opts, cfg, checks)
+    """The checks to run, plus error records for plugins that failed to load. Only the built-in checks that can be
+    chosen are imported: those an --only matches, else those no --skip names (an --only is told against every
+    check it matches, a skipped one too: `--only 'cuda.*' --skip cuda.nccl` is no bad usage)."""
+    only, skip_ = _globs(opts, cfg)
+    checks, broken = discover(only=only, skip=() if only else skip_)
+    check_selection(opts, cfg, checks)
     return select(checks, only, skip_, phase), broken_plugin_records(broken, phase or "pre")
 
 

@@ -9,7 +9,7 @@ from typing import Any, Callable, Optional
 
 import click
 from dfdoctor import progress
-from dfdoctor.fleet import DEFAULT_PARALLEL
+from dfdoctor.fleet_specs import DEFAULT_PARALLEL
 from dfdoctor.render import EXTENSIONS, FORMATS
 from dfdoctor.targets import KINDS, shown_spec
 from dfdoctor.targets.registry import kind_for
