@@ -91,8 +91,9 @@ Docs: README.md and docs/ of dfdoctor's repository; `dfdoctor COMMAND -h` for a 
 
 
 class _Commands(click.Group):
-    """dfdoctor's commands, with `launch`, `status`, `stop` and `env` loaded only when named (or listed by --help): their
-    modules bring the launch and Slurm pipelines, 0.05 s of CPU in the 0.2 s that `check` took to start (round 9)."""
+    """dfdoctor's commands, with `launch`, `status`, `stop` and `env` loaded only when named (or listed by --help):
+    their modules bring the launch and Slurm pipelines, 0.05 s of CPU in the 0.2 s that `check` took to start
+    (round 9)."""
 
     LAZY = {"launch": "dfdoctor.cli.launch", "status": "dfdoctor.cli.launch", "stop": "dfdoctor.cli.stop",
             "env": "dfdoctor.cli.env"}
