@@ -125,16 +125,11 @@ def discover(phase: Optional[str] = None, only: Iterable[str] = (),
     ids, as `select` reads them), those of dfdoctor's own checks that `select` would drop: a caller that selects
     that phase's checks with the same globs gets the same ones. A plugin's are always loaded (its id is known, and
     a failure to load it is reported, only once it is imported)."""
-    # importlib.metadata (with email, zipfile and csv) is imported here, not with the package: `status`, `stop`,
-    # `launch` before its job started and every training process that imports dfdoctor.guard never look for checks
-    # (0.05 CPU-s of each start, a tenth of what `launch` imported before its job started: round 14, issue 45)
-    from importlib import metadata
-
     checks: dict[str, Check] = {}
     sources: dict[str, str] = {}  # check id -> the source that gave it first, loaded or left unloaded
     broken: list[BrokenPlugin] = []
     names: dict = {}
-    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+    for ep in _entry_points():
         dist = _distribution_name(ep, names)
         source = "built-in" if dist in _OWN_NAMES else dist
         if source == "built-in" and not _wanted(ep.name, phase, only, skip):
@@ -168,6 +163,19 @@ def _wanted(check_id: str, phase: Optional[str], only: Iterable[str], skip: Iter
     if only and not any(fnmatch.fnmatchcase(check_id, pat) for pat in only):
         return False
     return not any(fnmatch.fnmatchcase(check_id, pat) for pat in skip)
+
+
+def _entry_points() -> Any:
+    """The group's entry points, read by dfdoctor's own reader of the installed distributions (entrypoints.py), or
+    importlib.metadata's where that reader is unsure. Neither is imported with the package: `status`, `stop`,
+    `launch` before its job started and every training process that imports dfdoctor.guard never look for checks
+    (0.05 CPU-s of each start, a tenth of what `launch` imported before its job started: round 14, issue 45)."""
+    from dfdoctor import entrypoints
+    found = entrypoints.of_group(ENTRY_POINT_GROUP)
+    if found is not None:
+        return found
+    from importlib import metadata
+    return metadata.entry_points(group=ENTRY_POINT_GROUP)
 
 
 def _claim(check_id: str, name: str, source: str, sources: dict[str, str], broken: list[BrokenPlugin]) -> bool:

@@ -45,6 +45,8 @@ def test_check_only_one_check_imports_that_checks_module_alone(tmp_path: Path):
     assert _checks(loaded) == {"dfdoctor.checks.imports_smoke"}
     for other in ("dfdoctor.rehearse.fix", "dfdoctor.slurm.precheck", "dfdoctor.checks.launch_path"):
         assert other not in loaded, other
+    # the checks' entry points are read without importlib.metadata (entrypoints.py), and its email parser
+    assert not {"importlib.metadata", "email.message", "email.parser"} & loaded
 
 
 def test_check_skip_leaves_the_skipped_checks_unimported_and_an_only_is_told_against_every_check(tmp_path: Path):

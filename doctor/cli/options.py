@@ -58,16 +58,6 @@ def complete_check_ids(ctx: Any, param: Any, incomplete: str) -> list[Any]:
     return [CompletionItem(i, help=titles.get(i, "")) for i in ids if i.startswith(incomplete)]
 
 
-def _strategy_help() -> str:
-    from dfdoctor.targets.strategies import STRATEGIES
-    return "; ".join(f"{s.name}: {s.words.removeprefix('started ')}" for s in STRATEGIES)
-
-
-STRATEGY_HELP = ("With --target: how the recorder is detached there. auto: what persistence.session "
-                 "found best for that target, else the recorder's own SIGHUP-ignoring setsid hand-off; "
-                 + _strategy_help() + ".")
-
-
 class Seconds(click.ParamType):
     """A finite number of seconds: greater than 0 (`positive`), or 0 or more."""
 
