@@ -5,7 +5,7 @@ text files. Where sys.path or sys.meta_path holds anything this reader does not 
 (a zip or egg on sys.path, a finder of its own that finds distributions, a file it cannot parse), it answers
 None and the caller asks importlib.metadata itself.
 
-What it reproduces (CPython 3.11's importlib.metadata): the `*.dist-info`/`*.egg-info` folders of each sys.path
+What it reproduces (CPython 3.10-3.13: importlib.metadata): the `*.dist-info`/`*.egg-info` folders of each sys.path
 entry in listing order, grouped by normalized name; the first distribution of a name on sys.path wins; each one's
 entry_points.txt read by sections (`[group]`, then `name = value` lines; blank and `#` lines skipped); its name is
 the `Name` header of its METADATA (else PKG-INFO); `load()` imports `module` and follows `:attr.attr`.
