@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
-from dfdoctor import causes, probe_server, root_causes
+from dfdoctor import causes
 from dfdoctor.config import Config, ConfigError, apply_silences, load
 from dfdoctor.context import Context
 from dfdoctor.errors import UsageError
@@ -29,7 +29,6 @@ from dfdoctor.render.github import SUMMARY_LIMIT, inert, summary
 from dfdoctor.render.text import color_wanted, verdict_line, visible
 from dfdoctor.render.undecodable import shown_all
 from dfdoctor.run.folder import runs_root
-from dfdoctor.runner import run_checks
 from dfdoctor.safefile import guard_outputs, one_of, open_summary, regular_file_problem, write_atomically
 from dfdoctor.targets import Target, parse_target, shown_spec, transport
 
@@ -373,6 +372,10 @@ def run_phase(ctx: Context, checks: list[Check], phase: str, cfg: Config,
               jobs: Optional[int] = None) -> list[CheckRecord]:
     """Run one phase's checks (at most `jobs` at once; default all) with a live progress line on a terminal,
     then apply silences."""
+    # start-up: the runner and the probe server (psutil with them) are imported by a command that runs checks, not
+    # by every command that imports the engine (`report`, `stop`, `--version`: 0.01 CPU-s of each)
+    from dfdoctor import probe_server
+    from dfdoctor.runner import run_checks
     progress = Progress(len(checks))
     try:
         with probe_server.serving(ctx, wanted=any(c.imports_torch for c in checks)):
@@ -385,6 +388,7 @@ def run_phase(ctx: Context, checks: list[Check], phase: str, cfg: Config,
 def finished(records: list[CheckRecord], cfg: Config) -> list[CheckRecord]:
     """A phase's records as reported: silences applied, then one finding for an unreachable target and one for an
     interpreter that cannot start (each over every record of the phase: it rewrites the others in place)."""
+    from dfdoctor import root_causes  # start-up: see run_phase
     apply_silences(records, cfg.silences)
     return root_causes.one_missing_module(root_causes.one_missing_interpreter(one_unreachable_target(records)))
 

@@ -75,3 +75,12 @@ def test_a_check_on_one_target_imports_neither_the_fleet_nor_the_env_command(tmp
                          sys.executable, "-c", "pass")
     assert p.returncode == 0 and "1 target(s)" in p.stdout, p.stdout + p.stderr
     assert "dfdoctor.fleet" in loaded
+
+
+def test_report_reads_a_saved_result_without_the_runner_the_probe_server_or_psutil(tmp_path: Path):
+    p, loaded = _modules(tmp_path, "check", "--only", "args.known", "--format", "json", "--output", "r.json", "--",
+                         sys.executable, "-c", "pass")
+    assert p.returncode == 0 and {"dfdoctor.runner", "psutil"} <= loaded, p.stdout + p.stderr
+    p, loaded = _modules(tmp_path, "report", "r.json", "-q")
+    assert p.returncode == 0 and "OK" in p.stdout, p.stdout + p.stderr
+    assert not {"dfdoctor.runner", "dfdoctor.probe_server", "psutil", "dfdoctor.root_causes"} & loaded
