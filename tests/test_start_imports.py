@@ -68,7 +68,7 @@ def test_check_skip_leaves_the_skipped_checks_unimported_and_an_only_is_told_aga
 def test_a_check_on_one_target_imports_neither_the_fleet_nor_the_env_command(tmp_path: Path):
     p, loaded = _modules(tmp_path, "check", "--only", "args.*", "--", sys.executable, "-c", "pass")
     assert p.returncode == 0, p.stdout + p.stderr
-    assert not {"dfdoctor.fleet", "dfdoctor.cli.env", "dfdoctor.probe"} & loaded
+    assert not {"dfdoctor.fleet", "dfdoctor.cli.env"} & loaded
     # a --targets-file is checked as a fleet (one row per target): it does load it
     (tmp_path / "targets.txt").write_text("local\n")
     p, loaded = _modules(tmp_path, "check", "--only", "args.*", "--targets-file", "targets.txt", "--",
