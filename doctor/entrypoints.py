@@ -22,6 +22,7 @@ from typing import Any, Optional
 
 # importlib.metadata's EntryPoint.pattern
 _PATTERN = re.compile(r"(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?((?P<extras>\[.*\])\s*)?$")
+_LINES = re.compile(r"\r\n|\r|\n")
 _HEADER = re.compile(r"[\041-\071\073-\176]+")  # a header's name, as email's feedparser reads one
 
 
@@ -46,7 +47,8 @@ class Distribution:
     def name(self) -> Optional[str]:
         """The first `Name:` header of its METADATA (else PKG-INFO), as email's parser gives it (compat32: the
         value less its leading blanks); a header this reading could take otherwise than email does: unsure."""
-        lines = (self.read_text("METADATA") or self.read_text("PKG-INFO") or "").splitlines()
+        # split where email's parser splits (str.splitlines also splits at \f, \x1c, \u2028, ...)
+        lines = _LINES.split(self.read_text("METADATA") or self.read_text("PKG-INFO") or "")
         for i, line in enumerate(lines):
             if line == "":
                 return None  # the headers end at the first empty line
