@@ -86,12 +86,16 @@ def test_report_reads_a_saved_result_without_the_runner_the_probe_server_or_psut
     assert not {"dfdoctor.runner", "dfdoctor.probe_server", "psutil", "dfdoctor.root_causes"} & loaded
 
 
-def test_a_check_that_reproduces_nothing_imports_neither_the_stack_reading_nor_statistics(tmp_path: Path):
-    """compile.race reads stacks (and takes medians) only of a reproduction it ran: a check of a script that
-    compiles in no thread (every check here) imports neither into dfdoctor's process."""
+def test_a_check_of_a_plain_script_imports_no_stack_reading_statistics_or_rehearsal(tmp_path: Path):
+    """compile.race reads stacks (and takes medians) only of a reproduction it ran, launch.path and
+    persistence.session rehearse only a launch line: a check of a plain script that compiles in no thread imports
+    none of them into dfdoctor's process."""
     (tmp_path / "train.py").write_text("print('step 1')\n")
     p, loaded = _modules(tmp_path, "check", "--format", "json", "--", sys.executable, "train.py")
     race = next(c for c in json.loads(p.stdout)["checks"] if c["id"] == "compile.race")
     assert race["status"] == "skip", race
     assert "dfdoctor.checks.compile_race" in loaded
     assert not {"dfdoctor.diagnose.stackclass", "statistics"} & loaded
+    # nor the rehearsal of a launch line (launch.path, persistence.session): a plain command has none
+    assert "dfdoctor.checks.launch_path" in loaded and "dfdoctor.checks.persistence" in loaded
+    assert not [m for m in loaded if m.startswith("dfdoctor.rehearse")]
