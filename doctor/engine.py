@@ -352,10 +352,11 @@ def check_selection(opts: dict[str, Any], cfg: Config,
 
 def choose_checks(opts: dict[str, Any], cfg: Config, phase: Optional[str]) -> tuple[list[Check], list[CheckRecord]]:
     """The checks to run, plus error records for plugins that failed to load. Only the built-in checks that can be
-    chosen are imported: those an --only matches, else those no --skip names (an --only is told against every
-    check it matches, a skipped one too: `--only 'cuda.*' --skip cuda.nccl` is no bad usage)."""
+    chosen are imported: those an --only matches, else those of scope "any" no --skip names (an --only is told
+    against every check it matches, a skipped one too: `--only 'cuda.*' --skip cuda.nccl` is no bad usage)."""
     only, skip_ = _globs(opts, cfg)
-    checks, broken = discover(only=only, skip=() if only else skip_)
+    # with an --only, the built-in checks it matches (of any scope: `--only slurm.gpus` is no bad usage here)
+    checks, broken = discover(only=only) if only else discover(skip=skip_, scope="any")
     check_selection(opts, cfg, checks)
     return select(checks, only, skip_, phase), broken_plugin_records(broken, phase or "pre")
 

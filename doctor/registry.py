@@ -23,6 +23,12 @@ PHASES = ("pre", "post")
 # are all loaded: its phases are known once imported): importing every built-in check to find them was 0.05 of
 # the CPU-seconds of each (issue 45). tests/test_registry_phases.py holds it to the checks' own `phases`.
 BUILT_IN_POST = frozenset({"job.leftovers", "job.resources", "log.writable", "target.reachable"})
+# The built-in checks of another scope than "any" (a Slurm submission's: `check -- sbatch ...` loads them all
+# through slurm/orchestrate.py): a caller that selects scope "any" leaves them unloaded (their module and the Slurm
+# readers it imports were 0.004 CPU-s of every check and launch). tests/test_registry_phases.py holds it to the
+# checks' own `scope`.
+BUILT_IN_OTHER_SCOPES = frozenset({"slurm.submission", "slurm.partition", "slurm.output", "slurm.gpus",
+                                   "slurm.training", "slurm.nodes"})
 
 CheckFunc = Callable[..., Union[Iterable[Result], Result, None]]
 
@@ -118,12 +124,13 @@ def _distribution_name(ep: Any, names: dict) -> str:
     return names[id(dist)][1]
 
 
-def discover(phase: Optional[str] = None, only: Iterable[str] = (),
-             skip: Iterable[str] = ()) -> tuple[list[Check], list[BrokenPlugin]]:
+def discover(phase: Optional[str] = None, only: Iterable[str] = (), skip: Iterable[str] = (),
+             scope: Optional[str] = None) -> tuple[list[Check], list[BrokenPlugin]]:
     """Load every check registered under the `dfdoctor.checks` entry-point group, sorted by id. With `phase="post"`,
     dfdoctor's own checks of the other phase only are left unloaded (BUILT_IN_POST); with `only`/`skip` (globs on
-    ids, as `select` reads them), those of dfdoctor's own checks that `select` would drop: a caller that selects
-    that phase's checks with the same globs gets the same ones. A plugin's are always loaded (its id is known, and
+    ids, as `select` reads them), and with `scope="any"` (BUILT_IN_OTHER_SCOPES), those of dfdoctor's own checks
+    that `select` would drop: a caller that selects that phase's and scope's checks with the same globs gets the
+    same ones. A plugin's are always loaded (its id is known, and
     a failure to load it is reported, only once it is imported)."""
     checks: dict[str, Check] = {}
     sources: dict[str, str] = {}  # check id -> the source that gave it first, loaded or left unloaded
@@ -132,7 +139,7 @@ def discover(phase: Optional[str] = None, only: Iterable[str] = (),
     for ep in _entry_points():
         dist = _distribution_name(ep, names)
         source = "built-in" if dist in _OWN_NAMES else dist
-        if source == "built-in" and not _wanted(ep.name, phase, only, skip):
+        if source == "built-in" and not _wanted(ep.name, phase, only, skip, scope):
             _claim(ep.name, ep.name, source, sources, broken)  # unloaded, its id still its own (named by its id)
             continue
         try:
@@ -153,11 +160,14 @@ def discover(phase: Optional[str] = None, only: Iterable[str] = (),
     return sorted(checks.values(), key=lambda c: c.id), broken
 
 
-def _wanted(check_id: str, phase: Optional[str], only: Iterable[str], skip: Iterable[str]) -> bool:
+def _wanted(check_id: str, phase: Optional[str], only: Iterable[str], skip: Iterable[str],
+            scope: Optional[str] = None) -> bool:
     """Whether a built-in check (named by its entry point, which is its id) may be selected: of the phase asked
     for (post: BUILT_IN_POST), matching an `only` glob where any is given, and none of `skip`. `check --only
     imports.smoke` imported all 20 built-in checks' modules for one: 0.05 CPU-s of 0.17 (round 19, issue 45)."""
     if phase == "post" and check_id not in BUILT_IN_POST:
+        return False
+    if scope == "any" and check_id in BUILT_IN_OTHER_SCOPES:
         return False
     only = list(only)
     if only and not any(fnmatch.fnmatchcase(check_id, pat) for pat in only):

@@ -92,10 +92,13 @@ def test_a_check_of_a_plain_script_imports_no_stack_reading_statistics_or_rehear
     none of them into dfdoctor's process."""
     (tmp_path / "train.py").write_text("print('step 1')\n")
     p, loaded = _modules(tmp_path, "check", "--format", "json", "--", sys.executable, "train.py")
-    race = next(c for c in json.loads(p.stdout)["checks"] if c["id"] == "compile.race")
+    checks = json.loads(p.stdout)["checks"]
+    race = next(c for c in checks if c["id"] == "compile.race")
     assert race["status"] == "skip", race
     assert "dfdoctor.checks.compile_race" in loaded
     assert not {"dfdoctor.diagnose.stackclass", "statistics"} & loaded
     # nor the rehearsal of a launch line (launch.path, persistence.session): a plain command has none
     assert "dfdoctor.checks.launch_path" in loaded and "dfdoctor.checks.persistence" in loaded
     assert not [m for m in loaded if m.startswith("dfdoctor.rehearse")]
+    # nor the Slurm checks (scope "slurm": a submission's alone, loaded by `check -- sbatch ...`)
+    assert "dfdoctor.checks.slurm_checks" not in loaded and "slurm.gpus" not in {c["id"] for c in checks}
