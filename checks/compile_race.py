@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import statistics
 import time
 from pathlib import Path
 from typing import Iterator, Optional
@@ -32,7 +31,6 @@ from dfdoctor import cache, causes, check, fail, ok, skip, warn
 from dfdoctor.checks import compile_scan
 from dfdoctor.diagnose import guardfix
 from dfdoctor.command import run_command
-from dfdoctor.diagnose.stackclass import classify, find_cycle, summarize
 from dfdoctor.launchline.commandline import spec_for
 from dfdoctor.model import STATIC
 from dfdoctor.probe import ProbeOutcome, run_probe, unreached
@@ -236,6 +234,9 @@ def _series(ctx, argv: list[str], runs: int, deadline: float, budget_end: float,
 
 def _outcome(o: ProbeOutcome) -> tuple[str, Optional[tuple[str, str]]]:
     """race | deadlock | stalled | ok | broken, with the stack classification of a deadlock."""
+    # start-up: the stack reading (and statistics, below) are a reproduction's alone, which a few checks run;
+    # every `check` and `launch` imported them with this module (0.004 CPU-s of each, round 19)
+    from dfdoctor.diagnose.stackclass import classify
     p = o.payload
     if p is None:
         if o.timed_out:  # the probe's own watchdog never answered: use the SIGUSR1 dump run_probe asked for
@@ -251,6 +252,9 @@ def _outcome(o: ProbeOutcome) -> tuple[str, Optional[tuple[str, str]]]:
 def _verdict(bare: list[ProbeOutcome], guarded: list[ProbeOutcome], unguarded: bool, runs: int,
              found: compile_scan.Scan, fix: str, reused_from: Optional[float] = None):
     """One result from both series (reused_from: when a cached reproduction was made)."""
+    import statistics  # start-up: see _outcome
+
+    from dfdoctor.diagnose.stackclass import find_cycle, summarize
     b = [_outcome(o) for o in bare]
     g = [_outcome(o) for o in guarded]
     torch_v = next((o.payload.get("torch") for o in bare + guarded if o.payload), "?")

@@ -10,7 +10,7 @@ only when it worked."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
 from dfdoctor import causes
 from dfdoctor.launchline.hops import base
@@ -19,12 +19,11 @@ from dfdoctor.launchline.wrappers import SHELLS, read_shell
 from dfdoctor.shell import join, quote
 from dfdoctor.model import STATIC, Result, fail, ok, skip, warn
 from dfdoctor.registry import check
-from dfdoctor.rehearse import fix as rehearsed_fix
-from dfdoctor.rehearse import judge
-from dfdoctor.rehearse.ahead import Ahead
-from dfdoctor.rehearse.rewrite import STANDS_IN
-from dfdoctor.rehearse.runner import Rehearsal, rehearse
 from dfdoctor.safefile import read_head
+
+if TYPE_CHECKING:
+    from dfdoctor.rehearse.ahead import Ahead
+    from dfdoctor.rehearse.runner import Rehearsal
 
 def _no_line(ctx) -> Optional[str]:
     """No line to analyse, said without a worker (see Check.not_applicable): no --shell-command, no --launcher,
@@ -45,6 +44,11 @@ def launch_path(ctx) -> Iterator[Result]:
     if not ctx.shell_command and not launcher:
         yield skip(NOTHING)
         return
+    # start-up: the rehearsal (rehearse/: 27 modules, 0.012 CPU-s) is imported by a check that has a line to
+    # rehearse, in its worker, not with the check by every `check` and `launch` (round 19)
+    from dfdoctor.rehearse import judge
+    from dfdoctor.rehearse.ahead import Ahead
+    from dfdoctor.rehearse.runner import rehearse
     launcher_text = None
     if launcher:
         try:
@@ -142,6 +146,7 @@ def _held_open(r: Rehearsal, data: dict, evidence: tuple) -> Optional[Result]:
 def _seen(ctx, r: Rehearsal, log: Optional[str], launcher, where: dict, ahead: Optional[Ahead]):
     """What the rehearsal saw fail, what of the line it could not run (unsure, wrapped), and the fix searched for
     where a failure was seen of a line run in full."""
+    from dfdoctor.rehearse import fix as rehearsed_fix, judge  # start-up: see launch_path
     observed = judge.findings(r, log)
     if launcher and not ctx.launcher and not ctx.shell_command:
         # the command is what `dfdoctor launch` starts, detached under its recorder: whether a terminal's session
@@ -175,6 +180,7 @@ def _untried_folder(o, r: Rehearsal, wrapped: list[str]) -> str:
 def _not_rehearsed(r: Rehearsal) -> str:
     """What of the line the rehearsal did not run, and why, in one line (the sentinel standing in for the
     training program is the rehearsal itself, not a part left out)."""
+    from dfdoctor.rehearse.rewrite import STANDS_IN  # start-up: see launch_path
     parts = [f"{cmd}, because {why}" for cmd, why in (r.plan.not_rehearsed if r.plan else [])
              if not why.startswith(STANDS_IN)]
     return "; ".join(dict.fromkeys(parts))

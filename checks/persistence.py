@@ -22,8 +22,6 @@ from dfdoctor.model import Result, error, fail, ok, skip, warn
 from dfdoctor.probe import cannot_reach
 from dfdoctor.registry import check
 from dfdoctor.shell import quote
-from dfdoctor.rehearse import judge
-from dfdoctor.rehearse.runner import rehearse
 from dfdoctor.targets import persistence, strategies, transport
 
 CHECK_ID = "persistence.session"
@@ -255,6 +253,9 @@ def _fix_words(ctx, target, line: str) -> str:
         return ""
     if not line:
         return ""
+    # start-up: the rehearsal is this fix's alone, on a target; a local `check` and `launch` never load it
+    from dfdoctor.rehearse import judge
+    from dfdoctor.rehearse.runner import rehearse
     tried = rehearse(line)
     if judge.passed(tried):
         return line

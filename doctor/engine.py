@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
-from dfdoctor import causes, probe_server, root_causes
+from dfdoctor import causes
 from dfdoctor.config import Config, ConfigError, apply_silences, load
 from dfdoctor.context import Context
 from dfdoctor.errors import UsageError
@@ -29,7 +29,6 @@ from dfdoctor.render.github import SUMMARY_LIMIT, inert, summary
 from dfdoctor.render.text import color_wanted, verdict_line, visible
 from dfdoctor.render.undecodable import shown_all
 from dfdoctor.run.folder import runs_root
-from dfdoctor.runner import run_checks
 from dfdoctor.safefile import guard_outputs, one_of, open_summary, regular_file_problem, write_atomically
 from dfdoctor.targets import Target, parse_target, shown_spec, transport
 
@@ -329,26 +328,36 @@ def fail_on(opts: dict[str, Any], cfg: Config) -> str:
     return opts.get("fail_on") or cfg.get("fail-on") or "error"
 
 
+def _globs(opts: dict[str, Any], cfg: Config) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """--only/--skip from the command line and the config."""
+    only = tuple(opts.get("only") or ()) or tuple(cfg.get("only") or ())
+    return only, tuple(opts.get("skip") or ()) + tuple(cfg.get("skip") or ())
+
+
 def check_selection(opts: dict[str, Any], cfg: Config,
                     checks: Optional[list[Check]] = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """--only/--skip from the command line and the config; an --only that matches nothing is bad usage (the
-    checks are loaded only to tell that: with no --only, nothing is imported)."""
-    only = tuple(opts.get("only") or ()) or tuple(cfg.get("only") or ())
-    skip_ = tuple(opts.get("skip") or ()) + tuple(cfg.get("skip") or ())
+    checks are loaded only to tell that: with no --only, nothing is imported; with one, only the built-in checks
+    it matches, and every check to list them where it matches none)."""
+    only, skip_ = _globs(opts, cfg)
     if not only:
         return only, skip_
-    checks = discover()[0] if checks is None else checks
+    checks = discover(only=only)[0] if checks is None else checks
     missing = list(unmatched(only, checks))
     if missing:
-        ids = ", ".join(c.id for c in checks)
+        ids = ", ".join(c.id for c in discover()[0])
         raise UsageError(f"--only {', '.join(missing)} matches no check (checks: {ids})")
     return only, skip_
 
 
 def choose_checks(opts: dict[str, Any], cfg: Config, phase: Optional[str]) -> tuple[list[Check], list[CheckRecord]]:
-    """The checks to run, plus error records for plugins that failed to load."""
-    checks, broken = discover()
-    only, skip_ = check_selection(opts, cfg, checks)
+    """The checks to run, plus error records for plugins that failed to load. Only the built-in checks that can be
+    chosen are imported: those an --only matches, else those of scope "any" no --skip names (an --only is told
+    against every check it matches, a skipped one too: `--only 'cuda.*' --skip cuda.nccl` is no bad usage)."""
+    only, skip_ = _globs(opts, cfg)
+    # with an --only, the built-in checks it matches (of any scope: `--only slurm.gpus` is no bad usage here)
+    checks, broken = discover(only=only) if only else discover(skip=skip_, scope="any")
+    check_selection(opts, cfg, checks)
     return select(checks, only, skip_, phase), broken_plugin_records(broken, phase or "pre")
 
 
@@ -364,6 +373,10 @@ def run_phase(ctx: Context, checks: list[Check], phase: str, cfg: Config,
               jobs: Optional[int] = None) -> list[CheckRecord]:
     """Run one phase's checks (at most `jobs` at once; default all) with a live progress line on a terminal,
     then apply silences."""
+    # start-up: the runner and the probe server (psutil with them) are imported by a command that runs checks, not
+    # by every command that imports the engine (`report`, `stop`, `--version`: 0.01 CPU-s of each)
+    from dfdoctor import probe_server
+    from dfdoctor.runner import run_checks
     progress = Progress(len(checks))
     try:
         with probe_server.serving(ctx, wanted=any(c.imports_torch for c in checks)):
@@ -376,6 +389,7 @@ def run_phase(ctx: Context, checks: list[Check], phase: str, cfg: Config,
 def finished(records: list[CheckRecord], cfg: Config) -> list[CheckRecord]:
     """A phase's records as reported: silences applied, then one finding for an unreachable target and one for an
     interpreter that cannot start (each over every record of the phase: it rewrites the others in place)."""
+    from dfdoctor import root_causes  # start-up: see run_phase
     apply_silences(records, cfg.silences)
     return root_causes.one_missing_module(root_causes.one_missing_interpreter(one_unreachable_target(records)))
 

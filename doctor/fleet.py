@@ -43,51 +43,22 @@ from dfdoctor.engine import (
     target_connection,
     verdict_from_checks,
 )
-from dfdoctor.errors import UsageError
+from dfdoctor.fleet_specs import DEFAULT_PARALLEL, read_targets_file, target_specs  # noqa: F401  (said here too)
 from dfdoctor.agent.ending import become_subreaper, load_prctl
 from dfdoctor.model import CheckRecord, Report, Status, TargetRow, Verdict
 from dfdoctor.progress import StatusLine, seconds
 from dfdoctor.registry import Check
 from dfdoctor.rows import verdict_over_rows
 from dfdoctor.runner import WRAP_UP_S, effective_timeout, flush_quietly
-from dfdoctor.safefile import read_user_file, write_atomically
+from dfdoctor.safefile import write_atomically
 from dfdoctor.targets.target import shown_spec
 from dfdoctor.terminate import forking, raise_held_sigterm, sigterm_interrupts
 
-DEFAULT_PARALLEL = 8
 # Checks mostly wait (on ssh, on the target's interpreters): a few per core keep a controller busy, not swamped.
 CHECKS_PER_CORE = 4
 REACHABLE = "target.reachable"
 # Beyond the slowest check's own limit, what a target may take to connect, start and wrap up.
 SLACK_S = 30.0
-
-
-def read_targets_file(path: str) -> list[str]:
-    """One target spec per line; blank lines and `#` comments ignored. Unreadable, not a file or FIFO, too large,
-    or a FIFO no one writes to: a usage error."""
-    data = read_user_file(Path(path), f"--targets-file {path}")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"--targets-file {path}: cannot read it (not UTF-8: {exc})") from None
-    specs = []
-    for line in text.splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            specs.append(line)
-    if not specs:
-        raise UsageError(f"--targets-file {path}: names no target (one spec per line, # for comments)")
-    return specs
-
-
-def target_specs(given: tuple[str, ...], targets_file: Optional[str]) -> list[str]:
-    """Every --target, then the file's, in order; a spec given twice counts once."""
-    specs = list(given) + (read_targets_file(targets_file) if targets_file else [])
-    seen: list[str] = []
-    for s in specs:
-        if s not in seen:
-            seen.append(s)
-    return seen or ["local"]
 
 
 @dataclass

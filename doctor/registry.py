@@ -23,6 +23,12 @@ PHASES = ("pre", "post")
 # are all loaded: its phases are known once imported): importing every built-in check to find them was 0.05 of
 # the CPU-seconds of each (issue 45). tests/test_registry_phases.py holds it to the checks' own `phases`.
 BUILT_IN_POST = frozenset({"job.leftovers", "job.resources", "log.writable", "target.reachable"})
+# The built-in checks of another scope than "any" (a Slurm submission's: `check -- sbatch ...` loads them all
+# through slurm/orchestrate.py): a caller that selects scope "any" leaves them unloaded (their module and the Slurm
+# readers it imports were 0.004 CPU-s of every check and launch). tests/test_registry_phases.py holds it to the
+# checks' own `scope`.
+BUILT_IN_OTHER_SCOPES = frozenset({"slurm.submission", "slurm.partition", "slurm.output", "slurm.gpus",
+                                   "slurm.training", "slurm.nodes"})
 
 CheckFunc = Callable[..., Union[Iterable[Result], Result, None]]
 
@@ -118,23 +124,22 @@ def _distribution_name(ep: Any, names: dict) -> str:
     return names[id(dist)][1]
 
 
-def discover(phase: Optional[str] = None) -> tuple[list[Check], list[BrokenPlugin]]:
+def discover(phase: Optional[str] = None, only: Iterable[str] = (), skip: Iterable[str] = (),
+             scope: Optional[str] = None) -> tuple[list[Check], list[BrokenPlugin]]:
     """Load every check registered under the `dfdoctor.checks` entry-point group, sorted by id. With `phase="post"`,
-    dfdoctor's own checks of the other phase only are left unloaded (BUILT_IN_POST): a caller that selects that
-    phase's checks gets the same ones."""
-    # importlib.metadata (with email, zipfile and csv) is imported here, not with the package: `status`, `stop`,
-    # `launch` before its job started and every training process that imports dfdoctor.guard never look for checks
-    # (0.05 CPU-s of each start, a tenth of what `launch` imported before its job started: round 14, issue 45)
-    from importlib import metadata
-
+    dfdoctor's own checks of the other phase only are left unloaded (BUILT_IN_POST); with `only`/`skip` (globs on
+    ids, as `select` reads them), and with `scope="any"` (BUILT_IN_OTHER_SCOPES), those of dfdoctor's own checks
+    that `select` would drop: a caller that selects that phase's and scope's checks with the same globs gets the
+    same ones. A plugin's are always loaded (its id is known, and
+    a failure to load it is reported, only once it is imported)."""
     checks: dict[str, Check] = {}
     sources: dict[str, str] = {}  # check id -> the source that gave it first, loaded or left unloaded
     broken: list[BrokenPlugin] = []
     names: dict = {}
-    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+    for ep in _entry_points():
         dist = _distribution_name(ep, names)
         source = "built-in" if dist in _OWN_NAMES else dist
-        if phase == "post" and source == "built-in" and ep.name not in BUILT_IN_POST:
+        if source == "built-in" and not _wanted(ep.name, phase, only, skip, scope):
             _claim(ep.name, ep.name, source, sources, broken)  # unloaded, its id still its own (named by its id)
             continue
         try:
@@ -153,6 +158,34 @@ def discover(phase: Optional[str] = None) -> tuple[list[Check], list[BrokenPlugi
             continue
         checks[obj.id] = replace(obj, source=source)
     return sorted(checks.values(), key=lambda c: c.id), broken
+
+
+def _wanted(check_id: str, phase: Optional[str], only: Iterable[str], skip: Iterable[str],
+            scope: Optional[str] = None) -> bool:
+    """Whether a built-in check (named by its entry point, which is its id) may be selected: of the phase asked
+    for (post: BUILT_IN_POST), matching an `only` glob where any is given, and none of `skip`. `check --only
+    imports.smoke` imported all 20 built-in checks' modules for one: 0.05 CPU-s of 0.17 (round 19, issue 45)."""
+    if phase == "post" and check_id not in BUILT_IN_POST:
+        return False
+    if scope == "any" and check_id in BUILT_IN_OTHER_SCOPES:
+        return False
+    only = list(only)
+    if only and not any(fnmatch.fnmatchcase(check_id, pat) for pat in only):
+        return False
+    return not any(fnmatch.fnmatchcase(check_id, pat) for pat in skip)
+
+
+def _entry_points() -> Any:
+    """The group's entry points, read by dfdoctor's own reader of the installed distributions (entrypoints.py), or
+    importlib.metadata's where that reader is unsure. Neither is imported with the package: `status`, `stop`,
+    `launch` before its job started and every training process that imports dfdoctor.guard never look for checks
+    (0.05 CPU-s of each start, a tenth of what `launch` imported before its job started: round 14, issue 45)."""
+    from dfdoctor import entrypoints
+    found = entrypoints.of_group(ENTRY_POINT_GROUP)
+    if found is not None:
+        return found
+    from importlib import metadata
+    return metadata.entry_points(group=ENTRY_POINT_GROUP)
 
 
 def _claim(check_id: str, name: str, source: str, sources: dict[str, str], broken: list[BrokenPlugin]) -> bool:

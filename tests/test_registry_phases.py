@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dfdoctor.registry import BUILT_IN_POST, discover, select
+from dfdoctor.registry import BUILT_IN_OTHER_SCOPES, BUILT_IN_POST, discover, select
 
 ASK = r"""
 import json, sys
@@ -33,6 +33,13 @@ def _ask(phase: str, env: dict | None = None) -> dict:
 def test_the_table_names_every_built_in_check_that_runs_after_a_launch():
     checks, _ = discover()
     assert BUILT_IN_POST == {c.id for c in checks if c.source == "built-in" and "post" in c.phases}
+
+
+def test_the_table_names_every_built_in_check_of_another_scope_and_scope_any_leaves_them_unloaded():
+    checks, _ = discover()
+    assert BUILT_IN_OTHER_SCOPES == {c.id for c in checks if c.source == "built-in" and c.scope != "any"}
+    anys, _ = discover(scope="any")
+    assert {c.id for c in anys} == {c.id for c in checks if c.scope == "any"}
 
 
 def test_the_post_checks_load_without_importing_the_other_built_in_checks():

@@ -9,7 +9,6 @@ from typing import Any
 
 import click
 from dfdoctor.cli.options import (
-    STRATEGY_HELP,
     Seconds,
     examples,
     launch_options,
@@ -31,6 +30,18 @@ from dfdoctor.terminate import (EXIT as TERMINATED_EXIT, Seen, Terminated, sigte
 from dfdoctor.targets.strategies import BY_NAME
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
+
+
+def _strategy_help() -> str:
+    """Each --strategy and what it does, from the strategies' own words: read here, with `launch`'s options, not
+    with the options every command shares (it imports the shipping of the recorder: 0.005 CPU-s of each start)."""
+    from dfdoctor.targets.strategies import STRATEGIES
+    return "; ".join(f"{s.name}: {s.words.removeprefix('started ')}" for s in STRATEGIES)
+
+
+STRATEGY_HELP = ("With --target: how the recorder is detached there. auto: what persistence.session "
+                 "found best for that target, else the recorder's own SIGHUP-ignoring setsid hand-off; "
+                 + _strategy_help() + ".")
 
 
 # ---- command line -------------------------------------------------------------------------------------

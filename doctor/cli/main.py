@@ -25,7 +25,6 @@ from typing import Any, Iterator, Optional
 import click
 from dfdoctor import __version__, ctrl_c
 from dfdoctor.cache import cache_dir, private_dir
-from dfdoctor.cli.env import env_cmd
 from dfdoctor.cli.options import (
     examples,
     fleet_options,
@@ -47,7 +46,7 @@ from dfdoctor.engine import (
     verdict_from_checks,
 )
 from dfdoctor.errors import UsageError
-from dfdoctor.fleet import check_many, target_specs
+from dfdoctor.fleet_specs import target_specs
 from dfdoctor.model import Report, Verdict
 from dfdoctor.redact import Redactor
 from dfdoctor.render.github import inert
@@ -92,10 +91,13 @@ Docs: README.md and docs/ of dfdoctor's repository; `dfdoctor COMMAND -h` for a 
 
 
 class _Commands(click.Group):
-    """dfdoctor's commands, with `launch`, `status` and `stop` loaded only when named (or listed by --help): their
-    modules bring the launch and Slurm pipelines, 0.05 s of CPU in the 0.2 s that `check` took to start (round 9)."""
+    """dfdoctor's commands, with `launch`, `status`, `stop` and `env` loaded only when named (or listed by --help):
+    their modules bring the launch and Slurm pipelines, 0.05 s of CPU in the 0.2 s that `check` took to start
+    (round 9)."""
 
-    LAZY = {"launch": "dfdoctor.cli.launch", "status": "dfdoctor.cli.launch", "stop": "dfdoctor.cli.stop"}
+    LAZY = {"launch": "dfdoctor.cli.launch", "status": "dfdoctor.cli.launch", "stop": "dfdoctor.cli.stop",
+            "env": "dfdoctor.cli.env"}
+    ATTRIBUTE = {"env": "env_cmd"}  # the command's function in its module, where it is not the command's name
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.LAZY})
@@ -104,7 +106,7 @@ class _Commands(click.Group):
         if name in self.LAZY and name not in self.commands:
             with _loading():
                 module = importlib.import_module(self.LAZY[name])  # start-up: see the class docstring
-            self.add_command(getattr(module, name), name)
+            self.add_command(getattr(module, self.ATTRIBUTE.get(name, name)), name)
         return super().get_command(ctx, name)
 
 
@@ -132,6 +134,7 @@ def check_cmd(opts: dict[str, Any]) -> int:
         guard_outputs([o for _, o in pairs if o is not None], [("--targets-file", Path(opts["targets_file"]))])
     specs = target_specs(tuple(opts.get("target") or ()), opts.get("targets_file"))
     if len(specs) > 1 or opts.get("targets_file"):
+        from dfdoctor.fleet import check_many  # start-up: several targets' alone (fleet_specs.py)
         report, level, env = check_many(opts, command, specs, started, __version__, pairs)
         emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level, env=env)
         return exit_code(report, level)
@@ -236,7 +239,6 @@ def _say_when_saved(report: Report) -> None:
     report.run["as_of"] = f"This is the report saved{when}: {again} looks again."
 
 
-main.add_command(env_cmd, "env")
 
 
 def _save_crash(text: str) -> Path:

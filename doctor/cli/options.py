@@ -9,7 +9,7 @@ from typing import Any, Callable, Optional
 
 import click
 from dfdoctor import progress
-from dfdoctor.fleet import DEFAULT_PARALLEL
+from dfdoctor.fleet_specs import DEFAULT_PARALLEL
 from dfdoctor.render import EXTENSIONS, FORMATS
 from dfdoctor.targets import KINDS, shown_spec
 from dfdoctor.targets.registry import kind_for
@@ -56,16 +56,6 @@ def complete_check_ids(ctx: Any, param: Any, incomplete: str) -> list[Any]:
     ids = sorted({c.id for c in checks} | {c.id.split(".")[0] + ".*" for c in checks})
     titles = {c.id: c.title for c in checks}
     return [CompletionItem(i, help=titles.get(i, "")) for i in ids if i.startswith(incomplete)]
-
-
-def _strategy_help() -> str:
-    from dfdoctor.targets.strategies import STRATEGIES
-    return "; ".join(f"{s.name}: {s.words.removeprefix('started ')}" for s in STRATEGIES)
-
-
-STRATEGY_HELP = ("With --target: how the recorder is detached there. auto: what persistence.session "
-                 "found best for that target, else the recorder's own SIGHUP-ignoring setsid hand-off; "
-                 + _strategy_help() + ".")
 
 
 class Seconds(click.ParamType):

@@ -33,8 +33,8 @@ END_POLL_S = 0.25
 
 def checks_of(phase: str, only: tuple[str, ...], skip: tuple[str, ...]) -> tuple[list, list[CheckRecord]]:
     """The registered checks of one phase, filtered by --only/--skip, and an error record per plugin that could
-    not be loaded (as `check` reports them)."""
-    checks, broken = discover(phase)
+    not be loaded (as `check` reports them). Only the built-in checks these select are imported."""
+    checks, broken = discover(phase, only, skip, scope="any")
     return select(checks, only, skip, phase), broken_plugin_records(broken, phase)
 
 

@@ -1,0 +1,104 @@
+"""Issue 45: a dfdoctor command imports what it uses, not what another command or an option it was not given
+needs (every start pays its imports: the suite starts dfdoctor ~1,240 times, a user on every command). Each test
+runs the real command in a fresh interpreter and lists the modules it had loaded when it ended."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+# runs `dfdoctor ARGS` in this interpreter; at its exit (its own process only, not a forked check worker) it
+# writes the names of the modules loaded
+_RUN = """
+import atexit, json, os, sys
+out, me = sys.argv[1], os.getpid()
+def noted():
+    if os.getpid() == me:
+        with open(out, "w") as f:
+            json.dump(sorted(sys.modules), f)
+atexit.register(noted)
+sys.argv = ["dfdoctor"] + sys.argv[2:]
+from dfdoctor.cli.main import entry
+entry()
+"""
+
+
+def _modules(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, set[str]]:
+    seen = tmp_path / "modules.json"
+    p = subprocess.run([sys.executable, "-c", _RUN, str(seen), *args], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=180)
+    return p, set(json.loads(seen.read_text()))
+
+
+def _checks(modules: set[str]) -> set[str]:
+    return {m for m in modules if m.startswith("dfdoctor.checks.") and not m.startswith("dfdoctor.checks.probes")}
+
+
+def test_check_only_one_check_imports_that_checks_module_alone(tmp_path: Path):
+    p, loaded = _modules(tmp_path, "check", "--only", "imports.smoke", "--format", "json", "--", sys.executable,
+                         "-c", "pass")
+    report = json.loads(p.stdout)
+    assert [c["id"] for c in report["checks"]] == ["imports.smoke"], p.stdout + p.stderr
+    assert report["verdict"]["state"] == "ok"
+    assert _checks(loaded) == {"dfdoctor.checks.imports_smoke"}
+    for other in ("dfdoctor.rehearse.fix", "dfdoctor.slurm.precheck", "dfdoctor.checks.launch_path"):
+        assert other not in loaded, other
+    # the checks' entry points are read without importlib.metadata (entrypoints.py), and its email parser
+    assert not {"importlib.metadata", "email.message", "email.parser"} & loaded
+
+
+def test_check_skip_leaves_the_skipped_checks_unimported_and_an_only_is_told_against_every_check(tmp_path: Path):
+    p, loaded = _modules(tmp_path, "check", "--skip", "launch.*", "--skip", "compile.*", "--format", "json", "--",
+                         sys.executable, "-c", "pass")
+    ids = {c["id"] for c in json.loads(p.stdout)["checks"]}
+    assert "imports.smoke" in ids and not {"launch.path", "compile.race"} & ids, p.stdout + p.stderr
+    assert "dfdoctor.checks.imports_smoke" in loaded
+    assert not {"dfdoctor.checks.launch_path", "dfdoctor.checks.compile_race"} & loaded
+    # an --only matching only checks a --skip names is no bad usage: it is told against every check
+    p, _ = _modules(tmp_path, "check", "--only", "compile.*", "--skip", "compile.*", "--", sys.executable, "-c",
+                    "pass")
+    assert p.returncode == 0, p.stdout + p.stderr
+    # and an --only that matches nothing lists every check, those it left unloaded too
+    p, _ = _modules(tmp_path, "check", "--only", "nothing.such", "--", sys.executable, "-c", "pass")
+    assert p.returncode == 2 and "launch.path" in p.stderr and "slurm.submission" in p.stderr, p.stderr
+
+
+def test_a_check_on_one_target_imports_neither_the_fleet_nor_the_env_command(tmp_path: Path):
+    p, loaded = _modules(tmp_path, "check", "--only", "args.*", "--", sys.executable, "-c", "pass")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert not {"dfdoctor.fleet", "dfdoctor.cli.env"} & loaded
+    # a --targets-file is checked as a fleet (one row per target): it does load it
+    (tmp_path / "targets.txt").write_text("local\n")
+    p, loaded = _modules(tmp_path, "check", "--only", "args.*", "--targets-file", "targets.txt", "--",
+                         sys.executable, "-c", "pass")
+    assert p.returncode == 0 and "1 target(s)" in p.stdout, p.stdout + p.stderr
+    assert "dfdoctor.fleet" in loaded
+
+
+def test_report_reads_a_saved_result_without_the_runner_the_probe_server_or_psutil(tmp_path: Path):
+    p, loaded = _modules(tmp_path, "check", "--only", "args.known", "--format", "json", "--output", "r.json", "--",
+                         sys.executable, "-c", "pass")
+    assert p.returncode == 0 and {"dfdoctor.runner", "psutil"} <= loaded, p.stdout + p.stderr
+    p, loaded = _modules(tmp_path, "report", "r.json", "-q")
+    assert p.returncode == 0 and "OK" in p.stdout, p.stdout + p.stderr
+    assert not {"dfdoctor.runner", "dfdoctor.probe_server", "psutil", "dfdoctor.root_causes"} & loaded
+
+
+def test_a_check_of_a_plain_script_imports_no_stack_reading_statistics_or_rehearsal(tmp_path: Path):
+    """compile.race reads stacks (and takes medians) only of a reproduction it ran, launch.path and
+    persistence.session rehearse only a launch line: a check of a plain script that compiles in no thread imports
+    none of them into dfdoctor's process."""
+    (tmp_path / "train.py").write_text("print('step 1')\n")
+    p, loaded = _modules(tmp_path, "check", "--format", "json", "--", sys.executable, "train.py")
+    checks = json.loads(p.stdout)["checks"]
+    race = next(c for c in checks if c["id"] == "compile.race")
+    assert race["status"] == "skip", race
+    assert "dfdoctor.checks.compile_race" in loaded
+    assert not {"dfdoctor.diagnose.stackclass", "statistics"} & loaded
+    # nor the rehearsal of a launch line (launch.path, persistence.session): a plain command has none
+    assert "dfdoctor.checks.launch_path" in loaded and "dfdoctor.checks.persistence" in loaded
+    assert not [m for m in loaded if m.startswith("dfdoctor.rehearse")]
+    # nor the Slurm checks (scope "slurm": a submission's alone, loaded by `check -- sbatch ...`)
+    assert "dfdoctor.checks.slurm_checks" not in loaded and "slurm.gpus" not in {c["id"] for c in checks}
