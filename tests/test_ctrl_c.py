@@ -11,11 +11,14 @@ from __future__ import annotations
 import signal
 import subprocess
 import time
+from pathlib import Path
 from typing import Optional
 
 import pytest
 
 from jobs.harness import DFDOCTOR, PY, job_env
+
+JOBS = Path(__file__).parent / "jobs"
 
 SIGINT_BIT, SIGTERM_BIT = 1 << (signal.SIGINT - 1), 1 << (signal.SIGTERM - 1)  # in /proc/PID/status's masks
 # dfdoctor as a user starts it: its console script, or `python -m dfdoctor` (round 17: Python's own Ctrl-C
@@ -54,8 +57,11 @@ def _holds_sigint(pid: int, how: str = "console script") -> Optional[bool]:
 
 
 def _start(disposition, how: str = "console script") -> subprocess.Popen:
-    """`dfdoctor check` of a command, SIGINT at `disposition` as it inherits it (a terminal's: SIG_DFL)."""
-    return subprocess.Popen([*COMMANDS[how][0], "check", "--", PY, "-c", "pass"], env=job_env(),
+    """`dfdoctor check` of a command, SIGINT at `disposition` as it inherits it (a terminal's: SIG_DFL). The
+    command's import takes 2 s (imports.smoke waits for it): a Ctrl-C sent past the start-up still finds the command
+    at work (round 19: a check of `python -c pass` had ended within the 0.64 s the loop below reaches)."""
+    return subprocess.Popen([*COMMANDS[how][0], "check", "--", PY, "-c", "import sleeps_at_import"],
+                            env=job_env(PYTHONPATH=str(JOBS)),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, disposition))
 
