@@ -18,6 +18,8 @@ import psutil
 import pytest
 
 from conftest import DFDOCTOR
+from dfdoctor.context import Context
+from dfdoctor.probe import run_probe
 from dfdoctor.targets import parse_target, relay, remote_probe, transport
 from infra.fixtures import Infra, folder_in_container, infra, procs_naming, ssh_config_env  # noqa: F401
 
@@ -128,10 +130,14 @@ def test_a_probe_the_relay_carries_is_a_fork_of_it_started_as_a_fresh_python_sta
             forked = _started(target, ["a b"], 30, **lazy)
             fresh = _started(target, ["a b"], 30, **lazy, DFDOCTOR_PROBE_FORK="0")  # the escape hatch: as before
             startup = _started(target, ["a b"], 30, **lazy, DFD_TEST_VAR="v 1")  # may be read at start: fresh
+            with pytest.MonkeyPatch.context() as mp:  # the escape hatch set where dfdoctor runs travels
+                mp.setenv("DFDOCTOR_PROBE_FORK", "0")
+                hatch = run_probe(Context(target=target, python="python3"), START, ["a b"], timeout=30).payload
         finally:
             relay.close()
     assert forked["answer"]["relay_s_command_line"] is True, "the probe was not a fork of the relay"
     assert fresh["answer"]["relay_s_command_line"] is False and startup["answer"]["relay_s_command_line"] is False
+    assert hatch["relay_s_command_line"] is False
     assert startup["answer"]["var"] == "v 1"
     for said in (forked, fresh):
         said["answer"].pop("relay_s_command_line")
