@@ -19,7 +19,7 @@ from typing import Any, Optional, Sequence
 
 import dfdoctor.checks.probes as _probes_pkg
 from dfdoctor import causes, probe_server
-from dfdoctor.agent import probe_fork, ship
+from dfdoctor.agent import ship
 from dfdoctor.command import ProbeOutcome, run_command
 from dfdoctor.errors import CheckCannotRun
 from dfdoctor.model import Result, error
@@ -154,8 +154,6 @@ def _run_probe_on(target: Target, ctx, path: Path, args: Sequence[str], *, timeo
     """
     wanted = {k: v for k, v in (env or {}).items() if os.environ.get(k) != v}
     wanted.setdefault("PYTHONDONTWRITEBYTECODE", "1")
-    if os.environ.get(probe_fork.OFF) == "0":  # the escape hatch, set here: a relay's probe then starts fresh there
-        wanted[probe_fork.OFF] = "0"
     python = ctx.python or "python3"
     asked = dict(timeout=timeout, env=wanted, cwd=str(cwd or ctx.cwd or ""), python=None,
                  extra={n: p.read_text() for n, p in (files or {}).items()}, probe_input=request)

@@ -30,16 +30,18 @@ from typing import Iterator, Optional, Sequence
 import psutil
 
 import dfdoctor.checks.probes as _probes_pkg
-from dfdoctor.agent.probe_fork import LAZY_NAMES, LAZY_PREFIXES
 from dfdoctor.capture import DEFAULT_LIMIT, CappedBuffer
 from dfdoctor.command import ProbeOutcome, kill_group, pump
 
 SERVER = Path(_probes_pkg.__file__).resolve().parent / "_probe_server.py"
-# LAZY_NAMES, LAZY_PREFIXES (the agent's, one list with the relay's forks on a target): variables nothing reads
-# before a probe's own work begins (CUDA, NCCL and the rendezvous read them when they start, long after `import
-# torch`): a probe may set them differently from the server's environment and still be a fork of it. Any other
-# difference (PYTHONPATH, LD_PRELOAD, OMP_NUM_THREADS, TORCH_LOGS, a user's variable that their module-level code
-# reads...) gets a fresh interpreter.
+# Variables nothing reads before a probe's own work begins (CUDA, NCCL and the rendezvous read them when they
+# start, long after `import torch`): a probe may set them differently from the server's environment and still be
+# a fork of it. Any other difference (PYTHONPATH, LD_PRELOAD, OMP_NUM_THREADS, TORCH_LOGS, a user's variable
+# that their module-level code reads...) gets a fresh interpreter.
+LAZY_NAMES = {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "HIP_VISIBLE_DEVICES", "RANK", "LOCAL_RANK",
+              "GROUP_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+              "TORCH_SYMM_MEM_DISABLE_MULTICAST", "PYTHONDONTWRITEBYTECODE"}
+LAZY_PREFIXES = ("NCCL_", "NVSHMEM_", "TORCHELASTIC_", "DFDOCTOR_")
 MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes
 # dfdoctor's probes that never import torch: the server saves them nothing but a bare interpreter's start (tens of
 # milliseconds), and while it is still importing torch they would wait for it. They start fresh, beside it.

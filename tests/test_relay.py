@@ -18,13 +18,10 @@ import psutil
 import pytest
 
 from conftest import DFDOCTOR
-from dfdoctor.context import Context
-from dfdoctor.probe import run_probe
 from dfdoctor.targets import parse_target, relay, remote_probe, transport
 from infra.fixtures import Infra, folder_in_container, infra, procs_naming, ssh_config_env  # noqa: F401
 
 ECHO = Path(__file__).parent / "infra" / "echo_probe.py"
-START = Path(__file__).parent / "infra" / "start_probe.py"
 
 
 def _line(args: list, timeout: float) -> bytes:
@@ -43,26 +40,8 @@ def _until(cond, within: float, what: str) -> None:
 
 
 def _running(token: str) -> list:
-    """The echo probes in the container that hang for `token` (not the relay or the bootstrap that carry them):
-    each holds its file `hanging-TOKEN` open; a probe the relay carries is a fork of it (agent/probe_fork.py),
-    its command line the relay's."""
-    return [p for p in procs_naming("relay") if _holds(p.pid, f"hanging-{token}")]
-
-
-def _holds(pid: int, name: str) -> bool:
-    """Whether process `pid` holds a file open whose path names `name` (as the container names it: psutil's
-    open_files looks for each path here, and drops it)."""
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return False
-    for fd in fds:
-        try:
-            if name in os.readlink(f"/proc/{pid}/fd/{fd}"):
-                return True
-        except OSError:
-            continue
-    return False
+    """The echo probes in the container that name `token` (not the relay or the bootstrap that carry it)."""
+    return [p for p in procs_naming(token) if "echo_probe.py" in _cmd(p).split(" --hang")[0]]
 
 
 def _cmd(p) -> str:
@@ -105,85 +84,6 @@ def test_a_hung_probe_is_its_own_answer_the_others_come_in_time_and_nothing_is_l
     assert answers["hung"] is None  # the relay ended under it: its asker would take its own session
     _until(lambda: not _running(hung), 30, "the hung probe outlived the relay")
     assert not [c for c in _alive_children() if "relay-here" in c.cmdline()]  # its end here was waited for
-
-
-def _started(target, args: list, timeout: float, **env) -> dict:
-    """start_probe.py carried by the relay: its answer, the trailer's rc and timed_out, its stderr."""
-    said = relay.carry(target, "python3", remote_probe.line(START, args, timeout=timeout, env=env, cwd="/tmp",
-                                                            python=None), timeout, timeout + 60)
-    assert said is not None, "the relay did not carry it"
-    trailer = _trailer(said)
-    return {"answer": json.loads(trailer["answer"]) if trailer.get("answer") else None, "rc": trailer["rc"],
-            "timed_out": trailer["timed_out"], "err": relay.text(said["err"])}
-
-
-def test_a_probe_the_relay_carries_is_a_fork_of_it_started_as_a_fresh_python_starts(ssh_config_env):
-    """Issue 45, round 19: each probe was a fresh python on the target (half of each probe's CPU there). Forked
-    from the relay now, it must see what a fresh one sees: the same modules and sys.path at its start, argv,
-    `__name__`, cwd, environment, signal dispositions, descriptors, a session of its own, its exit status."""
-    target = parse_target(ssh_config_env.pct_target)
-    lazy = {"NCCL_DFD_TEST": "n 1", "PYTHONDONTWRITEBYTECODE": "1"}  # read by no python's start: forked
-    with transport.connected(target) as err:
-        assert err is None
-        assert relay.open_for(target, "python3") is not None
-        try:
-            forked = _started(target, ["a b"], 30, **lazy)
-            fresh = _started(target, ["a b"], 30, **lazy, DFDOCTOR_PROBE_FORK="0")  # the escape hatch: as before
-            startup = _started(target, ["a b"], 30, **lazy, DFD_TEST_VAR="v 1")  # may be read at start: fresh
-            with pytest.MonkeyPatch.context() as mp:  # the escape hatch set where dfdoctor runs travels
-                mp.setenv("DFDOCTOR_PROBE_FORK", "0")
-                hatch = run_probe(Context(target=target, python="python3"), START, ["a b"], timeout=30).payload
-        finally:
-            relay.close()
-    assert forked["answer"]["relay_s_command_line"] is True, "the probe was not a fork of the relay"
-    assert fresh["answer"]["relay_s_command_line"] is False and startup["answer"]["relay_s_command_line"] is False
-    assert hatch["relay_s_command_line"] is False
-    assert startup["answer"]["var"] == "v 1"
-    for said in (forked, fresh):
-        said["answer"].pop("relay_s_command_line")
-    assert forked["answer"] == fresh["answer"]
-    assert forked["answer"]["argv"] == ["start_probe.py", "a b"] and forked["answer"]["name"] == "__main__"
-    assert forked["answer"]["lazy"] == "n 1" and forked["answer"]["cwd"] == "/tmp" and forked["answer"]["stdin"] == ""
-    assert forked["answer"]["session_leader"] and forked["answer"]["fds"] == [0, 1, 2, 3]
-    assert "dfdoctor.agent.relay" not in forked["answer"]["modules"] and "json" not in forked["answer"]["modules"]
-    assert (forked["rc"], forked["timed_out"], forked["err"]) == (fresh["rc"], fresh["timed_out"], fresh["err"]) == \
-        (3, False, "start probe ends\n")
-
-
-@pytest.mark.slow
-def test_each_probe_the_relay_forks_keeps_its_own_deadline_and_its_own_crash(ssh_config_env):
-    """The forked probes of one relay: one that hangs is killed at its own deadline (its stacks said), one that
-    crashes is that probe's answer alone, and the one beside them answers while the hung one still runs."""
-    target = parse_target(ssh_config_env.pct_target)
-    token = f"forked-{os.getpid()}-{time.time_ns()}"
-    said: dict = {}
-
-    def ask(name: str, args: list, timeout: float) -> None:
-        said[name] = _started(target, args, timeout)
-
-    with transport.connected(target) as err:
-        assert err is None
-        assert relay.open_for(target, "python3") is not None
-        try:
-            hung = threading.Thread(target=ask, args=("hung", ["--hang", token], 20), daemon=True)
-            hung.start()
-            _until(lambda: _running(token), 60, "the hanging probe never started in the container")
-            others = [threading.Thread(target=ask, args=(n, a, 60), daemon=True)
-                      for n, a in (("crash", ["--crash"]), ("quick", []))]
-            for t in others:
-                t.start()
-            for t in others:
-                t.join(60)
-            assert {"crash", "quick"} <= said.keys() and _running(token), said  # while the hung one still runs
-            hung.join(90)
-        finally:
-            relay.close()
-    assert said["quick"]["rc"] == 3 and said["quick"]["answer"]["relay_s_command_line"] is True, said["quick"]
-    assert said["crash"]["rc"] == -signal.SIGSEGV and said["crash"]["answer"]["relay_s_command_line"] is True
-    assert said["hung"]["timed_out"] is True and said["hung"]["rc"] == -signal.SIGKILL, said["hung"]
-    assert said["hung"]["answer"]["relay_s_command_line"] is True
-    assert "start_probe.py" in said["hung"]["err"] and "in <module>" in said["hung"]["err"]  # its stacks, at SIGUSR1
-    assert not _running(token)
 
 
 def _alive_children() -> list:
@@ -285,19 +185,6 @@ def test_a_checked_pct_launch_opens_one_session_for_its_probes_before_the_start(
         assert len(relays) == 1 and own == [], (relays, own)
 
 
-def _importing(mark: str, cwd: str) -> bool:
-    """Whether a probe the relay forked (its command line the relay's) has run in the job's folder `cwd` for 3 s:
-    the import probe, hung in the job's import (the others end sooner)."""
-    for p in procs_naming(mark):
-        try:
-            if " relay " in f"{_cmd(p)} " and os.readlink(f"/proc/{p.pid}/cwd") == cwd and \
-                    time.time() - p.create_time() > 3:
-                return True
-        except (OSError, psutil.Error):
-            continue
-    return False
-
-
 @pytest.mark.slow
 def test_an_interrupted_checked_launch_ends_the_relay_here_and_there(infra, tmp_path):
     with folder_in_container(infra, tmp_path, "dfd relay int") as f:
@@ -312,7 +199,8 @@ def test_an_interrupted_checked_launch_ends_the_relay_here_and_there(infra, tmp_
                                 stderr=subprocess.PIPE, text=True)
         try:
             mark = f.name[-8:]
-            _until(lambda: _importing(mark, f.inside), 120, "the import probe never ran in the container")
+            _until(lambda: [p for p in procs_naming(mark) if "import_probe.py" in _cmd(p)], 120,
+                   "the import probe never ran in the container")
             here = [c for c in psutil.Process(proc.pid).children() if " relay-here " in " ".join(c.cmdline())]
             assert here and [p for p in procs_naming(mark) if "' relay sh -c " in _cmd(p) or
                              " relay sh -c " in _cmd(p)], "no relay carried it"

@@ -8,13 +8,8 @@ dfdoctor's own install). Python 2 syntax up to the version check, so an interpre
 words dfdoctor looks for (TOO_OLD) instead of a SyntaxError.
 """
 
+import os
 import sys
-
-# This interpreter as it started, before anything of the agent: what a probe forked from it is given back
-# (probe_fork.py), so that it starts as a fresh `python SCRIPT` would. Taken before `import os` (python -S has none).
-FRESH_START = (frozenset(sys.modules), list(sys.path), list(sys.meta_path))
-
-import os  # noqa: E402
 
 # What an interpreter older than the agent's floor says instead of running a part (probe.py looks for it).
 TOO_OLD = "dfdoctor: this python is older than 3.6, which dfdoctor's probes need: Python "

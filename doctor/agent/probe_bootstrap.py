@@ -21,20 +21,17 @@ import threading
 import time
 import zlib
 
-from dfdoctor.agent import probe_fork
-
 MARK = "@@dfdoctor-answer@@"
 
 
-def main(argv=None, fork=False):
-    """Run the probe the request on stdin describes; its answer after MARK on stdout (`argv` is not used). With
-    `fork` (the relay's), the probe is a fork of this python where it starts as a fresh one would (probe_fork.py)."""
+def main(argv=None):
+    """Run the probe the request on stdin describes; its answer after MARK on stdout (`argv` is not used)."""
     req = json.loads(zlib.decompress(base64.b64decode(sys.stdin.readline())).decode())
     d = tempfile.mkdtemp(prefix="dfdoctor-probe-")
     rc, timed_out, answer = None, False, None
     try:
         out = write_files(req, d)
-        rc, timed_out = run_until_deadline(req, d, out, fork)
+        rc, timed_out = run_until_deadline(req, d, out)
         if os.path.exists(out):
             with open(out) as f:
                 answer = f.read()
@@ -56,7 +53,7 @@ def write_files(req, d):
     return os.path.join(d, "answer.json")
 
 
-def run_until_deadline(req, d, out, fork=False):
+def run_until_deadline(req, d, out):
     """Run the probe in a session of its own; (its exit status, whether its deadline passed)."""
     env = dict(os.environ)
     env.update(req["env"])
@@ -66,12 +63,9 @@ def run_until_deadline(req, d, out, fork=False):
         with open(env["DFDOCTOR_PROBE_IN"], "w") as f:
             json.dump(req["input"], f)
     cwd = req["cwd"] if req["cwd"] and os.path.isdir(req["cwd"]) else None
-    argv = [os.path.join(d, req["script"])] + req["args"]
-    if fork and probe_fork.can_fork(req, env):
-        p = probe_fork.start(argv, cwd, env)
-    else:
-        p = subprocess.Popen([req["python"] or sys.executable] + argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                             start_new_session=True)
+    py = req["python"] or sys.executable
+    p = subprocess.Popen([py, os.path.join(d, req["script"])] + req["args"], cwd=cwd, env=env,
+                         stdin=subprocess.DEVNULL, start_new_session=True)
     # woken by the probe's exit or dfdoctor going away (its end of our stdin closed), each seen by a thread, not
     # by a poll: a 0.05 s poll answered every probe up to 0.05 s after it ended (issue 45)
     woke, exited, gone = threading.Event(), threading.Event(), threading.Event()

@@ -71,7 +71,7 @@ def start_request(rid, line, timeout):
             os.closerange(3, 1 << 16)  # no other child's pipe: each must see its own stdin close
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
                 signal.signal(sig, signal.SIG_DFL)
-            rc = probe_bootstrap.main([], fork=True)  # each probe a fork of this python (probe_fork.py)
+            rc = probe_bootstrap.main([])
         except BaseException as exc:  # said on its stderr: the answer of this request alone
             try:
                 os.write(2, ("dfdoctor relay: %r\n" % (exc,)).encode())

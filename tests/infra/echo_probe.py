@@ -13,9 +13,6 @@ from _probe_support import answer, install_stack_dump  # noqa: E402
 install_stack_dump()
 print("echo probe ran")
 if "--hang" in sys.argv:
-    # held open while it hangs: it names the probe's token where its command line may not (a probe the relay
-    # forks has the relay's, dfdoctor/agent/probe_fork.py)
-    held = open(os.path.join(HERE, "hanging-" + sys.argv[sys.argv.index("--hang") + 1]), "w")
     time.sleep(120)
 answer({"args": sys.argv[1:], "var": os.environ.get("DFD_TEST_VAR"), "hostname": socket.gethostname(),
         "marker": os.environ.get("DFDOCTOR_TEST_SESSION"), "cwd": os.getcwd(),
