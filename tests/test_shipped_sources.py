@@ -62,6 +62,38 @@ def test_the_agent_imports_nothing_of_dfdoctor_but_itself():
             path.name
 
 
+def _parsed_needs(part: str) -> list[Path]:
+    """What `part`'s zip must hold, found by parsing the agent's modules (the way ship.needed_by found it before
+    round 19): every module its imports of the agent reach, from functions too."""
+    todo, seen = [ship.PARTS[part].rsplit(".", 1)[1], "__init__"], set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for node in ast.walk(ast.parse((ship.AGENT_DIR / f"{name}.py").read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("dfdoctor.agent"):
+                todo += [node.module.split(".")[2]] if node.module != "dfdoctor.agent" else [a.name for a in node.names]
+    return sorted(ship.AGENT_DIR / f"{name}.py" for name in seen)
+
+
+@pytest.mark.parametrize("part", sorted(ship.PARTS))
+def test_each_part_ships_what_its_imports_reach_found_without_parsing_the_agent(part, monkeypatch):
+    parsed, real, parses = _parsed_needs(part), ast.parse, []
+    monkeypatch.setattr(ast, "parse", lambda *a, **k: parses.append(1) or real(*a, **k))
+    found = ship.needed_by(part)
+    monkeypatch.undo()
+    assert found == parsed
+    assert not parses, "the agent's modules were parsed on the way to a launch's start (0.03-0.1 s of it)"
+
+
+def test_an_agent_module_s_own_imports_are_read_in_each_form_it_writes_them():
+    text = ("import os\nfrom dfdoctor.agent.procfs import (a,\n    b)\nfrom dfdoctor.agent import ranks as agent_ranks, "
+            "names  # the marks, stop\n    from dfdoctor.agent import (  # deferred\n        mask,\n        atomic,\n    )\n"
+            "from dfdoctor.agentx import y\nx = 'from dfdoctor.agent import nothing'\n")
+    assert ship.own_imports(text) == ["procfs", "ranks", "names", "mask", "atomic"]
+
+
 PYENV = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
 
 

@@ -11,12 +11,12 @@ the bundle, and may import dfdoctor): what travels is this package's real files,
 
 from __future__ import annotations
 
-import ast
 import base64
 import functools
 import importlib.util
 import io
 import marshal
+import re
 import types
 import zipfile
 from pathlib import Path
@@ -42,17 +42,34 @@ def shipped_files() -> list[Path]:
     return sorted(p for p in AGENT_DIR.glob("*.py") if p.name not in NOT_SHIPPED)
 
 
+# An agent module's imports of its own package: `from dfdoctor.agent.NAME import ...` or `from dfdoctor.agent import
+# NAME, ...` (parenthesised over lines too), as a line begins with them. Read with this pattern, not by parsing the
+# module: `ast` on every agent module was 0.03-0.1 s of each launch's start on a target (issue 45, round 19), on the
+# way to the recorder's start. tests/test_shipped_sources.py holds it to what parsing the modules finds.
+_OWN_IMPORT = re.compile(r"^[ \t]*from[ \t]+dfdoctor\.agent(?:\.(\w+))?[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
+
+
+def own_imports(text: str) -> list[str]:
+    """The agent's modules that the module of source `text` imports (`_OWN_IMPORT`)."""
+    names = []
+    for module, imported in _OWN_IMPORT.findall(text):
+        if module:
+            names.append(module)
+            continue
+        for word in re.sub(r"#[^\n]*", "", imported).strip().strip("()").split(","):
+            if word.strip():
+                names.append(word.split()[0])  # `ranks as agent_ranks`: ranks
+    return names
+
+
 def needed_by(part: str) -> list[Path]:
     """The agent's files that `part` imports, itself and its package included (what its zip must hold)."""
     todo, seen = [PARTS[part].rsplit(".", 1)[1], "__init__"], set()
     while todo:
         name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        for node in ast.walk(ast.parse((AGENT_DIR / f"{name}.py").read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("dfdoctor.agent"):
-                todo += [node.module.split(".")[2]] if node.module != "dfdoctor.agent" else [a.name for a in node.names]
+        if name not in seen:
+            seen.add(name)
+            todo += own_imports((AGENT_DIR / f"{name}.py").read_text())
     return sorted(AGENT_DIR / f"{name}.py" for name in seen)
 
 
