@@ -44,13 +44,19 @@ def _named(rep: dict, took: float, quiet_from: float = 0.0) -> None:
 
 
 def test_a_rank_that_never_joins_is_named_with_its_line(work):
+    """Three ranks: rank 1 held up before init_process_group, rank 2 ended (exit 0) before it, rank 0 waiting
+    there for both."""
     t0 = time.monotonic()
-    proc, rep = launch(work, *TORCHRUN, job("ddp_never_joins.py")[1], watch=60, log=None)
+    proc, rep = launch(work, *TORCHRUN[:-1], "3", job("ddp_never_joins.py")[1], watch=60, log=None)
     took = time.monotonic() - t0
     v = rep["verdict"]
     assert proc.returncode == 1 and v["state"] == "failed" and v["cause"] == "rank-missing", text_of(rep)
-    assert v["summary"].startswith("rank 1 never arrived in init_process_group; rank 0 waits"), v["summary"]
+    assert v["summary"].startswith("ranks 1, 2 never arrived in init_process_group; rank 0 waits"), v["summary"]
     assert any("rank 1 (pid" in e and "ddp_never_joins.py:7" in e for e in v["evidence"]), text_of(rep)
+    # --standalone: the rendezvous is this node's alone, so a rank no process here has ended or died; it is not
+    # on another node (round 18 said "no such process here (on another node, or it died)")
+    assert "rank 2: no such process here (it ended or died: --standalone starts every rank on this node)" in \
+        v["evidence"] and not any("another node" in e for e in v["evidence"]), text_of(rep)
     assert any("(rank 0): rendezvous" in e for e in v["evidence"]), text_of(rep)  # every process has its line
     assert any("(torchrun)" in e for e in v["evidence"]), text_of(rep)
     # --standalone: one node's rendezvous, every rank started here; no other node to start with MASTER_ADDR

@@ -239,7 +239,7 @@ def _rank_missing(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
              (f", {s.wait.kind}" + (f" [{s.wait.detail}]" if s.wait.detail else "") if s.wait.kind else "") +
              (f", no connection to the rendezvous store {s.proc.store}" if by_kernel else "") for s in absent]
     if unseen:
-        where.append(f"{_names(unseen)}: no such process here (on another node, or it died)")
+        where.append(_unseen_words(unseen, all_seen))
     missing = [s.proc.rank for s in absent] + unseen
     them = "it" if len(missing) == 1 else "them"
     head = (f"{_names(missing)} never arrived in init_process_group; {_names([s.proc.rank for s in waiting])} "
@@ -255,6 +255,15 @@ def _rank_missing(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
               "MASTER_ADDR/MASTER_PORT and --nnodes. ") +
            "Set a short `timeout=` on init_process_group so such a wait fails instead of hanging.")
     return Finding("failed", causes.RANK_MISSING, head, fix, where)
+
+
+def _unseen_words(unseen: list[int], all_seen: list[Seen]) -> str:
+    """Where ranks of the world that no process here has may be: on another node, unless the job's torchrun is
+    --standalone, whose rendezvous (localhost, a free port) no other node can join: every rank starts here."""
+    if _standalone(all_seen):
+        return (f"{_names(unseen)}: no such process here ({'it' if len(unseen) == 1 else 'they'} ended or died: "
+                "--standalone starts every rank on this node)")
+    return f"{_names(unseen)}: no such process here (on another node, or it died)"
 
 
 def _standalone(all_seen: list[Seen]) -> bool:
@@ -280,7 +289,7 @@ def _collective_hang(all_seen: list[Seen], quiet_s: float) -> Optional[Finding]:
     where = [f"{_names([s.proc.rank])} (pid {s.proc.pid}) is not in {op}: it is at {s.at()} ({s.wait.kind}"
              + (f" [{s.wait.detail}]" if s.wait.detail else "") + ")" for s in others]
     if unseen:
-        where.append(f"{_names(unseen)}: no such process here (on another node, or it died)")
+        where.append(_unseen_words(unseen, all_seen))
     called = inside[0].wait.user.short() if inside[0].wait.user else op
     head = (f"{_names([s.proc.rank for s in inside])} wait{'s' if len(inside) == 1 else ''} in {op} (called at "
             f"{called}); {_names([s.proc.rank for s in others] + unseen)} never joined it")
