@@ -115,6 +115,62 @@ def test_a_hung_forked_probe_dumps_its_stacks_and_leaves_nothing(tmp_path, ctx):
         time.sleep(0.05)
 
 
+def _main_stack(stderr: str) -> list[str]:
+    """The frames (file and function) of the dumped thread that runs the probe's module, innermost first."""
+    block = next(b for b in stderr.split("\n\n") if "waiting_here" in b)
+    return [line.strip().split(", line")[0] + " in " + line.rsplit(" in ", 1)[1]
+            for line in block.splitlines() if line.lstrip().startswith("File ")]
+
+
+@pytest.mark.slow
+def test_a_hung_forked_probe_s_stack_ends_at_its_module_as_a_fresh_one_s(tmp_path, ctx):
+    """The stack a hung probe dumps (cuda.init's and imports.smoke's hang evidence) names the same frames in a fork
+    of the server as in a fresh interpreter: none of the server's own (`_probe_server.py`, `runpy`) below the
+    probe's `<module>`."""
+    body = ("import sys, time\n"
+            "sys.path.insert(0, %r)\n"
+            "from _probe_support import install_stack_dump\n"
+            "install_stack_dump()\n"
+            "print('ready', flush=True)\n"
+            "def waiting_here():\n    time.sleep(600)\n"
+            "waiting_here()\n") % str(probe_server.SERVER.parent)
+    script = probe(tmp_path, "hang.py", body)
+    fresh = run_probe(ctx, script, timeout=8)
+    with probe_server.serving(ctx, wanted=True):
+        warmed(ctx, tmp_path)
+        forked = run_probe(ctx, script, timeout=8)
+    assert forked.extra.get("probe_server") and forked.timed_out and not fresh.extra.get("probe_server")
+    stack = _main_stack(forked.stderr)
+    assert stack == _main_stack(fresh.stderr), (forked.stderr, fresh.stderr)
+    assert stack[-1] == f'File "{script}" in <module>' and stack[0].endswith(" in waiting_here")
+    assert "_probe_server.py" not in forked.stderr and "runpy" not in forked.stderr
+
+
+def test_only_the_server_s_frames_below_a_forked_probe_are_left_out():
+    """A thread the probe started, and a user's frames above the probe's module, keep every frame."""
+    server = str(probe_server.SERVER)
+    dump = ("Thread 0x01 (most recent call first):\n"
+            '  File "/usr/lib/python3.11/threading.py", line 320 in wait\n'
+            '  File "/usr/lib/python3.11/threading.py", line 1002 in _bootstrap\n'
+            "\n"
+            "Current thread 0x02 (most recent call first):\n"
+            '  File "/home/u/runpy.py", line 3 in user_runpy\n'
+            '  File "/home/u/train.py", line 9 in <module>\n'
+            '  File "<frozen runpy>", line 88 in _run_code\n'
+            '  File "<frozen runpy>", line 291 in run_path\n'
+            f'  File "{server}", line 158 in run_child\n'
+            f'  File "{server}", line 300 in <module>\n'
+            "tail\n")
+    cut = probe_server.without_server_frames(dump)
+    assert cut == dump.replace('  File "<frozen runpy>", line 88 in _run_code\n', "").replace(
+        '  File "<frozen runpy>", line 291 in run_path\n', "").replace(f'  File "{server}", line 158 in run_child\n',
+                                                                        "").replace(
+        f'  File "{server}", line 300 in <module>\n', "")
+    assert "/home/u/runpy.py" in cut and "threading.py\", line 1002" in cut
+    no_server = dump.replace(server, "/home/u/other.py")
+    assert probe_server.without_server_frames(no_server) == no_server
+
+
 def test_an_environment_torch_reads_at_start_gets_a_fresh_process(tmp_path, ctx):
     script = probe(tmp_path, "where.py", WHERE)
     with probe_server.serving(ctx, wanted=True) as server:
