@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Optional
 
 import psutil
+from dfdoctor.agent.pyspy_words import py_spy_error
 from dfdoctor.command import run_command
 
 DUMP_TIMEOUT_S = 10.0
@@ -73,26 +74,12 @@ def dump(pid: int, timeout: float = DUMP_TIMEOUT_S, nonblocking: bool = False) -
         out = run_command(argv, timeout=timeout, stack_signal=None)
         if out.returncode == 0 and out.stdout.strip():
             return Stacks(pid, out.stdout.strip(), "py-spy")
-        why = out.spawn_error or _py_spy_error(out.stderr) or f"exit status {out.returncode}"
+        why = out.spawn_error or py_spy_error(out.stderr) or f"exit status {out.returncode}"
         if out.timed_out:
             why = f"py-spy did not answer within {timeout:g} s"
     else:
         why = "py-spy is not installed (pip install py-spy)"
     return Stacks(pid, kernel_view(pid), "kernel", why)
-
-
-def _py_spy_error(stderr: str) -> Optional[str]:
-    """py-spy's own error line. After it py-spy may print a Rust backtrace ("Stack backtrace:", "  10: main",
-    "at src/main.rs:..."), whose last line says nothing of why the dump failed."""
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    said = next((line for line in lines if line.startswith("Error:")), None)
-    return said or next((line for line in lines if not _backtrace_line(line)), None)
-
-
-def _backtrace_line(line: str) -> bool:
-    """A line of the Rust backtrace py-spy prints after its error (frame "N: symbol", its "at file:line")."""
-    head = line.split(":", 1)[0]
-    return line == "Stack backtrace:" or head.isdigit() or line.startswith("at ")
 
 
 def python_processes(pid: int) -> list[int]:
