@@ -20,6 +20,7 @@ import array
 import contextlib
 import json
 import os
+import re
 import selectors
 import signal
 import socket
@@ -46,6 +47,7 @@ LAZY_NAMES = {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "HIP_VISIBLE_DEVICES"
               "GROUP_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
               "TORCH_SYMM_MEM_DISABLE_MULTICAST", "PYTHONDONTWRITEBYTECODE"}
 LAZY_PREFIXES = ("NCCL_", "NVSHMEM_", "TORCHELASTIC_", "DFDOCTOR_")
+_FRAME = re.compile(r'^ +File "(.*)", line (?:\d+|\?\?\?) in ')  # faulthandler's frame line
 MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes
 # dfdoctor's probes that never import torch: the server saves them nothing but a bare interpreter's start (tens of
 # milliseconds), and while it is still importing torch they would wait for it. They start fresh, beside it.
@@ -271,5 +273,39 @@ def _watch(conn: socket.socket, pid: int, out_r: int, err_r: int, argv: list[str
     for line in bytes(said).splitlines():
         with contextlib.suppress(ValueError, TypeError):
             rc = json.loads(line).get("rc", rc)
-    return ProbeOutcome(argv, rc, out.text(), err.text(), time.monotonic() - start, timed_out=timed_out,
-                        extra={"probe_server": True})
+    return ProbeOutcome(argv, rc, out.text(), without_server_frames(err.text()), time.monotonic() - start,
+                        timed_out=timed_out, extra={"probe_server": True})
+
+
+def without_server_frames(stderr: str) -> str:
+    """The probe's stderr with the fork's own outer frames left out of each thread's faulthandler stack.
+
+    A forked probe runs inside the server's `run_child` through `runpy.run_path`, so a stack dumped at its deadline
+    (cuda.init's and imports.smoke's hang evidence) goes on below the probe's `<module>` with frames a fresh probe
+    does not have. Only a stack whose outermost frame is the server's is cut, and only the server's and runpy's
+    frames at its end: the first frame that is neither (the probe's `<module>`) and all above it stay."""
+    lines = stderr.splitlines(keepends=True)
+    keep = [True] * len(lines)
+    i = 0
+    while i < len(lines):
+        end = i
+        while end < len(lines) and _frame_file(lines[end]) is not None:
+            end += 1
+        if end > i and _frame_file(lines[end - 1]) == str(SERVER):
+            last = end - 1
+            while last >= i and _ours(_frame_file(lines[last])):
+                keep[last] = False
+                last -= 1
+        i = end + 1 if end > i else i + 1
+    return "".join(line for line, k in zip(lines, keep) if k)
+
+
+def _frame_file(line: str) -> Optional[str]:
+    """The file of a faulthandler frame line (`  File "x.py", line 3 in f`), None for any other line."""
+    m = _FRAME.match(line)
+    return m.group(1) if m else None
+
+
+def _ours(path: Optional[str]) -> bool:
+    """The server's file, or runpy's (`<frozen runpy>` from Python 3.11, runpy.py before), through which it runs."""
+    return path is not None and (path == str(SERVER) or path == "<frozen runpy>" or os.path.basename(path) == "runpy.py")

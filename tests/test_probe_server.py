@@ -91,6 +91,13 @@ def test_a_forked_probe_ends_as_a_fresh_one_would(tmp_path, ctx):
         assert "bye" in run_probe(ctx, probe(tmp_path, "x.py", cases["atexit"][0]), timeout=60).stdout
 
 
+def _main_stack(stderr: str) -> list[str]:
+    """The frames (file and function) of the dumped thread that runs the probe's module, innermost first."""
+    block = next(b for b in stderr.split("\n\n") if "waiting_here" in b)
+    return [line.strip().split(", line")[0] + " in " + line.rsplit(" in ", 1)[1]
+            for line in block.splitlines() if line.lstrip().startswith("File ")]
+
+
 def test_a_hung_forked_probe_dumps_its_stacks_and_leaves_nothing(tmp_path, ctx):
     body = ("import subprocess, sys, time\n"
             "sys.path.insert(0, %r)\n"
@@ -108,11 +115,41 @@ def test_a_hung_forked_probe_dumps_its_stacks_and_leaves_nothing(tmp_path, ctx):
     assert out.extra.get("probe_server") and out.timed_out
     assert took < 15
     assert "waiting_here" in out.stderr  # faulthandler's dump at SIGUSR1
+    # the dump (cuda.init's and imports.smoke's hang evidence) ends at the probe's <module>, as a fresh probe's
+    # does: none of the server's own frames (run_child, runpy.run_path) below it
+    stack = _main_stack(out.stderr)
+    assert stack[-1] == f'File "{tmp_path / "hang.py"}" in <module>' and stack[0].endswith(" in waiting_here"), stack
+    assert "_probe_server.py" not in out.stderr and "runpy" not in out.stderr, out.stderr
     grandchild = int(out.stdout.split()[0])
     deadline = time.monotonic() + 5
     while psutil.pid_exists(grandchild) and psutil.Process(grandchild).status() != psutil.STATUS_ZOMBIE:
         assert time.monotonic() < deadline, "the probe's own child outlived it"
         time.sleep(0.05)
+
+
+def test_only_the_server_s_frames_below_a_forked_probe_are_left_out():
+    """A thread the probe started, and a user's frames above the probe's module, keep every frame."""
+    server = str(probe_server.SERVER)
+    dump = ("Thread 0x01 (most recent call first):\n"
+            '  File "/usr/lib/python3.11/threading.py", line 320 in wait\n'
+            '  File "/usr/lib/python3.11/threading.py", line 1002 in _bootstrap\n'
+            "\n"
+            "Current thread 0x02 (most recent call first):\n"
+            '  File "/home/u/runpy.py", line 3 in user_runpy\n'
+            '  File "/home/u/train.py", line 9 in <module>\n'
+            '  File "<frozen runpy>", line 88 in _run_code\n'
+            '  File "<frozen runpy>", line 291 in run_path\n'
+            f'  File "{server}", line 158 in run_child\n'
+            f'  File "{server}", line 300 in <module>\n'
+            "tail\n")
+    cut = probe_server.without_server_frames(dump)
+    assert cut == dump.replace('  File "<frozen runpy>", line 88 in _run_code\n', "").replace(
+        '  File "<frozen runpy>", line 291 in run_path\n', "").replace(f'  File "{server}", line 158 in run_child\n',
+                                                                        "").replace(
+        f'  File "{server}", line 300 in <module>\n', "")
+    assert "/home/u/runpy.py" in cut and "threading.py\", line 1002" in cut
+    no_server = dump.replace(server, "/home/u/other.py")
+    assert probe_server.without_server_frames(no_server) == no_server
 
 
 def test_an_environment_torch_reads_at_start_gets_a_fresh_process(tmp_path, ctx):

@@ -24,6 +24,7 @@ import time
 from dfdoctor.agent import ranks as agent_ranks
 from dfdoctor.agent.procfs import (buffers_stdout, is_job_of, is_recorder_of, job_outputs, proc_cpu_s, proc_ppid,
                                    proc_state, stat_fields)
+from dfdoctor.agent.pyspy_words import py_spy_error
 from dfdoctor.agent.waits import tcp_connections, wait_fds
 
 MARK = "@@dfdoctor-answer@@"
@@ -250,7 +251,7 @@ def py_spy_dump(spy, p, nonblocking=False):
         return None, "py-spy: %s" % exc
     if r.returncode == 0 and r.stdout.strip():
         return {"pid": p, "text": r.stdout.decode("utf-8", "replace").strip(), "tool": "py-spy"}, None
-    return None, (r.stderr.decode("utf-8", "replace").strip().splitlines() or ["status %d" % r.returncode])[-1]
+    return None, py_spy_error(r.stderr.decode("utf-8", "replace")) or "status %d" % r.returncode
 
 
 def kernel_threads(p):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Optional
 
 import psutil
+from dfdoctor.agent.pyspy_words import py_spy_error
 from dfdoctor.command import run_command
 
 DUMP_TIMEOUT_S = 10.0
@@ -73,7 +74,7 @@ def dump(pid: int, timeout: float = DUMP_TIMEOUT_S, nonblocking: bool = False) -
         out = run_command(argv, timeout=timeout, stack_signal=None)
         if out.returncode == 0 and out.stdout.strip():
             return Stacks(pid, out.stdout.strip(), "py-spy")
-        why = out.spawn_error or (out.stderr.strip().splitlines() or [f"exit status {out.returncode}"])[-1]
+        why = out.spawn_error or py_spy_error(out.stderr) or f"exit status {out.returncode}"
         if out.timed_out:
             why = f"py-spy did not answer within {timeout:g} s"
     else:

@@ -1,0 +1,45 @@
+"""stacks.dump: why py-spy could not read a process's stacks, as the evidence quotes it."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from dfdoctor.agent import target_agent
+from dfdoctor.agent.pyspy_words import py_spy_error
+from dfdoctor.diagnose import stacks
+
+
+def test_a_failed_py_spy_dump_gives_its_error_not_a_backtrace_frame(monkeypatch):
+    """py-spy on a process that runs no Python fails, and with RUST_BACKTRACE=1 (inherited from the user's shell)
+    prints a Rust backtrace after its error: the reason is the error line, never the backtrace's last frame."""
+    if not stacks.py_spy():
+        pytest.skip("py-spy is not installed")
+    monkeypatch.setenv("RUST_BACKTRACE", "1")
+    p = subprocess.Popen(["sleep", "300"])
+    try:
+        printed = subprocess.run([stacks.py_spy(), "dump", "--pid", str(p.pid)], capture_output=True, text=True,
+                                 timeout=60).stderr
+        assert "Stack backtrace:" in printed, printed  # the case this test is about: an error, then frames
+        st = stacks.dump(p.pid, timeout=60)
+        assert st.tool == "kernel" and st.error is not None
+        said = next(line for line in printed.splitlines() if line.startswith("Error: "))  # py-spy's error line
+        assert st.error.startswith(said) and "python" in st.error.lower(), (st.error, printed)
+        # the target agent reads a job's stacks on its machine the same way, and says the same
+        assert target_agent.py_spy_dump(stacks.py_spy(), p.pid) == (None, st.error)
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_the_reason_skips_a_rust_backtrace():
+    """Lines py-spy prints: its error (maybe with a cause), then the backtrace's frames and their locations."""
+    printed = ("Error: Failed to copy PyFrameObject\n\nCaused by:\n    Bad address (os error 14)\n\nStack backtrace:\n"
+               "   0: anyhow::error::<impl anyhow::Error>::msg\n             at src/lib.rs:10:5\n  10: main\n")
+    assert py_spy_error(printed) == "Error: Failed to copy PyFrameObject: Bad address (os error 14)"
+    several = printed.replace("    Bad address (os error 14)\n", "    0: Bad address (os error 14)\n    1: deeper\n")
+    assert py_spy_error(several) == "Error: Failed to copy PyFrameObject: Bad address (os error 14)"
+    assert py_spy_error("Error: no such process\n") == "Error: no such process"
+    assert py_spy_error("permission denied\nStack backtrace:\n  0: main\n") == "permission denied"
+    assert py_spy_error("Stack backtrace:\n  0: main\n") is None
