@@ -2,12 +2,12 @@
 package index will have, `dfdoctor-launch`, is not published yet, so a line naming it would fail there).
 
 Each line runs as the doc shows it, in bash, in a copy of the checkout (a git repository of the tracked files, so
-the `git+` URL of docs/ci.md can name it), with a fresh venv's `bin` first on PATH (`python -m venv`, no site
-packages of any other environment), and must leave a `dfdoctor` on PATH, outside the checkout's own venv, whose
-`--version` answers. What keeps it fast and offline after the first run: pip takes every distribution from a
-wheelhouse that `pip download` fills once per session (from pip's cache after the first time) with the versions
-requirements-run.txt pins, through PIP_NO_INDEX and PIP_FIND_LINKS in the environment; the line itself is not
-changed. About 10 s a line."""
+the `git+` URL of docs/ci.md can name it), with a fresh venv's `bin` first on PATH (`python -m venv --without-pip`,
+then the wheelhouse's pip put into it; no site packages of any other environment), and must leave a `dfdoctor` on
+PATH, outside the checkout's own venv, whose `--version` answers. What keeps it fast and offline after the first
+run: pip takes every distribution from a wheelhouse that `pip download` fills once per session (from pip's cache
+after the first time) with the versions requirements-run.txt pins, through PIP_NO_INDEX and PIP_FIND_LINKS in the
+environment; the line itself is not changed. About 10 s a line."""
 
 from __future__ import annotations
 
@@ -86,15 +86,26 @@ def test_the_docs_show_each_way_to_install() -> None:
                 assert "not on the package index" in line or "No matching distribution" in line, line
 
 
+def _fresh_venv(venv: Path, env: dict) -> None:
+    """The user's fresh venv, which is not the line under test: made without pip, then pip (the wheelhouse's)
+    installed into it by this interpreter's pip (`pip --python`, as the Makefile makes .venv). `python -m venv`'s
+    ensurepip took about twice the CPU (it also puts in a setuptools, which no line here uses: pip builds
+    dfdoctor in an isolated environment, with the wheelhouse's setuptools, as in a venv of Python 3.12 on)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet",
+                    "pip"], env=env, check=True, timeout=300)
+    assert (venv / "bin" / "pip").exists(), "the fresh venv has no pip"
+
+
 @pytest.mark.parametrize("line", install_lines(), ids=lambda c: f"{c.doc}:{c.line}")
 def test_each_install_line_works_in_a_fresh_venv(line, checkout, wheelhouse, tmp_path) -> None:
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     pipx_bin = tmp_path / "pipx-bin"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "VIRTUAL_ENV", "PYTHON"))}
     env.update(PATH=f"{venv / 'bin'}:{pipx_bin}:/usr/local/bin:/usr/bin:/bin", PIP_NO_INDEX="1",
                PIP_FIND_LINKS=str(wheelhouse), PIP_DISABLE_PIP_VERSION_CHECK="1",
                PIPX_HOME=str(tmp_path / "pipx-home"), PIPX_BIN_DIR=str(pipx_bin), HOME=str(tmp_path))
+    _fresh_venv(venv, env)
     text = line.text.replace(GIT_URL, f"file://{checkout}")
     text = text.replace("/tmp/dfdoctor/", f"{tmp_path}/ci-venv/").replace("/tmp/dfdoctor ", f"{tmp_path}/ci-venv ")
     if "pipx" in text:  # pipx is the user's own tool: installed here the way its docs say, into the fresh venv
