@@ -181,3 +181,34 @@ def test_python_m_dfdoctor_exits_130_after_a_ctrl_c_answered_inside_an_exec(tmp_
     p = subprocess.run([PY, "-m", "answered"], cwd=tmp_path, env=job_env(), capture_output=True, text=True,
                        timeout=120)
     assert p.returncode == 130, (p.returncode, p.stderr[-2000:])
+
+
+# A Ctrl-C inside a descriptor's __set_name__ (a dataclass's Field, as a class body of a module imported during the
+# command runs): Python 3.11 wraps the KeyboardInterrupt into "RuntimeError: Error calling __set_name__ on
+# 'Field' ...", which read as dfdoctor's own bug (exit 3, "internal error") in a full run of round 19, once the
+# command imported its modules lazily. A real SIGINT, sent from inside __set_name__, during a real command.
+IN_SET_NAME = """
+import os, signal, sys
+import click
+import dfdoctor.cli.main as cli
+
+class Sends:
+    def __set_name__(self, owner, name):
+        os.kill(os.getpid(), signal.SIGINT)  # the handler runs here, inside the command
+
+@cli.main.command("define")
+def define():
+    class Lazily:  # as a module imported by the command defines its classes
+        field = Sends()
+    click.echo("completed")
+
+sys.exit(cli.run(["define"]))
+"""
+
+
+def test_a_ctrl_c_that_python_wraps_into_another_exception_is_an_interruption_not_a_bug():
+    p = subprocess.run([PY, "-c", IN_SET_NAME], env=job_env(), capture_output=True, text=True, timeout=120,
+                       preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert p.returncode == 130 and p.stderr.strip().splitlines()[-1:] == ["dfdoctor: interrupted"], \
+        (p.returncode, p.stdout, p.stderr[-2000:])
+    assert "internal error" not in p.stderr and "completed" not in p.stdout

@@ -319,6 +319,9 @@ def run(argv: Optional[list[str]] = None) -> int:
         _say("dfdoctor: interrupted")
         return 130
     except Exception as exc:  # our bug: say so, keep the traceback, never a bare stack dump
+        if _caused_by_ctrl_c(exc):
+            _say("dfdoctor: interrupted")
+            return 130
         try:
             where = _save_crash(_masked_text(traceback.format_exc()))
         except OSError:
@@ -326,6 +329,20 @@ def run(argv: Optional[list[str]] = None) -> int:
         _say(f"dfdoctor: internal error (a bug in dfdoctor): {type(exc).__name__}: {exc}; "
              f"traceback saved to {where}")
         return 3
+
+
+def _caused_by_ctrl_c(exc: BaseException) -> bool:
+    """Whether a Ctrl-C is what this exception is made of: Python wraps a KeyboardInterrupt raised in some places
+    into another exception (3.11: in a descriptor's __set_name__, as a class body of a lazily imported module
+    runs, "RuntimeError: Error calling __set_name__ on 'Field'", seen in a full run), and an exception raised while
+    one unwinds carries it as its context. The user pressed Ctrl-C: that is the answer, not a bug of ours."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def entry() -> None:
