@@ -165,7 +165,7 @@ def marked_processes() -> list[psutil.Process]:
 
 
 # A process still ending by itself when the session ends (a look's ssh session after its rehearsal, a daemon's
-# stop, a torch child's teardown) can take several seconds on a loaded 2-core machine (CI: 8 workers); one that is
+# stop, a torch child's teardown) can take several seconds on a loaded 2-core machine (CI: 6 workers); one that is
 # really left (a daemon, a job, a bash waiting for one) outlives any of them. A process is named only when it is
 # still marked, running and no zombie after this grace: a zombie has ended (its parent reaps it), and one that
 # ended between the last look and the naming is no leftover.
