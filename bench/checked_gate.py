@@ -22,7 +22,8 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from remote_launch_running import INFRA_ENV, JOB, tree  # noqa: E402  (the same package trees and job)
+# (the same package trees and job)
+from remote_launch_running import INFRA_ENV, JOB, compiled_trees, in_turns, write_result  # noqa: E402
 
 
 def one(path: Path, infra: dict, inside: str, host_side: Path, tmp: Path) -> dict:
@@ -64,13 +65,9 @@ def main() -> None:
     loads = []
     try:
         with tempfile.TemporaryDirectory(prefix="dfd-gate-") as tmp:
-            paths = {n: tree(r, Path(tmp) / f"tree-{n}") for n, r in revs.items()}
-            for p in paths.values():
-                subprocess.run([sys.executable, "-m", "compileall", "-q", str(p)], check=True,
-                               stdout=subprocess.DEVNULL)
+            paths = compiled_trees(revs, Path(tmp))
             for i in range(args.runs):
-                order = list(paths.items())
-                for name, path in order[i % len(order):] + order[:i % len(order)]:
+                for name, path in in_turns(paths, i):
                     rows[name].append(one(path, infra, inside, host_side, Path(tmp)))
                     loads.append(os.getloadavg()[0])
                     r = rows[name][-1]
@@ -85,10 +82,7 @@ def main() -> None:
            "medians": {n: {k: round(statistics.median(r[k] for r in rs), 3) for k in ("gate", "to_launched", "wall")}
                        for n, rs in rows.items()},
            "all": rows}
-    text = json.dumps(out, indent=1)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    write_result(out, args.out)
 
 
 if __name__ == "__main__":

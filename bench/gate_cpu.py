@@ -25,7 +25,8 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from remote_launch_running import INFRA_ENV, JOB, tree  # noqa: E402  (the same package trees and job)
+# (the same package trees and job)
+from remote_launch_running import INFRA_ENV, JOB, compiled_trees, in_turns, pct_target, write_result  # noqa: E402
 
 
 def container_ns(vmid: str) -> int:
@@ -63,7 +64,7 @@ def main() -> None:
     revs = dict(v.split("=", 1) for v in (args.version or ["before=main", "after=."]))
     infra = dict(ln.split("=", 1) for ln in INFRA_ENV.read_text().splitlines() if "=" in ln)
     vmid = infra["DFDOCTOR_INFRA_VMID"]
-    target = f"pct://root@127.0.0.1:{infra['DFDOCTOR_INFRA_SSH_PORT']}/{vmid}"
+    target = pct_target(infra)
     host_side = Path("/var/lib/lxc") / vmid / "rootfs" / f"dfd-gatecpu-{uuid.uuid4().hex[:8]}"
     inside = "/" + host_side.name
     host_side.mkdir(parents=True)
@@ -72,13 +73,9 @@ def main() -> None:
     loads = []
     try:
         with tempfile.TemporaryDirectory(prefix="dfd-gatecpu-") as tmp:
-            paths = {n: tree(r, Path(tmp) / f"tree-{n}") for n, r in revs.items()}
-            for p in paths.values():
-                subprocess.run([sys.executable, "-m", "compileall", "-q", str(p)], check=True,
-                               stdout=subprocess.DEVNULL)
+            paths = compiled_trees(revs, Path(tmp))
             for i in range(args.runs):
-                order = list(paths.items())
-                for name, path in order[i % len(order):] + order[:i % len(order)]:
+                for name, path in in_turns(paths, i):
                     launch = [sys.executable, "-m", "dfdoctor", "launch", "--target", target, "--cwd", inside, "--log",
                               f"{inside}/train.log", "--format", "json", "--", "python3", "-u", f"{inside}/t.py"]
                     for who, argv in (("no-check", launch[:4] + ["--no-check"] + launch[4:]), ("checked", launch)):
@@ -101,10 +98,7 @@ def main() -> None:
     out = {"versions": revs, "runs": args.runs,
            "load_1min": {"min": min(loads), "median": statistics.median(loads), "max": max(loads)},
            "medians": med, "gate (checked - no-check)": gate, "all": rows}
-    text = json.dumps(out, indent=1)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    write_result(out, args.out)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from remote_launch_running import INFRA_ENV, ROOT, tree  # noqa: E402  (the same package trees)
+# (the same package trees)
+from remote_launch_running import INFRA_ENV, ROOT, compiled_trees, in_turns, pct_target, write_result  # noqa: E402
 
 ECHO = ROOT / "tests" / "infra" / "echo_probe.py"
 CARRIES = 10
@@ -55,16 +56,13 @@ def main() -> None:
     args = ap.parse_args()
     revs = dict(v.split("=", 1) for v in (args.version or ["before=main", "after=."]))
     infra = dict(ln.split("=", 1) for ln in INFRA_ENV.read_text().splitlines() if "=" in ln)
-    target = f"pct://root@127.0.0.1:{infra['DFDOCTOR_INFRA_SSH_PORT']}/{infra['DFDOCTOR_INFRA_VMID']}"
+    target = pct_target(infra)
     rows = {n: {"ready": [], "carried": []} for n in revs}
     loads = []
     with tempfile.TemporaryDirectory(prefix="dfd-relay-") as tmp:
-        paths = {n: tree(r, Path(tmp) / f"tree-{n}") for n, r in revs.items()}
-        for p in paths.values():
-            subprocess.run([sys.executable, "-m", "compileall", "-q", str(p)], check=True, stdout=subprocess.DEVNULL)
+        paths = compiled_trees(revs, Path(tmp))
         for i in range(args.runs):
-            order = list(paths.items())
-            for name, path in order[i % len(order):] + order[:i % len(order)]:
+            for name, path in in_turns(paths, i):
                 env = dict(os.environ, PYTHONPATH=str(path), PYTHONDONTWRITEBYTECODE="1",
                            DFDOCTOR_SSH_CONFIG=infra["DFDOCTOR_SSH_CONFIG"])
                 p = subprocess.run([sys.executable, "-c", ONE, target, str(ECHO), str(CARRIES)], capture_output=True,
@@ -82,10 +80,7 @@ def main() -> None:
                            "carried_p90": round(statistics.quantiles(r["carried"], n=10)[-1], 3)}
                        for n, r in rows.items()},
            "all": rows}
-    text = json.dumps(out, indent=1)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    write_result(out, args.out)
 
 
 if __name__ == "__main__":

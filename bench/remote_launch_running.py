@@ -23,6 +23,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 INFRA_ENV = Path("/var/lib/dfdoctor-infra/env")
@@ -48,6 +49,34 @@ def tree(rev: str, into: Path) -> Path:
     for name in ("checks", "trainer", "templates"):
         shutil.copytree(src / name, pkg / name, symlinks=True)
     return into / "path"
+
+
+def compiled_trees(revs: dict[str, str], tmp: Path) -> dict[str, Path]:
+    """Each version's package tree (`tree`) under `tmp`, compiled once here (every launch would compile it again:
+    the benches run it with PYTHONDONTWRITEBYTECODE)."""
+    paths = {n: tree(r, Path(tmp) / f"tree-{n}") for n, r in revs.items()}
+    for p in paths.values():
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(p)], check=True, stdout=subprocess.DEVNULL)
+    return paths
+
+
+def in_turns(paths: dict[str, Path], i: int) -> list[tuple[str, Path]]:
+    """The versions in the order of round `i`: each goes first in turn, so that none always meets the same drift."""
+    order = list(paths.items())
+    return order[i % len(order):] + order[:i % len(order)]
+
+
+def pct_target(infra: dict[str, str]) -> str:
+    """The test infrastructure's container as a pct:// target."""
+    return f"pct://root@127.0.0.1:{infra['DFDOCTOR_INFRA_SSH_PORT']}/{infra['DFDOCTOR_INFRA_VMID']}"
+
+
+def write_result(out: dict, where: Optional[Path]) -> None:
+    """Print a bench's result and keep it in `where` when given."""
+    text = json.dumps(out, indent=1)
+    print(text)
+    if where:
+        where.write_text(text + "\n")
 
 
 def one(path: Path, target: str, inside: str, host_side: Path, env: dict) -> float:
