@@ -43,7 +43,7 @@ from dfdoctor.engine import (
     target_connection,
     verdict_from_checks,
 )
-from dfdoctor.fleet_specs import DEFAULT_PARALLEL, read_targets_file, target_specs  # noqa: F401  (said here too)
+from dfdoctor.fleet_specs import DEFAULT_PARALLEL
 from dfdoctor.agent.ending import become_subreaper, load_prctl
 from dfdoctor.model import CheckRecord, Report, Status, TargetRow, Verdict
 from dfdoctor.progress import StatusLine, seconds

@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from dfdoctor import causes, fleet
+from dfdoctor import causes, fleet, fleet_specs
 from dfdoctor.config import Config
 from dfdoctor.context import Context
 from dfdoctor.model import CheckRecord, Report, Status, TargetRow, Verdict, fail, ok
@@ -34,7 +34,7 @@ UNREACHABLE = "ssh://root@127.0.0.1:1"
 def test_targets_file_reads_one_spec_a_line_with_comments(tmp_path):
     f = tmp_path / "targets"
     f.write_text("# the lab\nssh://root@a\n\n  lxc://200   # the container\nssh://root@a\ndocker://c\n")
-    assert fleet.target_specs(("local",), str(f)) == ["local", "ssh://root@a", "lxc://200", "docker://c"]
+    assert fleet_specs.target_specs(("local",), str(f)) == ["local", "ssh://root@a", "lxc://200", "docker://c"]
 
 
 def test_targets_file_that_names_nothing_or_cannot_be_read_is_bad_usage(tmp_path, dfdoctor):

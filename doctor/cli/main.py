@@ -239,8 +239,6 @@ def _say_when_saved(report: Report) -> None:
     report.run["as_of"] = f"This is the report saved{when}: {again} looks again."
 
 
-
-
 def _save_crash(text: str) -> Path:
     """Keep a traceback in a new private file (0600, unpredictable name) in the cache folder, else in the temp
     folder; raises OSError when neither can be written."""
