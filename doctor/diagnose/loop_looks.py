@@ -105,7 +105,7 @@ def read(looks) -> Reading:
     frames = [main_frames(lk.stacks.text) for lk in looks]
     # a main thread with no frame of the user's (`BatchSampler.__iter__` alone: py-spy read a stack cut short; the
     # script's own `<module>` is under every whole one) is a look not read, as one with no frame
-    unread = sum(1 for fr in frames if not any(not is_library(f) for f in fr))
+    unread = sum(1 for fr in frames if all(is_library(f) for f in fr))
     # the head most looks show with the DataLoader under it; else one shown bare (caught between two calls into
     # the loader, or read half-way): not proof of anything, a reason to look again
     heads = Counter(h for h in (_head_at(f) for f in frames) if h is not None) or \
