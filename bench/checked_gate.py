@@ -9,7 +9,6 @@ Needs the test infrastructure (tests/infra/provision.sh, root). Usage:
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -23,7 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # (the same package trees and job)
-from remote_launch_running import INFRA_ENV, JOB, compiled_trees, in_turns, write_result  # noqa: E402
+from remote_launch_running import (  # noqa: E402
+    JOB, compiled_trees, in_turns, infra_settings, versions_cli, write_result)
 
 
 def one(path: Path, infra: dict, inside: str, host_side: Path, tmp: Path) -> dict:
@@ -49,13 +49,8 @@ def one(path: Path, infra: dict, inside: str, host_side: Path, tmp: Path) -> dic
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--version", action="append", help="NAME=REV (REV `.` is the work tree)")
-    ap.add_argument("--runs", type=int, default=6)
-    ap.add_argument("--out", type=Path)
-    args = ap.parse_args()
-    revs = dict(v.split("=", 1) for v in (args.version or ["before=main", "after=."]))
-    infra = dict(ln.split("=", 1) for ln in INFRA_ENV.read_text().splitlines() if "=" in ln)
+    args, revs = versions_cli(__doc__, runs=6)
+    infra = infra_settings()
     rootfs = Path("/var/lib/lxc") / infra["DFDOCTOR_INFRA_VMID"] / "rootfs"
     inside = f"/dfd-gate-{uuid.uuid4().hex[:8]}"
     host_side = rootfs / inside.lstrip("/")

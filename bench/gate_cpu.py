@@ -11,7 +11,6 @@ Needs the test infrastructure (tests/infra/provision.sh, root). Usage:
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
@@ -26,7 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # (the same package trees and job)
-from remote_launch_running import INFRA_ENV, JOB, compiled_trees, in_turns, pct_target, write_result  # noqa: E402
+from remote_launch_running import (  # noqa: E402
+    JOB, compiled_trees, in_turns, infra_settings, versions_cli, pct_target, write_result)
 
 
 def container_ns(vmid: str) -> int:
@@ -56,13 +56,8 @@ def one(argv: list, env: dict, cwd: str, vmid: str, host_side: Path) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--version", action="append", help="NAME=REV (REV `.` is the work tree)")
-    ap.add_argument("--runs", type=int, default=6)
-    ap.add_argument("--out", type=Path)
-    args = ap.parse_args()
-    revs = dict(v.split("=", 1) for v in (args.version or ["before=main", "after=."]))
-    infra = dict(ln.split("=", 1) for ln in INFRA_ENV.read_text().splitlines() if "=" in ln)
+    args, revs = versions_cli(__doc__, runs=6)
+    infra = infra_settings()
     vmid = infra["DFDOCTOR_INFRA_VMID"]
     target = pct_target(infra)
     host_side = Path("/var/lib/lxc") / vmid / "rootfs" / f"dfd-gatecpu-{uuid.uuid4().hex[:8]}"

@@ -9,7 +9,6 @@ Needs the test infrastructure (tests/infra/provision.sh, root). Usage:
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -20,7 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # (the same package trees)
-from remote_launch_running import INFRA_ENV, ROOT, compiled_trees, in_turns, pct_target, write_result  # noqa: E402
+from remote_launch_running import (  # noqa: E402
+    ROOT, compiled_trees, in_turns, infra_settings, versions_cli, pct_target, write_result)
 
 ECHO = ROOT / "tests" / "infra" / "echo_probe.py"
 CARRIES = 10
@@ -49,13 +49,8 @@ print(json.dumps({"ready": ready, "carried": carried}))
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--version", action="append", help="NAME=REV (REV `.` is the work tree)")
-    ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--out", type=Path)
-    args = ap.parse_args()
-    revs = dict(v.split("=", 1) for v in (args.version or ["before=main", "after=."]))
-    infra = dict(ln.split("=", 1) for ln in INFRA_ENV.read_text().splitlines() if "=" in ln)
+    args, revs = versions_cli(__doc__, runs=10)
+    infra = infra_settings()
     target = pct_target(infra)
     rows = {n: {"ready": [], "carried": []} for n in revs}
     loads = []

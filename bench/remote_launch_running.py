@@ -51,6 +51,22 @@ def tree(rev: str, into: Path) -> Path:
     return into / "path"
 
 
+def infra_settings() -> dict[str, str]:
+    """The test infrastructure's settings (tests/infra/provision.sh writes them)."""
+    return dict(line.split("=", 1) for line in INFRA_ENV.read_text().splitlines() if "=" in line)
+
+
+def versions_cli(doc: str, runs: int) -> tuple[argparse.Namespace, dict[str, str]]:
+    """A side-by-side bench's command line: --version NAME=REV (repeated; before=main and after=. by default),
+    --runs, --out; the arguments and the versions by name."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--version", action="append", help="NAME=REV (REV `.` is the work tree)")
+    ap.add_argument("--runs", type=int, default=runs)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    return args, dict(v.split("=", 1) for v in (args.version or ["before=main", "after=."]))
+
+
 def compiled_trees(revs: dict[str, str], tmp: Path) -> dict[str, Path]:
     """Each version's package tree (`tree`) under `tmp`, compiled once here (every launch would compile it again:
     the benches run it with PYTHONDONTWRITEBYTECODE)."""
@@ -101,8 +117,8 @@ def main() -> None:
     ap.add_argument("--after", default=".")
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
-    infra = dict(line.split("=", 1) for line in INFRA_ENV.read_text().splitlines() if "=" in line)
-    target = f"pct://root@127.0.0.1:{infra['DFDOCTOR_INFRA_SSH_PORT']}/{infra['DFDOCTOR_INFRA_VMID']}"
+    infra = infra_settings()
+    target = pct_target(infra)
     rootfs = Path("/var/lib/lxc") / infra["DFDOCTOR_INFRA_VMID"] / "rootfs"
     env = dict(os.environ, DFDOCTOR_SSH_CONFIG=infra["DFDOCTOR_SSH_CONFIG"])
     with tempfile.TemporaryDirectory(prefix="dfd-bench-") as tmp:
