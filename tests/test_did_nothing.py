@@ -29,10 +29,19 @@ def test_every_rank_exiting_0_for_want_of_gpus_did_nothing(work):
     proc, rep = launch(work, TORCHRUN, "--nproc_per_node=2", "needs_gpus.py", watch=60)
     v = rep["verdict"]
     assert proc.returncode == 1 and v["state"] == "failed" and v["cause"] == causes.DID_NOTHING, v
-    assert "needs_gpus.py:13 printed why: 'Unable to locate sufficient 4 gpus" in v["summary"], v["summary"]
+    assert "needs_gpus.py:17 printed why: 'Unable to locate sufficient 4 gpus" in v["summary"], v["summary"]
     assert any("every rank printed it (2 times)" in e for e in v["evidence"]), v["evidence"]
     assert any("no file under its folders changed" in e for e in v["evidence"]), v["evidence"]
     assert "cuda.init" in v["fix"] and "site-packages" not in v["fix"] and "/bin/" not in v["fix"], v["fix"]
+
+
+def test_ranks_printing_the_same_reason_unbuffered_at_once_are_counted_apart(work):
+    # unbuffered ranks that print together leave "whywhy" on one line (seen in CI): still every rank's one line
+    proc, rep = launch(work, TORCHRUN, "--nproc_per_node=2", "needs_gpus.py", "together", watch=60)
+    v = rep["verdict"]
+    assert v["cause"] == causes.DID_NOTHING, v
+    assert "printed why: 'Unable to locate sufficient 4 gpus to run this example. Exiting.'." in v["summary"], v
+    assert any("every rank printed it (2 times)" in e for e in v["evidence"]), v["evidence"]
 
 
 def test_the_reason_said_through_logging_on_stderr_is_read_too(work):

@@ -30,6 +30,7 @@ from dfdoctor.run.record import RunRecord
 
 QUICK_S = 300.0  # a job that stopped this soon, saying why, did not train
 OUTPUT_MAX = 64 << 10  # more output than this is work, whatever it says
+SAID_MIN = 12  # a repeated piece shorter than this is a rule or a pattern, not ranks' sentences run together
 LAST_LINES = 3  # the reason is among the last lines of a stream: a job says why just before it exits
 WALK_MAX = 20000  # entries looked at under the folders, at most (a huge data folder is not walked whole)
 WALK_BUDGET_S = 1.0
@@ -140,13 +141,25 @@ def _gpus_visible(run: RunRecord) -> Optional[int]:
 
 
 def _lines(text: str) -> list[str]:
-    """The stream's lines that the job printed itself: torchrun's prefixes taken off, blank lines dropped."""
+    """The stream's lines that the job printed itself: torchrun's prefixes taken off, blank lines dropped, and a
+    line that is one line said several times over taken apart (`_said_together`)."""
     out = []
     for line in text.splitlines():
         s = _LOG_PREFIX.sub("", line).strip()
         if s and not line[:1].isspace():
-            out.append(s)
+            out.extend(_said_together(s))
     return out
+
+
+def _said_together(line: str) -> list[str]:
+    """`line` as the lines it holds when it is one line written k >= 2 times end to end, else [line]. An unbuffered
+    `print` (python -u, PYTHONUNBUFFERED=1, as many images set) writes its text and its newline apart, so ranks
+    printing the same sentence at the same moment leave "whywhy" and then the newlines. A short repeat ("====",
+    "abab") is a line of its own."""
+    period = (line + line).find(line, 1)  # the shortest p with line == line[:p] * (len(line) // p)
+    if period < len(line) and period >= SAID_MIN:
+        return [line[:period]] * (len(line) // period)
+    return [line]
 
 
 def _is_warning(line: str) -> bool:
