@@ -8,8 +8,10 @@ A case dfdoctor cannot yet get right is xfail (`needs`: what it waits for), not 
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -56,8 +58,30 @@ def _shakespeare(work: Path) -> None:
 
 
 def _sine(work: Path) -> None:
-    """traindata.pt as the README makes it: by running the project's own generate_sine_wave.py."""
-    subprocess.run([PY, "generate_sine_wave.py"], cwd=work, check=True, capture_output=True, timeout=120)
+    """traindata.pt as the README makes it: by running the project's own generate_sine_wave.py, once per run of
+    the suite (it seeds numpy: the same bytes each time), the other cases that need it get a copy. Each run
+    imported torch again (~0.9 CPU-s) for three cases, to prove nothing about dfdoctor."""
+    made = _SHARED["folder"] / "tsp-traindata.pt"
+    with open(_SHARED["folder"] / "tsp-traindata.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the cases run on several xdist workers: one of them makes it
+        if not made.exists():
+            subprocess.run([PY, "generate_sine_wave.py"], cwd=work, check=True, capture_output=True, timeout=120)
+            shutil.copyfile(work / "traindata.pt", made.with_suffix(".part"))
+            made.with_suffix(".part").rename(made)
+    shutil.copyfile(made, work / "traindata.pt")
+
+
+# A folder this run of the suite shares between its xdist workers (their own temporary folders' parent), or this
+# process's own one without xdist: data made once for the run, never kept for a later run. Set by `_shared_folder`.
+_SHARED: dict[str, Path] = {}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_folder(tmp_path_factory):
+    base = tmp_path_factory.getbasetemp()
+    _SHARED["folder"] = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    yield
+    _SHARED.clear()
 
 
 def _not_a_checkpoint(work: Path) -> None:
