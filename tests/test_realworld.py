@@ -180,17 +180,20 @@ def test_mnist_without_torchvision_pins_the_pair_of_the_installed_torch(mnist):
         assert f"torch=={torch_v}" in rec["fix"] and "pip install torchvision " not in rec["fix"], rec["fix"]
 
 
-def test_mnist_without_torchvision_is_one_failing_row_and_the_requirement_points_at_it(mnist):
+def test_mnist_without_torchvision_is_one_failing_row_and_the_requirement_points_at_it(mnist, tmp_path):
     """One missing torchvision was two FAIL rows (deps.requirements' requirements.txt:2 and imports.smoke's
     main.py:6): one cause, one failure; the requirement's row says it is that same cause, and its fix is not said
-    twice."""
+    twice. The text and the JSON of one `check` (a second `check` for the JSON imported main.py, torch with it,
+    again: ~1.5 CPU-s)."""
     try:
         import torchvision  # noqa: F401
         pytest.skip("torchvision is installed here")
     except ImportError:
         pass
     line = ("--only", "deps.requirements", "--only", "imports.smoke", "--", PY, "main.py")
-    proc = dfdoctor("check", "--cwd", str(mnist), "--format", "text", *line, cwd=mnist)
+    out = tmp_path / "check.json"
+    proc = dfdoctor("check", "--cwd", str(mnist), "--format", "json", "--output", str(out), "--format", "text", *line,
+                    cwd=mnist)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     rows = [ln for ln in proc.stdout.splitlines() if ln.startswith(("FAIL", "WARN", "ERROR"))]
     assert [r.split()[0] for r in rows if "torchvision" in r] == ["WARN", "FAIL"], rows  # deps, then imports
@@ -198,7 +201,7 @@ def test_mnist_without_torchvision_is_one_failing_row_and_the_requirement_points
     assert "requirements.txt:2: torchvision): the same cause as imports.smoke's failure at main.py:6, said there" \
         in rows[0], rows
     assert proc.stdout.count("--index-url https://download.pytorch.org/whl/cpu") == 1, proc.stdout
-    doc = json.loads(dfdoctor("check", "--cwd", str(mnist), "--format", "json", *line, cwd=mnist).stdout)
+    doc = json.loads(out.read_text())
     recs = {r["id"]: r for r in doc["checks"]}
     assert recs["deps.requirements"]["status"] == "warn" and recs["imports.smoke"]["status"] == "fail", recs
     assert doc["verdict"]["cause"] == causes.MISSING_MODULE and "1 more problem" not in doc["verdict"]["summary"]
