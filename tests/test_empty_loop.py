@@ -145,3 +145,43 @@ def test_a_look_that_caught_the_job_training_before_its_empty_eval_is_no_buffere
         if found is not None:
             break
     assert said[1:] and said[-1] == causes.DATA_EMPTY and set(said[1:]) <= {None, causes.DATA_EMPTY}, said
+
+
+BUSY_RANGE = Path(__file__).resolve().parent / "jobs" / "works_buffered.py"  # `for i in range(2000000): x += i`
+
+
+@pytest.fixture
+def busy_range(tmp_path):
+    """A job that works in a plain `for i in range(n)` loop, its stdout a pipe (block-buffered), no DataLoader."""
+    proc = subprocess.Popen([PY, str(BUSY_RANGE)], cwd=tmp_path, env=job_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
+def _user_line(look: jobstacks.Look) -> int | None:
+    main = main_of(look.stacks.text) if look.stacks.text else None
+    return next((f.line for f in main.frames if f.file == str(BUSY_RANGE)), None) if main is not None else None
+
+
+@pytest.mark.slow
+def test_a_busy_range_loop_seen_in_its_body_then_at_its_head_is_a_buffered_stdout_not_a_loop_resumed(busy_range):
+    """CI (round 19, 8 workers): `dfdoctor status` of a buffered Slurm job said `running`: its one look on the node
+    caught `x += i` (line 9) first and then the bare head `for i in range(2000000):` (line 8), which read as an
+    empty loader's loop resumed after a look in its body, and held the buffered reading back. No DataLoader runs a
+    pass at a `range(...)` head: real looks of the job in that order, judged as a node's look is (no more looks
+    taken), name the buffered stdout. Before, nothing was said from them (undecided)."""
+    said: list = []
+    end = time.monotonic() + 120
+    while not said and time.monotonic() < end and busy_range.poll() is None:
+        samples = jobstacks.sample_job(busy_range.pid)
+        job = next(s for s in samples if s.pid == busy_range.pid)
+        if [_user_line(lk) for lk in job.looks] != [9, 8]:
+            continue  # (the order is the looks' luck: each catches the loop at its head or in its body)
+        assert job.buffered
+        found = stuck.judge(samples, quiet_s=30.0, local=False)
+        said.append(found.cause if found else None)
+    assert said == [causes.OUTPUT_BUFFERED], said

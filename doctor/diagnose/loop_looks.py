@@ -43,6 +43,7 @@ class Head:
     line: int
     words: str
     around: frozenset
+    over_range: bool = False  # `for ... in range(...)`: no DataLoader ever runs a pass at this head
 
 
 @dataclass
@@ -156,11 +157,14 @@ def _head_index(frames: tuple, head: Head) -> Optional[int]:
 
 def _head_at(frames: tuple, bare: bool = False) -> Optional[Head]:
     """The `for` head the innermost user frame of a look stands on, with the DataLoader under it (`bare`: with
-    or without it)."""
+    or without it, but never a loop over `range(...)`: a look there is a busy loop going round, the job's own
+    work, never a pass of a loader caught between two calls into it; CI called a buffered `for i in range(n)`
+    job `running`, its second look at that head after one in its body read as a loop resumed)."""
     k = next((k for k, f in enumerate(frames) if not is_library(f)), None)
     if k is None or not (bare or any(_path(f).endswith(LOADER) for f in frames[:k])):
         return None
-    return for_head(frames[k].file, frames[k].line)
+    head = for_head(frames[k].file, frames[k].line)
+    return None if head is None or (bare and head.over_range) else head
 
 
 def for_head(file: str, line: int) -> Optional[Head]:
@@ -171,7 +175,9 @@ def for_head(file: str, line: int) -> Optional[Head]:
     for node in ast.walk(tree):
         if isinstance(node, ast.For) and node.lineno == line:
             words = f"for {ast.unparse(node.target)} in {ast.unparse(node.iter)}:"
-            return Head(file, line, words, frozenset(_loops_around(tree, node)))
+            over_range = isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Name) and \
+                node.iter.func.id == "range"
+            return Head(file, line, words, frozenset(_loops_around(tree, node)), over_range)
     return None
 
 
