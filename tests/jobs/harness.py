@@ -74,7 +74,7 @@ def records(work: Path) -> list[Path]:
 def kill_runs(work: Path) -> None:
     """Kill the job (its whole process group) and the recorder of every run under `work`."""
     from dfdoctor.run import record
-    from dfdoctor.agent.procfs import proc_start_time
+    from dfdoctor.agent.procfs import proc_start_time, proc_state
 
     for d in records(work):
         run = record.load(d)
@@ -91,11 +91,13 @@ def kill_runs(work: Path) -> None:
                     os.kill(pid, signal.SIGKILL)
                 except OSError:
                     pass
+    # until each recorder has ended; a zombie has (it writes nothing more): waiting for it to be reaped waited
+    # for the reaper of orphans, here PID 1 every 2 s, up to 2 s a test
     deadline = time.monotonic() + 5
     for d in records(work):
         run = record.load(d)
         while run.recorder and proc_start_time(run.recorder["pid"]) == run.recorder.get("start_ticks") \
-                and time.monotonic() < deadline:
+                and proc_state(run.recorder["pid"]) != "Z" and time.monotonic() < deadline:
             time.sleep(0.05)
 
 
