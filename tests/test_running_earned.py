@@ -17,7 +17,7 @@ import pytest
 from dfdoctor.diagnose import stacks
 from infra.fixtures import infra  # noqa: F401
 from infra.slurm_fixtures import slurm  # noqa: F401
-from jobs.harness import job, job_env, kill_runs, launch, status, text_of, wait_for
+from jobs.harness import job, job_env, kill_runs, launch, needs_torch, status, text_of, wait_for
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not stacks.py_spy(), reason="py-spy reads the stacks of the silent job")]
@@ -123,7 +123,7 @@ def _silent_for(run_dir: Path) -> float:
 
 def test_a_silent_torch_compile_before_the_first_line_stays_running(work):
     """(Unbuffered: without -u a silence of 10 s in a working Python is output-buffered, a question of its own.)"""
-    pytest.importorskip("torch")
+    needs_torch()
     proc, rep = launch(work, *job("compiles_silently.py"), watch=8, env=job_env(PYTHONUNBUFFERED="1"))
     v = _running(proc, rep)
     assert v["cause"] != "import-hang", text_of(rep)

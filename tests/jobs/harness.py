@@ -25,6 +25,17 @@ def job_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def needs_torch() -> None:
+    """Skip the test unless torch is installed, without importing it here: the test's job imports it, and a
+    worker that imports torch pays ~3 CPU-s once (pytest.importorskip did, in each worker such a test ran on)."""
+    import importlib.util
+
+    import pytest
+
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
+
+
 def dfdoctor(*args: str, cwd: Path, env: Optional[dict] = None, timeout: float = 180) -> subprocess.CompletedProcess:
     """Run the installed console script in a real subprocess."""
     return subprocess.run([DFDOCTOR, *args], cwd=cwd, env=env or job_env(), capture_output=True, text=True,
