@@ -7,7 +7,6 @@ stay `running`. Real jobs from tests/jobs, launched for real."""
 from __future__ import annotations
 
 import http.server
-import json
 import threading
 import time
 from pathlib import Path
@@ -17,7 +16,8 @@ import pytest
 from dfdoctor.diagnose import stacks
 from infra.fixtures import infra  # noqa: F401
 from infra.slurm_fixtures import slurm  # noqa: F401
-from jobs.harness import job, job_env, kill_runs, launch, needs_torch, status, text_of, wait_for
+from jobs.harness import (job, job_env, kill_runs, launch, needs_torch, silent_for, status, text_of,
+                          wait_for)
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not stacks.py_spy(), reason="py-spy reads the stacks of the silent job")]
@@ -105,20 +105,11 @@ def test_an_evaluation_that_computes_without_printing_stays_running(work):
     _running(proc, rep)
     # silent well past its 0.1 s rhythm (quiet after 5 s): most often it is already, the watch having run out
     # on its silence; a fixed 6 s here burned a core of the job's for nothing
-    assert wait_for(lambda: _silent_for(Path(rep["run"]["dir"])) >= 6.0, 60), "the job did not go silent"
+    assert wait_for(lambda: silent_for(Path(rep["run"]["dir"])) >= 6.0, 60), "the job did not go silent"
     proc, rep = status(work)
     v = _running(proc, rep)
     assert "silent" in v["summary"] or "working" in v["summary"], text_of(rep)
     assert "makes progress" in v["summary"] or "working on the CPU" in v["summary"], text_of(rep)
-
-
-def _silent_for(run_dir: Path) -> float:
-    """Seconds since the job's last output, as its recorder's heartbeat says (0 before it wrote)."""
-    try:
-        last = json.loads((run_dir / "heartbeat").read_text() or "{}").get("last_output_t")
-    except (OSError, ValueError):
-        return 0.0
-    return time.time() - last if last else 0.0
 
 
 def test_a_silent_torch_compile_before_the_first_line_stays_running(work):

@@ -156,6 +156,15 @@ def wait_for(pred, timeout: float = 10.0, step: float = 0.05) -> bool:
     return bool(pred())
 
 
+def silent_for(run_dir: Path) -> float:
+    """Seconds since the job's last output, as its recorder's heartbeat says (0 before it wrote anything)."""
+    try:
+        last = json.loads((run_dir / "heartbeat").read_text() or "{}").get("last_output_t")
+    except (OSError, ValueError):
+        return 0.0
+    return time.time() - last if last else 0.0
+
+
 def launch_to_end(work: Path, *command: str, timeout: float = 120, **kw) -> tuple[subprocess.CompletedProcess, dict]:
     """`dfdoctor launch` a job that ends by itself, then (if the watch ended first, calling it running) wait for
     its end and return `dfdoctor status` of it: the verdict of the finished job."""
