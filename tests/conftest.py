@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import collections
 import os
 import subprocess
 import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Optional
 
 import psutil
 import pytest
@@ -57,9 +59,13 @@ SHARED_STATE_GROUPS = {
 # long enough to be the run's tail alone: their tests are spread over the workers one by one. test_guard,
 # test_compile_race and test_trainer are torch.compile runs, each a core's worth of CPU for half a minute or more:
 # on one worker they ran one after another while the other core idled.
+# test_stuck, test_running_earned, test_rendezvous_wait, test_silent_helpers and test_stop wait more than they
+# work (a watch of 20-60 s a test, 10-35 CPU-s a file): on one worker each their waits came one after another,
+# 100-300 s a file (round 20); each test's jobs run in its own tmp_path, found by its run folder or marker or pid.
 SPREAD_FILES = {"test_doc_commands.py", "test_launch.py", "test_launcher_scripts.py", "test_guard.py",
                 "test_compile_race.py", "test_trainer.py", "test_realworld.py", "test_install_lines.py",
-                "test_corpus.py"}
+                "test_corpus.py", "test_stuck.py", "test_running_earned.py", "test_rendezvous_wait.py",
+                "test_silent_helpers.py", "test_stop.py"}
 # Single tests of a spread file that share a group's state: the docs' sbatch commands run on the single-node Slurm.
 # The spread files' short tests that import torch (and torch._dynamo) into the worker itself share one worker: each
 # worker that imports them pays ~1.8 CPU-s once, and spread one by one they had four workers import them (round 19).
@@ -97,11 +103,17 @@ def work_unit(nodeid: str) -> str:
 SPLIT_OFF = {"slurm-observed": ("slurm", 3), "slurm-stuck": ("slurm", 3)}
 
 
-def _weight(nodeid: str) -> int:
+def _weight(nodeid: str, tests_of: Optional[dict] = None) -> int:
+    """The unit's measured seconds. A test of a file spread since it was measured whole weighs an equal share of
+    the file's seconds (`tests_of`: how many tests each file has) until a full run measures it: weighing nothing,
+    the file's long waits would start last."""
     unit = work_unit(nodeid)
     if unit not in UNIT_SECONDS and unit in SPLIT_OFF:
         whole, parts = SPLIT_OFF[unit]
         return UNIT_SECONDS.get(whole, 0) // parts
+    path = nodeid.split("::", 1)[0]
+    if unit not in UNIT_SECONDS and unit == nodeid and path in UNIT_SECONDS and tests_of:
+        return UNIT_SECONDS[path] // max(1, tests_of.get(path, 1))
     return UNIT_SECONDS.get(unit, 0)
 
 
@@ -146,7 +158,8 @@ def pytest_collection_modifyitems(config, items):
     """Under xdist, the longest units first (a stable sort: each file's tests keep their order)."""
     if not hasattr(config, "workerinput"):
         return
-    items.sort(key=lambda item: -_weight(item.nodeid))
+    tests_of = collections.Counter(item.nodeid.split("::", 1)[0] for item in items)
+    items.sort(key=lambda item: -_weight(item.nodeid, tests_of))
 
 
 def marked_processes() -> list[psutil.Process]:

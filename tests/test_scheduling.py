@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import conftest
 from conftest import (REPO, SHARED_STATE_GROUPS, SHARED_STATE_TESTS, TORCH_IN_PROCESS, UNIT_SECONDS, _weight,
                       work_unit)
 from support.unit_seconds import unit_seconds
@@ -38,6 +39,17 @@ def test_the_spread_files_tests_that_import_torch_in_the_worker_share_one():
         assert "import torch" in body or "dfdoctor.trainer" in body, test
     assert work_unit("tests/test_guard.py::test_unproven_torch_is_refused_with_a_clear_message") == \
         "tests/test_guard.py::test_unproven_torch_is_refused_with_a_clear_message"
+
+
+def test_a_test_of_a_file_spread_since_it_was_measured_whole_weighs_a_share_of_the_file(monkeypatch):
+    """test_stuck.py was one unit of 293 s; spread, each of its tests weighs a share of that until a full run
+    measures it (weighing nothing, the file's tests would start last, a wait of up to 35 s left for the end)."""
+    monkeypatch.setattr(conftest, "UNIT_SECONDS", {"tests/test_stuck.py": 300, "tests/test_stuck.py::test_b": 40})
+    assert work_unit("tests/test_stuck.py::test_a") == "tests/test_stuck.py::test_a"
+    tests_of = {"tests/test_stuck.py": 30}
+    assert _weight("tests/test_stuck.py::test_a[x]", tests_of) == 10
+    assert _weight("tests/test_stuck.py::test_b", tests_of) == 40  # measured: its own seconds
+    assert _weight("tests/test_cli.py::test_a", tests_of) == 0  # no file measured: short
 
 
 def test_every_measured_unit_still_exists():

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from dfdoctor.diagnose import stacks
-from jobs.harness import JOBS, PY, job_env, kill_runs, launch, text_of
+from jobs.harness import JOBS, PY, job_env, kill_runs, launch, silent_for, text_of, wait_for
 from support.no_pyspy import python_without_pyspy
 
 pytestmark = pytest.mark.slow
@@ -54,7 +54,9 @@ def test_without_py_spy_cpu_no_stack_explains_is_said_so_never_no_cpu_spent_nor_
     proc, rep = _dfdoctor_without_pyspy(python, work, "launch", "--no-check", "--watch", "2", "--",
                                         str(python), "-u", str(JOBS / "spins_in_c.py"))
     assert rep["run"]["dir"], rep
-    time.sleep(8)  # past its rhythm (a line every 0.1 s): 5 s and more of silence, spinning
+    # past its rhythm (a line every 0.1 s, quiet after 5 s): 6 s and more of silence, spinning (a fixed 8 s
+    # after the launch's 2 s watch was some 7 s of it, a core burned for the extra)
+    assert wait_for(lambda: silent_for(Path(rep["run"]["dir"])) >= 6.0, 60), "the job did not go silent"
     proc, rep = _dfdoctor_without_pyspy(python, work, "status")
     v, text = rep["verdict"], text_of(rep)
     assert proc.returncode == 1 and v["state"] == "unknown", text

@@ -18,7 +18,7 @@ import pytest
 from dfdoctor.agent.names import MARKER, MARKER_TEXT, RUN_ENV
 from dfdoctor.agent.procfs import environ, proc_start_time
 from dfdoctor.run import record
-from jobs.harness import PY, dfdoctor, job, job_env, kill_runs, launch, status, text_of, wait_for
+from jobs.harness import PY, dfdoctor, job, job_env, kill_runs, launch, needs_torch, status, text_of, wait_for
 
 TORCHRUN = [PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
 
@@ -66,7 +66,7 @@ def _started(work: Path, *command: str, settle: str = "0") -> Path:
 
 @pytest.mark.slow
 def test_a_torchrun_job_is_stopped_whole_ranks_included_and_status_says_so(work):
-    pytest.importorskip("torch")
+    needs_torch()
     run_dir = _started(work, *TORCHRUN, job("ddp_never_joins.py")[1])
     assert wait_for(lambda: len(_job_processes(run_dir)) >= 3, 30), "torchrun and its 2 ranks did not start"
     procs = _job_processes(run_dir)
@@ -176,7 +176,7 @@ def test_an_unknown_run_is_a_usage_error(work):
 @pytest.mark.slow
 def test_the_ranks_a_sigkill_of_torchrun_left_running_are_stopped(work):
     """STUCK-FACTS: a SIGKILL of torchrun leaves its ranks running in sessions of their own, for ever."""
-    pytest.importorskip("torch")
+    needs_torch()
     run_dir = _started(work, *TORCHRUN, job("ddp_never_joins.py")[1])
     assert wait_for(lambda: len(_job_processes(run_dir)) >= 3, 30)
     torchrun = psutil.Process(record.load(run_dir).job_pid)

@@ -25,6 +25,17 @@ def job_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def needs_torch() -> None:
+    """Skip the test unless torch is installed, without importing it here: the test's job imports it, and a
+    worker that imports torch pays ~3 CPU-s once (pytest.importorskip did, in each worker such a test ran on)."""
+    import importlib.util
+
+    import pytest
+
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
+
+
 def dfdoctor(*args: str, cwd: Path, env: Optional[dict] = None, timeout: float = 180) -> subprocess.CompletedProcess:
     """Run the installed console script in a real subprocess."""
     return subprocess.run([DFDOCTOR, *args], cwd=cwd, env=env or job_env(), capture_output=True, text=True,
@@ -74,7 +85,7 @@ def records(work: Path) -> list[Path]:
 def kill_runs(work: Path) -> None:
     """Kill the job (its whole process group) and the recorder of every run under `work`."""
     from dfdoctor.run import record
-    from dfdoctor.agent.procfs import proc_start_time
+    from dfdoctor.agent.procfs import proc_start_time, proc_state
 
     for d in records(work):
         run = record.load(d)
@@ -91,11 +102,13 @@ def kill_runs(work: Path) -> None:
                     os.kill(pid, signal.SIGKILL)
                 except OSError:
                     pass
+    # until each recorder has ended; a zombie has (it writes nothing more): waiting for it to be reaped waited
+    # for the reaper of orphans, here PID 1 every 2 s, up to 2 s a test
     deadline = time.monotonic() + 5
     for d in records(work):
         run = record.load(d)
         while run.recorder and proc_start_time(run.recorder["pid"]) == run.recorder.get("start_ticks") \
-                and time.monotonic() < deadline:
+                and proc_state(run.recorder["pid"]) != "Z" and time.monotonic() < deadline:
             time.sleep(0.05)
 
 
@@ -141,6 +154,15 @@ def wait_for(pred, timeout: float = 10.0, step: float = 0.05) -> bool:
             return True
         time.sleep(step)
     return bool(pred())
+
+
+def silent_for(run_dir: Path) -> float:
+    """Seconds since the job's last output, as its recorder's heartbeat says (0 before it wrote anything)."""
+    try:
+        last = json.loads((run_dir / "heartbeat").read_text() or "{}").get("last_output_t")
+    except (OSError, ValueError):
+        return 0.0
+    return time.time() - last if last else 0.0
 
 
 def launch_to_end(work: Path, *command: str, timeout: float = 120, **kw) -> tuple[subprocess.CompletedProcess, dict]:
