@@ -369,11 +369,7 @@ def _written_files(run: RunRecord, pid: int) -> own_files.Sizes:
 
 def _tree(pid: int) -> list[psutil.Process]:
     """The job's process and all its descendants."""
-    try:
-        root = psutil.Process(pid)
-        return [root] + root.children(recursive=True)
-    except psutil.Error:
-        return []
+    return stacks.family(pid)
 
 
 def _look_at_python(p: psutil.Process, facts: LiveFacts) -> None:
