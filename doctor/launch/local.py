@@ -87,12 +87,13 @@ class RunSource:
         self.unsettled: Optional[str] = None
         self.last_settle_check = -1.0
         self.ahead = LookAhead()  # the first round of the look `running` waits for, taken as the job ripens
+        self.reader = record.Rereader()  # the folder as last read: what did not change is not read again
 
     # where the run is read: here (a TargetSource reads them on its target)
 
     def load(self) -> RunRecord:
         """The run as its record says it is now."""
-        return record.load(self.run_dir)
+        return self.reader.load(self.run_dir)
 
     def look(self, run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
         """A look at the live job (None: it is not alive)."""
