@@ -102,3 +102,23 @@ def test_a_check_of_a_plain_script_imports_no_stack_reading_statistics_or_rehear
     assert not [m for m in loaded if m.startswith("dfdoctor.rehearse")]
     # nor the Slurm checks (scope "slurm": a submission's alone, loaded by `check -- sbatch ...`)
     assert "dfdoctor.checks.slurm_checks" not in loaded and "slurm.gpus" not in {c["id"] for c in checks}
+
+
+def test_a_verdict_that_needs_no_fix_reads_no_project_model(tmp_path: Path):
+    """The project model (doctor/project, diagnose/user_terms: 0.01 CPU-s of a start) writes a failure's fix in
+    the project's own terms: a launch whose job ends well, and a status of its run, import none of it. A job that
+    fails for a missing module still gets its fix from it."""
+    p, loaded = _modules(tmp_path, "launch", "--no-check", "--format", "json", "--", sys.executable, "-c",
+                         "print('step 1')")
+    report = json.loads(p.stdout)
+    assert report["verdict"]["state"] == "ok", p.stdout + p.stderr
+    unread = {"dfdoctor.project", "dfdoctor.diagnose.user_terms"}
+    assert not unread & loaded
+    p, loaded = _modules(tmp_path, "status", report["run"]["id"], "--format", "json")
+    assert json.loads(p.stdout)["verdict"]["state"] == "ok", p.stdout + p.stderr
+    assert not unread & loaded
+    (tmp_path / "train.py").write_text("import tqdmm\n")
+    p, loaded = _modules(tmp_path, "launch", "--no-check", "--format", "json", "--", sys.executable, "train.py")
+    verdict = json.loads(p.stdout)["verdict"]
+    assert verdict["cause"] == "missing-module" and "tqdm" in verdict["fix"], p.stdout + p.stderr
+    assert unread <= loaded

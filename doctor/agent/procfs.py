@@ -203,6 +203,51 @@ def buffers_stdout(pid, argv, env):
     return not unbuffered and not tty
 
 
+_KEPT = []  # whether this kernel keeps children lists (CONFIG_PROC_CHILDREN), once asked
+
+
+def kernel_lists_children():
+    """Whether this kernel keeps each thread's list of children in /proc (CONFIG_PROC_CHILDREN)."""
+    if not _KEPT:
+        _KEPT.append(os.path.exists("/proc/self/task/%d/children" % os.getpid()))
+    return _KEPT[0]
+
+
+def children(pid):
+    """The pids of the process's children, in ascending order ([] when it is gone), from the kernel's list of
+    each of its threads' children (a child forked by a thread is that thread's). Only where
+    `kernel_lists_children()`: elsewhere only reading every process's parent tells them."""
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return []
+    out = set()
+    for tid in tids:
+        try:
+            with open("/proc/%d/task/%s/children" % (pid, tid), "rb") as f:
+                out.update(int(w) for w in f.read().split())
+        except (OSError, ValueError):
+            continue  # the thread ended as we read
+    return sorted(out)
+
+
+def descendants(root):
+    """The descendants of `root` (itself left out), parents before children, in the order psutil's
+    children(recursive=True) gives them; None where the kernel keeps no children lists. Only the tree's own
+    processes are read: psutil reads every process of the machine on each walk (issue 45: a launch's watch walks
+    its job's tree several times, on a machine that runs a test suite's hundreds of processes)."""
+    if not kernel_lists_children():
+        return None
+    out, todo, seen = [], [root], {root}
+    while todo:
+        for kid in children(todo.pop()):
+            if kid not in seen:
+                seen.add(kid)
+                out.append(kid)
+                todo.append(kid)
+    return out
+
+
 def group_members(pgid):
     """Pids still in the job's process group after its leader died (daemons, stray workers)."""
     out = []

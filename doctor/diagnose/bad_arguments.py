@@ -17,7 +17,6 @@ import re
 from typing import Optional
 
 from dfdoctor import causes
-from dfdoctor.diagnose import user_terms
 from dfdoctor.diagnose.rules_runtime import Context, Finding
 from dfdoctor.diagnose.traceback import PyError, is_library
 from dfdoctor.model import Verdict
@@ -37,6 +36,7 @@ _OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][\w.-]*)")
 def refused(text: str, ctx: Context, status: str) -> Optional[Verdict]:
     """The verdict for a parser's refusal printed in `text` (a job's stderr, or a rank's under torchrun), else
     None. `status` is the evidence line saying how the job ended."""
+    from dfdoctor.diagnose import user_terms  # start-up: the project model, read for a fix alone (issue 45)
     for rx, kind in _REFUSED:
         m = rx.search(text)
         if m:
@@ -107,6 +107,7 @@ def _fire_refused(text: str, ctx: Context, status: str) -> Optional[Verdict]:
     (`ERROR: Could not consume arg: --epoch=3`, status 2): the job ran, with that parameter at its default. Its
     usage then lists the methods of what the function returned, not the options, so the closest option is the
     project model's (the function's parameters)."""
+    from dfdoctor.diagnose import user_terms  # start-up: the project model, read for a fix alone (issue 45)
     m = _FIRE.search(text)
     if m is None:
         return None
@@ -175,6 +176,7 @@ def config_refused(err: PyError, ctx: Context) -> Optional[Finding]:
     its message names the argument (`trainer.max_iter is not an attribute`, `Unknown config key: max_iter`,
     `... of form --arg=value, got --trainer.max_iters`). Read only where the project model says the script's
     options are parsed that way, so another exception that happens to quote an argument is left alone."""
+    from dfdoctor.diagnose import user_terms  # start-up: the project model, read for a fix alone (issue 45)
     proj = user_terms.project_of(ctx) if ctx.local else None
     if proj is None or proj.options.kind not in ("cfgnode", "configurator"):
         return None

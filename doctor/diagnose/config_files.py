@@ -11,13 +11,14 @@ from __future__ import annotations
 import difflib
 import re
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from dfdoctor import causes
-from dfdoctor.diagnose import user_terms
 from dfdoctor.diagnose.rules_runtime import Context, Finding
 from dfdoctor.diagnose.traceback import PyError
-from dfdoctor.project import configs
+
+if TYPE_CHECKING:
+    from dfdoctor.project import configs
 
 _MARK = re.compile(r'in "(?P<file>[^"]+\.ya?ml)", line (?P<line>\d+), column (?P<col>\d+)')
 _OVERRIDE = re.compile(r"Could not override '(?P<key>[^']+)'")
@@ -60,6 +61,8 @@ def hydra_refused(text: str, ctx: Context) -> Optional[Finding]:
 
 
 def _override_refused(text: str, ctx: Context) -> Optional[Finding]:
+    from dfdoctor.project import configs  # start-up: the project model, read for a fix alone (issue 45)
+    from dfdoctor.diagnose import user_terms  # start-up: the project model, read for a fix alone (issue 45)
     m, absent = _OVERRIDE.search(text), _ABSENT.search(text)
     if m is None or absent is None:
         return None  # an override of a key that exists, refused for its value, is another matter
@@ -109,6 +112,8 @@ def _closest(key: str, known: list) -> Optional[configs.Key]:
 
 def _loaded_by(path: Path, ctx: Context) -> str:
     """What loaded the file: an option of the command that names it, or the config group choice that selects it."""
+    from dfdoctor.project import configs  # start-up: the project model, read for a fix alone (issue 45)
+    from dfdoctor.diagnose import user_terms  # start-up: the project model, read for a fix alone (issue 45)
     for i, word in enumerate(ctx.argv):
         value = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
         if value.endswith((".yaml", ".yml")) and _same(value, path, ctx):

@@ -9,7 +9,6 @@ import re
 from typing import Optional
 
 from dfdoctor import causes
-from dfdoctor.diagnose import user_terms
 from dfdoctor.diagnose.rules_runtime import Context, Finding
 from dfdoctor.diagnose.traceback import PyError
 
@@ -20,6 +19,7 @@ def assert_names_missing_data(err: PyError, ctx: Context) -> Optional[Finding]:
     """An assert whose message names a data folder or file that is missing or holds nothing (llama2.c's
     `assert len(shard_filenames) > 0, f"No bin files found in {bin_dir}"`): input-missing, with the README's steps
     that prepare the data where it has them (the lines before the one that runs the job)."""
+    from dfdoctor.diagnose import user_terms  # start-up: the project model, read for a fix alone (issue 45)
     if not err.exc_type.endswith("AssertionError") or not ctx.local or not ctx.cwd:
         return None
     for token in _PATHLIKE.findall(err.message):

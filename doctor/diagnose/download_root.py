@@ -9,7 +9,6 @@ import os
 from typing import Optional, Sequence
 
 from dfdoctor.diagnose.traceback import is_library
-from dfdoctor.project.source import tree_of
 
 _NAMESPACES = ("args", "opt", "opts", "cfg", "config", "FLAGS", "hparams")
 
@@ -34,6 +33,7 @@ def data_folder_option(frames: Sequence[tuple[str, int, Optional[str]]], argv: l
 
 def _download_call(file: str, line: int) -> Optional[ast.Call]:
     """The call at `line` that passes download=True (or download=<something true-looking>)."""
+    from dfdoctor.project.source import tree_of  # start-up: the project model, for a traceback alone (issue 45)
     tree = tree_of(file)
     if tree is None:
         return None

@@ -17,7 +17,6 @@ from typing import Callable, Optional, Union
 
 import psutil
 from dfdoctor.diagnose import loop_looks
-from dfdoctor.project.source import tree_of
 
 _FOLLOW = 4  # how many assignments back the loader's construction is read for the options it uses
 MORE_LOOKS = 6  # at most per process, when the looks the watch took leave it undecided (loop_looks.py says when)
@@ -86,6 +85,7 @@ def _named(s, reading: loop_looks.Reading) -> tuple[str, str, list[str]]:
 
 def _loader_name(caller) -> Optional[str]:
     """The variable the caller's line hands the loop (`next(val_dl)` -> val_dl; `for b in loader` -> loader)."""
+    from dfdoctor.project.source import tree_of  # start-up: the project model, for a traceback alone (issue 45)
     if caller is None:
         return None
     tree = tree_of(caller.file)
@@ -105,6 +105,7 @@ def _loader_name(caller) -> Optional[str]:
 def _options(s, caller, name: Optional[str]) -> tuple[list[str], Optional[str]]:
     """The options (`--batch-size 16`) the loader's construction reads, following assignments back in the caller's
     function; and file:line of the loader's assignment."""
+    from dfdoctor.project.source import tree_of  # start-up: the project model, for a traceback alone (issue 45)
     if caller is None or name is None:
         return [], None
     tree = tree_of(caller.file)

@@ -14,7 +14,6 @@ import re
 from typing import Optional
 
 from dfdoctor import causes
-from dfdoctor.diagnose import user_terms
 from dfdoctor.model import Verdict
 
 _MEMBER = re.compile(r"MEMBER: (\d+)/(\d+)")
@@ -23,6 +22,7 @@ _PG_TIMEOUT_MIN = 30  # init_process_group's default timeout for gloo (NCCL's is
 
 def env_rendezvous_wait(run, live, ctx) -> Optional[Verdict]:
     """rank-missing for processes waiting at an env:// rendezvous for more processes than were started here."""
+    from dfdoctor.diagnose import user_terms  # start-up: the project model, read for a fix alone (issue 45)
     if live is None or not ctx.local or live.growing:
         return None
     argv = list(run.spec.get("argv") or [])

@@ -108,11 +108,7 @@ class ProcessSample:
 
 def tree(pid: int) -> list[psutil.Process]:
     """The job's process and its descendants, parents before children."""
-    try:
-        root = psutil.Process(pid)
-        return ([root] + root.children(recursive=True))[:MAX_PROCESSES]
-    except psutil.Error:
-        return []
+    return stacks.family(pid)[:MAX_PROCESSES]
 
 
 def describe(p: psutil.Process) -> Optional[ProcessSample]:

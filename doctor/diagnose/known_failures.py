@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Optional
 
 from dfdoctor import causes
-from dfdoctor.diagnose import user_terms
 from dfdoctor.diagnose.rules_runtime import Context, Finding
 from dfdoctor.diagnose.traceback import PyError
 
@@ -389,6 +388,7 @@ def row(key: str) -> Known:
 
 def _finding(row: Known, m: re.Match, groups: list, err: PyError, ctx: Context) -> Optional[Finding]:
     """The finding of one matched row: summary and fix filled in, the library frame kept as evidence."""
+    from dfdoctor.diagnose import user_terms  # start-up: the project model, read for a fix alone (issue 45)
     named = {f"m{i + 1}": g or "" for i, g in enumerate(groups)}
     named["m2top"] = (named.get("m2") or "").split(".")[0]
     summary = _fill(row.summary, blame=err.blame, **named)

@@ -21,7 +21,6 @@ from typing import Optional
 
 from dfdoctor.diagnose.stackclass import Frame
 from dfdoctor.diagnose.waits import is_library, main_frames
-from dfdoctor.project.source import tree_of
 
 LOADER = "torch/utils/data/dataloader.py"
 PASS_START = {"__iter__", "_get_iterator", "__init__", "_reset", "_next_index"}  # a pass begins or asks its sampler
@@ -169,6 +168,7 @@ def _head_at(frames: tuple, bare: bool = False) -> Optional[Head]:
 
 def for_head(file: str, line: int) -> Optional[Head]:
     """The `for` statement whose head is `line` of `file`, or None."""
+    from dfdoctor.project.source import tree_of  # start-up: the project model, for a traceback alone (issue 45)
     tree = tree_of(file)
     if tree is None:
         return None

@@ -22,7 +22,6 @@ from dfdoctor.diagnose import download_cache, download_root
 from dfdoctor.diagnose.static_value import Reading, traced_value
 from dfdoctor.diagnose.traceback import PyError
 from dfdoctor.numbers import is_whole
-from dfdoctor.project.source import tree_of
 
 _SIZE = r"[\d.]+ [KMGTP]?i?B|\d+ bytes"
 
@@ -550,6 +549,7 @@ def output_dir_missing(err: PyError, ctx: Context) -> Optional[Finding]:
 def _options_of(path: str, code: str, err: PyError, ctx: Context) -> list[str]:
     """The command-line options that set `path`, read from the failing line's call (its argument whose value,
     followed through the script, is that path): `--out-dir (default 'out/run1')`."""
+    from dfdoctor.project.source import tree_of  # start-up: the project model, for a traceback alone (issue 45)
     text = code.strip()
     try:
         line = ast.parse(text + "\n    pass" if text.endswith(":") else text)
@@ -665,6 +665,7 @@ def _own_download(err: PyError, ctx: Context) -> Optional[tuple[Optional[str], s
     """A download the job's own code makes (requests.get, urlopen, a plain URL): the URL read from its line, and
     the files whose presence makes the job skip it (`if os.path.isfile(os.path.join(path, 'cora.content')) ...
     else: download`), so the fix says what to put where, in the job's terms. None when the line is not read."""
+    from dfdoctor.project.source import tree_of  # start-up: the project model, for a traceback alone (issue 45)
     if not err.user_frame:
         return None
     frames = [(_resolve_in(f[0], ctx), f[1], f[2]) for f in err.frames if not f[0].startswith("<")]

@@ -18,7 +18,6 @@ from typing import Optional
 from urllib.parse import urlsplit
 
 from dfdoctor import causes
-from dfdoctor.diagnose import user_terms
 from dfdoctor.model import Verdict
 
 _TCP_FRAMES = ("_tcp_rendezvous_handler", "TCPStore", "_create_c10d_store")
@@ -28,6 +27,7 @@ _PG_TIMEOUT_MIN = 30  # init_process_group's default timeout for gloo (NCCL's is
 
 def spawn_rendezvous_wait(run, live, ctx) -> Optional[Verdict]:
     """Processes of a job not under torchrun that wait in init_process_group's tcp:// rendezvous."""
+    from dfdoctor.diagnose import user_terms  # start-up: the project model, read for a fix alone (issue 45)
     if live is None or not ctx.local:
         return None
     retry = _retrying(run)

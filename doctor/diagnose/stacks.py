@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Optional
 
 import psutil
+from dfdoctor.agent.procfs import descendants
 from dfdoctor.agent.pyspy_words import py_spy_error
 from dfdoctor.command import run_command
 
@@ -82,15 +83,29 @@ def dump(pid: int, timeout: float = DUMP_TIMEOUT_S, nonblocking: bool = False) -
     return Stacks(pid, kernel_view(pid), "kernel", why)
 
 
-def python_processes(pid: int) -> list[int]:
-    """The job's process and its descendants that run Python, the job first."""
+def family(pid: int) -> list[psutil.Process]:
+    """The process and all its descendants, parents before children ([] when it is gone). Read from the kernel's
+    children lists where it keeps them (procfs.descendants: the tree's own processes alone), else by psutil."""
     try:
         root = psutil.Process(pid)
-        procs = [root] + root.children(recursive=True)
+        pids = descendants(pid)
+        if pids is None:
+            return [root] + root.children(recursive=True)
     except psutil.Error:
         return []
+    out = [root]
+    for kid in pids:
+        try:
+            out.append(psutil.Process(kid))
+        except psutil.Error:
+            continue  # it ended as we walked (psutil's own walk leaves it out too)
+    return out
+
+
+def python_processes(pid: int) -> list[int]:
+    """The job's process and its descendants that run Python, the job first."""
     out = []
-    for p in procs:
+    for p in family(pid):
         try:
             if p.pid == pid or "python" in os.path.basename(p.exe() or p.name()):
                 out.append(p.pid)

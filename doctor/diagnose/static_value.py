@@ -13,8 +13,6 @@ import os
 import re
 from typing import Callable, Optional
 
-from dfdoctor.project.options import argparse_calls
-from dfdoctor.project.source import tree_of
 
 
 def command_option(command: list[str], names: tuple[str, ...]) -> Optional[tuple[str, str]]:
@@ -33,6 +31,7 @@ def command_option(command: list[str], names: tuple[str, ...]) -> Optional[tuple
 def parser_option(tree: ast.AST, attr: str) -> Optional[tuple[ast.Call, list[str]]]:
     """The `add_argument` call whose destination is `attr` (`--data-dir` for args.data_dir), with its flags: the
     project model's reading of the parser (doctor/project/options.py), so both read a script's options alike."""
+    from dfdoctor.project.options import argparse_calls  # start-up: the project model (issue 45)
     for node, option in argparse_calls(tree):
         if option.dest == attr:
             return node, [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
@@ -129,6 +128,7 @@ def traced_value(frames: list[tuple[str, int, Optional[str]]], index: int, expr:
     parameter of the frame's function is followed into its caller's frame, where the call passed it (wlm's
     `assert os.path.exists(path)` in `tokenize(self, path)`, called as `self.tokenize(os.path.join(path,
     'train.txt'))` in `Corpus(args.data)`). The traceback says which call ran, the source what it passed."""
+    from dfdoctor.project.source import tree_of  # start-up: the project model, for a traceback alone (issue 45)
     file, line, _ = frames[index]
     tree = tree_of(file)
     if tree is None:

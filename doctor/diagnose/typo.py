@@ -13,10 +13,8 @@ import re
 from typing import Optional
 
 from dfdoctor import causes
-from dfdoctor.diagnose import user_terms
 from dfdoctor.diagnose.rules_runtime import Context, Finding
 from dfdoctor.diagnose.traceback import PyError
-from dfdoctor.project import typos
 
 _NO_NAME = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
 
@@ -24,6 +22,7 @@ _NO_NAME = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
 def missing_module(err: PyError, ctx: Context, name: str, declared: Optional[str]) -> Optional[tuple[str, str]]:
     """(question, fix) for a missing module that an installed name is close to (or a submodule an installed
     package lacks); None when the job ran elsewhere, nothing is close, or the project declares the name."""
+    from dfdoctor.project import typos  # start-up: the project model, for a failure alone (issue 45)
     if not ctx.local or not ctx.python or err.in_library:  # a library's own import is no typo of the job's
         return None
     near = typos.ask(ctx.python, ["module", name], cwd=ctx.cwd, env=ctx.env or None)
@@ -35,6 +34,8 @@ def missing_module(err: PyError, ctx: Context, name: str, declared: Optional[str
 
 def missing_name(err: PyError, ctx: Context) -> Optional[Finding]:
     """`from torch.utils.data import DataLoder`: an import-error naming the close name, not a reinstall."""
+    from dfdoctor.project import typos  # start-up: the project model, for a failure alone (issue 45)
+    from dfdoctor.diagnose import user_terms  # start-up: the project model, read for a fix alone (issue 45)
     m = _NO_NAME.search(err.message)
     if m is None or not err.exc_type.endswith("ImportError") or not ctx.local or not ctx.python:
         return None

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Optional
 
 from dfdoctor import causes
-from dfdoctor.diagnose import user_terms
 from dfdoctor.diagnose.rules_runtime import Context, Finding
 from dfdoctor.diagnose.traceback import PyError, is_library
 
@@ -35,6 +34,7 @@ _QUOTED = re.compile(r"'([^'\s]{1,60})'|\"([^\"\s]{1,60})\"")
 
 def value_refused(err: PyError, ctx: Context) -> Optional[Finding]:
     """bad-arguments when the job's code refused a value its command line gave an option."""
+    from dfdoctor.diagnose import user_terms  # start-up: the project model, read for a fix alone (issue 45)
     if err.exc_type.endswith(_NOT_OURS) or not ctx.local:
         return None
     proj = user_terms.project_of(ctx)

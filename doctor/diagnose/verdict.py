@@ -17,8 +17,7 @@ from typing import Callable, Optional
 from dfdoctor import causes
 from dfdoctor.agent.procfs import is_a_copy, proc_start_time
 from dfdoctor.diagnose import download_cache, own_files, ray_driver, stackclass
-from dfdoctor.diagnose import (elastic, known_failures, launcher, rules_runtime, silence, stuck, torch_pairs, typo,
-                               user_terms)
+from dfdoctor.diagnose import elastic, known_failures, launcher, rules_runtime, silence, stuck, torch_pairs, typo
 from dfdoctor.diagnose.bad_arguments import config_refused, refused
 from dfdoctor.diagnose.config_files import hydra_refused, yaml_broken
 from dfdoctor.diagnose.env_rendezvous import env_rendezvous_wait
@@ -258,6 +257,7 @@ def command_not_found_status(run: RunRecord, live: Optional[LiveFacts]) -> Optio
     if not (script_missing or (ex.get("exit_code") in (126, 127) and _via_shell(run))):
         return None
     named = re.search(r"can't open file '([^']+)'", stderr) if script_missing and not run.is_remote else None
+    from dfdoctor.diagnose import user_terms  # start-up: the project model, read for a fix alone (issue 45)
     near = user_terms.mistyped_script(named.group(1), list(run.spec.get("argv") or [])) \
         if named and os.path.isabs(named.group(1)) else None
     return Verdict("failed", causes.COMMAND_NOT_FOUND, f"The command or script could not be found or run: {last}",
@@ -280,6 +280,7 @@ def python_exception(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verd
 def exception_verdict(run: RunRecord, err: PyError, evidence: list[str], who: str, started: bool) -> Verdict:
     """The verdict for the exception `who` died of: a run-time cause its words prove (rules_runtime), a
     syntax error, a missing module, or a crash before or after the job started logging."""
+    from dfdoctor.diagnose import user_terms  # start-up: the project model, read for a fix alone (issue 45)
     seen = _runtime_context(run)
     found = rules_runtime.classify(err, seen) or config_refused(err, seen) or yaml_broken(err, seen) \
         or hydra_refused(f"{err.before}\n{err.text}", seen) or assert_names_missing_data(err, seen) \

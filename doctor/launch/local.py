@@ -87,12 +87,13 @@ class RunSource:
         self.unsettled: Optional[str] = None
         self.last_settle_check = -1.0
         self.ahead = LookAhead()  # the first round of the look `running` waits for, taken as the job ripens
+        self.reader = record.Rereader()  # the folder as last read: what did not change is not read again
 
     # where the run is read: here (a TargetSource reads them on its target)
 
     def load(self) -> RunRecord:
         """The run as its record says it is now."""
-        return record.load(self.run_dir)
+        return self.reader.load(self.run_dir)
 
     def look(self, run: RunRecord, watched_s: float) -> Optional[LiveFacts]:
         """A look at the live job (None: it is not alive)."""
@@ -369,11 +370,7 @@ def _written_files(run: RunRecord, pid: int) -> own_files.Sizes:
 
 def _tree(pid: int) -> list[psutil.Process]:
     """The job's process and all its descendants."""
-    try:
-        root = psutil.Process(pid)
-        return [root] + root.children(recursive=True)
-    except psutil.Error:
-        return []
+    return stacks.family(pid)
 
 
 def _look_at_python(p: psutil.Process, facts: LiveFacts) -> None:

@@ -170,20 +170,55 @@ def load(run_dir: Path, remote: Optional[dict[str, Any]] = None) -> RunRecord:
     For the local copy of a run on a --target, `remote` is what a session there saw (see `mirror`); without
     it nothing of such a run counts as alive.
     """
-    run_dir = Path(run_dir)
+    return Rereader().load(run_dir, remote)
+
+
+def _json_file(path: Path) -> Optional[Any]:
+    """A JSON file's value; None when it is missing or torn."""
     try:
-        spec = json.loads((run_dir / SPEC).read_text())
+        return json.loads(path.read_text())
     except (OSError, ValueError):
-        spec = {}
-    hb = None
-    try:
-        hb = json.loads((run_dir / HEARTBEAT).read_text())
-    except (OSError, ValueError):
-        pass
-    run = RunRecord(run_dir, spec, events.read(run_dir / RECORD), events.read(run_dir / LAUNCHER), hb)
-    if run.is_remote:
-        run.remote = dict(remote or {})
-    return run
+        return None
+
+
+def _copy(value: Any) -> Any:
+    """A dict's own copy (its top level); any other value as it is."""
+    return dict(value) if isinstance(value, dict) else value
+
+
+class Rereader:
+    """Reads one run folder again and again (a watch reads it 20 times a second, the job mostly silent): a file
+    not changed since this reader last read it is not read and parsed again (issue 45: 0.2 ms of each read). The
+    recorder only appends to the event logs and replaces the spec and the heartbeat whole (a new file), so a file
+    with the same inode, size and times holds what it held; a change between the look and the read makes the next
+    look read it again. Each record gets its own copies of the lists and dicts at the top."""
+
+    def __init__(self) -> None:
+        self._kept: dict[Path, tuple[tuple[int, ...], Any]] = {}
+
+    def _read(self, path: Path, parse: Any) -> Any:
+        try:
+            st = os.stat(path)
+        except OSError:
+            self._kept.pop(path, None)
+            return parse(path)  # missing: its parser says what a missing file is
+        key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        kept = self._kept.get(path)
+        if kept is None or kept[0] != key:
+            kept = self._kept[path] = (key, parse(path))
+        return kept[1]
+
+    def load(self, run_dir: Path, remote: Optional[dict[str, Any]] = None) -> RunRecord:
+        """The run folder as it is now (see `load`)."""
+        run_dir = Path(run_dir)
+        spec = _copy(self._read(run_dir / SPEC, _json_file))
+        run = RunRecord(run_dir, {} if spec is None else spec,
+                        [dict(e) for e in self._read(run_dir / RECORD, events.read)],
+                        [dict(e) for e in self._read(run_dir / LAUNCHER, events.read)],
+                        _copy(self._read(run_dir / HEARTBEAT, _json_file)))
+        if run.is_remote:
+            run.remote = dict(remote or {})
+        return run
 
 
 def mirror(run_dir: Path, answer: dict[str, Any]) -> None:
