@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import time
 from pathlib import Path
@@ -206,5 +207,30 @@ def test_a_lock_cycle_on_the_node_is_named_as_here(slurm, tmp_path):
         assert any("thread drafter-0 holds compile_lock" in e for e in v["evidence"]), text
         assert "compile_guard" in v["fix"] and f"scancel {job_of(doc)}" in v["fix"], v["fix"]
         assert took < NAMED_WITHIN_S + 10, (took, text)
+    finally:
+        _cancel(slurm, doc)
+
+
+@pytest.mark.slow
+def test_a_quiet_batch_job_whose_look_fails_is_unknown_with_the_quiet_its_file_shows(slurm, tmp_path):
+    """Running is earned (round 20): a batch job that clears its environment (`env -i`, as a container's
+    --cleanenv does) cannot be found on its node (the agent finds a job's processes by SLURM_JOB_ID), and its
+    output stays quiet. No progress seen and no fault found: `unknown`, exit 1, at the launch's end and in
+    `status` (both said `running`, "its output file has not grown in 3 s", exit 0), with the quiet its file's
+    mtime shows, not the watch's length."""
+    rc, doc, _ = _launch(tmp_path, "exec env -i /bin/sleep 300\n", watch="8")
+    try:
+        v, text = doc["verdict"], _text(doc)
+        assert rc == 1 and (v["state"], v["cause"]) == ("unknown", None), text
+        assert "no progress was seen" in v["summary"] and "failed: no process of job" in v["summary"], text
+        out = tmp_path / f"o-{job_of(doc)}.log"
+        aged = time.time() - 100
+        os.utime(out, (aged, aged))  # 100 s of quiet the file shows, whatever the watch's length
+        rc, later, _ = dfd("status", f"slurm:{job_of(doc)}", "--watch", "3", cwd=tmp_path)
+        v, text = later["verdict"], _text(later)
+        assert rc == 1 and v["state"] == "unknown" and "has not grown in" not in v["summary"], text
+        quiet = re.search(r"unchanged for (\d+) s \(by its modification time\)", v["summary"])
+        assert quiet and int(quiet[1]) >= 100, text
+        assert f"tail -f {out}" in v["fix"] and f"dfdoctor status slurm:{job_of(doc)}" in v["fix"], text
     finally:
         _cancel(slurm, doc)
