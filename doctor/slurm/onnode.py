@@ -75,16 +75,22 @@ def leaning(samples: list[ProcessSample]) -> Optional[str]:
 
 
 def look(job_id: str, node: str, quiet_s: float) -> NodeLook:
-    """Sample the job on its node and judge the stacks as a local job's: a lock cycle both looks show, else the
-    wait they prove (the pids are the node's, so a lock holder is named only when it is one of the job's own
-    processes)."""
+    """Sample the job on its node and judge the stacks as a local job's (`judged`)."""
     began = time.monotonic()
-    seen = NodeLook(node)
-    seen.samples, seen.error = sample(job_id, node)
-    if seen.samples:
-        seen.finding, failed = named_wait(seen.samples, quiet_s, local=False)
-        seen.error = failed or seen.error
-        if seen.finding is None and not failed:
-            seen.leaning = leaning(seen.samples)
+    samples, error = sample(job_id, node)
+    seen = judged(node, samples, quiet_s)
+    seen.error = seen.error or error
     seen.took_s = time.monotonic() - began
+    return seen
+
+
+def judged(node: str, samples: list[ProcessSample], quiet_s: float) -> NodeLook:
+    """The samples of a node judged as a local job's: a lock cycle both looks show, else the wait they prove (the
+    pids are the node's, so a lock holder is named only when it is one of the job's own processes), else what
+    they lean towards without proving it (no more looks are taken there)."""
+    seen = NodeLook(node, samples)
+    if samples:
+        seen.finding, seen.error = named_wait(samples, quiet_s, local=False)
+        if seen.finding is None and seen.error is None:
+            seen.leaning = leaning(samples)
     return seen
