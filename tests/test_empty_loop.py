@@ -210,4 +210,4 @@ def test_a_slurm_nodes_looks_that_leave_the_empty_loader_undecided_are_unknown_n
     v = judge(Seen(job=f, stdout_exists=True, quiet_s=40.0, watched_s=3.0, node_look=look))
     assert (v.state, v.cause) == ("unknown", None), (v.summary, v.evidence)
     assert "lean towards a loop over a DataLoader that yields no batch (an empty loader) without proving it" in \
-        v.summary and "unchanged for 40 s" in v.summary, v.summary
+        v.summary and "has not changed for 40 s" in v.summary, v.summary

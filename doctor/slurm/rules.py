@@ -458,8 +458,8 @@ def _quiet_words(s: Seen) -> str:
     if s.stdout_exists is False:
         return f"its output file {j.stdout} does not exist yet"
     quiet = max(s.quiet_s, s.watched_s)
-    said = "is empty" if s.stdout_exists and not s.stdout_text else "has not changed"
-    return f"its output file {j.stdout} {said}, unchanged for {quiet:.0f} s (by its modification time)"
+    said = "is empty and has not changed" if s.stdout_exists and not s.stdout_text else "has not changed"
+    return f"its output file {j.stdout} {said} for {quiet:.0f} s (by its modification time)"
 
 
 def _look_words(s: Seen) -> str:
@@ -484,7 +484,10 @@ def _progress_unseen(s: Seen, follow: str) -> Verdict:
     return Verdict("unknown", None, f"Job {j.job_id} is {j.state} on {j.nodes}, but no progress was seen: "
                    f"{_quiet_words(s)}, and {_look_words(s)}: dfdoctor cannot tell whether it goes on.",
                    f"{follow} (output that comes shows it works); `dfdoctor status slurm:{j.job_id}` looks again; "
-                   f"`scancel {j.job_id}` stops it.", s.evidence())
+                   f"`scancel {j.job_id}` stops it." + (" An output that stays empty under Python may be buffering "
+                                                        "(`python -u` or PYTHONUNBUFFERED=1; not tried)."
+                                                        if s.stdout_exists and not s.stdout_text else ""),
+                   s.evidence())
 
 
 def completed(s: Seen) -> Optional[Verdict]:
