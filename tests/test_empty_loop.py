@@ -185,3 +185,29 @@ def test_a_busy_range_loop_seen_in_its_body_then_at_its_head_is_a_buffered_stdou
         found = stuck.judge(samples, quiet_s=30.0, local=False)
         said.append(found.cause if found else None)
     assert said == [causes.OUTPUT_BUFFERED], said
+
+
+@pytest.mark.slow
+def test_a_slurm_nodes_looks_that_leave_the_empty_loader_undecided_are_unknown_not_running(spinning):
+    """Round 20: on a Slurm node no more looks are taken (the pids are the node's), so two looks may lean towards
+    the empty loader without proving it; its passes move the stack, which is no progress. The job's two real
+    looks (the node's agent takes the same two; only srun's transport is left out) judged by the Slurm rules:
+    `unknown`, naming the lean. It was `running` ("its output file has not grown in 3 s")."""
+    from dfdoctor.slurm import onnode
+    from dfdoctor.slurm.job import JobFacts
+    from dfdoctor.slurm.rules import Seen, judge
+
+    assert _in_the_loop(spinning.pid), "the job never reached its loop"
+    rounds = []
+    for _ in range(30):  # about a round in three leaves it undecided (the others prove it or see a buffer)
+        look = onnode.judged("node1", jobstacks.sample_job(spinning.pid), quiet_s=40.0)
+        rounds.append(look.finding.cause if look.finding else look.leaning)
+        if look.finding is None and look.leaning and stuck.progress(stuck.seen(look.samples)):
+            break
+    else:
+        pytest.fail(f"no round of two looks left the empty loader undecided while its stack moved: {rounds}")
+    f = JobFacts("42", state="RUNNING", nodes="node1", stdout="/nonexistent/o-42.log", source=["scontrol"])
+    v = judge(Seen(job=f, stdout_exists=True, quiet_s=40.0, watched_s=3.0, node_look=look))
+    assert (v.state, v.cause) == ("unknown", None), (v.summary, v.evidence)
+    assert "lean towards a loop over a DataLoader that yields no batch (an empty loader) without proving it" in \
+        v.summary and "has not changed for 40 s" in v.summary, v.summary

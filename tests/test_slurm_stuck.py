@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import time
 from pathlib import Path
@@ -206,5 +207,40 @@ def test_a_lock_cycle_on_the_node_is_named_as_here(slurm, tmp_path):
         assert any("thread drafter-0 holds compile_lock" in e for e in v["evidence"]), text
         assert "compile_guard" in v["fix"] and f"scancel {job_of(doc)}" in v["fix"], v["fix"]
         assert took < NAMED_WITHIN_S + 10, (took, text)
+    finally:
+        _cancel(slurm, doc)
+
+
+@pytest.mark.slow
+def test_a_quiet_batch_job_whose_look_fails_is_unknown_with_the_quiet_its_file_shows(slurm, tmp_path):
+    """Running is earned (round 20): a batch job that clears its environment (`env -i`, as a container's
+    --cleanenv does) cannot be found on its node (the agent finds a job's processes by SLURM_JOB_ID), and its
+    output stays quiet. No progress seen and no fault found: `unknown`, exit 1, at the launch's end and in
+    `status` (both said `running`, "its output file has not grown in 3 s", exit 0), with the quiet its file's
+    mtime shows, not the watch's length. The environment is cleared by the script's #! line, before any shell of
+    the job runs, so no look can catch a process that still has it."""
+    script = tmp_path / "job.sbatch"
+    script.write_text('#!/usr/bin/env -S -i /bin/sh -c "exec /bin/sleep 300"\n')
+    rc, doc, err = dfd("launch", "--no-check", "--watch", "15", "--format", "text", "--", "sbatch", "-o",
+                       "o-%j.log", str(script), cwd=tmp_path, env=_env())
+    assert doc, err
+    try:
+        v, text = doc["verdict"], _text(doc)
+        assert rc == 1 and (v["state"], v["cause"]) == ("unknown", None), (rc, text, doc["timeline"])
+        # (a job Slurm started late, the cluster shared, is not looked at before the watch ends: unknown too)
+        assert "no progress was seen" in v["summary"] and ("failed: no process of job" in v["summary"] or
+                                                           "were not looked at" in v["summary"]), text
+        job = job_of(doc)
+        assert slurm.wait_state(job, ("RUNNING",), timeout=120) == "RUNNING", slurm.state(job)
+        out = tmp_path / f"o-{job}.log"
+        aged = time.time() - 100
+        os.utime(out, (aged, aged))  # 100 s of quiet the file shows, whatever the watch's length
+        rc, later, _ = dfd("status", f"slurm:{job}", "--watch", "3", cwd=tmp_path)
+        v, text = later["verdict"], _text(later)
+        assert rc == 1 and v["state"] == "unknown" and "has not grown in" not in v["summary"], text
+        assert "failed: no process of job" in v["summary"], text  # its quiet is past the look's time: looked at
+        quiet = re.search(r"has not changed for (\d+) s \(by its modification time\)", v["summary"])
+        assert quiet and int(quiet[1]) >= 100, text
+        assert f"tail -f {out}" in v["fix"] and f"dfdoctor status slurm:{job}" in v["fix"], text
     finally:
         _cancel(slurm, doc)

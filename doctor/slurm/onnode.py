@@ -34,6 +34,7 @@ class NodeLook:
     finding: Optional[stuck.Finding] = None
     error: Optional[str] = None
     took_s: float = 0.0
+    leaning: Optional[str] = None  # what the looks lean towards without proving it (their moves are no progress)
 
     def lines(self) -> list[str]:
         """Every process's summary and stack excerpt, for a verdict without a finding."""
@@ -63,15 +64,33 @@ def sample(job_id: str, node: str, timeout: float = TIMEOUT_S) -> tuple[list[Pro
     return samples, None
 
 
+def leaning(samples: list[ProcessSample]) -> Optional[str]:
+    """What looks that named no wait lean towards without proving it: a loop over an empty DataLoader, whose
+    passes move the stack (stuck.judge says nothing while it is undecided; a look here takes more looks, a
+    node's cannot). None: they lean nowhere."""
+    from dfdoctor.diagnose import empty_loop  # reads the project's source: only for a silent job's look
+    if empty_loop.empty_loader(stuck.seen(samples)) == empty_loop.UNDECIDED:
+        return "a loop over a DataLoader that yields no batch (an empty loader)"
+    return None
+
+
 def look(job_id: str, node: str, quiet_s: float) -> NodeLook:
-    """Sample the job on its node and judge the stacks as a local job's: a lock cycle both looks show, else the
-    wait they prove (the pids are the node's, so a lock holder is named only when it is one of the job's own
-    processes)."""
+    """Sample the job on its node and judge the stacks as a local job's (`judged`)."""
     began = time.monotonic()
-    seen = NodeLook(node)
-    seen.samples, seen.error = sample(job_id, node)
-    if seen.samples:
-        seen.finding, failed = named_wait(seen.samples, quiet_s, local=False)
-        seen.error = failed or seen.error
+    samples, error = sample(job_id, node)
+    seen = judged(node, samples, quiet_s)
+    seen.error = seen.error or error
     seen.took_s = time.monotonic() - began
+    return seen
+
+
+def judged(node: str, samples: list[ProcessSample], quiet_s: float) -> NodeLook:
+    """The samples of a node judged as a local job's: a lock cycle both looks show, else the wait they prove (the
+    pids are the node's, so a lock holder is named only when it is one of the job's own processes), else what
+    they lean towards without proving it (no more looks are taken there)."""
+    seen = NodeLook(node, samples)
+    if samples:
+        seen.finding, seen.error = named_wait(samples, quiet_s, local=False)
+        if seen.finding is None and seen.error is None:
+            seen.leaning = leaning(samples)
     return seen

@@ -37,7 +37,8 @@ class Seen:
     notes: list[str] = field(default_factory=list)
     task: Optional["Seen"] = None  # an array job's first failed task, seen as a job of its own
     node_look: Optional[Any] = None  # onnode.NodeLook: the job's processes sampled on its node while it ran
-    quiet_s: float = 0.0  # how long its output had not changed when they were sampled
+    quiet_s: float = 0.0  # how long its output had not changed (by its mtime) when they were sampled / at the end
+    grew: bool = False  # its output file grew at some time during the watch (progress seen)
     near: Optional[Any] = None  # near.Near: what is installed near a module it died without, asked on its node
 
     @property
@@ -414,26 +415,79 @@ def _unbuffered_fix(look: Any, job_id: str) -> str:
 
 
 def running(s: Seen) -> Optional[Verdict]:
+    """A job Slurm runs is `running` only on progress seen (the brief's "running is earned"): its output grew
+    during the watch, or a look on its node saw its processes move in the job's own code (a stack changed, CPU
+    spent), as the local rule accepts. Otherwise `unknown`, with what was and was not observed."""
     j = s.job
     if j.state not in ("RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED"):
         return None
-    if s.node_look is not None and not s.growing:  # looked at, nothing proven: what each process does
-        s.notes = s.notes + ([f"on {s.node_look.node}: {s.node_look.error}"] if s.node_look.error else
-                             [f"its processes on {s.node_look.node} (no wait proven):"] + s.node_look.lines())
+    look = s.node_look
+    if look is not None and not s.growing:  # looked at, nothing proven: what each process does
+        s.notes = s.notes + ([f"on {look.node}: {look.error}"] if look.error else
+                             [f"its processes on {look.node} (no wait proven):"] + look.lines())
     follow = f"`tail -f {shlex.quote(j.stdout)}` follows it" if j.stdout else "`dfdoctor status` looks again"
-    if s.node_look is not None and not s.growing and s.node_look.samples and \
-            not stuck.progress(stuck.seen(s.node_look.samples)):  # running is earned (issue 41): none seen
-        return Verdict("unknown", None, f"Job {j.job_id} is {j.state} on {j.nodes}, but its output is quiet and "
-                       "nothing moved between two looks at its processes (no stack changed, no CPU spent): "
-                       "dfdoctor cannot tell whether it goes on.", f"{follow}; `dfdoctor status` looks again; "
-                       f"`scancel {j.job_id}` stops it.", s.evidence())
     if s.growing:
         return Verdict("running", None, f"Job {j.job_id} is running on {j.nodes} and its output file grows.",
                        f"{follow}.", s.evidence())  # ending it: orchestrate adds `dfdoctor stop RUN`
-    still = f"has not grown in {s.watched_s:.0f} s" if s.stdout_exists else "does not exist yet"
-    return Verdict("running", None, f"Job {j.job_id} is {j.state} on {j.nodes}; its output file {still}.",
-                   f"{follow}; `dfdoctor status` looks again; an output that stays empty under Python is usually "
-                   "buffering (`python -u` or PYTHONUNBUFFERED=1).", s.evidence())
+    moved = _moved_on_node(look)
+    if moved:
+        return Verdict("running", None, f"Job {j.job_id} is {j.state} on {j.nodes} and works without printing: "
+                       f"{_quiet_words(s)}, but it makes progress: {moved[0]}.",
+                       f"{follow}; `dfdoctor status` looks again; an output that stays empty under Python is "
+                       "usually buffering (`python -u` or PYTHONUNBUFFERED=1).", moved + s.evidence())
+    if s.grew and not (look is not None and look.samples):  # a look that saw nothing move since says otherwise
+        return Verdict("running", None, f"Job {j.job_id} is {j.state} on {j.nodes}; its output file grew during "
+                       f"the watch (it has not changed for the last {s.quiet_s:.0f} s).",
+                       f"{follow}; `dfdoctor status` looks again.", s.evidence())
+    return _progress_unseen(s, follow)
+
+
+def _moved_on_node(look: Any) -> list[str]:
+    """What the look on the node saw move in the job's own processes (empty: nothing, no look, or looks that
+    lean towards a wait, an empty loader, without proving it: its passes move the stack but are no progress)."""
+    if look is None or not look.samples or getattr(look, "leaning", None):
+        return []
+    return stuck.progress(stuck.seen(look.samples))
+
+
+def _quiet_words(s: Seen) -> str:
+    """How long the output has been quiet, as the file shows it (its modification time), not the watch's length."""
+    j = s.job
+    if not j.stdout:
+        return "Slurm names no output file for it"
+    if s.stdout_exists is False:
+        return f"its output file {j.stdout} does not exist yet"
+    quiet = max(s.quiet_s, s.watched_s)
+    said = "is empty and has not changed" if s.stdout_exists and not s.stdout_text else "has not changed"
+    return f"its output file {j.stdout} {said} for {quiet:.0f} s (by its modification time)"
+
+
+def _look_words(s: Seen) -> str:
+    """What the look on the node did and did not observe."""
+    look, node = s.node_look, s.job.nodes or "its node"
+    if look is None:
+        return f"its processes on {node} were not looked at during the watch"
+    if not look.samples:
+        why = look.error or "no answer"
+        if "no process of job" in why:  # the node's agent finds the job's processes by their SLURM_JOB_ID
+            why += (" (dfdoctor finds a job's processes by the SLURM_JOB_ID in their environment: one started "
+                    "with a cleared environment, `env -i` or a container's --cleanenv, is not found)")
+        return f"the look at its processes on {look.node} failed: {why}"
+    if getattr(look, "leaning", None):
+        return f"the looks at its processes on {look.node} lean towards {look.leaning} without proving it"
+    return "nothing moved between two looks at its processes (no stack changed, no CPU spent)"
+
+
+def _progress_unseen(s: Seen, follow: str) -> Verdict:
+    """`unknown`: no fault found, and no progress seen either."""
+    j = s.job
+    return Verdict("unknown", None, f"Job {j.job_id} is {j.state} on {j.nodes}, but no progress was seen: "
+                   f"{_quiet_words(s)}, and {_look_words(s)}: dfdoctor cannot tell whether it goes on.",
+                   f"{follow} (output that comes shows it works); `dfdoctor status slurm:{j.job_id}` looks again; "
+                   f"`scancel {j.job_id}` stops it." + (" An output that stays empty under Python may be buffering "
+                                                        "(`python -u` or PYTHONUNBUFFERED=1; not tried)."
+                                                        if s.stdout_exists and not s.stdout_text else ""),
+                   s.evidence())
 
 
 def completed(s: Seen) -> Optional[Verdict]:

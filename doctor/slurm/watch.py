@@ -326,5 +326,7 @@ class SlurmSource:
         not grow, and its last look on the node."""
         seen = look(self.job_id, self.paths)
         seen.watched_s = t - self.grown_at if self.grown_at is not None else t
+        seen.grew = self.grown_at is not None  # progress seen, even if not in the watch's last GROW_S
+        seen.quiet_s = quiet_for(self.out or seen.job.stdout, seen.watched_s)  # as the file shows it
         seen.node_look = self.node_look
         return seen
