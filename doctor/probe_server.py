@@ -193,7 +193,7 @@ def run(argv: Sequence[str], *, timeout: float, cwd: os.PathLike | str, env: dic
         request = json.dumps({"argv": [str(a) for a in argv], "cwd": str(cwd), "env": env,
                               **({"preload": list(preload)} if preload else {})}).encode() + b"\n"
         conn.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", (out_w, err_w)).tobytes())])
-        reply = _read_line(conn)
+        reply, said = _read_line(conn)
         pid = int(json.loads(reply)["pid"]) if reply else None
     except (OSError, ValueError, KeyError, TypeError):
         pid = None
@@ -205,7 +205,8 @@ def run(argv: Sequence[str], *, timeout: float, cwd: os.PathLike | str, env: dic
         os.close(out_r)
         os.close(err_r)
         return None
-    return _watch(conn, pid, out_r, err_r, [server.python, *map(str, argv)], start, timeout, limit, stack_signal)
+    return _watch(conn, pid, out_r, err_r, [server.python, *map(str, argv)], start, timeout, limit, stack_signal,
+                  said)
 
 
 def _connect(server: Server, taken_by: float) -> Optional[socket.socket]:
@@ -229,21 +230,25 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _read_line(conn: socket.socket) -> bytes:
+def _read_line(conn: socket.socket) -> tuple[bytes, bytes]:
+    """The server's first line (the probe's pid), and what came after it: a probe that ended at once has its exit
+    status sent before a loaded machine gives this process the time to read the pid, and one read takes both."""
     data = b""
-    while not data.endswith(b"\n"):
+    while b"\n" not in data:
         chunk = conn.recv(4096)
         if not chunk:
             break
         data += chunk
-    return data
+    line, newline, rest = data.partition(b"\n")
+    return line + newline, rest
 
 
 def _watch(conn: socket.socket, pid: int, out_r: int, err_r: int, argv: list[str], start: float, timeout: float,
-           limit: int, stack_signal: Optional[int]) -> ProbeOutcome:
-    """Read the probe's output until it ends (the server's last word is its exit status) or its deadline."""
+           limit: int, stack_signal: Optional[int], said_before: bytes = b"") -> ProbeOutcome:
+    """Read the probe's output until it ends (the server's last word is its exit status) or its deadline;
+    `said_before`: what the server said after the pid, read with it."""
     out, err = CappedBuffer(limit), CappedBuffer(limit)
-    said = bytearray()
+    said = bytearray(said_before)
     sel = selectors.DefaultSelector()
     conn.setblocking(False)
     sel.register(out_r, selectors.EVENT_READ, out)

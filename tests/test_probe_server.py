@@ -91,6 +91,32 @@ def test_a_forked_probe_ends_as_a_fresh_one_would(tmp_path, ctx):
         assert "bye" in run_probe(ctx, probe(tmp_path, "x.py", cases["atexit"][0]), timeout=60).stdout
 
 
+def test_a_probe_that_ends_before_its_pid_is_read_is_served_once(tmp_path, ctx, monkeypatch):
+    """A loaded machine may give dfdoctor the time to read a forked probe's pid only once the probe has ended and
+    the server has sent its exit status as well (round 20, 8 xdist workers: both lines came in one read, and the
+    probe ran again in a fresh interpreter). It stays the fork's, run once, its status read. The read is held back
+    here until both lines have come, as a descheduled dfdoctor's would be."""
+    import socket
+
+    real = probe_server._read_line
+
+    def late(conn):
+        deadline = time.monotonic() + 60
+        while conn.recv(4096, socket.MSG_PEEK).count(b"\n") < 2:
+            assert time.monotonic() < deadline, "the server never sent the probe's exit status"
+            time.sleep(0.02)
+        return real(conn)
+
+    runs = tmp_path / "runs"
+    body = f"open({str(runs)!r}, 'a').write('ran\\n')\nraise SystemExit(3)\n"
+    with probe_server.serving(ctx, wanted=True):
+        warmed(ctx, tmp_path)
+        monkeypatch.setattr(probe_server, "_read_line", late)
+        out = run_probe(ctx, probe(tmp_path, "once.py", body), timeout=60)
+    assert out.extra.get("probe_server") and out.returncode == 3, out
+    assert runs.read_text() == "ran\n"
+
+
 def _main_stack(stderr: str) -> list[str]:
     """The frames (file and function) of the dumped thread that runs the probe's module, innermost first."""
     block = next(b for b in stderr.split("\n\n") if "waiting_here" in b)
