@@ -26,6 +26,14 @@ import psutil
 MARK = "DFDOCTOR_TEST_RAY_HEAD"
 WORKER_PORTS = 100
 START_TIMEOUT_S = 120  # 4.5-13 s measured; far more under a loaded CI machine
+# Ray's own settings for the test heads only (the `ray start`, hence its raylet and the workers it starts; not the
+# environment the tests' drivers and `ray job submit` run in): what no test observes, left out to spare the CPU.
+# Ray prestarts a Python worker per CPU for a node's first driver and more for a backlog
+# (prestart_worker_first_driver, enable_worker_prestart in Ray's ray_config_def.h); here the first driver is the job
+# server's own, and every job brings its runtime_env (working_dir), which a prestarted worker has not, so the
+# prestarted ones were never used (raylet.out: started, never given a task) yet each imported ray. Without them a
+# worker starts when a task or actor asks for one, as each job's do anyway.
+QUIET = {"RAY_prestart_worker_first_driver": "0", "RAY_enable_worker_prestart": "0"}
 PORT_NAMES = ("--port", "--dashboard-port", "--node-manager-port", "--object-manager-port",
               "--ray-client-server-port", "--dashboard-agent-listen-port", "--dashboard-agent-grpc-port",
               "--metrics-export-port", "--runtime-env-agent-port")
@@ -131,7 +139,7 @@ def _start(python_bin: Path, settings: dict) -> Head:
             *[f"{k}={v}" for k, v in ports.items()]]
     head = Head(f"http://127.0.0.1:{ports['--dashboard-port']}", home, temp, env, mark, f"127.0.0.1:{ports['--port']}")
     try:
-        p = subprocess.run(argv, env={**env, **settings}, cwd=home, capture_output=True, text=True,
+        p = subprocess.run(argv, env={**env, **QUIET, **settings}, cwd=home, capture_output=True, text=True,
                            timeout=START_TIMEOUT_S, stdin=subprocess.DEVNULL)
         if p.returncode != 0:
             said = f"ray start failed ({p.returncode}): {p.stderr[-2000:]}"
