@@ -73,14 +73,24 @@ class Head:
     gcs: str = ""  # the GCS address a driver joins (RAY_ADDRESS): 127.0.0.1:PORT
 
     def processes(self) -> list[psutil.Process]:
+        """Its processes: those with its marker in their environment, and those running in its HOME, the folder
+        `ray start` ran in. The marker alone misses some: Ray's dashboard agent renames itself (setproctitle), which
+        can overwrite the environment /proc shows (seen: all zeros), and such an agent outlived its raylet by a
+        minute, busy (16 CPU-s), unended and unseen by the check that nothing was left."""
         found = []
         for p in psutil.process_iter(["pid"]):
             try:
-                if p.environ().get(MARK) == self.mark and p.status() != psutil.STATUS_ZOMBIE:
+                if self._ours(p) and p.status() != psutil.STATUS_ZOMBIE:
                     found.append(p)
             except (psutil.Error, OSError):
                 continue
         return found
+
+    def _ours(self, p: psutil.Process) -> bool:
+        if p.environ().get(MARK) == self.mark:
+            return True
+        cwd = p.cwd()  # " (deleted)" appended once end() has removed the folder
+        return cwd == str(self.home) or cwd == f"{self.home} (deleted)"
 
     def end(self) -> None:
         """SIGTERM to every process of this head, then SIGKILL to those still there 10 s later."""
