@@ -74,9 +74,9 @@ class Head:
 
     def processes(self) -> list[psutil.Process]:
         """Its processes: those with its marker in their environment, and those running in its HOME, the folder
-        `ray start` ran in. The marker alone misses some: Ray's dashboard agent renames itself (setproctitle), which
-        can overwrite the environment /proc shows (seen: all zeros), and such an agent outlived its raylet by a
-        minute, busy (16 CPU-s), unended and unseen by the check that nothing was left."""
+        `ray start` ran in. The marker alone misses some: Ray's dashboard agent renames itself, and its environment
+        as /proc shows it was then cut or blank (seen with the marker gone: the layout of the environment `ray start`
+        got decides); such an agent was left to end by itself, a minute after its head, with 16 CPU-s spent."""
         found = []
         for p in psutil.process_iter(["pid"]):
             try:
