@@ -26,6 +26,14 @@ import psutil
 MARK = "DFDOCTOR_TEST_RAY_HEAD"
 WORKER_PORTS = 100
 START_TIMEOUT_S = 120  # 4.5-13 s measured; far more under a loaded CI machine
+# Ray's own settings for the test heads only (the `ray start`, hence its raylet and the workers it starts; not the
+# environment the tests' drivers and `ray job submit` run in): what no test observes, left out to spare the CPU.
+# Ray prestarts a Python worker per CPU for a node's first driver and more for a backlog
+# (prestart_worker_first_driver, enable_worker_prestart in Ray's ray_config_def.h); here the first driver is the job
+# server's own, and every job brings its runtime_env (working_dir), which a prestarted worker has not, so the
+# prestarted ones were never used (raylet.out: started, never given a task) yet each imported ray. Without them a
+# worker starts when a task or actor asks for one, as each job's do anyway.
+QUIET = {"RAY_prestart_worker_first_driver": "0", "RAY_enable_worker_prestart": "0"}
 PORT_NAMES = ("--port", "--dashboard-port", "--node-manager-port", "--object-manager-port",
               "--ray-client-server-port", "--dashboard-agent-listen-port", "--dashboard-agent-grpc-port",
               "--metrics-export-port", "--runtime-env-agent-port")
@@ -65,14 +73,24 @@ class Head:
     gcs: str = ""  # the GCS address a driver joins (RAY_ADDRESS): 127.0.0.1:PORT
 
     def processes(self) -> list[psutil.Process]:
+        """Its processes: those with its marker in their environment, and those running in its HOME, the folder
+        `ray start` ran in. The marker alone misses some: Ray's dashboard agent renames itself, and its environment
+        as /proc shows it was then cut or blank (seen with the marker gone: the layout of the environment `ray start`
+        got decides); such an agent was left to end by itself, a minute after its head, with 16 CPU-s spent."""
         found = []
         for p in psutil.process_iter(["pid"]):
             try:
-                if p.environ().get(MARK) == self.mark and p.status() != psutil.STATUS_ZOMBIE:
+                if self._ours(p) and p.status() != psutil.STATUS_ZOMBIE:
                     found.append(p)
             except (psutil.Error, OSError):
                 continue
         return found
+
+    def _ours(self, p: psutil.Process) -> bool:
+        if p.environ().get(MARK) == self.mark:
+            return True
+        cwd = p.cwd()  # " (deleted)" appended once end() has removed the folder
+        return cwd == str(self.home) or cwd == f"{self.home} (deleted)"
 
     def end(self) -> None:
         """SIGTERM to every process of this head, then SIGKILL to those still there 10 s later."""
@@ -131,7 +149,7 @@ def _start(python_bin: Path, settings: dict) -> Head:
             *[f"{k}={v}" for k, v in ports.items()]]
     head = Head(f"http://127.0.0.1:{ports['--dashboard-port']}", home, temp, env, mark, f"127.0.0.1:{ports['--port']}")
     try:
-        p = subprocess.run(argv, env={**env, **settings}, cwd=home, capture_output=True, text=True,
+        p = subprocess.run(argv, env={**env, **QUIET, **settings}, cwd=home, capture_output=True, text=True,
                            timeout=START_TIMEOUT_S, stdin=subprocess.DEVNULL)
         if p.returncode != 0:
             said = f"ray start failed ({p.returncode}): {p.stderr[-2000:]}"
