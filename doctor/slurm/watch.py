@@ -275,7 +275,9 @@ class SlurmSource:
         self.size = size
         if size > 0 and self.first_output is None:
             self.first_output = t  # the settle time counts from here: starting Python and CUDA is not running
-        if self.changed is not None and size > self.changed[1]:
+        # grown: more bytes than it held; a file that only came into being (slurmstepd makes it a moment after
+        # RUNNING, later on a loaded node) holds none and is no progress
+        if self.changed is not None and size > max(self.changed[1], 0):
             self.pace["progress_lines"] = int(self.pace.get("progress_lines") or 0) + 1
             self.pace.setdefault("first_output_t", time.time())
             self.pace["last_output_t"] = time.time()
