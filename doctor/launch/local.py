@@ -322,7 +322,7 @@ def observe(run: RunRecord, watched_s: float, ahead: Optional[jobstacks.Round] =
     else:
         facts.stacks = stacks.dump_tree(pid)
     judge(run, facts, samples)
-    tree = _tree(pid)
+    tree = stacks.family(pid)
     outputs = job_outputs([p.pid for p in tree], run.dir, run.spec.get("log"), pid, sizes=True)
     facts.stdout_targets = [tuple(s) for s in outputs["streams"]]
     facts.other_logs = [tuple(f) for f in outputs["files"]]
@@ -364,13 +364,8 @@ def sample_stuck(run: RunRecord, watched_s: float, ahead: Optional[jobstacks.Rou
 
 def _written_files(run: RunRecord, pid: int) -> own_files.Sizes:
     """The log-like files the job's processes have open for writing, each with its size, now."""
-    files = job_outputs([p.pid for p in _tree(pid)], run.dir, run.spec.get("log"), pid, sizes=True)["files"]
+    files = job_outputs([p.pid for p in stacks.family(pid)], run.dir, run.spec.get("log"), pid, sizes=True)["files"]
     return own_files.sizes(files)
-
-
-def _tree(pid: int) -> list[psutil.Process]:
-    """The job's process and all its descendants."""
-    return stacks.family(pid)
 
 
 def _look_at_python(p: psutil.Process, facts: LiveFacts) -> None:
