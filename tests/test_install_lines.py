@@ -11,6 +11,9 @@ environment; the line itself is not changed. About 10 s a line."""
 
 from __future__ import annotations
 
+import base64
+import fcntl
+import hashlib
 import os
 import re
 import shutil
@@ -51,12 +54,40 @@ def _pins() -> list[str]:
     return pins
 
 
+def _session_folder(tmp_path_factory) -> Path:
+    """The session's temporary folder, shared by its xdist workers (each worker's own is a folder inside it): this
+    file's tests are spread over the workers one by one, and each worker made its own wheelhouse (1 CPU-s)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def _made_once(where: Path, make) -> Path:
+    """`where`, made by `make(where)` in the first worker that asks for it; the others wait for it to be done."""
+    with open(f"{where}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also when `make` fails
+        done = Path(f"{where}.done")
+        if not done.exists():
+            shutil.rmtree(where, ignore_errors=True)
+            make(where)
+            done.touch()
+    return where
+
+
 @pytest.fixture(scope="module")
 def wheelhouse(tmp_path_factory) -> Path:
-    where = tmp_path_factory.mktemp("wheelhouse")
-    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(where), *_pins(), "pipx", "pip"],
-                   check=True, timeout=300)
-    return where
+    def download(where: Path) -> None:
+        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(where), *_pins(), "pipx",
+                        "pip"], check=True, timeout=300)
+    return _made_once(_session_folder(tmp_path_factory) / "install-wheelhouse", download)
+
+
+@pytest.fixture(scope="module")
+def venv_with_pip(tmp_path_factory, wheelhouse) -> Path:
+    """A venv made as each test's fresh venv is (`_venv_with_pip`), once per session: what pip put in it is copied
+    into each test's venv (`_fresh_venv`)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "VIRTUAL_ENV", "PYTHON"))}
+    env.update(PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wheelhouse), PIP_DISABLE_PIP_VERSION_CHECK="1")
+    return _made_once(_session_folder(tmp_path_factory) / "install-venv-with-pip", lambda v: _venv_with_pip(v, env))
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +117,7 @@ def test_the_docs_show_each_way_to_install() -> None:
                 assert "not on the package index" in line or "No matching distribution" in line, line
 
 
-def _fresh_venv(venv: Path, env: dict) -> None:
+def _venv_with_pip(venv: Path, env: dict) -> None:
     """The user's fresh venv, which is not the line under test: made without pip, then pip (the wheelhouse's)
     installed into it by this interpreter's pip (`pip --python`, as the Makefile makes .venv). `python -m venv`'s
     ensurepip took about twice the CPU (it also puts in a setuptools, which no line here uses: pip builds
@@ -97,15 +128,47 @@ def _fresh_venv(venv: Path, env: dict) -> None:
     assert (venv / "bin" / "pip").exists(), "the fresh venv has no pip"
 
 
+def _site(venv: Path) -> Path:
+    (site,) = venv.glob("lib/python3*/site-packages")
+    return site
+
+
+def _fresh_venv(venv: Path, model: Path) -> None:
+    """The venv `_venv_with_pip` makes, for a tenth of its CPU: made here without pip, then given the files that
+    pip's install of itself put into `model` (pip and its compiled modules, its dist-info, its scripts), the
+    scripts' `#!` line and their RECORD rows rewritten for this venv as pip writes them for its own. pip's install
+    of itself, compiling its 800 modules, was 2 of a `pip install .` test's 6 CPU-s."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    bare = {p.name for p in _site(venv).iterdir()}
+    for part in _site(model).iterdir():
+        if part.name not in bare:
+            shutil.copytree(part, _site(venv) / part.name, symlinks=True)
+    scripts = {}
+    for script in (model / "bin").iterdir():
+        if not (venv / "bin" / script.name).exists():
+            text = script.read_bytes().replace(bytes(model), bytes(venv))
+            (venv / "bin" / script.name).write_bytes(text)
+            (venv / "bin" / script.name).chmod(script.stat().st_mode)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(text).digest()).rstrip(b"=").decode()
+            scripts[f"../../../bin/{script.name}"] = f"sha256={digest},{len(text)}"
+    (record,) = _site(venv).glob("pip-*.dist-info/RECORD")
+    rows = record.read_bytes().decode()  # pip writes it with "\r\n", which read_text would change
+    for name, row in scripts.items():
+        rows, found = re.subn(rf"^{re.escape(name)},[^\r\n]*", f"{name},{row}", rows, flags=re.M)
+        assert found == 1, f"{record} has no row {name}"
+    record.write_bytes(rows.encode())
+    assert (venv / "bin" / "pip").exists(), "the fresh venv has no pip"
+
+
 @pytest.mark.parametrize("line", install_lines(), ids=lambda c: f"{c.doc}:{c.line}")
-def test_each_install_line_works_in_a_fresh_venv(line, checkout, wheelhouse, tmp_path) -> None:
+def test_each_install_line_works_in_a_fresh_venv(line, checkout, wheelhouse, venv_with_pip, tmp_path) -> None:
     venv = tmp_path / "venv"
     pipx_bin = tmp_path / "pipx-bin"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "VIRTUAL_ENV", "PYTHON"))}
     env.update(PATH=f"{venv / 'bin'}:{pipx_bin}:/usr/local/bin:/usr/bin:/bin", PIP_NO_INDEX="1",
                PIP_FIND_LINKS=str(wheelhouse), PIP_DISABLE_PIP_VERSION_CHECK="1",
                PIPX_HOME=str(tmp_path / "pipx-home"), PIPX_BIN_DIR=str(pipx_bin), HOME=str(tmp_path))
-    _fresh_venv(venv, env)
+    _fresh_venv(venv, venv_with_pip)
     text = line.text.replace(GIT_URL, f"file://{checkout}")
     text = text.replace("/tmp/dfdoctor/", f"{tmp_path}/ci-venv/").replace("/tmp/dfdoctor ", f"{tmp_path}/ci-venv ")
     if "pipx" in text:  # pipx is the user's own tool: installed here the way its docs say, into the fresh venv
