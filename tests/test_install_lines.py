@@ -167,7 +167,14 @@ def test_each_install_line_works_in_a_fresh_venv(line, checkout, wheelhouse, ven
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "VIRTUAL_ENV", "PYTHON"))}
     env.update(PATH=f"{venv / 'bin'}:{pipx_bin}:/usr/local/bin:/usr/bin:/bin", PIP_NO_INDEX="1",
                PIP_FIND_LINKS=str(wheelhouse), PIP_DISABLE_PIP_VERSION_CHECK="1",
-               PIPX_HOME=str(tmp_path / "pipx-home"), PIPX_BIN_DIR=str(pipx_bin), HOME=str(tmp_path))
+               PIPX_HOME=str(tmp_path / "pipx-home"), PIPX_BIN_DIR=str(pipx_bin), HOME=str(tmp_path),
+               PIP_COMPILE="0")
+    # pip byte-compiles each file it installs, and what a line proves does not need it: pip never fails an
+    # install for a file it could not compile (it logs that at debug level only), and Python compiles on import
+    # what `dfdoctor --version` runs, as it does each module the user runs later. PIP_COMPILE=0 is `--compile`
+    # off for the pip the line runs, the pip pipx runs and their build environments; not for ensurepip (docs/ci.md's
+    # `python -m venv` drops the PIP_ variables), nor for the fresh venv's own pip (installed compiled, as a user's
+    # is). PIP_NO_COMPILE=1 would not do it: pip sets --no-compile's destination, `compile`, to the variable's truth.
     _fresh_venv(venv, venv_with_pip)
     text = line.text.replace(GIT_URL, f"file://{checkout}")
     text = text.replace("/tmp/dfdoctor/", f"{tmp_path}/ci-venv/").replace("/tmp/dfdoctor ", f"{tmp_path}/ci-venv ")
