@@ -3,11 +3,12 @@ package index will have, `dfdoctor-launch`, is not published yet, so a line nami
 
 Each line runs as the doc shows it, in bash, in a copy of the checkout (a git repository of the tracked files, so
 the `git+` URL of docs/ci.md can name it), with a fresh venv's `bin` first on PATH (`python -m venv --without-pip`,
-then the wheelhouse's pip put into it; no site packages of any other environment), and must leave a `dfdoctor` on
-PATH, outside the checkout's own venv, whose `--version` answers. What keeps it fast and offline after the first
-run: pip takes every distribution from a wheelhouse that `pip download` fills once per session (from pip's cache
-after the first time) with the versions requirements-run.txt pins, through PIP_NO_INDEX and PIP_FIND_LINKS in the
-environment; the line itself is not changed. About 10 s a line."""
+then the wheelhouse's pip as pip installs it: copied from a venv given it once per session; no site packages of any
+other environment), and must leave a `dfdoctor` on PATH, outside the checkout's own venv, whose `--version`
+answers. What keeps it fast and offline after the first run: pip takes every distribution from a wheelhouse that
+`pip download` fills once per session (from pip's cache after the first time) with the versions
+requirements-run.txt pins, through PIP_NO_INDEX and PIP_FIND_LINKS in the environment, and does not byte-compile
+what it installs (PIP_COMPILE=0); the line itself is not changed."""
 
 from __future__ import annotations
 
