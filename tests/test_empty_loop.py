@@ -211,3 +211,56 @@ def test_a_slurm_nodes_looks_that_leave_the_empty_loader_undecided_are_unknown_n
     assert (v.state, v.cause) == ("unknown", None), (v.summary, v.evidence)
     assert "lean towards a loop over a DataLoader that yields no batch (an empty loader) without proving it" in \
         v.summary and "has not changed for 40 s" in v.summary, v.summary
+
+
+def _at_bare_head(look: jobstacks.Look) -> bool:
+    """Whether a look caught the job at `for data in dl:` in `cycle` with no frame of torch's DataLoader under it
+    (between two passes), its innermost frame the loop's head."""
+    main = main_of(look.stacks.text) if look.stacks.text else None
+    return main is not None and bool(main.frames) and main.frames[0].func == "cycle" and \
+        "for data in dl" in _line(main.frames[0])
+
+
+def _unread(look: jobstacks.Look) -> jobstacks.Look:
+    """The same look as a node's agent gives it when py-spy could not read the stack (seen 9 in 300 here)."""
+    return jobstacks.Look(stacks.Stacks(look.stacks.pid, "", "kernel", "no Python stack there"), look.kernel,
+                          look.cpu_s, look.switches, look.at, look.voluntary)
+
+
+@pytest.mark.slow
+def test_a_slurm_nodes_looks_that_catch_the_empty_loader_only_at_its_head_are_unknown_not_output_buffered(spinning):
+    """Round 21: `dfdoctor status slurm:N` of the val-split job said `output-buffered` when its node's two looks
+    both caught the job at `for data in dl:` with no DataLoader pass under it (between two passes), or one there
+    and the other not read by py-spy: no pass seen, so nothing held the buffered reading back, and a node takes no
+    more looks. Real looks of the job caught so, paired in each order, judged as a node's look is: `unknown`
+    (nothing in the job's buffer is seen), saying where the looks caught it. Before: `output-buffered` each time."""
+    from dfdoctor.slurm import onnode
+    from dfdoctor.slurm.job import JobFacts
+    from dfdoctor.slurm.rules import Seen, judge
+
+    assert _in_the_loop(spinning.pid), "the job never reached its loop"
+    first = last = None  # two looks at the bare head, the job's CPU grown between them (it works: not steady)
+    end = time.monotonic() + 240
+    while last is None and time.monotonic() < end:
+        samples = jobstacks.sample_job(spinning.pid, rounds=1)
+        look = samples[0].last
+        if look.cpu_s is None or not _at_bare_head(look):
+            continue
+        if first is None:
+            first = look
+        elif look.cpu_s - first.cpu_s > 0.5:
+            last = look
+    assert last is not None, "no two looks caught the job at its loop's head (about 1 in 30 does)"
+    job = samples[0]
+    assert job.buffered
+    said = {}
+    for name, looks in {"head, head": [first, last], "head, unread": [first, _unread(last)],
+                        "unread, head": [_unread(first), last]}.items():
+        job.looks = looks
+        look = onnode.judged("node1", [job], quiet_s=40.0)
+        f = JobFacts("42", state="RUNNING", nodes="node1", stdout="/nonexistent/o-42.log", source=["scontrol"])
+        v = judge(Seen(job=f, stdout_exists=True, quiet_s=40.0, watched_s=3.0, node_look=look))
+        said[name] = (v.state, v.cause, v.summary)
+    assert {(state, cause) for state, cause, _ in said.values()} == {("unknown", None)}, said
+    assert all("at the head of `for data in dl:` (train.py:20)" in summary and "without proving it" in summary
+               for _, _, summary in said.values()), said

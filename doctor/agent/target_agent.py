@@ -31,6 +31,7 @@ MARK = "@@dfdoctor-answer@@"
 LIMIT = 64 << 10  # bytes of each output stream sent back
 MAX_PROCESSES = 16  # of the job's tree looked at
 MAX_STACKS = 4  # py-spy takes up to 5 s a process
+READS = 3  # a py-spy read that failed on a running process is tried again (_read_till_read)
 MAX_SOURCES, SOURCE_LIMIT = 8, 256 << 10  # the user's files a look's stacks name, sent back whole or not at all
 _LIBRARY = ("/site-packages/", "/dist-packages/", "/lib/python3", "/torch/")  # as diagnose/waits.is_library
 # The variables of a process's environment the readings need, by name, never the whole environment (it holds
@@ -153,7 +154,7 @@ def one_look(p, spy):
     touches it), the descriptor that call names, its stack, CPU time and context switches."""
     syscall = (rd("/proc/%d/syscall" % p) or "").strip()
     fds = wait_fds(p, syscall)
-    stack = py_spy_dump(spy, p, nonblocking=True)[0] if spy else None
+    stack = _read_till_read(spy, p) if spy else None
     switches, voluntary = 0, None
     for line in (rd("/proc/%d/task/%d/status" % (p, p)) or "").splitlines():
         if "ctxt_switches:" in line:
@@ -163,6 +164,19 @@ def one_look(p, spy):
     return {"syscall": syscall, "fds": fds, "stack": stack["text"] if stack else "", "cpu_s": proc_cpu_s(p),
             "switches": switches, "voluntary": voluntary,  # the voluntary ones: a sleep or a read ended
             "t": time.time()}  # when the switches were read: wake-ups are per second
+
+
+def _read_till_read(spy, p):
+    """The stack py-spy reads of a running process without pausing it, read again (READS in all) while py-spy
+    answers that it could not ("Failed to get stack traces": the stack changed under it). Of 400 looks at a job
+    spinning over an empty DataLoader here (load 11-14), 17 failed a first read, 2 a second, none a third. A node
+    takes no more looks: a look not read is one less that tells that loop from a buffered stdout. Only that
+    answer: one that stays (permission denied, no interpreter found) would cost READS reads of each process."""
+    for _ in range(READS):
+        stack, why = py_spy_dump(spy, p, nonblocking=True)
+        if stack is not None or "Failed to get stack traces" not in why:
+            return stack
+    return None
 
 
 def sample(pids, spy):

@@ -23,6 +23,7 @@ MORE_LOOKS = 6  # at most per process, when the looks the watch took leave it un
 MORE_LOOKS_S = 6.0  # and for all the job's processes together, only while this much time has not passed
 LOOK_GAP_S = 0.3  # between two of them: a pass of an empty loader takes about a millisecond
 UNDECIDED = "undecided"  # a pass seen and nothing against it, not yet enough: neither this nor a buffered stdout
+LEAN = "a loop over a DataLoader that yields no batch (an empty loader)"  # what UNDECIDED leans towards, in words
 
 
 def empty_loader(all_seen, look_again: Optional[Callable] = None) -> Union[None, str, tuple[str, str, list[str]]]:
@@ -38,6 +39,31 @@ def empty_loader(all_seen, look_again: Optional[Callable] = None) -> Union[None,
             continue
         return _named(s, reading)
     return UNDECIDED if undecided else None
+
+
+def lean(all_seen) -> Optional[str]:
+    """What the looks taken lean towards without proving it, in words (no more looks are taken: a Slurm node's);
+    None: nowhere. A pass of a DataLoader seen at a `for` head and nothing against it (UNDECIDED); else a working
+    process seen only at a bare `for` head (head_only), which no reading names."""
+    if empty_loader(all_seen) == UNDECIDED:
+        return LEAN
+    for s in all_seen:
+        reading = head_only(s)
+        if reading is not None:
+            h = reading.head
+            return (f"an empty loader's loop: each look that could be read caught {s.proc.name()} at the head of "
+                    f"`{h.words}` ({os.path.basename(h.file)}:{h.line}), none in a pass of a DataLoader, the loop's "
+                    "body or elsewhere (a tight loop over something else can look the same)")
+    return None
+
+
+def head_only(s) -> Optional[loop_looks.Reading]:
+    """The reading of a working Python process whose looks show it only at a bare `for` head, none in the loop's
+    body or a DataLoader's pass (loop_looks.Reading.head_only); None: not so."""
+    if s.proc.gone or not s.proc.python or s.steady:
+        return None
+    reading = loop_looks.read(s.proc.looks)
+    return reading if reading.head_only else None
 
 
 def _reading(s, look_again: Optional[Callable], deadline: float) -> Optional[loop_looks.Reading]:

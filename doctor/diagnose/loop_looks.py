@@ -83,6 +83,15 @@ class Reading:
         return self.head is not None and not self.ruled_out and not self.proven
 
     @property
+    def head_only(self) -> bool:
+        """Undecided with no pass seen: each look that could be read caught the process at the bare `for` head
+        (never a `range`'s), none in a pass of the DataLoader, the loop's body or elsewhere. An empty loader's loop
+        caught between two passes reads so, as may a tight loop over something else: too little to name the empty
+        loader, and no reading of a buffered stdout either (stuck._buffered): a Slurm node, which takes no more
+        looks, said `output-buffered` of the empty loader's job when its two looks were so."""
+        return self.undecided and self.passes == 0
+
+    @property
     def resumed(self) -> bool:
         """Ruled out by earlier looks only: the looks since the last one that showed data flowing (or the process
         elsewhere) show nothing against the loop (a pass at the head, the head bare, or a look not read). A job

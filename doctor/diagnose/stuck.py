@@ -500,11 +500,14 @@ def _buffered(all_seen: list[Seen], quiet_s: float, busy_s: float) -> Optional[F
     for a while, and one seen importing torch has nothing in its buffer while it does."""
     if busy_s < BUFFERED_AFTER_S:
         return None
+    from dfdoctor.diagnose import empty_loop  # start-up: as _empty_loader's
     for s in all_seen:
         spent, woke = s.proc.cpu_spent() or 0.0, s.proc.wakeups() or 0
         if any(w.kind in (waits.AGENT, waits.CHILD, waits.IMPORT, waits.DATALOADER_WORKER) for w in s.waits):
             continue  # a supervisor's loop (torchrun's agent, a shell) or start-up is not the job's work
         if s.proc.buffered and not s.proc.gone and not s.steady and (spent > 0.3 or woke > WAKEUPS_STILL):
+            if empty_loop.head_only(s) is not None:
+                continue  # seen only at a `for` head: maybe an empty loader's loop (nothing in a buffer), not proven
             return Finding("failed", causes.OUTPUT_BUFFERED, f"{s.proc.name()} is working ({spent:.1f} s of CPU, "
                            f"woken {woke} times between two looks, at {s.at()}) but nothing reached the log for "
                            f"{quiet_s:.0f} s: Python block-buffers stdout when it is not a terminal",

@@ -67,11 +67,9 @@ def sample(job_id: str, node: str, timeout: float = TIMEOUT_S) -> tuple[list[Pro
 def leaning(samples: list[ProcessSample]) -> Optional[str]:
     """What looks that named no wait lean towards without proving it: a loop over an empty DataLoader, whose
     passes move the stack (stuck.judge says nothing while it is undecided; a look here takes more looks, a
-    node's cannot). None: they lean nowhere."""
+    node's cannot), or a working process seen only at a `for` head (empty_loop.lean). None: they lean nowhere."""
     from dfdoctor.diagnose import empty_loop  # reads the project's source: only for a silent job's look
-    if empty_loop.empty_loader(stuck.seen(samples)) == empty_loop.UNDECIDED:
-        return "a loop over a DataLoader that yields no batch (an empty loader)"
-    return None
+    return empty_loop.lean(stuck.seen(samples))
 
 
 def look(job_id: str, node: str, quiet_s: float) -> NodeLook:
