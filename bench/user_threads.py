@@ -41,7 +41,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--flag-only", action="store_true", help="only force_non_lazy_backward_lowering in each "
                    "thread (a rejected candidate, kept to compare)")
     p.add_argument("--steps", type=int, default=6, help="steps per thread (shapes alternate)")
-    p.add_argument("--deadline", type=float, default=120.0)
+    p.add_argument("--deadline", type=float, default=120.0, help="seconds for all runs together")
+    p.add_argument("--runs", type=int, default=1, help="runs one after another in this process, each after "
+                   "torch._dynamo.reset() (every run compiles afresh), up to the first that fails")
     p.add_argument("--throughput", action="store_true")
     p.add_argument("--rounds", type=int, default=6)
     p.add_argument("--steps-per-round", type=int, default=20)
@@ -110,13 +112,13 @@ def main(argv: list[str]) -> int:
     args = parse_args(argv)
     os.environ.setdefault("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")  # a warm cache would skip the racing compiles
     import torch
+    import torch._dynamo
 
     if args.guard or args.throughput:
         from dfdoctor.guard import compile_guard
     if args.install_only:
         from dfdoctor.guard import install
         install()
-    barrier = threading.Barrier(args.threads)
     progress = [0] * args.threads
     errors: list[dict] = []
     rounds: dict[str, list[float]] = {"unguarded": [], "guarded": []}
@@ -170,16 +172,24 @@ def main(argv: list[str]) -> int:
             errors.append({"thread": i, "t": round(time.monotonic() - t0, 2), "error": f"{type(exc).__name__}: {exc}"[:300]})
             barrier.abort()
 
-    threads = [threading.Thread(target=worker, args=(i,), name=f"worker-{i}", daemon=True)
-               for i in range(args.threads)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(max(0.0, t0 + args.deadline - time.monotonic()))
+    completed = 0
+    for run in range(args.runs):
+        if run:
+            torch._dynamo.reset()  # the models below compile afresh, as in a fresh interpreter
+        barrier, progress[:] = threading.Barrier(args.threads), [0] * args.threads  # the workers read them
+        threads = [threading.Thread(target=worker, args=(i,), name=f"worker-{i}", daemon=True)
+                   for i in range(args.threads)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(max(0.0, t0 + args.deadline - time.monotonic()))
+        if errors or any(t.is_alive() for t in threads):
+            break
+        completed += 1
     base = {"torch": torch.__version__, "device": args.device, "model": args.model,
             "guard": "install-only" if args.install_only else "flag-only" if args.flag_only else args.guard,
-            "threads": args.threads, "elapsed_s": round(time.monotonic() - t0, 2), "progress": progress,
-            "errors": errors[:4]}
+            "threads": args.threads, "runs": args.runs, "completed": completed,
+            "elapsed_s": round(time.monotonic() - t0, 2), "progress": progress, "errors": errors[:4]}
     if any(t.is_alive() for t in threads):
         print(json.dumps({**base, "outcome": "hang"}), flush=True)
         faulthandler.dump_traceback(all_threads=True)

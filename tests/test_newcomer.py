@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -236,11 +237,26 @@ def test_env_block_has_the_training_interpreter_s_torch(tmp_path):
     assert res.returncode == 0, res.stderr
     facts = dict(line.split(": ", 1) for line in res.stdout.split("\n\n")[0].splitlines())  # then the libraries
     facts = {k.rstrip(":").strip(): v.strip() for k, v in facts.items()}
-    real = subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__, torch.cuda.is_available())"],
-                          capture_output=True, text=True, check=True).stdout.split()
+    real = _torch_here()
     assert facts["torch"].split()[0] == real[0] and facts["CUDA available"] == real[1]
     assert facts["training interpreter"].startswith(f"{sys.executable} (named by the command)")
     assert facts["target"] == "local" and facts["dfdoctor"].split()[0] and "NVIDIA driver" in facts
+
+
+def _torch_here() -> list[str]:
+    """This interpreter's torch version and whether CUDA is available to it. A CPU-only build (its version.py:
+    cuda and hip None) has no CUDA on any machine, and that file names its version: read without importing
+    torch (about a CPU-second, which `env` itself spends); any other build is imported and asked."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "checks" / "probes"))
+    try:
+        import _torch_build
+    finally:
+        sys.path.pop(0)
+    build = _torch_build.read()
+    if _torch_build.cpu_only(build):
+        return [build["version"], "False"]
+    return subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__, torch.cuda.is_available())"],
+                          capture_output=True, text=True, check=True).stdout.split()
 
 
 def test_env_works_where_torch_is_broken(tmp_path):
