@@ -30,6 +30,9 @@ os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="dfdoctor-test-state-")
 # Per-test CPU seconds (bench/test_cpu.py sets the folder): tests/support/cpu_meter.py.
 if os.environ.get("DFDOCTOR_CPU_METER"):
     pytest_plugins = ["support.cpu_meter"]
+# When each test ran and on which worker (a full run's idle spells): tests/support/timeline.py.
+if os.environ.get("DFDOCTOR_TIMELINE"):
+    pytest_plugins = [*globals().get("pytest_plugins", []), "support.timeline"]
 
 
 # ---- parallel runs: `make test` spreads the tests over pytest-xdist workers ------------------------------------
