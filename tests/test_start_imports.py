@@ -5,9 +5,12 @@ runs the real command in a fresh interpreter and lists the modules it had loaded
 from __future__ import annotations
 
 import json
+import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 # runs `dfdoctor ARGS` in this interpreter; at its exit (its own process only, not a forked check worker) it
 # writes the names of the modules loaded
@@ -122,3 +125,48 @@ def test_a_verdict_that_needs_no_fix_reads_no_project_model(tmp_path: Path):
     verdict = json.loads(p.stdout)["verdict"]
     assert verdict["cause"] == "missing-module" and "tqdm" in verdict["fix"], p.stdout + p.stderr
     assert unread <= loaded
+
+
+# runs the recorder as a launch starts it (python -S, from the agent's folder) and, at its exit (its own process,
+# not the stand-in it forks), writes the names of the modules it had loaded
+_RECORDER = """
+import atexit, json, os, runpy, sys
+out, me = sys.argv[1], os.getpid()
+def noted():
+    if os.getpid() == me:
+        with open(out, "w") as f:
+            json.dump(sorted(sys.modules), f)
+atexit.register(noted)
+sys.argv = sys.argv[2:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_the_recorder_imports_no_temp_file_socket_or_digest_modules(tmp_path: Path):
+    """The recorder lives as long as the job, under the job's python (a target's system python3 too): it imports the
+    standard library it uses. A heartbeat's temp file needs no tempfile (nor shutil, random, bz2, lzma behind it),
+    the host's name no socket; hashlib, hmac, base64 and urllib.parse are for secrets, imported when the
+    environment holds one, which is then masked as before."""
+    from dfdoctor.agent import mask, ship
+    from dfdoctor.run import record
+
+    def recorded(name: str, env: dict) -> tuple[Any, set[str]]:
+        seen, run_dir = tmp_path / f"{name}.json", tmp_path / name
+        spec = {"argv": [sys.executable, "-c", "import os; print('step 1', os.environ.get('HF_TOKEN', ''))"],
+                "run_id": name}
+        p = subprocess.run([sys.executable, "-S", "-c", _RECORDER, str(seen), str(ship.AGENT_DIR), "recorder",
+                            str(run_dir), "-"], input=json.dumps(spec), env=env, capture_output=True, text=True,
+                           timeout=60)
+        assert p.returncode == 0, p.stderr
+        return record.load(run_dir), set(json.loads(seen.read_text()))
+
+    plain = {k: v for k, v in os.environ.items() if not mask.name_looks_secret(k)}
+    run, loaded = recorded("plain", plain)
+    assert run.exit["exit_code"] == 0 and run.heartbeat["progress_lines"] == 1
+    assert run.recorder["host"] == socket.gethostname()
+    assert not {"tempfile", "shutil", "socket", "hashlib", "hmac", "base64", "urllib.parse"} & loaded
+    secret = "hf_" + "q7Zk2LmP9xW4vR8tY3nB6cJ1"
+    run, loaded = recorded("secret", dict(plain, HF_TOKEN=secret))
+    assert {"base64", "urllib.parse"} <= loaded
+    kept = "".join(p.read_text() for p in run.dir.iterdir() if p.is_file())
+    assert secret not in kept and f"step 1 {mask.MASK}" in run.stream("stdout"), run.stream("stdout")

@@ -17,14 +17,13 @@ set of rules for what dfdoctor prints and what it stores (`dfdoctor.redact` adds
 `report` in a shell without them still masks them.
 """
 
-import base64
-import hashlib
-import hmac
 import json
 import os
 import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
-from urllib.parse import quote
+
+# base64, hashlib, hmac and urllib.parse are imported where a secret is there to encode or fingerprint: the
+# recorder imports this module on every launch, most often for an environment with no secret in it
 
 MASK = "***"
 
@@ -293,6 +292,8 @@ class Redactor:
         """Also mask `value` (and its URL-encoded, JSON-escaped, hex and base64 forms) from now on."""
         if not isinstance(value, str) or not value_is_maskable(value):
             return
+        from urllib.parse import quote
+
         forms = {value, value.strip(), quote(value, safe=""), json.dumps(value)[1:-1], *encoded_forms(value)}
         for form in forms:
             if value_is_maskable(form) and form not in self._secrets.values():
@@ -488,6 +489,8 @@ def encoded_forms(value: str) -> Set[str]:
     """The hex (both cases) and base64 (standard and URL-safe, at each of the three alignments a value can have
     inside a longer base64 text) forms of a secret. For an alignment, only the letters that hold the value's
     bits alone are a fixed string; the one letter at each edge also holds its neighbours' bits."""
+    import base64
+
     raw = value.encode("utf-8", "surrogatepass")
     forms = {raw.hex(), raw.hex().upper()}
     for alphabet in _B64_ALPHABETS:
@@ -534,6 +537,9 @@ class SecretPrints:
     VERSION = 2
 
     def __init__(self, key: bytes, prints: Iterable[Tuple[int, int, str]]) -> None:
+        import hashlib
+        import hmac
+
         self.key = key
         # The rolling hash's base comes from the key: without it, the 16 bits say nothing about a value.
         self.base = int.from_bytes(hmac.new(key, b"base", hashlib.sha256).digest()[:8], "big") % (_P - 2) + 2
@@ -561,6 +567,9 @@ class SecretPrints:
         return h & ((1 << self.FP_BITS) - 1)
 
     def _digest(self, s: str) -> str:
+        import hashlib
+        import hmac
+
         return hmac.new(self.key, s.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:32]
 
     def find(self, text: str) -> Set[str]:
