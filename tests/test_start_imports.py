@@ -127,6 +127,21 @@ def test_a_verdict_that_needs_no_fix_reads_no_project_model(tmp_path: Path):
     assert unread <= loaded
 
 
+def test_status_of_an_ended_run_starts_no_thread_pool_and_reads_toml_only_for_a_config_file(tmp_path: Path):
+    """`status` of a run whose job ended takes no look at stacks: the thread pool of the looks (concurrent.futures,
+    and logging behind it) stays unimported, and so does the TOML reader where no config file is there to read."""
+    p, _ = _modules(tmp_path, "launch", "--no-check", "--format", "json", "--", sys.executable, "-c",
+                    "print('step 1')")
+    run = json.loads(p.stdout)["run"]["id"]
+    p, loaded = _modules(tmp_path, "status", run, "--format", "json")
+    assert json.loads(p.stdout)["verdict"]["state"] == "ok", p.stdout + p.stderr
+    assert not {"concurrent.futures", "logging", "tomllib"} & loaded
+    # a config file is still read (its TOML reader imported for it)
+    (tmp_path / "dfdoctor.toml").write_text("")
+    p, loaded = _modules(tmp_path, "status", run, "--format", "json")
+    assert p.returncode == 0 and "tomllib" in loaded, p.stdout + p.stderr
+
+
 # runs the recorder as a launch starts it (python -S, from the agent's folder) and, at its exit (its own process,
 # not the stand-in it forks), writes the names of the modules it had loaded
 _RECORDER = """
