@@ -145,7 +145,7 @@ def test_status_of_an_ended_run_starts_no_thread_pool_and_reads_toml_only_for_a_
 # runs the recorder as a launch starts it (python -S, from the agent's folder) and, at its exit (its own process,
 # not the stand-in it forks), writes the names of the modules it had loaded
 _RECORDER = """
-import atexit, json, os, runpy, sys
+import atexit, json, os, sys
 out, me = sys.argv[1], os.getpid()
 def noted():
     if os.getpid() == me:
@@ -153,15 +153,18 @@ def noted():
             json.dump(sorted(sys.modules), f)
 atexit.register(noted)
 sys.argv = sys.argv[2:]
-runpy.run_path(sys.argv[0], run_name="__main__")
+sys.path.insert(0, sys.argv[0])  # as `python AGENT` has it (runpy.run_path would import pkgutil, and typing)
+loader = os.path.join(sys.argv[0], "__main__.py")
+with open(loader) as f:
+    exec(compile(f.read(), loader, "exec"), {"__name__": "__main__", "__file__": loader})
 """
 
 
 def test_the_recorder_imports_no_temp_file_socket_or_digest_modules(tmp_path: Path):
     """The recorder lives as long as the job, under the job's python (a target's system python3 too): it imports the
     standard library it uses. A heartbeat's temp file needs no tempfile (nor shutil, random, bz2, lzma behind it),
-    the host's name no socket; hashlib, hmac, base64 and urllib.parse are for secrets, imported when the
-    environment holds one, which is then masked as before."""
+    the host's name no socket, the masking rules' annotations no typing; hashlib, hmac, base64 and urllib.parse
+    are for secrets, imported when the environment holds one, which is then masked as before."""
     from dfdoctor.agent import mask, ship
     from dfdoctor.run import record
 
@@ -179,7 +182,7 @@ def test_the_recorder_imports_no_temp_file_socket_or_digest_modules(tmp_path: Pa
     run, loaded = recorded("plain", plain)
     assert run.exit["exit_code"] == 0 and run.heartbeat["progress_lines"] == 1
     assert run.recorder["host"] == socket.gethostname()
-    assert not {"tempfile", "shutil", "socket", "hashlib", "hmac", "base64", "urllib.parse"} & loaded
+    assert not {"tempfile", "shutil", "socket", "hashlib", "hmac", "base64", "urllib.parse", "typing"} & loaded
     secret = "hf_" + "q7Zk2LmP9xW4vR8tY3nB6cJ1"
     run, loaded = recorded("secret", dict(plain, HF_TOKEN=secret))
     assert {"base64", "urllib.parse"} <= loaded

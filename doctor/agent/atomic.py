@@ -27,9 +27,9 @@ def _make_temp(folder, prefix, suffix):
 def replace_atomically(path, write, mode=None, binary=False, suffix=""):
     """Replace `path` with what `write(f)` writes into an open temp file beside it.
 
-    The temp file is made as mkstemp makes it (`_make_temp`) in `path`'s folder (0600, a name nobody could predict or plant a symlink
-    at), named `.NAME.XXXX` + `suffix`; it gets `mode` when given, and is removed on any failure. Text is UTF-8,
-    with bytes that are not (lone surrogates) written back as the same bytes.
+    The temp file is made as mkstemp makes it (`_make_temp`) in `path`'s folder (0600, a name nobody could
+    predict or plant a symlink at), named `.NAME.XXXX` + `suffix`; it gets `mode` when given, and is removed on
+    any failure. Text is UTF-8, with bytes that are not (lone surrogates) written back as the same bytes.
     """
     folder, name = os.path.split(os.fspath(path))
     fd, tmp = _make_temp(folder or ".", "." + name[:100] + ".", suffix)
