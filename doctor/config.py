@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-import tomllib
 from dfdoctor.errors import UsageError
 from dfdoctor.model import CheckRecord
 from dfdoctor.safefile import read_user_file
@@ -139,6 +138,8 @@ def _read(folder: Path, skipped: list[str]) -> Optional[Config]:
         if foreign:
             skipped.append(f"{path}: {foreign}")
             continue
+        import tomllib  # here: every command looks for a config file, and most folders have none
+
         try:
             doc = tomllib.loads(read_user_file(path, f"config {path}", pipes=False).decode("utf-8"))
         except UsageError as exc:

@@ -1,7 +1,7 @@
 """The agent's zip carries this interpreter's cached bytecode of each module beside its source (issue 45: every
 python dfdoctor started on a target compiled the agent's sources, 0.02 s of a recorder's start, 0.01 s of a
 relay's). A target's python runs the bytecode where its magic number is this one's, through either way the zip
-arrives (the loader's ZipFinder on stdin, zipimport for agent.pyz), and the source otherwise; a cache that is not
+arrives (the loader's MemoryFinder on stdin, zipimport for agent.pyz), and the source otherwise; a cache that is not
 valid for the file as it is now is never shipped."""
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def test_a_targets_python_runs_the_bytecode_where_its_magic_matches_else_the_sou
     for python, magic in _pythons():
         for name, zipped in (("as built", data), ("poisoned", _poisoned(data))):
             if how == "stdin":
-                argv, stdin = ship.stdin_argv(python, "probe"), base64.b64encode(zipped) + b"\n" + _request()
+                argv, stdin = ship.stdin_argv(python, "probe"), ship.line_of(zipped) + _request()
             else:
                 pyz = tmp_path / f"{magic}-{name}.pyz"
                 pyz.write_bytes(zipped)

@@ -112,3 +112,17 @@ def test_the_loader_runs_the_agent_from_stdin_or_says_python_is_too_old(tmp_path
         assert out.returncode == 0, out.stderr
         answer = json.loads(out.stdout.decode().split("@@dfdoctor-answer@@", 1)[1])
         assert answer["recorder_alive"] is False and answer["files"]["record.jsonl"] is None
+
+
+def test_the_loader_reads_the_agent_on_stdin_without_zipfile(tmp_path):
+    """The agent on stdin is its zip's files in one marshalled dict (`ship.line_of`): the loader reads it with marshal
+    and zlib. zipfile, and what it imports, were a tenth of the start of every part run on a target this way."""
+    python, *rest = ship.stdin_argv(sys.executable, "stop", str(tmp_path / "no-run"), "5")
+    out = subprocess.run([python, "-X", "importtime", *rest], input=ship.stdin_line("stop"), capture_output=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    answer = json.loads(out.stdout.decode().split("@@dfdoctor-answer@@", 1)[1])
+    assert answer["stopped"] == [] and answer["recorder"] is None
+    imported = [line.rsplit("|", 1)[1].strip() for line in out.stderr.decode().splitlines()
+                if line.startswith("import time:") and "|" in line]
+    assert "dfdoctor.agent.procfs" in imported and "zipfile" not in imported  # the agent came in, zipfile did not

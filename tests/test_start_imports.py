@@ -5,9 +5,12 @@ runs the real command in a fresh interpreter and lists the modules it had loaded
 from __future__ import annotations
 
 import json
+import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 # runs `dfdoctor ARGS` in this interpreter; at its exit (its own process only, not a forked check worker) it
 # writes the names of the modules loaded
@@ -122,3 +125,66 @@ def test_a_verdict_that_needs_no_fix_reads_no_project_model(tmp_path: Path):
     verdict = json.loads(p.stdout)["verdict"]
     assert verdict["cause"] == "missing-module" and "tqdm" in verdict["fix"], p.stdout + p.stderr
     assert unread <= loaded
+
+
+def test_status_of_an_ended_run_starts_no_thread_pool_and_reads_toml_only_for_a_config_file(tmp_path: Path):
+    """`status` of a run whose job ended takes no look at stacks: the thread pool of the looks (concurrent.futures,
+    and logging behind it) stays unimported, and so does the TOML reader where no config file is there to read."""
+    p, _ = _modules(tmp_path, "launch", "--no-check", "--format", "json", "--", sys.executable, "-c",
+                    "print('step 1')")
+    run = json.loads(p.stdout)["run"]["id"]
+    p, loaded = _modules(tmp_path, "status", run, "--format", "json")
+    assert json.loads(p.stdout)["verdict"]["state"] == "ok", p.stdout + p.stderr
+    assert not {"concurrent.futures", "logging", "tomllib"} & loaded
+    # a config file is still read (its TOML reader imported for it)
+    (tmp_path / "dfdoctor.toml").write_text("")
+    p, loaded = _modules(tmp_path, "status", run, "--format", "json")
+    assert p.returncode == 0 and "tomllib" in loaded, p.stdout + p.stderr
+
+
+# runs the recorder as a launch starts it (python -S, from the agent's folder) and, at its exit (its own process,
+# not the stand-in it forks), writes the names of the modules it had loaded
+_RECORDER = """
+import atexit, json, os, sys
+out, me = sys.argv[1], os.getpid()
+def noted():
+    if os.getpid() == me:
+        with open(out, "w") as f:
+            json.dump(sorted(sys.modules), f)
+atexit.register(noted)
+sys.argv = sys.argv[2:]
+sys.path.insert(0, sys.argv[0])  # as `python AGENT` has it (runpy.run_path would import pkgutil, and typing)
+loader = os.path.join(sys.argv[0], "__main__.py")
+with open(loader) as f:
+    exec(compile(f.read(), loader, "exec"), {"__name__": "__main__", "__file__": loader})
+"""
+
+
+def test_the_recorder_imports_no_temp_file_socket_or_digest_modules(tmp_path: Path):
+    """The recorder lives as long as the job, under the job's python (a target's system python3 too): it imports the
+    standard library it uses. A heartbeat's temp file needs no tempfile (nor shutil, random, bz2, lzma behind it),
+    the host's name no socket, the masking rules' annotations no typing; hashlib, hmac, base64 and urllib.parse
+    are for secrets, imported when the environment holds one, which is then masked as before."""
+    from dfdoctor.agent import mask, ship
+    from dfdoctor.run import record
+
+    def recorded(name: str, env: dict) -> tuple[Any, set[str]]:
+        seen, run_dir = tmp_path / f"{name}.json", tmp_path / name
+        spec = {"argv": [sys.executable, "-c", "import os; print('step 1', os.environ.get('HF_TOKEN', ''))"],
+                "run_id": name}
+        p = subprocess.run([sys.executable, "-S", "-c", _RECORDER, str(seen), str(ship.AGENT_DIR), "recorder",
+                            str(run_dir), "-"], input=json.dumps(spec), env=env, capture_output=True, text=True,
+                           timeout=60)
+        assert p.returncode == 0, p.stderr
+        return record.load(run_dir), set(json.loads(seen.read_text()))
+
+    plain = {k: v for k, v in os.environ.items() if not mask.name_looks_secret(k)}
+    run, loaded = recorded("plain", plain)
+    assert run.exit["exit_code"] == 0 and run.heartbeat["progress_lines"] == 1
+    assert run.recorder["host"] == socket.gethostname()
+    assert not {"tempfile", "shutil", "socket", "hashlib", "hmac", "base64", "urllib.parse", "typing"} & loaded
+    secret = "hf_" + "q7Zk2LmP9xW4vR8tY3nB6cJ1"
+    run, loaded = recorded("secret", dict(plain, HF_TOKEN=secret))
+    assert {"base64", "urllib.parse"} <= loaded
+    kept = "".join(p.read_text() for p in run.dir.iterdir() if p.is_file())
+    assert secret not in kept and f"step 1 {mask.MASK}" in run.stream("stdout"), run.stream("stdout")

@@ -1,7 +1,7 @@
 """The agent's one loader: runs a part of dfdoctor's agent in a python that has no dfdoctor installed.
 
   python AGENT PART ARG...              AGENT: this package's folder, or its zip (`ship.bundle`)
-  python -c "<this file>" PART ARG...   the zip, base64-encoded, is the first line of stdin
+  python -c "<this file>" PART ARG...   the zip's files are the first line of stdin (`ship.stdin_line`)
 
 PART is one of PARTS; it runs with `sys.argv` = [PART, ARG...]. Bytecode is never written (the folder may be
 dfdoctor's own install). Python 2 syntax up to the version check, so an interpreter too old says so in the
@@ -19,12 +19,12 @@ PARTS = {"recorder": "dfdoctor.agent.recorder", "target-agent": "dfdoctor.agent.
          "slurm-job": "dfdoctor.agent.slurm_job", "stop": "dfdoctor.agent.stop"}
 
 
-class ZipFinder(object):
-    """Imports the modules of a zip held in memory (the agent that came on stdin)."""
+class MemoryFinder(object):
+    """Imports the modules of the agent that came on stdin: the files of its zip, {name: bytes}."""
 
-    def __init__(self, zf):
-        self.zf = zf
-        self.names = set(zf.namelist())
+    def __init__(self, files):
+        self.files = files
+        self.names = set(files)
 
     def find_spec(self, fullname, path=None, target=None):
         import importlib.util
@@ -47,23 +47,26 @@ class ZipFinder(object):
         import importlib.util
 
         if name + "c" in self.names:
-            data = self.zf.read(name + "c")
+            data = self.files[name + "c"]
             if data[:4] == importlib.util.MAGIC_NUMBER:
                 import marshal
 
                 return marshal.loads(data[16:])
-        return compile(self.zf.read(name).decode("utf-8"), "<dfdoctor agent>/" + name, "exec")
+        return compile(self.files[name].decode("utf-8"), "<dfdoctor agent>/" + name, "exec")
 
 
 def install(main_file):
     """Make `dfdoctor.agent` importable from wherever this loader came (folder, zip file, or stdin)."""
-    if main_file is None:  # python -c: the agent's zip is the first line of stdin
-        import base64
-        import io
-        import zipfile
+    import importlib.util  # loaded before a MemoryFinder is in place: that finder's own import must not come to it
 
-        data = base64.b64decode(sys.stdin.readline())
-        sys.meta_path.insert(0, ZipFinder(zipfile.ZipFile(io.BytesIO(data))))
+    if main_file is None:  # python -c: the agent's files are the first line of stdin (ship.stdin_line)
+        import base64
+        import marshal
+        import zlib
+
+        # marshal and zlib, not zipfile: zipfile and what it imports were a tenth of each part's start
+        files = marshal.loads(zlib.decompress(base64.b64decode(sys.stdin.readline())))
+        sys.meta_path.insert(0, MemoryFinder(files))
         return
     folder = os.path.dirname(os.path.abspath(main_file))
     if os.path.isfile(folder):  # a zip: its root (dfdoctor/agent/...) is sys.path[0] already
@@ -72,7 +75,6 @@ def install(main_file):
     # dfdoctor.agent under a bare `dfdoctor` (the real one, if this python has it, is not ours to import)
     if sys.path and os.path.abspath(sys.path[0] or ".") == folder:
         sys.path.pop(0)
-    import importlib.util
     import types
 
     top = types.ModuleType("dfdoctor")

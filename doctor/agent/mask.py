@@ -10,21 +10,24 @@ Masked, wherever they appear (summaries, evidence, captured stdout/stderr, trace
 - well-known token shapes (GitHub, Hugging Face, OpenAI/Anthropic, AWS access key ids, Slack, Google, GitLab,
   npm, PyPI, Stripe, JWTs).
 
-Standard library only and Python 3.6 syntax (typing's generics, no `from __future__ import annotations`): part
-of dfdoctor's agent, so the recorder, which runs under the job's interpreter, masks with this same module. One
-set of rules for what dfdoctor prints and what it stores (`dfdoctor.redact` adds the masking of a whole report).
+Standard library only and Python 3.6 syntax (typing's generics written as strings, typing itself never imported,
+no `from __future__ import annotations`): part of dfdoctor's agent, so the recorder, which runs under the job's
+interpreter, masks with this same module. One set of rules for what dfdoctor prints and what it stores
+(`dfdoctor.redact` adds the masking of a whole report).
 `SecretPrints` keeps keyed fingerprints of a launch's secret values (never the values), so a later `status` or
 `report` in a shell without them still masks them.
 """
 
-import base64
-import hashlib
-import hmac
 import json
 import os
 import re
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
-from urllib.parse import quote
+from collections.abc import Mapping
+
+if False:  # annotations only (they are strings): typing was a tenth of the recorder's start
+    from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
+
+# base64, hashlib, hmac and urllib.parse are imported where a secret is there to encode or fingerprint: the
+# recorder imports this module on every launch, most often for an environment with no secret in it
 
 MASK = "***"
 
@@ -130,7 +133,7 @@ TOKEN_SHAPES = (
 _TOKEN_SHAPES = re.compile("|".join(r"\b" + start + body for start, body in TOKEN_SHAPES))
 
 
-def _literals(start: str) -> List[str]:
+def _literals(start: str) -> "List[str]":
     """Every literal a shape's start spells: its `[abc]` classes and `(?:x|y)` groups expanded."""
     out = [""]
     for group, chars, char in re.findall(r"\(\?:([^)]*)\)|\[([^\]]*)\]|(\\.|.)", start):
@@ -142,7 +145,7 @@ def _literals(start: str) -> List[str]:
 _TOKEN_LITERALS = tuple(lit for start, _ in TOKEN_SHAPES for lit in _literals(start))
 
 
-def _hits(s: str, literals: Iterable[str]) -> List[int]:
+def _hits(s: str, literals: "Iterable[str]") -> "List[int]":
     """Where any of `literals` occurs in `s`, in order. str.find per literal runs at C speed; one regex
     alternation of them is tried at every position of the text, several times slower on a log."""
     found: Set[int] = set()
@@ -275,7 +278,7 @@ def _mask_assignment(m: "re.Match[str]") -> str:
 class Redactor:
     """Masks secrets in strings and in whole reports; one instance knows the secret values of one environment."""
 
-    def __init__(self, secrets: Optional[Mapping[str, str]] = None) -> None:
+    def __init__(self, secrets: "Optional[Mapping[str, str]]" = None) -> None:
         """`secrets` maps a label (usually the variable name) to a secret value that must never be shown."""
         self._secrets: Dict[str, str] = {}
         for label, value in (secrets or {}).items():
@@ -284,7 +287,7 @@ class Redactor:
         self._pieces = None  # type: Optional[tuple]
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> "Redactor":
+    def from_env(cls, env: "Mapping[str, str]") -> "Redactor":
         """A redactor for the values of every secret-looking variable in `env`."""
         return cls({k: v for k, v in env.items() if isinstance(v, str) and name_looks_secret(k)
                     and not holds_a_choice(k, v)})
@@ -293,6 +296,8 @@ class Redactor:
         """Also mask `value` (and its URL-encoded, JSON-escaped, hex and base64 forms) from now on."""
         if not isinstance(value, str) or not value_is_maskable(value):
             return
+        from urllib.parse import quote
+
         forms = {value, value.strip(), quote(value, safe=""), json.dumps(value)[1:-1], *encoded_forms(value)}
         for form in forms:
             if value_is_maskable(form) and form not in self._secrets.values():
@@ -300,7 +305,7 @@ class Redactor:
         self._pattern = None
 
     @property
-    def labels(self) -> List[str]:
+    def labels(self) -> "List[str]":
         """The names whose values are masked (for saying what was masked, never the values)."""
         return sorted({k.split("#")[0] for k in self._secrets})
 
@@ -332,12 +337,12 @@ class Redactor:
         s = _mask_tokens(s)
         return _mask_assignments(s)
 
-    def env(self, env: Mapping[str, str]) -> Dict[str, str]:
+    def env(self, env: "Mapping[str, str]") -> "Dict[str, str]":
         """An environment dump with secret-named values replaced and other values masked as text."""
         return {k: (MASK if name_looks_secret(k) and isinstance(v, str) and v and not holds_a_choice(k, v)
                     else self.text(v)) for k, v in env.items()}
 
-    def argv(self, argv: Iterable[str]) -> List[str]:
+    def argv(self, argv: "Iterable[str]") -> "List[str]":
         """A command line with the value after `--token`/`--password`/... masked, and every word as text."""
         out: List[str] = []
         hide_next, option = False, ""
@@ -351,7 +356,7 @@ class Redactor:
             option = word if isinstance(word, str) else ""
         return out
 
-    def value(self, obj: Any) -> Any:
+    def value(self, obj: "Any") -> "Any":
         """Any JSON-like value with every string masked: dict keys that look secret hide their whole value."""
         if isinstance(obj, str):
             return self.text(obj)
@@ -364,7 +369,7 @@ class Redactor:
             return [self.value(x) for x in obj]
         return obj
 
-    def learn_argv(self, argv: Iterable[str]) -> None:
+    def learn_argv(self, argv: "Iterable[str]") -> None:
         """Add the secret values a command line holds: the word after `--token`/`--password`/..., the value of
         `--token=V` and `NAME=V` words with secret names (also inside a `sh -c` line), URL passwords."""
         after_option, option = False, ""
@@ -386,7 +391,7 @@ class Redactor:
             after_option, option = word.startswith("-") and "=" not in word and name_looks_secret(word), word
 
     @property
-    def values(self) -> List[str]:
+    def values(self) -> "List[str]":
         """The secret values (and their encoded forms) this redactor masks: for `SecretPrints.of`, never to show."""
         return sorted(set(self._secrets.values()))
 
@@ -458,7 +463,7 @@ class Redactor:
                             ({t[-_PIECE_MIN:] for t in tails}, longest, tails))
         return self._pieces[1], self._pieces[2]
 
-    def learn_prints(self, prints: Optional["SecretPrints"], obj: Any) -> None:
+    def learn_prints(self, prints: "Optional[SecretPrints]", obj: "Any") -> None:
         """Add every substring of the strings in `obj` that `prints` recognises as a secret of the launch."""
         if prints is None:
             return
@@ -466,7 +471,7 @@ class Redactor:
             for found in prints.find(s):
                 self.add("launch-secret", found)
 
-    def learn(self, obj: Any) -> None:
+    def learn(self, obj: "Any") -> None:
         """Add the values of secret-named keys found anywhere in `obj` (e.g. a job's environment in a run record)."""
         if isinstance(obj, Mapping):
             for k, v in obj.items():
@@ -484,10 +489,12 @@ _B64_ALPHABETS = (b"+/", b"-_")  # standard and URL-safe
 _MIN_CORE = _MIN_VALUE_LEN  # as distinctive as the shortest value masked in clear
 
 
-def encoded_forms(value: str) -> Set[str]:
+def encoded_forms(value: str) -> "Set[str]":
     """The hex (both cases) and base64 (standard and URL-safe, at each of the three alignments a value can have
     inside a longer base64 text) forms of a secret. For an alignment, only the letters that hold the value's
     bits alone are a fixed string; the one letter at each edge also holds its neighbours' bits."""
+    import base64
+
     raw = value.encode("utf-8", "surrogatepass")
     forms = {raw.hex(), raw.hex().upper()}
     for alphabet in _B64_ALPHABETS:
@@ -501,7 +508,7 @@ def encoded_forms(value: str) -> Set[str]:
     return forms
 
 
-def _strings(obj: Any) -> Iterable[str]:
+def _strings(obj: "Any") -> "Iterable[str]":
     """Every string in a JSON-like value, keys included."""
     if isinstance(obj, str):
         yield obj
@@ -533,7 +540,10 @@ class SecretPrints:
     FP_BITS = 16
     VERSION = 2
 
-    def __init__(self, key: bytes, prints: Iterable[Tuple[int, int, str]]) -> None:
+    def __init__(self, key: bytes, prints: "Iterable[Tuple[int, int, str]]") -> None:
+        import hashlib
+        import hmac
+
         self.key = key
         # The rolling hash's base comes from the key: without it, the 16 bits say nothing about a value.
         self.base = int.from_bytes(hmac.new(key, b"base", hashlib.sha256).digest()[:8], "big") % (_P - 2) + 2
@@ -542,7 +552,7 @@ class SecretPrints:
             self.prints.setdefault(int(length), {}).setdefault(int(fp), set()).add(str(digest))
 
     @classmethod
-    def of(cls, values: Iterable[str], key: Optional[bytes] = None) -> "SecretPrints":
+    def of(cls, values: "Iterable[str]", key: "Optional[bytes]" = None) -> "SecretPrints":
         """Fingerprints of `values` under `key` (default: a fresh random one); values shorter than MIN_LENGTH
         are left out."""
         made = cls(key or os.urandom(32), ())
@@ -561,9 +571,12 @@ class SecretPrints:
         return h & ((1 << self.FP_BITS) - 1)
 
     def _digest(self, s: str) -> str:
+        import hashlib
+        import hmac
+
         return hmac.new(self.key, s.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:32]
 
-    def find(self, text: str) -> Set[str]:
+    def find(self, text: str) -> "Set[str]":
         """The substrings of `text` that are fingerprinted secrets."""
         found: Set[str] = set()
         if not isinstance(text, str):
@@ -587,14 +600,14 @@ class SecretPrints:
                         found.add(window)
         return found
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> "Dict[str, Any]":
         """The JSON form kept in a run folder (`masks.json`): the fingerprints, without the key or any value."""
         return {"version": self.VERSION,
                 "prints": sorted([length, fp, d] for length, fps in self.prints.items() for fp, ds in fps.items()
                                  for d in ds)}
 
     @classmethod
-    def from_dict(cls, doc: Any, key: bytes) -> Optional["SecretPrints"]:
+    def from_dict(cls, doc: "Any", key: bytes) -> "Optional[SecretPrints]":
         """Fingerprints read back from `to_dict`'s form with their key; None for anything else (an older form
         included: its salted digests are not read)."""
         try:

@@ -20,7 +20,6 @@ import json
 import os
 import select
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -146,9 +145,10 @@ class Recorder:
             tty = os.ttyname(0)
         except OSError:
             tty = None
+        # host: uname's node name, what socket.gethostname() answers on Linux, without the socket module's import
         self.record.event(
             "recorder", sync=True, pid=os.getpid(), ppid=os.getppid(), pgid=os.getpgid(0), sid=os.getsid(0),
-            start_ticks=proc_start_time(os.getpid()), host=socket.gethostname(),
+            start_ticks=proc_start_time(os.getpid()), host=os.uname().nodename,
             boot_id=(read_text("/proc/sys/kernel/random/boot_id") or "").strip() or None,
             pid_ns=readlink("/proc/self/ns/pid"), cgroup=(read_text("/proc/self/cgroup") or "").strip(),
             python=sys.executable, python_version=sys.version.split()[0], uid=os.getuid(), tty=tty,
@@ -356,7 +356,8 @@ class Recorder:
                 "recorder_usage": proc_usage(os.getpid())}
         self.note_full()
         try:
-            replace_atomically(os.path.join(self.run_dir, "heartbeat"), lambda f: json.dump(beat, f))
+            # json.dumps: the same text by C's encoder (json.dump runs Python's, a call per piece)
+            replace_atomically(os.path.join(self.run_dir, "heartbeat"), lambda f: f.write(json.dumps(beat)))
         except OSError as exc:
             if self.space.hit(exc):
                 self._beat_in_place(beat)

@@ -41,6 +41,7 @@ printf 'RUN_DIR_MARK%sEND_MARK\n' "$d"; printf 'PY_MARK%sEND_MARK\n' "$py"
 cat > "$d/agent.pyz" || exit 97
 (umask 077 && printf '%s' "$spec" > "$d/spec.in") || exit 97
 if [ -z "$line" ]; then
-  printf 'PID_MARK'; exec "$py" "$d/agent.pyz" recorder --detach "$d" </dev/null
+  # -S: the recorder needs the standard library alone (as here_argv starts it locally): no site-packages' .pth files
+  printf 'PID_MARK'; exec "$py" -S "$d/agent.pyz" recorder --detach "$d" </dev/null
 fi
 eval "$line"

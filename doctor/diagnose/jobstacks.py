@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import psutil
 from dfdoctor.diagnose import elastic, stacks
 from dfdoctor.diagnose.kernelwait import KernelWait, kernel_wait
 from dfdoctor.agent.procfs import buffers_stdout
 from dfdoctor.numbers import whole
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 MAX_PROCESSES = 32  # a node's ranks and their DataLoader workers; beyond that the first ones tell the story
 GAP_S = 1.0  # between the two samples
@@ -282,6 +284,9 @@ def first_round(pid: int, timeout: float = DUMP_TIMEOUT_S) -> Optional[Round]:
     samples = [s for s in (describe(p) for p in tree(pid)) if s is not None]
     if not samples:
         return None
+    from concurrent.futures import ThreadPoolExecutor  # here: it brings logging, and a watch of a job that
+    # talks takes no look (leftovers.py does the same)
+
     with ThreadPoolExecutor(max_workers=min(16, len(samples))) as pool:
         _round(samples, pool, timeout)
     return Round(began, samples)
@@ -302,6 +307,8 @@ def sample_job(pid: int, rounds: int = 2, gap_s: float = GAP_S, timeout: float =
             {s.pid for s in ahead.samples} == {s.pid for s in samples}:
         samples, done, began = ahead.samples, 1, ahead.began
         ahead.used = True
+    from concurrent.futures import ThreadPoolExecutor  # here: see first_round
+
     with ThreadPoolExecutor(max_workers=min(16, len(samples))) as pool:
         for _ in range(done, rounds):
             if began is not None:
@@ -314,5 +321,7 @@ def sample_job(pid: int, rounds: int = 2, gap_s: float = GAP_S, timeout: float =
 def look_once(samples: list[ProcessSample], timeout: float = DUMP_TIMEOUT_S) -> None:
     """One look at each of `samples`, in parallel."""
     if samples:
+        from concurrent.futures import ThreadPoolExecutor  # here: see first_round
+
         with ThreadPoolExecutor(max_workers=min(16, len(samples))) as pool:
             _round(samples, pool, timeout)

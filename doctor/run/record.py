@@ -4,6 +4,7 @@ names still run here."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass, field, replace
@@ -43,6 +44,13 @@ def target_of_spec(spec: dict[str, Any]) -> Target:
     return replace(target, extra=(*target.extra, *(p for p in kept if p not in target.extra))) if kept else target
 
 
+@functools.lru_cache(maxsize=1)
+def this_boot() -> Optional[str]:
+    """This machine's boot id, read once: it cannot change while this process lives (a watch asked for it on
+    every read of the run folder, 20 times a second)."""
+    return (read_text("/proc/sys/kernel/random/boot_id") or "").strip() or None
+
+
 @dataclass
 class RunRecord:
     """Everything a run folder says about one launch."""
@@ -71,7 +79,7 @@ class RunRecord:
         """The current boot id where the job runs (this machine's, or the target's as last fetched)."""
         if self.remote is not None:
             return self.remote.get("boot_id")
-        return (read_text("/proc/sys/kernel/random/boot_id") or "").strip() or None
+        return this_boot()
 
     @property
     def id(self) -> str:
@@ -131,7 +139,7 @@ class RunRecord:
             return False
         if self.remote is not None:
             return bool(self.remote.get("recorder_alive"))
-        if rec.get("boot_id") and rec["boot_id"] != (read_text("/proc/sys/kernel/random/boot_id") or "").strip():
+        if rec.get("boot_id") and rec["boot_id"] != (this_boot() or ""):
             return False
         return is_recorder_of(rec, str(self.dir))
 
@@ -146,8 +154,7 @@ class RunRecord:
             return False
         if self.remote is not None:
             return bool(self.remote.get("job_alive"))
-        if self.recorder and self.recorder.get("boot_id") and \
-                self.recorder["boot_id"] != (read_text("/proc/sys/kernel/random/boot_id") or "").strip():
+        if self.recorder and self.recorder.get("boot_id") and self.recorder["boot_id"] != (this_boot() or ""):
             return False
         return is_job_of(sp, self.recorder, str(self.dir))
 
@@ -195,6 +202,9 @@ class Rereader:
 
     def __init__(self) -> None:
         self._kept: dict[Path, tuple[tuple[int, ...], Any]] = {}
+        # the folder and its four files, as Paths made once: a Path made anew on every read (the folder's, each
+        # `/`) and then hashed and turned into a str again was a third of a read's CPU
+        self._files: dict[Any, tuple[Path, Path, Path, Path, Path]] = {}
 
     def _read(self, path: Path, parse: Any) -> Any:
         try:
@@ -210,12 +220,17 @@ class Rereader:
 
     def load(self, run_dir: Path, remote: Optional[dict[str, Any]] = None) -> RunRecord:
         """The run folder as it is now (see `load`)."""
-        run_dir = Path(run_dir)
-        spec = _copy(self._read(run_dir / SPEC, _json_file))
-        run = RunRecord(run_dir, {} if spec is None else spec,
-                        [dict(e) for e in self._read(run_dir / RECORD, events.read)],
-                        [dict(e) for e in self._read(run_dir / LAUNCHER, events.read)],
-                        _copy(self._read(run_dir / HEARTBEAT, _json_file)))
+        files = self._files.get(run_dir)
+        if files is None:
+            folder = Path(run_dir)
+            files = self._files[run_dir] = (folder, folder / SPEC, folder / RECORD, folder / LAUNCHER,
+                                            folder / HEARTBEAT)
+        folder, spec_file, record_file, launcher_file, heartbeat_file = files
+        spec = _copy(self._read(spec_file, _json_file))
+        run = RunRecord(folder, {} if spec is None else spec,
+                        [dict(e) for e in self._read(record_file, events.read)],
+                        [dict(e) for e in self._read(launcher_file, events.read)],
+                        _copy(self._read(heartbeat_file, _json_file)))
         if run.is_remote:
             run.remote = dict(remote or {})
         return run
