@@ -215,6 +215,9 @@ def test_a_runtime_env_pip_failure_is_named_in_pips_own_words(head, tmp_path):
     assert v["cause"] == "ray-runtime-env-failed", v
     assert "No matching distribution found for dfdoctor-no-such-package==0.0.1" in v["summary"] or \
         "Could not find a version that satisfies the requirement dfdoctor-no-such-package==0.0.1" in v["summary"]
+    # read in the node's setup log (logs.py), where pip says it while Ray says PENDING, not from the job's message
+    # once Ray says FAILED: the head tries a setup once (tests/support/ray_head.py), so FAILED soon follows
+    assert any(e.startswith("runtime_env_setup") and "dfdoctor-no-such-package==0.0.1" in e for e in v["evidence"]), v
 
 
 @pytest.mark.slow
