@@ -174,26 +174,27 @@ def run(argv: Sequence[str], *, timeout: float, cwd: os.PathLike | str, env: dic
         limit: int = DEFAULT_LIMIT, stack_signal: Optional[int] = signal.SIGUSR1,
         preload: Sequence[str] = ()) -> Optional[ProbeOutcome]:
     """Run a probe script (`argv[0]`) in a fork of the server; None when the server did not take it (the caller
-    then runs it fresh, with what is left of its time). The server is given a third of the time to take it:
-    it is still importing torch, and a torch that hangs there is the fresh probe's to find and show. `preload`:
+    then runs it fresh, with what is left of its time). The server is given a third of the time to take it, and
+    up to two thirds while it is seen working (`_Patience`): it is still importing torch, and a torch that hangs
+    there is the fresh probe's to find and show. `preload`:
     modules the server imports before this fork, kept for the later ones (checks/probes/_probe_server.py says
     when it does)."""
     server = _active
     if server is None:
         return None
     start = time.monotonic()
-    taken_by = start + max(0.1, timeout / 3)
-    conn = _connect(server, taken_by)
+    patience = _Patience(server.pid, start, timeout)
+    conn = _connect(server, patience)
     if conn is None:
         return None
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     try:
-        conn.settimeout(max(0.01, taken_by - time.monotonic()))
+        conn.settimeout(_Patience.LOOK_EVERY)
         request = json.dumps({"argv": [str(a) for a in argv], "cwd": str(cwd), "env": env,
                               **({"preload": list(preload)} if preload else {})}).encode() + b"\n"
         conn.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", (out_w, err_w)).tobytes())])
-        reply, said = _read_line(conn)
+        reply, said = _read_line(conn, patience)
         pid = int(json.loads(reply)["pid"]) if reply else None
     except (OSError, ValueError, KeyError, TypeError):
         pid = None
@@ -209,7 +210,46 @@ def run(argv: Sequence[str], *, timeout: float, cwd: os.PathLike | str, env: dic
                   said)
 
 
-def _connect(server: Server, taken_by: float) -> Optional[socket.socket]:
+class _Patience:
+    """How long a probe waits for the server to take it: a third of the probe's time, then on, up to two thirds,
+    while the server is seen working (its CPU time grew in the last LOOK_EVERY seconds). On a loaded machine the
+    server may still be importing torch (and compile.race's torch._dynamo) after a third: a fresh probe then
+    imported them again from the start, 2-2.5 CPU-s more, and was no sooner done (round 21: `check --only
+    compile.race` at load 11-12, 3 checks of 3). A server that does not move (a torch import that hangs on a
+    lock, a socket) leaves the fresh probe two thirds of the time to find and show it, as before; one that spins
+    for ever, a third."""
+
+    LOOK_EVERY = 1.0
+
+    def __init__(self, pid: int, start: float, timeout: float) -> None:
+        self.pid = pid
+        self.first, self.last = start + max(0.1, timeout / 3), start + max(0.1, 2 * timeout / 3)
+        self.seen_at, self.cpu = start, _cpu(pid)
+
+    def over(self) -> bool:
+        """Whether to stop waiting for the server now."""
+        now = time.monotonic()
+        if now < self.first:
+            return not _alive(self.pid)
+        if now >= self.last or not _alive(self.pid):
+            return True
+        if now - self.seen_at >= self.LOOK_EVERY:
+            cpu = _cpu(self.pid)
+            if cpu is None or self.cpu is None or cpu <= self.cpu:
+                return True
+            self.seen_at, self.cpu = now, cpu
+        return False
+
+
+def _cpu(pid: int) -> Optional[float]:
+    try:
+        times = psutil.Process(pid).cpu_times()
+    except psutil.Error:
+        return None
+    return times.user + times.system
+
+
+def _connect(server: Server, patience: _Patience) -> Optional[socket.socket]:
     """A connection to the server, waiting for it to listen while it lives (its interpreter is starting)."""
     while True:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -218,7 +258,7 @@ def _connect(server: Server, taken_by: float) -> Optional[socket.socket]:
             return conn
         except OSError:
             conn.close()
-        if time.monotonic() >= taken_by or not _alive(server.pid):
+        if patience.over():
             return None
         time.sleep(0.02)
 
@@ -230,12 +270,18 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _read_line(conn: socket.socket) -> tuple[bytes, bytes]:
+def _read_line(conn: socket.socket, patience: _Patience) -> tuple[bytes, bytes]:
     """The server's first line (the probe's pid), and what came after it: a probe that ended at once has its exit
-    status sent before a loaded machine gives this process the time to read the pid, and one read takes both."""
+    status sent before a loaded machine gives this process the time to read the pid, and one read takes both.
+    Read while `patience` lasts (the socket's timeout is how often it is asked)."""
     data = b""
     while b"\n" not in data:
-        chunk = conn.recv(4096)
+        try:
+            chunk = conn.recv(4096)
+        except socket.timeout:
+            if patience.over():
+                raise
+            continue
         if not chunk:
             break
         data += chunk

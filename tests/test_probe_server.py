@@ -100,12 +100,13 @@ def test_a_probe_that_ends_before_its_pid_is_read_is_served_once(tmp_path, ctx, 
 
     real = probe_server._read_line
 
-    def late(conn):
+    def late(conn, patience):
         deadline = time.monotonic() + 60
+        conn.settimeout(60)
         while conn.recv(4096, socket.MSG_PEEK).count(b"\n") < 2:
             assert time.monotonic() < deadline, "the server never sent the probe's exit status"
             time.sleep(0.02)
-        return real(conn)
+        return real(conn, patience)
 
     runs = tmp_path / "runs"
     body = f"open({str(runs)!r}, 'a').write('ran\\n')\nraise SystemExit(3)\n"
@@ -222,6 +223,39 @@ def test_a_torch_import_that_hangs_in_the_server_leaves_the_probe_its_time(tmp_p
         took = time.monotonic() - t0
     assert not out.extra.get("probe_server") and out.returncode == 0 and "answered" in out.stdout
     assert 2.5 <= took < 9
+
+
+def _torch_that_spins(tmp_path: Path, seconds: float) -> Context:
+    """A training interpreter whose torch takes `seconds` of CPU to import, as a real one does on a loaded machine."""
+    slow = tmp_path / "site"
+    (slow / "torch").mkdir(parents=True)
+    (slow / "torch" / "__init__.py").write_text(f"import time\nt = time.monotonic()\nwhile time.monotonic() - t < {seconds}:\n"
+                                                "    pass\n")
+    return Context(cwd=tmp_path, python=sys.executable, env={**os.environ, "PYTHONPATH": str(slow)})
+
+
+def test_a_server_still_importing_torch_past_a_third_of_the_time_takes_the_probe_when_done(tmp_path):
+    """Seen working, the server is waited for (up to two thirds of the time): a fresh probe would import torch
+    again from the start (round 21: on a loaded machine compile.race's probe imported torch twice, 3 checks of 3)."""
+    ctx = _torch_that_spins(tmp_path, 3.5)
+    script = probe(tmp_path, "quick.py", WHERE)
+    with probe_server.serving(ctx, wanted=True) as server:
+        t0 = time.monotonic()
+        out = run_probe(ctx, script, timeout=6)
+        took = time.monotonic() - t0
+    assert out.extra.get("probe_server") and answer(out)["ppid"] == server.pid and answer(out)["torch_before"], out
+    assert 3.0 <= took < 6
+
+
+def test_a_torch_import_that_spins_for_ever_in_the_server_leaves_the_probe_a_third_of_its_time(tmp_path):
+    ctx = _torch_that_spins(tmp_path, 600)
+    script = probe(tmp_path, "quick.py", "print('answered')\n")
+    with probe_server.serving(ctx, wanted=True):
+        t0 = time.monotonic()
+        out = run_probe(ctx, script, timeout=6)
+        took = time.monotonic() - t0
+    assert not out.extra.get("probe_server") and out.returncode == 0 and "answered" in out.stdout
+    assert 3.5 <= took < 6
 
 
 def test_check_names_the_same_findings_with_and_without_the_server(tmp_path):
