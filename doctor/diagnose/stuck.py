@@ -315,7 +315,9 @@ def _ranks_ended_without_peer(all_seen: list[Seen], quiet_s: float) -> Optional[
     with TORCH_GLOO_LAZY_INIT=1) init_process_group returns without waiting for the other ranks, so a rank 0
     that does no collective finishes and exits; the rank left behind waits in its own code and nobody waits in
     the group: no rule above sees it. The ended ranks are the local ranks torchrun's agent (still alive, it
-    waits for every rank) was asked for and no longer has."""
+    waits for every rank) was asked for and no longer has; every rank it still has must be held up so (one that
+    works may be on its way to the group: under load, a rank 0 still importing torch was left out of the
+    verdict)."""
     for agent in all_seen:
         want = expected_ranks(agent.proc.cmdline) if not agent.proc.gone else None
         if want is None:
@@ -324,8 +326,8 @@ def _ranks_ended_without_peer(all_seen: list[Seen], quiet_s: float) -> Optional[
         ended = sorted(set(range(want)) - {s.proc.local_rank for s in mine})
         behind = [s for s in mine if s.steady and s.wait.kind not in (waits.RENDEZVOUS, waits.COLLECTIVE)
                   and s.proc.joined is not True and init_ahead.ahead(s.wait.user)]
-        if not ended or not behind:
-            continue
+        if not ended or not behind or len(behind) < len(mine):
+            continue  # a rank of this agent still working may yet arrive in init_process_group
         world = max((s.proc.world_size or 0 for s in mine), default=0)
         local = "" if world == want else "local "  # on one node the local rank is the rank
         gone = ("local " if local else "") + _names(ended)
