@@ -211,11 +211,16 @@ def test_a_torch_that_fails_to_import_sends_every_probe_to_a_fresh_process(tmp_p
     assert took < 8  # the server's exit is noticed, not waited out
 
 
-def test_a_torch_import_that_hangs_in_the_server_leaves_the_probe_its_time(tmp_path):
+def _slow_torch(tmp_path: Path, import_body: str) -> Context:
+    """A training interpreter whose `import torch` runs `import_body`: a torch that hangs or spins there."""
     slow = tmp_path / "site"
     (slow / "torch").mkdir(parents=True)
-    (slow / "torch" / "__init__.py").write_text("import time\ntime.sleep(600)\n")
-    ctx = Context(cwd=tmp_path, python=sys.executable, env={**os.environ, "PYTHONPATH": str(slow)})
+    (slow / "torch" / "__init__.py").write_text(import_body)
+    return Context(cwd=tmp_path, python=sys.executable, env={**os.environ, "PYTHONPATH": str(slow)})
+
+
+def test_a_torch_import_that_hangs_in_the_server_leaves_the_probe_its_time(tmp_path):
+    ctx = _slow_torch(tmp_path, "import time\ntime.sleep(600)\n")
     script = probe(tmp_path, "quick.py", "print('answered')\n")
     with probe_server.serving(ctx, wanted=True):
         t0 = time.monotonic()
@@ -227,11 +232,7 @@ def test_a_torch_import_that_hangs_in_the_server_leaves_the_probe_its_time(tmp_p
 
 def _torch_that_spins(tmp_path: Path, seconds: float) -> Context:
     """A training interpreter whose torch takes `seconds` of CPU to import, as a real one does on a loaded machine."""
-    slow = tmp_path / "site"
-    (slow / "torch").mkdir(parents=True)
-    (slow / "torch" / "__init__.py").write_text(f"import time\nt = time.monotonic()\nwhile time.monotonic() - t < {seconds}:\n"
-                                                "    pass\n")
-    return Context(cwd=tmp_path, python=sys.executable, env={**os.environ, "PYTHONPATH": str(slow)})
+    return _slow_torch(tmp_path, f"import time\nt = time.monotonic()\nwhile time.monotonic() - t < {seconds}:\n    pass\n")
 
 
 def test_a_server_still_importing_torch_past_a_third_of_the_time_takes_the_probe_when_done(tmp_path):

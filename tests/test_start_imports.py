@@ -12,9 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-# runs `dfdoctor ARGS` in this interpreter; at its exit (its own process only, not a forked check worker) it
-# writes the names of the modules loaded
-_RUN = """
+# at its exit (its own process only, not one it forks) a process writes the names of the modules it loaded
+_NOTE_MODULES = """
 import atexit, json, os, sys
 out, me = sys.argv[1], os.getpid()
 def noted():
@@ -22,6 +21,10 @@ def noted():
         with open(out, "w") as f:
             json.dump(sorted(sys.modules), f)
 atexit.register(noted)
+"""
+# runs `dfdoctor ARGS` in this interpreter; at its exit (its own process only, not a forked check worker) it
+# writes the names of the modules loaded
+_RUN = _NOTE_MODULES + """
 sys.argv = ["dfdoctor"] + sys.argv[2:]
 from dfdoctor.cli.main import entry
 entry()
@@ -144,14 +147,7 @@ def test_status_of_an_ended_run_starts_no_thread_pool_and_reads_toml_only_for_a_
 
 # runs the recorder as a launch starts it (python -S, from the agent's folder) and, at its exit (its own process,
 # not the stand-in it forks), writes the names of the modules it had loaded
-_RECORDER = """
-import atexit, json, os, sys
-out, me = sys.argv[1], os.getpid()
-def noted():
-    if os.getpid() == me:
-        with open(out, "w") as f:
-            json.dump(sorted(sys.modules), f)
-atexit.register(noted)
+_RECORDER = _NOTE_MODULES + """
 sys.argv = sys.argv[2:]
 sys.path.insert(0, sys.argv[0])  # as `python AGENT` has it (runpy.run_path would import pkgutil, and typing)
 loader = os.path.join(sys.argv[0], "__main__.py")

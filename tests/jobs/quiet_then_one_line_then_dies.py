@@ -5,21 +5,15 @@ wait), prints one line and dies 3 s later on a missing data file. Its output was
 for longer than the settle time; but one line after a silence is not output growing again. A launch must see it
 die, not call it running at that line. It prints with flush=True and no -u: its quiet time is not a block
 buffer either (its first lines reached the log one by one)."""
-import os
 import time
+
+from last_in_line import last_in_line
 
 print("loading the tokenizer", flush=True)
 for batch in range(1, 6):
     print(f"indexed {batch * 1000} documents", flush=True)
     time.sleep(0.3)
-os.nice(19)  # busy, but last in line for the CPU: the machine's other work goes first
-if os.getsid(0) == os.getpid():  # a session of its own (dfdoctor's spawn): the kernel's autogroup is the job's
-    # alone, and with autogroups on, nice counts only inside one: the autogroup's own nice puts the job last
-    try:
-        with open("/proc/self/autogroup", "w") as f:
-            f.write("19")
-    except OSError:
-        pass  # no autogroups (CONFIG_SCHED_AUTOGROUP off): os.nice above is the whole of it
+last_in_line()  # busy, but the machine's other work goes first
 end = time.monotonic() + 12.0
 while time.monotonic() < end:
     pass

@@ -3,20 +3,14 @@
 shape), four checkpoint shards loaded a second apart, then its data file is not found (5.5 s after its first
 line). Neither the table nor the shards are the job's loop, and the settle time counts from its first line: a
 launch must never call it running."""
-import os
 import sys
 import time
 
+from last_in_line import last_in_line
+
 # the silent start works, as importing torch and bringing CUDA up do: a job asleep there would be named
 # `sleeping` by the first look at its stacks, and the test would race that look against the sleep's end
-os.nice(19)  # busy, but last in line for the CPU: the machine's other work goes first
-if os.getsid(0) == os.getpid():  # a session of its own (dfdoctor's spawn): the kernel's autogroup is the job's
-    # alone, and with autogroups on, nice counts only inside one: the autogroup's own nice puts the job last
-    try:
-        with open("/proc/self/autogroup", "w") as f:
-            f.write("19")
-    except OSError:
-        pass  # no autogroups (CONFIG_SCHED_AUTOGROUP off): os.nice above is the whole of it
+last_in_line()  # busy, but the machine's other work goes first
 end = time.monotonic() + (float(sys.argv[1]) if len(sys.argv) > 1 else 0.0)
 while time.monotonic() < end:
     pass
