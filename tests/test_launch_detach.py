@@ -97,6 +97,16 @@ def test_control_a_plain_background_job_dies_with_the_session(work):
     assert not alive, "a plain background job survived the hang-up: the detach tests prove nothing here"
 
 
+def _in_the_watch(pid: int) -> bool:
+    """Whether the launch's main thread is in the watch (`dfdoctor.watch.loop.drive`), by its stack (py-spy)."""
+    import subprocess
+    import sys
+
+    dump = subprocess.run([str(Path(sys.executable).parent / "py-spy"), "dump", "--pid", str(pid)],
+                          capture_output=True, text=True, timeout=30)
+    return "drive (dfdoctor/watch/loop.py" in dump.stdout or "drive (doctor/watch/loop.py" in dump.stdout
+
+
 def test_sigterm_during_the_watch_says_the_job_runs_on_and_how_to_stop_it_then_exits_143(work):
     """Round 3: SIGTERM (a CI job's timeout) exited 143 without a word while the job ran on."""
     import subprocess
@@ -108,6 +118,9 @@ def test_sigterm_during_the_watch_says_the_job_runs_on_and_how_to_stop_it_then_e
     try:
         assert wait_for(lambda: any(work.glob(".dfdoctor/runs/*/stdout.log")) and b"started" in next(
             work.glob(".dfdoctor/runs/*/stdout.log")).read_bytes(), 60)
+        # and the launch is in its watch: a loaded machine can run the job's first print before the launch gets
+        # there (round 21's full run), and a SIGTERM before the watch names the run without a verdict (the test below)
+        assert wait_for(lambda: _in_the_watch(p.pid), 60), "the launch never came to its watch"
         p.send_signal(signal.SIGTERM)
         out, err = p.communicate(timeout=60)
         run = run_record.load(next(work.glob(".dfdoctor/runs/*")))
