@@ -34,6 +34,7 @@ from typing import Iterator, Optional, Sequence
 import psutil
 
 import dfdoctor.checks.probes as _probes_pkg
+from dfdoctor.agent.procfs import proc_cpu_s
 from dfdoctor.capture import DEFAULT_LIMIT, CappedBuffer
 from dfdoctor.command import ProbeOutcome, kill_group, pump
 from dfdoctor.torch_use import command_imports_torch
@@ -224,7 +225,7 @@ class _Patience:
     def __init__(self, pid: int, start: float, timeout: float) -> None:
         self.pid = pid
         self.first, self.last = start + max(0.1, timeout / 3), start + max(0.1, 2 * timeout / 3)
-        self.seen_at, self.cpu = start, _cpu(pid)
+        self.seen_at, self.cpu = start, proc_cpu_s(pid)
 
     def over(self) -> bool:
         """Whether to stop waiting for the server now."""
@@ -234,19 +235,11 @@ class _Patience:
         if now >= self.last or not _alive(self.pid):
             return True
         if now - self.seen_at >= self.LOOK_EVERY:
-            cpu = _cpu(self.pid)
+            cpu = proc_cpu_s(self.pid)
             if cpu is None or self.cpu is None or cpu <= self.cpu:
                 return True
             self.seen_at, self.cpu = now, cpu
         return False
-
-
-def _cpu(pid: int) -> Optional[float]:
-    try:
-        times = psutil.Process(pid).cpu_times()
-    except psutil.Error:
-        return None
-    return times.user + times.system
 
 
 def _connect(server: Server, patience: _Patience) -> Optional[socket.socket]:
