@@ -66,13 +66,22 @@ def _check(work: Path, *command: str, only: bool = True) -> tuple[subprocess.Com
     return proc, json.loads(out.read_text())
 
 
-def _run_alone(work: Path, *command: str) -> subprocess.CompletedProcess:
-    """The job itself under torchrun, as the user runs it, with one rank: whether it runs here is its backend's
-    question (a backend this torch lacks fails init_process_group in every rank, the first included), and the
-    two-rank group of that backend is what cuda.nccl's own probe forms (the tests assert "2 ranks formed a group").
-    A second rank cost one more import of torch (~0.8 CPU-s) for each job and proved nothing more."""
-    return subprocess.run([TORCHRUN, "--nproc_per_node=1", *command], cwd=work, env=job_env(), capture_output=True,
-                          text=True, timeout=120)
+@pytest.fixture(scope="module")
+def alone(tmp_path_factory) -> dict:
+    """Each job itself, with one rank: whether it runs here is its backend's question (a backend this torch lacks
+    fails init_process_group in every rank, the first included), and the two-rank group of that backend is what
+    cuda.nccl's own probe forms (the tests assert "2 ranks formed a group"). All the jobs in one interpreter, each
+    with the variables torchrun gives a rank (tests/jobs/one_rank_each.py): a torchrun of each, an agent and a
+    rank importing torch, cost ~4 CPU-s a job (37 of the file's 57) and proved no more. What each did, by its
+    command."""
+    work = tmp_path_factory.mktemp("alone") / "job"
+    shutil.copytree(DDP, work)
+    commands = [*HEALTHY, ("option.py",)]
+    out = work / "alone.json"
+    p = subprocess.run([sys.executable, str(JOBS / "one_rank_each.py"), str(out), json.dumps(commands)], cwd=work,
+                       env=job_env(), capture_output=True, text=True, timeout=120)
+    assert out.exists(), p.stderr[-2000:]
+    return {tuple(r["argv"]): r for r in json.loads(out.read_text())}
 
 
 def _nccl(report: dict) -> dict:
@@ -81,11 +90,11 @@ def _nccl(report: dict) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("command", HEALTHY, ids=lambda c: c[0])
-def test_check_passes_every_healthy_cpu_ddp_job(tmp_path, command):
+def test_check_passes_every_healthy_cpu_ddp_job(tmp_path, alone, command):
     work = tmp_path / "job"
     shutil.copytree(DDP, work)
-    job = _run_alone(work, *command)
-    assert job.returncode == 0 and "all-reduced 1" in job.stdout, job.stderr[-2000:]  # the job itself is healthy
+    job = alone[command]
+    assert job["rc"] == 0 and "all-reduced 1" in job["stdout"], job["stderr"][-2000:]  # the job itself is healthy
     # the whole check for the tutorial's form and the framework's, cuda.nccl alone for the rest (the same decision)
     proc, rep = _check(work, *command, only=command[0] not in ("positional.py", "framework.py"))
     rec = _nccl(rep)
@@ -94,11 +103,11 @@ def test_check_passes_every_healthy_cpu_ddp_job(tmp_path, command):
 
 
 @pytest.mark.slow
-def test_check_still_fails_the_job_that_cannot_run_here_and_says_where_it_sets_the_backend(tmp_path):
+def test_check_still_fails_the_job_that_cannot_run_here_and_says_where_it_sets_the_backend(tmp_path, alone):
     work = tmp_path / "job"
     shutil.copytree(DDP, work)
-    job = _run_alone(work, "option.py")
-    assert job.returncode != 0 and "NCCL" in job.stderr  # the job itself fails: NCCL is not built into this torch
+    job = alone[("option.py",)]
+    assert job["rc"] != 0 and "NCCL" in job["stderr"]  # the job itself fails: NCCL is not built into this torch
     proc, rep = _check(work, "option.py")
     rec = _nccl(rep)
     assert proc.returncode == 1 and rec["status"] == "fail" and rec["cause"] == causes.NCCL_FAILED, rec
