@@ -13,6 +13,7 @@ from typing import Optional
 
 import psutil
 import pytest
+from support.linked import stale_line
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -148,7 +149,13 @@ def pytest_configure_node(node):
 def pytest_configure(config):
     """A worker starts with COLUMNS=80 and LINES=24 in its environment where the controller had none (seen with
     xdist 3.8); every dfdoctor a test starts would then wrap its text at 80 columns instead of its own default.
-    The worker takes the controller's values back."""
+    The worker takes the controller's values back.
+
+    A module added since `make venv` is not in the venv's link tree (Makefile): the session stops with one line
+    that says so (in the controller), before a test fails for it far from the cause."""
+    stale = None if hasattr(config, "workerinput") else stale_line(REPO)
+    if stale:
+        pytest.exit(stale, returncode=2)
     given = getattr(config, "workerinput", {}).get("terminal_size_env")
     for name, value in (given or {}).items():
         if value is None:
