@@ -29,6 +29,7 @@ from dfdoctor.checks import deps_answer, target_files
 from dfdoctor.checks.target_files import HERE, Files
 from dfdoctor.checks.deps_imports import JobImports, read_job_imports
 from dfdoctor.project.readme import ReadmeLine
+from dfdoctor.lazy_re import compile_later
 
 MAX_INCLUDE_DEPTH = 8
 MAX_SHOWN = 10
@@ -315,8 +316,8 @@ def read_pyproject(path: Path, label: str, files: Optional[Files] = None) -> Opt
     return [Requirement(str(d), f"{label} [project] dependencies") for d in deps], []
 
 
-_INCLUDE = re.compile(r"^(-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+|(?=[^\s-]))(.+)$")
-_ENV_VAR = re.compile(r"\$\{([A-Z0-9_]+)\}")
+_INCLUDE = compile_later(r"^(-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+|(?=[^\s-]))(.+)$")
+_ENV_VAR = compile_later(r"\$\{([A-Z0-9_]+)\}")
 
 
 def read_requirements(path: Path, cwd: Path, env: dict[str, str], constraint: bool = False,
@@ -368,7 +369,7 @@ def read_requirements(path: Path, cwd: Path, env: dict[str, str], constraint: bo
     return reqs, skipped
 
 
-_ARMOR = re.compile(r"^-----BEGIN [A-Z0-9 ]+-----", re.M)
+_ARMOR = compile_later(r"^-----BEGIN [A-Z0-9 ]+-----", re.M)
 
 
 def _not_requirements(path: Path, files: Files) -> Optional[str]:
