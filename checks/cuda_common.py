@@ -15,6 +15,7 @@ from dfdoctor import project
 from dfdoctor.diagnose.pg_backend import read_backend, uses_nccl
 from dfdoctor.launchline.commandline import guessed_interpreter, spec_for
 from dfdoctor.model import OBSERVED, STATIC
+from dfdoctor.lazy_re import compile_later
 
 # NVLink multicast can take a host's shared GPUs out of service for a day; every process we start keeps it off.
 SAFE_GPU_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
@@ -158,23 +159,23 @@ class Expectation:
 
 
 _STRONG = [
-    (re.compile(r"(?<![\w.])cuda(:\d+)?(?![\w.])", re.I), "names cuda"),
-    (re.compile(r"(?<![\w-])nccl(?!\w)", re.I), "names the nccl backend"),
-    (re.compile(r"--nproc[-_]per[-_]node[= ]+gpu\b"), "asks torchrun for one process per GPU"),
-    (re.compile(r"--(num[-_])?gpus\b"), "passes a GPU count"),
-    (re.compile(r"\bCUDA_VISIBLE_DEVICES=(?!['\"]?(\s|$|['\"]))"), "sets CUDA_VISIBLE_DEVICES"),
+    (compile_later(r"(?<![\w.])cuda(:\d+)?(?![\w.])", re.I), "names cuda"),
+    (compile_later(r"(?<![\w-])nccl(?!\w)", re.I), "names the nccl backend"),
+    (compile_later(r"--nproc[-_]per[-_]node[= ]+gpu\b"), "asks torchrun for one process per GPU"),
+    (compile_later(r"--(num[-_])?gpus\b"), "passes a GPU count"),
+    (compile_later(r"\bCUDA_VISIBLE_DEVICES=(?!['\"]?(\s|$|['\"]))"), "sets CUDA_VISIBLE_DEVICES"),
 ]
 _WEAK = [
-    (re.compile(r"\b(torchrun|torch\.distributed\.(run|launch))\b"), "runs torchrun"),
-    (re.compile(r"\bdeepspeed\b"), "runs deepspeed"),
-    (re.compile(r"\baccelerate\s+launch\b"), "runs accelerate launch"),
+    (compile_later(r"\b(torchrun|torch\.distributed\.(run|launch))\b"), "runs torchrun"),
+    (compile_later(r"\bdeepspeed\b"), "runs deepspeed"),
+    (compile_later(r"\baccelerate\s+launch\b"), "runs accelerate launch"),
 ]
-_SCRIPT_CUDA = re.compile(r"""\.cuda\(|["']cuda(:\d+)?["']|device\s*=\s*["']cuda""")
-_SCRIPT_FALLBACK = re.compile(r"cuda\.is_available\(")
-_NPROC = re.compile(r"--nproc[-_]per[-_]node[= ]+(\d+)")
+_SCRIPT_CUDA = compile_later(r"""\.cuda\(|["']cuda(:\d+)?["']|device\s*=\s*["']cuda""")
+_SCRIPT_FALLBACK = compile_later(r"cuda\.is_available\(")
+_NPROC = compile_later(r"--nproc[-_]per[-_]node[= ]+(\d+)")
 # A switch that turns the GPU off (`--no-cuda`, `--disable_cuda`, `--without-gpu`) asks for no GPU: it is taken out
 # before the command is read (pytorch/examples' gat lists `--no-cuda` in its README; it is no request for CUDA).
-_NEGATED = re.compile(r"--(?:no|disable|without)[-_][\w-]*")
+_NEGATED = compile_later(r"--(?:no|disable|without)[-_][\w-]*")
 
 
 def expectation(ctx, check_id: str = "cuda.init") -> Expectation:

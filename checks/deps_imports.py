@@ -18,7 +18,6 @@ A missing requirement that none of these imports is named after (its own name, o
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
@@ -26,8 +25,9 @@ from typing import Iterable, Optional
 from dfdoctor import project
 from dfdoctor.project.install import PIP_NAMES, canonical
 from dfdoctor.project.readme import ReadmeLine
+from dfdoctor.lazy_re import compile_later
 
-_DYNAMIC = re.compile(r"\bimport_module\(|\b__import__\(")
+_DYNAMIC = compile_later(r"\bimport_module\(|\b__import__\(")
 
 
 @dataclass(frozen=True)

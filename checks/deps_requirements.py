@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 import packaging
-import tomllib
 from dfdoctor import OBSERVED, STATIC, Result, causes, check, error, fail, ok, skip, warn
 from dfdoctor.launchline.commandline import as_lead, guessed_interpreter, spec_for
 from dfdoctor.probe import unreached
@@ -29,6 +28,7 @@ from dfdoctor.checks import deps_answer, target_files
 from dfdoctor.checks.target_files import HERE, Files
 from dfdoctor.checks.deps_imports import JobImports, read_job_imports
 from dfdoctor.project.readme import ReadmeLine
+from dfdoctor.lazy_re import compile_later
 
 MAX_INCLUDE_DEPTH = 8
 MAX_SHOWN = 10
@@ -290,7 +290,7 @@ def collect(ctx, there: Optional[Files] = None) -> tuple[list[Requirement], list
                 got = read_pyproject(path, label, view)
             else:
                 got = read_requirements(path, ctx.cwd, ctx.env, files=view)
-        except (OSError, ValueError, tomllib.TOMLDecodeError) as exc:
+        except (OSError, ValueError) as exc:  # tomllib.TOMLDecodeError is a ValueError
             problems.append(warn(f"cannot read {label}: {exc}", fix="fix the file's syntax"))
             continue
         if got is None:
@@ -305,6 +305,7 @@ def collect(ctx, there: Optional[Files] = None) -> tuple[list[Requirement], list
 def read_pyproject(path: Path, label: str, files: Optional[Files] = None) -> Optional[tuple[list[Requirement],
                                                                                      list[Skipped]]]:
     """`[project] dependencies` of a pyproject.toml (None when it declares none)."""
+    import tomllib  # here: it compiles its regular expressions as it loads, 0.003 CPU-s of every check and launch
     doc = tomllib.loads((files or HERE).text(path) or "")
     project = doc.get("project") or {}
     deps = project.get("dependencies")
@@ -315,8 +316,8 @@ def read_pyproject(path: Path, label: str, files: Optional[Files] = None) -> Opt
     return [Requirement(str(d), f"{label} [project] dependencies") for d in deps], []
 
 
-_INCLUDE = re.compile(r"^(-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+|(?=[^\s-]))(.+)$")
-_ENV_VAR = re.compile(r"\$\{([A-Z0-9_]+)\}")
+_INCLUDE = compile_later(r"^(-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+|(?=[^\s-]))(.+)$")
+_ENV_VAR = compile_later(r"\$\{([A-Z0-9_]+)\}")
 
 
 def read_requirements(path: Path, cwd: Path, env: dict[str, str], constraint: bool = False,
@@ -368,7 +369,7 @@ def read_requirements(path: Path, cwd: Path, env: dict[str, str], constraint: bo
     return reqs, skipped
 
 
-_ARMOR = re.compile(r"^-----BEGIN [A-Z0-9 ]+-----", re.M)
+_ARMOR = compile_later(r"^-----BEGIN [A-Z0-9 ]+-----", re.M)
 
 
 def _not_requirements(path: Path, files: Files) -> Optional[str]:

@@ -13,21 +13,21 @@ neither the script nor the project's modules it imports name anything distribute
 from __future__ import annotations
 
 import ast
-import re
 import shlex
 from typing import Iterator, Optional
 
 from dfdoctor import Result, check, ok, skip, warn
 from dfdoctor import project
 from dfdoctor.launchline.commandline import spec_for
+from dfdoctor.lazy_re import compile_later
 
 RECORD_MODULE = "torch.distributed.elastic.multiprocessing.errors"
 # What a script that takes part in a torchrun/accelerate group names somewhere: torch.distributed and its
 # environment, or a framework that forms the group itself (accelerate, Lightning, HF Trainer, DeepSpeed, Fabric).
-_DISTRIBUTED = re.compile(r"torch\.distributed|init_process_group|DistributedDataParallel|\bDDP\b|LOCAL_RANK|"
-                          r"\bRANK\b|WORLD_SIZE|accelerate|lightning|deepspeed|\bTrainer\b|fabric|horovod|"
-                          r"torch_xla|dist\.")
-_NPROC = re.compile(r"--nproc[-_]per[-_]node[= ](\S+)|--num[-_]processes[= ](\S+)")
+_DISTRIBUTED = compile_later(r"torch\.distributed|init_process_group|DistributedDataParallel|\bDDP\b|LOCAL_RANK|"
+                             r"\bRANK\b|WORLD_SIZE|accelerate|lightning|deepspeed|\bTrainer\b|fabric|horovod|"
+                             r"torch_xla|dist\.")
+_NPROC = compile_later(r"--nproc[-_]per[-_]node[= ](\S+)|--num[-_]processes[= ](\S+)")
 FIX = ("Decorate the entry point: `from torch.distributed.elastic.multiprocessing.errors import record`, then "
        "`@record` on the function the `if __name__ == \"__main__\":` block calls (e.g. `main`). torchrun then "
        "keeps each failed rank's traceback in an error file and prints it under \"Root Cause\".")

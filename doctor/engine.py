@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import os
-import re
 import shlex
 import shutil
 import socket
@@ -31,6 +30,7 @@ from dfdoctor.render.undecodable import shown_all
 from dfdoctor.run.folder import runs_root
 from dfdoctor.safefile import guard_outputs, one_of, open_summary, regular_file_problem, write_atomically
 from dfdoctor.targets import Target, parse_target, shown_spec, transport
+from dfdoctor.lazy_re import compile_later
 
 
 def now_iso() -> str:
@@ -501,7 +501,7 @@ COMMANDS = frozenset({"sbatch", "srun", "salloc", "scontrol", "sacct", "torchrun
 
 
 # "datasets is not installed in ...", "numpy 2.4.6 is installed, but ...": a distribution's name, spelled as pip does
-_PACKAGE_FIRST = re.compile(r"^[\w.-]+ (?:[\w.+!-]+ )?is (?:not )?installed\b")
+_PACKAGE_FIRST = compile_later(r"^[\w.-]+ (?:[\w.+!-]+ )?is (?:not )?installed\b")
 
 
 def headline(summary: str) -> str:

@@ -19,11 +19,12 @@ import os
 import re
 import sys
 from typing import Any, Optional
+from dfdoctor.lazy_re import compile_later
 
 # importlib.metadata's EntryPoint.pattern
-_PATTERN = re.compile(r"(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?((?P<extras>\[.*\])\s*)?$")
-_LINES = re.compile(r"\r\n|\r|\n")
-_HEADER = re.compile(r"[\041-\071\073-\176]+")  # a header's name, as email's feedparser reads one
+_PATTERN = compile_later(r"(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?((?P<extras>\[.*\])\s*)?$")
+_LINES = compile_later(r"\r\n|\r|\n")
+_HEADER = compile_later(r"[\041-\071\073-\176]+")  # a header's name, as email's feedparser reads one
 
 
 class _Unsure(Exception):

@@ -24,6 +24,7 @@ from dfdoctor.command import ProbeOutcome, run_command
 from dfdoctor.errors import CheckCannotRun
 from dfdoctor.model import Result, error
 from dfdoctor.targets import Target, relay, remote_probe, transport
+from dfdoctor.lazy_re import compile_later
 
 PROBES_DIR = Path(_probes_pkg.__file__).resolve().parent
 
@@ -83,7 +84,7 @@ def run_probe(ctx, script: str | os.PathLike, args: Sequence[str] = (), *, timeo
     return outcome
 
 
-_TRACEBACK_FILE = re.compile(r'^\s*File "([^"]+)", line (\d+)', re.M)
+_TRACEBACK_FILE = compile_later(r'^\s*File "([^"]+)", line (\d+)', re.M)
 
 
 def _probe_not_understood(outcome: ProbeOutcome, path: Path, files: Optional[dict[str, Path]]) -> Optional[str]:
@@ -199,7 +200,7 @@ def _carried(target: Target, python: str, line: bytes, timeout: float, wait_s: f
 
 # lxc-attach's own source position before its words (`../src/lxc/attach.c: lxc_attach_run_command: 1841 `): no
 # help to a reader of a headline
-_LXC_SOURCE = re.compile(r"(?:\S+/)?\w+\.c: \w+: \d+ ")
+_LXC_SOURCE = compile_later(r"(?:\S+/)?\w+\.c: \w+: \d+ ")
 
 
 def run_on_target(ctx, argv: Sequence[str], *, timeout: float, tty: bool = False,

@@ -20,7 +20,6 @@ import array
 import contextlib
 import json
 import os
-import re
 import selectors
 import signal
 import socket
@@ -38,6 +37,7 @@ from dfdoctor.agent.procfs import proc_cpu_s
 from dfdoctor.capture import DEFAULT_LIMIT, CappedBuffer
 from dfdoctor.command import ProbeOutcome, kill_group, pump
 from dfdoctor.torch_use import command_imports_torch
+from dfdoctor.lazy_re import compile_later
 
 SERVER = Path(_probes_pkg.__file__).resolve().parent / "_probe_server.py"
 # Variables nothing reads before a probe's own work begins (CUDA, NCCL and the rendezvous read them when they
@@ -48,7 +48,7 @@ LAZY_NAMES = {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "HIP_VISIBLE_DEVICES"
               "GROUP_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
               "TORCH_SYMM_MEM_DISABLE_MULTICAST", "PYTHONDONTWRITEBYTECODE"}
 LAZY_PREFIXES = ("NCCL_", "NVSHMEM_", "TORCHELASTIC_", "DFDOCTOR_")
-_FRAME = re.compile(r'^ +File "(.*)", line (?:\d+|\?\?\?) in ')  # faulthandler's frame line
+_FRAME = compile_later(r'^ +File "(.*)", line (?:\d+|\?\?\?) in ')  # faulthandler's frame line
 MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes
 # dfdoctor's probes that never import torch: the server saves them nothing but a bare interpreter's start (tens of
 # milliseconds), and while it is still importing torch they would wait for it. They start fresh, beside it.

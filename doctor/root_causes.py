@@ -7,17 +7,17 @@ row, the import's; the requirement's row points at it (pytorch/examples mnist wi
 from __future__ import annotations
 
 import os
-import re
 from typing import Optional
 
 from dfdoctor import causes
 from dfdoctor.model import CheckRecord, Result, Status
+from dfdoctor.lazy_re import compile_later
 
 # how probe.py says that the interpreter a probe needs could not be started at the target
-_NO_INTERPRETER = re.compile(r"no interpreter '([^']+)' on ")
+_NO_INTERPRETER = compile_later(r"no interpreter '([^']+)' on ")
 _STOPPED = (Status.FAIL, Status.ERROR, Status.WARN)
 # how deps.requirements names a requirement that is not installed (checks/deps_requirements.py)
-_NOT_INSTALLED = re.compile(r"^(?P<name>[A-Za-z0-9][\w.-]*) is not installed in ")
+_NOT_INSTALLED = compile_later(r"^(?P<name>[A-Za-z0-9][\w.-]*) is not installed in ")
 
 
 def one_missing_interpreter(records: list[CheckRecord]) -> list[CheckRecord]:

@@ -11,15 +11,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from typing import Optional, Union
+from dfdoctor.lazy_re import compile_later
 
 CONTROL_OPS = ("&&", "||", ";;", "|&", ";", "&", "|", "(", ")")
 REDIRECT_OPS = ("&>>", "&>", "<<<", "<<-", "<<", ">>", ">|", ">&", "<&", "<>", ">", "<")
 RESERVED = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for", "case", "esac",
             "{", "}", "!", "time"}
 # Used with fullmatch: `$` would also match before a trailing newline and let "word\n" through unquoted.
-_SAFE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")  # no `~`: a shell expands it at a word's start and after `=`
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_ARRAY_START = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")  # what comes before a compound assignment's `(`
+_SAFE = compile_later(r"[A-Za-z0-9_@%+=:,./-]+")  # no `~`: a shell expands it at a word's start and after `=`
+_ASSIGNMENT = compile_later(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_ARRAY_START = compile_later(r"[A-Za-z_][A-Za-z0-9_]*\+?=")  # what comes before a compound assignment's `(`
 
 
 class ShellSyntaxError(ValueError):
@@ -462,7 +463,7 @@ def quote(s: str) -> str:
     return "'" + s.replace("'", "'\"'\"'") + "'"
 
 
-_UNDECODABLE = re.compile("[\udc80-\udcff]")
+_UNDECODABLE = compile_later("[\udc80-\udcff]")
 
 
 def quote_typed(s: str) -> str:

@@ -18,7 +18,6 @@ import io
 import marshal
 import re
 import types
-import zipfile
 import zlib
 from pathlib import Path
 from typing import Optional
@@ -80,6 +79,7 @@ def bundle(part: str | None = None) -> bytes:
     dfdoctor/agent/ beneath an empty dfdoctor/; only what `part` needs when given (less to send for a probe). Each
     module's bytecode beside it where this interpreter has it cached (`bytecode`). The same bytes for the same
     files and caches (fixed dates)."""
+    import zipfile  # here: only what goes to a --target is bundled; a local check, launch, status or stop never is
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         def add(name: str, data: bytes) -> None:
@@ -139,6 +139,7 @@ def line_of(zipped: bytes) -> bytes:
     """The files of an agent's zip as the loader reads them on stdin: one marshalled dict {name: bytes} (format 2,
     which every python 3 reads), compressed, base64, a line. The loader then needs marshal and zlib, not zipfile
     (zipfile and what it imports: 16 M instructions of each part's start on a target, a tenth of a `stop`)."""
+    import zipfile  # here: see bundle
     with zipfile.ZipFile(io.BytesIO(zipped)) as zf:
         files = {name: zf.read(name) for name in zf.namelist()}
     return base64.b64encode(zlib.compress(marshal.dumps(files, 2), 9)) + b"\n"

@@ -28,6 +28,7 @@ from dfdoctor.placing import DEFAULT_WATCH_S, STATUS_WATCH_S, LaunchAsk
 from dfdoctor.terminate import (EXIT as TERMINATED_EXIT, Seen, Terminated, sigterm_as_interrupt, started_since,
                                 still_running_line)
 from dfdoctor.targets.strategies import BY_NAME
+from dfdoctor.lazy_re import compile_later
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -45,7 +46,7 @@ STRATEGY_HELP = ("With --target: how the recorder is detached there. auto: what 
 
 
 # ---- command line -------------------------------------------------------------------------------------
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.I)
+_SIZE = compile_later(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.I)
 
 
 class MemSize(click.ParamType):

@@ -20,17 +20,18 @@ from dfdoctor import causes
 from dfdoctor.diagnose.rules_runtime import Context, Finding
 from dfdoctor.diagnose.traceback import PyError, is_library
 from dfdoctor.model import Verdict
+from dfdoctor.lazy_re import compile_later
 
 _REFUSED = [
-    (re.compile(r"^(?:\[rank\d+\]:)?(?:(?P<prog>\S+): )?error: unrecognized arguments: (?P<args>.+)$", re.M | re.I),
+    (compile_later(r"^(?:\[rank\d+\]:)?(?:(?P<prog>\S+): )?error: unrecognized arguments: (?P<args>.+)$", re.M | re.I),
      "unrecognized"),
-    (re.compile(r"^(?:\[rank\d+\]:)?(?:(?P<prog>\S+): )?error: argument (?P<args>\S+): (?P<why>.+)$", re.M),
+    (compile_later(r"^(?:\[rank\d+\]:)?(?:(?P<prog>\S+): )?error: argument (?P<args>\S+): (?P<why>.+)$", re.M),
      "invalid"),
-    (re.compile(r"^(?:\[rank\d+\]:)?(?:(?P<prog>\S+): )?error: the following arguments are required: (?P<args>.+)$",
-                re.M), "required"),
-    (re.compile(r"^(?:\[rank\d+\]:)?Error: No such option: (?P<args>\S+)(?P<why>.*)$", re.M), "unrecognized"),
+    (compile_later(r"^(?:\[rank\d+\]:)?(?:(?P<prog>\S+): )?error: the following arguments are required: (?P<args>.+)$",
+                   re.M), "required"),
+    (compile_later(r"^(?:\[rank\d+\]:)?Error: No such option: (?P<args>\S+)(?P<why>.*)$", re.M), "unrecognized"),
 ]
-_OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][\w.-]*)")
+_OPTION = compile_later(r"(?<![\w-])(--?[A-Za-z][\w.-]*)")
 
 
 def refused(text: str, ctx: Context, status: str) -> Optional[Verdict]:
@@ -99,7 +100,7 @@ def refused(text: str, ctx: Context, status: str) -> Optional[Verdict]:
     return Verdict("failed", causes.BAD_ARGUMENTS, summary, fix, evidence)
 
 
-_FIRE = re.compile(r"^ERROR: Could not consume arg: (?P<arg>\S+)$", re.M)
+_FIRE = compile_later(r"^ERROR: Could not consume arg: (?P<arg>\S+)$", re.M)
 
 
 def _fire_refused(text: str, ctx: Context, status: str) -> Optional[Verdict]:
@@ -131,7 +132,7 @@ def _fire_refused(text: str, ctx: Context, status: str) -> Optional[Verdict]:
     return Verdict("failed", causes.BAD_ARGUMENTS, summary, fix, evidence)
 
 
-_CHOICE = re.compile(r"invalid choice: '(?P<value>[^']*)' \(choose from (?P<choices>.+)\)")
+_CHOICE = compile_later(r"invalid choice: '(?P<value>[^']*)' \(choose from (?P<choices>.+)\)")
 
 
 def _choice_fix(flag: str, why: str) -> str:

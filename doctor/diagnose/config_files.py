@@ -9,23 +9,23 @@ reads its text from the job's output; with HYDRA_FULL_ERROR=1 the same text ends
 from __future__ import annotations
 
 import difflib
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 from dfdoctor import causes
 from dfdoctor.diagnose.rules_runtime import Context, Finding
 from dfdoctor.diagnose.traceback import PyError
+from dfdoctor.lazy_re import compile_later
 
 if TYPE_CHECKING:
     from dfdoctor.project import configs
 
-_MARK = re.compile(r'in "(?P<file>[^"]+\.ya?ml)", line (?P<line>\d+), column (?P<col>\d+)')
-_OVERRIDE = re.compile(r"Could not override '(?P<key>[^']+)'")
+_MARK = compile_later(r'in "(?P<file>[^"]+\.ya?ml)", line (?P<line>\d+), column (?P<col>\d+)')
+_OVERRIDE = compile_later(r"Could not override '(?P<key>[^']+)'")
 # omegaconf's reason, printed after hydra's line, or before it (in the chained traceback of HYDRA_FULL_ERROR=1)
-_ABSENT = re.compile(r"Key '(?P<leaf>[^']+)' is not in struct")
-_NO_OPTION = re.compile(r"Could not (?:find|load) '(?P<group>[^']+)/(?P<opt>[^'/]+)'[\s\S]{0,300}?"
-                        r"Available options in '[^']+':\n(?P<opts>(?:[ \t]+\S[^\n]*\n?)+)")
+_ABSENT = compile_later(r"Key '(?P<leaf>[^']+)' is not in struct")
+_NO_OPTION = compile_later(r"Could not (?:find|load) '(?P<group>[^']+)/(?P<opt>[^'/]+)'[\s\S]{0,300}?"
+                           r"Available options in '[^']+':\n(?P<opts>(?:[ \t]+\S[^\n]*\n?)+)")
 
 
 def yaml_broken(err: PyError, ctx: Context) -> Optional[Finding]:

@@ -11,8 +11,9 @@ from typing import Optional
 from dfdoctor import causes
 from dfdoctor.diagnose.rules_runtime import Context, Finding
 from dfdoctor.diagnose.traceback import PyError
+from dfdoctor.lazy_re import compile_later
 
-_PATHLIKE = re.compile(r"(?<![\w:/])((?:\.{1,2}/|~/|/)?[\w.-]+(?:/[\w.-]+)+/?)")
+_PATHLIKE = compile_later(r"(?<![\w:/])((?:\.{1,2}/|~/|/)?[\w.-]+(?:/[\w.-]+)+/?)")
 
 
 def assert_names_missing_data(err: PyError, ctx: Context) -> Optional[Finding]:

@@ -27,6 +27,7 @@ from dfdoctor import causes
 from dfdoctor.agent.loop_lines import shape_of
 from dfdoctor.model import Verdict
 from dfdoctor.run.record import RunRecord
+from dfdoctor.lazy_re import compile_later
 
 QUICK_S = 300.0  # a job that stopped this soon, saying why, did not train
 OUTPUT_MAX = 64 << 10  # more output than this is work, whatever it says
@@ -36,11 +37,11 @@ WALK_MAX = 20000  # entries looked at under the folders, at most (a huge data fo
 WALK_BUDGET_S = 1.0
 SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".dfdoctor", ".venv", "venv", "node_modules", ".mypy_cache",
              ".pytest_cache", "site-packages"}
-REASON = re.compile(
+REASON = compile_later(
     r"\b(?:unable to|could ?n[o']t|cannot|can't|fail(?:ed|s)? to|not (?:enough|sufficient|found|available|"
     r"supported|set|detected)|insufficient|no (?:usable |available |cuda |)(?:gpus?|cuda|devices?|accelerators?)\b|"
     r"(?:requires?|needs?) (?:at least )?\d+|exiting|aborting|skipping|nothing to do|giving up)", re.I)
-_LOG_PREFIX = re.compile(r"^(?:\[(?:rank|default)\d*\]:|\S*\d+:\s)")  # torchrun --tee's "[rank0]:", "0: "
+_LOG_PREFIX = compile_later(r"^(?:\[(?:rank|default)\d*\]:|\S*\d+:\s)")  # torchrun --tee's "[rank0]:", "0: "
 
 
 def did_nothing(run: RunRecord) -> Optional[Verdict]:

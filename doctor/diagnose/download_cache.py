@@ -12,10 +12,10 @@ value turns the cache off (every use downloads). The record keeps both variables
 
 from __future__ import annotations
 
-import re
 from typing import Iterable, Mapping, Optional
+from dfdoctor.lazy_re import compile_later
 
-_TIKTOKEN = re.compile(r"(^|/)tiktoken(_ext)?/")  # tiktoken/load.py, tiktoken_ext/openai_public.py
+_TIKTOKEN = compile_later(r"(^|/)tiktoken(_ext)?/")  # tiktoken/load.py, tiktoken_ext/openai_public.py
 
 TIKTOKEN_WHAT = "tiktoken fetches its BPE file"
 TIKTOKEN_FIX = ("tiktoken downloads its BPE files on first use and reads them from its cache after that: the folder "

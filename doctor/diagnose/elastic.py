@@ -17,11 +17,12 @@ from dfdoctor import causes
 from dfdoctor.model import Verdict
 from dfdoctor.diagnose.traceback import (RANK_PREFIX, PyError, parse_python_error, rank_output,
                                          ranks_with_traceback)
+from dfdoctor.lazy_re import compile_later
 
 ROOT_CAUSE = "Root Cause (first observed failure):"
 FAILURES = "Failures:"
-AGENT_FAILED = re.compile(r"elastic/multiprocessing/api\.py:\d+\] failed \(exitcode")
-FIELD = re.compile(r"^\s{2}(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s?(?P<value>.*)$")
+AGENT_FAILED = compile_later(r"elastic/multiprocessing/api\.py:\d+\] failed \(exitcode")
+FIELD = compile_later(r"^\s{2}(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s?(?P<value>.*)$")
 
 
 @dataclass
@@ -97,8 +98,8 @@ def _rows(text: str) -> list[RankFailure]:
 # A collective that failed because another rank went away first: the rank that printed it is a casualty, not the
 # cause (gloo: "Connection closed by peer ... typically caused by a remote worker crashing"; NCCL: "remote process
 # exited or there was a network error").
-PEER_GONE = re.compile(r"Connection closed by peer|Connection reset by peer|remote worker crash|"
-                       r"remote process exited|Broken pipe|NCCL communicator was aborted")
+PEER_GONE = compile_later(r"Connection closed by peer|Connection reset by peer|remote worker crash|"
+                          r"remote process exited|Broken pipe|NCCL communicator was aborted")
 
 
 def behind_a_casualty(text: str, row: Optional[RankFailure], err: Optional[PyError]

@@ -10,13 +10,13 @@ processes a node runs cannot be read, the world size is said not established (ne
 
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 from dfdoctor import causes
 from dfdoctor.model import Verdict
+from dfdoctor.lazy_re import compile_later
 
-_MEMBER = re.compile(r"MEMBER: (\d+)/(\d+)")
+_MEMBER = compile_later(r"MEMBER: (\d+)/(\d+)")
 _PG_TIMEOUT_MIN = 30  # init_process_group's default timeout for gloo (NCCL's is 10 min)
 
 

@@ -10,13 +10,13 @@ command overrides it). Anything less only warns, as the check itself already doe
 from __future__ import annotations
 
 import dataclasses
-import re
 from pathlib import Path
 from typing import Optional
 
 from dfdoctor import causes
 from dfdoctor.model import CheckRecord, Status, Verdict
 from dfdoctor.diagnose.pg_backend import read_backend
+from dfdoctor.lazy_re import compile_later
 
 # Pre-launch checks whose finding of one cause foretells a verdict of another.
 RELATED = {causes.DEPENDENCY_MISMATCH: {causes.IMPORT_ERROR, causes.DEPENDENCY_MISMATCH},
@@ -42,7 +42,7 @@ def link(verdict: Verdict, records: list[CheckRecord]) -> Verdict:
 
 # Causes that are a fact of the machine (no GPU, no NCCL): a check that found the cause found the failure.
 MACHINE_FACTS = {causes.CUDA_UNAVAILABLE, causes.CUDA_INIT_FAILED, causes.NCCL_FAILED}
-_EXCEPTION = re.compile(r"\b(\w+(?:Error|Exception): \S.{3,})")  # the exception words the job died with
+_EXCEPTION = compile_later(r"\b(\w+(?:Error|Exception): \S.{3,})")  # the exception words the job died with
 
 
 def _same_failure(record: CheckRecord, verdict: Verdict) -> bool:

@@ -10,12 +10,12 @@ be missing: a rank ending after its peers is what a finishing job looks like.
 
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 from dfdoctor.diagnose.stackclass import Frame
+from dfdoctor.lazy_re import compile_later
 
-_CALL = re.compile(r"^[^#]*\binit_process_group\s*\(")
+_CALL = compile_later(r"^[^#]*\binit_process_group\s*\(")
 MAX_BYTES = 4 << 20  # a training script, not a data file
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 import re
 from typing import Optional
+from dfdoctor.lazy_re import compile_later
 
-_NAME = re.compile(r"^Name:\s*(\S+)", re.M)
-_VERSION = re.compile(r"^Version:\s*(\S+)", re.M)
+_NAME = compile_later(r"^Name:\s*(\S+)", re.M)
+_VERSION = compile_later(r"^Version:\s*(\S+)", re.M)
 MAX_DIST_INFOS = 5000
 
 

@@ -6,7 +6,6 @@ writes. When the user asked for --log elsewhere, the fix is one line of the laun
 from __future__ import annotations
 
 import os
-import re
 import shlex
 from pathlib import Path
 from typing import Optional
@@ -14,8 +13,9 @@ from typing import Optional
 import psutil
 from dfdoctor.diagnose.traceback import PyError, parse_python_error
 from dfdoctor.agent.procfs import proc_start_time
+from dfdoctor.lazy_re import compile_later
 
-_REDIRECT = re.compile(r"(?P<op>&>>?|\d?>>?)\s*(?P<path>\"[^\"]+\"|'[^']+'|[^\s;&|]+)")
+_REDIRECT = compile_later(r"(?P<op>&>>?|\d?>>?)\s*(?P<path>\"[^\"]+\"|'[^']+'|[^\s;&|]+)")
 
 
 def current_command(pid: int, start_ticks: Optional[int]) -> Optional[str]:

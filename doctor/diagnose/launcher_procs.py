@@ -13,9 +13,10 @@ import re
 import shlex
 from pathlib import Path
 from typing import Optional
+from dfdoctor.lazy_re import compile_later
 
 _SHELLS = ("bash", "sh", "dash", "zsh")
-_NPROC = re.compile(r"--nproc[_-]per[_-]node(?:=|\s+)[\"']?\$\{?(\w+)\}?")
+_NPROC = compile_later(r"--nproc[_-]per[_-]node(?:=|\s+)[\"']?\$\{?(\w+)\}?")
 _LAUNCHERS = ("torchrun", "torch.distributed.launch", "torch.distributed.run")
 _MAX_BYTES = 64 * 1024
 

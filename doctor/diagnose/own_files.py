@@ -6,7 +6,6 @@ wrote. (With --log, the same file is `log-elsewhere`: the user reads a log that 
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import time
 from typing import Optional
@@ -14,13 +13,14 @@ from typing import Optional
 from dfdoctor.model import Verdict
 from dfdoctor.run.live import LiveFacts
 from dfdoctor.run.record import RunRecord
+from dfdoctor.lazy_re import compile_later
 
 # where tools the job starts keep logs that grow on their own timers (wandb's service, a cache), not its progress
 TOOL_FOLDERS = ("/wandb/", "/.cache/", "/mlruns/", "/torchinductor_", "/.dfdoctor/")
 # Ray's session folder (its GCS, raylet and the driver's core worker write there on their own timers from the moment
 # ray.init() starts them): on a loaded machine they grew before Ray's own line saying which cluster the driver
 # joined, and the job was called running on them, that line unread (ray-wrong-cluster missed)
-RAY_SESSION = re.compile(r"/session_(?:latest|\d{4}-\d\d-\d\d_[\d_-]+)/")
+RAY_SESSION = compile_later(r"/session_(?:latest|\d{4}-\d\d-\d\d_[\d_-]+)/")
 Sizes = tuple[float, dict[str, tuple[int, int]]]  # (when, {path: (pid, size)})
 
 

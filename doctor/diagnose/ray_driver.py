@@ -19,13 +19,14 @@ from dfdoctor import causes
 from dfdoctor.model import Verdict
 from dfdoctor.run.live import LiveFacts
 from dfdoctor.run.record import RunRecord
+from dfdoctor.lazy_re import compile_later
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-CONNECTING = re.compile(r"Connecting to existing Ray cluster at address: (\S+?)(?:\.\.\.)?\s*$", re.M)
-DASHBOARD = re.compile(r"(?:Connected to Ray cluster|Started a local Ray instance)\.? View the dashboard at (\S+)")
-STARTED = re.compile(r"Started a local Ray instance", re.M)
-FROM_ENV = re.compile(r"Using address (\S+) set in the environment variable (RAY_ADDRESS)")
-RAY_LINE = re.compile(r"INFO worker\.py:\d+ -- ")
+_ANSI = compile_later(r"\x1b\[[0-9;]*m")
+CONNECTING = compile_later(r"Connecting to existing Ray cluster at address: (\S+?)(?:\.\.\.)?\s*$", re.M)
+DASHBOARD = compile_later(r"(?:Connected to Ray cluster|Started a local Ray instance)\.? View the dashboard at (\S+)")
+STARTED = compile_later(r"Started a local Ray instance", re.M)
+FROM_ENV = compile_later(r"Using address (\S+) set in the environment variable (RAY_ADDRESS)")
+RAY_LINE = compile_later(r"INFO worker\.py:\d+ -- ")
 
 
 def _ray_lines(run: RunRecord) -> str:

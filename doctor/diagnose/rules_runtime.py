@@ -22,6 +22,7 @@ from dfdoctor.diagnose import download_cache, download_root
 from dfdoctor.diagnose.static_value import Reading, traced_value
 from dfdoctor.diagnose.traceback import PyError
 from dfdoctor.numbers import is_whole
+from dfdoctor.lazy_re import compile_later
 
 _SIZE = r"[\d.]+ [KMGTP]?i?B|\d+ bytes"
 
@@ -303,11 +304,11 @@ def _nofile(ctx: Context) -> Optional[str]:
 
 
 _ENOSPC = ("No space left on device", "Errno 28", "Disk quota exceeded", "Errno 122")
-_SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")  # numpy's tofile on a full file system: no errno
+_SHORT_WRITE = compile_later(r"\d+ requested and \d+ written")  # numpy's tofile on a full file system: no errno
 _SHM_ROOTS = ("/dev/shm", "/run/shm")
 _EROFS = ("Read-only file system", "Errno 30")
 _TORCH_WRITER = ("PytorchStreamWriter failed writing", "file write failed", "unexpected pos")
-_PATH = re.compile(r"""['"](/[^'"\n]+)['"]""")
+_PATH = compile_later(r"""['"](/[^'"\n]+)['"]""")
 
 
 def disk_full(err: PyError, ctx: Context) -> Optional[Finding]:
@@ -456,9 +457,9 @@ def gpu_ranks_without_gpus(err: PyError, ctx: Context) -> Optional[Finding]:
                    [f"message: {err.headline[:300]}", f"the launch line: {' '.join(ctx.argv)[:300]}"])
 
 
-_ASSERT_EXISTS = re.compile(r"^\s*assert\s+(?:os\.path\.(?:exists|isfile|isdir|lexists)\((?P<arg>.+?)\)|"
-                            r"(?:Path|pathlib\.Path)\((?P<arg2>.+?)\)\.(?:exists|is_file|is_dir)\(\)|"
-                            r"(?P<arg3>[\w.]+)\.(?:exists|is_file|is_dir)\(\))\s*(?:,|$)")
+_ASSERT_EXISTS = compile_later(r"^\s*assert\s+(?:os\.path\.(?:exists|isfile|isdir|lexists)\((?P<arg>.+?)\)|"
+                               r"(?:Path|pathlib\.Path)\((?P<arg2>.+?)\)\.(?:exists|is_file|is_dir)\(\)|"
+                               r"(?P<arg3>[\w.]+)\.(?:exists|is_file|is_dir)\(\))\s*(?:,|$)")
 
 
 def assert_path_missing(err: PyError, ctx: Context) -> Optional[Finding]:
@@ -516,9 +517,9 @@ def _resolve_in(path: str, ctx: Context) -> str:
 
 
 # a call that writes a file, on the job's own line: open(.., 'w'/'wb'/'a'/'x'), a save, a dump, a to_*
-_WRITES = re.compile(r"""\bopen\(.*,\s*(?:mode\s*=\s*)?['"][rbt+]*[wax]|\.(?:save|savez\w*|savetxt|savefig|"""
-                     r"""to_csv|to_json|to_parquet|to_pickle|write_text|write_bytes|save_pretrained)\(|"""
-                     r"""\b(?:torch|np|numpy|pickle|json|joblib)\.(?:save|dump)\(""")
+_WRITES = compile_later(r"""\bopen\(.*,\s*(?:mode\s*=\s*)?['"][rbt+]*[wax]|\.(?:save|savez\w*|savetxt|savefig|"""
+                        r"""to_csv|to_json|to_parquet|to_pickle|write_text|write_bytes|save_pretrained)\(|"""
+                        r"""\b(?:torch|np|numpy|pickle|json|joblib)\.(?:save|dump)\(""")
 
 
 def output_dir_missing(err: PyError, ctx: Context) -> Optional[Finding]:
@@ -605,7 +606,7 @@ _NET = ("Temporary failure in name resolution", "Name or service not known", "Ne
         "Failed to establish a new connection", "Max retries exceeded with url", "urlopen error",
         "couldn't connect to", "Connection refused", "No route to host", "OfflineModeIsEnabled",
         "LocalEntryNotFoundError", "Could not resolve host", "Read timed out", "getaddrinfo failed")
-_URL = re.compile(r"https?://[^\s'\")>]+|host='([^']+)'")
+_URL = compile_later(r"https?://[^\s'\")>]+|host='([^']+)'")
 
 
 def download_failed(err: PyError, ctx: Context) -> Optional[Finding]:
@@ -647,7 +648,7 @@ def download_failed(err: PyError, ctx: Context) -> Optional[Finding]:
                    f"this machine could not reach {target or 'the server'} ({hit}).", fix, evidence + more)
 
 
-_POOL = re.compile(r"(HTTPS?)ConnectionPool\(host='([^']+)', port=(\d+)\): Max retries exceeded with url: (/\S*)")
+_POOL = compile_later(r"(HTTPS?)ConnectionPool\(host='([^']+)', port=(\d+)\): Max retries exceeded with url: (/\S*)")
 
 
 def _pool_urls(text: str) -> list[str]:

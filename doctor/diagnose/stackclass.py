@@ -9,21 +9,21 @@ first thread. Both formats list the most recent call first.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Optional
 
 from dfdoctor import causes
 from dfdoctor.diagnose.guardfix import COMPILE_GUARD_FIX  # noqa: F401 (kept importable here)
 from dfdoctor.numbers import whole
+from dfdoctor.lazy_re import compile_later
 
 # faulthandler: 'Thread 0x00007f.. (most recent call first):' / '  File "path", line 12 in func'
-_FH_THREAD = re.compile(r'^(?:Current thread|Thread) (0x[0-9a-fA-F]+|\d+)(?: \[[^\]]*\])? \(most recent call first\):')
-_FH_STACK = re.compile(r'^Stack \(most recent call first\):')
-_FH_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+|\?\?\?) in (?P<func>\S+)')
+_FH_THREAD = compile_later(r'^(?:Current thread|Thread) (0x[0-9a-fA-F]+|\d+)(?: \[[^\]]*\])? \(most recent call first\):')
+_FH_STACK = compile_later(r'^Stack \(most recent call first\):')
+_FH_FRAME = compile_later(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+|\?\?\?) in (?P<func>\S+)')
 # py-spy dump: 'Thread 1234 (idle): "MainThread"' / '    func (path/file.py:12)'
-_PS_THREAD = re.compile(r'^Thread (0x[0-9a-fA-F]+|\d+) \((?P<state>[^)]*)\)(?::\s*"(?P<name>[^"]*)")?')
-_PS_FRAME = re.compile(r'^\s+(?P<func>\S+) \((?P<file>.+):(?P<line>\d+)\)\s*$')  # a path may hold ( ) and :
+_PS_THREAD = compile_later(r'^Thread (0x[0-9a-fA-F]+|\d+) \((?P<state>[^)]*)\)(?::\s*"(?P<name>[^"]*)")?')
+_PS_FRAME = compile_later(r'^\s+(?P<func>\S+) \((?P<file>.+):(?P<line>\d+)\)\s*$')  # a path may hold ( ) and :
 
 
 @dataclass(frozen=True)
@@ -69,9 +69,9 @@ def parse(stacks_text: str) -> list[ThreadStack]:
         head = _FH_THREAD.match(raw) or _PS_THREAD.match(raw) or _FH_STACK.match(raw)
         if head:
             close()
-            name = head.groupdict().get("name") if head.re is _PS_THREAD else None
-            ident = name or (head.group(1) if head.re is not _FH_STACK else "thread")
-            state = head.group("state") if head.re is _PS_THREAD else ""
+            name = head.groupdict().get("name") if head.re.pattern == _PS_THREAD.pattern else None
+            ident = name or (head.group(1) if head.re.pattern != _FH_STACK.pattern else "thread")
+            state = head.group("state") if head.re.pattern == _PS_THREAD.pattern else ""
             frames = []
             continue
         m = _FH_FRAME.match(raw) or _PS_FRAME.match(raw)

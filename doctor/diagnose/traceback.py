@@ -7,11 +7,12 @@ import os
 import re
 from dataclasses import dataclass
 from typing import Optional
+from dfdoctor.lazy_re import compile_later
 
-EXC_LINE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure)|"
-                      r"KeyboardInterrupt|SystemExit|StopIteration)(?::.*)?$")
-FILE_LINE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
-RANK_PREFIX = re.compile(r"^\[rank(?P<rank>\d+)\]:(?: |$)")
+EXC_LINE = compile_later(r"^(?:[A-Za-z_][\w]*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure)|"
+                         r"KeyboardInterrupt|SystemExit|StopIteration)(?::.*)?$")
+FILE_LINE = compile_later(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
+RANK_PREFIX = compile_later(r"^\[rank(?P<rank>\d+)\]:(?: |$)")
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,14 @@ and the ordinary verdicts stand.
 from __future__ import annotations
 
 import os
-import re
 from typing import Optional
 
 from dfdoctor import causes
 from dfdoctor.diagnose.rules_runtime import Context, Finding
 from dfdoctor.diagnose.traceback import PyError
+from dfdoctor.lazy_re import compile_later
 
-_NO_NAME = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
+_NO_NAME = compile_later(r"cannot import name '(\w+)' from '([\w.]+)'")
 
 
 def missing_module(err: PyError, ctx: Context, name: str, declared: Optional[str]) -> Optional[tuple[str, str]]:

@@ -28,6 +28,7 @@ from dfdoctor.project.source import Module
 from dfdoctor.diagnose import installed_version, launcher_procs, torch_pairs
 from dfdoctor.diagnose.rules_runtime import Context
 from dfdoctor.diagnose.traceback import PyError, is_library
+from dfdoctor.lazy_re import compile_later
 
 NOT_TRIED = " (dfdoctor did not try this fix)"
 
@@ -414,8 +415,8 @@ def _writes(err: PyError) -> bool:
                 re.search(r"\.(?:save|savez|to_csv|write_text|write_bytes|savefig)\(", code))
 
 
-_DELETES = re.compile(r"(?:\bos\.(?:remove|unlink|rmdir)|\bshutil\.rmtree|\.unlink|\.rmdir|^\s*(?:remove|unlink|rmtree)"
-                      r")\s*\(")
+_DELETES = compile_later(r"(?:\bos\.(?:remove|unlink|rmdir)|\bshutil\.rmtree|\.unlink|\.rmdir|"
+                         r"^\s*(?:remove|unlink|rmtree))\s*\(")
 
 
 def _deletes(err: PyError) -> bool:

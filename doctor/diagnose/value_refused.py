@@ -22,14 +22,15 @@ from typing import Optional
 from dfdoctor import causes
 from dfdoctor.diagnose.rules_runtime import Context, Finding
 from dfdoctor.diagnose.traceback import PyError, is_library
+from dfdoctor.lazy_re import compile_later
 
 _NOT_OURS = ("FileNotFoundError", "OSError", "PermissionError", "IsADirectoryError", "NotADirectoryError",
              "ModuleNotFoundError", "ImportError", "OutOfMemoryError", "SyntaxError")
-_PATHISH = re.compile(r"\b(?:exists|isdir|isfile|listdir|glob|open)\b|os\.path|Path\(")
+_PATHISH = compile_later(r"\b(?:exists|isdir|isfile|listdir|glob|open)\b|os\.path|Path\(")
 # a value ending so names a file (timm's model names have dots too: `vit_base_patch16_224.augreg_in21k`)
 _FILE_SUFFIXES = {".pt", ".pth", ".ckpt", ".bin", ".safetensors", ".txt", ".csv", ".json", ".yaml", ".yml", ".npz",
                   ".npy", ".pkl", ".h5", ".tar", ".gz", ".zip", ".jpg", ".png", ".py", ".log"}
-_QUOTED = re.compile(r"'([^'\s]{1,60})'|\"([^\"\s]{1,60})\"")
+_QUOTED = compile_later(r"'([^'\s]{1,60})'|\"([^\"\s]{1,60})\"")
 
 
 def value_refused(err: PyError, ctx: Context) -> Optional[Finding]:

@@ -36,6 +36,7 @@ from dfdoctor.model import Verdict
 from dfdoctor.run.live import LiveFacts
 from dfdoctor.run.record import RunRecord, still_runs
 from dfdoctor.targets import Target, transport
+from dfdoctor.lazy_re import compile_later
 
 FX_RACE_MARKERS = ("Detected that you are using FX to symbolically trace a dynamo-optimized function",
                    "CURRENT_PATCHER is None")
@@ -384,7 +385,7 @@ def elastic_rank_failed(run: RunRecord, live: Optional[LiveFacts]) -> Optional[V
     return verdict
 
 
-_AGENT_LINE = re.compile(r"^(?:[WEI]\d{4} |\[rank\d+\]:|Traceback|  File |    |torch\.distributed\.elastic|=+$|-+$)")
+_AGENT_LINE = compile_later(r"^(?:[WEI]\d{4} |\[rank\d+\]:|Traceback|  File |    |torch\.distributed\.elastic|=+$|-+$)")
 
 
 def _rank_signal_verdict(run: RunRecord, row: "elastic.RankFailure", evidence: list[str]) -> Verdict:

@@ -24,12 +24,13 @@ from dfdoctor.launchline.envs import env_prefix
 from dfdoctor.launchline.expand import Unknown
 from dfdoctor.launchline.walk import WalkState, start_state, walk
 from dfdoctor.launchline.wrappers import SHELLS, read_through
+from dfdoctor.lazy_re import compile_later
 
 MAX_LAUNCHER_DEPTH = 4  # a launcher that calls a launcher that calls ... python
 MAX_LAUNCHER_BYTES = 256 * 1024  # a "launcher" bigger than this is not a launcher we can read sensibly
 
-_PYTHON_RE = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?[mw]?$")
-_ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_PYTHON_RE = compile_later(r"^(python|pypy)(\d+(\.\d+)*)?[mw]?$")
+_ASSIGN_RE = compile_later(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _TORCHRUN_MODULES = {"torch.distributed.run", "torch.distributed.launch"}
 _ACCELERATE_MODULES = {"accelerate.commands.launch", "accelerate.commands.accelerate_cli", "accelerate"}
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Optional, Union
 
 from dfdoctor.shell import ShellSyntaxError, _read_quoted_subst, parse
+from dfdoctor.lazy_re import compile_later
 
 
 class Unknown(str):
@@ -43,7 +44,7 @@ Value = Union[str, Unknown]
 
 class _Whole(str):
     """A value the shell does not split even unquoted: a default written in quotes (`${X:-"a b"}`)."""
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NAME = compile_later(r"[A-Za-z_][A-Za-z0-9_]*")
 # Variables a shell sets itself, different in every run: a script that reads them cannot be followed exactly.
 _VOLATILE = {"RANDOM", "SRANDOM", "LINENO", "SECONDS", "EPOCHSECONDS", "EPOCHREALTIME", "BASHPID", "PPID"}
 
@@ -301,8 +302,8 @@ def _value_of(name: str, scope: Scope) -> Value:
     return "" if v is None else v
 
 
-_BRACED = re.compile(r"^(?P<len>#)?(?P<name>[A-Za-z_][A-Za-z0-9_]*(?:\[0\])?|[0-9]+|[@*#?$!-])"
-                     r"(?P<op>:-|-|:=|=|:\+|\+|:\?|\?|%%|%|##|#|/|:)?(?P<arg>.*)$", re.S)
+_BRACED = compile_later(r"^(?P<len>#)?(?P<name>[A-Za-z_][A-Za-z0-9_]*(?:\[0\])?|[0-9]+|[@*#?$!-])"
+                        r"(?P<op>:-|-|:=|=|:\+|\+|:\?|\?|%%|%|##|#|/|:)?(?P<arg>.*)$", re.S)
 
 
 def _braced(body: str, scope: Scope) -> Value:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import posixpath
-import re
 from typing import Optional
 
 from dfdoctor import causes
@@ -21,6 +20,7 @@ from dfdoctor.launchline.hops import (
 )
 from dfdoctor.shell import join, quote
 from dfdoctor.targets.registry import kind_for
+from dfdoctor.lazy_re import compile_later
 
 
 def pick_job(jobs: list[Job]) -> Optional[Job]:
@@ -111,7 +111,7 @@ def _tty_on_path(f: Frame) -> bool:
 
 
 # a path of plain words and variables (`$PWD/logs/x.log`, `${RUN}/x.log`): the shell expands it, as it did the user's
-_PLAIN_VARS = re.compile(r"[\w./${}-]+")
+_PLAIN_VARS = compile_later(r"[\w./${}-]+")
 
 
 def path_word(path: str) -> str:

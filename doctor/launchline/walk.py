@@ -23,10 +23,11 @@ from dfdoctor.launchline.envs import env_prefix
 from dfdoctor.launchline.expand import Scope, Unknown, expand, expand_one
 from dfdoctor.shell import Command, ShellSyntaxError, parse
 from dfdoctor.numbers import whole
+from dfdoctor.lazy_re import compile_later
 
 MAX_SOURCE_BYTES = 256 * 1024
-_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)$", re.S)
-_REDIRECT_HEAD = re.compile(r"^\d*(&>>|&>|<<<|<<-|<<|>>|>\||>&|<&|<>|>|<)\s*")
+_ASSIGN = compile_later(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)$", re.S)
+_REDIRECT_HEAD = compile_later(r"^\d*(&>>|&>|<<<|<<-|<<|>>|>\||>&|<&|<>|>|<)\s*")
 # Commands that change neither the shell's state nor the files a launch needs, and (nearly) always succeed.
 _INERT = {"echo", "printf", "true", ":", "trap", "ulimit", "umask", "wait", "sleep", "shopt", "date",
           "hostname", "pwd", "hash", "alias", "nvidia-smi", "ls", "cat", "sync", "printenv", "which",
@@ -463,7 +464,7 @@ def _source_path(state: WalkState, word: str) -> Union[Path, Unknown, None]:
     return cwd / word
 
 
-_VENV_LINE = re.compile(r"""^\s*(?:export\s+)?VIRTUAL_ENV=(['"]?)(/[^'"\n]*)\1\s*$""", re.M)
+_VENV_LINE = compile_later(r"""^\s*(?:export\s+)?VIRTUAL_ENV=(['"]?)(/[^'"\n]*)\1\s*$""", re.M)
 
 
 def _venv_of(path: Path) -> Optional[Path]:

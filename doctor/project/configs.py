@@ -10,9 +10,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
+from dfdoctor.lazy_re import compile_later
 
-_KEY = re.compile(r"^( *)([A-Za-z_][\w-]*)\s*:(?:\s|$)")
-_CONFIG_PATH = re.compile(r"config_path\s*=\s*(?:[\"']([^\"']+)[\"']|root\s*/\s*[\"']([^\"']+)[\"'])")
+_KEY = compile_later(r"^( *)([A-Za-z_][\w-]*)\s*:(?:\s|$)")
+_CONFIG_PATH = compile_later(r"config_path\s*=\s*(?:[\"']([^\"']+)[\"']|root\s*/\s*[\"']([^\"']+)[\"'])")
 _MAX_FILES = 300
 
 

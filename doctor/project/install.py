@@ -16,6 +16,7 @@ from typing import Optional
 
 from dfdoctor.project.readme import ReadmeLine
 from dfdoctor.safefile import read_head_text
+from dfdoctor.lazy_re import compile_later
 
 # Import names whose distribution is called something else (the usual surprises).
 PIP_NAMES = {"cv2": "opencv-python", "PIL": "Pillow", "yaml": "PyYAML", "sklearn": "scikit-learn",
@@ -24,7 +25,7 @@ PIP_NAMES = {"cv2": "opencv-python", "PIL": "Pillow", "yaml": "PyYAML", "sklearn
              "serial": "pyserial", "git": "GitPython", "fitz": "PyMuPDF", "magic": "python-magic",
              "flash_attn": "flash-attn", "apex": "apex (built from source)", "wandb": "wandb"}
 _MARKERS = ("setup.py", "pyproject.toml", "setup.cfg")
-_REQ = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_REQ = compile_later(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Optional
+from dfdoctor.lazy_re import compile_later
 
 _UP = 4  # folders above the script searched for the module, as doctor/project looks for the project's root
-_IN_CODE = re.compile(r"^[^#\n]*(sys\.path\.(?:insert|append|extend)\(|sys\.path\s*[+]=|setup_root\(|"
-                      r"site\.addsitedir\()", re.M)
-_IN_SHELL = re.compile(r"^[^#\n]*\bPYTHONPATH\s*[:?]?=", re.M)
+_IN_CODE = compile_later(r"^[^#\n]*(sys\.path\.(?:insert|append|extend)\(|sys\.path\s*[+]=|setup_root\(|"
+                         r"site\.addsitedir\()", re.M)
+_IN_SHELL = compile_later(r"^[^#\n]*\bPYTHONPATH\s*[:?]?=", re.M)
 _SHELL_FILES = ("Makefile", "makefile", ".env", "tox.ini", "setup.cfg", "pytest.ini")
 _MARKERS = (".project-root",)
 

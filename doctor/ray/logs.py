@@ -8,11 +8,12 @@ import re
 from typing import Optional
 
 from dfdoctor.ray.api import Api, ApiError
+from dfdoctor.lazy_re import compile_later
 
 # pip's own words ("ERROR: Could not find a version that satisfies ..."), else the runtime env agent's failure.
-PIP_LINE = re.compile(r"(ERROR: (?:Could not|No matching|Invalid|Cannot|Ignored|Failed|Directory).*)")
-AGENT_LINE = re.compile(r"(RuntimeEnvSetupError.*|Failed to (?:install|create|set up|setup) .*runtime.*env.*)",
-                        re.I)
+PIP_LINE = compile_later(r"(ERROR: (?:Could not|No matching|Invalid|Cannot|Ignored|Failed|Directory).*)")
+AGENT_LINE = compile_later(r"(RuntimeEnvSetupError.*|Failed to (?:install|create|set up|setup) .*runtime.*env.*)",
+                           re.I)
 LINES = 2000
 
 

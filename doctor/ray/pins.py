@@ -23,15 +23,16 @@ from packaging.version import InvalidVersion, Version
 from dfdoctor import causes
 from dfdoctor.model import CheckRecord, Status
 from dfdoctor.ray.submit import RaySubmission
+from dfdoctor.lazy_re import compile_later
 
 ASK_TIMEOUT_S = 40.0  # one `pip index versions` (pip's own network timeout is set lower: PIP_ARGS)
 PIP_ARGS = ("--disable-pip-version-check", "--timeout", "15", "--retries", "1")
 AT_ONCE = 4
 MOST = 24  # the names asked at most (the rest: said not checked)
-AVAILABLE = re.compile(r"^Available versions: (.*)$", re.M)
-NOT_FOUND = re.compile(r"^ERROR: (No matching distribution found for .*)$", re.M)
-UNREACHED = re.compile(r"Could not fetch URL|NewConnectionError|Failed to establish a new connection|Retrying \(|"
-                       r"Temporary failure in name resolution|ConnectTimeout|ReadTimeout")
+AVAILABLE = compile_later(r"^Available versions: (.*)$", re.M)
+NOT_FOUND = compile_later(r"^ERROR: (No matching distribution found for .*)$", re.M)
+UNREACHED = compile_later(r"Could not fetch URL|NewConnectionError|Failed to establish a new connection|Retrying \(|"
+                          r"Temporary failure in name resolution|ConnectTimeout|ReadTimeout")
 
 
 def pip_entry(sub: RaySubmission) -> tuple[Optional[list[str]], Optional[Path]]:

@@ -10,29 +10,30 @@ from typing import Any, Callable, Optional
 
 from dfdoctor import causes
 from dfdoctor.model import Verdict
+from dfdoctor.lazy_re import compile_later
 
-MISSING = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
+MISSING = compile_later(r"ModuleNotFoundError: No module named '([^']+)'")
 # Python's report of an exception at the very end of a driver's output: its traceback, the exception's line last
-ENDING_TRACEBACK = re.compile(r"Traceback \(most recent call last\):\n(?:[ \t].*\n)+\w[\w.]*(?:Error|Exception|Exit)"
-                              r"\b[^\n]*\s*$")
+ENDING_TRACEBACK = compile_later(r"Traceback \(most recent call last\):\n(?:[ \t].*\n)+\w[\w.]*(?:Error|Exception|Exit)"
+                                 r"\b[^\n]*\s*$")
 # how a task or actor the memory monitor killed reads in the state API (error_type OUT_OF_MEMORY, and its message
 # "N worker(s) were killed due to the node running low on memory" in 2.60; older Rays' words too)
 OOM_WORDS = ("OUT_OF_MEMORY", "running low on memory", "OutOfMemoryError", "memory monitor", "due to memory pressure")
 # what the driver raises when a task it waits on was killed so (ray.get), in the job's message and log: Ray's
 # own exception, never a CUDA OutOfMemoryError
 RAY_OOM_RAISED = ("ray.exceptions.OutOfMemoryError", "killed due to the node running low on memory")
-OOM_VICTIM = re.compile(r"Selected to kill: \((?:Task|Actor\([^)]*\)): job ID=[^,]*, lease ID=[^,]*, "
-                        r"task name=([^,]+),")
+OOM_VICTIM = compile_later(r"Selected to kill: \((?:Task|Actor\([^)]*\)): job ID=[^,]*, lease ID=[^,]*, "
+                           r"task name=([^,]+),")
 # the job manager's own actor that runs each job's driver: the monitor takes it where no task of the job is running
 # yet (or none is newer) when the node's memory passes the threshold, e.g. when something outside Ray fills it
 SUPERVISOR = "_ray_internal_job_actor_"
 # the memory monitor's own numbers in that message: the node's use against its limit, and the worker it chose
-OOM_NODE = re.compile(r"Memory on the node \(IP: [^)]*\) was ([^\n(]+)(?:\(([\d.]+)\))?")
-OOM_THRESHOLD = re.compile(r"exceeded threshold of \d+B \(([\d.]+% of \d+B limit)\)")
+OOM_NODE = compile_later(r"Memory on the node \(IP: [^)]*\) was ([^\n(]+)(?:\(([\d.]+)\))?")
+OOM_THRESHOLD = compile_later(r"exceeded threshold of \d+B \(([\d.]+% of \d+B limit)\)")
 WAITING = ("PENDING_NODE_ASSIGNMENT", "PENDING_ARGS_AVAIL", "PENDING_CREATION", "DEPENDENCIES_UNREADY",
            "PENDING_ACTOR_TASK_ARGS_FETCH", "PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY")
 # Ray's INFO line when `ray.init()` starts an instance of its own instead of joining one (worker.py)
-LOCAL_START = re.compile(r"^.*\bStarted a local Ray instance\b.*$", re.M)
+LOCAL_START = compile_later(r"^.*\bStarted a local Ray instance\b.*$", re.M)
 NO_CAPACITY_S = 5.0  # how long a feasible request must wait before it is called waiting for capacity
 
 

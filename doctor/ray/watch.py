@@ -5,7 +5,6 @@ not used: what Ray's APIs say ends the watch, or the watch's own time does."""
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Any, Callable, Optional, Union
 
@@ -15,6 +14,7 @@ from dfdoctor.ray.api import Api, ApiError
 from dfdoctor.ray.rules import MISSING, WAITING, Seen, at_the_end, ending_traceback, judge
 from dfdoctor.watch.loop import Ended, drive
 from dfdoctor.watch.policy import Observation, Policy
+from dfdoctor.lazy_re import compile_later
 
 POLL_S = 1.0
 # Between two looks, the job API alone is asked this often: a job that ends (FAILED on a missing module, a crash)
@@ -36,8 +36,8 @@ EXIT_WAIT_S = 3.0
 QUICK_LOG_MAX = 256 << 10  # the driver's output is read between looks only while it is this small
 # Ray's own lines in a driver's log (its logger's, the job manager's, the autoscaler's, which every driver of the
 # cluster is sent): they are no progress of the job.
-RAY_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\s+(?:INFO|WARNING|ERROR|DEBUG) |Running entrypoint "
-                      r"for job |(?:\x1b?\[\d+m)?\(autoscaler )")
+RAY_LINE = compile_later(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\s+(?:INFO|WARNING|ERROR|DEBUG) |Running entrypoint "
+                         r"for job |(?:\x1b?\[\d+m)?\(autoscaler )")
 
 
 def own_lines(text: str) -> int:

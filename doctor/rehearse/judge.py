@@ -10,13 +10,14 @@ from typing import Optional
 
 from dfdoctor import causes
 from dfdoctor.rehearse.runner import Rehearsal
+from dfdoctor.lazy_re import compile_later
 
-_MISSING = re.compile(r"No such file or directory|[Nn]onexistent directory|Directory nonexistent|can't create")
-_DENIED = re.compile(r"Permission denied|Read-only file system")
+_MISSING = compile_later(r"No such file or directory|[Nn]onexistent directory|Directory nonexistent|can't create")
+_DENIED = compile_later(r"Permission denied|Read-only file system")
 # How nohup, setsid, a shell, lxc-attach and docker say that a program is not there.
-_NOT_FOUND = re.compile(r"failed to (?:run command|execute) ['\"]?([\w./+-]+)|([\w./+-]+): (?:command )?not found|"
-                        r"exec(?:utable file not found.*?|: )\"?([\w./+-]+)\"?: (?:executable file not found|No such file)|"
-                        r"Failed to exec \"([\w./+-]+)\"")
+_NOT_FOUND = compile_later(r"failed to (?:run command|execute) ['\"]?([\w./+-]+)|([\w./+-]+): (?:command )?not found|"
+                           r"exec(?:utable file not found.*?|: )\"?([\w./+-]+)\"?: (?:executable file not found|No such file)|"
+                           r"Failed to exec \"([\w./+-]+)\"")
 
 
 @dataclass(frozen=True)
@@ -156,8 +157,8 @@ def _written_by_the_line(plan, fd1: dict, expected_log: str) -> bool:
     return any(lg.what == "screen's log" and posixpath.basename(lg.typed) == name for lg in plan.logs)
 
 
-_ERROR_WORDS = re.compile(r"duplicate session|error|not found|denied|No such|cannot|can't|failed|usage:|invalid|"
-                          r"unknown option|refused|not permitted", re.I)
+_ERROR_WORDS = compile_later(r"duplicate session|error|not found|denied|No such|cannot|can't|failed|usage:|invalid|"
+                             r"unknown option|refused|not permitted", re.I)
 
 
 def _error_said(output: str, suffix: str) -> str:

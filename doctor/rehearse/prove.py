@@ -19,21 +19,22 @@ import re
 from typing import Optional
 
 from dfdoctor.shell import Command, ShellSyntaxError, Word, _read_quoted_subst, parse
+from dfdoctor.lazy_re import compile_later
 
 # Commands that only compute a string from their arguments or read a fact: nothing of the user's changes.
 PURE = {"dirname", "basename", "pwd", "realpath", "readlink", "date", "hostname", "whoami", "id", "nproc",
         "uname", "echo", "printf", "cd", "true", ":"}
 _MAX_DEPTH = 4
 # read-only forms of PURE commands whose other forms change something (`hostname NAME`, `date -s`, `date MMDDhhmm`)
-_READ_ONLY = {"hostname": re.compile(r"-[sfidAaIy]+|--(short|fqdn|long|ip-address|all-ip-addresses|domain|alias)"),
-              "date": re.compile(r"\+.*|-[uRI]+|-I[a-z]*|--(utc|universal|rfc-email|rfc-3339=\w+|iso-8601(=\w+)?)")}
+_READ_ONLY = {"hostname": compile_later(r"-[sfidAaIy]+|--(short|fqdn|long|ip-address|all-ip-addresses|domain|alias)"),
+              "date": compile_later(r"\+.*|-[uRI]+|-I[a-z]*|--(utc|universal|rfc-email|rfc-3339=\w+|iso-8601(=\w+)?)")}
 # variables whose value the shell runs or expands as code later: prompts (PS4 under xtrace), files every
 # non-interactive shell sources, options every bash imports
 CODE_VARS = {"BASH_ENV", "ENV", "PS0", "PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND", "SHELLOPTS", "BASHOPTS"}
 # builtins whose arguments name variables (an indexed name evaluates its index as arithmetic)
 _NAMERS = {"declare", "typeset", "local", "readonly", "export", "unset"}
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_PARAM = re.compile(r"\$\{(!?)(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])(\[[^]]*\])?([^}]*)")
+_NAME = compile_later(r"[A-Za-z_][A-Za-z0-9_]*")
+_PARAM = compile_later(r"\$\{(!?)(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])(\[[^]]*\])?([^}]*)")
 
 
 def substitutions(raw: str, *, single_quotes: bool = True) -> list[str]:

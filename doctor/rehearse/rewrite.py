@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import posixpath
-import re
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -29,6 +28,7 @@ from dfdoctor.launchline.wrappers import SHELLS, read_shell, read_through
 from dfdoctor.rehearse import prove, sshlocal, wall
 from dfdoctor.shell import Command, Redirect, ShellSyntaxError, Word, join, parse, quote
 from dfdoctor.targets.registry import hop_kind, kind_for
+from dfdoctor.lazy_re import compile_later
 
 SSH_CONFIG_ENV = "DFDOCTOR_SSH_CONFIG"
 CONNECT_TIMEOUT_S = 5
@@ -46,10 +46,10 @@ STATEFUL = {"cd", "pushd", "popd", "export", "set", "source", ".", "eval", "alia
 RUNNERS = ("torchrun", "accelerate", "deepspeed")
 STANDS_IN = "the sentinel stands in for"  # a not-rehearsed entry that is the rehearsal itself, not a part left out
 LAUNCHER_SUFFIXES = (".sh", ".bash")
-_JOB_WORD = re.compile(r"(^|[\s/'\"(])(python[\d.]*|pypy\d*|torchrun|accelerate|deepspeed)(\s|$)")
+_JOB_WORD = compile_later(r"(^|[\s/'\"(])(python[\d.]*|pypy\d*|torchrun|accelerate|deepspeed)(\s|$)")
 # a redirect's target a hop may expand before the rehearsal: literal text and plain variables, nothing that runs
-_PLAIN_DYNAMIC = re.compile(r'(?:[A-Za-z0-9_./@%+,:=~"-]|\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\})+')
-_VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+_PLAIN_DYNAMIC = compile_later(r'(?:[A-Za-z0-9_./@%+,:=~"-]|\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\})+')
+_VAR = compile_later(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 # nohup writes nohup.out in the folder it starts in (else in $HOME) when its stdout is a terminal: the rehearsal
 # points that output at a renamed file first, as nohup would have, so the user's nohup.out is never appended to.
 NOHUP_OUT = ('if [ -t 1 ]; then {{ exec >>nohup.out{sfx}; }} 2>/dev/null || exec >>"$HOME/nohup.out{sfx}"; fi; '
@@ -58,7 +58,7 @@ NOHUP_OUT = ('if [ -t 1 ]; then {{ exec >>nohup.out{sfx}; }} 2>/dev/null || exec
 
 # a redirect's target that is the shell's own (bash opens /dev/fd/N, /dev/stdout, /dev/tcp/... itself) or a device
 # on every machine; any other path under /dev is asked at its hop whether it is a device there
-_SHELLS_OWN = re.compile(r"/dev/(null|zero|full|tty|stdin|stdout|stderr|fd/\d+|(tcp|udp)/.+)")
+_SHELLS_OWN = compile_later(r"/dev/(null|zero|full|tty|stdin|stdout|stderr|fd/\d+|(tcp|udp)/.+)")
 
 
 class Device(str):

@@ -35,6 +35,7 @@ from dfdoctor.shell import join, quote
 from dfdoctor.targets import transport
 from dfdoctor.targets.target import Target
 from dfdoctor.terminal_signals import as_from_a_terminal
+from dfdoctor.lazy_re import compile_later
 
 HERE = Path(__file__).resolve().parent
 SENTINEL = (HERE / "sentinel.py").read_text()
@@ -810,7 +811,7 @@ def _hangup_seen(out: Rehearsal, looks: list[_Look], started: _Started, *, until
     return watcher.answered.wait(max(0.0, until - time.monotonic()) + TICK_S) and watcher.quiet_yes
 
 
-_SECTION = re.compile(r"^==(\w+) ?(.*)$")
+_SECTION = compile_later(r"^==(\w+) ?(.*)$")
 
 
 def _read_look(where: str, p: subprocess.CompletedProcess) -> Place:

@@ -22,13 +22,14 @@ import subprocess
 from typing import Optional
 
 from dfdoctor.launchline.hops import SSH_OPTS_WITH_ARG
+from dfdoctor.lazy_re import compile_later
 
 OFF = ["-o", "PermitLocalCommand=no"]  # every rehearsed ssh's first word on local commands
 RUNS_LOCALLY = ("proxycommand", "knownhostscommand")
 # ssh reads `Match=exec "cmd"` as `Match exec "cmd"` (one `=` may part a keyword from its arguments)
-_MATCH_EXEC = re.compile(r"^\s*match(?=[\s=]).*?(?<=[\s=!])exec\b", re.IGNORECASE)
-_INCLUDE = re.compile(r"^\s*include\s+(.+)$", re.IGNORECASE)
-_KEY_VALUE = re.compile(r"\s*([A-Za-z]+)\s*(?:=\s*|\s+)(.*)$", re.DOTALL)
+_MATCH_EXEC = compile_later(r"^\s*match(?=[\s=]).*?(?<=[\s=!])exec\b", re.IGNORECASE)
+_INCLUDE = compile_later(r"^\s*include\s+(.+)$", re.IGNORECASE)
+_KEY_VALUE = compile_later(r"\s*([A-Za-z]+)\s*(?:=\s*|\s+)(.*)$", re.DOTALL)
 _MAX_BYTES = 1 << 20
 _MAX_FILES = 64
 _G_TIMEOUT_S = 5.0

@@ -19,12 +19,13 @@ from typing import Iterator, Optional
 
 from dfdoctor import causes
 from dfdoctor.model import CheckRecord, Report, Result, Status
+from dfdoctor.lazy_re import compile_later
 
 NO_FILE = "dfdoctor"
 # `path/to/file.py:12` as dfdoctor writes it in summaries and evidence (imports.smoke's module line, a
 # requirements line, a launcher line); the extension keeps times ("0.13 s") and URLs ("host:22") out.
-_FILE_LINE = re.compile(r"(?<![\w/.~-])(?P<path>(?:~|\.{1,2})?/?(?:[\w.+-]+/)*[\w.+-]+\.(?:py|pyw|sh|bash|zsh|"
-                        r"sbatch|slurm|txt|toml|cfg|ini|ya?ml|json|in|env)):(?P<line>\d+)\b")
+_FILE_LINE = compile_later(r"(?<![\w/.~-])(?P<path>(?:~|\.{1,2})?/?(?:[\w.+-]+/)*[\w.+-]+\.(?:py|pyw|sh|bash|zsh|"
+                           r"sbatch|slurm|txt|toml|cfg|ini|ya?ml|json|in|env)):(?P<line>\d+)\b")
 _PROBLEM_STATUSES = (Status.ERROR, Status.TIMEOUT, Status.FAIL, Status.WARN)
 
 
@@ -77,11 +78,11 @@ def found_location(texts: list[str]) -> Optional[tuple[str, int]]:
 
 
 # a traceback's frame, `File "/path/train.py", line 6, in main`
-_FRAME = re.compile(r'File "(?P<path>[^"\n]+)", line (?P<line>\d+)')
+_FRAME = compile_later(r'File "(?P<path>[^"\n]+)", line (?P<line>\d+)')
 # how a verdict names the line it blames (diagnose/blame.py): "at /job/train.py, line 6 (`...`)"
-_BLAMED = re.compile(r'(?P<path>/[^\s,"`\']+\.py), line (?P<line>\d+)')
+_BLAMED = compile_later(r'(?P<path>/[^\s,"`\']+\.py), line (?P<line>\d+)')
 # where installed code and the standard library live: not the user's own frame
-_NOT_THEIRS = re.compile(r"(?:/(?:site|dist)-packages/|/lib/python\d[\d.]*/|^<|/<frozen )")
+_NOT_THEIRS = compile_later(r"(?:/(?:site|dist)-packages/|/lib/python\d[\d.]*/|^<|/<frozen )")
 
 
 def user_frame(texts: list[str]) -> Optional[tuple[str, int]]:

@@ -8,11 +8,11 @@ the fix) is what `dfdoctor.engine` appends to `$GITHUB_STEP_SUMMARY`, kept under
 
 from __future__ import annotations
 
-import re
 
 from dfdoctor.model import Report, Status
 from dfdoctor.render.findings import NO_FILE, Finding, findings, fix_word, level
 from dfdoctor.render.text import verdict_line, visible
+from dfdoctor.lazy_re import compile_later
 
 ANNOTATIONS_SHOWN = 10
 SUMMARY_LIMIT = 1024 * 1024  # GitHub refuses a step summary over 1 MiB
@@ -35,7 +35,7 @@ def escape_property(s: str) -> str:
 # GitHub's runner splits a step's output at \r and \n, and reads a line as a command when, its leading whitespace
 # (.NET's: any Unicode space) stripped, it starts with `::`; its older syntax takes `##[` anywhere in a line. A
 # zero-width space is no whitespace to .NET, and invisible to a reader.
-_COMMAND_LINE = re.compile(r"(^|[\r\n])([^\S\r\n]*)::")
+_COMMAND_LINE = compile_later(r"(^|[\r\n])([^\S\r\n]*)::")
 _LEGACY = "##["
 _BREAK = "\u200b"
 

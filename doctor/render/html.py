@@ -26,6 +26,7 @@ from dfdoctor.render import compiled
 from dfdoctor.render.findings import fix_word
 from dfdoctor.render.text import report_fixes
 from markupsafe import Markup, escape
+from dfdoctor.lazy_re import compile_later
 
 TEMPLATES = Path(templates_package.__file__).resolve().parent
 
@@ -52,7 +53,7 @@ STATUS_WORDS = {"ok": "OK", "skip": "SKIP", "warn": "WARN", "fail": "FAIL", "tim
 ENV_FIRST = ("host", "target", "os", "training_python", "python", "torch", "cuda", "cuda_driver", "gpus",
              "dfdoctor_python", "cwd")
 
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_ANSI = compile_later(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 # HTML cannot show most C0 controls (and NUL breaks parsers): make them visible instead.
 _CONTROLS = {i: 0x2400 + i for i in range(32) if i not in (9, 10, 13)}
 _CONTROLS[0x7F] = 0x2421
@@ -101,7 +102,7 @@ def lines_within(lines: list[Any], budget: int) -> tuple[list[str], int]:
     return kept, len(lines) - len(kept)
 
 
-_COMMAND = re.compile(r"[a-z0-9_./~$-][\w./~$=-]*(?:\s|$)")
+_COMMAND = compile_later(r"[a-z0-9_./~$-][\w./~$=-]*(?:\s|$)")
 
 
 def looks_like_command(text: str) -> bool:

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import re
 import xml.etree.ElementTree as ET
 
 from dfdoctor.model import Report, Status
 from dfdoctor.render.findings import fix_word
+from dfdoctor.lazy_re import compile_later
 
 # XML 1.0 carries only its Char production (#x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] |
 # [#x10000-#x10FFFF]): captured output has control characters (ANSI colours, \x00), a path may hold U+FFFE or a
 # lone surrogate (a byte that was not UTF-8). Anything else would make the report unparseable (Jenkins fails it,
 # GitLab drops it), so it becomes U+FFFD.
-_NOT_XML_CHAR = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_NOT_XML_CHAR = compile_later("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def _clean(s: str) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import os
-import re
 import shutil
 import textwrap
 from typing import Any, Optional
@@ -13,10 +12,11 @@ from typing import Any, Optional
 from dfdoctor.model import OBSERVED, CheckRecord, Report, Status
 from dfdoctor.render.findings import fix_word
 from dfdoctor.rows import differences, row_counts
+from dfdoctor.lazy_re import compile_later
 
 # Every C0 and C1 control but newline and tab, and DEL: what lets a job's bytes repaint a terminal, ring it,
 # move the cursor back over a line (CR) or fake a verdict in colour. Shown as \xNN escapes instead.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL = compile_later(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 _COLOURS = {"ok": "32", "skip": "2", "warn": "33", "fail": "31", "timeout": "35", "error": "35",
             "running": "32", "failed": "31", "unknown": "33"}
@@ -203,15 +203,15 @@ def _pasted(fix: str) -> str:
     return " && ".join(" ".join(ln.split()) for ln in lines) if len(lines) > 1 else " ".join(" ".join(lines).split())
 
 
-_NOTE = re.compile(r" {2,}\(.*\)$")  # a fix's note after its command (`   (requirements.txt:2 names it)`)
-_BELOW = re.compile(r"(; \d+ more problem\(s\)) below\)")
+_NOTE = compile_later(r" {2,}\(.*\)$")  # a fix's note after its command (`   (requirements.txt:2 names it)`)
+_BELOW = compile_later(r"(; \d+ more problem\(s\)) below\)")
 
 
 # `... pip install a b==1   (a note)`: the command, and the note after it
-_PIP = re.compile(r"^(?P<pre>.*?\bpip3? install)(?P<pkgs>(?: +[^\s-][^\s]*)+?)(?P<note> {2,}\(.*\))?\s*$")
-_PROJECT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
-_PIP_R = re.compile(r"^(?P<pre>.*?\bpip3? install) -r (?P<file>\S+)")  # a requirements file's own install line
-_NAMED_BY = re.compile(r"\((?P<file>\S+):\d+ names it\)")  # the note of a name taken from a requirements line
+_PIP = compile_later(r"^(?P<pre>.*?\bpip3? install)(?P<pkgs>(?: +[^\s-][^\s]*)+?)(?P<note> {2,}\(.*\))?\s*$")
+_PROJECT = compile_later(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
+_PIP_R = compile_later(r"^(?P<pre>.*?\bpip3? install) -r (?P<file>\S+)")  # a requirements file's own install line
+_NAMED_BY = compile_later(r"\((?P<file>\S+):\d+ names it\)")  # the note of a name taken from a requirements line
 
 
 def combined_fixes(fixes: list[str]) -> list[str]:

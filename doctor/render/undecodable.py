@@ -8,8 +8,9 @@ import dataclasses
 import enum
 import re
 from typing import Any
+from dfdoctor.lazy_re import compile_later
 
-_LONE = re.compile("[\ud800-\udfff]")
+_LONE = compile_later("[\ud800-\udfff]")
 
 
 def _shown(m: "re.Match[str]") -> str:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 from dataclasses import dataclass
 from typing import Optional, Sequence
+from dfdoctor.lazy_re import compile_later
 
 TIMEOUT_S = 15.0
-_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_:/.]*=")
+_KEY = compile_later(r"^[A-Za-z][A-Za-z0-9_:/.]*=")
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -23,11 +22,12 @@ from dfdoctor.diagnose.rules_runtime import Context
 from dfdoctor.diagnose.traceback import PyError, parse_python_error
 from dfdoctor.project import typos
 from dfdoctor.slurm import commands, script
+from dfdoctor.lazy_re import compile_later
 
 IMMEDIATE_S = 5  # srun gives up when the node cannot take the step this soon
 TIMEOUT_S = 40.0  # srun's start, and the interpreter listing what is installed (no import of the package)
-_PY = re.compile(r"^python[\d.]*$")
-_NO_MODULE = re.compile(r"No module named '([^']+)'")
+_PY = compile_later(r"^python[\d.]*$")
+_NO_MODULE = compile_later(r"No module named '([^']+)'")
 
 
 @dataclass

@@ -14,8 +14,9 @@ import getpass
 import re
 from pathlib import PurePosixPath
 from typing import Optional
+from dfdoctor.lazy_re import compile_later
 
-_PATTERN = re.compile(r"%(\d*)([%AajJNnstux])")
+_PATTERN = compile_later(r"%(\d*)([%AajJNnstux])")
 _KNOWN_LATER = {"A", "a", "j", "J", "N", "n", "s", "t"}  # need the job id, the array task or the node
 _PADDED = {"A", "a", "j", "n", "t"}
 _MAX_WIDTH = 10

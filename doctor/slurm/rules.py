@@ -17,8 +17,9 @@ from dfdoctor.model import Verdict
 from dfdoctor.project import typos
 from dfdoctor.slurm import efficiency, pending
 from dfdoctor.slurm.job import JobFacts, mib, split_exit
+from dfdoctor.lazy_re import compile_later
 
-CHDIR_FAILED = re.compile(r"couldn't chdir to `([^']*)': ([^:]+): going to (\S+) instead")
+CHDIR_FAILED = compile_later(r"couldn't chdir to `([^']*)': ([^:]+): going to (\S+) instead")
 SIGNALS = {9: "SIGKILL", 11: "SIGSEGV", 6: "SIGABRT", 15: "SIGTERM", 7: "SIGBUS", 4: "SIGILL", 8: "SIGFPE",
            53: "signal 53 (Slurm: the job's I/O could not be set up)", 125: "signal 125 (Slurm: OOM)"}
 
@@ -341,7 +342,7 @@ def command_not_found(s: Seen) -> Optional[Verdict]:
 
 
 # bash's words for a failed `cd` or `source` of the batch script (Slurm runs it as .../slurm_script)
-_SCRIPT_STEP = re.compile(r"line (\d+): (?:cd: )?(\S+): No such file or directory")
+_SCRIPT_STEP = compile_later(r"line (\d+): (?:cd: )?(\S+): No such file or directory")
 
 
 def script_step_failed(s: Seen) -> Optional[Verdict]:

@@ -4,14 +4,14 @@ torchrun` or `python -m`, with srun's own options taken off."""
 from __future__ import annotations
 
 import os
-import re
 import shlex
 from dataclasses import dataclass, replace
 from typing import Iterator, Optional
 
 from dfdoctor.slurm.sbatch import read_options
+from dfdoctor.lazy_re import compile_later
 
-_PY = re.compile(r"^python[\d.]*$")
+_PY = compile_later(r"^python[\d.]*$")
 _TRAINERS = {"torchrun", "accelerate", "deepspeed"}
 # words before a command that still run it: prefixes, and the reserved words of `if …; then …; else …; fi`,
 # loops and groups (`if [ -f x ]; then srun python train.py; fi` runs python; `if python t.py; then` too)

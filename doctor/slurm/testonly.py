@@ -12,9 +12,10 @@ from typing import Mapping, Optional, Sequence
 
 from dfdoctor import causes
 from dfdoctor.slurm import commands
+from dfdoctor.lazy_re import compile_later
 
-_WILL_START = re.compile(r"Job (\d+) to start at (\S+) using (\d+) processors? on nodes (\S+) in partition (\S+)")
-_PREFIX = re.compile(r"^(sbatch: (error: |Warning: |warning: )?|allocation failure: )")
+_WILL_START = compile_later(r"Job (\d+) to start at (\S+) using (\d+) processors? on nodes (\S+) in partition (\S+)")
+_PREFIX = compile_later(r"^(sbatch: (error: |Warning: |warning: )?|allocation failure: )")
 # Slurm answers a start far in the future (year 6109 was seen) when no node can take the job now (every one down or
 # drained): that is no time, and is not repeated to the user as one.
 _FAR_YEARS = 5

@@ -13,7 +13,6 @@ import select
 import signal
 import subprocess
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
@@ -324,6 +323,9 @@ def run(target: Target, *, ttys: Sequence[bool] = (False, True), pauses: Sequenc
                     res.trials.append(Trial(s, tty, pause, name))
         # Longest first (pauses, sessions that will be held open), so the waits overlap instead of trailing.
         longest_first = sorted(res.trials, key=lambda t: -(t.pause + (RETURN_TIMEOUT_S if _may_hold(t) else 0)))
+        # imported here: concurrent.futures brings logging, 0.002 CPU-s of every check and launch that only loads
+        # the persistence check
+        from concurrent.futures import ThreadPoolExecutor
         with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
             list(pool.map(lambda t: _start(target, t, d, python, slack), longest_first))
         last = max((t.ended_at for t in res.trials), default=time.monotonic())

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from dfdoctor.targets import registry
+from dfdoctor.lazy_re import compile_later
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class Target:
 
 
 # Up to the last `@`: a password may itself hold `@`, `/` or `:`.
-_PASSWORD = re.compile(r"(://[^@/:]*:).*(@)", re.S)
+_PASSWORD = compile_later(r"(://[^@/:]*:).*(@)", re.S)
 
 
 def shown_spec(spec: str) -> str:

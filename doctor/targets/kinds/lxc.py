@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from typing import Optional, Sequence
 
 from dfdoctor.shell import join, quote
 from dfdoctor.targets.registry import TargetKind, program
 from dfdoctor.targets.target import Target
+from dfdoctor.lazy_re import compile_later
 
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+NAME = compile_later(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 # lxc-attach's options that take the next word
 _LXC_OPTS_WITH_ARG = ("-P", "--lxcpath", "-e", "-s", "-v", "--set-var", "-f", "--rcfile", "-u", "-g")
 

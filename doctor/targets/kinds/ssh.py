@@ -15,12 +15,13 @@ from dfdoctor.targets import transport
 from dfdoctor.targets.transport import SSH_CONFIG_ENV
 from dfdoctor.targets.registry import TargetKind, program, usage
 from dfdoctor.targets.target import Target, shown_spec
+from dfdoctor.lazy_re import compile_later
 
 # All used with fullmatch: `$` also matches before a trailing newline, and `\d`/isdigit() take any script's digits.
-_HOST = re.compile(r"(?:[A-Za-z0-9_](?:[A-Za-z0-9._-]*[A-Za-z0-9_])?|\[[0-9A-Fa-f:.]+\])")
-_USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
-_SSHISH = re.compile(r"(?:(?P<user>[^@/]*)@)?(?P<host>\[[^\]]*\]|[^:/]*)(?::(?P<port>[^/]*))?(?P<path>/.*)?", re.S)
-ASCII_NUMBER = re.compile(r"[0-9]+")
+_HOST = compile_later(r"(?:[A-Za-z0-9_](?:[A-Za-z0-9._-]*[A-Za-z0-9_])?|\[[0-9A-Fa-f:.]+\])")
+_USER = compile_later(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+_SSHISH = compile_later(r"(?:(?P<user>[^@/]*)@)?(?P<host>\[[^\]]*\]|[^:/]*)(?::(?P<port>[^/]*))?(?P<path>/.*)?", re.S)
+ASCII_NUMBER = compile_later(r"[0-9]+")
 
 
 def parse_host(spec: str, rest: str, usage: str) -> tuple[Optional[str], str, Optional[int], str]:
