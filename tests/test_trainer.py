@@ -114,7 +114,9 @@ def test_compiled_guarded_run_trains(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr[-3000:]
     assert "guard exclusive-compile" in r.stdout
     for res in _summary(tmp_path)["results"].values():
-        assert res["last_loss"] < res["first_loss"]
+        # measured 3.14 -> 2.90 (0.92); untrained (no optimiser step) it moved under 0.3% either way, and
+        # a bare `<` let 2 of 5 such runs pass (round 22)
+        assert res["last_loss"] < res["first_loss"] * 0.95
 
 
 def test_launcher_script_passes_arguments(tmp_path: Path) -> None:
