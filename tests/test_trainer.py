@@ -106,12 +106,17 @@ def test_a_cpu_run_computes_each_op_on_one_thread_unless_omp_num_threads_says_ot
 
 @pytest.mark.slow
 def test_compiled_guarded_run_trains(tmp_path: Path) -> None:
-    """The default: inductor in 3 drafter threads with the guard; loss falls, exit 0."""
-    r = trainer("--steps", "60", "--target-steps", "40", "--out", str(tmp_path), timeout=420)
+    """The default: inductor in 3 drafter threads with the guard; loss falls, exit 0. 20 steps: every compile (2
+    buckets, forward and backward, each compiled cold where the inductor cache has not seen it: what the test pays
+    for) is in the first 2 steps of each drafter; the loss falls 3.14 -> 2.90 in 20 steps (60 ran 40 more warm
+    steps for 2.73)."""
+    r = trainer("--steps", "20", "--target-steps", "40", "--out", str(tmp_path), timeout=420)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "guard exclusive-compile" in r.stdout
     for res in _summary(tmp_path)["results"].values():
-        assert res["last_loss"] < res["first_loss"]
+        # measured 3.14 -> 2.90 (0.92); untrained (no optimiser step) it moved under 0.3% either way, and
+        # a bare `<` let 2 of 5 such runs pass (round 22)
+        assert res["last_loss"] < res["first_loss"] * 0.95
 
 
 def test_launcher_script_passes_arguments(tmp_path: Path) -> None:

@@ -15,12 +15,15 @@ DFDOCTOR = str(Path(sys.executable).parent / "dfdoctor")
 
 @pytest.mark.slow
 def test_launch_then_status_names_the_race(tmp_path: Path) -> None:
-    """Launch detached, let it crash, ask `status`: failed, cause fx-trace-race, the guard as the fix."""
+    """Launch detached, let it crash, ask `status`: failed, cause fx-trace-race, the guard as the fix. --steps 14:
+    every compile, where the race comes, is in the first 7 steps (tests/test_trainer.py's RACE_STEPS says why);
+    the preset's 70 kept the drafter that lived training for 56 more steps before the job ended."""
     log = tmp_path / "train.log"
     launched = subprocess.run(
         [DFDOCTOR, "launch", "--cwd", str(tmp_path), "--log", str(log), "--only", "log.*", "--watch", "60",
          "--format", "json", "--output", str(tmp_path / "launch.json"), "--",
-         sys.executable, "-m", "dfdoctor.trainer", "--preset", "race", "--no-compile-guard", "--out", str(tmp_path / "ck")],
+         sys.executable, "-m", "dfdoctor.trainer", "--preset", "race", "--no-compile-guard", "--steps", "14",
+         "--out", str(tmp_path / "ck")],
         cwd=tmp_path, capture_output=True, text=True, timeout=180)
     report = json.loads((tmp_path / "launch.json").read_text())
     run_id = report["run"]["id"]
