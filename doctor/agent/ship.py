@@ -152,8 +152,12 @@ def here_argv(python: str, part: str, *args: str, site: bool = True) -> list[str
 
 
 def stdin_argv(python: str, part: str, *args: str) -> list[str]:
-    """Run `part` of the agent under a target's `python`; its stdin must begin with `stdin_line()`."""
-    return [python, "-c", LOADER.read_text(), part, *args]
+    """Run `part` of the agent under a target's `python`; its stdin must begin with `stdin_line()`. With -S, as
+    the recorder starts: every part needs the standard library alone (tests/test_shipped_sources.py holds their
+    imports to it) and starts whatever else runs (a probe, py-spy, the job's ping) as a fresh process of its own,
+    which -S does not reach. The site module and the .pth files of the target's site-packages were 10 M of a bare
+    start's 31 M instructions; a venv's editable installs or an injected .pth import far more."""
+    return [python, "-S", "-c", LOADER.read_text(), part, *args]
 
 
 @functools.lru_cache(maxsize=1)
