@@ -91,7 +91,8 @@ def fetch(d, live, full, ranks=False):
            "recorder_alive": bool(rec and "recorder-exit" not in ev and is_recorder_of(rec, d)),
            "job_alive": bool(sp and "exit" not in ev and is_job_of(sp, rec, d)), "files": {}}
     record = rd(os.path.join(d, "record.jsonl"))
-    finished = "exit" in events(record) or "recorder-exit" in events(record)
+    later = events(record)  # read once: each reading parses every line of the record
+    finished = "exit" in later or "recorder-exit" in later
     ans["files"]["record.jsonl"] = record
     for name in ("spec.json", "heartbeat", "launcher.jsonl"):
         ans["files"][name] = rd(os.path.join(d, name))
