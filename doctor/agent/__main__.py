@@ -1,7 +1,7 @@
 """The agent's one loader: runs a part of dfdoctor's agent in a python that has no dfdoctor installed.
 
   python AGENT PART ARG...              AGENT: this package's folder, or its zip (`ship.bundle`)
-  python -c "<this file>" PART ARG...   the zip's files are the first line of stdin (`ship.stdin_line`)
+  python -S -c "<this file>" PART ARG... the zip's files are the first line of stdin (`ship.stdin_line`)
 
 PART is one of PARTS; it runs with `sys.argv` = [PART, ARG...]. Bytecode is never written (the folder may be
 dfdoctor's own install). Python 2 syntax up to the version check, so an interpreter too old says so in the

@@ -3,7 +3,7 @@ the bundle, and may import dfdoctor): what travels is this package's real files,
 
 - here: `here_argv` runs a part under any local interpreter straight from this folder (`python AGENT PART`);
 - on a target, over a session's stdin: `stdin_argv` + `stdin_line` run a part under the target's python behind
-  the fixed loader (`__main__.py`, sent as `python -c`), the files of the agent's zip on stdin's first line;
+  the fixed loader (`__main__.py`, sent as `python -S -c`), the files of the agent's zip on stdin's first line;
 - on a target, to stay there: `ship_script` (ship.sh) writes the zip as RUN_DIR/agent.pyz and starts the
   recorder from it (`python agent.pyz recorder --detach RUN_DIR`);
 - the strategy `dfdoctor` carries `detach_code` (detach.py) inside its shell line.
