@@ -60,8 +60,8 @@ def run_probe(ctx, script: str | os.PathLike, args: Sequence[str] = (), *, timeo
     probe to a --target (locally the probe is told their paths). `request`, any JSON value, reaches the probe
     in a file (`_probe_support.request()`), whatever its size: argv words are for short flags only. The
     probe's JSON answer, if it wrote one, is in `outcome.payload`. Without `site` a probe that needs the
-    standard library alone starts here with -S: site-packages' .pth files are not its business, and a fresh
-    interpreter that skips them starts in a fifth of the time. `preload`: modules that a probe server here
+    standard library alone starts with -S, here and on a --target: site-packages' .pth files are not its business,
+    and a fresh interpreter that skips them starts in a fifth of the time. `preload`: modules that a probe server here
     imports once before the probe's fork, for the forks after it too (`probe_server.run`); a fresh probe
     imports them itself.
     """
@@ -74,7 +74,7 @@ def run_probe(ctx, script: str | os.PathLike, args: Sequence[str] = (), *, timeo
                                   preload=preload)
     else:
         outcome = _run_probe_on(target, ctx, path, args, timeout=timeout or ctx.timeout or 60.0, env=env, cwd=cwd,
-                                files=files, request=request)
+                                files=files, request=request, site=site)
     not_understood = _probe_not_understood(outcome, path, files)
     if not_understood:
         raise CheckCannotRun(f"dfdoctor's probe cannot run in the training interpreter {ctx.python or 'python3'}: "
@@ -147,7 +147,7 @@ def _run_probe_here(ctx, path: Path, args: Sequence[str], *, timeout: Optional[f
 
 def _run_probe_on(target: Target, ctx, path: Path, args: Sequence[str], *, timeout: float,
                   env: Optional[dict[str, str]], cwd: Optional[os.PathLike],
-                  files: Optional[dict[str, Path]] = None, request: Any = None) -> ProbeOutcome:
+                  files: Optional[dict[str, Path]] = None, request: Any = None, site: bool = True) -> ProbeOutcome:
     """Ship the probe to the target's python over stdin and run it there (see `dfdoctor.targets.remote_probe`).
 
     Only the variables a check set on purpose travel (those that differ from dfdoctor's own environment):
@@ -157,7 +157,7 @@ def _run_probe_on(target: Target, ctx, path: Path, args: Sequence[str], *, timeo
     wanted.setdefault("PYTHONDONTWRITEBYTECODE", "1")
     python = ctx.python or "python3"
     asked = dict(timeout=timeout, env=wanted, cwd=str(cwd or ctx.cwd or ""), python=None,
-                 extra={n: p.read_text() for n, p in (files or {}).items()}, probe_input=request)
+                 extra={n: p.read_text() for n, p in (files or {}).items()}, probe_input=request, site=site)
     # The bootstrap keeps the deadline on the target; the local one only adds room for connecting.
     wait_s = timeout + transport.CONNECT_TIMEOUT_S + remote_probe.STACK_GRACE_S + 2
     outcome = _carried(target, python, remote_probe.line(path, args, **asked), timeout, wait_s)

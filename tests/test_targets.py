@@ -372,3 +372,16 @@ def test_a_command_that_closed_its_pipes_and_then_finished_is_not_called_killed(
     t = time.monotonic()
     out = run_command(["sh", "-c", "exec >&- 2>&-; sleep 30"], timeout=10)
     assert out.returncode == -9 and time.monotonic() - t < 3
+
+
+def test_a_probe_of_the_standard_library_alone_starts_without_site_on_a_target_too(ssh_config_env):
+    """`run_probe(..., site=False)` (log_probe.py: the probe a target runs most) starts the probe with -S on a
+    target as it does here: no site module, no .pth of the target's site-packages; with site, as before."""
+    infra = ssh_config_env
+    probe = Path(__file__).parent / "infra" / "echo_probe.py"
+    for spec in _targets(infra)[:2]:
+        ctx = Context(target=parse_target(spec), python="python3")
+        for site in (True, False):
+            out = run_probe(ctx, probe, ["x"], timeout=10, site=site)
+            assert out.spawn_error is None and out.returncode == 0, (spec, out.stderr)
+            assert out.payload["args"] == ["x"] and out.payload["no_site"] == (not site), (spec, site, out.payload)

@@ -9,9 +9,8 @@ import errno
 import os
 import stat
 import sys
-import tempfile
 
-from _probe_support import answer
+from _probe_support import answer, new_file
 
 
 def facts(log: str) -> dict:
@@ -45,7 +44,7 @@ def facts(log: str) -> dict:
             os.close(os.open(log, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK))
         else:
             # A short name of our own beside it: the log's name plus a suffix could pass NAME_MAX.
-            fd, tmp = tempfile.mkstemp(prefix=".dfdoctor-probe-", dir=folder)
+            fd, tmp = new_file(folder, ".dfdoctor-probe-")
             try:
                 os.write(fd, b"x")
                 os.fsync(fd)

@@ -1,7 +1,7 @@
 """The agent's one loader: runs a part of dfdoctor's agent in a python that has no dfdoctor installed.
 
   python AGENT PART ARG...              AGENT: this package's folder, or its zip (`ship.bundle`)
-  python -c "<this file>" PART ARG...   the zip's files are the first line of stdin (`ship.stdin_line`)
+  python -S -c "<this file>" PART ARG... the zip's files are the first line of stdin (`ship.stdin_line`)
 
 PART is one of PARTS; it runs with `sys.argv` = [PART, ARG...]. Bytecode is never written (the folder may be
 dfdoctor's own install). Python 2 syntax up to the version check, so an interpreter too old says so in the
@@ -27,12 +27,12 @@ class MemoryFinder(object):
         self.names = set(files)
 
     def find_spec(self, fullname, path=None, target=None):
-        import importlib.util
+        import importlib.machinery
 
         base = fullname.replace(".", "/")
         for name, package in ((base + "/__init__.py", True), (base + ".py", False)):
-            if name in self.names:
-                return importlib.util.spec_from_loader(fullname, self, origin=name, is_package=package)
+            if name in self.names:  # what importlib.util.spec_from_loader makes of a loader without get_filename
+                return importlib.machinery.ModuleSpec(fullname, self, origin=name, is_package=package)
         return None
 
     def create_module(self, spec):
@@ -44,11 +44,11 @@ class MemoryFinder(object):
     def code(self, name):
         """The module's bytecode where the zip has it for this python (`ship.bytecode`: its magic number), else
         its source compiled."""
-        import importlib.util
+        from importlib._bootstrap_external import MAGIC_NUMBER  # importlib.util's, without what util imports
 
         if name + "c" in self.names:
             data = self.files[name + "c"]
-            if data[:4] == importlib.util.MAGIC_NUMBER:
+            if data[:4] == MAGIC_NUMBER:
                 import marshal
 
                 return marshal.loads(data[16:])
@@ -57,15 +57,19 @@ class MemoryFinder(object):
 
 def install(main_file):
     """Make `dfdoctor.agent` importable from wherever this loader came (folder, zip file, or stdin)."""
-    import importlib.util  # loaded before a MemoryFinder is in place: that finder's own import must not come to it
+    # importlib's machinery (and with it importlib._bootstrap_external), loaded before a MemoryFinder is in place:
+    # that finder's own imports must not come to it. Not importlib.util (contextlib, functools and more: 18 M
+    # instructions alone, a bare `python3 -S` is 21 M), which a folder's loading below needs alone.
+    import importlib.machinery
 
     if main_file is None:  # python -c: the agent's files are the first line of stdin (ship.stdin_line)
-        import base64
+        import binascii
         import marshal
         import zlib
 
-        # marshal and zlib, not zipfile: zipfile and what it imports were a tenth of each part's start
-        files = marshal.loads(zlib.decompress(base64.b64decode(sys.stdin.readline())))
+        # marshal and zlib, not zipfile: zipfile and what it imports were a tenth of each part's start. binascii,
+        # not base64 (re, struct): the same decoding of a line, newline ignored
+        files = marshal.loads(zlib.decompress(binascii.a2b_base64(sys.stdin.readline())))
         sys.meta_path.insert(0, MemoryFinder(files))
         return
     folder = os.path.dirname(os.path.abspath(main_file))
@@ -75,6 +79,7 @@ def install(main_file):
     # dfdoctor.agent under a bare `dfdoctor` (the real one, if this python has it, is not ours to import)
     if sys.path and os.path.abspath(sys.path[0] or ".") == folder:
         sys.path.pop(0)
+    import importlib.util
     import types
 
     top = types.ModuleType("dfdoctor")

@@ -64,7 +64,8 @@ def run_until_deadline(req, d, out):
             json.dump(req["input"], f)
     cwd = req["cwd"] if req["cwd"] and os.path.isdir(req["cwd"]) else None
     py = req["python"] or sys.executable
-    p = subprocess.Popen([py, os.path.join(d, req["script"])] + req["args"], cwd=cwd, env=env,
+    flags = [] if req.get("site", True) else ["-S"]  # a probe of the standard library alone (remote_probe.line)
+    p = subprocess.Popen([py] + flags + [os.path.join(d, req["script"])] + req["args"], cwd=cwd, env=env,
                          stdin=subprocess.DEVNULL, start_new_session=True)
     # woken by the probe's exit or dfdoctor going away (its end of our stdin closed), each seen by a thread, not
     # by a poll: a 0.05 s poll answered every probe up to 0.05 s after it ended (issue 45)

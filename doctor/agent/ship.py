@@ -3,7 +3,7 @@ the bundle, and may import dfdoctor): what travels is this package's real files,
 
 - here: `here_argv` runs a part under any local interpreter straight from this folder (`python AGENT PART`);
 - on a target, over a session's stdin: `stdin_argv` + `stdin_line` run a part under the target's python behind
-  the fixed loader (`__main__.py`, sent as `python -c`), the files of the agent's zip on stdin's first line;
+  the fixed loader (`__main__.py`, sent as `python -S -c`), the files of the agent's zip on stdin's first line;
 - on a target, to stay there: `ship_script` (ship.sh) writes the zip as RUN_DIR/agent.pyz and starts the
   recorder from it (`python agent.pyz recorder --detach RUN_DIR`);
 - the strategy `dfdoctor` carries `detach_code` (detach.py) inside its shell line.
@@ -153,8 +153,12 @@ def here_argv(python: str, part: str, *args: str, site: bool = True) -> list[str
 
 
 def stdin_argv(python: str, part: str, *args: str) -> list[str]:
-    """Run `part` of the agent under a target's `python`; its stdin must begin with `stdin_line()`."""
-    return [python, "-c", LOADER.read_text(), part, *args]
+    """Run `part` of the agent under a target's `python`; its stdin must begin with `stdin_line()`. With -S, as
+    the recorder starts: every part needs the standard library alone (tests/test_shipped_sources.py holds their
+    imports to it) and starts whatever else runs (a probe, py-spy, the job's ping) as a fresh process of its own,
+    which -S does not reach. The site module and the .pth files of the target's site-packages were 10 M of a bare
+    start's 31 M instructions; a venv's editable installs or an injected .pth import far more."""
+    return [python, "-S", "-c", LOADER.read_text(), part, *args]
 
 
 @functools.lru_cache(maxsize=1)

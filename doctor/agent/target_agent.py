@@ -16,16 +16,16 @@ last word into what is sent back.
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 import time
 
 from dfdoctor.agent import ranks as agent_ranks
 from dfdoctor.agent.procfs import (buffers_stdout, is_job_of, is_recorder_of, job_outputs, proc_cpu_s, proc_ppid,
                                    proc_state, stat_fields)
-from dfdoctor.agent.pyspy_words import py_spy_error
-from dfdoctor.agent.waits import tcp_connections, wait_fds
+
+# shutil, subprocess and the wait readers (socket, platform, struct) are imported by the looks at a live job that
+# use them, not here: most answers are the watch's polls of the run folder (live 0), 120 of a test file's 141
+# sessions, and `stop` imports this module for MARK alone. They were 45 M instructions of each start's 145 M.
 
 MARK = "@@dfdoctor-answer@@"
 LIMIT = 64 << 10  # bytes of each output stream sent back
@@ -91,7 +91,8 @@ def fetch(d, live, full, ranks=False):
            "recorder_alive": bool(rec and "recorder-exit" not in ev and is_recorder_of(rec, d)),
            "job_alive": bool(sp and "exit" not in ev and is_job_of(sp, rec, d)), "files": {}}
     record = rd(os.path.join(d, "record.jsonl"))
-    finished = "exit" in events(record) or "recorder-exit" in events(record)
+    later = events(record)  # read once: each reading parses every line of the record
+    finished = "exit" in later or "recorder-exit" in later
     ans["files"]["record.jsonl"] = record
     for name in ("spec.json", "heartbeat", "launcher.jsonl"):
         ans["files"][name] = rd(os.path.join(d, name))
@@ -112,6 +113,8 @@ def fetch(d, live, full, ranks=False):
         spec = json.loads(ans["files"]["spec.json"] or "{}")
         ans["live"] = look(sp["pid"], d, spec.get("log"))
     if ranks and ans["job_alive"]:
+        import shutil
+
         spy = shutil.which("py-spy") or shutil.which("py-spy", path=os.path.dirname(sys.executable))
         ans["ranks"] = agent_ranks.ranks(tree(sp["pid"]), lambda p: one_look(p, spy))
     return ans
@@ -119,6 +122,8 @@ def fetch(d, live, full, ranks=False):
 
 def look(pid, d, log):
     """What a live job does now: where its output goes, its stacks, whether its Python buffers stdout."""
+    import shutil
+
     # py-spy reads a stuck job's stacks from outside; on the target it is found on PATH or beside its python
     spy = shutil.which("py-spy") or shutil.which("py-spy", path=os.path.dirname(sys.executable))
     pids = tree(pid)
@@ -152,6 +157,8 @@ def look(pid, d, log):
 def one_look(p, spy):
     """What dfdoctor.diagnose.jobstacks reads of one process, raw: its main thread's system call (before py-spy
     touches it), the descriptor that call names, its stack, CPU time and context switches."""
+    from dfdoctor.agent.waits import wait_fds
+
     syscall = (rd("/proc/%d/syscall" % p) or "").strip()
     fds = wait_fds(p, syscall)
     stack = _read_till_read(spy, p) if spy else None
@@ -182,6 +189,8 @@ def _read_till_read(spy, p):
 def sample(pids, spy):
     """Every process of the tree looked at twice, a second apart (dfdoctor.diagnose.jobstacks does the same
     here), with what is known of each: command, parent, rank, buffering."""
+    from dfdoctor.agent.waits import tcp_connections
+
     procs, tables = [], {}
     for p in pids:
         cmd = (rd("/proc/%d/cmdline" % p) or "").split("\0")
@@ -257,6 +266,10 @@ def frame_files(stack):
 
 def py_spy_dump(spy, p, nonblocking=False):
     """(the stack entry, None), or (None, why py-spy could not read process `p`)."""
+    import subprocess
+
+    from dfdoctor.agent.pyspy_words import py_spy_error
+
     try:
         r = subprocess.run([spy, "dump", "--full-filenames", "--pid", str(p)] + (["--nonblocking"] if nonblocking
                                                                                   else []), stdin=subprocess.DEVNULL,

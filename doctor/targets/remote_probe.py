@@ -46,20 +46,23 @@ def probe_files(script: Path) -> dict[str, str]:
 
 
 def request(script: Path, args: Sequence[str], *, timeout: float, env: dict[str, str], cwd: Optional[str],
-            python: Optional[str], extra: Optional[dict[str, str]] = None, probe_input: Any = None) -> bytes:
+            python: Optional[str], extra: Optional[dict[str, str]] = None, probe_input: Any = None,
+            site: bool = True) -> bytes:
     """What goes down the target's stdin: the agent, then the request (`extra`: more files, by name; the
     probe's own input, which the bootstrap hands over in a file)."""
     return ship.stdin_line("probe") + line(script, args, timeout=timeout, env=env, cwd=cwd, python=python,
-                                           extra=extra, probe_input=probe_input)
+                                           extra=extra, probe_input=probe_input, site=site)
 
 
 def line(script: Path, args: Sequence[str], *, timeout: float, env: dict[str, str], cwd: Optional[str],
-         python: Optional[str], extra: Optional[dict[str, str]] = None, probe_input: Any = None) -> bytes:
+         python: Optional[str], extra: Optional[dict[str, str]] = None, probe_input: Any = None,
+         site: bool = True) -> bytes:
     """The request alone, the line the bootstrap reads after the agent's (what the relay carries:
-    targets/relay.py)."""
+    targets/relay.py). Without `site` the probe, one that needs the standard library alone, starts with -S (as
+    `probe.run_probe` starts it here); the key is left out otherwise, the request as it always was."""
     req = {"files": {**probe_files(script), **(extra or {})}, "script": script.name, "args": list(args),
            "timeout": timeout, "grace": STACK_GRACE_S, "env": env, "cwd": cwd, "python": python,
-           "input": probe_input}
+           "input": probe_input, **({} if site else {"site": False})}
     return _pack(json.dumps(req).encode())
 
 

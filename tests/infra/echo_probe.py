@@ -16,4 +16,4 @@ if "--hang" in sys.argv:
     time.sleep(120)
 answer({"args": sys.argv[1:], "var": os.environ.get("DFD_TEST_VAR"), "hostname": socket.gethostname(),
         "marker": os.environ.get("DFDOCTOR_TEST_SESSION"), "cwd": os.getcwd(),
-        "dir": os.path.dirname(os.path.abspath(__file__))})
+        "dir": os.path.dirname(os.path.abspath(__file__)), "no_site": bool(sys.flags.no_site)})
