@@ -184,3 +184,17 @@ def test_the_recorder_imports_no_temp_file_socket_or_digest_modules(tmp_path: Pa
     assert {"base64", "urllib.parse"} <= loaded
     kept = "".join(p.read_text() for p in run.dir.iterdir() if p.is_file())
     assert secret not in kept and f"step 1 {mask.MASK}" in run.stream("stdout"), run.stream("stdout")
+
+
+def test_a_command_that_reads_no_launch_line_imports_no_shell_parser(tmp_path: Path):
+    """Quoting (shellquote.py) is what every target kind needs; the shell parser (shell.py, five dataclasses made
+    at import, ~3 ms a start) only a command that reads a launch line: --version and report read none."""
+    p, loaded = _modules(tmp_path, "--version")
+    assert p.returncode == 0 and "0." in p.stdout, p.stdout + p.stderr
+    assert "dfdoctor.shellquote" in loaded and "dfdoctor.shell" not in loaded
+    p, _ = _modules(tmp_path, "check", "--only", "args.known", "--format", "json", "--output", "r.json", "--",
+                    sys.executable, "-c", "pass")
+    assert p.returncode == 0, p.stdout + p.stderr
+    p, loaded = _modules(tmp_path, "report", "r.json", "-q")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "dfdoctor.shell" not in loaded

@@ -14,7 +14,7 @@ from dfdoctor.launchline.wrappers import read_shell
 from dfdoctor.launchline.hops import LOCAL, Fd, base
 from dfdoctor.launchline.launchfix import elsewhere, log_folder, path_word
 from dfdoctor.launchline.launchpath import analyse
-from dfdoctor.shell import join
+from dfdoctor.shellquote import join
 from dfdoctor.targets import Target, parse_target, transport
 from dfdoctor.targets.registry import hop_kind, kind_for
 
