@@ -191,10 +191,31 @@ def test_a_command_that_reads_no_launch_line_imports_no_shell_parser(tmp_path: P
     at import, ~3 ms a start) only a command that reads a launch line: --version and report read none."""
     p, loaded = _modules(tmp_path, "--version")
     assert p.returncode == 0 and "0." in p.stdout, p.stdout + p.stderr
-    assert "dfdoctor.shellquote" in loaded and "dfdoctor.shell" not in loaded
+    assert "dfdoctor.shell" not in loaded
     p, _ = _modules(tmp_path, "check", "--only", "args.known", "--format", "json", "--output", "r.json", "--",
                     sys.executable, "-c", "pass")
     assert p.returncode == 0, p.stdout + p.stderr
     p, loaded = _modules(tmp_path, "report", "r.json", "-q")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "dfdoctor.shell" not in loaded
+
+
+def test_a_plain_python_command_is_read_without_the_hop_reader_the_walk_or_the_shell_parser(tmp_path: Path):
+    """`check`, `launch` and `status` of a plain `python3 -c ...`: no hops to follow (launchline/hops.py, launchpath.py:
+    6 dataclasses), no launcher or `sh -c` to walk (walk.py), no shell line to parse (shell.py: 5 dataclasses)."""
+    readers = {"dfdoctor.launchline.hops", "dfdoctor.launchline.launchpath", "dfdoctor.launchline.walk",
+               "dfdoctor.shell"}
+    p, loaded = _modules(tmp_path, "check", "--only", "log.writable", "--", sys.executable, "-c", "pass")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert not readers & loaded, readers & loaded
+    p, loaded = _modules(tmp_path, "launch", "--no-check", "--format", "json", "--", sys.executable, "-c",
+                         "print('step 1')")
+    report = json.loads(p.stdout)
+    assert report["verdict"]["state"] == "ok", p.stdout + p.stderr
+    assert not readers & loaded, readers & loaded
+    p, loaded = _modules(tmp_path, "status", report["run"]["id"], "--format", "json")
+    assert json.loads(p.stdout)["verdict"]["state"] == "ok", p.stdout + p.stderr
+    assert not readers & loaded, readers & loaded
+    # a launch line with a hop is still read through them (`nohup ... > log &`)
+    p, loaded = _modules(tmp_path, "check", "--only", "log.writable", "--", "nohup", sys.executable, "-c", "pass")
+    assert {"dfdoctor.launchline.hops", "dfdoctor.launchline.launchpath"} <= loaded, p.stdout + p.stderr
