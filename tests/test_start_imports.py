@@ -219,3 +219,23 @@ def test_a_plain_python_command_is_read_without_the_hop_reader_the_walk_or_the_s
     # a launch line with a hop is still read through them (`nohup ... > log &`)
     p, loaded = _modules(tmp_path, "check", "--only", "log.writable", "--", "nohup", sys.executable, "-c", "pass")
     assert {"dfdoctor.launchline.hops", "dfdoctor.launchline.launchpath"} <= loaded, p.stdout + p.stderr
+
+
+def test_a_command_that_places_no_job_makes_none_of_the_placements_answers(tmp_path: Path):
+    """The placement interface (placing.py) is imported by every start; what a placement is asked and answers
+    (placing_answers.py: 5 dataclasses, ~3 ms a start) only where one is made: by `launch` and `stop`, not by
+    --version, `check` or `status`."""
+    p, loaded = _modules(tmp_path, "--version")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "dfdoctor.placing_answers" not in loaded
+    p, loaded = _modules(tmp_path, "check", "--only", "log.writable", "--", sys.executable, "-c", "pass")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "dfdoctor.placing_answers" not in loaded
+    p, loaded = _modules(tmp_path, "launch", "--no-check", "--format", "json", "--", sys.executable, "-c",
+                         "print('step 1')")
+    report = json.loads(p.stdout)
+    assert report["verdict"]["state"] == "ok", p.stdout + p.stderr
+    assert "dfdoctor.placing_answers" in loaded  # the launch's ask, its Started and Judged
+    p, loaded = _modules(tmp_path, "status", report["run"]["id"], "--format", "json")
+    assert json.loads(p.stdout)["verdict"]["state"] == "ok", p.stdout + p.stderr
+    assert "dfdoctor.placing_answers" not in loaded
