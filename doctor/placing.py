@@ -11,111 +11,14 @@ This module is the interface alone: it imports no placement, so each placement's
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ContextManager, Optional
+from typing import TYPE_CHECKING, Any, ContextManager, Optional
+
+if TYPE_CHECKING:  # what a placement is asked and answers: placing_answers.py, imported where one is made
+    from dfdoctor.placing_answers import Ended, Judged, LaunchAsk, Started, Stopped
 
 DEFAULT_WATCH_S = 60.0  # `launch`'s watch
 STATUS_WATCH_S = 3.0  # status on a live job: long enough to see its output grow
-
-
-@dataclass
-class LaunchAsk:
-    """What `dfdoctor launch` asks of a placement, its options read (the CLI parses, the placement acts)."""
-
-    watch_s: float
-    run_dir: Optional[Path] = None
-    force: bool = False
-    no_check: bool = False
-    only: tuple[str, ...] = ()
-    skip: tuple[str, ...] = ()
-    cfg: Any = None
-    settle_s: float = 0.0
-    keep_runs: int = 0  # how many run folders to keep (0: the default)
-    memory_limit: Optional[int] = None  # this machine only: the job's own memory cgroup
-    strategy: str = "auto"  # a --target only: how the recorder is detached there
-
-
-@dataclass
-class Started:
-    """What a placement's `start` made: its run folder, and either a refusal (the job never began: its verdict,
-    the report's run object, more timeline) or its own handle on the job, for its `watch`."""
-
-    run_id: str
-    run_dir: Optional[Path]  # None: not even a run folder could be made (nothing is saved)
-    refused: Any = None  # a Verdict when the job was not started
-    run: dict[str, Any] = field(default_factory=dict)  # the report's run object of a refusal
-    timeline: list[dict[str, Any]] = field(default_factory=list)
-    handle: Any = None  # the placement's own: a process, a shipped recorder, a job id
-
-
-@dataclass
-class Judged:
-    """What a placement's `watch` made of the job: the verdict, the report's run object, and what it adds to the
-    timeline and to the checks (post-launch checks)."""
-
-    verdict: Any
-    run: dict[str, Any]
-    timeline: list[dict[str, Any]] = field(default_factory=list)
-    records: list[Any] = field(default_factory=list)
-
-
-@dataclass
-class Ended:
-    """What a placement's stop did to the job where the placement runs it (Slurm's scancel, Ray's stop
-    endpoint): `stop_job` wraps it in a `Stopped`, and `dfdoctor stop` prints its `lines()`."""
-
-    job_id: str
-    state_before: str
-    state_after: str = ""
-    said: str = ""  # the scheduler's own words when it refused the stop
-    left: list[str] = field(default_factory=list)  # what the scheduler still shows of the job
-
-    @property
-    def was_running(self) -> bool:
-        return False
-
-    @property
-    def done(self) -> bool:
-        """Nothing of the job is left."""
-        return not self.left and not self.said
-
-    def lines(self) -> list[str]:
-        """What the stop did, in the scheduler's words."""
-        return []
-
-    def left_words(self) -> str:
-        """What is left, for the STILL RUNNING line."""
-        return f"job {self.job_id} ({', '.join(self.left)})"
-
-    def note(self) -> dict[str, Any]:
-        """What the run folder's "stopped" event records of it (read back by `diagnose/stopped.py`)."""
-        return {}
-
-
-@dataclass
-class Stopped:
-    """What a stop did: the processes it ended (each with the signal that ended it), those of the record already
-    gone, those named but not proven the job's (left alone), and what is still there."""
-
-    run: str  # the run id, or PREFIX:JOBID (slurm:42)
-    where: str  # "" (this machine), "on TARGET", or the placement's ("in Slurm")
-    stopped: list[dict[str, Any]] = field(default_factory=list)
-    gone: list[dict[str, Any]] = field(default_factory=list)
-    unproven: list[dict[str, Any]] = field(default_factory=list)
-    survived: list[dict[str, Any]] = field(default_factory=list)
-    errors: list[dict[str, Any]] = field(default_factory=list)
-    recorder: Optional[str] = None
-    was_running: bool = False
-    error: Optional[str] = None  # the stop could not be done at all (the target did not answer, scancel refused)
-    placed: Optional[Ended] = None  # what a placement's scheduler did (Slurm's scancel, Ray's stop)
-    chosen: str = ""  # why this run, when the user named none ("the latest run launched from DIR")
-
-    @property
-    def clean(self) -> bool:
-        """Nothing of the job is left (exit 0)."""
-        return self.error is None and not self.survived and self.recorder != "survived" and \
-            (self.placed is None or self.placed.done)
 
 
 class Placement:
@@ -234,6 +137,7 @@ class Placement:
 
     def stop_job(self, run: str, job_id: str, grace_s: float, spec: Optional[dict[str, Any]] = None) -> Stopped:
         """`stop PREFIX:ID`, or the job of run `run`: the placement's own stop, waited for."""
+        from dfdoctor.placing_answers import Stopped  # imported here: only a stop makes one (issue 45)
         c = self.stop(job_id, grace_s, spec)
         return Stopped(run, self.where, was_running=c.was_running and not c.said, placed=c, error=c.said or None)
 
@@ -241,5 +145,6 @@ class Placement:
         """Stop the job of the run folder `run_dir` (its RunRecord `run`), where it runs."""
         job_id = self.job_in_spec(run.spec)
         if not job_id:
+            from dfdoctor.placing_answers import Stopped  # imported here: see stop_job
             return Stopped(run.id, self.where, error=f"{self.submitter} refused this job: nothing was submitted")
         return self.stop_job(run.id, job_id, grace_s, run.spec)

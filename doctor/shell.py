@@ -12,13 +12,14 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Optional, Union
 from dfdoctor.lazy_re import compile_later
+# the quoting lives in shellquote.py (no dataclasses: every target kind quotes, few commands parse a line)
+from dfdoctor.shellquote import join, join_typed, quote, quote_typed  # noqa: F401 (re-exported)
 
 CONTROL_OPS = ("&&", "||", ";;", "|&", ";", "&", "|", "(", ")")
 REDIRECT_OPS = ("&>>", "&>", "<<<", "<<-", "<<", ">>", ">|", ">&", "<&", "<>", ">", "<")
 RESERVED = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for", "case", "esac",
             "{", "}", "!", "time"}
 # Used with fullmatch: `$` would also match before a trailing newline and let "word\n" through unquoted.
-_SAFE = compile_later(r"[A-Za-z0-9_@%+=:,./-]+")  # no `~`: a shell expands it at a word's start and after `=`
 _ASSIGNMENT = compile_later(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _ARRAY_START = compile_later(r"[A-Za-z_][A-Za-z0-9_]*\+?=")  # what comes before a compound assignment's `(`
 
@@ -450,39 +451,3 @@ def _pending_function(toks: list[Token], i: int) -> bool:
     while j >= 0 and toks[j] == Op("\n"):
         j -= 1
     return j >= 1 and toks[j] == Op(")") and toks[j - 1] == Op("(")
-
-
-def quote(s: str) -> str:
-    """Quote one word for a POSIX shell, preferring the form a person would type."""
-    if s and _SAFE.fullmatch(s):
-        return s
-    if "'" not in s:
-        return f"'{s}'"
-    if not any(c in s for c in '"$`\\!'):
-        return f'"{s}"'
-    return "'" + s.replace("'", "'\"'\"'") + "'"
-
-
-_UNDECODABLE = compile_later("[\udc80-\udcff]")
-
-
-def quote_typed(s: str) -> str:
-    """`quote` for a line a person copies: a word with bytes that are not UTF-8 (lone surrogates here) in `$'…'`,
-    where the `\\xNN` a report shows for each names that byte (in '…' it is four other characters: the line would
-    name another file, S12). bash, zsh and ksh read it; dfdoctor's own `sh -c` sessions never get it."""
-    if not _UNDECODABLE.search(s):
-        return quote(s)
-    return "$'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def join_typed(argv: list[str]) -> str:
-    """`join` with `quote_typed`'s words."""
-    words = [quote_typed(a) for a in argv]
-    if argv and not _UNDECODABLE.search(argv[0]):
-        words[0] = join(argv[:1])  # a first word with `=` stays no assignment
-    return " ".join(words)
-
-
-def join(argv: list[str]) -> str:
-    """Quote and join an argument vector into one shell line (a first word with `=` would be an assignment)."""
-    return " ".join(f"'{a}'" if i == 0 and "=" in a and "'" not in a else quote(a) for i, a in enumerate(argv))

@@ -15,7 +15,7 @@ from typing import Optional
 
 from dfdoctor.agent import stop as agent_stop
 from dfdoctor import placements
-from dfdoctor.placing import Stopped
+from dfdoctor.placing_answers import Stopped
 from dfdoctor.run import index, record
 from dfdoctor.run.folder import RunFolder, RunNotFound, find_run, latest_from
 

@@ -184,3 +184,58 @@ def test_the_recorder_imports_no_temp_file_socket_or_digest_modules(tmp_path: Pa
     assert {"base64", "urllib.parse"} <= loaded
     kept = "".join(p.read_text() for p in run.dir.iterdir() if p.is_file())
     assert secret not in kept and f"step 1 {mask.MASK}" in run.stream("stdout"), run.stream("stdout")
+
+
+def test_a_command_that_reads_no_launch_line_imports_no_shell_parser(tmp_path: Path):
+    """Quoting (shellquote.py) is what every target kind needs; the shell parser (shell.py, five dataclasses made
+    at import, ~3 ms a start) only a command that reads a launch line: --version and report read none."""
+    p, loaded = _modules(tmp_path, "--version")
+    assert p.returncode == 0 and "0." in p.stdout, p.stdout + p.stderr
+    assert "dfdoctor.shell" not in loaded
+    p, _ = _modules(tmp_path, "check", "--only", "args.known", "--format", "json", "--output", "r.json", "--",
+                    sys.executable, "-c", "pass")
+    assert p.returncode == 0, p.stdout + p.stderr
+    p, loaded = _modules(tmp_path, "report", "r.json", "-q")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "dfdoctor.shell" not in loaded
+
+
+def test_a_plain_python_command_is_read_without_the_hop_reader_the_walk_or_the_shell_parser(tmp_path: Path):
+    """`check`, `launch` and `status` of a plain `python3 -c ...`: no hops to follow (launchline/hops.py, launchpath.py:
+    6 dataclasses), no launcher or `sh -c` to walk (walk.py), no shell line to parse (shell.py: 5 dataclasses)."""
+    readers = {"dfdoctor.launchline.hops", "dfdoctor.launchline.launchpath", "dfdoctor.launchline.walk",
+               "dfdoctor.shell"}
+    p, loaded = _modules(tmp_path, "check", "--only", "log.writable", "--", sys.executable, "-c", "pass")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert not readers & loaded, readers & loaded
+    p, loaded = _modules(tmp_path, "launch", "--no-check", "--format", "json", "--", sys.executable, "-c",
+                         "print('step 1')")
+    report = json.loads(p.stdout)
+    assert report["verdict"]["state"] == "ok", p.stdout + p.stderr
+    assert not readers & loaded, readers & loaded
+    p, loaded = _modules(tmp_path, "status", report["run"]["id"], "--format", "json")
+    assert json.loads(p.stdout)["verdict"]["state"] == "ok", p.stdout + p.stderr
+    assert not readers & loaded, readers & loaded
+    # a launch line with a hop is still read through them (`nohup ... > log &`)
+    p, loaded = _modules(tmp_path, "check", "--only", "log.writable", "--", "nohup", sys.executable, "-c", "pass")
+    assert {"dfdoctor.launchline.hops", "dfdoctor.launchline.launchpath"} <= loaded, p.stdout + p.stderr
+
+
+def test_a_command_that_places_no_job_makes_none_of_the_placements_answers(tmp_path: Path):
+    """The placement interface (placing.py) is imported by every start; what a placement is asked and answers
+    (placing_answers.py: 5 dataclasses, ~3 ms a start) only where one is made: by `launch` and `stop`, not by
+    --version, `check` or `status`."""
+    p, loaded = _modules(tmp_path, "--version")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "dfdoctor.placing_answers" not in loaded
+    p, loaded = _modules(tmp_path, "check", "--only", "log.writable", "--", sys.executable, "-c", "pass")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "dfdoctor.placing_answers" not in loaded
+    p, loaded = _modules(tmp_path, "launch", "--no-check", "--format", "json", "--", sys.executable, "-c",
+                         "print('step 1')")
+    report = json.loads(p.stdout)
+    assert report["verdict"]["state"] == "ok", p.stdout + p.stderr
+    assert "dfdoctor.placing_answers" in loaded  # the launch's ask, its Started and Judged
+    p, loaded = _modules(tmp_path, "status", report["run"]["id"], "--format", "json")
+    assert json.loads(p.stdout)["verdict"]["state"] == "ok", p.stdout + p.stderr
+    assert "dfdoctor.placing_answers" not in loaded

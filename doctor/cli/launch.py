@@ -24,7 +24,7 @@ from dfdoctor.launch import pipeline
 from dfdoctor.watch.settle import SETTLE_S
 from dfdoctor.run.folder import DEFAULT_KEEP, RunNotFound, list_runs, runs_root
 from dfdoctor import placements
-from dfdoctor.placing import DEFAULT_WATCH_S, STATUS_WATCH_S, LaunchAsk
+from dfdoctor.placing import DEFAULT_WATCH_S, STATUS_WATCH_S
 from dfdoctor.terminate import (EXIT as TERMINATED_EXIT, Seen, Terminated, sigterm_as_interrupt, started_since,
                                 still_running_line)
 from dfdoctor.targets.strategies import BY_NAME
@@ -99,6 +99,7 @@ def launch(opts: dict[str, Any]) -> int:
     guard(pairs, ctx, (runs_root(ctx.cwd if ctx.target.runs_here else Path.cwd()),
                        *((run_dir,) if run_dir and ctx.target.runs_here else ())))
     placement = placements.of_line(ctx)  # this machine, a --target, or a scheduler's line (sbatch, ray job submit)
+    from dfdoctor.placing_answers import LaunchAsk  # imported here: `status` (this module too) asks none (issue 45)
     ask = LaunchAsk(watch_s=opts["watch"] if opts["watch"] is not None else float(cfg.get("watch", DEFAULT_WATCH_S)),
                     run_dir=run_dir, force=opts["force"], no_check=opts["no_check"],
                     only=tuple(opts.get("only") or ()), skip=tuple(opts.get("skip") or ()), cfg=cfg,

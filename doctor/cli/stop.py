@@ -9,7 +9,7 @@ import click
 from dfdoctor.cli.options import Seconds, examples, pass_opts
 from dfdoctor.render.text import visible
 from dfdoctor.run.folder import RunNotFound
-from dfdoctor.placing import Stopped
+from dfdoctor.placing_answers import Stopped
 from dfdoctor.stop import GRACE_S, stop_run
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
@@ -53,7 +53,7 @@ def lines(done: Stopped, grace_s: float) -> list[str]:
     """What the stop did, a line per process, and the outcome last."""
     where = f" {done.where}" if done.where else ""
     out = [f"dfdoctor stop: run {done.run}{where}" + (f" ({done.chosen})" if done.chosen else "")]
-    if done.placed is not None:  # what the scheduler did, in its words (dfdoctor.placing.Ended)
+    if done.placed is not None:  # what the scheduler did, in its words (dfdoctor.placing_answers.Ended)
         out += done.placed.lines()
     for p in done.stopped:
         how = {"SIGTERM": "SIGTERM", "SIGKILL": f"SIGKILL, still there {grace_s:g} s after SIGTERM"}.get(

@@ -8,16 +8,19 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dfdoctor.agent.names import PRE_CHECKS
 from dfdoctor.engine import not_started, now_iso
 from dfdoctor.launch import gated
 from dfdoctor.launch.report import checks_event, placed_report, save_report
 from dfdoctor.model import Report
-from dfdoctor.placing import LaunchAsk, Placement
+from dfdoctor.placing import Placement
 from dfdoctor.run.folder import RunFolder
 from dfdoctor.safefile import write_atomically
+
+if TYPE_CHECKING:  # annotations only: the answers are made where they are built (placing_answers.py)
+    from dfdoctor.placing_answers import LaunchAsk
 
 NOT_STARTED_RUN = {"dir": None, "pid": None, "exit_code": None, "signal": None}  # the run object: no job
 

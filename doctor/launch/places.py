@@ -7,10 +7,13 @@ kind's class (`targets/kinds/`), never a branch here. The answers are `recorded.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ContextManager, Optional
+from typing import TYPE_CHECKING, Any, ContextManager, Optional
 
 from dfdoctor.errors import UsageError
-from dfdoctor.placing import Judged, LaunchAsk, Placement, Started, Stopped
+from dfdoctor.placing import Placement
+
+if TYPE_CHECKING:  # annotations only: the answers are made where they are built (placing_answers.py)
+    from dfdoctor.placing_answers import Judged, LaunchAsk, Started, Stopped
 
 
 def _recorded() -> Any:

@@ -10,7 +10,7 @@ import os
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from dfdoctor.agent.names import SPEC
 from dfdoctor.config import Config
@@ -19,11 +19,13 @@ from dfdoctor.engine import check_selection, launch_blockers, run_phase, target_
 from dfdoctor.launch import remote_run
 from dfdoctor.launch.spawn import start
 from dfdoctor.model import Verdict
-from dfdoctor.placing import Judged, LaunchAsk, Started, Stopped
 from dfdoctor.run import record
 from dfdoctor.run.folder import DEFAULT_KEEP, RunFolder, find_run, new_run, prune, runs_root
 from dfdoctor.run.masks import masked
 from dfdoctor.safefile import write_atomically
+
+if TYPE_CHECKING:  # annotations only: the answers are made where they are built (placing_answers.py)
+    from dfdoctor.placing_answers import Judged, LaunchAsk, Started, Stopped
 
 
 def _orchestrate() -> Any:
@@ -94,6 +96,7 @@ def judged(ctx: Any, ask: LaunchAsk, run: Any, live: Any, records: list, where: 
     """The verdict (linked to a pre-launch finding that foretold it), then the post-launch checks."""
     from dfdoctor.diagnose import foretold  # start-up: see orchestrate.verdict_modules
     from dfdoctor.launch.gated import complete
+    from dfdoctor.placing_answers import Judged  # imported here: `status` imports this module, makes none
     orchestrate = _orchestrate()
     records = complete(records)  # the checks run beside the start (a --target's) have ended: the verdict reads all
     verdict = foretold.link(orchestrate.verdict_of(run, live, ask.watch_s, where, folders), records)
@@ -130,6 +133,7 @@ def connected_to_run(cwd: Path, ref: Optional[str]) -> Any:
 # ---- this machine -----------------------------------------------------------------------------------------
 def start_here(ctx: Any, ask: LaunchAsk) -> Started:
     """The recorder started detached here (it starts the job), in a new run folder."""
+    from dfdoctor.placing_answers import Started  # imported here: see judged
     log = ctx.abspath(ctx.log) if ctx.log else None
     run_dir = None
     try:
@@ -178,6 +182,7 @@ def connected_there(ctx: Any) -> Iterator[None]:
 def start_there(ctx: Any, ask: LaunchAsk) -> Started:
     """The recorder shipped to the target and detached there; the run folder here is the local copy of its record
     (its spec names the target with every part its spelling leaves out: `record.target_parts`)."""
+    from dfdoctor.placing_answers import Started  # imported here: see judged
     run_id, run_dir = new_run(Path.cwd())
     folder = RunFolder.at(run_dir)
     folder.keep_prints(ctx.env, ctx.command)
@@ -221,6 +226,7 @@ def watch_there(ctx: Any, ask: LaunchAsk, job: Started, records: list) -> Judged
 
 def stop_there(run_dir: Path, run: Any, grace_s: float) -> Stopped:
     """The agent's stop, sent to the target over one session; the record's last words fetched into the copy."""
+    from dfdoctor.placing_answers import Stopped  # imported here: see judged
     target = run.target
     where = f"on {target}"
     if not run.spec.get("remote_dir"):
@@ -236,6 +242,7 @@ def stop_there(run_dir: Path, run: Any, grace_s: float) -> Stopped:
 
 def _stopped(run_dir: Path, run: str, where: str, answer: dict[str, Any]) -> Stopped:
     """The agent's answer as a Stopped, its command lines masked."""
+    from dfdoctor.placing_answers import Stopped  # imported here: see judged
     if "error" in answer:
         return Stopped(run, where, error=answer["error"])
     answer = _masked(run_dir, answer)

@@ -22,7 +22,6 @@ from typing import Mapping, Optional, Sequence
 
 from dfdoctor.launchline.envs import env_prefix
 from dfdoctor.launchline.expand import Unknown
-from dfdoctor.launchline.walk import WalkState, start_state, walk
 from dfdoctor.launchline.wrappers import SHELLS, read_through
 from dfdoctor.lazy_re import compile_later
 
@@ -498,6 +497,8 @@ def _walk(text: str, path: Optional[Path], args: list[str], orig: tuple[str, ...
           depth: int, extra_env: dict[str, str], base: LaunchSpec, *, zero: str, bash: Optional[bool],
           is_file: bool = True) -> LaunchSpec:
     """Walk a shell script (or one `-c` line) to the command that starts the job; see `walk.py`."""
+    # imported here: only a launcher or an `sh -c` line is walked; it brings the shell parser (issue 45)
+    from dfdoctor.launchline.walk import WalkState, start_state, walk
     state = start_state({**env, **extra_env}, cwd, zero, zero if is_file else None, args, bash)
     state.exported |= set(extra_env)
 

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Union
 
-from dfdoctor.shell import ShellSyntaxError, _read_quoted_subst, parse
 from dfdoctor.lazy_re import compile_later
 
 
@@ -86,6 +85,8 @@ class Scope:
 
 def expand(raw: str, scope: Scope) -> Union[list[str], Unknown]:
     """Expand one word as typed (quotes and all) into the fields the command receives, or an Unknown."""
+    # imported here: commandline.py needs only Unknown, a plain `python3 t.py` parses no shell (issue 45)
+    from dfdoctor.shell import ShellSyntaxError
     if raw in ('"$@"', '"${@}"'):  # the launcher's arguments, each one field (none when there are none)
         return scope.args if isinstance(scope.args, Unknown) else list(scope.args)
     fields: list[str] = []
@@ -206,6 +207,7 @@ def _protect(raw: str) -> str:
 
 def _end_of_dollar(raw: str, i: int) -> int:
     """Index just past the `$...` expansion starting at raw[i]."""
+    from dfdoctor.shell import _read_quoted_subst  # imported here: see expand
     if raw.startswith("$(", i):
         return _read_quoted_subst(raw, i)
     if raw.startswith("${", i):
@@ -275,6 +277,7 @@ def _double_quoted(raw: str, i: int, scope: Scope, cur: list[str], fields: list[
 
 def _dollar(raw: str, i: int, scope: Scope) -> tuple[Union[str, list[str], None, Unknown], int]:
     """One `$...` or backquoted expansion at raw[i]: its value (a list for unquoted $@/$*) and the next index."""
+    from dfdoctor.shell import _read_quoted_subst  # imported here: see expand
     if raw[i] == "`":
         j = raw.index("`", i + 1)
         return substitute(raw[i + 1:j], scope), j + 1
@@ -357,6 +360,7 @@ def _remove(val: str, pat: str, op: str) -> str:
 
 def substitute(inner: str, scope: Scope) -> Value:
     """The output of `$(inner)` when it is made of the idioms launchers use to locate things; else Unknown."""
+    from dfdoctor.shell import ShellSyntaxError, parse  # imported here: see expand
     text = f"$({inner.strip()})"
     try:
         pipelines = parse(inner)

@@ -18,7 +18,7 @@ from dfdoctor.launchline.hops import (
     is_python,
     unbuffered,
 )
-from dfdoctor.shell import join, quote
+from dfdoctor.shellquote import join, quote
 from dfdoctor.targets.registry import kind_for
 from dfdoctor.lazy_re import compile_later
 

@@ -8,15 +8,15 @@ import os
 import posixpath
 import subprocess
 from dataclasses import dataclass, replace
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from dfdoctor.launchline.wrappers import read_shell
-from dfdoctor.launchline.hops import LOCAL, Fd, base
-from dfdoctor.launchline.launchfix import elsewhere, log_folder, path_word
-from dfdoctor.launchline.launchpath import analyse
-from dfdoctor.shell import join
+from dfdoctor.shellquote import join
 from dfdoctor.targets import Target, parse_target, transport
 from dfdoctor.targets.registry import hop_kind, kind_for
+
+if TYPE_CHECKING:
+    from dfdoctor.launchline.hops import Fd
 
 # Besides a hop of a target kind (ssh, pct exec, lxc-attach, docker exec): a command line whose program is one of
 # these is a launch line, not the job itself. (`pct` alone too: it is followed, and holds no job.)
@@ -42,7 +42,7 @@ def is_launch_line(command: list[str]) -> bool:
         return False
     if hop_kind(command) is not None:
         return True
-    name = base(command[0])
+    name = posixpath.basename(command[0])  # hops.base: a plain `python3 ...` imports no hop reader
     if name in ("sh", "bash", "dash"):
         return read_shell(command).command_string  # options read by name: `--rcfile F` is no `-c`
     return name in DETACHERS
@@ -50,6 +50,9 @@ def is_launch_line(command: list[str]) -> bool:
 
 def read(command: list[str]) -> Optional[TypedLaunch]:
     """Follow the line's hops; None when no job is found in it (ValueError: the hops name a malformed target)."""
+    # imported here: only a line with hops is read (`check -- python3 t.py` is none; issue 45)
+    from dfdoctor.launchline.hops import LOCAL
+    from dfdoctor.launchline.launchpath import analyse
     line = join(command)
     a = analyse(line)
     if a.job is None or not a.job.argv:
@@ -85,6 +88,7 @@ def launch_note(ctx) -> str:
     """What `launch` says before it starts a job read out of a typed line: the line as typed, what reads wrong in
     it (the reading's failures: a `>` opened by another host's shell, a job that dies with its session), and
     what dfdoctor starts instead."""
+    from dfdoctor.launchline.launchpath import analyse  # imported here: see read
     a = analyse(ctx.typed_line)
     wrong = [f"  - on {a.hops[f.hop].where}: {_looked_at(a, f.summary)}" for f in a.findings if f.status == "fail"]
     where = f", in {ctx.cwd_note or ctx.cwd}" if not ctx.target.runs_here else ""
@@ -99,6 +103,7 @@ def _looked_at(a, summary: str) -> str:
     """The reading's words for a log opened by another hop's shell, once its folder was looked at there: written
     there, or nothing started at all (the folder is absent on that host: its shell cannot open the log). Any other
     finding as the reading said it."""
+    from dfdoctor.launchline.launchfix import elsewhere  # imported here: see read
     job = a.job
     out = job.frame.fds.get(1) if job is not None else None
     if out is None or out.kind != "file" or summary != elsewhere(job.frame.where, out):
@@ -110,6 +115,7 @@ def folder_exists(out: Fd) -> Optional[bool]:
     """Whether the folder of the file a redirect opens exists where the shell that opens it runs: on this machine,
     looked at here; else at the place the hops before it reach (`test -d`, through the user's own hop options);
     None where it could not be looked at (a variable in the path, a host that does not answer)."""
+    from dfdoctor.launchline.launchfix import log_folder, path_word  # imported here: see read
     folder = log_folder(out.path)
     if "$" in folder:
         return None  # expanded by that shell, in its environment: not guessed here

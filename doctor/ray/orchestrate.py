@@ -21,7 +21,7 @@ from dfdoctor.engine import now_iso
 from dfdoctor.errors import UsageError
 from dfdoctor.launch.report import placed_report as _report, save_report, timeline_event as _event
 from dfdoctor.model import CheckRecord, Report, Verdict
-from dfdoctor.placing import Judged, LaunchAsk, Started
+from dfdoctor.placing_answers import Judged, LaunchAsk, Started
 from dfdoctor.ray import logs, precheck, submit, targets
 from dfdoctor.ray.api import Api
 from dfdoctor.ray.rules import Seen

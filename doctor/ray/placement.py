@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from dfdoctor.errors import UsageError
-from dfdoctor.placing import Judged, LaunchAsk, Placement, Started
+from dfdoctor.placing import Placement
 from dfdoctor.ray.submit import is_ray_submit
+
+if TYPE_CHECKING:  # annotations only: the answers are made where they are built (placing_answers.py)
+    from dfdoctor.placing_answers import Judged, LaunchAsk, Started
 
 
 class Ray(Placement):

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
-from dfdoctor.placing import Ended
+from dfdoctor.placing_answers import Ended
 from dfdoctor.ray.api import Api, ApiError
 from dfdoctor.ray.submit import DEFAULT_ADDRESS, http_address, token
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from dfdoctor import causes
-from dfdoctor.shell import join_typed, quote_typed
+from dfdoctor.shellquote import join_typed, quote_typed
 from dfdoctor.rehearse import changes, judge, pause, rewrite, venvs
 from dfdoctor.rehearse.runner import Rehearsal, rehearse
 

@@ -31,7 +31,7 @@ from typing import Callable, Optional
 from dfdoctor import leftovers
 from dfdoctor.rehearse import prove, quiet, rewrite, settled, wall
 from dfdoctor.rehearse.rewrite import CannotRehearse, Hop, Plan
-from dfdoctor.shell import join, quote
+from dfdoctor.shellquote import join, quote
 from dfdoctor.targets import transport
 from dfdoctor.targets.target import Target
 from dfdoctor.terminal_signals import as_from_a_terminal

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from dfdoctor.shell import join
+from dfdoctor.shellquote import join
 
 HERE = Path(__file__).resolve().parent
 # without its comments: it travels inside the line, once per hop, quoted again at each

@@ -17,7 +17,7 @@ from dfdoctor.errors import UsageError
 from dfdoctor.launch.report import placed_report as _report, save_report, timeline_event as _event
 from dfdoctor.model import CheckRecord, Report, Verdict
 from dfdoctor.numbers import is_whole
-from dfdoctor.placing import Judged, LaunchAsk, Started
+from dfdoctor.placing_answers import Judged, LaunchAsk, Started
 from dfdoctor.safefile import write_atomically
 from dfdoctor.registry import discover, select
 from dfdoctor.run.folder import RunFolder, find_run, new_run

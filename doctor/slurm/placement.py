@@ -6,12 +6,15 @@ does not load the launch pipeline."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from dfdoctor.errors import UsageError
 from dfdoctor.numbers import is_whole
-from dfdoctor.placing import Judged, LaunchAsk, Placement, Started
+from dfdoctor.placing import Placement
 from dfdoctor.slurm.sbatch import is_slurm
+
+if TYPE_CHECKING:  # annotations only: the answers are made where they are built (placing_answers.py)
+    from dfdoctor.placing_answers import Judged, LaunchAsk, Started
 
 
 class Slurm(Placement):

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from dfdoctor.placing import Ended
+from dfdoctor.placing_answers import Ended
 from dfdoctor.slurm import commands
 from dfdoctor.slurm.job import facts
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from dfdoctor import cache
-from dfdoctor.shell import quote
+from dfdoctor.shellquote import quote
 from dfdoctor.targets import Target, transport
 from dfdoctor.targets.strategies import BY_NAME, PREFERENCE, STRATEGIES, Strategy
 from dfdoctor.terminal_signals import as_from_a_terminal

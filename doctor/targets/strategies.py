@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 
 from dfdoctor.agent import ship
 from dfdoctor.cache import cache_dir, private_dir
-from dfdoctor.shell import join, quote
+from dfdoctor.shellquote import join, quote
 from dfdoctor.safefile import write_atomically
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import time
 from typing import Iterator, Optional, Sequence
 
 from dfdoctor.agent.procfs import proc_state
-from dfdoctor.shell import quote  # noqa: F401  (tests quote with it)
+from dfdoctor.shellquote import quote  # noqa: F401  (tests quote with it)
 from dfdoctor.targets import master_watch
 from dfdoctor.targets.target import Target
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from dfdoctor.shell import quote
+from dfdoctor.shellquote import quote
 from dfdoctor.targets.kinds.lxc import parse_name
 from dfdoctor.targets.registry import TargetKind, program
 from dfdoctor.targets.target import Target

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from dfdoctor.shell import join, quote
+from dfdoctor.shellquote import join, quote
 from dfdoctor.targets.registry import TargetKind, program
 from dfdoctor.targets.target import Target
 from dfdoctor.lazy_re import compile_later

@@ -8,7 +8,7 @@ import contextlib
 from dataclasses import replace
 from typing import Iterator, Optional, Sequence
 
-from dfdoctor.shell import quote
+from dfdoctor.shellquote import quote
 from dfdoctor.targets import transport
 from dfdoctor.targets.kinds.ssh import ASCII_NUMBER, Ssh, parse_host, spell_host, ssh_typed
 from dfdoctor.targets.registry import TargetKind, kind_for, program, usage

@@ -10,7 +10,7 @@ import re
 import shlex
 from typing import Iterator, Optional, Sequence
 
-from dfdoctor.shell import join, quote
+from dfdoctor.shellquote import join, quote
 from dfdoctor.targets import transport
 from dfdoctor.targets.transport import SSH_CONFIG_ENV
 from dfdoctor.targets.registry import TargetKind, program, usage
