@@ -13,7 +13,9 @@ from dataclasses import dataclass, field, replace
 from typing import Optional, Union
 from dfdoctor.lazy_re import compile_later
 # the quoting lives in shellquote.py (no dataclasses: every target kind quotes, few commands parse a line)
-from dfdoctor.shellquote import join, join_typed, quote, quote_typed  # noqa: F401 (re-exported)
+from dfdoctor import shellquote
+
+join, join_typed, quote, quote_typed = shellquote.join, shellquote.join_typed, shellquote.quote, shellquote.quote_typed
 
 CONTROL_OPS = ("&&", "||", ";;", "|&", ";", "&", "|", "(", ")")
 REDIRECT_OPS = ("&>>", "&>", "<<<", "<<-", "<<", ">>", ">|", ">&", "<&", "<>", ">", "<")
