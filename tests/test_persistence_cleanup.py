@@ -53,14 +53,17 @@ def test_a_sentinel_started_while_the_folder_is_removed_leaves_nothing(tmp_path)
     (shims / "rm").write_text(SLOW_RM)
     (shims / "rm").chmod(0o755)
     env = dict(os.environ, PATH=f"{shims}:{os.environ['PATH']}", REAL_PATH=os.environ["PATH"], ORIG=str(d))
+    planted = tmp_path / "dfdoctor-persist.test.gone"  # another user's link at a name a fixed rename would use
+    planted.symlink_to(shims)
     cleanup = persistence.CLEANUP.format(tag="test", beat=persistence.BEAT_S)
     try:
         r = subprocess.run(["sh", "-c", cleanup, "sh", str(d)], env=env, capture_output=True, text=True, timeout=30)
         assert r.returncode == 0, r.stderr
         time.sleep(3 * persistence.BEAT_S)  # a sentinel still alive beats again in this time
-        left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if "persist" in str(p))
+        left = sorted(p.name for p in tmp_path.iterdir() if p not in (shims, planted))
         alive = _sentinels_of(d)
         assert not left and not alive, f"left: {left}; sentinels alive: {alive}"
+        assert [p.name for p in shims.iterdir()] == ["rm"], "the folder was moved through the planted link"
     finally:
         for pid in _sentinels_of(d):
             os.kill(pid, 9)

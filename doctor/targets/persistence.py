@@ -122,9 +122,10 @@ kill_ours
 # The folder is renamed before it is removed: a sentinel a late session started (tmux's server forks it when it
 # gets to it) checks for the folder and the stop file before each beat, and `rm -rf` deletes the stop file before
 # the folder, so one starting in between wrote its beat into a folder rm could no longer remove, and beat on for
-# MAX_BEATS (round 21's CI). Renamed, the folder is gone for it at once: its next check ends it.
-g="$d.gone"
-mv "$d" "$g" 2>/dev/null || g=$d
+# MAX_BEATS (round 21's CI). Renamed, the folder is gone for it at once: its next check ends it. It moves into a
+# folder of its own that mktemp made (a fixed name beside it could be planted by another user of the target).
+g=$(mktemp -d "$(dirname "$d")/dfdoctor-persist.gone.XXXXXX" 2>/dev/null) && mv "$d" "$g/" 2>/dev/null || \
+  {{ [ -n "$g" ] && rmdir "$g" 2>/dev/null; g=$d; }}
 for i in 1 2 3 4 5; do rm -rf "$g" 2>/dev/null; [ -e "$g" ] || break; sleep {beat}; done
 # one grep over every command line (two processes for each one took a tenth of a second on a loaded host); its
 # pattern's `[s]` keeps the grep from finding itself
