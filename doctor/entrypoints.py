@@ -19,6 +19,7 @@ import os
 import re
 import sys
 from typing import Any, Optional
+
 from dfdoctor.lazy_re import compile_later
 
 # importlib.metadata's EntryPoint.pattern

@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from typing import Optional, Union
-from dfdoctor.lazy_re import compile_later
+
 # the quoting lives in shellquote.py (no dataclasses: every target kind quotes, few commands parse a line)
 from dfdoctor import shellquote
+from dfdoctor.lazy_re import compile_later
 
 join, join_typed, quote, quote_typed = shellquote.join, shellquote.join_typed, shellquote.quote, shellquote.quote_typed
 

@@ -13,6 +13,7 @@ value turns the cache off (every use downloads). The record keeps both variables
 from __future__ import annotations
 
 from typing import Iterable, Mapping, Optional
+
 from dfdoctor.lazy_re import compile_later
 
 _TIKTOKEN = compile_later(r"(^|/)tiktoken(_ext)?/")  # tiktoken/load.py, tiktoken_ext/openai_public.py

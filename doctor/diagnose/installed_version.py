@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 from typing import Optional
+
 from dfdoctor.lazy_re import compile_later
 
 _NAME = compile_later(r"^Name:\s*(\S+)", re.M)

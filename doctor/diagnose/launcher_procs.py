@@ -13,6 +13,7 @@ import re
 import shlex
 from pathlib import Path
 from typing import Optional
+
 from dfdoctor.lazy_re import compile_later
 
 _SHELLS = ("bash", "sh", "dash", "zsh")

@@ -7,6 +7,7 @@ import os
 import re
 from dataclasses import dataclass
 from typing import Optional
+
 from dfdoctor.lazy_re import compile_later
 
 EXC_LINE = compile_later(r"^(?:[A-Za-z_][\w]*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure)|"

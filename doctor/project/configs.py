@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
+
 from dfdoctor.lazy_re import compile_later
 
 _KEY = compile_later(r"^( *)([A-Za-z_][\w-]*)\s*:(?:\s|$)")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Optional
+
 from dfdoctor.lazy_re import compile_later
 
 _UP = 4  # folders above the script searched for the module, as doctor/project looks for the project's root

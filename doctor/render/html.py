@@ -26,6 +26,7 @@ from dfdoctor.render import compiled
 from dfdoctor.render.findings import fix_word
 from dfdoctor.render.text import report_fixes
 from markupsafe import Markup, escape
+
 from dfdoctor.lazy_re import compile_later
 
 TEMPLATES = Path(templates_package.__file__).resolve().parent

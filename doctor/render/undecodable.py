@@ -8,6 +8,7 @@ import dataclasses
 import enum
 import re
 from typing import Any
+
 from dfdoctor.lazy_re import compile_later
 
 _LONE = compile_later("[\ud800-\udfff]")

@@ -6,6 +6,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from typing import Optional, Sequence
+
 from dfdoctor.lazy_re import compile_later
 
 TIMEOUT_S = 15.0

@@ -14,6 +14,7 @@ import getpass
 import re
 from pathlib import PurePosixPath
 from typing import Optional
+
 from dfdoctor.lazy_re import compile_later
 
 _PATTERN = compile_later(r"%(\d*)([%AajJNnstux])")

@@ -20,8 +20,7 @@ def unlinked(repo: Path, package: Path) -> list[str]:
     missing = []
     for src, under in PARTS.items():
         for folder, dirs, files in os.walk(repo / src):
-            dirs[:] = [d for d in dirs if d != "__pycache__" and not (src == "doctor" and folder == str(repo / src)
-                                                                      and d in PARTS)]
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
             rel = os.path.relpath(folder, repo / src)
             for name in files:
                 if name.endswith(KINDS) and not (package / under / rel / name).exists():
