@@ -19,8 +19,10 @@ Options ([tool.dfdoctor.checks."cuda.nccl"] or the environment of `dfdoctor chec
 
 from __future__ import annotations
 
+import contextlib
 import random
 import socket
+import tempfile
 import threading
 import time
 from typing import Iterator, Optional
@@ -88,11 +90,17 @@ def _nccl(ctx) -> Iterator[Result]:
         return
     limit = float(ctx.timeout or DEFAULT_TIMEOUT)
     budget = max(2.0, limit - 1.5 - (time.monotonic() - started))  # the runner's deadline stays ahead of ours
-    outcomes = _run_ranks(ctx, layout, backend, (hang_rank, fail_rank), budget)
+    outcomes, taken = _run_ranks(ctx, layout, backend, (hang_rank, fail_rank), budget)
     ranks = [_rank_view(layout.first + r, out, vis, layout) for r, out in enumerate(outcomes)]
     data = {"nccl": {"backend": backend, "backend_why": backend_why, "backend_option": option,
-                     "world_size": layout.world, "why": why,
+                     "world_size": layout.world, "why": why, "ports_taken": taken,
                      "injected_hang_rank": hang_rank, "injected_fail_rank": fail_rank, "visible": list(vis.visible), "ranks": ranks}}
+    if taken and outcomes and _port_taken(outcomes[0]):
+        yield error(f"no group was formed: each port dfdoctor chose here for rank 0's store was taken by another "
+                    f"program before rank 0 listened ({', '.join(map(str, taken))}); that says nothing about the job",
+                    fix="run the check again; `ss -ltnp` shows which programs hold ports here", data=data,
+                    evidence=tuple(_rank_line(r) for r in ranks))
+        return
     if step is not None:
         data["nccl"]["nodes"] = {"names": list(step.nodes), "this": step.nodes[step.index],
                                  "ranks_per_node": world, "master": f"{step.head_addr}:{step.port}"}
@@ -190,25 +198,77 @@ def _world_size(ctx, vis: Visibility, backend: str, asked: Optional[int] = None)
 
 
 def _free_port(ctx) -> int:
-    """A TCP port for the rendezvous: free here now for a local job; a random high one on a remote target."""
+    """A TCP port for the rendezvous: free here now for a local job; a random high one on a remote target.
+
+    Locally it is drawn below the kernel's ephemeral range and bound once to see it free: a port from that range
+    (what binding port 0 gives) is also what every outgoing connection here is handed, and under load one took
+    it between our choice and rank 0's listen (EADDRINUSE; a port nobody binds explicitly stays free).
+    """
     if not ctx.target.runs_here:
         return random.randint(20000, 59999)  # we cannot bind on the target; a clash shows as rank 0's error
+    low, high = _ephemeral_range()
+    for port in random.sample(range(20000, max(20001, min(low, 32768))), 20):
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.bind(("", port))
+            return port
+        except OSError:
+            continue
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
+def _ephemeral_range() -> tuple[int, int]:
+    """The ports the kernel hands to outgoing connections (Linux's default where it cannot be read)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(w) for w in f.read().split())
+        return low, high
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def _port_taken(outcome: ProbeOutcome) -> bool:
+    """Whether rank 0 could not listen on the rendezvous port because something else held it."""
+    p = outcome.payload or {}
+    err = str(p.get("error") or "")
+    return p.get("failed_stage") == "rendezvous" and ("EADDRINUSE" in err or "address already in use" in err.lower())
+
+
 def _run_ranks(ctx, layout: Layout, backend: str, faults: tuple[Optional[int], Optional[int]],
-               timeout: float) -> list[ProbeOutcome]:
+               timeout: float) -> tuple[list[ProbeOutcome], list[int]]:
+    """Start this node's ranks at once and wait for all of them; and the ports found taken on the way.
+
+    Where dfdoctor chose the port here, something else may take it before rank 0 listens: that is our race, not a
+    fact about the job, so the group is formed again on another port (twice at most, inside the same budget).
+    """
+    ours = layout.port is None and ctx.target.runs_here
+    end = time.monotonic() + timeout
+    taken: list[int] = []
+    while True:
+        port = layout.port or _free_port(ctx)
+        with tempfile.TemporaryDirectory(prefix="dfdoctor-nccl-") if ours else contextlib.nullcontext() as signals:
+            outcomes = _run_group(ctx, layout, backend, faults, port, end - time.monotonic(), signals)
+        if not (ours and outcomes and _port_taken(outcomes[0])):
+            return outcomes, taken
+        taken.append(port)
+        if len(taken) == 3 or end - time.monotonic() < 10:
+            return outcomes, taken
+
+
+def _run_group(ctx, layout: Layout, backend: str, faults: tuple[Optional[int], Optional[int]], port: int,
+               timeout: float, signals: Optional[str]) -> list[ProbeOutcome]:
     """Start this node's ranks at once, each its own killable process group, and wait for all of them.
 
     A rank that fails says so through the store, and the others stop waiting then (see the probe), so only a
-    rank that hangs makes the check wait for its deadline.
+    rank that hangs makes the check wait for its deadline. Rank 0 that cannot open the store says so in the
+    `signals` folder (here only), which the others read while they wait to connect.
     """
-    port = layout.port or _free_port(ctx)
     outcomes: list[Optional[ProbeOutcome]] = [None] * layout.local
     # On this machine the probe shares our clock: it counts its budget from now, not from when it started
     sent_at = {"DFDOCTOR_NCCL_SENT_AT": f"{time.time():.3f}"} if ctx.target.runs_here else {}
+    here = {"DFDOCTOR_NCCL_SIGNALS": signals} if signals else {}
 
     def one(local: int) -> None:
         rank = layout.first + local
@@ -216,7 +276,7 @@ def _run_ranks(ctx, layout: Layout, backend: str, faults: tuple[Optional[int], O
                               "LOCAL_WORLD_SIZE": str(layout.local), "MASTER_ADDR": layout.master,
                               "MASTER_PORT": str(port),
                               "DFDOCTOR_NCCL_BACKEND": backend, "DFDOCTOR_NCCL_BUDGET": f"{timeout:.1f}",
-                              **sent_at,
+                              **sent_at, **here,
                               "DFDOCTOR_NCCL_HANG": "1" if rank == faults[0] else "0",
                               "DFDOCTOR_NCCL_FAIL": "1" if rank == faults[1] else "0",
                               **layout.node_env()})
@@ -280,6 +340,8 @@ def _verdict(ranks: list[dict], layout: Layout, backend: str, limit: float, data
     world = layout.world
     said = data.get("nccl") or {}
     lines = ((f"backend {backend}: {said['backend_why']}",) if said.get("backend_why") else ()) + \
+        tuple(f"port {p} was taken by another program between dfdoctor's choice and rank 0's listen: the group was "
+              f"formed again on another port" for p in said.get("ports_taken") or ()) + \
         tuple(_rank_line(r) for r in ranks)
     bad = [r for r in ranks if r["state"] in ("error", "died", "wrong")]
     hung = [r for r in ranks if r["state"] == "hung"]

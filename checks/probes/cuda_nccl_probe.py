@@ -33,6 +33,10 @@ LOCAL_WORLD = int(os.environ.get("LOCAL_WORLD_SIZE", str(WORLD)))
 # In one group over a Slurm allocation: this node's place, and every node's name in order (else unset).
 NODE = int(os.environ.get("DFDOCTOR_NCCL_NODE", "0"))
 NODE_NAMES = [n for n in os.environ.get("DFDOCTOR_NCCL_NODE_NAMES", "").split(",") if n]
+# A folder that this node's ranks share, where dfdoctor runs them here: rank 0 that could not open the store says
+# so in it, for the ranks that wait to connect (else unset: they learn it only from their own deadline).
+SIGNALS = os.environ.get("DFDOCTOR_NCCL_SIGNALS", "")
+NO_STORE = "rank0-no-store"
 # seconds this rank may take in all; relative, because the target's clock need not match dfdoctor's
 BUDGET = float(os.environ.get("DFDOCTOR_NCCL_BUDGET", "60"))
 
@@ -64,6 +68,50 @@ class Unreachable(RuntimeError):
 
 
 TRY_S = 3.0  # a TCP SYN to a live node is answered in milliseconds: 3 s of silence means it was dropped
+
+
+def rank0_without_store() -> str:
+    """What rank 0 said when it could not open the store, if it said so in the shared folder ('' if not)."""
+    if not SIGNALS:
+        return ""
+    try:
+        with open(os.path.join(SIGNALS, NO_STORE)) as f:
+            return f.read() or "it gave no reason"
+    except OSError:
+        return ""
+
+
+def say_no_store(error: str) -> None:
+    """Rank 0 tells the ranks waiting to connect that no store will listen (see rank0_without_store)."""
+    if not SIGNALS:
+        return
+    try:
+        with open(os.path.join(SIGNALS, NO_STORE + ".part"), "w") as f:
+            f.write(error)
+        os.replace(os.path.join(SIGNALS, NO_STORE + ".part"), os.path.join(SIGNALS, NO_STORE))
+    except OSError:
+        pass
+
+
+def stop_if_rank0_has_no_store(addr: str, port: int, joined: threading.Event) -> None:
+    """Until this rank has joined the store, stop it as soon as rank 0 says it could not open one. The wait may be
+    inside torch: a program that holds the port and accepts connections keeps the TCPStore client waiting for an
+    answer that never comes (round 22's CI: 111 s for a port taken between dfdoctor's choice and rank 0's listen)."""
+    if not SIGNALS:
+        return
+
+    def run() -> None:
+        while not joined.wait(0.2):
+            gone = rank0_without_store()
+            if gone:
+                STATE.update(waited_for=[0], failed_stage="rendezvous",
+                             error=f"OtherRanks: rank 0 could not open its store at {addr}:{port}: {gone}"[:1000])
+                stage("done")
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(0)
+
+    threading.Thread(target=run, name="dfdoctor-no-store", daemon=True).start()
 
 
 def reach_store(addr: str, port: int) -> None:
@@ -276,10 +324,13 @@ def main() -> int:
         STATE["torch"] = torch.__version__
         stage("rendezvous")
         addr, port = os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ["MASTER_PORT"])
+        joined = threading.Event()
         if RANK != 0:
+            stop_if_rank0_has_no_store(addr, port, joined)
             reach_store(addr, port)
         store = dist.TCPStore(addr, port, WORLD, is_master=RANK == 0, timeout=datetime.timedelta(seconds=left()),
                               wait_for_workers=False)
+        joined.set()
         census(store)
         device = ready_gpu(torch)  # a failure is written into the store below, for the others to read
         store.set(f"dfdoctor/ready/{RANK}", "1")
@@ -316,6 +367,8 @@ def main() -> int:
         STATE["error"] = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:1000]
         STATE["traceback"] = traceback.format_exc()[-3000:]
         STATE["failed_stage"] = STATE["stage"]
+        if store is None and RANK == 0 and STATE["stage"] == "rendezvous":
+            say_no_store(STATE["error"])
         if store is not None and not isinstance(exc, OtherRanks):
             try:  # the others may be waiting inside torch for this rank: their watchers read this
                 store.set(f"dfdoctor/failed/{RANK}", f"{type(exc).__name__}: {exc}"[:300])

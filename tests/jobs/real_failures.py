@@ -184,9 +184,17 @@ def input_file_missing():
 
 
 def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    # below the ephemeral range: a port from binding port 0 may go to any outgoing connection before the store
+    # listens (dfdoctor's cuda.nccl met that in a full test run: EADDRINUSE)
+    import random
+    for port in random.sample(range(20000, 32768), 50):
+        with socket.socket() as s:
+            try:
+                s.bind(("", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port below 32768")
 
 
 def main():
