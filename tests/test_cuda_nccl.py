@@ -183,3 +183,18 @@ def test_the_port_chosen_here_lies_outside_the_range_the_kernel_hands_to_connect
     low, _ = module._ephemeral_range()
     ports = {module._free_port(ctx_for()) for _ in range(20)}
     assert all(20000 <= p < low for p in ports), ports
+
+
+def test_a_taken_port_over_a_slurm_step_fails_with_the_fix_that_names_the_port():
+    """Over a Slurm step the port follows the job and step ids, as the job's own would: rank 0 meeting it taken is
+    an observed failure there (not dfdoctor's choice to retry), and the fix speaks of the port and the next step."""
+    from dfdoctor.slurm.step import Step
+    step = Step("41", "0", ("n1", "n2"), 0, "10.0.0.1")
+    err = ("DistNetworkError: The server socket has failed to listen on any local network address. port: 29501, "
+           "useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use")
+    ranks = [_rank(0, "error", "rendezvous", error=err, node="n1"),
+             _rank(1, "waited", "rendezvous", waited_for=[0], node="n2")]
+    r = _verdict(ranks, Layout.over(step, 2), "gloo", 30, {})
+    assert r.status is Status.FAIL and r.cause == causes.NCCL_FAILED
+    assert r.summary.startswith("rank 0 (n1, GPU 0) failed in rendezvous") and "EADDRINUSE" in r.summary, r.summary
+    assert "port" in r.fix and "taken" in r.fix and "Slurm" in r.fix
