@@ -1,5 +1,5 @@
 """When each test ran, and on which xdist worker: a pytest plugin that appends one line per test (worker, start,
-end, outcome, node id) to the file $DFDOCTOR_TIMELINE names, for reading a full run's idle spells beside a CPU
+end, node id, CPU seconds) to the file $DFDOCTOR_TIMELINE names, for reading a full run's idle spells beside a CPU
 sample (issue 45: at 8 workers on 2 cores the suite is CPU-bound; a spell where every worker waits is wall time the
 CPU could have filled). `python tests/support/timeline.py FILE [CPU_SAMPLES]` summarises it.
 
@@ -22,15 +22,24 @@ def pytest_configure(config):
     _here["recording"] = hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None)
 
 
+def _cpu() -> float:
+    """CPU seconds of this worker and of every child it has waited for (which counts their waited children too)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def pytest_runtest_logstart(nodeid, location):
-    _started[nodeid] = time.time()
+    _started[nodeid] = (time.time(), _cpu())
 
 
 def pytest_runtest_logfinish(nodeid, location):
     if not _here["recording"]:
         return
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    line = f"{worker}\t{_started.pop(nodeid, time.time()):.2f}\t{time.time():.2f}\t{nodeid}\n"
+    start, cpu = _started.pop(nodeid, (time.time(), _cpu()))
+    # the fifth column: CPU seconds of the test's worker and waited children (a detached process, such as a
+    # launch's recorder, is not counted: a floor, for ranking tests by what they cost)
+    line = f"{worker}\t{start:.2f}\t{time.time():.2f}\t{nodeid}\t{_cpu() - cpu:.2f}\n"
     # one write of a short line to a file opened for appending: the workers' lines never interleave
     fd = os.open(os.environ[TIMELINE_ENV], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
@@ -41,7 +50,7 @@ def pytest_runtest_logfinish(nodeid, location):
 
 def summarise(path: str, cpu_path: str = "") -> None:
     rows = [line.rstrip("\n").split("\t") for line in open(path)]
-    rows = [(w, float(a), float(b), n) for w, a, b, n in rows]
+    rows = [(r[0], float(r[1]), float(r[2]), r[3]) for r in rows]
     t0 = min(r[1] for r in rows)
     end = max(r[2] for r in rows)
     print(f"{len(rows)} tests, {end - t0:.0f} s from the first start to the last end")
