@@ -206,8 +206,8 @@ def _free_port(ctx) -> int:
     """
     if not ctx.target.runs_here:
         return random.randint(20000, 59999)  # we cannot bind on the target; a clash shows as rank 0's error
-    low, high = _ephemeral_range()
-    for port in random.sample(range(20000, max(20001, min(low, 32768))), 20):
+    below = range(20000, max(20001, min(_ephemeral_low(), 32768)))
+    for port in random.sample(below, min(20, len(below))):
         try:
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
                 s.bind(("", port))
@@ -219,14 +219,13 @@ def _free_port(ctx) -> int:
         return s.getsockname()[1]
 
 
-def _ephemeral_range() -> tuple[int, int]:
-    """The ports the kernel hands to outgoing connections (Linux's default where it cannot be read)."""
+def _ephemeral_low() -> int:
+    """The lowest port the kernel hands to outgoing connections (Linux's default where it cannot be read)."""
     try:
         with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            low, high = (int(w) for w in f.read().split())
-        return low, high
-    except (OSError, ValueError):
-        return 32768, 60999
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def _port_taken(outcome: ProbeOutcome) -> bool:

@@ -180,7 +180,7 @@ def test_the_port_chosen_here_lies_outside_the_range_the_kernel_hands_to_connect
     """A port from the ephemeral range (binding port 0) can be handed to any outgoing connection before rank 0
     listens; one below it is taken only by a program that binds it on purpose."""
     from dfdoctor.checks import cuda_nccl as module
-    low, _ = module._ephemeral_range()
+    low = module._ephemeral_low()
     ports = {module._free_port(ctx_for()) for _ in range(20)}
     assert all(20000 <= p < low for p in ports), ports
 
