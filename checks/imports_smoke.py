@@ -366,7 +366,8 @@ def _failed_import(ctx, item: dict, request: dict, launch: dict, same: Sequence[
         if own is not None:
             return own
         via = "" if _related(mod, item["name"]) else f" (needed by {item['name']})"
-        mean = typos.module_question(mod, item.get("near")) if _typed(item) and not _declared(ctx, mod) else None
+        mean = typos.module_question(mod, item.get("near"), _install(ctx)) \
+            if _typed(item) and not _declared(ctx, mod) else None
         return fail(f"No module named '{mod}'{via}, imported at {_loc(item)}{_also_at(item, lines)}"
                     + (f": {mean}" if mean else ""),
                     causes.MISSING_MODULE, evidence=tuple(ev), details=item["traceback"],
@@ -445,7 +446,8 @@ def _missing_fix(ctx, item: dict, request: Optional[dict] = None) -> str:
                             f"project root with `python -m`, or set PYTHONPATH={root}")
                 return f"{top} is a local module in {root}, but '{mod}' is not in it: check the module's name and files"
     local = ctx.target.runs_here
-    typo = typos.module_fix(mod, item.get("near"), _typo_loc(item), _declared(ctx, mod)) if _typed(item) else None
+    typo = typos.module_fix(mod, item.get("near"), _typo_loc(item), _declared(ctx, mod), _install(ctx),
+                            ctx.python) if _typed(item) else None
     if typo:
         return typo
     paired = torch_pairs.missing_fix(top, ctx.python) if local else None
@@ -502,8 +504,14 @@ def _own_venv_note(ctx) -> str:
 
 def _declared(ctx, module: str) -> Optional[str]:
     """Where the job's project declares the module's distribution (None: it does not, or it was not read)."""
+    install = _install(ctx)
+    return install.declares(module) if install is not None else None
+
+
+def _install(ctx):
+    """How the job's project installs (project.install.Install; None: it was not read)."""
     proj = user_terms.project_of(Context(argv=list(ctx.command), cwd=str(ctx.cwd), local=ctx.target.runs_here))
-    return proj.install.declares(module) if proj is not None and proj.install is not None else None
+    return proj.install if proj is not None else None
 
 
 def _not_found_fix(spec: LaunchSpec, local: bool = False) -> str:

@@ -157,3 +157,65 @@ def test_only_the_projects_own_lines_are_read_as_typos(tmp_path: Path) -> None:
     (r,) = [r for r in imports_smoke.run(ctx) if r.status is not Status.OK]
     assert "did you mean `numpy` (installed," in r.summary
     assert r.fix.startswith(f"Fix the import at {proj / 'mypkg' / '__init__.py'}:2:"), r.fix
+
+
+def checked(dfdoctor, proj: Path, script: str = "train.py") -> tuple[dict, dict[str, dict]]:
+    """A real `dfdoctor check --format json` of the project: its verdict, and imports.smoke's results by line."""
+    res = dfdoctor("check", "--format", "json", "--python", PY, "--", PY, script, cwd=proj)
+    report = json.loads(res.stdout)
+    (smoke,) = [c for c in report["checks"] if c["id"] == "imports.smoke"]
+    return report["verdict"], {f["evidence"][0].split(":")[1]: f for f in smoke["findings"] or [smoke]}
+
+
+def test_a_typo_of_a_declared_requirement_that_is_not_installed_names_it_and_never_the_typo(
+        dfdoctor, tmp_path: Path) -> None:
+    import importlib.util
+    if importlib.util.find_spec("sklearn") is not None:
+        pytest.skip("scikit-learn is installed here: `sklean` would be a typo of an installed name")
+    # qwzxvision and qwzxexact: declared, installed nowhere (torchvision in requirements.txt, not yet installed)
+    project(tmp_path, "import qwzxvison\nimport sklean\nimport qwzxexact\nimport numpyy\n",
+            requirements__txt="qwzxvision==1.0\nscikit-learn>=1\nqwzxexact\nnumpyx\n")
+    verdict, by_line = checked(dfdoctor, tmp_path)
+    line = f"`{PY} -m pip install -r {tmp_path / 'requirements.txt'}` (its requirements.txt; dfdoctor did not try"
+    typo = by_line["1"]
+    assert typo["cause"] == causes.MISSING_MODULE
+    assert typo["summary"].endswith("did you mean `qwzxvision` (declared in requirements.txt:1, not installed)?")
+    assert typo["fix"].startswith(f"Fix the import at {tmp_path / 'train.py'}:1: did you mean `qwzxvision`")
+    assert line in typo["fix"] and "pip install qwzxvison" not in typo["fix"]
+    assert typo["summary"] in verdict["summary"] and verdict["fix"] == typo["fix"]  # the JSON's verdict: the same
+    pair = by_line["2"]  # the import name the distribution is known by, not the distribution's name
+    assert pair["summary"].endswith(
+        "did you mean `sklearn` (of `scikit-learn`, declared in requirements.txt:2, not installed)?")
+    assert line in pair["fix"] and "pip install sklean" not in pair["fix"]
+    exact = by_line["3"]  # exactly what the project declares: a missing install, installed as declared
+    assert "did you mean" not in exact["summary"] and "Fix the import" not in exact["fix"]
+    assert f"{PY} -m pip install qwzxexact   (requirements.txt:3 names it)" in exact["fix"]
+    # an installed name closer than the declared one (numpy, beside numpyx declared) is still the one meant
+    assert "did you mean `numpy` (installed," in by_line["4"]["summary"], by_line["4"]["summary"]
+
+
+def test_a_typo_of_a_pyproject_dependency_names_it_with_the_projects_install_line(dfdoctor, tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "0"\ndependencies = [\n'
+                                             '  "qwzxvision>=1",\n]\n[project.optional-dependencies]\n'
+                                             'img = ["qwzx-pixels"]\n')
+    project(tmp_path, "import os\nimport qwzxvison\nimport qwzx_pixel\n")
+    _, by_line = checked(dfdoctor, tmp_path)
+    assert by_line["2"]["summary"].endswith("did you mean `qwzxvision` (declared in pyproject.toml:5, not installed)?")
+    assert f"`{PY} -m pip install -e {tmp_path}` (its pyproject.toml; dfdoctor did not try" in by_line["2"]["fix"]
+    assert "pip install qwzxvison" not in by_line["2"]["fix"]
+    assert by_line["3"]["summary"].endswith(
+        "did you mean `qwzx_pixels` (of `qwzx-pixels`, declared in pyproject.toml:8, not installed)?")
+    assert f"-m pip install -e '{tmp_path}[img]'" in by_line["3"]["fix"]
+
+
+@pytest.mark.slow
+def test_a_launch_that_died_of_a_declared_requirements_typo_says_the_same(dfdoctor, tmp_path: Path) -> None:
+    project(tmp_path, "import qwzxvison\n", requirements__txt="qwzxvision==1.0\n")
+    _, by_line = checked(dfdoctor, tmp_path)
+    res = dfdoctor("launch", "--no-check", "--format", "json", "--", PY, "train.py", cwd=tmp_path)
+    v = json.loads(res.stdout)["verdict"]
+    assert v["cause"] == causes.MISSING_MODULE
+    assert v["summary"].endswith(": did you mean `qwzxvision` (declared in requirements.txt:1, not installed)?")
+    # the same words as check's, but for the job's line (check names it by its full path)
+    assert v["fix"] == by_line["1"]["fix"].replace(f"{tmp_path}/train.py:1", "train.py:1")
+    assert "pip install qwzxvison" not in v["fix"]

@@ -19,17 +19,19 @@ from dfdoctor.lazy_re import compile_later
 _NO_NAME = compile_later(r"cannot import name '(\w+)' from '([\w.]+)'")
 
 
-def missing_module(err: PyError, ctx: Context, name: str, declared: Optional[str]) -> Optional[tuple[str, str]]:
-    """(question, fix) for a missing module that an installed name is close to (or a submodule an installed
-    package lacks); None when the job ran elsewhere, nothing is close, or the project declares the name."""
+def missing_module(err: PyError, ctx: Context, name: str, declared: Optional[str], install=None
+                   ) -> Optional[tuple[str, str]]:
+    """(question, fix) for a missing module that an installed name, or a requirement the project declares and
+    the interpreter lacks (`install`: the project's), is close to (or a submodule an installed package lacks);
+    None when the job ran elsewhere, nothing is close, or the project declares the name."""
     from dfdoctor.project import typos  # start-up: the project model, for a failure alone (issue 45)
     if not ctx.local or not ctx.python or err.in_library:  # a library's own import is no typo of the job's
         return None
     near = typos.ask(ctx.python, ["module", name], cwd=ctx.cwd, env=ctx.env or None)
-    fix = typos.module_fix(name, near, _where(err, ctx), declared)
+    fix = typos.module_fix(name, near, _where(err, ctx), declared, install, ctx.python)
     if fix is None:
         return None
-    return typos.module_question(name, near) or "", fix
+    return typos.module_question(name, near, install) or "", fix
 
 
 def missing_name(err: PyError, ctx: Context) -> Optional[Finding]:

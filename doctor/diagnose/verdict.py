@@ -298,7 +298,8 @@ def exception_verdict(run: RunRecord, err: PyError, evidence: list[str], who: st
     if err.exc_type.endswith(("ModuleNotFoundError", "ImportError")) and module:
         name = module.group(1)
         proj = user_terms.project_of(seen)
-        mistyped = typo.missing_module(err, seen, name, proj.install.declares(name) if proj and proj.install else None)
+        install = proj.install if proj else None
+        mistyped = typo.missing_module(err, seen, name, install.declares(name) if install else None, install)
         if mistyped is not None:
             return Verdict("failed", causes.MISSING_MODULE, f"{who} died at start: module {name!r} is not installed "
                            f"in the training interpreter (imported at {err.blame})"

@@ -26,6 +26,8 @@ PIP_NAMES = {"cv2": "opencv-python", "PIL": "Pillow", "yaml": "PyYAML", "sklearn
              "flash_attn": "flash-attn", "apex": "apex (built from source)", "wandb": "wandb"}
 _MARKERS = ("setup.py", "pyproject.toml", "setup.cfg")
 _REQ = compile_later(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_TAKES_VALUE = ("-r", "--requirement", "-c", "--constraint", "-e", "--editable", "-i", "--index-url",
+                "--extra-index-url", "-f", "--find-links", "--target", "-t", "--prefix")
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,34 @@ class Install:
             return "pyproject.toml"
         return None
 
+    def declared(self) -> list[tuple[str, str, Optional[str]]]:
+        """(distribution, where, extra) for every requirement the project names: its requirements files, its
+        README's install lines, its pyproject.toml's dependencies (`extra`: the optional-dependencies group)."""
+        out = [(m.group(1), f"{file}:{line}", None) for file, line, req in self.requirements
+               if (m := _REQ.match(req))]
+        for r in self.readme:
+            out += [(name, r.where, None) for name in _readme_names(r.words)]
+        if self.packaging == "pyproject.toml":
+            out += _pyproject_lines(self.root / self.packaging)
+        return out
+
+    def line_for(self, where: str, python: str, extra: Optional[str] = None) -> tuple[str, str]:
+        """(command, whose) for the project's own line that installs what it declares at `where` (a requirements
+        file, a README install line, its pyproject.toml), into `python`."""
+        file = where.rsplit(":", 1)[0]
+        for r in self.readme:
+            if r.where == where:
+                w = r.words
+                if w[0] in ("pip", "pip3") or w[1:3] == ["-m", "pip"]:  # pip of the job's interpreter, not PATH's
+                    rest = " ".join(shlex.quote(x) for x in w[w.index("install") + 1:])
+                    return f"cd {shlex.quote(str(self.root))} && {shlex.quote(python)} -m pip install {rest}", \
+                        f"as {where} does"
+                return f"cd {shlex.quote(str(self.root))} && {r.text}", f"{where}'s line"
+        if file.endswith(".txt"):
+            return f"{shlex.quote(python)} -m pip install -r {shlex.quote(str(self.root / file))}", f"its {file}"
+        target = str(self.root) + (f"[{extra}]" if extra else "")
+        return f"{shlex.quote(python)} -m pip install -e {shlex.quote(target)}", f"its {file}"
+
     def provider(self, module: str) -> tuple[Optional[str], str]:
         """(requirement or install line, how it is known) for a top-level import name; (None, why) when unknown."""
         top = module.split(".")[0]
@@ -78,6 +108,29 @@ class Install:
             return dist, f"the import {top!r} comes from the distribution {dist}"
         return None, (f"which distribution provides {top!r} is not known here (an import name is not always a "
                       "name on the package index)")
+
+
+def import_names(dist: str) -> set[str]:
+    """The import names a declared distribution is known by: the known one where the distribution is called
+    otherwise (`scikit-learn`: `sklearn`), else its own name and its normalised form (`flash-attn`: `flash_attn`)."""
+    known = {k.split(".")[0] for k, v in PIP_NAMES.items() if canonical(v) == canonical(dist)}
+    return known or {dist, canonical(dist).replace("-", "_")}
+
+
+def _readme_names(words: list[str]) -> list[str]:
+    """The distributions a README install line names (`pip install torch torchvision`): not its options, the
+    values they take, local paths or URLs."""
+    if "install" not in words:
+        return []
+    out, skip = [], False
+    for w in words[words.index("install") + 1:]:
+        if skip or w.startswith("-"):
+            skip = w in _TAKES_VALUE
+            continue
+        m = _REQ.match(w)
+        if m and "/" not in w and ":" not in w:
+            out.append(m.group(1))
+    return out
 
 
 def _known_dist(module: str) -> Optional[str]:
@@ -125,6 +178,29 @@ def _pyproject_dependencies(path: Path) -> set[str]:
     for extra in (proj.get("optional-dependencies") or {}).values():
         reqs += list(extra or [])
     return {canonical(m.group(1)) for m in (_REQ.match(str(r)) for r in reqs) if m}
+
+
+def _pyproject_lines(path: Path) -> list[tuple[str, str, Optional[str]]]:
+    """(distribution, `pyproject.toml:LINE`, extra) for its dependency lists; the line is the first that quotes
+    the requirement (the file itself where none does)."""
+    try:
+        import tomllib
+        text = _read(path)
+        data = tomllib.loads(text)
+    except (ImportError, ValueError):
+        return []
+    proj = data.get("project") if isinstance(data.get("project"), dict) else {}
+    groups = [(None, proj.get("dependencies") or [])]
+    groups += [(extra, reqs or []) for extra, reqs in (proj.get("optional-dependencies") or {}).items()]
+    lines = text.splitlines()
+    out = []
+    for extra, reqs in groups:
+        for req in map(str, reqs):
+            m = _REQ.match(req)
+            if m:
+                n = next((i for i, t in enumerate(lines, 1) if f'"{req}"' in t or f"'{req}'" in t), None)
+                out.append((m.group(1), f"{path.name}:{n}" if n else path.name, extra))
+    return out
 
 
 def _read(path: Path) -> str:

@@ -35,17 +35,27 @@ def installed(item: dict[str, Any], near: Optional[dict] = None) -> str:
     return f"`{item['name']}` (installed{', ' + version if version else ''})"
 
 
-def module_question(missing: str, near: Optional[dict]) -> Optional[str]:
-    """"did you mean `torch` (installed, 2.13.0)?" for a missing module with an installed name close to it."""
+def module_question(missing: str, near: Optional[dict], install=None) -> Optional[str]:
+    """"did you mean `torch` (installed, 2.13.0)?" for a missing module with an installed name close to it;
+    "did you mean `torchvision` (declared in requirements.txt:2, not installed)?" for one close to a requirement
+    the project declares and the interpreter lacks."""
+    meant = declared_near(missing, near, install)
+    if meant is not None:
+        return _declared_question(meant)
     names = (near or {}).get("near") or []
     if not names:
         return None
     return "did you mean " + " or ".join(installed(n, near) for n in names[:2]) + "?"
 
 
-def module_fix(missing: str, near: Optional[dict], where: str, declared: Optional[str]) -> Optional[str]:
+def module_fix(missing: str, near: Optional[dict], where: str, declared: Optional[str], install=None,
+               python: Optional[str] = None) -> Optional[str]:
     """The fix for a missing module that is a typo (or a submodule an installed package lacks); None when the
-    ordinary answer (install what the project declares, or a name nothing installed is close to) applies."""
+    ordinary answer (install what the project declares, or a name nothing installed is close to) applies.
+    `install`: the project's (project.install.Install), to compare the name with what it declares."""
+    meant = None if declared else declared_near(missing, near, install)
+    if meant is not None:
+        return _declared_fix(missing, meant, where, install, python)
     near = near or {}
     names = near.get("near") or []
     parent = near.get("parent")
@@ -64,6 +74,48 @@ def module_fix(missing: str, near: Optional[dict], where: str, declared: Optiona
             f"this project declares (requirements, pyproject, README install lines), so dfdoctor does not offer "
             f"`pip install {missing.split('.')[0]}`: on the package index that name may be an unrelated project. "
             f"If `{missing.split('.')[0]}` is what the code means, declare it in the project's requirements first.")
+
+
+def declared_near(missing: str, near: Optional[dict], install) -> Optional[tuple[str, str, str, Optional[str]]]:
+    """(import name, distribution, where, extra) of a requirement the project declares, not installed, whose
+    import name is close to a missing top-level module (`torchvison`: `torchvision`, requirements.txt:2), by
+    the rule installed names are held to (_near.close), and closer than any installed name. None: no such
+    requirement, the name is exactly one the project declares (that is a missing install), or what is installed
+    was not looked at (`near` None: then "not installed" is not known)."""
+    if install is None or not isinstance(near, dict) or near.get("parent") or "." in missing:
+        return None
+    from dfdoctor.checks.probes import _near  # the same closeness as for installed names; a failure's path only
+    from dfdoctor.project.install import import_names
+    if install.declares(missing) is not None:
+        return None
+    seen = {n["name"] for n in near.get("near") or []}  # the installed names closest to it, best first
+    declared: dict[str, tuple[str, str, Optional[str]]] = {}
+    for dist, where, extra in install.declared():
+        for name in import_names(dist):
+            declared.setdefault(name, (dist, where, extra))
+    # one ranking of both: a declared name that is installed is among `seen`, and one that is not is meant only
+    # where it is closer than every installed name (`torchh` is torch, installed, even beside a declared torchx)
+    best = _near.close(missing, seen | set(declared))
+    if not best or best[0] in seen or best[0] not in declared:
+        return None
+    return (best[0], *declared[best[0]])
+
+
+def _declared_question(meant: tuple[str, str, str, Optional[str]]) -> str:
+    name, dist, where, _ = meant
+    of = "" if name == dist else f"of `{dist}`, "
+    return f"did you mean `{name}` ({of}declared in {where}, not installed)?"
+
+
+def _declared_fix(missing: str, meant: tuple[str, str, str, Optional[str]], where: str, install,
+                  python: Optional[str]) -> str:
+    _, dist, declared_at, extra = meant
+    top = missing.split(".")[0]
+    line, whose = install.line_for(declared_at, python or "python", extra)
+    return (f"Fix the import at {where}: {_declared_question(meant)} The project's own line installs {dist} into "
+            f"{python or 'the training interpreter'}: `{line}` ({whose}; dfdoctor did not try this fix). `{top}` is not a "
+            "name the project declares, so dfdoctor offers no install of it: on the package index that name may be "
+            "an unrelated project.")
 
 
 def _mean(names: list[dict]) -> str:
