@@ -104,6 +104,14 @@ def test_a_cpu_run_computes_each_op_on_one_thread_unless_omp_num_threads_says_ot
     assert r.returncode == 0 and ", 2 CPU thread(s) per op," in r.stdout, r.stdout + r.stderr[-2000:]
 
 
+# Where this test's CPU goes (round 23, measured on the 2-core machine, one trainer run as the test runs it):
+# from cold, 55 CPU-s: the trainer itself 14.5 (dynamo, AOT autograd and inductor lowering 4 graphs: 2 buckets,
+# forward and backward) and 41 in g++: inductor's precompiled header once (~9) and 38 kernels' .so (~0.85 each;
+# without the header 90). Inductor's caches are already shared by every process (/tmp/torchinductor_$USER): the
+# 2nd and 3rd drafters hit them (FX graphs: 4 compiled, 8 hits), and a second run costs 6.5 + 1. A CI run here
+# still compiles the C++ afresh: its cache key, and the header's, hold the venv's include path, and every CI run
+# has a venv of its own (on a fresh machine all of it is cold anyway). What is left is the default's own graphs:
+# one bucket (--seq-lens 32) costs 40 CPU-s, but then no thread recompiles while others run compiled graphs.
 @pytest.mark.slow
 def test_compiled_guarded_run_trains(tmp_path: Path) -> None:
     """The default: inductor in 3 drafter threads with the guard; loss falls, exit 0. 20 steps: every compile (2
