@@ -31,10 +31,23 @@ def comp(v):
     """A comp_t (13-bit mantissa, 3-bit base-8 exponent) in clock ticks."""
     return (v & 0x1fff) << (3 * ((v >> 13) & 7))
 
+def accounting_on():
+    """Whether some run's accounting is already on: acct(2) would silently move it to our file (it is
+    machine-wide), so look whether a process's exit grows any pacct file under /tmp or /work (the kernel says
+    nowhere else where accounting goes)."""
+    import glob
+    import subprocess
+    files = glob.glob("/tmp/**/pacct", recursive=True) + glob.glob("/work/*/pacct") + glob.glob("/work/*/*/pacct")
+    sizes = {f: os.path.getsize(f) for f in files}
+    subprocess.run(["true"])  # its record is written before wait() returns
+    return [f for f in files if os.path.exists(f) and os.path.getsize(f) != sizes[f]]
+
 def main():
     cmd, out = sys.argv[1], sys.argv[2]
     libc = ctypes.CDLL(None, use_errno=True)
     if cmd == "start":
+        on = accounting_on()
+        assert not on, f"accounting is already on, into {on}: leave it to the run that started it"
         os.makedirs(out, exist_ok=True)
         open(f"{out}/pacct", "wb").close()
         json.dump(procs(), open(f"{out}/before.json", "w"))
