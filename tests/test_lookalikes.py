@@ -22,9 +22,14 @@ LOOKALIKES = Path(__file__).resolve().parent / "lookalikes"
 pytestmark = pytest.mark.slow
 
 
-# The file's data, made once by a real torch (an import of torch, 2 CPU-s, for each of six tests before) and copied:
-# the same seed made the same bytes each time. Set by `_made_once` below: a folder of this module's run.
+# The file's data, made once by a real torch (an import of torch, 2 CPU-s, for each of six tests before, then one
+# for the hydra-style projects and one for val-split) and copied: the same seed made the same bytes each time. The
+# file is one xdist unit (tests/conftest.py's `work_unit`): one process makes all of it. Set by `_made_once` below.
 _MADE: dict[str, Path] = {}
+_DATA = {  # a file under the module's data folder: what torch.save writes there, after torch.manual_seed(0)
+    "tiny/train.pt": "{'x': torch.randn(64, 8), 'y': torch.randint(0, 2, (64,))}",  # the hydra template's TinyData
+    "val-split/train.pt": "{'x': torch.randn(100, 4), 'y': torch.randn(100)}",  # 100 rows of 4 features, a target
+}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -34,16 +39,22 @@ def _made_once(tmp_path_factory):
     _MADE.clear()
 
 
+def _made(name: str) -> Path:
+    """One of `_DATA`'s files, all of them made by one torch process the first time one is asked for."""
+    folder = _MADE["folder"]
+    if not (folder / name).exists():
+        for made in _DATA:
+            (folder / made).parent.mkdir(parents=True, exist_ok=True)
+        script = "import torch\n" + "".join(f"torch.manual_seed(0); torch.save({data}, {made!r})\n"
+                                            for made, data in _DATA.items())
+        subprocess.run([PY, "-c", script], cwd=folder, check=True, timeout=120)
+    return folder / name
+
+
 def _tiny_tensors(work: Path) -> None:
     """data/train.pt as the hydra template's TinyData reads it: 64 rows of 8 features and a 0/1 label."""
-    made = _MADE["folder"] / "data" / "train.pt"
-    if not made.exists():
-        made.parent.mkdir(exist_ok=True)
-        subprocess.run([PY, "-c", "import torch; torch.manual_seed(0); torch.save({'x': torch.randn(64, 8), "
-                        "'y': torch.randint(0, 2, (64,))}, 'data/train.pt')"], cwd=_MADE["folder"], check=True,
-                       timeout=120)
     (work / "data").mkdir(exist_ok=True)
-    shutil.copyfile(made, work / "data" / "train.pt")
+    shutil.copyfile(_made("tiny/train.pt"), work / "data" / "train.pt")
 
 
 def _data_folder(work: Path) -> None:
@@ -269,8 +280,7 @@ def test_a_validation_split_smaller_than_one_batch_is_named_as_an_empty_loader_n
     `cycle(val_dl)` loops over it forever, silent and busy, which was called output-buffered."""
     work = _work(tmp_path, "val-split")
     (work / "data").mkdir()
-    subprocess.run([PY, "-c", "import torch; torch.manual_seed(0); torch.save({'x': torch.randn(100, 4), "
-                    "'y': torch.randn(100)}, 'data/train.pt')"], cwd=work, check=True, timeout=120)
+    shutil.copyfile(_made("val-split/train.pt"), work / "data" / "train.pt")
     try:
         proc, rep = launch(work, PY, "train.py", "--steps", "100", watch=60, log=None, env=job_env())
         v = rep["verdict"]
