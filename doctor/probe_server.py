@@ -53,6 +53,10 @@ MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes
 # dfdoctor's probes that never import torch: the server saves them nothing but a bare interpreter's start (tens of
 # milliseconds), and while it is still importing torch they would wait for it. They start fresh, beside it.
 WITHOUT_TORCH = frozenset({"deps_probe.py", "log_probe.py", "leftovers_probe.py", "text_files_probe.py"})
+# The check whose probe imports the job's own modules, torch with them where the job's do: the one the server is
+# told to import torch for before any probe asks (the others that need it ask with `preload`, or import it in their
+# probe only on a GPU build: cuda.init on a CPU-only torch never does).
+JOB_IMPORTS = "imports.smoke"
 
 
 @dataclass(frozen=True)
@@ -75,8 +79,10 @@ def _wanted_here(ctx) -> bool:
     return ctx.target.runs_here and os.environ.get("DFDOCTOR_PROBE_SERVER") != "0"  # the escape hatch: every probe fresh
 
 
-def _spawn(ctx) -> tuple[Optional[subprocess.Popen], str, str, dict[str, str]]:
-    """Start a server for the training interpreter (None when it cannot start: each probe says so itself)."""
+def _spawn(ctx, job_imports: bool = True) -> tuple[Optional[subprocess.Popen], str, str, dict[str, str]]:
+    """Start a server for the training interpreter (None when it cannot start: each probe says so itself);
+    `job_imports`: a check of the phase imports the job's modules (`JOB_IMPORTS`), so torch, where they import it,
+    is worth importing at once."""
     folder = tempfile.mkdtemp(prefix="dfdoctor-probes-")
     path = os.path.join(folder, "s")
     env = {**ctx.env, "PYTHONDONTWRITEBYTECODE": "1"}
@@ -87,7 +93,7 @@ def _spawn(ctx) -> tuple[Optional[subprocess.Popen], str, str, dict[str, str]]:
                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         except OSError:
             proc = None
-    if proc is not None and _job_imports_torch(ctx):
+    if proc is not None and job_imports and _job_imports_torch(ctx):
         with contextlib.suppress(OSError):  # a server already gone: its probes start fresh
             os.write(proc.stdin.fileno(), b"torch\n")  # unbuffered: nothing is left for close() to flush
     return proc, folder, path, env
@@ -140,8 +146,10 @@ def early(ctx, wanted: bool) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def serving(ctx, wanted: bool) -> Iterator[Optional[Server]]:
-    """Keep a probe server for the training interpreter while the block runs (when `wanted` and local)."""
+def serving(ctx, wanted: bool, job_imports: bool = True) -> Iterator[Optional[Server]]:
+    """Keep a probe server for the training interpreter while the block runs (when `wanted` and local).
+    `job_imports`: the phase runs `JOB_IMPORTS`; without it a server started here imports torch only when a probe
+    asks (`check --only cuda.init` of a torch job on a CPU-only torch imported it for nothing: ~1.2 CPU-s)."""
     global _active, _early
     early, _early = _early, None
     if early is not None and not (wanted and _active is None and _wanted_here(ctx) and early[4] == ctx.python
@@ -151,7 +159,7 @@ def serving(ctx, wanted: bool) -> Iterator[Optional[Server]]:
     if early is None and (not wanted or _active is not None or not _wanted_here(ctx)):
         yield None
         return
-    proc, folder, path, env = early[:4] if early is not None else _spawn(ctx)
+    proc, folder, path, env = early[:4] if early is not None else _spawn(ctx, job_imports)
     try:
         if proc is not None:
             _active = Server(proc.pid, path, env, ctx.python)
