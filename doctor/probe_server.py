@@ -6,8 +6,9 @@ costs as much as the first. While a phase runs a check that may import torch, `s
 the probe's argv, cwd and environment, its stdout and stderr going straight into pipes this process reads, in a
 session of its own that the deadline signals as it would a fresh probe's. The server imports torch once, where
 some probe needs it (its doc says when): a probe asks with `preload`, and when the job's own code imports torch
-(`torch_use`) this process tells the server as it starts, so that the import runs while the checks are
-still being chosen, as it did when every server imported torch at start-up.
+(`torch_use`) and imports.smoke may run (every check: the server started before they are chosen; else a phase
+that runs it), this process tells the server as it starts, so that the import runs while the checks are still
+being chosen, as it did when every server imported torch at start-up.
 
 A probe still gets a fresh process when the server cannot serve it as a fresh one would behave: its environment
 differs in a variable that may be read at start-up, the server is not there (a remote target, a Python
