@@ -379,7 +379,8 @@ def run_phase(ctx: Context, checks: list[Check], phase: str, cfg: Config,
     from dfdoctor.runner import run_checks
     progress = Progress(len(checks))
     try:
-        with probe_server.serving(ctx, wanted=any(c.imports_torch for c in checks)):
+        with probe_server.serving(ctx, wanted=any(c.imports_torch for c in checks),
+                                  job_imports=any(c.id == probe_server.JOB_IMPORTS for c in checks)):
             records = run_checks(checks, ctx, phase, progress=progress, jobs=jobs)
     finally:
         progress.close()

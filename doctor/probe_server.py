@@ -6,8 +6,9 @@ costs as much as the first. While a phase runs a check that may import torch, `s
 the probe's argv, cwd and environment, its stdout and stderr going straight into pipes this process reads, in a
 session of its own that the deadline signals as it would a fresh probe's. The server imports torch once, where
 some probe needs it (its doc says when): a probe asks with `preload`, and when the job's own code imports torch
-(`torch_use`) this process tells the server as it starts, so that the import runs while the checks are
-still being chosen, as it did when every server imported torch at start-up.
+(`torch_use`) and imports.smoke may run (every check: the server started before they are chosen; else a phase
+that runs it), this process tells the server as it starts, so that the import runs while the checks are still
+being chosen, as it did when every server imported torch at start-up.
 
 A probe still gets a fresh process when the server cannot serve it as a fresh one would behave: its environment
 differs in a variable that may be read at start-up, the server is not there (a remote target, a Python
@@ -53,6 +54,10 @@ MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes
 # dfdoctor's probes that never import torch: the server saves them nothing but a bare interpreter's start (tens of
 # milliseconds), and while it is still importing torch they would wait for it. They start fresh, beside it.
 WITHOUT_TORCH = frozenset({"deps_probe.py", "log_probe.py", "leftovers_probe.py", "text_files_probe.py"})
+# The check whose probe imports the job's own modules, torch with them where the job's do: the one the server is
+# told to import torch for before any probe asks (the others that need it ask with `preload`, or import it in their
+# probe only on a GPU build: cuda.init on a CPU-only torch never does).
+JOB_IMPORTS = "imports.smoke"
 
 
 @dataclass(frozen=True)
@@ -75,8 +80,10 @@ def _wanted_here(ctx) -> bool:
     return ctx.target.runs_here and os.environ.get("DFDOCTOR_PROBE_SERVER") != "0"  # the escape hatch: every probe fresh
 
 
-def _spawn(ctx) -> tuple[Optional[subprocess.Popen], str, str, dict[str, str]]:
-    """Start a server for the training interpreter (None when it cannot start: each probe says so itself)."""
+def _spawn(ctx, job_imports: bool = True) -> tuple[Optional[subprocess.Popen], str, str, dict[str, str]]:
+    """Start a server for the training interpreter (None when it cannot start: each probe says so itself);
+    `job_imports`: a check of the phase imports the job's modules (`JOB_IMPORTS`), so torch, where they import it,
+    is worth importing at once."""
     folder = tempfile.mkdtemp(prefix="dfdoctor-probes-")
     path = os.path.join(folder, "s")
     env = {**ctx.env, "PYTHONDONTWRITEBYTECODE": "1"}
@@ -87,7 +94,7 @@ def _spawn(ctx) -> tuple[Optional[subprocess.Popen], str, str, dict[str, str]]:
                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         except OSError:
             proc = None
-    if proc is not None and _job_imports_torch(ctx):
+    if proc is not None and job_imports and _job_imports_torch(ctx):
         with contextlib.suppress(OSError):  # a server already gone: its probes start fresh
             os.write(proc.stdin.fileno(), b"torch\n")  # unbuffered: nothing is left for close() to flush
     return proc, folder, path, env
@@ -140,8 +147,10 @@ def early(ctx, wanted: bool) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def serving(ctx, wanted: bool) -> Iterator[Optional[Server]]:
-    """Keep a probe server for the training interpreter while the block runs (when `wanted` and local)."""
+def serving(ctx, wanted: bool, job_imports: bool = True) -> Iterator[Optional[Server]]:
+    """Keep a probe server for the training interpreter while the block runs (when `wanted` and local).
+    `job_imports`: the phase runs `JOB_IMPORTS`; without it a server started here imports torch only when a probe
+    asks (`check --only cuda.init` of a torch job on a CPU-only torch imported it for nothing: ~1.2 CPU-s)."""
     global _active, _early
     early, _early = _early, None
     if early is not None and not (wanted and _active is None and _wanted_here(ctx) and early[4] == ctx.python
@@ -151,7 +160,7 @@ def serving(ctx, wanted: bool) -> Iterator[Optional[Server]]:
     if early is None and (not wanted or _active is not None or not _wanted_here(ctx)):
         yield None
         return
-    proc, folder, path, env = early[:4] if early is not None else _spawn(ctx)
+    proc, folder, path, env = early[:4] if early is not None else _spawn(ctx, job_imports)
     try:
         if proc is not None:
             _active = Server(proc.pid, path, env, ctx.python)

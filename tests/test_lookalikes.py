@@ -22,9 +22,14 @@ LOOKALIKES = Path(__file__).resolve().parent / "lookalikes"
 pytestmark = pytest.mark.slow
 
 
-# The file's data, made once by a real torch (an import of torch, 2 CPU-s, for each of six tests before) and copied:
-# the same seed made the same bytes each time. Set by `_made_once` below: a folder of this module's run.
+# The file's data, made once by a real torch (an import of torch, 2 CPU-s, for each of six tests before, then one
+# for the hydra-style projects and one for val-split) and copied: the same seed made the same bytes each time. The
+# file is one xdist unit (tests/conftest.py's `work_unit`): one process makes all of it. Set by `_made_once` below.
 _MADE: dict[str, Path] = {}
+_DATA = {  # a file under the module's data folder: what torch.save writes there, after torch.manual_seed(0)
+    "tiny/train.pt": "{'x': torch.randn(64, 8), 'y': torch.randint(0, 2, (64,))}",  # the hydra template's TinyData
+    "val-split/train.pt": "{'x': torch.randn(100, 4), 'y': torch.randn(100)}",  # 100 rows of 4 features, a target
+}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -34,16 +39,22 @@ def _made_once(tmp_path_factory):
     _MADE.clear()
 
 
+def _made(name: str) -> Path:
+    """One of `_DATA`'s files, all of them made by one torch process the first time one is asked for."""
+    folder = _MADE["folder"]
+    if not (folder / name).exists():
+        for made in _DATA:
+            (folder / made).parent.mkdir(parents=True, exist_ok=True)
+        script = "import torch\n" + "".join(f"torch.manual_seed(0); torch.save({data}, {made!r})\n"
+                                            for made, data in _DATA.items())
+        subprocess.run([PY, "-c", script], cwd=folder, check=True, timeout=120)
+    return folder / name
+
+
 def _tiny_tensors(work: Path) -> None:
     """data/train.pt as the hydra template's TinyData reads it: 64 rows of 8 features and a 0/1 label."""
-    made = _MADE["folder"] / "data" / "train.pt"
-    if not made.exists():
-        made.parent.mkdir(exist_ok=True)
-        subprocess.run([PY, "-c", "import torch; torch.manual_seed(0); torch.save({'x': torch.randn(64, 8), "
-                        "'y': torch.randint(0, 2, (64,))}, 'data/train.pt')"], cwd=_MADE["folder"], check=True,
-                       timeout=120)
     (work / "data").mkdir(exist_ok=True)
-    shutil.copyfile(made, work / "data" / "train.pt")
+    shutil.copyfile(_made("tiny/train.pt"), work / "data" / "train.pt")
 
 
 def _data_folder(work: Path) -> None:
@@ -171,7 +182,8 @@ def test_a_root_put_on_sys_path_at_run_time_passes_check_and_launches(tmp_path):
 
 def test_a_project_module_put_on_sys_path_by_its_own_helper_never_blocks_the_launch(tmp_path):
     """tools/train.py does `sys.path.insert(0, _root())` with a helper of its own (which the probe does not run),
-    then imports the project's package: not importable in the probe, importable in the job. A warning, no block."""
+    then imports the project's package: not importable in the probe, importable in the job. A warning, no block.
+    Read in the launch's own pre-launch checks (`check`'s), not in a `dfdoctor check` run before it."""
     work = tmp_path / "proj"
     (work / "pkg").mkdir(parents=True)
     (work / "tools").mkdir()
@@ -181,13 +193,14 @@ def test_a_project_module_put_on_sys_path_by_its_own_helper_never_blocks_the_lau
         "import os\nimport sys\n\n\ndef _root():\n"
         "    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))\n\n\n"
         "sys.path.insert(0, _root())\nfrom pkg.mod import X  # noqa: E402\n\nprint('trained', X)\n")
-    proc = dfdoctor("check", "--cwd", str(work), "--only", "imports.smoke", "--format", "json", "--", PY,
-                    "tools/train.py", cwd=work)
-    (rec,) = json.loads(proc.stdout)["checks"]
-    assert proc.returncode == 0 and rec["status"] == "warn" and rec.get("basis") == "static", rec
-    assert "tools/train.py:9: sys.path.insert(0, _root())" in rec["summary"], rec
     try:
         proc, rep = launch_to_end(work, PY, "tools/train.py", watch=20, log=None, check=True, env=job_env())
+        (rec,) = [c for c in rep["checks"] if c["id"] == "imports.smoke"]
+        assert rec["status"] == "warn" and rec.get("basis") == "static", rec
+        assert "tools/train.py:9: sys.path.insert(0, _root())" in rec["summary"], rec
+        problems = [c for c in rep["checks"] if c["phase"] == "pre" and c["status"] in ("fail", "error", "timeout")
+                    and not c.get("silenced")]
+        assert not problems, problems  # what `check` would exit 1 for (engine.exit_code)
         assert rep["verdict"]["state"] == "ok", rep["verdict"]
     finally:
         kill_runs(work)
@@ -267,8 +280,7 @@ def test_a_validation_split_smaller_than_one_batch_is_named_as_an_empty_loader_n
     `cycle(val_dl)` loops over it forever, silent and busy, which was called output-buffered."""
     work = _work(tmp_path, "val-split")
     (work / "data").mkdir()
-    subprocess.run([PY, "-c", "import torch; torch.manual_seed(0); torch.save({'x': torch.randn(100, 4), "
-                    "'y': torch.randn(100)}, 'data/train.pt')"], cwd=work, check=True, timeout=120)
+    shutil.copyfile(_made("val-split/train.pt"), work / "data" / "train.pt")
     try:
         proc, rep = launch(work, PY, "train.py", "--steps", "100", watch=60, log=None, env=job_env())
         v = rep["verdict"]
@@ -334,9 +346,11 @@ def test_a_world_size_whose_processes_a_node_are_not_read_is_said_not_establishe
 def test_a_download_at_import_is_named_by_check_as_a_download_with_its_url_not_an_import_error(tmp_path):
     """build-nanogpt's hellaswag.py loads its tokenizer at import (tiktoken fetches it with requests): imports.smoke
     sees the import fail here, offline, and names it download-failed with the URL urllib3's message gives, not
-    import-error with "read the traceback"."""
+    import-error with "read the traceback". Only imports.smoke runs: the others (cuda.init's and cuda.nccl's probes,
+    deps.requirements') said nothing this test reads."""
     work = _work(tmp_path, "encoding-at-import")
-    proc = dfdoctor("check", "--cwd", str(work), "--format", "json", "--", PY, "train_gpt2.py", cwd=work)
+    proc = dfdoctor("check", "--cwd", str(work), "--only", "imports.smoke", "--format", "json", "--", PY,
+                    "train_gpt2.py", cwd=work)
     rep = json.loads(proc.stdout)
     (smoke,) = [c for c in rep["checks"] if c["id"] == "imports.smoke"]
     assert smoke["status"] == "fail" and smoke["cause"] == causes.DOWNLOAD_FAILED, (smoke["cause"], smoke["summary"])

@@ -4,6 +4,7 @@ when the fork could not behave so."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -441,6 +442,21 @@ def test_a_check_of_a_job_without_torch_imports_torch_in_no_process(tmp_path):
                            capture_output=True, text=True, timeout=300, env=env)
         assert p.returncode == 0, p.stdout + p.stderr
         assert bool(os.listdir(marks)) is imported, (code, os.listdir(marks))
+
+
+def test_a_check_that_imports_none_of_the_jobs_modules_imports_its_cpu_only_torch_in_no_process(tmp_path):
+    """Only imports.smoke imports the job's modules: `check --only cuda.init` of a job whose script imports torch
+    had the server import a CPU-only torch at once all the same (~1.2 CPU-s), for a probe that reads the build from
+    its version.py. Now no process imports it (the neighbour above shows the hook sees an import that happens)."""
+    cpu_only_torch()
+    extra, marks = marking(tmp_path)
+    (tmp_path / "train.py").write_text("import torch\n")
+    p = subprocess.run([DFDOCTOR, "check", "--cwd", str(tmp_path), "--only", "cuda.init", "--format", "json", "--",
+                        sys.executable, "train.py"], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, **extra})
+    (rec,) = json.loads(p.stdout)["checks"]
+    assert p.returncode == 0 and rec["status"] == "skip" and "CPU-only" in rec["summary"], rec  # its probe ran
+    assert not os.listdir(marks), os.listdir(marks)
 
 
 def test_what_the_job_imports_at_module_level_decides_whether_torch_is_asked_for(tmp_path):

@@ -9,10 +9,10 @@ signal its whole group, as it does a fresh probe), takes those pipes as fds 1 an
 
 It imports torch (the cost every torch-importing probe would otherwise pay again) only where some probe will:
 at start-up when the build has CUDA or HIP or cannot be read (cuda.init's probe imports it then: `_torch_build`),
-or when dfdoctor writes `torch` on its stdin (the job's own code imports it: imports.smoke will), else before
-forking the first request that asks for it (`preload` naming torch or a module of it). A CPU-only torch that no
-probe needs is never imported (round 19: a check of a job that does not use torch cost about a CPU-second more
-for it).
+or when dfdoctor writes `torch` on its stdin (the job's own code imports it and imports.smoke may run: it will),
+else before forking the first request that asks for it (`preload` naming torch or a module of it). A CPU-only
+torch that no probe needs is never imported (round 19: a check of a job that does not use torch cost about a
+CPU-second more for it).
 
 A request may name more modules to import first (`preload`, compile.race's torch._dynamo: 1.1-1.3 s that each of
 its runs paid again in its fork); the server imports them once, for that probe and every fork after it, with a
