@@ -130,6 +130,25 @@ def test_a_verdict_that_needs_no_fix_reads_no_project_model(tmp_path: Path):
     assert unread <= loaded
 
 
+def test_a_running_verdict_reads_no_project_model_and_looks_at_one_process_without_a_thread_pool(tmp_path: Path):
+    """A live job's verdict asks whether its processes wait in a tcp:// or env:// rendezvous
+    (diagnose/spawn_rendezvous.py, env_rendezvous.py); the project model answers only for such a wait, so a job
+    seen running imports none of it (it did, before the question was asked: 41 M instructions of a launch). The
+    look at the stacks before `running` takes one thread for a job of one process, not concurrent.futures' pool
+    and the logging behind it (32 M)."""
+    job = "import time\nfor i in range(150):\n    print('step', i, flush=True)\n    time.sleep(0.2)\n"
+    (tmp_path / "job.py").write_text(job)
+    p, loaded = _modules(tmp_path, "launch", "--no-check", "--watch", "20", "--format", "json", "--",
+                         sys.executable, "job.py")
+    report = json.loads(p.stdout)
+    try:
+        assert report["verdict"]["state"] == "running", p.stdout + p.stderr
+        assert not {"dfdoctor.project", "dfdoctor.diagnose.user_terms"} & loaded
+        assert "dfdoctor.diagnose.jobstacks" in loaded and not {"concurrent.futures", "logging"} & loaded
+    finally:
+        subprocess.run([sys.executable, "-m", "dfdoctor", "stop", report["run"]["id"]], cwd=tmp_path,
+                       capture_output=True, timeout=60)
+
 def test_status_of_an_ended_run_starts_no_thread_pool_and_reads_toml_only_for_a_config_file(tmp_path: Path):
     """`status` of a run whose job ended takes no look at stacks: the thread pool of the looks (concurrent.futures,
     and logging behind it) stays unimported, and so does the TOML reader where no config file is there to read."""

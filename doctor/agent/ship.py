@@ -16,6 +16,7 @@ import functools
 import importlib.util
 import io
 import marshal
+import os
 import re
 import types
 import zlib
@@ -25,7 +26,12 @@ from typing import Optional
 from dfdoctor.agent.__main__ import PARTS, TOO_OLD  # noqa: F401 (TOO_OLD: the words of a python too old, for probe.py)
 from dfdoctor.agent.names import JOB_UMASK, MARKER, MARKER_TEXT  # the run folder's marker and the login umask, which ship.sh writes on a target
 
-AGENT_DIR = Path(__file__).resolve().parent
+# This package's folder as Python imported it, never resolved: in the editable install (`make venv`'s tree of links,
+# build/__editable__.*) that is where `make test`'s compileall wrote the bytecode, which a part run from here
+# (`here_argv`) imports and `bytecode` ships. The links' targets (doctor/agent/) have no __pycache__: resolved, every
+# recorder compiled its modules from source (198 M instructions of its start, 97 M with the bytecode), and no zip
+# carried any bytecode. A wheel's install has no links: the same folder either way.
+AGENT_DIR = Path(os.path.abspath(__file__)).parent
 LOADER = AGENT_DIR / "__main__.py"
 ZIP_NAME = "agent.pyz"  # what ship.sh names the zip in a target's run folder
 NOT_SHIPPED = {"ship.py", "detach.py", "relay_here.py"}  # this module, the strategy's one-off (it travels in a

@@ -22,7 +22,6 @@ _PG_TIMEOUT_MIN = 30  # init_process_group's default timeout for gloo (NCCL's is
 
 def env_rendezvous_wait(run, live, ctx) -> Optional[Verdict]:
     """rank-missing for processes waiting at an env:// rendezvous for more processes than were started here."""
-    from dfdoctor.diagnose import user_terms  # start-up: the project model, read for a fix alone (issue 45)
     if live is None or not ctx.local or live.growing:
         return None
     argv = list(run.spec.get("argv") or [])
@@ -31,6 +30,8 @@ def env_rendezvous_wait(run, live, ctx) -> Optional[Verdict]:
     waiting = [st for st in live.stacks if "init_process_group" in st.text and "_env_rendezvous_handler" in st.text]
     if not waiting:
         return None
+    # imported only now: a live job that shows no such wait (every running one) never needs the project model
+    from dfdoctor.diagnose import user_terms  # start-up: read for a fix alone (issue 45)
     proj = user_terms.project_of(ctx)
     nodes = _option(proj, "num_nodes") if proj else None
     devices = _option(proj, "devices") if proj else None

@@ -27,7 +27,6 @@ _PG_TIMEOUT_MIN = 30  # init_process_group's default timeout for gloo (NCCL's is
 
 def spawn_rendezvous_wait(run, live, ctx) -> Optional[Verdict]:
     """Processes of a job not under torchrun that wait in init_process_group's tcp:// rendezvous."""
-    from dfdoctor.diagnose import user_terms  # start-up: the project model, read for a fix alone (issue 45)
     if live is None or not ctx.local:
         return None
     retry = _retrying(run)
@@ -40,6 +39,8 @@ def spawn_rendezvous_wait(run, live, ctx) -> Optional[Verdict]:
                any(f in st.text for f in _TCP_FRAMES)]
     if not waiting and not retry:  # a growing log is not looked into: its retry lines are the evidence then
         return None
+    # imported only now: a live job that shows no such wait (every running one) never needs the project model
+    from dfdoctor.diagnose import user_terms  # start-up: read for a fix alone (issue 45)
     proj = user_terms.project_of(ctx)
     if proj is None:
         return None

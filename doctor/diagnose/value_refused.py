@@ -35,9 +35,9 @@ _QUOTED = compile_later(r"'([^'\s]{1,60})'|\"([^\"\s]{1,60})\"")
 
 def value_refused(err: PyError, ctx: Context) -> Optional[Finding]:
     """bad-arguments when the job's code refused a value its command line gave an option."""
-    from dfdoctor.diagnose import user_terms  # start-up: the project model, read for a fix alone (issue 45)
     if err.exc_type.endswith(_NOT_OURS) or not ctx.local:
         return None
+    from dfdoctor.diagnose import user_terms  # start-up: the project model, read for a fix alone (issue 45)
     proj = user_terms.project_of(ctx)
     if proj is None or not proj.options.options:
         return None
