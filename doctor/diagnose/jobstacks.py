@@ -8,11 +8,11 @@ parallel (py-spy pauses each process for a few milliseconds), so sixteen process
 
 from __future__ import annotations
 
+import contextlib
 import os
-import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterator, Optional, Union
+from typing import TYPE_CHECKING, Callable, Optional, Union
 
 import psutil
 from dfdoctor.diagnose import elastic, stacks
@@ -260,58 +260,23 @@ def _safe_look(s: ProcessSample, timeout: float) -> Look:
         return Look(stacks.Stacks(s.pid, "", "kernel", f"{type(exc).__name__}: {exc}"), KernelWait("unknown"), None)
 
 
-class _OneThread:
-    """The pool of a look at one process: one thread, as the thread pool would run it (the caller waits for it,
-    and on leaving the `with`, an interrupt included, for its end), without concurrent.futures and the logging
-    behind it (32 M instructions, 4% of a `launch --no-check` of a one-process job) where no two looks overlap."""
-
-    def __init__(self) -> None:
-        self.threads: list[threading.Thread] = []
-
-    def map(self, fn: Callable, items: list) -> Iterator:
-        answers: list = []
-        for item in items[:1]:
-            def work(item=item) -> None:
-                try:
-                    answers.append((True, fn(item)))
-                except BaseException as exc:  # raised where the answer is taken, as Future.result() does
-                    answers.append((False, exc))
-
-            thread = threading.Thread(target=work, name="dfdoctor-look")
-            self.threads.append(thread)
-            thread.start()
-        return self._taken(answers)
-
-    def _taken(self, answers: list) -> Iterator:
-        for thread in self.threads:
-            thread.join()
-        for ok, value in answers:
-            if not ok:
-                raise value
-            yield value
-
-    def __enter__(self) -> _OneThread:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for thread in self.threads:  # ThreadPoolExecutor's shutdown(wait=True)
-            thread.join()
-
-
-def _pool(samples: list[ProcessSample]) -> Union[Executor, _OneThread]:
-    """What runs the looks of one round in parallel: a thread per process (16 at most; one process, one thread)."""
+def _pool(samples: list[ProcessSample]) -> "Union[Executor, contextlib.nullcontext[None]]":
+    """What runs the looks of one round in parallel: a thread per process (16 at most). One process is looked at
+    here, without concurrent.futures and the logging behind it (32 M instructions, 4% of a `launch --no-check` of
+    a one-process job), as no two looks overlap."""
     if len(samples) <= 1:
-        return _OneThread()
+        return contextlib.nullcontext()
     from concurrent.futures import ThreadPoolExecutor  # here: it brings logging, and a watch of a job that
     # talks takes no look (leftovers.py does the same)
 
     return ThreadPoolExecutor(max_workers=min(16, len(samples)))
 
 
-def _round(samples: list[ProcessSample], pool: Union[Executor, _OneThread], timeout: float) -> None:
+def _round(samples: list[ProcessSample], pool: Optional[Executor], timeout: float) -> None:
     """One look at every process, in parallel (a zombie has nothing to look at: its exit is what it says)."""
     samples = [s for s in samples if s.exited is None]
-    for s, look in zip(samples, pool.map(lambda s: _safe_look(s, timeout), samples)):
+    looks = (pool.map if pool is not None else map)(lambda s: _safe_look(s, timeout), samples)
+    for s, look in zip(samples, looks):
         if not psutil.pid_exists(s.pid):
             s.gone = True
         s.looks.append(look)
