@@ -2,7 +2,8 @@
 the same order, same lists), in every interpreter here that has that function: the dev venv (dfdoctor a strict
 editable install), the system Pythons with their own site-packages, and each again with a site of the awkward
 cases beside it (namespace package, .pth-only, editable, blank top_level.txt, duplicates, no Name, egg-info, a
-dist claiming a standard-library name, a METADATA that does not decode)."""
+dist claiming a standard-library name, a METADATA that does not decode). And each distribution's requirements
+(`requires_of`) are `Distribution.requires`'s, on 3.8+ too."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ import pytest
 
 PROBES = Path(__file__).resolve().parent.parent / "checks" / "probes"
 PYENV = Path("/root/.pyenv/versions")
-PYTHONS = [sys.executable] + sorted(str(p / "bin" / "python") for p in PYENV.glob("3.1[0-9].*")
-                                    if (p / "bin" / "python").exists())
+PYTHONS = [sys.executable] + sorted((str(p / "bin" / "python") for p in PYENV.glob("3.*")
+                                     if (p / "bin" / "python").exists() and p.name.split(".")[1] not in "67"),
+                                    key=lambda p: [int(x) for x in Path(p).parent.parent.name.split(".")])
 
 # Runs in the interpreter under test: the probe's map and the standard library's, both from the same sys.path.
 # The probe's reaching for the standard library's function is counted: it must answer alone where it can.
@@ -26,7 +28,7 @@ import json, sys
 sys.path.insert(0, sys.argv[1])
 import deps_probe
 from importlib import metadata
-real = metadata.packages_distributions
+real = getattr(metadata, "packages_distributions", None)  # 3.10+
 calls = []
 metadata.packages_distributions = lambda: calls.append(1) or real()
 def outcome(fn):
@@ -36,11 +38,12 @@ def outcome(fn):
     except Exception as exc:
         return {"raised": type(exc).__name__}
 every = []
-deps_probe.installed(every)
-ours = outcome(lambda: deps_probe.module_distributions(every))
+first, _ = deps_probe.installed(every)
+ours = outcome(lambda: deps_probe.module_distributions(every)) if real else None
 fell_back = bool(calls)
-theirs = outcome(real)
-print(json.dumps({"ours": ours, "theirs": theirs, "fell_back": fell_back, "n": len(every)}))
+theirs = outcome(real) if real else None
+requires = [[e["name"], deps_probe.requires_of(e), list(e["dist"].requires or [])] for e in first.values()]
+print(json.dumps({"ours": ours, "theirs": theirs, "fell_back": fell_back, "n": len(every), "requires": requires}))
 """
 
 
@@ -69,7 +72,10 @@ def _awkward_sites(root: Path, broken: bool) -> list[Path]:
     _dist(two, "dup-2.0.dist-info", {"METADATA": "Name: dup\nVersion: 2.0\n", "top_level.txt": "dupmod\n"})
     _dist(one, "anon-1.0.dist-info", {"METADATA": "Version: 1.0\n", "top_level.txt": "anonmod\n"})
     _dist(one, "old_egg-1.0.egg-info", {"PKG-INFO": "Name: old-egg\nVersion: 1.0\n",
-                                        "SOURCES.txt": "setup.py\neggmod/__init__.py\n"})
+                                        "SOURCES.txt": "setup.py\neggmod/__init__.py\n",
+                                        "requires.txt": "dep1>=1\n\n[gpu]\ndep2\n\n[:python_version < '4']\ndep3\n"})
+    _dist(one, "reqless-1.0.dist-info", {"METADATA": "Name: reqless\nVersion: 1.0\n",
+                                         "requires.txt": "dep4\n"})
     _dist(two, "shadow-1.0.dist-info", {"METADATA": "Name: shadow\nVersion: 1.0\n", "top_level.txt": "os\nshadow\n"})
     _dist(two, "ext-1.0.dist-info", {"METADATA": "Name: ext\nVersion: 1.0\n",
                                      "RECORD": "extmod.cpython-311-x86_64-linux-gnu.so,,\nextpkg/__init__.py,,\n"})
@@ -95,6 +101,13 @@ def _compare(python: str, sites: list[Path]) -> dict:
 @pytest.mark.parametrize("case", ["installed", "awkward", "broken"])
 def test_map_is_packages_distributions(python, case, tmp_path):
     got = _compare(python, _awkward_sites(tmp_path, case == "broken") if case != "installed" else [])
+    # the Requires-Dist of each distribution as `dist.requires` reads them (requires.txt where METADATA has none)
+    assert [ours for _, ours, _ in got["requires"]] == [theirs for _, _, theirs in got["requires"]], got["requires"]
+    if case == "awkward":
+        reqs = {name: ours for name, ours, _ in got["requires"]}
+        assert reqs["reqless"] == ["dep4"] and reqs["old-egg"][0] == "dep1>=1" and len(reqs["old-egg"]) == 3
+    if got["theirs"] is None:  # Python < 3.10: no packages_distributions, the probe names no imported dist
+        return
     assert got["ours"] == got["theirs"], (python, case)
     assert got["n"] > (0 if case == "installed" else 10)
     if case == "broken":

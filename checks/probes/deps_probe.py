@@ -116,8 +116,17 @@ def requires_of(entry):
     egg-info's requires.txt), read once."""
     if "requires" not in entry:
         try:
+            dist = entry["dist"]
             reqs = entry["metadata"].get_all("Requires-Dist") if "metadata" in entry else None
-            entry["requires"] = list(reqs) if reqs is not None else list(entry["dist"].requires or [])
+            if reqs is not None:
+                entry["requires"] = list(reqs)
+            elif "metadata" in entry and getattr(type(dist), "requires", None) is metadata.Distribution.requires \
+                    and hasattr(dist, "_read_egg_info_reqs"):
+                # what `dist.requires` answers here (3.8-3.13 alike: its METADATA half is the None just read, then
+                # requires.txt) without parsing the whole METADATA again: 30 of the dev venv's 100 name none
+                entry["requires"] = list(dist._read_egg_info_reqs() or [])
+            else:
+                entry["requires"] = list(dist.requires or [])
         except Exception:  # noqa: BLE001
             entry["requires"] = []
     return entry["requires"]
@@ -234,11 +243,11 @@ def importable(module):
 def module_distributions(every):
     """`metadata.packages_distributions()`, the same map, without parsing every METADATA file again: the Names
     `installed()` read (`every`) stand in for its `dist.metadata['Name']`, which parses the whole file through
-    the email parser on each use (half of its CPU here: 246 parses on a 123-distribution venv, round 23). Each
-    distribution's modules come from the standard library's own helpers, so they are its answer by
-    construction; where those helpers are not the ones this code was checked against (another Python), or a
-    METADATA did not read, the standard library's function itself answers (tests/test_deps_module_map.py
-    compares the two on every interpreter here)."""
+    the email parser on each use (once per module a distribution provides: 146 parses on the dev venv's 100
+    distributions, after installed()'s 100; round 23). Each distribution's modules come from the standard
+    library's own helpers, so they are its answer by construction; where those helpers are not the ones this
+    code was checked against (another Python), or a METADATA did not read, the standard library's function
+    itself answers (tests/test_deps_module_map.py compares the two on every interpreter here)."""
     finder = metadata.packages_distributions
     if sys.version_info[:2] == (3, 10):  # 3.10's: top_level.txt alone
         def modules_of(dist):
