@@ -73,8 +73,10 @@ def canonical(name):
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def installed():
-    """name → the distribution import finds first, plus every name installed more than once."""
+def installed(every=None):
+    """name → the distribution import finds first, plus every name installed more than once. `every`, a list,
+    gets [dist, its METADATA's Name] for each distribution in `metadata.distributions()`'s order, the Name None
+    with `broken` set where reading it raised (module_distributions)."""
     first, dups = {}, {}
     for dist in metadata.distributions():
         try:
@@ -84,6 +86,11 @@ def installed():
             name = md["Name"]
         except Exception:  # noqa: BLE001 - a broken dist-info
             name = None
+            if every is not None:
+                every.append([dist, None, "broken"])
+        else:
+            if every is not None:
+                every.append([dist, name, None])
         if not name:
             continue
         key = canonical(name)
@@ -109,8 +116,17 @@ def requires_of(entry):
     egg-info's requires.txt), read once."""
     if "requires" not in entry:
         try:
+            dist = entry["dist"]
             reqs = entry["metadata"].get_all("Requires-Dist") if "metadata" in entry else None
-            entry["requires"] = list(reqs) if reqs is not None else list(entry["dist"].requires or [])
+            if reqs is not None:
+                entry["requires"] = list(reqs)
+            elif "metadata" in entry and getattr(type(dist), "requires", None) is metadata.Distribution.requires \
+                    and hasattr(dist, "_read_egg_info_reqs"):
+                # what `dist.requires` answers here (3.8-3.13 alike: its METADATA half is the None just read, then
+                # requires.txt) without parsing the whole METADATA again: 30 of the dev venv's 100 name none
+                entry["requires"] = list(dist._read_egg_info_reqs() or [])
+            else:
+                entry["requires"] = list(dist.requires or [])
         except Exception:  # noqa: BLE001
             entry["requires"] = []
     return entry["requires"]
@@ -224,7 +240,34 @@ def importable(module):
         return True
 
 
-def imported_distributions(modules, dists=None):
+def module_distributions(every):
+    """`metadata.packages_distributions()`, the same map, without parsing every METADATA file again: the Names
+    `installed()` read (`every`) stand in for its `dist.metadata['Name']`, which parses the whole file through
+    the email parser on each use (once per module a distribution provides: 146 parses on the dev venv's 100
+    distributions, after installed()'s 100; round 23). Each distribution's modules come from the standard
+    library's own helpers, so they are its answer by construction; where those helpers are not the ones this
+    code was checked against (another Python), or a METADATA did not read, the standard library's function
+    itself answers (tests/test_deps_module_map.py compares the two on every interpreter here)."""
+    finder = metadata.packages_distributions
+    if sys.version_info[:2] == (3, 10):  # 3.10's: top_level.txt alone
+        def modules_of(dist):
+            return (dist.read_text('top_level.txt') or '').split()
+    elif (3, 11) <= sys.version_info[:2] <= (3, 13) and hasattr(metadata, "_top_level_declared") and \
+            hasattr(metadata, "_top_level_inferred"):
+        def modules_of(dist):
+            return metadata._top_level_declared(dist) or metadata._top_level_inferred(dist)
+    else:
+        return finder()
+    if every is None or any(broken for _, _, broken in every):
+        return finder()  # it raises where a METADATA does not read, or reads it only for a dist with modules
+    mapping = {}
+    for dist, name, _ in every:
+        for pkg in modules_of(dist):
+            mapping.setdefault(pkg, []).append(name)
+    return mapping
+
+
+def imported_distributions(modules, dists=None, every=None):
     """The distributions that provide the top-level modules the script imports (Python 3.10+; else none)."""
     finder = getattr(metadata, "packages_distributions", None)
     if finder is None or not modules:
@@ -234,7 +277,7 @@ def imported_distributions(modules, dists=None):
         # (0.04 s CPU of a 0.15 s probe, round 9), so it runs only for a module found here that none names
         mapping = top_level_names(dists or {})
         if any(m not in mapping and importable(m) for m in modules):
-            mapping = finder()
+            mapping = module_distributions(every)
     except Exception:  # noqa: BLE001 - a broken RECORD somewhere must not stop the check
         return []
     found = []
@@ -321,7 +364,8 @@ def main():
         out["error"] = "no PEP 508 parser could be loaded here: " + where
         answer(out)
         return
-    dists, dups = installed()
+    every = []
+    dists, dups = installed(every)
     out["n_dists"] = len(dists)
     # torch's family is released and built as a set: report their versions (local build tags included) so the
     # check can tell a torchvision of another release or build from the one paired with this torch
@@ -335,7 +379,7 @@ def main():
             roots.add(canonical(name))
             out.setdefault("focus", {})[name] = dists[canonical(name)]["version"]
     stated = set(roots)  # what the requirements and the focus name, apart from what reading the script found
-    for dist_name in imported_distributions(spec.get("modules") or [], dists):
+    for dist_name in imported_distributions(spec.get("modules") or [], dists, every):
         roots.add(canonical(dist_name))
         out.setdefault("imported", []).append(dist_name)
     # the job's imports this interpreter cannot find: a missing requirement may provide one under another name
