@@ -17,6 +17,8 @@ from dfdoctor.launchline.commandline import guessed_interpreter, spec_for
 from dfdoctor.model import OBSERVED, STATIC
 from dfdoctor.lazy_re import compile_later
 
+from .probes import _torch_build
+
 # NVLink multicast can take a host's shared GPUs out of service for a day; every process we start keeps it off.
 SAFE_GPU_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
@@ -29,6 +31,14 @@ def probe_env(ctx, extra: Optional[dict[str, str]] = None) -> dict[str, str]:
     env.update(SAFE_GPU_ENV)
     env.update(extra or {})
     return env
+
+
+def cpu_only_build(payload: Optional[dict]) -> Optional[dict]:
+    """The torch build a probe read in the training interpreter (`torch_build`: `_torch_build.read()`, the reading
+    cuda.init's probe makes, done where the job runs), when its torch/version.py says CPU-only: no CUDA, no HIP.
+    None when it says otherwise or could not be read for certain (only importing torch tells then)."""
+    build = (payload or {}).get("torch_build")
+    return build if isinstance(build, dict) and _torch_build.cpu_only(build) else None
 
 
 def guessed_python(ctx) -> Optional[str]:

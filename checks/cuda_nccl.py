@@ -20,6 +20,7 @@ Options ([tool.dfdoctor.checks."cuda.nccl"] or the environment of `dfdoctor chec
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import random
 import socket
 import tempfile
@@ -37,6 +38,7 @@ from dfdoctor.slurm import step as slurm_step
 
 from .cuda_common import (
     Visibility,
+    cpu_only_build,
     expectation,
     guessed_python,
     innermost_frame,
@@ -89,12 +91,17 @@ def _nccl(ctx) -> Iterator[Result]:
                    evidence=vis.problems, data={"nccl": {"visible": list(vis.visible), "world_size": world}})
         return
     limit = float(ctx.timeout or DEFAULT_TIMEOUT)
+    data = {"nccl": {"backend": backend, "backend_why": backend_why, "backend_option": option,
+                     "world_size": layout.world, "why": why, "ports_taken": [],
+                     "injected_hang_rank": hang_rank, "injected_fail_rank": fail_rank, "visible": list(vis.visible)}}
+    build = cpu_only_build(listing.payload) if uses_nccl(backend) and step is None else None
+    if build:
+        yield _cpu_only(build, layout, vis, backend, limit, data)
+        return
     budget = max(2.0, limit - 1.5 - (time.monotonic() - started))  # the runner's deadline stays ahead of ours
     outcomes, taken = _run_ranks(ctx, layout, backend, (hang_rank, fail_rank), budget)
     ranks = [_rank_view(layout.first + r, out, vis, layout) for r, out in enumerate(outcomes)]
-    data = {"nccl": {"backend": backend, "backend_why": backend_why, "backend_option": option,
-                     "world_size": layout.world, "why": why, "ports_taken": taken,
-                     "injected_hang_rank": hang_rank, "injected_fail_rank": fail_rank, "visible": list(vis.visible), "ranks": ranks}}
+    data["nccl"].update(ports_taken=taken, ranks=ranks)
     if taken and outcomes and _port_taken(outcomes[0]):
         yield error(f"no group was formed: each port dfdoctor chose here for rank 0's store was taken by another "
                     f"program before rank 0 listened ({', '.join(map(str, taken))}); that says nothing about the job",
@@ -105,6 +112,27 @@ def _nccl(ctx) -> Iterator[Result]:
         data["nccl"]["nodes"] = {"names": list(step.nodes), "this": step.nodes[step.index],
                                  "ranks_per_node": world, "master": f"{step.head_addr}:{step.port}"}
     yield _verdict(ranks, layout, backend, limit, data)
+
+
+def _cpu_only(build: dict, layout: Layout, vis: Visibility, backend: str, limit: float, data: dict) -> Result:
+    """The verdict the ranks would give on a torch whose torch/version.py, read where the job runs, says it is a
+    CPU-only build: each would import torch (1.5-2 CPU-s) only to fail at its GPU, with the probe's own words
+    (cuda_nccl_probe.ready_gpu). That build has no CUDA, hence no NCCL: so none is started."""
+    ranks = []
+    for local in range(layout.local):
+        rank = layout.first + local
+        view = _rank_view(rank, ProbeOutcome([], None, "", "", 0.0), vis, layout)
+        view.pop("stderr", None)  # "died" is what a probe that never answered reads as; this one never ran
+        view.update(stage="cuda device", state="error", started=False, duration_s=0.0, waited_for=None, traceback=[],
+                    error=f"RuntimeError: rank {rank} needs GPU {local}, but torch sees 0 GPU(s) "
+                          f"(a CPU-only torch build)")
+        ranks.append(view)
+    data["nccl"].update(ranks=ranks, torch_build=build)
+    verdict = _verdict(ranks, layout, backend, limit, data)
+    return dataclasses.replace(verdict, evidence=verdict.evidence + (
+        f"torch {build['version']} is a CPU-only build (cuda = None, hip = None), read from torch/version.py in the "
+        f"training interpreter ({build['version_file']}): no rank was started, as each would have imported torch only "
+        f"to find no GPU",))
 
 
 def _backend(ctx, vis: Visibility) -> tuple[str, str, Optional[str]]:
@@ -469,7 +497,9 @@ def _wrong(r: dict) -> str:
 def _rank_line(r: dict) -> str:
     """Evidence: one line per rank."""
     extra = r.get("error") or (_wrong(r) if r["state"] == "wrong" else "")
-    line = f"{_label(r)}: {r['state']} at stage '{r['stage']}' after {r['duration_s']:.1f} s"
+    when = "(not started: known from the torch build)" if r.get("started") is False else \
+        f"after {r['duration_s']:.1f} s"
+    line = f"{_label(r)}: {r['state']} at stage '{r['stage']}' {when}"
     return f"{line}: {extra}" if extra else line
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -15,6 +16,7 @@ from dfdoctor.checks.cuda_common import parse_visible
 from dfdoctor import causes
 from dfdoctor.context import Context
 from dfdoctor.model import Status
+from support.torch_imports import cpu_only_torch, marking, unreadable_build
 
 PYTHON = sys.executable
 
@@ -75,6 +77,35 @@ def test_two_ranks_all_reduce_the_known_sum():
 
 
 @pytest.mark.slow
+def test_an_nccl_job_on_a_cpu_only_torch_gets_the_ranks_verdict_without_starting_them(tmp_path):
+    """Round 23: a job whose ranks form an NCCL group, on a torch whose version.py says CPU-only, had each rank import
+    torch (1.5-2 CPU-s each) only to say it sees no GPU. Now the build, read where the job runs, says so and no
+    process imports torch; the same torch imported through a folder without its version.py (its build unread) still
+    starts the ranks, and their verdict is the same in every word: status, cause, summary, fix, each rank's error."""
+    build = cpu_only_torch()
+    extra, marks = marking(tmp_path)
+    (tmp_path / "train.py").write_text("import torch.distributed as dist\ndist.init_process_group('nccl')\n")
+    started = {"PYTHONPATH": f"{unreadable_build(tmp_path)}:{extra['PYTHONPATH']}"}
+    torchrun = str(Path(PYTHON).parent / "torchrun")
+    found = {}
+    for how, more in (("read", {}), ("ranks", started)):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DFDOCTOR_NCCL_")}
+        ctx = Context(python=PYTHON, cwd=tmp_path, timeout=120, env={**env, **extra, **more},
+                      command=[torchrun, "--nproc_per_node", "2", "train.py"])
+        (found[how],) = list(cuda_nccl.func(ctx))
+        assert bool(os.listdir(marks)) is (how == "ranks"), (how, os.listdir(marks))
+    read, ran = found["read"], found["ranks"]
+    assert (read.status, read.cause, read.summary, read.fix, read.basis) == \
+        (ran.status, ran.cause, ran.summary, ran.fix, ran.basis)
+    assert read.status is Status.FAIL and read.cause == causes.NCCL_FAILED and "a CPU-only torch build" in read.summary
+    assert "this torch has no CUDA" in read.fix, read.fix
+    fields = ("rank", "node", "gpu", "stage", "state", "error", "waited_for", "injected_hang", "injected_fail")
+    assert [{k: r[k] for k in fields} for r in read.data["nccl"]["ranks"]] == \
+        [{k: r[k] for k in fields} for r in ran.data["nccl"]["ranks"]]
+    assert read.evidence[0] == ran.evidence[0] and read.data["nccl"]["torch_build"] == build
+    assert any("read from torch/version.py" in e and "no rank was started" in e for e in read.evidence), read.evidence
+
+
 def test_hanging_rank_is_named_within_the_timeout_and_nothing_is_left():
     t = time.monotonic()
     (r,) = list(cuda_nccl.func(ctx_for(timeout=14, backend="gloo", hang_rank=1)))

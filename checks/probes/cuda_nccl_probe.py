@@ -7,7 +7,9 @@ process group, an all-reduce whose sum every rank knows, and a barrier. The answ
 stage, so a rank killed at the deadline still says where it was.
 
 DFDOCTOR_NCCL_HANG=1 / DFDOCTOR_NCCL_FAIL=1 make this rank hang / raise before init_process_group (fault
-injection, for testing the check itself). `--list-gpus` only lists the GPUs the driver knows (no torch).
+injection, for testing the check itself). `--list-gpus` only lists the GPUs the driver knows and reads the torch
+build from torch/version.py, as cuda.init's probe does (`_torch_build`; no torch imported): a CPU-only build has no
+NCCL, so dfdoctor starts no rank only for it to import torch and find no GPU.
 """
 
 import errno
@@ -175,7 +177,8 @@ def left(reserve: float = 2.0) -> float:
 
 
 def list_gpus() -> dict:
-    """The GPUs the kernel driver knows (from /proc, else /dev/nvidiaN) and CUDA_VISIBLE_DEVICES; no torch."""
+    """The GPUs the kernel driver knows (from /proc, else /dev/nvidiaN), CUDA_VISIBLE_DEVICES and the torch build
+    read from its files; no torch imported."""
     gpus = []
     for info in sorted(glob.glob("/proc/driver/nvidia/gpus/*/information")):
         uuid = None
@@ -190,7 +193,14 @@ def list_gpus() -> dict:
     if not gpus:
         nodes = [p for p in glob.glob("/dev/nvidia*") if re.fullmatch(r"/dev/nvidia\d+", p)]
         gpus = [{"index": i, "uuid": None} for i in range(len(nodes))]
-    return {"gpus": gpus, "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
+    return {"gpus": gpus, "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "torch_build": torch_build()}
+
+
+def torch_build():
+    """The torch build this interpreter would import, as its torch/version.py says (None when that cannot be read
+    for certain: then the ranks' own import of torch tells). Imported here only: a rank needs none of it."""
+    import _torch_build
+    return _torch_build.read()
 
 
 def ready_gpu(torch):
