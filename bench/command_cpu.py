@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
+
+from alternated import alternated
 
 # runs `dfdoctor ARGS` and writes its own CPU-seconds (user + system of this process alone) at exit
 _OWN = """
@@ -65,19 +65,7 @@ def main(argv: list[str]) -> int:
     argv = [a for i, a in enumerate(argv) if a != "--json" and (i == 0 or argv[i - 1] != "--json")]
     trees = {"before": Path(argv[0]).resolve(), "after": Path(argv[1]).resolve()}
     rounds = int(argv[2]) if len(argv) > 2 else 5
-    scratch = Path(tempfile.mkdtemp(prefix="dfd-command-cpu-"))
-    res: dict[str, dict[str, list[float]]] = {name: {} for name in trees}
-    try:
-        for i in range(rounds):
-            for name, tree in (list(trees.items()) if i % 2 else list(reversed(trees.items()))):
-                work = scratch / name
-                work.mkdir(exist_ok=True)
-                (work / "job.py").write_text(JOB)
-                env = dict(os.environ, NO_COLOR="1", XDG_STATE_HOME=str(scratch / f"state-{name}"),
-                           XDG_CACHE_HOME=str(scratch / f"cache-{name}"))
-                _round(tree, work, env, res[name])
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    res, _ = alternated(trees, rounds, JOB, _round, "dfd-command-cpu-")
     rows = []
     for case in res["before"]:
         b, a = statistics.median(res["before"][case]), statistics.median(res["after"][case])

@@ -15,13 +15,12 @@ Each checkout needs its own .venv and compiled sources (`make test`'s PRECOMPILE
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
+
+from alternated import alternated
 
 
 JOB = "import sys, time\nfor i in range(int(sys.argv[1])):\n    print('step', i, flush=True)\n    time.sleep(0.5)\n"
@@ -69,21 +68,7 @@ def _round(tree: Path, work: Path, env: dict, res: dict) -> None:
 def main(argv: list[str]) -> int:
     trees = {"before": Path(argv[0]).resolve(), "after": Path(argv[1]).resolve()}
     rounds = int(argv[2]) if len(argv) > 2 else 5
-    scratch = Path(tempfile.mkdtemp(prefix="dfd-launch-tree-"))
-    res: dict[str, dict[str, list[float]]] = {name: {} for name in trees}
-    loads = [os.getloadavg()[0]]
-    try:
-        for i in range(rounds):
-            for name, tree in (list(trees.items()) if i % 2 else list(reversed(trees.items()))):
-                work = scratch / name
-                work.mkdir(exist_ok=True)
-                (work / "job.py").write_text(JOB)
-                env = dict(os.environ, NO_COLOR="1", XDG_STATE_HOME=str(scratch / f"state-{name}"),
-                           XDG_CACHE_HOME=str(scratch / f"cache-{name}"))
-                _round(tree, work, env, res[name])
-            loads.append(os.getloadavg()[0])
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    res, loads = alternated(trees, rounds, JOB, _round, "dfd-launch-tree-")
     print("verdicts before:", " ".join(res["before"].pop("verdicts")))
     print("verdicts after: ", " ".join(res["after"].pop("verdicts")))
     for case in res["before"]:

@@ -15,28 +15,15 @@ import io
 import json
 import os
 import runpy
-import socket
 import sys
 import traceback
 
-
-def _free_port() -> int:
-    # below the ephemeral range: a port from binding port 0 may go to any outgoing connection before the store
-    # listens (dfdoctor's cuda.nccl met that in a full test run: EADDRINUSE)
-    import random
-    for port in random.sample(range(20000, 32768), 50):
-        with socket.socket() as s:
-            try:
-                s.bind(("", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port below 32768")
+from store_port import free_port
 
 
 def run_one(argv: list) -> dict:
     os.environ.update(RANK="0", LOCAL_RANK="0", GROUP_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1",
-                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
+                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
     script = os.path.abspath(argv[0])
     sys.argv, sys.path[0] = list(argv), os.path.dirname(script)
     out, err, rc, hook = io.StringIO(), io.StringIO(), 0, sys.excepthook

@@ -10,6 +10,8 @@ import socket
 import sys
 import traceback
 
+from store_port import free_port
+
 import numpy as np
 import torch
 import torch.distributed as dist
@@ -33,7 +35,7 @@ def cuda_call_on_cpu_build():
 
 
 def nccl_not_built():
-    os.environ.update(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
+    os.environ.update(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
     try:
         dist.init_process_group(backend="nccl")
     finally:
@@ -181,20 +183,6 @@ def log_folder_missing():
 def input_file_missing():
     os.chdir(WORK)
     return np.memmap(os.path.join("data", "shakespeare_char", "train.bin"), dtype=np.uint16, mode="r")
-
-
-def _free_port():
-    # below the ephemeral range: a port from binding port 0 may go to any outgoing connection before the store
-    # listens (dfdoctor's cuda.nccl met that in a full test run: EADDRINUSE)
-    import random
-    for port in random.sample(range(20000, 32768), 50):
-        with socket.socket() as s:
-            try:
-                s.bind(("", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port below 32768")
 
 
 def main():
