@@ -130,12 +130,12 @@ def test_a_verdict_that_needs_no_fix_reads_no_project_model(tmp_path: Path):
     assert unread <= loaded
 
 
-def test_a_running_verdict_reads_no_project_model_and_looks_at_one_process_without_a_thread_pool(tmp_path: Path):
+def test_a_running_verdict_reads_no_project_model(tmp_path: Path):
     """A live job's verdict asks whether its processes wait in a tcp:// or env:// rendezvous
     (diagnose/spawn_rendezvous.py, env_rendezvous.py); the project model answers only for such a wait, so a job
-    seen running imports none of it (it did, before the question was asked: 41 M instructions of a launch). The
-    look at the stacks before `running` takes one thread for a job of one process, not concurrent.futures' pool
-    and the logging behind it (32 M)."""
+    seen running imports none of it (it did, before the question was asked: 41 M instructions of a launch).
+    (A look at one process without concurrent.futures' pool, 32 M more, was tried in round 23 and taken back: the
+    empty-loader reading of test_empty_loop lost its verdict on an idle machine with it.)"""
     job = "import time\nfor i in range(150):\n    print('step', i, flush=True)\n    time.sleep(0.2)\n"
     (tmp_path / "job.py").write_text(job)
     p, loaded = _modules(tmp_path, "launch", "--no-check", "--watch", "20", "--format", "json", "--",
@@ -144,7 +144,7 @@ def test_a_running_verdict_reads_no_project_model_and_looks_at_one_process_witho
     try:
         assert report["verdict"]["state"] == "running", p.stdout + p.stderr
         assert not {"dfdoctor.project", "dfdoctor.diagnose.user_terms"} & loaded
-        assert "dfdoctor.diagnose.jobstacks" in loaded and not {"concurrent.futures", "logging"} & loaded
+        assert "dfdoctor.diagnose.jobstacks" in loaded
     finally:
         subprocess.run([sys.executable, "-m", "dfdoctor", "stop", report["run"]["id"]], cwd=tmp_path,
                        capture_output=True, timeout=60)

@@ -8,11 +8,10 @@ parallel (py-spy pauses each process for a few milliseconds), so sixteen process
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Optional, Union
+from typing import TYPE_CHECKING, Callable, Optional
 
 import psutil
 from dfdoctor.diagnose import elastic, stacks
@@ -21,7 +20,7 @@ from dfdoctor.agent.procfs import buffers_stdout
 from dfdoctor.numbers import whole
 
 if TYPE_CHECKING:
-    from concurrent.futures import Executor
+    from concurrent.futures import ThreadPoolExecutor
 
 MAX_PROCESSES = 32  # a node's ranks and their DataLoader workers; beyond that the first ones tell the story
 GAP_S = 1.0  # between the two samples
@@ -260,23 +259,10 @@ def _safe_look(s: ProcessSample, timeout: float) -> Look:
         return Look(stacks.Stacks(s.pid, "", "kernel", f"{type(exc).__name__}: {exc}"), KernelWait("unknown"), None)
 
 
-def _pool(samples: list[ProcessSample]) -> "Union[Executor, contextlib.nullcontext[None]]":
-    """What runs the looks of one round in parallel: a thread per process (16 at most). One process is looked at
-    here, without concurrent.futures and the logging behind it (32 M instructions, 4% of a `launch --no-check` of
-    a one-process job), as no two looks overlap."""
-    if len(samples) <= 1:
-        return contextlib.nullcontext()
-    from concurrent.futures import ThreadPoolExecutor  # here: it brings logging, and a watch of a job that
-    # talks takes no look (leftovers.py does the same)
-
-    return ThreadPoolExecutor(max_workers=min(16, len(samples)))
-
-
-def _round(samples: list[ProcessSample], pool: Optional[Executor], timeout: float) -> None:
+def _round(samples: list[ProcessSample], pool: ThreadPoolExecutor, timeout: float) -> None:
     """One look at every process, in parallel (a zombie has nothing to look at: its exit is what it says)."""
     samples = [s for s in samples if s.exited is None]
-    looks = (pool.map if pool is not None else map)(lambda s: _safe_look(s, timeout), samples)
-    for s, look in zip(samples, looks):
+    for s, look in zip(samples, pool.map(lambda s: _safe_look(s, timeout), samples)):
         if not psutil.pid_exists(s.pid):
             s.gone = True
         s.looks.append(look)
@@ -298,7 +284,10 @@ def first_round(pid: int, timeout: float = DUMP_TIMEOUT_S) -> Optional[Round]:
     samples = [s for s in (describe(p) for p in tree(pid)) if s is not None]
     if not samples:
         return None
-    with _pool(samples) as pool:
+    from concurrent.futures import ThreadPoolExecutor  # here: it brings logging, and a watch of a job that
+    # talks takes no look (leftovers.py does the same)
+
+    with ThreadPoolExecutor(max_workers=min(16, len(samples))) as pool:
         _round(samples, pool, timeout)
     return Round(began, samples)
 
@@ -318,7 +307,9 @@ def sample_job(pid: int, rounds: int = 2, gap_s: float = GAP_S, timeout: float =
             {s.pid for s in ahead.samples} == {s.pid for s in samples}:
         samples, done, began = ahead.samples, 1, ahead.began
         ahead.used = True
-    with _pool(samples) as pool:
+    from concurrent.futures import ThreadPoolExecutor  # here: see first_round
+
+    with ThreadPoolExecutor(max_workers=min(16, len(samples))) as pool:
         for _ in range(done, rounds):
             if began is not None:
                 time.sleep(max(0.0, gap_s - (time.monotonic() - began)))
@@ -330,5 +321,7 @@ def sample_job(pid: int, rounds: int = 2, gap_s: float = GAP_S, timeout: float =
 def look_once(samples: list[ProcessSample], timeout: float = DUMP_TIMEOUT_S) -> None:
     """One look at each of `samples`, in parallel."""
     if samples:
-        with _pool(samples) as pool:
+        from concurrent.futures import ThreadPoolExecutor  # here: see first_round
+
+        with ThreadPoolExecutor(max_workers=min(16, len(samples))) as pool:
             _round(samples, pool, timeout)
