@@ -199,3 +199,18 @@ def test_compile_race_progress_says_what_it_does_and_that_its_answer_is_kept(mon
     line = buf.getvalue().split(progress.ERASE)[-1]
     assert line.startswith("[1/5] running: compile.race 41s: reproduces the torch.compile thread race"), line
     assert "answer is kept" in line and len(line) <= progress.WIDTH
+
+
+def test_a_changed_request_that_would_wait_in_the_queue_keeps_sbatchs_change(tmp_path):
+    """sbatch --test-only changed the request ("setting nnodes to 1") and named no start time (the node busy):
+    both are said; round 23's run f dropped the change on the queue path."""
+    from dfdoctor.model import Status as S
+    from dfdoctor.slurm import commands, precheck, sbatch, testonly
+
+    (tmp_path / "job.sbatch").write_text("#!/bin/bash\n#SBATCH --nodes=2 --ntasks=1\nsrun python train.py\n")
+    sub = sbatch.parse(["sbatch", "job.sbatch"], tmp_path, {})
+    said = ("sbatch: Warning: can't run 1 processes on 2 nodes, setting nnodes to 1\n"
+            "sbatch: Job 172 to start at 6109-04-19T08:12:44 using 1 processors on nodes vm in partition debug\n")
+    (r,) = precheck.submission(sub, testonly.Asked(commands.Answer(("sbatch",), 0, "", said)))
+    assert r.status == S.WARN and "names no time it would start" in r.summary, r.summary
+    assert "setting nnodes to 1" in r.summary and "Ask for what sbatch will give" in r.fix, (r.summary, r.fix)
