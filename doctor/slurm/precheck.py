@@ -49,18 +49,17 @@ def submission(sub: Submission, asked: Optional[testonly.Asked] = None) -> list[
         when = "" if asked.start_unknown else f" at {st.get('at')}"
         said = (f"sbatch --test-only accepts it: job {sub.job_name!r} would start{when} on "
                 f"{st.get('nodes')} in partition {st.get('partition')} ({st.get('cpus')} CPU(s))")
+        # sbatch's change to the request, said on the queue path too (round 23's run f: a busy node dropped it)
+        changed = f", after changing the request: {'; '.join(asked.warnings)}" if asked.warnings else ""
+        shape = ("Ask for what sbatch will give (its warning names the change), so the job's shape is the one you "
+                 "meant.")
         if asked.start_unknown:
-            # sbatch's change to the request is said on this path too (round 23's run f: a busy node dropped it)
-            changed = f", after changing the request: {'; '.join(asked.warnings)}" if asked.warnings else ""
             out.append(warn(f"{said}{changed}, but sbatch names no time it would start: no node can take it now, so "
                             "it would wait in the queue", fix="`sinfo -N -l` shows why the nodes cannot take it "
-                            "(down, drained, reserved); submit when one can, or to another partition." + (
-                                " Ask for what sbatch will give (its warning names the change), so the job's shape "
-                                "is the one you meant." if changed else ""), evidence=tuple(ev)))
-        elif asked.warnings:
-            out.append(warn(f"{said}, after changing the request: {'; '.join(asked.warnings)}.",
-                            fix="Ask for what sbatch will give (its warning names the change), so the job's "
-                                "shape is the one you meant.", evidence=tuple(ev)))
+                            "(down, drained, reserved); submit when one can, or to another partition."
+                            + (" " + shape if changed else ""), evidence=tuple(ev)))
+        elif changed:
+            out.append(warn(f"{said}{changed}.", fix=shape, evidence=tuple(ev)))
         else:
             out.append(ok(f"{said}.", evidence=tuple(ev)))
     else:
