@@ -74,8 +74,13 @@ SPREAD_FILES = {"test_doc_commands.py", "test_launch.py", "test_launcher_scripts
 # The spread files' short tests that import torch (and torch._dynamo) into the worker itself share one worker: each
 # worker that imports them pays ~1.8 CPU-s once, and spread one by one they had four workers import them (round 19).
 TORCH_IN_PROCESS = "torch-in-process"
+# test_stuck's two tests of one hung torchrun (a module fixture launches it once) share a worker; the unit keeps
+# the launch test's name, so the seconds measured for it weigh the pair until a full run measures both.
+SKIPS_AN_ALL_REDUCE = "tests/test_stuck.py::test_a_rank_that_skips_an_all_reduce_is_named"
 SHARED_STATE_TESTS = {
     "test_doc_commands.py::test_an_sbatch_check_launch_and_status": "slurm-stuck",
+    "test_stuck.py::test_a_rank_that_skips_an_all_reduce_is_named": SKIPS_AN_ALL_REDUCE,
+    "test_stuck.py::test_status_names_a_collective_hang_later": SKIPS_AN_ALL_REDUCE,
     **{f"test_guard.py::{name}": TORCH_IN_PROCESS for name in (
         "test_install_gates_the_lazy_backward_compile_once_per_process",
         "test_entry_check_waits_out_another_threads_compile_and_keeps_torchs_answer_otherwise",

@@ -93,10 +93,23 @@ def test_rank_0_that_ended_without_its_peer_names_the_rank_that_never_joined(wor
     kill_runs(work)
 
 
-def test_a_rank_that_skips_an_all_reduce_is_named(work):
+@pytest.fixture(scope="module")
+def skips_an_all_reduce(tmp_path_factory):
+    """One launch of the job whose rank 1 skips an all_reduce (torchrun, an agent and two ranks: three imports of
+    torch, ~4.5 CPU-s), its hang left running, for the two tests that read it: the launch's verdict, and `status`'s
+    own later (it looks at the job afresh). Each launched its own before. tests/conftest.py runs both on one
+    worker; the status test ends the job once it has its answer."""
+    work = tmp_path_factory.mktemp("skips-an-all-reduce")
     t0 = time.monotonic()
     proc, rep = launch(work, *TORCHRUN, job("ddp_skips_collective.py")[1], watch=60, log=None)
-    took = time.monotonic() - t0
+    try:
+        yield work, proc, rep, time.monotonic() - t0
+    finally:
+        kill_runs(work)
+
+
+def test_a_rank_that_skips_an_all_reduce_is_named(skips_an_all_reduce):
+    _, proc, rep, took = skips_an_all_reduce
     v = rep["verdict"]
     assert v["state"] == "failed" and v["cause"] == "collective-hang", text_of(rep)
     assert "rank 0 waits in all_reduce" in v["summary"] and "rank 1 never joined it" in v["summary"], v["summary"]
@@ -293,17 +306,21 @@ def test_a_start_that_repeats_itself_and_dies_is_never_called_running(work, sile
     assert not any("in its loop" in e for e in v["evidence"]), text_of(rep)
 
 
-def test_status_names_a_collective_hang_later(work):
-    """Issue 23: `status` 90 s after the launch said "running, though its log did not grow lately"."""
-    launch(work, *TORCHRUN, job("ddp_skips_collective.py")[1], watch=0, log=None)
-    run_dir = next(work.glob(".dfdoctor/runs/*"))
-    assert wait_for(lambda: "rank 1 step 2" in (run_dir / "stdout.log").read_text(errors="replace"), 90)
-    time.sleep(8)  # quiet past its rhythm
-    t0 = time.monotonic()
-    proc, st = status(work)
-    assert proc.returncode == 1 and st["verdict"]["cause"] == "collective-hang", text_of(st)
-    assert "rank 1 never joined it" in st["verdict"]["summary"]
-    assert time.monotonic() - t0 < 15
+def test_status_names_a_collective_hang_later(skips_an_all_reduce):
+    """Issue 23: `status` 90 s after the launch said "running, though its log did not grow lately". The run is
+    the launch test's (its launch watched until it judged; status judges from its own looks)."""
+    work = skips_an_all_reduce[0]
+    stdout = next(work.glob(".dfdoctor/runs/*")) / "stdout.log"
+    try:
+        assert wait_for(lambda: "rank 1 step 2" in stdout.read_text(errors="replace"), 90)
+        time.sleep(max(0.0, 8 - (time.time() - stdout.stat().st_mtime)))  # quiet past its rhythm: 8 s since a line
+        t0 = time.monotonic()
+        proc, st = status(work)
+        assert proc.returncode == 1 and st["verdict"]["cause"] == "collective-hang", text_of(st)
+        assert "rank 1 never joined it" in st["verdict"]["summary"]
+        assert time.monotonic() - t0 < 15
+    finally:
+        kill_runs(work)  # its answer is in: the hung ranks and torchrun's agent end now, not at the module's end
 
 
 def test_a_download_from_a_host_that_never_answers(work):
