@@ -19,7 +19,7 @@ from dfdoctor.context import Context
 from dfdoctor.probe import run_probe
 
 from conftest import DFDOCTOR
-from support.torch_imports import cpu_only_torch, marking
+from support.torch_imports import cpu_only_torch, marking, rocm_torch
 
 # A probe that says where it runs: its parent, and whether torch was already imported before it imported anything.
 WHERE = """
@@ -69,27 +69,27 @@ def test_probes_of_a_phase_fork_from_one_interpreter_that_imported_torch(tmp_pat
 
 
 def test_a_forked_probe_ends_as_a_fresh_one_would(tmp_path, ctx):
+    # (body, exit status, in its stderr, in its stdout): a non-daemon thread is waited for and atexit handlers
+    # run, as at a normal interpreter exit (read from the same forks: a second server, warmed again, cost ~1.5
+    # CPU-s for these two)
     cases = {
-        "exit 3": ("import sys; sys.exit(3)", 3, ""),
-        "message": ("raise SystemExit('no GPU here')", 1, "no GPU here"),
-        "raise": ("raise ValueError('bad config')", 1, "ValueError: bad config"),
-        "signal": ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", -9, ""),
+        "exit 3": ("import sys; sys.exit(3)", 3, "", ""),
+        "message": ("raise SystemExit('no GPU here')", 1, "no GPU here", ""),
+        "raise": ("raise ValueError('bad config')", 1, "ValueError: bad config", ""),
+        "signal": ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", -9, "", ""),
         "thread": ("import threading, time\n"
-                   "threading.Thread(target=lambda: (time.sleep(0.3), print('late', flush=True))).start()", 0, ""),
-        "atexit": ("import atexit; atexit.register(lambda: print('bye', flush=True))", 0, ""),
+                   "threading.Thread(target=lambda: (time.sleep(0.3), print('late', flush=True))).start()", 0, "",
+                   "late"),
+        "atexit": ("import atexit; atexit.register(lambda: print('bye', flush=True))", 0, "", "bye"),
     }
     with probe_server.serving(ctx, wanted=True):
         warmed(ctx, tmp_path)
-        for name, (body, rc, err) in cases.items():
+        for name, (body, rc, err, said) in cases.items():
             out = run_probe(ctx, probe(tmp_path, f"p{len(name)}.py", body), timeout=60)
             assert out.extra.get("probe_server"), name
             assert out.returncode == rc, (name, out.returncode, out.stderr)
             assert err in out.stderr, name
-    # a non-daemon thread is waited for and atexit handlers run, as at a normal interpreter exit
-    with probe_server.serving(ctx, wanted=True):
-        warmed(ctx, tmp_path)
-        assert "late" in run_probe(ctx, probe(tmp_path, "t.py", cases["thread"][0]), timeout=60).stdout
-        assert "bye" in run_probe(ctx, probe(tmp_path, "x.py", cases["atexit"][0]), timeout=60).stdout
+            assert said in out.stdout, (name, out.stdout)
 
 
 def test_a_probe_that_ends_before_its_pid_is_read_is_served_once(tmp_path, ctx, monkeypatch):
@@ -334,9 +334,7 @@ def test_a_preload_is_imported_once_in_the_server_for_the_forks_after_it(tmp_pat
     """Round 18: compile.race's runs ask the server to import torch._dynamo before their fork (each run imported
     it again, 1.1-1.3 s); the server imports it once, with a torch built for the CPU or CUDA, and every later
     fork has it. The race still reproduces there (within 3 runs, as compile.race asks for it)."""
-    import torch
-
-    if getattr(torch.version, "hip", None):
+    if rocm_torch():
         pytest.skip("a ROCm build of torch: the server imports nothing more (not proven to leave the driver alone)")
     script = probe(tmp_path, "dyn.py", "import json, sys\nprint(json.dumps({'dynamo': 'torch._dynamo' in sys.modules}))\n")
     with probe_server.serving(ctx, wanted=True):
@@ -379,9 +377,7 @@ def test_a_probe_leaves_the_servers_finalizers_to_the_server_and_runs_its_own(tm
 def test_a_preload_that_fails_sends_every_later_probe_to_a_fresh_process(tmp_path, ctx):
     """A module the server cannot import leaves it serving nothing more: the probe that asked, and every one
     after it, runs in a fresh interpreter (none in what a failed import left half-loaded), and still answers."""
-    import torch
-
-    if getattr(torch.version, "hip", None):
+    if rocm_torch():
         pytest.skip("a ROCm build of torch: the server imports nothing more")
     script = probe(tmp_path, "where.py", WHERE)
     with probe_server.serving(ctx, wanted=True):

@@ -52,18 +52,35 @@ def marking(tmp_path: Path) -> tuple[dict[str, str], Path]:
     return {"PYTHONPATH": str(site), "TORCH_IMPORT_MARKS": str(marks)}, marks
 
 
-def cpu_only_torch() -> dict:
-    """This interpreter's torch build, read from its version.py; the test is skipped unless it is a CPU-only one."""
+def _torch_build():
+    """checks/probes/_torch_build.py: the build read from torch's version.py, without importing torch."""
     probes = str(Path(__file__).resolve().parents[2] / "checks" / "probes")
     sys.path.insert(0, probes)
     try:
         import _torch_build
     finally:
         sys.path.remove(probes)
-    build = _torch_build.read()
-    if not _torch_build.cpu_only(build):
+    return _torch_build
+
+
+def cpu_only_torch() -> dict:
+    """This interpreter's torch build, read from its version.py; the test is skipped unless it is a CPU-only one."""
+    tb = _torch_build()
+    build = tb.read()
+    if not tb.cpu_only(build):
         pytest.skip(f"not a CPU-only torch build as its version.py says ({build})")
     return build
+
+
+def rocm_torch() -> bool:
+    """Whether this interpreter's torch is a ROCm build (torch.version.hip), read from its version.py: importing
+    torch into the test's own process cost its xdist worker ~2 CPU-s. Imported only where that file cannot be
+    read."""
+    build = _torch_build().read()
+    if build is None:
+        import torch
+        return bool(getattr(torch.version, "hip", None))
+    return bool(build["hip"])
 
 
 def unreadable_build(tmp_path: Path) -> Path:
