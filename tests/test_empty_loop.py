@@ -32,10 +32,10 @@ def rows(tmp_path_factory) -> Path:
     return data
 
 
-def _started(tmp_path: Path, rows: Path, *args: str):
+def _started(folder: Path, rows: Path, *args: str):
     """The val-split lookalike running with 100 rows, --val-split 0.1 and --batch-size 16 (and `args`): by its
     first eval it loops over an empty loader forever, its stdout a pipe (block-buffered)."""
-    work = tmp_path / "val-split"
+    work = folder / "val-split"
     shutil.copytree(VAL_SPLIT, work)
     (work / "data").mkdir()
     shutil.copy(rows, work / "data" / "train.pt")
@@ -43,10 +43,12 @@ def _started(tmp_path: Path, rows: Path, *args: str):
                             stderr=subprocess.DEVNULL)
 
 
-@pytest.fixture
-def spinning(tmp_path, rows):
-    """The val-split job, in its empty loop by its first eval (step 50)."""
-    proc = _started(tmp_path, rows)
+@pytest.fixture(scope="module")
+def spinning(tmp_path_factory, rows):
+    """The val-split job, in its empty loop by its first eval (step 50): one for the file's three tests that only
+    look at it (each started its own: an import of torch, the data's load and 50 steps, ~2 CPU-s a test). They
+    are the file's last, so that it stops spinning once they are done."""
+    proc = _started(tmp_path_factory.mktemp("spinning"), rows)
     try:
         yield proc
     finally:
@@ -102,29 +104,6 @@ def _failed_look(pid: int) -> jobstacks.Look:
     """A look as jobstacks takes one when py-spy does not answer in time (seen in CI on a loaded machine)."""
     return jobstacks.Look(stacks.Stacks(pid, "", "kernel", "py-spy did not answer within 5 s"),
                           KernelWait("unknown"), None)
-
-
-@pytest.mark.slow
-def test_a_look_that_could_not_be_taken_leaves_the_empty_loader_named_not_a_buffered_stdout(spinning):
-    """Two real looks a second apart, the second one failed as py-spy fails under load: the failed look is ignored
-    and more looks are taken, so the job is still named an empty loader, never a buffered stdout (CI's failure of
-    test_a_validation_split_smaller_than_one_batch_is_named_as_an_empty_loader_not_buffering). Before, a failed
-    look dropped the finding every time."""
-    assert _in_the_loop(spinning.pid), "the job never reached its loop"
-    said = []
-    for _ in range(3):  # a loaded machine may leave one round undecided (nothing said: the watch looks again)
-        samples = jobstacks.sample_job(spinning.pid)
-        job = next(s for s in samples if s.pid == spinning.pid)
-        assert job.buffered and len(job.looks) == 2
-        job.looks[-1] = _failed_look(spinning.pid)
-        found = stuck.judge(samples, quiet_s=11.0)
-        said.append(found.cause if found else None)
-        assert said[-1] in (None, causes.DATA_EMPTY), (said, found.headline)
-        if found is not None:
-            break
-    assert found is not None and found.cause == causes.DATA_EMPTY, said
-    assert "`for data in dl:`" in found.headline and any("could not be read" in line for line in found.lines), \
-        found.lines
 
 
 @pytest.mark.slow
@@ -197,6 +176,29 @@ def test_a_busy_range_loop_seen_in_its_body_then_at_its_head_is_a_buffered_stdou
         found = stuck.judge(samples, quiet_s=30.0, local=False)
         said.append(found.cause if found else None)
     assert said == [causes.OUTPUT_BUFFERED], said
+
+
+@pytest.mark.slow
+def test_a_look_that_could_not_be_taken_leaves_the_empty_loader_named_not_a_buffered_stdout(spinning):
+    """Two real looks a second apart, the second one failed as py-spy fails under load: the failed look is ignored
+    and more looks are taken, so the job is still named an empty loader, never a buffered stdout (CI's failure of
+    test_a_validation_split_smaller_than_one_batch_is_named_as_an_empty_loader_not_buffering). Before, a failed
+    look dropped the finding every time."""
+    assert _in_the_loop(spinning.pid), "the job never reached its loop"
+    said = []
+    for _ in range(3):  # a loaded machine may leave one round undecided (nothing said: the watch looks again)
+        samples = jobstacks.sample_job(spinning.pid)
+        job = next(s for s in samples if s.pid == spinning.pid)
+        assert job.buffered and len(job.looks) == 2
+        job.looks[-1] = _failed_look(spinning.pid)
+        found = stuck.judge(samples, quiet_s=11.0)
+        said.append(found.cause if found else None)
+        assert said[-1] in (None, causes.DATA_EMPTY), (said, found.headline)
+        if found is not None:
+            break
+    assert found is not None and found.cause == causes.DATA_EMPTY, said
+    assert "`for data in dl:`" in found.headline and any("could not be read" in line for line in found.lines), \
+        found.lines
 
 
 @pytest.mark.slow
