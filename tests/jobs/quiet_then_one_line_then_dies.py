@@ -13,10 +13,11 @@ print("loading the tokenizer", flush=True)
 for batch in range(1, 6):
     print(f"indexed {batch * 1000} documents", flush=True)
     time.sleep(0.3)
-last_in_line()  # busy, but the machine's other work goes first
+back_in_line = last_in_line()  # busy, but the machine's other work goes first
 end = time.monotonic() + 12.0
 while time.monotonic() < end:
     pass
+back_in_line()  # its recorder (in the same autogroup) times the line that follows as before
 print("index built: 5000 documents in 14.5 s", flush=True)
 time.sleep(3.0)
 open("data/train.bin", "rb")
