@@ -107,11 +107,12 @@ def test_a_cpu_run_computes_each_op_on_one_thread_unless_omp_num_threads_says_ot
     assert r.returncode == 0 and ", 2 CPU thread(s) per op," in r.stdout, r.stdout + r.stderr[-2000:]
 
 
-# Where this test's CPU goes (round 24, 2-core machine under load 6-8, inductor cache empty, as on CI's fresh
-# machine): the default's 2 buckets cost 59-62 CPU-s, 38-40 of them in g++ (38 kernels' .so, ~1 CPU-s each with
-# inductor's precompiled header; the header itself is built once per machine and venv, by whichever test
-# compiles first) and ~19 in the trainer (import torch 1.5, dynamo + AOT + inductor lowering of 4 graphs, the
-# steps). One bucket (--seq-lens 32): 2 graphs, 22 kernels, 38 CPU-s. The second bucket bought no race window:
+# Where this test's CPU goes (round 24, 2-core machine under load 6-12, inductor cache empty, as on CI's fresh
+# machine): the default's 2 buckets cost 60-63 CPU-s, ~39 of them in g++ (38 kernels' .so, ~1 CPU-s each with
+# inductor's precompiled header; the header itself, ~10 more, is built once per machine and venv by whichever
+# test compiles first: 70 CPU-s with it) and ~19 in the trainer (import torch 1.5, dynamo + AOT + inductor
+# lowering of 4 graphs, the steps). One bucket (--seq-lens 32): 2 graphs, 22 kernels, the test 35-45 CPU-s
+# (51 with the header). The second bucket bought no race window:
 # with inductor on CPU the guard's entry check never found another thread's trace (0 times in a cold 2-bucket
 # run, counted); recompiles under the guard while other threads run compiled graphs are the race preset's
 # subject (test_race_preset_crashes_without_the_guard_and_trains_with_it: 7 buckets, a trace made to race).
