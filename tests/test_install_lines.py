@@ -13,7 +13,6 @@ what it installs (PIP_COMPILE=0); the line itself is not changed."""
 from __future__ import annotations
 
 import base64
-import fcntl
 import hashlib
 import os
 import re
@@ -26,6 +25,7 @@ import pytest
 
 from conftest import REPO
 from support.doc_commands import DOCS, commands
+from support.made_once import made_once, session_folder
 
 pytestmark = pytest.mark.slow
 
@@ -55,31 +55,12 @@ def _pins() -> list[str]:
     return pins
 
 
-def _session_folder(tmp_path_factory) -> Path:
-    """The session's temporary folder, shared by its xdist workers (each worker's own is a folder inside it): this
-    file's tests are spread over the workers one by one, and each worker made its own wheelhouse (1 CPU-s)."""
-    base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-
-
-def _made_once(where: Path, make) -> Path:
-    """`where`, made by `make(where)` in the first worker that asks for it; the others wait for it to be done."""
-    with open(f"{where}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also when `make` fails
-        done = Path(f"{where}.done")
-        if not done.exists():
-            shutil.rmtree(where, ignore_errors=True)
-            make(where)
-            done.touch()
-    return where
-
-
 @pytest.fixture(scope="module")
 def wheelhouse(tmp_path_factory) -> Path:
     def download(where: Path) -> None:
         subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(where), *_pins(), "pipx",
                         "pip"], check=True, timeout=300)
-    return _made_once(_session_folder(tmp_path_factory) / "install-wheelhouse", download)
+    return made_once(session_folder(tmp_path_factory) / "install-wheelhouse", download)
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +69,7 @@ def venv_with_pip(tmp_path_factory, wheelhouse) -> Path:
     into each test's venv (`_fresh_venv`)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "VIRTUAL_ENV", "PYTHON"))}
     env.update(PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wheelhouse), PIP_DISABLE_PIP_VERSION_CHECK="1")
-    return _made_once(_session_folder(tmp_path_factory) / "install-venv-with-pip", lambda v: _venv_with_pip(v, env))
+    return made_once(session_folder(tmp_path_factory) / "install-venv-with-pip", lambda v: _venv_with_pip(v, env))
 
 
 @pytest.fixture(scope="module")
