@@ -24,6 +24,7 @@ from dfdoctor import causes
 from infra.fixtures import infra  # noqa: F401 - the real sshd + LXC + pct infrastructure, for the pct case
 from jobs.harness import PY, dfdoctor, job_env, kill_runs, launch_to_end
 from support.made_once import made_once, session_folder
+from support.torch_data import torch_data
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 TORCHRUN = str(Path(sys.executable).parent / "torchrun")
@@ -58,15 +59,11 @@ def _shakespeare(work: Path) -> None:
 
 
 def _sine(work: Path) -> None:
-    """traindata.pt as the README makes it: by running the project's own generate_sine_wave.py, once per run of
-    the suite (it seeds numpy: the same bytes each time), the other cases that need it get a copy. Each run
-    imported torch again (~0.9 CPU-s) for three cases, to prove nothing about dfdoctor."""
-    def generate(where: Path) -> None:
-        subprocess.run([PY, "generate_sine_wave.py"], cwd=work, check=True, capture_output=True, timeout=120)
-        where.mkdir()
-        shutil.copyfile(work / "traindata.pt", where / "traindata.pt")
-    made = made_once(_SHARED["folder"] / "tsp-traindata", generate)  # the cases run on several xdist workers
-    shutil.copyfile(made / "traindata.pt", work / "traindata.pt")
+    """traindata.pt as the README makes it: by the project's own generate_sine_wave.py, run once per run of the
+    suite by support/torch_data.py (it seeds numpy: the same data each time), in the one interpreter that makes the
+    suite's other torch.save files; the cases that need it get a copy. Each run imported torch again (~0.9 CPU-s)
+    for three cases, to prove nothing about dfdoctor."""
+    shutil.copyfile(torch_data(_SHARED["folder"], "sine/traindata.pt"), work / "traindata.pt")
 
 
 # A folder this run of the suite shares between its xdist workers (their own temporary folders' parent), or this
