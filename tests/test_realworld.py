@@ -137,28 +137,50 @@ def test_nanogpt_torchrun_with_gloo_gets_its_gloo_group_tested_not_nccl(nanogpt)
     assert rec["status"] == "ok" and rec["summary"].startswith("gloo: 2 ranks formed a group"), rec
 
 
-def test_nanogpt_imports_smoke_says_nothing_about_the_ranks_its_guard_sets(nanogpt):
-    proc = dfdoctor("check", "--cwd", str(nanogpt), "--only", "imports.smoke", "--format", "json", "--",
-                    PY, "train.py", "config/train_shakespeare_char.py", cwd=nanogpt)
-    rec = json.loads(proc.stdout)["checks"][0]
+NANOGPT_CPU_LINE = (PY, "train.py", "config/train_shakespeare_char.py", "--device=cpu", "--compile=False")
+
+
+@pytest.fixture(scope="module")
+def nanogpt_smoke(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
+    """`check --only imports.smoke` of nanoGPT's README line for a CPU, its text (stdout) and its JSON (the report
+    file): one run for the two tests below, made by whichever xdist worker asks first. Each ran its own before,
+    and each imported train.py's modules, torch with them (~1.5 CPU-s)."""
+    def run(where: Path) -> None:
+        work = where / "nanoGPT"
+        shutil.copytree(REALWORLD / "nanoGPT", work)
+        proc = dfdoctor("check", "--cwd", str(work), "--only", "imports.smoke", "--format", "json", "--output",
+                        str(where / "check.json"), "--format", "text", "--", *NANOGPT_CPU_LINE, cwd=work)
+        (where / "run.json").write_text(json.dumps([proc.returncode, proc.stdout, proc.stderr]))
+    where = made_once(session_folder(tmp_path_factory) / "realworld-nanogpt-smoke", run)
+    returncode, stdout, stderr = json.loads((where / "run.json").read_text())
+    assert (where / "check.json").exists(), stdout + stderr
+    return subprocess.CompletedProcess(["dfdoctor", "check"], returncode, stdout, stderr), \
+        json.loads((where / "check.json").read_text())
+
+
+def test_nanogpt_imports_smoke_says_nothing_about_the_ranks_its_guard_sets(nanogpt_smoke):
+    rec = nanogpt_smoke[1]["checks"][0]
+    assert rec["id"] == "imports.smoke", rec
     said = json.dumps([rec["summary"], *[f["summary"] for f in rec["findings"]]])
     assert "RANK" not in said and "ddp_rank" not in said, said
     details = "\n".join(f.get("details") or "" for f in rec["findings"])
     assert "`if ddp` is false here" in details, details
 
 
-def test_nanogpt_imports_it_never_reaches_are_no_next_step_and_name_the_option_that_reaches_them(nanogpt):
+def test_nanogpt_imports_it_never_reaches_are_no_next_step_and_name_the_option_that_reaches_them(nanogpt,
+                                                                                                  nanogpt_smoke):
     """nanoGPT imports wandb only under `if wandb_log and master_process:` and transformers only inside
     GPT.from_pretrained, which train.py calls only under `elif init_from.startswith('gpt2'):`. `check` of the
-    README's line said `next: pip install wandb transformers`, for a run that reaches neither import."""
+    README's line said `next: pip install wandb transformers`, for a run that reaches neither import. Its text is
+    `nanogpt_smoke`'s (the test above reads its JSON)."""
     for name in ("wandb", "transformers"):
         try:
             __import__(name)
             pytest.skip(f"{name} is installed here")
         except ImportError:
             pass
-    line = (PY, "train.py", "config/train_shakespeare_char.py", "--device=cpu", "--compile=False")
-    proc = dfdoctor("check", "--cwd", str(nanogpt), "--only", "imports.smoke", "--", *line, cwd=nanogpt)
+    line = NANOGPT_CPU_LINE
+    proc = nanogpt_smoke[0]
     assert proc.returncode == 0 and "next:" not in proc.stdout.split("\n\n")[0], proc.stdout
     assert "train.py imports it only when `wandb_log and master_process` holds (train.py:245), which --wandb_log " \
         "decides (train.py:43, False by default); this launch does not give --wandb_log" in proc.stdout, proc.stdout
