@@ -8,10 +8,9 @@ A case dfdoctor cannot yet get right is xfail (`needs`: what it waits for), not 
 
 from __future__ import annotations
 
-import fcntl
 import functools
+import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -24,6 +23,8 @@ import pytest
 from dfdoctor import causes
 from infra.fixtures import infra  # noqa: F401 - the real sshd + LXC + pct infrastructure, for the pct case
 from jobs.harness import PY, dfdoctor, job_env, kill_runs, launch_to_end
+from support.made_once import made_once, session_folder
+from support.torch_data import torch_data
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 TORCHRUN = str(Path(sys.executable).parent / "torchrun")
@@ -58,17 +59,11 @@ def _shakespeare(work: Path) -> None:
 
 
 def _sine(work: Path) -> None:
-    """traindata.pt as the README makes it: by running the project's own generate_sine_wave.py, once per run of
-    the suite (it seeds numpy: the same bytes each time), the other cases that need it get a copy. Each run
-    imported torch again (~0.9 CPU-s) for three cases, to prove nothing about dfdoctor."""
-    made = _SHARED["folder"] / "tsp-traindata.pt"
-    with open(_SHARED["folder"] / "tsp-traindata.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # the cases run on several xdist workers: one of them makes it
-        if not made.exists():
-            subprocess.run([PY, "generate_sine_wave.py"], cwd=work, check=True, capture_output=True, timeout=120)
-            shutil.copyfile(work / "traindata.pt", made.with_suffix(".part"))
-            made.with_suffix(".part").rename(made)
-    shutil.copyfile(made, work / "traindata.pt")
+    """traindata.pt as the README makes it: by the project's own generate_sine_wave.py, run once per run of the
+    suite by support/torch_data.py (it seeds numpy: the same data each time), in the one interpreter that makes the
+    suite's other torch.save files; the cases that need it get a copy. Each run imported torch again (~0.9 CPU-s)
+    for three cases, to prove nothing about dfdoctor."""
+    shutil.copyfile(torch_data(_SHARED["folder"], "sine/traindata.pt"), work / "traindata.pt")
 
 
 # A folder this run of the suite shares between its xdist workers (their own temporary folders' parent), or this
@@ -78,8 +73,7 @@ _SHARED: dict[str, Path] = {}
 
 @pytest.fixture(scope="session", autouse=True)
 def _shared_folder(tmp_path_factory):
-    base = tmp_path_factory.getbasetemp()
-    _SHARED["folder"] = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    _SHARED["folder"] = session_folder(tmp_path_factory)
     yield
     _SHARED.clear()
 
@@ -378,12 +372,29 @@ BROKEN_BEFORE = [
 ]
 
 
+def _checked_once(tmp_path_factory, project: str, argv: tuple, check: str) -> tuple[int, dict]:
+    """`dfdoctor check --only CHECK` of a corpus project's line (a copy of it): its exit code and JSON report, run
+    once per run of the suite by whichever xdist worker asks first. llm.c's deps.requirements check is read by two
+    tests (the broken-before case and the never-imported requirements); each ran it (~0.45 CPU-s: dfdoctor and its
+    deps probe)."""
+    key = hashlib.sha1(repr((project, argv, check)).encode()).hexdigest()[:12]
+
+    def run(where: Path) -> None:
+        where.mkdir(parents=True)
+        work = _work(where, project)
+        proc = dfdoctor("check", "--cwd", str(work), "--only", check, "--format", "json", "--", *argv, cwd=work)
+        (where / "run.json").write_text(json.dumps([proc.returncode, proc.stdout, proc.stderr]))
+    where = made_once(session_folder(tmp_path_factory) / f"corpus-check-{key}", run)
+    returncode, stdout, stderr = json.loads((where / "run.json").read_text())
+    assert stdout.strip(), (returncode, stderr)
+    return returncode, json.loads(stdout)
+
+
 @pytest.mark.parametrize("name,project,argv,check,cause,said", BROKEN_BEFORE, ids=[b[0] for b in BROKEN_BEFORE])
-def test_a_broken_project_fails_check_before_the_launch(name, project, argv, check, cause, said, tmp_path):
-    work = _work(tmp_path, project)
-    proc = dfdoctor("check", "--cwd", str(work), "--only", check, "--format", "json", "--", *argv, cwd=work)
-    rec = json.loads(proc.stdout)["checks"][0]
-    assert proc.returncode == 1 and rec["status"] == "fail" and rec["cause"] == cause, rec
+def test_a_broken_project_fails_check_before_the_launch(name, project, argv, check, cause, said, tmp_path_factory):
+    returncode, report = _checked_once(tmp_path_factory, project, argv, check)
+    rec = report["checks"][0]
+    assert returncode == 1 and rec["status"] == "fail" and rec["cause"] == cause, rec
     assert said in json.dumps(rec), rec
 
 
@@ -407,14 +418,12 @@ def test_a_project_missing_many_requirements_is_told_its_own_install_line(tmp_pa
         shown
 
 
-def test_a_requirement_the_script_never_imports_does_not_block_its_launch(tmp_path):
+def test_a_requirement_the_script_never_imports_does_not_block_its_launch(tmp_path_factory):
     """llm.c's requirements.txt serves the whole repository: `datasets` and `tqdm` are imported only by its data
     scripts (dev/data/), never by train_gpt2.py. Their absence is observed, their need only the file's say: warnings,
     while tiktoken (imported under `__main__`) and transformers (imported in from_pretrained) stay failures."""
-    work = _work(tmp_path, "llm.c")
-    proc = dfdoctor("check", "--cwd", str(work), "--only", "deps.requirements", "--format", "json", "--", PY,
-                    "train_gpt2.py", cwd=work)
-    findings = json.loads(proc.stdout)["checks"][0]["findings"]
+    _, report = _checked_once(tmp_path_factory, "llm.c", (PY, "train_gpt2.py"), "deps.requirements")
+    findings = report["checks"][0]["findings"]
     status = {f["summary"].split()[0]: (f["status"], f.get("basis")) for f in findings
               if f.get("cause") == causes.DEPENDENCY_MISSING}
     assert status["datasets"] == ("warn", "static") and status["tqdm"] == ("warn", "static"), status

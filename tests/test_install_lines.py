@@ -13,7 +13,6 @@ what it installs (PIP_COMPILE=0); the line itself is not changed."""
 from __future__ import annotations
 
 import base64
-import fcntl
 import hashlib
 import os
 import re
@@ -26,6 +25,7 @@ import pytest
 
 from conftest import REPO
 from support.doc_commands import DOCS, commands
+from support.made_once import made_once, session_folder
 
 pytestmark = pytest.mark.slow
 
@@ -55,31 +55,12 @@ def _pins() -> list[str]:
     return pins
 
 
-def _session_folder(tmp_path_factory) -> Path:
-    """The session's temporary folder, shared by its xdist workers (each worker's own is a folder inside it): this
-    file's tests are spread over the workers one by one, and each worker made its own wheelhouse (1 CPU-s)."""
-    base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-
-
-def _made_once(where: Path, make) -> Path:
-    """`where`, made by `make(where)` in the first worker that asks for it; the others wait for it to be done."""
-    with open(f"{where}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also when `make` fails
-        done = Path(f"{where}.done")
-        if not done.exists():
-            shutil.rmtree(where, ignore_errors=True)
-            make(where)
-            done.touch()
-    return where
-
-
 @pytest.fixture(scope="module")
 def wheelhouse(tmp_path_factory) -> Path:
     def download(where: Path) -> None:
         subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(where), *_pins(), "pipx",
                         "pip"], check=True, timeout=300)
-    return _made_once(_session_folder(tmp_path_factory) / "install-wheelhouse", download)
+    return made_once(session_folder(tmp_path_factory) / "install-wheelhouse", download)
 
 
 @pytest.fixture(scope="module")
@@ -88,13 +69,11 @@ def venv_with_pip(tmp_path_factory, wheelhouse) -> Path:
     into each test's venv (`_fresh_venv`)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "VIRTUAL_ENV", "PYTHON"))}
     env.update(PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wheelhouse), PIP_DISABLE_PIP_VERSION_CHECK="1")
-    return _made_once(_session_folder(tmp_path_factory) / "install-venv-with-pip", lambda v: _venv_with_pip(v, env))
+    return made_once(session_folder(tmp_path_factory) / "install-venv-with-pip", lambda v: _venv_with_pip(v, env))
 
 
-@pytest.fixture(scope="module")
-def checkout(tmp_path_factory) -> Path:
-    """The tracked files as they are now (edits included), committed in a repository of their own."""
-    where = tmp_path_factory.mktemp("checkout") / "dfdoctor"
+def _committed_copy(where: Path) -> None:
+    """The tracked files as they are now (edits included), committed in a repository of their own at `where`."""
     tracked = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z"], capture_output=True, check=True).stdout
     for name in filter(None, tracked.decode().split("\0")):
         if (REPO / name).is_file():
@@ -104,6 +83,16 @@ def checkout(tmp_path_factory) -> Path:
     subprocess.run([*git, "init", "-q"], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-q", "-m", "checkout"], check=True)
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory) -> Path:
+    """`_committed_copy`, made once per session (1,200 files copied, then `git add` and `commit`: ~0.65 CPU-s, which
+    each worker that ran a line paid), then copied whole (`cp -a`, ~0.3 CPU-s) for each worker: the lines build in
+    it (build/, *.egg-info, dist/), and the workers run theirs at the same time."""
+    made = made_once(session_folder(tmp_path_factory) / "install-checkout", _committed_copy)
+    where = tmp_path_factory.mktemp("checkout") / "dfdoctor"
+    subprocess.run(["cp", "-a", str(made), str(where)], check=True)
     return where
 
 

@@ -17,38 +17,29 @@ import pytest
 
 from dfdoctor import causes
 from jobs.harness import PY, dfdoctor, job_env, kill_runs, launch, launch_to_end
+from support.made_once import session_folder
+from support.torch_data import torch_data
 
 LOOKALIKES = Path(__file__).resolve().parent / "lookalikes"
 pytestmark = pytest.mark.slow
 
 
-# The file's data, made once by a real torch (an import of torch, 2 CPU-s, for each of six tests before, then one
-# for the hydra-style projects and one for val-split) and copied: the same seed made the same bytes each time. The
-# file is one xdist unit (tests/conftest.py's `work_unit`): one process makes all of it. Set by `_made_once` below.
-_MADE: dict[str, Path] = {}
-_DATA = {  # a file under the module's data folder: what torch.save writes there, after torch.manual_seed(0)
-    "tiny/train.pt": "{'x': torch.randn(64, 8), 'y': torch.randint(0, 2, (64,))}",  # the hydra template's TinyData
-    "val-split/train.pt": "{'x': torch.randn(100, 4), 'y': torch.randn(100)}",  # 100 rows of 4 features, a target
-}
+# The file's data (torch.save files) come from support/torch_data.py: one interpreter that imports torch makes the
+# suite's data files, once per run of the suite (an import of torch, ~1.3 CPU-s, for each of six tests before, then
+# one for this file's, another for test_corpus's). The session folder it is made in is set by `_session` below.
+_SESSION: dict[str, Path] = {}
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _made_once(tmp_path_factory):
-    _MADE["folder"] = tmp_path_factory.mktemp("lookalike-data")
+def _session(tmp_path_factory):
+    _SESSION["folder"] = session_folder(tmp_path_factory)
     yield
-    _MADE.clear()
+    _SESSION.clear()
 
 
 def _made(name: str) -> Path:
-    """One of `_DATA`'s files, all of them made by one torch process the first time one is asked for."""
-    folder = _MADE["folder"]
-    if not (folder / name).exists():
-        for made in _DATA:
-            (folder / made).parent.mkdir(parents=True, exist_ok=True)
-        script = "import torch\n" + "".join(f"torch.manual_seed(0); torch.save({data}, {made!r})\n"
-                                            for made, data in _DATA.items())
-        subprocess.run([PY, "-c", script], cwd=folder, check=True, timeout=120)
-    return folder / name
+    """One of support/torch_data.py's files ("tiny/train.pt", "val-split/train.pt")."""
+    return torch_data(_SESSION["folder"], name)
 
 
 def _tiny_tensors(work: Path) -> None:

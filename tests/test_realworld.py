@@ -5,8 +5,8 @@ the user's line, the project's own override, the script that makes the missing f
 from __future__ import annotations
 
 import json
-import os
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,6 +18,7 @@ from dfdoctor.diagnose import known_failures, torch_pairs
 from dfdoctor.diagnose.rules_runtime import Context
 from dfdoctor.diagnose.traceback import parse_python_error
 from jobs.harness import PY, dfdoctor, job_env, kill_runs, launch, status
+from support.made_once import made_once, session_folder
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -62,9 +63,15 @@ def _ended(work: Path, deadline_s: float = 90) -> dict:
         time.sleep(1)
 
 
+def _final(work: Path, rep: dict) -> dict:
+    """The job's verdict once it has ended: the launch's own, where its watch saw the end (a `status` after it
+    said the same again, for ~0.3 CPU-s), else `status`'s."""
+    return rep["verdict"] if rep["verdict"]["state"] != "running" else _ended(work)
+
+
 def test_nanogpt_default_device_on_cpu_torch_blames_model_to_device_and_offers_its_override(nanogpt):
     proc, rep = launch(nanogpt, PY, "train.py", "config/train_shakespeare_char.py", watch=60, log=None)
-    v = rep["verdict"] if rep["verdict"]["state"] != "running" else _ended(nanogpt)
+    v = _final(nanogpt, rep)
     assert v["cause"] == causes.CUDA_UNAVAILABLE, v
     assert "train.py, line 193 (`model.to(device)`)" in v["summary"] and "train.py:72" in v["summary"], v["summary"]
     assert "--device=cpu" in v["fix"] and "site-packages" not in v["fix"], v["fix"]
@@ -83,9 +90,9 @@ def test_nanogpt_cuda_init_notices_the_scripts_default_device_before_the_launch(
 
 
 def test_nanogpt_without_prepared_data_is_input_missing_with_the_script_that_makes_it(nanogpt):
-    launch(nanogpt, PY, "train.py", "config/train_shakespeare_char.py", "--device=cpu", "--compile=False",
-           watch=60, log=None)
-    v = _ended(nanogpt)
+    proc, rep = launch(nanogpt, PY, "train.py", "config/train_shakespeare_char.py", "--device=cpu",
+                       "--compile=False", watch=60, log=None)
+    v = _final(nanogpt, rep)
     assert v["cause"] == causes.INPUT_MISSING, v
     assert "data/shakespeare_char/train.bin" in v["summary"] and "train.py, line" in v["summary"], v["summary"]
     assert str(nanogpt / "data" / "shakespeare_char" / "train.bin") in v["summary"]  # resolved against its cwd
@@ -115,8 +122,8 @@ def test_nanogpt_torchrun_nccl_on_cpu_is_blocked_then_forced_and_linked_to_the_c
     assert proc.returncode == 1 and v["cause"] == causes.NCCL_FAILED and "Not launched" in v["summary"], v
     assert any("the job uses NCCL: train.py:70 sets backend = 'nccl'" in e for e in v["evidence"]), v["evidence"]
     assert not (nanogpt / ".dfdoctor" / "runs").exists() or not any((nanogpt / ".dfdoctor" / "runs").iterdir())
-    launch(nanogpt, *command, watch=60, log=None, check=True, extra=("--only", "cuda.nccl", "--force"))
-    v = _ended(nanogpt)
+    proc, rep = launch(nanogpt, *command, watch=60, log=None, check=True, extra=("--only", "cuda.nccl", "--force"))
+    v = _final(nanogpt, rep)
     assert v["cause"] == causes.NCCL_FAILED, v
     assert "cuda.nccl predicted this before the launch" in v["summary"], v["summary"]
     assert "train.py, line 84 (`init_process_group(backend=backend)`)" in v["summary"], v["summary"]
@@ -130,28 +137,50 @@ def test_nanogpt_torchrun_with_gloo_gets_its_gloo_group_tested_not_nccl(nanogpt)
     assert rec["status"] == "ok" and rec["summary"].startswith("gloo: 2 ranks formed a group"), rec
 
 
-def test_nanogpt_imports_smoke_says_nothing_about_the_ranks_its_guard_sets(nanogpt):
-    proc = dfdoctor("check", "--cwd", str(nanogpt), "--only", "imports.smoke", "--format", "json", "--",
-                    PY, "train.py", "config/train_shakespeare_char.py", cwd=nanogpt)
-    rec = json.loads(proc.stdout)["checks"][0]
+NANOGPT_CPU_LINE = (PY, "train.py", "config/train_shakespeare_char.py", "--device=cpu", "--compile=False")
+
+
+@pytest.fixture(scope="module")
+def nanogpt_smoke(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
+    """`check --only imports.smoke` of nanoGPT's README line for a CPU, its text (stdout) and its JSON (the report
+    file): one run for the two tests below, made by whichever xdist worker asks first. Each ran its own before,
+    and each imported train.py's modules, torch with them (~1.5 CPU-s)."""
+    def run(where: Path) -> None:
+        work = where / "nanoGPT"
+        shutil.copytree(REALWORLD / "nanoGPT", work)
+        proc = dfdoctor("check", "--cwd", str(work), "--only", "imports.smoke", "--format", "json", "--output",
+                        str(where / "check.json"), "--format", "text", "--", *NANOGPT_CPU_LINE, cwd=work)
+        (where / "run.json").write_text(json.dumps([proc.returncode, proc.stdout, proc.stderr]))
+    where = made_once(session_folder(tmp_path_factory) / "realworld-nanogpt-smoke", run)
+    returncode, stdout, stderr = json.loads((where / "run.json").read_text())
+    assert (where / "check.json").exists(), stdout + stderr
+    return subprocess.CompletedProcess(["dfdoctor", "check"], returncode, stdout, stderr), \
+        json.loads((where / "check.json").read_text())
+
+
+def test_nanogpt_imports_smoke_says_nothing_about_the_ranks_its_guard_sets(nanogpt_smoke):
+    rec = nanogpt_smoke[1]["checks"][0]
+    assert rec["id"] == "imports.smoke", rec
     said = json.dumps([rec["summary"], *[f["summary"] for f in rec["findings"]]])
     assert "RANK" not in said and "ddp_rank" not in said, said
     details = "\n".join(f.get("details") or "" for f in rec["findings"])
     assert "`if ddp` is false here" in details, details
 
 
-def test_nanogpt_imports_it_never_reaches_are_no_next_step_and_name_the_option_that_reaches_them(nanogpt):
+def test_nanogpt_imports_it_never_reaches_are_no_next_step_and_name_the_option_that_reaches_them(nanogpt,
+                                                                                                  nanogpt_smoke):
     """nanoGPT imports wandb only under `if wandb_log and master_process:` and transformers only inside
     GPT.from_pretrained, which train.py calls only under `elif init_from.startswith('gpt2'):`. `check` of the
-    README's line said `next: pip install wandb transformers`, for a run that reaches neither import."""
+    README's line said `next: pip install wandb transformers`, for a run that reaches neither import. Its text is
+    `nanogpt_smoke`'s (the test above reads its JSON)."""
     for name in ("wandb", "transformers"):
         try:
             __import__(name)
             pytest.skip(f"{name} is installed here")
         except ImportError:
             pass
-    line = (PY, "train.py", "config/train_shakespeare_char.py", "--device=cpu", "--compile=False")
-    proc = dfdoctor("check", "--cwd", str(nanogpt), "--only", "imports.smoke", "--", *line, cwd=nanogpt)
+    line = NANOGPT_CPU_LINE
+    proc = nanogpt_smoke[0]
     assert proc.returncode == 0 and "next:" not in proc.stdout.split("\n\n")[0], proc.stdout
     assert "train.py imports it only when `wandb_log and master_process` holds (train.py:245), which --wandb_log " \
         "decides (train.py:43, False by default); this launch does not give --wandb_log" in proc.stdout, proc.stdout
@@ -165,35 +194,53 @@ def test_nanogpt_imports_it_never_reaches_are_no_next_step_and_name_the_option_t
         quiet.stdout
 
 
-def test_mnist_without_torchvision_pins_the_pair_of_the_installed_torch(mnist):
-    proc = dfdoctor("check", "--cwd", str(mnist), "--only", "deps.requirements", "--only", "imports.smoke",
-                    "--format", "json", "--", PY, "main.py", cwd=mnist)
-    recs = {r["id"]: r for r in json.loads(proc.stdout)["checks"]}
+MNIST_CHECK = ("--only", "deps.requirements", "--only", "imports.smoke", "--", PY, "main.py")
+
+
+@pytest.fixture(scope="module")
+def mnist_check(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
+    """`check` of mnist's README line by deps.requirements and imports.smoke, its text (stdout) and its JSON (the
+    report file): one run for the two tests that read it, made by whichever xdist worker asks first. Each test ran
+    it before, and each run imported main.py, torch with it (~1.5 of the ~2.4 CPU-s of a test)."""
+    def run(where: Path) -> None:
+        work = where / "mnist"
+        shutil.copytree(REALWORLD / "pytorch-examples-mnist", work)
+        proc = dfdoctor("check", "--cwd", str(work), "--format", "json", "--output", str(where / "check.json"),
+                        "--format", "text", *MNIST_CHECK, cwd=work)
+        (where / "run.json").write_text(json.dumps({"returncode": proc.returncode, "stdout": proc.stdout,
+                                                    "stderr": proc.stderr}))
+    where = made_once(session_folder(tmp_path_factory) / "realworld-mnist-check", run)
+    ran = json.loads((where / "run.json").read_text())
+    proc = subprocess.CompletedProcess(["dfdoctor", "check", *MNIST_CHECK], ran["returncode"], ran["stdout"],
+                                       ran["stderr"])
+    assert (where / "check.json").exists(), proc.stdout + proc.stderr
+    return proc, json.loads((where / "check.json").read_text())
+
+
+def _without_torchvision() -> None:
     try:
         import torchvision  # noqa: F401
         pytest.skip("torchvision is installed here")
     except ImportError:
         pass
+
+
+def test_mnist_without_torchvision_pins_the_pair_of_the_installed_torch(mnist_check):
+    _without_torchvision()
+    recs = {r["id"]: r for r in mnist_check[1]["checks"]}
+    assert set(recs) == {"deps.requirements", "imports.smoke"}, recs
     torch_v = torch_pairs.installed(PY)["torch"]  # 2.13.0+cpu here: torchvision==0.28.0+cpu from whl/cpu
     for rec in recs.values():
         assert torch_pairs.install_line(torch_v, ["torchvision"], PY) in rec["fix"], rec["fix"]
         assert f"torch=={torch_v}" in rec["fix"] and "pip install torchvision " not in rec["fix"], rec["fix"]
 
 
-def test_mnist_without_torchvision_is_one_failing_row_and_the_requirement_points_at_it(mnist, tmp_path):
+def test_mnist_without_torchvision_is_one_failing_row_and_the_requirement_points_at_it(mnist_check):
     """One missing torchvision was two FAIL rows (deps.requirements' requirements.txt:2 and imports.smoke's
     main.py:6): one cause, one failure; the requirement's row says it is that same cause, and its fix is not said
-    twice. The text and the JSON of one `check` (a second `check` for the JSON imported main.py, torch with it,
-    again: ~1.5 CPU-s)."""
-    try:
-        import torchvision  # noqa: F401
-        pytest.skip("torchvision is installed here")
-    except ImportError:
-        pass
-    line = ("--only", "deps.requirements", "--only", "imports.smoke", "--", PY, "main.py")
-    out = tmp_path / "check.json"
-    proc = dfdoctor("check", "--cwd", str(mnist), "--format", "json", "--output", str(out), "--format", "text", *line,
-                    cwd=mnist)
+    twice. The text and the JSON of one `check` (`mnist_check`, which the test above reads too)."""
+    _without_torchvision()
+    proc, doc = mnist_check
     assert proc.returncode == 1, proc.stdout + proc.stderr
     rows = [ln for ln in proc.stdout.splitlines() if ln.startswith(("FAIL", "WARN", "ERROR"))]
     assert [r.split()[0] for r in rows if "torchvision" in r] == ["WARN", "FAIL"], rows  # deps, then imports
@@ -201,7 +248,6 @@ def test_mnist_without_torchvision_is_one_failing_row_and_the_requirement_points
     assert "requirements.txt:2: torchvision): the same cause as imports.smoke's failure at main.py:6, said there" \
         in rows[0], rows
     assert proc.stdout.count("--index-url https://download.pytorch.org/whl/cpu") == 1, proc.stdout
-    doc = json.loads(out.read_text())
     recs = {r["id"]: r for r in doc["checks"]}
     assert recs["deps.requirements"]["status"] == "warn" and recs["imports.smoke"]["status"] == "fail", recs
     assert doc["verdict"]["cause"] == causes.MISSING_MODULE and "1 more problem" not in doc["verdict"]["summary"]
