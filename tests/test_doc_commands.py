@@ -96,7 +96,7 @@ COVERAGE: dict[str, str] = {
     "docs/targets.md: dfdoctor check --only launch.path --shell-command \"ssh root@HOST 'pct exec 200 -- nohup python /workspace/train.py > /workspace/train.log 2>&1 &'\"": "elsewhere: tests/test_rehearse.py::test_docs_show_the_seed_lines_real_output (the whole block compared; DFDOCTOR_REGEN_DOCS=1 rewrites it)",
     # docs/trainer.md
     "docs/trainer.md: python -m dfdoctor.trainer --help": "run: test_the_trainers_help",
-    "docs/trainer.md: python -m dfdoctor.trainer": "elsewhere: tests/test_trainer.py::test_compiled_guarded_run_trains (the same config, --steps 20 to keep it short)",
+    "docs/trainer.md: python -m dfdoctor.trainer": "elsewhere: tests/test_trainer.py::test_compiled_guarded_run_trains (the same config, --steps 20 and one length bucket, --seq-lens 32, to keep it short)",
     "docs/trainer.md: python -m dfdoctor.trainer --preset gpu": "not runnable: needs a CUDA GPU (bench/gpu_trainer.sh runs it on the device)",
     "docs/trainer.md: python -m dfdoctor.trainer --no-compile-guard": "not runnable: what it does depends on the machine (GPU: hangs; CPU: docs/trainer.md); its failure is tested with --preset race by tests/test_trainer.py",
     "docs/trainer.md: python -m dfdoctor.trainer --preset race --no-compile-guard": "elsewhere: tests/test_trainer.py::test_race_preset_crashes_without_the_guard_and_trains_with_it (the same preset, --steps 14: its 7 buckets twice, every compile in it)",
