@@ -408,7 +408,7 @@ def _has_children() -> bool:
 def _kill_descendants(pid: int) -> None:
     if sys.platform == "linux" and proc_state(pid) is None:
         # Reaped (every finished worker's look): psutil would find no such process either. Its import is left to
-        # the few looks at one that lives: 0.06 G instructions, a sixth of what a `check` costs besides its checks.
+        # the few looks at one that lives (it was 0.04 G of a `check`'s 0.68 G instructions).
         return
     import psutil
 

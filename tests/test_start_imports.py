@@ -86,7 +86,7 @@ def test_a_check_on_one_target_imports_neither_the_fleet_nor_the_env_command(tmp
 def test_report_reads_a_saved_result_without_the_runner_the_probe_server_or_psutil(tmp_path: Path):
     p, loaded = _modules(tmp_path, "check", "--only", "args.known", "--format", "json", "--output", "r.json", "--",
                          sys.executable, "-c", "pass")
-    assert p.returncode == 0 and {"dfdoctor.runner", "psutil"} <= loaded, p.stdout + p.stderr
+    assert p.returncode == 0 and "dfdoctor.runner" in loaded, p.stdout + p.stderr
     p, loaded = _modules(tmp_path, "report", "r.json", "-q")
     assert p.returncode == 0 and "OK" in p.stdout, p.stdout + p.stderr
     assert not {"dfdoctor.runner", "dfdoctor.probe_server", "psutil", "dfdoctor.root_causes"} & loaded
@@ -258,3 +258,15 @@ def test_a_command_that_places_no_job_makes_none_of_the_placements_answers(tmp_p
     p, loaded = _modules(tmp_path, "status", report["run"]["id"], "--format", "json")
     assert json.loads(p.stdout)["verdict"]["state"] == "ok", p.stdout + p.stderr
     assert "dfdoctor.placing_answers" not in loaded
+
+
+def test_a_check_walks_no_process_tree_with_psutil_unless_a_worker_left_one(tmp_path: Path):
+    """psutil's import is 0.04 G of a `check`'s 0.68 G instructions. The runner looked with it at every finished
+    worker's tree (a reaped pid: no such process) and the probe server's liveness look asked it for a state
+    /proc gives: a check whose workers leave no process, its probes served, imports none of it."""
+    (tmp_path / "train.py").write_text("import json\nprint('step 1')\n")
+    p, loaded = _modules(tmp_path, "check", "--format", "json", "--", sys.executable, "train.py")
+    report = json.loads(p.stdout)
+    assert len(report["checks"]) > 5 and report["verdict"]["state"] == "ok", p.stdout + p.stderr
+    assert {"dfdoctor.runner", "dfdoctor.probe_server"} <= loaded
+    assert "psutil" not in loaded
