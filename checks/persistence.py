@@ -17,11 +17,10 @@ import time
 from typing import Iterator, Optional
 
 from dfdoctor import causes
-from dfdoctor.launchline.launchpath import analyse, read_launcher
 from dfdoctor.model import Result, error, fail, ok, skip, warn
 from dfdoctor.probe import cannot_reach
 from dfdoctor.registry import check
-from dfdoctor.shell import quote
+from dfdoctor.shellquote import quote
 from dfdoctor.targets import persistence, strategies, transport
 
 CHECK_ID = "persistence.session"
@@ -143,6 +142,10 @@ def _what_to_ask(ctx, target, configured) -> tuple[str, dict, str]:
 def _line_way(ctx) -> tuple[Optional[str], bool, str]:
     """The strategy the user's line starts its job with, and whether it has a terminal there (launch.path's
     reading of the line); None, with the reason, when the line detaches nothing or its job was not found."""
+    # start-up: the reading (launchpath.py, hops.py, the shell parser: 11 dataclasses) is imported where a line
+    # is read, in this check's worker; a local `check` never runs this check, but imported it with the module
+    from dfdoctor.launchline.launchpath import analyse, read_launcher
+
     text = None
     if ctx.launcher:
         try:
