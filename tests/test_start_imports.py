@@ -293,3 +293,12 @@ def test_a_check_of_a_plain_script_reads_no_launch_line_in_its_own_process(full_
     assert {"launch.path", "persistence.session"} <= ran
     assert {"dfdoctor.checks.launch_path", "dfdoctor.checks.persistence"} <= loaded
     assert not {"dfdoctor.launchline.hops", "dfdoctor.launchline.launchpath", "dfdoctor.shell"} & loaded
+
+
+def test_a_local_check_imports_no_session_experiment(full_check):
+    """persistence.session runs only on a --target (not applicable here, no worker): its experiment and the
+    launch strategies (targets/persistence.py, strategies.py: 3 dataclasses) come with its run, not its module."""
+    report, loaded = full_check
+    assert next(c for c in report["checks"] if c["id"] == "persistence.session")["status"] == "skip"
+    assert "dfdoctor.checks.persistence" in loaded
+    assert not {"dfdoctor.targets.persistence", "dfdoctor.targets.strategies"} & loaded
