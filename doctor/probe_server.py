@@ -265,7 +265,7 @@ def _connect(server: Server, patience: _Patience) -> Optional[socket.socket]:
 
 def _alive(pid: int) -> bool:
     """Whether the process is there and not a zombie: its state in /proc, as psutil read it (psutil's import was
-    0.06 G instructions of a `check` that needs nothing else of it)."""
+    0.04 G of a `check`'s 0.68 G instructions, and a check needs nothing else of it)."""
     return proc_state(pid) not in (None, "Z")
 
 
