@@ -17,12 +17,11 @@ import time
 from typing import Iterator, Optional
 
 from dfdoctor import causes
-from dfdoctor.launchline.launchpath import analyse, read_launcher
 from dfdoctor.model import Result, error, fail, ok, skip, warn
 from dfdoctor.probe import cannot_reach
 from dfdoctor.registry import check
-from dfdoctor.shell import quote
-from dfdoctor.targets import persistence, strategies, transport
+from dfdoctor.shellquote import quote
+from dfdoctor.targets import transport
 
 CHECK_ID = "persistence.session"
 PTY_WORDS = ("create window failed", "fork failed", "No space left on device", "open terminal failed",
@@ -43,6 +42,10 @@ def _here(ctx) -> Optional[str]:
        gates=False)
 def persistence_session(ctx) -> Iterator[Result]:
     """Try the launch strategies the run can use through the real chain; recommend the one that survives."""
+    # start-up: the experiment (targets/persistence.py) and the strategies are imported where this check runs, in
+    # its worker (a --target's), and by the helpers below it calls; a local `check` never runs it (`_here`)
+    from dfdoctor.targets import persistence, strategies
+
     target = ctx.target
     configured = ctx.option(CHECK_ID, "strategies")  # e.g. ["nohup-setsid-f", "tmux"]
     mode, trials, why = _what_to_ask(ctx, target, configured)
@@ -121,6 +124,8 @@ def persistence_session(ctx) -> Iterator[Result]:
 def _what_to_ask(ctx, target, configured) -> tuple[str, dict, str]:
     """What this run needs to know, as (mode, the trials to run, words): mode "launch", "line", "matrix", or
     "none" (the words say why nothing is asked)."""
+    from dfdoctor.targets import strategies  # start-up: see persistence_session
+
     if ctx.launching:
         name = strategies.for_launch(str(target), ctx.strategy)
         return "launch", {"only": [name], "ttys": (False,), "pauses": (0.0,)}, \
@@ -143,6 +148,10 @@ def _what_to_ask(ctx, target, configured) -> tuple[str, dict, str]:
 def _line_way(ctx) -> tuple[Optional[str], bool, str]:
     """The strategy the user's line starts its job with, and whether it has a terminal there (launch.path's
     reading of the line); None, with the reason, when the line detaches nothing or its job was not found."""
+    # start-up: the reading (launchpath.py, hops.py, the shell parser: 11 dataclasses) is imported where a line
+    # is read, in this check's worker; a local `check` never runs this check, but imported it with the module
+    from dfdoctor.launchline.launchpath import analyse, read_launcher
+
     text = None
     if ctx.launcher:
         try:
@@ -223,6 +232,8 @@ def _ago(s: float) -> str:
 
 def _reuse_evidence(out) -> tuple[str, ...]:
     """Where a reused answer came from, and what it is keyed by."""
+    from dfdoctor.targets import persistence  # start-up: see persistence_session
+
     if out.cached_at is None or not out.identity:
         return ()
     pys = "; ".join(out.identity.get("interpreters") or ()) or "none"
@@ -241,6 +252,8 @@ def _cache_data(out) -> dict:
 
 def _words(name: str) -> str:
     """A strategy in plain words."""
+    from dfdoctor.targets import strategies  # start-up: see persistence_session
+
     s = strategies.BY_NAME.get(name)
     return s.words if s and s.words else name
 
@@ -268,6 +281,8 @@ def _fix_words(ctx, target, line: str) -> str:
 def _recommended_line(ctx, target, best, tools=()) -> str:
     """The launch line to copy: the job's own command started the best way on the target, with an interpreter
     that exists there, in the script's folder, logging to an absolute path."""
+    from dfdoctor.targets import strategies  # start-up: see persistence_session
+
     if not best:
         return ""
     argv = list(ctx.command) or ["python3", "-u", "train.py"]

@@ -31,10 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
-import psutil
-
 import dfdoctor.checks.probes as _probes_pkg
-from dfdoctor.agent.procfs import proc_cpu_s
+from dfdoctor.agent.procfs import proc_cpu_s, proc_state
 from dfdoctor.capture import DEFAULT_LIMIT, CappedBuffer
 from dfdoctor.command import ProbeOutcome, kill_group, pump
 from dfdoctor.torch_use import command_imports_torch
@@ -266,10 +264,9 @@ def _connect(server: Server, patience: _Patience) -> Optional[socket.socket]:
 
 
 def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
+    """Whether the process is there and not a zombie: its state in /proc, as psutil read it (psutil's import was
+    0.04 G of a `check`'s 0.68 G instructions, and a check needs nothing else of it)."""
+    return proc_state(pid) not in (None, "Z")
 
 
 def _read_line(conn: socket.socket, patience: _Patience) -> tuple[bytes, bytes]:
