@@ -5,7 +5,8 @@ or not). uv installs the same pinned set as pip from the same sources, in parall
 at a time on one core (the Makefile's comments have the figures). uv reads none of pip's configuration, so the
 settings pip would use here (its config files and PIP_* variables, read by pip itself) are given to uv on its
 command line, and a pip setting uv is not told of sends the install to pip. uv is pinned (UV_VERSION); it is taken
-from VENV/.uv, or from PATH at that version, or installed into VENV/.uv by the venv's pip (from pip's own sources).
+from VENV/.uv, or from PATH at that version, or installed into VENV/.uv by the venv's pip (from pip's own sources):
+never into VENV/bin, so nothing run with the venv on its PATH (the tests, dfdoctor) finds a uv it did not have before.
 Where none of that works, or uv fails, the venv's pip installs the file as it always did, after one line saying why.
 """
 import os
