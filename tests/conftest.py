@@ -73,6 +73,9 @@ SPREAD_FILES = {"test_doc_commands.py", "test_launch.py", "test_launcher_scripts
 # Single tests of a spread file that share a group's state: the docs' sbatch commands run on the single-node Slurm.
 # The spread files' short tests that import torch (and torch._dynamo) into the worker itself share one worker: each
 # worker that imports them pays ~1.8 CPU-s once, and spread one by one they had four workers import them (round 19).
+# One more imports it there (round 24, seen by a meta-path hook in the worker): the unproven-torch test, through
+# guard.check_torch (its message names torch.__version__); it had a worker import torch for it alone. So does the
+# eager trainer run, which loads its checkpoint back with torch.load (in the unit since round 24 too).
 TORCH_IN_PROCESS = "torch-in-process"
 # test_stuck's two tests of one hung torchrun (a module fixture launches it once) share a worker; the unit keeps
 # the launch test's name, so the seconds measured for it weigh the pair until a full run measures both.
@@ -85,9 +88,11 @@ SHARED_STATE_TESTS = {
         "test_install_gates_the_lazy_backward_compile_once_per_process",
         "test_entry_check_waits_out_another_threads_compile_and_keeps_torchs_answer_otherwise",
         "test_setup_thread_sets_the_flag_and_copies_shared_config_per_thread",
-        "test_decorator_applies_the_thread_settings_and_returns_the_result")},
+        "test_decorator_applies_the_thread_settings_and_returns_the_result",
+        "test_unproven_torch_is_refused_with_a_clear_message")},
     **{f"test_trainer.py::{name}": TORCH_IN_PROCESS for name in (
-        "test_block_diffusion_mask", "test_flex_and_sdpa_agree_on_cpu", "test_trainer_default_guard_is_the_public_api")},
+        "test_block_diffusion_mask", "test_flex_and_sdpa_agree_on_cpu", "test_trainer_default_guard_is_the_public_api",
+        "test_eager_run_trains_logs_and_checkpoints")},
 }
 # The longest units start first, so that none is left running alone at the end: seconds per unit, measured in a
 # full run (tests/support/unit_seconds.py writes the file from a JUnit report; a unit not named is short). Ordering
@@ -123,7 +128,11 @@ def _weight(nodeid: str, tests_of: Optional[dict] = None) -> int:
     path = nodeid.split("::", 1)[0]
     if unit not in UNIT_SECONDS and unit == nodeid and path in UNIT_SECONDS and tests_of:
         return UNIT_SECONDS[path] // max(1, tests_of.get(path, 1))
-    return UNIT_SECONDS.get(unit, 0)
+    # a test moved into a group since the last full run still has its own seconds: the group weighs them too
+    # (a full run's file names the group alone again), so that it does not start late as a short unit
+    joined = sum(UNIT_SECONDS.get(f"tests/{test}", 0) for test, group in SHARED_STATE_TESTS.items()
+                 if group == unit and f"tests/{test}" != unit)
+    return UNIT_SECONDS.get(unit, 0) + joined
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: without it installed, pytest runs the tests serially

@@ -32,13 +32,14 @@ def test_the_single_node_slurm_is_three_units_side_by_side_and_the_pair_has_its_
 def test_the_spread_files_tests_that_import_torch_in_the_worker_share_one():
     """Each named test exists and imports torch in the worker; they are one unit, the file's others stay spread."""
     named = [t for t, unit in SHARED_STATE_TESTS.items() if unit == TORCH_IN_PROCESS]
-    assert {work_unit(f"tests/{t}") for t in named} == {TORCH_IN_PROCESS} and len(named) == 7
+    assert {work_unit(f"tests/{t}") for t in named} == {TORCH_IN_PROCESS} and len(named) == 9
     for test in named:
         path, name = test.split("::")
         body = (REPO / "tests" / path).read_text().split(f"def {name}(", 1)[1].split("\ndef ", 1)[0]
-        assert "import torch" in body or "dfdoctor.trainer" in body, test
-    assert work_unit("tests/test_guard.py::test_unproven_torch_is_refused_with_a_clear_message") == \
-        "tests/test_guard.py::test_unproven_torch_is_refused_with_a_clear_message"
+        # guard.check_torch imports torch to name its version when it refuses one
+        assert "import torch" in body or "dfdoctor.trainer" in body or "guard.check_torch()" in body, test
+    assert work_unit("tests/test_guard.py::test_guarded_steps_may_nest_and_wait_on_each_other") == \
+        "tests/test_guard.py::test_guarded_steps_may_nest_and_wait_on_each_other"
 
 
 def test_a_test_of_a_file_spread_since_it_was_measured_whole_weighs_a_share_of_the_file(monkeypatch):
@@ -50,6 +51,20 @@ def test_a_test_of_a_file_spread_since_it_was_measured_whole_weighs_a_share_of_t
     assert _weight("tests/test_stuck.py::test_a[x]", tests_of) == 10
     assert _weight("tests/test_stuck.py::test_b", tests_of) == 40  # measured: its own seconds
     assert _weight("tests/test_cli.py::test_a", tests_of) == 0  # no file measured: short
+
+
+def test_a_test_moved_into_a_group_since_it_was_measured_adds_its_seconds_to_the_group(monkeypatch):
+    """The eager trainer run weighed 34 s as a unit of its own; in the torch-in-process unit (measured at 9 s
+    without it) it still weighs them until a full run measures the unit whole: counted as a 9 s unit, the 43 s of
+    work would start among the last. A group named after one of its tests counts that test once."""
+    eager = "test_trainer.py::test_eager_run_trains_logs_and_checkpoints"
+    monkeypatch.setattr(conftest, "UNIT_SECONDS", {TORCH_IN_PROCESS: 9, f"tests/{eager}": 34})
+    assert _weight(f"tests/{eager}") == _weight("tests/test_trainer.py::test_block_diffusion_mask") == 43
+    monkeypatch.setattr(conftest, "UNIT_SECONDS", {TORCH_IN_PROCESS: 45})  # the next full run's file
+    assert _weight(f"tests/{eager}") == 45
+    skips = "tests/test_stuck.py::test_a_rank_that_skips_an_all_reduce_is_named"
+    monkeypatch.setattr(conftest, "UNIT_SECONDS", {skips: 17})
+    assert _weight("tests/test_stuck.py::test_status_names_a_collective_hang_later") == 17
 
 
 def test_every_measured_unit_still_exists():

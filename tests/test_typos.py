@@ -15,6 +15,7 @@ import pytest
 from dfdoctor import Status, causes
 from dfdoctor.checks.imports_smoke import imports_smoke
 from dfdoctor.context import Context
+from support.torch_imports import torch_version
 
 PY = sys.executable
 
@@ -75,11 +76,10 @@ def test_pyproject_and_readme_install_lines_declare_names(tmp_path: Path) -> Non
 
 @pytest.mark.slow
 def test_torch_typos_the_issue_names(tmp_path: Path) -> None:
-    import torch
     proj = project(tmp_path, "import torchh as torch\nimport torch.nn.functionl as F\n"
                              "from torch.utils.data import DataLoder\n")
     by_line = {r.evidence[0].split(":")[1]: r for r in smoke(proj)}
-    assert by_line["1"].summary.endswith(f"did you mean `torch` (installed, {torch.__version__})?")
+    assert by_line["1"].summary.endswith(f"did you mean `torch` (installed, {torch_version()})?")
     assert "-m pip install" not in by_line["1"].fix
     assert by_line["2"].cause == causes.MISSING_MODULE
     assert "did you mean `torch.nn.functional`" in by_line["2"].summary and "pip" not in by_line["2"].fix

@@ -83,6 +83,17 @@ def rocm_torch() -> bool:
     return bool(build["hip"])
 
 
+def torch_version() -> str:
+    """This interpreter's torch.__version__, read from the version.py it is set from (torch/__init__.py imports it
+    from there): the import into the test's own process cost its xdist worker ~1.5-2 CPU-s. Imported only where
+    that file cannot be read."""
+    build = _torch_build().read()
+    if build is None:
+        import torch
+        return str(torch.__version__)
+    return build["version"]
+
+
 def unreadable_build(tmp_path: Path) -> Path:
     """A folder for PYTHONPATH whose `torch` is the installed one, with no version.py beside its __init__.py."""
     real = Path(importlib.util.find_spec("torch").origin)
