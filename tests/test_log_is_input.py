@@ -76,7 +76,8 @@ def test_no_launch_writes_into_the_script_not_even_unchecked_or_forced(tmp_path,
     """--no-check skips log.writable: the start refuses it itself; --force does not pass this blocker."""
     work = _project(tmp_path)
     before = _bytes(work)
-    rc, rep = _launch(work, "train.py", ["python3", "train.py"], how, *(["--only", "log.writable"] * (how != "--no-check")))
+    only = ["--only", "log.writable"] if how == "--force" else []
+    rc, rep = _launch(work, "train.py", ["python3", "train.py"], how, *only)
     v = rep["verdict"]
     assert rc == 1 and v["cause"] == causes.LOG_NOT_WRITABLE and "is the job's own script" in v["summary"], v
     assert not rep["run"].get("pid"), rep["run"]
@@ -125,7 +126,7 @@ def test_a_log_of_its_own_passes_as_before(tmp_path, existing):
 
 def test_on_a_pct_target_the_file_is_judged_there(infra, tmp_path):  # noqa: F811
     """In the container behind `pct exec`: its script is judged by its inode there (a hard link of it as the
-    log), nothing is launched and the script is unchanged."""
+    log), nothing is launched, with --force either, and the script is unchanged."""
     with folder_in_container(infra, tmp_path, "log-is-input-") as box:
         (box.host_side / "train.py").write_text(SCRIPT)
         os.link(box.host_side / "train.py", box.host_side / "out.log")
@@ -136,4 +137,9 @@ def test_on_a_pct_target_the_file_is_judged_there(infra, tmp_path):  # noqa: F81
         rc, rep = _launch(box.local, f"{box.inside}/out.log", command, "--target", infra.pct_target,
                           "--only", "log.writable", env=box.env)
         assert rc == 1 and rep["verdict"]["cause"] == causes.LOG_NOT_WRITABLE, rep["verdict"]
+        # --force there: only the gate stops it (a target's start does not look), and it does
+        rc, rep = _launch(box.local, f"{box.inside}/out.log", command, "--target", infra.pct_target, "--force",
+                          "--only", "log.writable", env=box.env)
+        assert rc == 1 and rep["verdict"]["cause"] == causes.LOG_NOT_WRITABLE, rep["verdict"]
+        assert not rep["run"].get("pid"), rep["run"]
         assert (box.host_side / "train.py").read_text() == SCRIPT
