@@ -14,6 +14,7 @@ from typing import Optional
 
 from dfdoctor import STATIC, causes, check, error, fail, ok, warn
 from dfdoctor.launchline.commandline import spec_for
+from dfdoctor.named_files import Named, named_files
 from dfdoctor.probe import run_probe, unreached
 from dfdoctor.redact import name_looks_secret, value_is_maskable
 
@@ -34,7 +35,9 @@ def _no_log(ctx) -> Optional[str]:
 def log_writable(ctx):
     """Probe the log's folder, the log itself, free space and buffering, where the job runs."""
     log = ctx.abspath(ctx.log)
-    outcome = run_probe(ctx, "log_probe.py", [str(log)], timeout=min(ctx.timeout or 10, 10), site=False)
+    named = _named(ctx)
+    outcome = run_probe(ctx, "log_probe.py", [str(log)], timeout=min(ctx.timeout or 10, 10), site=False,
+                        request={"named": [n.path for n in named]} if named else None)
     f = outcome.payload
     unreachable = unreached(ctx, outcome)
     if unreachable:
@@ -63,6 +66,16 @@ def log_writable(ctx):
     if f.get("log_kind"):
         yield _not_a_file(log, f["log_kind"], f.get("fifo_reader"))
         return
+    same = [named[i] for i in f.get("same_as") or () if i < len(named)]
+    other_purpose = [n for n in same if n.role != "log-option"]
+    if other_purpose:
+        yield _named_for_another_purpose(ctx, other_purpose[0])
+        return
+    for n in same:
+        yield warn(f"{ctx.log} is also the job's own log ({n.word}): two writers share one file, and dfdoctor's "
+                   "capture of the job's output and the job's own log lines interleave in it",
+                   fix=f"point --log at another file, e.g. {_suggested(ctx)}, or let the job write its log alone "
+                       "(not tried)")
     if f.get("write_error"):
         yield _write_failure(log, f["write_error"])
         return
@@ -119,6 +132,46 @@ def _secrets_in_log(ctx, log: Path):
                              f"{len(secrets)} secret-looking variable(s)",),
                    fix="Stop the job from printing it (a logged config or environment dump), remove it from the log "
                        "before sharing it, and rotate the secret if the log has left this machine.")
+
+
+def _named(ctx) -> list[Named]:
+    """The files the job's command names (its program, script, module file, arguments), resolved against its
+    working directory as the log is. None when dfdoctor does not write the log (--no-redirect)."""
+    if ctx.no_redirect or not ctx.command:
+        return []
+    script, modules = None, ()
+    try:
+        spec = spec_for(ctx)
+        if spec.script is not None:
+            script = ctx.abspath(spec.script)
+        if spec.module:
+            base = ctx.abspath(spec.module.replace(".", "/"))
+            modules = ((f"{base}.py", f"-m {spec.module}"), (str(base / "__main__.py"), f"-m {spec.module}"))
+    except Exception:
+        pass  # the argv words alone, then
+    return named_files(ctx.command, ctx.abspath, script, modules)
+
+
+def _named_for_another_purpose(ctx, n: Named):
+    """The log is a file the user named for another purpose: appending the job's output would change it (a script
+    ending with the job's `hi` fails at its next run). Never written into; said as log-not-writable."""
+    log = ctx.abspath(ctx.log)
+    also = "" if Path(n.path) == log else f" (as {n.path})"
+    return fail(f"{ctx.log} {n.what()}: the job's output would be appended to it", causes.LOG_NOT_WRITABLE,
+                evidence=(f"--log {ctx.log} is the same file{also}{_where(ctx)}: dfdoctor never writes into a "
+                          "file the command names for another purpose, even with --force",),
+                data={"log_is_input": {"path": n.path, "role": n.role, "word": n.word}},
+                fix=f"point --log at a file of its own, e.g. {_suggested(ctx)} (mkdir -p logs first; not tried)")
+
+
+def _suggested(ctx) -> str:
+    """A log path of its own beside the job: logs/<the script's or the log's stem>.log."""
+    try:
+        script = spec_for(ctx).script
+    except Exception:
+        script = None
+    stem = Path(script).stem if script else Path(ctx.log).stem
+    return f"logs/{stem or 'train'}.log"
 
 
 def _not_a_file(log: Path, kind: str, reader: bool | None):

@@ -435,6 +435,12 @@ def _start_failed(r: CheckRecord) -> bool:
     return r.id in STARTS_TRIED and r.status == Status.FAIL and r.cause != causes.IMPORT_HANG
 
 
+def never_forced(r: CheckRecord) -> bool:
+    """A blocker that --force does not pass: the log is a file the user named for another purpose (the job's own
+    script), and dfdoctor never appends a job's output to it (checks/log_writable.py)."""
+    return bool(r.data.get("log_is_input"))
+
+
 def not_started(blockers: list[CheckRecord], *, not_done: str, subject: str, force: str) -> Verdict:
     """The verdict of a start refused because of `blockers`: the first one's cause and fix, all of them listed."""
     b = blockers[0]
@@ -444,7 +450,7 @@ def not_started(blockers: list[CheckRecord], *, not_done: str, subject: str, for
     said = " ".join(summary.split())
     evidence = [f"{r.id}: {r.summary}" for r in blockers[1:]] + \
         [e for e in b.evidence if " ".join(e.split()) not in said]
-    offer = [] if any(r.cause in causes.NOTHING_CAN_START for r in blockers) else [force]
+    offer = [] if any(r.cause in causes.NOTHING_CAN_START or never_forced(r) for r in blockers) else [force]
     return Verdict("failed", b.cause, summary, b.fix, evidence + offer)
 
 

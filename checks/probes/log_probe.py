@@ -2,7 +2,9 @@
 
 Standard library only. It never truncates, moves or deletes an existing log: an existing log is opened for
 append and closed untouched; a missing one is probed with a temporary file beside it, and only that is removed.
-Usage: log_probe.py LOG_PATH
+It also says which of the files the job's command names (the request's "named" paths: its script, its
+arguments) is the log's own file, by device and inode: the job's output must never be appended to its script.
+Usage: log_probe.py LOG_PATH (the request, if any: {"named": [PATH, ...]})
 """
 
 import errno
@@ -10,10 +12,10 @@ import os
 import stat
 import sys
 
-from _probe_support import answer, new_file
+from _probe_support import answer, new_file, request
 
 
-def facts(log: str) -> dict:
+def facts(log: str, named=()) -> dict:
     """Everything log.writable needs to judge the path, as plain data."""
     folder = os.path.dirname(log) or "."
     out = {"log": log, "folder": folder, "folder_exists": os.path.exists(folder),
@@ -33,6 +35,9 @@ def facts(log: str) -> dict:
         if kind == "fifo":
             out["fifo_reader"] = _fifo_has_reader(log)
         return _space(folder, out)
+    if kind == "file":
+        # before the append-open below, which writes nothing but is the log's open all the same
+        out["same_as"] = _same_as(log, named)
     try:
         name_max = os.pathconf(folder, "PC_NAME_MAX")
     except (OSError, ValueError):
@@ -55,6 +60,23 @@ def facts(log: str) -> dict:
         out["write_error"] = {"errno": errno.errorcode.get(exc.errno, str(exc.errno)), "strerror": exc.strerror,
                               "text": str(exc)}
     return _space(folder, out)
+
+
+def _same_as(log, named):
+    """The indexes of the `named` paths that are the log's own file (same device and inode)."""
+    try:
+        st = os.stat(log)
+    except OSError:
+        return []
+    hits = []
+    for i, path in enumerate(named):
+        try:
+            other = os.stat(path)
+        except OSError:
+            continue
+        if stat.S_ISREG(other.st_mode) and (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+            hits.append(i)
+    return hits
 
 
 def _kind(path):
@@ -90,4 +112,5 @@ def _space(folder, out):
 
 
 if __name__ == "__main__":
-    answer(facts(sys.argv[1]))
+    asked = request() if os.environ.get("DFDOCTOR_PROBE_IN") else {}
+    answer(facts(sys.argv[1], asked.get("named") or ()))

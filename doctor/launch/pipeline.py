@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dfdoctor.agent.names import PRE_CHECKS
-from dfdoctor.engine import not_started, now_iso
+from dfdoctor.engine import never_forced, not_started, now_iso
 from dfdoctor.launch import gated
 from dfdoctor.launch.report import checks_event, placed_report, save_report
 from dfdoctor.model import Report
@@ -44,7 +44,9 @@ def _launch(placement: Placement, ctx: Any, ask: LaunchAsk) -> Report:
                 records = placement.pre_checks(ctx, ask)  # a --target's: those that can stop it (launch/gated.py)
                 timeline.append(checks_event(records, began))
                 blockers = placement.blockers(ctx, records)
-                if blockers and not ask.force:
+                if ask.force:  # those --force does not pass stop it all the same
+                    blockers = [b for b in blockers if never_forced(b)]
+                if blockers:
                     verdict = not_started(blockers, **placement.not_started_words)
                     return placed_report(ctx, "launch", started, verdict, gated.complete(records), timeline,
                                          dict(NOT_STARTED_RUN), placement.report_target(ctx))

@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
+from dfdoctor import causes
 from dfdoctor.agent.names import SPEC
 from dfdoctor.config import Config
 from dfdoctor.context import Context
@@ -135,6 +136,9 @@ def start_here(ctx: Any, ask: LaunchAsk) -> Started:
     """The recorder started detached here (it starts the job), in a new run folder."""
     from dfdoctor.placing_answers import Started  # imported here: see judged
     log = ctx.abspath(ctx.log) if ctx.log else None
+    refused = _log_is_named(ctx, log)
+    if refused is not None:
+        return Started("", None, refused=refused)
     run_dir = None
     try:
         run_id, run_dir = new_run(ctx.cwd, ask.run_dir)
@@ -151,6 +155,24 @@ def start_here(ctx: Any, ask: LaunchAsk) -> Started:
         return Started("", None, refused=verdict)
     prune(ctx.cwd, ask.keep_runs)  # after the start, so the new run counts and is never the one pruned
     return Started(run_id, run_dir, handle=proc)
+
+
+def _log_is_named(ctx: Any, log: Optional[Path]) -> Optional[Verdict]:
+    """The launch refused when the log is a file the command names for another purpose (its script, a config):
+    the recorder would append the job's output to it. Said here too, so that `--no-check` and `--force` never
+    write into it (log.writable says it before the start)."""
+    if log is None or ctx.no_redirect:
+        return None
+    from dfdoctor.named_files import named_files, same_as  # start-up: a launch with --log alone
+    same = [n for n in same_as(str(log), named_files(ctx.command, ctx.abspath)) if n.role != "log-option"]
+    if not same:
+        return None
+    n = same[0]
+    return Verdict("failed", causes.LOG_NOT_WRITABLE, f"Not launched: {ctx.log} {n.what()}: the job's output "
+                   "would be appended to it.", "Point --log at a file of its own, e.g. logs/train.log (mkdir -p "
+                   "logs first; not tried), then launch again.",
+                   [f"--log {ctx.log} is the same file{'' if Path(n.path) == log else ' as ' + n.path}: dfdoctor "
+                    "never writes into a file the command names for another purpose"])
 
 
 def watch_here(ctx: Any, ask: LaunchAsk, job: Started, records: list) -> Judged:

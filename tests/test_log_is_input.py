@@ -1,0 +1,145 @@
+"""--log naming a file the command names for another purpose (its script, a config, a data file): `dfdoctor launch
+--log train.py -- python3 train.py` passed every check and appended the job's output to train.py. log.writable
+fails it (log-not-writable) where the job runs, and no launch writes into it: not with the checks, --no-check or
+--force. A log option's own value (--log-file) is the job's log: a warning, not a failure."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from conftest import run_dfdoctor
+from dfdoctor import causes
+from infra.fixtures import folder_in_container, infra  # noqa: F401
+
+SCRIPT = 'import sys\nprint("hi")\n'
+
+
+def _project(tmp_path):
+    (tmp_path / "train.py").write_text(SCRIPT)
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "train.yaml").write_text("lr: 0.1\n")
+    (tmp_path / "data.csv").write_text("x,y\n1,2\n")
+    return tmp_path
+
+
+# (--log, the command, what the finding says the file is)
+CASES = {
+    "script": ("train.py", ["python3", "train.py"], "is the job's own script"),
+    "config": ("config/train.yaml", ["python3", "train.py", "--config", "config/train.yaml"],
+               "is named by the job's command (--config config/train.yaml)"),
+    "config=": ("config/train.yaml", ["python3", "train.py", "--config=config/train.yaml"],
+                "is named by the job's command (--config=config/train.yaml)"),
+    "data": ("data.csv", ["python3", "train.py", "data.csv"], "is named by the job's command (data.csv)"),
+}
+
+
+def _bytes(folder):
+    return {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def _check(cwd, log, command, *extra, env=None):
+    p = run_dfdoctor("check", "--only", "log.writable", "--log", log, "--format", "json", *extra, "--", *command,
+                     cwd=cwd, env=env)
+    assert p.returncode in (0, 1), p.stdout + p.stderr
+    return p.returncode, json.loads(p.stdout)["checks"][0]
+
+
+def _launch(cwd, log, command, *extra, env=None):
+    p = run_dfdoctor("launch", "--log", log, "--watch", "10", "--format", "json", *extra, "--", *command, cwd=cwd,
+                     env=env)
+    assert p.returncode in (0, 1), p.stdout + p.stderr
+    return p.returncode, json.loads(p.stdout)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_log_that_is_a_file_the_command_names_fails_and_blocks_the_launch(tmp_path, case):
+    log, command, what = CASES[case]
+    work = _project(tmp_path)
+    before = _bytes(work)
+    rc, rec = _check(work, log, command)
+    assert rc == 1 and rec["status"] == "fail" and rec["cause"] == causes.LOG_NOT_WRITABLE, rec
+    assert f"{what}: the job's output would be appended to it" in rec["summary"], rec["summary"]
+    assert "logs/train.log" in rec["fix"] and "not tried" in rec["fix"], rec["fix"]
+    rc, rep = _launch(work, log, command, "--only", "log.writable")
+    v = rep["verdict"]
+    assert rc == 1 and v["cause"] == causes.LOG_NOT_WRITABLE and v["summary"].startswith("Not launched"), v
+    assert "--force launches anyway" not in v["evidence"], v  # --force does not pass it (below)
+    assert not rep["run"].get("pid"), rep["run"]
+    assert _bytes(work) == before  # no byte appended to the script, the config or the data
+
+
+@pytest.mark.parametrize("how", ["--no-check", "--force"])
+def test_no_launch_writes_into_the_script_not_even_unchecked_or_forced(tmp_path, how):
+    """--no-check skips log.writable: the start refuses it itself; --force does not pass this blocker."""
+    work = _project(tmp_path)
+    before = _bytes(work)
+    only = ["--only", "log.writable"] if how == "--force" else []
+    rc, rep = _launch(work, "train.py", ["python3", "train.py"], how, *only)
+    v = rep["verdict"]
+    assert rc == 1 and v["cause"] == causes.LOG_NOT_WRITABLE and "is the job's own script" in v["summary"], v
+    assert not rep["run"].get("pid"), rep["run"]
+    assert _bytes(work) == before
+
+
+def test_a_link_to_the_script_is_the_script(tmp_path):
+    """Judged by device and inode, not by name: a hard link and a symlink to train.py are train.py."""
+    work = _project(tmp_path)
+    os.link(work / "train.py", work / "hard.log")
+    (work / "soft.log").symlink_to("train.py")
+    before = _bytes(work)
+    for log in ("hard.log", "soft.log"):
+        rc, rec = _check(work, log, ["python3", "train.py"])
+        assert rc == 1 and rec["cause"] == causes.LOG_NOT_WRITABLE and "is the job's own script" in rec["summary"]
+        rc, rep = _launch(work, log, ["python3", "train.py"], "--no-check")
+        assert rc == 1 and rep["verdict"]["cause"] == causes.LOG_NOT_WRITABLE, rep["verdict"]
+    assert _bytes(work) == before
+
+
+def test_the_jobs_own_log_option_warns_and_launches(tmp_path):
+    """--log-file train.log: the job writes its log there itself, so it is no other purpose; two writers share
+    the file (a warning), and the launch goes on."""
+    work = _project(tmp_path)
+    (work / "train.log").write_text("earlier run\n")
+    for command in (["python3", "train.py", "--log-file", "train.log"], ["python3", "train.py", "--logfile=train.log"]):
+        rc, rec = _check(work, "train.log", command)
+        assert rc == 0 and rec["status"] == "warn" and "is also the job's own log" in rec["summary"], rec
+        assert "interleave" in rec["summary"], rec
+    rc, rep = _launch(work, "train.log", ["python3", "-u", "train.py", "--log-file", "train.log"],
+                      "--only", "log.writable")
+    assert rep["run"].get("pid") and rep["verdict"]["cause"] != causes.LOG_NOT_WRITABLE, rep["verdict"]
+    assert (work / "train.log").read_text().startswith("earlier run\nhi"), (work / "train.log").read_text()
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_a_log_of_its_own_passes_as_before(tmp_path, existing):
+    work = _project(tmp_path)
+    if existing:
+        (work / "train.log").write_text("earlier run\n")
+    before = _bytes(work)
+    rc, rec = _check(work, "train.log", ["python3", "train.py", "--config", "config/train.yaml", "data.csv"])
+    assert rc == 0 and rec["status"] == "ok" and "can be written" in rec["summary"], rec
+    assert _bytes(work) == before  # the check itself writes nothing
+
+
+def test_on_a_pct_target_the_file_is_judged_there(infra, tmp_path):  # noqa: F811
+    """In the container behind `pct exec`: its script is judged by its inode there (a hard link of it as the
+    log), nothing is launched, with --force either, and the script is unchanged."""
+    with folder_in_container(infra, tmp_path, "log-is-input-") as box:
+        (box.host_side / "train.py").write_text(SCRIPT)
+        os.link(box.host_side / "train.py", box.host_side / "out.log")
+        command = ["python3", f"{box.inside}/train.py"]
+        rc, rec = _check(box.local, f"{box.inside}/out.log", command, "--target", infra.pct_target, env=box.env)
+        assert rc == 1 and rec["cause"] == causes.LOG_NOT_WRITABLE and "is the job's own script" in rec["summary"]
+        assert "in container" in rec["evidence"][0], rec["evidence"]
+        rc, rep = _launch(box.local, f"{box.inside}/out.log", command, "--target", infra.pct_target,
+                          "--only", "log.writable", env=box.env)
+        assert rc == 1 and rep["verdict"]["cause"] == causes.LOG_NOT_WRITABLE, rep["verdict"]
+        # --force there: only the gate stops it (a target's start does not look), and it does
+        rc, rep = _launch(box.local, f"{box.inside}/out.log", command, "--target", infra.pct_target, "--force",
+                          "--only", "log.writable", env=box.env)
+        assert rc == 1 and rep["verdict"]["cause"] == causes.LOG_NOT_WRITABLE, rep["verdict"]
+        assert not rep["run"].get("pid"), rep["run"]
+        assert (box.host_side / "train.py").read_text() == SCRIPT
