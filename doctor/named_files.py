@@ -1,7 +1,7 @@
 """The files a job's command names, for the log's sake: `--log train.py -- python3 train.py` appended the job's
 output to the user's own script. dfdoctor never writes into a file the user named for another purpose.
 
-Standard library only, and cheap to import: `launch --no-check` asks it before the job starts (issue 45). Which
+Standard library only, and cheap to import: `launch --no-check` asks it before the job starts. Which
 of the paths exist, and whether one is the log's file, is judged where the job runs (the log probe there; here,
 `same_as`)."""
 
