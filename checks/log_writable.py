@@ -14,7 +14,7 @@ from typing import Optional
 
 from dfdoctor import STATIC, causes, check, error, fail, ok, warn
 from dfdoctor.launchline.commandline import spec_for
-from dfdoctor.named_files import Named, named_files
+from dfdoctor.named_files import Named, named_by, suggested_log
 from dfdoctor.probe import run_probe, unreached
 from dfdoctor.redact import name_looks_secret, value_is_maskable
 
@@ -35,7 +35,7 @@ def _no_log(ctx) -> Optional[str]:
 def log_writable(ctx):
     """Probe the log's folder, the log itself, free space and buffering, where the job runs."""
     log = ctx.abspath(ctx.log)
-    named = _named(ctx)
+    named = named_by(ctx)
     outcome = run_probe(ctx, "log_probe.py", [str(log)], timeout=min(ctx.timeout or 10, 10), site=False,
                         request={"named": [n.path for n in named]} if named else None)
     f = outcome.payload
@@ -69,13 +69,13 @@ def log_writable(ctx):
     same = [named[i] for i in f.get("same_as") or () if i < len(named)]
     other_purpose = [n for n in same if n.role != "log-option"]
     if other_purpose:
-        yield _named_for_another_purpose(ctx, other_purpose[0])
+        yield _named_for_another_purpose(ctx, other_purpose[0], suggested_log(named, str(ctx.log)))
         return
     for n in same:
         yield warn(f"{ctx.log} is also the job's own log ({n.word}): two writers share one file, and dfdoctor's "
                    "capture of the job's output and the job's own log lines interleave in it",
-                   fix=f"point --log at another file, e.g. {_suggested(ctx)}, or let the job write its log alone "
-                       "(not tried)")
+                   fix=f"point --log at another file, e.g. {suggested_log(named, str(ctx.log))}, or let the job "
+                       "write its log alone (not tried)")
     if f.get("write_error"):
         yield _write_failure(log, f["write_error"])
         return
@@ -134,25 +134,7 @@ def _secrets_in_log(ctx, log: Path):
                        "before sharing it, and rotate the secret if the log has left this machine.")
 
 
-def _named(ctx) -> list[Named]:
-    """The files the job's command names (its program, script, module file, arguments), resolved against its
-    working directory as the log is. None when dfdoctor does not write the log (--no-redirect)."""
-    if ctx.no_redirect or not ctx.command:
-        return []
-    script, modules = None, ()
-    try:
-        spec = spec_for(ctx)
-        if spec.script is not None:
-            script = ctx.abspath(spec.script)
-        if spec.module:
-            base = ctx.abspath(spec.module.replace(".", "/"))
-            modules = ((f"{base}.py", f"-m {spec.module}"), (str(base / "__main__.py"), f"-m {spec.module}"))
-    except Exception:
-        pass  # the argv words alone, then
-    return named_files(ctx.command, ctx.abspath, script, modules)
-
-
-def _named_for_another_purpose(ctx, n: Named):
+def _named_for_another_purpose(ctx, n: Named, suggested: str):
     """The log is a file the user named for another purpose: appending the job's output would change it (a script
     ending with the job's `hi` fails at its next run). Never written into; said as log-not-writable."""
     log = ctx.abspath(ctx.log)
@@ -161,17 +143,7 @@ def _named_for_another_purpose(ctx, n: Named):
                 evidence=(f"--log {ctx.log} is the same file{also}{_where(ctx)}: dfdoctor never writes into a "
                           "file the command names for another purpose, even with --force",),
                 data={"log_is_input": {"path": n.path, "role": n.role, "word": n.word}},
-                fix=f"point --log at a file of its own, e.g. {_suggested(ctx)} (mkdir -p logs first; not tried)")
-
-
-def _suggested(ctx) -> str:
-    """A log path of its own beside the job: logs/<the script's or the log's stem>.log."""
-    try:
-        script = spec_for(ctx).script
-    except Exception:
-        script = None
-    stem = Path(script).stem if script else Path(ctx.log).stem
-    return f"logs/{stem or 'train'}.log"
+                fix=f"point --log at a file of its own, e.g. {suggested} (mkdir -p logs first; not tried)")
 
 
 def _not_a_file(log: Path, kind: str, reader: bool | None):

@@ -79,6 +79,34 @@ def named_files(argv: list[str] | tuple[str, ...], abspath: Callable[[str], obje
     return out
 
 
+def named_by(ctx) -> list[Named]:
+    """The files a check's or launch's command names (`named_files`), with the script and `-m` module file its
+    parsed line runs, resolved against its working directory as the log is. Nothing where dfdoctor does not write
+    the log (--no-redirect). One list for log.writable and for `launch --no-check`'s refusal."""
+    if ctx.no_redirect or not ctx.command:
+        return []
+    from dfdoctor.launchline.commandline import spec_for  # the line's reader: only where a --log is given
+    script, modules = None, ()
+    try:
+        spec = spec_for(ctx)
+        if spec.script is not None:
+            script = ctx.abspath(spec.script)
+        if spec.module:
+            base = ctx.abspath(spec.module.replace(".", "/"))
+            word = f"-m {spec.module}"
+            modules = ((f"{base}.py", word), (os.path.join(str(base), "__main__.py"), word))
+    except Exception:
+        pass  # a line the reader cannot parse: its argv words alone
+    return named_files(ctx.command, ctx.abspath, script, modules)
+
+
+def suggested_log(named: list[Named], log: str) -> str:
+    """A log path of its own beside the job: logs/<the script's or the log's stem>.log."""
+    script = next((n.path for n in named if n.role == "script"), None)
+    stem = os.path.splitext(os.path.basename(script or log))[0]
+    return f"logs/{stem or 'train'}.log"
+
+
 def _script_index(words: list[str]) -> Optional[int]:
     """Where the script is in `python [opts] script args` (None for -m, -c or no script)."""
     i = 1

@@ -84,6 +84,20 @@ def test_no_launch_writes_into_the_script_not_even_unchecked_or_forced(tmp_path,
     assert _bytes(work) == before
 
 
+def test_the_module_a_job_runs_is_never_its_log_with_the_checks_or_without(tmp_path):
+    """`python3 -m mod` runs mod.py, which no argv word names as a path: the check and the unchecked start both
+    read the module file from the parsed line (`launch --no-check` read the argv words alone and appended to it)."""
+    work = _project(tmp_path)
+    (work / "mod.py").write_text(SCRIPT)
+    before = _bytes(work)
+    rc, rec = _check(work, "mod.py", ["python3", "-m", "mod"])
+    assert rc == 1 and rec["cause"] == causes.LOG_NOT_WRITABLE and "is the module the job runs" in rec["summary"]
+    rc, rep = _launch(work, "mod.py", ["python3", "-m", "mod"], "--no-check")
+    v = rep["verdict"]
+    assert rc == 1 and v["cause"] == causes.LOG_NOT_WRITABLE and "is the module the job runs" in v["summary"], v
+    assert _bytes(work) == before
+
+
 def test_a_link_to_the_script_is_the_script(tmp_path):
     """Judged by device and inode, not by name: a hard link and a symlink to train.py are train.py."""
     work = _project(tmp_path)

@@ -163,14 +163,15 @@ def _log_is_named(ctx: Any, log: Optional[Path]) -> Optional[Verdict]:
     write into it (log.writable says it before the start)."""
     if log is None or ctx.no_redirect:
         return None
-    from dfdoctor.named_files import named_files, same_as  # start-up: a launch with --log alone
-    same = [n for n in same_as(str(log), named_files(ctx.command, ctx.abspath)) if n.role != "log-option"]
+    from dfdoctor.named_files import named_by, same_as, suggested_log  # start-up: a launch with --log alone
+    named = named_by(ctx)
+    same = [n for n in same_as(str(log), named) if n.role != "log-option"]
     if not same:
         return None
     n = same[0]
     return Verdict("failed", causes.LOG_NOT_WRITABLE, f"Not launched: {ctx.log} {n.what()}: the job's output "
-                   "would be appended to it.", "Point --log at a file of its own, e.g. logs/train.log (mkdir -p "
-                   "logs first; not tried), then launch again.",
+                   "would be appended to it.", f"Point --log at a file of its own, e.g. "
+                   f"{suggested_log(named, str(ctx.log))} (mkdir -p logs first; not tried), then launch again.",
                    [f"--log {ctx.log} is the same file{'' if Path(n.path) == log else ' as ' + n.path}: dfdoctor "
                     "never writes into a file the command names for another purpose"])
 
