@@ -2,16 +2,17 @@
 output to the user's own script. dfdoctor never writes into a file the user named for another purpose.
 
 Standard library only, and cheap to import: `launch --no-check` asks it before the job starts. Which
-of the paths exist, and whether one is the log's file, is judged where the job runs (the log probe there; here,
-`same_as`)."""
+of the paths exist, and whether one is the log's file, is judged where the job runs (the log probe there, and a
+--target's recorder before it opens the log; here, `same_as`)."""
 
 from __future__ import annotations
 
 import os
 import re
-import stat
 from dataclasses import dataclass
 from typing import Callable, Optional
+
+from dfdoctor.agent.same_file import same_file
 
 # An option whose name says the job writes its own log at its value (--log-file, --logfile=, --log_path,
 # --train-log): the job itself writes there, which is not "another purpose" (a warning, not a failure).
@@ -124,20 +125,7 @@ def _script_index(words: list[str]) -> Optional[int]:
 
 
 def same_as(log: str, named: list[Named]) -> list[Named]:
-    """Those of `named` that are the log's own file (same device and inode), judged on this machine; nothing when
-    the log does not exist yet or is not a regular file."""
-    try:
-        st = os.stat(log)
-    except OSError:
-        return []
-    if not stat.S_ISREG(st.st_mode):
-        return []
-    return [n for n in named if _same(st, n.path)]
-
-
-def _same(st: os.stat_result, path: str) -> bool:
-    try:
-        other = os.stat(path)
-    except OSError:
-        return False
-    return (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino)
+    """Those of `named` that are the log's own file (same device and inode), judged on this machine by the agent's
+    comparison (the recorder makes the same one where the job runs); nothing when the log does not exist yet or is
+    not a regular file."""
+    return [named[i] for i in same_file(log, [n.path for n in named])]

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
 from conftest import run_dfdoctor
 from dfdoctor import causes
 from infra.fixtures import folder_in_container, infra  # noqa: F401
+from jobs.harness import kill_runs
 
 SCRIPT = 'import sys\nprint("hi")\n'
 
@@ -151,9 +154,115 @@ def test_on_a_pct_target_the_file_is_judged_there(infra, tmp_path):  # noqa: F81
         rc, rep = _launch(box.local, f"{box.inside}/out.log", command, "--target", infra.pct_target,
                           "--only", "log.writable", env=box.env)
         assert rc == 1 and rep["verdict"]["cause"] == causes.LOG_NOT_WRITABLE, rep["verdict"]
-        # --force there: only the gate stops it (a target's start does not look), and it does
+        # --force there: the gate stops it (the recorder there would too: below)
         rc, rep = _launch(box.local, f"{box.inside}/out.log", command, "--target", infra.pct_target, "--force",
                           "--only", "log.writable", env=box.env)
         assert rc == 1 and rep["verdict"]["cause"] == causes.LOG_NOT_WRITABLE, rep["verdict"]
         assert not rep["run"].get("pid"), rep["run"]
         assert (box.host_side / "train.py").read_text() == SCRIPT
+
+
+# ---- a --target's unchecked start: the recorder there compares the files before it opens the log ---------------
+@dataclass
+class There:
+    """A job's folder on a real target: the target, the folder as the job sees it (`inside`) and as this test
+    writes it (`host_side`), and a local folder and environment for dfdoctor."""
+
+    target: str
+    inside: str
+    host_side: Path
+    local: Path
+    env: dict
+
+
+@pytest.fixture(params=["pct", "ssh"])
+def there(request, infra, tmp_path):  # noqa: F811
+    """The LXC container behind the `pct` shim (other mount namespace: its paths are not this machine's), or this
+    machine behind sshd; a project of its own there either way."""
+    if request.param == "ssh":
+        folder, local = tmp_path / "there", tmp_path / "here"
+        folder.mkdir()
+        local.mkdir()
+        yield There(infra.ssh_target, str(_project(folder)), folder, local,
+                    dict(infra.env(), XDG_CACHE_HOME=str(tmp_path / "cache")))
+        kill_runs(folder)
+        return
+    with folder_in_container(infra, tmp_path, "log-is-input-") as box:
+        _project(box.host_side)
+        yield There(infra.pct_target, box.inside, box.host_side, box.local, box.env)
+
+
+def _launch_there(f: There, log, command, *extra):
+    """`launch --target T --no-check --cwd FOLDER --log LOG -- COMMAND`: the log and the command's words relative
+    to the job's folder there, as a user types them."""
+    return _launch(f.local, log, command, "--target", f.target, "--cwd", f.inside, "--no-check", *extra, env=f.env)
+
+
+@pytest.mark.parametrize("case", ["script", "config"])
+def test_an_unchecked_launch_there_never_writes_into_a_file_the_command_names(there, tmp_path, case):
+    """`launch --target T --no-check --log train.py -- python3 train.py` (or the --config file as the log):
+    nothing checked the log, and the recorder there appended the job's output to it. It refuses there now, before
+    the job starts, with the words, cause and exit status of the same refusal here."""
+    log, command, what = CASES[case]
+    files = sorted(p.relative_to(there.host_side) for p in there.host_side.rglob("*") if p.is_file())
+    before = {p: (there.host_side / p).read_bytes() for p in files}
+    rc, rep = _launch_there(there, log, command)
+    v = rep["verdict"]
+    assert rc == 1 and v["cause"] == causes.LOG_NOT_WRITABLE, v
+    assert v["summary"] == f"Not launched: {there.inside}/{log} {what}: the job's output would be appended to it.", v
+    assert not rep["run"].get("pid"), rep["run"]
+    assert {p: (there.host_side / p).read_bytes() for p in files} == before  # not one byte appended
+    (tmp_path / "local").mkdir()
+    here = _project(tmp_path / "local")  # the same refusal of an unchecked launch on this machine: the same words
+    rc_here, rep_here = _launch(here, log, command, "--no-check")
+    assert rc_here == rc and _words(rep_here["verdict"], str(here)) == _words(v, there.inside), (rep_here, v)
+
+
+def _words(verdict, folder):
+    """A verdict's cause and words, its job's folder written FOLDER."""
+    return json.dumps([verdict[k] for k in ("state", "cause", "summary", "fix", "evidence")]).replace(folder, "FOLDER")
+
+
+def test_a_link_there_to_the_script_is_the_script(there):
+    """Judged there by device and inode: a symlink to train.py, named by its absolute path there, is train.py."""
+    (there.host_side / "soft.log").symlink_to("train.py")
+    rc, rep = _launch_there(there, f"{there.inside}/soft.log", ["python3", "train.py"])
+    assert rc == 1 and rep["verdict"]["cause"] == causes.LOG_NOT_WRITABLE, rep["verdict"]
+    assert "is the job's own script" in rep["verdict"]["summary"], rep["verdict"]
+    assert (there.host_side / "train.py").read_text() == SCRIPT
+
+
+def test_a_log_of_its_own_there_launches_fresh_and_existing(there):
+    """The recorder's new look refuses only a file the command names: a log that does not exist yet is created
+    and written, and the next launch appends to it; the job's own log option's value is not another purpose."""
+    for _ in range(2):  # the first creates the log, the second appends to the existing log
+        rc, rep = _launch_there(there, "train.log", ["python3", "-u", "train.py", "--log-file", "train.log"])
+        assert rep["run"].get("pid") and rep["verdict"]["cause"] != causes.LOG_NOT_WRITABLE, rep["verdict"]
+    assert (there.host_side / "train.log").read_text() == "hi\nhi\n"
+
+
+def test_the_log_probes_comparison_and_the_agents_give_one_answer(tmp_path):
+    """The log probe keeps its own copy of the comparison (it cannot import the agent's package where it runs):
+    both say the same of the file itself, a hard link, a symlink, another file, a missing path and a folder."""
+    import importlib.util
+    import sys
+
+    from dfdoctor.agent.same_file import same_file
+    from dfdoctor.checks import probes
+
+    folder = os.path.dirname(probes.__file__)
+    sys.path.insert(0, folder)  # the probe imports its helpers beside it, as where it runs
+    try:
+        spec = importlib.util.spec_from_file_location("log_probe_under_test", os.path.join(folder, "log_probe.py"))
+        probe = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(probe)
+    finally:
+        sys.path.remove(folder)
+    work = _project(tmp_path)
+    os.link(work / "train.py", work / "hard.log")
+    (work / "soft.log").symlink_to("train.py")
+    paths = [str(work / n) for n in ("train.py", "hard.log", "soft.log", "data.csv", "missing.py", "config")]
+    for log in ("train.py", "hard.log", "soft.log", "data.csv", "missing.log", "config"):
+        assert probe._same_as(str(work / log), paths) == same_file(str(work / log), paths), log
+    assert same_file(str(work / "soft.log"), paths) == [0, 1, 2]
+    assert same_file(str(work / "missing.log"), paths) == []

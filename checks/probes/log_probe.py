@@ -63,7 +63,10 @@ def facts(log: str, named=()) -> dict:
 
 
 def _same_as(log, named):
-    """The indexes of the `named` paths that are the log's own file (same device and inode)."""
+    """The indexes of the `named` paths that are the log's own file (same device and inode). The comparison of
+    dfdoctor.agent.same_file, which the recorder on a --target and dfdoctor here make, written again: a probe runs
+    as a script in the user's interpreter with the files beside it in this folder alone (here, and shipped to a
+    target), where the agent's package cannot be imported. tests/test_log_is_input.py holds the two to one answer."""
     try:
         st = os.stat(log)
     except OSError:

@@ -33,6 +33,7 @@ from dfdoctor.agent.names import JOB_UMASK, RUN_ENV
 from dfdoctor.agent.procfs import (folder_identity, group_members, job_outputs, pipe_holders, proc_start_time,
                                    proc_usage, read_text, readlink)
 from dfdoctor.agent.record import CappedCopy, Masker, Record, RunDirSpace
+from dfdoctor.agent.same_file import same_file
 from dfdoctor.agent.session import detach, keep_spec, read_spec
 from dfdoctor.agent.standin import stand_in
 
@@ -153,6 +154,20 @@ class Recorder:
             pid_ns=readlink("/proc/self/ns/pid"), cgroup=(read_text("/proc/self/cgroup") or "").strip(),
             python=sys.executable, python_version=sys.version.split()[0], uid=os.getuid(), tty=tty,
             launcher=self.spec.get("launcher"), run_id=self.spec.get("run_id"), nonce=self.nonce)
+
+    def log_is_named(self):
+        """Whether --log is the very file of one the command names for another purpose (its script, its --config:
+        the spec's "named", [path, role, words] as dfdoctor read them off the command), judged here where the
+        paths are the job's: the job is then not started and the log never opened, so nothing is appended to it.
+        A --target's unchecked start had no other look (a local one refuses before it starts the recorder). The
+        value of the job's own log option (role "log-option") is its log, not another purpose."""
+        named = self.spec.get("named") or []
+        if not self.log_path or not named or not self.spec.get("redirect", True):
+            return False
+        hits = [i for i in same_file(self.log_path, [n[0] for n in named]) if named[i][1] != "log-option"]
+        if hits:
+            self.record.event("log-is-named", sync=True, path=self.log_path, named=hits)
+        return bool(hits)
 
     def open_log(self):
         """Open --log for appending, as `>> LOG` would; on failure record why and do not start the job."""
@@ -579,7 +594,7 @@ def main(argv):
     if masker.redactor is None:
         rec.record.event("masking-unavailable", sync=True, error=masker.error)
     rec.watch_log()  # before we create it: did the log exist already?
-    if rec.open_log() and rec.spawn():
+    if not rec.log_is_named() and rec.open_log() and rec.spawn():
         rec.run()
     rec.flush_copies(final=True)
     rec.flush_signals()

@@ -27,6 +27,7 @@ from dfdoctor.diagnose.data_missing import assert_names_missing_data
 from dfdoctor.diagnose.blame import blame_fix
 from dfdoctor.diagnose.did_nothing import did_nothing, spawned_none
 from dfdoctor.diagnose.guardfix import fix_for, is_trainer
+from dfdoctor.diagnose.log_is_input import log_is_named
 from dfdoctor.diagnose.recorder_lost import recorder_lost
 from dfdoctor.diagnose.run_dir_full import run_dir_full
 from dfdoctor.diagnose.stopped import offer_stop, stopped_by_user
@@ -847,7 +848,7 @@ def copied_run_folder(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Ver
 
 RULES: list[Callable[[RunRecord, Optional[LiveFacts]], Optional[Verdict]]] = [
     target_unreachable, copied_run_folder, stopped_by_user,
-    recorder_lost_at_start, recorder_never_started, log_could_not_open, spawn_failed,
+    recorder_lost_at_start, recorder_never_started, log_is_named, log_could_not_open, spawn_failed,
     handed_off, left_writing, oom_killed, fx_trace_race, command_not_found_status, elastic_rank_failed,
     python_exception, died_from_signal, ray_driver.wrong_cluster,
     log_write_failed, exited_cleanly, exited_nonzero,

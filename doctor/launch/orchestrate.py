@@ -205,6 +205,7 @@ _DETAIL = {
     "launched": lambda e: f"recorder pid {e.get('recorder_pid')}",
     "recorder": lambda e: f"recorder pid {e['pid']} on {e.get('host')} ({e.get('python')})",
     "log-open-failed": lambda e: f"{e['path']}: {e.get('strerror')}",
+    "log-is-named": lambda e: f"{e['path']}: a file the command names, not opened",
     "spawn-failed": lambda e: f"{e.get('filename') or e.get('argv')}: {e.get('strerror')}",
     "spawned": lambda e: f"pid {e['pid']}: {' '.join(e.get('argv') or [])}",
     "output": lambda e: f"first bytes on {e['stream']}",

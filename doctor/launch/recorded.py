@@ -12,7 +12,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
-from dfdoctor import causes
 from dfdoctor.agent.names import SPEC
 from dfdoctor.config import Config
 from dfdoctor.context import Context
@@ -160,20 +159,14 @@ def start_here(ctx: Any, ask: LaunchAsk) -> Started:
 def _log_is_named(ctx: Any, log: Optional[Path]) -> Optional[Verdict]:
     """The launch refused when the log is a file the command names for another purpose (its script, a config):
     the recorder would append the job's output to it. Said here too, so that `--no-check` and `--force` never
-    write into it (log.writable says it before the start)."""
+    write into it (log.writable says it before the start; on a --target the recorder there says it)."""
     if log is None or ctx.no_redirect:
         return None
-    from dfdoctor.named_files import named_by, same_as, suggested_log  # start-up: a launch with --log alone
+    from dfdoctor.diagnose.log_is_input import refusal  # start-up: a launch with --log alone
+    from dfdoctor.named_files import named_by, same_as
     named = named_by(ctx)
     same = [n for n in same_as(str(log), named) if n.role != "log-option"]
-    if not same:
-        return None
-    n = same[0]
-    return Verdict("failed", causes.LOG_NOT_WRITABLE, f"Not launched: {ctx.log} {n.what()}: the job's output "
-                   "would be appended to it.", f"Point --log at a file of its own, e.g. "
-                   f"{suggested_log(named, str(ctx.log))} (mkdir -p logs first; not tried), then launch again.",
-                   [f"--log {ctx.log} is the same file{'' if Path(n.path) == log else ' as ' + n.path}: dfdoctor "
-                    "never writes into a file the command names for another purpose"])
+    return refusal(str(ctx.log), str(log), named, same[0]) if same else None
 
 
 def watch_here(ctx: Any, ask: LaunchAsk, job: Started, records: list) -> Judged:
@@ -213,7 +206,7 @@ def start_there(ctx: Any, ask: LaunchAsk) -> Started:
     spec = {"run_id": run_id, "argv": list(ctx.command), "cwd": str(ctx.cwd), "log": log,
             "redirect": not ctx.no_redirect, "memory_limit": ask.memory_limit, "python": ctx.python,
             "watch_pids": [], "launcher": {"target": str(ctx.target), "local_pid": os.getpid()},
-            "started_by": "dfdoctor launch --target"}
+            "started_by": "dfdoctor launch --target", **_named_for_the_recorder(ctx)}
     shipped = remote_run.ship_recorder(ctx.target, spec=spec, run_id=run_id, cwd=str(ctx.cwd),
                                        python=ctx.python, strategy=ask.strategy,
                                        run_dir=str(ask.run_dir) if ask.run_dir else None, keep=ask.keep_runs)
@@ -234,6 +227,17 @@ def start_there(ctx: Any, ask: LaunchAsk) -> Started:
         return Started(run_id, run_dir, refused=verdict, run=_orchestrate().run_info(run),
                        timeline=_orchestrate().run_timeline(run))
     return Started(run_id, run_dir, handle=shipped)
+
+
+def _named_for_the_recorder(ctx: Any) -> dict:
+    """The files the command names (`named_files.named_by`), for the recorder on the target: whether the log is one
+    of them is judged there, before it opens the log (nothing here can stat the target's paths), and a `--no-check`
+    start had no other look."""
+    if not ctx.log or ctx.no_redirect:
+        return {}
+    from dfdoctor.named_files import named_by  # start-up: a launch with --log alone
+    named = named_by(ctx)
+    return {"named": [[n.path, n.role, n.word] for n in named]} if named else {}
 
 
 def watch_there(ctx: Any, ask: LaunchAsk, job: Started, records: list) -> Judged:
