@@ -223,8 +223,10 @@ def _words(verdict, folder):
     return json.dumps([verdict[k] for k in ("state", "cause", "summary", "fix", "evidence")]).replace(folder, "FOLDER")
 
 
+@pytest.mark.parametrize("there", ["pct"], indirect=True)  # the recorder's look is the same behind ssh: above
 def test_a_link_there_to_the_script_is_the_script(there):
-    """Judged there by device and inode: a symlink to train.py, named by its absolute path there, is train.py."""
+    """Judged there by device and inode: a symlink to train.py, named by its absolute path there (in the
+    container's own file system), is train.py."""
     (there.host_side / "soft.log").symlink_to("train.py")
     rc, rep = _launch_there(there, f"{there.inside}/soft.log", ["python3", "train.py"])
     assert rc == 1 and rep["verdict"]["cause"] == causes.LOG_NOT_WRITABLE, rep["verdict"]
@@ -232,6 +234,7 @@ def test_a_link_there_to_the_script_is_the_script(there):
     assert (there.host_side / "train.py").read_text() == SCRIPT
 
 
+@pytest.mark.parametrize("there", ["pct"], indirect=True)
 def test_a_log_of_its_own_there_launches_fresh_and_existing(there):
     """The recorder's new look refuses only a file the command names: a log that does not exist yet is created
     and written, and the next launch appends to it; the job's own log option's value is not another purpose."""
