@@ -9,10 +9,11 @@ stop a launch.
 What `check` says is read in the launch's own report where the launch is given no --log (the job's output is then
 its run folder's stdout.log): its pre-launch checks are then `check`'s (engine.run_phase, "pre", the same records in
 its "checks"), and `check`'s exit is 1 exactly when one of them is a problem (engine.exit_code). A `dfdoctor check`
-before each launch ran them all a second time (~0.5 CPU-s a test). `check` itself still runs where what it does
-apart from a launch is the point (test_oldpwd_after_cd: it creates nothing; test_variables_with_defaults: its exit
-1), and in test_cd_then_relative_path, whose launch keeps its --log (launch.path then fails the line's log, which
-goes to the terminal, and the launch starts it all the same).
+before each launch ran them all a second time (~1 CPU-s a test, measured). `check` itself still runs where what it
+does apart from a launch is the point (test_oldpwd_after_cd: it creates nothing; test_variables_with_defaults: its
+exit 1), and beside the launches that keep their --log, whose pre-launch checks then read the log too
+(test_cd_then_relative_path: launch.path fails the line's log, which goes to the terminal, and the launch starts it
+all the same; test_exec_with_a_redirect: the log is the one the script writes).
 """
 
 from __future__ import annotations
