@@ -5,6 +5,15 @@ tiny `train.py` that prints where it runs and with which interpreter, and a shel
 `dfdoctor check` must not fail on a launcher it cannot follow, and `dfdoctor launch` must start every one of
 them and name the outcome; only a failure dfdoctor observed (a path that, fully resolved, is not there) may
 stop a launch.
+
+What `check` says is read in the launch's own report where the launch is given no --log (the job's output is then
+its run folder's stdout.log): its pre-launch checks are then `check`'s (engine.run_phase, "pre", the same records in
+its "checks"), and `check`'s exit is 1 exactly when one of them is a problem (engine.exit_code). A `dfdoctor check`
+before each launch ran them all a second time (~1 CPU-s a test, measured). `check` itself still runs where what it
+does apart from a launch is the point (test_oldpwd_after_cd: it creates nothing; test_variables_with_defaults: its
+exit 1), and beside the launches that keep their --log, whose pre-launch checks then read the log too
+(test_cd_then_relative_path: launch.path fails the line's log, which goes to the terminal, and the launch starts it
+all the same; test_exec_with_a_redirect: the log is the one the script writes).
 """
 
 from __future__ import annotations
@@ -93,6 +102,17 @@ def smoke(rep: dict) -> dict:
     return next(c for c in rep["checks"] if c["id"] == "imports.smoke")
 
 
+def check_passed(rep: dict) -> bool:
+    """What `check`'s exit 0 says, read in a launch's report: no pre-launch record is a problem."""
+    return not [c for c in rep["checks"] if c["phase"] == "pre" and c["status"] in ("fail", "error", "timeout")
+                and not c.get("silenced")]
+
+
+def job_output(rep: dict) -> str:
+    """What the job printed, as a launch without --log keeps it in its run folder."""
+    return (Path(rep["run"]["dir"]) / "stdout.log").read_text()
+
+
 def completed(proc: subprocess.CompletedProcess, rep: dict) -> None:
     """The launch started the job and it ran to the end."""
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -138,11 +158,10 @@ def test_cd_to_the_scripts_own_folder(proj: Path, elsewhere: Path) -> None:
         cd "$(dirname "$0")/.."
         python3 -u src/train.py "$@"
     """, executable=True)
-    proc, rep = check(elsewhere, "bash", str(proj / "scripts" / "train.sh"), "--lr", "0.1")
-    assert proc.returncode == 0 and smoke(rep)["status"] == "ok", proc.stdout
-    proc, rep = launch(elsewhere, "bash", str(proj / "scripts" / "train.sh"), "--lr", "0.1")
+    proc, rep = launch(elsewhere, "bash", str(proj / "scripts" / "train.sh"), "--lr", "0.1", log=None)
+    assert check_passed(rep) and smoke(rep)["status"] == "ok", proc.stdout
     completed(proc, rep)
-    log = (elsewhere / "train.log").read_text()
+    log = job_output(rep)
     assert f"start cwd={proj} " in log and "args=['--lr', '0.1']" in log
 
 
@@ -154,12 +173,11 @@ def test_venv_activate(proj: Path, tmp_path: Path) -> None:
         source .venv/bin/activate
         exec python src/train.py
     """, executable=True)
-    proc, rep = check(proj, "./train.sh")
-    assert proc.returncode == 0, proc.stdout
+    proc, rep = launch(proj, "./train.sh", log=None)
+    assert check_passed(rep), proc.stdout
     assert smoke(rep)["data"]["launch"]["python"] == str(venv / "bin" / "python")
-    proc, rep = launch(proj, "./train.sh")
     completed(proc, rep)
-    assert f"python={venv / 'bin' / 'python'}" in (proj / "train.log").read_text()
+    assert f"python={venv / 'bin' / 'python'}" in job_output(rep)
 
 
 def test_source_dotenv(proj: Path) -> None:
@@ -177,11 +195,10 @@ def test_source_dotenv(proj: Path) -> None:
         cd "$WORKDIR" || exit 1
         python3 train.py --data "../$DATA_DIR"
     """)
-    proc, rep = check(proj, "bash", "launch.sh")
-    assert proc.returncode == 0 and smoke(rep)["status"] == "ok", proc.stdout
-    proc, rep = launch(proj, "bash", "launch.sh")
+    proc, rep = launch(proj, "bash", "launch.sh", log=None)
+    assert check_passed(rep) and smoke(rep)["status"] == "ok", proc.stdout
     completed(proc, rep)
-    log = (proj / "train.log").read_text()
+    log = job_output(rep)
     assert f"start cwd={proj / 'src'}" in log and "steps=3" in log and "'../data'" in log
 
 
@@ -193,11 +210,10 @@ def test_variables_with_defaults(proj: Path) -> None:
         mkdir -p "$OUT_DIR"
         python3 "$ENTRY" --out "$OUT_DIR" --bs "${BS:-8}"
     """)
-    proc, rep = check(proj, "sh", "run.sh")
-    assert proc.returncode == 0 and smoke(rep)["status"] == "ok", proc.stdout
-    proc, rep = launch(proj, "sh", "run.sh")
+    proc, rep = launch(proj, "sh", "run.sh", log=None)
+    assert check_passed(rep) and smoke(rep)["status"] == "ok", proc.stdout
     completed(proc, rep)
-    assert "args=['--out', './out', '--bs', '8']" in (proj / "train.log").read_text()
+    assert "args=['--out', './out', '--bs', '8']" in job_output(rep)
     # the caller's own value wins over the default, as in the shell: a missing entry is then a real finding
     proc, rep = check(proj, "sh", "run.sh", env=user_env(ENTRY="src/nope.py"))
     assert proc.returncode == 1 and smoke(rep)["cause"] == "command-not-found"
@@ -224,11 +240,10 @@ def test_exec_without_a_redirect(proj: Path) -> None:
         cd "${0%/*}"/src
         exec python3 train.py "$@"
     """, executable=True)
-    proc, rep = check(proj, str(proj / "go.sh"), "x")
-    assert proc.returncode == 0 and smoke(rep)["status"] == "ok", proc.stdout
-    proc, rep = launch(proj, str(proj / "go.sh"), "x")
+    proc, rep = launch(proj, str(proj / "go.sh"), "x", log=None)
+    assert check_passed(rep) and smoke(rep)["status"] == "ok", proc.stdout
     completed(proc, rep)
-    assert "args=['x']" in (proj / "train.log").read_text()
+    assert "args=['x']" in job_output(rep)
 
 
 def test_conda_run(proj: Path, tmp_path: Path) -> None:
@@ -256,12 +271,11 @@ def test_conda_run(proj: Path, tmp_path: Path) -> None:
         conda run -n drafter --no-capture-output python src/train.py --conda
     """)
     env = user_env(HOME=str(home), PATH=f"{home / 'miniconda3' / 'bin'}:{os.environ['PATH']}")
-    proc, rep = check(proj, "bash", "train_conda.sh", env=env)
-    assert proc.returncode == 0 and smoke(rep)["status"] == "ok", proc.stdout
+    proc, rep = launch(proj, "bash", "train_conda.sh", env=env, log=None)
+    assert check_passed(rep) and smoke(rep)["status"] == "ok", proc.stdout
     assert smoke(rep)["data"]["launch"]["python"] == str(env_bin / "python")
-    proc, rep = launch(proj, "bash", "train_conda.sh", env=env)
     completed(proc, rep)
-    assert f"python={env_bin / 'python'}" in (proj / "train.log").read_text()
+    assert f"python={env_bin / 'python'}" in job_output(rep)
 
 
 def test_a_wrapper_calling_a_wrapper(proj: Path, elsewhere: Path) -> None:
@@ -276,11 +290,10 @@ def test_a_wrapper_calling_a_wrapper(proj: Path, elsewhere: Path) -> None:
         HERE="$(cd "$(dirname "$0")" && pwd)"
         exec "$HERE/tools/inner.sh" --from-outer "$@"
     """, executable=True)
-    proc, rep = check(elsewhere, str(proj / "outer.sh"), "--x")
-    assert proc.returncode == 0 and smoke(rep)["status"] == "ok", proc.stdout
-    proc, rep = launch(elsewhere, str(proj / "outer.sh"), "--x")
+    proc, rep = launch(elsewhere, str(proj / "outer.sh"), "--x", log=None)
+    assert check_passed(rep) and smoke(rep)["status"] == "ok", proc.stdout
     completed(proc, rep)
-    log = (elsewhere / "train.log").read_text()
+    log = job_output(rep)
     assert f"start cwd={proj / 'src'}" in log and "steps=7" in log and "args=['--from-outer', '--x']" in log
 
 
@@ -302,22 +315,20 @@ def test_a_path_it_cannot_resolve_warns_and_launch_starts_it(proj: Path) -> None
     """$OLDPWD before any `cd` is the caller's: dfdoctor names the word and does not guess; the job runs."""
     write(proj / "run.sh", 'exec python3 "$OLDPWD/src/train.py"\n')
     env = user_env(OLDPWD=str(proj))  # the user's shell came from the project folder
-    proc, rep = check(proj, "sh", "run.sh", env=env)
+    proc, rep = launch(proj, "sh", "run.sh", env=env, log=None)
     s = smoke(rep)
-    assert proc.returncode == 0, proc.stdout
+    assert check_passed(rep), proc.stdout
     assert s["status"] == "warn" and s["basis"] == "static" and s["cause"] is None
     assert '"$OLDPWD/src/train.py"' in s["summary"] and "OLDPWD" in " ".join(s["evidence"])
-    proc, rep = launch(proj, "sh", "run.sh", env=env)
     completed(proc, rep)
 
 
 def test_a_resolved_path_that_is_not_there_still_blocks(proj: Path) -> None:
     """The observed failure keeps its verdict: every word resolved, the file is not there."""
     write(proj / "run.sh", "cd src && python3 trian.py\n")
-    proc, rep = check(proj, "sh", "run.sh")
-    assert proc.returncode == 1 and smoke(rep)["cause"] == "command-not-found"
+    proc, rep = launch(proj, "sh", "run.sh", log=None)
+    assert not check_passed(rep) and smoke(rep)["cause"] == "command-not-found"
     assert smoke(rep)["basis"] == "observed"
-    proc, rep = launch(proj, "sh", "run.sh")
     assert proc.returncode == 1 and rep["verdict"]["cause"] == "command-not-found"
     assert rep["run"]["pid"] is None and "trian.py" in rep["verdict"]["summary"]
 

@@ -55,6 +55,15 @@ def _check(dfdoctor, infra: Infra, line: str, *extra: str) -> subprocess.Complet
     return dfdoctor("check", *extra, "--", "ssh", "root@dfdoctor-host", line, env=infra.env(), timeout=180)
 
 
+def _check_quiet(dfdoctor, infra: Infra, line: str, out: Path, *extra: str) -> tuple[subprocess.CompletedProcess, dict]:
+    """One check printing what `-q` prints (the line to paste) and writing its full report as JSON to `out`, as
+    -q's help says (files given with --output are written in full): the process and the report. A check for the
+    JSON, then a `check -q` of the same line, rehearsed it all twice (~1 CPU-s over ssh and pct)."""
+    p = _check(dfdoctor, infra, line, "-q", *extra, "--format", "json", "--output", str(out), "--format", "text")
+    assert out.exists(), (p.returncode, p.stdout, p.stderr)
+    return p, json.loads(out.read_text())
+
+
 def _paste(line: str) -> subprocess.CompletedProcess:
     """The printed line through a real shell, as a user pastes it."""
     return subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
@@ -75,12 +84,11 @@ def _quiet_fix(p: subprocess.CompletedProcess) -> str:
     return p.stdout.strip().split("; fix: ", 1)[1].split(" (and ", 1)[0]
 
 
-def test_the_seed_line_as_typed_gets_one_line_to_paste_that_works(infra, workspace, dfdoctor):
+def test_the_seed_line_as_typed_gets_one_line_to_paste_that_works(infra, workspace, dfdoctor, tmp_path):
     work, inside = workspace
     line = f"pct exec 200 -- nohup python train.py > {work}/train.log 2>&1 &"
-    p = _check(dfdoctor, infra, line, "--format", "json")
-    assert p.returncode == 1, p.stderr
-    doc = json.loads(p.stdout)
+    q, doc = _check_quiet(dfdoctor, infra, line, tmp_path / "check.json")
+    assert q.returncode == 1, q.stderr
     assert doc["verdict"]["cause"] == causes.LOG_DIR_MISSING
     # one finding per cause: the missing `python` is a clause of the fix, no failure of its own
     bad = [(c["id"], c["status"], c["summary"]) for c in doc["checks"] if c["status"] in ("fail", "error")]
@@ -98,7 +106,6 @@ def test_the_seed_line_as_typed_gets_one_line_to_paste_that_works(infra, workspa
     assert "`python` → `python3`" in said and f"`cd {work}`" in said and "/root" in said, said
     assert doc["verdict"]["fix"].splitlines()[0] == fix["line"]  # the headline's fix first: the line to paste
     # -q prints the line to paste; pasted, the job starts and its log grows in the container
-    q = _check(dfdoctor, infra, line, "-q")
     pasted = _quiet_fix(q)
     assert pasted == fix["line"], (pasted, fix["line"])
     ran = _paste(pasted)
@@ -123,12 +130,11 @@ def test_the_fixs_rehearsals_run_beside_the_lines_own(infra, workspace, dfdoctor
     assert not list(inside.glob("*dfdoctor-rh-*")), "a rehearsal left a file behind"
 
 
-def test_the_seed_line_with_its_log_folder_missing_in_the_container_too(infra, workspace, dfdoctor):
+def test_the_seed_line_with_its_log_folder_missing_in_the_container_too(infra, workspace, dfdoctor, tmp_path):
     work, inside = workspace
     line = f"pct exec 200 -- nohup python train.py > {work}/run7/train.log 2>&1 &"
-    p = _check(dfdoctor, infra, line, "--format", "json")
-    assert p.returncode == 1, p.stderr
-    doc = json.loads(p.stdout)
+    q, doc = _check_quiet(dfdoctor, infra, line, tmp_path / "check.json")
+    assert q.returncode == 1, q.stderr
     rec = next(c for c in doc["checks"] if c["id"] == "launch.path" and c["status"] == "fail")
     fix = rec["data"]["fix"]
     assert fix["works"], fix
@@ -139,7 +145,7 @@ def test_the_seed_line_with_its_log_folder_missing_in_the_container_too(infra, w
     text = doc["verdict"]["fix"].splitlines()
     assert text[0] == "run first: " + fix["first"][0] and text[1] == fix["line"], text
     # pasted in order (as -q prints them, joined by &&): the folder is made in the container and the job logs
-    pasted = _quiet_fix(_check(dfdoctor, infra, line, "-q"))
+    pasted = _quiet_fix(q)
     assert pasted == f"{fix['first'][0]} && {fix['line']}"
     ran = _paste(pasted)
     assert ran.returncode == 0, ran.stderr
@@ -207,8 +213,7 @@ def test_a_launcher_that_cds_first_gets_the_folder_its_log_is_really_in(infra, w
     (inside / "launch.sh").write_text(text)
     (tmp_path / "launch.sh").write_text(text)
     line = f'pct exec 200 -- sh -c "cd {work} && sh launch.sh"'
-    p = _check(dfdoctor, infra, line, "--launcher", str(tmp_path / "launch.sh"), "--format", "json")
-    doc = json.loads(p.stdout)
+    q, doc = _check_quiet(dfdoctor, infra, line, tmp_path / "check.json", "--launcher", str(tmp_path / "launch.sh"))
     rec = next(c for c in doc["checks"] if c["id"] == "launch.path" and c["status"] == "fail")
     assert rec["cause"] == causes.LOG_DIR_MISSING and f"{work}/code/outputs/run7" in rec["summary"], rec
     fix = rec["data"]["fix"]
@@ -217,7 +222,7 @@ def test_a_launcher_that_cds_first_gets_the_folder_its_log_is_really_in(infra, w
         fix["first"][0], fix
     assert "outputs/run7" not in fix["line"], fix  # the launcher's output goes next to it, not into the job's log
     assert not (inside / "code" / "outputs").exists(), "dfdoctor created the user's folder"
-    pasted = _quiet_fix(_check(dfdoctor, infra, line, "-q", "--launcher", str(tmp_path / "launch.sh")))
+    pasted = _quiet_fix(q)
     ran = _paste(pasted)
     assert ran.returncode == 0, ran.stderr
     _job_runs_and_logs(inside / "code" / "outputs" / "run7" / "train.log", inside.name)
