@@ -3,6 +3,7 @@ goes. Standard library only (it runs on targets, under the job's interpreter): t
 that the recorder, the target agent and dfdoctor itself share."""
 
 import os
+import sys
 
 from dfdoctor.agent.names import RUN_ENV
 
@@ -304,6 +305,25 @@ def proc_cmdline(pid):
     except (OSError, TypeError):
         return None
     return [w.decode("utf-8", "surrogateescape") for w in data.split(b"\0") if w]
+
+
+def psutil_cmdline(pid):
+    """The process's argv as psutil's Process.cmdline() gives it on Linux (read with the file system's encoding;
+    [] for a zombie or a kernel thread, where psutil raises or gives [] too; a title set with spaces for NULs
+    split at the spaces), for the watch's question whether a job runs torchrun without importing psutil.
+    OSError when it is gone."""
+    with open("/proc/%d/cmdline" % pid, encoding=sys.getfilesystemencoding(),
+              errors=sys.getfilesystemencodeerrors()) as f:
+        data = f.read()
+    if not data:
+        return []
+    sep = "\x00" if data.endswith("\x00") else " "
+    if data.endswith(sep):
+        data = data[:-1]
+    words = data.split(sep)
+    if sep == "\x00" and len(words) == 1 and " " in data:
+        words = data.split(" ")
+    return words
 
 
 def proc_environ_value(pid, name):
