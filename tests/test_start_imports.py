@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -164,6 +165,78 @@ def test_status_of_an_ended_run_starts_no_thread_pool_and_reads_toml_only_for_a_
     (tmp_path / "dfdoctor.toml").write_text("")
     p, loaded = _modules(tmp_path, "status", run, "--format", "json")
     assert p.returncode == 0 and "tomllib" in loaded, p.stdout + p.stderr
+
+
+# what a look at a live job's stacks takes: psutil, the looks and their readings
+_LOOKS = {"psutil", "dfdoctor.diagnose.jobstacks", "dfdoctor.diagnose.stuck", "dfdoctor.diagnose.look",
+          "dfdoctor.diagnose.waits", "dfdoctor.diagnose.silence", "dfdoctor.diagnose.stackclass"}
+
+
+def test_a_job_that_ends_at_once_is_launched_and_judged_without_psutil_or_the_stack_looks(tmp_path: Path):
+    """A job that ends before any look at its stacks: its launch (whose watch asks, of a job it sees alive,
+    whether torchrun runs it: answered from /proc) and a status of its run import neither psutil nor the looks
+    (0.07 G instructions of each, round 25), while a job seen running does (test_a_running_verdict_...), and so
+    does a status with a look (below)."""
+    p, loaded = _modules(tmp_path, "launch", "--no-check", "--format", "json", "--", sys.executable, "-c",
+                         "print('step 1')")
+    report = json.loads(p.stdout)
+    assert report["verdict"]["state"] == "ok", p.stdout + p.stderr
+    assert not _LOOKS & loaded, _LOOKS & loaded
+    p, loaded = _modules(tmp_path, "status", report["run"]["id"], "--format", "json")
+    assert json.loads(p.stdout)["verdict"]["state"] == "ok", p.stdout + p.stderr
+    assert not _LOOKS & loaded, _LOOKS & loaded
+    # a job that fails is judged without them too (its traceback is read, not its stacks)
+    (tmp_path / "train.py").write_text("raise SystemExit('no data here')\n")
+    p, loaded = _modules(tmp_path, "launch", "--no-check", "--format", "json", "--", sys.executable, "train.py")
+    assert json.loads(p.stdout)["verdict"]["state"] == "failed", p.stdout + p.stderr
+    assert not _LOOKS & loaded, _LOOKS & loaded
+    # a status of a live job, not watched (--watch 0), looks at it: psutil and the looks are imported for that
+    job = "import time\nprint('step 1', flush=True)\ntime.sleep(60)\n"
+    (tmp_path / "job.py").write_text(job)
+    p, _ = _modules(tmp_path, "launch", "--no-check", "--watch", "0", "--format", "json", "--", sys.executable,
+                    "job.py")
+    run = json.loads(p.stdout)["run"]["id"]
+    try:
+        p, loaded = _modules(tmp_path, "status", run, "--watch", "0", "--format", "json")
+        assert json.loads(p.stdout)["verdict"]["state"] != "ok", p.stdout + p.stderr
+        assert {"psutil", "dfdoctor.diagnose.jobstacks"} <= loaded, p.stdout + p.stderr
+    finally:
+        subprocess.run([sys.executable, "-m", "dfdoctor", "stop", run], cwd=tmp_path, capture_output=True, timeout=60)
+
+
+def test_whether_torchrun_runs_a_job_is_read_from_proc_as_psutil_reads_it(tmp_path: Path):
+    """The watch asks every job it sees alive whether torchrun's agent is in its tree (watch/settle._torchrun),
+    from /proc without psutil: each command line is read as psutil's cmdline() gives it, a title that a process
+    set with spaces instead of NULs (setproctitle, `exec -a`) split at its spaces, as psutil splits it."""
+    import psutil
+    from dfdoctor.agent.procfs import psutil_cmdline
+    from dfdoctor.watch import settle
+    title = "torchrun --nproc_per_node 3 train.py"
+    # one word, with spaces, for its whole command line: `cat` with no argument, waiting on its stdin
+    shell = subprocess.Popen(["bash", "-c", f"sleep 30 & exec -a '{title}' cat"], stdin=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 10
+        while psutil_cmdline(shell.pid) != title.split() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert psutil_cmdline(shell.pid) == psutil.Process(shell.pid).cmdline() == title.split()
+        assert settle._torchrun(shell.pid) == (shell.pid, 3)  # the job itself is the agent
+        # and every process here reads alike (those psutil can read)
+        for p in psutil.process_iter():
+            try:
+                want = p.cmdline()
+            except psutil.Error:
+                continue
+            try:
+                got = psutil_cmdline(p.pid)
+            except OSError:
+                continue  # it ended between the two reads
+            assert got == want or not psutil.pid_exists(p.pid), (p.pid, got, want)
+    finally:
+        for kid in psutil.Process(shell.pid).children():
+            kid.kill()
+        shell.kill()
+        shell.communicate()
+    assert settle._torchrun(shell.pid) is None  # gone: no agent
 
 
 # runs the recorder as a launch starts it (python -S, from the agent's folder) and, at its exit (its own process,

@@ -3,6 +3,7 @@ goes. Standard library only (it runs on targets, under the job's interpreter): t
 that the recorder, the target agent and dfdoctor itself share."""
 
 import os
+import sys
 
 from dfdoctor.agent.names import RUN_ENV
 
@@ -85,14 +86,17 @@ def read_text(path):
         return None
 
 
-def environ(pid):
+def environ(pid, having=None):
     """The environment process `pid` was started with, as a dict; None when it cannot be read (gone, or another
-    user's)."""
+    user's). With `having` (a name): {} without parsing it when no entry can be that name's (the bytes
+    `having=` are nowhere in it): `dfdoctor stop` asks every process of the machine for one variable."""
     try:
         with open("/proc/%d/environ" % pid, "rb") as f:
             data = f.read()
     except OSError:
         return None
+    if having is not None and (having + "=").encode() not in data:
+        return {}
     pairs = (e.decode("utf-8", "replace").split("=", 1) for e in data.split(b"\0") if b"=" in e)
     return dict(p for p in pairs if len(p) == 2)
 
@@ -306,6 +310,25 @@ def proc_cmdline(pid):
     return [w.decode("utf-8", "surrogateescape") for w in data.split(b"\0") if w]
 
 
+def psutil_cmdline(pid):
+    """The process's argv as psutil's Process.cmdline() gives it on Linux (read with the file system's encoding;
+    [] for a zombie or a kernel thread, where psutil raises or gives [] too; a title set with spaces for NULs
+    split at the spaces), for the watch's question whether a job runs torchrun without importing psutil.
+    OSError when it is gone."""
+    with open("/proc/%d/cmdline" % pid, encoding=sys.getfilesystemencoding(),
+              errors=sys.getfilesystemencodeerrors()) as f:
+        data = f.read()
+    if not data:
+        return []
+    sep = "\x00" if data.endswith("\x00") else " "
+    if data.endswith(sep):
+        data = data[:-1]
+    words = data.split(sep)
+    if sep == "\x00" and len(words) == 1 and " " in data:
+        words = data.split(" ")
+    return words
+
+
 def proc_environ_value(pid, name):
     """One variable of the environment the process was started with (readable by its own user and root only),
     or None."""
@@ -328,10 +351,13 @@ def is_recorder_of(rec, run_dir):
     pid = rec.get("pid") if rec else None
     if not isinstance(pid, int) or isinstance(pid, bool) or proc_start_time(pid) != rec.get("start_ticks"):
         return False
-    want = os.path.realpath(run_dir)
     here = readlink("/proc/%d/cwd" % pid)  # a relative RUN_DIR (a relative --cwd on a target) is the recorder's
-    return any(os.path.realpath(w if os.path.isabs(w) else os.path.join(here, w)) == want
-               for w in proc_cmdline(pid) or () if os.path.isabs(w) or here)
+    words = [w if os.path.isabs(w) else os.path.join(here, w) for w in proc_cmdline(pid) or ()
+             if os.path.isabs(w) or here]
+    if str(run_dir) in words:  # the very path (as the launch wrote it): no link to resolve, part by part, in each
+        return True            # word (a status's watch asked 20 times a second, issue 45)
+    want = os.path.realpath(run_dir)
+    return any(os.path.realpath(w) == want for w in words)
 
 
 def is_job_of(spawned, rec, run_dir):

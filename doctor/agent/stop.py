@@ -112,7 +112,7 @@ def members(recorder, marker):
             todo += kids.get(pid, [])
     if marker is not None:
         for pid in table:
-            if pid not in found and (environ(pid) or {}).get(RUN_ENV) == marker:
+            if pid not in found and (environ(pid, having=RUN_ENV) or {}).get(RUN_ENV) == marker:
                 found[pid] = "carries the run's marker (%s)" % RUN_ENV
     out = {}
     for pid, why in found.items():

@@ -17,15 +17,12 @@ import psutil
 from dfdoctor.diagnose import elastic, stacks
 from dfdoctor.diagnose.kernelwait import KernelWait, kernel_wait
 from dfdoctor.agent.procfs import buffers_stdout
+from dfdoctor.diagnose.look_times import AHEAD_GAPS, DUMP_TIMEOUT_S, GAP_S, MAX_PROCESSES  # noqa: F401
 from dfdoctor.numbers import whole
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
-MAX_PROCESSES = 32  # a node's ranks and their DataLoader workers; beyond that the first ones tell the story
-GAP_S = 1.0  # between the two samples
-AHEAD_GAPS = 3  # a first round taken ahead (launch/lookahead.py) serves a look this many gaps later at the most
-DUMP_TIMEOUT_S = 5.0
 
 
 @dataclass

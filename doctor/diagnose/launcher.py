@@ -10,7 +10,6 @@ import shlex
 from pathlib import Path
 from typing import Optional
 
-import psutil
 from dfdoctor.diagnose.traceback import PyError, parse_python_error
 from dfdoctor.agent.procfs import proc_start_time
 from dfdoctor.lazy_re import compile_later
@@ -22,6 +21,7 @@ def current_command(pid: int, start_ticks: Optional[int]) -> Optional[str]:
     """The command line pid runs now (the launcher's fork has exec'd the trainer since the exit was noted)."""
     if start_ticks is not None and proc_start_time(pid) != start_ticks:
         return None
+    import psutil  # start-up: a verdict imports this module, and asks this of a job that handed off alone
     try:
         return " ".join(psutil.Process(pid).cmdline()) or None
     except psutil.Error:

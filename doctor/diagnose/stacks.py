@@ -14,12 +14,14 @@ import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-import psutil
 from dfdoctor.agent.procfs import descendants
 from dfdoctor.agent.pyspy_words import py_spy_error
 from dfdoctor.command import run_command
+
+if TYPE_CHECKING:  # start-up: imported by the walk of a job's tree (`family`), not for py_spy(), which every watch
+    import psutil  # asks as it begins: a job that ends in a moment walks no tree (issue 45)
 
 DUMP_TIMEOUT_S = 10.0
 MAX_PROCESSES = 4  # the job and a few Python children are enough to see who waits on whom
@@ -86,6 +88,7 @@ def dump(pid: int, timeout: float = DUMP_TIMEOUT_S, nonblocking: bool = False) -
 def family(pid: int) -> list[psutil.Process]:
     """The process and all its descendants, parents before children ([] when it is gone). Read from the kernel's
     children lists where it keeps them (procfs.descendants: the tree's own processes alone), else by psutil."""
+    import psutil  # start-up: see TYPE_CHECKING above
     try:
         root = psutil.Process(pid)
         pids = descendants(pid)
@@ -104,6 +107,7 @@ def family(pid: int) -> list[psutil.Process]:
 
 def python_processes(pid: int) -> list[int]:
     """The job's process and its descendants that run Python, the job first."""
+    import psutil  # start-up: see TYPE_CHECKING above
     out = []
     for p in family(pid):
         try:

@@ -16,8 +16,8 @@ from typing import Callable, Optional
 
 from dfdoctor import causes
 from dfdoctor.agent.procfs import is_a_copy, proc_start_time
-from dfdoctor.diagnose import download_cache, own_files, ray_driver, stackclass
-from dfdoctor.diagnose import elastic, known_failures, launcher, rules_runtime, silence, stuck, torch_pairs, typo
+from dfdoctor.diagnose import download_cache, own_files, ray_driver
+from dfdoctor.diagnose import elastic, known_failures, launcher, rules_runtime, torch_pairs, typo
 from dfdoctor.diagnose.bad_arguments import config_refused, refused
 from dfdoctor.diagnose.config_files import hydra_refused, yaml_broken
 from dfdoctor.diagnose.env_rendezvous import env_rendezvous_wait
@@ -652,7 +652,10 @@ def output_buffered(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdi
     """A busy Python job whose redirected stdout sits in its block buffer: the log stays empty. Where its
     processes were sampled, a buffered one must be seen working (moving between the looks): one that waits in
     the same place (for its child, a socket, a timer) has nothing in its buffer to explain its silence."""
-    if live is None or not live.buffered or _written(run) > 0 or silence.in_import(live.stacks):
+    if live is None or not live.buffered or _written(run) > 0:
+        return None
+    from dfdoctor.diagnose import silence, stuck  # start-up: read for a look alone (issue 45)
+    if silence.in_import(live.stacks):
         return None
     if live.job and not any(s.proc.python and s.proc.buffered and not s.steady for s in stuck.seen(live.job)):
         return None
@@ -668,6 +671,7 @@ def stalled_after_logging(run: RunRecord, live: Optional[LiveFacts]) -> Optional
     """Alive, wrote something, then went quiet: still running as far as we can tell."""
     if live is None or _written(run) == 0:
         return None
+    from dfdoctor.diagnose import stuck  # start-up: read for a look alone (issue 45)
     if live.unsettled and live.unsettled != "not looked at yet":
         return Verdict("unknown", None, f"The job is alive (pid {live.pid}) but not settled after "
                        f"{live.watched_s:.0f} s: {live.unsettled}.", f"`dfdoctor status {run.id}` looks again.",
@@ -693,7 +697,10 @@ def stalled_after_logging(run: RunRecord, live: Optional[LiveFacts]) -> Optional
 def import_hang(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
     """Alive, silent, inside an import: stuck before it wrote anything. The stacks say where. Only an import
     that a stack shows is one (`sleep 30`, a quiet rsync, a job waiting for its children are not)."""
-    if live is None or not silence.in_import(live.stacks) or stuck.progress(stuck.seen(live.job)):
+    if live is None:
+        return None
+    from dfdoctor.diagnose import silence, stuck  # start-up: read for a look alone (issue 45)
+    if not silence.in_import(live.stacks) or stuck.progress(stuck.seen(live.job)):
         return None  # (one that moves is importing: torch.compile imports as it goes, a loaded machine is slow)
     where = _innermost(live)
     return Verdict("failed", causes.IMPORT_HANG, f"The job is alive (pid {live.pid}) but has written nothing in "
@@ -709,6 +716,7 @@ def silent(run: RunRecord, live: Optional[LiveFacts]) -> Optional[Verdict]:
     code says). A failure is only what a look proves; this is a report of where it is."""
     if live is None:
         return None
+    from dfdoctor.diagnose import silence, stuck  # start-up: read for a look alone (issue 45)
     at = silence.place(live.job, live.stacks, run.spec.get("cwd"))
     hb = run.heartbeat or {}
     buffered = (live.buffered or any(p.buffered for p in live.job)) and not hb.get("stdout_flushed")
@@ -985,6 +993,7 @@ def _stack_evidence(live: LiveFacts) -> list[str]:
 
 def _innermost(live: LiveFacts) -> Optional[str]:
     """The innermost frame of the main thread, as py-spy prints it."""
+    from dfdoctor.diagnose import stackclass  # start-up: read for a look alone (issue 45)
     for st in live.stacks:
         main = stackclass.main_thread(st.text)
         if main and main.frames:

@@ -6,14 +6,11 @@ import os
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
-import psutil
 from dfdoctor import causes
 from dfdoctor.agent.procfs import buffers_stdout, job_outputs, proc_state
-from dfdoctor.diagnose import jobstacks, launcher, own_files, stacks, stuck
-from dfdoctor.diagnose.look import blocked
-from dfdoctor.diagnose.unreaped import why as unreaped_why
+from dfdoctor.diagnose import own_files, stacks
 from dfdoctor.launch.lookahead import AHEAD_S, LookAhead
 from dfdoctor.launch.report import prepare_page
 from dfdoctor.launch.reading import clock, judge, own_log
@@ -26,6 +23,11 @@ from dfdoctor.run import record
 from dfdoctor.run.folder import RunFolder
 from dfdoctor.run.live import LiveFacts
 from dfdoctor.run.record import RunRecord
+
+if TYPE_CHECKING:  # start-up: a look at a live job's stacks (and psutil) is imported when one is taken (`observe`):
+    # a job that ends in a moment needs none of it (0.01-0.02 of a launch's CPU-seconds, issue 45)
+    import psutil
+    from dfdoctor.diagnose.jobstacks import Round
 
 POLL_S = 0.05  # how often the watcher reads the record: bounds the verdict's latency after a death
 
@@ -239,7 +241,10 @@ def _left_running(run: RunRecord) -> bool:
     """The command exited 0 leaving processes that write a log of their own, and one of them still runs here."""
     ex = run.exit or {}
     left = ex.get("left_writing") or []
-    return bool(left) and ex.get("exit_code") == 0 and not run.is_remote and launcher.still_running(left)
+    if not (left and ex.get("exit_code") == 0 and not run.is_remote):
+        return False
+    from dfdoctor.diagnose import launcher  # start-up: see TYPE_CHECKING above
+    return launcher.still_running(left)
 
 
 def _age(run: RunRecord) -> float:
@@ -303,12 +308,14 @@ def _running(run: RunRecord, watched_s: float, settle_s: float, settling: settle
     return facts
 
 
-def observe(run: RunRecord, watched_s: float, ahead: Optional[jobstacks.Round] = None) -> Optional[LiveFacts]:
+def observe(run: RunRecord, watched_s: float, ahead: Optional[Round] = None) -> Optional[LiveFacts]:
     """Look into a live job: the stacks and kernel waits of every process of its tree (twice, a second apart;
     `ahead`: the first of the two, taken already), where its stdout goes, what files it writes."""
     pid = run.job_pid
     if pid is None or not run.job_alive():
         return None
+    import psutil  # start-up: see TYPE_CHECKING above
+    from dfdoctor.diagnose import jobstacks
     facts = LiveFacts(pid=pid, watched_s=watched_s)
     facts.unreaped = unreaped(pid, (run.recorder or {}).get("pid"))
     if facts.unreaped is not None:
@@ -342,15 +349,17 @@ def unreaped(pid: int, recorder: Optional[int]) -> Optional[str]:
     states /proc gives them, read as a target's agent reads them there (diagnose/unreaped.why)."""
     if proc_state(pid) != "Z":
         return None
+    from dfdoctor.diagnose.unreaped import why as unreaped_why  # start-up: see TYPE_CHECKING above
     return unreaped_why(recorder, proc_state(recorder) if recorder else None)
 
 
-def sample_stuck(run: RunRecord, watched_s: float, ahead: Optional[jobstacks.Round] = None) -> Optional[LiveFacts]:
+def sample_stuck(run: RunRecord, watched_s: float, ahead: Optional[Round] = None) -> Optional[LiveFacts]:
     """Sample a quiet job's processes; its facts when the stacks prove a wait (a lock cycle, a rank missing, a
     lock, stdin...), else None (keep watching). `ahead`: the look's first round, taken already."""
     t = time.monotonic()
     facts = observe(run, watched_s, ahead)
     if facts is not None:  # each look is noted: how long sampling took, what it showed (latency, debugging)
+        from dfdoctor.diagnose import stuck  # start-up: see TYPE_CHECKING above
         finding = facts.stuck.cause if facts.stuck else (facts.classified or [None])[0]
         RunFolder.at(run.dir).append_event("stacks-sampled", took_s=round(time.monotonic() - t, 2),
                                            processes=len(facts.job), quiet_s=round(facts.quiet_s or 0.0, 1),
@@ -371,6 +380,8 @@ def _written_files(run: RunRecord, pid: int) -> own_files.Sizes:
 def _look_at_python(p: psutil.Process, facts: LiveFacts) -> None:
     """Notes a Python process, and its block-buffered stdout unless it is stuck (then buffering explains
     nothing)."""
+    import psutil  # start-up: see TYPE_CHECKING above
+    from dfdoctor.diagnose.look import blocked
     try:
         cmd = p.cmdline()
         exe = os.path.basename(p.exe() or (cmd[0] if cmd else ""))

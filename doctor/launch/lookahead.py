@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from dfdoctor.diagnose import jobstacks
+from dfdoctor.diagnose.look_times import AHEAD_GAPS, DUMP_TIMEOUT_S, GAP_S
 
-AHEAD_S = 2 * jobstacks.GAP_S  # first rounds are taken while the job ripens within this: the first one is a gap
+if TYPE_CHECKING:  # start-up: the looks (and psutil) are imported by the first round taken (_take)
+    from dfdoctor.diagnose.jobstacks import Round
+
+AHEAD_S = 2 * GAP_S  # first rounds are taken while the job ripens within this: the first one is a gap
 #                                old or more when it does (a round taken a gap ahead was, at the job's pace, some
 #                                milliseconds short of it as often as not)
 RENEW_GAPS = 2  # a new round when the youngest is this many gaps old (the one before serves up to AHEAD_GAPS)
@@ -32,7 +35,7 @@ class LookAhead:
     """First rounds taken in a thread while the watch goes on; a look takes the one that serves it best."""
 
     def __init__(self) -> None:
-        self.rounds: list[jobstacks.Round] = []  # finished rounds, oldest first
+        self.rounds: list[Round] = []  # finished rounds, oldest first
         self.lock = threading.Lock()  # the thread adds to `rounds` while the watch reads them
         self.thread: Optional[threading.Thread] = None
 
@@ -43,13 +46,14 @@ class LookAhead:
         rounds = self._serving()
         with self.lock:
             self.rounds = rounds  # those too old to serve are let go
-        if rounds and time.monotonic() - rounds[-1].began < RENEW_GAPS * jobstacks.GAP_S:
+        if rounds and time.monotonic() - rounds[-1].began < RENEW_GAPS * GAP_S:
             return
         self.thread = threading.Thread(target=self._take, args=(pid,), name="dfdoctor-look-ahead", daemon=True)
         self.thread.start()
 
     def _take(self, pid: int) -> None:
         try:
+            from dfdoctor.diagnose import jobstacks  # start-up: see TYPE_CHECKING above
             taken = jobstacks.first_round(pid)
         except Exception:  # a look ahead that fails costs nothing: the look takes both rounds itself
             taken = None
@@ -57,7 +61,7 @@ class LookAhead:
             with self.lock:
                 self.rounds.append(taken)
 
-    def take(self) -> Optional[jobstacks.Round]:
+    def take(self) -> Optional[Round]:
         """The round that serves a look now, once: the youngest that is a gap old, else (a round under way is
         waited for first) the oldest that still serves. None: the look takes both rounds."""
         if _ripe(self._serving()) is None:
@@ -68,21 +72,21 @@ class LookAhead:
         ripe = _ripe(rounds)
         return ripe if ripe is not None else (rounds[0] if rounds else None)
 
-    def _serving(self) -> list[jobstacks.Round]:
+    def _serving(self) -> list[Round]:
         """The finished rounds that can still serve a look (AHEAD_GAPS gaps old at the most), oldest first."""
         now = time.monotonic()
         with self.lock:
-            return [r for r in self.rounds if now - r.began <= jobstacks.AHEAD_GAPS * jobstacks.GAP_S]
+            return [r for r in self.rounds if now - r.began <= AHEAD_GAPS * GAP_S]
 
     def close(self) -> None:
         """Wait for a round under way (its py-spy runs end with it: nothing is left running)."""
         if self.thread is not None:
-            self.thread.join(timeout=jobstacks.DUMP_TIMEOUT_S + 1.0)
+            self.thread.join(timeout=DUMP_TIMEOUT_S + 1.0)
             self.thread = None
 
 
-def _ripe(rounds: list[jobstacks.Round]) -> Optional[jobstacks.Round]:
+def _ripe(rounds: list[Round]) -> Optional[Round]:
     """The youngest of `rounds` that began a gap ago or more (a look takes its second round at once)."""
     now = time.monotonic()
-    ripe = [r for r in rounds if now - r.began >= jobstacks.GAP_S]
+    ripe = [r for r in rounds if now - r.began >= GAP_S]
     return ripe[-1] if ripe else None

@@ -9,15 +9,16 @@ which diagnose/ may not do with watch/'s rules (watch/ imports diagnose/: docs/a
 from __future__ import annotations
 
 import time
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from dfdoctor.diagnose.jobstacks import ProcessSample
-from dfdoctor.diagnose.look import classified_as, judge_wait, lasting_cycle
-from dfdoctor.launch import past_imports
 from dfdoctor.run.folder import RunFolder
 from dfdoctor.run.live import LiveFacts
 from dfdoctor.run.record import RunRecord
 from dfdoctor.watch import rhythm
+
+if TYPE_CHECKING:  # start-up: what a look means is imported with the look (`judge`): clock and own_log are asked
+    # on every poll of a watch, of a job that may end before any look
+    from dfdoctor.diagnose.jobstacks import ProcessSample
 
 CYCLE_EVENT = "compile-deadlock-seen"  # launcher.jsonl: when a lock cycle was first seen, and its signature
 
@@ -39,6 +40,8 @@ def judge(run: RunRecord, facts: LiveFacts, samples: list[ProcessSample]) -> Non
     """Fill a look's facts from the samples of every process (`facts.stacks` already holds the look's stacks):
     how long the job has been quiet, by its own rhythm; a lock cycle both samples show (noted in the run folder,
     so a later look says since when); else the wait the samples prove for a job silent past its rhythm."""
+    from dfdoctor.diagnose.look import classified_as, judge_wait, lasting_cycle  # start-up: see TYPE_CHECKING
+    from dfdoctor.launch import past_imports
     hb = run.heartbeat or {}
     now, started, log = clock(run), (run.spawned or {}).get("t"), own_log(run)
     facts.job = samples

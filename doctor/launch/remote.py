@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, Optional
 
 from dfdoctor.diagnose import unreaped
-from dfdoctor.diagnose.look import blocked, idle, samples_of
 from dfdoctor.diagnose.stacks import Stacks
 from dfdoctor.launch import remote_run
 from dfdoctor.launch.local import RunSource
@@ -67,6 +66,7 @@ class RemoteRun:
         """Examine the live job there: where its output goes, what it writes, the stacks and system calls of
         every process of its tree, looked at twice; read here as a look taken here is (a lock cycle both looks
         show, a wait they prove: `launch/reading.judge`)."""
+        from dfdoctor.diagnose.look import samples_of  # start-up: see live_facts
         run = self.load(run.dir, live=True)
         answer = self.last.get("live")
         live = live_facts(answer, watched_s)
@@ -87,6 +87,7 @@ class RemoteRun:
         found = answer.get("ranks") if "error" not in answer else None
         if not found:
             return None
+        from dfdoctor.diagnose.look import samples_of  # start-up: see live_facts
         samples = samples_of({"procs": found.get("procs") or []})
         return settle.ranks_settled(int(found["agent"]), int(found["want"] or 0), samples, state, None)
 
@@ -109,6 +110,9 @@ def live_facts(facts: Optional[dict[str, Any]], watched_s: float) -> Optional[Li
     not yet judged."""
     if not facts:
         return None
+    # start-up: what a look means (and psutil, beneath it) is imported for a look alone: `status` of a local run
+    # imports this module, and imported them all (0.02 of its CPU-seconds, issue 45)
+    from dfdoctor.diagnose.look import blocked, idle
     live = LiveFacts(pid=facts["pid"], watched_s=watched_s, python=bool(facts.get("python")),
                      cpu_s=facts.get("cpu_s"))
     live.stacks = [Stacks(s["pid"], s["text"], s.get("tool") or "kernel", s.get("error"))

@@ -22,13 +22,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
-import psutil
+from dfdoctor.agent.procfs import descendants, psutil_cmdline
 from dfdoctor.agent.ranks import nproc as expected_ranks  # one reading of torchrun's line, here and on targets
-from dfdoctor.diagnose import jobstacks, waits
-from dfdoctor.diagnose.waits import classify
+from dfdoctor.diagnose.look_times import MAX_PROCESSES
 from dfdoctor.watch import rhythm
+
+if TYPE_CHECKING:  # start-up: psutil and the stack looks are imported for a job torchrun runs alone (_torchrun)
+    from dfdoctor.diagnose.jobstacks import ProcessSample
 
 SETTLE_S = 10.0
 LOOP_REPEATS = 5  # one shape of line printed this many times...
@@ -102,12 +104,25 @@ def about_to_end(hb: Optional[dict[str, Any]], settle_s: float = SETTLE_S) -> Op
     return f"its loop is a phase about to end ({done}/{of}, about {left:.0f} s left)"
 
 
-def _torchrun(pid: int) -> Optional[tuple[psutil.Process, int]]:
-    """The torchrun agent in the job's tree and how many local ranks it was asked for."""
-    for p in jobstacks.tree(pid):
+def _torchrun(pid: int) -> Optional[tuple[int, int]]:
+    """The torchrun agent in the job's tree (its pid) and how many local ranks it was asked for. The tree
+    (jobstacks.tree's: the job and its descendants, MAX_PROCESSES of them) and their command lines are read from
+    /proc as psutil reads them, where the kernel lists each process's children: psutil and the stack looks are
+    imported only for a job that has such an agent (every job seen alive asked, and a job that ends in a moment
+    imported them for this question alone: 0.01 of a launch's CPU-seconds, issue 45)."""
+    kids = descendants(pid)
+    if kids is None:  # no children lists: psutil's walk of every process
+        import psutil
+        from dfdoctor.diagnose import jobstacks
+        tree = [(p.pid, p.cmdline) for p in jobstacks.tree(pid)]
+        error: Any = psutil.Error
+    else:
+        tree = [(p, lambda p=p: psutil_cmdline(p)) for p in [pid, *kids][:MAX_PROCESSES]]
+        error = OSError
+    for p, cmdline in tree:
         try:
-            n = expected_ranks(p.cmdline())
-        except psutil.Error:
+            n = expected_ranks(cmdline())
+        except error:
             continue
         if n is not None:
             return p, n
@@ -120,13 +135,14 @@ def settled(pid: int, state: Settling, deep: bool = True) -> Optional[str]:
     found = _torchrun(pid)
     if found is None:
         return None
+    from dfdoctor.diagnose import jobstacks  # start-up: see _torchrun
     agent, want = found
-    samples = [s for s in (jobstacks.describe(p) for p in jobstacks.tree(agent.pid)) if s and s.rank is not None]
-    return ranks_settled(agent.pid, want, samples, state, jobstacks.look_once if deep else None)
+    samples = [s for s in (jobstacks.describe(p) for p in jobstacks.tree(agent)) if s and s.rank is not None]
+    return ranks_settled(agent, want, samples, state, jobstacks.look_once if deep else None)
 
 
-def ranks_settled(agent_pid: int, want: int, samples: list[jobstacks.ProcessSample], state: Settling,
-                  look: Optional[Callable[[list[jobstacks.ProcessSample]], None]]) -> Optional[str]:
+def ranks_settled(agent_pid: int, want: int, samples: list[ProcessSample], state: Settling,
+                  look: Optional[Callable[[list[ProcessSample]], None]]) -> Optional[str]:
     """The settle rule on the ranks torchrun's agent `agent_pid` has now (this machine's, or a target's as its
     agent saw them): as many as asked for, none gone since first seen, none inside init_process_group. `look`
     takes one stack look at each (None: not now; on a target the agent has looked already)."""
@@ -147,8 +163,9 @@ def ranks_settled(agent_pid: int, want: int, samples: list[jobstacks.ProcessSamp
         look(samples)
     if not any(s.looks for s in samples):
         return "not looked at yet"
+    from dfdoctor.diagnose import waits  # start-up: see _torchrun
     inside = [s.rank for s in samples if s.looks and
-              classify(s.looks[-1].stacks.text, s.looks[-1].kernel, s.store).kind == waits.RENDEZVOUS]
+              waits.classify(s.looks[-1].stacks.text, s.looks[-1].kernel, s.store).kind == waits.RENDEZVOUS]
     if inside:
         return f"rank(s) {', '.join(map(str, sorted(inside)))} still in init_process_group"
     if state.since is None:
