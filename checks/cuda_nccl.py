@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import random
-import socket
 import tempfile
 import threading
 import time
@@ -45,9 +44,9 @@ from .cuda_common import (
     stack_excerpt,
 )
 
-# The job's backend (diagnose.pg_backend) and the Slurm step (slurm.step) are imported by the functions that read
-# them: every `check` imports this module before its workers fork, and cuda.nccl runs only where GPUs are (both:
-# 13.5 M of a `check`'s 600 M instructions on a machine without GPUs, callgrind, round 25).
+# The job's backend (diagnose.pg_backend), the Slurm step (slurm.step) and socket are imported by the functions
+# that use them: every `check` imports this module before its workers fork, and cuda.nccl runs only where GPUs are
+# (the first two: 13.5 M of a `check`'s 600 M instructions on a machine without GPUs, callgrind, round 25).
 if TYPE_CHECKING:
     from dfdoctor.slurm.step import Step
 
@@ -242,6 +241,7 @@ def _free_port(ctx) -> int:
     """
     if not ctx.target.runs_here:
         return random.randint(20000, 59999)  # we cannot bind on the target; a clash shows as rank 0's error
+    import socket  # start-up: see the note at the imports (a `check --target` imports it for nothing else)
     below = range(20000, max(20001, min(_ephemeral_low(), 32768)))
     for port in random.sample(below, min(20, len(below))):
         try:

@@ -92,6 +92,8 @@ def test_report_reads_a_saved_result_without_the_runner_the_probe_server_or_psut
     p, loaded = _modules(tmp_path, "report", "r.json", "-q")
     assert p.returncode == 0 and "OK" in p.stdout, p.stdout + p.stderr
     assert not {"dfdoctor.runner", "dfdoctor.probe_server", "psutil", "dfdoctor.root_causes"} & loaded
+    # nor socket (14 M instructions): only a check's environment facts name the host
+    assert "socket" not in loaded
 
 
 def test_a_check_of_a_plain_script_imports_no_stack_reading_statistics_or_rehearsal(tmp_path: Path):
