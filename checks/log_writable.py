@@ -8,6 +8,7 @@ untouched; a missing one is probed with a temporary file beside it, and only tha
 
 from __future__ import annotations
 
+import importlib
 import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
@@ -30,14 +31,19 @@ _NO_SPACE = {"ENOSPC", "EDQUOT"}
 
 
 def _no_log(ctx) -> Optional[str]:
-    return "no --log given, so there is no log file to check" if ctx.log is None else None
+    if ctx.log is None:
+        return "no --log given, so there is no log file to check"
+    # asked in dfdoctor's own process before the worker forks: named_files is loaded there once, for the worker
+    # (log_writable) and for a launch's own refusal after the checks (launch/recorded.py), not once in each
+    importlib.import_module("dfdoctor.named_files")
+    return None
 
 
 @check("log.writable", title="The log file can be written", phases=("pre", "post"), timeout=10, not_applicable=_no_log)
 def log_writable(ctx):
     """Probe the log's folder, the log itself, free space and buffering, where the job runs."""
-    # imported where a --log is given: every `check` imports this module, and without a --log the check does not
-    # run (6 M of a `check`'s 600 M instructions, callgrind, round 25)
+    # imported where a --log is given (_no_log): every `check` imports this module, and without a --log the check
+    # does not run (6 M of a `check`'s 600 M instructions, callgrind, round 25)
     from dfdoctor.named_files import named_by, suggested_log
     log = ctx.abspath(ctx.log)
     named = named_by(ctx)
