@@ -21,11 +21,13 @@ def pytest_collection_finish(session):
 """
 
 
-def test_collecting_the_html_and_action_tests_imports_neither_jinja2_nor_pyyaml(tmp_path: Path):
-    """Jinja2 with the HTML renderer (137 M instructions of a collection) and PyYAML (89 M) are imported by the
-    tests that render a page or read action.yml, not when their files are collected."""
+def test_collecting_the_html_action_and_pep508_tests_imports_neither_jinja2_pyyaml_nor_packaging(tmp_path: Path):
+    """Jinja2 with the HTML renderer (137 M instructions of a collection), PyYAML (89 M) and packaging's
+    requirements (68 M) are imported by the tests that render a page, read action.yml or compare with packaging,
+    not when their files are collected."""
     (tmp_path / "note_modules.py").write_text(_NOTE)
-    files = [f"tests/{name}.py" for name in ("test_html", "test_html_browser", "test_html_compiled", "test_action")]
+    files = [f"tests/{name}.py" for name in ("test_html", "test_html_browser", "test_html_compiled", "test_action",
+                                             "test_ci_recipes", "test_deps_pep508")]
     env = {**os.environ, "NOTE_MODULES": str(tmp_path / "modules.json"),
            "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
     p = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-p",
@@ -35,4 +37,5 @@ def test_collecting_the_html_and_action_tests_imports_neither_jinja2_nor_pyyaml(
     noted = json.loads((tmp_path / "modules.json").read_text())
     assert noted["items"] > 20, p.stdout
     loaded = set(noted["modules"])
-    assert not {"jinja2", "yaml", "dfdoctor.render.html", "dfdoctor.render.compiled"} & loaded
+    assert not {"jinja2", "yaml", "dfdoctor.render.html", "dfdoctor.render.compiled", "packaging.requirements",
+                "packaging.markers", "packaging.specifiers"} & loaded
