@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from dfdoctor import project
-from dfdoctor.diagnose.pg_backend import read_backend, uses_nccl
 from dfdoctor.launchline.commandline import guessed_interpreter, spec_for
 from dfdoctor.model import OBSERVED, STATIC
 from dfdoctor.lazy_re import compile_later
@@ -236,6 +235,8 @@ def _cpu_ranks(ctx, script: Optional[Path]) -> str:
     whatever the machine and names no CUDA, so torchrun is no hint of one and no CUDA advice is owed."""
     if script is None:
         return ""
+    # start-up: as in cuda_nccl (see the note at its imports)
+    from dfdoctor.diagnose.pg_backend import read_backend, uses_nccl
     reading = read_backend(ctx.command, ctx.cwd)
     if reading is None or uses_nccl(reading.with_gpu) or uses_nccl(reading.without_gpu):
         return ""

@@ -22,19 +22,16 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import random
-import socket
 import tempfile
 import threading
 import time
-from typing import Iterator, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
 from dfdoctor import causes, check, error, fail, ok, skip, warn
-from dfdoctor.diagnose.pg_backend import read_backend, uses_nccl
 from dfdoctor.launchline.commandline import as_lead
 from dfdoctor.model import Result
 from dfdoctor.numbers import whole
 from dfdoctor.probe import ProbeOutcome, run_probe, unreached
-from dfdoctor.slurm import step as slurm_step
 
 from .cuda_common import (
     Visibility,
@@ -46,6 +43,12 @@ from .cuda_common import (
     probe_env,
     stack_excerpt,
 )
+
+# The job's backend (diagnose.pg_backend), the Slurm step (slurm.step) and socket are imported by the functions
+# that use them: every `check` imports this module before its workers fork, and cuda.nccl runs only where GPUs are
+# (the first two: 13.5 M of a `check`'s 600 M instructions on a machine without GPUs, callgrind, round 25).
+if TYPE_CHECKING:
+    from dfdoctor.slurm.step import Step
 
 DEFAULT_TIMEOUT = 120.0
 STAGES = ("start", "import torch", "rendezvous", "census", "cuda device", "injected failure before init_process_group",
@@ -65,6 +68,7 @@ def cuda_nccl(ctx) -> Iterator[Result]:
 
 def _nccl(ctx) -> Iterator[Result]:
     """The findings of cuda.nccl, in the training interpreter (which may be a guess: see cuda_nccl)."""
+    from dfdoctor.diagnose.pg_backend import uses_nccl  # start-up: see the note at the imports
     try:
         hang_rank = _rank_opt(ctx, "hang_rank", "DFDOCTOR_NCCL_HANG_RANK")
         fail_rank = _rank_opt(ctx, "fail_rank", "DFDOCTOR_NCCL_FAIL_RANK")
@@ -149,6 +153,7 @@ def _backend(ctx, vis: Visibility) -> tuple[str, str, Optional[str]]:
     if not expectation(ctx, "cuda.nccl").nproc:
         return "nccl", "the GPUs' own backend", None
     gpu = bool(vis.visible)
+    from dfdoctor.diagnose.pg_backend import read_backend  # start-up: see the note at the imports
     read = read_backend(list(ctx.command), ctx.cwd)
     if read:
         return read.on(gpu), f"the job's: {read.why}" + ("" if gpu or read.with_gpu == read.without_gpu
@@ -163,11 +168,11 @@ class Layout:
     """Which ranks this node starts, out of how many, and where rank 0 listens."""
 
     def __init__(self, first: int, local: int, world: int, master: str, port: Optional[int],
-                 step: Optional[slurm_step.Step] = None):
+                 step: Optional[Step] = None):
         self.first, self.local, self.world, self.master, self.port, self.step = first, local, world, master, port, step
 
     @classmethod
-    def over(cls, step: Optional[slurm_step.Step], per_node: int) -> "Layout":
+    def over(cls, step: Optional[Step], per_node: int) -> "Layout":
         """All ranks here (no step), or this node's share of one group over the step's nodes."""
         if step is None:
             return cls(0, per_node, per_node, "127.0.0.1", None)
@@ -183,8 +188,9 @@ class Layout:
         return {"DFDOCTOR_NCCL_NODE": str(self.step.index), "DFDOCTOR_NCCL_NODE_NAMES": ",".join(self.step.nodes)}
 
 
-def _step(ctx) -> "Optional[slurm_step.Step] | str":
+def _step(ctx) -> "Optional[Step] | str":
     """The Slurm step to span, when `check --slurm-nodes` asked for one group over its nodes (else None)."""
+    from dfdoctor.slurm import step as slurm_step  # start-up: see the note at the imports
     env = ctx.env
     if env.get(slurm_step.ACROSS_NODES) != "1" or not ctx.target.runs_here:
         return None
@@ -218,6 +224,7 @@ def _world_size(ctx, vis: Visibility, backend: str, asked: Optional[int] = None)
     nproc = expectation(ctx, "cuda.nccl").nproc
     if nproc:
         return nproc, f"the launch asks for --nproc_per_node {nproc}"
+    from dfdoctor.diagnose.pg_backend import uses_nccl  # start-up: see the note at the imports
     if not uses_nccl(backend):
         return 2, "two CPU ranks for the gloo backend"
     n = len(vis.visible)
@@ -234,6 +241,7 @@ def _free_port(ctx) -> int:
     """
     if not ctx.target.runs_here:
         return random.randint(20000, 59999)  # we cannot bind on the target; a clash shows as rank 0's error
+    import socket  # start-up: see the note at the imports (a `check --target` imports it for nothing else)
     below = range(20000, max(20001, min(_ephemeral_low(), 32768)))
     for port in random.sample(below, min(20, len(below))):
         try:

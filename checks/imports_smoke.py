@@ -16,18 +16,20 @@ import shlex
 import sys
 from pathlib import Path
 from dataclasses import replace
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
 
 from dfdoctor import STATIC, Result, Status, causes, check, error, fail, ok, skip, warn
 from dfdoctor.launchline.commandline import LaunchSpec, as_lead, guessed_interpreter, spec_for
 from dfdoctor.probe import ProbeOutcome, run_probe, unreached
-from dfdoctor.diagnose import known_failures, rules_runtime, torch_pairs, user_terms
-from dfdoctor.diagnose.rules_runtime import Context, Finding
-from dfdoctor.diagnose.traceback import parse_python_error
-from dfdoctor.project import runtime_path, typos
-from dfdoctor.project.gates import Gate, gate_of, gate_project, holds_by_default
-from dfdoctor.project.install import PIP_NAMES
 from dfdoctor.torch_use import imports_torch
+
+# What reads a failed import (the project model's gates and typos, the corpus of known failures, the traceback
+# parser, the user's own terms) is imported by the function that reads one: every `check` imports this module
+# before its workers fork, and a job whose imports load needs none of it (31 M of a `check`'s 600 M instructions,
+# callgrind, round 25).
+if TYPE_CHECKING:
+    from dfdoctor.diagnose.rules_runtime import Finding
+    from dfdoctor.project.gates import Gate
 
 DEFAULT_TIMEOUT = 90.0  # importing torch on a cold, busy machine can take tens of seconds
 HANG_MARGIN_S = 3.0  # the child dumps its stacks this long before the check's own deadline
@@ -254,6 +256,7 @@ def _gate(ctx, spec: LaunchSpec, item: dict) -> tuple[Optional[Gate], bool, Opti
     """The `if` on an option of the script that the import sits under (or a call of its function does), whether
     the command gives that option, and whether the `if`'s test holds on the options' defaults (None: not told);
     (None, False, None) where none is found or the files live elsewhere."""
+    from dfdoctor.project.gates import gate_of, gate_project, holds_by_default  # start-up: see the imports
     if not ctx.target.runs_here or spec.script is None or not item.get("file") or not item.get("line"):
         return None, False, None
     proj = gate_project(ctx, spec)
@@ -352,6 +355,7 @@ def _by_missing_module(required: list[dict]) -> list[list[dict]]:
 def _failed_import(ctx, item: dict, request: dict, launch: dict, same: Sequence[dict] = ()) -> Result:
     """One required import that fails: missing-module (with the other lines that import the same missing
     module, `same`), syntax-error in an imported module, or import-error."""
+    from dfdoctor.project import typos  # start-up: see the note at the imports
     ev = [_said_at(item)]
     w = item.get("where")
     if w and (w["file"], w["line"]) != (item.get("file"), item.get("line")):
@@ -404,6 +408,7 @@ def _own_module_at_run_time(ctx, mod: str, request: dict, item: dict, ev: list, 
     """A module the project itself provides, above the script's folder, which the project puts on sys.path at run
     time in a way the probe could not run (a helper of its own, its Makefile's PYTHONPATH): the import failing here
     is a reading of how the job starts, not what it does, so it warns and never blocks the launch."""
+    from dfdoctor.project import runtime_path  # start-up: see the note at the imports
     if not ctx.target.runs_here or not request.get("path0") or not item.get("file"):
         return None
     folder = runtime_path.provider(mod, Path(request["path0"]))
@@ -426,6 +431,9 @@ def _known(ctx, item: dict) -> Optional[Finding]:
     """What the corpus of real failures knows of the exception an import raised (a torchvision not paired with
     torch, a numpy ABI break, an extension built for another torch), in the job's own terms; else a download the
     import made that could not reach its host (a tokenizer fetched at import: build-nanogpt's hellaswag.py)."""
+    from dfdoctor.diagnose import known_failures, rules_runtime  # start-up: see the note at the imports
+    from dfdoctor.diagnose.rules_runtime import Context
+    from dfdoctor.diagnose.traceback import parse_python_error
     err = parse_python_error(item.get("traceback") or "")
     if err is None:
         return None
@@ -436,6 +444,10 @@ def _known(ctx, item: dict) -> Optional[Finding]:
 
 def _missing_fix(ctx, item: dict, request: Optional[dict] = None) -> str:
     """How to make a missing module importable: install its distribution, or fix sys.path for a local one."""
+    from dfdoctor.diagnose import torch_pairs, user_terms  # start-up: see the note at the imports
+    from dfdoctor.diagnose.rules_runtime import Context
+    from dfdoctor.project import typos
+    from dfdoctor.project.install import PIP_NAMES
     mod = item.get("missing") or item["name"]
     top = mod.split(".")[0]
     if request is not None:
@@ -483,6 +495,9 @@ def _typo_loc(item: dict) -> str:
 
 def _pin(ctx, item: dict) -> Optional[tuple[str, str]]:
     """The project's `NAME==VERSION` pin of the distribution a `from MODULE import NAME` reads from."""
+    from dfdoctor.diagnose import user_terms  # start-up: see the note at the imports
+    from dfdoctor.diagnose.rules_runtime import Context
+    from dfdoctor.project import typos
     module = (item.get("near_name") or {}).get("module")
     proj = user_terms.project_of(Context(argv=list(ctx.command), cwd=str(ctx.cwd), local=ctx.target.runs_here))
     return typos.pin_of(proj.install if proj else None, module) if module else None
@@ -510,6 +525,8 @@ def _declared(ctx, module: str) -> Optional[str]:
 
 def _install(ctx):
     """How the job's project installs (project.install.Install; None: it was not read)."""
+    from dfdoctor.diagnose import user_terms  # start-up: see the note at the imports
+    from dfdoctor.diagnose.rules_runtime import Context
     proj = user_terms.project_of(Context(argv=list(ctx.command), cwd=str(ctx.cwd), local=ctx.target.runs_here))
     return proj.install if proj is not None else None
 
@@ -517,6 +534,7 @@ def _install(ctx):
 def _not_found_fix(spec: LaunchSpec, local: bool = False) -> str:
     """What to do about a command, interpreter, script or launcher that is not there (a script, on this machine:
     the file of its folder whose name is closest, `main.py` for `mian.py`, seen to be there)."""
+    from dfdoctor.diagnose import user_terms  # start-up: see the note at the imports
     problem = spec.problem or ""
     if "CRLF" in problem and spec.launcher is not None:
         return f"sed -i 's/\\r$//' {shlex.quote(str(spec.launcher))}   (or save it with Unix line endings)"

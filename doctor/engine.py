@@ -8,7 +8,6 @@ import datetime as _dt
 import os
 import shlex
 import shutil
-import socket
 import sys
 import threading
 from pathlib import Path
@@ -522,6 +521,7 @@ def headline(summary: str) -> str:
 
 def environment_facts(ctx: Optional[Context], records: list[CheckRecord]) -> dict[str, Any]:
     """Host and interpreter facts for the report, plus what checks learned (their data["environment"])."""
+    import socket  # start-up: 14 M instructions that `report` and `status` of a saved result never use
     env: dict[str, Any] = {"host": socket.gethostname(), "os": platform_name(),
                            "dfdoctor_python": sys.version.split()[0]}
     if os.environ.get("SLURMD_NODENAME"):  # a Slurm node's name need not be its host's (several on one host)

@@ -6,6 +6,7 @@ checkout into a fresh virtual environment; the upload step (`uses:`) is checked 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -13,13 +14,19 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
 _EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 
 pytestmark = pytest.mark.slow
+
+
+@functools.cache
+def action() -> dict:
+    """action.yml, read once by the worker that runs these tests: PyYAML is 89 M instructions that every pytest
+    process paid when it was read at collection (support/lazy_module.py says why that counts)."""
+    import yaml
+    return yaml.safe_load((ROOT / "action.yml").read_text())
 
 
 class Runner:
@@ -53,10 +60,10 @@ class Runner:
         return env
 
     def run(self, given: dict[str, str], *, skip_setup: bool = False) -> dict:
-        inputs = {k: str(v.get("default", "")) for k, v in ACTION["inputs"].items()}
+        inputs = {k: str(v.get("default", "")) for k, v in action()["inputs"].items()}
         inputs.update(given)
         logs, uploads, gate = [], [], None
-        for step in ACTION["runs"]["steps"]:
+        for step in action()["runs"]["steps"]:
             if skip_setup and step["name"] == "Set up dfdoctor":
                 continue
             if "uses" in step:
@@ -87,7 +94,7 @@ def installed(tmp_path_factory):
     workspace = tmp / "workspace"
     workspace.mkdir()
     runner = Runner(tmp, workspace)
-    step = next(s for s in ACTION["runs"]["steps"] if s["name"] == "Set up dfdoctor")
+    step = next(s for s in action()["runs"]["steps"] if s["name"] == "Set up dfdoctor")
     env = runner.env(step, {})
     env["GITHUB_OUTPUT"] = str(tmp / "setup-output")
     p = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], cwd=workspace, env=env, capture_output=True, text=True,
@@ -100,10 +107,10 @@ def installed(tmp_path_factory):
 
 
 def test_the_action_declares_the_inputs_a_workflow_passes():
-    assert ACTION["runs"]["using"] == "composite"
-    assert {"command", "log", "target", "formats"} <= set(ACTION["inputs"])
-    assert ACTION["inputs"]["command"]["required"] is True
-    assert any(s.get("uses", "").startswith("actions/upload-artifact@") for s in ACTION["runs"]["steps"])
+    assert action()["runs"]["using"] == "composite"
+    assert {"command", "log", "target", "formats"} <= set(action()["inputs"])
+    assert action()["inputs"]["command"]["required"] is True
+    assert any(s.get("uses", "").startswith("actions/upload-artifact@") for s in action()["runs"]["steps"])
 
 
 def test_a_failing_launch_annotates_summarises_uploads_and_fails_the_job(installed):

@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = (ROOT / "docs" / "ci.md").read_text()
@@ -88,6 +87,7 @@ def test_the_gitlab_script_passes_on_a_fresh_clone(clone: Path) -> None:
 
 
 def test_the_action_recipe_passes_on_a_fresh_clone(clone: Path, tmp_path: Path) -> None:
+    import yaml  # here, not at the top: every pytest process collects this file (test_collection_cost.py)
     workflow = yaml.safe_load(DOC.split("## GitHub Actions", 1)[1].split("```yaml", 1)[1].split("```", 1)[0])
     (step,) = [s for s in workflow["jobs"]["dfdoctor"]["steps"] if "dfdoctor@" in str(s.get("uses"))]
     given = step["with"]

@@ -6,15 +6,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from packaging.markers import Marker
-from packaging.requirements import Requirement
-from packaging.specifiers import SpecifierSet
-from packaging.version import Version
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "checks" / "probes"))
 import _pep508  # noqa: E402
 
 sys.path.pop(0)
+# `packaging` (68 M instructions, callgrind) is imported by the tests, not when the file is collected: every pytest
+# process collects it (test_collection_cost.py)
 
 VERSIONS = ["0.9", "1.0", "1.0.0", "1.0.post1", "1.0rc1", "1.0a2", "1.0b1", "1.0.dev3", "1.0rc1.dev2", "1.1",
             "1.2.3", "2.0", "2.13.0", "2.13.0+cpu", "2.13.0+cu126", "2.13.1", "3.0.0rc2", "1!0.5", "2024.10.0",
@@ -36,12 +34,14 @@ REQS = ["torch>=2.4", "numpy", "datasets[streaming,audio]>=2.18", "safetensors==
 
 @pytest.mark.parametrize("spec", SPECS)
 def test_specifiers_agree(spec: str) -> None:
+    from packaging.specifiers import SpecifierSet
     ours, theirs = _pep508.SpecifierSet(spec), SpecifierSet(spec)
     for v in VERSIONS:
         assert ours.contains(v, prereleases=True) == theirs.contains(v, prereleases=True), (spec, v)
 
 
 def test_version_order_agrees() -> None:
+    from packaging.version import Version
     ours = sorted(VERSIONS, key=lambda v: _pep508.Version(v).key())
     theirs = sorted(VERSIONS, key=Version)
     assert [str(Version(v)) for v in ours] == [str(Version(v)) for v in theirs]
@@ -49,12 +49,14 @@ def test_version_order_agrees() -> None:
 
 @pytest.mark.parametrize("marker", MARKERS)
 def test_markers_agree(marker: str) -> None:
+    from packaging.markers import Marker
     for extra in ("", "streaming", "stream-ing"):
         assert _pep508.Marker(marker).evaluate({"extra": extra}) == Marker(marker).evaluate({"extra": extra}), (marker, extra)
 
 
 @pytest.mark.parametrize("text", REQS)
 def test_requirements_agree(text: str) -> None:
+    from packaging.requirements import Requirement
     ours, theirs = _pep508.Requirement(text), Requirement(text)
     assert ours.name == theirs.name and ours.extras == theirs.extras and ours.url == theirs.url
     assert str(_pep508.SpecifierSet(str(theirs.specifier))) == str(ours.specifier)

@@ -11,10 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from dfdoctor.render import html as html_render
 
 from support.browser import Chromium, find_chromium
 from support.html_samples import SCRIPT_PAYLOAD, big_report, failed_launch, persistence_report
+
+
+def html_render():
+    """dfdoctor.render.html: imported by the tests, not at collection (test_collection_cost.py)."""
+    from dfdoctor.render import html
+    return html
 
 pytestmark = pytest.mark.slow
 
@@ -106,7 +111,7 @@ def write(tmp_path: Path, name: str, page: str) -> str:
                                                (1024, 640, False)])
 def test_verdict_visible_in_first_viewport(browser, tmp_path, width, height, dark) -> None:
     rep = failed_launch()
-    page = browser.open(write(tmp_path, "r.html", html_render.render(rep)), width, height, dark=dark)
+    page = browser.open(write(tmp_path, "r.html", html_render().render(rep)), width, height, dark=dark)
     try:
         v = page.evaluate(VISIBLE % "#verdict-summary")
         assert v["text"].strip() == rep.verdict.summary
@@ -131,7 +136,7 @@ def test_injected_script_in_stderr_does_not_run(browser, tmp_path, listener) -> 
     port, hits = listener
     rep = failed_launch(stderr_extra=payload(port))
     rep.verdict.evidence.append(payload(port))
-    html = html_render.render(rep)
+    html = html_render().render(rep)
     # Escaping alone must hold: also load the page with its Content-Security-Policy removed.
     no_csp = html.replace('<meta http-equiv="Content-Security-Policy"', '<meta name="x-removed"', 1)
     for name, body in (("with-csp.html", html), ("without-csp.html", no_csp)):
@@ -171,7 +176,7 @@ def test_page_makes_no_network_request(browser, tmp_path, listener, sample) -> N
     port, hits = listener
     rep = {"failed": lambda: failed_launch(stderr_extra=payload(port)), "persistence": persistence_report,
            "big": lambda: big_report(100, 1 << 20)}[sample]()
-    url = write(tmp_path, "r.html", html_render.render(rep))
+    url = write(tmp_path, "r.html", html_render().render(rep))
     page = browser.open(url)
     try:
         # follow every in-page link too: anchors must stay on the page
@@ -186,7 +191,7 @@ def test_page_makes_no_network_request(browser, tmp_path, listener, sample) -> N
 
 def test_readable_without_javascript(browser, tmp_path) -> None:
     rep = failed_launch()
-    page = browser.open(write(tmp_path, "r.html", html_render.render(rep)), javascript=False)
+    page = browser.open(write(tmp_path, "r.html", html_render().render(rep)), javascript=False)
     try:
         v = page.evaluate(VISIBLE % "#verdict-summary")
         assert v["text"].strip() == rep.verdict.summary and v["bottom"] <= v["vh"]
@@ -199,7 +204,7 @@ def test_readable_without_javascript(browser, tmp_path) -> None:
 
 def test_print_shows_folded_details_and_makes_a_pdf(browser, tmp_path) -> None:
     rep = failed_launch()
-    url = write(tmp_path, "r.html", html_render.render(rep))
+    url = write(tmp_path, "r.html", html_render().render(rep))
     height_of = ("(() => { const d = document.querySelector('#check-pre-deps\\\\.requirements details');"
                  " return {open: d.open, shown: d.querySelector('pre').checkVisibility()}; })()")
     screen = browser.open(url)
@@ -221,7 +226,7 @@ def test_print_shows_folded_details_and_makes_a_pdf(browser, tmp_path) -> None:
 
 def test_big_report_opens_at_once(browser, tmp_path) -> None:
     """100 checks and 1 MiB of output: under 2 MB, loaded and laid out quickly."""
-    page_html = html_render.render(big_report(100, 1 << 20))
+    page_html = html_render().render(big_report(100, 1 << 20))
     url = write(tmp_path, "big.html", page_html)
     t = time.perf_counter()
     page = browser.open(url)

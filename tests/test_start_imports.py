@@ -93,6 +93,8 @@ def test_report_reads_a_saved_result_without_the_runner_the_probe_server_or_psut
     p, loaded = _modules(tmp_path, "report", "r.json", "-q")
     assert p.returncode == 0 and "OK" in p.stdout, p.stdout + p.stderr
     assert not {"dfdoctor.runner", "dfdoctor.probe_server", "psutil", "dfdoctor.root_causes"} & loaded
+    # nor socket (14 M instructions): only a check's environment facts name the host
+    assert "socket" not in loaded
 
 
 def test_a_check_of_a_plain_script_imports_no_stack_reading_statistics_or_rehearsal(tmp_path: Path):
@@ -375,3 +377,25 @@ def test_a_local_check_imports_no_session_experiment(full_check):
     assert next(c for c in report["checks"] if c["id"] == "persistence.session")["status"] == "skip"
     assert "dfdoctor.checks.persistence" in loaded
     assert not {"dfdoctor.targets.persistence", "dfdoctor.targets.strategies"} & loaded
+
+
+def test_a_check_whose_imports_load_reads_no_failure_of_them(full_check):
+    """imports.smoke reads a failed import with the project model's gates, the corpus of known failures, the
+    traceback parser and the user's own terms (diagnose/, project/gates.py: 8 dataclasses, 31 M of a `check`'s
+    600 M instructions): its module is imported before the workers fork, and a job whose imports load needs none."""
+    report, loaded = full_check
+    assert next(c for c in report["checks"] if c["id"] == "imports.smoke")["status"] == "ok"
+    assert "dfdoctor.checks.imports_smoke" in loaded
+    assert not {"dfdoctor.diagnose.known_failures", "dfdoctor.diagnose.rules_runtime", "dfdoctor.diagnose.traceback",
+                "dfdoctor.diagnose.user_terms", "dfdoctor.project.gates"} & loaded
+
+
+def test_a_check_without_gpus_or_a_log_reads_no_backend_slurm_step_or_named_files(full_check):
+    """cuda.nccl reads the job's process-group backend and a Slurm step, log.writable the files the command
+    names, only where they run: without GPUs and without --log neither does, and their modules (imported before
+    the workers fork) import neither reader (19.5 M of a `check`'s 600 M instructions)."""
+    report, loaded = full_check
+    status = {c["id"]: c["status"] for c in report["checks"]}
+    assert status["log.writable"] == "skip" and status["cuda.nccl"] == "skip", status
+    assert {"dfdoctor.checks.cuda_nccl", "dfdoctor.checks.log_writable"} <= loaded
+    assert not {"dfdoctor.diagnose.pg_backend", "dfdoctor.slurm.step", "dfdoctor.named_files"} & loaded
