@@ -56,8 +56,8 @@ def test_the_seed_fix_has_no_pause_and_its_job_outlives_the_hop(infra, ssh_confi
     alive = [m for m in marks if _running(m)]
     if alive != marks:
         # A process naming its mark exists from the hop's own shell on (sh, nohup, setsid, its fork, python3: each
-        # names it), so one alive at a later look was alive at the first: a first look that missed it read it
-        # mid-exec (an empty command line) or saw nothing at all. Look again to tell a death from such a miss.
+        # names it) and nothing starts one later, so one alive at a later look was alive at the first, which missed
+        # it (a command line read mid-exec is empty, say). Look again to tell a death from such a miss.
         time.sleep(2.0)
         later = [m for m in marks if _running(m)]
         init.append(_init_pid())
