@@ -115,11 +115,13 @@ def test_a_cycle_that_one_look_shows_and_the_next_does_not_is_not_a_deadlock(the
 
     remote = RemoteRun.of(record.load(run_dir))
     one_look = in_the_dump = looked = 0
-    last_seen = ""
-    deadline = time.monotonic() + 90
+    seen, last_seen, failed = [], "", {}
+    t0 = time.monotonic()
     # until the agent's dump, the one look the old reading took, shows it (1 in 4), or the budget is spent; a
-    # random pause between looks so that they cannot fall in step with the job's 2.5 s period on a loaded machine
-    while time.monotonic() < deadline and looked < 30:
+    # random pause of up to a period between looks, so that each falls at a phase of the job's 2.5 s period of its own
+    # (back to back, under load a look took about that period: 4 looks in a row saw the same phase)
+    while time.monotonic() - t0 < 90 and looked < 30:
+        began = time.monotonic()
         run = remote.load(run_dir)
         facts = remote.look(run, 10.0)
         assert facts is not None, remote.last.get("error")
@@ -128,14 +130,27 @@ def test_a_cycle_that_one_look_shows_and_the_next_does_not_is_not_a_deadlock(the
         samples = samples_of((remote.last.get("live") or {}).get("samples"))
         assert samples and all(len(s.looks) == 2 for s in samples if s.python)
         looks = [facts.stacks] + [[s.looks[i].stacks for s in samples if s.python] for i in (0, 1)]
-        one_look += any(lasting_cycle(seen, []) is not None for seen in looks)
+        one_look += any(lasting_cycle(glimpse, []) is not None for glimpse in looks)
         in_the_dump += lasting_cycle(facts.stacks, []) is not None
+        seen.append(f"{began - t0:5.1f}+{time.monotonic() - began:4.1f} s " + "".join(map(_glimpse, looks)))
+        for st in (st for glimpse in looks for st in glimpse if st.tool != "py-spy" or not st.text):
+            failed[st.error or "empty"] = failed.get(st.error or "empty", 0) + 1
         last_seen = "\n\n".join(s.text for s in facts.stacks)
         if in_the_dump or (one_look and looked >= 12):
             break
-        time.sleep(random.uniform(0.0, 1.25))
-    assert one_look, (f"no look of {looked} showed the passing cycle: the job did not do what it is for; "
+        time.sleep(random.uniform(0.0, 2.5))
+    # what each look saw (its dump, then its two samples: C the cycle, . stacks without it, x no Python stack), when
+    # it began and how long the agent took, and why stacks were not read: a job out of its rhythm, or looks lost
+    assert one_look, (f"no look of {looked} showed the passing cycle: the job did not do what it is for; the looks "
+                      f"(dump, sample, sample):\n" + "\n".join(seen) + f"\nstacks not read: {failed}\n"
                       f"the last dump:\n{last_seen}")
+
+
+def _glimpse(stacks: list) -> str:
+    """One glimpse at the job's processes: C it shows the cycle, . it shows Python stacks without it, x it has none."""
+    if lasting_cycle(stacks, []) is not None:
+        return "C"
+    return "." if any(st.tool == "py-spy" and st.text for st in stacks) else "x"
 
 
 def test_a_lock_order_deadlock_there_is_named_from_the_files_there(there, dfdoctor):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 
 import pytest
 
@@ -43,3 +44,26 @@ def test_the_reason_skips_a_rust_backtrace():
     assert py_spy_error("Error: no such process\n") == "Error: no such process"
     assert py_spy_error("permission denied\nStack backtrace:\n  0: main\n") == "permission denied"
     assert py_spy_error("Stack backtrace:\n  0: main\n") is None
+
+
+def test_the_agents_two_looks_read_a_process_a_second_apart_however_slowly_py_spy_starts(tmp_path):
+    """A lock cycle, or any wait, is one both looks show a second apart (diagnose/look.lasting_cycle): a passing
+    one is shorter. Under load py-spy may take most of that second to start and read: with the second look counted
+    from the start of the first, the two reads were 0.41 s apart at load 16-22, and a compile lock held 0.8 s
+    would have shown in both. Here the first read is slowed by 0.8 s (a loaded machine's start), the second not."""
+    spy = stacks.py_spy()
+    if not spy:
+        pytest.skip("py-spy is not installed")
+    slow = tmp_path / "py-spy"
+    slow.write_text(f"#!/bin/sh\n[ -e {tmp_path}/started ] || {{ touch {tmp_path}/started; sleep 0.8; }}\n"
+                    f"exec {spy} \"$@\"\n")
+    slow.chmod(0o755)
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (job,) = target_agent.sample([p.pid], str(slow))["procs"]
+        first, second = job["looks"]
+        assert first["stack"] and second["stack"], job  # both read (the slow start was the first's)
+        assert second["t"] - first["t"] >= 1.0, f"the reads ended {second['t'] - first['t']:.2f} s apart"
+    finally:
+        p.kill()
+        p.wait()

@@ -221,14 +221,14 @@ def sample(pids, spy):
         if "python" in exe and meets_others(cmd, env):  # its sockets' other ends: a rank's store, torchrun's
             procs[-1]["tcp"] = tcp_connections(p, tables)  # rendezvous endpoint (what the readings ask of them)
     for i in (0, 1):
-        began = time.time()
         for pr in procs:
             if pr.get("zombie"):
                 continue
+            if i:  # a second after its first look ended: a py-spy slow to start under load read the first look's
+                # stack late, and counted from the round's start the two were 0.41 s apart (load 16-22)
+                time.sleep(max(0.0, pr["looks"][0]["t"] + 1.0 - time.time()))
             pr["looks"].append(one_look(pr["pid"], spy if pr["python"] else None))
             pr["gone"] = not os.path.exists("/proc/%d" % pr["pid"])
-        if i == 0:
-            time.sleep(max(0.0, 1.0 - (time.time() - began)))
     return {"procs": procs, "locks": rd("/proc/locks") or "", "sources": sources(procs)}
 
 
