@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dfdoctor.model import Result, ok, skip
 from dfdoctor.registry import check
-from dfdoctor.slurm import precheck, session
+from dfdoctor.slurm import named_output, precheck, session
 
 
 @check("slurm.submission", title="What sbatch makes of the submission", scope="slurm", timeout=30)
@@ -24,8 +24,10 @@ def slurm_partition(ctx) -> list[Result]:
 @check("slurm.output", title="Output folders where the job runs", scope="slurm",
        timeout=precheck.SRUN_IMMEDIATE_S + 30)
 def slurm_output(ctx) -> list[Result]:
-    """--output/--error folders and --chdir, looked at on a node of the partition."""
-    return precheck.folders_where_it_runs(session.submission(ctx), ctx.cwd)
+    """--output/--error folders and --chdir, looked at on a node of the partition; an --output that is a file the
+    job names (its script: Slurm would write over it) first."""
+    sub = session.submission(ctx)
+    return named_output.finding(sub, ctx.cwd) + precheck.folders_where_it_runs(sub, ctx.cwd)
 
 
 @check("slurm.gpus", title="GPUs against torchrun", scope="slurm", timeout=10)

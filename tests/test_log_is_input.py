@@ -15,6 +15,7 @@ import pytest
 from conftest import run_dfdoctor
 from dfdoctor import causes
 from infra.fixtures import folder_in_container, infra  # noqa: F401
+from infra.slurm_fixtures import slurm  # noqa: F401
 from jobs.harness import kill_runs
 
 SCRIPT = 'import sys\nprint("hi")\n'
@@ -269,3 +270,41 @@ def test_the_log_probes_comparison_and_the_agents_give_one_answer(tmp_path):
         assert probe._same_as(str(work / log), paths) == same_file(str(work / log), paths), log
     assert same_file(str(work / "soft.log"), paths) == [0, 1, 2]
     assert same_file(str(work / "missing.log"), paths) == []
+
+
+# ---- sbatch: Slurm writes the job's output where --output/--error say (dfdoctor's --log is not used there) ------
+# (sbatch's option, its value, what the refusal says the file is)
+SBATCH_CASES = {
+    "script": ("-o", "train.py", "is the job's own script"),
+    "batch script": ("-o", "job.sbatch", "is the job's own script"),
+    "%x": ("-o", "%x.py", "is the job's own script"),  # -J train: the file Slurm opens is train.py
+    "config": ("-e", "config/train.yaml", "is named by the job's command (--config config/train.yaml)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SBATCH_CASES))
+def test_an_sbatch_output_that_is_a_file_the_job_names_is_never_submitted(slurm, tmp_path, case):  # noqa: F811
+    """slurmstepd opens --output truncated before the batch script runs: `launch -- sbatch -o train.py` emptied
+    train.py, ran the empty script and said OK, checked, --no-check or --force (the real single-node Slurm).
+    Refused before the submission instead, in the words, cause and exit code of a local --log, and no byte of the
+    project changes. slurm.output fails it as log.writable fails a local --log; the start refuses it unchecked."""
+    option, value, what = SBATCH_CASES[case]
+    work = _project(tmp_path)
+    (work / "job.sbatch").write_text("#!/bin/bash\npython3 train.py --config config/train.yaml\n")
+    before = _bytes(work)
+    line = ["--", "sbatch", "-J", "train", option, value, "job.sbatch"]
+    p = run_dfdoctor("check", "--only", "slurm.output", "--format", "json", *line, cwd=work, timeout=200)
+    rec = json.loads(p.stdout)["checks"][0]
+    assert p.returncode == 1 and rec["status"] == "fail" and rec["cause"] == causes.LOG_NOT_WRITABLE, rec
+    assert f"{what}: Slurm would write the job's output over it" in rec["summary"], rec["summary"]
+    for how, words in ((["--only", "slurm.*"], "Not submitted: slurm.output found"), (["--no-check"], "Not launched"),
+                       (["--force", "--only", "slurm.*"], "Not submitted: slurm.output found")):
+        p = run_dfdoctor("launch", "--watch", "20", "--format", "json", *how, *line, cwd=work, timeout=200)
+        assert p.returncode in (0, 1), p.stdout + p.stderr
+        rep = json.loads(p.stdout)
+        v = rep["verdict"]
+        assert p.returncode == 1 and v["cause"] == causes.LOG_NOT_WRITABLE, (how, v)
+        assert v["summary"].startswith(words) and what in v["summary"], (how, v["summary"])
+        assert "--force submits anyway" not in json.dumps(v), v  # --force does not pass it
+        assert not rep["run"].get("slurm") and not rep["run"].get("dir"), rep["run"]  # nothing submitted
+        assert _bytes(work) == before, how  # the script, the batch script and the config as they were

@@ -15,12 +15,16 @@ from dfdoctor.run.live import LiveFacts
 from dfdoctor.run.record import RunRecord
 
 
-def refusal(log_as_typed: str, log: str, named: list[Named], same: Named) -> Verdict:
-    """Not launched: `log` (`log_as_typed` in the words) is `same`, one of the files the command names (`named`)."""
-    return Verdict("failed", causes.LOG_NOT_WRITABLE, f"Not launched: {log_as_typed} {same.what()}: the job's "
-                   "output would be appended to it.", f"Point --log at a file of its own, e.g. "
+def refusal(log_as_typed: str, log: str, named: list[Named], same: Named, option: str = "--log",
+            outcome: str = "the job's output would be appended to it") -> Verdict:
+    """Not launched: `log` (`log_as_typed` in the words) is `same`, one of the files the command names (`named`).
+    `option`: the option that named the log (sbatch's --output too: slurm/named_output.py), and `outcome` what its
+    writer would have done to the file."""
+    return Verdict("failed", causes.LOG_NOT_WRITABLE, f"Not launched: {log_as_typed} {same.what()}: {outcome}.",
+                   f"Point {option} at a file of its own, e.g. "
                    f"{suggested_log(named, log_as_typed)} (mkdir -p logs first; not tried), then launch again.",
-                   [f"--log {log_as_typed} is the same file{'' if Path(same.path) == Path(log) else ' as ' + same.path}"
+                   [f"{option} {log_as_typed} is the same file"
+                    f"{'' if Path(same.path) == Path(log) else ' as ' + same.path}"
                     ": dfdoctor never writes into a file the command names for another purpose"])
 
 

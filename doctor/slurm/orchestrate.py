@@ -25,7 +25,7 @@ from dfdoctor.run.masks import masked
 from dfdoctor.agent.names import LAUNCHER, SPEC
 from dfdoctor.diagnose.stopped import offer_stop, stop_note, stopped_verdict
 from dfdoctor.run import events
-from dfdoctor.slurm import near, onnode, patterns, precheck, sbatch, session, watch
+from dfdoctor.slurm import named_output, near, onnode, patterns, precheck, sbatch, session, watch
 from dfdoctor.slurm.job import split_exit
 from dfdoctor.slurm.job import facts as job_facts
 from dfdoctor.slurm.rules import Seen, judge
@@ -90,6 +90,9 @@ def check_records(ctx: Context, only: tuple[str, ...] = (), skip: tuple[str, ...
 def start(ctx: Context, ask: LaunchAsk, timeline: list[dict[str, Any]]) -> Started:
     """Submit with --parsable into a new run folder; sbatch's refusal is the verdict."""
     argv = list(ctx.command) if sbatch.is_sbatch(ctx.command) else ["sbatch", str(ctx.launcher)]
+    named = named_output.refused(submission_of(ctx), ctx.cwd)  # checked or not, forced or not: nothing submitted
+    if named is not None:
+        return Started("", None, refused=named)
     run_id, folder = new_run(ctx.cwd, ask.run_dir)
     RunFolder.at(folder).keep_prints(ctx.env, argv)
     job_id, answer = watch.submit(argv, ctx.cwd, ctx.env)
