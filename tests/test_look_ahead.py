@@ -64,6 +64,7 @@ def test_a_round_taken_ahead_is_the_first_of_the_look_and_the_gap_is_kept(sleepe
 def test_a_stale_round_is_not_used(sleeper):
     ahead = jobstacks.first_round(sleeper.pid)
     ahead.began -= (jobstacks.AHEAD_GAPS + 1) * jobstacks.GAP_S  # too old: a look of its own
+    ahead.ended -= (jobstacks.AHEAD_GAPS + 1) * jobstacks.GAP_S
     samples = jobstacks.sample_job(sleeper.pid, ahead=ahead)
     assert not ahead.used and len(samples[0].looks) == 2 and samples[0].looks[0] is not ahead.samples[0].looks[0]
 
@@ -80,8 +81,8 @@ def test_the_look_takes_a_round_a_gap_old_from_a_watch_that_kept_them_fresh(slee
         time.sleep(0.05)
     taken = ahead.take()
     ahead.close()
-    assert taken is not None and time.monotonic() - taken.began >= jobstacks.GAP_S, \
-        (taken and time.monotonic() - taken.began)
+    assert taken is not None and time.monotonic() - taken.ended >= jobstacks.GAP_S, \
+        (taken and time.monotonic() - taken.ended)
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -64,6 +65,34 @@ def test_the_agents_two_looks_read_a_process_a_second_apart_however_slowly_py_sp
         first, second = job["looks"]
         assert first["stack"] and second["stack"], job  # both read (the slow start was the first's)
         assert second["t"] - first["t"] >= 1.0, f"the reads ended {second['t'] - first['t']:.2f} s apart"
+    finally:
+        p.kill()
+        p.wait()
+
+
+@pytest.mark.parametrize("first", ["its own", "taken ahead"])
+def test_the_local_looks_read_a_process_a_second_apart_however_slowly_py_spy_starts(tmp_path, monkeypatch, first):
+    """The same for a look on this machine (jobstacks.sample_job), whether it takes its first round itself or is
+    handed one the watch took ahead (launch/lookahead.py): counted from the start of the first round, the two reads
+    were 0.80 s apart at load 14, and here, the first read slowed by 0.8 s, 0.2 s."""
+    from dfdoctor.diagnose import jobstacks
+
+    spy = stacks.py_spy()
+    if not spy:
+        pytest.skip("py-spy is not installed")
+    slow = tmp_path / "py-spy"
+    slow.write_text(f"#!/bin/sh\n[ -e {tmp_path}/started ] || {{ touch {tmp_path}/started; sleep 0.8; }}\n"
+                    f"exec {spy} \"$@\"\n")
+    slow.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ.get('PATH', '')}")  # stacks.py_spy() finds it first
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        ahead = jobstacks.first_round(p.pid) if first == "taken ahead" else None
+        (job,) = jobstacks.sample_job(p.pid, ahead=ahead)
+        assert ahead is None or ahead.used
+        one, two = job.looks
+        assert one.stacks.tool == two.stacks.tool == "py-spy", job  # both read (the slow start was the first's)
+        assert two.at - one.at >= jobstacks.GAP_S, f"the reads ended {two.at - one.at:.2f} s apart"
     finally:
         p.kill()
         p.wait()

@@ -267,10 +267,12 @@ def _round(samples: list[ProcessSample], pool: ThreadPoolExecutor, timeout: floa
 
 @dataclass
 class Round:
-    """The first round of a look, taken ahead of it (`first_round`): when it began (time.monotonic()), and what
-    it saw."""
+    """The first round of a look, taken ahead of it (`first_round`): when it began and when its reads had all
+    ended (time.monotonic()), and what it saw. The second round's gap counts from `ended`: under load py-spy may
+    take most of a gap to start, and a read that ends late is a read taken late."""
 
     began: float
+    ended: float
     samples: list[ProcessSample]
     used: bool = False  # a look took it as its first round
 
@@ -286,32 +288,33 @@ def first_round(pid: int, timeout: float = DUMP_TIMEOUT_S) -> Optional[Round]:
 
     with ThreadPoolExecutor(max_workers=min(16, len(samples))) as pool:
         _round(samples, pool, timeout)
-    return Round(began, samples)
+    return Round(began, time.monotonic(), samples)
 
 
 def sample_job(pid: int, rounds: int = 2, gap_s: float = GAP_S, timeout: float = DUMP_TIMEOUT_S,
                ahead: Optional[Round] = None) -> list[ProcessSample]:
-    """Every process of the job's tree, looked at `rounds` times `gap_s` apart (the gap counted from the start of
-    one round to the start of the next). `ahead`: a first round taken already, which counts as the first when it
-    saw the very processes the tree has now and began at most AHEAD_GAPS gaps ago (the rounds that follow keep
-    their gap from it; a look's samples are then one to three gaps apart, never less, as a round that is slow
-    under load stretched them before)."""
+    """Every process of the job's tree, looked at `rounds` times `gap_s` apart (the gap counted from the end of
+    one round's reads to the start of the next: counted from its start, a py-spy slow to start under load read the
+    first round late, and two reads were 0.80 s apart at load 14, where a wait that passes in less than a gap must
+    not show in both). `ahead`: a first round taken already, which counts as the first when it saw the very
+    processes the tree has now and ended at most AHEAD_GAPS gaps ago (the rounds that follow keep their gap from
+    it; a look's reads are then one to three gaps apart, never less)."""
     samples = [s for s in (describe(p) for p in tree(pid)) if s is not None]
     if not samples:
         return []
-    done, began = 0, None
-    if ahead is not None and time.monotonic() - ahead.began <= AHEAD_GAPS * gap_s and \
+    done, ended = 0, None
+    if ahead is not None and time.monotonic() - ahead.ended <= AHEAD_GAPS * gap_s and \
             {s.pid for s in ahead.samples} == {s.pid for s in samples}:
-        samples, done, began = ahead.samples, 1, ahead.began
+        samples, done, ended = ahead.samples, 1, ahead.ended
         ahead.used = True
     from concurrent.futures import ThreadPoolExecutor  # here: see first_round
 
     with ThreadPoolExecutor(max_workers=min(16, len(samples))) as pool:
         for _ in range(done, rounds):
-            if began is not None:
-                time.sleep(max(0.0, gap_s - (time.monotonic() - began)))
-            began = time.monotonic()
+            if ended is not None:
+                time.sleep(max(0.0, gap_s - (time.monotonic() - ended)))
             _round(samples, pool, timeout)
+            ended = time.monotonic()
     return samples
 
 

@@ -4,11 +4,13 @@
 while other threads print is a deadlock, not a running job). Both rounds used to follow the moment the job was
 ripe, so the verdict came a second and more after the evidence (issue 45). Now the watch takes first rounds while
 the job will be ripe within AHEAD_S at its pace (settle.ripe_within), and the look takes only its second round, a
-gap after the first at the soonest, after ripeness as before.
+gap after the first round's reads ended at the soonest, after ripeness as before.
 
-Which first round: a round serves a look one to AHEAD_GAPS gaps after it began (jobstacks.sample_job); the look
-takes the youngest round that is a gap old already, so it waits for none of the gap. A new round is taken only
-when the youngest is RENEW_GAPS gaps old: the one before it still serves while the new one ages into a gap. (A
+Which first round: a round serves a look one to AHEAD_GAPS gaps after its reads ended (jobstacks.sample_job:
+under load py-spy may take most of a gap to start, and the gap counts from the reads); the look takes the youngest
+round that is a gap old already, so it waits for none of the gap. A new round is taken only when the youngest
+began RENEW_GAPS gaps ago: the one before it still serves while the new one ages into a gap (its age counts from
+its end, the renewal from its start, so the new round ripens about when the old one stops serving). (A
 round renewed every gap was a few milliseconds old at the moment the job ripened as often as not, since the job
 ripens on a line of its pace: the look then waited the whole gap, 0.4 s in the median of issue 45's bench.) A
 round still under way is waited for only when no finished round serves.
@@ -73,10 +75,10 @@ class LookAhead:
         return ripe if ripe is not None else (rounds[0] if rounds else None)
 
     def _serving(self) -> list[Round]:
-        """The finished rounds that can still serve a look (AHEAD_GAPS gaps old at the most), oldest first."""
+        """The finished rounds that can still serve a look (ended AHEAD_GAPS gaps ago at the most), oldest first."""
         now = time.monotonic()
         with self.lock:
-            return [r for r in self.rounds if now - r.began <= AHEAD_GAPS * GAP_S]
+            return [r for r in self.rounds if now - r.ended <= AHEAD_GAPS * GAP_S]
 
     def close(self) -> None:
         """Wait for a round under way (its py-spy runs end with it: nothing is left running)."""
@@ -86,7 +88,7 @@ class LookAhead:
 
 
 def _ripe(rounds: list[Round]) -> Optional[Round]:
-    """The youngest of `rounds` that began a gap ago or more (a look takes its second round at once)."""
+    """The youngest of `rounds` whose reads ended a gap ago or more (a look takes its second round at once)."""
     now = time.monotonic()
-    ripe = [r for r in rounds if now - r.began >= GAP_S]
+    ripe = [r for r in rounds if now - r.ended >= GAP_S]
     return ripe[-1] if ripe else None
