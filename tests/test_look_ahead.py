@@ -56,8 +56,9 @@ def test_a_round_taken_ahead_is_the_first_of_the_look_and_the_gap_is_kept(sleepe
     first = ahead.samples[0].looks[0]
     samples = jobstacks.sample_job(sleeper.pid, ahead=ahead)
     assert ahead.used and samples[0].looks[0] is first and len(samples[0].looks) == 2
-    # the second round began a gap after the first at the soonest
-    assert time.monotonic() - ahead.began >= jobstacks.GAP_S, time.monotonic() - began
+    # the second round began a gap after the first round's reads ended at the soonest
+    assert time.monotonic() - ahead.began >= jobstacks.GAP_S, time.monotonic() - ahead.began
+    assert samples[0].looks[1].at - first.at >= jobstacks.GAP_S, samples[0].looks[1].at - first.at
 
 
 @needs_py_spy
