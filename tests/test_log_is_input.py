@@ -116,6 +116,66 @@ def test_a_link_to_the_script_is_the_script(tmp_path):
     assert _bytes(work) == before
 
 
+# (the shell, the line it runs, --log, what the refusal says the file is)
+SHELL_CASES = {
+    "bash -c config": ("bash", "python3 train.py --config config/train.yaml", "config/train.yaml",
+                       "is named by the job's command (--config config/train.yaml)"),
+    "sh -c data": ("sh", "python3 train.py data.csv; echo done", "data.csv", "is named by the job's command (data.csv)"),
+    "bash -lc config=": ("bash", "X=1 python3 -u train.py --config=config/train.yaml 2>&1", "config/train.yaml",
+                         "is named by the job's command (--config=config/train.yaml)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SHELL_CASES))
+def test_a_file_named_inside_a_shell_line_is_never_its_log(tmp_path, case):
+    """`launch --log config/train.yaml -- bash -c "python3 train.py --config config/train.yaml"`: a launch runs
+    the line as typed, and only the line's script was read out of it, so the config passed every check and got the
+    job's `hi` appended (checked or --no-check). The words inside the line are the command's too now."""
+    shell, line, log, what = SHELL_CASES[case]
+    work = _project(tmp_path)
+    before = _bytes(work)
+    command = [shell, "-lc" if "-lc" in case else "-c", line]
+    for how in (["--only", "log.writable"], ["--no-check"]):
+        rc, rep = _launch(work, log, command, *how)
+        v = rep["verdict"]
+        assert rc == 1 and v["cause"] == causes.LOG_NOT_WRITABLE and what in v["summary"], (how, v)
+        assert not rep["run"].get("pid"), rep["run"]
+        assert _bytes(work) == before, how  # not one byte appended to the config or the data
+
+
+def test_a_shell_lines_own_redirect_and_a_folder_it_moves_to_are_not_named(tmp_path):
+    """Conservative: the file a line's `>` writes is the job's own log (two writers, as before: launched), and a
+    relative word after `cd` names a file of another folder (config/train.yaml there is not ours: launched)."""
+    work = _project(tmp_path)
+    rc, rep = _launch(work, "out.log", ["bash", "-c", "python3 -u train.py > out.log"], "--only", "log.writable")
+    assert rc == 0 and rep["run"].get("pid") and rep["verdict"]["cause"] != causes.LOG_NOT_WRITABLE, rep["verdict"]
+    (work / "sub").mkdir()
+    (work / "sub" / "train.py").write_text(SCRIPT)
+    rc, rep = _launch(work, "config/train.yaml", ["bash", "-c", "cd sub && python3 train.py --config config/train.yaml"],
+                      "--only", "log.writable")
+    assert rc == 0 and rep["run"].get("pid"), rep["verdict"]
+
+
+def test_a_program_found_on_path_is_never_its_log(tmp_path):
+    """`launch --log ~/bin/run.sh -- run.sh`: the shell runs the run.sh PATH finds, not ./run.sh; it was not
+    named, and the job's output was appended to the user's own program (checked or --no-check)."""
+    (tmp_path / "work").mkdir()
+    work = _project(tmp_path / "work")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    program = bin_dir / "run.sh"
+    program.write_text("#!/bin/sh\necho hi\n")
+    program.chmod(0o755)
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    before = program.read_bytes()
+    for how in (["--only", "log.writable"], ["--no-check"]):
+        rc, rep = _launch(work, str(program), ["run.sh"], *how, env=env)
+        v = rep["verdict"]
+        assert rc == 1 and v["cause"] == causes.LOG_NOT_WRITABLE and "is the job's own program" in v["summary"], v
+        assert not rep["run"].get("pid"), rep["run"]
+        assert program.read_bytes() == before, how
+
+
 def test_the_jobs_own_log_option_warns_and_launches(tmp_path):
     """--log-file train.log: the job writes its log there itself, so it is no other purpose; two writers share
     the file (a warning), and the launch goes on."""
