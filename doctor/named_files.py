@@ -176,7 +176,10 @@ def _in_shell_line(argv, abspath: Callable[[str], object], env, here: bool, dept
             path = str(abspath(value))
             if here and not os.path.isfile(path):
                 continue
-            out.append(Named(path, "program" if first else "argument", word))
+            key = tok.split("=", 1)[0] if value is not tok else prev  # `--log-file x`, `--log-file=x`
+            role = "program" if first else "log-option" if key.startswith("-") and _LOG_OPTION.match(key) else \
+                "argument"
+            out.append(Named(path, role, word))
         if first and here and "/" not in tok:
             out += _on_path([tok], env, here)
     return out + _in_shell_line(command, abspath, env, here, depth + 1)

@@ -144,11 +144,15 @@ def test_a_file_named_inside_a_shell_line_is_never_its_log(tmp_path, case):
 
 
 def test_a_shell_lines_own_redirect_and_a_folder_it_moves_to_are_not_named(tmp_path):
-    """Conservative: the file a line's `>` writes is the job's own log (two writers, as before: launched), and a
-    relative word after `cd` names a file of another folder (config/train.yaml there is not ours: launched)."""
+    """Conservative: the file a line's `>` writes, or its job's --log-file, is the job's own log (two writers, as
+    before: launched), and a relative word after `cd` names a file of another folder (config/train.yaml there is
+    not ours: launched)."""
     work = _project(tmp_path)
-    rc, rep = _launch(work, "out.log", ["bash", "-c", "python3 -u train.py > out.log"], "--only", "log.writable")
-    assert rc == 0 and rep["run"].get("pid") and rep["verdict"]["cause"] != causes.LOG_NOT_WRITABLE, rep["verdict"]
+    (work / "own.log").write_text("earlier run\n")
+    for line, log in (("python3 -u train.py > out.log", "out.log"), ("python3 -u train.py --log-file own.log", "own.log")):
+        rc, rep = _launch(work, log, ["bash", "-c", line], "--only", "log.writable")
+        v = rep["verdict"]
+        assert rc == 0 and rep["run"].get("pid") and v["cause"] != causes.LOG_NOT_WRITABLE, (line, v)
     (work / "sub").mkdir()
     (work / "sub" / "train.py").write_text(SCRIPT)
     rc, rep = _launch(work, "config/train.yaml", ["bash", "-c", "cd sub && python3 train.py --config config/train.yaml"],
