@@ -7,11 +7,12 @@ instead is the placement's answer (`Placement.output_instead_of_log`)."""
 from __future__ import annotations
 
 import fnmatch
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from dfdoctor.model import CheckRecord, Status
 
-CHECK_ID = "log.writable"  # the check about --log: its --skip and config silences apply to this row too
+CHECK_ID = "log.writable"  # the check about --log: `--skip log.writable` leaves this row out too
 
 
 def records(placement: Any, ctx: Any, skip: tuple[str, ...] = (), run: Optional[dict[str, Any]] = None) -> list:
@@ -29,8 +30,9 @@ def records(placement: Any, ctx: Any, skip: tuple[str, ...] = (), run: Optional[
                         data={"log_not_used": {"log": str(ctx.log), "output": instead.where}})]
 
 
+@dataclass(frozen=True)
 class Instead:
     """Where a placement's job writes its output instead of --log (`where`), and how to read it (`fix`)."""
 
-    def __init__(self, where: str, fix: str) -> None:
-        self.where, self.fix = where, fix
+    where: str
+    fix: str
