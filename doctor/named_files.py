@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
+import shutil
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -98,7 +100,89 @@ def named_by(ctx) -> list[Named]:
             modules = ((f"{base}.py", word), (os.path.join(str(base), "__main__.py"), word))
     except Exception:
         pass  # a line the reader cannot parse: its argv words alone
-    return named_files(ctx.command, ctx.abspath, script, modules)
+    named = named_files(ctx.command, ctx.abspath, script, modules)
+    here = bool(getattr(ctx.target, "runs_here", True))
+    seen = {n.path for n in named}
+    for n in _on_path(ctx.command, ctx.env, here) + _in_shell_line(ctx.command, ctx.abspath, ctx.env, here):
+        if n.path not in seen:
+            seen.add(n.path)
+            named.append(n)
+    return named
+
+
+def _on_path(argv, env, here: bool) -> list[Named]:
+    """argv[0] without a slash runs the file PATH finds (`run.sh` is not ./run.sh): that file, when the job runs
+    here (a --target's PATH is not read from here)."""
+    word = argv[0] if argv else ""
+    if not here or not word or "/" in word:
+        return []
+    found = shutil.which(word, path=(env or {}).get("PATH", os.defpath))
+    return [Named(os.path.abspath(found), "program", word)] if found else []
+
+
+# Shell operators after which a word is a command's name again; redirections whose next word the line writes
+# (the job's own output: another writer, not another purpose, so not named here) or reads from a here-document.
+_SEPARATORS = {";", "&&", "||", "|", "&", "(", ")", "\n", ";;", "|&"}
+_WRITES = re.compile(r"^[0-9]*(?:>|>>|>\||&>|&>>|>&|<<|<<-|<<<)$")
+
+
+def _in_shell_line(argv, abspath: Callable[[str], object], env, here: bool, depth: int = 0) -> list[Named]:
+    """The files named inside `bash -c "python3 train.py --config c.yaml"` (sh, dash, -lc, ...): a launch runs the
+    line as typed, so its words are the command's too. Conservative: only a word (or a `--key=value`'s value)
+    that is an existing regular file where the job runs here (there: any word, which the comparison there finds
+    or not), not a redirection's output (the job's own log) nor `tee`'s files, nor a relative word after a `cd`
+    (its folder is not the job's)."""
+    from dfdoctor.launchline.wrappers import read_shell  # loaded with the line reader named_by imports anyway
+    words = list(argv)
+    if depth > 3 or not words or os.path.basename(words[0]) not in ("sh", "bash", "dash", "zsh", "ksh"):
+        return []
+    call = read_shell(words)
+    if not call.command_string or call.script_at is None or call.script_at >= len(words):
+        return []
+    lexer = shlex.shlex(words[call.script_at], posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:  # unbalanced quotes: nothing read rather than a guess
+        return []
+    out: list[Named] = []
+    at_command, moved, teeing, skip_next = True, False, False, False
+    command: list[str] = []
+    for i, tok in enumerate(tokens):
+        if tok in _SEPARATORS:
+            out += _in_shell_line(command, abspath, env, here, depth + 1)
+            at_command, teeing, command = True, False, []
+            continue
+        if skip_next or _WRITES.match(tok):
+            skip_next = not skip_next  # the operator, then its word
+            continue
+        if tok in ("<",):
+            continue
+        if at_command and "=" in tok and not tok.startswith(("-", "=")):
+            continue  # `CUDA_VISIBLE_DEVICES=0 python3 ...`: an assignment before the command
+        command.append(tok)
+        first, at_command = at_command, False
+        if first and tok in ("cd", "pushd", "popd"):
+            moved = True  # relative words after it are relative to another folder
+        if first and os.path.basename(tok) == "tee":
+            teeing = True
+        if teeing or (first and tok in ("cd", "pushd", "popd")):
+            continue
+        prev = tokens[i - 1] if i else ""
+        for value, word in ((tok, f"{prev} {tok}" if prev.startswith("-") else tok),
+                            (tok.split("=", 1)[1] if tok.startswith("-") and "=" in tok else "", tok)):
+            if not value or value.startswith("-") or (moved and not os.path.isabs(value)):
+                continue
+            path = str(abspath(value))
+            if here and not os.path.isfile(path):
+                continue
+            key = tok.split("=", 1)[0] if value is not tok else prev  # `--log-file x`, `--log-file=x`
+            role = "program" if first else "log-option" if key.startswith("-") and _LOG_OPTION.match(key) else \
+                "argument"
+            out.append(Named(path, role, word))
+        if first and here and "/" not in tok:
+            out += _on_path([tok], env, here)
+    return out + _in_shell_line(command, abspath, env, here, depth + 1)
 
 
 def suggested_log(named: list[Named], log: str) -> str:

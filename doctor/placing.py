@@ -111,6 +111,12 @@ class Placement:
         checks, which the verdict may name as its cause foretold."""
         raise NotImplementedError
 
+    def output_instead_of_log(self, ctx: Any, run: dict[str, Any]) -> Any:
+        """Where the job's output goes when this placement never opens dfdoctor's --log (a scheduler's own file
+        or logs): an `unused_log.Instead`; None where --log is written (the recorder's placements). `run`: the
+        launch report's run object once the job was submitted ({} before)."""
+        return None
+
     def finish(self, ctx: Any, report: Any) -> None:
         """Last words on the saved report, shown only (the line as typed, a working line offered)."""
 

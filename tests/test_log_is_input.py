@@ -116,6 +116,70 @@ def test_a_link_to_the_script_is_the_script(tmp_path):
     assert _bytes(work) == before
 
 
+# (the shell, the line it runs, --log, what the refusal says the file is)
+SHELL_CASES = {
+    "bash -c config": ("bash", "python3 train.py --config config/train.yaml", "config/train.yaml",
+                       "is named by the job's command (--config config/train.yaml)"),
+    "sh -c data": ("sh", "python3 train.py data.csv; echo done", "data.csv", "is named by the job's command (data.csv)"),
+    "bash -lc config=": ("bash", "X=1 python3 -u train.py --config=config/train.yaml 2>&1", "config/train.yaml",
+                         "is named by the job's command (--config=config/train.yaml)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SHELL_CASES))
+def test_a_file_named_inside_a_shell_line_is_never_its_log(tmp_path, case):
+    """`launch --log config/train.yaml -- bash -c "python3 train.py --config config/train.yaml"`: a launch runs
+    the line as typed, and only the line's script was read out of it, so the config passed every check and got the
+    job's `hi` appended (checked or --no-check). The words inside the line are the command's too now."""
+    shell, line, log, what = SHELL_CASES[case]
+    work = _project(tmp_path)
+    before = _bytes(work)
+    command = [shell, "-lc" if "-lc" in case else "-c", line]
+    for how in (["--only", "log.writable"], ["--no-check"]):
+        rc, rep = _launch(work, log, command, *how)
+        v = rep["verdict"]
+        assert rc == 1 and v["cause"] == causes.LOG_NOT_WRITABLE and what in v["summary"], (how, v)
+        assert not rep["run"].get("pid"), rep["run"]
+        assert _bytes(work) == before, how  # not one byte appended to the config or the data
+
+
+def test_a_shell_lines_own_redirect_and_a_folder_it_moves_to_are_not_named(tmp_path):
+    """Conservative: the file a line's `>` writes, or its job's --log-file, is the job's own log (two writers, as
+    before: launched), and a relative word after `cd` names a file of another folder (config/train.yaml there is
+    not ours: launched)."""
+    work = _project(tmp_path)
+    (work / "own.log").write_text("earlier run\n")
+    for line, log in (("python3 -u train.py > out.log", "out.log"), ("python3 -u train.py --log-file own.log", "own.log")):
+        rc, rep = _launch(work, log, ["bash", "-c", line], "--only", "log.writable")
+        v = rep["verdict"]
+        assert rc == 0 and rep["run"].get("pid") and v["cause"] != causes.LOG_NOT_WRITABLE, (line, v)
+    (work / "sub").mkdir()
+    (work / "sub" / "train.py").write_text(SCRIPT)
+    rc, rep = _launch(work, "config/train.yaml", ["bash", "-c", "cd sub && python3 train.py --config config/train.yaml"],
+                      "--only", "log.writable")
+    assert rc == 0 and rep["run"].get("pid"), rep["verdict"]
+
+
+def test_a_program_found_on_path_is_never_its_log(tmp_path):
+    """`launch --log ~/bin/run.sh -- run.sh`: the shell runs the run.sh PATH finds, not ./run.sh; it was not
+    named, and the job's output was appended to the user's own program (checked or --no-check)."""
+    (tmp_path / "work").mkdir()
+    work = _project(tmp_path / "work")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    program = bin_dir / "run.sh"
+    program.write_text("#!/bin/sh\necho hi\n")
+    program.chmod(0o755)
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    before = program.read_bytes()
+    for how in (["--only", "log.writable"], ["--no-check"]):
+        rc, rep = _launch(work, str(program), ["run.sh"], *how, env=env)
+        v = rep["verdict"]
+        assert rc == 1 and v["cause"] == causes.LOG_NOT_WRITABLE and "is the job's own program" in v["summary"], v
+        assert not rep["run"].get("pid"), rep["run"]
+        assert program.read_bytes() == before, how
+
+
 def test_the_jobs_own_log_option_warns_and_launches(tmp_path):
     """--log-file train.log: the job writes its log there itself, so it is no other purpose; two writers share
     the file (a warning), and the launch goes on."""
@@ -308,3 +372,73 @@ def test_an_sbatch_output_that_is_a_file_the_job_names_is_never_submitted(slurm,
         assert "--force submits anyway" not in json.dumps(v), v  # --force does not pass it
         assert not rep["run"].get("slurm") and not rep["run"].get("dir"), rep["run"]  # nothing submitted
         assert _bytes(work) == before, how  # the script, the batch script and the config as they were
+
+
+# ---- a --log that the launch never opens: Slurm writes where sbatch says, Ray keeps the output in its logs -------
+def _unused_log_row(doc):
+    """The warning row that says --log is not used (log.writable), or None."""
+    rows = [c for c in doc["checks"] if c["id"] == "log.writable" and "is not used" in c["summary"]]
+    assert len(rows) <= 1, rows
+    return rows[0] if rows else None
+
+
+def test_a_log_slurm_never_opens_is_said_with_where_the_output_goes(slurm, tmp_path):  # noqa: F811
+    """`launch --log train.log -- sbatch job.sbatch` (the real single-node Slurm): Slurm writes the job's output
+    to slurm-%j.out (or sbatch's --output), and --log was silently ignored: the user waited for a train.log that
+    never appeared. A warning row says so, with the file itself once Slurm named it; never a failure (the job is
+    fine: exit 0), and `check --fail-on warn` alone makes it count."""
+    work = _project(tmp_path)
+    (work / "job.sbatch").write_text("#!/bin/bash\necho hi\n")
+    line = ["--", "sbatch", "job.sbatch"]
+    p = run_dfdoctor("check", "--only", "slurm.submission", "--log", "train.log", "--format", "json", *line, cwd=work,
+                     timeout=200)
+    row = _unused_log_row(json.loads(p.stdout))
+    assert p.returncode == 0 and row and row["status"] == "warn" and row["cause"] is None, p.stdout
+    assert row["summary"] == (f"--log {work}/train.log is not used: Slurm writes the job's output to slurm-%j.out in "
+                              f"the submit folder {work} (%j: the job id), as sbatch does without --output"), row
+    assert "sbatch --output" in row["fix"], row
+    p = run_dfdoctor("check", "--only", "slurm.submission", "--log", "train.log", "--fail-on", "warn", *line, cwd=work,
+                     timeout=200)
+    assert p.returncode == 1 and "is not used" in p.stdout, p.stdout
+    for how, option in ((["--only", "slurm.submission"], []), (["--no-check"], ["-o", "out-%j.txt"])):
+        p = run_dfdoctor("launch", "--watch", "30", "--log", "train.log", "--format", "json", *how, "--",
+                         "sbatch", *option, "job.sbatch", cwd=work, timeout=200)
+        doc = json.loads(p.stdout)
+        job = doc["run"]["slurm"]["job_id"]
+        out = work / (f"out-{job}.txt" if option else f"slurm-{job}.out")
+        row = _unused_log_row(doc)
+        assert p.returncode == 0 and doc["verdict"]["state"] == "ok", (how, doc["verdict"])
+        assert row and row["status"] == "warn", (how, doc["checks"])
+        assert row["summary"] == f"--log {work}/train.log is not used: Slurm writes the job's output to {out}", row
+        assert out.read_text() == "hi\n" and not (work / "train.log").exists(), how
+    p = run_dfdoctor("check", "--only", "slurm.submission", "--skip", "log.writable", "--log", "train.log",
+                     "--format", "json", *line, cwd=work, timeout=200)
+    assert p.returncode == 0 and _unused_log_row(json.loads(p.stdout)) is None, p.stdout  # --skip silences it
+
+
+def test_a_log_ray_never_opens_is_said_with_how_to_read_the_output(tmp_path):
+    """`ray job submit` keeps the driver's output in Ray's logs (observed on the real head of
+    tests/support/ray_head.py): --log is never opened. Reached without a head: `check` with no Ray check selected
+    and a launch whose submission fails (no head at that address) say it as a warning row only; the id a
+    submitted job gets in the wording is read from the launch's run object (unit level: a head costs ~50 CPU-s)."""
+    from dfdoctor.engine import build_context
+    from dfdoctor.ray.placement import RAY
+    from dfdoctor.unused_log import records
+
+    work = _project(tmp_path)
+    line = ["ray", "job", "submit", "--address", "http://127.0.0.1:9", "--submission-id", "mine", "--",
+            "python3", "train.py"]
+    logs = "`ray job logs mine --address http://127.0.0.1:9`"
+    p = run_dfdoctor("check", "--only", "no.ray.check", "--log", "train.log", "--format", "json", "--", *line,
+                     cwd=work)
+    row = _unused_log_row(json.loads(p.stdout))
+    assert p.returncode == 0 and row and row["status"] == "warn", p.stdout
+    assert row["summary"] == (f"--log {work}/train.log is not used: Ray keeps the job's output in its own logs; "
+                              f"{logs} shows it"), row
+    rc, doc = _launch(work, "train.log", line, "--no-check")
+    assert rc == 1 and doc["verdict"]["summary"].startswith("`ray job submit` did not submit"), doc["verdict"]
+    assert _unused_log_row(doc)["summary"] == row["summary"] and not (work / "train.log").exists(), doc["checks"]
+    ctx, _ = build_context({"log": "train.log", "cwd": str(work)}, line[:5] + line[7:])  # no --submission-id
+    [rec] = records(RAY, ctx, run={"ray": {"job_id": "dfdoctor-20261207-1"}})
+    assert "`ray job logs dfdoctor-20261207-1 --address http://127.0.0.1:9` shows it" in rec.summary, rec.summary
+    assert rec.status.value == "warn" and rec.cause is None

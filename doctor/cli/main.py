@@ -150,6 +150,9 @@ def check_cmd(opts: dict[str, Any]) -> int:
     # this machine, a --target, or a scheduler's line (sbatch, ray job submit): each has its own checks
     placement = placements.of_line(ctx)
     records = placement.check(ctx, tuple(opts.get("only") or ()), tuple(opts.get("skip") or ()), cfg)
+    if ctx.log is not None:  # a --log this placement never opens (Slurm, Ray): a warning, where the output goes
+        from dfdoctor.unused_log import records as unused_log  # start-up: only where a --log is given
+        records = unused_log(placement, ctx, tuple(opts.get("skip") or ())) + records
     level = fail_on(opts, cfg)
     report = Report(tool_version=__version__, target=placement.report_target(ctx), command=command, started_at=started,
                     finished_at=now_iso(), verdict=verdict_from_checks(records, level), checks=records,

@@ -18,6 +18,7 @@ from dfdoctor.model import Report
 from dfdoctor.placing import Placement
 from dfdoctor.run.folder import RunFolder
 from dfdoctor.safefile import write_atomically
+from dfdoctor.unused_log import records as unused_log
 
 if TYPE_CHECKING:  # annotations only: the answers are made where they are built (placing_answers.py)
     from dfdoctor.placing_answers import LaunchAsk
@@ -48,12 +49,14 @@ def _launch(placement: Placement, ctx: Any, ask: LaunchAsk) -> Report:
                     blockers = [b for b in blockers if never_forced(b)]
                 if blockers:
                     verdict = not_started(blockers, **placement.not_started_words)
-                    return placed_report(ctx, "launch", started, verdict, gated.complete(records), timeline,
+                    return placed_report(ctx, "launch", started, verdict,
+                                         unused_log(placement, ctx, ask.skip) + gated.complete(records), timeline,
                                          dict(NOT_STARTED_RUN), placement.report_target(ctx))
             job = placement.start(ctx, ask, timeline)
             gated.begin(records)  # the checks that cannot stop it, after its start (launch/gated.py)
             if job.refused is not None:  # nothing runs: the refusal is the verdict
-                report = placed_report(ctx, "launch", started, job.refused, gated.complete(records),
+                report = placed_report(ctx, "launch", started, job.refused,
+                                       unused_log(placement, ctx, ask.skip, job.run) + gated.complete(records),
                                        timeline + job.timeline, job.run or dict(NOT_STARTED_RUN),
                                        placement.report_target(ctx))
                 return save_report(job.run_dir, report) if job.run_dir is not None else report
@@ -61,7 +64,10 @@ def _launch(placement: Placement, ctx: Any, ask: LaunchAsk) -> Report:
             records = gated.complete(records)
         finally:
             gated.stop(records)  # interrupted, or an error: no check runs on without us (nothing once complete)
-    report = save_report(job.run_dir, placed_report(ctx, "launch", started, judged.verdict, records + judged.records,
+    # a --log this placement never opens (Slurm, Ray): said where the output is instead, with the run's own file
+    notes = unused_log(placement, ctx, ask.skip, judged.run)
+    report = save_report(job.run_dir, placed_report(ctx, "launch", started, judged.verdict,
+                                                    notes + records + judged.records,
                                                     timeline + judged.timeline, judged.run,
                                                     placement.report_target(ctx)))
     keep_pre_checks(job.run_dir, report)

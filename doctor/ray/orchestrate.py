@@ -30,6 +30,7 @@ from dfdoctor.run import events
 from dfdoctor.run.folder import RunFolder, find_run, new_run
 from dfdoctor.run.masks import masked
 from dfdoctor.safefile import write_atomically
+from dfdoctor.unused_log import Instead
 
 SUBMIT_TIMEOUT_S = 300.0  # `ray job submit` uploads the working_dir (up to 100 MiB)
 
@@ -86,6 +87,17 @@ def watch_job(ask: LaunchAsk, job: Started, timeline: list[dict[str, Any]]) -> J
     seen, verdict = watch(api, job_id, seen, ask.watch_s, ask.settle_s,
                           on_event=lambda n, d: timeline.append(_event(n, d)), env_logs=env_logs)
     return Judged(offer_stop(verdict, job.run_id), _run(spec, job.run_dir, seen))
+
+
+def output_instead_of_log(ctx: Context, run: dict[str, Any]) -> Instead:
+    """A Ray job's driver output stays in Ray's logs (nothing is written here): read with `ray job logs`, by the
+    job id once submitted (the line's --submission-id, else the one dfdoctor chose)."""
+    sub = submit.parse(ctx.command, ctx.cwd, ctx.env)
+    job_id = (run.get("ray") or {}).get("job_id") or submit.submission_id(sub, "JOB_ID")
+    shown = f"`ray job logs {job_id} --address {sub.address}`"
+    return Instead(f"Ray keeps the job's output in its own logs; {shown} shows it",
+                   f"read the job's output with {shown} (or the Ray dashboard); drop --log, which a Ray launch "
+                   "never opens")
 
 
 def _submit(argv: list[str], ctx: Context) -> tuple[str, bool]:

@@ -53,6 +53,10 @@ class Ray(Placement):
         from dfdoctor.ray import orchestrate
         return orchestrate.watch_job(ask, job, timeline)
 
+    def output_instead_of_log(self, ctx: Any, run: dict[str, Any]) -> Any:
+        from dfdoctor.ray import orchestrate
+        return orchestrate.output_instead_of_log(ctx, run)
+
     def status(self, cwd: Path, ref: Optional[str], watch_s: float, cfg: Any = None,
                only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> Any:
         from dfdoctor.ray import orchestrate

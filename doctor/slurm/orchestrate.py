@@ -19,6 +19,7 @@ from dfdoctor.model import CheckRecord, Report, Verdict
 from dfdoctor.numbers import is_whole
 from dfdoctor.placing_answers import Judged, LaunchAsk, Started
 from dfdoctor.safefile import write_atomically
+from dfdoctor.unused_log import Instead
 from dfdoctor.registry import discover, select
 from dfdoctor.run.folder import RunFolder, find_run, new_run
 from dfdoctor.run.masks import masked
@@ -164,6 +165,22 @@ def status(cwd: Path, ref: Optional[str], watch_s: float) -> Report:
     if folder is not None:
         save_report(folder, report)
     return report
+
+
+def output_instead_of_log(ctx: Context, run: dict[str, Any]) -> Instead:
+    """Slurm writes the job's output where sbatch's --output says (slurm-%j.out in the job's folder when it says
+    nothing), never to dfdoctor's --log: the file itself once Slurm named it, else the pattern and its folder."""
+    if run.get("log"):
+        where = f"Slurm writes the job's output to {run['log']}"
+    else:
+        sub = submission_of(ctx)
+        folder = sub.workdir or str(ctx.cwd)
+        given = sub.get("output")
+        where = (f"Slurm writes the job's output where sbatch's --output says ({given}, relative to {folder})"
+                 if given else f"Slurm writes the job's output to {sbatch_default_output(sub)} in the submit folder "
+                 f"{folder} (%j: the job id), as sbatch does without --output")
+    return Instead(where, "read the job's output there (`dfdoctor status RUN` reads it too); to choose the file, "
+                          "give sbatch --output (#SBATCH --output=...), not dfdoctor's --log")
 
 
 def _interrupted_after_submission(job_id: str, folder: Path) -> None:

@@ -61,6 +61,10 @@ class Slurm(Placement):
         from dfdoctor.slurm import orchestrate
         return orchestrate.watch_job(ctx, ask, job, timeline)
 
+    def output_instead_of_log(self, ctx: Any, run: dict[str, Any]) -> Any:
+        from dfdoctor.slurm import orchestrate
+        return orchestrate.output_instead_of_log(ctx, run)
+
     def status(self, cwd: Path, ref: Optional[str], watch_s: float, cfg: Any = None,
                only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> Any:
         from dfdoctor.slurm import orchestrate
