@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from dfdoctor.agent.same_file import same_file
+from dfdoctor.lazy_re import compile_later
 
 # An option whose name says the job writes its own log at its value (--log-file, --logfile=, --log_path,
 # --train-log): the job itself writes there, which is not "another purpose" (a warning, not a failure).
-_LOG_OPTION = re.compile(r"^-{1,2}(?:[a-z0-9]+[-_.])*log(?:[-_.]?(?:file|path|name|out|output))?$", re.I)
-_PYTHON = re.compile(r"^python[0-9.]*$")
+_LOG_OPTION = compile_later(r"^-{1,2}(?:[a-z0-9]+[-_.])*log(?:[-_.]?(?:file|path|name|out|output))?$", re.I)
+_PYTHON = compile_later(r"^python[0-9.]*$")
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,7 @@ def _on_path(argv, env, here: bool) -> list[Named]:
 # Shell operators after which a word is a command's name again; redirections whose next word the line writes
 # (the job's own output: another writer, not another purpose, so not named here) or reads from a here-document.
 _SEPARATORS = {";", "&&", "||", "|", "&", "(", ")", "\n", ";;", "|&"}
-_WRITES = re.compile(r"^[0-9]*(?:>|>>|>\||&>|&>>|>&|<<|<<-|<<<)$")
+_WRITES = compile_later(r"^[0-9]*(?:>|>>|>\||&>|&>>|>&|<<|<<-|<<<)$")
 
 
 def _in_shell_line(argv, abspath: Callable[[str], object], env, here: bool, depth: int = 0) -> list[Named]:
