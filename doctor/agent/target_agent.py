@@ -20,7 +20,7 @@ import sys
 import time
 
 from dfdoctor.agent import ranks as agent_ranks
-from dfdoctor.agent.procfs import (buffers_stdout, children, is_job_of, is_recorder_of, job_outputs,
+from dfdoctor.agent.procfs import (buffers_stdout, settled_syscall, children, is_job_of, is_recorder_of, job_outputs,
                                    kernel_lists_children, proc_cpu_s, proc_ppid, proc_state, stat_fields)
 
 # shutil, subprocess and the wait readers (socket, platform, struct) are imported by the looks at a live job that
@@ -169,7 +169,7 @@ def one_look(p, spy):
     touches it), the descriptor that call names, its stack, CPU time and context switches."""
     from dfdoctor.agent.waits import wait_fds
 
-    syscall = (rd("/proc/%d/syscall" % p) or "").strip()
+    syscall = (settled_syscall(p) or "").strip()
     fds = wait_fds(p, syscall)
     stack = _read_till_read(spy, p) if spy else None
     switches, voluntary = 0, None

@@ -16,6 +16,8 @@ from typing import Optional
 
 import psutil
 
+from dfdoctor.agent.procfs import settled_syscall
+
 # System call numbers that mean "waiting", per architecture (asm/unistd_64.h; the generic table on arm64).
 _X86_64 = {0: "read", 7: "poll", 17: "pread64", 19: "readv", 23: "select", 35: "nanosleep", 43: "accept",
            45: "recvfrom", 47: "recvmsg", 61: "wait4", 72: "fcntl", 73: "flock", 202: "futex", 230: "clock_nanosleep",
@@ -133,10 +135,10 @@ def _socket_ends(pid: int, fd: int) -> tuple[Optional[str], Optional[str]]:
 
 def kernel_wait(pid: int) -> KernelWait:
     """The main thread's system call now (the main thread's task id is the pid)."""
-    try:
-        fields = open(f"/proc/{pid}/syscall").read().split()
-    except OSError:
+    text = settled_syscall(pid)  # read again while "running": see agent/procfs.py
+    if text is None:
         return KernelWait("unknown")
+    fields = text.split()
     if not fields or fields[0] == "running":
         return KernelWait("running")
     try:
