@@ -47,11 +47,8 @@ def test_the_reason_skips_a_rust_backtrace():
     assert py_spy_error("Stack backtrace:\n  0: main\n") is None
 
 
-def test_the_agents_two_looks_read_a_process_a_second_apart_however_slowly_py_spy_starts(tmp_path):
-    """A lock cycle, or any wait, is one both looks show a second apart (diagnose/look.lasting_cycle): a passing
-    one is shorter. Under load py-spy may take most of that second to start and read: with the second look counted
-    from the start of the first, the two reads were 0.41 s apart at load 16-22, and a compile lock held 0.8 s
-    would have shown in both. Here the first read is slowed by 0.8 s (a loaded machine's start), the second not."""
+def _slow_first_py_spy(tmp_path):
+    """py-spy behind a wrapper that starts 0.8 s late the first time only (a loaded machine's first start)."""
     spy = stacks.py_spy()
     if not spy:
         pytest.skip("py-spy is not installed")
@@ -59,6 +56,15 @@ def test_the_agents_two_looks_read_a_process_a_second_apart_however_slowly_py_sp
     slow.write_text(f"#!/bin/sh\n[ -e {tmp_path}/started ] || {{ touch {tmp_path}/started; sleep 0.8; }}\n"
                     f"exec {spy} \"$@\"\n")
     slow.chmod(0o755)
+    return slow
+
+
+def test_the_agents_two_looks_read_a_process_a_second_apart_however_slowly_py_spy_starts(tmp_path):
+    """A lock cycle, or any wait, is one both looks show a second apart (diagnose/look.lasting_cycle): a passing
+    one is shorter. Under load py-spy may take most of that second to start and read: with the second look counted
+    from the start of the first, the two reads were 0.41 s apart at load 16-22, and a compile lock held 0.8 s
+    would have shown in both. Here the first read is slowed by 0.8 s (a loaded machine's start), the second not."""
+    slow = _slow_first_py_spy(tmp_path)
     p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         (job,) = target_agent.sample([p.pid], str(slow))["procs"]
@@ -77,14 +83,8 @@ def test_the_local_looks_read_a_process_a_second_apart_however_slowly_py_spy_sta
     were 0.80 s apart at load 14, and here, the first read slowed by 0.8 s, 0.2 s."""
     from dfdoctor.diagnose import jobstacks
 
-    spy = stacks.py_spy()
-    if not spy:
-        pytest.skip("py-spy is not installed")
-    slow = tmp_path / "py-spy"
-    slow.write_text(f"#!/bin/sh\n[ -e {tmp_path}/started ] || {{ touch {tmp_path}/started; sleep 0.8; }}\n"
-                    f"exec {spy} \"$@\"\n")
-    slow.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ.get('PATH', '')}")  # stacks.py_spy() finds it first
+    slow = _slow_first_py_spy(tmp_path)
+    monkeypatch.setenv("PATH", f"{slow.parent}:{os.environ.get('PATH', '')}")  # stacks.py_spy() finds it first
     p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         ahead = jobstacks.first_round(p.pid) if first == "taken ahead" else None

@@ -41,6 +41,18 @@ def _modules(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, s
     return p, set(json.loads(seen.read_text()))
 
 
+def _quick_launch_and_its_status(tmp_path):
+    """The modules loaded by `launch --no-check` of a job that prints a line and ends, then by `status` of its
+    run; each said OK."""
+    p, launched = _modules(tmp_path, "launch", "--no-check", "--format", "json", "--", sys.executable, "-c",
+                           "print('step 1')")
+    report = json.loads(p.stdout)
+    assert report["verdict"]["state"] == "ok", p.stdout + p.stderr
+    p, status = _modules(tmp_path, "status", report["run"]["id"], "--format", "json")
+    assert json.loads(p.stdout)["verdict"]["state"] == "ok", p.stdout + p.stderr
+    return launched, status
+
+
 def _checks(modules: set[str]) -> set[str]:
     return {m for m in modules if m.startswith("dfdoctor.checks.") and not m.startswith("dfdoctor.checks.probes")}
 
@@ -179,14 +191,8 @@ def test_a_job_that_ends_at_once_is_launched_and_judged_without_psutil_or_the_st
     whether torchrun runs it: answered from /proc) and a status of its run import neither psutil nor the looks
     (0.07 G instructions of each, round 25), while a job seen running does (test_a_running_verdict_...), and so
     does a status with a look (below)."""
-    p, loaded = _modules(tmp_path, "launch", "--no-check", "--format", "json", "--", sys.executable, "-c",
-                         "print('step 1')")
-    report = json.loads(p.stdout)
-    assert report["verdict"]["state"] == "ok", p.stdout + p.stderr
-    assert not _LOOKS & loaded, _LOOKS & loaded
-    p, loaded = _modules(tmp_path, "status", report["run"]["id"], "--format", "json")
-    assert json.loads(p.stdout)["verdict"]["state"] == "ok", p.stdout + p.stderr
-    assert not _LOOKS & loaded, _LOOKS & loaded
+    for loaded in _quick_launch_and_its_status(tmp_path):
+        assert not _LOOKS & loaded, _LOOKS & loaded
     # a job that fails is judged without them too (its traceback is read, not its stacks)
     (tmp_path / "train.py").write_text("raise SystemExit('no data here')\n")
     p, loaded = _modules(tmp_path, "launch", "--no-check", "--format", "json", "--", sys.executable, "train.py")
@@ -304,14 +310,8 @@ def test_a_plain_python_command_is_read_without_the_hop_reader_the_walk_or_the_s
     p, loaded = _modules(tmp_path, "check", "--only", "log.writable", "--", sys.executable, "-c", "pass")
     assert p.returncode == 0, p.stdout + p.stderr
     assert not readers & loaded, readers & loaded
-    p, loaded = _modules(tmp_path, "launch", "--no-check", "--format", "json", "--", sys.executable, "-c",
-                         "print('step 1')")
-    report = json.loads(p.stdout)
-    assert report["verdict"]["state"] == "ok", p.stdout + p.stderr
-    assert not readers & loaded, readers & loaded
-    p, loaded = _modules(tmp_path, "status", report["run"]["id"], "--format", "json")
-    assert json.loads(p.stdout)["verdict"]["state"] == "ok", p.stdout + p.stderr
-    assert not readers & loaded, readers & loaded
+    for loaded in _quick_launch_and_its_status(tmp_path):
+        assert not readers & loaded, readers & loaded
     # a launch line with a hop is still read through them (`nohup ... > log &`)
     p, loaded = _modules(tmp_path, "check", "--only", "log.writable", "--", "nohup", sys.executable, "-c", "pass")
     assert {"dfdoctor.launchline.hops", "dfdoctor.launchline.launchpath"} <= loaded, p.stdout + p.stderr
