@@ -209,6 +209,12 @@ def _script_index(words: list[str]) -> Optional[int]:
     return None
 
 
+def put_to_another_purpose(log: str, named: list[Named]) -> list[Named]:
+    """Those of `named` that are the log's own file (`same_as`) and named for another purpose: not the value of
+    the job's own log option (its log, written by the job too: a shared writer, not a file put to another use)."""
+    return [n for n in same_as(log, named) if n.role != "log-option"]
+
+
 def same_as(log: str, named: list[Named]) -> list[Named]:
     """Those of `named` that are the log's own file (same device and inode), judged on this machine by the agent's
     comparison (the recorder makes the same one where the job runs); nothing when the log does not exist yet or is

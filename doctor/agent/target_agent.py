@@ -20,8 +20,9 @@ import sys
 import time
 
 from dfdoctor.agent import ranks as agent_ranks
-from dfdoctor.agent.procfs import (buffers_stdout, settled_syscall, children, is_job_of, is_recorder_of, job_outputs,
-                                   kernel_lists_children, proc_cpu_s, proc_ppid, proc_state, stat_fields)
+from dfdoctor.agent.procfs import (buffers_stdout, children, is_job_of, is_recorder_of, job_outputs,
+                                   kernel_lists_children, proc_cpu_s, proc_ppid, proc_state, settled_syscall,
+                                   stat_fields)
 
 # shutil, subprocess and the wait readers (socket, platform, struct) are imported by the looks at a live job that
 # use them, not here: most answers are the watch's polls of the run folder (live 0), 120 of a test file's 141

@@ -163,9 +163,9 @@ def _log_is_named(ctx: Any, log: Optional[Path]) -> Optional[Verdict]:
     if log is None or ctx.no_redirect:
         return None
     from dfdoctor.diagnose.log_is_input import refusal  # start-up: a launch with --log alone
-    from dfdoctor.named_files import named_by, same_as
+    from dfdoctor.named_files import named_by, put_to_another_purpose
     named = named_by(ctx)
-    same = [n for n in same_as(str(log), named) if n.role != "log-option"]
+    same = put_to_another_purpose(str(log), named)
     return refusal(str(ctx.log), str(log), named, same[0]) if same else None
 
 

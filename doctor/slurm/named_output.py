@@ -14,7 +14,7 @@ from typing import Optional
 
 from dfdoctor import causes
 from dfdoctor.model import Result, Verdict, fail
-from dfdoctor.named_files import Named, named_files, same_as, suggested_log
+from dfdoctor.named_files import Named, named_files, put_to_another_purpose, suggested_log
 from dfdoctor.slurm import patterns, script
 from dfdoctor.slurm.sbatch import Submission
 
@@ -44,7 +44,7 @@ def clash(sub: Submission, cwd: Path) -> Optional[Clash]:
         if name is None:  # %j and the like: a new name per job, no file the user named
             continue
         path = script.resolve(name, work)
-        same = [n for n in same_as(path, named) if n.role != "log-option"]  # the job's own log: a shared writer
+        same = put_to_another_purpose(path, named)
         if same:
             typed = pattern if pattern == name else f"{pattern} ({name})"  # %x.py: the file Slurm would open
             return Clash(option, typed, path, named, same[0])
