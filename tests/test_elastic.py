@@ -31,28 +31,39 @@ def _line_of(text: str) -> int:
     return next(i for i, line in enumerate(lines, 1) if text in line)
 
 
-def test_rank_that_raises_is_named_with_its_exception(work):
-    """Launched through the `torchrun` console script (the other tests here use `python -m torch.distributed.run`):
-    both spellings are read as torchrun, so its ranks are named. A test of the console script apart, with the same
-    job and the same verdict, started three more torch-importing processes (~2.5 CPU-s) to prove no more."""
+@pytest.fixture(scope="module")
+def raised_then_aborted(tmp_path_factory):
+    """One torchrun, through the `torchrun` console script (the other tests here use `python -m
+    torch.distributed.run`), of the job whose rank 1 raises and then dies with SIGABRT while exiting, for the two
+    tests that read it. Each launched its own before (an agent and two ranks importing torch, ~5 CPU-s a run): the
+    first accepted either end of rank 1 (CI saw the abort under load), the second made the abort certain."""
+    work = tmp_path_factory.mktemp("raised-then-aborted")
     torchrun = Path(sys.executable).with_name("torchrun")  # torch's wheel installs it beside the interpreter
-    proc, rep = launch_to_end(work, str(torchrun), *TORCHRUN[3:], job("ddp_rank_raises.py")[1], watch=60)
-    v, text = rep["verdict"], text_of(rep)
+    try:
+        yield launch_to_end(work, str(torchrun), *TORCHRUN[3:], job("ddp_rank_raises.py")[1], "abort", watch=60)[1]
+    finally:
+        kill_runs(work)
+
+
+def test_rank_that_raises_is_named_with_its_exception(raised_then_aborted):
+    """Launched through the `torchrun` console script: both spellings are read as torchrun, so its ranks are
+    named. A test of the console script apart, with the same job and the same verdict, started three more
+    torch-importing processes (~2.5 CPU-s) to prove no more."""
+    v, text = raised_then_aborted["verdict"], text_of(raised_then_aborted)
     assert v["cause"] == "crashed", text
     assert v["summary"].startswith("Rank 1 ("), text
     assert "ValueError: shard 7 is missing on rank 1" in v["summary"]
     assert f"ddp_rank_raises.py, line {_line_of('raise ValueError')}" in v["summary"]
     assert "ChildFailedError" not in v["summary"]
-    # how torchrun saw rank 1 end: exit code 1, or, on a loaded machine, SIGABRT from gloo's teardown at exit
-    # (CI saw it; the next test makes that path certain)
+    # how torchrun saw rank 1 end: exit code 1, or SIGABRT from a teardown at exit (CI saw gloo's under load; the
+    # job's `abort` makes it certain here, and the next test asserts that path)
     assert "exit code 1" in text or "ValueError, then SIGABRT while exiting" in v["summary"], text
     assert "the [rank1] lines" in text
 
 
-def test_rank_that_raises_then_aborts_is_named_with_its_exception(work):
+def test_rank_that_raises_then_aborts_is_named_with_its_exception(raised_then_aborted):
     """The flake CI once saw: rank 1 raised, then died with SIGABRT while exiting. Its exception is the cause."""
-    _, rep = launch_to_end(work, *_torchrun("ddp_rank_raises.py", "abort"), watch=60)
-    v, text = rep["verdict"], text_of(rep)
+    v, text = raised_then_aborted["verdict"], text_of(raised_then_aborted)
     assert "SIGABRT" in text, text  # torchrun really saw the signal, so this is the path under test
     assert v["cause"] == "crashed" and v["summary"].startswith("Rank 1 ("), text
     assert "ValueError: shard 7 is missing on rank 1" in v["summary"], text

@@ -52,6 +52,36 @@ def ctx(tmp_path: Path) -> Context:
     return Context(cwd=tmp_path, python=sys.executable, env={**os.environ, "PROBE_MARK": "job"})
 
 
+@pytest.fixture(scope="module")
+def one_server(tmp_path_factory):
+    """One server, its torch imported, for the tests that read forks of a warmed server and leave it serving as
+    they found it (each started and warmed its own before: an import of torch, ~1.2 CPU-s a test). It is the active
+    server only while such a test runs (`served`); the other tests start their own, as a phase does."""
+    home = tmp_path_factory.mktemp("one-server")
+    # the same environment for every test that uses it (pytest's PYTEST_CURRENT_TEST names each test: a probe of a
+    # test with its own would be a changed environment, sent to a fresh process)
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    shared = Context(cwd=home, python=sys.executable, env={**env, "PROBE_MARK": "job"})
+    with probe_server.serving(shared, wanted=True) as server:
+        warmed(shared, home)
+        probe_server._active = None
+        try:
+            yield shared, server
+        finally:
+            probe_server._active = server  # so that the block's end stops it, as a phase's end does
+
+
+@pytest.fixture
+def served(one_server, tmp_path: Path):
+    """The shared warmed server, active for this test; a context of its environment in the test's own folder."""
+    shared, server = one_server
+    probe_server._active = server
+    try:
+        yield Context(cwd=tmp_path, python=shared.python, env=dict(shared.env)), server
+    finally:
+        probe_server._active = None
+
+
 def test_probes_of_a_phase_fork_from_one_interpreter_that_imported_torch(tmp_path, ctx):
     script = probe(tmp_path, "where.py", WHERE)
     with probe_server.serving(ctx, wanted=True) as server:
@@ -68,7 +98,7 @@ def test_probes_of_a_phase_fork_from_one_interpreter_that_imported_torch(tmp_pat
     assert not Path(server.socket_path).parent.exists()
 
 
-def test_a_forked_probe_ends_as_a_fresh_one_would(tmp_path, ctx):
+def test_a_forked_probe_ends_as_a_fresh_one_would(tmp_path, served):
     # (body, exit status, in its stderr, in its stdout): a non-daemon thread is waited for and atexit handlers
     # run, as at a normal interpreter exit (read from the same forks: a second server, warmed again, cost ~1.5
     # CPU-s for these two)
@@ -82,17 +112,16 @@ def test_a_forked_probe_ends_as_a_fresh_one_would(tmp_path, ctx):
                    "late"),
         "atexit": ("import atexit; atexit.register(lambda: print('bye', flush=True))", 0, "", "bye"),
     }
-    with probe_server.serving(ctx, wanted=True):
-        warmed(ctx, tmp_path)
-        for name, (body, rc, err, said) in cases.items():
-            out = run_probe(ctx, probe(tmp_path, f"p{len(name)}.py", body), timeout=60)
-            assert out.extra.get("probe_server"), name
-            assert out.returncode == rc, (name, out.returncode, out.stderr)
-            assert err in out.stderr, name
-            assert said in out.stdout, (name, out.stdout)
+    ctx, _ = served
+    for name, (body, rc, err, said) in cases.items():
+        out = run_probe(ctx, probe(tmp_path, f"p{len(name)}.py", body), timeout=60)
+        assert out.extra.get("probe_server"), name
+        assert out.returncode == rc, (name, out.returncode, out.stderr)
+        assert err in out.stderr, name
+        assert said in out.stdout, (name, out.stdout)
 
 
-def test_a_probe_that_ends_before_its_pid_is_read_is_served_once(tmp_path, ctx, monkeypatch):
+def test_a_probe_that_ends_before_its_pid_is_read_is_served_once(tmp_path, served, monkeypatch):
     """A loaded machine may give dfdoctor the time to read a forked probe's pid only once the probe has ended and
     the server has sent its exit status as well (round 20, 8 xdist workers: both lines came in one read, and the
     probe ran again in a fresh interpreter). It stays the fork's, run once, its status read. The read is held back
@@ -111,10 +140,9 @@ def test_a_probe_that_ends_before_its_pid_is_read_is_served_once(tmp_path, ctx, 
 
     runs = tmp_path / "runs"
     body = f"open({str(runs)!r}, 'a').write('ran\\n')\nraise SystemExit(3)\n"
-    with probe_server.serving(ctx, wanted=True):
-        warmed(ctx, tmp_path)
-        monkeypatch.setattr(probe_server, "_read_line", late)
-        out = run_probe(ctx, probe(tmp_path, "once.py", body), timeout=60)
+    ctx, _ = served
+    monkeypatch.setattr(probe_server, "_read_line", late)
+    out = run_probe(ctx, probe(tmp_path, "once.py", body), timeout=60)
     assert out.extra.get("probe_server") and out.returncode == 3, out
     assert runs.read_text() == "ran\n"
 
@@ -126,7 +154,7 @@ def _main_stack(stderr: str) -> list[str]:
             for line in block.splitlines() if line.lstrip().startswith("File ")]
 
 
-def test_a_hung_forked_probe_dumps_its_stacks_and_leaves_nothing(tmp_path, ctx):
+def test_a_hung_forked_probe_dumps_its_stacks_and_leaves_nothing(tmp_path, served):
     body = ("import subprocess, sys, time\n"
             "sys.path.insert(0, %r)\n"
             "from _probe_support import install_stack_dump\n"
@@ -135,11 +163,10 @@ def test_a_hung_forked_probe_dumps_its_stacks_and_leaves_nothing(tmp_path, ctx):
             "print(child.pid, flush=True)\n"
             "def waiting_here():\n    time.sleep(600)\n"
             "waiting_here()\n") % str(probe_server.SERVER.parent)
-    with probe_server.serving(ctx, wanted=True):
-        warmed(ctx, tmp_path)
-        t0 = time.monotonic()
-        out = run_probe(ctx, probe(tmp_path, "hang.py", body), timeout=6)
-        took = time.monotonic() - t0
+    ctx, _ = served
+    t0 = time.monotonic()
+    out = run_probe(ctx, probe(tmp_path, "hang.py", body), timeout=6)
+    took = time.monotonic() - t0
     assert out.extra.get("probe_server") and out.timed_out
     assert took < 15
     assert "waiting_here" in out.stderr  # faulthandler's dump at SIGUSR1
@@ -180,15 +207,14 @@ def test_only_the_server_s_frames_below_a_forked_probe_are_left_out():
     assert probe_server.without_server_frames(no_server) == no_server
 
 
-def test_an_environment_torch_reads_at_start_gets_a_fresh_process(tmp_path, ctx):
+def test_an_environment_torch_reads_at_start_gets_a_fresh_process(tmp_path, served):
+    ctx, server = served
     script = probe(tmp_path, "where.py", WHERE)
-    with probe_server.serving(ctx, wanted=True) as server:
-        warmed(ctx, tmp_path)
-        changed = {**ctx.env, "OMP_NUM_THREADS": "1"}
-        fresh = run_probe(ctx, script, timeout=60, env=changed)
-        users = run_probe(ctx, script, timeout=60, env={**ctx.env, "PROBE_MARK": "set by the launch line"})
-        lazy = run_probe(ctx, script, timeout=60, env={**ctx.env, "CUDA_VISIBLE_DEVICES": "", "RANK": "1",
-                                                          "NCCL_NVLS_ENABLE": "0"})
+    changed = {**ctx.env, "OMP_NUM_THREADS": "1"}
+    fresh = run_probe(ctx, script, timeout=60, env=changed)
+    users = run_probe(ctx, script, timeout=60, env={**ctx.env, "PROBE_MARK": "set by the launch line"})
+    lazy = run_probe(ctx, script, timeout=60, env={**ctx.env, "CUDA_VISIBLE_DEVICES": "", "RANK": "1",
+                                                      "NCCL_NVLS_ENABLE": "0"})
     for out in (fresh, users):  # read at start-up, or by module-level code: not a fork's to pretend
         assert not out.extra.get("probe_server") and answer(out)["ppid"] != server.pid
         assert not answer(out)["torch_before"]
@@ -270,13 +296,12 @@ def test_check_names_the_same_findings_with_and_without_the_server(tmp_path):
     assert runs["1"]["cuda.init"][0] == "skip"
 
 
-def test_a_probe_that_never_imports_torch_starts_fresh_beside_the_server(tmp_path, ctx):
+def test_a_probe_that_never_imports_torch_starts_fresh_beside_the_server(tmp_path, served):
     """dfdoctor's probes that never import torch (the log, deps and leftovers probes) gain nothing from a fork of
     the server, and would wait for its torch import: they run in a fresh interpreter beside it."""
-    with probe_server.serving(ctx, wanted=True):
-        warmed(ctx, tmp_path)
-        log = run_probe(ctx, "log_probe.py", [str(tmp_path / "train.log")], timeout=60)
-        where = run_probe(ctx, probe(tmp_path, "where.py", WHERE), timeout=60)
+    ctx, _ = served
+    log = run_probe(ctx, "log_probe.py", [str(tmp_path / "train.log")], timeout=60)
+    where = run_probe(ctx, probe(tmp_path, "where.py", WHERE), timeout=60)
     assert log.returncode == 0 and log.payload is not None and not log.extra.get("probe_server")
     assert where.extra.get("probe_server")
 

@@ -144,9 +144,15 @@ if [ -n "$d" ] && [ -d "$d" ]; then
     kill -9 "$pid" 2>/dev/null && echo "==killed $pid"
   fi
   rm -rf "$d"
-  # a sentinel that started late (no start.json when it was read): found by its command line
-  [ -z "$pid" ] && for c in /proc/[0-9]*/cmdline; do
-    cmd=$(tr '\0' ' ' < "$c" 2>/dev/null)  # matched by `case`: a grep for it would find itself
+  # a sentinel that started late (no start.json when it was read): found by its command line. One grep reads them
+  # all where grep reads past a NUL (a `tr` each was a fork per process here: ~0.3 CPU-s a rehearsal whose line
+  # started nothing, with 100 processes); busybox's grep stops at the first, so there each is read by `tr`. Either
+  # way `case` matches what was read (a grep's own words name it too)
+  late=/proc/[0-9]*/cmdline
+  [ -z "$pid" ] && printf 'x\0%s\n' "$d/" | grep -qaF "$d/" 2>/dev/null &&
+    late=$(grep -laF "$d/" /proc/[0-9]*/cmdline 2>/dev/null < /dev/null)
+  [ -z "$pid" ] && for c in $late; do
+    cmd=$(tr '\0' ' ' 2>/dev/null < "$c")  # (no word on stderr of one gone since it was listed: grep's own)
     case "$cmd" in *"$d/"*) ;; *) continue ;; esac
     p=${c#/proc/}; p=${p%/cmdline}; [ "$p" != "$$" ] && kill -9 "$p" 2>/dev/null && echo "==killed $p"
   done

@@ -11,14 +11,17 @@ import os
 import sys
 import time
 
-import torch
-import torch.distributed as dist
-from torch.distributed.elastic.multiprocessing.errors import record
+if sys.argv[1:] == ["early"] and os.environ.get("LOCAL_RANK") == "1":
+    # before its import of torch too: its failure is the same words, and rank 0's wait for it the same (an import
+    # of torch that proved nothing here, ~1.3 CPU-s)
+    raise RuntimeError("CUDA error: invalid device ordinal")
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+from torch.distributed.elastic.multiprocessing.errors import record  # noqa: E402
 
 
 def main():
-    if sys.argv[1:] == ["early"] and os.environ.get("LOCAL_RANK") == "1":
-        raise RuntimeError("CUDA error: invalid device ordinal")
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     print(f"rank {rank}: joined, world size {dist.get_world_size()}", flush=True)
