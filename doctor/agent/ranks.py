@@ -19,9 +19,37 @@ def _read(path):
         return ""
 
 
+def is_torchrun(cmd):
+    """Whether a command line runs torchrun's agent: the program itself (`torchrun`, or a Python running the
+    `torchrun` console script or `-m torch.distributed.run`/`.launch`), not a word that only contains the name
+    (a job in ~/torchrun-exp/ or `--note torchrun` was read as an agent, and its launch never said running)."""
+    return any(os.path.basename(w) == "torchrun" or w in TORCHRUN for w in program(cmd))
+
+
+def program(cmd):
+    """The words of a command line that name what runs: its first, and a Python interpreter's script or module."""
+    words = list(cmd[:1])
+    if not words or not os.path.basename(words[0]).startswith("python"):
+        return words
+    i = 1
+    while i < len(cmd):
+        a = cmd[i]
+        if a == "-c" or a.startswith("-c"):
+            return words
+        if a == "-m" or (a.startswith("-m") and len(a) > 2):
+            return words + (cmd[i + 1:i + 2] if a == "-m" else [a[2:]])
+        if a in ("-X", "-W"):  # an option with its value in the next word
+            i += 2
+            continue
+        if a == "--" or not a.startswith("-"):
+            return words + cmd[i + (a == "--"):i + 1 + (a == "--")]
+        i += 1
+    return words
+
+
 def nproc(cmd):
     """`--nproc_per_node N` of a torchrun command line (1 without it); None when not torchrun or not a number."""
-    if not any(t in " ".join(cmd) for t in TORCHRUN):
+    if not is_torchrun(cmd):
         return None
     for i, a in enumerate(cmd):
         flag, eq, value = a.partition("=")

@@ -239,7 +239,7 @@ def meets_others(cmd, env):
     sockets are not read: each read of a busy host's table costs milliseconds."""
     rank = "RANK" in env and "LOCAL_RANK" in env
     return (rank and bool(env.get("MASTER_PORT"))) or \
-        (not rank and any(t in " ".join(cmd) for t in agent_ranks.TORCHRUN))
+        (not rank and agent_ranks.is_torchrun(cmd))
 
 
 def sources(procs):
