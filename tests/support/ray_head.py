@@ -138,7 +138,8 @@ def _cluster_venv(where: Path, python_bin: Path) -> Path:
     (own,) = where.glob("lib/python3*/site-packages")
     (own / "_dfdoctor_test_cluster.pth").write_text(f"import site; site.addsitedir({site!r})\n")
     ray = where / "bin" / "ray"
-    ray.write_text(f"#!{where / 'bin' / 'python'}\nimport sys\nfrom ray.scripts.scripts import main\nsys.exit(main())\n")
+    ray.write_text(f"#!{where / 'bin' / 'python'}\nimport sys\nfrom ray.scripts.scripts import main\n"
+                   "sys.exit(main())\n")
     ray.chmod(0o755)
     return where
 
