@@ -2,7 +2,9 @@
 gives it (GITHUB_ACTION_PATH, RUNNER_TEMP, GITHUB_PATH, GITHUB_OUTPUT, GITHUB_STEP_SUMMARY, GITHUB_WORKSPACE, and
 the step's `env:` with `${{ inputs.* }}` and `${{ steps.*.outputs.* }}` filled in), PATH extended by what a step
 appended to GITHUB_PATH, step outputs read back from GITHUB_OUTPUT. The set-up step really installs this
-checkout into a fresh virtual environment; the upload step (`uses:`) is checked for the folder it would upload."""
+checkout into a fresh virtual environment (pip given the suite's wheelhouse in place of the package index,
+tests/support/wheelhouse.py: the step's lines are run as they are); the upload step (`uses:`) is checked for the
+folder it would upload."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
+from support import wheelhouse
 
 ROOT = Path(__file__).resolve().parent.parent
 _EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
@@ -97,6 +101,11 @@ def installed(tmp_path_factory):
     step = next(s for s in action()["runs"]["steps"] if s["name"] == "Set up dfdoctor")
     env = runner.env(step, {})
     env["GITHUB_OUTPUT"] = str(tmp / "setup-output")
+    # the checkout's dependencies and build backend from the wheelhouse, as tests/test_install_lines.py installs
+    # them: asking the index proves nothing of the action. Compiled as pip does by default (not PIP_COMPILE=0):
+    # the tests run the installed dfdoctor 7 times, and each run would compile it again (PYTHONDONTWRITEBYTECODE)
+    env.update({k: v for k, v in wheelhouse.offline(wheelhouse.wheelhouse(tmp_path_factory)).items()
+                if k != "PIP_COMPILE"})
     p = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], cwd=workspace, env=env, capture_output=True, text=True,
                        timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]

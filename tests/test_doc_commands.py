@@ -28,6 +28,7 @@ import pytest
 
 from conftest import BIN, REPO
 from support.doc_commands import USERS_OWN, DocCommand, commands
+from support.torch_imports import torch_cuda
 from infra.fixtures import Infra, folder_in_container, infra  # noqa: F401
 from infra.slurm_fixtures import Slurm, slurm  # noqa: F401
 
@@ -260,8 +261,7 @@ def test_the_gpu_check_says_what_it_found(tmp_path):
     (tmp_path / "train.py").write_text("print('step 1')\n")
     ran = run_shown("docs/cuda.md: dfdoctor check --only 'cuda*' --require-gpu -- python train.py", tmp_path,
                     timeout=180)
-    cuda_build = subprocess.run([str(BIN / "python"), "-c", "import torch; print(torch.version.cuda or '')"],
-                                capture_output=True, text=True, timeout=120).stdout.strip()
+    cuda_build = torch_cuda()  # BIN's python is this one
     if not cuda_build:  # the test machines' torch is a CPU build: a GPU that --require-gpu wants is missing
         expect(ran, 1, r"^dfdoctor check: FAILED \[cuda-unavailable\]$", r"CPU-only build")
     else:

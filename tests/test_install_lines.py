@@ -25,6 +25,7 @@ import pytest
 
 from conftest import REPO
 from support.doc_commands import DOCS, commands
+from support import wheelhouse as support_wheelhouse
 from support.made_once import made_once, session_folder
 
 pytestmark = pytest.mark.slow
@@ -36,31 +37,15 @@ NOT_DFDOCTOR = {
 }
 # The user's own values in an install line, and what stands in for them here.
 GIT_URL = "YOUR_DFDOCTOR_GIT_URL"
-# dfdoctor's own dependencies at the versions requirements-run.txt pins and the build backend; then pipx, and the pip it
-# puts in its shared venv, for `pipx install`.
-WHEELHOUSE_NAMES = ("click", "psutil", "jinja2", "markupsafe", "packaging", "py-spy", "setuptools", "wheel")
 
 
 def install_lines() -> list:
     return [c for c in commands() if _INSTALLS.search(c.text) and c.text not in NOT_DFDOCTOR]
 
 
-def _pins() -> list[str]:
-    pins = []
-    for line in (REPO / "requirements-run.txt").read_text().splitlines():
-        name = line.split("==")[0].strip().lower()
-        if "==" in line and name in WHEELHOUSE_NAMES:
-            pins.append(line.strip())
-    assert len(pins) == len(WHEELHOUSE_NAMES), pins
-    return pins
-
-
 @pytest.fixture(scope="module")
 def wheelhouse(tmp_path_factory) -> Path:
-    def download(where: Path) -> None:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(where), *_pins(), "pipx",
-                        "pip"], check=True, timeout=300)
-    return made_once(session_folder(tmp_path_factory) / "install-wheelhouse", download)
+    return support_wheelhouse.wheelhouse(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

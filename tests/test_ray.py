@@ -186,17 +186,6 @@ def test_a_task_no_node_can_place_is_named_while_ray_says_running_and_stop_ends_
 
 
 @pytest.mark.slow
-def test_a_missing_module_of_the_driver_is_named(head, tmp_path):
-    wd = _folder(tmp_path, "ray_missing_module.py")
-    doc, took, _ = _launch(head, wd, "--", "python", "ray_missing_module.py")
-    v = doc["verdict"]
-    assert v["cause"] == "missing-module" and "dfdoctor_no_such_module_for_ray" in v["summary"], v
-    # said on Ray's FAILED (the driver's exit code known), or on its traceback, Ray's first word, just before it
-    early = any("Ray still said RUNNING" in e for e in v["evidence"])
-    assert doc["run"]["exit_code"] == 1 or (early and doc["run"]["exit_code"] is None), doc["run"]
-
-
-@pytest.mark.slow
 def test_tasks_that_failed_under_a_job_ray_calls_succeeded_are_named(head, tmp_path):
     wd = _folder(tmp_path, "ray_tasks_fail.py")
     doc, took, _ = _launch(head, wd, "--", "python", "ray_tasks_fail.py")
@@ -427,7 +416,9 @@ def test_a_ray_target_is_the_heads_job_server_and_never_ray_clients_port(tmp_pat
 
 
 @pytest.mark.slow
-def test_check_and_launch_with_a_ray_target_submit_to_that_head(head, tmp_path):
+def test_check_and_launch_with_a_ray_target_submit_to_that_head_and_name_the_drivers_missing_module(head, tmp_path):
+    """The target's line is the `ray job submit` line a user writes for this head (the command is asserted below),
+    so its launch is also the test of a driver's missing module, which had a job of its own with the same line."""
     wd = _folder(tmp_path, "ray_missing_module.py")
     target = "ray://" + head.address.split("://", 1)[1]
     p = run_dfdoctor("check", "--format", "json", "--target", target, "--", "python", "ray_missing_module.py",
@@ -441,7 +432,12 @@ def test_check_and_launch_with_a_ray_target_submit_to_that_head(head, tmp_path):
     q = run_dfdoctor("launch", "--watch", WATCH, "--format", "json", "--target", target, "--", "python",
                      "ray_missing_module.py", cwd=wd, env=head.env, timeout=TIMEOUT_S)
     doc = json.loads(q.stdout)
-    assert doc["verdict"]["cause"] == "missing-module" and doc["run"]["ray"]["address"] == head.address, q.stdout
+    v = doc["verdict"]
+    assert v["cause"] == "missing-module" and "dfdoctor_no_such_module_for_ray" in v["summary"], v
+    # said on Ray's FAILED (the driver's exit code known), or on its traceback, Ray's first word, just before it
+    early = any("Ray still said RUNNING" in e for e in v["evidence"])
+    assert doc["run"]["exit_code"] == 1 or (early and doc["run"]["exit_code"] is None), doc["run"]
+    assert doc["run"]["ray"]["address"] == head.address, q.stdout
     assert doc["command"][:7] == ["ray", "job", "submit", "--address", head.address, "--working-dir", "."]
     assert doc["target"] == target, doc["target"]
     s = run_dfdoctor("status", "--format", "json", cwd=wd, env=head.env, timeout=TIMEOUT_S)

@@ -39,6 +39,13 @@ START_TIMEOUT_S = 120  # 4.5-13 s measured; far more under a loaded CI machine
 # the next tests, 25-40 s apart under load (round 21: 2 clones and 4 pip runs, 30 CPU-s, inside later tests).
 # One try: the job then FAILS after it, and nothing of it outlives its test.
 QUIET = {"RAY_prestart_worker_first_driver": "0", "RAY_enable_worker_prestart": "0", "RUNTIME_ENV_RETRY_TIMES": "1"}
+# What no test reads, off: Ray's metrics (each Ray process exports them to the dashboard agent, which nothing here
+# asks; dfdoctor reads the job, state, log and cluster-status APIs) and the agent's node report every 5 s (psutil of
+# every process of the node, for the dashboard's web page and metrics: REPORTER_UPDATE_INTERVAL_MS).
+UNREAD = {"RAY_enable_metrics_collection": "0", "REPORTER_UPDATE_INTERVAL_MS": "3600000"}
+# Ray's log monitor streams the workers' output to their drivers; no test job prints from a task, and dfdoctor
+# reads the driver's own output (the job API) and the node's log files (the log API, which the agent serves).
+PARTS_OFF = ("--include-log-monitor=false",)
 PORT_NAMES = ("--port", "--dashboard-port", "--node-manager-port", "--object-manager-port",
               "--ray-client-server-port", "--dashboard-agent-listen-port", "--dashboard-agent-grpc-port",
               "--metrics-export-port", "--runtime-env-agent-port")
@@ -119,6 +126,24 @@ class Head:
         shutil.rmtree(self.home, ignore_errors=True)
 
 
+def _cluster_venv(where: Path, python_bin: Path) -> Path:
+    """The venv the head runs in: a venv of its own whose one .pth file adds `python_bin`'s site-packages (Ray and
+    all else there, their own .pth files included), with a `ray` command. A job's runtime env with `pip` makes Ray
+    clone the venv its agent runs in (RAY-FACTS.md) before pip runs: the test venv, 1.6 GB with torch, took 13.5
+    CPU-s to clone (and as many seconds of disk); this one is a few files. Ray, the Python and the packages a job
+    sees are the same: the jobs' `python` (the head's PATH) and Ray's workers run from here."""
+    subprocess.run([str(python_bin), "-m", "venv", "--without-pip", str(where)], check=True, timeout=60)
+    site = subprocess.run([str(python_bin), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    (own,) = where.glob("lib/python3*/site-packages")
+    (own / "_dfdoctor_test_cluster.pth").write_text(f"import site; site.addsitedir({site!r})\n")
+    ray = where / "bin" / "ray"
+    ray.write_text(f"#!{where / 'bin' / 'python'}\nimport sys\nfrom ray.scripts.scripts import main\n"
+                   "sys.exit(main())\n")
+    ray.chmod(0o755)
+    return where
+
+
 def start(python_bin: Path, tries: int = 3, settings: Optional[dict] = None) -> Head:
     """`ray start --head --num-cpus 2` of the venv of `python_bin`, on free ports, its temp dir and HOME its own.
     A port free when chosen may be taken before Ray binds it (other tests run meanwhile): then new ports.
@@ -148,13 +173,15 @@ def _start(python_bin: Path, settings: dict) -> Head:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     env.update(HOME=str(home), **{MARK: mark}, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="token",
                PATH=f"{python_bin.parent}{os.pathsep}{env.get('PATH', '')}")
-    argv = [str(python_bin.parent / "ray"), "start", "--head", "--num-cpus", "2", "--num-gpus", "0",
+    venv = _cluster_venv(home / "venv", python_bin)
+    argv = [str(venv / "bin" / "ray"), "start", "--head", "--num-cpus", "2", "--num-gpus", "0",
             "--disable-usage-stats", f"--temp-dir={temp}", "--include-dashboard=true",
             "--dashboard-host=127.0.0.1", f"--min-worker-port={lo}", f"--max-worker-port={lo + WORKER_PORTS - 1}",
-            *[f"{k}={v}" for k, v in ports.items()]]
+            *PARTS_OFF, *[f"{k}={v}" for k, v in ports.items()]]
     head = Head(f"http://127.0.0.1:{ports['--dashboard-port']}", home, temp, env, mark, f"127.0.0.1:{ports['--port']}")
     try:
-        p = subprocess.run(argv, env={**env, **QUIET, **settings}, cwd=home, capture_output=True, text=True,
+        started = {**env, **QUIET, **UNREAD, **settings, "PATH": f"{venv / 'bin'}{os.pathsep}{env['PATH']}"}
+        p = subprocess.run(argv, env=started, cwd=home, capture_output=True, text=True,
                            timeout=START_TIMEOUT_S, stdin=subprocess.DEVNULL)
         if p.returncode != 0:
             said = f"ray start failed ({p.returncode}): {p.stderr[-2000:]}"

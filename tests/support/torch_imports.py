@@ -94,6 +94,17 @@ def torch_version() -> str:
     return build["version"]
 
 
+def torch_cuda() -> str:
+    """This interpreter's torch.version.cuda ('' for none), read from its version.py as `torch_version` reads the
+    version: a test that ran `python -c "import torch; print(torch.version.cuda)"` for it paid ~1.4 CPU-s. Imported
+    only where that file cannot be read."""
+    build = _torch_build().read()
+    if build is None:
+        import torch
+        return str(torch.version.cuda or "")
+    return str(build["cuda"] or "")
+
+
 def unreadable_build(tmp_path: Path) -> Path:
     """A folder for PYTHONPATH whose `torch` is the installed one, with no version.py beside its __init__.py."""
     real = Path(importlib.util.find_spec("torch").origin)
