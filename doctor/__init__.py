@@ -14,10 +14,11 @@ _m = _sys.argv[:1] == ["-m"] and ("-mdfdoctor" in _m or "-m" in _m and _m[_m.ind
 _m = _m or _os.path.basename(_sys.argv[0] if _sys.argv else "") == "dfdoctor"
 if _m and _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
     _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT})  # no thread runs yet: the process's mask
-if _m:  # before the first dataclass: its methods' code compiled ahead of time (doctor/dataclass_code.py)
-    from dfdoctor import dataclass_code as _code  # noqa: E402
+if _m:  # before the first dataclass and pattern: their code compiled ahead of time (doctor/*_code.py)
+    from dfdoctor import dataclass_code as _code, regex_code as _re_code  # noqa: E402
     _code.use()
-    del _code
+    _re_code.use()
+    del _code, _re_code
 del _signal, _os, _sys, _m
 
 __version__ = "0.1.0"
