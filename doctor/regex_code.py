@@ -47,7 +47,7 @@ def use() -> None:
         args = kept.get((p, flags)) if type(p) in (str, bytes) and type(flags) is int else None
         if args is None:
             return compile(p, flags)
-        return _sre.compile(p, *args)
+        return _sre.compile(p, *marshal.loads(args))
 
     _compiler.compile = kept_compile  # what re.compile, re.search, ... call for a pattern not in re's own cache
 
@@ -97,8 +97,11 @@ def note() -> dict:
 
         def compile(self, pattern, *args):
             if asked and asked[-1] is not None:
-                # the code's opcodes are int subclasses (re._constants), which marshal does not write
-                kept[asked[-1]] = tuple([int(c) for c in a] if isinstance(a, list) else a for a in args)
+                # the code's opcodes are int subclasses (re._constants), which marshal does not write; each
+                # pattern's arguments are kept marshalled, read only when it is compiled (a launch compiles half of
+                # them, and unmarshalling all their code at start-up was 6 M instructions, the file as it is 1 M)
+                kept[asked[-1]] = marshal.dumps(tuple([int(c) for c in a] if isinstance(a, list) else a
+                                                      for a in args))
             return real_sre.compile(pattern, *args)
 
     def noting_compile(p, flags=0):
