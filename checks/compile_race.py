@@ -21,7 +21,6 @@ and settings, and the finding says so; 0 always reruns).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import time
 from pathlib import Path
 from typing import Iterator, Optional
@@ -333,6 +332,7 @@ def _guard_module(guarded: list[ProbeOutcome]) -> Optional[dict]:
     """How the probe got dfdoctor.guard (imported there, or the shipped file) and whether it is this one."""
     gm = next((o.payload.get("guard_module") for o in guarded if o.payload and o.payload.get("guard_module")), None)
     if gm:
+        import hashlib  # here: a check that proves no guard does not load OpenSSL for it
         gm = dict(gm, same_as_dfdoctor=gm.get("sha256") == hashlib.sha256(GUARD_FILE.read_bytes()).hexdigest())
     return gm
 

@@ -11,9 +11,14 @@ import sys as _sys  # noqa: E402
 # `python -m dfdoctor` too: while runpy finds the module, argv[0] is "-m", and the interpreter's own argv names it
 _m = list(getattr(_sys, "orig_argv", ()))
 _m = _sys.argv[:1] == ["-m"] and ("-mdfdoctor" in _m or "-m" in _m and _m[_m.index("-m") + 1:][:1] == ["dfdoctor"])
-if (_m or _os.path.basename(_sys.argv[0] if _sys.argv else "") == "dfdoctor") and \
-        _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
+_m = _m or _os.path.basename(_sys.argv[0] if _sys.argv else "") == "dfdoctor"
+if _m and _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
     _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT})  # no thread runs yet: the process's mask
+if _m:  # before the first dataclass and pattern: their code compiled ahead of time (doctor/*_code.py)
+    from dfdoctor import dataclass_code as _code, regex_code as _re_code  # noqa: E402
+    _code.use()
+    _re_code.use()
+    del _code, _re_code
 del _signal, _os, _sys, _m
 
 __version__ = "0.1.0"

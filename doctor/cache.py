@@ -6,7 +6,6 @@ missing, unreadable, stale or corrupt entry is simply not there, and a cache tha
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -44,6 +43,7 @@ def private_dir(path: Path) -> Path:
 
 def key_of(parts: Any) -> str:
     """A stable hash of JSON-able key parts."""
+    import hashlib  # here: a check or report that reads no cache does not load OpenSSL (20 M instructions)
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 

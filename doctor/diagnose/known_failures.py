@@ -19,6 +19,7 @@ from typing import Optional
 from dfdoctor import causes
 from dfdoctor.diagnose.rules_runtime import Context, Finding
 from dfdoctor.diagnose.traceback import PyError
+from dfdoctor.lazy_re import compile_later
 
 
 @dataclass(frozen=True)
@@ -362,16 +363,19 @@ CORPUS: tuple[Known, ...] = (
       "loss; TORCH_DISTRIBUTED_DEBUG=DETAIL names the parameters.",
       "https://github.com/pytorch/pytorch/issues/43259"),
 )
+# Each row's pattern as classify searches it, compiled at its first search: one object that dfdoctor.regex_code's
+# `keep` finds and compiles ahead of time, as it does every compile_later pattern.
+_SEARCHED = tuple(compile_later(row.pattern, re.MULTILINE) for row in CORPUS)
 
 
 def classify(err: PyError, ctx: Context) -> Optional[Finding]:
     """The first row of the corpus that recognises the exception, with the fix in the job's own terms."""
     text = "\n".join([err.headline, *err.after])
     kind = err.exc_type.rsplit(".", 1)[-1]
-    for row in CORPUS:
+    for row, searched in zip(CORPUS, _SEARCHED):
         if row.types and kind not in row.types:
             continue
-        m = re.search(row.pattern, text, re.MULTILINE)
+        m = searched.search(text)
         if not m:
             continue
         groups = [g for g in m.groups()]

@@ -10,7 +10,6 @@ path (GitLab) still gets one.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from dataclasses import dataclass
@@ -115,6 +114,7 @@ def fingerprint(check_id: str, cause: Optional[str], status: Status, target: Opt
     words = re.sub(r"\d+(?:\.\d+)?", "#", summary)
     words = re.sub(r"/tmp/[^\s:'\"]+", "/tmp/…", words)
     key = "\x1f".join([check_id, cause or status.value, target or "", path, words])
+    import hashlib  # here: only the reports that list findings (github, gitlab, sarif) fingerprint them
     return hashlib.sha256(key.encode("utf-8", "replace")).hexdigest()
 
 

@@ -8,7 +8,6 @@ latest run is the last name. Old runs are pruned by count; a run whose recorder 
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 import tempfile
 import time
@@ -57,7 +56,8 @@ def new_run(cwd: Path, run_dir: Optional[Path] = None) -> tuple[str, Path]:
     refused with FileExistsError. When `cwd` cannot hold run folders (read-only, not ours), the run folder
     is made in dfdoctor's cache folder instead; the report names it.
     """
-    run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+    # secrets.token_hex(2) is os.urandom(2).hex(); the secrets module imported hmac and with it OpenSSL
+    run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(2).hex()
     if run_dir is not None:
         path = Path(run_dir).absolute()
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 from pathlib import Path
 from typing import Any, Optional
 
@@ -41,7 +40,7 @@ def keep_prints(run_dir: Path, env: dict[str, str], argv: list[str]) -> None:
     The fingerprints' key is kept apart, in this user's private cache (KEYS_SUBDIR, 0700, the key 0600), named by
     a random id that masks.json holds: the run folder alone lets no one test a guess. A cache that cannot be
     written keeps no key, and then no fingerprints (later masking goes by names and shapes only)."""
-    key, key_id = os.urandom(32), secrets.token_hex(16)
+    key, key_id = os.urandom(32), os.urandom(16).hex()  # secrets.token_hex(16), without importing hmac and OpenSSL
     try:
         private_dir(_key_file(key_id).parent)
         fd = os.open(_key_file(key_id), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)

@@ -15,7 +15,6 @@ finds never depends on the relay, only how fast it gets there.
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import os
 import shutil
@@ -37,6 +36,7 @@ CLOSE_S = 6.0  # the relay's end here is given this long to end its session befo
 
 def key(target: Target, python: str) -> str:
     """Which target and interpreter a relay serves: a probe for any other takes its own session."""
+    import hashlib  # here: a local check never asks, and does not load OpenSSL for it
     return hashlib.sha1(f"{target}\0{python}\0{target.part('ssh_options') or ''}".encode()).hexdigest()[:16]
 
 
