@@ -102,15 +102,28 @@ def test_a_cancelled_slurm_job_has_a_cause_id():
     assert v.state == "failed" and v.cause == causes.CANCELLED == "cancelled" and "cancelled by" in v.summary
 
 
-def test_report_of_a_running_verdict_says_it_is_of_its_time(tmp_path):
-    # a job that outlives the (zero) watch: `print('x')` alone ended before a loaded machine's launch looked at it
-    res = run_dfdoctor("launch", "--watch", "0", "--log", "t.log", "--", sys.executable, "-c",
-                       "import time; print('x'); time.sleep(5)", cwd=tmp_path)
-    assert res.returncode == 0 and "RUNNING" in res.stdout, res.stdout + res.stderr
-    run = next((tmp_path / ".dfdoctor" / "runs").iterdir()).name
-    shown = run_dfdoctor("report", "-q", run, cwd=tmp_path)
+@pytest.fixture(scope="module")
+def running_q(tmp_path_factory):
+    """`launch -q` of a job that outlives the (zero) watch, for the two tests that read a running verdict: its `-q`
+    line and, saved in its run folder, the report `report -q` reads (one launch and one stop, not two of each).
+    (folder, the launch's process, its run id)."""
+    folder = tmp_path_factory.mktemp("running-q")
+    # `print('x')` alone ended before a loaded machine's launch looked at it
+    res = run_dfdoctor("launch", "-q", "--watch", "0", "--log", "t.log", "--", sys.executable, "-c",
+                       "import time; print('x'); time.sleep(5)", cwd=folder)
+    runs = folder / ".dfdoctor" / "runs"
+    run = next(runs.iterdir()).name if runs.is_dir() else None
+    yield folder, res, run
+    if run:
+        stopped = run_dfdoctor("stop", run, cwd=folder)  # nothing of the job outlives the tests
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+
+
+def test_report_of_a_running_verdict_says_it_is_of_its_time(running_q):
+    folder, res, run = running_q
+    assert res.returncode == 0 and "RUNNING" in res.stdout and run, res.stdout + res.stderr
+    shown = run_dfdoctor("report", "-q", run, cwd=folder)
     assert "This is the report saved at " in shown.stdout and f"`dfdoctor status {run}` looks again" in shown.stdout
-    assert run_dfdoctor("stop", run, cwd=tmp_path).returncode == 0  # nothing of the job outlives the test
 
 
 def test_github_summary_code_spans_are_raw_and_its_last_line_points_at_nothing_below():
@@ -128,15 +141,11 @@ def test_github_summary_code_spans_are_raw_and_its_last_line_points_at_nothing_b
     assert last.endswith("(log.writable; 1 more problem(s))") and "below" not in last, last
 
 
-def test_launch_q_is_one_line_with_the_run_id_and_the_next_step(tmp_path):
-    # a job that outlives the (zero) watch: `print('x')` alone ended before a loaded machine's launch looked at it
-    res = run_dfdoctor("launch", "-q", "--watch", "0", "--log", "t.log", "--", sys.executable, "-c",
-                       "import time; print('x'); time.sleep(5)", cwd=tmp_path)
-    assert res.returncode == 0, res.stderr
-    run = next((tmp_path / ".dfdoctor" / "runs").iterdir()).name
+def test_launch_q_is_one_line_with_the_run_id_and_the_next_step(running_q, tmp_path):
+    _, res, run = running_q
+    assert res.returncode == 0 and run, res.stderr
     (line,) = res.stdout.splitlines()
     assert line.startswith("dfdoctor launch: RUNNING: ") and f"; run {run}; next: " in line, line
-    assert run_dfdoctor("stop", run, cwd=tmp_path).returncode == 0  # nothing of the job outlives the test
     blocked = run_dfdoctor("launch", "-q", "--log", "nolog/t.log", "--", sys.executable, "-c", "pass", cwd=tmp_path)
     (line,) = blocked.stdout.splitlines()
     assert line.startswith("dfdoctor launch: FAILED [log-dir-missing]") and line.endswith(
@@ -181,7 +190,12 @@ def test_list_checks_titles_are_in_one_case_style():
 
 def test_env_says_the_distribution_the_cpu_and_the_requirements_versions(tmp_path):
     (tmp_path / "requirements.txt").write_text("pytest>=1\ndfd-nc-absent==1.0\n")
-    res = run_dfdoctor("env", "--", sys.executable, "train.py", cwd=tmp_path)
+    # env imports torch in the training interpreter (~1.3 CPU-s); nothing here reads torch's facts, so a torch that
+    # fails at once stands in (test_newcomer's test_env_block_… reads the real one's)
+    fake = tmp_path / "no-torch" / "torch"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('torch stands aside for this test')\n")
+    res = run_dfdoctor("env", "--", sys.executable, "train.py", cwd=tmp_path, env={"PYTHONPATH": str(fake.parent)})
     assert res.returncode == 0, res.stderr
     pretty = next(line.split("=", 1)[1].strip().strip('"') for line in open("/etc/os-release")
                   if line.startswith("PRETTY_NAME="))

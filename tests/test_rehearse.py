@@ -17,6 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from conftest import run_dfdoctor
 from dfdoctor import causes
 from dfdoctor.rehearse import judge
 from dfdoctor.rehearse.runner import BUDGET_S, SLACK_MAX_S, rehearse
@@ -137,10 +138,30 @@ def test_seed_line_with_python_where_only_python3_exists(infra, seed, dfdoctor):
     _nothing_left(infra, work)
 
 
-def test_seed_line_with_python_and_a_missing_folder(infra, seed, dfdoctor):
-    work, _ = seed
+@pytest.fixture(scope="module")
+def seed_line_checked(infra: Infra, tmp_path_factory):
+    """The seed's line with `python` and a missing folder, checked once for two tests (each rehearsal over ssh and
+    pct is ~1 CPU-s): its text on stdout, as docs/targets.md shows it, and its JSON report in a file (the same run:
+    --output writes the JSON, stdout keeps the text). (folder, line, process, the JSON report or None)."""
+    name = f"dfd-rh-{uuid.uuid4().hex[:8]}"
+    work, inside = f"/tmp/{name}", infra.rootfs() / "tmp" / name
+    inside.mkdir()
+    (inside / "train.py").write_text(TRAIN)
+    out = tmp_path_factory.mktemp("seed-line") / "check.json"
     line = f"ssh root@dfdoctor-host 'pct exec 200 -- nohup python {work}/train.py > {work}/train.log 2>&1 &'"
-    p, rec = _check_line(dfdoctor, infra, line)
+    try:
+        p = run_dfdoctor("check", "--only", "launch.path", "--shell-command", line, "--format", "json", "--output",
+                         str(out), "--format", "text", env=infra.env(), timeout=120)
+        yield work, line, p, (json.loads(out.read_text()) if out.exists() else None)
+    finally:
+        kill_naming(work)
+        shutil.rmtree(inside, ignore_errors=True)
+
+
+def test_seed_line_with_python_and_a_missing_folder(infra, seed_line_checked):
+    work, _, p, doc = seed_line_checked
+    assert doc is not None, p.stderr
+    rec = [c for c in doc["checks"] if c["id"] == "launch.path"][0]
     assert p.returncode == 1 and rec["cause"] == causes.LOG_DIR_MISSING and rec["basis"] == "observed"
     assert "python3 -u" in rec["data"]["fix"]["line"] and rec["data"]["fix"]["works"]
 
@@ -301,12 +322,10 @@ def test_a_slow_login_is_not_a_session_held_open(infra, seed, tmp_path, monkeypa
     _nothing_left(infra, work)
 
 
-def test_docs_show_the_seed_lines_real_output(infra, seed, dfdoctor):
+def test_docs_show_the_seed_lines_real_output(infra, seed_line_checked):
     """docs/targets.md shows what `check` prints for the seed's line, from a real run: this test compares, and
     with DFDOCTOR_REGEN_DOCS=1 rewrites, the block (the test's folder shown as /workspace, the host as HOST)."""
-    work, _ = seed
-    line = f"ssh root@dfdoctor-host 'pct exec 200 -- nohup python {work}/train.py > {work}/train.log 2>&1 &'"
-    p = dfdoctor("check", "--only", "launch.path", "--shell-command", line, env=infra.env(), timeout=120)
+    work, line, p, _ = seed_line_checked
     assert p.returncode == 1, p.stderr
     # the printed line keeps the test's own ssh config (`-F`), which a user without DFDOCTOR_SSH_CONFIG has not
     shown = p.stdout.replace(f"-F {infra.ssh_config} ", "").replace(work, "/workspace").replace("dfdoctor-host", "HOST").rstrip()

@@ -21,6 +21,9 @@ from dfdoctor.run import record
 from jobs.harness import PY, dfdoctor, job, job_env, kill_runs, launch, needs_torch, status, text_of, wait_for
 
 TORCHRUN = [PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+# What torchrun's ranks run: sleeps.py, not a rank that imports torch to wait in init_process_group (~1.5 CPU-s a
+# test). What stop must reach is torchrun's doing (each rank in a session of its own), whatever the ranks run.
+RANKS = job("sleeps.py")[1]
 
 
 @pytest.fixture
@@ -67,7 +70,7 @@ def _started(work: Path, *command: str, settle: str = "0") -> Path:
 @pytest.mark.slow
 def test_a_torchrun_job_is_stopped_whole_ranks_included_and_status_says_so(work):
     needs_torch()
-    run_dir = _started(work, *TORCHRUN, job("ddp_never_joins.py")[1])
+    run_dir = _started(work, *TORCHRUN, RANKS)
     assert wait_for(lambda: len(_job_processes(run_dir)) >= 3, 30), "torchrun and its 2 ranks did not start"
     procs = _job_processes(run_dir)
     assert len({p.pid for p in procs} - {os.getsid(p.pid) for p in procs}) <= 1  # the ranks lead sessions of their own
@@ -177,15 +180,16 @@ def test_an_unknown_run_is_a_usage_error(work):
 def test_the_ranks_a_sigkill_of_torchrun_left_running_are_stopped(work):
     """STUCK-FACTS: a SIGKILL of torchrun leaves its ranks running in sessions of their own, for ever."""
     needs_torch()
-    run_dir = _started(work, *TORCHRUN, job("ddp_never_joins.py")[1])
+    run_dir = _started(work, *TORCHRUN, RANKS)
     assert wait_for(lambda: len(_job_processes(run_dir)) >= 3, 30)
     torchrun = psutil.Process(record.load(run_dir).job_pid)
     torchrun.kill()
     ranks = [p for p in _job_processes(run_dir) if p.pid != torchrun.pid]
     assert len(ranks) == 2 and wait_for(lambda: not torchrun.is_running() or torchrun.status() == "zombie", 5)
-    # Left behind, as measured: rank 1, held up before init_process_group, for ever. Rank 0, waiting there on the
-    # store torchrun's agent held, ends once it sees the store gone, which can come at any time on a loaded machine
-    # (round 22: after stop looked) and is then `already gone`; rank 1 must be stopped.
+    # Left behind, as measured with ranks of a real DDP job (ddp_never_joins.py): rank 1, held up before
+    # init_process_group, for ever; rank 0, waiting there on the store torchrun's agent held, ends once it sees the
+    # store gone, at any time on a loaded machine (round 22: after stop looked), and is then `already gone`. Here
+    # both ranks sleep (RANKS): rank 1 must be stopped, rank 0 is stopped or already gone.
     held_up = [r for r in ranks if r.environ().get("RANK") == "1"]
     assert len(held_up) == 1
     time.sleep(1)

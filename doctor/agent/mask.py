@@ -91,7 +91,19 @@ def holds_a_choice(name: str, value: str) -> bool:
 
 def key_looks_secret(name: str) -> bool:
     """Like `name_looks_secret`, but a bare generic word in lower case (a dict key `key`) does not count."""
-    return name not in _GENERIC and name_looks_secret(name)
+    try:
+        return _KEY_SEEN[name]
+    except KeyError:
+        pass
+    said = name not in _GENERIC and name_looks_secret(name)
+    if len(_KEY_SEEN) < 4096:
+        _KEY_SEEN[name] = said
+    return said
+
+
+# key_looks_secret's answers: a report's keys are a few dozen names over and over (2,500 requirements in a report
+# asked the same ~15 names 325,000 times, a third of its masking); bounded, as keys may be a user's own names.
+_KEY_SEEN: "Dict[str, bool]" = {}
 
 
 def value_is_maskable(value: str) -> bool:
