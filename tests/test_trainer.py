@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.torch_forks import AS_MODULE, torch_forks
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -151,10 +152,13 @@ def test_race_preset_crashes_without_the_guard_and_trains_with_it(tmp_path: Path
     step, so every compile (the race's window) is in the first 7 steps of each drafter; the next 7 run every
     compiled graph again, and the 56 steps after them add training, not compiles. Measured (round 19): unguarded
     with --steps 14, 5 of 5 runs crashed, 3 of 4 drafters dead in each, as with 70."""
-    bad = trainer("--preset", "race", "--no-compile-guard", *RACE_STEPS, "--out", str(tmp_path / "bad"), timeout=240)
-    assert bad.returncode == 1, bad.stdout[-2000:]
-    assert "Detected that you are using FX to symbolically trace" in bad.stderr
-    assert "FAILED:" in bad.stdout and _summary(tmp_path / "bad")["failed"]
-    good = trainer("--preset", "race", *RACE_STEPS, "--out", str(tmp_path / "good"), timeout=240)
+    with torch_forks(REPO) as run:  # both runs in forks of one interpreter that imported torch and dynamo once
+        bad = run([AS_MODULE, "dfdoctor.trainer", "--preset", "race", "--no-compile-guard", *RACE_STEPS, "--out",
+                   str(tmp_path / "bad")], timeout=240)
+        assert bad.returncode == 1, bad.stdout[-2000:]
+        assert "Detected that you are using FX to symbolically trace" in bad.stderr
+        assert "FAILED:" in bad.stdout and _summary(tmp_path / "bad")["failed"]
+        good = run([AS_MODULE, "dfdoctor.trainer", "--preset", "race", *RACE_STEPS, "--out", str(tmp_path / "good")],
+                   timeout=240)
     assert good.returncode == 0, good.stderr[-2000:]
     assert _summary(tmp_path / "good")["failed"] == []
