@@ -80,8 +80,16 @@ TORCH_IN_PROCESS = "torch-in-process"
 # test_stuck's two tests of one hung torchrun (a module fixture launches it once) share a worker; the unit keeps
 # the launch test's name, so the seconds measured for it weigh the pair until a full run measures both.
 SKIPS_AN_ALL_REDUCE = "tests/test_stuck.py::test_a_rank_that_skips_an_all_reduce_is_named"
+# The tests that run scripts racing torch.compile as forks of one server (support/torch_forks.py) share a worker and
+# its `torch_forks_server`: each had its own server, an import of torch and dynamo (~3.5-4 CPU-s) per test.
+TORCH_FORKS = "torch-forks"
 SHARED_STATE_TESTS = {
     "test_doc_commands.py::test_an_sbatch_check_launch_and_status": "slurm-stuck",
+    **{name: TORCH_FORKS for name in (
+        "test_guard.py::test_user_shaped_script_races_unguarded_and_completes_with_the_guard",
+        "test_guard.py::test_pipeline_handing_tensors_between_guarded_steps_completes_5_of_5",
+        "test_guard.py::test_installed_gate_covers_lazy_backward_compiles_of_threads_without_the_guard",
+        "test_trainer.py::test_race_preset_crashes_without_the_guard_and_trains_with_it")},
     "test_stuck.py::test_a_rank_that_skips_an_all_reduce_is_named": SKIPS_AN_ALL_REDUCE,
     "test_stuck.py::test_status_names_a_collective_hang_later": SKIPS_AN_ALL_REDUCE,
     **{f"test_guard.py::{name}": TORCH_IN_PROCESS for name in (
@@ -249,6 +257,16 @@ def _command_of(p: psutil.Process) -> str:
         return " ".join(p.cmdline())[:120] or p.name()
     except psutil.Error:
         return "(ended)"
+
+
+@pytest.fixture(scope="session")
+def torch_forks_server():
+    """support/torch_forks.py's `run`, one server per worker for the `TORCH_FORKS` tests (stopped before the
+    session's leftover check)."""
+    from support.torch_forks import torch_forks
+
+    with torch_forks(REPO) as run:
+        yield run
 
 
 @pytest.fixture(autouse=True)

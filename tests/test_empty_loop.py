@@ -17,6 +17,8 @@ from dfdoctor.diagnose import empty_loop, jobstacks, stacks, stuck
 from dfdoctor.diagnose.kernelwait import KernelWait
 from dfdoctor.diagnose.waits import main_of
 from jobs.harness import PY, job_env, wait_for
+from support.made_once import session_folder
+from support.torch_data import torch_data
 
 VAL_SPLIT = Path(__file__).resolve().parent / "lookalikes" / "val-split"
 pytestmark = pytest.mark.skipif(stacks.py_spy() is None, reason="py-spy is not installed")
@@ -24,12 +26,10 @@ pytestmark = pytest.mark.skipif(stacks.py_spy() is None, reason="py-spy is not i
 
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory) -> Path:
-    """The lookalike's data, 100 rows, made once for the file's jobs (each made it afresh: an interpreter that
-    imported torch, 1.4 CPU-s, for the same file three times)."""
-    data = tmp_path_factory.mktemp("val-split-data") / "train.pt"
-    subprocess.run([PY, "-c", "import sys, torch; torch.manual_seed(0); torch.save({'x': torch.randn(100, 4), "
-                    "'y': torch.randn(100)}, sys.argv[1])", str(data)], check=True, timeout=120)
-    return data
+    """The lookalike's data, 100 rows: support/torch_data.py's val-split file (the same code after the same seed),
+    made once per run of the suite for this file's jobs and test_lookalikes' val-split test (this file made its
+    own: an interpreter that imported torch, 1.4 CPU-s, for the same bytes)."""
+    return torch_data(session_folder(tmp_path_factory), "val-split/train.pt")
 
 
 def _started(folder: Path, rows: Path, *args: str):

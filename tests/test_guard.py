@@ -239,22 +239,21 @@ USER_SCRIPT = textwrap.dedent('''
 
 
 @pytest.mark.slow
-def test_user_shaped_script_races_unguarded_and_completes_with_the_guard(tmp_path: Path) -> None:
+def test_user_shaped_script_races_unguarded_and_completes_with_the_guard(tmp_path: Path, torch_forks_server) -> None:
     """4 threads, each compiling its own model, forward + backward + optimizer: unguarded the FX race hits;
     with the two lines the fix shows, every run completes."""
     script = tmp_path / "user.py"
     script.write_text(USER_SCRIPT.format(probes=str(REPO / "checks" / "probes")))
 
     def run(mode: str, runs: int = 1) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, str(script), mode, str(runs)], capture_output=True, text=True,
-                              timeout=120 * runs)
+        # a fork of one interpreter that imported torch and dynamo once (support/torch_forks.py)
+        return torch_forks_server([script, mode, str(runs)], timeout=120 * runs, cwd=tmp_path)
 
     bare = _until_it_races([lambda: run("none")] * 2,
                            lambda r: r.returncode == 1 and "symbolically trace" in r.stdout + r.stderr)
     assert bare["raced"], [r.stdout[-300:] for r in bare["runs"]]
-    # both guarded runs in one interpreter, each after torch._dynamo.reset() (every compile afresh, as
-    # bench/guard_pipeline.py's runs): a second interpreter imported torch and dynamo again (~2 CPU-s) for nothing
-    # the guard is asked
+    # both guarded runs in one fork, each after torch._dynamo.reset() (every compile afresh, as
+    # bench/guard_pipeline.py's runs)
     r = run("guard", 2)
     assert r.returncode == 0 and "ERRORS 0" in r.stdout, r.stdout[-500:] + r.stderr[-2000:]
 
@@ -291,36 +290,33 @@ GUARDED_PIPELINES = 5
 
 
 @pytest.mark.slow
-def test_pipeline_handing_tensors_between_guarded_steps_completes_5_of_5() -> None:
+def test_pipeline_handing_tensors_between_guarded_steps_completes_5_of_5(torch_forks_server) -> None:
     """The DFlash pipeline shape (bench/guard_pipeline.py): a producer's compiled encoder hands tensors
     through a bounded queue to two consumers training their own compiled models, every put and get inside a
     guarded step, nested `@compile_guard` functions, a new shape (a recompile) every two batches. Unguarded
     it races; guarded, 5 pipelines in a row complete (each run compiles afresh). The round-4 gate hung
     here; the script's own deadline turns a hang into a failure, not a stuck suite."""
-    script = [sys.executable, str(REPO / "bench" / "guard_pipeline.py")]
+    script = [REPO / "bench" / "guard_pipeline.py"]
+    fork = torch_forks_server  # both series in forks of one interpreter that imported torch and dynamo once
     # up to 5 pipelines, stopping at the first failure: 5 of 6 fresh runs raced when measured
-    bare = _json_answer(subprocess.run(script + ["--no-guard", "--runs", "5", "--deadline", "60"],
-                                       capture_output=True, text=True, timeout=120))
+    bare = _json_answer(fork(script + ["--no-guard", "--runs", "5", "--deadline", "60"], timeout=120))
     assert bare["outcome"] in ("race", "error"), bare  # the scenario does race without a guard
-    guarded = subprocess.run(script + ["--runs", str(GUARDED_PIPELINES), "--deadline", "120"], capture_output=True,
-                             text=True, timeout=180)
+    guarded = fork(script + ["--runs", str(GUARDED_PIPELINES), "--deadline", "120"], timeout=180)
     answer = _json_answer(guarded)
     assert answer["outcome"] == "ok" and answer["completed"] == GUARDED_PIPELINES, (answer, guarded.stderr[-3000:])
 
 
 @pytest.mark.slow
-def test_installed_gate_covers_lazy_backward_compiles_of_threads_without_the_guard() -> None:
+def test_installed_gate_covers_lazy_backward_compiles_of_threads_without_the_guard(torch_forks_server) -> None:
     """`install()` alone, no per-thread settings: every backward compiles lazily at `.backward()`, traced
     without any lock (as aot_eager does). Without it the threads' traces collide; with it every run completes."""
-    script = [sys.executable, str(REPO / "bench" / "user_threads.py"), "--backend", "race-unlocked",
-              "--deadline", "90"]
-    bare = _until_it_races([lambda: _json_answer(subprocess.run(script, capture_output=True, text=True,
-                                                                timeout=150))] * 2,
+    script = [REPO / "bench" / "user_threads.py", "--backend", "race-unlocked", "--deadline", "90"]
+    fork = torch_forks_server  # every run a fork of one interpreter that imported torch and dynamo once
+    bare = _until_it_races([lambda: _json_answer(fork(script, timeout=150))] * 2,
                            lambda b: b["outcome"] in ("race", "error"))
     assert bare["raced"], bare["runs"]
-    # both guarded runs in one interpreter (--runs 2: each after torch._dynamo.reset(), every compile afresh; its
+    # both guarded runs in one fork (--runs 2: each after torch._dynamo.reset(), every compile afresh; its
     # deadline is the two runs'), as in test_user_shaped_script_races_unguarded_and_completes_with_the_guard
-    out = subprocess.run([*script[:-1], "180", "--install-only", "--runs", "2"], capture_output=True, text=True,
-                         timeout=300)
+    out = fork([*script[:-1], "180", "--install-only", "--runs", "2"], timeout=300)
     answer = _json_answer(out)
     assert answer["outcome"] == "ok" and answer["completed"] == 2, (answer, out.stderr[-3000:])

@@ -91,3 +91,18 @@ def test_unit_seconds_adds_up_a_junit_report_by_unit(tmp_path: Path):
         '<testcase classname="tests.test_tiny" name="test_f" time="1"/>'
         '</testsuite></testsuites>')
     assert unit_seconds(report) == {"slurm-stuck": 300, "tests/test_guard.py::test_e[x]": 80, "tests/test_cli.py": 7}
+
+
+def test_the_tests_that_fork_compiling_runs_from_one_server_share_its_worker():
+    """The tests whose runs are forks of conftest's `torch_forks_server` (support/torch_forks.py) are one unit, so
+    that one server (an import of torch and dynamo, ~3.5-4 CPU-s) serves them all; no other test asks for it."""
+    from conftest import TORCH_FORKS
+
+    named = {t for t, unit in SHARED_STATE_TESTS.items() if unit == TORCH_FORKS}
+    asking = set()
+    for path in sorted((REPO / "tests").glob("test_*.py")):
+        for chunk in path.read_text().split("\ndef test_")[1:]:
+            if "torch_forks_server" in chunk.split(")", 1)[0]:
+                asking.add(f"{path.name}::test_{chunk.split('(', 1)[0]}")
+    assert named == asking and len(named) == 4, (named, asking)
+    assert {work_unit(f"tests/{t}") for t in named} == {TORCH_FORKS}

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.torch_forks import AS_MODULE
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -145,16 +146,19 @@ RACE_STEPS = ("--steps", "14")
 
 
 @pytest.mark.slow
-def test_race_preset_crashes_without_the_guard_and_trains_with_it(tmp_path: Path) -> None:
+def test_race_preset_crashes_without_the_guard_and_trains_with_it(tmp_path: Path, torch_forks_server) -> None:
     """--preset race: unguarded, drafters die of the FX race (exit 1, the message on stderr); guarded, exit 0.
     Both runs take 14 of the preset's 70 steps: the preset cycles 7 length buckets, each compiled at its first
     step, so every compile (the race's window) is in the first 7 steps of each drafter; the next 7 run every
     compiled graph again, and the 56 steps after them add training, not compiles. Measured (round 19): unguarded
     with --steps 14, 5 of 5 runs crashed, 3 of 4 drafters dead in each, as with 70."""
-    bad = trainer("--preset", "race", "--no-compile-guard", *RACE_STEPS, "--out", str(tmp_path / "bad"), timeout=240)
+    run = torch_forks_server  # both runs in forks of one interpreter that imported torch and dynamo once
+    bad = run([AS_MODULE, "dfdoctor.trainer", "--preset", "race", "--no-compile-guard", *RACE_STEPS, "--out",
+               str(tmp_path / "bad")], timeout=240, cwd=REPO)
     assert bad.returncode == 1, bad.stdout[-2000:]
     assert "Detected that you are using FX to symbolically trace" in bad.stderr
     assert "FAILED:" in bad.stdout and _summary(tmp_path / "bad")["failed"]
-    good = trainer("--preset", "race", *RACE_STEPS, "--out", str(tmp_path / "good"), timeout=240)
+    good = run([AS_MODULE, "dfdoctor.trainer", "--preset", "race", *RACE_STEPS, "--out", str(tmp_path / "good")],
+               timeout=240, cwd=REPO)
     assert good.returncode == 0, good.stderr[-2000:]
     assert _summary(tmp_path / "good")["failed"] == []
