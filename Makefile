@@ -88,12 +88,11 @@ TEST_WORKERS ?= 8
 # compiled again in every probe: 12 M of log_probe's 87 M instructions, 23 M of deps_probe's 1.02 G (callgrind).
 # The methods of dfdoctor's dataclasses are compiled once too (dfdoctor/dataclass_code.py): 0.16 G of a launch's
 # 0.76 G instructions, 0.15 G of a status's 0.63 G; so is the code of the regular expressions they compile
-# (dfdoctor/regex_code.py).
+# (dfdoctor/regex_code.py), both noted in one interpreter (dfdoctor/kept_code.py).
 PRECOMPILE = $(BIN)/python -c "import compileall, os, dfdoctor; compileall.compile_dir(os.path.dirname(dfdoctor.__file__), quiet=1)" && \
 	$(BIN)/python -c "import compileall, os, dfdoctor.checks.probes as p; compileall.compile_dir(os.path.dirname(os.path.realpath(p.__file__)), quiet=1)" && \
 	$(BIN)/python -c "from dfdoctor.render.html import keep_compiled; keep_compiled()" && \
-	$(BIN)/python -c "from dfdoctor.dataclass_code import keep; keep()" && \
-	$(BIN)/python -c "from dfdoctor.regex_code import keep; keep()" && \
+	$(BIN)/python -c "from dfdoctor.kept_code import keep; keep()" && \
 	{ PYTHONDONTWRITEBYTECODE= $(BIN)/pytest --collect-only -q -p no:cacheprovider >/dev/null 2>&1 || true; }
 
 test: $(STAMP)

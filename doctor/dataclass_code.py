@@ -1,15 +1,15 @@
 """The code of dfdoctor's dataclasses' methods, compiled ahead of time.
 
-`@dataclass` writes the source of each class's methods (__init__, __repr__, __eq__, a frozen class's __setattr__
-and __delattr__, __hash__) and compiles it as the class is made: most of the cost of a dataclass, and a launch
-makes 50 of them (about 0.1 G of its 1.1 G instructions, callgrind). `make test` keeps the code compiled from every
-text dfdoctor's own classes make (`keep`), as compileall keeps Python's, in one file of __pycache__ named for this
-Python's bytecode; the console script's process (`use`, called by dfdoctor/__init__.py before its first dataclass)
-then takes the code of a text from that file instead of compiling the same text again. The key is the whole text:
-a class changed since, a text not kept, another Python or no file at all compile as before. The code is what
-compiling the text gives (`compile(text, "<string>", "exec")`, no `__future__` flags, as dataclasses' own `exec`
-has none), so every method is the same. Only the console script's process is changed: another process that imports
-dfdoctor (a job's `dfdoctor.guard`) keeps its dataclasses module as it was.
+`@dataclass` writes the source of each class's methods (__init__, __repr__, __eq__, a frozen class's __setattr__ and
+__delattr__, __hash__) and compiles it as the class is made: most of the cost of a dataclass, and a launch makes 50
+of them (about 0.1 G of its 1.1 G instructions, callgrind). `make test` keeps the code compiled from every text
+dfdoctor's own classes make (`kept_code.keep`), as compileall keeps Python's, in one file of __pycache__ named for
+this Python's bytecode; the console script's process (`use`, called by dfdoctor/__init__.py before its first
+dataclass) then takes the code of a text from that file instead of compiling the same text again. The key is the
+whole text: a class changed since, a text not kept, another Python or no file at all compile as before. The code is
+what compiling the text gives (`compile(text, "<string>", "exec")`, no `__future__` flags, as dataclasses' own
+`exec` has none), so every method is the same. Only the console script's process is changed: another process that
+imports dfdoctor (a job's `dfdoctor.guard`) keeps its dataclasses module as it was.
 
 This module has no `from __future__ import annotations`: `exec` of a text compiles it with the calling module's
 future flags, and a text not kept is compiled here as dataclasses compiles it.
@@ -52,52 +52,17 @@ def use() -> None:
     dataclasses.exec = kept_exec  # its module's global: found before the builtin by its own `exec(txt, ...)`
 
 
-def keep() -> None:
-    """Write the code of every text dfdoctor's modules make dataclasses compile (`make test` runs it, as it runs
-    compileall). In a fresh interpreter: one that has imported dfdoctor made some of its classes already."""
-    import subprocess
-    subprocess.run([sys.executable, "-c", _RECORD, os.path.realpath(__file__), path()], check=True)
-
-
-# Each text's code is kept marshalled and read only when its class is made: a launch makes half of the ~520 texts,
-# and unmarshalling all of their code at start-up took 12 M instructions (the file as it is: 2 M).
-# That interpreter loads this file alone (not the package, whose __init__ makes classes), notes every text
-# dataclasses compiles while each dfdoctor module is imported (not the trainer: torch; not the probes: scripts of
-# the training interpreter, standard library only), and writes them.
-_RECORD = """
-import importlib, importlib.util, pkgutil, sys
-spec = importlib.util.spec_from_file_location("dataclass_code", sys.argv[1])
-module = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(module)
-kept = module.note()
-import dfdoctor
-for info in pkgutil.walk_packages(dfdoctor.__path__, "dfdoctor."):
-    if not info.name.startswith(("dfdoctor.trainer", "dfdoctor.checks.probes")) and not info.name.endswith("__main__"):
-        try:
-            importlib.import_module(info.name)
-        except Exception:  # a module that cannot be imported here makes no class here either
-            pass
-module.write(kept, sys.argv[2])
-"""
-
-
 def note() -> dict:
     """Have dataclasses note the code of each text it compiles from now on: {text: marshalled code}."""
     import dataclasses
     kept = {}
 
     def noting_exec(source, globals=None, locals=None):
+        # each text's code is kept marshalled and read only when its class is made: a launch makes half of the
+        # ~520 texts, and unmarshalling all of their code at start-up took 12 M instructions (the file: 2 M)
         if type(source) is str:
             kept[source] = marshal.dumps(compile(source, "<string>", "exec", dont_inherit=True))
         return exec(source, globals, locals)
 
     dataclasses.exec = noting_exec
     return kept
-
-
-def write(kept: dict, out: str) -> None:
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    part = f"{out}.{os.getpid()}.part"
-    with open(part, "wb") as f:
-        marshal.dump(kept, f)
-    os.replace(part, out)  # a reader sees the whole file or none

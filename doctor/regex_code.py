@@ -1,9 +1,9 @@
 """Regular expressions' compiled code, kept ahead of time.
 
-Compiling a pattern is Python code (re._parser parses it, re._compiler writes the code _sre runs): a launch
-compiles ~140 patterns (the standard library's, click's and Jinja2's as they are imported, dfdoctor's as its rules
-are read), 95 M of its 660 M instructions (callgrind). `make test` keeps what re._compiler hands _sre for every
-pattern dfdoctor's modules and the libraries they import compile (`keep`), in one file of __pycache__ named for
+Compiling a pattern is Python code (re._parser parses it, re._compiler writes the code _sre runs): a launch compiles
+~140 patterns (the standard library's, click's and Jinja2's as they are imported, dfdoctor's as its rules are read),
+95 M of its 660 M instructions (callgrind). `make test` keeps what re._compiler hands _sre for every pattern
+dfdoctor's modules and the libraries they import compile (`kept_code.keep`), in one file of __pycache__ named for
 this Python's bytecode, with the Python and _sre versions it was made by; the console script's process (`use`,
 called by dfdoctor/__init__.py) then gives _sre the kept code of a pattern and flags instead of parsing and
 compiling it again. The key is the pattern's whole text and its flags: a pattern not kept, another Python or _sre,
@@ -52,36 +52,6 @@ def use() -> None:
     _compiler.compile = kept_compile  # what re.compile, re.search, ... call for a pattern not in re's own cache
 
 
-def keep() -> None:
-    """Write the code of every pattern compiled while dfdoctor's modules are imported, its HTML page's templates
-    loaded (Jinja2 compiles its lexer's patterns then) and its later-compiled patterns (dfdoctor.lazy_re) compiled
-    (`make test` runs it). In a fresh interpreter: one that imported them has compiled their patterns already."""
-    import subprocess
-    subprocess.run([sys.executable, "-c", _RECORD, os.path.realpath(__file__), path()], check=True)
-
-
-_RECORD = """
-import gc, importlib, importlib.util, pkgutil, sys
-spec = importlib.util.spec_from_file_location("regex_code", sys.argv[1])
-module = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(module)
-kept = module.note()
-import dfdoctor
-for info in pkgutil.walk_packages(dfdoctor.__path__, "dfdoctor."):
-    if not info.name.startswith(("dfdoctor.trainer", "dfdoctor.checks.probes")) and not info.name.endswith("__main__"):
-        try:
-            importlib.import_module(info.name)
-        except Exception:  # a module that cannot be imported here compiles no pattern here either
-            pass
-from dfdoctor.render import html
-html.prepare()
-from dfdoctor.lazy_re import LaterPattern
-for later in [o for o in gc.get_objects() if isinstance(o, LaterPattern)]:
-    later.pattern  # compiles it
-module.write(kept, sys.argv[2])
-"""
-
-
 def note() -> dict:
     """Have re note what it hands _sre for each pattern it compiles from now on: {(pattern, flags): arguments},
     and {"": what they are valid for}."""
@@ -121,11 +91,3 @@ def note() -> dict:
 
     _compiler._sre, _compiler.compile = NotingSre(), noting_compile
     return kept
-
-
-def write(kept: dict, out: str) -> None:
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    part = f"{out}.{os.getpid()}.part"
-    with open(part, "wb") as f:
-        marshal.dump(kept, f)
-    os.replace(part, out)  # a reader sees the whole file or none
