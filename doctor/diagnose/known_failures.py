@@ -363,8 +363,8 @@ CORPUS: tuple[Known, ...] = (
       "loss; TORCH_DISTRIBUTED_DEBUG=DETAIL names the parameters.",
       "https://github.com/pytorch/pytorch/issues/43259"),
 )
-# Each row's pattern as classify searches it, compiled at its first search: one object that dfdoctor.regex_code's
-# `keep` finds and compiles ahead of time, as it does every compile_later pattern.
+# Each row's pattern as classify searches it, compiled at its first search: one object that dfdoctor.kept_code's
+# `keep` finds and keeps compiled (regex_code), as it does every compile_later pattern.
 _SEARCHED = tuple(compile_later(row.pattern, re.MULTILINE) for row in CORPUS)
 
 
