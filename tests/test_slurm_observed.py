@@ -146,6 +146,27 @@ def test_a_backslash_in_output_is_checked_where_slurm_writes(slurm, tmp_path):
     assert doc["verdict"]["cause"] == "log-dir-missing" and "logsnew" in doc["verdict"]["summary"], doc["verdict"]
 
 
+def test_a_backslash_job_that_ended_before_the_first_look_is_read_where_slurm_wrote(slurm, tmp_path):
+    """The launch's first look came after the job had failed 0:53 (CI, round 26, a loaded machine): the facts read
+    again were scontrol's `logs\\new/x.out`, whose folder exists, and the verdict was signal 53, not the missing
+    folder slurmstepd opened. The same look, taken once the job has ended, must read `logsnew/`."""
+    from dfdoctor.slurm import rules, watch
+
+    (tmp_path / "logs\\new").mkdir()
+    job_script(tmp_path, "echo hi\n")
+    jid = subprocess.run(["sbatch", "--parsable", "-o", "logs\\new/x.out", "job.sbatch"], cwd=tmp_path, check=True,
+                         capture_output=True, text=True).stdout.strip().split(";")[0]
+    deadline, said = time.monotonic() + 60, ""
+    while "JobState=FAILED" not in said and time.monotonic() < deadline:
+        time.sleep(0.2)
+        said = subprocess.run(["scontrol", "show", "job", jid], capture_output=True, text=True).stdout
+    assert "JobState=FAILED" in said, said
+    seen = watch.look(jid, {"output_pattern": "logs\\new/x.out", "error_pattern": ""})  # as the launch's first
+    v = rules.output_not_opened(seen)
+    assert v is not None and v.cause == "log-dir-missing" and f"{tmp_path}/logsnew" in v.summary, \
+        (v, seen.job.stdout)
+
+
 def test_a_chdir_with_a_backslash_is_looked_at_as_named(slurm, tmp_path):
     """The node-side folder test runs under dash (/bin/sh), whose `echo` turned `\\t` into a tab: a missing
     `--chdir 'wd\\tx'` was never matched, so never reported. printf keeps the name."""

@@ -149,7 +149,11 @@ def look(job_id: str, paths: dict[str, str], *, settle: bool = False) -> Seen:
         if not getattr(f, key) and paths.get(key):
             setattr(f, key, paths[key])
     if not f.known or (f.ended and "sacct" not in f.source):
-        f = job.settle(job_id, 0.0) if not settle else f
+        if not settle:
+            # facts read again are scontrol's names again: where slurmstepd wrote is resolved for them too (a job
+            # that ended before this look was read at `logs\new/x.out`, a folder that exists, not `logsnew/`)
+            f = job.settle(job_id, 0.0)
+            true_paths(f, paths)
         for key in ("stdout", "stderr", "workdir"):
             if not getattr(f, key) and paths.get(key):
                 setattr(f, key, paths[key])
