@@ -440,31 +440,19 @@ def _line_lives(tag: str, but: int = 0) -> bool:
             if mark in b"\0" + env + b"\0":
                 return True
             if not env and _gone(pid):
-                vanished = True  # a zombie reads empty, as one on its way out does: it may have forked before
+                vanished = True  # a zombie reads empty: it may have forked before it exited
         if not vanished:
             return False
     return True
 
 
 def _gone(pid: str) -> bool:
-    """Whether the process is a zombie, on its way out or no longer there. A kernel thread's environment reads
-    empty too, and so does a process's that has let go of its memory on its way out but is not a zombie yet (its
-    state still R): its command line reads empty then, where a live process's with an empty environment does not
-    (CI, round 26: a line forking as it ended was taken for ended once in 100 reads under load)."""
+    """Whether the process is a zombie or no longer there (a kernel thread's environment reads empty too)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
-            after = f.read().rpartition(b") ")[2].split()
-        if not after or after[0] in (b"Z", b"X"):
-            return True
-        if int(after[6]) & PF_KTHREAD:
-            return False
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return not f.read(1)
-    except (OSError, IndexError, ValueError):
+            return f.read().rpartition(b") ")[2][:1] in (b"Z", b"X", b"")
+    except OSError:
         return True
-
-
-PF_KTHREAD = 0x00200000  # /proc/PID/stat's flags (its 9th field): a kernel thread
 
 
 def _await_start(out: Rehearsal, started: _Started, until: float) -> Optional[float]:
