@@ -34,7 +34,7 @@ def program(cmd):
     i = 1
     while i < len(cmd):
         a = cmd[i]
-        if a == "-c" or a.startswith("-c"):
+        if a.startswith("-c"):  # -c CMD, -cCMD: no script
             return words
         if a == "-m" or (a.startswith("-m") and len(a) > 2):
             return words + (cmd[i + 1:i + 2] if a == "-m" else [a[2:]])
