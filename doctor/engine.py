@@ -6,16 +6,12 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import os
-import shlex
-import shutil
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 from dfdoctor import causes
-from dfdoctor.config import Config, ConfigError, apply_silences, load
-from dfdoctor.context import Context
 from dfdoctor.errors import UsageError
 from dfdoctor.hostos import platform_name
 from dfdoctor.model import PROBLEMS, CheckRecord, Report, Status, Verdict
@@ -28,8 +24,15 @@ from dfdoctor.render.text import color_wanted, verdict_line, visible
 from dfdoctor.render.undecodable import shown_all
 from dfdoctor.run.folder import runs_root
 from dfdoctor.safefile import guard_outputs, one_of, open_summary, regular_file_problem, write_atomically
-from dfdoctor.targets import Target, parse_target, shown_spec, transport
 from dfdoctor.lazy_re import compile_later
+
+# The config, the context and the targets (every kind, subprocess behind them), shutil and shlex are imported where
+# a command builds a context, reads a line or reaches a target: `report` writes a saved result through `emit` and
+# needs none of them (issue 45).
+if TYPE_CHECKING:
+    from dfdoctor.config import Config
+    from dfdoctor.context import Context
+    from dfdoctor.targets import Target
 
 
 def now_iso() -> str:
@@ -41,6 +44,7 @@ def _resolve_python(spec: str, cwd: Path) -> Optional[str]:
     if os.sep in spec:
         p = Path(spec) if Path(spec).is_absolute() else cwd / spec
         return str(p) if p.is_file() and os.access(p, os.X_OK) else None
+    import shutil  # see the imports
     return shutil.which(spec)
 
 
@@ -60,6 +64,7 @@ def default_python(command: list[str], cwd: Path, launcher: Optional[Path] = Non
             named = None
     except Exception:  # a command we cannot parse still gets checked with the default interpreter
         named = None
+    import shutil  # see the imports
     return named or shutil.which("python3") or sys.executable
 
 
@@ -93,6 +98,7 @@ def build_context(opts: dict[str, Any], command: list[str]) -> tuple[Context, Co
     cwd = cwd if remote else cwd.resolve()
     if not remote and not cwd.is_dir():
         raise UsageError(f"--cwd {opts.get('cwd')}: no such directory")
+    from dfdoctor.config import ConfigError, load  # see the imports
     try:
         cfg = load(Path.cwd() if remote else cwd)
     except ConfigError as exc:
@@ -120,6 +126,7 @@ def build_context(opts: dict[str, Any], command: list[str]) -> tuple[Context, Co
     timeout = opts.get("timeout")
     if timeout is None and cfg.get("timeout") is not None:
         timeout = float(cfg.get("timeout"))
+    from dfdoctor.context import Context  # see the imports
     ctx = Context(command=list(command), cwd=cwd, python=python, python_given=bool(opts.get("python")),
                   log=(cwd / opts["log"]) if opts.get("log") else None,
                   no_redirect=bool(opts.get("no_redirect")), requirements=reqs,
@@ -141,6 +148,7 @@ def build_context(opts: dict[str, Any], command: list[str]) -> tuple[Context, Co
 def target_option(spec: Optional[str]) -> Target:
     """`--target SPEC` parsed (none: this machine): the one Target a command's context carries. A malformed spec
     is bad usage: one line, exit 2."""
+    from dfdoctor.targets import parse_target, shown_spec  # see the imports
     try:
         return parse_target(spec)
     except ValueError as exc:
@@ -242,6 +250,7 @@ def _line_words(line: Optional[str], depth: int = 0) -> list[str]:
     name a file the line writes or reads. Unbalanced quotes: its blank-separated words."""
     if not line or depth > 3:
         return []
+    import shlex  # see the imports
     lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     try:
@@ -284,6 +293,7 @@ def named_in_report(report: Report) -> list[tuple[str, Path]]:
     if log and not (report.run or {}).get("remote_dir"):
         out.append(("the job's log", Path(log)))
     cwd = (report.environment or {}).get("cwd")
+    from dfdoctor.targets import parse_target  # see the imports
     try:
         here = parse_target(report.target or "local").runs_here
     except ValueError:
@@ -303,6 +313,7 @@ def target_connection(ctx: Context) -> Iterator[None]:
     if ctx.target.runs_here:
         yield
         return
+    from dfdoctor.targets import transport  # see the imports
     with transport.connected(ctx.target):
         yield  # a connection that fails is reported by target.reachable and each probe, in ssh's words
 
@@ -390,6 +401,7 @@ def finished(records: list[CheckRecord], cfg: Config) -> list[CheckRecord]:
     """A phase's records as reported: silences applied, then one finding for an unreachable target and one for an
     interpreter that cannot start (each over every record of the phase: it rewrites the others in place)."""
     from dfdoctor import root_causes  # start-up: see run_phase
+    from dfdoctor.config import apply_silences  # see the imports
     apply_silences(records, cfg.silences)
     return root_causes.one_missing_module(root_causes.one_missing_interpreter(one_unreachable_target(records)))
 

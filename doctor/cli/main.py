@@ -11,53 +11,22 @@ _COLLECTING = gc.isenabled()
 gc.disable()
 
 import contextlib
-import dataclasses
 import importlib
-import json
 import os
 import sys
-import tempfile
 import time
-import traceback
-from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
 import click
 from dfdoctor import __version__, ctrl_c
-from dfdoctor.cache import cache_dir, private_dir
-from dfdoctor.cli.options import (
-    examples,
-    fleet_options,
-    launch_options,
-    name_config,
-    output_options,
-    pass_opts,
-    validate_outputs,
-)
-from dfdoctor.engine import (
-    build_context,
-    emit,
-    environment_facts,
-    exit_code,
-    discard_stream,
-    fail_on,
-    guard,
-    now_iso,
-    verdict_from_checks,
-)
 from dfdoctor.errors import UsageError
-from dfdoctor.fleet_specs import target_specs
-from dfdoctor.model import Report, Verdict
-from dfdoctor.redact import Redactor
-from dfdoctor.render.github import inert
-from dfdoctor.render.text import visible
-from dfdoctor.registry import discover
-from dfdoctor.run.folder import find_run, is_run_dir, runs_root
-from dfdoctor.run.masks import load_prints
-from dfdoctor.safefile import guard_outputs, read_user_file
-from dfdoctor import placements
-from dfdoctor.terminate import EXIT as TERMINATED_EXIT, Terminated
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
+# Each command's module is imported when the command is named (or listed by --help): what one command runs (the
+# engine, the targets, the placements, the run folders) is not every start's (issue 45: `report` and --version
+# imported all of it, 0.06 CPU-s of a start here).
 
 
 @contextlib.contextmanager
@@ -91,13 +60,14 @@ Docs: README.md and docs/ of dfdoctor's repository; `dfdoctor COMMAND -h` for a 
 
 
 class _Commands(click.Group):
-    """dfdoctor's commands, with `launch`, `status`, `stop` and `env` loaded only when named (or listed by --help):
-    their modules bring the launch and Slurm pipelines, 0.05 s of CPU in the 0.2 s that `check` took to start
-    (round 9)."""
+    """dfdoctor's commands, each loaded only when named (or listed by --help): see the imports above. `launch` and
+    `status` share a module."""
 
-    LAZY = {"launch": "dfdoctor.cli.launch", "status": "dfdoctor.cli.launch", "stop": "dfdoctor.cli.stop",
+    LAZY = {"check": "dfdoctor.cli.check", "report": "dfdoctor.cli.report", "list-checks": "dfdoctor.cli.list_checks",
+            "launch": "dfdoctor.cli.launch", "status": "dfdoctor.cli.launch", "stop": "dfdoctor.cli.stop",
             "env": "dfdoctor.cli.env"}
-    ATTRIBUTE = {"env": "env_cmd"}  # the command's function in its module, where it is not the command's name
+    # the command's function in its module, where it is not the command's name
+    ATTRIBUTE = {"check": "check_cmd", "report": "report_cmd", "list-checks": "list_checks", "env": "env_cmd"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.LAZY})
@@ -105,7 +75,7 @@ class _Commands(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> Optional[click.Command]:
         if name in self.LAZY and name not in self.commands:
             with _loading():
-                module = importlib.import_module(self.LAZY[name])  # start-up: see the class docstring
+                module = importlib.import_module(self.LAZY[name])  # start-up: see the imports above
             self.add_command(getattr(module, self.ATTRIBUTE.get(name, name)), name)
         return super().get_command(ctx, name)
 
@@ -119,132 +89,13 @@ def main(ctx: click.Context) -> None:
         click.echo(ctx.get_help())
 
 
-@main.command("check", context_settings={**CONTEXT, "allow_interspersed_args": False}, epilog=examples("check"))
-@launch_options
-@fleet_options
-@placements.check_options  # a placement's own ways to check (Slurm: --slurm-nodes)
-@click.argument("command", nargs=-1, type=click.UNPROCESSED)
-@pass_opts
-def check_cmd(opts: dict[str, Any]) -> int:
-    """Pre-launch checks for the launch of COMMAND; no job is started."""
-    started = now_iso()
-    pairs = validate_outputs(opts)
-    command = list(opts["command"])
-    if opts.get("targets_file"):  # read before the checks, written over by an --output naming it: refused first
-        guard_outputs([o for _, o in pairs if o is not None], [("--targets-file", Path(opts["targets_file"]))])
-    specs = target_specs(tuple(opts.get("target") or ()), opts.get("targets_file"))
-    if len(specs) > 1 or opts.get("targets_file"):
-        from dfdoctor.fleet import check_many  # start-up: several targets' alone (fleet_specs.py)
-        report, level, env = check_many(opts, command, specs, started, __version__, pairs)
-        emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level, env=env)
-        return exit_code(report, level)
-    instead = placements.check_instead(opts, command, started)  # `check --slurm-nodes`: a row per node
-    if instead is not None:
-        report, level = instead
-        emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level)
-        return exit_code(report, level)
-    opts["target"] = specs[0]
-    opts["target"], command = placements.through_target(opts["target"], command)  # ray://HEAD: Ray's own line
-    ctx, cfg = build_context(opts, command)
-    guard(pairs, ctx, (runs_root(ctx.cwd),))
-    # this machine, a --target, or a scheduler's line (sbatch, ray job submit): each has its own checks
-    placement = placements.of_line(ctx)
-    records = placement.check(ctx, tuple(opts.get("only") or ()), tuple(opts.get("skip") or ()), cfg)
-    if ctx.log is not None:  # a --log this placement never opens (Slurm, Ray): a warning, where the output goes
-        from dfdoctor.unused_log import records as unused_log  # start-up: only where a --log is given
-        records = unused_log(placement, ctx, tuple(opts.get("skip") or ())) + records
-    level = fail_on(opts, cfg)
-    report = Report(tool_version=__version__, target=placement.report_target(ctx), command=command, started_at=started,
-                    finished_at=now_iso(), verdict=verdict_from_checks(records, level), checks=records,
-                    timeline=[], environment=environment_facts(ctx, records), mode="check",
-                    command_as_typed=ctx.typed_line or "")
-    if not command and not ctx.shell_command and not ctx.launcher:  # a line or a launcher is a launch to check
-        report.verdict = no_launch_checked(report.verdict, records)
-    name_config(report, cfg)
-    emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level, env=ctx.env)
-    return exit_code(report, level)
-
-
-def no_launch_checked(verdict: Verdict, records: list) -> Verdict:
-    """`check` without a command: its verdict says plainly that only the environment was looked at, so an OK
-    over checks that all skipped for want of a command is not read as a launch that will work."""
-    ran = sum(1 for r in records if r.status.value != "skip")
-    said = f"No command given: the environment was checked ({ran} of {len(records)} checks ran), no launch was."
-    rest = verdict.summary if verdict.state.value != "ok" else ""  # "found no problem that blocks the launch": none
-    return dataclasses.replace(verdict, summary=f"{said} {rest}".strip(),
-                               fix=verdict.fix or ("to check a launch, give its command after --: "
-                                                   "dfdoctor check -- python train.py"))
-
-
-@main.command("list-checks", epilog=examples("list-checks"))
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def list_checks(fmt: str) -> int:
-    """Every check: id, title, phase(s), source (built-in or the plugin's distribution)."""
-    checks, broken = discover()
-    rows = [{"id": c.id, "title": c.title, "phases": list(c.phases), "timeout_s": c.timeout, "source": c.source}
-            for c in checks]
-    if fmt == "json":
-        click.echo(json.dumps({"checks": rows, "broken": [b.__dict__ for b in broken]}, indent=2))
-        return 0
-    table = [(r["id"], ",".join(r["phases"]), r["source"], r["title"]) for r in rows]
-    table += [(b.name, "BROKEN", b.source, b.error) for b in broken]
-    table.insert(0, ("ID", "PHASES", "SOURCE", "TITLE"))
-    widths = [max(len(row[i]) for row in table) for i in range(3)]
-    for row in table:
-        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[3])
-    return 0
-
-
-def _load_saved(spec: Optional[str]) -> tuple[Path, Report, Any]:
-    """A saved report (a RESULT.json, a run folder, a run id, or, none given, the latest run), the file it was
-    read from, and the launch's secret fingerprints (`redact.SecretPrints`) when it lies in a run folder."""
-    path = Path(spec) if spec else None
-    if path is None or not path.exists():
-        try:
-            path = find_run(Path.cwd(), spec)
-        except (LookupError, ValueError) as exc:
-            raise click.UsageError(str(exc)) from None
-    if path.is_dir():
-        path = path / "report.json"
-    data = read_user_file(path, str(path))
-    try:
-        doc = json.loads(data.decode("utf-8"))
-        return path, Report.from_dict(doc), load_prints(path.parent)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise click.UsageError(f"{path}: not a readable dfdoctor result ({exc})") from None
-
-
-@main.command("report", epilog=examples("report"))
-@click.argument("source", required=False)
-@output_options
-@pass_opts
-def report_cmd(opts: dict[str, Any]) -> int:
-    """Render saved results again (RUN folder, run id or RESULT.json) without re-running anything."""
-    pairs = validate_outputs(opts)
-    source, report, prints = _load_saved(opts["source"])
-    guard(pairs, run_folders=(source.parent,) if is_run_dir(source.parent) else ())
-    guard_outputs([o for _, o in pairs if o is not None], [("the report read", source)])
-    _say_when_saved(report)
-    level = opts.get("fail_on") or "error"
-    emit(report, pairs, verbose=opts["verbose"], quiet=opts["quiet"], fail_on_level=level, prints=prints)
-    return exit_code(report, level)
-
-
-def _say_when_saved(report: Report) -> None:
-    """A saved verdict of a job still running is of its time: the job may have ended since (`report` read
-    "RUNNING" for a run that had completed). It says so, and which command looks again."""
-    v = report.verdict
-    if v.state != "running":
-        return
-    again = f"`dfdoctor status {report.run['id']}`" if report.run.get("id") else "`dfdoctor status`"
-    when = f" at {report.finished_at}" if report.finished_at else ""
-    # beside the verdict, not in it: the summary is the HTML's H1, and this sentence is about the report
-    report.run["as_of"] = f"This is the report saved{when}: {again} looks again."
-
-
 def _save_crash(text: str) -> Path:
     """Keep a traceback in a new private file (0600, unpredictable name) in the cache folder, else in the temp
     folder; raises OSError when neither can be written."""
+    import tempfile  # a crash's alone (with random and shutil behind it)
+    from pathlib import Path
+
+    from dfdoctor.cache import cache_dir, private_dir
     stamp = f"crash-{time.strftime('%Y%m%d-%H%M%S')}-"
     try:
         base = private_dir(cache_dir())
@@ -275,6 +126,9 @@ def _say(message: str) -> None:
     """One line on stderr (escaped: it may quote what the user typed, which must not read as a GitHub workflow
     command; masked: what the user typed may hold a password, `--python postgres://u:pw@db/x`); a stderr that
     cannot take it is dropped."""
+    from dfdoctor.redact import Redactor
+    from dfdoctor.render.github import inert
+    from dfdoctor.render.text import visible
     try:
         masked = Redactor.from_env(dict(os.environ)).text(message)
     except Exception:  # masking must not hide the error: say it without what the user typed
@@ -282,11 +136,13 @@ def _say(message: str) -> None:
     try:
         click.echo(inert(visible(masked)), err=True)
     except OSError:
+        from dfdoctor.engine import discard_stream  # a stderr that cannot be written alone
         discard_stream(sys.stderr)
 
 
 def _masked_text(text: str) -> str:
     """A text dfdoctor keeps on disk (a crash's traceback), with the secrets of this environment masked."""
+    from dfdoctor.redact import Redactor
     try:
         return Redactor.from_env(dict(os.environ)).text(text)
     except Exception:  # masking must not hide the crash: say the traceback could not be kept safely
@@ -302,9 +158,10 @@ def run(argv: Optional[list[str]] = None) -> int:
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.exceptions.Abort as exc:  # click's word for Ctrl-C, or SIGTERM before a job was started
-        if isinstance(exc.__cause__, Terminated):
+        terminated = _terminated_exit(exc.__cause__)
+        if terminated is not None:
             _say("dfdoctor: interrupted (SIGTERM)")
-            return TERMINATED_EXIT
+            return terminated
         _say("dfdoctor: interrupted")
         return 130
     except click.UsageError as exc:
@@ -324,12 +181,23 @@ def run(argv: Optional[list[str]] = None) -> int:
             _say("dfdoctor: interrupted")
             return 130
         try:
+            import traceback  # a crash's alone
             where = _save_crash(_masked_text(traceback.format_exc()))
         except OSError:
-            where = Path("(could not be saved)")
+            where = "(could not be saved)"
         _say(f"dfdoctor: internal error (a bug in dfdoctor): {type(exc).__name__}: {exc}; "
              f"traceback saved to {where}")
         return 3
+
+
+def _terminated_exit(cause: Optional[BaseException]) -> Optional[int]:
+    """The exit code of a command ended by SIGTERM (`dfdoctor.terminate`), when that is what `cause` is; None
+    otherwise. A Terminated is raised only by a command that imported dfdoctor.terminate: where none did, the
+    cause cannot be one, and the module (run folders and targets behind it) is not imported to tell."""
+    terminate = sys.modules.get("dfdoctor.terminate")
+    if terminate is not None and isinstance(cause, terminate.Terminated):
+        return terminate.EXIT
+    return None
 
 
 def _caused_by_ctrl_c(exc: BaseException) -> bool:

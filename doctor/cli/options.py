@@ -9,13 +9,16 @@ from typing import Any, Callable, Optional
 
 import click
 from dfdoctor import progress
-from dfdoctor.fleet_specs import DEFAULT_PARALLEL
 from dfdoctor.render import EXTENSIONS, FORMATS
-from dfdoctor.targets import KINDS, shown_spec
-from dfdoctor.targets.registry import kind_for
 
-# Every registered kind's spelling, the one that runs here first and marked the default.
-TARGET_SPELLINGS = ", ".join(kind_for(s).usage + (" (default)" if kind_for(s).runs_here else "") for s in KINDS)
+
+def target_spellings() -> str:
+    """Every registered kind's spelling, the one that runs here first and marked the default: for --target's help,
+    asked by the commands that take a --target (the kinds' registry, and the targets behind it, are theirs, not
+    `report`'s)."""
+    from dfdoctor.targets import KINDS
+    from dfdoctor.targets.registry import kind_for
+    return ", ".join(kind_for(s).usage + (" (default)" if kind_for(s).runs_here else "") for s in KINDS)
 
 # Each command's examples, shown under its --help (a command's options alone did not say how they combine).
 EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
@@ -110,7 +113,7 @@ def launch_options(f: Callable) -> Callable:
         click.option("--cwd", type=click.Path(), default=None, help="The job's working directory (default: here)."),
         click.option("--python", "python", help="The training interpreter (default: the one COMMAND names)."),
         click.option("--target", "target", multiple=True,
-                     help=f"Where the job runs: {TARGET_SPELLINGS}. `check` takes it repeatedly (one row per "
+                     help=f"Where the job runs: {target_spellings()}. `check` takes it repeatedly (one row per "
                           "target); `launch` takes one."),
         click.option("--only", multiple=True, shell_complete=complete_check_ids,
                      help="Run only checks whose id matches this glob; repeatable (`dfdoctor list-checks` lists them)."),
@@ -126,6 +129,7 @@ def launch_options(f: Callable) -> Callable:
 
 def fleet_options(f: Callable) -> Callable:
     """`check` on many targets: a file of targets and how many are checked at once."""
+    from dfdoctor.fleet_specs import DEFAULT_PARALLEL  # `check`'s alone, asked as its options are made
     for deco in reversed([
         click.option("--targets-file", type=click.Path(dir_okay=False),
                      help="A file of targets, one spec per line (# starts a comment); adds to --target."),
@@ -138,6 +142,7 @@ def fleet_options(f: Callable) -> Callable:
 
 def single_target(opts: dict[str, Any], command: str) -> str:
     """The one --target of a command that acts on one place (launch): several are a usage error."""
+    from dfdoctor.targets import shown_spec
     given = tuple(opts.get("target") or ())
     if len(given) > 1:
         raise click.UsageError(f"{command} takes one --target (got {len(given)}: {', '.join(map(shown_spec, given))}); "

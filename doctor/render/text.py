@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import os
-import shutil
 import textwrap
 from typing import Any, Optional
 
@@ -71,6 +70,7 @@ def render(report: Report, verbose: bool = False, color: bool = False, quiet: bo
     report = _visible_all(report)
     if quiet:
         return _paint(quiet_line(report), report.verdict.state, color, bold=True) + "\n"
+    import shutil  # the full text's alone: a quiet line, JSON and `report -q` ask no terminal its width (issue 45)
     width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 120))
     out: list[str] = []
     v = report.verdict

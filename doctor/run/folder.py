@@ -8,8 +8,6 @@ latest run is the last name. Old runs are pruned by count; a run whose recorder 
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Optional
@@ -82,6 +80,7 @@ def new_run(cwd: Path, run_dir: Optional[Path] = None) -> tuple[str, Path]:
     except OSError:
         fallback = cache_dir() / "runs"
         fallback.mkdir(parents=True, exist_ok=True, mode=0o700)
+        import tempfile  # a run folder that cannot be made under --cwd alone (random and shutil behind it)
         path = Path(tempfile.mkdtemp(prefix=run_id + "-", dir=fallback))
     marker.write(path, run_id)
     marker.hold(path)  # until this process ends: another launch's pruning leaves it alone
@@ -113,6 +112,7 @@ def list_runs(cwd: Path) -> list[Path]:
 def prune(cwd: Path, keep: int = DEFAULT_KEEP) -> list[Path]:
     """Delete the oldest run folders beyond `keep`, never one whose recorder still runs nor one a dfdoctor process
     still works on (its launch writing the report after the job ended: marker.in_use); return those deleted."""
+    import shutil  # a launch's alone: `report` and `status` read run folders and delete none
     runs = list_runs(cwd)
     removed = []
     for path in runs[: max(0, len(runs) - max(1, keep))]:

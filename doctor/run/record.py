@@ -9,7 +9,7 @@ import json
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from dfdoctor.agent.procfs import is_job_of, is_recorder_of, proc_start_time, read_text
 from dfdoctor.run import events
@@ -24,7 +24,11 @@ from dfdoctor.agent.names import (
     stream_tail,
 )
 from dfdoctor.safefile import write_atomically
-from dfdoctor.targets import Target, parse_target
+
+# The targets (every kind, subprocess behind them) are imported where a run's target is asked for: `report` reads
+# a saved result without (issue 45).
+if TYPE_CHECKING:
+    from dfdoctor.targets import Target
 
 
 TARGET_PARTS = "target_parts"
@@ -39,6 +43,7 @@ def target_parts(target: Target) -> dict[str, Any]:
 
 def target_of_spec(spec: dict[str, Any]) -> Target:
     """The target a run spec names: its spelling parsed, its kept parts put back."""
+    from dfdoctor.targets import parse_target  # see the imports
     target = parse_target(spec.get("target"))
     kept = tuple((str(k), str(v)) for k, v in spec.get(TARGET_PARTS) or ())
     return replace(target, extra=(*target.extra, *(p for p in kept if p not in target.extra))) if kept else target
