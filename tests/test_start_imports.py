@@ -88,6 +88,18 @@ def test_check_skip_leaves_the_skipped_checks_unimported_and_an_only_is_told_aga
     assert p.returncode == 2 and "launch.path" in p.stderr and "slurm.submission" in p.stderr, p.stderr
 
 
+def test_version_imports_no_command_s_modules(tmp_path: Path):
+    """--version is answered by the command line's group: no command's module (each is loaded when named), nor
+    the engine, the targets, the placements, the run folders or the renderers behind them (round 27: 255 -> 171 M
+    instructions)."""
+    from dfdoctor import __version__
+    p, loaded = _modules(tmp_path, "--version")
+    assert (p.returncode, p.stdout) == (0, f"dfdoctor, version {__version__}\n"), p.stdout + p.stderr
+    assert not [m for m in loaded if m.startswith("dfdoctor.cli.") and m != "dfdoctor.cli.main"]
+    assert not {"dfdoctor.engine", "dfdoctor.targets", "dfdoctor.placements", "dfdoctor.run.folder", "dfdoctor.redact",
+                "dfdoctor.render", "subprocess", "tempfile", "pathlib"} & loaded
+
+
 def test_a_check_on_one_target_imports_neither_the_fleet_nor_the_env_command(tmp_path: Path):
     p, loaded = _modules(tmp_path, "check", "--only", "args.*", "--", sys.executable, "-c", "pass")
     assert p.returncode == 0, p.stdout + p.stderr
@@ -109,6 +121,11 @@ def test_report_reads_a_saved_result_without_the_runner_the_probe_server_or_psut
     assert not {"dfdoctor.runner", "dfdoctor.probe_server", "psutil", "dfdoctor.root_causes"} & loaded
     # nor socket (14 M instructions): only a check's environment facts name the host
     assert "socket" not in loaded
+    # nor what a command that builds a context or reaches a target imports (round 27: 267 -> 223 M instructions):
+    # the targets (every kind, subprocess behind them), the placements, the config, `check`'s own module, and the
+    # temp files and shutil of the run folders that a launch makes and prunes
+    assert not {"dfdoctor.targets", "dfdoctor.context", "dfdoctor.config", "dfdoctor.placements", "dfdoctor.cli.check",
+                "subprocess", "tempfile", "shutil"} & loaded
 
 
 def test_a_check_of_a_plain_script_imports_no_stack_reading_statistics_or_rehearsal(tmp_path: Path):
