@@ -229,7 +229,7 @@ _WALKER = ("import os, time\nwhile True:\n    if os.fork():\n        os._exit(0)
 
 def test_a_line_whose_process_forks_and_exits_while_proc_is_read_is_still_seen_alive():
     """runner._line_lives read /proc once: a process of the line that forked and exited while it was read (its child
-    not listed yet, itself gone or a zombie when read) was missed, and a line still alive was taken for ended (the
+    not listed yet, itself gone, a zombie, or on its way out when read) was missed, and a line still alive was taken for ended (the
     terminal hung up, "never started" said too soon). Every pass now goes on over the pids that appeared since,
     until every one of a pass was read alive."""
     from dfdoctor.rehearse.runner import LINE_ENV, _line_lives
@@ -267,7 +267,7 @@ _EXECS = 'exec busybox sh -c "$0" "$0"'
 def test_a_line_whose_process_execs_while_proc_is_read_is_still_seen_alive():
     """runner._line_lives took a process whose environment read empty, alive, for a kernel thread: a process of the
     line read in the middle of an exec was not the line, and a line still alive was taken for ended (without the
-    reading again: 8 to 35 of 200 here, at load 5 on 2 cores). It is read again once its exec is done."""
+    reading again: 5 to 35 of 200 here, at load 5 to 9 on 2 cores). It is read again once its exec is done."""
     from dfdoctor.rehearse.runner import LINE_ENV, _line_lives
 
     tag = uuid.uuid4().hex[:10]
@@ -312,7 +312,7 @@ def test_a_process_of_the_line_on_its_way_out_may_have_forked_and_one_with_no_en
                         break
                     if flags & PF_EXITING and not os.pread(fd, 4096, 0):
                         said = _wordless(str(p.pid))
-                        if stat(p.pid)[0] == b"R":  # still on its way out, not yet a zombie, when read
+                        if stat(p.pid)[0] not in (b"Z", b"X"):  # still on its way out, not a zombie, when read
                             caught = said
                         break
             finally:
@@ -332,4 +332,5 @@ def test_a_process_of_the_line_on_its_way_out_may_have_forked_and_one_with_no_en
     finally:
         empty.stdin.close()
         empty.wait(timeout=30)
-    assert _wordless("2") == ""  # kthreadd
+    if Path("/proc/2/stat").read_bytes().startswith(b"2 (kthreadd) "):  # the kernel's threads' parent (not in
+        assert _wordless("2") == ""                                     # a container's own pid namespace)
