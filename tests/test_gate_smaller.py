@@ -11,6 +11,7 @@ import pytest
 from conftest import run_dfdoctor
 from dfdoctor.engine import verdict_from_checks
 from dfdoctor.model import CheckRecord, Status
+from support.in_process import run_here
 
 
 def test_fail_on_warn_headline_names_the_first_warning_not_a_check_that_could_not_look():
@@ -100,10 +101,11 @@ def test_status_from_a_folder_with_no_run_says_first_whose_run_it_shows(tmp_path
     first = " ".join(text.split("dfdoctor status:")[0].split())
     assert first == (f"No run was launched from {tmp_path / 'empty'}: this is your latest run, {run_id}, "
                      f"launched from {tmp_path / 'a'}."), text
-    doc = json.loads(run_dfdoctor("status", "--format", "json", cwd=tmp_path / "empty", env=env).stdout)
+    # the further renderings through the same entry here (support/in_process)
+    doc = json.loads(run_here("status", "--format", "json", cwd=tmp_path / "empty", env=env).stdout)
     assert doc["run"]["id"] == run_id and doc["run"]["chosen"] == first
     # from the run's own folder nothing is said before the verdict
-    own = run_dfdoctor("status", cwd=tmp_path / "a", env=env).stdout
+    own = run_here("status", cwd=tmp_path / "a", env=env).stdout
     assert own.startswith("dfdoctor status:") and "No run was launched" not in own, own
 
 
@@ -123,9 +125,10 @@ def test_report_of_a_saved_running_verdict_says_so_beside_the_verdict_not_in_it(
         note = re.search(r'<p class="run-note" id="verdict-as-of">(.*?)</p>', page, re.S).group(1)
         assert "This is the report saved at " in note and f"dfdoctor status {run}" in note, note
         assert "as of" not in [k for k, _ in html_render.run_rows({"as_of": "x"}, rest=True)]
-        doc = json.loads(run_dfdoctor("report", "--format", "json", run, cwd=tmp_path).stdout)
+        # json and text through the same entry here (support/in_process); html went through the console script
+        doc = json.loads(run_here("report", "--format", "json", run, cwd=tmp_path).stdout)
         assert "report saved" not in doc["verdict"]["summary"] and "report saved" in doc["run"]["as_of"]
-        text = run_dfdoctor("report", run, cwd=tmp_path).stdout
+        text = run_here("report", run, cwd=tmp_path).stdout
         assert "This is the report saved at " in text, text
     finally:
         assert run_dfdoctor("stop", run, cwd=tmp_path).returncode == 0

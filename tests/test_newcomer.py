@@ -18,6 +18,7 @@ from dfdoctor.engine import headline
 from dfdoctor.model import CheckRecord, Report, Status, Verdict
 from dfdoctor.render import render
 from dfdoctor.render.text import combined_fixes
+from support.in_process import run_here
 from support.tty import on_tty
 
 SGR = re.compile(r"\x1b\[[0-9;]*m")
@@ -136,13 +137,14 @@ def test_config_is_found_from_a_subfolder_up_to_the_project_root_and_named(tmp_p
     doc = json.loads(res.stdout)
     assert doc["environment"]["config"] == str(root / "pyproject.toml")
     assert [c["id"] for c in doc["checks"]] == ["log.writable"]
-    text = run_dfdoctor("check", "--only", "log.*", "--", sys.executable, "train.py", cwd=root / "src" / "deep")
+    # the further runs of this test through the same entry here (support/in_process)
+    text = run_here("check", "--only", "log.*", "--", sys.executable, "train.py", cwd=root / "src" / "deep")
     assert f"config: {root / 'pyproject.toml'}" in text.stdout
     # above the checkout's root (.git) nothing is read: a stray file there does not configure this project
     (tmp_path / "dfdoctor.toml").write_text('fail-on = "warn"\n')
     (root / "pyproject.toml").write_text('[project]\nname = "p"\n')
-    res = run_dfdoctor("check", "--only", "log.*", "--format", "json", "--", sys.executable, "train.py",
-                       cwd=root / "src" / "deep")
+    res = run_here("check", "--only", "log.*", "--format", "json", "--", sys.executable, "train.py",
+                   cwd=root / "src" / "deep")
     assert "config" not in json.loads(res.stdout)["environment"]
 
 
@@ -150,7 +152,7 @@ def test_check_without_a_command_says_no_launch_was_checked(tmp_path):
     res = run_dfdoctor("check", cwd=tmp_path)
     assert res.returncode == 0
     assert "no launch was" in res.stdout.splitlines()[1] and "dfdoctor check -- " in res.stdout
-    doc = json.loads(run_dfdoctor("check", "--format", "json", cwd=tmp_path).stdout)
+    doc = json.loads(run_here("check", "--format", "json", cwd=tmp_path).stdout)  # the same entry, here
     assert doc["verdict"]["summary"].startswith("No command given: the environment was checked")
 
 
@@ -202,8 +204,10 @@ def test_status_and_report_find_a_run_from_any_folder(tmp_path):
     run = json.loads(res.stdout)["run"]
     run_id = run["id"]
     # from another folder: by id, by a prefix of it, and plain `status` (no runs here: the user's latest)
+    # the first through the console script, the others through the same entry here (support/in_process)
     for args in (("status", run_id), ("status", run_id[:12]), ("status",), ("report", run_id)):
-        got = run_dfdoctor(*args, "--format", "json", cwd=elsewhere, env=env)
+        got = (run_dfdoctor if args == ("status", run_id) else run_here)(*args, "--format", "json", cwd=elsewhere,
+                                                                         env=env)
         assert got.returncode in (0, 1), (args, got.stderr)
         assert json.loads(got.stdout)["run"]["id"] == run_id, args
     # the index is private and names folders only: never the command, its arguments or a secret
@@ -214,7 +218,7 @@ def test_status_and_report_find_a_run_from_any_folder(tmp_path):
     # a run folder that is gone is not found through a stale line
     import shutil
     shutil.rmtree(run["dir"])
-    gone = run_dfdoctor("status", run_id, cwd=elsewhere, env=env)
+    gone = run_here("status", run_id, cwd=elsewhere, env=env)
     assert gone.returncode == 2 and "index of your runs" in gone.stderr
 
 

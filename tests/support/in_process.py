@@ -45,15 +45,17 @@ def _folder(cwd: Optional[os.PathLike | str]) -> Iterator[None]:
 
 @contextmanager
 def _captured(out, err) -> Iterator[None]:
-    """fds 1 and 2 onto the two files, and sys.stdout/stderr text streams over them, as a child's would be."""
-    enc = locale.getpreferredencoding(False)
+    """fds 1 and 2 onto the two files, and sys.stdout/stderr text streams over them, as a child's would be (the
+    encoding and error handlers this interpreter chose for its own at start-up: the child's environment is ours)."""
     streams = (sys.stdout, sys.stderr)
+    enc = getattr(sys.__stdout__, "encoding", None) or locale.getpreferredencoding(False)
+    out_errors = getattr(sys.__stdout__, "errors", None) or "strict"
     for s in streams:
         s.flush()
     kept = (os.dup(1), os.dup(2))
     os.dup2(out.fileno(), 1)
     os.dup2(err.fileno(), 2)
-    sys.stdout = io.TextIOWrapper(open(1, "wb", closefd=False), encoding=enc, errors="strict")
+    sys.stdout = io.TextIOWrapper(open(1, "wb", closefd=False), encoding=enc, errors=out_errors)
     sys.stderr = io.TextIOWrapper(open(2, "wb", closefd=False), encoding=enc, errors="backslashreplace",
                                   line_buffering=True)
     try:
@@ -71,10 +73,12 @@ def _captured(out, err) -> Iterator[None]:
         os.close(kept[1])
 
 
-def run_here(*args: str, cwd: Optional[os.PathLike | str] = None, env: Optional[dict] = None,
-             full_env: Optional[dict] = None) -> subprocess.CompletedProcess:
+def run_here(*args: str | bytes, cwd: Optional[os.PathLike | str] = None, env: Optional[dict] = None,
+             full_env: Optional[dict] = None, binary: bool = False) -> subprocess.CompletedProcess:
     """`dfdoctor ARGS` in this process. `env` is added to this process's environment (NO_COLOR=1 unless given),
-    as conftest.run_dfdoctor does; `full_env` is the whole environment instead, as subprocess's env= is."""
+    as conftest.run_dfdoctor does; `full_env` is the whole environment instead, as subprocess's env= is. An argv
+    word given as bytes is decoded as Python decodes its own argv (os.fsdecode). Output as text (decoded as
+    subprocess's text=True does), or as bytes with `binary`."""
     from dfdoctor.cli.main import run
     if full_env is None:
         full_env = dict(os.environ)
@@ -82,9 +86,10 @@ def run_here(*args: str, cwd: Optional[os.PathLike | str] = None, env: Optional[
         full_env.setdefault("NO_COLOR", "1")
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         with _environment(full_env), _folder(cwd), _captured(out, err):
-            code = run(list(args))
-        texts = []
+            code = run([os.fsdecode(a) if isinstance(a, bytes) else a for a in args])
+        got = []
         for f in (out, err):
             f.seek(0)
-            texts.append(f.read().decode(locale.getpreferredencoding(False)))
-    return subprocess.CompletedProcess(["dfdoctor", *args], code, texts[0], texts[1])
+            data = f.read()
+            got.append(data if binary else data.decode(locale.getpreferredencoding(False)))
+    return subprocess.CompletedProcess(["dfdoctor", *args], code, got[0], got[1])
