@@ -33,8 +33,10 @@ def two_missing(tmp_path):
     return tmp_path
 
 
-def _check(cwd, *args, env=None):
-    return run_dfdoctor("check", "--log", "logs/t.log", *args, "--", sys.executable, "train.py", cwd=cwd, env=env)
+def _check(cwd, *args, env=None, here=False):
+    """`here`: through the same entry in this process (support/in_process), for a test's further runs."""
+    return (run_here if here else run_dfdoctor)("check", "--log", "logs/t.log", *args, "--", sys.executable,
+                                                "train.py", cwd=cwd, env=env)
 
 
 def test_every_finding_once_one_combined_fix_skips_in_one_line(two_missing):
@@ -85,7 +87,7 @@ def test_quiet_is_the_verdict_line_and_a_files_only_run_still_prints_it(two_miss
     # round 9: the line carries the fix (pip lines merged, as the full output's)
     assert re.search(r"; fix: \S+ -m pip install dfd-nc-wandb dfd-nc-transformers==4\.44\.0 \(and 1 more\)$",
                      quiet.stdout.strip()), quiet.stdout
-    html = _check(two_missing, "--format", "html", "--output", "r.html")
+    html = _check(two_missing, "--format", "html", "--output", "r.html", here=True)
     assert html.returncode == 1 and (two_missing / "r.html").stat().st_size > 1000
     assert html.stdout.startswith("dfdoctor check: FAILED [") and "r.html" in html.stdout
     assert len(html.stdout.splitlines()) == 1 and "below" not in html.stdout
@@ -106,8 +108,8 @@ def test_force_color_colours_a_pipe_and_no_color_wins(two_missing):
     forced = subprocess.run([DFDOCTOR, "check", "--only", "log.*", "--log", "x/y.log"], cwd=two_missing,
                             env={**env, "FORCE_COLOR": "1"}, capture_output=True, text=True)
     assert SGR.search(forced.stdout), forced.stdout
-    both = subprocess.run([DFDOCTOR, "check", "--only", "log.*", "--log", "x/y.log"], cwd=two_missing,
-                          env={**env, "FORCE_COLOR": "1", "NO_COLOR": "1"}, capture_output=True, text=True)
+    both = run_here("check", "--only", "log.*", "--log", "x/y.log", cwd=two_missing,  # the same entry, here
+                    full_env={**env, "FORCE_COLOR": "1", "NO_COLOR": "1"})
     assert not SGR.search(both.stdout)
 
 
