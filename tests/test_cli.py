@@ -1,6 +1,7 @@
 """The CLI through the installed console script: outputs, exit codes, bad input, config and silencing. Where a test
-runs dfdoctor again only to read another rendering of the same thing, that run goes through the same entry in this
-process (support/in_process.run_here); each test keeps its console-script run."""
+runs dfdoctor again only to read another rendering of the same thing, and the tests of a config's or an option's
+reading, go through the same entry in this process (support/in_process.run_here); the exit status, the stderr line
+and the outputs written through the console script are proved by the tests that still start it."""
 
 from __future__ import annotations
 
@@ -73,19 +74,19 @@ def test_bad_input_is_one_line_and_exit_2(project, args, message):
 
 
 def test_only_lists_the_ids_when_nothing_matches(project):
-    res = run_dfdoctor("check", "--only", "nope", cwd=project)
+    res = run_here("check", "--only", "nope", cwd=project)
     assert "log.writable" in res.stderr
 
 
 def test_malformed_config_is_usage_error(project):
     (project / "dfdoctor.toml").write_text("fail-on = [broken\n")
-    res = run_dfdoctor("check", cwd=project)
+    res = run_here("check", cwd=project)
     assert res.returncode == 2 and "dfdoctor.toml" in res.stderr and len(res.stderr.strip().splitlines()) == 1
 
 
 def test_unknown_config_key_is_usage_error(project):
     (project / "pyproject.toml").write_text("[tool.dfdoctor]\nfail_on = 'warn'\n")
-    res = run_dfdoctor("check", cwd=project)
+    res = run_here("check", cwd=project)
     assert res.returncode == 2 and "unknown key(s) fail_on" in res.stderr
 
 
@@ -102,7 +103,7 @@ def test_silenced_finding_is_listed_but_does_not_fail(project):
 
 def test_silence_needs_a_reason(project):
     (project / "dfdoctor.toml").write_text("silence = [{check = 'log.writable'}]\n")
-    res = run_dfdoctor("check", cwd=project)
+    res = run_here("check", cwd=project)
     assert res.returncode == 2 and "needs a reason" in res.stderr
 
 
@@ -158,7 +159,7 @@ def test_colour_only_on_a_tty_and_never_with_no_color(project):
 
 
 def test_verbose_shows_durations_and_details(project):
-    res = run_dfdoctor("check", "-v", "--only", "log.*", "--log", "nodir/x.log", cwd=project)
+    res = run_here("check", "-v", "--only", "log.*", "--log", "nodir/x.log", cwd=project)
     assert " s)" in res.stdout and "nearest existing folder" in res.stdout
 
 
@@ -203,8 +204,8 @@ def test_formats_pair_with_outputs_by_extension_whatever_the_order(project):
     assert pair_outputs(("json", "junit"), ("o.json", "o.xml")) == [("json", "o.json"), ("junit", "o.xml")]
     assert pair_outputs(("junit",), ("report.out",)) == [("junit", "report.out")]
     assert pair_outputs((), ()) == [("text", None)]
-    res = run_dfdoctor("check", "--only", "log.*", "--format", "text", "--format", "json", "--output", "r.json",
-                       "--format", "html", "--output", "r.html", cwd=project)
+    res = run_here("check", "--only", "log.*", "--format", "text", "--format", "json", "--output", "r.json",
+                   "--format", "html", "--output", "r.html", cwd=project)
     assert res.stdout.startswith("dfdoctor check:")
     assert json.loads((project / "r.json").read_text())["schema"] == "dfdoctor/1"
     assert (project / "r.html").read_text().lstrip().lower().startswith("<!doctype html")
