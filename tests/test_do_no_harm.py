@@ -34,8 +34,10 @@ def test_check_output_onto_the_users_files_is_refused(tmp_path, output):
     (tmp_path / "requirements.txt").write_text("click\n")
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
     before = script.read_text()
-    res = run_dfdoctor("check", "--only", "log.*", "--requirements", "requirements.txt", "--format", "json",
-                       "--output", output, "--", sys.executable, "train.py", cwd=tmp_path)
+    # the first case through the console script, the others through the same entry here (support/in_process)
+    res = (run_dfdoctor if output == "train.py" else run_here)(
+        "check", "--only", "log.*", "--requirements", "requirements.txt", "--format", "json", "--output", output,
+        "--", sys.executable, "train.py", cwd=tmp_path)
     assert res.returncode == 2, res.stdout + res.stderr
     assert len(res.stderr.strip().splitlines()) == 1 and "--output" in res.stderr
     assert script.read_text() == before and (tmp_path / "requirements.txt").read_text() == "click\n"
@@ -86,7 +88,7 @@ def test_status_on_a_folder_that_is_not_a_run_is_refused(tmp_path):
     fake.mkdir()
     (fake / "spec.json").write_text(json.dumps({"argv": ["python3", "x.py"]}))
     (fake / "record.jsonl").write_text("")
-    res = run_dfdoctor("status", "fake", cwd=tmp_path)
+    res = run_here("status", "fake", cwd=tmp_path)  # the same entry, here (support/in_process)
     assert res.returncode == 2 and "not a dfdoctor run folder" in res.stderr, res.stderr
     assert sorted(p.name for p in fake.iterdir()) == ["record.jsonl", "spec.json"], "nothing written into it"
 
