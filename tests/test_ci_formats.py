@@ -15,6 +15,7 @@ import pytest
 from dfdoctor.model import CheckRecord, Report, Status, TargetRow, Verdict
 from dfdoctor.render import render
 from dfdoctor.render.github import ANNOTATIONS_SHOWN, SUMMARY_LIMIT, summary
+from support.in_process import run_here
 
 SCRIPT = "import os\nimport json\nimport no_such_module_for_ci\n"
 
@@ -100,9 +101,9 @@ def assert_gitlab_code_quality(doc) -> None:
 
 def test_gitlab_code_quality_has_the_required_fields_and_stable_fingerprints(failing_job, dfdoctor, tmp_path):
     docs = []
-    for n in range(2):  # two runs: the same problems keep their fingerprints
+    for n in range(2):  # two runs: the same problems keep their fingerprints (the second through the same entry here)
         out = tmp_path / f"gl-code-quality-{n}.json"
-        p = run_check(dfdoctor, failing_job, "--format", "gitlab", "--output", str(out))
+        p = run_check(run_here if n else dfdoctor, failing_job, "--format", "gitlab", "--output", str(out))
         assert p.returncode == 1, p.stderr
         docs.append(json.loads(out.read_text()))
     for doc in docs:

@@ -1,4 +1,7 @@
-"""The CLI through the installed console script: outputs, exit codes, bad input, config and silencing."""
+"""The CLI through the installed console script: outputs, exit codes, bad input, config and silencing. Where a test
+runs dfdoctor again only to read another rendering of the same thing, and the tests of a config's or an option's
+reading, go through the same entry in this process (support/in_process.run_here); the exit status, the stderr line
+and the outputs written through the console script are proved by the tests that still start it."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DFDOCTOR, run_dfdoctor
+from support.in_process import run_here
 
 
 @pytest.fixture
@@ -43,9 +47,9 @@ def test_saved_result_renders_again(project):
     run_dfdoctor("check", "--log", "nodir/x.log", "--format", "json", "--output", "r.json", cwd=project)
     res = run_dfdoctor("report", "r.json", "--format", "junit", cwd=project)
     assert res.returncode == 1 and "log-dir-missing" in res.stdout
-    res = run_dfdoctor("report", "r.json", cwd=project)
+    res = run_here("report", "r.json", cwd=project)
     assert "FAILED [log-dir-missing]" in res.stdout
-    again = run_dfdoctor("report", "r.json", "--format", "json", cwd=project)
+    again = run_here("report", "r.json", "--format", "json", cwd=project)
     assert json.loads(again.stdout) == json.loads((project / "r.json").read_text())
 
 
@@ -59,7 +63,10 @@ def test_saved_result_renders_again(project):
     (["report", "missing.json"], "missing.json"),
 ])
 def test_bad_input_is_one_line_and_exit_2(project, args, message):
-    res = run_dfdoctor(*args, cwd=project)
+    """Click's own refusal (an unknown option) and report's go through the console script; the others through the
+    same entry here: the exit status and the stderr line are the same code's."""
+    real = args[1] == "--no-such-option" or args[0] == "report"
+    res = (run_dfdoctor if real else run_here)(*args, cwd=project)
     assert res.returncode == 2, (res.stdout, res.stderr)
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], res.stderr
@@ -67,19 +74,19 @@ def test_bad_input_is_one_line_and_exit_2(project, args, message):
 
 
 def test_only_lists_the_ids_when_nothing_matches(project):
-    res = run_dfdoctor("check", "--only", "nope", cwd=project)
+    res = run_here("check", "--only", "nope", cwd=project)
     assert "log.writable" in res.stderr
 
 
 def test_malformed_config_is_usage_error(project):
     (project / "dfdoctor.toml").write_text("fail-on = [broken\n")
-    res = run_dfdoctor("check", cwd=project)
+    res = run_here("check", cwd=project)
     assert res.returncode == 2 and "dfdoctor.toml" in res.stderr and len(res.stderr.strip().splitlines()) == 1
 
 
 def test_unknown_config_key_is_usage_error(project):
     (project / "pyproject.toml").write_text("[tool.dfdoctor]\nfail_on = 'warn'\n")
-    res = run_dfdoctor("check", cwd=project)
+    res = run_here("check", cwd=project)
     assert res.returncode == 2 and "unknown key(s) fail_on" in res.stderr
 
 
@@ -90,13 +97,13 @@ def test_silenced_finding_is_listed_but_does_not_fail(project):
     assert res.returncode == 0
     rec = json.loads(res.stdout)["checks"][0]
     assert rec["status"] == "fail" and rec["silenced"] == "the launcher creates it"
-    text = run_dfdoctor("check", "--only", "log.*", "--log", "logs/x.log", cwd=project).stdout
+    text = run_here("check", "--only", "log.*", "--log", "logs/x.log", cwd=project).stdout
     assert "silenced: the launcher creates it" in text
 
 
 def test_silence_needs_a_reason(project):
     (project / "dfdoctor.toml").write_text("silence = [{check = 'log.writable'}]\n")
-    res = run_dfdoctor("check", cwd=project)
+    res = run_here("check", cwd=project)
     assert res.returncode == 2 and "needs a reason" in res.stderr
 
 
@@ -107,8 +114,8 @@ def test_fail_on_warn_from_config(project):
     res = run_dfdoctor("check", "--only", "log.*", "--log", "x.log", "--", "python3", "-u", "train.py",
                        cwd=project)
     assert res.returncode == 1 and "WARN" in res.stdout
-    res = run_dfdoctor("check", "--only", "log.*", "--log", "x.log", "--fail-on", "error", "--", "python3", "-u",
-                       "train.py", cwd=project)
+    res = run_here("check", "--only", "log.*", "--log", "x.log", "--fail-on", "error", "--", "python3", "-u",
+                   "train.py", cwd=project)
     assert res.returncode == 0
 
 
@@ -152,7 +159,7 @@ def test_colour_only_on_a_tty_and_never_with_no_color(project):
 
 
 def test_verbose_shows_durations_and_details(project):
-    res = run_dfdoctor("check", "-v", "--only", "log.*", "--log", "nodir/x.log", cwd=project)
+    res = run_here("check", "-v", "--only", "log.*", "--log", "nodir/x.log", cwd=project)
     assert " s)" in res.stdout and "nearest existing folder" in res.stdout
 
 
@@ -185,7 +192,7 @@ def test_output_to_a_device_or_symlink_is_written_through(project):
     real = project / "real.json"
     real.write_text("old")
     (project / "link.json").symlink_to(real)
-    run_dfdoctor("check", "--only", "log.*", "--format", "json", "--output", "link.json", cwd=project)
+    run_here("check", "--only", "log.*", "--format", "json", "--output", "link.json", cwd=project)
     assert (project / "link.json").is_symlink()
     assert json.loads(real.read_text())["schema"] == "dfdoctor/1"
 
@@ -197,8 +204,8 @@ def test_formats_pair_with_outputs_by_extension_whatever_the_order(project):
     assert pair_outputs(("json", "junit"), ("o.json", "o.xml")) == [("json", "o.json"), ("junit", "o.xml")]
     assert pair_outputs(("junit",), ("report.out",)) == [("junit", "report.out")]
     assert pair_outputs((), ()) == [("text", None)]
-    res = run_dfdoctor("check", "--only", "log.*", "--format", "text", "--format", "json", "--output", "r.json",
-                       "--format", "html", "--output", "r.html", cwd=project)
+    res = run_here("check", "--only", "log.*", "--format", "text", "--format", "json", "--output", "r.json",
+                   "--format", "html", "--output", "r.html", cwd=project)
     assert res.stdout.startswith("dfdoctor check:")
     assert json.loads((project / "r.json").read_text())["schema"] == "dfdoctor/1"
     assert (project / "r.html").read_text().lstrip().lower().startswith("<!doctype html")

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from conftest import run_dfdoctor
 from dfdoctor.config import ConfigError, load
+from support.in_process import run_here
 
 # key, a wrong value (as TOML), words the error must contain
 WRONG = [
@@ -226,8 +227,8 @@ def test_a_config_planted_by_another_user_in_a_sticky_folder_is_skipped_and_name
     r = run_dfdoctor("check", "--only", "imports.smoke", "--", "python3", "broken.py", cwd=proj)
     assert r.returncode == 1, r.stdout + r.stderr  # the broken import is not silenced by the planted file
     assert f"config not used: {proj.parent / 'dfdoctor.toml'}: owned by nobody" in r.stdout
-    r = run_dfdoctor("check", "--only", "imports.smoke", "--format", "json", "--", "python3", "broken.py", cwd=proj)
-    doc = json.loads(r.stdout)
+    r = run_here("check", "--only", "imports.smoke", "--format", "json", "--", "python3", "broken.py", cwd=proj)
+    doc = json.loads(r.stdout)  # that json through the same entry here (support/in_process)
     assert "config" not in doc["environment"]
     assert doc["environment"]["config_skipped"] == cfg.skipped
 

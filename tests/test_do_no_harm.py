@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, run_dfdoctor
+from support.in_process import run_here
 
 SCRIPT = "import time\nprint('step 1', flush=True)\ntime.sleep({s})\n"
 
@@ -33,8 +34,10 @@ def test_check_output_onto_the_users_files_is_refused(tmp_path, output):
     (tmp_path / "requirements.txt").write_text("click\n")
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
     before = script.read_text()
-    res = run_dfdoctor("check", "--only", "log.*", "--requirements", "requirements.txt", "--format", "json",
-                       "--output", output, "--", sys.executable, "train.py", cwd=tmp_path)
+    # the first case through the console script, the others through the same entry here (support/in_process)
+    res = (run_dfdoctor if output == "train.py" else run_here)(
+        "check", "--only", "log.*", "--requirements", "requirements.txt", "--format", "json", "--output", output,
+        "--", sys.executable, "train.py", cwd=tmp_path)
     assert res.returncode == 2, res.stdout + res.stderr
     assert len(res.stderr.strip().splitlines()) == 1 and "--output" in res.stderr
     assert script.read_text() == before and (tmp_path / "requirements.txt").read_text() == "click\n"
@@ -61,7 +64,8 @@ def test_status_and_report_output_into_the_run_folder_is_refused(tmp_path):
     assert res.returncode in (0, 1), res.stderr
     for cmd in (["status", "rd", "--output", "rd/report.json"], ["report", "rd", "--output", "rd/report.html"],
                 ["report", "rd/report.json", "--output", "rd/../rd/report.json"]):
-        res = run_dfdoctor(*cmd, cwd=tmp_path)
+        # the first through the console script, the others through the same entry here (support/in_process)
+        res = (run_dfdoctor if cmd[0] == "status" else run_here)(*cmd, cwd=tmp_path)
         assert res.returncode == 2, (cmd, res.stderr)
 
 
@@ -84,7 +88,7 @@ def test_status_on_a_folder_that_is_not_a_run_is_refused(tmp_path):
     fake.mkdir()
     (fake / "spec.json").write_text(json.dumps({"argv": ["python3", "x.py"]}))
     (fake / "record.jsonl").write_text("")
-    res = run_dfdoctor("status", "fake", cwd=tmp_path)
+    res = run_here("status", "fake", cwd=tmp_path)  # the same entry, here (support/in_process)
     assert res.returncode == 2 and "not a dfdoctor run folder" in res.stderr, res.stderr
     assert sorted(p.name for p in fake.iterdir()) == ["record.jsonl", "spec.json"], "nothing written into it"
 
@@ -164,8 +168,9 @@ def test_job_control_bytes_are_escaped_in_text_output(tmp_path):
         assert byte not in out, repr(byte)
     assert "\\x1b[2J" in out
     for fmt in ("junit", "html", "github", "gitlab"):  # whatever format goes to the terminal
-        res = run_dfdoctor("report", str(next((tmp_path / ".dfdoctor" / "runs").iterdir())), "--format", fmt,
-                           cwd=tmp_path)
+        # junit through the console script, the others through the same entry here (support/in_process): 1 process
+        res = (run_dfdoctor if fmt == "junit" else run_here)(
+            "report", str(next((tmp_path / ".dfdoctor" / "runs").iterdir())), "--format", fmt, cwd=tmp_path)
         assert res.returncode == 1 and "\x1b" not in res.stdout and "\x07" not in res.stdout, fmt
     from dfdoctor.render.text import visible
     assert visible("a\tb\nc\x1bd\x7f\x85") == "a\tb\nc\\x1bd\\x7f\\x85"

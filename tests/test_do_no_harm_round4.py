@@ -15,7 +15,8 @@ import pytest
 
 from dfdoctor.run import record
 from infra.fixtures import infra, ssh_config_env  # noqa: F401
-from jobs.harness import dfdoctor, job, kill_runs, launch, text_of, wait_for
+from jobs.harness import dfdoctor, job, job_env, kill_runs, launch, text_of, wait_for
+from support.in_process import run_here
 from test_stop import _job_processes  # the one reader of a run's processes, as test_stop_remote uses it
 
 
@@ -48,8 +49,10 @@ def test_stop_in_a_cp_a_copy_of_the_project_does_not_stop_the_originals_job(tmp_
 
 
 # -- S18: --output never replaces the targets file, nor a file the line's own redirections name -----------------
-def _check(work: Path, *args: str) -> subprocess.CompletedProcess:
-    return dfdoctor("check", "--cwd", str(work), "--only", "log.writable", *args, cwd=work, timeout=120)
+def _check(work: Path, *args: str, here: bool = False) -> subprocess.CompletedProcess:
+    """`here`: through the same entry in this process (support/in_process)."""
+    full = ("check", "--cwd", str(work), "--only", "log.writable", *args)
+    return run_here(*full, cwd=work, full_env=job_env()) if here else dfdoctor(*full, cwd=work, timeout=120)
 
 
 def test_an_output_naming_the_targets_file_is_refused_and_the_file_survives(tmp_path):
@@ -68,7 +71,7 @@ def test_an_output_naming_the_lines_own_append_log_is_refused_and_the_log_surviv
     (tmp_path / "t.py").write_text("print('hi')\n")
     log = tmp_path / "train.log"
     log.write_text("step 1 loss 2.3\n")
-    p = _check(tmp_path, "--format", "json", "--output", str(log), "--", *line)
+    p = _check(tmp_path, "--format", "json", "--output", str(log), "--", *line, here=True)  # the same entry, here
     assert p.returncode == 2 and "it would be overwritten" in p.stderr, p.stdout + p.stderr
     assert log.read_text() == "step 1 loss 2.3\n"
 
@@ -255,9 +258,10 @@ def test_a_readme_code_line_of_200000_blanks_does_not_hang_the_check(tmp_path):
 
 
 # -- S8, S9: imports.smoke compiles what Python compiles, as Python compiles it ------------------------------------
-def _smoke(work: Path) -> subprocess.CompletedProcess:
-    return dfdoctor("check", "--cwd", str(work), "--only", "imports.smoke", "--", "python3", "main.py", cwd=work,
-                    timeout=120)
+def _smoke(work: Path, here: bool = False) -> subprocess.CompletedProcess:
+    """`here`: through the same entry in this process (support/in_process)."""
+    args = ("check", "--cwd", str(work), "--only", "imports.smoke", "--", "python3", "main.py")
+    return run_here(*args, cwd=work, full_env=job_env()) if here else dfdoctor(*args, cwd=work, timeout=120)
 
 
 def test_a_valid_1500_term_concatenation_is_no_syntax_error(tmp_path):
@@ -274,7 +278,7 @@ def test_a_module_imported_only_for_a_newer_python_is_not_compiled_here(tmp_path
     (tmp_path / "future_only.py").write_text("type Alias = int\nmatch = => 3\n")  # no Python today compiles it
     (tmp_path / "today.py").write_text("Alias = int\n")
     assert subprocess.run(["python3", "main.py"], cwd=tmp_path, capture_output=True).returncode == 0
-    p = _smoke(tmp_path)
+    p = _smoke(tmp_path, here=True)
     assert p.returncode == 0 and "future_only" not in p.stdout, p.stdout + p.stderr
 
 
@@ -332,8 +336,10 @@ def test_a_step_summary_aimed_at_the_users_script_log_or_config_is_not_appended_
     (tmp_path / "cfg.yaml").write_text("lr: 0.1\n")
     before = (tmp_path / aimed_at).read_bytes()
     env = dict(os.environ, GITHUB_STEP_SUMMARY=str(tmp_path / aimed_at), GITHUB_ACTIONS="true")
-    p = dfdoctor("check", "--cwd", str(tmp_path), "--only", "log.writable", "--log", str(tmp_path / "train.log"),
-                 "--format", "github", "--", "python3", "t.py", "--config=cfg.yaml", cwd=tmp_path, env=env)
+    args = ("check", "--cwd", str(tmp_path), "--only", "log.writable", "--log", str(tmp_path / "train.log"),
+            "--format", "github", "--", "python3", "t.py", "--config=cfg.yaml")
+    # the script's case through the console script, the others through the same entry here (support/in_process)
+    p = dfdoctor(*args, cwd=tmp_path, env=env) if aimed_at == "t.py" else run_here(*args, cwd=tmp_path, full_env=env)
     assert p.returncode in (0, 1), p.stdout + p.stderr
     assert (tmp_path / aimed_at).read_bytes() == before, "the step summary was appended to the user's file"
     assert "the summary is not appended" in p.stderr, p.stderr

@@ -15,16 +15,21 @@ import pytest
 
 from dfdoctor.shell import quote
 from infra.fixtures import infra  # noqa: F401
+from support.in_process import run_here
 
 DFDOCTOR = str(Path(sys.executable).parent / "dfdoctor")
 
 
-def _launch_path(work: Path, line: str) -> dict:
-    """`dfdoctor check --only launch.path --shell-command LINE` in `work`: launch.path's record and the exit code."""
+def _launch_path(work: Path, line: str, here: bool = False) -> dict:
+    """`dfdoctor check --only launch.path --shell-command LINE` in `work`: launch.path's record and the exit code.
+    `here`: through the same entry in this process (support/in_process), for a test's further lines."""
     out = work / "report.json"
-    p = subprocess.run([DFDOCTOR, "check", "--cwd", str(work), "--only", "launch.path", "--shell-command", line,
-                        "--format", "json", "--output", str(out)], cwd=work, capture_output=True, text=True,
-                       timeout=120)
+    args = ["check", "--cwd", str(work), "--only", "launch.path", "--shell-command", line, "--format", "json",
+            "--output", str(out)]
+    if here:
+        p = run_here(*args, cwd=work, full_env=dict(os.environ))
+    else:
+        p = subprocess.run([DFDOCTOR, *args], cwd=work, capture_output=True, text=True, timeout=120)
     doc = json.loads(out.read_text())
     rec = next(c for c in doc["checks"] if c["id"] == "launch.path")
     return {**rec, "rc": p.returncode}
@@ -68,8 +73,8 @@ def test_an_unknown_wrapper_with_a_missing_log_folder_fails_on_what_the_shell_di
     """The shell opens `> logs/x.log` before any command of the line runs: a missing folder is observed whatever
     the wrapper would have done. The wrapper itself is never run (strace's -o F is not written)."""
     (tmp_path / "t.py").write_text("print('step 1')\n")
-    for line in WRAPPED:
-        rec = _launch_path(tmp_path, line)
+    for line in WRAPPED:  # the first line through the console script, the others here
+        rec = _launch_path(tmp_path, line, here=line != WRAPPED[0])
         assert rec["rc"] == 1 and rec["status"] == "fail" and rec["cause"] == "log-dir-missing", (line, rec)
         fails = [f for f in rec["findings"] if f["status"] == "fail"]
         assert "mkdir -p logs" in fails[0]["fix"] and "not tried" in fails[0]["fix"], fails
@@ -85,7 +90,7 @@ def test_an_unknown_wrapper_whose_log_folder_exists_is_not_rehearsed_never_ok(tm
     for wrapped in WRAPPED:
         run, log = wrapped.split(" > ")[0], str(tmp_path / "logs" / "x.log")
         line = f"nohup setsid -f {run.replace('python3', 'python3 -u')} </dev/null > {log} 2>&1"
-        rec = _launch_path(tmp_path, line)
+        rec = _launch_path(tmp_path, line, here=wrapped != WRAPPED[0])  # the first through the console script
         said = [rec, *rec["findings"]]  # a check's one result is the record itself (findings: [])
         assert rec["status"] == "warn" and rec["rc"] == 0, (line, rec)
         assert not any(f["status"] == "ok" for f in said), (line, said)

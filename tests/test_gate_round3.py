@@ -13,6 +13,7 @@ import pytest
 from conftest import run_dfdoctor
 from infra.slurm_fixtures import slurm  # noqa: F401
 from jobs.harness import kill_runs, launch, status, text_of, wait_for
+from support.in_process import run_here
 from test_slurm import job_script, launch as slurm_launch
 
 
@@ -157,13 +158,14 @@ _READS = {
 
 @pytest.mark.slow
 def test_a_missing_path_fails_only_where_the_script_is_proved_to_open_it(tmp_path):
-    for case, (body, status) in _READS.items():
+    for i, (case, (body, status)) in enumerate(_READS.items()):
         work = tmp_path / case
         (work / "configs").mkdir(parents=True)
         (work / "configs" / "small.yaml").write_text("lr: 1\n")
         (work / "train.py").write_text(_PARSE + body)
-        res = run_dfdoctor("check", "--only", "args.paths", "--format", "json", "--", sys.executable, "train.py",
-                           "--config", "configs/small.yml", cwd=work)
+        # the first case through the console script, the others through the same entry here (support/in_process)
+        res = (run_here if i else run_dfdoctor)("check", "--only", "args.paths", "--format", "json", "--",
+                                                sys.executable, "train.py", "--config", "configs/small.yml", cwd=work)
         (chk,) = [c for c in json.loads(res.stdout)["checks"] if c["id"] == "args.paths"]
         assert chk["status"] == status and chk["cause"] == "input-missing", (case, chk)
         assert "did you mean configs/small.yaml?" in chk["summary"], chk["summary"]  # the closest file, offered

@@ -11,6 +11,7 @@ import pytest
 from conftest import run_dfdoctor
 from dfdoctor.engine import verdict_from_checks
 from dfdoctor.model import CheckRecord, Status
+from support.in_process import run_here
 
 
 def test_fail_on_warn_headline_names_the_first_warning_not_a_check_that_could_not_look():
@@ -37,8 +38,9 @@ def test_a_missing_module_is_not_blamed_on_the_stdlib_modules_of_its_import_line
     (tmp_path / "train2.py").write_text("import os, time, mylib\n")
     for script, said in (("train.py", "No module named 'dfd_g2_absent', imported at"),
                          ("train2.py", "No module named 'dfd_g2_absent' (needed by mylib), imported at")):
-        res = run_dfdoctor("check", "--only", "imports.smoke", "--format", "json", "--", sys.executable, script,
-                           cwd=tmp_path)
+        # the first script through the console script, the second through the same entry here
+        res = (run_dfdoctor if script == "train.py" else run_here)(
+            "check", "--only", "imports.smoke", "--format", "json", "--", sys.executable, script, cwd=tmp_path)
         assert res.returncode == 1, res.stderr
         rec = json.loads(res.stdout)["checks"][0]
         assert rec["cause"] == "missing-module" and rec["summary"].startswith(said), rec["summary"]
@@ -57,8 +59,10 @@ def test_a_gloo_job_under_torchrun_gets_no_cuda_advice(tmp_path):
     (tmp_path / "train_nccl.py").write_text(_GLOO.format(backend='backend="nccl"'))
     runs = {}
     for script in ("train.py", "train_nccl.py"):
-        res = run_dfdoctor("check", "--only", "cuda.init", "--format", "json", "--", sys.executable, "-m",
-                           "torch.distributed.run", "--nproc_per_node", "2", script, cwd=tmp_path)
+        # the first script through the console script, the second through the same entry here
+        res = (run_dfdoctor if script == "train.py" else run_here)(
+            "check", "--only", "cuda.init", "--format", "json", "--", sys.executable, "-m", "torch.distributed.run",
+            "--nproc_per_node", "2", script, cwd=tmp_path)
         runs[script] = json.loads(res.stdout)["checks"][0]
     gloo = runs["train.py"]
     assert gloo["status"] in ("skip", "ok"), gloo
@@ -100,10 +104,11 @@ def test_status_from_a_folder_with_no_run_says_first_whose_run_it_shows(tmp_path
     first = " ".join(text.split("dfdoctor status:")[0].split())
     assert first == (f"No run was launched from {tmp_path / 'empty'}: this is your latest run, {run_id}, "
                      f"launched from {tmp_path / 'a'}."), text
-    doc = json.loads(run_dfdoctor("status", "--format", "json", cwd=tmp_path / "empty", env=env).stdout)
+    # the further renderings through the same entry here (support/in_process)
+    doc = json.loads(run_here("status", "--format", "json", cwd=tmp_path / "empty", env=env).stdout)
     assert doc["run"]["id"] == run_id and doc["run"]["chosen"] == first
     # from the run's own folder nothing is said before the verdict
-    own = run_dfdoctor("status", cwd=tmp_path / "a", env=env).stdout
+    own = run_here("status", cwd=tmp_path / "a", env=env).stdout
     assert own.startswith("dfdoctor status:") and "No run was launched" not in own, own
 
 
@@ -123,9 +128,10 @@ def test_report_of_a_saved_running_verdict_says_so_beside_the_verdict_not_in_it(
         note = re.search(r'<p class="run-note" id="verdict-as-of">(.*?)</p>', page, re.S).group(1)
         assert "This is the report saved at " in note and f"dfdoctor status {run}" in note, note
         assert "as of" not in [k for k, _ in html_render.run_rows({"as_of": "x"}, rest=True)]
-        doc = json.loads(run_dfdoctor("report", "--format", "json", run, cwd=tmp_path).stdout)
+        # json and text through the same entry here (support/in_process); html went through the console script
+        doc = json.loads(run_here("report", "--format", "json", run, cwd=tmp_path).stdout)
         assert "report saved" not in doc["verdict"]["summary"] and "report saved" in doc["run"]["as_of"]
-        text = run_dfdoctor("report", run, cwd=tmp_path).stdout
+        text = run_here("report", run, cwd=tmp_path).stdout
         assert "This is the report saved at " in text, text
     finally:
         assert run_dfdoctor("stop", run, cwd=tmp_path).returncode == 0

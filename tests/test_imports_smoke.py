@@ -16,6 +16,7 @@ from dfdoctor.checks.imports_smoke import imports_smoke
 from dfdoctor import Status, causes
 from dfdoctor.context import Context
 from dfdoctor.errors import CheckCannotRun
+from support.in_process import run_here
 
 SAMPLES = Path(__file__).resolve().parent / "samples"
 PY = sys.executable
@@ -374,7 +375,8 @@ def test_an_import_under_an_option_this_launch_does_not_give_is_no_next_step(dfd
     quiet = dfdoctor("check", "-q", "--only", "imports.smoke", "--cwd", str(tmp_path), "--", PY, "train.py",
                      "--epochs", "2", cwd=tmp_path)
     assert quiet.returncode == 0 and "next:" not in quiet.stdout and "pip install" not in quiet.stdout, quiet.stdout
-    doc = json.loads(dfdoctor("check", "--format", "json", "--only", "imports.smoke", "--cwd", str(tmp_path), "--",
+    # the further runs through the same entry here (support/in_process)
+    doc = json.loads(run_here("check", "--format", "json", "--only", "imports.smoke", "--cwd", str(tmp_path), "--",
                               PY, "train.py", "--epochs", "2", cwd=tmp_path).stdout)
     (rec,) = doc["checks"]
     assert rec["status"] == "warn" and rec["data"]["not_reached"] is True, rec
@@ -382,7 +384,7 @@ def test_an_import_under_an_option_this_launch_does_not_give_is_no_next_step(dfd
         "launch does not give --wandb, so it does not get there" in rec["summary"], rec["summary"]
     assert rec["fix"].startswith("Nothing to install for this launch. Before you give --wandb: ") and \
         "pip install dfd-gated-logger-not-installed" in rec["fix"], rec["fix"]
-    given = dfdoctor("check", "-q", "--only", "imports.smoke", "--cwd", str(tmp_path), "--", PY, "train.py",
+    given = run_here("check", "-q", "--only", "imports.smoke", "--cwd", str(tmp_path), "--", PY, "train.py",
                      "--wandb", cwd=tmp_path)
     assert "; next: " in given.stdout and "pip install dfd-gated-logger-not-installed" in given.stdout, given.stdout
 
@@ -429,8 +431,8 @@ def test_an_import_under_an_if_inside_a_function_is_said_reached_or_not(dfdoctor
         "(train.py:6): this launch does not give --wandb, so it does not get there" in rec["summary"], rec["summary"]
     assert rec["fix"].startswith("Nothing to install for this launch. Before you give --wandb: "), rec["fix"]
     assert "type_checker" not in json.dumps(doc) and "python_2" not in json.dumps(doc), doc
-    given = json.loads(dfdoctor("check", "--format", "json", "--only", "imports.smoke", "--cwd", str(tmp_path),
-                                "--", PY, "train.py", "--wandb", cwd=tmp_path).stdout)
+    given = json.loads(run_here("check", "--format", "json", "--only", "imports.smoke", "--cwd", str(tmp_path),
+                                "--", PY, "train.py", "--wandb", cwd=tmp_path).stdout)  # the same entry, here
     (rec,) = given["checks"]
     assert rec["status"] == "warn" and "not_reached" not in rec["data"], rec
     assert rec["summary"].endswith(", and this launch gives --wandb: the job fails when it gets there"), rec

@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from conftest import run_dfdoctor
+from support.in_process import run_here
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
 
@@ -24,8 +25,11 @@ def tmpfs(path, options):
         subprocess.run(["umount", "-l", str(path)], check=False)
 
 
-def log_check(cwd, log, *extra):
-    res = run_dfdoctor("check", "--only", "log.writable", "--log", str(log), "--format", "json", *extra, cwd=cwd)
+def log_check(cwd, log, *extra, here=True):
+    """Through the same entry in this process (support/in_process): what each test reads is the check's record.
+    `here=False`: through the console script, as some tests here still go (exit status, stdout, a FIFO's wait)."""
+    res = (run_here if here else run_dfdoctor)("check", "--only", "log.writable", "--log", str(log), "--format",
+                                               "json", *extra, cwd=cwd)
     assert res.returncode in (0, 1), res.stderr
     return res.returncode, json.loads(res.stdout)["checks"][0]
 
@@ -81,7 +85,7 @@ def test_existing_log_is_never_touched_and_probe_is_removed(tmp_path):
     log = tmp_path / "train.log"
     log.write_text("precious\n")
     before = log.stat()
-    rc, rec = log_check(tmp_path, log)
+    rc, rec = log_check(tmp_path, log, here=False)
     assert rc == 0 and rec["status"] == "ok"
     assert log.read_text() == "precious\n" and log.stat().st_mtime_ns == before.st_mtime_ns
     rc, rec = log_check(tmp_path, tmp_path / "new.log")
@@ -90,7 +94,7 @@ def test_existing_log_is_never_touched_and_probe_is_removed(tmp_path):
 
 
 def test_missing_folder_names_the_fix(tmp_path):
-    rc, rec = log_check(tmp_path, "runs/today/train.log")
+    rc, rec = log_check(tmp_path, "runs/today/train.log", here=False)
     assert rc == 1 and rec["cause"] == "log-dir-missing"
     assert rec["fix"] == f"mkdir -p {tmp_path / 'runs' / 'today'}"
 
@@ -110,9 +114,12 @@ def test_buffered_python_output_is_a_warning(tmp_path, command, env, warned):
     (tmp_path / "train.py").write_text("print(1)\n")
     full_env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     full_env.update(env)
-    res = subprocess.run([os.path.join(os.path.dirname(__import__("sys").executable), "dfdoctor"), "check",
-                          "--only", "log.writable", "--log", "x.log", "--format", "json", "--", *command],
-                         cwd=tmp_path, env=full_env, capture_output=True, text=True, timeout=60)
+    args = ["check", "--only", "log.writable", "--log", "x.log", "--format", "json", "--", *command]
+    if env:  # the variable reaches the console script in its environment; the other cases go through run() here
+        res = subprocess.run([os.path.join(os.path.dirname(__import__("sys").executable), "dfdoctor"), *args],
+                             cwd=tmp_path, env=full_env, capture_output=True, text=True, timeout=60)
+    else:
+        res = run_here(*args, cwd=tmp_path, full_env=full_env)
     rec = json.loads(res.stdout)["checks"][0]
     assert (rec["cause"] == "output-buffered") == warned, rec
     assert res.returncode == 0
@@ -150,7 +157,7 @@ def test_a_fifo_with_a_reader_warns(tmp_path):
     try:
         fd = os.open(fifo, os.O_WRONLY)  # holds the pipe open: cat is surely reading when the check looks
         try:
-            rc, rec = log_check(tmp_path, fifo)
+            rc, rec = log_check(tmp_path, fifo, here=False)
         finally:
             os.close(fd)
     finally:

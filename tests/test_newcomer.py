@@ -18,6 +18,7 @@ from dfdoctor.engine import headline
 from dfdoctor.model import CheckRecord, Report, Status, Verdict
 from dfdoctor.render import render
 from dfdoctor.render.text import combined_fixes
+from support.in_process import run_here
 from support.tty import on_tty
 
 SGR = re.compile(r"\x1b\[[0-9;]*m")
@@ -32,8 +33,10 @@ def two_missing(tmp_path):
     return tmp_path
 
 
-def _check(cwd, *args, env=None):
-    return run_dfdoctor("check", "--log", "logs/t.log", *args, "--", sys.executable, "train.py", cwd=cwd, env=env)
+def _check(cwd, *args, env=None, here=False):
+    """`here`: through the same entry in this process (support/in_process), for a test's further runs."""
+    return (run_here if here else run_dfdoctor)("check", "--log", "logs/t.log", *args, "--", sys.executable,
+                                                "train.py", cwd=cwd, env=env)
 
 
 def test_every_finding_once_one_combined_fix_skips_in_one_line(two_missing):
@@ -84,7 +87,7 @@ def test_quiet_is_the_verdict_line_and_a_files_only_run_still_prints_it(two_miss
     # round 9: the line carries the fix (pip lines merged, as the full output's)
     assert re.search(r"; fix: \S+ -m pip install dfd-nc-wandb dfd-nc-transformers==4\.44\.0 \(and 1 more\)$",
                      quiet.stdout.strip()), quiet.stdout
-    html = _check(two_missing, "--format", "html", "--output", "r.html")
+    html = _check(two_missing, "--format", "html", "--output", "r.html", here=True)
     assert html.returncode == 1 and (two_missing / "r.html").stat().st_size > 1000
     assert html.stdout.startswith("dfdoctor check: FAILED [") and "r.html" in html.stdout
     assert len(html.stdout.splitlines()) == 1 and "below" not in html.stdout
@@ -105,8 +108,8 @@ def test_force_color_colours_a_pipe_and_no_color_wins(two_missing):
     forced = subprocess.run([DFDOCTOR, "check", "--only", "log.*", "--log", "x/y.log"], cwd=two_missing,
                             env={**env, "FORCE_COLOR": "1"}, capture_output=True, text=True)
     assert SGR.search(forced.stdout), forced.stdout
-    both = subprocess.run([DFDOCTOR, "check", "--only", "log.*", "--log", "x/y.log"], cwd=two_missing,
-                          env={**env, "FORCE_COLOR": "1", "NO_COLOR": "1"}, capture_output=True, text=True)
+    both = run_here("check", "--only", "log.*", "--log", "x/y.log", cwd=two_missing,  # the same entry, here
+                    full_env={**env, "FORCE_COLOR": "1", "NO_COLOR": "1"})
     assert not SGR.search(both.stdout)
 
 
@@ -136,13 +139,14 @@ def test_config_is_found_from_a_subfolder_up_to_the_project_root_and_named(tmp_p
     doc = json.loads(res.stdout)
     assert doc["environment"]["config"] == str(root / "pyproject.toml")
     assert [c["id"] for c in doc["checks"]] == ["log.writable"]
-    text = run_dfdoctor("check", "--only", "log.*", "--", sys.executable, "train.py", cwd=root / "src" / "deep")
+    # the further runs of this test through the same entry here (support/in_process)
+    text = run_here("check", "--only", "log.*", "--", sys.executable, "train.py", cwd=root / "src" / "deep")
     assert f"config: {root / 'pyproject.toml'}" in text.stdout
     # above the checkout's root (.git) nothing is read: a stray file there does not configure this project
     (tmp_path / "dfdoctor.toml").write_text('fail-on = "warn"\n')
     (root / "pyproject.toml").write_text('[project]\nname = "p"\n')
-    res = run_dfdoctor("check", "--only", "log.*", "--format", "json", "--", sys.executable, "train.py",
-                       cwd=root / "src" / "deep")
+    res = run_here("check", "--only", "log.*", "--format", "json", "--", sys.executable, "train.py",
+                   cwd=root / "src" / "deep")
     assert "config" not in json.loads(res.stdout)["environment"]
 
 
@@ -150,7 +154,7 @@ def test_check_without_a_command_says_no_launch_was_checked(tmp_path):
     res = run_dfdoctor("check", cwd=tmp_path)
     assert res.returncode == 0
     assert "no launch was" in res.stdout.splitlines()[1] and "dfdoctor check -- " in res.stdout
-    doc = json.loads(run_dfdoctor("check", "--format", "json", cwd=tmp_path).stdout)
+    doc = json.loads(run_here("check", "--format", "json", cwd=tmp_path).stdout)  # the same entry, here
     assert doc["verdict"]["summary"].startswith("No command given: the environment was checked")
 
 
@@ -202,8 +206,10 @@ def test_status_and_report_find_a_run_from_any_folder(tmp_path):
     run = json.loads(res.stdout)["run"]
     run_id = run["id"]
     # from another folder: by id, by a prefix of it, and plain `status` (no runs here: the user's latest)
+    # the first through the console script, the others through the same entry here (support/in_process)
     for args in (("status", run_id), ("status", run_id[:12]), ("status",), ("report", run_id)):
-        got = run_dfdoctor(*args, "--format", "json", cwd=elsewhere, env=env)
+        got = (run_dfdoctor if args == ("status", run_id) else run_here)(*args, "--format", "json", cwd=elsewhere,
+                                                                         env=env)
         assert got.returncode in (0, 1), (args, got.stderr)
         assert json.loads(got.stdout)["run"]["id"] == run_id, args
     # the index is private and names folders only: never the command, its arguments or a secret
@@ -214,7 +220,7 @@ def test_status_and_report_find_a_run_from_any_folder(tmp_path):
     # a run folder that is gone is not found through a stale line
     import shutil
     shutil.rmtree(run["dir"])
-    gone = run_dfdoctor("status", run_id, cwd=elsewhere, env=env)
+    gone = run_here("status", run_id, cwd=elsewhere, env=env)
     assert gone.returncode == 2 and "index of your runs" in gone.stderr
 
 

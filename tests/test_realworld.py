@@ -18,6 +18,7 @@ from dfdoctor.diagnose import known_failures, torch_pairs
 from dfdoctor.diagnose.rules_runtime import Context
 from dfdoctor.diagnose.traceback import parse_python_error
 from jobs.harness import PY, dfdoctor, job_env, kill_runs, launch, status
+from support.in_process import run_here
 from support.made_once import made_once, session_folder
 
 REPO = Path(__file__).resolve().parent.parent
@@ -84,8 +85,8 @@ def test_nanogpt_cuda_init_notices_the_scripts_default_device_before_the_launch(
     rec = json.loads(proc.stdout)["checks"][0]
     assert rec["status"] in ("warn", "fail") and rec["cause"] == causes.CUDA_UNAVAILABLE, rec
     assert "train.py:72 sets device = 'cuda'" in rec["summary"] and "--device=cpu" in rec["fix"], rec
-    proc = dfdoctor("check", "--cwd", str(nanogpt), "--only", "cuda.init", "--format", "json", "--",
-                    PY, "train.py", "--device=cpu", cwd=nanogpt)
+    proc = run_here("check", "--cwd", str(nanogpt), "--only", "cuda.init", "--format", "json", "--",  # here
+                    PY, "train.py", "--device=cpu", cwd=nanogpt, full_env=job_env())
     assert json.loads(proc.stdout)["checks"][0]["status"] == "skip"  # overridden: nothing asks for a GPU
 
 
@@ -107,8 +108,8 @@ def test_nanogpt_args_paths_look_where_the_code_joins_the_value_and_leave_the_fo
                     cwd=nanogpt)
     rec = json.loads(proc.stdout)["checks"][0]
     assert rec["status"] == "ok", [rec["summary"], *[f["summary"] for f in rec["findings"]]]
-    proc = dfdoctor("check", "--cwd", str(nanogpt), "--only", "args.paths", "--format", "json", "--", *line,
-                    "--dataset=shakespeare_chr", cwd=nanogpt)
+    proc = run_here("check", "--cwd", str(nanogpt), "--only", "args.paths", "--format", "json", "--", *line,
+                    "--dataset=shakespeare_chr", cwd=nanogpt, full_env=job_env())  # the same entry, here
     rec = json.loads(proc.stdout)["checks"][0]
     assert rec["status"] == "warn" and "no such folder data/shakespeare_chr" in rec["summary"], rec
     assert "did you mean data/shakespeare_char?" in rec["summary"] and "--dataset=shakespeare_char " in rec["fix"], rec
@@ -186,8 +187,9 @@ def test_nanogpt_imports_it_never_reaches_are_no_next_step_and_name_the_option_t
         "call of from_pretrained, model.py:207), which --init_from decides (train.py:41, 'scratch' by default)" \
         in proc.stdout, proc.stdout
     assert "fix: Nothing to install for this launch. Before you give --wandb_log=True: " in proc.stdout, proc.stdout
-    quiet = dfdoctor("check", "-q", "--cwd", str(nanogpt), "--only", "imports.smoke", "--", *line,
-                     "--wandb_log=True", cwd=nanogpt)  # now the run gets there: installing wandb is the next step
+    quiet = run_here("check", "-q", "--cwd", str(nanogpt), "--only", "imports.smoke", "--", *line,
+                     "--wandb_log=True", cwd=nanogpt, full_env=job_env())  # now the run gets there: installing wandb
+    # is the next step (this run through the same entry here, support/in_process; the text above is a console run)
     assert "; next: " in quiet.stdout and "pip install wandb" in quiet.stdout and "transformers" not in quiet.stdout, \
         quiet.stdout
 

@@ -11,6 +11,7 @@ from urllib.parse import quote
 import pytest
 
 from jobs.harness import DFDOCTOR, job_env, kill_runs  # noqa: F401  (DFDOCTOR: the console script under test)
+from support.in_process import run_here
 
 WANDB = "0123456789abcdef0123456789abcdef01234567"
 HF_ENV = "hf_" + "QwErTyUiOpAsDfGhJkLzXcVbNm01234567"
@@ -62,8 +63,13 @@ def test_no_file_dfdoctor_writes_and_nothing_it_prints_holds_a_secret(tmp_path, 
     printed = []
     import subprocess
 
-    def dfdoctor(*args, env):
-        res = subprocess.run([DFDOCTOR, *args], cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    def dfdoctor(*args, env, here=False):
+        """`here`: in this process (support/in_process), for a rendering whose point is what it prints and writes;
+        each format and each source still goes through the console script once, in its own process."""
+        if here:
+            res = run_here(*args, cwd=work, full_env=env)
+        else:
+            res = subprocess.run([DFDOCTOR, *args], cwd=work, env=env, capture_output=True, text=True, timeout=300)
         printed.append((args[0], res.stdout + res.stderr))
         return res
 
@@ -78,13 +84,13 @@ def test_no_file_dfdoctor_writes_and_nothing_it_prints_holds_a_secret(tmp_path, 
         # later, in a shell without the secrets
         res = dfdoctor("status", "--format", "json", "--output", "status.json", "--format", "text", env=clean_env)
         assert res.returncode == 1, res.stderr
-        for fmt, ext in (("html", "html"), ("json", "json"), ("junit", "xml"), ("text", "txt")):
-            for source in ("launch.json", str(run_dir), run_dir.name, "status.json"):
+        for i, (fmt, ext) in enumerate((("html", "html"), ("json", "json"), ("junit", "xml"), ("text", "txt"))):
+            for j, source in enumerate(("launch.json", str(run_dir), run_dir.name, "status.json")):
                 res = dfdoctor("report", source, "--format", fmt, "--output", f"again-{fmt}-{len(printed)}.{ext}",
-                               env=clean_env)
+                               env=clean_env, here=i != j)
                 assert res.returncode == 1, (source, fmt, res.stderr)
-            assert dfdoctor("report", "--format", fmt, env=clean_env).returncode == 1
-        dfdoctor("status", "--format", "html", env=clean_env)
+            assert dfdoctor("report", "--format", fmt, env=clean_env, here=i != 0).returncode == 1
+        dfdoctor("status", "--format", "html", env=clean_env, here=True)
 
         # what the job itself wrote to the user's own log is theirs (and really holds the secrets)
         assert HF_ARG in (work / "train.log").read_text()
