@@ -48,7 +48,8 @@ def target_of_spec(spec: dict[str, Any]) -> Target:
 def _runs_here(spelled: Optional[str]) -> bool:
     """Whether a spec's `--target` spelling names this machine: parsed once per spelling (a watch asked it five
     times a read, 20 reads a second; its kind alone says it, not the parts the spelling leaves out)."""
-    return parse_target(spelled).runs_here
+    from dfdoctor.targets import parse_target as parsed  # where the targets are asked for (main: lazily)
+    return parsed(spelled).runs_here
 
 
 @functools.lru_cache(maxsize=1)
