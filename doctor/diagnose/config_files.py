@@ -61,11 +61,12 @@ def hydra_refused(text: str, ctx: Context) -> Optional[Finding]:
 
 
 def _override_refused(text: str, ctx: Context) -> Optional[Finding]:
-    from dfdoctor.project import configs  # start-up: the project model, read for a fix alone (issue 45)
-    from dfdoctor.diagnose import user_terms  # start-up: the project model, read for a fix alone (issue 45)
     m, absent = _OVERRIDE.search(text), _ABSENT.search(text)
     if m is None or absent is None:
         return None  # an override of a key that exists, refused for its value, is another matter
+    # (imported past the question: every failed job's output is asked it, and hydra's words are rare)
+    from dfdoctor.project import configs  # start-up: the project model, read for a fix alone (issue 45)
+    from dfdoctor.diagnose import user_terms  # start-up: the project model, read for a fix alone (issue 45)
     key = m.group("key")
     word = next((a for a in ctx.argv if a.lstrip("+~").split("=", 1)[0] == key), key)
     value = word.split("=", 1)[1] if "=" in word else None

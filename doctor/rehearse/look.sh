@@ -30,11 +30,16 @@ clock() {
 # the last, until every one of a pass was read alive (nothing of the line can have forked out of sight then: what
 # runs now was read, with the words it has had since, its fork's or its exec's, both marked). A grep that cannot say
 # (another grep's options) is not known either. The pattern's bracket keeps the mark itself out of grep's words.
+# The pattern and whether grep can say are found at the first call and kept (six forks a call, each tick of a
+# `quiet`); a grep that could not say is asked again at the next call (a fork that failed once says nothing of it).
 lives() {
-  lv_pat="dfdoctor-rh-[$(printf %.1s "$DFDOCTOR_RH_TAG")]${DFDOCTOR_RH_TAG#?}"
-  [ "$(printf 'dfdoctor-rh-%s\0' "$DFDOCTOR_RH_TAG" | grep -la "$lv_pat" 2>/dev/null; printf '' | grep -La . 2>/dev/null)" = \
-    "(standard input)
+  if [ -z "${lv_can:-}" ]; then
+    lv_pat="dfdoctor-rh-[$(printf %.1s "$DFDOCTOR_RH_TAG")]${DFDOCTOR_RH_TAG#?}"
+    [ "$(printf 'dfdoctor-rh-%s\0' "$DFDOCTOR_RH_TAG" | grep -la "$lv_pat" 2>/dev/null; printf '' | grep -La . 2>/dev/null)" = \
+      "(standard input)
 (standard input)" ] || return 0
+    lv_can=1
+  fi
   lv_seen=" " lv_k=0 lv_again=
   while [ "$lv_k" -lt 50 ]; do
     lv_k=$((lv_k + 1)); set -- ${lv_again:-}
@@ -74,6 +79,18 @@ lives() {
   done
   return 0  # processes of the pass kept going before they were read: not known
 }
+# is_proc PID [START]: whether process PID runs (not a zombie, its memory not gone: its cmdline would read empty),
+# and started at START; p_start: when it started. Read by the shell itself from /proc/PID/stat: once the sentinel
+# was seen by its command line, each tick asks this instead of a `tr | grep` of it (two forks a tick).
+is_proc() {
+  p_start=; p_st=; read -r p_st 2>/dev/null < "/proc/$1/stat" || [ -n "$p_st" ] || return 1
+  p_want=${2:-}
+  set -- ${p_st##*) }   # state, then the fields after it: 20 its start time, 21 its memory's size
+  case "${1:-Z}" in Z|X) return 1 ;; esac
+  [ "${21:-0}" != 0 ] || return 1
+  p_start=${20:-}
+  [ -n "$p_start" ] && { [ -z "$p_want" ] || [ "$p_start" = "$p_want" ]; }
+}
 # is_but STATUS: whether that process is the one `quiet N PID` leaves out: the sentinel, pid PID in the pid
 # namespace of its container (the last of its NSpid, read at the host; one of several: only a process in a
 # namespace of its own, so that no process of the host itself is ever left out)
@@ -98,9 +115,12 @@ quiet() {
 if [ -n "$d" ] && [ -d "$d" ]; then
   exec 3<&0
   ( IFS= read -r w <&3; echo "${w:-0 0}" > "$d/.ended" ) &
-  said=
+  rd=$! said=
   while [ -d "$d" ] && [ ! -s "$d/.ended" ]; do
     [ -z "$said" ] && [ -e "$d/start.json" ] && printf '==started %s\n' "$(tr -d '\n' < "$d/start.json" 2>/dev/null)" && said=1
+    # said: all that is left to wait for is the runner's line, which the reader writes as it comes: waited for
+    # (a builtin), not ticked for (a `sleep` forked every tick, for the line's whole session)
+    [ -n "$said" ] && { wait "$rd"; break; }
     sleep $tick
   done
   read -r mt nt lt < "$d/.ended" 2>/dev/null
@@ -113,8 +133,9 @@ if [ -n "$d" ] && [ -d "$d" ]; then
     clock
     if [ -e "$d/start.json" ]; then
       [ -z "$pid" ] && pid=$(sed -n 's/.*"pid": \([0-9]*\).*/\1/p' "$d/start.json" 2>/dev/null)
-      if [ -n "$pid" ] && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q "$d/"; then seen=1
-      elif [ -n "$seen" ]; then break; fi   # it was running here and is gone
+      if [ -n "$seen" ]; then is_proc "$pid" "$seen" || break   # it was running here and is gone
+      elif [ -n "$pid" ] && is_proc "$pid" && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q "$d/"; then
+        seen=$p_start; fi
       if [ "$c" -ge "$m_at" ]; then
         b=; read -r b 2>/dev/null < "$d/beat"   # the last beat has no newline: read says so, and keeps it
         # an empty read is the sentinel rewriting the file, not a beat: the first beat read after the margin is

@@ -49,6 +49,14 @@ def target_of_spec(spec: dict[str, Any]) -> Target:
     return replace(target, extra=(*target.extra, *(p for p in kept if p not in target.extra))) if kept else target
 
 
+@functools.lru_cache(maxsize=16)
+def _runs_here(spelled: Optional[str]) -> bool:
+    """Whether a spec's `--target` spelling names this machine: parsed once per spelling (a watch asked it five
+    times a read, 20 reads a second; its kind alone says it, not the parts the spelling leaves out)."""
+    from dfdoctor.targets import parse_target as parsed  # where the targets are asked for (main: lazily)
+    return parsed(spelled).runs_here
+
+
 @functools.lru_cache(maxsize=1)
 def this_boot() -> Optional[str]:
     """This machine's boot id, read once: it cannot change while this process lives (a watch asked for it on
@@ -78,6 +86,9 @@ class RunRecord:
     @property
     def is_remote(self) -> bool:
         """The job runs on another target (`not target.runs_here`); this folder is the local copy of its record."""
+        spelled = self.spec.get("target")
+        if spelled is None or isinstance(spelled, str):
+            return not _runs_here(spelled)
         return not self.target.runs_here
 
     def boot_id(self) -> Optional[str]:
@@ -92,8 +103,17 @@ class RunRecord:
         return self.spec.get("run_id") or self.dir.name
 
     def first(self, name: str) -> Optional[dict[str, Any]]:
-        """The first event called `name`, or None."""
-        return next((e for e in self.events if e["event"] == name), None)
+        """The first event called `name`, or None. Found in an index of the events made at the first question
+        and made again once the list is another or grew (a watch asks 18 times a read, 20 reads a second, each a
+        walk of every event for the ones not there yet: the exit, the recorder's end)."""
+        kept = self.__dict__.get("_firsts")
+        if kept is None or kept[0] is not self.events or kept[1] != len(self.events):
+            index: dict[str, dict[str, Any]] = {}
+            for e in self.events:
+                if isinstance(e.get("event"), str):
+                    index.setdefault(e["event"], e)
+            kept = self.__dict__["_firsts"] = (self.events, len(self.events), index)
+        return kept[2].get(name)
 
     def all(self, name: str) -> list[dict[str, Any]]:
         """Every event called `name`, in order."""
