@@ -71,7 +71,7 @@ def test_without_py_spy_a_supervisors_polling_is_not_progress_and_a_rank_that_ne
     C)."""
     python = python_without_pyspy(work)
     torchrun = Path(PY).parent / "torchrun"
-    proc, rep = _dfdoctor_without_pyspy(python, work, "launch", "--no-check", "--watch", "30", "--", str(torchrun),
+    proc, rep = _dfdoctor_without_pyspy(python, work, "launch", "--no-check", "--watch", "12", "--", str(torchrun),
                                         "--nproc_per_node", "2", str(JOBS / "rank0_spins_rank1_sleeps.py"))
     v, text = rep["verdict"], text_of(rep)
     assert proc.returncode == 1 and v["state"] != "running", text
