@@ -58,11 +58,11 @@ def spinning(tmp_path_factory, rows):
 
 @pytest.fixture
 def trains_first(tmp_path, rows):
-    """The val-split job training 5,000 steps (1.6 CPU-s here) before its first eval, whose loader is empty. The
+    """The val-split job training 2,000 steps (0.6 CPU-s here) before its first eval, whose loader is empty. The
     test's looks catch it training within its first steps (measured: 2 of 3 looks in training show the loss or
-    optimiser lines, a look every 15 ms of the job's CPU: ~100 looks fit in the 5,000 steps); the steps after
-    that look are spent waiting for the eval's loop (20,000 made it 6.6 CPU-s)."""
-    proc = _started(tmp_path, rows, "--eval-every", "5000", "--steps", "1000000000")
+    optimiser lines, a look every 15 ms of the job's CPU: ~40 looks fit in the 2,000 steps); the steps after
+    that look are spent waiting for the eval's loop (20,000 made it 6.6 CPU-s, 5,000 ~1 CPU-s more than 2,000)."""
+    proc = _started(tmp_path, rows, "--eval-every", "2000", "--steps", "1000000000")
     try:
         yield proc
     finally:
