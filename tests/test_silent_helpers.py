@@ -76,7 +76,7 @@ def test_without_py_spy_a_supervisors_polling_is_not_progress_and_a_rank_that_ne
     # rank 0 spins a core for the whole watch (past its first 4 s of silence): the verdict needs a look after 3 s of
     # silence past the ranks' "up" lines (8 s did it here, 5 s was still "its log is growing"); 30 s burned ~18 s
     # of a core more in CI
-    proc, rep = _dfdoctor_without_pyspy(python, work, "launch", "--no-check", "--watch", "12", "--", str(torchrun),
+    proc, rep = _dfdoctor_without_pyspy(python, work, "launch", "--no-check", "--watch", "20", "--", str(torchrun),
                                         "--nproc_per_node", "2", str(JOBS / "rank0_spins_rank1_sleeps.py"))
     v, text = rep["verdict"], text_of(rep)
     assert proc.returncode == 1 and v["state"] != "running", text
