@@ -41,8 +41,13 @@ START_TIMEOUT_S = 120  # 4.5-13 s measured; far more under a loaded CI machine
 QUIET = {"RAY_prestart_worker_first_driver": "0", "RAY_enable_worker_prestart": "0", "RUNTIME_ENV_RETRY_TIMES": "1"}
 # What no test reads, off: Ray's metrics (each Ray process exports them to the dashboard agent, which nothing here
 # asks; dfdoctor reads the job, state, log and cluster-status APIs) and the agent's node report every 5 s (psutil of
-# every process of the node, for the dashboard's web page and metrics: REPORTER_UPDATE_INTERVAL_MS).
-UNREAD = {"RAY_enable_metrics_collection": "0", "REPORTER_UPDATE_INTERVAL_MS": "3600000"}
+# every process of the node, for the dashboard's web page and metrics: REPORTER_UPDATE_INTERVAL_MS). The dashboard's
+# own metrics too (dashboard/head.py's _record_dashboard_metrics, every METRICS_RECORD_INTERVAL_S, 5 by default:
+# psutil's memory_full_info, a read of /proc/PID/smaps, of the dashboard and each of its 9 module processes, for
+# its Prometheus gauges, which metrics off leaves unread): half of an idle dashboard's CPU (py-spy), 0.3 CPU-s a
+# minute here.
+UNREAD = {"RAY_enable_metrics_collection": "0", "REPORTER_UPDATE_INTERVAL_MS": "3600000",
+          "METRICS_RECORD_INTERVAL_S": "3600"}
 # Ray's log monitor streams the workers' output to their drivers; no test job prints from a task, and dfdoctor
 # reads the driver's own output (the job API) and the node's log files (the log API, which the agent serves).
 PARTS_OFF = ("--include-log-monitor=false",)
