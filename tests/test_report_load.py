@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import run_dfdoctor
+from support.in_process import run_here
 
 
 def saved_report(tmp_path) -> dict:
@@ -34,23 +35,16 @@ WRONG = [
 
 
 @pytest.mark.parametrize("text, words", WRONG)
-def test_a_wrong_document_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys, text, words):
+def test_a_wrong_document_is_one_line_and_exit_2(tmp_path, text, words):
     """Each document through every renderer. One format a document goes through the console script in a process of
-    its own (in turn: each format is so run for some document), the others through its `run` here, as
-    test_any_edit_… does: 9 processes, not 36 (~2 CPU-s of starts that proved the same entry point again)."""
-    from dfdoctor.cli.main import run
+    its own (in turn: each format is so run for some document), the others through its `run` here
+    (support/in_process): 9 processes, not 36 (~2 CPU-s of starts that proved the same entry point again)."""
     (tmp_path / "r.json").write_text(text)
-    monkeypatch.chdir(tmp_path)
     formats = ("text", "json", "junit", "html")
     own = formats[WRONG.index((text, words)) % len(formats)]
     for fmt in formats:
-        if fmt == own:
-            res = run_dfdoctor("report", "r.json", "--format", fmt, cwd=tmp_path)
-            rc, out, err = res.returncode, res.stdout, res.stderr
-        else:
-            capsys.readouterr()
-            rc = run(["report", "r.json", "--format", fmt])
-            out, err = capsys.readouterr()
+        res = (run_dfdoctor if fmt == own else run_here)("report", "r.json", "--format", fmt, cwd=tmp_path)
+        rc, out, err = res.returncode, res.stdout, res.stderr
         assert rc == 2, (fmt, out[-500:], err[-2000:])
         lines = err.strip().splitlines()
         assert len(lines) == 1 and words in lines[0], (fmt, err)
